@@ -1,0 +1,197 @@
+// Package app wires Switchboard together: it loads and watches the
+// config, runs the pool and its front doors, serves the control API the
+// CLI uses, and shuts everything down in order.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// Version is the build's version, set by the linker.
+var Version = "dev"
+
+// Options configure a running instance.
+type Options struct {
+	// ConfigPath overrides Paths.Config.
+	ConfigPath string
+	// HTTPListen overrides the config's http.listen.
+	HTTPListen string
+	Logger     *slog.Logger
+}
+
+// Instance is a running pool with its front doors and control API. The UI
+// holds one to read snapshots and to act.
+type Instance struct {
+	Paths Paths
+	Pool  *pool.Pool
+	log   *slog.Logger
+
+	configPath string
+	mu         sync.Mutex // guards the fields below
+	cfg        *config.File
+	configErr  error
+}
+
+// ErrAlreadyRunning means another instance owns this SWITCHBOARD_HOME.
+var ErrAlreadyRunning = errors.New("switchboard is already running")
+
+// Serve runs the pool headless until ctx ends: `switchboard serve`.
+func Serve(ctx context.Context, opts Options) error {
+	inst, err := Start(opts)
+	if err != nil {
+		return err
+	}
+	return inst.Run(ctx)
+}
+
+// Start loads the config and prepares the pool, without serving yet.
+func Start(opts Options) (*Instance, error) {
+	paths, err := ResolvePaths()
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	inst := &Instance{Paths: paths, log: log, configPath: paths.Config}
+	if opts.ConfigPath != "" {
+		inst.configPath = opts.ConfigPath
+	}
+	if err := paths.ensureRunDir(); err != nil {
+		return nil, err
+	}
+	if err := writeStarterConfig(inst.configPath, opts.ConfigPath == ""); err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(inst.configPath)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	inst.cfg = cfg
+	inst.Pool = pool.New(&pool.Options{
+		Logger:     log,
+		ClientInfo: pool.Implementation{Name: "switchboard", Version: Version},
+	})
+	servers, _ := cfg.PoolServers(os.LookupEnv)
+	if err := inst.Pool.Apply(servers); err != nil {
+		return nil, err
+	}
+	if remote := cfg.Remote(); len(remote) > 0 {
+		log.Warn("remote (URL) servers are not pooled; connect to them directly", "servers", remote)
+	}
+	if opts.HTTPListen != "" {
+		inst.cfg.HTTP.Listen = opts.HTTPListen
+	}
+	return inst, nil
+}
+
+// writeStarterConfig gives a first run a working config, only at the
+// default location and only if there is none.
+func writeStarterConfig(path string, isDefault bool) error {
+	if !isDefault {
+		return nil
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := os.MkdirAll(dirOf(path), 0o700); err != nil {
+		return fmt.Errorf("create config dir: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(config.Starter), 0o600); err != nil {
+		return fmt.Errorf("write starter config: %w", err)
+	}
+	return nil
+}
+
+func dirOf(path string) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if path[i] == '/' || path[i] == os.PathSeparator {
+			return path[:i]
+		}
+	}
+	return "."
+}
+
+// Run serves until ctx ends, then stops accepting, cancels what is in
+// flight and shuts every child down.
+func (inst *Instance) Run(ctx context.Context) error {
+	poolLn, err := listenUnix(inst.Paths.PoolSocket())
+	if err != nil {
+		inst.Pool.Close()
+		return err
+	}
+	ctlLn, err := listenUnix(inst.Paths.ControlSocket())
+	if err != nil {
+		poolLn.Close()
+		inst.Pool.Close()
+		return err
+	}
+	ctl := &http.Server{Handler: inst.controlHandler(), ReadHeaderTimeout: 5 * time.Second}
+	inst.log.Info("switchboard serving", "config", inst.configPath, "socket", inst.Paths.PoolSocket(),
+		"servers", inst.Pool.Servers())
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return inst.Pool.ServeStdio(poolLn) })
+	g.Go(func() error {
+		if err := ctl.Serve(ctlLn); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("control API: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		inst.log.Info("shutting down")
+		poolLn.Close()
+		shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = ctl.Shutdown(shutCtx)
+		return inst.Pool.Close()
+	})
+	err = g.Wait()
+	os.Remove(inst.Paths.PoolSocket())
+	os.Remove(inst.Paths.ControlSocket())
+	return err
+}
+
+// listenUnix listens on a 0600 socket, replacing a stale one left by a
+// crashed instance but refusing to steal a live one.
+func listenUnix(path string) (net.Listener, error) {
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("%w (socket %s answers)", ErrAlreadyRunning, path)
+	}
+	_ = os.Remove(path)
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod %s: %w", path, err)
+	}
+	return ln, nil
+}
+
+// ConfigError is the error of the last config load, or nil.
+func (inst *Instance) ConfigError() error {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	return inst.configErr
+}

@@ -1,0 +1,52 @@
+package app
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// Status is the JSON of `switchboard status --json` and of the control
+// API's GET /v1/status.
+type Status struct {
+	Version     string             `json:"version"`
+	PID         int                `json:"pid"`
+	Config      string             `json:"config"`
+	ConfigError *string            `json:"configError"`
+	Servers     []pool.ServerInfo  `json:"servers"`
+	Sessions    []pool.SessionInfo `json:"sessions"`
+	Backends    []pool.BackendInfo `json:"backends"`
+	InFlight    []pool.RequestInfo `json:"inFlight"`
+	Counters    pool.Counters      `json:"counters"`
+}
+
+// Status builds the status from a fresh snapshot.
+func (inst *Instance) Status() Status {
+	snap := inst.Pool.Snapshot()
+	st := Status{Version: Version, PID: pidSelf(), Config: inst.configPath, Servers: snap.Servers,
+		Sessions: snap.Sessions, Backends: snap.Backends, InFlight: snap.InFlight, Counters: snap.Counters}
+	if err := inst.ConfigError(); err != nil {
+		msg := err.Error()
+		st.ConfigError = &msg
+	}
+	return st
+}
+
+// controlHandler is the control API, served on the 0600 control socket
+// only: whoever can open the socket is the user.
+func (inst *Instance) controlHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, inst.Status())
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

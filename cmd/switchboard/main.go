@@ -1,0 +1,117 @@
+// Command switchboard is the Switchboard tray app and its CLI. It only
+// parses arguments, calls package app, and maps errors to exit codes.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/switchboard-mcp/switchboard/app"
+)
+
+type cli struct {
+	Tray    trayCmd    `cmd:"" default:"withargs" help:"Run the tray app with the pool in-process (the default)."`
+	Serve   serveCmd   `cmd:"" help:"Run the pool headless, for servers, CI and tests."`
+	Connect connectCmd `cmd:"" help:"Relay stdin/stdout to server NAME of the running pool (what MCP clients start)."`
+	Status  statusCmd  `cmd:"" help:"Show sessions, backends and requests in flight."`
+	Version versionCmd `cmd:"" help:"Print the version."`
+}
+
+type trayCmd struct {
+	Config    string `help:"Config file (default: $SWITCHBOARD_HOME/config.json)." type:"path"`
+	HTTP      string `name:"http" help:"Listen address of the HTTP front door, e.g. 127.0.0.1:7777."`
+	Dashboard bool   `help:"Open the dashboard window at start."`
+}
+
+func (c *trayCmd) Run(ctx context.Context) error {
+	return app.Serve(ctx, app.Options{ConfigPath: c.Config, HTTPListen: c.HTTP})
+}
+
+type serveCmd struct {
+	Config string `help:"Config file (default: $SWITCHBOARD_HOME/config.json)." type:"path"`
+	HTTP   string `name:"http" help:"Listen address of the HTTP front door, e.g. 127.0.0.1:7777."`
+}
+
+func (c *serveCmd) Run(ctx context.Context) error {
+	return app.Serve(ctx, app.Options{ConfigPath: c.Config, HTTPListen: c.HTTP})
+}
+
+type connectCmd struct {
+	Name string `arg:"" help:"Server name from the config."`
+}
+
+func (c *connectCmd) Run() error { return app.Connect(c.Name, os.Stdin, os.Stdout) }
+
+type statusCmd struct {
+	JSON bool `name:"json" help:"Print JSON (stable; see the README)."`
+}
+
+func (c *statusCmd) Run(ctx context.Context) error {
+	st, err := app.FetchStatus(ctx)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(os.Stdout, st)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	if st.ConfigError != nil {
+		fmt.Fprintf(tw, "CONFIG ERROR: %s\n\n", *st.ConfigError)
+	}
+	fmt.Fprintln(tw, "SERVER\tSTATE\tPID\tSESSIONS\tIN FLIGHT\tRESTARTS\tSTARTED")
+	for _, b := range st.Backends {
+		started := ""
+		if !b.StartedAt.IsZero() {
+			started = time.Since(b.StartedAt).Round(time.Second).String() + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", b.Server, b.State, b.PID, b.Sessions, b.InFlight, b.Restarts, started)
+	}
+	fmt.Fprintf(tw, "\n%d sessions, %d requests in flight\n", len(st.Sessions), len(st.InFlight))
+	return tw.Flush()
+}
+
+type versionCmd struct{}
+
+func (versionCmd) Run() error { fmt.Println(app.Version); return nil }
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var c cli
+	k := kong.Parse(&c,
+		kong.Name("switchboard"),
+		kong.Description("Switchboard shares one supervised MCP server process among all your AI coding sessions."),
+		kong.UsageOnError(),
+		kong.BindTo(ctx, (*context.Context)(nil)),
+	)
+	if err := k.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "switchboard: %v\n", err)
+		os.Exit(exitCode(err))
+	}
+}
+
+func exitCode(err error) int {
+	switch {
+	case errors.Is(err, app.ErrNoPool):
+		return 3
+	case errors.Is(err, app.ErrAlreadyRunning):
+		return 4
+	}
+	return 1
+}

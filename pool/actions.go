@@ -1,0 +1,111 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
+
+// ErrNotFound means an action named a request or process the pool does
+// not have.
+var ErrNotFound = errors.New("not found")
+
+// Restart restarts the server's children: a failed server gets a fresh
+// restart budget, a running child is shut down gracefully and started
+// again (its written requests follow the at-most-once rule).
+func (p *Pool) Restart(server string) error {
+	s, err := p.anyServer(server)
+	if err != nil {
+		return err
+	}
+	bs := s.backends()
+	if len(bs) == 0 {
+		return nil // nothing running: the next session starts it
+	}
+	for _, b := range bs {
+		b.restartNow()
+	}
+	return nil
+}
+
+// Stop stops the server's shared child now; in-flight requests get an
+// error. The next request starts it again.
+func (p *Pool) Stop(server string) error {
+	s, err := p.anyServer(server)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	b := s.current.Load()
+	s.current.Store(nil)
+	s.mu.Unlock()
+	if b != nil {
+		b.stop(errors.New("stopped by the user"))
+	}
+	return nil
+}
+
+// Cancel ends one in-flight request: the client gets an error saying it
+// was cancelled in Switchboard, the child gets notifications/cancelled.
+func (p *Pool) Cancel(poolID uint64) error {
+	for _, s := range p.allServers() {
+		for _, b := range s.backends() {
+			b.mu.Lock()
+			pd := b.pending[poolID]
+			b.mu.Unlock()
+			if pd == nil || pd.sess == nil {
+				continue
+			}
+			won, written := b.end(pd)
+			if !won {
+				return fmt.Errorf("request %d: %w (it just ended)", poolID, ErrNotFound)
+			}
+			p.cancelled.Add(1)
+			if written {
+				b.cancelAtChild(pd, "cancelled in Switchboard")
+			}
+			b.finishWithError(pd, &jsonrpc.Error{Code: jsonrpc.CodeRequestCancelled,
+				Message: fmt.Sprintf("request cancelled in Switchboard (%s on server %q)", pd.method, b.cfg.Name),
+				Data:    map[string]any{"mayHaveExecuted": written}}, written, StatusCancelled)
+			return nil
+		}
+	}
+	return fmt.Errorf("request %d: %w", poolID, ErrNotFound)
+}
+
+// KillChild kills one of the pool's own children (its whole process
+// group) by PID. Its supervisor treats it as a crash. Only PIDs the pool
+// started are accepted.
+func (p *Pool) KillChild(pid int) error {
+	for _, s := range p.allServers() {
+		for _, b := range s.backends() {
+			if b.pid() == pid && pid > 0 {
+				return kill(pid)
+			}
+		}
+	}
+	return fmt.Errorf("pid %d is not a child of this pool: %w", pid, ErrNotFound)
+}
+
+// ChildPIDs lists the PIDs of the pool's running children.
+func (p *Pool) ChildPIDs() []int {
+	var out []int
+	for _, s := range p.allServers() {
+		for _, b := range s.backends() {
+			if pid := b.pid(); pid > 0 {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+func (p *Pool) anyServer(name string) (*server, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s, ok := p.servers[name]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("%w %q", ErrUnknownServer, name)
+}

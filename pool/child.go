@@ -1,0 +1,191 @@
+package pool
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+)
+
+// child is one running process of a backend. Its pipes are os.Pipe files
+// owned by the pool, not exec's, so Wait never closes a pipe under a
+// reader and a grandchild holding stdout open cannot hang the pool.
+type child struct {
+	cmd     *exec.Cmd
+	pid     int
+	started time.Time
+	stdin   *os.File // write end; closed by the supervisor
+	stdout  *os.File // read end; closed by the supervisor
+	stderr  *os.File // read end; closed by the supervisor
+
+	exited     chan struct{} // closed by run after Wait returned
+	waitErr    error         // set before exited is closed
+	readerDone chan struct{} // closed by readLoop
+	writerDone chan struct{} // closed by writeLoop
+	stderrDone chan struct{} // closed by stderrLoop
+
+	ready bool // handshake done; guarded by backend.mu
+}
+
+// environ builds the child's environment: the app's, plus the configured
+// values. The values are never logged.
+func environ(extra map[string]string) []string {
+	env := os.Environ()
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+extra[k])
+	}
+	return env
+}
+
+// startChild starts cfg's command. The goroutine that starts it stays
+// locked to its OS thread until the child has been waited for, which is
+// what makes Linux's Pdeathsig mean "when the pool dies".
+func startChild(cfg ServerConfig) (*child, error) {
+	if cfg.Command == "" {
+		return nil, errors.New("no command configured")
+	}
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	cmd.Env = environ(cfg.Env)
+	cmd.Dir = cfg.Cwd
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.SysProcAttr = sysProcAttr()
+
+	c := &child{cmd: cmd, stdin: inW, stdout: outR, stderr: errR,
+		exited: make(chan struct{}), readerDone: make(chan struct{}),
+		writerDone: make(chan struct{}), stderrDone: make(chan struct{})}
+	started := make(chan error, 1)
+	go c.run(started)
+	if err := <-started; err != nil {
+		closeAll()
+		return nil, err
+	}
+	// The child has its own copies of its ends.
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	return c, nil
+}
+
+// run starts the process and waits for it, on one locked OS thread. It
+// exits when the process has exited.
+func (c *child) run(started chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := c.cmd.Start(); err != nil {
+		started <- err
+		return
+	}
+	c.pid = c.cmd.Process.Pid
+	c.started = time.Now()
+	started <- nil
+	c.waitErr = c.cmd.Wait()
+	close(c.exited)
+}
+
+// exitCode is the child's exit code, or -1 if it was killed by a signal.
+func (c *child) exitCode() int {
+	if c.cmd.ProcessState == nil {
+		return -1
+	}
+	return c.cmd.ProcessState.ExitCode()
+}
+
+// describeExit says how the child ended, for logs and errors.
+func (c *child) describeExit() string {
+	if c.cmd.ProcessState == nil {
+		return "not started"
+	}
+	return c.cmd.ProcessState.String()
+}
+
+// shutdown follows the MCP stdio rule: close stdin and wait; SIGTERM the
+// process group and wait; SIGKILL the process group. It returns when the
+// child has exited.
+func (c *child) shutdown() {
+	c.stdin.Close()
+	select {
+	case <-c.exited:
+	case <-time.After(stdinGrace):
+		_ = terminate(c.pid)
+		select {
+		case <-c.exited:
+		case <-time.After(sigtermGrace):
+			_ = kill(c.pid)
+			<-c.exited
+		}
+	}
+	// Grandchildren that outlived the leader still share its group.
+	_ = kill(c.pid)
+}
+
+// closeReaders makes the reader goroutines return once the process is
+// gone: output already in the pipes gets a moment to be read first.
+func (c *child) closeReaders() {
+	t := time.NewTimer(500 * time.Millisecond)
+	defer t.Stop()
+	for _, done := range []chan struct{}{c.readerDone, c.stderrDone} {
+		select {
+		case <-done:
+		case <-t.C:
+		}
+	}
+	c.stdout.Close()
+	c.stderr.Close()
+	<-c.readerDone
+	<-c.stderrDone
+}
+
+// stderrLoop copies the child's stderr into the ring buffer. It exits at
+// EOF or when closeReaders closes the pipe.
+func stderrLoop(c *child, r *ring, logLine func(string)) {
+	defer close(c.stderrDone)
+	sc := bufio.NewScanner(c.stderr)
+	sc.Buffer(make([]byte, 4096), 64<<10)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		r.add(line)
+		logLine(line)
+	}
+	if sc.Err() != nil {
+		// Overlong line: keep draining so the child never blocks on stderr.
+		_, _ = io.Copy(io.Discard, c.stderr)
+	}
+}

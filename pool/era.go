@@ -1,0 +1,337 @@
+package pool
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
+
+// MCP revisions. Up to LatestLegacy a connection starts with initialize;
+// Modern is stateless: each request names its version in _meta and
+// server/discover replaces the handshake.
+const (
+	Modern       = "2026-07-28"
+	LatestLegacy = "2025-11-25"
+
+	EraLegacy = "legacy"
+	EraModern = "modern"
+)
+
+// legacyVersions are the revisions that use the initialize handshake,
+// oldest first.
+var legacyVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", LatestLegacy}
+
+// The _meta keys every modern request carries.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+)
+
+// handshake is what the pool learned from a child, once per process, and
+// answers every client's initialize or server/discover with.
+type handshake struct {
+	era             string
+	protocolVersion string // legacy: negotiated; modern: Modern
+	capabilities    json.RawMessage
+	serverInfo      json.RawMessage
+	instructions    string
+	supported       []string // modern: supportedVersions
+}
+
+// poolCapabilities are the client capabilities the pool declares to
+// children: it can route sampling, elicitation and roots requests to a
+// session that declared them.
+const poolCapabilities = `{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}`
+
+// probeTimeout is how long the pool waits for an answer to server/discover
+// before also trying initialize: some legacy servers never answer a
+// request that comes before initialize.
+const probeTimeout = 5 * time.Second
+
+// handshake probes the child with server/discover and falls back to the
+// legacy initialize, as the 2026-07-28 revision's backward-compatibility
+// rules describe, then caches the era and the result.
+func (b *backend) handshake(c *child) (*handshake, error) {
+	info, _ := json.Marshal(b.p.opts.ClientInfo)
+	discover := b.probe(Modern, "server/discover", []byte(`{"_meta":{"`+metaProtocolVersion+`":"`+Modern+
+		`","`+metaClientCapabilities+`":`+poolCapabilities+`,"`+metaClientInfo+`":`+string(info)+`}}`))
+	deadline := time.NewTimer(b.p.opts.HandshakeTimeout)
+	defer deadline.Stop()
+	probe := time.NewTimer(probeTimeout)
+	defer probe.Stop()
+
+	var initialize *pending
+	sendInitialize := func() {
+		if initialize == nil {
+			initialize = b.probe(LatestLegacy, "initialize", []byte(`{"protocolVersion":"`+LatestLegacy+
+				`","capabilities":`+poolCapabilities+`,"clientInfo":`+string(info)+`}`))
+		}
+	}
+	var initReply <-chan []byte
+	for {
+		if initialize != nil {
+			initReply = initialize.reply
+		}
+		select {
+		case raw, ok := <-discover.reply:
+			discover.reply = nil // a nil channel blocks: wait for the others
+			if ok {
+				if hs, err := parseDiscover(raw); err == nil {
+					if initialize != nil {
+						b.end(initialize)
+					}
+					return hs, nil
+				}
+			}
+			sendInitialize()
+		case raw, ok := <-initReply:
+			if !ok {
+				return nil, b.handshakeFailure(c, "the child exited during initialize")
+			}
+			hs, err := parseInitialize(raw)
+			if err != nil {
+				return nil, fmt.Errorf("initialize %s: %w", b.cfg.Name, err)
+			}
+			b.end(discover)
+			b.sendRaw(jsonrpc.AppendNotification(nil, "notifications/initialized", nil))
+			return hs, nil
+		case <-probe.C:
+			sendInitialize()
+		case <-c.exited:
+			return nil, b.handshakeFailure(c, "the child exited before answering server/discover or initialize")
+		case <-deadline.C:
+			return nil, b.handshakeFailure(c, fmt.Sprintf("no answer to server/discover or initialize within %s", b.p.opts.HandshakeTimeout))
+		case <-b.stopReq:
+			return nil, errors.New("stopped during the handshake")
+		}
+	}
+}
+
+func (b *backend) handshakeFailure(c *child, what string) error {
+	msg := fmt.Sprintf("server %q: %s", b.cfg.Name, what)
+	if tail := b.stderr.tail(3); len(tail) > 0 {
+		msg += fmt.Sprintf(" (stderr: %q)", tail)
+	}
+	return errors.New(msg)
+}
+
+// probe sends one of the pool's own handshake requests, ahead of any queued
+// client request.
+func (b *backend) probe(version, method string, params []byte) *pending {
+	id := b.p.nextID.Add(1)
+	p := &pending{id: id, method: method, received: time.Now(), reply: make(chan []byte, 1), early: true,
+		line: jsonrpc.AppendRequest(nil, id, method, params)}
+	b.mu.Lock()
+	p.state = stQueued
+	b.pending[id] = p
+	b.queue = append([]outItem{{p: p, line: p.line}}, b.queue...)
+	b.mu.Unlock()
+	b.signal()
+	return p
+}
+
+func resultOf(raw []byte) ([]byte, error) {
+	msg, err := jsonrpc.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if msg.Error.Present() {
+		return nil, fmt.Errorf("child answered with an error: %s", msg.Error.Of(raw))
+	}
+	return msg.Result.Of(raw), nil
+}
+
+func parseDiscover(raw []byte) (*handshake, error) {
+	res, err := resultOf(raw)
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		SupportedVersions []string                   `json:"supportedVersions"`
+		Capabilities      json.RawMessage            `json:"capabilities"`
+		Instructions      string                     `json:"instructions"`
+		Meta              map[string]json.RawMessage `json:"_meta"`
+		ServerInfo        json.RawMessage            `json:"serverInfo"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return nil, fmt.Errorf("server/discover result: %w", err)
+	}
+	if !slices.Contains(r.SupportedVersions, Modern) {
+		return nil, fmt.Errorf("server/discover: %s not among supported versions %v", Modern, r.SupportedVersions)
+	}
+	hs := &handshake{era: EraModern, protocolVersion: Modern, capabilities: r.Capabilities,
+		instructions: r.Instructions, supported: r.SupportedVersions, serverInfo: r.Meta[metaServerInfo]}
+	if hs.serverInfo == nil {
+		hs.serverInfo = r.ServerInfo
+	}
+	return hs, nil
+}
+
+func parseInitialize(raw []byte) (*handshake, error) {
+	res, err := resultOf(raw)
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
+		ServerInfo      json.RawMessage `json:"serverInfo"`
+		Instructions    string          `json:"instructions"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return nil, fmt.Errorf("initialize result: %w", err)
+	}
+	if r.ProtocolVersion == "" {
+		return nil, errors.New("initialize result has no protocolVersion")
+	}
+	return &handshake{era: EraLegacy, protocolVersion: r.ProtocolVersion, capabilities: r.Capabilities,
+		serverInfo: r.ServerInfo, instructions: r.Instructions}, nil
+}
+
+// initializeResult answers a legacy client's initialize. The version is
+// the one the pool speaks with the child: the client decides whether it
+// can use it, as the spec's negotiation rule says. A modern child is
+// presented to legacy clients as the newest legacy revision, and the pool
+// adds the _meta such a child needs to each forwarded request.
+func (hs *handshake) initializeResult(requested string) []byte {
+	version := hs.protocolVersion
+	if hs.era == EraModern {
+		version = LatestLegacy
+		if slices.Contains(legacyVersions, requested) {
+			version = requested
+		}
+	}
+	r := map[string]any{"protocolVersion": version, "capabilities": rawOrEmpty(hs.capabilities),
+		"serverInfo": rawOrDefault(hs.serverInfo, `{"name":"switchboard","version":"dev"}`)}
+	if hs.instructions != "" {
+		r["instructions"] = hs.instructions
+	}
+	out, _ := json.Marshal(r)
+	return out
+}
+
+// discoverResult answers a modern client's server/discover.
+func (hs *handshake) discoverResult() []byte {
+	r := map[string]any{"resultType": "complete", "supportedVersions": []string{Modern},
+		"capabilities": rawOrEmpty(hs.capabilities),
+		"_meta":        map[string]any{metaServerInfo: rawOrDefault(hs.serverInfo, `{"name":"switchboard","version":"dev"}`)}}
+	if hs.era == EraModern && len(hs.supported) > 0 {
+		r["supportedVersions"] = hs.supported
+	}
+	if hs.instructions != "" {
+		r["instructions"] = hs.instructions
+	}
+	out, _ := json.Marshal(r)
+	return out
+}
+
+func rawOrEmpty(r json.RawMessage) json.RawMessage {
+	if len(r) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	return r
+}
+
+func rawOrDefault(r json.RawMessage, def string) json.RawMessage {
+	if len(r) == 0 {
+		return json.RawMessage(def)
+	}
+	return r
+}
+
+// toolHints reads a tools/list result and says, per tool, whether it
+// declared itself read-only or idempotent.
+func toolHints(result []byte) map[string]bool {
+	var r struct {
+		Tools []struct {
+			Name        string `json:"name"`
+			Annotations struct {
+				ReadOnly   bool `json:"readOnlyHint"`
+				Idempotent bool `json:"idempotentHint"`
+			} `json:"annotations"`
+		} `json:"tools"`
+	}
+	if json.Unmarshal(result, &r) != nil {
+		return nil
+	}
+	out := make(map[string]bool, len(r.Tools))
+	for _, t := range r.Tools {
+		out[t.Name] = t.Annotations.ReadOnly || t.Annotations.Idempotent
+	}
+	return out
+}
+
+// errorFields reads code and message from a JSON-RPC error object.
+func errorFields(obj []byte) (int, string) {
+	var e struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(obj, &e)
+	return e.Code, e.Message
+}
+
+func asRPCError(err error) *jsonrpc.Error {
+	var e *jsonrpc.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: err.Error()}
+}
+
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s)
+	return append(dst, b...)
+}
+
+// findPoolID finds `"id":N` in a fragment of an oversize message.
+func findPoolID(frag []byte) (uint64, bool) {
+	const key = `"id":`
+	for i := 0; i+len(key) < len(frag); i++ {
+		if string(frag[i:i+len(key)]) != key {
+			continue
+		}
+		j := i + len(key)
+		for j < len(frag) && frag[j] == ' ' {
+			j++
+		}
+		k := j
+		for k < len(frag) && frag[k] >= '0' && frag[k] <= '9' {
+			k++
+		}
+		if n, ok := jsonrpc.ParseUint(frag[j:k]); ok {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// findClientID finds the id at the start of an oversize client message so
+// the error can name it; anything unclear gives null.
+func findClientID(head []byte) ([]byte, bool) {
+	const key = `"id":`
+	for i := 0; i+len(key) < len(head); i++ {
+		if string(head[i:i+len(key)]) != key {
+			continue
+		}
+		j := i + len(key)
+		k := j
+		for k < len(head) && head[k] != ',' && head[k] != '}' {
+			k++
+		}
+		if k < len(head) && jsonrpc.Valid(head[j:k]) {
+			v := head[j:k]
+			if v[0] == '"' || v[0] == '-' || (v[0] >= '0' && v[0] <= '9') {
+				return append([]byte(nil), v...), true
+			}
+		}
+		return nil, false
+	}
+	return nil, false
+}

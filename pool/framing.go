@@ -1,0 +1,101 @@
+package pool
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// lineReader reads newline-delimited messages, the framing of MCP's stdio
+// transport and of the pool's local socket. A line longer than max is
+// skipped, not buffered: its size and last bytes are reported in a
+// *tooLongError so the caller can answer the sender.
+type lineReader struct {
+	r   *bufio.Reader
+	max int
+	buf []byte
+}
+
+func newLineReader(r io.Reader, max int) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// tooLongError reports a skipped oversize line.
+type tooLongError struct {
+	size int
+	head []byte // first bytes, to find an id written early
+	tail []byte // last bytes, to find an id written late
+}
+
+func (e *tooLongError) Error() string {
+	return fmt.Sprintf("message of %d bytes or more exceeds the limit", e.size)
+}
+
+// next returns the next non-empty line without its line ending. The slice
+// is only valid until the next call. At EOF a final unterminated line is
+// returned before io.EOF.
+func (lr *lineReader) next() ([]byte, error) {
+	for {
+		line, err := lr.readLine()
+		if err != nil {
+			return nil, err
+		}
+		line = bytes.TrimRight(line, "\r")
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		return line, nil
+	}
+}
+
+func (lr *lineReader) readLine() ([]byte, error) {
+	lr.buf = lr.buf[:0]
+	for {
+		frag, err := lr.r.ReadSlice('\n')
+		if len(lr.buf)+len(frag) > lr.max+1 {
+			return nil, lr.skip(frag, err)
+		}
+		switch {
+		case err == nil:
+			if len(lr.buf) == 0 {
+				return frag[:len(frag)-1], nil
+			}
+			lr.buf = append(lr.buf, frag[:len(frag)-1]...)
+			return lr.buf, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			lr.buf = append(lr.buf, frag...)
+		case errors.Is(err, io.EOF) && len(lr.buf)+len(frag) > 0:
+			lr.buf = append(lr.buf, frag...)
+			return lr.buf, nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// skip discards the rest of an oversize line.
+func (lr *lineReader) skip(frag []byte, err error) error {
+	const keep = 256
+	e := &tooLongError{size: len(lr.buf)}
+	e.head = append(e.head, lr.buf[:min(keep, len(lr.buf))]...)
+	if len(e.head) < keep {
+		e.head = append(e.head, frag[:min(keep-len(e.head), len(frag))]...)
+	}
+	lr.buf = lr.buf[:0]
+	for {
+		e.size += len(frag)
+		e.tail = append(e.tail, frag...)
+		if len(e.tail) > keep {
+			e.tail = append(e.tail[:0], e.tail[len(e.tail)-keep:]...)
+		}
+		if err == nil {
+			return e
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return errors.Join(e, err)
+		}
+		frag, err = lr.r.ReadSlice('\n')
+	}
+}

@@ -1,0 +1,144 @@
+package jsonrpc
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name   string
+		in     string
+		kind   Kind
+		id     string
+		method string
+		err    error
+	}{
+		{"numeric id", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, KindRequest, `1`, "ping", nil},
+		{"string id", `{"jsonrpc":"2.0","id":"1","method":"ping"}`, KindRequest, `"1"`, "ping", nil},
+		{"float id kept", `{"jsonrpc":"2.0","id":1.0,"method":"ping"}`, KindRequest, `1.0`, "ping", nil},
+		{"exponent id kept", `{"jsonrpc":"2.0","id":1e0,"method":"ping"}`, KindRequest, `1e0`, "ping", nil},
+		{"id last", `{"method":"tools/list","jsonrpc":"2.0","id":"a b"}`, KindRequest, `"a b"`, "tools/list", nil},
+		{"white space", " {\t\"jsonrpc\" : \"2.0\" , \"id\" : 7 , \"method\" : \"x\" } ", KindRequest, `7`, "x", nil},
+		{"escaped key", `{"jsonrpc":"2.0","\u0069d":5,"method":"ping"}`, KindRequest, `5`, "ping", nil},
+		{"escaped method", `{"jsonrpc":"2.0","id":5,"method":"pi\u006eg"}`, KindRequest, `5`, "ping", nil},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, KindNotification, ``, "notifications/initialized", nil},
+		{"result", `{"jsonrpc":"2.0","id":3,"result":{}}`, KindResponse, `3`, "", nil},
+		{"error", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`, KindResponse, `null`, "", nil},
+		{"not json", `{"jsonrpc":"2.0","id":1,"method":`, KindInvalid, ``, "", ErrParse},
+		{"trailing garbage", `{"jsonrpc":"2.0","id":1,"method":"x"} x`, KindInvalid, ``, "", ErrParse},
+		{"bad escape", `{"jsonrpc":"2.0","id":"\x","method":"x"}`, KindInvalid, ``, "", ErrParse},
+		{"control char", "{\"jsonrpc\":\"2.0\",\"id\":\"a\x01\",\"method\":\"x\"}", KindInvalid, ``, "", ErrParse},
+		{"leading zero", `{"jsonrpc":"2.0","id":01,"method":"x"}`, KindInvalid, ``, "", ErrParse},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"x"}]`, KindInvalid, ``, "", ErrInvalid},
+		{"not object", `42`, KindInvalid, ``, "", ErrInvalid},
+		{"wrong version", `{"jsonrpc":"1.0","id":1,"method":"x"}`, KindInvalid, ``, "", ErrInvalid},
+		{"object id", `{"jsonrpc":"2.0","id":{},"method":"x"}`, KindInvalid, ``, "", ErrInvalid},
+		{"null id request", `{"jsonrpc":"2.0","id":null,"method":"x"}`, KindInvalid, ``, "", ErrInvalid},
+		{"number method", `{"jsonrpc":"2.0","id":1,"method":1}`, KindInvalid, ``, "", ErrInvalid},
+		{"string params", `{"jsonrpc":"2.0","id":1,"method":"x","params":"p"}`, KindInvalid, ``, "", ErrInvalid},
+		{"result and error", `{"jsonrpc":"2.0","id":1,"result":1,"error":{}}`, KindInvalid, ``, "", ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := Parse([]byte(tt.in))
+			if tt.err != nil {
+				if !errors.Is(err, tt.err) {
+					t.Fatalf("err = %v, want %v", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Kind != tt.kind || string(m.IDBytes()) != tt.id || m.Method != tt.method {
+				t.Fatalf("got kind %v id %q method %q", m.Kind, m.IDBytes(), m.Method)
+			}
+		})
+	}
+}
+
+func TestSpliceRestoresExactID(t *testing.T) {
+	for _, id := range []string{`1`, `"1"`, `1.0`, `-0`, `"\u00e9"`, `1e3`} {
+		in := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"a":[1,2]}}`
+		m, err := Parse([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rewritten := Splice(nil, m.Raw, m.ID, AppendUint(nil, 42))
+		r, err := Parse(rewritten)
+		if err != nil || string(r.IDBytes()) != "42" {
+			t.Fatalf("rewrite %s: %s %v", id, rewritten, err)
+		}
+		back := Splice(nil, r.Raw, r.ID, []byte(id))
+		if string(back) != in {
+			t.Fatalf("round trip of %s: %s", id, back)
+		}
+	}
+}
+
+func TestMember(t *testing.T) {
+	obj := []byte(`{"a":1,"_meta":{"progressToken":"t"},"name":"echo"}`)
+	meta := Member(obj, "_meta")
+	if string(meta.Of(obj)) != `{"progressToken":"t"}` {
+		t.Fatalf("_meta: %s", meta.Of(obj))
+	}
+	if s, ok := String(obj, Member(obj, "name")); !ok || s != "echo" {
+		t.Fatalf("name: %q %v", s, ok)
+	}
+	if Member(obj, "missing").Present() {
+		t.Fatal("missing member found")
+	}
+}
+
+func TestParseUint(t *testing.T) {
+	for in, want := range map[string]bool{"0": true, "42": true, "042": false, "-1": false, `"1"`: false, "1.0": false, "": false, "18446744073709551615": true} {
+		if _, ok := ParseUint([]byte(in)); ok != want {
+			t.Errorf("ParseUint(%q) ok = %v", in, ok)
+		}
+	}
+}
+
+func TestErrorResponse(t *testing.T) {
+	out := AppendErrorResponse(nil, []byte(`"x"`), &Error{Code: -32003, Message: "died", Data: map[string]any{"retryable": true}})
+	var v struct {
+		ID    string `json:"id"`
+		Error Error  `json:"error"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil || v.ID != "x" || v.Error.Code != -32003 {
+		t.Fatalf("%s %v", out, err)
+	}
+}
+
+// FuzzParse checks the scanner agrees with encoding/json on validity, and
+// that an id survives a rewrite round trip byte for byte.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":"a\"b","method":"x","params":{"_meta":{"progressToken":1}}}`,
+		`{"jsonrpc":"2.0","id":1.5e3,"result":[1,{"a":null}]}`,
+		`[1,2]`, `{"a":"\ud83d\ude00"}`, `{`, `"x"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if Valid(b) != json.Valid(b) {
+			t.Fatalf("Valid(%q) = %v, encoding/json says %v", b, Valid(b), json.Valid(b))
+		}
+		m, err := Parse(b)
+		if err != nil || !m.ID.Present() {
+			return
+		}
+		id := append([]byte(nil), m.IDBytes()...)
+		rewritten := Splice(nil, b, m.ID, AppendUint(nil, 7))
+		r, err := Parse(rewritten)
+		if err != nil {
+			t.Fatalf("rewritten message does not parse: %q: %v", rewritten, err)
+		}
+		back := Splice(nil, r.Raw, r.ID, id)
+		if string(back) != string(b) {
+			t.Fatalf("round trip changed the message: %q -> %q", b, back)
+		}
+	})
+}

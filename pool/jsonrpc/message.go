@@ -1,0 +1,246 @@
+// Package jsonrpc is the JSON-RPC 2.0 envelope codec of the pool's hot path.
+//
+// It locates the top-level members of a message without decoding it, so the
+// pool can rewrite an id or a progress token by splicing bytes and forward
+// everything else exactly as the peer wrote it. Ids are kept as their
+// original bytes: 1, "1" and 1.0 are three different ids.
+package jsonrpc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Kind says what a message is, from which members it has.
+type Kind uint8
+
+// The kinds of JSON-RPC message.
+const (
+	KindInvalid      Kind = iota
+	KindRequest           // method and id
+	KindNotification      // method, no id
+	KindResponse          // id and result or error
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindRequest:
+		return "request"
+	case KindNotification:
+		return "notification"
+	case KindResponse:
+		return "response"
+	}
+	return "invalid"
+}
+
+// Message is one parsed JSON-RPC message: the raw line and where its
+// top-level members are. Spans index into Raw.
+type Message struct {
+	Raw    []byte
+	Kind   Kind
+	ID     Span
+	Method string
+	Params Span
+	Result Span
+	Error  Span
+}
+
+// IDBytes returns the exact bytes of the id, or nil.
+func (m *Message) IDBytes() []byte {
+	if !m.ID.Present() {
+		return nil
+	}
+	return m.ID.Of(m.Raw)
+}
+
+// ErrParse marks input that is not JSON at all (JSON-RPC -32700).
+var ErrParse = errors.New("parse error")
+
+// ErrInvalid marks JSON that is not a valid JSON-RPC 2.0 message (-32600).
+var ErrInvalid = errors.New("invalid request")
+
+// Parse locates the members of one JSON-RPC message. The message's bytes are
+// not copied: the returned Message aliases b. Batches (arrays) are refused
+// with ErrInvalid: MCP removed batching in 2025-06-18.
+func Parse(b []byte) (Message, error) {
+	m := Message{Raw: b}
+	i := skipSpace(b, 0)
+	if i < len(b) && b[i] == '[' {
+		if !Valid(b) {
+			return m, fmt.Errorf("%w: %w", ErrParse, errSyntaxOf(b))
+		}
+		return m, fmt.Errorf("%w: JSON-RPC batches are not supported", ErrInvalid)
+	}
+	if i >= len(b) || b[i] != '{' {
+		if !Valid(b) {
+			return m, fmt.Errorf("%w: %w", ErrParse, errSyntaxOf(b))
+		}
+		return m, fmt.Errorf("%w: message is not an object", ErrInvalid)
+	}
+	var (
+		version Span
+		method  Span
+		methEsc bool
+		end     int
+	)
+	err := members(b, i, 0, func(k Span, esc bool, v Span) bool {
+		switch {
+		case keyIs(b, k, esc, "id"):
+			m.ID = v
+		case keyIs(b, k, esc, "method"):
+			method = v
+			if b[v.Start] == '"' {
+				_, methEsc, _ = skipString(b, v.Start)
+			}
+		case keyIs(b, k, esc, "params"):
+			m.Params = v
+		case keyIs(b, k, esc, "result"):
+			m.Result = v
+		case keyIs(b, k, esc, "error"):
+			m.Error = v
+		case keyIs(b, k, esc, "jsonrpc"):
+			version = v
+		}
+		return true
+	}, &end)
+	if err != nil {
+		return m, fmt.Errorf("%w: %w", ErrParse, err)
+	}
+	if skipSpace(b, end) != len(b) {
+		return m, fmt.Errorf("%w: %w", ErrParse, syntaxErr(end, "trailing data after message"))
+	}
+	if string(version.Of(b)) != `"2.0"` {
+		return m, fmt.Errorf("%w: jsonrpc must be \"2.0\"", ErrInvalid)
+	}
+	if m.ID.Present() {
+		switch c := b[m.ID.Start]; {
+		case c == '"', c == '-', c >= '0' && c <= '9':
+		case c == 'n' && m.Error.Present():
+			// A response to a request whose id could not be read.
+		default:
+			return m, fmt.Errorf("%w: id must be a string or a number", ErrInvalid)
+		}
+	}
+	switch {
+	case method.Present():
+		if b[method.Start] != '"' {
+			return m, fmt.Errorf("%w: method must be a string", ErrInvalid)
+		}
+		if methEsc {
+			s, ok := unquote(method.Of(b))
+			if !ok {
+				return m, fmt.Errorf("%w: bad method string", ErrInvalid)
+			}
+			m.Method = s
+		} else {
+			m.Method = internMethod(b[method.Start+1 : method.End-1])
+		}
+		if m.Params.Present() && b[m.Params.Start] != '{' && b[m.Params.Start] != '[' {
+			return m, fmt.Errorf("%w: params must be an object or an array", ErrInvalid)
+		}
+		if m.ID.Present() {
+			m.Kind = KindRequest
+		} else {
+			m.Kind = KindNotification
+		}
+	case m.ID.Present() && (m.Result.Present() != m.Error.Present()):
+		m.Kind = KindResponse
+	default:
+		return m, fmt.Errorf("%w: neither a request, a notification nor a response", ErrInvalid)
+	}
+	return m, nil
+}
+
+func errSyntaxOf(b []byte) error {
+	i := skipSpace(b, 0)
+	end, err := skipValue(b, i, 0)
+	if err != nil {
+		return err
+	}
+	return syntaxErr(end, "trailing data after message")
+}
+
+// knownMethods lets Parse return a method name without allocating for the
+// methods that make up nearly all traffic.
+var knownMethods = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range []string{
+		"initialize", "notifications/initialized", "ping", "server/discover",
+		"tools/list", "tools/call", "resources/list", "resources/read",
+		"resources/templates/list", "resources/subscribe", "resources/unsubscribe",
+		"prompts/list", "prompts/get", "completion/complete", "logging/setLevel",
+		"notifications/cancelled", "notifications/progress", "notifications/message",
+		"notifications/tools/list_changed", "notifications/resources/list_changed",
+		"notifications/prompts/list_changed", "notifications/resources/updated",
+		"notifications/roots/list_changed", "sampling/createMessage",
+		"elicitation/create", "roots/list", "subscriptions/listen",
+	} {
+		m[s] = s
+	}
+	return m
+}()
+
+func internMethod(b []byte) string {
+	if s, ok := knownMethods[string(b)]; ok {
+		return s
+	}
+	return string(b)
+}
+
+// unquote decodes a JSON string literal.
+func unquote(b []byte) (string, bool) {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// String decodes the JSON string at span s of b; ok is false when the
+// value is absent or not a string.
+func String(b []byte, s Span) (string, bool) {
+	if !s.Present() || b[s.Start] != '"' {
+		return "", false
+	}
+	raw := b[s.Start+1 : s.End-1]
+	for _, c := range raw {
+		if c == '\\' {
+			return unquote(s.Of(b))
+		}
+	}
+	return string(raw), true
+}
+
+// Splice returns a new message: b with the bytes at s replaced by val.
+// dst is reused when it has room.
+func Splice(dst, b []byte, s Span, val []byte) []byte {
+	dst = append(dst[:0], b[:s.Start]...)
+	dst = append(dst, val...)
+	return append(dst, b[s.End:]...)
+}
+
+// AppendUint appends the decimal form of n, the way the pool writes its
+// own ids and tokens.
+func AppendUint(dst []byte, n uint64) []byte { return strconv.AppendUint(dst, n, 10) }
+
+// ParseUint reads an id or token the pool wrote with AppendUint. Anything
+// else (a string, a fraction, a sign) is not one of the pool's.
+func ParseUint(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if len(b) > 1 && b[0] == '0' {
+		return 0, false
+	}
+	return n, true
+}

@@ -1,0 +1,271 @@
+package jsonrpc
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Span is a half-open byte range [Start, End) inside a message. The zero
+// Span means "absent": no JSON value can be empty.
+type Span struct{ Start, End int }
+
+// Present reports whether the span locates a value.
+func (s Span) Present() bool { return s.End > s.Start }
+
+// Of returns the bytes the span covers in b.
+func (s Span) Of(b []byte) []byte { return b[s.Start:s.End] }
+
+// errSyntax is wrapped by every scanning error so callers can tell a parse
+// error (-32700) from a shape error (-32600).
+var errSyntax = errors.New("invalid JSON")
+
+func syntaxErr(off int, what string) error {
+	return fmt.Errorf("%w at byte %d: %s", errSyntax, off, what)
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// skipValue validates the JSON value starting at b[i] (no leading space) and
+// returns the offset just past it. It is a strict RFC 8259 validator: the
+// pool forwards bytes it did not decode, so it must not forward invalid ones.
+func skipValue(b []byte, i int, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, syntaxErr(i, "nesting too deep")
+	}
+	if i >= len(b) {
+		return 0, syntaxErr(i, "unexpected end of input")
+	}
+	switch c := b[i]; {
+	case c == '{':
+		return skipObject(b, i, depth)
+	case c == '[':
+		return skipArray(b, i, depth)
+	case c == '"':
+		end, _, err := skipString(b, i)
+		return end, err
+	case c == '-' || (c >= '0' && c <= '9'):
+		return skipNumber(b, i)
+	case c == 't':
+		return skipLiteral(b, i, "true")
+	case c == 'f':
+		return skipLiteral(b, i, "false")
+	case c == 'n':
+		return skipLiteral(b, i, "null")
+	default:
+		return 0, syntaxErr(i, fmt.Sprintf("unexpected character %q", c))
+	}
+}
+
+// maxDepth bounds recursion so a hostile client cannot exhaust the stack.
+const maxDepth = 512
+
+func skipLiteral(b []byte, i int, lit string) (int, error) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return 0, syntaxErr(i, "invalid literal")
+	}
+	return i + len(lit), nil
+}
+
+// skipString returns the offset past the closing quote and whether the
+// string contains escapes.
+func skipString(b []byte, i int) (int, bool, error) {
+	start := i
+	i++ // opening quote
+	escaped := false
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1, escaped, nil
+		case c == '\\':
+			escaped = true
+			if i+1 >= len(b) {
+				return 0, false, syntaxErr(i, "unterminated escape")
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if len(b)-i < 6 || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return 0, false, syntaxErr(i, "invalid \\u escape")
+				}
+				i += 6
+			default:
+				return 0, false, syntaxErr(i, "invalid escape")
+			}
+		case c < 0x20:
+			return 0, false, syntaxErr(i, "control character in string")
+		default:
+			i++
+		}
+	}
+	return 0, false, syntaxErr(start, "unterminated string")
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func skipNumber(b []byte, i int) (int, error) {
+	start := i
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	default:
+		return 0, syntaxErr(start, "invalid number")
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return 0, syntaxErr(start, "invalid number")
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return 0, syntaxErr(start, "invalid number")
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	return i, nil
+}
+
+func skipArray(b []byte, i int, depth int) (int, error) {
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if i, err = skipValue(b, i, depth+1); err != nil {
+			return 0, err
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return 0, syntaxErr(i, "unterminated array")
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case ']':
+			return i + 1, nil
+		default:
+			return 0, syntaxErr(i, "expected ',' or ']'")
+		}
+	}
+}
+
+func skipObject(b []byte, i int, depth int) (int, error) {
+	end := 0
+	err := members(b, i, depth, func(Span, bool, Span) bool { return true }, &end)
+	return end, err
+}
+
+// members walks the object at b[i], calling fn with each member's key span
+// (including quotes), whether the key has escapes, and its value span. fn
+// returns false to stop early (then *end is not set). It validates as it goes.
+func members(b []byte, i int, depth int, fn func(key Span, keyEscaped bool, val Span) bool, end *int) error {
+	if i >= len(b) || b[i] != '{' {
+		return syntaxErr(i, "expected object")
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		*end = i + 1
+		return nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return syntaxErr(i, "expected object key")
+		}
+		kEnd, kEsc, err := skipString(b, i)
+		if err != nil {
+			return err
+		}
+		key := Span{i, kEnd}
+		i = skipSpace(b, kEnd)
+		if i >= len(b) || b[i] != ':' {
+			return syntaxErr(i, "expected ':'")
+		}
+		i = skipSpace(b, i+1)
+		vEnd, err := skipValue(b, i, depth+1)
+		if err != nil {
+			return err
+		}
+		if !fn(key, kEsc, Span{i, vEnd}) {
+			return nil
+		}
+		i = skipSpace(b, vEnd)
+		if i >= len(b) {
+			return syntaxErr(i, "unterminated object")
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			*end = i + 1
+			return nil
+		default:
+			return syntaxErr(i, "expected ',' or '}'")
+		}
+	}
+}
+
+// keyIs reports whether the quoted key at span k in b equals name. Keys with
+// escapes are compared after decoding, so "\u0069d" is "id".
+func keyIs(b []byte, k Span, escaped bool, name string) bool {
+	raw := b[k.Start+1 : k.End-1]
+	if !escaped {
+		return string(raw) == name
+	}
+	s, ok := unquote(b[k.Start:k.End])
+	return ok && s == name
+}
+
+// Valid reports whether b is exactly one JSON value, optionally surrounded by
+// white space.
+func Valid(b []byte) bool {
+	i := skipSpace(b, 0)
+	end, err := skipValue(b, i, 0)
+	return err == nil && skipSpace(b, end) == len(b)
+}
+
+// Member returns the span of the value of member name in the JSON object
+// obj (which must be valid). Absent members, or obj not being an object,
+// give the zero Span.
+func Member(obj []byte, name string) Span {
+	i := skipSpace(obj, 0)
+	var found Span
+	var end int
+	_ = members(obj, i, 0, func(k Span, esc bool, v Span) bool {
+		if keyIs(obj, k, esc, name) {
+			found = v
+			return false
+		}
+		return true
+	}, &end)
+	return found
+}

@@ -1,0 +1,369 @@
+// Package pool is Switchboard's multiplexer: many MCP client sessions share
+// one supervised stdio child per configured server.
+//
+// The pool is a dual-era intermediary. To clients it is an MCP server, to
+// each child an MCP client. It rewrites request ids and progress tokens to
+// pool-unique values on the way in and restores the exact original bytes on
+// the way out, so that clients who all number their requests from 1 never
+// see each other's answers. Its rules are DESIGN.md's routing table; each
+// rule names the function that implements it.
+//
+// The pool knows nothing of the UI or the database: they read Snapshot and
+// Subscribe, and the history store receives events through Options.Record.
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options tune a Pool. The zero value (or nil) gives the defaults.
+type Options struct {
+	// Logger receives the pool's logs; nil discards them.
+	Logger *slog.Logger
+	// Record receives every event on the hot path. It must not block: the
+	// history store enqueues and counts drops.
+	Record func(Event)
+	// MaxMessageBytes bounds one JSON-RPC message in either direction.
+	// Default 64 MiB.
+	MaxMessageBytes int
+	// SessionQueue is the number of messages a session may have waiting to
+	// be written to its client before it is evicted. Default 4096.
+	SessionQueue int
+	// EvictAfter evicts a session whose client has not accepted a write for
+	// this long. Default 30 s.
+	EvictAfter time.Duration
+	// HandshakeTimeout bounds a child's answer to server/discover or
+	// initialize. Default 60 s (npx may download the server first).
+	HandshakeTimeout time.Duration
+	// MaxPending bounds the requests waiting on one backend. Default 65536.
+	MaxPending int
+	// CapturePayloads, when positive, adds up to this many bytes of each
+	// request and response to its events (redaction is the recorder's job).
+	CapturePayloads int
+	// ClientInfo is how the pool introduces itself to children.
+	ClientInfo Implementation
+	// Restart tunes crash-loop detection and backoff.
+	Restart RestartPolicy
+}
+
+// Implementation names a client or server, as in MCP's clientInfo.
+type Implementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// RestartPolicy says how a crashed child is restarted.
+type RestartPolicy struct {
+	// MaxRestarts within Window mark the server failed. Default 5 in 60 s.
+	MaxRestarts int
+	Window      time.Duration
+	// Backoff starts at MinBackoff and doubles up to MaxBackoff.
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	if r.MaxMessageBytes <= 0 {
+		r.MaxMessageBytes = 64 << 20
+	}
+	if r.SessionQueue <= 0 {
+		r.SessionQueue = 4096
+	}
+	if r.EvictAfter <= 0 {
+		r.EvictAfter = 30 * time.Second
+	}
+	if r.HandshakeTimeout <= 0 {
+		r.HandshakeTimeout = 60 * time.Second
+	}
+	if r.MaxPending <= 0 {
+		r.MaxPending = 1 << 16
+	}
+	if r.ClientInfo.Name == "" {
+		r.ClientInfo = Implementation{Name: "switchboard", Version: "dev"}
+	}
+	if r.Restart.MaxRestarts <= 0 {
+		r.Restart.MaxRestarts = 5
+	}
+	if r.Restart.Window <= 0 {
+		r.Restart.Window = 60 * time.Second
+	}
+	if r.Restart.MinBackoff <= 0 {
+		r.Restart.MinBackoff = 100 * time.Millisecond
+	}
+	if r.Restart.MaxBackoff <= 0 {
+		r.Restart.MaxBackoff = 10 * time.Second
+	}
+	return r
+}
+
+const (
+	defaultRequestTimeout = 120 * time.Second
+	defaultIdleTimeout    = 10 * time.Minute
+)
+
+// Sentinel errors callers branch on.
+var (
+	ErrPoolClosed    = errors.New("pool is closed")
+	ErrUnknownServer = errors.New("no such server")
+	ErrDisabled      = errors.New("server is disabled")
+)
+
+// Pool multiplexes client sessions onto supervised children. It is safe
+// for concurrent use. Create it with New and end it with Close.
+type Pool struct {
+	opts   Options
+	log    *slog.Logger
+	events hub
+
+	nextID      atomic.Uint64 // pool-unique request ids, shared by all backends
+	nextSession atomic.Uint64
+
+	requests, errorsN, timeouts, cancelled, orphaned, evicted, parseErrors atomic.Uint64
+
+	closing chan struct{} // closed by Close
+	wg      sync.WaitGroup
+
+	mu       sync.Mutex // guards the fields below; never held across I/O
+	servers  map[string]*server
+	draining []*server // removed from the config, finishing their requests
+	sessions map[*session]struct{}
+	closed   bool
+}
+
+// New returns a pool with no servers; give it some with Apply.
+func New(opts *Options) *Pool {
+	o := opts.withDefaults()
+	return &Pool{
+		opts:     o,
+		log:      o.Logger,
+		events:   hub{record: o.Record},
+		closing:  make(chan struct{}),
+		servers:  map[string]*server{},
+		sessions: map[*session]struct{}{},
+	}
+}
+
+// Apply makes cfgs the configured servers. New servers become available;
+// removed ones take no new requests, let those in flight finish and then
+// stop; changed ones start a new child for new requests while the old child
+// drains; unchanged ones are not touched.
+func (p *Pool) Apply(cfgs []ServerConfig) error {
+	seen := map[string]bool{}
+	for _, c := range cfgs {
+		if c.Name == "" {
+			return errors.New("apply: a server has no name")
+		}
+		if seen[c.Name] {
+			return fmt.Errorf("apply: server %q configured twice", c.Name)
+		}
+		seen[c.Name] = true
+	}
+	var removed, kept []*server
+	var added []ServerConfig
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return ErrPoolClosed
+	}
+	for name, s := range p.servers {
+		if !seen[name] {
+			removed = append(removed, s)
+			delete(p.servers, name)
+			p.draining = append(p.draining, s)
+		}
+	}
+	for _, c := range cfgs {
+		if s, ok := p.servers[c.Name]; ok {
+			kept = append(kept, s)
+			continue
+		}
+		s := newServer(p, c)
+		p.servers[c.Name] = s
+		added = append(added, c)
+	}
+	p.mu.Unlock()
+
+	for _, s := range removed {
+		p.log.Info("server removed", "server", s.name)
+		s.remove()
+	}
+	byName := map[string]ServerConfig{}
+	for _, c := range cfgs {
+		byName[c.Name] = c
+	}
+	for _, s := range kept {
+		s.reconfigure(byName[s.name])
+	}
+	for _, c := range added {
+		p.log.Info("server added", "server", c.Name)
+	}
+	return nil
+}
+
+// Servers lists the configured server names, sorted.
+func (p *Pool) Servers() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.namesLocked()
+}
+
+func (p *Pool) namesLocked() []string {
+	names := make([]string, 0, len(p.servers))
+	for n := range p.servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// server returns the configured server a new session of name joins.
+func (p *Pool) server(name string) (*server, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrPoolClosed
+	}
+	s, ok := p.servers[name]
+	if !ok {
+		if len(p.servers) == 0 {
+			return nil, fmt.Errorf("%w %q (no servers are configured)", ErrUnknownServer, name)
+		}
+		return nil, fmt.Errorf("%w %q (configured: %s)", ErrUnknownServer, name, strings.Join(p.namesLocked(), ", "))
+	}
+	if s.config().Disabled {
+		return nil, fmt.Errorf("%w: %q", ErrDisabled, name)
+	}
+	return s, nil
+}
+
+// allServers lists every server, including removed ones still draining.
+func (p *Pool) allServers() []*server {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*server, 0, len(p.servers)+len(p.draining))
+	for _, s := range p.servers {
+		out = append(out, s)
+	}
+	return append(out, p.draining...)
+}
+
+// drained forgets a removed server once its last backend stopped.
+func (p *Pool) drained(s *server) {
+	p.mu.Lock()
+	p.draining = slices.DeleteFunc(p.draining, func(x *server) bool { return x == s })
+	p.mu.Unlock()
+}
+
+// Close stops accepting sessions, cancels every request in flight, shuts
+// every child down per the MCP stdio rule (close stdin, wait, SIGTERM,
+// wait, SIGKILL) and waits for all of the pool's goroutines.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.wg.Wait()
+		return nil
+	}
+	p.closed = true
+	close(p.closing)
+	sessions := make([]*session, 0, len(p.sessions))
+	for s := range p.sessions {
+		sessions = append(sessions, s)
+	}
+	p.mu.Unlock()
+
+	for _, s := range sessions {
+		s.close(errPoolClosing)
+	}
+	var wg sync.WaitGroup
+	for _, s := range p.allServers() {
+		for _, b := range s.backends() {
+			wg.Go(func() { b.stop(errPoolClosing) })
+		}
+	}
+	wg.Wait()
+	p.wg.Wait()
+	return nil
+}
+
+var errPoolClosing = errors.New("switchboard is shutting down")
+
+// Snapshot copies the pool's live state. Ages are computed at the time of
+// the snapshot; the UI ticks them forward from TakenAt.
+func (p *Pool) Snapshot() Snapshot {
+	now := time.Now()
+	snap := Snapshot{TakenAt: now}
+	p.mu.Lock()
+	sessions := make([]*session, 0, len(p.sessions))
+	for s := range p.sessions {
+		sessions = append(sessions, s)
+	}
+	p.mu.Unlock()
+	var backends []*backend
+	for _, s := range p.allServers() {
+		snap.Servers = append(snap.Servers, s.info())
+		backends = append(backends, s.backends()...)
+	}
+
+	for _, s := range sessions {
+		snap.Sessions = append(snap.Sessions, s.info())
+	}
+	for _, b := range backends {
+		info, inflight := b.snapshot(now)
+		snap.Backends = append(snap.Backends, info)
+		snap.InFlight = append(snap.InFlight, inflight...)
+	}
+	sort.Slice(snap.Servers, func(i, j int) bool { return snap.Servers[i].Name < snap.Servers[j].Name })
+	sort.Slice(snap.Sessions, func(i, j int) bool { return snap.Sessions[i].ConnectedAt.Before(snap.Sessions[j].ConnectedAt) })
+	sort.Slice(snap.Backends, func(i, j int) bool {
+		if snap.Backends[i].Server != snap.Backends[j].Server {
+			return snap.Backends[i].Server < snap.Backends[j].Server
+		}
+		return snap.Backends[i].StartedAt.Before(snap.Backends[j].StartedAt)
+	})
+	sort.Slice(snap.InFlight, func(i, j int) bool { return snap.InFlight[i].ReceivedAt.Before(snap.InFlight[j].ReceivedAt) })
+	snap.Counters = Counters{
+		Requests:    p.requests.Load(),
+		Errors:      p.errorsN.Load(),
+		Timeouts:    p.timeouts.Load(),
+		Cancelled:   p.cancelled.Load(),
+		Orphaned:    p.orphaned.Load(),
+		Evicted:     p.evicted.Load(),
+		ParseErrors: p.parseErrors.Load(),
+	}
+	if snap.Sessions == nil {
+		snap.Sessions = []SessionInfo{}
+	}
+	if snap.Backends == nil {
+		snap.Backends = []BackendInfo{}
+	}
+	if snap.InFlight == nil {
+		snap.InFlight = []RequestInfo{}
+	}
+	if snap.Servers == nil {
+		snap.Servers = []ServerInfo{}
+	}
+	return snap
+}
+
+func (p *Pool) emit(e Event) {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	p.events.emit(e)
+}

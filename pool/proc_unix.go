@@ -1,0 +1,36 @@
+//go:build unix
+
+package pool
+
+import (
+	"errors"
+	"syscall"
+	"time"
+)
+
+// signalGroup signals the child's whole process group (the child is its
+// leader), so `npx` -> `npm exec` -> `node` chains die together.
+func signalGroup(pid int, sig syscall.Signal) error {
+	if pid <= 0 {
+		return errors.New("no process")
+	}
+	err := syscall.Kill(-pid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		// The group is gone; the leader may linger as a zombie until Wait.
+		err = syscall.Kill(pid, sig)
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+	}
+	return err
+}
+
+func terminate(pid int) error { return signalGroup(pid, syscall.SIGTERM) }
+func kill(pid int) error      { return signalGroup(pid, syscall.SIGKILL) }
+
+// Grace periods of the MCP stdio shutdown: after closing stdin, and after
+// SIGTERM.
+var (
+	stdinGrace   = 2 * time.Second
+	sigtermGrace = 2 * time.Second
+)

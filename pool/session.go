@@ -1,0 +1,514 @@
+package pool
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
+
+// session is one client connection. Its reader (the front door's goroutine)
+// alone calls handle; its writer alone writes to the client, from out, a
+// bounded queue that backends offer to without ever blocking. A client that
+// stops reading is evicted instead of stalling the child's reader.
+type session struct {
+	p           *Pool
+	id          string
+	srv         *server
+	transport   string
+	ownChild    bool // share "session": this session has its own child
+	connectedAt time.Time
+	peerPID     int
+
+	out       chan []byte   // to the client; never closed (senders may race with close)
+	closed    chan struct{} // closed by close
+	closeOnce sync.Once
+	closeConn func() // ends the transport; set by the front door
+
+	mu              sync.Mutex          // guards the fields below
+	inflight        map[string]*pending // client's original id bytes -> request
+	era             string
+	clientName      string
+	clientVersion   string
+	protocolVersion string
+	caps            clientCaps
+	logs            bool
+	subs            map[string]*backend // subscribed resource URIs
+	lastActive      time.Time
+	meta            []byte        // _meta members a modern child needs, for a legacy client
+	quiet           chan struct{} // closed when inflight empties, for closeWhenIdle
+	closeReason     error
+}
+
+type clientCaps struct{ sampling, elicitation, roots bool }
+
+// newSession registers a session of server name. The caller runs its
+// reader (handle) and writer (writeTo) and calls close when done.
+func (p *Pool) newSession(name, transport string, peerPID int) (*session, error) {
+	srv, err := p.server(name)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	s := &session{
+		p: p, srv: srv, transport: transport, peerPID: peerPID, connectedAt: now, lastActive: now,
+		id:       "s" + strconv.FormatUint(p.nextSession.Add(1), 10),
+		ownChild: srv.config().Share == ShareSession,
+		out:      make(chan []byte, p.opts.SessionQueue),
+		closed:   make(chan struct{}),
+		inflight: map[string]*pending{},
+		subs:     map[string]*backend{},
+	}
+	if err := srv.join(s); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		srv.leave(s)
+		return nil, ErrPoolClosed
+	}
+	p.sessions[s] = struct{}{}
+	p.mu.Unlock()
+	p.emit(Event{Kind: EventSessionOpened, Server: name, Session: s.id, Transport: transport, PID: peerPID})
+	return s, nil
+}
+
+// handle processes one message from the client. It never blocks on
+// another session or on a child's I/O; it may wait for the child's
+// handshake when the client asks for it (initialize, server/discover).
+func (s *session) handle(line []byte) {
+	msg, err := jsonrpc.Parse(line)
+	if err != nil {
+		s.p.parseErrors.Add(1)
+		code := jsonrpc.CodeInvalidRequest
+		var id []byte
+		if errors.Is(err, jsonrpc.ErrParse) {
+			code = jsonrpc.CodeParseError
+		} else if msg.ID.Present() {
+			id = append([]byte(nil), msg.IDBytes()...)
+		}
+		s.deliver(jsonrpc.AppendErrorResponse(nil, id, &jsonrpc.Error{Code: code, Message: err.Error()}))
+		return
+	}
+	s.mu.Lock()
+	s.lastActive = time.Now()
+	s.mu.Unlock()
+	switch msg.Kind {
+	case jsonrpc.KindRequest:
+		s.onRequest(&msg)
+	case jsonrpc.KindNotification:
+		s.onNotification(&msg)
+	case jsonrpc.KindResponse:
+		s.onResponse(&msg)
+	}
+}
+
+func (s *session) reply(id []byte, result []byte) {
+	s.deliver(jsonrpc.AppendResponse(nil, id, result))
+}
+
+func (s *session) replyError(id []byte, err error) {
+	s.deliver(jsonrpc.AppendErrorResponse(nil, id, asRPCError(err)))
+}
+
+func (s *session) onRequest(msg *jsonrpc.Message) {
+	id := append([]byte(nil), msg.IDBytes()...)
+	params := msg.Params.Of(msg.Raw)
+	switch msg.Method {
+	case "initialize":
+		s.initialize(id, params)
+		return
+	case "ping":
+		s.reply(id, []byte("{}"))
+		return
+	case "server/discover":
+		s.noteModern(params)
+		b, err := s.srv.backendFor(s)
+		if err != nil {
+			s.replyError(id, err)
+			return
+		}
+		hs, err := b.handshakeResult(s.closed)
+		if err != nil {
+			s.replyError(id, err)
+			return
+		}
+		s.reply(id, hs.discoverResult())
+		return
+	case "logging/setLevel":
+		s.mu.Lock()
+		s.logs = true
+		s.mu.Unlock()
+	case "resources/subscribe", "resources/unsubscribe":
+		if s.subscription(msg, id, params) {
+			return
+		}
+	}
+	s.forward(msg, id)
+}
+
+// subscription reference-counts resource subscriptions so the child sees
+// one subscribe and one unsubscribe however many sessions ask. It reports
+// whether it answered the request itself.
+func (s *session) subscription(msg *jsonrpc.Message, id, params []byte) bool {
+	uri, ok := jsonrpc.String(params, jsonrpc.Member(params, "uri"))
+	if !ok {
+		return false // let the child explain the bad params
+	}
+	b, err := s.srv.backendFor(s)
+	if err != nil {
+		s.replyError(id, err)
+		return true
+	}
+	s.mu.Lock()
+	_, had := s.subs[uri]
+	if msg.Method == "resources/subscribe" {
+		s.subs[uri] = b
+	} else {
+		delete(s.subs, uri)
+	}
+	s.mu.Unlock()
+	var tellChild bool
+	switch {
+	case msg.Method == "resources/subscribe" && !had:
+		tellChild = b.subscribe(uri)
+	case msg.Method == "resources/unsubscribe" && had:
+		tellChild = b.unsubscribe(uri)
+	}
+	if tellChild {
+		return false
+	}
+	s.reply(id, []byte("{}"))
+	return true
+}
+
+// initialize answers a legacy client from the child's cached handshake:
+// the pool initialized the child once, itself.
+func (s *session) initialize(id, params []byte) {
+	var req struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Capabilities    struct {
+			Sampling    json.RawMessage `json:"sampling"`
+			Elicitation json.RawMessage `json:"elicitation"`
+			Roots       json.RawMessage `json:"roots"`
+		} `json:"capabilities"`
+		ClientInfo Implementation `json:"clientInfo"`
+	}
+	if err := json.Unmarshal(params, &req); err != nil {
+		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()})
+		return
+	}
+	b, err := s.srv.backendFor(s)
+	if err != nil {
+		s.replyError(id, err)
+		return
+	}
+	hs, err := b.handshakeResult(s.closed)
+	if err != nil {
+		s.replyError(id, err)
+		return
+	}
+	s.mu.Lock()
+	s.era = EraLegacy
+	s.clientName, s.clientVersion = req.ClientInfo.Name, req.ClientInfo.Version
+	s.caps = clientCaps{sampling: req.Capabilities.Sampling != nil, elicitation: req.Capabilities.Elicitation != nil,
+		roots: req.Capabilities.Roots != nil}
+	result := hs.initializeResult(req.ProtocolVersion)
+	var v struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(result, &v)
+	s.protocolVersion = v.ProtocolVersion
+	if hs.era == EraModern {
+		caps, _ := json.Marshal(rawOrEmpty(mustRaw(params, "capabilities")))
+		info, _ := json.Marshal(req.ClientInfo)
+		s.meta = []byte(`"` + metaProtocolVersion + `":"` + Modern + `","` + metaClientCapabilities + `":` +
+			string(caps) + `,"` + metaClientInfo + `":` + string(info))
+	}
+	s.mu.Unlock()
+	s.reply(id, result)
+}
+
+func mustRaw(obj []byte, key string) json.RawMessage {
+	sp := jsonrpc.Member(obj, key)
+	if !sp.Present() {
+		return nil
+	}
+	return json.RawMessage(sp.Of(obj))
+}
+
+// noteModern records what a modern request says about its client.
+func (s *session) noteModern(params []byte) {
+	meta := jsonrpc.Member(params, "_meta")
+	if !meta.Present() {
+		return
+	}
+	m := meta.Of(params)
+	v, ok := jsonrpc.String(m, jsonrpc.Member(m, metaProtocolVersion))
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.era == EraModern && s.protocolVersion == v {
+		return
+	}
+	s.era, s.protocolVersion = EraModern, v
+	var info Implementation
+	if sp := jsonrpc.Member(m, metaClientInfo); sp.Present() && json.Unmarshal(sp.Of(m), &info) == nil {
+		s.clientName, s.clientVersion = info.Name, info.Version
+	}
+	if sp := jsonrpc.Member(m, metaClientCapabilities); sp.Present() {
+		c := sp.Of(m)
+		s.caps = clientCaps{sampling: jsonrpc.Member(c, "sampling").Present(),
+			elicitation: jsonrpc.Member(c, "elicitation").Present(), roots: jsonrpc.Member(c, "roots").Present()}
+	}
+}
+
+// forward sends a client request to the child with a pool-unique id.
+func (s *session) forward(msg *jsonrpc.Message, id []byte) {
+	s.p.requests.Add(1)
+	s.mu.Lock()
+	era, meta := s.era, s.meta
+	s.mu.Unlock()
+	if era != EraLegacy {
+		s.noteModern(msg.Params.Of(msg.Raw))
+	}
+	b, err := s.srv.backendFor(s)
+	if err != nil {
+		s.replyError(id, err)
+		return
+	}
+	poolID := s.p.nextID.Add(1)
+	in := rewriteRequest(msg, poolID, &s.p.nextID, meta)
+	p := &pending{id: poolID, sess: s, b: b, origID: id, method: msg.Method, name: in.name, line: in.line,
+		token: in.token, origToken: in.origToken, received: time.Now()}
+
+	s.mu.Lock()
+	if _, dup := s.inflight[string(id)]; dup {
+		s.mu.Unlock()
+		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: fmt.Sprintf("request id %s is already in flight in this session", id)})
+		return
+	}
+	if isClosed(s.closed) {
+		s.mu.Unlock()
+		return
+	}
+	s.inflight[string(id)] = p
+	s.mu.Unlock()
+
+	s.p.emit(Event{Kind: EventRequestReceived, Time: p.received, Server: s.srv.name, Session: s.id, PoolID: poolID,
+		Method: p.method, Name: p.name, OriginalID: string(id), Size: len(msg.Raw), Payload: b.capture(msg.Raw)})
+	p.timer = time.AfterFunc(b.requestTimeout(), func() { b.expire(p) })
+	if err := b.send(p); err != nil {
+		p.timer.Stop()
+		s.forget(p)
+		s.replyError(id, err)
+		s.p.emit(Event{Kind: EventRequestDone, Server: s.srv.name, Session: s.id, PoolID: poolID, Method: p.method,
+			Name: p.name, Status: StatusFailed, ErrCode: asRPCError(err).Code, Err: err.Error()})
+	}
+}
+
+func (s *session) onNotification(msg *jsonrpc.Message) {
+	switch msg.Method {
+	case "notifications/initialized":
+		return // the pool initialized the child itself, once
+	case "notifications/cancelled":
+		params := msg.Params.Of(msg.Raw)
+		rid := jsonrpc.Member(params, "requestId")
+		if !rid.Present() {
+			return
+		}
+		s.mu.Lock()
+		p := s.inflight[string(rid.Of(params))]
+		if p != nil {
+			delete(s.inflight, string(rid.Of(params)))
+			s.quietLocked()
+		}
+		s.mu.Unlock()
+		if p != nil {
+			reason, _ := jsonrpc.String(params, jsonrpc.Member(params, "reason"))
+			if reason == "" {
+				reason = "cancelled by the client"
+			}
+			p.b.cancel(p, reason)
+		}
+		return
+	}
+	// Other notifications (roots/list_changed, progress for a child's
+	// request) concern the child as a whole.
+	b, err := s.srv.backendFor(s)
+	if err != nil {
+		return
+	}
+	b.sendRaw(append([]byte(nil), msg.Raw...))
+}
+
+// onResponse routes the client's answer to a child's request.
+func (s *session) onResponse(msg *jsonrpc.Message) {
+	for _, b := range s.srv.backendsOf(s) {
+		if b.answerChild(s, msg) {
+			return
+		}
+	}
+	s.p.log.Debug("client answered an unknown request", "session", s.id, "id", string(msg.IDBytes()))
+}
+
+// deliverResponse hands the client the answer to p.
+func (s *session) deliverResponse(p *pending, line []byte) {
+	s.forget(p)
+	s.deliver(line)
+}
+
+func (s *session) forget(p *pending) {
+	s.mu.Lock()
+	if s.inflight[string(p.origID)] == p {
+		delete(s.inflight, string(p.origID))
+		s.quietLocked()
+	}
+	s.mu.Unlock()
+}
+
+func (s *session) quietLocked() {
+	if len(s.inflight) == 0 && s.quiet != nil {
+		close(s.quiet)
+		s.quiet = nil
+	}
+}
+
+// deliver offers a message to the client without blocking. A full queue
+// means the client stopped reading: it is evicted, so nobody else waits.
+func (s *session) deliver(line []byte) {
+	select {
+	case s.out <- line:
+	default:
+		if !isClosed(s.closed) {
+			s.p.evicted.Add(1)
+			s.p.log.Warn("evicting a session that stopped reading", "session", s.id, "server", s.srv.name, "queued", len(s.out))
+			s.p.wg.Go(func() { s.close(errEvicted) })
+		}
+	}
+}
+
+var errEvicted = errors.New("evicted: the client stopped reading its messages")
+
+// close ends the session: every request it has in flight is cancelled at
+// the child (their late answers reach nobody), its stake in the child's own
+// requests and subscriptions is released, and the transport is closed.
+func (s *session) close(reason error) {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closeReason = reason
+		close(s.closed)
+		inflight := make([]*pending, 0, len(s.inflight))
+		for _, p := range s.inflight {
+			inflight = append(inflight, p)
+		}
+		clear(s.inflight)
+		s.quietLocked()
+		subs := s.subs
+		s.subs = map[string]*backend{}
+		s.mu.Unlock()
+		if s.closeConn != nil {
+			s.closeConn()
+		}
+		why := "client disconnected"
+		if reason != nil {
+			why = reason.Error()
+		}
+		for _, p := range inflight {
+			p.b.cancel(p, why)
+		}
+		bySub := map[*backend][]string{}
+		for uri, b := range subs {
+			bySub[b] = append(bySub[b], uri)
+		}
+		for _, b := range s.srv.backendsOf(s) {
+			b.detach(s, bySub[b])
+			delete(bySub, b)
+		}
+		for b, uris := range bySub {
+			b.detach(s, uris)
+		}
+		s.p.mu.Lock()
+		delete(s.p.sessions, s)
+		s.p.mu.Unlock()
+		s.srv.leave(s)
+		s.p.emit(Event{Kind: EventSessionClosed, Server: s.srv.name, Session: s.id, Err: why})
+	})
+}
+
+// closeWhenIdle closes the session once nothing of its is in flight.
+func (s *session) closeWhenIdle(reason error) {
+	s.mu.Lock()
+	if len(s.inflight) > 0 && s.quiet == nil {
+		s.quiet = make(chan struct{})
+	}
+	q := s.quiet
+	s.mu.Unlock()
+	if q != nil {
+		select {
+		case <-q:
+		case <-s.closed:
+		}
+	}
+	s.close(reason)
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *session) alive() bool { return !isClosed(s.closed) }
+
+func (s *session) canAnswer(method string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch method {
+	case "sampling/createMessage":
+		return s.caps.sampling
+	case "elicitation/create":
+		return s.caps.elicitation
+	case "roots/list":
+		return s.caps.roots
+	}
+	return true
+}
+
+func (s *session) lastActiveAt() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastActive
+}
+
+func (s *session) subscribed(uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.subs[uri]
+	return ok
+}
+
+func (s *session) wantsLogs() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs
+}
+
+func (s *session) info() SessionInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return SessionInfo{ID: s.id, Server: s.srv.name, ClientName: s.clientName, ClientVersion: s.clientVersion,
+		ProtocolVersion: s.protocolVersion, Transport: s.transport, ConnectedAt: s.connectedAt,
+		LastActiveAt: s.lastActive, InFlight: len(s.inflight), PID: s.peerPID}
+}

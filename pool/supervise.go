@@ -1,0 +1,366 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
+
+// supervise alone starts, handshakes, waits for and restarts the backend's
+// children. It exits when stop is called (or the pool closes), after the
+// last child is gone and every pending request has been answered.
+func (b *backend) supervise() {
+	defer close(b.done)
+	defer b.srv.backendDone(b)
+	backoff := b.p.opts.Restart.MinBackoff
+	for {
+		c, err := b.startAndHandshake()
+		if err == nil {
+			backoff = b.p.opts.Restart.MinBackoff
+			err = b.runUntilExit(c)
+			if err == nil {
+				return // stopped
+			}
+		}
+		if b.stopping() {
+			b.finishStop()
+			return
+		}
+		if b.noteCrash(err) {
+			// Crash loop: fail fast until restarted or reconfigured.
+			select {
+			case <-b.stopReq:
+				b.finishStop()
+				return
+			case <-b.restartQ:
+				b.mu.Lock()
+				b.exits = nil
+				b.state = StateStarting
+				b.hsErr = nil
+				b.mu.Unlock()
+				b.emitState()
+				continue
+			}
+		}
+		select {
+		case <-b.stopReq:
+			b.finishStop()
+			return
+		case <-b.restartQ:
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, b.p.opts.Restart.MaxBackoff)
+	}
+}
+
+func (b *backend) stopping() bool {
+	select {
+	case <-b.stopReq:
+		return true
+	default:
+		return false
+	}
+}
+
+// startAndHandshake starts a child and performs the pool's one handshake
+// with it. On failure the child is already gone.
+func (b *backend) startAndHandshake() (*child, error) {
+	cfg := b.config()
+	b.mu.Lock()
+	b.state = StateStarting
+	b.mu.Unlock()
+	b.emitState()
+	c, err := startChild(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", cfg.Name, err)
+	}
+	b.mu.Lock()
+	b.child = c
+	b.startedAt = c.started
+	b.mu.Unlock()
+	b.log.Info("child started", "pid", c.pid, "command", cfg.Command)
+	b.p.emit(Event{Kind: EventBackendStarted, Server: cfg.Name, PID: c.pid, ProcessStart: c.started,
+		Command: append([]string{cfg.Command}, cfg.Args...), Session: b.ownerID()})
+	b.p.wg.Go(func() { b.readLoop(c) })
+	b.p.wg.Go(func() { b.writeLoop(c) })
+	b.p.wg.Go(func() {
+		stderrLoop(c, b.stderr, func(l string) { b.log.Debug("child stderr", "pid", c.pid, "line", l) })
+	})
+
+	hs, err := b.handshake(c)
+	if err != nil {
+		c.shutdown()
+		b.reap(c)
+		return nil, err
+	}
+	b.mu.Lock()
+	b.hs = hs
+	b.state = StateReady
+	b.hsErr = nil
+	c.ready = true
+	ch := b.hsDone
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+	b.mu.Unlock()
+	b.signal()
+	b.emitState()
+	b.log.Info("child ready", "pid", c.pid, "era", hs.era, "protocolVersion", hs.protocolVersion)
+	return c, nil
+}
+
+// runUntilExit waits for the child to exit (an error), for stop (nil), or
+// for a user restart (an error that does not count as a crash).
+func (b *backend) runUntilExit(c *child) error {
+	select {
+	case <-c.exited:
+		b.reap(c)
+		return fmt.Errorf("child exited (%s)", c.describeExit())
+	case <-b.stopReq:
+		b.mu.Lock()
+		b.state = StateStopping
+		b.mu.Unlock()
+		b.emitState()
+		c.shutdown()
+		b.reap(c)
+		b.finishStop()
+		return nil
+	case <-b.restartQ:
+		c.shutdown()
+		b.reap(c)
+		return errUserRestart
+	}
+}
+
+var errUserRestart = errors.New("restarted by the user")
+
+// reap waits for the child's goroutines, records its exit and applies the
+// at-most-once rule to every pending request:
+//
+//   - not yet written: stays queued for the next child;
+//   - written and safe to repeat, not yet retried: queued again, once;
+//   - written otherwise: never re-sent; the client gets an error saying it
+//     may have executed and may be retried by the user.
+func (b *backend) reap(c *child) {
+	<-c.exited
+	<-c.writerDone
+	c.closeReaders()
+	c.stdin.Close()
+
+	tail := b.stderr.tail(5)
+	var failed, retry []*pending
+	b.mu.Lock()
+	b.child = nil
+	b.state = StateRestart
+	for id, p := range b.pending {
+		if p.state != stWritten && p.state != stWriting {
+			continue
+		}
+		if p.reply == nil && !p.retried && b.safeToRepeatLocked(p) {
+			p.retried = true
+			p.state = stQueued
+			retry = append(retry, p)
+			continue
+		}
+		delete(b.pending, id)
+		if p.token != 0 {
+			delete(b.tokens, p.token)
+		}
+		p.state = stDone
+		failed = append(failed, p)
+	}
+	// Lines meant for the dead child (cancellations, answers to its
+	// requests) mean nothing to the next one; its requests to clients are
+	// void.
+	b.queue = slices.DeleteFunc(b.queue, func(it outItem) bool { return it.p == nil })
+	slices.SortFunc(retry, func(x, y *pending) int { return int(x.id - y.id) })
+	requeue := make([]outItem, 0, len(retry))
+	for _, p := range retry {
+		requeue = append(requeue, outItem{p: p, line: p.line})
+	}
+	b.queue = append(requeue, b.queue...)
+	clear(b.reverse)
+	clear(b.subs)
+	b.checkEmptiedLocked()
+	b.mu.Unlock()
+
+	exit := c.describeExit()
+	b.log.Info("child exited", "pid", c.pid, "exit", exit, "failedRequests", len(failed), "retried", len(retry))
+	b.p.emit(Event{Kind: EventBackendExited, Server: b.cfg.Name, PID: c.pid, ExitCode: c.exitCode(), Err: exit, Session: b.ownerID()})
+	for _, p := range failed {
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+		if p.reply != nil {
+			close(p.reply)
+			continue
+		}
+		msg := fmt.Sprintf("server %q exited (%s) while handling %s; it was not re-sent because it may have executed", b.cfg.Name, exit, p.method)
+		if len(tail) > 0 {
+			msg += "; last stderr: " + strings.Join(tail, " | ")
+		}
+		b.finishWithError(p, &jsonrpc.Error{Code: jsonrpc.CodeBackendDied, Message: msg,
+			Data: map[string]any{"retryable": true, "mayHaveExecuted": true, "server": b.cfg.Name}}, true, StatusFailed)
+	}
+	b.signal()
+}
+
+// noteCrash records an unexpected exit and reports whether the restart
+// budget is spent, in which case the backend is now failed and every
+// pending request has been answered.
+func (b *backend) noteCrash(cause error) bool {
+	now := time.Now()
+	pol := b.p.opts.Restart
+	b.mu.Lock()
+	b.lastErr = cause.Error()
+	if errors.Is(cause, errUserRestart) {
+		b.restarts++
+		b.mu.Unlock()
+		return false
+	}
+	b.exits = append(b.exits, now)
+	b.exits = slices.DeleteFunc(b.exits, func(t time.Time) bool { return now.Sub(t) > pol.Window })
+	if len(b.exits) < pol.MaxRestarts {
+		b.restarts++
+		b.mu.Unlock()
+		b.emitState()
+		return false
+	}
+	tail := b.stderr.tail(5)
+	msg := fmt.Sprintf("server %q failed: it exited %d times in %s (last: %s)", b.cfg.Name, len(b.exits), pol.Window, cause)
+	if len(tail) > 0 {
+		msg += "; last stderr: " + strings.Join(tail, " | ")
+	}
+	b.state = StateFailed
+	b.hsErr = &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: msg,
+		Data: map[string]any{"server": b.cfg.Name, "state": StateFailed}}
+	if ch := b.hsDone; ch != nil {
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
+	}
+	all := b.takeAllLocked()
+	b.mu.Unlock()
+	b.log.Error("server failed", "reason", msg)
+	b.emitState()
+	for _, p := range all {
+		b.finishWithError(p, b.hsErr, false, StatusFailed)
+	}
+	return true
+}
+
+// takeAllLocked ends every pending request (all unwritten by now) and
+// empties the queue, returning the requests for the caller to answer.
+func (b *backend) takeAllLocked() []*pending {
+	all := make([]*pending, 0, len(b.pending))
+	for id, p := range b.pending {
+		delete(b.pending, id)
+		p.state = stDone
+		all = append(all, p)
+	}
+	clear(b.tokens)
+	b.queue = nil
+	b.checkEmptiedLocked()
+	return all
+}
+
+// finishStop answers everything still pending once the backend stops.
+func (b *backend) finishStop() {
+	b.mu.Lock()
+	err := b.stopErr
+	b.state = StateStopped
+	b.child = nil
+	if ch := b.hsDone; ch != nil {
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
+	}
+	if b.hsErr == nil {
+		b.hsErr = &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: fmt.Sprintf("server %q stopped: %v", b.cfg.Name, err)}
+	}
+	all := b.takeAllLocked()
+	b.mu.Unlock()
+	b.emitState()
+	for _, p := range all {
+		b.finishWithError(p, &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable,
+			Message: fmt.Sprintf("server %q stopped (%v) before answering %s", b.cfg.Name, err, p.method),
+			Data:    map[string]any{"retryable": true, "mayHaveExecuted": true}}, true, StatusFailed)
+	}
+}
+
+// stop shuts the backend down and waits until it is gone.
+func (b *backend) stop(reason error) {
+	b.stopOnce.Do(func() {
+		b.mu.Lock()
+		b.stopErr = reason
+		b.mu.Unlock()
+		close(b.stopReq)
+	})
+	<-b.done
+}
+
+// restartNow asks the supervisor for a restart: of a failed backend, or of
+// a running child (gracefully).
+func (b *backend) restartNow() {
+	select {
+	case b.restartQ <- struct{}{}:
+	default:
+	}
+}
+
+// drain stops the backend once nothing is pending, or after the request
+// timeout at the latest.
+func (b *backend) drain(reason error) {
+	b.mu.Lock()
+	b.draining = true
+	ch := make(chan struct{})
+	b.emptied = ch
+	b.checkEmptiedLocked()
+	timeout := b.cfg.RequestTimeout
+	if timeout <= 0 {
+		timeout = defaultRequestTimeout
+	}
+	b.mu.Unlock()
+	b.p.wg.Go(func() {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		select {
+		case <-ch:
+		case <-t.C:
+		case <-b.done:
+		}
+		b.stop(reason)
+	})
+}
+
+func (b *backend) ownerID() string {
+	if b.owner != nil {
+		return b.owner.id
+	}
+	return ""
+}
+
+func (b *backend) emitState() {
+	b.mu.Lock()
+	st := b.state
+	pid := 0
+	if b.child != nil {
+		pid = b.child.pid
+	}
+	errText := ""
+	if b.hsErr != nil {
+		errText = b.hsErr.Error()
+	}
+	b.mu.Unlock()
+	b.p.emit(Event{Kind: EventBackendState, Server: b.cfg.Name, State: st, PID: pid, Err: errText, Session: b.ownerID()})
+}

@@ -1,0 +1,151 @@
+package pool
+
+import (
+	"time"
+)
+
+// Share says how sessions map onto children.
+type Share string
+
+// The sharing modes of a server.
+const (
+	// ShareShared runs one child for all sessions of a server.
+	ShareShared Share = "shared"
+	// ShareSession runs one child per client session, for stateful servers
+	// (browser automation, REPLs) that must not mix clients.
+	ShareSession Share = "session"
+)
+
+// ServerConfig is one configured MCP server, already validated and with
+// ${VAR} references expanded. The pool never logs or records Env values.
+type ServerConfig struct {
+	Name    string
+	Command string
+	Args    []string
+	Env     map[string]string
+	Cwd     string
+	Share   Share
+	// IdleTimeout stops a shared child that has had no session for this
+	// long. Zero means the default (10 min); negative disables reaping.
+	IdleTimeout time.Duration
+	// RequestTimeout bounds each request. Zero means the default (120 s).
+	RequestTimeout time.Duration
+	// TrustAnnotations lets the pool retry a written tools/call of a tool the
+	// child declared readOnlyHint or idempotentHint after the child died.
+	TrustAnnotations bool
+	Disabled         bool
+}
+
+// sameProcess reports whether two configs start the same child, so that a
+// reload can keep a running child when only pool-side settings changed.
+func (c ServerConfig) sameProcess(o ServerConfig) bool {
+	if c.Command != o.Command || c.Cwd != o.Cwd || c.Share != o.Share || len(c.Args) != len(o.Args) || len(c.Env) != len(o.Env) {
+		return false
+	}
+	for i := range c.Args {
+		if c.Args[i] != o.Args[i] {
+			return false
+		}
+	}
+	for k, v := range c.Env {
+		if ov, ok := o.Env[k]; !ok || ov != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Backend states, as shown in status and the UI.
+const (
+	StateStarting = "starting" // process started, handshake not finished
+	StateReady    = "ready"
+	StateRestart  = "restarting" // exited, waiting out the backoff
+	StateFailed   = "failed"     // crash loop or handshake failure; fails fast
+	StateStopping = "stopping"
+	StateStopped  = "stopped"
+)
+
+// Snapshot is a consistent-enough copy of the pool's live state, taken
+// without holding any lock across I/O. The UI and the CLI render only this.
+type Snapshot struct {
+	TakenAt  time.Time     `json:"takenAt"`
+	Servers  []ServerInfo  `json:"servers"`
+	Sessions []SessionInfo `json:"sessions"`
+	Backends []BackendInfo `json:"backends"`
+	InFlight []RequestInfo `json:"inFlight"`
+	Counters Counters      `json:"counters"`
+}
+
+// ServerInfo is one configured server, running or not.
+type ServerInfo struct {
+	Name     string `json:"name"`
+	Share    Share  `json:"share"`
+	Disabled bool   `json:"disabled"`
+	State    string `json:"state"`
+	Error    string `json:"error,omitempty"`
+	Draining bool   `json:"draining,omitempty"`
+}
+
+// SessionInfo is one connected client session.
+type SessionInfo struct {
+	ID              string    `json:"id"`
+	Server          string    `json:"server"`
+	ClientName      string    `json:"clientName"`
+	ClientVersion   string    `json:"clientVersion"`
+	ProtocolVersion string    `json:"protocolVersion"`
+	Transport       string    `json:"transport"`
+	ConnectedAt     time.Time `json:"connectedAt"`
+	LastActiveAt    time.Time `json:"lastActiveAt"`
+	InFlight        int       `json:"inFlight"`
+	PID             int       `json:"pid"`
+}
+
+// BackendInfo is one child process slot (a child and its restarts).
+type BackendInfo struct {
+	Server          string    `json:"server"`
+	PID             int       `json:"pid"`
+	State           string    `json:"state"`
+	Era             string    `json:"era"`
+	ProtocolVersion string    `json:"protocolVersion"`
+	StartedAt       time.Time `json:"startedAt"`
+	Sessions        int       `json:"sessions"`
+	Restarts        int       `json:"restarts"`
+	InFlight        int       `json:"inFlight"`
+	Command         []string  `json:"command"`
+	LastError       string    `json:"lastError,omitempty"`
+	StderrTail      []string  `json:"stderrTail"`
+	// Session is set for a child owned by one session (share: session).
+	Session string `json:"session,omitempty"`
+	// BadLines counts non-JSON lines on the child's stdout.
+	BadLines uint64 `json:"badLines"`
+	// Orphaned counts responses whose id matched no pending request
+	// (usually late answers to cancelled or timed-out requests).
+	Orphaned uint64 `json:"orphaned"`
+}
+
+// RequestInfo is one request in flight.
+type RequestInfo struct {
+	PoolID         uint64    `json:"poolId"`
+	Session        string    `json:"session"`
+	Server         string    `json:"server"`
+	Method         string    `json:"method"`
+	Name           string    `json:"name"`
+	OriginalID     string    `json:"originalId"`
+	PID            int       `json:"pid"`
+	ReceivedAt     time.Time `json:"receivedAt"`
+	AgeMs          int64     `json:"ageMs"`
+	WrittenToChild bool      `json:"writtenToChild"`
+	WrittenAt      time.Time `json:"writtenAt,omitzero"`
+}
+
+// Counters are pool-wide totals since start.
+type Counters struct {
+	Requests      uint64 `json:"requests"`
+	Errors        uint64 `json:"errors"`
+	Timeouts      uint64 `json:"timeouts"`
+	Cancelled     uint64 `json:"cancelled"`
+	Orphaned      uint64 `json:"orphaned"`
+	Evicted       uint64 `json:"evicted"`
+	ParseErrors   uint64 `json:"parseErrors"`
+	DroppedEvents uint64 `json:"droppedEvents"`
+}
