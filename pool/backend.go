@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -856,27 +855,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-func (b *backend) isDone() bool {
-	select {
-	case <-b.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// pendingOf lists a session's pending requests on this backend, oldest first.
-func (b *backend) pendingOf(s *session) []*pending {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []*pending
-	for _, p := range b.pending {
-		if p.sess == s {
-			out = append(out, p)
-		}
-	}
-	slices.SortFunc(out, func(x, y *pending) int { return int(x.id - y.id) })
-	return out
 }

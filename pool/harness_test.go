@@ -84,14 +84,14 @@ type msg struct {
 
 // client is one session through the stdio front door.
 type client struct {
-	t    testing.TB
-	conn net.Conn
-	in   chan msg
-	mu   sync.Mutex
-	w    *bufio.Writer
-	done chan struct{}
-	hold chan struct{} // closed by pause: the reader stops reading
-	quit sync.Once
+	t     testing.TB
+	conn  net.Conn
+	in    chan msg
+	mu    sync.Mutex
+	w     *bufio.Writer
+	done  chan struct{}
+	hold  chan struct{} // closed by pause: the reader stops reading
+	quit  sync.Once
 	quitC chan struct{}
 }
 

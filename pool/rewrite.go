@@ -109,11 +109,3 @@ func lastBrace(b []byte) int {
 	}
 	return len(b)
 }
-
-// rewriteCancel points a client's notifications/cancelled at the pool id.
-func rewriteCancel(msg *jsonrpc.Message, poolID uint64) []byte {
-	params := msg.Params.Of(msg.Raw)
-	rid := jsonrpc.Member(params, "requestId")
-	at := jsonrpc.Span{Start: msg.Params.Start + rid.Start, End: msg.Params.Start + rid.End}
-	return applyEdits(msg.Raw, []edit{{at, jsonrpc.AppendUint(nil, poolID)}})
-}

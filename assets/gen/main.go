@@ -1,13 +1,27 @@
 //go:build ignore
 
-// Command gen draws Switchboard's icons: a rounded panel with three jacks
-// patched to one hub. Run it with `go run assets/gen/main.go` from the
-// repository root; the PNGs are committed.
+// Command gen draws Switchboard's icons: a rounded panel with three jacks on
+// the left patched into one hub on the right, the picture of many sessions
+// sharing one server. The PNGs it writes are committed; rerun it after
+// changing a colour or the geometry:
+//
+//	go run assets/gen/main.go            # from the repository root
+//	go run assets/gen/main.go -o DIR     # anywhere else
+//
+// Tray icons are 64x64 in three states (idle: slate, busy: blue, hung: amber
+// with a red "!" badge), each in a variant for light panels and one for dark
+// panels. The app icon is 256x256 with a soft vertical gradient.
+//
+// Shapes are signed distance functions rendered with one pixel of
+// anti-aliasing into alpha masks, then composited with image/draw, so the
+// icons stay crisp when a tray scales them down to 16-24 px.
 package main
 
 import (
+	"flag"
 	"image"
 	"image/color"
+	"image/draw"
 	"image/png"
 	"log"
 	"math"
@@ -15,95 +29,174 @@ import (
 	"path/filepath"
 )
 
-type palette struct{ panel, line, badge color.RGBA }
-
-func main() {
-	clear := color.RGBA{}
-	states := map[string]palette{
-		"idle": {color.RGBA{0x5f, 0x6b, 0x7a, 0xff}, color.RGBA{0xff, 0xff, 0xff, 0xff}, clear},
-		"busy": {color.RGBA{0x1f, 0x6f, 0xeb, 0xff}, color.RGBA{0xff, 0xff, 0xff, 0xff}, clear},
-		"hung": {color.RGBA{0x5f, 0x6b, 0x7a, 0xff}, color.RGBA{0xff, 0xff, 0xff, 0xff}, color.RGBA{0xf5, 0x9e, 0x0b, 0xff}},
-	}
-	dark := map[string]palette{
-		"idle": {color.RGBA{0xd8, 0xde, 0xe6, 0xff}, color.RGBA{0x22, 0x27, 0x2e, 0xff}, clear},
-		"busy": {color.RGBA{0x6c, 0xa8, 0xff, 0xff}, color.RGBA{0x10, 0x18, 0x28, 0xff}, clear},
-		"hung": {color.RGBA{0xd8, 0xde, 0xe6, 0xff}, color.RGBA{0x22, 0x27, 0x2e, 0xff}, color.RGBA{0xff, 0xb0, 0x20, 0xff}},
-	}
-	for name, p := range states {
-		write("tray-"+name+".png", draw(64, p))
-	}
-	for name, p := range dark {
-		write("tray-"+name+"-dark.png", draw(64, p))
-	}
-	write("icon.png", draw(256, states["busy"]))
+// style is one icon's colours. top and bottom are the panel gradient (equal
+// for a flat panel); badge is zero when there is no badge.
+type style struct {
+	top, bottom color.NRGBA
+	glyph       color.NRGBA
+	badge       color.NRGBA
+	mark        color.NRGBA // the "!" on the badge
 }
 
-func write(name string, img image.Image) {
-	f, err := os.Create(filepath.Join("assets", name))
+func hex(v uint32) color.NRGBA {
+	return color.NRGBA{uint8(v >> 16), uint8(v >> 8), uint8(v), 0xff}
+}
+
+func flat(panel, glyph uint32) style {
+	return style{top: hex(panel), bottom: hex(panel), glyph: hex(glyph)}
+}
+
+func withBadge(s style, badge, mark uint32) style {
+	s.badge, s.mark = hex(badge), hex(mark)
+	return s
+}
+
+func main() {
+	out := flag.String("o", "assets", "directory to write the PNGs into")
+	flag.Parse()
+
+	const white, ink = 0xffffff, 0x1b2330
+	tray := map[string]style{
+		// Light panels: saturated panel, white glyph.
+		"tray-idle.png": flat(0x64748b, white),
+		"tray-busy.png": flat(0x2563eb, white),
+		"tray-hung.png": withBadge(flat(0xd97706, white), 0xdc2626, white),
+		// Dark panels: light panel, dark glyph.
+		"tray-idle-dark.png": flat(0xe2e8f0, ink),
+		"tray-busy-dark.png": flat(0x7cb4ff, 0x0b1b3a),
+		"tray-hung-dark.png": withBadge(flat(0xfbbf24, 0x2a1a00), 0xf87171, 0x2a0a0a),
+	}
+	for name, s := range tray {
+		write(filepath.Join(*out, name), render(64, s))
+	}
+	icon := style{top: hex(0x4f8dfd), bottom: hex(0x1d4ed8), glyph: hex(white)}
+	write(filepath.Join(*out, "icon.png"), render(256, icon))
+}
+
+func write(path string, img image.Image) {
+	f, err := os.Create(path)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer f.Close()
 	if err := png.Encode(f, img); err != nil {
+		log.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func draw(size int, p palette) *image.RGBA {
-	img := image.NewRGBA(image.Rect(0, 0, size, size))
-	s := float64(size)
-	r := s * 0.2
-	// Rounded panel.
+// sdf is a signed distance in pixels from a point to a shape's edge:
+// negative inside, positive outside.
+type sdf func(x, y float64) float64
+
+// mask rasterises a shape into an alpha mask with one pixel of
+// anti-aliasing along its edge.
+func mask(size int, f sdf) *image.Alpha {
+	m := image.NewAlpha(image.Rect(0, 0, size, size))
 	for y := 0; y < size; y++ {
 		for x := 0; x < size; x++ {
-			if insideRounded(float64(x)+0.5, float64(y)+0.5, s*0.04, s*0.96, r) {
-				img.Set(x, y, p.panel)
-			}
+			cov := math.Max(0, math.Min(1, 0.5-f(float64(x)+0.5, float64(y)+0.5)))
+			m.SetAlpha(x, y, color.Alpha{uint8(math.Round(cov * 255))})
 		}
 	}
-	hub := [2]float64{s * 0.70, s * 0.5}
-	jacks := [][2]float64{{s * 0.28, s * 0.27}, {s * 0.28, s * 0.5}, {s * 0.28, s * 0.73}}
-	for _, j := range jacks {
-		line(img, j, hub, s*0.045, p.line)
-		disc(img, j, s*0.085, p.line)
+	return m
+}
+
+func union(fs ...sdf) sdf {
+	return func(x, y float64) float64 {
+		d := math.Inf(1)
+		for _, f := range fs {
+			d = math.Min(d, f(x, y))
+		}
+		return d
 	}
-	disc(img, hub, s*0.11, p.line)
-	if p.badge.A != 0 {
-		disc(img, [2]float64{s * 0.8, s * 0.2}, s*0.17, p.badge)
+}
+
+func circle(cx, cy, r float64) sdf {
+	return func(x, y float64) float64 { return math.Hypot(x-cx, y-cy) - r }
+}
+
+// capsule is a segment from (ax, ay) to (bx, by) with round ends of radius r.
+func capsule(ax, ay, bx, by, r float64) sdf {
+	return func(x, y float64) float64 {
+		dx, dy := bx-ax, by-ay
+		t := math.Max(0, math.Min(1, ((x-ax)*dx+(y-ay)*dy)/(dx*dx+dy*dy)))
+		return math.Hypot(x-(ax+t*dx), y-(ay+t*dy)) - r
+	}
+}
+
+// roundedSquare spans [lo, hi] on both axes with corner radius r.
+func roundedSquare(lo, hi, r float64) sdf {
+	c := (lo + hi) / 2
+	h := (hi-lo)/2 - r
+	return func(x, y float64) float64 {
+		qx, qy := math.Abs(x-c)-h, math.Abs(y-c)-h
+		out := math.Hypot(math.Max(qx, 0), math.Max(qy, 0))
+		return out + math.Min(math.Max(qx, qy), 0) - r
+	}
+}
+
+// gradient is a vertical two-stop gradient image.
+type gradient struct {
+	top, bottom color.NRGBA
+	size        int
+}
+
+func (g gradient) ColorModel() color.Model { return color.NRGBAModel }
+func (g gradient) Bounds() image.Rectangle { return image.Rect(-1e9, -1e9, 1e9, 1e9) }
+func (g gradient) At(_, y int) color.Color {
+	t := math.Max(0, math.Min(1, (float64(y)+0.5)/float64(g.size)))
+	mix := func(a, b uint8) uint8 { return uint8(math.Round(float64(a) + t*(float64(b)-float64(a)))) }
+	return color.NRGBA{mix(g.top.R, g.bottom.R), mix(g.top.G, g.bottom.G), mix(g.top.B, g.bottom.B), 0xff}
+}
+
+func render(size int, s style) *image.NRGBA {
+	n := float64(size)
+	img := image.NewNRGBA(image.Rect(0, 0, size, size))
+	paint := func(f sdf, src image.Image, op draw.Op) {
+		draw.DrawMask(img, img.Bounds(), src, image.Point{}, mask(size, f), image.Point{}, op)
+	}
+
+	// Panel.
+	paint(roundedSquare(n*0.03, n*0.97, n*0.22), gradient{s.top, s.bottom, size}, draw.Over)
+
+	// Glyph: three jacks patched into one hub.
+	hubX, hubY := n*0.70, n*0.50
+	jackX := n * 0.29
+	jackY := []float64{n * 0.27, n * 0.50, n * 0.73}
+	var parts []sdf
+	for _, y := range jackY {
+		parts = append(parts, capsule(jackX, y, hubX, hubY, n*0.037), circle(jackX, y, n*0.085))
+	}
+	parts = append(parts, circle(hubX, hubY, n*0.125))
+	paint(union(parts...), image.NewUniform(s.glyph), draw.Over)
+	// A hole in the hub makes it read as a socket, not a blob.
+	paint(circle(hubX, hubY, n*0.05), gradient{s.top, s.bottom, size}, draw.Over)
+
+	if s.badge.A != 0 {
+		bx, by, br := n*0.82, n*0.18, n*0.16
+		// Cut a transparent ring so the badge stands off the panel.
+		erase(img, mask(size, circle(bx, by, br+n*0.04)))
+		paint(circle(bx, by, br), image.NewUniform(s.badge), draw.Over)
+		mark := union(
+			capsule(bx, by-br*0.52, bx, by+br*0.12, br*0.14),
+			circle(bx, by+br*0.50, br*0.15),
+		)
+		paint(mark, image.NewUniform(s.mark), draw.Over)
 	}
 	return img
 }
 
-func insideRounded(x, y, lo, hi, r float64) bool {
-	cx := math.Max(lo+r, math.Min(x, hi-r))
-	cy := math.Max(lo+r, math.Min(y, hi-r))
-	return (x-cx)*(x-cx)+(y-cy)*(y-cy) <= r*r && x >= lo && x <= hi && y >= lo && y <= hi
-}
-
-func disc(img *image.RGBA, c [2]float64, r float64, col color.RGBA) {
+// erase makes img transparent where m is set, keeping the anti-aliased edge
+// (draw.Src with a mask would clear everything outside the mask too).
+func erase(img *image.NRGBA, m *image.Alpha) {
 	b := img.Bounds()
 	for y := b.Min.Y; y < b.Max.Y; y++ {
 		for x := b.Min.X; x < b.Max.X; x++ {
-			dx, dy := float64(x)+0.5-c[0], float64(y)+0.5-c[1]
-			if dx*dx+dy*dy <= r*r {
-				img.Set(x, y, col)
-			}
-		}
-	}
-}
-
-func line(img *image.RGBA, a, b [2]float64, w float64, col color.RGBA) {
-	bd := img.Bounds()
-	dx, dy := b[0]-a[0], b[1]-a[1]
-	l2 := dx*dx + dy*dy
-	for y := bd.Min.Y; y < bd.Max.Y; y++ {
-		for x := bd.Min.X; x < bd.Max.X; x++ {
-			px, py := float64(x)+0.5, float64(y)+0.5
-			t := math.Max(0, math.Min(1, ((px-a[0])*dx+(py-a[1])*dy)/l2))
-			qx, qy := a[0]+t*dx-px, a[1]+t*dy-py
-			if qx*qx+qy*qy <= w*w {
-				img.Set(x, y, col)
-			}
+			c := img.NRGBAAt(x, y)
+			c.A = uint8(math.Round(float64(c.A) * (1 - float64(m.AlphaAt(x, y).A)/255)))
+			img.SetNRGBA(x, y, c)
 		}
 	}
 }

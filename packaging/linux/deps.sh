@@ -1,55 +1,129 @@
 #!/usr/bin/env bash
-# Installs what building and testing Switchboard needs on Debian or Ubuntu:
-# the cgo headers fyne needs, Xvfb and a tray host for the GUI tests.
-# Idempotent: it installs only what is missing, and apt-get update runs
-# only when something is.
+# Installs the system packages that building and testing Switchboard needs on
+# Debian or Ubuntu: the cgo headers fyne and go-sqlite3 compile against, Xvfb,
+# a D-Bus session and a StatusNotifierItem tray host for the GUI smoke test.
+#
+# Idempotent: it asks dpkg which packages are missing and only then runs
+# `apt-get update` (once) and `apt-get install`. It waits for another apt or
+# dpkg holding the lock instead of failing (DEPS_LOCK_TIMEOUT seconds, default
+# 900). It prints one line saying what it did; warnings go to stderr.
+#
+# It also checks that Go 1.26 or newer is on PATH (fatal) and that node and
+# npm are (a warning: only the integration tests against real npm MCP
+# servers need them).
+#
+# Never add dbus-x11 here: it leaves a stray dbus-daemon running.
+# SWITCHBOARD_SKIP_SYSTEM_DEPS=1 skips the package step (other distributions:
+# install the equivalents of the list below yourself).
 set -euo pipefail
 
-pkgs=(gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev
-  libxinerama-dev libxi-dev libxxf86vm-dev libwayland-dev libxkbcommon-dev
+pkgs=(
+  gcc libc6-dev pkg-config
+  libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev
+  libxi-dev libxxf86vm-dev libwayland-dev libxkbcommon-dev
   xvfb xauth dbus imagemagick xdotool x11-utils
-  haskell-status-notifier-item-utils haskell-gtk-sni-tray-utils)
+  haskell-status-notifier-item-utils haskell-gtk-sni-tray-utils
+)
+min_go_minor=26 # Go 1.26
 
-if ! command -v go >/dev/null 2>&1; then
-  echo "deps: Go is not installed; install Go 1.26 or newer from https://go.dev/dl/" >&2
-  exit 1
-fi
-gov=$(go env GOVERSION | sed 's/^go//')
+die() { echo "deps: error: $*" >&2; exit 1; }
+warn() { echo "deps: warning: $*" >&2; }
+
+# --- Go -------------------------------------------------------------------
+command -v go >/dev/null 2>&1 ||
+  die "Go is not on PATH; install Go 1.$min_go_minor or newer (https://go.dev/dl/)"
+gov=$(go env GOVERSION 2>/dev/null) || die "\`go env GOVERSION\` failed; is the Go installation broken?"
 case "$gov" in
-  1.2[6-9]*|1.[3-9][0-9]*|[2-9].*) ;;
-  *) echo "deps: Go $gov is too old; Switchboard needs Go 1.26 or newer" >&2; exit 1 ;;
+  go1.*)
+    minor=${gov#go1.}
+    minor=${minor%%[!0-9]*}
+    if [ -z "$minor" ] || [ "$minor" -lt "$min_go_minor" ]; then
+      die "$gov is too old; Switchboard needs Go 1.$min_go_minor or newer"
+    fi
+    ;;
+  devel*) ;;            # a development toolchain: trust it
+  *) die "cannot parse the Go version \"$gov\"" ;;
 esac
 
+# --- node / npm (warn only) -------------------------------------------------
+nodeless=()
+for tool in node npm npx; do
+  command -v "$tool" >/dev/null 2>&1 || nodeless+=("$tool")
+done
+[ ${#nodeless[@]} -eq 0 ] ||
+  warn "${nodeless[*]} not found; the integration tests that start real npm MCP servers will be skipped (apt-get install nodejs npm)"
+
+# --- system packages --------------------------------------------------------
+if [ "${SWITCHBOARD_SKIP_SYSTEM_DEPS:-}" = 1 ]; then
+  echo "deps: $gov; system packages skipped (SWITCHBOARD_SKIP_SYSTEM_DEPS=1)"
+  exit 0
+fi
+if [ "$(uname -s)" != Linux ]; then
+  echo "deps: $gov; no system packages needed on $(uname -s) beyond a C compiler for cgo"
+  exit 0
+fi
+if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+  die "this is not a Debian-like system (no dpkg-query/apt-get); install the equivalents of: ${pkgs[*]}; then rerun with SWITCHBOARD_SKIP_SYSTEM_DEPS=1"
+fi
+
 missing=()
-if command -v dpkg-query >/dev/null 2>&1; then
-  for p in "${pkgs[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-      missing+=("$p")
-    fi
-  done
-else
-  echo "deps: not a Debian-like system; install the equivalents of: ${pkgs[*]}" >&2
+for p in "${pkgs[@]}"; do
+  # ${db:Status-Abbrev} is "ii " for an installed package; dpkg-query -W fails
+  # for one it has never heard of.
+  st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+  [ "${st:0:2}" = ii ] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: $gov; all ${#pkgs[@]} system packages already installed"
   exit 0
 fi
 
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo=()
-  if [ "$(id -u)" != 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then sudo=(sudo); else
-      echo "deps: need root to install: ${missing[*]}" >&2; exit 1
-    fi
-  fi
-  # Wait for another apt to finish rather than failing on its lock.
-  for _ in $(seq 1 120); do
-    if ! fuser /var/lib/dpkg/lock-frontend >/dev/null 2>&1; then break; fi
-    sleep 1
-  done
-  echo "deps: installing ${missing[*]}"
-  "${sudo[@]}" apt-get update -q >/dev/null
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 ||
+    die "not root and no sudo: cannot install ${missing[*]}; run as root: apt-get install ${missing[*]}"
+  sudo=(sudo)
+  # Never prompt in CI or without a terminal: fail instead.
+  if [ "${CI:-}" = true ] || [ ! -t 0 ]; then sudo+=(-n); fi
 fi
 
-if ! command -v npx >/dev/null 2>&1; then
-  echo "deps: warning: node/npx not found; the integration tests with the real MCP servers will be skipped" >&2
+log=$(mktemp "${TMPDIR:-/tmp}/switchboard-deps.XXXXXX")
+trap 'rm -f "$log"' EXIT
+
+# apt_retry runs apt-get, waiting out a lock that another apt or dpkg holds
+# (unattended upgrades, a parallel installer) until the deadline passes.
+deadline=$(( $(date +%s) + ${DEPS_LOCK_TIMEOUT:-900} ))
+apt_retry() {
+  local waited=0
+  while :; do
+    if "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+      apt-get -o DPkg::Lock::Timeout=60 "$@" >"$log" 2>&1; then
+      return 0
+    fi
+    if grep -qiE 'could not get lock|unable to acquire|unable to lock|is another process using it' "$log" &&
+      [ "$(date +%s)" -lt "$deadline" ]; then
+      [ $waited = 1 ] || warn "apt/dpkg is locked by another process; waiting up to ${DEPS_LOCK_TIMEOUT:-900}s"
+      waited=1
+      sleep 5
+      continue
+    fi
+    if grep -q 'dpkg --configure -a' "$log" && [ -z "${configured:-}" ]; then
+      # An earlier dpkg run was interrupted; finish it once, then retry.
+      configured=1
+      "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive dpkg --configure -a >>"$log" 2>&1 || true
+      continue
+    fi
+    return 1
+  done
+}
+
+if ! apt_retry update -q; then
+  cat "$log" >&2
+  die "apt-get update failed (see above); cannot install ${missing[*]}"
 fi
-echo "deps: ok"
+if ! apt_retry install -y -q --no-install-recommends "${missing[@]}"; then
+  tail -n 40 "$log" >&2
+  die "apt-get install failed (see above); missing: ${missing[*]}"
+fi
+echo "deps: $gov; installed ${#missing[@]} system package(s): ${missing[*]}"

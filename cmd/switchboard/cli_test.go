@@ -1,0 +1,412 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/mcptest"
+)
+
+// The real binaries, built once: the CLI under test and the fake server.
+var sbBin, fakeBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sbcli")
+	if err != nil {
+		panic(err)
+	}
+	code := func() int {
+		defer os.RemoveAll(dir)
+		sbBin = filepath.Join(dir, "switchboard")
+		build := exec.Command("go", "build", "-tags", "sqlite_omit_load_extension", "-o", sbBin, ".")
+		build.Env = append(os.Environ(), "GOFLAGS=")
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build switchboard: %v\n%s", err, out)
+			return 1
+		}
+		if fakeBin, err = mcptest.Build(dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// instance is a `switchboard serve` process with its own SWITCHBOARD_HOME.
+type instance struct {
+	t    *testing.T
+	home string
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan error
+}
+
+func homeDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sbh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// serve writes config and starts `switchboard serve`, waiting until its
+// control socket answers.
+func serve(t *testing.T, config string) *instance {
+	t.Helper()
+	home := homeDir(t)
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := &instance{t: t, home: home, log: &syncBuffer{}, done: make(chan error, 1)}
+	in.cmd = exec.Command(sbBin, "serve")
+	in.cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+home)
+	in.cmd.Stdout, in.cmd.Stderr = in.log, in.log
+	if err := in.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { in.done <- in.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = in.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-in.done:
+		case <-time.After(15 * time.Second):
+			_ = in.cmd.Process.Kill()
+			<-in.done
+		}
+		if t.Failed() {
+			t.Logf("serve log:\n%s", in.log.String())
+		}
+	})
+	waitFor(t, "the control socket", func() bool {
+		_, err := in.run("status", "--json")
+		return err == nil
+	})
+	return in
+}
+
+// run runs the CLI against this instance.
+func (in *instance) run(args ...string) (string, error) {
+	cmd := exec.Command(sbBin, args...)
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+in.home)
+	out, err := cmd.Output()
+	return string(out), err
+}
+
+type statusJSON struct {
+	Sessions []struct {
+		ID         string `json:"id"`
+		ClientName string `json:"clientName"`
+		Transport  string `json:"transport"`
+		InFlight   int    `json:"inFlight"`
+	} `json:"sessions"`
+	Backends []struct {
+		Server    string `json:"server"`
+		PID       int    `json:"pid"`
+		State     string `json:"state"`
+		StartedAt string `json:"startedAt"`
+		Sessions  int    `json:"sessions"`
+		Restarts  int    `json:"restarts"`
+	} `json:"backends"`
+	InFlight []struct {
+		Session        string `json:"session"`
+		Server         string `json:"server"`
+		Method         string `json:"method"`
+		Name           string `json:"name"`
+		PID            int    `json:"pid"`
+		AgeMs          int64  `json:"ageMs"`
+		WrittenToChild bool   `json:"writtenToChild"`
+	} `json:"inFlight"`
+	ConfigError *string `json:"configError"`
+}
+
+func (in *instance) status() statusJSON {
+	in.t.Helper()
+	out, err := in.run("status", "--json")
+	if err != nil {
+		in.t.Fatalf("status: %v", err)
+	}
+	var st statusJSON
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		in.t.Fatalf("status JSON: %v\n%s", err, out)
+	}
+	return st
+}
+
+// shim is one `switchboard connect` process, as an MCP client starts it.
+type shim struct {
+	t     testing.TB
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+	errb  *syncBuffer
+	done  chan error
+}
+
+func (in *instance) connect(t testing.TB, server string) *shim {
+	t.Helper()
+	s := &shim{t: t, errb: &syncBuffer{}, done: make(chan error, 1)}
+	s.cmd = exec.Command(sbBin, "connect", server)
+	s.cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+in.home)
+	s.cmd.Stderr = s.errb
+	var err error
+	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := s.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.out = bufio.NewReaderSize(stdout, 1<<20)
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.done <- s.cmd.Wait() }()
+	t.Cleanup(func() {
+		s.stdin.Close()
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Second):
+			s.cmd.Process.Kill()
+			<-s.done
+		}
+	})
+	return s
+}
+
+func (s *shim) send(line string) {
+	if _, err := io.WriteString(s.stdin, line+"\n"); err != nil {
+		s.t.Errorf("write to shim: %v", err)
+	}
+}
+
+type reply struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+	raw    string
+}
+
+// recvID reads until the response with id, skipping notifications.
+func (s *shim) recvID(id string) reply {
+	s.t.Helper()
+	for {
+		line, err := s.out.ReadString('\n')
+		if err != nil {
+			s.t.Fatalf("read from shim: %v (stderr: %s)", err, s.errb.String())
+		}
+		var r reply
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			s.t.Fatalf("shim wrote invalid JSON: %q", line)
+		}
+		r.raw = line
+		if r.Method == "" && string(r.ID) == id {
+			return r
+		}
+	}
+}
+
+func (s *shim) initialize(name string) {
+	s.t.Helper()
+	s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":%q,"version":"1.0"}}}`, name))
+	if r := s.recvID("0"); r.Error != nil {
+		s.t.Fatalf("initialize: %s", r.raw)
+	}
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+func toolText(r reply) string {
+	var v struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	_ = json.Unmarshal(r.Result, &v)
+	if len(v.Content) == 0 {
+		return ""
+	}
+	return v.Content[0].Text
+}
+
+func fakeConfig(t *testing.T, extra ...string) string {
+	args, _ := json.Marshal(extra)
+	return fmt.Sprintf(`{"mcpServers":{"fake":{"command":%q,"args":%s}}}`, fakeBin, args)
+}
+
+// Two Claude-Code-style stdio clients share one child, and status shows it.
+func TestTwoClientsShareOneChild(t *testing.T) {
+	in := serve(t, fakeConfig(t))
+	a, b := in.connect(t, "fake"), in.connect(t, "fake")
+	a.initialize("claude-code")
+	b.initialize("claude-code")
+	pids := map[string]bool{}
+	for _, s := range []*shim{a, b} {
+		s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pid","arguments":{}}}`)
+		pids[toolText(s.recvID("1"))] = true
+	}
+	if len(pids) != 1 {
+		t.Fatalf("the two clients reached %d different children: %v", len(pids), pids)
+	}
+	st := in.status()
+	if len(st.Backends) != 1 || len(st.Sessions) != 2 || st.Backends[0].Sessions != 2 || st.Backends[0].State != "ready" {
+		t.Fatalf("status: %+v", st)
+	}
+	for pid := range pids {
+		if strconv.Itoa(st.Backends[0].PID) != pid {
+			t.Fatalf("status pid %d, child says %s", st.Backends[0].PID, pid)
+		}
+	}
+	if st.Sessions[0].ClientName != "claude-code" || st.Sessions[0].Transport != "stdio" || st.ConfigError != nil {
+		t.Fatalf("session: %+v", st.Sessions[0])
+	}
+	// In flight: a slow call shows up with its age and written bit.
+	a.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":60000}}}`)
+	waitFor(t, "the call in status", func() bool {
+		st := in.status()
+		return len(st.InFlight) == 1 && st.InFlight[0].WrittenToChild && st.InFlight[0].Name == "sleep" &&
+			st.InFlight[0].Method == "tools/call" && st.InFlight[0].PID == st.Backends[0].PID
+	})
+	// The shim exits 0 as soon as its stdin closes, in-flight call or not.
+	a.stdin.Close()
+	select {
+	case err := <-a.done:
+		a.done <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("shim exit: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the shim did not exit after stdin closed")
+	}
+	waitFor(t, "the session to end and its call to be cancelled", func() bool {
+		st := in.status()
+		return len(st.Sessions) == 1 && len(st.InFlight) == 0
+	})
+}
+
+// No pool, or no such server: one clear line on stderr, non-zero exit.
+func TestConnectErrors(t *testing.T) {
+	home := homeDir(t)
+	cmd := exec.Command(sbBin, "connect", "fake")
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+home)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), "switchboard is not running") || strings.Count(string(out), "\n") != 1 {
+		t.Fatalf("no pool: err %v, output %q", err, out)
+	}
+	in := serve(t, fakeConfig(t))
+	cmd = exec.Command(sbBin, "connect", "nope")
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+in.home)
+	out, err = cmd.CombinedOutput()
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(string(out), `no such server "nope" (configured: fake)`) {
+		t.Fatalf("unknown server: err %v, output %q", err, out)
+	}
+}
+
+// SIGTERM: clean shutdown, exit 0, the child and its grandchild gone.
+func TestServeSIGTERMStopsChildren(t *testing.T) {
+	dir := homeDir(t)
+	pidfile, gpidfile := filepath.Join(dir, "child.pid"), filepath.Join(dir, "grandchild.pid")
+	in := serve(t, fakeConfig(t, "-pidfile", pidfile, "-grandchild", "-grandchild-pidfile", gpidfile))
+	s := in.connect(t, "fake")
+	s.initialize("c")
+	child, grandchild := readPID(t, pidfile), readPID(t, gpidfile)
+	if err := in.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-in.done:
+		in.done <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("serve exit: %v\n%s", err, in.log.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not exit after SIGTERM")
+	}
+	for _, pid := range []int{child, grandchild} {
+		waitFor(t, fmt.Sprintf("pid %d to be gone", pid), func() bool { return !alive(pid) })
+	}
+}
+
+// SIGKILL of the pool leaves no child alive on Linux (Pdeathsig).
+func TestServeSIGKILLLeavesNoChild(t *testing.T) {
+	dir := homeDir(t)
+	pidfile := filepath.Join(dir, "child.pid")
+	in := serve(t, fakeConfig(t, "-pidfile", pidfile))
+	s := in.connect(t, "fake")
+	s.initialize("c")
+	child := readPID(t, pidfile)
+	if err := in.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err := <-in.done
+	in.done <- err
+	waitFor(t, "the child to die with the pool", func() bool { return !alive(child) })
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	var pid int
+	waitFor(t, "pid file "+path, func() bool {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	return pid
+}
+
+// alive reports whether pid runs (a zombie counts as gone).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}
+
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's output and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
