@@ -62,14 +62,14 @@ type server struct {
 
 func main() {
 	flag.Parse()
+	if *stderrAtStart != "" {
+		fmt.Fprintln(os.Stderr, *stderrAtStart)
+	}
 	if *crashAtStartup >= 0 {
 		os.Exit(*crashAtStartup)
 	}
 	if *ignoreSIGTERM {
 		signal.Ignore(syscall.SIGTERM)
-	}
-	if *stderrAtStart != "" {
-		fmt.Fprintln(os.Stderr, *stderrAtStart)
 	}
 	if *pidFile != "" {
 		_ = os.WriteFile(*pidFile, []byte(strconv.Itoa(os.Getpid())), 0o644)

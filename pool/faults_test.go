@@ -1,0 +1,142 @@
+package pool_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Kill -9 a child with 32 calls in flight across 8 sessions: every call
+// ends, with the retryable "may have executed" error, and is never re-sent;
+// calls sent while the child restarts run on the new child, once.
+func TestChildKilledAtMostOnce(t *testing.T) {
+	dir := shortTempDir(t)
+	counter := filepath.Join(dir, "count")
+	tp := newTestPool(t, nil, fake("srv"))
+	clients := make([]*client, 8)
+	for i := range clients {
+		clients[i] = tp.dial(t, "srv")
+		clients[i].initialize("c", "")
+	}
+	for i, c := range clients {
+		for k := range 4 {
+			c.call(fmt.Sprint(k), "count", fmt.Sprintf(`{"file":%q,"text":"w-%d-%d","ms":60000}`, counter, i, k))
+		}
+	}
+	eventually(t, "32 calls written to the child", func() bool {
+		n := 0
+		for _, r := range tp.Snapshot().InFlight {
+			if r.WrittenToChild {
+				n++
+			}
+		}
+		return n == 32
+	})
+	pid := tp.Snapshot().Backends[0].PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Go(func() {
+			for range 4 {
+				m := c.recv()
+				var data struct {
+					Retryable       bool `json:"retryable"`
+					MayHaveExecuted bool `json:"mayHaveExecuted"`
+				}
+				if m.Error != nil {
+					_ = json.Unmarshal(m.Error.Data, &data)
+				}
+				if m.Error == nil || m.Error.Code != -32003 || !data.Retryable || !data.MayHaveExecuted {
+					t.Errorf("session %d: want the retryable may-have-executed error, got %s", i, m.raw)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if d := time.Since(killed); d > 2*time.Second {
+		t.Errorf("calls ended %s after the kill, want within 2s", d)
+	}
+	// New calls during the restart are queued and run once on the new child.
+	for i, c := range clients {
+		c.call(`"after"`, "count", fmt.Sprintf(`{"file":%q,"text":"a-%d"}`, counter, i))
+	}
+	for i, c := range clients {
+		if m, _ := c.recvID(`"after"`); m.Error != nil {
+			t.Errorf("session %d after restart: %s", i, m.raw)
+		}
+	}
+	b, _ := os.ReadFile(counter)
+	lines := strings.Fields(string(b))
+	seen := map[string]int{}
+	for _, l := range lines {
+		seen[l]++
+		if strings.HasPrefix(l, "w-") {
+			t.Errorf("a call written to the dead child ran again: %s", l)
+		}
+	}
+	for i := range clients {
+		if n := seen[fmt.Sprintf("a-%d", i)]; n != 1 {
+			t.Errorf("call a-%d ran %d times, want once", i, n)
+		}
+	}
+	snap := tp.Snapshot()
+	if snap.Backends[0].PID == pid || snap.Backends[0].Restarts != 1 {
+		t.Errorf("backend after restart: %+v", snap.Backends[0])
+	}
+}
+
+// A tool declared idempotent is retried once on a server whose annotations
+// are trusted, and not retried on one whose are not.
+func TestIdempotentRetryNeedsTrust(t *testing.T) {
+	for _, trust := range []bool{true, false} {
+		t.Run(fmt.Sprint("trust=", trust), func(t *testing.T) {
+			counter := filepath.Join(shortTempDir(t), "count")
+			cfg := fake("srv")
+			cfg.TrustAnnotations = trust
+			tp := newTestPool(t, nil, cfg)
+			c := tp.dial(t, "srv")
+			c.initialize("c", "")
+			c.send(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
+			c.recvID(`"l"`)
+			c.call("1", "idem_count", fmt.Sprintf(`{"file":%q,"text":"x","ms":1000}`, counter))
+			eventually(t, "the call written", func() bool {
+				s := tp.Snapshot()
+				return len(s.InFlight) == 1 && s.InFlight[0].WrittenToChild
+			})
+			if err := syscall.Kill(tp.Snapshot().Backends[0].PID, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			m, _ := c.recvID("1")
+			if trust && (m.Error != nil || m.text() != "1") {
+				t.Fatalf("trusted idempotent call: want it retried and answered 1, got %s", m.raw)
+			}
+			if !trust && (m.Error == nil || m.Error.Code != -32003) {
+				t.Fatalf("untrusted: want -32003, got %s", m.raw)
+			}
+		})
+	}
+}
+
+// A crash loop marks the server failed; requests then fail fast with a
+// message naming the server and its last stderr.
+func TestCrashLoopFails(t *testing.T) {
+	tp := newTestPool(t, nil, fake("bad", "-stderr", "cannot open database", "-exit-at-start", "1"))
+	c := tp.dial(t, "bad")
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	m := c.recv()
+	if m.Error == nil || !strings.Contains(m.Error.Message, `server "bad" failed`) || !strings.Contains(m.Error.Message, "cannot open database") {
+		t.Fatalf("want the failure with stderr, got %s", m.raw)
+	}
+	if st := tp.Snapshot().Servers[0].State; st != "failed" {
+		t.Fatalf("server state %q", st)
+	}
+}
