@@ -140,3 +140,45 @@ func TestCrashLoopFails(t *testing.T) {
 		t.Fatalf("server state %q", st)
 	}
 }
+
+// share "session" gives each session its own child, stopped with it.
+func TestSessionModeOwnChild(t *testing.T) {
+	cfg := fake("srv")
+	cfg.Share = "session"
+	tp := newTestPool(t, nil, cfg)
+	a, b := tp.dial(t, "srv"), tp.dial(t, "srv")
+	pids := map[string]bool{}
+	for _, c := range []*client{a, b} {
+		c.initialize("c", "")
+		c.call("1", "pid", `{}`)
+		m, _ := c.recvID("1")
+		pids[m.text()] = true
+	}
+	if len(pids) != 2 {
+		t.Fatalf("want two children, got %v", pids)
+	}
+	if n := len(tp.Snapshot().Backends); n != 2 {
+		t.Fatalf("status shows %d backends", n)
+	}
+	a.close()
+	eventually(t, "a's child to stop with its session", func() bool { return len(tp.Snapshot().Backends) == 1 })
+}
+
+// A shared child with no session for idleTimeout stops; the next session
+// starts a new one transparently.
+func TestIdleChildIsReaped(t *testing.T) {
+	cfg := fake("srv")
+	cfg.IdleTimeout = 200 * time.Millisecond
+	tp := newTestPool(t, nil, cfg)
+	c := tp.dial(t, "srv")
+	c.initialize("c", "")
+	first := tp.Snapshot().Backends[0].PID
+	c.close()
+	eventually(t, "the idle child to stop", func() bool { return len(tp.Snapshot().Backends) == 0 })
+	c = tp.dial(t, "srv")
+	c.initialize("c", "")
+	c.call("1", "pid", `{}`)
+	if m, _ := c.recvID("1"); m.text() == fmt.Sprint(first) || m.Error != nil {
+		t.Fatalf("want a new child, got %s", m.raw)
+	}
+}
