@@ -30,6 +30,16 @@ type testPool struct {
 // ends.
 func newTestPool(t *testing.T, opts *pool.Options, servers ...pool.ServerConfig) *testPool {
 	t.Helper()
+	return newTestPoolOpts(t, opts, servers...)
+}
+
+// newTestPoolTB is newTestPool for benchmarks.
+func newTestPoolTB(t testing.TB, servers ...pool.ServerConfig) *testPool {
+	return newTestPoolOpts(t, nil, servers...)
+}
+
+func newTestPoolOpts(t testing.TB, opts *pool.Options, servers ...pool.ServerConfig) *testPool {
+	t.Helper()
 	dir := shortTempDir(t)
 	p := pool.New(opts)
 	if err := p.Apply(servers); err != nil {
@@ -53,7 +63,7 @@ func newTestPool(t *testing.T, opts *pool.Options, servers ...pool.ServerConfig)
 }
 
 // shortTempDir is a temp dir with a path short enough for a Unix socket.
-func shortTempDir(t *testing.T) string {
+func shortTempDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "sbt")
 	if err != nil {
