@@ -42,6 +42,8 @@ type handshake struct {
 	serverInfo      json.RawMessage
 	instructions    string
 	supported       []string // modern: supportedVersions
+	ttlMs           int64    // modern: the child's cache hint for discover
+	cacheScope      string
 }
 
 // poolCapabilities are the client capabilities the pool declares to
@@ -158,6 +160,8 @@ func parseDiscover(raw []byte) (*handshake, error) {
 		Instructions      string                     `json:"instructions"`
 		Meta              map[string]json.RawMessage `json:"_meta"`
 		ServerInfo        json.RawMessage            `json:"serverInfo"`
+		TTLMs             int64                      `json:"ttlMs"`
+		CacheScope        string                     `json:"cacheScope"`
 	}
 	if err := json.Unmarshal(res, &r); err != nil {
 		return nil, fmt.Errorf("server/discover result: %w", err)
@@ -166,7 +170,8 @@ func parseDiscover(raw []byte) (*handshake, error) {
 		return nil, fmt.Errorf("server/discover: %s not among supported versions %v", Modern, r.SupportedVersions)
 	}
 	hs := &handshake{era: EraModern, protocolVersion: Modern, capabilities: r.Capabilities,
-		instructions: r.Instructions, supported: r.SupportedVersions, serverInfo: r.Meta[metaServerInfo]}
+		instructions: r.Instructions, supported: r.SupportedVersions, serverInfo: r.Meta[metaServerInfo],
+		ttlMs: max(r.TTLMs, 0), cacheScope: r.CacheScope}
 	if hs.serverInfo == nil {
 		hs.serverInfo = r.ServerInfo
 	}
@@ -216,9 +221,16 @@ func (hs *handshake) initializeResult(requested string) []byte {
 	return out
 }
 
-// discoverResult answers a modern client's server/discover.
+// discoverResult answers a modern client's server/discover. The cache
+// hints 2026-07-28 requires are the child's, or "do not cache" (ttlMs 0,
+// private) for a legacy child.
 func (hs *handshake) discoverResult() []byte {
+	scope := hs.cacheScope
+	if scope != "public" {
+		scope = "private"
+	}
 	r := map[string]any{"resultType": "complete", "supportedVersions": []string{Modern},
+		"ttlMs": hs.ttlMs, "cacheScope": scope,
 		"capabilities": rawOrEmpty(hs.capabilities),
 		"_meta":        map[string]any{metaServerInfo: rawOrDefault(hs.serverInfo, `{"name":"switchboard","version":"dev"}`)}}
 	if hs.era == EraModern && len(hs.supported) > 0 {

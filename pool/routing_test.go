@@ -463,3 +463,41 @@ func TestUnknownServerRefused(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A modern (2026-07-28) child: the pool discovers it once, presents it to
+// a legacy client through initialize and adds the _meta each forwarded
+// request needs; a modern client's server/discover is answered from cache.
+func TestModernChildServesBothEras(t *testing.T) {
+	log := filepath.Join(shortTempDir(t), "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern", "-log", log))
+	legacy := tp.dial(t, "srv")
+	res := legacy.initialize("old-client", "")
+	if !strings.Contains(string(res.Result), `"protocolVersion":"2025-11-25"`) {
+		t.Fatalf("initialize from a modern child: %s", res.raw)
+	}
+	legacy.call("1", "echo", `{"text":"hi"}`)
+	if m, _ := legacy.recvID("1"); m.text() != "hi" {
+		t.Fatalf("call: %s", m.raw)
+	}
+	modern := tp.dial(t, "srv")
+	modern.send(`{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	if m, _ := modern.recvID(`"d"`); !strings.Contains(string(m.Result), `"supportedVersions":["2026-07-28"]`) {
+		t.Fatalf("discover: %s", m.raw)
+	}
+	var call map[string]any
+	for _, m := range childLog(t, log) {
+		if m["method"] == "tools/call" {
+			call = m
+		}
+	}
+	meta, _ := call["params"].(map[string]any)["_meta"].(map[string]any)
+	if meta["io.modelcontextprotocol/protocolVersion"] != "2026-07-28" || meta["io.modelcontextprotocol/clientInfo"] == nil {
+		t.Fatalf("the child got no modern _meta: %v", call)
+	}
+	if n := countMethod(childLog(t, log), "server/discover"); n != 1 {
+		t.Errorf("child saw %d discovers, want 1", n)
+	}
+	if tp.Snapshot().Backends[0].Era != "modern" {
+		t.Errorf("era: %+v", tp.Snapshot().Backends[0])
+	}
+}
