@@ -86,6 +86,7 @@ func Start(opts Options) (*Instance, error) {
 	inst.Pool = pool.New(&pool.Options{
 		Logger:     log,
 		ClientInfo: pool.Implementation{Name: "switchboard", Version: Version},
+		Record:     inst.recordChild,
 	})
 	servers, _ := cfg.PoolServers(os.LookupEnv)
 	if err := inst.Pool.Apply(servers); err != nil {
@@ -147,6 +148,7 @@ func (inst *Instance) Run(ctx context.Context) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return inst.Pool.ServeStdio(poolLn) })
+	g.Go(func() error { inst.sweepLeaks(gctx); return nil })
 	g.Go(func() error {
 		if err := ctl.Serve(ctlLn); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("control API: %w", err)

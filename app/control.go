@@ -40,6 +40,8 @@ func (inst *Instance) controlHandler() http.Handler {
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, inst.Status())
 	})
+	mux.HandleFunc("GET /v1/leaks", inst.handleLeaks)
+	mux.HandleFunc("POST /v1/kill", inst.handleKill)
 	return mux
 }
 

@@ -83,7 +83,6 @@ type pending struct {
 	received  time.Time
 	timer     *time.Timer
 	reply     chan []byte // the pool's own requests get the raw response here
-	early     bool        // written before the handshake finished (the handshake itself)
 
 	// Guarded by backend.mu.
 	state   uint8
@@ -95,8 +94,9 @@ type pending struct {
 // outItem is one line for the child: a request, or (p == nil) a
 // notification or an answer to the child's own request.
 type outItem struct {
-	p    *pending
-	line []byte
+	p     *pending
+	line  []byte
+	early bool // part of the handshake: written before the child is ready
 }
 
 // reverseEntry remembers a request the child sent to a client.
@@ -311,7 +311,7 @@ func (b *backend) writeLoop(c *child) {
 			if it.p != nil && it.p.state == stDone {
 				continue // ended while queued: the child never needs it
 			}
-			if (!c.ready && !(it.p != nil && it.p.early)) || (len(buf) > 0 && len(buf)+len(it.line) > maxBatch) {
+			if (!c.ready && !it.early) || (len(buf) > 0 && len(buf)+len(it.line) > maxBatch) {
 				keep = append(keep, it)
 				continue
 			}

@@ -101,7 +101,11 @@ func (b *backend) handshake(c *child) (*handshake, error) {
 				return nil, fmt.Errorf("initialize %s: %w", b.cfg.Name, err)
 			}
 			b.end(discover)
-			b.sendRaw(jsonrpc.AppendNotification(nil, "notifications/initialized", nil))
+			// Ahead of any client request queued while the child started.
+			b.mu.Lock()
+			b.queue = append([]outItem{{line: jsonrpc.AppendNotification(nil, "notifications/initialized", nil), early: true}}, b.queue...)
+			b.mu.Unlock()
+			b.signal()
 			return hs, nil
 		case <-probe.C:
 			sendInitialize()
@@ -127,12 +131,12 @@ func (b *backend) handshakeFailure(c *child, what string) error {
 // client request.
 func (b *backend) probe(version, method string, params []byte) *pending {
 	id := b.p.nextID.Add(1)
-	p := &pending{id: id, method: method, received: time.Now(), reply: make(chan []byte, 1), early: true,
+	p := &pending{id: id, method: method, received: time.Now(), reply: make(chan []byte, 1),
 		line: jsonrpc.AppendRequest(nil, id, method, params)}
 	b.mu.Lock()
 	p.state = stQueued
 	b.pending[id] = p
-	b.queue = append([]outItem{{p: p, line: p.line}}, b.queue...)
+	b.queue = append([]outItem{{p: p, line: p.line, early: true}}, b.queue...)
 	b.mu.Unlock()
 	b.signal()
 	return p

@@ -128,6 +128,9 @@ func TestInitializeOncePerChild(t *testing.T) {
 			t.Fatalf("ping: %s", m.raw)
 		}
 	}
+	eventually(t, "the child to see notifications/initialized", func() bool {
+		return countMethod(childLog(t, log), "notifications/initialized") > 0
+	})
 	got := childLog(t, log)
 	if n := countMethod(got, "initialize"); n != 1 {
 		t.Errorf("child saw %d initialize requests, want 1", n)

@@ -76,6 +76,8 @@ func serve(t *testing.T, config string) *instance {
 	in.cmd = exec.Command(sbBin, "serve")
 	in.cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+home)
 	in.cmd.Stdout, in.cmd.Stderr = in.log, in.log
+	// If the test binary dies (a timeout panic), the pool dies with it.
+	in.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := in.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,8 @@ type cli struct {
 	Serve   serveCmd   `cmd:"" help:"Run the pool headless, for servers, CI and tests."`
 	Connect connectCmd `cmd:"" help:"Relay stdin/stdout to server NAME of the running pool (what MCP clients start)."`
 	Status  statusCmd  `cmd:"" help:"Show sessions, backends and requests in flight."`
+	Leaks   leaksCmd   `cmd:"" help:"List leaked MCP backends: earlier runs' children still alive, orphans matching a configured server."`
+	Kill    killCmd    `cmd:"" help:"Kill a leaked MCP backend with its process group (or all of them with --all-leaked)."`
 	Version versionCmd `cmd:"" help:"Print the version."`
 }
 

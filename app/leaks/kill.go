@@ -1,0 +1,165 @@
+package leaks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Grace periods of Kill: after SIGTERM before SIGKILL, and after SIGKILL
+// before giving up.
+var (
+	TermGrace = 2 * time.Second
+	KillGrace = 2 * time.Second
+)
+
+// pollEvery is how often Kill looks whether its targets are gone.
+const pollEvery = 20 * time.Millisecond
+
+// Kill kills leaked backend pid, which must be in proof (the result of a
+// recent Find): anything else is refused with an error that Is
+// ErrRefused. Right before signalling it checks that pid still has the
+// start time Find saw, so a PID reused in between is refused too.
+//
+// A process that leads its own process group is killed with its whole
+// group (npx -> npm exec -> node chains); otherwise the process and its
+// descendants are. Each gets SIGTERM, then SIGKILL after TermGrace. Kill
+// returns nil once every target has exited (or is a zombie waiting for
+// its parent to reap it), and also when pid had already exited.
+func Kill(ctx context.Context, pid int, proof []Leak) error {
+	var leak *Leak
+	for i := range proof {
+		if proof[i].PID == pid {
+			leak = &proof[i]
+			break
+		}
+	}
+	if leak == nil || pid <= 1 {
+		return notKnown(pid)
+	}
+	tab, err := scan(ctx)
+	if err != nil {
+		return fmt.Errorf("kill PID %d: list processes: %w", pid, err)
+	}
+	p := tab.procs[pid]
+	if p == nil || p.isZombie(ctx) {
+		return nil // already gone
+	}
+	if !sameStart(p.start, leak.StartedAt) {
+		return &refusal{pid: pid, why: fmt.Sprintf("the PID now belongs to another process (started %s; the leaked backend started %s)",
+			p.start.Format(time.RFC3339), leak.StartedAt.Format(time.RFC3339))}
+	}
+	skip := tab.excluded([]int{os.Getpid()})
+	if skip[pid] {
+		return &refusal{pid: pid, why: "it is Switchboard itself or one of its ancestors"}
+	}
+
+	// The targets, with their start times, taken before any signal: once
+	// the leader dies its children are re-parented and the links are lost.
+	group := pgid(pid) == pid
+	targets := []*proc{p}
+	for _, d := range tab.descendants(pid) {
+		targets = append(targets, tab.procs[d])
+	}
+	if group {
+		for _, q := range tab.procs {
+			if q.pid == pid || pgid(q.pid) != pid {
+				continue
+			}
+			if skip[q.pid] {
+				// This process shares the group: signal processes, not it.
+				group = false
+				continue
+			}
+			if !contains(targets, q.pid) {
+				targets = append(targets, q)
+			}
+		}
+	}
+	signal := func(term bool) error {
+		if group {
+			return signalGroup(pid, term)
+		}
+		var errs []error
+		for _, t := range targets {
+			if still(ctx, t) {
+				if err := signalOne(t.pid, term); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		return errors.Join(errs...)
+	}
+
+	if err := signal(true); err != nil {
+		return fmt.Errorf("kill PID %d: SIGTERM: %w", pid, err)
+	}
+	if waitGone(ctx, targets, TermGrace) {
+		if group {
+			_ = signalGroup(pid, false) // members that joined after the scan
+		}
+		return nil
+	}
+	if err := signal(false); err != nil {
+		return fmt.Errorf("kill PID %d: SIGKILL: %w", pid, err)
+	}
+	if waitGone(ctx, targets, KillGrace) {
+		return nil
+	}
+	var left []string
+	for _, t := range targets {
+		if still(ctx, t) {
+			left = append(left, itoa(t.pid))
+		}
+	}
+	return fmt.Errorf("kill PID %d: still running %s after SIGKILL: %s", pid, KillGrace, strings.Join(left, ", "))
+}
+
+// still reports whether t is running: the same process (same start
+// time), not yet a zombie.
+func still(ctx context.Context, t *proc) bool {
+	now, err := lookup(ctx, t.pid)
+	if err != nil {
+		return false
+	}
+	return sameStart(now.start, t.start) && !now.isZombie(ctx)
+}
+
+// waitGone polls until no target is still running, or d passes.
+func waitGone(ctx context.Context, targets []*proc, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		alive := false
+		for _, t := range targets {
+			if still(ctx, t) {
+				alive = true
+				break
+			}
+		}
+		if !alive {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+}
+
+func contains(ps []*proc, pid int) bool {
+	for _, p := range ps {
+		if p.pid == pid {
+			return true
+		}
+	}
+	return false
+}

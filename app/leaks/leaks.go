@@ -1,0 +1,175 @@
+// Package leaks finds MCP server processes that outlived the pool that
+// started them (or some other proxy's), and kills them on request.
+//
+// A process is a leaked backend when Switchboard can prove it is an MCP
+// backend and that nobody is using it:
+//
+//   - it is a child a pool recorded in an earlier run, still alive with
+//     the same PID and the same process start time (so a reused PID never
+//     matches), or
+//   - its command line matches a configured server and its parent is init
+//     (PID 1, launchd) or a known subreaper (systemd --user), which is
+//     where orphans go when the process that started them died.
+//
+// The running pool's own children, and the current process tree, are
+// never leaks. Kill refuses every PID that the latest Find did not
+// report, and re-checks the start time right before signalling.
+package leaks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// ChildRecord is one child a pool started: what the pool persists so
+// that the next run can tell whether the child outlived it.
+type ChildRecord struct {
+	PID     int      `json:"pid"`
+	Server  string   `json:"server"`
+	Command []string `json:"command"`
+	// StartedAt is the process start time as the OS reports it (see
+	// StartTime); a clock reading taken next to exec works within
+	// StartTolerance.
+	StartedAt time.Time `json:"startedAt"`
+	// Run names the pool run that started the child.
+	Run string `json:"run"`
+}
+
+// Source gives the children that earlier pool runs started and never saw
+// exit. The SQLite store implements it; until then FileRecorder does.
+type Source interface {
+	ChildrenOfEarlierRuns(ctx context.Context) ([]ChildRecord, error)
+}
+
+// Leak is one leaked backend, as `switchboard leaks --json` prints it.
+type Leak struct {
+	PID    int    `json:"pid"`
+	Server string `json:"server"`
+	// Command is the process's command line as the OS reports it.
+	Command   []string  `json:"command"`
+	StartedAt time.Time `json:"startedAt"`
+	RSSBytes  uint64    `json:"rssBytes"`
+	Reason    string    `json:"reason"`
+	// Kind is "recorded" (a child of an earlier run) or "orphan" (matches
+	// a configured server and its parent is init).
+	Kind string `json:"kind"`
+	// PPID and PGID say what Kill will signal: the whole group when the
+	// process leads its own group (PGID == PID), else the process and
+	// its descendants.
+	PPID int `json:"ppid"`
+	PGID int `json:"pgid"`
+	// Descendants are the PIDs that die with it.
+	Descendants []int `json:"descendants"`
+}
+
+// Kinds of leak.
+const (
+	KindRecorded = "recorded"
+	KindOrphan   = "orphan"
+)
+
+// StartTolerance is how far a recorded start time may be from the one
+// the OS reports now and still be the same process. Linux reports start
+// times in clock ticks since a boot time rounded to the second; PID reuse
+// within a second of the original start is practically impossible.
+var StartTolerance = time.Second
+
+// ErrRefused marks a kill that was refused because the PID is not a
+// proven MCP backend.
+var ErrRefused = errors.New("refused")
+
+// refusal is Kill's error for a PID it will not touch.
+type refusal struct {
+	pid int
+	why string
+}
+
+func (e *refusal) Error() string { return fmt.Sprintf("refusing to kill PID %d: %s", e.pid, e.why) }
+
+func (e *refusal) Is(target error) bool { return target == ErrRefused }
+
+// notKnown is the refusal for a PID that is not in the leak list.
+func notKnown(pid int) error {
+	return &refusal{pid: pid, why: "it is not a known MCP backend (not started by Switchboard and does not match a configured server)"}
+}
+
+// StartTime is the OS's start time of process pid: what a recorder should
+// store, since Find compares against the same clock.
+func StartTime(ctx context.Context, pid int) (time.Time, error) {
+	p, err := lookup(ctx, pid)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return p.start, nil
+}
+
+// Find lists the leaked backends: children of earlier runs from src that
+// are still alive (same PID and start time), and processes whose command
+// line matches one of configured while their parent is init or a
+// subreaper. Processes in own (the running pool's children) and their
+// descendants, and the current process with its ancestors and
+// descendants, are never reported. src may be nil. The result is sorted
+// by PID and never nil.
+func Find(ctx context.Context, src Source, configured []pool.ServerConfig, own []int) ([]Leak, error) {
+	var recs []ChildRecord
+	if src != nil {
+		var err error
+		if recs, err = src.ChildrenOfEarlierRuns(ctx); err != nil {
+			return nil, fmt.Errorf("read the children of earlier runs: %w", err)
+		}
+	}
+	tab, err := scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	skip := tab.excluded(append(slices.Clone(own), os.Getpid()))
+	out := []Leak{}
+	found := map[int]bool{}
+	add := func(p *proc, server, kind, reason string) {
+		found[p.pid] = true
+		out = append(out, tab.leak(ctx, p, server, kind, reason))
+	}
+
+	for _, r := range recs {
+		p := tab.procs[r.PID]
+		if p == nil || skip[r.PID] || found[r.PID] || !sameStart(p.start, r.StartedAt) || p.isZombie(ctx) {
+			continue
+		}
+		add(p, r.Server, KindRecorded, fmt.Sprintf("recorded child of an earlier run (pid %d started at %s) is still running",
+			r.PID, r.StartedAt.Format(time.RFC3339)))
+	}
+
+	uid := os.Getuid()
+	for _, pid := range tab.order {
+		p := tab.procs[pid]
+		if skip[pid] || found[pid] || !tab.reaperParent(ctx, p) {
+			continue
+		}
+		if u, ok := p.uid(ctx); !ok || u != uid {
+			continue // never another user's process
+		}
+		argv := p.argv(ctx)
+		for _, c := range configured {
+			if matches(argv, c, resolveLink) {
+				if !p.isZombie(ctx) {
+					add(p, c.Name, KindOrphan, fmt.Sprintf("matches configured server %s and its parent is %s", c.Name, tab.parentName(ctx, p)))
+				}
+				break
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out, nil
+}
+
+func sameStart(a, b time.Time) bool {
+	d := a.Sub(b)
+	return d <= StartTolerance && d >= -StartTolerance
+}

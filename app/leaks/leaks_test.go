@@ -1,0 +1,460 @@
+//go:build unix
+
+package leaks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/pool/mcptest"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata golden files")
+
+// fakeBin is the fake MCP server, built once.
+var fakeBin string
+
+// spawnEnv makes the test binary a spawner: it starts the JSON argv in
+// the variable in a process group of its own, prints the PID and exits,
+// so that the process is re-parented to init like a child of a pool that
+// died.
+const spawnEnv = "LEAKS_TEST_SPAWN"
+
+func TestMain(m *testing.M) {
+	if argv := os.Getenv(spawnEnv); argv != "" {
+		os.Exit(spawn(argv))
+	}
+	dir, err := os.MkdirTemp("", "leakstest")
+	if err != nil {
+		panic(err)
+	}
+	if fakeBin, err = mcptest.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
+
+func spawn(argvJSON string) int {
+	var argv []string
+	if err := json.Unmarshal([]byte(argvJSON), &argv); err != nil || len(argv) == 0 {
+		fmt.Fprintln(os.Stderr, "spawn: bad argv", err)
+		return 2
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "spawn:", err)
+		return 2
+	}
+	fmt.Println(cmd.Process.Pid)
+	return 0
+}
+
+// planted is a process that outlived its parent, as a backend of a
+// crashed pool does. It is killed in t.Cleanup if still running.
+type planted struct {
+	pid   int
+	start time.Time
+}
+
+// plantLeader starts argv as the leader of its own process group, with
+// init as its parent.
+func plantLeader(t *testing.T, argv ...string) planted {
+	t.Helper()
+	b, _ := json.Marshal(argv)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	// GORACE: the race runtime otherwise lingers 1 s at exit.
+	cmd.Env = append(os.Environ(), spawnEnv+"="+string(b), "GORACE=atexit_sleep_ms=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("spawn %v: %v", argv, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("spawn printed %q", out)
+	}
+	return track(t, pid)
+}
+
+// plantOrphan starts a shell command line that leaves a process behind
+// and writes its PID to pidfile; the process stays in the test's process
+// group (a shell without job control) and is re-parented when sh exits.
+func plantOrphan(t *testing.T, script, pidfile string) planted {
+	t.Helper()
+	if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("sh -c %q: %v\n%s", script, err, out)
+	}
+	var pid int
+	waitFor(t, 5*time.Second, "the pidfile "+pidfile, func() bool {
+		b, err := os.ReadFile(pidfile)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	return track(t, pid)
+}
+
+func track(t *testing.T, pid int) planted {
+	t.Helper()
+	p, err := lookup(context.Background(), pid)
+	if err != nil {
+		t.Fatalf("planted PID %d: %v", pid, err)
+	}
+	pl := planted{pid: pid, start: p.start}
+	t.Cleanup(func() {
+		if !pl.alive() {
+			return
+		}
+		if pgid(pid) == pid {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		} else {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		waitFor(t, 5*time.Second, "planted PID "+strconv.Itoa(pid)+" to exit", func() bool { return !pl.alive() })
+	})
+	return pl
+}
+
+// alive reports whether the planted process still runs (same start time,
+// not a zombie).
+func (p planted) alive() bool {
+	return still(context.Background(), &proc{pid: p.pid, start: p.start})
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval, not synchronisation
+	}
+}
+
+// parentIsReaper skips the test when orphans here are not re-parented to
+// init or a known subreaper (Find would rightly not call them leaked).
+func parentIsReaper(t *testing.T, pid int) {
+	t.Helper()
+	ctx := context.Background()
+	tab, err := scan(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := tab.procs[pid]
+	if p == nil {
+		t.Fatalf("PID %d is gone", pid)
+	}
+	if !tab.reaperParent(ctx, p) {
+		t.Skipf("the orphan PID %d was re-parented to %s, not to init or a known subreaper %v: orphan matching cannot be shown here",
+			pid, tab.parentName(ctx, p), reapers)
+	}
+}
+
+func findLeak(ls []Leak, pid int) *Leak {
+	for i := range ls {
+		if ls[i].PID == pid {
+			return &ls[i]
+		}
+	}
+	return nil
+}
+
+// source is a fixed list of recorded children.
+type source []ChildRecord
+
+func (s source) ChildrenOfEarlierRuns(context.Context) ([]ChildRecord, error) { return s, nil }
+
+func TestRecordedChildOfEarlierRunIsLeakedAndKilledWithItsGroup(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	gpFile := filepath.Join(dir, "grandchild.pid")
+	argv := []string{fakeBin, "-startup-delay", "1h", "-grandchild", "-grandchild-pidfile", gpFile}
+	child := plantLeader(t, argv...)
+	var grandchild planted
+	waitFor(t, 5*time.Second, "the grandchild's pidfile", func() bool {
+		b, err := os.ReadFile(gpFile)
+		if err != nil {
+			return false
+		}
+		pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+		if err != nil {
+			return false
+		}
+		grandchild = track(t, pid)
+		return true
+	})
+
+	// The previous run recorded the child and crashed without an exit line.
+	path := filepath.Join(dir, "children.jsonl")
+	previous := newFileRecorder(path, "previous")
+	if err := previous.Record(ChildRecord{PID: child.pid, Server: "memory", Command: argv, StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	this := NewFileRecorder(path)
+	if this.Run() == previous.Run() || this.Run() != NewFileRecorder(path).Run() {
+		t.Fatalf("run ids: previous %q, this %q", previous.Run(), this.Run())
+	}
+
+	start := time.Now()
+	ls, err := Find(ctx, this, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Find over all processes took %s", time.Since(start))
+	l := findLeak(ls, child.pid)
+	if l == nil {
+		t.Fatalf("planted child %d not reported; leaks: %+v", child.pid, ls)
+	}
+	want := fmt.Sprintf("recorded child of an earlier run (pid %d started at %s) is still running",
+		child.pid, child.start.Format(time.RFC3339))
+	if l.Reason != want || l.Server != "memory" || l.Kind != KindRecorded {
+		t.Errorf("leak = %+v\nwant reason %q, server memory, kind recorded", *l, want)
+	}
+	if l.RSSBytes == 0 {
+		t.Error("rssBytes = 0")
+	}
+	if !slices.Equal(l.Command, argv) {
+		t.Errorf("command = %q, want %q", l.Command, argv)
+	}
+	if l.PGID != child.pid || !slices.Contains(l.Descendants, grandchild.pid) {
+		t.Errorf("pgid %d descendants %v; want pgid %d and grandchild %d among the descendants", l.PGID, l.Descendants, child.pid, grandchild.pid)
+	}
+	if findLeak(ls, grandchild.pid) != nil {
+		t.Errorf("the grandchild is reported on its own; it dies with its group")
+	}
+
+	start = time.Now()
+	if err := Kill(ctx, child.pid, ls); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Kill (SIGTERM honoured) took %s", time.Since(start))
+	waitFor(t, 5*time.Second, "the child and the grandchild to exit", func() bool { return !child.alive() && !grandchild.alive() })
+
+	ls, err = Find(ctx, this, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if findLeak(ls, child.pid) != nil {
+		t.Errorf("killed child still reported: %+v", ls)
+	}
+}
+
+func TestKillEscalatesToSIGKILL(t *testing.T) {
+	old := TermGrace
+	TermGrace = 200 * time.Millisecond
+	t.Cleanup(func() { TermGrace = old })
+	ctx := context.Background()
+	argv := []string{fakeBin, "-startup-delay", "1h", "-ignore-sigterm"}
+	child := plantLeader(t, argv...)
+	src := source{{PID: child.pid, Server: "stubborn", Command: argv, StartedAt: child.start, Run: "earlier"}}
+	ls, err := Find(ctx, src, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := Kill(ctx, child.pid, ls); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < TermGrace {
+		t.Errorf("Kill returned after %s, before the SIGTERM grace %s: did SIGTERM kill a process that ignores it?", took, TermGrace)
+	}
+	if child.alive() {
+		t.Error("still alive after Kill returned nil")
+	}
+}
+
+func TestPIDReuseIsNotALeak(t *testing.T) {
+	ctx := context.Background()
+	argv := []string{fakeBin, "-startup-delay", "1h"}
+	child := plantLeader(t, argv...)
+	for _, shift := range []time.Duration{-time.Hour, -2 * StartTolerance, 2 * StartTolerance} {
+		src := source{{PID: child.pid, Server: "memory", Command: argv, StartedAt: child.start.Add(shift), Run: "earlier"}}
+		ls, err := Find(ctx, src, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := findLeak(ls, child.pid); l != nil {
+			t.Errorf("start time off by %s: reported %+v", shift, *l)
+		}
+	}
+
+	// Between Find and Kill the PID was reused: Kill re-checks.
+	stale := []Leak{{PID: child.pid, Server: "memory", StartedAt: child.start.Add(-time.Hour)}}
+	err := Kill(ctx, child.pid, stale)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "now belongs to another process") {
+		t.Errorf("Kill of a reused PID: %v", err)
+	}
+	if !child.alive() {
+		t.Error("the process behind the reused PID was killed")
+	}
+}
+
+func TestKillRefusesWhatItCannotProve(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	sleep := exec.Command("sleep", "1000")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = sleep.Wait(); close(done) }()
+	t.Cleanup(func() { _ = sleep.Process.Kill(); <-done })
+	orphanSleep := plantOrphan(t, "sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > "+filepath.Join(dir, "sleep.pid"), filepath.Join(dir, "sleep.pid"))
+
+	configured := []pool.ServerConfig{
+		{Name: "fake", Command: fakeBin, Args: []string{"-startup-delay", "1h"}},
+		{Name: "memory", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}},
+	}
+	ls, err := Find(ctx, nil, configured, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		pid  int
+	}{
+		{"the test's parent", os.Getppid()},
+		{"the test itself", os.Getpid()},
+		{"a sleep the test started", sleep.Process.Pid},
+		{"an orphaned sleep (parent init, matches nothing)", orphanSleep.pid},
+		{"init", 1},
+		{"no such process", 1 << 30},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := Kill(ctx, c.pid, ls)
+			want := fmt.Sprintf("refusing to kill PID %d: it is not a known MCP backend (not started by Switchboard and does not match a configured server)", c.pid)
+			if !errors.Is(err, ErrRefused) || err.Error() != want {
+				t.Errorf("Kill(%d) = %v\nwant %q", c.pid, err, want)
+			}
+		})
+	}
+	select {
+	case <-done:
+		t.Error("the refused sleep died")
+	default:
+	}
+	if !orphanSleep.alive() {
+		t.Error("the refused orphaned sleep died")
+	}
+}
+
+func TestOrphanMatchingAConfiguredServerIsLeaked(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "fake.pid")
+	args := []string{"-startup-delay", "1h", "-pidfile", pidfile}
+	// sh without job control: the background process stays in the
+	// test's own process group, so Kill must not signal the group.
+	orphan := plantOrphan(t, fakeBin+" "+strings.Join(args, " ")+" </dev/null >/dev/null 2>&1 &", pidfile)
+	parentIsReaper(t, orphan.pid)
+	if g := pgid(orphan.pid); g == orphan.pid || g != pgid(os.Getpid()) {
+		t.Fatalf("orphan's group %d; want the test's group %d", g, pgid(os.Getpid()))
+	}
+
+	configured := []pool.ServerConfig{
+		{Name: "memory", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}},
+		{Name: "fake", Command: fakeBin, Args: args},
+	}
+	ls, err := Find(ctx, nil, configured, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := findLeak(ls, orphan.pid)
+	if l == nil {
+		t.Fatalf("orphan %d not reported; leaks: %+v", orphan.pid, ls)
+	}
+	if !strings.HasPrefix(l.Reason, "matches configured server fake and its parent is ") || l.Server != "fake" || l.Kind != KindOrphan || l.RSSBytes == 0 {
+		t.Errorf("leak = %+v", *l)
+	}
+	t.Logf("reason: %s", l.Reason)
+
+	// The running pool's own children are never leaks.
+	own, err := Find(ctx, nil, configured, []int{orphan.pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if findLeak(own, orphan.pid) != nil {
+		t.Error("a PID in own was reported")
+	}
+	// Nor is a matching process that is not an orphan (ours, here).
+	mine := exec.Command(fakeBin, args...)
+	if err := mine.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mine.Process.Kill(); _ = mine.Wait() })
+	ls, err = Find(ctx, nil, configured, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if findLeak(ls, mine.Process.Pid) != nil {
+		t.Error("a matching process whose parent is alive (this test) was reported")
+	}
+
+	// Not a group leader: only the process and its descendants are
+	// signalled, never the group (that would kill this test).
+	if err := Kill(ctx, orphan.pid, ls); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the orphan to exit", func() bool { return !orphan.alive() })
+}
+
+func TestFindOnEmptyInputsIsEmptyNotNil(t *testing.T) {
+	ls, err := Find(context.Background(), source{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(ls)
+	if string(b) != "[]" {
+		t.Errorf("JSON = %s, want []", b)
+	}
+}
+
+func TestLeakJSON(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 30, 0, 0, time.UTC)
+	ls := []Leak{{PID: 4242, Server: "memory", Command: []string{"npm", "exec", "@modelcontextprotocol/server-memory"},
+		StartedAt: at, RSSBytes: 52428800, Kind: KindRecorded, PPID: 1, PGID: 4242, Descendants: []int{4250},
+		Reason: "recorded child of an earlier run (pid 4242 started at 2026-03-01T12:30:00Z) is still running"}}
+	got, err := json.MarshalIndent(ls, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "leaks.golden.json")
+	if *update {
+		if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != string(got)+"\n" {
+		t.Errorf("JSON changed (run with -update if intended):\n%s\nwant:\n%s", got, want)
+	}
+}

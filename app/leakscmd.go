@@ -1,0 +1,380 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/leaks"
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// ChildrenFile is where the pool records the children it starts, so the
+// next run can find the ones that outlived it. The SQLite store replaces
+// it once it records backends.
+func (p Paths) ChildrenFile() string { return filepath.Join(p.Run, "children.jsonl") }
+
+// recorders holds one FileRecorder per children file, so that this
+// process's appends and compactions of one file are serialised.
+var recorders sync.Map // path -> *leaks.FileRecorder
+
+// childRecorder is this run's recorder of children.
+func (inst *Instance) childRecorder() *leaks.FileRecorder {
+	path := inst.Paths.ChildrenFile()
+	if r, ok := recorders.Load(path); ok {
+		return r.(*leaks.FileRecorder)
+	}
+	r, _ := recorders.LoadOrStore(path, leaks.NewFileRecorder(path))
+	return r.(*leaks.FileRecorder)
+}
+
+// leakSource gives the children of earlier runs: the recorder's file
+// until the SQLite store records backends.
+func (inst *Instance) leakSource() leaks.Source { return inst.childRecorder() }
+
+// recordChild persists each child's start and exit. It is (part of) the
+// pool's Options.Record: it returns at once for every other event, and a
+// child start or exit costs one small file append.
+func (inst *Instance) recordChild(e pool.Event) {
+	var err error
+	switch e.Kind {
+	case pool.EventBackendStarted:
+		err = inst.childRecorder().Record(leaks.ChildRecord{PID: e.PID, Server: e.Server, Command: e.Command, StartedAt: e.ProcessStart})
+	case pool.EventBackendExited:
+		err = inst.childRecorder().Exited(e.PID)
+	default:
+		return
+	}
+	if err != nil {
+		inst.log.Warn("cannot record child", "server", e.Server, "pid", e.PID, "err", err)
+	}
+}
+
+// sweepLeaks is the startup sweep: it drops records of children that are
+// gone and logs the leaked backends it finds. Run calls it once it owns
+// the sockets, so no other instance writes the children file.
+func (inst *Instance) sweepLeaks(ctx context.Context) {
+	if err := inst.childRecorder().Compact(ctx); err != nil {
+		inst.log.Warn("cannot compact the children file", "err", err)
+	}
+	ls, err := inst.Leaks(ctx)
+	if err != nil {
+		inst.log.Warn("cannot look for leaked backends", "err", err)
+		return
+	}
+	for _, l := range ls {
+		inst.log.Warn("leaked backend (kill it with `switchboard kill PID` or from the tray)",
+			"pid", l.PID, "server", l.Server, "rssBytes", l.RSSBytes, "reason", l.Reason)
+	}
+}
+
+// Leaks lists the leaked backends now: the UI's Leaks tab and
+// `switchboard leaks` read it. The pool's own children are never leaks.
+func (inst *Instance) Leaks(ctx context.Context) ([]leaks.Leak, error) {
+	return leaks.Find(ctx, inst.leakSource(), inst.configuredServers(), inst.Pool.ChildPIDs())
+}
+
+// configuredServers are the servers of the current config, disabled ones
+// included (their orphans are still MCP backends).
+func (inst *Instance) configuredServers() []pool.ServerConfig {
+	inst.mu.Lock()
+	cfg := inst.cfg
+	inst.mu.Unlock()
+	return serversForMatching(cfg)
+}
+
+// serversForMatching lists the config's local servers, disabled ones
+// included, as the commands Find matches against. It never fails: an
+// unset ${VAR} expands to "", which can only make a match less likely.
+func serversForMatching(cfg *config.File) []pool.ServerConfig {
+	if cfg == nil {
+		return nil
+	}
+	var out []pool.ServerConfig
+	for name, s := range cfg.Servers {
+		if s.Command == "" {
+			continue // remote (URL) entries are not processes
+		}
+		c := pool.ServerConfig{Name: name, Command: expandOrEmpty(s.Command), Cwd: expandOrEmpty(s.Cwd)}
+		for _, a := range s.Args {
+			c.Args = append(c.Args, expandOrEmpty(a))
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// expandOrEmpty expands ${VAR} and ${VAR:-default} as the config does,
+// from this process's environment, with "" for an unset variable.
+func expandOrEmpty(s string) string {
+	if !strings.Contains(s, "${") {
+		return s
+	}
+	return varRef.ReplaceAllStringFunc(s, func(m string) string {
+		sub := varRef.FindStringSubmatch(m)
+		if v, ok := os.LookupEnv(sub[1]); ok {
+			return v
+		}
+		return sub[3]
+	})
+}
+
+// KillRequest is the body of the control API's POST /v1/kill: one PID,
+// or every leaked backend.
+type KillRequest struct {
+	PID       int  `json:"pid,omitempty"`
+	AllLeaked bool `json:"allLeaked,omitempty"`
+}
+
+// KillResult is what happened to one PID.
+type KillResult struct {
+	PID    int    `json:"pid"`
+	Server string `json:"server,omitempty"`
+	Killed bool   `json:"killed"`
+	// Refused means the PID is not a provable MCP backend; Error says why.
+	Refused bool   `json:"refused,omitempty"`
+	Error   string `json:"error,omitempty"`
+	// Note adds context to a kill, e.g. that a pool child will restart.
+	Note string `json:"note,omitempty"`
+}
+
+// Err is the result as an error (nil when killed). A refusal Is
+// leaks.ErrRefused.
+func (r KillResult) Err() error {
+	switch {
+	case r.Killed:
+		return nil
+	case r.Refused:
+		return refusedError(r.Error)
+	case r.Error != "":
+		return errors.New(r.Error)
+	}
+	return fmt.Errorf("PID %d was not killed", r.PID)
+}
+
+// refusedError carries a refusal's message across the control API.
+type refusedError string
+
+func (e refusedError) Error() string        { return string(e) }
+func (e refusedError) Is(target error) bool { return target == leaks.ErrRefused }
+
+// KillResponse is the control API's answer to POST /v1/kill.
+type KillResponse struct {
+	Results []KillResult `json:"results"`
+}
+
+// Kill kills one PID or every leaked backend. A PID that is one of the
+// pool's own running children is killed through the pool (its supervisor
+// restarts it); any other PID must be a leaked backend found right now.
+func (inst *Instance) Kill(ctx context.Context, req KillRequest) ([]KillResult, error) {
+	if !req.AllLeaked && slices.Contains(inst.Pool.ChildPIDs(), req.PID) {
+		r := KillResult{PID: req.PID, Note: "a running child of this pool: its supervisor starts a new one"}
+		for _, b := range inst.Pool.Snapshot().Backends {
+			if b.PID == req.PID {
+				r.Server = b.Server
+			}
+		}
+		if err := inst.Pool.KillChild(req.PID); err != nil {
+			r.Error = err.Error()
+		} else {
+			r.Killed = true
+		}
+		return []KillResult{r}, nil
+	}
+	found, err := inst.Leaks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return killFound(ctx, req, found), nil
+}
+
+// killFound kills req's PID (or all of found) with found as the proof.
+// Several leaks are killed concurrently: each may take the SIGTERM grace.
+func killFound(ctx context.Context, req KillRequest, found []leaks.Leak) []KillResult {
+	var targets []int
+	if req.AllLeaked {
+		for _, l := range found {
+			targets = append(targets, l.PID)
+		}
+	} else {
+		targets = []int{req.PID}
+	}
+	out := make([]KillResult, len(targets))
+	var wg sync.WaitGroup
+	for i, pid := range targets {
+		wg.Go(func() {
+			r := KillResult{PID: pid}
+			if j := slices.IndexFunc(found, func(l leaks.Leak) bool { return l.PID == pid }); j >= 0 {
+				r.Server = found[j].Server
+			}
+			err := leaks.Kill(ctx, pid, found)
+			switch {
+			case err == nil:
+				r.Killed = true
+			case errors.Is(err, leaks.ErrRefused):
+				r.Refused, r.Error = true, err.Error()
+			default:
+				r.Error = err.Error()
+			}
+			out[i] = r
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// handleLeaks serves GET /v1/leaks: the leaks as a JSON array.
+func (inst *Instance) handleLeaks(w http.ResponseWriter, r *http.Request) {
+	ls, err := inst.Leaks(r.Context())
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, ls)
+}
+
+// handleKill serves POST /v1/kill with {"pid":N} or {"allLeaked":true}.
+// It answers 200 with a KillResponse whether or not the kill was refused;
+// the CLI turns refusals into a non-zero exit.
+func (inst *Instance) handleKill(w http.ResponseWriter, r *http.Request) {
+	var req KillRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || (req.PID > 0) == req.AllLeaked {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `the body must be {"pid": N} or {"allLeaked": true}`})
+		return
+	}
+	res, err := inst.Kill(r.Context(), req)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, KillResponse{Results: res})
+}
+
+// ListLeaks is `switchboard leaks`: it asks the running pool, which knows
+// its own children and its current config. With no pool running it looks
+// itself, from the recorded children and the config file at configPath
+// ("" for the default); warn receives what it could not use.
+func ListLeaks(ctx context.Context, configPath string, warn func(string)) ([]leaks.Leak, error) {
+	var ls []leaks.Leak
+	err := getJSON(ctx, "/v1/leaks", &ls)
+	if errors.Is(err, ErrNoPool) {
+		src, servers, err := direct(configPath, warn)
+		if err != nil {
+			return nil, err
+		}
+		return leaks.Find(ctx, src, servers, nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ask the pool for leaks: %w", err)
+	}
+	if ls == nil {
+		ls = []leaks.Leak{}
+	}
+	return ls, nil
+}
+
+// KillLeaked is `switchboard kill PID` and `switchboard kill
+// --all-leaked`: through the running pool, or directly when none runs.
+// The results say, per PID, whether it was killed or refused.
+func KillLeaked(ctx context.Context, configPath string, req KillRequest, warn func(string)) ([]KillResult, error) {
+	var resp KillResponse
+	err := postJSON(ctx, "/v1/kill", req, &resp)
+	if errors.Is(err, ErrNoPool) {
+		src, servers, err := direct(configPath, warn)
+		if err != nil {
+			return nil, err
+		}
+		found, err := leaks.Find(ctx, src, servers, nil)
+		if err != nil {
+			return nil, err
+		}
+		return killFound(ctx, req, found), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ask the pool to kill: %w", err)
+	}
+	return resp.Results, nil
+}
+
+// direct gives what Find needs when no pool runs: the recorded children
+// (all from earlier runs now) and the config's servers. A config that
+// cannot be read is reported to warn, not fatal: the recorded children
+// still prove themselves.
+func direct(configPath string, warn func(string)) (leaks.Source, []pool.ServerConfig, error) {
+	paths, err := ResolvePaths()
+	if err != nil {
+		return nil, nil, err
+	}
+	if configPath == "" {
+		configPath = paths.Config
+	}
+	var servers []pool.ServerConfig
+	data, err := os.ReadFile(configPath)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		warn(fmt.Sprintf("cannot read %s (%v): only children recorded by earlier runs are checked", configPath, err))
+	default:
+		var f config.File
+		if err := json.Unmarshal(data, &f); err != nil {
+			warn(fmt.Sprintf("cannot parse %s (%v): only children recorded by earlier runs are checked", configPath, err))
+		} else {
+			servers = serversForMatching(&f)
+		}
+	}
+	return leaks.FileSource(paths.ChildrenFile()), servers, nil
+}
+
+// postJSON posts body to a control API path and decodes the answer into
+// v. Its timeout allows for killing many stubborn processes.
+func postJSON(ctx context.Context, path string, body, v any) error {
+	c, err := controlClient()
+	if err != nil {
+		return err
+	}
+	c.Timeout = time.Minute
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://switchboard"+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		if errors.Is(err, ErrNoPool) {
+			return ErrNoPool
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		var e struct{ Error string }
+		if json.Unmarshal(msg, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s: %s", resp.Status, e.Error)
+		}
+		return fmt.Errorf("%s: %s", resp.Status, msg)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}

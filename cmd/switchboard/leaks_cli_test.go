@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/leaks"
+)
+
+type leakJSON struct {
+	PID       int      `json:"pid"`
+	Server    string   `json:"server"`
+	Command   []string `json:"command"`
+	StartedAt string   `json:"startedAt"`
+	RSSBytes  uint64   `json:"rssBytes"`
+	Reason    string   `json:"reason"`
+	Kind      string   `json:"kind"`
+}
+
+// leaksJSON runs `switchboard leaks --json` in home.
+func leaksJSON(t *testing.T, home string) []leakJSON {
+	t.Helper()
+	cmd := exec.Command(sbBin, "leaks", "--json")
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+home)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("leaks --json: %v\n%s", err, out)
+	}
+	var ls []leakJSON
+	if err := json.Unmarshal(out, &ls); err != nil || ls == nil {
+		t.Fatalf("leaks --json printed %q (%v); want a JSON array", out, err)
+	}
+	for _, l := range ls {
+		if _, err := time.Parse(time.RFC3339, l.StartedAt); err != nil {
+			t.Errorf("startedAt %q is not RFC 3339", l.StartedAt)
+		}
+	}
+	return ls
+}
+
+func leakOf(ls []leakJSON, pid int) *leakJSON {
+	for i := range ls {
+		if ls[i].PID == pid {
+			return &ls[i]
+		}
+	}
+	return nil
+}
+
+// sbIn runs the CLI in home and returns stdout, stderr and the exit code.
+func sbIn(home string, args ...string) (string, string, int) {
+	cmd := exec.Command(sbBin, args...)
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+home)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		code = -1
+	}
+	return out.String(), errb.String(), code
+}
+
+// serveIn starts `switchboard serve` on an existing home.
+func serveIn(t *testing.T, home string) *instance {
+	t.Helper()
+	in := &instance{t: t, home: home, log: &syncBuffer{}, done: make(chan error, 1)}
+	in.cmd = exec.Command(sbBin, "serve")
+	in.cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+home)
+	in.cmd.Stdout, in.cmd.Stderr = in.log, in.log
+	if err := in.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { in.done <- in.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = in.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-in.done:
+		case <-time.After(15 * time.Second):
+			_ = in.cmd.Process.Kill()
+			<-in.done
+		}
+		if t.Failed() {
+			t.Logf("serve log:\n%s", in.log.String())
+		}
+	})
+	waitFor(t, "the control socket", func() bool {
+		_, err := in.run("status", "--json")
+		return err == nil
+	})
+	return in
+}
+
+// plantDetached leaves a process behind the way a crashed pool's child
+// is left: re-parented to init, leading its own process group.
+func plantDetached(t *testing.T, pidfile string, args ...string) int {
+	t.Helper()
+	setsid, err := exec.LookPath("setsid")
+	if err != nil {
+		t.Skip("no setsid(1) to plant a detached process")
+	}
+	script := fmt.Sprintf("%s %s %s </dev/null >/dev/null 2>&1 &", setsid, fakeBin, strings.Join(args, " "))
+	if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("plant: %v\n%s", err, out)
+	}
+	pid := readPID(t, pidfile)
+	t.Cleanup(func() {
+		if alive(pid) {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return pid
+}
+
+// A pool is SIGKILLed; its child dies with it. A child planted from a
+// "previous run" is listed by `switchboard leaks --json` (with no pool and
+// through the next pool) and killed by `switchboard kill`; unrelated PIDs
+// are refused.
+func TestLeaksAcrossRuns(t *testing.T) {
+	dir := homeDir(t)
+	childFile := filepath.Join(dir, "child.pid")
+	orphanFile := filepath.Join(dir, "orphan.pid")
+	// "lingering" is configured but never started by the pool: its
+	// -startup-delay keeps a copy alive without a client.
+	config := fmt.Sprintf(`{"mcpServers":{
+		"fake": {"command": %q, "args": ["-pidfile", %q]},
+		"lingering": {"command": %q, "args": ["-startup-delay", "1h", "-pidfile", %q]}}}`,
+		fakeBin, childFile, fakeBin, orphanFile)
+	first := serve(t, config)
+	home := first.home
+	s := first.connect(t, "fake")
+	s.initialize("c")
+	child := readPID(t, childFile)
+	rec, err := leaks.FileSource(filepath.Join(home, "run", "children.jsonl")).ChildrenOfEarlierRuns(context.Background())
+	if err != nil || !slices.ContainsFunc(rec, func(r leaks.ChildRecord) bool { return r.PID == child && r.Server == "fake" }) {
+		t.Fatalf("child %d not recorded: %+v %v", child, rec, err)
+	}
+
+	// SIGKILL the pool: on Linux the child dies with it (Pdeathsig).
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err = <-first.done
+	first.done <- err
+	killedAt := time.Now()
+	waitFor(t, "the child to die with the pool", func() bool { return !alive(child) })
+	t.Logf("child gone %s after the pool's SIGKILL", time.Since(killedAt))
+	if d := time.Since(killedAt); d > time.Second {
+		t.Errorf("the child outlived the pool by %s", d)
+	}
+
+	// A child of a previous run that did survive, recorded by that run.
+	plantedFile := filepath.Join(dir, "planted.pid")
+	planted := plantDetached(t, plantedFile, "-startup-delay", "1h", "-pidfile", plantedFile)
+	previous := leaks.NewFileRecorder(filepath.Join(home, "run", "children.jsonl")) // this test process is another run
+	if err := previous.Record(leaks.ChildRecord{PID: planted, Server: "fake", Command: []string{fakeBin}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// No pool running: the CLI looks by itself.
+	ls := leaksJSON(t, home)
+	if l := leakOf(ls, planted); l == nil || l.Server != "fake" || l.Kind != "recorded" || l.RSSBytes == 0 ||
+		!strings.HasPrefix(l.Reason, fmt.Sprintf("recorded child of an earlier run (pid %d started at ", planted)) {
+		t.Fatalf("planted child %d, no pool: %+v", planted, ls)
+	}
+	if leakOf(ls, child) != nil {
+		t.Errorf("the dead child %d is reported", child)
+	}
+
+	// The next run sees it too, and never its own child.
+	second := serveIn(t, home)
+	s2 := second.connect(t, "fake")
+	s2.initialize("c")
+	own := readPID(t, childFile)
+	// An orphan of some other proxy that runs a configured server.
+	orphan := plantDetached(t, orphanFile, "-startup-delay", "1h", "-pidfile", orphanFile)
+	ls = leaksJSON(t, home)
+	if leakOf(ls, planted) == nil || leakOf(ls, own) != nil {
+		t.Fatalf("with a pool: planted %d, own child %d: %+v", planted, own, ls)
+	}
+	if l := leakOf(ls, orphan); l == nil || l.Server != "lingering" || l.Kind != "orphan" ||
+		l.Reason != "matches configured server lingering and its parent is init (PID 1)" {
+		t.Errorf("orphan %d: %+v", orphan, ls)
+	}
+	if out, _, _ := sbIn(home, "leaks"); !strings.Contains(out, strconv.Itoa(planted)) || !strings.Contains(out, "lingering") {
+		t.Errorf("leaks table:\n%s", out)
+	}
+
+	// Refusals: the CLI's own shell, this test, the pool's parent.
+	shell := exec.Command("sh", "-c", `"$0" kill $$`, sbBin)
+	shell.Env = append(os.Environ(), "SWITCHBOARD_HOME="+home)
+	out, err := shell.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(string(out), "refusing to kill PID ") ||
+		!strings.Contains(string(out), "it is not a known MCP backend (not started by Switchboard and does not match a configured server)") {
+		t.Errorf("kill of its own shell: %v %q", err, out)
+	}
+	for _, pid := range []int{os.Getpid(), 1} {
+		_, stderr, code := sbIn(home, "kill", strconv.Itoa(pid))
+		want := fmt.Sprintf("switchboard: refusing to kill PID %d: it is not a known MCP backend (not started by Switchboard and does not match a configured server)\n", pid)
+		if code == 0 || stderr != want {
+			t.Errorf("kill %d: exit %d, stderr %q", pid, code, stderr)
+		}
+	}
+
+	// Kill the planted child: exit 0, gone.
+	stdout, stderr, code := sbIn(home, "kill", strconv.Itoa(planted))
+	if code != 0 || stdout != fmt.Sprintf("killed PID %d (fake)\n", planted) {
+		t.Fatalf("kill %d: exit %d, stdout %q, stderr %q", planted, code, stdout, stderr)
+	}
+	waitFor(t, "the planted child to be gone", func() bool { return !alive(planted) })
+
+	// --all-leaked gets the orphan, not the pool's own child.
+	stdout, stderr, code = sbIn(home, "kill", "--all-leaked")
+	if code != 0 || stdout != fmt.Sprintf("killed PID %d (lingering)\n", orphan) {
+		t.Fatalf("kill --all-leaked: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	waitFor(t, "the orphan to be gone", func() bool { return !alive(orphan) })
+	if !alive(own) {
+		t.Error("kill --all-leaked killed the pool's own child")
+	}
+	if ls := leaksJSON(t, home); len(ls) != 0 {
+		t.Errorf("leaks after kill --all-leaked: %+v", ls)
+	}
+	if stdout, _, code := sbIn(home, "kill", "--all-leaked"); code != 0 || stdout != "no leaked backends\n" {
+		t.Errorf("kill --all-leaked with none: exit %d %q", code, stdout)
+	}
+	// The pool's own child is an MCP backend too: killed through the
+	// pool, whose supervisor replaces it.
+	stdout, stderr, code = sbIn(home, "kill", strconv.Itoa(own))
+	if code != 0 || stdout != fmt.Sprintf("killed PID %d (fake): a running child of this pool: its supervisor starts a new one\n", own) {
+		t.Errorf("kill own child: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	waitFor(t, "the own child to be gone", func() bool { return !alive(own) })
+	if _, stderr, code := sbIn(home, "kill"); code == 0 || !strings.Contains(stderr, "either a PID or --all-leaked") {
+		t.Errorf("kill without arguments: exit %d %q", code, stderr)
+	}
+}
