@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
 )
 
 // Kill -9 a child with 32 calls in flight across 8 sessions: every call
@@ -180,5 +182,34 @@ func TestIdleChildIsReaped(t *testing.T) {
 	c.call("1", "pid", `{}`)
 	if m, _ := c.recvID("1"); m.text() == fmt.Sprint(first) || m.Error != nil {
 		t.Fatalf("want a new child, got %s", m.raw)
+	}
+}
+
+// Non-JSON lines on a child's stdout are counted, not fatal.
+func TestChildGarbageCounted(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv", "-garbage"))
+	c := tp.dial(t, "srv")
+	c.initialize("c", "")
+	c.call("1", "echo", `{"text":"ok"}`)
+	if m, _ := c.recvID("1"); m.text() != "ok" {
+		t.Fatal(m.raw)
+	}
+	if n := tp.Snapshot().Backends[0].BadLines; n != 2 {
+		t.Fatalf("bad lines: %d, want 2", n)
+	}
+}
+
+// A child that never answers the handshake fails with a clear error.
+func TestHandshakeTimeout(t *testing.T) {
+	tp := newTestPool(t, &pool.Options{HandshakeTimeout: 300 * time.Millisecond,
+		Restart: pool.RestartPolicy{MaxRestarts: 1}}, fake("mute", "-no-init"))
+	c := tp.dial(t, "mute")
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	m := c.recv()
+	if m.Error == nil || !strings.Contains(m.Error.Message, "no answer to server/discover or initialize within 300ms") {
+		t.Fatalf("got %s", m.raw)
+	}
+	if s := tp.Snapshot().Servers[0]; s.State != "failed" || s.Error == "" {
+		t.Fatalf("server: %+v", s)
 	}
 }
