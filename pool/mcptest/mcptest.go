@@ -1,43 +1,77 @@
-// Package mcptest holds the fake MCP server the tests run as a real child
-// process, and helpers to build it and read what it saw.
+// Package mcptest holds the fake MCP server that tests run as a real child
+// process (package fakemcp below it), and helpers to build it and to read
+// what it saw. A real process, not an in-memory fake, is what exercises
+// pipes, signals, process groups and crashes.
 package mcptest
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 )
 
-// Build compiles the fake MCP server into dir and returns its path. Tests
-// call it once from TestMain.
+// fakePackage is the import path of the fake server's main package.
+const fakePackage = "github.com/switchboard-mcp/switchboard/pool/mcptest/fakemcp"
+
+// Build compiles the fake MCP server into dir and returns the binary's
+// path (dir/fakemcp, with .exe on Windows). Tests call it once, from
+// TestMain. The fake is built without the race detector and without cgo,
+// even when GOFLAGS asks for -race: it is a plain, fast peer, and the code
+// under test is what the race detector should watch.
 func Build(dir string) (string, error) {
 	out := filepath.Join(dir, "fakemcp")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/switchboard-mcp/switchboard/pool/mcptest/fakemcp")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+	if runtime.GOOS == "windows" {
+		out += ".exe"
+	}
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-o", out, fakePackage)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS="+withoutSanitizers(os.Getenv("GOFLAGS")))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build fakemcp: %w\n%s", err, b)
 	}
 	return out, nil
 }
 
-// ReadLog parses the fake's -log file: every line it received, in order.
+// withoutSanitizers drops the GOFLAGS that need cgo.
+func withoutSanitizers(goflags string) string {
+	var keep []string
+	for _, f := range strings.Fields(goflags) {
+		switch f {
+		case "-race", "-msan", "-asan":
+		default:
+			keep = append(keep, f)
+		}
+	}
+	return strings.Join(keep, " ")
+}
+
+// ReadLog parses the file the fake's -log flag names: every line the fake
+// received, in order, one JSON object each. A last line without its
+// newline is still being written and is left out. A line that is not a
+// JSON object is an error: the child was sent something that is not a
+// message. A missing file returns the error from os.ReadFile unwrapped, so
+// os.IsNotExist works on it.
 func ReadLog(path string) ([]map[string]any, error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	lines := bytes.Split(b, []byte("\n"))
+	lines = lines[:len(lines)-1] // after the last newline: empty or partial
 	var out []map[string]any
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil {
-			out = append(out, m)
+	for i, line := range lines {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
 		}
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil || m == nil {
+			return out, fmt.Errorf("%s:%d: not a JSON object: %.80q", path, i+1, line)
+		}
+		out = append(out, m)
 	}
-	return out, sc.Err()
+	return out, nil
 }
