@@ -148,6 +148,15 @@ func (inst *Instance) Run(ctx context.Context) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return inst.Pool.ServeStdio(poolLn) })
+	g.Go(func() error {
+		done, err := WatchConfig(gctx, inst.configPath, DefaultDebounce, inst.reloadConfig)
+		if err != nil {
+			inst.log.Warn("config hot reload is off", "err", err)
+			return nil
+		}
+		<-done
+		return nil
+	})
 	g.Go(func() error { inst.sweepLeaks(gctx); return nil })
 	g.Go(func() error {
 		if err := ctl.Serve(ctlLn); !errors.Is(err, http.ErrServerClosed) {

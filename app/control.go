@@ -41,6 +41,7 @@ func (inst *Instance) controlHandler() http.Handler {
 		writeJSON(w, http.StatusOK, inst.Status())
 	})
 	mux.HandleFunc("GET /v1/leaks", inst.handleLeaks)
+	mux.HandleFunc("GET /v1/config", inst.serveConfig)
 	mux.HandleFunc("POST /v1/kill", inst.handleKill)
 	return mux
 }

@@ -66,7 +66,7 @@ func (p *Pool) Cancel(poolID uint64) error {
 				b.cancelAtChild(pd, "cancelled in Switchboard")
 			}
 			b.finishWithError(pd, &jsonrpc.Error{Code: jsonrpc.CodeRequestCancelled,
-				Message: fmt.Sprintf("request cancelled in Switchboard (%s on server %q)", pd.method, b.cfg.Name),
+				Message: fmt.Sprintf("request cancelled in Switchboard (%s on server %q)", pd.method, b.srv.name),
 				Data:    map[string]any{"mayHaveExecuted": written}}, written, StatusCancelled)
 			return nil
 		}

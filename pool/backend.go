@@ -192,7 +192,7 @@ func (b *backend) handshakeResult(cancel <-chan struct{}) (*handshake, error) {
 	if b.hsErr != nil {
 		return nil, b.hsErr
 	}
-	return nil, fmt.Errorf("server %q is not running", b.cfg.Name)
+	return nil, fmt.Errorf("server %q is not running", b.srv.name)
 }
 
 // send queues a client request for the child. The caller has already
@@ -212,7 +212,7 @@ func (b *backend) send(p *pending) error {
 		n := len(b.pending)
 		b.mu.Unlock()
 		return &jsonrpc.Error{Code: jsonrpc.CodeOverloaded,
-			Message: fmt.Sprintf("server %q has %d requests waiting; refusing more", b.cfg.Name, n),
+			Message: fmt.Sprintf("server %q has %d requests waiting; refusing more", b.srv.name, n),
 			Data:    map[string]any{"retryable": true}}
 	}
 	p.state = stQueued
@@ -360,7 +360,7 @@ func (b *backend) writeLoop(c *child) {
 		}
 		b.mu.Unlock()
 		for _, p := range wrote {
-			b.p.emit(Event{Kind: EventRequestWritten, Time: now, Server: b.cfg.Name, Session: p.sess.id, PID: c.pid, PoolID: p.id})
+			b.p.emit(Event{Kind: EventRequestWritten, Time: now, Server: b.srv.name, Session: p.sess.id, PID: c.pid, PoolID: p.id})
 		}
 		clear(batch)
 		if err != nil {
@@ -433,7 +433,7 @@ func (b *backend) oversize(tl *tooLongError) {
 		return
 	}
 	b.fail(p, &jsonrpc.Error{Code: jsonrpc.CodeMessageTooLarge,
-		Message: fmt.Sprintf("server %q answered with %d bytes or more, over the %d-byte limit", b.cfg.Name, tl.size, b.p.opts.MaxMessageBytes)})
+		Message: fmt.Sprintf("server %q answered with %d bytes or more, over the %d-byte limit", b.srv.name, tl.size, b.p.opts.MaxMessageBytes)})
 }
 
 // onResponse routes a child's answer to the one session that asked.
@@ -452,7 +452,7 @@ func (b *backend) onResponse(msg *jsonrpc.Message) {
 	b.mu.Unlock()
 	if p == nil {
 		b.p.orphaned.Add(1)
-		b.p.emit(Event{Kind: EventOrphan, Server: b.cfg.Name, OriginalID: string(msg.IDBytes()), Status: StatusOrphaned})
+		b.p.emit(Event{Kind: EventOrphan, Server: b.srv.name, OriginalID: string(msg.IDBytes()), Status: StatusOrphaned})
 		return
 	}
 	if p.timer != nil {
@@ -473,7 +473,7 @@ func (b *backend) onResponse(msg *jsonrpc.Message) {
 		b.p.errorsN.Add(1)
 	}
 	p.sess.deliverResponse(p, out)
-	b.p.emit(Event{Kind: EventRequestDone, Server: b.cfg.Name, Session: p.sess.id, PID: p.pid, PoolID: p.id,
+	b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: p.sess.id, PID: p.pid, PoolID: p.id,
 		Method: p.method, Name: p.name, Status: status, ErrCode: code, Err: emsg, Size: len(out), Written: true,
 		Payload: b.capture(out)})
 }
@@ -507,7 +507,7 @@ func (b *backend) finishWithError(p *pending, err error, written bool, status st
 	rpcErr := asRPCError(err)
 	b.p.errorsN.Add(1)
 	p.sess.deliverResponse(p, jsonrpc.AppendErrorResponse(nil, p.origID, rpcErr))
-	b.p.emit(Event{Kind: EventRequestDone, Server: b.cfg.Name, Session: p.sess.id, PID: p.pid, PoolID: p.id,
+	b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: p.sess.id, PID: p.pid, PoolID: p.id,
 		Method: p.method, Name: p.name, Status: status, ErrCode: rpcErr.Code, Err: rpcErr.Message, Written: written})
 }
 
@@ -524,7 +524,7 @@ func (b *backend) expire(p *pending) {
 		b.cancelAtChild(p, "request timed out in switchboard")
 	}
 	b.finishWithError(p, &jsonrpc.Error{Code: jsonrpc.CodeRequestTimeout,
-		Message: fmt.Sprintf("server %q did not answer %s within %s", b.cfg.Name, p.method, timeout),
+		Message: fmt.Sprintf("server %q did not answer %s within %s", b.srv.name, p.method, timeout),
 		Data:    map[string]any{"retryable": true, "mayHaveExecuted": written}}, written, StatusTimeout)
 }
 
@@ -544,7 +544,7 @@ func (b *backend) cancel(p *pending, reason string) {
 	if written {
 		b.cancelAtChild(p, reason)
 	}
-	b.p.emit(Event{Kind: EventRequestDone, Server: b.cfg.Name, Session: p.sess.id, PID: p.pid, PoolID: p.id,
+	b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: p.sess.id, PID: p.pid, PoolID: p.id,
 		Method: p.method, Name: p.name, Status: StatusCancelled, Err: reason, Written: written})
 }
 
@@ -768,7 +768,7 @@ func subscribeParams(uri string) []byte {
 func (b *backend) snapshot(now time.Time) (BackendInfo, []RequestInfo) {
 	b.mu.Lock()
 	info := BackendInfo{
-		Server: b.cfg.Name, State: b.state, StartedAt: b.startedAt, Restarts: b.restarts,
+		Server: b.srv.name, State: b.state, StartedAt: b.startedAt, Restarts: b.restarts,
 		InFlight: 0, Command: append([]string{b.cfg.Command}, b.cfg.Args...),
 		LastError: b.lastErr, BadLines: b.badLines, Orphaned: b.orphaned,
 	}
@@ -787,7 +787,7 @@ func (b *backend) snapshot(now time.Time) (BackendInfo, []RequestInfo) {
 			continue
 		}
 		info.InFlight++
-		ri := RequestInfo{PoolID: p.id, Session: p.sess.id, Server: b.cfg.Name, Method: p.method, Name: p.name,
+		ri := RequestInfo{PoolID: p.id, Session: p.sess.id, Server: b.srv.name, Method: p.method, Name: p.name,
 			OriginalID: string(p.origID), ReceivedAt: p.received, AgeMs: now.Sub(p.received).Milliseconds(),
 			WrittenToChild: p.state == stWritten, PID: p.pid}
 		if ri.WrittenToChild {

@@ -98,7 +98,7 @@ func (b *backend) handshake(c *child) (*handshake, error) {
 			}
 			hs, err := parseInitialize(raw)
 			if err != nil {
-				return nil, fmt.Errorf("initialize %s: %w", b.cfg.Name, err)
+				return nil, fmt.Errorf("initialize %s: %w", b.srv.name, err)
 			}
 			b.end(discover)
 			// Ahead of any client request queued while the child started.
@@ -120,7 +120,7 @@ func (b *backend) handshake(c *child) (*handshake, error) {
 }
 
 func (b *backend) handshakeFailure(c *child, what string) error {
-	msg := fmt.Sprintf("server %q: %s", b.cfg.Name, what)
+	msg := fmt.Sprintf("server %q: %s", b.srv.name, what)
 	if tail := b.stderr.tail(3); len(tail) > 0 {
 		msg += fmt.Sprintf(" (stderr: %q)", tail)
 	}

@@ -192,7 +192,7 @@ func (b *backend) reap(c *child) {
 
 	exit := c.describeExit()
 	b.log.Info("child exited", "pid", c.pid, "exit", exit, "failedRequests", len(failed), "retried", len(retry))
-	b.p.emit(Event{Kind: EventBackendExited, Server: b.cfg.Name, PID: c.pid, ExitCode: c.exitCode(), Err: exit, Session: b.ownerID()})
+	b.p.emit(Event{Kind: EventBackendExited, Server: b.srv.name, PID: c.pid, ExitCode: c.exitCode(), Err: exit, Session: b.ownerID()})
 	for _, p := range failed {
 		if p.timer != nil {
 			p.timer.Stop()
@@ -201,12 +201,12 @@ func (b *backend) reap(c *child) {
 			close(p.reply)
 			continue
 		}
-		msg := fmt.Sprintf("server %q exited (%s) while handling %s; it was not re-sent because it may have executed", b.cfg.Name, exit, p.method)
+		msg := fmt.Sprintf("server %q exited (%s) while handling %s; it was not re-sent because it may have executed", b.srv.name, exit, p.method)
 		if len(tail) > 0 {
 			msg += "; last stderr: " + strings.Join(tail, " | ")
 		}
 		b.finishWithError(p, &jsonrpc.Error{Code: jsonrpc.CodeBackendDied, Message: msg,
-			Data: map[string]any{"retryable": true, "mayHaveExecuted": true, "server": b.cfg.Name}}, true, StatusFailed)
+			Data: map[string]any{"retryable": true, "mayHaveExecuted": true, "server": b.srv.name}}, true, StatusFailed)
 	}
 	b.signal()
 }
@@ -233,13 +233,13 @@ func (b *backend) noteCrash(cause error) bool {
 		return false
 	}
 	tail := b.stderr.tail(5)
-	msg := fmt.Sprintf("server %q failed: it exited %d times in %s (last: %s)", b.cfg.Name, len(b.exits), pol.Window, cause)
+	msg := fmt.Sprintf("server %q failed: it exited %d times in %s (last: %s)", b.srv.name, len(b.exits), pol.Window, cause)
 	if len(tail) > 0 {
 		msg += "; last stderr: " + strings.Join(tail, " | ")
 	}
 	b.state = StateFailed
 	b.hsErr = &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: msg,
-		Data: map[string]any{"server": b.cfg.Name, "state": StateFailed}}
+		Data: map[string]any{"server": b.srv.name, "state": StateFailed}}
 	if ch := b.hsDone; ch != nil {
 		select {
 		case <-ch:
@@ -286,14 +286,14 @@ func (b *backend) finishStop() {
 		}
 	}
 	if b.hsErr == nil {
-		b.hsErr = &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: fmt.Sprintf("server %q stopped: %v", b.cfg.Name, err)}
+		b.hsErr = &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: fmt.Sprintf("server %q stopped: %v", b.srv.name, err)}
 	}
 	all := b.takeAllLocked()
 	b.mu.Unlock()
 	b.emitState()
 	for _, p := range all {
 		b.finishWithError(p, &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable,
-			Message: fmt.Sprintf("server %q stopped (%v) before answering %s", b.cfg.Name, err, p.method),
+			Message: fmt.Sprintf("server %q stopped (%v) before answering %s", b.srv.name, err, p.method),
 			Data:    map[string]any{"retryable": true, "mayHaveExecuted": true}}, true, StatusFailed)
 	}
 }
@@ -362,5 +362,5 @@ func (b *backend) emitState() {
 		errText = b.hsErr.Error()
 	}
 	b.mu.Unlock()
-	b.p.emit(Event{Kind: EventBackendState, Server: b.cfg.Name, State: st, PID: pid, Err: errText, Session: b.ownerID()})
+	b.p.emit(Event{Kind: EventBackendState, Server: b.srv.name, State: st, PID: pid, Err: errText, Session: b.ownerID()})
 }

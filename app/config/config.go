@@ -1,19 +1,21 @@
 // Package config reads Switchboard's config file: the mcpServers object
 // Claude Desktop, Claude Code and Cursor use, plus Switchboard's own
-// optional fields. It validates with messages that point at the field.
+// optional fields. It validates with messages that point at the field,
+// reports every problem at once, and keeps fields it does not know so that
+// a rewrite never loses what another tool (or a newer Switchboard) put
+// there.
 package config
 
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/app/config/jsonedit"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
 
@@ -24,11 +26,14 @@ type File struct {
 	History History           `json:"history"`
 	// HangThreshold is when an in-flight request counts as hung. Default 30s.
 	HangThreshold string `json:"hangThreshold,omitempty"`
+	// Extra holds the top-level keys Switchboard does not know, verbatim,
+	// so that writing the file back keeps them.
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // Server is one entry of mcpServers.
 type Server struct {
-	Command string            `json:"command"`
+	Command string            `json:"command,omitempty"`
 	Args    []string          `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	Cwd     string            `json:"cwd,omitempty"`
@@ -37,28 +42,46 @@ type Server struct {
 	Type string `json:"type,omitempty"`
 	URL  string `json:"url,omitempty"`
 
-	Share            string `json:"share,omitempty"`
-	IdleTimeout      string `json:"idleTimeout,omitempty"`
-	RequestTimeout   string `json:"requestTimeout,omitempty"`
-	Disabled         bool   `json:"disabled,omitempty"`
-	TrustAnnotations bool   `json:"trustAnnotations,omitempty"`
+	Share            string   `json:"share,omitempty"`
+	IdleTimeout      string   `json:"idleTimeout,omitempty"`
+	RequestTimeout   string   `json:"requestTimeout,omitempty"`
+	Disabled         bool     `json:"disabled,omitempty"`
+	TrustAnnotations bool     `json:"trustAnnotations,omitempty"`
+	Restart          *Restart `json:"restart,omitempty"`
+	// Extra holds keys of this entry Switchboard does not know (other
+	// clients' fields such as envFile), verbatim.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// Restart is a server's crash-loop policy as written in the file. Zero
+// fields mean the pool's defaults (5 restarts in 60 s, backoff 100 ms to
+// 10 s).
+type Restart struct {
+	MaxRestarts int                        `json:"maxRestarts,omitempty"`
+	Window      string                     `json:"window,omitempty"`
+	MinBackoff  string                     `json:"minBackoff,omitempty"`
+	MaxBackoff  string                     `json:"maxBackoff,omitempty"`
+	Extra       map[string]json.RawMessage `json:"-"`
 }
 
 // HTTP configures the Streamable HTTP front door.
 type HTTP struct {
-	Listen string `json:"listen,omitempty"`
+	Listen string                     `json:"listen,omitempty"`
+	Extra  map[string]json.RawMessage `json:"-"`
 }
 
 // History configures the SQLite request history.
 type History struct {
-	RetainDays      int  `json:"retainDays,omitempty"`
-	Disabled        bool `json:"disabled,omitempty"`
-	CapturePayloads bool `json:"capturePayloads,omitempty"`
-	CaptureBytes    int  `json:"captureBytes,omitempty"`
-	MaxRows         int  `json:"maxRows,omitempty"`
+	RetainDays      int                        `json:"retainDays,omitempty"`
+	Disabled        bool                       `json:"disabled,omitempty"`
+	CapturePayloads bool                       `json:"capturePayloads,omitempty"`
+	CaptureBytes    int                        `json:"captureBytes,omitempty"`
+	MaxRows         int                        `json:"maxRows,omitempty"`
+	Extra           map[string]json.RawMessage `json:"-"`
 }
 
-// Load reads and validates the file at path.
+// Load reads and validates the file at path. A problem with the content
+// is an *Error naming the file and every field at fault.
 func Load(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -66,55 +89,48 @@ func Load(path string) (*File, error) {
 	}
 	f, err := Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		if e, ok := err.(*Error); ok {
+			e.File = path
+		}
+		return nil, err
 	}
 	return f, nil
 }
 
-// Parse decodes and validates a config. JSON syntax errors name the line
-// and column.
+// Parse decodes and validates a config, with ${VAR} references checked
+// against the process environment. Its error is an *Error listing every
+// problem found.
 func Parse(data []byte) (*File, error) {
-	var f File
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, errors.New("the file is empty")
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			line, col := position(data, se.Offset)
-			return nil, fmt.Errorf("line %d, column %d: %v", line, col, se)
-		}
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return nil, fmt.Errorf("%s: expected %s, found a JSON %s", te.Field, te.Type, te.Value)
-		}
+	f, err := Decode(data)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := f.PoolServers(os.LookupEnv); err != nil {
+	if err := f.Validate(os.LookupEnv); err != nil {
 		return nil, err
 	}
-	if f.HangThreshold != "" {
-		if _, err := parseDuration("hangThreshold", f.HangThreshold); err != nil {
-			return nil, err
-		}
-	}
-	if f.History.RetainDays < 0 {
-		return nil, fmt.Errorf("history.retainDays: %d is negative", f.History.RetainDays)
-	}
-	return &f, nil
+	return f, nil
 }
 
-func position(data []byte, off int64) (line, col int) {
-	line, col = 1, 1
-	for i := 0; i < int(off) && i < len(data); i++ {
-		if data[i] == '\n' {
-			line++
-			col = 1
-		} else {
-			col++
-		}
+// Decode reads the file's structure (JSON syntax and types) without
+// checking values, for callers that only read or rewrite it. Unknown keys
+// land in the Extra maps.
+func Decode(data []byte) (*File, error) {
+	var p problems
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a BOM, as Notepad writes
+	if len(bytes.TrimSpace(data)) == 0 {
+		p.add("", "the file is empty")
+		return nil, p.err()
 	}
-	return line, col
+	root, err := jsonedit.Parse(data)
+	if err != nil {
+		p.add("", "%s", err)
+		return nil, p.err()
+	}
+	f := decodeFile(data, root, &p)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // Hang returns the hang threshold.
@@ -125,12 +141,38 @@ func (f *File) Hang() time.Duration {
 	return 30 * time.Second
 }
 
+// RestartPolicy returns the crash-loop policy of server name, and false
+// when the entry sets none (use the pool's default). Zero fields of the
+// policy mean the pool's defaults for those fields.
+func (f *File) RestartPolicy(name string) (pool.RestartPolicy, bool) {
+	s, ok := f.Servers[name]
+	if !ok || s.Restart == nil {
+		return pool.RestartPolicy{}, false
+	}
+	r := s.Restart
+	pr := pool.RestartPolicy{MaxRestarts: r.MaxRestarts}
+	pr.Window, _ = time.ParseDuration(r.Window)
+	pr.MinBackoff, _ = time.ParseDuration(r.MinBackoff)
+	pr.MaxBackoff, _ = time.ParseDuration(r.MaxBackoff)
+	return pr, true
+}
+
+// IsRemote says whether the entry names a remote (URL) server, which
+// Switchboard does not pool: clients keep connecting to it directly.
+func (s Server) IsRemote() bool {
+	switch strings.ToLower(s.Type) {
+	case "http", "sse", "streamable-http", "streamablehttp", "ws", "websocket":
+		return true
+	}
+	return s.Command == "" && s.URL != ""
+}
+
 // Remote lists entries that name a URL instead of a command: Switchboard
 // pools stdio servers only.
 func (f *File) Remote() []string {
 	var out []string
 	for name, s := range f.Servers {
-		if s.Command == "" && s.URL != "" {
+		if s.IsRemote() {
 			out = append(out, name)
 		}
 	}
@@ -138,115 +180,45 @@ func (f *File) Remote() []string {
 	return out
 }
 
-// PoolServers validates the servers and turns them into the pool's
-// configs, with ${VAR} expanded from lookup. Remote entries are skipped.
-func (f *File) PoolServers(lookup func(string) (string, bool)) ([]pool.ServerConfig, error) {
-	names := make([]string, 0, len(f.Servers))
-	for n := range f.Servers {
-		names = append(names, n)
+// Unknown lists the fields Switchboard does not know, as paths such as
+// "mcpServers.memory.envFile". They are kept on rewrite; `config check`
+// shows them because a typo ("idleTimout") lands here too.
+func (f *File) Unknown() []string {
+	var out []string
+	add := func(at string, extra map[string]json.RawMessage) {
+		for k := range extra {
+			out = append(out, join(at, k))
+		}
 	}
-	sort.Strings(names)
-	var out []pool.ServerConfig
-	var errs []error
-	for _, name := range names {
-		s := f.Servers[name]
-		at := "mcpServers." + name
-		if s.Command == "" && s.URL != "" {
-			continue
+	add("", f.Extra)
+	add("http", f.HTTP.Extra)
+	add("history", f.History.Extra)
+	for name, s := range f.Servers {
+		add("mcpServers."+name, s.Extra)
+		if s.Restart != nil {
+			add("mcpServers."+name+".restart", s.Restart.Extra)
 		}
-		if !validName.MatchString(name) {
-			errs = append(errs, fmt.Errorf("%s: the name may use letters, digits, '.', '_' and '-' only", at))
-			continue
-		}
-		if s.Command == "" {
-			errs = append(errs, fmt.Errorf("%s.command: missing", at))
-			continue
-		}
-		c := pool.ServerConfig{Name: name, Disabled: s.Disabled, TrustAnnotations: s.TrustAnnotations, Cwd: s.Cwd}
-		var err error
-		if c.Command, err = expand(at+".command", s.Command, lookup); err != nil {
-			errs = append(errs, err)
-		}
-		for i, a := range s.Args {
-			v, err := expand(fmt.Sprintf("%s.args[%d]", at, i), a, lookup)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			c.Args = append(c.Args, v)
-		}
-		if len(s.Env) > 0 {
-			c.Env = map[string]string{}
-			for k, v := range s.Env {
-				ev, err := expand(at+".env."+k, v, lookup)
-				if err != nil {
-					errs = append(errs, err)
-				}
-				c.Env[k] = ev
-			}
-		}
-		switch s.Share {
-		case "", "shared":
-			c.Share = pool.ShareShared
-		case "session":
-			c.Share = pool.ShareSession
-		default:
-			errs = append(errs, fmt.Errorf("%s.share: %q is not \"shared\" or \"session\"", at, s.Share))
-		}
-		if s.IdleTimeout != "" {
-			if s.IdleTimeout == "never" {
-				c.IdleTimeout = -1
-			} else if c.IdleTimeout, err = parseDuration(at+".idleTimeout", s.IdleTimeout); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if s.RequestTimeout != "" {
-			if c.RequestTimeout, err = parseDuration(at+".requestTimeout", s.RequestTimeout); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		out = append(out, c)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return out, nil
+	sort.Strings(out)
+	return out
 }
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
-
-func parseDuration(at, s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s: %q is not a duration (try \"10m\" or \"90s\")", at, s)
+func join(at, key string) string {
+	if at == "" {
+		return key
 	}
-	return d, nil
+	return at + "." + key
 }
 
-var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
-
-// expand replaces ${VAR} (and ${VAR:-default}) from the environment. An
-// unset variable without a default is an error naming the field, never
-// the value.
-func expand(at, s string, lookup func(string) (string, bool)) (string, error) {
-	if !strings.Contains(s, "${") {
-		return s, nil
+// Marshal encodes the file with its unknown fields, indented. Key order
+// is Switchboard's, then unknown keys sorted; to edit a user's file
+// without reordering it, use package jsonedit instead.
+func (f *File) Marshal() ([]byte, error) {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode config: %w", err)
 	}
-	var missing []string
-	out := varRef.ReplaceAllStringFunc(s, func(m string) string {
-		sub := varRef.FindStringSubmatch(m)
-		if v, ok := lookup(sub[1]); ok {
-			return v
-		}
-		if sub[2] != "" {
-			return sub[3]
-		}
-		missing = append(missing, sub[1])
-		return ""
-	})
-	if len(missing) > 0 {
-		return "", fmt.Errorf("%s: environment variable %s is not set", at, strings.Join(missing, ", "))
-	}
-	return out, nil
+	return append(b, '\n'), nil
 }
 
 // Starter is the config written on first run: two real servers from npm,

@@ -26,6 +26,8 @@ type cli struct {
 	Status  statusCmd  `cmd:"" help:"Show sessions, backends and requests in flight."`
 	Leaks   leaksCmd   `cmd:"" help:"List leaked MCP backends: earlier runs' children still alive, orphans matching a configured server."`
 	Kill    killCmd    `cmd:"" help:"Kill a leaked MCP backend with its process group (or all of them with --all-leaked)."`
+	Config  configCmd  `cmd:"" help:"Check the config file."`
+	Import  importCmd  `cmd:"" help:"Import MCP servers from Claude Desktop, Claude Code, Cursor or VS Code."`
 	Version versionCmd `cmd:"" help:"Print the version."`
 }
 
@@ -114,6 +116,8 @@ func exitCode(err error) int {
 		return 3
 	case errors.Is(err, app.ErrAlreadyRunning):
 		return 4
+	case errors.Is(err, app.ErrInvalidConfig):
+		return 2
 	}
 	return 1
 }

@@ -1,0 +1,370 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func env(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+}
+
+func problemsOf(err error) []string {
+	var e *Error
+	if !errors.As(err, &e) {
+		return []string{"not a *config.Error: " + err.Error()}
+	}
+	var out []string
+	for _, p := range e.Problems {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+func TestValidationProblems(t *testing.T) {
+	lookup := env(map[string]string{"HOME": "/home/u"})
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"empty", "  \n", []string{"the file is empty"}},
+		{"syntax", "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"}\n    \"b\": {}\n  }\n}",
+			[]string{`line 4, column 5: expected ',' or '}' after the value of "a" (a missing comma?)`}},
+		{"comment", "{\n // no\n}", []string{`line 2, column 2: expected a quoted key, found '/'`}},
+		{"not an object", `[1]`, []string{"the file must hold a JSON object ({...}), found a array"}},
+		{"duration words", `{"mcpServers": {"memory": {"command": "npx", "idleTimeout": "10 minutes"}}}`,
+			[]string{`mcpServers.memory.idleTimeout: "10 minutes" is not a duration (try "10m")`}},
+		{"every problem at once", `{
+			"mcpServers": {
+				"a": {"command": "x", "args": ["ok", 3], "env": {"PORT": 8080}, "share": "all"},
+				"b": {"args": []},
+				"c d": {"command": "x"},
+				"e": {"command": "x", "requestTimeout": "0s", "idleTimeout": "-1m", "restart": {"maxRestarts": -1, "window": "1 hour 30 mins", "minBackoff": "5s", "maxBackoff": "1s"}},
+				"f": {"command": "${NOPE}", "env": {"T": "${input:token}", "U": "${env:HOME}", "W": "${workspaceFolder}x"}},
+				"g": {"type": "http"},
+				"h": {"command": "x", "type": "pipe", "disabled": "yes"}
+			},
+			"hangThreshold": "30",
+			"http": {"listen": "0.0.0.0:7777"},
+			"history": {"retainDays": -1, "maxRows": 1.5}
+		}`, []string{
+			`mcpServers.a.args[1]: expected a string, found a number (write "3")`,
+			`mcpServers.a.env.PORT: expected a string, found a number (write "8080")`,
+			`mcpServers.h.disabled: expected true or false, found a string`,
+			`history.maxRows: expected a whole number, found a number`,
+		}},
+		// Type problems stop before value checks; this is the same file
+		// with the types fixed.
+		{"every value problem at once", `{
+			"mcpServers": {
+				"a": {"command": "x", "args": ["ok"], "share": "all"},
+				"b": {"args": []},
+				"c d": {"command": "x"},
+				"e": {"command": "x", "requestTimeout": "0s", "idleTimeout": "-1m", "restart": {"maxRestarts": -1, "window": "1 hour 30 mins", "minBackoff": "5s", "maxBackoff": "1s"}},
+				"f": {"command": "${NOPE}", "env": {"T": "${input:token}", "U": "${env:HOME}", "W": "${workspaceFolder}x"}},
+				"g": {"type": "http"},
+				"h": {"command": "x", "type": "pipe"}
+			},
+			"hangThreshold": "30",
+			"http": {"listen": "0.0.0.0:7777"},
+			"history": {"retainDays": -1}
+		}`, []string{
+			`mcpServers.a.share: "all" is not "shared" or "session"`,
+			`mcpServers.b.command: missing (a stdio server needs a command; a remote one needs url)`,
+			`mcpServers.c d: the name may use letters, digits, '.', '_' and '-' only`,
+			`mcpServers.e.idleTimeout: "-1m" must be more than zero (use "never" to keep the child running)`,
+			`mcpServers.e.requestTimeout: "0s" must be more than zero`,
+			`mcpServers.e.restart.maxRestarts: -1 is negative`,
+			`mcpServers.e.restart.window: "1 hour 30 mins" is not a duration (try "1h30m")`,
+			`mcpServers.e.restart: minBackoff 5s is more than maxBackoff 1s`,
+			`mcpServers.f.command: environment variable NOPE is not set`,
+			`mcpServers.f.env.T: ${input:token} is a VS Code input; write its value or a ${VAR} reference here`,
+			`mcpServers.f.env.U: write ${HOME} instead of ${env:HOME}`,
+			`mcpServers.f.env.W: environment variable workspaceFolder is not set`,
+			`mcpServers.g.url: missing (type "http" is a remote server)`,
+			`mcpServers.h.type: "pipe" is not "stdio", "http" or "sse"`,
+			`hangThreshold: "30" is not a duration (try "30s")`,
+			`http.listen: "0.0.0.0:7777" is not a loopback address; the front door has no authentication (use 127.0.0.1 or [::1])`,
+			`history.retainDays: -1 is negative`,
+		}},
+		{"letter case", `{"McpServers": {}, "mcpServers": {"a": {"Command": "x", "command": "y"}}}`, []string{
+			`McpServers: unknown field; did you mean "mcpServers"?`,
+			`mcpServers.a.Command: unknown field; did you mean "command"?`,
+		}},
+		{"disabled entries may wait for values", `{"mcpServers": {"a": {"command": "x", "disabled": true, "env": {"T": "${input:t}", "U": "${UNSET}"}}}}`, nil},
+		{"remote entries are fine", `{"mcpServers": {"r": {"url": "https://example.com/mcp"}, "s": {"type": "sse", "url": "https://example.com/sse"}}}`, nil},
+		{"listen localhost", `{"http": {"listen": "localhost:7777"}, "mcpServers": {}}`, nil},
+		{"listen v6", `{"http": {"listen": "[::1]:7777"}}`, nil},
+		{"idle never", `{"mcpServers": {"a": {"command": "x", "idleTimeout": "never"}}}`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Decode([]byte(tt.in))
+			if err == nil {
+				err = f.Validate(lookup)
+			}
+			var got []string
+			if err != nil {
+				got = problemsOf(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestErrorText(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.json")
+	os.WriteFile(path, []byte(`{"mcpServers": {"m": {"command": "x", "idleTimeout": "10 minutes", "share": "x"}}}`), 0o600)
+	_, err := Load(path)
+	want := path + `: 2 problems: mcpServers.m.share: "x" is not "shared" or "session"; mcpServers.m.idleTimeout: "10 minutes" is not a duration (try "10m")`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Load error:\n got %v\nwant %s", err, want)
+	}
+	os.WriteFile(path, []byte(`{"mcpServers": {"m": {"command": "x", "idleTimeout": "10 minutes"}}}`), 0o600)
+	_, err = Load(path)
+	want = path + `: mcpServers.m.idleTimeout: "10 minutes" is not a duration (try "10m")`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Load error:\n got %v\nwant %s", err, want)
+	}
+}
+
+func TestDurationHint(t *testing.T) {
+	for in, want := range map[string]string{
+		"10 minutes": "10m", "10 min": "10m", "90": "90s", "1 hour 30 mins": "1h30m", "2 days": "48h",
+		"500 ms": "500ms", "1.5 hours": "1.5h", "ten minutes": "10m", "5 fortnights": "10m", "1h and 5m": "1h5m",
+	} {
+		if got := durationHint(in); got != want {
+			t.Errorf("durationHint(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestPoolServers(t *testing.T) {
+	f, err := Decode([]byte(`{"mcpServers": {
+		"m": {"command": "${BIN:-npx}", "args": ["-y", "${PKG}"], "env": {"K": "${KEY}", "L": "lit"}, "cwd": "${HOME}/w",
+		      "share": "session", "idleTimeout": "never", "requestTimeout": "5s", "trustAnnotations": true},
+		"r": {"url": "https://x/mcp"},
+		"d": {"command": "x", "disabled": true}
+	}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.PoolServers(env(map[string]string{"PKG": "pkg", "KEY": "secret", "HOME": "/h"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []pool.ServerConfig{
+		{Name: "d", Command: "x", Share: pool.ShareShared, Disabled: true},
+		{Name: "m", Command: "npx", Args: []string{"-y", "pkg"}, Env: map[string]string{"K": "secret", "L": "lit"}, Cwd: "/h/w",
+			Share: pool.ShareSession, IdleTimeout: -1, RequestTimeout: 5 * time.Second, TrustAnnotations: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("PoolServers (-want +got):\n%s", diff)
+	}
+	if r := f.Remote(); !cmp.Equal(r, []string{"r"}) {
+		t.Errorf("Remote = %v", r)
+	}
+	// An error never shows an env value.
+	_, err = f.PoolServers(env(map[string]string{"KEY": "secret"}))
+	if err == nil || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "PKG is not set") {
+		t.Errorf("PoolServers error = %v", err)
+	}
+}
+
+func TestRestartPolicyAndHang(t *testing.T) {
+	f, err := Parse([]byte(`{"hangThreshold": "45s", "mcpServers": {
+		"a": {"command": "x", "restart": {"maxRestarts": 3, "window": "2m", "minBackoff": "50ms", "maxBackoff": "5s"}},
+		"b": {"command": "x", "restart": {"maxRestarts": 9}},
+		"c": {"command": "x"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Hang() != 45*time.Second {
+		t.Errorf("Hang = %v", f.Hang())
+	}
+	for _, tt := range []struct {
+		name string
+		want pool.RestartPolicy
+		ok   bool
+	}{
+		{"a", pool.RestartPolicy{MaxRestarts: 3, Window: 2 * time.Minute, MinBackoff: 50 * time.Millisecond, MaxBackoff: 5 * time.Second}, true},
+		{"b", pool.RestartPolicy{MaxRestarts: 9}, true},
+		{"c", pool.RestartPolicy{}, false},
+		{"missing", pool.RestartPolicy{}, false},
+	} {
+		got, ok := f.RestartPolicy(tt.name)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("RestartPolicy(%s) = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+	if (&File{}).Hang() != 30*time.Second {
+		t.Error("default hang threshold is not 30s")
+	}
+}
+
+// TestUnknownFieldsRoundTrip decodes a file full of fields Switchboard
+// does not know and encodes it again: every one of them survives.
+func TestUnknownFieldsRoundTrip(t *testing.T) {
+	in, err := os.ReadFile("testdata/unknown.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantUnknown := []string{"$schema", "globalShortcut", "history.vacuum", "http.tls",
+		"mcpServers.memory.envFile", "mcpServers.memory.restart.jitter", "mcpServers.memory.x-note", "mcpServers.remote.headers"}
+	if diff := cmp.Diff(wantUnknown, f.Unknown()); diff != "" {
+		t.Errorf("Unknown (-want +got):\n%s", diff)
+	}
+	out, err := f.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "testdata/unknown.golden", out)
+	// Semantically the same document: nothing lost, nothing added.
+	var a, b any
+	json.Unmarshal(in, &a)
+	json.Unmarshal(out, &b)
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("round trip changed the document (-in +out):\n%s", diff)
+	}
+	// And json.Unmarshal into a File keeps them too.
+	var g File
+	if err := json.Unmarshal(in, &g); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(f, &g); diff != "" {
+		t.Errorf("json.Unmarshal differs from Parse:\n%s", diff)
+	}
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", path, diff)
+	}
+}
+
+func TestDiff(t *testing.T) {
+	parse := func(s string) *File {
+		t.Helper()
+		f, err := Decode([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	old := parse(`{"mcpServers": {
+		"same": {"command": "x", "args": ["1"]},
+		"args": {"command": "x", "args": ["1"]},
+		"env": {"command": "x", "env": {"A": "1", "B": "2"}},
+		"idle": {"command": "x", "idleTimeout": "1m"},
+		"off": {"command": "x"},
+		"gone": {"command": "x"},
+		"remote": {"url": "https://x"},
+		"extra": {"command": "x", "note": 1}
+	}, "http": {"listen": "127.0.0.1:1"}, "hangThreshold": "30s"}`)
+	new := parse(`{"mcpServers": {
+		"same": {"command": "x", "args": ["1"]},
+		"args": {"command": "x", "args": ["2"]},
+		"env": {"command": "x", "env": {"A": "1", "C": "2"}},
+		"idle": {"command": "x", "idleTimeout": "2m", "restart": {"window": "1m"}},
+		"off": {"command": "x", "disabled": true},
+		"new": {"command": "y"},
+		"remote2": {"url": "https://y"},
+		"extra": {"command": "x", "note": 2}
+	}, "http": {"listen": "127.0.0.1:2"}, "history": {"retainDays": 3}, "hangThreshold": "30s"}`)
+	got := Diff(old, new)
+	want := DiffResult{
+		Added:   []string{"new"},
+		Removed: []string{"gone"},
+		Changed: []Change{
+			{Name: "args", Fields: []string{"args"}, Restarts: true},
+			{Name: "env", Fields: []string{"env.B", "env.C"}, Restarts: true},
+			{Name: "idle", Fields: []string{"idleTimeout", "restart.window"}},
+			{Name: "off", Fields: []string{"disabled"}, Restarts: true},
+		},
+		Unchanged: []string{"extra", "same"},
+		Settings:  []string{"http.listen", "history.retainDays"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Diff (-want +got):\n%s", diff)
+	}
+	if s := got.String(); s != "added: new; removed: gone; changed: args (args; new child), env (env.B, env.C; new child), idle (idleTimeout, restart.window), off (disabled; new child); settings: http.listen, history.retainDays; unchanged: 2" {
+		t.Errorf("String = %s", s)
+	}
+	if !Diff(old, old).Empty() || Diff(nil, old).Empty() {
+		t.Error("Empty is wrong")
+	}
+	if got := Diff(nil, old).Added; len(got) != 7 {
+		t.Errorf("Diff(nil, old).Added = %v", got)
+	}
+}
+
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.json")
+	if err := WriteFile(path, []byte("one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS != "windows" {
+		if err := os.Chmod(path, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WriteFile(path, []byte("two"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "two" {
+		t.Errorf("content = %q", b)
+	}
+	if fi, _ := os.Stat(path); runtime.GOOS != "windows" && fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode = %v, want 0640", fi.Mode().Perm())
+	}
+	// Through a symlink: the target changes, the link stays a link.
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(path, link); err != nil {
+		t.Skip("no symlinks:", err)
+	}
+	if err := WriteFile(link, []byte("three"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
+		t.Error("the symlink was replaced by a file")
+	}
+	if b, _ := os.ReadFile(path); string(b) != "three" {
+		t.Errorf("target content = %q", b)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("temp files left behind: %v", entries)
+	}
+}

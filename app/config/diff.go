@@ -1,0 +1,177 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// DiffResult is what a new config changes, server by server. `config
+// check` prints it and a hot reload logs it. Remote (URL) entries are left
+// out: the pool never runs them.
+type DiffResult struct {
+	Added     []string
+	Removed   []string
+	Changed   []Change
+	Unchanged []string
+	// Settings lists changed top-level settings, as paths such as
+	// "http.listen" or "hangThreshold".
+	Settings []string
+}
+
+// Change is one server whose entry changed.
+type Change struct {
+	Name string
+	// Fields are the changed fields: "args", "env.API_KEY" (names only,
+	// never values), "restart.window".
+	Fields []string
+	// Restarts says whether the change gives the server a new child: its
+	// command, args, env, cwd or sharing changed, or it was disabled. The
+	// old child finishes what it has in flight.
+	Restarts bool
+}
+
+// processFields are the fields whose change starts a new child.
+var processFields = []string{"command", "args", "env", "cwd", "share"}
+
+// Diff compares two configs; old may be nil (everything is added).
+func Diff(old, new *File) DiffResult {
+	if old == nil {
+		old = &File{}
+	}
+	if new == nil {
+		new = &File{}
+	}
+	var d DiffResult
+	for _, name := range pooled(new) {
+		o, ok := old.Servers[name]
+		if !ok || o.IsRemote() {
+			d.Added = append(d.Added, name)
+			continue
+		}
+		n := new.Servers[name]
+		fields := fieldDiff("", reflect.ValueOf(o), reflect.ValueOf(n))
+		if len(fields) == 0 {
+			d.Unchanged = append(d.Unchanged, name)
+			continue
+		}
+		c := Change{Name: name, Fields: fields, Restarts: n.Disabled && !o.Disabled}
+		for _, f := range fields {
+			top, _, _ := strings.Cut(f, ".")
+			if slices.Contains(processFields, top) {
+				c.Restarts = true
+			}
+		}
+		d.Changed = append(d.Changed, c)
+	}
+	for _, name := range pooled(old) {
+		if n, ok := new.Servers[name]; !ok || n.IsRemote() {
+			d.Removed = append(d.Removed, name)
+		}
+	}
+	if old.HangThreshold != new.HangThreshold {
+		d.Settings = append(d.Settings, "hangThreshold")
+	}
+	d.Settings = append(d.Settings, fieldDiff("http", reflect.ValueOf(old.HTTP), reflect.ValueOf(new.HTTP))...)
+	d.Settings = append(d.Settings, fieldDiff("history", reflect.ValueOf(old.History), reflect.ValueOf(new.History))...)
+	return d
+}
+
+// pooled lists the stdio servers of f, sorted.
+func pooled(f *File) []string {
+	var out []string
+	for name, s := range f.Servers {
+		if !s.IsRemote() {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// fieldDiff lists the JSON paths at which two structs of the same type
+// differ. Unknown fields (Extra) do not count: Switchboard ignores them.
+func fieldDiff(prefix string, a, b reflect.Value) []string {
+	var out []string
+	t := a.Type()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		path := join(prefix, name)
+		fa, fb := a.Field(i), b.Field(i)
+		switch fa.Kind() {
+		case reflect.Map:
+			keys := map[string]bool{}
+			for _, k := range fa.MapKeys() {
+				keys[k.String()] = true
+			}
+			for _, k := range fb.MapKeys() {
+				keys[k.String()] = true
+			}
+			var changed []string
+			for k := range keys {
+				va, vb := fa.MapIndex(reflect.ValueOf(k)), fb.MapIndex(reflect.ValueOf(k))
+				if va.IsValid() != vb.IsValid() || (va.IsValid() && va.Interface() != vb.Interface()) {
+					changed = append(changed, path+"."+k)
+				}
+			}
+			sort.Strings(changed)
+			out = append(out, changed...)
+		case reflect.Pointer:
+			za, zb := reflect.New(t.Field(i).Type.Elem()).Elem(), reflect.New(t.Field(i).Type.Elem()).Elem()
+			if !fa.IsNil() {
+				za = fa.Elem()
+			}
+			if !fb.IsNil() {
+				zb = fb.Elem()
+			}
+			out = append(out, fieldDiff(path, za, zb)...)
+		default:
+			if !reflect.DeepEqual(fa.Interface(), fb.Interface()) {
+				out = append(out, path)
+			}
+		}
+	}
+	return out
+}
+
+// Empty says whether the diff changes nothing.
+func (d DiffResult) Empty() bool {
+	return len(d.Added)+len(d.Removed)+len(d.Changed)+len(d.Settings) == 0
+}
+
+// String is the one-line summary a reload logs: "added: a; removed: b;
+// changed: c (args, env.KEY; new child); unchanged: 2".
+func (d DiffResult) String() string {
+	var parts []string
+	if len(d.Added) > 0 {
+		parts = append(parts, "added: "+strings.Join(d.Added, ", "))
+	}
+	if len(d.Removed) > 0 {
+		parts = append(parts, "removed: "+strings.Join(d.Removed, ", "))
+	}
+	if len(d.Changed) > 0 {
+		var cs []string
+		for _, c := range d.Changed {
+			cs = append(cs, c.String())
+		}
+		parts = append(parts, "changed: "+strings.Join(cs, ", "))
+	}
+	if len(d.Settings) > 0 {
+		parts = append(parts, "settings: "+strings.Join(d.Settings, ", "))
+	}
+	parts = append(parts, fmt.Sprintf("unchanged: %d", len(d.Unchanged)))
+	return strings.Join(parts, "; ")
+}
+
+func (c Change) String() string {
+	s := c.Name + " (" + strings.Join(c.Fields, ", ")
+	if c.Restarts {
+		s += "; new child"
+	}
+	return s + ")"
+}

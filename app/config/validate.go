@@ -1,0 +1,274 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// Validate checks every value, with ${VAR} references resolved by lookup
+// (os.LookupEnv for the running app). Its error is an *Error listing every
+// problem.
+func (f *File) Validate(lookup func(string) (string, bool)) error {
+	var p problems
+	f.poolServers(lookup, &p)
+	if f.HangThreshold != "" {
+		parseDuration(&p, "hangThreshold", f.HangThreshold)
+	}
+	if l := f.HTTP.Listen; l != "" {
+		checkListen(&p, "http.listen", l)
+	}
+	for _, c := range []struct {
+		field string
+		n     int
+	}{
+		{"history.retainDays", f.History.RetainDays},
+		{"history.captureBytes", f.History.CaptureBytes},
+		{"history.maxRows", f.History.MaxRows},
+	} {
+		if c.n < 0 {
+			p.add(c.field, "%d is negative", c.n)
+		}
+	}
+	return p.err()
+}
+
+// PoolServers validates the servers and turns them into the pool's
+// configs, with ${VAR} expanded from lookup. Remote entries are skipped.
+// Its error is an *Error listing every problem.
+func (f *File) PoolServers(lookup func(string) (string, bool)) ([]pool.ServerConfig, error) {
+	var p problems
+	out := f.poolServers(lookup, &p)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (f *File) poolServers(lookup func(string) (string, bool), p *problems) []pool.ServerConfig {
+	names := make([]string, 0, len(f.Servers))
+	for n := range f.Servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []pool.ServerConfig
+	for _, name := range names {
+		s := f.Servers[name]
+		at := "mcpServers." + name
+		if s.IsRemote() {
+			if s.URL == "" {
+				p.add(at+".url", "missing (type %q is a remote server)", s.Type)
+			}
+			if s.Command != "" {
+				p.add(at+".type", "%q is a remote server type, but the entry has a command; remove one of them", s.Type)
+			}
+			continue
+		}
+		if !validName.MatchString(name) {
+			p.add(at, "the name may use letters, digits, '.', '_' and '-' only")
+			continue
+		}
+		if t := strings.ToLower(s.Type); t != "" && t != "stdio" {
+			p.add(at+".type", "%q is not \"stdio\", \"http\" or \"sse\"", s.Type)
+		}
+		if s.Command == "" {
+			p.add(at+".command", "missing (a stdio server needs a command; a remote one needs url)")
+			continue
+		}
+		c := pool.ServerConfig{Name: name, Disabled: s.Disabled, TrustAnnotations: s.TrustAnnotations}
+		// A disabled entry may still wait for its values (an imported
+		// server whose secret is not filled in yet): expansion problems
+		// count only for servers that run.
+		ep := p
+		if s.Disabled {
+			ep = &problems{}
+		}
+		c.Command = expand(ep, at+".command", s.Command, lookup)
+		for i, a := range s.Args {
+			c.Args = append(c.Args, expand(ep, fmt.Sprintf("%s.args[%d]", at, i), a, lookup))
+		}
+		if len(s.Env) > 0 {
+			c.Env = make(map[string]string, len(s.Env))
+			keys := make([]string, 0, len(s.Env))
+			for k := range s.Env {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				c.Env[k] = expand(ep, at+".env."+k, s.Env[k], lookup)
+			}
+		}
+		c.Cwd = expand(ep, at+".cwd", s.Cwd, lookup)
+		switch s.Share {
+		case "", "shared":
+			c.Share = pool.ShareShared
+		case "session":
+			c.Share = pool.ShareSession
+		default:
+			p.add(at+".share", "%q is not \"shared\" or \"session\"", s.Share)
+		}
+		switch s.IdleTimeout {
+		case "":
+		case "never":
+			c.IdleTimeout = -1
+		default:
+			c.IdleTimeout = parseDuration(p, at+".idleTimeout", s.IdleTimeout, `use "never" to keep the child running`)
+		}
+		if s.RequestTimeout != "" {
+			c.RequestTimeout = parseDuration(p, at+".requestTimeout", s.RequestTimeout)
+		}
+		if r := s.Restart; r != nil {
+			if r.MaxRestarts < 0 {
+				p.add(at+".restart.maxRestarts", "%d is negative", r.MaxRestarts)
+			}
+			var lo, hi time.Duration
+			if r.Window != "" {
+				parseDuration(p, at+".restart.window", r.Window)
+			}
+			if r.MinBackoff != "" {
+				lo = parseDuration(p, at+".restart.minBackoff", r.MinBackoff)
+			}
+			if r.MaxBackoff != "" {
+				hi = parseDuration(p, at+".restart.maxBackoff", r.MaxBackoff)
+			}
+			if lo > 0 && hi > 0 && lo > hi {
+				p.add(at+".restart", "minBackoff %s is more than maxBackoff %s", r.MinBackoff, r.MaxBackoff)
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// ValidName says whether name can be a server name: it travels on command
+// lines (`switchboard connect NAME`) and in URLs (/mcp/NAME).
+func ValidName(name string) bool { return validName.MatchString(name) }
+
+// parseDuration reads a Go duration that must be positive; the problem
+// suggests what the user probably meant.
+func parseDuration(p *problems, at, s string, zeroHint ...string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		p.add(at, "%q is not a duration (try %q)", s, durationHint(s))
+		return 0
+	}
+	if d <= 0 {
+		msg := fmt.Sprintf("%q must be more than zero", s)
+		if len(zeroHint) > 0 {
+			msg += " (" + zeroHint[0] + ")"
+		}
+		p.add(at, "%s", msg)
+		return 0
+	}
+	return d
+}
+
+var (
+	durationWords = regexp.MustCompile(`(\d+(?:\.\d+)?)\s*([a-zµ]*)`)
+	durationUnits = map[string]string{
+		"": "s", "ns": "ns", "us": "us", "µs": "µs", "ms": "ms", "msec": "ms", "msecs": "ms",
+		"millisecond": "ms", "milliseconds": "ms",
+		"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+		"m": "m", "min": "m", "mins": "m", "minute": "m", "minutes": "m",
+		"h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+	}
+)
+
+// durationHint turns what people write ("10 minutes", "1 hour 30 mins",
+// "90") into Go's syntax ("10m", "1h30m", "90s").
+func durationHint(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	var b strings.Builder
+	rest := s
+	for _, m := range durationWords.FindAllStringSubmatchIndex(s, -1) {
+		num, unit := s[m[2]:m[3]], s[m[4]:m[5]]
+		u, ok := durationUnits[unit]
+		if !ok && (unit == "d" || unit == "day" || unit == "days") {
+			if n, err := strconv.ParseFloat(num, 64); err == nil {
+				num, u, ok = strconv.FormatFloat(n*24, 'f', -1, 64), "h", true
+			}
+		}
+		if !ok {
+			return "10m"
+		}
+		b.WriteString(num + u)
+		rest = strings.Replace(rest, s[m[0]:m[1]], "", 1)
+	}
+	rest = strings.NewReplacer("and", "", ",", "", " ", "").Replace(rest)
+	hint := b.String()
+	if _, err := time.ParseDuration(hint); err != nil || rest != "" {
+		return "10m"
+	}
+	return hint
+}
+
+// checkListen accepts loopback addresses only: the HTTP front door has no
+// authentication, so it must not be reachable from other machines.
+func checkListen(p *problems, at, addr string) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		p.add(at, "%q is not host:port (try \"127.0.0.1:7777\")", addr)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		p.add(at, "%q: the port must be a number from 0 to 65535", addr)
+		return
+	}
+	if host == "localhost" {
+		return
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		p.add(at, "%q is not a loopback address; the front door has no authentication (use 127.0.0.1 or [::1])", addr)
+	}
+}
+
+var (
+	varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+	anyRef = regexp.MustCompile(`\$\{[^}]*\}`)
+)
+
+// expand replaces ${VAR} (and ${VAR:-default}) from the environment. An
+// unset variable without a default is a problem naming the field and the
+// variable, never the value. Other ${...} forms (VS Code's ${input:id},
+// ${env:NAME}, ${workspaceFolder}) are problems too: nothing would fill
+// them in.
+func expand(p *problems, at, s string, lookup func(string) (string, bool)) string {
+	if !strings.Contains(s, "${") {
+		return s
+	}
+	var missing []string
+	out := varRef.ReplaceAllStringFunc(s, func(m string) string {
+		sub := varRef.FindStringSubmatch(m)
+		if v, ok := lookup(sub[1]); ok {
+			return v
+		}
+		if sub[2] != "" {
+			return sub[3]
+		}
+		missing = append(missing, sub[1])
+		return ""
+	})
+	for _, ref := range anyRef.FindAllString(varRef.ReplaceAllString(s, ""), -1) {
+		inner := ref[2 : len(ref)-1]
+		switch {
+		case strings.HasPrefix(inner, "input:"):
+			p.add(at, "%s is a VS Code input; write its value or a ${VAR} reference here", ref)
+		case strings.HasPrefix(inner, "env:"):
+			p.add(at, "write ${%s} instead of %s", strings.TrimPrefix(inner, "env:"), ref)
+		default:
+			p.add(at, "%s is not a ${VAR} or ${VAR:-default} reference", ref)
+		}
+	}
+	if len(missing) > 0 {
+		p.add(at, "environment variable %s is not set", strings.Join(missing, ", "))
+	}
+	return out
+}

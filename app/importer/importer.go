@@ -1,0 +1,835 @@
+// Package importer brings the MCP servers that Claude Desktop, Claude
+// Code, Cursor or VS Code already run into Switchboard's config, and can
+// point those clients at Switchboard instead (`switchboard connect NAME`).
+//
+// Both files belong to the user, so it edits them in place with package
+// jsonedit: key order, formatting, comments and every field it does not
+// know stay as they were. It never overwrites an entry: a name that
+// exists with a different command is reported as a clash, an identical
+// one is skipped.
+package importer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/config/jsonedit"
+)
+
+// Options say what to import from where, into which config.
+type Options struct {
+	Client Client
+	// File reads only this file instead of the client's known locations.
+	File string
+	// Config is Switchboard's config file; it is created if missing.
+	Config string
+	Env    Env
+	// DryRun computes and reports everything but writes nothing.
+	DryRun bool
+	// RewriteClient rewrites the client's file so that each server now in
+	// Switchboard runs through `Connect connect NAME`, after a backup.
+	RewriteClient bool
+	// Connect is the command rewritten entries run. Default "switchboard"
+	// (found on the client's PATH).
+	Connect string
+	// Now stamps backups. Default time.Now.
+	Now func() time.Time
+}
+
+// Outcome is what happened to one server entry of the client.
+type Outcome string
+
+// The outcomes.
+const (
+	Imported  Outcome = "imported"  // added to Switchboard's config
+	Present   Outcome = "present"   // the same server is in Switchboard's config already
+	Clash     Outcome = "clash"     // the name is taken by a different server; not imported
+	Remote    Outcome = "remote"    // a URL server; Switchboard pools stdio servers only
+	Connected Outcome = "connected" // already runs through switchboard connect
+	Invalid   Outcome = "invalid"   // cannot be imported as it is
+)
+
+// Entry is one server entry of a client file and what became of it.
+type Entry struct {
+	File  string
+	Where string // the entry's path in File: mcpServers.memory, projects["/p"].mcpServers.db
+	Name  string // its name in the client
+	// As is its name in Switchboard: where it was imported to, or the
+	// existing server it matches.
+	As      string
+	Outcome Outcome
+	// Disabled: imported with "disabled": true because some value needs
+	// filling in by hand first (Notes say which).
+	Disabled bool
+	Reason   string
+	Notes    []string
+	// Rewritten: the client's entry now runs `switchboard connect As`.
+	Rewritten bool
+}
+
+// Rewrite is one client file rewritten to run servers through Switchboard.
+type Rewrite struct {
+	File    string
+	Backup  string
+	Servers []string // the entries' paths in File
+}
+
+// Result is everything an import did (or, in a dry run, would do).
+type Result struct {
+	Client        Client
+	Config        string
+	DryRun        bool
+	RewriteClient bool
+	Read          []string
+	Entries       []Entry
+	Added         []string // Switchboard names added
+	ConfigWritten bool
+	Rewrites      []Rewrite
+	// ConfigProblems are problems Switchboard's config had before the
+	// import; the import leaves them as they are.
+	ConfigProblems []string
+	Notes          []string
+}
+
+// Import reads the client's config and merges its stdio servers into
+// Switchboard's. It writes Switchboard's config before any client file,
+// and a client file only after its backup is on disk.
+func Import(opts Options) (*Result, error) {
+	if opts.Connect == "" {
+		opts.Connect = "switchboard"
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Env.Lookup == nil {
+		opts.Env.Lookup = func(string) (string, bool) { return "", false }
+	}
+	res := &Result{Client: opts.Client, Config: opts.Config, DryRun: opts.DryRun, RewriteClient: opts.RewriteClient}
+
+	locs := []Location{locationOf(opts.File)}
+	if opts.File == "" {
+		locs = nil
+		for _, l := range Locations(opts.Client, opts.Env) {
+			if _, err := os.Stat(l.Path); err == nil {
+				locs = append(locs, l)
+			}
+		}
+		if len(locs) == 0 {
+			var looked []string
+			for _, l := range Locations(opts.Client, opts.Env) {
+				looked = append(looked, l.Path)
+			}
+			return nil, fmt.Errorf("no %s config found (looked in %s); name one with --file", opts.Client, strings.Join(looked, ", "))
+		}
+	}
+
+	sb, err := readSwitchboard(opts.Config, opts.Env)
+	if err != nil {
+		return nil, err
+	}
+	res.ConfigProblems = sb.problems
+
+	var files []*clientFile
+	for _, l := range locs {
+		cf, err := readClientFile(opts.Client, l)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, cf)
+		res.Read = append(res.Read, l.Path)
+	}
+
+	im := &importer{opts: opts, sb: sb, taken: map[string]*plan{}}
+	for _, cf := range files {
+		for _, g := range cf.groups {
+			for _, m := range g.obj.Members {
+				p := im.plan(cf, g, m)
+				cf.plans = append(cf.plans, p)
+				res.Entries = append(res.Entries, p.entry)
+			}
+		}
+	}
+	for _, p := range im.added {
+		res.Added = append(res.Added, p.entry.As)
+	}
+
+	// Switchboard's config first: a client must never point at a server
+	// Switchboard does not have.
+	if len(im.added) > 0 {
+		out, err := sb.withServers(im.added)
+		if err != nil {
+			return nil, err
+		}
+		if !opts.DryRun {
+			if err := os.MkdirAll(filepath.Dir(opts.Config), 0o700); err != nil {
+				return nil, fmt.Errorf("create the config dir: %w", err)
+			}
+			if err := config.WriteFile(opts.Config, out, 0o600); err != nil {
+				return nil, err
+			}
+			res.ConfigWritten = true
+		}
+	}
+
+	if opts.RewriteClient {
+		for _, cf := range files {
+			rw, err := im.rewrite(cf)
+			if err != nil {
+				return res, err
+			}
+			if rw != nil {
+				res.Rewrites = append(res.Rewrites, *rw)
+			}
+		}
+		// Entries were copied into res before the rewrite marked them.
+		i := 0
+		for _, cf := range files {
+			for _, p := range cf.plans {
+				res.Entries[i].Rewritten = p.entry.Rewritten
+				i++
+			}
+		}
+		if opts.Client == ClaudeCode && len(res.Rewrites) > 0 {
+			res.Notes = append(res.Notes, "Claude Code rewrites ~/.claude.json while it runs: restart running sessions so they read the new entries.")
+		}
+	}
+	return res, nil
+}
+
+// switchboardFile is Switchboard's config as read before the import.
+type switchboardFile struct {
+	path     string
+	doc      []byte
+	exists   bool
+	file     *config.File
+	problems []string
+	lookup   func(string) (string, bool)
+}
+
+func readSwitchboard(path string, env Env) (*switchboardFile, error) {
+	sb := &switchboardFile{path: path, lookup: env.Lookup}
+	doc, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		sb.doc = []byte("{\n  \"mcpServers\": {}\n}\n")
+	case err != nil:
+		return nil, fmt.Errorf("read Switchboard's config: %w", err)
+	default:
+		sb.doc, sb.exists = doc, true
+	}
+	f, err := config.Decode(sb.doc)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read Switchboard's config %s (fix it first): %w", path, err)
+	}
+	sb.file = f
+	sb.problems = problemList(f.Validate(env.Lookup))
+	return sb, nil
+}
+
+func problemList(err error) []string {
+	var e *config.Error
+	if !errors.As(err, &e) {
+		if err != nil {
+			return []string{err.Error()}
+		}
+		return nil
+	}
+	var out []string
+	for _, p := range e.Problems {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+// withServers returns Switchboard's config with the planned entries
+// added at the end of mcpServers, checked to be no less valid than
+// before.
+func (sb *switchboardFile) withServers(add []*plan) ([]byte, error) {
+	doc := sb.doc
+	for _, p := range add {
+		std := jsonedit.Standardize(doc)
+		root, err := jsonedit.Parse(std)
+		if err != nil {
+			return nil, err
+		}
+		var e jsonedit.Edit
+		switch servers := root.Get("mcpServers"); {
+		case servers == nil:
+			e, err = jsonedit.Insert(doc, std, root, "mcpServers", jsonedit.ObjectOf(jsonedit.KV{Key: p.entry.As, Value: p.value}))
+		case servers.Kind == jsonedit.Object:
+			e, err = jsonedit.Insert(doc, std, servers, p.entry.As, p.value)
+		default:
+			return nil, fmt.Errorf("%s: mcpServers is not an object", sb.path)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if doc, err = jsonedit.Apply(doc, e); err != nil {
+			return nil, err
+		}
+	}
+	f, err := config.Decode(doc)
+	if err != nil {
+		return nil, fmt.Errorf("the merged config does not decode (a bug; nothing was written): %w", err)
+	}
+	var fresh []string
+	for _, p := range problemList(f.Validate(sb.lookup)) {
+		if !slices.Contains(sb.problems, p) {
+			fresh = append(fresh, p)
+		}
+	}
+	if len(fresh) > 0 {
+		return nil, fmt.Errorf("the merged config would not be valid (nothing was written): %s", strings.Join(fresh, "; "))
+	}
+	return doc, nil
+}
+
+// clientFile is one client config file and the servers found in it.
+type clientFile struct {
+	client   Client
+	loc      Location
+	doc, std []byte
+	groups   []group
+	inputs   map[string]vsInput
+	plans    []*plan
+}
+
+// group is one object of servers in a client file: Claude Code keeps one
+// per project besides the user's own.
+type group struct {
+	where   string
+	obj     *jsonedit.Value
+	project string
+}
+
+// vsInput is one of VS Code's "inputs": a value VS Code prompts for.
+type vsInput struct {
+	ID          string `json:"id"`
+	Type        string `json:"type"`
+	Description string `json:"description"`
+	Password    bool   `json:"password"`
+}
+
+func readClientFile(c Client, loc Location) (*clientFile, error) {
+	doc, err := os.ReadFile(loc.Path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s config: %w", c, err)
+	}
+	cf := &clientFile{client: c, loc: loc, doc: doc, std: jsonedit.Standardize(doc)}
+	root, err := jsonedit.Parse(cf.std)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", loc.Path, err)
+	}
+	if root.Kind != jsonedit.Object {
+		return nil, fmt.Errorf("%s: expected a JSON object, found a %s", loc.Path, root.Kind)
+	}
+	add := func(where string, obj *jsonedit.Value, project string) {
+		if obj != nil && obj.Kind == jsonedit.Object {
+			cf.groups = append(cf.groups, group{where: where, obj: obj, project: project})
+		}
+	}
+	switch c {
+	case VSCode:
+		add("servers", root.Get("servers"), loc.Project)
+		add("mcp.servers", root.Get("mcp").Get("servers"), loc.Project)
+		for _, in := range []*jsonedit.Value{root.Get("inputs"), root.Get("mcp").Get("inputs")} {
+			if in == nil {
+				continue
+			}
+			var list []vsInput
+			if json.Unmarshal(in.Raw(cf.std), &list) == nil {
+				if cf.inputs == nil {
+					cf.inputs = map[string]vsInput{}
+				}
+				for _, i := range list {
+					cf.inputs[i.ID] = i
+				}
+			}
+		}
+	case ClaudeCode:
+		add("mcpServers", root.Get("mcpServers"), loc.Project)
+		if projects := root.Get("projects"); projects != nil && projects.Kind == jsonedit.Object {
+			for _, m := range projects.Members {
+				k, _ := json.Marshal(m.Key)
+				add(fmt.Sprintf("projects[%s].mcpServers", k), m.Value.Get("mcpServers"), m.Key)
+			}
+		}
+	default:
+		add("mcpServers", root.Get("mcpServers"), loc.Project)
+	}
+	if len(cf.groups) == 0 && c != ClaudeCode {
+		key := "mcpServers"
+		if c == VSCode {
+			key = "servers"
+		}
+		return nil, fmt.Errorf("%s: no %q object: is this a %s config?", loc.Path, key, c)
+	}
+	return cf, nil
+}
+
+// plan is the decision about one client entry.
+type plan struct {
+	entry  Entry
+	value  []byte        // the Switchboard entry to add (Imported only)
+	server config.Server // value, decoded
+	member jsonedit.Member
+	// connect: the client entry may be rewritten to connect to entry.As.
+	connect bool
+}
+
+type importer struct {
+	opts  Options
+	sb    *switchboardFile
+	taken map[string]*plan // Switchboard names claimed by this import
+	added []*plan
+}
+
+// clientEntry is the part of a client's entry that says how to start it.
+type clientEntry struct {
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
+	Cwd     string            `json:"cwd"`
+	Type    string            `json:"type"`
+	URL     string            `json:"url"`
+	EnvFile string            `json:"envFile"`
+}
+
+func (im *importer) plan(cf *clientFile, g group, m jsonedit.Member) *plan {
+	p := &plan{member: m, entry: Entry{File: cf.loc.Path, Where: g.where + pathKey(m.Key), Name: m.Key}}
+	e := &p.entry
+	raw := m.Value.Raw(cf.std)
+	if m.Value.Kind != jsonedit.Object {
+		e.Outcome, e.Reason = Invalid, "not an object"
+		return p
+	}
+	var ce clientEntry
+	if err := json.Unmarshal(raw, &ce); err != nil {
+		e.Outcome, e.Reason = Invalid, "cannot read it: "+strings.TrimPrefix(err.Error(), "json: ")
+		return p
+	}
+	if isRemote(ce) {
+		e.Outcome = Remote
+		e.Reason = "remote (URL) server"
+		if u := safeURL(ce.URL); u != "" {
+			e.Reason += " at " + u
+		}
+		e.Reason += "; Switchboard pools stdio servers only, so the client keeps connecting to it directly"
+		return p
+	}
+	if ce.Command == "" {
+		e.Outcome, e.Reason = Invalid, "no command"
+		return p
+	}
+	if base := strings.TrimSuffix(filepath.Base(strings.ReplaceAll(ce.Command, `\`, "/")), ".exe"); (base == "switchboard" || ce.Command == im.opts.Connect) && len(ce.Args) >= 2 && ce.Args[0] == "connect" {
+		e.Outcome, e.As, e.Reason = Connected, ce.Args[1], "already runs through switchboard connect "+ce.Args[1]
+		return p
+	}
+
+	name := m.Key
+	if !config.ValidName(name) {
+		name = sanitize(name)
+		e.Notes = append(e.Notes, fmt.Sprintf("named %q in Switchboard (names use letters, digits, '.', '_' and '-')", name))
+	}
+	e.As = name
+
+	// Build the Switchboard entry: the client's members in their order,
+	// launch values with references resolved, other fields kept as they
+	// are.
+	r := &resolver{env: im.opts.Env, project: g.project, inputs: cf.inputs}
+	var kv []jsonedit.KV
+	hasCwd, hasDisabled := false, false
+	for _, mm := range m.Value.Members {
+		switch mm.Key {
+		case "command":
+			kv = append(kv, jsonedit.KV{Key: "command", Value: marshal(r.resolve("command", ce.Command))})
+		case "args":
+			args := make([]string, len(ce.Args))
+			for i, a := range ce.Args {
+				args[i] = r.resolve(fmt.Sprintf("args[%d]", i), a)
+			}
+			kv = append(kv, jsonedit.KV{Key: "args", Value: marshal(args)})
+		case "env":
+			var env []jsonedit.KV
+			if mm.Value.Kind == jsonedit.Object {
+				for _, em := range mm.Value.Members {
+					env = append(env, jsonedit.KV{Key: em.Key, Value: marshal(r.resolve("env."+em.Key, ce.Env[em.Key]))})
+				}
+			}
+			kv = append(kv, jsonedit.KV{Key: "env", Value: jsonedit.ObjectOf(env...)})
+		case "cwd":
+			hasCwd = true
+			kv = append(kv, jsonedit.KV{Key: "cwd", Value: marshal(r.resolve("cwd", ce.Cwd))})
+		case "type":
+			// "stdio": the default in Switchboard's config.
+		case "disabled":
+			hasDisabled = true
+			kv = append(kv, jsonedit.KV{Key: "disabled", Value: compact(mm.Value.Raw(cf.std))})
+		default:
+			if mm.Key == "envFile" {
+				e.Notes = append(e.Notes, "envFile is kept but Switchboard does not read it: copy its variables into env")
+			}
+			kv = append(kv, jsonedit.KV{Key: mm.Key, Value: compact(mm.Value.Raw(cf.std))})
+		}
+	}
+	switch {
+	case hasCwd || !relativePaths(ce):
+	case g.project != "":
+		kv = append(kv, jsonedit.KV{Key: "cwd", Value: marshal(g.project)})
+		e.Notes = append(e.Notes, "cwd set to the project directory, which its relative paths need")
+	default:
+		e.Notes = append(e.Notes, "it names relative paths: set cwd to the directory the client started it in")
+	}
+	if len(r.needs) > 0 {
+		e.Disabled = true
+		e.Notes = append(e.Notes, r.needs...)
+		e.Notes = append(e.Notes, `fill these in, then set "disabled" to false`)
+		if hasDisabled {
+			for i := range kv {
+				if kv[i].Key == "disabled" {
+					kv[i].Value = []byte("true")
+				}
+			}
+		} else {
+			kv = append(kv, jsonedit.KV{Key: "disabled", Value: []byte("true")})
+		}
+	}
+	p.value = jsonedit.ObjectOf(kv...)
+
+	// The entry must be valid in Switchboard's config on its own.
+	wrapped := jsonedit.ObjectOf(jsonedit.KV{Key: "mcpServers", Value: jsonedit.ObjectOf(jsonedit.KV{Key: name, Value: p.value})})
+	f, err := config.Decode(wrapped)
+	if err == nil {
+		err = f.Validate(im.opts.Env.Lookup)
+	}
+	if err != nil {
+		e.Outcome, e.Reason = Invalid, strings.Join(problemList(err), "; ")
+		return p
+	}
+	p.server = f.Servers[name]
+
+	// Notes about how it would be imported matter only if it is.
+	defer func() {
+		if e.Outcome != Imported {
+			e.Notes = nil
+		}
+	}()
+	if ex, ok := im.sb.file.Servers[name]; ok {
+		if diff := launchDiff(ex, p.server); len(diff) == 0 {
+			e.Outcome, e.Reason, p.connect = Present, "already in Switchboard's config", !ex.Disabled
+		} else {
+			e.Outcome, e.Reason = Clash, fmt.Sprintf("Switchboard's config has a different %q (%s differ); not imported: rename one of them and import again", name, strings.Join(diff, ", "))
+		}
+		return p
+	}
+	if prev, ok := im.taken[name]; ok {
+		if diff := launchDiff(prev.server, p.server); len(diff) == 0 {
+			e.Outcome, e.Reason, p.connect = Present, "same as "+prev.entry.Where+" in "+prev.entry.File, prev.connect
+		} else {
+			e.Outcome, e.Reason = Clash, fmt.Sprintf("%s in %s has the name %q with different %s; not imported: rename one of them and import again", prev.entry.Where, prev.entry.File, name, strings.Join(diff, ", "))
+		}
+		return p
+	}
+	for _, other := range slices.Sorted(maps.Keys(im.sb.file.Servers)) {
+		if ex := im.sb.file.Servers[other]; !ex.IsRemote() && len(launchDiff(ex, p.server)) == 0 {
+			e.Outcome, e.As, e.Reason, p.connect = Present, other, fmt.Sprintf("same server as %q in Switchboard's config", other), !ex.Disabled
+			return p
+		}
+	}
+	e.Outcome, p.connect = Imported, !e.Disabled
+	e.Reason = describe(p.server)
+	im.taken[name] = p
+	im.added = append(im.added, p)
+	return p
+}
+
+// launchDiff names the fields that make two entries start different
+// processes.
+func launchDiff(a, b config.Server) []string {
+	var out []string
+	if a.Command != b.Command {
+		out = append(out, "command")
+	}
+	if !slices.Equal(a.Args, b.Args) {
+		out = append(out, "args")
+	}
+	if len(a.Env) != len(b.Env) || !maps.Equal(a.Env, b.Env) {
+		out = append(out, "env")
+	}
+	if a.Cwd != b.Cwd {
+		out = append(out, "cwd")
+	}
+	return out
+}
+
+// describe says what an imported server runs without showing argument
+// or environment values, which may be secrets.
+func describe(s config.Server) string {
+	d := filepath.Base(strings.ReplaceAll(s.Command, `\`, "/"))
+	switch len(s.Args) {
+	case 0:
+	case 1:
+		d += ", 1 arg"
+	default:
+		d += fmt.Sprintf(", %d args", len(s.Args))
+	}
+	if len(s.Env) > 0 {
+		d += ", env " + strings.Join(slices.Sorted(maps.Keys(s.Env)), " ")
+	}
+	if s.Disabled {
+		d += ", disabled"
+	}
+	return d
+}
+
+// relativePaths says whether a project's entry names a file relative to
+// the project (node build/index.js, ./run.sh): the client starts it in the
+// project directory, so Switchboard must too. Package names
+// (@scope/pkg), flags and URLs are not paths.
+func relativePaths(ce clientEntry) bool {
+	for _, a := range append([]string{ce.Command}, ce.Args...) {
+		if a == "" || a[0] == '-' || a[0] == '@' || a[0] == '$' || strings.Contains(a, "://") || filepath.IsAbs(a) || strings.HasPrefix(a, "/") {
+			continue
+		}
+		if a == "." || a == ".." || strings.HasPrefix(a, "./") || strings.HasPrefix(a, "../") || strings.HasPrefix(a, `.\`) ||
+			strings.ContainsAny(a, `/\`) {
+			return true
+		}
+	}
+	return false
+}
+
+func isRemote(ce clientEntry) bool {
+	switch strings.ToLower(ce.Type) {
+	case "http", "sse", "streamable-http", "streamablehttp", "ws", "websocket":
+		return true
+	}
+	return ce.Command == "" && ce.URL != ""
+}
+
+// safeURL shows a URL without credentials or query (tokens often ride
+// there).
+func safeURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+var invalidNameChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func sanitize(name string) string {
+	s := strings.Trim(invalidNameChars.ReplaceAllString(name, "-"), "-")
+	if s == "" {
+		return "server"
+	}
+	return s
+}
+
+func pathKey(k string) string {
+	if config.ValidName(k) && !strings.Contains(k, ".") {
+		return "." + k
+	}
+	b, _ := json.Marshal(k)
+	return "[" + string(b) + "]"
+}
+
+func marshal(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func compact(raw []byte) []byte {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
+// resolver turns the clients' ${...} references into what Switchboard's
+// config understands, and collects the ones nobody can fill in here.
+type resolver struct {
+	env     Env
+	project string
+	inputs  map[string]vsInput
+	needs   []string
+}
+
+var (
+	anyRef = regexp.MustCompile(`\$\{([^}]*)\}`)
+	envRef = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)(:-.*)?$`)
+)
+
+func (r *resolver) resolve(field, s string) string {
+	return anyRef.ReplaceAllStringFunc(s, func(ref string) string {
+		inner := ref[2 : len(ref)-1]
+		need := func(why string) string {
+			r.needs = append(r.needs, field+": "+why)
+			return ref
+		}
+		switch {
+		case inner == "userHome":
+			return r.env.Home
+		case inner == "workspaceFolder":
+			if r.project == "" {
+				return need(ref + " has no project here")
+			}
+			return r.project
+		case inner == "workspaceFolderBasename":
+			if r.project == "" {
+				return need(ref + " has no project here")
+			}
+			return filepath.Base(r.project)
+		case inner == "pathSeparator" || inner == "/":
+			if r.env.GOOS == "windows" {
+				return `\`
+			}
+			return "/"
+		case strings.HasPrefix(inner, "input:"):
+			id := strings.TrimPrefix(inner, "input:")
+			why := fmt.Sprintf("needs a value for VS Code input %q", id)
+			if in, ok := r.inputs[id]; ok {
+				var about []string
+				if in.Description != "" {
+					about = append(about, in.Description)
+				}
+				if in.Password {
+					about = append(about, "secret")
+				}
+				if len(about) > 0 {
+					why += " (" + strings.Join(about, "; ") + ")"
+				}
+			}
+			return need(why)
+		case strings.HasPrefix(inner, "env:"):
+			name := strings.TrimPrefix(inner, "env:")
+			if _, ok := r.env.Lookup(name); !ok {
+				r.needs = append(r.needs, fmt.Sprintf("%s: environment variable %s is not set here; set it where Switchboard runs", field, name))
+			}
+			return "${" + name + "}"
+		}
+		if m := envRef.FindStringSubmatch(inner); m != nil {
+			if _, ok := r.env.Lookup(m[1]); !ok && m[2] == "" {
+				r.needs = append(r.needs, fmt.Sprintf("%s: environment variable %s is not set here; set it where Switchboard runs", field, m[1]))
+			}
+			return ref
+		}
+		return need(ref + " is not something Switchboard can fill in")
+	})
+}
+
+// rewrite points the client's entries at Switchboard, after writing a
+// backup of the file next to it.
+func (im *importer) rewrite(cf *clientFile) (*Rewrite, error) {
+	var edits []jsonedit.Edit
+	var names []string
+	for _, p := range cf.plans {
+		if !p.connect {
+			continue
+		}
+		value := im.connectEntry(cf, p)
+		e, err := jsonedit.Replace(cf.std, p.member.Value, value)
+		if err != nil {
+			return nil, err
+		}
+		edits = append(edits, e)
+		names = append(names, p.entry.Where)
+		p.entry.Rewritten = true
+	}
+	if len(edits) == 0 {
+		return nil, nil
+	}
+	out, err := jsonedit.Apply(cf.doc, edits...)
+	if err != nil {
+		return nil, err
+	}
+	rw := &Rewrite{File: cf.loc.Path, Servers: names, Backup: backupName(cf.loc.Path, im.opts.Now())}
+	if im.opts.DryRun {
+		return rw, nil
+	}
+	if rw.Backup, err = writeBackup(cf.loc.Path, cf.doc, im.opts.Now()); err != nil {
+		return nil, err
+	}
+	if err := config.WriteFile(cf.loc.Path, out, 0o600); err != nil {
+		return nil, err
+	}
+	return rw, nil
+}
+
+// connectEntry is the client entry that runs the server through
+// Switchboard: command and args replaced, env, cwd and envFile dropped
+// (Switchboard starts the server with them now), every other field kept.
+func (im *importer) connectEntry(cf *clientFile, p *plan) []byte {
+	launch := []jsonedit.KV{
+		{Key: "command", Value: marshal(im.opts.Connect)},
+		{Key: "args", Value: marshal([]string{"connect", p.entry.As})},
+	}
+	// The shim must find the same pool the import wrote to.
+	if home, ok := im.opts.Env.Lookup("SWITCHBOARD_HOME"); ok && home != "" {
+		launch = append(launch, jsonedit.KV{Key: "env", Value: jsonedit.ObjectOf(jsonedit.KV{Key: "SWITCHBOARD_HOME", Value: marshal(home)})})
+	}
+	var kv []jsonedit.KV
+	placed := false
+	for _, m := range p.member.Value.Members {
+		switch m.Key {
+		case "command":
+			if !placed {
+				kv, placed = append(kv, launch...), true
+			}
+		case "args", "env", "cwd", "envFile":
+		default:
+			kv = append(kv, jsonedit.KV{Key: m.Key, Value: compact(m.Value.Raw(cf.std))})
+		}
+	}
+	if !placed {
+		kv = append(launch, kv...)
+	}
+	return jsonedit.ObjectOf(kv...)
+}
+
+func backupName(path string, now time.Time) string {
+	return path + ".switchboard-" + now.Format("20060102-150405") + ".bak"
+}
+
+// writeBackup copies the client file's bytes next to it, never over an
+// earlier backup, with the file's mode.
+func writeBackup(path string, doc []byte, now time.Time) (string, error) {
+	mode := fs.FileMode(0o600)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	name := backupName(path, now)
+	for i := 1; ; i++ {
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if errors.Is(err, fs.ErrExist) && i < 100 {
+			name = strings.TrimSuffix(backupName(path, now), ".bak") + fmt.Sprintf("-%d.bak", i)
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("back up %s: %w", path, err)
+		}
+		_, werr := f.Write(doc)
+		serr := f.Sync()
+		cerr := f.Close()
+		if err := errors.Join(werr, serr, cerr); err != nil {
+			os.Remove(name)
+			return "", fmt.Errorf("back up %s: %w", path, err)
+		}
+		return name, nil
+	}
+}

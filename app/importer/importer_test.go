@@ -1,0 +1,452 @@
+package importer
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/config/jsonedit"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+var stamp = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
+
+// importCase places fixtures where the client keeps its files, under a
+// made-up home and project directory.
+type importCase struct {
+	client Client
+	files  map[string]string // fixture name -> path under the work dir
+}
+
+var importCases = []importCase{
+	{ClaudeDesktop, map[string]string{"claude_desktop_config.json": "home/.config/Claude/claude_desktop_config.json"}},
+	{ClaudeCode, map[string]string{"claude.json": "home/.claude.json", "mcp.json": "proj/.mcp.json"}},
+	{Cursor, map[string]string{"mcp.json": "home/.cursor/mcp.json", "project-mcp.json": "proj/.cursor/mcp.json"}},
+	{VSCode, map[string]string{"user-mcp.json": "home/.config/Code/User/mcp.json", "mcp.json": "proj/.vscode/mcp.json"}},
+}
+
+func setup(t *testing.T, tc importCase) (work string, opts Options) {
+	t.Helper()
+	work = t.TempDir()
+	put := func(src, dst string) {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst = filepath.Join(work, dst)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for src, dst := range tc.files {
+		put(filepath.Join("testdata", string(tc.client), src), dst)
+	}
+	put("testdata/switchboard.json", "sb/config.json")
+	vars := map[string]string{"HOME": filepath.Join(work, "home"), "BROWSER_TOKEN": "t"}
+	return work, Options{
+		Client: tc.client,
+		Config: filepath.Join(work, "sb", "config.json"),
+		Env: Env{Home: filepath.Join(work, "home"), Cwd: filepath.Join(work, "proj"), GOOS: "linux",
+			Lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }},
+		RewriteClient: true,
+		Now:           func() time.Time { return stamp },
+	}
+}
+
+// snapshot reads every file under dir.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(path)
+			out[strings.TrimPrefix(path, dir)] = string(b)
+		}
+		return nil
+	})
+	return out
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", path, diff)
+	}
+}
+
+func TestImport(t *testing.T) {
+	for _, tc := range importCases {
+		t.Run(string(tc.client), func(t *testing.T) {
+			work, opts := setup(t, tc)
+			clean := func(s string) string { return strings.ReplaceAll(s, work, "$WORK") }
+			dir := filepath.Join("testdata", string(tc.client))
+			before := snapshot(t, work)
+
+			// A dry run reports the same plan and touches nothing.
+			dry := opts
+			dry.DryRun = true
+			res, err := Import(dry)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var report bytes.Buffer
+			res.WriteText(&report)
+			golden(t, filepath.Join(dir, "report-dry-run.golden"), clean(report.String()))
+			if diff := cmp.Diff(before, snapshot(t, work)); diff != "" {
+				t.Fatalf("a dry run changed files:\n%s", diff)
+			}
+
+			res, err = Import(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			report.Reset()
+			res.WriteText(&report)
+			golden(t, filepath.Join(dir, "report.golden"), clean(report.String()))
+			after := snapshot(t, work)
+			golden(t, filepath.Join(dir, "config.golden"), clean(after["/sb/config.json"]))
+
+			// The merged config is valid and kept everything it had.
+			if f, err := config.Decode([]byte(after["/sb/config.json"])); err != nil {
+				t.Errorf("merged config: %v", err)
+			} else if err := f.Validate(opts.Env.Lookup); err != nil {
+				t.Errorf("merged config: %v", err)
+			}
+			keptAll(t, "Switchboard's config", before["/sb/config.json"], after["/sb/config.json"], nil)
+
+			// Each rewritten client file: backed up byte for byte first,
+			// rewritten keeping every field but the launch fields of the
+			// entries that now run through Switchboard.
+			rewritten := map[string][]string{}
+			for _, rw := range res.Rewrites {
+				rel := strings.TrimPrefix(rw.File, work)
+				if want := rw.File + ".switchboard-20260314-150926.bak"; rw.Backup != want {
+					t.Errorf("backup = %s, want %s", rw.Backup, want)
+				}
+				if got := after[strings.TrimPrefix(rw.Backup, work)]; got != before[rel] {
+					t.Errorf("backup of %s differs from the original", rel)
+				}
+			}
+			for _, e := range res.Entries {
+				if e.Rewritten {
+					rel := strings.TrimPrefix(e.File, work)
+					rewritten[rel] = append(rewritten[rel], e.Name)
+				}
+			}
+			for src, dst := range tc.files {
+				rel := "/" + dst
+				golden(t, filepath.Join(dir, src+".golden"), clean(after[rel]))
+				keptAll(t, rel, before[rel], after[rel], rewritten[rel])
+				if _, ok := rewritten[rel]; !ok && after[rel] != before[rel] {
+					t.Errorf("%s changed but was not reported as rewritten", rel)
+				}
+			}
+
+			// Importing again finds everything in place and writes nothing.
+			again := snapshot(t, work)
+			res, err = Import(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Added) > 0 || len(res.Rewrites) > 0 {
+				t.Errorf("second import added %v and rewrote %v", res.Added, res.Rewrites)
+			}
+			for _, e := range res.Entries {
+				if e.Outcome == Imported {
+					t.Errorf("second import imported %s again", e.Where)
+				}
+			}
+			if diff := cmp.Diff(again, snapshot(t, work)); diff != "" {
+				t.Errorf("second import changed files:\n%s", diff)
+			}
+		})
+	}
+}
+
+// keptAll checks that every value in before is in after unchanged, except
+// the launch fields of the named entries, which now run through
+// Switchboard.
+func keptAll(t *testing.T, what, before, after string, rewrittenNames []string) {
+	t.Helper()
+	b, a := flatten(t, before), flatten(t, after)
+	launch := []string{"command", "args", "env", "cwd", "envFile"}
+	for path, v := range b {
+		if a[path] == v {
+			continue
+		}
+		seg := strings.Split(path, "\x00")
+		allowed := false
+		for i := 2; i < len(seg); i++ {
+			if slices.Contains(launch, seg[i]) && slices.Contains(rewrittenNames, seg[i-1]) && (seg[i-2] == "mcpServers" || seg[i-2] == "servers") {
+				allowed = true
+			}
+		}
+		if !allowed {
+			t.Errorf("%s: %s was %s, now %q", what, strings.ReplaceAll(path, "\x00", "."), v, a[path])
+		}
+	}
+}
+
+// flatten maps every leaf of a JSON(C) document to its JSON text.
+func flatten(t *testing.T, doc string) map[string]string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(jsonedit.Standardize([]byte(doc)), &v); err != nil {
+		t.Fatalf("flatten: %v\n%s", err, doc)
+	}
+	out := map[string]string{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if m, ok := v.(map[string]any); ok && len(m) > 0 {
+			for k, x := range m {
+				p := k
+				if prefix != "" {
+					p = prefix + "\x00" + k
+				}
+				walk(p, x)
+			}
+			return
+		}
+		b, _ := json.Marshal(v)
+		out[prefix] = string(b)
+	}
+	walk("", v)
+	return out
+}
+
+func TestImportCreatesConfig(t *testing.T) {
+	work, opts := setup(t, importCases[0])
+	opts.Config = filepath.Join(work, "new", "dir", "config.json")
+	opts.RewriteClient = false
+	res, err := Import(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := config.Load(opts.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for n := range f.Servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if want := []string{"My-Notes", "fetch", "filesystem", "git", "github", "linear", "memory"}; !cmp.Equal(names, want) {
+		t.Errorf("servers = %v, want %v", names, want)
+	}
+	if !cmp.Equal(res.Added, names) && len(res.Added) != len(names) {
+		t.Errorf("Added = %v", res.Added)
+	}
+	if fi, err := os.Stat(opts.Config); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("new config mode: %v %v", fi.Mode(), err)
+	}
+	if got := snapshot(t, filepath.Join(work, "home")); len(got) != 1 {
+		t.Errorf("the client's dir changed without --rewrite-client: %v", got)
+	}
+}
+
+func TestImportErrors(t *testing.T) {
+	work, opts := setup(t, importCases[0])
+	for _, tt := range []struct {
+		name   string
+		mutate func(*Options)
+		want   string
+	}{
+		{"no client file", func(o *Options) { o.Client = Cursor }, "no cursor config found (looked in $WORK/home/.cursor/mcp.json, $WORK/proj/.cursor/mcp.json); name one with --file"},
+		{"broken client file", func(o *Options) {
+			o.File = filepath.Join(work, "broken.json")
+			os.WriteFile(o.File, []byte(`{"mcpServers": {"a": }`), 0o600)
+		}, "$WORK/broken.json: line 1, column 22: unexpected '}'"},
+		{"not a client file", func(o *Options) {
+			o.File = filepath.Join(work, "other.json")
+			os.WriteFile(o.File, []byte(`{"servers": {}}`), 0o600)
+		}, `$WORK/other.json: no "mcpServers" object: is this a claude-desktop config?`},
+		{"broken switchboard config", func(o *Options) {
+			o.Config = filepath.Join(work, "sb-broken.json")
+			os.WriteFile(o.Config, []byte(`{"mcpServers": [}`), 0o600)
+		}, "cannot read Switchboard's config $WORK/sb-broken.json (fix it first): line 1, column 17: unexpected '}'"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := opts
+			tt.mutate(&o)
+			_, err := Import(o)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if got := strings.ReplaceAll(err.Error(), work, "$WORK"); got != tt.want {
+				t.Errorf("error:\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestImportFileFlag reads a file given by path and infers its project
+// from where it lies.
+func TestImportFileFlag(t *testing.T) {
+	work, opts := setup(t, importCases[3])
+	opts.File = filepath.Join(work, "proj", ".vscode", "mcp.json")
+	opts.RewriteClient = false
+	res, err := Import(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(res.Read, []string{opts.File}) {
+		t.Errorf("Read = %v", res.Read)
+	}
+	f, err := config.Load(opts.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Servers["local"].Cwd; got != filepath.Join(work, "proj") {
+		t.Errorf("local cwd = %q", got)
+	}
+	if got := f.Servers["playwright"].Args; !cmp.Equal(got, []string{"@playwright/mcp@latest", "--output-dir", filepath.Join(work, "proj") + "/out"}) {
+		t.Errorf("playwright args = %q", got)
+	}
+	if s := f.Servers["perplexity"]; !s.Disabled || s.Env["PERPLEXITY_API_KEY"] != "${input:perplexity-key}" {
+		t.Errorf("perplexity = %+v", s)
+	}
+}
+
+func TestLocations(t *testing.T) {
+	env := func(goos, home string, vars map[string]string) Env {
+		return Env{Home: home, Cwd: "/work/p", GOOS: goos, Lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }}
+	}
+	linux := env("linux", "/home/u", nil)
+	xdg := env("linux", "/home/u", map[string]string{"XDG_CONFIG_HOME": "/cfg", "CLAUDE_CONFIG_DIR": "/cc"})
+	mac := env("darwin", "/Users/u", nil)
+	win := env("windows", `C:\Users\u`, map[string]string{"APPDATA": `C:\Users\u\AppData\Roaming`})
+	if filepath.Separator == '\\' {
+		t.Skip("paths below are written for a Unix test host")
+	}
+	for _, tt := range []struct {
+		c    Client
+		env  Env
+		want []string
+	}{
+		{ClaudeDesktop, linux, []string{"/home/u/.config/Claude/claude_desktop_config.json"}},
+		{ClaudeDesktop, xdg, []string{"/cfg/Claude/claude_desktop_config.json"}},
+		{ClaudeDesktop, mac, []string{"/Users/u/Library/Application Support/Claude/claude_desktop_config.json"}},
+		{ClaudeDesktop, win, []string{`C:\Users\u\AppData\Roaming\Claude\claude_desktop_config.json`}},
+		{ClaudeCode, linux, []string{"/home/u/.claude.json", "/work/p/.mcp.json (project /work/p)"}},
+		{ClaudeCode, xdg, []string{"/cc/.claude.json", "/home/u/.claude.json", "/work/p/.mcp.json (project /work/p)"}},
+		{ClaudeCode, win, []string{`C:\Users\u\.claude.json`, `/work/p\.mcp.json (project /work/p)`}},
+		{Cursor, mac, []string{"/Users/u/.cursor/mcp.json", "/work/p/.cursor/mcp.json (project /work/p)"}},
+		{VSCode, linux, []string{"/home/u/.config/Code/User/mcp.json", "/home/u/.config/Code/User/settings.json", "/work/p/.vscode/mcp.json (project /work/p)"}},
+		{VSCode, mac, []string{"/Users/u/Library/Application Support/Code/User/mcp.json", "/Users/u/Library/Application Support/Code/User/settings.json", "/work/p/.vscode/mcp.json (project /work/p)"}},
+		{VSCode, win, []string{`C:\Users\u\AppData\Roaming\Code\User\mcp.json`, `C:\Users\u\AppData\Roaming\Code\User\settings.json`, `/work/p\.vscode\mcp.json (project /work/p)`}},
+	} {
+		var got []string
+		for _, l := range Locations(tt.c, tt.env) {
+			s := l.Path
+			if l.Project != "" {
+				s += fmt.Sprintf(" (project %s)", l.Project)
+			}
+			got = append(got, s)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s on %s (-want +got):\n%s", tt.c, tt.env.GOOS, diff)
+		}
+	}
+	if _, err := ParseClient("zed"); err == nil || !strings.Contains(err.Error(), "claude-desktop, claude-code, cursor, vscode") {
+		t.Errorf("ParseClient(zed) = %v", err)
+	}
+}
+
+// TestVSCodeSettings reads servers from the "mcp" key of VS Code's
+// settings.json, comments and all, and rewrites them in place.
+func TestVSCodeSettings(t *testing.T) {
+	work, opts := setup(t, importCase{VSCode, map[string]string{}})
+	settings := filepath.Join(work, "home", ".config", "Code", "User", "settings.json")
+	os.MkdirAll(filepath.Dir(settings), 0o755)
+	in := "{\n  // editor\n  \"editor.fontSize\": 14,\n  \"mcp\": {\n    \"servers\": {\n      \"everything\": {\"command\": \"npx\", \"args\": [\"-y\", \"@modelcontextprotocol/server-everything\"]}\n    }\n  },\n}\n"
+	os.WriteFile(settings, []byte(in), 0o644)
+	res, err := Import(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(res.Added, []string{"everything"}) {
+		t.Errorf("Added = %v", res.Added)
+	}
+	got, _ := os.ReadFile(settings)
+	want := "{\n  // editor\n  \"editor.fontSize\": 14,\n  \"mcp\": {\n    \"servers\": {\n      \"everything\": {\n        \"command\": \"switchboard\",\n        \"args\": [\n          \"connect\",\n          \"everything\"\n        ]\n      }\n    }\n  },\n}\n"
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("settings.json (-want +got):\n%s", diff)
+	}
+}
+
+// TestRewriteKeepsSwitchboardHome: a client that runs the shim must reach
+// the same pool the import wrote to.
+func TestRewriteKeepsSwitchboardHome(t *testing.T) {
+	work, opts := setup(t, importCases[0])
+	home := filepath.Join(work, "sbhome")
+	lookup := opts.Env.Lookup
+	opts.Env.Lookup = func(k string) (string, bool) {
+		if k == "SWITCHBOARD_HOME" {
+			return home, true
+		}
+		return lookup(k)
+	}
+	opts.Connect = "/opt/switchboard/bin/switchboard"
+	if _, err := Import(opts); err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := os.ReadFile(filepath.Join(work, "home/.config/Claude/claude_desktop_config.json"))
+	var f struct {
+		MCPServers map[string]struct {
+			Command string
+			Args    []string
+			Env     map[string]string
+		}
+	}
+	if err := json.Unmarshal(doc, &f); err != nil {
+		t.Fatal(err)
+	}
+	fs := f.MCPServers["filesystem"]
+	if fs.Command != opts.Connect || !cmp.Equal(fs.Args, []string{"connect", "filesystem"}) || fs.Env["SWITCHBOARD_HOME"] != home {
+		t.Errorf("filesystem entry = %+v", fs)
+	}
+}
+
+// TestRelativePathsWithoutProject: a file given by path outside any
+// project cannot tell where its relative paths start; the report says so.
+func TestRelativePathsWithoutProject(t *testing.T) {
+	work, opts := setup(t, importCases[3])
+	opts.File = filepath.Join(work, "loose.json")
+	opts.RewriteClient = false
+	os.WriteFile(opts.File, []byte(`{"servers": {"local": {"command": "node", "args": ["build/index.js"]}, "pkg": {"command": "npx", "args": ["-y", "@scope/pkg"]}}}`), 0o600)
+	res, err := Import(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"it names relative paths: set cwd to the directory the client started it in"}, nil}
+	for i, e := range res.Entries {
+		if !cmp.Equal(e.Notes, want[i]) {
+			t.Errorf("%s notes = %q, want %q", e.Name, e.Notes, want[i])
+		}
+	}
+}

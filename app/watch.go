@@ -1,0 +1,226 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// DefaultDebounce is how long the config must stay quiet before a reload:
+// editors write a file in several steps (truncate, write, chmod, rename),
+// and a reload in the middle would see half a file.
+const DefaultDebounce = 100 * time.Millisecond
+
+// WatchConfig watches the config file at path and, each time a burst of
+// changes to it has been quiet for debounce (<= 0 means DefaultDebounce),
+// reads and parses it and calls onChange with the new file, or with the
+// error that kept it from loading (then the caller keeps its last good
+// config). A change that leaves the file as it was last reported (an
+// editor saving without edits) is not reported again; the baseline is the
+// content when WatchConfig was called.
+//
+// It watches the file's directory, not the file, because editors and
+// atomic writers replace the file by renaming another one over it, which
+// ends a watch on the file itself; a symlinked config also watches its
+// target's directory. Setup happens before WatchConfig returns, so no
+// write after it is missed. One goroutine reads the events and calls
+// onChange, serially; it exits when ctx ends, and done closes then.
+func WatchConfig(ctx context.Context, path string, debounce time.Duration, onChange func(*config.File, error)) (done <-chan struct{}, err error) {
+	if debounce <= 0 {
+		debounce = DefaultDebounce
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("watch config: %w", err)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("watch config: %w", err)
+	}
+	cw := &configWatch{path: abs, w: w, onChange: onChange, watched: map[string]bool{}}
+	if err := cw.watchTargets(); err != nil {
+		w.Close()
+		return nil, err
+	}
+	cw.last, _ = os.ReadFile(abs)
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		defer w.Close()
+		cw.loop(ctx, debounce)
+	}()
+	return ch, nil
+}
+
+// configWatch is the state of WatchConfig's goroutine, which alone owns
+// it.
+type configWatch struct {
+	path     string
+	w        *fsnotify.Watcher
+	onChange func(*config.File, error)
+	watched  map[string]bool // directories added to w
+	names    []string        // the config's path and its symlink target's
+	last     []byte          // content of the last good report (or the start)
+	lastErr  string          // the last error reported, "" after a good file
+}
+
+// watchTargets watches the directories of the config path and, if it is
+// a symlink, of the file it points to now.
+func (cw *configWatch) watchTargets() error {
+	names := []string{cw.path}
+	if real, err := filepath.EvalSymlinks(cw.path); err == nil && real != cw.path {
+		names = append(names, real)
+	}
+	cw.names = names
+	for _, n := range names {
+		dir := filepath.Dir(n)
+		if cw.watched[dir] {
+			continue
+		}
+		if err := cw.w.Add(dir); err != nil {
+			return fmt.Errorf("watch config dir %s: %w", dir, err)
+		}
+		cw.watched[dir] = true
+	}
+	return nil
+}
+
+func (cw *configWatch) loop(ctx context.Context, debounce time.Duration) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-cw.w.Events:
+			if !ok {
+				return
+			}
+			if ev.Op == fsnotify.Chmod || !slices.Contains(cw.names, filepath.Clean(ev.Name)) {
+				continue
+			}
+			timer.Reset(debounce)
+		case err, ok := <-cw.w.Errors:
+			if !ok {
+				return
+			}
+			// Usually an event queue overflow: events were lost, so read
+			// the file again rather than trust what was seen.
+			_ = err
+			timer.Reset(debounce)
+		case <-timer.C:
+			if ctx.Err() != nil {
+				return
+			}
+			cw.reload()
+		}
+	}
+}
+
+// reload reads the file and reports it, unless nothing changed since the
+// last report.
+func (cw *configWatch) reload() {
+	// The symlink may point elsewhere now; a failure to watch the new
+	// target's directory is reported like a broken file.
+	if err := cw.watchTargets(); err != nil {
+		cw.report(nil, nil, err)
+		return
+	}
+	data, err := os.ReadFile(cw.path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("%s: the config file is gone (keeping the last good config until it is back)", cw.path)
+		}
+		cw.report(nil, nil, err)
+		return
+	}
+	if cw.lastErr == "" && bytes.Equal(data, cw.last) {
+		return
+	}
+	f, err := config.Parse(data)
+	if err != nil {
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			ce.File = cw.path
+		}
+	}
+	cw.report(data, f, err)
+}
+
+func (cw *configWatch) report(data []byte, f *config.File, err error) {
+	if err != nil {
+		if err.Error() == cw.lastErr {
+			return
+		}
+		cw.lastErr = err.Error()
+		cw.onChange(nil, err)
+		return
+	}
+	cw.last, cw.lastErr = data, ""
+	cw.onChange(f, nil)
+}
+
+// applyConfig makes the pool run f, which follows old (nil at start), and
+// says what changed. Servers whose entry did not change are not touched;
+// changed ones get a new child while the old one drains; removed ones
+// finish what they have in flight and stop (pool.Apply). On error the
+// pool is unchanged.
+func applyConfig(p *pool.Pool, old, f *config.File) (config.DiffResult, error) {
+	servers, err := f.PoolServers(os.LookupEnv)
+	if err != nil {
+		return config.DiffResult{}, err
+	}
+	if err := p.Apply(servers); err != nil {
+		return config.DiffResult{}, fmt.Errorf("apply config: %w", err)
+	}
+	return config.Diff(old, f), nil
+}
+
+// reloadConfig is the WatchConfig callback of a running instance: a good
+// file is applied and becomes the running config; a broken one leaves the
+// last good config running and shows its error in status (configError)
+// and the log until a good file arrives.
+func (inst *Instance) reloadConfig(f *config.File, err error) {
+	inst.mu.Lock()
+	old := inst.cfg
+	inst.mu.Unlock()
+	var d config.DiffResult
+	if err == nil {
+		d, err = applyConfig(inst.Pool, old, f)
+	}
+	if err != nil {
+		inst.mu.Lock()
+		inst.configErr = err
+		inst.mu.Unlock()
+		inst.log.Error("config not applied; the last good config keeps running", "config", inst.configPath, "err", err)
+		return
+	}
+	// The front door keeps the address it was started with (and any
+	// --http override) until restart.
+	running := *f
+	if old != nil {
+		running.HTTP = old.HTTP
+	}
+	inst.mu.Lock()
+	inst.cfg = &running
+	inst.configErr = nil
+	inst.mu.Unlock()
+	inst.log.Info("config reloaded", "config", inst.configPath, "changes", d.String())
+	if old != nil && f.HTTP.Listen != old.HTTP.Listen {
+		inst.log.Warn("http.listen changed; it takes effect when Switchboard restarts", "listen", f.HTTP.Listen)
+	}
+	if remote := f.Remote(); len(remote) > 0 {
+		inst.log.Warn("remote (URL) servers are not pooled; connect to them directly", "servers", remote)
+	}
+}

@@ -1,0 +1,630 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/pool/mcptest"
+)
+
+// testDir holds what the package's tests build once (the fake server).
+var testDir string
+
+// fakeBin builds the fake MCP server the first time a test needs it.
+var fakeBin = sync.OnceValues(func() (string, error) { return mcptest.Build(testDir) })
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sbapp")
+	if err != nil {
+		panic(err)
+	}
+	testDir = dir
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { os.RemoveAll(dir) }))
+}
+
+// --- the watcher alone ---
+
+type report struct {
+	f   *config.File
+	err error
+	at  time.Time
+}
+
+// watch starts WatchConfig on path and stops it when the test ends.
+func watch(t *testing.T, path string, debounce time.Duration, also func(*config.File, error)) <-chan report {
+	t.Helper()
+	ch := make(chan report, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	done, err := WatchConfig(ctx, path, debounce, func(f *config.File, err error) {
+		if also != nil {
+			also(f, err)
+		}
+		ch <- report{f, err, time.Now()}
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("the watcher goroutine did not exit")
+		}
+	})
+	return ch
+}
+
+// next waits for the next report, failing the test after within.
+func next(t *testing.T, ch <-chan report, within time.Duration) report {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(within):
+		t.Fatalf("no config report within %v", within)
+		return report{}
+	}
+}
+
+// quiet checks that no report arrives for d.
+func quiet(t *testing.T, ch <-chan report, d time.Duration) {
+	t.Helper()
+	select {
+	case r := <-ch:
+		t.Fatalf("unexpected report: %+v", r)
+	case <-time.After(d):
+	}
+}
+
+func serversConfig(names ...string) []byte {
+	var b strings.Builder
+	b.WriteString(`{"mcpServers": {`)
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q: {\"command\": \"x\"}", n)
+	}
+	b.WriteString("}}\n")
+	return []byte(b.String())
+}
+
+func names(f *config.File) []string {
+	var out []string
+	for n := range f.Servers {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// edits are the ways editors and tools change a file.
+var edits = []struct {
+	name  string
+	write func(path string, data []byte) error
+}{
+	{"write in place", func(path string, data []byte) error {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}},
+	{"atomic rename", func(path string, data []byte) error {
+		tmp := path + ".tmp~"
+		if err := os.WriteFile(tmp, data, 0o600); err != nil {
+			return err
+		}
+		return os.Rename(tmp, path)
+	}},
+	{"delete then create", func(path string, data []byte) error {
+		if err := os.Remove(path); err != nil {
+			return err
+		}
+		return os.WriteFile(path, data, 0o600)
+	}},
+}
+
+func TestWatchConfigEdits(t *testing.T) {
+	for _, e := range edits {
+		t.Run(e.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.json")
+			if err := os.WriteFile(path, serversConfig("a"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ch := watch(t, path, 100*time.Millisecond, nil)
+			for i, want := range [][]string{{"a", "b"}, {"b"}, {"b", "c"}} {
+				start := time.Now()
+				if err := e.write(path, serversConfig(want...)); err != nil {
+					t.Fatal(err)
+				}
+				r := next(t, ch, time.Second)
+				if r.err != nil {
+					t.Fatalf("edit %d: %v", i, r.err)
+				}
+				if got := names(r.f); !slices.Equal(got, want) {
+					t.Fatalf("edit %d: servers %v, want %v", i, got, want)
+				}
+				t.Logf("edit %d reported after %v", i, r.at.Sub(start).Round(time.Millisecond))
+			}
+			quiet(t, ch, 300*time.Millisecond)
+		})
+	}
+}
+
+// TestWatchConfigBurst: many writes in a row give one report, of the
+// last content, once the burst has been quiet for the debounce.
+func TestWatchConfigBurst(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	os.WriteFile(path, serversConfig("a"), 0o600)
+	const debounce = 100 * time.Millisecond
+	ch := watch(t, path, debounce, nil)
+	start := time.Now()
+	var last time.Time
+	for i := range 20 {
+		if err := os.WriteFile(path, serversConfig(fmt.Sprintf("s%02d", i)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		last = time.Now()
+	}
+	r := next(t, ch, time.Second)
+	if r.err != nil || !slices.Equal(names(r.f), []string{"s19"}) {
+		t.Fatalf("report: %v %v", r.err, r.f)
+	}
+	if r.at.Sub(last) < debounce {
+		t.Errorf("reported %v after the last write, before the %v debounce", r.at.Sub(last), debounce)
+	}
+	t.Logf("20 writes in %v, one report %v after the last", last.Sub(start).Round(time.Microsecond), r.at.Sub(last).Round(time.Millisecond))
+	quiet(t, ch, 3*debounce)
+}
+
+// TestWatchConfigBroken: a broken file, an invalid file and a missing
+// file are reported as errors; fixing the file reports it good again.
+func TestWatchConfigBroken(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	os.WriteFile(path, serversConfig("a"), 0o600)
+	ch := watch(t, path, 50*time.Millisecond, nil)
+	steps := []struct {
+		name    string
+		do      func() error
+		wantErr string
+		want    []string
+	}{
+		{"half-written", func() error { return os.WriteFile(path, []byte(`{"mcpServers": {"a": {"comm`), 0o600) },
+			path + `: line 1, column 23: string never closes`, nil},
+		{"semantically invalid", func() error {
+			return os.WriteFile(path, []byte(`{"mcpServers": {"a": {"command": "x", "idleTimeout": "10 minutes"}}}`), 0o600)
+		}, path + `: mcpServers.a.idleTimeout: "10 minutes" is not a duration (try "10m")`, nil},
+		{"fixed", func() error { return os.WriteFile(path, serversConfig("a", "b"), 0o600) }, "", []string{"a", "b"}},
+		{"deleted", func() error { return os.Remove(path) }, path + ": the config file is gone (keeping the last good config until it is back)", nil},
+		{"back as before", func() error { return os.WriteFile(path, serversConfig("a", "b"), 0o600) }, "", []string{"a", "b"}},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatal(err)
+		}
+		r := next(t, ch, time.Second)
+		switch {
+		case s.wantErr != "" && (r.err == nil || r.err.Error() != s.wantErr):
+			t.Fatalf("%s: error %v, want %s", s.name, r.err, s.wantErr)
+		case s.wantErr == "" && r.err != nil:
+			t.Fatalf("%s: %v", s.name, r.err)
+		case s.wantErr == "" && !slices.Equal(names(r.f), s.want):
+			t.Fatalf("%s: servers %v, want %v", s.name, names(r.f), s.want)
+		}
+	}
+	// Saving without changes reports nothing.
+	os.WriteFile(path, serversConfig("a", "b"), 0o600)
+	quiet(t, ch, 200*time.Millisecond)
+}
+
+// TestWatchConfigFilters: other files in the directory are not the
+// config.
+func TestWatchConfigFilters(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.json")
+	os.WriteFile(path, serversConfig("a"), 0o600)
+	ch := watch(t, path, 50*time.Millisecond, nil)
+	os.WriteFile(filepath.Join(dir, "history.db"), []byte("x"), 0o600)
+	os.WriteFile(filepath.Join(dir, "config.json.bak"), []byte("x"), 0o600)
+	os.Chmod(path, 0o640)
+	quiet(t, ch, 250*time.Millisecond)
+	os.WriteFile(path, serversConfig("z"), 0o600)
+	if r := next(t, ch, time.Second); r.err != nil || !slices.Equal(names(r.f), []string{"z"}) {
+		t.Fatalf("report: %v %v", r.err, r.f)
+	}
+}
+
+// TestWatchConfigSymlink: a config that is a symlink into a dotfiles
+// directory reloads when the target is edited.
+func TestWatchConfigSymlink(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "dotfiles"), 0o700)
+	os.MkdirAll(filepath.Join(root, "sb"), 0o700)
+	target := filepath.Join(root, "dotfiles", "switchboard.json")
+	os.WriteFile(target, serversConfig("a"), 0o600)
+	path := filepath.Join(root, "sb", "config.json")
+	if err := os.Symlink(target, path); err != nil {
+		t.Skip("no symlinks:", err)
+	}
+	ch := watch(t, path, 50*time.Millisecond, nil)
+	os.WriteFile(target, serversConfig("b"), 0o600)
+	if r := next(t, ch, time.Second); r.err != nil || !slices.Equal(names(r.f), []string{"b"}) {
+		t.Fatalf("report: %v %v", r.err, r.f)
+	}
+	// Written through the link by config.WriteFile: the link stays.
+	if err := config.WriteFile(path, serversConfig("c"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := next(t, ch, time.Second); r.err != nil || !slices.Equal(names(r.f), []string{"c"}) {
+		t.Fatalf("report: %v %v", r.err, r.f)
+	}
+}
+
+func TestWatchConfigMissingDir(t *testing.T) {
+	_, err := WatchConfig(context.Background(), filepath.Join(t.TempDir(), "nope", "config.json"), 0, func(*config.File, error) {})
+	if err == nil {
+		t.Fatal("watching a config in a missing directory succeeded")
+	}
+}
+
+// --- the watcher driving a real pool ---
+
+// rpc is one client session through the pool's stdio front door on a
+// real Unix socket, speaking newline-delimited JSON-RPC.
+type rpc struct {
+	t      *testing.T
+	conn   net.Conn
+	in     chan map[string]json.RawMessage
+	stash  map[string]map[string]json.RawMessage
+	nextID int
+	done   chan struct{}
+}
+
+func dialSession(t *testing.T, sock, server string) *rpc {
+	t.Helper()
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "{\"server\":%q}\n", server)
+	br := bufio.NewReader(conn)
+	line, err := br.ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("hello %s: %v", server, err)
+	}
+	var w pool.Welcome
+	if err := json.Unmarshal(line, &w); err != nil || w.Error != "" || w.Session == "" {
+		t.Fatalf("hello %s: %s", server, line)
+	}
+	c := &rpc{t: t, conn: conn, in: make(chan map[string]json.RawMessage, 64), stash: map[string]map[string]json.RawMessage{}, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		defer close(c.in)
+		for {
+			line, err := br.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			var m map[string]json.RawMessage
+			if json.Unmarshal(line, &m) == nil {
+				c.in <- m
+			}
+		}
+	}()
+	t.Cleanup(c.close)
+	c.result(c.send("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"watch_test","version":"1"}}`), 10*time.Second)
+	fmt.Fprintln(conn, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return c
+}
+
+func (c *rpc) close() {
+	c.conn.Close()
+	for range c.in {
+	}
+	<-c.done
+}
+
+// send writes a request and returns its id.
+func (c *rpc) send(method, params string) string {
+	c.nextID++
+	id := fmt.Sprint(c.nextID)
+	if _, err := fmt.Fprintf(c.conn, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`+"\n", id, method, params); err != nil {
+		c.t.Fatal(err)
+	}
+	return id
+}
+
+// result waits for the response to id and returns its result, failing
+// on an error response.
+func (c *rpc) result(id string, within time.Duration) json.RawMessage {
+	c.t.Helper()
+	deadline := time.After(within)
+	for {
+		if m, ok := c.stash[id]; ok {
+			delete(c.stash, id)
+			if e, ok := m["error"]; ok {
+				c.t.Fatalf("request %s failed: %s", id, e)
+			}
+			return m["result"]
+		}
+		select {
+		case m, ok := <-c.in:
+			if !ok {
+				c.t.Fatalf("session closed while waiting for %s", id)
+			}
+			if rid, ok := m["id"]; ok && m["method"] == nil {
+				c.stash[string(rid)] = m
+			}
+		case <-deadline:
+			c.t.Fatalf("no response to %s within %v", id, within)
+		}
+	}
+}
+
+// pid asks the session's child for its process id.
+func (c *rpc) pid() string {
+	c.t.Helper()
+	var r struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err := json.Unmarshal(c.result(c.send("tools/call", `{"name":"pid","arguments":{}}`), 10*time.Second), &r); err != nil || len(r.Content) == 0 {
+		c.t.Fatalf("pid: %v", err)
+	}
+	return r.Content[0].Text
+}
+
+// syncBuffer collects the instance's log lines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// reloadRig is an Instance with a real pool serving a real socket,
+// reloading its config through WatchConfig.
+type reloadRig struct {
+	inst    *Instance
+	path    string
+	sock    string
+	reports <-chan report
+	log     *syncBuffer
+}
+
+func fakeConfig(t *testing.T, servers map[string][]string) []byte {
+	t.Helper()
+	bin, err := fakeBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]any{}
+	for name, args := range servers {
+		m[name] = map[string]any{"command": bin, "args": args}
+	}
+	b, _ := json.MarshalIndent(map[string]any{"mcpServers": m}, "", "  ")
+	return b
+}
+
+func newReloadRig(t *testing.T, initial []byte) *reloadRig {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(path, initial, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	p := pool.New(&pool.Options{Logger: log})
+	if _, err := applyConfig(p, nil, cfg); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "pool.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- p.ServeStdio(ln) }()
+	t.Cleanup(func() {
+		p.Close()
+		ln.Close()
+		if err := <-served; err != nil {
+			t.Errorf("ServeStdio: %v", err)
+		}
+	})
+	inst := &Instance{Pool: p, log: log, configPath: path, cfg: cfg}
+	rig := &reloadRig{inst: inst, path: path, sock: sock, log: logs}
+	rig.reports = watch(t, path, DefaultDebounce, inst.reloadConfig)
+	return rig
+}
+
+func backendPIDs(p *pool.Pool, server string) []int {
+	var out []int
+	for _, b := range p.Snapshot().Backends {
+		if b.Server == server && b.PID > 0 {
+			out = append(out, b.PID)
+		}
+	}
+	return out
+}
+
+// TestHotReloadPool changes one of two servers while a call is in
+// flight on it, by each of the ways editors write: the change applies
+// within a second, the unchanged server keeps its child, the changed one
+// gets a new child, and the call in flight on the old child still gets
+// its answer.
+func TestHotReloadPool(t *testing.T) {
+	for _, e := range edits {
+		t.Run(e.name, func(t *testing.T) {
+			rig := newReloadRig(t, fakeConfig(t, map[string][]string{"a": {"-stderr", "a"}, "b": {"-stderr", "b1"}}))
+			a, b := dialSession(t, rig.sock, "a"), dialSession(t, rig.sock, "b")
+			pidA, pidB := a.pid(), b.pid()
+
+			// A call in flight on b's child, written to it.
+			slow := b.send("tools/call", `{"name":"sleep","arguments":{"ms":500}}`)
+			eventually(t, 5*time.Second, "the sleep call reaches b's child", func() bool {
+				return slices.ContainsFunc(rig.inst.Pool.Snapshot().InFlight, func(r pool.RequestInfo) bool {
+					return r.Server == "b" && r.Method == "tools/call" && r.WrittenToChild
+				})
+			})
+
+			start := time.Now()
+			if err := e.write(rig.path, fakeConfig(t, map[string][]string{"a": {"-stderr", "a"}, "b": {"-stderr", "b2"}})); err != nil {
+				t.Fatal(err)
+			}
+			r := next(t, rig.reports, time.Second)
+			applied := time.Since(start)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			t.Logf("reload applied %v after the edit", applied.Round(time.Millisecond))
+			if err := rig.inst.ConfigError(); err != nil {
+				t.Fatalf("config error after a good reload: %v", err)
+			}
+			if !strings.Contains(rig.log.String(), "changes=\"changed: b (args; new child); unchanged: 1\"") {
+				t.Errorf("no reload log line:\n%s", rig.log.String())
+			}
+
+			// The call in flight on the old child is answered.
+			var res struct {
+				IsError bool `json:"isError"`
+			}
+			if err := json.Unmarshal(b.result(slow, 5*time.Second), &res); err != nil || res.IsError {
+				t.Fatalf("sleep on the old child: %v %+v", err, res)
+			}
+			// The unchanged server kept its child; the changed one has a
+			// new child for new requests, in the same session.
+			if got := a.pid(); got != pidA {
+				t.Errorf("a's child changed: %s -> %s", pidA, got)
+			}
+			newB := b.pid()
+			if newB == pidB {
+				t.Errorf("b still runs its old child %s", pidB)
+			}
+			if b2 := dialSession(t, rig.sock, "b"); b2.pid() != newB {
+				t.Errorf("a new session of b reached another child")
+			}
+			// The old child drains and stops.
+			eventually(t, 10*time.Second, "b's old child stops", func() bool {
+				return !slices.Contains(rig.inst.Pool.ChildPIDs(), atoi(pidB))
+			})
+			if got := backendPIDs(rig.inst.Pool, "a"); !slices.Equal(got, []int{atoi(pidA)}) {
+				t.Errorf("a's backends: %v", got)
+			}
+		})
+	}
+}
+
+// eventually polls cond until it holds, failing the test after within.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting until %s", within, what)
+		}
+		time.Sleep(5 * time.Millisecond) // poll interval, not synchronisation
+	}
+}
+
+func atoi(s string) int {
+	var n int
+	fmt.Sscan(s, &n)
+	return n
+}
+
+// TestHotReloadKeepsLastGood: a broken and an invalid file leave the
+// pool serving its last good config, with the error in status, until a
+// fixed file arrives.
+func TestHotReloadKeepsLastGood(t *testing.T) {
+	good := fakeConfig(t, map[string][]string{"a": {"-stderr", "a"}, "b": {"-stderr", "b"}})
+	rig := newReloadRig(t, good)
+	a := dialSession(t, rig.sock, "a")
+	pidA := a.pid()
+	for _, bad := range []struct {
+		name, content, want string
+	}{
+		{"syntax", `{"mcpServers": {"a": {"command": `, "line 1, column 34: unexpected end of the file"},
+		{"semantics", strings.Replace(string(good), `"args"`, `"idleTimeout": "10 minutes", "args"`, 1), `mcpServers.a.idleTimeout: "10 minutes" is not a duration (try "10m")`},
+	} {
+		if err := os.WriteFile(rig.path, []byte(bad.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := next(t, rig.reports, time.Second)
+		if r.err == nil || !strings.Contains(r.err.Error(), bad.want) {
+			t.Fatalf("%s: report error %v, want %q", bad.name, r.err, bad.want)
+		}
+		st := rig.inst.Status()
+		if st.ConfigError == nil || !strings.Contains(*st.ConfigError, bad.want) {
+			t.Fatalf("%s: status configError = %v", bad.name, st.ConfigError)
+		}
+		if got := rig.inst.Pool.Servers(); !slices.Equal(got, []string{"a", "b"}) {
+			t.Fatalf("%s: servers %v", bad.name, got)
+		}
+		if got := a.pid(); got != pidA {
+			t.Fatalf("%s: a's child changed: %s -> %s", bad.name, pidA, got)
+		}
+	}
+	// Fixed, with a new server: applied, error cleared, a untouched.
+	fixed := fakeConfig(t, map[string][]string{"a": {"-stderr", "a"}, "b": {"-stderr", "b"}, "c": nil})
+	if err := os.WriteFile(rig.path, fixed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := next(t, rig.reports, time.Second); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if st := rig.inst.Status(); st.ConfigError != nil {
+		t.Fatalf("configError after the fix: %s", *st.ConfigError)
+	}
+	if got := rig.inst.Pool.Servers(); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("servers after the fix: %v", got)
+	}
+	if got := a.pid(); got != pidA {
+		t.Fatalf("a's child changed: %s -> %s", pidA, got)
+	}
+	dialSession(t, rig.sock, "c").pid()
+	if !strings.Contains(rig.log.String(), `changes="added: c; unchanged: 2"`) {
+		t.Errorf("no reload log line:\n%s", rig.log.String())
+	}
+}
