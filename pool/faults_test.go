@@ -213,3 +213,15 @@ func TestHandshakeTimeout(t *testing.T) {
 		t.Fatalf("server: %+v", s)
 	}
 }
+
+// A server's own restart policy overrides the pool's.
+func TestPerServerRestartPolicy(t *testing.T) {
+	cfg := fake("bad", "-exit-at-start", "1")
+	cfg.Restart = pool.RestartPolicy{MaxRestarts: 2, Window: time.Minute, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
+	tp := newTestPool(t, nil, cfg)
+	c := tp.dial(t, "bad")
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	if m := c.recv(); m.Error == nil || !strings.Contains(m.Error.Message, "exited 2 times") {
+		t.Fatalf("want the failure after 2 exits, got %s", m.raw)
+	}
+}

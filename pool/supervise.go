@@ -16,11 +16,12 @@ import (
 func (b *backend) supervise() {
 	defer close(b.done)
 	defer b.srv.backendDone(b)
-	backoff := b.p.opts.Restart.MinBackoff
+	pol := b.restartPolicy()
+	backoff := pol.MinBackoff
 	for {
 		c, err := b.startAndHandshake()
 		if err == nil {
-			backoff = b.p.opts.Restart.MinBackoff
+			backoff = pol.MinBackoff
 			err = b.runUntilExit(c)
 			if err == nil {
 				return // stopped
@@ -53,7 +54,7 @@ func (b *backend) supervise() {
 		case <-b.restartQ:
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, b.p.opts.Restart.MaxBackoff)
+		backoff = min(backoff*2, pol.MaxBackoff)
 	}
 }
 
@@ -216,7 +217,7 @@ func (b *backend) reap(c *child) {
 // pending request has been answered.
 func (b *backend) noteCrash(cause error) bool {
 	now := time.Now()
-	pol := b.p.opts.Restart
+	pol := b.restartPolicy()
 	b.mu.Lock()
 	b.lastErr = cause.Error()
 	if errors.Is(cause, errUserRestart) {
@@ -363,4 +364,23 @@ func (b *backend) emitState() {
 	}
 	b.mu.Unlock()
 	b.p.emit(Event{Kind: EventBackendState, Server: b.srv.name, State: st, PID: pid, Err: errText, Session: b.ownerID()})
+}
+
+// restartPolicy is the pool's policy with the server's overrides.
+func (b *backend) restartPolicy() RestartPolicy {
+	pol := b.p.opts.Restart
+	o := b.config().Restart
+	if o.MaxRestarts > 0 {
+		pol.MaxRestarts = o.MaxRestarts
+	}
+	if o.Window > 0 {
+		pol.Window = o.Window
+	}
+	if o.MinBackoff > 0 {
+		pol.MinBackoff = o.MinBackoff
+	}
+	if o.MaxBackoff > 0 {
+		pol.MaxBackoff = o.MaxBackoff
+	}
+	return pol
 }

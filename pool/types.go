@@ -34,6 +34,9 @@ type ServerConfig struct {
 	// child declared readOnlyHint or idempotentHint after the child died.
 	TrustAnnotations bool
 	Disabled         bool
+	// Restart overrides the pool's crash-loop policy for this server; zero
+	// fields keep the pool's values.
+	Restart RestartPolicy
 }
 
 // sameProcess reports whether two configs start the same child, so that a

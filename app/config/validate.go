@@ -141,6 +141,9 @@ func (f *File) poolServers(lookup func(string) (string, bool), p *problems) []po
 				p.add(at+".restart", "minBackoff %s is more than maxBackoff %s", r.MinBackoff, r.MaxBackoff)
 			}
 		}
+		if pr, ok := f.RestartPolicy(name); ok {
+			c.Restart = pr
+		}
 		out = append(out, c)
 	}
 	return out
