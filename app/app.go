@@ -41,7 +41,8 @@ type Instance struct {
 	log   *slog.Logger
 
 	configPath string
-	mu         sync.Mutex // guards the fields below
+	history    *historyState // request history; records nothing when off or unavailable
+	mu         sync.Mutex    // guards the fields below
 	cfg        *config.File
 	configErr  error
 }
@@ -83,13 +84,23 @@ func Start(opts Options) (*Instance, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	inst.cfg = cfg
+	inst.history = openHistory(paths.History, cfg.History, log)
+	recordHistory := inst.history.record()
 	inst.Pool = pool.New(&pool.Options{
 		Logger:     log,
 		ClientInfo: pool.Implementation{Name: "switchboard", Version: Version},
-		Record:     inst.recordChild,
+		Record: func(e pool.Event) {
+			inst.recordChild(e)
+			if recordHistory != nil {
+				recordHistory(e)
+			}
+		},
+		CapturePayloads: inst.history.captureBytes(),
 	})
 	servers, _ := cfg.PoolServers(os.LookupEnv)
 	if err := inst.Pool.Apply(servers); err != nil {
+		inst.Pool.Close()
+		inst.history.close()
 		return nil, err
 	}
 	if remote := cfg.Remote(); len(remote) > 0 {
@@ -134,12 +145,14 @@ func (inst *Instance) Run(ctx context.Context) error {
 	poolLn, err := listenUnix(inst.Paths.PoolSocket())
 	if err != nil {
 		inst.Pool.Close()
+		inst.history.close()
 		return err
 	}
 	ctlLn, err := listenUnix(inst.Paths.ControlSocket())
 	if err != nil {
 		poolLn.Close()
 		inst.Pool.Close()
+		inst.history.close()
 		return err
 	}
 	ctl := &http.Server{Handler: inst.controlHandler(), ReadHeaderTimeout: 5 * time.Second}
@@ -171,7 +184,12 @@ func (inst *Instance) Run(ctx context.Context) error {
 		shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = ctl.Shutdown(shutCtx)
-		return inst.Pool.Close()
+		err := inst.Pool.Close()
+		// After the pool, so that its last events (cancellations) are recorded.
+		if herr := inst.history.close(); herr != nil {
+			inst.log.Warn("close the request history", "err", herr)
+		}
+		return err
 	})
 	err = g.Wait()
 	os.Remove(inst.Paths.PoolSocket())

@@ -19,13 +19,15 @@ type Status struct {
 	Backends    []pool.BackendInfo `json:"backends"`
 	InFlight    []pool.RequestInfo `json:"inFlight"`
 	Counters    pool.Counters      `json:"counters"`
+	History     HistoryStatus      `json:"history"`
 }
 
 // Status builds the status from a fresh snapshot.
 func (inst *Instance) Status() Status {
 	snap := inst.Pool.Snapshot()
 	st := Status{Version: Version, PID: pidSelf(), Config: inst.configPath, Servers: snap.Servers,
-		Sessions: snap.Sessions, Backends: snap.Backends, InFlight: snap.InFlight, Counters: snap.Counters}
+		Sessions: snap.Sessions, Backends: snap.Backends, InFlight: snap.InFlight, Counters: snap.Counters,
+		History: inst.history.status()}
 	if err := inst.ConfigError(); err != nil {
 		msg := err.Error()
 		st.ConfigError = &msg

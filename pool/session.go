@@ -231,6 +231,9 @@ func (s *session) initialize(id, params []byte) {
 			string(caps) + `,"` + metaClientInfo + `":` + string(info))
 	}
 	s.mu.Unlock()
+	// Again, now that the client has named itself: recorders upsert.
+	s.p.emit(Event{Kind: EventSessionOpened, Server: s.srv.name, Session: s.id, Transport: s.transport,
+		PID: s.peerPID, ClientName: req.ClientInfo.Name, ClientVersion: req.ClientInfo.Version})
 	s.reply(id, result)
 }
 

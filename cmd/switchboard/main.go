@@ -28,6 +28,8 @@ type cli struct {
 	Kill    killCmd    `cmd:"" help:"Kill a leaked MCP backend with its process group (or all of them with --all-leaked)."`
 	Config  configCmd  `cmd:"" help:"Check the config file."`
 	Import  importCmd  `cmd:"" help:"Import MCP servers from Claude Desktop, Claude Code, Cursor or VS Code."`
+	History historyCmd `cmd:"" help:"Show recorded requests, newest first (works with or without a running pool)."`
+	Hangs   hangsCmd   `cmd:"" help:"Show requests in flight too long: live, and abandoned by earlier runs."`
 	Version versionCmd `cmd:"" help:"Print the version."`
 }
 

@@ -1,0 +1,290 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/leaks"
+	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/store"
+)
+
+// historyState is a running instance's request history: the open store,
+// or why there is none. The pool runs either way. A nil *historyState is
+// history switched off.
+type historyState struct {
+	st  *store.Store // nil when off or unavailable
+	err error        // why it could not be opened
+}
+
+// openHistory opens the history database for a running instance. When it
+// cannot (a newer or corrupt file, another instance holds it), it logs
+// and returns a state that records nothing and reports the error.
+func openHistory(path string, h config.History, log *slog.Logger) *historyState {
+	if h.Disabled {
+		return &historyState{}
+	}
+	st, err := store.Open(path, &store.Options{RetainDays: h.RetainDays, MaxRows: h.MaxRows,
+		CapturePayloads: h.CapturePayloads, CaptureBytes: h.CaptureBytes, Version: Version, Logger: log})
+	if err != nil {
+		log.Warn("running without request history", "err", err)
+		return &historyState{err: err}
+	}
+	return &historyState{st: st}
+}
+
+// record is pool.Options.Record: nil when nothing records.
+func (h *historyState) record() func(pool.Event) {
+	if h == nil || h.st == nil {
+		return nil
+	}
+	return h.st.Record
+}
+
+// captureBytes is pool.Options.CapturePayloads.
+func (h *historyState) captureBytes() int {
+	if h == nil || h.st == nil {
+		return 0
+	}
+	return h.st.CaptureBytes()
+}
+
+// HistoryStatus is the "history" object of Status: whether requests are
+// being recorded, why not, and how many events were lost.
+type HistoryStatus struct {
+	Enabled bool    `json:"enabled"`
+	Path    string  `json:"path,omitempty"`
+	Error   *string `json:"error"`
+	Dropped uint64  `json:"dropped"`
+}
+
+func (h *historyState) status() HistoryStatus {
+	var hs HistoryStatus
+	if h == nil {
+		return hs
+	}
+	err := h.err
+	if h.st != nil {
+		hs.Enabled, hs.Path, hs.Dropped = true, h.st.Path(), h.st.Dropped()
+		err = h.st.Err()
+	}
+	if err != nil {
+		msg := err.Error()
+		hs.Error = &msg
+	}
+	return hs
+}
+
+// close flushes and ends the run; call it after the pool has closed, so
+// that the pool's last events are recorded.
+func (h *historyState) close() error {
+	if h == nil || h.st == nil {
+		return nil
+	}
+	return h.st.Close()
+}
+
+// leakSource gives leak detection the children that earlier runs recorded
+// and never saw exit; nil without history.
+func (h *historyState) leakSource() leaks.Source {
+	if h == nil || h.st == nil {
+		return nil
+	}
+	return historyLeaks{h.st}
+}
+
+// historyLeaks makes the store a leaks.Source.
+type historyLeaks struct{ st *store.Store }
+
+func (s historyLeaks) ChildrenOfEarlierRuns(ctx context.Context) ([]leaks.ChildRecord, error) {
+	recs, err := s.st.ChildrenOfEarlierRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]leaks.ChildRecord, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, leaks.ChildRecord(r))
+	}
+	return out, nil
+}
+
+// HistoryEntry is one request as `switchboard history --json` and
+// `switchboard hangs --json` print it. The keys are a stable interface
+// (README, "JSON output"): timestamps are RFC 3339, absent ones null.
+type HistoryEntry struct {
+	Run        int64  `json:"run"`    // the app run that received it (0: unknown)
+	PoolID     uint64 `json:"poolId"` // the pool's id for it within the run
+	Server     string `json:"server"`
+	Session    string `json:"session"`
+	Method     string `json:"method"`
+	Name       string `json:"name"` // tool, prompt or resource
+	OriginalID string `json:"originalId"`
+	// Status is ok, error, timeout, cancelled, failed, orphaned,
+	// in-flight or abandoned.
+	Status     string     `json:"status"`
+	ReceivedAt time.Time  `json:"receivedAt"`
+	WrittenAt  *time.Time `json:"writtenAt"`
+	AnsweredAt *time.Time `json:"answeredAt"`
+	// DurationMs is received to answered; null while unanswered.
+	DurationMs *float64 `json:"durationMs"`
+	// AgeMs is how long an unanswered request has waited; absent once
+	// answered.
+	AgeMs *int64 `json:"ageMs,omitempty"`
+	// WrittenToChild says the request's bytes reached the child: a
+	// side-effecting call may have executed.
+	WrittenToChild bool `json:"writtenToChild"`
+	PID            int  `json:"pid"` // the child that had it; 0 if none
+	// Abandoned: its run ended (or crashed) before an answer.
+	Abandoned bool    `json:"abandoned"`
+	Error     *string `json:"error"`
+	ErrorCode int     `json:"errorCode,omitempty"`
+	// Live: read from the running pool rather than from the history.
+	Live            bool   `json:"live"`
+	RequestBytes    int    `json:"requestBytes,omitempty"`
+	ResponseBytes   int    `json:"responseBytes,omitempty"`
+	RequestPayload  string `json:"requestPayload,omitempty"`
+	ResponsePayload string `json:"responsePayload,omitempty"`
+}
+
+// HistoryQuery filters `switchboard history`. Zero fields do not filter.
+type HistoryQuery struct {
+	Server, Session, Status, Method string
+	// Since keeps requests received within this long before now.
+	Since time.Duration
+	// Limit is the number of requests, newest first. Default 100.
+	Limit int
+}
+
+// History reads the request history, newest first, from the database
+// (read-only: it works while the pool runs and when it does not). No
+// database yet means no requests.
+func History(ctx context.Context, q HistoryQuery) ([]HistoryEntry, error) {
+	paths, err := ResolvePaths()
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.OpenReadOnly(paths.History)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []HistoryEntry{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	now := time.Now()
+	f := store.Filter{Server: q.Server, Session: q.Session, Status: q.Status, Method: q.Method, Limit: q.Limit}
+	if q.Since > 0 {
+		f.Since = now.Add(-q.Since)
+	}
+	reqs, err := st.Requests(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]HistoryEntry, 0, len(reqs))
+	for _, r := range reqs {
+		out = append(out, entryOf(r, now))
+	}
+	return out, nil
+}
+
+// Hangs lists requests in flight for at least over, oldest first: those
+// of the running pool (live, from its control API) and those that earlier
+// runs abandoned (from the history). Without a running pool it reads the
+// history only; without a history, the pool only. notes say what could
+// not be read, for stderr.
+func Hangs(ctx context.Context, over time.Duration) (entries []HistoryEntry, notes []string, err error) {
+	paths, err := ResolvePaths()
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	var live *Status
+	switch st, err := FetchStatus(ctx); {
+	case err == nil:
+		live = &st
+	case errors.Is(err, ErrNoPool):
+		notes = append(notes, "no Switchboard is running: showing what the history recorded")
+	default:
+		notes = append(notes, fmt.Sprintf("could not ask the running Switchboard (%v): showing what the history recorded", err))
+	}
+	var rows []store.Request
+	var liveRun int64
+	db, err := store.OpenReadOnly(paths.History)
+	if err == nil {
+		defer db.Close()
+		if rows, err = db.Hangs(ctx, over, now); err == nil {
+			liveRun, err = db.LiveRun(ctx)
+		}
+	}
+	switch {
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+	case live == nil:
+		return nil, notes, fmt.Errorf("read the history: %w", err)
+	default:
+		notes = append(notes, fmt.Sprintf("history unavailable (%v): showing the running pool's requests only", err))
+	}
+	return mergeHangs(live, liveRun, rows, over, now), notes, nil
+}
+
+// mergeHangs combines the running pool's in-flight requests (authoritative
+// for its own run) with the history's hangs. Without a live pool the
+// history's rows stand as they are.
+func mergeHangs(live *Status, liveRun int64, rows []store.Request, over time.Duration, now time.Time) []HistoryEntry {
+	out := []HistoryEntry{}
+	if live != nil {
+		for _, r := range live.InFlight {
+			if time.Duration(r.AgeMs)*time.Millisecond >= over {
+				out = append(out, entryOfLive(r, liveRun))
+			}
+		}
+	}
+	for _, r := range rows {
+		if live != nil && !r.Abandoned {
+			continue // the live pool's own requests: its snapshot is newer
+		}
+		out = append(out, entryOf(r, now))
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ReceivedAt.Before(out[j].ReceivedAt) })
+	return out
+}
+
+func entryOf(r store.Request, now time.Time) HistoryEntry {
+	e := HistoryEntry{Run: r.Run, PoolID: r.PoolID, Server: r.Server, Session: r.Session, Method: r.Method,
+		Name: r.Name, OriginalID: r.OriginalID, Status: r.Status, ReceivedAt: r.Received,
+		WrittenToChild: r.WrittenToChild(), PID: r.PID, Abandoned: r.Abandoned, ErrorCode: r.ErrCode,
+		RequestBytes: r.RequestSize, ResponseBytes: r.ResponseSize,
+		RequestPayload: r.RequestPayload, ResponsePayload: r.ResponsePayload}
+	e.WrittenAt, e.AnsweredAt = timePtr(r.Written), timePtr(r.Answered)
+	if d, ok := r.Duration(); ok {
+		ms := math.Round(float64(d.Microseconds())) / 1000
+		e.DurationMs = &ms
+	} else {
+		age := now.Sub(r.Received).Milliseconds()
+		e.AgeMs = &age
+	}
+	if r.Err != "" {
+		e.Error = &r.Err
+	}
+	return e
+}
+
+func entryOfLive(r pool.RequestInfo, run int64) HistoryEntry {
+	age := r.AgeMs
+	return HistoryEntry{Run: run, PoolID: r.PoolID, Server: r.Server, Session: r.Session, Method: r.Method,
+		Name: r.Name, OriginalID: r.OriginalID, Status: store.StatusInFlight, ReceivedAt: r.ReceivedAt,
+		WrittenAt: timePtr(r.WrittenAt), AgeMs: &age, WrittenToChild: r.WrittenToChild, PID: r.PID, Live: true}
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}

@@ -1,0 +1,232 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/store"
+)
+
+func TestMergeHangs(t *testing.T) {
+	now := time.Now()
+	received := now.Add(-time.Minute)
+	liveReq := pool.RequestInfo{PoolID: 9, Session: "s2", Server: "fake", Method: "tools/call", Name: "sleep",
+		PID: 66, ReceivedAt: received, AgeMs: 60_000, WrittenToChild: true, WrittenAt: received.Add(time.Millisecond)}
+	young := pool.RequestInfo{PoolID: 10, Session: "s2", Server: "fake", Method: "tools/list", ReceivedAt: now, AgeMs: 5}
+	abandoned := store.Request{Run: 1, PoolID: 3, Server: "fake", Session: "s1", Method: "tools/call", Name: "pay",
+		Status: store.StatusAbandoned, Abandoned: true, Received: now.Add(-time.Hour), Written: now.Add(-time.Hour), PID: 55,
+		Err: "Switchboard stopped"}
+	dbLive := store.Request{Run: 2, PoolID: 9, Server: "fake", Session: "s2", Method: "tools/call", Name: "sleep",
+		Status: store.StatusInFlight, Received: received, PID: 66}
+	type row struct {
+		Run       int64
+		PoolID    uint64
+		Live      bool
+		Abandoned bool
+		Status    string
+	}
+	for _, tc := range []struct {
+		name string
+		live *Status
+		want []row
+	}{
+		{"no pool: the history as it is", nil, []row{{1, 3, false, true, "abandoned"}, {2, 9, false, false, "in-flight"}}},
+		{"pool: its snapshot replaces its own rows", &Status{InFlight: []pool.RequestInfo{liveReq, young}},
+			[]row{{1, 3, false, true, "abandoned"}, {2, 9, true, false, "in-flight"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := mergeHangs(tc.live, 2, []store.Request{abandoned, dbLive}, 30*time.Second, now)
+			var rows []row
+			for _, e := range got {
+				rows = append(rows, row{e.Run, e.PoolID, e.Live, e.Abandoned, e.Status})
+			}
+			if d := cmp.Diff(tc.want, rows); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestHangsAndHistory runs the CLI side against a real database under
+// SWITCHBOARD_HOME, first with no pool running, then with a control API
+// that reports one request in flight.
+func TestHangsAndHistory(t *testing.T) {
+	home, err := os.MkdirTemp("", "sbh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(home)
+	t.Setenv("SWITCHBOARD_HOME", home)
+	paths, err := ResolvePaths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := paths.ensureRunDir(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	if got, err := History(ctx, HistoryQuery{}); err != nil || len(got) != 0 || got == nil {
+		t.Fatalf("History without a database = %v, %v; want an empty list", got, err)
+	}
+
+	now := time.Now()
+	// Run 1 ends with request 3 still in flight: it is abandoned.
+	st1, err := store.Open(paths.History, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st1.Record(pool.Event{Kind: pool.EventRequestReceived, Time: now.Add(-time.Hour), Server: "fake", Session: "s1", PoolID: 3,
+		Method: "tools/call", Name: "pay", OriginalID: "7"})
+	st1.Record(pool.Event{Kind: pool.EventRequestWritten, Time: now.Add(-time.Hour), Server: "fake", Session: "s1", PoolID: 3, PID: 55})
+	if err := st1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Run 2 is "the running pool": request 9 in flight for a minute, 10 done.
+	st2, err := store.Open(paths.History, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	for _, e := range []pool.Event{
+		{Kind: pool.EventRequestReceived, Time: now.Add(-time.Minute), Server: "fake", Session: "s2", PoolID: 9, Method: "tools/call", Name: "sleep", OriginalID: "1"},
+		{Kind: pool.EventRequestWritten, Time: now.Add(-time.Minute), Server: "fake", Session: "s2", PoolID: 9, PID: 66},
+		{Kind: pool.EventRequestReceived, Time: now.Add(-time.Second), Server: "fake", Session: "s2", PoolID: 10, Method: "tools/list", OriginalID: "2"},
+		{Kind: pool.EventRequestDone, Time: now.Add(-time.Second + 1500*time.Microsecond), Server: "fake", Session: "s2", PoolID: 10, Method: "tools/list", Status: pool.StatusError, Err: "boom", ErrCode: -32603},
+	} {
+		st2.Record(e)
+	}
+	waitHistory(t, "run 2 to be written", func() bool {
+		got, err := History(ctx, HistoryQuery{})
+		return err == nil && len(got) == 3
+	})
+
+	hangs, notes, err := Hangs(ctx, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 1 || len(hangs) != 2 || !hangs[0].Abandoned || hangs[0].PID != 55 || hangs[1].Abandoned ||
+		hangs[1].PID != 66 || !hangs[1].WrittenToChild || hangs[1].Live {
+		t.Errorf("hangs without a pool = %+v, notes %q", hangs, notes)
+	}
+	checkHistoryKeys(t, hangs, "session", "server", "method", "name", "pid", "ageMs", "writtenToChild", "run", "writtenAt", "abandoned", "status", "receivedAt")
+
+	// A pool answers on the control socket with request 9 in flight.
+	liveReq := pool.RequestInfo{PoolID: 9, Session: "s2", Server: "fake", Method: "tools/call", Name: "sleep", PID: 66,
+		ReceivedAt: now.Add(-time.Minute), AgeMs: 60_000, WrittenToChild: true, WrittenAt: now.Add(-time.Minute)}
+	ln, err := net.Listen("unix", paths.ControlSocket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, Status{InFlight: []pool.RequestInfo{liveReq}})
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	hangs, notes, err = Hangs(ctx, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 0 || len(hangs) != 2 || !hangs[0].Abandoned || !hangs[1].Live || hangs[1].Run != st2.Run() || hangs[1].PID != 66 {
+		t.Errorf("hangs with a pool = %+v, notes %q", hangs, notes)
+	}
+
+	hist, err := History(ctx, HistoryQuery{Status: "error", Since: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) != 1 || hist[0].Error == nil || *hist[0].Error != "boom" || hist[0].DurationMs == nil || *hist[0].DurationMs != 1.5 {
+		t.Errorf("history of errors = %+v", hist)
+	}
+	checkHistoryKeys(t, hist, "server", "session", "method", "name", "status", "receivedAt", "durationMs", "pid", "error")
+}
+
+// checkKeys asserts the JSON interface contract: every entry has the keys.
+func checkHistoryKeys(t *testing.T, entries []HistoryEntry, keys ...string) {
+	t.Helper()
+	b, err := json.Marshal(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []map[string]any
+	if err := json.Unmarshal(b, &objs); err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range objs {
+		for _, k := range keys {
+			if _, ok := o[k]; !ok {
+				t.Errorf("entry %d lacks %q: %s", i, k, b)
+			}
+		}
+		ts, _ := o["receivedAt"].(string)
+		if _, err := time.Parse(time.RFC3339, ts); err != nil {
+			t.Errorf("entry %d: receivedAt %v is not RFC 3339", i, o["receivedAt"])
+		}
+	}
+}
+
+func waitHistory(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestOpenHistory: the instance's history is on, off, or unavailable with
+// a reason; the pool gets a recorder only when it is on.
+func TestOpenHistory(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.db")
+	if err := os.WriteFile(garbage, bytes.Repeat([]byte("not sqlite "), 500), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		path        string
+		cfg         config.History
+		enabled     bool
+		wantErr     bool
+		wantCapture int
+	}{
+		{"on", filepath.Join(dir, "on.db"), config.History{}, true, false, 0},
+		{"capture", filepath.Join(dir, "capture.db"), config.History{CapturePayloads: true}, true, false, store.DefaultCaptureBytes},
+		{"off", filepath.Join(dir, "off.db"), config.History{Disabled: true}, false, false, 0},
+		{"corrupt", garbage, config.History{}, false, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := openHistory(tc.path, tc.cfg, log)
+			defer h.close()
+			st := h.status()
+			if st.Enabled != tc.enabled || (st.Error != nil) != tc.wantErr || (h.record() != nil) != tc.enabled ||
+				h.captureBytes() != tc.wantCapture || (h.leakSource() != nil) != tc.enabled {
+				t.Errorf("status %+v, error %v, recorder %v, capture %d", st, st.Error, h.record() != nil, h.captureBytes())
+			}
+			if tc.enabled {
+				if _, err := h.leakSource().ChildrenOfEarlierRuns(context.Background()); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	var none *historyState
+	if none.status().Enabled || none.record() != nil || none.close() != nil {
+		t.Error("a nil history is not off")
+	}
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app"
+)
+
+type historyCmd struct {
+	JSON    bool          `name:"json" help:"Print JSON (stable; see the README)."`
+	Server  string        `help:"Only requests to this server."`
+	Session string        `help:"Only requests of this session (as in status, e.g. s3)."`
+	Status  string        `help:"Only requests with this status: ok, error, timeout, cancelled, failed, orphaned, in-flight, abandoned."`
+	Method  string        `help:"Only requests with this method, e.g. tools/call."`
+	Since   time.Duration `help:"Only requests received within this long, e.g. 1h or 15m."`
+	Limit   int           `default:"100" help:"At most this many requests, newest first."`
+}
+
+func (c *historyCmd) Run(ctx context.Context) error {
+	entries, err := app.History(ctx, app.HistoryQuery{Server: c.Server, Session: c.Session, Status: c.Status,
+		Method: c.Method, Since: c.Since, Limit: c.Limit})
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(os.Stdout, entries)
+	}
+	return printHistory(os.Stdout, entries, time.Now())
+}
+
+type hangsCmd struct {
+	JSON bool          `name:"json" help:"Print JSON (stable; see the README)."`
+	Over time.Duration `default:"30s" help:"Only requests in flight at least this long."`
+}
+
+func (c *hangsCmd) Run(ctx context.Context) error {
+	entries, notes, err := app.Hangs(ctx, c.Over)
+	for _, n := range notes {
+		fmt.Fprintf(os.Stderr, "switchboard: %s\n", n)
+	}
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(os.Stdout, entries)
+	}
+	return printHangs(os.Stdout, entries, c.Over)
+}
+
+func printHistory(w io.Writer, entries []app.HistoryEntry, now time.Time) error {
+	if len(entries) == 0 {
+		_, err := fmt.Fprintln(w, "no requests recorded (that match)")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RECEIVED\tSERVER\tSESSION\tMETHOD\tNAME\tSTATUS\tDURATION\tPID\tERROR")
+	for _, e := range entries {
+		dur := "-"
+		switch {
+		case e.DurationMs != nil:
+			dur = fmtDuration(time.Duration(*e.DurationMs * float64(time.Millisecond)))
+		case e.AgeMs != nil && !e.Abandoned:
+			dur = fmtDuration(time.Duration(*e.AgeMs)*time.Millisecond) + "…"
+		}
+		errText := ""
+		if e.Error != nil {
+			errText = oneLine(*e.Error, 60)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", fmtWhen(e.ReceivedAt, now), e.Server, e.Session,
+			e.Method, dash(e.Name), e.Status, dur, pidText(e.PID), errText)
+	}
+	return tw.Flush()
+}
+
+func printHangs(w io.Writer, entries []app.HistoryEntry, over time.Duration) error {
+	if len(entries) == 0 {
+		_, err := fmt.Fprintf(w, "nothing in flight for %s or more, nothing abandoned\n", over)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGE\tSERVER\tSESSION\tMETHOD\tNAME\tPID\tWRITTEN TO CHILD\tSTATE")
+	for _, e := range entries {
+		age := "-"
+		if e.AgeMs != nil {
+			age = fmtDuration(time.Duration(*e.AgeMs) * time.Millisecond)
+		}
+		written := "no"
+		if e.WrittenToChild {
+			written = "yes"
+			if e.WrittenAt != nil {
+				written += ", " + e.WrittenAt.Sub(e.ReceivedAt).Round(time.Microsecond).String() + " after receipt"
+			}
+		}
+		state := "in flight"
+		if e.Abandoned {
+			state = fmt.Sprintf("abandoned (run %d)", e.Run)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", age, e.Server, e.Session, e.Method, dash(e.Name),
+			pidText(e.PID), written, state)
+	}
+	return tw.Flush()
+}
+
+func fmtWhen(t, now time.Time) string {
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04:05.000")
+	}
+	return t.Format("2006-01-02 15:04:05")
+}
+
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Minute:
+		return d.Round(time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+func pidText(pid int) string {
+	if pid == 0 {
+		return "-"
+	}
+	return fmt.Sprint(pid)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// hangJSON is one entry of `hangs --json` / `history --json`, as the
+// interface contract names its keys (pointers: the key must be present).
+type hangJSON struct {
+	Server         *string `json:"server"`
+	Session        *string `json:"session"`
+	Method         *string `json:"method"`
+	Name           *string `json:"name"`
+	Status         *string `json:"status"`
+	ReceivedAt     *string `json:"receivedAt"`
+	PID            *int    `json:"pid"`
+	AgeMs          *int64  `json:"ageMs"`
+	WrittenToChild *bool   `json:"writtenToChild"`
+	Run            *int64  `json:"run"`
+	Abandoned      *bool   `json:"abandoned"`
+	Live           bool    `json:"live"`
+}
+
+func (in *instance) hangs(args ...string) []hangJSON {
+	in.t.Helper()
+	out, err := in.run(append([]string{"hangs", "--json"}, args...)...)
+	if err != nil {
+		in.t.Fatalf("hangs: %v\n%s", err, out)
+	}
+	var hs []hangJSON
+	if err := json.Unmarshal([]byte(out), &hs); err != nil {
+		in.t.Fatalf("hangs JSON: %v\n%s", err, out)
+	}
+	return hs
+}
+
+// A call to a tool that sleeps past the threshold shows up in `hangs
+// --json` with its session, server, child PID and "written to child";
+// `history --json` lists it in flight. After a SIGKILL of the pool it
+// is still there, abandoned, read from the database alone.
+func TestHangsShowsSleepingCall(t *testing.T) {
+	if out, err := exec.Command(sbBin, "hangs", "--help").CombinedOutput(); err != nil {
+		t.Skipf("this build has no `hangs` command yet (main.go does not wire it): %s", out)
+	}
+	in := serve(t, fakeConfig(t))
+	s := in.connect(t, "fake")
+	s.initialize("claude-code")
+	s.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000}}}`)
+
+	var hs []hangJSON
+	waitFor(t, "the sleeping call in hangs", func() bool {
+		hs = in.hangs("--over", "300ms")
+		return len(hs) == 1
+	})
+	st := in.status()
+	h := hs[0]
+	for key, ok := range map[string]bool{"server": h.Server != nil, "session": h.Session != nil, "method": h.Method != nil,
+		"name": h.Name != nil, "pid": h.PID != nil, "ageMs": h.AgeMs != nil, "writtenToChild": h.WrittenToChild != nil,
+		"run": h.Run != nil, "abandoned": h.Abandoned != nil, "status": h.Status != nil, "receivedAt": h.ReceivedAt != nil} {
+		if !ok {
+			t.Fatalf("hangs entry lacks %q: %+v", key, h)
+		}
+	}
+	if len(st.Backends) != 1 || len(st.Sessions) != 1 || *h.Server != "fake" || *h.Name != "sleep" ||
+		*h.Method != "tools/call" || !*h.WrittenToChild || *h.PID != st.Backends[0].PID || *h.Session != st.Sessions[0].ID ||
+		*h.AgeMs < 300 || *h.Abandoned || !h.Live {
+		t.Errorf("hang %+v; status backends %+v sessions %+v", h, st.Backends, st.Sessions)
+	}
+	if got := in.hangs("--over", "1h"); len(got) != 0 {
+		t.Errorf("hangs --over 1h = %+v, want none", got)
+	}
+
+	var hist []hangJSON
+	waitFor(t, "the call in history", func() bool {
+		out, err := in.run("history", "--json", "--server", "fake", "--method", "tools/call", "--since", "1h")
+		if err != nil {
+			t.Fatalf("history: %v", err)
+		}
+		if err := json.Unmarshal([]byte(out), &hist); err != nil {
+			t.Fatalf("history JSON: %v\n%s", err, out)
+		}
+		return len(hist) == 1
+	})
+	if *hist[0].Status != "in-flight" || *hist[0].PID != *h.PID {
+		t.Errorf("history = %+v", hist[0])
+	}
+	if out, err := in.run("hangs", "--over", "300ms"); err != nil || !strings.Contains(out, "sleep") || !strings.Contains(out, "yes") {
+		t.Errorf("hangs (table) = %q, %v", out, err)
+	}
+
+	// The pool dies: the database still tells.
+	if err := in.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err := <-in.done
+	in.done <- err
+	hs = in.hangs()
+	if len(hs) != 1 || !*hs[0].Abandoned || *hs[0].PID != *h.PID || !*hs[0].WrittenToChild || hs[0].Live {
+		t.Errorf("hangs after SIGKILL of the pool = %+v", hs)
+	}
+}

@@ -1,0 +1,16 @@
+//go:build cgo
+
+package store
+
+import (
+	"errors"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// isCorrupt reports whether SQLite said the file is damaged or is not a
+// database at all.
+func isCorrupt(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB)
+}

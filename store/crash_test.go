@@ -1,0 +1,313 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// helperEnv makes the test binary a recorder process (see crashHelper).
+const helperEnv = "STORE_CRASH_HELPER_DB"
+
+// crashHelper records requests into the database named by helperEnv as
+// fast as it can, always with about 50 of them in flight, until it is
+// killed. After each flush it prints "flushed N" (N requests received so
+// far); its first line is "run R".
+func crashHelper() int {
+	s, err := Open(os.Getenv(helperEnv), &Options{BatchSize: 512, FlushInterval: 5 * time.Millisecond})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("run %d\n", s.Run())
+	s.Record(pool.Event{Kind: pool.EventBackendStarted, Time: time.Now(), Server: "srv", PID: os.Getpid(),
+		ProcessStart: time.Now(), Command: []string{"fake-mcp"}})
+	for i := uint64(1); ; i++ {
+		now := time.Now()
+		s.Record(received(i, "s1", "tools/call", "work", now))
+		s.Record(written(i, "s1", os.Getpid(), now))
+		if i > 50 {
+			s.Record(done(i-50, "s1", "tools/call", "work", pool.StatusOK, os.Getpid(), now))
+		}
+		if i%500 == 0 {
+			if err := s.flush(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			fmt.Printf("flushed %d\n", i)
+		}
+	}
+}
+
+// TestCrashMidWrite kills (SIGKILL) a process that is busy recording,
+// then reopens its database: no corruption, everything it committed is
+// there, its requests in flight are abandoned, its run crashed, and its
+// child is a leak candidate.
+func TestCrashMidWrite(t *testing.T) {
+	path := dbPath(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+path)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(out)
+	var run int64
+	committed := 0
+	for sc.Scan() {
+		line := sc.Text()
+		if r, ok := strings.CutPrefix(line, "run "); ok {
+			run, _ = strconv.ParseInt(r, 10, 64)
+		}
+		if n, ok := strings.CutPrefix(line, "flushed "); ok {
+			committed, _ = strconv.Atoi(n)
+			if committed >= 20_000 {
+				break // it is writing right now: kill it mid-stream
+			}
+		}
+	}
+	if committed < 20_000 {
+		t.Fatalf("helper stopped early (%v) after %d requests", sc.Err(), committed)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	// Integrity first, before anything writes.
+	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=5000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var check string
+	if err := db.QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
+		t.Fatalf("integrity_check = %q, %v", check, err)
+	}
+	var inFlight int
+	if err := db.QueryRow("SELECT count(*) FROM requests WHERE run = ? AND status = 'in-flight'", run).Scan(&inFlight); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if inFlight < 50 {
+		t.Errorf("the killed run left %d requests in flight, want at least 50", inFlight)
+	}
+
+	s := openT(t, path, nil)
+	ctx := context.Background()
+	var total, abandoned, stillInFlight int
+	if err := s.rdb.QueryRow(`SELECT count(*), count(*) FILTER (WHERE status = 'abandoned'),
+		count(*) FILTER (WHERE status = 'in-flight') FROM requests WHERE run = ?`, run).
+		Scan(&total, &abandoned, &stillInFlight); err != nil {
+		t.Fatal(err)
+	}
+	if total < committed || abandoned != inFlight || stillInFlight != 0 {
+		t.Errorf("after reopening: %d requests (committed at least %d), %d abandoned (want %d), %d in flight (want 0)",
+			total, committed, abandoned, inFlight, stillInFlight)
+	}
+	runs, err := s.Runs(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[1].ID != run || !runs[1].Crashed || !runs[1].Ended.IsZero() {
+		t.Errorf("runs = %+v, want run %d crashed", runs, run)
+	}
+	kids, err := s.ChildrenOfEarlierRuns(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kids) != 1 || kids[0].PID != cmd.Process.Pid || kids[0].Run != strconv.FormatInt(run, 10) {
+		t.Errorf("children of earlier runs = %+v, want the helper %d", kids, cmd.Process.Pid)
+	}
+	hangs, err := s.Hangs(ctx, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hangs) != inFlight || !hangs[0].Abandoned || !hangs[0].WrittenToChild() || hangs[0].PID != cmd.Process.Pid {
+		t.Errorf("hangs: %d (want %d), first %+v", len(hangs), inFlight, hangs[0])
+	}
+}
+
+// TestRetention prunes by age and by row cap, in small steps, and keeps
+// what must stay: recent rows, the live run, children never seen exit.
+func TestRetention(t *testing.T) {
+	path := dbPath(t)
+	s := openT(t, path, &Options{RetainDays: 1, MaxRows: 50, PruneBatch: 7})
+	old := time.Now().Add(-50 * time.Hour)
+	recent := time.Now().Add(-time.Minute)
+	// An old, empty run from long ago (the app started and stopped).
+	execSQLOn(t, s.wdb, `INSERT INTO runs (started, ended, pid) VALUES (?, ?, 1)`, old.UnixMicro(), old.UnixMicro())
+	s.Record(pool.Event{Kind: pool.EventSessionOpened, Time: old, Server: "srv", Session: "s-old"})
+	s.Record(pool.Event{Kind: pool.EventSessionClosed, Time: old, Server: "srv", Session: "s-old"})
+	s.Record(pool.Event{Kind: pool.EventBackendStarted, Time: old, Server: "srv", PID: 1001})
+	s.Record(pool.Event{Kind: pool.EventBackendExited, Time: old, Server: "srv", PID: 1001})
+	s.Record(pool.Event{Kind: pool.EventBackendStarted, Time: old, Server: "srv", PID: 1002}) // never exits
+	for i := range 30 {
+		id := uint64(i + 1)
+		s.Record(received(id, "s-old", "tools/list", "", old))
+		s.Record(done(id, "s-old", "tools/list", "", pool.StatusOK, 1001, old))
+	}
+	for i := range 80 {
+		id := uint64(100 + i)
+		s.Record(received(id, "s1", "tools/list", "", recent))
+		s.Record(done(id, "s1", "tools/list", "", pool.StatusOK, 1002, recent))
+	}
+	if err := s.prune(); err != nil {
+		t.Fatal(err)
+	}
+	var n, minPool, sessions, backends, runs int
+	if err := s.rdb.QueryRow(`SELECT count(*), min(pool_id) FROM requests`).Scan(&n, &minPool); err != nil {
+		t.Fatal(err)
+	}
+	if n != 50 || minPool != 130 {
+		t.Errorf("kept %d requests from pool id %d, want the newest 50 (from 130)", n, minPool)
+	}
+	if err := s.rdb.QueryRow(`SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM backends),
+		(SELECT count(*) FROM runs)`).Scan(&sessions, &backends, &runs); err != nil {
+		t.Fatal(err)
+	}
+	if sessions != 0 || backends != 1 || runs != 1 {
+		t.Errorf("kept %d sessions (want 0), %d backends (want 1, never exited), %d runs (want 1, this one)",
+			sessions, backends, runs)
+	}
+}
+
+func execSQLOn(t *testing.T, db *sql.DB, q string, args ...any) {
+	t.Helper()
+	if _, err := db.Exec(q, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConcurrentReaders reads through a read-only open and through the
+// writer's own query connections while the writer commits batches.
+func TestConcurrentReaders(t *testing.T) {
+	path := dbPath(t)
+	s := openT(t, path, &Options{BatchSize: 200, FlushInterval: time.Millisecond})
+	ro, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	ctx := context.Background()
+	const total = 20_000
+	writing := make(chan struct{})
+	go func() {
+		defer close(writing)
+		now := time.Now()
+		for i := uint64(1); i <= total; i++ {
+			s.Record(received(i, "s1", "tools/call", "echo", now))
+			s.Record(done(i, "s1", "tools/call", "echo", pool.StatusOK, 1, now))
+			if i%1000 == 0 {
+				if err := s.flush(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for _, st := range []*Store{ro, ro, s} {
+		wg.Go(func() {
+			last, reads := 0, 0
+			for done := false; !done; reads++ {
+				select {
+				case <-writing:
+					done = true
+				default:
+				}
+				page, err := st.Requests(ctx, Filter{Limit: 20, Status: pool.StatusOK})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				counts, err := st.CountsByStatus(ctx, time.Time{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if counts["ok"] < last || (len(page) > 0 && counts["ok"] == 0) {
+					t.Errorf("read %d: %d ok after %d", reads, counts["ok"], last)
+					return
+				}
+				last = counts["ok"]
+			}
+			if last != total {
+				t.Errorf("the last read saw %d requests, want %d", last, total)
+			}
+		})
+	}
+	wg.Wait()
+	if s.Dropped() != 0 {
+		t.Errorf("dropped %d", s.Dropped())
+	}
+}
+
+// TestDropsWhenFull: while the database is locked by someone else the
+// writer is stuck in a transaction; Record keeps returning at once and
+// counts what does not fit in the (tiny) queue. Nothing else is lost.
+func TestDropsWhenFull(t *testing.T) {
+	path := dbPath(t)
+	s := openT(t, path, &Options{QueueSize: 4, BatchSize: 1})
+	other, err := sql.Open("sqlite3", dsn(path, "_txlock=immediate&_busy_timeout=5000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tx, err := other.Begin() // BEGIN IMMEDIATE: holds the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	s.Record(received(1, "s1", "ping", "", now))
+	waitFor(t, "the writer to take the first event", func() bool { return len(s.queue) == 0 })
+	start := time.Now()
+	for i := uint64(2); i <= 15; i++ {
+		s.Record(received(i, "s1", "ping", "", now))
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("14 Record calls took %s with the writer stuck", d)
+	}
+	if got := s.Dropped(); got != 10 {
+		t.Errorf("Dropped = %d, want 10 (14 recorded, queue of 4)", got)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Requests(context.Background(), Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 5 {
+		t.Errorf("recorded %d requests, want 5", len(got))
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,126 @@
+package store
+
+import (
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migration is one numbered file of migrations/: applying migration i
+// takes the schema from version i-1 to version i.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations are the embedded files in order; the schema version is
+// len(migrations). Their numbers must run 1, 2, 3... without gaps.
+var migrations = mustLoadMigrations(migrationFiles)
+
+func mustLoadMigrations(fsys fs.FS) []migration {
+	ms, err := loadMigrations(fsys)
+	if err != nil {
+		panic(err)
+	}
+	return ms
+}
+
+func loadMigrations(fsys fs.FS) ([]migration, error) {
+	names, err := fs.Glob(fsys, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var out []migration
+	for i, name := range names {
+		base := strings.TrimPrefix(name, "migrations/")
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v != i+1 {
+			return nil, fmt.Errorf("migration %s: want the name to start with %04d_", name, i+1)
+		}
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: base, sql: string(b)})
+	}
+	return out, nil
+}
+
+// migrate brings db to the newest schema in one transaction, recording
+// the version in PRAGMA user_version (which is part of the transaction).
+// A database from a newer build is refused; a non-empty database without
+// a version is not ours.
+func migrate(db *sql.DB) error {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var v, objects int
+	if err := tx.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("%w (schema version %d, this build knows %d)", ErrTooNew, v, len(migrations))
+	}
+	if v == len(migrations) {
+		return nil
+	}
+	if v == 0 {
+		if err := tx.QueryRow("SELECT count(*) FROM sqlite_schema").Scan(&objects); err != nil {
+			return err
+		}
+		if objects > 0 {
+			return fmt.Errorf("%w: it has tables but no schema version", ErrCorrupt)
+		}
+	}
+	for _, m := range migrations[v:] {
+		if _, err := tx.Exec(m.sql); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+	}
+	if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// startRun closes the books on earlier runs that never ended (their
+// in-flight requests become abandoned, the runs crashed) and starts a new
+// run, in one transaction.
+func startRun(db *sql.DB, version string, now time.Time) (int64, error) {
+	tx, err := db.Begin()
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`UPDATE requests SET status = 'abandoned',
+		error = 'Switchboard stopped (run ' || run || ' crashed or was killed) before this request was answered'
+		WHERE status = 'in-flight' AND run IN (SELECT id FROM runs WHERE ended IS NULL)`); err != nil {
+		return 0, fmt.Errorf("mark abandoned requests: %w", err)
+	}
+	if _, err := tx.Exec(`UPDATE runs SET crashed = 1 WHERE ended IS NULL`); err != nil {
+		return 0, fmt.Errorf("mark crashed runs: %w", err)
+	}
+	res, err := tx.Exec(`INSERT INTO runs (started, pid, version) VALUES (?, ?, ?)`, now.UnixMicro(), os.Getpid(), version)
+	if err != nil {
+		return 0, fmt.Errorf("start a run: %w", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	return id, tx.Commit()
+}

@@ -1,0 +1,491 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Request is one recorded request, as the CLI and the UI read it. Times
+// that did not happen are zero.
+type Request struct {
+	ID         int64 // row id: newer requests have larger ids; pages with Filter.BeforeID
+	Run        int64
+	PoolID     uint64 // 0 for an orphaned response
+	Session    string
+	Server     string
+	Method     string
+	Name       string // tool, prompt or resource
+	OriginalID string // the client's id, as its JSON bytes
+	// Status is pool.StatusOK and friends, StatusInFlight or
+	// StatusAbandoned. A request in flight in a run that is no longer live
+	// reads as abandoned even before the next start marks it.
+	Status   string
+	ErrCode  int
+	Err      string
+	Received time.Time
+	Written  time.Time // fully written to the child's stdin
+	Answered time.Time
+	PID      int // the child that had it
+
+	RequestSize, ResponseSize       int
+	RequestPayload, ResponsePayload string // redacted prefixes, when captured
+
+	// Abandoned says the request will never be answered: its run ended
+	// (or crashed) with it in flight.
+	Abandoned bool
+}
+
+// WrittenToChild says whether the request's bytes reached the child: if
+// so, a side-effecting call may have executed.
+func (r Request) WrittenToChild() bool { return !r.Written.IsZero() }
+
+// Duration is how long the request took, if it was answered.
+func (r Request) Duration() (time.Duration, bool) {
+	if r.Answered.IsZero() {
+		return 0, false
+	}
+	return r.Answered.Sub(r.Received), true
+}
+
+// Filter selects requests. Zero fields do not filter.
+type Filter struct {
+	Server  string
+	Session string
+	Status  string
+	Method  string
+	Run     int64
+	// Since keeps requests received at or after it.
+	Since time.Time
+	// BeforeID pages backwards: only requests with a smaller ID.
+	BeforeID int64
+	// Limit is the page size. Default 100.
+	Limit int
+}
+
+// Session is one recorded client session.
+type Session struct {
+	Run           int64
+	ID            string
+	Server        string
+	ClientName    string
+	ClientVersion string
+	Transport     string
+	PeerPID       int
+	Connected     time.Time
+	Disconnected  time.Time
+	CloseReason   string
+}
+
+// Backend is one recorded child process.
+type Backend struct {
+	Run          int64
+	Server       string
+	Session      string // owning session, for share: session
+	PID          int
+	ProcessStart time.Time
+	Command      []string
+	Started      time.Time
+	Exited       time.Time
+	ExitCode     int
+	ExitReason   string
+}
+
+// Run is one start of the app.
+type Run struct {
+	ID      int64
+	Started time.Time
+	Ended   time.Time // zero while running or after a crash
+	PID     int
+	Version string
+	Crashed bool
+}
+
+// Step is one moment in a request's life.
+type Step struct {
+	At   time.Time // zero when the moment is a fact without a time
+	What string
+}
+
+// Timeline is one request with the session and the child it met: what
+// the UI shows for a hung request.
+type Timeline struct {
+	Request Request
+	Session *Session // nil if not recorded
+	Backend *Backend // the child it was written to; nil if none
+	Run     Run
+	Steps   []Step // in time order; steps without a time last
+}
+
+// ChildRecord is a child an earlier run started and never saw exit: a
+// candidate leaked backend. Its fields are those of leaks.ChildRecord, so
+// one converts to the other.
+type ChildRecord struct {
+	PID     int      `json:"pid"`
+	Server  string   `json:"server"`
+	Command []string `json:"command"`
+	// StartedAt is the process start time the pool recorded.
+	StartedAt time.Time `json:"startedAt"`
+	Run       string    `json:"run"`
+}
+
+const requestCols = `id, run, pool_id, session, server, method, name, original_id, received, written,
+	answered, status, error_code, error, request_size, response_size, pid, request_payload, response_payload`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRequest(sc scanner, live int64) (Request, error) {
+	var r Request
+	var poolID, written, answered, errCode, reqSize, respSize, pid sql.NullInt64
+	var received int64
+	var errMsg, reqPayload, respPayload sql.NullString
+	if err := sc.Scan(&r.ID, &r.Run, &poolID, &r.Session, &r.Server, &r.Method, &r.Name, &r.OriginalID,
+		&received, &written, &answered, &r.Status, &errCode, &errMsg, &reqSize, &respSize, &pid,
+		&reqPayload, &respPayload); err != nil {
+		return r, err
+	}
+	r.PoolID = uint64(poolID.Int64)
+	r.Received = micros(received)
+	r.Written = nullMicros(written)
+	r.Answered = nullMicros(answered)
+	r.ErrCode, r.Err = int(errCode.Int64), errMsg.String
+	r.RequestSize, r.ResponseSize, r.PID = int(reqSize.Int64), int(respSize.Int64), int(pid.Int64)
+	r.RequestPayload, r.ResponsePayload = reqPayload.String, respPayload.String
+	if r.Status == StatusInFlight && r.Run != live {
+		r.Status = StatusAbandoned
+		if r.Err == "" {
+			r.Err = fmt.Sprintf("Switchboard stopped (run %d) before this request was answered", r.Run)
+		}
+	}
+	r.Abandoned = r.Status == StatusAbandoned
+	return r, nil
+}
+
+func micros(us int64) time.Time { return time.UnixMicro(us) }
+
+func nullMicros(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.UnixMicro(n.Int64)
+}
+
+// LiveRun is the run whose in-flight requests may still be answered: a
+// writable Store's own run; for a read-only Store the newest run, if it
+// has not ended and a Switchboard holds the database (its writer lock);
+// else 0. Requests in flight in any other run read as abandoned.
+func (s *Store) LiveRun(ctx context.Context) (int64, error) {
+	if s.wdb != nil {
+		return s.run, nil
+	}
+	if !writerAlive(s.path + ".lock") {
+		return 0, nil
+	}
+	var id int64
+	var ended sql.NullInt64
+	err := s.rdb.QueryRowContext(ctx, "SELECT id, ended FROM runs ORDER BY id DESC LIMIT 1").Scan(&id, &ended)
+	if errors.Is(err, sql.ErrNoRows) || ended.Valid {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("history: find the live run: %w", err)
+	}
+	return id, nil
+}
+
+// Requests lists requests newest first, one page of f.Limit.
+func (s *Store) Requests(ctx context.Context, f Filter) ([]Request, error) {
+	live, err := s.LiveRun(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var where []string
+	var args []any
+	add := func(cond string, a ...any) {
+		where = append(where, cond)
+		args = append(args, a...)
+	}
+	if f.BeforeID > 0 {
+		add("id < ?", f.BeforeID)
+	}
+	if !f.Since.IsZero() {
+		add("received >= ?", f.Since.UnixMicro())
+	}
+	if f.Server != "" {
+		add("server = ?", f.Server)
+	}
+	if f.Session != "" {
+		add("session = ?", f.Session)
+	}
+	if f.Method != "" {
+		add("method = ?", f.Method)
+	}
+	if f.Run != 0 {
+		add("run = ?", f.Run)
+	}
+	switch f.Status {
+	case "":
+	case StatusInFlight:
+		add("status = 'in-flight' AND run = ?", live)
+	case StatusAbandoned:
+		add("(status = 'abandoned' OR (status = 'in-flight' AND run != ?))", live)
+	default:
+		add("status = ?", f.Status)
+	}
+	q := "SELECT " + requestCols + " FROM requests"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC LIMIT ?"
+	args = append(args, positiveOr(f.Limit, 100))
+	return s.queryRequests(ctx, live, q, args...)
+}
+
+func positiveOr(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
+}
+
+func (s *Store) queryRequests(ctx context.Context, live int64, q string, args ...any) ([]Request, error) {
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("history: query requests: %w", err)
+	}
+	defer rows.Close()
+	out := []Request{}
+	for rows.Next() {
+		r, err := scanRequest(rows, live)
+		if err != nil {
+			return nil, fmt.Errorf("history: read a request: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("history: query requests: %w", err)
+	}
+	return out, nil
+}
+
+// Hangs lists the requests of the live run (see LiveRun) in flight for at
+// least over at now, and every abandoned request of earlier runs (kept
+// for RetainDays), oldest first.
+func (s *Store) Hangs(ctx context.Context, over time.Duration, now time.Time) ([]Request, error) {
+	live, err := s.LiveRun(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := s.queryRequests(ctx, live, "SELECT "+requestCols+" FROM requests WHERE status = 'in-flight'"+
+		" UNION ALL SELECT "+requestCols+" FROM requests WHERE status = 'abandoned' ORDER BY received, id")
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, r := range all {
+		if r.Abandoned || now.Sub(r.Received) >= over {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// CountsByStatus counts the requests received since since, by status.
+func (s *Store) CountsByStatus(ctx context.Context, since time.Time) (map[string]int, error) {
+	live, err := s.LiveRun(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT CASE WHEN status = 'in-flight' AND run != ? THEN 'abandoned' ELSE status END AS st,
+		count(*) FROM requests WHERE received >= ? GROUP BY st`, live, since.UnixMicro())
+	if err != nil {
+		return nil, fmt.Errorf("history: count by status: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("history: count by status: %w", err)
+		}
+		out[st] += n
+	}
+	return out, rows.Err()
+}
+
+// Runs lists the newest runs first. limit <= 0 means 100.
+func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, started, ended, pid, version, crashed FROM runs ORDER BY id DESC LIMIT ?`,
+		positiveOr(limit, 100))
+	if err != nil {
+		return nil, fmt.Errorf("history: list runs: %w", err)
+	}
+	defer rows.Close()
+	out := []Run{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("history: list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func scanRun(sc scanner) (Run, error) {
+	var r Run
+	var started int64
+	var ended sql.NullInt64
+	err := sc.Scan(&r.ID, &started, &ended, &r.PID, &r.Version, &r.Crashed)
+	r.Started, r.Ended = micros(started), nullMicros(ended)
+	return r, err
+}
+
+// ChildrenOfEarlierRuns lists the children that runs other than the live
+// one started and never saw exit, for leak detection (it makes a Store a
+// leaks.Source through a conversion of each record).
+func (s *Store) ChildrenOfEarlierRuns(ctx context.Context) ([]ChildRecord, error) {
+	live, err := s.LiveRun(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT pid, server, command, coalesce(process_start, started), run
+		FROM backends WHERE exited IS NULL AND run != ? ORDER BY id`, live)
+	if err != nil {
+		return nil, fmt.Errorf("history: children of earlier runs: %w", err)
+	}
+	defer rows.Close()
+	out := []ChildRecord{}
+	for rows.Next() {
+		var c ChildRecord
+		var cmdJSON string
+		var start, run int64
+		if err := rows.Scan(&c.PID, &c.Server, &cmdJSON, &start, &run); err != nil {
+			return nil, fmt.Errorf("history: children of earlier runs: %w", err)
+		}
+		_ = json.Unmarshal([]byte(cmdJSON), &c.Command)
+		c.StartedAt, c.Run = micros(start), strconv.FormatInt(run, 10)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// Timeline is the life of request poolID of run runID, with its session
+// and child. A request that is not recorded wraps sql.ErrNoRows.
+func (s *Store) Timeline(ctx context.Context, runID int64, poolID uint64) (Timeline, error) {
+	live, err := s.LiveRun(ctx)
+	if err != nil {
+		return Timeline{}, err
+	}
+	var t Timeline
+	t.Request, err = scanRequest(s.rdb.QueryRowContext(ctx, "SELECT "+requestCols+
+		" FROM requests WHERE run = ? AND pool_id = ?", runID, poolID), live)
+	if err != nil {
+		return t, fmt.Errorf("history: request %d of run %d: %w", poolID, runID, err)
+	}
+	r := t.Request
+	if t.Run, err = scanRun(s.rdb.QueryRowContext(ctx,
+		`SELECT id, started, ended, pid, version, crashed FROM runs WHERE id = ?`, runID)); err != nil {
+		return t, fmt.Errorf("history: run %d: %w", runID, err)
+	}
+	var sess Session
+	var peer, disc sql.NullInt64
+	var connected int64
+	var reason sql.NullString
+	err = s.rdb.QueryRowContext(ctx, `SELECT run, id, server, client_name, client_version, transport, peer_pid,
+		connected, disconnected, close_reason FROM sessions WHERE run = ? AND id = ?`, runID, r.Session).
+		Scan(&sess.Run, &sess.ID, &sess.Server, &sess.ClientName, &sess.ClientVersion, &sess.Transport, &peer,
+			&connected, &disc, &reason)
+	switch {
+	case err == nil:
+		sess.PeerPID, sess.Connected, sess.Disconnected, sess.CloseReason = int(peer.Int64), micros(connected), nullMicros(disc), reason.String
+		t.Session = &sess
+	case !errors.Is(err, sql.ErrNoRows):
+		return t, fmt.Errorf("history: session %s: %w", r.Session, err)
+	}
+	if r.PID != 0 {
+		var b Backend
+		var cmdJSON string
+		var pstart, exited, code sql.NullInt64
+		var started int64
+		var why sql.NullString
+		err = s.rdb.QueryRowContext(ctx, `SELECT run, server, session, pid, process_start, command, started, exited,
+			exit_code, exit_reason FROM backends WHERE run = ? AND pid = ? ORDER BY id DESC LIMIT 1`, runID, r.PID).
+			Scan(&b.Run, &b.Server, &b.Session, &b.PID, &pstart, &cmdJSON, &started, &exited, &code, &why)
+		switch {
+		case err == nil:
+			_ = json.Unmarshal([]byte(cmdJSON), &b.Command)
+			b.ProcessStart, b.Started, b.Exited = nullMicros(pstart), micros(started), nullMicros(exited)
+			b.ExitCode, b.ExitReason = int(code.Int64), why.String
+			t.Backend = &b
+		case !errors.Is(err, sql.ErrNoRows):
+			return t, fmt.Errorf("history: child %d: %w", r.PID, err)
+		}
+	}
+	t.Steps = steps(t)
+	return t, nil
+}
+
+// steps tells a request's life in order.
+func steps(t Timeline) []Step {
+	r := t.Request
+	var out []Step
+	from := "session " + r.Session
+	if s := t.Session; s != nil && s.ClientName != "" {
+		from += fmt.Sprintf(" (%s %s)", s.ClientName, s.ClientVersion)
+	}
+	what := r.Method
+	if r.Name != "" {
+		what += " " + r.Name
+	}
+	out = append(out, Step{r.Received, fmt.Sprintf("received %s from %s with id %s", what, from, r.OriginalID)})
+	if r.WrittenToChild() {
+		out = append(out, Step{r.Written, fmt.Sprintf("written to child PID %d of server %s", r.PID, r.Server)})
+	}
+	end := r.Answered
+	if end.IsZero() {
+		end = time.Now()
+	}
+	if b := t.Backend; b != nil && !b.Exited.IsZero() && b.Exited.After(r.Received) && !b.Exited.After(end) {
+		out = append(out, Step{b.Exited, fmt.Sprintf("child PID %d exited (%s)", b.PID, cmp.Or(b.ExitReason, "code "+strconv.Itoa(b.ExitCode)))})
+	}
+	if s := t.Session; s != nil && !s.Disconnected.IsZero() && s.Disconnected.After(r.Received) && !s.Disconnected.After(end) {
+		out = append(out, Step{s.Disconnected, "session disconnected: " + cmp.Or(s.CloseReason, "closed")})
+	}
+	switch {
+	case !r.Answered.IsZero():
+		d, _ := r.Duration()
+		msg := fmt.Sprintf("ended %s after %s", r.Status, d.Round(time.Microsecond))
+		if r.Err != "" {
+			msg += ": " + r.Err
+		}
+		out = append(out, Step{r.Answered, msg})
+	case r.Abandoned:
+		msg := "abandoned: " + cmp.Or(r.Err, "its run ended without an answer")
+		if t.Run.Crashed {
+			msg += fmt.Sprintf(" (run %d crashed)", t.Run.ID)
+		}
+		out = append(out, Step{t.Run.Ended, msg})
+	default:
+		out = append(out, Step{time.Time{}, fmt.Sprintf("still in flight after %s", time.Since(r.Received).Round(time.Millisecond))})
+	}
+	if !r.WrittenToChild() {
+		out = append(out, Step{time.Time{}, "never written to a child (queued, or the child was not ready)"})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].At, out[j].At
+		if a.IsZero() || b.IsZero() {
+			return !a.IsZero() && b.IsZero()
+		}
+		return a.Before(b)
+	})
+	return out
+}

@@ -1,0 +1,84 @@
+package store
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRedact(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"nothing secret", `{"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
+			`{"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`},
+		{"string values", `{"password":"hunter2","apiKey":"sk-1","x-api-key":"k","Authorization":"Bearer abc.def.ghi"}`,
+			`{"password":"[REDACTED]","apiKey":"[REDACTED]","x-api-key":"[REDACTED]","Authorization":"[REDACTED]"}`},
+		{"any value type", `{"token":12345,"secret":{"a":"b","c":[1,2]},"cookies":["x","y"],"credential":null,"pin":1}`,
+			`{"token":"[REDACTED]","secret":"[REDACTED]","cookies":"[REDACTED]","credential":"[REDACTED]","pin":1}`},
+		{"spaces around the colon", "{ \"client_secret\" :\n \"s3\" , \"ok\": 1}", "{ \"client_secret\" :\n \"[REDACTED]\" , \"ok\": 1}"},
+		{"escaped key", `{"api\u005fkey":"sk-2"}`, `{"api\u005fkey":"[REDACTED]"}`},
+		{"escaped quotes in the value", `{"token":"a\"b","n":1}`, `{"token":"[REDACTED]","n":1}`},
+		{"nested in arrays", `[{"user":"bob","pass":"x"},{"session_token":"t"}]`,
+			`[{"user":"bob","pass":"[REDACTED]"},{"session_token":"[REDACTED]"}]`},
+		{"not secrets", `{"progressToken":"p1","maxTokens":100,"author":"me","monkey":"banana","keyboard":"qwerty","nextCursor":"c"}`,
+			`{"progressToken":"p1","maxTokens":100,"author":"me","monkey":"banana","keyboard":"qwerty","nextCursor":"c"}`},
+		{"words", `{"primaryKey":"k","AWS_SECRET_ACCESS_KEY":"a","basicAuth":"b","auth":"c"}`,
+			`{"primaryKey":"[REDACTED]","AWS_SECRET_ACCESS_KEY":"[REDACTED]","basicAuth":"[REDACTED]","auth":"[REDACTED]"}`},
+		{"a key that is a value", `{"name":"password","value":"x"}`, `{"name":"password","value":"x"}`},
+
+		// Cut off anywhere: never a secret byte out.
+		{"cut in the secret", `{"params":{"password":"hunt`, `{"params":{"password":"[REDACTED]"`},
+		{"cut in a secret object", `{"secret":{"a":"b","c":"`, `{"secret":"[REDACTED]"`},
+		{"cut after the colon", `{"password": `, `{"password": `},
+		{"cut in the key", `{"passw`, `{"passw`},
+		{"cut in an escape", `{"token":"ab\`, `{"token":"[REDACTED]"`},
+		{"cut in a number", `{"token":12`, `{"token":"[REDACTED]"`},
+
+		// Inside strings.
+		{"bearer in text", `{"text":"curl -H 'Authorization: Bearer eyJhbGciOi.abc' x"}`,
+			`{"text":"curl -H 'Authorization: Bearer [REDACTED]' x"}`},
+		{"query string", `{"url":"https://x.test/a?q=1&api_key=sk-9&access_token=t0k"}`,
+			`{"url":"https://x.test/a?q=1&api_key=[REDACTED]&access_token=[REDACTED]"}`},
+		{"env assignment", `{"cmd":"GITHUB_TOKEN=ghp_abc make deploy"}`, `{"cmd":"GITHUB_TOKEN=[REDACTED] make deploy"}`},
+		{"stringified JSON", `{"arguments":"{\"password\":\"hunter2\",\"user\":\"bob\"}"}`,
+			`{"arguments":"{\"password\":\"[REDACTED]\",\"user\":\"bob\"}"}`},
+		{"stringified JSON, number", `{"arguments":"{\"pin\":1,\"token\":42}"}`, `{"arguments":"{\"pin\":1,\"token\":\"[REDACTED]\"}"}`},
+		{"stringified JSON cut off", `{"arguments":"{\"secret\":\"abc`, `{"arguments":"{\"secret\":\"[REDACTED]\"`},
+		{"not JSON at all", `hello password=x`, `hello password=x`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(Redact([]byte(tc.in))); got != tc.want {
+				t.Errorf("Redact(%s)\n got %s\nwant %s", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRedactEveryPrefix cuts a payload with secrets at every byte: no
+// prefix may show any byte of a secret.
+func TestRedactEveryPrefix(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"deploy","arguments":` +
+		`{"env":{"API_KEY":"SECRET-ONE"},"headers":{"Authorization":"Bearer SECRET-TWO"},"password":"SECRET-THREE",` +
+		`"note":"use Bearer SECRET-FOUR-LONG","url":"https://h/?token=SECRET-FIVE","json":"{\"secret\":\"SECRET-SIX\"}"}}}`
+	for n := range len(in) + 1 {
+		got := string(Redact([]byte(in[:n])))
+		if i := strings.Index(got, "SECRET-"); i >= 0 {
+			t.Fatalf("prefix of %d bytes leaks: %s", n, got)
+		}
+	}
+}
+
+func TestRedactArgs(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"npx", "-y", "@modelcontextprotocol/server-memory"}, []string{"npx", "-y", "@modelcontextprotocol/server-memory"}},
+		{[]string{"srv", "--api-key", "sk-1", "--port", "80"}, []string{"srv", "--api-key", Redacted, "--port", "80"}},
+		{[]string{"srv", "--token=abc", "-v"}, []string{"srv", "--token=" + Redacted, "-v"}},
+		{[]string{"env", "GITHUB_TOKEN=ghp_x", "srv"}, []string{"env", "GITHUB_TOKEN=" + Redacted, "srv"}},
+		{[]string{"srv", "--header", "Authorization: Bearer abcdefghijk"}, []string{"srv", "--header", "Authorization: Bearer " + Redacted}},
+		{[]string{"srv", "--password"}, []string{"srv", "--password"}},
+	} {
+		if got := RedactArgs(tc.in); !cmp.Equal(got, tc.want) {
+			t.Errorf("RedactArgs(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

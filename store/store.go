@@ -1,0 +1,380 @@
+// Package store keeps Switchboard's request history in SQLite: the record
+// a user opens when a tool call "just hangs".
+//
+// The pool hands every event to Record, which only enqueues into a bounded
+// channel and counts a drop when it is full, so recording never blocks
+// routing. One writer goroutine batches the queue into transactions and,
+// between batches, prunes old rows in small steps. The database is in WAL
+// mode, so the CLI and the UI read it (OpenReadOnly, or the query methods
+// of a writable Store) while the writer writes.
+//
+// Each writable Open starts a run. Requests still in flight in an earlier
+// run that never ended (the app crashed or was killed) become abandoned,
+// and that run is marked crashed: that is the hang forensic.
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// Statuses the store adds to the pool's (pool.StatusOK and friends).
+const (
+	// StatusInFlight is a request that has not ended (yet).
+	StatusInFlight = "in-flight"
+	// StatusAbandoned is a request that was in flight when its run ended
+	// without answering it: the app crashed, was killed, or the store lost
+	// the request's end (see Dropped).
+	StatusAbandoned = "abandoned"
+)
+
+// Defaults of Options.
+const (
+	DefaultRetainDays   = 14
+	DefaultMaxRows      = 1_000_000
+	DefaultCaptureBytes = 4096
+)
+
+// Sentinel errors that callers branch on; each is wrapped with the path.
+var (
+	// ErrTooNew means a newer Switchboard wrote the database: this build
+	// does not know its schema and leaves it alone.
+	ErrTooNew = errors.New("written by a newer Switchboard")
+	// ErrCorrupt means the file is not a usable history database.
+	ErrCorrupt = errors.New("corrupt or not a Switchboard history database")
+	// ErrLocked means another Switchboard holds the database for writing.
+	ErrLocked = errors.New("in use by another running Switchboard")
+	// ErrNeedsUpgrade means a read-only open found an older schema; the
+	// next writable open (the next start of the app) upgrades it.
+	ErrNeedsUpgrade = errors.New("has an older schema; start Switchboard once to upgrade it")
+)
+
+// Options tune a Store. Nil or zero fields give the defaults.
+type Options struct {
+	// RetainDays keeps requests this many days. Default 14; negative keeps
+	// them forever.
+	RetainDays int
+	// MaxRows keeps at most this many requests, newest first. Default
+	// 1,000,000; negative means no cap.
+	MaxRows int
+	// CapturePayloads stores a bounded, redacted prefix of each request
+	// and response. Off by default.
+	CapturePayloads bool
+	// CaptureBytes bounds each stored payload. Default 4096.
+	CaptureBytes int
+	// Version is the app's version, recorded with the run.
+	Version string
+	// Logger receives write errors; nil discards.
+	Logger *slog.Logger
+
+	// QueueSize is how many events may wait for the writer before Record
+	// drops. Default 65536.
+	QueueSize int
+	// BatchSize flushes a transaction after this many events. Default 4096.
+	BatchSize int
+	// FlushInterval flushes a transaction at most this long after its
+	// first event. Default 50 ms.
+	FlushInterval time.Duration
+	// PruneInterval is how often retention runs. Default 10 min; the
+	// first run is a minute after Open (or PruneInterval, if shorter).
+	PruneInterval time.Duration
+	// PruneBatch is how many rows one pruning step deletes in its own
+	// short transaction. Default 1000.
+	PruneBatch int
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.RetainDays == 0 {
+		r.RetainDays = DefaultRetainDays
+	}
+	if r.MaxRows == 0 {
+		r.MaxRows = DefaultMaxRows
+	}
+	if r.CaptureBytes <= 0 {
+		r.CaptureBytes = DefaultCaptureBytes
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	if r.QueueSize <= 0 {
+		r.QueueSize = 1 << 16
+	}
+	if r.BatchSize <= 0 {
+		r.BatchSize = 4096
+	}
+	if r.FlushInterval <= 0 {
+		r.FlushInterval = 50 * time.Millisecond
+	}
+	if r.PruneInterval <= 0 {
+		r.PruneInterval = 10 * time.Minute
+	}
+	if r.PruneBatch <= 0 {
+		r.PruneBatch = 1000
+	}
+	return r
+}
+
+// Store is an open history database. A writable Store (Open) records one
+// run; a read-only one (OpenReadOnly) only answers queries. The query
+// methods are safe for concurrent use with each other and with Record.
+type Store struct {
+	path string
+	opts Options
+	log  *slog.Logger
+	rdb  *sql.DB // queries; several connections, read-only
+
+	// Set for a writable Store only.
+	wdb  *sql.DB   // the writer's single connection
+	lock io.Closer // held while open: one writer per database
+	run  int64
+
+	queue    chan pool.Event // Record -> writer
+	dropped  atomic.Uint64
+	closed   atomic.Bool
+	stop     chan struct{}   // closed by Close: the writer drains and ends
+	done     chan struct{}   // closed by the writer when it has ended
+	pruneReq chan chan error // tests: run retention to completion now
+	flushReq chan chan error // tests: write everything queued now
+
+	errMu   sync.Mutex
+	lastErr error // the writer's last failure; nil after a good flush
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating or upgrading) the history database at path for
+// writing, starts a new run, and starts the writer. Requests left in
+// flight by earlier runs that never ended become abandoned. Close it.
+//
+// Errors wrap ErrTooNew, ErrCorrupt or ErrLocked where they apply; the app
+// then runs without history and says so.
+func Open(path string, opts *Options) (*Store, error) {
+	o := opts.withDefaults()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("history: create %s: %w", filepath.Dir(path), err)
+	}
+	lk, err := lockWriter(path+".lock", lockWait)
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", path, err)
+	}
+	s := &Store{path: path, opts: o, log: o.Logger, lock: lk}
+	if err := s.openWritable(); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	s.queue = make(chan pool.Event, o.QueueSize)
+	s.stop = make(chan struct{})
+	s.done = make(chan struct{})
+	s.pruneReq = make(chan chan error)
+	s.flushReq = make(chan chan error)
+	w, err := newWriter(s)
+	if err != nil {
+		s.closeDBs()
+		return nil, fmt.Errorf("history %s: %w", path, err)
+	}
+	go w.loop()
+	return s, nil
+}
+
+func (s *Store) openWritable() error {
+	var err error
+	if s.wdb, err = sql.Open("sqlite3", dsn(s.path, "_journal_mode=WAL&_sync=1&_fk=1&_txlock=immediate&_busy_timeout=5000")); err != nil {
+		return fmt.Errorf("history %s: %w", s.path, err)
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	var mode string
+	if err := s.wdb.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		return s.wrap(err)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("history %s: journal mode is %q, want wal", s.path, mode)
+	}
+	if err := migrate(s.wdb); err != nil {
+		return s.wrap(err)
+	}
+	if s.run, err = startRun(s.wdb, s.opts.Version, time.Now()); err != nil {
+		return s.wrap(err)
+	}
+	return s.openReaders()
+}
+
+// OpenReadOnly opens the history database at path for queries only, while
+// another process may be writing it. A missing database is an error
+// wrapping fs.ErrNotExist; an older schema wraps ErrNeedsUpgrade.
+func OpenReadOnly(path string) (*Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("history %s: %w", path, err)
+	}
+	s := &Store{path: path, opts: (*Options)(nil).withDefaults()}
+	s.log = s.opts.Logger
+	if err := s.openReaders(); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	var v int
+	if err := s.rdb.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		s.closeDBs()
+		return nil, s.wrap(err)
+	}
+	switch n := len(migrations); {
+	case v > n:
+		s.closeDBs()
+		return nil, fmt.Errorf("history %s: %w (schema version %d, this build knows %d)", path, ErrTooNew, v, n)
+	case v < n:
+		s.closeDBs()
+		return nil, fmt.Errorf("history %s: %w (schema version %d of %d)", path, ErrNeedsUpgrade, v, n)
+	}
+	return s, nil
+}
+
+func (s *Store) openReaders() error {
+	var err error
+	if s.rdb, err = sql.Open("sqlite3", dsn(s.path, "mode=ro&_busy_timeout=5000&_txlock=deferred")); err != nil {
+		return fmt.Errorf("history %s: %w", s.path, err)
+	}
+	s.rdb.SetMaxOpenConns(4)
+	s.rdb.SetMaxIdleConns(2)
+	if err := s.rdb.Ping(); err != nil {
+		return s.wrap(err)
+	}
+	return nil
+}
+
+// dsn makes a go-sqlite3 URI filename. Characters that URIs reserve are
+// escaped so that any path works.
+func dsn(path, params string) string {
+	r := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+	return "file:" + r.Replace(filepath.ToSlash(path)) + "?" + params
+}
+
+// wrap adds the path and classifies SQLite's "not a database" and
+// "malformed" errors as ErrCorrupt.
+func (s *Store) wrap(err error) error {
+	if isCorrupt(err) {
+		return fmt.Errorf("history %s: %w: %v", s.path, ErrCorrupt, err)
+	}
+	return fmt.Errorf("history %s: %w", s.path, err)
+}
+
+// Record hands one pool event to the writer. It never blocks: when the
+// queue is full (or the store is closed) the event is dropped and counted
+// (Dropped). Pass it as pool.Options.Record.
+func (s *Store) Record(e pool.Event) {
+	switch e.Kind {
+	case pool.EventRequestReceived, pool.EventRequestWritten, pool.EventRequestDone, pool.EventOrphan,
+		pool.EventSessionOpened, pool.EventSessionClosed, pool.EventBackendStarted, pool.EventBackendExited:
+	default:
+		return // state changes and lag notices are live-only
+	}
+	if s.queue == nil || s.closed.Load() {
+		s.dropped.Add(1)
+		return
+	}
+	select {
+	case s.queue <- e:
+	default:
+		s.dropped.Add(1)
+	}
+}
+
+// Dropped is the number of events not recorded: the queue was full, the
+// store was closed, or a write failed. Status and the UI show it.
+func (s *Store) Dropped() uint64 { return s.dropped.Load() }
+
+// Err is the writer's last error, or nil once a later write succeeded.
+func (s *Store) Err() error {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.lastErr
+}
+
+func (s *Store) setErr(err error) {
+	s.errMu.Lock()
+	s.lastErr = err
+	s.errMu.Unlock()
+}
+
+// Run is this Store's run id; 0 for a read-only Store.
+func (s *Store) Run() int64 { return s.run }
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// CaptureBytes is what pool.Options.CapturePayloads should be: the payload
+// prefix size when capture is on, else 0.
+func (s *Store) CaptureBytes() int {
+	if !s.opts.CapturePayloads {
+		return 0
+	}
+	return s.opts.CaptureBytes
+}
+
+// Close flushes what is queued, marks the run ended and closes the
+// database. Requests of this run still in flight at that point (their end
+// was dropped) become abandoned. Record after Close counts drops.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		if s.stop != nil {
+			close(s.stop)
+			<-s.done
+		}
+		s.closeErr = errors.Join(s.Err(), s.closeDBs())
+	})
+	return s.closeErr
+}
+
+func (s *Store) closeDBs() error {
+	var errs []error
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	if s.wdb != nil {
+		errs = append(errs, s.wdb.Close())
+	}
+	if s.lock != nil {
+		errs = append(errs, s.lock.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("history %s: close: %w", s.path, err)
+	}
+	return nil
+}
+
+// lockWait is how long Open waits for another writer's lock; a variable
+// so that tests need not wait.
+var lockWait = 2 * time.Second
+
+// flush writes everything recorded so far (tests).
+func (s *Store) flush() error {
+	reply := make(chan error)
+	s.flushReq <- reply
+	return <-reply
+}
+
+// prune runs retention to completion now (tests).
+func (s *Store) prune() error {
+	reply := make(chan error)
+	s.pruneReq <- reply
+	return <-reply
+}

@@ -1,0 +1,501 @@
+package store
+
+import (
+	stdcmp "cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata golden files")
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(crashHelper())
+	}
+	code := m.Run()
+	if fake.path != "" {
+		os.RemoveAll(filepath.Dir(fake.path))
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// t0 is a fixed, recent moment: events carry their own times.
+var t0 = time.Now().Add(-time.Hour).Truncate(time.Second)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func received(id uint64, sess, method, name string, when time.Time) pool.Event {
+	return pool.Event{Kind: pool.EventRequestReceived, Time: when, Server: "srv", Session: sess, PoolID: id,
+		Method: method, Name: name, OriginalID: fmt.Sprint(id), Size: 100}
+}
+
+func written(id uint64, sess string, pid int, when time.Time) pool.Event {
+	return pool.Event{Kind: pool.EventRequestWritten, Time: when, Server: "srv", Session: sess, PoolID: id, PID: pid}
+}
+
+func done(id uint64, sess, method, name, status string, pid int, when time.Time) pool.Event {
+	e := pool.Event{Kind: pool.EventRequestDone, Time: when, Server: "srv", Session: sess, PoolID: id, PID: pid,
+		Method: method, Name: name, Status: status, Size: 200, Written: pid != 0}
+	if status != pool.StatusOK {
+		e.ErrCode, e.Err = -32000, status+" happened"
+	}
+	return e
+}
+
+func openT(t *testing.T, path string, o *Options) *Store {
+	t.Helper()
+	s, err := Open(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func dbPath(t *testing.T) string { return filepath.Join(t.TempDir(), "history.db") }
+
+func schema(t *testing.T, path string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite3", dsn(path, "mode=ro"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(s + ";\n\n")
+	}
+	var v int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("-- user_version %d\n\n%s", v, b.String())
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(string(want), got); d != "" {
+		t.Errorf("%s differs (-want +got; -update rewrites it):\n%s", name, d)
+	}
+}
+
+func TestMigrateFromEmpty(t *testing.T) {
+	path := dbPath(t)
+	s := openT(t, path, nil)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "schema.golden.sql", schema(t, path))
+}
+
+// TestMigrateFromV1 upgrades a frozen version-1 database with data: the
+// schema ends up exactly as a fresh one, the rows survive, and the crashed
+// run's request in flight becomes abandoned.
+func TestMigrateFromV1(t *testing.T) {
+	path := dbPath(t)
+	dump, err := os.ReadFile("testdata/v1.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", dsn(path, "_journal_mode=WAL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(string(dump)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	// A read-only open does not upgrade.
+	if _, err := OpenReadOnly(path); !errors.Is(err, ErrNeedsUpgrade) {
+		t.Fatalf("read-only open of v1: %v, want ErrNeedsUpgrade", err)
+	}
+
+	s := openT(t, path, nil)
+	ctx := context.Background()
+	got, err := s.Requests(ctx, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		Run           int64
+		Method, Name  string
+		Status        string
+		Written       bool
+		PID           int
+		Abandoned     bool
+		ErrorMentions string
+	}
+	var rows []row
+	for _, r := range got {
+		mention := ""
+		if strings.Contains(r.Err, "run 2") {
+			mention = "run 2"
+		}
+		rows = append(rows, row{r.Run, r.Method, r.Name, r.Status, r.WrittenToChild(), r.PID, r.Abandoned, mention})
+	}
+	want := []row{
+		{2, "tools/call", "create_entities", StatusAbandoned, true, 4242, true, "run 2"},
+		{1, "tools/call", "read_graph", pool.StatusError, true, 4141, false, ""},
+		{1, "tools/list", "", pool.StatusOK, true, 4141, false, ""},
+	}
+	if d := cmp.Diff(want, rows); d != "" {
+		t.Errorf("requests after the upgrade (-want +got):\n%s", d)
+	}
+	runs, err := s.Runs(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 3 || runs[0].ID != s.Run() || !runs[1].Crashed || runs[2].Crashed {
+		t.Errorf("runs = %+v, want this run, crashed run 2, clean run 1", runs)
+	}
+	kids, err := s.ChildrenOfEarlierRuns(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kids) != 1 || kids[0].PID != 4242 || kids[0].Run != "2" || kids[0].Command[0] != "npx" {
+		t.Errorf("children of earlier runs = %+v, want child 4242 of run 2", kids)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "schema.golden.sql", schema(t, path))
+}
+
+func TestOpenRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, path string)
+		want    error
+	}{
+		{"newer schema", func(t *testing.T, path string) {
+			s := openT(t, path, nil)
+			s.Close()
+			execSQL(t, path, "PRAGMA user_version = 99")
+		}, ErrTooNew},
+		{"garbage", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(strings.Repeat("not a database ", 300)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrCorrupt},
+		{"someone else's database", func(t *testing.T, path string) {
+			execSQL(t, path, "CREATE TABLE notes (body TEXT)")
+		}, ErrCorrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := dbPath(t)
+			tc.prepare(t, path)
+			s, err := Open(path, nil)
+			if !errors.Is(err, tc.want) {
+				if s != nil {
+					s.Close()
+				}
+				t.Fatalf("Open: %v, want %v", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), path) {
+				t.Errorf("error %q does not name the file", err)
+			}
+			if tc.want == ErrCorrupt {
+				return // a read-only open of garbage fails too, less precisely
+			}
+			if _, err := OpenReadOnly(path); !errors.Is(err, tc.want) {
+				t.Errorf("OpenReadOnly: %v, want %v", err, tc.want)
+			}
+		})
+	}
+	t.Run("missing, read-only", func(t *testing.T) {
+		if _, err := OpenReadOnly(dbPath(t)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("OpenReadOnly: %v, want fs.ErrNotExist", err)
+		}
+	})
+	t.Run("second writer", func(t *testing.T) {
+		defer func(d time.Duration) { lockWait = d }(lockWait)
+		lockWait = 50 * time.Millisecond
+		path := dbPath(t)
+		openT(t, path, nil)
+		if s, err := Open(path, nil); !errors.Is(err, ErrLocked) {
+			if s != nil {
+				s.Close()
+			}
+			t.Fatalf("second Open: %v, want ErrLocked", err)
+		}
+	})
+}
+
+func execSQL(t *testing.T, path, q string) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", dsn(path, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(q); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecord records one life of each kind, with the events of a request
+// in one batch (folded into one INSERT) and spread over batches (INSERT
+// then UPDATEs), and reads it back through the query API.
+func TestRecord(t *testing.T) {
+	for _, split := range []bool{false, true} {
+		t.Run(fmt.Sprintf("split=%v", split), func(t *testing.T) {
+			path := dbPath(t)
+			s := openT(t, path, &Options{CapturePayloads: true, CaptureBytes: 64, Version: "test"})
+			ctx := context.Background()
+			step := func(es ...pool.Event) {
+				for _, e := range es {
+					s.Record(e)
+				}
+				if split {
+					if err := s.flush(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			step(pool.Event{Kind: pool.EventBackendStarted, Time: at(0), Server: "srv", PID: 4242, ProcessStart: at(0),
+				Command: []string{"srv-mcp", "--api-key", "sk-secret", "--verbose"}})
+			step(pool.Event{Kind: pool.EventSessionOpened, Time: at(time.Second), Server: "srv", Session: "s1", Transport: "stdio", PID: 777})
+			step(pool.Event{Kind: pool.EventSessionOpened, Time: at(time.Second), Server: "srv", Session: "s1", ClientName: "claude-code", ClientVersion: "2.1"})
+			r1 := received(1, "s1", "tools/call", "echo", at(2*time.Second))
+			r1.Payload = []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"password":"hunter2","text":"hello"}}}`)
+			step(r1)
+			step(written(1, "s1", 4242, at(2*time.Second+time.Millisecond)))
+			d1 := done(1, "s1", "tools/call", "echo", pool.StatusOK, 4242, at(2*time.Second+5*time.Millisecond))
+			d1.Payload = []byte(`{"jsonrpc":"2.0","id":1,"result":{"token":"abc"}}`)
+			step(d1)
+			step(received(2, "s1", "tools/call", "sleep", at(3*time.Second)), written(2, "s1", 4242, at(3*time.Second+time.Millisecond)))
+			step(received(3, "s1", "tools/list", "", at(4*time.Second)),
+				done(3, "s1", "tools/list", "", pool.StatusFailed, 0, at(4*time.Second+time.Millisecond)))
+			step(pool.Event{Kind: pool.EventOrphan, Time: at(5 * time.Second), Server: "srv", OriginalID: "99", Status: pool.StatusOrphaned})
+			step(pool.Event{Kind: pool.EventBackendExited, Time: at(6 * time.Second), Server: "srv", PID: 4242, ExitCode: 3, Err: "exit status 3"})
+			step(done(2, "s1", "tools/call", "sleep", pool.StatusFailed, 4242, at(6*time.Second+time.Millisecond)))
+			step(pool.Event{Kind: pool.EventSessionClosed, Time: at(7 * time.Second), Server: "srv", Session: "s1", Err: "client went away"})
+			s.Record(pool.Event{Kind: pool.EventBackendState, State: pool.StateReady}) // not recorded, not dropped
+			if err := s.flush(); err != nil {
+				t.Fatal(err)
+			}
+
+			got, err := s.Requests(ctx, Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			type row struct {
+				PoolID            uint64
+				Method, Name      string
+				Status            string
+				Written           bool
+				PID               int
+				Dur               time.Duration
+				ReqSize, RespSize int
+				ReqLoad, RespLoad string
+				ErrCode           int
+			}
+			var rows []row
+			for _, r := range got {
+				d, _ := r.Duration()
+				rows = append(rows, row{r.PoolID, r.Method, r.Name, r.Status, r.WrittenToChild(), r.PID, d,
+					r.RequestSize, r.ResponseSize, r.RequestPayload, r.ResponsePayload, r.ErrCode})
+			}
+			want := []row{
+				{0, "", "", pool.StatusOrphaned, false, 0, 0, 0, 0, "", "", 0},
+				{3, "tools/list", "", pool.StatusFailed, false, 0, time.Millisecond, 100, 200, "", "", -32000},
+				{2, "tools/call", "sleep", pool.StatusFailed, true, 4242, 6*time.Second + time.Millisecond - 3*time.Second, 100, 200, "", "", -32000},
+				{1, "tools/call", "echo", pool.StatusOK, true, 4242, 5 * time.Millisecond, 100, 200,
+					`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`, `{"jsonrpc":"2.0","id":1,"result":{"token":"[REDACTED]"}}`, 0},
+			}
+			if d := cmp.Diff(want, rows); d != "" {
+				t.Errorf("requests (-want +got):\n%s", d)
+			}
+
+			page, err := s.Requests(ctx, Filter{Limit: 2, BeforeID: got[1].ID, Server: "srv"})
+			if err != nil || len(page) != 2 || page[0].PoolID != 2 || page[1].PoolID != 1 {
+				t.Errorf("second page = %+v, %v; want requests 2 and 1", page, err)
+			}
+			for _, f := range []Filter{{Status: pool.StatusOK}, {Method: "tools/list"}, {Session: "nobody"}, {Since: at(3 * time.Second)}} {
+				rs, err := s.Requests(ctx, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := map[string]int{"ok": 1, "tools/list": 1, "nobody": 0, "since": 3}[stdcmp.Or(f.Status, f.Method, f.Session, "since")]
+				if len(rs) != n {
+					t.Errorf("Requests(%+v) = %d rows, want %d", f, len(rs), n)
+				}
+			}
+
+			counts, err := s.CountsByStatus(ctx, at(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(map[string]int{"ok": 1, "failed": 2, "orphaned": 1}, counts); d != "" {
+				t.Errorf("counts (-want +got):\n%s", d)
+			}
+
+			tl, err := s.Timeline(ctx, s.Run(), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var what []string
+			for _, st := range tl.Steps {
+				what = append(what, st.What)
+			}
+			wantSteps := []string{
+				"received tools/call sleep from session s1 (claude-code 2.1) with id 2",
+				"written to child PID 4242 of server srv",
+				"child PID 4242 exited (exit status 3)",
+				"ended failed after 3.001s: failed happened",
+			}
+			if d := cmp.Diff(wantSteps, what); d != "" {
+				t.Errorf("timeline (-want +got):\n%s", d)
+			}
+			if tl.Session == nil || tl.Session.Transport != "stdio" || tl.Session.PeerPID != 777 || tl.Session.CloseReason != "client went away" {
+				t.Errorf("timeline session = %+v", tl.Session)
+			}
+			if tl.Backend == nil || tl.Backend.ExitCode != 3 ||
+				!cmp.Equal(tl.Backend.Command, []string{"srv-mcp", "--api-key", Redacted, "--verbose"}) {
+				t.Errorf("timeline backend = %+v", tl.Backend)
+			}
+			if s.Dropped() != 0 {
+				t.Errorf("dropped %d events", s.Dropped())
+			}
+		})
+	}
+}
+
+// TestHangs: requests of the live run in flight past the threshold, and
+// requests abandoned by a crashed run, seen by the writer and by a
+// read-only reader in another "process" (connection).
+func TestHangs(t *testing.T) {
+	path := dbPath(t)
+	ctx := context.Background()
+	now := time.Now()
+
+	// Run 1 "crashes" with request 7 written and in flight: it is closed
+	// without Close (the lock goes, the run stays open).
+	s1 := openT(t, path, nil)
+	s1.Record(received(7, "s1", "tools/call", "pay", now.Add(-time.Hour)))
+	s1.Record(written(7, "s1", 55, now.Add(-time.Hour)))
+	if err := s1.flush(); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s1)
+
+	s := openT(t, path, nil)
+	s.Record(received(1, "s2", "tools/call", "sleep", now.Add(-time.Minute)))
+	s.Record(written(1, "s2", 66, now.Add(-time.Minute)))
+	s.Record(received(2, "s2", "tools/call", "queued", now.Add(-40*time.Second)))
+	s.Record(received(3, "s2", "tools/call", "young", now.Add(-time.Second)))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	type hang struct {
+		Run       int64
+		Name      string
+		Written   bool
+		PID       int
+		Abandoned bool
+	}
+	want := []hang{
+		{1, "pay", true, 55, true},
+		{2, "sleep", true, 66, false},
+		{2, "queued", false, 0, false},
+	}
+	check := func(who string, st *Store, want []hang) {
+		t.Helper()
+		got, err := st.Hangs(ctx, 30*time.Second, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hs []hang
+		for _, r := range got {
+			hs = append(hs, hang{r.Run, r.Name, r.WrittenToChild(), r.PID, r.Abandoned})
+		}
+		if d := cmp.Diff(want, hs); d != "" {
+			t.Errorf("%s: hangs (-want +got):\n%s", who, d)
+		}
+	}
+	check("writer", s, want)
+	ro, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	check("reader while the writer runs", ro, want)
+	if live, _ := ro.LiveRun(ctx); live != s.Run() {
+		t.Errorf("reader's live run = %d, want %d", live, s.Run())
+	}
+
+	tl, err := ro.Timeline(ctx, 1, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := tl.Steps[len(tl.Steps)-1].What; !strings.Contains(last, "abandoned") || !strings.Contains(last, "run 1 crashed") {
+		t.Errorf("abandoned timeline ends with %q", last)
+	}
+
+	// Run 2 crashes too: to a reader, its requests in flight are
+	// abandoned at once (no writer holds the database).
+	crash(t, s)
+	check("reader after the writer died", ro, []hang{
+		{1, "pay", true, 55, true},
+		{2, "sleep", true, 66, true},
+		{2, "queued", false, 0, true},
+		{2, "young", false, 0, true},
+	})
+}
+
+// crash ends a writable Store the way SIGKILL would: the writer stops
+// without closing the run, the connections and the lock go.
+func crash(t *testing.T, s *Store) {
+	t.Helper()
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.wdb.Close() // the writer's next statement would fail; it has none queued
+		close(s.stop)
+		<-s.done
+		s.rdb.Close()
+		s.lock.Close()
+	})
+}
