@@ -17,10 +17,10 @@ GOTESTSUM_VERSION   := v1.13.0
 STATICCHECK := bin/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 GOTESTSUM   := bin/tools/gotestsum-$(GOTESTSUM_VERSION)/gotestsum
 
-# `make run` arguments. The foundation is headless, so the default is the
-# pool without the tray; once the UI lands this becomes empty (RUN_ARGS ?=),
-# which starts the tray app. The binary writes a starter config on first run.
-RUN_ARGS ?= serve
+# `make run` arguments: none starts the tray app with the pool in-process
+# (`make run RUN_ARGS=serve` for the headless pool, RUN_ARGS=--dashboard to
+# open the dashboard at start). The binary writes a starter config on first run.
+RUN_ARGS ?=
 
 # go-sqlite3 and fyne are cgo, and so is -race.
 export CGO_ENABLED := 1

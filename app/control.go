@@ -45,6 +45,7 @@ func (inst *Instance) controlHandler() http.Handler {
 	mux.HandleFunc("GET /v1/leaks", inst.handleLeaks)
 	mux.HandleFunc("GET /v1/config", inst.serveConfig)
 	mux.HandleFunc("POST /v1/kill", inst.handleKill)
+	mux.HandleFunc("POST /v1/dashboard", inst.handleDashboard)
 	return mux
 }
 

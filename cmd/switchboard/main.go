@@ -40,7 +40,7 @@ type trayCmd struct {
 }
 
 func (c *trayCmd) Run(ctx context.Context) error {
-	return app.Serve(ctx, app.Options{ConfigPath: c.Config, HTTPListen: c.HTTP})
+	return app.RunTray(ctx, app.Options{ConfigPath: c.Config, HTTPListen: c.HTTP}, c.Dashboard)
 }
 
 type serveCmd struct {

@@ -1,0 +1,259 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"fyne.io/fyne/v2"
+	fyneapp "fyne.io/fyne/v2/app"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/store"
+	"github.com/switchboard-mcp/switchboard/ui"
+)
+
+// AppID is the fyne application ID (preferences, notifications, the
+// desktop file's StartupWMClass).
+const AppID = "io.github.switchboard_mcp.switchboard"
+
+// RunTray is `switchboard`: the tray app with the pool in-process. It runs
+// the fyne app on the calling goroutine, which must be main's. If another
+// instance already serves this SWITCHBOARD_HOME, it asks that one to show
+// its dashboard and returns nil. Quit in the tray menu, or ctx ending,
+// shuts the pool and every child down before it returns.
+func RunTray(ctx context.Context, opts Options, dashboard bool) error {
+	if err := needDisplay(); err != nil {
+		// A tray app started where no window can open (an SSH session, a
+		// service) still serves its clients: it runs the pool headless.
+		fmt.Fprintf(os.Stderr, "switchboard: %v; running the pool without the tray, as `switchboard serve` does\n", err)
+		return Serve(ctx, opts)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	st, err := FetchStatus(pctx)
+	cancel()
+	if err == nil {
+		if err := askForDashboard(ctx); err != nil {
+			return fmt.Errorf("%w (pid %d), and it did not show its dashboard: %v", ErrAlreadyRunning, st.PID, err)
+		}
+		fmt.Fprintf(os.Stderr, "switchboard is already running (pid %d); it is showing its dashboard\n", st.PID)
+		return nil
+	}
+
+	inst, err := Start(opts)
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+
+	fa := fyneapp.NewWithID(AppID)
+	fa.SetIcon(ui.AppIcon)
+	u := ui.New(fa, &trayController{inst: inst, quit: stop}, &ui.Options{Logger: inst.log})
+	dashboardHooks.Store(inst, u.ShowDashboard)
+	defer dashboardHooks.Delete(inst)
+
+	served := make(chan error, 1)
+	go func() {
+		err := inst.Run(ctx)
+		served <- err
+		// The pool is closed (Quit, a signal, or it could not start):
+		// end the fyne app, which returns fa.Run below. The driver's Quit,
+		// unlike the app's, is a no-op when fyne already stopped (on a
+		// signal fyne quits by itself; a late fyne.Do then runs inline).
+		fyne.Do(func() { fa.Driver().Quit() })
+	}()
+	u.Start(ctx)
+	if !u.StartTray() {
+		dashboard = true // without a tray the window is the only way in
+	}
+	if dashboard {
+		u.ShowDashboard()
+	}
+	fa.Run()
+	stop()
+	err = <-served
+	u.Wait()
+	return err
+}
+
+// needDisplay tells whether a window can open here at all (without one,
+// fyne would abort the process).
+func needDisplay() error {
+	if runtime.GOOS != "linux" && runtime.GOOS != "freebsd" && runtime.GOOS != "openbsd" && runtime.GOOS != "netbsd" {
+		return nil
+	}
+	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+		return errors.New("no display (neither DISPLAY nor WAYLAND_DISPLAY is set)")
+	}
+	return nil
+}
+
+// dashboardHooks maps a running instance to its UI's ShowDashboard, for
+// the control API's POST /v1/dashboard. A headless instance has none.
+var dashboardHooks sync.Map // *Instance -> func()
+
+// handleDashboard is POST /v1/dashboard: a second `switchboard` launch
+// asks this instance to show its dashboard.
+func (inst *Instance) handleDashboard(w http.ResponseWriter, _ *http.Request) {
+	show, ok := dashboardHooks.Load(inst)
+	if !ok {
+		writeJSON(w, http.StatusConflict, map[string]string{"error": "this switchboard runs headless (`switchboard serve`): it has no dashboard"})
+		return
+	}
+	show.(func())()
+	writeJSON(w, http.StatusOK, map[string]bool{"shown": true})
+}
+
+// askForDashboard asks the running instance to show its dashboard.
+func askForDashboard(ctx context.Context) error {
+	c, err := controlClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://switchboard/v1/dashboard", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("ask for the dashboard: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("ask for the dashboard: %s: %s", resp.Status, body)
+	}
+	return nil
+}
+
+// trayController is ui.Controller over a running instance: the UI acts
+// through the same pool API the control socket and the CLI use.
+type trayController struct {
+	inst *Instance
+	quit context.CancelFunc
+}
+
+var _ ui.Controller = (*trayController)(nil)
+
+func (c *trayController) Subscribe(ctx context.Context, buffer int) (pool.Snapshot, <-chan pool.Event) {
+	return c.inst.Pool.Subscribe(ctx, buffer)
+}
+
+func (c *trayController) Snapshot() pool.Snapshot     { return c.inst.Pool.Snapshot() }
+func (c *trayController) Restart(server string) error { return c.inst.Pool.Restart(server) }
+func (c *trayController) Stop(server string) error    { return c.inst.Pool.Stop(server) }
+func (c *trayController) Cancel(poolID uint64) error  { return c.inst.Pool.Cancel(poolID) }
+func (c *trayController) KillChild(pid int) error     { return c.inst.Pool.KillChild(pid) }
+
+// Leaks lists leaked backends with the same detector `switchboard leaks`
+// uses.
+func (c *trayController) Leaks(ctx context.Context) ([]ui.Leak, error) {
+	ls, err := c.inst.Leaks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ui.Leak, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, ui.Leak{PID: l.PID, Server: l.Server, Command: strings.Join(l.Command, " "),
+			StartedAt: l.StartedAt, RSSBytes: l.RSSBytes, Reason: l.Reason})
+	}
+	return out, nil
+}
+
+// KillLeak kills one leaked backend the way `switchboard kill PID` does:
+// only what the detector proves to be a leak right now.
+func (c *trayController) KillLeak(ctx context.Context, pid int) error {
+	res, err := c.inst.Kill(ctx, KillRequest{PID: pid})
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if err := r.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// historyStore is the open request history, or why there is none.
+func (c *trayController) historyStore() (*store.Store, error) {
+	h := c.inst.history
+	switch {
+	case h != nil && h.st != nil:
+		return h.st, nil
+	case h != nil && h.err != nil:
+		return nil, fmt.Errorf("%w: %v", ui.ErrUnavailable, h.err)
+	}
+	return nil, fmt.Errorf("%w: history is switched off in the config (history.disabled)", ui.ErrUnavailable)
+}
+
+func (c *trayController) History(ctx context.Context, f ui.HistoryFilter) ([]ui.HistoryRow, error) {
+	st, err := c.historyStore()
+	if err != nil {
+		return nil, err
+	}
+	rs, err := st.Requests(ctx, store.Filter{Server: f.Server, Session: f.Session, Status: f.Status,
+		Method: f.Method, Since: f.Since, Limit: f.Limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ui.HistoryRow, 0, len(rs))
+	for _, r := range rs {
+		d, _ := r.Duration()
+		out = append(out, ui.HistoryRow{ID: r.ID, Run: r.Run, PoolID: r.PoolID, Server: r.Server, Session: r.Session,
+			Method: r.Method, Name: r.Name, Status: r.Status, ReceivedAt: r.Received, Duration: d, PID: r.PID,
+			Error: r.Err, WrittenToChild: r.WrittenToChild()})
+	}
+	return out, nil
+}
+
+func (c *trayController) Timeline(ctx context.Context, r ui.HistoryRow) ([]ui.TimelineEntry, error) {
+	st, err := c.historyStore()
+	if err != nil {
+		return nil, err
+	}
+	tl, err := st.Timeline(ctx, r.Run, r.PoolID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ui.TimelineEntry, 0, len(tl.Steps)+2)
+	for _, s := range tl.Steps {
+		out = append(out, ui.TimelineEntry{At: s.At, What: s.What})
+	}
+	if b := tl.Backend; b != nil {
+		out = append(out, ui.TimelineEntry{What: fmt.Sprintf("child PID %d", b.PID), Detail: strings.Join(b.Command, " ")})
+	}
+	if tl.Run.ID != 0 {
+		run := fmt.Sprintf("run %d (switchboard %s, PID %d)", tl.Run.ID, tl.Run.Version, tl.Run.PID)
+		if tl.Run.Crashed {
+			run += ", crashed"
+		}
+		out = append(out, ui.TimelineEntry{What: run})
+	}
+	return out, nil
+}
+
+func (c *trayController) ConfigPath() string     { return c.inst.configPath }
+func (c *trayController) ConfigError() error     { return c.inst.ConfigError() }
+func (c *trayController) HistoryDropped() uint64 { return c.inst.history.status().Dropped }
+
+func (c *trayController) HangThreshold() time.Duration {
+	c.inst.mu.Lock()
+	defer c.inst.mu.Unlock()
+	if c.inst.cfg == nil {
+		return 30 * time.Second
+	}
+	return c.inst.cfg.Hang()
+}
+
+func (c *trayController) Quit() { c.quit() }

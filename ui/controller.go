@@ -1,0 +1,116 @@
+// Package ui is Switchboard's tray menu and dashboard (fyne).
+//
+// The UI renders snapshots of the pool and acts through a Controller; it
+// never holds a lock of the pool, never runs SQL and never blocks the UI
+// goroutine on either. One event loop turns the pool's snapshot and event
+// stream into rows (pure functions of a Snapshot and the time, in rows.go
+// and menu.go) and hands them to the widgets through fyne.Do, at most a
+// few times a second however busy the pool is.
+//
+// Package ui imports pool's plain data types only; package app adapts its
+// Instance to Controller.
+package ui
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// Controller is everything the UI reads and does. app implements it over
+// a running instance; tests use a small fake. Every method may be called
+// from any goroutine; the UI calls the slow ones (Leaks, KillLeak, History,
+// Timeline, Restart, Stop, Cancel, KillChild) off the UI goroutine.
+type Controller interface {
+	// Subscribe returns the current snapshot and the events after it, as
+	// pool.Pool.Subscribe does: the channel closes when ctx ends, when the
+	// pool closes, or right after an EventLagged.
+	Subscribe(ctx context.Context, buffer int) (pool.Snapshot, <-chan pool.Event)
+	// Snapshot returns a fresh copy of the pool's live state.
+	Snapshot() pool.Snapshot
+
+	Restart(server string) error
+	Stop(server string) error
+	Cancel(poolID uint64) error
+	KillChild(pid int) error
+
+	// Leaks lists leaked backends; KillLeak kills one of them.
+	Leaks(ctx context.Context) ([]Leak, error)
+	KillLeak(ctx context.Context, pid int) error
+
+	// History queries recorded requests, newest first; Timeline is what
+	// happened to one of them. Both return an error wrapping
+	// ErrUnavailable when there is no history (switched off, or the
+	// database could not be opened).
+	History(ctx context.Context, f HistoryFilter) ([]HistoryRow, error)
+	Timeline(ctx context.Context, r HistoryRow) ([]TimelineEntry, error)
+
+	// ConfigPath is the config file the instance loaded.
+	ConfigPath() string
+	// ConfigError is the error of the last config load (the last good
+	// config stays in force), or nil.
+	ConfigError() error
+	// HistoryDropped counts events the history store dropped because its
+	// queue was full.
+	HistoryDropped() uint64
+	// HangThreshold is the age at which an in-flight request counts as
+	// hung.
+	HangThreshold() time.Duration
+	// Quit shuts the instance down (every child included) and then the
+	// app. It returns at once; the app exits when the pool has closed.
+	Quit()
+}
+
+// ErrUnavailable means a back end (history, leak detection) is not there
+// in this build or this run; the view says so instead of an error.
+var ErrUnavailable = errors.New("not available")
+
+// Leak is one leaked backend: a process Switchboard can prove is an MCP
+// server nobody uses any more.
+type Leak struct {
+	PID       int
+	Server    string
+	Command   string
+	StartedAt time.Time
+	RSSBytes  uint64
+	// Reason says why it counts as a leak, for the user.
+	Reason string
+}
+
+// HistoryFilter narrows a history query. Zero fields match everything.
+type HistoryFilter struct {
+	Server  string
+	Session string
+	Status  string
+	Method  string
+	Since   time.Time
+	Limit   int
+}
+
+// HistoryRow is one recorded request.
+type HistoryRow struct {
+	ID int64 // the store's row id
+	// Run and PoolID name the request within the app start that saw it.
+	Run            int64
+	PoolID         uint64
+	Server         string
+	Session        string
+	Method         string
+	Name           string
+	Status         string
+	ReceivedAt     time.Time
+	Duration       time.Duration
+	PID            int
+	Error          string
+	WrittenToChild bool
+}
+
+// TimelineEntry is one step in a request's life (received, written to the
+// child, answered...), or a fact about it when At is zero.
+type TimelineEntry struct {
+	At     time.Time
+	What   string
+	Detail string
+}

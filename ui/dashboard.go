@@ -1,0 +1,450 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image/color"
+	"slices"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// Tab names, also the titles' first words.
+const (
+	tabSessions = "Sessions"
+	tabInFlight = "In flight"
+	tabBackends = "Backends"
+	tabHistory  = "History"
+	tabLeaks    = "Leaks"
+)
+
+// dashboard is the window with one tab per view. Everything in it belongs
+// to the UI goroutine.
+type dashboard struct {
+	u   *UI
+	win fyne.Window
+
+	tabs   *container.AppTabs
+	tabOf  map[string]*container.TabItem
+	banner *fyne.Container
+	bannerText,
+	status *widget.Label
+
+	sessions, inflight, backends, leaks *table
+	hangNote, backendDetail, leakNote   *widget.Label
+	killAll                             *widget.Button
+	leakRows                            []row
+
+	history *historyView
+}
+
+func newDashboard(u *UI) *dashboard {
+	d := &dashboard{u: u, tabOf: map[string]*container.TabItem{}}
+	d.win = u.app.NewWindow("Switchboard")
+	d.win.SetCloseIntercept(u.hideDashboard)
+
+	d.sessions = newTable(sessionColumns, "No sessions. Point a client at `switchboard connect NAME`.")
+
+	d.inflight = newTable(inflightColumns, "Nothing in flight.")
+	d.inflight.onButton = func(_ column, r row) {
+		u.act(fmt.Sprintf("cancel request %d", r.poolID), func(context.Context) error { return u.ctrl.Cancel(r.poolID) })
+	}
+	d.hangNote = widget.NewLabel("")
+	d.hangNote.Wrapping = fyne.TextWrapWord
+
+	d.backends = newTable(backendColumns, "No children running. A server starts with its first session.")
+	d.backendDetail = widget.NewLabel("Select a backend to see its stderr.")
+	d.backendDetail.Wrapping = fyne.TextWrapBreak
+	d.backendDetail.TextStyle.Monospace = true
+	d.backends.onButton = func(c column, r row) {
+		switch c.button {
+		case "Restart":
+			u.act("restart "+r.server, func(context.Context) error { return u.ctrl.Restart(r.server) })
+		case "Kill":
+			u.act(fmt.Sprintf("kill %s (PID %d)", r.server, r.pid), func(context.Context) error { return u.ctrl.KillChild(r.pid) })
+		}
+	}
+	d.backends.onSelect = func(r row) {
+		if r.detail == "" {
+			d.backendDetail.SetText(r.server + ": nothing on stderr.")
+			return
+		}
+		d.backendDetail.SetText(r.detail)
+	}
+
+	d.leaks = newTable(leakColumns, "No leaked backends.")
+	d.leaks.onButton = func(_ column, r row) {
+		u.act(fmt.Sprintf("kill leaked %s (PID %d)", r.server, r.pid), func(ctx context.Context) error {
+			defer u.pollLeaksNow()
+			return u.ctrl.KillLeak(ctx, r.pid)
+		})
+	}
+	d.leakNote = widget.NewLabel("Looking for leaked backends…")
+	d.leakNote.Wrapping = fyne.TextWrapWord
+	d.killAll = widget.NewButton("Kill all", d.confirmKillAll)
+	d.killAll.Importance = widget.DangerImportance
+	d.killAll.Disable()
+
+	d.history = newHistoryView(u)
+
+	backendsView := container.NewVSplit(d.backends.view, container.NewVScroll(d.backendDetail))
+	backendsView.Offset = 0.75
+	d.tabs = container.NewAppTabs(
+		d.tab(tabSessions, theme.AccountIcon(), d.sessions.view),
+		d.tab(tabInFlight, theme.HistoryIcon(), container.NewBorder(d.hangNote, nil, nil, nil, d.inflight.view)),
+		d.tab(tabBackends, theme.ComputerIcon(), backendsView),
+		d.tab(tabHistory, theme.ListIcon(), d.history.view),
+		d.tab(tabLeaks, theme.WarningIcon(), container.NewBorder(
+			container.NewBorder(nil, nil, nil, d.killAll, d.leakNote), nil, nil, nil, d.leaks.view)),
+	)
+	d.tabs.OnSelected = func(t *container.TabItem) {
+		switch t {
+		case d.tabOf[tabSessions]:
+			d.sessions.refresh()
+		case d.tabOf[tabInFlight]:
+			d.inflight.refresh()
+		case d.tabOf[tabBackends]:
+			d.backends.refresh()
+		case d.tabOf[tabLeaks]:
+			d.leaks.refresh()
+		case d.tabOf[tabHistory]:
+			d.history.refreshIfStale()
+		}
+	}
+
+	d.bannerText = widget.NewLabel("")
+	d.bannerText.Wrapping = fyne.TextWrapWord
+	d.bannerText.Importance = widget.DangerImportance
+	d.bannerText.TextStyle.Bold = true
+	bg := canvas.NewRectangle(withAlpha(theme.Color(theme.ColorNameError), 0x30))
+	d.banner = container.NewStack(bg, d.bannerText)
+	d.banner.Hide()
+	d.status = widget.NewLabel("")
+	d.status.Truncation = fyne.TextTruncateEllipsis
+
+	d.win.SetContent(container.NewBorder(d.banner, d.status, nil, nil, d.tabs))
+	d.win.Resize(fyne.NewSize(1000, 620))
+	return d
+}
+
+func (d *dashboard) tab(name string, icon fyne.Resource, content fyne.CanvasObject) *container.TabItem {
+	t := container.NewTabItemWithIcon(name, icon, content)
+	d.tabOf[name] = t
+	return t
+}
+
+func withAlpha(c color.Color, a uint8) color.Color {
+	r, g, b, _ := c.RGBA()
+	return color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: a}
+}
+
+func (d *dashboard) selectTab(name string) {
+	if t := d.tabOf[name]; t != nil {
+		d.tabs.Select(t)
+	}
+	if name == tabHistory {
+		d.history.refreshIfStale()
+	}
+}
+
+// applySummary shows the parts of f that need no table rows.
+func (d *dashboard) applySummary(f *frame) {
+	if f.banner == "" {
+		d.banner.Hide()
+	} else {
+		setText(d.bannerText, f.banner)
+		d.banner.Show()
+	}
+	setText(d.status, f.sum.String())
+	setText(d.leakNote, f.leakNote)
+	d.history.setServers(f.servers)
+}
+
+// apply shows f.
+func (d *dashboard) apply(f *frame) {
+	d.applySummary(f)
+	d.setTitle(tabSessions, len(f.sessions), 0)
+	d.setTitle(tabInFlight, len(f.inflight), f.sum.Hung)
+	d.setTitle(tabBackends, len(f.backends), 0)
+	d.setTitle(tabLeaks, len(f.leaks), 0)
+	d.sessions.setRows(f.sessions)
+	d.inflight.setRows(f.inflight)
+	d.backends.setRows(f.backends)
+	d.leaks.setRows(f.leaks)
+	d.leakRows = f.leaks
+	killAll := "Kill all"
+	if len(f.leaks) > 0 {
+		killAll = fmt.Sprintf("Kill all (%d)", len(f.leaks))
+		d.killAll.Enable()
+	} else {
+		d.killAll.Disable()
+	}
+	if d.killAll.Text != killAll {
+		d.killAll.SetText(killAll)
+	}
+	note := fmt.Sprintf("Requests waiting longer than %s are highlighted. Cancel answers the client with an error and sends notifications/cancelled to the child.", formatAge(f.hang))
+	if f.sum.Hung > 0 {
+		note = fmt.Sprintf("%d hung (past %s). ", f.sum.Hung, formatAge(f.hang)) + note
+	}
+	setText(d.hangNote, note)
+}
+
+// setText changes a label only when its text changed: a label refresh
+// shapes its text again.
+func setText(l *widget.Label, s string) {
+	if l.Text != s {
+		l.SetText(s)
+	}
+}
+
+// setTitle puts a count in a tab's title ("In flight (12, 1 hung)") and
+// redraws the tab bar only when it changed.
+func (d *dashboard) setTitle(name string, n, hung int) {
+	t := d.tabOf[name]
+	title := name
+	switch {
+	case hung > 0:
+		title = fmt.Sprintf("%s (%d, %d hung)", name, n, hung)
+	case n > 0:
+		title = fmt.Sprintf("%s (%d)", name, n)
+	}
+	if t.Text != title {
+		t.Text = title
+		d.tabs.Refresh()
+	}
+}
+
+// confirmKillAll asks before killing every leaked backend listed now.
+func (d *dashboard) confirmKillAll() {
+	targets := append([]row(nil), d.leakRows...)
+	if len(targets) == 0 {
+		dialog.ShowInformation("No leaked backends", "There is nothing to kill.", d.win)
+		return
+	}
+	var lines []string
+	for i, r := range targets {
+		if i == 8 {
+			lines = append(lines, fmt.Sprintf("… and %d more", len(targets)-i))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("PID %d  %s", r.pid, r.server))
+	}
+	msg := fmt.Sprintf("Kill %s?\n\n%s", plural(len(targets), "leaked backend"), strings.Join(lines, "\n"))
+	dialog.ShowConfirm("Kill leaked backends", msg, func(ok bool) {
+		if !ok {
+			return
+		}
+		d.u.act("kill leaked backends", func(ctx context.Context) error {
+			defer d.u.pollLeaksNow()
+			var errs []string
+			for _, r := range targets {
+				if err := d.u.ctrl.KillLeak(ctx, r.pid); err != nil {
+					errs = append(errs, fmt.Sprintf("PID %d: %v", r.pid, err))
+				}
+			}
+			if len(errs) > 0 {
+				return fmt.Errorf("%s", strings.Join(errs, "; "))
+			}
+			return nil
+		})
+	}, d.win)
+}
+
+func (d *dashboard) showError(err error) { dialog.ShowError(err, d.win) }
+
+// pollLeaksNow asks the leak poller to look again (after a kill).
+func (u *UI) pollLeaksNow() {
+	select {
+	case u.leaksNow <- struct{}{}:
+	default:
+	}
+}
+
+// historyView is the History tab: filters, the matching requests, and the
+// timeline of the selected one. Queries run off the UI goroutine.
+type historyView struct {
+	u    *UI
+	view fyne.CanvasObject
+
+	server, status, since *widget.Select
+	session, method       *widget.Entry
+	note                  *widget.Label
+	results               *table
+	timeline              *widget.List
+	steps                 []TimelineEntry
+	servers               []string
+	loadedAt              time.Time
+	seq                   int // the latest query; older answers are dropped
+}
+
+const (
+	anyServer = "All servers"
+	anyStatus = "Any status"
+)
+
+var sinceChoices = []struct {
+	label string
+	d     time.Duration
+}{{"Last 15 minutes", 15 * time.Minute}, {"Last hour", time.Hour}, {"Last 24 hours", 24 * time.Hour},
+	{"Last 7 days", 7 * 24 * time.Hour}, {"Any time", 0}}
+
+func newHistoryView(u *UI) *historyView {
+	h := &historyView{u: u}
+	h.server = widget.NewSelect([]string{anyServer}, func(string) { h.query() })
+	h.server.SetSelected(anyServer)
+	h.status = widget.NewSelect([]string{anyStatus, "ok", "error", "timeout", "cancelled", "failed", "orphaned", "abandoned", "in-flight"},
+		func(string) { h.query() })
+	h.status.SetSelected(anyStatus)
+	var labels []string
+	for _, c := range sinceChoices {
+		labels = append(labels, c.label)
+	}
+	h.since = widget.NewSelect(labels, func(string) { h.query() })
+	h.since.SetSelected(sinceChoices[1].label)
+	h.session = widget.NewEntry()
+	h.session.SetPlaceHolder("session")
+	h.session.OnSubmitted = func(string) { h.query() }
+	h.method = widget.NewEntry()
+	h.method.SetPlaceHolder("method")
+	h.method.OnSubmitted = func(string) { h.query() }
+	search := widget.NewButtonWithIcon("Search", theme.SearchIcon(), h.query)
+	h.note = widget.NewLabel("")
+	h.note.Truncation = fyne.TextTruncateEllipsis
+	h.results = newTable(historyColumns, "No requests match.")
+	h.results.onSelect = h.showTimeline
+	h.timeline = widget.NewList(
+		func() int { return len(h.steps) },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("")
+			l.Truncation = fyne.TextTruncateEllipsis
+			return l
+		},
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			if i < len(h.steps) {
+				s := h.steps[i]
+				at := "—"
+				if !s.At.IsZero() {
+					at = s.At.In(displayZone).Format("15:04:05.000")
+				}
+				text := at + "  " + s.What
+				if s.Detail != "" {
+					text += "  " + s.Detail
+				}
+				o.(*widget.Label).SetText(text)
+			}
+		})
+	filters := container.NewGridWithColumns(6, h.server, h.session, h.status, h.method, h.since, search)
+	split := container.NewVSplit(h.results.view, container.NewBorder(
+		widget.NewLabelWithStyle("Timeline of the selected request", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		nil, nil, nil, h.timeline))
+	split.Offset = 0.6
+	h.view = container.NewBorder(container.NewVBox(filters, h.note), nil, nil, nil, split)
+	return h
+}
+
+// setServers offers the configured servers in the server filter.
+func (h *historyView) setServers(names []string) {
+	if slices.Equal(h.servers, names) {
+		return
+	}
+	h.servers = append([]string(nil), names...)
+	h.server.SetOptions(append([]string{anyServer}, names...))
+}
+
+func isUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
+// unavailableReason is an ErrUnavailable error's message without the
+// "not available: " its wrapping adds.
+func unavailableReason(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrUnavailable.Error()+": ")
+}
+
+// filter reads the filter widgets.
+func (h *historyView) filter(now time.Time) HistoryFilter {
+	f := HistoryFilter{Session: strings.TrimSpace(h.session.Text), Method: strings.TrimSpace(h.method.Text), Limit: 1000}
+	if s := h.server.Selected; s != anyServer {
+		f.Server = s
+	}
+	if s := h.status.Selected; s != anyStatus {
+		f.Status = s
+	}
+	for _, c := range sinceChoices {
+		if c.label == h.since.Selected && c.d > 0 {
+			f.Since = now.Add(-c.d)
+		}
+	}
+	return f
+}
+
+// refreshIfStale queries again when the tab is shown and the last answer
+// is older than a few seconds.
+func (h *historyView) refreshIfStale() {
+	if time.Since(h.loadedAt) > 5*time.Second {
+		h.query()
+	}
+}
+
+// query runs the filter off the UI goroutine and shows the answer.
+func (h *historyView) query() {
+	if h.results == nil {
+		return // a Select fired while the view is being built
+	}
+	f := h.filter(time.Now())
+	h.seq++
+	seq := h.seq
+	h.loadedAt = time.Now()
+	h.note.SetText("Searching…")
+	u := h.u
+	u.spawn(func() {
+		ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
+		defer cancel()
+		rows, err := u.ctrl.History(ctx, f)
+		fyne.Do(func() {
+			if seq != h.seq {
+				return
+			}
+			h.show(rows, err)
+		})
+	})
+}
+
+// show puts a query's answer on screen.
+func (h *historyView) show(rows []HistoryRow, err error) {
+	switch {
+	case err == nil:
+		h.note.SetText(fmt.Sprintf("%s. Select one to see its timeline.", plural(len(rows), "request")))
+	case isUnavailable(err):
+		h.note.SetText("History is not available: " + unavailableReason(err))
+	default:
+		h.note.SetText("History query failed: " + err.Error())
+	}
+	h.results.setRows(historyRows(rows))
+	h.steps = nil
+	h.timeline.Refresh()
+}
+
+// showTimeline loads the selected request's timeline.
+func (h *historyView) showTimeline(r row) {
+	u := h.u
+	hr := r.hist
+	u.spawn(func() {
+		ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
+		defer cancel()
+		steps, err := u.ctrl.Timeline(ctx, hr)
+		if err != nil {
+			steps = []TimelineEntry{{At: time.Now(), What: "timeline not available", Detail: err.Error()}}
+		}
+		fyne.Do(func() {
+			h.steps = steps
+			h.timeline.Refresh()
+		})
+	})
+}

@@ -1,0 +1,370 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"image/png"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// newTestUI is a UI over fake in a fresh fyne test app, with the
+// dashboard open on tab and the fixture drawn at t0. Nothing runs in the
+// background: the test goroutine is the UI goroutine.
+func newTestUI(t *testing.T, fake *fakeCtrl, tab string) *UI {
+	t.Helper()
+	return newTestUIAsync(t, fake, tab, false)
+}
+
+// newTestUIAsync is newTestUI with actions on their own goroutines when
+// async, as in the app; a test may then touch no widget while one runs.
+func newTestUIAsync(t *testing.T, fake *fakeCtrl, tab string, async bool) *UI {
+	t.Helper()
+	a := test.NewTempApp(t)
+	u := New(a, fake, &Options{sample: func([]int, time.Time) map[int]procStat { return nil }, inline: !async})
+	u.stats = map[int]procStat{4242: {RSS: 48 << 20, CPU: 3}}
+	u.leaks = []Leak{
+		{PID: 777, Server: "memory", Command: "node /usr/lib/node_modules/server-memory/dist/index.js", StartedAt: t0.Add(-3 * time.Hour),
+			RSSBytes: 61 << 20, Reason: "child of an earlier run, still alive (same PID and start time)"},
+		{PID: 778, Server: "fake", Command: "fakemcp -log x", StartedAt: t0.Add(-20 * time.Minute),
+			RSSBytes: 5 << 20, Reason: "matches server fake; its parent is init"},
+	}
+	u.showDashboard(tab)
+	u.render(fake.Snapshot(), t0)
+	t.Cleanup(func() { u.wg.Wait(); fake.wg.Wait() })
+	return u
+}
+
+// render computes and applies the frame for s at now on the calling
+// goroutine: the tests' way to draw a fixed snapshot.
+func (u *UI) render(s pool.Snapshot, now time.Time) {
+	u.apply(u.frameFor(s, now, u.dash != nil))
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if d := cmp.Diff(strings.Split(string(want), "\n"), strings.Split(got, "\n")); d != "" {
+		t.Errorf("%s differs (-want +got), run go test -update if the change is intended:\n%s", path, d)
+	}
+}
+
+// visible walks the rendered tree (the renderers fyne cached, so the
+// objects on screen) and returns the visible objects.
+func visible(o fyne.CanvasObject) []fyne.CanvasObject {
+	if o == nil || !o.Visible() {
+		return nil
+	}
+	out := []fyne.CanvasObject{o}
+	switch c := o.(type) {
+	case *fyne.Container:
+		for _, child := range c.Objects {
+			out = append(out, visible(child)...)
+		}
+	case fyne.Widget:
+		for _, child := range test.WidgetRenderer(c).Objects() {
+			out = append(out, visible(child)...)
+		}
+	}
+	return out
+}
+
+// rowCells returns the visible cells of the table row whose first
+// column reads first, left to right.
+func rowCells(tb *table, first string) []*cell {
+	var row []*cell
+	var y float32 = -1
+	for _, o := range visible(tb.w) {
+		c, ok := o.(*cell)
+		if !ok {
+			continue
+		}
+		if c.label.Visible() && c.label.Text == first && y < 0 {
+			y = c.Position().Y
+		}
+		row = append(row, c)
+	}
+	var out []*cell
+	for _, c := range row {
+		if c.Position().Y == y {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b *cell) int { return int(a.Position().X - b.Position().X) })
+	return out
+}
+
+func button(t *testing.T, cs []*cell, text string) *widget.Button {
+	t.Helper()
+	for _, c := range cs {
+		if c.btn.Visible() && c.btn.Text == text {
+			return c.btn
+		}
+	}
+	t.Fatalf("no visible %q button in the row", text)
+	return nil
+}
+
+// waitCalls polls the fake until it recorded want.
+func waitCalls(t *testing.T, f *fakeCtrl, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := f.recorded()
+		ok := true
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("calls = %q, want them to include %q", got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestViewsRenderTheSnapshot(t *testing.T) {
+	for _, tab := range []string{tabSessions, tabInFlight, tabBackends, tabLeaks} {
+		t.Run(tab, func(t *testing.T) {
+			fake := newFake(fixture())
+			u := newTestUI(t, fake, tab)
+			name := strings.ReplaceAll(strings.ToLower(tab), " ", "-")
+			golden(t, name+".xml", test.RenderToMarkup(u.dash.win.Canvas()))
+			writePNG(t, name+".png", u.dash.win.Canvas())
+		})
+	}
+}
+
+// writePNG keeps a picture of a view beside its markup golden, for
+// people reviewing a change; it is written with -update, never compared.
+func writePNG(t *testing.T, name string, c fyne.Canvas) {
+	t.Helper()
+	if !*update {
+		return
+	}
+	f, err := os.Create(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := png.Encode(f, c.Capture()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBannerShowsConfigErrorAndHistoryDrops(t *testing.T) {
+	fake := newFake(fixture())
+	fake.configErr = errorString("config.json: line 3, column 5: invalid character '}'")
+	fake.dropped = 12
+	u := newTestUI(t, fake, tabSessions)
+	if !u.dash.banner.Visible() {
+		t.Fatal("banner hidden")
+	}
+	for _, want := range []string{"Config error: config.json: line 3", "History dropped 12 events"} {
+		if !strings.Contains(u.dash.bannerText.Text, want) {
+			t.Errorf("banner %q lacks %q", u.dash.bannerText.Text, want)
+		}
+	}
+	fake.update(func(*pool.Snapshot) {})
+	fake.mu.Lock()
+	fake.configErr, fake.dropped = nil, 0
+	fake.mu.Unlock()
+	u.render(fake.Snapshot(), t0)
+	if u.dash.banner.Visible() {
+		t.Error("banner still shown after the error went away")
+	}
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+func TestHungRequestIsHighlighted(t *testing.T) {
+	fake := newFake(fixture())
+	u := newTestUI(t, fake, tabInFlight)
+	hung := rowCells(u.dash.inflight, "tools/call")
+	if len(hung) != len(inflightColumns) {
+		t.Fatalf("found %d cells in the hung row, want %d", len(hung), len(inflightColumns))
+	}
+	for _, c := range hung {
+		if c.bg.FillColor != levelColor(levelHung) {
+			t.Errorf("hung row cell background = %v, want %v", c.bg.FillColor, levelColor(levelHung))
+		}
+		if c.label.Visible() && c.label.Importance != widget.DangerImportance {
+			t.Errorf("hung row label %q importance = %v, want danger", c.label.Text, c.label.Importance)
+		}
+	}
+	fresh := rowCells(u.dash.inflight, "resources/read")
+	if len(fresh) == 0 || fresh[0].bg.FillColor == levelColor(levelHung) || fresh[0].label.Importance == widget.DangerImportance {
+		t.Error("a request under the threshold is highlighted as hung")
+	}
+	if !strings.Contains(u.dash.tabOf[tabInFlight].Text, "1 hung") {
+		t.Errorf("tab title %q does not count the hung request", u.dash.tabOf[tabInFlight].Text)
+	}
+}
+
+func TestTapCancelRestartKill(t *testing.T) {
+	fake := newFake(fixture())
+	u := newTestUIAsync(t, fake, tabInFlight, true) // the actions touch no widget
+	test.Tap(button(t, rowCells(u.dash.inflight, "tools/call"), "Cancel"))
+	waitCalls(t, fake, "cancel 9")
+
+	u.dash.selectTab(tabBackends)
+	u.render(fake.Snapshot(), t0)
+	row := rowCells(u.dash.backends, "fake")
+	test.Tap(button(t, row, "Restart"))
+	test.Tap(button(t, row, "Kill"))
+	waitCalls(t, fake, "restart fake", "kill 4242")
+
+	u.dash.selectTab(tabLeaks)
+	u.render(fake.Snapshot(), t0)
+	test.Tap(button(t, rowCells(u.dash.leaks, "778"), "Kill"))
+	waitCalls(t, fake, "killleak 778")
+	if slices.Contains(fake.recorded(), "killleak 777") {
+		t.Error("Kill on one leak killed another")
+	}
+}
+
+func TestKillAllLeaksAsksFirst(t *testing.T) {
+	fake := newFake(fixture())
+	u := newTestUI(t, fake, tabLeaks)
+	if u.dash.killAll.Disabled() || u.dash.killAll.Text != "Kill all (2)" {
+		t.Fatalf("kill all button = %q disabled=%v", u.dash.killAll.Text, u.dash.killAll.Disabled())
+	}
+	test.Tap(u.dash.killAll)
+	yes := dialogButton(t, u.dash.win, "Yes")
+	if got := fake.recorded(); len(got) != 0 {
+		t.Fatalf("killed before confirming: %q", got)
+	}
+	test.Tap(yes)
+	waitCalls(t, fake, "killleak 777", "killleak 778")
+
+	// From the tray: the dashboard opens on Leaks and asks too.
+	u.menuDo(menuAction{Kind: actKillLeaks})
+	if u.dash.tabs.Selected() != u.dash.tabOf[tabLeaks] {
+		t.Error("Kill leaked backends did not open the Leaks tab")
+	}
+	test.Tap(dialogButton(t, u.dash.win, "No"))
+}
+
+// dialogButton finds a button in the window's top overlay (a dialog).
+func dialogButton(t *testing.T, w fyne.Window, text string) *widget.Button {
+	t.Helper()
+	top := w.Canvas().Overlays().Top()
+	if top == nil {
+		t.Fatal("no dialog is shown")
+	}
+	for _, o := range visible(top) {
+		if b, ok := o.(*widget.Button); ok && b.Text == text {
+			return b
+		}
+	}
+	t.Fatalf("the dialog has no %q button", text)
+	return nil
+}
+
+func TestTrayMenuActionsReachTheController(t *testing.T) {
+	fake := newFake(fixture())
+	u := newTestUI(t, fake, tabSessions)
+	u.menuDo(menuAction{Kind: actRestart, Server: "memory"})
+	u.menuDo(menuAction{Kind: actStop, Server: "fake"})
+	waitCalls(t, fake, "restart memory", "stop fake")
+	u.menuDo(menuAction{Kind: actQuit})
+	if fake.quits.Load() != 1 {
+		t.Error("Quit did not reach the controller")
+	}
+	u.menuDo(menuAction{Kind: actHistory})
+	if u.dash.tabs.Selected() != u.dash.tabOf[tabHistory] {
+		t.Error("Open history did not select the History tab")
+	}
+}
+
+func TestHistoryFiltersAndTimeline(t *testing.T) {
+	fake := newFake(fixture())
+	fake.history = []HistoryRow{
+		{ID: 41, Run: 3, PoolID: 17, Server: "fake", Session: "s2", Method: "tools/call", Name: "sleep", Status: "abandoned",
+			ReceivedAt: t0.Add(-time.Hour), PID: 4000, WrittenToChild: true},
+		{ID: 42, Server: "fake", Session: "s1", Method: "tools/call", Name: "echo", Status: "ok",
+			ReceivedAt: t0.Add(-time.Minute), Duration: 3 * time.Millisecond, PID: 4242, WrittenToChild: true},
+	}
+	fake.timeline = []TimelineEntry{
+		{At: t0.Add(-time.Hour), What: "received", Detail: "from s2 (cursor)"},
+		{At: t0.Add(-time.Hour + time.Millisecond), What: "written to child", Detail: "PID 4000"},
+		{At: t0.Add(-time.Hour + 3*time.Second), What: "child exited", Detail: "the app crashed; never answered"},
+		{What: "client", Detail: "cursor 1.7.0 over stdio"},
+	}
+	u := newTestUI(t, fake, tabHistory)
+	h := u.dash.history
+	if len(h.results.rows) != 2 {
+		t.Fatalf("history shows %d rows, want 2", len(h.results.rows))
+	}
+	h.status.SetSelected("abandoned")
+	waitCalls(t, fake, `history server="" status="abandoned"`)
+	h.results.w.Select(widget.TableCellID{Row: 0, Col: 0})
+	waitCalls(t, fake, "timeline run 3 request 17")
+	if len(h.steps) != 4 {
+		t.Fatalf("timeline shows %d steps, want 4", len(h.steps))
+	}
+	golden(t, "history.xml", test.RenderToMarkup(u.dash.win.Canvas()))
+	writePNG(t, "history.png", u.dash.win.Canvas())
+}
+
+func TestHistoryNotAvailable(t *testing.T) {
+	fake := &unavailableHistory{newFake(fixture())}
+	a := test.NewTempApp(t)
+	u := New(a, fake, &Options{inline: true})
+	u.showDashboard(tabHistory)
+	if note, want := u.dash.history.note.Text, "History is not available: history is switched off in the config"; note != want {
+		t.Errorf("history note = %q, want %q", note, want)
+	}
+}
+
+type unavailableHistory struct{ *fakeCtrl }
+
+func (unavailableHistory) History(context.Context, HistoryFilter) ([]HistoryRow, error) {
+	return nil, fmt.Errorf("%w: history is switched off in the config", ErrUnavailable)
+}
+
+// BenchmarkApply measures the UI goroutine's share of a redraw: the
+// tables are virtualised, so 5,000 rows cost what 50 do.
+func BenchmarkApply(b *testing.B) {
+	for _, n := range []int{50, 5000} {
+		b.Run(fmt.Sprintf("inflight-%d", n), func(b *testing.B) {
+			s := bigSnapshot(1000, n, 20)
+			fake := newFake(s)
+			u := New(test.NewTempApp(b), fake, &Options{inline: true})
+			u.showDashboard(tabInFlight)
+			f := u.frameFor(s, t0, true)
+			b.ReportAllocs()
+			for b.Loop() {
+				u.apply(f)
+			}
+		})
+	}
+}

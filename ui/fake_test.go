@@ -1,0 +1,158 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// fakeCtrl is a hand-written Controller: it serves a snapshot the test
+// sets, fans events out like the pool's hub (a full subscriber is told it
+// lagged and dropped), and records every action as a string.
+type fakeCtrl struct {
+	buffer     int // subscription buffer; small ones provoke lag
+	subscribes atomic.Int32
+	quits      atomic.Int32
+
+	mu        sync.Mutex
+	snap      pool.Snapshot
+	subs      map[chan pool.Event]struct{}
+	calls     []string
+	leaks     []Leak
+	leaksErr  error
+	history   []HistoryRow
+	timeline  []TimelineEntry
+	hang      time.Duration
+	configErr error
+	dropped   uint64
+	wg        sync.WaitGroup
+}
+
+func newFake(s pool.Snapshot) *fakeCtrl {
+	return &fakeCtrl{snap: s, hang: 30 * time.Second, subs: map[chan pool.Event]struct{}{}, buffer: 1024}
+}
+
+func cloneSnap(s pool.Snapshot) pool.Snapshot {
+	s.Servers = slices.Clone(s.Servers)
+	s.Sessions = slices.Clone(s.Sessions)
+	s.Backends = slices.Clone(s.Backends)
+	s.InFlight = slices.Clone(s.InFlight)
+	return s
+}
+
+func (f *fakeCtrl) Subscribe(ctx context.Context, _ int) (pool.Snapshot, <-chan pool.Event) {
+	f.subscribes.Add(1)
+	ch := make(chan pool.Event, f.buffer)
+	f.mu.Lock()
+	f.subs[ch] = struct{}{}
+	snap := cloneSnap(f.snap)
+	f.mu.Unlock()
+	f.wg.Go(func() {
+		<-ctx.Done()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if _, ok := f.subs[ch]; ok {
+			delete(f.subs, ch)
+			close(ch)
+		}
+	})
+	return snap, ch
+}
+
+// emit sends e to every subscriber without blocking, like pool's hub.
+func (f *fakeCtrl) emit(e pool.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for ch := range f.subs {
+		select {
+		case ch <- e:
+		default:
+			delete(f.subs, ch)
+			select {
+			case <-ch:
+			default:
+			}
+			ch <- pool.Event{Kind: pool.EventLagged}
+			close(ch)
+		}
+	}
+}
+
+// update changes the snapshot under the lock.
+func (f *fakeCtrl) update(fn func(s *pool.Snapshot)) {
+	f.mu.Lock()
+	fn(&f.snap)
+	f.mu.Unlock()
+}
+
+func (f *fakeCtrl) Snapshot() pool.Snapshot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := cloneSnap(f.snap)
+	s.TakenAt = time.Now()
+	return s
+}
+
+func (f *fakeCtrl) record(format string, args ...any) error {
+	f.mu.Lock()
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeCtrl) recorded() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+func (f *fakeCtrl) Restart(server string) error { return f.record("restart %s", server) }
+func (f *fakeCtrl) Stop(server string) error    { return f.record("stop %s", server) }
+func (f *fakeCtrl) Cancel(id uint64) error      { return f.record("cancel %d", id) }
+func (f *fakeCtrl) KillChild(pid int) error     { return f.record("kill %d", pid) }
+
+func (f *fakeCtrl) Leaks(context.Context) ([]Leak, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.leaks), f.leaksErr
+}
+
+func (f *fakeCtrl) KillLeak(_ context.Context, pid int) error { return f.record("killleak %d", pid) }
+
+func (f *fakeCtrl) History(_ context.Context, hf HistoryFilter) ([]HistoryRow, error) {
+	_ = f.record("history server=%q status=%q", hf.Server, hf.Status)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.history), nil
+}
+
+func (f *fakeCtrl) Timeline(_ context.Context, r HistoryRow) ([]TimelineEntry, error) {
+	_ = f.record("timeline run %d request %d", r.Run, r.PoolID)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.timeline), nil
+}
+
+func (f *fakeCtrl) ConfigPath() string { return "/home/me/.config/switchboard/config.json" }
+
+func (f *fakeCtrl) ConfigError() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.configErr
+}
+
+func (f *fakeCtrl) HistoryDropped() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dropped
+}
+
+func (f *fakeCtrl) HangThreshold() time.Duration { return f.hang }
+func (f *fakeCtrl) Quit()                        { f.quits.Add(1) }
+
+var _ Controller = (*fakeCtrl)(nil)

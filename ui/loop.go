@@ -1,0 +1,198 @@
+package ui
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"github.com/shirou/gopsutil/v4/process"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// loop is the UI's one event loop, after tailscale's systray: it holds the
+// latest snapshot, drains the pool's event stream, and redraws at most
+// every MinRedraw however busy the pool is (events only mark the state
+// dirty; a timer turns dirt into one fresh snapshot). When the pool is
+// quiet a ticker redraws from the same snapshot, so ages tick. A lagging
+// subscription (EventLagged, then the channel closes) subscribes again.
+// It exits when ctx ends.
+func (u *UI) loop(ctx context.Context) {
+	notes := newNotifier()
+	snap, events := u.ctrl.Subscribe(ctx, 0)
+	draw := func() {
+		now := time.Now()
+		f := u.frameFor(snap, now, u.dashOpen.Load())
+		u.setPIDs(snap)
+		if ns := notes.check(snap, now, f.hang); len(ns) > 0 {
+			fyne.Do(func() {
+				for _, n := range ns {
+					u.app.SendNotification(n)
+				}
+			})
+		}
+		u.post(f)
+	}
+	draw()
+	last := time.Now()
+
+	tick := time.NewTicker(u.opts.Tick)
+	defer tick.Stop()
+	var throttle <-chan time.Time // non-nil while a fresh redraw is due
+	schedule := func() {
+		if throttle == nil {
+			throttle = time.After(max(u.opts.MinRedraw-time.Since(last), 0))
+		}
+	}
+	lagged := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-events:
+			if ok {
+				if e.Kind == pool.EventLagged {
+					lagged = true
+					u.log.Debug("ui fell behind the pool's events; subscribing again")
+				}
+				schedule()
+				continue
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if !lagged {
+				// The pool closed: the app is shutting down. Do not spin.
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Second):
+				}
+			}
+			lagged = false
+			snap, events = u.ctrl.Subscribe(ctx, 0)
+			draw()
+			last = time.Now()
+		case <-u.redraw:
+			schedule()
+		case <-throttle:
+			throttle = nil
+			snap = u.ctrl.Snapshot()
+			draw()
+			last = time.Now()
+		case <-tick.C:
+			if throttle == nil && time.Since(last) >= u.opts.Tick/2 {
+				draw()
+				last = time.Now()
+			}
+		}
+	}
+}
+
+// setPIDs tells the sampler which children to measure.
+func (u *UI) setPIDs(s pool.Snapshot) {
+	pids := make([]int, 0, len(s.Backends))
+	for _, b := range s.Backends {
+		if b.PID > 0 {
+			pids = append(pids, b.PID)
+		}
+	}
+	u.mu.Lock()
+	u.pids = pids
+	u.mu.Unlock()
+}
+
+// pollLeaks looks for leaked backends every LeakPoll, and at once when
+// asked (the dashboard opened, a kill finished). It exits when ctx ends.
+func (u *UI) pollLeaks(ctx context.Context) {
+	t := time.NewTicker(u.opts.LeakPoll)
+	defer t.Stop()
+	for {
+		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		leaks, err := u.ctrl.Leaks(lctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		u.mu.Lock()
+		u.leaks, u.leaksErr = leaks, err
+		u.mu.Unlock()
+		u.requestRedraw()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-u.leaksNow:
+		}
+	}
+}
+
+// sampleLoop measures the children's memory and CPU every SamplePoll while
+// the dashboard is open (a closed dashboard costs nothing). It exits when
+// ctx ends.
+func (u *UI) sampleLoop(ctx context.Context) {
+	t := time.NewTicker(u.opts.SamplePoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !u.dashOpen.Load() {
+			continue
+		}
+		u.mu.Lock()
+		pids := slices.Clone(u.pids)
+		u.mu.Unlock()
+		stats := u.opts.sample(pids, time.Now())
+		u.mu.Lock()
+		u.stats = stats
+		u.mu.Unlock()
+		u.requestRedraw()
+	}
+}
+
+// procSampler measures processes with gopsutil. CPU is the share of one
+// core used since the previous sample of the same process. It is owned by
+// the sampler goroutine.
+type procSampler struct {
+	prev map[int]cpuSample
+}
+
+type cpuSample struct {
+	cpu   float64 // user+system seconds
+	at    time.Time
+	start int64 // process create time, so a reused PID starts over
+}
+
+func newProcSampler() *procSampler { return &procSampler{prev: map[int]cpuSample{}} }
+
+func (s *procSampler) sample(pids []int, now time.Time) map[int]procStat {
+	out := make(map[int]procStat, len(pids))
+	next := make(map[int]cpuSample, len(pids))
+	for _, pid := range pids {
+		p, err := process.NewProcess(int32(pid))
+		if err != nil {
+			continue
+		}
+		var st procStat
+		if mem, err := p.MemoryInfo(); err == nil {
+			st.RSS = mem.RSS
+		}
+		created, _ := p.CreateTime()
+		if times, err := p.Times(); err == nil {
+			cur := cpuSample{cpu: times.User + times.System, at: now, start: created}
+			if prev, ok := s.prev[pid]; ok && prev.start == created {
+				if dt := now.Sub(prev.at).Seconds(); dt > 0 {
+					st.CPU = max((cur.cpu-prev.cpu)/dt*100, 0)
+				}
+			}
+			next[pid] = cur
+		}
+		out[pid] = st
+	}
+	s.prev = next
+	return out
+}

@@ -1,0 +1,164 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2/test"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// startLive runs u's loop over fake with the dashboard open on tab. From
+// Start on, the loop goroutine owns the widgets: the test reads counters
+// only.
+func startLive(t *testing.T, fake *fakeCtrl, tab string) *UI {
+	t.Helper()
+	a := test.NewTempApp(t)
+	u := New(a, fake, &Options{MinRedraw: 10 * time.Millisecond, Tick: 50 * time.Millisecond, LeakPoll: time.Hour,
+		SamplePoll: 20 * time.Millisecond, sample: func(pids []int, _ time.Time) map[int]procStat {
+			out := map[int]procStat{}
+			for _, p := range pids {
+				out[p] = procStat{RSS: 1 << 20}
+			}
+			return out
+		}})
+	u.showDashboard(tab)
+	ctx, cancel := context.WithCancel(context.Background())
+	u.Start(ctx)
+	t.Cleanup(func() {
+		cancel()
+		u.Wait()
+		fake.wg.Wait()
+	})
+	return u
+}
+
+// TestUIKeepsUpdatingWhile64SessionsHammer: 64 goroutines change the pool
+// and emit events as fast as they can; frames must keep reaching the
+// widgets the whole time, and a subscription that falls behind is renewed.
+func TestUIKeepsUpdatingWhile64SessionsHammer(t *testing.T) {
+	const sessions, perSession = 64, 8
+	s := bigSnapshot(sessions, sessions*perSession, 4)
+	fake := newFake(s)
+	fake.buffer = 64 // small, so the loop can fall behind
+	u := startLive(t, fake, tabInFlight)
+
+	stop := make(chan struct{})
+	var hammer sync.WaitGroup
+	var sent atomic.Int64
+	for i := range sessions {
+		hammer.Go(func() {
+			for n := uint64(0); ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				slot := i*perSession + int(n%perSession)
+				id := uint64(i)<<32 | n
+				fake.update(func(s *pool.Snapshot) {
+					s.InFlight[slot].PoolID = id
+					s.InFlight[slot].ReceivedAt = time.Now()
+					s.InFlight[slot].WrittenToChild = n%2 == 0
+				})
+				kind := pool.EventRequestReceived
+				if n%2 == 1 {
+					kind = pool.EventRequestDone
+				}
+				fake.emit(pool.Event{Kind: kind, PoolID: id, Session: s.Sessions[i].ID, Server: s.Sessions[i].Server})
+				sent.Add(1)
+			}
+		})
+	}
+	start := time.Now()
+	f0 := u.Frames()
+	for round := range 5 {
+		before := u.Frames()
+		waitUntil(t, 10*time.Second, fmt.Sprintf("frames to keep coming (round %d, %d frames so far)", round, before),
+			func() bool { return u.Frames() >= before+3 })
+	}
+	close(stop)
+	hammer.Wait()
+	elapsed := time.Since(start)
+	t.Logf("%d events from 64 goroutines in %v; %d frames (%.0f/s); %d subscriptions",
+		sent.Load(), elapsed.Round(time.Millisecond), u.Frames()-f0, float64(u.Frames()-f0)/elapsed.Seconds(), fake.subscribes.Load())
+	if sent.Load() < 1000 {
+		t.Errorf("the hammer sent only %d events", sent.Load())
+	}
+}
+
+// TestLaggingSubscriptionResubscribes: after EventLagged and the close,
+// the loop subscribes again and keeps drawing.
+func TestLaggingSubscriptionResubscribes(t *testing.T) {
+	fake := newFake(fixture())
+	fake.buffer = 1
+	u := startLive(t, fake, tabSessions)
+	waitUntil(t, 5*time.Second, "the first subscription", func() bool { return fake.subscribes.Load() == 1 })
+	// Fill the buffer and overflow it while holding the lock, the way a
+	// burst outruns the reader.
+	fake.mu.Lock()
+	for ch := range fake.subs {
+		delete(fake.subs, ch)
+		select {
+		case <-ch:
+		default:
+		}
+		ch <- pool.Event{Kind: pool.EventLagged}
+		close(ch)
+	}
+	fake.mu.Unlock()
+	waitUntil(t, 5*time.Second, "a new subscription", func() bool { return fake.subscribes.Load() == 2 })
+	before := u.Frames()
+	fake.emit(pool.Event{Kind: pool.EventSessionOpened})
+	waitUntil(t, 5*time.Second, "frames after resubscribing", func() bool { return u.Frames() > before })
+}
+
+// TestAgesTickWithoutEvents: with a quiet pool the ticker still redraws,
+// so the age of a hung request keeps growing on screen.
+func TestAgesTickWithoutEvents(t *testing.T) {
+	fake := newFake(fixture())
+	u := startLive(t, fake, tabInFlight)
+	before := u.Frames()
+	waitUntil(t, 5*time.Second, "ticks", func() bool { return u.Frames() >= before+3 })
+	if n := fake.subscribes.Load(); n != 1 {
+		t.Errorf("%d subscriptions, want 1", n)
+	}
+}
+
+func TestProcSamplerMeasuresItself(t *testing.T) {
+	s := newProcSampler()
+	pid := os.Getpid()
+	first := s.sample([]int{pid, 1 << 30}, time.Now())
+	if first[pid].RSS == 0 {
+		t.Fatalf("RSS of this process = 0")
+	}
+	if _, ok := first[1<<30]; ok {
+		t.Error("a PID that does not exist was measured")
+	}
+	// Burn a little CPU so the second sample has something to show.
+	deadline := time.Now().Add(50 * time.Millisecond)
+	for x := 0; time.Now().Before(deadline); x++ {
+		_ = x * x
+	}
+	second := s.sample([]int{pid}, time.Now())
+	if second[pid].CPU <= 0 {
+		t.Errorf("CPU after a busy loop = %v, want > 0", second[pid].CPU)
+	}
+}

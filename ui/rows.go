@@ -1,0 +1,388 @@
+package ui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// This file turns a snapshot into the rows each view shows. Everything
+// here is a pure function of its arguments, so it is table-tested and runs
+// on the event loop's goroutine, never on the UI goroutine.
+
+// level says how much a row stands out.
+type level uint8
+
+const (
+	levelNormal level = iota
+	levelWarn         // worth a look: restarting, not yet written, an error
+	levelHung         // past the hang threshold, or a failed server
+)
+
+// row is one line of a table: the text of its data cells, how it stands
+// out, and what its buttons act on.
+type row struct {
+	cells []string
+	level level
+	// The targets of the row's buttons.
+	server string
+	poolID uint64
+	pid    int
+	// detail is shown under the table when the row is selected (a
+	// backend's stderr tail, a history row's error).
+	detail string
+	// hist is the history row a row shows, for its timeline.
+	hist HistoryRow
+}
+
+// column is one column of a table. A column with a button shows that
+// button in every row instead of text.
+type column struct {
+	title  string
+	width  float32
+	button string
+}
+
+// displayZone is the zone times are shown in; tests pin it.
+var displayZone = time.Local
+
+var sessionColumns = []column{
+	{title: "Client", width: 170},
+	{title: "Version", width: 80},
+	{title: "Transport", width: 90},
+	{title: "Server", width: 120},
+	{title: "Since", width: 190},
+	{title: "In flight", width: 80},
+	{title: "Session", width: 80},
+	{title: "Client PID", width: 90},
+}
+
+// sessionRows lists sessions, oldest first (the snapshot's order).
+func sessionRows(s pool.Snapshot, now time.Time) []row {
+	out := make([]row, 0, len(s.Sessions))
+	for _, ss := range s.Sessions {
+		name := ss.ClientName
+		if name == "" {
+			name = "(unnamed client)"
+		}
+		r := row{server: ss.Server, pid: ss.PID, cells: []string{
+			name, ss.ClientVersion, ss.Transport, ss.Server,
+			clockAndAge(ss.ConnectedAt, now), strconv.Itoa(ss.InFlight), ss.ID, pidText(ss.PID),
+		}}
+		out = append(out, r)
+	}
+	return out
+}
+
+var inflightColumns = []column{
+	{title: "Method", width: 110},
+	{title: "Tool", width: 120},
+	{title: "Session", width: 150},
+	{title: "Server", width: 110},
+	{title: "Child PID", width: 85},
+	{title: "Age", width: 80},
+	{title: "Written", width: 75},
+	{title: "", width: 80, button: "Cancel"},
+}
+
+// inflightRows lists requests in flight, oldest first. Ages run from
+// ReceivedAt to now, so they tick between snapshots; a request older than
+// hang is levelHung, one not yet written to its child levelWarn.
+func inflightRows(s pool.Snapshot, now time.Time, hang time.Duration) []row {
+	clients := make(map[string]string, len(s.Sessions))
+	for _, ss := range s.Sessions {
+		clients[ss.ID] = ss.ClientName
+	}
+	out := make([]row, 0, len(s.InFlight))
+	for _, r := range s.InFlight {
+		age := requestAge(r, s.TakenAt, now)
+		lv := levelNormal
+		switch {
+		case hang > 0 && age >= hang:
+			lv = levelHung
+		case !r.WrittenToChild:
+			lv = levelWarn
+		}
+		sess := r.Session
+		if c := clients[r.Session]; c != "" {
+			sess += " (" + c + ")"
+		}
+		out = append(out, row{level: lv, server: r.Server, poolID: r.PoolID, pid: r.PID, cells: []string{
+			r.Method, r.Name, sess, r.Server, pidText(r.PID), formatAge(age), yesNo(r.WrittenToChild),
+		}})
+	}
+	return out
+}
+
+// requestAge is how old a request is at now. ReceivedAt is the truth; a
+// snapshot without it (a decoded status) falls back to AgeMs plus the time
+// since the snapshot.
+func requestAge(r pool.RequestInfo, taken, now time.Time) time.Duration {
+	if !r.ReceivedAt.IsZero() {
+		return max(now.Sub(r.ReceivedAt), 0)
+	}
+	return time.Duration(r.AgeMs)*time.Millisecond + max(now.Sub(taken), 0)
+}
+
+// procStat is what the sampler measured of one child process.
+type procStat struct {
+	RSS uint64
+	CPU float64 // percent of one core, over the last sample interval
+}
+
+var backendColumns = []column{
+	{title: "Server", width: 95},
+	{title: "Era", width: 60},
+	{title: "PID", width: 60},
+	{title: "State", width: 80},
+	{title: "Uptime", width: 70},
+	{title: "Memory", width: 75},
+	{title: "CPU", width: 50},
+	{title: "Sessions", width: 75},
+	{title: "Restarts", width: 75},
+	{title: "Stderr (last line)", width: 150},
+	{title: "", width: 75, button: "Restart"},
+	{title: "", width: 55, button: "Kill"},
+}
+
+// backendRows lists child slots by server. stats holds the sampler's
+// memory and CPU figures by PID; a PID it has not measured yet shows "…".
+func backendRows(s pool.Snapshot, now time.Time, stats map[int]procStat) []row {
+	out := make([]row, 0, len(s.Backends))
+	for _, b := range s.Backends {
+		lv := levelNormal
+		switch b.State {
+		case pool.StateFailed:
+			lv = levelHung
+		case pool.StateRestart, pool.StateStarting:
+			lv = levelWarn
+		}
+		uptime, mem, cpu := "", "", ""
+		if b.PID > 0 && !b.StartedAt.IsZero() {
+			uptime = formatAge(now.Sub(b.StartedAt))
+		}
+		if b.PID > 0 {
+			mem, cpu = "…", "…"
+			if st, ok := stats[b.PID]; ok {
+				mem, cpu = formatBytes(st.RSS), fmt.Sprintf("%.0f%%", st.CPU)
+			}
+		}
+		name := b.Server
+		if b.Session != "" {
+			name += " [" + b.Session + "]"
+		}
+		last := ""
+		if n := len(b.StderrTail); n > 0 {
+			last = b.StderrTail[n-1]
+		}
+		detail := strings.Join(b.StderrTail, "\n")
+		if b.LastError != "" {
+			last = b.LastError
+			detail = "last error: " + b.LastError + "\n" + detail
+		}
+		out = append(out, row{level: lv, server: b.Server, pid: b.PID, detail: strings.TrimSpace(detail), cells: []string{
+			name, b.Era, pidText(b.PID), b.State, uptime, mem, cpu,
+			strconv.Itoa(b.Sessions), strconv.Itoa(b.Restarts), last,
+		}})
+	}
+	return out
+}
+
+var leakColumns = []column{
+	{title: "PID", width: 65},
+	{title: "Server", width: 100},
+	{title: "Memory", width: 80},
+	{title: "Started", width: 170},
+	{title: "Why it is a leak", width: 250},
+	{title: "Command", width: 230},
+	{title: "", width: 60, button: "Kill"},
+}
+
+// leakRows lists leaked backends in the order the detector gave them.
+func leakRows(leaks []Leak, now time.Time) []row {
+	out := make([]row, 0, len(leaks))
+	for _, l := range leaks {
+		out = append(out, row{level: levelWarn, server: l.Server, pid: l.PID, detail: l.Command, cells: []string{
+			strconv.Itoa(l.PID), l.Server, formatBytes(l.RSSBytes), clockAndAge(l.StartedAt, now), l.Reason, l.Command,
+		}})
+	}
+	return out
+}
+
+var historyColumns = []column{
+	{title: "Received", width: 150},
+	{title: "Server", width: 100},
+	{title: "Session", width: 70},
+	{title: "Method", width: 110},
+	{title: "Name", width: 110},
+	{title: "Status", width: 95},
+	{title: "Duration", width: 80},
+	{title: "PID", width: 65},
+	{title: "Error", width: 205},
+}
+
+// historyRows lists recorded requests as the store returned them.
+func historyRows(h []HistoryRow) []row {
+	out := make([]row, 0, len(h))
+	for _, r := range h {
+		lv := levelNormal
+		switch r.Status {
+		case pool.StatusTimeout, "abandoned":
+			lv = levelHung
+		case "in-flight", pool.StatusError, pool.StatusFailed, pool.StatusCancelled, pool.StatusOrphaned:
+			lv = levelWarn
+		}
+		dur := ""
+		if r.Duration > 0 {
+			dur = formatDuration(r.Duration)
+		}
+		out = append(out, row{level: lv, server: r.Server, pid: r.PID, hist: r, detail: r.Error, cells: []string{
+			r.ReceivedAt.In(displayZone).Format("2006-01-02 15:04:05"), r.Server, r.Session, r.Method, r.Name,
+			r.Status, dur, pidText(r.PID), r.Error,
+		}})
+	}
+	return out
+}
+
+// summary is the one-line state of the pool the dashboard's status bar
+// and the tray menu show. Leaks is -1 when leak detection failed or is not
+// available.
+type summary struct {
+	Sessions, InFlight, Hung, Children, Leaks int
+	Failed                                    []string
+}
+
+// leakCount shows the number of leaks, or "unknown".
+func (s summary) leakCount() string {
+	if s.Leaks < 0 {
+		return "unknown"
+	}
+	return strconv.Itoa(s.Leaks)
+}
+
+func summarize(s pool.Snapshot, now time.Time, hang time.Duration, leaks int) summary {
+	sum := summary{Sessions: len(s.Sessions), InFlight: len(s.InFlight), Leaks: leaks}
+	for _, r := range s.InFlight {
+		if hang > 0 && requestAge(r, s.TakenAt, now) >= hang {
+			sum.Hung++
+		}
+	}
+	for _, b := range s.Backends {
+		if b.PID > 0 && b.State != pool.StateStopped {
+			sum.Children++
+		}
+	}
+	for _, sv := range s.Servers {
+		if sv.State == pool.StateFailed {
+			sum.Failed = append(sum.Failed, sv.Name)
+		}
+	}
+	return sum
+}
+
+func (s summary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s · %d in flight", plural(s.Sessions, "session"), s.InFlight)
+	if s.Hung > 0 {
+		fmt.Fprintf(&b, " (%d hung)", s.Hung)
+	}
+	fmt.Fprintf(&b, " · %s", plural(s.Children, "child", "children"))
+	if s.Leaks < 0 {
+		b.WriteString(" · leaks unknown")
+	} else {
+		fmt.Fprintf(&b, " · %s", plural(s.Leaks, "leak"))
+	}
+	if len(s.Failed) > 0 {
+		fmt.Fprintf(&b, " · failed: %s", strings.Join(s.Failed, ", "))
+	}
+	return b.String()
+}
+
+// plural spells "1 session", "2 sessions"; an irregular plural is the
+// third argument.
+func plural(n int, one string, many ...string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	if len(many) > 0 {
+		return strconv.Itoa(n) + " " + many[0]
+	}
+	return strconv.Itoa(n) + " " + one + "s"
+}
+
+// formatAge shows a duration the way a ticking clock reads: 7s, 2m05s,
+// 3h04m, 2d05h.
+func formatAge(d time.Duration) string {
+	d = max(d, 0)
+	s := int64(d / time.Second)
+	switch {
+	case s < 60:
+		return strconv.FormatInt(s, 10) + "s"
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	case s < 86400:
+		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+	default:
+		return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
+	}
+}
+
+// formatDuration shows a request's duration: µs below a millisecond, ms
+// below a second.
+func formatDuration(d time.Duration) string {
+	if d < time.Millisecond {
+		return strconv.FormatInt(d.Microseconds(), 10) + " µs"
+	}
+	if d < time.Second {
+		return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
+	}
+	if d < time.Minute {
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	return formatAge(d)
+}
+
+// clockAndAge shows a start time as "15:04:05 (2m05s ago)", with the date
+// when it is not today.
+func clockAndAge(t, now time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	lt, ln := t.In(displayZone), now.In(displayZone)
+	layout := "15:04:05"
+	if lt.YearDay() != ln.YearDay() || lt.Year() != ln.Year() {
+		layout = "Jan 2 15:04"
+	}
+	return lt.Format(layout) + " (" + formatAge(now.Sub(t)) + " ago)"
+}
+
+func formatBytes(n uint64) string {
+	const unit = 1024
+	switch {
+	case n < unit:
+		return strconv.FormatUint(n, 10) + " B"
+	case n < unit*unit:
+		return fmt.Sprintf("%.0f KiB", float64(n)/unit)
+	case n < unit*unit*unit:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(unit*unit))
+	default:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(unit*unit*unit))
+	}
+}
+
+func pidText(pid int) string {
+	if pid <= 0 {
+		return "—"
+	}
+	return strconv.Itoa(pid)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

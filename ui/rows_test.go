@@ -1,0 +1,276 @@
+package ui
+
+import (
+	"flag"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func TestMain(m *testing.M) {
+	displayZone = time.UTC
+	goleak.VerifyTestMain(m)
+}
+
+// t0 is the fixture's "now".
+var t0 = time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC)
+
+// fixture is a pool with three sessions on two servers, one failed
+// server, and three requests in flight: one fresh, one hung, one not yet
+// written to its child.
+func fixture() pool.Snapshot {
+	return pool.Snapshot{
+		TakenAt: t0,
+		Servers: []pool.ServerInfo{
+			{Name: "fake", Share: pool.ShareShared, State: pool.StateReady},
+			{Name: "memory", Share: pool.ShareShared, State: pool.StateFailed, Error: "crashed 5 times in 60s"},
+		},
+		Sessions: []pool.SessionInfo{
+			{ID: "s1", Server: "fake", ClientName: "claude-code", ClientVersion: "2.1.3", Transport: "stdio",
+				ConnectedAt: t0.Add(-42 * time.Minute), InFlight: 2, PID: 3101},
+			{ID: "s2", Server: "fake", ClientName: "cursor", ClientVersion: "1.7.0", Transport: "stdio",
+				ConnectedAt: t0.Add(-5 * time.Minute), InFlight: 1, PID: 3102},
+			{ID: "s3", Server: "memory", ClientName: "", ClientVersion: "", Transport: "http",
+				ConnectedAt: t0.Add(-26 * time.Hour)},
+		},
+		Backends: []pool.BackendInfo{
+			{Server: "fake", PID: 4242, State: pool.StateReady, Era: "legacy", StartedAt: t0.Add(-42*time.Minute - 3*time.Second),
+				Sessions: 2, Restarts: 1, InFlight: 3, StderrTail: []string{"fake: starting", "fake: ready"}},
+			{Server: "memory", PID: 0, State: pool.StateFailed, Era: "", Restarts: 5,
+				LastError: "exit status 1: Cannot find module 'server-memory'"},
+		},
+		InFlight: []pool.RequestInfo{
+			{PoolID: 9, Session: "s2", Server: "fake", Method: "tools/call", Name: "sleep", PID: 4242,
+				ReceivedAt: t0.Add(-95 * time.Second), WrittenToChild: true},
+			{PoolID: 7, Session: "s1", Server: "fake", Method: "tools/call", Name: "search", PID: 4242,
+				ReceivedAt: t0.Add(-2 * time.Second), WrittenToChild: true},
+			{PoolID: 11, Session: "s1", Server: "fake", Method: "resources/read", PID: 4242,
+				ReceivedAt: t0.Add(-100 * time.Millisecond)},
+		},
+	}
+}
+
+func cells(rows []row) [][]string {
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.cells
+	}
+	return out
+}
+
+func levels(rows []row) []level {
+	out := make([]level, len(rows))
+	for i, r := range rows {
+		out[i] = r.level
+	}
+	return out
+}
+
+func TestSessionRows(t *testing.T) {
+	got := sessionRows(fixture(), t0)
+	want := [][]string{
+		{"claude-code", "2.1.3", "stdio", "fake", "08:44:53 (42m00s ago)", "2", "s1", "3101"},
+		{"cursor", "1.7.0", "stdio", "fake", "09:21:53 (5m00s ago)", "1", "s2", "3102"},
+		{"(unnamed client)", "", "http", "memory", "Mar 13 07:26 (1d02h ago)", "0", "s3", "—"},
+	}
+	if d := cmp.Diff(want, cells(got)); d != "" {
+		t.Errorf("sessionRows (-want +got):\n%s", d)
+	}
+}
+
+func TestInflightRows(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		now    time.Time
+		hang   time.Duration
+		cells  [][]string
+		levels []level
+	}{
+		{
+			name: "at the snapshot", now: t0, hang: 30 * time.Second,
+			cells: [][]string{
+				{"tools/call", "sleep", "s2 (cursor)", "fake", "4242", "1m35s", "yes"},
+				{"tools/call", "search", "s1 (claude-code)", "fake", "4242", "2s", "yes"},
+				{"resources/read", "", "s1 (claude-code)", "fake", "4242", "0s", "no"},
+			},
+			levels: []level{levelHung, levelNormal, levelWarn},
+		},
+		{
+			name: "ages tick from the snapshot's timestamps", now: t0.Add(29 * time.Second), hang: 30 * time.Second,
+			cells: [][]string{
+				{"tools/call", "sleep", "s2 (cursor)", "fake", "4242", "2m04s", "yes"},
+				{"tools/call", "search", "s1 (claude-code)", "fake", "4242", "31s", "yes"},
+				{"resources/read", "", "s1 (claude-code)", "fake", "4242", "29s", "no"},
+			},
+			levels: []level{levelHung, levelHung, levelWarn},
+		},
+		{
+			name: "no threshold", now: t0, hang: 0,
+			cells: [][]string{
+				{"tools/call", "sleep", "s2 (cursor)", "fake", "4242", "1m35s", "yes"},
+				{"tools/call", "search", "s1 (claude-code)", "fake", "4242", "2s", "yes"},
+				{"resources/read", "", "s1 (claude-code)", "fake", "4242", "0s", "no"},
+			},
+			levels: []level{levelNormal, levelNormal, levelWarn},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := inflightRows(fixture(), tc.now, tc.hang)
+			if d := cmp.Diff(tc.cells, cells(got)); d != "" {
+				t.Errorf("cells (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.levels, levels(got)); d != "" {
+				t.Errorf("levels (-want +got):\n%s", d)
+			}
+			if got[0].poolID != 9 || got[0].server != "fake" || got[0].pid != 4242 {
+				t.Errorf("first row targets pool id %d server %q pid %d, want 9 fake 4242", got[0].poolID, got[0].server, got[0].pid)
+			}
+		})
+	}
+}
+
+func TestRequestAgeFallsBackToAgeMs(t *testing.T) {
+	r := pool.RequestInfo{AgeMs: 1500}
+	if got := requestAge(r, t0, t0.Add(2*time.Second)); got != 3500*time.Millisecond {
+		t.Errorf("age = %v, want 3.5s", got)
+	}
+}
+
+func TestBackendRows(t *testing.T) {
+	got := backendRows(fixture(), t0, map[int]procStat{4242: {RSS: 48 << 20, CPU: 12.4}})
+	want := [][]string{
+		{"fake", "legacy", "4242", "ready", "42m03s", "48.0 MiB", "12%", "2", "1", "fake: ready"},
+		{"memory", "", "—", "failed", "", "", "", "0", "5", "exit status 1: Cannot find module 'server-memory'"},
+	}
+	if d := cmp.Diff(want, cells(got)); d != "" {
+		t.Errorf("backendRows (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]level{levelNormal, levelHung}, levels(got)); d != "" {
+		t.Errorf("levels (-want +got):\n%s", d)
+	}
+	if got[0].detail != "fake: starting\nfake: ready" {
+		t.Errorf("detail = %q", got[0].detail)
+	}
+	unsampled := backendRows(fixture(), t0, nil)
+	if c := unsampled[0].cells; c[5] != "…" || c[6] != "…" {
+		t.Errorf("memory and CPU before the first sample = %q, %q, want …", c[5], c[6])
+	}
+}
+
+func TestLeakAndHistoryRows(t *testing.T) {
+	leaks := leakRows([]Leak{{PID: 777, Server: "memory", Command: "node server-memory", StartedAt: t0.Add(-3 * time.Hour),
+		RSSBytes: 3 << 30, Reason: "child of an earlier run (pid 12) that is gone"}}, t0)
+	if d := cmp.Diff([][]string{{"777", "memory", "3.00 GiB", "06:26:53 (3h00m ago)",
+		"child of an earlier run (pid 12) that is gone", "node server-memory"}}, cells(leaks)); d != "" {
+		t.Errorf("leakRows (-want +got):\n%s", d)
+	}
+	hist := historyRows([]HistoryRow{
+		{ID: 1, Server: "fake", Session: "s1", Method: "tools/call", Name: "echo", Status: "ok", ReceivedAt: t0, Duration: 1200 * time.Microsecond, PID: 4242},
+		{ID: 2, Server: "fake", Session: "s2", Method: "tools/call", Name: "sleep", Status: "abandoned", ReceivedAt: t0, PID: 4000},
+		{ID: 3, Server: "fake", Session: "s2", Method: "tools/list", Status: "error", ReceivedAt: t0, Duration: 2500 * time.Millisecond, Error: "boom"},
+		{ID: 4, Server: "fake", Session: "s2", Method: "ping", Status: "in-flight", ReceivedAt: t0, Duration: 420 * time.Microsecond},
+	})
+	if d := cmp.Diff([][]string{
+		{"2026-03-14 09:26:53", "fake", "s1", "tools/call", "echo", "ok", "1 ms", "4242", ""},
+		{"2026-03-14 09:26:53", "fake", "s2", "tools/call", "sleep", "abandoned", "", "4000", ""},
+		{"2026-03-14 09:26:53", "fake", "s2", "tools/list", "", "error", "2.5 s", "—", "boom"},
+		{"2026-03-14 09:26:53", "fake", "s2", "ping", "", "in-flight", "420 µs", "—", ""},
+	}, cells(hist)); d != "" {
+		t.Errorf("historyRows (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]level{levelNormal, levelHung, levelWarn, levelWarn}, levels(hist)); d != "" {
+		t.Errorf("history levels (-want +got):\n%s", d)
+	}
+}
+
+func TestFormatAge(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{-time.Second, "0s"}, {0, "0s"}, {999 * time.Millisecond, "0s"}, {59 * time.Second, "59s"},
+		{60 * time.Second, "1m00s"}, {125 * time.Second, "2m05s"}, {time.Hour + 4*time.Minute, "1h04m"},
+		{49 * time.Hour, "2d01h"},
+	} {
+		if got := formatAge(tc.d); got != tc.want {
+			t.Errorf("formatAge(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
+
+func TestSummary(t *testing.T) {
+	sum := summarize(fixture(), t0, 30*time.Second, 2)
+	want := summary{Sessions: 3, InFlight: 3, Hung: 1, Children: 1, Leaks: 2, Failed: []string{"memory"}}
+	if d := cmp.Diff(want, sum); d != "" {
+		t.Errorf("summary (-want +got):\n%s", d)
+	}
+	if got, w := sum.String(), "3 sessions · 3 in flight (1 hung) · 1 child · 2 leaks · failed: memory"; got != w {
+		t.Errorf("summary = %q, want %q", got, w)
+	}
+}
+
+// bigSnapshot is the scale the dashboard must stay smooth at.
+func bigSnapshot(sessions, inflight, servers int) pool.Snapshot {
+	s := pool.Snapshot{TakenAt: t0}
+	for i := range servers {
+		name := fmt.Sprintf("server-%02d", i)
+		s.Servers = append(s.Servers, pool.ServerInfo{Name: name, State: pool.StateReady})
+		s.Backends = append(s.Backends, pool.BackendInfo{Server: name, PID: 10000 + i, State: pool.StateReady, Era: "legacy",
+			StartedAt: t0.Add(-time.Hour), Sessions: sessions / servers, StderrTail: []string{"ready"}})
+	}
+	for i := range sessions {
+		s.Sessions = append(s.Sessions, pool.SessionInfo{ID: fmt.Sprintf("s%d", i), Server: fmt.Sprintf("server-%02d", i%servers),
+			ClientName: "claude-code", ClientVersion: "2.1.3", Transport: "stdio", ConnectedAt: t0.Add(-time.Duration(i) * time.Second),
+			InFlight: inflight / sessions, PID: 20000 + i})
+	}
+	for i := range inflight {
+		s.InFlight = append(s.InFlight, pool.RequestInfo{PoolID: uint64(i + 1), Session: fmt.Sprintf("s%d", i%sessions),
+			Server: fmt.Sprintf("server-%02d", i%servers), Method: "tools/call", Name: "search", PID: 10000 + i%servers,
+			ReceivedAt: t0.Add(-time.Duration(i) * 10 * time.Millisecond), WrittenToChild: i%7 != 0})
+	}
+	return s
+}
+
+// BenchmarkFrame1000Sessions5000InFlight is the loop's cost per redraw
+// at scale: summary, tray menu and every table's rows from one snapshot.
+func BenchmarkFrame1000Sessions5000InFlight(b *testing.B) {
+	s := bigSnapshot(1000, 5000, 20)
+	u := New(nil, newFake(s), nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		u.frameFor(s, t0.Add(time.Second), true)
+	}
+}
+
+// BenchmarkFrameTrayOnly is the same while the dashboard is closed: no
+// table rows.
+func BenchmarkFrameTrayOnly1000Sessions5000InFlight(b *testing.B) {
+	s := bigSnapshot(1000, 5000, 20)
+	u := New(nil, newFake(s), nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		u.frameFor(s, t0.Add(time.Second), false)
+	}
+}
+
+func BenchmarkRows(b *testing.B) {
+	s := bigSnapshot(1000, 5000, 20)
+	now := t0.Add(time.Second)
+	b.Run("sessions-1000", func(b *testing.B) {
+		for b.Loop() {
+			sessionRows(s, now)
+		}
+	})
+	b.Run("inflight-5000", func(b *testing.B) {
+		for b.Loop() {
+			inflightRows(s, now, 30*time.Second)
+		}
+	})
+}

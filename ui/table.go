@@ -1,0 +1,174 @@
+package ui
+
+import (
+	"image/color"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// table is a virtualised widget.Table over rows: only the visible cells
+// exist, so 5,000 rows cost what 30 do. Its fields belong to the UI
+// goroutine.
+type table struct {
+	cols  []column
+	rows  []row
+	w     *widget.Table
+	empty *widget.Label
+	view  fyne.CanvasObject
+	stale bool // rows changed while hidden
+
+	// onButton runs when a row's button is tapped, with the row as it was
+	// shown; onSelect when a row is selected.
+	onButton func(col column, r row)
+	onSelect func(r row)
+}
+
+// newTable builds a table with a header row; emptyText shows while it
+// has no rows.
+func newTable(cols []column, emptyText string) *table {
+	t := &table{cols: cols}
+	t.w = widget.NewTableWithHeaders(
+		func() (int, int) { return len(t.rows), len(t.cols) },
+		t.createCell,
+		t.updateCell,
+	)
+	t.w.ShowHeaderColumn = false
+	t.w.CreateHeader = func() fyne.CanvasObject {
+		l := widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+		l.Truncation = fyne.TextTruncateEllipsis
+		return l
+	}
+	t.w.UpdateHeader = func(id widget.TableCellID, o fyne.CanvasObject) {
+		if id.Col >= 0 && id.Col < len(t.cols) {
+			o.(*widget.Label).SetText(t.cols[id.Col].title)
+		}
+	}
+	for i, c := range cols {
+		t.w.SetColumnWidth(i, c.width)
+	}
+	t.w.OnSelected = func(id widget.TableCellID) {
+		if id.Row >= 0 && id.Row < len(t.rows) && t.onSelect != nil {
+			t.onSelect(t.rows[id.Row])
+		}
+	}
+	t.empty = widget.NewLabelWithStyle(emptyText, fyne.TextAlignCenter, fyne.TextStyle{Italic: true})
+	t.view = container.NewStack(t.w, container.NewCenter(t.empty))
+	return t
+}
+
+// cell is a table cell: a background that shows the row's level, and a
+// label or a button.
+type cell struct {
+	widget.BaseWidget
+	bg    *canvas.Rectangle
+	label *widget.Label
+	btn   *widget.Button
+}
+
+func (t *table) createCell() fyne.CanvasObject {
+	c := &cell{bg: canvas.NewRectangle(color.Transparent), label: widget.NewLabel(""), btn: widget.NewButton("", nil)}
+	c.label.Truncation = fyne.TextTruncateEllipsis
+	c.ExtendBaseWidget(c)
+	return c
+}
+
+// CreateRenderer stacks the parts; one of label and button is hidden.
+func (c *cell) CreateRenderer() fyne.WidgetRenderer {
+	return widget.NewSimpleRenderer(container.NewStack(c.bg, c.label, c.btn))
+}
+
+func (t *table) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
+	c := o.(*cell)
+	if id.Row < 0 || id.Row >= len(t.rows) || id.Col < 0 || id.Col >= len(t.cols) {
+		c.label.SetText("")
+		c.btn.Hide()
+		return
+	}
+	r, col := t.rows[id.Row], t.cols[id.Col]
+	if bg := levelColor(r.level); c.bg.FillColor != bg {
+		c.bg.FillColor = bg
+		c.bg.Refresh()
+	}
+	if col.button != "" {
+		c.label.Hide()
+		c.btn.OnTapped = func() {
+			if t.onButton != nil {
+				t.onButton(col, r)
+			}
+		}
+		imp := widget.MediumImportance
+		if r.level == levelHung {
+			imp = widget.DangerImportance
+		}
+		if c.btn.Text != col.button || c.btn.Importance != imp {
+			c.btn.Text, c.btn.Importance = col.button, imp
+			c.btn.Refresh()
+		}
+		c.btn.Show()
+		return
+	}
+	c.btn.Hide()
+	text := ""
+	if id.Col < len(r.cells) {
+		text = r.cells[id.Col]
+	}
+	imp := widget.MediumImportance
+	if r.level == levelHung {
+		imp = widget.DangerImportance
+	}
+	bold := r.level == levelHung
+	if c.label.Text != text || c.label.Importance != imp || c.label.TextStyle.Bold != bold {
+		c.label.Text = text
+		c.label.Importance = imp
+		c.label.TextStyle.Bold = bold
+		c.label.Refresh()
+	}
+	c.label.Show()
+}
+
+// levelColor is the background of a row: red for hung, amber for warn.
+func levelColor(l level) color.Color {
+	var base color.Color
+	switch l {
+	case levelHung:
+		base = theme.Color(theme.ColorNameError)
+	case levelWarn:
+		base = theme.Color(theme.ColorNameWarning)
+	default:
+		return color.Transparent
+	}
+	r, g, b, _ := base.RGBA()
+	alpha := uint8(0x38)
+	if l == levelWarn {
+		alpha = 0x20
+	}
+	return color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: alpha}
+}
+
+// setRows replaces the rows and redraws the visible cells. A table on a
+// hidden tab only keeps the rows; refresh draws them when it is shown.
+func (t *table) setRows(rows []row) {
+	t.rows = rows
+	if len(rows) == 0 {
+		t.empty.Show()
+	} else {
+		t.empty.Hide()
+	}
+	if t.view.Visible() {
+		t.w.Refresh()
+	} else {
+		t.stale = true
+	}
+}
+
+// refresh redraws a table whose rows changed while it was hidden.
+func (t *table) refresh() {
+	if t.stale {
+		t.stale = false
+		t.w.Refresh()
+	}
+}

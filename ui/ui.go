@@ -1,0 +1,323 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"fyne.io/fyne/v2"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// Options tune a UI. The zero value (or nil) gives the defaults.
+type Options struct {
+	// Logger receives the UI's few logs; nil discards them.
+	Logger *slog.Logger
+	// MinRedraw is the shortest time between two redraws, however many
+	// events arrive: they coalesce. Default 200 ms.
+	MinRedraw time.Duration
+	// Tick is how often ages tick when the pool is quiet. Default 1 s.
+	Tick time.Duration
+	// LeakPoll is how often leaked backends are looked for. Default 30 s.
+	LeakPoll time.Duration
+	// SamplePoll is how often the children's memory and CPU are sampled
+	// while the dashboard is open. Default 2 s.
+	SamplePoll time.Duration
+
+	// sample measures processes; nil means gopsutil. Tests replace it.
+	sample func(pids []int, now time.Time) map[int]procStat
+	// inline runs actions and queries on the calling goroutine: the fyne
+	// test driver runs fyne.Do on the caller, so tests that read widgets
+	// need everything on one goroutine.
+	inline bool
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	if r.MinRedraw <= 0 {
+		r.MinRedraw = 200 * time.Millisecond
+	}
+	if r.Tick <= 0 {
+		r.Tick = time.Second
+	}
+	if r.LeakPoll <= 0 {
+		r.LeakPoll = 30 * time.Second
+	}
+	if r.SamplePoll <= 0 {
+		r.SamplePoll = 2 * time.Second
+	}
+	if r.sample == nil {
+		r.sample = newProcSampler().sample
+	}
+	return r
+}
+
+// UI is the tray menu and the dashboard of one running pool. Create it
+// with New on the UI goroutine, Start its goroutines, and Wait for them
+// after the context ends.
+type UI struct {
+	app  fyne.App
+	ctrl Controller
+	opts Options
+	log  *slog.Logger
+
+	redraw   chan struct{} // buffered to 1: redraw requests coalesce
+	leaksNow chan struct{} // buffered to 1: look for leaks now
+	pending  atomic.Pointer[frame]
+	frames   atomic.Uint64
+	dashOpen atomic.Bool
+	wg       sync.WaitGroup
+	ctx      context.Context // Start's; actions run under it
+
+	// Written by the sampler and the leak poller, read by the loop.
+	mu       sync.Mutex
+	stats    map[int]procStat
+	pids     []int
+	leaks    []Leak
+	leaksErr error
+
+	// Owned by the UI goroutine.
+	last *frame
+	dash *dashboard
+	tray *tray
+}
+
+// New returns the UI of the instance behind c. It shows nothing until
+// StartTray or ShowDashboard.
+func New(a fyne.App, c Controller, opts *Options) *UI {
+	o := opts.withDefaults()
+	return &UI{
+		app: a, ctrl: c, opts: o, log: o.Logger,
+		redraw:   make(chan struct{}, 1),
+		leaksNow: make(chan struct{}, 1),
+		stats:    map[int]procStat{},
+		ctx:      context.Background(),
+	}
+}
+
+// Start runs the event loop, the leak poller and the process sampler
+// until ctx ends. Call it once, before the fyne app runs or after.
+func (u *UI) Start(ctx context.Context) {
+	u.ctx = ctx
+	u.wg.Go(func() { u.loop(ctx) })
+	u.wg.Go(func() { u.pollLeaks(ctx) })
+	u.wg.Go(func() { u.sampleLoop(ctx) })
+}
+
+// Wait waits for the goroutines Start and the actions started.
+func (u *UI) Wait() { u.wg.Wait() }
+
+// Frames counts the frames applied to the widgets; it keeps growing while
+// the UI is live.
+func (u *UI) Frames() uint64 { return u.frames.Load() }
+
+// ShowDashboard opens (or raises) the dashboard window. Safe from any
+// goroutine.
+func (u *UI) ShowDashboard() { fyne.Do(func() { u.showDashboard("") }) }
+
+// requestRedraw asks the loop for a fresh frame; requests coalesce.
+func (u *UI) requestRedraw() {
+	select {
+	case u.redraw <- struct{}{}:
+	default:
+	}
+}
+
+// frame is everything the widgets show, computed off the UI goroutine.
+type frame struct {
+	now      time.Time
+	hang     time.Duration
+	sum      summary
+	servers  []string
+	menu     []menuItem
+	icon     trayState
+	banner   string
+	leakNote string
+	// Table rows; nil while the dashboard is closed (nobody looks).
+	sessions, inflight, backends, leaks []row
+	withRows                            bool
+}
+
+// frameFor computes the frame for snapshot s at now. It reads the
+// controller's cheap getters and the sampler's and leak poller's latest
+// results.
+func (u *UI) frameFor(s pool.Snapshot, now time.Time, withRows bool) *frame {
+	u.mu.Lock()
+	leaks, leaksErr, stats := u.leaks, u.leaksErr, u.stats
+	u.mu.Unlock()
+	hang := u.ctrl.HangThreshold()
+	f := &frame{now: now, hang: hang, withRows: withRows}
+	nleaks := len(leaks)
+	if leaksErr != nil {
+		nleaks = -1
+	}
+	f.sum = summarize(s, now, hang, nleaks)
+	f.menu = trayMenu(s, f.sum)
+	f.icon = iconState(f.sum)
+	for _, sv := range s.Servers {
+		f.servers = append(f.servers, sv.Name)
+	}
+	if err := u.ctrl.ConfigError(); err != nil {
+		f.banner = "Config error: " + err.Error() + "\nThe last good config stays in force until the file is fixed."
+	}
+	if n := u.ctrl.HistoryDropped(); n > 0 {
+		if f.banner != "" {
+			f.banner += "\n"
+		}
+		f.banner += fmt.Sprintf("History dropped %d events: the database could not keep up, so some requests are missing from History.", n)
+	}
+	switch {
+	case errors.Is(leaksErr, ErrUnavailable):
+		f.leakNote = "Leak detection is not available: " + unavailableReason(leaksErr)
+	case leaksErr != nil:
+		f.leakNote = "Could not look for leaks: " + leaksErr.Error()
+	case len(leaks) == 0:
+		f.leakNote = "No leaked backends: every MCP server process found belongs to a live pool."
+	default:
+		f.leakNote = plural(len(leaks), "leaked backend") + ": MCP server processes nobody uses any more."
+	}
+	if withRows {
+		f.sessions = sessionRows(s, now)
+		f.inflight = inflightRows(s, now, hang)
+		f.backends = backendRows(s, now, stats)
+		f.leaks = leakRows(leaks, now)
+	}
+	return f
+}
+
+// post hands f to the UI goroutine. If the previous frame has not been
+// applied yet, f replaces it: a slow UI goroutine sees the latest state,
+// never a queue of stale ones.
+func (u *UI) post(f *frame) {
+	if u.pending.Swap(f) == nil {
+		fyne.Do(func() {
+			if f := u.pending.Swap(nil); f != nil {
+				u.apply(f)
+			}
+		})
+	}
+}
+
+// apply shows f. UI goroutine only.
+func (u *UI) apply(f *frame) {
+	u.last = f
+	u.frames.Add(1)
+	if u.tray != nil {
+		u.tray.apply(u, f)
+	}
+	if u.dash != nil && f.withRows {
+		u.dash.apply(f)
+	}
+}
+
+// spawn runs fn off the UI goroutine, tracked for Wait.
+func (u *UI) spawn(fn func()) {
+	if u.opts.inline {
+		fn()
+		return
+	}
+	u.wg.Go(fn)
+}
+
+// act runs a pool action off the UI goroutine; a failure is shown to the
+// user and logged.
+func (u *UI) act(what string, fn func(ctx context.Context) error) {
+	u.spawn(func() {
+		ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
+		defer cancel()
+		if err := fn(ctx); err != nil {
+			err = fmt.Errorf("%s: %w", what, err)
+			u.log.Warn("action failed", "err", err)
+			fyne.Do(func() { u.showError(err) })
+		}
+		u.requestRedraw()
+	})
+}
+
+// showError tells the user an action failed: a dialog on the dashboard,
+// else a notification. UI goroutine only.
+func (u *UI) showError(err error) {
+	if u.dash != nil && u.dashOpen.Load() {
+		u.dash.showError(err)
+		return
+	}
+	u.app.SendNotification(fyne.NewNotification("Switchboard", err.Error()))
+}
+
+// menuDo runs a tray menu action. UI goroutine only.
+func (u *UI) menuDo(a menuAction) {
+	switch a.Kind {
+	case actDashboard:
+		u.showDashboard("")
+	case actRestart:
+		u.act("restart "+a.Server, func(context.Context) error { return u.ctrl.Restart(a.Server) })
+	case actStop:
+		u.act("stop "+a.Server, func(context.Context) error { return u.ctrl.Stop(a.Server) })
+	case actKillLeaks:
+		u.showDashboard(tabLeaks)
+		u.dash.confirmKillAll()
+	case actOpenConfig:
+		u.openConfig()
+	case actHistory:
+		u.showDashboard(tabHistory)
+	case actQuit:
+		u.ctrl.Quit()
+	}
+}
+
+func (u *UI) openConfig() {
+	p := u.ctrl.ConfigPath()
+	if p == "" {
+		return
+	}
+	if err := u.app.OpenURL(&url.URL{Scheme: "file", Path: p}); err != nil {
+		u.showError(fmt.Errorf("open %s: %w", p, err))
+	}
+}
+
+// showDashboard creates the window on first use, shows it and selects
+// tab (unless empty). UI goroutine only.
+func (u *UI) showDashboard(tab string) {
+	if u.dash == nil {
+		u.dash = newDashboard(u)
+	}
+	if !u.dashOpen.Swap(true) {
+		// The loop skips the tables while nobody looks: draw them now.
+		u.requestRedraw()
+		select {
+		case u.leaksNow <- struct{}{}:
+		default:
+		}
+	}
+	if u.last != nil {
+		if u.last.withRows {
+			u.dash.apply(u.last)
+		} else {
+			u.dash.applySummary(u.last)
+		}
+	}
+	if tab != "" {
+		u.dash.selectTab(tab)
+	}
+	u.dash.win.Show()
+	u.dash.win.RequestFocus()
+}
+
+// hideDashboard is the window's close button: the app keeps running in
+// the tray.
+func (u *UI) hideDashboard() {
+	u.dashOpen.Store(false)
+	u.dash.win.Hide()
+}
