@@ -8,6 +8,7 @@
 # StatusNotifierItem host, starts `switchboard --dashboard`, drives three
 # sessions through `switchboard connect` (one of them hung in a long tool
 # call), and then checks, keeping the evidence in $ARTIFACTS:
+#   - one desktop notification (seen on D-Bus) for the hung request;
 #   - the dashboard window appears; screenshots of its tabs are not blank
 #     (dashboard.png is the In flight tab with the hung request highlighted,
 #     then dashboard-sessions, -backends and -history.png);
@@ -172,6 +173,10 @@ cat >"$SWITCHBOARD_HOME/config.json" <<EOF
 }
 EOF
 
+# Desktop notifications are D-Bus calls to org.freedesktop.Notifications;
+# a monitor sees them even with no notification daemon to show them.
+dbus-monitor --session "type='method_call',interface='org.freedesktop.Notifications',member='Notify'" >"$TMP/notify.out" 2>&1 &
+
 log "starting switchboard --dashboard"
 "$BIN" --dashboard >"$TMP/app.log" 2>&1 &
 APP=$!
@@ -226,6 +231,10 @@ three_sessions_one_hung() {
 }
 waitfor "3 sessions with 1 request hung past the threshold" 30 three_sessions_one_hung
 cp "$TMP/status.json" "$OUT/status.json"
+waitfor "a desktop notification for the hung request" 10 grep -q 'Request hung on browser' "$TMP/notify.out"
+n=$(grep -c 'Request hung on browser' "$TMP/notify.out" || true)
+[ "$n" = 1 ] || fail "notified $n times about the hung request, want once"
+log "notified once: $(grep -A1 'Request hung on browser' "$TMP/notify.out" | tail -n 1 | sed 's/^ *string //')"
 CHILDREN=$(pgrep -f "^$TMP/fakemcp" | tr '\n' ' ' || true)
 log "children: $CHILDREN"
 [ "$(echo "$CHILDREN" | wc -w)" = 2 ] || fail "want 2 children of the pool, have: $CHILDREN"
@@ -309,6 +318,8 @@ set -e
 [ "$rc" = 0 ] || fail "a second launch exited $rc, want 0 (it should ask the first for its dashboard)"
 grep -q 'already running' "$TMP/second.log" || fail "the second launch did not say the first one is running"
 kill -0 "$APP" || fail "the first instance died when the second launched"
+n=$(grep -c 'Request hung on browser' "$TMP/notify.out" || true)
+[ "$n" = 1 ] || fail "by the end, notified $n times about the one hung request, want once"
 
 # ---- Quit ------------------------------------------------------------------------------
 
