@@ -1,14 +1,22 @@
 package app
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"fyne.io/fyne/v2/test"
 
 	"github.com/switchboard-mcp/switchboard/pool"
 	"github.com/switchboard-mcp/switchboard/store"
@@ -89,4 +97,114 @@ func TestTrayControllerHistory(t *testing.T) {
 			t.Errorf("timeline lacks %q:\n%s", want, joined)
 		}
 	}
+}
+
+// TestTrayUIOverARealPoolUnderLoad: the dashboard, on a real instance,
+// keeps drawing frames while 64 sessions x 8 in flight hammer one real
+// child, and the frames it draws come from that pool.
+func TestTrayUIOverARealPoolUnderLoad(t *testing.T) {
+	const sessions, inflight = 64, 8
+	bin, err := fakeBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, err := os.MkdirTemp("", "sbui")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(home)
+	t.Setenv("SWITCHBOARD_HOME", home)
+	cfg := filepath.Join(home, "config.json")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"mcpServers": {"fake": {"command": %q}}, "history": {"disabled": true}}`, bin), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := Start(Options{ConfigPath: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- inst.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+
+	u := ui.New(test.NewTempApp(t), &trayController{inst: inst, quit: cancel},
+		&ui.Options{MinRedraw: 20 * time.Millisecond, Tick: 100 * time.Millisecond, LeakPoll: time.Hour})
+	u.ShowDashboard()
+	uctx, stopUI := context.WithCancel(ctx)
+	u.Start(uctx)
+	defer func() { stopUI(); u.Wait() }()
+
+	stop := make(chan struct{})
+	var hammer sync.WaitGroup
+	var done atomic.Int64
+	for i := range sessions {
+		conn := dialPool(t, inst.Paths.PoolSocket(), "fake")
+		hammer.Go(func() {
+			defer conn.Close()
+			br := bufio.NewReader(conn)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var batch []byte
+				for id := 1; id <= inflight; id++ { // every session uses ids 1..8
+					batch = fmt.Appendf(batch, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"s%d"}}}`+"\n", id, i)
+				}
+				if _, err := conn.Write(batch); err != nil {
+					t.Errorf("session %d: %v", i, err)
+					return
+				}
+				for range inflight {
+					line, err := br.ReadBytes('\n')
+					if err != nil {
+						t.Errorf("session %d: %v", i, err)
+						return
+					}
+					if !strings.Contains(string(line), fmt.Sprintf(`s%d"`, i)) {
+						t.Errorf("session %d got another session's answer: %s", i, line)
+						return
+					}
+					done.Add(1)
+				}
+			}
+		})
+	}
+	waitHistory(t, "the pool to serve the load", func() bool { return done.Load() > sessions*inflight })
+	for round := range 5 {
+		before := u.Frames()
+		waitHistory(t, fmt.Sprintf("frames to keep coming under load (round %d)", round), func() bool { return u.Frames() >= before+3 })
+	}
+	close(stop)
+	hammer.Wait()
+	t.Logf("%d calls answered while the dashboard drew %d frames", done.Load(), u.Frames())
+}
+
+// dialPool opens a pool session the way `switchboard connect` does and
+// completes its MCP handshake.
+func dialPool(t *testing.T, sock, server string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	fmt.Fprintf(conn, "{\"server\":%q}\n", server)
+	fmt.Fprintln(conn, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"load","version":"1"}}}`)
+	for range 2 { // the welcome, then the initialize result
+		if line, err := br.ReadBytes('\n'); err != nil || strings.Contains(string(line), `"error"`) {
+			t.Fatalf("open a session on %s: %s %v", server, line, err)
+		}
+	}
+	if br.Buffered() > 0 {
+		t.Fatalf("unexpected bytes after the handshake")
+	}
+	fmt.Fprintln(conn, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return conn
 }

@@ -35,7 +35,10 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	testDir = dir
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { os.RemoveAll(dir) }))
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { os.RemoveAll(dir) }),
+		// fyne's process-wide event queue, started once by its first app
+		// (the tray test's test app); it has no way to stop.
+		goleak.IgnoreTopFunction("fyne.io/fyne/v2/internal/async.(*UnboundedChan[...]).processing"))
 }
 
 // --- the watcher alone ---
