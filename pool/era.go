@@ -204,12 +204,18 @@ func parseInitialize(raw []byte) (*handshake, error) {
 }
 
 // initializeResult answers a legacy client's initialize. The version is
-// the one the pool speaks with the child: the client decides whether it
-// can use it, as the spec's negotiation rule says. A modern child is
-// presented to legacy clients as the newest legacy revision, and the pool
-// adds the _meta such a child needs to each forwarded request.
+// the older of the client's request and the child's: a client asking for
+// an older known revision than the child speaks gets its own (clients
+// disconnect on a version they do not know, and later revisions only add
+// to the wire format), one asking for a newer or unknown one gets the
+// child's and decides, as the spec's negotiation rule says. A modern
+// child is presented to legacy clients as the newest legacy revision, and
+// the pool adds the _meta such a child needs to each forwarded request.
 func (hs *handshake) initializeResult(requested string) []byte {
 	version := hs.protocolVersion
+	if slices.Contains(legacyVersions, requested) && requested < version {
+		version = requested // revisions are dates: they order as strings
+	}
 	if hs.era == EraModern {
 		version = LatestLegacy
 		if slices.Contains(legacyVersions, requested) {

@@ -126,6 +126,14 @@ func TestHandshakeResults(t *testing.T) {
 	if init.ProtocolVersion != "2025-06-18" || init.Instructions != "hi" {
 		t.Fatalf("legacy initialize result: %+v", init)
 	}
+	for requested, want := range map[string]string{"2025-03-26": "2025-03-26", "2024-11-05": "2024-11-05",
+		"2025-06-18": "2025-06-18", "2099-01-01": "2025-06-18", "": "2025-06-18"} {
+		init.ProtocolVersion = ""
+		_ = json.Unmarshal(legacy.initializeResult(requested), &init)
+		if init.ProtocolVersion != want {
+			t.Errorf("client asks %q of a 2025-06-18 child: answered %q, want %q", requested, init.ProtocolVersion, want)
+		}
+	}
 	if !bytes.Contains(legacy.discoverResult(), []byte(`"supportedVersions":["2026-07-28"]`)) {
 		t.Fatalf("discover from a legacy child: %s", legacy.discoverResult())
 	}
