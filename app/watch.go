@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -95,6 +96,47 @@ func (cw *configWatch) watchTargets() error {
 	return nil
 }
 
+// dirGone handles the removal of a watched directory (the kernel dropped
+// its watch) and reports whether it was one of ours; if so the nearest
+// ancestor that still exists is watched, so its return is seen.
+func (cw *configWatch) dirGone(dir string) bool {
+	if !cw.watched[dir] {
+		return false
+	}
+	delete(cw.watched, dir)
+	_ = cw.w.Remove(dir) // usually gone with the directory already
+	cw.watchTowards()
+	return true
+}
+
+// watchTowards watches each config directory, or where it is missing the
+// deepest ancestor of it that exists: creating the next level down is
+// then an event.
+func (cw *configWatch) watchTowards() {
+	for _, n := range cw.names {
+		for d := filepath.Dir(n); !cw.watched[d]; d = filepath.Dir(d) {
+			if cw.w.Add(d) == nil {
+				cw.watched[d] = true
+				break
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+	}
+}
+
+// onTheWay reports whether name is a directory on the way to the config
+// (its directory or an ancestor of it), whose creation can bring it back.
+func (cw *configWatch) onTheWay(name string) bool {
+	for _, n := range cw.names {
+		if d := filepath.Dir(n); d == name || strings.HasPrefix(d, name+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
 func (cw *configWatch) loop(ctx context.Context, debounce time.Duration) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -107,7 +149,17 @@ func (cw *configWatch) loop(ctx context.Context, debounce time.Duration) {
 			if !ok {
 				return
 			}
-			if ev.Op == fsnotify.Chmod || !slices.Contains(cw.names, filepath.Clean(ev.Name)) {
+			name := filepath.Clean(ev.Name)
+			switch {
+			case ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0 && cw.dirGone(name):
+				// The config's directory went away; watch upwards and
+				// report the file as gone.
+			case ev.Op&fsnotify.Create != 0 && cw.onTheWay(name):
+				// A directory on the way back to the config: watch it
+				// (or what exists of the way down) and read the file,
+				// which may have been written before the watch was added.
+				cw.watchTowards()
+			case ev.Op == fsnotify.Chmod || !slices.Contains(cw.names, name):
 				continue
 			}
 			timer.Reset(debounce)
@@ -134,8 +186,11 @@ func (cw *configWatch) reload() {
 	// The symlink may point elsewhere now; a failure to watch the new
 	// target's directory is reported like a broken file.
 	if err := cw.watchTargets(); err != nil {
-		cw.report(nil, nil, err)
-		return
+		if !errors.Is(err, os.ErrNotExist) {
+			cw.report(nil, nil, err)
+			return
+		}
+		cw.watchTowards() // the file is reported gone below
 	}
 	data, err := os.ReadFile(cw.path)
 	if err != nil {

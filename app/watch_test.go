@@ -631,3 +631,42 @@ func TestHotReloadKeepsLastGood(t *testing.T) {
 		t.Errorf("no reload log line:\n%s", rig.log.String())
 	}
 }
+
+// TestWatchConfigDirRecreated: the config's directory is deleted (the
+// last good config is kept, the file reported gone) and created again,
+// two levels deep, with a new file: the watch picks it up.
+func TestWatchConfigDirRecreated(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "a", "switchboard")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(path, serversConfig("a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ch := watch(t, path, 50*time.Millisecond, nil)
+	if err := os.RemoveAll(filepath.Join(root, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if r := next(t, ch, 2*time.Second); r.err == nil || !strings.Contains(r.err.Error(), "gone") {
+		t.Fatalf("after deleting the directory: %v %v, want the file reported gone", r.err, r.f)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, serversConfig("b"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := next(t, ch, 2*time.Second)
+	if r.err != nil || !slices.Equal(names(r.f), []string{"b"}) {
+		t.Fatalf("after re-creating the directory: %v %v, want servers [b]", r.err, r.f)
+	}
+	// And it stays watched: a later edit is seen too.
+	if err := os.WriteFile(path, serversConfig("c"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := next(t, ch, 2*time.Second); r.err != nil || !slices.Equal(names(r.f), []string{"c"}) {
+		t.Fatalf("edit after re-creation: %v %v", r.err, r.f)
+	}
+}
