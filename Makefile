@@ -56,6 +56,7 @@ deps: bin/.deps-ok
 # Always hand the build to go: its cache decides what is stale.
 build: deps
 	$(GO) build -tags $(TAGS) -o $(BIN) ./cmd/switchboard
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)-connect ./cmd/switchboard-connect
 
 run: build
 	$(BIN) $(RUN_ARGS)

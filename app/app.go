@@ -73,7 +73,7 @@ func Start(opts Options) (*Instance, error) {
 	if opts.ConfigPath != "" {
 		inst.configPath = opts.ConfigPath
 	}
-	if err := paths.ensureRunDir(); err != nil {
+	if err := paths.EnsureRunDir(); err != nil {
 		return nil, err
 	}
 	if err := writeStarterConfig(inst.configPath, opts.ConfigPath == ""); err != nil {

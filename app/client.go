@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,70 +11,16 @@ import (
 	"os"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/app/shim"
 )
 
 func pidSelf() int { return os.Getpid() }
 
 // ErrNoPool means no Switchboard is running for this SWITCHBOARD_HOME.
-var ErrNoPool = errors.New("switchboard is not running")
+var ErrNoPool = shim.ErrNoPool
 
-// Connect is `switchboard connect NAME`: it relays in to the pool's server
-// name and the pool's answers to out, until in ends (then it returns nil at
-// once) or the pool closes the connection. It is the process a client
-// starts per session, so it does nothing else.
-func Connect(name string, in io.Reader, out io.Writer) error {
-	paths, err := ResolvePaths()
-	if err != nil {
-		return err
-	}
-	conn, err := net.DialTimeout("unix", paths.PoolSocket(), 5*time.Second)
-	if err != nil {
-		return fmt.Errorf("%w (no pool socket at %s): start it with `switchboard` or `switchboard serve`", ErrNoPool, paths.PoolSocket())
-	}
-	defer conn.Close()
-	hello, _ := json.Marshal(pool.Hello{Server: name, PID: os.Getpid()})
-	if _, err := conn.Write(append(hello, '\n')); err != nil {
-		return fmt.Errorf("talk to the pool: %w", err)
-	}
-	br := bufio.NewReader(conn)
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	line, err := br.ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("the pool did not answer: %w", err)
-	}
-	_ = conn.SetReadDeadline(time.Time{})
-	var w pool.Welcome
-	if err := json.Unmarshal(line, &w); err != nil {
-		return fmt.Errorf("the pool answered something unexpected: %q", line)
-	}
-	if w.Error != "" {
-		return errors.New(w.Error)
-	}
-	fromPool := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(out, br)
-		fromPool <- err
-	}()
-	fromClient := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(conn, in)
-		fromClient <- err
-	}()
-	select {
-	case err := <-fromClient:
-		// The client closed our stdin: it is done with the session.
-		if err != nil {
-			return fmt.Errorf("read stdin: %w", err)
-		}
-		return nil
-	case err := <-fromPool:
-		if err != nil {
-			return fmt.Errorf("pool connection: %w", err)
-		}
-		return errors.New("the pool closed the connection (it shut down or evicted this session)")
-	}
-}
+// Connect is `switchboard connect NAME` run in-process (package shim).
+func Connect(name string, in io.Reader, out io.Writer) error { return shim.Connect(name, in, out) }
 
 // controlClient talks to the running pool's control API.
 func controlClient() (*http.Client, error) {

@@ -34,7 +34,7 @@ func sbHome(t *testing.T) Paths {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := paths.ensureRunDir(); err != nil {
+	if err := paths.EnsureRunDir(); err != nil {
 		t.Fatal(err)
 	}
 	return paths

@@ -73,7 +73,7 @@ func TestHangsAndHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := paths.ensureRunDir(); err != nil {
+	if err := paths.EnsureRunDir(); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -21,11 +20,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/app/leaks"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
-
-// ChildrenFile is where the pool records the children it starts, so the
-// next run can find the ones that outlived it. The SQLite store replaces
-// it once it records backends.
-func (p Paths) ChildrenFile() string { return filepath.Join(p.Run, "children.jsonl") }
 
 // recorders holds one FileRecorder per children file, so that this
 // process's appends and compactions of one file are serialised.

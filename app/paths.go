@@ -1,78 +1,9 @@
 package app
 
-import (
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-)
+import "github.com/switchboard-mcp/switchboard/app/home"
 
-// Paths are where a Switchboard instance keeps its files. With
-// SWITCHBOARD_HOME set everything lives under it; otherwise the config
-// goes to the OS user config dir and the rest to the user state dir.
-type Paths struct {
-	Config  string // config.json
-	History string // history.db
-	Run     string // sockets, 0700
-	Logs    string
-}
-
-// PoolSocket is the socket `switchboard connect` shims dial.
-func (p Paths) PoolSocket() string { return filepath.Join(p.Run, "pool.sock") }
-
-// ControlSocket serves the control API that the CLI uses.
-func (p Paths) ControlSocket() string { return filepath.Join(p.Run, "control.sock") }
-
-// LockFile holds the single-instance lock.
-func (p Paths) LockFile() string { return filepath.Join(p.Run, "switchboard.lock") }
+// Paths are where a Switchboard instance keeps its files (package home).
+type Paths = home.Paths
 
 // ResolvePaths reads SWITCHBOARD_HOME and the OS conventions.
-func ResolvePaths() (Paths, error) {
-	if home := os.Getenv("SWITCHBOARD_HOME"); home != "" {
-		abs, err := filepath.Abs(home)
-		if err != nil {
-			return Paths{}, fmt.Errorf("SWITCHBOARD_HOME: %w", err)
-		}
-		return pathsUnder(abs, abs), nil
-	}
-	cfgDir, err := os.UserConfigDir()
-	if err != nil {
-		return Paths{}, fmt.Errorf("find the config dir: %w", err)
-	}
-	state := os.Getenv("XDG_STATE_HOME")
-	if state == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return Paths{}, fmt.Errorf("find the home dir: %w", err)
-		}
-		state = filepath.Join(h, ".local", "state")
-	}
-	return pathsUnder(filepath.Join(cfgDir, "switchboard"), filepath.Join(state, "switchboard")), nil
-}
-
-func pathsUnder(cfg, state string) Paths {
-	return Paths{
-		Config:  filepath.Join(cfg, "config.json"),
-		History: filepath.Join(state, "history.db"),
-		Run:     filepath.Join(state, "run"),
-		Logs:    filepath.Join(state, "logs"),
-	}
-}
-
-// maxSocketPath is the room a Unix socket path has (sun_path) on Linux and
-// macOS, less the terminating NUL.
-const maxSocketPath = 103
-
-// ensureRunDir creates the socket directory, private to the user.
-func (p Paths) ensureRunDir() error {
-	if err := os.MkdirAll(p.Run, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", p.Run, err)
-	}
-	if err := os.Chmod(p.Run, 0o700); err != nil {
-		return fmt.Errorf("chmod %s: %w", p.Run, err)
-	}
-	if len(p.ControlSocket()) > maxSocketPath {
-		return errors.New("socket path " + p.ControlSocket() + " is too long for a Unix socket; set SWITCHBOARD_HOME to a shorter directory")
-	}
-	return nil
-}
+func ResolvePaths() (Paths, error) { return home.Resolve() }

@@ -36,6 +36,14 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "build switchboard: %v\n%s", err, out)
 			return 1
 		}
+		// As `make build` does: the small relay next to the binary, which
+		// `switchboard connect` runs.
+		small := exec.Command("go", "build", "-o", filepath.Join(dir, "switchboard-connect"), "../switchboard-connect")
+		small.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
+		if out, err := small.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build switchboard-connect: %v\n%s", err, out)
+			return 1
+		}
 		if fakeBin, err = mcptest.Build(dir); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -298,6 +306,44 @@ func TestTwoClientsShareOneChild(t *testing.T) {
 		st := in.status()
 		return len(st.Sessions) == 1 && len(st.InFlight) == 0
 	})
+}
+
+// TestConnectRunsTheSmallShim: `switchboard connect` becomes the
+// switchboard-connect next to it (the process a client keeps per session
+// does not carry the GUI and SQLite code); with
+// SWITCHBOARD_INPROCESS_CONNECT set, or without that file, it relays
+// in-process. Both relay the same bytes.
+func TestConnectRunsTheSmallShim(t *testing.T) {
+	in := serve(t, fakeConfig(t))
+	for _, tc := range []struct {
+		env, exe string
+	}{{"", "switchboard-connect"}, {"SWITCHBOARD_INPROCESS_CONNECT=1", "switchboard"}} {
+		t.Run(tc.exe, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("SWITCHBOARD_INPROCESS_CONNECT", "1")
+			}
+			s := in.connect(t, "fake")
+			s.initialize("exe-test")
+			s.send(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"echo","arguments":{"text":"through"}}}`)
+			if got := toolText(s.recvID(`"x"`)); !strings.Contains(got, "through") {
+				t.Fatalf("echo through %s: %q", tc.exe, got)
+			}
+			exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", s.cmd.Process.Pid))
+			if err != nil {
+				t.Skipf("no /proc: %v", err)
+			}
+			if filepath.Base(exe) != tc.exe {
+				t.Fatalf("the connect process runs %s, want %s", exe, tc.exe)
+			}
+			if rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", s.cmd.Process.Pid)); err == nil {
+				for _, l := range strings.Split(string(rollup), "\n") {
+					if strings.HasPrefix(l, "Pss:") {
+						t.Logf("%s: %s", tc.exe, strings.Join(strings.Fields(l), " "))
+					}
+				}
+			}
+		})
+	}
 }
 
 // No pool, or no such server: one clear line on stderr, non-zero exit.

@@ -56,7 +56,10 @@ type connectCmd struct {
 	Name string `arg:"" help:"Server name from the config."`
 }
 
-func (c *connectCmd) Run() error { return app.Connect(c.Name, os.Stdin, os.Stdout) }
+func (c *connectCmd) Run() error {
+	execSmallShim(c.Name)
+	return app.Connect(c.Name, os.Stdin, os.Stdout)
+}
 
 type statusCmd struct {
 	JSON bool `name:"json" help:"Print JSON (stable; see the README)."`

@@ -2,6 +2,7 @@
 # Installs Switchboard for one user (or system-wide with PREFIX=/usr/local):
 #
 #   PREFIX/bin/switchboard
+#   PREFIX/bin/switchboard-connect (the small per-session relay; if built)
 #   PREFIX/share/applications/io.switchboard.app.desktop
 #   PREFIX/share/icons/hicolor/256x256/apps/io.switchboard.app.png
 #   and with --service the systemd user unit switchboard.service
@@ -44,7 +45,7 @@ case "$PREFIX/" in
   *) unitdir=$PREFIX/lib/systemd/user ;;
 esac
 
-files=("$bindir/switchboard" "$appdir/$id.desktop" "$icondir/$id.png")
+files=("$bindir/switchboard" "$bindir/switchboard-connect" "$appdir/$id.desktop" "$icondir/$id.png")
 [ $service = 0 ] || files+=("$unitdir/switchboard.service")
 
 refresh_caches() {
@@ -85,6 +86,10 @@ esac
 
 install -d "$DESTDIR$bindir" "$DESTDIR$appdir" "$DESTDIR$icondir"
 install -m 0755 "$BIN" "$DESTDIR$bindir/switchboard"
+# `switchboard connect` runs this relay when it sits next to the binary.
+if [ -x "$(dirname "$BIN")/switchboard-connect" ]; then
+  install -m 0755 "$(dirname "$BIN")/switchboard-connect" "$DESTDIR$bindir/switchboard-connect"
+fi
 sed "s|^Exec=.*|Exec=$exec_quoted|" "$here/switchboard.desktop" >"$DESTDIR$appdir/$id.desktop"
 chmod 0644 "$DESTDIR$appdir/$id.desktop"
 install -m 0644 "$root/assets/icon.png" "$DESTDIR$icondir/$id.png"

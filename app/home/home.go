@@ -1,0 +1,86 @@
+// Package home says where a Switchboard instance keeps its files. It is
+// its own small package so the `switchboard-connect` shim, which must stay
+// tiny, finds the pool socket exactly as the app does.
+package home
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Paths are where a Switchboard instance keeps its files. With
+// SWITCHBOARD_HOME set everything lives under it; otherwise the config
+// goes to the OS user config dir and the rest to the user state dir.
+type Paths struct {
+	Config  string // config.json
+	History string // history.db
+	Run     string // sockets, 0700
+	Logs    string
+}
+
+// PoolSocket is the socket `switchboard connect` shims dial.
+func (p Paths) PoolSocket() string { return filepath.Join(p.Run, "pool.sock") }
+
+// ControlSocket serves the control API that the CLI uses.
+func (p Paths) ControlSocket() string { return filepath.Join(p.Run, "control.sock") }
+
+// ChildrenFile is where the pool records the children it starts, so the
+// next run can find the ones that outlived it.
+func (p Paths) ChildrenFile() string { return filepath.Join(p.Run, "children.jsonl") }
+
+// LockFile holds the single-instance lock.
+func (p Paths) LockFile() string { return filepath.Join(p.Run, "switchboard.lock") }
+
+// Resolve reads SWITCHBOARD_HOME and the OS conventions.
+func Resolve() (Paths, error) {
+	if home := os.Getenv("SWITCHBOARD_HOME"); home != "" {
+		abs, err := filepath.Abs(home)
+		if err != nil {
+			return Paths{}, fmt.Errorf("SWITCHBOARD_HOME: %w", err)
+		}
+		return pathsUnder(abs, abs), nil
+	}
+	cfgDir, err := os.UserConfigDir()
+	if err != nil {
+		return Paths{}, fmt.Errorf("find the config dir: %w", err)
+	}
+	state := os.Getenv("XDG_STATE_HOME")
+	if state == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return Paths{}, fmt.Errorf("find the home dir: %w", err)
+		}
+		state = filepath.Join(h, ".local", "state")
+	}
+	return pathsUnder(filepath.Join(cfgDir, "switchboard"), filepath.Join(state, "switchboard")), nil
+}
+
+func pathsUnder(cfg, state string) Paths {
+	return Paths{
+		Config:  filepath.Join(cfg, "config.json"),
+		History: filepath.Join(state, "history.db"),
+		Run:     filepath.Join(state, "run"),
+		Logs:    filepath.Join(state, "logs"),
+	}
+}
+
+// maxSocketPath is the room a Unix socket path has (sun_path) on Linux and
+// macOS, less the terminating NUL.
+const maxSocketPath = 103
+
+// EnsureRunDir creates the socket directory, private to the user, and
+// checks the socket paths fit in a Unix socket address.
+func (p Paths) EnsureRunDir() error {
+	if err := os.MkdirAll(p.Run, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", p.Run, err)
+	}
+	if err := os.Chmod(p.Run, 0o700); err != nil {
+		return fmt.Errorf("chmod %s: %w", p.Run, err)
+	}
+	if len(p.ControlSocket()) > maxSocketPath {
+		return errors.New("socket path " + p.ControlSocket() + " is too long for a Unix socket; set SWITCHBOARD_HOME to a shorter directory")
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+// Package shim is `switchboard connect NAME`: the process an MCP client
+// starts for each session, relaying its stdin and stdout to the pool over
+// the pool's Unix socket. A client may run dozens of these at once, so the
+// package imports little (no GUI, no SQL) and the relay copies bytes
+// without parsing them: framing and routing are the pool's job.
+package shim
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/home"
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// ErrNoPool means no Switchboard is running for this SWITCHBOARD_HOME.
+var ErrNoPool = errors.New("switchboard is not running")
+
+// bufSize is the relay's buffer each way: one read or write moves a
+// whole burst of messages.
+const bufSize = 64 << 10
+
+// Connect relays in to the pool's server name and the pool's answers to
+// out, until in ends (then it returns nil at once) or the pool closes the
+// connection.
+func Connect(name string, in io.Reader, out io.Writer) error {
+	paths, err := home.Resolve()
+	if err != nil {
+		return err
+	}
+	sock := paths.PoolSocket()
+	conn, err := net.DialTimeout("unix", sock, 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("%w (no pool socket at %s): start it with `switchboard` or `switchboard serve`", ErrNoPool, sock)
+	}
+	defer conn.Close()
+	hello, _ := json.Marshal(pool.Hello{Server: name, PID: os.Getpid()})
+	if _, err := conn.Write(append(hello, '\n')); err != nil {
+		return fmt.Errorf("talk to the pool: %w", err)
+	}
+	br := bufio.NewReaderSize(conn, bufSize)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := br.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("the pool did not answer: %w", err)
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	var w pool.Welcome
+	if err := json.Unmarshal(line, &w); err != nil {
+		return fmt.Errorf("the pool answered something unexpected: %q", line)
+	}
+	if w.Error != "" {
+		return errors.New(w.Error)
+	}
+	fromPool := make(chan error, 1)
+	go func() {
+		// bufio.Reader.WriteTo drains what the welcome read buffered,
+		// then copies straight from the socket.
+		_, err := br.WriteTo(out)
+		fromPool <- err
+	}()
+	fromClient := make(chan error, 1)
+	go func() {
+		_, err := io.CopyBuffer(conn, onlyReader{in}, make([]byte, bufSize))
+		fromClient <- err
+	}()
+	select {
+	case err := <-fromClient:
+		// The client closed our stdin: it is done with the session.
+		if err != nil {
+			return fmt.Errorf("read stdin: %w", err)
+		}
+		return nil
+	case err := <-fromPool:
+		if err != nil {
+			return fmt.Errorf("pool connection: %w", err)
+		}
+		return errors.New("the pool closed the connection (it shut down or evicted this session)")
+	}
+}
+
+// onlyReader hides a reader's WriteTo, so io.CopyBuffer uses the large
+// buffer instead of a small one of the reader's choosing.
+type onlyReader struct{ io.Reader }
