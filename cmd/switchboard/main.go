@@ -30,7 +30,10 @@ type cli struct {
 	Import  importCmd  `cmd:"" help:"Import MCP servers from Claude Desktop, Claude Code, Cursor or VS Code."`
 	History historyCmd `cmd:"" help:"Show recorded requests, newest first (works with or without a running pool)."`
 	Hangs   hangsCmd   `cmd:"" help:"Show requests in flight too long: live, and abandoned by earlier runs."`
+	Bench   benchCmd   `cmd:"" help:"Load-test the pool against a direct pipe to the same fake MCP server, in one run."`
 	Version versionCmd `cmd:"" help:"Print the version."`
+
+	FakeServer fakeServerCmd `cmd:"" name:"fake-server" hidden:"" help:"The fake MCP server bench drives (stdio)."`
 }
 
 type trayCmd struct {

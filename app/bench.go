@@ -1,0 +1,363 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/loadgen"
+)
+
+// BenchOptions is `switchboard bench`.
+type BenchOptions struct {
+	Sessions int           // concurrent sessions in the throughput runs
+	InFlight int           // requests each session keeps in flight
+	Warmup   time.Duration // per run, before measuring
+	Duration time.Duration // measured, per run
+	Idle     int           // idle sessions for the memory check; 0 skips it
+	JSON     bool
+}
+
+// BenchReport is everything one `switchboard bench` run measured, against
+// the in-process fake MCP server, in the same run.
+type BenchReport struct {
+	Machine string `json:"machine"`
+	// Latency: one session, one request in flight.
+	Latency []loadgen.Result `json:"latency"`
+	// AddedP50Us and AddedP99Us are the pool's latency (through
+	// `switchboard connect`) less the direct pipe's.
+	AddedP50Us float64 `json:"addedP50Us"`
+	AddedP99Us float64 `json:"addedP99Us"`
+	// Throughput: Sessions x InFlight, colliding ids.
+	Throughput []ModeResult `json:"throughput"`
+	// ConnectRatio and HTTPRatio are the pool's requests/s over the direct
+	// pipe's (64 sessions each on its own child).
+	ConnectRatio float64 `json:"connectRatio"`
+	HTTPRatio    float64 `json:"httpRatio,omitempty"`
+	// HistoryOffP99Us is the connect run's p99 with history recording
+	// off; the connect row above has it on (the default).
+	HistoryOffP99Us float64 `json:"historyOffP99Us"`
+	// ShimPSSBytes is one `switchboard connect` process's proportional set
+	// size, ShimIdleCPU its CPU time over IdleWindow with nothing to relay.
+	ShimPSSBytes uint64        `json:"shimPssBytes"`
+	ShimIdleCPU  time.Duration `json:"shimIdleCpuNs"`
+	IdleWindow   time.Duration `json:"idleWindowNs"`
+	// IdleSessions sessions held open with nothing in flight cost the pool
+	// IdleBytesPerSession each (RSS growth / sessions).
+	IdleSessions        int     `json:"idleSessions,omitempty"`
+	IdleBytesPerSession float64 `json:"idleBytesPerSession,omitempty"`
+	Notes               []string `json:"notes,omitempty"`
+}
+
+// ModeResult is one throughput run and, for the pool's modes, what the
+// pool process spent on it.
+type ModeResult struct {
+	loadgen.Result
+	PoolCPUSeconds float64 `json:"poolCpuSeconds,omitempty"`
+	PoolRSSBytes   uint64  `json:"poolRssBytes,omitempty"`
+}
+
+// Bench runs the load tool: the fake MCP server driven directly over its
+// pipe and through a freshly started pool (`switchboard serve` in a
+// private SWITCHBOARD_HOME, reached through `switchboard connect`), in
+// the same run, and writes a table (or JSON) to out. It needs nothing
+// but this binary: the fake server is its hidden `fake-server` command.
+func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("bench: find this binary: %w", err)
+	}
+	r := BenchReport{Machine: machine()}
+	direct := loadgen.ProcessOpener([]string{self, "fake-server"}, nil, nil)
+
+	pool, err := startBenchPool(ctx, self, false)
+	if err != nil {
+		return err
+	}
+	defer pool.stop()
+
+	// Latency: one session, one request at a time.
+	one := loadgen.Config{Sessions: 1, InFlight: 1, Warmup: o.Warmup, Duration: o.Duration}
+	ld, err := runMode(ctx, "direct", one, direct)
+	if err != nil {
+		return err
+	}
+	lc, err := runMode(ctx, "connect", one, pool.connect(nil))
+	if err != nil {
+		return err
+	}
+	r.Latency = []loadgen.Result{ld, lc}
+	r.AddedP50Us, r.AddedP99Us = lc.P50-ld.P50, lc.P99-ld.P99
+
+	// Throughput: N x K with colliding ids.
+	many := loadgen.Config{Sessions: o.Sessions, InFlight: o.InFlight, Warmup: o.Warmup, Duration: o.Duration}
+	td, err := runMode(ctx, "direct", many, direct)
+	if err != nil {
+		return err
+	}
+	shims := make(chan int, 1)
+	tc, err := pool.measure(func() (loadgen.Result, error) { return runMode(ctx, "connect", many, pool.connect(shims)) })
+	if err != nil {
+		return err
+	}
+	r.Throughput = []ModeResult{{Result: td}, tc}
+	if td.PerSecond > 0 {
+		r.ConnectRatio = tc.PerSecond / td.PerSecond
+	}
+	r.Notes = append(r.Notes, "http: the HTTP front door is not built yet; no HTTP mode")
+
+	// One shim, alone and idle: its memory and CPU.
+	r.IdleWindow = 2 * time.Second
+	if err := pool.idleShim(ctx, &r); err != nil {
+		r.Notes = append(r.Notes, "shim: "+err.Error())
+	}
+
+	// Idle sessions: the pool's memory per session.
+	if o.Idle > 0 {
+		per, err := pool.idleSessions(ctx, o.Idle)
+		if err != nil {
+			r.Notes = append(r.Notes, "idle sessions: "+err.Error())
+		} else {
+			r.IdleSessions, r.IdleBytesPerSession = o.Idle, per
+		}
+	}
+	pool.stop()
+
+	// History off: the same connect load on a pool that records nothing.
+	quiet, err := startBenchPool(ctx, self, true)
+	if err != nil {
+		return err
+	}
+	defer quiet.stop()
+	th, err := runMode(ctx, "connect (history off)", many, quiet.connect(nil))
+	if err != nil {
+		return err
+	}
+	quiet.stop()
+	r.HistoryOffP99Us = th.P99
+
+	if o.JSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	writeBenchTable(out, o, r)
+	return nil
+}
+
+func runMode(ctx context.Context, mode string, cfg loadgen.Config, open loadgen.Opener) (loadgen.Result, error) {
+	res, err := loadgen.Run(ctx, cfg, open)
+	if err != nil {
+		return res, fmt.Errorf("bench %s: %w", mode, err)
+	}
+	res.Mode = mode
+	return res, nil
+}
+
+// benchPool is a `switchboard serve` the bench started, with its own home.
+type benchPool struct {
+	self, home string
+	cmd        *exec.Cmd
+	done       chan error
+}
+
+func startBenchPool(ctx context.Context, self string, historyOff bool) (*benchPool, error) {
+	// A short path: Unix socket addresses hold about 100 bytes.
+	home, err := os.MkdirTemp("", "sbbench")
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	cfg := map[string]any{"mcpServers": map[string]any{"fake": map[string]any{"command": self, "args": []string{"fake-server"}}}}
+	if historyOff {
+		cfg["history"] = map[string]any{"disabled": true}
+	}
+	data, _ := json.Marshal(cfg)
+	if err := os.WriteFile(filepath.Join(home, "config.json"), data, 0o600); err != nil {
+		os.RemoveAll(home)
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	p := &benchPool{self: self, home: home, done: make(chan error, 1)}
+	p.cmd = exec.CommandContext(ctx, self, "serve")
+	p.cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+home)
+	p.cmd.Stderr = io.Discard
+	if err := p.cmd.Start(); err != nil {
+		os.RemoveAll(home)
+		return nil, fmt.Errorf("bench: start the pool: %w", err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	sock := filepath.Join(home, "run", "pool.sock")
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			return p, nil
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			p.stop()
+			return nil, fmt.Errorf("bench: the pool exited at start: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, errors.New("bench: the pool did not open its socket within 15s")
+		}
+	}
+}
+
+// connect opens sessions through `switchboard connect fake`.
+func (p *benchPool) connect(pids chan<- int) loadgen.Opener {
+	return loadgen.ProcessOpener([]string{p.self, "connect", "fake"}, []string{"SWITCHBOARD_HOME=" + p.home}, pids)
+}
+
+// measure runs f and adds the pool process's CPU time and final RSS.
+func (p *benchPool) measure(f func() (loadgen.Result, error)) (ModeResult, error) {
+	before := loadgen.ReadProc(p.cmd.Process.Pid)
+	res, err := f()
+	after := loadgen.ReadProc(p.cmd.Process.Pid)
+	return ModeResult{Result: res, PoolCPUSeconds: (after.CPU - before.CPU).Seconds(), PoolRSSBytes: after.RSS}, err
+}
+
+// idleShim opens one session, lets it sit idle, and reads its shim's
+// PSS and CPU time.
+func (p *benchPool) idleShim(ctx context.Context, r *BenchReport) error {
+	pids := make(chan int, 1)
+	st, err := p.connect(pids)(ctx, 0)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	pid := <-pids
+	// One answered request, so the relay has done its work once.
+	if _, err := io.WriteString(st.W, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"); err != nil {
+		return err
+	}
+	if _, err := st.R.Read(make([]byte, 4096)); err != nil {
+		return err
+	}
+	before := loadgen.ReadProc(pid)
+	select {
+	case <-time.After(r.IdleWindow):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	after := loadgen.ReadProc(pid)
+	r.ShimPSSBytes, r.ShimIdleCPU = after.PSS, after.CPU-before.CPU
+	if after.PSS == 0 {
+		return errors.New("no PSS reading (/proc/PID/smaps_rollup)")
+	}
+	return nil
+}
+
+// idleSessions opens n sessions straight on the pool socket (what a shim
+// does, without n processes), each initialized, and returns the pool's
+// RSS growth per session.
+func (p *benchPool) idleSessions(ctx context.Context, n int) (float64, error) {
+	pid := p.cmd.Process.Pid
+	open := func(ctx context.Context, _ int) (*loadgen.Stream, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "unix", filepath.Join(p.home, "run", "pool.sock"))
+		if err != nil {
+			return nil, err
+		}
+		br := bufio.NewReader(c)
+		if _, err := io.WriteString(c, `{"server":"fake"}`+"\n"); err != nil {
+			c.Close()
+			return nil, err
+		}
+		if _, err := br.ReadBytes('\n'); err != nil { // the welcome
+			c.Close()
+			return nil, err
+		}
+		return &loadgen.Stream{W: c, R: br, Close: c.Close}, nil
+	}
+	before := loadgen.ReadProc(pid).RSS
+	conns, err := loadgen.Hold(ctx, n, open)
+	if err != nil {
+		return 0, err
+	}
+	defer conns.Close()
+	after := loadgen.ReadProc(pid).RSS
+	return (float64(after) - float64(before)) / float64(n), nil
+}
+
+func (p *benchPool) stop() {
+	if p.cmd.ProcessState == nil && p.cmd.Process != nil {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-p.done:
+			p.done <- err
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+		}
+	}
+	os.RemoveAll(p.home)
+}
+
+// machine names the CPU and core count, for the report.
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d cores, %s", model, runtime.NumCPU(), runtime.Version())
+}
+
+func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
+	fmt.Fprintf(out, "machine: %s\n\n", r.Machine)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(label string, x loadgen.Result, extra string) {
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%s\t\n", label, x.Requests, x.PerSecond,
+			x.P50, x.P90, x.P99, x.Max, x.Misrouted, x.Hung, x.Errors, extra)
+	}
+	header := "mode\trequests\treq/s\tp50 µs\tp90 µs\tp99 µs\tmax µs\tmisrouted\thung\terrors\tpool\t\n"
+	fmt.Fprintf(out, "latency, 1 session x 1 in flight:\n")
+	fmt.Fprint(tw, header)
+	for _, x := range r.Latency {
+		row(x.Mode, x, "")
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "added by the pool: p50 %.0f µs, p99 %.0f µs\n\n", r.AddedP50Us, r.AddedP99Us)
+	fmt.Fprintf(out, "throughput, %d sessions x %d in flight, colliding ids:\n", o.Sessions, o.InFlight)
+	fmt.Fprint(tw, header)
+	for _, x := range r.Throughput {
+		extra := ""
+		if x.PoolRSSBytes > 0 {
+			extra = fmt.Sprintf("cpu %.2fs, rss %.1f MiB", x.PoolCPUSeconds, float64(x.PoolRSSBytes)/(1<<20))
+		}
+		row(x.Mode, x.Result, extra)
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "connect / direct throughput: %.0f%%\n", 100*r.ConnectRatio)
+	var on float64
+	for _, x := range r.Throughput {
+		if x.Mode == "connect" {
+			on = x.P99
+		}
+	}
+	fmt.Fprintf(out, "history on / off, p99: %.0f / %.0f µs\n\n", on, r.HistoryOffP99Us)
+	fmt.Fprintf(out, "one connect shim: PSS %.2f MiB, CPU %v over %v idle\n", float64(r.ShimPSSBytes)/(1<<20), r.ShimIdleCPU, r.IdleWindow)
+	if r.IdleSessions > 0 {
+		fmt.Fprintf(out, "%d idle sessions: %.1f KiB of pool memory each\n", r.IdleSessions, r.IdleBytesPerSession/1024)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(out, "note: %s\n", n)
+	}
+}

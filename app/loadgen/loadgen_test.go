@@ -1,0 +1,94 @@
+package loadgen
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/switchboard-mcp/switchboard/pool/mcptest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestRunAgainstTheFakeServer: sessions each on their own fake server
+// process; everything is answered, nothing misrouted or hung.
+func TestRunAgainstTheFakeServer(t *testing.T) {
+	bin, err := mcptest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Config{Sessions: 4, InFlight: 3, Warmup: 20 * time.Millisecond, Duration: 200 * time.Millisecond},
+		ProcessOpener([]string{bin}, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests == 0 || res.Misrouted != 0 || res.Hung != 0 || res.Errors != 0 || res.P50 <= 0 || res.Max < res.P99 {
+		t.Fatalf("result: %+v", res)
+	}
+}
+
+// TestRunCountsMisroutedHungAndErrors: a server that answers some
+// requests with another request's token, one with an error, and one never
+// is reported as such.
+func TestRunCountsMisroutedHungAndErrors(t *testing.T) {
+	open := func(ctx context.Context, i int) (*Stream, error) {
+		reqR, reqW := io.Pipe()
+		ansR, ansW := io.Pipe()
+		go badServer(reqR, ansW)
+		return &Stream{W: reqW, R: ansR, Close: func() error { reqW.Close(); ansR.Close(); return nil }}, nil
+	}
+	res, err := Run(context.Background(), Config{Sessions: 1, InFlight: 1, Duration: 100 * time.Millisecond, HangAfter: 50 * time.Millisecond}, open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Misrouted != 1 || res.Errors != 1 || res.Hung != 1 {
+		t.Fatalf("want 1 misrouted, 1 error, 1 hung: %+v", res)
+	}
+}
+
+// badServer answers initialize, then: request 1 with a wrong token,
+// request 2 with an error, request 3 not at all.
+func badServer(in io.ReadCloser, out io.WriteCloser) {
+	defer out.Close()
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
+			continue
+		}
+		var line string
+		switch strings.Trim(string(m.ID), `"`) {
+		case "0":
+			line = `{"jsonrpc":"2.0","id":0,"result":{}}`
+		case "1":
+			line = `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[{"type":"text","text":"s9/1"}]}}`
+		case "2":
+			line = `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32603,"message":"boom"}}`
+		default:
+			continue // never answered
+		}
+		if _, err := io.WriteString(out, line+"\n"); err != nil {
+			return
+		}
+	}
+}
+
+func TestReadProcSelf(t *testing.T) {
+	st := ReadProc(os.Getpid())
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	if st.RSS == 0 || st.CPU <= 0 {
+		t.Fatalf("ReadProc(self) = %+v", st)
+	}
+}

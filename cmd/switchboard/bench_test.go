@@ -1,0 +1,49 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"testing"
+)
+
+// TestBenchJSON runs a tiny `switchboard bench --json`: the pool and the
+// direct pipe both answer everything, with nothing misrouted or hung, and
+// the report carries every figure the README table is made of.
+func TestBenchJSON(t *testing.T) {
+	out, err := exec.Command(sbBin, "bench", "--json", "--sessions", "3", "--inflight", "2",
+		"--duration", "300ms", "--warmup", "50ms", "--idle", "20").Output()
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	var r struct {
+		Latency, Throughput []struct {
+			Mode                    string
+			Requests                int
+			Misrouted, Hung, Errors int
+			P50Us, P99Us            float64
+			PoolCPUSeconds          float64 `json:"poolCpuSeconds"`
+			PoolRSSBytes            int64   `json:"poolRssBytes"`
+		}
+		ConnectRatio        float64 `json:"connectRatio"`
+		ShimPSSBytes        int64   `json:"shimPssBytes"`
+		IdleBytesPerSession float64 `json:"idleBytesPerSession"`
+		HistoryOffP99Us     float64 `json:"historyOffP99Us"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	if len(r.Latency) != 2 || len(r.Throughput) != 2 {
+		t.Fatalf("want 2 latency and 2 throughput rows:\n%s", out)
+	}
+	for _, x := range append(r.Latency, r.Throughput...) {
+		if x.Requests == 0 || x.Misrouted != 0 || x.Hung != 0 || x.Errors != 0 || x.P50Us <= 0 {
+			t.Errorf("%s: %+v", x.Mode, x)
+		}
+	}
+	if pool := r.Throughput[1]; pool.Mode != "connect" || pool.PoolRSSBytes == 0 {
+		t.Errorf("the connect row lacks the pool's figures: %+v", pool)
+	}
+	if r.ConnectRatio <= 0 || r.ShimPSSBytes == 0 || r.IdleBytesPerSession == 0 || r.HistoryOffP99Us <= 0 {
+		t.Errorf("report: %s", out)
+	}
+}

@@ -1,0 +1,1004 @@
+// Package fake is the stdio MCP server the tests run as a real child
+// process (pool/mcptest/fakemcp) and `switchboard bench` runs as its
+// load target (the hidden `switchboard fake-server`). It speaks newline-delimited JSON-RPC 2.0 on stdin and stdout,
+// answers each request from its own goroutine (so slow calls finish out of
+// order), counts side effects into files, crashes on demand, emits progress,
+// asks its client questions, and logs to stderr. Flags inject faults; run it
+// with -h for the list, and see tools/list for the tools.
+//
+// The era flag picks the protocol. legacy (the default) answers initialize
+// and rejects server/discover. modern follows 2026-07-28: server/discover,
+// every request names its version and client capabilities in _meta
+// (missing: -32602; a version other than 2026-07-28: -32022), initialize, ping, logging/setLevel and
+// resources/(un)subscribe are gone, ask answers input_required, and change
+// notifications go to subscriptions/listen streams. both serves a request
+// under modern rules when its _meta names a version, else under legacy ones.
+//
+// It writes nothing but JSON-RPC lines to stdout, except under -garbage,
+// and exits 0 as soon as stdin closes, in-flight requests or not.
+package fake
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// options are the command-line flags.
+type options struct {
+	era            string
+	logPath        string
+	pidFile        string
+	delay          time.Duration
+	crashAfter     int
+	stopReadAfter  int
+	garbage        bool
+	noInit         bool
+	grandchild     bool
+	grandchildPID  string
+	ignoreSIGTERM  bool
+	exitOnStdinEOF bool
+	startupDelay   time.Duration
+	stderrLine     string
+	exitAtStart    int
+}
+
+// Main runs the fake server with command-line args (without the program
+// name) on this process's stdin and stdout; it exits the process when done.
+func Main(args []string) {
+	var o options
+	fs := flag.NewFlagSet("fakemcp", flag.ExitOnError)
+	fs.StringVar(&o.era, "era", "legacy", "protocol era: legacy (initialize), modern (server/discover, per-request _meta) or both")
+	fs.StringVar(&o.logPath, "log", "", "append every received line to this `file`")
+	fs.StringVar(&o.pidFile, "pidfile", "", "write the PID to this `file`")
+	fs.DurationVar(&o.delay, "delay", 0, "wait this long before every response")
+	fs.IntVar(&o.crashAfter, "crash-after", 0, "exit 3 on receiving the `N`-th tools/call, before answering it")
+	fs.IntVar(&o.stopReadAfter, "stop-reading-after", 0, "stop reading stdin after `N` lines, but stay alive")
+	fs.BoolVar(&o.garbage, "garbage", false, "write non-JSON lines to stdout at start")
+	fs.BoolVar(&o.noInit, "no-init", false, "never answer initialize or server/discover")
+	fs.BoolVar(&o.grandchild, "grandchild", false, "start a `sleep 1000` subprocess at start")
+	fs.StringVar(&o.grandchildPID, "grandchild-pidfile", "", "write the grandchild's PID to this `file`")
+	fs.BoolVar(&o.ignoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM")
+	fs.BoolVar(&o.exitOnStdinEOF, "exit-on-stdin-eof", true, "exit 0 when stdin closes")
+	fs.DurationVar(&o.startupDelay, "startup-delay", 0, "wait this long before reading stdin")
+	fs.StringVar(&o.stderrLine, "stderr", "", "write this `line` to stderr at start")
+	fs.IntVar(&o.exitAtStart, "exit-at-start", -1, "exit at once with this `code` (after -stderr)")
+	_ = fs.Parse(args) // ExitOnError: exits on a bad flag
+	log.SetFlags(0)
+	log.SetPrefix("fakemcp: ")
+	if o.era != eraLegacy && o.era != eraModern && o.era != eraBoth {
+		log.Printf("-era %q: want legacy, modern or both", o.era)
+		os.Exit(2)
+	}
+
+	if o.stderrLine != "" {
+		fmt.Fprintln(os.Stderr, o.stderrLine)
+	}
+	if o.exitAtStart >= 0 {
+		os.Exit(o.exitAtStart)
+	}
+	if o.ignoreSIGTERM {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	if o.pidFile != "" {
+		writeFileAtomic(o.pidFile, strconv.Itoa(os.Getpid()))
+	}
+	if o.grandchild {
+		startGrandchild(o.grandchildPID)
+	}
+	s := newServer(o, os.Stdout)
+	if o.logPath != "" {
+		f, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			log.Print(err)
+			os.Exit(2)
+		}
+		s.log = f
+	}
+	if o.garbage {
+		s.out.write([]byte("this is not JSON\n"))
+		s.out.write([]byte("{still not\n"))
+	}
+	time.Sleep(o.startupDelay)
+	log.Printf("ready: pid %d, era %s", os.Getpid(), o.era)
+	s.serve(os.Stdin)
+	if o.exitOnStdinEOF {
+		os.Exit(0) // the stdio transport: a closed stdin means shut down
+	}
+	sleepForever()
+}
+
+// sleepForever blocks without tripping the runtime's deadlock detector,
+// which select{} would when nothing else is running.
+func sleepForever() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+// writeFileAtomic writes through a rename so that a test polling the file
+// never reads it half-written.
+func writeFileAtomic(path, content string) {
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		log.Print(err)
+		return
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		log.Print(err)
+	}
+}
+
+// startGrandchild starts `sleep 1000` in our process group, so that only a
+// kill of the whole group reaches it, and reaps it if it dies first.
+func startGrandchild(pidFile string) {
+	cmd := exec.Command("sleep", "1000")
+	if err := cmd.Start(); err != nil {
+		log.Printf("grandchild: %v", err)
+		return
+	}
+	if pidFile != "" {
+		writeFileAtomic(pidFile, strconv.Itoa(cmd.Process.Pid))
+	}
+	go cmd.Wait()
+}
+
+// Protocol eras and versions.
+const (
+	eraLegacy = "legacy"
+	eraModern = "modern"
+	eraBoth   = "both"
+
+	modernVersion = "2026-07-28"
+	latestLegacy  = "2025-11-25"
+
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+)
+
+// JSON-RPC and MCP error codes.
+const (
+	codeParseError         = -32700
+	codeInvalidRequest     = -32600
+	codeMethodNotFound     = -32601
+	codeInvalidParams      = -32602
+	codeInternal           = -32603
+	codeResourceNotFound   = -32002 // legacy; 2026-07-28 uses -32602
+	codeMissingCapability  = -32021
+	codeUnsupportedVersion = -32022
+)
+
+// legacyVersions are the initialize-era revisions the fake echoes back.
+var legacyVersions = map[string]bool{"2024-11-05": true, "2025-03-26": true, "2025-06-18": true, latestLegacy: true}
+
+// modernVersions are the revisions accepted in a request's _meta.
+var modernVersions = []string{modernVersion}
+
+var (
+	serverInfo   = map[string]any{"name": "fakemcp", "version": "1.0.0"}
+	capabilities = map[string]any{
+		"tools":     map[string]any{"listChanged": true},
+		"resources": map[string]any{"subscribe": true, "listChanged": true},
+		"prompts":   map[string]any{"listChanged": true},
+		"logging":   map[string]any{},
+	}
+	instructions = "A fake MCP server for tests."
+)
+
+// counterURI is the one resource; reading it gives the number of tools/call
+// requests this process has received.
+const counterURI = "fake://counter"
+
+// writer serialises whole lines onto stdout so they never interleave.
+type writer struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// write writes one line, newline included, in one piece.
+func (w *writer) write(line []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := w.w.Write(line); err != nil {
+		log.Printf("write stdout: %v", err)
+		os.Exit(1)
+	}
+}
+
+// send encodes v as one line. HTML escaping is off so that ids and tokens
+// go back byte for byte as they came.
+func (w *writer) send(v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil { // Encode ends the line
+		log.Printf("encode: %v", err)
+		return
+	}
+	w.write(b.Bytes())
+}
+
+// server is the fake's state. The read loop alone owns log and lines; the
+// fields under mu are shared with the request goroutines.
+type server struct {
+	o     options
+	out   *writer
+	log   *os.File
+	calls atomic.Int64 // tools/call requests received
+	asks  atomic.Int64 // server-to-client request ids handed out
+
+	countMu sync.Mutex // serialises the count tools' append-and-count
+
+	mu          sync.Mutex
+	inflight    map[string]*request             // raw id -> running request
+	answers     map[string]chan json.RawMessage // raw id of our request -> the client's response
+	subs        map[string]*subscription        // raw id of subscriptions/listen -> filter
+	initialized bool                            // a legacy client sent notifications/initialized
+	minLevel    int                             // legacy logging/setLevel
+	subscribed  map[string]bool                 // legacy resources/subscribe
+}
+
+func newServer(o options, stdout io.Writer) *server {
+	return &server{o: o, out: &writer{w: stdout}, inflight: map[string]*request{},
+		answers: map[string]chan json.RawMessage{}, subs: map[string]*subscription{}, subscribed: map[string]bool{}}
+}
+
+// envelope is any JSON-RPC message. A nil ID means absent; "null" is null.
+type envelope struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// requestMeta is the part of params._meta the fake looks at.
+type requestMeta struct {
+	ProgressToken      json.RawMessage            `json:"progressToken"`
+	ProtocolVersion    *string                    `json:"io.modelcontextprotocol/protocolVersion"`
+	ClientCapabilities map[string]json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+	LogLevel           string                     `json:"io.modelcontextprotocol/logLevel"`
+}
+
+// request is one client request being answered.
+type request struct {
+	id     json.RawMessage
+	method string
+	params json.RawMessage
+	meta   requestMeta
+	modern bool // served under 2026-07-28 rules
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// serve reads stdin until it ends, or forever under -stop-reading-after.
+// Logging, counting and cancellation happen here, in arrival order; each
+// request then runs in its own goroutine.
+func (s *server) serve(in io.Reader) {
+	r := bufio.NewReaderSize(in, 64<<10)
+	lines := 0
+	for {
+		line, err := r.ReadBytes('\n')
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		if len(bytes.TrimSpace(line)) > 0 {
+			lines++
+			s.receive(line)
+			if s.o.stopReadAfter > 0 && lines >= s.o.stopReadAfter {
+				log.Printf("stopped reading after %d lines", lines)
+				sleepForever()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *server) receive(line []byte) {
+	if s.log != nil {
+		if _, err := s.log.Write(append(line, '\n')); err != nil {
+			log.Printf("log: %v", err)
+		}
+	}
+	var m envelope
+	if err := json.Unmarshal(line, &m); err != nil {
+		if json.Valid(line) {
+			s.out.send(errorResponse(json.RawMessage("null"), codeInvalidRequest, "Invalid Request: not a JSON-RPC object", nil))
+		} else {
+			s.out.send(errorResponse(json.RawMessage("null"), codeParseError, "Parse error", nil))
+		}
+		return
+	}
+	isResponse := m.Method == "" && m.ID != nil && (m.Result != nil || m.Error != nil)
+	switch {
+	case m.JSONRPC == "2.0" && isResponse:
+		s.answered(m)
+	case m.JSONRPC != "2.0" || m.Method == "" || string(m.ID) == "null":
+		id := m.ID
+		if id == nil {
+			id = json.RawMessage("null")
+		}
+		s.out.send(errorResponse(id, codeInvalidRequest, "Invalid Request", nil))
+	case m.ID == nil:
+		s.notification(m)
+	default:
+		s.start(m)
+	}
+}
+
+// answered delivers a client's response to the request of ours it answers.
+func (s *server) answered(m envelope) {
+	s.mu.Lock()
+	ch := s.answers[string(m.ID)]
+	delete(s.answers, string(m.ID))
+	s.mu.Unlock()
+	if ch == nil {
+		log.Printf("response to unknown request %s", m.ID)
+		return
+	}
+	if m.Error != nil {
+		ch <- append(json.RawMessage(`{"error":`), append(m.Error, '}')...)
+	} else {
+		ch <- m.Result
+	}
+}
+
+func (s *server) notification(m envelope) {
+	switch m.Method {
+	case "notifications/initialized":
+		s.mu.Lock()
+		s.initialized = true
+		s.mu.Unlock()
+	case "notifications/cancelled":
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+			Reason    string          `json:"reason"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		s.mu.Lock()
+		r := s.inflight[string(p.RequestID)]
+		delete(s.subs, string(p.RequestID)) // now, not when listen wakes: the next line may notify
+		s.mu.Unlock()
+		if r == nil {
+			log.Printf("cancelled %s: no such request in flight", p.RequestID)
+			return
+		}
+		log.Printf("cancelled %s (%s): %q", p.RequestID, r.method, p.Reason)
+		r.cancel()
+	}
+}
+
+// start registers a request before its goroutine runs, so that a
+// cancellation on the very next line finds it.
+func (s *server) start(m envelope) {
+	if m.Method == "tools/call" {
+		if n := s.calls.Add(1); s.o.crashAfter > 0 && n == int64(s.o.crashAfter) {
+			log.Printf("crashing on tools/call %d (-crash-after)", n)
+			os.Exit(3)
+		}
+	}
+	r := &request{id: m.ID, method: m.Method, params: m.Params}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	s.mu.Lock()
+	s.inflight[string(r.id)] = r
+	s.mu.Unlock()
+	go func() {
+		defer r.cancel()
+		defer func() {
+			s.mu.Lock()
+			if s.inflight[string(r.id)] == r {
+				delete(s.inflight, string(r.id))
+			}
+			s.mu.Unlock()
+		}()
+		s.handle(r)
+	}()
+}
+
+// handle answers one request. The era decides which methods exist and
+// whether _meta must name the protocol version.
+func (s *server) handle(r *request) {
+	if s.o.noInit && (r.method == "initialize" || r.method == "server/discover") {
+		return
+	}
+	if len(r.params) > 0 && string(r.params) != "null" {
+		var p struct {
+			Meta requestMeta `json:"_meta"`
+		}
+		if err := json.Unmarshal(r.params, &p); err != nil {
+			s.fail(r, codeInvalidParams, "Invalid params: "+err.Error(), nil)
+			return
+		}
+		r.meta = p.Meta
+	}
+	if r.method == "initialize" {
+		s.initialize(r)
+		return
+	}
+	if s.o.era != eraLegacy {
+		modernOnly := r.method == "server/discover" || r.method == "subscriptions/listen"
+		r.modern = s.o.era == eraModern || r.meta.ProtocolVersion != nil || modernOnly
+	}
+	if r.modern {
+		switch {
+		case r.meta.ProtocolVersion == nil:
+			s.fail(r, codeInvalidParams, "Invalid params: _meta lacks "+metaProtocolVersion, nil)
+			return
+		case *r.meta.ProtocolVersion != modernVersion:
+			s.fail(r, codeUnsupportedVersion, "Unsupported protocol version",
+				map[string]any{"supported": modernVersions, "requested": *r.meta.ProtocolVersion})
+			return
+		case r.meta.ClientCapabilities == nil:
+			s.fail(r, codeInvalidParams, "Invalid params: _meta lacks "+metaClientCapabilities, nil)
+			return
+		case r.meta.LogLevel != "" && levelRank(r.meta.LogLevel) < 0:
+			s.fail(r, codeInvalidParams, "Invalid params: unknown log level "+strconv.Quote(r.meta.LogLevel), nil)
+			return
+		}
+	}
+	switch r.method {
+	case "server/discover":
+		if !r.modern {
+			s.fail(r, codeMethodNotFound, "Method not found", nil)
+			return
+		}
+		s.reply(r, map[string]any{"supportedVersions": modernVersions, "capabilities": capabilities,
+			"instructions": instructions, "ttlMs": 0, "cacheScope": "public"})
+	case "subscriptions/listen":
+		s.listen(r)
+	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
+		if r.modern { // removed in 2026-07-28
+			s.fail(r, codeMethodNotFound, "Method not found", nil)
+			return
+		}
+		s.legacyOnly(r)
+	case "tools/list":
+		s.reply(r, s.cacheable(r, map[string]any{"tools": tools}))
+	case "resources/list":
+		s.reply(r, s.cacheable(r, map[string]any{"resources": []any{
+			map[string]any{"uri": counterURI, "name": "counter", "mimeType": "text/plain"}}}))
+	case "resources/read":
+		s.readResource(r)
+	case "prompts/list":
+		s.reply(r, s.cacheable(r, map[string]any{"prompts": []any{}}))
+	case "tools/call":
+		s.call(r)
+	default:
+		s.fail(r, codeMethodNotFound, "Method not found", nil)
+	}
+}
+
+// initialize answers the legacy handshake, echoing a known version and
+// offering the newest legacy one otherwise.
+func (s *server) initialize(r *request) {
+	if s.o.era == eraModern {
+		s.fail(r, codeMethodNotFound, "Method not found: this server speaks only "+modernVersion,
+			map[string]any{"supported": modernVersions})
+		return
+	}
+	var p struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(r.params, &p)
+	v := p.ProtocolVersion
+	if !legacyVersions[v] {
+		v = latestLegacy
+	}
+	s.reply(r, map[string]any{"protocolVersion": v, "capabilities": capabilities,
+		"serverInfo": serverInfo, "instructions": instructions})
+}
+
+// logLevels are the syslog severities of MCP logging, lowest first.
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+func levelRank(level string) int {
+	for i, l := range logLevels {
+		if l == level {
+			return i
+		}
+	}
+	return -1
+}
+
+// legacyOnly answers the methods 2026-07-28 removed.
+func (s *server) legacyOnly(r *request) {
+	var p struct {
+		Level string `json:"level"`
+		URI   string `json:"uri"`
+	}
+	_ = json.Unmarshal(r.params, &p)
+	switch r.method {
+	case "logging/setLevel":
+		n := levelRank(p.Level)
+		if n < 0 {
+			s.fail(r, codeInvalidParams, "Invalid params: unknown level "+strconv.Quote(p.Level), nil)
+			return
+		}
+		s.mu.Lock()
+		s.minLevel = n
+		s.mu.Unlock()
+	case "resources/subscribe", "resources/unsubscribe":
+		s.mu.Lock()
+		if r.method == "resources/subscribe" {
+			s.subscribed[p.URI] = true
+		} else {
+			delete(s.subscribed, p.URI)
+		}
+		s.mu.Unlock()
+	}
+	s.reply(r, map[string]any{})
+}
+
+// cacheable adds the fields 2026-07-28 requires on list and read results.
+func (s *server) cacheable(r *request, result map[string]any) map[string]any {
+	if r.modern {
+		result["ttlMs"] = 0
+		result["cacheScope"] = "public"
+	}
+	return result
+}
+
+func (s *server) readResource(r *request) {
+	var p struct {
+		URI string `json:"uri"`
+	}
+	_ = json.Unmarshal(r.params, &p)
+	if p.URI != counterURI {
+		code := codeResourceNotFound
+		if r.modern {
+			code = codeInvalidParams
+		}
+		s.fail(r, code, "Resource not found", map[string]any{"uri": p.URI})
+		return
+	}
+	s.reply(r, s.cacheable(r, map[string]any{"contents": []any{map[string]any{
+		"uri": counterURI, "mimeType": "text/plain", "text": strconv.FormatInt(s.calls.Load(), 10)}}}))
+}
+
+// subscription is one open subscriptions/listen stream (2026-07-28).
+type subscription struct {
+	id     json.RawMessage
+	filter subscriptionFilter
+}
+
+type subscriptionFilter struct {
+	ToolsListChanged      bool     `json:"toolsListChanged,omitempty"`
+	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
+	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+}
+
+func (f subscriptionFilter) wants(method, uri string) bool {
+	switch method {
+	case "notifications/tools/list_changed":
+		return f.ToolsListChanged
+	case "notifications/prompts/list_changed":
+		return f.PromptsListChanged
+	case "notifications/resources/list_changed":
+		return f.ResourcesListChanged
+	case "notifications/resources/updated":
+		for _, u := range f.ResourceSubscriptions {
+			if u == uri {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// listen acknowledges a subscription, then holds it open until the client
+// cancels it; a cancelled request gets no response.
+func (s *server) listen(r *request) {
+	var p struct {
+		Notifications subscriptionFilter `json:"notifications"`
+	}
+	if err := json.Unmarshal(r.params, &p); err != nil {
+		s.fail(r, codeInvalidParams, "Invalid params: "+err.Error(), nil)
+		return
+	}
+	sub := &subscription{id: r.id, filter: p.Notifications}
+	s.mu.Lock()
+	s.out.send(notification("notifications/subscriptions/acknowledged", map[string]any{
+		"_meta": map[string]any{metaSubscriptionID: r.id}, "notifications": sub.filter}))
+	s.subs[string(r.id)] = sub
+	s.mu.Unlock()
+	<-r.ctx.Done()
+	s.mu.Lock()
+	delete(s.subs, string(r.id))
+	s.mu.Unlock()
+}
+
+// broadcast sends a change notification to legacy clients (untagged) and
+// to each modern subscription that asked for it (tagged with its id).
+func (s *server) broadcast(method, uri string) {
+	params := map[string]any{}
+	if uri != "" {
+		params["uri"] = uri
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock() // held across the sends: a subscription is acknowledged first
+	legacy := s.o.era == eraLegacy || s.initialized
+	if legacy && (method != "notifications/resources/updated" || s.subscribed[uri]) {
+		if len(params) == 0 {
+			s.out.send(map[string]any{"jsonrpc": "2.0", "method": method})
+		} else {
+			s.out.send(notification(method, params))
+		}
+	}
+	for _, sub := range s.subs {
+		if sub.filter.wants(method, uri) {
+			tagged := map[string]any{"_meta": map[string]any{metaSubscriptionID: sub.id}}
+			for k, v := range params {
+				tagged[k] = v
+			}
+			s.out.send(notification(method, tagged))
+		}
+	}
+}
+
+// tools is what tools/list returns, in a fixed order.
+var tools = []map[string]any{
+	tool("echo", "Answer text, and the request id as received in structuredContent", props{"text": "string"}, nil),
+	tool("sleep_echo", "Sleep ms, then answer text", props{"ms": "integer", "text": "string"}, nil),
+	tool("sleep", "Sleep ms, then answer \"slept ms\"; stops, without answering, when cancelled unless ignoreCancel", props{"ms": "integer", "ignoreCancel": "boolean"}, nil),
+	tool("count", "Append a line (text, default the request id) to file after ms; answer the line count", props{"file": "string", "text": "string", "ms": "integer"}, nil),
+	tool("idem_count", "count, annotated idempotent", props{"file": "string", "text": "string", "ms": "integer"}, map[string]any{"idempotentHint": true}),
+	tool("ro_count", "count, annotated read-only", props{"file": "string", "text": "string", "ms": "integer"}, map[string]any{"readOnlyHint": true}),
+	tool("crash", "Exit at once with code (default 3), without answering", props{"code": "integer"}, nil),
+	tool("progress", "Send steps progress notifications, ms apart, then answer \"done\"", props{"steps": "integer", "ms": "integer"}, nil),
+	tool("ask", "Ask the client (sampling, elicitation or roots) and answer with its result as JSON text", props{"kind": "string"}, nil),
+	tool("big", "Answer a text of bytes 'x' characters", props{"bytes": "integer"}, nil),
+	tool("notify", "Send notifications/<kind>/list_changed (tools, resources, prompts), or resources/updated (updated)", props{"kind": "string"}, nil),
+	tool("log", "Send notifications/message with level and data", props{"level": "string", "data": ""}, nil),
+	tool("pid", "Answer the server's process id", props{}, nil),
+}
+
+// props maps argument names to JSON Schema types ("" for any).
+type props map[string]string
+
+func tool(name, desc string, p props, annotations map[string]any) map[string]any {
+	properties := map[string]any{}
+	for k, typ := range p {
+		if typ == "" {
+			properties[k] = map[string]any{}
+		} else {
+			properties[k] = map[string]any{"type": typ}
+		}
+	}
+	t := map[string]any{"name": name, "description": desc,
+		"inputSchema": map[string]any{"type": "object", "properties": properties}}
+	if annotations != nil {
+		t["annotations"] = annotations
+	}
+	return t
+}
+
+// args are every tool's arguments; each tool reads its own.
+type args struct {
+	Text         string          `json:"text"`
+	Ms           int             `json:"ms"`
+	IgnoreCancel bool            `json:"ignoreCancel"`
+	File         string          `json:"file"`
+	Code         *int            `json:"code"`
+	Steps        int             `json:"steps"`
+	Kind         string          `json:"kind"`
+	Bytes        int             `json:"bytes"`
+	Level        string          `json:"level"`
+	Data         json.RawMessage `json:"data"`
+}
+
+func (s *server) call(r *request) {
+	var p struct {
+		Name           string                     `json:"name"`
+		Arguments      json.RawMessage            `json:"arguments"`
+		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+		RequestState   string                     `json:"requestState"`
+	}
+	var a args
+	err := json.Unmarshal(r.params, &p)
+	if err == nil && len(p.Arguments) > 0 {
+		err = json.Unmarshal(p.Arguments, &a)
+	}
+	if err != nil {
+		s.fail(r, codeInvalidParams, "Invalid params: "+err.Error(), nil)
+		return
+	}
+	switch p.Name {
+	case "echo":
+		sc := map[string]any{"text": a.Text, "requestId": r.id}
+		if r.meta.ProtocolVersion != nil {
+			sc["protocolVersion"] = *r.meta.ProtocolVersion
+		}
+		res := text(a.Text)
+		res["structuredContent"] = sc
+		s.reply(r, res)
+	case "sleep_echo":
+		if sleep(r.ctx, a.Ms) {
+			s.reply(r, text(a.Text))
+		}
+	case "sleep":
+		if a.IgnoreCancel {
+			r.ctx = context.WithoutCancel(r.ctx)
+		}
+		if sleep(r.ctx, a.Ms) {
+			s.reply(r, text(fmt.Sprintf("slept %d", a.Ms)))
+		}
+	case "count", "idem_count", "ro_count":
+		s.count(r, a)
+	case "crash":
+		code := 3
+		if a.Code != nil {
+			code = *a.Code
+		}
+		log.Printf("crashing with code %d (crash tool)", code)
+		os.Exit(code)
+	case "progress":
+		for i := 1; i <= a.Steps; i++ {
+			if r.meta.ProgressToken != nil {
+				s.out.send(notification("notifications/progress", map[string]any{"progressToken": r.meta.ProgressToken,
+					"progress": i, "total": a.Steps, "message": fmt.Sprintf("step %d of %d", i, a.Steps)}))
+			}
+			if !sleep(r.ctx, a.Ms) {
+				return
+			}
+		}
+		s.reply(r, text("done"))
+	case "ask":
+		if r.modern {
+			s.askInline(r, a.Kind, p.InputResponses, p.RequestState)
+		} else {
+			s.ask(r, a.Kind)
+		}
+	case "big":
+		if a.Bytes < 0 {
+			s.fail(r, codeInvalidParams, "Invalid params: bytes < 0", nil)
+			return
+		}
+		s.reply(r, text(strings.Repeat("x", a.Bytes)))
+	case "notify":
+		method := map[string]string{"tools": "notifications/tools/list_changed", "resources": "notifications/resources/list_changed",
+			"prompts": "notifications/prompts/list_changed", "updated": "notifications/resources/updated"}[a.Kind]
+		if method == "" {
+			s.fail(r, codeInvalidParams, "Invalid params: kind must be tools, resources, prompts or updated", nil)
+			return
+		}
+		uri := ""
+		if a.Kind == "updated" {
+			uri = counterURI
+		}
+		s.broadcast(method, uri)
+		s.reply(r, text("notified"))
+	case "log":
+		s.logMessage(r, a)
+		s.reply(r, text("logged"))
+	case "pid":
+		s.reply(r, text(strconv.Itoa(os.Getpid())))
+	default:
+		s.fail(r, codeInvalidParams, "Unknown tool: "+p.Name, nil)
+	}
+}
+
+// sleep waits ms milliseconds and reports false if ctx ended first.
+func sleep(ctx context.Context, ms int) bool {
+	return sleepFor(ctx, time.Duration(ms)*time.Millisecond)
+}
+
+func sleepFor(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// count is the non-idempotent side effect: one line appended per call that
+// ran, however the call ended afterwards.
+func (s *server) count(r *request, a args) {
+	if a.File == "" {
+		s.fail(r, codeInvalidParams, "Invalid params: file is required", nil)
+		return
+	}
+	if !sleep(r.ctx, a.Ms) {
+		return
+	}
+	line := a.Text
+	if line == "" {
+		line = string(r.id)
+	}
+	s.countMu.Lock()
+	n, err := appendLine(a.File, line)
+	s.countMu.Unlock()
+	if err != nil {
+		s.fail(r, codeInternal, err.Error(), nil)
+		return
+	}
+	s.reply(r, text(strconv.Itoa(n)))
+}
+
+func appendLine(path, line string) (int, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	_, err = f.WriteString(line + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	b, err := os.ReadFile(path)
+	return bytes.Count(b, []byte("\n")), err
+}
+
+// askKinds maps the ask tool's kind to the client method and the client
+// capability it needs.
+var askKinds = map[string]struct{ method, capability string }{
+	"sampling":    {"sampling/createMessage", "sampling"},
+	"elicitation": {"elicitation/create", "elicitation"},
+	"roots":       {"roots/list", "roots"},
+}
+
+func askParams(kind string) map[string]any {
+	switch kind {
+	case "sampling":
+		return map[string]any{"maxTokens": 16, "messages": []any{map[string]any{"role": "user",
+			"content": map[string]any{"type": "text", "text": "What is six times seven?"}}}}
+	case "elicitation":
+		return map[string]any{"message": "What is your name?", "requestedSchema": map[string]any{"type": "object",
+			"properties": map[string]any{"name": map[string]any{"type": "string"}}, "required": []string{"name"}}}
+	}
+	return nil
+}
+
+// ask sends a legacy server-to-client request with a string id ("srv-N")
+// and answers with the client's result, or its error, as JSON text.
+func (s *server) ask(r *request, kind string) {
+	k, ok := askKinds[kind]
+	if !ok {
+		s.fail(r, codeInvalidParams, "Invalid params: kind must be sampling, elicitation or roots", nil)
+		return
+	}
+	id, _ := json.Marshal(fmt.Sprintf("srv-%d", s.asks.Add(1)))
+	ch := make(chan json.RawMessage, 1)
+	s.mu.Lock()
+	s.answers[string(id)] = ch
+	s.mu.Unlock()
+	msg := map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": k.method}
+	if p := askParams(kind); p != nil {
+		msg["params"] = p
+	}
+	s.out.send(msg)
+	select {
+	case answer := <-ch:
+		res := text(string(answer))
+		if bytes.HasPrefix(answer, []byte(`{"error":`)) {
+			res["isError"] = true
+		}
+		s.reply(r, res)
+	case <-r.ctx.Done():
+		s.mu.Lock()
+		delete(s.answers, string(id))
+		s.mu.Unlock()
+	}
+}
+
+// askInline is ask under 2026-07-28: the question goes back as an
+// input_required result, and the client's retry carries the answer.
+func (s *server) askInline(r *request, kind string, responses map[string]json.RawMessage, state string) {
+	k, ok := askKinds[kind]
+	if !ok {
+		s.fail(r, codeInvalidParams, "Invalid params: kind must be sampling, elicitation or roots", nil)
+		return
+	}
+	if _, ok := r.meta.ClientCapabilities[k.capability]; !ok {
+		s.fail(r, codeMissingCapability, "Missing required client capability",
+			map[string]any{"requiredCapabilities": map[string]any{k.capability: map[string]any{}}})
+		return
+	}
+	if key, ok := strings.CutPrefix(state, "ask:"); ok {
+		if answer, ok := responses[key]; ok {
+			s.reply(r, text(string(answer)))
+			return
+		} // no answer: ask again, as the spec prefers to an error
+	}
+	key := fmt.Sprintf("srv-%d", s.asks.Add(1))
+	req := map[string]any{"method": k.method}
+	if p := askParams(kind); p != nil {
+		req["params"] = p
+	}
+	s.reply(r, map[string]any{"resultType": "input_required", "inputRequests": map[string]any{key: req},
+		"requestState": "ask:" + key})
+}
+
+// logMessage sends notifications/message if the client asked for the
+// level: legacy through logging/setLevel (default: everything), modern
+// only through the request's _meta log level.
+func (s *server) logMessage(r *request, a args) {
+	floor := 0
+	if r.modern {
+		if r.meta.LogLevel == "" {
+			return
+		}
+		floor = levelRank(r.meta.LogLevel)
+	} else {
+		s.mu.Lock()
+		floor = s.minLevel
+		s.mu.Unlock()
+	}
+	if levelRank(a.Level) < floor {
+		return
+	}
+	data := a.Data
+	if data == nil {
+		data = json.RawMessage("null")
+	}
+	s.out.send(notification("notifications/message", map[string]any{"level": a.Level, "logger": "fakemcp", "data": data}))
+}
+
+func text(s string) map[string]any {
+	return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
+}
+
+func notification(method string, params any) map[string]any {
+	return map[string]any{"jsonrpc": "2.0", "method": method, "params": params}
+}
+
+func errorResponse(id json.RawMessage, code int, message string, data any) map[string]any {
+	e := map[string]any{"code": code, "message": message}
+	if data != nil {
+		e["data"] = data
+	}
+	return map[string]any{"jsonrpc": "2.0", "id": id, "error": e}
+}
+
+// wait applies -delay and reports whether the request may still be
+// answered: a cancelled request gets no response.
+func (s *server) wait(r *request) bool {
+	if s.o.delay > 0 && !sleepFor(r.ctx, s.o.delay) {
+		return false
+	}
+	return r.ctx.Err() == nil
+}
+
+// reply sends a result. Modern results carry resultType and serverInfo.
+func (s *server) reply(r *request, result map[string]any) {
+	if !s.wait(r) {
+		return
+	}
+	if r.modern {
+		if _, ok := result["resultType"]; !ok {
+			result["resultType"] = "complete"
+		}
+		result["_meta"] = map[string]any{metaServerInfo: serverInfo}
+	}
+	s.out.send(map[string]any{"jsonrpc": "2.0", "id": r.id, "result": result})
+}
+
+func (s *server) fail(r *request, code int, message string, data any) {
+	if !s.wait(r) {
+		return
+	}
+	s.out.send(errorResponse(r.id, code, message, data))
+}
