@@ -56,8 +56,8 @@ type BenchReport struct {
 	IdleWindow   time.Duration `json:"idleWindowNs"`
 	// IdleSessions sessions held open with nothing in flight cost the pool
 	// IdleBytesPerSession each (RSS growth / sessions).
-	IdleSessions        int     `json:"idleSessions,omitempty"`
-	IdleBytesPerSession float64 `json:"idleBytesPerSession,omitempty"`
+	IdleSessions        int      `json:"idleSessions,omitempty"`
+	IdleBytesPerSession float64  `json:"idleBytesPerSession,omitempty"`
 	Notes               []string `json:"notes,omitempty"`
 }
 
