@@ -2,10 +2,13 @@ package pool
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
@@ -16,14 +19,37 @@ import (
 type Hello struct {
 	Server string `json:"server"`
 	PID    int    `json:"pid,omitempty"` // the shim's PID, shown in status
+	// Attach says the hello comes with two file descriptors (SCM_RIGHTS):
+	// the shim's stdin and stdout, its client's pipes. The pool then reads
+	// and writes them itself, and the shim only waits: no relay hop each
+	// way, no copy, no CPU in the shim.
+	Attach bool `json:"attach,omitempty"`
 }
 
 // Welcome is the pool's one-line answer to a Hello. Error set means the
-// connection closes; the shim prints it and exits non-zero.
+// connection closes; the shim prints it and exits non-zero. Attached
+// means the pool took the client's pipes; otherwise the shim relays.
 type Welcome struct {
-	Session string `json:"session,omitempty"`
-	Error   string `json:"error,omitempty"`
+	Session  string `json:"session,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Attached bool   `json:"attached,omitempty"`
 }
+
+// Farewell is the last line on an attached shim's connection: why the
+// session ended. EndEOF means the client closed its stdin (exit 0);
+// anything else the shim prints and exits non-zero. No farewell before
+// the connection closes means the pool went away.
+type Farewell struct {
+	End string `json:"end"`
+}
+
+// EndEOF is a Farewell for a session whose client closed its input.
+const EndEOF = "eof"
+
+// maxHello bounds the hello line.
+const maxHello = 4 << 10
+
+var errHelloTooLong = errors.New("hello line too long")
 
 // ServeStdio accepts shim connections on l until l is closed or the pool
 // closes. Each connection names its server in a Hello line and then
@@ -53,9 +79,8 @@ func (p *Pool) ServeStdio(l net.Listener) error {
 // serveShim runs one shim connection: hello, then the session's reader in
 // this goroutine and its writer in another.
 func (p *Pool) serveShim(conn net.Conn) {
-	br := bufio.NewReaderSize(conn, 64<<10)
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	line, err := br.ReadSlice('\n')
+	line, rest, files, err := readHello(conn)
 	if err != nil {
 		conn.Close()
 		return
@@ -63,31 +88,97 @@ func (p *Pool) serveShim(conn net.Conn) {
 	_ = conn.SetReadDeadline(time.Time{})
 	var hello Hello
 	if err := json.Unmarshal(line, &hello); err != nil || hello.Server == "" {
-		writeWelcome(conn, Welcome{Error: "bad hello: expected {\"server\":NAME}"})
+		closeFiles(files)
+		writeLine(conn, Welcome{Error: "bad hello: expected {\"server\":NAME}"})
 		conn.Close()
 		return
+	}
+	var in, out *os.File
+	if hello.Attach && len(files) == 2 && len(rest) == 0 {
+		in, out = files[0], files[1]
+	} else {
+		closeFiles(files)
 	}
 	s, err := p.newSession(hello.Server, "stdio", hello.PID)
 	if err != nil {
-		writeWelcome(conn, Welcome{Error: err.Error()})
+		closeFiles(files)
+		writeLine(conn, Welcome{Error: err.Error()})
 		conn.Close()
 		return
 	}
-	s.closeConn = func() { conn.Close() }
-	if err := writeWelcome(conn, Welcome{Session: s.id}); err != nil {
+	if in == nil {
+		s.closeConn = func() { conn.Close() }
+		if err := writeLine(conn, Welcome{Session: s.id}); err != nil {
+			s.close(err)
+			return
+		}
+		p.wg.Go(func() { s.writeTo(conn) })
+		s.readFrom(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), conn), 64<<10))
+		return
+	}
+	// Attached: the client's pipes are the session's transport; the
+	// connection only tells each side when the other is gone.
+	s.mu.Lock()
+	s.attached = true
+	s.mu.Unlock()
+	s.closeConn = func() {
+		in.Close()
+		out.Close()
+		end := EndEOF
+		if s.closeReason != nil {
+			end = s.closeReason.Error()
+		}
+		writeLine(conn, Farewell{End: end})
+		conn.Close()
+	}
+	if err := writeLine(conn, Welcome{Session: s.id, Attached: true}); err != nil {
 		s.close(err)
 		return
 	}
-	p.wg.Go(func() { s.writeTo(conn) })
-	s.readFrom(br)
+	p.wg.Go(func() { s.writeTo(out) })
+	p.wg.Go(func() {
+		// The shim sends nothing more: a read that ends means it exited
+		// (or was killed), and its client with it.
+		_, _ = conn.Read(make([]byte, 1))
+		s.close(nil)
+	})
+	s.readFrom(bufio.NewReaderSize(in, 64<<10))
 }
 
-func writeWelcome(conn net.Conn, w Welcome) error {
-	b, _ := json.Marshal(w)
+// writeLine writes v as one JSON line to a shim's connection.
+func writeLine(conn net.Conn, v any) error {
+	b, _ := json.Marshal(v)
 	_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	_, err := conn.Write(append(b, '\n'))
 	_ = conn.SetWriteDeadline(time.Time{})
 	return err
+}
+
+// readLine reads conn up to the first newline and returns the line
+// without it, and whatever was read after it as rest.
+func readLine(conn net.Conn) (line, rest []byte, err error) {
+	buf := make([]byte, 0, maxHello)
+	for {
+		n, err := conn.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if i := indexNL(buf); i >= 0 {
+			return buf[:i], buf[i+1:], nil
+		}
+		if err == nil && len(buf) == cap(buf) {
+			err = errHelloTooLong
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+func indexNL(b []byte) int { return bytes.IndexByte(b, '\n') }
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // readFrom is the session's reader for a byte stream: one message per
@@ -115,7 +206,7 @@ func (s *session) readFrom(r *bufio.Reader) {
 // writeTo is the session's writer for a byte stream. It batches what is
 // queued into one write and evicts the session when the client has not
 // taken a write within EvictAfter. It exits when the session closes.
-func (s *session) writeTo(conn net.Conn) {
+func (s *session) writeTo(conn deadlineWriter) {
 	bw := bufio.NewWriterSize(conn, 64<<10)
 	for {
 		select {
@@ -140,6 +231,13 @@ func (s *session) writeTo(conn net.Conn) {
 			return
 		}
 	}
+}
+
+// deadlineWriter is a session's output: a shim's connection, or the
+// client's own stdout pipe when the shim attached.
+type deadlineWriter interface {
+	io.Writer
+	SetWriteDeadline(time.Time) error
 }
 
 func isTimeout(err error) bool {

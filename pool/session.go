@@ -28,6 +28,7 @@ type session struct {
 	closed    chan struct{} // closed by close
 	closeOnce sync.Once
 	closeConn func() // ends the transport; set by the front door
+	attached  bool   // the transport is the client's own pipes; set by the front door
 
 	mu              sync.Mutex          // guards the fields below
 	inflight        map[string]*pending // client's original id bytes -> request
@@ -513,5 +514,5 @@ func (s *session) info() SessionInfo {
 	defer s.mu.Unlock()
 	return SessionInfo{ID: s.id, Server: s.srv.name, ClientName: s.clientName, ClientVersion: s.clientVersion,
 		ProtocolVersion: s.protocolVersion, Transport: s.transport, ConnectedAt: s.connectedAt,
-		LastActiveAt: s.lastActive, InFlight: len(s.inflight), PID: s.peerPID}
+		LastActiveAt: s.lastActive, InFlight: len(s.inflight), PID: s.peerPID, Attached: s.attached}
 }

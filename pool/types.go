@@ -101,6 +101,9 @@ type SessionInfo struct {
 	LastActiveAt    time.Time `json:"lastActiveAt"`
 	InFlight        int       `json:"inFlight"`
 	PID             int       `json:"pid"`
+	// Attached means the pool reads and writes the client's own pipes,
+	// handed over by its `switchboard connect` shim, which only waits.
+	Attached bool `json:"attached,omitempty"`
 }
 
 // BackendInfo is one child process slot (a child and its restarts).

@@ -28,7 +28,10 @@ const bufSize = 64 << 10
 
 // Connect relays in to the pool's server name and the pool's answers to
 // out, until in ends (then it returns nil at once) or the pool closes the
-// connection.
+// connection. When in and out are this process's stdin and stdout and
+// are pipes or sockets, it hands them to the pool instead (SCM_RIGHTS)
+// and only waits for the session to end: the pool then reads and writes
+// the client's pipes itself.
 func Connect(name string, in io.Reader, out io.Writer) error {
 	paths, err := home.Resolve()
 	if err != nil {
@@ -40,8 +43,9 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		return fmt.Errorf("%w (no pool socket at %s): start it with `switchboard` or `switchboard serve`", ErrNoPool, sock)
 	}
 	defer conn.Close()
-	hello, _ := json.Marshal(pool.Hello{Server: name, PID: os.Getpid()})
-	if _, err := conn.Write(append(hello, '\n')); err != nil {
+	attach := attachable(in, out)
+	hello, _ := json.Marshal(pool.Hello{Server: name, PID: os.Getpid(), Attach: attach})
+	if err := writeHello(conn, append(hello, '\n'), attach); err != nil {
 		return fmt.Errorf("talk to the pool: %w", err)
 	}
 	br := bufio.NewReaderSize(conn, bufSize)
@@ -57,6 +61,9 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 	}
 	if w.Error != "" {
 		return errors.New(w.Error)
+	}
+	if w.Attached {
+		return waitAttached(br)
 	}
 	fromPool := make(chan error, 1)
 	go func() {
@@ -83,6 +90,23 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		}
 		return errors.New("the pool closed the connection (it shut down or evicted this session)")
 	}
+}
+
+// waitAttached is the shim's whole job once the pool has taken its
+// client's pipes: wait for the session to end, and exit as it says.
+func waitAttached(conn *bufio.Reader) error {
+	line, err := conn.ReadBytes('\n')
+	if err != nil {
+		return errors.New("the pool closed the connection (it shut down or crashed)")
+	}
+	var f pool.Farewell
+	if err := json.Unmarshal(line, &f); err != nil {
+		return fmt.Errorf("the pool said something unexpected: %q", line)
+	}
+	if f.End != pool.EndEOF {
+		return errors.New(f.End)
+	}
+	return nil
 }
 
 // onlyReader hides a reader's WriteTo, so io.CopyBuffer uses the large

@@ -123,6 +123,8 @@ type statusJSON struct {
 		ClientName string `json:"clientName"`
 		Transport  string `json:"transport"`
 		InFlight   int    `json:"inFlight"`
+		PID        int    `json:"pid"`
+		Attached   bool   `json:"attached"`
 	} `json:"sessions"`
 	Backends []struct {
 		Server    string `json:"server"`
@@ -317,10 +319,15 @@ func TestConnectRunsTheSmallShim(t *testing.T) {
 	in := serve(t, fakeConfig(t))
 	for _, tc := range []struct {
 		env, exe string
-	}{{"", "switchboard-connect"}, {"SWITCHBOARD_INPROCESS_CONNECT=1", "switchboard"}} {
-		t.Run(tc.exe, func(t *testing.T) {
+		attached bool
+	}{
+		{"", "switchboard-connect", true},
+		{"SWITCHBOARD_INPROCESS_CONNECT", "switchboard", true},
+		{"SWITCHBOARD_NO_ATTACH", "switchboard-connect", false}, // the relay
+	} {
+		t.Run(tc.exe+"/"+tc.env, func(t *testing.T) {
 			if tc.env != "" {
-				t.Setenv("SWITCHBOARD_INPROCESS_CONNECT", "1")
+				t.Setenv(tc.env, "1")
 			}
 			s := in.connect(t, "fake")
 			s.initialize("exe-test")
@@ -334,6 +341,15 @@ func TestConnectRunsTheSmallShim(t *testing.T) {
 			}
 			if filepath.Base(exe) != tc.exe {
 				t.Fatalf("the connect process runs %s, want %s", exe, tc.exe)
+			}
+			var attached []bool
+			for _, ses := range in.status().Sessions {
+				if ses.PID == s.cmd.Process.Pid {
+					attached = append(attached, ses.Attached)
+				}
+			}
+			if len(attached) != 1 || attached[0] != tc.attached {
+				t.Fatalf("session of shim %d: attached %v, want [%v]", s.cmd.Process.Pid, attached, tc.attached)
 			}
 			if rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", s.cmd.Process.Pid)); err == nil {
 				for _, l := range strings.Split(string(rollup), "\n") {

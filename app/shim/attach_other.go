@@ -1,0 +1,13 @@
+//go:build !unix
+
+package shim
+
+import "net"
+
+// attachable: descriptors cannot be passed here; the shim relays.
+func attachable(in, out any) bool { return false }
+
+func writeHello(conn net.Conn, hello []byte, _ bool) error {
+	_, err := conn.Write(hello)
+	return err
+}

@@ -1,0 +1,39 @@
+//go:build unix
+
+package shim
+
+import (
+	"net"
+	"os"
+	"syscall"
+)
+
+// attachable reports whether the client's stdin and stdout are pipes or
+// sockets the pool can take over. A terminal or a file keeps the relay.
+func attachable(in, out any) bool {
+	if in != os.Stdin || out != os.Stdout || os.Getenv("SWITCHBOARD_NO_ATTACH") != "" {
+		return false
+	}
+	for _, fd := range []int{0, 1} {
+		var st syscall.Stat_t
+		if err := syscall.Fstat(fd, &st); err != nil {
+			return false
+		}
+		if m := st.Mode & syscall.S_IFMT; m != syscall.S_IFIFO && m != syscall.S_IFSOCK {
+			return false
+		}
+	}
+	return true
+}
+
+// writeHello sends the hello line, with stdin and stdout attached
+// (SCM_RIGHTS) when attach is set.
+func writeHello(conn net.Conn, hello []byte, attach bool) error {
+	uc, ok := conn.(*net.UnixConn)
+	if !attach || !ok {
+		_, err := conn.Write(hello)
+		return err
+	}
+	_, _, err := uc.WriteMsgUnix(hello, syscall.UnixRights(0, 1), nil)
+	return err
+}

@@ -1,0 +1,60 @@
+//go:build unix
+
+package pool
+
+import (
+	"net"
+	"os"
+	"syscall"
+)
+
+// readHello reads the shim's hello line from conn, with the file
+// descriptors a shim that attaches sends along with it (SCM_RIGHTS). It
+// returns the line without its newline and any bytes read after it.
+func readHello(conn net.Conn) (line, rest []byte, files []*os.File, err error) {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		line, rest, err = readLine(conn)
+		return line, rest, nil, err
+	}
+	buf := make([]byte, 0, maxHello)
+	oob := make([]byte, syscall.CmsgSpace(4*4))
+	for {
+		n, oobn, _, _, err := uc.ReadMsgUnix(buf[len(buf):cap(buf)], oob)
+		buf = buf[:len(buf)+n]
+		files = append(files, rightsOf(oob[:oobn])...)
+		if i := indexNL(buf); i >= 0 {
+			return buf[:i], buf[i+1:], files, nil
+		}
+		if err == nil && len(buf) == cap(buf) {
+			err = errHelloTooLong
+		}
+		if err != nil {
+			closeFiles(files)
+			return nil, nil, nil, err
+		}
+	}
+}
+
+// rightsOf turns the descriptors in a control message into files, set
+// non-blocking so that reads and writes go through the runtime's poller
+// (and can be interrupted by Close and deadlines).
+func rightsOf(oob []byte) []*os.File {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var files []*os.File
+	for _, m := range msgs {
+		fds, err := syscall.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			syscall.CloseOnExec(fd)
+			_ = syscall.SetNonblock(fd, true)
+			files = append(files, os.NewFile(uintptr(fd), "client"))
+		}
+	}
+	return files
+}
