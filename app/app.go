@@ -45,6 +45,7 @@ type Instance struct {
 	mu         sync.Mutex    // guards the fields below
 	cfg        *config.File
 	configErr  error
+	httpAddr   string // the HTTP front door's bound address, once listening
 }
 
 // ErrAlreadyRunning means another instance owns this SWITCHBOARD_HOME.
@@ -155,6 +156,25 @@ func (inst *Instance) Run(ctx context.Context) error {
 		inst.history.close()
 		return err
 	}
+	inst.mu.Lock()
+	httpAddr := inst.cfg.HTTP.Listen
+	inst.mu.Unlock()
+	var front *http.Server
+	var frontLn net.Listener
+	if httpAddr != "" {
+		if frontLn, err = listenHTTP(httpAddr); err != nil {
+			poolLn.Close()
+			ctlLn.Close()
+			inst.Pool.Close()
+			inst.history.close()
+			return err
+		}
+		front = &http.Server{Handler: inst.Pool.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}
+		inst.mu.Lock()
+		inst.httpAddr = frontLn.Addr().String()
+		inst.mu.Unlock()
+		inst.log.Info("HTTP front door", "url", "http://"+frontLn.Addr().String()+"/mcp/NAME")
+	}
 	ctl := &http.Server{Handler: inst.controlHandler(), ReadHeaderTimeout: 5 * time.Second}
 	inst.log.Info("switchboard serving", "config", inst.configPath, "socket", inst.Paths.PoolSocket(),
 		"servers", inst.Pool.Servers())
@@ -171,6 +191,14 @@ func (inst *Instance) Run(ctx context.Context) error {
 		return nil
 	})
 	g.Go(func() error { inst.sweepLeaks(gctx); return nil })
+	if front != nil {
+		g.Go(func() error {
+			if err := front.Serve(frontLn); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("HTTP front door: %w", err)
+			}
+			return nil
+		})
+	}
 	g.Go(func() error {
 		if err := ctl.Serve(ctlLn); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("control API: %w", err)
@@ -184,7 +212,11 @@ func (inst *Instance) Run(ctx context.Context) error {
 		shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = ctl.Shutdown(shutCtx)
-		err := inst.Pool.Close()
+		err := inst.Pool.Close() // ends every session, HTTP streams included
+		if front != nil {
+			_ = front.Shutdown(shutCtx)
+			front.Close()
+		}
 		// After the pool, so that its last events (cancellations) are recorded.
 		if herr := inst.history.close(); herr != nil {
 			inst.log.Warn("close the request history", "err", herr)

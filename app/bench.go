@@ -45,7 +45,7 @@ type BenchReport struct {
 	// ConnectRatio and HTTPRatio are the pool's requests/s over the direct
 	// pipe's (64 sessions each on its own child).
 	ConnectRatio float64 `json:"connectRatio"`
-	HTTPRatio    float64 `json:"httpRatio,omitempty"`
+	HTTPRatio    float64 `json:"httpRatio"`
 	// HistoryOffP99Us is the connect run's p99 with history recording
 	// off; the connect row above has it on (the default).
 	HistoryOffP99Us float64 `json:"historyOffP99Us"`
@@ -112,11 +112,17 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r.Throughput = []ModeResult{{Result: td}, tc}
+	th, err := pool.measure(func() (loadgen.Result, error) {
+		return runMode(ctx, "http", many, loadgen.HTTPOpener(pool.url, o.Sessions*o.InFlight))
+	})
+	if err != nil {
+		return err
+	}
+	r.Throughput = []ModeResult{{Result: td}, tc, th}
 	if td.PerSecond > 0 {
 		r.ConnectRatio = tc.PerSecond / td.PerSecond
+		r.HTTPRatio = th.PerSecond / td.PerSecond
 	}
-	r.Notes = append(r.Notes, "http: the HTTP front door is not built yet; no HTTP mode")
 
 	// One shim, alone and idle: its memory and CPU.
 	r.IdleWindow = 2 * time.Second
@@ -141,12 +147,12 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 		return err
 	}
 	defer quiet.stop()
-	th, err := runMode(ctx, "connect (history off)", many, quiet.connect(nil))
+	off, err := runMode(ctx, "connect (history off)", many, quiet.connect(nil))
 	if err != nil {
 		return err
 	}
 	quiet.stop()
-	r.HistoryOffP99Us = th.P99
+	r.HistoryOffP99Us = off.P99
 
 	if o.JSON {
 		enc := json.NewEncoder(out)
@@ -169,6 +175,7 @@ func runMode(ctx context.Context, mode string, cfg loadgen.Config, open loadgen.
 // benchPool is a `switchboard serve` the bench started, with its own home.
 type benchPool struct {
 	self, home string
+	url        string // the HTTP front door's URL for the fake server
 	cmd        *exec.Cmd
 	done       chan error
 }
@@ -188,8 +195,13 @@ func startBenchPool(ctx context.Context, self string, historyOff bool) (*benchPo
 		os.RemoveAll(home)
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	p := &benchPool{self: self, home: home, done: make(chan error, 1)}
-	p.cmd = exec.CommandContext(ctx, self, "serve")
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		os.RemoveAll(home)
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	p := &benchPool{self: self, home: home, url: "http://" + addr + "/mcp/fake", done: make(chan error, 1)}
+	p.cmd = exec.CommandContext(ctx, self, "serve", "--http", addr)
 	p.cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+home)
 	p.cmd.Stderr = io.Discard
 	if err := p.cmd.Start(); err != nil {
@@ -215,6 +227,18 @@ func startBenchPool(ctx context.Context, self string, historyOff bool) (*benchPo
 			return nil, errors.New("bench: the pool did not open its socket within 15s")
 		}
 	}
+}
+
+// freeLoopbackAddr finds a free loopback port for the pool's HTTP front
+// door (the pool is a separate process, so it cannot be handed a
+// listener).
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // connect opens sessions through `switchboard connect fake`.
@@ -345,7 +369,7 @@ func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
 		row(x.Mode, x.Result, extra)
 	}
 	tw.Flush()
-	fmt.Fprintf(out, "connect / direct throughput: %.0f%%\n", 100*r.ConnectRatio)
+	fmt.Fprintf(out, "throughput vs direct: connect %.0f%%, http %.0f%%\n", 100*r.ConnectRatio, 100*r.HTTPRatio)
 	var on float64
 	for _, x := range r.Throughput {
 		if x.Mode == "connect" {

@@ -20,6 +20,7 @@ type Status struct {
 	InFlight    []pool.RequestInfo `json:"inFlight"`
 	Counters    pool.Counters      `json:"counters"`
 	History     HistoryStatus      `json:"history"`
+	HTTP        *HTTPStatus        `json:"http,omitempty"` // the HTTP front door, when it listens
 }
 
 // Status builds the status from a fresh snapshot.
@@ -32,6 +33,11 @@ func (inst *Instance) Status() Status {
 		msg := err.Error()
 		st.ConfigError = &msg
 	}
+	inst.mu.Lock()
+	if inst.httpAddr != "" {
+		st.HTTP = &HTTPStatus{Listen: inst.httpAddr, URL: "http://" + inst.httpAddr + "/mcp/NAME"}
+	}
+	inst.mu.Unlock()
 	return st
 }
 

@@ -25,6 +25,7 @@ func TestBenchJSON(t *testing.T) {
 			PoolRSSBytes            int64   `json:"poolRssBytes"`
 		}
 		ConnectRatio        float64 `json:"connectRatio"`
+		HTTPRatio           float64 `json:"httpRatio"`
 		ShimPSSBytes        int64   `json:"shimPssBytes"`
 		IdleBytesPerSession float64 `json:"idleBytesPerSession"`
 		HistoryOffP99Us     float64 `json:"historyOffP99Us"`
@@ -32,18 +33,20 @@ func TestBenchJSON(t *testing.T) {
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("bench --json: %v\n%s", err, out)
 	}
-	if len(r.Latency) != 2 || len(r.Throughput) != 2 {
-		t.Fatalf("want 2 latency and 2 throughput rows:\n%s", out)
+	if len(r.Latency) != 2 || len(r.Throughput) != 3 {
+		t.Fatalf("want 2 latency and 3 throughput rows (direct, connect, http):\n%s", out)
 	}
 	for _, x := range append(r.Latency, r.Throughput...) {
 		if x.Requests == 0 || x.Misrouted != 0 || x.Hung != 0 || x.Errors != 0 || x.P50Us <= 0 {
 			t.Errorf("%s: %+v", x.Mode, x)
 		}
 	}
-	if pool := r.Throughput[1]; pool.Mode != "connect" || pool.PoolRSSBytes == 0 {
-		t.Errorf("the connect row lacks the pool's figures: %+v", pool)
+	for i, mode := range []string{"direct", "connect", "http"} {
+		if x := r.Throughput[i]; x.Mode != mode || (mode != "direct" && x.PoolRSSBytes == 0) {
+			t.Errorf("throughput row %d: %+v, want mode %s with the pool's figures", i, x, mode)
+		}
 	}
-	if r.ConnectRatio <= 0 || r.ShimPSSBytes == 0 || r.IdleBytesPerSession == 0 || r.HistoryOffP99Us <= 0 {
+	if r.ConnectRatio <= 0 || r.HTTPRatio <= 0 || r.ShimPSSBytes == 0 || r.IdleBytesPerSession == 0 || r.HistoryOffP99Us <= 0 {
 		t.Errorf("report: %s", out)
 	}
 }

@@ -1,0 +1,33 @@
+package app
+
+import (
+	"fmt"
+	"net"
+)
+
+// HTTPStatus is the HTTP front door in `status --json`.
+type HTTPStatus struct {
+	// Listen is the bound address (with the real port when the config
+	// asked for port 0).
+	Listen string `json:"listen"`
+	// URL is what an HTTP MCP client is given, with NAME for the server.
+	URL string `json:"url"`
+}
+
+// listenHTTP opens the HTTP front door's listener. It listens on loopback
+// only: the pool runs the user's MCP servers with the user's rights, so
+// it must not be reachable from the network.
+func listenHTTP(addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("http.listen %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("http.listen %q: the HTTP front door listens on loopback only (127.0.0.1, [::1] or localhost)", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("HTTP front door: %w", err)
+	}
+	return ln, nil
+}

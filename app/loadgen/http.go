@@ -1,0 +1,108 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"sync"
+)
+
+// HTTPOpener opens each session as a Streamable HTTP client of url (a
+// 2025-06-18 client: initialize, then every message POSTed with its
+// Mcp-Session-Id, each request on its own POST, as HTTP clients send
+// them). Answers are handed to the driver as lines, in arrival order.
+func HTTPOpener(url string, conns int) Opener {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
+	return func(ctx context.Context, _ int) (*Stream, error) {
+		pr, pw := io.Pipe()
+		ctx, cancel := context.WithCancel(ctx)
+		hs := &httpStream{ctx: ctx, url: url, client: client, answers: pw}
+		return &Stream{W: hs, R: pr, Close: func() error {
+			pr.Close() // late answers have no reader any more
+			cancel()   // nor do unanswered POSTs
+			hs.wg.Wait()
+			hs.end()
+			return nil
+		}}, nil
+	}
+}
+
+// httpStream turns the driver's request lines into POSTs.
+type httpStream struct {
+	ctx     context.Context
+	url     string
+	client  *http.Client
+	sid     string // set by the initialize answer, before any other POST
+	wg      sync.WaitGroup
+	mu      sync.Mutex // one answer line at a time into answers
+	answers *io.PipeWriter
+}
+
+// Write takes whole lines (the driver writes one message per call).
+func (h *httpStream) Write(p []byte) (int, error) {
+	for _, line := range bytes.Split(bytes.TrimSpace(p), []byte("\n")) {
+		body := append([]byte(nil), line...)
+		if h.sid == "" {
+			// The initialize: its POST now, for the session id every
+			// later POST needs; its answer to the reader, which is the
+			// caller, after this returns.
+			answer := h.post(body)
+			h.wg.Go(func() { h.deliver(answer) })
+			continue
+		}
+		h.wg.Go(func() { h.deliver(h.post(body)) })
+	}
+	return len(p), nil
+}
+
+// deliver hands an answer to the driver.
+func (h *httpStream) deliver(answer []byte) {
+	if answer == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, _ = h.answers.Write(append(bytes.TrimSpace(answer), '\n'))
+}
+
+// post sends one message and returns the answer, or nil for none.
+func (h *httpStream) post(body []byte) []byte {
+	req, err := http.NewRequestWithContext(h.ctx, http.MethodPost, h.url, bytes.NewReader(body))
+	if err != nil {
+		return nil
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if h.sid != "" {
+		req.Header.Set("Mcp-Session-Id", h.sid)
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return nil // unanswered: the driver counts it as hung
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode == http.StatusAccepted {
+		return nil
+	}
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+		h.sid = sid
+	}
+	return answer
+}
+
+// end deletes the session.
+func (h *httpStream) end() {
+	if h.sid == "" {
+		return
+	}
+	req, err := http.NewRequest(http.MethodDelete, h.url, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Mcp-Session-Id", h.sid)
+	if resp, err := h.client.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
