@@ -1,0 +1,81 @@
+package pool
+
+import (
+	"bytes"
+	"io"
+	"sync/atomic"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
+
+// The per-message work of the hot path, each step alone: what a client's
+// request costs before its write to the child, and what a child's answer
+// costs before it is queued for its session. `make bench` reports them
+// with -benchmem.
+
+var (
+	benchRequest  = []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","arguments":{"text":"s3/17"},"_meta":{"progressToken":"tok-17"}}}`)
+	benchResponse = []byte(`{"jsonrpc":"2.0","id":90210,"result":{"content":[{"type":"text","text":"s3/17"}]}}`)
+)
+
+// BenchmarkRewriteRequest: parse a client's tools/call, give it a pool id
+// and a pool progress token.
+func BenchmarkRewriteRequest(b *testing.B) {
+	var tokens atomic.Uint64
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchRequest)))
+	for i := range b.N {
+		msg, err := jsonrpc.Parse(benchRequest)
+		if err != nil {
+			b.Fatal(err)
+		}
+		in := rewriteRequest(&msg, uint64(i), &tokens, nil)
+		if len(in.line) == 0 {
+			b.Fatal("empty")
+		}
+	}
+}
+
+// BenchmarkRouteResponse: parse a child's answer, find its pending entry
+// by pool id, and put the client's own id back.
+func BenchmarkRouteResponse(b *testing.B) {
+	pending := map[uint64][]byte{90210: []byte(`"17"`)}
+	dst := make([]byte, 0, 256)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchResponse)))
+	for range b.N {
+		msg, err := jsonrpc.Parse(benchResponse)
+		if err != nil {
+			b.Fatal(err)
+		}
+		id, ok := jsonrpc.ParseUint(msg.IDBytes())
+		if !ok {
+			b.Fatal("no pool id")
+		}
+		dst = jsonrpc.Splice(dst[:0], msg.Raw, msg.ID, pending[id])
+	}
+	if !bytes.Contains(dst, []byte(`"id":"17"`)) {
+		b.Fatalf("routed %s", dst)
+	}
+}
+
+// BenchmarkLineReader: split a stream of messages into lines, the framing
+// of the child's stdout and of every client.
+func BenchmarkLineReader(b *testing.B) {
+	const n = 1024
+	stream := bytes.Repeat(append(append([]byte(nil), benchResponse...), '\n'), n)
+	r := bytes.NewReader(stream)
+	lr := newLineReader(r, 4<<20)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchResponse) + 1))
+	for i := range b.N {
+		if i%n == 0 {
+			r.Reset(stream)
+			lr.r.Reset(r)
+		}
+		if _, err := lr.next(); err != nil && err != io.EOF {
+			b.Fatal(err)
+		}
+	}
+}
