@@ -12,39 +12,19 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
-// Hello is the first line a `switchboard connect` shim sends on the local
-// socket, before relaying its client's bytes.
-type Hello struct {
-	Server string `json:"server"`
-	PID    int    `json:"pid,omitempty"` // the shim's PID, shown in status
-	// Attach says the hello comes with two file descriptors (SCM_RIGHTS):
-	// the shim's stdin and stdout, its client's pipes. The pool then reads
-	// and writes them itself, and the shim only waits: no relay hop each
-	// way, no copy, no CPU in the shim.
-	Attach bool `json:"attach,omitempty"`
-}
-
-// Welcome is the pool's one-line answer to a Hello. Error set means the
-// connection closes; the shim prints it and exits non-zero. Attached
-// means the pool took the client's pipes; otherwise the shim relays.
-type Welcome struct {
-	Session  string `json:"session,omitempty"`
-	Error    string `json:"error,omitempty"`
-	Attached bool   `json:"attached,omitempty"`
-}
-
-// Farewell is the last line on an attached shim's connection: why the
-// session ended. EndEOF means the client closed its stdin (exit 0);
-// anything else the shim prints and exits non-zero. No farewell before
-// the connection closes means the pool went away.
-type Farewell struct {
-	End string `json:"end"`
-}
+// Hello, Welcome and Farewell are the local socket's messages (package
+// wire, shared with the connect program).
+type (
+	Hello    = wire.Hello
+	Welcome  = wire.Welcome
+	Farewell = wire.Farewell
+)
 
 // EndEOF is a Farewell for a session whose client closed its input.
-const EndEOF = "eof"
+const EndEOF = wire.EndEOF
 
 // maxHello bounds the hello line.
 const maxHello = 4 << 10

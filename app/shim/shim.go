@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/home"
-	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
 // ErrNoPool means no Switchboard is running for this SWITCHBOARD_HOME.
@@ -44,7 +44,7 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 	}
 	defer conn.Close()
 	attach := attachable(in, out)
-	hello, _ := json.Marshal(pool.Hello{Server: name, PID: os.Getpid(), Attach: attach})
+	hello, _ := json.Marshal(wire.Hello{Server: name, PID: os.Getpid(), Attach: attach})
 	if err := writeHello(conn, append(hello, '\n'), attach); err != nil {
 		return fmt.Errorf("talk to the pool: %w", err)
 	}
@@ -55,7 +55,7 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		return fmt.Errorf("the pool did not answer: %w", err)
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	var w pool.Welcome
+	var w wire.Welcome
 	if err := json.Unmarshal(line, &w); err != nil {
 		return fmt.Errorf("the pool answered something unexpected: %q", line)
 	}
@@ -99,11 +99,11 @@ func waitAttached(conn *bufio.Reader) error {
 	if err != nil {
 		return errors.New("the pool closed the connection (it shut down or crashed)")
 	}
-	var f pool.Farewell
+	var f wire.Farewell
 	if err := json.Unmarshal(line, &f); err != nil {
 		return fmt.Errorf("the pool said something unexpected: %q", line)
 	}
-	if f.End != pool.EndEOF {
+	if f.End != wire.EndEOF {
 		return errors.New(f.End)
 	}
 	return nil
