@@ -49,6 +49,9 @@ type BenchReport struct {
 	// HistoryOffP99Us is the connect run's p99 with history recording
 	// off; the connect row above has it on (the default).
 	HistoryOffP99Us float64 `json:"historyOffP99Us"`
+	// HistoryOffLatencyP99Us is the same for one session, one in flight
+	// (compare with the connect latency row).
+	HistoryOffLatencyP99Us float64 `json:"historyOffLatencyP99Us"`
 	// ShimPSSBytes is one `switchboard connect` process's proportional set
 	// size, ShimIdleCPU its CPU time over IdleWindow with nothing to relay.
 	ShimPSSBytes uint64        `json:"shimPssBytes"`
@@ -151,8 +154,12 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	offOne, err := runMode(ctx, "connect (history off)", one, quiet.connect(nil))
+	if err != nil {
+		return err
+	}
 	quiet.stop()
-	r.HistoryOffP99Us = off.P99
+	r.HistoryOffP99Us, r.HistoryOffLatencyP99Us = off.P99, offOne.P99
 
 	if o.JSON {
 		enc := json.NewEncoder(out)
@@ -376,7 +383,11 @@ func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
 			on = x.P99
 		}
 	}
-	fmt.Fprintf(out, "history on / off, p99: %.0f / %.0f µs\n\n", on, r.HistoryOffP99Us)
+	fmt.Fprintf(out, "history on / off, p99 at %d x %d: %.0f / %.0f µs (%+.0f%%)\n", o.Sessions, o.InFlight, on, r.HistoryOffP99Us, pct(on, r.HistoryOffP99Us))
+	if len(r.Latency) == 2 {
+		fmt.Fprintf(out, "history on / off, p99 at 1 x 1: %.0f / %.0f µs (%+.0f%%)\n", r.Latency[1].P99, r.HistoryOffLatencyP99Us, pct(r.Latency[1].P99, r.HistoryOffLatencyP99Us))
+	}
+	fmt.Fprintln(out)
 	fmt.Fprintf(out, "one connect shim: PSS %.2f MiB, CPU %v over %v idle\n", float64(r.ShimPSSBytes)/(1<<20), r.ShimIdleCPU, r.IdleWindow)
 	if r.IdleSessions > 0 {
 		fmt.Fprintf(out, "%d idle sessions: %.1f KiB of pool memory each\n", r.IdleSessions, r.IdleBytesPerSession/1024)
@@ -384,4 +395,12 @@ func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(out, "note: %s\n", n)
 	}
+}
+
+// pct is how much larger a is than b, in percent.
+func pct(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * (a - b) / b
 }
