@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -84,6 +85,26 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	}
 	r := BenchReport{Machine: machine()}
 	direct := loadgen.ProcessOpener([]string{self, "fake-server"}, nil, nil)
+	one := loadgen.Config{Sessions: 1, InFlight: 1, Warmup: o.Warmup, Duration: o.Duration}
+	many := loadgen.Config{Sessions: o.Sessions, InFlight: o.InFlight, Warmup: o.Warmup, Duration: o.Duration}
+
+	// History off first: the connect loads below on a pool that records
+	// nothing (history is on by default).
+	quiet, err := startBenchPool(ctx, self, true)
+	if err != nil {
+		return err
+	}
+	defer quiet.stop()
+	off, err := runMode(ctx, "connect (history off)", many, quiet.connect(nil))
+	if err != nil {
+		return err
+	}
+	offOne, err := runMode(ctx, "connect (history off)", one, quiet.connect(nil))
+	if err != nil {
+		return err
+	}
+	quiet.stop()
+	r.HistoryOffP99Us, r.HistoryOffLatencyP99Us = off.P99, offOne.P99
 
 	pool, err := startBenchPool(ctx, self, false)
 	if err != nil {
@@ -92,7 +113,6 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	defer pool.stop()
 
 	// Latency: one session, one request at a time.
-	one := loadgen.Config{Sessions: 1, InFlight: 1, Warmup: o.Warmup, Duration: o.Duration}
 	ld, err := runMode(ctx, "direct", one, direct)
 	if err != nil {
 		return err
@@ -105,7 +125,6 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	r.AddedP50Us, r.AddedP99Us = lc.P50-ld.P50, lc.P99-ld.P99
 
 	// Throughput: N x K with colliding ids.
-	many := loadgen.Config{Sessions: o.Sessions, InFlight: o.InFlight, Warmup: o.Warmup, Duration: o.Duration}
 	td, err := runMode(ctx, "direct", many, direct)
 	if err != nil {
 		return err
@@ -144,23 +163,6 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	}
 	pool.stop()
 
-	// History off: the same connect load on a pool that records nothing.
-	quiet, err := startBenchPool(ctx, self, true)
-	if err != nil {
-		return err
-	}
-	defer quiet.stop()
-	off, err := runMode(ctx, "connect (history off)", many, quiet.connect(nil))
-	if err != nil {
-		return err
-	}
-	offOne, err := runMode(ctx, "connect (history off)", one, quiet.connect(nil))
-	if err != nil {
-		return err
-	}
-	quiet.stop()
-	r.HistoryOffP99Us, r.HistoryOffLatencyP99Us = off.P99, offOne.P99
-
 	if o.JSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -185,6 +187,7 @@ type benchPool struct {
 	url        string // the HTTP front door's URL for the fake server
 	cmd        *exec.Cmd
 	done       chan error
+	once       sync.Once
 }
 
 func startBenchPool(ctx context.Context, self string, historyOff bool) (*benchPool, error) {
@@ -324,17 +327,20 @@ func (p *benchPool) idleSessions(ctx context.Context, n int) (float64, error) {
 	return (float64(after) - float64(before)) / float64(n), nil
 }
 
+// stop ends the pool (SIGTERM, as a user would) and removes its home.
+// Calls after the first do nothing.
 func (p *benchPool) stop() {
-	if p.cmd.ProcessState == nil && p.cmd.Process != nil {
+	p.once.Do(func() {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case err := <-p.done:
 			p.done <- err
 		case <-time.After(10 * time.Second):
 			_ = p.cmd.Process.Kill()
+			<-p.done
 		}
-	}
-	os.RemoveAll(p.home)
+		os.RemoveAll(p.home)
+	})
 }
 
 // machine names the CPU and core count, for the report.
