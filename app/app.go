@@ -89,6 +89,7 @@ func Start(opts Options) (*Instance, error) {
 	recordHistory := inst.history.record()
 	inst.Pool = pool.New(&pool.Options{
 		Logger:     log,
+		EvictAfter: cfg.EvictAfter(), // applies from the next start
 		ClientInfo: pool.Implementation{Name: "switchboard", Version: Version},
 		Record: func(e pool.Event) {
 			inst.recordChild(e)

@@ -275,6 +275,9 @@ func (inst *Instance) reloadConfig(f *config.File, err error) {
 	if old != nil && f.HTTP.Listen != old.HTTP.Listen {
 		inst.log.Warn("http.listen changed; it takes effect when Switchboard restarts", "listen", f.HTTP.Listen)
 	}
+	if old != nil && f.EvictAfter() != old.EvictAfter() {
+		inst.log.Warn("evictSlowClientsAfter changed; it takes effect when Switchboard restarts", "evictSlowClientsAfter", f.EvictSlowClientsAfter)
+	}
 	if remote := f.Remote(); len(remote) > 0 {
 		inst.log.Warn("remote (URL) servers are not pooled; connect to them directly", "servers", remote)
 	}

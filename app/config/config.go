@@ -26,6 +26,10 @@ type File struct {
 	History History           `json:"history"`
 	// HangThreshold is when an in-flight request counts as hung. Default 30s.
 	HangThreshold string `json:"hangThreshold,omitempty"`
+	// EvictSlowClientsAfter is how long a client may leave its messages
+	// unread before its session is evicted (its calls cancelled at the
+	// child) so the child's other sessions are not held up. Default 30s.
+	EvictSlowClientsAfter string `json:"evictSlowClientsAfter,omitempty"`
 	// Extra holds the top-level keys Switchboard does not know, verbatim,
 	// so that writing the file back keeps them.
 	Extra map[string]json.RawMessage `json:"-"`
@@ -136,6 +140,14 @@ func Decode(data []byte) (*File, error) {
 // Hang returns the hang threshold.
 func (f *File) Hang() time.Duration {
 	if d, err := time.ParseDuration(f.HangThreshold); err == nil && d > 0 {
+		return d
+	}
+	return 30 * time.Second
+}
+
+// EvictAfter returns the slow-client eviction time.
+func (f *File) EvictAfter() time.Duration {
+	if d, err := time.ParseDuration(f.EvictSlowClientsAfter); err == nil && d > 0 {
 		return d
 	}
 	return 30 * time.Second

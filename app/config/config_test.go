@@ -80,6 +80,7 @@ func TestValidationProblems(t *testing.T) {
 				"h": {"command": "x", "type": "pipe"}
 			},
 			"hangThreshold": "30",
+			"evictSlowClientsAfter": "0s",
 			"http": {"listen": "0.0.0.0:7777"},
 			"history": {"retainDays": -1}
 		}`, []string{
@@ -98,6 +99,7 @@ func TestValidationProblems(t *testing.T) {
 			`mcpServers.g.url: missing (type "http" is a remote server)`,
 			`mcpServers.h.type: "pipe" is not "stdio", "http" or "sse"`,
 			`hangThreshold: "30" is not a duration (try "30s")`,
+			`evictSlowClientsAfter: "0s" must be more than zero`,
 			`http.listen: "0.0.0.0:7777" is not a loopback address; the front door has no authentication (use 127.0.0.1 or [::1])`,
 			`history.retainDays: -1 is negative`,
 		}},
@@ -189,15 +191,15 @@ func TestPoolServers(t *testing.T) {
 }
 
 func TestRestartPolicyAndHang(t *testing.T) {
-	f, err := Parse([]byte(`{"hangThreshold": "45s", "mcpServers": {
+	f, err := Parse([]byte(`{"hangThreshold": "45s", "evictSlowClientsAfter": "5s", "mcpServers": {
 		"a": {"command": "x", "restart": {"maxRestarts": 3, "window": "2m", "minBackoff": "50ms", "maxBackoff": "5s"}},
 		"b": {"command": "x", "restart": {"maxRestarts": 9}},
 		"c": {"command": "x"}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Hang() != 45*time.Second {
-		t.Errorf("Hang = %v", f.Hang())
+	if f.Hang() != 45*time.Second || f.EvictAfter() != 5*time.Second {
+		t.Errorf("Hang = %v, EvictAfter = %v", f.Hang(), f.EvictAfter())
 	}
 	for _, tt := range []struct {
 		name string
@@ -214,8 +216,8 @@ func TestRestartPolicyAndHang(t *testing.T) {
 			t.Errorf("RestartPolicy(%s) = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
 		}
 	}
-	if (&File{}).Hang() != 30*time.Second {
-		t.Error("default hang threshold is not 30s")
+	if (&File{}).Hang() != 30*time.Second || (&File{}).EvictAfter() != 30*time.Second {
+		t.Error("default hang threshold or eviction time is not 30s")
 	}
 }
 

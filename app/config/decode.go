@@ -96,8 +96,10 @@ func decodeFile(doc []byte, root *jsonedit.Value, p *problems) *File {
 			decodeStruct("history", doc, m.Value, &f.History, p)
 		case "hangThreshold":
 			decodeField("hangThreshold", doc, m.Value, reflect.ValueOf(&f.HangThreshold).Elem(), p)
+		case "evictSlowClientsAfter":
+			decodeField("evictSlowClientsAfter", doc, m.Value, reflect.ValueOf(&f.EvictSlowClientsAfter).Elem(), p)
 		default:
-			if k := foldMatch(m.Key, "mcpServers", "http", "history", "hangThreshold"); k != "" {
+			if k := foldMatch(m.Key, "mcpServers", "http", "history", "hangThreshold", "evictSlowClientsAfter"); k != "" {
 				p.add(m.Key, "unknown field; did you mean %q?", k)
 				continue
 			}

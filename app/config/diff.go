@@ -74,6 +74,9 @@ func Diff(old, new *File) DiffResult {
 	if old.HangThreshold != new.HangThreshold {
 		d.Settings = append(d.Settings, "hangThreshold")
 	}
+	if old.EvictSlowClientsAfter != new.EvictSlowClientsAfter {
+		d.Settings = append(d.Settings, "evictSlowClientsAfter")
+	}
 	d.Settings = append(d.Settings, fieldDiff("http", reflect.ValueOf(old.HTTP), reflect.ValueOf(new.HTTP))...)
 	d.Settings = append(d.Settings, fieldDiff("history", reflect.ValueOf(old.History), reflect.ValueOf(new.History))...)
 	return d

@@ -21,6 +21,9 @@ func (f *File) Validate(lookup func(string) (string, bool)) error {
 	if f.HangThreshold != "" {
 		parseDuration(&p, "hangThreshold", f.HangThreshold)
 	}
+	if f.EvictSlowClientsAfter != "" {
+		parseDuration(&p, "evictSlowClientsAfter", f.EvictSlowClientsAfter)
+	}
 	if l := f.HTTP.Listen; l != "" {
 		checkListen(&p, "http.listen", l)
 	}
