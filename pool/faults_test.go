@@ -1,6 +1,7 @@
 package pool_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -171,7 +172,7 @@ func TestSessionModeOwnChild(t *testing.T) {
 func TestIdleChildIsReaped(t *testing.T) {
 	cfg := fake("srv")
 	cfg.IdleTimeout = 200 * time.Millisecond
-	tp := newTestPool(t, nil, cfg)
+	tp := newTestPool(t, &pool.Options{WarmupGrace: -1}, cfg)
 	c := tp.dial(t, "srv")
 	c.initialize("c", "")
 	first := tp.Snapshot().Backends[0].PID
@@ -182,6 +183,60 @@ func TestIdleChildIsReaped(t *testing.T) {
 	c.call("1", "pid", `{}`)
 	if m, _ := c.recvID("1"); m.text() == fmt.Sprint(first) || m.Error != nil {
 		t.Fatalf("want a new child, got %s", m.raw)
+	}
+}
+
+// TestWarmupGrace: a fresh child whose only session leaves at once is
+// kept for its warm-up grace although its idleTimeout is far shorter, so
+// a client that comes back finds it warm; after the grace it is reaped.
+func TestWarmupGrace(t *testing.T) {
+	const grace = 700 * time.Millisecond
+	cfg := fake("srv")
+	cfg.IdleTimeout = 50 * time.Millisecond
+	tp := newTestPool(t, &pool.Options{WarmupGrace: grace}, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, events := tp.Subscribe(ctx, 64)
+
+	c := tp.dial(t, "srv")
+	c.initialize("quick", "")
+	c.close()
+	var started, exited time.Time
+	var pid int
+	returned := false
+	for exited.IsZero() {
+		select {
+		case e := <-events:
+			switch e.Kind {
+			case pool.EventBackendStarted:
+				started, pid = e.Time, e.PID
+			case pool.EventSessionClosed:
+				// The session is gone: only the grace keeps the child
+				// beyond its 50 ms idleTimeout. A client coming back
+				// finds the same, warm child (at least once the idle
+				// timeout would have ended it, checked below by how
+				// long it lived).
+				if d := time.Since(started); !returned && d < grace/2 {
+					returned = true
+					c2 := tp.dial(t, "srv")
+					c2.initialize("back", "")
+					c2.call("1", "pid", `{}`)
+					if m, _ := c2.recvID("1"); m.text() != fmt.Sprint(pid) {
+						t.Fatalf("back after %v: child %s, want the warm %d", d, m.text(), pid)
+					}
+					c2.close()
+				}
+			case pool.EventBackendExited:
+				exited = e.Time
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("the idle child was never reaped")
+		}
+	}
+	// Its grace runs from its start, a little before the started event;
+	// without the grace it would have lived about idleTimeout.
+	if lived := exited.Sub(started); lived < grace-cfg.IdleTimeout {
+		t.Fatalf("the child lived %v, not its %v warm-up grace (idleTimeout %v)", lived, grace, cfg.IdleTimeout)
 	}
 }
 

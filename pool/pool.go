@@ -52,6 +52,11 @@ type Options struct {
 	ClientInfo Implementation
 	// Restart tunes crash-loop detection and backoff.
 	Restart RestartPolicy
+	// WarmupGrace is how long a freshly started shared child is kept even
+	// when its sessions leave sooner than its idleTimeout allows: starting
+	// an npx server costs seconds, and a client that reconnects right away
+	// should find it warm. Default 1 min; negative means none.
+	WarmupGrace time.Duration
 }
 
 // Implementation names a client or server, as in MCP's clientInfo.
@@ -92,6 +97,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.MaxPending <= 0 {
 		r.MaxPending = 1 << 16
+	}
+	if r.WarmupGrace == 0 {
+		r.WarmupGrace = time.Minute
 	}
 	if r.ClientInfo.Name == "" {
 		r.ClientInfo = Implementation{Name: "switchboard", Version: "dev"}

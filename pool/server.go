@@ -85,17 +85,10 @@ func (s *server) armIdleLocked() {
 		s.idle.Stop()
 	}
 	wait := idle
-	if grace := time.Until(b.createdAt.Add(warmupGrace(idle))); grace > wait {
-		wait = grace
+	if grace := time.Until(b.createdAt.Add(s.p.opts.WarmupGrace)); grace > wait {
+		wait = grace // Options.WarmupGrace
 	}
 	s.idle = time.AfterFunc(wait, func() { s.reapIdle(b) })
-}
-
-// warmupGrace is how long a new child lives even if its only session left
-// at once: starting npx servers is expensive, so a client that reconnects
-// right away should find the child warm.
-func warmupGrace(idle time.Duration) time.Duration {
-	return min(idle, time.Minute)
 }
 
 func (s *server) reapIdle(b *backend) {
