@@ -36,7 +36,7 @@ ifneq ($(SWITCHBOARD_NPX),)
 export SWITCHBOARD_NPX
 endif
 
-.PHONY: all deps build run install test test-go test-gui bench vet staticcheck fmt clean
+.PHONY: all deps build run install test test-go test-gui bench vet crossbuild staticcheck fmt clean
 
 all: build
 
@@ -69,7 +69,7 @@ install: build
 
 # Everything CI runs: vet, staticcheck, the race tests, then the GUI smoke test
 # once ui/smoke/run.sh exists.
-test: vet staticcheck test-go
+test: vet crossbuild staticcheck test-go
 	@if [ -f ui/smoke/run.sh ]; then \
 		$(MAKE) --no-print-directory test-gui; \
 	else \
@@ -78,6 +78,12 @@ test: vet staticcheck test-go
 
 vet: deps
 	GOFLAGS="$(RACE_GOFLAGS)" $(GO) vet ./...
+
+# crossbuild: the pool (Job Objects on Windows, process groups on macOS)
+# must build and vet for the other desktop systems.
+crossbuild:
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) vet ./pool/...
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./pool/...
 
 # staticcheck is part of the gate: if it cannot be installed, fail.
 staticcheck: deps $(STATICCHECK)

@@ -114,9 +114,16 @@ func (c *child) run(started chan<- error) {
 		return
 	}
 	c.pid = c.cmd.Process.Pid
+	if err := adopt(c.pid); err != nil {
+		_ = c.cmd.Process.Kill()
+		_ = c.cmd.Wait()
+		started <- err
+		return
+	}
 	c.started = time.Now()
 	started <- nil
 	c.waitErr = c.cmd.Wait()
+	release(c.pid)
 	close(c.exited)
 }
 

@@ -34,3 +34,8 @@ var (
 	stdinGrace   = 2 * time.Second
 	sigtermGrace = 2 * time.Second
 )
+
+// adopt and release are no-ops on Unix: the process group set up by
+// sysProcAttr is the child's tree.
+func adopt(int) error { return nil }
+func release(int)     {}
