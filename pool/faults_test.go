@@ -282,3 +282,55 @@ func TestPerServerRestartPolicy(t *testing.T) {
 		t.Fatalf("want the failure after 2 exits, got %s", m.raw)
 	}
 }
+
+// TestStalledClientDoesNotSlowOthers: a client that stops reading while
+// 4 MiB of answers are queued for it blocks its own writer until the
+// eviction time; meanwhile 8 other sessions on the same child keep their
+// latency (each call well under half the eviction time, which is what
+// they would wait were the child's reader held up), and when it is
+// evicted its call still in flight is cancelled at the child.
+func TestStalledClientDoesNotSlowOthers(t *testing.T) {
+	const evictAfter = 2 * time.Second
+	logPath := filepath.Join(shortTempDir(t), "child.log")
+	tp := newTestPool(t, &pool.Options{EvictAfter: evictAfter}, fake("srv", "-log", logPath))
+	stalled := tp.dial(t, "srv")
+	stalled.initialize("stalled", "")
+	stalled.pause()
+	others := make([]*client, 8)
+	for i := range others {
+		others[i] = tp.dial(t, "srv")
+		others[i].initialize("other", "")
+	}
+	stalled.call(`"slow"`, "sleep", `{"ms":60000}`)
+	for i := range 32 { // 4 MiB, far more than the socket buffers hold
+		stalled.call(fmt.Sprint(i), "big", `{"bytes":131072}`)
+	}
+	start := time.Now()
+	var mu sync.Mutex
+	var worst time.Duration
+	var wg sync.WaitGroup
+	for i, c := range others {
+		wg.Go(func() {
+			for k := 0; time.Since(start) < evictAfter; k++ {
+				t0 := time.Now()
+				c.call(fmt.Sprint(k), "echo", fmt.Sprintf(`{"text":"o%d-%d"}`, i, k))
+				if m, _ := c.recvID(fmt.Sprint(k)); m.text() != fmt.Sprintf("o%d-%d", i, k) {
+					t.Errorf("session %d: %s", i, m.raw)
+					return
+				}
+				mu.Lock()
+				worst = max(worst, time.Since(t0))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("slowest call of the 8 other sessions while one stalled: %v (eviction after %v)", worst, evictAfter)
+	if worst > evictAfter/2 {
+		t.Errorf("a call of another session took %v: the stalled client held them up", worst)
+	}
+	eventually(t, "the stalled session to be evicted", func() bool { return tp.Snapshot().Counters.Evicted == 1 })
+	eventually(t, "its in-flight sleep to be cancelled at the child", func() bool {
+		return countMethod(childLog(t, logPath), "notifications/cancelled") >= 1
+	})
+}
