@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/leaks"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
 
@@ -87,8 +88,13 @@ func Start(opts Options) (*Instance, error) {
 	inst.cfg = cfg
 	inst.history = openHistory(paths.History, cfg.History, log)
 	recordHistory := inst.history.record()
+	marker, err := leaks.RunMarker(context.Background())
+	if err != nil {
+		log.Warn("leaked grandchildren of this run will not be traceable", "err", err)
+	}
 	inst.Pool = pool.New(&pool.Options{
 		Logger:     log,
+		ChildEnv:   []string{leaks.RunEnv + "=" + marker},
 		EvictAfter: cfg.EvictAfter(), // applies from the next start
 		ClientInfo: pool.Implementation{Name: "switchboard", Version: Version},
 		Record: func(e pool.Event) {

@@ -35,6 +35,9 @@ type child struct {
 
 // environ builds the child's environment: the app's, plus the configured
 // values. The values are never logged.
+// ServerEnv names, in each child's environment, the server it runs.
+const ServerEnv = "SWITCHBOARD_SERVER"
+
 func environ(extra map[string]string) []string {
 	env := os.Environ()
 	keys := make([]string, 0, len(extra))
@@ -51,7 +54,7 @@ func environ(extra map[string]string) []string {
 // startChild starts cfg's command. The goroutine that starts it stays
 // locked to its OS thread until the child has been waited for, which is
 // what makes Linux's Pdeathsig mean "when the pool dies".
-func startChild(cfg ServerConfig) (*child, error) {
+func startChild(cfg ServerConfig, env []string) (*child, error) {
 	if cfg.Command == "" {
 		return nil, errors.New("no command configured")
 	}
@@ -83,7 +86,7 @@ func startChild(cfg ServerConfig) (*child, error) {
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
 	cmd := exec.Command(cfg.Command, cfg.Args...)
-	cmd.Env = environ(cfg.Env)
+	cmd.Env = append(append(environ(cfg.Env), env...), ServerEnv+"="+cfg.Name)
 	cmd.Dir = cfg.Cwd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = sysProcAttr()

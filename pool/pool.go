@@ -57,6 +57,11 @@ type Options struct {
 	// an npx server costs seconds, and a client that reconnects right away
 	// should find it warm. Default 1 min; negative means none.
 	WarmupGrace time.Duration
+	// ChildEnv is added to every child's environment, after the server's
+	// own env; descendants inherit it. The app puts its run marker here so
+	// that a leaked grandchild can be traced to the run that started it.
+	// Each child also gets SWITCHBOARD_SERVER=<name>.
+	ChildEnv []string
 }
 
 // Implementation names a client or server, as in MCP's clientInfo.

@@ -75,7 +75,7 @@ func (b *backend) startAndHandshake() (*child, error) {
 	b.state = StateStarting
 	b.mu.Unlock()
 	b.emitState()
-	c, err := startChild(cfg)
+	c, err := startChild(cfg, b.p.opts.ChildEnv)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Name, err)
 	}

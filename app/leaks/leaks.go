@@ -23,6 +23,8 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool"
@@ -73,7 +75,39 @@ type Leak struct {
 const (
 	KindRecorded = "recorded"
 	KindOrphan   = "orphan"
+	KindMarked   = "marked" // carries the run marker of a Switchboard that has ended
 )
+
+// RunEnv is the environment variable that marks every child of a
+// Switchboard run, and so every descendant that did not scrub its
+// environment: "PID@START", the run's process ID and start time (Unix
+// milliseconds). A process carrying the marker of a run that is no longer
+// alive was left behind by it, whatever its command line.
+const RunEnv = "SWITCHBOARD_RUN"
+
+// RunMarker is this process's RunEnv value.
+func RunMarker(ctx context.Context) (string, error) {
+	cacheBootTime()
+	p, err := lookup(ctx, os.Getpid())
+	if err != nil {
+		return "", fmt.Errorf("run marker: %w", err)
+	}
+	return strconv.Itoa(p.pid) + "@" + strconv.FormatInt(p.start.UnixMilli(), 10), nil
+}
+
+// parseMarker reads a RunEnv value.
+func parseMarker(v string) (pid int, start time.Time, ok bool) {
+	a, b, found := strings.Cut(v, "@")
+	if !found {
+		return 0, time.Time{}, false
+	}
+	pid, err1 := strconv.Atoi(a)
+	ms, err2 := strconv.ParseInt(b, 10, 64)
+	if err1 != nil || err2 != nil || pid <= 0 {
+		return 0, time.Time{}, false
+	}
+	return pid, time.UnixMilli(ms), true
+}
 
 // StartTolerance is how far a recorded start time may be from the one
 // the OS reports now and still be the same process. Linux reports start
@@ -165,8 +199,54 @@ func Find(ctx context.Context, src Source, configured []pool.ServerConfig, own [
 			}
 		}
 	}
+	// Descendants of any run's children, by their inherited marker: a
+	// grandchild that ignored stdin EOF outlives its run whatever it runs.
+	self := os.Getpid()
+	for _, pid := range tab.order {
+		p := tab.procs[pid]
+		if skip[pid] || found[pid] {
+			continue
+		}
+		if u, ok := p.uid(ctx); !ok || u != uid {
+			continue
+		}
+		run, server := markerOf(p.environ(ctx))
+		rpid, rstart, ok := parseMarker(run)
+		if !ok {
+			continue
+		}
+		if rp := tab.procs[rpid]; rp != nil && sameStart(rp.start, rstart) {
+			// Its run is alive: another Switchboard's, or this one's
+			// and still inside a live child's tree.
+			if rpid != self || !tab.reaperParent(ctx, p) {
+				continue
+			}
+		}
+		if p.isZombie(ctx) {
+			continue
+		}
+		reason := fmt.Sprintf("carries %s=%s: started under server %s by a Switchboard run (pid %d, started %s) that has ended",
+			RunEnv, run, server, rpid, rstart.Format(time.RFC3339))
+		if rpid == self {
+			reason = fmt.Sprintf("carries this run's %s: left behind by server %s after its child exited; its parent is %s",
+				RunEnv, server, tab.parentName(ctx, p))
+		}
+		add(p, server, KindMarked, reason)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out, nil
+}
+
+// markerOf finds the run marker and server name in an environment.
+func markerOf(env []string) (run, server string) {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, RunEnv+"="); ok {
+			run = v
+		} else if v, ok := strings.CutPrefix(kv, pool.ServerEnv+"="); ok {
+			server = v
+		}
+	}
+	return run, server
 }
 
 func sameStart(a, b time.Time) bool {

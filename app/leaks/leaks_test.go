@@ -458,3 +458,23 @@ func TestLeakJSON(t *testing.T) {
 		t.Errorf("JSON changed (run with -update if intended):\n%s\nwant:\n%s", got, want)
 	}
 }
+
+func TestRunMarker(t *testing.T) {
+	m, err := RunMarker(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, start, ok := parseMarker(m)
+	if !ok || pid != os.Getpid() || time.Since(start) < 0 || time.Since(start) > time.Hour {
+		t.Fatalf("RunMarker() = %q: pid %d, start %v, ok %v", m, pid, start, ok)
+	}
+	for _, bad := range []string{"", "12", "x@1", "12@x", "-1@5", "0@5"} {
+		if _, _, ok := parseMarker(bad); ok {
+			t.Errorf("parseMarker(%q) accepted", bad)
+		}
+	}
+	run, server := markerOf([]string{"HOME=/x", RunEnv + "=7@99", "SWITCHBOARD_SERVER=memory"})
+	if run != "7@99" || server != "memory" {
+		t.Errorf("markerOf = %q, %q", run, server)
+	}
+}

@@ -76,6 +76,16 @@ func (p *proc) argv(ctx context.Context) []string {
 	return argv
 }
 
+// environ is the process's environment, or nil if it cannot be read
+// (another user's process, or gone).
+func (p *proc) environ(ctx context.Context) []string {
+	env, err := p.gp.EnvironWithContext(ctx)
+	if err != nil {
+		return nil
+	}
+	return env
+}
+
 func (p *proc) name(ctx context.Context) string {
 	n, _ := p.gp.NameWithContext(ctx)
 	return n

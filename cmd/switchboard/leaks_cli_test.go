@@ -251,3 +251,38 @@ func TestLeaksAcrossRuns(t *testing.T) {
 		t.Errorf("kill without arguments: exit %d %q", code, stderr)
 	}
 }
+
+// TestLeakedGrandchildFoundByMarker: a grandchild that ignores stdin EOF
+// (the fake server's `sleep 1000`), whose command line matches no
+// configured server, survives a SIGKILL of the pool; the run marker it
+// inherited proves where it came from, so `leaks` lists it and `kill`
+// ends it.
+func TestLeakedGrandchildFoundByMarker(t *testing.T) {
+	dir := homeDir(t)
+	gpFile := filepath.Join(dir, "grandchild.pid")
+	in := serve(t, fakeConfig(t, "-grandchild", "-grandchild-pidfile", gpFile))
+	s := in.connect(t, "fake")
+	s.initialize("c")
+	gp := readPID(t, gpFile)
+	t.Cleanup(func() { _ = syscall.Kill(gp, syscall.SIGKILL) })
+	if l := leakOf(leaksJSON(t, in.home), gp); l != nil {
+		t.Fatalf("the live run's grandchild %d is reported: %+v", gp, l)
+	}
+	if err := in.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err := <-in.done
+	in.done <- err
+	if !alive(gp) {
+		t.Skip("the grandchild died with the pool; nothing leaked to find")
+	}
+	l := leakOf(leaksJSON(t, in.home), gp)
+	if l == nil || l.Kind != "marked" || l.Server != "fake" || !strings.Contains(l.Reason, "SWITCHBOARD_RUN=") ||
+		!strings.Contains(l.Reason, "that has ended") {
+		t.Fatalf("grandchild %d after the pool's SIGKILL: %+v", gp, l)
+	}
+	if out, errOut, code := sbIn(in.home, "kill", strconv.Itoa(gp)); code != 0 {
+		t.Fatalf("kill %d: exit %d: %s %s", gp, code, out, errOut)
+	}
+	waitFor(t, "the leaked grandchild to die", func() bool { return !alive(gp) })
+}
