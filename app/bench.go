@@ -29,6 +29,9 @@ type BenchOptions struct {
 	Duration time.Duration // measured, per run
 	Idle     int           // idle sessions for the memory check; 0 skips it
 	JSON     bool
+	// CPUProfile, if set, is where the pool with history on writes its
+	// CPU profile (SWITCHBOARD_CPUPROFILE of its serve).
+	CPUProfile string
 }
 
 // BenchReport is everything one `switchboard bench` run measured, against
@@ -90,7 +93,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 
 	// History off first: the connect loads below on a pool that records
 	// nothing (history is on by default).
-	quiet, err := startBenchPool(ctx, self, true)
+	quiet, err := startBenchPool(ctx, self, true, "")
 	if err != nil {
 		return err
 	}
@@ -106,7 +109,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	quiet.stop()
 	r.HistoryOffP99Us, r.HistoryOffLatencyP99Us = off.P99, offOne.P99
 
-	pool, err := startBenchPool(ctx, self, false)
+	pool, err := startBenchPool(ctx, self, false, o.CPUProfile)
 	if err != nil {
 		return err
 	}
@@ -190,7 +193,7 @@ type benchPool struct {
 	once       sync.Once
 }
 
-func startBenchPool(ctx context.Context, self string, historyOff bool) (*benchPool, error) {
+func startBenchPool(ctx context.Context, self string, historyOff bool, profile string) (*benchPool, error) {
 	// A short path: Unix socket addresses hold about 100 bytes.
 	home, err := os.MkdirTemp("", "sbbench")
 	if err != nil {
@@ -213,6 +216,9 @@ func startBenchPool(ctx context.Context, self string, historyOff bool) (*benchPo
 	p := &benchPool{self: self, home: home, url: "http://" + addr + "/mcp/fake", done: make(chan error, 1)}
 	p.cmd = exec.CommandContext(ctx, self, "serve", "--http", addr)
 	p.cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+home)
+	if profile != "" {
+		p.cmd.Env = append(p.cmd.Env, "SWITCHBOARD_CPUPROFILE="+profile)
+	}
 	p.cmd.Stderr = io.Discard
 	if err := p.cmd.Start(); err != nil {
 		os.RemoveAll(home)

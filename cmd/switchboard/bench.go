@@ -16,11 +16,12 @@ type benchCmd struct {
 	Warmup   time.Duration `default:"1s" help:"Unmeasured time before each run."`
 	Idle     int           `default:"1000" help:"Idle sessions for the memory-per-session check (0 skips it)."`
 	JSON     bool          `name:"json" help:"Print the report as JSON."`
+	Profile  string        `name:"cpuprofile" type:"path" help:"Write the pool's CPU profile (history on) to this file, for go tool pprof."`
 }
 
 func (c *benchCmd) Run(ctx context.Context) error {
 	return app.Bench(ctx, app.BenchOptions{Sessions: c.Sessions, InFlight: c.InFlight, Duration: c.Duration,
-		Warmup: c.Warmup, Idle: c.Idle, JSON: c.JSON}, os.Stdout)
+		Warmup: c.Warmup, Idle: c.Idle, JSON: c.JSON, CPUProfile: c.Profile}, os.Stdout)
 }
 
 type fakeServerCmd struct {

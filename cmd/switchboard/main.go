@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -52,6 +53,18 @@ type serveCmd struct {
 }
 
 func (c *serveCmd) Run(ctx context.Context) error {
+	// For `switchboard bench --cpuprofile`: a CPU profile of the whole run.
+	if path := os.Getenv("SWITCHBOARD_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("SWITCHBOARD_CPUPROFILE: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("SWITCHBOARD_CPUPROFILE: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	return app.Serve(ctx, app.Options{ConfigPath: c.Config, HTTPListen: c.HTTP})
 }
 
