@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/app/config"
 	"github.com/switchboard-mcp/switchboard/app/leaks"
 	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/store"
 )
 
 // recorders holds one FileRecorder per children file, so that this
@@ -35,9 +37,57 @@ func (inst *Instance) childRecorder() *leaks.FileRecorder {
 	return r.(*leaks.FileRecorder)
 }
 
-// leakSource gives the children of earlier runs: the recorder's file
-// until the SQLite store records backends.
-func (inst *Instance) leakSource() leaks.Source { return inst.childRecorder() }
+// leakSource gives the children of earlier runs from both records: the
+// SQLite history's backends table (when history is on) and the children
+// file, which every run keeps whatever the history setting, so that a run
+// with history off, or a database that cannot be opened, still leaves a
+// trace. A child in both is found once.
+func (inst *Instance) leakSource() leaks.Source {
+	srcs := unionSource{inst.childRecorder()}
+	if h := inst.history.leakSource(); h != nil {
+		srcs = append(srcs, h)
+	}
+	return srcs
+}
+
+// unionSource reads several records of earlier runs' children. A source
+// that fails is skipped while another answers.
+type unionSource []leaks.Source
+
+func (u unionSource) ChildrenOfEarlierRuns(ctx context.Context) ([]leaks.ChildRecord, error) {
+	var out []leaks.ChildRecord
+	var firstErr error
+	answered := false
+	for _, src := range u {
+		recs, err := src.ChildrenOfEarlierRuns(ctx)
+		if err != nil {
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		answered = true
+		out = append(out, recs...)
+	}
+	if !answered && firstErr != nil {
+		return nil, firstErr
+	}
+	return out, nil
+}
+
+// readOnlyHistory is the history database as a leaks.Source for the CLI
+// without a running pool: opened for each read, absent means no records.
+type readOnlyHistory string
+
+func (path readOnlyHistory) ChildrenOfEarlierRuns(ctx context.Context) ([]leaks.ChildRecord, error) {
+	if _, err := os.Stat(string(path)); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	st, err := store.OpenReadOnly(string(path))
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	return historyLeaks{st}.ChildrenOfEarlierRuns(ctx)
+}
 
 // recordChild persists each child's start and exit. It is (part of) the
 // pool's Options.Record: it returns at once for every other event, and a
@@ -334,7 +384,7 @@ func direct(configPath string, warn func(string)) (leaks.Source, []pool.ServerCo
 			servers = serversForMatching(&f)
 		}
 	}
-	return leaks.FileSource(paths.ChildrenFile()), servers, nil
+	return unionSource{leaks.FileSource(paths.ChildrenFile()), readOnlyHistory(paths.History)}, servers, nil
 }
 
 // postJSON posts body to a control API path and decodes the answer into

@@ -1,12 +1,22 @@
 package app
 
 import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/leaks"
 	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/store"
 )
 
 func TestServersForMatching(t *testing.T) {
@@ -25,5 +35,54 @@ func TestServersForMatching(t *testing.T) {
 	}
 	if serversForMatching(nil) != nil {
 		t.Error("nil config")
+	}
+}
+
+// TestLeakSourceReadsTheHistory: a child that an earlier run recorded only
+// in the SQLite history (its children file lost) is still found, through
+// the CLI's read-only view of the database.
+func TestLeakSourceReadsTheHistory(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	// Detached, as a child that outlived its run is: not this test's
+	// descendant, which leak detection never reports.
+	out, err := exec.Command("sh", "-c", "sleep 600 >/dev/null 2>&1 & echo $!").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	start, err := leaks.StartTime(ctx, pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "history.db")
+	st, err := store.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Record(pool.Event{Kind: pool.EventBackendStarted, Time: time.Now(), Server: "fake", PID: pid,
+		ProcessStart: start, Command: []string{"sleep", "600"}})
+	if err := st.Close(); err != nil { // the run ends; the child never exited
+		t.Fatal(err)
+	}
+	src := unionSource{leaks.FileSource(filepath.Join(dir, "children.jsonl")), readOnlyHistory(db)}
+	recs, err := src.ChildrenOfEarlierRuns(ctx)
+	if err != nil || !slices.ContainsFunc(recs, func(r leaks.ChildRecord) bool { return r.PID == pid && r.Server == "fake" }) {
+		t.Fatalf("records %+v, %v: want pid %d of server fake", recs, err, pid)
+	}
+	found, err := leaks.Find(ctx, src, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(found, func(l leaks.Leak) bool { return l.PID == pid && l.Kind == leaks.KindRecorded }) {
+		t.Fatalf("leaks %+v: want the recorded sleeper %d", found, pid)
+	}
+	// No database at all is no records, not an error.
+	if recs, err := readOnlyHistory(filepath.Join(dir, "none.db")).ChildrenOfEarlierRuns(ctx); err != nil || len(recs) != 0 {
+		t.Fatalf("missing database: %v %v", recs, err)
 	}
 }
