@@ -83,6 +83,7 @@ type pending struct {
 	received  time.Time
 	timer     *time.Timer
 	reply     chan []byte // the pool's own requests get the raw response here
+	modern    bool        // the client spoke 2026-07-28 in this request (modern.go)
 
 	// Guarded by backend.mu.
 	state   uint8
@@ -465,7 +466,12 @@ func (b *backend) onResponse(msg *jsonrpc.Message) {
 	if p.method == "tools/list" && msg.Result.Present() {
 		b.learnHints(msg.Result.Of(msg.Raw))
 	}
-	out := jsonrpc.Splice(nil, msg.Raw, msg.ID, p.origID)
+	var out []byte
+	if b.bridgesToModern(p) {
+		out = modernResponse(msg, p.method, p.origID)
+	} else {
+		out = jsonrpc.Splice(nil, msg.Raw, msg.ID, p.origID)
+	}
 	status, code, emsg := StatusOK, 0, ""
 	if msg.Error.Present() {
 		status = StatusError

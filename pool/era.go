@@ -231,25 +231,39 @@ func (hs *handshake) initializeResult(requested string) []byte {
 	return out
 }
 
-// discoverResult answers a modern client's server/discover. The cache
-// hints 2026-07-28 requires are the child's, or "do not cache" (ttlMs 0,
-// private) for a legacy child.
+// discoverResult answers a modern client's server/discover. The versions
+// are the ones the pool serves for this child: 2026-07-28 (the child's own,
+// or bridged by the pool for a legacy child: modern.go, mrtr.go) and the
+// legacy revisions a client may initialize with. The cache hints 2026-07-28
+// requires are the child's, or "do not cache" (ttlMs 0, private) for a
+// legacy child.
 func (hs *handshake) discoverResult() []byte {
 	scope := hs.cacheScope
 	if scope != "public" {
 		scope = "private"
 	}
-	r := map[string]any{"resultType": "complete", "supportedVersions": []string{Modern},
+	r := map[string]any{"resultType": "complete", "supportedVersions": poolVersions(),
 		"ttlMs": hs.ttlMs, "cacheScope": scope,
 		"capabilities": rawOrEmpty(hs.capabilities),
 		"_meta":        map[string]any{metaServerInfo: rawOrDefault(hs.serverInfo, `{"name":"switchboard","version":"dev"}`)}}
 	if hs.era == EraModern && len(hs.supported) > 0 {
-		r["supportedVersions"] = hs.supported
+		r["supportedVersions"] = append(slices.DeleteFunc(slices.Clone(hs.supported),
+			func(v string) bool { return slices.Contains(legacyVersions, v) }), newestFirst(legacyVersions)...)
 	}
 	if hs.instructions != "" {
 		r["instructions"] = hs.instructions
 	}
 	out, _ := json.Marshal(r)
+	return out
+}
+
+// poolVersions are the revisions the pool serves a legacy child in, newest
+// first.
+func poolVersions() []string { return append([]string{Modern}, newestFirst(legacyVersions)...) }
+
+func newestFirst(vs []string) []string {
+	out := slices.Clone(vs)
+	slices.Reverse(out)
 	return out
 }
 

@@ -282,6 +282,9 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 	s.mu.Unlock()
 	if era != EraLegacy {
 		s.noteModern(msg.Params.Of(msg.Raw))
+		s.mu.Lock()
+		era = s.era
+		s.mu.Unlock()
 	}
 	b, err := s.srv.backendFor(s)
 	if err != nil {
@@ -291,7 +294,7 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 	poolID := s.p.nextID.Add(1)
 	in := rewriteRequest(msg, poolID, &s.p.nextID, meta)
 	p := &pending{id: poolID, sess: s, b: b, origID: id, method: msg.Method, name: in.name, line: in.line,
-		token: in.token, origToken: in.origToken, received: time.Now()}
+		token: in.token, origToken: in.origToken, received: time.Now(), modern: era == EraModern}
 
 	s.mu.Lock()
 	if _, dup := s.inflight[string(id)]; dup {
