@@ -130,13 +130,14 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, name, sid strin
 		return
 	}
 	var hs *httpSession
+	modern := false
 	switch {
 	case sid != "":
 		if hs = h.lookup(sid, name); hs == nil {
 			httpError(w, http.StatusNotFound, msg.IDBytes(), jsonrpc.CodeInvalidRequest, "unknown or expired session: initialize again")
 			return
 		}
-	case msg.Kind == jsonrpc.KindRequest && msg.Method == "initialize":
+	case msg.Kind == jsonrpc.KindRequest && msg.Method == "initialize" && !modernHTTP(r, body, msg):
 		if hs, sid, err = h.open(name); err != nil {
 			httpError(w, http.StatusServiceUnavailable, msg.IDBytes(), jsonrpc.CodeBackendUnavailable, err.Error())
 			return
@@ -147,7 +148,12 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, name, sid strin
 		// legacy one without its session is dropped too.
 		w.WriteHeader(http.StatusAccepted)
 		return
-	case msg.Method == "server/discover" || modernMeta(body, msg):
+	case modernHTTP(r, body, msg):
+		if bad := validateModern(r.Header, body, msg); bad != nil {
+			bad.write(w, msg.IDBytes())
+			return
+		}
+		modern = true
 		s, err := h.p.newSession(name, "http", 0)
 		if err != nil {
 			httpError(w, http.StatusServiceUnavailable, msg.IDBytes(), jsonrpc.CodeBackendUnavailable, err.Error())
@@ -190,6 +196,9 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, name, sid strin
 					return
 				}
 				w.Header().Set("Content-Type", "application/json")
+				if modern {
+					w.WriteHeader(modernStatus(line))
+				}
 				_, _ = w.Write(line)
 				return
 			}

@@ -33,6 +33,17 @@ func newHTTPFront(t testing.TB, tp *testPool) string {
 // post sends one message and returns the HTTP response.
 func (c *httpClient) post(body string, header ...string) *http.Response {
 	c.t.Helper()
+	return c.do(body, true, header...)
+}
+
+// postRaw is post without the mirrored modern headers.
+func (c *httpClient) postRaw(body string, header ...string) *http.Response {
+	c.t.Helper()
+	return c.do(body, false, header...)
+}
+
+func (c *httpClient) do(body string, mirror bool, header ...string) *http.Response {
+	c.t.Helper()
 	req, err := http.NewRequest(http.MethodPost, c.url, strings.NewReader(body))
 	if err != nil {
 		c.t.Fatal(err)
@@ -42,6 +53,9 @@ func (c *httpClient) post(body string, header ...string) *http.Response {
 	if c.sid != "" {
 		req.Header.Set("Mcp-Session-Id", c.sid)
 	}
+	if mirror {
+		mirrorModernHeaders(req.Header, body)
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
@@ -50,6 +64,34 @@ func (c *httpClient) post(body string, header ...string) *http.Response {
 		c.t.Fatal(err)
 	}
 	return resp
+}
+
+// mirrorModernHeaders sets the headers a 2026-07-28 client mirrors from a
+// modern request's body, as real clients do.
+func mirrorModernHeaders(h http.Header, body string) {
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string                     `json:"name"`
+			URI  string                     `json:"uri"`
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal([]byte(body), &m) != nil {
+		return
+	}
+	var version string
+	if json.Unmarshal(m.Params.Meta["io.modelcontextprotocol/protocolVersion"], &version) != nil {
+		return
+	}
+	h.Set("MCP-Protocol-Version", version)
+	h.Set("Mcp-Method", m.Method)
+	switch m.Method {
+	case "tools/call", "prompts/get":
+		h.Set("Mcp-Name", m.Params.Name)
+	case "resources/read":
+		h.Set("Mcp-Name", m.Params.URI)
+	}
 }
 
 // call posts a request and decodes its JSON answer.
@@ -258,8 +300,9 @@ func TestHTTPModernStatelessAndCancel(t *testing.T) {
 	eventually(t, "the stateless session to end", func() bool { return len(tp.Snapshot().Sessions) == 0 })
 
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url,
-		strings.NewReader(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":60000},`+modernMeta+`}}`))
+	sleep := `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":60000},` + modernMeta + `}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(sleep))
+	mirrorModernHeaders(req.Header, sleep)
 	done := make(chan error, 1)
 	go func() {
 		r, err := http.DefaultClient.Do(req)

@@ -19,6 +19,7 @@ var cacheableMethods = map[string]bool{
 // Error codes 2026-07-28 defines (basic/index "Error Codes").
 const (
 	codeHeaderMismatch     = -32020
+	codeMissingCapability  = -32021
 	codeUnsupportedVersion = -32022
 	// codeLegacyNotFound is 2025-11-25's "resource not found", which
 	// 2026-07-28 forbids emitting (replaced by -32602).

@@ -1,0 +1,151 @@
+package pool
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
+
+// The 2026-07-28 Streamable HTTP transport checks each request on its
+// own, before it reaches a child: the _meta every request must carry, the
+// version it names, the methods the revision removed, and the headers that
+// mirror the body for intermediaries (basic/transports/streamable-http,
+// "Server Validation"; basic/index, "_meta"). A request that fails is
+// refused with the status and JSON-RPC error the spec names, and nothing
+// reaches the child.
+
+// removedInModern are methods 2026-07-28 removed: in a modern request they
+// are unknown methods (404, -32601).
+var removedInModern = map[string]bool{
+	"initialize": true, "ping": true, "logging/setLevel": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+}
+
+// namedMethods mirror params.name or params.uri in the Mcp-Name header.
+var namedMethods = map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+// httpRefusal is a modern request the front door refuses.
+type httpRefusal struct {
+	status int
+	err    *jsonrpc.Error
+}
+
+// write sends the refusal with the request's id.
+func (r *httpRefusal) write(w http.ResponseWriter, id []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(r.status)
+	_, _ = w.Write(jsonrpc.AppendErrorResponse(nil, id, r.err))
+}
+
+func refuse(status, code int, format string, args ...any) *httpRefusal {
+	return &httpRefusal{status: status, err: &jsonrpc.Error{Code: code, Message: fmt.Sprintf(format, args...)}}
+}
+
+// modernHTTP reports whether a request without a session speaks
+// 2026-07-28: server/discover, _meta naming a version, or the version
+// header naming a modern revision.
+func modernHTTP(r *http.Request, body []byte, msg jsonrpc.Message) bool {
+	if msg.Method == "server/discover" || modernMeta(body, msg) {
+		return true
+	}
+	v := r.Header.Get("MCP-Protocol-Version")
+	return v != "" && v >= Modern // revisions are dates: they order as strings
+}
+
+// validateModern checks a modern request as the spec's server validation
+// says, in this order: the required _meta fields (400, -32602), the headers
+// against the body (400, -32020), the version (400, -32022), and methods
+// the revision removed (404, -32601). nil means serve it.
+func validateModern(h http.Header, body []byte, msg jsonrpc.Message) *httpRefusal {
+	var params []byte
+	if msg.Params.Present() {
+		params = msg.Params.Of(body)
+	}
+	if len(params) == 0 || params[0] != '{' {
+		return refuse(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: a 2026-07-28 request needs params._meta")
+	}
+	metaSpan := jsonrpc.Member(params, "_meta")
+	if !metaSpan.Present() || params[metaSpan.Start] != '{' {
+		return refuse(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: missing _meta")
+	}
+	meta := metaSpan.Of(params)
+	version, ok := jsonrpc.String(meta, jsonrpc.Member(meta, metaProtocolVersion))
+	if !ok || version == "" {
+		return refuse(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: _meta lacks %s", metaProtocolVersion)
+	}
+	if caps := jsonrpc.Member(meta, metaClientCapabilities); !caps.Present() || meta[caps.Start] != '{' {
+		return refuse(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: _meta lacks %s", metaClientCapabilities)
+	}
+	if hv := h.Values("MCP-Protocol-Version"); len(hv) != 1 || hv[0] != version {
+		return headerMismatch("MCP-Protocol-Version", hv, version)
+	}
+	if hv := h.Values("Mcp-Method"); len(hv) != 1 || hv[0] != msg.Method {
+		return headerMismatch("Mcp-Method", hv, msg.Method)
+	}
+	if key, ok := namedMethods[msg.Method]; ok {
+		want, _ := jsonrpc.String(params, jsonrpc.Member(params, key))
+		hv := h.Values("Mcp-Name")
+		got, valid := "", len(hv) == 1
+		if valid {
+			got, valid = decodeHeaderValue(hv[0])
+		}
+		if !valid || got != want {
+			return headerMismatch("Mcp-Name", hv, want)
+		}
+	}
+	if version != Modern {
+		r := refuse(http.StatusBadRequest, codeUnsupportedVersion, "unsupported protocol version %q", version)
+		r.err.Data = map[string]any{"supported": poolVersions(), "requested": version}
+		return r
+	}
+	if removedInModern[msg.Method] {
+		return refuse(http.StatusNotFound, jsonrpc.CodeMethodNotFound, "method not found: %s is not part of %s", msg.Method, Modern)
+	}
+	return nil
+}
+
+func headerMismatch(name string, got []string, want string) *httpRefusal {
+	if len(got) == 0 {
+		return refuse(http.StatusBadRequest, codeHeaderMismatch, "header mismatch: missing %s header (body says %q)", name, want)
+	}
+	return refuse(http.StatusBadRequest, codeHeaderMismatch, "header mismatch: %s header %q does not match body value %q",
+		name, strings.Join(got, ", "), want)
+}
+
+// decodeHeaderValue undoes the spec's Base64 sentinel (=?base64?…?=) and
+// refuses characters a header value may not carry.
+func decodeHeaderValue(v string) (string, bool) {
+	if s, ok := strings.CutPrefix(v, "=?base64?"); ok {
+		if s, ok = strings.CutSuffix(s, "?="); ok {
+			b, err := base64.StdEncoding.DecodeString(s)
+			return string(b), err == nil
+		}
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c > 0x7e {
+			return "", false
+		}
+	}
+	return v, true
+}
+
+// modernStatus is the HTTP status of a modern request's JSON answer: the
+// spec gives 404 to an unknown method and 400 to its own protocol errors;
+// everything else, tool errors included, is 200.
+func modernStatus(line []byte) int {
+	m, err := jsonrpc.Parse(line)
+	if err != nil || !m.Error.Present() {
+		return http.StatusOK
+	}
+	code, _ := errorFields(m.Error.Of(line))
+	switch code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case codeHeaderMismatch, codeMissingCapability, codeUnsupportedVersion:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}

@@ -1,0 +1,149 @@
+package pool_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestModernClientOfLegacyChild: a 2026-07-28 client of a legacy child, by
+// HTTP and by stdio, gets results that carry resultType, and cacheable
+// results that carry ttlMs and cacheScope; server/discover names the
+// versions the pool serves. A legacy client of the same child gets the
+// child's bytes unchanged.
+func TestModernClientOfLegacyChild(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	stdio := tp.dial(t, "srv")
+	for _, tc := range []struct {
+		method, params string
+		cacheable      bool
+	}{
+		{"server/discover", `{` + modernMeta + `}`, true},
+		{"tools/list", `{` + modernMeta + `}`, true},
+		{"resources/list", `{` + modernMeta + `}`, true},
+		{"prompts/list", `{` + modernMeta + `}`, true},
+		{"tools/call", `{"name":"echo","arguments":{"text":"hi"},` + modernMeta + `}`, false},
+	} {
+		body := `{"jsonrpc":"2.0","id":"x","method":"` + tc.method + `","params":` + tc.params + `}`
+		stdio.send(body)
+		viaStdio, _ := stdio.recvID(`"x"`)
+		for how, m := range map[string]msg{"http": h.call(body), "stdio": viaStdio} {
+			var r struct {
+				ResultType string  `json:"resultType"`
+				TTLMs      *int    `json:"ttlMs"`
+				CacheScope *string `json:"cacheScope"`
+			}
+			if err := json.Unmarshal(m.Result, &r); err != nil || r.ResultType != "complete" {
+				t.Fatalf("%s %s: no resultType complete: %s", how, tc.method, m.raw)
+			}
+			if tc.cacheable && (r.TTLMs == nil || *r.TTLMs != 0 || r.CacheScope == nil || *r.CacheScope != "private") {
+				t.Fatalf("%s %s: want ttlMs 0, cacheScope private: %s", how, tc.method, m.raw)
+			}
+			if !tc.cacheable && (r.TTLMs != nil || r.CacheScope != nil) {
+				t.Fatalf("%s %s: cache hints on a result that is not cacheable: %s", how, tc.method, m.raw)
+			}
+			if tc.method == "server/discover" && !strings.Contains(string(m.Result), `"supportedVersions":["2026-07-28","2025-11-25",`) {
+				t.Fatalf("%s discover: %s", how, m.raw)
+			}
+		}
+	}
+	legacy := tp.dial(t, "srv")
+	legacy.initialize("old", "")
+	legacy.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if m, _ := legacy.recvID("2"); strings.Contains(m.raw, "resultType") || strings.Contains(m.raw, "ttlMs") {
+		t.Fatalf("a legacy client got modern fields: %s", m.raw)
+	}
+}
+
+// TestHTTPModernValidation: the 2026-07-28 front door refuses what the spec
+// says it must, with the spec's status and code, and none of it reaches the
+// child; what is valid is served, and an unknown method is a 404.
+func TestHTTPModernValidation(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-log", logPath))
+	c := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	const caps = `"io.modelcontextprotocol/clientCapabilities":{}`
+	const v = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+	echo := func(meta string) string {
+		return `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"refused"}` + meta + `}}`
+	}
+	modern := []string{"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "echo"}
+	for _, tc := range []struct {
+		name   string
+		body   string
+		header []string
+		status int
+		code   int
+	}{
+		{"no _meta", echo(""), modern, 400, -32602},
+		{"no version", echo(`,"_meta":{` + caps + `}`), modern, 400, -32602},
+		{"no capabilities", echo(`,"_meta":{` + v + `}`), modern, 400, -32602},
+		{"unsupported version", echo(`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01",` + caps + `}`),
+			[]string{"MCP-Protocol-Version", "2099-01-01"}, 400, -32022},
+		{"version header disagrees", echo(`,` + modernMeta), []string{"MCP-Protocol-Version", "2025-11-25"}, 400, -32020},
+		{"method header disagrees", echo(`,` + modernMeta), []string{"Mcp-Method", "tools/list"}, 400, -32020},
+		{"name header disagrees", echo(`,` + modernMeta), []string{"Mcp-Name", "crash"}, 400, -32020},
+		{"name header missing", echo(`,` + modernMeta), nil, 400, -32020},
+		{"name header bad base64", echo(`,` + modernMeta), []string{"Mcp-Name", "=?base64?!!?="}, 400, -32020},
+		{"initialize", `{"jsonrpc":"2.0","id":5,"method":"initialize","params":{` + modernMeta + `}}`, nil, 404, -32601},
+		{"ping", `{"jsonrpc":"2.0","id":5,"method":"ping","params":{` + modernMeta + `}}`, nil, 404, -32601},
+		{"logging/setLevel", `{"jsonrpc":"2.0","id":5,"method":"logging/setLevel","params":{"level":"debug",` + modernMeta + `}}`, nil, 404, -32601},
+		{"resources/subscribe", `{"jsonrpc":"2.0","id":5,"method":"resources/subscribe","params":{"uri":"x:/a",` + modernMeta + `}}`, nil, 404, -32601},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var resp *http.Response
+			if tc.name == "name header missing" {
+				resp = c.postRaw(tc.body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call")
+			} else {
+				resp = c.post(tc.body, tc.header...)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			var m msg
+			_ = json.Unmarshal(b, &m)
+			if resp.StatusCode != tc.status || m.Error == nil || m.Error.Code != tc.code || string(m.ID) != "5" {
+				t.Fatalf("%s %s, want %d with code %d and id 5", resp.Status, b, tc.status, tc.code)
+			}
+			if tc.code == -32022 && !strings.Contains(string(m.Error.Data), `"supported":["2026-07-28"`) ||
+				tc.code == -32022 && !strings.Contains(string(m.Error.Data), `"requested":"2099-01-01"`) {
+				t.Fatalf("unsupported version data: %s", b)
+			}
+		})
+	}
+	// Base64 sentinel form of a matching name is accepted.
+	resp := c.post(echo(`,`+modernMeta), "Mcp-Name", "=?base64?ZWNobw==?=")
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "refused") {
+		t.Fatalf("base64 Mcp-Name: %s %s", resp.Status, b)
+	}
+	// An unknown method reaches the child, which says -32601: 404.
+	resp = c.post(`{"jsonrpc":"2.0","id":6,"method":"no/such","params":{` + modernMeta + `}}`)
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 404 || !strings.Contains(string(b), "-32601") {
+		t.Fatalf("unknown method: %s %s, want 404 -32601", resp.Status, b)
+	}
+	// A tool error is a result: 200.
+	if m := c.call(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"nope","arguments":{},` + modernMeta + `}}`); m.Result == nil && m.Error == nil {
+		t.Fatalf("tool error: %s", m.raw)
+	}
+	calls := 0
+	for _, m := range childLog(t, logPath) {
+		if p, _ := m["params"].(map[string]any); m["method"] == "tools/call" {
+			if a, _ := p["arguments"].(map[string]any); a["text"] == "refused" {
+				calls++
+			}
+		}
+		if m["method"] == "ping" || m["method"] == "logging/setLevel" || m["method"] == "resources/subscribe" {
+			t.Fatalf("a refused %s reached the child", m["method"])
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("%d refused-or-served echo calls reached the child, want exactly the base64 one", calls)
+	}
+}
