@@ -85,7 +85,9 @@ type pending struct {
 	reply     chan []byte // the pool's own requests get the raw response here
 	modern    bool        // the client spoke 2026-07-28 in this request (modern.go)
 
-	// Guarded by backend.mu.
+	// Guarded by backend.mu. sess and origID change only while held:
+	// a modern client's retry takes the call over (mrtr.go).
+	held    *mrtrHold
 	state   uint8
 	written time.Time
 	pid     int
@@ -466,11 +468,16 @@ func (b *backend) onResponse(msg *jsonrpc.Message) {
 	if p.method == "tools/list" && msg.Result.Present() {
 		b.learnHints(msg.Result.Of(msg.Raw))
 	}
+	sess, origID, held := b.recipient(p)
+	if held {
+		b.keepForRetry(p, msg.Raw)
+		return
+	}
 	var out []byte
 	if b.bridgesToModern(p) {
-		out = modernResponse(msg, p.method, p.origID)
+		out = modernResponse(msg, p.method, origID)
 	} else {
-		out = jsonrpc.Splice(nil, msg.Raw, msg.ID, p.origID)
+		out = jsonrpc.Splice(nil, msg.Raw, msg.ID, origID)
 	}
 	status, code, emsg := StatusOK, 0, ""
 	if msg.Error.Present() {
@@ -478,8 +485,8 @@ func (b *backend) onResponse(msg *jsonrpc.Message) {
 		code, emsg = errorFields(msg.Error.Of(msg.Raw))
 		b.p.errorsN.Add(1)
 	}
-	p.sess.deliverResponse(p, out)
-	b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: p.sess.id, PID: p.pid, PoolID: p.id,
+	sess.deliverResponse(p, out)
+	b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: sess.id, PID: p.pid, PoolID: p.id,
 		Method: p.method, Name: p.name, Status: status, ErrCode: code, Err: emsg, Size: len(out), Written: true,
 		Payload: b.capture(out)})
 }
@@ -512,8 +519,13 @@ func (b *backend) finishWithError(p *pending, err error, written bool, status st
 	}
 	rpcErr := asRPCError(err)
 	b.p.errorsN.Add(1)
-	p.sess.deliverResponse(p, jsonrpc.AppendErrorResponse(nil, p.origID, rpcErr))
-	b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: p.sess.id, PID: p.pid, PoolID: p.id,
+	sess, origID, held := b.recipient(p)
+	if held {
+		b.keepForRetry(p, jsonrpc.AppendErrorResponse(nil, origID, rpcErr))
+	} else {
+		sess.deliverResponse(p, jsonrpc.AppendErrorResponse(nil, origID, rpcErr))
+	}
+	b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: sess.id, PID: p.pid, PoolID: p.id,
 		Method: p.method, Name: p.name, Status: status, ErrCode: rpcErr.Code, Err: rpcErr.Message, Written: written})
 }
 
@@ -565,16 +577,19 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 		tok := jsonrpc.Member(params, "progressToken")
 		n, ok := jsonrpc.ParseUint(tok.Of(params))
 		var p *pending
+		var to *session
 		if ok {
 			b.mu.Lock()
-			p = b.tokens[n]
+			if p = b.tokens[n]; p != nil && p.held == nil {
+				to = p.sess
+			}
 			b.mu.Unlock()
 		}
-		if p == nil || p.sess == nil {
-			return // the request ended: its client no longer cares
+		if to == nil {
+			return // the request ended (its client no longer cares), or waits for a retry
 		}
 		abs := jsonrpc.Span{Start: msg.Params.Start + tok.Start, End: msg.Params.Start + tok.End}
-		p.sess.deliver(jsonrpc.Splice(nil, msg.Raw, abs, p.origToken))
+		to.deliver(jsonrpc.Splice(nil, msg.Raw, abs, p.origToken))
 	case "notifications/cancelled":
 		// The child gives up on a request it sent to a client.
 		rid := jsonrpc.Member(params, "requestId")
@@ -638,6 +653,9 @@ func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 	childID := append([]byte(nil), msg.IDBytes()...)
 	if msg.Method == "ping" {
 		b.sendRaw(jsonrpc.AppendResponse(nil, childID, []byte("{}")))
+		return
+	}
+	if b.carryAsMRTR(msg, childID) {
 		return
 	}
 	target := b.pickSession(msg.Method)

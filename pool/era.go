@@ -242,14 +242,10 @@ func (hs *handshake) discoverResult() []byte {
 	if scope != "public" {
 		scope = "private"
 	}
-	r := map[string]any{"resultType": "complete", "supportedVersions": poolVersions(),
+	r := map[string]any{"resultType": "complete", "supportedVersions": hs.versions(),
 		"ttlMs": hs.ttlMs, "cacheScope": scope,
 		"capabilities": rawOrEmpty(hs.capabilities),
 		"_meta":        map[string]any{metaServerInfo: rawOrDefault(hs.serverInfo, `{"name":"switchboard","version":"dev"}`)}}
-	if hs.era == EraModern && len(hs.supported) > 0 {
-		r["supportedVersions"] = append(slices.DeleteFunc(slices.Clone(hs.supported),
-			func(v string) bool { return slices.Contains(legacyVersions, v) }), newestFirst(legacyVersions)...)
-	}
 	if hs.instructions != "" {
 		r["instructions"] = hs.instructions
 	}
@@ -257,9 +253,27 @@ func (hs *handshake) discoverResult() []byte {
 	return out
 }
 
-// poolVersions are the revisions the pool serves a legacy child in, newest
-// first.
-func poolVersions() []string { return append([]string{Modern}, newestFirst(legacyVersions)...) }
+// versions are the revisions the pool serves for this child, newest
+// first: the child's modern ones (2026-07-28 alone for a legacy child, which
+// the pool bridges), then the legacy revisions an initialize can get: up to
+// the child's own for a legacy child, all of them for a modern one (the
+// pool adds the _meta it needs).
+func (hs *handshake) versions() []string {
+	out := []string{Modern}
+	legacy := newestFirst(legacyVersions)
+	if hs.era == EraModern {
+		if len(hs.supported) > 0 {
+			out = slices.DeleteFunc(slices.Clone(hs.supported), func(v string) bool { return slices.Contains(legacyVersions, v) })
+		}
+		return append(out, legacy...)
+	}
+	for _, v := range legacy {
+		if v <= hs.protocolVersion {
+			out = append(out, v)
+		}
+	}
+	return out
+}
 
 func newestFirst(vs []string) []string {
 	out := slices.Clone(vs)

@@ -97,8 +97,9 @@ func validateModern(h http.Header, body []byte, msg jsonrpc.Message) *httpRefusa
 		}
 	}
 	if version != Modern {
-		r := refuse(http.StatusBadRequest, codeUnsupportedVersion, "unsupported protocol version %q", version)
-		r.err.Data = map[string]any{"supported": poolVersions(), "requested": version}
+		r := refuse(http.StatusBadRequest, codeUnsupportedVersion,
+			"unsupported protocol version %q: this endpoint serves %s per request (legacy clients initialize first)", version, Modern)
+		r.err.Data = map[string]any{"supported": []string{Modern}, "requested": version}
 		return r
 	}
 	if removedInModern[msg.Method] {

@@ -148,6 +148,7 @@ type Pool struct {
 
 	requests, errorsN, timeouts, cancelled, orphaned, evicted, parseErrors atomic.Uint64
 
+	holds   mrtrHolds     // child questions carried to modern clients (mrtr.go)
 	closing chan struct{} // closed by Close
 	wg      sync.WaitGroup
 

@@ -134,7 +134,7 @@ func TestHandshakeResults(t *testing.T) {
 			t.Errorf("client asks %q of a 2025-06-18 child: answered %q, want %q", requested, init.ProtocolVersion, want)
 		}
 	}
-	if !bytes.Contains(legacy.discoverResult(), []byte(`"supportedVersions":["2026-07-28"]`)) {
+	if !bytes.Contains(legacy.discoverResult(), []byte(`"supportedVersions":["2026-07-28","2025-06-18","2025-03-26","2024-11-05"]`)) {
 		t.Fatalf("discover from a legacy child: %s", legacy.discoverResult())
 	}
 	modern, err := parseDiscover([]byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"m","version":"2"}}}}`))

@@ -149,6 +149,10 @@ func (s *session) onRequest(msg *jsonrpc.Message) {
 		if s.subscription(msg, id, params) {
 			return
 		}
+	case "tools/call", "prompts/get", "resources/read":
+		if s.resumeMRTR(msg, id) {
+			return
+		}
 	}
 	s.forward(msg, id)
 }
@@ -482,6 +486,9 @@ func (s *session) alive() bool { return !isClosed(s.closed) }
 func (s *session) canAnswer(method string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.era == EraModern {
+		return false // 2026-07-28 has no server-to-client requests: MRTR carries them (mrtr.go)
+	}
 	switch method {
 	case "sampling/createMessage":
 		return s.caps.sampling

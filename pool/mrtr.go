@@ -1,0 +1,279 @@
+package pool
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
+
+// A legacy child asks its client questions (sampling, elicitation, roots)
+// with requests of its own, in the middle of a call. A 2026-07-28 client
+// takes no such requests: its server answers the call with an
+// InputRequiredResult and the client retries the call with the answers
+// (Multi Round-Trip Requests). The pool bridges the two: it answers the
+// modern client's call with resultType "input_required", holds the child's
+// call where it is, and when the client retries with inputResponses and
+// the requestState, it hands the answer to the child and the held call's
+// result to the retry.
+
+// mrtrMethods are the client requests 2026-07-28 lets a server answer with
+// an InputRequiredResult.
+var mrtrMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+
+// childQuestions map a child's request to the client capability it needs.
+var childQuestions = map[string]string{
+	"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots",
+}
+
+// mrtrHold is one child question carried to a modern client: the client's
+// call the child is working on, held until the client retries.
+type mrtrHold struct {
+	state   string // the requestState the client must echo; unguessable
+	key     string // the inputRequests key
+	b       *backend
+	p       *pending
+	childID []byte // the child's request, answered with the client's input
+	server  string
+	method  string // the client's call, which the retry must repeat
+	name    string
+	created time.Time
+	request json.RawMessage // the inputRequests entry, asked again if the retry lacks its answer
+
+	// Guarded by b.mu: the held call's answer, if the child finished it
+	// before the client came back (then the retry gets it at once).
+	final []byte
+}
+
+// mrtrHolds are the holds waiting for their retry, by requestState.
+type mrtrHolds struct {
+	mu sync.Mutex
+	m  map[string]*mrtrHold
+}
+
+// holdKeep is how long an ended call's answer waits for its retry.
+const holdKeep = 10 * time.Minute
+
+// put registers x, and forgets holds whose call ended unanswered or whose
+// answer waited too long: clients need not come back.
+func (h *mrtrHolds) put(x *mrtrHold) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[string]*mrtrHold{}
+	}
+	for state, old := range h.m {
+		if done, kept := old.b.heldState(old); done && (!kept || time.Since(old.created) > holdKeep) {
+			delete(h.m, state)
+		}
+	}
+	h.m[x.state] = x
+}
+
+// heldState says whether a hold's call has ended, and whether its answer
+// is kept for the retry.
+func (b *backend) heldState(x *mrtrHold) (done, kept bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return x.p.state == stDone, x.final != nil
+}
+
+// take removes and returns the hold for state: a requestState is good for
+// one retry.
+func (h *mrtrHolds) take(state string) *mrtrHold {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	x := h.m[state]
+	delete(h.m, state)
+	return x
+}
+
+func (h *mrtrHolds) drop(x *mrtrHold) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m[x.state] == x {
+		delete(h.m, x.state)
+	}
+}
+
+// carryAsMRTR answers a child's question through a modern client's call,
+// if one of the modern calls in flight on this child can carry it. It
+// reports whether it took the question.
+func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
+	capability, ok := childQuestions[msg.Method]
+	if !ok {
+		return false
+	}
+	b.mu.Lock()
+	var p *pending
+	for _, q := range b.pending {
+		if q.sess != nil && q.modern && q.held == nil && q.state != stDone && mrtrMethods[q.method] && (p == nil || q.id < p.id) {
+			p = q
+		}
+	}
+	if p == nil {
+		b.mu.Unlock()
+		return false
+	}
+	sess, origID := p.sess, p.origID
+	if !sess.declared(capability) {
+		b.mu.Unlock()
+		// 2026-07-28: a server must not ask what the client did not
+		// declare; the call cannot go on without it.
+		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, &jsonrpc.Error{Code: jsonrpc.CodeNoClient,
+			Message: fmt.Sprintf("the client did not declare %s", capability)}))
+		if b.fail(p, &jsonrpc.Error{Code: codeMissingCapability, Message: "Missing required client capability: " + capability,
+			Data: map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}}}) {
+			b.cancelAtChild(p, "the client lacks the "+capability+" capability")
+		}
+		return true
+	}
+	x := &mrtrHold{state: newRequestState(), key: "sb-" + strconv.FormatUint(b.p.nextID.Add(1), 10), b: b, p: p,
+		childID: childID, server: b.srv.name, method: p.method, name: p.name, created: time.Now(),
+		request: questionOf(msg)}
+	p.held = x
+	b.mu.Unlock()
+	b.p.holds.put(x)
+	sess.forget(p) // the call no longer belongs to the session: its end must not cancel it
+	sess.deliver(jsonrpc.AppendResponse(nil, origID, inputRequired(x)))
+	return true
+}
+
+// questionOf is a child's request as an inputRequests entry.
+func questionOf(msg *jsonrpc.Message) json.RawMessage {
+	req := map[string]any{"method": msg.Method}
+	if msg.Params.Present() {
+		req["params"] = json.RawMessage(msg.Params.Of(msg.Raw))
+	}
+	out, _ := json.Marshal(req)
+	return out
+}
+
+// inputRequired is the InputRequiredResult carrying the child's question.
+func inputRequired(x *mrtrHold) []byte {
+	out, _ := json.Marshal(map[string]any{"resultType": "input_required",
+		"inputRequests": map[string]any{x.key: x.request}, "requestState": x.state})
+	return out
+}
+
+func newRequestState() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "sb1." + hex.EncodeToString(b[:])
+}
+
+// recipient is where an answer to p goes now: its session and the id the
+// client gave it. held says p waits for a client's retry instead: its
+// answer is kept for that retry, and sess is the session that last had it.
+func (b *backend) recipient(p *pending) (sess *session, origID []byte, held bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return p.sess, p.origID, p.held != nil
+}
+
+// keepForRetry stores the answer to a held call for the client's retry.
+func (b *backend) keepForRetry(p *pending, line []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p.held != nil {
+		p.held.final = append([]byte(nil), line...)
+	}
+}
+
+// resumeMRTR takes a client's retry of a call the pool answered with
+// input_required. It reports whether the request was such a retry (and
+// is answered or under way).
+func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte) bool {
+	if !mrtrMethods[msg.Method] {
+		return false
+	}
+	params := msg.Params.Of(msg.Raw)
+	state, ok := jsonrpc.String(params, jsonrpc.Member(params, "requestState"))
+	if !ok {
+		return false
+	}
+	x := s.p.holds.take(state)
+	if x == nil {
+		return false // not ours: the child's own requestState, or stale
+	}
+	name, _ := jsonrpc.String(params, jsonrpc.Member(params, "name"))
+	if name == "" {
+		name, _ = jsonrpc.String(params, jsonrpc.Member(params, "uri"))
+	}
+	if x.server != s.srv.name || x.method != msg.Method || x.name != name {
+		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: "requestState does not belong to this request"})
+		return true
+	}
+	s.noteModern(params)
+	b, p := x.b, x.p
+	var answer json.RawMessage
+	if r := jsonrpc.Member(params, "inputResponses"); r.Present() {
+		answer = mustRaw(r.Of(params), x.key)
+	}
+
+	s.mu.Lock()
+	if _, dup := s.inflight[string(id)]; dup {
+		s.mu.Unlock()
+		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: fmt.Sprintf("request id %s is already in flight in this session", id)})
+		return true
+	}
+	s.inflight[string(id)] = p
+	s.mu.Unlock()
+
+	b.mu.Lock()
+	final, done := x.final, p.state == stDone
+	if !done || final != nil {
+		p.sess, p.origID, p.modern = s, id, true
+	}
+	if !done && answer != nil {
+		p.held = nil
+	}
+	b.mu.Unlock()
+	switch {
+	case final != nil:
+		s.forget(p)
+		m, err := jsonrpc.Parse(final)
+		if err != nil {
+			s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the held call's answer is unreadable"})
+			return true
+		}
+		s.deliver(modernResponse(&m, p.method, id))
+	case done:
+		s.forget(p)
+		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeRequestCancelled,
+			Message: "the call ended while waiting for the client's input; call again"})
+	case answer == nil:
+		// The client did not answer: ask again, as the spec prefers to
+		// an error. The question is the same; only the state is new.
+		s.forget(p)
+		x.state = newRequestState()
+		s.p.holds.put(x)
+		s.deliver(jsonrpc.AppendResponse(nil, id, inputRequired(x)))
+	default:
+		b.sendRaw(jsonrpc.AppendResponse(nil, x.childID, answer))
+	}
+	return true
+}
+
+// declared reports whether the client declared a capability in its
+// latest request.
+func (s *session) declared(capability string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch capability {
+	case "sampling":
+		return s.caps.sampling
+	case "elicitation":
+		return s.caps.elicitation
+	case "roots":
+		return s.caps.roots
+	}
+	return false
+}

@@ -1,0 +1,115 @@
+package pool_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+)
+
+// inputRequiredResult is an InputRequiredResult as a modern client reads it.
+type inputRequiredResult struct {
+	ResultType    string `json:"resultType"`
+	RequestState  string `json:"requestState"`
+	InputRequests map[string]struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	} `json:"inputRequests"`
+	Content []struct {
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+func readResult(t *testing.T, m msg) inputRequiredResult {
+	t.Helper()
+	var r inputRequiredResult
+	if m.Error != nil || json.Unmarshal(m.Result, &r) != nil {
+		t.Fatalf("not a result: %s", m.raw)
+	}
+	return r
+}
+
+const samplingMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{}}}`
+
+func askCall(id, kind, extra string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"ask","arguments":{"kind":%q}%s,%s}}`,
+		id, kind, extra, samplingMeta)
+}
+
+// TestMRTRBridgesLegacyChildQuestions: a legacy child asks its client for
+// sampling in the middle of a modern client's call. The client gets
+// input_required with the child's question and an opaque requestState; its
+// retry with the answer completes the child's call, and the call's result
+// reaches the retry. Over HTTP, where every request is its own short-lived
+// session, and over stdio.
+func TestMRTRBridgesLegacyChildQuestions(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	stdio := tp.dial(t, "srv")
+	roundTrip := map[string]func(id, body string) msg{
+		"http": func(_, body string) msg { return h.call(body) },
+		"stdio": func(id, body string) msg {
+			stdio.send(body)
+			m, _ := stdio.recvID(id)
+			return m
+		},
+	}
+	for _, how := range []string{"http", "stdio"} {
+		t.Run(how, func(t *testing.T) {
+			send := roundTrip[how]
+			first := readResult(t, send("1", askCall("1", "sampling", "")))
+			if first.ResultType != "input_required" || first.RequestState == "" || len(first.InputRequests) != 1 {
+				t.Fatalf("first answer: %+v", first)
+			}
+			var key string
+			for k, q := range first.InputRequests {
+				key = k
+				if q.Method != "sampling/createMessage" || !strings.Contains(string(q.Params), "six times seven") {
+					t.Fatalf("question: %s %s", q.Method, q.Params)
+				}
+			}
+			// A retry without the answer is asked again, with a new state.
+			again := readResult(t, send("2", askCall("2", "sampling", `,"requestState":"`+first.RequestState+`"`)))
+			if again.ResultType != "input_required" || again.RequestState == first.RequestState || len(again.InputRequests) != 1 {
+				t.Fatalf("retry without an answer: %+v", again)
+			}
+			// The old state is spent.
+			answer := `{"` + key + `":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`
+			if m := send("3", askCall("3", "sampling", `,"requestState":"`+first.RequestState+`","inputResponses":`+answer)); strings.Contains(m.raw, "forty-two") {
+				t.Fatalf("a spent requestState was honoured: %s", m.raw)
+			}
+			done := readResult(t, send("4", askCall("4", "sampling", `,"requestState":"`+again.RequestState+`","inputResponses":`+answer)))
+			if done.ResultType != "complete" || len(done.Content) != 1 || !strings.Contains(done.Content[0].Text, "forty-two") {
+				t.Fatalf("final answer: %+v", done)
+			}
+		})
+	}
+	eventually(t, "no calls left in flight but the spent ones' fresh questions", func() bool {
+		return len(tp.Snapshot().Sessions) == 1 // the stdio session; HTTP ones ended with their requests
+	})
+}
+
+// TestMRTRRefusesWhatTheClientCannotAnswer: a modern client that did not
+// declare sampling gets -32021 (HTTP 400) for a call whose legacy child
+// asks for sampling, and the child's question is refused; a requestState
+// presented on another tool is refused.
+func TestMRTRRefusesWhatTheClientCannotAnswer(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	resp := h.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"kind":"sampling"},` + modernMeta + `}}`)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "-32021") || !strings.Contains(string(b), `"requiredCapabilities":{"sampling":{}}`) {
+		t.Fatalf("undeclared sampling: %s %s, want 400 with -32021", resp.Status, b)
+	}
+	first := readResult(t, h.call(askCall("2", "elicitation", "")))
+	if first.ResultType != "input_required" {
+		t.Fatalf("elicitation: %+v", first)
+	}
+	m := h.call(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"requestState":"` +
+		first.RequestState + `",` + samplingMeta + `}}`)
+	if m.Error == nil || m.Error.Code != -32602 {
+		t.Fatalf("requestState on another tool: %s", m.raw)
+	}
+}
