@@ -572,6 +572,9 @@ func (b *backend) cancel(p *pending, reason string) {
 // to sessions that asked for them.
 func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 	params := msg.Params.Of(msg.Raw)
+	if b.routeTagged(msg) {
+		return // a modern child's notification for one subscriptions/listen
+	}
 	switch msg.Method {
 	case "notifications/progress":
 		tok := jsonrpc.Member(params, "progressToken")
@@ -612,11 +615,8 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 		ent.sess.deliver(jsonrpc.Splice(nil, msg.Raw, abs, jsonrpc.AppendUint(nil, poolID)))
 	case "notifications/resources/updated":
 		uri, _ := jsonrpc.String(params, jsonrpc.Member(params, "uri"))
-		line := append([]byte(nil), msg.Raw...)
 		for _, s := range b.sessions() {
-			if s.subscribed(uri) {
-				s.deliver(line)
-			}
+			s.deliverChange(b, msg, uri)
 		}
 	case "notifications/message":
 		line := append([]byte(nil), msg.Raw...)
@@ -628,9 +628,8 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 	default:
 		if strings.HasSuffix(msg.Method, "/list_changed") {
 			b.forgetHintsIf(msg.Method)
-			line := append([]byte(nil), msg.Raw...)
 			for _, s := range b.sessions() {
-				s.deliver(line)
+				s.deliverChange(b, msg, "")
 			}
 			return
 		}
@@ -754,10 +753,11 @@ func (b *backend) internalRequest(method string, params []byte) {
 	id := b.p.nextID.Add(1)
 	p := &pending{id: id, method: method, received: time.Now(), reply: make(chan []byte, 1),
 		line: jsonrpc.AppendRequest(nil, id, method, params)}
-	if err := b.send(p); err != nil {
-		return
-	}
+	// The timer is set before the request is shared with the reader.
 	p.timer = time.AfterFunc(b.requestTimeout(), func() { b.end(p) })
+	if err := b.send(p); err != nil {
+		p.timer.Stop()
+	}
 }
 
 // subscribe counts a session's subscription to uri. Only the first
@@ -785,7 +785,7 @@ func (b *backend) unsubscribe(uri string) (last bool) {
 }
 
 func subscribeParams(uri string) []byte {
-	return appendJSONString([]byte(`{"uri":`), uri)
+	return append(appendJSONString([]byte(`{"uri":`), uri), '}')
 }
 
 // snapshot copies the backend's state for Pool.Snapshot.

@@ -361,6 +361,12 @@ func (hs *httpSession) route(line []byte) {
 				to = wt.ch
 			}
 		}
+	default:
+		if sub := subscriptionOf(line, m); sub != nil { // a subscriptions/listen's stream
+			if wt := hs.waiters[string(sub)]; wt != nil {
+				to = wt.ch
+			}
+		}
 	}
 	if to == nil && m.Kind != jsonrpc.KindResponse {
 		to = hs.stream

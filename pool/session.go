@@ -38,7 +38,8 @@ type session struct {
 	protocolVersion string
 	caps            clientCaps
 	logs            bool
-	subs            map[string]*backend // subscribed resource URIs
+	subs            map[string]*backend  // subscribed resource URIs
+	listens         map[string]*listener // open subscriptions/listen on a legacy child, by request id (listen.go)
 	lastActive      time.Time
 	meta            []byte        // _meta members a modern child needs, for a legacy client
 	quiet           chan struct{} // closed when inflight empties, for closeWhenIdle
@@ -151,6 +152,11 @@ func (s *session) onRequest(msg *jsonrpc.Message) {
 		}
 	case "tools/call", "prompts/get", "resources/read":
 		if s.resumeMRTR(msg, id) {
+			return
+		}
+	case "subscriptions/listen":
+		s.noteModern(params)
+		if s.listen(id, params) {
 			return
 		}
 	}
@@ -343,6 +349,9 @@ func (s *session) onNotification(msg *jsonrpc.Message) {
 			s.quietLocked()
 		}
 		s.mu.Unlock()
+		if p == nil {
+			s.endListen(rid.Of(params))
+		}
 		if p != nil {
 			reason, _ := jsonrpc.String(params, jsonrpc.Member(params, "reason"))
 			if reason == "" {
@@ -436,6 +445,7 @@ func (s *session) close(reason error) {
 		for _, p := range inflight {
 			p.b.cancel(p, why)
 		}
+		s.endListens()
 		bySub := map[*backend][]string{}
 		for uri, b := range subs {
 			bySub[b] = append(bySub[b], uri)
