@@ -59,6 +59,8 @@ type backend struct {
 	badLines   uint64
 	orphaned   uint64
 	lastClient *session // most recently active session, for server-to-client requests
+
+	up upstream // a modern child's one subscriptions/listen, for all listeners (listen.go); own lock
 }
 
 // Pending request states, guarded by backend.mu.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
@@ -17,8 +19,9 @@ import (
 // the child to the listeners' resources (reference-counted with the legacy
 // sessions' own subscriptions, so the child sees one subscribe), and tags
 // what it forwards. A modern child has its own subscriptions/listen: the
-// listen is forwarded, and the child's tagged notifications are routed
-// back to the listener with its own id.
+// pool keeps one open on it (upstream) with the union of its listeners'
+// filters, reopened when that union grows or shrinks, and fans the child's
+// notifications out to the listeners that asked, each with its own tag.
 
 // metaSubscriptionID tags a notification with the listen it belongs to.
 const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
@@ -40,29 +43,25 @@ type filter struct {
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
 }
 
-// listen answers a modern client's subscriptions/listen. It reports
-// whether the pool took the request itself (a legacy child); false means
-// forward it to the child, whose own listen serves it.
-func (s *session) listen(id, params []byte) bool {
+// listen answers a modern client's subscriptions/listen itself; the
+// request stays open until the client cancels it or goes away.
+func (s *session) listen(id, params []byte) {
 	b, err := s.srv.backendFor(s)
 	if err != nil {
 		s.replyError(id, err)
-		return true
+		return
 	}
 	hs, err := b.handshakeResult(s.closed)
 	if err != nil {
 		s.replyError(id, err)
-		return true
-	}
-	if hs.era == EraModern {
-		return false
+		return
 	}
 	var p struct {
 		Notifications filter `json:"notifications"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
 		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "subscriptions/listen: " + err.Error()})
-		return true
+		return
 	}
 	honored := hs.honor(p.Notifications)
 	l := &listener{id: id, b: b, tools: honored.ToolsListChanged, prompts: honored.PromptsListChanged,
@@ -79,17 +78,20 @@ func (s *session) listen(id, params []byte) bool {
 	if dup {
 		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: fmt.Sprintf("request id %s is already in flight in this session", id)})
-		return true
+		return
 	}
-	for _, uri := range l.uris {
-		if b.subscribe(uri) {
-			b.internalRequest("resources/subscribe", subscribeParams(uri))
+	if hs.era == EraModern {
+		b.syncUpstream()
+	} else {
+		for _, uri := range l.uris {
+			if b.subscribe(uri) {
+				b.internalRequest("resources/subscribe", subscribeParams(uri))
+			}
 		}
 	}
 	ack, _ := json.Marshal(map[string]any{"_meta": map[string]any{metaSubscriptionID: json.RawMessage(id)},
 		"notifications": honored})
 	s.deliver(jsonrpc.AppendNotification(nil, "notifications/subscriptions/acknowledged", ack))
-	return true
 }
 
 // honor is the part of a filter the child can deliver, from the
@@ -142,8 +144,12 @@ func (s *session) endListens() {
 }
 
 // release gives back the listen's stake in the child's resource
-// subscriptions.
+// subscriptions (legacy child) or in its one upstream listen (modern).
 func (l *listener) release() {
+	if l.b.isModern() {
+		l.b.syncUpstream()
+		return
+	}
 	for _, uri := range l.uris {
 		if l.b.unsubscribe(uri) {
 			l.b.internalRequest("resources/unsubscribe", subscribeParams(uri))
@@ -208,38 +214,108 @@ func tagNotification(msg *jsonrpc.Message, id []byte) []byte {
 	return jsonrpc.AppendNotification(nil, msg.Method, out)
 }
 
-// routeTagged delivers a modern child's notification that belongs to a
-// forwarded subscriptions/listen (tagged with the pool's id for it) to
-// that listen's client, re-tagged with the client's id. It reports whether
-// the notification was such.
-func (b *backend) routeTagged(msg *jsonrpc.Message) bool {
-	params := msg.Params.Of(msg.Raw)
-	meta := jsonrpc.Member(params, "_meta")
-	if !meta.Present() || params[meta.Start] != '{' {
-		return false
-	}
-	m := meta.Of(params)
-	tag := jsonrpc.Member(m, metaSubscriptionID)
-	if !tag.Present() {
-		return false
-	}
-	poolID, ok := jsonrpc.ParseUint(tag.Of(m))
-	if !ok {
-		return false
-	}
+// upstream is the one subscriptions/listen the pool keeps open on a
+// modern child for all of the child's listeners. mu serializes its
+// reopening; it is taken before backend.mu and session.mu, never after.
+type upstream struct {
+	mu sync.Mutex
+	p  *pending // the open listen, or nil
+	f  filter   // what it asked for
+}
+
+func (b *backend) isModern() bool {
 	b.mu.Lock()
-	p := b.pending[poolID]
-	var to *session
-	var origID []byte
-	if p != nil && p.method == "subscriptions/listen" && p.held == nil {
-		to, origID = p.sess, p.origID
+	defer b.mu.Unlock()
+	return b.hs != nil && b.hs.era == EraModern
+}
+
+// union is what the child's listeners ask for together.
+func (b *backend) union() filter {
+	var u filter
+	for _, s := range b.sessions() {
+		s.mu.Lock()
+		for _, l := range s.listens {
+			if l.b == b {
+				u.ToolsListChanged = u.ToolsListChanged || l.tools
+				u.PromptsListChanged = u.PromptsListChanged || l.prompts
+				u.ResourcesListChanged = u.ResourcesListChanged || l.resources
+				u.ResourceSubscriptions = append(u.ResourceSubscriptions, l.uris...)
+			}
+		}
+		s.mu.Unlock()
 	}
+	slices.Sort(u.ResourceSubscriptions)
+	u.ResourceSubscriptions = slices.Compact(u.ResourceSubscriptions)
+	return u
+}
+
+func (f filter) empty() bool {
+	return !f.ToolsListChanged && !f.PromptsListChanged && !f.ResourcesListChanged && len(f.ResourceSubscriptions) == 0
+}
+
+func (f filter) equal(g filter) bool {
+	return f.ToolsListChanged == g.ToolsListChanged && f.PromptsListChanged == g.PromptsListChanged &&
+		f.ResourcesListChanged == g.ResourcesListChanged && slices.Equal(f.ResourceSubscriptions, g.ResourceSubscriptions)
+}
+
+// syncUpstream makes the modern child's one upstream listen ask for what
+// its listeners ask for: opened for the first, reopened (the new one
+// first, then the old one cancelled) when the union changes, closed after
+// the last. A restarted child gets it again.
+func (b *backend) syncUpstream() {
+	if !b.isModern() {
+		return
+	}
+	b.up.mu.Lock()
+	defer b.up.mu.Unlock()
+	want := b.union() // under up.mu: a stale union must not reopen what a later one closed
+	old := b.up.p
+	b.mu.Lock()
+	alive := old != nil && old.state != stDone
 	b.mu.Unlock()
-	if to == nil {
-		return true // a listen that ended: nobody to tell
+	if alive && b.up.f.equal(want) || !alive && want.empty() {
+		return
 	}
-	at := jsonrpc.Span{Start: msg.Params.Start + meta.Start + tag.Start, End: msg.Params.Start + meta.Start + tag.End}
-	to.deliver(jsonrpc.Splice(nil, msg.Raw, at, origID))
+	b.up.p, b.up.f = nil, want
+	if !want.empty() {
+		info, _ := json.Marshal(b.p.opts.ClientInfo)
+		params, _ := json.Marshal(map[string]any{"notifications": want, "_meta": map[string]any{
+			metaProtocolVersion: Modern, metaClientCapabilities: map[string]any{}, metaClientInfo: json.RawMessage(info)}})
+		id := b.p.nextID.Add(1)
+		p := &pending{id: id, method: "subscriptions/listen", received: time.Now(), reply: make(chan []byte, 1),
+			line: jsonrpc.AppendRequest(nil, id, "subscriptions/listen", params)}
+		if b.send(p) == nil {
+			b.up.p = p
+		}
+	}
+	if alive {
+		if won, written := b.end(old); won && written {
+			b.cancelAtChild(old, "the pool's listen was replaced")
+		}
+	}
+}
+
+// routeTagged fans a modern child's notification for the pool's upstream
+// listen out to the listeners that asked for it, each tagged with its own
+// id (the child's acknowledgement stays here: the pool acknowledged each
+// listen itself). It reports whether the notification was tagged at all.
+func (b *backend) routeTagged(msg *jsonrpc.Message) bool {
+	tag := subscriptionOf(msg.Raw, *msg)
+	if tag == nil {
+		return false
+	}
+	poolID, ok := jsonrpc.ParseUint(tag)
+	b.up.mu.Lock()
+	current := ok && b.up.p != nil && b.up.p.id == poolID
+	b.up.mu.Unlock()
+	if !current || msg.Method == "notifications/subscriptions/acknowledged" {
+		return true // an upstream listen that was replaced, or its acknowledgement
+	}
+	params := msg.Params.Of(msg.Raw)
+	uri, _ := jsonrpc.String(params, jsonrpc.Member(params, "uri"))
+	for _, s := range b.sessions() {
+		s.deliverChange(b, msg, uri)
+	}
 	return true
 }
 
@@ -258,4 +334,25 @@ func subscriptionOf(line []byte, m jsonrpc.Message) []byte {
 		return nil
 	}
 	return tag.Of(meta.Of(params))
+}
+
+// resubscribe gives a new child the subscriptions its sessions hold: the
+// counted resources/subscribe of a legacy child, the upstream listen of a
+// modern one. The first child has none.
+func (b *backend) resubscribe() {
+	b.mu.Lock()
+	uris := make([]string, 0, len(b.subs))
+	for uri := range b.subs {
+		uris = append(uris, uri)
+	}
+	modern := b.hs != nil && b.hs.era == EraModern
+	b.mu.Unlock()
+	if modern {
+		b.syncUpstream()
+		return
+	}
+	slices.Sort(uris)
+	for _, uri := range uris {
+		b.internalRequest("resources/subscribe", subscribeParams(uri))
+	}
 }

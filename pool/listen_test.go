@@ -139,22 +139,88 @@ func countInLog(t *testing.T, path, method string) int {
 	return n
 }
 
-// TestListenOnModernChild: a modern child's own subscriptions/listen
-// serves the listen; its notifications, tagged with the pool's id for the
-// request, reach the listening client tagged with the client's id, and no
-// other session.
+// TestListenOnModernChild: a modern child gets one subscriptions/listen
+// from the pool whatever the number of listening clients, asking for the
+// union of their filters (reopened when it changes, the old one
+// cancelled, so one is open at a time), and closed after the last; each
+// client gets only the kinds it asked for, tagged with its own id, and a
+// session without a listen gets nothing.
 func TestListenOnModernChild(t *testing.T) {
-	tp := newTestPool(t, nil, fake("srv", "-era", "modern"))
-	l, other := tp.dial(t, "srv"), tp.dial(t, "srv")
-	l.send(`{"jsonrpc":"2.0","id":"mine","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
-	if ack := l.recv(); ack.Method != "notifications/subscriptions/acknowledged" || !strings.Contains(ack.raw, `"io.modelcontextprotocol/subscriptionId":"mine"`) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern", "-log", logPath))
+	tools, prompts, tools2, other := tp.dial(t, "srv"), tp.dial(t, "srv"), tp.dial(t, "srv"), tp.dial(t, "srv")
+	open := func(c *client, id, filter string) {
+		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"subscriptions/listen","params":{"notifications":` + filter + `,` + modernMeta + `}}`)
+		if ack := c.recv(); ack.Method != "notifications/subscriptions/acknowledged" ||
+			!strings.Contains(ack.raw, `"io.modelcontextprotocol/subscriptionId":`+id) {
+			t.Fatalf("ack: %s", ack.raw)
+		}
+	}
+	open(tools, `"t"`, `{"toolsListChanged":true}`)
+	open(prompts, `"p"`, `{"promptsListChanged":true}`)
+	open(tools2, `"t2"`, `{"toolsListChanged":true}`)
+	// Wait for the reopened upstream listen to be acknowledged by the
+	// child, and the first to be cancelled: one open at a time.
+	eventually(t, "one upstream listen for tools and prompts", func() bool {
+		return countInLog(t, logPath, "subscriptions/listen") == 2 && countInLog(t, logPath, "notifications/cancelled") == 1
+	})
+	after := func(c *client, id string) []string {
+		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"s"},` + modernMeta + `}}`)
+		_, before := c.recvID(id)
+		return notificationsIn(before)
+	}
+	for _, kind := range []string{"tools", "prompts"} {
+		// The child writes the notification before its answer to notify,
+		// and the pool reads in order: once other has its answer, the
+		// listeners' queues hold what they will get.
+		other.send(`{"jsonrpc":"2.0","id":"n","method":"tools/call","params":{"name":"notify","arguments":{"kind":"` + kind + `"},` + modernMeta + `}}`)
+		if _, before := other.recvID(`"n"`); len(before) != 0 {
+			t.Fatalf("a session without a listen got %s", before[0].raw)
+		}
+		got := strings.Join(append(append(after(tools, `"a"`), after(prompts, `"a"`)...), after(tools2, `"a"`)...), ";")
+		want := map[string]string{
+			"tools":   `notifications/tools/list_changed "t";notifications/tools/list_changed "t2"`,
+			"prompts": `notifications/prompts/list_changed "p"`,
+		}[kind]
+		if got != want {
+			t.Fatalf("notify %s: listeners got %q, want %q", kind, got, want)
+		}
+	}
+	for _, c := range []*client{tools, prompts, tools2} {
+		c.close()
+	}
+	eventually(t, "the upstream listen to close with the last listener", func() bool {
+		return countInLog(t, logPath, "subscriptions/listen") == countInLog(t, logPath, "notifications/cancelled")
+	})
+}
+
+// TestListenSurvivesRestart: a restarted legacy child is subscribed again
+// (once) to the resources its listeners and legacy sessions hold, and
+// their updates keep coming.
+func TestListenSurvivesRestart(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-log", logPath))
+	l, other, old := tp.dial(t, "srv"), tp.dial(t, "srv"), tp.dial(t, "srv")
+	old.initialize("old", "")
+	old.send(`{"jsonrpc":"2.0","id":"sub","method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
+	old.recvID(`"sub"`)
+	l.send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["fake://counter"]},` + modernMeta + `}}`)
+	if ack := l.recv(); ack.Method != "notifications/subscriptions/acknowledged" {
 		t.Fatalf("ack: %s", ack.raw)
 	}
-	other.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"notify","arguments":{"kind":"tools"},` + modernMeta + `}}`)
-	if _, before := other.recvID("1"); len(before) != 0 {
-		t.Fatalf("a session without a listen got %s", before[0].raw)
+	pid := tp.Snapshot().Backends[0].PID
+	other.send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"crash","arguments":{},` + modernMeta + `}}`)
+	other.recvID(`"c"`)
+	eventually(t, "a new child, subscribed again", func() bool {
+		b := tp.Snapshot().Backends
+		return len(b) == 1 && b[0].PID != 0 && b[0].PID != pid && countInLog(t, logPath, "resources/subscribe") == 2
+	})
+	other.send(`{"jsonrpc":"2.0","id":"n","method":"tools/call","params":{"name":"notify","arguments":{"kind":"updated"},` + modernMeta + `}}`)
+	other.recvID(`"n"`)
+	if n := l.recv(); n.Method != "notifications/resources/updated" || !strings.Contains(n.raw, `"io.modelcontextprotocol/subscriptionId":"L"`) {
+		t.Fatalf("after the restart: %s", n.raw)
 	}
-	if n := l.recv(); n.Method != "notifications/tools/list_changed" || !strings.Contains(n.raw, `"io.modelcontextprotocol/subscriptionId":"mine"`) {
-		t.Fatalf("notification: %s", n.raw)
+	if n := old.recv(); n.Method != "notifications/resources/updated" || strings.Contains(n.raw, "subscriptionId") {
+		t.Fatalf("legacy session after the restart: %s", n.raw)
 	}
 }

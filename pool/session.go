@@ -156,9 +156,8 @@ func (s *session) onRequest(msg *jsonrpc.Message) {
 		}
 	case "subscriptions/listen":
 		s.noteModern(params)
-		if s.listen(id, params) {
-			return
-		}
+		s.listen(id, params)
+		return
 	}
 	s.forward(msg, id)
 }

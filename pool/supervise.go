@@ -113,6 +113,7 @@ func (b *backend) startAndHandshake() (*child, error) {
 	b.signal()
 	b.emitState()
 	b.log.Info("child ready", "pid", c.pid, "era", hs.era, "protocolVersion", hs.protocolVersion)
+	b.resubscribe()
 	return c, nil
 }
 
@@ -187,7 +188,8 @@ func (b *backend) reap(c *child) {
 	}
 	b.queue = append(requeue, b.queue...)
 	clear(b.reverse)
-	clear(b.subs)
+	// b.subs stays: the sessions still hold those subscriptions, and the
+	// next child is subscribed again once ready (resubscribe).
 	b.checkEmptiedLocked()
 	b.mu.Unlock()
 
