@@ -60,6 +60,12 @@ func modernHTTP(r *http.Request, body []byte, msg jsonrpc.Message) bool {
 // against the body (400, -32020), the version (400, -32022), and methods
 // the revision removed (404, -32601). nil means serve it.
 func validateModern(h http.Header, body []byte, msg jsonrpc.Message) *httpRefusal {
+	return checkModern(h, body, msg, true)
+}
+
+// checkModern is validateModern; the stdio front door has no headers to
+// check (withHeaders false).
+func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bool) *httpRefusal {
 	var params []byte
 	if msg.Params.Present() {
 		params = msg.Params.Of(body)
@@ -79,21 +85,9 @@ func validateModern(h http.Header, body []byte, msg jsonrpc.Message) *httpRefusa
 	if caps := jsonrpc.Member(meta, metaClientCapabilities); !caps.Present() || meta[caps.Start] != '{' {
 		return refuse(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: _meta lacks %s", metaClientCapabilities)
 	}
-	if hv := h.Values("MCP-Protocol-Version"); len(hv) != 1 || hv[0] != version {
-		return headerMismatch("MCP-Protocol-Version", hv, version)
-	}
-	if hv := h.Values("Mcp-Method"); len(hv) != 1 || hv[0] != msg.Method {
-		return headerMismatch("Mcp-Method", hv, msg.Method)
-	}
-	if key, ok := namedMethods[msg.Method]; ok {
-		want, _ := jsonrpc.String(params, jsonrpc.Member(params, key))
-		hv := h.Values("Mcp-Name")
-		got, valid := "", len(hv) == 1
-		if valid {
-			got, valid = decodeHeaderValue(hv[0])
-		}
-		if !valid || got != want {
-			return headerMismatch("Mcp-Name", hv, want)
+	if withHeaders {
+		if bad := checkHeaders(h, params, msg.Method, version); bad != nil {
+			return bad
 		}
 	}
 	if version != Modern {
@@ -104,6 +98,28 @@ func validateModern(h http.Header, body []byte, msg jsonrpc.Message) *httpRefusa
 	}
 	if removedInModern[msg.Method] {
 		return refuse(http.StatusNotFound, jsonrpc.CodeMethodNotFound, "method not found: %s is not part of %s", msg.Method, Modern)
+	}
+	return nil
+}
+
+// checkHeaders compares the mirrored headers with the body.
+func checkHeaders(h http.Header, params []byte, method, version string) *httpRefusal {
+	if hv := h.Values("MCP-Protocol-Version"); len(hv) != 1 || hv[0] != version {
+		return headerMismatch("MCP-Protocol-Version", hv, version)
+	}
+	if hv := h.Values("Mcp-Method"); len(hv) != 1 || hv[0] != method {
+		return headerMismatch("Mcp-Method", hv, method)
+	}
+	if key, ok := namedMethods[method]; ok {
+		want, _ := jsonrpc.String(params, jsonrpc.Member(params, key))
+		hv := h.Values("Mcp-Name")
+		got, valid := "", len(hv) == 1
+		if valid {
+			got, valid = decodeHeaderValue(hv[0])
+		}
+		if !valid || got != want {
+			return headerMismatch("Mcp-Name", hv, want)
+		}
 	}
 	return nil
 }

@@ -147,3 +147,29 @@ func TestHTTPModernValidation(t *testing.T) {
 		t.Fatalf("%d refused-or-served echo calls reached the child, want exactly the base64 one", calls)
 	}
 }
+
+// TestStdioModernValidation: a 2026-07-28 request over stdio gets the same
+// _meta, version and removed-method checks as over HTTP, without reaching
+// the child.
+func TestStdioModernValidation(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	c := tp.dial(t, "srv")
+	for _, tc := range []struct {
+		body string
+		code int
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`, -32022},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, -32602},
+		{`{"jsonrpc":"2.0","id":3,"method":"ping","params":{` + modernMeta + `}}`, -32601},
+		{`{"jsonrpc":"2.0","id":4,"method":"logging/setLevel","params":{"level":"debug",` + modernMeta + `}}`, -32601},
+	} {
+		c.send(tc.body)
+		var id struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal([]byte(tc.body), &id)
+		if m, _ := c.recvID(string(id.ID)); m.Error == nil || m.Error.Code != tc.code {
+			t.Fatalf("%s: %s, want %d", tc.body, m.raw, tc.code)
+		}
+	}
+}

@@ -121,6 +121,12 @@ func (s *session) replyError(id []byte, err error) {
 func (s *session) onRequest(msg *jsonrpc.Message) {
 	id := append([]byte(nil), msg.IDBytes()...)
 	params := msg.Params.Of(msg.Raw)
+	if modernMeta(msg.Raw, *msg) { // a 2026-07-28 request: checked as the HTTP front door checks it
+		if bad := checkModern(nil, msg.Raw, *msg, false); bad != nil {
+			s.replyError(id, bad.err)
+			return
+		}
+	}
 	switch msg.Method {
 	case "initialize":
 		s.initialize(id, params)
