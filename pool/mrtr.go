@@ -93,14 +93,6 @@ func (h *mrtrHolds) take(state string) *mrtrHold {
 	return x
 }
 
-func (h *mrtrHolds) drop(x *mrtrHold) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.m[x.state] == x {
-		delete(h.m, x.state)
-	}
-}
-
 // carryAsMRTR answers a child's question through a modern client's call,
 // if one of the modern calls in flight on this child can carry it. It
 // reports whether it took the question.

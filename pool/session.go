@@ -521,13 +521,6 @@ func (s *session) lastActiveAt() time.Time {
 	return s.lastActive
 }
 
-func (s *session) subscribed(uri string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.subs[uri]
-	return ok
-}
-
 func (s *session) wantsLogs() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
