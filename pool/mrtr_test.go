@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 // inputRequiredResult is an InputRequiredResult as a modern client reads it.
@@ -111,5 +112,47 @@ func TestMRTRRefusesWhatTheClientCannotAnswer(t *testing.T) {
 		first.RequestState + `",` + samplingMeta + `}}`)
 	if m.Error == nil || m.Error.Code != -32602 {
 		t.Fatalf("requestState on another tool: %s", m.raw)
+	}
+}
+
+// TestMRTRKeepsAnAnswerForTheRetry: the child finishes a held call before
+// the client retries (here it stops waiting for its question); the retry
+// gets that result, as a 2026-07-28 result, and nothing more reaches the
+// child for the question.
+func TestMRTRKeepsAnAnswerForTheRetry(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv", "-ask-timeout", "50ms"))
+	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	first := readResult(t, h.call(askCall("1", "sampling", "")))
+	if first.ResultType != "input_required" {
+		t.Fatalf("first answer: %+v", first)
+	}
+	eventually(t, "the child to finish the held call", func() bool { return len(tp.Snapshot().InFlight) == 0 })
+	var key string
+	for k := range first.InputRequests {
+		key = k
+	}
+	answer := `{"` + key + `":{"role":"assistant","content":{"type":"text","text":"late"},"model":"m"}}`
+	done := readResult(t, h.call(askCall("2", "sampling", `,"requestState":"`+first.RequestState+`","inputResponses":`+answer)))
+	if done.ResultType != "complete" || len(done.Content) != 1 || done.Content[0].Text != "no answer" {
+		t.Fatalf("retry after the child finished: %+v", done)
+	}
+}
+
+// TestMRTRHeldCallTimesOut: a held call still has its request timeout. A
+// client that never comes back leaves nothing running at the child; one
+// that comes back late gets the timeout error, not a hang.
+func TestMRTRHeldCallTimesOut(t *testing.T) {
+	cfg := fake("srv")
+	cfg.RequestTimeout = 100 * time.Millisecond
+	tp := newTestPool(t, nil, cfg)
+	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	first := readResult(t, h.call(askCall("1", "sampling", "")))
+	if first.ResultType != "input_required" {
+		t.Fatalf("first answer: %+v", first)
+	}
+	eventually(t, "the held call to time out", func() bool { return len(tp.Snapshot().InFlight) == 0 })
+	m := h.call(askCall("2", "sampling", `,"requestState":"`+first.RequestState+`","inputResponses":{}`))
+	if m.Error == nil || m.Error.Code != -32001 {
+		t.Fatalf("retry after the timeout: %s", m.raw)
 	}
 }

@@ -56,6 +56,7 @@ type options struct {
 	startupDelay   time.Duration
 	stderrLine     string
 	exitAtStart    int
+	askTimeout     time.Duration
 }
 
 // Main runs the fake server with command-line args (without the program
@@ -78,6 +79,7 @@ func Main(args []string) {
 	fs.DurationVar(&o.startupDelay, "startup-delay", 0, "wait this long before reading stdin")
 	fs.StringVar(&o.stderrLine, "stderr", "", "write this `line` to stderr at start")
 	fs.IntVar(&o.exitAtStart, "exit-at-start", -1, "exit at once with this `code` (after -stderr)")
+	fs.DurationVar(&o.askTimeout, "ask-timeout", 0, "the ask tool gives up waiting for its client after this long and answers \"no answer\"")
 	_ = fs.Parse(args) // ExitOnError: exits on a bad flag
 	log.SetFlags(0)
 	log.SetPrefix("fakemcp: ")
@@ -901,7 +903,20 @@ func (s *server) ask(r *request, kind string) {
 		s.mu.Lock()
 		delete(s.answers, string(id))
 		s.mu.Unlock()
+	case <-askTimeout(s.o.askTimeout):
+		s.mu.Lock()
+		delete(s.answers, string(id))
+		s.mu.Unlock()
+		s.reply(r, text("no answer"))
 	}
+}
+
+// askTimeout is -ask-timeout's timer; without the flag, it never fires.
+func askTimeout(d time.Duration) <-chan time.Time {
+	if d <= 0 {
+		return nil
+	}
+	return time.After(d)
 }
 
 // askInline is ask under 2026-07-28: the question goes back as an
