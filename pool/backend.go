@@ -475,6 +475,11 @@ func (b *backend) onResponse(msg *jsonrpc.Message) {
 		b.keepForRetry(p, msg.Raw)
 		return
 	}
+	if b.askLegacyClient(p, sess, origID, msg) {
+		b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: sess.id, PID: p.pid, PoolID: p.id,
+			Method: p.method, Name: p.name, Status: StatusOK, Size: len(msg.Raw), Written: true, Payload: b.capture(msg.Raw)})
+		return
+	}
 	var out []byte
 	if b.bridgesToModern(p) {
 		out = modernResponse(msg, p.method, origID)

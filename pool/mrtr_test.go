@@ -156,3 +156,33 @@ func TestMRTRHeldCallTimesOut(t *testing.T) {
 		t.Fatalf("retry after the timeout: %s", m.raw)
 	}
 }
+
+// TestLegacyClientOfModernChildAnswersInputRequired: a modern child answers
+// a legacy client's call with input_required; the pool asks the client
+// the child's question as a request of its own, retries the call at the
+// child with the answer and the child's requestState, and the client gets
+// the final result under its own id. A client that did not declare the
+// capability gets an error, not a result it cannot read.
+func TestLegacyClientOfModernChildAnswersInputRequired(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern"))
+	c := tp.dial(t, "srv")
+	c.initialize("old", `{"sampling":{}}`)
+	c.call(`"call"`, "ask", `{"kind":"sampling"}`)
+	q := c.recv()
+	if q.Method != "sampling/createMessage" || len(q.ID) == 0 || !strings.Contains(string(q.Params), "six times seven") {
+		t.Fatalf("question: %s", q.raw)
+	}
+	c.send(`{"jsonrpc":"2.0","id":` + string(q.ID) + `,"result":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`)
+	m, _ := c.recvID(`"call"`)
+	var r inputRequiredResult
+	if err := json.Unmarshal(m.Result, &r); err != nil || len(r.Content) != 1 || !strings.Contains(r.Content[0].Text, "forty-two") {
+		t.Fatalf("final result: %s", m.raw)
+	}
+
+	without := tp.dial(t, "srv")
+	without.initialize("no-sampling", "")
+	without.call("7", "ask", `{"kind":"sampling"}`)
+	if m, _ := without.recvID("7"); m.Error == nil {
+		t.Fatalf("a client without sampling: %s", m.raw)
+	}
+}

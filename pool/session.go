@@ -377,6 +377,9 @@ func (s *session) onNotification(msg *jsonrpc.Message) {
 
 // onResponse routes the client's answer to a child's request.
 func (s *session) onResponse(msg *jsonrpc.Message) {
+	if s.answerRound(msg) {
+		return // an answer to a modern child's question (inputbridge.go)
+	}
 	for _, b := range s.srv.backendsOf(s) {
 		if b.answerChild(s, msg) {
 			return

@@ -1,0 +1,208 @@
+package pool
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
+
+// The other direction of mrtr.go: a 2026-07-28 child answers a call with
+// resultType "input_required", but a legacy client knows no such result;
+// it takes the server's questions as requests of their own. The pool asks
+// the legacy client each question as a server-to-client request, collects
+// the answers, and retries the call at the child with inputResponses and
+// the child's requestState; the client sees one call and one result.
+
+// inputRound is one input_required answer being turned into questions to
+// a legacy client.
+type inputRound struct {
+	b      *backend
+	sess   *session
+	call   *pending        // the call the child answered with input_required
+	state  json.RawMessage // the child's requestState, echoed back; nil if none
+	timer  *time.Timer
+	mu     sync.Mutex
+	left   map[uint64]string // question id -> inputRequests key, not yet answered
+	answer map[string]json.RawMessage
+	over   bool
+}
+
+// inputRounds are the rounds waiting for a legacy client's answers, by the
+// pool id of each question.
+type inputRounds struct {
+	mu sync.Mutex
+	m  map[uint64]*inputRound
+}
+
+func (r *inputRounds) add(id uint64, x *inputRound) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[uint64]*inputRound{}
+	}
+	r.m[id] = x
+}
+
+func (r *inputRounds) take(id uint64) *inputRound {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	x := r.m[id]
+	delete(r.m, id)
+	return x
+}
+
+// askLegacyClient turns a modern child's input_required answer to a
+// legacy client's call into questions to that client. It reports whether
+// it took the answer (false: deliver it as it is).
+func (b *backend) askLegacyClient(p *pending, sess *session, origID []byte, msg *jsonrpc.Message) bool {
+	if p.modern || p.sess == nil || !msg.Result.Present() {
+		return false
+	}
+	res := msg.Result.Of(msg.Raw)
+	if t, _ := jsonrpc.String(res, jsonrpc.Member(res, "resultType")); t != "input_required" {
+		return false
+	}
+	b.mu.Lock()
+	modernChild := b.hs != nil && b.hs.era == EraModern
+	b.mu.Unlock()
+	if !modernChild {
+		return false
+	}
+	var r struct {
+		InputRequests map[string]struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		} `json:"inputRequests"`
+		RequestState json.RawMessage `json:"requestState"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return false
+	}
+	for _, q := range r.InputRequests {
+		if !sess.canAnswer(q.Method) {
+			sess.deliverResponse(p, jsonrpc.AppendErrorResponse(nil, origID, &jsonrpc.Error{Code: jsonrpc.CodeNoClient,
+				Message: fmt.Sprintf("server %q needs %s, which this client did not declare", b.srv.name, q.Method)}))
+			return true
+		}
+	}
+	x := &inputRound{b: b, sess: sess, call: p, state: r.RequestState, left: map[uint64]string{},
+		answer: map[string]json.RawMessage{}}
+	questions := make([][]byte, 0, len(r.InputRequests))
+	for key, q := range r.InputRequests {
+		id := b.p.nextID.Add(1)
+		x.left[id] = key
+		b.p.rounds.add(id, x)
+		questions = append(questions, jsonrpc.AppendRequest(nil, id, q.Method, q.Params))
+	}
+	x.timer = time.AfterFunc(b.requestTimeout(), func() {
+		x.end(&jsonrpc.Error{Code: jsonrpc.CodeRequestTimeout,
+			Message: fmt.Sprintf("the client did not answer server %q's questions within %s", b.srv.name, b.requestTimeout())})
+	})
+	if len(questions) == 0 { // only a requestState: retry at once
+		x.retry()
+		return true
+	}
+	for _, q := range questions {
+		sess.deliver(q)
+	}
+	return true
+}
+
+// answerRound takes a legacy client's answer to one of the pool's
+// questions. It reports whether the answer was one.
+func (s *session) answerRound(msg *jsonrpc.Message) bool {
+	id, ok := jsonrpc.ParseUint(msg.IDBytes())
+	if !ok {
+		return false
+	}
+	x := s.p.rounds.take(id)
+	if x == nil {
+		return false
+	}
+	if x.sess != s {
+		s.p.rounds.add(id, x) // not this client's to answer
+		return false
+	}
+	if msg.Error.Present() {
+		_, m := errorFields(msg.Error.Of(msg.Raw))
+		x.end(&jsonrpc.Error{Code: jsonrpc.CodeNoClient, Message: "the client refused the server's question: " + m})
+		return true
+	}
+	x.mu.Lock()
+	key, pending := x.left[id]
+	if pending && !x.over {
+		delete(x.left, id)
+		x.answer[key] = append(json.RawMessage(nil), msg.Result.Of(msg.Raw)...)
+	}
+	done := len(x.left) == 0 && !x.over
+	if done {
+		x.over = true
+	}
+	x.mu.Unlock()
+	if done {
+		x.timer.Stop()
+		x.retry()
+	}
+	return true
+}
+
+// end gives up the round: the client gets err for its call.
+func (x *inputRound) end(err *jsonrpc.Error) {
+	x.mu.Lock()
+	if x.over {
+		x.mu.Unlock()
+		return
+	}
+	x.over = true
+	left := x.left
+	x.left = nil
+	x.mu.Unlock()
+	x.timer.Stop()
+	for id := range left {
+		x.b.p.rounds.take(id)
+	}
+	x.sess.deliverResponse(x.call, jsonrpc.AppendErrorResponse(nil, x.call.origID, err))
+}
+
+// retry sends the call to the child again, as the same client request,
+// with the answers and the child's requestState.
+func (x *inputRound) retry() {
+	p, s := x.call, x.sess
+	msg, err := jsonrpc.Parse(p.line)
+	if err != nil || !msg.Params.Present() {
+		x.sess.deliverResponse(p, jsonrpc.AppendErrorResponse(nil, p.origID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: "cannot retry the call"}))
+		return
+	}
+	params := map[string]json.RawMessage{}
+	_ = json.Unmarshal(msg.Params.Of(msg.Raw), &params)
+	answers, _ := json.Marshal(x.answer)
+	params["inputResponses"] = answers
+	delete(params, "requestState")
+	if len(x.state) > 0 {
+		params["requestState"] = x.state
+	}
+	raw, _ := json.Marshal(params)
+	id := x.b.p.nextID.Add(1)
+	line := jsonrpc.AppendRequest(nil, id, p.method, raw)
+	next := &pending{id: id, sess: s, b: x.b, origID: p.origID, method: p.method, name: p.name, line: line,
+		token: p.token, origToken: p.origToken, received: time.Now()}
+	s.mu.Lock()
+	if s.inflight[string(p.origID)] != p || isClosed(s.closed) {
+		s.mu.Unlock()
+		return // the client cancelled or went away meanwhile
+	}
+	s.inflight[string(p.origID)] = next
+	s.mu.Unlock()
+	s.p.emit(Event{Kind: EventRequestReceived, Time: next.received, Server: s.srv.name, Session: s.id, PoolID: id,
+		Method: next.method, Name: next.name, OriginalID: string(p.origID), Size: len(line),
+		Payload: x.b.capture(line)})
+	next.timer = time.AfterFunc(x.b.requestTimeout(), func() { x.b.expire(next) })
+	if err := x.b.send(next); err != nil {
+		next.timer.Stop()
+		s.deliverResponse(next, jsonrpc.AppendErrorResponse(nil, p.origID, asRPCError(err)))
+	}
+}
