@@ -61,14 +61,14 @@ func (b *backend) askLegacyClient(p *pending, sess *session, origID []byte, msg 
 	if p.modern || p.sess == nil || !msg.Result.Present() {
 		return false
 	}
-	res := msg.Result.Of(msg.Raw)
-	if t, _ := jsonrpc.String(res, jsonrpc.Member(res, "resultType")); t != "input_required" {
-		return false
-	}
 	b.mu.Lock()
 	modernChild := b.hs != nil && b.hs.era == EraModern
 	b.mu.Unlock()
-	if !modernChild {
+	if !modernChild { // the common case: no scan of the result
+		return false
+	}
+	res := msg.Result.Of(msg.Raw)
+	if t, _ := jsonrpc.String(res, jsonrpc.Member(res, "resultType")); t != "input_required" {
 		return false
 	}
 	var r struct {

@@ -39,7 +39,7 @@ type session struct {
 	caps            clientCaps
 	logs            bool
 	subs            map[string]*backend  // subscribed resource URIs
-	listens         map[string]*listener // open subscriptions/listen on a legacy child, by request id (listen.go)
+	listens         map[string]*listener // open subscriptions/listen, by request id (listen.go)
 	lastActive      time.Time
 	meta            []byte        // _meta members a modern child needs, for a legacy client
 	quiet           chan struct{} // closed when inflight empties, for closeWhenIdle
