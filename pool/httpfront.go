@@ -210,6 +210,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, name, sid strin
 				flusher = f
 				w.Header().Set("Content-Type", "text/event-stream")
 				w.Header().Set("Cache-Control", "no-cache")
+				w.Header().Set("X-Accel-Buffering", "no") // 2026-07-28: proxies must not hold events back
 				w.WriteHeader(http.StatusOK)
 			}
 			writeEvent(w, flusher, line)
