@@ -48,8 +48,9 @@ func (c *trayCmd) Run(ctx context.Context) error {
 }
 
 type serveCmd struct {
-	Config string `help:"Config file (default: $SWITCHBOARD_HOME/config.json)." type:"path"`
-	HTTP   string `name:"http" help:"Listen address of the HTTP front door, e.g. 127.0.0.1:7777."`
+	Config       string `help:"Config file (default: $SWITCHBOARD_HOME/config.json)." type:"path"`
+	HTTP         string `name:"http" help:"Listen address of the HTTP front door, e.g. 127.0.0.1:7777."`
+	ExitWhenIdle bool   `help:"Stop once no session was seen for autostart.idleExit (how clients start the pool)."`
 }
 
 func (c *serveCmd) Run(ctx context.Context) error {
@@ -65,7 +66,7 @@ func (c *serveCmd) Run(ctx context.Context) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	return app.Serve(ctx, app.Options{ConfigPath: c.Config, HTTPListen: c.HTTP})
+	return app.Serve(ctx, app.Options{ConfigPath: c.Config, HTTPListen: c.HTTP, ExitWhenIdle: c.ExitWhenIdle})
 }
 
 type connectCmd struct {
