@@ -20,11 +20,9 @@ import (
 	"github.com/switchboard-mcp/switchboard/app/config"
 	"github.com/switchboard-mcp/switchboard/app/flock"
 	"github.com/switchboard-mcp/switchboard/app/leaks"
+	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
-
-// Version is the build's version, set by the linker.
-var Version = "dev"
 
 // Options configure a running instance.
 type Options struct {
@@ -108,7 +106,7 @@ func Start(opts Options) (*Instance, error) {
 		Logger:     log,
 		ChildEnv:   []string{leaks.RunEnv + "=" + marker},
 		EvictAfter: cfg.EvictAfter(), // applies from the next start
-		ClientInfo: pool.Implementation{Name: "switchboard", Version: Version},
+		ClientInfo: pool.Implementation{Name: "switchboard", Version: version.Version},
 		Record: func(e pool.Event) {
 			inst.recordChild(e)
 			if recordHistory != nil {
