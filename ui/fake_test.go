@@ -169,6 +169,8 @@ func (f *fakeCtrl) SetStartAtLogin(on bool) error {
 	return f.record("start at login %v", on)
 }
 
-func (f *fakeCtrl) About() string { return "switchboard 1.2.3 (commit abc1234, built 2026-11-23T20:00:00Z, go1.26.8)" }
+func (f *fakeCtrl) About() string {
+	return "switchboard 1.2.3 (commit abc1234, built 2026-11-23T20:00:00Z, go1.26.8)"
+}
 
 var _ Controller = (*fakeCtrl)(nil)
