@@ -33,6 +33,7 @@ type cli struct {
 	History   historyCmd   `cmd:"" help:"Show recorded requests, newest first (works with or without a running pool)."`
 	Hangs     hangsCmd     `cmd:"" help:"Show requests in flight too long: live, and abandoned by earlier runs."`
 	Bench     benchCmd     `cmd:"" help:"Load-test the pool against a direct pipe to the same fake MCP server, in one run."`
+	Setup     setupCmd     `cmd:"" help:"Point a client (claude-code, claude-desktop, cursor, vscode) at Switchboard, with a backup; --undo puts it back."`
 	Autostart autostartCmd `cmd:"" help:"Start Switchboard at login: on, off or status."`
 	Version   versionCmd   `cmd:"" help:"Print the version, commit, build date and Go version."`
 
@@ -106,6 +107,18 @@ func (c *statusCmd) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(tw, "\n%d sessions, %d requests in flight\n", len(st.Sessions), len(st.InFlight))
 	return tw.Flush()
+}
+
+type setupCmd struct {
+	Client string `arg:"" enum:"claude-code,claude-desktop,cursor,vscode" help:"claude-code, claude-desktop, cursor or vscode."`
+	Undo   bool   `help:"Restore the client's config from the backup setup made."`
+}
+
+func (c *setupCmd) Run(ctx context.Context) error {
+	if c.Undo {
+		return app.UndoSetup(c.Client, os.Stdout)
+	}
+	return app.Setup(ctx, c.Client, os.Stdout)
 }
 
 type autostartCmd struct {
