@@ -6,6 +6,14 @@
 
 GO       ?= go
 TAGS     := sqlite_omit_load_extension
+
+# The version's one source is FyneApp.toml; builds stamp it, the commit and
+# the build date into package app/version.
+VERSION    := $(shell sed -n 's/^ *Version *= *"\(.*\)"/\1/p' FyneApp.toml)
+COMMIT     := $(shell git rev-parse --short HEAD 2>/dev/null)
+BUILD_DATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+VERSION_PKG := github.com/switchboard-mcp/switchboard/app/version
+LDFLAGS_VERSION := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).BuildDate=$(BUILD_DATE)
 BIN      := bin/switchboard
 ARTIFACTS := artifacts
 
@@ -75,8 +83,8 @@ deps: bin/.deps-ok
 
 # Always hand the build to go: its cache decides what is stale.
 build: deps
-	$(GO) build -tags $(TAGS) -o $(BIN) ./cmd/switchboard
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)-connect ./cmd/switchboard-connect
+	$(GO) build -tags $(TAGS) -ldflags '$(LDFLAGS_VERSION)' -o $(BIN) ./cmd/switchboard
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(LDFLAGS_VERSION)' -o $(BIN)-connect ./cmd/switchboard-connect
 
 run: build
 	$(BIN) $(RUN_ARGS)

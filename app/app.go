@@ -18,12 +18,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/flock"
 	"github.com/switchboard-mcp/switchboard/app/leaks"
+	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
-
-// Version is the build's version, set by the linker.
-var Version = "dev"
 
 // Options configure a running instance.
 type Options struct {
@@ -32,6 +31,10 @@ type Options struct {
 	// HTTPListen overrides the config's http.listen.
 	HTTPListen string
 	Logger     *slog.Logger
+	// ExitWhenIdle stops the instance once no session has been seen for
+	// the config's autostart.idleExit: how a pool that a client started
+	// ends when the user's clients are gone.
+	ExitWhenIdle bool
 }
 
 // Instance is a running pool with its front doors and control API. The UI
@@ -41,12 +44,14 @@ type Instance struct {
 	Pool  *pool.Pool
 	log   *slog.Logger
 
-	configPath string
-	history    *historyState // request history; records nothing when off or unavailable
-	mu         sync.Mutex    // guards the fields below
-	cfg        *config.File
-	configErr  error
-	httpAddr   string // the HTTP front door's bound address, once listening
+	configPath   string
+	exitWhenIdle bool
+	lock         *flock.Lock   // the instance lock: one pool per home, held for life
+	history      *historyState // request history; records nothing when off or unavailable
+	mu           sync.Mutex    // guards the fields below
+	cfg          *config.File
+	configErr    error
+	httpAddr     string // the HTTP front door's bound address, once listening
 }
 
 // ErrAlreadyRunning means another instance owns this SWITCHBOARD_HOME.
@@ -71,18 +76,23 @@ func Start(opts Options) (*Instance, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	inst := &Instance{Paths: paths, log: log, configPath: paths.Config}
+	inst := &Instance{Paths: paths, log: log, configPath: paths.Config, exitWhenIdle: opts.ExitWhenIdle}
 	if opts.ConfigPath != "" {
 		inst.configPath = opts.ConfigPath
 	}
 	if err := paths.EnsureRunDir(); err != nil {
 		return nil, err
 	}
+	if inst.lock, err = lockInstance(paths); err != nil {
+		return nil, err
+	}
 	if err := writeStarterConfig(inst.configPath, opts.ConfigPath == ""); err != nil {
+		inst.lock.Unlock()
 		return nil, err
 	}
 	cfg, err := config.Load(inst.configPath)
 	if err != nil {
+		inst.lock.Unlock()
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	inst.cfg = cfg
@@ -96,7 +106,7 @@ func Start(opts Options) (*Instance, error) {
 		Logger:     log,
 		ChildEnv:   []string{leaks.RunEnv + "=" + marker},
 		EvictAfter: cfg.EvictAfter(), // applies from the next start
-		ClientInfo: pool.Implementation{Name: "switchboard", Version: Version},
+		ClientInfo: pool.Implementation{Name: "switchboard", Version: version.Version},
 		Record: func(e pool.Event) {
 			inst.recordChild(e)
 			if recordHistory != nil {
@@ -109,6 +119,7 @@ func Start(opts Options) (*Instance, error) {
 	if err := inst.Pool.Apply(servers); err != nil {
 		inst.Pool.Close()
 		inst.history.close()
+		inst.lock.Unlock()
 		return nil, err
 	}
 	if remote := cfg.Remote(); len(remote) > 0 {
@@ -118,6 +129,22 @@ func Start(opts Options) (*Instance, error) {
 		inst.cfg.HTTP.Listen = opts.HTTPListen
 	}
 	return inst, nil
+}
+
+// lockInstance takes the instance lock of this home, so that two pools
+// never serve one home: a second one (a user's `serve` racing a client's
+// start, or a tray app started twice) gets ErrAlreadyRunning. The OS
+// releases it when the holder dies, however it dies.
+func lockInstance(paths Paths) (*flock.Lock, error) {
+	l, err := flock.TryLock(paths.LockFile())
+	if errors.Is(err, flock.ErrHeld) {
+		return nil, fmt.Errorf("%w (pid %d holds %s)", ErrAlreadyRunning, flock.ReadPID(paths.LockFile()), paths.LockFile())
+	}
+	if err != nil {
+		return nil, err
+	}
+	_ = l.WritePID()
+	return l, nil
 }
 
 // writeStarterConfig gives a first run a working config, only at the
@@ -150,6 +177,9 @@ func dirOf(path string) string {
 // Run serves until ctx ends, then stops accepting, cancels what is in
 // flight and shuts every child down.
 func (inst *Instance) Run(ctx context.Context) error {
+	defer inst.lock.Unlock()
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	poolLn, err := listenUnix(inst.Paths.PoolSocket())
 	if err != nil {
 		inst.Pool.Close()
@@ -198,6 +228,9 @@ func (inst *Instance) Run(ctx context.Context) error {
 		return nil
 	})
 	g.Go(func() error { inst.sweepLeaks(gctx); return nil })
+	if inst.exitWhenIdle {
+		g.Go(func() error { inst.exitWhenIdleLoop(gctx, stop); return nil })
+	}
 	if front != nil {
 		g.Go(func() error {
 			if err := front.Serve(frontLn); !errors.Is(err, http.ErrServerClosed) {
@@ -236,13 +269,10 @@ func (inst *Instance) Run(ctx context.Context) error {
 	return err
 }
 
-// listenUnix listens on a 0600 socket, replacing a stale one left by a
-// crashed instance but refusing to steal a live one.
+// listenUnix listens on a 0600 socket. The caller holds the instance
+// lock, so a socket file already there is a stale one of a killed
+// instance: it is replaced without waiting on it.
 func listenUnix(path string) (net.Listener, error) {
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("%w (socket %s answers)", ErrAlreadyRunning, path)
-	}
 	_ = os.Remove(path)
 	old := syscall.Umask(0o177)
 	ln, err := net.Listen("unix", path)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
 
@@ -11,6 +12,7 @@ import (
 // API's GET /v1/status.
 type Status struct {
 	Version     string             `json:"version"`
+	Build       version.Info       `json:"build"`
 	PID         int                `json:"pid"`
 	Config      string             `json:"config"`
 	ConfigError *string            `json:"configError"`
@@ -26,7 +28,7 @@ type Status struct {
 // Status builds the status from a fresh snapshot.
 func (inst *Instance) Status() Status {
 	snap := inst.Pool.Snapshot()
-	st := Status{Version: Version, PID: pidSelf(), Config: inst.configPath, Servers: snap.Servers,
+	st := Status{Version: version.Version, Build: version.Get(), PID: pidSelf(), Config: inst.configPath, Servers: snap.Servers,
 		Sessions: snap.Sessions, Backends: snap.Backends, InFlight: snap.InFlight, Counters: snap.Counters,
 		History: inst.history.status()}
 	if err := inst.ConfigError(); err != nil {

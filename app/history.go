@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/app/config"
 	"github.com/switchboard-mcp/switchboard/app/leaks"
+	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
 	"github.com/switchboard-mcp/switchboard/store"
 )
@@ -32,7 +33,7 @@ func openHistory(path string, h config.History, log *slog.Logger) *historyState 
 		return &historyState{}
 	}
 	st, err := store.Open(path, &store.Options{RetainDays: h.RetainDays, MaxRows: h.MaxRows,
-		CapturePayloads: h.CapturePayloads, CaptureBytes: h.CaptureBytes, Version: Version, Logger: log})
+		CapturePayloads: h.CapturePayloads, CaptureBytes: h.CaptureBytes, Version: version.Version, Logger: log})
 	if err != nil {
 		log.Warn("running without request history", "err", err)
 		return &historyState{err: err}

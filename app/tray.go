@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
 
+	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
 	"github.com/switchboard-mcp/switchboard/store"
 	"github.com/switchboard-mcp/switchboard/ui"
@@ -257,3 +258,20 @@ func (c *trayController) HangThreshold() time.Duration {
 }
 
 func (c *trayController) Quit() { c.quit() }
+
+// StartAtLogin reads the login item; the file or registry value is tiny.
+func (c *trayController) StartAtLogin() bool {
+	st, err := Autostart("status")
+	return err == nil && st.Enabled
+}
+
+func (c *trayController) SetStartAtLogin(on bool) error {
+	action := "off"
+	if on {
+		action = "on"
+	}
+	_, err := Autostart(action)
+	return err
+}
+
+func (c *trayController) About() string { return version.Get().String() }

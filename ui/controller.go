@@ -61,6 +61,13 @@ type Controller interface {
 	// Quit shuts the instance down (every child included) and then the
 	// app. It returns at once; the app exits when the pool has closed.
 	Quit()
+
+	// StartAtLogin reports whether the app starts at login (cheap: the
+	// UI asks it for every frame); SetStartAtLogin turns that on or off.
+	StartAtLogin() bool
+	SetStartAtLogin(on bool) error
+	// About is the build, one line: version, commit, date, Go.
+	About() string
 }
 
 // ErrUnavailable means a back end (history, leak detection) is not there

@@ -303,6 +303,45 @@ func TestTrayMenuActionsReachTheController(t *testing.T) {
 	if u.dash.tabs.Selected() != u.dash.tabOf[tabHistory] {
 		t.Error("Open history did not select the History tab")
 	}
+	// The checkbox toggles from what the controller says, both ways, and
+	// the next menu shows the new state.
+	u.menuDo(menuAction{Kind: actStartAtLogin})
+	waitCalls(t, fake, "restart memory", "stop fake", "start at login true")
+	u.menuDo(menuAction{Kind: actStartAtLogin})
+	waitCalls(t, fake, "restart memory", "stop fake", "start at login true", "start at login false")
+	fake.SetStartAtLogin(true)
+	s := fixture()
+	if f := u.frameFor(s, t0, false); !checked(f.menu, "Start at login") {
+		t.Error("the menu does not show start at login as checked")
+	}
+}
+
+func checked(items []menuItem, label string) bool {
+	for _, it := range items {
+		if it.Label == label {
+			return it.Checked
+		}
+	}
+	return false
+}
+
+func TestAboutShowsTheBuild(t *testing.T) {
+	fake := newFake(fixture())
+	u := newTestUI(t, fake, tabSessions)
+	u.menuDo(menuAction{Kind: actAbout})
+	top := u.dash.win.Canvas().Overlays().Top()
+	if top == nil {
+		t.Fatal("About shows no dialog")
+	}
+	found := false
+	for _, o := range visible(top) {
+		if l, ok := o.(*widget.Label); ok && strings.Contains(l.Text, "switchboard 1.2.3 (commit abc1234") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("the About dialog does not show the build")
+	}
 }
 
 func TestHistoryFiltersAndTimeline(t *testing.T) {

@@ -30,6 +30,7 @@ type fakeCtrl struct {
 	hang      time.Duration
 	configErr error
 	dropped   uint64
+	atLogin   bool
 	wg        sync.WaitGroup
 }
 
@@ -154,5 +155,22 @@ func (f *fakeCtrl) HistoryDropped() uint64 {
 
 func (f *fakeCtrl) HangThreshold() time.Duration { return f.hang }
 func (f *fakeCtrl) Quit()                        { f.quits.Add(1) }
+
+func (f *fakeCtrl) StartAtLogin() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.atLogin
+}
+
+func (f *fakeCtrl) SetStartAtLogin(on bool) error {
+	f.mu.Lock()
+	f.atLogin = on
+	f.mu.Unlock()
+	return f.record("start at login %v", on)
+}
+
+func (f *fakeCtrl) About() string {
+	return "switchboard 1.2.3 (commit abc1234, built 2026-11-23T20:00:00Z, go1.26.8)"
+}
 
 var _ Controller = (*fakeCtrl)(nil)

@@ -21,6 +21,8 @@ const (
 	actKillLeaks
 	actOpenConfig
 	actHistory
+	actStartAtLogin
+	actAbout
 	actQuit
 )
 
@@ -35,6 +37,7 @@ type menuAction struct {
 type menuItem struct {
 	Label     string
 	Disabled  bool
+	Checked   bool
 	Separator bool
 	Action    menuAction
 	Children  []menuItem
@@ -70,6 +73,8 @@ func trayMenu(s pool.Snapshot, sum summary) []menuItem {
 		menuItem{Label: "Open config file", Action: menuAction{Kind: actOpenConfig}},
 		menuItem{Label: "Open history", Action: menuAction{Kind: actHistory}},
 		sep,
+		menuItem{Label: "Start at login", Checked: sum.StartAtLogin, Action: menuAction{Kind: actStartAtLogin}},
+		menuItem{Label: "About Switchboard", Action: menuAction{Kind: actAbout}},
 		menuItem{Label: "Quit", Action: menuAction{Kind: actQuit}},
 	)
 	return m
@@ -138,6 +143,7 @@ func fyneItems(items []menuItem, do func(menuAction)) []*fyne.MenuItem {
 		}
 		mi := fyne.NewMenuItem(it.Label, nil)
 		mi.Disabled = it.Disabled
+		mi.Checked = it.Checked
 		if a := it.Action; a.Kind != actNone {
 			mi.Action = func() { do(a) }
 		}

@@ -45,6 +45,8 @@ func TestTrayMenu(t *testing.T) {
 		{Label: "Open config file", Action: menuAction{Kind: actOpenConfig}},
 		{Label: "Open history", Action: menuAction{Kind: actHistory}},
 		sep,
+		{Label: "Start at login", Action: menuAction{Kind: actStartAtLogin}},
+		{Label: "About Switchboard", Action: menuAction{Kind: actAbout}},
 		{Label: "Quit", Action: menuAction{Kind: actQuit}},
 	}
 	if d := cmp.Diff(want, got); d != "" {
@@ -61,7 +63,7 @@ func TestTrayMenuEmptyPool(t *testing.T) {
 		}
 	}
 	want := []string{"Sessions: 0", "In flight: 0", "Children: 0", "Leaked backends: 0", "Open dashboard",
-		"Kill leaked backends (0)", "Open config file", "Open history", "Quit"}
+		"Kill leaked backends (0)", "Open config file", "Open history", "Start at login", "About Switchboard", "Quit"}
 	if d := cmp.Diff(want, labels); d != "" {
 		t.Errorf("labels (-want +got):\n%s", d)
 	}

@@ -253,6 +253,8 @@ func historyRows(h []HistoryRow) []row {
 type summary struct {
 	Sessions, InFlight, Hung, Children, Leaks int
 	Failed                                    []string
+	// StartAtLogin is the tray's "Start at login" checkbox.
+	StartAtLogin bool
 }
 
 // leakCount shows the number of leaks, or "unknown".

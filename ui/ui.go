@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/dialog"
 
 	"github.com/switchboard-mcp/switchboard/pool"
 )
@@ -164,6 +165,7 @@ func (u *UI) frameFor(s pool.Snapshot, now time.Time, withRows bool) *frame {
 		nleaks = -1
 	}
 	f.sum = summarize(s, now, hang, nleaks)
+	f.sum.StartAtLogin = u.ctrl.StartAtLogin()
 	f.menu = trayMenu(s, f.sum)
 	f.icon = iconState(f.sum)
 	for _, sv := range s.Servers {
@@ -272,6 +274,12 @@ func (u *UI) menuDo(a menuAction) {
 		u.openConfig()
 	case actHistory:
 		u.showDashboard(tabHistory)
+	case actStartAtLogin:
+		on := !u.ctrl.StartAtLogin()
+		u.act(fmt.Sprintf("start at login %v", on), func(context.Context) error { return u.ctrl.SetStartAtLogin(on) })
+	case actAbout:
+		u.showDashboard("")
+		dialog.ShowInformation("About Switchboard", u.ctrl.About(), u.dash.win)
 	case actQuit:
 		u.ctrl.Quit()
 	}

@@ -30,6 +30,8 @@ type File struct {
 	// unread before its session is evicted (its calls cancelled at the
 	// child) so the child's other sessions are not held up. Default 30s.
 	EvictSlowClientsAfter string `json:"evictSlowClientsAfter,omitempty"`
+	// Autostart says whether MCP clients may start the pool.
+	Autostart Autostart `json:"autostart,omitzero"`
 	// Extra holds the top-level keys Switchboard does not know, verbatim,
 	// so that writing the file back keeps them.
 	Extra map[string]json.RawMessage `json:"-"`
@@ -72,6 +74,38 @@ type Restart struct {
 type HTTP struct {
 	Listen string                     `json:"listen,omitempty"`
 	Extra  map[string]json.RawMessage `json:"-"`
+}
+
+// Autostart configures how the pool starts when a client finds none
+// running. Starting at login is not here: it is a file the OS reads
+// (`switchboard autostart on`), not a setting of the pool.
+type Autostart struct {
+	// FromClients lets `switchboard connect` start the pool when none
+	// runs. Default true: a client that finds no pool otherwise fails.
+	FromClients *bool `json:"fromClients,omitempty"`
+	// IdleExit stops a pool that a client started once no session has
+	// been seen for this long. Default 10m; "never" keeps it running.
+	IdleExit string                     `json:"idleExit,omitempty"`
+	Extra    map[string]json.RawMessage `json:"-"`
+}
+
+// DefaultIdleExit is how long a pool started by a client stays up after
+// its last session.
+const DefaultIdleExit = 10 * time.Minute
+
+// StartFromClients reports whether clients may start the pool.
+func (a Autostart) StartFromClients() bool { return a.FromClients == nil || *a.FromClients }
+
+// IdleExitAfter is the idle time after which a pool a client started
+// stops; zero means never.
+func (a Autostart) IdleExitAfter() time.Duration {
+	if a.IdleExit == "never" {
+		return 0
+	}
+	if d, err := time.ParseDuration(a.IdleExit); err == nil && d > 0 {
+		return d
+	}
+	return DefaultIdleExit
 }
 
 // History configures the SQLite request history.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -368,5 +369,59 @@ func TestWriteFile(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 2 {
 		t.Errorf("temp files left behind: %v", entries)
+	}
+}
+
+func TestAutostartSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc   string
+		fromClients bool
+		idle        time.Duration
+		problem     string
+	}{
+		{"defaults", `{"mcpServers": {}}`, true, DefaultIdleExit, ""},
+		{"off", `{"autostart": {"fromClients": false}}`, false, DefaultIdleExit, ""},
+		{"on, short idle", `{"autostart": {"fromClients": true, "idleExit": "90s"}}`, true, 90 * time.Second, ""},
+		{"never", `{"autostart": {"idleExit": "never"}}`, true, 0, ""},
+		{"bad idle", `{"autostart": {"idleExit": "soon"}}`, true, 0, "autostart.idleExit"},
+		{"not a bool", `{"autostart": {"fromClients": "no"}}`, true, 0, "autostart.fromClients"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Parse([]byte(tc.doc))
+			if tc.problem != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.problem) {
+					t.Fatalf("err = %v, want a problem at %s", err, tc.problem)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.Autostart.StartFromClients(); got != tc.fromClients {
+				t.Errorf("StartFromClients = %v, want %v", got, tc.fromClients)
+			}
+			if got := f.Autostart.IdleExitAfter(); got != tc.idle {
+				t.Errorf("IdleExitAfter = %v, want %v", got, tc.idle)
+			}
+		})
+	}
+}
+
+func TestAutostartDiffAndMarshal(t *testing.T) {
+	a, _ := Parse([]byte(`{"mcpServers": {}}`))
+	b, _ := Parse([]byte(`{"mcpServers": {}, "autostart": {"fromClients": false}}`))
+	if d := Diff(a, b); !slices.Contains(d.Settings, "autostart.fromClients") {
+		t.Errorf("Diff settings = %v, want autostart.fromClients", d.Settings)
+	}
+	out, err := a.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "autostart") {
+		t.Errorf("an unset autostart is written out:\n%s", out)
+	}
+	out, _ = b.Marshal()
+	if !strings.Contains(string(out), `"fromClients": false`) {
+		t.Errorf("fromClients lost on marshal:\n%s", out)
 	}
 }

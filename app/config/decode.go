@@ -98,8 +98,10 @@ func decodeFile(doc []byte, root *jsonedit.Value, p *problems) *File {
 			decodeField("hangThreshold", doc, m.Value, reflect.ValueOf(&f.HangThreshold).Elem(), p)
 		case "evictSlowClientsAfter":
 			decodeField("evictSlowClientsAfter", doc, m.Value, reflect.ValueOf(&f.EvictSlowClientsAfter).Elem(), p)
+		case "autostart":
+			decodeStruct("autostart", doc, m.Value, &f.Autostart, p)
 		default:
-			if k := foldMatch(m.Key, "mcpServers", "http", "history", "hangThreshold", "evictSlowClientsAfter"); k != "" {
+			if k := foldMatch(m.Key, "mcpServers", "http", "history", "hangThreshold", "evictSlowClientsAfter", "autostart"); k != "" {
 				p.add(m.Key, "unknown field; did you mean %q?", k)
 				continue
 			}
@@ -200,9 +202,13 @@ func decodeField(at string, doc []byte, v *jsonedit.Value, f reflect.Value, p *p
 			out[m.Key] = s
 		}
 		f.Set(reflect.ValueOf(out))
-	case reflect.Pointer: // *Restart
+	case reflect.Pointer: // *Restart, or *bool where "absent" differs from false
 		nv := reflect.New(f.Type().Elem())
-		decodeStruct(at, doc, v, nv.Interface(), p)
+		if nv.Elem().Kind() == reflect.Struct {
+			decodeStruct(at, doc, v, nv.Interface(), p)
+		} else {
+			decodeField(at, doc, v, nv.Elem(), p)
+		}
 		f.Set(nv)
 	case reflect.Struct:
 		decodeStruct(at, doc, v, f.Addr().Interface(), p)
@@ -292,6 +298,12 @@ func (h HTTP) MarshalJSON() ([]byte, error) {
 func (h History) MarshalJSON() ([]byte, error) {
 	type plain History
 	return withExtra(plain(h), h.Extra)
+}
+
+// MarshalJSON writes the known fields, then the unknown ones.
+func (a Autostart) MarshalJSON() ([]byte, error) {
+	type plain Autostart
+	return withExtra(plain(a), a.Extra)
 }
 
 // withExtra encodes known (a struct) and appends extra's keys, sorted,

@@ -79,6 +79,7 @@ func Diff(old, new *File) DiffResult {
 	}
 	d.Settings = append(d.Settings, fieldDiff("http", reflect.ValueOf(old.HTTP), reflect.ValueOf(new.HTTP))...)
 	d.Settings = append(d.Settings, fieldDiff("history", reflect.ValueOf(old.History), reflect.ValueOf(new.History))...)
+	d.Settings = append(d.Settings, fieldDiff("autostart", reflect.ValueOf(old.Autostart), reflect.ValueOf(new.Autostart))...)
 	return d
 }
 
@@ -125,6 +126,12 @@ func fieldDiff(prefix string, a, b reflect.Value) []string {
 			sort.Strings(changed)
 			out = append(out, changed...)
 		case reflect.Pointer:
+			if t.Field(i).Type.Elem().Kind() != reflect.Struct {
+				if fa.IsNil() != fb.IsNil() || (!fa.IsNil() && !reflect.DeepEqual(fa.Elem().Interface(), fb.Elem().Interface())) {
+					out = append(out, path)
+				}
+				continue
+			}
 			za, zb := reflect.New(t.Field(i).Type.Elem()).Elem(), reflect.New(t.Field(i).Type.Elem()).Elem()
 			if !fa.IsNil() {
 				za = fa.Elem()

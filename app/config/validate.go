@@ -24,6 +24,9 @@ func (f *File) Validate(lookup func(string) (string, bool)) error {
 	if f.EvictSlowClientsAfter != "" {
 		parseDuration(&p, "evictSlowClientsAfter", f.EvictSlowClientsAfter)
 	}
+	if ie := f.Autostart.IdleExit; ie != "" && ie != "never" {
+		parseDuration(&p, "autostart.idleExit", ie, `use "never" to keep the pool running`)
+	}
 	if l := f.HTTP.Listen; l != "" {
 		checkListen(&p, "http.listen", l)
 	}

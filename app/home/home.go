@@ -30,6 +30,12 @@ func (p Paths) ControlSocket() string { return filepath.Join(p.Run, "control.soc
 // next run can find the ones that outlived it.
 func (p Paths) ChildrenFile() string { return filepath.Join(p.Run, "children.jsonl") }
 
+// StartLockFile serialises clients starting the pool (package launch).
+func (p Paths) StartLockFile() string { return filepath.Join(p.Run, "start.lock") }
+
+// PoolLog is where a pool started by a client writes its log.
+func (p Paths) PoolLog() string { return filepath.Join(p.Logs, "pool.log") }
+
 // LockFile holds the single-instance lock.
 func (p Paths) LockFile() string { return filepath.Join(p.Run, "switchboard.lock") }
 

@@ -44,6 +44,10 @@ type Options struct {
 	// Connect is the command rewritten entries run. Default "switchboard"
 	// (found on the client's PATH).
 	Connect string
+	// ConnectEnv is the env rewritten entries pass to the shim, for what
+	// a client's reduced environment lacks (the PATH a pool it starts
+	// finds npx on). SWITCHBOARD_HOME, when set, is always passed.
+	ConnectEnv map[string]string
 	// Now stamps backups. Default time.Now.
 	Now func() time.Time
 }
@@ -780,8 +784,19 @@ func (im *importer) connectEntry(cf *clientFile, p *plan) []byte {
 		{Key: "args", Value: marshal([]string{"connect", p.entry.As})},
 	}
 	// The shim must find the same pool the import wrote to.
+	env := maps.Clone(im.opts.ConnectEnv)
 	if home, ok := im.opts.Env.Lookup("SWITCHBOARD_HOME"); ok && home != "" {
-		launch = append(launch, jsonedit.KV{Key: "env", Value: jsonedit.ObjectOf(jsonedit.KV{Key: "SWITCHBOARD_HOME", Value: marshal(home)})})
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["SWITCHBOARD_HOME"] = home
+	}
+	if len(env) > 0 {
+		var kv []jsonedit.KV
+		for _, k := range slices.Sorted(maps.Keys(env)) {
+			kv = append(kv, jsonedit.KV{Key: k, Value: marshal(env[k])})
+		}
+		launch = append(launch, jsonedit.KV{Key: "env", Value: jsonedit.ObjectOf(kv...)})
 	}
 	var kv []jsonedit.KV
 	placed := false

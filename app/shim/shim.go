@@ -16,10 +16,12 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/home"
+	"github.com/switchboard-mcp/switchboard/app/launch"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
-// ErrNoPool means no Switchboard is running for this SWITCHBOARD_HOME.
+// ErrNoPool means no Switchboard is running for this SWITCHBOARD_HOME and
+// none could be started.
 var ErrNoPool = errors.New("switchboard is not running")
 
 // bufSize is the relay's buffer each way: one read or write moves a
@@ -40,7 +42,15 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 	sock := paths.PoolSocket()
 	conn, err := net.DialTimeout("unix", sock, 5*time.Second)
 	if err != nil {
-		return fmt.Errorf("%w (no pool socket at %s): start it with `switchboard` or `switchboard serve`", ErrNoPool, sock)
+		// No pool (or a stale socket of a killed one): start it, as the
+		// user would otherwise have to before every client.
+		conn, err = launch.Ensure(paths, func() (net.Conn, error) { return net.DialTimeout("unix", sock, time.Second) })
+		if errors.Is(err, launch.ErrDisabled) {
+			return fmt.Errorf("%w (no pool socket at %s) and %v in %s: start it with `switchboard` (tray) or `switchboard serve`, or turn autostart.fromClients on", ErrNoPool, sock, err, paths.Config)
+		}
+		if err != nil {
+			return fmt.Errorf("%w (no pool socket at %s) and starting one failed: %v", ErrNoPool, sock, err)
+		}
 	}
 	defer conn.Close()
 	attach := attachable(in, out)

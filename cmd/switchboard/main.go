@@ -18,21 +18,24 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/switchboard-mcp/switchboard/app"
+	"github.com/switchboard-mcp/switchboard/app/version"
 )
 
 type cli struct {
-	Tray    trayCmd    `cmd:"" default:"withargs" help:"Run the tray app with the pool in-process (the default)."`
-	Serve   serveCmd   `cmd:"" help:"Run the pool headless, for servers, CI and tests."`
-	Connect connectCmd `cmd:"" help:"Relay stdin/stdout to server NAME of the running pool (what MCP clients start)."`
-	Status  statusCmd  `cmd:"" help:"Show sessions, backends and requests in flight."`
-	Leaks   leaksCmd   `cmd:"" help:"List leaked MCP backends: earlier runs' children still alive, orphans matching a configured server."`
-	Kill    killCmd    `cmd:"" help:"Kill a leaked MCP backend with its process group (or all of them with --all-leaked)."`
-	Config  configCmd  `cmd:"" help:"Check the config file."`
-	Import  importCmd  `cmd:"" help:"Import MCP servers from Claude Desktop, Claude Code, Cursor or VS Code."`
-	History historyCmd `cmd:"" help:"Show recorded requests, newest first (works with or without a running pool)."`
-	Hangs   hangsCmd   `cmd:"" help:"Show requests in flight too long: live, and abandoned by earlier runs."`
-	Bench   benchCmd   `cmd:"" help:"Load-test the pool against a direct pipe to the same fake MCP server, in one run."`
-	Version versionCmd `cmd:"" help:"Print the version."`
+	Tray      trayCmd      `cmd:"" default:"withargs" help:"Run the tray app with the pool in-process (the default)."`
+	Serve     serveCmd     `cmd:"" help:"Run the pool headless, for servers, CI and tests."`
+	Connect   connectCmd   `cmd:"" help:"Relay stdin/stdout to server NAME of the running pool (what MCP clients start)."`
+	Status    statusCmd    `cmd:"" help:"Show sessions, backends and requests in flight."`
+	Leaks     leaksCmd     `cmd:"" help:"List leaked MCP backends: earlier runs' children still alive, orphans matching a configured server."`
+	Kill      killCmd      `cmd:"" help:"Kill a leaked MCP backend with its process group (or all of them with --all-leaked)."`
+	Config    configCmd    `cmd:"" help:"Check the config file."`
+	Import    importCmd    `cmd:"" help:"Import MCP servers from Claude Desktop, Claude Code, Cursor or VS Code."`
+	History   historyCmd   `cmd:"" help:"Show recorded requests, newest first (works with or without a running pool)."`
+	Hangs     hangsCmd     `cmd:"" help:"Show requests in flight too long: live, and abandoned by earlier runs."`
+	Bench     benchCmd     `cmd:"" help:"Load-test the pool against a direct pipe to the same fake MCP server, in one run."`
+	Setup     setupCmd     `cmd:"" help:"Point a client (claude-code, claude-desktop, cursor, vscode) at Switchboard, with a backup; --undo puts it back."`
+	Autostart autostartCmd `cmd:"" help:"Start Switchboard at login: on, off or status."`
+	Version   versionCmd   `cmd:"" help:"Print the version, commit, build date and Go version."`
 
 	FakeServer fakeServerCmd `cmd:"" name:"fake-server" hidden:"" help:"The fake MCP server bench drives (stdio)."`
 }
@@ -48,8 +51,9 @@ func (c *trayCmd) Run(ctx context.Context) error {
 }
 
 type serveCmd struct {
-	Config string `help:"Config file (default: $SWITCHBOARD_HOME/config.json)." type:"path"`
-	HTTP   string `name:"http" help:"Listen address of the HTTP front door, e.g. 127.0.0.1:7777."`
+	Config       string `help:"Config file (default: $SWITCHBOARD_HOME/config.json)." type:"path"`
+	HTTP         string `name:"http" help:"Listen address of the HTTP front door, e.g. 127.0.0.1:7777."`
+	ExitWhenIdle bool   `help:"Stop once no session was seen for autostart.idleExit (how clients start the pool)."`
 }
 
 func (c *serveCmd) Run(ctx context.Context) error {
@@ -65,7 +69,7 @@ func (c *serveCmd) Run(ctx context.Context) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	return app.Serve(ctx, app.Options{ConfigPath: c.Config, HTTPListen: c.HTTP})
+	return app.Serve(ctx, app.Options{ConfigPath: c.Config, HTTPListen: c.HTTP, ExitWhenIdle: c.ExitWhenIdle})
 }
 
 type connectCmd struct {
@@ -105,9 +109,52 @@ func (c *statusCmd) Run(ctx context.Context) error {
 	return tw.Flush()
 }
 
-type versionCmd struct{}
+type setupCmd struct {
+	Client string `arg:"" enum:"claude-code,claude-desktop,cursor,vscode" help:"claude-code, claude-desktop, cursor or vscode."`
+	Undo   bool   `help:"Restore the client's config from the backup setup made."`
+}
 
-func (versionCmd) Run() error { fmt.Println(app.Version); return nil }
+func (c *setupCmd) Run(ctx context.Context) error {
+	if c.Undo {
+		return app.UndoSetup(c.Client, os.Stdout)
+	}
+	return app.Setup(ctx, c.Client, os.Stdout)
+}
+
+type autostartCmd struct {
+	Action string `arg:"" enum:"on,off,status" default:"status" help:"on, off or status."`
+	JSON   bool   `name:"json" help:"Print {enabled, where, command} as JSON."`
+}
+
+func (c autostartCmd) Run() error {
+	st, err := app.Autostart(c.Action)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(os.Stdout, st)
+	}
+	switch {
+	case st.Enabled:
+		fmt.Printf("on: %s starts at login (%s)\n", st.Command, st.Where)
+	default:
+		fmt.Printf("off: nothing starts at login (%s)\n", st.Where)
+	}
+	return nil
+}
+
+type versionCmd struct {
+	JSON bool `name:"json" help:"Print {version, commit, buildDate, go} as JSON."`
+}
+
+func (c versionCmd) Run() error {
+	info := version.Get()
+	if c.JSON {
+		return printJSON(os.Stdout, info)
+	}
+	fmt.Println(info)
+	return nil
+}
 
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

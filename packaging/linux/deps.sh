@@ -23,6 +23,7 @@ pkgs=(
   libxi-dev libxxf86vm-dev libwayland-dev libxkbcommon-dev
   xvfb xauth dbus imagemagick xdotool x11-utils
   haskell-status-notifier-item-utils haskell-gtk-sni-tray-utils
+  desktop-file-utils
 )
 min_go_minor=26 # Go 1.26
 

@@ -1,0 +1,102 @@
+package autostart
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeRegistry is the Run key in memory.
+type fakeRegistry map[string]string
+
+func (f fakeRegistry) Get(name string) (string, bool, error) { v, ok := f[name]; return v, ok, nil }
+func (f fakeRegistry) Set(name, value string) error          { f[name] = value; return nil }
+func (f fakeRegistry) Delete(name string) error              { delete(f, name); return nil }
+
+// On, on again, status, off, off again, for every format: idempotent and
+// reversible, and status reads back the exact path it was given.
+func TestRoundTrips(t *testing.T) {
+	exe := `/opt/My Apps/switch"board$1\bin/switchboard`
+	for _, tc := range []struct {
+		name  string
+		entry func(dir string) (Entry, func() int)
+	}{
+		{"xdg", func(dir string) (Entry, func() int) { return XDG{Dir: dir}, countFiles(dir) }},
+		{"launchagent", func(dir string) (Entry, func() int) { return LaunchAgent{Dir: dir}, countFiles(dir) }},
+		{"windows-run", func(string) (Entry, func() int) {
+			reg := fakeRegistry{"Other": `"C:\other.exe"`}
+			return RunValue{Registry: reg}, func() int { return len(reg) - 1 }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, entries := tc.entry(filepath.Join(t.TempDir(), "nested", "autostart"))
+			st, err := e.Status()
+			if err != nil || st.Enabled {
+				t.Fatalf("fresh status: %+v, %v", st, err)
+			}
+			for range 2 {
+				if err := e.Enable(exe); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, err = e.Status()
+			if err != nil || !st.Enabled || st.Command != exe || st.Where == "" {
+				t.Fatalf("after on: %+v, %v (want command %q)", st, err, exe)
+			}
+			if n := entries(); n != 1 {
+				t.Fatalf("%d entries after enabling twice", n)
+			}
+			for range 2 {
+				if err := e.Disable(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if st, err = e.Status(); err != nil || st.Enabled {
+				t.Fatalf("after off: %+v, %v", st, err)
+			}
+			if n := entries(); n != 0 {
+				t.Fatalf("%d entries left after off", n)
+			}
+		})
+	}
+}
+
+func countFiles(dir string) func() int {
+	return func() int {
+		ents, _ := os.ReadDir(dir)
+		return len(ents)
+	}
+}
+
+func TestFileContents(t *testing.T) {
+	for _, tc := range []struct{ got, golden string }{
+		{DesktopEntry("/usr/bin/switchboard"), "switchboard.desktop"},
+		{LaunchAgentPlist("/Applications/Switchboard.app/Contents/MacOS/switchboard"), Label + ".plist"},
+	} {
+		want, err := os.ReadFile(filepath.Join("testdata", tc.golden))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.got != string(want) {
+			t.Errorf("%s:\n%s\nwant:\n%s", tc.golden, tc.got, want)
+		}
+	}
+}
+
+// The desktop's own validator accepts the file, odd path and all.
+func TestDesktopEntryValidates(t *testing.T) {
+	validator, err := exec.LookPath("desktop-file-validate")
+	if err != nil {
+		t.Skip("desktop-file-validate is not installed (Debian: desktop-file-utils)")
+	}
+	x := XDG{Dir: t.TempDir()}
+	if err := x.Enable(`/opt/My Apps/switch"board/switchboard`); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(validator, x.path()).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "" {
+		t.Fatalf("desktop-file-validate: %v\n%s", err, out)
+	}
+}

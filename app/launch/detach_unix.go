@@ -1,0 +1,9 @@
+//go:build unix
+
+package launch
+
+import "syscall"
+
+// detached puts the pool in a session of its own: a client that kills its
+// process group on exit (most do) does not take the pool with it.
+func detached() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }

@@ -1,0 +1,15 @@
+//go:build windows
+
+package launch
+
+import (
+	"syscall"
+
+	"golang.org/x/sys/windows"
+)
+
+// detached gives the pool no console and a process group of its own, so
+// that closing the client's console does not end it.
+func detached() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.DETACHED_PROCESS, HideWindow: true}
+}

@@ -1,0 +1,257 @@
+// Package launch starts the pool for a client that finds none running, so
+// that an MCP client's first `switchboard connect` works whether or not
+// the user started the app. It lives apart from package app because the
+// small `switchboard-connect` shim links it: no GUI, no SQL, no pool.
+//
+// Many clients may start at once (an editor opening a workspace starts one
+// shim per server). They serialise on a start lock next to the pool
+// socket: the first starts the pool and holds the lock until the pool's
+// socket answers; the others then find it running. The pool itself holds
+// an instance lock for its whole life, so two pools never serve one home
+// even when a user starts one by hand at the same moment. Both are OS
+// locks, released when their holder dies: a pool killed with SIGKILL
+// leaves a socket file behind but no lock, and the next client replaces
+// it at once.
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/config/jsonedit"
+	"github.com/switchboard-mcp/switchboard/app/flock"
+	"github.com/switchboard-mcp/switchboard/app/home"
+)
+
+// StartTimeout bounds how long a client waits for a pool it started (or
+// that another client is starting) to answer: loading the config and
+// opening the history database take well under a second.
+const StartTimeout = 30 * time.Second
+
+// ErrDisabled means the config says clients may not start the pool.
+var ErrDisabled = errors.New("clients may not start the pool (autostart.fromClients is false)")
+
+// maxConfigBytes bounds the config read here; the pool reports a larger
+// file as an error of its own.
+const maxConfigBytes = 4 << 20
+
+// Allowed reports whether the config at path lets clients start the pool.
+// Only an explicit `"autostart": {"fromClients": false}` forbids it; a
+// missing or unreadable file allows it, and the pool then reports what is
+// wrong with the file itself.
+func Allowed(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxConfigBytes {
+		return true
+	}
+	data := make([]byte, maxConfigBytes+1)
+	n, _ := f.Read(data)
+	doc := data[:n]
+	root, err := jsonedit.Parse(doc)
+	if err != nil {
+		return true
+	}
+	v := root.Get("autostart").Get("fromClients")
+	return v == nil || string(v.Raw(doc)) != "false"
+}
+
+// Ensure returns a connection from dial, starting the pool first when
+// dial fails and the config allows it. dial is tried again under the
+// start lock, so of many clients arriving together only the first starts
+// a pool.
+func Ensure(paths home.Paths, dial func() (net.Conn, error)) (net.Conn, error) {
+	if !Allowed(paths.Config) {
+		return nil, ErrDisabled
+	}
+	if err := paths.EnsureRunDir(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(StartTimeout)
+	lock, err := flock.Wait(paths.StartLockFile(), deadline)
+	if err != nil {
+		return nil, fmt.Errorf("wait for another client starting the pool: %w", err)
+	}
+	defer lock.Unlock()
+	if c, err := dial(); err == nil {
+		return c, nil
+	}
+	p, err := start(paths)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		if c, err := dial(); err == nil {
+			return c, nil
+		}
+		select {
+		case <-p.exited:
+			// It may have lost the instance lock to a pool a user started
+			// at the same moment: then that one will answer soon.
+			if held(paths.LockFile()) {
+				p.exited = nil
+				continue
+			}
+			return nil, fmt.Errorf("the pool it started (%s) exited: %s", p.describe(), lastLines(paths.PoolLog(), 3))
+		default:
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the pool it started (%s) did not answer within %s; see %s", p.describe(), StartTimeout, paths.PoolLog())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// started is a pool process this client started.
+type started struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when it exits; nil once that is explained
+}
+
+func (p *started) describe() string {
+	return fmt.Sprintf("pid %d: %s", p.cmd.Process.Pid, p.cmd.String())
+}
+
+// start runs the pool detached from this client: its own session (so the
+// client's process-group kill does not reach it), stdin from /dev/null,
+// output appended to the pool log.
+func start(paths home.Paths) (*started, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(paths.Logs, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", paths.Logs, err)
+	}
+	rotate(paths.PoolLog())
+	logf, err := os.OpenFile(paths.PoolLog(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open the pool log: %w", err)
+	}
+	defer logf.Close() // the child has its own copy
+	fmt.Fprintf(logf, "--- %s: started by a client (pid %d)\n", time.Now().Format(time.RFC3339), os.Getpid())
+	cmd := exec.Command(bin, Args()...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = detached()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the pool: %w", err)
+	}
+	p := &started{cmd: cmd, exited: make(chan struct{})}
+	// Reap it if it exits while this client lives; once the client exits
+	// the pool is the init process's (or a subreaper's) to reap.
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	return p, nil
+}
+
+// Args is how a client starts the pool: the tray app where a desktop
+// session can show it, else the headless pool, which stops by itself
+// after autostart.idleExit without a session.
+func Args() []string {
+	if desktopSession() {
+		return nil
+	}
+	return []string{"serve", "--exit-when-idle"}
+}
+
+// desktopSession reports whether a tray icon could be shown. On Linux
+// that needs an X11 or Wayland display in the environment the client
+// passed on; macOS and Windows logins always have one.
+func desktopSession() bool {
+	switch runtime.GOOS {
+	case "darwin", "windows":
+		return true
+	}
+	return os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != ""
+}
+
+// Binary finds the full switchboard binary: this program when it is that
+// binary, else its sibling (the shim is installed next to it), else PATH.
+// Clients start shims with a short PATH, so the sibling comes first.
+func Binary() (string, error) {
+	name := "switchboard"
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	if self, err := os.Executable(); err == nil {
+		if r, err := filepath.EvalSymlinks(self); err == nil {
+			self = r
+		}
+		if filepath.Base(self) == name {
+			return self, nil
+		}
+		sib := filepath.Join(filepath.Dir(self), name)
+		if fi, err := os.Stat(sib); err == nil && !fi.IsDir() {
+			return sib, nil
+		}
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("find the switchboard binary to start the pool (not next to this program, not on PATH): %w", err)
+	}
+	return p, nil
+}
+
+// held reports whether a live process holds the lock at path.
+func held(path string) bool {
+	l, err := flock.TryLock(path)
+	if err != nil {
+		return errors.Is(err, flock.ErrHeld)
+	}
+	l.Unlock()
+	return false
+}
+
+// maxLogBytes is the pool log's size past which a start moves it aside.
+const maxLogBytes = 8 << 20
+
+func rotate(path string) {
+	if fi, err := os.Stat(path); err == nil && fi.Size() > maxLogBytes {
+		_ = os.Rename(path, path+".1")
+	}
+}
+
+// lastLines returns the end of the pool log, for an error message.
+func lastLines(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "no log at " + path
+	}
+	lines := splitLines(data)
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	out := ""
+	for i, l := range lines {
+		if i > 0 {
+			out += " | "
+		}
+		out += l
+	}
+	return out + " (" + path + ")"
+}
+
+func splitLines(data []byte) []string {
+	var out []string
+	start := 0
+	for i, c := range data {
+		if c == '\n' {
+			if i > start {
+				out = append(out, string(data[start:i]))
+			}
+			start = i + 1
+		}
+	}
+	if start < len(data) {
+		out = append(out, string(data[start:]))
+	}
+	return out
+}

@@ -1,0 +1,163 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/importer"
+)
+
+// setupRecord is what `switchboard setup CLIENT` rewrote, so that
+// `setup --undo CLIENT` can put it back. It lives in the state dir, one
+// file per client.
+type setupRecord struct {
+	Client   string             `json:"client"`
+	Rewrites []importer.Rewrite `json:"rewrites"`
+}
+
+func setupRecordPath(paths Paths, client importer.Client) string {
+	return filepath.Join(filepath.Dir(paths.History), "setup", string(client)+".json")
+}
+
+// Setup is `switchboard setup CLIENT`: import the client's stdio servers
+// and point its entries at this binary's `connect`, with the binary's
+// absolute path and the environment a client's reduced one lacks
+// (SWITCHBOARD_HOME when set, and this shell's PATH, which a pool the
+// shim starts needs to find npx). A backup of each client file is written
+// next to it and remembered for Undo. Remote (URL) entries stay as they
+// are.
+func Setup(ctx context.Context, from string, w io.Writer) error {
+	client, err := importer.ParseClient(from)
+	if err != nil {
+		return err
+	}
+	env, err := importer.OSEnv()
+	if err != nil {
+		return err
+	}
+	paths, err := ResolvePaths()
+	if err != nil {
+		return err
+	}
+	cfg := paths.Config
+	if st, ok := runningStatus(ctx); ok && st.Config != "" {
+		cfg = st.Config
+	}
+	exe, err := thisBinary()
+	if err != nil {
+		return err
+	}
+	connectEnv := map[string]string{}
+	if p := os.Getenv("PATH"); p != "" {
+		connectEnv["PATH"] = p
+	}
+	if h := os.Getenv("SWITCHBOARD_HOME"); h != "" {
+		abs, err := filepath.Abs(h)
+		if err != nil {
+			return fmt.Errorf("SWITCHBOARD_HOME: %w", err)
+		}
+		connectEnv["SWITCHBOARD_HOME"] = abs
+	}
+	res, err := importer.Import(importer.Options{
+		Client: client, Config: cfg, Env: env, RewriteClient: true, Connect: exe, ConnectEnv: connectEnv,
+	})
+	if res != nil {
+		if len(res.Rewrites) > 0 {
+			if rerr := remember(setupRecordPath(paths, client), client, res.Rewrites); rerr != nil && err == nil {
+				err = rerr
+			}
+			res.Notes = append(res.Notes, fmt.Sprintf("`switchboard setup --undo %s` puts the client's config back as it was.", client))
+		}
+		if werr := res.WriteText(w); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+// remember adds rewrites to the client's setup record; a file rewritten
+// again keeps its first backup, the one from before any setup.
+func remember(path string, client importer.Client, rws []importer.Rewrite) error {
+	rec := setupRecord{Client: string(client)}
+	if data, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(data, &rec)
+	}
+	have := map[string]bool{}
+	for _, rw := range rec.Rewrites {
+		have[rw.File] = true
+	}
+	for _, rw := range rws {
+		if !have[rw.File] {
+			rec.Rewrites = append(rec.Rewrites, rw)
+		}
+	}
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("remember the setup: %w", err)
+	}
+	return config.WriteFile(path, append(data, '\n'), 0o600)
+}
+
+// ErrNothingToUndo means setup never rewrote that client's config.
+var ErrNothingToUndo = errors.New("nothing to undo")
+
+// UndoSetup is `switchboard setup --undo CLIENT`: each client file setup
+// rewrote gets its pre-setup backup back. The file as it is now is kept
+// next to it first, in case it was edited since. Switchboard's own config
+// keeps the imported servers (they harm nothing).
+func UndoSetup(from string, w io.Writer) error {
+	client, err := importer.ParseClient(from)
+	if err != nil {
+		return err
+	}
+	paths, err := ResolvePaths()
+	if err != nil {
+		return err
+	}
+	path := setupRecordPath(paths, client)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: `switchboard setup %s` has not rewritten that client's config", ErrNothingToUndo, client)
+	}
+	if err != nil {
+		return err
+	}
+	var rec setupRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	for _, rw := range rec.Rewrites {
+		orig, err := os.ReadFile(rw.Backup)
+		if err != nil {
+			return fmt.Errorf("restore %s: its backup: %w", rw.File, err)
+		}
+		mode := os.FileMode(0o600)
+		if fi, err := os.Stat(rw.File); err == nil {
+			mode = fi.Mode().Perm()
+			cur, err := os.ReadFile(rw.File)
+			if err != nil {
+				return fmt.Errorf("restore %s: %w", rw.File, err)
+			}
+			keep := rw.File + ".switchboard-undone-" + time.Now().Format("20060102-150405") + ".bak"
+			if err := os.WriteFile(keep, cur, mode); err != nil {
+				return fmt.Errorf("keep %s before restoring it: %w", rw.File, err)
+			}
+			fmt.Fprintf(w, "Kept the current %s as %s\n", rw.File, keep)
+		}
+		if err := config.WriteFile(rw.File, orig, mode); err != nil {
+			return fmt.Errorf("restore %s: %w", rw.File, err)
+		}
+		fmt.Fprintf(w, "Restored %s from %s\n", rw.File, rw.Backup)
+	}
+	return os.Remove(path)
+}
