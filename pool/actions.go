@@ -29,18 +29,21 @@ func (p *Pool) Restart(server string) error {
 	return nil
 }
 
-// Stop stops the server's shared child now; in-flight requests get an
-// error. The next request starts it again.
+// Stop stops the server's shared children now (one per roots
+// partition); in-flight requests get an error. The next request starts
+// them again.
 func (p *Pool) Stop(server string) error {
 	s, err := p.anyServer(server)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	b := s.current.Load()
-	s.current.Store(nil)
+	stop := s.currentsLocked()
+	for _, pt := range s.parts {
+		pt.current.Store(nil)
+	}
 	s.mu.Unlock()
-	if b != nil {
+	for _, b := range stop {
 		b.stop(errors.New("stopped by the user"))
 	}
 	return nil

@@ -25,7 +25,9 @@ import (
 type backend struct {
 	p         *Pool
 	srv       *server
-	owner     *session // set in share "session" mode
+	owner     *session   // set in share "session" mode
+	roots     []string   // the partition's roots, answered to the child's roots/list (roots.go)
+	caps      clientCaps // what the pool declares to the child: roots only with roots, sampling/elicitation only when its first session has them
 	createdAt time.Time
 	log       *slog.Logger
 	stderr    *ring
@@ -59,6 +61,7 @@ type backend struct {
 	badLines   uint64
 	orphaned   uint64
 	lastClient *session // most recently active session, for server-to-client requests
+	childLevel string   // the log level the pool set on the child; "" never set (loglevel.go)
 
 	up upstream // a modern child's one subscriptions/listen, for all listeners (listen.go); own lock
 }
@@ -110,9 +113,10 @@ type reverseEntry struct {
 	sess    *session
 }
 
-func newBackend(srv *server, cfg ServerConfig, owner *session) *backend {
+func newBackend(srv *server, cfg ServerConfig, owner *session, roots []string, caps clientCaps) *backend {
+	caps.roots = len(roots) > 0
 	b := &backend{
-		p: srv.p, srv: srv, owner: owner, cfg: cfg, createdAt: time.Now(),
+		p: srv.p, srv: srv, owner: owner, roots: roots, caps: caps, cfg: cfg, createdAt: time.Now(),
 		log:      srv.p.log.With("server", cfg.Name),
 		stderr:   newRing(64),
 		wake:     make(chan struct{}, 1),
@@ -627,8 +631,9 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 		}
 	case "notifications/message":
 		line := append([]byte(nil), msg.Raw...)
+		level, _ := jsonrpc.String(params, jsonrpc.Member(params, "level"))
 		for _, s := range b.sessions() {
-			if s.wantsLogs() {
+			if s.admitsLog(level) {
 				s.deliver(line)
 			}
 		}
@@ -649,7 +654,7 @@ func (b *backend) sessions() []*session {
 	if b.owner != nil {
 		return []*session{b.owner}
 	}
-	return b.srv.sessionList()
+	return b.srv.membersOf(b)
 }
 
 // onChildRequest routes a server-to-client request (sampling, elicitation,
@@ -659,6 +664,11 @@ func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 	childID := append([]byte(nil), msg.IDBytes()...)
 	if msg.Method == "ping" {
 		b.sendRaw(jsonrpc.AppendResponse(nil, childID, []byte("{}")))
+		return
+	}
+	if msg.Method == "roots/list" {
+		// Never a client's: the child's roots are its partition's.
+		b.sendRaw(jsonrpc.AppendResponse(nil, childID, rootsListResult(b.roots)))
 		return
 	}
 	if b.carryAsMRTR(msg, childID) {
@@ -752,6 +762,7 @@ func (b *backend) detach(s *session, subs []string) {
 	for _, uri := range release {
 		b.internalRequest("resources/unsubscribe", subscribeParams(uri))
 	}
+	b.syncLogLevel() // s is closed: the child goes back to what the others asked
 }
 
 // internalRequest sends a request of the pool's own whose answer nobody
@@ -832,9 +843,10 @@ func (b *backend) snapshot(now time.Time) (BackendInfo, []RequestInfo) {
 	info.StderrTail = b.stderr.tail(20)
 	if b.owner != nil {
 		info.Sessions = 1
-	} else if b.srv.current.Load() == b {
-		info.Sessions = b.srv.sessionCount()
+	} else {
+		info.Sessions = len(b.srv.membersOf(b))
 	}
+	info.Roots = b.roots
 	return info, reqs
 }
 

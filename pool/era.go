@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
@@ -46,10 +47,24 @@ type handshake struct {
 	cacheScope      string
 }
 
-// poolCapabilities are the client capabilities the pool declares to
-// children: it can route sampling, elicitation and roots requests to a
-// session that declared them.
-const poolCapabilities = `{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}`
+// capabilitiesJSON is what the pool declares to a child: roots only when
+// its partition has roots (the pool answers roots/list itself, from the
+// partition), sampling and elicitation only when the session that started
+// it declared them (a child must not offer sampling tools to clients that
+// cannot sample).
+func (c clientCaps) capabilitiesJSON() string {
+	var parts []string
+	if c.roots {
+		parts = append(parts, `"roots":{"listChanged":false}`)
+	}
+	if c.sampling {
+		parts = append(parts, `"sampling":{}`)
+	}
+	if c.elicitation {
+		parts = append(parts, `"elicitation":{}`)
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
 
 // probeTimeout is how long the pool waits for an answer to server/discover
 // before also trying initialize: some legacy servers never answer a
@@ -61,6 +76,7 @@ const probeTimeout = 5 * time.Second
 // rules describe, then caches the era and the result.
 func (b *backend) handshake(c *child) (*handshake, error) {
 	info, _ := json.Marshal(b.p.opts.ClientInfo)
+	poolCapabilities := b.caps.capabilitiesJSON()
 	discover := b.probe(Modern, "server/discover", []byte(`{"_meta":{"`+metaProtocolVersion+`":"`+Modern+
 		`","`+metaClientCapabilities+`":`+poolCapabilities+`,"`+metaClientInfo+`":`+string(info)+`}}`))
 	deadline := time.NewTimer(b.p.opts.HandshakeTimeout)

@@ -291,8 +291,19 @@ func (h *httpFront) open(name string) (*httpSession, string, error) {
 func (h *httpFront) attach(s *session) *httpSession {
 	hs := &httpSession{s: s, waiters: map[string]*httpWaiter{}, tokens: map[string]*httpWaiter{}, lastUsed: time.Now()}
 	s.closeConn = func() {}
+	s.mu.Lock()
+	s.receiver = hs.streaming
+	s.mu.Unlock()
 	h.p.wg.Go(hs.dispatch)
 	return hs
+}
+
+// streaming reports whether the session's GET stream is open: only then
+// can the client be sent a request (sampling, elicitation).
+func (hs *httpSession) streaming() bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.stream != nil
 }
 
 func (h *httpFront) lookup(sid, name string) *httpSession {

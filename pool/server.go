@@ -9,27 +9,44 @@ import (
 )
 
 // server is one configured name. Sessions join a server, not a child: each
-// request goes to the server's current backend, so a config change can
-// start a new child for new requests while the old one finishes its own.
+// request goes to the current backend of the session's roots partition, so
+// a config change can start a new child for new requests while the old one
+// finishes its own, and sessions that declared different roots never share
+// a child (roots.go).
 type server struct {
 	p    *Pool
 	name string
-	// current is the shared backend new requests go to, read lock-free on
-	// the hot path; nil until the first request or after idle reaping.
-	current atomic.Pointer[backend]
+	// hs is the last handshake any child of this server completed: a
+	// legacy client's initialize is answered from it before the pool
+	// knows which partition the client belongs to.
+	hs atomic.Pointer[handshake]
 
 	mu         sync.Mutex // guards the fields below; never held across I/O
 	cfg        ServerConfig
-	old        []*backend // replaced by a config change, draining
+	parts      map[string]*partition // by roots key
+	old        []*backend            // replaced by a config change, draining
 	perSession map[*session]*backend
 	sessions   map[*session]struct{}
 	removed    bool
-	idle       *time.Timer // stops current when no session is left
-	failure    string      // the current backend's failure, kept after it stopped
+	failure    string // the current backend's failure, kept after it stopped
+}
+
+// partition is the sessions of a shared server that declared the same
+// roots, and the child they share.
+type partition struct {
+	key   string   // rootsKey(roots)
+	roots []string // sorted URIs; nil for "no roots"
+	// current is the backend new requests go to, read lock-free on the
+	// hot path; nil until the first request or after idle reaping.
+	current atomic.Pointer[backend]
+
+	// Guarded by server.mu.
+	members map[*session]struct{}
+	idle    *time.Timer // stops current when no member is left
 }
 
 func newServer(p *Pool, cfg ServerConfig) *server {
-	return &server{p: p, name: cfg.Name, cfg: cfg,
+	return &server{p: p, name: cfg.Name, cfg: cfg, parts: map[string]*partition{},
 		perSession: map[*session]*backend{}, sessions: map[*session]struct{}{}}
 }
 
@@ -39,7 +56,7 @@ func (s *server) config() ServerConfig {
 	return s.cfg
 }
 
-// join adds a session; the idle timer stops while anyone is connected.
+// join adds a session. It joins a partition with its first request.
 func (s *server) join(sess *session) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -47,22 +64,18 @@ func (s *server) join(sess *session) error {
 		return fmt.Errorf("%w %q (it was removed from the config)", ErrUnknownServer, s.name)
 	}
 	s.sessions[sess] = struct{}{}
-	if s.idle != nil {
-		s.idle.Stop()
-		s.idle = nil
-	}
 	return nil
 }
 
 // leave removes a session. A session-mode child stops with its session; a
-// shared child stops after idleTimeout without sessions.
+// shared child stops after idleTimeout without sessions in its partition.
 func (s *server) leave(sess *session) {
 	s.mu.Lock()
 	delete(s.sessions, sess)
 	own := s.perSession[sess]
 	delete(s.perSession, sess)
-	if len(s.sessions) == 0 && !s.removed {
-		s.armIdleLocked()
+	if pt := sess.part.Load(); pt != nil {
+		s.leavePartLocked(sess, pt)
 	}
 	s.mu.Unlock()
 	if own != nil {
@@ -70,46 +83,85 @@ func (s *server) leave(sess *session) {
 	}
 }
 
-// armIdleLocked starts the idle timer for the current backend. A freshly
-// started child is kept at least for its warm-up grace.
-func (s *server) armIdleLocked() {
+func (s *server) leavePartLocked(sess *session, pt *partition) {
+	delete(pt.members, sess)
+	if len(pt.members) == 0 && !s.removed {
+		s.armIdleLocked(pt)
+	}
+}
+
+// partLocked returns the partition of key, creating it.
+func (s *server) partLocked(key string, roots []string) *partition {
+	pt := s.parts[key]
+	if pt == nil {
+		pt = &partition{key: key, roots: roots, members: map[*session]struct{}{}}
+		s.parts[key] = pt
+	}
+	return pt
+}
+
+// enterLocked makes pt the session's partition.
+func (s *server) enterLocked(sess *session, pt *partition) {
+	if old := sess.part.Load(); old == pt {
+		return
+	} else if old != nil {
+		s.leavePartLocked(sess, old)
+	}
+	pt.members[sess] = struct{}{}
+	sess.part.Store(pt)
+	if pt.idle != nil {
+		pt.idle.Stop()
+		pt.idle = nil
+	}
+}
+
+// armIdleLocked starts the partition's idle timer for its current backend.
+// A freshly started child is kept at least for its warm-up grace.
+func (s *server) armIdleLocked(pt *partition) {
 	idle := s.cfg.IdleTimeout
 	if idle == 0 {
 		idle = defaultIdleTimeout
 	}
-	b := s.current.Load()
+	b := pt.current.Load()
 	if idle < 0 || b == nil {
 		return
 	}
-	if s.idle != nil {
-		s.idle.Stop()
+	if pt.idle != nil {
+		pt.idle.Stop()
 	}
 	wait := idle
 	if grace := time.Until(b.createdAt.Add(s.p.opts.WarmupGrace)); grace > wait {
 		wait = grace // Options.WarmupGrace
 	}
-	s.idle = time.AfterFunc(wait, func() { s.reapIdle(b) })
+	pt.idle = time.AfterFunc(wait, func() { s.reapIdle(pt, b) })
 }
 
-func (s *server) reapIdle(b *backend) {
+func (s *server) reapIdle(pt *partition, b *backend) {
 	s.mu.Lock()
-	if len(s.sessions) > 0 || s.current.Load() != b {
+	if len(pt.members) > 0 || pt.current.Load() != b {
 		s.mu.Unlock()
 		return
 	}
-	s.current.Store(nil)
-	s.idle = nil
+	pt.current.Store(nil)
+	pt.idle = nil
+	if s.parts[pt.key] == pt {
+		delete(s.parts, pt.key)
+	}
 	s.mu.Unlock()
-	s.p.log.Info("stopping idle child", "server", s.name, "pid", b.pid())
+	s.p.log.Info("stopping idle child", "server", s.name, "pid", b.pid(), "roots", pt.roots)
 	b.stop(errIdle)
 }
 
 // backendFor returns the backend a session's next request goes to,
-// starting a child if there is none.
+// starting a child if there is none: its own (share "session"), else its
+// partition's.
 func (s *server) backendFor(sess *session) (*backend, error) {
-	if b := s.current.Load(); b != nil && !sess.ownChild {
-		return b, nil
+	if pt := sess.part.Load(); pt != nil && !sess.ownChild {
+		if b := pt.current.Load(); b != nil {
+			return b, nil
+		}
 	}
+	roots := sess.partitionRoots()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.removed {
@@ -118,26 +170,61 @@ func (s *server) backendFor(sess *session) (*backend, error) {
 	if s.cfg.Disabled {
 		return nil, fmt.Errorf("%w: %q", ErrDisabled, s.name)
 	}
+	if _, ok := s.sessions[sess]; !ok {
+		return nil, errSessionEnded
+	}
 	if sess.ownChild {
 		if b := s.perSession[sess]; b != nil {
 			return b, nil
 		}
-		if _, ok := s.sessions[sess]; !ok {
-			return nil, errSessionEnded
-		}
-		b := newBackend(s, s.cfg, sess)
+		b := newBackend(s, s.cfg, sess, roots, sess.capabilities())
 		s.perSession[sess] = b
 		return b, nil
 	}
-	if b := s.current.Load(); b != nil {
-		return b, nil
+	if s.cfg.Share == ShareGlobal {
+		roots = nil
 	}
-	b := newBackend(s, s.cfg, nil)
-	s.current.Store(b)
-	if len(s.sessions) == 0 {
-		s.armIdleLocked()
+	pt := s.partLocked(rootsKey(roots), roots)
+	s.enterLocked(sess, pt)
+	return s.currentLocked(pt, sess.capabilities()), nil
+}
+
+// currentLocked returns the partition's backend, starting one.
+func (s *server) currentLocked(pt *partition, caps clientCaps) *backend {
+	if b := pt.current.Load(); b != nil {
+		return b
 	}
-	return b, nil
+	b := newBackend(s, s.cfg, nil, pt.roots, caps)
+	pt.current.Store(b)
+	if len(pt.members) == 0 {
+		s.armIdleLocked(pt)
+	}
+	return b
+}
+
+// handshake returns a handshake of this server's children, to answer a
+// legacy client's initialize before its roots are known: the last one any
+// child completed, else the "no roots" partition's child's, started for it
+// (it is idle-reaped after its warm-up grace if no session joins it).
+func (s *server) handshake(sess *session) (*handshake, error) {
+	if hs := s.hs.Load(); hs != nil {
+		return hs, nil
+	}
+	if sess.ownChild {
+		b, err := s.backendFor(sess)
+		if err != nil {
+			return nil, err
+		}
+		return b.handshakeResult(sess.closed)
+	}
+	s.mu.Lock()
+	if s.removed || s.cfg.Disabled {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q", ErrDisabled, s.name)
+	}
+	b := s.currentLocked(s.partLocked("", nil), sess.capabilities())
+	s.mu.Unlock()
+	return b.handshakeResult(sess.closed)
 }
 
 // reconfigure applies a changed config. Pool-side settings apply at once;
@@ -148,18 +235,27 @@ func (s *server) reconfigure(cfg ServerConfig) {
 	s.mu.Lock()
 	old := s.cfg
 	s.cfg = cfg
-	var retire *backend
-	if b := s.current.Load(); b != nil && (!cfg.sameProcess(old) || cfg.Disabled) {
-		retire = b
-		s.current.Store(nil)
-		s.old = append(s.old, b)
+	var retire, keep []*backend
+	for _, pt := range s.parts {
+		b := pt.current.Load()
+		switch {
+		case b == nil:
+		case !cfg.sameProcess(old) || cfg.Disabled:
+			retire = append(retire, b)
+			pt.current.Store(nil)
+			s.old = append(s.old, b)
+		default:
+			keep = append(keep, b)
+		}
 	}
 	s.failure = ""
+	s.hs.Store(nil)
 	s.mu.Unlock()
-	if retire != nil {
-		s.p.log.Info("server changed: draining the old child", "server", s.name, "pid", retire.pid())
-		retire.drain(errConfigChanged)
-	} else if b := s.current.Load(); b != nil {
+	for _, b := range retire {
+		s.p.log.Info("server changed: draining the old child", "server", s.name, "pid", b.pid())
+		b.drain(errConfigChanged)
+	}
+	for _, b := range keep {
 		b.setConfig(cfg)
 		if b.failed() {
 			b.restartNow()
@@ -172,15 +268,17 @@ func (s *server) reconfigure(cfg ServerConfig) {
 func (s *server) remove() {
 	s.mu.Lock()
 	s.removed = true
-	if s.idle != nil {
-		s.idle.Stop()
-		s.idle = nil
-	}
 	var all []*backend
-	if b := s.current.Load(); b != nil {
-		all = append(all, b)
-		s.old = append(s.old, b)
-		s.current.Store(nil)
+	for _, pt := range s.parts {
+		if pt.idle != nil {
+			pt.idle.Stop()
+			pt.idle = nil
+		}
+		if b := pt.current.Load(); b != nil {
+			all = append(all, b)
+			s.old = append(s.old, b)
+			pt.current.Store(nil)
+		}
 	}
 	for _, b := range s.perSession {
 		all = append(all, b)
@@ -206,10 +304,12 @@ func (s *server) remove() {
 // backendDone forgets a backend that stopped for good.
 func (s *server) backendDone(b *backend) {
 	s.mu.Lock()
-	if s.current.Load() == b {
-		s.current.Store(nil)
-		if msg := b.failureMessage(); msg != "" {
-			s.failure = msg
+	for _, pt := range s.parts {
+		if pt.current.Load() == b {
+			pt.current.Store(nil)
+			if msg := b.failureMessage(); msg != "" {
+				s.failure = msg
+			}
 		}
 	}
 	s.old = slices.DeleteFunc(s.old, func(x *backend) bool { return x == b })
@@ -224,7 +324,7 @@ func (s *server) backendDone(b *backend) {
 
 func (s *server) maybeDrained() {
 	s.mu.Lock()
-	done := s.removed && s.current.Load() == nil && len(s.old) == 0 && len(s.perSession) == 0
+	done := s.removed && len(s.currentsLocked()) == 0 && len(s.old) == 0 && len(s.perSession) == 0
 	s.mu.Unlock()
 	if done {
 		s.p.drained(s)
@@ -235,31 +335,44 @@ func (s *server) maybeDrained() {
 func (s *server) backends() []*backend {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := slices.Clone(s.old)
-	if b := s.current.Load(); b != nil {
-		out = append(out, b)
-	}
+	out := append(slices.Clone(s.old), s.currentsLocked()...)
 	for _, b := range s.perSession {
 		out = append(out, b)
 	}
 	return out
 }
 
-// sessionList copies the sessions of the server, for fan-out.
-func (s *server) sessionList() []*session {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]*session, 0, len(s.sessions))
-	for sess := range s.sessions {
-		out = append(out, sess)
+// currentsLocked lists the partitions' current backends, sorted by
+// partition so that snapshots are stable.
+func (s *server) currentsLocked() []*backend {
+	keys := make([]string, 0, len(s.parts))
+	for k := range s.parts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var out []*backend
+	for _, k := range keys {
+		if b := s.parts[k].current.Load(); b != nil {
+			out = append(out, b)
+		}
 	}
 	return out
 }
 
-func (s *server) sessionCount() int {
+// membersOf lists the sessions that route to b: its partition's members.
+func (s *server) membersOf(b *backend) []*session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.sessions)
+	for _, pt := range s.parts {
+		if pt.current.Load() == b {
+			out := make([]*session, 0, len(pt.members))
+			for sess := range pt.members {
+				out = append(out, sess)
+			}
+			return out
+		}
+	}
+	return nil
 }
 
 func (s *server) info() ServerInfo {
@@ -270,8 +383,12 @@ func (s *server) info() ServerInfo {
 	if info.Share == "" {
 		info.Share = ShareShared
 	}
-	if b := s.current.Load(); b != nil {
-		info.State = b.stateName()
+	// With several partitions, the server is as ready as its best child.
+	for _, b := range s.currentsLocked() {
+		st := b.stateName()
+		if info.State == StateStopped || st == StateReady {
+			info.State = st
+		}
 		if msg := b.failureMessage(); msg != "" {
 			info.Error = msg
 		}
@@ -283,16 +400,13 @@ func (s *server) info() ServerInfo {
 }
 
 // backendsOf lists the backends a session may have requests on: its own
-// child, or the server's current and draining ones.
+// child, or the server's current ones (a session that moved partition may
+// still have requests on its old one) and draining ones.
 func (s *server) backendsOf(sess *session) []*backend {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if b := s.perSession[sess]; b != nil {
 		return []*backend{b}
 	}
-	out := make([]*backend, 0, 1+len(s.old))
-	if b := s.current.Load(); b != nil {
-		out = append(out, b)
-	}
-	return append(out, s.old...)
+	return append(s.currentsLocked(), s.old...)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
@@ -29,6 +30,7 @@ type session struct {
 	closeOnce sync.Once
 	closeConn func() // ends the transport; set by the front door
 	attached  bool   // the transport is the client's own pipes; set by the front door
+	part      atomic.Pointer[partition] // the roots partition its requests go to (server.backendFor)
 
 	mu              sync.Mutex          // guards the fields below
 	inflight        map[string]*pending // client's original id bytes -> request
@@ -44,6 +46,11 @@ type session struct {
 	meta            []byte        // _meta members a modern child needs, for a legacy client
 	quiet           chan struct{} // closed when inflight empties, for closeWhenIdle
 	closeReason     error
+	roots           []string    // declared roots, sorted (roots.go)
+	rootsAsk        string      // id of the pool's roots/list to the client, while unanswered
+	held            [][]byte    // messages waiting for that answer
+	receiver        func() bool // can the client be sent a request now (HTTP: an open stream); nil: always
+	logLevel        int         // logSeverity of its logging/setLevel (loglevel.go)
 }
 
 type clientCaps struct{ sampling, elicitation, roots bool }
@@ -100,6 +107,9 @@ func (s *session) handle(line []byte) {
 	s.mu.Lock()
 	s.lastActive = time.Now()
 	s.mu.Unlock()
+	if msg.Kind != jsonrpc.KindResponse && msg.Method != "initialize" && msg.Method != "ping" && s.holdForRoots(line) {
+		return // its roots decide which child it goes to (roots.go)
+	}
 	switch msg.Kind {
 	case jsonrpc.KindRequest:
 		s.onRequest(&msg)
@@ -149,6 +159,14 @@ func (s *session) onRequest(msg *jsonrpc.Message) {
 		s.reply(id, hs.discoverResult())
 		return
 	case "logging/setLevel":
+		b, err := s.srv.backendFor(s)
+		if err != nil {
+			s.replyError(id, err)
+			return
+		}
+		if _, err := b.handshakeResult(s.closed); err == nil && s.setLogLevel(b, id, params) {
+			return
+		}
 		s.mu.Lock()
 		s.logs = true
 		s.mu.Unlock()
@@ -219,12 +237,7 @@ func (s *session) initialize(id, params []byte) {
 		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()})
 		return
 	}
-	b, err := s.srv.backendFor(s)
-	if err != nil {
-		s.replyError(id, err)
-		return
-	}
-	hs, err := b.handshakeResult(s.closed)
+	hs, err := s.srv.handshake(s)
 	if err != nil {
 		s.replyError(id, err)
 		return
@@ -247,6 +260,9 @@ func (s *session) initialize(id, params []byte) {
 			string(caps) + `,"` + metaClientInfo + `":` + string(info))
 	}
 	s.mu.Unlock()
+	if !s.asksRoots() {
+		s.srv.move(s) // its partition is known now: no roots to ask
+	}
 	// Again, now that the client has named itself: recorders upsert.
 	s.p.emit(Event{Kind: EventSessionOpened, Server: s.srv.name, Session: s.id, Transport: s.transport,
 		PID: s.peerPID, ClientName: req.ClientInfo.Name, ClientVersion: req.ClientInfo.Version})
@@ -340,7 +356,19 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 func (s *session) onNotification(msg *jsonrpc.Message) {
 	switch msg.Method {
 	case "notifications/initialized":
-		return // the pool initialized the child itself, once
+		// The pool initialized the child itself, once; now it may ask the
+		// client which roots its requests are partitioned by.
+		if s.asksRoots() {
+			s.askRoots()
+		}
+		return
+	case "notifications/roots/list_changed":
+		// The child's roots are its partition's, never this client's:
+		// ask again, and move the session for its next requests.
+		if s.asksRoots() {
+			s.askRoots()
+		}
+		return
 	case "notifications/cancelled":
 		params := msg.Params.Of(msg.Raw)
 		rid := jsonrpc.Member(params, "requestId")
@@ -377,6 +405,9 @@ func (s *session) onNotification(msg *jsonrpc.Message) {
 
 // onResponse routes the client's answer to a child's request.
 func (s *session) onResponse(msg *jsonrpc.Message) {
+	if s.answerRoots(msg) {
+		return
+	}
 	if s.answerRound(msg) {
 		return // an answer to a modern child's question (inputbridge.go)
 	}
@@ -507,27 +538,28 @@ func (s *session) canAnswer(method string) bool {
 	if s.era == EraModern {
 		return false // 2026-07-28 has no server-to-client requests: MRTR carries them (mrtr.go)
 	}
+	if !s.receivesLocked() {
+		return false // an HTTP session with no stream open: the child would wait for nothing
+	}
 	switch method {
 	case "sampling/createMessage":
 		return s.caps.sampling
 	case "elicitation/create":
 		return s.caps.elicitation
 	case "roots/list":
-		return s.caps.roots
+		return false // the pool answers it from the child's partition (roots.go)
 	}
 	return true
 }
+
+// receivesLocked reports whether the client can be sent a request now: a
+// stdio client always; an HTTP one only while its GET stream is open.
+func (s *session) receivesLocked() bool { return s.receiver == nil || s.receiver() }
 
 func (s *session) lastActiveAt() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lastActive
-}
-
-func (s *session) wantsLogs() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.logs
 }
 
 func (s *session) info() SessionInfo {

@@ -98,6 +98,7 @@ func (b *backend) startAndHandshake() (*child, error) {
 		b.reap(c)
 		return nil, err
 	}
+	b.srv.hs.Store(hs)
 	b.mu.Lock()
 	b.hs = hs
 	b.state = StateReady
@@ -114,6 +115,7 @@ func (b *backend) startAndHandshake() (*child, error) {
 	b.emitState()
 	b.log.Info("child ready", "pid", c.pid, "era", hs.era, "protocolVersion", hs.protocolVersion)
 	b.resubscribe()
+	b.resendLogLevel()
 	return c, nil
 }
 

@@ -9,11 +9,16 @@ type Share string
 
 // The sharing modes of a server.
 const (
-	// ShareShared runs one child for all sessions of a server.
+	// ShareShared shares children among sessions that declared the same
+	// roots: one child per roots partition (sorted URI set; "no roots" is
+	// a partition of its own), so that no session sees another's folders.
 	ShareShared Share = "shared"
 	// ShareSession runs one child per client session, for stateful servers
 	// (browser automation, REPLs) that must not mix clients.
 	ShareSession Share = "session"
+	// ShareGlobal runs one child whatever the sessions' roots, for servers
+	// the user knows ignore them; the child is told of no roots.
+	ShareGlobal Share = "global"
 )
 
 // ServerConfig is one configured MCP server, already validated and with
@@ -122,6 +127,9 @@ type BackendInfo struct {
 	StderrTail      []string  `json:"stderrTail"`
 	// Session is set for a child owned by one session (share: session).
 	Session string `json:"session,omitempty"`
+	// Roots are the roots this child serves: the partition of the
+	// sessions that share it. Empty for the "no roots" partition.
+	Roots []string `json:"roots,omitempty"`
 	// BadLines counts non-JSON lines on the child's stdout.
 	BadLines uint64 `json:"badLines"`
 	// Orphaned counts responses whose id matched no pending request

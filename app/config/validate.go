@@ -116,8 +116,10 @@ func (f *File) poolServers(lookup func(string) (string, bool), p *problems) []po
 			c.Share = pool.ShareShared
 		case "session":
 			c.Share = pool.ShareSession
+		case "global":
+			c.Share = pool.ShareGlobal
 		default:
-			p.add(at+".share", "%q is not \"shared\" or \"session\"", s.Share)
+			p.add(at+".share", "%q is not \"shared\", \"session\" or \"global\"", s.Share)
 		}
 		switch s.IdleTimeout {
 		case "":

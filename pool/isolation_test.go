@@ -1,0 +1,306 @@
+package pool_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// initRoots initializes a client that declares roots, and answers the
+// pool's roots/list with uris. It returns the id the pool asked under.
+func (c *client) initRoots(name string, uris ...string) {
+	c.t.Helper()
+	c.initialize(name, `{"roots":{"listChanged":true}}`)
+	c.answerRoots(uris...)
+}
+
+// answerRoots reads the pool's roots/list request and answers it.
+func (c *client) answerRoots(uris ...string) {
+	c.t.Helper()
+	req := c.recv()
+	if req.Method != "roots/list" {
+		c.t.Fatalf("want the pool's roots/list, got %s", req.raw)
+	}
+	roots := make([]map[string]string, 0, len(uris))
+	for _, u := range uris {
+		roots = append(roots, map[string]string{"uri": u, "name": filepath.Base(u)})
+	}
+	res, _ := json.Marshal(map[string]any{"roots": roots})
+	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, res)
+}
+
+// pidOf asks the session's child its PID.
+func (c *client) pidOf(id string) string {
+	c.t.Helper()
+	c.call(id, "pid", `{}`)
+	m, other := c.recvID(id)
+	for _, o := range other {
+		if o.Method == "roots/list" {
+			c.t.Fatalf("the pool handed a child's roots/list to a client: %s", o.raw)
+		}
+	}
+	return m.text()
+}
+
+// childRoots asks the session's child which roots it was given.
+func (c *client) childRoots(id string) string {
+	c.t.Helper()
+	c.call(id, "ask", `{"kind":"roots"}`)
+	m, other := c.recvID(id)
+	if len(other) > 0 {
+		c.t.Fatalf("the child's roots/list reached the client: %s", other[0].raw)
+	}
+	return m.text()
+}
+
+// A shared child is one per roots partition: sessions with the same roots
+// share a PID, different roots (or none) get their own, and each child is
+// told only its partition's roots, by the pool, never by another client.
+// On the first edition every session reached one child, and its roots/list
+// went to whichever client answered first.
+func TestRootsPartitionChildren(t *testing.T) {
+	tp := newTestPool(t, nil, fake("fs"))
+	a, b, a2, none := tp.dial(t, "fs"), tp.dial(t, "fs"), tp.dial(t, "fs"), tp.dial(t, "fs")
+	a.initRoots("a", "file:///work/a")
+	b.initRoots("b", "file:///work/b")
+	a2.initRoots("a2", "file:///work/a") // same roots as a
+	none.initialize("none", "")
+
+	pa, pb, pa2, pn := a.pidOf("1"), b.pidOf("1"), a2.pidOf("1"), none.pidOf("1")
+	if pa != pa2 {
+		t.Errorf("same roots, different children: %s and %s", pa, pa2)
+	}
+	if pa == pb || pn == pa || pn == pb {
+		t.Errorf("different roots share a child: a %s, b %s, none %s", pa, pb, pn)
+	}
+	for _, tc := range []struct {
+		c    *client
+		want string
+	}{{a, "file:///work/a"}, {b, "file:///work/b"}, {a2, "file:///work/a"}} {
+		got := tc.c.childRoots("2")
+		if !strings.Contains(got, tc.want) || strings.Contains(got, "file:///work/"+map[string]string{"file:///work/a": "b", "file:///work/b": "a"}[tc.want]) {
+			t.Errorf("child of %s was given roots %s, want only %s", tc.want, got, tc.want)
+		}
+	}
+	if got := none.childRoots("2"); strings.Contains(got, "file://") {
+		t.Errorf("the no-roots child was given roots: %s", got)
+	}
+	st := tp.Snapshot()
+	var parts []string
+	for _, be := range st.Backends {
+		parts = append(parts, fmt.Sprintf("%v:%d", be.Roots, be.Sessions))
+	}
+	if strings.Join(parts, " ") != "[]:1 [file:///work/a]:2 [file:///work/b]:1" {
+		t.Errorf("status partitions (roots:sessions) = %v", parts)
+	}
+
+	// A child that restarts asks roots/list again: the pool answers from
+	// the partition, so b's roots never reach a's child.
+	a.call("3", "crash", `{}`)
+	a.recvID("3")
+	eventually(t, "a's child to restart", func() bool {
+		for _, be := range tp.Snapshot().Backends {
+			if len(be.Roots) == 1 && be.Roots[0] == "file:///work/a" && be.PID != 0 && fmt.Sprint(be.PID) != pa && be.State == pool.StateReady {
+				return true
+			}
+		}
+		return false
+	})
+	if got := a.childRoots("4"); !strings.Contains(got, "file:///work/a") || strings.Contains(got, "/b") {
+		t.Errorf("after a restart a's child was given %s", got)
+	}
+}
+
+// roots/list_changed from a session makes the pool ask it again and move
+// it to the child of its new roots; the children keep their own roots.
+func TestRootsChangeMovesTheSession(t *testing.T) {
+	tp := newTestPool(t, nil, fake("fs"))
+	a, b := tp.dial(t, "fs"), tp.dial(t, "fs")
+	a.initRoots("a", "file:///work/a")
+	b.initRoots("b", "file:///work/b")
+	pa, pb := a.pidOf("1"), b.pidOf("1")
+	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+	a.answerRoots("file:///work/b")
+	if got := a.pidOf("2"); got != pb || got == pa {
+		t.Fatalf("after moving to b's roots a reaches %s (a's child %s, b's %s)", got, pa, pb)
+	}
+	if got := b.childRoots("3"); strings.Contains(got, "/a") {
+		t.Fatalf("b's child was given a's roots: %s", got)
+	}
+}
+
+// share "global": one child whatever the roots, told of none, and the
+// pool does not ask clients for roots.
+func TestShareGlobalIgnoresRoots(t *testing.T) {
+	cfg := fake("g")
+	cfg.Share = pool.ShareGlobal
+	tp := newTestPool(t, nil, cfg)
+	a, b := tp.dial(t, "g"), tp.dial(t, "g")
+	a.initialize("a", `{"roots":{}}`)
+	b.initialize("b", `{"roots":{}}`)
+	if pa, pb := a.pidOf("1"), b.pidOf("1"); pa != pb {
+		t.Fatalf("global server: two children %s %s", pa, pb)
+	}
+	if got := a.childRoots("2"); strings.Contains(got, "file://") {
+		t.Fatalf("global child was given roots: %s", got)
+	}
+}
+
+// The pool declares to a child only what its sessions can do: no
+// sampling, elicitation or roots for a session that declared none.
+func TestChildCapabilitiesFollowTheSession(t *testing.T) {
+	dir := shortTempDir(t)
+	logPath := filepath.Join(dir, "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-log", logPath))
+	c := tp.dial(t, "srv")
+	c.initialize("plain", "")
+	c.pidOf("1")
+	var caps string
+	for _, m := range childLog(t, logPath) {
+		if m["method"] == "initialize" || m["method"] == "server/discover" {
+			raw, _ := json.Marshal(m["params"])
+			caps += string(raw)
+		}
+	}
+	for _, cap := range []string{"sampling", "elicitation", "roots"} {
+		if strings.Contains(caps, `"`+cap+`"`) {
+			t.Errorf("the pool declared %s to the child of a session without it: %s", cap, caps)
+		}
+	}
+}
+
+// A child's sampling request never goes to an HTTP session that cannot
+// receive it (no GET stream open): with only such a session it gets
+// -32006 at once, not a timeout; with a capable stdio session present,
+// that session answers.
+func TestChildRequestOnlyToSessionsThatCanReceive(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	srv := httptest.NewServer(tp.HTTPHandler())
+	t.Cleanup(srv.Close)
+	// An HTTP client that declared sampling and opened no stream.
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"h","version":"1"}}}`
+	req, _ := http.NewRequest("POST", srv.URL+"/mcp/srv", strings.NewReader(init))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("HTTP initialize: %s", resp.Status)
+	}
+	c := tp.dial(t, "srv")
+	c.initialize("no-sampling", "")
+	start := time.Now()
+	c.call("1", "ask", `{"kind":"sampling"}`)
+	m, _ := c.recvID("1")
+	took := time.Since(start)
+	if !strings.Contains(m.raw, "no connected client") || !strings.Contains(m.raw, "32006") {
+		t.Fatalf("want -32006 from the pool, got %s", m.raw)
+	}
+	if took > 100*time.Millisecond {
+		t.Errorf("the -32006 took %s (the issue's bound: 100 ms)", took)
+	}
+	sampler := tp.dial(t, "srv")
+	sampler.initialize("sampler", `{"sampling":{}}`)
+	c.call("2", "ask", `{"kind":"sampling"}`)
+	q := sampler.recv()
+	if q.Method != "sampling/createMessage" {
+		t.Fatalf("sampler got %s", q.raw)
+	}
+	sampler.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"42"},"model":"m"}}`, q.ID)
+	if m, _ := c.recvID("2"); !strings.Contains(m.text(), "42") {
+		t.Fatalf("answered by the stdio session: %s", m.raw)
+	}
+}
+
+// Two sessions at different log levels each receive exactly the messages
+// their level admits; one that never asked receives none; the child runs
+// at the most verbose level asked for, and goes back when that session
+// leaves. On the first edition the last setLevel won for everyone.
+func TestLogLevelPerSession(t *testing.T) {
+	dir := shortTempDir(t)
+	logPath := filepath.Join(dir, "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-log", logPath))
+	verbose, quiet, silent := tp.dial(t, "srv"), tp.dial(t, "srv"), tp.dial(t, "srv")
+	for _, c := range []*client{verbose, quiet, silent} {
+		c.initialize("c", "")
+	}
+	verbose.send(`{"jsonrpc":"2.0","id":"lv","method":"logging/setLevel","params":{"level":"debug"}}`)
+	if m, _ := verbose.recvID(`"lv"`); m.Error != nil {
+		t.Fatal(m.raw)
+	}
+	quiet.send(`{"jsonrpc":"2.0","id":"lv","method":"logging/setLevel","params":{"level":"emergency"}}`)
+	if m, _ := quiet.recvID(`"lv"`); m.Error != nil {
+		t.Fatal(m.raw)
+	}
+	levels := []string{"debug", "info", "error", "emergency"}
+	for i, lvl := range levels {
+		verbose.call(fmt.Sprint(i+1), "log", fmt.Sprintf(`{"level":%q,"data":%q}`, lvl, lvl))
+	}
+	received := func(c *client, barrier string) []string {
+		c.send(`{"jsonrpc":"2.0","id":"` + barrier + `","method":"ping"}`)
+		_, other := c.recvID(`"` + barrier + `"`)
+		var got []string
+		for _, m := range other {
+			if m.Method == "notifications/message" {
+				var p struct {
+					Level string `json:"level"`
+				}
+				_ = json.Unmarshal(m.Params, &p)
+				got = append(got, p.Level)
+			}
+		}
+		return got
+	}
+	// The verbose session sees its own calls' answers (in any order: the
+	// child runs calls concurrently) and every message.
+	var got []string
+	for answered := 0; answered < len(levels); {
+		m := verbose.recv()
+		switch m.Method {
+		case "":
+			answered++
+		case "notifications/message":
+			var p struct {
+				Level string `json:"level"`
+			}
+			_ = json.Unmarshal(m.Params, &p)
+			got = append(got, p.Level)
+		}
+	}
+	slices.SortFunc(got, func(a, b string) int { return levelIndex(a) - levelIndex(b) })
+	if strings.Join(got, ",") != "debug,info,error,emergency" {
+		t.Errorf("debug session received %v", got)
+	}
+	if got := received(quiet, "b1"); strings.Join(got, ",") != "emergency" {
+		t.Errorf("emergency session received %v", got)
+	}
+	if got := received(silent, "b1"); len(got) != 0 {
+		t.Errorf("a session that never set a level received %v", got)
+	}
+	// The verbose session leaves: the child goes back to emergency.
+	verbose.close()
+	eventually(t, "the child set back to emergency", func() bool {
+		var seen []string
+		for _, m := range childLog(t, logPath) {
+			if m["method"] == "logging/setLevel" {
+				seen = append(seen, fmt.Sprint(m["params"].(map[string]any)["level"]))
+			}
+		}
+		return strings.Join(seen, ",") == "debug,emergency"
+	})
+}
+
+func levelIndex(l string) int {
+	return slices.Index([]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}, l)
+}

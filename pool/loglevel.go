@@ -1,0 +1,110 @@
+package pool
+
+import (
+	"encoding/json"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
+
+// Log levels: each session gets its own.
+//
+// logging/setLevel sets one level on a server, and a shared child has one.
+// So the pool keeps each session's level, sets the child to the most
+// verbose level any of its sessions asked for (and back when they leave),
+// and gives each session notifications/message at or above its own level
+// only, none before it asked.
+
+// logSeverity ranks the syslog levels MCP uses, least severe first.
+var logSeverity = map[string]int{"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4,
+	"critical": 5, "alert": 6, "emergency": 7}
+
+// quietest is the level the child goes back to when no session wants logs.
+const quietest = "emergency"
+
+// setLogLevel takes a session's logging/setLevel. It reports whether the
+// pool answered it: for a child that declared logging, the pool sets the
+// child's level itself; otherwise the child answers (its own error).
+func (s *session) setLogLevel(b *backend, id, params []byte) bool {
+	level, ok := jsonrpc.String(params, jsonrpc.Member(params, "level"))
+	if _, known := logSeverity[level]; !ok || !known {
+		return false // the child explains the bad params
+	}
+	if !b.declares("logging") {
+		return false
+	}
+	s.mu.Lock()
+	s.logs, s.logLevel = true, logSeverity[level]
+	s.mu.Unlock()
+	b.syncLogLevel()
+	s.reply(id, []byte("{}"))
+	return true
+}
+
+// admitsLog reports whether a message at level reaches this session.
+func (s *session) admitsLog(level string) bool {
+	sev, ok := logSeverity[level]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs && (!ok || sev >= s.logLevel)
+}
+
+// wantedLogLevel is the session's level, if it asked for logs.
+func (s *session) wantedLogLevel() (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logLevel, s.logs
+}
+
+// syncLogLevel sets the child to the most verbose level its live sessions
+// asked for, when that changed.
+func (b *backend) syncLogLevel() {
+	want, any := len(logSeverity), false
+	for _, s := range b.sessions() {
+		if !s.alive() {
+			continue
+		}
+		if lvl, ok := s.wantedLogLevel(); ok {
+			want, any = min(want, lvl), true
+		}
+	}
+	level := quietest
+	if any {
+		for name, sev := range logSeverity {
+			if sev == want {
+				level = name
+			}
+		}
+	}
+	b.mu.Lock()
+	if b.childLevel == level || (b.childLevel == "" && !any) {
+		b.mu.Unlock()
+		return
+	}
+	b.childLevel = level
+	b.mu.Unlock()
+	b.internalRequest("logging/setLevel", logLevelParams(level))
+}
+
+// resendLogLevel tells a restarted child the level its sessions asked for.
+func (b *backend) resendLogLevel() {
+	b.mu.Lock()
+	level := b.childLevel
+	b.mu.Unlock()
+	if level != "" {
+		b.internalRequest("logging/setLevel", logLevelParams(level))
+	}
+}
+
+func logLevelParams(level string) []byte {
+	out, _ := json.Marshal(map[string]string{"level": level})
+	return out
+}
+
+// declares reports whether the child's handshake declared a server
+// capability.
+func (b *backend) declares(capability string) bool {
+	b.mu.Lock()
+	hs := b.hs
+	b.mu.Unlock()
+	return hs != nil && jsonrpc.Member(hs.capabilities, capability).Present()
+}

@@ -1,0 +1,174 @@
+package pool
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
+
+// Roots: a shared child never mixes sessions' roots.
+//
+// A server such as server-filesystem takes the roots its client declares
+// as the folders it may touch. One child shared by two clients can hold
+// one set of roots, so sessions are partitioned by the roots they declare
+// (server.backendFor): same sorted URI set, same child; "declares no
+// roots" is a partition of its own. The pool learns a legacy session's
+// roots by asking it roots/list once it is initialized (and again after
+// its notifications/roots/list_changed), holding the session's requests
+// until the answer; it answers a child's roots/list itself from the
+// child's partition and never hands that question to a client.
+// 2026-07-28 clients declare no roots to the pool: they share the "no
+// roots" partition.
+
+// rootsAskTimeout bounds how long a session's requests wait for its
+// answer to roots/list; past it, the session counts as declaring none.
+const rootsAskTimeout = 10 * time.Second
+
+// rootsKey names a partition: the sorted, distinct URIs.
+func rootsKey(roots []string) string { return strings.Join(roots, "\n") }
+
+// parseRoots reads a roots/list result into sorted, distinct URIs.
+func parseRoots(result []byte) []string {
+	var v struct {
+		Roots []struct {
+			URI string `json:"uri"`
+		} `json:"roots"`
+	}
+	if json.Unmarshal(result, &v) != nil {
+		return nil
+	}
+	var out []string
+	for _, r := range v.Roots {
+		if r.URI != "" {
+			out = append(out, r.URI)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// rootsListResult is the pool's answer to a child's roots/list: its
+// partition's roots.
+func rootsListResult(roots []string) []byte {
+	type root struct {
+		URI string `json:"uri"`
+	}
+	list := make([]root, 0, len(roots))
+	for _, u := range roots {
+		list = append(list, root{URI: u})
+	}
+	out, _ := json.Marshal(struct {
+		Roots []root `json:"roots"`
+	}{list})
+	return out
+}
+
+// partitionRoots are the roots the session's requests are partitioned by.
+func (s *session) partitionRoots() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.roots
+}
+
+// capabilities are what the session declared, for the child it starts.
+func (s *session) capabilities() clientCaps {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caps
+}
+
+// asksRoots reports whether the pool should ask this session its roots:
+// it declared them, it is a legacy session that can receive a request
+// now, and the server partitions by roots.
+func (s *session) asksRoots() bool {
+	if s.srv.config().Share == ShareGlobal {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caps.roots && s.era == EraLegacy && s.receivesLocked()
+}
+
+// askRoots sends the client roots/list and holds its requests until the
+// answer (or rootsAskTimeout). The reader goes on reading: the answer
+// comes through it.
+func (s *session) askRoots() {
+	id := `"switchboard-roots-` + strconv.FormatUint(s.p.nextID.Add(1), 10) + `"`
+	s.mu.Lock()
+	s.rootsAsk = id
+	s.mu.Unlock()
+	time.AfterFunc(rootsAskTimeout, func() { s.rootsAnswered(id, nil) })
+	s.deliver([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"roots/list"}`))
+}
+
+// holdForRoots queues a message while the session's roots are being
+// asked; it reports whether it did.
+func (s *session) holdForRoots(line []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rootsAsk == "" {
+		return false
+	}
+	s.held = append(s.held, append([]byte(nil), line...))
+	return true
+}
+
+// answerRoots takes the client's answer to the pool's roots/list.
+func (s *session) answerRoots(msg *jsonrpc.Message) bool {
+	id := string(msg.IDBytes())
+	s.mu.Lock()
+	mine := s.rootsAsk != "" && id == s.rootsAsk
+	s.mu.Unlock()
+	if !mine {
+		return false
+	}
+	var roots []string
+	if msg.Result.Present() {
+		roots = parseRoots(msg.Result.Of(msg.Raw))
+	}
+	s.rootsAnswered(id, roots)
+	return true
+}
+
+// rootsAnswered ends the ask id: the session's partition follows the new
+// roots for its next requests (in-flight ones finish where they are), and
+// the held messages go on in order.
+func (s *session) rootsAnswered(id string, roots []string) {
+	s.mu.Lock()
+	if s.rootsAsk != id {
+		s.mu.Unlock()
+		return // answered already, or a newer ask is out
+	}
+	s.rootsAsk = ""
+	s.roots = roots
+	held := s.held
+	s.held = nil
+	s.mu.Unlock()
+	s.srv.move(s)
+	for _, line := range held {
+		s.handle(line)
+	}
+}
+
+// move puts a session into the partition its roots name (so that it gets
+// that child's list_changed, logs and questions from now on); its next
+// request starts the partition's child if need be.
+func (s *server) move(sess *session) {
+	if sess.ownChild {
+		return
+	}
+	roots := sess.partitionRoots()
+	if s.config().Share == ShareGlobal {
+		roots = nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.sessions[sess]; !ok {
+		return
+	}
+	s.enterLocked(sess, s.partLocked(rootsKey(roots), roots))
+}
