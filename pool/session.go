@@ -28,8 +28,8 @@ type session struct {
 	out       chan []byte   // to the client; never closed (senders may race with close)
 	closed    chan struct{} // closed by close
 	closeOnce sync.Once
-	closeConn func() // ends the transport; set by the front door
-	attached  bool   // the transport is the client's own pipes; set by the front door
+	closeConn func()                    // ends the transport; set by the front door
+	attached  bool                      // the transport is the client's own pipes; set by the front door
 	part      atomic.Pointer[partition] // the roots partition its requests go to (server.backendFor)
 
 	mu              sync.Mutex          // guards the fields below

@@ -85,7 +85,7 @@ func TestValidationProblems(t *testing.T) {
 			"http": {"listen": "0.0.0.0:7777"},
 			"history": {"retainDays": -1}
 		}`, []string{
-			`mcpServers.a.share: "all" is not "shared" or "session"`,
+			`mcpServers.a.share: "all" is not "shared", "session" or "global"`,
 			`mcpServers.b.command: missing (a stdio server needs a command; a remote one needs url)`,
 			`mcpServers.c d: the name may use letters, digits, '.', '_' and '-' only`,
 			`mcpServers.e.idleTimeout: "-1m" must be more than zero (use "never" to keep the child running)`,
@@ -136,7 +136,7 @@ func TestErrorText(t *testing.T) {
 	path := filepath.Join(dir, "config.json")
 	os.WriteFile(path, []byte(`{"mcpServers": {"m": {"command": "x", "idleTimeout": "10 minutes", "share": "x"}}}`), 0o600)
 	_, err := Load(path)
-	want := path + `: 2 problems: mcpServers.m.share: "x" is not "shared" or "session"; mcpServers.m.idleTimeout: "10 minutes" is not a duration (try "10m")`
+	want := path + `: 2 problems: mcpServers.m.share: "x" is not "shared", "session" or "global"; mcpServers.m.idleTimeout: "10 minutes" is not a duration (try "10m")`
 	if err == nil || err.Error() != want {
 		t.Fatalf("Load error:\n got %v\nwant %s", err, want)
 	}
