@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
@@ -93,7 +94,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 			return
 		}
 		p.wg.Go(func() { s.writeTo(conn) })
-		s.readFrom(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), conn), 64<<10))
+		s.readFrom(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), conn), 64<<10), rawConn(conn))
 		return
 	}
 	// Attached: the client's pipes are the session's transport; the
@@ -105,7 +106,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 		in.Close()
 		out.Close()
 		end := EndEOF
-		if s.closeReason != nil {
+		if s.closeReason != nil && !drained(s.closeReason) {
 			end = s.closeReason.Error()
 		}
 		writeLine(conn, Farewell{End: end})
@@ -122,7 +123,17 @@ func (p *Pool) serveShim(conn net.Conn) {
 		_, _ = conn.Read(make([]byte, 1))
 		s.close(nil)
 	})
-	s.readFrom(bufio.NewReaderSize(in, 64<<10))
+	s.readFrom(bufio.NewReaderSize(in, 64<<10), rawConn(out))
+}
+
+// rawConn is c's descriptor for polling, or nil.
+func rawConn(c any) syscall.RawConn {
+	if sc, ok := c.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			return rc
+		}
+	}
+	return nil
 }
 
 // writeLine writes v as one JSON line to a shim's connection.
@@ -162,8 +173,9 @@ func closeFiles(files []*os.File) {
 }
 
 // readFrom is the session's reader for a byte stream: one message per
-// line. It returns when the client closes or the session ends.
-func (s *session) readFrom(r *bufio.Reader) {
+// line. It returns when the session ends; EOF is a half-close (halfclose.go)
+// and peer the output watched meanwhile.
+func (s *session) readFrom(r *bufio.Reader, peer syscall.RawConn) {
 	lr := &lineReader{r: r, max: s.p.opts.MaxMessageBytes}
 	for {
 		line, err := lr.next()
@@ -175,6 +187,10 @@ func (s *session) readFrom(r *bufio.Reader) {
 				s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeMessageTooLarge,
 					Message: fmt.Sprintf("message of %d bytes exceeds the %d-byte limit", tl.size, s.p.opts.MaxMessageBytes)})
 				continue
+			}
+			if errors.Is(err, io.EOF) {
+				s.halfClose(peer)
+				return
 			}
 			s.close(nil)
 			return
@@ -208,9 +224,30 @@ func (s *session) writeTo(conn deadlineWriter) {
 				return
 			}
 		case <-s.closed:
+			if s.endedGracefully() {
+				s.flushQueued(conn, bw)
+				s.closeTransport()
+			}
 			return
 		}
 	}
+}
+
+// flushQueued writes what is still queued after a graceful end: the last
+// answers a half-closed client is owed.
+func (s *session) flushQueued(conn deadlineWriter, bw *bufio.Writer) {
+	for {
+		select {
+		case line := <-s.out:
+			bw.Write(line)
+			bw.WriteByte('\n')
+			continue
+		default:
+		}
+		break
+	}
+	_ = conn.SetWriteDeadline(time.Now().Add(s.p.opts.EvictAfter))
+	_ = bw.Flush()
 }
 
 // deadlineWriter is a session's output: a shim's connection, or the

@@ -152,6 +152,9 @@ func (s *session) rootsAnswered(id string, roots []string) {
 	for _, line := range held {
 		s.handle(line)
 	}
+	s.mu.Lock()
+	s.quietLocked() // a draining session may be waiting on this ask
+	s.mu.Unlock()
 }
 
 // move puts a session into the partition its roots name (so that it gets

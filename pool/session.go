@@ -28,7 +28,8 @@ type session struct {
 	out       chan []byte   // to the client; never closed (senders may race with close)
 	closed    chan struct{} // closed by close
 	closeOnce sync.Once
-	closeConn func()                    // ends the transport; set by the front door
+	connOnce  sync.Once
+	closeConn func()                    // ends the transport; set by the front door; call closeTransport
 	attached  bool                      // the transport is the client's own pipes; set by the front door
 	part      atomic.Pointer[partition] // the roots partition its requests go to (server.backendFor)
 
@@ -474,8 +475,8 @@ func (s *session) close(reason error) {
 		subs := s.subs
 		s.subs = map[string]*backend{}
 		s.mu.Unlock()
-		if s.closeConn != nil {
-			s.closeConn()
+		if !drained(reason) {
+			s.closeTransport() // else the writer does, once the last answers are out
 		}
 		why := "client disconnected"
 		if reason != nil {
@@ -504,21 +505,44 @@ func (s *session) close(reason error) {
 	})
 }
 
-// closeWhenIdle closes the session once nothing of its is in flight.
+// closeWhenIdle closes the session once nothing of its is in flight (or
+// held for its roots' answer).
 func (s *session) closeWhenIdle(reason error) {
-	s.mu.Lock()
-	if len(s.inflight) > 0 && s.quiet == nil {
-		s.quiet = make(chan struct{})
-	}
-	q := s.quiet
-	s.mu.Unlock()
-	if q != nil {
+	for {
+		s.mu.Lock()
+		busy := len(s.inflight) > 0 || s.rootsAsk != ""
+		if busy && s.quiet == nil {
+			s.quiet = make(chan struct{})
+		}
+		q := s.quiet
+		s.mu.Unlock()
+		if !busy {
+			break
+		}
 		select {
 		case <-q:
 		case <-s.closed:
+			return
 		}
 	}
 	s.close(reason)
+}
+
+// closeTransport ends the transport, once.
+func (s *session) closeTransport() {
+	s.connOnce.Do(func() {
+		if s.closeConn != nil {
+			s.closeConn()
+		}
+	})
+}
+
+// endedGracefully reports whether the session ended by a half-close, so
+// its writer writes out what is queued before closing the transport.
+func (s *session) endedGracefully() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return drained(s.closeReason)
 }
 
 func isClosed(ch chan struct{}) bool {

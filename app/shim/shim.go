@@ -89,9 +89,18 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 	}()
 	select {
 	case err := <-fromClient:
-		// The client closed our stdin: it is done with the session.
 		if err != nil {
 			return fmt.Errorf("read stdin: %w", err)
+		}
+		// The client closed our stdin: it has finished sending, not
+		// stopped listening. Tell the pool (a half-close) and relay its
+		// answers until it ends the session.
+		cw, ok := conn.(interface{ CloseWrite() error })
+		if !ok || cw.CloseWrite() != nil {
+			return nil
+		}
+		if err := <-fromPool; err != nil {
+			return fmt.Errorf("pool connection: %w", err)
 		}
 		return nil
 	case err := <-fromPool:

@@ -161,12 +161,13 @@ func (in *instance) status() statusJSON {
 
 // shim is one `switchboard connect` process, as an MCP client starts it.
 type shim struct {
-	t     testing.TB
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Reader
-	errb  *syncBuffer
-	done  chan error
+	t      testing.TB
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.Closer
+	out    *bufio.Reader
+	errb   *syncBuffer
+	done   chan error
 }
 
 func (in *instance) connect(t testing.TB, server string) *shim {
@@ -183,7 +184,7 @@ func (in *instance) connect(t testing.TB, server string) *shim {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.out = bufio.NewReaderSize(stdout, 1<<20)
+	s.out, s.stdout = bufio.NewReaderSize(stdout, 1<<20), stdout
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -293,16 +294,24 @@ func TestTwoClientsShareOneChild(t *testing.T) {
 		return len(st.InFlight) == 1 && st.InFlight[0].WrittenToChild && st.InFlight[0].Name == "sleep" &&
 			st.InFlight[0].Method == "tools/call" && st.InFlight[0].PID == st.Backends[0].PID
 	})
-	// The shim exits 0 as soon as its stdin closes, in-flight call or not.
+	// Closing its stdin is a half-close: the client still listens, so the
+	// session stays while its call is in flight.
 	a.stdin.Close()
+	waitFor(t, "the half-closed session to stay with its call", func() bool {
+		st := in.status()
+		return len(st.Sessions) == 2 && len(st.InFlight) == 1
+	})
+	// The client goes away (nobody reads its stdout): cancelled at once,
+	// and the shim exits 0.
+	a.stdout.Close()
 	select {
 	case err := <-a.done:
 		a.done <- err // for the cleanup
 		if err != nil {
-			t.Fatalf("shim exit: %v", err)
+			t.Fatalf("shim exit: %v (%s)", err, a.errb.String())
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("the shim did not exit after stdin closed")
+		t.Fatal("the shim did not exit after its client went away")
 	}
 	waitFor(t, "the session to end and its call to be cancelled", func() bool {
 		st := in.status()
@@ -467,4 +476,45 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A client that closes its input has finished sending, not stopped
+// listening: `printf 'initialize…\ntools/call…\n' | switchboard connect
+// NAME` prints both answers, as the same pipe into the server does, with
+// the pool reading the pipes itself and through the relay. On the first
+// edition it printed nothing: EOF ended the session and cancelled the call.
+func TestPipedHalfCloseGetsEveryAnswer(t *testing.T) {
+	in := serve(t, fakeConfig(t))
+	input := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":300,"text":"late"}}}
+{"jsonrpc":"2.0","id":3,"method":"tools/list"}
+`
+	for _, mode := range []string{"attached", "relay"} {
+		t.Run(mode, func(t *testing.T) {
+			cmd := exec.Command(sbBin, "connect", "fake")
+			cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+in.home)
+			if mode == "relay" {
+				cmd.Env = append(cmd.Env, "SWITCHBOARD_NO_ATTACH=1")
+			}
+			cmd.Stdin = strings.NewReader(input)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("exit: %v\n%s", err, out)
+			}
+			ids := map[string]bool{}
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				var r reply
+				if err := json.Unmarshal([]byte(line), &r); err != nil {
+					t.Fatalf("bad line %q", line)
+				}
+				ids[string(r.ID)] = true
+				if string(r.ID) == "2" && toolText(r) != "late" {
+					t.Errorf("the slow call's answer: %s", line)
+				}
+			}
+			if !ids["1"] || !ids["2"] || !ids["3"] {
+				t.Fatalf("answers for %v, want 1, 2 and 3:\n%s", ids, out)
+			}
+		})
+	}
 }

@@ -1,0 +1,60 @@
+package pool
+
+import (
+	"errors"
+	"syscall"
+	"time"
+)
+
+// Half-close: a client that closes its input has finished sending, not
+// stopped listening. `printf 'initialize…\ntools/list…\n' | switchboard
+// connect NAME` must print both answers, as the same pipe into the server
+// itself does. So EOF on a client's input ends its session only after its
+// in-flight requests are answered (each bounded by its request timeout)
+// and those answers are written out; a client that goes away (its output
+// has no reader any more) is still cancelled at once.
+
+// errInputClosed ends a session whose client closed its input and got
+// every answer it was owed.
+var errInputClosed = errors.New("the client closed its input")
+
+// peerPollInterval is how often a draining session checks that its
+// client is still there.
+const peerPollInterval = 100 * time.Millisecond
+
+// halfClose handles EOF on the session's input. peer is the session's
+// output (the client's stdout pipe, or the shim's socket), watched for
+// the client going away while the answers are awaited; nil means no
+// watch.
+func (s *session) halfClose(peer syscall.RawConn) {
+	if peer != nil && peerGone(peer) {
+		s.close(nil) // not a half-close: the client is gone
+		return
+	}
+	if peer != nil {
+		s.p.wg.Go(func() { s.watchPeer(peer) })
+	}
+	s.closeWhenIdle(errInputClosed)
+}
+
+// watchPeer closes the session at once if the client goes away while it
+// drains. It exits when the session ends.
+func (s *session) watchPeer(peer syscall.RawConn) {
+	t := time.NewTicker(peerPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.closed:
+			return
+		case <-t.C:
+			if peerGone(peer) {
+				s.close(nil)
+				return
+			}
+		}
+	}
+}
+
+// drained reports whether close should leave the transport to the writer,
+// which first writes out what is queued (a half-close), then closes it.
+func drained(reason error) bool { return errors.Is(reason, errInputClosed) }
