@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
+	"os"
 	"sort"
 	"time"
 
@@ -193,6 +194,28 @@ func History(ctx context.Context, q HistoryQuery) ([]HistoryEntry, error) {
 		out = append(out, entryOf(r, now))
 	}
 	return out, nil
+}
+
+// HangThreshold is the configured hangThreshold of the running pool's
+// config (else the config at the default location), or 30s.
+func HangThreshold(ctx context.Context) time.Duration {
+	paths, err := ResolvePaths()
+	if err != nil {
+		return config.DefaultHangThreshold
+	}
+	path := paths.Config
+	if st, err := FetchStatus(ctx); err == nil && st.Config != "" {
+		path = st.Config
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return config.DefaultHangThreshold
+	}
+	f, err := config.Decode(data)
+	if err != nil {
+		return config.DefaultHangThreshold
+	}
+	return f.Hang()
 }
 
 // Hangs lists requests in flight for at least over, oldest first: those

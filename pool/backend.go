@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -97,6 +98,10 @@ type pending struct {
 	written time.Time
 	pid     int
 	retried bool
+	// The last progress value the client was sent, so a retried call's
+	// progress never goes back.
+	progressSeen float64
+	progressSent bool
 }
 
 // outItem is one line for the child: a request, or (p == nil) a
@@ -467,12 +472,12 @@ func (b *backend) onResponse(msg *jsonrpc.Message) {
 	if p.timer != nil {
 		p.timer.Stop()
 	}
+	if p.method == "tools/list" && msg.Result.Present() {
+		b.learnHints(msg.Result.Of(msg.Raw)) // a client's, or the pool's own (listToolsForHints)
+	}
 	if p.reply != nil {
 		p.reply <- append([]byte(nil), msg.Raw...)
 		return
-	}
-	if p.method == "tools/list" && msg.Result.Present() {
-		b.learnHints(msg.Result.Of(msg.Raw))
 	}
 	sess, origID, held := b.recipient(p)
 	if held {
@@ -500,6 +505,16 @@ func (b *backend) onResponse(msg *jsonrpc.Message) {
 	b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: sess.id, PID: p.pid, PoolID: p.id,
 		Method: p.method, Name: p.name, Status: status, ErrCode: code, Err: emsg, Size: len(out), Written: true,
 		Payload: b.capture(out)})
+}
+
+// progressValue reads a progress notification's progress number.
+func progressValue(params []byte) (float64, bool) {
+	sp := jsonrpc.Member(params, "progress")
+	if !sp.Present() {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(string(sp.Of(params)), 64)
+	return v, err == nil
 }
 
 func (b *backend) capture(line []byte) []byte {
@@ -592,15 +607,26 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 		n, ok := jsonrpc.ParseUint(tok.Of(params))
 		var p *pending
 		var to *session
+		progress, hasValue := progressValue(params)
 		if ok {
 			b.mu.Lock()
 			if p = b.tokens[n]; p != nil && p.held == nil {
 				to = p.sess
+				// Progress must increase: a retried call starts again from
+				// zero, so its notifications wait until they pass the last
+				// value the client saw.
+				if hasValue {
+					if p.progressSent && progress <= p.progressSeen {
+						to = nil
+					} else {
+						p.progressSeen, p.progressSent = progress, true
+					}
+				}
 			}
 			b.mu.Unlock()
 		}
 		if to == nil {
-			return // the request ended (its client no longer cares), or waits for a retry
+			return // the request ended (its client no longer cares), waits for a retry, or went back
 		}
 		abs := jsonrpc.Span{Start: msg.Params.Start + tok.Start, End: msg.Params.Start + tok.End}
 		to.deliver(jsonrpc.Splice(nil, msg.Raw, abs, p.origToken))
@@ -862,6 +888,18 @@ func (b *backend) learnHints(result []byte) {
 		b.hints[name] = ok
 	}
 	b.mu.Unlock()
+}
+
+// listToolsForHints lists a ready child's tools itself when the server's
+// annotations are trusted and the pool has no hints: a retry after a crash
+// must not depend on a client having listed tools on this child.
+func (b *backend) listToolsForHints() {
+	b.mu.Lock()
+	need := b.cfg.TrustAnnotations && len(b.hints) == 0
+	b.mu.Unlock()
+	if need {
+		b.internalRequest("tools/list", []byte("{}"))
+	}
 }
 
 func (b *backend) forgetHintsIf(method string) {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -303,4 +304,55 @@ func TestLogLevelPerSession(t *testing.T) {
 
 func levelIndex(l string) int {
 	return slices.Index([]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}, l)
+}
+
+// With trustAnnotations the pool lists a new child's tools itself, so a
+// read-only call is retried after a crash even when no client listed
+// tools; the retried call's progress does not go back: the client sees
+// nothing until the new run passes the last value it was sent.
+func TestTrustedRetryWithoutAClientToolsList(t *testing.T) {
+	cfg := fake("srv")
+	cfg.TrustAnnotations = true
+	tp := newTestPool(t, nil, cfg)
+	c := tp.dial(t, "srv")
+	c.initialize("c", "")
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ro_progress","arguments":{"steps":6,"ms":150},"_meta":{"progressToken":"tok"}}}`)
+	var seen []float64
+	for len(seen) < 3 {
+		m := c.recv()
+		if m.Method != "notifications/progress" {
+			t.Fatalf("before the crash: %s", m.raw)
+		}
+		var p struct {
+			Progress float64 `json:"progress"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		seen = append(seen, p.Progress)
+	}
+	if err := syscall.Kill(tp.Snapshot().Backends[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m := c.recv()
+		if m.Method == "" {
+			if m.Error != nil || m.text() != "done" {
+				t.Fatalf("the retried read-only call: %s", m.raw)
+			}
+			break
+		}
+		var p struct {
+			Progress float64 `json:"progress"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		if p.Progress <= seen[len(seen)-1] {
+			t.Fatalf("progress went back: %v then %v", seen, p.Progress)
+		}
+		seen = append(seen, p.Progress)
+	}
+	if seen[len(seen)-1] != 6 {
+		t.Errorf("progress seen %v, want it to end at 6", seen)
+	}
+	if r := tp.Snapshot().Backends[0].Restarts; r != 1 {
+		t.Errorf("restarts = %d", r)
+	}
 }

@@ -116,6 +116,7 @@ func (b *backend) startAndHandshake() (*child, error) {
 	b.log.Info("child ready", "pid", c.pid, "era", hs.era, "protocolVersion", hs.protocolVersion)
 	b.resubscribe()
 	b.resendLogLevel()
+	b.listToolsForHints()
 	return c, nil
 }
 

@@ -176,8 +176,12 @@ func (f *File) Hang() time.Duration {
 	if d, err := time.ParseDuration(f.HangThreshold); err == nil && d > 0 {
 		return d
 	}
-	return 30 * time.Second
+	return DefaultHangThreshold
 }
+
+// DefaultHangThreshold is when an in-flight request counts as hung
+// unless hangThreshold says otherwise.
+const DefaultHangThreshold = 30 * time.Second
 
 // EvictAfter returns the slow-client eviction time.
 func (f *File) EvictAfter() time.Duration {

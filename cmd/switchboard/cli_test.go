@@ -190,7 +190,10 @@ func (in *instance) connect(t testing.TB, server string) *shim {
 	}
 	go func() { s.done <- s.cmd.Wait() }()
 	t.Cleanup(func() {
+		// The client goes away: it closes both ends (closing stdin alone
+		// is a half-close, which waits for the answers in flight).
 		s.stdin.Close()
+		s.stdout.Close()
 		select {
 		case <-s.done:
 		case <-time.After(10 * time.Second):

@@ -69,13 +69,14 @@ func coldShim(t *testing.T, home string) *shim {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.out = bufio.NewReaderSize(stdout, 1<<20)
+	s.out, s.stdout = bufio.NewReaderSize(stdout, 1<<20), stdout
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() { s.done <- s.cmd.Wait() }()
 	t.Cleanup(func() {
 		s.stdin.Close()
+		s.stdout.Close()
 		select {
 		case <-s.done:
 		case <-time.After(10 * time.Second):

@@ -36,10 +36,13 @@ func (c *historyCmd) Run(ctx context.Context) error {
 
 type hangsCmd struct {
 	JSON bool          `name:"json" help:"Print JSON (stable; see the README)."`
-	Over time.Duration `default:"30s" help:"Only requests in flight at least this long."`
+	Over time.Duration `help:"Only requests in flight at least this long (default: the config's hangThreshold, 30s unless set)."`
 }
 
 func (c *hangsCmd) Run(ctx context.Context) error {
+	if c.Over <= 0 {
+		c.Over = app.HangThreshold(ctx)
+	}
 	entries, notes, err := app.Hangs(ctx, c.Over)
 	for _, n := range notes {
 		fmt.Fprintf(os.Stderr, "switchboard: %s\n", n)

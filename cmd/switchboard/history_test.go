@@ -102,3 +102,18 @@ func TestHangsShowsSleepingCall(t *testing.T) {
 		t.Errorf("hangs after SIGKILL of the pool = %+v", hs)
 	}
 }
+
+// `hangs` without --over uses the config's hangThreshold (it used to be
+// 30 s whatever the config said).
+func TestHangsDefaultsToTheConfiguredThreshold(t *testing.T) {
+	cfg := strings.TrimSuffix(fakeConfig(t), "}") + `, "hangThreshold": "200ms"}`
+	in := serve(t, cfg)
+	s := in.connect(t, "fake")
+	s.initialize("c")
+	s.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000}}}`)
+	waitFor(t, "the call past the configured 200ms in hangs", func() bool { return len(in.hangs()) == 1 })
+	out, err := in.run("hangs")
+	if err != nil || !strings.Contains(out, "sleep") {
+		t.Fatalf("hangs: %v\n%s", err, out)
+	}
+}

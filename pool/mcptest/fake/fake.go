@@ -666,6 +666,7 @@ var tools = []map[string]any{
 	tool("ro_count", "count, annotated read-only", props{"file": "string", "text": "string", "ms": "integer"}, map[string]any{"readOnlyHint": true}),
 	tool("crash", "Exit at once with code (default 3), without answering", props{"code": "integer"}, nil),
 	tool("progress", "Send steps progress notifications, ms apart, then answer \"done\"", props{"steps": "integer", "ms": "integer"}, nil),
+	tool("ro_progress", "progress, annotated read-only", props{"steps": "integer", "ms": "integer"}, map[string]any{"readOnlyHint": true}),
 	tool("ask", "Ask the client (sampling, elicitation or roots) and answer with its result as JSON text", props{"kind": "string"}, nil),
 	tool("big", "Answer a text of bytes 'x' characters", props{"bytes": "integer"}, nil),
 	tool("notify", "Send notifications/<kind>/list_changed (tools, resources, prompts), or resources/updated (updated)", props{"kind": "string"}, nil),
@@ -752,7 +753,7 @@ func (s *server) call(r *request) {
 		}
 		log.Printf("crashing with code %d (crash tool)", code)
 		os.Exit(code)
-	case "progress":
+	case "progress", "ro_progress":
 		for i := 1; i <= a.Steps; i++ {
 			if r.meta.ProgressToken != nil {
 				s.out.send(notification("notifications/progress", map[string]any{"progressToken": r.meta.ProgressToken,
