@@ -127,12 +127,13 @@ type statusJSON struct {
 		Attached   bool   `json:"attached"`
 	} `json:"sessions"`
 	Backends []struct {
-		Server    string `json:"server"`
-		PID       int    `json:"pid"`
-		State     string `json:"state"`
-		StartedAt string `json:"startedAt"`
-		Sessions  int    `json:"sessions"`
-		Restarts  int    `json:"restarts"`
+		Server    string   `json:"server"`
+		PID       int      `json:"pid"`
+		State     string   `json:"state"`
+		StartedAt string   `json:"startedAt"`
+		Sessions  int      `json:"sessions"`
+		Restarts  int      `json:"restarts"`
+		Roots     []string `json:"roots"`
 	} `json:"backends"`
 	InFlight []struct {
 		Session        string `json:"session"`
