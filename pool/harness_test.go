@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -103,6 +104,9 @@ type client struct {
 	hold  chan struct{} // closed by pause: the reader stops reading
 	quit  sync.Once
 	quitC chan struct{}
+	// patience is how long recv waits; 15 s unless a test moves a lot of
+	// data (under -race, with the other packages' tests on the same cores).
+	patience time.Duration
 }
 
 // pause makes the client stop reading its socket, like a client that
@@ -196,8 +200,8 @@ func (c *client) recv() msg {
 			c.t.Fatal("the pool closed the session")
 		}
 		return m
-	case <-time.After(15 * time.Second):
-		c.t.Fatal("no message from the pool within 15s")
+	case <-time.After(cmp.Or(c.patience, 15*time.Second)):
+		c.t.Fatalf("no message from the pool within %s", cmp.Or(c.patience, 15*time.Second))
 	}
 	return msg{}
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool"
 )
@@ -69,6 +70,7 @@ func TestFiftyServersTenSessionsEach(t *testing.T) {
 func TestSixteenMiBResult(t *testing.T) {
 	tp := newTestPool(t, nil, fake("srv"))
 	c := tp.dial(t, "srv")
+	c.patience = time.Minute // 16 MiB through two processes under -race
 	c.initialize("big", "")
 	const size = 16 << 20
 	var before, after runtime.MemStats

@@ -105,6 +105,16 @@ func (s *session) handle(line []byte) {
 		s.deliver(jsonrpc.AppendErrorResponse(nil, id, &jsonrpc.Error{Code: code, Message: err.Error()}))
 		return
 	}
+	if err := jsonrpc.Strict(&msg); err != nil {
+		// What reaches a child must be what the pool classified.
+		s.p.parseErrors.Add(1)
+		var id []byte
+		if msg.Kind == jsonrpc.KindRequest {
+			id = append([]byte(nil), msg.IDBytes()...)
+		}
+		s.deliver(jsonrpc.AppendErrorResponse(nil, id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}))
+		return
+	}
 	s.mu.Lock()
 	s.lastActive = time.Now()
 	s.mu.Unlock()
@@ -401,7 +411,13 @@ func (s *session) onNotification(msg *jsonrpc.Message) {
 	if err != nil {
 		return
 	}
-	b.sendRaw(append([]byte(nil), msg.Raw...))
+	// Re-written from its parsed members, never passed on as bytes: no
+	// member the pool did not classify reaches the child.
+	var params []byte
+	if msg.Params.Present() {
+		params = msg.Params.Of(msg.Raw)
+	}
+	b.sendRaw(jsonrpc.AppendNotification(nil, msg.Method, params))
 }
 
 // onResponse routes the client's answer to a child's request.

@@ -340,7 +340,7 @@ func TestLegacyMethods(t *testing.T) {
 				}
 				annotations[tool.Name] = string(tool.Annotations)
 			}
-			want := "echo sleep_echo sleep count idem_count ro_count crash progress ask big notify log pid"
+			want := "echo sleep_echo sleep count idem_count ro_count crash progress ro_progress ask big notify log pid"
 			if got := strings.Join(names, " "); got != want {
 				t.Errorf("tools %q, want %q", got, want)
 			}
