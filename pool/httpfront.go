@@ -38,6 +38,7 @@ func (p *Pool) HTTPHandler() http.Handler {
 // httpFront owns the legacy HTTP sessions, by Mcp-Session-Id.
 type httpFront struct {
 	p        *Pool
+	opening  sync.Mutex // serialises open, so the session cap holds
 	mu       sync.Mutex
 	sessions map[string]*httpSession
 }
@@ -62,8 +63,7 @@ type httpWaiter struct {
 }
 
 func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if why := notLocal(r); why != "" {
-		httpError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, why)
+	if !h.gate(w, r) { // httpauth.go
 		return
 	}
 	name, ok := strings.CutPrefix(r.URL.Path, "/mcp/")
@@ -267,6 +267,12 @@ func (h *httpFront) listen(w http.ResponseWriter, r *http.Request, hs *httpSessi
 
 // open starts a legacy HTTP session with a fresh, unguessable id.
 func (h *httpFront) open(name string) (*httpSession, string, error) {
+	// One open at a time: the cap holds under a flood of initializes.
+	h.opening.Lock()
+	defer h.opening.Unlock()
+	if err := h.makeRoom(name); err != nil {
+		return nil, "", err
+	}
 	s, err := h.p.newSession(name, "http", 0)
 	if err != nil {
 		return nil, "", err
@@ -285,6 +291,48 @@ func (h *httpFront) open(name string) (*httpSession, string, error) {
 		h.mu.Unlock()
 	})
 	return hs, sid, nil
+}
+
+// errTooManySessions refuses a legacy HTTP session past the cap when none
+// of the server's sessions is idle.
+var errTooManySessions = errors.New("too many HTTP sessions for this server, none idle: end one (DELETE) and retry")
+
+// makeRoom keeps a server's legacy HTTP sessions under the cap
+// (Options.MaxHTTPSessions): clients rarely DELETE, and each session
+// otherwise lives 30 idle minutes. The oldest idle one (no stream, no
+// request waiting) is expired first.
+func (h *httpFront) makeRoom(name string) error {
+	h.mu.Lock()
+	var oldest *httpSession
+	var oldestID string
+	n := 0
+	for sid, hs := range h.sessions {
+		if hs.s.srv.name != name {
+			continue
+		}
+		n++
+		if hs.idleSince(0) && (oldest == nil || hs.lastUsedAt().Before(oldest.lastUsedAt())) {
+			oldest, oldestID = hs, sid
+		}
+	}
+	if n >= h.p.opts.MaxHTTPSessions && oldest != nil {
+		delete(h.sessions, oldestID)
+	}
+	h.mu.Unlock()
+	if n < h.p.opts.MaxHTTPSessions {
+		return nil
+	}
+	if oldest == nil {
+		return errTooManySessions
+	}
+	oldest.s.close(errors.New("expired: the server's HTTP session cap was reached and this session was the oldest idle one"))
+	return nil
+}
+
+func (hs *httpSession) lastUsedAt() time.Time {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.lastUsed
 }
 
 // attach makes s an HTTP session and starts its dispatcher.

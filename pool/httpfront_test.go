@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -212,9 +213,14 @@ func TestHTTPRefusals(t *testing.T) {
 		status int
 	}{
 		{"foreign origin", func() *http.Response { return c.post(ping, "Origin", "https://evil.example") }, 403},
-		{"local origin", func() *http.Response {
-			return c.post(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+modernMeta+`}}`, "Origin", "http://localhost:3000")
+		{"own origin", func() *http.Response {
+			u, _ := url.Parse(c.url)
+			return c.post(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+modernMeta+`}}`, "Origin", "http://"+u.Host)
 		}, 200},
+		{"another local origin", func() *http.Response {
+			// A page served on localhost:3000 is not the pool.
+			return c.post(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+modernMeta+`}}`, "Origin", "http://localhost:3000")
+		}, 403},
 		{"rebound host", func() *http.Response {
 			req, _ := http.NewRequest(http.MethodPost, c.url, strings.NewReader(ping))
 			req.Host = "evil.example"
@@ -302,6 +308,7 @@ func TestHTTPModernStatelessAndCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sleep := `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":60000},` + modernMeta + `}}`
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(sleep))
+	req.Header.Set("Content-Type", "application/json")
 	mirrorModernHeaders(req.Header, sleep)
 	done := make(chan error, 1)
 	go func() {

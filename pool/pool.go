@@ -57,6 +57,17 @@ type Options struct {
 	// an npx server costs seconds, and a client that reconnects right away
 	// should find it warm. Default 1 min; negative means none.
 	WarmupGrace time.Duration
+	// HTTPToken, when set, returns the bearer token every HTTP front-door
+	// request must carry (401 without it); it is called per request, so a
+	// rotated token applies at once. Nil means no token (tests).
+	HTTPToken func() string
+	// HTTPAllowedOrigins are browser origins allowed besides the
+	// listener's own (http.allowedOrigins in the config).
+	HTTPAllowedOrigins []string
+	// MaxHTTPSessions caps a server's legacy HTTP sessions; past it the
+	// oldest idle one is expired, and with none idle a new one is refused
+	// (503). Default 64.
+	MaxHTTPSessions int
 	// ChildEnv is added to every child's environment, after the server's
 	// own env; descendants inherit it. The app puts its run marker here so
 	// that a leaked grandchild can be traced to the run that started it.
@@ -102,6 +113,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.MaxPending <= 0 {
 		r.MaxPending = 1 << 16
+	}
+	if r.MaxHTTPSessions <= 0 {
+		r.MaxHTTPSessions = 64
 	}
 	if r.WarmupGrace == 0 {
 		r.WarmupGrace = time.Minute

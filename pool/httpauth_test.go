@@ -1,0 +1,112 @@
+//go:build unix
+
+package pool_test
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+const testToken = "0123456789abcdef"
+
+func tokenPool(t *testing.T, opts *pool.Options) (*testPool, *httpClient) {
+	t.Helper()
+	if opts == nil {
+		opts = &pool.Options{}
+	}
+	opts.HTTPToken = func() string { return testToken }
+	tp := newTestPool(t, opts, fake("srv"))
+	return tp, &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+}
+
+// A local web page or another local user's process must not run a tool:
+// on the first edition a token-less POST, a text/plain POST (a "simple"
+// request a page sends with no preflight) and any localhost origin were
+// all served. The side-effect file the tool would write stays absent.
+func TestHTTPStrangersCannotRunTools(t *testing.T) {
+	_, c := tokenPool(t, nil)
+	effect := filepath.Join(t.TempDir(), "effect")
+	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"count","arguments":{"file":%q},`+modernMeta+`}}`, effect)
+	auth := "Bearer " + testToken
+	u, _ := url.Parse(c.url)
+	for _, tc := range []struct {
+		name   string
+		header []string
+		status int
+	}{
+		{"no token", nil, 401},
+		{"wrong token", []string{"Authorization", "Bearer nope"}, 401},
+		{"page on localhost:3000", []string{"Authorization", auth, "Origin", "http://localhost:3000"}, 403},
+		{"page on the same port, other name", []string{"Authorization", auth, "Origin", "http://localhost:1"}, 403},
+		{"text/plain with the token", []string{"Authorization", auth, "Content-Type", "text/plain"}, 415},
+		{"text/plain from a page", []string{"Content-Type", "text/plain", "Origin", "http://localhost:3000"}, 403},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.post(call, tc.header...)
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			if r.StatusCode != tc.status || !strings.Contains(string(b), `"error"`) {
+				t.Fatalf("%s %s, want %d", r.Status, b, tc.status)
+			}
+			if _, err := os.Stat(effect); err == nil {
+				t.Fatal("the tool ran")
+			}
+		})
+	}
+	// The user's own client, with the token and the listener's origin.
+	r := c.post(call, "Authorization", auth, "Origin", "http://"+u.Host)
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != 200 {
+		t.Fatalf("with the token: %s %s", r.Status, b)
+	}
+	if _, err := os.Stat(effect); err != nil {
+		t.Fatal("the tool did not run for the token holder")
+	}
+}
+
+// An unauthenticated caller learns nothing of the configured servers.
+func TestHTTPUnauthenticatedLearnsNoNames(t *testing.T) {
+	_, c := tokenPool(t, nil)
+	other := &httpClient{t: t, url: strings.TrimSuffix(c.url, "/srv") + "/nope"}
+	r := other.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != 401 || strings.Contains(string(b), "srv") {
+		t.Fatalf("%s %s", r.Status, b)
+	}
+}
+
+// Legacy HTTP sessions are capped per server: past the cap the oldest idle
+// one is expired; a flood of initializes cannot grow the pool without end.
+func TestHTTPSessionCap(t *testing.T) {
+	tp, c := tokenPool(t, &pool.Options{MaxHTTPSessions: 3})
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"f","version":"1"}}}`
+	var sids []string
+	for range 10 {
+		r := c.post(init, "Authorization", "Bearer "+testToken)
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		if r.StatusCode != 200 {
+			t.Fatalf("initialize: %s", r.Status)
+		}
+		sids = append(sids, r.Header.Get("Mcp-Session-Id"))
+	}
+	eventually(t, "the sessions over the cap to end", func() bool { return len(tp.Snapshot().Sessions) == 3 })
+	// The newest three live; the oldest were expired.
+	for i, sid := range sids {
+		r := c.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, "Authorization", "Bearer "+testToken, "Mcp-Session-Id", sid)
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		if want := map[bool]int{true: 200, false: 404}[i >= 7]; r.StatusCode != want {
+			t.Errorf("session %d: %s, want %d", i, r.Status, want)
+		}
+	}
+}
