@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,9 +47,10 @@ type Instance struct {
 
 	configPath   string
 	exitWhenIdle bool
-	lock         *flock.Lock   // the instance lock: one pool per home, held for life
-	history      *historyState // request history; records nothing when off or unavailable
-	mu           sync.Mutex    // guards the fields below
+	lock         *flock.Lock            // the instance lock: one pool per home, held for life
+	httpToken    atomic.Pointer[string] // the HTTP front door's bearer token (httptoken.go)
+	history      *historyState          // request history; records nothing when off or unavailable
+	mu           sync.Mutex             // guards the fields below
 	cfg          *config.File
 	configErr    error
 	httpAddr     string // the HTTP front door's bound address, once listening
@@ -96,6 +98,12 @@ func Start(opts Options) (*Instance, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	inst.cfg = cfg
+	tok, err := loadOrCreateToken(HTTPTokenFile(paths))
+	if err != nil {
+		inst.lock.Unlock()
+		return nil, err
+	}
+	inst.httpToken.Store(&tok)
 	inst.history = openHistory(paths.History, cfg.History, log)
 	recordHistory := inst.history.record()
 	marker, err := leaks.RunMarker(context.Background())
@@ -113,7 +121,9 @@ func Start(opts Options) (*Instance, error) {
 				recordHistory(e)
 			}
 		},
-		CapturePayloads: inst.history.captureBytes(),
+		CapturePayloads:    inst.history.captureBytes(),
+		HTTPToken:          inst.currentToken,
+		HTTPAllowedOrigins: cfg.HTTP.AllowedOrigins, // applies from the next start
 	})
 	servers, _ := cfg.PoolServers(os.LookupEnv)
 	if err := inst.Pool.Apply(servers); err != nil {

@@ -138,7 +138,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 		return err
 	}
 	th, err := pool.measure(func() (loadgen.Result, error) {
-		return runMode(ctx, "http", many, loadgen.HTTPOpener(pool.url, o.Sessions*o.InFlight))
+		return runMode(ctx, "http", many, loadgen.HTTPOpener(pool.url, pool.token, o.Sessions*o.InFlight))
 	})
 	if err != nil {
 		return err
@@ -188,6 +188,7 @@ func runMode(ctx context.Context, mode string, cfg loadgen.Config, open loadgen.
 type benchPool struct {
 	self, home string
 	url        string // the HTTP front door's URL for the fake server
+	token      string // its bearer token
 	cmd        *exec.Cmd
 	done       chan error
 	once       sync.Once
@@ -229,6 +230,12 @@ func startBenchPool(ctx context.Context, self string, historyOff bool, profile s
 	for deadline := time.Now().Add(15 * time.Second); ; {
 		if c, err := net.Dial("unix", sock); err == nil {
 			c.Close()
+			tok, err := os.ReadFile(filepath.Join(home, "http-token"))
+			if err != nil {
+				p.stop()
+				return nil, fmt.Errorf("bench: the pool's HTTP token: %w", err)
+			}
+			p.token = strings.TrimSpace(string(tok))
 			return p, nil
 		}
 		select {

@@ -54,6 +54,7 @@ func (inst *Instance) controlHandler() http.Handler {
 	mux.HandleFunc("GET /v1/config", inst.serveConfig)
 	mux.HandleFunc("POST /v1/kill", inst.handleKill)
 	mux.HandleFunc("POST /v1/dashboard", inst.handleDashboard)
+	mux.HandleFunc("POST /v1/http-token/rotate", inst.handleRotateToken)
 	return mux
 }
 

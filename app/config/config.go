@@ -72,8 +72,11 @@ type Restart struct {
 
 // HTTP configures the Streamable HTTP front door.
 type HTTP struct {
-	Listen string                     `json:"listen,omitempty"`
-	Extra  map[string]json.RawMessage `json:"-"`
+	Listen string `json:"listen,omitempty"`
+	// AllowedOrigins are browser origins ("http://localhost:5173") allowed
+	// to call the front door besides its own; the token is still needed.
+	AllowedOrigins []string                   `json:"allowedOrigins,omitempty"`
+	Extra          map[string]json.RawMessage `json:"-"`
 }
 
 // Autostart configures how the pool starts when a client finds none

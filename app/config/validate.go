@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -29,6 +30,11 @@ func (f *File) Validate(lookup func(string) (string, bool)) error {
 	}
 	if l := f.HTTP.Listen; l != "" {
 		checkListen(&p, "http.listen", l)
+	}
+	for i, o := range f.HTTP.AllowedOrigins {
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.TrimRight(u.Path, "/") != "" {
+			p.add(fmt.Sprintf("http.allowedOrigins[%d]", i), "%q is not an origin (scheme://host[:port], e.g. \"http://localhost:5173\")", o)
+		}
 	}
 	for _, c := range []struct {
 		field string

@@ -12,12 +12,12 @@ import (
 // 2025-06-18 client: initialize, then every message POSTed with its
 // Mcp-Session-Id, each request on its own POST, as HTTP clients send
 // them). Answers are handed to the driver as lines, in arrival order.
-func HTTPOpener(url string, conns int) Opener {
+func HTTPOpener(url, token string, conns int) Opener {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
 	return func(ctx context.Context, _ int) (*Stream, error) {
 		pr, pw := io.Pipe()
 		ctx, cancel := context.WithCancel(ctx)
-		hs := &httpStream{ctx: ctx, url: url, client: client, answers: pw}
+		hs := &httpStream{ctx: ctx, url: url, token: token, client: client, answers: pw}
 		return &Stream{W: hs, R: pr, Close: func() error {
 			pr.Close() // late answers have no reader any more
 			cancel()   // nor do unanswered POSTs
@@ -32,6 +32,7 @@ func HTTPOpener(url string, conns int) Opener {
 type httpStream struct {
 	ctx     context.Context
 	url     string
+	token   string // the front door's bearer token, if it wants one
 	client  *http.Client
 	sid     string // set by the initialize answer, before any other POST
 	wg      sync.WaitGroup
@@ -74,6 +75,9 @@ func (h *httpStream) post(body []byte) []byte {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if h.token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.token)
+	}
 	if h.sid != "" {
 		req.Header.Set("Mcp-Session-Id", h.sid)
 	}
@@ -102,6 +106,9 @@ func (h *httpStream) end() {
 		return
 	}
 	req.Header.Set("Mcp-Session-Id", h.sid)
+	if h.token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.token)
+	}
 	if resp, err := h.client.Do(req); err == nil {
 		resp.Body.Close()
 	}

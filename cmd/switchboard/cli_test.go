@@ -80,6 +80,12 @@ func serve(t *testing.T, config string) *instance {
 	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return serveHome(t, home)
+}
+
+// serveHome starts `switchboard serve` on an existing home.
+func serveHome(t *testing.T, home string) *instance {
+	t.Helper()
 	in := &instance{t: t, home: home, log: &syncBuffer{}, done: make(chan error, 1)}
 	in.cmd = exec.Command(sbBin, "serve")
 	in.cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+home)

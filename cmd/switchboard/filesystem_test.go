@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 )
 
 // serverFilesystem is the real filesystem server, pinned (TOOLCHAIN.md):

@@ -34,6 +34,7 @@ type cli struct {
 	Hangs     hangsCmd     `cmd:"" help:"Show requests in flight too long: live, and abandoned by earlier runs."`
 	Bench     benchCmd     `cmd:"" help:"Load-test the pool against a direct pipe to the same fake MCP server, in one run."`
 	Setup     setupCmd     `cmd:"" help:"Point a client (claude-code, claude-desktop, cursor, vscode) at Switchboard, with a backup; --undo puts it back."`
+	HTTPToken httpTokenCmd `cmd:"" name:"http-token" help:"Print the HTTP front door's bearer token (--rotate replaces it)."`
 	Autostart autostartCmd `cmd:"" help:"Start Switchboard at login: on, off or status."`
 	Version   versionCmd   `cmd:"" help:"Print the version, commit, build date and Go version."`
 
@@ -119,6 +120,19 @@ func (c *setupCmd) Run(ctx context.Context) error {
 		return app.UndoSetup(c.Client, os.Stdout)
 	}
 	return app.Setup(ctx, c.Client, os.Stdout)
+}
+
+type httpTokenCmd struct {
+	Rotate bool `help:"Replace the token; clients using the old one get 401 from now on."`
+}
+
+func (c *httpTokenCmd) Run(ctx context.Context) error {
+	tok, err := app.HTTPToken(ctx, c.Rotate)
+	if err != nil {
+		return err
+	}
+	fmt.Println(tok)
+	return nil
 }
 
 type autostartCmd struct {
