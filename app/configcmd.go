@@ -120,7 +120,7 @@ func runningConfig(ctx context.Context, st Status) (*config.File, string, error)
 	if st.Config == "" {
 		return nil, "", err
 	}
-	data, rerr := os.ReadFile(st.Config)
+	data, rerr := config.ReadFile(st.Config)
 	if rerr != nil {
 		return nil, "", rerr
 	}

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
-	"os"
 	"sort"
 	"time"
 
@@ -207,7 +206,7 @@ func HangThreshold(ctx context.Context) time.Duration {
 	if st, err := FetchStatus(ctx); err == nil && st.Config != "" {
 		path = st.Config
 	}
-	data, err := os.ReadFile(path)
+	data, err := config.ReadFile(path)
 	if err != nil {
 		return config.DefaultHangThreshold
 	}

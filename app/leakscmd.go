@@ -371,7 +371,7 @@ func direct(configPath string, warn func(string)) (leaks.Source, []pool.ServerCo
 		configPath = paths.Config
 	}
 	var servers []pool.ServerConfig
-	data, err := os.ReadFile(configPath)
+	data, err := config.ReadFile(configPath)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:

@@ -53,7 +53,7 @@ func WatchConfig(ctx context.Context, path string, debounce time.Duration, onCha
 		w.Close()
 		return nil, err
 	}
-	cw.last, _ = os.ReadFile(abs)
+	cw.last, _ = config.ReadFile(abs)
 	ch := make(chan struct{})
 	go func() {
 		defer close(ch)
@@ -192,7 +192,7 @@ func (cw *configWatch) reload() {
 		}
 		cw.watchTowards() // the file is reported gone below
 	}
-	data, err := os.ReadFile(cw.path)
+	data, err := config.ReadFile(cw.path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			err = fmt.Errorf("%s: the config file is gone (keeping the last good config until it is back)", cw.path)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/config/jsonedit"
+	"github.com/switchboard-mcp/switchboard/app/safefile"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
 
@@ -121,10 +122,19 @@ type History struct {
 	Extra           map[string]json.RawMessage `json:"-"`
 }
 
+// MaxFileBytes bounds a config file: a config is a few kilobytes; a
+// bigger one is a mistake or an attack (a symlink to something endless).
+const MaxFileBytes = 4 << 20
+
+// ReadFile reads a config file safely: a regular file (after symlinks) of
+// at most MaxFileBytes, without blocking (a FIFO in its place must not
+// hang a reload or a shutdown).
+func ReadFile(path string) ([]byte, error) { return safefile.Read(path, MaxFileBytes) }
+
 // Load reads and validates the file at path. A problem with the content
 // is an *Error naming the file and every field at fault.
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/app/config/jsonedit"
 	"github.com/switchboard-mcp/switchboard/app/flock"
 	"github.com/switchboard-mcp/switchboard/app/home"
+	"github.com/switchboard-mcp/switchboard/app/safefile"
 )
 
 // StartTimeout bounds how long a client waits for a pool it started (or
@@ -46,17 +47,10 @@ const maxConfigBytes = 4 << 20
 // missing or unreadable file allows it, and the pool then reports what is
 // wrong with the file itself.
 func Allowed(path string) bool {
-	f, err := os.Open(path)
+	doc, err := safefile.Read(path, maxConfigBytes)
 	if err != nil {
 		return true
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxConfigBytes {
-		return true
-	}
-	data := make([]byte, maxConfigBytes+1)
-	n, _ := f.Read(data)
-	doc := data[:n]
 	root, err := jsonedit.Parse(doc)
 	if err != nil {
 		return true
