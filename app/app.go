@@ -111,10 +111,11 @@ func Start(opts Options) (*Instance, error) {
 		log.Warn("leaked grandchildren of this run will not be traceable", "err", err)
 	}
 	inst.Pool = pool.New(&pool.Options{
-		Logger:     log,
-		ChildEnv:   []string{leaks.RunEnv + "=" + marker},
-		EvictAfter: cfg.EvictAfter(), // applies from the next start
-		ClientInfo: pool.Implementation{Name: "switchboard", Version: version.Version},
+		Logger:             log,
+		ChildEnv:           []string{leaks.RunEnv + "=" + marker},
+		EvictAfter:         cfg.EvictAfter(),          // applies from the next start
+		MaxSessionInFlight: cfg.MaxInFlightPerSession, // 0: the pool's default; from the next start
+		ClientInfo:         pool.Implementation{Name: "switchboard", Version: version.Version},
 		Record: func(e pool.Event) {
 			inst.recordChild(e)
 			if recordHistory != nil {

@@ -50,7 +50,14 @@ func (lr *lineReader) next() ([]byte, error) {
 	}
 }
 
+// keepBuf is the largest line buffer kept between lines: a session that
+// once sent a 60 MB message must not hold 60 MB for the rest of its life.
+const keepBuf = 1 << 20
+
 func (lr *lineReader) readLine() ([]byte, error) {
+	if cap(lr.buf) > keepBuf {
+		lr.buf = nil // the caller is done with the last line
+	}
 	lr.buf = lr.buf[:0]
 	for {
 		frag, err := lr.r.ReadSlice('\n')

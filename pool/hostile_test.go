@@ -4,6 +4,7 @@ package pool_test
 
 import (
 	"fmt"
+	"github.com/switchboard-mcp/switchboard/pool"
 	"strings"
 	"testing"
 )
@@ -83,5 +84,61 @@ func TestDuplicateKeysAreRefused(t *testing.T) {
 	}
 	if n := len(other) + 1; n != 3 {
 		t.Errorf("victim got %d progress notifications, want its 3", n)
+	}
+}
+
+// One session flooding a server with calls gets -32004 past its own
+// limit; the server's other sessions are all answered. On the first
+// edition the queue was per server: one client with 70,000 pending calls
+// left every other session of that server with -32004.
+func TestFloodingSessionDoesNotStarveOthers(t *testing.T) {
+	tp := newTestPool(t, &pool.Options{MaxPending: 800}, fake("srv"))
+	flood := tp.dial(t, "srv")
+	flood.initialize("flood", "")
+	others := make([]*client, 4)
+	for i := range others {
+		others[i] = tp.dial(t, "srv")
+		others[i].initialize(fmt.Sprint("other-", i), "")
+	}
+	const n = 1000 // well past the session limit (800/8) and the server's queue
+	for i := range n {
+		flood.call(fmt.Sprint(i), "sleep", `{"ms":60000}`)
+	}
+	refused := 0
+	eventually(t, "the flood's refusals", func() bool {
+		for refused < n-100 {
+			select {
+			case m := <-flood.in:
+				if m.Error != nil && m.Error.Code == -32004 {
+					refused++
+				}
+			default:
+				return false
+			}
+		}
+		return true
+	})
+	for i, c := range others {
+		for j := range 50 {
+			c.call(fmt.Sprint(j), "echo", fmt.Sprintf(`{"text":"o%d-%d"}`, i, j))
+		}
+	}
+	for i, c := range others {
+		got := map[string]string{} // answers come in any order
+		for len(got) < 50 {
+			m := c.recv()
+			if m.Error != nil {
+				t.Fatalf("other session %d: %s", i, m.raw)
+			}
+			got[string(m.ID)] = m.text()
+		}
+		for j := range 50 {
+			if got[fmt.Sprint(j)] != fmt.Sprintf("o%d-%d", i, j) {
+				t.Fatalf("other session %d call %d: %q", i, j, got[fmt.Sprint(j)])
+			}
+		}
+	}
+	if refused != n-100 {
+		t.Errorf("the flood got %d refusals, want %d", refused, n-100)
 	}
 }

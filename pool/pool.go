@@ -45,6 +45,10 @@ type Options struct {
 	HandshakeTimeout time.Duration
 	// MaxPending bounds the requests waiting on one backend. Default 65536.
 	MaxPending int
+	// MaxSessionInFlight bounds one session's requests in flight, so that
+	// one client cannot fill a child's MaxPending and starve the others:
+	// past it only that session gets -32004. Default MaxPending/8.
+	MaxSessionInFlight int
 	// CapturePayloads, when positive, adds up to this many bytes of each
 	// request and response to its events (redaction is the recorder's job).
 	CapturePayloads int
@@ -113,6 +117,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.MaxPending <= 0 {
 		r.MaxPending = 1 << 16
+	}
+	if r.MaxSessionInFlight <= 0 {
+		r.MaxSessionInFlight = max(r.MaxPending/8, 1)
 	}
 	if r.MaxHTTPSessions <= 0 {
 		r.MaxHTTPSessions = 64

@@ -149,3 +149,21 @@ func TestHandshakeResults(t *testing.T) {
 		t.Fatal("an error answer to server/discover must mean legacy")
 	}
 }
+
+// A session that once sent a huge message does not keep a buffer of its
+// size: the next read starts from a small one (8 sessions x 60 MB held
+// the pool at 1 GB on the first edition).
+func TestLineReaderShrinksAfterALargeLine(t *testing.T) {
+	big := strings.Repeat("x", 8<<20)
+	lr := newLineReader(strings.NewReader(big+"\nsmall\n"), 64<<20)
+	line, err := lr.next()
+	if err != nil || len(line) != len(big) {
+		t.Fatalf("big line: %d bytes, %v", len(line), err)
+	}
+	if line, err = lr.next(); err != nil || string(line) != "small" {
+		t.Fatalf("small line: %q, %v", line, err)
+	}
+	if c := cap(lr.buf); c > keepBuf {
+		t.Fatalf("the reader kept a %d-byte buffer after a small line", c)
+	}
+}

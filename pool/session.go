@@ -349,6 +349,12 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 		s.mu.Unlock()
 		return
 	}
+	if limit := s.p.opts.MaxSessionInFlight; len(s.inflight) >= limit {
+		s.mu.Unlock()
+		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeOverloaded, Message: fmt.Sprintf(
+			"this session has %d requests in flight, its limit: wait for answers before sending more (other sessions are not affected)", limit)})
+		return
+	}
 	s.inflight[string(id)] = p
 	s.mu.Unlock()
 

@@ -31,6 +31,9 @@ type File struct {
 	// unread before its session is evicted (its calls cancelled at the
 	// child) so the child's other sessions are not held up. Default 30s.
 	EvictSlowClientsAfter string `json:"evictSlowClientsAfter,omitempty"`
+	// MaxInFlightPerSession bounds one client session's requests in
+	// flight (default: an eighth of a child's 65,536-request queue).
+	MaxInFlightPerSession int `json:"maxInFlightPerSession,omitempty"`
 	// Autostart says whether MCP clients may start the pool.
 	Autostart Autostart `json:"autostart,omitzero"`
 	// Extra holds the top-level keys Switchboard does not know, verbatim,

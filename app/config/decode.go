@@ -100,8 +100,10 @@ func decodeFile(doc []byte, root *jsonedit.Value, p *problems) *File {
 			decodeField("evictSlowClientsAfter", doc, m.Value, reflect.ValueOf(&f.EvictSlowClientsAfter).Elem(), p)
 		case "autostart":
 			decodeStruct("autostart", doc, m.Value, &f.Autostart, p)
+		case "maxInFlightPerSession":
+			decodeField("maxInFlightPerSession", doc, m.Value, reflect.ValueOf(&f.MaxInFlightPerSession).Elem(), p)
 		default:
-			if k := foldMatch(m.Key, "mcpServers", "http", "history", "hangThreshold", "evictSlowClientsAfter", "autostart"); k != "" {
+			if k := foldMatch(m.Key, "mcpServers", "http", "history", "hangThreshold", "evictSlowClientsAfter", "autostart", "maxInFlightPerSession"); k != "" {
 				p.add(m.Key, "unknown field; did you mean %q?", k)
 				continue
 			}

@@ -74,6 +74,9 @@ func Diff(old, new *File) DiffResult {
 	if old.HangThreshold != new.HangThreshold {
 		d.Settings = append(d.Settings, "hangThreshold")
 	}
+	if old.MaxInFlightPerSession != new.MaxInFlightPerSession {
+		d.Settings = append(d.Settings, "maxInFlightPerSession")
+	}
 	if old.EvictSlowClientsAfter != new.EvictSlowClientsAfter {
 		d.Settings = append(d.Settings, "evictSlowClientsAfter")
 	}

@@ -43,6 +43,7 @@ func (f *File) Validate(lookup func(string) (string, bool)) error {
 		{"history.retainDays", f.History.RetainDays},
 		{"history.captureBytes", f.History.CaptureBytes},
 		{"history.maxRows", f.History.MaxRows},
+		{"maxInFlightPerSession", f.MaxInFlightPerSession},
 	} {
 		if c.n < 0 {
 			p.add(c.field, "%d is negative", c.n)
