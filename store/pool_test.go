@@ -163,7 +163,8 @@ func TestPoolRecordsHang(t *testing.T) {
 		if tl, err = s.Timeline(ctx, hang.Run, hang.PoolID); err != nil {
 			t.Fatal(err)
 		}
-		return tl.Request.Status != StatusInFlight
+		// The request ends before its session's close is recorded.
+		return tl.Request.Status != StatusInFlight && tl.Session != nil && !tl.Session.Disconnected.IsZero()
 	})
 	if tl.Request.Status != pool.StatusCancelled || tl.Session == nil || tl.Session.Transport == "" ||
 		tl.Session.Disconnected.IsZero() || tl.Backend == nil || tl.Backend.PID != hang.PID || len(tl.Backend.Command) == 0 {
