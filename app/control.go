@@ -55,6 +55,8 @@ func (inst *Instance) controlHandler() http.Handler {
 	mux.HandleFunc("POST /v1/kill", inst.handleKill)
 	mux.HandleFunc("POST /v1/dashboard", inst.handleDashboard)
 	mux.HandleFunc("POST /v1/http-token/rotate", inst.handleRotateToken)
+	mux.HandleFunc("POST /v1/restart", inst.handleServerAction(inst.Pool.Restart))
+	mux.HandleFunc("POST /v1/stop", inst.handleServerAction(inst.Pool.Stop))
 	return mux
 }
 

@@ -113,8 +113,9 @@ type SessionInfo struct {
 
 // BackendInfo is one child process slot (a child and its restarts).
 type BackendInfo struct {
-	Server          string    `json:"server"`
-	PID             int       `json:"pid"`
+	Server string `json:"server"`
+	// PID is the child's, omitted while there is none (starting, failed).
+	PID             int       `json:"pid,omitempty"`
 	State           string    `json:"state"`
 	Era             string    `json:"era"`
 	ProtocolVersion string    `json:"protocolVersion"`

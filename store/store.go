@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -175,6 +176,12 @@ func Open(path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("history %s: %w", path, err)
 	}
+	// Private to the user: SQLite gives the -wal and -shm files the
+	// database file's permissions, so creating it 0600 first covers them.
+	if err := createPrivate(path); err != nil {
+		lk.Close()
+		return nil, fmt.Errorf("history %s: %w", path, err)
+	}
 	s := &Store{path: path, opts: o, log: o.Logger, lock: lk}
 	if err := s.openWritable(); err != nil {
 		s.closeDBs()
@@ -192,6 +199,22 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	go w.loop()
 	return s, nil
+}
+
+// createPrivate creates path 0600 if it does not exist, and makes an
+// existing one 0600 (earlier versions created it 0644).
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Store) openWritable() error {

@@ -499,3 +499,23 @@ func crash(t *testing.T, s *Store) {
 		s.lock.Close()
 	})
 }
+
+// The history holds what clients asked: it is the user's alone. The
+// database and its WAL and shared-memory files are 0600 (the first
+// edition left them 0644).
+func TestHistoryFilesArePrivate(t *testing.T) {
+	path := dbPath(t)
+	s := openT(t, path, nil)
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", filepath.Base(p), fi.Mode().Perm())
+		}
+	}
+}

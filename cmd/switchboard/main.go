@@ -34,6 +34,8 @@ type cli struct {
 	Hangs     hangsCmd     `cmd:"" help:"Show requests in flight too long: live, and abandoned by earlier runs."`
 	Bench     benchCmd     `cmd:"" help:"Load-test the pool against a direct pipe to the same fake MCP server, in one run."`
 	Setup     setupCmd     `cmd:"" help:"Point a client (claude-code, claude-desktop, cursor, vscode) at Switchboard, with a backup; --undo puts it back."`
+	Restart   restartCmd   `cmd:"" help:"Restart server NAME's children (a failed server gets a fresh restart budget)."`
+	Stop      stopCmd      `cmd:"" help:"Stop server NAME's children now; its next request starts them again."`
 	HTTPToken httpTokenCmd `cmd:"" name:"http-token" help:"Print the HTTP front door's bearer token (--rotate replaces it)."`
 	Autostart autostartCmd `cmd:"" help:"Start Switchboard at login: on, off or status."`
 	Version   versionCmd   `cmd:"" help:"Print the version, commit, build date and Go version."`
@@ -121,6 +123,18 @@ func (c *setupCmd) Run(ctx context.Context) error {
 	}
 	return app.Setup(ctx, c.Client, os.Stdout)
 }
+
+type restartCmd struct {
+	Name string `arg:"" help:"Server name from the config."`
+}
+
+func (c *restartCmd) Run(ctx context.Context) error { return app.RestartServer(ctx, c.Name) }
+
+type stopCmd struct {
+	Name string `arg:"" help:"Server name from the config."`
+}
+
+func (c *stopCmd) Run(ctx context.Context) error { return app.StopServer(ctx, c.Name) }
 
 type httpTokenCmd struct {
 	Rotate bool `help:"Replace the token; clients using the old one get 401 from now on."`
