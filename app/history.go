@@ -32,8 +32,19 @@ func openHistory(path string, h config.History, log *slog.Logger) *historyState 
 	if h.Disabled {
 		return &historyState{}
 	}
-	st, err := store.Open(path, &store.Options{RetainDays: h.RetainDays, MaxRows: h.MaxRows,
-		CapturePayloads: h.CapturePayloads, CaptureBytes: h.CaptureBytes, Version: version.Version, Logger: log})
+	opts := &store.Options{RetainDays: h.RetainDays, MaxRows: h.MaxRows,
+		CapturePayloads: h.CapturePayloads, CaptureBytes: h.CaptureBytes, Version: version.Version, Logger: log}
+	st, err := store.Open(path, opts)
+	if errors.Is(err, store.ErrCorrupt) {
+		// A damaged history must not cost the user their history from now
+		// on: keep it aside for inspection and start a fresh one.
+		aside, merr := store.MoveAside(path, time.Now())
+		if merr == nil {
+			log.Error("the request history was damaged: moved it aside and started a fresh one",
+				"damaged", aside, "err", err)
+			st, err = store.Open(path, opts)
+		}
+	}
 	if err != nil {
 		log.Warn("running without request history", "err", err)
 		return &historyState{err: err}

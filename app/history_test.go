@@ -208,7 +208,8 @@ func TestOpenHistory(t *testing.T) {
 		{"on", filepath.Join(dir, "on.db"), config.History{}, true, false, 0},
 		{"capture", filepath.Join(dir, "capture.db"), config.History{CapturePayloads: true}, true, false, store.DefaultCaptureBytes},
 		{"off", filepath.Join(dir, "off.db"), config.History{Disabled: true}, false, false, 0},
-		{"corrupt", garbage, config.History{}, false, true, 0},
+		// A damaged file is moved aside and a fresh history starts.
+		{"corrupt", garbage, config.History{}, true, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := openHistory(tc.path, tc.cfg, log)
@@ -224,6 +225,9 @@ func TestOpenHistory(t *testing.T) {
 				}
 			}
 		})
+	}
+	if aside, _ := filepath.Glob(garbage + ".damaged-*"); len(aside) != 1 {
+		t.Errorf("the damaged history was not kept aside: %v", aside)
 	}
 	var none *historyState
 	if none.status().Enabled || none.record() != nil || none.close() != nil {

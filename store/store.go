@@ -201,6 +201,19 @@ func Open(path string, opts *Options) (*Store, error) {
 	return s, nil
 }
 
+// MoveAside renames a damaged database (and its -wal and -shm files) to
+// PATH.damaged-TIME, so that a fresh one can start where it was and the
+// old one stays for inspection. It returns the new name.
+func MoveAside(path string, now time.Time) (string, error) {
+	aside := path + ".damaged-" + now.Format("20060102-150405")
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Rename(path+suffix, aside+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("move the damaged history aside: %w", err)
+		}
+	}
+	return aside, nil
+}
+
 // createPrivate creates path 0600 if it does not exist, and makes an
 // existing one 0600 (earlier versions created it 0644).
 func createPrivate(path string) error {
@@ -231,6 +244,15 @@ func (s *Store) openWritable() error {
 	}
 	if mode != "wal" {
 		return fmt.Errorf("history %s: journal mode is %q, want wal", s.path, mode)
+	}
+	// Damage in the middle of the file shows nowhere else until a query
+	// reaches it: check the whole file once, at open.
+	var check string
+	if err := s.wdb.QueryRow("PRAGMA quick_check").Scan(&check); err != nil {
+		return s.wrap(err)
+	}
+	if check != "ok" {
+		return fmt.Errorf("history %s: %w: quick_check: %s", s.path, ErrCorrupt, check)
 	}
 	if err := migrate(s.wdb); err != nil {
 		return s.wrap(err)
