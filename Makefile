@@ -64,7 +64,7 @@ NPM_TOOLS_DEP := $(NPM_TOOLS_OK)
 export SWITCHBOARD_NPM_TOOLS := $(CURDIR)/$(NPM_TOOLS)
 endif
 
-.PHONY: all deps build run install test test-go test-gui bench vet crossbuild staticcheck fmt clean npm-tools
+.PHONY: all deps build run install test test-go test-gui bench vet crossbuild staticcheck fmt clean npm-tools fuzz
 
 all: build
 
@@ -97,7 +97,7 @@ install: build
 
 # Everything CI runs: vet, staticcheck, the race tests, then the GUI smoke test
 # once ui/smoke/run.sh exists.
-test: vet crossbuild staticcheck test-go
+test: vet crossbuild staticcheck test-go fuzz
 	@if [ -f ui/smoke/run.sh ]; then \
 		$(MAKE) --no-print-directory test-gui; \
 	else \
@@ -106,6 +106,13 @@ test: vet crossbuild staticcheck test-go
 
 vet: deps
 	GOFLAGS="$(RACE_GOFLAGS)" $(GO) vet ./...
+
+# Bounded fuzzing on every run: random multi-session traffic against the
+# isolation invariants, and the codec's view against a Go child's.
+FUZZTIME ?= 10s
+fuzz: deps
+	GOFLAGS="$(RACE_GOFLAGS)" $(GO) test ./pool -run '^$$' -fuzz '^FuzzSessions$$' -fuzztime $(FUZZTIME)
+	GOFLAGS="$(RACE_GOFLAGS)" $(GO) test ./pool/jsonrpc -run '^$$' -fuzz '^FuzzStrict$$' -fuzztime $(FUZZTIME)
 
 # crossbuild: the pool (Job Objects on Windows, process groups on macOS)
 # must build and vet for the other desktop systems.
