@@ -190,9 +190,11 @@ log "dashboard window $WID"
 
 # Each session is a `switchboard connect` whose stdin is a FIFO this script
 # holds open, like a client that stays connected.
+SHIMS=""
 session() { # N SERVER
 	mkfifo "$TMP/s$1.in"
 	"$BIN" connect "$2" <"$TMP/s$1.in" >"$TMP/s$1.out" 2>"$TMP/s$1.log" &
+	SHIMS="$SHIMS $!"
 	}
 hello() { # NAME VERSION
 	printf '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"%s","version":"%s"}}}\n' "$1" "$2"
@@ -323,8 +325,12 @@ n=$(grep -c 'Request hung on browser' "$TMP/notify.out" || true)
 
 # ---- Quit ------------------------------------------------------------------------------
 
-exec 7>&- 8>&- 9>&- # the clients go away; the hung call is cancelled
+# The clients go away (closing their input alone would be a half-close, which
+# waits for the hung call's answer); the hung call is cancelled.
+exec 7>&- 8>&- 9>&-
 FDS_OPEN=0
+# shellcheck disable=SC2086
+kill $SHIMS 2>/dev/null || true
 # fyne rebuilds the whole tray menu (new item ids) when its counts change; a
 # click on a menu opened just before a rebuild is lost. Wait for the counts
 # to settle first.
