@@ -31,6 +31,8 @@ func (inst *Instance) Status() Status {
 	st := Status{Version: version.Version, Build: version.Get(), PID: pidSelf(), Config: inst.configPath, Servers: snap.Servers,
 		Sessions: snap.Sessions, Backends: snap.Backends, InFlight: snap.InFlight, Counters: snap.Counters,
 		History: inst.history.status()}
+	// One drop counter: the events the history could not record.
+	st.Counters.DroppedEvents = st.History.Dropped
 	if err := inst.ConfigError(); err != nil {
 		msg := err.Error()
 		st.ConfigError = &msg

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"database/sql"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -83,7 +84,8 @@ func TestHangsAndHistory(t *testing.T) {
 	}
 
 	now := time.Now()
-	// Run 1 ends with request 3 still in flight: it is abandoned.
+	// Run 1 dies (it is made to look like one SIGKILLed: no end, request
+	// 3 still in flight): the next open marks request 3 abandoned.
 	st1, err := store.Open(paths.History, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +96,14 @@ func TestHangsAndHistory(t *testing.T) {
 	if err := st1.Close(); err != nil {
 		t.Fatal(err)
 	}
+	db, err := sql.Open("sqlite3", paths.History)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE requests SET status = 'in-flight', error = NULL WHERE run = 1; UPDATE runs SET ended = NULL WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
 	// Run 2 is "the running pool": request 9 in flight for a minute, 10 done.
 	st2, err := store.Open(paths.History, nil)
 	if err != nil {

@@ -40,6 +40,9 @@ const (
 	// without answering it: the app crashed, was killed, or the store lost
 	// the request's end (see Dropped).
 	StatusAbandoned = "abandoned"
+	// StatusUnknown is a request of a run that stopped cleanly whose end
+	// was not recorded (history dropped it under load): not a hang.
+	StatusUnknown = "unknown"
 )
 
 // Defaults of Options.
@@ -148,6 +151,8 @@ type Store struct {
 
 	queue    chan pool.Event // Record -> writer
 	dropped  atomic.Uint64
+	ovMu     sync.Mutex   // guards overflow
+	overflow []pool.Event // ends kept while the queue was full (keepEnd)
 	closed   atomic.Bool
 	stop     chan struct{}   // closed by Close: the writer drains and ends
 	done     chan struct{}   // closed by the writer when it has ended
@@ -338,8 +343,43 @@ func (s *Store) Record(e pool.Event) {
 	select {
 	case s.queue <- e:
 	default:
-		s.dropped.Add(1)
+		if !s.keepEnd(e) {
+			s.dropped.Add(1)
+		}
 	}
+}
+
+// maxOverflow bounds the ends of requests, sessions and children kept
+// aside while the queue is full.
+const maxOverflow = 1 << 16
+
+// keepEnd keeps an event that ends something when the queue is full: a
+// lost start only costs a row its start time (the end inserts the row),
+// but a lost end would leave a request "in flight" forever, reported as
+// abandoned by the next run: a false hang.
+func (s *Store) keepEnd(e pool.Event) bool {
+	switch e.Kind {
+	case pool.EventRequestDone, pool.EventSessionClosed, pool.EventBackendExited:
+	default:
+		return false
+	}
+	s.ovMu.Lock()
+	defer s.ovMu.Unlock()
+	if len(s.overflow) >= maxOverflow {
+		return false
+	}
+	s.overflow = append(s.overflow, e)
+	return true
+}
+
+// takeOverflow returns the ends kept aside. The writer takes them only
+// once the queue is empty, so that each comes after its start.
+func (s *Store) takeOverflow() []pool.Event {
+	s.ovMu.Lock()
+	defer s.ovMu.Unlock()
+	out := s.overflow
+	s.overflow = nil
+	return out
 }
 
 // Dropped is the number of events not recorded: the queue was full, the

@@ -553,3 +553,46 @@ func TestOpenFindsMidFileDamage(t *testing.T) {
 	fresh := openT(t, path, nil)
 	fresh.Close()
 }
+
+// With the queue full, a request's end is kept aside rather than dropped:
+// a lost end would leave the request in flight forever, reported by the
+// next run as abandoned (a hang that never was). Starts may be dropped:
+// the end inserts the row. A run that stops cleanly with an end lost all
+// the same marks the row unknown, never abandoned.
+func TestEndsSurviveAFullQueue(t *testing.T) {
+	path := dbPath(t)
+	s := openT(t, path, &Options{QueueSize: 4, FlushInterval: time.Hour, BatchSize: 1 << 20})
+	now := time.Now()
+	// Far more events than the queue holds, recorded before the writer
+	// can take them all: starts are dropped, ends are kept.
+	const n = 200
+	for i := range n {
+		s.Record(pool.Event{Kind: pool.EventRequestReceived, Time: now, Server: "fake", Session: "s1", PoolID: uint64(i + 1), Method: "tools/call", Name: "echo"})
+	}
+	for i := range n {
+		s.Record(pool.Event{Kind: pool.EventRequestDone, Time: now.Add(time.Millisecond), Server: "fake", Session: "s1", PoolID: uint64(i + 1), Method: "tools/call", Name: "echo", Status: pool.StatusOK})
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	reqs, err := s.Requests(ctx, Filter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := 0
+	for _, r := range reqs {
+		if r.Status == pool.StatusOK {
+			done++
+		}
+		if r.Status == StatusInFlight {
+			t.Errorf("request %d left in flight", r.PoolID)
+		}
+	}
+	if done != n {
+		t.Errorf("%d of %d requests recorded as ended (dropped %d events)", done, n, s.Dropped())
+	}
+	if s.Dropped() == 0 {
+		t.Error("the test did not fill the queue")
+	}
+}

@@ -167,8 +167,11 @@ func (w *writer) drain(batch []pool.Event) []pool.Event {
 func (w *writer) finish(batch []pool.Event) {
 	w.drain(batch)
 	now := time.Now().UnixMicro()
-	if _, err := w.db.Exec(`UPDATE requests SET status = 'abandoned',
-		error = 'no end was recorded for this request before Switchboard stopped (history dropped events)'
+	// A clean stop ends every request, so a row still in flight lost its
+	// end (dropped with the queue full and the overflow too): unknown, not
+	// abandoned, which would report a hang that never was.
+	if _, err := w.db.Exec(`UPDATE requests SET status = 'unknown',
+		error = 'the end of this request was not recorded (history dropped events under load)'
 		WHERE run = ? AND status = 'in-flight'`, w.run); err != nil {
 		w.fail(fmt.Errorf("close the run's requests: %w", err), 0)
 	}
@@ -184,6 +187,9 @@ func (w *writer) finish(batch []pool.Event) {
 // flush writes batch in one transaction and returns it emptied. A failed
 // batch is lost: its events count as dropped and Err reports why.
 func (w *writer) flush(batch []pool.Event) []pool.Event {
+	if len(w.s.queue) == 0 {
+		batch = append(batch, w.s.takeOverflow()...) // after every start queued before them
+	}
 	if len(batch) == 0 {
 		return batch
 	}
