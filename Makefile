@@ -64,7 +64,7 @@ NPM_TOOLS_DEP := $(NPM_TOOLS_OK)
 export SWITCHBOARD_NPM_TOOLS := $(CURDIR)/$(NPM_TOOLS)
 endif
 
-.PHONY: all deps build run install test test-go test-gui bench vet crossbuild staticcheck fmt clean npm-tools fuzz
+.PHONY: all deps build run install test test-go test-gui bench vet crossbuild staticcheck fmt clean npm-tools fuzz tidy
 
 all: build
 
@@ -97,7 +97,7 @@ install: build
 
 # Everything CI runs: vet, staticcheck, the race tests, then the GUI smoke test
 # once ui/smoke/run.sh exists.
-test: vet crossbuild staticcheck test-go fuzz
+test: tidy vet crossbuild staticcheck test-go fuzz
 	@if [ -f ui/smoke/run.sh ]; then \
 		$(MAKE) --no-print-directory test-gui; \
 	else \
@@ -106,6 +106,10 @@ test: vet crossbuild staticcheck test-go fuzz
 
 vet: deps
 	GOFLAGS="$(RACE_GOFLAGS)" $(GO) vet ./...
+
+# go.mod and go.sum must be what `go mod tidy` makes of them.
+tidy:
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy" >&2; exit 1; }
 
 # Bounded fuzzing on every run: random multi-session traffic against the
 # isolation invariants, and the codec's view against a Go child's.
