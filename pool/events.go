@@ -74,8 +74,10 @@ type Event struct {
 	Transport     string
 
 	// Backends.
-	State        string
-	Command      []string
+	State   string
+	Command []string
+	// Roots is a started child's roots partition (EventBackendStarted).
+	Roots        []string
 	ProcessStart time.Time
 	ExitCode     int
 }

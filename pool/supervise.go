@@ -85,7 +85,7 @@ func (b *backend) startAndHandshake() (*child, error) {
 	b.mu.Unlock()
 	b.log.Info("child started", "pid", c.pid, "command", cfg.Command)
 	b.p.emit(Event{Kind: EventBackendStarted, Server: cfg.Name, PID: c.pid, ProcessStart: c.started,
-		Command: append([]string{cfg.Command}, cfg.Args...), Session: b.ownerID()})
+		Command: append([]string{cfg.Command}, cfg.Args...), Session: b.ownerID(), Roots: b.roots})
 	b.p.wg.Go(func() { b.readLoop(c) })
 	b.p.wg.Go(func() { b.writeLoop(c) })
 	b.p.wg.Go(func() {

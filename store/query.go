@@ -92,10 +92,12 @@ type Backend struct {
 	PID          int
 	ProcessStart time.Time
 	Command      []string
-	Started      time.Time
-	Exited       time.Time
-	ExitCode     int
-	ExitReason   string
+	// Roots is the roots partition the child served; nil for none.
+	Roots      []string
+	Started    time.Time
+	Exited     time.Time
+	ExitCode   int
+	ExitReason string
 }
 
 // Run is one start of the app.
@@ -416,13 +418,16 @@ func (s *Store) Timeline(ctx context.Context, runID int64, poolID uint64) (Timel
 		var cmdJSON string
 		var pstart, exited, code sql.NullInt64
 		var started int64
-		var why sql.NullString
+		var why, roots sql.NullString
 		err = s.rdb.QueryRowContext(ctx, `SELECT run, server, session, pid, process_start, command, started, exited,
-			exit_code, exit_reason FROM backends WHERE run = ? AND pid = ? ORDER BY id DESC LIMIT 1`, runID, r.PID).
-			Scan(&b.Run, &b.Server, &b.Session, &b.PID, &pstart, &cmdJSON, &started, &exited, &code, &why)
+			exit_code, exit_reason, roots FROM backends WHERE run = ? AND pid = ? ORDER BY id DESC LIMIT 1`, runID, r.PID).
+			Scan(&b.Run, &b.Server, &b.Session, &b.PID, &pstart, &cmdJSON, &started, &exited, &code, &why, &roots)
 		switch {
 		case err == nil:
 			_ = json.Unmarshal([]byte(cmdJSON), &b.Command)
+			if roots.Valid {
+				_ = json.Unmarshal([]byte(roots.String), &b.Roots)
+			}
 			b.ProcessStart, b.Started, b.Exited = nullMicros(pstart), micros(started), nullMicros(exited)
 			b.ExitCode, b.ExitReason = int(code.Int64), why.String
 			t.Backend = &b
@@ -448,7 +453,11 @@ func steps(t Timeline) []Step {
 	}
 	out = append(out, Step{r.Received, fmt.Sprintf("received %s from %s with id %s", what, from, r.OriginalID)})
 	if r.WrittenToChild() {
-		out = append(out, Step{r.Written, fmt.Sprintf("written to child PID %d of server %s", r.PID, r.Server)})
+		where := fmt.Sprintf("written to child PID %d of server %s", r.PID, r.Server)
+		if b := t.Backend; b != nil && len(b.Roots) > 0 {
+			where += " (roots " + strings.Join(b.Roots, ", ") + ")"
+		}
+		out = append(out, Step{r.Written, where})
 	}
 	end := r.Answered
 	if end.IsZero() {

@@ -596,3 +596,35 @@ func TestEndsSurviveAFullQueue(t *testing.T) {
 		t.Error("the test did not fill the queue")
 	}
 }
+
+// A child's roots partition is recorded with it and told in the timeline
+// of a request it served.
+func TestBackendRootsRecorded(t *testing.T) {
+	s := openT(t, dbPath(t), nil)
+	now := time.Now()
+	for _, e := range []pool.Event{
+		{Kind: pool.EventBackendStarted, Time: now, Server: "fs", PID: 4321, ProcessStart: now, Command: []string{"fs-server"},
+			Roots: []string{"file:///work/a", "file:///work/b"}},
+		{Kind: pool.EventRequestReceived, Time: now, Server: "fs", Session: "s1", PoolID: 7, Method: "tools/call", Name: "read"},
+		{Kind: pool.EventRequestWritten, Time: now, Server: "fs", Session: "s1", PoolID: 7, PID: 4321},
+	} {
+		s.Record(e)
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := s.Timeline(context.Background(), s.run, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.Backend == nil || strings.Join(tl.Backend.Roots, " ") != "file:///work/a file:///work/b" {
+		t.Fatalf("backend %+v", tl.Backend)
+	}
+	found := false
+	for _, st := range tl.Steps {
+		found = found || strings.Contains(st.What, "(roots file:///work/a, file:///work/b)")
+	}
+	if !found {
+		t.Errorf("the timeline does not name the roots: %+v", tl.Steps)
+	}
+}

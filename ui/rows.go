@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -174,6 +175,9 @@ func backendRows(s pool.Snapshot, now time.Time, stats map[int]procStat) []row {
 		if b.Session != "" {
 			name += " [" + b.Session + "]"
 		}
+		if len(b.Roots) > 0 {
+			name += " (" + rootsLabel(b.Roots) + ")" // one child per roots partition
+		}
 		last := ""
 		if n := len(b.StderrTail); n > 0 {
 			last = b.StderrTail[n-1]
@@ -189,6 +193,16 @@ func backendRows(s pool.Snapshot, now time.Time, stats map[int]procStat) []row {
 		}})
 	}
 	return out
+}
+
+// rootsLabel names a roots partition briefly: the last path element of
+// each root.
+func rootsLabel(roots []string) string {
+	names := make([]string, len(roots))
+	for i, r := range roots {
+		names[i] = path.Base(strings.TrimRight(r, "/"))
+	}
+	return strings.Join(names, ", ")
 }
 
 var leakColumns = []column{

@@ -158,6 +158,12 @@ func TestBackendRows(t *testing.T) {
 	if got[0].detail != "fake: starting\nfake: ready" {
 		t.Errorf("detail = %q", got[0].detail)
 	}
+	// A shared server runs one child per roots partition: the row says which.
+	parts := fixture()
+	parts.Backends[0].Roots = []string{"file:///work/alpha", "file:///work/beta/"}
+	if name := backendRows(parts, t0, nil)[0].cells[0]; name != "fake (alpha, beta)" {
+		t.Errorf("partition child's name cell = %q", name)
+	}
 	unsampled := backendRows(fixture(), t0, nil)
 	if c := unsampled[0].cells; c[5] != "…" || c[6] != "…" {
 		t.Errorf("memory and CPU before the first sample = %q, %q, want …", c[5], c[6])

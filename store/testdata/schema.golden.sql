@@ -1,4 +1,4 @@
--- user_version 2
+-- user_version 3
 
 CREATE TABLE backends (
     id            INTEGER PRIMARY KEY,
@@ -12,7 +12,7 @@ CREATE TABLE backends (
     exited        INTEGER,
     exit_code     INTEGER,
     exit_reason   TEXT
-);
+, roots TEXT);
 
 CREATE INDEX backends_run_pid ON backends(run, pid);
 
