@@ -179,9 +179,15 @@ type shim struct {
 
 func (in *instance) connect(t testing.TB, server string) *shim {
 	t.Helper()
+	return startShim(t, server, append(os.Environ(), "SWITCHBOARD_HOME="+in.home))
+}
+
+// startShim runs `switchboard connect server` with env, as a client does.
+func startShim(t testing.TB, server string, env []string) *shim {
+	t.Helper()
 	s := &shim{t: t, errb: &syncBuffer{}, done: make(chan error, 1)}
 	s.cmd = exec.Command(sbBin, "connect", server)
-	s.cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+in.home)
+	s.cmd.Env = env
 	s.cmd.Stderr = s.errb
 	var err error
 	if s.stdin, err = s.cmd.StdinPipe(); err != nil {

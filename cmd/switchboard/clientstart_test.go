@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -57,34 +56,7 @@ func coldHome(t *testing.T, autostart string) string {
 // it, with no pool running (or not yet).
 func coldShim(t *testing.T, home string) *shim {
 	t.Helper()
-	s := &shim{t: t, errb: &syncBuffer{}, done: make(chan error, 1)}
-	s.cmd = exec.Command(sbBin, "connect", "fake")
-	s.cmd.Env = clientEnv(home)
-	s.cmd.Stderr = s.errb
-	var err error
-	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := s.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.out, s.stdout = bufio.NewReaderSize(stdout, 1<<20), stdout
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { s.done <- s.cmd.Wait() }()
-	t.Cleanup(func() {
-		s.stdin.Close()
-		s.stdout.Close()
-		select {
-		case <-s.done:
-		case <-time.After(10 * time.Second):
-			s.cmd.Process.Kill()
-			<-s.done
-		}
-	})
-	return s
+	return startShim(t, "fake", clientEnv(home))
 }
 
 // poolsOf lists the live `switchboard serve` processes serving home (not
