@@ -115,6 +115,7 @@ func Start(opts Options) (*Instance, error) {
 		ChildEnv:           []string{leaks.RunEnv + "=" + marker},
 		EvictAfter:         cfg.EvictAfter(),          // applies from the next start
 		MaxSessionInFlight: cfg.MaxInFlightPerSession, // 0: the pool's default; from the next start
+		MaxSessionBytes:    cfg.MaxInFlightMiBPerSession << 20,
 		ClientInfo:         pool.Implementation{Name: "switchboard", Version: version.Version},
 		Record: func(e pool.Event) {
 			inst.recordChild(e)

@@ -194,6 +194,9 @@ type KillResult struct {
 	// Refused means the PID is not a provable MCP backend; Error says why.
 	Refused bool   `json:"refused,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Skipped marks a suspect that --all-leaked left alone (an orphan
+	// without a run marker); Note says why. It is not a failure.
+	Skipped bool `json:"skipped,omitempty"`
 	// Note adds context to a kill, e.g. that a pool child will restart.
 	Note string `json:"note,omitempty"`
 }
@@ -202,7 +205,7 @@ type KillResult struct {
 // leaks.ErrRefused.
 func (r KillResult) Err() error {
 	switch {
-	case r.Killed:
+	case r.Killed, r.Skipped:
 		return nil
 	case r.Refused:
 		return refusedError(r.Error)
@@ -250,16 +253,25 @@ func (inst *Instance) Kill(ctx context.Context, req KillRequest) ([]KillResult, 
 
 // killFound kills req's PID (or all of found) with found as the proof.
 // Several leaks are killed concurrently: each may take the SIGTERM grace.
-func killFound(ctx context.Context, req KillRequest, found []leaks.Leak) []KillResult {
+// With AllLeaked only proven leaks are killed; the suspects come back
+// Skipped.
+func killFound(ctx context.Context, req KillRequest, found []leaks.Leak) (out []KillResult) {
 	var targets []int
+	var skipped []KillResult
 	if req.AllLeaked {
 		for _, l := range found {
-			targets = append(targets, l.PID)
+			if l.Proven {
+				targets = append(targets, l.PID)
+				continue
+			}
+			skipped = append(skipped, KillResult{PID: l.PID, Server: l.Server, Skipped: true,
+				Note: "no Switchboard run marker: may be another program's, so it is left alone"})
 		}
 	} else {
 		targets = []int{req.PID}
 	}
-	out := make([]KillResult, len(targets))
+	defer func() { out = append(out, skipped...) }()
+	out = make([]KillResult, len(targets))
 	var wg sync.WaitGroup
 	for i, pid := range targets {
 		wg.Go(func() {

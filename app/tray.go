@@ -166,7 +166,7 @@ func (c *trayController) Leaks(ctx context.Context) ([]ui.Leak, error) {
 	out := make([]ui.Leak, 0, len(ls))
 	for _, l := range ls {
 		out = append(out, ui.Leak{PID: l.PID, Server: l.Server, Command: strings.Join(l.Command, " "),
-			StartedAt: l.StartedAt, RSSBytes: l.RSSBytes, Reason: l.Reason})
+			StartedAt: l.StartedAt, RSSBytes: l.RSSBytes, Reason: l.Reason, Proven: l.Proven})
 	}
 	return out, nil
 }

@@ -377,6 +377,10 @@ func (b *backend) writeLoop(c *child) {
 			b.p.emit(Event{Kind: EventRequestWritten, Time: now, Server: b.srv.name, Session: p.sess.id, PID: c.pid, PoolID: p.id})
 		}
 		clear(batch)
+		if cap(buf) > keepBuf {
+			buf = nil // one large request must not stay resident for the child's life
+			b.p.releasedLarge()
+		}
 		if err != nil {
 			b.log.Debug("write to child failed", "pid", c.pid, "err", err)
 			return
@@ -391,6 +395,7 @@ func (b *backend) writeLoop(c *child) {
 func (b *backend) readLoop(c *child) {
 	defer close(c.readerDone)
 	lr := newLineReader(c.stdout, b.p.opts.MaxMessageBytes)
+	lr.onRelease = b.p.releasedLarge
 	for {
 		line, err := lr.next()
 		if err != nil {

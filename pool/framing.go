@@ -13,9 +13,10 @@ import (
 // skipped, not buffered: its size and last bytes are reported in a
 // *tooLongError so the caller can answer the sender.
 type lineReader struct {
-	r   *bufio.Reader
-	max int
-	buf []byte
+	r         *bufio.Reader
+	max       int
+	buf       []byte
+	onRelease func() // called when a buffer larger than keepBuf is let go
 }
 
 func newLineReader(r io.Reader, max int) *lineReader {
@@ -57,6 +58,9 @@ const keepBuf = 1 << 20
 func (lr *lineReader) readLine() ([]byte, error) {
 	if cap(lr.buf) > keepBuf {
 		lr.buf = nil // the caller is done with the last line
+		if lr.onRelease != nil {
+			lr.onRelease()
+		}
 	}
 	lr.buf = lr.buf[:0]
 	for {

@@ -176,7 +176,7 @@ func closeFiles(files []*os.File) {
 // line. It returns when the session ends; EOF is a half-close (halfclose.go)
 // and peer the output watched meanwhile.
 func (s *session) readFrom(r *bufio.Reader, peer syscall.RawConn) {
-	lr := &lineReader{r: r, max: s.p.opts.MaxMessageBytes}
+	lr := &lineReader{r: r, max: s.p.opts.MaxMessageBytes, onRelease: s.p.releasedLarge}
 	for {
 		line, err := lr.next()
 		if err != nil {
@@ -209,6 +209,9 @@ func (s *session) writeTo(conn deadlineWriter) {
 		case line := <-s.out:
 			bw.Write(line)
 			bw.WriteByte('\n')
+			if len(line) > keepBuf {
+				s.p.releasedLarge()
+			}
 			if len(s.out) > 0 && bw.Buffered() < 48<<10 {
 				continue
 			}

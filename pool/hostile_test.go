@@ -3,10 +3,12 @@
 package pool_test
 
 import (
+	"cmp"
 	"fmt"
 	"github.com/switchboard-mcp/switchboard/pool"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A key that Go's encoding/json takes for "id" without being it: on the
@@ -90,55 +92,126 @@ func TestDuplicateKeysAreRefused(t *testing.T) {
 // One session flooding a server with calls gets -32004 past its own
 // limit; the server's other sessions are all answered. On the first
 // edition the queue was per server: one client with 70,000 pending calls
-// left every other session of that server with -32004.
+// left every other session of that server with -32004 (0 of 800 answered).
 func TestFloodingSessionDoesNotStarveOthers(t *testing.T) {
-	tp := newTestPool(t, &pool.Options{MaxPending: 800}, fake("srv"))
-	flood := tp.dial(t, "srv")
-	flood.initialize("flood", "")
-	others := make([]*client, 4)
-	for i := range others {
-		others[i] = tp.dial(t, "srv")
-		others[i].initialize(fmt.Sprint("other-", i), "")
-	}
-	const n = 1000 // well past the session limit (800/8) and the server's queue
-	for i := range n {
-		flood.call(fmt.Sprint(i), "sleep", `{"ms":60000}`)
-	}
-	refused := 0
-	eventually(t, "the flood's refusals", func() bool {
-		for refused < n-100 {
+	for _, tc := range []struct {
+		name string
+		opts pool.Options
+		n    int // calls the flood sends
+	}{
+		// A small queue: the limit is 800/8 = 100.
+		{"small queue", pool.Options{MaxPending: 800}, 1000},
+		// The attack as it was reported, against the defaults: 70,000
+		// calls into a 65,536-request queue, the session limit 8,192.
+		{"70000 calls, defaults", pool.Options{}, 70000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && tc.n > 1000 {
+				t.Skip("70,000 calls")
+			}
+			tp := newTestPool(t, &tc.opts, fake("srv"))
+			limit := max(cmp.Or(tc.opts.MaxPending, 1<<16)/8, 1)
+			flood := tp.dial(t, "srv")
+			flood.initialize("flood", "")
+			others := make([]*client, 4)
+			for i := range others {
+				others[i] = tp.dial(t, "srv")
+				others[i].initialize(fmt.Sprint("other-", i), "")
+			}
+			// The refusals are read while the flood is sent: a client that
+			// stops reading is evicted, which is another rule.
+			sent := make(chan struct{})
+			go func() {
+				defer close(sent)
+				for i := range tc.n {
+					flood.call(fmt.Sprint(i), "sleep", `{"ms":600000}`)
+				}
+			}()
+			refused := 0
+			deadline := time.After(time.Minute)
+			for refused < tc.n-limit {
+				select {
+				case m := <-flood.in:
+					if m.Error == nil || m.Error.Code != -32004 {
+						t.Fatalf("the flood got %s", m.raw)
+					}
+					refused++
+				case <-deadline:
+					t.Fatalf("the flood got %d refusals, want %d", refused, tc.n-limit)
+				}
+			}
+			<-sent
+			each := min(200, limit/2) // 800 calls in all with the defaults, as reported
+			for i, c := range others {
+				for j := range each {
+					c.call(fmt.Sprint(j), "echo", fmt.Sprintf(`{"text":"o%d-%d"}`, i, j))
+				}
+			}
+			for i, c := range others {
+				got := map[string]string{} // answers come in any order
+				for len(got) < each {
+					m := c.recv()
+					if m.Error != nil {
+						t.Fatalf("other session %d: %s", i, m.raw)
+					}
+					got[string(m.ID)] = m.text()
+				}
+				for j := range each {
+					if got[fmt.Sprint(j)] != fmt.Sprintf("o%d-%d", i, j) {
+						t.Fatalf("other session %d call %d: %q", i, j, got[fmt.Sprint(j)])
+					}
+				}
+			}
 			select {
 			case m := <-flood.in:
-				if m.Error != nil && m.Error.Code == -32004 {
-					refused++
-				}
+				t.Errorf("the flood got more than its refusals: %s", m.raw)
 			default:
-				return false
 			}
-		}
-		return true
+		})
+	}
+}
+
+// A session's requests in flight may hold only so many bytes in the pool:
+// past that only that session is refused, with the reason, and what it
+// frees (an answer, a cancel) it may use again. A single request larger
+// than the limit is still admitted when nothing else is in flight.
+func TestSessionBytesInFlightAreBounded(t *testing.T) {
+	const limit = 64 << 10
+	tp := newTestPool(t, &pool.Options{MaxSessionBytes: limit}, fake("srv"))
+	greedy, other := tp.dial(t, "srv"), tp.dial(t, "srv")
+	greedy.initialize("greedy", "")
+	other.initialize("other", "")
+	pad := strings.Repeat("p", 20<<10)
+	big := fmt.Sprintf(`{"ms":600000,"text":%q}`, pad)
+	for i := range 3 { // 3 x ~20 KiB: within the limit
+		greedy.call(fmt.Sprint(i), "sleep", big)
+	}
+	greedy.call("3", "sleep", big) // ~80 KiB: past it
+	m, _ := greedy.recvID("3")
+	if m.Error == nil || m.Error.Code != -32004 || !strings.Contains(m.Error.Message, "bytes") {
+		t.Fatalf("the fourth large call: %s", m.raw)
+	}
+	// Another session's budget is its own.
+	for i := range 3 {
+		other.call(fmt.Sprint(i), "sleep", big)
+	}
+	other.call("9", "echo", `{"text":"still here"}`)
+	if m, _ := other.recvID("9"); m.text() != "still here" {
+		t.Fatalf("the other session: %s", m.raw)
+	}
+	// Cancelling frees the bytes for the greedy session's next call.
+	greedy.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0}}`)
+	eventually(t, "the cancelled call's bytes to be freed", func() bool {
+		greedy.call("4", "sleep_echo", fmt.Sprintf(`{"ms":0,"text":%q}`, pad))
+		m, _ := greedy.recvID("4")
+		return m.Error == nil && m.text() == pad
 	})
-	for i, c := range others {
-		for j := range 50 {
-			c.call(fmt.Sprint(j), "echo", fmt.Sprintf(`{"text":"o%d-%d"}`, i, j))
-		}
-	}
-	for i, c := range others {
-		got := map[string]string{} // answers come in any order
-		for len(got) < 50 {
-			m := c.recv()
-			if m.Error != nil {
-				t.Fatalf("other session %d: %s", i, m.raw)
-			}
-			got[string(m.ID)] = m.text()
-		}
-		for j := range 50 {
-			if got[fmt.Sprint(j)] != fmt.Sprintf("o%d-%d", i, j) {
-				t.Fatalf("other session %d call %d: %q", i, j, got[fmt.Sprint(j)])
-			}
-		}
-	}
-	if refused != n-100 {
-		t.Errorf("the flood got %d refusals, want %d", refused, n-100)
+	// Alone, a request larger than the limit passes.
+	lone := tp.dial(t, "srv")
+	lone.initialize("lone", "")
+	huge := strings.Repeat("h", 2*limit)
+	lone.call("1", "echo", fmt.Sprintf(`{"text":%q}`, huge))
+	if m, _ := lone.recvID("1"); m.text() != huge {
+		t.Fatalf("a lone large call was not answered: %.200s", m.raw)
 	}
 }

@@ -195,7 +195,7 @@ func (x *inputRound) retry() {
 		s.mu.Unlock()
 		return // the client cancelled or went away meanwhile
 	}
-	s.inflight[string(p.origID)] = next
+	s.trackLocked(next)
 	s.mu.Unlock()
 	s.p.emit(Event{Kind: EventRequestReceived, Time: next.received, Server: s.srv.name, Session: s.id, PoolID: id,
 		Method: next.method, Name: next.name, OriginalID: string(p.origID), Size: len(line),

@@ -216,7 +216,8 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte) bool {
 			Message: fmt.Sprintf("request id %s is already in flight in this session", id)})
 		return true
 	}
-	s.inflight[string(id)] = p
+	s.inflight[string(id)] = p // origID becomes id below
+	s.inflightBytes += len(p.line)
 	s.mu.Unlock()
 
 	b.mu.Lock()

@@ -49,6 +49,11 @@ type Options struct {
 	// one client cannot fill a child's MaxPending and starve the others:
 	// past it only that session gets -32004. Default MaxPending/8.
 	MaxSessionInFlight int
+	// MaxSessionBytes bounds the bytes one session's requests in flight
+	// hold in the pool (a request waits in memory until its child answers,
+	// for a retry after a crash): past it only that session gets -32004.
+	// Default 2 * MaxMessageBytes, so one largest message always fits.
+	MaxSessionBytes int
 	// CapturePayloads, when positive, adds up to this many bytes of each
 	// request and response to its events (redaction is the recorder's job).
 	CapturePayloads int
@@ -121,6 +126,9 @@ func (o *Options) withDefaults() Options {
 	if r.MaxSessionInFlight <= 0 {
 		r.MaxSessionInFlight = max(r.MaxPending/8, 1)
 	}
+	if r.MaxSessionBytes <= 0 {
+		r.MaxSessionBytes = 2 * r.MaxMessageBytes
+	}
 	if r.MaxHTTPSessions <= 0 {
 		r.MaxHTTPSessions = 64
 	}
@@ -172,6 +180,7 @@ type Pool struct {
 	holds   mrtrHolds     // child questions carried to modern clients (mrtr.go)
 	rounds  inputRounds   // a modern child's questions asked of legacy clients (inputbridge.go)
 	closing chan struct{} // closed by Close
+	trim    trimmer       // memtrim.go
 	wg      sync.WaitGroup
 
 	mu       sync.Mutex // guards the fields below; never held across I/O
@@ -189,6 +198,7 @@ func New(opts *Options) *Pool {
 		log:      o.Logger,
 		events:   hub{record: o.Record},
 		closing:  make(chan struct{}),
+		trim:     trimmer{kick: make(chan struct{}, 1)},
 		servers:  map[string]*server{},
 		sessions: map[*session]struct{}{},
 	}
@@ -317,6 +327,7 @@ func (p *Pool) Close() error {
 	}
 	p.closed = true
 	close(p.closing)
+	p.trim.stop()
 	sessions := make([]*session, 0, len(p.sessions))
 	for s := range p.sessions {
 		sessions = append(sessions, s)

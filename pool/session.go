@@ -35,6 +35,7 @@ type session struct {
 
 	mu              sync.Mutex          // guards the fields below
 	inflight        map[string]*pending // client's original id bytes -> request
+	inflightBytes   int                 // sum of the inflight requests' lines (fair shares)
 	era             string
 	clientName      string
 	clientVersion   string
@@ -349,13 +350,12 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 		s.mu.Unlock()
 		return
 	}
-	if limit := s.p.opts.MaxSessionInFlight; len(s.inflight) >= limit {
+	if refusal := s.overLimitLocked(len(p.line)); refusal != nil {
 		s.mu.Unlock()
-		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeOverloaded, Message: fmt.Sprintf(
-			"this session has %d requests in flight, its limit: wait for answers before sending more (other sessions are not affected)", limit)})
+		s.replyError(id, refusal)
 		return
 	}
-	s.inflight[string(id)] = p
+	s.trackLocked(p)
 	s.mu.Unlock()
 
 	s.p.emit(Event{Kind: EventRequestReceived, Time: p.received, Server: s.srv.name, Session: s.id, PoolID: poolID,
@@ -395,8 +395,7 @@ func (s *session) onNotification(msg *jsonrpc.Message) {
 		s.mu.Lock()
 		p := s.inflight[string(rid.Of(params))]
 		if p != nil {
-			delete(s.inflight, string(rid.Of(params)))
-			s.quietLocked()
+			s.untrackLocked(p)
 		}
 		s.mu.Unlock()
 		if p == nil {
@@ -451,10 +450,46 @@ func (s *session) deliverResponse(p *pending, line []byte) {
 func (s *session) forget(p *pending) {
 	s.mu.Lock()
 	if s.inflight[string(p.origID)] == p {
-		delete(s.inflight, string(p.origID))
-		s.quietLocked()
+		s.untrackLocked(p)
 	}
 	s.mu.Unlock()
+}
+
+// overLimitLocked says why one more request of size bytes would take this
+// session past its fair share of the server: its count of requests in
+// flight, or the bytes they hold in the pool. A single request is always
+// admitted when the session has nothing else in flight (the framing limit
+// bounds it), so the byte limit refuses only piling up.
+func (s *session) overLimitLocked(size int) *jsonrpc.Error {
+	if limit := s.p.opts.MaxSessionInFlight; len(s.inflight) >= limit {
+		return &jsonrpc.Error{Code: jsonrpc.CodeOverloaded, Message: fmt.Sprintf(
+			"this session has %d requests in flight, its limit: wait for answers before sending more (other sessions are not affected)", limit)}
+	}
+	if limit := s.p.opts.MaxSessionBytes; s.inflightBytes > 0 && s.inflightBytes+size > limit {
+		return &jsonrpc.Error{Code: jsonrpc.CodeOverloaded, Message: fmt.Sprintf(
+			"this session's requests in flight hold %d bytes and this one has %d, past its limit of %d: wait for answers before sending more (other sessions are not affected)",
+			s.inflightBytes, size, limit)}
+	}
+	return nil
+}
+
+// trackLocked and untrackLocked are the only writers of inflight and
+// inflightBytes, so that the two always agree.
+func (s *session) trackLocked(p *pending) {
+	if old := s.inflight[string(p.origID)]; old != nil {
+		s.inflightBytes -= len(old.line)
+	}
+	s.inflight[string(p.origID)] = p
+	s.inflightBytes += len(p.line)
+}
+
+func (s *session) untrackLocked(p *pending) {
+	delete(s.inflight, string(p.origID))
+	s.inflightBytes -= len(p.line)
+	s.quietLocked()
+	if len(p.line) > keepBuf {
+		s.p.releasedLarge() // only signals: no I/O under s.mu
+	}
 }
 
 func (s *session) quietLocked() {
@@ -493,6 +528,7 @@ func (s *session) close(reason error) {
 			inflight = append(inflight, p)
 		}
 		clear(s.inflight)
+		s.inflightBytes = 0
 		s.quietLocked()
 		subs := s.subs
 		s.subs = map[string]*backend{}

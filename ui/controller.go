@@ -84,6 +84,9 @@ type Leak struct {
 	RSSBytes  uint64
 	// Reason says why it counts as a leak, for the user.
 	Reason string
+	// Proven leaks are Switchboard's beyond doubt and may be killed; the
+	// others are suspects (an orphan without a run marker), only listed.
+	Proven bool
 }
 
 // HistoryFilter narrows a history query. Zero fields match everything.

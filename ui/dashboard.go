@@ -181,8 +181,8 @@ func (d *dashboard) apply(f *frame) {
 	d.leaks.setRows(f.leaks)
 	d.leakRows = f.leaks
 	killAll := "Kill all"
-	if len(f.leaks) > 0 {
-		killAll = fmt.Sprintf("Kill all (%d)", len(f.leaks))
+	if n := len(provenLeaks(f.leaks)); n > 0 {
+		killAll = fmt.Sprintf("Kill all (%d)", n)
 		d.killAll.Enable()
 	} else {
 		d.killAll.Disable()
@@ -222,9 +222,20 @@ func (d *dashboard) setTitle(name string, n, hung int) {
 	}
 }
 
+// provenLeaks is the rows Kill all may kill: never a suspect.
+func provenLeaks(rows []row) []row {
+	var out []row
+	for _, r := range rows {
+		if !r.suspect {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // confirmKillAll asks before killing every leaked backend listed now.
 func (d *dashboard) confirmKillAll() {
-	targets := append([]row(nil), d.leakRows...)
+	targets := provenLeaks(d.leakRows)
 	if len(targets) == 0 {
 		dialog.ShowInformation("No leaked backends", "There is nothing to kill.", d.win)
 		return

@@ -37,6 +37,8 @@ type row struct {
 	detail string
 	// hist is the history row a row shows, for its timeline.
 	hist HistoryRow
+	// suspect marks a leak that is only listed, never killed.
+	suspect bool
 }
 
 // column is one column of a table. A column with a button shows that
@@ -219,7 +221,11 @@ var leakColumns = []column{
 func leakRows(leaks []Leak, now time.Time) []row {
 	out := make([]row, 0, len(leaks))
 	for _, l := range leaks {
-		out = append(out, row{level: levelWarn, server: l.Server, pid: l.PID, detail: l.Command, cells: []string{
+		lv := levelWarn
+		if !l.Proven {
+			lv = levelNormal
+		}
+		out = append(out, row{level: lv, suspect: !l.Proven, server: l.Server, pid: l.PID, detail: l.Command, cells: []string{
 			strconv.Itoa(l.PID), l.Server, formatBytes(l.RSSBytes), clockAndAge(l.StartedAt, now), l.Reason, l.Command,
 		}})
 	}

@@ -34,6 +34,9 @@ type File struct {
 	// MaxInFlightPerSession bounds one client session's requests in
 	// flight (default: an eighth of a child's 65,536-request queue).
 	MaxInFlightPerSession int `json:"maxInFlightPerSession,omitempty"`
+	// MaxInFlightMiBPerSession bounds the memory one client session's
+	// requests in flight hold in the pool, in MiB (default 128).
+	MaxInFlightMiBPerSession int `json:"maxInFlightMiBPerSession,omitempty"`
 	// Autostart says whether MCP clients may start the pool.
 	Autostart Autostart `json:"autostart,omitzero"`
 	// Extra holds the top-level keys Switchboard does not know, verbatim,

@@ -102,8 +102,10 @@ func decodeFile(doc []byte, root *jsonedit.Value, p *problems) *File {
 			decodeStruct("autostart", doc, m.Value, &f.Autostart, p)
 		case "maxInFlightPerSession":
 			decodeField("maxInFlightPerSession", doc, m.Value, reflect.ValueOf(&f.MaxInFlightPerSession).Elem(), p)
+		case "maxInFlightMiBPerSession":
+			decodeField("maxInFlightMiBPerSession", doc, m.Value, reflect.ValueOf(&f.MaxInFlightMiBPerSession).Elem(), p)
 		default:
-			if k := foldMatch(m.Key, "mcpServers", "http", "history", "hangThreshold", "evictSlowClientsAfter", "autostart", "maxInFlightPerSession"); k != "" {
+			if k := foldMatch(m.Key, "mcpServers", "http", "history", "hangThreshold", "evictSlowClientsAfter", "autostart", "maxInFlightPerSession", "maxInFlightMiBPerSession"); k != "" {
 				p.add(m.Key, "unknown field; did you mean %q?", k)
 				continue
 			}

@@ -77,6 +77,9 @@ func Diff(old, new *File) DiffResult {
 	if old.MaxInFlightPerSession != new.MaxInFlightPerSession {
 		d.Settings = append(d.Settings, "maxInFlightPerSession")
 	}
+	if old.MaxInFlightMiBPerSession != new.MaxInFlightMiBPerSession {
+		d.Settings = append(d.Settings, "maxInFlightMiBPerSession")
+	}
 	if old.EvictSlowClientsAfter != new.EvictSlowClientsAfter {
 		d.Settings = append(d.Settings, "evictSlowClientsAfter")
 	}

@@ -44,6 +44,7 @@ func (f *File) Validate(lookup func(string) (string, bool)) error {
 		{"history.captureBytes", f.History.CaptureBytes},
 		{"history.maxRows", f.History.MaxRows},
 		{"maxInFlightPerSession", f.MaxInFlightPerSession},
+		{"maxInFlightMiBPerSession", f.MaxInFlightMiBPerSession},
 	} {
 		if c.n < 0 {
 			p.add(c.field, "%d is negative", c.n)

@@ -19,9 +19,9 @@ var (
 // pollEvery is how often Kill looks whether its targets are gone.
 const pollEvery = 20 * time.Millisecond
 
-// Kill kills leaked backend pid, which must be in proof (the result of a
-// recent Find): anything else is refused with an error that Is
-// ErrRefused. Right before signalling it checks that pid still has the
+// Kill kills leaked backend pid, which must be a proven leak in proof (the
+// result of a recent Find): anything else, a suspect orphan included, is
+// refused with an error that Is ErrRefused. Right before signalling it checks that pid still has the
 // start time Find saw, so a PID reused in between is refused too.
 //
 // A process that leads its own process group is killed with its whole
@@ -39,6 +39,10 @@ func Kill(ctx context.Context, pid int, proof []Leak) error {
 	}
 	if leak == nil || pid <= 1 {
 		return notKnown(pid)
+	}
+	if !leak.Proven {
+		return &refusal{pid: pid, why: fmt.Sprintf("it matches configured server %s, but it carries no Switchboard run marker and is not a recorded child, "+
+			"so it may be another program's; if you know it is a leaked backend, end it yourself (kill %d)", leak.Server, pid)}
 	}
 	tab, err := scan(ctx)
 	if err != nil {

@@ -59,9 +59,15 @@ type Leak struct {
 	StartedAt time.Time `json:"startedAt"`
 	RSSBytes  uint64    `json:"rssBytes"`
 	Reason    string    `json:"reason"`
-	// Kind is "recorded" (a child of an earlier run) or "orphan" (matches
-	// a configured server and its parent is init).
+	// Kind is "recorded" (a child of an earlier run, by PID and start
+	// time), "marked" (carries the run marker of a Switchboard run that has
+	// ended) or "orphan" (matches a configured server, its parent is init,
+	// and it has no marker).
 	Kind string `json:"kind"`
+	// Proven says the process is Switchboard's beyond doubt (recorded or
+	// marked): only those are killed. An orphan is a suspect: any program
+	// of the same user may run a configured command line.
+	Proven bool `json:"proven"`
 	// PPID and PGID say what Kill will signal: the whole group when the
 	// process leads its own group (PGID == PID), else the process and
 	// its descendants.
@@ -180,28 +186,9 @@ func Find(ctx context.Context, src Source, configured []pool.ServerConfig, own [
 			r.PID, r.StartedAt.Format(time.RFC3339)))
 	}
 
-	uid := os.Getuid()
-	for _, pid := range tab.order {
-		p := tab.procs[pid]
-		if skip[pid] || found[pid] || !tab.reaperParent(ctx, p) {
-			continue
-		}
-		if u, ok := p.uid(ctx); !ok || u != uid {
-			continue // never another user's process
-		}
-		argv := p.argv(ctx)
-		for _, c := range configured {
-			if matches(argv, c, resolveLink) {
-				if !p.isZombie(ctx) {
-					add(p, c.Name, KindOrphan, fmt.Sprintf("matches configured server %s and its parent is %s", c.Name, tab.parentName(ctx, p)))
-				}
-				break
-			}
-		}
-	}
 	// Descendants of any run's children, by their inherited marker: a
 	// grandchild that ignored stdin EOF outlives its run whatever it runs.
-	self := os.Getpid()
+	uid, self := os.Getuid(), os.Getpid()
 	for _, pid := range tab.order {
 		p := tab.procs[pid]
 		if skip[pid] || found[pid] {
@@ -232,6 +219,29 @@ func Find(ctx context.Context, src Source, configured []pool.ServerConfig, own [
 				RunEnv, server, tab.parentName(ctx, p))
 		}
 		add(p, server, KindMarked, reason)
+	}
+	// Then processes that merely look like a configured server: suspects
+	// only, since any program of this user may run the same command line.
+	for _, pid := range tab.order {
+		p := tab.procs[pid]
+		if skip[pid] || found[pid] || !tab.reaperParent(ctx, p) {
+			continue
+		}
+		if u, ok := p.uid(ctx); !ok || u != uid {
+			continue // never another user's process
+		}
+		if run, _ := markerOf(p.environ(ctx)); run != "" {
+			continue // a Switchboard run's: the marker decided above
+		}
+		argv := p.argv(ctx)
+		for _, c := range configured {
+			if matches(argv, c, resolveLink) {
+				if !p.isZombie(ctx) {
+					add(p, c.Name, KindOrphan, fmt.Sprintf("matches configured server %s and its parent is %s; it carries no Switchboard run marker, so it may be another program's: listed, never killed", c.Name, tab.parentName(ctx, p)))
+				}
+				break
+			}
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out, nil

@@ -304,7 +304,7 @@ func TestPIDReuseIsNotALeak(t *testing.T) {
 	}
 
 	// Between Find and Kill the PID was reused: Kill re-checks.
-	stale := []Leak{{PID: child.pid, Server: "memory", StartedAt: child.start.Add(-time.Hour)}}
+	stale := []Leak{{PID: child.pid, Server: "memory", StartedAt: child.start.Add(-time.Hour), Kind: KindRecorded, Proven: true}}
 	err := Kill(ctx, child.pid, stale)
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "now belongs to another process") {
 		t.Errorf("Kill of a reused PID: %v", err)
@@ -389,7 +389,8 @@ func TestOrphanMatchingAConfiguredServerIsLeaked(t *testing.T) {
 	if l == nil {
 		t.Fatalf("orphan %d not reported; leaks: %+v", orphan.pid, ls)
 	}
-	if !strings.HasPrefix(l.Reason, "matches configured server fake and its parent is ") || l.Server != "fake" || l.Kind != KindOrphan || l.RSSBytes == 0 {
+	if !strings.HasPrefix(l.Reason, "matches configured server fake and its parent is ") || l.Server != "fake" || l.Kind != KindOrphan ||
+		l.Proven || l.RSSBytes == 0 {
 		t.Errorf("leak = %+v", *l)
 	}
 	t.Logf("reason: %s", l.Reason)
@@ -416,8 +417,39 @@ func TestOrphanMatchingAConfiguredServerIsLeaked(t *testing.T) {
 		t.Error("a matching process whose parent is alive (this test) was reported")
 	}
 
-	// Not a group leader: only the process and its descendants are
-	// signalled, never the group (that would kill this test).
+	// Without a run marker it is a suspect: any program of this user may
+	// run the same command line. Listed, never killed.
+	if err := Kill(ctx, orphan.pid, ls); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "carries no Switchboard run marker") {
+		t.Fatalf("Kill of an unmarked orphan: %v", err)
+	}
+	if !orphan.alive() {
+		t.Fatal("the refused orphan died")
+	}
+}
+
+// A process that carries the run marker of an ended Switchboard run is a
+// proven leak, whatever its command line matches: the marker's server
+// names it, and Kill ends it. It leads no group here, so only the
+// process and its descendants are signalled, never the group (that would
+// kill this test).
+func TestMarkedOrphanIsProvenAndKilled(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "fake.pid")
+	args := []string{"-startup-delay", "1h", "-pidfile", pidfile}
+	// PID 1 never started at the Unix epoch: the run has ended.
+	env := RunEnv + "=1@0 " + pool.ServerEnv + "=memory"
+	orphan := plantOrphan(t, env+" "+fakeBin+" "+strings.Join(args, " ")+" </dev/null >/dev/null 2>&1 &", pidfile)
+	parentIsReaper(t, orphan.pid)
+	configured := []pool.ServerConfig{{Name: "fake", Command: fakeBin, Args: args}} // the command line says "fake"
+	ls, err := Find(ctx, nil, configured, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := findLeak(ls, orphan.pid)
+	if l == nil || l.Kind != KindMarked || !l.Proven || l.Server != "memory" {
+		t.Fatalf("marked orphan %d: %+v", orphan.pid, ls)
+	}
 	if err := Kill(ctx, orphan.pid, ls); err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +470,7 @@ func TestFindOnEmptyInputsIsEmptyNotNil(t *testing.T) {
 func TestLeakJSON(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 30, 0, 0, time.UTC)
 	ls := []Leak{{PID: 4242, Server: "memory", Command: []string{"npm", "exec", "@modelcontextprotocol/server-memory"},
-		StartedAt: at, RSSBytes: 52428800, Kind: KindRecorded, PPID: 1, PGID: 4242, Descendants: []int{4250},
+		StartedAt: at, RSSBytes: 52428800, Kind: KindRecorded, Proven: true, PPID: 1, PGID: 4242, Descendants: []int{4250},
 		Reason: "recorded child of an earlier run (pid 4242 started at 2026-03-01T12:30:00Z) is still running"}}
 	got, err := json.MarshalIndent(ls, "", "  ")
 	if err != nil {

@@ -42,7 +42,16 @@ func printLeaks(w io.Writer, ls []leaks.Leak, now time.Time) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s ago\t%s\t%s\n", l.PID, l.Server, mib(l.RSSBytes),
 			now.Sub(l.StartedAt).Round(time.Second), clip(strings.Join(l.Command, " "), 60), l.Reason)
 	}
-	fmt.Fprintf(tw, "\n%d leaked; kill one with `switchboard kill PID`, all with `switchboard kill --all-leaked`\n", len(ls))
+	proven := 0
+	for _, l := range ls {
+		if l.Proven {
+			proven++
+		}
+	}
+	fmt.Fprintf(tw, "\n%d leaked; kill one with `switchboard kill PID`, all with `switchboard kill --all-leaked`\n", proven)
+	if n := len(ls) - proven; n > 0 {
+		fmt.Fprintf(tw, "%d suspect (an orphan without a Switchboard run marker): listed, never killed by Switchboard\n", n)
+	}
 	return tw.Flush()
 }
 
@@ -95,6 +104,10 @@ func reportKills(out, errOut io.Writer, res []app.KillResult, all bool) error {
 			if all {
 				fmt.Fprintf(errOut, "switchboard: %v\n", err)
 			}
+			continue
+		}
+		if r.Skipped {
+			fmt.Fprintf(errOut, "switchboard: not killing PID %d (%s): %s\n", r.PID, r.Server, r.Note)
 			continue
 		}
 		line := fmt.Sprintf("killed PID %d", r.PID)

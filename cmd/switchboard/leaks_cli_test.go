@@ -26,6 +26,7 @@ type leakJSON struct {
 	RSSBytes  uint64   `json:"rssBytes"`
 	Reason    string   `json:"reason"`
 	Kind      string   `json:"kind"`
+	Proven    bool     `json:"proven"`
 }
 
 // leaksJSON runs `switchboard leaks --json` in home.
@@ -109,11 +110,18 @@ func serveIn(t *testing.T, home string) *instance {
 // is left: re-parented to init, leading its own process group.
 func plantDetached(t *testing.T, pidfile string, args ...string) int {
 	t.Helper()
+	return plantDetachedEnv(t, "", pidfile, args...)
+}
+
+// plantDetachedEnv is plantDetached with environment assignments (sh
+// syntax, "A=1 B=2") for the planted process.
+func plantDetachedEnv(t *testing.T, env, pidfile string, args ...string) int {
+	t.Helper()
 	setsid, err := exec.LookPath("setsid")
 	if err != nil {
 		t.Skip("no setsid(1) to plant a detached process")
 	}
-	script := fmt.Sprintf("%s %s %s </dev/null >/dev/null 2>&1 &", setsid, fakeBin, strings.Join(args, " "))
+	script := fmt.Sprintf("%s %s %s %s </dev/null >/dev/null 2>&1 &", env, setsid, fakeBin, strings.Join(args, " "))
 	if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
 		t.Fatalf("plant: %v\n%s", err, out)
 	}
@@ -187,15 +195,26 @@ func TestLeaksAcrossRuns(t *testing.T) {
 	s2 := second.connect(t, "fake")
 	s2.initialize("c")
 	own := readPID(t, childFile)
-	// An orphan of some other proxy that runs a configured server.
+	// An orphan of some other proxy that runs a configured server: a
+	// suspect, since nothing proves it is Switchboard's.
 	orphan := plantDetached(t, orphanFile, "-startup-delay", "1h", "-pidfile", orphanFile)
+	// One that carries the marker of a run that has ended: proven.
+	markedFile := filepath.Join(dir, "marked.pid")
+	marked := plantDetachedEnv(t, leaks.RunEnv+"=1@0 SWITCHBOARD_SERVER=lingering", markedFile,
+		"-startup-delay", "1h", "-pidfile", markedFile)
 	ls = leaksJSON(t, home)
 	if leakOf(ls, planted) == nil || leakOf(ls, own) != nil {
 		t.Fatalf("with a pool: planted %d, own child %d: %+v", planted, own, ls)
 	}
-	if l := leakOf(ls, orphan); l == nil || l.Server != "lingering" || l.Kind != "orphan" ||
-		l.Reason != "matches configured server lingering and its parent is init (PID 1)" {
+	if l := leakOf(ls, orphan); l == nil || l.Server != "lingering" || l.Kind != "orphan" || l.Proven ||
+		l.Reason != "matches configured server lingering and its parent is init (PID 1); it carries no Switchboard run marker, so it may be another program's: listed, never killed" {
 		t.Errorf("orphan %d: %+v", orphan, ls)
+	}
+	if l := leakOf(ls, marked); l == nil || l.Server != "lingering" || l.Kind != "marked" || !l.Proven {
+		t.Errorf("marked orphan %d: %+v", marked, ls)
+	}
+	if _, stderr, code := sbIn(home, "kill", strconv.Itoa(orphan)); code == 0 || !strings.Contains(stderr, "carries no Switchboard run marker") {
+		t.Errorf("kill of the unmarked orphan: exit %d, stderr %q", code, stderr)
 	}
 	if out, _, _ := sbIn(home, "leaks"); !strings.Contains(out, strconv.Itoa(planted)) || !strings.Contains(out, "lingering") {
 		t.Errorf("leaks table:\n%s", out)
@@ -225,18 +244,23 @@ func TestLeaksAcrossRuns(t *testing.T) {
 	}
 	waitFor(t, "the planted child to be gone", func() bool { return !alive(planted) })
 
-	// --all-leaked gets the orphan, not the pool's own child.
+	// --all-leaked gets the marked orphan; not the unmarked one, not the
+	// pool's own child.
 	stdout, stderr, code = sbIn(home, "kill", "--all-leaked")
-	if code != 0 || stdout != fmt.Sprintf("killed PID %d (lingering)\n", orphan) {
+	if code != 0 || stdout != fmt.Sprintf("killed PID %d (lingering)\n", marked) ||
+		stderr != fmt.Sprintf("switchboard: not killing PID %d (lingering): no Switchboard run marker: may be another program's, so it is left alone\n", orphan) {
 		t.Fatalf("kill --all-leaked: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
-	waitFor(t, "the orphan to be gone", func() bool { return !alive(orphan) })
-	if !alive(own) {
-		t.Error("kill --all-leaked killed the pool's own child")
+	waitFor(t, "the marked orphan to be gone", func() bool { return !alive(marked) })
+	if !alive(own) || !alive(orphan) {
+		t.Errorf("kill --all-leaked killed the pool's own child (alive %v) or the suspect (alive %v)", alive(own), alive(orphan))
 	}
-	if ls := leaksJSON(t, home); len(ls) != 0 {
+	if ls := leaksJSON(t, home); len(ls) != 1 || ls[0].PID != orphan {
 		t.Errorf("leaks after kill --all-leaked: %+v", ls)
 	}
+	// Its owner ends the suspect.
+	_ = syscall.Kill(-orphan, syscall.SIGKILL)
+	waitFor(t, "the orphan to be gone", func() bool { return !alive(orphan) })
 	if stdout, _, code := sbIn(home, "kill", "--all-leaked"); code != 0 || stdout != "no leaked backends\n" {
 		t.Errorf("kill --all-leaked with none: exit %d %q", code, stdout)
 	}
