@@ -128,7 +128,7 @@ func Start(opts Options) (*Instance, error) {
 		HTTPAllowedOrigins: cfg.HTTP.AllowedOrigins, // applies from the next start
 	})
 	servers, _ := cfg.PoolServers(os.LookupEnv)
-	if err := inst.Pool.Apply(servers); err != nil {
+	if err := inst.Pool.Apply(withResolvers(servers, cfg)); err != nil {
 		inst.Pool.Close()
 		inst.history.close()
 		inst.lock.Unlock()

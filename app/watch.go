@@ -236,7 +236,7 @@ func applyConfig(p *pool.Pool, old, f *config.File) (config.DiffResult, error) {
 	if err != nil {
 		return config.DiffResult{}, err
 	}
-	if err := p.Apply(servers); err != nil {
+	if err := p.Apply(withResolvers(servers, f)); err != nil {
 		return config.DiffResult{}, fmt.Errorf("apply config: %w", err)
 	}
 	return config.Diff(old, f), nil

@@ -19,6 +19,10 @@ func (p *Pool) Restart(server string) error {
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
+	s.forgetResolutionLocked() // a restart looks the package up again
+	s.startResolvingLocked()
+	s.mu.Unlock()
 	bs := s.backends()
 	if len(bs) == 0 {
 		return nil // nothing running: the next session starts it

@@ -39,30 +39,33 @@ type backend struct {
 	done     chan struct{} // closed when supervise returns
 	stopOnce sync.Once
 
-	mu         sync.Mutex // guards everything below
-	cfg        ServerConfig
-	state      string
-	child      *child
-	hs         *handshake    // the child's cached answer; nil until the first handshake
-	hsDone     chan struct{} // closed at the first handshake's end, or when the backend stops
-	hsErr      error         // why the backend cannot serve (failed, stopped)
-	pending    map[uint64]*pending
-	queue      []outItem
-	tokens     map[uint64]*pending     // pool progress token -> request
-	reverse    map[uint64]reverseEntry // pool id of a child's request -> where it went
-	subs       map[string]int          // resource URI -> subscribed sessions
-	hints      map[string]bool         // tools the child declared safe to repeat
-	restarts   int
-	exits      []time.Time // recent unexpected exits, for crash-loop detection
-	startedAt  time.Time
-	lastErr    string
-	stopErr    error
-	draining   bool
-	emptied    chan struct{} // closed when draining and nothing is pending
-	badLines   uint64
-	orphaned   uint64
-	lastClient *session // most recently active session, for server-to-client requests
-	childLevel string   // the log level the pool set on the child; "" never set (loglevel.go)
+	mu          sync.Mutex // guards everything below
+	cfg         ServerConfig
+	state       string
+	child       *child
+	hs          *handshake    // the child's cached answer; nil until the first handshake
+	hsDone      chan struct{} // closed at the first handshake's end, or when the backend stops
+	hsErr       error         // why the backend cannot serve (failed, stopped)
+	pending     map[uint64]*pending
+	queue       []outItem
+	tokens      map[uint64]*pending     // pool progress token -> request
+	reverse     map[uint64]reverseEntry // pool id of a child's request -> where it went
+	subs        map[string]int          // resource URI -> subscribed sessions
+	hints       map[string]bool         // tools the child declared safe to repeat
+	restarts    int
+	exits       []time.Time // recent unexpected exits, for crash-loop detection
+	startedAt   time.Time
+	lastErr     string
+	stopErr     error
+	draining    bool
+	emptied     chan struct{} // closed when draining and nothing is pending
+	badLines    uint64
+	orphaned    uint64
+	lastClient  *session // most recently active session, for server-to-client requests
+	childLevel  string   // the log level the pool set on the child; "" never set (loglevel.go)
+	reason      string   // why the state is what it is, when not obvious (resolve.go)
+	resolved    []string // what the child was started as, when resolved; nil: as configured
+	resolveNote string
 
 	up upstream // a modern child's one subscriptions/listen, for all listeners (listen.go); own lock
 }
@@ -844,6 +847,7 @@ func (b *backend) snapshot(now time.Time) (BackendInfo, []RequestInfo) {
 		Server: b.srv.name, State: b.state, StartedAt: b.startedAt, Restarts: b.restarts,
 		InFlight: 0, Command: append([]string{b.cfg.Command}, b.cfg.Args...),
 		LastError: b.lastErr, BadLines: b.badLines, Orphaned: b.orphaned,
+		ResolvedCommand: b.resolved, ResolveNote: b.resolveNote, StateReason: b.reason,
 	}
 	if b.child != nil {
 		info.PID = b.child.pid

@@ -76,6 +76,9 @@ type Event struct {
 	// Backends.
 	State   string
 	Command []string
+	// ResolvedCommand is what a started child runs when its command was
+	// resolved (npx -> node); nil when it runs Command.
+	ResolvedCommand []string
 	// Roots is a started child's roots partition (EventBackendStarted).
 	Roots        []string
 	ProcessStart time.Time

@@ -239,6 +239,7 @@ func (p *Pool) Apply(cfgs []ServerConfig) error {
 			continue
 		}
 		s := newServer(p, c)
+		s.startResolvingLocked() // s is not shared yet
 		p.servers[c.Name] = s
 		added = append(added, c)
 	}

@@ -28,7 +28,8 @@ type server struct {
 	perSession map[*session]*backend
 	sessions   map[*session]struct{}
 	removed    bool
-	failure    string // the current backend's failure, kept after it stopped
+	failure    string      // the current backend's failure, kept after it stopped
+	resolution *resolveJob // of cfg's command, shared by its children (resolve.go)
 }
 
 // partition is the sessions of a shared server that declared the same
@@ -235,6 +236,10 @@ func (s *server) reconfigure(cfg ServerConfig) {
 	s.mu.Lock()
 	old := s.cfg
 	s.cfg = cfg
+	if !cfg.sameProcess(old) {
+		s.forgetResolutionLocked()
+		s.startResolvingLocked()
+	}
 	var retire, keep []*backend
 	for _, pt := range s.parts {
 		b := pt.current.Load()

@@ -70,11 +70,14 @@ func (b *backend) stopping() bool {
 // startAndHandshake starts a child and performs the pool's one handshake
 // with it. On failure the child is already gone.
 func (b *backend) startAndHandshake() (*child, error) {
-	cfg := b.config()
 	b.mu.Lock()
 	b.state = StateStarting
 	b.mu.Unlock()
 	b.emitState()
+	cfg, ok := b.launchConfig(b.config())
+	if !ok {
+		return nil, errStoppedWhileResolving
+	}
 	c, err := startChild(cfg, b.p.opts.ChildEnv)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Name, err)
@@ -84,8 +87,13 @@ func (b *backend) startAndHandshake() (*child, error) {
 	b.startedAt = c.started
 	b.mu.Unlock()
 	b.log.Info("child started", "pid", c.pid, "command", cfg.Command)
-	b.p.emit(Event{Kind: EventBackendStarted, Server: cfg.Name, PID: c.pid, ProcessStart: c.started,
-		Command: append([]string{cfg.Command}, cfg.Args...), Session: b.ownerID(), Roots: b.roots})
+	configured := b.config()
+	ev := Event{Kind: EventBackendStarted, Server: cfg.Name, PID: c.pid, ProcessStart: c.started,
+		Command: append([]string{configured.Command}, configured.Args...), Session: b.ownerID(), Roots: b.roots}
+	if cfg.Command != configured.Command {
+		ev.ResolvedCommand = append([]string{cfg.Command}, cfg.Args...)
+	}
+	b.p.emit(ev)
 	b.p.wg.Go(func() { b.readLoop(c) })
 	b.p.wg.Go(func() { b.writeLoop(c) })
 	b.p.wg.Go(func() {

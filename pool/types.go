@@ -42,12 +42,16 @@ type ServerConfig struct {
 	// Restart overrides the pool's crash-loop policy for this server; zero
 	// fields keep the pool's values.
 	Restart RestartPolicy
+	// Resolver, when set, turns Command into what the children are started
+	// as (resolve.go); nil runs Command as written.
+	Resolver Resolver
 }
 
 // sameProcess reports whether two configs start the same child, so that a
 // reload can keep a running child when only pool-side settings changed.
 func (c ServerConfig) sameProcess(o ServerConfig) bool {
-	if c.Command != o.Command || c.Cwd != o.Cwd || c.Share != o.Share || len(c.Args) != len(o.Args) || len(c.Env) != len(o.Env) {
+	if c.Command != o.Command || c.Cwd != o.Cwd || c.Share != o.Share || len(c.Args) != len(o.Args) || len(c.Env) != len(o.Env) ||
+		(c.Resolver == nil) != (o.Resolver == nil) {
 		return false
 	}
 	for i := range c.Args {
@@ -123,9 +127,17 @@ type BackendInfo struct {
 	Sessions        int       `json:"sessions"`
 	Restarts        int       `json:"restarts"`
 	InFlight        int       `json:"inFlight"`
-	Command         []string  `json:"command"`
-	LastError       string    `json:"lastError,omitempty"`
-	StderrTail      []string  `json:"stderrTail"`
+	// Command is the configured command line; ResolvedCommand what the
+	// child was started as when a resolver changed it (npx -> node), and
+	// ResolveNote what the resolution found or why it kept the command.
+	Command         []string `json:"command"`
+	ResolvedCommand []string `json:"resolvedCommand,omitempty"`
+	ResolveNote     string   `json:"resolveNote,omitempty"`
+	// StateReason says why the state is what it is, while that is not
+	// obvious (starting: resolving the package).
+	StateReason string   `json:"stateReason,omitempty"`
+	LastError   string   `json:"lastError,omitempty"`
+	StderrTail  []string `json:"stderrTail"`
 	// Session is set for a child owned by one session (share: session).
 	Session string `json:"session,omitempty"`
 	// Roots are the roots this child serves: the partition of the

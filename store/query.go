@@ -92,6 +92,9 @@ type Backend struct {
 	PID          int
 	ProcessStart time.Time
 	Command      []string
+	// ResolvedCommand is what the child was started as when its command
+	// was resolved (npx -> node); nil when it ran Command.
+	ResolvedCommand []string
 	// Roots is the roots partition the child served; nil for none.
 	Roots      []string
 	Started    time.Time
@@ -418,13 +421,16 @@ func (s *Store) Timeline(ctx context.Context, runID int64, poolID uint64) (Timel
 		var cmdJSON string
 		var pstart, exited, code sql.NullInt64
 		var started int64
-		var why, roots sql.NullString
+		var why, roots, resolved sql.NullString
 		err = s.rdb.QueryRowContext(ctx, `SELECT run, server, session, pid, process_start, command, started, exited,
-			exit_code, exit_reason, roots FROM backends WHERE run = ? AND pid = ? ORDER BY id DESC LIMIT 1`, runID, r.PID).
-			Scan(&b.Run, &b.Server, &b.Session, &b.PID, &pstart, &cmdJSON, &started, &exited, &code, &why, &roots)
+			exit_code, exit_reason, roots, resolved_command FROM backends WHERE run = ? AND pid = ? ORDER BY id DESC LIMIT 1`, runID, r.PID).
+			Scan(&b.Run, &b.Server, &b.Session, &b.PID, &pstart, &cmdJSON, &started, &exited, &code, &why, &roots, &resolved)
 		switch {
 		case err == nil:
 			_ = json.Unmarshal([]byte(cmdJSON), &b.Command)
+			if resolved.Valid {
+				_ = json.Unmarshal([]byte(resolved.String), &b.ResolvedCommand)
+			}
 			if roots.Valid {
 				_ = json.Unmarshal([]byte(roots.String), &b.Roots)
 			}
@@ -456,6 +462,9 @@ func steps(t Timeline) []Step {
 		where := fmt.Sprintf("written to child PID %d of server %s", r.PID, r.Server)
 		if b := t.Backend; b != nil && len(b.Roots) > 0 {
 			where += " (roots " + strings.Join(b.Roots, ", ") + ")"
+		}
+		if b := t.Backend; b != nil && len(b.ResolvedCommand) > 0 {
+			where += ", started as " + strings.Join(b.ResolvedCommand, " ")
 		}
 		out = append(out, Step{r.Written, where})
 	}

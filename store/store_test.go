@@ -628,3 +628,37 @@ func TestBackendRootsRecorded(t *testing.T) {
 		t.Errorf("the timeline does not name the roots: %+v", tl.Steps)
 	}
 }
+
+// What a child was started as, when its command was resolved (npx ->
+// node), is recorded beside the configured command and told in the
+// timeline of a request it served.
+func TestBackendResolvedCommandRecorded(t *testing.T) {
+	s := openT(t, dbPath(t), nil)
+	now := time.Now()
+	for _, e := range []pool.Event{
+		{Kind: pool.EventBackendStarted, Time: now, Server: "seq", PID: 4321, ProcessStart: now,
+			Command:         []string{"npx", "-y", "@modelcontextprotocol/server-sequential-thinking"},
+			ResolvedCommand: []string{"/usr/bin/node", "/cache/node_modules/@modelcontextprotocol/server-sequential-thinking/dist/index.js"}},
+		{Kind: pool.EventRequestReceived, Time: now, Server: "seq", Session: "s1", PoolID: 7, Method: "tools/list"},
+		{Kind: pool.EventRequestWritten, Time: now, Server: "seq", Session: "s1", PoolID: 7, PID: 4321},
+	} {
+		s.Record(e)
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := s.Timeline(context.Background(), s.run, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.Backend == nil || tl.Backend.Command[0] != "npx" || len(tl.Backend.ResolvedCommand) != 2 || tl.Backend.ResolvedCommand[0] != "/usr/bin/node" {
+		t.Fatalf("backend %+v", tl.Backend)
+	}
+	found := false
+	for _, st := range tl.Steps {
+		found = found || strings.Contains(st.What, "started as /usr/bin/node /cache/node_modules/")
+	}
+	if !found {
+		t.Errorf("the timeline does not say what the child was started as: %+v", tl.Steps)
+	}
+}

@@ -62,8 +62,8 @@ const (
 		transport = coalesce(nullif(excluded.transport, ''), transport),
 		peer_pid = coalesce(excluded.peer_pid, peer_pid)`
 	sqlSessClose = `UPDATE sessions SET disconnected = ?, close_reason = ? WHERE run = ? AND id = ?`
-	sqlBackStart = `INSERT INTO backends (run, server, session, pid, process_start, command, started, roots)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlBackStart = `INSERT INTO backends (run, server, session, pid, process_start, command, started, roots, resolved_command)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlBackExit = `UPDATE backends SET exited = ?, exit_code = ?, exit_reason = ?
 		WHERE id = (SELECT max(id) FROM backends WHERE run = ? AND pid = ? AND exited IS NULL)`
 )
@@ -290,8 +290,13 @@ func (w *writer) write(batch []pool.Event) error {
 				b, _ := json.Marshal(e.Roots)
 				roots = string(b)
 			}
+			var resolved any
+			if len(e.ResolvedCommand) > 0 {
+				b, _ := json.Marshal(RedactArgs(e.ResolvedCommand))
+				resolved = string(b)
+			}
 			_, err = tx.Stmt(w.backStart).Exec(w.run, e.Server, e.Session, e.PID, nullTime(e.ProcessStart),
-				string(cmdJSON), e.Time.UnixMicro(), roots)
+				string(cmdJSON), e.Time.UnixMicro(), roots, resolved)
 		case pool.EventBackendExited:
 			_, err = tx.Stmt(w.backExit).Exec(e.Time.UnixMicro(), e.ExitCode, nullStr(e.Err), w.run, e.PID)
 		}

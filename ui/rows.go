@@ -189,6 +189,15 @@ func backendRows(s pool.Snapshot, now time.Time, stats map[int]procStat) []row {
 			last = b.LastError
 			detail = "last error: " + b.LastError + "\n" + detail
 		}
+		if b.StateReason != "" {
+			last = b.StateReason
+		}
+		if len(b.ResolvedCommand) > 0 {
+			detail = "configured: " + strings.Join(b.Command, " ") + "\nstarted as: " + strings.Join(b.ResolvedCommand, " ") +
+				"\n" + b.ResolveNote + "\n\n" + detail
+		} else if b.ResolveNote != "" {
+			detail = "command: " + strings.Join(b.Command, " ") + " (" + b.ResolveNote + ")\n\n" + detail
+		}
 		out = append(out, row{level: lv, server: b.Server, pid: b.PID, detail: strings.TrimSpace(detail), cells: []string{
 			name, b.Era, pidText(b.PID), b.State, uptime, mem, cpu,
 			strconv.Itoa(b.Sessions), strconv.Itoa(b.Restarts), last,

@@ -61,6 +61,9 @@ type Server struct {
 	Disabled         bool     `json:"disabled,omitempty"`
 	TrustAnnotations bool     `json:"trustAnnotations,omitempty"`
 	Restart          *Restart `json:"restart,omitempty"`
+	// Resolve false keeps an npx command as written; by default the pool
+	// starts the package's script with node, without npx (app/npx).
+	Resolve *bool `json:"resolve,omitempty"`
 	// Extra holds keys of this entry Switchboard does not know (other
 	// clients' fields such as envFile), verbatim.
 	Extra map[string]json.RawMessage `json:"-"`

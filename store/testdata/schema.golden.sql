@@ -1,4 +1,4 @@
--- user_version 3
+-- user_version 4
 
 CREATE TABLE backends (
     id            INTEGER PRIMARY KEY,
@@ -12,7 +12,7 @@ CREATE TABLE backends (
     exited        INTEGER,
     exit_code     INTEGER,
     exit_reason   TEXT
-, roots TEXT);
+, roots TEXT, resolved_command TEXT);
 
 CREATE INDEX backends_run_pid ON backends(run, pid);
 

@@ -1,0 +1,135 @@
+// Package npx starts servers configured as `npx -y PACKAGE ARGS…` without
+// npx: it resolves the package once, through npm itself, to the script
+// its bin entry names, and the pool runs `node SCRIPT ARGS…`. npx stays
+// alive as the parent of the real server (an `npm exec` process of about
+// 55 MiB beside every server) and answers the first request several times
+// later than node on the same script.
+//
+// Anything it cannot resolve with certainty (an unknown flag, --call,
+// several bins without a match, a bin that is not a node script, no node)
+// is run as written, and the reason is shown.
+package npx
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Spec is an npx command line, understood.
+type Spec struct {
+	// Package is what npm installs: "name", "@scope/name", either with
+	// "@version" or "@tag".
+	Package string
+	// Bin is the executable to run, when the command line names one (-p
+	// PACKAGE BIN); empty means the package's own.
+	Bin string
+	// Args follow the executable.
+	Args []string
+}
+
+// IsNPX reports whether command is npx (by its base name), the only
+// wrapper this package resolves.
+func IsNPX(command string) bool {
+	base := strings.ToLower(filepath.Base(command))
+	return base == "npx" || base == "npx.cmd"
+}
+
+// Parse reads npx's arguments. Its error says why the command line is not
+// resolved with certainty; the caller then runs it as written.
+func Parse(args []string) (Spec, error) {
+	var spec Spec
+	var packages []string
+	i := 0
+flags:
+	for ; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			i++
+			break flags
+		case a == "-y" || a == "--yes":
+		case a == "-q" || a == "--quiet" || a == "--silent":
+		case a == "-p" || a == "--package":
+			if i+1 >= len(args) {
+				return Spec{}, fmt.Errorf("%s has no package", a)
+			}
+			i++
+			packages = append(packages, args[i])
+		case strings.HasPrefix(a, "--package="):
+			packages = append(packages, strings.TrimPrefix(a, "--package="))
+		case a == "-c" || a == "--call" || strings.HasPrefix(a, "--call="):
+			return Spec{}, fmt.Errorf("npx %s runs a shell command, not a package's bin", a)
+		case strings.HasPrefix(a, "-"):
+			return Spec{}, fmt.Errorf("npx flag %q is not one that is resolved (-y, --yes, -p, --package, -q)", a)
+		default:
+			break flags
+		}
+	}
+	rest := args[i:]
+	switch len(packages) {
+	case 0:
+		if len(rest) == 0 {
+			return Spec{}, fmt.Errorf("no package named")
+		}
+		spec.Package, spec.Args = rest[0], rest[1:]
+	case 1:
+		if len(rest) == 0 {
+			return Spec{}, fmt.Errorf("-p %s names no command to run", packages[0])
+		}
+		spec.Package, spec.Bin, spec.Args = packages[0], rest[0], rest[1:]
+	default:
+		return Spec{}, fmt.Errorf("several -p packages: the command may need all of them on its PATH")
+	}
+	if _, err := PackageName(spec.Package); err != nil {
+		return Spec{}, err
+	}
+	if spec.Bin != "" && strings.ContainsAny(spec.Bin, `/\`) {
+		return Spec{}, fmt.Errorf("%q is a path, not a bin name", spec.Bin)
+	}
+	spec.Args = append([]string(nil), spec.Args...)
+	return spec, nil
+}
+
+// PackageName is a registry package spec's name without its version or
+// tag: "@scope/name@1.2" is "@scope/name". Anything that is not a
+// registry name (a path, a URL, a git or tarball spec, an alias) is an
+// error: npm resolves those in ways this package does not repeat.
+func PackageName(spec string) (string, error) {
+	name := spec
+	rest := spec
+	if strings.HasPrefix(rest, "@") {
+		slash := strings.IndexByte(rest, '/')
+		if slash < 0 {
+			return "", fmt.Errorf("%q is not a package name", spec)
+		}
+		if at := strings.IndexByte(rest[slash:], '@'); at >= 0 {
+			name = rest[:slash+at]
+		}
+	} else if at := strings.IndexByte(rest, '@'); at >= 0 {
+		name = rest[:at]
+	}
+	if name == "" || strings.ContainsAny(name, `:\ `) || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "/") ||
+		strings.Count(name, "/") > 1 || (!strings.HasPrefix(name, "@") && strings.Contains(name, "/")) {
+		return "", fmt.Errorf("%q is not a registry package name (a path, URL or git spec is run as written)", spec)
+	}
+	return name, nil
+}
+
+// defaultBin is the bin npx runs for a package without -p: the only one,
+// or the one named like the package (without its scope).
+func defaultBin(pkg string, bins map[string]string) (string, error) {
+	if len(bins) == 1 {
+		for name := range bins {
+			return name, nil
+		}
+	}
+	short := pkg[strings.LastIndexByte(pkg, '/')+1:]
+	if _, ok := bins[short]; ok {
+		return short, nil
+	}
+	if len(bins) == 0 {
+		return "", fmt.Errorf("package %s declares no bin", pkg)
+	}
+	return "", fmt.Errorf("package %s has %d bins and none is named %s", pkg, len(bins), short)
+}

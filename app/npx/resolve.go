@@ -1,0 +1,215 @@
+package npx
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// Resolver resolves npx servers through npm itself: `npm exec` installs
+// the package into npm's own npx cache exactly as npx would (same version
+// rules, same cache, a download only when npx would download), and runs
+// node with the package's bin directory on PATH, which is how the package
+// is found. Its package.json names the script. It is a pool.Resolver.
+type Resolver struct{}
+
+// Resolve implements pool.Resolver.
+func (Resolver) Resolve(ctx context.Context, cfg pool.ServerConfig) (pool.Resolution, error) {
+	if !IsNPX(cfg.Command) {
+		return pool.Resolution{}, fmt.Errorf("%s is not npx", cfg.Command)
+	}
+	spec, err := Parse(cfg.Args)
+	if err != nil {
+		return pool.Resolution{}, err
+	}
+	name, _ := PackageName(spec.Package) // Parse checked it
+	env := childEnv(cfg.Env)
+	path := lookupEnv(env, "PATH")
+	node, err := lookPath("node", path)
+	if err != nil {
+		return pool.Resolution{}, errors.New("no node on the server's PATH")
+	}
+	npm, err := npmFor(cfg.Command, path)
+	if err != nil {
+		return pool.Resolution{}, err
+	}
+	dir, err := installedDir(ctx, npm, spec.Package, name, cfg.Cwd, env)
+	if err != nil {
+		return pool.Resolution{}, err
+	}
+	manifest, err := readManifest(dir)
+	if err != nil {
+		return pool.Resolution{}, err
+	}
+	bin := spec.Bin
+	if bin == "" {
+		if bin, err = defaultBin(name, manifest.bins); err != nil {
+			return pool.Resolution{}, err
+		}
+	}
+	rel, ok := manifest.bins[bin]
+	if !ok {
+		return pool.Resolution{}, fmt.Errorf("package %s has no bin %q", name, bin)
+	}
+	script := filepath.Join(dir, filepath.FromSlash(rel))
+	if r, err := filepath.Rel(dir, script); err != nil || strings.HasPrefix(r, "..") {
+		return pool.Resolution{}, fmt.Errorf("bin %s points outside its package (%s)", bin, rel)
+	}
+	if err := isNodeScript(script); err != nil {
+		return pool.Resolution{}, err
+	}
+	return pool.Resolution{
+		Command: node,
+		Args:    append([]string{script}, spec.Args...),
+		Note:    fmt.Sprintf("npx %s resolved to %s %s, bin %s", spec.Package, name, manifest.Version, bin),
+	}, nil
+}
+
+// installedDir has npm install spec (as npx does) and returns the
+// package's directory.
+func installedDir(ctx context.Context, npm, spec, name, cwd string, env []string) (string, error) {
+	cmd := exec.CommandContext(ctx, npm, "exec", "--yes", "--package="+spec, "--",
+		"node", "-e", "process.stdout.write(process.env.PATH)")
+	cmd.Dir, cmd.Env = cwd, env
+	cmd.WaitDelay = 2 * time.Second // a grandchild holding the pipes cannot hang us
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+			msg = msg[i+1:]
+		}
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("npm exec --package=%s: %w", spec, ctx.Err())
+		}
+		return "", fmt.Errorf("npm exec --package=%s: %v: %s", spec, err, msg)
+	}
+	// npm exec puts the .bin directories of what it installed first.
+	for _, entry := range filepath.SplitList(string(out)) {
+		if filepath.Base(entry) != ".bin" || filepath.Base(filepath.Dir(entry)) != "node_modules" {
+			continue
+		}
+		dir := filepath.Join(filepath.Dir(entry), filepath.FromSlash(name))
+		if _, err := os.Stat(filepath.Join(dir, "package.json")); err == nil {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("npm exec --package=%s: the package's directory is not on the PATH it gave", spec)
+}
+
+type manifest struct {
+	Version string
+	bins    map[string]string // bin name -> script, relative to the package
+}
+
+// readManifest reads a package.json's version and bin (a string names the
+// package's one bin, after its unscoped name).
+func readManifest(dir string) (manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	if err != nil {
+		return manifest{}, err
+	}
+	var raw struct {
+		Name    string          `json:"name"`
+		Version string          `json:"version"`
+		Bin     json.RawMessage `json:"bin"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return manifest{}, fmt.Errorf("%s/package.json: %w", dir, err)
+	}
+	m := manifest{Version: raw.Version, bins: map[string]string{}}
+	var one string
+	if err := json.Unmarshal(raw.Bin, &one); err == nil && one != "" {
+		m.bins[raw.Name[strings.LastIndexByte(raw.Name, '/')+1:]] = one
+		return m, nil
+	}
+	if len(raw.Bin) > 0 {
+		if err := json.Unmarshal(raw.Bin, &m.bins); err != nil {
+			return manifest{}, fmt.Errorf("%s/package.json: bin: %w", dir, err)
+		}
+	}
+	return m, nil
+}
+
+// isNodeScript accepts a JavaScript file or a script whose #! line runs
+// node; anything else (a shell script, a native binary) is not started
+// with node.
+func isNodeScript(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	switch {
+	case strings.HasPrefix(line, "#!"):
+		if strings.Contains(line, "node") {
+			return nil
+		}
+		return fmt.Errorf("%s is not a node script (%s)", filepath.Base(path), strings.TrimSpace(line))
+	case strings.HasSuffix(path, ".js"), strings.HasSuffix(path, ".mjs"), strings.HasSuffix(path, ".cjs"):
+		return nil
+	}
+	return fmt.Errorf("%s is not a node script", filepath.Base(path))
+}
+
+// npmFor finds the npm that belongs to npx: beside it when npx is given
+// as a path, else on PATH.
+func npmFor(npx, path string) (string, error) {
+	if filepath.IsAbs(npx) {
+		npm := filepath.Join(filepath.Dir(npx), "npm")
+		if _, err := os.Stat(npm); err == nil {
+			return npm, nil
+		}
+	}
+	npm, err := lookPath("npm", path)
+	if err != nil {
+		return "", errors.New("no npm on the server's PATH")
+	}
+	return npm, nil
+}
+
+// childEnv is the environment a child gets: this process's plus the
+// server's own values (later entries win in exec).
+func childEnv(extra map[string]string) []string {
+	env := os.Environ()
+	for k, v := range extra {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+func lookupEnv(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// lookPath is exec.LookPath against a given PATH (the child's, which the
+// server's env may change).
+func lookPath(file, path string) (string, error) {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, file)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", exec.ErrNotFound
+}

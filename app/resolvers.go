@@ -1,0 +1,24 @@
+package app
+
+import (
+	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/npx"
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// withResolvers gives every npx server the npx resolver, so that its
+// children run `node SCRIPT` instead of npx, unless its entry says
+// "resolve": false. It changes servers in place and returns them.
+func withResolvers(servers []pool.ServerConfig, f *config.File) []pool.ServerConfig {
+	for i := range servers {
+		s := &servers[i]
+		if !npx.IsNPX(s.Command) {
+			continue
+		}
+		if e, ok := f.Servers[s.Name]; ok && e.Resolve != nil && !*e.Resolve {
+			continue
+		}
+		s.Resolver = npx.Resolver{}
+	}
+	return servers
+}

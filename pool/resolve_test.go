@@ -1,0 +1,125 @@
+package pool_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// stubResolver resolves any command to the fake server, counting calls.
+// It stands in for the npx resolver (app/npx), whose npm side is tested
+// against a real package there.
+type stubResolver struct {
+	calls   atomic.Int32
+	release chan struct{} // when set, Resolve waits for it
+	err     error
+}
+
+func (r *stubResolver) Resolve(ctx context.Context, cfg pool.ServerConfig) (pool.Resolution, error) {
+	r.calls.Add(1)
+	if r.release != nil {
+		select {
+		case <-r.release:
+		case <-ctx.Done():
+			return pool.Resolution{}, ctx.Err()
+		}
+	}
+	if r.err != nil {
+		return pool.Resolution{}, r.err
+	}
+	return pool.Resolution{Command: fakeBin, Args: cfg.Args, Note: "resolved to the fake"}, nil
+}
+
+func backendInfo(tp *testPool, server string) pool.BackendInfo {
+	for _, b := range tp.Snapshot().Backends {
+		if b.Server == server {
+			return b
+		}
+	}
+	return pool.BackendInfo{}
+}
+
+// A resolved server's children run the resolved command (the configured
+// one does not even exist here), once per configuration: a crash restarts
+// the child without resolving again; a user's Restart resolves again.
+// Status shows both commands.
+func TestResolvedCommandIsWhatRuns(t *testing.T) {
+	r := &stubResolver{}
+	cfg := pool.ServerConfig{Name: "srv", Command: "/nonexistent/npx", Resolver: r}
+	tp := newTestPool(t, nil, cfg)
+	c := tp.dial(t, "srv")
+	c.initialize("c", "")
+	c.call("1", "echo", `{"text":"through the resolved command"}`)
+	if m, _ := c.recvID("1"); m.text() != "through the resolved command" {
+		t.Fatalf("call: %s", m.raw)
+	}
+	b := backendInfo(tp, "srv")
+	if strings.Join(b.Command, " ") != "/nonexistent/npx" || len(b.ResolvedCommand) == 0 || b.ResolvedCommand[0] != fakeBin ||
+		b.ResolveNote != "resolved to the fake" {
+		t.Fatalf("status: command %q resolved %q note %q", b.Command, b.ResolvedCommand, b.ResolveNote)
+	}
+	first := b.PID
+	if err := tp.KillChild(first); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a new child", func() bool {
+		b := backendInfo(tp, "srv")
+		return b.PID != 0 && b.PID != first && b.State == pool.StateReady
+	})
+	if n := r.calls.Load(); n != 1 {
+		t.Errorf("resolved %d times for one configuration and a crash, want 1", n)
+	}
+	if err := tp.Restart("srv"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the restart to resolve again", func() bool { return r.calls.Load() == 2 })
+}
+
+// A resolver that fails leaves the command as written, and says why.
+func TestUnresolvedCommandRunsAsWritten(t *testing.T) {
+	cfg := fake("srv")
+	cfg.Resolver = &stubResolver{err: errors.New("npx flag \"--foo\" is not one that is resolved")}
+	tp := newTestPool(t, nil, cfg)
+	c := tp.dial(t, "srv")
+	c.initialize("c", "")
+	c.call("1", "echo", `{"text":"as written"}`)
+	if m, _ := c.recvID("1"); m.text() != "as written" {
+		t.Fatalf("call: %s", m.raw)
+	}
+	b := backendInfo(tp, "srv")
+	if len(b.ResolvedCommand) != 0 || b.ResolveNote != `started as written: npx flag "--foo" is not one that is resolved` {
+		t.Fatalf("status: resolved %q note %q", b.ResolvedCommand, b.ResolveNote)
+	}
+}
+
+// While the package is being resolved (a cold download), the server shows
+// starting with the reason, and calls wait for it rather than fail.
+func TestResolvingShowsAsStarting(t *testing.T) {
+	r := &stubResolver{release: make(chan struct{})}
+	cfg := fake("srv")
+	cfg.Resolver = r
+	tp := newTestPool(t, nil, cfg)
+	c := tp.dial(t, "srv")
+	// Before any child ran, initialize is answered by the first one.
+	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1.0"}}}`)
+	eventually(t, "the starting state with a reason", func() bool {
+		b := backendInfo(tp, "srv")
+		return b.State == pool.StateStarting && strings.Contains(b.StateReason, "resolving")
+	})
+	close(r.release)
+	if m, _ := c.recvID(`"init"`); m.Error != nil {
+		t.Fatalf("initialize: %s", m.raw)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.call("1", "echo", `{"text":"after the download"}`)
+	if m, _ := c.recvID("1"); m.text() != "after the download" {
+		t.Fatalf("call: %s", m.raw)
+	}
+	if b := backendInfo(tp, "srv"); b.StateReason != "" || b.State != pool.StateReady {
+		t.Fatalf("after resolving: state %s reason %q", b.State, b.StateReason)
+	}
+}
