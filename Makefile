@@ -64,7 +64,7 @@ NPM_TOOLS_DEP := $(NPM_TOOLS_OK)
 export SWITCHBOARD_NPM_TOOLS := $(CURDIR)/$(NPM_TOOLS)
 endif
 
-.PHONY: all deps build run install test test-go test-gui bench vet crossbuild staticcheck fmt clean npm-tools fuzz tidy
+.PHONY: all deps build run install test test-go test-gui bench vet crossbuild staticcheck fmt clean npm-tools fuzz tidy package package-linux test-package
 
 all: build
 
@@ -89,15 +89,38 @@ build: deps
 run: build
 	$(BIN) $(RUN_ARGS)
 
-# Into ~/.local (PREFIX=... to change); see packaging/README.md.
-install: build
+# Into ~/.local (PREFIX=... to change) from the per-user tree that
+# package-linux stages; see packaging/README.md.
+install: package-linux
 	bash packaging/linux/install.sh
+
+# ---- packages -----------------------------------------------------------------
+
+# Every artifact that can be built here, into dist/: the .deb, the .rpm, the
+# per-user tarball (and its unpacked tree). The binaries are the build's,
+# linked again stripped (same compile cache).
+DIST        := dist
+RELEASE_BIN := bin/release
+package: package-linux
+
+package-linux: deps
+	$(GO) build -tags $(TAGS) -ldflags '-s -w $(LDFLAGS_VERSION)' -o $(RELEASE_BIN)/switchboard ./cmd/switchboard
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(LDFLAGS_VERSION)' -o $(RELEASE_BIN)/switchboard-connect ./cmd/switchboard-connect
+	GOFLAGS= $(GO) run ./packaging/mkpkg -version $(VERSION) -bin $(RELEASE_BIN) -out $(DIST)
+
+# The artifacts as a user meets them (packaging/linux/test-packages.sh):
+# desktop-file-validate, Depends against the linked libraries, the tarball's
+# install.sh, and as root (CI) apt install, serve/connect from /usr/bin and
+# apt purge.
+test-package: package-linux
+	GOFLAGS= $(GO) build -o $(DIST)/test/fakemcp ./pool/mcptest/fakemcp
+	bash packaging/linux/test-packages.sh $(DIST) "$(CURDIR)/$(DIST)/test/fakemcp"
 
 # ---- checks -----------------------------------------------------------------
 
 # Everything CI runs: vet, staticcheck, the race tests, then the GUI smoke test
 # once ui/smoke/run.sh exists.
-test: tidy vet crossbuild staticcheck test-go fuzz
+test: tidy vet crossbuild staticcheck test-go fuzz test-package
 	@if [ -f ui/smoke/run.sh ]; then \
 		$(MAKE) --no-print-directory test-gui; \
 	else \
@@ -119,10 +142,16 @@ fuzz: deps
 	GOFLAGS="$(RACE_GOFLAGS)" $(GO) test ./pool/jsonrpc -run '^$$' -fuzz '^FuzzStrict$$' -fuzztime $(FUZZTIME)
 
 # crossbuild: the pool (Job Objects on Windows, process groups on macOS)
-# must build and vet for the other desktop systems.
+# must build and vet for the other desktop systems, and the headless
+# switchboard (serve, connect, the CLI; no tray, no cgo) and the relay must
+# build for both Macs (packaging/darwin).
 crossbuild:
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) vet ./pool/...
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./pool/...
+	for arch in arm64 amd64; do \
+		GOOS=darwin GOARCH=$$arch CGO_ENABLED=0 $(GO) build -tags headless,$(TAGS) -o /dev/null ./cmd/switchboard && \
+		GOOS=darwin GOARCH=$$arch CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/switchboard-connect || exit 1; \
+	done
 
 # staticcheck is part of the gate: if it cannot be installed, fail.
 staticcheck: deps $(STATICCHECK)
@@ -178,4 +207,4 @@ fmt:
 	gofmt -s -w $$(git ls-files -co --exclude-standard '*.go')
 
 clean:
-	rm -rf bin $(ARTIFACTS)
+	rm -rf bin $(ARTIFACTS) $(DIST)

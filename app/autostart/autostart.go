@@ -76,7 +76,7 @@ func DesktopEntry(exe string) string {
 		"Name=Switchboard\n" +
 		"Comment=One shared copy of each MCP server for all your AI coding sessions\n" +
 		"Exec=" + desktopExec(exe) + "\n" +
-		"Icon=switchboard\n" +
+		"Icon=io.switchboard.app\n" + // the icon the packages and install.sh install
 		"Terminal=false\n" +
 		"X-GNOME-Autostart-enabled=true\n"
 }

@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
-# Installs Switchboard for one user (or system-wide with PREFIX=/usr/local):
+# Installs Switchboard for one user (or system-wide with PREFIX=/usr/local)
+# from its per-user tree: the unpacked switchboard_VERSION_linux_amd64.tar.gz,
+# where this script sits next to bin/ and share/, or, in a checkout, the tree
+# `make package-linux` stages in dist/.
 #
-#   PREFIX/bin/switchboard
-#   PREFIX/bin/switchboard-connect (the small per-session relay; if built)
+#   PREFIX/bin/switchboard, PREFIX/bin/switchboard-connect
 #   PREFIX/share/applications/io.switchboard.app.desktop
-#   PREFIX/share/icons/hicolor/256x256/apps/io.switchboard.app.png
+#   PREFIX/share/icons/hicolor/NxN/apps/io.switchboard.app.png
+#   PREFIX/share/switchboard/ (the autostart entry template, the user unit)
+#   PREFIX/share/doc/switchboard/copyright
 #   and with --service the systemd user unit switchboard.service
 #   (~/.config/systemd/user for a PREFIX under $HOME, else PREFIX/lib/systemd/user)
 #
-# Usage: packaging/linux/install.sh [--service] [--uninstall]
+# Usage: install.sh [--service] [--uninstall]
 #   PREFIX   where to install (default: ~/.local)
 #   DESTDIR  staging root for packagers (paths inside the files omit it)
-#   BIN      the binary to install (default: bin/switchboard; `make build`)
+#   TREE     the tree to install from (default: see above)
 #
-# `make install` builds and runs this.
+# `make install` builds the tree and runs this.
 set -euo pipefail
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 service=0 uninstall=0
 for arg in "$@"; do
@@ -29,24 +33,34 @@ for arg in "$@"; do
 done
 
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+if [ -z "${TREE:-}" ]; then
+  if [ -x "$here/bin/switchboard" ]; then
+    TREE=$here # the unpacked tarball
+  else
+    root=$(cd "$here/../.." && pwd)
+    TREE=$(ls -d "$root"/dist/switchboard_*_linux_amd64 2>/dev/null | tail -n 1 || true)
+  fi
+fi
 PREFIX=${PREFIX:-$HOME/.local}
 PREFIX=${PREFIX%/}
 DESTDIR=${DESTDIR:-}
 DESTDIR=${DESTDIR%/}
-BIN=${BIN:-$root/bin/switchboard}
 id=io.switchboard.app
 
 bindir=$PREFIX/bin
 appdir=$PREFIX/share/applications
-icondir=$PREFIX/share/icons/hicolor/256x256/apps
 case "$PREFIX/" in
   "$HOME"/*) unitdir=${XDG_CONFIG_HOME:-$HOME/.config}/systemd/user ;;
   *) unitdir=$PREFIX/lib/systemd/user ;;
 esac
 
-files=("$bindir/switchboard" "$bindir/switchboard-connect" "$appdir/$id.desktop" "$icondir/$id.png")
-[ $service = 0 ] || files+=("$unitdir/switchboard.service")
+# What is installed, as paths relative to the tree and to PREFIX.
+relfiles=(bin/switchboard bin/switchboard-connect "share/applications/$id.desktop"
+  "share/switchboard/autostart/$id.desktop" share/switchboard/switchboard.service
+  share/doc/switchboard/copyright)
+for n in 16 22 24 32 48 64 128 256; do
+  relfiles+=("share/icons/hicolor/${n}x$n/apps/$id.png")
+done
 
 refresh_caches() {
   [ -z "$DESTDIR" ] || return 0
@@ -65,14 +79,17 @@ if [ $uninstall = 1 ]; then
   if [ $service = 1 ] && [ -z "$DESTDIR" ] && command -v systemctl >/dev/null 2>&1; then
     systemctl --user disable --now switchboard.service 2>/dev/null || true
   fi
-  for f in "${files[@]}"; do rm -f "$DESTDIR$f"; done
+  for f in "${relfiles[@]}"; do rm -f "$DESTDIR$PREFIX/$f"; done
+  [ $service = 0 ] || rm -f "$DESTDIR$unitdir/switchboard.service"
+  rmdir "$DESTDIR$PREFIX/share/switchboard/autostart" "$DESTDIR$PREFIX/share/switchboard" \
+    "$DESTDIR$PREFIX/share/doc/switchboard" 2>/dev/null || true
   refresh_caches
-  echo "install: removed ${files[*]}"
+  echo "install: removed Switchboard from $PREFIX"
   exit 0
 fi
 
-if [ ! -x "$BIN" ]; then
-  echo "install: $BIN does not exist; run \`make build\` first (or set BIN)" >&2
+if [ -z "$TREE" ] || [ ! -x "$TREE/bin/switchboard" ]; then
+  echo "install: no Switchboard tree to install from; run \`make package-linux\` first (or set TREE)" >&2
   exit 1
 fi
 
@@ -84,24 +101,21 @@ case "$exec_path" in
   *) exec_quoted=$exec_path ;;
 esac
 
-install -d "$DESTDIR$bindir" "$DESTDIR$appdir" "$DESTDIR$icondir"
-install -m 0755 "$BIN" "$DESTDIR$bindir/switchboard"
-# `switchboard connect` runs this relay when it sits next to the binary.
-if [ -x "$(dirname "$BIN")/switchboard-connect" ]; then
-  install -m 0755 "$(dirname "$BIN")/switchboard-connect" "$DESTDIR$bindir/switchboard-connect"
-fi
-sed "s|^Exec=.*|Exec=$exec_quoted|" "$here/switchboard.desktop" >"$DESTDIR$appdir/$id.desktop"
-chmod 0644 "$DESTDIR$appdir/$id.desktop"
-install -m 0644 "$root/assets/icon.png" "$DESTDIR$icondir/$id.png"
+for f in "${relfiles[@]}"; do
+  mode=0644
+  case "$f" in bin/*) mode=0755 ;; esac
+  install -D -m "$mode" "$TREE/$f" "$DESTDIR$PREFIX/$f"
+done
+for f in "share/applications/$id.desktop" "share/switchboard/autostart/$id.desktop"; do
+  sed -i "s|^Exec=.*|Exec=$exec_quoted|" "$DESTDIR$PREFIX/$f"
+done
+sed -i "s|^ExecStart=.*|ExecStart=$exec_quoted serve|" "$DESTDIR$PREFIX/share/switchboard/switchboard.service"
 if [ $service = 1 ]; then
-  install -d "$DESTDIR$unitdir"
-  sed "s|^ExecStart=.*|ExecStart=$exec_quoted serve|" "$here/switchboard.service" \
-    >"$DESTDIR$unitdir/switchboard.service"
-  chmod 0644 "$DESTDIR$unitdir/switchboard.service"
+  install -D -m 0644 "$DESTDIR$PREFIX/share/switchboard/switchboard.service" "$DESTDIR$unitdir/switchboard.service"
 fi
 refresh_caches
 
-echo "install: installed ${files[*]}${DESTDIR:+ under $DESTDIR}"
+echo "install: installed Switchboard into $PREFIX${DESTDIR:+ under $DESTDIR} from $TREE"
 case ":$PATH:" in
   *":$bindir:"*) ;;
   *) echo "install: note: $bindir is not on PATH; MCP clients need the full path $exec_path" ;;
