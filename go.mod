@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/alecthomas/kong v1.17.0
 	github.com/goreleaser/nfpm/v2 v2.45.2
+	github.com/tc-hib/winres v0.2.1
 	golang.org/x/sync v0.24.0
 )
 

@@ -13,7 +13,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -21,6 +20,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/app/config"
 	"github.com/switchboard-mcp/switchboard/app/flock"
 	"github.com/switchboard-mcp/switchboard/app/leaks"
+	"github.com/switchboard-mcp/switchboard/app/localsock"
 	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
@@ -192,13 +192,13 @@ func (inst *Instance) Run(ctx context.Context) error {
 	defer inst.lock.Unlock()
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	poolLn, err := listenUnix(inst.Paths.PoolSocket())
+	poolLn, err := localsock.Listen(inst.Paths.PoolSocket())
 	if err != nil {
 		inst.Pool.Close()
 		inst.history.close()
 		return err
 	}
-	ctlLn, err := listenUnix(inst.Paths.ControlSocket())
+	ctlLn, err := localsock.Listen(inst.Paths.ControlSocket())
 	if err != nil {
 		poolLn.Close()
 		inst.Pool.Close()
@@ -279,24 +279,6 @@ func (inst *Instance) Run(ctx context.Context) error {
 	os.Remove(inst.Paths.PoolSocket())
 	os.Remove(inst.Paths.ControlSocket())
 	return err
-}
-
-// listenUnix listens on a 0600 socket. The caller holds the instance
-// lock, so a socket file already there is a stale one of a killed
-// instance: it is replaced without waiting on it.
-func listenUnix(path string) (net.Listener, error) {
-	_ = os.Remove(path)
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("chmod %s: %w", path, err)
-	}
-	return ln, nil
 }
 
 // ConfigError is the error of the last config load, or nil.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/loadgen"
+	"github.com/switchboard-mcp/switchboard/app/localsock"
 )
 
 // BenchOptions is `switchboard bench`.
@@ -228,7 +229,7 @@ func startBenchPool(ctx context.Context, self string, historyOff bool, profile s
 	go func() { p.done <- p.cmd.Wait() }()
 	sock := filepath.Join(home, "run", "pool.sock")
 	for deadline := time.Now().Add(15 * time.Second); ; {
-		if c, err := net.Dial("unix", sock); err == nil {
+		if c, err := localsock.DialTimeout(sock, time.Second); err == nil {
 			c.Close()
 			tok, err := os.ReadFile(filepath.Join(home, "http-token"))
 			if err != nil {
@@ -314,8 +315,7 @@ func (p *benchPool) idleShim(ctx context.Context, r *BenchReport) error {
 func (p *benchPool) idleSessions(ctx context.Context, n int) (float64, error) {
 	pid := p.cmd.Process.Pid
 	open := func(ctx context.Context, _ int) (*loadgen.Stream, error) {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "unix", filepath.Join(p.home, "run", "pool.sock"))
+		c, err := localsock.Dial(ctx, filepath.Join(p.home, "run", "pool.sock"))
 		if err != nil {
 			return nil, err
 		}

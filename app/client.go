@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/app/localsock"
 	"github.com/switchboard-mcp/switchboard/app/shim"
 )
 
@@ -32,8 +33,7 @@ func controlClient() (*http.Client, error) {
 	return &http.Client{
 		Timeout: 30 * time.Second,
 		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			c, err := d.DialContext(ctx, "unix", sock)
+			c, err := localsock.Dial(ctx, sock)
 			if err != nil {
 				return nil, fmt.Errorf("%w (no control socket at %s)", ErrNoPool, sock)
 			}

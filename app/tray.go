@@ -28,6 +28,7 @@ const AppID = "io.github.switchboard_mcp.switchboard"
 // its dashboard and returns nil. Quit in the tray menu, or ctx ending,
 // shuts the pool and every child down before it returns.
 func RunTray(ctx context.Context, opts Options, dashboard bool) error {
+	hideOwnConsole()
 	if err := needDisplay(); err != nil {
 		// A tray app started where no window can open (an SSH session, a
 		// service) still serves its clients: it runs the pool headless.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/app/home"
 	"github.com/switchboard-mcp/switchboard/app/launch"
+	"github.com/switchboard-mcp/switchboard/app/localsock"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
@@ -40,11 +41,11 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		return err
 	}
 	sock := paths.PoolSocket()
-	conn, err := net.DialTimeout("unix", sock, 5*time.Second)
+	conn, err := localsock.DialTimeout(sock, 5*time.Second)
 	if err != nil {
 		// No pool (or a stale socket of a killed one): start it, as the
 		// user would otherwise have to before every client.
-		conn, err = launch.Ensure(paths, func() (net.Conn, error) { return net.DialTimeout("unix", sock, time.Second) })
+		conn, err = launch.Ensure(paths, func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) })
 		if errors.Is(err, launch.ErrDisabled) {
 			return fmt.Errorf("%w (no pool socket at %s) and %v in %s: start it with `switchboard` (tray) or `switchboard serve`, or turn autostart.fromClients on", ErrNoPool, sock, err, paths.Config)
 		}

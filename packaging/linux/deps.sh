@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages that building and testing Switchboard needs on
 # Debian or Ubuntu: the cgo headers fyne and go-sqlite3 compile against, Xvfb,
-# a D-Bus session and a StatusNotifierItem tray host for the GUI smoke test.
+# a D-Bus session and a StatusNotifierItem tray host for the GUI smoke test,
+# and mingw-w64, NSIS and Wine for the Windows build, installer and its tests.
 #
 # Idempotent: it asks dpkg which packages are missing and only then runs
 # `apt-get update` (once) and `apt-get install`. It waits for another apt or
@@ -24,6 +25,7 @@ pkgs=(
   xvfb xauth dbus imagemagick xdotool x11-utils
   haskell-status-notifier-item-utils haskell-gtk-sni-tray-utils
   desktop-file-utils
+  gcc-mingw-w64-x86-64 nsis wine64
 )
 min_go_minor=26 # Go 1.26
 

@@ -6,13 +6,18 @@
 //
 //	go run ./packaging/mkpkg -version 0.1.0 -bin bin -out dist
 //
-// `make package-linux` runs it.
+// With -winres it instead writes the Windows resources (icon, version
+// information) as .syso objects into the given package directories, for
+// the mingw-w64 build that follows.
+//
+// `make package-linux` and `make package-windows` run it.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -23,12 +28,19 @@ func main() {
 	flag.StringVar(&o.icon, "icon", "assets/icon.png", "the application icon (PNG)")
 	flag.StringVar(&o.linuxDir, "linux", "packaging/linux", "the Linux packaging files")
 	flag.StringVar(&o.license, "license", "packaging/LICENSE", "the licence")
+	winresDirs := flag.String("winres", "", "comma-separated package directories to write Windows resources into (and nothing else)")
 	flag.Parse()
 	if o.version == "" {
 		fmt.Fprintln(os.Stderr, "mkpkg: -version is required")
 		os.Exit(2)
 	}
-	made, err := build(o)
+	var made []string
+	var err error
+	if *winresDirs != "" {
+		made, err = writeWinres(o, strings.Split(*winresDirs, ","))
+	} else {
+		made, err = build(o)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mkpkg:", err)
 		os.Exit(1)

@@ -1,0 +1,300 @@
+// Package windows holds the Windows installer and the tests that run the
+// Windows build under Wine (make test-windows).
+package windows
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The Windows artifacts, built by `make package-windows`, and the test
+// helpers `make test-windows` builds next to them (the fake MCP server and
+// the stand-in bcryptprimitives.dll Wine 8 lacks).
+var (
+	dist    = os.Getenv("SWITCHBOARD_WINE_DIST")
+	helpers = os.Getenv("SWITCHBOARD_WINE_HELPERS")
+	wine    = "/usr/lib/wine/wine64"
+)
+
+// prefix is one Wine prefix for the whole run: creating one takes seconds.
+var prefix string
+
+func TestMain(m *testing.M) {
+	if dist == "" || helpers == "" {
+		fmt.Println("skipping the Wine tests: SWITCHBOARD_WINE_DIST and SWITCHBOARD_WINE_HELPERS are not set (make test-windows sets them)")
+		os.Exit(0)
+	}
+	if _, err := os.Stat(wine); err != nil {
+		fmt.Fprintln(os.Stderr, "wine64 is not installed (packaging/linux/deps.sh installs it)")
+		os.Exit(1)
+	}
+	code := func() int {
+		dir, err := os.MkdirTemp("", "sbwine")
+		if err != nil {
+			panic(err)
+		}
+		defer os.RemoveAll(dir)
+		prefix = filepath.Join(dir, "prefix")
+		boot := command(context.Background(), wine, "wineboot", "-i")
+		if out, err := combined(boot); err != nil {
+			fmt.Fprintf(os.Stderr, "wineboot: %v\n%s", err, out)
+			return 1
+		}
+		dll, err := os.ReadFile(filepath.Join(helpers, "bcryptprimitives.dll"))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(prefix, "drive_c", "windows", "system32", "bcryptprimitives.dll"), dll, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer func() {
+			kill := exec.Command(filepath.Join(filepath.Dir(wine), "wineserver"), "-k")
+			kill.Env = wineEnv()
+			_ = kill.Run()
+		}()
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+func wineEnv(extra ...string) []string {
+	env := append(os.Environ(), "WINEPREFIX="+prefix, "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml=", "DISPLAY=")
+	return append(env, extra...)
+}
+
+// winPath is a Linux path as Wine's Z: drive shows it.
+func winPath(p string) string { return `Z:` + strings.ReplaceAll(p, "/", `\`) }
+
+// run runs a Windows program to completion.
+func run(t *testing.T, env []string, exe string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := command(ctx, wine, append([]string{exe}, args...)...)
+	cmd.Env = wineEnv(env...)
+	return combined(cmd)
+}
+
+// command is a Wine command in the test prefix. Wine's own services
+// (wineserver, winedevice.exe) start from the first command and may keep
+// its output pipes open long after it exited: WaitDelay stops waiting on
+// them.
+func command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = wineEnv()
+	cmd.WaitDelay = 2 * time.Second
+	return cmd
+}
+
+// combined runs cmd and returns its output; pipes held open by Wine's
+// services after cmd exited are not an error.
+func combined(cmd *exec.Cmd) (string, error) {
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil
+	}
+	return out.String(), err
+}
+
+func TestVersion(t *testing.T) {
+	out, err := run(t, nil, filepath.Join(dist, "switchboard.exe"), "version", "--json")
+	if err != nil {
+		t.Fatalf("version: %v\n%s", err, out)
+	}
+	var v struct{ Version, Go string }
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Version == "" || v.Version == "dev" || v.Go == "" {
+		t.Fatalf("version --json: %v\n%s", err, out)
+	}
+	t.Logf("switchboard.exe %s (%s)", v.Version, v.Go)
+}
+
+// serve with the Windows fake MCP server, `switchboard-connect.exe`
+// through the named pipe, a call answered; then the pool is killed
+// (SIGKILL of its process) and its child dies with it: the kill-on-close
+// Job Object the pool holds ends it.
+func TestServeConnectAndJobObject(t *testing.T) {
+	home := t.TempDir()
+	marker := fmt.Sprintf("sbjob%d", time.Now().UnixNano()) // in the child's command line, to find it
+	config := fmt.Sprintf(`{"mcpServers":{"fake":{"command":%q,"args":["-log",%q]}}}`,
+		winPath(filepath.Join(helpers, "fakemcp.exe")), winPath(filepath.Join(home, "child-"+marker+".log")))
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"SWITCHBOARD_HOME=" + winPath(home)}
+	serve := command(context.Background(), wine, filepath.Join(dist, "switchboard.exe"), "serve")
+	serve.Env = wineEnv(env...)
+	var log syncBuffer
+	serve.Stdout, serve.Stderr = &log, &log
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- serve.Wait() }()
+	t.Cleanup(func() {
+		_ = serve.Process.Kill()
+		<-done
+		if t.Failed() {
+			t.Logf("serve log:\n%s", log.String())
+		}
+	})
+	waitFor(t, "the control pipe", func() bool {
+		_, err := run(t, env, filepath.Join(dist, "switchboard.exe"), "status", "--json")
+		return err == nil
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	shim := command(ctx, wine, filepath.Join(dist, "switchboard-connect.exe"), "fake")
+	shim.Env = wineEnv(env...)
+	stdin, _ := shim.StdinPipe()
+	stdout, _ := shim.StdoutPipe()
+	var shimErr syncBuffer
+	shim.Stderr = &shimErr
+	if err := shim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); _ = shim.Wait() }()
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"wine-test","version":"1"}}}`)
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"through a named pipe"}}}`)
+	r := bufio.NewReader(stdout)
+	for _, want := range []string{`"id":0`, `"through a named pipe"`} {
+		line, err := r.ReadString('\n')
+		if err != nil || !strings.Contains(line, want) {
+			t.Fatalf("connect: %q %v (stderr %s)", line, err, shimErr.String())
+		}
+	}
+
+	child := linuxPIDsOf(marker)
+	if len(child) != 1 {
+		t.Fatalf("want one child process with %s in its command line, found %v", marker, child)
+	}
+	if err := serve.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the child to die with the pool (Job Object)", func() bool { return len(linuxPIDsOf(marker)) == 0 })
+}
+
+// The installer installs per user with a Start-menu entry and an Apps &
+// features entry; the installed binary runs; start at login writes and
+// removes the real (Wine) registry's Run value; the uninstaller removes
+// everything it installed.
+func TestInstallerRoundTrip(t *testing.T) {
+	setup, err := filepath.Glob(filepath.Join(dist, "..", "switchboard-*-setup.exe"))
+	if err != nil || len(setup) != 1 {
+		t.Fatalf("the installer: %v %v", setup, err)
+	}
+	if out, err := run(t, nil, setup[0], "/S"); err != nil {
+		t.Fatalf("setup /S: %v\n%s", err, out)
+	}
+	user := os.Getenv("USER")
+	if user == "" {
+		user = "root"
+	}
+	local := filepath.Join(prefix, "drive_c", "users", user, "AppData", "Local", "Programs", "Switchboard")
+	menu := filepath.Join(prefix, "drive_c", "users", user, "AppData", "Roaming", "Microsoft", "Windows", "Start Menu", "Programs", "Switchboard.lnk")
+	for _, f := range []string{"switchboard.exe", "switchboard-connect.exe", "LICENSE.txt", "uninstall.exe"} {
+		if _, err := os.Stat(filepath.Join(local, f)); err != nil {
+			t.Fatalf("installed %s: %v", f, err)
+		}
+	}
+	if _, err := os.Stat(menu); err != nil {
+		t.Errorf("Start-menu entry: %v", err)
+	}
+	const key = `HKCU\Software\Microsoft\Windows\CurrentVersion\Uninstall\Switchboard`
+	if out, err := run(t, nil, "reg", "query", key); err != nil || !strings.Contains(out, "DisplayVersion") {
+		t.Errorf("Apps & features entry: %v\n%s", err, out)
+	}
+	installed := filepath.Join(local, "switchboard.exe")
+	if out, err := run(t, nil, installed, "version"); err != nil {
+		t.Errorf("the installed switchboard.exe: %v\n%s", err, out)
+	}
+	const runKey = `HKCU\Software\Microsoft\Windows\CurrentVersion\Run`
+	if out, err := run(t, nil, installed, "autostart", "on"); err != nil {
+		t.Fatalf("autostart on: %v\n%s", err, out)
+	}
+	if out, _ := run(t, nil, "reg", "query", runKey, "/v", "Switchboard"); !strings.Contains(out, `switchboard.exe`) {
+		t.Errorf("Run value after autostart on:\n%s", out)
+	}
+
+	if out, err := run(t, nil, filepath.Join(local, "uninstall.exe"), "/S"); err != nil {
+		t.Fatalf("uninstall /S: %v\n%s", err, out)
+	}
+	// The uninstaller runs from a copy in %TEMP%, after it returns.
+	waitFor(t, "the uninstaller to remove the install folder", func() bool {
+		_, err := os.Stat(local)
+		return os.IsNotExist(err)
+	})
+	if _, err := os.Stat(menu); !os.IsNotExist(err) {
+		t.Errorf("Start-menu entry after uninstall: %v", err)
+	}
+	if out, err := run(t, nil, "reg", "query", key); err == nil {
+		t.Errorf("Apps & features entry after uninstall:\n%s", out)
+	}
+	if out, _ := run(t, nil, "reg", "query", runKey, "/v", "Switchboard"); strings.Contains(out, "switchboard.exe") {
+		t.Errorf("Run value after uninstall:\n%s", out)
+	}
+}
+
+// linuxPIDsOf lists the processes whose command line contains s.
+func linuxPIDsOf(s string) []string {
+	var out []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil || !bytes.Contains(b, []byte(s)) || bytes.Contains(b, []byte("windows.test")) {
+			continue
+		}
+		if st, err := os.ReadFile(filepath.Join(d, "stat")); err == nil {
+			f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+			if len(f) > 0 && f[0] == "Z" {
+				continue // a zombie has exited
+			}
+		}
+		out = append(out, filepath.Base(d))
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
