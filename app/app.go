@@ -116,6 +116,8 @@ func Start(opts Options) (*Instance, error) {
 		EvictAfter:         cfg.EvictAfter(),          // applies from the next start
 		MaxSessionInFlight: cfg.MaxInFlightPerSession, // 0: the pool's default; from the next start
 		MaxSessionBytes:    cfg.MaxInFlightMiBPerSession << 20,
+		RunID:              inst.history.runID(),
+		Unanswered:         inst.history.unanswered(),
 		ClientInfo:         pool.Implementation{Name: "switchboard", Version: version.Version},
 		Record: func(e pool.Event) {
 			inst.recordChild(e)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
@@ -321,4 +322,27 @@ func timePtr(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
+}
+
+// runID names this run to attached shims: the history's run id, or ""
+// with no history (a resumed session then relies on its shim's count).
+func (h *historyState) runID() string {
+	if h == nil || h.st == nil {
+		return ""
+	}
+	return strconv.FormatInt(h.st.Run(), 10)
+}
+
+// unanswered is pool.Options.Unanswered: nil with no history.
+func (h *historyState) unanswered() func(ctx context.Context, run, session string) ([]pool.Unanswered, error) {
+	if h == nil || h.st == nil {
+		return nil
+	}
+	return func(ctx context.Context, run, session string) ([]pool.Unanswered, error) {
+		id, err := strconv.ParseInt(run, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("run %q: %w", run, err)
+		}
+		return h.st.Unanswered(ctx, id, session)
+	}
 }

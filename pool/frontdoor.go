@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -89,7 +90,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 	}
 	if in == nil {
 		s.closeConn = func() { conn.Close() }
-		if err := writeLine(conn, Welcome{Session: s.id}); err != nil {
+		if err := writeLine(conn, Welcome{Session: s.id, Run: p.opts.RunID}); err != nil {
 			s.close(err)
 			return
 		}
@@ -98,10 +99,12 @@ func (p *Pool) serveShim(conn net.Conn) {
 		return
 	}
 	// Attached: the client's pipes are the session's transport; the
-	// connection only tells each side when the other is gone.
+	// connection only tells each side when the other is gone, and the
+	// shim what it needs to resume the session with another pool.
 	s.mu.Lock()
 	s.attached = true
 	s.mu.Unlock()
+	var connMu sync.Mutex // State lines and the Farewell
 	s.closeConn = func() {
 		in.Close()
 		out.Close()
@@ -109,12 +112,22 @@ func (p *Pool) serveShim(conn net.Conn) {
 		if s.closeReason != nil && !drained(s.closeReason) {
 			end = s.closeReason.Error()
 		}
+		connMu.Lock()
 		writeLine(conn, Farewell{End: end})
+		connMu.Unlock()
 		conn.Close()
 	}
-	if err := writeLine(conn, Welcome{Session: s.id, Attached: true}); err != nil {
+	s.keepState = func(st wire.State) {
+		connMu.Lock()
+		defer connMu.Unlock()
+		_ = writeLine(conn, st)
+	}
+	if err := writeLine(conn, Welcome{Session: s.id, Attached: true, Run: p.opts.RunID}); err != nil {
 		s.close(err)
 		return
+	}
+	if hello.Resume != nil {
+		s.resume(hello.Resume)
 	}
 	p.wg.Go(func() { s.writeTo(out) })
 	p.wg.Go(func() {
@@ -204,6 +217,7 @@ func (s *session) readFrom(r *bufio.Reader, peer syscall.RawConn) {
 // taken a write within EvictAfter. It exits when the session closes.
 func (s *session) writeTo(conn deadlineWriter) {
 	bw := bufio.NewWriterSize(conn, 64<<10)
+	var answered []string // ids of the answers flushed, for an attached shim (resume.go)
 	for {
 		select {
 		case line := <-s.out:
@@ -212,11 +226,19 @@ func (s *session) writeTo(conn deadlineWriter) {
 			if len(line) > keepBuf {
 				s.p.releasedLarge()
 			}
+			if s.keepState != nil {
+				answered = appendAnswerID(answered, line)
+			}
 			if len(s.out) > 0 && bw.Buffered() < 48<<10 {
 				continue
 			}
 			_ = conn.SetWriteDeadline(time.Now().Add(s.p.opts.EvictAfter))
-			if err := bw.Flush(); err != nil {
+			err := bw.Flush()
+			if err == nil && len(answered) > 0 {
+				s.keepState(wire.State{Out: answered})
+				answered = answered[:0]
+			}
+			if err != nil {
 				if isTimeout(err) {
 					s.p.evicted.Add(1)
 					s.p.log.Warn("evicting a session that stopped reading", "session", s.id, "server", s.srv.name)

@@ -188,6 +188,18 @@ func (c *client) send(lines ...string) {
 	}
 }
 
+// trySend is send for a client the pool may rightly drop (an attacker
+// that is evicted): the write's error is returned, not a test failure.
+func (c *client) trySend(lines ...string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range lines {
+		c.w.WriteString(l)
+		c.w.WriteByte('\n')
+	}
+	return c.w.Flush()
+}
+
 // sendf formats one line.
 func (c *client) sendf(format string, args ...any) { c.send(fmt.Sprintf(format, args...)) }
 

@@ -13,6 +13,7 @@
 package pool
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -54,6 +55,14 @@ type Options struct {
 	// for a retry after a crash): past it only that session gets -32004.
 	// Default 2 * MaxMessageBytes, so one largest message always fits.
 	MaxSessionBytes int
+	// RunID names this pool's run to attached shims (Welcome.Run), which
+	// give it back when they resume their session with a later pool.
+	RunID string
+	// Unanswered lists the requests a session of an earlier run had in
+	// flight when that pool went away (from its history), so that a
+	// resumed session's client gets their at-most-once errors. Nil: none
+	// are known.
+	Unanswered func(ctx context.Context, run, session string) ([]Unanswered, error)
 	// CapturePayloads, when positive, adds up to this many bytes of each
 	// request and response to its events (redaction is the recorder's job).
 	CapturePayloads int

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
 // session is one client connection. Its reader (the front door's goroutine)
@@ -31,6 +32,8 @@ type session struct {
 	connOnce  sync.Once
 	closeConn func()                    // ends the transport; set by the front door; call closeTransport
 	attached  bool                      // the transport is the client's own pipes; set by the front door
+	keepState func(wire.State)          // tells an attached shim what to keep for a resume; set before the reader starts
+	resumed   string                    // "run R session S" a reattached client came from; guarded by mu
 	part      atomic.Pointer[partition] // the roots partition its requests go to (server.backendFor)
 
 	mu              sync.Mutex          // guards the fields below
@@ -236,6 +239,22 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte) bool {
 // initialize answers a legacy client from the child's cached handshake:
 // the pool initialized the child once, itself.
 func (s *session) initialize(id, params []byte) {
+	result, err := s.adoptInitialize(params)
+	if err != nil {
+		s.replyError(id, err)
+		return
+	}
+	s.reply(id, result)
+	if s.keepState != nil {
+		s.keepState(wire.State{Initialize: params}) // for a resume with another pool
+	}
+}
+
+// adoptInitialize makes the session what the client's initialize params
+// declare (era, client, capabilities, protocol version) and returns the
+// initialize result. A resumed session adopts its earlier initialize
+// without answering it again.
+func (s *session) adoptInitialize(params []byte) (json.RawMessage, error) {
 	var req struct {
 		ProtocolVersion string `json:"protocolVersion"`
 		Capabilities    struct {
@@ -246,13 +265,11 @@ func (s *session) initialize(id, params []byte) {
 		ClientInfo Implementation `json:"clientInfo"`
 	}
 	if err := json.Unmarshal(params, &req); err != nil {
-		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()})
-		return
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
 	}
 	hs, err := s.srv.handshake(s)
 	if err != nil {
-		s.replyError(id, err)
-		return
+		return nil, err
 	}
 	s.mu.Lock()
 	s.era = EraLegacy
@@ -278,7 +295,7 @@ func (s *session) initialize(id, params []byte) {
 	// Again, now that the client has named itself: recorders upsert.
 	s.p.emit(Event{Kind: EventSessionOpened, Server: s.srv.name, Session: s.id, Transport: s.transport,
 		PID: s.peerPID, ClientName: req.ClientInfo.Name, ClientVersion: req.ClientInfo.Version})
-	s.reply(id, result)
+	return result, nil
 }
 
 func mustRaw(obj []byte, key string) json.RawMessage {
@@ -360,6 +377,9 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 
 	s.p.emit(Event{Kind: EventRequestReceived, Time: p.received, Server: s.srv.name, Session: s.id, PoolID: poolID,
 		Method: p.method, Name: p.name, OriginalID: string(id), Size: len(msg.Raw), Payload: b.capture(msg.Raw)})
+	if s.keepState != nil {
+		s.keepState(wire.State{In: string(id)}) // before the child can have it (resume.go)
+	}
 	p.timer = time.AfterFunc(b.requestTimeout(), func() { b.expire(p) })
 	if err := b.send(p); err != nil {
 		p.timer.Stop()
@@ -649,5 +669,6 @@ func (s *session) info() SessionInfo {
 	defer s.mu.Unlock()
 	return SessionInfo{ID: s.id, Server: s.srv.name, ClientName: s.clientName, ClientVersion: s.clientVersion,
 		ProtocolVersion: s.protocolVersion, Transport: s.transport, ConnectedAt: s.connectedAt,
-		LastActiveAt: s.lastActive, InFlight: len(s.inflight), PID: s.peerPID, Attached: s.attached}
+		LastActiveAt: s.lastActive, InFlight: len(s.inflight), PID: s.peerPID, Attached: s.attached,
+		ReattachedFrom: s.resumed}
 }

@@ -113,6 +113,18 @@ type SessionInfo struct {
 	// Attached means the pool reads and writes the client's own pipes,
 	// handed over by its `switchboard connect` shim, which only waits.
 	Attached bool `json:"attached,omitempty"`
+	// ReattachedFrom is set for a session a client kept across a pool
+	// restart: "run R session S" of the earlier pool.
+	ReattachedFrom string `json:"reattachedFrom,omitempty"`
+}
+
+// Unanswered is a request an earlier pool took from a client and never
+// answered.
+type Unanswered struct {
+	OriginalID string // the client's id, as JSON
+	Method     string
+	Name       string
+	Written    bool // it reached a child, so it may have run
 }
 
 // BackendInfo is one child process slot (a child and its restarts).

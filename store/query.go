@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
 )
 
 // Request is one recorded request, as the CLI and the UI read it. Times
@@ -506,4 +508,26 @@ func steps(t Timeline) []Step {
 		return a.Before(b)
 	})
 	return out
+}
+
+// Unanswered lists the requests session took in run that were never
+// answered (the run ended under them), oldest first: what a client that
+// kept its session across a pool restart still waits for.
+func (s *Store) Unanswered(ctx context.Context, run int64, session string) ([]pool.Unanswered, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT original_id, method, name, written IS NOT NULL FROM requests
+		WHERE run = ? AND session = ? AND answered IS NULL AND status IN ('in-flight', 'abandoned')
+		ORDER BY received, id`, run, session)
+	if err != nil {
+		return nil, fmt.Errorf("history: unanswered requests of run %d session %s: %w", run, session, err)
+	}
+	defer rows.Close()
+	var out []pool.Unanswered
+	for rows.Next() {
+		var u pool.Unanswered
+		if err := rows.Scan(&u.OriginalID, &u.Method, &u.Name, &u.Written); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
 }

@@ -71,13 +71,26 @@ func sessionRows(s pool.Snapshot, now time.Time) []row {
 		if name == "" {
 			name = "(unnamed client)"
 		}
-		r := row{server: ss.Server, pid: ss.PID, cells: []string{
-			name, ss.ClientVersion, ss.Transport, ss.Server,
+		transport := ss.Transport
+		if ss.ReattachedFrom != "" {
+			transport += " (reattached)" // kept across a pool restart
+		}
+		r := row{server: ss.Server, pid: ss.PID, detail: reattachedDetail(ss), cells: []string{
+			name, ss.ClientVersion, transport, ss.Server,
 			clockAndAge(ss.ConnectedAt, now), strconv.Itoa(ss.InFlight), ss.ID, pidText(ss.PID),
 		}}
 		out = append(out, r)
 	}
 	return out
+}
+
+// reattachedDetail says where a session kept across a pool restart came
+// from.
+func reattachedDetail(ss pool.SessionInfo) string {
+	if ss.ReattachedFrom == "" {
+		return ""
+	}
+	return "kept across a pool restart: was " + ss.ReattachedFrom
 }
 
 var inflightColumns = []column{

@@ -280,3 +280,18 @@ func BenchmarkRows(b *testing.B) {
 		}
 	})
 }
+
+// A session kept across a pool restart says so in its transport cell and
+// says where it came from in its detail.
+func TestReattachedSessionRow(t *testing.T) {
+	rows := sessionRows(pool.Snapshot{Sessions: []pool.SessionInfo{
+		{ID: "s1", Server: "fake", ClientName: "claude-code", Transport: "stdio", ConnectedAt: t0, ReattachedFrom: "run 7 session s3"},
+		{ID: "s2", Server: "fake", ClientName: "cursor", Transport: "stdio", ConnectedAt: t0},
+	}}, t0)
+	if got := rows[0].cells[2]; got != "stdio (reattached)" {
+		t.Errorf("transport cell %q", got)
+	}
+	if rows[0].detail != "kept across a pool restart: was run 7 session s3" || rows[1].detail != "" || rows[1].cells[2] != "stdio" {
+		t.Errorf("rows %+v", rows)
+	}
+}

@@ -11,3 +11,6 @@ func writeHello(conn net.Conn, hello []byte, _ bool) error {
 	_, err := conn.Write(hello)
 	return err
 }
+
+// clientGone is never asked where nothing is attached.
+func clientGone() bool { return false }

@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // attachable reports whether the client's stdin and stdout are pipes or
@@ -36,4 +38,12 @@ func writeHello(conn net.Conn, hello []byte, attach bool) error {
 	}
 	_, _, err := uc.WriteMsgUnix(hello, syscall.UnixRights(0, 1), nil)
 	return err
+}
+
+// clientGone reports whether the client stopped reading its stdout (our
+// fd 1): a pipe whose reader closed polls as an error.
+func clientGone() bool {
+	fds := []unix.PollFd{{Fd: 1, Events: unix.POLLOUT}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0
 }

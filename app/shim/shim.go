@@ -74,7 +74,7 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		return errors.New(w.Error)
 	}
 	if w.Attached {
-		return waitAttached(br)
+		return (&attached{paths: paths, name: name, run: w.Run, session: w.Session, pending: map[string]bool{}}).wait(conn, br)
 	}
 	fromPool := make(chan error, 1)
 	go func() {
@@ -110,23 +110,6 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		}
 		return errors.New("the pool closed the connection (it shut down or evicted this session)")
 	}
-}
-
-// waitAttached is the shim's whole job once the pool has taken its
-// client's pipes: wait for the session to end, and exit as it says.
-func waitAttached(conn *bufio.Reader) error {
-	line, err := conn.ReadBytes('\n')
-	if err != nil {
-		return errors.New("the pool closed the connection (it shut down or crashed)")
-	}
-	var f wire.Farewell
-	if err := json.Unmarshal(line, &f); err != nil {
-		return fmt.Errorf("the pool said something unexpected: %q", line)
-	}
-	if f.End != wire.EndEOF {
-		return errors.New(f.End)
-	}
-	return nil
 }
 
 // onlyReader hides a reader's WriteTo, so io.CopyBuffer uses the large

@@ -15,6 +15,40 @@ type Hello struct {
 	// and writes them itself, and the shim only waits: no relay hop each
 	// way, no copy, no CPU in the shim.
 	Attach bool `json:"attach,omitempty"`
+	// Resume, set when the pool this shim was attached to went away,
+	// names the session the client still has, so that the new pool takes
+	// it over instead of starting a new one (the client sees no
+	// handshake).
+	Resume *Resume `json:"resume,omitempty"`
+}
+
+// Resume is a session of an earlier pool, as its shim kept it.
+type Resume struct {
+	// Run and Session are the earlier pool's Welcome.Run and session id:
+	// where its history recorded the requests the client still waits for.
+	Run     string `json:"run,omitempty"`
+	Session string `json:"session"`
+	// Initialize is the params of the client's initialize request (a
+	// 2025 client), from the earlier pool's State line; absent for a
+	// stateless 2026-07-28 client.
+	Initialize []byte `json:"initialize,omitempty"`
+	// Pending are the ids (as JSON) of the client's requests the earlier
+	// pool took and did not answer, by the shim's count of State lines.
+	Pending []string `json:"pending,omitempty"`
+}
+
+// State is a line the pool sends an attached shim while the session
+// runs: what the shim must keep to resume the session with another pool.
+//
+// In is written before a request goes on to a child, Out after its answer
+// was written to the client: data written to a socket before its writer
+// dies is still read by the peer, so a pool killed at any moment leaves
+// the shim knowing every request it must still answer (at worst one that
+// was answered, whose second, error answer a client ignores).
+type State struct {
+	Initialize []byte   `json:"initialize,omitempty"`
+	In         string   `json:"in,omitempty"`
+	Out        []string `json:"out,omitempty"`
 }
 
 // Welcome is the pool's one-line answer to a Hello. Error set means the
@@ -24,6 +58,8 @@ type Welcome struct {
 	Session  string `json:"session,omitempty"`
 	Error    string `json:"error,omitempty"`
 	Attached bool   `json:"attached,omitempty"`
+	// Run identifies the pool's run (its history run id), for a Resume.
+	Run string `json:"run,omitempty"`
 }
 
 // Farewell is the last line on an attached shim's connection: why the

@@ -1,0 +1,133 @@
+package shim
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/home"
+	"github.com/switchboard-mcp/switchboard/app/launch"
+	"github.com/switchboard-mcp/switchboard/app/localsock"
+	"github.com/switchboard-mcp/switchboard/pool/wire"
+)
+
+// attached is the shim of a session whose client pipes the pool holds. Its
+// whole job is to wait for the session to end, and to outlive the pool:
+// when the pool goes away without a Farewell (it was quit, killed or is
+// being upgraded), the shim still has its copies of the client's pipes. It
+// waits for a new pool (starting one when clients may), hands the pipes
+// over again with the session's identity, its initialize and the ids of
+// the requests still unanswered, and goes on waiting. The client sees no
+// closed pipe and no new handshake.
+type attached struct {
+	paths   home.Paths
+	name    string
+	run     string
+	session string
+	init    []byte          // the client's initialize params, from a State line
+	pending map[string]bool // ids of requests the pool took and has not answered
+}
+
+var errClientGone = errors.New("the client went away")
+
+// reattachPoll is how often the shim looks for a new pool.
+const reattachPoll = 100 * time.Millisecond
+
+func (a *attached) wait(conn net.Conn, br *bufio.Reader) error {
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			conn.Close()
+			if conn, br, err = a.reattach(); err != nil {
+				if errors.Is(err, errClientGone) {
+					return nil // nothing left to keep
+				}
+				return err
+			}
+			continue
+		}
+		var msg struct {
+			End *string `json:"end"`
+			wire.State
+		}
+		if err := json.Unmarshal(line, &msg); err != nil {
+			return fmt.Errorf("the pool said something unexpected: %q", line)
+		}
+		switch {
+		case msg.End != nil:
+			conn.Close()
+			if *msg.End != wire.EndEOF {
+				return errors.New(*msg.End)
+			}
+			return nil
+		case msg.Initialize != nil:
+			a.init = msg.Initialize
+		}
+		if msg.In != "" {
+			a.pending[msg.In] = true
+		}
+		for _, id := range msg.Out {
+			delete(a.pending, id)
+		}
+	}
+}
+
+// reattach waits for a pool and hands it the session. It gives up only
+// when the client is gone (nothing to keep) or a pool refuses the session
+// (its server was removed from the config meanwhile).
+func (a *attached) reattach() (net.Conn, *bufio.Reader, error) {
+	sock := a.paths.PoolSocket()
+	dial := func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) }
+	mayStart := true
+	for {
+		if clientGone() {
+			return nil, nil, errClientGone
+		}
+		conn, err := dial()
+		if err != nil && mayStart {
+			conn, err = launch.Ensure(a.paths, dial)
+			if errors.Is(err, launch.ErrDisabled) {
+				mayStart = false // wait for the user to start it
+			}
+		}
+		if err != nil {
+			time.Sleep(reattachPoll)
+			continue
+		}
+		pending := make([]string, 0, len(a.pending))
+		for id := range a.pending {
+			pending = append(pending, id)
+		}
+		hello, _ := json.Marshal(wire.Hello{Server: a.name, PID: os.Getpid(), Attach: true,
+			Resume: &wire.Resume{Run: a.run, Session: a.session, Initialize: a.init, Pending: pending}})
+		if err := writeHello(conn, append(hello, '\n'), true); err != nil {
+			conn.Close()
+			time.Sleep(reattachPoll)
+			continue
+		}
+		br := bufio.NewReaderSize(conn, bufSize)
+		_ = conn.SetReadDeadline(time.Now().Add(time.Minute)) // the pool may start the child first
+		line, err := br.ReadBytes('\n')
+		_ = conn.SetReadDeadline(time.Time{})
+		if err != nil {
+			conn.Close()
+			continue // that pool went away too
+		}
+		var w wire.Welcome
+		if err := json.Unmarshal(line, &w); err != nil {
+			conn.Close()
+			return nil, nil, fmt.Errorf("the pool answered something unexpected: %q", line)
+		}
+		if w.Error != "" || !w.Attached {
+			conn.Close()
+			return nil, nil, fmt.Errorf("the restarted pool did not take the session back: %s", w.Error)
+		}
+		a.run, a.session = w.Run, w.Session
+		clear(a.pending) // the new pool answers them
+		return conn, br, nil
+	}
+}

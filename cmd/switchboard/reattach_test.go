@@ -1,0 +1,163 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A client connected through `switchboard connect`, calling every 100 ms,
+// keeps its session when the pool is SIGKILLed and started again: no new
+// handshake and no closed pipe; the call that was running in the child at
+// the kill gets the at-most-once error (mayHaveExecuted) within 2 s of the
+// new pool's start; every call gets an answer; later calls succeed; status
+// shows the session as reattached.
+func TestSessionSurvivesPoolKill(t *testing.T) {
+	config := fakeConfig(t)
+	config = strings.TrimSuffix(config, "}") + `,"autostart":{"fromClients":false}}` // the test starts the pool again
+	first := serve(t, config)
+	home := first.home
+	s := first.connect(t, "fake")
+	s.initialize("survivor")
+
+	type answer struct {
+		at   time.Time
+		line string
+	}
+	var mu sync.Mutex
+	answers := map[string]answer{}
+	readerDone := make(chan error, 1)
+	go func() {
+		r := bufio.NewReader(s.out)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				readerDone <- err
+				return
+			}
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal([]byte(line), &m) == nil && m.Method == "" {
+				mu.Lock()
+				answers[string(m.ID)] = answer{time.Now(), line}
+				mu.Unlock()
+			}
+		}
+	}()
+	got := func(id string) (answer, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		a, ok := answers[id]
+		return a, ok
+	}
+
+	// Calls every 100 ms, all through the restart.
+	stop := make(chan struct{})
+	sent := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { sent <- n }()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				n++
+				s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"call %d"}}}`, n, n))
+			}
+		}
+	}()
+	// A call that is surely running in the child when the pool dies.
+	s.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":30000,"text":"never"}}}`)
+	waitFor(t, "the slow call to reach the child", func() bool {
+		for _, r := range first.status().InFlight {
+			if r.Name == "sleep_echo" && r.WrittenToChild {
+				return true
+			}
+		}
+		return false
+	})
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err := <-first.done
+	first.done <- err
+
+	started := time.Now()
+	second := serveHome(t, home)
+	waitFor(t, "the slow call's at-most-once error", func() bool { _, ok := got(`"slow"`); return ok })
+	slow, _ := got(`"slow"`)
+	if !strings.Contains(slow.line, `"mayHaveExecuted":true`) {
+		t.Errorf("the call running at the kill was answered %s", slow.line)
+	}
+	if d := slow.at.Sub(started); d > 2*time.Second {
+		t.Errorf("its error came %s after the new pool started, want within 2 s", d)
+	}
+
+	// Calls after the restart succeed, without a new initialize.
+	mu.Lock()
+	mark := len(answers)
+	mu.Unlock()
+	waitFor(t, "calls answered by the new pool", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(answers) >= mark+5
+	})
+	close(stop)
+	n := <-sent
+	waitFor(t, "an answer to every call", func() bool {
+		for i := 1; i <= n; i++ {
+			if _, ok := got(fmt.Sprint(i)); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	ok, failed := 0, 0
+	for i := 1; i <= n; i++ {
+		a, _ := got(fmt.Sprint(i))
+		switch {
+		case strings.Contains(a.line, fmt.Sprintf(`"text":"call %d"`, i)):
+			ok++
+		case strings.Contains(a.line, `"mayHaveExecuted"`):
+			failed++ // in flight at the kill
+		default:
+			t.Errorf("call %d: %s", i, a.line)
+		}
+	}
+	last, _ := got(fmt.Sprint(n))
+	if !strings.Contains(last.line, fmt.Sprintf(`"text":"call %d"`, n)) {
+		t.Errorf("the last call, after the restart: %s", last.line)
+	}
+	t.Logf("%d calls: %d answered, %d at-most-once errors; the slow call's error %s after the new pool started",
+		n, ok, failed, slow.at.Sub(started).Round(time.Millisecond))
+
+	select {
+	case err := <-readerDone:
+		t.Fatalf("the client's stdout closed: %v", err)
+	case err := <-s.done:
+		t.Fatalf("connect exited: %v (stderr: %s)", err, s.errb.String())
+	default:
+	}
+	var st struct {
+		Sessions []struct {
+			ClientName     string `json:"clientName"`
+			ReattachedFrom string `json:"reattachedFrom"`
+		} `json:"sessions"`
+	}
+	out, err := second.run("status", "--json")
+	if err != nil || json.Unmarshal([]byte(out), &st) != nil || len(st.Sessions) != 1 ||
+		st.Sessions[0].ClientName != "survivor" || !strings.HasPrefix(st.Sessions[0].ReattachedFrom, "run ") {
+		t.Errorf("status after the restart: %v %s", err, out)
+	}
+}
