@@ -81,7 +81,25 @@ func (p *Pool) serveShim(conn net.Conn) {
 	} else {
 		closeFiles(files)
 	}
-	s, err := p.newSession(hello.Server, "stdio", hello.PID)
+	// How the transport ends is set before the session is published: a
+	// Pool.Close racing with this start must find it.
+	var connMu sync.Mutex // State lines and the Farewell of an attached session
+	closeConn := func(*session) { conn.Close() }
+	if in != nil {
+		closeConn = func(s *session) {
+			in.Close()
+			out.Close()
+			end := EndEOF
+			if s.closeReason != nil && !drained(s.closeReason) {
+				end = s.closeReason.Error()
+			}
+			connMu.Lock()
+			writeLine(conn, Farewell{End: end})
+			connMu.Unlock()
+			conn.Close()
+		}
+	}
+	s, err := p.newSession(hello.Server, "stdio", hello.PID, closeConn)
 	if err != nil {
 		closeFiles(files)
 		writeLine(conn, Welcome{Error: err.Error()})
@@ -89,7 +107,6 @@ func (p *Pool) serveShim(conn net.Conn) {
 		return
 	}
 	if in == nil {
-		s.closeConn = func() { conn.Close() }
 		if err := writeLine(conn, Welcome{Session: s.id, Run: p.opts.RunID}); err != nil {
 			s.close(err)
 			return
@@ -104,19 +121,6 @@ func (p *Pool) serveShim(conn net.Conn) {
 	s.mu.Lock()
 	s.attached = true
 	s.mu.Unlock()
-	var connMu sync.Mutex // State lines and the Farewell
-	s.closeConn = func() {
-		in.Close()
-		out.Close()
-		end := EndEOF
-		if s.closeReason != nil && !drained(s.closeReason) {
-			end = s.closeReason.Error()
-		}
-		connMu.Lock()
-		writeLine(conn, Farewell{End: end})
-		connMu.Unlock()
-		conn.Close()
-	}
 	s.keepState = func(st wire.State) {
 		connMu.Lock()
 		defer connMu.Unlock()

@@ -154,7 +154,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, name, sid strin
 			return
 		}
 		modern = true
-		s, err := h.p.newSession(name, "http", 0)
+		s, err := h.p.newSession(name, "http", 0, nil)
 		if err != nil {
 			httpError(w, http.StatusServiceUnavailable, msg.IDBytes(), jsonrpc.CodeBackendUnavailable, err.Error())
 			return
@@ -273,7 +273,7 @@ func (h *httpFront) open(name string) (*httpSession, string, error) {
 	if err := h.makeRoom(name); err != nil {
 		return nil, "", err
 	}
-	s, err := h.p.newSession(name, "http", 0)
+	s, err := h.p.newSession(name, "http", 0, nil)
 	if err != nil {
 		return nil, "", err
 	}
@@ -338,7 +338,6 @@ func (hs *httpSession) lastUsedAt() time.Time {
 // attach makes s an HTTP session and starts its dispatcher.
 func (h *httpFront) attach(s *session) *httpSession {
 	hs := &httpSession{s: s, waiters: map[string]*httpWaiter{}, tokens: map[string]*httpWaiter{}, lastUsed: time.Now()}
-	s.closeConn = func() {}
 	s.mu.Lock()
 	s.receiver = hs.streaming
 	s.mu.Unlock()

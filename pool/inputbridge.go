@@ -195,12 +195,12 @@ func (x *inputRound) retry() {
 		s.mu.Unlock()
 		return // the client cancelled or went away meanwhile
 	}
+	next.timer = time.AfterFunc(x.b.requestTimeout(), func() { x.b.expire(next) }) // before next is shared
 	s.trackLocked(next)
 	s.mu.Unlock()
 	s.p.emit(Event{Kind: EventRequestReceived, Time: next.received, Server: s.srv.name, Session: s.id, PoolID: id,
 		Method: next.method, Name: next.name, OriginalID: string(p.origID), Size: len(line),
 		Payload: x.b.capture(line)})
-	next.timer = time.AfterFunc(x.b.requestTimeout(), func() { x.b.expire(next) })
 	if err := x.b.send(next); err != nil {
 		next.timer.Stop()
 		s.deliverResponse(next, jsonrpc.AppendErrorResponse(nil, p.origID, asRPCError(err)))

@@ -30,7 +30,7 @@ type session struct {
 	closed    chan struct{} // closed by close
 	closeOnce sync.Once
 	connOnce  sync.Once
-	closeConn func()                    // ends the transport; set by the front door; call closeTransport
+	closeConn func(*session)            // ends the transport; given to newSession by the front door; call closeTransport
 	attached  bool                      // the transport is the client's own pipes; set by the front door
 	keepState func(wire.State)          // tells an attached shim what to keep for a resume; set before the reader starts
 	resumed   string                    // "run R session S" a reattached client came from; guarded by mu
@@ -62,7 +62,7 @@ type clientCaps struct{ sampling, elicitation, roots bool }
 
 // newSession registers a session of server name. The caller runs its
 // reader (handle) and writer (writeTo) and calls close when done.
-func (p *Pool) newSession(name, transport string, peerPID int) (*session, error) {
+func (p *Pool) newSession(name, transport string, peerPID int, closeConn func(*session)) (*session, error) {
 	srv, err := p.server(name)
 	if err != nil {
 		return nil, err
@@ -70,12 +70,13 @@ func (p *Pool) newSession(name, transport string, peerPID int) (*session, error)
 	now := time.Now()
 	s := &session{
 		p: p, srv: srv, transport: transport, peerPID: peerPID, connectedAt: now, lastActive: now,
-		id:       "s" + strconv.FormatUint(p.nextSession.Add(1), 10),
-		ownChild: srv.config().Share == ShareSession,
-		out:      make(chan []byte, p.opts.SessionQueue),
-		closed:   make(chan struct{}),
-		inflight: map[string]*pending{},
-		subs:     map[string]*backend{},
+		id:        "s" + strconv.FormatUint(p.nextSession.Add(1), 10),
+		closeConn: closeConn,
+		ownChild:  srv.config().Share == ShareSession,
+		out:       make(chan []byte, p.opts.SessionQueue),
+		closed:    make(chan struct{}),
+		inflight:  map[string]*pending{},
+		subs:      map[string]*backend{},
 	}
 	if err := srv.join(s); err != nil {
 		return nil, err
@@ -372,6 +373,9 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 		s.replyError(id, refusal)
 		return
 	}
+	// The timer is set before p is shared: a Pool.Cancel or a close from
+	// another goroutine may stop it as soon as p is in inflight.
+	p.timer = time.AfterFunc(b.requestTimeout(), func() { b.expire(p) })
 	s.trackLocked(p)
 	s.mu.Unlock()
 
@@ -380,7 +384,6 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 	if s.keepState != nil {
 		s.keepState(wire.State{In: string(id)}) // before the child can have it (resume.go)
 	}
-	p.timer = time.AfterFunc(b.requestTimeout(), func() { b.expire(p) })
 	if err := b.send(p); err != nil {
 		p.timer.Stop()
 		s.forget(p)
@@ -610,7 +613,7 @@ func (s *session) closeWhenIdle(reason error) {
 func (s *session) closeTransport() {
 	s.connOnce.Do(func() {
 		if s.closeConn != nil {
-			s.closeConn()
+			s.closeConn(s)
 		}
 	})
 }
