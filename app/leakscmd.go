@@ -10,10 +10,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"regexp"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -162,22 +160,9 @@ func serversForMatching(cfg *config.File) []pool.ServerConfig {
 	return out
 }
 
-var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
-
 // expandOrEmpty expands ${VAR} and ${VAR:-default} as the config does,
 // from this process's environment, with "" for an unset variable.
-func expandOrEmpty(s string) string {
-	if !strings.Contains(s, "${") {
-		return s
-	}
-	return varRef.ReplaceAllStringFunc(s, func(m string) string {
-		sub := varRef.FindStringSubmatch(m)
-		if v, ok := os.LookupEnv(sub[1]); ok {
-			return v
-		}
-		return sub[3]
-	})
-}
+func expandOrEmpty(s string) string { return config.ExpandVars(s, os.LookupEnv) }
 
 // KillRequest is the body of the control API's POST /v1/kill: one PID,
 // or every leaked backend.

@@ -425,3 +425,25 @@ func TestAutostartDiffAndMarshal(t *testing.T) {
 		t.Errorf("fromClients lost on marshal:\n%s", out)
 	}
 }
+
+// The lenient expander leak detection uses is the config's: the same
+// references expand the same way, an unset variable to "".
+func TestExpandVarsMatchesTheConfig(t *testing.T) {
+	env := map[string]string{"HOME_DIR": "/home/me", "EMPTY": ""}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	for in, want := range map[string]string{
+		"plain":                          "plain",
+		"${HOME_DIR}/bin/server":         "/home/me/bin/server",
+		"${UNSET:-fallback}":             "fallback",
+		"x${UNSET}y":                     "xy",
+		"${EMPTY:-used only when unset}": "",
+	} {
+		if got := ExpandVars(in, lookup); got != want {
+			t.Errorf("ExpandVars(%q) = %q, want %q", in, got, want)
+		}
+		p := &problems{}
+		if got := expand(p, "f", in, lookup); got != want {
+			t.Errorf("expand(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -263,18 +263,7 @@ func expand(p *problems, at, s string, lookup func(string) (string, bool)) strin
 	if !strings.Contains(s, "${") {
 		return s
 	}
-	var missing []string
-	out := varRef.ReplaceAllStringFunc(s, func(m string) string {
-		sub := varRef.FindStringSubmatch(m)
-		if v, ok := lookup(sub[1]); ok {
-			return v
-		}
-		if sub[2] != "" {
-			return sub[3]
-		}
-		missing = append(missing, sub[1])
-		return ""
-	})
+	out, missing := substitute(s, lookup)
 	for _, ref := range anyRef.FindAllString(varRef.ReplaceAllString(s, ""), -1) {
 		inner := ref[2 : len(ref)-1]
 		switch {
@@ -290,4 +279,33 @@ func expand(p *problems, at, s string, lookup func(string) (string, bool)) strin
 		p.add(at, "environment variable %s is not set", strings.Join(missing, ", "))
 	}
 	return out
+}
+
+// ExpandVars expands ${VAR} and ${VAR:-default} the way the config does,
+// with "" for an unset variable and no problems reported: for readers
+// that only compare (leak detection matching command lines).
+func ExpandVars(s string, lookup func(string) (string, bool)) string {
+	if !strings.Contains(s, "${") {
+		return s
+	}
+	out, _ := substitute(s, lookup)
+	return out
+}
+
+// substitute is the one ${VAR} expander: it returns s expanded and the
+// variables that were unset without a default (expanded to "").
+func substitute(s string, lookup func(string) (string, bool)) (string, []string) {
+	var missing []string
+	out := varRef.ReplaceAllStringFunc(s, func(m string) string {
+		sub := varRef.FindStringSubmatch(m)
+		if v, ok := lookup(sub[1]); ok {
+			return v
+		}
+		if sub[2] != "" {
+			return sub[3]
+		}
+		missing = append(missing, sub[1])
+		return ""
+	})
+	return out, missing
 }
