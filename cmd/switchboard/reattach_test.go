@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -160,4 +161,31 @@ func TestSessionSurvivesPoolKill(t *testing.T) {
 		st.Sessions[0].ClientName != "survivor" || !strings.HasPrefix(st.Sessions[0].ReattachedFrom, "run ") {
 		t.Errorf("status after the restart: %v %s", err, out)
 	}
+}
+
+// With clients allowed to start the pool (the default), a connect whose
+// pool was killed starts the next one itself and brings its session
+// along: the client's next call, with no new initialize, is answered.
+func TestReattachStartsAPool(t *testing.T) {
+	home := coldHome(t, `{"idleExit": "1m"}`)
+	s := coldShim(t, home)
+	s.initialize("keeps-its-session")
+	pools := poolsOf(home)
+	if len(pools) != 1 {
+		t.Fatalf("pools: %v", pools)
+	}
+	if err := syscall.Kill(pools[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the killed pool to die", func() bool { return !alive(pools[0]) })
+	start := time.Now()
+	s.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"same session"}}}`)
+	if got := toolText(s.recvID("7")); got != "same session" {
+		t.Fatalf("the call after the kill: %q", got)
+	}
+	now := poolsOf(home)
+	if len(now) != 1 || now[0] == pools[0] {
+		t.Fatalf("pools after the reattach: %v (killed: %d)", now, pools[0])
+	}
+	t.Logf("the shim started pool %d and the call was answered %s after the kill", now[0], time.Since(start).Round(time.Millisecond))
 }
