@@ -13,7 +13,7 @@ type Hello struct {
 	// Attach says the hello comes with two file descriptors (SCM_RIGHTS):
 	// the shim's stdin and stdout, its client's pipes. The pool then reads
 	// and writes them itself, and the shim only waits: no relay hop each
-	// way, no copy, no CPU in the shim.
+	// way, no copy; the shim only reads the pool's short State lines.
 	Attach bool `json:"attach,omitempty"`
 	// Resume, set when the pool this shim was attached to went away,
 	// names the session the client still has, so that the new pool takes
