@@ -221,7 +221,6 @@ func (s *session) readFrom(r *bufio.Reader, peer syscall.RawConn) {
 // taken a write within EvictAfter. It exits when the session closes.
 func (s *session) writeTo(conn deadlineWriter) {
 	bw := bufio.NewWriterSize(conn, 64<<10)
-	var answered []string // ids of the answers flushed, for an attached shim (resume.go)
 	for {
 		select {
 		case line := <-s.out:
@@ -230,19 +229,11 @@ func (s *session) writeTo(conn deadlineWriter) {
 			if len(line) > keepBuf {
 				s.p.releasedLarge()
 			}
-			if s.keepState != nil {
-				answered = appendAnswerID(answered, line)
-			}
 			if len(s.out) > 0 && bw.Buffered() < 48<<10 {
 				continue
 			}
 			_ = conn.SetWriteDeadline(time.Now().Add(s.p.opts.EvictAfter))
-			err := bw.Flush()
-			if err == nil && len(answered) > 0 {
-				s.keepState(wire.State{Out: answered})
-				answered = answered[:0]
-			}
-			if err != nil {
+			if err := bw.Flush(); err != nil {
 				if isTimeout(err) {
 					s.p.evicted.Add(1)
 					s.p.log.Warn("evicting a session that stopped reading", "session", s.id, "server", s.srv.name)

@@ -50,46 +50,21 @@ func (s *session) resume(r *wire.Resume) {
 	}
 }
 
-// lostRequests is what the client still waits for: the shim's count (its
-// Pending ids; the history may lag it by a flush, and may not know an
-// answer the shim saw written), told whether each reached a child by the
-// earlier run's history where that recorded it (else it may have:
-// mayHaveExecuted).
+// lostRequests is what the client still waits for, by the earlier run's
+// history: its requests of this session that were never answered. The
+// history is written in batches (every 50 ms), so a request taken in the
+// last moments before a kill may be missing (its client waits on it), and
+// one answered then may be listed (its client gets a second, error answer
+// for an id it already saw, which clients ignore).
 func (s *session) lostRequests(r *wire.Resume, from string) []Unanswered {
-	var known []Unanswered
-	if s.p.opts.Unanswered != nil && r.Run != "" && r.Session != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), unansweredTimeout)
-		var err error
-		known, err = s.p.opts.Unanswered(ctx, r.Run, r.Session)
-		cancel()
-		if err != nil {
-			s.p.log.Warn("the history of a reattached session's requests is unavailable", "session", s.id, "from", from, "err", err)
-		}
+	if s.p.opts.Unanswered == nil || r.Run == "" || r.Session == "" {
+		return nil
 	}
-	byID := map[string]Unanswered{}
-	for _, u := range known {
-		byID[u.OriginalID] = u
+	ctx, cancel := context.WithTimeout(context.Background(), unansweredTimeout)
+	defer cancel()
+	known, err := s.p.opts.Unanswered(ctx, r.Run, r.Session)
+	if err != nil {
+		s.p.log.Warn("the history of a reattached session's requests is unavailable", "session", s.id, "from", from, "err", err)
 	}
-	out := make([]Unanswered, 0, len(r.Pending))
-	for _, id := range r.Pending {
-		u, ok := byID[id]
-		if !ok {
-			u = Unanswered{OriginalID: id, Method: "a request", Written: true}
-		}
-		out = append(out, u)
-	}
-	return out
-}
-
-// appendAnswerID appends the id of line when it is a response to the
-// client's request.
-func appendAnswerID(ids []string, line []byte) []string {
-	m, err := jsonrpc.Parse(line)
-	if err != nil || m.Method != "" {
-		return ids
-	}
-	if id := m.IDBytes(); len(id) > 0 {
-		ids = append(ids, string(id))
-	}
-	return ids
+	return known
 }

@@ -381,9 +381,6 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 
 	s.p.emit(Event{Kind: EventRequestReceived, Time: p.received, Server: s.srv.name, Session: s.id, PoolID: poolID,
 		Method: p.method, Name: p.name, OriginalID: string(id), Size: len(msg.Raw), Payload: b.capture(msg.Raw)})
-	if s.keepState != nil {
-		s.keepState(wire.State{In: string(id)}) // before the child can have it (resume.go)
-	}
 	if err := b.send(p); err != nil {
 		p.timer.Stop()
 		s.forget(p)

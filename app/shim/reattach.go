@@ -20,16 +20,15 @@ import (
 // when the pool goes away without a Farewell (it was quit, killed or is
 // being upgraded), the shim still has its copies of the client's pipes. It
 // waits for a new pool (starting one when clients may), hands the pipes
-// over again with the session's identity, its initialize and the ids of
-// the requests still unanswered, and goes on waiting. The client sees no
+// over again with the session's identity and its initialize, and goes on
+// waiting. The client sees no
 // closed pipe and no new handshake.
 type attached struct {
 	paths   home.Paths
 	name    string
 	run     string
 	session string
-	init    []byte          // the client's initialize params, from a State line
-	pending map[string]bool // ids of requests the pool took and has not answered
+	init    []byte // the client's initialize params, from a State line
 }
 
 var errClientGone = errors.New("the client went away")
@@ -67,12 +66,6 @@ func (a *attached) wait(conn net.Conn, br *bufio.Reader) error {
 		case msg.Initialize != nil:
 			a.init = msg.Initialize
 		}
-		if msg.In != "" {
-			a.pending[msg.In] = true
-		}
-		for _, id := range msg.Out {
-			delete(a.pending, id)
-		}
 	}
 }
 
@@ -98,12 +91,8 @@ func (a *attached) reattach() (net.Conn, *bufio.Reader, error) {
 			time.Sleep(reattachPoll)
 			continue
 		}
-		pending := make([]string, 0, len(a.pending))
-		for id := range a.pending {
-			pending = append(pending, id)
-		}
 		hello, _ := json.Marshal(wire.Hello{Server: a.name, PID: os.Getpid(), Attach: true,
-			Resume: &wire.Resume{Run: a.run, Session: a.session, Initialize: a.init, Pending: pending}})
+			Resume: &wire.Resume{Run: a.run, Session: a.session, Initialize: a.init}})
 		if err := writeHello(conn, append(hello, '\n'), true); err != nil {
 			conn.Close()
 			time.Sleep(reattachPoll)
@@ -127,7 +116,6 @@ func (a *attached) reattach() (net.Conn, *bufio.Reader, error) {
 			return nil, nil, fmt.Errorf("the restarted pool did not take the session back: %s", w.Error)
 		}
 		a.run, a.session = w.Run, w.Session
-		clear(a.pending) // the new pool answers them
 		return conn, br, nil
 	}
 }

@@ -74,7 +74,7 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		return errors.New(w.Error)
 	}
 	if w.Attached {
-		return (&attached{paths: paths, name: name, run: w.Run, session: w.Session, pending: map[string]bool{}}).wait(conn, br)
+		return (&attached{paths: paths, name: name, run: w.Run, session: w.Session}).wait(conn, br)
 	}
 	fromPool := make(chan error, 1)
 	go func() {

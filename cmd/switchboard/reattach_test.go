@@ -16,9 +16,11 @@ import (
 // A client connected through `switchboard connect`, calling every 100 ms,
 // keeps its session when the pool is SIGKILLed and started again: no new
 // handshake and no closed pipe; the call that was running in the child at
-// the kill gets the at-most-once error (mayHaveExecuted) within 2 s of the
-// new pool's start; every call gets an answer; later calls succeed; status
-// shows the session as reattached.
+// the kill (and recorded by the history, which writes every 50 ms) gets
+// the at-most-once error (mayHaveExecuted) within 2 s of the new pool's
+// start; every call gets an answer; later calls succeed; status shows the
+// session as reattached. The calls pause around the kill: one taken in the
+// history's last 50 ms would be lost (README, Sessions survive the pool).
 func TestSessionSurvivesPoolKill(t *testing.T) {
 	config := fakeConfig(t)
 	config = strings.TrimSuffix(config, "}") + `,"autostart":{"fromClients":false}}` // the test starts the pool again
@@ -60,11 +62,12 @@ func TestSessionSurvivesPoolKill(t *testing.T) {
 		return a, ok
 	}
 
-	// Calls every 100 ms, all through the restart.
+	// Calls every 100 ms, before and after the restart.
 	stop := make(chan struct{})
 	sent := make(chan int, 1)
+	var pause sync.Mutex // held around the kill
+	n := 0
 	go func() {
-		n := 0
 		defer func() { sent <- n }()
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
@@ -73,7 +76,9 @@ func TestSessionSurvivesPoolKill(t *testing.T) {
 			case <-stop:
 				return
 			case <-tick.C:
+				pause.Lock()
 				n++
+				pause.Unlock()
 				s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"call %d"}}}`, n, n))
 			}
 		}
@@ -88,6 +93,20 @@ func TestSessionSurvivesPoolKill(t *testing.T) {
 		}
 		return false
 	})
+	pause.Lock()
+	waitFor(t, "the history to record the calls so far", func() bool {
+		out, err := first.run("history", "--json", "--limit", "1000")
+		var rows []struct{ Name, OriginalID string }
+		if err != nil || json.Unmarshal([]byte(out), &rows) != nil {
+			return false
+		}
+		slow, last := false, n == 0
+		for _, r := range rows {
+			slow = slow || r.Name == "sleep_echo"
+			last = last || r.OriginalID == fmt.Sprint(n)
+		}
+		return slow && last
+	})
 	if err := first.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +115,7 @@ func TestSessionSurvivesPoolKill(t *testing.T) {
 
 	started := time.Now()
 	second := serveHome(t, home)
+	pause.Unlock()
 	waitFor(t, "the slow call's at-most-once error", func() bool { _, ok := got(`"slow"`); return ok })
 	slow, _ := got(`"slow"`)
 	if !strings.Contains(slow.line, `"mayHaveExecuted":true`) {
@@ -115,7 +135,7 @@ func TestSessionSurvivesPoolKill(t *testing.T) {
 		return len(answers) >= mark+5
 	})
 	close(stop)
-	n := <-sent
+	n = <-sent
 	waitFor(t, "an answer to every call", func() bool {
 		for i := 1; i <= n; i++ {
 			if _, ok := got(fmt.Sprint(i)); !ok {

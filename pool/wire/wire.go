@@ -13,7 +13,7 @@ type Hello struct {
 	// Attach says the hello comes with two file descriptors (SCM_RIGHTS):
 	// the shim's stdin and stdout, its client's pipes. The pool then reads
 	// and writes them itself, and the shim only waits: no relay hop each
-	// way, no copy; the shim only reads the pool's short State lines.
+	// way, no copy, no CPU in the shim.
 	Attach bool `json:"attach,omitempty"`
 	// Resume, set when the pool this shim was attached to went away,
 	// names the session the client still has, so that the new pool takes
@@ -32,23 +32,12 @@ type Resume struct {
 	// 2025 client), from the earlier pool's State line; absent for a
 	// stateless 2026-07-28 client.
 	Initialize []byte `json:"initialize,omitempty"`
-	// Pending are the ids (as JSON) of the client's requests the earlier
-	// pool took and did not answer, by the shim's count of State lines.
-	Pending []string `json:"pending,omitempty"`
 }
 
 // State is a line the pool sends an attached shim while the session
 // runs: what the shim must keep to resume the session with another pool.
-//
-// In is written before a request goes on to a child, Out after its answer
-// was written to the client: data written to a socket before its writer
-// dies is still read by the peer, so a pool killed at any moment leaves
-// the shim knowing every request it must still answer (at worst one that
-// was answered, whose second, error answer a client ignores).
 type State struct {
-	Initialize []byte   `json:"initialize,omitempty"`
-	In         string   `json:"in,omitempty"`
-	Out        []string `json:"out,omitempty"`
+	Initialize []byte `json:"initialize,omitempty"`
 }
 
 // Welcome is the pool's one-line answer to a Hello. Error set means the
