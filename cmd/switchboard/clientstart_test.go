@@ -59,6 +59,21 @@ func coldShim(t *testing.T, home string) *shim {
 	return startShim(t, "fake", clientEnv(home))
 }
 
+// killTheOnlyPool SIGKILLs the one pool serving home, waits for it to
+// die, and returns the pools there were (that one).
+func killTheOnlyPool(t *testing.T, home string) []int {
+	t.Helper()
+	pools := poolsOf(home)
+	if len(pools) != 1 {
+		t.Fatalf("pools: %v", pools)
+	}
+	if err := syscall.Kill(pools[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the killed pool to die", func() bool { return !alive(pools[0]) })
+	return pools
+}
+
 // poolsOf lists the live `switchboard serve` processes serving home (not
 // zombies: a killed orphan stays one on machines whose init does not reap).
 func poolsOf(home string) []int {
@@ -152,14 +167,7 @@ func TestClientReplacesAKilledPool(t *testing.T) {
 	home := coldHome(t, `{"idleExit": "1m"}`)
 	first := coldShim(t, home)
 	first.initialize("first")
-	pools := poolsOf(home)
-	if len(pools) != 1 {
-		t.Fatalf("pools: %v", pools)
-	}
-	if err := syscall.Kill(pools[0], syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the killed pool to die", func() bool { return !alive(pools[0]) })
+	pools := killTheOnlyPool(t, home)
 	if _, err := os.Stat(filepath.Join(home, "run", "pool.sock")); err != nil {
 		t.Fatalf("the killed pool left no socket file to recover from: %v", err)
 	}

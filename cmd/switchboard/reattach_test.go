@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -190,14 +189,7 @@ func TestReattachStartsAPool(t *testing.T) {
 	home := coldHome(t, `{"idleExit": "1m"}`)
 	s := coldShim(t, home)
 	s.initialize("keeps-its-session")
-	pools := poolsOf(home)
-	if len(pools) != 1 {
-		t.Fatalf("pools: %v", pools)
-	}
-	if err := syscall.Kill(pools[0], syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the killed pool to die", func() bool { return !alive(pools[0]) })
+	pools := killTheOnlyPool(t, home)
 	start := time.Now()
 	s.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"same session"}}}`)
 	if got := toolText(s.recvID("7")); got != "same session" {
