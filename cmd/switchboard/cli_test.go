@@ -429,7 +429,7 @@ func TestServeSIGTERMStopsChildren(t *testing.T) {
 func TestServeSIGKILLLeavesNoChild(t *testing.T) {
 	dir := homeDir(t)
 	pidfile := filepath.Join(dir, "child.pid")
-	in := serve(t, fakeConfig(t, "-pidfile", pidfile))
+	in := serve(t, noClientStarts(fakeConfig(t, "-pidfile", pidfile)))
 	s := in.connect(t, "fake")
 	s.initialize("c")
 	child := readPID(t, pidfile)
@@ -439,6 +439,13 @@ func TestServeSIGKILLLeavesNoChild(t *testing.T) {
 	err := <-in.done
 	in.done <- err
 	waitFor(t, "the child to die with the pool", func() bool { return !alive(child) })
+}
+
+// noClientStarts turns autostart.fromClients off in a config: a test that
+// kills its pool while a connect is attached then gets no new pool from
+// that connect (it would reattach to one; see reattach_test.go).
+func noClientStarts(config string) string {
+	return strings.TrimSuffix(strings.TrimSpace(config), "}") + `, "autostart": {"fromClients": false}}`
 }
 
 func readPID(t *testing.T, path string) int {

@@ -45,7 +45,9 @@ func TestHangsShowsSleepingCall(t *testing.T) {
 	if out, err := exec.Command(sbBin, "hangs", "--help").CombinedOutput(); err != nil {
 		t.Skipf("this build has no `hangs` command yet (main.go does not wire it): %s", out)
 	}
-	in := serve(t, fakeConfig(t))
+	// Its connect must not start the next pool when this one is killed
+	// below (it would reattach): the database alone is asked then.
+	in := serve(t, noClientStarts(fakeConfig(t)))
 	s := in.connect(t, "fake")
 	s.initialize("claude-code")
 	s.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000}}}`)

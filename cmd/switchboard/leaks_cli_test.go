@@ -149,7 +149,7 @@ func TestLeaksAcrossRuns(t *testing.T) {
 		"fake": {"command": %q, "args": ["-pidfile", %q]},
 		"lingering": {"command": %q, "args": ["-startup-delay", "1h", "-pidfile", %q]}}}`,
 		fakeBin, childFile, fakeBin, orphanFile)
-	first := serve(t, config)
+	first := serve(t, noClientStarts(config))
 	home := first.home
 	s := first.connect(t, "fake")
 	s.initialize("c")
@@ -284,7 +284,7 @@ func TestLeaksAcrossRuns(t *testing.T) {
 func TestLeakedGrandchildFoundByMarker(t *testing.T) {
 	dir := homeDir(t)
 	gpFile := filepath.Join(dir, "grandchild.pid")
-	in := serve(t, fakeConfig(t, "-grandchild", "-grandchild-pidfile", gpFile))
+	in := serve(t, noClientStarts(fakeConfig(t, "-grandchild", "-grandchild-pidfile", gpFile)))
 	s := in.connect(t, "fake")
 	s.initialize("c")
 	gp := readPID(t, gpFile)
