@@ -81,9 +81,23 @@ func (lr *lineReader) readLine() ([]byte, error) {
 			lr.buf = append(lr.buf, frag...)
 			return lr.buf, nil
 		default:
+			// What was read before the error is kept: a session handed
+			// back to its shim gives it to the next pool (unread).
+			lr.buf = append(lr.buf, frag...)
 			return nil, err
 		}
 	}
+}
+
+// unread is what the reader took from its input and has not returned as
+// a line: a partial line and whatever is buffered after it.
+func (lr *lineReader) unread() []byte {
+	rest := append([]byte(nil), lr.buf...)
+	if n := lr.r.Buffered(); n > 0 {
+		b, _ := lr.r.Peek(n)
+		rest = append(rest, b...)
+	}
+	return rest
 }
 
 // skip discards the rest of an oversize line.

@@ -76,9 +76,17 @@ func (p *Pool) serveShim(conn net.Conn) {
 		return
 	}
 	var in, out *os.File
-	if hello.Attach && len(files) == 2 && len(rest) == 0 {
-		in, out = files[0], files[1]
-	} else {
+	var carried []byte // what the shim's earlier pool had read and not handled
+	if hello.Attach && len(files) == 2 {
+		if n := resumedBytes(hello); n > 0 {
+			carried, err = readCarried(conn, rest, n, p.opts.MaxMessageBytes)
+			rest = nil
+		}
+		if err == nil && len(rest) == 0 {
+			in, out = files[0], files[1]
+		}
+	}
+	if in == nil {
 		closeFiles(files)
 	}
 	// How the transport ends is set before the session is published: a
@@ -89,12 +97,15 @@ func (p *Pool) serveShim(conn net.Conn) {
 		closeConn = func(s *session) {
 			in.Close()
 			out.Close()
-			end := EndEOF
-			if s.closeReason != nil && !drained(s.closeReason) {
-				end = s.closeReason.Error()
+			bye := Farewell{End: EndEOF}
+			switch {
+			case errors.Is(s.closeReason, errHandedBack):
+				bye = Farewell{End: wire.EndPoolStopping, Pending: s.hb.pending}
+			case s.closeReason != nil && !drained(s.closeReason):
+				bye.End = s.closeReason.Error()
 			}
 			connMu.Lock()
-			writeLine(conn, Farewell{End: end})
+			writeLine(conn, bye)
 			connMu.Unlock()
 			conn.Close()
 		}
@@ -112,14 +123,16 @@ func (p *Pool) serveShim(conn net.Conn) {
 			return
 		}
 		p.wg.Go(func() { s.writeTo(conn) })
-		s.readFrom(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), conn), 64<<10), rawConn(conn))
+		s.readFrom(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), conn), 64<<10), rawConn(conn), nil)
 		return
 	}
 	// Attached: the client's pipes are the session's transport; the
 	// connection only tells each side when the other is gone, and the
 	// shim what it needs to resume the session with another pool.
+	hb := newHandBack(in)
 	s.mu.Lock()
 	s.attached = true
+	s.hb = hb
 	s.mu.Unlock()
 	s.keepState = func(st wire.State) {
 		connMu.Lock()
@@ -140,7 +153,37 @@ func (p *Pool) serveShim(conn net.Conn) {
 		_, _ = conn.Read(make([]byte, 1))
 		s.close(nil)
 	})
-	s.readFrom(bufio.NewReaderSize(in, 64<<10), rawConn(out))
+	var input io.Reader = in
+	if len(carried) > 0 {
+		input = io.MultiReader(bytes.NewReader(carried), in)
+	}
+	s.readFrom(bufio.NewReaderSize(input, 64<<10), rawConn(out), hb)
+}
+
+// resumedBytes is how many bytes of its earlier pool's unread input a
+// resuming shim sends after its hello.
+func resumedBytes(h Hello) int {
+	if h.Resume == nil || h.Resume.PendingBytes < 0 {
+		return 0
+	}
+	return h.Resume.PendingBytes
+}
+
+// readCarried reads the n bytes a resuming shim sends after its hello, of
+// which rest were read with the hello. They were one client's unhandled
+// input: at most one message and a buffer's worth more.
+func readCarried(conn net.Conn, rest []byte, n, maxMessage int) ([]byte, error) {
+	if n > maxMessage+1<<20 || len(rest) > n {
+		return nil, fmt.Errorf("carried input of %d bytes is more than a session can have left", n)
+	}
+	buf := make([]byte, n)
+	copy(buf, rest)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	defer conn.SetReadDeadline(time.Time{})
+	if _, err := io.ReadFull(conn, buf[len(rest):]); err != nil {
+		return nil, fmt.Errorf("read carried input: %w", err)
+	}
+	return buf, nil
 }
 
 // rawConn is c's descriptor for polling, or nil.
@@ -191,12 +234,16 @@ func closeFiles(files []*os.File) {
 
 // readFrom is the session's reader for a byte stream: one message per
 // line. It returns when the session ends; EOF is a half-close (halfclose.go)
-// and peer the output watched meanwhile.
-func (s *session) readFrom(r *bufio.Reader, peer syscall.RawConn) {
+// and peer the output watched meanwhile. hb, when set, can stop it for a
+// hand-back (handback.go).
+func (s *session) readFrom(r *bufio.Reader, peer syscall.RawConn, hb *handBack) {
 	lr := &lineReader{r: r, max: s.p.opts.MaxMessageBytes, onRelease: s.p.releasedLarge}
 	for {
 		line, err := lr.next()
 		if err != nil {
+			if hb.stopped(lr, s) {
+				return // the pool is stopping; the session goes back to its shim
+			}
 			var tl *tooLongError
 			if errors.As(err, &tl) && err == error(tl) {
 				s.p.parseErrors.Add(1)
@@ -266,7 +313,11 @@ func (s *session) flushQueued(conn deadlineWriter, bw *bufio.Writer) {
 		}
 		break
 	}
-	_ = conn.SetWriteDeadline(time.Now().Add(s.p.opts.EvictAfter))
+	wait := s.p.opts.EvictAfter
+	if isClosed(s.p.closing) {
+		wait = min(wait, s.p.opts.StopGrace) // the pool is stopping: no client holds it up
+	}
+	_ = conn.SetWriteDeadline(time.Now().Add(wait))
 	_ = bw.Flush()
 }
 

@@ -56,5 +56,8 @@ func (s *session) watchPeer(peer syscall.RawConn) {
 }
 
 // drained reports whether close should leave the transport to the writer,
-// which first writes out what is queued (a half-close), then closes it.
-func drained(reason error) bool { return errors.Is(reason, errInputClosed) }
+// which first writes out what is queued (a half-close, a hand-back), then
+// closes it.
+func drained(reason error) bool {
+	return errors.Is(reason, errInputClosed) || errors.Is(reason, errHandedBack)
+}

@@ -41,6 +41,10 @@ type Options struct {
 	// EvictAfter evicts a session whose client has not accepted a write for
 	// this long. Default 30 s.
 	EvictAfter time.Duration
+	// StopGrace is how long a stopping pool lets the requests in flight of
+	// the sessions it hands back to their shims finish, and their answers
+	// be written. Default DefaultStopGrace.
+	StopGrace time.Duration
 	// HandshakeTimeout bounds a child's answer to server/discover or
 	// initialize. Default 60 s (npx may download the server first).
 	HandshakeTimeout time.Duration
@@ -125,6 +129,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.EvictAfter <= 0 {
 		r.EvictAfter = 30 * time.Second
+	}
+	if r.StopGrace <= 0 {
+		r.StopGrace = DefaultStopGrace
 	}
 	if r.HandshakeTimeout <= 0 {
 		r.HandshakeTimeout = 60 * time.Second
@@ -344,7 +351,7 @@ func (p *Pool) Close() error {
 	}
 	p.mu.Unlock()
 
-	for _, s := range sessions {
+	for _, s := range p.handBackSessions(sessions, p.opts.StopGrace) {
 		s.close(errPoolClosing)
 	}
 	var wg sync.WaitGroup

@@ -32,6 +32,7 @@ type session struct {
 	connOnce  sync.Once
 	closeConn func(*session)            // ends the transport; given to newSession by the front door; call closeTransport
 	attached  bool                      // the transport is the client's own pipes; set by the front door
+	hb        *handBack                 // how an attached session goes back to its shim; set with attached, under mu
 	keepState func(wire.State)          // tells an attached shim what to keep for a resume; set before the reader starts
 	resumed   string                    // "run R session S" a reattached client came from; guarded by mu
 	part      atomic.Pointer[partition] // the roots partition its requests go to (server.backendFor)

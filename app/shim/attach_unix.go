@@ -47,3 +47,11 @@ func clientGone() bool {
 	n, err := unix.Poll(fds, 0)
 	return err == nil && n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0
 }
+
+// clientWaiting reports whether the client has sent something (or closed
+// its end) that no pool has read yet: our fd 0 polls readable.
+func clientWaiting() bool {
+	fds := []unix.PollFd{{Fd: 0, Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
+}

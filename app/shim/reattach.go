@@ -17,18 +17,24 @@ import (
 
 // attached is the shim of a session whose client pipes the pool holds. Its
 // whole job is to wait for the session to end, and to outlive the pool:
-// when the pool goes away without a Farewell (it was quit, killed or is
-// being upgraded), the shim still has its copies of the client's pipes. It
-// waits for a new pool (starting one when clients may), hands the pipes
-// over again with the session's identity and its initialize, and goes on
-// waiting. The client sees no
-// closed pipe and no new handshake.
+// when the pool goes away (it was killed, or it stopped on purpose and
+// handed the session back with a "pool-stopping" Farewell), the shim still
+// has its copies of the client's pipes. It waits for a new pool, hands the
+// pipes over again with the session's identity, its initialize and the
+// input the last pool had read and not handled, and goes on waiting. The
+// client sees no closed pipe and no new handshake.
+//
+// After a crash the shim starts a new pool at once (when clients may start
+// one): the client is owed answers. After a planned stop it starts one only
+// when the client sends something: a pool the user quit stays quit until
+// it is needed, and an upgraded or restarted one is found when it listens.
 type attached struct {
 	paths   home.Paths
 	name    string
 	run     string
 	session string
 	init    []byte // the client's initialize params, from a State line
+	pending []byte // the client's input the last pool handed back unread
 }
 
 var errClientGone = errors.New("the client went away")
@@ -41,7 +47,7 @@ func (a *attached) wait(conn net.Conn, br *bufio.Reader) error {
 		line, err := br.ReadBytes('\n')
 		if err != nil {
 			conn.Close()
-			if conn, br, err = a.reattach(); err != nil {
+			if conn, br, err = a.reattach(false); err != nil {
 				if errors.Is(err, errClientGone) {
 					return nil // nothing left to keep
 				}
@@ -50,13 +56,23 @@ func (a *attached) wait(conn net.Conn, br *bufio.Reader) error {
 			continue
 		}
 		var msg struct {
-			End *string `json:"end"`
+			End     *string `json:"end"`
+			Pending []byte  `json:"pending"`
 			wire.State
 		}
 		if err := json.Unmarshal(line, &msg); err != nil {
 			return fmt.Errorf("the pool said something unexpected: %q", line)
 		}
 		switch {
+		case msg.End != nil && *msg.End == wire.EndPoolStopping:
+			conn.Close()
+			a.pending = msg.Pending
+			if conn, br, err = a.reattach(true); err != nil {
+				if errors.Is(err, errClientGone) {
+					return nil
+				}
+				return err
+			}
 		case msg.End != nil:
 			conn.Close()
 			if *msg.End != wire.EndEOF {
@@ -71,8 +87,10 @@ func (a *attached) wait(conn net.Conn, br *bufio.Reader) error {
 
 // reattach waits for a pool and hands it the session. It gives up only
 // when the client is gone (nothing to keep) or a pool refuses the session
-// (its server was removed from the config meanwhile).
-func (a *attached) reattach() (net.Conn, *bufio.Reader, error) {
+// (its server was removed from the config meanwhile). planned says the
+// last pool stopped on purpose: a new one is started only for a client
+// that sends something.
+func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 	sock := a.paths.PoolSocket()
 	dial := func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) }
 	mayStart := true
@@ -81,7 +99,7 @@ func (a *attached) reattach() (net.Conn, *bufio.Reader, error) {
 			return nil, nil, errClientGone
 		}
 		conn, err := dial()
-		if err != nil && mayStart {
+		if err != nil && mayStart && (!planned || len(a.pending) > 0 || clientWaiting()) {
 			conn, err = launch.Ensure(a.paths, dial)
 			if errors.Is(err, launch.ErrDisabled) {
 				mayStart = false // wait for the user to start it
@@ -92,8 +110,12 @@ func (a *attached) reattach() (net.Conn, *bufio.Reader, error) {
 			continue
 		}
 		hello, _ := json.Marshal(wire.Hello{Server: a.name, PID: os.Getpid(), Attach: true,
-			Resume: &wire.Resume{Run: a.run, Session: a.session, Initialize: a.init}})
-		if err := writeHello(conn, append(hello, '\n'), true); err != nil {
+			Resume: &wire.Resume{Run: a.run, Session: a.session, Initialize: a.init, PendingBytes: len(a.pending)}})
+		err = writeHello(conn, append(hello, '\n'), true)
+		if err == nil && len(a.pending) > 0 {
+			_, err = conn.Write(a.pending)
+		}
+		if err != nil {
 			conn.Close()
 			time.Sleep(reattachPoll)
 			continue
@@ -116,6 +138,7 @@ func (a *attached) reattach() (net.Conn, *bufio.Reader, error) {
 			return nil, nil, fmt.Errorf("the restarted pool did not take the session back: %s", w.Error)
 		}
 		a.run, a.session = w.Run, w.Session
+		a.pending = nil
 		return conn, br, nil
 	}
 }

@@ -6,11 +6,70 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// answerLog is what a client read from its stdout: each answer by id,
+// with when it came.
+type answerLog struct {
+	mu   sync.Mutex
+	byID map[string]answer
+	done chan error // the client's stdout ended
+}
+
+type answer struct {
+	at   time.Time
+	line string
+}
+
+// readAnswers reads the shim's output until it ends.
+func readAnswers(s *shim) *answerLog {
+	a := &answerLog{byID: map[string]answer{}, done: make(chan error, 1)}
+	go a.read(s.out)
+	return a
+}
+
+func (a *answerLog) read(out io.Reader) {
+	r := bufio.NewReader(out)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			a.done <- err
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.Method == "" {
+			a.mu.Lock()
+			if _, dup := a.byID[string(m.ID)]; dup {
+				line = "DUPLICATE " + line
+			}
+			a.byID[string(m.ID)] = answer{time.Now(), line}
+			a.mu.Unlock()
+		}
+	}
+}
+
+func (a *answerLog) get(id string) (answer, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ans, ok := a.byID[id]
+	return ans, ok
+}
+
+func (a *answerLog) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.byID)
+}
 
 // A client connected through `switchboard connect`, calling every 100 ms,
 // keeps its session when the pool is SIGKILLed and started again: no new
@@ -28,38 +87,8 @@ func TestSessionSurvivesPoolKill(t *testing.T) {
 	s := first.connect(t, "fake")
 	s.initialize("survivor")
 
-	type answer struct {
-		at   time.Time
-		line string
-	}
-	var mu sync.Mutex
-	answers := map[string]answer{}
-	readerDone := make(chan error, 1)
-	go func() {
-		r := bufio.NewReader(s.out)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				readerDone <- err
-				return
-			}
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			if json.Unmarshal([]byte(line), &m) == nil && m.Method == "" {
-				mu.Lock()
-				answers[string(m.ID)] = answer{time.Now(), line}
-				mu.Unlock()
-			}
-		}
-	}()
-	got := func(id string) (answer, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		a, ok := answers[id]
-		return a, ok
-	}
+	answers := readAnswers(s)
+	got := answers.get
 
 	// Calls every 100 ms, before and after the restart.
 	stop := make(chan struct{})
@@ -125,14 +154,8 @@ func TestSessionSurvivesPoolKill(t *testing.T) {
 	}
 
 	// Calls after the restart succeed, without a new initialize.
-	mu.Lock()
-	mark := len(answers)
-	mu.Unlock()
-	waitFor(t, "calls answered by the new pool", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(answers) >= mark+5
-	})
+	mark := answers.count()
+	waitFor(t, "calls answered by the new pool", func() bool { return answers.count() >= mark+5 })
 	close(stop)
 	n = <-sent
 	waitFor(t, "an answer to every call", func() bool {
@@ -163,7 +186,7 @@ func TestSessionSurvivesPoolKill(t *testing.T) {
 		n, ok, failed, slow.at.Sub(started).Round(time.Millisecond))
 
 	select {
-	case err := <-readerDone:
+	case err := <-answers.done:
 		t.Fatalf("the client's stdout closed: %v", err)
 	case err := <-s.done:
 		t.Fatalf("connect exited: %v (stderr: %s)", err, s.errb.String())
@@ -200,4 +223,142 @@ func TestReattachStartsAPool(t *testing.T) {
 		t.Fatalf("pools after the reattach: %v (killed: %d)", now, pools[0])
 	}
 	t.Logf("the shim started pool %d and the call was answered %s after the kill", now[0], time.Since(start).Round(time.Millisecond))
+}
+
+// A pool stopped on purpose (SIGTERM, as Quit, a restart or a package
+// upgrade stop it) hands its attached sessions back: a client calling
+// every 100 ms sees no closed pipe and no new handshake; the call running
+// in the child at the stop is answered by the stopping pool with the
+// at-most-once error; calls sent while no pool runs wait in the client's
+// pipe and are answered by the next pool; no call is answered twice.
+func TestSessionSurvivesPoolStop(t *testing.T) {
+	first := serve(t, noClientStarts(fakeConfig(t)))
+	s := first.connect(t, "fake")
+	s.initialize("survivor")
+	answers := readAnswers(s)
+
+	stop := make(chan struct{})
+	sent := make(chan int, 1)
+	var sending sync.Mutex // a line is written whole
+	var calls atomic.Int64
+	go func() {
+		n := 0
+		defer func() { sent <- n }()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				sending.Lock()
+				n++
+				s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"call %d"}}}`, n, n))
+				calls.Store(int64(n))
+				sending.Unlock()
+			}
+		}
+	}()
+	s.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":30000,"text":"never"}}}`)
+	waitFor(t, "the slow call to reach the child", func() bool {
+		for _, r := range first.status().InFlight {
+			if r.Name == "sleep_echo" && r.WrittenToChild {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "calls answered before the stop", func() bool { _, ok := answers.get("3"); return ok })
+	// Half a call is in the pool's input buffer at the stop: the pool hands
+	// it back, the next pool reads the rest.
+	sending.Lock()
+	if _, err := io.WriteString(s.stdin, `{"jsonrpc":"2.0","id":"half","method":"tools/call",`); err != nil {
+		t.Fatal(err)
+	}
+	first.status() // a round trip: the pool's reader has taken the half line meanwhile
+	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := <-first.done
+	first.done <- err
+	if log := first.log.String(); !strings.Contains(log, "session handed back to its shim") || strings.Contains(log, "unread=0 ") {
+		t.Errorf("the pool did not hand back the half line it had read:\n%s", log)
+	}
+	s.send(`"params":{"name":"echo","arguments":{"text":"whole"}}}`)
+	sending.Unlock()
+	waitFor(t, "the slow call's answer from the stopping pool", func() bool { _, ok := answers.get(`"slow"`); return ok })
+	if slow, _ := answers.get(`"slow"`); !strings.Contains(slow.line, `"mayHaveExecuted":true`) {
+		t.Errorf("the call running at the stop was answered %s", slow.line)
+	}
+	// Calls go on being sent while no pool runs; the next one answers them.
+	mark := answers.count()
+	before := calls.Load()
+	waitFor(t, "calls sent while no pool runs", func() bool { return calls.Load() >= before+3 })
+	second := serveHome(t, first.home)
+	waitFor(t, "calls answered by the next pool", func() bool { return answers.count() >= mark+5 })
+	close(stop)
+	n := <-sent
+	waitFor(t, "an answer to every call", func() bool {
+		for i := 1; i <= n; i++ {
+			if _, ok := answers.get(fmt.Sprint(i)); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	waitFor(t, "the call split across the stop", func() bool { _, ok := answers.get(`"half"`); return ok })
+	if a, _ := answers.get(`"half"`); !strings.Contains(a.line, `"text":"whole"`) {
+		t.Errorf("the call split across the stop: %s", a.line)
+	}
+	for i := 1; i <= n; i++ {
+		if a, _ := answers.get(fmt.Sprint(i)); !strings.Contains(a.line, fmt.Sprintf(`"text":"call %d"`, i)) ||
+			strings.HasPrefix(a.line, "DUPLICATE") {
+			t.Errorf("call %d: %s", i, a.line)
+		}
+	}
+	select {
+	case err := <-answers.done:
+		t.Fatalf("the client's stdout closed: %v", err)
+	case err := <-s.done:
+		t.Fatalf("connect exited: %v (stderr: %s)", err, s.errb.String())
+	default:
+	}
+	st := second.status()
+	if len(st.Sessions) != 1 || st.Sessions[0].ClientName != "survivor" {
+		t.Errorf("sessions after the restart: %+v", st.Sessions)
+	}
+	t.Logf("%d calls, every one answered once and ok across the stop", n)
+}
+
+// A pool the user stopped stays stopped while its clients are quiet, even
+// where clients may start one; the client's next call starts it, in the
+// same session.
+func TestStoppedPoolStartsOnTheNextCall(t *testing.T) {
+	home := coldHome(t, `{"idleExit": "1m"}`)
+	s := coldShim(t, home)
+	s.initialize("patient")
+	pools := poolsOf(home)
+	if len(pools) != 1 {
+		t.Fatalf("pools: %v", pools)
+	}
+	if err := syscall.Kill(pools[0], syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the stopped pool to exit", func() bool { return !alive(pools[0]) })
+	// An observation window, not a synchronisation: a shim that started a
+	// pool without being asked to does so within its first polls (100 ms).
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for end := time.Now().Add(time.Second); time.Now().Before(end); <-tick.C {
+		if now := poolsOf(home); len(now) != 0 {
+			t.Fatalf("a pool started with no call: %v", now)
+		}
+	}
+	s.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"text":"wakes it"}}}`)
+	if got := toolText(s.recvID("9")); got != "wakes it" {
+		t.Fatalf("the call after the stop: %q", got)
+	}
+	if now := poolsOf(home); len(now) != 1 || now[0] == pools[0] {
+		t.Fatalf("pools after the call: %v", now)
+	}
 }

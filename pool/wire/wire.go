@@ -32,6 +32,10 @@ type Resume struct {
 	// 2025 client), from the earlier pool's State line; absent for a
 	// stateless 2026-07-28 client.
 	Initialize []byte `json:"initialize,omitempty"`
+	// PendingBytes is the length of the raw bytes that follow the hello
+	// line: the Farewell's Pending, the client's input the earlier pool
+	// had read and not handled, to be read before the client's pipe.
+	PendingBytes int `json:"pendingBytes,omitempty"`
 }
 
 // State is a line the pool sends an attached shim while the session
@@ -57,7 +61,16 @@ type Welcome struct {
 // the connection closes means the pool went away.
 type Farewell struct {
 	End string `json:"end"`
+	// Pending, with EndPoolStopping, is the client's input the pool had
+	// read and not handled when it stopped.
+	Pending []byte `json:"pending,omitempty"`
 }
 
 // EndEOF is a Farewell for a session whose client closed its input.
 const EndEOF = "eof"
+
+// EndPoolStopping is a Farewell of a pool that stops on purpose (quit,
+// restart, upgrade) and hands the session back: the shim keeps the
+// client and resumes the session with the next pool. Everything the
+// client was owed has been answered.
+const EndPoolStopping = "pool-stopping"

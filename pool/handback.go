@@ -1,0 +1,155 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
+
+// Hand-back: when the pool stops on purpose (Quit, SIGTERM, an upgrade),
+// an attached session is not ended but handed back to its shim, which
+// still holds the client's pipes and resumes the session with the next
+// pool (wire.Resume). Nothing the client sent is lost and nothing it waits
+// for is left unanswered:
+//
+//   - the reader stops at once, and what it had read but not handled (a
+//     partial line, buffered lines, lines held for a roots answer) goes
+//     back to the shim with the Farewell, for the next pool to read first;
+//   - what is in flight gets StopGrace to be answered, and the answers are
+//     written out;
+//   - what is still in flight then is answered with the at-most-once
+//     error (mayHaveExecuted when it had reached a child) before the
+//     Farewell, so the next pool's history lookup finds nothing owed.
+
+// errHandedBack ends a session that its shim takes to the next pool.
+var errHandedBack = errors.New("switchboard is restarting; the session continues with the next pool")
+
+// DefaultStopGrace is how long a stopping pool lets the requests in flight
+// of handed-back sessions finish.
+const DefaultStopGrace = 3 * time.Second
+
+// handBack is an attached session's way back to its shim. The front door
+// creates it; the pool's stop pauses the reader through it.
+type handBack struct {
+	in      *os.File    // the client's input, to wake the reader with a deadline
+	pausing atomic.Bool // set once by pause; the reader returns at its next read
+	rest    chan []byte // cap 1: the reader's unhandled bytes, sent when it stops on pause
+	pending []byte      // what the Farewell carries; written before close, read by closeConn
+}
+
+func newHandBack(in *os.File) *handBack {
+	return &handBack{in: in, rest: make(chan []byte, 1)}
+}
+
+// stopped reports whether the reader, whose read just failed, stopped for
+// a pause; it then hands over what it had read and not handled.
+func (hb *handBack) stopped(lr *lineReader, s *session) bool {
+	if hb == nil || !hb.pausing.Load() {
+		return false
+	}
+	s.mu.Lock()
+	held := s.held
+	s.held = nil
+	s.mu.Unlock()
+	var rest []byte
+	for _, line := range held {
+		rest = append(append(rest, line...), '\n')
+	}
+	hb.rest <- append(rest, lr.unread()...)
+	return true
+}
+
+// handBackSessions hands back every attached session of sessions, waiting
+// at most grace for what they have in flight. It returns the sessions it
+// did not hand back (no shim to take them).
+func (p *Pool) handBackSessions(sessions []*session, grace time.Duration) (others []*session) {
+	deadline := time.Now().Add(grace)
+	var handed []*session
+	for _, s := range sessions {
+		s.mu.Lock()
+		hb := s.hb
+		s.mu.Unlock()
+		if hb == nil || !hb.pausing.CompareAndSwap(false, true) || !s.alive() {
+			others = append(others, s)
+			continue
+		}
+		_ = hb.in.SetReadDeadline(time.Now()) // wakes the reader
+		handed = append(handed, s)
+	}
+	for _, s := range handed {
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case s.hb.pending = <-s.hb.rest:
+		case <-s.closed:
+		case <-t.C: // its reader is busy; it gives up what it read when it returns
+		}
+		t.Stop()
+	}
+	for _, s := range handed {
+		s.waitIdle(deadline)
+	}
+	for _, s := range handed {
+		s.mu.Lock()
+		left := make([]*pending, 0, len(s.inflight))
+		for _, pr := range s.inflight {
+			left = append(left, pr)
+		}
+		s.mu.Unlock()
+		for _, pr := range left {
+			pr.b.abandon(pr)
+		}
+		s.p.log.Info("session handed back to its shim", "session", s.id, "server", s.srv.name,
+			"unread", len(s.hb.pending), "abandoned", len(left))
+		s.close(errHandedBack)
+	}
+	return others
+}
+
+// waitIdle waits until the session has nothing in flight, it closes, or
+// the deadline passes.
+func (s *session) waitIdle(deadline time.Time) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		busy := len(s.inflight) > 0
+		if busy && s.quiet == nil {
+			s.quiet = make(chan struct{})
+		}
+		q := s.quiet
+		s.mu.Unlock()
+		if !busy {
+			return
+		}
+		select {
+		case <-q:
+		case <-s.closed:
+			return
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// abandon answers p for a pool that stops before its child answered: the
+// client gets the at-most-once error, the child a cancellation if it saw
+// the request.
+func (b *backend) abandon(p *pending) {
+	won, written := b.end(p)
+	if !won {
+		return
+	}
+	if written {
+		b.cancelAtChild(p, "switchboard is restarting")
+	}
+	msg := fmt.Sprintf("Switchboard restarted while %s was in flight on server %q; it was not re-sent because it may have executed", p.method, b.srv.name)
+	if !written {
+		msg = fmt.Sprintf("Switchboard restarted before %s reached server %q; it did not run, send it again", p.method, b.srv.name)
+	}
+	b.finishWithError(p, &jsonrpc.Error{Code: jsonrpc.CodeBackendDied, Message: msg,
+		Data: map[string]any{"retryable": true, "mayHaveExecuted": written, "server": b.srv.name}}, written, StatusFailed)
+}
