@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/app/config"
 	"github.com/switchboard-mcp/switchboard/app/flock"
+	"github.com/switchboard-mcp/switchboard/app/mainthread"
 	"github.com/switchboard-mcp/switchboard/app/leaks"
 	"github.com/switchboard-mcp/switchboard/app/localsock"
 	"github.com/switchboard-mcp/switchboard/app/version"
@@ -36,6 +37,8 @@ type Options struct {
 	// the config's autostart.idleExit: how a pool that a client started
 	// ends when the user's clients are gone.
 	ExitWhenIdle bool
+
+	startOn pool.StartOn // where children are forked: the main thread, when Serve or RunTray has it
 }
 
 // Instance is a running pool with its front doors and control API. The UI
@@ -54,18 +57,45 @@ type Instance struct {
 	cfg          *config.File
 	configErr    error
 	httpAddr     string // the HTTP front door's bound address, once listening
+	stopRun      func() // ends Run; nil before Run and once it is ending
+	upgrade      *upgradePlan
+
+	startOn  pool.StartOn  // Options.startOn: set, children can be carried over an upgrade
+	upgraded *UpgradeInfo  // what this program took over from the one it upgraded; nil if none
+	carried  *pool.Carried // what Run's end handed over, for ExecUpgrade
 }
 
 // ErrAlreadyRunning means another instance owns this SWITCHBOARD_HOME.
 var ErrAlreadyRunning = errors.New("switchboard is already running")
 
-// Serve runs the pool headless until ctx ends: `switchboard serve`.
+// Serve runs the pool headless until ctx ends: `switchboard serve`. Called
+// on the main thread (main's goroutine), it forks the children there, so
+// that an upgrade keeps them (mainthread), and execs the upgrade there.
 func Serve(ctx context.Context, opts Options) error {
+	onMain := mainthread.IsMain()
+	if onMain {
+		opts.startOn = mainthread.Do
+	}
 	inst, err := Start(opts)
 	if err != nil {
 		return err
 	}
-	return inst.Run(ctx)
+	if !onMain {
+		if err := inst.Run(ctx); err != nil {
+			return err
+		}
+		return inst.ExecUpgrade()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err = inst.Run(ctx)
+	}()
+	mainthread.Serve(done)
+	if err != nil {
+		return err
+	}
+	return inst.ExecUpgrade()
 }
 
 // Start loads the config and prepares the pool, without serving yet.
@@ -78,15 +108,23 @@ func Start(opts Options) (*Instance, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	inst := &Instance{Paths: paths, log: log, configPath: paths.Config, exitWhenIdle: opts.ExitWhenIdle}
+	inst := &Instance{Paths: paths, log: log, configPath: paths.Config, exitWhenIdle: opts.ExitWhenIdle, startOn: opts.startOn}
 	if opts.ConfigPath != "" {
 		inst.configPath = opts.ConfigPath
 	}
 	if err := paths.EnsureRunDir(); err != nil {
 		return nil, err
 	}
-	if inst.lock, err = lockInstance(paths); err != nil {
-		return nil, err
+	handover, lock := takeHandover(paths, log)
+	if inst.lock = lock; lock == nil {
+		if inst.lock, err = lockInstance(paths); err != nil {
+			return nil, err
+		}
+	}
+	var carried *pool.Carried
+	if handover != nil {
+		carried = handover.Carried
+		inst.upgraded = &UpgradeInfo{From: handover.From, At: time.Now(), CarriedChildren: []int{}}
 	}
 	if err := writeStarterConfig(inst.configPath, opts.ConfigPath == ""); err != nil {
 		inst.lock.Unlock()
@@ -128,6 +166,8 @@ func Start(opts Options) (*Instance, error) {
 		CapturePayloads:    inst.history.captureBytes(),
 		HTTPToken:          inst.currentToken,
 		HTTPAllowedOrigins: cfg.HTTP.AllowedOrigins, // applies from the next start
+		StartOn:            opts.startOn,
+		Carried:            carried,
 	})
 	servers, _ := cfg.PoolServers(os.LookupEnv)
 	if err := inst.Pool.Apply(withResolvers(servers, cfg)); err != nil {
@@ -135,6 +175,14 @@ func Start(opts Options) (*Instance, error) {
 		inst.history.close()
 		inst.lock.Unlock()
 		return nil, err
+	}
+	if inst.upgraded != nil {
+		for _, b := range inst.Pool.Snapshot().Backends {
+			if b.CarriedOver {
+				inst.upgraded.CarriedChildren = append(inst.upgraded.CarriedChildren, b.PID)
+			}
+		}
+		log.Info("upgraded in place", "from", handover.From.Version, "carriedChildren", inst.upgraded.CarriedChildren)
 	}
 	if remote := cfg.Remote(); len(remote) > 0 {
 		log.Warn("remote (URL) servers are not pooled; connect to them directly", "servers", remote)
@@ -194,6 +242,9 @@ func (inst *Instance) Run(ctx context.Context) error {
 	defer inst.lock.Unlock()
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	inst.mu.Lock()
+	inst.stopRun = stop
+	inst.mu.Unlock()
 	poolLn, err := localsock.Listen(inst.Paths.PoolSocket())
 	if err != nil {
 		inst.Pool.Close()
@@ -261,12 +312,15 @@ func (inst *Instance) Run(ctx context.Context) error {
 	})
 	g.Go(func() error {
 		<-gctx.Done()
+		inst.mu.Lock()
+		inst.stopRun = nil // no upgrade begins now
+		inst.mu.Unlock()
 		inst.log.Info("shutting down")
 		poolLn.Close()
 		shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = ctl.Shutdown(shutCtx)
-		err := inst.Pool.Close() // ends every session, HTTP streams included
+		err := inst.stopPool() // ends every session, HTTP streams included; hands children over for an upgrade
 		if front != nil {
 			_ = front.Shutdown(shutCtx)
 			front.Close()

@@ -23,6 +23,8 @@ type Status struct {
 	Counters    pool.Counters      `json:"counters"`
 	History     HistoryStatus      `json:"history"`
 	HTTP        *HTTPStatus        `json:"http,omitempty"` // the HTTP front door, when it listens
+	// Upgrade is set in a program that upgraded an earlier one in place.
+	Upgrade *UpgradeInfo `json:"upgrade,omitempty"`
 }
 
 // Status builds the status from a fresh snapshot.
@@ -37,6 +39,7 @@ func (inst *Instance) Status() Status {
 		msg := err.Error()
 		st.ConfigError = &msg
 	}
+	st.Upgrade = inst.upgraded
 	inst.mu.Lock()
 	if inst.httpAddr != "" {
 		st.HTTP = &HTTPStatus{Listen: inst.httpAddr, URL: "http://" + inst.httpAddr + "/mcp/NAME"}
@@ -59,6 +62,7 @@ func (inst *Instance) controlHandler() http.Handler {
 	mux.HandleFunc("POST /v1/http-token/rotate", inst.handleRotateToken)
 	mux.HandleFunc("POST /v1/restart", inst.handleServerAction(inst.Pool.Restart))
 	mux.HandleFunc("POST /v1/stop", inst.handleServerAction(inst.Pool.Stop))
+	mux.HandleFunc("POST /v1/upgrade", inst.handleUpgrade)
 	return mux
 }
 

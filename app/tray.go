@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
 
+	"github.com/switchboard-mcp/switchboard/app/mainthread"
 	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
 	"github.com/switchboard-mcp/switchboard/store"
@@ -46,6 +47,17 @@ func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 		return nil
 	}
 
+	if mainthread.IsMain() {
+		// Children are forked by fyne's event loop, on the main thread, so
+		// that an upgrade, exec'd from here, keeps them (mainthread).
+		opts.startOn = func(start func()) {
+			if fyne.CurrentApp() == nil {
+				start() // before the app exists: inline (such a child would not outlive an upgrade)
+				return
+			}
+			fyne.DoAndWait(start)
+		}
+	}
 	inst, err := Start(opts)
 	if err != nil {
 		return err
@@ -80,7 +92,10 @@ func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 	stop()
 	err = <-served
 	u.Wait()
-	return err
+	if err != nil {
+		return err
+	}
+	return inst.ExecUpgrade()
 }
 
 // trayController is ui.Controller over a running instance: the UI acts

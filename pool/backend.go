@@ -1,8 +1,10 @@
 package pool
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -38,6 +40,13 @@ type backend struct {
 	restartQ chan struct{} // cap 1: the user asked for a restart
 	done     chan struct{} // closed when supervise returns
 	stopOnce sync.Once
+	detachQ  chan struct{} // closed by carry: supervise returns and leaves the child running
+
+	// A child an earlier pool handed over, and its handshake: supervise
+	// adopts it instead of starting its first child. Set before supervise
+	// starts, then read only by it.
+	carried   *child
+	carriedHS *handshake
 
 	mu          sync.Mutex // guards everything below
 	cfg         ServerConfig
@@ -122,6 +131,13 @@ type reverseEntry struct {
 }
 
 func newBackend(srv *server, cfg ServerConfig, owner *session, roots []string, caps clientCaps) *backend {
+	b := buildBackend(srv, cfg, owner, roots, caps)
+	srv.p.wg.Go(b.supervise)
+	return b
+}
+
+// buildBackend makes a backend without starting its supervisor.
+func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string, caps clientCaps) *backend {
 	caps.roots = len(roots) > 0
 	b := &backend{
 		p: srv.p, srv: srv, owner: owner, roots: roots, caps: caps, cfg: cfg, createdAt: time.Now(),
@@ -138,8 +154,8 @@ func newBackend(srv *server, cfg ServerConfig, owner *session, roots []string, c
 		reverse:  map[uint64]reverseEntry{},
 		subs:     map[string]int{},
 		hints:    map[string]bool{},
+		detachQ:  make(chan struct{}),
 	}
-	srv.p.wg.Go(b.supervise)
 	return b
 }
 
@@ -350,6 +366,8 @@ func (b *backend) writeLoop(c *child) {
 				continue
 			case <-c.exited:
 				return
+			case <-c.detach:
+				return
 			}
 		}
 		n, err := c.stdin.Write(buf)
@@ -397,11 +415,19 @@ func (b *backend) writeLoop(c *child) {
 // EOF.
 func (b *backend) readLoop(c *child) {
 	defer close(c.readerDone)
-	lr := newLineReader(c.stdout, b.p.opts.MaxMessageBytes)
+	var out io.Reader = c.stdout
+	if len(c.unread) > 0 {
+		out = io.MultiReader(bytes.NewReader(c.unread), c.stdout)
+	}
+	lr := newLineReader(out, b.p.opts.MaxMessageBytes)
 	lr.onRelease = b.p.releasedLarge
 	for {
 		line, err := lr.next()
 		if err != nil {
+			if isClosed(c.detach) {
+				c.leftover <- lr.unread() // for the next pool
+				return
+			}
 			var tl *tooLongError
 			if errors.As(err, &tl) {
 				b.oversize(tl)
@@ -851,6 +877,7 @@ func (b *backend) snapshot(now time.Time) (BackendInfo, []RequestInfo) {
 	}
 	if b.child != nil {
 		info.PID = b.child.pid
+		info.CarriedOver = b.child.carried
 	}
 	if b.hs != nil {
 		info.Era, info.ProtocolVersion = b.hs.era, b.hs.protocolVersion

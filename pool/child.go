@@ -17,21 +17,42 @@ import (
 // owned by the pool, not exec's, so Wait never closes a pipe under a
 // reader and a grandchild holding stdout open cannot hang the pool.
 type child struct {
-	cmd     *exec.Cmd
+	cmd     *exec.Cmd // nil for a child carried over from an earlier pool (carry.go)
 	pid     int
 	started time.Time
 	stdin   *os.File // write end; closed by the supervisor
 	stdout  *os.File // read end; closed by the supervisor
 	stderr  *os.File // read end; closed by the supervisor
+	unread  []byte   // output an earlier pool had read and not handled, read before stdout
+	carried bool     // carried over from an earlier pool across an upgrade
 
-	exited     chan struct{} // closed by run after Wait returned
-	waitErr    error         // set before exited is closed
-	readerDone chan struct{} // closed by readLoop
-	writerDone chan struct{} // closed by writeLoop
-	stderrDone chan struct{} // closed by stderrLoop
+	exited     chan struct{}       // closed by run after Wait returned
+	state      *os.ProcessState    // set before exited is closed; nil if it could not be waited for
+	waitErr    error               // set before exited is closed
+	readerDone chan struct{}       // closed by readLoop
+	writerDone chan struct{}       // closed by writeLoop
+	stderrDone chan struct{}       // closed by stderrLoop
+	detach     chan struct{}       // closed to stop the loops without touching the process (carry.go)
+	leftover   chan []byte         // cap 1: readLoop's unhandled output when it stops for a detach
 
 	ready bool // handshake done; guarded by backend.mu
 }
+
+// newChildState makes the channels of a child.
+func newChildState(c *child) *child {
+	c.exited, c.readerDone = make(chan struct{}), make(chan struct{})
+	c.writerDone, c.stderrDone = make(chan struct{}), make(chan struct{})
+	c.detach, c.leftover = make(chan struct{}), make(chan []byte, 1)
+	return c
+}
+
+// StartOn runs start, which forks a child, on the OS thread that all
+// children must belong to. Linux's Pdeathsig kills a child when the thread
+// that forked it exits, and an upgrade replaces the program in place
+// (exec) from one thread: children forked on that thread outlive the
+// exec, any other thread's do not. nil: each child's waiter locks a thread
+// of its own for the child's life (children die with any exec).
+type StartOn func(start func())
 
 // environ builds the child's environment: the app's, plus the configured
 // values. The values are never logged.
@@ -54,7 +75,7 @@ func environ(extra map[string]string) []string {
 // startChild starts cfg's command. The goroutine that starts it stays
 // locked to its OS thread until the child has been waited for, which is
 // what makes Linux's Pdeathsig mean "when the pool dies".
-func startChild(cfg ServerConfig, env []string) (*child, error) {
+func startChild(cfg ServerConfig, env []string, on StartOn) (*child, error) {
 	if cfg.Command == "" {
 		return nil, errors.New("no command configured")
 	}
@@ -91,11 +112,13 @@ func startChild(cfg ServerConfig, env []string) (*child, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = sysProcAttr()
 
-	c := &child{cmd: cmd, stdin: inW, stdout: outR, stderr: errR,
-		exited: make(chan struct{}), readerDone: make(chan struct{}),
-		writerDone: make(chan struct{}), stderrDone: make(chan struct{})}
+	c := newChildState(&child{cmd: cmd, stdin: inW, stdout: outR, stderr: errR})
 	started := make(chan error, 1)
-	go c.run(started)
+	if on != nil {
+		go c.runOn(on, started)
+	} else {
+		go c.run(started)
+	}
 	if err := <-started; err != nil {
 		closeAll()
 		return nil, err
@@ -126,24 +149,51 @@ func (c *child) run(started chan<- error) {
 	c.started = time.Now()
 	started <- nil
 	c.waitErr = c.cmd.Wait()
+	c.state = c.cmd.ProcessState
+	release(c.pid)
+	close(c.exited)
+}
+
+// runOn starts the process on the thread of on and waits for it here.
+func (c *child) runOn(on StartOn, started chan<- error) {
+	var err error
+	on(func() { err = c.cmd.Start() })
+	if err != nil {
+		started <- err
+		return
+	}
+	c.pid = c.cmd.Process.Pid
+	if err := adopt(c.pid); err != nil {
+		_ = c.cmd.Process.Kill()
+		_ = c.cmd.Wait()
+		started <- err
+		return
+	}
+	c.started = time.Now()
+	started <- nil
+	c.waitErr = c.cmd.Wait()
+	c.state = c.cmd.ProcessState
 	release(c.pid)
 	close(c.exited)
 }
 
 // exitCode is the child's exit code, or -1 if it was killed by a signal.
 func (c *child) exitCode() int {
-	if c.cmd.ProcessState == nil {
+	if c.state == nil {
 		return -1
 	}
-	return c.cmd.ProcessState.ExitCode()
+	return c.state.ExitCode()
 }
 
 // describeExit says how the child ended, for logs and errors.
 func (c *child) describeExit() string {
-	if c.cmd.ProcessState == nil {
+	if c.state == nil {
+		if c.waitErr != nil {
+			return c.waitErr.Error()
+		}
 		return "not started"
 	}
-	return c.cmd.ProcessState.String()
+	return c.state.String()
 }
 
 // shutdown follows the MCP stdio rule: close stdin and wait; SIGTERM the
@@ -193,6 +243,9 @@ func stderrLoop(c *child, r *ring, logLine func(string)) {
 		line := strings.TrimRight(sc.Text(), "\r")
 		r.add(line)
 		logLine(line)
+	}
+	if isClosed(c.detach) {
+		return // carried over: the next pool reads it
 	}
 	if sc.Err() != nil {
 		// Overlong line: keep draining so the child never blocks on stderr.

@@ -82,6 +82,9 @@ type Event struct {
 	// Roots is a started child's roots partition (EventBackendStarted).
 	Roots        []string
 	ProcessStart time.Time
+	// Carried marks an EventBackendStarted for a child an earlier pool
+	// started and handed over across an upgrade: no new process.
+	Carried bool
 	ExitCode     int
 }
 

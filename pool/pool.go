@@ -41,6 +41,13 @@ type Options struct {
 	// EvictAfter evicts a session whose client has not accepted a write for
 	// this long. Default 30 s.
 	EvictAfter time.Duration
+	// StartOn, when set, forks every child on one OS thread, which is what
+	// lets Handover carry children over an exec (see StartOn).
+	StartOn StartOn
+	// Carried are the children an earlier pool handed over (Handover):
+	// the first Apply adopts those whose server starts the same process
+	// and stops the others.
+	Carried *Carried
 	// StopGrace is how long a stopping pool lets the requests in flight of
 	// the sessions it hands back to their shims finish, and their answers
 	// be written. Default DefaultStopGrace.
@@ -189,6 +196,7 @@ type Pool struct {
 	events hub
 
 	nextID      atomic.Uint64 // pool-unique request ids, shared by all backends
+	carried     *Carried      // Options.Carried until the first Apply; guarded by mu
 	nextSession atomic.Uint64
 
 	requests, errorsN, timeouts, cancelled, orphaned, evicted, parseErrors atomic.Uint64
@@ -209,7 +217,7 @@ type Pool struct {
 // New returns a pool with no servers; give it some with Apply.
 func New(opts *Options) *Pool {
 	o := opts.withDefaults()
-	return &Pool{
+	p := &Pool{
 		opts:     o,
 		log:      o.Logger,
 		events:   hub{record: o.Record},
@@ -217,7 +225,12 @@ func New(opts *Options) *Pool {
 		trim:     trimmer{kick: make(chan struct{}, 1)},
 		servers:  map[string]*server{},
 		sessions: map[*session]struct{}{},
+		carried:  o.Carried,
 	}
+	if o.Carried != nil {
+		p.nextID.Store(o.Carried.NextID)
+	}
+	return p
 }
 
 // Apply makes cfgs the configured servers. New servers become available;
@@ -256,11 +269,19 @@ func (p *Pool) Apply(cfgs []ServerConfig) error {
 		}
 		s := newServer(p, c)
 		s.startResolvingLocked() // s is not shared yet
+		if p.carried != nil {
+			p.carried.Children = s.adoptCarriedLocked(p.carried.Children)
+		}
 		p.servers[c.Name] = s
 		added = append(added, c)
 	}
+	var unclaimed []CarriedChild
+	if p.carried != nil {
+		unclaimed, p.carried = p.carried.Children, nil // the first config takes them or never will
+	}
 	p.mu.Unlock()
 
+	p.endCarried(unclaimed)
 	for _, s := range removed {
 		p.log.Info("server removed", "server", s.name)
 		s.remove()
@@ -336,21 +357,11 @@ func (p *Pool) drained(s *server) {
 // every child down per the MCP stdio rule (close stdin, wait, SIGTERM,
 // wait, SIGKILL) and waits for all of the pool's goroutines.
 func (p *Pool) Close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	sessions, ok := p.beginClose()
+	if !ok {
 		p.wg.Wait()
 		return nil
 	}
-	p.closed = true
-	close(p.closing)
-	p.trim.stop()
-	sessions := make([]*session, 0, len(p.sessions))
-	for s := range p.sessions {
-		sessions = append(sessions, s)
-	}
-	p.mu.Unlock()
-
 	for _, s := range p.handBackSessions(sessions, p.opts.StopGrace) {
 		s.close(errPoolClosing)
 	}
@@ -366,6 +377,24 @@ func (p *Pool) Close() error {
 }
 
 var errPoolClosing = errors.New("switchboard is shutting down")
+
+// beginClose marks the pool closed and returns its sessions; ok is false
+// if it was closed already.
+func (p *Pool) beginClose() (sessions []*session, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, false
+	}
+	p.closed = true
+	close(p.closing)
+	p.trim.stop()
+	sessions = make([]*session, 0, len(p.sessions))
+	for s := range p.sessions {
+		sessions = append(sessions, s)
+	}
+	return sessions, true
+}
 
 // Snapshot copies the pool's live state. Ages are computed at the time of
 // the snapshot; the UI ticks them forward from TakenAt.

@@ -19,12 +19,19 @@ func (b *backend) supervise() {
 	pol := b.restartPolicy()
 	backoff := pol.MinBackoff
 	for {
-		c, err := b.startAndHandshake()
+		c, err := b.nextChild()
 		if err == nil {
 			backoff = pol.MinBackoff
 			err = b.runUntilExit(c)
 			if err == nil {
 				return // stopped
+			}
+			if errors.Is(err, errDetached) {
+				b.mu.Lock()
+				b.stopErr = errDetached
+				b.mu.Unlock()
+				b.finishStop() // nothing is pending after a hand-over; the pool's own requests end here
+				return         // the child runs on, for the next pool
 			}
 		}
 		if b.stopping() {
@@ -78,7 +85,7 @@ func (b *backend) startAndHandshake() (*child, error) {
 	if !ok {
 		return nil, errStoppedWhileResolving
 	}
-	c, err := startChild(cfg, b.p.opts.ChildEnv)
+	c, err := startChild(cfg, b.p.opts.ChildEnv, b.p.opts.StartOn)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Name, err)
 	}
@@ -94,11 +101,7 @@ func (b *backend) startAndHandshake() (*child, error) {
 		ev.ResolvedCommand = append([]string{cfg.Command}, cfg.Args...)
 	}
 	b.p.emit(ev)
-	b.p.wg.Go(func() { b.readLoop(c) })
-	b.p.wg.Go(func() { b.writeLoop(c) })
-	b.p.wg.Go(func() {
-		stderrLoop(c, b.stderr, func(l string) { b.log.Debug("child stderr", "pid", c.pid, "line", l) })
-	})
+	b.startLoops(c)
 
 	hs, err := b.handshake(c)
 	if err != nil {
@@ -106,6 +109,21 @@ func (b *backend) startAndHandshake() (*child, error) {
 		b.reap(c)
 		return nil, err
 	}
+	b.becomeReady(c, hs)
+	return c, nil
+}
+
+// startLoops starts the goroutines that read and write a child's pipes.
+func (b *backend) startLoops(c *child) {
+	b.p.wg.Go(func() { b.readLoop(c) })
+	b.p.wg.Go(func() { b.writeLoop(c) })
+	b.p.wg.Go(func() {
+		stderrLoop(c, b.stderr, func(l string) { b.log.Debug("child stderr", "pid", c.pid, "line", l) })
+	})
+}
+
+// becomeReady makes a handshaken child the one requests go to.
+func (b *backend) becomeReady(c *child, hs *handshake) {
 	b.srv.hs.Store(hs)
 	b.mu.Lock()
 	b.hs = hs
@@ -125,7 +143,6 @@ func (b *backend) startAndHandshake() (*child, error) {
 	b.resubscribe()
 	b.resendLogLevel()
 	b.listToolsForHints()
-	return c, nil
 }
 
 // runUntilExit waits for the child to exit (an error), for stop (nil), or
@@ -148,6 +165,8 @@ func (b *backend) runUntilExit(c *child) error {
 		c.shutdown()
 		b.reap(c)
 		return errUserRestart
+	case <-b.detachQ:
+		return errDetached
 	}
 }
 

@@ -131,7 +131,10 @@ type Unanswered struct {
 type BackendInfo struct {
 	Server string `json:"server"`
 	// PID is the child's, omitted while there is none (starting, failed).
-	PID             int       `json:"pid,omitempty"`
+	PID int `json:"pid,omitempty"`
+	// CarriedOver says the child was started by an earlier pool and
+	// handed to this one by an in-place upgrade (Pool.Handover).
+	CarriedOver     bool      `json:"carriedOver,omitempty"`
 	State           string    `json:"state"`
 	Era             string    `json:"era"`
 	ProtocolVersion string    `json:"protocolVersion"`

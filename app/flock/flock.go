@@ -78,3 +78,27 @@ func ReadPID(path string) int {
 	}
 	return pid
 }
+
+// Inheritable returns a new descriptor of the held lock that an exec
+// passes on (it has no close-on-exec flag): the upgraded program adopts
+// the lock with Adopt, and the home is never without its pool's lock.
+func (l *Lock) Inheritable() (int, error) {
+	if l == nil || l.f == nil {
+		return -1, errors.New("the lock is not held")
+	}
+	return dupInheritable(l.f)
+}
+
+// Adopt takes over a lock whose descriptor fd was inherited across an
+// exec (Inheritable), making it close-on-exec again.
+func Adopt(fd int, path string) (*Lock, error) {
+	f, err := adoptFD(fd, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := tryLock(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("adopt lock %s: %w", path, err)
+	}
+	return &Lock{f: f}, nil
+}

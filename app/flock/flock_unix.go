@@ -15,3 +15,24 @@ func tryLock(f *os.File) error {
 	}
 	return err
 }
+
+func dupInheritable(f *os.File) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(u uintptr) { fd, derr = syscall.Dup(int(u)) }); err != nil {
+		return -1, err
+	}
+	return fd, derr
+}
+
+func adoptFD(fd int, path string) (*os.File, error) {
+	if fd < 3 {
+		return nil, errors.New("bad inherited lock descriptor")
+	}
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), path), nil
+}

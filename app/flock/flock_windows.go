@@ -18,3 +18,11 @@ func tryLock(f *os.File) error {
 	}
 	return err
 }
+
+func dupInheritable(*os.File) (int, error) {
+	return -1, errors.New("a lock cannot be passed over an exec here")
+}
+
+func adoptFD(int, string) (*os.File, error) {
+	return nil, errors.New("a lock cannot be passed over an exec here")
+}

@@ -38,6 +38,7 @@ type cli struct {
 	Stop      stopCmd      `cmd:"" help:"Stop server NAME's children now; its next request starts them again."`
 	HTTPToken httpTokenCmd `cmd:"" name:"http-token" help:"Print the HTTP front door's bearer token (--rotate replaces it)."`
 	Autostart autostartCmd `cmd:"" help:"Start Switchboard at login: on, off or status."`
+	Upgrade   upgradeCmd   `cmd:"" help:"Replace the running pool's program with a new binary in place: children keep running, sessions resume."`
 	Version   versionCmd   `cmd:"" help:"Print the version, commit, build date and Go version."`
 
 	FakeServer fakeServerCmd `cmd:"" name:"fake-server" hidden:"" help:"The fake MCP server bench drives (stdio)."`
@@ -172,15 +173,52 @@ func (c autostartCmd) Run() error {
 }
 
 type versionCmd struct {
-	JSON bool `name:"json" help:"Print {version, commit, buildDate, go} as JSON."`
+	JSON bool `name:"json" help:"Print {version, commit, buildDate, go, handover} as JSON."`
 }
 
 func (c versionCmd) Run() error {
 	info := version.Get()
 	if c.JSON {
-		return printJSON(os.Stdout, info)
+		return printJSON(os.Stdout, app.VersionJSON())
 	}
 	fmt.Println(info)
+	return nil
+}
+
+type upgradeCmd struct {
+	Binary string `name:"binary" type:"path" help:"The new switchboard binary (default: this command's own, e.g. the one a package just installed)."`
+	JSON   bool   `name:"json" help:"Print {pid, binary, from, to, carryChildren, why, carriedChildren} as JSON."`
+}
+
+// upgradeResult is the JSON of \`switchboard upgrade --json\`.
+type upgradeResult struct {
+	app.UpgradeAccepted
+	CarriedChildren []int `json:"carriedChildren"`
+}
+
+func (c *upgradeCmd) Run(ctx context.Context) error {
+	binary := c.Binary
+	if binary == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("upgrade: which binary? %w (give --binary)", err)
+		}
+		binary = self
+	}
+	acc, st, err := app.Upgrade(ctx, binary)
+	if err != nil {
+		return err
+	}
+	res := upgradeResult{UpgradeAccepted: acc, CarriedChildren: st.Upgrade.CarriedChildren}
+	if c.JSON {
+		return printJSON(os.Stdout, res)
+	}
+	fmt.Printf("upgraded pool %d in place: %s -> %s (%s)\n", acc.PID, acc.From.Version, acc.To.Version, acc.Binary)
+	if acc.CarryChildren {
+		fmt.Printf("children carried over, not restarted: %v\n", res.CarriedChildren)
+	} else {
+		fmt.Printf("children restarted: %s\n", acc.Why)
+	}
 	return nil
 }
 

@@ -1,0 +1,280 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/flock"
+	"github.com/switchboard-mcp/switchboard/app/version"
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// An upgrade replaces the running program in place: `switchboard upgrade`
+// asks the pool to stop on purpose (its attached sessions are handed back
+// to their shims, what is in flight is answered) and to exec the new
+// binary, same PID, handing it the instance lock and its ready children
+// (pool.Handover): no child restarts, and every client's session resumes
+// with the new program. A binary that cannot take the children (another
+// HandoverFormat), or a pool whose children were not forked on its main
+// thread, restarts them instead; the sessions still resume.
+
+// HandoverFormat is the version of what an upgrading program hands its
+// successor (handoverFile). `switchboard version --json` reports it.
+const HandoverFormat = 1
+
+// HandoverEnv names, in an upgraded program's environment, the file that
+// describes what the earlier program handed over.
+const HandoverEnv = "SWITCHBOARD_HANDOVER"
+
+// handoverFile is that file.
+type handoverFile struct {
+	Format  int           `json:"format"`
+	From    version.Info  `json:"from"`
+	LockFD  int           `json:"lockFD"`
+	Carried *pool.Carried `json:"carried,omitempty"`
+}
+
+// UpgradeInfo, in the status of an upgraded program, says what it took
+// over.
+type UpgradeInfo struct {
+	From version.Info `json:"from"`
+	At   time.Time    `json:"at"`
+	// CarriedChildren are the PIDs of the children the earlier program
+	// handed over and this one adopted: they did not restart.
+	CarriedChildren []int `json:"carriedChildren"`
+}
+
+// upgradePlan is an accepted upgrade request, carried out when Run ends.
+type upgradePlan struct {
+	binary string
+	to     version.Info
+	carry  bool // the new binary takes the children over
+	lockFD int  // the instance lock, for the new program; set by Run's shutdown
+}
+
+// UpgradeRequest is the body of the control API's POST /v1/upgrade.
+type UpgradeRequest struct {
+	Binary string `json:"binary"`
+}
+
+// UpgradeAccepted is its answer: the upgrade has begun.
+type UpgradeAccepted struct {
+	PID           int          `json:"pid"`
+	Binary        string       `json:"binary"`
+	From          version.Info `json:"from"`
+	To            version.Info `json:"to"`
+	CarryChildren bool         `json:"carryChildren"`
+	// Why says why the children will restart, when they will.
+	Why string `json:"why,omitempty"`
+}
+
+// binaryInfo is what `BINARY version --json` says.
+type binaryInfo struct {
+	version.Info
+	Handover int `json:"handover"`
+}
+
+// VersionJSON is `switchboard version --json`: the build and the
+// HandoverFormat it takes.
+func VersionJSON() any { return binaryInfo{Info: version.Get(), Handover: HandoverFormat} }
+
+// planUpgrade checks that binary is a Switchboard that can run here and
+// says whether it can take the children over.
+func (inst *Instance) planUpgrade(ctx context.Context, binary string) (*upgradePlan, string, error) {
+	if !filepath.IsAbs(binary) {
+		return nil, "", fmt.Errorf("the binary must be an absolute path: %q", binary)
+	}
+	st, err := os.Stat(binary)
+	if err != nil {
+		return nil, "", err
+	}
+	if st.IsDir() || st.Mode()&0o111 == 0 {
+		return nil, "", fmt.Errorf("%s is not an executable file", binary)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, "version", "--json").Output()
+	if err != nil {
+		return nil, "", fmt.Errorf("%s version --json: %w", binary, err)
+	}
+	var bi binaryInfo
+	if err := json.Unmarshal(out, &bi); err != nil || bi.Version == "" {
+		return nil, "", fmt.Errorf("%s is not a Switchboard binary (version --json said %q)", binary, strings.TrimSpace(string(out)))
+	}
+	plan := &upgradePlan{binary: binary, to: bi.Info, carry: true, lockFD: -1}
+	why := ""
+	switch {
+	case bi.Handover != HandoverFormat:
+		why = fmt.Sprintf("the new binary takes hand-over format %d, this one gives %d", bi.Handover, HandoverFormat)
+	case inst.startOn == nil:
+		why = "this pool's children were not started on its main thread (only Linux, and only `switchboard` or `switchboard serve` as the process's main program, can keep them over an exec)"
+	}
+	if why != "" {
+		plan.carry = false
+	}
+	return plan, why, nil
+}
+
+// handleUpgrade is POST /v1/upgrade.
+func (inst *Instance) handleUpgrade(w http.ResponseWriter, r *http.Request) {
+	var req UpgradeRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 8192)).Decode(&req); err != nil || req.Binary == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `the body must be {"binary": ABSOLUTE_PATH}`})
+		return
+	}
+	plan, why, err := inst.planUpgrade(r.Context(), req.Binary)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	inst.mu.Lock()
+	stop := inst.stopRun
+	taken := inst.upgrade != nil
+	if !taken && stop != nil {
+		inst.upgrade = plan
+	}
+	inst.mu.Unlock()
+	if taken || stop == nil {
+		writeJSON(w, http.StatusConflict, map[string]string{"error": "an upgrade or a shutdown is already under way"})
+		return
+	}
+	writeJSON(w, http.StatusOK, UpgradeAccepted{PID: os.Getpid(), Binary: plan.binary, From: version.Get(), To: plan.to,
+		CarryChildren: plan.carry, Why: why})
+	inst.log.Info("upgrading in place", "binary", plan.binary, "to", plan.to.Version, "carryChildren", plan.carry, "why", why)
+	go stop() // Run's shutdown stops the control server gracefully: this answer goes out
+}
+
+// plannedUpgrade is the accepted upgrade, or nil.
+func (inst *Instance) plannedUpgrade() *upgradePlan {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	return inst.upgrade
+}
+
+// stopPool ends the pool at the end of Run: a plain Close, or for an
+// upgrade a hand-over of the children and the instance lock.
+func (inst *Instance) stopPool() error {
+	plan := inst.plannedUpgrade()
+	if plan == nil {
+		return inst.Pool.Close()
+	}
+	if fd, err := inst.lock.Inheritable(); err == nil {
+		plan.lockFD = fd
+	} else {
+		inst.log.Warn("the instance lock is not passed to the upgraded program", "err", err)
+	}
+	if !plan.carry {
+		return inst.Pool.Close()
+	}
+	carried, err := inst.Pool.Handover()
+	if err != nil {
+		inst.log.Warn("children are not carried over; they restart", "err", err)
+		return inst.Pool.Close()
+	}
+	inst.carried = carried
+	return nil
+}
+
+// ExecUpgrade replaces the program with the upgrade's binary, when Run
+// ended for one; it returns nil at once otherwise. It must run on the
+// main thread (the children's), after Run returned.
+func (inst *Instance) ExecUpgrade() error {
+	plan := inst.plannedUpgrade()
+	if plan == nil {
+		return nil
+	}
+	hf := handoverFile{Format: HandoverFormat, From: version.Get(), LockFD: plan.lockFD, Carried: inst.carried}
+	data, _ := json.Marshal(hf)
+	path := filepath.Join(inst.Paths.Run, fmt.Sprintf("handover-%d.json", os.Getpid()))
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("upgrade: write the hand-over: %w", err)
+	}
+	env := make([]string, 0, len(os.Environ())+1)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, HandoverEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, HandoverEnv+"="+path)
+	argv := append([]string{plan.binary}, os.Args[1:]...)
+	inst.log.Info("exec", "binary", plan.binary, "carriedChildren", carriedPIDs(hf.Carried))
+	err := syscall.Exec(plan.binary, argv, env)
+	os.Remove(path)
+	return fmt.Errorf("upgrade: exec %s: %w", plan.binary, err)
+}
+
+// takeHandover reads what an earlier program handed over, when this one
+// is its upgrade: the instance lock and the carried children. The file
+// is removed and the variable cleared, so children do not see them.
+func takeHandover(paths Paths, log interface{ Warn(string, ...any) }) (*handoverFile, *flock.Lock) {
+	path := os.Getenv(HandoverEnv)
+	if path == "" {
+		return nil, nil
+	}
+	os.Unsetenv(HandoverEnv)
+	data, err := os.ReadFile(path)
+	os.Remove(path)
+	if err != nil {
+		log.Warn("the hand-over of the earlier program is unreadable; its children end with it", "err", err)
+		return nil, nil
+	}
+	var hf handoverFile
+	if err := json.Unmarshal(data, &hf); err != nil || hf.Format != HandoverFormat {
+		log.Warn("the hand-over of the earlier program is not in a known format", "format", hf.Format, "err", err)
+		return nil, nil
+	}
+	var lock *flock.Lock
+	if hf.LockFD > 0 {
+		if lock, err = flock.Adopt(hf.LockFD, paths.LockFile()); err != nil {
+			log.Warn("the instance lock was not taken over", "err", err)
+		}
+	}
+	return &hf, lock
+}
+
+// carriedPIDs lists the PIDs of carried children.
+func carriedPIDs(c *pool.Carried) []int {
+	if c == nil {
+		return nil
+	}
+	pids := make([]int, 0, len(c.Children))
+	for _, cc := range c.Children {
+		pids = append(pids, cc.PID)
+	}
+	return pids
+}
+
+// Upgrade is `switchboard upgrade`: the running pool execs binary in
+// place, and Upgrade waits until the new program answers.
+func Upgrade(ctx context.Context, binary string) (UpgradeAccepted, Status, error) {
+	var acc UpgradeAccepted
+	asked := time.Now()
+	if err := postJSON(ctx, "/v1/upgrade", UpgradeRequest{Binary: binary}, &acc); err != nil {
+		return acc, Status{}, fmt.Errorf("upgrade: %w", err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st, err := FetchStatus(ctx)
+		if err == nil && st.Upgrade != nil && !st.Upgrade.At.Before(asked) {
+			return acc, st, nil
+		}
+		if time.Now().After(deadline) {
+			return acc, st, errors.New("upgrade: the new program did not answer within 2 minutes (see the pool log)")
+		}
+		select {
+		case <-ctx.Done():
+			return acc, st, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

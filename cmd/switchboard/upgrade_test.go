@@ -1,0 +1,205 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// upgradeVersion stamps the binary the upgrade tests install.
+const upgradeVersion = "9.9.9-upgraded"
+
+// newBuild builds switchboard again, as a package upgrade would install
+// it: same source, another version, another path.
+func newBuild(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(shortDir(t), "switchboard")
+	build := exec.Command("go", "build", "-tags", "sqlite_omit_load_extension",
+		"-ldflags", "-X github.com/switchboard-mcp/switchboard/app/version.Version="+upgradeVersion, "-o", bin, ".")
+	build.Env = append(os.Environ(), "GOFLAGS=")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the new switchboard: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sbu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// loadClient keeps inFlight calls of one session running: each answer
+// is checked and replaced by the next call, until stop.
+type loadClient struct {
+	s        *shim
+	stop     atomic.Bool
+	answered atomic.Int64
+	mu       sync.Mutex
+	bad      []string
+	pending  map[string]bool
+	done     chan struct{}
+}
+
+func startLoad(t *testing.T, s *shim, name string, inFlight int) *loadClient {
+	c := &loadClient{s: s, pending: map[string]bool{}, done: make(chan struct{})}
+	n := 0
+	call := func() {
+		n++
+		id := fmt.Sprintf("%s-%d", name, n)
+		c.mu.Lock()
+		c.pending[id] = true
+		c.mu.Unlock()
+		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, id, id))
+	}
+	for range inFlight {
+		call()
+	}
+	go func() {
+		defer close(c.done)
+		r := bufio.NewReader(s.out)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				c.mu.Lock()
+				c.bad = append(c.bad, fmt.Sprintf("stdout ended: %v", err))
+				c.mu.Unlock()
+				return
+			}
+			var m struct {
+				ID string `json:"id"`
+			}
+			_ = json.Unmarshal([]byte(line), &m)
+			c.mu.Lock()
+			if !c.pending[m.ID] || !strings.Contains(line, `"text":"`+m.ID+`"`) {
+				c.bad = append(c.bad, line)
+			}
+			delete(c.pending, m.ID)
+			left := len(c.pending)
+			c.mu.Unlock()
+			c.answered.Add(1)
+			if !c.stop.Load() {
+				call()
+			} else if left == 0 {
+				return
+			}
+		}
+	}()
+	return c
+}
+
+// An upgrade to a newly built binary while 16 sessions keep 4 calls each
+// in flight: the pool's program is replaced in place (same PID, the new
+// binary), the child is the same process before and after (and after a
+// second upgrade), and every call is answered once, with its own answer.
+func TestUpgradeKeepsChildrenAndSessions(t *testing.T) {
+	newBin := newBuild(t)
+	in := serve(t, noClientStarts(fakeConfig(t)))
+	const sessions, inFlight = 16, 4
+	var load []*loadClient
+	for i := range sessions {
+		s := in.connect(t, "fake")
+		s.initialize(fmt.Sprintf("client-%d", i))
+		load = append(load, startLoad(t, s, fmt.Sprintf("s%d", i), inFlight))
+	}
+	total := func() int64 {
+		var n int64
+		for _, c := range load {
+			n += c.answered.Load()
+		}
+		return n
+	}
+	waitFor(t, "calls before the upgrade", func() bool { return total() >= 500 })
+	before := in.status()
+	if len(before.Backends) != 1 || before.Backends[0].PID == 0 {
+		t.Fatalf("backends before: %+v", before.Backends)
+	}
+	childPID, poolPID := before.Backends[0].PID, in.cmd.Process.Pid
+
+	out, err := in.run("upgrade", "--binary", newBin, "--json")
+	if err != nil {
+		t.Fatalf("upgrade: %v %s", err, out)
+	}
+	var res struct {
+		PID             int   `json:"pid"`
+		CarryChildren   bool  `json:"carryChildren"`
+		CarriedChildren []int `json:"carriedChildren"`
+		To              struct {
+			Version string `json:"version"`
+		} `json:"to"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.PID != poolPID || !res.CarryChildren ||
+		res.To.Version != upgradeVersion || len(res.CarriedChildren) != 1 || res.CarriedChildren[0] != childPID {
+		t.Fatalf("upgrade answered %v %s", err, out)
+	}
+	mark := total()
+	waitFor(t, "calls after the upgrade", func() bool { return total() >= mark+500 })
+	// And again: the children stay tied to the main thread, upgrade after
+	// upgrade.
+	if out, err := in.run("upgrade", "--binary", newBin, "--json"); err != nil || json.Unmarshal([]byte(out), &res) != nil ||
+		len(res.CarriedChildren) != 1 || res.CarriedChildren[0] != childPID {
+		t.Fatalf("second upgrade: %v %s", err, out)
+	}
+	mark = total()
+	waitFor(t, "calls after the second upgrade", func() bool { return total() >= mark+500 })
+	for _, c := range load {
+		c.stop.Store(true)
+	}
+	for _, c := range load {
+		waitFor(t, "every call answered", func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return len(c.pending) == 0
+		})
+		c.mu.Lock()
+		if len(c.bad) > 0 {
+			t.Errorf("bad answers: %q", c.bad)
+		}
+		c.mu.Unlock()
+	}
+
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", poolPID))
+	if exe != newBin {
+		t.Errorf("the pool process runs %s, want the new binary %s", exe, newBin)
+	}
+	var st struct {
+		Version  string `json:"version"`
+		Backends []struct {
+			PID         int  `json:"pid"`
+			CarriedOver bool `json:"carriedOver"`
+		} `json:"backends"`
+		Sessions []struct {
+			ReattachedFrom string `json:"reattachedFrom"`
+		} `json:"sessions"`
+	}
+	sout, err := in.run("status", "--json")
+	if err != nil || json.Unmarshal([]byte(sout), &st) != nil {
+		t.Fatalf("status: %v %s", err, sout)
+	}
+	if st.Version != upgradeVersion || len(st.Backends) != 1 || st.Backends[0].PID != childPID || !st.Backends[0].CarriedOver {
+		t.Errorf("status after the upgrade: %s", sout)
+	}
+	reattached := 0
+	for _, s := range st.Sessions {
+		if s.ReattachedFrom != "" {
+			reattached++
+		}
+	}
+	if reattached != sessions {
+		t.Errorf("%d of %d sessions show as reattached", reattached, sessions)
+	}
+	t.Logf("%d calls answered, all ok; child %d carried over; pool %d now runs %s", total(), childPID, poolPID, upgradeVersion)
+}

@@ -1,0 +1,133 @@
+//go:build linux
+
+package pool_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// oneThread is a pool.StartOn that forks every child on one locked OS
+// thread, as the app does on its main thread.
+func oneThread(t *testing.T) pool.StartOn {
+	calls := make(chan func())
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread lives as long as the children
+		for {
+			select {
+			case f := <-calls:
+				f()
+			case <-done:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { close(done) })
+	return func(start func()) {
+		ran := make(chan struct{})
+		calls <- func() { start(); close(ran) }
+		<-ran
+	}
+}
+
+// The carried child of a handed-over pool goes on serving under the next
+// pool: same PID, no second handshake, shown as carried over; a request id
+// the old pool used is not reused.
+func TestCarriedChildServesTheNextPool(t *testing.T) {
+	on := oneThread(t)
+	logPath := filepath.Join(shortTempDir(t), "child.log")
+	cfg := fake("fake", "-log", logPath)
+	first := newTestPool(t, &pool.Options{StartOn: on}, cfg)
+	c := first.dial(t, "fake")
+	c.initialize("before", "")
+	c.call("1", "echo", `{"text":"before"}`)
+	if m, _ := c.recvID("1"); m.text() != "before" {
+		t.Fatalf("call before the hand-over: %s", m.raw)
+	}
+	pid := first.Snapshot().Backends[0].PID
+
+	carried, err := first.Handover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(carried.Children) != 1 || carried.Children[0].PID != pid {
+		t.Fatalf("carried: %+v, want the child %d", carried, pid)
+	}
+	if syscall.Kill(pid, 0) != nil {
+		t.Fatalf("the carried child %d is gone", pid)
+	}
+
+	second := newTestPool(t, &pool.Options{StartOn: on, Carried: carried}, cfg)
+	c2 := second.dial(t, "fake")
+	c2.initialize("after", "")
+	c2.call("2", "echo", `{"text":"after"}`)
+	if m, _ := c2.recvID("2"); m.text() != "after" {
+		t.Fatalf("call after the hand-over: %s", m.raw)
+	}
+	b := second.Snapshot().Backends
+	if len(b) != 1 || b[0].PID != pid || !b[0].CarriedOver || b[0].State != pool.StateReady {
+		t.Fatalf("backends after the hand-over: %+v", b)
+	}
+	log := childLog(t, logPath)
+	if n := countMethod(log, "initialize"); n != 1 {
+		t.Errorf("the child saw %d initialize requests, want 1 (no second handshake)", n)
+	}
+	var ids []float64
+	for _, m := range log {
+		if m["method"] == "tools/call" {
+			id, _ := m["id"].(float64)
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) != 2 || ids[1] <= ids[0] {
+		t.Errorf("pool ids the child saw for the two calls: %v, want increasing", ids)
+	}
+}
+
+// A carried child whose server now starts another process (the config
+// changed across the upgrade) is stopped, and the server starts its new
+// one.
+func TestCarriedChildOfAChangedServerStops(t *testing.T) {
+	on := oneThread(t)
+	first := newTestPool(t, &pool.Options{StartOn: on}, fake("fake"))
+	c := first.dial(t, "fake")
+	c.initialize("before", "")
+	pid := first.Snapshot().Backends[0].PID
+	carried, err := first.Handover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := newTestPool(t, &pool.Options{StartOn: on, Carried: carried}, fake("fake", "-log", filepath.Join(shortTempDir(t), "changed.log")))
+	eventually(t, "the carried child to stop", func() bool { return !processAlive(pid) })
+	c2 := second.dial(t, "fake")
+	c2.initialize("after", "")
+	if b := second.Snapshot().Backends; len(b) != 1 || b[0].PID == pid || b[0].CarriedOver {
+		t.Fatalf("backends: %+v", b)
+	}
+}
+
+// Without StartOn, children die with any exec: Handover refuses.
+func TestHandoverNeedsStartOn(t *testing.T) {
+	p := newTestPool(t, nil, fake("fake"))
+	if _, err := p.Handover(); err == nil {
+		t.Fatal("Handover without StartOn succeeded")
+	}
+}
+
+// processAlive reports whether pid runs (a zombie does not).
+func processAlive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
