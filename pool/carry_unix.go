@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-
 // reopenInherited makes a file of a descriptor inherited across an exec:
 // close-on-exec again, and non-blocking so that it goes through the
 // runtime's poller (deadlines and Close work).

@@ -26,14 +26,14 @@ type child struct {
 	unread  []byte   // output an earlier pool had read and not handled, read before stdout
 	carried bool     // carried over from an earlier pool across an upgrade
 
-	exited     chan struct{}       // closed by run after Wait returned
-	state      *os.ProcessState    // set before exited is closed; nil if it could not be waited for
-	waitErr    error               // set before exited is closed
-	readerDone chan struct{}       // closed by readLoop
-	writerDone chan struct{}       // closed by writeLoop
-	stderrDone chan struct{}       // closed by stderrLoop
-	detach     chan struct{}       // closed to stop the loops without touching the process (carry.go)
-	leftover   chan []byte         // cap 1: readLoop's unhandled output when it stops for a detach
+	exited     chan struct{}    // closed by run after Wait returned
+	state      *os.ProcessState // set before exited is closed; nil if it could not be waited for
+	waitErr    error            // set before exited is closed
+	readerDone chan struct{}    // closed by readLoop
+	writerDone chan struct{}    // closed by writeLoop
+	stderrDone chan struct{}    // closed by stderrLoop
+	detach     chan struct{}    // closed to stop the loops without touching the process (carry.go)
+	leftover   chan []byte      // cap 1: readLoop's unhandled output when it stops for a detach
 
 	ready bool // handshake done; guarded by backend.mu
 }

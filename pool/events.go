@@ -84,8 +84,8 @@ type Event struct {
 	ProcessStart time.Time
 	// Carried marks an EventBackendStarted for a child an earlier pool
 	// started and handed over across an upgrade: no new process.
-	Carried bool
-	ExitCode     int
+	Carried  bool
+	ExitCode int
 }
 
 // hub fans events out to the recorder and to subscribers. Sending never
