@@ -203,3 +203,106 @@ func TestUpgradeKeepsChildrenAndSessions(t *testing.T) {
 	}
 	t.Logf("%d calls answered, all ok; child %d carried over; pool %d now runs %s", total(), childPID, poolPID, upgradeVersion)
 }
+
+// The same with a real server started through npx: the node process the
+// pool runs is the same before and after the upgrade, and it keeps
+// answering the same sessions.
+func TestUpgradeKeepsAnNPXServer(t *testing.T) {
+	if os.Getenv("SWITCHBOARD_NPX") == "" {
+		t.Skip("SWITCHBOARD_NPX is not set")
+	}
+	if _, err := exec.LookPath("npx"); err != nil {
+		t.Skip("npx not found")
+	}
+	newBin := newBuild(t)
+	in := serve(t, noClientStarts(`{"mcpServers":{"memory":{"command":"npx","args":["-y","@modelcontextprotocol/server-memory"],"env":{"MEMORY_FILE_PATH":"`+homeDir(t)+`/memory.jsonl"}}}}`))
+	var shims []*shim
+	for i := range 4 {
+		s := in.connect(t, "memory")
+		s.initialize(fmt.Sprintf("npx-client-%d", i))
+		shims = append(shims, s)
+	}
+	create := func(s *shim, id, entity string) {
+		t.Helper()
+		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"create_entities","arguments":{"entities":[{"name":%q,"entityType":"test","observations":["x"]}]}}}`, id, entity))
+		if got := toolText(s.recvID(`"` + id + `"`)); !strings.Contains(got, entity) {
+			t.Fatalf("create_entities %s answered %q", entity, got)
+		}
+	}
+	for i, s := range shims {
+		create(s, "before", fmt.Sprintf("before-%d", i))
+	}
+	st := in.status()
+	if len(st.Backends) != 1 || st.Backends[0].PID == 0 {
+		t.Fatalf("backends: %+v", st.Backends)
+	}
+	child := st.Backends[0].PID
+	if out, err := in.run("upgrade", "--binary", newBin, "--json"); err != nil || !strings.Contains(out, fmt.Sprintf(`"carriedChildren": [
+    %d
+  ]`, child)) {
+		t.Fatalf("upgrade: %v %s", err, out)
+	}
+	for i, s := range shims {
+		create(s, "after", fmt.Sprintf("after-%d", i))
+	}
+	if st := in.status(); len(st.Backends) != 1 || st.Backends[0].PID != child {
+		t.Fatalf("backends after the upgrade: %+v, want child %d", st.Backends, child)
+	}
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child))
+	t.Logf("the server's process %d (%s) kept running and answering across the upgrade", child, strings.ReplaceAll(string(cmdline), "\x00", " "))
+}
+
+// A binary that cannot take the children over (another hand-over format)
+// still upgrades: the children restart, the sessions resume, no call
+// fails.
+func TestUpgradeToAnIncompatibleBinaryRestartsChildren(t *testing.T) {
+	other := filepath.Join(shortDir(t), "switchboard")
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = version ]; then echo '{\"version\":\"0.0.1-other\",\"handover\":0}'; exit 0; fi\nexec %s \"$@\"\n", sbBin)
+	if err := os.WriteFile(other, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in := serve(t, noClientStarts(fakeConfig(t)))
+	var load []*loadClient
+	for i := range 4 {
+		s := in.connect(t, "fake")
+		s.initialize(fmt.Sprintf("client-%d", i))
+		load = append(load, startLoad(t, s, fmt.Sprintf("s%d", i), 2))
+	}
+	total := func() (n int64) {
+		for _, c := range load {
+			n += c.answered.Load()
+		}
+		return n
+	}
+	waitFor(t, "calls before the upgrade", func() bool { return total() >= 100 })
+	child := in.status().Backends[0].PID
+	out, err := in.run("upgrade", "--binary", other, "--json")
+	var res struct {
+		CarryChildren   bool   `json:"carryChildren"`
+		Why             string `json:"why"`
+		CarriedChildren []int  `json:"carriedChildren"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &res) != nil || res.CarryChildren || !strings.Contains(res.Why, "format 0") || len(res.CarriedChildren) != 0 {
+		t.Fatalf("upgrade: %v %s", err, out)
+	}
+	mark := total()
+	waitFor(t, "calls after the upgrade", func() bool { return total() >= mark+100 })
+	for _, c := range load {
+		c.stop.Store(true)
+	}
+	for _, c := range load {
+		waitFor(t, "every call answered", func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return len(c.pending) == 0
+		})
+		c.mu.Lock()
+		if len(c.bad) > 0 {
+			t.Errorf("bad answers: %q", c.bad)
+		}
+		c.mu.Unlock()
+	}
+	if st := in.status(); len(st.Backends) != 1 || st.Backends[0].PID == child {
+		t.Errorf("backends after the upgrade: %+v (child before: %d)", st.Backends, child)
+	}
+}
