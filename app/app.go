@@ -293,6 +293,7 @@ func (inst *Instance) Run(ctx context.Context) error {
 		return nil
 	})
 	g.Go(func() error { inst.sweepLeaks(gctx); return nil })
+	g.Go(func() error { inst.followInstalls(gctx); return nil })
 	if inst.exitWhenIdle {
 		g.Go(func() error { inst.exitWhenIdleLoop(gctx, stop); return nil })
 	}

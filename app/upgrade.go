@@ -137,21 +137,27 @@ func (inst *Instance) handleUpgrade(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
-	inst.mu.Lock()
-	stop := inst.stopRun
-	taken := inst.upgrade != nil
-	if !taken && stop != nil {
-		inst.upgrade = plan
-	}
-	inst.mu.Unlock()
-	if taken || stop == nil {
-		writeJSON(w, http.StatusConflict, map[string]string{"error": "an upgrade or a shutdown is already under way"})
+	stop, err := inst.acceptUpgrade(plan)
+	if err != nil {
+		writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
 		return
 	}
 	writeJSON(w, http.StatusOK, UpgradeAccepted{PID: os.Getpid(), Binary: plan.binary, From: version.Get(), To: plan.to,
 		CarryChildren: plan.carry, Why: why})
 	inst.log.Info("upgrading in place", "binary", plan.binary, "to", plan.to.Version, "carryChildren", plan.carry, "why", why)
 	go stop() // Run's shutdown stops the control server gracefully: this answer goes out
+}
+
+// acceptUpgrade makes plan the upgrade Run's end carries out, and returns
+// what ends Run.
+func (inst *Instance) acceptUpgrade(plan *upgradePlan) (stop func(), err error) {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	if inst.upgrade != nil || inst.stopRun == nil {
+		return nil, errors.New("an upgrade or a shutdown is already under way")
+	}
+	inst.upgrade = plan
+	return inst.stopRun, nil
 }
 
 // plannedUpgrade is the accepted upgrade, or nil.

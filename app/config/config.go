@@ -98,13 +98,21 @@ type Autostart struct {
 	FromClients *bool `json:"fromClients,omitempty"`
 	// IdleExit stops a pool that a client started once no session has
 	// been seen for this long. Default 10m; "never" keeps it running.
-	IdleExit string                     `json:"idleExit,omitempty"`
-	Extra    map[string]json.RawMessage `json:"-"`
+	IdleExit string `json:"idleExit,omitempty"`
+	// FollowInstall upgrades a running pool in place when its binary is
+	// replaced on disk (a package upgrade): children keep running and
+	// sessions resume (`switchboard upgrade`). Default true.
+	FollowInstall *bool                      `json:"followInstall,omitempty"`
+	Extra         map[string]json.RawMessage `json:"-"`
 }
 
 // DefaultIdleExit is how long a pool started by a client stays up after
 // its last session.
 const DefaultIdleExit = 10 * time.Minute
+
+// FollowsInstall reports whether the pool upgrades itself when its binary
+// is replaced.
+func (a Autostart) FollowsInstall() bool { return a.FollowInstall == nil || *a.FollowInstall }
 
 // StartFromClients reports whether clients may start the pool.
 func (a Autostart) StartFromClients() bool { return a.FromClients == nil || *a.FromClients }

@@ -86,8 +86,14 @@ func serve(t *testing.T, config string) *instance {
 // serveHome starts `switchboard serve` on an existing home.
 func serveHome(t *testing.T, home string) *instance {
 	t.Helper()
+	return serveBinary(t, sbBin, home)
+}
+
+// serveBinary starts `BINARY serve` on an existing home.
+func serveBinary(t *testing.T, binary, home string) *instance {
+	t.Helper()
 	in := &instance{t: t, home: home, log: &syncBuffer{}, done: make(chan error, 1)}
-	in.cmd = exec.Command(sbBin, "serve")
+	in.cmd = exec.Command(binary, "serve")
 	in.cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+home)
 	in.cmd.Stdout, in.cmd.Stderr = in.log, in.log
 	// If the test binary dies (a timeout panic), the pool dies with it.

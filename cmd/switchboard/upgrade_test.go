@@ -306,3 +306,65 @@ func TestUpgradeToAnIncompatibleBinaryRestartsChildren(t *testing.T) {
 		t.Errorf("backends after the upgrade: %+v (child before: %d)", st.Backends, child)
 	}
 }
+
+// Installing a new binary over the one the pool runs (as a package
+// manager does: write aside, rename over) upgrades the pool in place by
+// itself: same child, sessions resume, no call fails.
+func TestInstallingANewBinaryUpgradesThePool(t *testing.T) {
+	newBin := newBuild(t)
+	installed := filepath.Join(shortDir(t), "switchboard")
+	copyFile(t, sbBin, installed)
+	home := homeDir(t)
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(noClientStarts(fakeConfig(t))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := serveBinary(t, installed, home)
+	var load []*loadClient
+	for i := range 4 {
+		s := in.connect(t, "fake")
+		s.initialize(fmt.Sprintf("client-%d", i))
+		load = append(load, startLoad(t, s, fmt.Sprintf("s%d", i), 2))
+	}
+	waitFor(t, "calls before the install", func() bool { return load[0].answered.Load() >= 20 })
+	child := in.status().Backends[0].PID
+
+	copyFile(t, newBin, installed+".new")
+	if err := os.Rename(installed+".new", installed); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the pool to run the installed binary", func() bool {
+		out, err := in.run("status", "--json")
+		return err == nil && strings.Contains(out, `"version": "`+upgradeVersion+`"`)
+	})
+	mark := load[0].answered.Load()
+	waitFor(t, "calls after the install", func() bool { return load[0].answered.Load() >= mark+20 })
+	for _, c := range load {
+		c.stop.Store(true)
+	}
+	for _, c := range load {
+		waitFor(t, "every call answered", func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return len(c.pending) == 0
+		})
+		c.mu.Lock()
+		if len(c.bad) > 0 {
+			t.Errorf("bad answers: %q", c.bad)
+		}
+		c.mu.Unlock()
+	}
+	if st := in.status(); len(st.Backends) != 1 || st.Backends[0].PID != child {
+		t.Errorf("backends after the install: %+v, want child %d", st.Backends, child)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
