@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -219,6 +220,31 @@ func (c *trayController) HangThreshold() time.Duration {
 }
 
 func (c *trayController) Quit() { c.quit() }
+
+// RestartApp upgrades the app in place to the binary it was started from
+// (the installed one, if a package replaced it meanwhile).
+func (c *trayController) RestartApp() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if resolved, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = resolved
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	plan, why, err := c.inst.planUpgrade(ctx, exe)
+	if err != nil {
+		return err
+	}
+	stop, err := c.inst.acceptUpgrade(plan)
+	if err != nil {
+		return err
+	}
+	c.inst.log.Info("restarting in place from the tray", "binary", exe, "carryChildren", plan.carry, "why", why)
+	stop()
+	return nil
+}
 
 // StartAtLogin reads the login item; the file or registry value is tiny.
 func (c *trayController) StartAtLogin() bool {

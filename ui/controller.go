@@ -61,6 +61,10 @@ type Controller interface {
 	// Quit shuts the instance down (every child included) and then the
 	// app. It returns at once; the app exits when the pool has closed.
 	Quit()
+	// RestartApp replaces the running program with the installed binary
+	// in place (`switchboard upgrade`): children keep running and client
+	// sessions resume. It returns once the restart has begun.
+	RestartApp() error
 
 	// StartAtLogin reports whether the app starts at login (cheap: the
 	// UI asks it for every frame); SetStartAtLogin turns that on or off.

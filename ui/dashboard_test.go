@@ -303,6 +303,8 @@ func TestTrayMenuActionsReachTheController(t *testing.T) {
 	if fake.quits.Load() != 1 {
 		t.Error("Quit did not reach the controller")
 	}
+	u.menuDo(menuAction{Kind: actRestartApp})
+	waitUntil(t, 5*time.Second, "Restart Switchboard to reach the controller", func() bool { return fake.restarts.Load() == 1 })
 	u.menuDo(menuAction{Kind: actHistory})
 	if u.dash.tabs.Selected() != u.dash.tabOf[tabHistory] {
 		t.Error("Open history did not select the History tab")

@@ -18,6 +18,7 @@ type fakeCtrl struct {
 	buffer     int // subscription buffer; small ones provoke lag
 	subscribes atomic.Int32
 	quits      atomic.Int32
+	restarts   atomic.Int32
 
 	mu        sync.Mutex
 	snap      pool.Snapshot
@@ -155,6 +156,7 @@ func (f *fakeCtrl) HistoryDropped() uint64 {
 
 func (f *fakeCtrl) HangThreshold() time.Duration { return f.hang }
 func (f *fakeCtrl) Quit()                        { f.quits.Add(1) }
+func (f *fakeCtrl) RestartApp() error            { f.restarts.Add(1); return nil }
 
 func (f *fakeCtrl) StartAtLogin() bool {
 	f.mu.Lock()

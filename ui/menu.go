@@ -23,6 +23,7 @@ const (
 	actHistory
 	actStartAtLogin
 	actAbout
+	actRestartApp
 	actQuit
 )
 
@@ -75,6 +76,7 @@ func trayMenu(s pool.Snapshot, sum summary) []menuItem {
 		sep,
 		menuItem{Label: "Start at login", Checked: sum.StartAtLogin, Action: menuAction{Kind: actStartAtLogin}},
 		menuItem{Label: "About Switchboard", Action: menuAction{Kind: actAbout}},
+		menuItem{Label: "Restart Switchboard", Action: menuAction{Kind: actRestartApp}},
 		menuItem{Label: "Quit", Action: menuAction{Kind: actQuit}},
 	)
 	return m

@@ -47,6 +47,7 @@ func TestTrayMenu(t *testing.T) {
 		sep,
 		{Label: "Start at login", Action: menuAction{Kind: actStartAtLogin}},
 		{Label: "About Switchboard", Action: menuAction{Kind: actAbout}},
+		{Label: "Restart Switchboard", Action: menuAction{Kind: actRestartApp}},
 		{Label: "Quit", Action: menuAction{Kind: actQuit}},
 	}
 	if d := cmp.Diff(want, got); d != "" {
@@ -63,7 +64,7 @@ func TestTrayMenuEmptyPool(t *testing.T) {
 		}
 	}
 	want := []string{"Sessions: 0", "In flight: 0", "Children: 0", "Leaked backends: 0", "Open dashboard",
-		"Kill leaked backends (0)", "Open config file", "Open history", "Start at login", "About Switchboard", "Quit"}
+		"Kill leaked backends (0)", "Open config file", "Open history", "Start at login", "About Switchboard", "Restart Switchboard", "Quit"}
 	if d := cmp.Diff(want, labels); d != "" {
 		t.Errorf("labels (-want +got):\n%s", d)
 	}

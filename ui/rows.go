@@ -211,8 +211,13 @@ func backendRows(s pool.Snapshot, now time.Time, stats map[int]procStat) []row {
 		} else if b.ResolveNote != "" {
 			detail = "command: " + strings.Join(b.Command, " ") + " (" + b.ResolveNote + ")\n\n" + detail
 		}
+		pid := pidText(b.PID)
+		if b.CarriedOver {
+			pid += " (carried over)" // started by the program this one upgraded
+			detail = "carried over an in-place upgrade: the process kept running\n\n" + detail
+		}
 		out = append(out, row{level: lv, server: b.Server, pid: b.PID, detail: strings.TrimSpace(detail), cells: []string{
-			name, b.Era, pidText(b.PID), b.State, uptime, mem, cpu,
+			name, b.Era, pid, b.State, uptime, mem, cpu,
 			strconv.Itoa(b.Sessions), strconv.Itoa(b.Restarts), last,
 		}})
 	}

@@ -3,6 +3,7 @@ package ui
 import (
 	"flag"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -293,5 +294,20 @@ func TestReattachedSessionRow(t *testing.T) {
 	}
 	if rows[0].detail != "kept across a pool restart: was run 7 session s3" || rows[1].detail != "" || rows[1].cells[2] != "stdio" {
 		t.Errorf("rows %+v", rows)
+	}
+}
+
+// A child carried over an in-place upgrade says so in its PID cell and
+// its detail.
+func TestCarriedOverBackendRow(t *testing.T) {
+	rows := backendRows(pool.Snapshot{Backends: []pool.BackendInfo{
+		{Server: "fake", PID: 42, State: pool.StateReady, StartedAt: t0, CarriedOver: true},
+		{Server: "memory", PID: 43, State: pool.StateReady, StartedAt: t0},
+	}}, t0, nil)
+	if got := rows[0].cells[2]; got != "42 (carried over)" || !strings.HasPrefix(rows[0].detail, "carried over an in-place upgrade") {
+		t.Errorf("carried row %q, detail %q", got, rows[0].detail)
+	}
+	if got := rows[1].cells[2]; got != "43" || strings.Contains(rows[1].detail, "carried") {
+		t.Errorf("plain row %q, detail %q", got, rows[1].detail)
 	}
 }

@@ -280,6 +280,8 @@ func (u *UI) menuDo(a menuAction) {
 	case actAbout:
 		u.showDashboard("")
 		dialog.ShowInformation("About Switchboard", u.ctrl.About(), u.dash.win)
+	case actRestartApp:
+		u.act("restart Switchboard", func(context.Context) error { return u.ctrl.RestartApp() })
 	case actQuit:
 		u.ctrl.Quit()
 	}
