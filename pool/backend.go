@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
@@ -110,6 +111,9 @@ type pending struct {
 	written time.Time
 	pid     int
 	retried bool
+	// slot is the request's ledger slot + 1 (ledger.go), 0 if none:
+	// taken and released under the session's mu, read by writeLoop.
+	slot atomic.Int32
 	// The last progress value the client was sent, so a retried call's
 	// progress never goes back.
 	progressSeen float64
@@ -383,6 +387,7 @@ func (b *backend) writeLoop(c *child) {
 				it.p.written = now
 				it.p.pid = c.pid
 				if it.p.sess != nil {
+					it.p.sess.ledger.written(it.p.slot.Load())
 					wrote = append(wrote, it.p)
 				}
 			case it.p.state == stWriting:

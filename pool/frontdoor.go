@@ -75,15 +75,22 @@ func (p *Pool) serveShim(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	var in, out *os.File
+	var in, out, ledgerFile *os.File
 	var carried []byte // what the shim's earlier pool had read and not handled
-	if hello.Attach && len(files) == 2 {
+	want := 2
+	if hello.Ledger {
+		want = 3
+	}
+	if hello.Attach && len(files) == want {
 		if n := resumedBytes(hello); n > 0 {
 			carried, err = readCarried(conn, rest, n, p.opts.MaxMessageBytes)
 			rest = nil
 		}
 		if err == nil && len(rest) == 0 {
 			in, out = files[0], files[1]
+			if want == 3 {
+				ledgerFile = files[2]
+			}
 		}
 	}
 	if in == nil {
@@ -130,9 +137,16 @@ func (p *Pool) serveShim(conn net.Conn) {
 	// connection only tells each side when the other is gone, and the
 	// shim what it needs to resume the session with another pool.
 	hb := newHandBack(in)
+	var led *ledger
+	if ledgerFile != nil {
+		if led, err = openLedger(ledgerFile); err != nil {
+			p.log.Warn("a shim's ledger is unusable; its session's requests are not recorded there", "session", s.id, "err", err)
+		}
+	}
 	s.mu.Lock()
 	s.attached = true
 	s.hb = hb
+	s.ledger = led
 	s.mu.Unlock()
 	s.keepState = func(st wire.State) {
 		connMu.Lock()

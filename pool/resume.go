@@ -36,8 +36,11 @@ func (s *session) resume(r *wire.Resume) {
 			}
 		}
 	}
-	reqs := s.lostRequests(r, from)
+	reqs := mergeLost(r, s.lostRequests(r, from))
 	for _, u := range reqs {
+		if u.Method == "" {
+			u.Method = "a request"
+		}
 		msg := fmt.Sprintf("Switchboard restarted while %s was in flight on server %q; it was not re-sent because it may have executed", u.Method, s.srv.name)
 		if !u.Written {
 			msg = fmt.Sprintf("Switchboard restarted before %s reached server %q; it did not run, send it again", u.Method, s.srv.name)
@@ -50,12 +53,38 @@ func (s *session) resume(r *wire.Resume) {
 	}
 }
 
+// mergeLost is what the client still waits for: with a ledger, the
+// requests the shim's ledger lists (exact: written as the requests came
+// and went), named from the history where it knows them; without one,
+// what the earlier run's history lists.
+func mergeLost(r *wire.Resume, history []Unanswered) []Unanswered {
+	if !r.Ledger {
+		return history
+	}
+	known := map[string]Unanswered{}
+	for _, h := range history {
+		known[h.OriginalID] = h
+	}
+	out := make([]Unanswered, 0, len(r.Lost))
+	seen := map[string]bool{}
+	for _, l := range r.Lost {
+		if seen[l.ID] {
+			continue
+		}
+		seen[l.ID] = true
+		h := known[l.ID]
+		out = append(out, Unanswered{OriginalID: l.ID, Method: h.Method, Name: h.Name, Written: l.Written || h.Written})
+	}
+	return out
+}
+
 // lostRequests is what the client still waits for, by the earlier run's
 // history: its requests of this session that were never answered. The
 // history is written in batches (every 50 ms), so a request taken in the
 // last moments before a kill may be missing (its client waits on it), and
 // one answered then may be listed (its client gets a second, error answer
-// for an id it already saw, which clients ignore).
+// for an id it already saw, which clients ignore). The shim's ledger,
+// when it has one, is exact.
 func (s *session) lostRequests(r *wire.Resume, from string) []Unanswered {
 	if s.p.opts.Unanswered == nil || r.Run == "" || r.Session == "" {
 		return nil

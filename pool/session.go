@@ -33,6 +33,7 @@ type session struct {
 	closeConn func(*session)            // ends the transport; given to newSession by the front door; call closeTransport
 	attached  bool                      // the transport is the client's own pipes; set by the front door
 	hb        *handBack                 // how an attached session goes back to its shim; set with attached, under mu
+	ledger    *ledger                   // its requests in flight, in memory its shim shares; set with attached, before the reader
 	keepState func(wire.State)          // tells an attached shim what to keep for a resume; set before the reader starts
 	resumed   string                    // "run R session S" a reattached client came from; guarded by mu
 	part      atomic.Pointer[partition] // the roots partition its requests go to (server.backendFor)
@@ -502,11 +503,15 @@ func (s *session) trackLocked(p *pending) {
 	}
 	s.inflight[string(p.origID)] = p
 	s.inflightBytes += len(p.line)
+	if s.ledger != nil && p.slot.Load() == 0 {
+		p.slot.Store(s.ledger.take(p.origID))
+	}
 }
 
 func (s *session) untrackLocked(p *pending) {
 	delete(s.inflight, string(p.origID))
 	s.inflightBytes -= len(p.line)
+	s.ledger.release(p.slot.Swap(0))
 	s.quietLocked()
 	if len(p.line) > keepBuf {
 		s.p.releasedLarge() // only signals: no I/O under s.mu
@@ -553,6 +558,7 @@ func (s *session) close(reason error) {
 		s.quietLocked()
 		subs := s.subs
 		s.subs = map[string]*backend{}
+		led := s.ledger
 		s.mu.Unlock()
 		if !drained(reason) {
 			s.closeTransport() // else the writer does, once the last answers are out
@@ -565,6 +571,7 @@ func (s *session) close(reason error) {
 			p.b.cancel(p, why)
 		}
 		s.endListens()
+		led.close()
 		bySub := map[*backend][]string{}
 		for uri, b := range subs {
 			bySub[b] = append(bySub[b], uri)

@@ -6,11 +6,7 @@
 // new program's main thread again.
 package mainthread
 
-import (
-	"os"
-	"runtime"
-	"syscall"
-)
+import "runtime"
 
 func init() {
 	// main.main then runs on the main thread, for Serve (and fyne, which
@@ -19,13 +15,6 @@ func init() {
 }
 
 var calls = make(chan func())
-
-// IsMain reports whether the caller runs on the process's main thread.
-// Only Linux can tell (its main thread's id is the process id); elsewhere
-// it says no, and children are not carried over an exec.
-func IsMain() bool {
-	return runtime.GOOS == "linux" && syscall.Gettid() == os.Getpid()
-}
 
 // Do runs f on the main thread, whose goroutine waits in Serve, and
 // returns when f has.

@@ -2,12 +2,15 @@
 
 package shim
 
-import "net"
+import (
+	"net"
+	"os"
+)
 
 // attachable: descriptors cannot be passed here; the shim relays.
 func attachable(in, out any) bool { return false }
 
-func writeHello(conn net.Conn, hello []byte, _ bool) error {
+func writeHello(conn net.Conn, hello []byte, _ bool, _ *os.File) error {
 	_, err := conn.Write(hello)
 	return err
 }

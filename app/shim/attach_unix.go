@@ -29,14 +29,19 @@ func attachable(in, out any) bool {
 }
 
 // writeHello sends the hello line, with stdin and stdout attached
-// (SCM_RIGHTS) when attach is set.
-func writeHello(conn net.Conn, hello []byte, attach bool) error {
+// (SCM_RIGHTS) when attach is set, and the ledger after them when there
+// is one.
+func writeHello(conn net.Conn, hello []byte, attach bool, ledger *os.File) error {
 	uc, ok := conn.(*net.UnixConn)
 	if !attach || !ok {
 		_, err := conn.Write(hello)
 		return err
 	}
-	_, _, err := uc.WriteMsgUnix(hello, syscall.UnixRights(0, 1), nil)
+	fds := []int{0, 1}
+	if ledger != nil {
+		fds = append(fds, int(ledger.Fd()))
+	}
+	_, _, err := uc.WriteMsgUnix(hello, syscall.UnixRights(fds...), nil)
 	return err
 }
 

@@ -34,7 +34,8 @@ type attached struct {
 	run     string
 	session string
 	init    []byte // the client's initialize params, from a State line
-	pending []byte // the client's input the last pool handed back unread
+	pending []byte   // the client's input the last pool handed back unread
+	ledger  *os.File // the session's ledger (wire.Ledger), nil without one
 }
 
 var errClientGone = errors.New("the client went away")
@@ -94,6 +95,7 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 	sock := a.paths.PoolSocket()
 	dial := func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) }
 	mayStart := true
+	var lost []wire.Lost
 	for {
 		if clientGone() {
 			return nil, nil, errClientGone
@@ -109,9 +111,11 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 			time.Sleep(reattachPoll)
 			continue
 		}
-		hello, _ := json.Marshal(wire.Hello{Server: a.name, PID: os.Getpid(), Attach: true,
-			Resume: &wire.Resume{Run: a.run, Session: a.session, Initialize: a.init, PendingBytes: len(a.pending)}})
-		err = writeHello(conn, append(hello, '\n'), true)
+		lost = mergeLost(lost, takeLedger(a.ledger)) // kept until a pool has taken the session
+		hello, _ := json.Marshal(wire.Hello{Server: a.name, PID: os.Getpid(), Attach: true, Ledger: a.ledger != nil,
+			Resume: &wire.Resume{Run: a.run, Session: a.session, Initialize: a.init, PendingBytes: len(a.pending),
+				Lost: lost, Ledger: a.ledger != nil}})
+		err = writeHello(conn, append(hello, '\n'), true, a.ledger)
 		if err == nil && len(a.pending) > 0 {
 			_, err = conn.Write(a.pending)
 		}

@@ -55,8 +55,12 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 	}
 	defer conn.Close()
 	attach := attachable(in, out)
-	hello, _ := json.Marshal(wire.Hello{Server: name, PID: os.Getpid(), Attach: attach})
-	if err := writeHello(conn, append(hello, '\n'), attach); err != nil {
+	var ledger *os.File
+	if attach {
+		ledger = newLedger()
+	}
+	hello, _ := json.Marshal(wire.Hello{Server: name, PID: os.Getpid(), Attach: attach, Ledger: ledger != nil})
+	if err := writeHello(conn, append(hello, '\n'), attach, ledger); err != nil {
 		return fmt.Errorf("talk to the pool: %w", err)
 	}
 	br := bufio.NewReaderSize(conn, bufSize)
@@ -74,7 +78,7 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		return errors.New(w.Error)
 	}
 	if w.Attached {
-		return (&attached{paths: paths, name: name, run: w.Run, session: w.Session}).wait(conn, br)
+		return (&attached{paths: paths, name: name, run: w.Run, session: w.Session, ledger: ledger}).wait(conn, br)
 	}
 	fromPool := make(chan error, 1)
 	go func() {

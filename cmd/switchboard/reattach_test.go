@@ -362,3 +362,79 @@ func TestStoppedPoolStartsOnTheNextCall(t *testing.T) {
 		t.Fatalf("pools after the call: %v", now)
 	}
 }
+
+// With the history off, the shim's ledger alone says what a killed pool
+// owed: a client calling every 100 ms, with no pause around the kill,
+// gets exactly one answer to every call (the result, or the at-most-once
+// error for what was in flight), and the call running in the child at the
+// kill is reported as possibly executed.
+func TestLedgerAnswersWhatAKilledPoolOwed(t *testing.T) {
+	config := strings.TrimSuffix(noClientStarts(fakeConfig(t)), "}") + `, "history": {"disabled": true}}`
+	first := serve(t, config)
+	s := first.connect(t, "fake")
+	s.initialize("no-history")
+	answers := readAnswers(s)
+	stop := make(chan struct{})
+	sent := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { sent <- n }()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				n++
+				s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":50,"text":"call %d"}}}`, n, n))
+			}
+		}
+	}()
+	s.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":30000,"text":"never"}}}`)
+	waitFor(t, "the slow call to reach the child", func() bool {
+		for _, r := range first.status().InFlight {
+			if r.Name == "sleep_echo" && r.WrittenToChild && r.AgeMs > 100 {
+				return true
+			}
+		}
+		return false
+	})
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err := <-first.done
+	first.done <- err
+	serveHome(t, first.home)
+	waitFor(t, "the slow call's at-most-once error", func() bool { _, ok := answers.get(`"slow"`); return ok })
+	if slow, _ := answers.get(`"slow"`); !strings.Contains(slow.line, `"mayHaveExecuted":true`) {
+		t.Errorf("the call running at the kill was answered %s", slow.line)
+	}
+	mark := answers.count()
+	waitFor(t, "calls answered by the new pool", func() bool { return answers.count() >= mark+10 })
+	close(stop)
+	n := <-sent
+	waitFor(t, "an answer to every call", func() bool {
+		for i := 1; i <= n; i++ {
+			if _, ok := answers.get(fmt.Sprint(i)); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	ok, lost := 0, 0
+	for i := 1; i <= n; i++ {
+		a, _ := answers.get(fmt.Sprint(i))
+		switch {
+		case strings.HasPrefix(a.line, "DUPLICATE"):
+			t.Errorf("call %d answered twice: %s", i, a.line)
+		case strings.Contains(a.line, fmt.Sprintf(`"text":"call %d"`, i)):
+			ok++
+		case strings.Contains(a.line, `"mayHaveExecuted"`):
+			lost++
+		default:
+			t.Errorf("call %d: %s", i, a.line)
+		}
+	}
+	t.Logf("%d calls across the kill, history off: %d answered, %d answered with the at-most-once error, none unanswered", n, ok, lost)
+}

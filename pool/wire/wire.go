@@ -1,8 +1,9 @@
 // Package wire holds the messages of the pool's local socket: what a
 // `switchboard connect` process and the pool say to each other before
 // (and, when the client's pipes are attached, instead of) relaying the
-// client's bytes. It is its own package, importing nothing, so that the
-// connect program stays small.
+// client's bytes, and the layout of the memory they share (the ledger).
+// It is its own package, importing next to nothing, so that the connect
+// program stays small.
 package wire
 
 // Hello is the first line a `switchboard connect` shim sends on the local
@@ -15,6 +16,9 @@ type Hello struct {
 	// and writes them itself, and the shim only waits: no relay hop each
 	// way, no copy, no CPU in the shim.
 	Attach bool `json:"attach,omitempty"`
+	// Ledger says a third descriptor follows the pipes: the session's
+	// ledger (ledger.go), LedgerSize bytes of memory the shim owns.
+	Ledger bool `json:"ledger,omitempty"`
 	// Resume, set when the pool this shim was attached to went away,
 	// names the session the client still has, so that the new pool takes
 	// it over instead of starting a new one (the client sees no
@@ -36,6 +40,12 @@ type Resume struct {
 	// line: the Farewell's Pending, the client's input the earlier pool
 	// had read and not handled, to be read before the client's pipe.
 	PendingBytes int `json:"pendingBytes,omitempty"`
+	// Lost are the requests the session's ledger lists as in flight when
+	// the earlier pool died: the new pool answers them.
+	Lost []Lost `json:"lost,omitempty"`
+	// Ledger says Lost comes from a ledger, so it is complete: the new
+	// pool answers what it lists, and nothing else.
+	Ledger bool `json:"ledger,omitempty"`
 }
 
 // State is a line the pool sends an attached shim while the session

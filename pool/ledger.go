@@ -1,0 +1,84 @@
+package pool
+
+import (
+	"encoding/binary"
+	"sync"
+
+	"github.com/switchboard-mcp/switchboard/pool/wire"
+)
+
+// ledger is the pool's side of an attached session's ledger (wire.Ledger):
+// the session's requests in flight, written into memory its shim owns, so
+// that when the pool dies the shim can still say what the client waits
+// for. Every operation is a few stores under a mutex that nothing else
+// takes; no I/O.
+type ledger struct {
+	mu   sync.Mutex
+	mem  []byte  // the shared mapping; nil once closed
+	free []int32 // released slots, reused first (fewer pages touched)
+	next int32   // the first slot never used
+	drop func()  // unmaps mem
+}
+
+// take records a request in a free slot and returns the slot + 1, or 0
+// when none is free or the id is too long to record.
+func (l *ledger) take(id []byte) int32 {
+	if l == nil || len(id) > wire.LedgerMaxID {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mem == nil {
+		return 0
+	}
+	var slot int32
+	switch {
+	case len(l.free) > 0:
+		slot = l.free[len(l.free)-1]
+		l.free = l.free[:len(l.free)-1]
+	case l.next < wire.LedgerSlots:
+		slot = l.next
+		l.next++
+	default:
+		return 0
+	}
+	b := l.mem[int(slot)*wire.LedgerSlotSize:][:wire.LedgerSlotSize]
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(id)))
+	copy(b[8:], id)
+	binary.LittleEndian.PutUint32(b, wire.LedgerTaken) // after the id: a reader never sees a state without it
+	return slot + 1
+}
+
+// written marks slot's request as written to a child.
+func (l *ledger) written(slot int32) { l.set(slot, wire.LedgerWritten, false) }
+
+// release frees slot: its request was answered or cancelled.
+func (l *ledger) release(slot int32) { l.set(slot, wire.LedgerFree, true) }
+
+func (l *ledger) set(slot int32, state uint32, free bool) {
+	if l == nil || slot <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mem == nil {
+		return
+	}
+	binary.LittleEndian.PutUint32(l.mem[int(slot-1)*wire.LedgerSlotSize:], state)
+	if free {
+		l.free = append(l.free, slot-1)
+	}
+}
+
+// close unmaps the ledger; later operations do nothing.
+func (l *ledger) close() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mem != nil {
+		l.drop()
+		l.mem = nil
+	}
+}

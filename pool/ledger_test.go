@@ -1,0 +1,62 @@
+package pool
+
+import (
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/pool/wire"
+)
+
+// The ledger lists exactly the requests taken and not released, with
+// whether each was written, and reuses released slots.
+func TestLedgerRecordsWhatIsInFlight(t *testing.T) {
+	mem := make([]byte, wire.LedgerSize)
+	l := &ledger{mem: mem, drop: func() {}}
+	a := l.take([]byte(`1`))
+	b := l.take([]byte(`"two"`))
+	c := l.take([]byte(`{"odd":"but legal"}`))
+	l.written(b)
+	l.release(a)
+	d := l.take([]byte(`4`))
+	if d != a {
+		t.Errorf("a released slot was not reused: got %d, want %d", d, a)
+	}
+	long := make([]byte, wire.LedgerMaxID+1)
+	if s := l.take(long); s != 0 {
+		t.Errorf("an id too long to record got slot %d", s)
+	}
+	got := map[string]bool{}
+	for _, lost := range wire.ReadLedger(mem) {
+		got[lost.ID] = lost.Written
+	}
+	want := map[string]bool{`"two"`: true, `{"odd":"but legal"}`: false, `4`: false}
+	if len(got) != len(want) {
+		t.Fatalf("ledger lists %v, want %v", got, want)
+	}
+	for id, w := range want {
+		if g, ok := got[id]; !ok || g != w {
+			t.Errorf("ledger: %s written=%v (listed %v), want written=%v", id, g, ok, w)
+		}
+	}
+	l.close()
+	l.release(c) // after close: nothing happens, nothing breaks
+	if l.take([]byte(`5`)) != 0 {
+		t.Error("a closed ledger took a request")
+	}
+}
+
+// A ledger whose slots are all taken records no more, and loses nothing
+// it had.
+func TestLedgerFull(t *testing.T) {
+	l := &ledger{mem: make([]byte, wire.LedgerSize), drop: func() {}}
+	for i := range wire.LedgerSlots {
+		if l.take([]byte{'1'}) == 0 {
+			t.Fatalf("slot %d refused", i)
+		}
+	}
+	if l.take([]byte{'2'}) != 0 {
+		t.Error("a full ledger took a request")
+	}
+	if n := len(wire.ReadLedger(l.mem)); n != wire.LedgerSlots {
+		t.Errorf("full ledger lists %d", n)
+	}
+}

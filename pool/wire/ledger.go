@@ -1,0 +1,49 @@
+package wire
+
+import "encoding/binary"
+
+// The ledger is an attached session's record of its requests in flight,
+// kept in memory the shim owns and shares with the pool (a memfd it sends
+// with its hello, after the client's pipes). The pool writes it as requests
+// come and go; if the pool dies, the shim still has it, and the next pool
+// answers what it lists with the at-most-once error, history or not.
+//
+// Layout: LedgerSlots slots of LedgerSlotSize bytes. A slot is a
+// little-endian uint32 state (LedgerFree, LedgerTaken, LedgerWritten), a
+// uint32 id length, then the client's id as JSON. The pool writes the id
+// before the state, and the state atomically.
+const (
+	LedgerSlots    = 8192
+	LedgerSlotSize = 128
+	LedgerSize     = LedgerSlots * LedgerSlotSize
+	// LedgerMaxID is the longest id a slot holds; a request with a longer
+	// id is not recorded.
+	LedgerMaxID = LedgerSlotSize - 8
+)
+
+// Ledger slot states.
+const (
+	LedgerFree    uint32 = iota // no request
+	LedgerTaken                 // received; not (yet) written to a child
+	LedgerWritten               // written to a child: it may have run
+)
+
+// Lost is a request a dead pool took and never answered.
+type Lost struct {
+	ID      string `json:"id"` // the client's id, as JSON
+	Written bool   `json:"written,omitempty"`
+}
+
+// ReadLedger lists the requests a ledger records as in flight.
+func ReadLedger(mem []byte) []Lost {
+	var out []Lost
+	for off := 0; off+LedgerSlotSize <= len(mem); off += LedgerSlotSize {
+		state := binary.LittleEndian.Uint32(mem[off:])
+		n := int(binary.LittleEndian.Uint32(mem[off+4:]))
+		if state == LedgerFree || n <= 0 || n > LedgerMaxID {
+			continue
+		}
+		out = append(out, Lost{ID: string(mem[off+8 : off+8+n]), Written: state == LedgerWritten})
+	}
+	return out
+}
