@@ -33,7 +33,7 @@ type attached struct {
 	name    string
 	run     string
 	session string
-	init    []byte // the client's initialize params, from a State line
+	init    []byte   // the client's initialize params, from a State line
 	pending []byte   // the client's input the last pool handed back unread
 	ledger  *os.File // the session's ledger (wire.Ledger), nil without one
 }
