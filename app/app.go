@@ -316,7 +316,7 @@ func (inst *Instance) Run(ctx context.Context) error {
 		inst.mu.Lock()
 		inst.stopRun = nil // no upgrade begins now
 		inst.mu.Unlock()
-		inst.log.Info("shutting down")
+		inst.log.Info("shutting down", "why", context.Cause(gctx))
 		poolLn.Close()
 		shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

@@ -64,6 +64,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	line, rest, files, err := readHello(conn)
 	if err != nil {
+		p.log.Warn("a connection ended before its hello", "err", err)
 		conn.Close()
 		return
 	}
@@ -94,12 +95,23 @@ func (p *Pool) serveShim(conn net.Conn) {
 		}
 	}
 	if in == nil {
+		if len(files) > 0 {
+			p.log.Warn("a shim's descriptors were not taken", "attach", hello.Attach, "files", len(files), "err", err)
+		}
 		closeFiles(files)
 	}
 	// How the transport ends is set before the session is published: a
 	// Pool.Close racing with this start must find it.
 	var connMu sync.Mutex // State lines and the Farewell of an attached session
 	closeConn := func(*session) { conn.Close() }
+	if in == nil && hello.Resumable {
+		closeConn = func(s *session) {
+			if errors.Is(s.closeReason, errHandedBack) {
+				s.handOverRelay(conn)
+			}
+			conn.Close()
+		}
+	}
 	if in != nil {
 		closeConn = func(s *session) {
 			in.Close()
@@ -125,12 +137,25 @@ func (p *Pool) serveShim(conn net.Conn) {
 		return
 	}
 	if in == nil {
+		var hb *handBack
+		if hello.Resumable {
+			// The shim reads control lines: it keeps what it needs to
+			// resume the session, and takes it back when the pool stops.
+			hb = newHandBack(conn)
+			s.mu.Lock()
+			s.hb = hb
+			s.mu.Unlock()
+			s.keepState = func(st wire.State) { s.deliver(controlLine(st)) }
+		}
 		if err := writeLine(conn, Welcome{Session: s.id, Run: p.opts.RunID}); err != nil {
 			s.close(err)
 			return
 		}
+		if hello.Resume != nil {
+			s.resume(hello.Resume)
+		}
 		p.wg.Go(func() { s.writeTo(conn) })
-		s.readFrom(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), conn), 64<<10), rawConn(conn), nil)
+		s.readFrom(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), conn), 64<<10), rawConn(conn), hb)
 		return
 	}
 	// Attached: the client's pipes are the session's transport; the

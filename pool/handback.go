@@ -1,13 +1,16 @@
 package pool
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"net"
 	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
 // Hand-back: when the pool stops on purpose (Quit, SIGTERM, an upgrade),
@@ -35,13 +38,16 @@ const DefaultStopGrace = 3 * time.Second
 // handBack is an attached session's way back to its shim. The front door
 // creates it; the pool's stop pauses the reader through it.
 type handBack struct {
-	in      *os.File    // the client's input, to wake the reader with a deadline
+	in      deadliner   // the client's input (its pipe, or a relaying shim's connection), to wake the reader
 	pausing atomic.Bool // set once by pause; the reader returns at its next read
 	rest    chan []byte // cap 1: the reader's unhandled bytes, sent when it stops on pause
 	pending []byte      // what the Farewell carries; written before close, read by closeConn
 }
 
-func newHandBack(in *os.File) *handBack {
+// deadliner is an input whose reads a deadline interrupts.
+type deadliner interface{ SetReadDeadline(time.Time) error }
+
+func newHandBack(in deadliner) *handBack {
 	return &handBack{in: in, rest: make(chan []byte, 1)}
 }
 
@@ -152,4 +158,43 @@ func (b *backend) abandon(p *pending) {
 	}
 	b.finishWithError(p, &jsonrpc.Error{Code: jsonrpc.CodeBackendDied, Message: msg,
 		Data: map[string]any{"retryable": true, "mayHaveExecuted": written, "server": b.srv.name}}, written, StatusFailed)
+}
+
+// handOverRelay ends a relayed session's connection for a hand-back, once
+// every answer it was owed is written: the shim is asked to stop sending
+// (Drain) and says when it has (ControlDone); what it sent meanwhile joins
+// the unread input; the Farewell carries it all back.
+func (s *session) handOverRelay(conn net.Conn) {
+	deadline := time.Now().Add(s.p.opts.StopGrace)
+	_ = conn.SetDeadline(deadline)
+	if err := writeControl(conn, wire.Drain{Drain: true}); err != nil {
+		return
+	}
+	pending := s.hb.pending
+	buf := make([]byte, 32<<10)
+	for !bytes.HasSuffix(pending, []byte(wire.ControlDone)) {
+		n, err := conn.Read(buf)
+		pending = append(pending, buf[:n]...)
+		if err != nil {
+			break // no acknowledgement: what came is all there is
+		}
+	}
+	if i := bytes.Index(pending, []byte(wire.ControlDone)); i >= 0 {
+		pending = pending[:i]
+	}
+	_ = writeControl(conn, Farewell{End: wire.EndPoolStopping, Pending: pending})
+}
+
+// writeControl writes v as a control line of a relayed session's stream.
+func writeControl(conn net.Conn, v any) error {
+	b, _ := json.Marshal(v)
+	_, err := conn.Write(append(append([]byte{wire.Control}, b...), '\n'))
+	return err
+}
+
+// controlLine is v as a control line for the session's queue (its
+// writer writes it in order with the answers).
+func controlLine(v any) []byte {
+	b, _ := json.Marshal(v)
+	return append([]byte{wire.Control}, b...)
 }

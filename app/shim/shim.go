@@ -40,82 +40,85 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	sock := paths.PoolSocket()
-	conn, err := localsock.DialTimeout(sock, 5*time.Second)
-	if err != nil {
-		// No pool (or a stale socket of a killed one): start it, as the
-		// user would otherwise have to before every client.
-		conn, err = launch.Ensure(paths, func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) })
-		if errors.Is(err, launch.ErrDisabled) {
-			return fmt.Errorf("%w (no pool socket at %s) and %v in %s: start it with `switchboard` (tray) or `switchboard serve`, or turn autostart.fromClients on", ErrNoPool, sock, err, paths.Config)
-		}
-		if err != nil {
-			return fmt.Errorf("%w (no pool socket at %s) and starting one failed: %v", ErrNoPool, sock, err)
-		}
-	}
-	defer conn.Close()
 	attach := attachable(in, out)
 	var ledger *os.File
 	if attach {
 		ledger = newLedger()
 	}
-	hello, _ := json.Marshal(wire.Hello{Server: name, PID: os.Getpid(), Attach: attach, Ledger: ledger != nil})
-	if err := writeHello(conn, append(hello, '\n'), attach, ledger); err != nil {
-		return fmt.Errorf("talk to the pool: %w", err)
+	hello, _ := json.Marshal(wire.Hello{Server: name, PID: os.Getpid(), Attach: attach, Ledger: ledger != nil, Resumable: !attach})
+	// A pool that dies as this shim connects (its socket still accepts
+	// for a moment) is no pool: try again, which finds or starts the next.
+	var conn net.Conn
+	var br *bufio.Reader
+	var w wire.Welcome
+	for attempt := 1; ; attempt++ {
+		if conn, err = dialPool(paths); err != nil {
+			return err
+		}
+		if br, w, err = greet(conn, append(hello, '\n'), attach, ledger); err == nil {
+			break
+		}
+		conn.Close()
+		var gone *poolGoneError
+		if !errors.As(err, &gone) || attempt == 3 {
+			return err
+		}
+		time.Sleep(reattachPoll)
+	}
+	defer conn.Close()
+	if w.Attached {
+		return (&attached{paths: paths, name: name, run: w.Run, session: w.Session, ledger: ledger}).wait(conn, br)
+	}
+	return startRelay(paths, name, w, in, out).relay(conn, br)
+}
+
+// dialPool connects to the pool, starting it when none runs and clients
+// may.
+func dialPool(paths home.Paths) (net.Conn, error) {
+	sock := paths.PoolSocket()
+	conn, err := localsock.DialTimeout(sock, 5*time.Second)
+	if err == nil {
+		return conn, nil
+	}
+	// No pool (or a stale socket of a killed one): start it, as the user
+	// would otherwise have to before every client.
+	conn, err = launch.Ensure(paths, func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) })
+	if errors.Is(err, launch.ErrDisabled) {
+		return nil, fmt.Errorf("%w (no pool socket at %s) and %v in %s: start it with `switchboard` (tray) or `switchboard serve`, or turn autostart.fromClients on", ErrNoPool, sock, err, paths.Config)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w (no pool socket at %s) and starting one failed: %v", ErrNoPool, sock, err)
+	}
+	return conn, nil
+}
+
+// poolGoneError is a connection that ended before the pool's Welcome.
+type poolGoneError struct{ err error }
+
+func (e *poolGoneError) Error() string { return "the pool did not answer: " + e.err.Error() }
+func (e *poolGoneError) Unwrap() error { return e.err }
+
+// greet sends the hello and reads the pool's Welcome.
+func greet(conn net.Conn, hello []byte, attach bool, ledger *os.File) (*bufio.Reader, wire.Welcome, error) {
+	var w wire.Welcome
+	if err := writeHello(conn, hello, attach, ledger); err != nil {
+		return nil, w, &poolGoneError{err}
 	}
 	br := bufio.NewReaderSize(conn, bufSize)
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	line, err := br.ReadBytes('\n')
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		return nil, w, fmt.Errorf("the pool did not answer within 10 s: %w", err) // alive but stuck: not retried
+	}
 	if err != nil {
-		return fmt.Errorf("the pool did not answer: %w", err)
+		return nil, w, &poolGoneError{err}
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	var w wire.Welcome
 	if err := json.Unmarshal(line, &w); err != nil {
-		return fmt.Errorf("the pool answered something unexpected: %q", line)
+		return nil, w, fmt.Errorf("the pool answered something unexpected: %q", line)
 	}
 	if w.Error != "" {
-		return errors.New(w.Error)
+		return nil, w, errors.New(w.Error)
 	}
-	if w.Attached {
-		return (&attached{paths: paths, name: name, run: w.Run, session: w.Session, ledger: ledger}).wait(conn, br)
-	}
-	fromPool := make(chan error, 1)
-	go func() {
-		// bufio.Reader.WriteTo drains what the welcome read buffered,
-		// then copies straight from the socket.
-		_, err := br.WriteTo(out)
-		fromPool <- err
-	}()
-	fromClient := make(chan error, 1)
-	go func() {
-		_, err := io.CopyBuffer(conn, onlyReader{in}, make([]byte, bufSize))
-		fromClient <- err
-	}()
-	select {
-	case err := <-fromClient:
-		if err != nil {
-			return fmt.Errorf("read stdin: %w", err)
-		}
-		// The client closed our stdin: it has finished sending, not
-		// stopped listening. Tell the pool (a half-close) and relay its
-		// answers until it ends the session.
-		cw, ok := conn.(interface{ CloseWrite() error })
-		if !ok || cw.CloseWrite() != nil {
-			return nil
-		}
-		if err := <-fromPool; err != nil {
-			return fmt.Errorf("pool connection: %w", err)
-		}
-		return nil
-	case err := <-fromPool:
-		if err != nil {
-			return fmt.Errorf("pool connection: %w", err)
-		}
-		return errors.New("the pool closed the connection (it shut down or evicted this session)")
-	}
+	return br, w, nil
 }
-
-// onlyReader hides a reader's WriteTo, so io.CopyBuffer uses the large
-// buffer instead of a small one of the reader's choosing.
-type onlyReader struct{ io.Reader }

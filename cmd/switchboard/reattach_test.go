@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,12 +80,19 @@ func (a *answerLog) count() int {
 // start; every call gets an answer; later calls succeed; status shows the
 // session as reattached. The calls pause around the kill: one taken in the
 // history's last 50 ms would be lost (README, Sessions survive the pool).
+//
+// Attached and relayed alike (a relaying shim has no ledger: the history
+// says what was owed).
 func TestSessionSurvivesPoolKill(t *testing.T) {
-	config := fakeConfig(t)
-	config = strings.TrimSuffix(config, "}") + `,"autostart":{"fromClients":false}}` // the test starts the pool again
-	first := serve(t, config)
+	for _, mode := range []string{"attached", "relayed"} {
+		t.Run(mode, func(t *testing.T) { testSessionSurvivesPoolKill(t, mode == "relayed") })
+	}
+}
+
+func testSessionSurvivesPoolKill(t *testing.T, relay bool) {
+	first := serve(t, noClientStarts(fakeConfig(t))) // the test starts the pool again
 	home := first.home
-	s := first.connect(t, "fake")
+	s := connectAs(t, first, "fake", relay)
 	s.initialize("survivor")
 
 	answers := readAnswers(s)
@@ -231,9 +239,29 @@ func TestReattachStartsAPool(t *testing.T) {
 // in the child at the stop is answered by the stopping pool with the
 // at-most-once error; calls sent while no pool runs wait in the client's
 // pipe and are answered by the next pool; no call is answered twice.
+//
+// Both ways a shim can carry a session: with the client's pipes attached,
+// and relaying (a terminal, Windows), where the hand-back travels as
+// control lines in the relayed stream.
 func TestSessionSurvivesPoolStop(t *testing.T) {
+	for _, mode := range []string{"attached", "relayed"} {
+		t.Run(mode, func(t *testing.T) { testSessionSurvivesPoolStop(t, mode == "relayed") })
+	}
+}
+
+// connectAs starts `switchboard connect NAME` on in, relaying when relay
+// is set (SWITCHBOARD_NO_ATTACH, as from a terminal).
+func connectAs(t *testing.T, in *instance, server string, relay bool) *shim {
+	t.Helper()
+	if !relay {
+		return in.connect(t, server)
+	}
+	return startShim(t, server, append(os.Environ(), "SWITCHBOARD_HOME="+in.home, "SWITCHBOARD_NO_ATTACH=1"))
+}
+
+func testSessionSurvivesPoolStop(t *testing.T, relay bool) {
 	first := serve(t, noClientStarts(fakeConfig(t)))
-	s := first.connect(t, "fake")
+	s := connectAs(t, first, "fake", relay)
 	s.initialize("survivor")
 	answers := readAnswers(s)
 
@@ -324,7 +352,7 @@ func TestSessionSurvivesPoolStop(t *testing.T) {
 	default:
 	}
 	st := second.status()
-	if len(st.Sessions) != 1 || st.Sessions[0].ClientName != "survivor" {
+	if len(st.Sessions) != 1 || st.Sessions[0].ClientName != "survivor" || st.Sessions[0].Attached == relay {
 		t.Errorf("sessions after the restart: %+v", st.Sessions)
 	}
 	t.Logf("%d calls, every one answered once and ok across the stop", n)

@@ -19,6 +19,10 @@ type Hello struct {
 	// Ledger says a third descriptor follows the pipes: the session's
 	// ledger (ledger.go), LedgerSize bytes of memory the shim owns.
 	Ledger bool `json:"ledger,omitempty"`
+	// Resumable, from a relaying shim, says it reads control lines in the
+	// pool's stream (Control) and can resume the session with another
+	// pool: the pool then hands the session back when it stops on purpose.
+	Resumable bool `json:"resumable,omitempty"`
 	// Resume, set when the pool this shim was attached to went away,
 	// names the session the client still has, so that the new pool takes
 	// it over instead of starting a new one (the client sees no
@@ -84,3 +88,20 @@ const EndEOF = "eof"
 // client and resumes the session with the next pool. Everything the
 // client was owed has been answered.
 const EndPoolStopping = "pool-stopping"
+
+// Control starts a control line in a relayed session's byte stream: a
+// line that JSON-RPC never sends (a NUL byte is not JSON), so the shim
+// tells it from the client's messages at a glance. From the pool: a State,
+// a Drain, or the Farewell of a hand-back. From the shim: ControlDone.
+const Control = 0x00
+
+// Drain, from a stopping pool, asks a relaying shim to stop sending on
+// this connection and say so (ControlDone): what it sent until then comes
+// back in the Farewell's Pending.
+type Drain struct {
+	Drain bool `json:"drain"`
+}
+
+// ControlDone is a relaying shim's last bytes on a connection it was asked
+// to drain.
+const ControlDone = "\x00\n"

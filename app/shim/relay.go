@@ -1,0 +1,303 @@
+package shim
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/home"
+	"github.com/switchboard-mcp/switchboard/app/launch"
+	"github.com/switchboard-mcp/switchboard/app/localsock"
+	"github.com/switchboard-mcp/switchboard/pool/wire"
+)
+
+// relayed is the shim of a session whose bytes it relays: the client's
+// stdin and stdout are a terminal or a file, or descriptors cannot be
+// passed (Windows). Like an attached shim it outlives the pool: the pool's
+// stream carries control lines (wire.Control) with what a resume needs
+// (the client's initialize) and, when the pool stops on purpose, a Drain
+// and then a Farewell with the input it had not handled. The shim then
+// holds what the client sends, finds the next pool, resumes the session
+// there and sends the held input first. After a crash (the stream ends
+// with no Farewell) it does the same at once.
+type relayed struct {
+	paths   home.Paths
+	name    string
+	run     string
+	session string
+	init    []byte // the client's initialize params, from a State line
+	out     io.Writer
+
+	fromClient <-chan []byte // the client's input, by readClient; closed at its end
+	clientErr  chan error    // readClient's end: nil at EOF
+	clientEOF  atomic.Bool   // the client's input ended; set by the relay loop
+	held       []byte        // the client's input no pool has taken yet; the relay loop's
+}
+
+// poolEnd is how a pool connection's stream ended.
+type poolEnd struct {
+	end     relayEnd
+	err     error  // the pool ended the session with this error
+	pending []byte // with relayPlanned: the input the pool hands back
+}
+
+// How a pool connection ended.
+type relayEnd int
+
+const (
+	relayDone    relayEnd = iota // the client is finished (its input ended and its answers are out, or its output is gone)
+	relayPlanned                 // the pool handed the session back
+	relayLost                    // the pool went away without a Farewell
+)
+
+// startRelay starts reading the client's input.
+func startRelay(paths home.Paths, name string, w wire.Welcome, in io.Reader, out io.Writer) *relayed {
+	chunks := make(chan []byte, 16)
+	r := &relayed{paths: paths, name: name, run: w.Run, session: w.Session, out: out, fromClient: chunks, clientErr: make(chan error, 1)}
+	go readClient(in, chunks, r.clientErr)
+	return r
+}
+
+// readClient sends the client's input in chunks until it ends.
+func readClient(in io.Reader, chunks chan<- []byte, end chan<- error) {
+	defer close(chunks)
+	buf := make([]byte, bufSize)
+	for {
+		n, err := in.Read(buf)
+		if n > 0 {
+			chunks <- append([]byte(nil), buf[:n]...)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			end <- err
+			return
+		}
+	}
+}
+
+// relay relays over conn, and over the pools after it, until the client is
+// finished.
+func (r *relayed) relay(conn net.Conn, br *bufio.Reader) error {
+	for {
+		end, err := r.serve(conn, br)
+		conn.Close()
+		if end == relayDone || err != nil {
+			return err
+		}
+		if conn, br, err = r.reconnect(end == relayPlanned); err != nil {
+			if errors.Is(err, errClientGone) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// serve relays over one pool connection until it ends.
+func (r *relayed) serve(conn net.Conn, br *bufio.Reader) (relayEnd, error) {
+	fromPool := make(chan poolEnd, 1)
+	drain := make(chan struct{})
+	go func() { fromPool <- r.copyFromPool(br, drain) }()
+	draining, broken := false, false
+	input := r.fromClient
+	if r.clientEOF.Load() {
+		input = nil
+		if !halfClose(conn) {
+			return relayDone, nil
+		}
+	}
+	for {
+		select {
+		case c, ok := <-input:
+			if !ok {
+				input = nil
+				r.clientEOF.Store(true)
+				if err := <-r.clientErr; err != nil {
+					return relayDone, fmt.Errorf("read stdin: %w", err)
+				}
+				// The client has finished sending, not stopped listening:
+				// the pool answers what it has, then ends. (Where a
+				// connection cannot be half-closed, the relay ends here.)
+				if !draining && !halfClose(conn) {
+					return relayDone, nil
+				}
+				continue
+			}
+			if draining || broken {
+				r.held = append(r.held, c...)
+				continue
+			}
+			if _, err := conn.Write(c); err != nil {
+				broken = true // the pool is going; what the write lost, the pool's ledger-less history answers
+			}
+		case <-drain:
+			draining, drain = true, nil
+			_, _ = conn.Write([]byte(wire.ControlDone))
+		case e := <-fromPool:
+			if e.end == relayPlanned {
+				r.held = append(e.pending, r.held...) // the pool had taken these first
+			}
+			return e.end, e.err
+		}
+	}
+}
+
+// halfClose tells the pool the client has finished sending.
+func halfClose(conn net.Conn) bool {
+	cw, ok := conn.(interface{ CloseWrite() error })
+	return ok && cw.CloseWrite() == nil
+}
+
+// copyFromPool copies the pool's stream to the client, taking out the
+// control lines, and says how the stream ended.
+func (r *relayed) copyFromPool(br *bufio.Reader, drain chan<- struct{}) poolEnd {
+	var ctl []byte // a control line being read
+	inCtl := false
+	buf := make([]byte, bufSize)
+	for {
+		n, err := br.Read(buf)
+		chunk := buf[:n]
+		for len(chunk) > 0 {
+			if inCtl {
+				i := bytes.IndexByte(chunk, '\n')
+				if i < 0 {
+					ctl = append(ctl, chunk...)
+					break
+				}
+				ctl = append(ctl, chunk[:i]...)
+				chunk = chunk[i+1:]
+				inCtl = false
+				if e, done := r.control(ctl, drain); done {
+					return e
+				}
+				ctl = ctl[:0]
+				continue
+			}
+			i := bytes.IndexByte(chunk, wire.Control)
+			if i < 0 {
+				i = len(chunk)
+			}
+			if i > 0 {
+				if _, werr := r.out.Write(chunk[:i]); werr != nil {
+					return poolEnd{end: relayDone} // the client stopped reading: nothing left to keep
+				}
+			}
+			if i < len(chunk) {
+				inCtl = true
+				i++
+			}
+			chunk = chunk[i:]
+		}
+		if err != nil {
+			if r.clientEOF.Load() && errors.Is(err, io.EOF) {
+				return poolEnd{end: relayDone} // the pool answered a finished client and ended
+			}
+			return poolEnd{end: relayLost}
+		}
+	}
+}
+
+// control handles one control line from the pool; done says the stream
+// has ended with it.
+func (r *relayed) control(line []byte, drain chan<- struct{}) (poolEnd, bool) {
+	var msg struct {
+		End     *string `json:"end"`
+		Pending []byte  `json:"pending"`
+		Drain   bool    `json:"drain"`
+		wire.State
+	}
+	if json.Unmarshal(line, &msg) != nil {
+		return poolEnd{}, false // not ours to judge: skip it
+	}
+	switch {
+	case msg.Drain:
+		close(drain)
+	case msg.End != nil && *msg.End == wire.EndPoolStopping:
+		return poolEnd{end: relayPlanned, pending: msg.Pending}, true
+	case msg.End != nil && *msg.End != wire.EndEOF:
+		return poolEnd{end: relayDone, err: errors.New(*msg.End)}, true
+	case msg.End != nil:
+		return poolEnd{end: relayDone}, true
+	case msg.Initialize != nil:
+		r.init = msg.Initialize
+	}
+	return poolEnd{}, false
+}
+
+// reconnect finds the next pool and resumes the session there, sending
+// the held input first. After a planned stop it starts a pool only for a
+// client that has sent something since.
+func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
+	sock := r.paths.PoolSocket()
+	dial := func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) }
+	mayStart := true
+	for {
+		r.takeInput()
+		if r.clientEOF.Load() && len(r.held) == 0 {
+			return nil, nil, errClientGone
+		}
+		conn, err := dial()
+		if err != nil && mayStart && (!planned || len(r.held) > 0) {
+			conn, err = launch.Ensure(r.paths, dial)
+			if errors.Is(err, launch.ErrDisabled) {
+				mayStart = false
+			}
+		}
+		if err != nil {
+			time.Sleep(reattachPoll)
+			continue
+		}
+		hello, _ := json.Marshal(wire.Hello{Server: r.name, PID: os.Getpid(), Resumable: true,
+			Resume: &wire.Resume{Run: r.run, Session: r.session, Initialize: r.init}})
+		if _, err := conn.Write(append(append(hello, '\n'), r.held...)); err != nil {
+			conn.Close()
+			time.Sleep(reattachPoll)
+			continue
+		}
+		br := bufio.NewReaderSize(conn, bufSize)
+		_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+		line, err := br.ReadBytes('\n')
+		_ = conn.SetReadDeadline(time.Time{})
+		if err != nil {
+			conn.Close()
+			continue
+		}
+		var w wire.Welcome
+		if err := json.Unmarshal(line, &w); err != nil {
+			conn.Close()
+			return nil, nil, fmt.Errorf("the pool answered something unexpected: %q", line)
+		}
+		if w.Error != "" {
+			conn.Close()
+			return nil, nil, fmt.Errorf("the restarted pool did not take the session back: %s", w.Error)
+		}
+		r.run, r.session, r.held = w.Run, w.Session, nil
+		return conn, br, nil
+	}
+}
+
+// takeInput moves what the client sent meanwhile into held.
+func (r *relayed) takeInput() {
+	for !r.clientEOF.Load() {
+		select {
+		case c, ok := <-r.fromClient:
+			if !ok {
+				r.clientEOF.Store(true)
+				<-r.clientErr
+				return
+			}
+			r.held = append(r.held, c...)
+		default:
+			return
+		}
+	}
+}
