@@ -227,7 +227,8 @@ test-gui: build
 # Benchmarks and the load tool; numbers, never part of `make test`.
 bench: build
 	GOFLAGS="-tags=$(TAGS)" $(GO) test -run '^$$' -bench . -benchmem ./...
-	$(BIN) bench
+	$(GO) build -o bin/switchboard-bench ./cmd/switchboard-bench
+	bin/switchboard-bench
 
 # ---- housekeeping -------------------------------------------------------------
 

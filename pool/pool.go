@@ -1,15 +1,3 @@
-// Package pool is Switchboard's multiplexer: many MCP client sessions share
-// one supervised stdio child per configured server.
-//
-// The pool is a dual-era intermediary. To clients it is an MCP server, to
-// each child an MCP client. It rewrites request ids and progress tokens to
-// pool-unique values on the way in and restores the exact original bytes on
-// the way out, so that clients who all number their requests from 1 never
-// see each other's answers. Its rules are DESIGN.md's routing table; each
-// rule names the function that implements it.
-//
-// The pool knows nothing of the UI or the database: they read Snapshot and
-// Subscribe, and the history store receives events through Options.Record.
 package pool
 
 import (

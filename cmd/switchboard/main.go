@@ -32,7 +32,6 @@ type cli struct {
 	Import    importCmd    `cmd:"" help:"Import MCP servers from Claude Desktop, Claude Code, Cursor or VS Code."`
 	History   historyCmd   `cmd:"" help:"Show recorded requests, newest first (works with or without a running pool)."`
 	Hangs     hangsCmd     `cmd:"" help:"Show requests in flight too long: live, and abandoned by earlier runs."`
-	Bench     benchCmd     `cmd:"" help:"Load-test the pool against a direct pipe to the same fake MCP server, in one run."`
 	Setup     setupCmd     `cmd:"" help:"Point a client (claude-code, claude-desktop, cursor, vscode) at Switchboard, with a backup; --undo puts it back."`
 	Restart   restartCmd   `cmd:"" help:"Restart server NAME's children (a failed server gets a fresh restart budget)."`
 	Stop      stopCmd      `cmd:"" help:"Stop server NAME's children now; its next request starts them again."`
@@ -40,8 +39,6 @@ type cli struct {
 	Autostart autostartCmd `cmd:"" help:"Start Switchboard at login: on, off or status."`
 	Upgrade   upgradeCmd   `cmd:"" help:"Replace the running pool's program with a new binary in place: children keep running, sessions resume."`
 	Version   versionCmd   `cmd:"" help:"Print the version, commit, build date and Go version."`
-
-	FakeServer fakeServerCmd `cmd:"" name:"fake-server" hidden:"" help:"The fake MCP server bench drives (stdio)."`
 }
 
 type trayCmd struct {

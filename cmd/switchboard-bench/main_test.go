@@ -2,15 +2,47 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
-// TestBenchJSON runs a tiny `switchboard bench --json`: the pool and the
+// benchBin is this program, built by TestMain next to the switchboard and
+// switchboard-connect it measures.
+var benchBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sbbench")
+	if err != nil {
+		panic(err)
+	}
+	code := func() int {
+		defer os.RemoveAll(dir)
+		for _, b := range []struct{ out, pkg, tags string }{
+			{"switchboard", "../switchboard", "sqlite_omit_load_extension"},
+			{"switchboard-connect", "../switchboard-connect", ""},
+			{"switchboard-bench", ".", ""},
+		} {
+			build := exec.Command("go", "build", "-tags", b.tags, "-o", filepath.Join(dir, b.out), b.pkg)
+			build.Env = append(os.Environ(), "GOFLAGS=")
+			if out, err := build.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "build %s: %v\n%s", b.out, err, out)
+				return 1
+			}
+		}
+		benchBin = filepath.Join(dir, "switchboard-bench")
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// TestBenchJSON runs a tiny `switchboard-bench --json`: the pool and the
 // direct pipe both answer everything, with nothing misrouted or hung, and
 // the report carries every figure the README table is made of.
 func TestBenchJSON(t *testing.T) {
-	out, err := exec.Command(sbBin, "bench", "--json", "--sessions", "3", "--inflight", "2",
+	out, err := exec.Command(benchBin, "--json", "--sessions", "3", "--inflight", "2",
 		"--duration", "300ms", "--warmup", "50ms", "--idle", "20").Output()
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)

@@ -1,4 +1,4 @@
-package app
+package loadgen
 
 import (
 	"bufio"
@@ -18,12 +18,16 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/app/loadgen"
 	"github.com/switchboard-mcp/switchboard/app/localsock"
 )
 
-// BenchOptions is `switchboard bench`.
+// BenchOptions is `switchboard-bench`.
 type BenchOptions struct {
+	// Switchboard is the product binary whose pool is measured, and Fake
+	// the command line of the fake MCP server both the pool and the
+	// direct pipe drive.
+	Switchboard string
+	Fake        []string
 	Sessions int           // concurrent sessions in the throughput runs
 	InFlight int           // requests each session keeps in flight
 	Warmup   time.Duration // per run, before measuring
@@ -40,7 +44,7 @@ type BenchOptions struct {
 type BenchReport struct {
 	Machine string `json:"machine"`
 	// Latency: one session, one request in flight.
-	Latency []loadgen.Result `json:"latency"`
+	Latency []Result `json:"latency"`
 	// AddedP50Us and AddedP99Us are the pool's latency (through
 	// `switchboard connect`) less the direct pipe's.
 	AddedP50Us float64 `json:"addedP50Us"`
@@ -72,7 +76,7 @@ type BenchReport struct {
 // ModeResult is one throughput run and, for the pool's modes, what the
 // pool process spent on it.
 type ModeResult struct {
-	loadgen.Result
+	Result
 	PoolCPUSeconds float64 `json:"poolCpuSeconds,omitempty"`
 	PoolRSSBytes   uint64  `json:"poolRssBytes,omitempty"`
 }
@@ -80,21 +84,20 @@ type ModeResult struct {
 // Bench runs the load tool: the fake MCP server driven directly over its
 // pipe and through a freshly started pool (`switchboard serve` in a
 // private SWITCHBOARD_HOME, reached through `switchboard connect`), in
-// the same run, and writes a table (or JSON) to out. It needs nothing
-// but this binary: the fake server is its hidden `fake-server` command.
+// the same run, and writes a table (or JSON) to out.
 func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("bench: find this binary: %w", err)
+	self, fake := o.Switchboard, o.Fake
+	if self == "" || len(fake) == 0 {
+		return errors.New("bench: which switchboard and which fake server?")
 	}
 	r := BenchReport{Machine: machine()}
-	direct := loadgen.ProcessOpener([]string{self, "fake-server"}, nil, nil)
-	one := loadgen.Config{Sessions: 1, InFlight: 1, Warmup: o.Warmup, Duration: o.Duration}
-	many := loadgen.Config{Sessions: o.Sessions, InFlight: o.InFlight, Warmup: o.Warmup, Duration: o.Duration}
+	direct := ProcessOpener(fake, nil, nil)
+	one := Config{Sessions: 1, InFlight: 1, Warmup: o.Warmup, Duration: o.Duration}
+	many := Config{Sessions: o.Sessions, InFlight: o.InFlight, Warmup: o.Warmup, Duration: o.Duration}
 
 	// History off first: the connect loads below on a pool that records
 	// nothing (history is on by default).
-	quiet, err := startBenchPool(ctx, self, true, "")
+	quiet, err := startBenchPool(ctx, self, fake, true, "")
 	if err != nil {
 		return err
 	}
@@ -110,7 +113,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	quiet.stop()
 	r.HistoryOffP99Us, r.HistoryOffLatencyP99Us = off.P99, offOne.P99
 
-	pool, err := startBenchPool(ctx, self, false, o.CPUProfile)
+	pool, err := startBenchPool(ctx, self, fake, false, o.CPUProfile)
 	if err != nil {
 		return err
 	}
@@ -125,7 +128,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r.Latency = []loadgen.Result{ld, lc}
+	r.Latency = []Result{ld, lc}
 	r.AddedP50Us, r.AddedP99Us = lc.P50-ld.P50, lc.P99-ld.P99
 
 	// Throughput: N x K with colliding ids.
@@ -134,12 +137,12 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 		return err
 	}
 	shims := make(chan int, 1)
-	tc, err := pool.measure(func() (loadgen.Result, error) { return runMode(ctx, "connect", many, pool.connect(shims)) })
+	tc, err := pool.measure(func() (Result, error) { return runMode(ctx, "connect", many, pool.connect(shims)) })
 	if err != nil {
 		return err
 	}
-	th, err := pool.measure(func() (loadgen.Result, error) {
-		return runMode(ctx, "http", many, loadgen.HTTPOpener(pool.url, pool.token, o.Sessions*o.InFlight))
+	th, err := pool.measure(func() (Result, error) {
+		return runMode(ctx, "http", many, HTTPOpener(pool.url, pool.token, o.Sessions*o.InFlight))
 	})
 	if err != nil {
 		return err
@@ -176,8 +179,8 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	return nil
 }
 
-func runMode(ctx context.Context, mode string, cfg loadgen.Config, open loadgen.Opener) (loadgen.Result, error) {
-	res, err := loadgen.Run(ctx, cfg, open)
+func runMode(ctx context.Context, mode string, cfg Config, open Opener) (Result, error) {
+	res, err := Run(ctx, cfg, open)
 	if err != nil {
 		return res, fmt.Errorf("bench %s: %w", mode, err)
 	}
@@ -195,13 +198,13 @@ type benchPool struct {
 	once       sync.Once
 }
 
-func startBenchPool(ctx context.Context, self string, historyOff bool, profile string) (*benchPool, error) {
+func startBenchPool(ctx context.Context, self string, fake []string, historyOff bool, profile string) (*benchPool, error) {
 	// A short path: Unix socket addresses hold about 100 bytes.
 	home, err := os.MkdirTemp("", "sbbench")
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	cfg := map[string]any{"mcpServers": map[string]any{"fake": map[string]any{"command": self, "args": []string{"fake-server"}}}}
+	cfg := map[string]any{"mcpServers": map[string]any{"fake": map[string]any{"command": fake[0], "args": fake[1:]}}}
 	if historyOff {
 		cfg["history"] = map[string]any{"disabled": true}
 	}
@@ -266,15 +269,15 @@ func freeLoopbackAddr() (string, error) {
 }
 
 // connect opens sessions through `switchboard connect fake`.
-func (p *benchPool) connect(pids chan<- int) loadgen.Opener {
-	return loadgen.ProcessOpener([]string{p.self, "connect", "fake"}, []string{"SWITCHBOARD_HOME=" + p.home}, pids)
+func (p *benchPool) connect(pids chan<- int) Opener {
+	return ProcessOpener([]string{p.self, "connect", "fake"}, []string{"SWITCHBOARD_HOME=" + p.home}, pids)
 }
 
 // measure runs f and adds the pool process's CPU time and final RSS.
-func (p *benchPool) measure(f func() (loadgen.Result, error)) (ModeResult, error) {
-	before := loadgen.ReadProc(p.cmd.Process.Pid)
+func (p *benchPool) measure(f func() (Result, error)) (ModeResult, error) {
+	before := ReadProc(p.cmd.Process.Pid)
 	res, err := f()
-	after := loadgen.ReadProc(p.cmd.Process.Pid)
+	after := ReadProc(p.cmd.Process.Pid)
 	return ModeResult{Result: res, PoolCPUSeconds: (after.CPU - before.CPU).Seconds(), PoolRSSBytes: after.RSS}, err
 }
 
@@ -295,13 +298,13 @@ func (p *benchPool) idleShim(ctx context.Context, r *BenchReport) error {
 	if _, err := st.R.Read(make([]byte, 4096)); err != nil {
 		return err
 	}
-	before := loadgen.ReadProc(pid)
+	before := ReadProc(pid)
 	select {
 	case <-time.After(r.IdleWindow):
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	after := loadgen.ReadProc(pid)
+	after := ReadProc(pid)
 	r.ShimPSSBytes, r.ShimIdleCPU = after.PSS, after.CPU-before.CPU
 	if after.PSS == 0 {
 		return errors.New("no PSS reading (/proc/PID/smaps_rollup)")
@@ -314,7 +317,7 @@ func (p *benchPool) idleShim(ctx context.Context, r *BenchReport) error {
 // RSS growth per session.
 func (p *benchPool) idleSessions(ctx context.Context, n int) (float64, error) {
 	pid := p.cmd.Process.Pid
-	open := func(ctx context.Context, _ int) (*loadgen.Stream, error) {
+	open := func(ctx context.Context, _ int) (*Stream, error) {
 		c, err := localsock.Dial(ctx, filepath.Join(p.home, "run", "pool.sock"))
 		if err != nil {
 			return nil, err
@@ -328,15 +331,15 @@ func (p *benchPool) idleSessions(ctx context.Context, n int) (float64, error) {
 			c.Close()
 			return nil, err
 		}
-		return &loadgen.Stream{W: c, R: br, Close: c.Close}, nil
+		return &Stream{W: c, R: br, Close: c.Close}, nil
 	}
-	before := loadgen.ReadProc(pid).RSS
-	conns, err := loadgen.Hold(ctx, n, open)
+	before := ReadProc(pid).RSS
+	conns, err := Hold(ctx, n, open)
 	if err != nil {
 		return 0, err
 	}
 	defer conns.Close()
-	after := loadgen.ReadProc(pid).RSS
+	after := ReadProc(pid).RSS
 	return (float64(after) - float64(before)) / float64(n), nil
 }
 
@@ -373,7 +376,7 @@ func machine() string {
 func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
 	fmt.Fprintf(out, "machine: %s\n\n", r.Machine)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	row := func(label string, x loadgen.Result, extra string) {
+	row := func(label string, x Result, extra string) {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%s\t\n", label, x.Requests, x.PerSecond,
 			x.P50, x.P90, x.P99, x.Max, x.Misrouted, x.Hung, x.Errors, extra)
 	}

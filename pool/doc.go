@@ -1,0 +1,76 @@
+// Package pool is Switchboard's multiplexer: many MCP client sessions share
+// one supervised stdio child per configured server.
+//
+// The pool is a dual-era intermediary. To clients it is an MCP server, to
+// each child an MCP client. It knows nothing of the UI or the database:
+// they read Snapshot and Subscribe, and the history store receives events
+// through Options.Record.
+//
+// # Routing table
+//
+// Each rule, then the functions that implement it. TestRoutingTableNamesRealFunctions
+// checks that every name here exists.
+//
+//   - Client ids become pool-unique ids on the way in, and the answer
+//     carries the client's exact original id bytes back (1, "1" and 1.0 are
+//     three ids); an answer with an unknown id is counted and delivered
+//     nowhere: [session.forward], [rewriteRequest], [backend.onResponse].
+//   - Progress tokens are rewritten like ids; progress goes only to the
+//     token's owner and never goes back: [rewriteRequest],
+//     [backend.onChildNotification], [progressValue].
+//   - Each child is initialized once (server/discover, else initialize); a
+//     client's initialize, server/discover and ping are answered from the
+//     cached result: [backend.handshake], [session.initialize],
+//     [handshake.initializeResult], [handshake.discoverResult].
+//   - A modern client of a legacy child gets 2026-07-28 answers; a legacy
+//     client of a modern child gets the _meta the stateless revision
+//     requires: [modernResponse], [session.noteModern], [rewriteRequest].
+//   - notifications/cancelled is rewritten to the pool id; a session that
+//     ends has what it had in flight cancelled at the child, and late
+//     answers are orphans: [session.onNotification], [backend.cancel],
+//     [backend.cancelAtChild], [session.close].
+//   - list_changed goes to every session of the child, resources/updated
+//     only to subscribers, and subscriptions are counted so the child sees
+//     one subscribe and one unsubscribe: [backend.onChildNotification],
+//     [session.subscription], [backend.subscribe], [backend.unsubscribe].
+//   - A modern child's subscriptions/listen is one upstream stream for all
+//     the sessions that listen, each getting what its own filter asks:
+//     [session.listen], [backend.syncUpstream], [backend.routeTagged].
+//   - The child's own requests (sampling, elicitation) go to one session
+//     that declared the capability and can receive now, and the answer
+//     returns under the child's id; with nobody able, the child gets an
+//     error at once: [backend.onChildRequest], [backend.pickSession],
+//     [backend.answerChild]. A modern client asked through a legacy child
+//     gets an input-required result and retries: [backend.carryAsMRTR],
+//     [session.resumeMRTR].
+//   - roots/list is never asked of a client by a child: sessions that
+//     declare different roots get different children, and the pool answers
+//     roots/list from the partition: [session.holdForRoots],
+//     [server.backendFor], [rootsListResult].
+//   - logging/setLevel is per session: a child gets the most verbose level
+//     any session asked for, and each session only the messages its own
+//     level admits: [session.setLogLevel], [backend.syncLogLevel],
+//     [session.admitsLog].
+//   - What reaches a child is what the pool classified: malformed lines,
+//     ambiguous keys and duplicate in-flight ids get an error for that
+//     client only; oversize lines are skipped and answered:
+//     [session.handle], [session.readFrom], [session.forward].
+//   - A client that closes its input gets its answers before its session
+//     ends; one that stops reading is evicted and stalls no one; one that
+//     piles up requests is refused past its share: [session.halfClose],
+//     [session.closeWhenIdle], [session.deliver], [session.writeTo],
+//     [session.overLimitLocked].
+//   - A request times out with an error to its client and a cancellation
+//     to the child: [backend.expire].
+//   - At most once: when a child dies, what it had not been written is
+//     re-queued, what it had is answered with mayHaveExecuted (once retried
+//     if declared safe to repeat): [backend.reap], [backend.safeToRepeatLocked].
+//   - A pool that stops on purpose hands each attached or relaying session
+//     back to its shim with the input it had not handled; the next pool
+//     resumes it and answers what the last one owed (the shim's ledger, or
+//     the history): [Pool.handBackSessions], [session.handOverRelay],
+//     [session.resume], [mergeLost], [ledger.take].
+//   - An upgrade carries ready shared children over the exec to the next
+//     program, which adopts them without a handshake: [Pool.Handover],
+//     [backend.carry], [server.adoptCarriedLocked], [backend.adoptChild].
+package pool
