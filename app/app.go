@@ -48,17 +48,19 @@ type Instance struct {
 	Pool  *pool.Pool
 	log   *slog.Logger
 
-	configPath   string
-	exitWhenIdle bool
-	lock         *flock.Lock            // the instance lock: one pool per home, held for life
-	httpToken    atomic.Pointer[string] // the HTTP front door's bearer token (httptoken.go)
-	history      *historyState          // request history; records nothing when off or unavailable
-	mu           sync.Mutex             // guards the fields below
-	cfg          *config.File
-	configErr    error
-	httpAddr     string // the HTTP front door's bound address, once listening
-	stopRun      func() // ends Run; nil before Run and once it is ending
-	upgrade      *upgradePlan
+	configPath    string
+	exitWhenIdle  bool
+	lock          *flock.Lock            // the instance lock: one pool per home, held for life
+	children      *leaks.FileRecorder    // the children file: every child this run starts, history or not
+	httpToken     atomic.Pointer[string] // the HTTP front door's bearer token (httptoken.go)
+	history       *historyState          // request history; records nothing when off or unavailable
+	mu            sync.Mutex             // guards the fields below
+	cfg           *config.File
+	configErr     error
+	httpAddr      string // the HTTP front door's bound address, once listening
+	stopRun       func() // ends Run; nil before Run and once it is ending
+	showDashboard func() // the UI's, for POST /v1/dashboard; nil headless
+	upgrade       *upgradePlan
 
 	startOn  pool.StartOn  // Options.startOn: set, children can be carried over an upgrade
 	upgraded *UpgradeInfo  // what this program took over from the one it upgraded; nil if none
@@ -108,7 +110,8 @@ func Start(opts Options) (*Instance, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	inst := &Instance{Paths: paths, log: log, configPath: paths.Config, exitWhenIdle: opts.ExitWhenIdle, startOn: opts.startOn}
+	inst := &Instance{Paths: paths, log: log, configPath: paths.Config, exitWhenIdle: opts.ExitWhenIdle, startOn: opts.startOn,
+		children: leaks.NewFileRecorder(paths.ChildrenFile())}
 	if opts.ConfigPath != "" {
 		inst.configPath = opts.ConfigPath
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"sync"
 	"time"
 )
 
@@ -24,19 +23,26 @@ func needDisplay() error {
 	return nil
 }
 
-// dashboardHooks maps a running instance to its UI's ShowDashboard, for
-// the control API's POST /v1/dashboard. A headless instance has none.
-var dashboardHooks sync.Map // *Instance -> func()
+// setDashboard gives the instance its UI's ShowDashboard, for the control
+// API's POST /v1/dashboard; nil takes it away. A headless instance has
+// none.
+func (inst *Instance) setDashboard(show func()) {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	inst.showDashboard = show
+}
 
 // handleDashboard is POST /v1/dashboard: a second `switchboard` launch
 // asks this instance to show its dashboard.
 func (inst *Instance) handleDashboard(w http.ResponseWriter, _ *http.Request) {
-	show, ok := dashboardHooks.Load(inst)
-	if !ok {
+	inst.mu.Lock()
+	show := inst.showDashboard
+	inst.mu.Unlock()
+	if show == nil {
 		writeJSON(w, http.StatusConflict, map[string]string{"error": "this switchboard runs headless (`switchboard serve`): it has no dashboard"})
 		return
 	}
-	show.(func())()
+	show()
 	writeJSON(w, http.StatusOK, map[string]bool{"shown": true})
 }
 

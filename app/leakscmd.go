@@ -21,27 +21,13 @@ import (
 	"github.com/switchboard-mcp/switchboard/store"
 )
 
-// recorders holds one FileRecorder per children file, so that this
-// process's appends and compactions of one file are serialised.
-var recorders sync.Map // path -> *leaks.FileRecorder
-
-// childRecorder is this run's recorder of children.
-func (inst *Instance) childRecorder() *leaks.FileRecorder {
-	path := inst.Paths.ChildrenFile()
-	if r, ok := recorders.Load(path); ok {
-		return r.(*leaks.FileRecorder)
-	}
-	r, _ := recorders.LoadOrStore(path, leaks.NewFileRecorder(path))
-	return r.(*leaks.FileRecorder)
-}
-
 // leakSource gives the children of earlier runs from both records: the
 // SQLite history's backends table (when history is on) and the children
 // file, which every run keeps whatever the history setting, so that a run
 // with history off, or a database that cannot be opened, still leaves a
 // trace. A child in both is found once.
 func (inst *Instance) leakSource() leaks.Source {
-	srcs := unionSource{inst.childRecorder()}
+	srcs := unionSource{inst.children}
 	if h := inst.history.leakSource(); h != nil {
 		srcs = append(srcs, h)
 	}
@@ -94,9 +80,9 @@ func (inst *Instance) recordChild(e pool.Event) {
 	var err error
 	switch e.Kind {
 	case pool.EventBackendStarted:
-		err = inst.childRecorder().Record(leaks.ChildRecord{PID: e.PID, Server: e.Server, Command: e.Command, StartedAt: e.ProcessStart})
+		err = inst.children.Record(leaks.ChildRecord{PID: e.PID, Server: e.Server, Command: e.Command, StartedAt: e.ProcessStart})
 	case pool.EventBackendExited:
-		err = inst.childRecorder().Exited(e.PID)
+		err = inst.children.Exited(e.PID)
 	default:
 		return
 	}
@@ -109,7 +95,7 @@ func (inst *Instance) recordChild(e pool.Event) {
 // gone and logs the leaked backends it finds. Run calls it once it owns
 // the sockets, so no other instance writes the children file.
 func (inst *Instance) sweepLeaks(ctx context.Context) {
-	if err := inst.childRecorder().Compact(ctx); err != nil {
+	if err := inst.children.Compact(ctx); err != nil {
 		inst.log.Warn("cannot compact the children file", "err", err)
 	}
 	ls, err := inst.Leaks(ctx)

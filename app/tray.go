@@ -69,8 +69,8 @@ func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 	fa := fyneapp.NewWithID(AppID)
 	fa.SetIcon(ui.AppIcon)
 	u := ui.New(fa, &trayController{inst: inst, quit: stop}, &ui.Options{Logger: inst.log})
-	dashboardHooks.Store(inst, u.ShowDashboard)
-	defer dashboardHooks.Delete(inst)
+	inst.setDashboard(u.ShowDashboard)
+	defer inst.setDashboard(nil)
 
 	served := make(chan error, 1)
 	go func() {

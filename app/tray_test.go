@@ -36,8 +36,8 @@ func TestDashboardHook(t *testing.T) {
 		t.Errorf("headless: status %d, want 409", w.Code)
 	}
 	shown := 0
-	dashboardHooks.Store(inst, func() { shown++ })
-	defer dashboardHooks.Delete(inst)
+	inst.setDashboard(func() { shown++ })
+	defer inst.setDashboard(nil)
 	if w := post(); w.Code != http.StatusOK || shown != 1 {
 		t.Errorf("tray: status %d, shown %d times, want 200 and 1", w.Code, shown)
 	}

@@ -28,12 +28,12 @@ type BenchOptions struct {
 	// direct pipe drive.
 	Switchboard string
 	Fake        []string
-	Sessions int           // concurrent sessions in the throughput runs
-	InFlight int           // requests each session keeps in flight
-	Warmup   time.Duration // per run, before measuring
-	Duration time.Duration // measured, per run
-	Idle     int           // idle sessions for the memory check; 0 skips it
-	JSON     bool
+	Sessions    int           // concurrent sessions in the throughput runs
+	InFlight    int           // requests each session keeps in flight
+	Warmup      time.Duration // per run, before measuring
+	Duration    time.Duration // measured, per run
+	Idle        int           // idle sessions for the memory check; 0 skips it
+	JSON        bool
 	// CPUProfile, if set, is where the pool with history on writes its
 	// CPU profile (SWITCHBOARD_CPUPROFILE of its serve).
 	CPUProfile string
