@@ -53,12 +53,12 @@ func (s *session) resume(r *wire.Resume) {
 	}
 }
 
-// mergeLost is what the client still waits for: with a ledger, the
-// requests the shim's ledger lists (exact: written as the requests came
-// and went), named from the history where it knows them; without one,
-// what the earlier run's history lists.
+// mergeLost is what the client still waits for: with a ledger (an
+// attached shim's) or a count (a relaying shim's), the requests it lists,
+// named from the history where it knows them; with neither, what the
+// earlier run's history lists.
 func mergeLost(r *wire.Resume, history []Unanswered) []Unanswered {
-	if !r.Ledger {
+	if !r.Ledger && !r.Counted {
 		return history
 	}
 	known := map[string]Unanswered{}
@@ -72,8 +72,12 @@ func mergeLost(r *wire.Resume, history []Unanswered) []Unanswered {
 			continue
 		}
 		seen[l.ID] = true
-		h := known[l.ID]
-		out = append(out, Unanswered{OriginalID: l.ID, Method: h.Method, Name: h.Name, Written: l.Written || h.Written})
+		h, ok := known[l.ID]
+		written := l.Written || h.Written
+		if r.Counted && ok {
+			written = h.Written // the history saw whether it reached a child; the count cannot
+		}
+		out = append(out, Unanswered{OriginalID: l.ID, Method: h.Method, Name: h.Name, Written: written})
 	}
 	return out
 }

@@ -39,6 +39,7 @@ type relayed struct {
 	clientErr  chan error    // readClient's end: nil at EOF
 	clientEOF  atomic.Bool   // the client's input ended; set by the relay loop
 	held       []byte        // the client's input no pool has taken yet; the relay loop's
+	count      *unanswered   // the client's requests not answered yet
 }
 
 // poolEnd is how a pool connection's stream ended.
@@ -60,7 +61,8 @@ const (
 // startRelay starts reading the client's input.
 func startRelay(paths home.Paths, name string, w wire.Welcome, in io.Reader, out io.Writer) *relayed {
 	chunks := make(chan []byte, 16)
-	r := &relayed{paths: paths, name: name, run: w.Run, session: w.Session, out: out, fromClient: chunks, clientErr: make(chan error, 1)}
+	r := &relayed{paths: paths, name: name, run: w.Run, session: w.Session, out: out, fromClient: chunks,
+		clientErr: make(chan error, 1), count: newUnanswered()}
 	go readClient(in, chunks, r.clientErr)
 	return r
 }
@@ -136,6 +138,7 @@ func (r *relayed) serve(conn net.Conn, br *bufio.Reader) (relayEnd, error) {
 				r.held = append(r.held, c...)
 				continue
 			}
+			r.count.sent(c)
 			if _, err := conn.Write(c); err != nil {
 				broken = true // the pool is going; what the write lost, the pool's ledger-less history answers
 			}
@@ -187,6 +190,7 @@ func (r *relayed) copyFromPool(br *bufio.Reader, drain chan<- struct{}) poolEnd 
 				i = len(chunk)
 			}
 			if i > 0 {
+				r.count.received(chunk[:i])
 				if _, werr := r.out.Write(chunk[:i]); werr != nil {
 					return poolEnd{end: relayDone} // the client stopped reading: nothing left to keep
 				}
@@ -240,6 +244,13 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 	sock := r.paths.PoolSocket()
 	dial := func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) }
 	mayStart := true
+	// After a crash, what was sent and not answered is owed. After a
+	// planned stop the pool answered everything it took, and what it did
+	// not take comes back in held, to be sent again: nothing is owed.
+	lost := r.count.lost()
+	if planned {
+		lost = nil
+	}
 	for {
 		r.takeInput()
 		if r.clientEOF.Load() && len(r.held) == 0 {
@@ -257,7 +268,7 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 			continue
 		}
 		hello, _ := json.Marshal(wire.Hello{Server: r.name, PID: os.Getpid(), Resumable: true,
-			Resume: &wire.Resume{Run: r.run, Session: r.session, Initialize: r.init}})
+			Resume: &wire.Resume{Run: r.run, Session: r.session, Initialize: r.init, Lost: lost, Counted: true}})
 		if _, err := conn.Write(append(append(hello, '\n'), r.held...)); err != nil {
 			conn.Close()
 			time.Sleep(reattachPoll)
@@ -280,6 +291,7 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 			conn.Close()
 			return nil, nil, fmt.Errorf("the restarted pool did not take the session back: %s", w.Error)
 		}
+		r.count.sent(r.held) // this pool has them now
 		r.run, r.session, r.held = w.Run, w.Session, nil
 		return conn, br, nil
 	}

@@ -396,10 +396,19 @@ func TestStoppedPoolStartsOnTheNextCall(t *testing.T) {
 // gets exactly one answer to every call (the result, or the at-most-once
 // error for what was in flight), and the call running in the child at the
 // kill is reported as possibly executed.
+//
+// A relaying shim has no ledger; its own count of unanswered requests
+// does the same (every byte passes through it).
 func TestLedgerAnswersWhatAKilledPoolOwed(t *testing.T) {
+	for _, mode := range []string{"attached", "relayed"} {
+		t.Run(mode, func(t *testing.T) { testLedgerAnswersWhatAKilledPoolOwed(t, mode == "relayed") })
+	}
+}
+
+func testLedgerAnswersWhatAKilledPoolOwed(t *testing.T, relay bool) {
 	config := strings.TrimSuffix(noClientStarts(fakeConfig(t)), "}") + `, "history": {"disabled": true}}`
 	first := serve(t, config)
-	s := first.connect(t, "fake")
+	s := connectAs(t, first, "fake", relay)
 	s.initialize("no-history")
 	answers := readAnswers(s)
 	stop := make(chan struct{})

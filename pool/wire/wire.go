@@ -50,6 +50,10 @@ type Resume struct {
 	// Ledger says Lost comes from a ledger, so it is complete: the new
 	// pool answers what it lists, and nothing else.
 	Ledger bool `json:"ledger,omitempty"`
+	// Counted says Lost is a relaying shim's own count: exact about what
+	// was answered, not about what reached a child (Written is always
+	// set; the history may know better).
+	Counted bool `json:"counted,omitempty"`
 }
 
 // State is a line the pool sends an attached shim while the session
