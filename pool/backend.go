@@ -111,6 +111,9 @@ type pending struct {
 	written time.Time
 	pid     int
 	retried bool
+	// everWritten is sticky: the request reached a child once, even if
+	// it was re-queued since (safe to repeat, after that child died).
+	everWritten bool
 	// slot is the request's ledger slot + 1 (ledger.go), 0 if none:
 	// taken and released under the session's mu, read by writeLoop.
 	slot atomic.Int32
@@ -303,10 +306,16 @@ func (b *backend) endLocked(p *pending) (won, written bool) {
 	if p.token != 0 {
 		delete(b.tokens, p.token)
 	}
-	written = p.state == stWriting || p.state == stWritten
+	written = p.wasWrittenLocked()
 	p.state = stDone
 	b.checkEmptiedLocked()
 	return true, written
+}
+
+// wasWrittenLocked reports whether p may have reached a child: it is
+// being written or was written, now or before a re-queue.
+func (p *pending) wasWrittenLocked() bool {
+	return p.state == stWriting || p.state == stWritten || p.everWritten
 }
 
 func (b *backend) checkEmptiedLocked() {

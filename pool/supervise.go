@@ -196,6 +196,7 @@ func (b *backend) reap(c *child) {
 		}
 		if p.reply == nil && !p.retried && b.safeToRepeatLocked(p) {
 			p.retried = true
+			p.everWritten = true // sticky: the next child's answer, or its death, may follow a run on this one
 			p.state = stQueued
 			retry = append(retry, p)
 			continue
@@ -284,20 +285,30 @@ func (b *backend) noteCrash(cause error) bool {
 	b.mu.Unlock()
 	b.log.Error("server failed", "reason", msg)
 	b.emitState()
-	for _, p := range all {
-		b.finishWithError(p, b.hsErr, false, StatusFailed)
+	for _, e := range all {
+		// A request re-queued after reaching an earlier child (safe to
+		// repeat) may have run there.
+		b.finishWithError(e.p, &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: msg,
+			Data: map[string]any{"server": b.srv.name, "state": StateFailed, "mayHaveExecuted": e.written}}, e.written, StatusFailed)
 	}
 	return true
 }
 
-// takeAllLocked ends every pending request (all unwritten by now) and
-// empties the queue, returning the requests for the caller to answer.
-func (b *backend) takeAllLocked() []*pending {
-	all := make([]*pending, 0, len(b.pending))
+// taken is a request takeAllLocked ended, and whether it ever reached a
+// child.
+type taken struct {
+	p       *pending
+	written bool
+}
+
+// takeAllLocked ends every pending request and empties the queue,
+// returning the requests for the caller to answer.
+func (b *backend) takeAllLocked() []taken {
+	all := make([]taken, 0, len(b.pending))
 	for id, p := range b.pending {
 		delete(b.pending, id)
+		all = append(all, taken{p, p.wasWrittenLocked()})
 		p.state = stDone
-		all = append(all, p)
 	}
 	clear(b.tokens)
 	b.queue = nil
@@ -324,10 +335,10 @@ func (b *backend) finishStop() {
 	all := b.takeAllLocked()
 	b.mu.Unlock()
 	b.emitState()
-	for _, p := range all {
-		b.finishWithError(p, &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable,
-			Message: fmt.Sprintf("server %q stopped (%v) before answering %s", b.srv.name, err, p.method),
-			Data:    map[string]any{"retryable": true, "mayHaveExecuted": true}}, true, StatusFailed)
+	for _, e := range all {
+		b.finishWithError(e.p, &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable,
+			Message: fmt.Sprintf("server %q stopped (%v) before answering %s", b.srv.name, err, e.p.method),
+			Data:    map[string]any{"retryable": true, "mayHaveExecuted": e.written}}, e.written, StatusFailed)
 	}
 }
 
