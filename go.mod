@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/alecthomas/kong v1.17.0
 	github.com/goreleaser/nfpm/v2 v2.45.2
+	github.com/rogpeppe/go-internal v1.16.0
 	github.com/tc-hib/winres v0.2.1
 	golang.org/x/sync v0.24.0
 )
@@ -47,6 +48,7 @@ require (
 	github.com/xanzy/ssh-agent v0.3.3 // indirect
 	gitlab.com/digitalxero/go-conventional-commit v1.0.7 // indirect
 	golang.org/x/crypto v0.45.0 // indirect
+	golang.org/x/tools v0.38.0 // indirect
 	gopkg.in/warnings.v0 v0.1.2 // indirect
 )
 
