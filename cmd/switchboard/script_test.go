@@ -52,4 +52,3 @@ func waitforCmd(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
