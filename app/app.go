@@ -119,7 +119,17 @@ func Start(opts Options) (*Instance, error) {
 		return nil, err
 	}
 	handover, lock := takeHandover(paths, log)
-	if inst.lock = lock; lock == nil {
+	switch {
+	case lock != nil:
+		inst.lock = lock
+	case handover != nil:
+		// Started by an upgrading program that could not exec into this
+		// one: it lets the lock go as it exits.
+		if inst.lock, err = flock.Wait(paths.LockFile(), time.Now().Add(handoverLockWait)); err != nil {
+			return nil, fmt.Errorf("take over from the upgraded program: %w", err)
+		}
+		_ = inst.lock.WritePID()
+	default:
 		if inst.lock, err = lockInstance(paths); err != nil {
 			return nil, err
 		}

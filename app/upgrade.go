@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/flock"
+	"github.com/switchboard-mcp/switchboard/app/launch"
 	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
@@ -213,10 +215,40 @@ func (inst *Instance) ExecUpgrade() error {
 	}
 	env = append(env, HandoverEnv+"="+path)
 	argv := append([]string{plan.binary}, os.Args[1:]...)
+	if hf.Carried == nil && (runtime.GOOS == "windows" || os.Getenv(upgradeSpawnEnv) != "") {
+		// Nothing to keep across an exec (or no exec at all, Windows):
+		// the new program starts as a process of its own and takes the
+		// instance lock once this one has exited.
+		return spawnReplacement(plan.binary, argv, env, path)
+	}
 	inst.log.Info("exec", "binary", plan.binary, "carriedChildren", carriedPIDs(hf.Carried))
 	err := syscall.Exec(plan.binary, argv, env)
 	os.Remove(path)
 	return fmt.Errorf("upgrade: exec %s: %w", plan.binary, err)
+}
+
+// upgradeSpawnEnv, set, makes an upgrade that carries no children start
+// the new program as a new process, as on Windows (tests use it).
+const upgradeSpawnEnv = "SWITCHBOARD_UPGRADE_SPAWN"
+
+// handoverLockWait is how long a program started by an upgrade waits for
+// the earlier one to exit and release the instance lock.
+const handoverLockWait = 30 * time.Second
+
+// spawnReplacement starts the upgraded program on its own, with this
+// one's arguments, output and environment, and returns: this program then
+// exits, releasing the lock the new one waits for.
+func spawnReplacement(binary string, argv, env []string, handover string) error {
+	cmd := exec.Command(binary, argv[1:]...)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
+	cmd.SysProcAttr = launch.DetachedAttr()
+	if err := cmd.Start(); err != nil {
+		os.Remove(handover)
+		return fmt.Errorf("upgrade: start %s: %w", binary, err)
+	}
+	_ = cmd.Process.Release()
+	return nil
 }
 
 // takeHandover reads what an earlier program handed over, when this one

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/config/jsonedit"
@@ -249,3 +250,7 @@ func splitLines(data []byte) []string {
 	}
 	return out
 }
+
+// DetachedAttr is how a pool process is started apart from its starter:
+// its own session (Unix) or process group without a console (Windows).
+func DetachedAttr() *syscall.SysProcAttr { return detached() }

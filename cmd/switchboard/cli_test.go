@@ -89,15 +89,19 @@ func serveHome(t *testing.T, home string) *instance {
 	return serveBinary(t, sbBin, home)
 }
 
-// serveBinary starts `BINARY serve` on an existing home.
-func serveBinary(t *testing.T, binary, home string) *instance {
+// serveBinary starts `BINARY serve` on an existing home, with env added
+// to its environment.
+func serveBinary(t *testing.T, binary, home string, env ...string) *instance {
 	t.Helper()
 	in := &instance{t: t, home: home, log: &syncBuffer{}, done: make(chan error, 1)}
 	in.cmd = exec.Command(binary, "serve")
-	in.cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+home)
+	in.cmd.Env = append(append(os.Environ(), "SWITCHBOARD_HOME="+home), env...)
 	in.cmd.Stdout, in.cmd.Stderr = in.log, in.log
 	// If the test binary dies (a timeout panic), the pool dies with it.
 	in.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// A program it starts (an upgrade by spawning) may hold its output
+	// open: Wait returns soon after the pool itself exits all the same.
+	in.cmd.WaitDelay = time.Second
 	if err := in.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // upgradeVersion stamps the binary the upgrade tests install.
@@ -366,5 +368,65 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, data, 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Where the program cannot be replaced in place (Windows; here forced with
+// SWITCHBOARD_UPGRADE_SPAWN) and no child is carried, an upgrade starts the
+// new binary as a process of its own and the old one exits: the new one
+// takes the instance lock, the sessions resume with it, no call fails.
+func TestUpgradeBySpawningANewProcess(t *testing.T) {
+	other := filepath.Join(shortDir(t), "switchboard")
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = version ]; then echo '{\"version\":\"0.0.2-spawned\",\"handover\":0}'; exit 0; fi\nexec %s \"$@\"\n", sbBin)
+	if err := os.WriteFile(other, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home := homeDir(t)
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(noClientStarts(fakeConfig(t))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, pid := range poolsOf(home) {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+		waitFor(t, "the spawned pool to stop", func() bool { return len(poolsOf(home)) == 0 })
+	})
+	in := serveBinary(t, sbBin, home, "SWITCHBOARD_UPGRADE_SPAWN=1")
+	var load []*loadClient
+	for i := range 4 {
+		s := in.connect(t, "fake")
+		s.initialize(fmt.Sprintf("client-%d", i))
+		load = append(load, startLoad(t, s, fmt.Sprintf("s%d", i), 2))
+	}
+	waitFor(t, "calls before the upgrade", func() bool { return load[0].answered.Load() >= 20 })
+	old := in.cmd.Process.Pid
+	if out, err := in.run("upgrade", "--binary", other, "--json"); err != nil || !strings.Contains(out, `"carryChildren": false`) {
+		t.Fatalf("upgrade: %v %s", err, out)
+	}
+	select {
+	case err := <-in.done:
+		in.done <- err // for the cleanup
+	case <-time.After(30 * time.Second):
+		t.Fatal("the old pool did not exit")
+	}
+	mark := load[0].answered.Load()
+	waitFor(t, "calls after the upgrade", func() bool { return load[0].answered.Load() >= mark+20 })
+	for _, c := range load {
+		c.stop.Store(true)
+	}
+	for _, c := range load {
+		waitFor(t, "every call answered", func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return len(c.pending) == 0
+		})
+		c.mu.Lock()
+		if len(c.bad) > 0 {
+			t.Errorf("bad answers: %q", c.bad)
+		}
+		c.mu.Unlock()
+	}
+	if pools := poolsOf(home); len(pools) != 1 || pools[0] == old {
+		t.Errorf("pools after the upgrade: %v (the old one: %d)", pools, old)
 	}
 }
