@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +22,9 @@ import (
 //   - supervise (one per backend) alone starts, handshakes, waits for and
 //     restarts children, and applies the at-most-once rule when one dies;
 //   - readLoop (one per child) alone reads the child's stdout;
-//   - writeLoop (one per child) alone writes the child's stdin;
+//   - writeLoop (one per child) writes the child's stdin, except that a
+//     sender whose request finds nothing queued and nobody writing
+//     writes it itself, without waiting (send); writing says who writes;
 //   - stderrLoop (one per child) fills the stderr ring.
 //
 // The pending map and the write queue change only under mu, and mu is
@@ -58,6 +61,7 @@ type backend struct {
 	hsErr       error         // why the backend cannot serve (failed, stopped)
 	pending     map[uint64]*pending
 	queue       []outItem
+	writing     bool                    // a write to the child's stdin is under way: writeLoop's or a sender's (send)
 	tokens      map[uint64]*pending     // pool progress token -> request
 	reverse     map[uint64]reverseEntry // pool id of a child's request -> where it went
 	subs        map[string]int          // resource URI -> subscribed sessions
@@ -83,7 +87,7 @@ type backend struct {
 // Pending request states, guarded by backend.mu.
 const (
 	stQueued  uint8 = iota // in the write queue
-	stWriting              // taken by writeLoop; may or may not reach the child
+	stWriting              // being written (writeLoop or send); may or may not reach the child
 	stWritten              // fully written to the child
 	stDone                 // answered, failed or cancelled; owned by whoever ended it
 )
@@ -129,6 +133,11 @@ type outItem struct {
 	p     *pending
 	line  []byte
 	early bool // part of the handshake: written before the child is ready
+	// rest is what a sender that began writing line itself left unwritten
+	// (the child has the line's start): written first, and only to
+	// restFor, whatever became of p.
+	rest    []byte
+	restFor *child
 }
 
 // reverseEntry remembers a request the child sent to a client.
@@ -255,7 +264,6 @@ func (b *backend) send(p *pending) error {
 			Message: fmt.Sprintf("server %q has %d requests waiting; refusing more", b.srv.name, n),
 			Data:    map[string]any{"retryable": true}}
 	}
-	p.state = stQueued
 	b.pending[p.id] = p
 	if p.token != 0 {
 		b.tokens[p.token] = p
@@ -263,10 +271,72 @@ func (b *backend) send(p *pending) error {
 	if p.sess != nil {
 		b.lastClient = p.sess
 	}
+	if c := b.child; c != nil && c.direct != nil && c.ready && !b.writing && len(b.queue) == 0 {
+		// Nothing is queued and nobody is writing: this goroutine writes
+		// the request itself, without a hand-off to writeLoop.
+		b.writing = true
+		p.state = stWriting
+		if p.sess != nil {
+			p.sess.ledger.written(p.slot.Load())
+		}
+		b.mu.Unlock()
+		b.writeDirect(c, p)
+		return nil
+	}
+	p.state = stQueued
 	b.queue = append(b.queue, outItem{p: p, line: p.line})
 	b.mu.Unlock()
 	b.signal()
 	return nil
+}
+
+// writeDirect is send's own write of p to c, begun with writing set.
+// What the pipe does not take at once goes to the front of the queue
+// for writeLoop: the whole request when nothing was taken, else the rest
+// of its line. Like writeLoop, it marks p written only once every byte
+// of it was taken.
+func (b *backend) writeDirect(c *child, p *pending) {
+	n, err := c.direct.writeNow(p.line)
+	now := time.Now()
+	written := false
+	b.mu.Lock()
+	b.writing = false
+	switch {
+	case p.state != stWriting:
+		// Ended meanwhile, or taken by reap after the child died. Only a
+		// line cut short, on the same child, still needs its end.
+		if n > 0 && n <= len(p.line) && b.child == c {
+			b.queue = slices.Insert(b.queue, 0, outItem{p: p, line: p.line, rest: restOf(p.line, n), restFor: c})
+		}
+	case n == len(p.line)+1:
+		p.state, p.written, p.pid = stWritten, now, c.pid
+		written = p.sess != nil
+	case n == 0:
+		p.state = stQueued
+		if p.sess != nil && !p.everWritten {
+			p.sess.ledger.taken(p.slot.Load())
+		}
+		b.queue = slices.Insert(b.queue, 0, outItem{p: p, line: p.line})
+	default:
+		b.queue = slices.Insert(b.queue, 0, outItem{p: p, line: p.line, rest: restOf(p.line, n), restFor: c})
+	}
+	more := len(b.queue) > 0
+	b.mu.Unlock()
+	if written {
+		b.p.emit(Event{Kind: EventRequestWritten, Time: now, Server: b.srv.name, Session: p.sess.id, PID: c.pid, PoolID: p.id})
+	}
+	if more {
+		b.signal()
+	}
+	if err != nil {
+		b.log.Debug("write to child failed", "pid", c.pid, "err", err)
+	}
+}
+
+// restOf is what is left of line and its newline after n bytes.
+func restOf(line []byte, n int) []byte {
+	rest := make([]byte, 0, len(line)+1-n)
+	return append(append(rest, line[n:]...), '\n')
 }
 
 // sendRaw queues a line that is not a request: a notification or an answer
@@ -336,10 +406,12 @@ func (b *backend) cancelAtChild(p *pending, reason string) {
 	b.sendRaw(jsonrpc.AppendNotification(nil, "notifications/cancelled", params))
 }
 
-// writeLoop is the only writer of the child's stdin. It takes everything
-// queued, writes it with one Write, and marks a request written only when
-// Write reports all of its bytes (and newline) taken: at-most-once depends
-// on that bit. It exits when the child exits or a write fails.
+// writeLoop writes the child's stdin whenever a sender did not (send): it
+// takes everything queued, writes it with one Write, and marks a request
+// written only when Write reports all of its bytes (and newline) taken:
+// at-most-once depends on that bit. The ledger hears "written" before the
+// write, so a pool killed mid-write never under-reports. It exits when
+// the child exits or a write fails.
 func (b *backend) writeLoop(c *child) {
 	defer close(c.writerDone)
 	const maxBatch = 256 << 10
@@ -352,25 +424,37 @@ func (b *backend) writeLoop(c *child) {
 	for {
 		buf, batch, ends = buf[:0], batch[:0], ends[:0]
 		b.mu.Lock()
-		keep := b.queue[:0]
-		for _, it := range b.queue {
-			if it.p != nil && it.p.state == stDone {
-				continue // ended while queued: the child never needs it
+		if !b.writing {
+			keep := b.queue[:0]
+			for _, it := range b.queue {
+				switch {
+				case it.rest != nil:
+					if it.restFor != c {
+						continue // the end of a line for a child that is gone
+					}
+					buf = append(buf, it.rest...) // first in the queue: the child has the line's start
+				case it.p != nil && it.p.state == stDone:
+					continue // ended while queued: the child never needs it
+				case (!c.ready && !it.early) || (len(buf) > 0 && len(buf)+len(it.line) > maxBatch):
+					keep = append(keep, it)
+					continue
+				default:
+					buf = append(buf, it.line...)
+					buf = append(buf, '\n')
+					if it.p != nil {
+						it.p.state = stWriting
+						if it.p.sess != nil {
+							it.p.sess.ledger.written(it.p.slot.Load())
+						}
+					}
+				}
+				ends = append(ends, len(buf))
+				batch = append(batch, it)
 			}
-			if (!c.ready && !it.early) || (len(buf) > 0 && len(buf)+len(it.line) > maxBatch) {
-				keep = append(keep, it)
-				continue
-			}
-			buf = append(buf, it.line...)
-			buf = append(buf, '\n')
-			ends = append(ends, len(buf))
-			batch = append(batch, it)
-			if it.p != nil {
-				it.p.state = stWriting
-			}
+			clear(b.queue[len(keep):])
+			b.queue = keep
+			b.writing = len(batch) > 0
 		}
-		clear(b.queue[len(keep):])
-		b.queue = keep
 		b.mu.Unlock()
 
 		if len(batch) == 0 {
@@ -388,6 +472,7 @@ func (b *backend) writeLoop(c *child) {
 		wrote = wrote[:0]
 		var requeue []outItem
 		b.mu.Lock()
+		b.writing = false
 		for i, it := range batch {
 			switch {
 			case it.p == nil:
@@ -396,11 +481,14 @@ func (b *backend) writeLoop(c *child) {
 				it.p.written = now
 				it.p.pid = c.pid
 				if it.p.sess != nil {
-					it.p.sess.ledger.written(it.p.slot.Load())
 					wrote = append(wrote, it.p)
 				}
-			case it.p.state == stWriting:
+			case it.p.state == stWriting && it.rest == nil:
+				// (Only after a failed write: the child is gone.)
 				it.p.state = stQueued
+				if it.p.sess != nil && !it.p.everWritten {
+					it.p.sess.ledger.taken(it.p.slot.Load())
+				}
 				requeue = append(requeue, it)
 			}
 		}

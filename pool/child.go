@@ -20,11 +20,12 @@ type child struct {
 	cmd     *exec.Cmd // nil for a child carried over from an earlier pool (carry.go)
 	pid     int
 	started time.Time
-	stdin   *os.File // write end; closed by the supervisor
-	stdout  *os.File // read end; closed by the supervisor
-	stderr  *os.File // read end; closed by the supervisor
-	unread  []byte   // output an earlier pool had read and not handled, read before stdout
-	carried bool     // carried over from an earlier pool across an upgrade
+	stdin   *os.File      // write end; closed by the supervisor
+	direct  *directWriter // stdin written without waiting, by a sender when nothing is queued (backend.send); nil: never
+	stdout  *os.File      // read end; closed by the supervisor
+	stderr  *os.File      // read end; closed by the supervisor
+	unread  []byte        // output an earlier pool had read and not handled, read before stdout
+	carried bool          // carried over from an earlier pool across an upgrade
 
 	exited     chan struct{}    // closed by run after Wait returned
 	state      *os.ProcessState // set before exited is closed; nil if it could not be waited for
@@ -43,6 +44,7 @@ func newChildState(c *child) *child {
 	c.exited, c.readerDone = make(chan struct{}), make(chan struct{})
 	c.writerDone, c.stderrDone = make(chan struct{}), make(chan struct{})
 	c.detach, c.leftover = make(chan struct{}), make(chan []byte, 1)
+	c.direct = newDirectWriter(c.stdin)
 	return c
 }
 

@@ -302,36 +302,37 @@ func (s *session) readFrom(r *bufio.Reader, peer syscall.RawConn, hb *handBack) 
 	}
 }
 
-// writeTo is the session's writer for a byte stream. It batches what is
-// queued into one write and evicts the session when the client has not
-// taken a write within EvictAfter. It exits when the session closes.
+// writeTo is the session's writer for a byte stream, for what deliver did
+// not write itself: it batches what is queued into one write and evicts
+// the session when the client has not taken a write within EvictAfter. It
+// exits when the session closes.
 func (s *session) writeTo(conn deadlineWriter) {
 	bw := bufio.NewWriterSize(conn, 64<<10)
+	o := &sessionOut{w: newDirectWriter(conn), wake: make(chan struct{}, 1)}
+	o.wake <- struct{}{} // what was queued before this writer started
+	s.stream.Store(o)
 	for {
 		select {
-		case line := <-s.out:
-			bw.Write(line)
-			bw.WriteByte('\n')
-			if len(line) > keepBuf {
-				s.p.releasedLarge()
-			}
-			if len(s.out) > 0 && bw.Buffered() < 48<<10 {
+		case <-o.wake:
+			o.mu.Lock()
+			err := s.writeQueued(conn, bw, o)
+			o.mu.Unlock()
+			if err == nil {
 				continue
 			}
-			_ = conn.SetWriteDeadline(time.Now().Add(s.p.opts.EvictAfter))
-			if err := bw.Flush(); err != nil {
-				if isTimeout(err) {
-					s.p.evicted.Add(1)
-					s.p.log.Warn("evicting a session that stopped reading", "session", s.id, "server", s.srv.name)
-					s.close(errEvicted)
-				} else {
-					s.close(nil)
-				}
-				return
+			if isTimeout(err) {
+				s.p.evicted.Add(1)
+				s.p.log.Warn("evicting a session that stopped reading", "session", s.id, "server", s.srv.name)
+				s.close(errEvicted)
+			} else {
+				s.close(nil)
 			}
+			return
 		case <-s.closed:
 			if s.endedGracefully() {
-				s.flushQueued(conn, bw)
+				o.mu.Lock()
+				s.flushQueued(conn, bw, o)
+				o.mu.Unlock()
 				s.closeTransport()
 			}
 			return
@@ -339,9 +340,109 @@ func (s *session) writeTo(conn deadlineWriter) {
 	}
 }
 
+// sessionOut is a byte-stream session's output while writeTo runs. Whoever
+// holds mu writes to the client: writeTo, or a deliverer that found nothing
+// queued (tryWrite).
+type sessionOut struct {
+	mu   sync.Mutex
+	rest []byte        // the end of a line a deliverer began writing; written first; guarded by mu
+	w    *directWriter // nil: every line goes through writeTo
+	wake chan struct{} // cap 1: a line was queued or cut short
+}
+
+func (o *sessionOut) signal() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// tryWrite writes line to the client at once, when nothing is queued
+// before it and nobody is writing, with one write that never waits. It
+// reports false when line is still the caller's to queue. A line the
+// client takes only part of is finished by writeTo, before anything else.
+func (o *sessionOut) tryWrite(s *session, line []byte) bool {
+	if o.w == nil || len(s.out) > 0 || !o.mu.TryLock() {
+		return false
+	}
+	defer o.mu.Unlock()
+	if len(s.out) > 0 || o.rest != nil || isClosed(s.closed) {
+		return false
+	}
+	n, _ := o.w.writeNow(line) // an error comes back to writeTo's write of the queued line
+	switch {
+	case n == 0:
+		return false
+	case n <= len(line):
+		o.rest = restOf(line, n)
+		o.signal()
+	}
+	if len(line) > keepBuf {
+		s.p.releasedLarge()
+	}
+	return true
+}
+
+// writeQueued writes the end of a line cut short, then everything queued,
+// in writes of up to 48 KiB that each must be taken within EvictAfter.
+func (s *session) writeQueued(conn deadlineWriter, bw *bufio.Writer, o *sessionOut) error {
+	if o.rest != nil {
+		err := s.buffer(conn, bw, o.rest)
+		o.rest = nil
+		if err != nil {
+			return err
+		}
+	}
+	for {
+		select {
+		case line := <-s.out:
+			err := s.buffer(conn, bw, line)
+			if err == nil {
+				err = bw.WriteByte('\n')
+			}
+			if len(line) > keepBuf {
+				s.p.releasedLarge()
+			}
+			if err != nil {
+				return err
+			}
+			if bw.Buffered() < 48<<10 {
+				continue
+			}
+		default:
+			if bw.Buffered() == 0 {
+				return nil
+			}
+		}
+		_ = conn.SetWriteDeadline(time.Now().Add(s.p.opts.EvictAfter))
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// buffer adds b to bw. Bytes that do not fit go to conn at once, so the
+// client gets EvictAfter from here to take them.
+func (s *session) buffer(conn deadlineWriter, bw *bufio.Writer, b []byte) error {
+	if len(b) > bw.Available() {
+		_ = conn.SetWriteDeadline(time.Now().Add(s.p.opts.EvictAfter))
+	}
+	_, err := bw.Write(b)
+	return err
+}
+
 // flushQueued writes what is still queued after a graceful end: the last
 // answers a half-closed client is owed.
-func (s *session) flushQueued(conn deadlineWriter, bw *bufio.Writer) {
+func (s *session) flushQueued(conn deadlineWriter, bw *bufio.Writer, o *sessionOut) {
+	wait := s.p.opts.EvictAfter
+	if isClosed(s.p.closing) {
+		wait = min(wait, s.p.opts.StopGrace) // the pool is stopping: no client holds it up
+	}
+	_ = conn.SetWriteDeadline(time.Now().Add(wait))
+	if o.rest != nil {
+		bw.Write(o.rest)
+		o.rest = nil
+	}
 	for {
 		select {
 		case line := <-s.out:
@@ -352,11 +453,6 @@ func (s *session) flushQueued(conn deadlineWriter, bw *bufio.Writer) {
 		}
 		break
 	}
-	wait := s.p.opts.EvictAfter
-	if isClosed(s.p.closing) {
-		wait = min(wait, s.p.opts.StopGrace) // the pool is stopping: no client holds it up
-	}
-	_ = conn.SetWriteDeadline(time.Now().Add(wait))
 	_ = bw.Flush()
 }
 

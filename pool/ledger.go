@@ -49,8 +49,13 @@ func (l *ledger) take(id []byte) int32 {
 	return slot + 1
 }
 
-// written marks slot's request as written to a child.
+// written marks slot's request as written to a child. It is called
+// before the write: a request the pool may be writing may have run.
 func (l *ledger) written(slot int32) { l.set(slot, wire.LedgerWritten, false) }
+
+// taken marks slot's request as not written after all: the write took
+// none of it, and it waits in the queue again.
+func (l *ledger) taken(slot int32) { l.set(slot, wire.LedgerTaken, false) }
 
 // release frees slot: its request was answered or cancelled.
 func (l *ledger) release(slot int32) { l.set(slot, wire.LedgerFree, true) }

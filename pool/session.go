@@ -14,9 +14,11 @@ import (
 )
 
 // session is one client connection. Its reader (the front door's goroutine)
-// alone calls handle; its writer alone writes to the client, from out, a
-// bounded queue that backends offer to without ever blocking. A client that
-// stops reading is evicted instead of stalling the child's reader.
+// alone calls handle. What the client is sent is offered without ever
+// blocking: written at once by the offering goroutine when nothing is
+// queued and the client takes it (sessionOut.tryWrite), else queued in out,
+// a bounded queue its writer drains. A client that stops reading is
+// evicted instead of stalling the child's reader.
 type session struct {
 	p           *Pool
 	id          string
@@ -26,8 +28,9 @@ type session struct {
 	connectedAt time.Time
 	peerPID     int
 
-	out       chan []byte   // to the client; never closed (senders may race with close)
-	closed    chan struct{} // closed by close
+	out       chan []byte                // to the client; never closed (senders may race with close)
+	stream    atomic.Pointer[sessionOut] // set by writeTo (a byte stream): deliver may write itself
+	closed    chan struct{}              // closed by close
 	closeOnce sync.Once
 	connOnce  sync.Once
 	closeConn func(*session)            // ends the transport; given to newSession by the front door; call closeTransport
@@ -528,8 +531,18 @@ func (s *session) quietLocked() {
 // deliver offers a message to the client without blocking. A full queue
 // means the client stopped reading: it is evicted, so nobody else waits.
 func (s *session) deliver(line []byte) {
+	o := s.stream.Load()
+	if o != nil && o.tryWrite(s, line) {
+		return
+	}
 	select {
 	case s.out <- line:
+		if o == nil {
+			o = s.stream.Load() // a writer that started meanwhile may have drained the queue already
+		}
+		if o != nil {
+			o.signal()
+		}
 	default:
 		if !isClosed(s.closed) {
 			s.p.evicted.Add(1)
