@@ -58,7 +58,7 @@
 //   - A client that closes its input gets its answers before its session
 //     ends; one that stops reading is evicted and stalls no one; one that
 //     piles up requests is refused past its share: [session.halfClose],
-//     [session.closeWhenIdle], [session.deliver], [session.writeTo],
+//     [session.closeWhenIdle], [session.deliver], [session.drain],
 //     [session.overLimitLocked].
 //   - A request times out with an error to its client and a cancellation
 //     to the child: [backend.expire].

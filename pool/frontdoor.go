@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -114,6 +115,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 	}
 	if in != nil {
 		closeConn = func(s *session) {
+			p.hangups.forget(s) // before conn closes: its descriptor may be reused
 			in.Close()
 			out.Close()
 			bye := Farewell{End: EndEOF}
@@ -154,7 +156,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 		if hello.Resume != nil {
 			s.resume(hello.Resume)
 		}
-		p.wg.Go(func() { s.writeTo(conn) })
+		s.startOutput(conn)
 		s.readFrom(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), conn), 64<<10), rawConn(conn), hb)
 		return
 	}
@@ -185,13 +187,15 @@ func (p *Pool) serveShim(conn net.Conn) {
 	if hello.Resume != nil {
 		s.resume(hello.Resume)
 	}
-	p.wg.Go(func() { s.writeTo(out) })
-	p.wg.Go(func() {
-		// The shim sends nothing more: a read that ends means it exited
-		// (or was killed), and its client with it.
-		_, _ = conn.Read(make([]byte, 1))
-		s.close(nil)
-	})
+	s.startOutput(out)
+	// The shim sends nothing more: its connection ending means it exited
+	// (or was killed), and its client with it.
+	if !p.hangups.watch(p, s, conn) {
+		p.wg.Go(func() {
+			_, _ = conn.Read(make([]byte, 1))
+			s.close(nil)
+		})
+	}
 	var input io.Reader = in
 	if len(carried) > 0 {
 		input = io.MultiReader(bytes.NewReader(carried), in)
@@ -302,24 +306,58 @@ func (s *session) readFrom(r *bufio.Reader, peer syscall.RawConn, hb *handBack) 
 	}
 }
 
-// writeTo is the session's writer for a byte stream, for what deliver did
-// not write itself: it batches what is queued into one write and evicts
-// the session when the client has not taken a write within EvictAfter. It
-// exits when the session closes.
-func (s *session) writeTo(conn deadlineWriter) {
-	bw := bufio.NewWriterSize(conn, 64<<10)
-	o := &sessionOut{w: newDirectWriter(conn), wake: make(chan struct{}, 1)}
-	o.wake <- struct{}{} // what was queued before this writer started
+// startOutput makes conn the session's output. Lines are written by the
+// goroutine that offers them when nothing is queued (tryWrite); a drain
+// goroutine runs only while something is (kick).
+func (s *session) startOutput(conn deadlineWriter) {
+	o := &sessionOut{conn: conn, w: newDirectWriter(conn)}
 	s.stream.Store(o)
+	if len(s.out) > 0 {
+		o.kick(s) // offered before the output was set
+	}
+}
+
+// sessionOut is a byte-stream session's output. Whoever holds mu writes to
+// the client: a deliverer that found nothing queued (tryWrite), or drain.
+type sessionOut struct {
+	conn   deadlineWriter
+	w      *directWriter // nil: every line goes through drain
+	active atomic.Bool   // a drain goroutine runs
+
+	mu   sync.Mutex
+	rest []byte // the end of a line a deliverer began writing; written first; guarded by mu
+}
+
+// kick makes sure a drain goroutine runs for what is queued.
+func (o *sessionOut) kick(s *session) {
+	if o.active.CompareAndSwap(false, true) {
+		s.p.wg.Go(func() { s.drain(o) })
+	}
+}
+
+// writers are the buffers drain goroutines write through: only a session
+// with a backlog holds one.
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+
+// drain writes what is queued for the client until nothing is, then
+// exits; every write must be taken within EvictAfter, or the session is
+// evicted. Once the session has closed, its last answers are flushQueued's.
+func (s *session) drain(o *sessionOut) {
+	bw := writers.Get().(*bufio.Writer)
+	bw.Reset(o.conn)
+	defer func() {
+		bw.Reset(nil)
+		writers.Put(bw)
+	}()
 	for {
-		select {
-		case <-o.wake:
-			o.mu.Lock()
-			err := s.writeQueued(conn, bw, o)
-			o.mu.Unlock()
-			if err == nil {
-				continue
-			}
+		o.mu.Lock()
+		var err error
+		if !isClosed(s.closed) {
+			err = s.writeQueued(o.conn, bw, o)
+		}
+		o.mu.Unlock()
+		if err != nil {
+			o.active.Store(false)
 			if isTimeout(err) {
 				s.p.evicted.Add(1)
 				s.p.log.Warn("evicting a session that stopped reading", "session", s.id, "server", s.srv.name)
@@ -328,54 +366,55 @@ func (s *session) writeTo(conn deadlineWriter) {
 				s.close(nil)
 			}
 			return
-		case <-s.closed:
-			if s.endedGracefully() {
-				o.mu.Lock()
-				s.flushQueued(conn, bw, o)
-				o.mu.Unlock()
-				s.closeTransport()
-			}
+		}
+		o.active.Store(false)
+		// A line offered since the queue was last seen empty found this
+		// goroutine still active: look again.
+		o.mu.Lock()
+		more := (len(s.out) > 0 || o.rest != nil) && !isClosed(s.closed)
+		o.mu.Unlock()
+		if !more || !o.active.CompareAndSwap(false, true) {
 			return
 		}
 	}
 }
 
-// sessionOut is a byte-stream session's output while writeTo runs. Whoever
-// holds mu writes to the client: writeTo, or a deliverer that found nothing
-// queued (tryWrite).
-type sessionOut struct {
-	mu   sync.Mutex
-	rest []byte        // the end of a line a deliverer began writing; written first; guarded by mu
-	w    *directWriter // nil: every line goes through writeTo
-	wake chan struct{} // cap 1: a line was queued or cut short
-}
-
-func (o *sessionOut) signal() {
-	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
+// finishOutput writes the last answers of a session that ended
+// gracefully, then closes its transport.
+func (s *session) finishOutput(o *sessionOut) {
+	bw := writers.Get().(*bufio.Writer)
+	bw.Reset(o.conn)
+	o.mu.Lock()
+	s.flushQueued(o.conn, bw, o)
+	o.mu.Unlock()
+	bw.Reset(nil)
+	writers.Put(bw)
+	s.closeTransport()
 }
 
 // tryWrite writes line to the client at once, when nothing is queued
 // before it and nobody is writing, with one write that never waits. It
 // reports false when line is still the caller's to queue. A line the
-// client takes only part of is finished by writeTo, before anything else.
+// client takes only part of is finished by drain, before anything else.
 func (o *sessionOut) tryWrite(s *session, line []byte) bool {
 	if o.w == nil || len(s.out) > 0 || !o.mu.TryLock() {
 		return false
 	}
-	defer o.mu.Unlock()
 	if len(s.out) > 0 || o.rest != nil || isClosed(s.closed) {
+		o.mu.Unlock()
 		return false
 	}
-	n, _ := o.w.writeNow(line) // an error comes back to writeTo's write of the queued line
-	switch {
-	case n == 0:
-		return false
-	case n <= len(line):
+	n, _ := o.w.writeNow(line) // an error comes back to drain's write of the queued line
+	cut := n > 0 && n <= len(line)
+	if cut {
 		o.rest = restOf(line, n)
-		o.signal()
+	}
+	o.mu.Unlock()
+	if n == 0 {
+		return false
+	}
+	if cut {
+		o.kick(s)
 	}
 	if len(line) > keepBuf {
 		s.p.releasedLarge()

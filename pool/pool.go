@@ -189,6 +189,7 @@ type Pool struct {
 
 	requests, errorsN, timeouts, cancelled, orphaned, evicted, parseErrors atomic.Uint64
 
+	hangups hangups       // attached sessions' shim connections, polled by one goroutine (hangup_unix.go)
 	holds   mrtrHolds     // child questions carried to modern clients (mrtr.go)
 	rounds  inputRounds   // a modern child's questions asked of legacy clients (inputbridge.go)
 	closing chan struct{} // closed by Close

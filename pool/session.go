@@ -29,7 +29,7 @@ type session struct {
 	peerPID     int
 
 	out       chan []byte                // to the client; never closed (senders may race with close)
-	stream    atomic.Pointer[sessionOut] // set by writeTo (a byte stream): deliver may write itself
+	stream    atomic.Pointer[sessionOut] // a byte stream's output (startOutput); nil for HTTP
 	closed    chan struct{}              // closed by close
 	closeOnce sync.Once
 	connOnce  sync.Once
@@ -66,7 +66,8 @@ type session struct {
 type clientCaps struct{ sampling, elicitation, roots bool }
 
 // newSession registers a session of server name. The caller runs its
-// reader (handle) and writer (writeTo) and calls close when done.
+// reader (handle), sets its output (startOutput, or HTTP reads out) and
+// calls close when done.
 func (p *Pool) newSession(name, transport string, peerPID int, closeConn func(*session)) (*session, error) {
 	srv, err := p.server(name)
 	if err != nil {
@@ -538,10 +539,10 @@ func (s *session) deliver(line []byte) {
 	select {
 	case s.out <- line:
 		if o == nil {
-			o = s.stream.Load() // a writer that started meanwhile may have drained the queue already
+			o = s.stream.Load() // an output set meanwhile may have looked at the queue already
 		}
 		if o != nil {
-			o.signal()
+			o.kick(s)
 		}
 	default:
 		if !isClosed(s.closed) {
@@ -573,8 +574,10 @@ func (s *session) close(reason error) {
 		s.subs = map[string]*backend{}
 		led := s.ledger
 		s.mu.Unlock()
-		if !drained(reason) {
-			s.closeTransport() // else the writer does, once the last answers are out
+		if o := s.stream.Load(); o != nil && drained(reason) {
+			s.p.wg.Go(func() { s.finishOutput(o) }) // the last answers first
+		} else {
+			s.closeTransport()
 		}
 		why := "client disconnected"
 		if reason != nil {

@@ -1,0 +1,140 @@
+//go:build unix
+
+package pool_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// attached is a session whose client's pipes the pool holds, as a
+// `switchboard connect` on Unix makes it: the test writes the client's
+// input and reads its output; conn is the shim's connection.
+type attached struct {
+	t    testing.TB
+	conn *net.UnixConn
+	in   *os.File // the client's input, written here
+	out  *bufio.Reader
+}
+
+func (tp *testPool) attach(t testing.TB, server string) *attached {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("unix", tp.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := c.(*net.UnixConn)
+	hello := fmt.Sprintf(`{"server":%q,"attach":true}`+"\n", server)
+	if _, _, err := conn.WriteMsgUnix([]byte(hello), syscall.UnixRights(int(inR.Fd()), int(outW.Fd())), nil); err != nil {
+		t.Fatal(err)
+	}
+	inR.Close()
+	outW.Close() // the pool holds the only other copies
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	var w pool.Welcome
+	if err != nil || json.Unmarshal(line, &w) != nil || !w.Attached {
+		t.Fatalf("welcome: %q %v", line, err)
+	}
+	a := &attached{t: t, conn: conn, in: inW, out: bufio.NewReader(outR)}
+	t.Cleanup(func() {
+		conn.Close()
+		inW.Close()
+		outR.Close()
+	})
+	return a
+}
+
+// roundTrip sends line and returns the next line the client reads.
+func (a *attached) roundTrip(line string) string {
+	a.t.Helper()
+	if _, err := a.in.WriteString(line + "\n"); err != nil {
+		a.t.Fatal(err)
+	}
+	got, err := a.out.ReadString('\n')
+	if err != nil {
+		a.t.Fatalf("read %q: %v", got, err)
+	}
+	return got
+}
+
+func (a *attached) initialize() {
+	a.t.Helper()
+	a.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"a","version":"1"}}}`)
+}
+
+// TestIdleAttachedSessionsCostOneGoroutineEach: an attached session that
+// is idle costs the pool its reader alone: answers are written by the
+// goroutine that has them, and one poller watches every shim.
+func TestIdleAttachedSessionsCostOneGoroutineEach(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	first := tp.attach(t, "srv") // the child, its loops and the poller
+	first.initialize()
+	before := runtime.NumGoroutine()
+	const n = 50
+	for range n {
+		a := tp.attach(t, "srv")
+		a.initialize()
+		if got := a.roundTrip(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`); !json.Valid([]byte(got)) {
+			t.Fatalf("answer: %q", got)
+		}
+	}
+	var added int
+	eventually(t, "idle sessions to settle at one goroutine each", func() bool {
+		added = runtime.NumGoroutine() - before
+		return added <= n
+	})
+	t.Logf("%d idle attached sessions: %d goroutines more", n, added)
+}
+
+// TestShimHangupClosesOnlyItsSession: the shims of half of 40 attached
+// sessions exit; exactly their sessions end (their clients read EOF),
+// and the others still answer, however descriptors are reused.
+func TestShimHangupClosesOnlyItsSession(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	const n = 40
+	all := make([]*attached, n)
+	for i := range all {
+		all[i] = tp.attach(t, "srv")
+		all[i].initialize()
+	}
+	for i := 0; i < n; i += 2 {
+		all[i].conn.Close()
+	}
+	eventually(t, "the hung-up sessions to end", func() bool { return len(tp.Snapshot().Sessions) == n/2 })
+	// New sessions may get the closed connections' descriptor numbers.
+	for range 4 {
+		tp.attach(t, "srv").initialize()
+	}
+	for i, a := range all {
+		if i%2 == 0 {
+			if line, err := a.out.ReadString('\n'); err == nil {
+				t.Errorf("session %d: read %q after its shim exited", i, line)
+			}
+			continue
+		}
+		got := a.roundTrip(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"s%d"}}}`, i))
+		if want := fmt.Sprintf(`"text":"s%d"`, i); !strings.Contains(got, want) {
+			t.Errorf("session %d: %s", i, got)
+		}
+	}
+	if got := len(tp.Snapshot().Sessions); got != n/2+4 {
+		t.Errorf("%d sessions, want %d", got, n/2+4)
+	}
+}
