@@ -3,6 +3,7 @@ package app
 import (
 	"encoding/json"
 	"net/http"
+	"runtime"
 
 	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
@@ -25,6 +26,9 @@ type Status struct {
 	HTTP        *HTTPStatus        `json:"http,omitempty"` // the HTTP front door, when it listens
 	// Upgrade is set in a program that upgraded an earlier one in place.
 	Upgrade *UpgradeInfo `json:"upgrade,omitempty"`
+	// Goroutines counts the program's goroutines: flat while sessions sit
+	// idle (one each), so growth without load is a leak to report.
+	Goroutines int `json:"goroutines"`
 }
 
 // Status builds the status from a fresh snapshot.
@@ -32,7 +36,7 @@ func (inst *Instance) Status() Status {
 	snap := inst.Pool.Snapshot()
 	st := Status{Version: version.Version, Build: version.Get(), PID: pidSelf(), Config: inst.configPath, Servers: snap.Servers,
 		Sessions: snap.Sessions, Backends: snap.Backends, InFlight: snap.InFlight, Counters: snap.Counters,
-		History: inst.history.status()}
+		History: inst.history.status(), Goroutines: runtime.NumGoroutine()}
 	// One drop counter: the events the history could not record.
 	st.Counters.DroppedEvents = st.History.Dropped
 	if err := inst.ConfigError(); err != nil {

@@ -68,9 +68,12 @@ type BenchReport struct {
 	IdleWindow   time.Duration `json:"idleWindowNs"`
 	// IdleSessions sessions held open with nothing in flight cost the pool
 	// IdleBytesPerSession each (RSS growth / sessions).
-	IdleSessions        int      `json:"idleSessions,omitempty"`
-	IdleBytesPerSession float64  `json:"idleBytesPerSession,omitempty"`
-	Notes               []string `json:"notes,omitempty"`
+	IdleSessions        int     `json:"idleSessions,omitempty"`
+	IdleBytesPerSession float64 `json:"idleBytesPerSession,omitempty"`
+	// IdleGoroutinesPerSession is the growth of the pool's goroutine
+	// count (status --json) per idle session.
+	IdleGoroutinesPerSession float64  `json:"idleGoroutinesPerSession,omitempty"`
+	Notes                    []string `json:"notes,omitempty"`
 }
 
 // ModeResult is one throughput run and, for the pool's modes, what the
@@ -161,11 +164,11 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 
 	// Idle sessions: the pool's memory per session.
 	if o.Idle > 0 {
-		per, err := pool.idleSessions(ctx, o.Idle)
+		per, goroutines, err := pool.idleSessions(ctx, o.Idle)
 		if err != nil {
 			r.Notes = append(r.Notes, "idle sessions: "+err.Error())
 		} else {
-			r.IdleSessions, r.IdleBytesPerSession = o.Idle, per
+			r.IdleSessions, r.IdleBytesPerSession, r.IdleGoroutinesPerSession = o.Idle, per, goroutines
 		}
 	}
 	pool.stop()
@@ -314,8 +317,8 @@ func (p *benchPool) idleShim(ctx context.Context, r *BenchReport) error {
 
 // idleSessions opens n sessions straight on the pool socket (what a shim
 // does, without n processes), each initialized, and returns the pool's
-// RSS growth per session.
-func (p *benchPool) idleSessions(ctx context.Context, n int) (float64, error) {
+// RSS growth and goroutine growth per session.
+func (p *benchPool) idleSessions(ctx context.Context, n int) (bytes, goroutines float64, err error) {
 	pid := p.cmd.Process.Pid
 	open := func(ctx context.Context, _ int) (*Stream, error) {
 		c, err := localsock.Dial(ctx, filepath.Join(p.home, "run", "pool.sock"))
@@ -333,14 +336,39 @@ func (p *benchPool) idleSessions(ctx context.Context, n int) (float64, error) {
 		}
 		return &Stream{W: c, R: br, Close: c.Close}, nil
 	}
+	gBefore, err := p.goroutines(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
 	before := ReadProc(pid).RSS
 	conns, err := Hold(ctx, n, open)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer conns.Close()
 	after := ReadProc(pid).RSS
-	return (float64(after) - float64(before)) / float64(n), nil
+	gAfter, err := p.goroutines(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	return (float64(after) - float64(before)) / float64(n), float64(gAfter-gBefore) / float64(n), nil
+}
+
+// goroutines reads the pool's goroutine count from `status --json`.
+func (p *benchPool) goroutines(ctx context.Context) (int, error) {
+	cmd := exec.CommandContext(ctx, p.self, "status", "--json")
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+p.home)
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("bench: status: %w", err)
+	}
+	var st struct {
+		Goroutines int `json:"goroutines"`
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		return 0, fmt.Errorf("bench: status: %w", err)
+	}
+	return st.Goroutines, nil
 }
 
 // stop ends the pool (SIGTERM, as a user would) and removes its home.
@@ -412,7 +440,7 @@ func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "one connect shim: PSS %.2f MiB, CPU %v over %v idle\n", float64(r.ShimPSSBytes)/(1<<20), r.ShimIdleCPU, r.IdleWindow)
 	if r.IdleSessions > 0 {
-		fmt.Fprintf(out, "%d idle sessions: %.1f KiB of pool memory each\n", r.IdleSessions, r.IdleBytesPerSession/1024)
+		fmt.Fprintf(out, "%d idle sessions: %.1f KiB of pool memory and %.2f goroutines each\n", r.IdleSessions, r.IdleBytesPerSession/1024, r.IdleGoroutinesPerSession)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(out, "note: %s\n", n)
