@@ -48,6 +48,9 @@ type mrtrHold struct {
 	// Guarded by b.mu: the held call's answer, if the child finished it
 	// before the client came back (then the retry gets it at once).
 	final []byte
+	// kept is closed with final set: a retry that finds the call ended a
+	// moment before its answer was kept waits for it.
+	kept chan struct{}
 }
 
 // mrtrHolds are the holds waiting for their retry, by requestState.
@@ -127,7 +130,7 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 	}
 	x := &mrtrHold{state: newRequestState(), key: "sb-" + strconv.FormatUint(b.p.nextID.Add(1), 10), b: b, p: p,
 		childID: childID, server: b.srv.name, method: p.method, name: p.name, created: time.Now(),
-		request: questionOf(msg)}
+		request: questionOf(msg), kept: make(chan struct{})}
 	p.held = x
 	b.mu.Unlock()
 	b.p.holds.put(x)
@@ -172,10 +175,15 @@ func (b *backend) recipient(p *pending) (sess *session, origID []byte, held bool
 func (b *backend) keepForRetry(p *pending, line []byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if p.held != nil {
+	if p.held != nil && p.held.final == nil {
 		p.held.final = append([]byte(nil), line...)
+		close(p.held.kept)
 	}
 }
+
+// heldAnswerWait bounds how long a retry waits for the answer of a call
+// that ended as it arrived (the ender keeps it right after ending it).
+const heldAnswerWait = time.Second
 
 // resumeMRTR takes a client's retry of a call the pool answered with
 // input_required. It reports whether the request was such a retry (and
@@ -222,6 +230,19 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte) bool {
 
 	b.mu.Lock()
 	final, done := x.final, p.state == stDone
+	if done && final == nil && p.held == x {
+		// Ended, its answer not kept yet: whoever ended it keeps it now
+		// (or, cancelled, never will).
+		b.mu.Unlock()
+		t := time.NewTimer(heldAnswerWait)
+		select {
+		case <-x.kept:
+		case <-t.C:
+		}
+		t.Stop()
+		b.mu.Lock()
+		final = x.final
+	}
 	if !done || final != nil {
 		p.sess, p.origID, p.modern = s, id, true
 	}
