@@ -51,7 +51,6 @@ type Instance struct {
 	configPath    string
 	exitWhenIdle  bool
 	lock          *flock.Lock            // the instance lock: one pool per home, held for life
-	children      *leaks.FileRecorder    // the children file: every child this run starts, history or not
 	httpToken     atomic.Pointer[string] // the HTTP front door's bearer token (httptoken.go)
 	history       *historyState          // request history; records nothing when off or unavailable
 	mu            sync.Mutex             // guards the fields below
@@ -110,8 +109,7 @@ func Start(opts Options) (*Instance, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	inst := &Instance{Paths: paths, log: log, configPath: paths.Config, exitWhenIdle: opts.ExitWhenIdle, startOn: opts.startOn,
-		children: leaks.NewFileRecorder(paths.ChildrenFile())}
+	inst := &Instance{Paths: paths, log: log, configPath: paths.Config, exitWhenIdle: opts.ExitWhenIdle, startOn: opts.startOn}
 	if opts.ConfigPath != "" {
 		inst.configPath = opts.ConfigPath
 	}
@@ -156,7 +154,6 @@ func Start(opts Options) (*Instance, error) {
 	}
 	inst.httpToken.Store(&tok)
 	inst.history = openHistory(paths.History, cfg.History, log)
-	recordHistory := inst.history.record()
 	marker, err := leaks.RunMarker(context.Background())
 	if err != nil {
 		log.Warn("leaked grandchildren of this run will not be traceable", "err", err)
@@ -170,12 +167,8 @@ func Start(opts Options) (*Instance, error) {
 		RunID:              inst.history.runID(),
 		Unanswered:         inst.history.unanswered(),
 		ClientInfo:         pool.Implementation{Name: "switchboard", Version: version.Version},
-		Record: func(e pool.Event) {
-			inst.recordChild(e)
-			if recordHistory != nil {
-				recordHistory(e)
-			}
-		},
+		Record:             inst.history.record(), // requests with history on; children always
+
 		CapturePayloads:    inst.history.captureBytes(),
 		HTTPToken:          inst.currentToken,
 		HTTPAllowedOrigins: cfg.HTTP.AllowedOrigins, // applies from the next start

@@ -18,11 +18,13 @@ import (
 	"github.com/switchboard-mcp/switchboard/store"
 )
 
-// historyState is a running instance's request history: the open store,
-// or why there is none. The pool runs either way. A nil *historyState is
-// history switched off.
+// historyState is a running instance's history database, or why there
+// is none. The pool runs either way. With history off the database still
+// records the children the pool starts (leak detection's one record of
+// them), and nothing else. A nil *historyState records nothing.
 type historyState struct {
-	st  *store.Store // nil when off or unavailable
+	st  *store.Store // nil when unavailable
+	off bool         // history is off: st records children only
 	err error        // why it could not be opened
 }
 
@@ -30,11 +32,8 @@ type historyState struct {
 // cannot (a newer or corrupt file, another instance holds it), it logs
 // and returns a state that records nothing and reports the error.
 func openHistory(path string, h config.History, log *slog.Logger) *historyState {
-	if h.Disabled {
-		return &historyState{}
-	}
-	opts := &store.Options{RetainDays: h.RetainDays, MaxRows: h.MaxRows,
-		CapturePayloads: h.CapturePayloads, CaptureBytes: h.CaptureBytes, Version: version.Version, Logger: log}
+	opts := &store.Options{RetainDays: h.RetainDays, MaxRows: h.MaxRows, ChildrenOnly: h.Disabled,
+		CapturePayloads: h.CapturePayloads && !h.Disabled, CaptureBytes: h.CaptureBytes, Version: version.Version, Logger: log}
 	st, err := store.Open(path, opts)
 	if errors.Is(err, store.ErrCorrupt) {
 		// A damaged history must not cost the user their history from now
@@ -47,10 +46,18 @@ func openHistory(path string, h config.History, log *slog.Logger) *historyState 
 		}
 	}
 	if err != nil {
-		log.Warn("running without request history", "err", err)
-		return &historyState{err: err}
+		log.Warn("running without the history database: no request history, and children this run leaves behind are found by their run marker only", "err", err)
+		return &historyState{off: h.Disabled, err: err}
 	}
-	return &historyState{st: st}
+	return &historyState{st: st, off: h.Disabled}
+}
+
+// requests is the store when it records requests: history on and open.
+func (h *historyState) requests() *store.Store {
+	if h == nil || h.off {
+		return nil
+	}
+	return h.st
 }
 
 // record is pool.Options.Record: nil when nothing records.
@@ -63,10 +70,10 @@ func (h *historyState) record() func(pool.Event) {
 
 // captureBytes is pool.Options.CapturePayloads.
 func (h *historyState) captureBytes() int {
-	if h == nil || h.st == nil {
-		return 0
+	if st := h.requests(); st != nil {
+		return st.CaptureBytes()
 	}
-	return h.st.CaptureBytes()
+	return 0
 }
 
 // HistoryStatus is the "history" object of Status: whether requests are
@@ -84,9 +91,11 @@ func (h *historyState) status() HistoryStatus {
 		return hs
 	}
 	err := h.err
-	if h.st != nil {
-		hs.Enabled, hs.Path, hs.Dropped = true, h.st.Path(), h.st.Dropped()
-		err = h.st.Err()
+	if st := h.requests(); st != nil {
+		hs.Enabled, hs.Path, hs.Dropped = true, st.Path(), st.Dropped()
+		err = st.Err()
+	} else if h.off {
+		err = nil // off by choice; the children's record is not the history
 	}
 	if err != nil {
 		msg := err.Error()
@@ -105,27 +114,12 @@ func (h *historyState) close() error {
 }
 
 // leakSource gives leak detection the children that earlier runs recorded
-// and never saw exit; nil without history.
+// and never saw exit; nil without a database.
 func (h *historyState) leakSource() leaks.Source {
 	if h == nil || h.st == nil {
 		return nil
 	}
-	return historyLeaks{h.st}
-}
-
-// historyLeaks makes the store a leaks.Source.
-type historyLeaks struct{ st *store.Store }
-
-func (s historyLeaks) ChildrenOfEarlierRuns(ctx context.Context) ([]leaks.ChildRecord, error) {
-	recs, err := s.st.ChildrenOfEarlierRuns(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]leaks.ChildRecord, 0, len(recs))
-	for _, r := range recs {
-		out = append(out, leaks.ChildRecord(r))
-	}
-	return out, nil
+	return h.st
 }
 
 // HistoryEntry is one request as `switchboard history --json` and
@@ -327,15 +321,16 @@ func timePtr(t time.Time) *time.Time {
 // runID names this run to attached shims: the history's run id, or ""
 // with no history (a resumed session then relies on its shim's count).
 func (h *historyState) runID() string {
-	if h == nil || h.st == nil {
-		return ""
+	if st := h.requests(); st != nil {
+		return strconv.FormatInt(st.Run(), 10)
 	}
-	return strconv.FormatInt(h.st.Run(), 10)
+	return ""
 }
 
 // unanswered is pool.Options.Unanswered: nil with no history.
 func (h *historyState) unanswered() func(ctx context.Context, run, session string) ([]pool.Unanswered, error) {
-	if h == nil || h.st == nil {
+	st := h.requests()
+	if st == nil {
 		return nil
 	}
 	return func(ctx context.Context, run, session string) ([]pool.Unanswered, error) {
@@ -343,6 +338,6 @@ func (h *historyState) unanswered() func(ctx context.Context, run, session strin
 		if err != nil {
 			return nil, fmt.Errorf("run %q: %w", run, err)
 		}
-		return h.st.Unanswered(ctx, id, session)
+		return st.Unanswered(ctx, id, session)
 	}
 }

@@ -225,14 +225,15 @@ func TestOpenHistory(t *testing.T) {
 			h := openHistory(tc.path, tc.cfg, log)
 			defer h.close()
 			st := h.status()
-			if st.Enabled != tc.enabled || (st.Error != nil) != tc.wantErr || (h.record() != nil) != tc.enabled ||
-				h.captureBytes() != tc.wantCapture || (h.leakSource() != nil) != tc.enabled {
-				t.Errorf("status %+v, error %v, recorder %v, capture %d", st, st.Error, h.record() != nil, h.captureBytes())
+			// Off or on, the database records children (leak detection's
+			// one record of them); requests only when on.
+			if st.Enabled != tc.enabled || (st.Error != nil) != tc.wantErr || h.record() == nil ||
+				h.captureBytes() != tc.wantCapture || h.leakSource() == nil || (h.requests() != nil) != tc.enabled ||
+				(h.runID() != "") != tc.enabled || (h.unanswered() != nil) != tc.enabled {
+				t.Errorf("status %+v, error %v, recorder %v, capture %d, requests %v", st, st.Error, h.record() != nil, h.captureBytes(), h.requests() != nil)
 			}
-			if tc.enabled {
-				if _, err := h.leakSource().ChildrenOfEarlierRuns(context.Background()); err != nil {
-					t.Error(err)
-				}
+			if _, err := h.leakSource().ChildrenOfEarlierRuns(context.Background()); err != nil {
+				t.Error(err)
 			}
 		})
 	}

@@ -21,13 +21,11 @@ import (
 	"github.com/switchboard-mcp/switchboard/store"
 )
 
-// leakSource gives the children of earlier runs from both records: the
-// SQLite history's backends table (when history is on) and the children
-// file, which every run keeps whatever the history setting, so that a run
-// with history off, or a database that cannot be opened, still leaves a
-// trace. A child in both is found once.
+// leakSource gives the children of earlier runs: the history database's
+// backends table (kept with history on or off), and the children file of
+// earlier versions.
 func (inst *Instance) leakSource() leaks.Source {
-	srcs := unionSource{inst.children}
+	srcs := unionSource{leaks.FileSource(inst.Paths.ChildrenFile())}
 	if h := inst.history.leakSource(); h != nil {
 		srcs = append(srcs, h)
 	}
@@ -70,33 +68,15 @@ func (path readOnlyHistory) ChildrenOfEarlierRuns(ctx context.Context) ([]leaks.
 		return nil, err
 	}
 	defer st.Close()
-	return historyLeaks{st}.ChildrenOfEarlierRuns(ctx)
+	return st.ChildrenOfEarlierRuns(ctx)
 }
 
-// recordChild persists each child's start and exit. It is (part of) the
-// pool's Options.Record: it returns at once for every other event, and a
-// child start or exit costs one small file append.
-func (inst *Instance) recordChild(e pool.Event) {
-	var err error
-	switch e.Kind {
-	case pool.EventBackendStarted:
-		err = inst.children.Record(leaks.ChildRecord{PID: e.PID, Server: e.Server, Command: e.Command, StartedAt: e.ProcessStart})
-	case pool.EventBackendExited:
-		err = inst.children.Exited(e.PID)
-	default:
-		return
-	}
-	if err != nil {
-		inst.log.Warn("cannot record child", "server", e.Server, "pid", e.PID, "err", err)
-	}
-}
-
-// sweepLeaks is the startup sweep: it drops records of children that are
-// gone and logs the leaked backends it finds. Run calls it once it owns
-// the sockets, so no other instance writes the children file.
+// sweepLeaks is the startup sweep: it compacts the children file of
+// earlier versions and logs the leaked backends it finds. Run calls it
+// once it owns the sockets, so no other instance touches the file.
 func (inst *Instance) sweepLeaks(ctx context.Context) {
-	if err := inst.children.Compact(ctx); err != nil {
-		inst.log.Warn("cannot compact the children file", "err", err)
+	if err := leaks.FileSource(inst.Paths.ChildrenFile()).Compact(ctx); err != nil {
+		inst.log.Warn("cannot compact the children file of an earlier version", "err", err)
 	}
 	ls, err := inst.Leaks(ctx)
 	if err != nil {

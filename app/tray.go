@@ -152,8 +152,9 @@ func (c *trayController) KillLeak(ctx context.Context, pid int) error {
 func (c *trayController) historyStore() (*store.Store, error) {
 	h := c.inst.history
 	switch {
-	case h != nil && h.st != nil:
-		return h.st, nil
+	case h.requests() != nil:
+		return h.requests(), nil
+	case h != nil && h.off:
 	case h != nil && h.err != nil:
 		return nil, fmt.Errorf("%w: %v", ui.ErrUnavailable, h.err)
 	}

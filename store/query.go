@@ -132,8 +132,7 @@ type Timeline struct {
 }
 
 // ChildRecord is a child an earlier run started and never saw exit: a
-// candidate leaked backend. Its fields are those of leaks.ChildRecord, so
-// one converts to the other.
+// candidate leaked backend (leaks.ChildRecord is this type).
 type ChildRecord struct {
 	PID     int      `json:"pid"`
 	Server  string   `json:"server"`

@@ -79,6 +79,10 @@ type Options struct {
 	CapturePayloads bool
 	// CaptureBytes bounds each stored payload. Default 4096.
 	CaptureBytes int
+	// ChildrenOnly records the children the pool starts and sees exit, and
+	// nothing else: history is off, and leak detection still needs to
+	// know which processes were the pool's.
+	ChildrenOnly bool
 	// Version is the app's version, recorded with the run.
 	Version string
 	// Logger receives write errors; nil discards.
@@ -335,6 +339,9 @@ func (s *Store) Record(e pool.Event) {
 		pool.EventSessionOpened, pool.EventSessionClosed, pool.EventBackendStarted, pool.EventBackendExited:
 	default:
 		return // state changes and lag notices are live-only
+	}
+	if s.opts.ChildrenOnly && e.Kind != pool.EventBackendStarted && e.Kind != pool.EventBackendExited {
+		return
 	}
 	if s.queue == nil || s.closed.Load() {
 		s.dropped.Add(1)

@@ -662,3 +662,29 @@ func TestBackendResolvedCommandRecorded(t *testing.T) {
 		t.Errorf("the timeline does not say what the child was started as: %+v", tl.Steps)
 	}
 }
+
+// TestChildrenOnlyRecordsChildrenAlone: with history off the database
+// keeps the one record of the pool's children, which leak detection
+// reads, and none of the requests or sessions the user asked it not to.
+func TestChildrenOnlyRecordsChildrenAlone(t *testing.T) {
+	path := dbPath(t)
+	s := openT(t, path, &Options{ChildrenOnly: true})
+	s.Record(pool.Event{Kind: pool.EventSessionOpened, Time: at(0), Server: "srv", Session: "s1", Transport: "stdio"})
+	s.Record(pool.Event{Kind: pool.EventBackendStarted, Time: at(0), Server: "srv", PID: 4242, ProcessStart: at(0), Command: []string{"fake-mcp"}})
+	s.Record(received(1, "s1", "tools/call", "echo", at(time.Millisecond)))
+	s.Record(done(1, "s1", "tools/call", "echo", pool.StatusOK, 4242, at(2*time.Millisecond)))
+	crash(t, s) // the run ends without seeing its child exit
+
+	next := openT(t, path, nil)
+	if rs, err := next.Requests(context.Background(), Filter{}); err != nil || len(rs) != 0 {
+		t.Errorf("requests recorded with history off: %+v %v", rs, err)
+	}
+	kids, err := next.ChildrenOfEarlierRuns(context.Background())
+	if err != nil || len(kids) != 1 || kids[0].PID != 4242 || kids[0].Server != "srv" {
+		t.Errorf("children of the earlier run: %+v %v", kids, err)
+	}
+	var sessions int
+	if err := next.rdb.QueryRow(`SELECT count(*) FROM sessions`).Scan(&sessions); err != nil || sessions != 0 {
+		t.Errorf("sessions recorded with history off: %d %v", sessions, err)
+	}
+}

@@ -9,25 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"sync"
-	"time"
 )
 
-// FileRecorder persists the pool's children as JSON lines (one "start"
-// line per child, one "exit" line when the pool saw it exit), so that the
-// next run can find the ones that outlived a crash. It stands in for the
-// SQLite store's backends table until that lands.
-//
-// The file is opened for each append, so a Compact by a later run (which
-// replaces the file) never strands an earlier writer on an unlinked
-// inode. Appends are single writes to an O_APPEND file.
-type FileRecorder struct {
-	path string
-	run  string
-
-	mu sync.Mutex // serialises appends and Compact
-}
+// The children file, children.jsonl, is where versions before the
+// history database's backends table recorded children: one "start" line
+// per child, one "exit" line when the pool saw it exit. Nothing writes it
+// now; it is read, so that children an earlier version left behind are
+// still found, and compacted away once none of them runs.
 
 // fileLine is one line of the file.
 type fileLine struct {
@@ -35,105 +23,14 @@ type fileLine struct {
 	ChildRecord
 }
 
-// NewFileRecorder records into path (created 0600 on first write) as
-// this run: a run is one process of the app, named by its PID and start
-// time. It does not touch the file until the first Record.
-func NewFileRecorder(path string) *FileRecorder {
-	return newFileRecorder(path, thisRun())
-}
-
-func newFileRecorder(path, run string) *FileRecorder {
-	return &FileRecorder{path: path, run: run}
-}
-
-// thisRun names this process's run.
-var thisRun = sync.OnceValue(func() string {
-	start, err := StartTime(context.Background(), os.Getpid())
-	if err != nil {
-		start = time.Now()
-	}
-	return strconv.Itoa(os.Getpid()) + "@" + start.UTC().Format("20060102T150405.000Z")
-})
-
-// Run is this recorder's run id.
-func (r *FileRecorder) Run() string { return r.run }
-
-// Record notes that the pool started a child. StartedAt is replaced by
-// the OS's start time of the PID when it can be read, so that Find later
-// compares like with like (the pool still holds the child unreaped, so
-// the PID cannot have been reused yet).
-func (r *FileRecorder) Record(c ChildRecord) error {
-	if t, err := StartTime(context.Background(), c.PID); err == nil {
-		c.StartedAt = t
-	}
-	c.Run = r.run
-	return r.append(fileLine{Op: "start", ChildRecord: c})
-}
-
-// Exited notes that the pool saw its child pid exit.
-func (r *FileRecorder) Exited(pid int) error {
-	return r.append(fileLine{Op: "exit", ChildRecord: ChildRecord{PID: pid, Run: r.run}})
-}
-
-func (r *FileRecorder) append(l fileLine) error {
-	b, err := json.Marshal(l)
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	f, err := os.OpenFile(r.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("record child: %w", err)
-	}
-	line := append(b, '\n')
-	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
-			// A crash cut the last line short: start on a fresh one.
-			line = append([]byte{'\n'}, line...)
-		}
-	}
-	_, err = f.Write(line)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("record child in %s: %w", r.path, err)
-	}
-	return nil
-}
-
-// Earlier lists children that other runs started and never saw exit,
-// oldest first.
-func (r *FileRecorder) Earlier() ([]ChildRecord, error) {
-	open, err := readOpen(r.path)
-	if err != nil {
-		return nil, err
-	}
-	out := []ChildRecord{}
-	for _, c := range open {
-		if c.Run != r.run {
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
-
-// ChildrenOfEarlierRuns makes FileRecorder a Source.
-func (r *FileRecorder) ChildrenOfEarlierRuns(context.Context) ([]ChildRecord, error) {
-	return r.Earlier()
-}
-
 // Compact rewrites the file with only the children still unaccounted for
 // whose process may still be alive (the same PID with the same start
-// time), so the file stays small. Only the single running pool may call
-// it: it replaces the file.
-func (r *FileRecorder) Compact(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	open, err := readOpen(r.path)
-	if err != nil {
+// time), and removes it when there are none. Only the single running
+// pool may call it: it replaces the file.
+func (f FileSource) Compact(ctx context.Context) error {
+	path := string(f)
+	open, err := readOpen(path)
+	if err != nil || open == nil {
 		return err
 	}
 	var buf []byte
@@ -147,27 +44,32 @@ func (r *FileRecorder) Compact(ctx context.Context) error {
 		}
 		buf = append(append(buf, b...), '\n')
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(r.path), ".children-*")
+	if len(buf) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("compact %s: %w", path, err)
+		}
+		return nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".children-*")
 	if err != nil {
-		return fmt.Errorf("compact %s: %w", r.path, err)
+		return fmt.Errorf("compact %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(buf); err != nil {
 		tmp.Close()
-		return fmt.Errorf("compact %s: %w", r.path, err)
+		return fmt.Errorf("compact %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("compact %s: %w", r.path, err)
+		return fmt.Errorf("compact %s: %w", path, err)
 	}
-	if err := os.Rename(tmp.Name(), r.path); err != nil {
-		return fmt.Errorf("compact %s: %w", r.path, err)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("compact %s: %w", path, err)
 	}
 	return nil
 }
 
-// FileSource reads a FileRecorder's file without writing it: every
-// child in it counts as an earlier run's. The CLI uses it when no pool
-// is running.
+// FileSource is the children file of earlier versions: every child in it
+// counts as an earlier run's.
 type FileSource string
 
 // ChildrenOfEarlierRuns makes FileSource a Source.

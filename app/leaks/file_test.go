@@ -4,6 +4,8 @@ package leaks
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,68 +13,62 @@ import (
 	"time"
 )
 
-func TestFileRecorder(t *testing.T) {
+// TestChildrenFileOfEarlierVersions: the file earlier versions wrote is
+// read (a damaged last line skipped, exits honoured) and compacted down
+// to the children that may still run, then away.
+func TestChildrenFileOfEarlierVersions(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "children.jsonl")
 
-	// Nothing recorded yet: empty, not an error.
+	// Nothing recorded: empty, not an error; Compact has nothing to do.
 	if got, err := FileSource(path).ChildrenOfEarlierRuns(ctx); err != nil || got == nil || len(got) != 0 {
 		t.Fatalf("missing file: %v, %v", got, err)
 	}
+	must(t, FileSource(path).Compact(ctx))
 
 	live := exec.Command("sleep", "1000")
 	if err := live.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = live.Process.Kill(); _ = live.Wait() })
-
-	first := newFileRecorder(path, "first")
-	must(t, first.Record(ChildRecord{PID: live.Process.Pid, Server: "a", Command: []string{"sleep", "1000"}, StartedAt: time.Now().Add(time.Hour)}))
-	must(t, first.Record(ChildRecord{PID: 1 << 30, Server: "gone", StartedAt: time.Unix(1e9, 0)})) // no such process
-	must(t, first.Record(ChildRecord{PID: 1<<30 - 1, Server: "exited"}))
-	must(t, first.Exited(1<<30-1))
-	// A crash mid-append leaves half a line.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	must(t, err)
-	_, _ = f.WriteString(`{"op":"start","pid":12`)
-	must(t, f.Close())
-
-	if got, err := first.Earlier(); err != nil || len(got) != 0 {
-		t.Errorf("the first run sees its own children as earlier: %+v, %v", got, err)
-	}
-	second := newFileRecorder(path, "second")
-	must(t, second.Record(ChildRecord{PID: os.Getpid(), Server: "self"}))
-	got, err := second.Earlier()
-	must(t, err)
-	if len(got) != 2 || got[0].Server != "gone" || got[1].Server != "a" {
-		t.Fatalf("second.Earlier() = %+v; want gone, a", got)
-	}
-	// Record replaced the clock reading with the OS's start time.
 	st, err := StartTime(ctx, live.Process.Pid)
 	must(t, err)
-	if !got[1].StartedAt.Equal(st) || got[1].Run != first.Run() {
-		t.Errorf("record %+v; want startedAt %s run %s", got[1], st, first.Run())
+	lines := []fileLine{
+		{"start", ChildRecord{PID: live.Process.Pid, Server: "a", Command: []string{"sleep", "1000"}, StartedAt: st, Run: "first"}},
+		{"start", ChildRecord{PID: 1 << 30, Server: "gone", StartedAt: time.Unix(1e9, 0), Run: "first"}}, // no such process
+		{"start", ChildRecord{PID: 1<<30 - 1, Server: "exited", Run: "first"}},
+		{"exit", ChildRecord{PID: 1<<30 - 1, Run: "first"}},
 	}
-	if all, _ := FileSource(path).ChildrenOfEarlierRuns(ctx); len(all) != 3 {
-		t.Errorf("FileSource sees %d open children, want 3 (gone, a, self)", len(all))
+	var data []byte
+	for _, l := range lines {
+		b, _ := json.Marshal(l)
+		data = append(append(data, b...), '\n')
+	}
+	data = append(data, `{"op":"start","pid":12`...) // a crash mid-append
+	must(t, os.WriteFile(path, data, 0o600))
+
+	got, err := FileSource(path).ChildrenOfEarlierRuns(ctx)
+	must(t, err)
+	if len(got) != 2 || got[0].Server != "gone" || got[1].Server != "a" || !got[1].StartedAt.Equal(st) {
+		t.Fatalf("open children = %+v; want gone, a", got)
 	}
 
 	// Compact keeps only children that may still be alive.
-	must(t, second.Compact(ctx))
-	all, err := FileSource(path).ChildrenOfEarlierRuns(ctx)
+	must(t, FileSource(path).Compact(ctx))
+	got, err = FileSource(path).ChildrenOfEarlierRuns(ctx)
 	must(t, err)
-	if len(all) != 2 || all[0].Server != "a" && all[1].Server != "a" {
-		t.Errorf("after Compact: %+v; want a and self", all)
+	if len(got) != 1 || got[0].Server != "a" {
+		t.Errorf("after Compact: %+v; want a", got)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("file mode after Compact: %v %v", fi, err)
 	}
-	// Appends after a Compact land in the new file.
-	must(t, first.Exited(live.Process.Pid))
-	got, err = second.Earlier()
-	must(t, err)
-	if len(got) != 0 {
-		t.Errorf("after the first run's exit line: %+v", got)
+	// Once none runs, the file goes.
+	_ = live.Process.Kill()
+	_ = live.Wait()
+	must(t, FileSource(path).Compact(ctx))
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the file outlived its last child: %v", err)
 	}
 }
 

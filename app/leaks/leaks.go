@@ -28,24 +28,18 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/store"
 )
 
-// ChildRecord is one child a pool started: what the pool persists so
-// that the next run can tell whether the child outlived it.
-type ChildRecord struct {
-	PID     int      `json:"pid"`
-	Server  string   `json:"server"`
-	Command []string `json:"command"`
-	// StartedAt is the process start time as the OS reports it (see
-	// StartTime); a clock reading taken next to exec works within
-	// StartTolerance.
-	StartedAt time.Time `json:"startedAt"`
-	// Run names the pool run that started the child.
-	Run string `json:"run"`
-}
+// ChildRecord is one child a pool started and never saw exit, as the
+// history database's backends table keeps it: the one record of
+// children, history on or off (store.Options.ChildrenOnly). Its StartedAt
+// is the process start time as the OS reports it (see StartTime).
+type ChildRecord = store.ChildRecord
 
 // Source gives the children that earlier pool runs started and never saw
-// exit. The SQLite store implements it; until then FileRecorder does.
+// exit: the history database (*store.Store), and FileSource for the
+// file earlier versions kept.
 type Source interface {
 	ChildrenOfEarlierRuns(ctx context.Context) ([]ChildRecord, error)
 }

@@ -209,16 +209,13 @@ func TestRecordedChildOfEarlierRunIsLeakedAndKilledWithItsGroup(t *testing.T) {
 		return true
 	})
 
-	// The previous run recorded the child and crashed without an exit line.
-	path := filepath.Join(dir, "children.jsonl")
-	previous := newFileRecorder(path, "previous")
-	if err := previous.Record(ChildRecord{PID: child.pid, Server: "memory", Command: argv, StartedAt: time.Now()}); err != nil {
+	// The previous run recorded the child and crashed without recording
+	// its exit.
+	started, err := StartTime(ctx, child.pid)
+	if err != nil {
 		t.Fatal(err)
 	}
-	this := NewFileRecorder(path)
-	if this.Run() == previous.Run() || this.Run() != NewFileRecorder(path).Run() {
-		t.Fatalf("run ids: previous %q, this %q", previous.Run(), this.Run())
-	}
+	this := records{{PID: child.pid, Server: "memory", Command: argv, StartedAt: started, Run: "previous"}}
 
 	start := time.Now()
 	ls, err := Find(ctx, this, nil, nil)
@@ -510,3 +507,8 @@ func TestRunMarker(t *testing.T) {
 		t.Errorf("markerOf = %q, %q", run, server)
 	}
 }
+
+// records is a Source of fixed children of earlier runs.
+type records []ChildRecord
+
+func (r records) ChildrenOfEarlierRuns(context.Context) ([]ChildRecord, error) { return r, nil }

@@ -2,20 +2,23 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	_ "github.com/mattn/go-sqlite3"
 	"github.com/switchboard-mcp/switchboard/app/leaks"
+	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/store"
 )
 
 type leakJSON struct {
@@ -154,16 +157,14 @@ func TestLeaksAcrossRuns(t *testing.T) {
 	s := first.connect(t, "fake")
 	s.initialize("c")
 	child := readPID(t, childFile)
-	rec, err := leaks.FileSource(filepath.Join(home, "run", "children.jsonl")).ChildrenOfEarlierRuns(context.Background())
-	if err != nil || !slices.ContainsFunc(rec, func(r leaks.ChildRecord) bool { return r.PID == child && r.Server == "fake" }) {
-		t.Fatalf("child %d not recorded: %+v %v", child, rec, err)
-	}
+	db := filepath.Join(home, "history.db")
+	waitFor(t, "the child in the history database", func() bool { return recordedChildren(t, db)[child] == "fake" })
 
 	// SIGKILL the pool: on Linux the child dies with it (Pdeathsig).
 	if err := first.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	err = <-first.done
+	err := <-first.done
 	first.done <- err
 	killedAt := time.Now()
 	waitFor(t, "the child to die with the pool", func() bool { return !alive(child) })
@@ -175,8 +176,16 @@ func TestLeaksAcrossRuns(t *testing.T) {
 	// A child of a previous run that did survive, recorded by that run.
 	plantedFile := filepath.Join(dir, "planted.pid")
 	planted := plantDetached(t, plantedFile, "-startup-delay", "1h", "-pidfile", plantedFile)
-	previous := leaks.NewFileRecorder(filepath.Join(home, "run", "children.jsonl")) // this test process is another run
-	if err := previous.Record(leaks.ChildRecord{PID: planted, Server: "fake", Command: []string{fakeBin}}); err != nil {
+	started, err := leaks.StartTime(context.Background(), planted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	previous, err := store.Open(db, nil) // this test process is another run
+	if err != nil {
+		t.Fatal(err)
+	}
+	previous.Record(pool.Event{Kind: pool.EventBackendStarted, Server: "fake", PID: planted, ProcessStart: started, Command: []string{fakeBin}})
+	if err := previous.Close(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -309,4 +318,29 @@ func TestLeakedGrandchildFoundByMarker(t *testing.T) {
 		t.Fatalf("kill %d: exit %d: %s %s", gp, code, out, errOut)
 	}
 	waitFor(t, "the leaked grandchild to die", func() bool { return !alive(gp) })
+}
+
+// recordedChildren lists the children the history database at db has
+// recorded (pid -> server), read as any SQLite client would.
+func recordedChildren(t *testing.T, db string) map[int]string {
+	t.Helper()
+	conn, err := sql.Open("sqlite3", "file:"+db+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rows, err := conn.Query(`SELECT pid, server FROM backends`)
+	if err != nil {
+		return nil // not created yet
+	}
+	defer rows.Close()
+	out := map[int]string{}
+	for rows.Next() {
+		var pid int
+		var server string
+		if rows.Scan(&pid, &server) == nil {
+			out[pid] = server
+		}
+	}
+	return out
 }
