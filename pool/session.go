@@ -639,14 +639,6 @@ func (s *session) closeTransport() {
 	})
 }
 
-// endedGracefully reports whether the session ended by a half-close, so
-// its writer writes out what is queued before closing the transport.
-func (s *session) endedGracefully() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return drained(s.closeReason)
-}
-
 func isClosed(ch chan struct{}) bool {
 	select {
 	case <-ch:
