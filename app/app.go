@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/app/flock"
 	"github.com/switchboard-mcp/switchboard/app/leaks"
 	"github.com/switchboard-mcp/switchboard/app/localsock"
@@ -61,9 +62,9 @@ type Instance struct {
 	showDashboard func() // the UI's, for POST /v1/dashboard; nil headless
 	upgrade       *upgradePlan
 
-	startOn  pool.StartOn  // Options.startOn: set, children can be carried over an upgrade
-	upgraded *UpgradeInfo  // what this program took over from the one it upgraded; nil if none
-	carried  *pool.Carried // what Run's end handed over, for ExecUpgrade
+	startOn  pool.StartOn         // Options.startOn: set, children can be carried over an upgrade
+	upgraded *control.UpgradeInfo // what this program took over from the one it upgraded; nil if none
+	carried  *pool.Carried        // what Run's end handed over, for ExecUpgrade
 }
 
 // ErrAlreadyRunning means another instance owns this SWITCHBOARD_HOME.
@@ -135,7 +136,7 @@ func Start(opts Options) (*Instance, error) {
 	var carried *pool.Carried
 	if handover != nil {
 		carried = handover.Carried
-		inst.upgraded = &UpgradeInfo{From: handover.From, At: time.Now(), CarriedChildren: []int{}}
+		inst.upgraded = &control.UpgradeInfo{From: handover.From, At: time.Now(), CarriedChildren: []int{}}
 	}
 	if err := writeStarterConfig(inst.configPath, opts.ConfigPath == ""); err != nil {
 		inst.lock.Unlock()

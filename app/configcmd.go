@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/app/importer"
 )
 
@@ -100,7 +100,7 @@ func CheckConfig(ctx context.Context, file string, w io.Writer) error {
 
 // runningStatus asks the running pool for its status, briefly: no pool is
 // a normal answer here.
-func runningStatus(ctx context.Context) (Status, bool) {
+func runningStatus(ctx context.Context) (control.Status, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	st, err := FetchStatus(ctx)
@@ -111,9 +111,12 @@ func runningStatus(ctx context.Context) (Status, bool) {
 // GET /v1/config when the pool serves it, else the pool's config file as
 // it is on disk now (which differs from what runs if the file was edited
 // since the last good reload).
-func runningConfig(ctx context.Context, st Status) (*config.File, string, error) {
+func runningConfig(ctx context.Context, st control.Status) (*config.File, string, error) {
 	var f config.File
-	err := getJSON(ctx, "/v1/config", &f)
+	c, err := Control()
+	if err == nil {
+		err = c.Config(ctx, &f)
+	}
 	if err == nil {
 		return &f, "its running config from " + st.Config, nil
 	}
@@ -162,19 +165,6 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// serveConfig is the control API's GET /v1/config: the config the pool
-// runs now (the last good one), for `config check` to diff against.
-func (inst *Instance) serveConfig(w http.ResponseWriter, _ *http.Request) {
-	inst.mu.Lock()
-	cfg := inst.cfg
-	inst.mu.Unlock()
-	if cfg == nil {
-		http.Error(w, "no config loaded", http.StatusServiceUnavailable)
-		return
-	}
-	writeJSON(w, http.StatusOK, cfg)
 }
 
 // ImportOptions are the flags of `switchboard import`.

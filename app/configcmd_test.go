@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
 
@@ -53,10 +54,11 @@ func fakeRunning(t *testing.T, paths Paths, running string, withConfigEndpoint b
 	}
 	p := pool.New(nil)
 	inst := &Instance{Paths: paths, Pool: p, log: slog.New(slog.DiscardHandler), configPath: paths.Config, cfg: cfg}
+	api := control.Handler(inst)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, inst.Status()) })
+	mux.Handle("GET /v1/status", api)
 	if withConfigEndpoint {
-		mux.HandleFunc("GET /v1/config", inst.serveConfig)
+		mux.Handle("GET /v1/config", api)
 	}
 	ln, err := net.Listen("unix", paths.ControlSocket())
 	if err != nil {
@@ -181,7 +183,11 @@ func TestServeConfigRoundTrip(t *testing.T) {
 	in := `{"mcpServers": {"m": {"command": "x", "envFile": ".env", "restart": {"maxRestarts": 2, "window": "10s"}}}, "http": {"listen": "127.0.0.1:7777"}, "custom": [1, 2]}`
 	fakeRunning(t, paths, in, true)
 	var got config.File
-	if err := getJSON(context.Background(), "/v1/config", &got); err != nil {
+	c, err := Control()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Config(context.Background(), &got); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := config.Decode([]byte(in))

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"runtime"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/control"
 )
 
 // needDisplay tells whether a window can open here at all (without one,
@@ -32,40 +32,29 @@ func (inst *Instance) setDashboard(show func()) {
 	inst.showDashboard = show
 }
 
-// handleDashboard is POST /v1/dashboard: a second `switchboard` launch
-// asks this instance to show its dashboard.
-func (inst *Instance) handleDashboard(w http.ResponseWriter, _ *http.Request) {
+// ShowDashboard shows this instance's dashboard (control.Backend): a
+// second `switchboard` launch asks for it.
+func (inst *Instance) ShowDashboard() error {
 	inst.mu.Lock()
 	show := inst.showDashboard
 	inst.mu.Unlock()
 	if show == nil {
-		writeJSON(w, http.StatusConflict, map[string]string{"error": "this switchboard runs headless (`switchboard serve`): it has no dashboard"})
-		return
+		return control.ErrHeadless
 	}
 	show()
-	writeJSON(w, http.StatusOK, map[string]bool{"shown": true})
+	return nil
 }
 
 // askForDashboard asks the running instance to show its dashboard.
 func askForDashboard(ctx context.Context) error {
-	c, err := controlClient()
+	c, err := Control()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://switchboard/v1/dashboard", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
+	if err := c.ShowDashboard(ctx); err != nil {
 		return fmt.Errorf("ask for the dashboard: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("ask for the dashboard: %s: %s", resp.Status, body)
 	}
 	return nil
 }

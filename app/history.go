@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/app/leaks"
 	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
@@ -76,17 +77,8 @@ func (h *historyState) captureBytes() int {
 	return 0
 }
 
-// HistoryStatus is the "history" object of Status: whether requests are
-// being recorded, why not, and how many events were lost.
-type HistoryStatus struct {
-	Enabled bool    `json:"enabled"`
-	Path    string  `json:"path,omitempty"`
-	Error   *string `json:"error"`
-	Dropped uint64  `json:"dropped"`
-}
-
-func (h *historyState) status() HistoryStatus {
-	var hs HistoryStatus
+func (h *historyState) status() control.HistoryStatus {
+	var hs control.HistoryStatus
 	if h == nil {
 		return hs
 	}
@@ -234,7 +226,7 @@ func Hangs(ctx context.Context, over time.Duration) (entries []HistoryEntry, not
 		return nil, nil, err
 	}
 	now := time.Now()
-	var live *Status
+	var live *control.Status
 	switch st, err := FetchStatus(ctx); {
 	case err == nil:
 		live = &st
@@ -265,7 +257,7 @@ func Hangs(ctx context.Context, over time.Duration) (entries []HistoryEntry, not
 // mergeHangs combines the running pool's in-flight requests (authoritative
 // for its own run) with the history's hangs. Without a live pool the
 // history's rows stand as they are.
-func mergeHangs(live *Status, liveRun int64, rows []store.Request, over time.Duration, now time.Time) []HistoryEntry {
+func mergeHangs(live *control.Status, liveRun int64, rows []store.Request, over time.Duration, now time.Time) []HistoryEntry {
 	out := []HistoryEntry{}
 	if live != nil {
 		for _, r := range live.InFlight {

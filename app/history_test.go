@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/pool"
 	"github.com/switchboard-mcp/switchboard/store"
 )
@@ -40,11 +41,11 @@ func TestMergeHangs(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		live *Status
+		live *control.Status
 		want []row
 	}{
 		{"no pool: the history as it is", nil, []row{{1, 3, false, true, "abandoned"}, {2, 9, false, false, "in-flight"}}},
-		{"pool: its snapshot replaces its own rows", &Status{InFlight: []pool.RequestInfo{liveReq, young}},
+		{"pool: its snapshot replaces its own rows", &control.Status{InFlight: []pool.RequestInfo{liveReq, young}},
 			[]row{{1, 3, false, true, "abandoned"}, {2, 9, true, false, "in-flight"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,7 +142,7 @@ func TestHangsAndHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, Status{InFlight: []pool.RequestInfo{liveReq}})
+		_ = json.NewEncoder(w).Encode(control.Status{InFlight: []pool.RequestInfo{liveReq}})
 	})}
 	go srv.Serve(ln)
 	defer srv.Close()

@@ -5,15 +5,6 @@ import (
 	"net"
 )
 
-// HTTPStatus is the HTTP front door in `status --json`.
-type HTTPStatus struct {
-	// Listen is the bound address (with the real port when the config
-	// asked for port 0).
-	Listen string `json:"listen"`
-	// URL is what an HTTP MCP client is given, with NAME for the server.
-	URL string `json:"url"`
-}
-
 // listenHTTP opens the HTTP front door's listener. It listens on loopback
 // only: the pool runs the user's MCP servers with the user's rights, so
 // it must not be reachable from the network.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,15 +78,15 @@ func (inst *Instance) currentToken() string {
 	return ""
 }
 
-// handleRotateToken is POST /v1/http-token/rotate.
-func (inst *Instance) handleRotateToken(w http.ResponseWriter, _ *http.Request) {
+// RotateHTTPToken replaces the HTTP front door's token, at once
+// (control.Backend).
+func (inst *Instance) RotateHTTPToken() (string, error) {
 	tok, err := rotateToken(HTTPTokenFile(inst.Paths))
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+		return "", err
 	}
 	inst.httpToken.Store(&tok)
-	writeJSON(w, http.StatusOK, map[string]string{"token": tok})
+	return tok, nil
 }
 
 // HTTPToken is `switchboard http-token [--rotate]`: the token, made if
@@ -101,12 +100,13 @@ func HTTPToken(ctx context.Context, rotate bool) (string, error) {
 	if !rotate {
 		return loadOrCreateToken(HTTPTokenFile(paths))
 	}
-	var v struct {
-		Token string `json:"token"`
+	c, err := Control()
+	if err != nil {
+		return "", err
 	}
-	switch err := postJSON(ctx, "/v1/http-token/rotate", struct{}{}, &v); {
+	switch tok, err := c.RotateHTTPToken(ctx); {
 	case err == nil:
-		return v.Token, nil
+		return tok, nil
 	case errors.Is(err, ErrNoPool):
 		return rotateToken(HTTPTokenFile(paths))
 	default:

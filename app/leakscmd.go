@@ -1,21 +1,18 @@
 package app
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"slices"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/app/leaks"
 	"github.com/switchboard-mcp/switchboard/pool"
 	"github.com/switchboard-mcp/switchboard/store"
@@ -130,59 +127,12 @@ func serversForMatching(cfg *config.File) []pool.ServerConfig {
 // from this process's environment, with "" for an unset variable.
 func expandOrEmpty(s string) string { return config.ExpandVars(s, os.LookupEnv) }
 
-// KillRequest is the body of the control API's POST /v1/kill: one PID,
-// or every leaked backend.
-type KillRequest struct {
-	PID       int  `json:"pid,omitempty"`
-	AllLeaked bool `json:"allLeaked,omitempty"`
-}
-
-// KillResult is what happened to one PID.
-type KillResult struct {
-	PID    int    `json:"pid"`
-	Server string `json:"server,omitempty"`
-	Killed bool   `json:"killed"`
-	// Refused means the PID is not a provable MCP backend; Error says why.
-	Refused bool   `json:"refused,omitempty"`
-	Error   string `json:"error,omitempty"`
-	// Skipped marks a suspect that --all-leaked left alone (an orphan
-	// without a run marker); Note says why. It is not a failure.
-	Skipped bool `json:"skipped,omitempty"`
-	// Note adds context to a kill, e.g. that a pool child will restart.
-	Note string `json:"note,omitempty"`
-}
-
-// Err is the result as an error (nil when killed). A refusal Is
-// leaks.ErrRefused.
-func (r KillResult) Err() error {
-	switch {
-	case r.Killed, r.Skipped:
-		return nil
-	case r.Refused:
-		return refusedError(r.Error)
-	case r.Error != "":
-		return errors.New(r.Error)
-	}
-	return fmt.Errorf("PID %d was not killed", r.PID)
-}
-
-// refusedError carries a refusal's message across the control API.
-type refusedError string
-
-func (e refusedError) Error() string        { return string(e) }
-func (e refusedError) Is(target error) bool { return target == leaks.ErrRefused }
-
-// KillResponse is the control API's answer to POST /v1/kill.
-type KillResponse struct {
-	Results []KillResult `json:"results"`
-}
-
 // Kill kills one PID or every leaked backend. A PID that is one of the
 // pool's own running children is killed through the pool (its supervisor
 // restarts it); any other PID must be a leaked backend found right now.
-func (inst *Instance) Kill(ctx context.Context, req KillRequest) ([]KillResult, error) {
+func (inst *Instance) Kill(ctx context.Context, req control.KillRequest) ([]control.KillResult, error) {
 	if !req.AllLeaked && slices.Contains(inst.Pool.ChildPIDs(), req.PID) {
-		r := KillResult{PID: req.PID, Note: "a running child of this pool: its supervisor starts a new one"}
+		r := control.KillResult{PID: req.PID, Note: "a running child of this pool: its supervisor starts a new one"}
 		for _, b := range inst.Pool.Snapshot().Backends {
 			if b.PID == req.PID {
 				r.Server = b.Server
@@ -193,7 +143,7 @@ func (inst *Instance) Kill(ctx context.Context, req KillRequest) ([]KillResult, 
 		} else {
 			r.Killed = true
 		}
-		return []KillResult{r}, nil
+		return []control.KillResult{r}, nil
 	}
 	found, err := inst.Leaks(ctx)
 	if err != nil {
@@ -206,27 +156,27 @@ func (inst *Instance) Kill(ctx context.Context, req KillRequest) ([]KillResult, 
 // Several leaks are killed concurrently: each may take the SIGTERM grace.
 // With AllLeaked only proven leaks are killed; the suspects come back
 // Skipped.
-func killFound(ctx context.Context, req KillRequest, found []leaks.Leak) (out []KillResult) {
+func killFound(ctx context.Context, req control.KillRequest, found []leaks.Leak) (out []control.KillResult) {
 	var targets []int
-	var skipped []KillResult
+	var skipped []control.KillResult
 	if req.AllLeaked {
 		for _, l := range found {
 			if l.Proven {
 				targets = append(targets, l.PID)
 				continue
 			}
-			skipped = append(skipped, KillResult{PID: l.PID, Server: l.Server, Skipped: true,
+			skipped = append(skipped, control.KillResult{PID: l.PID, Server: l.Server, Skipped: true,
 				Note: "no Switchboard run marker: may be another program's, so it is left alone"})
 		}
 	} else {
 		targets = []int{req.PID}
 	}
 	defer func() { out = append(out, skipped...) }()
-	out = make([]KillResult, len(targets))
+	out = make([]control.KillResult, len(targets))
 	var wg sync.WaitGroup
 	for i, pid := range targets {
 		wg.Go(func() {
-			r := KillResult{PID: pid}
+			r := control.KillResult{PID: pid}
 			if j := slices.IndexFunc(found, func(l leaks.Leak) bool { return l.PID == pid }); j >= 0 {
 				r.Server = found[j].Server
 			}
@@ -246,42 +196,16 @@ func killFound(ctx context.Context, req KillRequest, found []leaks.Leak) (out []
 	return out
 }
 
-// handleLeaks serves GET /v1/leaks: the leaks as a JSON array.
-func (inst *Instance) handleLeaks(w http.ResponseWriter, r *http.Request) {
-	ls, err := inst.Leaks(r.Context())
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
-		return
-	}
-	writeJSON(w, http.StatusOK, ls)
-}
-
-// handleKill serves POST /v1/kill with {"pid":N} or {"allLeaked":true}.
-// It answers 200 with a KillResponse whether or not the kill was refused;
-// the CLI turns refusals into a non-zero exit.
-func (inst *Instance) handleKill(w http.ResponseWriter, r *http.Request) {
-	var req KillRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || (req.PID > 0) == req.AllLeaked {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `the body must be {"pid": N} or {"allLeaked": true}`})
-		return
-	}
-	res, err := inst.Kill(r.Context(), req)
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
-		return
-	}
-	writeJSON(w, http.StatusOK, KillResponse{Results: res})
-}
-
 // ListLeaks is `switchboard leaks`: it asks the running pool, which knows
 // its own children and its current config. With no pool running it looks
 // itself, from the recorded children and the config file at configPath
 // ("" for the default); warn receives what it could not use.
 func ListLeaks(ctx context.Context, configPath string, warn func(string)) ([]leaks.Leak, error) {
-	var ls []leaks.Leak
-	err := getJSON(ctx, "/v1/leaks", &ls)
+	c, err := Control()
+	if err != nil {
+		return nil, err
+	}
+	ls, err := c.Leaks(ctx)
 	if errors.Is(err, ErrNoPool) {
 		src, servers, err := direct(configPath, warn)
 		if err != nil {
@@ -301,9 +225,12 @@ func ListLeaks(ctx context.Context, configPath string, warn func(string)) ([]lea
 // KillLeaked is `switchboard kill PID` and `switchboard kill
 // --all-leaked`: through the running pool, or directly when none runs.
 // The results say, per PID, whether it was killed or refused.
-func KillLeaked(ctx context.Context, configPath string, req KillRequest, warn func(string)) ([]KillResult, error) {
-	var resp KillResponse
-	err := postJSON(ctx, "/v1/kill", req, &resp)
+func KillLeaked(ctx context.Context, configPath string, req control.KillRequest, warn func(string)) ([]control.KillResult, error) {
+	c, err := Control()
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.Kill(ctx, req)
 	if errors.Is(err, ErrNoPool) {
 		src, servers, err := direct(configPath, warn)
 		if err != nil {
@@ -318,7 +245,7 @@ func KillLeaked(ctx context.Context, configPath string, req KillRequest, warn fu
 	if err != nil {
 		return nil, fmt.Errorf("ask the pool to kill: %w", err)
 	}
-	return resp.Results, nil
+	return res, nil
 }
 
 // direct gives what Find needs when no pool runs: the recorded children
@@ -348,40 +275,4 @@ func direct(configPath string, warn func(string)) (leaks.Source, []pool.ServerCo
 		}
 	}
 	return unionSource{leaks.FileSource(paths.ChildrenFile()), readOnlyHistory(paths.History)}, servers, nil
-}
-
-// postJSON posts body to a control API path and decodes the answer into
-// v. Its timeout allows for killing many stubborn processes.
-func postJSON(ctx context.Context, path string, body, v any) error {
-	c, err := controlClient()
-	if err != nil {
-		return err
-	}
-	c.Timeout = time.Minute
-	b, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://switchboard"+path, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		if errors.Is(err, ErrNoPool) {
-			return ErrNoPool
-		}
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		var e struct{ Error string }
-		if json.Unmarshal(msg, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s: %s", resp.Status, e.Error)
-		}
-		return fmt.Errorf("%s: %s", resp.Status, msg)
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
 }

@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
 
+	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/app/mainthread"
 	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
@@ -136,7 +137,7 @@ func (c *trayController) Leaks(ctx context.Context) ([]ui.Leak, error) {
 // KillLeak kills one leaked backend the way `switchboard kill PID` does:
 // only what the detector proves to be a leak right now.
 func (c *trayController) KillLeak(ctx context.Context, pid int) error {
-	res, err := c.inst.Kill(ctx, KillRequest{PID: pid})
+	res, err := c.inst.Kill(ctx, control.KillRequest{PID: pid})
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func TestDashboardHook(t *testing.T) {
 	inst := &Instance{}
 	post := func() *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
-		inst.handleDashboard(w, httptest.NewRequest(http.MethodPost, "/v1/dashboard", nil))
+		inst.controlHandler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/dashboard", nil))
 		return w
 	}
 	if w := post(); w.Code != http.StatusConflict {

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/app/flock"
 	"github.com/switchboard-mcp/switchboard/app/launch"
 	"github.com/switchboard-mcp/switchboard/app/version"
@@ -46,38 +45,12 @@ type handoverFile struct {
 	Carried *pool.Carried `json:"carried,omitempty"`
 }
 
-// UpgradeInfo, in the status of an upgraded program, says what it took
-// over.
-type UpgradeInfo struct {
-	From version.Info `json:"from"`
-	At   time.Time    `json:"at"`
-	// CarriedChildren are the PIDs of the children the earlier program
-	// handed over and this one adopted: they did not restart.
-	CarriedChildren []int `json:"carriedChildren"`
-}
-
 // upgradePlan is an accepted upgrade request, carried out when Run ends.
 type upgradePlan struct {
 	binary string
 	to     version.Info
 	carry  bool // the new binary takes the children over
 	lockFD int  // the instance lock, for the new program; set by Run's shutdown
-}
-
-// UpgradeRequest is the body of the control API's POST /v1/upgrade.
-type UpgradeRequest struct {
-	Binary string `json:"binary"`
-}
-
-// UpgradeAccepted is its answer: the upgrade has begun.
-type UpgradeAccepted struct {
-	PID           int          `json:"pid"`
-	Binary        string       `json:"binary"`
-	From          version.Info `json:"from"`
-	To            version.Info `json:"to"`
-	CarryChildren bool         `json:"carryChildren"`
-	// Why says why the children will restart, when they will.
-	Why string `json:"why,omitempty"`
 }
 
 // binaryInfo is what `BINARY version --json` says.
@@ -127,27 +100,20 @@ func (inst *Instance) planUpgrade(ctx context.Context, binary string) (*upgradeP
 	return plan, why, nil
 }
 
-// handleUpgrade is POST /v1/upgrade.
-func (inst *Instance) handleUpgrade(w http.ResponseWriter, r *http.Request) {
-	var req UpgradeRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 8192)).Decode(&req); err != nil || req.Binary == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `the body must be {"binary": ABSOLUTE_PATH}`})
-		return
-	}
-	plan, why, err := inst.planUpgrade(r.Context(), req.Binary)
+// Upgrade accepts an upgrade to binary (control.Backend): Run's end
+// carries it out once start is called.
+func (inst *Instance) Upgrade(ctx context.Context, binary string) (control.UpgradeAccepted, func(), error) {
+	plan, why, err := inst.planUpgrade(ctx, binary)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-		return
+		return control.UpgradeAccepted{}, nil, err
 	}
 	stop, err := inst.acceptUpgrade(plan)
 	if err != nil {
-		writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
-		return
+		return control.UpgradeAccepted{}, nil, fmt.Errorf("%w: %w", control.ErrConflict, err)
 	}
-	writeJSON(w, http.StatusOK, UpgradeAccepted{PID: os.Getpid(), Binary: plan.binary, From: version.Get(), To: plan.to,
-		CarryChildren: plan.carry, Why: why})
 	inst.log.Info("upgrading in place", "binary", plan.binary, "to", plan.to.Version, "carryChildren", plan.carry, "why", why)
-	go stop() // Run's shutdown stops the control server gracefully: this answer goes out
+	return control.UpgradeAccepted{PID: os.Getpid(), Binary: plan.binary, From: version.Get(), To: plan.to,
+		CarryChildren: plan.carry, Why: why}, stop, nil
 }
 
 // acceptUpgrade makes plan the upgrade Run's end carries out, and returns
@@ -294,11 +260,15 @@ func carriedPIDs(c *pool.Carried) []int {
 
 // Upgrade is `switchboard upgrade`: the running pool execs binary in
 // place, and Upgrade waits until the new program answers.
-func Upgrade(ctx context.Context, binary string) (UpgradeAccepted, Status, error) {
-	var acc UpgradeAccepted
+func Upgrade(ctx context.Context, binary string) (control.UpgradeAccepted, control.Status, error) {
+	c, err := Control()
+	if err != nil {
+		return control.UpgradeAccepted{}, control.Status{}, err
+	}
 	asked := time.Now()
-	if err := postJSON(ctx, "/v1/upgrade", UpgradeRequest{Binary: binary}, &acc); err != nil {
-		return acc, Status{}, fmt.Errorf("upgrade: %w", err)
+	acc, err := c.Upgrade(ctx, binary)
+	if err != nil {
+		return acc, control.Status{}, fmt.Errorf("upgrade: %w", err)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app"
+	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/app/leaks"
 )
 
@@ -79,7 +80,7 @@ func (c *killCmd) Validate() error {
 }
 
 func (c *killCmd) Run(ctx context.Context) error {
-	res, err := app.KillLeaked(ctx, c.Config, app.KillRequest{PID: c.PID, AllLeaked: c.AllLeaked}, warn)
+	res, err := app.KillLeaked(ctx, c.Config, control.KillRequest{PID: c.PID, AllLeaked: c.AllLeaked}, warn)
 	if err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func (c *killCmd) Run(ctx context.Context) error {
 // with --all-leaked each failure goes to errOut and a summary is
 // returned. Either way the exit code is non-zero unless everything asked
 // for was killed.
-func reportKills(out, errOut io.Writer, res []app.KillResult, all bool) error {
+func reportKills(out, errOut io.Writer, res []control.KillResult, all bool) error {
 	if all && len(res) == 0 {
 		fmt.Fprintln(out, "no leaked backends")
 		return nil

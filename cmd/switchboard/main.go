@@ -18,6 +18,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/switchboard-mcp/switchboard/app"
+	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/app/version"
 )
 
@@ -189,7 +190,7 @@ type upgradeCmd struct {
 
 // upgradeResult is the JSON of \`switchboard upgrade --json\`.
 type upgradeResult struct {
-	app.UpgradeAccepted
+	control.UpgradeAccepted
 	CarriedChildren []int `json:"carriedChildren"`
 }
 

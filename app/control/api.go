@@ -1,0 +1,151 @@
+// Package control is the running pool's control API: the messages, the
+// server that answers them on the 0600 control socket, and the client the
+// CLI uses. Whoever can open the socket is the user; nothing here listens
+// anywhere else.
+//
+//	GET  /v1/status             Status
+//	GET  /v1/leaks              []leaks.Leak
+//	GET  /v1/config             the config the pool runs
+//	POST /v1/kill               KillRequest -> KillResponse
+//	POST /v1/dashboard          show the dashboard (409 when headless)
+//	POST /v1/http-token/rotate  {"token": T}
+//	POST /v1/restart, /v1/stop  ServerAction
+//	POST /v1/upgrade            UpgradeRequest -> UpgradeAccepted
+package control
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/leaks"
+	"github.com/switchboard-mcp/switchboard/app/shim"
+	"github.com/switchboard-mcp/switchboard/app/version"
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// ErrNoPool means no Switchboard is running for this SWITCHBOARD_HOME.
+var ErrNoPool = shim.ErrNoPool
+
+// ErrConflict marks a request the pool cannot take in its present state
+// (an upgrade while another is under way): 409, not 400.
+var ErrConflict = errors.New("conflict")
+
+// ErrHeadless is ShowDashboard's answer from `switchboard serve`.
+var ErrHeadless = errors.New("this switchboard runs headless (`switchboard serve`): it has no dashboard")
+
+// Status is the JSON of `switchboard status --json` and of GET /v1/status.
+type Status struct {
+	Version     string             `json:"version"`
+	Build       version.Info       `json:"build"`
+	PID         int                `json:"pid"`
+	Config      string             `json:"config"`
+	ConfigError *string            `json:"configError"`
+	Servers     []pool.ServerInfo  `json:"servers"`
+	Sessions    []pool.SessionInfo `json:"sessions"`
+	Backends    []pool.BackendInfo `json:"backends"`
+	InFlight    []pool.RequestInfo `json:"inFlight"`
+	Counters    pool.Counters      `json:"counters"`
+	History     HistoryStatus      `json:"history"`
+	HTTP        *HTTPStatus        `json:"http,omitempty"` // the HTTP front door, when it listens
+	// Upgrade is set in a program that upgraded an earlier one in place.
+	Upgrade *UpgradeInfo `json:"upgrade,omitempty"`
+	// Goroutines counts the program's goroutines: flat while sessions sit
+	// idle (one each), so growth without load is a leak to report.
+	Goroutines int `json:"goroutines"`
+}
+
+// HistoryStatus is the "history" object of Status: whether requests are
+// being recorded, why not, and how many events were lost.
+type HistoryStatus struct {
+	Enabled bool    `json:"enabled"`
+	Path    string  `json:"path,omitempty"`
+	Error   *string `json:"error"`
+	Dropped uint64  `json:"dropped"`
+}
+
+// HTTPStatus is the "http" object of Status.
+type HTTPStatus struct {
+	// Listen is the bound address (with the real port when the config
+	// asked for port 0).
+	Listen string `json:"listen"`
+	// URL is what an HTTP MCP client is given, with NAME for the server.
+	URL string `json:"url"`
+}
+
+// UpgradeInfo, in the status of an upgraded program, says what it took
+// over.
+type UpgradeInfo struct {
+	From version.Info `json:"from"`
+	At   time.Time    `json:"at"`
+	// CarriedChildren are the PIDs of the children the earlier program
+	// handed over and this one adopted: they did not restart.
+	CarriedChildren []int `json:"carriedChildren"`
+}
+
+// KillRequest is the body of POST /v1/kill: one PID, or every proven leak.
+type KillRequest struct {
+	PID       int  `json:"pid,omitempty"`
+	AllLeaked bool `json:"allLeaked,omitempty"`
+}
+
+// KillResult is what happened to one PID.
+type KillResult struct {
+	PID    int    `json:"pid"`
+	Server string `json:"server,omitempty"`
+	Killed bool   `json:"killed"`
+	// Refused means the PID is not a provable MCP backend; Error says why.
+	Refused bool   `json:"refused,omitempty"`
+	Error   string `json:"error,omitempty"`
+	// Skipped marks a suspect that --all-leaked left alone (an orphan
+	// without a run marker); Note says why. It is not a failure.
+	Skipped bool `json:"skipped,omitempty"`
+	// Note adds context to a kill, e.g. that a pool child will restart.
+	Note string `json:"note,omitempty"`
+}
+
+// Err is the result as an error (nil when killed). A refusal Is
+// leaks.ErrRefused.
+func (r KillResult) Err() error {
+	switch {
+	case r.Killed, r.Skipped:
+		return nil
+	case r.Refused:
+		return refusedError(r.Error)
+	case r.Error != "":
+		return errors.New(r.Error)
+	}
+	return fmt.Errorf("PID %d was not killed", r.PID)
+}
+
+// refusedError carries a refusal's message across the control API.
+type refusedError string
+
+func (e refusedError) Error() string        { return string(e) }
+func (e refusedError) Is(target error) bool { return target == leaks.ErrRefused }
+
+// KillResponse is the answer to POST /v1/kill.
+type KillResponse struct {
+	Results []KillResult `json:"results"`
+}
+
+// ServerAction is the body of POST /v1/restart and /v1/stop.
+type ServerAction struct {
+	Server string `json:"server"`
+}
+
+// UpgradeRequest is the body of POST /v1/upgrade: `switchboard upgrade`.
+type UpgradeRequest struct {
+	Binary string `json:"binary"`
+}
+
+// UpgradeAccepted is its answer: the upgrade has begun.
+type UpgradeAccepted struct {
+	PID           int          `json:"pid"`
+	Binary        string       `json:"binary"`
+	From          version.Info `json:"from"`
+	To            version.Info `json:"to"`
+	CarryChildren bool         `json:"carryChildren"`
+	// Why says why the children will restart, when they will.
+	Why string `json:"why,omitempty"`
+}

@@ -1,0 +1,131 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/leaks"
+	"github.com/switchboard-mcp/switchboard/app/localsock"
+)
+
+// Client talks to the running pool's control API on its socket. Every
+// call returns ErrNoPool when no pool listens there.
+type Client struct {
+	hc *http.Client
+}
+
+// NewClient is a client of the control socket at sock. Nothing is dialled
+// until a call.
+func NewClient(sock string) *Client {
+	return &Client{hc: &http.Client{
+		Timeout: time.Minute,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			c, err := localsock.Dial(ctx, sock)
+			if err != nil {
+				return nil, fmt.Errorf("%w (no control socket at %s)", ErrNoPool, sock)
+			}
+			return c, nil
+		}},
+	}}
+}
+
+// Status is GET /v1/status.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var st Status
+	err := c.do(ctx, http.MethodGet, "/v1/status", nil, &st)
+	return st, err
+}
+
+// Leaks is GET /v1/leaks.
+func (c *Client) Leaks(ctx context.Context) ([]leaks.Leak, error) {
+	var ls []leaks.Leak
+	err := c.do(ctx, http.MethodGet, "/v1/leaks", nil, &ls)
+	return ls, err
+}
+
+// Config is GET /v1/config, decoded into v.
+func (c *Client) Config(ctx context.Context, v any) error {
+	return c.do(ctx, http.MethodGet, "/v1/config", nil, v)
+}
+
+// Kill is POST /v1/kill.
+func (c *Client) Kill(ctx context.Context, req KillRequest) ([]KillResult, error) {
+	var resp KillResponse
+	err := c.do(ctx, http.MethodPost, "/v1/kill", req, &resp)
+	return resp.Results, err
+}
+
+// ShowDashboard is POST /v1/dashboard.
+func (c *Client) ShowDashboard(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, "/v1/dashboard", struct{}{}, &struct{}{})
+}
+
+// RotateHTTPToken is POST /v1/http-token/rotate; it returns the new token.
+func (c *Client) RotateHTTPToken(ctx context.Context) (string, error) {
+	var v struct {
+		Token string `json:"token"`
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/http-token/rotate", struct{}{}, &v)
+	return v.Token, err
+}
+
+// RestartServer is POST /v1/restart.
+func (c *Client) RestartServer(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodPost, "/v1/restart", ServerAction{Server: name}, &struct{}{})
+}
+
+// StopServer is POST /v1/stop.
+func (c *Client) StopServer(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodPost, "/v1/stop", ServerAction{Server: name}, &struct{}{})
+}
+
+// Upgrade is POST /v1/upgrade.
+func (c *Client) Upgrade(ctx context.Context, binary string) (UpgradeAccepted, error) {
+	var acc UpgradeAccepted
+	err := c.do(ctx, http.MethodPost, "/v1/upgrade", UpgradeRequest{Binary: binary}, &acc)
+	return acc, err
+}
+
+// do sends body (GET: none) and decodes a 200 answer into v; another
+// status becomes an error with the server's message.
+func (c *Client) do(ctx context.Context, method, path string, body, v any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://switchboard"+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if errors.Is(err, ErrNoPool) {
+			return ErrNoPool
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		var e struct{ Error string }
+		if json.Unmarshal(msg, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s: %s", resp.Status, e.Error)
+		}
+		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}

@@ -1,0 +1,140 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/switchboard-mcp/switchboard/app/leaks"
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// Backend is what the control API controls: the running instance.
+type Backend interface {
+	Status() Status
+	Leaks(ctx context.Context) ([]leaks.Leak, error)
+	// Config is the config the pool runs, nil when none is loaded.
+	Config() any
+	Kill(ctx context.Context, req KillRequest) ([]KillResult, error)
+	// ShowDashboard returns ErrHeadless without a dashboard.
+	ShowDashboard() error
+	RotateHTTPToken() (string, error)
+	RestartServer(name string) error
+	StopServer(name string) error
+	// Upgrade accepts an upgrade to binary (an error that Is ErrConflict
+	// when one cannot be taken now) and returns start, which begins it
+	// once the answer is out.
+	Upgrade(ctx context.Context, binary string) (acc UpgradeAccepted, start func(), err error)
+}
+
+// Handler serves the control API for b.
+func Handler(b Backend) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, b.Status())
+	})
+	mux.HandleFunc("GET /v1/leaks", func(w http.ResponseWriter, r *http.Request) {
+		ls, err := b.Leaks(r.Context())
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, ls)
+	})
+	mux.HandleFunc("GET /v1/config", func(w http.ResponseWriter, r *http.Request) {
+		cfg := b.Config()
+		if cfg == nil {
+			http.Error(w, "no config loaded", http.StatusServiceUnavailable)
+			return
+		}
+		writeJSON(w, http.StatusOK, cfg)
+	})
+	mux.HandleFunc("POST /v1/kill", func(w http.ResponseWriter, r *http.Request) {
+		// 200 with the results whether or not the kill was refused; the
+		// CLI turns refusals into a non-zero exit.
+		var req KillRequest
+		dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil || (req.PID > 0) == req.AllLeaked {
+			writeError(w, http.StatusBadRequest, `the body must be {"pid": N} or {"allLeaked": true}`)
+			return
+		}
+		res, err := b.Kill(r.Context(), req)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, KillResponse{Results: res})
+	})
+	mux.HandleFunc("POST /v1/dashboard", func(w http.ResponseWriter, r *http.Request) {
+		if err := b.ShowDashboard(); err != nil {
+			writeError(w, http.StatusConflict, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]bool{"shown": true})
+	})
+	mux.HandleFunc("POST /v1/http-token/rotate", func(w http.ResponseWriter, r *http.Request) {
+		tok, err := b.RotateHTTPToken()
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"token": tok})
+	})
+	mux.HandleFunc("POST /v1/restart", serverAction(b.RestartServer))
+	mux.HandleFunc("POST /v1/stop", serverAction(b.StopServer))
+	mux.HandleFunc("POST /v1/upgrade", func(w http.ResponseWriter, r *http.Request) {
+		var req UpgradeRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 8192)).Decode(&req); err != nil || req.Binary == "" {
+			writeError(w, http.StatusBadRequest, `the body must be {"binary": ABSOLUTE_PATH}`)
+			return
+		}
+		acc, start, err := b.Upgrade(r.Context(), req.Binary)
+		switch {
+		case errors.Is(err, ErrConflict):
+			writeError(w, http.StatusConflict, err.Error())
+			return
+		case err != nil:
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, acc)
+		go start() // the instance stops its control server gracefully: this answer goes out
+	})
+	return mux
+}
+
+// serverAction serves POST /v1/restart and /v1/stop: the same pool
+// actions as the tray's per-server menu.
+func serverAction(act func(string) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req ServerAction
+		if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil || req.Server == "" {
+			writeError(w, http.StatusBadRequest, `the body must be {"server": NAME}`)
+			return
+		}
+		if err := act(req.Server); err != nil {
+			code := http.StatusInternalServerError
+			if errors.Is(err, pool.ErrUnknownServer) {
+				code = http.StatusNotFound
+			}
+			writeError(w, code, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"server": req.Server})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}

@@ -1,0 +1,50 @@
+package app
+
+import (
+	"net/http"
+	"runtime"
+
+	"github.com/switchboard-mcp/switchboard/app/control"
+	"github.com/switchboard-mcp/switchboard/app/version"
+)
+
+// Status builds the status from a fresh snapshot.
+func (inst *Instance) Status() control.Status {
+	snap := inst.Pool.Snapshot()
+	st := control.Status{Version: version.Version, Build: version.Get(), PID: pidSelf(), Config: inst.configPath, Servers: snap.Servers,
+		Sessions: snap.Sessions, Backends: snap.Backends, InFlight: snap.InFlight, Counters: snap.Counters,
+		History: inst.history.status(), Goroutines: runtime.NumGoroutine()}
+	// One drop counter: the events the history could not record.
+	st.Counters.DroppedEvents = st.History.Dropped
+	if err := inst.ConfigError(); err != nil {
+		msg := err.Error()
+		st.ConfigError = &msg
+	}
+	st.Upgrade = inst.upgraded
+	inst.mu.Lock()
+	if inst.httpAddr != "" {
+		st.HTTP = &control.HTTPStatus{Listen: inst.httpAddr, URL: "http://" + inst.httpAddr + "/mcp/NAME"}
+	}
+	inst.mu.Unlock()
+	return st
+}
+
+// controlHandler is the control API, served on the 0600 control socket
+// only: whoever can open the socket is the user.
+func (inst *Instance) controlHandler() http.Handler { return control.Handler(inst) }
+
+// Config is the config the pool runs (control.Backend).
+func (inst *Instance) Config() any {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	if inst.cfg == nil {
+		return nil
+	}
+	return inst.cfg
+}
+
+// RestartServer restarts a server's children (control.Backend).
+func (inst *Instance) RestartServer(name string) error { return inst.Pool.Restart(name) }
+
+// StopServer stops a server's children (control.Backend).
+func (inst *Instance) StopServer(name string) error { return inst.Pool.Stop(name) }
