@@ -1,11 +1,9 @@
 package app
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,17 +15,47 @@ import (
 	"github.com/switchboard-mcp/switchboard/app/importer"
 )
 
-// ErrInvalidConfig means `config check` found problems; they have been
-// printed.
+// ErrInvalidConfig means `config check` found problems; ConfigCheck.Problems
+// lists them.
 var ErrInvalidConfig = errors.New("the config is not valid")
 
+// ConfigCheck is what `switchboard config check` found: the file's
+// problems, or what it declares and what it would change in the running
+// pool. cmd/switchboard renders it.
+type ConfigCheck struct {
+	File string
+	// Problems is set when the file is not valid; the rest then stays empty.
+	Problems []config.Problem
+	// EnvChecked says a problem came from a ${VAR} reference, which was
+	// checked against this shell's environment, not the pool's.
+	EnvChecked bool
+	Servers    []string // the pooled servers the file declares
+	Remote     []string // URL servers, kept but not pooled
+	Unknown    []string // fields kept but not used
+	// Running is the pool running now, if any.
+	Running *RunningConfig
+}
+
+// RunningConfig is the running pool as `config check` compares the file
+// with it.
+type RunningConfig struct {
+	PID int
+	// Source says what the file was compared with: the config the pool
+	// runs, or (an older pool) its file as it is on disk now.
+	Source string
+	// Diff is what the file would change; ReadErr says why there is none.
+	Diff    config.DiffResult
+	ReadErr error
+	// ConfigError is the running pool's own config error, if any.
+	ConfigError *string
+}
+
 // CheckConfig is `switchboard config check [FILE]`: it validates file
-// (default: the running pool's config, else the default location), prints
-// every problem, and when a pool is running prints what the file would
-// change in it. It returns ErrInvalidConfig (wrapped) for a bad file.
-func CheckConfig(ctx context.Context, file string, w io.Writer) error {
-	bw := bufio.NewWriter(w)
-	defer bw.Flush()
+// (default: the running pool's config, else the default location) and,
+// when a pool is running, works out what the file would change in it.
+// For a file with problems it returns the check and an error wrapping
+// ErrInvalidConfig.
+func CheckConfig(ctx context.Context, file string) (ConfigCheck, error) {
 	st, running := runningStatus(ctx)
 	if file == "" {
 		if running && st.Config != "" {
@@ -35,67 +63,46 @@ func CheckConfig(ctx context.Context, file string, w io.Writer) error {
 		} else {
 			paths, err := ResolvePaths()
 			if err != nil {
-				return err
+				return ConfigCheck{}, err
 			}
 			file = paths.Config
 		}
+	}
+	chk := ConfigCheck{File: file}
+	if running {
+		chk.Running = &RunningConfig{PID: st.PID, ConfigError: st.ConfigError}
 	}
 	f, err := config.Load(file)
 	if err != nil {
 		var ce *config.Error
 		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("config check: no config at %s (Switchboard writes a starter config there on its first start)", file)
+			return chk, fmt.Errorf("config check: no config at %s (Switchboard writes a starter config there on its first start)", file)
 		}
 		if !errors.As(err, &ce) {
-			return fmt.Errorf("config check: %w", err)
+			return chk, fmt.Errorf("config check: %w", err)
 		}
-		fmt.Fprintf(bw, "%s: %d %s:\n", file, len(ce.Problems), plural(len(ce.Problems), "problem", "problems"))
-		envProblem := false
+		chk.Problems = ce.Problems
 		for _, p := range ce.Problems {
-			fmt.Fprintf(bw, "  %s\n", p)
-			envProblem = envProblem || strings.Contains(p.Msg, "environment variable")
+			chk.EnvChecked = chk.EnvChecked || strings.Contains(p.Msg, "environment variable")
 		}
-		if envProblem {
-			fmt.Fprintln(bw, "(${VAR} references were checked against this shell's environment; Switchboard expands them from its own.)")
-		}
-		if running {
-			fmt.Fprintln(bw, "The running Switchboard keeps its last good config until this file is fixed.")
-		}
-		return fmt.Errorf("%w: %s", ErrInvalidConfig, file)
+		return chk, fmt.Errorf("%w: %s", ErrInvalidConfig, file)
 	}
 
 	servers, _ := f.PoolServers(os.LookupEnv)
-	var names []string
 	for _, s := range servers {
-		names = append(names, s.Name)
+		chk.Servers = append(chk.Servers, s.Name)
 	}
-	fmt.Fprintf(bw, "%s: valid, %d %s", file, len(names), plural(len(names), "server", "servers"))
-	if len(names) > 0 {
-		fmt.Fprintf(bw, " (%s)", strings.Join(names, ", "))
-	}
-	fmt.Fprintln(bw)
-	if remote := f.Remote(); len(remote) > 0 {
-		fmt.Fprintf(bw, "  remote (URL) servers, not pooled: %s\n", strings.Join(remote, ", "))
-	}
-	for _, u := range f.Unknown() {
-		fmt.Fprintf(bw, "  unknown field, kept but not used: %s\n", u)
-	}
-
+	chk.Remote, chk.Unknown = f.Remote(), f.Unknown()
 	if !running {
-		fmt.Fprintln(bw, "No Switchboard is running; nothing to compare with.")
-		return nil
+		return chk, nil
 	}
 	old, source, err := runningConfig(ctx, st)
 	if err != nil {
-		fmt.Fprintf(bw, "Switchboard is running (pid %d) but its config could not be read: %v\n", st.PID, err)
-		return nil
+		chk.Running.ReadErr = err
+		return chk, nil
 	}
-	fmt.Fprintf(bw, "Compared with the running Switchboard (pid %d, %s):\n", st.PID, source)
-	writeDiff(bw, config.Diff(old, f))
-	if st.ConfigError != nil {
-		fmt.Fprintf(bw, "The running Switchboard reports a config error: %s\n", *st.ConfigError)
-	}
-	return nil
+	chk.Running.Source, chk.Running.Diff = source, config.Diff(old, f)
+	return chk, nil
 }
 
 // runningStatus asks the running pool for its status, briefly: no pool is
@@ -134,39 +141,6 @@ func runningConfig(ctx context.Context, st control.Status) (*config.File, string
 	return g, "its config file " + st.Config + " as it is on disk now", nil
 }
 
-func writeDiff(w io.Writer, d config.DiffResult) {
-	if d.Empty() {
-		fmt.Fprintf(w, "  no changes (%d %s unchanged)\n", len(d.Unchanged), plural(len(d.Unchanged), "server", "servers"))
-		return
-	}
-	for _, n := range d.Added {
-		fmt.Fprintf(w, "  + %s: new server\n", n)
-	}
-	for _, n := range d.Removed {
-		fmt.Fprintf(w, "  - %s: removed; takes no new sessions, finishes what is in flight, then stops\n", n)
-	}
-	for _, c := range d.Changed {
-		how := "applies at once, the child keeps running"
-		if c.Restarts {
-			how = "new child for new requests; the old one finishes what is in flight"
-		}
-		fmt.Fprintf(w, "  ~ %s: %s changed; %s\n", c.Name, strings.Join(c.Fields, ", "), how)
-	}
-	if len(d.Unchanged) > 0 {
-		fmt.Fprintf(w, "  = unchanged: %s\n", strings.Join(d.Unchanged, ", "))
-	}
-	if len(d.Settings) > 0 {
-		fmt.Fprintf(w, "  settings changed: %s\n", strings.Join(d.Settings, ", "))
-	}
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // ImportOptions are the flags of `switchboard import`.
 type ImportOptions struct {
 	From          string // claude-desktop, claude-code, cursor or vscode
@@ -179,15 +153,16 @@ type ImportOptions struct {
 // Import is `switchboard import`: it merges the client's stdio servers
 // into Switchboard's config (a running pool picks the change up by
 // itself) and, with RewriteClient, points the client's entries at
-// `switchboard connect NAME`. It prints exactly what it did.
-func Import(ctx context.Context, opts ImportOptions, w io.Writer) error {
+// `switchboard connect NAME`. The result says exactly what it did, also
+// when it fails part way.
+func Import(ctx context.Context, opts ImportOptions) (*importer.Result, error) {
 	client, err := importer.ParseClient(opts.From)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	env, err := importer.OSEnv()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg := opts.Config
 	if cfg == "" {
@@ -196,7 +171,7 @@ func Import(ctx context.Context, opts ImportOptions, w io.Writer) error {
 		} else {
 			paths, err := ResolvePaths()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			cfg = paths.Config
 		}
@@ -206,15 +181,10 @@ func Import(ctx context.Context, opts ImportOptions, w io.Writer) error {
 		Client: client, File: opts.File, Config: cfg, Env: env,
 		DryRun: opts.DryRun, RewriteClient: opts.RewriteClient, Connect: connect,
 	})
-	if res != nil {
-		if note != "" && len(res.Rewrites) > 0 {
-			res.Notes = append(res.Notes, note)
-		}
-		if werr := res.WriteText(w); werr != nil && err == nil {
-			err = werr
-		}
+	if res != nil && note != "" && len(res.Rewrites) > 0 {
+		res.Notes = append(res.Notes, note)
 	}
-	return err
+	return res, err
 }
 
 // connectCommand is the command rewritten client entries run: plain

@@ -10,11 +10,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
 	"github.com/switchboard-mcp/switchboard/app/control"
@@ -85,55 +86,40 @@ func TestCheckConfig(t *testing.T) {
 	"slow": {"command": "slow-mcp", "idleTimeout": "10m", "idleTimout": "typo"},
 	"linear": {"url": "https://mcp.linear.app/sse"}
 }, "hangThreshold": "1m"}`
+	diff := config.DiffResult{Added: []string{"new"}, Removed: []string{"old"},
+		Changed:  []config.Change{{Name: "memory", Fields: []string{"args"}, Restarts: true}, {Name: "slow", Fields: []string{"idleTimeout"}}},
+		Settings: []string{"hangThreshold"}}
 	tests := []struct {
-		name     string
-		running  int // 0: no pool; 1: pool serving /v1/config; 2: older pool without it
-		file     string
-		want     string
-		wantErr  bool
-		fileName string
+		name    string
+		running int // 0: no pool; 1: pool serving /v1/config; 2: older pool without it
+		file    string
+		want    ConfigCheck // File "$FILE" is the edited file, "$HOME" the home
+		wantErr bool
 	}{
 		{name: "invalid", file: `{"mcpServers": {"memory": {"command": "npx", "idleTimeout": "10 minutes", "env": {"K": "${SB_TEST_UNSET}"}}}, "history": {"retainDays": -3}}`,
-			want: `$FILE: 3 problems:
-  mcpServers.memory.env.K: environment variable SB_TEST_UNSET is not set
-  mcpServers.memory.idleTimeout: "10 minutes" is not a duration (try "10m")
-  history.retainDays: -3 is negative
-(${VAR} references were checked against this shell's environment; Switchboard expands them from its own.)
-`, wantErr: true},
+			want: ConfigCheck{File: "$FILE", EnvChecked: true, Problems: []config.Problem{
+				{Field: "mcpServers.memory.env.K", Msg: "environment variable SB_TEST_UNSET is not set"},
+				{Field: "mcpServers.memory.idleTimeout", Msg: `"10 minutes" is not a duration (try "10m")`},
+				{Field: "history.retainDays", Msg: "-3 is negative"}}},
+			wantErr: true},
 		{name: "invalid with a pool running", running: 1, file: `{"mcpServers": {"m": }}`,
-			want: `$FILE: 1 problem:
-  line 1, column 22: unexpected '}'
-The running Switchboard keeps its last good config until this file is fixed.
-`, wantErr: true},
-		{name: "valid, no pool", file: edited, want: `$FILE: valid, 3 servers (memory, new, slow)
-  remote (URL) servers, not pooled: linear
-  unknown field, kept but not used: mcpServers.slow.idleTimout
-No Switchboard is running; nothing to compare with.
-`},
-		{name: "valid, diffed against the running config", running: 1, file: edited, want: `$FILE: valid, 3 servers (memory, new, slow)
-  remote (URL) servers, not pooled: linear
-  unknown field, kept but not used: mcpServers.slow.idleTimout
-Compared with the running Switchboard (pid $PID, its running config from $HOME/config.json):
-  + new: new server
-  - old: removed; takes no new sessions, finishes what is in flight, then stops
-  ~ memory: args changed; new child for new requests; the old one finishes what is in flight
-  ~ slow: idleTimeout changed; applies at once, the child keeps running
-  settings changed: hangThreshold
-`},
-		{name: "older pool: diffed against its file", running: 2, file: edited, want: `$FILE: valid, 3 servers (memory, new, slow)
-  remote (URL) servers, not pooled: linear
-  unknown field, kept but not used: mcpServers.slow.idleTimout
-Compared with the running Switchboard (pid $PID, its config file $HOME/config.json as it is on disk now):
-  + new: new server
-  - old: removed; takes no new sessions, finishes what is in flight, then stops
-  ~ memory: args changed; new child for new requests; the old one finishes what is in flight
-  ~ slow: idleTimeout changed; applies at once, the child keeps running
-  settings changed: hangThreshold
-`},
-		{name: "default file is the running one", running: 1, want: `$HOME/config.json: valid, 3 servers (memory, old, slow)
-Compared with the running Switchboard (pid $PID, its running config from $HOME/config.json):
-  no changes (3 servers unchanged)
-`},
+			want: ConfigCheck{File: "$FILE", Problems: []config.Problem{{Msg: "line 1, column 22: unexpected '}'"}},
+				Running: &RunningConfig{PID: -1}},
+			wantErr: true},
+		{name: "valid, no pool", file: edited, want: ConfigCheck{File: "$FILE", Servers: []string{"memory", "new", "slow"},
+			Remote: []string{"linear"}, Unknown: []string{"mcpServers.slow.idleTimout"}}},
+		{name: "valid, diffed against the running config", running: 1, file: edited,
+			want: ConfigCheck{File: "$FILE", Servers: []string{"memory", "new", "slow"}, Remote: []string{"linear"},
+				Unknown: []string{"mcpServers.slow.idleTimout"},
+				Running: &RunningConfig{PID: -1, Source: "its running config from $HOME/config.json", Diff: diff}}},
+		{name: "older pool: diffed against its file", running: 2, file: edited,
+			want: ConfigCheck{File: "$FILE", Servers: []string{"memory", "new", "slow"}, Remote: []string{"linear"},
+				Unknown: []string{"mcpServers.slow.idleTimout"},
+				Running: &RunningConfig{PID: -1, Source: "its config file $HOME/config.json as it is on disk now", Diff: diff}}},
+		{name: "default file is the running one", running: 1,
+			want: ConfigCheck{File: "$HOME/config.json", Servers: []string{"memory", "old", "slow"},
+				Running: &RunningConfig{PID: -1, Source: "its running config from $HOME/config.json",
+					Diff: config.DiffResult{Unchanged: []string{"memory", "old", "slow"}}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,22 +133,23 @@ Compared with the running Switchboard (pid $PID, its running config from $HOME/c
 				file = filepath.Join(t.TempDir(), "edited.json")
 				os.WriteFile(file, []byte(tt.file), 0o600)
 			}
-			var out bytes.Buffer
-			err := CheckConfig(context.Background(), file, &out)
+			got, err := CheckConfig(context.Background(), file)
 			if tt.wantErr != errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("error = %v, want ErrInvalidConfig: %v", err, tt.wantErr)
 			}
 			if !tt.wantErr && err != nil {
 				t.Fatal(err)
 			}
-			got := out.String()
-			if file != "" {
-				got = strings.ReplaceAll(got, file, "$FILE")
+			want := tt.want
+			want.File = strings.NewReplacer("$FILE", file, "$HOME", home).Replace(want.File)
+			if want.Running != nil {
+				r := *want.Running
+				r.PID = os.Getpid()
+				r.Source = strings.ReplaceAll(r.Source, "$HOME", home)
+				want.Running = &r
 			}
-			got = strings.ReplaceAll(got, home, "$HOME")
-			got = strings.ReplaceAll(got, "pid "+strconv.Itoa(os.Getpid()), "pid $PID")
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("output (-want +got):\n%s", diff)
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("check (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -170,7 +157,7 @@ Compared with the running Switchboard (pid $PID, its running config from $HOME/c
 
 func TestCheckConfigMissing(t *testing.T) {
 	sbHome(t)
-	err := CheckConfig(context.Background(), "", &bytes.Buffer{})
+	_, err := CheckConfig(context.Background(), "")
 	if err == nil || !strings.Contains(err.Error(), "no config at ") {
 		t.Errorf("error = %v", err)
 	}
@@ -205,13 +192,12 @@ func TestImportCommand(t *testing.T) {
 	paths := sbHome(t)
 	client := filepath.Join(t.TempDir(), "claude_desktop_config.json")
 	os.WriteFile(client, []byte(`{"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}`), 0o644)
-	var out bytes.Buffer
-	err := Import(context.Background(), ImportOptions{From: "claude-desktop", File: client}, &out)
+	res, err := Import(context.Background(), ImportOptions{From: "claude-desktop", File: client})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "Added 1 server to "+paths.Config+": time.") {
-		t.Errorf("output:\n%s", out.String())
+	if res.Config != paths.Config || !slices.Equal(res.Added, []string{"time"}) {
+		t.Errorf("import: config %s, added %v", res.Config, res.Added)
 	}
 	f, err := config.Load(paths.Config)
 	if err != nil {
@@ -220,7 +206,7 @@ func TestImportCommand(t *testing.T) {
 	if s := f.Servers["time"]; s.Command != "uvx" {
 		t.Errorf("imported entry = %+v", s)
 	}
-	if err := Import(context.Background(), ImportOptions{From: "zed"}, &out); err == nil {
+	if _, err := Import(context.Background(), ImportOptions{From: "zed"}); err == nil {
 		t.Error("--from zed was accepted")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -32,19 +31,19 @@ func setupRecordPath(paths Paths, client importer.Client) string {
 // (SWITCHBOARD_HOME when set, and this shell's PATH, which a pool the
 // shim starts needs to find npx). A backup of each client file is written
 // next to it and remembered for Undo. Remote (URL) entries stay as they
-// are.
-func Setup(ctx context.Context, from string, w io.Writer) error {
+// are. The result says what it did, also when it fails part way.
+func Setup(ctx context.Context, from string) (*importer.Result, error) {
 	client, err := importer.ParseClient(from)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	env, err := importer.OSEnv()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	paths, err := ResolvePaths()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg := paths.Config
 	if st, ok := runningStatus(ctx); ok && st.Config != "" {
@@ -52,7 +51,7 @@ func Setup(ctx context.Context, from string, w io.Writer) error {
 	}
 	exe, err := thisBinary()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	connectEnv := map[string]string{}
 	if p := os.Getenv("PATH"); p != "" {
@@ -61,25 +60,20 @@ func Setup(ctx context.Context, from string, w io.Writer) error {
 	if h := os.Getenv("SWITCHBOARD_HOME"); h != "" {
 		abs, err := filepath.Abs(h)
 		if err != nil {
-			return fmt.Errorf("SWITCHBOARD_HOME: %w", err)
+			return nil, fmt.Errorf("SWITCHBOARD_HOME: %w", err)
 		}
 		connectEnv["SWITCHBOARD_HOME"] = abs
 	}
 	res, err := importer.Import(importer.Options{
 		Client: client, Config: cfg, Env: env, RewriteClient: true, Connect: exe, ConnectEnv: connectEnv,
 	})
-	if res != nil {
-		if len(res.Rewrites) > 0 {
-			if rerr := remember(setupRecordPath(paths, client), client, res.Rewrites); rerr != nil && err == nil {
-				err = rerr
-			}
-			res.Notes = append(res.Notes, fmt.Sprintf("`switchboard setup --undo %s` puts the client's config back as it was.", client))
+	if res != nil && len(res.Rewrites) > 0 {
+		if rerr := remember(setupRecordPath(paths, client), client, res.Rewrites); rerr != nil && err == nil {
+			err = rerr
 		}
-		if werr := res.WriteText(w); werr != nil && err == nil {
-			err = werr
-		}
+		res.Notes = append(res.Notes, fmt.Sprintf("`switchboard setup --undo %s` puts the client's config back as it was.", client))
 	}
-	return err
+	return res, err
 }
 
 // remember adds rewrites to the client's setup record; a file rewritten
@@ -111,53 +105,64 @@ func remember(path string, client importer.Client, rws []importer.Rewrite) error
 // ErrNothingToUndo means setup never rewrote that client's config.
 var ErrNothingToUndo = errors.New("nothing to undo")
 
+// Restored is one client file `setup --undo` put back.
+type Restored struct {
+	File   string
+	Backup string // the pre-setup copy it was restored from
+	// KeptAs is where the file as it was before the undo was kept, in
+	// case it had been edited since; empty when there was no file.
+	KeptAs string
+}
+
 // UndoSetup is `switchboard setup --undo CLIENT`: each client file setup
 // rewrote gets its pre-setup backup back. The file as it is now is kept
 // next to it first, in case it was edited since. Switchboard's own config
-// keeps the imported servers (they harm nothing).
-func UndoSetup(from string, w io.Writer) error {
+// keeps the imported servers (they harm nothing). It returns what it
+// restored, also when it fails part way.
+func UndoSetup(from string) ([]Restored, error) {
 	client, err := importer.ParseClient(from)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	paths, err := ResolvePaths()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	path := setupRecordPath(paths, client)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%w: `switchboard setup %s` has not rewritten that client's config", ErrNothingToUndo, client)
+		return nil, fmt.Errorf("%w: `switchboard setup %s` has not rewritten that client's config", ErrNothingToUndo, client)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var rec setupRecord
 	if err := json.Unmarshal(data, &rec); err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
+	var done []Restored
 	for _, rw := range rec.Rewrites {
 		orig, err := os.ReadFile(rw.Backup)
 		if err != nil {
-			return fmt.Errorf("restore %s: its backup: %w", rw.File, err)
+			return done, fmt.Errorf("restore %s: its backup: %w", rw.File, err)
 		}
+		r := Restored{File: rw.File, Backup: rw.Backup}
 		mode := os.FileMode(0o600)
 		if fi, err := os.Stat(rw.File); err == nil {
 			mode = fi.Mode().Perm()
 			cur, err := os.ReadFile(rw.File)
 			if err != nil {
-				return fmt.Errorf("restore %s: %w", rw.File, err)
+				return done, fmt.Errorf("restore %s: %w", rw.File, err)
 			}
-			keep := rw.File + ".switchboard-undone-" + time.Now().Format("20060102-150405") + ".bak"
-			if err := os.WriteFile(keep, cur, mode); err != nil {
-				return fmt.Errorf("keep %s before restoring it: %w", rw.File, err)
+			r.KeptAs = rw.File + ".switchboard-undone-" + time.Now().Format("20060102-150405") + ".bak"
+			if err := os.WriteFile(r.KeptAs, cur, mode); err != nil {
+				return done, fmt.Errorf("keep %s before restoring it: %w", rw.File, err)
 			}
-			fmt.Fprintf(w, "Kept the current %s as %s\n", rw.File, keep)
 		}
 		if err := config.WriteFile(rw.File, orig, mode); err != nil {
-			return fmt.Errorf("restore %s: %w", rw.File, err)
+			return done, fmt.Errorf("restore %s: %w", rw.File, err)
 		}
-		fmt.Fprintf(w, "Restored %s from %s\n", rw.File, rw.Backup)
+		done = append(done, r)
 	}
-	return os.Remove(path)
+	return done, os.Remove(path)
 }

@@ -1,10 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/switchboard-mcp/switchboard/app"
+	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/importer"
 )
 
 type configCmd struct {
@@ -16,7 +23,83 @@ type configCheckCmd struct {
 }
 
 func (c *configCheckCmd) Run(ctx context.Context) error {
-	return app.CheckConfig(ctx, c.File, os.Stdout)
+	chk, err := app.CheckConfig(ctx, c.File)
+	if err != nil && !errors.Is(err, app.ErrInvalidConfig) {
+		return err
+	}
+	if werr := writeConfigCheck(os.Stdout, chk); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
+
+// writeConfigCheck prints what `config check` found: every problem, or the
+// servers the file declares and what it would change in the running pool.
+func writeConfigCheck(w io.Writer, chk app.ConfigCheck) error {
+	bw := bufio.NewWriter(w)
+	if len(chk.Problems) > 0 {
+		fmt.Fprintf(bw, "%s: %d %s:\n", chk.File, len(chk.Problems), plural(len(chk.Problems), "problem", "problems"))
+		for _, p := range chk.Problems {
+			fmt.Fprintf(bw, "  %s\n", p)
+		}
+		if chk.EnvChecked {
+			fmt.Fprintln(bw, "(${VAR} references were checked against this shell's environment; Switchboard expands them from its own.)")
+		}
+		if chk.Running != nil {
+			fmt.Fprintln(bw, "The running Switchboard keeps its last good config until this file is fixed.")
+		}
+		return bw.Flush()
+	}
+	fmt.Fprintf(bw, "%s: valid, %d %s", chk.File, len(chk.Servers), plural(len(chk.Servers), "server", "servers"))
+	if len(chk.Servers) > 0 {
+		fmt.Fprintf(bw, " (%s)", strings.Join(chk.Servers, ", "))
+	}
+	fmt.Fprintln(bw)
+	if len(chk.Remote) > 0 {
+		fmt.Fprintf(bw, "  remote (URL) servers, not pooled: %s\n", strings.Join(chk.Remote, ", "))
+	}
+	for _, u := range chk.Unknown {
+		fmt.Fprintf(bw, "  unknown field, kept but not used: %s\n", u)
+	}
+	switch r := chk.Running; {
+	case r == nil:
+		fmt.Fprintln(bw, "No Switchboard is running; nothing to compare with.")
+	case r.ReadErr != nil:
+		fmt.Fprintf(bw, "Switchboard is running (pid %d) but its config could not be read: %v\n", r.PID, r.ReadErr)
+	default:
+		fmt.Fprintf(bw, "Compared with the running Switchboard (pid %d, %s):\n", r.PID, r.Source)
+		writeDiff(bw, r.Diff)
+		if r.ConfigError != nil {
+			fmt.Fprintf(bw, "The running Switchboard reports a config error: %s\n", *r.ConfigError)
+		}
+	}
+	return bw.Flush()
+}
+
+func writeDiff(w io.Writer, d config.DiffResult) {
+	if d.Empty() {
+		fmt.Fprintf(w, "  no changes (%d %s unchanged)\n", len(d.Unchanged), plural(len(d.Unchanged), "server", "servers"))
+		return
+	}
+	for _, n := range d.Added {
+		fmt.Fprintf(w, "  + %s: new server\n", n)
+	}
+	for _, n := range d.Removed {
+		fmt.Fprintf(w, "  - %s: removed; takes no new sessions, finishes what is in flight, then stops\n", n)
+	}
+	for _, c := range d.Changed {
+		how := "applies at once, the child keeps running"
+		if c.Restarts {
+			how = "new child for new requests; the old one finishes what is in flight"
+		}
+		fmt.Fprintf(w, "  ~ %s: %s changed; %s\n", c.Name, strings.Join(c.Fields, ", "), how)
+	}
+	if len(d.Unchanged) > 0 {
+		fmt.Fprintf(w, "  = unchanged: %s\n", strings.Join(d.Unchanged, ", "))
+	}
+	if len(d.Settings) > 0 {
+		fmt.Fprintf(w, "  settings changed: %s\n", strings.Join(d.Settings, ", "))
+	}
 }
 
 type importCmd struct {
@@ -28,6 +111,43 @@ type importCmd struct {
 }
 
 func (c *importCmd) Run(ctx context.Context) error {
-	return app.Import(ctx, app.ImportOptions{From: c.From, File: c.File, Config: c.Config,
-		DryRun: c.DryRun, RewriteClient: c.RewriteClient}, os.Stdout)
+	res, err := app.Import(ctx, app.ImportOptions{From: c.From, File: c.File, Config: c.Config,
+		DryRun: c.DryRun, RewriteClient: c.RewriteClient})
+	return reportImport(res, err)
+}
+
+// reportImport prints what an import or a setup did, also when it failed
+// part way, and returns the first error.
+func reportImport(res *importer.Result, err error) error {
+	if res == nil {
+		return err
+	}
+	if werr := writeImportReport(os.Stdout, res); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
+
+type setupCmd struct {
+	Client string `arg:"" enum:"claude-code,claude-desktop,cursor,vscode" help:"claude-code, claude-desktop, cursor or vscode."`
+	Undo   bool   `help:"Restore the client's config from the backup setup made."`
+}
+
+func (c *setupCmd) Run(ctx context.Context) error {
+	if !c.Undo {
+		return reportImport(app.Setup(ctx, c.Client))
+	}
+	done, err := app.UndoSetup(c.Client)
+	writeUndo(os.Stdout, done)
+	return err
+}
+
+// writeUndo prints what `setup --undo` restored.
+func writeUndo(w io.Writer, done []app.Restored) {
+	for _, r := range done {
+		if r.KeptAs != "" {
+			fmt.Fprintf(w, "Kept the current %s as %s\n", r.File, r.KeptAs)
+		}
+		fmt.Fprintf(w, "Restored %s from %s\n", r.File, r.Backup)
+	}
 }

@@ -111,18 +111,6 @@ func (c *statusCmd) Run(ctx context.Context) error {
 	return tw.Flush()
 }
 
-type setupCmd struct {
-	Client string `arg:"" enum:"claude-code,claude-desktop,cursor,vscode" help:"claude-code, claude-desktop, cursor or vscode."`
-	Undo   bool   `help:"Restore the client's config from the backup setup made."`
-}
-
-func (c *setupCmd) Run(ctx context.Context) error {
-	if c.Undo {
-		return app.UndoSetup(c.Client, os.Stdout)
-	}
-	return app.Setup(ctx, c.Client, os.Stdout)
-}
-
 type restartCmd struct {
 	Name string `arg:"" help:"Server name from the config."`
 }

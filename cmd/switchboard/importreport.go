@@ -1,15 +1,17 @@
-package importer
+package main
 
 import (
 	"bufio"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/switchboard-mcp/switchboard/app/importer"
 )
 
-// WriteText writes the report `switchboard import` prints: every entry of
+// writeImportReport writes the report `switchboard import` and `setup` print: every entry of
 // every file read and what became of it, then exactly what was written.
-func (r *Result) WriteText(w io.Writer) error {
+func writeImportReport(w io.Writer, r *importer.Result) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "Read %s config: %s\n", r.Client, strings.Join(r.Read, ", "))
 	if r.DryRun {
@@ -22,7 +24,7 @@ func (r *Result) WriteText(w io.Writer) error {
 			fmt.Fprintf(bw, "\n%s\n", file)
 		}
 		what := e.Where
-		if e.As != "" && e.As != e.Name && e.Outcome == Imported {
+		if e.As != "" && e.As != e.Name && e.Outcome == importer.Imported {
 			what += fmt.Sprintf(" as %q", e.As)
 		}
 		fmt.Fprintf(bw, "  %-10s %s: %s\n", e.Outcome, what, e.Reason)
@@ -63,7 +65,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	var notRewritten []string
 	if r.RewriteClient {
 		for _, e := range r.Entries {
-			if e.Outcome == Imported && e.Disabled && !e.Rewritten {
+			if e.Outcome == importer.Imported && e.Disabled && !e.Rewritten {
 				notRewritten = append(notRewritten, e.Name)
 			}
 		}

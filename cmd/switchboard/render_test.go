@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/switchboard-mcp/switchboard/app"
+	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/importer"
+)
+
+var update = flag.Bool("update", false, "rewrite the renderers' golden files")
+
+// TestImportReport renders the results package importer's own tests keep
+// as golden files (one per client, real imports of its fixtures) into the
+// report `switchboard import` and `setup` print.
+func TestImportReport(t *testing.T) {
+	for _, client := range []string{"claude-code", "claude-desktop", "cursor", "vscode"} {
+		for _, kind := range []string{"", "-dry-run"} {
+			t.Run(client+kind, func(t *testing.T) {
+				data, err := os.ReadFile(filepath.Join("..", "..", "app", "importer", "testdata", client, "result"+kind+".golden"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var res importer.Result
+				if err := json.Unmarshal(data, &res); err != nil {
+					t.Fatal(err)
+				}
+				var out bytes.Buffer
+				if err := writeImportReport(&out, &res); err != nil {
+					t.Fatal(err)
+				}
+				golden(t, filepath.Join("testdata", "import", client, "report"+kind+".golden"), out.String())
+			})
+		}
+	}
+}
+
+func TestConfigCheckText(t *testing.T) {
+	msg := "the pool's own error"
+	diff := config.DiffResult{Added: []string{"new"}, Removed: []string{"old"},
+		Changed:   []config.Change{{Name: "memory", Fields: []string{"args"}, Restarts: true}, {Name: "slow", Fields: []string{"idleTimeout"}}},
+		Unchanged: []string{"time"}, Settings: []string{"hangThreshold"}}
+	tests := []struct {
+		name string
+		chk  app.ConfigCheck
+		want string
+	}{
+		{"problems", app.ConfigCheck{File: "c.json", EnvChecked: true, Problems: []config.Problem{
+			{Field: "mcpServers.memory.env.K", Msg: "environment variable K is not set"}, {Msg: "line 1, column 22: unexpected '}'"}}},
+			`c.json: 2 problems:
+  mcpServers.memory.env.K: environment variable K is not set
+  line 1, column 22: unexpected '}'
+(${VAR} references were checked against this shell's environment; Switchboard expands them from its own.)
+`},
+		{"one problem, a pool running", app.ConfigCheck{File: "c.json", Problems: []config.Problem{{Msg: "bad"}},
+			Running: &app.RunningConfig{PID: 7}},
+			`c.json: 1 problem:
+  bad
+The running Switchboard keeps its last good config until this file is fixed.
+`},
+		{"valid, no pool", app.ConfigCheck{File: "c.json", Servers: []string{"memory"}, Remote: []string{"linear"},
+			Unknown: []string{"mcpServers.slow.idleTimout"}},
+			`c.json: valid, 1 server (memory)
+  remote (URL) servers, not pooled: linear
+  unknown field, kept but not used: mcpServers.slow.idleTimout
+No Switchboard is running; nothing to compare with.
+`},
+		{"diffed", app.ConfigCheck{File: "c.json", Servers: []string{"memory", "new", "slow", "time"},
+			Running: &app.RunningConfig{PID: 7, Source: "its running config", Diff: diff, ConfigError: &msg}},
+			`c.json: valid, 4 servers (memory, new, slow, time)
+Compared with the running Switchboard (pid 7, its running config):
+  + new: new server
+  - old: removed; takes no new sessions, finishes what is in flight, then stops
+  ~ memory: args changed; new child for new requests; the old one finishes what is in flight
+  ~ slow: idleTimeout changed; applies at once, the child keeps running
+  = unchanged: time
+  settings changed: hangThreshold
+The running Switchboard reports a config error: the pool's own error
+`},
+		{"no changes", app.ConfigCheck{File: "c.json", Running: &app.RunningConfig{PID: 7, Source: "its file",
+			Diff: config.DiffResult{Unchanged: []string{"a", "b"}}}},
+			`c.json: valid, 0 servers
+Compared with the running Switchboard (pid 7, its file):
+  no changes (2 servers unchanged)
+`},
+		{"unreadable running config", app.ConfigCheck{File: "c.json", Running: &app.RunningConfig{PID: 7, ReadErr: errors.New("gone")}},
+			`c.json: valid, 0 servers
+Switchboard is running (pid 7) but its config could not be read: gone
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := writeConfigCheck(&out, tt.chk); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, out.String()); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestUndoText(t *testing.T) {
+	var out bytes.Buffer
+	writeUndo(&out, []app.Restored{{File: "a.json", Backup: "a.bak", KeptAs: "a.now"}, {File: "b.json", Backup: "b.bak"}})
+	want := "Kept the current a.json as a.now\nRestored a.json from a.bak\nRestored b.json from b.bak\n"
+	if d := cmp.Diff(want, out.String()); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(string(want), got); d != "" {
+		t.Errorf("%s (-want +got):\n%s", path, d)
+	}
+}
