@@ -58,23 +58,21 @@ func (p *Pool) Stop(server string) error {
 func (p *Pool) Cancel(poolID uint64) error {
 	for _, s := range p.allServers() {
 		for _, b := range s.backends() {
-			b.mu.Lock()
-			pd := b.pending[poolID]
-			b.mu.Unlock()
-			if pd == nil || pd.sess == nil {
+			pd := b.reqs.lookup(poolID)
+			if pd == nil || pd.reply != nil {
 				continue
 			}
-			won, written := b.end(pd)
+			e, won := b.reqs.end(pd)
 			if !won {
 				return fmt.Errorf("request %d: %w (it just ended)", poolID, ErrNotFound)
 			}
 			p.cancelled.Add(1)
-			if written {
+			if e.mayHaveRun {
 				b.cancelAtChild(pd, "cancelled in Switchboard")
 			}
-			b.finishWithError(pd, &jsonrpc.Error{Code: jsonrpc.CodeRequestCancelled,
+			b.finishWithError(pd, e, &jsonrpc.Error{Code: jsonrpc.CodeRequestCancelled,
 				Message: fmt.Sprintf("request cancelled in Switchboard (%s on server %q)", pd.method, b.srv.name),
-				Data:    map[string]any{"mayHaveExecuted": written}}, written, StatusCancelled)
+				Data:    map[string]any{"mayHaveExecuted": e.mayHaveRun}}, StatusCancelled)
 			return nil
 		}
 	}

@@ -130,7 +130,7 @@ func (p *Pool) Handover() (*Carried, error) {
 func (b *backend) carry() (CarriedChild, error) {
 	b.mu.Lock()
 	c, hs := b.child, b.hs
-	ok := c != nil && c.ready && b.state == StateReady && b.owner == nil && !b.draining && len(b.pending) == 0
+	ok := c != nil && c.ready && b.state == StateReady && b.owner == nil && !b.draining && b.reqs.count() == 0
 	cc := CarriedChild{Server: b.srv.name, Process: processKey(b.cfg), Roots: b.roots, Resolved: b.resolved, LogLevel: b.childLevel}
 	b.mu.Unlock()
 	if !ok {

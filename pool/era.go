@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -150,8 +151,7 @@ func (b *backend) probe(version, method string, params []byte) *pending {
 	p := &pending{id: id, method: method, received: time.Now(), reply: make(chan []byte, 1),
 		line: jsonrpc.AppendRequest(nil, id, method, params)}
 	b.mu.Lock()
-	p.state = stQueued
-	b.pending[id] = p
+	b.reqs.register(p, math.MaxInt)
 	b.queue = append([]outItem{{p: p, line: p.line, early: true}}, b.queue...)
 	b.mu.Unlock()
 	b.signal()

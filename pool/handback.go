@@ -145,10 +145,11 @@ func (s *session) waitIdle(deadline time.Time) {
 // client gets the at-most-once error, the child a cancellation if it saw
 // the request.
 func (b *backend) abandon(p *pending) {
-	won, written := b.end(p)
+	e, won := b.reqs.end(p)
 	if !won {
 		return
 	}
+	written := e.mayHaveRun
 	if written {
 		b.cancelAtChild(p, "switchboard is restarting")
 	}
@@ -156,8 +157,8 @@ func (b *backend) abandon(p *pending) {
 	if !written {
 		msg = fmt.Sprintf("Switchboard restarted before %s reached server %q; it did not run, send it again", p.method, b.srv.name)
 	}
-	b.finishWithError(p, &jsonrpc.Error{Code: jsonrpc.CodeBackendDied, Message: msg,
-		Data: map[string]any{"retryable": true, "mayHaveExecuted": written, "server": b.srv.name}}, written, StatusFailed)
+	b.finishWithError(p, e, &jsonrpc.Error{Code: jsonrpc.CodeBackendDied, Message: msg,
+		Data: map[string]any{"retryable": true, "mayHaveExecuted": written, "server": b.srv.name}}, StatusFailed)
 }
 
 // handOverRelay ends a relayed session's connection for a hand-back, once

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ type inputRound struct {
 	b      *backend
 	sess   *session
 	call   *pending        // the call the child answered with input_required
+	origID []byte          // the client's id of the call
 	state  json.RawMessage // the child's requestState, echoed back; nil if none
 	timer  *time.Timer
 	mu     sync.Mutex
@@ -57,8 +59,8 @@ func (r *inputRounds) take(id uint64) *inputRound {
 // askLegacyClient turns a modern child's input_required answer to a
 // legacy client's call into questions to that client. It reports whether
 // it took the answer (false: deliver it as it is).
-func (b *backend) askLegacyClient(p *pending, sess *session, origID []byte, msg *jsonrpc.Message) bool {
-	if p.modern || p.sess == nil || !msg.Result.Present() {
+func (b *backend) askLegacyClient(p *pending, sess *session, origID []byte, modern bool, msg *jsonrpc.Message) bool {
+	if modern || sess == nil || !msg.Result.Present() {
 		return false
 	}
 	b.mu.Lock()
@@ -83,12 +85,12 @@ func (b *backend) askLegacyClient(p *pending, sess *session, origID []byte, msg 
 	}
 	for _, q := range r.InputRequests {
 		if !sess.canAnswer(q.Method) {
-			sess.deliverResponse(p, jsonrpc.AppendErrorResponse(nil, origID, &jsonrpc.Error{Code: jsonrpc.CodeNoClient,
+			sess.deliverResponse(p, origID, jsonrpc.AppendErrorResponse(nil, origID, &jsonrpc.Error{Code: jsonrpc.CodeNoClient,
 				Message: fmt.Sprintf("server %q needs %s, which this client did not declare", b.srv.name, q.Method)}))
 			return true
 		}
 	}
-	x := &inputRound{b: b, sess: sess, call: p, state: r.RequestState, left: map[uint64]string{},
+	x := &inputRound{b: b, sess: sess, call: p, origID: origID, state: r.RequestState, left: map[uint64]string{},
 		answer: map[string]json.RawMessage{}}
 	questions := make([][]byte, 0, len(r.InputRequests))
 	for key, q := range r.InputRequests {
@@ -164,7 +166,7 @@ func (x *inputRound) end(err *jsonrpc.Error) {
 	for id := range left {
 		x.b.p.rounds.take(id)
 	}
-	x.sess.deliverResponse(x.call, jsonrpc.AppendErrorResponse(nil, x.call.origID, err))
+	x.sess.deliverResponse(x.call, x.origID, jsonrpc.AppendErrorResponse(nil, x.origID, err))
 }
 
 // retry sends the call to the child again, as the same client request,
@@ -173,7 +175,7 @@ func (x *inputRound) retry() {
 	p, s := x.call, x.sess
 	msg, err := jsonrpc.Parse(p.line)
 	if err != nil || !msg.Params.Present() {
-		x.sess.deliverResponse(p, jsonrpc.AppendErrorResponse(nil, p.origID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		x.sess.deliverResponse(p, x.origID, jsonrpc.AppendErrorResponse(nil, x.origID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: "cannot retry the call"}))
 		return
 	}
@@ -188,21 +190,24 @@ func (x *inputRound) retry() {
 	raw, _ := json.Marshal(params)
 	id := x.b.p.nextID.Add(1)
 	line := jsonrpc.AppendRequest(nil, id, p.method, raw)
-	next := &pending{id: id, sess: s, b: x.b, origID: p.origID, method: p.method, name: p.name, line: line,
+	next := &pending{id: id, sess: s, b: x.b, origID: x.origID, method: p.method, name: p.name, line: line,
 		token: p.token, origToken: p.origToken, received: time.Now()}
 	s.mu.Lock()
-	if s.inflight[string(p.origID)] != p || isClosed(s.closed) {
+	if s.inflight[string(x.origID)] != p || isClosed(s.closed) {
 		s.mu.Unlock()
 		return // the client cancelled or went away meanwhile
 	}
 	next.timer = time.AfterFunc(x.b.requestTimeout(), func() { x.b.expire(next) }) // before next is shared
-	s.trackLocked(next)
+	s.trackLocked(x.origID, next)
 	s.mu.Unlock()
 	s.p.emit(Event{Kind: EventRequestReceived, Time: next.received, Server: s.srv.name, Session: s.id, PoolID: id,
-		Method: next.method, Name: next.name, OriginalID: string(p.origID), Size: len(line),
+		Method: next.method, Name: next.name, OriginalID: string(x.origID), Size: len(line),
 		Payload: x.b.capture(line)})
 	if err := x.b.send(next); err != nil {
 		next.timer.Stop()
-		s.deliverResponse(next, jsonrpc.AppendErrorResponse(nil, p.origID, asRPCError(err)))
+		if errors.Is(err, errAlreadyEnded) {
+			return
+		}
+		s.deliverResponse(next, x.origID, jsonrpc.AppendErrorResponse(nil, x.origID, asRPCError(err)))
 	}
 }

@@ -270,9 +270,7 @@ func (b *backend) syncUpstream() {
 	defer b.up.mu.Unlock()
 	want := b.union() // under up.mu: a stale union must not reopen what a later one closed
 	old := b.up.p
-	b.mu.Lock()
-	alive := old != nil && old.state != stDone
-	b.mu.Unlock()
+	alive := old != nil && b.reqs.alive(old)
 	if alive && b.up.f.equal(want) || !alive && want.empty() {
 		return
 	}

@@ -85,12 +85,10 @@ func parseInt(b []byte) (int64, bool) {
 	return int64(n), true
 }
 
-// bridgesToModern reports whether the answers to p must be rewritten for
-// its client: a 2026-07-28 client whose child speaks a legacy revision.
-func (b *backend) bridgesToModern(p *pending) bool {
-	if !p.modern {
-		return false
-	}
+// childIsLegacy reports whether the child speaks a legacy revision (or
+// has not said yet): the answers to a 2026-07-28 client's requests are
+// rewritten for it then.
+func (b *backend) childIsLegacy() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.hs == nil || b.hs.era == EraLegacy

@@ -24,11 +24,11 @@ func TestEndingSaysWhatMayHaveRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := buildBackend(s.srv, s.srv.config(), nil, nil, clientCaps{})
-			add := func(id string, state uint8, ever bool) {
-				pe := &pending{id: uint64(len(b.pending) + 1), sess: s, b: b, origID: []byte(id), method: "tools/call", state: state, everWritten: ever}
-				b.pending[pe.id] = pe
+			add := func(id string, state reqState, ever bool) {
+				pe := &pending{id: uint64(b.reqs.count() + 1), sess: s, b: b, origID: []byte(id), method: "tools/call", state: state, everWritten: ever}
+				b.reqs.update(func(in *inFlight) { in.pending[pe.id] = pe })
 				s.mu.Lock()
-				s.trackLocked(pe)
+				s.trackLocked(pe.origID, pe)
 				s.mu.Unlock()
 			}
 			add(`"queued"`, stQueued, false)

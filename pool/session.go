@@ -382,14 +382,17 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 	// The timer is set before p is shared: a Pool.Cancel or a close from
 	// another goroutine may stop it as soon as p is in inflight.
 	p.timer = time.AfterFunc(b.requestTimeout(), func() { b.expire(p) })
-	s.trackLocked(p)
+	s.trackLocked(id, p)
 	s.mu.Unlock()
 
 	s.p.emit(Event{Kind: EventRequestReceived, Time: p.received, Server: s.srv.name, Session: s.id, PoolID: poolID,
 		Method: p.method, Name: p.name, OriginalID: string(id), Size: len(msg.Raw), Payload: b.capture(msg.Raw)})
 	if err := b.send(p); err != nil {
 		p.timer.Stop()
-		s.forget(p)
+		if errors.Is(err, errAlreadyEnded) {
+			return // cancelled as it was sent: answered by whoever ended it
+		}
+		s.forget(p, id)
 		s.replyError(id, err)
 		s.p.emit(Event{Kind: EventRequestDone, Server: s.srv.name, Session: s.id, PoolID: poolID, Method: p.method,
 			Name: p.name, Status: StatusFailed, ErrCode: asRPCError(err).Code, Err: err.Error()})
@@ -418,10 +421,11 @@ func (s *session) onNotification(msg *jsonrpc.Message) {
 		if !rid.Present() {
 			return
 		}
+		key := string(rid.Of(params))
 		s.mu.Lock()
-		p := s.inflight[string(rid.Of(params))]
+		p := s.inflight[key]
 		if p != nil {
-			s.untrackLocked(p)
+			s.untrackLocked(key, p)
 		}
 		s.mu.Unlock()
 		if p == nil {
@@ -467,16 +471,18 @@ func (s *session) onResponse(msg *jsonrpc.Message) {
 	s.p.log.Debug("client answered an unknown request", "session", s.id, "id", string(msg.IDBytes()))
 }
 
-// deliverResponse hands the client the answer to p.
-func (s *session) deliverResponse(p *pending, line []byte) {
-	s.forget(p)
+// deliverResponse hands the client the answer to p, its request id.
+func (s *session) deliverResponse(p *pending, id []byte, line []byte) {
+	s.forget(p, id)
 	s.deliver(line)
 }
 
-func (s *session) forget(p *pending) {
+// forget takes p, the client's request id, out of the session's requests
+// in flight.
+func (s *session) forget(p *pending, id []byte) {
 	s.mu.Lock()
-	if s.inflight[string(p.origID)] == p {
-		s.untrackLocked(p)
+	if s.inflight[string(id)] == p {
+		s.untrackLocked(string(id), p)
 	}
 	s.mu.Unlock()
 }
@@ -501,24 +507,39 @@ func (s *session) overLimitLocked(size int) *jsonrpc.Error {
 
 // trackLocked and untrackLocked are the only writers of inflight and
 // inflightBytes, so that the two always agree.
-func (s *session) trackLocked(p *pending) {
-	if old := s.inflight[string(p.origID)]; old != nil {
+func (s *session) trackLocked(id []byte, p *pending) {
+	if old := s.inflight[string(id)]; old != nil {
 		s.inflightBytes -= len(old.line)
 	}
-	s.inflight[string(p.origID)] = p
+	s.inflight[string(id)] = p
 	s.inflightBytes += len(p.line)
 	if s.ledger != nil && p.slot.Load() == 0 {
-		p.slot.Store(s.ledger.take(p.origID))
+		p.slot.Store(s.ledger.take(id))
 	}
 }
 
-func (s *session) untrackLocked(p *pending) {
-	delete(s.inflight, string(p.origID))
+func (s *session) untrackLocked(id string, p *pending) {
+	delete(s.inflight, id)
 	s.inflightBytes -= len(p.line)
 	s.ledger.release(p.slot.Swap(0))
 	s.quietLocked()
 	if len(p.line) > keepBuf {
 		s.p.releasedLarge() // only signals: no I/O under s.mu
+	}
+}
+
+// ledgerWritten tells the session's ledger (ledger.go) that p is being
+// written to a child; ledgerTaken that it is not after all. A nil
+// session (the pool's own requests) has no ledger.
+func (s *session) ledgerWritten(p *pending) {
+	if s != nil {
+		s.ledger.written(p.slot.Load())
+	}
+}
+
+func (s *session) ledgerTaken(p *pending) {
+	if s != nil {
+		s.ledger.taken(p.slot.Load())
 	}
 }
 

@@ -186,52 +186,32 @@ func (b *backend) reap(c *child) {
 	c.stdin.Close()
 
 	tail := b.stderr.tail(5)
-	var failed, retry []*pending
 	b.mu.Lock()
 	b.child = nil
 	b.state = StateRestart
-	for id, p := range b.pending {
-		if p.state != stWritten && p.state != stWriting {
-			continue
-		}
-		if p.reply == nil && !p.retried && b.safeToRepeatLocked(p) {
-			p.retried = true
-			p.everWritten = true // sticky: the next child's answer, or its death, may follow a run on this one
-			p.state = stQueued
-			retry = append(retry, p)
-			continue
-		}
-		delete(b.pending, id)
-		if p.token != 0 {
-			delete(b.tokens, p.token)
-		}
-		p.state = stDone
-		failed = append(failed, p)
-	}
+	retry, failed := b.reqs.afterExit(b.safeToRepeatLocked)
 	// Lines meant for the dead child (cancellations, answers to its
 	// requests) mean nothing to the next one; its requests to clients are
-	// void.
+	// void (afterExit forgot them).
 	b.queue = slices.DeleteFunc(b.queue, func(it outItem) bool { return it.p == nil })
-	slices.SortFunc(retry, func(x, y *pending) int { return int(x.id - y.id) })
 	requeue := make([]outItem, 0, len(retry))
 	for _, p := range retry {
 		requeue = append(requeue, outItem{p: p, line: p.line})
 	}
 	b.queue = append(requeue, b.queue...)
-	clear(b.reverse)
 	// b.subs stays: the sessions still hold those subscriptions, and the
 	// next child is subscribed again once ready (resubscribe).
-	b.checkEmptiedLocked()
 	b.mu.Unlock()
 
 	exit := c.describeExit()
 	b.log.Info("child exited", "pid", c.pid, "exit", exit, "failedRequests", len(failed), "retried", len(retry))
 	b.p.emit(Event{Kind: EventBackendExited, Server: b.srv.name, PID: c.pid, ExitCode: c.exitCode(), Err: exit, Session: b.ownerID()})
-	for _, p := range failed {
-		if p.timer != nil {
-			p.timer.Stop()
-		}
+	for _, f := range failed {
+		p := f.p
 		if p.reply != nil {
+			if p.timer != nil {
+				p.timer.Stop()
+			}
 			close(p.reply)
 			continue
 		}
@@ -239,8 +219,8 @@ func (b *backend) reap(c *child) {
 		if len(tail) > 0 {
 			msg += "; last stderr: " + strings.Join(tail, " | ")
 		}
-		b.finishWithError(p, &jsonrpc.Error{Code: jsonrpc.CodeBackendDied, Message: msg,
-			Data: map[string]any{"retryable": true, "mayHaveExecuted": true, "server": b.srv.name}}, true, StatusFailed)
+		b.finishWithError(p, f.e, &jsonrpc.Error{Code: jsonrpc.CodeBackendDied, Message: msg,
+			Data: map[string]any{"retryable": true, "mayHaveExecuted": true, "server": b.srv.name}}, StatusFailed)
 	}
 	b.signal()
 }
@@ -288,31 +268,17 @@ func (b *backend) noteCrash(cause error) bool {
 	for _, e := range all {
 		// A request re-queued after reaching an earlier child (safe to
 		// repeat) may have run there.
-		b.finishWithError(e.p, &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: msg,
-			Data: map[string]any{"server": b.srv.name, "state": StateFailed, "mayHaveExecuted": e.written}}, e.written, StatusFailed)
+		b.finishWithError(e.p, e.e, &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: msg,
+			Data: map[string]any{"server": b.srv.name, "state": StateFailed, "mayHaveExecuted": e.e.mayHaveRun}}, StatusFailed)
 	}
 	return true
 }
 
-// taken is a request takeAllLocked ended, and whether it ever reached a
-// child.
-type taken struct {
-	p       *pending
-	written bool
-}
-
 // takeAllLocked ends every pending request and empties the queue,
 // returning the requests for the caller to answer.
-func (b *backend) takeAllLocked() []taken {
-	all := make([]taken, 0, len(b.pending))
-	for id, p := range b.pending {
-		delete(b.pending, id)
-		all = append(all, taken{p, p.wasWrittenLocked()})
-		p.state = stDone
-	}
-	clear(b.tokens)
+func (b *backend) takeAllLocked() []endedReq {
+	all := b.reqs.endAll()
 	b.queue = nil
-	b.checkEmptiedLocked()
 	return all
 }
 
@@ -336,9 +302,9 @@ func (b *backend) finishStop() {
 	b.mu.Unlock()
 	b.emitState()
 	for _, e := range all {
-		b.finishWithError(e.p, &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable,
+		b.finishWithError(e.p, e.e, &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable,
 			Message: fmt.Sprintf("server %q stopped (%v) before answering %s", b.srv.name, err, e.p.method),
-			Data:    map[string]any{"retryable": true, "mayHaveExecuted": e.written}}, e.written, StatusFailed)
+			Data:    map[string]any{"retryable": true, "mayHaveExecuted": e.e.mayHaveRun}}, StatusFailed)
 	}
 }
 
@@ -367,19 +333,17 @@ func (b *backend) restartNow() {
 func (b *backend) drain(reason error) {
 	b.mu.Lock()
 	b.draining = true
-	ch := make(chan struct{})
-	b.emptied = ch
-	b.checkEmptiedLocked()
 	timeout := b.cfg.RequestTimeout
 	if timeout <= 0 {
 		timeout = defaultRequestTimeout
 	}
 	b.mu.Unlock()
+	idle := b.reqs.whenIdle()
 	b.p.wg.Go(func() {
 		t := time.NewTimer(timeout)
 		defer t.Stop()
 		select {
-		case <-ch:
+		case <-idle:
 		case <-t.C:
 		case <-b.done:
 		}
