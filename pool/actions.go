@@ -3,8 +3,6 @@ package pool
 import (
 	"errors"
 	"fmt"
-
-	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
 
 // ErrNotFound means an action named a request or process the pool does
@@ -62,17 +60,11 @@ func (p *Pool) Cancel(poolID uint64) error {
 			if pd == nil || pd.reply != nil {
 				continue
 			}
-			e, won := b.reqs.end(pd)
-			if !won {
+			o := failure(endByUser, errCancelledByUser, b.srv.name, pd.method)
+			o.reason = "cancelled in Switchboard"
+			if !b.finish(pd, o) {
 				return fmt.Errorf("request %d: %w (it just ended)", poolID, ErrNotFound)
 			}
-			p.cancelled.Add(1)
-			if e.mayHaveRun {
-				b.cancelAtChild(pd, "cancelled in Switchboard")
-			}
-			b.finishWithError(pd, e, &jsonrpc.Error{Code: jsonrpc.CodeRequestCancelled,
-				Message: fmt.Sprintf("request cancelled in Switchboard (%s on server %q)", pd.method, b.srv.name),
-				Data:    map[string]any{"mayHaveExecuted": e.mayHaveRun}}, StatusCancelled)
 			return nil
 		}
 	}

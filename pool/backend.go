@@ -218,7 +218,7 @@ func (b *backend) send(p *pending) error {
 	case b.stopErr != nil:
 		err := b.stopErr
 		b.mu.Unlock()
-		return err
+		return newError(errServerStopped, false, b.srv.name, b.srv.name, err, p.method)
 	}
 	r, sess, n := b.reqs.register(p, b.p.opts.MaxPending)
 	switch r {
@@ -227,9 +227,7 @@ func (b *backend) send(p *pending) error {
 		return errAlreadyEnded
 	case tableFull:
 		b.mu.Unlock()
-		return &jsonrpc.Error{Code: jsonrpc.CodeOverloaded,
-			Message: fmt.Sprintf("server %q has %d requests waiting; refusing more", b.srv.name, n),
-			Data:    map[string]any{"retryable": true}}
+		return newError(errServerBusy, false, b.srv.name, b.srv.name, n)
 	}
 	if sess != nil {
 		b.lastClient = sess
@@ -320,25 +318,6 @@ func (b *backend) signal() {
 	case b.wake <- struct{}{}:
 	default:
 	}
-}
-
-// end takes p out of the request table. Exactly one caller wins: the
-// response, the timeout, the cancel, the disconnect or the failure. written
-// says whether the child may have seen the request.
-func (b *backend) end(p *pending) (won, written bool) {
-	e, won := b.reqs.end(p)
-	return won, e.mayHaveRun
-}
-
-// cancelAtChild tells the child to stop working on a request it has seen.
-func (b *backend) cancelAtChild(p *pending, reason string) {
-	params := make([]byte, 0, 64)
-	params = append(params, `{"requestId":`...)
-	params = jsonrpc.AppendUint(params, p.id)
-	params = append(params, `,"reason":`...)
-	params = appendJSONString(params, reason)
-	params = append(params, '}')
-	b.sendRaw(jsonrpc.AppendNotification(nil, "notifications/cancelled", params))
 }
 
 // writeLoop writes the child's stdin whenever a sender did not (send): it
@@ -522,67 +501,24 @@ func (b *backend) oversize(tl *tooLongError) {
 	if !ok {
 		return
 	}
-	p := b.reqs.lookup(id)
-	if p == nil {
-		return
+	if p := b.reqs.lookup(id); p != nil {
+		b.finish(p, failure(endUnusable, errAnswerTooLarge, b.srv.name, tl.size, b.p.opts.MaxMessageBytes))
 	}
-	b.fail(p, &jsonrpc.Error{Code: jsonrpc.CodeMessageTooLarge,
-		Message: fmt.Sprintf("server %q answered with %d bytes or more, over the %d-byte limit", b.srv.name, tl.size, b.p.opts.MaxMessageBytes)})
 }
 
-// onResponse routes a child's answer to the one session that asked.
+// onResponse routes a child's answer to the one session that asked. An
+// answer nobody waits for (its request ended: cancelled, timed out) is an
+// orphan, counted and delivered nowhere.
 func (b *backend) onResponse(msg *jsonrpc.Message) {
 	id, ok := jsonrpc.ParseUint(msg.IDBytes())
-	var p *pending
-	var e ended
-	won := false
 	if ok {
-		if p = b.reqs.lookup(id); p != nil {
-			e, won = b.reqs.end(p)
+		if p := b.reqs.lookup(id); p != nil && b.finish(p, answered(msg)) {
+			return
 		}
 	}
-	if !won {
-		b.orphaned.Add(1)
-		b.p.orphaned.Add(1)
-		b.p.emit(Event{Kind: EventOrphan, Server: b.srv.name, OriginalID: string(msg.IDBytes()), Status: StatusOrphaned})
-		return
-	}
-	if p.timer != nil {
-		p.timer.Stop()
-	}
-	if p.method == "tools/list" && msg.Result.Present() {
-		b.learnHints(msg.Result.Of(msg.Raw)) // a client's, or the pool's own (listToolsForHints)
-	}
-	if p.reply != nil {
-		p.reply <- append([]byte(nil), msg.Raw...)
-		return
-	}
-	sess, origID := e.sess, e.origID
-	if e.held != nil {
-		b.reqs.keep(e.held, append([]byte(nil), msg.Raw...))
-		return
-	}
-	if b.askLegacyClient(p, sess, origID, e.modern, msg) {
-		b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: sess.id, PID: e.pid, PoolID: p.id,
-			Method: p.method, Name: p.name, Status: StatusOK, Size: len(msg.Raw), Written: true, Payload: b.capture(msg.Raw)})
-		return
-	}
-	var out []byte
-	if e.modern && b.childIsLegacy() {
-		out = modernResponse(msg, p.method, origID)
-	} else {
-		out = jsonrpc.Splice(nil, msg.Raw, msg.ID, origID)
-	}
-	status, code, emsg := StatusOK, 0, ""
-	if msg.Error.Present() {
-		status = StatusError
-		code, emsg = errorFields(msg.Error.Of(msg.Raw))
-		b.p.errorsN.Add(1)
-	}
-	sess.deliverResponse(p, origID, out)
-	b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: sess.id, PID: e.pid, PoolID: p.id,
-		Method: p.method, Name: p.name, Status: status, ErrCode: code, Err: emsg, Size: len(out), Written: true,
-		Payload: b.capture(out)})
+	b.orphaned.Add(1)
+	b.p.orphaned.Add(1)
+	b.p.emit(Event{Kind: EventOrphan, Server: b.srv.name, OriginalID: string(msg.IDBytes()), Status: StatusOrphaned})
 }
 
 // progressValue reads a progress notification's progress number.
@@ -601,72 +537,6 @@ func (b *backend) capture(line []byte) []byte {
 		return nil
 	}
 	return append([]byte(nil), line[:min(n, len(line))]...)
-}
-
-// fail ends p with err, telling its session. It reports whether it won.
-func (b *backend) fail(p *pending, err error) bool {
-	e, won := b.reqs.end(p)
-	if !won {
-		return false
-	}
-	b.finishWithError(p, e, err, StatusFailed)
-	return true
-}
-
-func (b *backend) finishWithError(p *pending, e ended, err error, status string) {
-	if p.timer != nil {
-		p.timer.Stop()
-	}
-	if p.reply != nil {
-		close(p.reply)
-		return
-	}
-	rpcErr := asRPCError(err)
-	b.p.errorsN.Add(1)
-	if e.held != nil {
-		b.reqs.keep(e.held, jsonrpc.AppendErrorResponse(nil, e.origID, rpcErr))
-	} else {
-		e.sess.deliverResponse(p, e.origID, jsonrpc.AppendErrorResponse(nil, e.origID, rpcErr))
-	}
-	b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: e.sess.id, PID: e.pid, PoolID: p.id,
-		Method: p.method, Name: p.name, Status: status, ErrCode: rpcErr.Code, Err: rpcErr.Message, Written: e.mayHaveRun})
-}
-
-// expire is the per-request timeout: the client gets an error, the child a
-// cancellation.
-func (b *backend) expire(p *pending) {
-	e, won := b.reqs.end(p)
-	if !won {
-		return
-	}
-	b.p.timeouts.Add(1)
-	timeout := b.requestTimeout()
-	if e.mayHaveRun {
-		b.cancelAtChild(p, "request timed out in switchboard")
-	}
-	b.finishWithError(p, e, &jsonrpc.Error{Code: jsonrpc.CodeRequestTimeout,
-		Message: fmt.Sprintf("server %q did not answer %s within %s", b.srv.name, p.method, timeout),
-		Data:    map[string]any{"retryable": true, "mayHaveExecuted": e.mayHaveRun}}, StatusTimeout)
-}
-
-// cancel ends p because its client cancelled it or went away. The client
-// gets no answer (MCP: a cancelled request is not answered); the child
-// gets notifications/cancelled if it saw the request. Late answers are
-// orphans.
-func (b *backend) cancel(p *pending, reason string) {
-	e, won := b.reqs.end(p)
-	if !won {
-		return
-	}
-	if p.timer != nil {
-		p.timer.Stop()
-	}
-	b.p.cancelled.Add(1)
-	if e.mayHaveRun {
-		b.cancelAtChild(p, reason)
-	}
-	b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: e.sess.id, PID: e.pid, PoolID: p.id,
-		Method: p.method, Name: p.name, Status: StatusCancelled, Err: reason, Written: e.mayHaveRun})
 }
 
 // onChildNotification routes a notification from the child. Nothing is
@@ -753,8 +623,7 @@ func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 	}
 	target := b.pickSession(msg.Method)
 	if target == nil {
-		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, &jsonrpc.Error{Code: jsonrpc.CodeNoClient,
-			Message: fmt.Sprintf("no connected client can answer %s", msg.Method)}))
+		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errNoClient, false, "", msg.Method)))
 		return
 	}
 	id := b.p.nextID.Add(1)
@@ -816,8 +685,7 @@ func (b *backend) detach(s *session, subs []string) {
 	}
 	b.mu.Unlock()
 	for _, id := range unanswered {
-		b.sendRaw(jsonrpc.AppendErrorResponse(nil, id, &jsonrpc.Error{Code: jsonrpc.CodeNoClient,
-			Message: "the client that was asked disconnected"}))
+		b.sendRaw(jsonrpc.AppendErrorResponse(nil, id, newError(errAskedClientLeft, false, "")))
 	}
 	for _, uri := range release {
 		b.internalRequest("resources/unsubscribe", subscribeParams(uri))
@@ -832,7 +700,7 @@ func (b *backend) internalRequest(method string, params []byte) {
 	p := &pending{id: id, method: method, received: time.Now(), reply: make(chan []byte, 1),
 		line: jsonrpc.AppendRequest(nil, id, method, params)}
 	// The timer is set before the request is shared with the reader.
-	p.timer = time.AfterFunc(b.requestTimeout(), func() { b.end(p) })
+	p.timer = time.AfterFunc(b.requestTimeout(), func() { b.expire(p) })
 	if err := b.send(p); err != nil {
 		p.timer.Stop()
 	}

@@ -28,7 +28,7 @@
 //   - notifications/cancelled is rewritten to the pool id; a session that
 //     ends has what it had in flight cancelled at the child, and late
 //     answers are orphans: [session.onNotification], [backend.cancel],
-//     [backend.cancelAtChild], [session.close].
+//     [cancelForChild], [session.close].
 //   - list_changed goes to every session of the child, resources/updated
 //     only to subscribers, and subscriptions are counted so the child sees
 //     one subscribe and one unsubscribe: [backend.onChildNotification],

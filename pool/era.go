@@ -103,7 +103,7 @@ func (b *backend) handshake(c *child) (*handshake, error) {
 			if ok {
 				if hs, err := parseDiscover(raw); err == nil {
 					if initialize != nil {
-						b.end(initialize)
+						b.finish(initialize, outcome{kind: endDropped})
 					}
 					return hs, nil
 				}
@@ -117,7 +117,7 @@ func (b *backend) handshake(c *child) (*handshake, error) {
 			if err != nil {
 				return nil, fmt.Errorf("initialize %s: %w", b.srv.name, err)
 			}
-			b.end(discover)
+			b.finish(discover, outcome{kind: endDropped})
 			// Ahead of any client request queued while the child started.
 			b.mu.Lock()
 			b.queue = append([]outItem{{line: jsonrpc.AppendNotification(nil, "notifications/initialized", nil), early: true}}, b.queue...)
@@ -341,14 +341,6 @@ func errorFields(obj []byte) (int, string) {
 	}
 	_ = json.Unmarshal(obj, &e)
 	return e.Code, e.Message
-}
-
-func asRPCError(err error) *jsonrpc.Error {
-	var e *jsonrpc.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: err.Error()}
 }
 
 func appendJSONString(dst []byte, s string) []byte {

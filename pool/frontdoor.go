@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
@@ -291,8 +290,7 @@ func (s *session) readFrom(r *bufio.Reader, peer syscall.RawConn, hb *handBack) 
 			if errors.As(err, &tl) && err == error(tl) {
 				s.p.parseErrors.Add(1)
 				id, _ := findClientID(tl.head)
-				s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeMessageTooLarge,
-					Message: fmt.Sprintf("message of %d bytes exceeds the %d-byte limit", tl.size, s.p.opts.MaxMessageBytes)})
+				s.replyError(id, newError(errMessageTooLarge, false, "", tl.size, s.p.opts.MaxMessageBytes))
 				continue
 			}
 			if errors.Is(err, io.EOF) {

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"sync/atomic"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
@@ -145,20 +143,9 @@ func (s *session) waitIdle(deadline time.Time) {
 // client gets the at-most-once error, the child a cancellation if it saw
 // the request.
 func (b *backend) abandon(p *pending) {
-	e, won := b.reqs.end(p)
-	if !won {
-		return
-	}
-	written := e.mayHaveRun
-	if written {
-		b.cancelAtChild(p, "switchboard is restarting")
-	}
-	msg := fmt.Sprintf("Switchboard restarted while %s was in flight on server %q; it was not re-sent because it may have executed", p.method, b.srv.name)
-	if !written {
-		msg = fmt.Sprintf("Switchboard restarted before %s reached server %q; it did not run, send it again", p.method, b.srv.name)
-	}
-	b.finishWithError(p, e, &jsonrpc.Error{Code: jsonrpc.CodeBackendDied, Message: msg,
-		Data: map[string]any{"retryable": true, "mayHaveExecuted": written, "server": b.srv.name}}, StatusFailed)
+	o := failure(endPoolStops, errPoolRestarting, b.srv.name, p.method)
+	o.reason = "switchboard is restarting"
+	b.finish(p, o)
 }
 
 // handOverRelay ends a relayed session's connection for a hand-back, once

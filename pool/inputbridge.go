@@ -3,7 +3,6 @@ package pool
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -58,20 +57,22 @@ func (r *inputRounds) take(id uint64) *inputRound {
 
 // askLegacyClient turns a modern child's input_required answer to a
 // legacy client's call into questions to that client. It reports whether
-// it took the answer (false: deliver it as it is).
-func (b *backend) askLegacyClient(p *pending, sess *session, origID []byte, modern bool, msg *jsonrpc.Message) bool {
-	if modern || sess == nil || !msg.Result.Present() {
-		return false
+// it took the answer (false: deliver it as it is), or the error the
+// client gets instead when it cannot answer the questions.
+func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (asked bool, refusal *jsonrpc.Error) {
+	sess, origID := e.sess, e.origID
+	if e.modern || e.held != nil || sess == nil || !msg.Result.Present() {
+		return false, nil
 	}
 	b.mu.Lock()
 	modernChild := b.hs != nil && b.hs.era == EraModern
 	b.mu.Unlock()
 	if !modernChild { // the common case: no scan of the result
-		return false
+		return false, nil
 	}
 	res := msg.Result.Of(msg.Raw)
 	if t, _ := jsonrpc.String(res, jsonrpc.Member(res, "resultType")); t != "input_required" {
-		return false
+		return false, nil
 	}
 	var r struct {
 		InputRequests map[string]struct {
@@ -81,17 +82,21 @@ func (b *backend) askLegacyClient(p *pending, sess *session, origID []byte, mode
 		RequestState json.RawMessage `json:"requestState"`
 	}
 	if err := json.Unmarshal(res, &r); err != nil {
-		return false
+		return false, nil
 	}
 	for _, q := range r.InputRequests {
 		if !sess.canAnswer(q.Method) {
-			sess.deliverResponse(p, origID, jsonrpc.AppendErrorResponse(nil, origID, &jsonrpc.Error{Code: jsonrpc.CodeNoClient,
-				Message: fmt.Sprintf("server %q needs %s, which this client did not declare", b.srv.name, q.Method)}))
-			return true
+			return false, newError(errCannotAsk, true, b.srv.name, b.srv.name, q.Method)
 		}
 	}
 	x := &inputRound{b: b, sess: sess, call: p, origID: origID, state: r.RequestState, left: map[uint64]string{},
 		answer: map[string]json.RawMessage{}}
+	// The timer is set before the round is shared (rounds.add): an answer
+	// may stop it as soon as it is.
+	timeout := b.requestTimeout()
+	x.timer = time.AfterFunc(timeout, func() {
+		x.end(newError(errQuestionsUnanswered, true, b.srv.name, b.srv.name, timeout))
+	})
 	questions := make([][]byte, 0, len(r.InputRequests))
 	for key, q := range r.InputRequests {
 		id := b.p.nextID.Add(1)
@@ -99,18 +104,14 @@ func (b *backend) askLegacyClient(p *pending, sess *session, origID []byte, mode
 		b.p.rounds.add(id, x)
 		questions = append(questions, jsonrpc.AppendRequest(nil, id, q.Method, q.Params))
 	}
-	x.timer = time.AfterFunc(b.requestTimeout(), func() {
-		x.end(&jsonrpc.Error{Code: jsonrpc.CodeRequestTimeout,
-			Message: fmt.Sprintf("the client did not answer server %q's questions within %s", b.srv.name, b.requestTimeout())})
-	})
 	if len(questions) == 0 { // only a requestState: retry at once
 		x.retry()
-		return true
+		return true, nil
 	}
 	for _, q := range questions {
 		sess.deliver(q)
 	}
-	return true
+	return true, nil
 }
 
 // answerRound takes a legacy client's answer to one of the pool's
@@ -130,7 +131,7 @@ func (s *session) answerRound(msg *jsonrpc.Message) bool {
 	}
 	if msg.Error.Present() {
 		_, m := errorFields(msg.Error.Of(msg.Raw))
-		x.end(&jsonrpc.Error{Code: jsonrpc.CodeNoClient, Message: "the client refused the server's question: " + m})
+		x.end(newError(errQuestionRefused, true, x.b.srv.name, x.b.srv.name, m))
 		return true
 	}
 	x.mu.Lock()
@@ -175,8 +176,7 @@ func (x *inputRound) retry() {
 	p, s := x.call, x.sess
 	msg, err := jsonrpc.Parse(p.line)
 	if err != nil || !msg.Params.Present() {
-		x.sess.deliverResponse(p, x.origID, jsonrpc.AppendErrorResponse(nil, x.origID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: "cannot retry the call"}))
+		x.sess.deliverResponse(p, x.origID, jsonrpc.AppendErrorResponse(nil, x.origID, newError(errCannotRetry, true, x.b.srv.name)))
 		return
 	}
 	params := map[string]json.RawMessage{}
@@ -203,11 +203,7 @@ func (x *inputRound) retry() {
 	s.p.emit(Event{Kind: EventRequestReceived, Time: next.received, Server: s.srv.name, Session: s.id, PoolID: id,
 		Method: next.method, Name: next.name, OriginalID: string(x.origID), Size: len(line),
 		Payload: x.b.capture(line)})
-	if err := x.b.send(next); err != nil {
-		next.timer.Stop()
-		if errors.Is(err, errAlreadyEnded) {
-			return
-		}
-		s.deliverResponse(next, x.origID, jsonrpc.AppendErrorResponse(nil, x.origID, asRPCError(err)))
+	if err := x.b.send(next); err != nil && !errors.Is(err, errAlreadyEnded) {
+		x.b.finish(next, outcome{kind: endRefused, rpcErr: asRPCError(err)})
 	}
 }

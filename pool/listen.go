@@ -2,7 +2,6 @@ package pool
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -60,7 +59,7 @@ func (s *session) listen(id, params []byte) {
 		Notifications filter `json:"notifications"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
-		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "subscriptions/listen: " + err.Error()})
+		s.replyError(id, newError(errBadParams, false, "", "subscriptions/listen", err))
 		return
 	}
 	honored := hs.honor(p.Notifications)
@@ -76,8 +75,7 @@ func (s *session) listen(id, params []byte) {
 	}
 	s.mu.Unlock()
 	if dup {
-		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("request id %s is already in flight in this session", id)})
+		s.replyError(id, newError(errDuplicateID, false, "", id))
 		return
 	}
 	if hs.era == EraModern {
@@ -287,9 +285,7 @@ func (b *backend) syncUpstream() {
 		}
 	}
 	if alive {
-		if won, written := b.end(old); won && written {
-			b.cancelAtChild(old, "the pool's listen was replaced")
-		}
+		b.finish(old, outcome{kind: endByClient, reason: "the pool's listen was replaced"})
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -105,12 +104,11 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 	if sess, _, _ := b.reqs.recipient(p); sess == nil || !sess.declared(capability) {
 		// 2026-07-28: a server must not ask what the client did not
 		// declare; the call cannot go on without it.
-		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, &jsonrpc.Error{Code: jsonrpc.CodeNoClient,
-			Message: fmt.Sprintf("the client did not declare %s", capability)}))
-		if b.fail(p, &jsonrpc.Error{Code: codeMissingCapability, Message: "Missing required client capability: " + capability,
-			Data: map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}}}) {
-			b.cancelAtChild(p, "the client lacks the "+capability+" capability")
-		}
+		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errClientUndeclared, false, "", capability)))
+		o := failure(endClientCannot, errMissingCapability, b.srv.name, capability)
+		o.extra = map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}}
+		o.reason = "the client lacks the " + capability + " capability"
+		b.finish(p, o)
 		return true
 	}
 	x := &mrtrHold{state: newRequestState(), key: "sb-" + strconv.FormatUint(b.p.nextID.Add(1), 10), b: b, p: p,
@@ -119,8 +117,7 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 	sess, origID, ok := b.reqs.hold(x)
 	if !ok {
 		// The call ended (or another question took it) meanwhile.
-		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, &jsonrpc.Error{Code: jsonrpc.CodeNoClient,
-			Message: fmt.Sprintf("no connected client can answer %s", msg.Method)}))
+		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errNoClient, false, "", msg.Method)))
 		return true
 	}
 	b.p.holds.put(x)
@@ -177,8 +174,7 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte) bool {
 		name, _ = jsonrpc.String(params, jsonrpc.Member(params, "uri"))
 	}
 	if x.server != s.srv.name || x.method != msg.Method || x.name != name {
-		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-			Message: "requestState does not belong to this request"})
+		s.replyError(id, newError(errNotOurState, false, ""))
 		return true
 	}
 	s.noteModern(params)
@@ -191,8 +187,7 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte) bool {
 	s.mu.Lock()
 	if _, dup := s.inflight[string(id)]; dup {
 		s.mu.Unlock()
-		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("request id %s is already in flight in this session", id)})
+		s.replyError(id, newError(errDuplicateID, false, "", id))
 		return true
 	}
 	s.inflight[string(id)] = p // origID becomes id below
@@ -215,14 +210,13 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte) bool {
 		s.forget(p, id)
 		m, err := jsonrpc.Parse(final)
 		if err != nil {
-			s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the held call's answer is unreadable"})
+			s.replyError(id, newError(errUnreadableHeld, false, ""))
 			return true
 		}
 		s.deliver(modernResponse(&m, p.method, id))
 	case done:
 		s.forget(p, id)
-		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeRequestCancelled,
-			Message: "the call ended while waiting for the client's input; call again"})
+		s.replyError(id, newError(errHeldCallEnded, true, s.srv.name))
 	case answer == nil:
 		// The client did not answer: ask again, as the spec prefers to
 		// an error. The question is the same; only the state is new.

@@ -264,30 +264,26 @@ func (t *requestTable) whenIdle() <-chan struct{} {
 	return ch
 }
 
-// endedReq is a request the table ended for its caller to answer.
-type endedReq struct {
-	p *pending
-	e ended
-}
-
-// endAll ends every request, for a backend that stops or fails.
-func (t *requestTable) endAll() []endedReq {
-	var all []endedReq
+// all lists every request in flight, in pool-id order, for a backend
+// that stops or fails: its caller finishes each.
+func (t *requestTable) all() []*pending {
+	var all []*pending
 	t.update(func(in *inFlight) {
-		all = make([]endedReq, 0, len(in.pending))
+		all = make([]*pending, 0, len(in.pending))
 		for _, p := range in.pending {
-			all = append(all, endedReq{p, in.endLocked(p)})
+			all = append(all, p)
 		}
 	})
-	slices.SortFunc(all, func(x, y endedReq) int { return cmpID(x.p, y.p) })
+	slices.SortFunc(all, cmpID)
 	return all
 }
 
 // afterExit applies the at-most-once rule to every request when the child
 // died (reap): what it had not been written stays queued; what it had
-// is re-queued once if safe(p) says it may be repeated, else ended. It
-// returns the re-queued requests in pool-id order and the ended ones.
-func (t *requestTable) afterExit(safe func(*pending) bool) (retry []*pending, failed []endedReq) {
+// is re-queued once if safe(p) says it may be repeated, and otherwise
+// listed in failed, for the caller to finish. Both lists are in pool-id
+// order. The dead child's questions to clients are forgotten.
+func (t *requestTable) afterExit(safe func(*pending) bool) (retry, failed []*pending) {
 	t.update(func(in *inFlight) {
 		for _, p := range in.pending {
 			if p.state != stWritten && p.state != stWriting {
@@ -300,12 +296,12 @@ func (t *requestTable) afterExit(safe func(*pending) bool) (retry []*pending, fa
 				retry = append(retry, p)
 				continue
 			}
-			failed = append(failed, endedReq{p, in.endLocked(p)})
+			failed = append(failed, p)
 		}
 		clear(in.reverse) // the dead child's questions to clients are void
 	})
 	slices.SortFunc(retry, cmpID)
-	slices.SortFunc(failed, func(x, y endedReq) int { return cmpID(x.p, y.p) })
+	slices.SortFunc(failed, cmpID)
 	return retry, failed
 }
 

@@ -99,7 +99,8 @@ func TestRequestStateMachine(t *testing.T) {
 			{"start", true, stWriting, true}, {"wrote", true, stWritten, true}, {"requeue", true, stQueued, true},
 			{"start", true, stWriting, true}, {"unwrite", true, stQueued, true}, {"end", true, stDone, true}}},
 		{"re-sent once only", []step{{"register", true, stQueued, false}, {"start", true, stWriting, true},
-			{"requeue", true, stQueued, true}, {"start", true, stWriting, true}, {"requeue", false, stDone, true}}},
+			{"requeue", true, stQueued, true}, {"start", true, stWriting, true}, {"requeue", false, stWriting, true},
+			{"fail", true, stDone, true}}},
 		{"written and not safe to repeat fails", []step{{"register", true, stQueued, false}, {"start", true, stWriting, true},
 			{"wrote", true, stWritten, true}, {"fail", true, stDone, true}}},
 		{"a write that ended meanwhile is not marked written", []step{{"register", true, stQueued, false},
@@ -125,11 +126,8 @@ func TestRequestStateMachine(t *testing.T) {
 				case "requeue", "fail":
 					retry, failed := tab.afterExit(func(*pending) bool { return st.move == "requeue" })
 					ok = len(retry) == 1
-					if st.move == "fail" {
-						ok = len(failed) == 1
-					}
-					if len(failed) == 1 {
-						lastEnd = failed[0].e
+					if st.move == "fail" && len(failed) == 1 {
+						lastEnd, ok = tab.end(failed[0])
 					}
 				case "end":
 					lastEnd, ok = tab.end(p)

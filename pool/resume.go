@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
@@ -41,12 +40,7 @@ func (s *session) resume(r *wire.Resume) {
 		if u.Method == "" {
 			u.Method = "a request"
 		}
-		msg := fmt.Sprintf("Switchboard restarted while %s was in flight on server %q; it was not re-sent because it may have executed", u.Method, s.srv.name)
-		if !u.Written {
-			msg = fmt.Sprintf("Switchboard restarted before %s reached server %q; it did not run, send it again", u.Method, s.srv.name)
-		}
-		s.replyError([]byte(u.OriginalID), &jsonrpc.Error{Code: jsonrpc.CodeBackendDied, Message: msg,
-			Data: map[string]any{"retryable": true, "mayHaveExecuted": u.Written, "server": s.srv.name}})
+		s.replyError([]byte(u.OriginalID), newError(errPoolRestarting, u.Written, s.srv.name, s.srv.name, u.Method))
 	}
 	if len(reqs) > 0 {
 		s.p.log.Info("answered a reattached session's lost requests", "session", s.id, "count", len(reqs))

@@ -109,3 +109,15 @@ func lastBrace(b []byte) int {
 	}
 	return len(b)
 }
+
+// cancelForChild is the notifications/cancelled the pool sends a child for
+// its request poolID.
+func cancelForChild(poolID uint64, reason string) []byte {
+	params := make([]byte, 0, 64)
+	params = append(params, `{"requestId":`...)
+	params = jsonrpc.AppendUint(params, poolID)
+	params = append(params, `,"reason":`...)
+	params = appendJSONString(params, reason)
+	params = append(params, '}')
+	return jsonrpc.AppendNotification(nil, "notifications/cancelled", params)
+}

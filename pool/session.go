@@ -3,7 +3,6 @@ package pool
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -106,14 +105,14 @@ func (s *session) handle(line []byte) {
 	msg, err := jsonrpc.Parse(line)
 	if err != nil {
 		s.p.parseErrors.Add(1)
-		code := jsonrpc.CodeInvalidRequest
+		kind := errInvalid
 		var id []byte
 		if errors.Is(err, jsonrpc.ErrParse) {
-			code = jsonrpc.CodeParseError
+			kind = errParse
 		} else if msg.ID.Present() {
 			id = append([]byte(nil), msg.IDBytes()...)
 		}
-		s.deliver(jsonrpc.AppendErrorResponse(nil, id, &jsonrpc.Error{Code: code, Message: err.Error()}))
+		s.deliver(jsonrpc.AppendErrorResponse(nil, id, newError(kind, false, "", err)))
 		return
 	}
 	if err := jsonrpc.Strict(&msg); err != nil {
@@ -123,7 +122,7 @@ func (s *session) handle(line []byte) {
 		if msg.Kind == jsonrpc.KindRequest {
 			id = append([]byte(nil), msg.IDBytes()...)
 		}
-		s.deliver(jsonrpc.AppendErrorResponse(nil, id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}))
+		s.deliver(jsonrpc.AppendErrorResponse(nil, id, newError(errInvalid, false, "", err)))
 		return
 	}
 	s.mu.Lock()
@@ -272,7 +271,7 @@ func (s *session) adoptInitialize(params []byte) (json.RawMessage, error) {
 		ClientInfo Implementation `json:"clientInfo"`
 	}
 	if err := json.Unmarshal(params, &req); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
+		return nil, newError(errBadParams, false, "", "initialize", err)
 	}
 	hs, err := s.srv.handshake(s)
 	if err != nil {
@@ -366,8 +365,7 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 	s.mu.Lock()
 	if _, dup := s.inflight[string(id)]; dup {
 		s.mu.Unlock()
-		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("request id %s is already in flight in this session", id)})
+		s.replyError(id, newError(errDuplicateID, false, "", id))
 		return
 	}
 	if isClosed(s.closed) {
@@ -387,15 +385,8 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 
 	s.p.emit(Event{Kind: EventRequestReceived, Time: p.received, Server: s.srv.name, Session: s.id, PoolID: poolID,
 		Method: p.method, Name: p.name, OriginalID: string(id), Size: len(msg.Raw), Payload: b.capture(msg.Raw)})
-	if err := b.send(p); err != nil {
-		p.timer.Stop()
-		if errors.Is(err, errAlreadyEnded) {
-			return // cancelled as it was sent: answered by whoever ended it
-		}
-		s.forget(p, id)
-		s.replyError(id, err)
-		s.p.emit(Event{Kind: EventRequestDone, Server: s.srv.name, Session: s.id, PoolID: poolID, Method: p.method,
-			Name: p.name, Status: StatusFailed, ErrCode: asRPCError(err).Code, Err: err.Error()})
+	if err := b.send(p); err != nil && !errors.Is(err, errAlreadyEnded) { // (ended as it was sent: answered by whoever ended it)
+		b.finish(p, outcome{kind: endRefused, rpcErr: asRPCError(err)})
 	}
 }
 
@@ -494,13 +485,10 @@ func (s *session) forget(p *pending, id []byte) {
 // bounds it), so the byte limit refuses only piling up.
 func (s *session) overLimitLocked(size int) *jsonrpc.Error {
 	if limit := s.p.opts.MaxSessionInFlight; len(s.inflight) >= limit {
-		return &jsonrpc.Error{Code: jsonrpc.CodeOverloaded, Message: fmt.Sprintf(
-			"this session has %d requests in flight, its limit: wait for answers before sending more (other sessions are not affected)", limit)}
+		return newError(errSessionBusy, false, "", limit)
 	}
 	if limit := s.p.opts.MaxSessionBytes; s.inflightBytes > 0 && s.inflightBytes+size > limit {
-		return &jsonrpc.Error{Code: jsonrpc.CodeOverloaded, Message: fmt.Sprintf(
-			"this session's requests in flight hold %d bytes and this one has %d, past its limit of %d: wait for answers before sending more (other sessions are not affected)",
-			s.inflightBytes, size, limit)}
+		return newError(errSessionBytes, false, "", s.inflightBytes, size, limit)
 	}
 	return nil
 }

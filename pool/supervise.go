@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
 
 // supervise alone starts, handshakes, waits for and restarts the backend's
@@ -206,21 +204,8 @@ func (b *backend) reap(c *child) {
 	exit := c.describeExit()
 	b.log.Info("child exited", "pid", c.pid, "exit", exit, "failedRequests", len(failed), "retried", len(retry))
 	b.p.emit(Event{Kind: EventBackendExited, Server: b.srv.name, PID: c.pid, ExitCode: c.exitCode(), Err: exit, Session: b.ownerID()})
-	for _, f := range failed {
-		p := f.p
-		if p.reply != nil {
-			if p.timer != nil {
-				p.timer.Stop()
-			}
-			close(p.reply)
-			continue
-		}
-		msg := fmt.Sprintf("server %q exited (%s) while handling %s; it was not re-sent because it may have executed", b.srv.name, exit, p.method)
-		if len(tail) > 0 {
-			msg += "; last stderr: " + strings.Join(tail, " | ")
-		}
-		b.finishWithError(p, f.e, &jsonrpc.Error{Code: jsonrpc.CodeBackendDied, Message: msg,
-			Data: map[string]any{"retryable": true, "mayHaveExecuted": true, "server": b.srv.name}}, StatusFailed)
+	for _, p := range failed {
+		b.finish(p, failure(endChildGone, errChildDied, b.srv.name, exit, p.method, stderrNote(tail)))
 	}
 	b.signal()
 }
@@ -246,14 +231,10 @@ func (b *backend) noteCrash(cause error) bool {
 		b.emitState()
 		return false
 	}
-	tail := b.stderr.tail(5)
-	msg := fmt.Sprintf("server %q failed: it exited %d times in %s (last: %s)", b.srv.name, len(b.exits), pol.Window, cause)
-	if len(tail) > 0 {
-		msg += "; last stderr: " + strings.Join(tail, " | ")
-	}
+	args := []any{b.srv.name, len(b.exits), pol.Window, cause, stderrNote(b.stderr.tail(5))}
+	failed := map[string]any{"state": StateFailed}
 	b.state = StateFailed
-	b.hsErr = &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: msg,
-		Data: map[string]any{"server": b.srv.name, "state": StateFailed}}
+	b.hsErr = newErrorData(errServerFailed, false, b.srv.name, failed, args...) // what later requests are refused with
 	if ch := b.hsDone; ch != nil {
 		select {
 		case <-ch:
@@ -263,23 +244,33 @@ func (b *backend) noteCrash(cause error) bool {
 	}
 	all := b.takeAllLocked()
 	b.mu.Unlock()
-	b.log.Error("server failed", "reason", msg)
+	b.log.Error("server failed", "reason", b.hsErr.Error())
 	b.emitState()
-	for _, e := range all {
-		// A request re-queued after reaching an earlier child (safe to
-		// repeat) may have run there.
-		b.finishWithError(e.p, e.e, &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: msg,
-			Data: map[string]any{"server": b.srv.name, "state": StateFailed, "mayHaveExecuted": e.e.mayHaveRun}}, StatusFailed)
+	for _, p := range all {
+		// Whether each may have run is its own: a request re-queued after
+		// reaching an earlier child (safe to repeat) may have run there.
+		o := failure(endChildGone, errServerFailed, args...)
+		o.extra = failed
+		b.finish(p, o)
 	}
 	return true
 }
 
-// takeAllLocked ends every pending request and empties the queue,
-// returning the requests for the caller to answer.
-func (b *backend) takeAllLocked() []endedReq {
-	all := b.reqs.endAll()
+// takeAllLocked empties the queue and returns every request in flight,
+// for the caller to finish: after the backend's state changed, under
+// the same lock, so that no request is queued after it.
+func (b *backend) takeAllLocked() []*pending {
 	b.queue = nil
-	return all
+	return b.reqs.all()
+}
+
+// stderrNote is the end of an error message that quotes the child's last
+// stderr lines, if it wrote any.
+func stderrNote(tail []string) string {
+	if len(tail) == 0 {
+		return ""
+	}
+	return "; last stderr: " + strings.Join(tail, " | ")
 }
 
 // finishStop answers everything still pending once the backend stops.
@@ -296,15 +287,13 @@ func (b *backend) finishStop() {
 		}
 	}
 	if b.hsErr == nil {
-		b.hsErr = &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: fmt.Sprintf("server %q stopped: %v", b.srv.name, err)}
+		b.hsErr = newError(errServerUnavailable, false, "", fmt.Sprintf("server %q stopped: %v", b.srv.name, err))
 	}
 	all := b.takeAllLocked()
 	b.mu.Unlock()
 	b.emitState()
-	for _, e := range all {
-		b.finishWithError(e.p, e.e, &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable,
-			Message: fmt.Sprintf("server %q stopped (%v) before answering %s", b.srv.name, err, e.p.method),
-			Data:    map[string]any{"retryable": true, "mayHaveExecuted": e.e.mayHaveRun}}, StatusFailed)
+	for _, p := range all {
+		b.finish(p, failure(endChildGone, errServerStopped, b.srv.name, err, p.method))
 	}
 }
 
