@@ -550,27 +550,27 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 	}
 	switch msg.Method {
 	case "notifications/progress":
-		tok := jsonrpc.Member(params, "progressToken")
-		n, ok := jsonrpc.ParseUint(tok.Of(params))
+		token, at, ok := poolTokenOf(msg)
 		if !ok {
 			return
 		}
 		progress, hasValue := progressValue(params)
-		to, origToken := b.reqs.progress(n, progress, hasValue)
+		to, origToken := b.reqs.progress(token, progress, hasValue)
 		if to == nil {
 			return // the request ended (its client no longer cares), waits for a retry, or went back
 		}
-		abs := jsonrpc.Span{Start: msg.Params.Start + tok.Start, End: msg.Params.Start + tok.End}
-		to.deliver(jsonrpc.Splice(nil, msg.Raw, abs, origToken))
+		to.deliver(progressForClient(msg, at, origToken))
 	case "notifications/cancelled":
 		// The child gives up on a request it sent to a client.
-		rid := jsonrpc.Member(params, "requestId")
-		poolID, sess := b.reqs.withdrawQuestion(rid.Of(params))
+		childID, at := childCancelTarget(msg)
+		if childID == nil {
+			return
+		}
+		poolID, sess := b.reqs.withdrawQuestion(childID)
 		if sess == nil {
 			return
 		}
-		abs := jsonrpc.Span{Start: msg.Params.Start + rid.Start, End: msg.Params.Start + rid.End}
-		sess.deliver(jsonrpc.Splice(nil, msg.Raw, abs, jsonrpc.AppendUint(nil, poolID)))
+		sess.deliver(cancelledForClient(msg, at, poolID))
 	case "notifications/resources/updated":
 		uri, _ := jsonrpc.String(params, jsonrpc.Member(params, "uri"))
 		for _, s := range b.sessions() {
@@ -628,7 +628,7 @@ func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 	}
 	id := b.p.nextID.Add(1)
 	b.reqs.addQuestion(id, childID, target)
-	target.deliver(jsonrpc.Splice(nil, msg.Raw, msg.ID, jsonrpc.AppendUint(nil, id)))
+	target.deliver(requestForClient(msg, id))
 }
 
 func (b *backend) pickSession(method string) *session {
@@ -664,7 +664,7 @@ func (b *backend) answerChild(from *session, msg *jsonrpc.Message) bool {
 	if !ok {
 		return false
 	}
-	b.sendRaw(jsonrpc.Splice(nil, msg.Raw, msg.ID, childID))
+	b.sendRaw(answerForChild(msg, childID))
 	return true
 }
 

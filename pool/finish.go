@@ -162,7 +162,7 @@ func (b *backend) responseFor(msg *jsonrpc.Message, method string, e ended) []by
 	if e.modern && b.childIsLegacy() {
 		return modernResponse(msg, method, e.origID)
 	}
-	return jsonrpc.Splice(nil, msg.Raw, msg.ID, e.origID)
+	return responseForClient(nil, msg, e.origID)
 }
 
 // expire is the request timeout: the client gets an error, the child a

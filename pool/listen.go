@@ -196,22 +196,6 @@ func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string) {
 	}
 }
 
-// tagNotification is msg with params._meta's subscriptionId set to id.
-func tagNotification(msg *jsonrpc.Message, id []byte) []byte {
-	params := map[string]json.RawMessage{}
-	if msg.Params.Present() {
-		_ = json.Unmarshal(msg.Params.Of(msg.Raw), &params)
-	}
-	meta := map[string]json.RawMessage{}
-	if m, ok := params["_meta"]; ok {
-		_ = json.Unmarshal(m, &meta)
-	}
-	meta[metaSubscriptionID] = json.RawMessage(id)
-	params["_meta"], _ = json.Marshal(meta)
-	out, _ := json.Marshal(params)
-	return jsonrpc.AppendNotification(nil, msg.Method, out)
-}
-
 // upstream is the one subscriptions/listen the pool keeps open on a
 // modern child for all of the child's listeners. mu serializes its
 // reopening; it is taken before backend.mu and session.mu, never after.

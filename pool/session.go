@@ -358,9 +358,12 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 		return
 	}
 	poolID := s.p.nextID.Add(1)
-	in := rewriteRequest(msg, poolID, &s.p.nextID, meta)
+	in := rewriteRequest(msg, poolID, meta)
 	p := &pending{id: poolID, sess: s, b: b, origID: id, method: msg.Method, name: in.name, line: in.line,
-		token: in.token, origToken: in.origToken, received: time.Now(), modern: era == EraModern}
+		origToken: in.origToken, received: time.Now(), modern: era == EraModern}
+	if in.origToken != nil {
+		p.token = poolID
+	}
 
 	s.mu.Lock()
 	if _, dup := s.inflight[string(id)]; dup {
@@ -437,13 +440,7 @@ func (s *session) onNotification(msg *jsonrpc.Message) {
 	if err != nil {
 		return
 	}
-	// Re-written from its parsed members, never passed on as bytes: no
-	// member the pool did not classify reaches the child.
-	var params []byte
-	if msg.Params.Present() {
-		params = msg.Params.Of(msg.Raw)
-	}
-	b.sendRaw(jsonrpc.AppendNotification(nil, msg.Method, params))
+	b.sendRaw(notificationForChild(msg))
 }
 
 // onResponse routes the client's answer to a child's request.
