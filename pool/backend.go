@@ -110,13 +110,23 @@ type outItem struct {
 }
 
 func newBackend(srv *server, cfg ServerConfig, owner *session, roots []string, caps clientCaps) *backend {
-	b := buildBackend(srv, cfg, owner, roots, caps)
+	b := buildBackend(srv, cfg, owner, roots, caps, nil)
 	srv.p.wg.Go(b.supervise)
 	return b
 }
 
-// buildBackend makes a backend without starting its supervisor.
-func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string, caps clientCaps) *backend {
+// adoption is a running child an earlier pool handed over (carry.go),
+// for a new backend to adopt instead of starting its first child.
+type adoption struct {
+	child    *child
+	hs       *handshake
+	logLevel string   // the level the earlier pool set on it
+	resolved []string // what it was started as
+}
+
+// buildBackend makes a backend, complete, without starting its
+// supervisor. adopt, when set, is the child it begins with.
+func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string, caps clientCaps, adopt *adoption) *backend {
 	caps.roots = len(roots) > 0
 	b := &backend{
 		p: srv.p, srv: srv, owner: owner, roots: roots, caps: caps, cfg: cfg, createdAt: time.Now(),
@@ -132,6 +142,11 @@ func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string,
 		subs:     map[string]int{},
 		hints:    map[string]bool{},
 		detachQ:  make(chan struct{}),
+	}
+	if adopt != nil {
+		b.carried, b.carriedHS = adopt.child, adopt.hs
+		b.child, b.startedAt = adopt.child, adopt.child.started // shown at once; supervise makes it ready
+		b.childLevel, b.resolved = adopt.logLevel, adopt.resolved
 	}
 	return b
 }
@@ -151,6 +166,10 @@ func (b *backend) setConfig(cfg ServerConfig) {
 func (b *backend) requestTimeout() time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.requestTimeoutLocked()
+}
+
+func (b *backend) requestTimeoutLocked() time.Duration {
 	if b.cfg.RequestTimeout > 0 {
 		return b.cfg.RequestTimeout
 	}
@@ -220,7 +239,11 @@ func (b *backend) send(p *pending) error {
 		b.mu.Unlock()
 		return newError(errServerStopped, false, b.srv.name, b.srv.name, err, p.method)
 	}
-	r, sess, n := b.reqs.register(p, b.p.opts.MaxPending)
+	timeout := b.requestTimeoutLocked()
+	if p.open {
+		timeout = 0
+	}
+	r, sess, n := b.reqs.register(p, b.p.opts.MaxPending, timeout, b.expire)
 	switch r {
 	case alreadyEnded:
 		b.mu.Unlock()
@@ -699,11 +722,7 @@ func (b *backend) internalRequest(method string, params []byte) {
 	id := b.p.nextID.Add(1)
 	p := &pending{id: id, method: method, received: time.Now(), reply: make(chan []byte, 1),
 		line: jsonrpc.AppendRequest(nil, id, method, params)}
-	// The timer is set before the request is shared with the reader.
-	p.timer = time.AfterFunc(b.requestTimeout(), func() { b.expire(p) })
-	if err := b.send(p); err != nil {
-		p.timer.Stop()
-	}
+	_ = b.send(p) // refused: the backend stopped or failed, and the child with it
 }
 
 // subscribe counts a session's subscription to uri. Only the first

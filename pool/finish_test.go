@@ -36,12 +36,12 @@ func newEndingRig(t *testing.T) *endingRig {
 	if err := r.p.Apply([]ServerConfig{{Name: "x", Command: "/bin/true", Restart: RestartPolicy{MaxRestarts: 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := r.p.newSession("x", "test", 0, nil)
+	s, err := r.p.newSession("x", sessionSetup{transport: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.s = s
-	r.b = buildBackend(s.srv, s.srv.config(), nil, nil, clientCaps{})
+	r.b = buildBackend(s.srv, s.srv.config(), nil, nil, clientCaps{}, nil)
 	// The backend is the session's partition's, as a started one would be,
 	// so that Pool.Cancel and the session's requests find it.
 	s.srv.mu.Lock()
@@ -60,7 +60,7 @@ func newEndingRig(t *testing.T) *endingRig {
 func (r *endingRig) add(poolID uint64, id string, state reqState, ever bool) *pending {
 	pe := &pending{id: poolID, sess: r.s, b: r.b, origID: []byte(id), method: "tools/call", name: "t",
 		line: []byte(`{"jsonrpc":"2.0","id":` + fmt.Sprint(poolID) + `,"method":"tools/call"}`)}
-	r.b.reqs.register(pe, 100)
+	r.b.reqs.register(pe, 100, 0, nil)
 	r.b.reqs.update(func(*inFlight) { pe.state, pe.everWritten = state, ever })
 	r.s.mu.Lock()
 	r.s.trackLocked(pe.origID, pe)

@@ -74,9 +74,7 @@ func (p *Pool) handBackSessions(sessions []*session, grace time.Duration) (other
 	deadline := time.Now().Add(grace)
 	var handed []*session
 	for _, s := range sessions {
-		s.mu.Lock()
 		hb := s.hb
-		s.mu.Unlock()
 		if hb == nil || !hb.pausing.CompareAndSwap(false, true) || !s.alive() {
 			others = append(others, s)
 			continue

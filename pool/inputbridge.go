@@ -197,7 +197,6 @@ func (x *inputRound) retry() {
 		s.mu.Unlock()
 		return // the client cancelled or went away meanwhile
 	}
-	next.timer = time.AfterFunc(x.b.requestTimeout(), func() { x.b.expire(next) }) // before next is shared
 	s.trackLocked(x.origID, next)
 	s.mu.Unlock()
 	s.p.emit(Event{Kind: EventRequestReceived, Time: next.received, Server: s.srv.name, Session: s.id, PoolID: id,

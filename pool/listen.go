@@ -263,7 +263,7 @@ func (b *backend) syncUpstream() {
 			metaProtocolVersion: Modern, metaClientCapabilities: map[string]any{}, metaClientInfo: json.RawMessage(info)}})
 		id := b.p.nextID.Add(1)
 		p := &pending{id: id, method: "subscriptions/listen", received: time.Now(), reply: make(chan []byte, 1),
-			line: jsonrpc.AppendRequest(nil, id, "subscriptions/listen", params)}
+			line: jsonrpc.AppendRequest(nil, id, "subscriptions/listen", params), open: true}
 		if b.send(p) == nil {
 			b.up.p = p
 		}

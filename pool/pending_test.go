@@ -19,11 +19,11 @@ func TestEndingSaysWhatMayHaveRun(t *testing.T) {
 			if err := p.Apply([]ServerConfig{{Name: "x", Command: "/bin/true", Restart: RestartPolicy{MaxRestarts: 1}}}); err != nil {
 				t.Fatal(err)
 			}
-			s, err := p.newSession("x", "test", 0, nil)
+			s, err := p.newSession("x", sessionSetup{transport: "test"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			b := buildBackend(s.srv, s.srv.config(), nil, nil, clientCaps{})
+			b := buildBackend(s.srv, s.srv.config(), nil, nil, clientCaps{}, nil)
 			add := func(id string, state reqState, ever bool) {
 				pe := &pending{id: uint64(b.reqs.count() + 1), sess: s, b: b, origID: []byte(id), method: "tools/call", state: state, everWritten: ever}
 				b.reqs.update(func(in *inFlight) { in.pending[pe.id] = pe })

@@ -45,7 +45,8 @@ type pending struct {
 	origToken []byte
 	received  time.Time
 	reply     chan []byte // the pool's own requests: the raw answer, or closed when it failed
-	timer     *time.Timer // the request timeout; set before the request is shared
+	open      bool        // stays open until cancelled (the pool's subscriptions/listen): no timeout
+	timer     *time.Timer // the request timeout; set by register under the table's lock, read after end
 
 	// slot is the request's ledger slot + 1 (ledger.go), 0 if none:
 	// taken and released under the session's mu, read by the writers.
@@ -129,8 +130,11 @@ const (
 )
 
 // register adds a new request, queued, and returns its session as
-// registered. n is how many requests were waiting before it.
-func (t *requestTable) register(p *pending, limit int) (r registration, sess *session, n int) {
+// registered. n is how many requests were waiting before it. A timeout
+// above zero arms the request's timer, which calls expire: here, under
+// the table's lock, so that whoever ends the request (and stops the
+// timer) finds it set.
+func (t *requestTable) register(p *pending, limit int, timeout time.Duration, expire func(*pending)) (r registration, sess *session, n int) {
 	t.update(func(in *inFlight) {
 		n = len(in.pending)
 		switch {
@@ -143,6 +147,9 @@ func (t *requestTable) register(p *pending, limit int) (r registration, sess *se
 			in.pending[p.id] = p
 			if p.token != 0 {
 				in.tokens[p.token] = p
+			}
+			if timeout > 0 {
+				p.timer = time.AfterFunc(timeout, func() { expire(p) })
 			}
 			r, sess = registered, p.sess
 		}

@@ -115,7 +115,7 @@ func TestRequestStateMachine(t *testing.T) {
 				var ok bool
 				switch st.move {
 				case "register":
-					r, _, _ := tab.register(p, 10)
+					r, _, _ := tab.register(p, 10, 0, nil)
 					ok = r == registered
 				case "start":
 					tab.update(func(in *inFlight) { ok, _ = in.startWriteLocked(p) })

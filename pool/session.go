@@ -19,6 +19,9 @@ import (
 // a bounded queue its writer drains. A client that stops reading is
 // evicted instead of stalling the child's reader.
 type session struct {
+	// Set by newSession, with what the front door's sessionSetup says,
+	// before the session is registered; never changed after: read by any
+	// goroutine without a lock.
 	p           *Pool
 	id          string
 	srv         *server
@@ -26,19 +29,20 @@ type session struct {
 	ownChild    bool // share "session": this session has its own child
 	connectedAt time.Time
 	peerPID     int
+	closeConn   func(*session)             // ends the transport; call closeTransport
+	attached    bool                       // the transport is the client's own pipes, handed over by its shim
+	hb          *handBack                  // how the session goes back to its shim when the pool stops; nil: it does not
+	ledger      *ledger                    // its requests in flight, in memory its shim shares; nil: none
+	keepState   func(*session, wire.State) // tells the shim what to keep for a resume; nil: nothing
+	receiver    func() bool                // can the client be sent a request now (HTTP: an open stream); nil: always
+	resumed     string                     // "run R session S" a reattached client came from
+	out         chan []byte                // to the client; never closed (senders may race with close)
+	closed      chan struct{}              // closed by close
 
-	out       chan []byte                // to the client; never closed (senders may race with close)
-	stream    atomic.Pointer[sessionOut] // a byte stream's output (startOutput); nil for HTTP
-	closed    chan struct{}              // closed by close
 	closeOnce sync.Once
 	connOnce  sync.Once
-	closeConn func(*session)            // ends the transport; given to newSession by the front door; call closeTransport
-	attached  bool                      // the transport is the client's own pipes; set by the front door
-	hb        *handBack                 // how an attached session goes back to its shim; set with attached, under mu
-	ledger    *ledger                   // its requests in flight, in memory its shim shares; set with attached, before the reader
-	keepState func(wire.State)          // tells an attached shim what to keep for a resume; set before the reader starts
-	resumed   string                    // "run R session S" a reattached client came from; guarded by mu
-	part      atomic.Pointer[partition] // the roots partition its requests go to (server.backendFor)
+	stream    atomic.Pointer[sessionOut] // a byte stream's output (startOutput); nil for HTTP
+	part      atomic.Pointer[partition]  // the roots partition its requests go to (server.backendFor)
 
 	mu              sync.Mutex          // guards the fields below
 	inflight        map[string]*pending // client's original id bytes -> request
@@ -55,33 +59,48 @@ type session struct {
 	meta            []byte        // _meta members a modern child needs, for a legacy client
 	quiet           chan struct{} // closed when inflight empties, for closeWhenIdle
 	closeReason     error
-	roots           []string    // declared roots, sorted (roots.go)
-	rootsAsk        string      // id of the pool's roots/list to the client, while unanswered
-	held            [][]byte    // messages waiting for that answer
-	receiver        func() bool // can the client be sent a request now (HTTP: an open stream); nil: always
-	logLevel        int         // logSeverity of its logging/setLevel (loglevel.go)
+	roots           []string // declared roots, sorted (roots.go)
+	rootsAsk        string   // id of the pool's roots/list to the client, while unanswered
+	held            [][]byte // messages waiting for that answer
+	logLevel        int      // logSeverity of its logging/setLevel (loglevel.go)
+}
+
+// sessionSetup is what a front door says of a session's transport. It is
+// complete before the session exists: newSession copies it into the
+// session before any other goroutine can see the session.
+type sessionSetup struct {
+	transport string
+	peerPID   int
+	closeConn func(*session)             // ends the transport, once
+	attached  bool                       // the client's own pipes (an attached shim)
+	hb        *handBack                  // the way back to its shim, for a resumable session
+	ledger    *ledger                    // the shim's ledger of its requests in flight
+	keepState func(*session, wire.State) // what the shim keeps for a resume
+	receiver  func() bool                // whether the client can be sent a request now
+	resumed   string                     // "run R session S", for a session its shim resumes
 }
 
 type clientCaps struct{ sampling, elicitation, roots bool }
 
-// newSession registers a session of server name. The caller runs its
-// reader (handle), sets its output (startOutput, or HTTP reads out) and
-// calls close when done.
-func (p *Pool) newSession(name, transport string, peerPID int, closeConn func(*session)) (*session, error) {
+// newSession registers a session of server name, made as setup says.
+// The caller runs its reader (handle), sets its output (startOutput, or
+// HTTP reads out) and calls close when done.
+func (p *Pool) newSession(name string, setup sessionSetup) (*session, error) {
 	srv, err := p.server(name)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
 	s := &session{
-		p: p, srv: srv, transport: transport, peerPID: peerPID, connectedAt: now, lastActive: now,
+		p: p, srv: srv, transport: setup.transport, peerPID: setup.peerPID, connectedAt: now, lastActive: now,
 		id:        "s" + strconv.FormatUint(p.nextSession.Add(1), 10),
-		closeConn: closeConn,
-		ownChild:  srv.config().Share == ShareSession,
-		out:       make(chan []byte, p.opts.SessionQueue),
-		closed:    make(chan struct{}),
-		inflight:  map[string]*pending{},
-		subs:      map[string]*backend{},
+		closeConn: setup.closeConn, attached: setup.attached, hb: setup.hb, ledger: setup.ledger,
+		keepState: setup.keepState, receiver: setup.receiver, resumed: setup.resumed,
+		ownChild: srv.config().Share == ShareSession,
+		out:      make(chan []byte, p.opts.SessionQueue),
+		closed:   make(chan struct{}),
+		inflight: map[string]*pending{},
+		subs:     map[string]*backend{},
 	}
 	if err := srv.join(s); err != nil {
 		return nil, err
@@ -94,7 +113,7 @@ func (p *Pool) newSession(name, transport string, peerPID int, closeConn func(*s
 	}
 	p.sessions[s] = struct{}{}
 	p.mu.Unlock()
-	p.emit(Event{Kind: EventSessionOpened, Server: name, Session: s.id, Transport: transport, PID: peerPID})
+	p.emit(Event{Kind: EventSessionOpened, Server: name, Session: s.id, Transport: s.transport, PID: s.peerPID})
 	return s, nil
 }
 
@@ -252,7 +271,7 @@ func (s *session) initialize(id, params []byte) {
 	}
 	s.reply(id, result)
 	if s.keepState != nil {
-		s.keepState(wire.State{Initialize: params}) // for a resume with another pool
+		s.keepState(s, wire.State{Initialize: params}) // for a resume with another pool
 	}
 }
 
@@ -380,9 +399,6 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 		s.replyError(id, refusal)
 		return
 	}
-	// The timer is set before p is shared: a Pool.Cancel or a close from
-	// another goroutine may stop it as soon as p is in inflight.
-	p.timer = time.AfterFunc(b.requestTimeout(), func() { b.expire(p) })
 	s.trackLocked(id, p)
 	s.mu.Unlock()
 
