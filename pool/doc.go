@@ -19,7 +19,9 @@
 // # Routing table
 //
 // Each rule, then the functions that implement it. TestRoutingTableNamesRealFunctions
-// checks that every name here exists.
+// checks that every name here exists; the cases in testdata/routing
+// (TestRouting, on a real pool and a real child) show the rules on the
+// wire.
 //
 //   - Client ids become pool-unique ids on the way in, and the answer
 //     carries the client's exact original id bytes back (1, "1" and 1.0 are
