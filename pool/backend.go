@@ -78,7 +78,6 @@ type backend struct {
 	hsDone      chan struct{} // closed at the first handshake's end, or when the backend stops
 	hsErr       error         // why the backend cannot serve (failed, stopped)
 	restarts    int
-	exits       []time.Time // recent unexpected exits, for crash-loop detection
 	startedAt   time.Time
 	lastErr     string
 	stopErr     error
@@ -129,7 +128,7 @@ type adoption struct {
 func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string, caps clientCaps, adopt *adoption) *backend {
 	caps.roots = len(roots) > 0
 	b := &backend{
-		p: srv.p, srv: srv, owner: owner, roots: roots, caps: caps, cfg: cfg, createdAt: time.Now(),
+		p: srv.p, srv: srv, owner: owner, roots: roots, caps: caps, cfg: cfg, createdAt: srv.p.clock.Now(),
 		log:      srv.p.log.With("server", cfg.Name),
 		stderr:   newRing(64),
 		wake:     make(chan struct{}, 1),

@@ -101,6 +101,15 @@
 //     a crash loop or a stop answers the rest as their state says:
 //     [backend.reap], [requestTable.afterExit], [backend.safeToRepeatLocked],
 //     [backend.noteCrash], [backend.finishStop].
+//   - A shared child with no session for its idleTimeout is stopped, a
+//     freshly started one not before its warm-up grace; a session that
+//     comes back first keeps it: [idlePolicy.stopAfter],
+//     [server.armIdleLocked], [server.reapIdle].
+//   - A child that dies is started again after a backoff that doubles up
+//     to a cap and starts over once a child is up; MaxRestarts exits within
+//     Window fail the server fast until it is restarted or reconfigured:
+//     [backend.supervise], [restartBudget.exited], [backend.waitToRestart],
+//     [backend.noteCrash].
 //   - A pool that stops on purpose hands each attached or relaying session
 //     back to its shim with the input it had not handled; the next pool
 //     resumes it and answers what the last one owed (the shim's ledger, or

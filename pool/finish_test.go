@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
@@ -137,7 +138,7 @@ func TestEveryEndingAgrees(t *testing.T) {
 			r.b.finishStop()
 		}, want{answered: true, code: jsonrpc.CodeBackendUnavailable, status: StatusFailed}},
 		{"crash loop", func(r *endingRig, _ *pending) {
-			if !r.b.noteCrash(errors.New("exited for the test")) {
+			if failed, _ := r.b.noteCrash(errors.New("exited for the test"), newRestartBudget(RestartPolicy{MaxRestarts: 1, Window: time.Minute})); !failed {
 				panic("one exit did not spend a budget of one")
 			}
 		}, want{answered: true, code: jsonrpc.CodeBackendUnavailable, status: StatusFailed}},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Whether a request may have run is sticky: a request that reached a
@@ -39,7 +40,7 @@ func TestEndingSaysWhatMayHaveRun(t *testing.T) {
 				b.stopErr = errors.New("stopped for the test")
 				b.finishStop()
 			case "crash loop":
-				if !b.noteCrash(errors.New("exited for the test")) {
+				if failed, _ := b.noteCrash(errors.New("exited for the test"), newRestartBudget(RestartPolicy{MaxRestarts: 1, Window: time.Minute})); !failed {
 					t.Fatal("one exit did not spend a budget of one")
 				}
 			}

@@ -14,12 +14,11 @@ import (
 func (b *backend) supervise() {
 	defer close(b.done)
 	defer b.srv.backendDone(b)
-	pol := b.restartPolicy()
-	backoff := pol.MinBackoff
+	budget := newRestartBudget(b.restartPolicy())
 	for {
 		c, err := b.nextChild()
 		if err == nil {
-			backoff = pol.MinBackoff
+			budget.started()
 			err = b.runUntilExit(c)
 			if err == nil {
 				return // stopped
@@ -36,15 +35,17 @@ func (b *backend) supervise() {
 			b.finishStop()
 			return
 		}
-		if b.noteCrash(err) {
+		budget.pol = b.restartPolicy() // a reload may have changed it
+		failed, wait := b.noteCrash(err, budget)
+		if failed {
 			// Crash loop: fail fast until restarted or reconfigured.
 			select {
 			case <-b.stopReq:
 				b.finishStop()
 				return
 			case <-b.restartQ:
+				budget.restarted()
 				b.mu.Lock()
-				b.exits = nil
 				b.state = StateStarting
 				b.hsErr = nil
 				b.mu.Unlock()
@@ -52,14 +53,26 @@ func (b *backend) supervise() {
 				continue
 			}
 		}
-		select {
-		case <-b.stopReq:
+		if !b.waitToRestart(wait) {
 			b.finishStop()
 			return
-		case <-b.restartQ:
-		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, pol.MaxBackoff)
+	}
+}
+
+// waitToRestart waits out the backoff d before the next child, or less
+// when the user asks for a restart. It reports false when the backend is
+// stopping instead.
+func (b *backend) waitToRestart(d time.Duration) bool {
+	t := b.p.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-b.stopReq:
+		return false
+	case <-b.restartQ:
+		return true
+	case <-t.C:
+		return true
 	}
 }
 
@@ -210,31 +223,30 @@ func (b *backend) reap(c *child) {
 	b.signal()
 }
 
-// noteCrash records an unexpected exit and reports whether the restart
-// budget is spent, in which case the backend is now failed and every
-// pending request has been answered.
-func (b *backend) noteCrash(cause error) bool {
-	now := time.Now()
-	pol := b.restartPolicy()
+// noteCrash records why the last child ended (or could not start) in the
+// budget. It reports whether the budget is spent, in which case the
+// backend is now failed and every pending request has been answered;
+// otherwise wait is the backoff before the next child. A restart the
+// user asked for spends nothing.
+func (b *backend) noteCrash(cause error, budget *restartBudget) (failed bool, wait time.Duration) {
 	b.mu.Lock()
 	b.lastErr = cause.Error()
 	if errors.Is(cause, errUserRestart) {
 		b.restarts++
 		b.mu.Unlock()
-		return false
+		return false, budget.nextWait()
 	}
-	b.exits = append(b.exits, now)
-	b.exits = slices.DeleteFunc(b.exits, func(t time.Time) bool { return now.Sub(t) > pol.Window })
-	if len(b.exits) < pol.MaxRestarts {
+	failed, exits, wait := budget.exited(b.p.clock.Now())
+	if !failed {
 		b.restarts++
 		b.mu.Unlock()
 		b.emitState()
-		return false
+		return false, wait
 	}
-	args := []any{b.srv.name, len(b.exits), pol.Window, cause, stderrNote(b.stderr.tail(5))}
-	failed := map[string]any{"state": StateFailed}
+	args := []any{b.srv.name, exits, budget.pol.Window, cause, stderrNote(b.stderr.tail(5))}
+	state := map[string]any{"state": StateFailed}
 	b.state = StateFailed
-	b.hsErr = newErrorData(errServerFailed, false, b.srv.name, failed, args...) // what later requests are refused with
+	b.hsErr = newErrorData(errServerFailed, false, b.srv.name, state, args...) // what later requests are refused with
 	if ch := b.hsDone; ch != nil {
 		select {
 		case <-ch:
@@ -250,10 +262,10 @@ func (b *backend) noteCrash(cause error) bool {
 		// Whether each may have run is its own: a request re-queued after
 		// reaching an earlier child (safe to repeat) may have run there.
 		o := failure(endChildGone, errServerFailed, args...)
-		o.extra = failed
+		o.extra = state
 		b.finish(p, o)
 	}
-	return true
+	return true, 0
 }
 
 // takeAllLocked empties the queue and returns every request in flight,
