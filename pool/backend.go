@@ -242,7 +242,7 @@ func (b *backend) send(p *pending) error {
 	if p.open {
 		timeout = 0
 	}
-	r, sess, n := b.reqs.register(p, b.p.opts.MaxPending, timeout, b.expire)
+	r, sess, n := b.reqs.register(p, b.p.opts.MaxPending, timeout, func() { b.expire(p) })
 	switch r {
 	case alreadyEnded:
 		b.mu.Unlock()

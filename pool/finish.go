@@ -49,15 +49,15 @@ var endRules = [...]endRule{
 // reason the child is told.
 type outcome struct {
 	kind   endKind
-	answer *jsonrpc.Message // endAnswered
-	err    poolError        // the kinds that answer with an error
-	args   []any            // err's message arguments
-	extra  map[string]any   // err's extra data members
-	rpcErr *jsonrpc.Error   // an error already made (a refusal: hsErr, a busy server)
-	reason string           // what the child is told (tellChild); endByClient: also history's Err
+	answer jsonrpc.Message // endAnswered; a copy, so that the reader's own stays on its stack
+	err    poolError       // the kinds that answer with an error
+	args   []any           // err's message arguments
+	extra  map[string]any  // err's extra data members
+	rpcErr *jsonrpc.Error  // an error already made (a refusal: hsErr, a busy server)
+	reason string          // what the child is told (tellChild); endByClient: also history's Err
 }
 
-func answered(msg *jsonrpc.Message) outcome { return outcome{kind: endAnswered, answer: msg} }
+func answered(msg *jsonrpc.Message) outcome { return outcome{kind: endAnswered, answer: *msg} }
 
 func failure(kind endKind, err poolError, args ...any) outcome {
 	return outcome{kind: kind, err: err, args: args}
@@ -112,7 +112,7 @@ func (b *backend) finish(p *pending, o outcome) bool {
 			ev.ErrCode, ev.Err = errorFields(o.answer.Error.Of(o.answer.Raw))
 			b.p.errorsN.Add(1)
 		}
-		switch asked, refusal := b.askLegacyClient(p, e, o.answer); {
+		switch asked, refusal := b.askLegacyClient(p, e, &o.answer); {
 		case refusal != nil:
 			line = jsonrpc.AppendErrorResponse(nil, e.origID, refusal)
 			ev.Status, ev.ErrCode, ev.Err = StatusFailed, refusal.Code, refusal.Message
@@ -125,7 +125,7 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		case e.held != nil:
 			line = append([]byte(nil), o.answer.Raw...) // rewritten for the retry that takes it (mrtr.go)
 		default:
-			line = b.responseFor(o.answer, p.method, e)
+			line = b.responseFor(&o.answer, p.method, e)
 		}
 	case rule.answers:
 		rpcErr := o.rpcErr

@@ -34,6 +34,7 @@ var stateNames = [...]string{"new", "queued", "writing", "written", "done"}
 func (s reqState) String() string { return stateNames[s] }
 
 // pending is one request forwarded to a child, or sent by the pool itself.
+// (Its small fields are at the end, packed, so that it fits in 256 bytes.)
 type pending struct {
 	// Set when it is made, never changed after: read without a lock.
 	id        uint64 // pool id, as written to the child
@@ -45,29 +46,28 @@ type pending struct {
 	origToken []byte
 	received  time.Time
 	reply     chan []byte // the pool's own requests: the raw answer, or closed when it failed
-	open      bool        // stays open until cancelled (the pool's subscriptions/listen): no timeout
 	timer     *time.Timer // the request timeout; set by register under the table's lock, read after end
+
+	// Guarded by the backend's request table (requestTable.update).
+	// sess and origID change only when a modern client's retry takes a
+	// held call over (mrtr.go).
+	sess         *session // nil for the pool's own requests
+	origID       []byte   // the client's exact id bytes
+	held         *mrtrHold
+	written      time.Time // when it was last fully written
+	pid          int       // the child it was last written to
+	progressSeen float64   // the last progress value its client was sent: a retried call's progress never goes back
 
 	// slot is the request's ledger slot + 1 (ledger.go), 0 if none:
 	// taken and released under the session's mu, read by the writers.
 	slot atomic.Int32
 
-	// Guarded by the backend's request table (requestTable.update).
-	// sess and origID change only when a modern client's retry takes a
-	// held call over (mrtr.go).
-	sess        *session // nil for the pool's own requests
-	origID      []byte   // the client's exact id bytes
-	modern      bool     // the client spoke 2026-07-28 in this request (modern.go)
-	held        *mrtrHold
-	state       reqState
-	everWritten bool      // sticky: it reached a child before a re-queue
-	retried     bool      // re-sent once after its child died
-	written     time.Time // when it was last fully written
-	pid         int       // the child it was last written to
-	// The last progress value the client was sent, so a retried call's
-	// progress never goes back.
-	progressSeen float64
-	progressSent bool
+	state        reqState // guarded by the table, as the rest of this line
+	modern       bool     // the client spoke 2026-07-28 in this request (modern.go)
+	everWritten  bool     // sticky: it reached a child before a re-queue
+	retried      bool     // re-sent once after its child died
+	progressSent bool     // progressSeen is set
+	open         bool     // set when made: it stays open until cancelled (the pool's subscriptions/listen), no timeout
 }
 
 // mayHaveRunLocked reports whether p may have reached a child: it is
@@ -134,7 +134,7 @@ const (
 // above zero arms the request's timer, which calls expire: here, under
 // the table's lock, so that whoever ends the request (and stops the
 // timer) finds it set.
-func (t *requestTable) register(p *pending, limit int, timeout time.Duration, expire func(*pending)) (r registration, sess *session, n int) {
+func (t *requestTable) register(p *pending, limit int, timeout time.Duration, expire func()) (r registration, sess *session, n int) {
 	t.update(func(in *inFlight) {
 		n = len(in.pending)
 		switch {
@@ -149,7 +149,7 @@ func (t *requestTable) register(p *pending, limit int, timeout time.Duration, ex
 				in.tokens[p.token] = p
 			}
 			if timeout > 0 {
-				p.timer = time.AfterFunc(timeout, func() { expire(p) })
+				p.timer = time.AfterFunc(timeout, expire)
 			}
 			r, sess = registered, p.sess
 		}
