@@ -152,3 +152,54 @@ func TestRequestStateMachine(t *testing.T) {
 		})
 	}
 }
+
+// One function ends requests: nothing but finish takes a request out of
+// the table (requestTable.end) or records a request's end
+// (EventRequestDone), so that every way of ending agrees.
+func TestOnlyFinishEndsRequests(t *testing.T) {
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, dones := 0, 0
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			inFinish := name == "finish.go" && fn.Name.Name == "finish"
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.CallExpr:
+					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "end" && strings.HasSuffix(exprString(sel.X), "reqs") {
+						ends++
+						if !inFinish {
+							t.Errorf("%s: %s ends a request itself; only finish does", fset.Position(n.Pos()), fn.Name.Name)
+						}
+					}
+				case *ast.Ident:
+					if n.Name == "EventRequestDone" {
+						dones++
+						if !inFinish {
+							t.Errorf("%s: %s records a request's end itself; only finish does", fset.Position(n.Pos()), fn.Name.Name)
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	if ends != 1 || dones != 1 {
+		t.Errorf("finish ends requests %d times and records %d ends; want one of each", ends, dones)
+	}
+}

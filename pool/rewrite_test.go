@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -308,5 +309,29 @@ func TestLineReaderShrinksAfterALargeLine(t *testing.T) {
 	}
 	if c := cap(lr.buf); c > keepBuf {
 		t.Fatalf("the reader kept a %d-byte buffer after a small line", c)
+	}
+}
+
+// Rewrites live in rewrite.go only: no other file of the package splices
+// a message's bytes, so a rewrite cannot hide inline in a handler.
+func TestRewritesStayInRewriteGo(t *testing.T) {
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || name == "rewrite.go" {
+			continue
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, splice := range []string{"jsonrpc.Splice(", "applyEdits("} {
+			if bytes.Contains(b, []byte(splice)) {
+				t.Errorf("%s rewrites a message (%s): rewrites belong in rewrite.go", name, splice)
+			}
+		}
 	}
 }
