@@ -3,8 +3,6 @@ package pool
 import (
 	"errors"
 	"fmt"
-
-	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
 
 // ErrNotFound means an action named a request or process the pool does
@@ -58,23 +56,15 @@ func (p *Pool) Stop(server string) error {
 func (p *Pool) Cancel(poolID uint64) error {
 	for _, s := range p.allServers() {
 		for _, b := range s.backends() {
-			b.mu.Lock()
-			pd := b.pending[poolID]
-			b.mu.Unlock()
-			if pd == nil || pd.sess == nil {
+			pd := b.reqs.lookup(poolID)
+			if pd == nil || pd.reply != nil {
 				continue
 			}
-			won, written := b.end(pd)
-			if !won {
+			o := failure(endByUser, errCancelledByUser, b.srv.name, pd.method)
+			o.reason = "cancelled in Switchboard"
+			if !b.finish(pd, o) {
 				return fmt.Errorf("request %d: %w (it just ended)", poolID, ErrNotFound)
 			}
-			p.cancelled.Add(1)
-			if written {
-				b.cancelAtChild(pd, "cancelled in Switchboard")
-			}
-			b.finishWithError(pd, &jsonrpc.Error{Code: jsonrpc.CodeRequestCancelled,
-				Message: fmt.Sprintf("request cancelled in Switchboard (%s on server %q)", pd.method, b.srv.name),
-				Data:    map[string]any{"mayHaveExecuted": written}}, written, StatusCancelled)
 			return nil
 		}
 	}

@@ -27,9 +27,13 @@ import (
 //     writes it itself, without waiting (send); writing says who writes;
 //   - stderrLoop (one per child) fills the stderr ring.
 //
-// The pending map and the write queue change only under mu, and mu is
-// never held across a read, a write, a blocking send or a callback.
+// Its fields are grouped by what owns them, as x/net/http2's serverConn
+// does: set once, owned by supervise, the request table (its own lock),
+// and the groups guarded by mu. mu is never held across a read, a write,
+// a blocking send or a callback; the request table's lock may be taken
+// under it, never the other way round.
 type backend struct {
+	// Set by buildBackend and never changed after: read by any goroutine.
 	p         *Pool
 	srv       *server
 	owner     *session   // set in share "session" mode
@@ -37,94 +41,58 @@ type backend struct {
 	caps      clientCaps // what the pool declares to the child: roots only with roots, sampling/elicitation only when its first session has them
 	createdAt time.Time
 	log       *slog.Logger
-	stderr    *ring
+	stderr    *ring         // its own lock: the stderr reader never waits for mu
+	wake      chan struct{} // cap 1: the write queue changed
+	stopReq   chan struct{} // closed by stop
+	restartQ  chan struct{} // cap 1: the user asked for a restart
+	done      chan struct{} // closed when supervise returns
+	detachQ   chan struct{} // closed by carry: supervise returns and leaves the child running
+	stopOnce  sync.Once
 
-	wake     chan struct{} // cap 1: the write queue changed
-	stopReq  chan struct{} // closed by stop
-	restartQ chan struct{} // cap 1: the user asked for a restart
-	done     chan struct{} // closed when supervise returns
-	stopOnce sync.Once
-	detachQ  chan struct{} // closed by carry: supervise returns and leaves the child running
-
-	// A child an earlier pool handed over, and its handshake: supervise
-	// adopts it instead of starting its first child. Set before supervise
-	// starts, then read only by it.
+	// Owned by supervise: set before it starts, then read only by it. A
+	// child an earlier pool handed over, and its handshake: supervise
+	// adopts it instead of starting its first child.
 	carried   *child
 	carriedHS *handshake
 
-	mu          sync.Mutex // guards everything below
+	// The requests in flight, the progress tokens and the child's own
+	// requests to clients: their own lock (requests.go).
+	reqs requestTable
+
+	// Counted by readLoop, read by snapshots.
+	badLines, orphaned atomic.Uint64
+
+	// mu guards the groups below.
+	mu sync.Mutex
+
+	// What is written to the child: send, sendRaw and writeLoop.
+	child   *child
+	queue   []outItem
+	writing bool // a write to the child's stdin is under way: writeLoop's or a sender's (send)
+
+	// The backend's life: written by supervise (and stop, drain,
+	// reconfigure), read by sessions and snapshots.
 	cfg         ServerConfig
 	state       string
-	child       *child
 	hs          *handshake    // the child's cached answer; nil until the first handshake
 	hsDone      chan struct{} // closed at the first handshake's end, or when the backend stops
 	hsErr       error         // why the backend cannot serve (failed, stopped)
-	pending     map[uint64]*pending
-	queue       []outItem
-	writing     bool                    // a write to the child's stdin is under way: writeLoop's or a sender's (send)
-	tokens      map[uint64]*pending     // pool progress token -> request
-	reverse     map[uint64]reverseEntry // pool id of a child's request -> where it went
-	subs        map[string]int          // resource URI -> subscribed sessions
-	hints       map[string]bool         // tools the child declared safe to repeat
 	restarts    int
-	exits       []time.Time // recent unexpected exits, for crash-loop detection
 	startedAt   time.Time
 	lastErr     string
 	stopErr     error
 	draining    bool
-	emptied     chan struct{} // closed when draining and nothing is pending
-	badLines    uint64
-	orphaned    uint64
-	lastClient  *session // most recently active session, for server-to-client requests
-	childLevel  string   // the log level the pool set on the child; "" never set (loglevel.go)
 	reason      string   // why the state is what it is, when not obvious (resolve.go)
 	resolved    []string // what the child was started as, when resolved; nil: as configured
 	resolveNote string
 
+	// What the child's sessions share on it.
+	subs       map[string]int  // resource URI -> subscribed sessions
+	hints      map[string]bool // tools the child declared safe to repeat
+	lastClient *session        // most recently active session, for server-to-client requests
+	childLevel string          // the log level the pool set on the child; "" never set (loglevel.go)
+
 	up upstream // a modern child's one subscriptions/listen, for all listeners (listen.go); own lock
-}
-
-// Pending request states, guarded by backend.mu.
-const (
-	stQueued  uint8 = iota // in the write queue
-	stWriting              // being written (writeLoop or send); may or may not reach the child
-	stWritten              // fully written to the child
-	stDone                 // answered, failed or cancelled; owned by whoever ended it
-)
-
-// pending is one request forwarded to a child (or sent by the pool itself).
-type pending struct {
-	id        uint64   // pool id, as written to the child
-	sess      *session // nil for the pool's own requests
-	b         *backend
-	origID    []byte // the client's exact id bytes
-	method    string
-	name      string // tool, prompt or resource
-	line      []byte // the request as written to the child
-	token     uint64 // pool progress token, 0 if none
-	origToken []byte
-	received  time.Time
-	timer     *time.Timer
-	reply     chan []byte // the pool's own requests get the raw response here
-	modern    bool        // the client spoke 2026-07-28 in this request (modern.go)
-
-	// Guarded by backend.mu. sess and origID change only while held:
-	// a modern client's retry takes the call over (mrtr.go).
-	held    *mrtrHold
-	state   uint8
-	written time.Time
-	pid     int
-	retried bool
-	// everWritten is sticky: the request reached a child once, even if
-	// it was re-queued since (safe to repeat, after that child died).
-	everWritten bool
-	// slot is the request's ledger slot + 1 (ledger.go), 0 if none:
-	// taken and released under the session's mu, read by writeLoop.
-	slot atomic.Int32
-	// The last progress value the client was sent, so a retried call's
-	// progress never goes back.
-	progressSeen float64
-	progressSent bool
 }
 
 // outItem is one line for the child: a request, or (p == nil) a
@@ -140,23 +108,27 @@ type outItem struct {
 	restFor *child
 }
 
-// reverseEntry remembers a request the child sent to a client.
-type reverseEntry struct {
-	childID []byte
-	sess    *session
-}
-
 func newBackend(srv *server, cfg ServerConfig, owner *session, roots []string, caps clientCaps) *backend {
-	b := buildBackend(srv, cfg, owner, roots, caps)
+	b := buildBackend(srv, cfg, owner, roots, caps, nil)
 	srv.p.wg.Go(b.supervise)
 	return b
 }
 
-// buildBackend makes a backend without starting its supervisor.
-func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string, caps clientCaps) *backend {
+// adoption is a running child an earlier pool handed over (carry.go),
+// for a new backend to adopt instead of starting its first child.
+type adoption struct {
+	child    *child
+	hs       *handshake
+	logLevel string   // the level the earlier pool set on it
+	resolved []string // what it was started as
+}
+
+// buildBackend makes a backend, complete, without starting its
+// supervisor. adopt, when set, is the child it begins with.
+func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string, caps clientCaps, adopt *adoption) *backend {
 	caps.roots = len(roots) > 0
 	b := &backend{
-		p: srv.p, srv: srv, owner: owner, roots: roots, caps: caps, cfg: cfg, createdAt: time.Now(),
+		p: srv.p, srv: srv, owner: owner, roots: roots, caps: caps, cfg: cfg, createdAt: srv.p.clock.Now(),
 		log:      srv.p.log.With("server", cfg.Name),
 		stderr:   newRing(64),
 		wake:     make(chan struct{}, 1),
@@ -165,12 +137,15 @@ func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string,
 		done:     make(chan struct{}),
 		state:    StateStarting,
 		hsDone:   make(chan struct{}),
-		pending:  map[uint64]*pending{},
-		tokens:   map[uint64]*pending{},
-		reverse:  map[uint64]reverseEntry{},
+		reqs:     newRequestTable(),
 		subs:     map[string]int{},
 		hints:    map[string]bool{},
 		detachQ:  make(chan struct{}),
+	}
+	if adopt != nil {
+		b.carried, b.carriedHS = adopt.child, adopt.hs
+		b.child, b.startedAt = adopt.child, adopt.child.started // shown at once; supervise makes it ready
+		b.childLevel, b.resolved = adopt.logLevel, adopt.resolved
 	}
 	return b
 }
@@ -190,6 +165,10 @@ func (b *backend) setConfig(cfg ServerConfig) {
 func (b *backend) requestTimeout() time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.requestTimeoutLocked()
+}
+
+func (b *backend) requestTimeoutLocked() time.Duration {
 	if b.cfg.RequestTimeout > 0 {
 		return b.cfg.RequestTimeout
 	}
@@ -244,8 +223,9 @@ func (b *backend) handshakeResult(cancel <-chan struct{}) (*handshake, error) {
 	return nil, fmt.Errorf("server %q is not running", b.srv.name)
 }
 
-// send queues a client request for the child. The caller has already
-// rewritten its id to p.id. An error means the request was not queued.
+// send queues a request for the child. The caller has already rewritten
+// its id to p.id. An error means the request was not queued;
+// errAlreadyEnded means it was ended (and answered) before it could be.
 func (b *backend) send(p *pending) error {
 	b.mu.Lock()
 	switch {
@@ -256,39 +236,46 @@ func (b *backend) send(p *pending) error {
 	case b.stopErr != nil:
 		err := b.stopErr
 		b.mu.Unlock()
-		return err
-	case len(b.pending) >= b.p.opts.MaxPending:
-		n := len(b.pending)
+		return newError(errServerStopped, false, b.srv.name, b.srv.name, err, p.method)
+	}
+	timeout := b.requestTimeoutLocked()
+	if p.open {
+		timeout = 0
+	}
+	r, sess, n := b.reqs.register(p, b.p.opts.MaxPending, timeout, func() { b.expire(p) })
+	switch r {
+	case alreadyEnded:
 		b.mu.Unlock()
-		return &jsonrpc.Error{Code: jsonrpc.CodeOverloaded,
-			Message: fmt.Sprintf("server %q has %d requests waiting; refusing more", b.srv.name, n),
-			Data:    map[string]any{"retryable": true}}
+		return errAlreadyEnded
+	case tableFull:
+		b.mu.Unlock()
+		return newError(errServerBusy, false, b.srv.name, b.srv.name, n)
 	}
-	b.pending[p.id] = p
-	if p.token != 0 {
-		b.tokens[p.token] = p
-	}
-	if p.sess != nil {
-		b.lastClient = p.sess
+	if sess != nil {
+		b.lastClient = sess
 	}
 	if c := b.child; c != nil && c.direct != nil && c.ready && !b.writing && len(b.queue) == 0 {
 		// Nothing is queued and nobody is writing: this goroutine writes
 		// the request itself, without a hand-off to writeLoop.
-		b.writing = true
-		p.state = stWriting
-		if p.sess != nil {
-			p.sess.ledger.written(p.slot.Load())
+		var ok bool
+		b.reqs.update(func(in *inFlight) { ok, sess = in.startWriteLocked(p) })
+		if ok {
+			b.writing = true
+			sess.ledgerWritten(p)
+			b.mu.Unlock()
+			b.writeDirect(c, p)
+			return nil
 		}
-		b.mu.Unlock()
-		b.writeDirect(c, p)
-		return nil
 	}
-	p.state = stQueued
 	b.queue = append(b.queue, outItem{p: p, line: p.line})
 	b.mu.Unlock()
 	b.signal()
 	return nil
 }
+
+// errAlreadyEnded refuses to queue a request that was ended before it
+// reached its backend: whoever ended it answered it.
+var errAlreadyEnded = errors.New("the request ended before it was queued")
 
 // writeDirect is send's own write of p to c, begun with writing set.
 // What the pipe does not take at once goes to the front of the queue
@@ -298,32 +285,28 @@ func (b *backend) send(p *pending) error {
 func (b *backend) writeDirect(c *child, p *pending) {
 	n, err := c.direct.writeNow(p.line)
 	now := time.Now()
-	written := false
+	var wrote, untake *session
+	requeued := false
 	b.mu.Lock()
 	b.writing = false
 	switch {
-	case p.state != stWriting:
-		// Ended meanwhile, or taken by reap after the child died. Only a
-		// line cut short, on the same child, still needs its end.
-		if n > 0 && n <= len(p.line) && b.child == c {
-			b.queue = slices.Insert(b.queue, 0, outItem{p: p, line: p.line, rest: restOf(p.line, n), restFor: c})
-		}
 	case n == len(p.line)+1:
-		p.state, p.written, p.pid = stWritten, now, c.pid
-		written = p.sess != nil
+		b.reqs.update(func(in *inFlight) { _, wrote = in.wroteLocked(p, now, c.pid) })
 	case n == 0:
-		p.state = stQueued
-		if p.sess != nil && !p.everWritten {
-			p.sess.ledger.taken(p.slot.Load())
+		b.reqs.update(func(in *inFlight) { requeued, untake = in.unwriteLocked(p) })
+		if requeued {
+			untake.ledgerTaken(p)
+			b.queue = slices.Insert(b.queue, 0, outItem{p: p, line: p.line})
 		}
-		b.queue = slices.Insert(b.queue, 0, outItem{p: p, line: p.line})
 	default:
+		// The child has the line's start: its end follows, first,
+		// whatever became of p meanwhile.
 		b.queue = slices.Insert(b.queue, 0, outItem{p: p, line: p.line, rest: restOf(p.line, n), restFor: c})
 	}
 	more := len(b.queue) > 0
 	b.mu.Unlock()
-	if written {
-		b.p.emit(Event{Kind: EventRequestWritten, Time: now, Server: b.srv.name, Session: p.sess.id, PID: c.pid, PoolID: p.id})
+	if wrote != nil {
+		b.p.emit(Event{Kind: EventRequestWritten, Time: now, Server: b.srv.name, Session: wrote.id, PID: c.pid, PoolID: p.id})
 	}
 	if more {
 		b.signal()
@@ -359,53 +342,6 @@ func (b *backend) signal() {
 	}
 }
 
-// end takes p out of the pending map. Exactly one caller wins: the
-// response, the timeout, the cancel, the disconnect or the failure. written
-// says whether the child may have seen the request.
-func (b *backend) end(p *pending) (won, written bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.endLocked(p)
-}
-
-func (b *backend) endLocked(p *pending) (won, written bool) {
-	if b.pending[p.id] != p {
-		return false, false
-	}
-	delete(b.pending, p.id)
-	if p.token != 0 {
-		delete(b.tokens, p.token)
-	}
-	written = p.wasWrittenLocked()
-	p.state = stDone
-	b.checkEmptiedLocked()
-	return true, written
-}
-
-// wasWrittenLocked reports whether p may have reached a child: it is
-// being written or was written, now or before a re-queue.
-func (p *pending) wasWrittenLocked() bool {
-	return p.state == stWriting || p.state == stWritten || p.everWritten
-}
-
-func (b *backend) checkEmptiedLocked() {
-	if b.draining && len(b.pending) == 0 && b.emptied != nil {
-		close(b.emptied)
-		b.emptied = nil
-	}
-}
-
-// cancelAtChild tells the child to stop working on a request it has seen.
-func (b *backend) cancelAtChild(p *pending, reason string) {
-	params := make([]byte, 0, 64)
-	params = append(params, `{"requestId":`...)
-	params = jsonrpc.AppendUint(params, p.id)
-	params = append(params, `,"reason":`...)
-	params = appendJSONString(params, reason)
-	params = append(params, '}')
-	b.sendRaw(jsonrpc.AppendNotification(nil, "notifications/cancelled", params))
-}
-
 // writeLoop writes the child's stdin whenever a sender did not (send): it
 // takes everything queued, writes it with one Write, and marks a request
 // written only when Write reports all of its bytes (and newline) taken:
@@ -416,44 +352,56 @@ func (b *backend) writeLoop(c *child) {
 	defer close(c.writerDone)
 	const maxBatch = 256 << 10
 	var (
-		buf   []byte
-		batch []outItem
-		ends  []int
-		wrote []*pending
+		buf    []byte
+		batch  []outItem
+		ends   []int
+		wrote  []*pending
+		whose  []*session
+		ledger []*session // whose ledgers hear of batch's requests, in batch order (nil: none)
 	)
 	for {
-		buf, batch, ends = buf[:0], batch[:0], ends[:0]
+		buf, batch, ends, ledger = buf[:0], batch[:0], ends[:0], ledger[:0]
 		b.mu.Lock()
 		if !b.writing {
 			keep := b.queue[:0]
-			for _, it := range b.queue {
-				switch {
-				case it.rest != nil:
-					if it.restFor != c {
-						continue // the end of a line for a child that is gone
-					}
-					buf = append(buf, it.rest...) // first in the queue: the child has the line's start
-				case it.p != nil && it.p.state == stDone:
-					continue // ended while queued: the child never needs it
-				case (!c.ready && !it.early) || (len(buf) > 0 && len(buf)+len(it.line) > maxBatch):
-					keep = append(keep, it)
-					continue
-				default:
-					buf = append(buf, it.line...)
-					buf = append(buf, '\n')
-					if it.p != nil {
-						it.p.state = stWriting
-						if it.p.sess != nil {
-							it.p.sess.ledger.written(it.p.slot.Load())
+			b.reqs.update(func(in *inFlight) {
+				for _, it := range b.queue {
+					switch {
+					case it.rest != nil:
+						if it.restFor != c {
+							continue // the end of a line for a child that is gone
 						}
+						buf = append(buf, it.rest...) // first in the queue: the child has the line's start
+					case it.p != nil && in.isDoneLocked(it.p):
+						continue // ended while queued: the child never needs it
+					case (!c.ready && !it.early) || (len(buf) > 0 && len(buf)+len(it.line) > maxBatch):
+						keep = append(keep, it)
+						continue
+					default:
+						if it.p != nil {
+							ok, sess := in.startWriteLocked(it.p)
+							if !ok {
+								continue
+							}
+							ledger = append(ledger, sess)
+						}
+						buf = append(buf, it.line...)
+						buf = append(buf, '\n')
 					}
+					ends = append(ends, len(buf))
+					batch = append(batch, it)
 				}
-				ends = append(ends, len(buf))
-				batch = append(batch, it)
-			}
+			})
 			clear(b.queue[len(keep):])
 			b.queue = keep
 			b.writing = len(batch) > 0
+			i := 0
+			for _, it := range batch {
+				if it.p != nil && it.rest == nil {
+					ledger[i].ledgerWritten(it.p)
+					i++
+				}
+			}
 		}
 		b.mu.Unlock()
 
@@ -469,37 +417,39 @@ func (b *backend) writeLoop(c *child) {
 		}
 		n, err := c.stdin.Write(buf)
 		now := time.Now()
-		wrote = wrote[:0]
+		wrote, whose, ledger = wrote[:0], whose[:0], ledger[:0]
 		var requeue []outItem
 		b.mu.Lock()
 		b.writing = false
-		for i, it := range batch {
-			switch {
-			case it.p == nil:
-			case ends[i] <= n && it.p.state == stWriting:
-				it.p.state = stWritten
-				it.p.written = now
-				it.p.pid = c.pid
-				if it.p.sess != nil {
-					wrote = append(wrote, it.p)
+		b.reqs.update(func(in *inFlight) {
+			for i, it := range batch {
+				switch {
+				case it.p == nil:
+				case ends[i] <= n:
+					if ok, sess := in.wroteLocked(it.p, now, c.pid); ok && sess != nil {
+						wrote, whose = append(wrote, it.p), append(whose, sess)
+					}
+				case it.rest == nil:
+					// (Only after a failed write: the child is gone.)
+					if requeued, untake := in.unwriteLocked(it.p); requeued {
+						requeue, ledger = append(requeue, it), append(ledger, untake)
+					}
 				}
-			case it.p.state == stWriting && it.rest == nil:
-				// (Only after a failed write: the child is gone.)
-				it.p.state = stQueued
-				if it.p.sess != nil && !it.p.everWritten {
-					it.p.sess.ledger.taken(it.p.slot.Load())
-				}
-				requeue = append(requeue, it)
 			}
+		})
+		for i, it := range requeue {
+			ledger[i].ledgerTaken(it.p)
 		}
 		if len(requeue) > 0 {
 			b.queue = append(requeue, b.queue...)
 		}
 		b.mu.Unlock()
-		for _, p := range wrote {
-			b.p.emit(Event{Kind: EventRequestWritten, Time: now, Server: b.srv.name, Session: p.sess.id, PID: c.pid, PoolID: p.id})
+		for i, p := range wrote {
+			b.p.emit(Event{Kind: EventRequestWritten, Time: now, Server: b.srv.name, Session: whose[i].id, PID: c.pid, PoolID: p.id})
 		}
 		clear(batch)
+		clear(whose)
+		clear(ledger)
 		if cap(buf) > keepBuf {
 			buf = nil // one large request must not stay resident for the child's life
 			b.p.releasedLarge()
@@ -556,10 +506,7 @@ func (b *backend) readLoop(c *child) {
 }
 
 func (b *backend) badLine(line []byte, err error) {
-	b.mu.Lock()
-	b.badLines++
-	n := b.badLines
-	b.mu.Unlock()
+	n := b.badLines.Add(1)
 	if n <= 10 || n%1000 == 0 {
 		b.log.Warn("child wrote a line that is not JSON-RPC", "count", n, "err", err, "line", truncate(string(line), 120))
 	}
@@ -576,71 +523,24 @@ func (b *backend) oversize(tl *tooLongError) {
 	if !ok {
 		return
 	}
-	b.mu.Lock()
-	p := b.pending[id]
-	b.mu.Unlock()
-	if p == nil {
-		return
+	if p := b.reqs.lookup(id); p != nil {
+		b.finish(p, failure(endUnusable, errAnswerTooLarge, b.srv.name, tl.size, b.p.opts.MaxMessageBytes))
 	}
-	b.fail(p, &jsonrpc.Error{Code: jsonrpc.CodeMessageTooLarge,
-		Message: fmt.Sprintf("server %q answered with %d bytes or more, over the %d-byte limit", b.srv.name, tl.size, b.p.opts.MaxMessageBytes)})
 }
 
-// onResponse routes a child's answer to the one session that asked.
+// onResponse routes a child's answer to the one session that asked. An
+// answer nobody waits for (its request ended: cancelled, timed out) is an
+// orphan, counted and delivered nowhere.
 func (b *backend) onResponse(msg *jsonrpc.Message) {
 	id, ok := jsonrpc.ParseUint(msg.IDBytes())
-	var p *pending
-	b.mu.Lock()
 	if ok {
-		p = b.pending[id]
+		if p := b.reqs.lookup(id); p != nil && b.finish(p, answered(msg)) {
+			return
+		}
 	}
-	if p != nil {
-		b.endLocked(p)
-	} else {
-		b.orphaned++
-	}
-	b.mu.Unlock()
-	if p == nil {
-		b.p.orphaned.Add(1)
-		b.p.emit(Event{Kind: EventOrphan, Server: b.srv.name, OriginalID: string(msg.IDBytes()), Status: StatusOrphaned})
-		return
-	}
-	if p.timer != nil {
-		p.timer.Stop()
-	}
-	if p.method == "tools/list" && msg.Result.Present() {
-		b.learnHints(msg.Result.Of(msg.Raw)) // a client's, or the pool's own (listToolsForHints)
-	}
-	if p.reply != nil {
-		p.reply <- append([]byte(nil), msg.Raw...)
-		return
-	}
-	sess, origID, held := b.recipient(p)
-	if held {
-		b.keepForRetry(p, msg.Raw)
-		return
-	}
-	if b.askLegacyClient(p, sess, origID, msg) {
-		b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: sess.id, PID: p.pid, PoolID: p.id,
-			Method: p.method, Name: p.name, Status: StatusOK, Size: len(msg.Raw), Written: true, Payload: b.capture(msg.Raw)})
-		return
-	}
-	var out []byte
-	if b.bridgesToModern(p) {
-		out = modernResponse(msg, p.method, origID)
-	} else {
-		out = jsonrpc.Splice(nil, msg.Raw, msg.ID, origID)
-	}
-	status, code, emsg := StatusOK, 0, ""
-	if msg.Error.Present() {
-		status = StatusError
-		code, emsg = errorFields(msg.Error.Of(msg.Raw))
-		b.p.errorsN.Add(1)
-	}
-	sess.deliverResponse(p, out)
-	b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: sess.id, PID: p.pid, PoolID: p.id,
-		Method: p.method, Name: p.name, Status: status, ErrCode: code, Err: emsg, Size: len(out), Written: true,
-		Payload: b.capture(out)})
+	b.orphaned.Add(1)
+	b.p.orphaned.Add(1)
+	b.p.emit(Event{Kind: EventOrphan, Server: b.srv.name, OriginalID: string(msg.IDBytes()), Status: StatusOrphaned})
 }
 
 // progressValue reads a progress notification's progress number.
@@ -661,73 +561,6 @@ func (b *backend) capture(line []byte) []byte {
 	return append([]byte(nil), line[:min(n, len(line))]...)
 }
 
-// fail ends p with err, telling its session. It reports whether it won.
-func (b *backend) fail(p *pending, err error) bool {
-	won, written := b.end(p)
-	if !won {
-		return false
-	}
-	b.finishWithError(p, err, written, StatusFailed)
-	return true
-}
-
-func (b *backend) finishWithError(p *pending, err error, written bool, status string) {
-	if p.timer != nil {
-		p.timer.Stop()
-	}
-	if p.reply != nil {
-		close(p.reply)
-		return
-	}
-	rpcErr := asRPCError(err)
-	b.p.errorsN.Add(1)
-	sess, origID, held := b.recipient(p)
-	if held {
-		b.keepForRetry(p, jsonrpc.AppendErrorResponse(nil, origID, rpcErr))
-	} else {
-		sess.deliverResponse(p, jsonrpc.AppendErrorResponse(nil, origID, rpcErr))
-	}
-	b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: sess.id, PID: p.pid, PoolID: p.id,
-		Method: p.method, Name: p.name, Status: status, ErrCode: rpcErr.Code, Err: rpcErr.Message, Written: written})
-}
-
-// expire is the per-request timeout: the client gets an error, the child a
-// cancellation.
-func (b *backend) expire(p *pending) {
-	won, written := b.end(p)
-	if !won {
-		return
-	}
-	b.p.timeouts.Add(1)
-	timeout := b.requestTimeout()
-	if written {
-		b.cancelAtChild(p, "request timed out in switchboard")
-	}
-	b.finishWithError(p, &jsonrpc.Error{Code: jsonrpc.CodeRequestTimeout,
-		Message: fmt.Sprintf("server %q did not answer %s within %s", b.srv.name, p.method, timeout),
-		Data:    map[string]any{"retryable": true, "mayHaveExecuted": written}}, written, StatusTimeout)
-}
-
-// cancel ends p because its client cancelled it or went away. The client
-// gets no answer (MCP: a cancelled request is not answered); the child
-// gets notifications/cancelled if it saw the request. Late answers are
-// orphans.
-func (b *backend) cancel(p *pending, reason string) {
-	won, written := b.end(p)
-	if !won {
-		return
-	}
-	if p.timer != nil {
-		p.timer.Stop()
-	}
-	b.p.cancelled.Add(1)
-	if written {
-		b.cancelAtChild(p, reason)
-	}
-	b.p.emit(Event{Kind: EventRequestDone, Server: b.srv.name, Session: p.sess.id, PID: p.pid, PoolID: p.id,
-		Method: p.method, Name: p.name, Status: StatusCancelled, Err: reason, Written: written})
-}
-
 // onChildNotification routes a notification from the child. Nothing is
 // broadcast blindly: progress goes to its token's owner, a resource update
 // to its subscribers, list changes to the server's sessions, log messages
@@ -739,53 +572,27 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 	}
 	switch msg.Method {
 	case "notifications/progress":
-		tok := jsonrpc.Member(params, "progressToken")
-		n, ok := jsonrpc.ParseUint(tok.Of(params))
-		var p *pending
-		var to *session
-		progress, hasValue := progressValue(params)
-		if ok {
-			b.mu.Lock()
-			if p = b.tokens[n]; p != nil && p.held == nil {
-				to = p.sess
-				// Progress must increase: a retried call starts again from
-				// zero, so its notifications wait until they pass the last
-				// value the client saw.
-				if hasValue {
-					if p.progressSent && progress <= p.progressSeen {
-						to = nil
-					} else {
-						p.progressSeen, p.progressSent = progress, true
-					}
-				}
-			}
-			b.mu.Unlock()
+		token, at, ok := poolTokenOf(msg)
+		if !ok {
+			return
 		}
+		progress, hasValue := progressValue(params)
+		to, origToken := b.reqs.progress(token, progress, hasValue)
 		if to == nil {
 			return // the request ended (its client no longer cares), waits for a retry, or went back
 		}
-		abs := jsonrpc.Span{Start: msg.Params.Start + tok.Start, End: msg.Params.Start + tok.End}
-		to.deliver(jsonrpc.Splice(nil, msg.Raw, abs, p.origToken))
+		to.deliver(progressForClient(msg, at, origToken))
 	case "notifications/cancelled":
 		// The child gives up on a request it sent to a client.
-		rid := jsonrpc.Member(params, "requestId")
-		childID := rid.Of(params)
-		b.mu.Lock()
-		var poolID uint64
-		var ent reverseEntry
-		for id, e := range b.reverse {
-			if string(e.childID) == string(childID) {
-				poolID, ent = id, e
-				delete(b.reverse, id)
-				break
-			}
-		}
-		b.mu.Unlock()
-		if ent.sess == nil {
+		childID, at := childCancelTarget(msg)
+		if childID == nil {
 			return
 		}
-		abs := jsonrpc.Span{Start: msg.Params.Start + rid.Start, End: msg.Params.Start + rid.End}
-		ent.sess.deliver(jsonrpc.Splice(nil, msg.Raw, abs, jsonrpc.AppendUint(nil, poolID)))
+		poolID, sess := b.reqs.withdrawQuestion(childID)
+		if sess == nil {
+			return
+		}
+		sess.deliver(cancelledForClient(msg, at, poolID))
 	case "notifications/resources/updated":
 		uri, _ := jsonrpc.String(params, jsonrpc.Member(params, "uri"))
 		for _, s := range b.sessions() {
@@ -838,31 +645,24 @@ func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 	}
 	target := b.pickSession(msg.Method)
 	if target == nil {
-		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, &jsonrpc.Error{Code: jsonrpc.CodeNoClient,
-			Message: fmt.Sprintf("no connected client can answer %s", msg.Method)}))
+		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errNoClient, false, "", msg.Method)))
 		return
 	}
 	id := b.p.nextID.Add(1)
-	b.mu.Lock()
-	b.reverse[id] = reverseEntry{childID: childID, sess: target}
-	b.mu.Unlock()
-	target.deliver(jsonrpc.Splice(nil, msg.Raw, msg.ID, jsonrpc.AppendUint(nil, id)))
+	b.reqs.addQuestion(id, childID, target)
+	target.deliver(requestForClient(msg, id))
 }
 
 func (b *backend) pickSession(method string) *session {
 	can := func(s *session) bool { return s != nil && s.alive() && s.canAnswer(method) }
-	b.mu.Lock()
-	var oldest *pending
-	for _, p := range b.pending {
-		if p.sess != nil && can(p.sess) && (oldest == nil || p.id < oldest.id) {
-			oldest = p
+	for _, s := range b.reqs.askers() {
+		if can(s) {
+			return s
 		}
 	}
+	b.mu.Lock()
 	last := b.lastClient
 	b.mu.Unlock()
-	if oldest != nil {
-		return oldest.sess
-	}
 	if can(last) {
 		return last
 	}
@@ -882,31 +682,20 @@ func (b *backend) answerChild(from *session, msg *jsonrpc.Message) bool {
 	if !ok {
 		return false
 	}
-	b.mu.Lock()
-	ent, found := b.reverse[id]
-	if found && ent.sess == from {
-		delete(b.reverse, id)
-	}
-	b.mu.Unlock()
-	if !found || ent.sess != from {
+	childID, ok := b.reqs.takeAnswer(id, from)
+	if !ok {
 		return false
 	}
-	b.sendRaw(jsonrpc.Splice(nil, msg.Raw, msg.ID, ent.childID))
+	b.sendRaw(answerForChild(msg, childID))
 	return true
 }
 
 // detach forgets a session's stake in the child: its answers to the
 // child's requests become errors, its subscriptions are released.
 func (b *backend) detach(s *session, subs []string) {
-	var unanswered [][]byte
+	unanswered := b.reqs.dropQuestionsOf(s)
 	var release []string
 	b.mu.Lock()
-	for id, e := range b.reverse {
-		if e.sess == s {
-			unanswered = append(unanswered, e.childID)
-			delete(b.reverse, id)
-		}
-	}
 	for _, uri := range subs {
 		if b.subs[uri]--; b.subs[uri] <= 0 {
 			delete(b.subs, uri)
@@ -918,8 +707,7 @@ func (b *backend) detach(s *session, subs []string) {
 	}
 	b.mu.Unlock()
 	for _, id := range unanswered {
-		b.sendRaw(jsonrpc.AppendErrorResponse(nil, id, &jsonrpc.Error{Code: jsonrpc.CodeNoClient,
-			Message: "the client that was asked disconnected"}))
+		b.sendRaw(jsonrpc.AppendErrorResponse(nil, id, newError(errAskedClientLeft, false, "")))
 	}
 	for _, uri := range release {
 		b.internalRequest("resources/unsubscribe", subscribeParams(uri))
@@ -933,11 +721,7 @@ func (b *backend) internalRequest(method string, params []byte) {
 	id := b.p.nextID.Add(1)
 	p := &pending{id: id, method: method, received: time.Now(), reply: make(chan []byte, 1),
 		line: jsonrpc.AppendRequest(nil, id, method, params)}
-	// The timer is set before the request is shared with the reader.
-	p.timer = time.AfterFunc(b.requestTimeout(), func() { b.end(p) })
-	if err := b.send(p); err != nil {
-		p.timer.Stop()
-	}
+	_ = b.send(p) // refused: the backend stopped or failed, and the child with it
 }
 
 // subscribe counts a session's subscription to uri. Only the first
@@ -971,10 +755,10 @@ func subscribeParams(uri string) []byte {
 // snapshot copies the backend's state for Pool.Snapshot.
 func (b *backend) snapshot(now time.Time) (BackendInfo, []RequestInfo) {
 	b.mu.Lock()
+	lastErr := b.lastErr
 	info := BackendInfo{
 		Server: b.srv.name, State: b.state, StartedAt: b.startedAt, Restarts: b.restarts,
-		InFlight: 0, Command: append([]string{b.cfg.Command}, b.cfg.Args...),
-		LastError: b.lastErr, BadLines: b.badLines, Orphaned: b.orphaned,
+		Command:         append([]string{b.cfg.Command}, b.cfg.Args...),
 		ResolvedCommand: b.resolved, ResolveNote: b.resolveNote, StateReason: b.reason,
 	}
 	if b.child != nil {
@@ -987,23 +771,11 @@ func (b *backend) snapshot(now time.Time) (BackendInfo, []RequestInfo) {
 	if b.owner != nil {
 		info.Session = b.owner.id
 	}
-	reqs := make([]RequestInfo, 0, len(b.pending))
-	for _, p := range b.pending {
-		if p.sess == nil {
-			continue
-		}
-		info.InFlight++
-		ri := RequestInfo{PoolID: p.id, Session: p.sess.id, Server: b.srv.name, Method: p.method, Name: p.name,
-			OriginalID: string(p.origID), ReceivedAt: p.received, AgeMs: now.Sub(p.received).Milliseconds(),
-			WrittenToChild: p.state == stWritten, PID: p.pid}
-		if ri.WrittenToChild {
-			ri.WrittenAt = p.written
-		} else if b.child != nil {
-			ri.PID = b.child.pid
-		}
-		reqs = append(reqs, ri)
-	}
+	childPID := info.PID
 	b.mu.Unlock()
+	info.LastError, info.BadLines, info.Orphaned = lastErr, b.badLines.Load(), b.orphaned.Load()
+	reqs := b.reqs.infos(b.srv.name, childPID, now)
+	info.InFlight = len(reqs)
 	info.StderrTail = b.stderr.tail(20)
 	if b.owner != nil {
 		info.Sessions = 1

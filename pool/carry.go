@@ -130,7 +130,7 @@ func (p *Pool) Handover() (*Carried, error) {
 func (b *backend) carry() (CarriedChild, error) {
 	b.mu.Lock()
 	c, hs := b.child, b.hs
-	ok := c != nil && c.ready && b.state == StateReady && b.owner == nil && !b.draining && len(b.pending) == 0
+	ok := c != nil && c.ready && b.state == StateReady && b.owner == nil && !b.draining && b.reqs.count() == 0
 	cc := CarriedChild{Server: b.srv.name, Process: processKey(b.cfg), Roots: b.roots, Resolved: b.resolved, LogLevel: b.childLevel}
 	b.mu.Unlock()
 	if !ok {
@@ -264,11 +264,8 @@ func (s *server) adoptCarriedLocked(ccs []CarriedChild) (rest []CarriedChild) {
 			s.p.log.Warn("a carried child could not be adopted", "server", s.name, "pid", cc.PID, "err", err)
 			continue
 		}
-		b := buildBackend(s, s.cfg, nil, pt.roots, cc.caps())
-		b.carried, b.carriedHS = c, cc.handshake()
-		b.child, b.startedAt = c, c.started // shown at once; supervise makes it ready
-		b.childLevel = cc.LogLevel
-		b.resolved = cc.Resolved
+		b := buildBackend(s, s.cfg, nil, pt.roots, cc.caps(),
+			&adoption{child: c, hs: cc.handshake(), logLevel: cc.LogLevel, resolved: cc.Resolved})
 		pt.current.Store(b)
 		s.armIdleLocked(pt)
 		s.p.wg.Go(b.supervise)

@@ -38,9 +38,14 @@ func TestLargeRequestsCutShortArriveWhole(t *testing.T) {
 	}
 	wg.Wait()
 	for i, c := range clients {
+		// The child answers each call from its own goroutine: in any order.
+		got := map[string]msg{}
+		for len(got) < calls {
+			m := c.recv()
+			got[string(m.ID)] = m
+		}
 		for k := range calls {
-			m, _ := c.recvID(fmt.Sprint(k + 1))
-			if got := m.text(); got != text(i, k, size) {
+			if got := got[fmt.Sprint(k+1)].text(); got != text(i, k, size) {
 				t.Errorf("session %d call %d: %d bytes back, not its own %d (%.40q)", i, k+1, len(got), size, got)
 			}
 		}

@@ -6,43 +6,74 @@
 // they read Snapshot and Subscribe, and the history store receives events
 // through Options.Record.
 //
+// # Where a request lives
+//
+// A client's request is a pending (requests.go) in its backend's request
+// table, which alone holds the requests in flight, their progress tokens
+// and the child's own requests to clients, and changes them only in
+// closures under its lock. A pending moves new, queued, writing, written,
+// done; "may have run" is sticky. Whatever ends it, finish (finish.go)
+// ends it, once; the pool's own errors are rows of one table (errors.go);
+// every rewrite of a message is a pure function of rewrite.go.
+//
 // # Routing table
 //
 // Each rule, then the functions that implement it. TestRoutingTableNamesRealFunctions
-// checks that every name here exists.
+// checks that every name here exists; the cases in testdata/routing
+// (TestRouting, on a real pool and a real child) show the rules on the
+// wire.
 //
 //   - Client ids become pool-unique ids on the way in, and the answer
 //     carries the client's exact original id bytes back (1, "1" and 1.0 are
-//     three ids); an answer with an unknown id is counted and delivered
-//     nowhere: [session.forward], [rewriteRequest], [backend.onResponse].
-//   - Progress tokens are rewritten like ids; progress goes only to the
-//     token's owner and never goes back: [rewriteRequest],
-//     [backend.onChildNotification], [progressValue].
+//     three ids); an answer with an unknown id (its request ended) is
+//     counted and delivered nowhere: [session.forward], [rewriteRequest],
+//     [backend.onResponse], [backend.finish], [responseForClient].
+//   - Progress tokens are rewritten like ids (a request's pool id is its
+//     pool token); progress goes only to the token's owner, with its own
+//     token, and never goes back: [rewriteRequest],
+//     [backend.onChildNotification], [requestTable.progress],
+//     [poolTokenOf], [progressForClient].
 //   - Each child is initialized once (server/discover, else initialize); a
 //     client's initialize, server/discover and ping are answered from the
 //     cached result: [backend.handshake], [session.initialize],
 //     [handshake.initializeResult], [handshake.discoverResult].
 //   - A modern client of a legacy child gets 2026-07-28 answers; a legacy
 //     client of a modern child gets the _meta the stateless revision
-//     requires: [modernResponse], [session.noteModern], [rewriteRequest].
-//   - notifications/cancelled is rewritten to the pool id; a session that
-//     ends has what it had in flight cancelled at the child, and late
-//     answers are orphans: [session.onNotification], [backend.cancel],
-//     [backend.cancelAtChild], [session.close].
+//     requires: [backend.responseFor], [modernResponse],
+//     [session.noteModern], [rewriteRequest].
+//   - A client's notifications/cancelled ends its request; the child is
+//     told with the pool id. A session that ends has what it had in flight
+//     cancelled the same way, and late answers are orphans:
+//     [session.onNotification], [backend.cancel], [cancelForChild],
+//     [session.close].
+//   - Every request ends exactly once, by finish, whatever ends it: its
+//     answer, its timeout, a cancel by its client or its user, its
+//     session's end, its child's death, a stop, a crash loop, a hand-back,
+//     a refusal. The way it ended decides whether the client is answered,
+//     whether the child is told, and what history says; every error the
+//     pool answers says whether the request may have run exactly as its
+//     state says: [backend.finish], [requestTable.end], [newError],
+//     [Pool.Cancel], [backend.abandon].
 //   - list_changed goes to every session of the child, resources/updated
 //     only to subscribers, and subscriptions are counted so the child sees
-//     one subscribe and one unsubscribe: [backend.onChildNotification],
-//     [session.subscription], [backend.subscribe], [backend.unsubscribe].
+//     one subscribe and one unsubscribe (and a restarted child gets them
+//     again): [backend.onChildNotification], [session.deliverChange],
+//     [session.subscription], [backend.subscribe], [backend.unsubscribe],
+//     [backend.resubscribe].
 //   - A modern child's subscriptions/listen is one upstream stream for all
 //     the sessions that listen, each getting what its own filter asks:
-//     [session.listen], [backend.syncUpstream], [backend.routeTagged].
+//     [session.listen], [backend.syncUpstream], [backend.routeTagged],
+//     [tagNotification].
 //   - The child's own requests (sampling, elicitation) go to one session
-//     that declared the capability and can receive now, and the answer
-//     returns under the child's id; with nobody able, the child gets an
-//     error at once: [backend.onChildRequest], [backend.pickSession],
-//     [backend.answerChild]. A modern client asked through a legacy child
-//     gets an input-required result and retries: [backend.carryAsMRTR],
-//     [session.resumeMRTR].
+//     that declared the capability and can receive now, the one with the
+//     oldest request in flight on that child first, under a pool id; the
+//     answer returns under the child's id, and the child's cancellation
+//     names the pool id; with nobody able, the child gets -32006 at once:
+//     [backend.onChildRequest], [backend.pickSession],
+//     [requestTable.askers], [requestForClient], [backend.answerChild],
+//     [answerForChild], [childCancelTarget], [cancelledForClient]. A
+//     modern client asked through a legacy child gets an input-required
+//     result and retries: [backend.carryAsMRTR], [session.resumeMRTR].
 //   - roots/list is never asked of a client by a child: sessions that
 //     declare different roots get different children, and the pool answers
 //     roots/list from the partition: [session.holdForRoots],
@@ -53,18 +84,32 @@
 //     [session.admitsLog].
 //   - What reaches a child is what the pool classified: malformed lines,
 //     ambiguous keys and duplicate in-flight ids get an error for that
-//     client only; oversize lines are skipped and answered:
-//     [session.handle], [session.readFrom], [session.forward].
+//     client only; oversize lines are skipped and answered; notifications
+//     are re-written from their parsed members: [session.handle],
+//     [session.readFrom], [session.forward], [notificationForChild].
 //   - A client that closes its input gets its answers before its session
 //     ends; one that stops reading is evicted and stalls no one; one that
 //     piles up requests is refused past its share: [session.halfClose],
 //     [session.closeWhenIdle], [session.deliver], [session.drain],
 //     [session.overLimitLocked].
-//   - A request times out with an error to its client and a cancellation
-//     to the child: [backend.expire].
+//   - A request times out (its timer armed where it is registered) with an
+//     error to its client and a cancellation to the child:
+//     [requestTable.register], [backend.expire].
 //   - At most once: when a child dies, what it had not been written is
 //     re-queued, what it had is answered with mayHaveExecuted (once retried
-//     if declared safe to repeat): [backend.reap], [backend.safeToRepeatLocked].
+//     if declared safe to repeat, and still "may have run" after that);
+//     a crash loop or a stop answers the rest as their state says:
+//     [backend.reap], [requestTable.afterExit], [backend.safeToRepeatLocked],
+//     [backend.noteCrash], [backend.finishStop].
+//   - A shared child with no session for its idleTimeout is stopped, a
+//     freshly started one not before its warm-up grace; a session that
+//     comes back first keeps it: [idlePolicy.stopAfter],
+//     [server.armIdleLocked], [server.reapIdle].
+//   - A child that dies is started again after a backoff that doubles up
+//     to a cap and starts over once a child is up; MaxRestarts exits within
+//     Window fail the server fast until it is restarted or reconfigured:
+//     [backend.supervise], [restartBudget.exited], [backend.waitToRestart],
+//     [backend.noteCrash].
 //   - A pool that stops on purpose hands each attached or relaying session
 //     back to its shim with the input it had not handled; the next pool
 //     resumes it and answers what the last one owed (the shim's ledger, or

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -102,7 +103,7 @@ func (b *backend) handshake(c *child) (*handshake, error) {
 			if ok {
 				if hs, err := parseDiscover(raw); err == nil {
 					if initialize != nil {
-						b.end(initialize)
+						b.finish(initialize, outcome{kind: endDropped})
 					}
 					return hs, nil
 				}
@@ -116,7 +117,7 @@ func (b *backend) handshake(c *child) (*handshake, error) {
 			if err != nil {
 				return nil, fmt.Errorf("initialize %s: %w", b.srv.name, err)
 			}
-			b.end(discover)
+			b.finish(discover, outcome{kind: endDropped})
 			// Ahead of any client request queued while the child started.
 			b.mu.Lock()
 			b.queue = append([]outItem{{line: jsonrpc.AppendNotification(nil, "notifications/initialized", nil), early: true}}, b.queue...)
@@ -150,8 +151,7 @@ func (b *backend) probe(version, method string, params []byte) *pending {
 	p := &pending{id: id, method: method, received: time.Now(), reply: make(chan []byte, 1),
 		line: jsonrpc.AppendRequest(nil, id, method, params)}
 	b.mu.Lock()
-	p.state = stQueued
-	b.pending[id] = p
+	b.reqs.register(p, math.MaxInt, 0, nil) // the handshake has its own deadline
 	b.queue = append([]outItem{{p: p, line: p.line, early: true}}, b.queue...)
 	b.mu.Unlock()
 	b.signal()
@@ -341,14 +341,6 @@ func errorFields(obj []byte) (int, string) {
 	}
 	_ = json.Unmarshal(obj, &e)
 	return e.Code, e.Message
-}
-
-func asRPCError(err error) *jsonrpc.Error {
-	var e *jsonrpc.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: err.Error()}
 }
 
 func appendJSONString(dst []byte, s string) []byte {

@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
@@ -101,20 +100,40 @@ func (p *Pool) serveShim(conn net.Conn) {
 		}
 		closeFiles(files)
 	}
-	// How the transport ends is set before the session is published: a
-	// Pool.Close racing with this start must find it.
+	// Everything the session's transport is, is decided before the session
+	// is published: a Pool.Close racing with this start must find it whole.
+	setup := sessionSetup{transport: "stdio", peerPID: hello.PID, resumed: resumedFrom(hello.Resume)}
 	var connMu sync.Mutex // State lines and the Farewell of an attached session
-	closeConn := func(*session) { conn.Close() }
-	if in == nil && hello.Resumable {
-		closeConn = func(s *session) {
+	setup.closeConn = func(*session) { conn.Close() }
+	switch {
+	case in == nil && hello.Resumable:
+		// The shim relays, and reads control lines: it keeps what it needs
+		// to resume the session, and takes it back when the pool stops.
+		setup.hb = newHandBack(conn)
+		setup.keepState = func(s *session, st wire.State) { s.deliver(controlLine(st)) }
+		setup.closeConn = func(s *session) {
 			if errors.Is(s.closeReason, errHandedBack) {
 				s.handOverRelay(conn)
 			}
 			conn.Close()
 		}
-	}
-	if in != nil {
-		closeConn = func(s *session) {
+	case in != nil:
+		// Attached: the client's pipes are the session's transport; the
+		// connection only tells each side when the other is gone, and the
+		// shim what it needs to resume the session with another pool.
+		setup.attached = true
+		setup.hb = newHandBack(in)
+		if ledgerFile != nil {
+			if setup.ledger, err = openLedger(ledgerFile); err != nil {
+				p.log.Warn("a shim's ledger is unusable; its session's requests are not recorded there", "pid", hello.PID, "err", err)
+			}
+		}
+		setup.keepState = func(_ *session, st wire.State) {
+			connMu.Lock()
+			defer connMu.Unlock()
+			_ = writeLine(conn, st)
+		}
+		setup.closeConn = func(s *session) {
 			p.hangups.forget(s) // before conn closes: its descriptor may be reused
 			in.Close()
 			out.Close()
@@ -131,24 +150,15 @@ func (p *Pool) serveShim(conn net.Conn) {
 			conn.Close()
 		}
 	}
-	s, err := p.newSession(hello.Server, "stdio", hello.PID, closeConn)
+	s, err := p.newSession(hello.Server, setup)
 	if err != nil {
+		setup.ledger.close()
 		closeFiles(files)
 		writeLine(conn, Welcome{Error: err.Error()})
 		conn.Close()
 		return
 	}
 	if in == nil {
-		var hb *handBack
-		if hello.Resumable {
-			// The shim reads control lines: it keeps what it needs to
-			// resume the session, and takes it back when the pool stops.
-			hb = newHandBack(conn)
-			s.mu.Lock()
-			s.hb = hb
-			s.mu.Unlock()
-			s.keepState = func(st wire.State) { s.deliver(controlLine(st)) }
-		}
 		if err := writeLine(conn, Welcome{Session: s.id, Run: p.opts.RunID}); err != nil {
 			s.close(err)
 			return
@@ -157,28 +167,8 @@ func (p *Pool) serveShim(conn net.Conn) {
 			s.resume(hello.Resume)
 		}
 		s.startOutput(conn)
-		s.readFrom(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), conn), 64<<10), rawConn(conn), hb)
+		s.readFrom(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), conn), 64<<10), rawConn(conn), s.hb)
 		return
-	}
-	// Attached: the client's pipes are the session's transport; the
-	// connection only tells each side when the other is gone, and the
-	// shim what it needs to resume the session with another pool.
-	hb := newHandBack(in)
-	var led *ledger
-	if ledgerFile != nil {
-		if led, err = openLedger(ledgerFile); err != nil {
-			p.log.Warn("a shim's ledger is unusable; its session's requests are not recorded there", "session", s.id, "err", err)
-		}
-	}
-	s.mu.Lock()
-	s.attached = true
-	s.hb = hb
-	s.ledger = led
-	s.mu.Unlock()
-	s.keepState = func(st wire.State) {
-		connMu.Lock()
-		defer connMu.Unlock()
-		_ = writeLine(conn, st)
 	}
 	if err := writeLine(conn, Welcome{Session: s.id, Attached: true, Run: p.opts.RunID}); err != nil {
 		s.close(err)
@@ -200,7 +190,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 	if len(carried) > 0 {
 		input = io.MultiReader(bytes.NewReader(carried), in)
 	}
-	s.readFrom(bufio.NewReaderSize(input, 64<<10), rawConn(out), hb)
+	s.readFrom(bufio.NewReaderSize(input, 64<<10), rawConn(out), s.hb)
 }
 
 // resumedBytes is how many bytes of its earlier pool's unread input a
@@ -291,8 +281,7 @@ func (s *session) readFrom(r *bufio.Reader, peer syscall.RawConn, hb *handBack) 
 			if errors.As(err, &tl) && err == error(tl) {
 				s.p.parseErrors.Add(1)
 				id, _ := findClientID(tl.head)
-				s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeMessageTooLarge,
-					Message: fmt.Sprintf("message of %d bytes exceeds the %d-byte limit", tl.size, s.p.opts.MaxMessageBytes)})
+				s.replyError(id, newError(errMessageTooLarge, false, "", tl.size, s.p.opts.MaxMessageBytes))
 				continue
 			}
 			if errors.Is(err, io.EOF) {

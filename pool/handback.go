@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"sync/atomic"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
@@ -76,9 +74,7 @@ func (p *Pool) handBackSessions(sessions []*session, grace time.Duration) (other
 	deadline := time.Now().Add(grace)
 	var handed []*session
 	for _, s := range sessions {
-		s.mu.Lock()
 		hb := s.hb
-		s.mu.Unlock()
 		if hb == nil || !hb.pausing.CompareAndSwap(false, true) || !s.alive() {
 			others = append(others, s)
 			continue
@@ -145,19 +141,9 @@ func (s *session) waitIdle(deadline time.Time) {
 // client gets the at-most-once error, the child a cancellation if it saw
 // the request.
 func (b *backend) abandon(p *pending) {
-	won, written := b.end(p)
-	if !won {
-		return
-	}
-	if written {
-		b.cancelAtChild(p, "switchboard is restarting")
-	}
-	msg := fmt.Sprintf("Switchboard restarted while %s was in flight on server %q; it was not re-sent because it may have executed", p.method, b.srv.name)
-	if !written {
-		msg = fmt.Sprintf("Switchboard restarted before %s reached server %q; it did not run, send it again", p.method, b.srv.name)
-	}
-	b.finishWithError(p, &jsonrpc.Error{Code: jsonrpc.CodeBackendDied, Message: msg,
-		Data: map[string]any{"retryable": true, "mayHaveExecuted": written, "server": b.srv.name}}, written, StatusFailed)
+	o := failure(endPoolStops, errPoolRestarting, b.srv.name, p.method)
+	o.reason = "switchboard is restarting"
+	b.finish(p, o)
 }
 
 // handOverRelay ends a relayed session's connection for a hand-back, once

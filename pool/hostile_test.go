@@ -5,10 +5,11 @@ package pool_test
 import (
 	"cmp"
 	"fmt"
-	"github.com/switchboard-mcp/switchboard/pool"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
 )
 
 // A key that Go's encoding/json takes for "id" without being it: on the

@@ -3,7 +3,6 @@ package pool
 import (
 	"bytes"
 	"io"
-	"sync/atomic"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
@@ -20,9 +19,8 @@ var (
 )
 
 // BenchmarkRewriteRequest: parse a client's tools/call, give it a pool id
-// and a pool progress token.
+// and a pool progress token (rewriteRequest).
 func BenchmarkRewriteRequest(b *testing.B) {
-	var tokens atomic.Uint64
 	b.ReportAllocs()
 	b.SetBytes(int64(len(benchRequest)))
 	for i := range b.N {
@@ -30,7 +28,7 @@ func BenchmarkRewriteRequest(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		in := rewriteRequest(&msg, uint64(i), &tokens, nil)
+		in := rewriteRequest(&msg, uint64(i), nil)
 		if len(in.line) == 0 {
 			b.Fatal("empty")
 		}
@@ -38,7 +36,7 @@ func BenchmarkRewriteRequest(b *testing.B) {
 }
 
 // BenchmarkRouteResponse: parse a child's answer, find its pending entry
-// by pool id, and put the client's own id back.
+// by pool id, and put the client's own id back (responseForClient).
 func BenchmarkRouteResponse(b *testing.B) {
 	pending := map[uint64][]byte{90210: []byte(`"17"`)}
 	dst := make([]byte, 0, 256)
@@ -53,7 +51,7 @@ func BenchmarkRouteResponse(b *testing.B) {
 		if !ok {
 			b.Fatal("no pool id")
 		}
-		dst = jsonrpc.Splice(dst[:0], msg.Raw, msg.ID, pending[id])
+		dst = responseForClient(dst[:0], &msg, pending[id])
 	}
 	if !bytes.Contains(dst, []byte(`"id":"17"`)) {
 		b.Fatalf("routed %s", dst)

@@ -154,15 +154,13 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, name, sid strin
 			return
 		}
 		modern = true
-		s, err := h.p.newSession(name, "http", 0, nil)
-		if err != nil {
+		if hs, err = h.newHTTPSession(name); err != nil {
 			httpError(w, http.StatusServiceUnavailable, msg.IDBytes(), jsonrpc.CodeBackendUnavailable, err.Error())
 			return
 		}
 		// One pool session per stateless request, ended with it: a
 		// response closed early cancels the request at the child.
-		hs = h.attach(s)
-		defer s.close(nil)
+		defer hs.s.close(nil)
 	default:
 		httpError(w, http.StatusBadRequest, msg.IDBytes(), jsonrpc.CodeInvalidRequest,
 			"missing Mcp-Session-Id: initialize first, or send a 2026-07-28 request with _meta")
@@ -273,14 +271,14 @@ func (h *httpFront) open(name string) (*httpSession, string, error) {
 	if err := h.makeRoom(name); err != nil {
 		return nil, "", err
 	}
-	s, err := h.p.newSession(name, "http", 0, nil)
+	hs, err := h.newHTTPSession(name)
 	if err != nil {
 		return nil, "", err
 	}
+	s := hs.s
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	sid := hex.EncodeToString(b[:])
-	hs := h.attach(s)
 	h.mu.Lock()
 	h.sessions[sid] = hs
 	h.mu.Unlock()
@@ -335,14 +333,19 @@ func (hs *httpSession) lastUsedAt() time.Time {
 	return hs.lastUsed
 }
 
-// attach makes s an HTTP session and starts its dispatcher.
-func (h *httpFront) attach(s *session) *httpSession {
-	hs := &httpSession{s: s, waiters: map[string]*httpWaiter{}, tokens: map[string]*httpWaiter{}, lastUsed: time.Now()}
-	s.mu.Lock()
-	s.receiver = hs.streaming
-	s.mu.Unlock()
+// newHTTPSession opens a pool session of server name whose messages go to
+// HTTP responses, and starts its dispatcher. The session can be sent a
+// request only while its GET stream is open (streaming), which it knows
+// from the start.
+func (h *httpFront) newHTTPSession(name string) (*httpSession, error) {
+	hs := &httpSession{waiters: map[string]*httpWaiter{}, tokens: map[string]*httpWaiter{}, lastUsed: time.Now()}
+	s, err := h.p.newSession(name, sessionSetup{transport: "http", receiver: hs.streaming})
+	if err != nil {
+		return nil, err
+	}
+	hs.s = s // before hs is shared: only its dispatcher and its requests see it
 	h.p.wg.Go(hs.dispatch)
-	return hs
+	return hs, nil
 }
 
 // streaming reports whether the session's GET stream is open: only then

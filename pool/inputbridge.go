@@ -2,7 +2,7 @@ package pool
 
 import (
 	"encoding/json"
-	"fmt"
+	"errors"
 	"sync"
 	"time"
 
@@ -22,6 +22,7 @@ type inputRound struct {
 	b      *backend
 	sess   *session
 	call   *pending        // the call the child answered with input_required
+	origID []byte          // the client's id of the call
 	state  json.RawMessage // the child's requestState, echoed back; nil if none
 	timer  *time.Timer
 	mu     sync.Mutex
@@ -56,20 +57,22 @@ func (r *inputRounds) take(id uint64) *inputRound {
 
 // askLegacyClient turns a modern child's input_required answer to a
 // legacy client's call into questions to that client. It reports whether
-// it took the answer (false: deliver it as it is).
-func (b *backend) askLegacyClient(p *pending, sess *session, origID []byte, msg *jsonrpc.Message) bool {
-	if p.modern || p.sess == nil || !msg.Result.Present() {
-		return false
+// it took the answer (false: deliver it as it is), or the error the
+// client gets instead when it cannot answer the questions.
+func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (asked bool, refusal *jsonrpc.Error) {
+	sess, origID := e.sess, e.origID
+	if e.modern || e.held != nil || sess == nil || !msg.Result.Present() {
+		return false, nil
 	}
 	b.mu.Lock()
 	modernChild := b.hs != nil && b.hs.era == EraModern
 	b.mu.Unlock()
 	if !modernChild { // the common case: no scan of the result
-		return false
+		return false, nil
 	}
 	res := msg.Result.Of(msg.Raw)
 	if t, _ := jsonrpc.String(res, jsonrpc.Member(res, "resultType")); t != "input_required" {
-		return false
+		return false, nil
 	}
 	var r struct {
 		InputRequests map[string]struct {
@@ -79,17 +82,21 @@ func (b *backend) askLegacyClient(p *pending, sess *session, origID []byte, msg 
 		RequestState json.RawMessage `json:"requestState"`
 	}
 	if err := json.Unmarshal(res, &r); err != nil {
-		return false
+		return false, nil
 	}
 	for _, q := range r.InputRequests {
 		if !sess.canAnswer(q.Method) {
-			sess.deliverResponse(p, jsonrpc.AppendErrorResponse(nil, origID, &jsonrpc.Error{Code: jsonrpc.CodeNoClient,
-				Message: fmt.Sprintf("server %q needs %s, which this client did not declare", b.srv.name, q.Method)}))
-			return true
+			return false, newError(errCannotAsk, true, b.srv.name, b.srv.name, q.Method)
 		}
 	}
-	x := &inputRound{b: b, sess: sess, call: p, state: r.RequestState, left: map[uint64]string{},
+	x := &inputRound{b: b, sess: sess, call: p, origID: origID, state: r.RequestState, left: map[uint64]string{},
 		answer: map[string]json.RawMessage{}}
+	// The timer is set before the round is shared (rounds.add): an answer
+	// may stop it as soon as it is.
+	timeout := b.requestTimeout()
+	x.timer = time.AfterFunc(timeout, func() {
+		x.end(newError(errQuestionsUnanswered, true, b.srv.name, b.srv.name, timeout))
+	})
 	questions := make([][]byte, 0, len(r.InputRequests))
 	for key, q := range r.InputRequests {
 		id := b.p.nextID.Add(1)
@@ -97,18 +104,14 @@ func (b *backend) askLegacyClient(p *pending, sess *session, origID []byte, msg 
 		b.p.rounds.add(id, x)
 		questions = append(questions, jsonrpc.AppendRequest(nil, id, q.Method, q.Params))
 	}
-	x.timer = time.AfterFunc(b.requestTimeout(), func() {
-		x.end(&jsonrpc.Error{Code: jsonrpc.CodeRequestTimeout,
-			Message: fmt.Sprintf("the client did not answer server %q's questions within %s", b.srv.name, b.requestTimeout())})
-	})
 	if len(questions) == 0 { // only a requestState: retry at once
 		x.retry()
-		return true
+		return true, nil
 	}
 	for _, q := range questions {
 		sess.deliver(q)
 	}
-	return true
+	return true, nil
 }
 
 // answerRound takes a legacy client's answer to one of the pool's
@@ -128,7 +131,7 @@ func (s *session) answerRound(msg *jsonrpc.Message) bool {
 	}
 	if msg.Error.Present() {
 		_, m := errorFields(msg.Error.Of(msg.Raw))
-		x.end(&jsonrpc.Error{Code: jsonrpc.CodeNoClient, Message: "the client refused the server's question: " + m})
+		x.end(newError(errQuestionRefused, true, x.b.srv.name, x.b.srv.name, m))
 		return true
 	}
 	x.mu.Lock()
@@ -164,7 +167,7 @@ func (x *inputRound) end(err *jsonrpc.Error) {
 	for id := range left {
 		x.b.p.rounds.take(id)
 	}
-	x.sess.deliverResponse(x.call, jsonrpc.AppendErrorResponse(nil, x.call.origID, err))
+	x.sess.deliverResponse(x.call, x.origID, jsonrpc.AppendErrorResponse(nil, x.origID, err))
 }
 
 // retry sends the call to the child again, as the same client request,
@@ -173,8 +176,7 @@ func (x *inputRound) retry() {
 	p, s := x.call, x.sess
 	msg, err := jsonrpc.Parse(p.line)
 	if err != nil || !msg.Params.Present() {
-		x.sess.deliverResponse(p, jsonrpc.AppendErrorResponse(nil, p.origID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: "cannot retry the call"}))
+		x.sess.deliverResponse(p, x.origID, jsonrpc.AppendErrorResponse(nil, x.origID, newError(errCannotRetry, true, x.b.srv.name)))
 		return
 	}
 	params := map[string]json.RawMessage{}
@@ -188,21 +190,19 @@ func (x *inputRound) retry() {
 	raw, _ := json.Marshal(params)
 	id := x.b.p.nextID.Add(1)
 	line := jsonrpc.AppendRequest(nil, id, p.method, raw)
-	next := &pending{id: id, sess: s, b: x.b, origID: p.origID, method: p.method, name: p.name, line: line,
+	next := &pending{id: id, sess: s, b: x.b, origID: x.origID, method: p.method, name: p.name, line: line,
 		token: p.token, origToken: p.origToken, received: time.Now()}
 	s.mu.Lock()
-	if s.inflight[string(p.origID)] != p || isClosed(s.closed) {
+	if s.inflight[string(x.origID)] != p || isClosed(s.closed) {
 		s.mu.Unlock()
 		return // the client cancelled or went away meanwhile
 	}
-	next.timer = time.AfterFunc(x.b.requestTimeout(), func() { x.b.expire(next) }) // before next is shared
-	s.trackLocked(next)
+	s.trackLocked(x.origID, next)
 	s.mu.Unlock()
 	s.p.emit(Event{Kind: EventRequestReceived, Time: next.received, Server: s.srv.name, Session: s.id, PoolID: id,
-		Method: next.method, Name: next.name, OriginalID: string(p.origID), Size: len(line),
+		Method: next.method, Name: next.name, OriginalID: string(x.origID), Size: len(line),
 		Payload: x.b.capture(line)})
-	if err := x.b.send(next); err != nil {
-		next.timer.Stop()
-		s.deliverResponse(next, jsonrpc.AppendErrorResponse(nil, p.origID, asRPCError(err)))
+	if err := x.b.send(next); err != nil && !errors.Is(err, errAlreadyEnded) {
+		x.b.finish(next, outcome{kind: endRefused, rpcErr: asRPCError(err)})
 	}
 }

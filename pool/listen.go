@@ -2,7 +2,6 @@ package pool
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -60,7 +59,7 @@ func (s *session) listen(id, params []byte) {
 		Notifications filter `json:"notifications"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
-		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "subscriptions/listen: " + err.Error()})
+		s.replyError(id, newError(errBadParams, false, "", "subscriptions/listen", err))
 		return
 	}
 	honored := hs.honor(p.Notifications)
@@ -76,8 +75,7 @@ func (s *session) listen(id, params []byte) {
 	}
 	s.mu.Unlock()
 	if dup {
-		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("request id %s is already in flight in this session", id)})
+		s.replyError(id, newError(errDuplicateID, false, "", id))
 		return
 	}
 	if hs.era == EraModern {
@@ -198,22 +196,6 @@ func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string) {
 	}
 }
 
-// tagNotification is msg with params._meta's subscriptionId set to id.
-func tagNotification(msg *jsonrpc.Message, id []byte) []byte {
-	params := map[string]json.RawMessage{}
-	if msg.Params.Present() {
-		_ = json.Unmarshal(msg.Params.Of(msg.Raw), &params)
-	}
-	meta := map[string]json.RawMessage{}
-	if m, ok := params["_meta"]; ok {
-		_ = json.Unmarshal(m, &meta)
-	}
-	meta[metaSubscriptionID] = json.RawMessage(id)
-	params["_meta"], _ = json.Marshal(meta)
-	out, _ := json.Marshal(params)
-	return jsonrpc.AppendNotification(nil, msg.Method, out)
-}
-
 // upstream is the one subscriptions/listen the pool keeps open on a
 // modern child for all of the child's listeners. mu serializes its
 // reopening; it is taken before backend.mu and session.mu, never after.
@@ -270,9 +252,7 @@ func (b *backend) syncUpstream() {
 	defer b.up.mu.Unlock()
 	want := b.union() // under up.mu: a stale union must not reopen what a later one closed
 	old := b.up.p
-	b.mu.Lock()
-	alive := old != nil && old.state != stDone
-	b.mu.Unlock()
+	alive := old != nil && b.reqs.alive(old)
 	if alive && b.up.f.equal(want) || !alive && want.empty() {
 		return
 	}
@@ -283,15 +263,13 @@ func (b *backend) syncUpstream() {
 			metaProtocolVersion: Modern, metaClientCapabilities: map[string]any{}, metaClientInfo: json.RawMessage(info)}})
 		id := b.p.nextID.Add(1)
 		p := &pending{id: id, method: "subscriptions/listen", received: time.Now(), reply: make(chan []byte, 1),
-			line: jsonrpc.AppendRequest(nil, id, "subscriptions/listen", params)}
+			line: jsonrpc.AppendRequest(nil, id, "subscriptions/listen", params), open: true}
 		if b.send(p) == nil {
 			b.up.p = p
 		}
 	}
 	if alive {
-		if won, written := b.end(old); won && written {
-			b.cancelAtChild(old, "the pool's listen was replaced")
-		}
+		b.finish(old, outcome{kind: endByClient, reason: "the pool's listen was replaced"})
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -45,8 +44,9 @@ type mrtrHold struct {
 	created time.Time
 	request json.RawMessage // the inputRequests entry, asked again if the retry lacks its answer
 
-	// Guarded by b.mu: the held call's answer, if the child finished it
-	// before the client came back (then the retry gets it at once).
+	// Guarded by b's request table: the held call's answer, if the child
+	// finished it before the client came back (then the retry gets it at
+	// once).
 	final []byte
 	// kept is closed with final set: a retry that finds the call ended a
 	// moment before its answer was kept waits for it.
@@ -71,19 +71,11 @@ func (h *mrtrHolds) put(x *mrtrHold) {
 		h.m = map[string]*mrtrHold{}
 	}
 	for state, old := range h.m {
-		if done, kept := old.b.heldState(old); done && (!kept || time.Since(old.created) > holdKeep) {
+		if done, kept := old.b.reqs.heldState(old); done && (!kept || time.Since(old.created) > holdKeep) {
 			delete(h.m, state)
 		}
 	}
 	h.m[x.state] = x
-}
-
-// heldState says whether a hold's call has ended, and whether its answer
-// is kept for the retry.
-func (b *backend) heldState(x *mrtrHold) (done, kept bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return x.p.state == stDone, x.final != nil
 }
 
 // take removes and returns the hold for state: a requestState is good for
@@ -104,37 +96,32 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 	if !ok {
 		return false
 	}
-	b.mu.Lock()
-	var p *pending
-	for _, q := range b.pending {
-		if q.sess != nil && q.modern && q.held == nil && q.state != stDone && mrtrMethods[q.method] && (p == nil || q.id < p.id) {
-			p = q
-		}
-	}
-	if p == nil {
-		b.mu.Unlock()
+	cands := b.reqs.mrtrCandidates()
+	if len(cands) == 0 {
 		return false
 	}
-	sess, origID := p.sess, p.origID
-	if !sess.declared(capability) {
-		b.mu.Unlock()
+	p := cands[0]
+	if sess, _, _ := b.reqs.recipient(p); sess == nil || !sess.declared(capability) {
 		// 2026-07-28: a server must not ask what the client did not
 		// declare; the call cannot go on without it.
-		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, &jsonrpc.Error{Code: jsonrpc.CodeNoClient,
-			Message: fmt.Sprintf("the client did not declare %s", capability)}))
-		if b.fail(p, &jsonrpc.Error{Code: codeMissingCapability, Message: "Missing required client capability: " + capability,
-			Data: map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}}}) {
-			b.cancelAtChild(p, "the client lacks the "+capability+" capability")
-		}
+		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errClientUndeclared, false, "", capability)))
+		o := failure(endClientCannot, errMissingCapability, b.srv.name, capability)
+		o.extra = map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}}
+		o.reason = "the client lacks the " + capability + " capability"
+		b.finish(p, o)
 		return true
 	}
 	x := &mrtrHold{state: newRequestState(), key: "sb-" + strconv.FormatUint(b.p.nextID.Add(1), 10), b: b, p: p,
 		childID: childID, server: b.srv.name, method: p.method, name: p.name, created: time.Now(),
 		request: questionOf(msg), kept: make(chan struct{})}
-	p.held = x
-	b.mu.Unlock()
+	sess, origID, ok := b.reqs.hold(x)
+	if !ok {
+		// The call ended (or another question took it) meanwhile.
+		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errNoClient, false, "", msg.Method)))
+		return true
+	}
 	b.p.holds.put(x)
-	sess.forget(p) // the call no longer belongs to the session: its end must not cancel it
+	sess.forget(p, origID) // the call no longer belongs to the session: its end must not cancel it
 	sess.deliver(jsonrpc.AppendResponse(nil, origID, inputRequired(x)))
 	return true
 }
@@ -162,25 +149,6 @@ func newRequestState() string {
 	return "sb1." + hex.EncodeToString(b[:])
 }
 
-// recipient is where an answer to p goes now: its session and the id the
-// client gave it. held says p waits for a client's retry instead: its
-// answer is kept for that retry, and sess is the session that last had it.
-func (b *backend) recipient(p *pending) (sess *session, origID []byte, held bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return p.sess, p.origID, p.held != nil
-}
-
-// keepForRetry stores the answer to a held call for the client's retry.
-func (b *backend) keepForRetry(p *pending, line []byte) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if p.held != nil && p.held.final == nil {
-		p.held.final = append([]byte(nil), line...)
-		close(p.held.kept)
-	}
-}
-
 // heldAnswerWait bounds how long a retry waits for the answer of a call
 // that ended as it arrived (the ender keeps it right after ending it).
 const heldAnswerWait = time.Second
@@ -206,8 +174,7 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte) bool {
 		name, _ = jsonrpc.String(params, jsonrpc.Member(params, "uri"))
 	}
 	if x.server != s.srv.name || x.method != msg.Method || x.name != name {
-		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-			Message: "requestState does not belong to this request"})
+		s.replyError(id, newError(errNotOurState, false, ""))
 		return true
 	}
 	s.noteModern(params)
@@ -220,53 +187,40 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte) bool {
 	s.mu.Lock()
 	if _, dup := s.inflight[string(id)]; dup {
 		s.mu.Unlock()
-		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("request id %s is already in flight in this session", id)})
+		s.replyError(id, newError(errDuplicateID, false, "", id))
 		return true
 	}
 	s.inflight[string(id)] = p // origID becomes id below
 	s.inflightBytes += len(p.line)
 	s.mu.Unlock()
 
-	b.mu.Lock()
-	final, done := x.final, p.state == stDone
-	if done && final == nil && p.held == x {
+	if final, done, mine := b.reqs.retryState(x); done && final == nil && mine {
 		// Ended, its answer not kept yet: whoever ended it keeps it now
 		// (or, cancelled, never will).
-		b.mu.Unlock()
 		t := time.NewTimer(heldAnswerWait)
 		select {
 		case <-x.kept:
 		case <-t.C:
 		}
 		t.Stop()
-		b.mu.Lock()
-		final = x.final
 	}
-	if !done || final != nil {
-		p.sess, p.origID, p.modern = s, id, true
-	}
-	if !done && answer != nil {
-		p.held = nil
-	}
-	b.mu.Unlock()
+	final, done := b.reqs.takeOver(x, s, id, answer != nil)
 	switch {
 	case final != nil:
-		s.forget(p)
+		s.forget(p, id)
 		m, err := jsonrpc.Parse(final)
 		if err != nil {
-			s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the held call's answer is unreadable"})
+			s.replyError(id, newError(errUnreadableHeld, false, ""))
 			return true
 		}
 		s.deliver(modernResponse(&m, p.method, id))
 	case done:
-		s.forget(p)
-		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeRequestCancelled,
-			Message: "the call ended while waiting for the client's input; call again"})
+		s.forget(p, id)
+		s.replyError(id, newError(errHeldCallEnded, true, s.srv.name))
 	case answer == nil:
 		// The client did not answer: ask again, as the spec prefers to
 		// an error. The question is the same; only the state is new.
-		s.forget(p)
+		s.forget(p, id)
 		x.state = newRequestState()
 		s.p.holds.put(x)
 		s.deliver(jsonrpc.AppendResponse(nil, id, inputRequired(x)))

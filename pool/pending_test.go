@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Whether a request may have run is sticky: a request that reached a
@@ -19,16 +20,16 @@ func TestEndingSaysWhatMayHaveRun(t *testing.T) {
 			if err := p.Apply([]ServerConfig{{Name: "x", Command: "/bin/true", Restart: RestartPolicy{MaxRestarts: 1}}}); err != nil {
 				t.Fatal(err)
 			}
-			s, err := p.newSession("x", "test", 0, nil)
+			s, err := p.newSession("x", sessionSetup{transport: "test"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			b := buildBackend(s.srv, s.srv.config(), nil, nil, clientCaps{})
-			add := func(id string, state uint8, ever bool) {
-				pe := &pending{id: uint64(len(b.pending) + 1), sess: s, b: b, origID: []byte(id), method: "tools/call", state: state, everWritten: ever}
-				b.pending[pe.id] = pe
+			b := buildBackend(s.srv, s.srv.config(), nil, nil, clientCaps{}, nil)
+			add := func(id string, state reqState, ever bool) {
+				pe := &pending{id: uint64(b.reqs.count() + 1), sess: s, b: b, origID: []byte(id), method: "tools/call", state: state, everWritten: ever}
+				b.reqs.update(func(in *inFlight) { in.pending[pe.id] = pe })
 				s.mu.Lock()
-				s.trackLocked(pe)
+				s.trackLocked(pe.origID, pe)
 				s.mu.Unlock()
 			}
 			add(`"queued"`, stQueued, false)
@@ -39,7 +40,7 @@ func TestEndingSaysWhatMayHaveRun(t *testing.T) {
 				b.stopErr = errors.New("stopped for the test")
 				b.finishStop()
 			case "crash loop":
-				if !b.noteCrash(errors.New("exited for the test")) {
+				if failed, _ := b.noteCrash(errors.New("exited for the test"), newRestartBudget(RestartPolicy{MaxRestarts: 1, Window: time.Minute})); !failed {
 					t.Fatal("one exit did not spend a budget of one")
 				}
 			}

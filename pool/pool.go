@@ -182,6 +182,7 @@ type Pool struct {
 	opts   Options
 	log    *slog.Logger
 	events hub
+	clock  clock // the timing policies' (policy.go)
 
 	nextID      atomic.Uint64 // pool-unique request ids, shared by all backends
 	carried     *Carried      // Options.Carried until the first Apply; guarded by mu
@@ -209,6 +210,7 @@ func New(opts *Options) *Pool {
 	p := &Pool{
 		opts:     o,
 		log:      o.Logger,
+		clock:    systemClock{},
 		events:   hub{record: o.Record},
 		closing:  make(chan struct{}),
 		trim:     trimmer{kick: make(chan struct{}, 1)},

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
@@ -19,17 +18,14 @@ const unansweredTimeout = 5 * time.Second
 // answered are answered now with the at-most-once error: mayHaveExecuted
 // when they had reached a child. It runs before the session's reader.
 func (s *session) resume(r *wire.Resume) {
-	from := fmt.Sprintf("run %s session %s", r.Run, r.Session)
-	s.mu.Lock()
-	s.resumed = from
-	s.mu.Unlock()
+	from := resumedFrom(r)
 	s.p.log.Info("session reattached", "session", s.id, "server", s.srv.name, "from", from)
 	if len(r.Initialize) > 0 {
 		if _, err := s.adoptInitialize(r.Initialize); err != nil {
 			s.p.log.Warn("a reattached session's initialize was not adopted", "session", s.id, "err", err)
 		} else {
 			if s.keepState != nil {
-				s.keepState(wire.State{Initialize: r.Initialize}) // for the next pool, too
+				s.keepState(s, wire.State{Initialize: r.Initialize}) // for the next pool, too
 			}
 			if s.asksRoots() {
 				s.askRoots() // as after notifications/initialized
@@ -41,16 +37,20 @@ func (s *session) resume(r *wire.Resume) {
 		if u.Method == "" {
 			u.Method = "a request"
 		}
-		msg := fmt.Sprintf("Switchboard restarted while %s was in flight on server %q; it was not re-sent because it may have executed", u.Method, s.srv.name)
-		if !u.Written {
-			msg = fmt.Sprintf("Switchboard restarted before %s reached server %q; it did not run, send it again", u.Method, s.srv.name)
-		}
-		s.replyError([]byte(u.OriginalID), &jsonrpc.Error{Code: jsonrpc.CodeBackendDied, Message: msg,
-			Data: map[string]any{"retryable": true, "mayHaveExecuted": u.Written, "server": s.srv.name}})
+		s.replyError([]byte(u.OriginalID), newError(errPoolRestarting, u.Written, s.srv.name, s.srv.name, u.Method))
 	}
 	if len(reqs) > 0 {
 		s.p.log.Info("answered a reattached session's lost requests", "session", s.id, "count", len(reqs))
 	}
+}
+
+// resumedFrom names the session a resuming shim comes back with, or ""
+// for a new one.
+func resumedFrom(r *wire.Resume) string {
+	if r == nil {
+		return ""
+	}
+	return fmt.Sprintf("run %s session %s", r.Run, r.Session)
 }
 
 // mergeLost is what the client still waits for: with a ledger (an

@@ -1,11 +1,36 @@
 package pool
 
 import (
-	"slices"
-	"sync/atomic"
+	"encoding/json"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
+
+// Every rewrite of a message between a client and a child, both ways, is
+// a pure function of this file: it reads a parsed message and returns new
+// bytes, never changing the message or reading the pool's state. What the
+// pool knows (the pool id, the client's id, the token it replaced) is an
+// argument. rewrite_test.go tables each one.
+//
+// Client to child:
+//
+//	request            id -> pool id, progress token -> pool token, _meta for a modern child (rewriteRequest)
+//	notification       re-written from its parsed members (notificationForChild)
+//	cancellation       the pool's own, for the pool id (cancelForChild)
+//	answer to a child  the child's own id back (answerForChild)
+//
+// Child to client:
+//
+//	response           the client's exact id back (responseForClient); for a modern client
+//	                   of a legacy child, what 2026-07-28 requires too (modernResponse)
+//	progress           the client's own token back (poolTokenOf, progressForClient)
+//	child's request    its id -> a pool id (requestForClient)
+//	its cancellation   requestId -> that pool id (childCancelTarget, cancelledForClient)
+//	change to a listen tagged with the listen's id (tagNotification)
+//
+// The pool's ids and tokens are the decimal numbers jsonrpc.AppendUint
+// writes; the client's are kept as their exact bytes (1, "1" and 1.0 are
+// three ids).
 
 // edit replaces the bytes at span with val; a span with Start == End is an
 // insertion point.
@@ -14,41 +39,56 @@ type edit struct {
 	val []byte
 }
 
-// applyEdits returns raw with edits applied, in one copy. Edits must not
-// overlap.
-func applyEdits(raw []byte, edits []edit) []byte {
-	slices.SortFunc(edits, func(a, b edit) int { return a.at.Start - b.at.Start })
-	n := len(raw)
+// applyEdits appends raw with edits applied to dst, then extra, in one
+// allocation when dst has no room. Edits must not overlap; they are
+// sorted here (insertion sort: there are at most a few).
+func applyEdits(dst, raw []byte, edits []edit, extra []byte) []byte {
+	for i := 1; i < len(edits); i++ {
+		for j := i; j > 0 && edits[j].at.Start < edits[j-1].at.Start; j-- {
+			edits[j], edits[j-1] = edits[j-1], edits[j]
+		}
+	}
+	n := len(raw) + len(extra)
 	for _, e := range edits {
 		n += len(e.val) - (e.at.End - e.at.Start)
 	}
-	out := make([]byte, 0, n)
+	if cap(dst)-len(dst) < n {
+		dst = append(make([]byte, 0, len(dst)+n), dst...)
+	}
 	prev := 0
 	for _, e := range edits {
-		out = append(out, raw[prev:e.at.Start]...)
-		out = append(out, e.val...)
+		dst = append(dst, raw[prev:e.at.Start]...)
+		dst = append(dst, e.val...)
 		prev = e.at.End
 	}
-	return append(out, raw[prev:]...)
+	dst = append(dst, raw[prev:]...)
+	return append(dst, extra...)
 }
 
 // inbound is a client request rewritten for the child.
 type inbound struct {
 	line      []byte
-	origToken []byte // the client's progress token, nil if none
-	token     uint64 // the pool token that replaced it
+	origToken []byte // the client's progress token, nil if none; its pool token is the pool id
 	name      string // the tool, prompt or resource the request is about
 }
 
 // rewriteRequest gives a client request the pool id, swaps its progress
-// token for the pool token (progress tokens collide across clients like
-// ids do), and adds modern _meta when a legacy client talks to a modern
-// child. Everything else is forwarded byte for byte.
-func rewriteRequest(msg *jsonrpc.Message, poolID uint64, tokens *atomic.Uint64, meta []byte) inbound {
+// token for a pool token (progress tokens collide across clients like
+// ids do; the pool id, unique too, serves as the token), and adds meta,
+// the _meta members a modern child needs, when a legacy client talks to
+// one. Everything else is forwarded byte for byte. The line and the
+// client's token share one allocation.
+func rewriteRequest(msg *jsonrpc.Message, poolID uint64, meta []byte) inbound {
 	raw := msg.Raw
 	var in inbound
-	edits := make([]edit, 0, 3)
-	edits = append(edits, edit{msg.ID, jsonrpc.AppendUint(nil, poolID)})
+	// Edits in a fixed array, assigned rather than appended, so that they
+	// and the id they point to stay on the stack.
+	var edits [3]edit
+	var idBuf [20]byte
+	pool := jsonrpc.AppendUint(idBuf[:0], poolID)
+	edits[0] = edit{msg.ID, pool}
+	n := 1
+	var token []byte // the client's, copied after the line
 	if msg.Params.Present() && raw[msg.Params.Start] == '{' {
 		params := msg.Params.Of(raw)
 		base := msg.Params.Start
@@ -56,18 +96,18 @@ func rewriteRequest(msg *jsonrpc.Message, poolID uint64, tokens *atomic.Uint64, 
 		if metaSpan.Present() && params[metaSpan.Start] == '{' {
 			m := metaSpan.Of(params)
 			if tok := jsonrpc.Member(m, "progressToken"); tok.Present() {
-				in.origToken = append([]byte(nil), tok.Of(m)...)
-				in.token = tokens.Add(1)
-				at := jsonrpc.Span{Start: base + metaSpan.Start + tok.Start, End: base + metaSpan.Start + tok.End}
-				edits = append(edits, edit{at, jsonrpc.AppendUint(nil, in.token)})
+				token = tok.Of(m)
+				edits[n] = edit{jsonrpc.Span{Start: base + metaSpan.Start + tok.Start, End: base + metaSpan.Start + tok.End}, pool}
+				n++
 			}
 			if meta != nil {
 				pos := base + metaSpan.Start + 1
 				val := meta
 				if !emptyObject(m) {
-					val = append(append([]byte(nil), meta...), ',')
+					val = append(append(make([]byte, 0, len(meta)+1), meta...), ',')
 				}
-				edits = append(edits, edit{jsonrpc.Span{Start: pos, End: pos}, val})
+				edits[n] = edit{jsonrpc.Span{Start: pos, End: pos}, val}
+				n++
 			}
 		} else if meta != nil {
 			pos := base + 1
@@ -75,7 +115,8 @@ func rewriteRequest(msg *jsonrpc.Message, poolID uint64, tokens *atomic.Uint64, 
 			if !emptyObject(params) {
 				val = append(val, ',')
 			}
-			edits = append(edits, edit{jsonrpc.Span{Start: pos, End: pos}, val})
+			edits[n] = edit{jsonrpc.Span{Start: pos, End: pos}, val}
+			n++
 		}
 		if s, ok := jsonrpc.String(params, jsonrpc.Member(params, "name")); ok {
 			in.name = s
@@ -85,11 +126,162 @@ func rewriteRequest(msg *jsonrpc.Message, poolID uint64, tokens *atomic.Uint64, 
 	} else if meta != nil && !msg.Params.Present() {
 		// No params: add them just before the closing brace.
 		end := lastBrace(raw)
-		val := append(append([]byte(`,"params":{"_meta":{`), meta...), "}}"...)
-		edits = append(edits, edit{jsonrpc.Span{Start: end, End: end}, val})
+		edits[n] = edit{jsonrpc.Span{Start: end, End: end}, append(append([]byte(`,"params":{"_meta":{`), meta...), "}}"...)}
+		n++
 	}
-	in.line = applyEdits(raw, edits)
+	out := applyEdits(nil, raw, edits[:n], token)
+	size := len(out) - len(token)
+	in.line = out[:size:size]
+	if token != nil {
+		in.origToken = out[size:]
+	}
 	return in
+}
+
+// notificationForChild re-writes a client's notification from its parsed
+// members, never passing its bytes on: no member the pool did not
+// classify reaches the child.
+func notificationForChild(msg *jsonrpc.Message) []byte {
+	var params []byte
+	if msg.Params.Present() {
+		params = msg.Params.Of(msg.Raw)
+	}
+	return jsonrpc.AppendNotification(nil, msg.Method, params)
+}
+
+// cancelForChild is the notifications/cancelled the pool sends a child for
+// its request poolID: the pool's id, whatever the client called it.
+func cancelForChild(poolID uint64, reason string) []byte {
+	params := make([]byte, 0, 64)
+	params = append(params, `{"requestId":`...)
+	params = jsonrpc.AppendUint(params, poolID)
+	params = append(params, `,"reason":`...)
+	params = appendJSONString(params, reason)
+	params = append(params, '}')
+	return jsonrpc.AppendNotification(nil, "notifications/cancelled", params)
+}
+
+// answerForChild is a client's answer to one of the child's requests,
+// with the child's own id back in place of the pool id.
+func answerForChild(msg *jsonrpc.Message, childID []byte) []byte {
+	return jsonrpc.Splice(nil, msg.Raw, msg.ID, childID)
+}
+
+// responseForClient appends to dst the child's answer with the client's
+// exact id in place of the pool id.
+func responseForClient(dst []byte, msg *jsonrpc.Message, clientID []byte) []byte {
+	return jsonrpc.Splice(dst, msg.Raw, msg.ID, clientID)
+}
+
+// modernResponse rewrites a legacy child's response for a 2026-07-28
+// client: the client's id in place of the pool's, resultType "complete"
+// on a result that lacks one, and for cacheable results the cache hints
+// "do not cache, not shared" (ttlMs 0, cacheScope private): a legacy child
+// says nothing about how long its lists stay true, and the pool must not
+// let one client's answer stand for another's. An error keeps its code,
+// except the legacy -32002 that 2026-07-28 replaced with -32602.
+func modernResponse(msg *jsonrpc.Message, method string, clientID []byte) []byte {
+	raw := msg.Raw
+	var edits [2]edit
+	edits[0] = edit{msg.ID, clientID}
+	n := 1
+	switch {
+	case msg.Result.Present() && raw[msg.Result.Start] == '{':
+		res := msg.Result.Of(raw)
+		var add []byte
+		if !jsonrpc.Member(res, "resultType").Present() {
+			add = append(add, `"resultType":"complete",`...)
+		}
+		if cacheableMethods[method] {
+			if !jsonrpc.Member(res, "ttlMs").Present() {
+				add = append(add, `"ttlMs":0,`...)
+			}
+			if !jsonrpc.Member(res, "cacheScope").Present() {
+				add = append(add, `"cacheScope":"private",`...)
+			}
+		}
+		if len(add) > 0 {
+			if emptyObject(res) {
+				add = add[:len(add)-1]
+			}
+			at := msg.Result.Start + 1
+			edits[n] = edit{jsonrpc.Span{Start: at, End: at}, add}
+			n++
+		}
+	case msg.Error.Present() && raw[msg.Error.Start] == '{':
+		errObj := msg.Error.Of(raw)
+		code := jsonrpc.Member(errObj, "code")
+		if v, ok := parseInt(code.Of(errObj)); ok && v == codeLegacyNotFound {
+			at := jsonrpc.Span{Start: msg.Error.Start + code.Start, End: msg.Error.Start + code.End}
+			edits[n] = edit{at, []byte("-32602")}
+			n++
+		}
+	}
+	return applyEdits(nil, raw, edits[:n], nil)
+}
+
+// poolTokenOf reads a progress notification's token as the pool's, and
+// where it is in the line; ok is false for a token the pool never gave.
+func poolTokenOf(msg *jsonrpc.Message) (token uint64, at jsonrpc.Span, ok bool) {
+	if !msg.Params.Present() {
+		return 0, at, false
+	}
+	params := msg.Params.Of(msg.Raw)
+	tok := jsonrpc.Member(params, "progressToken")
+	token, ok = jsonrpc.ParseUint(tok.Of(params))
+	return token, jsonrpc.Span{Start: msg.Params.Start + tok.Start, End: msg.Params.Start + tok.End}, ok
+}
+
+// progressForClient is a progress notification with the client's own
+// token in place of the pool's, at at (from poolTokenOf).
+func progressForClient(msg *jsonrpc.Message, at jsonrpc.Span, origToken []byte) []byte {
+	return jsonrpc.Splice(nil, msg.Raw, at, origToken)
+}
+
+// requestForClient is the child's own request (sampling, elicitation) with
+// a pool id in place of the child's: children number their requests like
+// clients do, and several children may ask one client.
+func requestForClient(msg *jsonrpc.Message, poolID uint64) []byte {
+	var idBuf [20]byte
+	return jsonrpc.Splice(nil, msg.Raw, msg.ID, jsonrpc.AppendUint(idBuf[:0], poolID))
+}
+
+// childCancelTarget is the child's id of the request a child's
+// notifications/cancelled gives up, and where it is in the line.
+func childCancelTarget(msg *jsonrpc.Message) (childID []byte, at jsonrpc.Span) {
+	if !msg.Params.Present() {
+		return nil, at
+	}
+	params := msg.Params.Of(msg.Raw)
+	rid := jsonrpc.Member(params, "requestId")
+	if !rid.Present() {
+		return nil, at
+	}
+	return rid.Of(params), jsonrpc.Span{Start: msg.Params.Start + rid.Start, End: msg.Params.Start + rid.End}
+}
+
+// cancelledForClient is the child's notifications/cancelled with the pool
+// id the client knows its request by, at at (from childCancelTarget).
+func cancelledForClient(msg *jsonrpc.Message, at jsonrpc.Span, poolID uint64) []byte {
+	var idBuf [20]byte
+	return jsonrpc.Splice(nil, msg.Raw, at, jsonrpc.AppendUint(idBuf[:0], poolID))
+}
+
+// tagNotification is a change notification with params._meta's
+// subscriptionId set to a listen's id (2026-07-28 subscriptions/listen).
+func tagNotification(msg *jsonrpc.Message, id []byte) []byte {
+	params := map[string]json.RawMessage{}
+	if msg.Params.Present() {
+		_ = json.Unmarshal(msg.Params.Of(msg.Raw), &params)
+	}
+	meta := map[string]json.RawMessage{}
+	if m, ok := params["_meta"]; ok {
+		_ = json.Unmarshal(m, &meta)
+	}
+	meta[metaSubscriptionID] = json.RawMessage(id)
+	params["_meta"], _ = json.Marshal(meta)
+	out, _ := json.Marshal(params)
+	return jsonrpc.AppendNotification(nil, msg.Method, out)
 }
 
 func emptyObject(b []byte) bool {
@@ -108,4 +300,20 @@ func lastBrace(b []byte) int {
 		}
 	}
 	return len(b)
+}
+
+// parseInt reads a JSON integer (possibly negative).
+func parseInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	n, ok := jsonrpc.ParseUint(b)
+	if !ok || n > 1<<62 {
+		return 0, false
+	}
+	if neg {
+		return -int64(n), true
+	}
+	return int64(n), true
 }

@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
 
+// Client to child: a request gets the pool id and, in place of its
+// progress token, the pool id again (unique like the id); a legacy
+// client's request to a modern child gets _meta; nothing else changes,
+// byte for byte.
 func TestRewriteRequest(t *testing.T) {
 	const meta = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
 	tests := []struct {
@@ -18,17 +22,27 @@ func TestRewriteRequest(t *testing.T) {
 	}{
 		{name: "id only", in: `{"jsonrpc":"2.0","id":"a","method":"tools/list"}`,
 			want: `{"jsonrpc":"2.0","id":10,"method":"tools/list"}`},
+		{name: "1, \"1\" and 1.0 all become the pool id", in: `{"jsonrpc":"2.0","id":1.0,"method":"ping"}`,
+			want: `{"jsonrpc":"2.0","id":10,"method":"ping"}`},
 		{name: "progress token", in: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"tok"}}}`,
-			want: `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":101}}}`, token: `"tok"`, about: "x"},
+			want: `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":10}}}`, token: `"tok"`, about: "x"},
+		{name: "a token that looks like a pool token is still the client's", in: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":10},"name":"x"}}`,
+			want: `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"_meta":{"progressToken":10},"name":"x"}}`, token: `10`, about: "x"},
+		{name: "whitespace kept", in: "{ \"jsonrpc\" : \"2.0\", \"id\" : 7 , \"method\":\"tools/call\",\"params\":{ \"name\": \"x\" } }",
+			want: "{ \"jsonrpc\" : \"2.0\", \"id\" : 10 , \"method\":\"tools/call\",\"params\":{ \"name\": \"x\" } }", about: "x"},
+		{name: "resource uri named", in: `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a"}}`,
+			want: `{"jsonrpc":"2.0","id":10,"method":"resources/read","params":{"uri":"file:///a"}}`, about: "file:///a"},
 		{name: "meta into no params", meta: meta, in: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
 			want: `{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"_meta":{` + meta + `}}}`},
 		{name: "meta into empty params", meta: meta, in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`,
 			want: `{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"_meta":{` + meta + `}}}`},
 		{name: "meta beside params", meta: meta, in: `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"u"}}`,
 			want: `{"jsonrpc":"2.0","id":10,"method":"resources/read","params":{"_meta":{` + meta + `},"uri":"u"}}`, about: "u"},
+		{name: "meta into an empty _meta", meta: meta, in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{}}}`,
+			want: `{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"_meta":{` + meta + `}}}`},
 		{name: "meta into existing _meta with token", meta: meta,
 			in:    `{"id":2,"params":{"_meta":{"progressToken":5},"name":"t"},"jsonrpc":"2.0","method":"tools/call"}`,
-			want:  `{"id":10,"params":{"_meta":{` + meta + `,"progressToken":101},"name":"t"},"jsonrpc":"2.0","method":"tools/call"}`,
+			want:  `{"id":10,"params":{"_meta":{` + meta + `,"progressToken":10},"name":"t"},"jsonrpc":"2.0","method":"tools/call"}`,
 			token: `5`, about: "t"},
 	}
 	for _, tt := range tests {
@@ -37,13 +51,12 @@ func TestRewriteRequest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var tokens atomic.Uint64
-			tokens.Store(100)
+			before := string(msg.Raw)
 			var m []byte
 			if tt.meta != "" {
 				m = []byte(tt.meta)
 			}
-			in := rewriteRequest(&msg, 10, &tokens, m)
+			in := rewriteRequest(&msg, 10, m)
 			if string(in.line) != tt.want {
 				t.Fatalf("got  %s\nwant %s", in.line, tt.want)
 			}
@@ -53,7 +66,138 @@ func TestRewriteRequest(t *testing.T) {
 			if string(in.origToken) != tt.token || in.name != tt.about {
 				t.Fatalf("token %q name %q", in.origToken, in.name)
 			}
+			if string(msg.Raw) != before {
+				t.Fatal("the client's message was changed")
+			}
+			// The line and the token share an allocation: appending to the
+			// line must not reach the token.
+			_ = append(in.line, 'X')
+			if string(in.origToken) != tt.token {
+				t.Fatalf("the token changed under an append to the line: %q", in.origToken)
+			}
 		})
+	}
+}
+
+// Every other rewrite, both ways, on the message it applies to.
+func TestRewrites(t *testing.T) {
+	parse := func(s string) *jsonrpc.Message {
+		t.Helper()
+		m, err := jsonrpc.Parse([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &m
+	}
+	tests := []struct {
+		name, in string
+		rewrite  func(*jsonrpc.Message) []byte
+		want     string
+	}{
+		// Client to child.
+		{"a notification is re-written from its members",
+			`{"params":{"a":1},"method":"notifications/roots/list_changed","jsonrpc":"2.0"}`,
+			notificationForChild, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed","params":{"a":1}}`},
+		{"a notification without params", `{"jsonrpc":"2.0","method":"notifications/x"}`,
+			notificationForChild, `{"jsonrpc":"2.0","method":"notifications/x"}`},
+		{"the pool's cancellation names the pool id", ``,
+			func(*jsonrpc.Message) []byte { return cancelForChild(42, `client "a" left`) },
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":42,"reason":"client \"a\" left"}}`},
+		{"a client's answer goes back under the child's own id", `{"jsonrpc":"2.0","id":77,"result":{"role":"assistant"}}`,
+			func(m *jsonrpc.Message) []byte { return answerForChild(m, []byte(`"srv-1"`)) },
+			`{"jsonrpc":"2.0","id":"srv-1","result":{"role":"assistant"}}`},
+
+		// Child to client.
+		{"a response gets the client's exact id: 1.0", `{"jsonrpc":"2.0","id":90210,"result":{}}`,
+			func(m *jsonrpc.Message) []byte { return responseForClient(nil, m, []byte(`1.0`)) },
+			`{"jsonrpc":"2.0","id":1.0,"result":{}}`},
+		{"a response gets the client's exact id: \"1\"", `{"id":90210,"jsonrpc":"2.0","error":{"code":-1,"message":"x"}}`,
+			func(m *jsonrpc.Message) []byte { return responseForClient(nil, m, []byte(`"1"`)) },
+			`{"id":"1","jsonrpc":"2.0","error":{"code":-1,"message":"x"}}`},
+		{"a modern client of a legacy child: resultType and cache hints", `{"jsonrpc":"2.0","id":5,"result":{"tools":[]}}`,
+			func(m *jsonrpc.Message) []byte { return modernResponse(m, "tools/list", []byte(`"c"`)) },
+			`{"jsonrpc":"2.0","id":"c","result":{"resultType":"complete","ttlMs":0,"cacheScope":"private","tools":[]}}`},
+		{"a modern client of a legacy child: an empty result", `{"jsonrpc":"2.0","id":5,"result":{}}`,
+			func(m *jsonrpc.Message) []byte { return modernResponse(m, "tools/call", []byte(`1`)) },
+			`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}`},
+		{"a modern client of a legacy child: -32002 becomes -32602", `{"jsonrpc":"2.0","id":5,"error":{"code":-32002,"message":"nf"}}`,
+			func(m *jsonrpc.Message) []byte { return modernResponse(m, "resources/read", []byte(`1`)) },
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"nf"}}`},
+		{"progress gets the client's own token back",
+			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":17,"progress":1}}`,
+			func(m *jsonrpc.Message) []byte {
+				tok, at, ok := poolTokenOf(m)
+				if !ok || tok != 17 {
+					t.Fatalf("pool token %d %v", tok, ok)
+				}
+				return progressForClient(m, at, []byte(`"tok"`))
+			},
+			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":1}}`},
+		{"a child's request gets a pool id", `{"jsonrpc":"2.0","id":"srv-1","method":"sampling/createMessage","params":{}}`,
+			func(m *jsonrpc.Message) []byte { return requestForClient(m, 99) },
+			`{"jsonrpc":"2.0","id":99,"method":"sampling/createMessage","params":{}}`},
+		{"a child's cancellation names the pool id its client knows",
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"srv-1","reason":"r"}}`,
+			func(m *jsonrpc.Message) []byte {
+				childID, at := childCancelTarget(m)
+				if string(childID) != `"srv-1"` {
+					t.Fatalf("target %s", childID)
+				}
+				return cancelledForClient(m, at, 99)
+			},
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99,"reason":"r"}}`},
+		{"a change for a listen is tagged with its id",
+			`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"u"}}`,
+			func(m *jsonrpc.Message) []byte { return tagNotification(m, []byte(`"L1"`)) },
+			`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L1"},"uri":"u"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m *jsonrpc.Message
+			before := ""
+			if tt.in != "" {
+				m = parse(tt.in)
+				before = string(m.Raw)
+			}
+			got := tt.rewrite(m)
+			if string(got) != tt.want {
+				t.Fatalf("got  %s\nwant %s", got, tt.want)
+			}
+			if !json.Valid(got) {
+				t.Fatal("invalid JSON")
+			}
+			if m != nil && string(m.Raw) != before {
+				t.Fatal("the message was changed")
+			}
+		})
+	}
+	// Tokens the pool never gave are not the pool's.
+	for _, tok := range []string{`"17"`, `-1`, `1.5`, `null`} {
+		m := parse(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":` + tok + `}}`)
+		if _, _, ok := poolTokenOf(m); ok {
+			t.Errorf("%s taken for a pool token", tok)
+		}
+	}
+}
+
+// The hot-path rewrites allocate only what they return: the request's
+// line (which carries the client's token in the same allocation) and its
+// name; the response's line into a buffer the caller reuses, nothing.
+func TestHotPathRewritesAllocate(t *testing.T) {
+	msg, err := jsonrpc.Parse(benchRequest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() { rewriteRequest(&msg, 12345, nil) }); n > 2 {
+		t.Errorf("rewriteRequest: %.0f allocations, want at most 2 (the line, the name)", n)
+	}
+	resp, err := jsonrpc.Parse(benchResponse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]byte, 0, 256)
+	if n := testing.AllocsPerRun(100, func() { dst = responseForClient(dst[:0], &resp, []byte(`"17"`)) }); n != 0 {
+		t.Errorf("responseForClient into a buffer with room: %.0f allocations", n)
 	}
 }
 
@@ -165,5 +309,29 @@ func TestLineReaderShrinksAfterALargeLine(t *testing.T) {
 	}
 	if c := cap(lr.buf); c > keepBuf {
 		t.Fatalf("the reader kept a %d-byte buffer after a small line", c)
+	}
+}
+
+// Rewrites live in rewrite.go only: no other file of the package splices
+// a message's bytes, so a rewrite cannot hide inline in a handler.
+func TestRewritesStayInRewriteGo(t *testing.T) {
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || name == "rewrite.go" {
+			continue
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, splice := range []string{"jsonrpc.Splice(", "applyEdits("} {
+			if bytes.Contains(b, []byte(splice)) {
+				t.Errorf("%s rewrites a message (%s): rewrites belong in rewrite.go", name, splice)
+			}
+		}
 	}
 }

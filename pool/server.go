@@ -116,25 +116,23 @@ func (s *server) enterLocked(sess *session, pt *partition) {
 	}
 }
 
-// armIdleLocked starts the partition's idle timer for its current backend.
-// A freshly started child is kept at least for its warm-up grace.
+// armIdleLocked starts the partition's idle timer for its current backend,
+// as the idle policy says: after its idleTimeout, and a freshly started
+// child not before its warm-up grace.
 func (s *server) armIdleLocked(pt *partition) {
-	idle := s.cfg.IdleTimeout
-	if idle == 0 {
-		idle = defaultIdleTimeout
-	}
 	b := pt.current.Load()
-	if idle < 0 || b == nil {
+	if b == nil {
+		return
+	}
+	pol := idlePolicy{idle: s.cfg.IdleTimeout, warmup: s.p.opts.WarmupGrace}
+	wait, ok := pol.stopAfter(b.createdAt, s.p.clock.Now())
+	if !ok {
 		return
 	}
 	if pt.idle != nil {
 		pt.idle.Stop()
 	}
-	wait := idle
-	if grace := time.Until(b.createdAt.Add(s.p.opts.WarmupGrace)); grace > wait {
-		wait = grace // Options.WarmupGrace
-	}
-	pt.idle = time.AfterFunc(wait, func() { s.reapIdle(pt, b) })
+	pt.idle = s.p.clock.AfterFunc(wait, func() { s.reapIdle(pt, b) })
 }
 
 func (s *server) reapIdle(pt *partition, b *backend) {

@@ -3,7 +3,6 @@ package pool
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,9 @@ import (
 // a bounded queue its writer drains. A client that stops reading is
 // evicted instead of stalling the child's reader.
 type session struct {
+	// Set by newSession, with what the front door's sessionSetup says,
+	// before the session is registered; never changed after: read by any
+	// goroutine without a lock.
 	p           *Pool
 	id          string
 	srv         *server
@@ -27,19 +29,20 @@ type session struct {
 	ownChild    bool // share "session": this session has its own child
 	connectedAt time.Time
 	peerPID     int
+	closeConn   func(*session)             // ends the transport; call closeTransport
+	attached    bool                       // the transport is the client's own pipes, handed over by its shim
+	hb          *handBack                  // how the session goes back to its shim when the pool stops; nil: it does not
+	ledger      *ledger                    // its requests in flight, in memory its shim shares; nil: none
+	keepState   func(*session, wire.State) // tells the shim what to keep for a resume; nil: nothing
+	receiver    func() bool                // can the client be sent a request now (HTTP: an open stream); nil: always
+	resumed     string                     // "run R session S" a reattached client came from
+	out         chan []byte                // to the client; never closed (senders may race with close)
+	closed      chan struct{}              // closed by close
 
-	out       chan []byte                // to the client; never closed (senders may race with close)
-	stream    atomic.Pointer[sessionOut] // a byte stream's output (startOutput); nil for HTTP
-	closed    chan struct{}              // closed by close
 	closeOnce sync.Once
 	connOnce  sync.Once
-	closeConn func(*session)            // ends the transport; given to newSession by the front door; call closeTransport
-	attached  bool                      // the transport is the client's own pipes; set by the front door
-	hb        *handBack                 // how an attached session goes back to its shim; set with attached, under mu
-	ledger    *ledger                   // its requests in flight, in memory its shim shares; set with attached, before the reader
-	keepState func(wire.State)          // tells an attached shim what to keep for a resume; set before the reader starts
-	resumed   string                    // "run R session S" a reattached client came from; guarded by mu
-	part      atomic.Pointer[partition] // the roots partition its requests go to (server.backendFor)
+	stream    atomic.Pointer[sessionOut] // a byte stream's output (startOutput); nil for HTTP
+	part      atomic.Pointer[partition]  // the roots partition its requests go to (server.backendFor)
 
 	mu              sync.Mutex          // guards the fields below
 	inflight        map[string]*pending // client's original id bytes -> request
@@ -56,33 +59,48 @@ type session struct {
 	meta            []byte        // _meta members a modern child needs, for a legacy client
 	quiet           chan struct{} // closed when inflight empties, for closeWhenIdle
 	closeReason     error
-	roots           []string    // declared roots, sorted (roots.go)
-	rootsAsk        string      // id of the pool's roots/list to the client, while unanswered
-	held            [][]byte    // messages waiting for that answer
-	receiver        func() bool // can the client be sent a request now (HTTP: an open stream); nil: always
-	logLevel        int         // logSeverity of its logging/setLevel (loglevel.go)
+	roots           []string // declared roots, sorted (roots.go)
+	rootsAsk        string   // id of the pool's roots/list to the client, while unanswered
+	held            [][]byte // messages waiting for that answer
+	logLevel        int      // logSeverity of its logging/setLevel (loglevel.go)
+}
+
+// sessionSetup is what a front door says of a session's transport. It is
+// complete before the session exists: newSession copies it into the
+// session before any other goroutine can see the session.
+type sessionSetup struct {
+	transport string
+	peerPID   int
+	closeConn func(*session)             // ends the transport, once
+	attached  bool                       // the client's own pipes (an attached shim)
+	hb        *handBack                  // the way back to its shim, for a resumable session
+	ledger    *ledger                    // the shim's ledger of its requests in flight
+	keepState func(*session, wire.State) // what the shim keeps for a resume
+	receiver  func() bool                // whether the client can be sent a request now
+	resumed   string                     // "run R session S", for a session its shim resumes
 }
 
 type clientCaps struct{ sampling, elicitation, roots bool }
 
-// newSession registers a session of server name. The caller runs its
-// reader (handle), sets its output (startOutput, or HTTP reads out) and
-// calls close when done.
-func (p *Pool) newSession(name, transport string, peerPID int, closeConn func(*session)) (*session, error) {
+// newSession registers a session of server name, made as setup says.
+// The caller runs its reader (handle), sets its output (startOutput, or
+// HTTP reads out) and calls close when done.
+func (p *Pool) newSession(name string, setup sessionSetup) (*session, error) {
 	srv, err := p.server(name)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
 	s := &session{
-		p: p, srv: srv, transport: transport, peerPID: peerPID, connectedAt: now, lastActive: now,
+		p: p, srv: srv, transport: setup.transport, peerPID: setup.peerPID, connectedAt: now, lastActive: now,
 		id:        "s" + strconv.FormatUint(p.nextSession.Add(1), 10),
-		closeConn: closeConn,
-		ownChild:  srv.config().Share == ShareSession,
-		out:       make(chan []byte, p.opts.SessionQueue),
-		closed:    make(chan struct{}),
-		inflight:  map[string]*pending{},
-		subs:      map[string]*backend{},
+		closeConn: setup.closeConn, attached: setup.attached, hb: setup.hb, ledger: setup.ledger,
+		keepState: setup.keepState, receiver: setup.receiver, resumed: setup.resumed,
+		ownChild: srv.config().Share == ShareSession,
+		out:      make(chan []byte, p.opts.SessionQueue),
+		closed:   make(chan struct{}),
+		inflight: map[string]*pending{},
+		subs:     map[string]*backend{},
 	}
 	if err := srv.join(s); err != nil {
 		return nil, err
@@ -95,7 +113,7 @@ func (p *Pool) newSession(name, transport string, peerPID int, closeConn func(*s
 	}
 	p.sessions[s] = struct{}{}
 	p.mu.Unlock()
-	p.emit(Event{Kind: EventSessionOpened, Server: name, Session: s.id, Transport: transport, PID: peerPID})
+	p.emit(Event{Kind: EventSessionOpened, Server: name, Session: s.id, Transport: s.transport, PID: s.peerPID})
 	return s, nil
 }
 
@@ -106,14 +124,14 @@ func (s *session) handle(line []byte) {
 	msg, err := jsonrpc.Parse(line)
 	if err != nil {
 		s.p.parseErrors.Add(1)
-		code := jsonrpc.CodeInvalidRequest
+		kind := errInvalid
 		var id []byte
 		if errors.Is(err, jsonrpc.ErrParse) {
-			code = jsonrpc.CodeParseError
+			kind = errParse
 		} else if msg.ID.Present() {
 			id = append([]byte(nil), msg.IDBytes()...)
 		}
-		s.deliver(jsonrpc.AppendErrorResponse(nil, id, &jsonrpc.Error{Code: code, Message: err.Error()}))
+		s.deliver(jsonrpc.AppendErrorResponse(nil, id, newError(kind, false, "", err)))
 		return
 	}
 	if err := jsonrpc.Strict(&msg); err != nil {
@@ -123,7 +141,7 @@ func (s *session) handle(line []byte) {
 		if msg.Kind == jsonrpc.KindRequest {
 			id = append([]byte(nil), msg.IDBytes()...)
 		}
-		s.deliver(jsonrpc.AppendErrorResponse(nil, id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}))
+		s.deliver(jsonrpc.AppendErrorResponse(nil, id, newError(errInvalid, false, "", err)))
 		return
 	}
 	s.mu.Lock()
@@ -253,7 +271,7 @@ func (s *session) initialize(id, params []byte) {
 	}
 	s.reply(id, result)
 	if s.keepState != nil {
-		s.keepState(wire.State{Initialize: params}) // for a resume with another pool
+		s.keepState(s, wire.State{Initialize: params}) // for a resume with another pool
 	}
 }
 
@@ -272,7 +290,7 @@ func (s *session) adoptInitialize(params []byte) (json.RawMessage, error) {
 		ClientInfo Implementation `json:"clientInfo"`
 	}
 	if err := json.Unmarshal(params, &req); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
+		return nil, newError(errBadParams, false, "", "initialize", err)
 	}
 	hs, err := s.srv.handshake(s)
 	if err != nil {
@@ -359,15 +377,17 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 		return
 	}
 	poolID := s.p.nextID.Add(1)
-	in := rewriteRequest(msg, poolID, &s.p.nextID, meta)
+	in := rewriteRequest(msg, poolID, meta)
 	p := &pending{id: poolID, sess: s, b: b, origID: id, method: msg.Method, name: in.name, line: in.line,
-		token: in.token, origToken: in.origToken, received: time.Now(), modern: era == EraModern}
+		origToken: in.origToken, received: time.Now(), modern: era == EraModern}
+	if in.origToken != nil {
+		p.token = poolID
+	}
 
 	s.mu.Lock()
 	if _, dup := s.inflight[string(id)]; dup {
 		s.mu.Unlock()
-		s.replyError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("request id %s is already in flight in this session", id)})
+		s.replyError(id, newError(errDuplicateID, false, "", id))
 		return
 	}
 	if isClosed(s.closed) {
@@ -379,20 +399,13 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 		s.replyError(id, refusal)
 		return
 	}
-	// The timer is set before p is shared: a Pool.Cancel or a close from
-	// another goroutine may stop it as soon as p is in inflight.
-	p.timer = time.AfterFunc(b.requestTimeout(), func() { b.expire(p) })
-	s.trackLocked(p)
+	s.trackLocked(id, p)
 	s.mu.Unlock()
 
 	s.p.emit(Event{Kind: EventRequestReceived, Time: p.received, Server: s.srv.name, Session: s.id, PoolID: poolID,
 		Method: p.method, Name: p.name, OriginalID: string(id), Size: len(msg.Raw), Payload: b.capture(msg.Raw)})
-	if err := b.send(p); err != nil {
-		p.timer.Stop()
-		s.forget(p)
-		s.replyError(id, err)
-		s.p.emit(Event{Kind: EventRequestDone, Server: s.srv.name, Session: s.id, PoolID: poolID, Method: p.method,
-			Name: p.name, Status: StatusFailed, ErrCode: asRPCError(err).Code, Err: err.Error()})
+	if err := b.send(p); err != nil && !errors.Is(err, errAlreadyEnded) { // (ended as it was sent: answered by whoever ended it)
+		b.finish(p, outcome{kind: endRefused, rpcErr: asRPCError(err)})
 	}
 }
 
@@ -418,10 +431,11 @@ func (s *session) onNotification(msg *jsonrpc.Message) {
 		if !rid.Present() {
 			return
 		}
+		key := string(rid.Of(params))
 		s.mu.Lock()
-		p := s.inflight[string(rid.Of(params))]
+		p := s.inflight[key]
 		if p != nil {
-			s.untrackLocked(p)
+			s.untrackLocked(key, p)
 		}
 		s.mu.Unlock()
 		if p == nil {
@@ -442,13 +456,7 @@ func (s *session) onNotification(msg *jsonrpc.Message) {
 	if err != nil {
 		return
 	}
-	// Re-written from its parsed members, never passed on as bytes: no
-	// member the pool did not classify reaches the child.
-	var params []byte
-	if msg.Params.Present() {
-		params = msg.Params.Of(msg.Raw)
-	}
-	b.sendRaw(jsonrpc.AppendNotification(nil, msg.Method, params))
+	b.sendRaw(notificationForChild(msg))
 }
 
 // onResponse routes the client's answer to a child's request.
@@ -467,16 +475,18 @@ func (s *session) onResponse(msg *jsonrpc.Message) {
 	s.p.log.Debug("client answered an unknown request", "session", s.id, "id", string(msg.IDBytes()))
 }
 
-// deliverResponse hands the client the answer to p.
-func (s *session) deliverResponse(p *pending, line []byte) {
-	s.forget(p)
+// deliverResponse hands the client the answer to p, its request id.
+func (s *session) deliverResponse(p *pending, id []byte, line []byte) {
+	s.forget(p, id)
 	s.deliver(line)
 }
 
-func (s *session) forget(p *pending) {
+// forget takes p, the client's request id, out of the session's requests
+// in flight.
+func (s *session) forget(p *pending, id []byte) {
 	s.mu.Lock()
-	if s.inflight[string(p.origID)] == p {
-		s.untrackLocked(p)
+	if s.inflight[string(id)] == p {
+		s.untrackLocked(string(id), p)
 	}
 	s.mu.Unlock()
 }
@@ -488,37 +498,49 @@ func (s *session) forget(p *pending) {
 // bounds it), so the byte limit refuses only piling up.
 func (s *session) overLimitLocked(size int) *jsonrpc.Error {
 	if limit := s.p.opts.MaxSessionInFlight; len(s.inflight) >= limit {
-		return &jsonrpc.Error{Code: jsonrpc.CodeOverloaded, Message: fmt.Sprintf(
-			"this session has %d requests in flight, its limit: wait for answers before sending more (other sessions are not affected)", limit)}
+		return newError(errSessionBusy, false, "", limit)
 	}
 	if limit := s.p.opts.MaxSessionBytes; s.inflightBytes > 0 && s.inflightBytes+size > limit {
-		return &jsonrpc.Error{Code: jsonrpc.CodeOverloaded, Message: fmt.Sprintf(
-			"this session's requests in flight hold %d bytes and this one has %d, past its limit of %d: wait for answers before sending more (other sessions are not affected)",
-			s.inflightBytes, size, limit)}
+		return newError(errSessionBytes, false, "", s.inflightBytes, size, limit)
 	}
 	return nil
 }
 
 // trackLocked and untrackLocked are the only writers of inflight and
 // inflightBytes, so that the two always agree.
-func (s *session) trackLocked(p *pending) {
-	if old := s.inflight[string(p.origID)]; old != nil {
+func (s *session) trackLocked(id []byte, p *pending) {
+	if old := s.inflight[string(id)]; old != nil {
 		s.inflightBytes -= len(old.line)
 	}
-	s.inflight[string(p.origID)] = p
+	s.inflight[string(id)] = p
 	s.inflightBytes += len(p.line)
 	if s.ledger != nil && p.slot.Load() == 0 {
-		p.slot.Store(s.ledger.take(p.origID))
+		p.slot.Store(s.ledger.take(id))
 	}
 }
 
-func (s *session) untrackLocked(p *pending) {
-	delete(s.inflight, string(p.origID))
+func (s *session) untrackLocked(id string, p *pending) {
+	delete(s.inflight, id)
 	s.inflightBytes -= len(p.line)
 	s.ledger.release(p.slot.Swap(0))
 	s.quietLocked()
 	if len(p.line) > keepBuf {
 		s.p.releasedLarge() // only signals: no I/O under s.mu
+	}
+}
+
+// ledgerWritten tells the session's ledger (ledger.go) that p is being
+// written to a child; ledgerTaken that it is not after all. A nil
+// session (the pool's own requests) has no ledger.
+func (s *session) ledgerWritten(p *pending) {
+	if s != nil {
+		s.ledger.written(p.slot.Load())
+	}
+}
+
+func (s *session) ledgerTaken(p *pending) {
+	if s != nil {
+		s.ledger.taken(p.slot.Load())
 	}
 }
 

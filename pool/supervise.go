@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
 
 // supervise alone starts, handshakes, waits for and restarts the backend's
@@ -16,12 +14,11 @@ import (
 func (b *backend) supervise() {
 	defer close(b.done)
 	defer b.srv.backendDone(b)
-	pol := b.restartPolicy()
-	backoff := pol.MinBackoff
+	budget := newRestartBudget(b.restartPolicy())
 	for {
 		c, err := b.nextChild()
 		if err == nil {
-			backoff = pol.MinBackoff
+			budget.started()
 			err = b.runUntilExit(c)
 			if err == nil {
 				return // stopped
@@ -38,15 +35,17 @@ func (b *backend) supervise() {
 			b.finishStop()
 			return
 		}
-		if b.noteCrash(err) {
+		budget.pol = b.restartPolicy() // a reload may have changed it
+		failed, wait := b.noteCrash(err, budget)
+		if failed {
 			// Crash loop: fail fast until restarted or reconfigured.
 			select {
 			case <-b.stopReq:
 				b.finishStop()
 				return
 			case <-b.restartQ:
+				budget.restarted()
 				b.mu.Lock()
-				b.exits = nil
 				b.state = StateStarting
 				b.hsErr = nil
 				b.mu.Unlock()
@@ -54,14 +53,26 @@ func (b *backend) supervise() {
 				continue
 			}
 		}
-		select {
-		case <-b.stopReq:
+		if !b.waitToRestart(wait) {
 			b.finishStop()
 			return
-		case <-b.restartQ:
-		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, pol.MaxBackoff)
+	}
+}
+
+// waitToRestart waits out the backoff d before the next child, or less
+// when the user asks for a restart. It reports false when the backend is
+// stopping instead.
+func (b *backend) waitToRestart(d time.Duration) bool {
+	t := b.p.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-b.stopReq:
+		return false
+	case <-b.restartQ:
+		return true
+	case <-t.C:
+		return true
 	}
 }
 
@@ -186,94 +197,56 @@ func (b *backend) reap(c *child) {
 	c.stdin.Close()
 
 	tail := b.stderr.tail(5)
-	var failed, retry []*pending
 	b.mu.Lock()
 	b.child = nil
 	b.state = StateRestart
-	for id, p := range b.pending {
-		if p.state != stWritten && p.state != stWriting {
-			continue
-		}
-		if p.reply == nil && !p.retried && b.safeToRepeatLocked(p) {
-			p.retried = true
-			p.everWritten = true // sticky: the next child's answer, or its death, may follow a run on this one
-			p.state = stQueued
-			retry = append(retry, p)
-			continue
-		}
-		delete(b.pending, id)
-		if p.token != 0 {
-			delete(b.tokens, p.token)
-		}
-		p.state = stDone
-		failed = append(failed, p)
-	}
+	retry, failed := b.reqs.afterExit(b.safeToRepeatLocked)
 	// Lines meant for the dead child (cancellations, answers to its
 	// requests) mean nothing to the next one; its requests to clients are
-	// void.
+	// void (afterExit forgot them).
 	b.queue = slices.DeleteFunc(b.queue, func(it outItem) bool { return it.p == nil })
-	slices.SortFunc(retry, func(x, y *pending) int { return int(x.id - y.id) })
 	requeue := make([]outItem, 0, len(retry))
 	for _, p := range retry {
 		requeue = append(requeue, outItem{p: p, line: p.line})
 	}
 	b.queue = append(requeue, b.queue...)
-	clear(b.reverse)
 	// b.subs stays: the sessions still hold those subscriptions, and the
 	// next child is subscribed again once ready (resubscribe).
-	b.checkEmptiedLocked()
 	b.mu.Unlock()
 
 	exit := c.describeExit()
 	b.log.Info("child exited", "pid", c.pid, "exit", exit, "failedRequests", len(failed), "retried", len(retry))
 	b.p.emit(Event{Kind: EventBackendExited, Server: b.srv.name, PID: c.pid, ExitCode: c.exitCode(), Err: exit, Session: b.ownerID()})
 	for _, p := range failed {
-		if p.timer != nil {
-			p.timer.Stop()
-		}
-		if p.reply != nil {
-			close(p.reply)
-			continue
-		}
-		msg := fmt.Sprintf("server %q exited (%s) while handling %s; it was not re-sent because it may have executed", b.srv.name, exit, p.method)
-		if len(tail) > 0 {
-			msg += "; last stderr: " + strings.Join(tail, " | ")
-		}
-		b.finishWithError(p, &jsonrpc.Error{Code: jsonrpc.CodeBackendDied, Message: msg,
-			Data: map[string]any{"retryable": true, "mayHaveExecuted": true, "server": b.srv.name}}, true, StatusFailed)
+		b.finish(p, failure(endChildGone, errChildDied, b.srv.name, exit, p.method, stderrNote(tail)))
 	}
 	b.signal()
 }
 
-// noteCrash records an unexpected exit and reports whether the restart
-// budget is spent, in which case the backend is now failed and every
-// pending request has been answered.
-func (b *backend) noteCrash(cause error) bool {
-	now := time.Now()
-	pol := b.restartPolicy()
+// noteCrash records why the last child ended (or could not start) in the
+// budget. It reports whether the budget is spent, in which case the
+// backend is now failed and every pending request has been answered;
+// otherwise wait is the backoff before the next child. A restart the
+// user asked for spends nothing.
+func (b *backend) noteCrash(cause error, budget *restartBudget) (failed bool, wait time.Duration) {
 	b.mu.Lock()
 	b.lastErr = cause.Error()
 	if errors.Is(cause, errUserRestart) {
 		b.restarts++
 		b.mu.Unlock()
-		return false
+		return false, budget.nextWait()
 	}
-	b.exits = append(b.exits, now)
-	b.exits = slices.DeleteFunc(b.exits, func(t time.Time) bool { return now.Sub(t) > pol.Window })
-	if len(b.exits) < pol.MaxRestarts {
+	failed, exits, wait := budget.exited(b.p.clock.Now())
+	if !failed {
 		b.restarts++
 		b.mu.Unlock()
 		b.emitState()
-		return false
+		return false, wait
 	}
-	tail := b.stderr.tail(5)
-	msg := fmt.Sprintf("server %q failed: it exited %d times in %s (last: %s)", b.srv.name, len(b.exits), pol.Window, cause)
-	if len(tail) > 0 {
-		msg += "; last stderr: " + strings.Join(tail, " | ")
-	}
+	args := []any{b.srv.name, exits, budget.pol.Window, cause, stderrNote(b.stderr.tail(5))}
+	state := map[string]any{"state": StateFailed}
 	b.state = StateFailed
-	b.hsErr = &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: msg,
-		Data: map[string]any{"server": b.srv.name, "state": StateFailed}}
+	b.hsErr = newErrorData(errServerFailed, false, b.srv.name, state, args...) // what later requests are refused with
 	if ch := b.hsDone; ch != nil {
 		select {
 		case <-ch:
@@ -283,37 +256,33 @@ func (b *backend) noteCrash(cause error) bool {
 	}
 	all := b.takeAllLocked()
 	b.mu.Unlock()
-	b.log.Error("server failed", "reason", msg)
+	b.log.Error("server failed", "reason", b.hsErr.Error())
 	b.emitState()
-	for _, e := range all {
-		// A request re-queued after reaching an earlier child (safe to
-		// repeat) may have run there.
-		b.finishWithError(e.p, &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: msg,
-			Data: map[string]any{"server": b.srv.name, "state": StateFailed, "mayHaveExecuted": e.written}}, e.written, StatusFailed)
+	for _, p := range all {
+		// Whether each may have run is its own: a request re-queued after
+		// reaching an earlier child (safe to repeat) may have run there.
+		o := failure(endChildGone, errServerFailed, args...)
+		o.extra = state
+		b.finish(p, o)
 	}
-	return true
+	return true, 0
 }
 
-// taken is a request takeAllLocked ended, and whether it ever reached a
-// child.
-type taken struct {
-	p       *pending
-	written bool
-}
-
-// takeAllLocked ends every pending request and empties the queue,
-// returning the requests for the caller to answer.
-func (b *backend) takeAllLocked() []taken {
-	all := make([]taken, 0, len(b.pending))
-	for id, p := range b.pending {
-		delete(b.pending, id)
-		all = append(all, taken{p, p.wasWrittenLocked()})
-		p.state = stDone
-	}
-	clear(b.tokens)
+// takeAllLocked empties the queue and returns every request in flight,
+// for the caller to finish: after the backend's state changed, under
+// the same lock, so that no request is queued after it.
+func (b *backend) takeAllLocked() []*pending {
 	b.queue = nil
-	b.checkEmptiedLocked()
-	return all
+	return b.reqs.all()
+}
+
+// stderrNote is the end of an error message that quotes the child's last
+// stderr lines, if it wrote any.
+func stderrNote(tail []string) string {
+	if len(tail) == 0 {
+		return ""
+	}
+	return "; last stderr: " + strings.Join(tail, " | ")
 }
 
 // finishStop answers everything still pending once the backend stops.
@@ -330,15 +299,13 @@ func (b *backend) finishStop() {
 		}
 	}
 	if b.hsErr == nil {
-		b.hsErr = &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable, Message: fmt.Sprintf("server %q stopped: %v", b.srv.name, err)}
+		b.hsErr = newError(errServerUnavailable, false, "", fmt.Sprintf("server %q stopped: %v", b.srv.name, err))
 	}
 	all := b.takeAllLocked()
 	b.mu.Unlock()
 	b.emitState()
-	for _, e := range all {
-		b.finishWithError(e.p, &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable,
-			Message: fmt.Sprintf("server %q stopped (%v) before answering %s", b.srv.name, err, e.p.method),
-			Data:    map[string]any{"retryable": true, "mayHaveExecuted": e.written}}, e.written, StatusFailed)
+	for _, p := range all {
+		b.finish(p, failure(endChildGone, errServerStopped, b.srv.name, err, p.method))
 	}
 }
 
@@ -367,19 +334,17 @@ func (b *backend) restartNow() {
 func (b *backend) drain(reason error) {
 	b.mu.Lock()
 	b.draining = true
-	ch := make(chan struct{})
-	b.emptied = ch
-	b.checkEmptiedLocked()
 	timeout := b.cfg.RequestTimeout
 	if timeout <= 0 {
 		timeout = defaultRequestTimeout
 	}
 	b.mu.Unlock()
+	idle := b.reqs.whenIdle()
 	b.p.wg.Go(func() {
 		t := time.NewTimer(timeout)
 		defer t.Stop()
 		select {
-		case <-ch:
+		case <-idle:
 		case <-t.C:
 		case <-b.done:
 		}

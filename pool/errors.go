@@ -1,0 +1,158 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
+
+// Every error the pool answers itself, to a client or to a child, is a
+// row of one table: its JSON-RPC code, its message, and what its data
+// says. An error about a client's request says in its data whether that
+// request may have run on a child (mayHaveExecuted: it had reached one),
+// whether sending it again may work (retryable), and the server; the
+// caller says whether it may have run, the row says the rest, so no two
+// ways of ending a request can disagree about it (TestErrorTable).
+
+// poolError names a row of the table.
+type poolError uint8
+
+const (
+	// Ending a client's request.
+	errTimeout             poolError = iota + 1 // the child did not answer within the request timeout
+	errChildDied                                // the child exited with the request written: never re-sent
+	errServerFailed                             // a crash loop: the server fails fast until restarted
+	errServerStopped                            // the server stopped (by the user, idle, reconfigured) before answering
+	errPoolRestarting                           // the pool stopped and handed the session back before the child answered
+	errCancelledByUser                          // the user cancelled it in Switchboard (Pool.Cancel)
+	errAnswerTooLarge                           // the child's answer was over the size limit
+	errMissingCapability                        // the child needs a capability the client did not declare (2026-07-28)
+	errServerBusy                               // the server has its limit of requests waiting
+	errHeldCallEnded                            // a held call (MRTR) ended before the client's retry came back
+	errQuestionsUnanswered                      // a legacy client did not answer a modern child's questions in time
+	errQuestionRefused                          // a legacy client answered a modern child's question with an error
+	errCannotAsk                                // the child's question needs what this legacy client did not declare
+	errCannotRetry                              // the call could not be retried with the client's answers
+
+	// Refusing a client's request before it reaches a child.
+	errSessionBusy     // the session has its share of requests in flight
+	errSessionBytes    // the session's requests in flight hold its share of bytes
+	errDuplicateID     // the id is already in flight in this session
+	errMessageTooLarge // the client's message was over the size limit
+	errNotOurState     // a requestState of another call
+	errUnreadableHeld  // a held call's kept answer could not be read back
+	errBadParams       // params the pool reads itself (initialize, subscriptions/listen) are malformed
+
+	errParse             // a line that is not JSON
+	errInvalid           // JSON that is not a JSON-RPC message the pool accepts
+	errServerUnavailable // the child could not be started or handshaken: why
+
+	// Answering a child's request to a client.
+	errNoClient         // no connected client can answer it
+	errAskedClientLeft  // the client asked disconnected before answering
+	errClientUndeclared // the client did not declare the capability (2026-07-28)
+)
+
+// errorRow is one row of the table.
+type errorRow struct {
+	code int
+	// format is the message, with fmt verbs for the caller's args.
+	// notRun, when set, is the message for a request that never reached
+	// a child.
+	format, notRun string
+	// aboutRequest: the data says mayHaveExecuted (as the caller says),
+	// retryable and server.
+	aboutRequest bool
+	retryable    bool
+}
+
+var errorTable = [...]errorRow{
+	errTimeout: {code: jsonrpc.CodeRequestTimeout, format: "server %q did not answer %s within %s",
+		aboutRequest: true, retryable: true},
+	errChildDied: {code: jsonrpc.CodeBackendDied, format: "server %q exited (%s) while handling %s; it was not re-sent because it may have executed%s",
+		aboutRequest: true, retryable: true},
+	errServerFailed: {code: jsonrpc.CodeBackendUnavailable, format: "server %q failed: it exited %d times in %s (last: %s)%s",
+		aboutRequest: true, retryable: false},
+	errServerStopped: {code: jsonrpc.CodeBackendUnavailable, format: "server %q stopped (%v) before answering %s",
+		aboutRequest: true, retryable: true},
+	errPoolRestarting: {code: jsonrpc.CodeBackendDied,
+		format:       "Switchboard restarted while %[2]s was in flight on server %[1]q; it was not re-sent because it may have executed",
+		notRun:       "Switchboard restarted before %[2]s reached server %[1]q; it did not run, send it again",
+		aboutRequest: true, retryable: true},
+	errCancelledByUser: {code: jsonrpc.CodeRequestCancelled, format: "request cancelled in Switchboard (%[2]s on server %[1]q)",
+		aboutRequest: true, retryable: true},
+	errAnswerTooLarge: {code: jsonrpc.CodeMessageTooLarge, format: "server %q answered with %d bytes or more, over the %d-byte limit",
+		aboutRequest: true, retryable: false},
+	errMissingCapability: {code: codeMissingCapability, format: "Missing required client capability: %[2]s",
+		aboutRequest: true, retryable: false},
+	errServerBusy: {code: jsonrpc.CodeOverloaded, format: "server %q has %d requests waiting; refusing more",
+		aboutRequest: true, retryable: true},
+	errHeldCallEnded: {code: jsonrpc.CodeRequestCancelled, format: "the call ended while waiting for the client's input; call again",
+		aboutRequest: true, retryable: true},
+	errQuestionsUnanswered: {code: jsonrpc.CodeRequestTimeout, format: "the client did not answer server %q's questions within %s",
+		aboutRequest: true, retryable: true},
+	errQuestionRefused: {code: jsonrpc.CodeNoClient, format: "the client refused the server's question: %[2]s",
+		aboutRequest: true, retryable: false},
+	errCannotAsk: {code: jsonrpc.CodeNoClient, format: "server %q needs %s, which this client did not declare",
+		aboutRequest: true, retryable: false},
+	errCannotRetry: {code: jsonrpc.CodeInternalError, format: "cannot retry the call with the client's answers",
+		aboutRequest: true, retryable: false},
+
+	errSessionBusy: {code: jsonrpc.CodeOverloaded,
+		format: "this session has %d requests in flight, its limit: wait for answers before sending more (other sessions are not affected)"},
+	errSessionBytes: {code: jsonrpc.CodeOverloaded,
+		format: "this session's requests in flight hold %d bytes and this one has %d, past its limit of %d: wait for answers before sending more (other sessions are not affected)"},
+	errDuplicateID:       {code: jsonrpc.CodeInvalidRequest, format: "request id %s is already in flight in this session"},
+	errMessageTooLarge:   {code: jsonrpc.CodeMessageTooLarge, format: "message of %d bytes exceeds the %d-byte limit"},
+	errNotOurState:       {code: jsonrpc.CodeInvalidParams, format: "requestState does not belong to this request"},
+	errUnreadableHeld:    {code: jsonrpc.CodeInternalError, format: "the held call's answer is unreadable"},
+	errBadParams:         {code: jsonrpc.CodeInvalidParams, format: "%s: %v"},
+	errParse:             {code: jsonrpc.CodeParseError, format: "%v"},
+	errInvalid:           {code: jsonrpc.CodeInvalidRequest, format: "%v"},
+	errServerUnavailable: {code: jsonrpc.CodeBackendUnavailable, format: "%v"},
+
+	errNoClient:         {code: jsonrpc.CodeNoClient, format: "no connected client can answer %s"},
+	errAskedClientLeft:  {code: jsonrpc.CodeNoClient, format: "the client that was asked disconnected"},
+	errClientUndeclared: {code: jsonrpc.CodeNoClient, format: "the client did not declare %s"},
+}
+
+// newError builds row kind's error. ran says whether the request it is
+// about may have run on a child; server names the server in its data;
+// args fill the message. extra adds data members.
+func newError(kind poolError, ran bool, server string, args ...any) *jsonrpc.Error {
+	return newErrorData(kind, ran, server, nil, args...)
+}
+
+func newErrorData(kind poolError, ran bool, server string, extra map[string]any, args ...any) *jsonrpc.Error {
+	row := errorTable[kind]
+	format := row.format
+	if !ran && row.notRun != "" {
+		format = row.notRun
+	}
+	e := &jsonrpc.Error{Code: row.code, Message: fmt.Sprintf(format, args...)}
+	if row.aboutRequest || extra != nil {
+		data := make(map[string]any, len(extra)+3)
+		if row.aboutRequest {
+			data["retryable"] = row.retryable
+			data["mayHaveExecuted"] = ran
+			data["server"] = server
+		}
+		for k, v := range extra {
+			data[k] = v
+		}
+		e.Data = data
+	}
+	return e
+}
+
+// asRPCError is err as the error a client gets: a table row already, or
+// the backend's own failure (a child that could not start, a handshake
+// that failed) as "unavailable".
+func asRPCError(err error) *jsonrpc.Error {
+	var e *jsonrpc.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return newError(errServerUnavailable, false, "", err)
+}

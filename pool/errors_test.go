@@ -1,0 +1,87 @@
+package pool
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
+
+// Every row of the error table makes a well-formed error: a code in a
+// range JSON-RPC or MCP allows, a message its arguments fill, and for an
+// error about a request, data saying whether it may have run exactly as
+// the caller said, whether it may be sent again, and the server.
+func TestErrorTable(t *testing.T) {
+	args := map[poolError][]any{
+		errTimeout:             {"srv", "tools/call", 2 * time.Second},
+		errChildDied:           {"srv", "exit status 3", "tools/call", "; last stderr: boom"},
+		errServerFailed:        {"srv", 5, time.Minute, "exit status 3", ""},
+		errServerStopped:       {"srv", errIdle, "tools/call"},
+		errPoolRestarting:      {"srv", "tools/call"},
+		errCancelledByUser:     {"srv", "tools/call"},
+		errAnswerTooLarge:      {"srv", 70 << 20, 64 << 20},
+		errMissingCapability:   {"srv", "sampling"},
+		errServerBusy:          {"srv", 65536},
+		errHeldCallEnded:       nil,
+		errQuestionsUnanswered: {"srv", 2 * time.Second},
+		errQuestionRefused:     {"srv", "no"},
+		errCannotAsk:           {"srv", "sampling/createMessage"},
+		errCannotRetry:         nil,
+		errSessionBusy:         {8192},
+		errSessionBytes:        {100, 200, 250},
+		errDuplicateID:         {[]byte(`"1"`)},
+		errMessageTooLarge:     {70 << 20, 64 << 20},
+		errNotOurState:         nil,
+		errUnreadableHeld:      nil,
+		errBadParams:           {"initialize", "unexpected end of JSON input"},
+		errParse:               {jsonrpc.ErrParse},
+		errInvalid:             {jsonrpc.ErrInvalid},
+		errServerUnavailable:   {"start srv: exec: not found"},
+		errNoClient:            {"sampling/createMessage"},
+		errAskedClientLeft:     nil,
+		errClientUndeclared:    {"sampling"},
+	}
+	for kind := poolError(1); int(kind) < len(errorTable); kind++ {
+		a, ok := args[kind]
+		if !ok {
+			t.Errorf("row %d has no sample arguments in this test", kind)
+			continue
+		}
+		row := errorTable[kind]
+		for _, ran := range []bool{false, true} {
+			e := newError(kind, ran, "srv", a...)
+			if e.Code != row.code || e.Code == 0 {
+				t.Errorf("row %d: code %d", kind, e.Code)
+			}
+			if c := e.Code; !(c <= -32600 && c >= -32700) && !(c <= -32000 && c >= -32021) {
+				t.Errorf("row %d: code %d is outside JSON-RPC's and MCP's ranges", kind, c)
+			}
+			if e.Message == "" || strings.Contains(e.Message, "%!") {
+				t.Errorf("row %d: message %q", kind, e.Message)
+			}
+			if row.notRun != "" && (ran == (e.Message == mustFormat(row.notRun, a))) {
+				t.Errorf("row %d, ran %v: message %q", kind, ran, e.Message)
+			}
+			data, _ := e.Data.(map[string]any)
+			if !row.aboutRequest {
+				if data != nil {
+					t.Errorf("row %d: data %v on an error about no request", kind, data)
+				}
+				continue
+			}
+			if data["mayHaveExecuted"] != ran || data["retryable"] != row.retryable || data["server"] != "srv" {
+				t.Errorf("row %d, ran %v: data %v", kind, ran, data)
+			}
+		}
+	}
+	// Extra members join the data; they never replace what it says of the
+	// request.
+	e := newErrorData(errServerFailed, true, "srv", map[string]any{"state": StateFailed}, args[errServerFailed]...)
+	if d := e.Data.(map[string]any); d["state"] != StateFailed || d["mayHaveExecuted"] != true {
+		t.Errorf("extra data: %v", d)
+	}
+}
+
+func mustFormat(format string, args []any) string { return fmt.Sprintf(format, args...) }

@@ -1,0 +1,181 @@
+package pool
+
+import (
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
+
+// endKind is how a request ended. What each kind does (endRules) is the
+// one statement of how requests end: finish applies it, whoever ends the
+// request.
+type endKind uint8
+
+const (
+	endAnswered     endKind = iota // the child answered: its answer goes to the client
+	endChildGone                   // its child died, stopped or failed: the pool answers; nobody to tell
+	endTimedOut                    // the request timeout: the pool answers; the child is told
+	endByClient                    // the client cancelled it or went away: no answer; the child is told
+	endByUser                      // cancelled in Switchboard: the pool answers; the child is told
+	endPoolStops                   // the pool stops and hands the session back: the pool answers; the child is told
+	endUnusable                    // the child's answer cannot be delivered (too large): the pool answers
+	endClientCannot                // the client cannot do what the child needs: the pool answers; the child is told
+	endRefused                     // it never reached its backend (full, failed, stopped): the pool answers
+	endDropped                     // the pool's own request, no longer needed (a handshake probe): nothing
+)
+
+// endRule is what ending a request of a kind does.
+type endRule struct {
+	status    string // in history; endAnswered: ok or error, from the child's answer
+	tellChild bool   // notifications/cancelled to the child, if the request may have reached it
+	answers   bool   // the client gets the pool's error
+	counter   func(*Pool)
+}
+
+var endRules = [...]endRule{
+	endAnswered:     {status: StatusOK},
+	endChildGone:    {status: StatusFailed, answers: true},
+	endTimedOut:     {status: StatusTimeout, answers: true, tellChild: true, counter: func(p *Pool) { p.timeouts.Add(1) }},
+	endByClient:     {status: StatusCancelled, tellChild: true, counter: func(p *Pool) { p.cancelled.Add(1) }},
+	endByUser:       {status: StatusCancelled, answers: true, tellChild: true, counter: func(p *Pool) { p.cancelled.Add(1) }},
+	endPoolStops:    {status: StatusFailed, answers: true, tellChild: true},
+	endUnusable:     {status: StatusFailed, answers: true},
+	endClientCannot: {status: StatusFailed, answers: true, tellChild: true},
+	endRefused:      {status: StatusFailed, answers: true},
+	endDropped:      {},
+}
+
+// outcome is how one request ended, with what its kind needs: the
+// child's answer, or the pool's error (a row of errors.go's table, built
+// by finish once it knows whether the request may have run), and the
+// reason the child is told.
+type outcome struct {
+	kind   endKind
+	answer jsonrpc.Message // endAnswered; a copy, so that the reader's own stays on its stack
+	err    poolError       // the kinds that answer with an error
+	args   []any           // err's message arguments
+	extra  map[string]any  // err's extra data members
+	rpcErr *jsonrpc.Error  // an error already made (a refusal: hsErr, a busy server)
+	reason string          // what the child is told (tellChild); endByClient: also history's Err
+}
+
+func answered(msg *jsonrpc.Message) outcome { return outcome{kind: endAnswered, answer: *msg} }
+
+func failure(kind endKind, err poolError, args ...any) outcome {
+	return outcome{kind: kind, err: err, args: args}
+}
+
+// finish ends p with o: the one way a request ends, whoever ends it
+// (its answer, its timeout, a cancel, a disconnect, its child's death, a
+// stop, a refusal). It takes p out of its backend's table (exactly one
+// caller wins; finish reports whether it was this one), stops its timer,
+// tells the child notifications/cancelled when the kind says so and the
+// child may have seen it, answers the client (or keeps the answer for a
+// modern client's retry, or answers the pool's own waiter), counts it,
+// and emits its one EventRequestDone. Nothing here runs under a lock.
+func (b *backend) finish(p *pending, o outcome) bool {
+	e, won := b.reqs.end(p)
+	if !won {
+		return false
+	}
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	rule := endRules[o.kind]
+	if rule.tellChild && e.mayHaveRun {
+		b.sendRaw(cancelForChild(p.id, o.reason))
+	}
+	if o.kind == endAnswered && p.method == "tools/list" && o.answer.Result.Present() {
+		b.learnHints(o.answer.Result.Of(o.answer.Raw)) // a client's, or the pool's own (listToolsForHints)
+	}
+	if p.reply != nil { // the pool's own request
+		if o.kind == endAnswered {
+			p.reply <- append([]byte(nil), o.answer.Raw...)
+		} else {
+			close(p.reply)
+		}
+		return true
+	}
+	if rule.counter != nil {
+		rule.counter(b.p)
+	}
+	if e.sess == nil {
+		return true // (only the pool's own requests have no session)
+	}
+
+	ev := Event{Kind: EventRequestDone, Server: b.srv.name, Session: e.sess.id, PID: e.pid, PoolID: p.id,
+		Method: p.method, Name: p.name, Status: rule.status, Written: e.mayHaveRun}
+	var line []byte
+	switch {
+	case o.kind == endAnswered:
+		ev.Written = true // it ran: the child answered it
+		if o.answer.Error.Present() {
+			ev.Status = StatusError
+			ev.ErrCode, ev.Err = errorFields(o.answer.Error.Of(o.answer.Raw))
+			b.p.errorsN.Add(1)
+		}
+		switch asked, refusal := b.askLegacyClient(p, e, &o.answer); {
+		case refusal != nil:
+			line = jsonrpc.AppendErrorResponse(nil, e.origID, refusal)
+			ev.Status, ev.ErrCode, ev.Err = StatusFailed, refusal.Code, refusal.Message
+		case asked:
+			// Its questions went to the client; the call goes on as a
+			// new request with the answers (inputbridge.go).
+			ev.Size, ev.Payload = len(o.answer.Raw), b.capture(o.answer.Raw)
+			b.p.emit(ev)
+			return true
+		case e.held != nil:
+			line = append([]byte(nil), o.answer.Raw...) // rewritten for the retry that takes it (mrtr.go)
+		default:
+			line = b.responseFor(&o.answer, p.method, e)
+		}
+	case rule.answers:
+		rpcErr := o.rpcErr
+		if rpcErr == nil {
+			rpcErr = newErrorData(o.err, e.mayHaveRun, b.srv.name, o.extra, o.args...)
+		}
+		b.p.errorsN.Add(1)
+		line = jsonrpc.AppendErrorResponse(nil, e.origID, rpcErr)
+		ev.ErrCode, ev.Err = rpcErr.Code, rpcErr.Message
+	default:
+		ev.Err = o.reason
+	}
+	switch {
+	case e.held != nil: // the session forgot it when it was held (mrtr.go)
+		if line != nil {
+			b.reqs.keep(e.held, line)
+		}
+	case line != nil:
+		e.sess.deliverResponse(p, e.origID, line)
+	default:
+		e.sess.forget(p, e.origID)
+	}
+	if line != nil {
+		ev.Size, ev.Payload = len(line), b.capture(line)
+	}
+	b.p.emit(ev)
+	return true
+}
+
+// responseFor is the child's answer as the client gets it: its own id
+// back, and for a 2026-07-28 client of a legacy child what that revision
+// requires of the result.
+func (b *backend) responseFor(msg *jsonrpc.Message, method string, e ended) []byte {
+	if e.modern && b.childIsLegacy() {
+		return modernResponse(msg, method, e.origID)
+	}
+	return responseForClient(nil, msg, e.origID)
+}
+
+// expire is the request timeout: the client gets an error, the child a
+// cancellation.
+func (b *backend) expire(p *pending) {
+	b.finish(p, outcome{kind: endTimedOut, err: errTimeout, args: []any{b.srv.name, p.method, b.requestTimeout()},
+		reason: "request timed out in switchboard"})
+}
+
+// cancel ends p because its client cancelled it or went away. The client
+// gets no answer (MCP: a cancelled request is not answered); the child
+// gets notifications/cancelled if it saw the request. Late answers are
+// orphans.
+func (b *backend) cancel(p *pending, reason string) {
+	b.finish(p, outcome{kind: endByClient, reason: reason})
+}

@@ -1,0 +1,214 @@
+package pool
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// Idle reaping and the warm-up grace, on the server's own code (join,
+// leave, armIdleLocked, reapIdle) in a synctest bubble: each row is a
+// timeline of sessions joining and leaving a shared child started at 0,
+// and when the child is stopped (or that it never is, within a day).
+func TestIdleReaping(t *testing.T) {
+	type step struct {
+		at  time.Duration
+		op  string // join NAME, leave NAME
+		who string
+	}
+	const never = -1
+	tests := []struct {
+		name         string
+		idle, warmup time.Duration
+		steps        []step
+		want         time.Duration
+	}{
+		{"stopped idleTimeout after the last session leaves", 10 * time.Minute, time.Minute,
+			[]step{{0, "join", "a"}, {5 * time.Minute, "leave", "a"}}, 15 * time.Minute},
+		{"the default idleTimeout is ten minutes", 0, -1,
+			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}}, 10*time.Minute + time.Second},
+		{"a fresh child is kept for its warm-up grace", 10 * time.Second, time.Minute,
+			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}}, time.Minute},
+		{"once the grace is over the idle timeout alone counts", 10 * time.Second, time.Minute,
+			[]step{{0, "join", "a"}, {2 * time.Minute, "leave", "a"}}, 2*time.Minute + 10*time.Second},
+		{"a session that comes back keeps it, and the clock starts again when it leaves", 10 * time.Second, -1,
+			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}, {5 * time.Second, "join", "b"}, {30 * time.Second, "leave", "b"}},
+			40 * time.Second},
+		{"it is the last session's leaving that counts", time.Minute, -1,
+			[]step{{0, "join", "a"}, {0, "join", "b"}, {time.Minute, "leave", "a"}, {3 * time.Minute, "leave", "b"}},
+			4 * time.Minute},
+		{"a child no session joined is reaped after its grace", 10 * time.Second, time.Minute, nil, time.Minute},
+		{"a negative idleTimeout never reaps", -1, time.Minute,
+			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}}, never},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(&Options{WarmupGrace: tt.warmup})
+				if err := p.Apply([]ServerConfig{{Name: "x", Command: "/bin/true", IdleTimeout: tt.idle}}); err != nil {
+					t.Fatal(err)
+				}
+				srv := p.servers["x"]
+				start := time.Now()
+				b := buildBackend(srv, srv.config(), nil, nil, clientCaps{}, nil)
+				stopped := make(chan time.Duration, 1)
+				go func() { // what supervise does when stopped: return
+					<-b.stopReq
+					stopped <- time.Since(start)
+					close(b.done)
+				}()
+				srv.mu.Lock()
+				pt := srv.partLocked("", nil)
+				pt.current.Store(b)
+				srv.armIdleLocked(pt) // as currentLocked does for a child started with no member
+				srv.mu.Unlock()
+
+				sessions := map[string]*session{}
+				for _, st := range tt.steps {
+					time.Sleep(st.at - time.Since(start))
+					switch st.op {
+					case "join":
+						s, err := p.newSession("x", sessionSetup{transport: "test"})
+						if err != nil {
+							t.Fatal(err)
+						}
+						sessions[st.who] = s
+						srv.move(s)
+					case "leave":
+						srv.leave(sessions[st.who])
+					}
+					synctest.Wait()
+				}
+				time.Sleep(24*time.Hour - time.Since(start))
+				synctest.Wait()
+				got := time.Duration(never)
+				select {
+				case got = <-stopped:
+				default:
+				}
+				if got != tt.want {
+					t.Errorf("stopped at %v, want %v (-1: never)", got, tt.want)
+				}
+				b.stop(errIdle) // (does nothing if the reaper stopped it)
+				p.Close()
+			})
+		})
+	}
+}
+
+// Restart backoff and crash-loop detection, on the backend's own budget
+// and its wait between children (waitToRestart) in a synctest bubble.
+// Each row is what happens to a server's children, one event after the
+// other, and what the supervisor does after each exit: wait so long
+// before the next child, or fail the server.
+func TestRestartPolicy(t *testing.T) {
+	pol := RestartPolicy{MaxRestarts: 5, Window: time.Minute, MinBackoff: 100 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}
+	type event struct {
+		after time.Duration // since the last event
+		what  string        // exit, start (a child started), restart (the user, after a failure)
+		// During the wait that follows an exit: the user restarts, or the
+		// backend is stopped, this long into it.
+		userAfter, stopAfter time.Duration
+	}
+	exit := func(after time.Duration) event { return event{after: after, what: "exit"} }
+	tests := []struct {
+		name   string
+		pol    RestartPolicy
+		events []event
+		want   string
+	}{
+		{"the backoff doubles up to its cap", pol,
+			[]event{exit(0), exit(0), exit(0), exit(0)},
+			"wait 100ms, wait 200ms, wait 400ms, wait 500ms"},
+		{"a child that starts resets the backoff", pol,
+			[]event{exit(0), exit(0), {what: "start"}, exit(time.Second)},
+			"wait 100ms, wait 200ms, wait 100ms"},
+		{"five exits within a minute fail the server", pol,
+			[]event{exit(0), exit(time.Second), exit(time.Second), exit(time.Second), exit(time.Second)},
+			"wait 100ms, wait 200ms, wait 400ms, wait 500ms, failed after 5 exits"},
+		{"exits further apart than the window never fail it",
+			RestartPolicy{MaxRestarts: 3, Window: 10 * time.Second, MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second},
+			[]event{exit(0), {what: "start"}, exit(6 * time.Second), {what: "start"}, exit(6 * time.Second), {what: "start"}, exit(6 * time.Second)},
+			"wait 100ms, wait 100ms, wait 100ms, wait 100ms"},
+		{"a restart after a crash loop starts a fresh budget",
+			RestartPolicy{MaxRestarts: 2, Window: time.Minute, MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second},
+			[]event{exit(0), exit(0), {what: "restart"}, exit(0)},
+			"wait 100ms, failed after 2 exits, wait 100ms"},
+		{"the user cuts a backoff short", RestartPolicy{MaxRestarts: 5, Window: time.Minute, MinBackoff: 10 * time.Second, MaxBackoff: time.Minute},
+			[]event{{what: "exit", userAfter: 3 * time.Second}},
+			"wait 3s"},
+		{"a stop during a backoff ends the supervisor", RestartPolicy{MaxRestarts: 5, Window: time.Minute, MinBackoff: 10 * time.Second, MaxBackoff: time.Minute},
+			[]event{{what: "exit", stopAfter: time.Second}},
+			"stopped after 1s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(nil)
+				if err := p.Apply([]ServerConfig{{Name: "x", Command: "/bin/true"}}); err != nil {
+					t.Fatal(err)
+				}
+				b := buildBackend(p.servers["x"], p.servers["x"].config(), nil, nil, clientCaps{}, nil)
+				budget := newRestartBudget(tt.pol)
+				var got []string
+				for _, e := range tt.events {
+					time.Sleep(e.after)
+					switch e.what {
+					case "start":
+						budget.started()
+						continue
+					case "restart":
+						budget.restarted()
+						continue
+					}
+					failed, n, wait := budget.exited(p.clock.Now())
+					if failed {
+						got = append(got, fmt.Sprintf("failed after %d exits", n))
+						continue
+					}
+					if e.userAfter > 0 {
+						time.AfterFunc(e.userAfter, b.restartNow)
+					}
+					if e.stopAfter > 0 {
+						time.AfterFunc(e.stopAfter, func() { close(b.stopReq) })
+					}
+					began := time.Now()
+					if !b.waitToRestart(wait) {
+						got = append(got, fmt.Sprintf("stopped after %v", time.Since(began)))
+						break
+					}
+					got = append(got, fmt.Sprintf("wait %v", time.Since(began)))
+				}
+				if s := strings.Join(got, ", "); s != tt.want {
+					t.Errorf("got  %s\nwant %s", s, tt.want)
+				}
+				p.Close()
+			})
+		})
+	}
+}
+
+// The idle policy alone: when a child whose last session left is stopped.
+func TestIdlePolicyStopAfter(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		pol      idlePolicy
+		age      time.Duration // of the child when its last session left
+		want     time.Duration
+		wantNone bool
+	}{
+		{idlePolicy{idle: time.Minute, warmup: -1}, 0, time.Minute, false},
+		{idlePolicy{idle: time.Minute, warmup: 5 * time.Minute}, time.Minute, 4 * time.Minute, false},
+		{idlePolicy{idle: time.Minute, warmup: 5 * time.Minute}, 10 * time.Minute, time.Minute, false},
+		{idlePolicy{idle: 0, warmup: -1}, 0, defaultIdleTimeout, false},
+		{idlePolicy{idle: -1, warmup: time.Minute}, 0, 0, true},
+	}
+	for _, tt := range tests {
+		got, ok := tt.pol.stopAfter(t0, t0.Add(tt.age))
+		if ok == tt.wantNone || got != tt.want {
+			t.Errorf("%+v, child %v old: stop after %v (%v), want %v (never: %v)", tt.pol, tt.age, got, ok, tt.want, tt.wantNone)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package pool
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"strings"
+	"testing"
+)
+
+// A struct is complete before it is shared. These fields are set where
+// their struct is made, before any other goroutine can reach it, and
+// never assigned after: the session's transport (newSession, from the
+// front door's sessionSetup), a request's timer (register, under the
+// request table's lock, before anyone can end the request and stop it),
+// a round of questions' timer (before the round is registered where an
+// answer finds it). An assignment anywhere else is a field set after
+// publication: a data race waiting for a schedule.
+func TestFieldsSetBeforePublication(t *testing.T) {
+	// field -> the functions that may assign it (by "file:func").
+	allowed := map[string][]string{
+		"closeConn": nil, "attached": nil, "hb": nil, "ledger": nil, "keepState": nil, "receiver": nil, "resumed": nil,
+		"timer": {"requests.go:register", "inputbridge.go:askLegacyClient"},
+	}
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			where := name + ":" + fn.Name.Name
+			var roundsAdded token.Pos
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				if call, ok := n.(*ast.CallExpr); ok {
+					if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "add" && strings.HasSuffix(exprString(sel.X), ".rounds") && roundsAdded == 0 {
+						roundsAdded = call.Pos()
+					}
+				}
+				as, ok := n.(*ast.AssignStmt)
+				if !ok {
+					return true
+				}
+				for _, lhs := range as.Lhs {
+					sel, ok := lhs.(*ast.SelectorExpr)
+					if !ok {
+						continue
+					}
+					fns, watched := allowed[sel.Sel.Name]
+					if !watched || exprString(sel.X) == "setup" { // a sessionSetup is not shared yet
+						continue
+					}
+					permitted := false
+					for _, a := range fns {
+						permitted = permitted || a == where
+					}
+					if !permitted {
+						t.Errorf("%s: %s.%s is assigned in %s, after its struct may be shared", fset.Position(as.Pos()),
+							exprString(sel.X), sel.Sel.Name, where)
+					}
+					if where == "inputbridge.go:askLegacyClient" && roundsAdded != 0 && roundsAdded < as.Pos() {
+						t.Errorf("%s: the round's timer is set after the round is registered", fset.Position(as.Pos()))
+					}
+				}
+				return true
+			})
+		}
+	}
+}

@@ -1,0 +1,529 @@
+package pool
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// reqState is where a request is on its way to a child:
+//
+//	new ──register──▶ queued ──startWrite──▶ writing ──wrote──▶ written
+//	                    ▲                       │                  │
+//	                    ├──unwrite (none taken)─┘                  │
+//	                    └──requeue (its child died, safe to repeat)┘
+//	any state ──end──▶ done
+//
+// end happens exactly once: whoever ends a request (its answer, its
+// timeout, a cancel, a disconnect, the child's death, a stop) owns its
+// answer (finish). A request that was writing or written when its child
+// died and is re-queued keeps everWritten: it may have run there.
+type reqState uint8
+
+const (
+	stNew     reqState = iota // made, not yet in a backend's table
+	stQueued                  // in the write queue
+	stWriting                 // being written (writeLoop or send); may or may not reach the child
+	stWritten                 // every byte of it written to the child
+	stDone                    // ended; owned by whoever ended it
+)
+
+var stateNames = [...]string{"new", "queued", "writing", "written", "done"}
+
+func (s reqState) String() string { return stateNames[s] }
+
+// pending is one request forwarded to a child, or sent by the pool itself.
+// (Its small fields are at the end, packed, so that it fits in 256 bytes.)
+type pending struct {
+	// Set when it is made, never changed after: read without a lock.
+	id        uint64 // pool id, as written to the child
+	b         *backend
+	method    string
+	name      string // tool, prompt or resource
+	line      []byte // the request as written to the child
+	token     uint64 // pool progress token, 0 if none
+	origToken []byte
+	received  time.Time
+	reply     chan []byte // the pool's own requests: the raw answer, or closed when it failed
+	timer     *time.Timer // the request timeout; set by register under the table's lock, read after end
+
+	// Guarded by the backend's request table (requestTable.update).
+	// sess and origID change only when a modern client's retry takes a
+	// held call over (mrtr.go).
+	sess         *session // nil for the pool's own requests
+	origID       []byte   // the client's exact id bytes
+	held         *mrtrHold
+	written      time.Time // when it was last fully written
+	pid          int       // the child it was last written to
+	progressSeen float64   // the last progress value its client was sent: a retried call's progress never goes back
+
+	// slot is the request's ledger slot + 1 (ledger.go), 0 if none:
+	// taken and released under the session's mu, read by the writers.
+	slot atomic.Int32
+
+	state        reqState // guarded by the table, as the rest of this line
+	modern       bool     // the client spoke 2026-07-28 in this request (modern.go)
+	everWritten  bool     // sticky: it reached a child before a re-queue
+	retried      bool     // re-sent once after its child died
+	progressSent bool     // progressSeen is set
+	open         bool     // set when made: it stays open until cancelled (the pool's subscriptions/listen), no timeout
+}
+
+// mayHaveRunLocked reports whether p may have reached a child: it is
+// being written or was written, now or before a re-queue.
+func (p *pending) mayHaveRunLocked() bool {
+	return p.state == stWriting || p.state == stWritten || p.everWritten
+}
+
+// reverseEntry remembers a request the child sent to a client.
+type reverseEntry struct {
+	childID []byte
+	sess    *session
+}
+
+// requestTable is a backend's requests in flight: its pending requests by
+// pool id, its progress tokens, and the child's own requests to clients
+// (the reverse map). Like go-sdk's jsonrpc2 conn (updateInFlight), every
+// change happens in a closure under the table's mutex, and nothing is
+// written, sent on a channel that may block, emitted or recorded while it
+// is held: callers take what the closure decided and act after. Nothing
+// outside this file touches the maps; TestRequestTableMapsStayInside
+// checks it.
+//
+// The table's mutex is a leaf: it is taken under backend.mu (the write
+// queue's lock), never the other way round, and nothing else is locked
+// under it.
+type requestTable struct {
+	mu sync.Mutex
+	in inFlight
+}
+
+// inFlight is the table's state, reached only through update.
+type inFlight struct {
+	pending map[uint64]*pending     // pool id -> request
+	tokens  map[uint64]*pending     // pool progress token -> request
+	reverse map[uint64]reverseEntry // pool id of a child's request -> the session asked
+	idle    chan struct{}           // closed when pending empties; nil when nobody waits (whenIdle)
+}
+
+func newRequestTable() requestTable {
+	return requestTable{in: inFlight{pending: map[uint64]*pending{}, tokens: map[uint64]*pending{},
+		reverse: map[uint64]reverseEntry{}}}
+}
+
+// update runs f with the table's state under its mutex. f must not block,
+// write, emit or take another lock.
+func (t *requestTable) update(f func(*inFlight)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f(&t.in)
+}
+
+// registration is what register did with a request.
+type registration uint8
+
+const (
+	registered   registration = iota // queued in the table
+	alreadyEnded                     // ended before it could be registered (its session closed)
+	tableFull                        // the backend has its limit of requests waiting
+)
+
+// register adds a new request, queued, and returns its session as
+// registered. n is how many requests were waiting before it. A timeout
+// above zero arms the request's timer, which calls expire: here, under
+// the table's lock, so that whoever ends the request (and stops the
+// timer) finds it set.
+func (t *requestTable) register(p *pending, limit int, timeout time.Duration, expire func()) (r registration, sess *session, n int) {
+	t.update(func(in *inFlight) {
+		n = len(in.pending)
+		switch {
+		case p.state != stNew:
+			r = alreadyEnded
+		case n >= limit:
+			r = tableFull
+		default:
+			p.state = stQueued
+			in.pending[p.id] = p
+			if p.token != 0 {
+				in.tokens[p.token] = p
+			}
+			if timeout > 0 {
+				p.timer = time.AfterFunc(timeout, expire)
+			}
+			r, sess = registered, p.sess
+		}
+	})
+	return r, sess, n
+}
+
+// lookup returns the request with pool id id, or nil.
+func (t *requestTable) lookup(id uint64) *pending {
+	var p *pending
+	t.update(func(in *inFlight) { p = in.pending[id] })
+	return p
+}
+
+// count is the number of requests in flight.
+func (t *requestTable) count() int {
+	var n int
+	t.update(func(in *inFlight) { n = len(in.pending) })
+	return n
+}
+
+// The writers' moves (send, writeLoop), made in their update closures.
+
+// startWriteLocked moves a queued request to writing and returns its
+// session, whose ledger hears of it; false means it ended while queued
+// and the child never needs it.
+func (in *inFlight) startWriteLocked(p *pending) (ok bool, sess *session) {
+	if p.state != stQueued {
+		return false, nil
+	}
+	p.state = stWriting
+	return true, p.sess
+}
+
+// wroteLocked marks a request being written as fully written to the
+// child pid and returns its session; false means it ended or was
+// re-queued meanwhile.
+func (in *inFlight) wroteLocked(p *pending, at time.Time, pid int) (ok bool, sess *session) {
+	if p.state != stWriting {
+		return false, nil
+	}
+	p.state, p.written, p.pid = stWritten, at, pid
+	return true, p.sess
+}
+
+// unwriteLocked puts back in the queue a request being written none of
+// which was taken (or whose write failed, its child gone). untake is the
+// session whose ledger must hear "not written" again: set when the
+// request never reached any child.
+func (in *inFlight) unwriteLocked(p *pending) (requeued bool, untake *session) {
+	if p.state != stWriting {
+		return false, nil
+	}
+	p.state = stQueued
+	if !p.everWritten {
+		untake = p.sess
+	}
+	return true, untake
+}
+
+// isDoneLocked reports whether p has ended.
+func (in *inFlight) isDoneLocked(p *pending) bool { return p.state == stDone }
+
+// ended is what finish needs of a request it ended, read under the table's
+// mutex as it ended.
+type ended struct {
+	sess       *session
+	origID     []byte
+	held       *mrtrHold
+	modern     bool
+	mayHaveRun bool // it may have reached a child
+	pid        int
+}
+
+// end takes p out of the table. Exactly one caller wins, whatever state p
+// is in (a request ended before it was registered is refused by
+// register); the winner gets what it needs to answer it.
+func (t *requestTable) end(p *pending) (e ended, won bool) {
+	t.update(func(in *inFlight) {
+		if p.state == stDone {
+			return
+		}
+		e, won = in.endLocked(p), true
+	})
+	return e, won
+}
+
+func (in *inFlight) endLocked(p *pending) ended {
+	e := ended{sess: p.sess, origID: p.origID, held: p.held, modern: p.modern, mayHaveRun: p.mayHaveRunLocked(), pid: p.pid}
+	if in.pending[p.id] == p {
+		delete(in.pending, p.id)
+		if p.token != 0 {
+			delete(in.tokens, p.token)
+		}
+		in.checkIdleLocked()
+	}
+	p.everWritten = e.mayHaveRun // what it was when it ended, for good
+	p.state = stDone
+	return e
+}
+
+func (in *inFlight) checkIdleLocked() {
+	if len(in.pending) == 0 && in.idle != nil {
+		close(in.idle)
+		in.idle = nil
+	}
+}
+
+// whenIdle returns a channel closed once nothing is in flight.
+func (t *requestTable) whenIdle() <-chan struct{} {
+	var ch chan struct{}
+	t.update(func(in *inFlight) {
+		if in.idle == nil {
+			in.idle = make(chan struct{})
+		}
+		ch = in.idle
+		in.checkIdleLocked()
+	})
+	return ch
+}
+
+// all lists every request in flight, in pool-id order, for a backend
+// that stops or fails: its caller finishes each.
+func (t *requestTable) all() []*pending {
+	var all []*pending
+	t.update(func(in *inFlight) {
+		all = make([]*pending, 0, len(in.pending))
+		for _, p := range in.pending {
+			all = append(all, p)
+		}
+	})
+	slices.SortFunc(all, cmpID)
+	return all
+}
+
+// afterExit applies the at-most-once rule to every request when the child
+// died (reap): what it had not been written stays queued; what it had
+// is re-queued once if safe(p) says it may be repeated, and otherwise
+// listed in failed, for the caller to finish. Both lists are in pool-id
+// order. The dead child's questions to clients are forgotten.
+func (t *requestTable) afterExit(safe func(*pending) bool) (retry, failed []*pending) {
+	t.update(func(in *inFlight) {
+		for _, p := range in.pending {
+			if p.state != stWritten && p.state != stWriting {
+				continue
+			}
+			if p.reply == nil && !p.retried && safe(p) {
+				p.retried = true
+				p.everWritten = true // sticky: the next child's answer, or its death, may follow a run on this one
+				p.state = stQueued
+				retry = append(retry, p)
+				continue
+			}
+			failed = append(failed, p)
+		}
+		clear(in.reverse) // the dead child's questions to clients are void
+	})
+	slices.SortFunc(retry, cmpID)
+	slices.SortFunc(failed, cmpID)
+	return retry, failed
+}
+
+func cmpID(x, y *pending) int { return cmpUint(x.id, y.id) }
+
+func cmpUint(x, y uint64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// progress finds where a progress notification with the pool token goes:
+// the session of the request that carries it, with the client's own
+// token, unless the request waits for an MRTR retry or the value would
+// make the client's progress go back (a retried call starts again from
+// zero: its notifications wait until they pass what the client saw).
+func (t *requestTable) progress(token uint64, value float64, hasValue bool) (to *session, origToken []byte) {
+	t.update(func(in *inFlight) {
+		p := in.tokens[token]
+		if p == nil || p.held != nil || p.sess == nil {
+			return
+		}
+		if hasValue {
+			if p.progressSent && value <= p.progressSeen {
+				return
+			}
+			p.progressSeen, p.progressSent = value, true
+		}
+		to, origToken = p.sess, p.origToken
+	})
+	return to, origToken
+}
+
+// askers lists the sessions with requests in flight here, the one with
+// the oldest request first: a child's question goes to one of them first.
+func (t *requestTable) askers() []*session {
+	type ask struct {
+		id   uint64
+		sess *session
+	}
+	var asks []ask
+	t.update(func(in *inFlight) {
+		for _, p := range in.pending {
+			if p.sess != nil {
+				asks = append(asks, ask{p.id, p.sess})
+			}
+		}
+	})
+	slices.SortFunc(asks, func(x, y ask) int { return cmpUint(x.id, y.id) })
+	out := make([]*session, 0, len(asks))
+	for _, a := range asks {
+		if !slices.Contains(out, a.sess) {
+			out = append(out, a.sess)
+		}
+	}
+	return out
+}
+
+// addQuestion records that the child's request childID went to sess as
+// pool id id.
+func (t *requestTable) addQuestion(id uint64, childID []byte, sess *session) {
+	t.update(func(in *inFlight) { in.reverse[id] = reverseEntry{childID: childID, sess: sess} })
+}
+
+// takeAnswer takes the child's id for a client's answer to pool id id;
+// only the session that was asked can answer.
+func (t *requestTable) takeAnswer(id uint64, from *session) (childID []byte, ok bool) {
+	t.update(func(in *inFlight) {
+		if e, found := in.reverse[id]; found && e.sess == from {
+			delete(in.reverse, id)
+			childID, ok = e.childID, true
+		}
+	})
+	return childID, ok
+}
+
+// withdrawQuestion forgets the child's request childID, which the child
+// cancelled, and says which session was asked it under which pool id.
+func (t *requestTable) withdrawQuestion(childID []byte) (id uint64, sess *session) {
+	t.update(func(in *inFlight) {
+		for k, e := range in.reverse {
+			if string(e.childID) == string(childID) {
+				id, sess = k, e.sess
+				delete(in.reverse, k)
+				return
+			}
+		}
+	})
+	return id, sess
+}
+
+// dropQuestionsOf forgets the child's requests to a session that left and
+// returns their child ids, to be answered with an error.
+func (t *requestTable) dropQuestionsOf(s *session) (childIDs [][]byte) {
+	t.update(func(in *inFlight) {
+		for k, e := range in.reverse {
+			if e.sess == s {
+				childIDs = append(childIDs, e.childID)
+				delete(in.reverse, k)
+			}
+		}
+	})
+	return childIDs
+}
+
+// recipient is where an answer to p goes now: its session and the id the
+// client gave it. held says p waits for a client's retry instead: its
+// answer is kept for that retry, and sess is the session that last had it.
+func (t *requestTable) recipient(p *pending) (sess *session, origID []byte, held bool) {
+	t.update(func(*inFlight) { sess, origID, held = p.sess, p.origID, p.held != nil })
+	return sess, origID, held
+}
+
+// alive reports whether p has not ended.
+func (t *requestTable) alive(p *pending) bool {
+	var ok bool
+	t.update(func(*inFlight) { ok = p.state != stDone })
+	return ok
+}
+
+// mrtrCandidates lists, oldest first, the modern calls in flight that
+// could carry a child's question to their client (mrtr.go).
+func (t *requestTable) mrtrCandidates() []*pending {
+	var out []*pending
+	t.update(func(in *inFlight) {
+		for _, q := range in.pending {
+			if q.sess != nil && q.modern && q.held == nil && mrtrMethods[q.method] {
+				out = append(out, q)
+			}
+		}
+	})
+	slices.SortFunc(out, cmpID)
+	return out
+}
+
+// hold makes x the hold of its call if the call is still in flight and
+// not held already; it returns the call's session and client id.
+func (t *requestTable) hold(x *mrtrHold) (sess *session, origID []byte, ok bool) {
+	p := x.p
+	t.update(func(*inFlight) {
+		if p.state == stDone || p.held != nil || p.sess == nil {
+			return
+		}
+		p.held = x
+		sess, origID, ok = p.sess, p.origID, true
+	})
+	return sess, origID, ok
+}
+
+// heldState says whether a hold's call has ended, and whether its answer
+// is kept for the retry.
+func (t *requestTable) heldState(x *mrtrHold) (done, kept bool) {
+	t.update(func(*inFlight) { done, kept = x.p.state == stDone, x.final != nil })
+	return done, kept
+}
+
+// keep stores the answer to a held call for the client's retry.
+func (t *requestTable) keep(x *mrtrHold, line []byte) {
+	t.update(func(*inFlight) {
+		if x.final == nil {
+			x.final = line
+			close(x.kept)
+		}
+	})
+}
+
+// retryState is what a client's retry of a held call finds: the answer
+// kept for it, whether the call ended, and whether x still holds it.
+func (t *requestTable) retryState(x *mrtrHold) (final []byte, done, mine bool) {
+	t.update(func(*inFlight) { final, done, mine = x.final, x.p.state == stDone, x.p.held == x })
+	return final, done, mine
+}
+
+// takeOver gives a held call to the client's retry: its answer, if any,
+// goes to session s under id from now on; answered releases the hold
+// (the child gets the client's input next). final and done are as
+// retryState reports them.
+func (t *requestTable) takeOver(x *mrtrHold, s *session, id []byte, answered bool) (final []byte, done bool) {
+	p := x.p
+	t.update(func(*inFlight) {
+		final, done = x.final, p.state == stDone
+		if !done || final != nil {
+			p.sess, p.origID, p.modern = s, id, true
+		}
+		if !done && answered && p.held == x {
+			p.held = nil
+		}
+	})
+	return final, done
+}
+
+// infos lists the client requests in flight for a snapshot. childPID is
+// the child running now, shown for requests not yet written.
+func (t *requestTable) infos(server string, childPID int, now time.Time) []RequestInfo {
+	var out []RequestInfo
+	t.update(func(in *inFlight) {
+		out = make([]RequestInfo, 0, len(in.pending))
+		for _, p := range in.pending {
+			if p.sess == nil {
+				continue
+			}
+			ri := RequestInfo{PoolID: p.id, Session: p.sess.id, Server: server, Method: p.method, Name: p.name,
+				OriginalID: string(p.origID), ReceivedAt: p.received, AgeMs: now.Sub(p.received).Milliseconds(),
+				WrittenToChild: p.state == stWritten || p.everWritten, PID: p.pid}
+			if ri.WrittenToChild {
+				ri.WrittenAt = p.written
+			} else {
+				ri.PID = childPID
+			}
+			out = append(out, ri)
+		}
+	})
+	return out
+}

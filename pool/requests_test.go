@@ -1,0 +1,205 @@
+package pool
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The request table's maps are touched in requests.go only: every other
+// file goes through its methods, so that each change happens under its
+// lock, in one place (the way go-sdk's jsonrpc2 keeps its in-flight state
+// behind updateInFlight).
+func TestRequestTableMapsStayInside(t *testing.T) {
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps := map[string]bool{"pending": true, "tokens": true, "reverse": true}
+	checked := 0
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok || !maps[sel.Sel.Name] {
+				return true
+			}
+			// in.pending, t.in.pending, b.reqs.in.tokens, ...: a selector of
+			// an inFlight's map, however it is reached.
+			if name != "requests.go" && reachesInFlight(sel.X) {
+				t.Errorf("%s: %s.%s touches the request table's map outside requests.go", fset.Position(sel.Pos()), exprString(sel.X), sel.Sel.Name)
+			}
+			return true
+		})
+	}
+	if checked < 20 {
+		t.Fatalf("checked only %d files", checked)
+	}
+}
+
+// reachesInFlight reports whether x names an inFlight: a variable called
+// in (the closures' parameter) or a .in or .reqs selector.
+func reachesInFlight(x ast.Expr) bool {
+	switch v := x.(type) {
+	case *ast.Ident:
+		return v.Name == "in"
+	case *ast.SelectorExpr:
+		return v.Sel.Name == "in" || v.Sel.Name == "reqs" || reachesInFlight(v.X)
+	}
+	return false
+}
+
+func exprString(x ast.Expr) string {
+	switch v := x.(type) {
+	case *ast.Ident:
+		return v.Name
+	case *ast.SelectorExpr:
+		return exprString(v.X) + "." + v.Sel.Name
+	}
+	return "?"
+}
+
+// The state machine of a request, step by step: each row is a sequence of
+// moves and what the table says after each. A move that does not apply
+// (writing a request that ended, ending one twice) is refused, so that
+// exactly one ender owns the answer and "may have run" never goes back
+// to false once a child may have seen the request.
+func TestRequestStateMachine(t *testing.T) {
+	type step struct {
+		move  string // register, start, wrote, unwrite, requeue (its child died, safe to repeat), fail (its child died), end
+		ok    bool   // the move applied
+		state reqState
+		ran   bool // mayHaveRun after the move
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"answered", []step{{"register", true, stQueued, false}, {"start", true, stWriting, true},
+			{"wrote", true, stWritten, true}, {"end", true, stDone, true}, {"end", false, stDone, true}}},
+		{"ended while queued is never written", []step{{"register", true, stQueued, false}, {"end", true, stDone, false},
+			{"start", false, stDone, false}}},
+		{"ended before it was registered", []step{{"end", true, stDone, false}, {"register", false, stDone, false}}},
+		{"nothing taken goes back to the queue", []step{{"register", true, stQueued, false}, {"start", true, stWriting, true},
+			{"unwrite", true, stQueued, false}, {"start", true, stWriting, true}, {"wrote", true, stWritten, true}}},
+		{"re-queued after its child died keeps may-have-run", []step{{"register", true, stQueued, false},
+			{"start", true, stWriting, true}, {"wrote", true, stWritten, true}, {"requeue", true, stQueued, true},
+			{"start", true, stWriting, true}, {"unwrite", true, stQueued, true}, {"end", true, stDone, true}}},
+		{"re-sent once only", []step{{"register", true, stQueued, false}, {"start", true, stWriting, true},
+			{"requeue", true, stQueued, true}, {"start", true, stWriting, true}, {"requeue", false, stWriting, true},
+			{"fail", true, stDone, true}}},
+		{"written and not safe to repeat fails", []step{{"register", true, stQueued, false}, {"start", true, stWriting, true},
+			{"wrote", true, stWritten, true}, {"fail", true, stDone, true}}},
+		{"a write that ended meanwhile is not marked written", []step{{"register", true, stQueued, false},
+			{"start", true, stWriting, true}, {"end", true, stDone, true}, {"wrote", false, stDone, true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tab := newRequestTable()
+			p := &pending{id: 7, method: "tools/list", token: 70}
+			lastEnd := ended{}
+			for i, st := range tt.steps {
+				var ok bool
+				switch st.move {
+				case "register":
+					r, _, _ := tab.register(p, 10, 0, nil)
+					ok = r == registered
+				case "start":
+					tab.update(func(in *inFlight) { ok, _ = in.startWriteLocked(p) })
+				case "wrote":
+					tab.update(func(in *inFlight) { ok, _ = in.wroteLocked(p, time.Now(), 42) })
+				case "unwrite":
+					tab.update(func(in *inFlight) { ok, _ = in.unwriteLocked(p) })
+				case "requeue", "fail":
+					retry, failed := tab.afterExit(func(*pending) bool { return st.move == "requeue" })
+					ok = len(retry) == 1
+					if st.move == "fail" && len(failed) == 1 {
+						lastEnd, ok = tab.end(failed[0])
+					}
+				case "end":
+					lastEnd, ok = tab.end(p)
+				}
+				var state reqState
+				var ran bool
+				tab.update(func(*inFlight) { state, ran = p.state, p.mayHaveRunLocked() })
+				if ok != st.ok || state != st.state || ran != st.ran {
+					t.Fatalf("step %d %s: applied %v, state %s, may have run %v; want %v, %s, %v",
+						i, st.move, ok, state, ran, st.ok, st.state, st.ran)
+				}
+				if (st.move == "end" || st.move == "fail") && ok && lastEnd.mayHaveRun != st.ran {
+					t.Fatalf("step %d %s: the ender was told may have run %v, want %v", i, st.move, lastEnd.mayHaveRun, st.ran)
+				}
+			}
+			if state := p.state; state == stDone && tab.lookup(p.id) != nil {
+				t.Fatal("an ended request is still in the table")
+			}
+			if to, _ := tab.progress(70, 1, true); p.state == stDone && to != nil {
+				t.Fatal("an ended request's progress token still routes")
+			}
+		})
+	}
+}
+
+// One function ends requests: nothing but finish takes a request out of
+// the table (requestTable.end) or records a request's end
+// (EventRequestDone), so that every way of ending agrees.
+func TestOnlyFinishEndsRequests(t *testing.T) {
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, dones := 0, 0
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			inFinish := name == "finish.go" && fn.Name.Name == "finish"
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.CallExpr:
+					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "end" && strings.HasSuffix(exprString(sel.X), "reqs") {
+						ends++
+						if !inFinish {
+							t.Errorf("%s: %s ends a request itself; only finish does", fset.Position(n.Pos()), fn.Name.Name)
+						}
+					}
+				case *ast.Ident:
+					if n.Name == "EventRequestDone" {
+						dones++
+						if !inFinish {
+							t.Errorf("%s: %s records a request's end itself; only finish does", fset.Position(n.Pos()), fn.Name.Name)
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	if ends != 1 || dones != 1 {
+		t.Errorf("finish ends requests %d times and records %d ends; want one of each", ends, dones)
+	}
+}
