@@ -83,12 +83,12 @@ func TestTrayControllerHistory(t *testing.T) {
 	if hung.PoolID != 9 || hung.Status != "in-flight" || !hung.WrittenToChild || hung.PID != 66 || hung.Run != st.Run() {
 		t.Errorf("hung row = %+v", hung)
 	}
-	steps, err := c.Timeline(ctx, hung)
+	detail, err := c.Timeline(ctx, hung)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var whats []string
-	for _, s := range steps {
+	for _, s := range detail.Steps {
 		whats = append(whats, s.What)
 	}
 	joined := strings.Join(whats, "\n")

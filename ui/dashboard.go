@@ -449,12 +449,12 @@ func (h *historyView) showTimeline(r row) {
 	u.spawn(func() {
 		ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
 		defer cancel()
-		steps, err := u.ctrl.Timeline(ctx, hr)
+		d, err := u.ctrl.Timeline(ctx, hr)
 		if err != nil {
-			steps = []TimelineEntry{{At: time.Now(), What: "timeline not available", Detail: err.Error()}}
+			d.Steps = []TimelineEntry{{At: time.Now(), What: "timeline not available", Detail: err.Error()}}
 		}
 		fyne.Do(func() {
-			h.steps = steps
+			h.steps = d.Steps
 			h.timeline.Refresh()
 		})
 	})
