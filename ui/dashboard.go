@@ -19,6 +19,7 @@ import (
 
 // Tab names, also the titles' first words.
 const (
+	tabOverview = "Overview"
 	tabSessions = "Sessions"
 	tabInFlight = "In flight"
 	tabBackends = "Backends"
@@ -43,7 +44,8 @@ type dashboard struct {
 	killAll                             *widget.Button
 	leakRows                            []row
 
-	history *historyView
+	history  *historyView
+	overview *overviewView
 }
 
 func newDashboard(u *UI) *dashboard {
@@ -94,10 +96,12 @@ func newDashboard(u *UI) *dashboard {
 	d.killAll.Disable()
 
 	d.history = newHistoryView(u)
+	d.overview = newOverviewView(u)
 
 	backendsView := container.NewVSplit(d.backends.view, container.NewVScroll(d.backendDetail))
 	backendsView.Offset = 0.75
 	d.tabs = container.NewAppTabs(
+		d.tab(tabOverview, theme.HomeIcon(), d.overview.view),
 		d.tab(tabSessions, theme.AccountIcon(), d.sessions.view),
 		d.tab(tabInFlight, theme.HistoryIcon(), container.NewBorder(d.hangNote, nil, nil, nil, d.inflight.view)),
 		d.tab(tabBackends, theme.ComputerIcon(), backendsView),
@@ -171,6 +175,7 @@ func (d *dashboard) applySummary(f *frame) {
 // apply shows f.
 func (d *dashboard) apply(f *frame) {
 	d.applySummary(f)
+	d.overview.apply(f.overview)
 	d.setTitle(tabSessions, len(f.sessions), 0)
 	d.setTitle(tabInFlight, len(f.inflight), f.sum.Hung)
 	d.setTitle(tabBackends, len(f.backends), 0)

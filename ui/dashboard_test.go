@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"image"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -31,6 +32,17 @@ func newTestUI(t *testing.T, fake *fakeCtrl, tab string) *UI {
 // async, as in the app; a test may then touch no widget while one runs.
 func newTestUIAsync(t *testing.T, fake *fakeCtrl, tab string, async bool) *UI {
 	t.Helper()
+	return newTestUIOpts(t, fake, tab, async, nil)
+}
+
+// newTestUIWith is newTestUI with setup run on the UI before it draws.
+func newTestUIWith(t *testing.T, fake *fakeCtrl, tab string, setup func(*UI)) *UI {
+	t.Helper()
+	return newTestUIOpts(t, fake, tab, false, setup)
+}
+
+func newTestUIOpts(t *testing.T, fake *fakeCtrl, tab string, async bool, setup func(*UI)) *UI {
+	t.Helper()
 	a := test.NewTempApp(t)
 	u := New(a, fake, &Options{sample: func([]int, time.Time) map[int]procStat { return nil }, inline: !async})
 	u.stats = map[int]procStat{4242: {RSS: 48 << 20, CPU: 3}}
@@ -39,6 +51,9 @@ func newTestUIAsync(t *testing.T, fake *fakeCtrl, tab string, async bool) *UI {
 			RSSBytes: 61 << 20, Reason: "child of an earlier run, still alive (same PID and start time)", Proven: true},
 		{PID: 778, Server: "fake", Command: "fakemcp -log x", StartedAt: t0.Add(-20 * time.Minute),
 			RSSBytes: 5 << 20, Reason: "matches server fake; its parent is init"},
+	}
+	if setup != nil {
+		setup(u)
 	}
 	u.showDashboard(tab)
 	u.render(fake.Snapshot(), t0)
@@ -168,12 +183,20 @@ func writePNG(t *testing.T, name string, c fyne.Canvas) {
 	if !*update {
 		return
 	}
-	f, err := os.Create(filepath.Join("testdata", name))
+	writePNGFile(t, filepath.Join("testdata", name), c.Capture())
+}
+
+func writePNGFile(t *testing.T, path string, img image.Image) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := png.Encode(f, c.Capture()); err != nil {
+	if err := png.Encode(f, img); err != nil {
 		t.Fatal(err)
 	}
 }

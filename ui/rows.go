@@ -145,8 +145,25 @@ func requestAge(r pool.RequestInfo, taken, now time.Time) time.Duration {
 
 // procStat is what the sampler measured of one child process.
 type procStat struct {
-	RSS uint64
+	RSS uint64  // the child's own resident memory
 	CPU float64 // percent of one core, over the last sample interval
+	// TreeRSS is the resident memory of the child and every process under
+	// it (TreeProcs of them): what the child costs.
+	TreeRSS   uint64
+	TreeProcs int
+}
+
+// tree is the memory of the child's tree (its own, when the tree was not
+// measured).
+func (st procStat) tree() uint64 { return max(st.TreeRSS, st.RSS) }
+
+// memoryText shows a child's memory: its tree's, and how many processes
+// that is when more than one.
+func (st procStat) memoryText() string {
+	if st.TreeProcs > 1 {
+		return fmt.Sprintf("%s (%d procs)", formatBytes(st.tree()), st.TreeProcs)
+	}
+	return formatBytes(st.tree())
 }
 
 var backendColumns = []column{
@@ -183,7 +200,7 @@ func backendRows(s pool.Snapshot, now time.Time, stats map[int]procStat) []row {
 		if b.PID > 0 {
 			mem, cpu = "…", "…"
 			if st, ok := stats[b.PID]; ok {
-				mem, cpu = formatBytes(st.RSS), fmt.Sprintf("%.0f%%", st.CPU)
+				mem, cpu = st.memoryText(), fmt.Sprintf("%.0f%%", st.CPU)
 			}
 		}
 		name := b.Server

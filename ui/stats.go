@@ -142,7 +142,7 @@ func (s *serverStats) ended(t time.Time, d time.Duration, status string, wasOpen
 
 // serverFigures is what the overview shows of a server's last minutes.
 type serverFigures struct {
-	Window    time.Duration // how far back they look: statWindow, or less just after start
+	Window    time.Duration // how far back they look: about statWindow, or less just after start
 	Calls     int
 	Errors    int
 	Cancelled int
@@ -170,13 +170,14 @@ type sparkPoint struct {
 // figures sums up the window ending at now; since is when counting began
 // (the window is shorter right after start).
 func (s *serverStats) figures(now, since time.Time) serverFigures {
-	f := serverFigures{Window: statWindow, Spark: make([]sparkPoint, statSlots)}
-	if age := now.Sub(since); age < statWindow {
-		f.Window = max(age, statSlot)
+	first := now.Truncate(statSlot).Add(-time.Duration(statSlots-1) * statSlot)
+	// The window is the slots' span: the last one runs until now.
+	f := serverFigures{Window: now.Sub(first), Spark: make([]sparkPoint, statSlots)}
+	if age := now.Sub(since); age < f.Window {
+		f.Window = max(age, time.Second)
 	}
 	var all latencyHist
 	timed := 0
-	first := now.Truncate(statSlot).Add(-time.Duration(statSlots-1) * statSlot)
 	// Backwards, so that a slot nothing happened in shows what was in
 	// flight then: the count the next slot started with, or now's.
 	inFlight := s.inFlight

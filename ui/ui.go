@@ -89,6 +89,10 @@ type UI struct {
 	leaks    []Leak
 	leaksErr error
 
+	// track follows the pool's events for the overview and the live
+	// waterfall; owned by the loop's goroutine (a test's, without one).
+	track *tracker
+
 	// Owned by the UI goroutine.
 	last *frame
 	dash *dashboard
@@ -105,6 +109,7 @@ func New(a fyne.App, c Controller, opts *Options) *UI {
 		leaksNow: make(chan struct{}, 1),
 		stats:    map[int]procStat{},
 		ctx:      context.Background(),
+		track:    newTracker(time.Now()),
 	}
 }
 
@@ -146,8 +151,10 @@ type frame struct {
 	icon     trayState
 	banner   string
 	leakNote string
-	// Table rows; nil while the dashboard is closed (nobody looks).
+	// Table rows and the overview; empty while the dashboard is closed
+	// (nobody looks).
 	sessions, inflight, backends, leaks []row
+	overview                            overview
 	withRows                            bool
 }
 
@@ -191,6 +198,7 @@ func (u *UI) frameFor(s pool.Snapshot, now time.Time, withRows bool) *frame {
 		f.leakNote = plural(len(leaks), "leaked backend") + ": MCP server processes nobody uses any more."
 	}
 	if withRows {
+		f.overview = overviewFor(s, now, hang, func(server string) serverFigures { return u.track.figures(server, now) }, stats)
 		f.sessions = sessionRows(s, now)
 		f.inflight = inflightRows(s, now, hang)
 		f.backends = backendRows(s, now, stats)
