@@ -44,8 +44,9 @@ type dashboard struct {
 	killAll                             *widget.Button
 	leakRows                            []row
 
-	history  *historyView
-	overview *overviewView
+	history   *historyView
+	overview  *overviewView
+	waterfall *waterfallView
 }
 
 func newDashboard(u *UI) *dashboard {
@@ -97,11 +98,13 @@ func newDashboard(u *UI) *dashboard {
 
 	d.history = newHistoryView(u)
 	d.overview = newOverviewView(u)
+	d.waterfall = newWaterfallView(u)
 
 	backendsView := container.NewVSplit(d.backends.view, container.NewVScroll(d.backendDetail))
 	backendsView.Offset = 0.75
 	d.tabs = container.NewAppTabs(
 		d.tab(tabOverview, theme.HomeIcon(), d.overview.view),
+		d.tab(tabWaterfall, theme.ListIcon(), d.waterfall.view),
 		d.tab(tabSessions, theme.AccountIcon(), d.sessions.view),
 		d.tab(tabInFlight, theme.HistoryIcon(), container.NewBorder(d.hangNote, nil, nil, nil, d.inflight.view)),
 		d.tab(tabBackends, theme.ComputerIcon(), backendsView),
@@ -110,7 +113,10 @@ func newDashboard(u *UI) *dashboard {
 			container.NewBorder(nil, nil, nil, d.killAll, d.leakNote), nil, nil, nil, d.leaks.view)),
 	)
 	d.tabs.OnSelected = func(t *container.TabItem) {
+		u.wfShown.Store(t == d.tabOf[tabWaterfall] && u.dashOpen.Load())
 		switch t {
+		case d.tabOf[tabWaterfall]:
+			d.waterfall.repaint()
 		case d.tabOf[tabSessions]:
 			d.sessions.refresh()
 		case d.tabOf[tabInFlight]:

@@ -16,7 +16,7 @@ import (
 // canvasImage is an RGBA image with fast opaque rectangles.
 type canvasImage struct {
 	*image.RGBA
-	row []byte // one row of the current fill colour, copied into place
+	rows map[color.RGBA][]byte // a row of each fill colour so far, copied into place
 }
 
 func newCanvasImage(w, h int, bg color.Color) *canvasImage {
@@ -39,15 +39,21 @@ func (img *canvasImage) fill(x0, y0, x1, y1 int, c color.RGBA) {
 		return
 	}
 	n := (x1 - x0) * 4
-	if len(img.row) < n || img.row[0] != c.R || img.row[1] != c.G || img.row[2] != c.B {
-		img.row = img.row[:0]
-		for range b.Dx() {
-			img.row = append(img.row, c.R, c.G, c.B, 0xff)
+	c.A = 0xff
+	row, ok := img.rows[c]
+	if !ok {
+		if img.rows == nil {
+			img.rows = map[color.RGBA][]byte{}
 		}
+		row = make([]byte, b.Dx()*4)
+		for i := 0; i < len(row); i += 4 {
+			row[i], row[i+1], row[i+2], row[i+3] = c.R, c.G, c.B, 0xff
+		}
+		img.rows[c] = row
 	}
 	for y := y0; y < y1; y++ {
 		off := img.PixOffset(x0, y)
-		copy(img.Pix[off:off+n], img.row[:n])
+		copy(img.Pix[off:off+n], row[:n])
 	}
 }
 

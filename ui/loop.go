@@ -31,7 +31,14 @@ func (u *UI) loop(ctx context.Context) {
 		}
 		u.track.reloaded(u.ctrl.ConfigReloads())
 		u.track.trim(now)
-		f := u.frameFor(snap, now, u.dashOpen.Load())
+		open := u.dashOpen.Load()
+		if open && (u.track.changed || u.wfLive.Load() == nil) {
+			u.wfLive.Store(u.track.publish(now))
+			if u.wfShown.Load() {
+				u.pokePainter()
+			}
+		}
+		f := u.frameFor(snap, now, open)
 		u.setPIDs(snap)
 		if ns := notes.check(snap, now, f.hang); len(ns) > 0 {
 			fyne.Do(func() {

@@ -30,9 +30,15 @@ type Options struct {
 	// SamplePoll is how often the children's memory and CPU are sampled
 	// while the dashboard is open. Default 2 s.
 	SamplePoll time.Duration
+	// WaterfallTick is how often a live waterfall that follows now is
+	// redrawn while it is on screen, so that bars in flight grow.
+	// Default 100 ms.
+	WaterfallTick time.Duration
 
 	// sample measures processes; nil means gopsutil. Tests replace it.
 	sample func(pids []int, now time.Time) map[int]procStat
+	// now is the waterfall's clock; nil means time.Now. Tests pin it.
+	now func() time.Time
 	// inline runs actions and queries on the calling goroutine: the fyne
 	// test driver runs fyne.Do on the caller, so tests that read widgets
 	// need everything on one goroutine.
@@ -59,8 +65,14 @@ func (o *Options) withDefaults() Options {
 	if r.SamplePoll <= 0 {
 		r.SamplePoll = 2 * time.Second
 	}
+	if r.WaterfallTick <= 0 {
+		r.WaterfallTick = 100 * time.Millisecond
+	}
 	if r.sample == nil {
 		r.sample = newProcSampler().sample
+	}
+	if r.now == nil {
+		r.now = time.Now
 	}
 	return r
 }
@@ -81,6 +93,17 @@ type UI struct {
 	dashOpen atomic.Bool
 	wg       sync.WaitGroup
 	ctx      context.Context // Start's; actions run under it
+
+	// The waterfall: the loop publishes the live source, the UI goroutine
+	// the job (view and size), and the painter draws frames from both.
+	wfLive     atomic.Pointer[wfSource]
+	wfJob      atomic.Pointer[paintJob]
+	wfPaint    chan struct{} // buffered to 1: paint requests coalesce
+	wfPending  atomic.Pointer[wfFrame]
+	wfOnScreen atomic.Pointer[wfFrame] // the frame the UI goroutine shows
+	wfSpare    []*canvasImage          // images to draw into; the painter's (the test goroutine's, inline)
+	wfFrames   atomic.Uint64
+	wfShown    atomic.Bool // the waterfall is on screen
 
 	// Written by the sampler and the leak poller, read by the loop.
 	mu       sync.Mutex
@@ -107,6 +130,7 @@ func New(a fyne.App, c Controller, opts *Options) *UI {
 		app: a, ctrl: c, opts: o, log: o.Logger,
 		redraw:   make(chan struct{}, 1),
 		leaksNow: make(chan struct{}, 1),
+		wfPaint:  make(chan struct{}, 1),
 		stats:    map[int]procStat{},
 		ctx:      context.Background(),
 		track:    newTracker(time.Now()),
@@ -120,6 +144,7 @@ func (u *UI) Start(ctx context.Context) {
 	u.wg.Go(func() { u.loop(ctx) })
 	u.wg.Go(func() { u.pollLeaks(ctx) })
 	u.wg.Go(func() { u.sampleLoop(ctx) })
+	u.wg.Go(func() { u.paintLoop(ctx) })
 }
 
 // Wait waits for the goroutines Start and the actions started.
@@ -128,6 +153,14 @@ func (u *UI) Wait() { u.wg.Wait() }
 // Frames counts the frames applied to the widgets; it keeps growing while
 // the UI is live.
 func (u *UI) Frames() uint64 { return u.frames.Load() }
+
+// WaterfallFrames counts the waterfall frames shown; it keeps growing
+// while a live waterfall is on screen.
+func (u *UI) WaterfallFrames() uint64 { return u.wfFrames.Load() }
+
+// ShowWaterfall opens the dashboard on the live waterfall. Safe from any
+// goroutine.
+func (u *UI) ShowWaterfall() { fyne.Do(func() { u.showWaterfallAt("", wfKey{}) }) }
 
 // ShowDashboard opens (or raises) the dashboard window. Safe from any
 // goroutine.
@@ -329,6 +362,7 @@ func (u *UI) showDashboard(tab string) {
 	if tab != "" {
 		u.dash.selectTab(tab)
 	}
+	u.wfShown.Store(u.dash.tabs.Selected() == u.dash.tabOf[tabWaterfall])
 	u.dash.win.Show()
 	u.dash.win.RequestFocus()
 }
@@ -337,5 +371,6 @@ func (u *UI) showDashboard(tab string) {
 // the tray.
 func (u *UI) hideDashboard() {
 	u.dashOpen.Store(false)
+	u.wfShown.Store(false)
 	u.dash.win.Hide()
 }

@@ -53,6 +53,21 @@ func (r *wfReq) end(now time.Time) time.Time {
 	return r.Answered
 }
 
+// timing says where the request's time went: "12 ms: 0.1 ms in the pool,
+// 11.9 ms at the child".
+func (r *wfReq) timing(now time.Time) string {
+	total := r.end(now).Sub(r.Received)
+	s := formatDuration(total)
+	if r.open() {
+		s = formatDuration(total) + " so far"
+	}
+	if r.Written.IsZero() {
+		return s + ", all of it in the pool (never written to a child)"
+	}
+	return s + ": " + formatDuration(r.Written.Sub(r.Received)) + " in the pool, " +
+		formatDuration(r.end(now).Sub(r.Written)) + " at the child"
+}
+
 // what is "tools/call search" or "tools/list".
 func (r *wfReq) what() string {
 	if r.Name == "" {
