@@ -94,6 +94,8 @@ func (u *UI) loop(ctx context.Context) {
 			last = time.Now()
 		case <-u.redraw:
 			schedule()
+		case <-u.wfReady:
+			u.postFrame()
 		case <-throttle:
 			throttle = nil
 			snap, fresh = u.ctrl.Snapshot(), true

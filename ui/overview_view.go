@@ -127,11 +127,12 @@ func newCardView(u *UI) *cardView {
 	c.restart = widget.NewButtonWithIcon("Restart", theme.ViewRefreshIcon(), func() {
 		u.act("restart "+c.server, func(context.Context) error { return u.ctrl.Restart(c.server) })
 	})
-	c.restart.Importance = widget.LowImportance
+	waterfall := widget.NewButtonWithIcon("Waterfall", theme.ListIcon(), func() { u.showWaterfallAt(c.server, wfKey{}) })
+	c.restart.Importance, waterfall.Importance = widget.LowImportance, widget.LowImportance
 	dot := container.New(layout.NewCustomPaddedLayout(0, 0, 4, 0), container.NewGridWrap(fyne.NewSquareSize(9), c.dot))
 	head := container.NewBorder(nil, nil,
 		container.NewHBox(c.name, container.NewCenter(dot), container.NewCenter(c.state), container.NewCenter(c.share)),
-		c.restart)
+		container.NewHBox(waterfall, c.restart))
 	lines := container.NewVBox()
 	for _, t := range c.children {
 		lines.Add(t)

@@ -67,8 +67,8 @@ func (u *UI) paint(job *paintJob, now time.Time) *wfFrame {
 // paintLoop is the painter: it draws the latest job when asked, and, while
 // a live waterfall that follows now is on screen, every WaterfallTick, so
 // that bars in flight grow and time moves. Frames reach the UI goroutine
-// like the tables' do: a slow UI goroutine sees the latest, never a queue.
-// It exits when ctx ends.
+// through the loop, like the tables' do: a slow UI goroutine sees the
+// latest, never a queue. It exits when ctx ends.
 func (u *UI) paintLoop(ctx context.Context) {
 	tick := time.NewTicker(u.opts.WaterfallTick)
 	defer tick.Stop()
@@ -89,13 +89,24 @@ func (u *UI) paintLoop(ctx context.Context) {
 		}
 		f := u.paint(job, u.opts.now())
 		if u.wfPending.Swap(f) == nil {
-			fyne.Do(func() {
-				if f := u.wfPending.Swap(nil); f != nil {
-					u.showFrame(f)
-				}
-			})
+			// The loop hands it to the UI goroutine: one goroutine posts
+			// to fyne, as in tailscale's tray.
+			select {
+			case u.wfReady <- struct{}{}:
+			default:
+			}
 		}
 	}
+}
+
+// postFrame hands the painter's latest frame to the UI goroutine. The
+// loop's goroutine only.
+func (u *UI) postFrame() {
+	fyne.Do(func() {
+		if f := u.wfPending.Swap(nil); f != nil {
+			u.showFrame(f)
+		}
+	})
 }
 
 // showFrame puts a painted frame on screen. UI goroutine.

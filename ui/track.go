@@ -22,7 +22,7 @@ type tracker struct {
 	stats map[string]*serverStats
 
 	open     map[uint64]*wfReq
-	done     []wfReq // ended, in the order they ended; published sources share its prefix
+	done     reqList // ended, in the order they ended; published sources share its chunks
 	markers  []wfMarker
 	sessions map[string]*trackedSession
 	children map[int]*wfChild
@@ -206,7 +206,7 @@ func (t *tracker) archive(r *wfReq, at time.Time, status, errText string, pid in
 	if pid != 0 {
 		r.PID = pid
 	}
-	t.done = append(t.done, *r)
+	t.done.add(*r)
 }
 
 func (t *tracker) childStarted(e pool.Event) {
@@ -318,21 +318,19 @@ func stderrDetail(b pool.BackendInfo) string {
 	return strings.Join(parts, "\n")
 }
 
-// trim forgets what is older than the retention at now: ended requests,
-// markers, exited children and closed sessions without requests left.
-// The kept requests move to a fresh array, so that published sources
-// keep theirs.
+// trim forgets what is older than the retention at now: ended requests
+// (whole chunks of them: published sources keep theirs), markers, exited
+// children and closed sessions without requests left.
 func (t *tracker) trim(now time.Time) {
 	cut := now.Add(-t.retain)
-	first := 0
-	for first < len(t.done) && (t.done[first].Answered.Before(cut) || len(t.done)-first > t.maxDone) {
-		first++
-	}
-	// Trim in steps of a tenth, so the copy is rare.
-	if first > 0 && (first >= len(t.done)/10 || len(t.done) > t.maxDone) {
-		t.done = slices.Clone(t.done[first:])
-		t.changed = true
-	}
+	n := t.done.Len()
+	t.done.dropWhile(func(r *wfReq) bool {
+		if r.Answered.Before(cut) || n > t.maxDone {
+			n--
+			return true
+		}
+		return false
+	})
 	if i := slices.IndexFunc(t.markers, func(m wfMarker) bool { return !m.At.Before(cut) }); i != 0 {
 		if i < 0 {
 			i = len(t.markers)
@@ -350,9 +348,7 @@ func (t *tracker) trim(now time.Time) {
 	}
 	if len(t.sessions) > 0 {
 		used := map[string]bool{}
-		for i := range t.done {
-			used[t.done[i].Session] = true
-		}
+		t.done.each(func(_ int, r *wfReq) { used[r.Session] = true })
 		for id, s := range t.sessions {
 			if !s.closed.IsZero() && s.closed.Before(cut) && !used[id] && s.open == 0 {
 				delete(t.sessions, id)
@@ -372,7 +368,7 @@ func (t *tracker) figures(server string, now time.Time) serverFigures {
 
 // publish builds the immutable source the live waterfall draws at now.
 func (t *tracker) publish(now time.Time) *wfSource {
-	src := &wfSource{live: true, Since: now.Add(-t.retain), Done: t.done[:len(t.done):len(t.done)]}
+	src := &wfSource{live: true, Since: now.Add(-t.retain), Done: t.done.snapshot()}
 	if t.since.After(src.Since) {
 		src.Since = t.since
 	}

@@ -73,15 +73,15 @@ func TestTrackerRequests(t *testing.T) {
 		{4, "s2", pool.StatusCancelled, -10 * time.Second, -1, -9 * time.Second, 0},
 		{99, "s3", pool.StatusOK, -5 * time.Second, -1, -5 * time.Second, 7},
 	}
-	if d := cmp.Diff(wantDone, bars(src.Done)); d != "" {
+	if d := cmp.Diff(wantDone, bars(src.Done.slice())); d != "" {
 		t.Errorf("done (-want +got):\n%s", d)
 	}
 	wantOpen := []bar{{2, "s1", statusInFlight, -20 * time.Second, -20*time.Second + time.Millisecond, -1, 4242}}
 	if d := cmp.Diff(wantOpen, bars(src.Open)); d != "" {
 		t.Errorf("open (-want +got):\n%s", d)
 	}
-	if src.Done[1].Err != "boom" {
-		t.Errorf("error = %q", src.Done[1].Err)
+	if e := src.Done.At(1).Err; e != "boom" {
+		t.Errorf("error = %q", e)
 	}
 
 	// Lanes: configured servers in config order, each with its sessions;
@@ -136,21 +136,21 @@ func TestTrackerPublishedSourcesStayPut(t *testing.T) {
 		tr.event(doneEv(at+time.Millisecond, i, pool.StatusOK, ""))
 		if i == 49 {
 			old := tr.publish(t0.Add(at))
-			before := bars(old.Done)
+			before := bars(old.Done.slice())
 			for j := uint64(50); j < 100; j++ {
 				at := time.Duration(j) * time.Second
 				tr.event(recvEv(at, j, "notes", "s1", "tools/call", "echo"))
 				tr.event(doneEv(at+time.Millisecond, j, pool.StatusError, ""))
 			}
 			tr.trim(t0.Add(100 * time.Second))
-			if d := cmp.Diff(before, bars(old.Done)); d != "" {
+			if d := cmp.Diff(before, bars(old.Done.slice())); d != "" {
 				t.Fatalf("a published source changed (-before +after):\n%s", d)
 			}
 			break
 		}
 	}
 	src := tr.publish(t0.Add(100 * time.Second))
-	if n := len(src.Done); n != 60 {
+	if n := src.Done.Len(); n != 60 {
 		t.Errorf("kept %d requests, want the last minute's 60", n)
 	}
 	if src.Since != t0.Add(40*time.Second) {
@@ -232,7 +232,7 @@ func TestTrackerAfterLagging(t *testing.T) {
 			WrittenToChild: true, WrittenAt: t0.Add(-time.Second), PID: 9},
 	}})
 	src := tr.publish(t0)
-	if d := cmp.Diff([]bar{{1, "s1", statusUnseen, -10 * time.Second, -1, 0, 0}}, bars(src.Done)); d != "" {
+	if d := cmp.Diff([]bar{{1, "s1", statusUnseen, -10 * time.Second, -1, 0, 0}}, bars(src.Done.slice())); d != "" {
 		t.Errorf("done (-want +got):\n%s", d)
 	}
 	want := []bar{
@@ -295,7 +295,7 @@ func TestHistorySource(t *testing.T) {
 	if d := cmp.Diff([]bar{
 		{7, "s1", statusAbandoned, -90 * time.Second, -90 * time.Second, -30 * time.Second, 4242},
 		{8, "s1", pool.StatusOK, -80 * time.Second, -80 * time.Second, -79 * time.Second, 4242},
-	}, bars(src.Done)); d != "" {
+	}, bars(src.Done.slice())); d != "" {
 		t.Errorf("done (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]bar{{1, "s1", statusInFlight, 2 * time.Second, -1, -1, 0}}, bars(src.Open)); d != "" {
@@ -343,5 +343,70 @@ func TestHistorySource(t *testing.T) {
 		if c.PID == 4300 && !c.Exited.Equal(t0.Add(-30*time.Second)) {
 			t.Errorf("child 4300 ends at %v, want the run's crash", c.Exited.Sub(t0))
 		}
+	}
+}
+
+// BenchmarkTrackerEvents is the loop's cost per request: its received,
+// written and done events.
+func BenchmarkTrackerEvents(b *testing.B) {
+	tr := newTracker(t0)
+	id := uint64(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		id++
+		at := t0.Add(time.Duration(id) * time.Microsecond)
+		sess := "s" + string(rune('a'+id%64))
+		tr.event(pool.Event{Kind: pool.EventRequestReceived, Time: at, PoolID: id, Server: "notes", Session: sess, Method: "tools/call", Name: "echo"})
+		tr.event(pool.Event{Kind: pool.EventRequestWritten, Time: at, PoolID: id, PID: 1})
+		tr.event(pool.Event{Kind: pool.EventRequestDone, Time: at.Add(time.Millisecond), PoolID: id, Status: pool.StatusOK})
+		if id%10_000 == 0 {
+			tr.trim(at)
+		}
+	}
+}
+
+// slice copies a list, for tests.
+func (l *reqList) slice() []wfReq {
+	out := make([]wfReq, 0, l.Len())
+	l.each(func(_ int, r *wfReq) { out = append(out, *r) })
+	return out
+}
+
+// TestReqList: appends never move what a snapshot holds; dropping the
+// oldest drops whole chunks.
+func TestReqList(t *testing.T) {
+	var l reqList
+	for i := range 3*reqChunk + 10 {
+		l.add(wfReq{PoolID: uint64(i)})
+	}
+	snap := l.snapshot()
+	first := snap.At(0)
+	for i := range reqChunk {
+		l.add(wfReq{PoolID: uint64(1_000_000 + i)})
+	}
+	l.dropWhile(func(r *wfReq) bool { return r.PoolID < uint64(2*reqChunk+5) })
+	if snap.Len() != 3*reqChunk+10 || snap.At(0) != first || snap.At(snap.Len()-1).PoolID != uint64(3*reqChunk+9) {
+		t.Fatalf("a snapshot changed: len %d, first %d, last %d", snap.Len(), snap.At(0).PoolID, snap.At(snap.Len()-1).PoolID)
+	}
+	if l.Len() != 4*reqChunk+10-(2*reqChunk+5) || l.At(0).PoolID != uint64(2*reqChunk+5) || len(l.chunks) != 3 {
+		t.Errorf("after dropping: len %d, first %d, %d chunks", l.Len(), l.At(0).PoolID, len(l.chunks))
+	}
+	n := 0
+	l.each(func(i int, r *wfReq) {
+		if l.At(i) != r {
+			t.Fatalf("each and At disagree at %d", i)
+		}
+		n++
+	})
+	if n != l.Len() {
+		t.Errorf("each visited %d of %d", n, l.Len())
+	}
+	l.dropWhile(func(*wfReq) bool { return true })
+	if l.Len() != 0 {
+		t.Errorf("%d left after dropping all", l.Len())
+	}
+	l.add(wfReq{PoolID: 7})
+	if l.Len() != 1 || l.At(0).PoolID != 7 {
+		t.Error("cannot add after dropping all")
 	}
 }

@@ -99,6 +99,7 @@ type UI struct {
 	wfLive     atomic.Pointer[wfSource]
 	wfJob      atomic.Pointer[paintJob]
 	wfPaint    chan struct{} // buffered to 1: paint requests coalesce
+	wfReady    chan struct{} // buffered to 1: a painted frame waits in wfPending
 	wfPending  atomic.Pointer[wfFrame]
 	wfOnScreen atomic.Pointer[wfFrame] // the frame the UI goroutine shows
 	wfSpare    []*canvasImage          // images to draw into; the painter's (the test goroutine's, inline)
@@ -131,6 +132,7 @@ func New(a fyne.App, c Controller, opts *Options) *UI {
 		redraw:   make(chan struct{}, 1),
 		leaksNow: make(chan struct{}, 1),
 		wfPaint:  make(chan struct{}, 1),
+		wfReady:  make(chan struct{}, 1),
 		stats:    map[int]procStat{},
 		ctx:      context.Background(),
 		track:    newTracker(time.Now()),

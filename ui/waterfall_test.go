@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 
 	"github.com/switchboard-mcp/switchboard/pool"
@@ -136,7 +138,7 @@ func TestWaterfallLiveRenders(t *testing.T) {
 
 func findReq(t *testing.T, src *wfSource, name string) wfReq {
 	t.Helper()
-	for _, list := range [][]wfReq{src.Open, src.Done} {
+	for _, list := range [][]wfReq{src.Open, src.Done.slice()} {
 		for _, r := range list {
 			if r.Name == name {
 				return r
@@ -223,7 +225,7 @@ func TestWaterfallHistoryRenders(t *testing.T) {
 	}
 	w.markerTapped(crash)
 	waitCalls(t, fake, "window 09:24:23 09:26:38")
-	if w.hist == nil || len(w.hist.Done) == 0 {
+	if w.hist == nil || w.hist.Done.Len() == 0 {
 		t.Fatal("the history window did not load")
 	}
 	if got := w.mode.Selected; got != "2 minutes before 09:26:23" {
@@ -231,4 +233,171 @@ func TestWaterfallHistoryRenders(t *testing.T) {
 	}
 	golden(t, "waterfall-history.xml", test.RenderToMarkup(u.dash.win.Canvas()))
 	goldenPNG(t, "waterfall-history.png", u.dash.win.Canvas())
+}
+
+// liveWaterfall is the live fixture on screen at t0, following now.
+func liveWaterfall(t *testing.T) (*UI, *fakeCtrl, *waterfallView) {
+	t.Helper()
+	tr, snap := waterfallFixture()
+	fake := newFake(snap)
+	fake.window = historyFixture()
+	u := showWaterfall(t, fake, func(u *UI) {
+		u.track = tr
+		u.wfLive.Store(tr.publish(t0))
+	})
+	w := u.dash.waterfall
+	w.setView(wfView{To: t0, Span: 2 * time.Minute, Follow: true})
+	return u, fake, w
+}
+
+// plotPos is where a point of the frame's image is, in the plot.
+func plotPos(f *wfFrame, x, y int32) fyne.Position {
+	return fyne.NewPos(wfGutter+float32(x)/f.scale, float32(y)/f.scale)
+}
+
+func TestWaterfallZoomPanFollow(t *testing.T) {
+	_, _, w := liveWaterfall(t)
+	p := w.plot
+	mid := fyne.NewPos(wfGutter+(p.Size().Width-wfGutter)/2, 100)
+
+	// The wheel zooms in around the pointer: the middle stays put, and
+	// the view stops following.
+	before := w.current()
+	p.Scrolled(&fyne.ScrollEvent{PointEvent: fyne.PointEvent{Position: mid}, Scrolled: fyne.Delta{DY: 10}})
+	if w.v.Span >= before.Span || w.v.Follow {
+		t.Fatalf("after the wheel: span %v follow %v; want narrower, not following", w.v.Span, w.v.Follow)
+	}
+	midAt := func(v wfView) time.Time { return v.from().Add(v.Span / 2) }
+	if d := midAt(w.v).Sub(midAt(before)); d > 10*time.Millisecond || d < -10*time.Millisecond {
+		t.Errorf("the moment under the pointer moved by %v", d)
+	}
+	if w.frame.view.Span != w.v.Span {
+		t.Errorf("the frame shows span %v, the view is %v: not repainted", w.frame.view.Span, w.v.Span)
+	}
+	// F follows now again; A pans into the past and stops following;
+	// End follows again.
+	p.TypedRune('f')
+	if !w.v.Follow || !w.current().To.Equal(t0) {
+		t.Errorf("F: follow %v, right edge %v", w.v.Follow, w.current().To)
+	}
+	p.TypedRune('a')
+	if w.v.Follow || !w.v.To.Before(t0) {
+		t.Errorf("A: follow %v, right edge %v before now", w.v.Follow, t0.Sub(w.v.To))
+	}
+	p.TypedKey(&fyne.KeyEvent{Name: fyne.KeyEnd})
+	if !w.v.Follow {
+		t.Error("End did not follow now")
+	}
+	// W zooms in at the right edge while following, and keeps following.
+	span := w.v.Span
+	p.TypedRune('w')
+	if !w.v.Follow || w.v.Span >= span {
+		t.Errorf("W: follow %v, span %v (was %v)", w.v.Follow, w.v.Span, span)
+	}
+	// Dragging right shows the past.
+	p.Dragged(&fyne.DragEvent{Dragged: fyne.Delta{DX: 200}})
+	if w.v.Follow || !w.v.To.Before(t0) {
+		t.Errorf("drag: follow %v, right edge %v before now", w.v.Follow, t0.Sub(w.v.To))
+	}
+	// The wheel over the lane names scrolls them (as far as they go).
+	p.Scrolled(&fyne.ScrollEvent{PointEvent: fyne.PointEvent{Position: fyne.NewPos(20, 100)}, Scrolled: fyne.Delta{DY: -30}})
+	if w.v.Scroll != min(30, w.frame.maxScroll()) {
+		t.Errorf("scroll = %d, want %d", w.v.Scroll, min(30, w.frame.maxScroll()))
+	}
+}
+
+// TestWaterfallTapAndHover: a tap on a bar selects its request and loads
+// its recorded timeline and payloads; hovering a crash marker shows the
+// child's stderr tail; a tap on it opens the two minutes before.
+func TestWaterfallTapAndHover(t *testing.T) {
+	u, fake, w := liveWaterfall(t)
+	fake.payload = [2]string{`{"method":"tools/call","params":{"name":"click"}}`, ""}
+	f := w.frame
+	var hung wfHit
+	for _, h := range f.Hits {
+		if f.req(h).Name == "click" {
+			hung = h
+		}
+	}
+	w.plot.Tapped(&fyne.PointEvent{Position: plotPos(f, (hung.X0+hung.X1)/2, (hung.Y0+hung.Y1)/2)})
+	if w.sel.Name != "click" || w.v.Selected.PoolID != w.sel.PoolID {
+		t.Fatalf("tap selected %+v", w.sel)
+	}
+	waitCalls(t, fake, fmt.Sprintf("timeline run 0 request %d", w.sel.PoolID))
+	if got := w.details.request.Text; got != fake.payload[0] {
+		t.Errorf("request payload = %q", got)
+	}
+	if !strings.Contains(w.details.title.Text, "tools/call click — in flight") {
+		t.Errorf("details title = %q", w.details.title.Text)
+	}
+	// Escape clears the selection.
+	w.plot.TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	if w.sel.PoolID != 0 || w.v.Selected.PoolID != 0 {
+		t.Error("Escape kept the selection")
+	}
+
+	var crash wfMarkHit
+	for _, m := range w.frame.Marks {
+		if m.Marker.Kind == markChildCrash {
+			crash = m
+		}
+	}
+	at := plotPos(w.frame, crash.X, crash.Y0+4)
+	w.plot.MouseMoved(&desktop.MouseEvent{PointEvent: fyne.PointEvent{Position: at}})
+	if !w.plot.tip.Visible() || !strings.Contains(w.plot.tip.Text, "ENOMEM") || !strings.Contains(w.plot.tip.Text, "crashed") {
+		t.Errorf("tip over the crash marker = %q (visible %v)", w.plot.tip.Text, w.plot.tip.Visible())
+	}
+	w.plot.MouseOut()
+	if w.plot.tip.Visible() {
+		t.Error("the tip stays after the pointer left")
+	}
+	w.plot.Tapped(&fyne.PointEvent{Position: at})
+	waitCalls(t, fake, "window 09:24:13 09:26:28")
+	if w.hist == nil || !strings.HasPrefix(w.mode.Selected, "2 minutes before 09:26:13 (PID 4242)") {
+		t.Errorf("after the crash marker: history %v, mode %q", w.hist != nil, w.mode.Selected)
+	}
+	// Follow now returns to live.
+	w.followBtn.OnTapped()
+	if w.hist != nil || !w.v.Follow || w.mode.Selected != modeLive {
+		t.Errorf("follow now: history %v, follow %v, mode %q", w.hist != nil, w.v.Follow, w.mode.Selected)
+	}
+	_ = u
+}
+
+func TestWaterfallHistoryChoices(t *testing.T) {
+	_, fake, w := liveWaterfall(t)
+	w.mode.SetSelected("History: last hour")
+	waitCalls(t, fake, "window 08:26:53 09:26:53")
+	if w.hist == nil || w.v.Follow || w.v.Span != time.Hour {
+		t.Fatalf("history: loaded %v, follow %v, span %v", w.hist != nil, w.v.Follow, w.v.Span)
+	}
+	// Without a history, the view says why.
+	fake.mu.Lock()
+	fake.windowErr = fmt.Errorf("%w: history is switched off in the config", ErrUnavailable)
+	fake.mu.Unlock()
+	w.mode.SetSelected("History: last 24 hours")
+	if want := "History is not available: history is switched off in the config"; w.frame.Empty != want || !w.plot.empty.Visible() {
+		t.Errorf("empty = %q (shown %v), want %q", w.frame.Empty, w.plot.empty.Visible(), want)
+	}
+}
+
+// TestRevealHungRequest: the tray's hung icon opens the waterfall at the
+// hung request: in view, selected.
+func TestRevealHungRequest(t *testing.T) {
+	u, fake, w := liveWaterfall(t)
+	w.setView(wfView{To: t0, Span: 10 * time.Second, Follow: true}) // too short to show it
+	u.dash.selectTab(tabOverview)
+	hung := findReq(t, u.liveSource(), "click")
+	u.showWaterfallAt("", hung.key())
+	if u.dash.tabs.Selected() != u.dash.tabOf[tabWaterfall] {
+		t.Fatal("the waterfall is not shown")
+	}
+	v := w.current()
+	if hung.Received.Before(v.from()) || !v.Follow {
+		t.Errorf("view %v..%v (follow %v) does not show the request received at %v", v.from().Sub(t0), v.To.Sub(t0), v.Follow, hung.Received.Sub(t0))
+	}
+	if w.sel.PoolID != hung.PoolID {
+		t.Errorf("selected %d, want %d", w.sel.PoolID, hung.PoolID)
+	}
+	waitCalls(t, fake, fmt.Sprintf("timeline run 0 request %d", hung.PoolID))
 }

@@ -47,7 +47,7 @@ func busySource(n, sessions int, span time.Duration) *wfSource {
 		srv := servers[s/(sessions/len(servers))]
 		at := t0.Add(-span + time.Duration(i)*span/time.Duration(done))
 		took := time.Duration(5+(i*37)%400) * time.Millisecond
-		src.Done = append(src.Done, wfReq{PoolID: id, Server: srv, Session: fmt.Sprintf("s%d", s), Method: "tools/call", Name: "echo",
+		src.Done.add(wfReq{PoolID: id, Server: srv, Session: fmt.Sprintf("s%d", s), Method: "tools/call", Name: "echo",
 			Received: at, Written: at.Add(50 * time.Microsecond), Answered: at.Add(took), Status: statuses[i%len(statuses)], PID: 4000})
 	}
 	return src

@@ -172,7 +172,7 @@ func (f *wfFrame) req(h wfHit) *wfReq {
 	if h.Open {
 		return &f.src.Open[h.Index]
 	}
-	return &f.src.Done[h.Index]
+	return f.src.Done.At(int(h.Index))
 }
 
 // barAt is the bar under (x, y) in image pixels, the nearest within a
@@ -242,7 +242,7 @@ func drawWaterfall(reuse *canvasImage, src *wfSource, v wfView, now time.Time, w
 	lanes := []wfLane(nil)
 	if src != nil {
 		lanes = src.Lanes
-		f.Total = len(src.Done) + len(src.Open)
+		f.Total = src.Done.Len() + len(src.Open)
 	}
 	spans := make([]laneSpan, len(lanes))
 	y := axisH - v.Scroll
@@ -326,21 +326,16 @@ func drawWaterfall(reuse *canvasImage, src *wfSource, v wfView, now time.Time, w
 		open bool
 	}
 	var bars []vis
-	consider := func(list []wfReq, open bool) {
-		for i := range list {
-			r := &list[i]
-			if r.Received.After(to) {
-				continue
-			}
-			end := r.end(now)
-			if end.Before(from) {
-				continue
-			}
-			bars = append(bars, vis{at: r.Received.UnixNano(), id: r.PoolID, idx: int32(i), open: open})
+	consider := func(i int, r *wfReq, open bool) {
+		if r.Received.After(to) || r.end(now).Before(from) {
+			return
 		}
+		bars = append(bars, vis{at: r.Received.UnixNano(), id: r.PoolID, idx: int32(i), open: open})
 	}
-	consider(src.Done, false)
-	consider(src.Open, true)
+	src.Done.each(func(i int, r *wfReq) { consider(i, r, false) })
+	for i := range src.Open {
+		consider(i, &src.Open[i], true)
+	}
 	slices.SortFunc(bars, func(a, b vis) int {
 		if c := cmp.Compare(a.at, b.at); c != 0 {
 			return c
@@ -363,7 +358,7 @@ func drawWaterfall(reuse *canvasImage, src *wfSource, v wfView, now time.Time, w
 		if b.open {
 			r = &src.Open[b.idx]
 		} else {
-			r = &src.Done[b.idx]
+			r = src.Done.At(int(b.idx))
 		}
 		li := lastLane
 		if k := (laneKey{r.Run, r.Session}); k != lastKey || li < 0 {

@@ -81,11 +81,12 @@ func historySource(w HistoryWindow, now time.Time) *wfSource {
 		reqs = append(reqs, r)
 	}
 	rows := laneRows(reqs, now)
+	var done []wfReq
 	for _, r := range reqs {
 		if r.open() {
 			src.Open = append(src.Open, r)
 		} else {
-			src.Done = append(src.Done, r)
+			done = append(done, r)
 		}
 		key := strconv.FormatInt(r.Run, 10) + "/" + r.Session
 		if _, ok := laneOf[key]; ok {
@@ -108,6 +109,7 @@ func historySource(w HistoryWindow, now time.Time) *wfSource {
 		}
 		sl.sessions = append(sl.sessions, l)
 	}
+	src.Done = listOf(done)
 	// Lanes whose rows a run's requests count against each other share
 	// a session id across runs: count rows per lane instead.
 	if multiRun {

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/switchboard-mcp/switchboard/pool"
 )
 
 // This file is the waterfall's data: requests as bars, the markers of
@@ -136,7 +134,7 @@ type wfSource struct {
 	// Since is the oldest moment it knows (live: what is kept; history:
 	// the window's start); Until the newest (zero for live: now).
 	Since, Until time.Time
-	Done         []wfReq // ended requests, in no particular order
+	Done         reqList // ended requests, in no particular order
 	Open         []wfReq // requests in flight
 	Markers      []wfMarker
 	Children     []wfChild
@@ -152,14 +150,108 @@ func (s *wfSource) find(k wfKey) (wfReq, bool) {
 	if s == nil {
 		return wfReq{}, false
 	}
-	for _, list := range [][]wfReq{s.Open, s.Done} {
-		for i := range list {
-			if list[i].key() == k {
-				return list[i], true
-			}
+	for i := range s.Open {
+		if s.Open[i].key() == k {
+			return s.Open[i], true
+		}
+	}
+	for i := range s.Done.Len() {
+		if r := s.Done.At(i); r.key() == k {
+			return *r, true
 		}
 	}
 	return wfReq{}, false
+}
+
+// reqChunk is how many requests one chunk of a reqList holds.
+const reqChunk = 4096
+
+// reqList is a list of requests in fixed-size chunks: appending never
+// moves what is there, and dropping the oldest drops whole chunks, so a
+// list published to another goroutine stays valid (it holds its own
+// chunk headers and length) while the owner goes on appending. The
+// chunks' requests never change once appended.
+type reqList struct {
+	chunks [][]wfReq // every chunk but the last is full
+	skip   int       // requests dropped from the first chunk
+}
+
+// listOf is a reqList of one slice (history windows, tests).
+func listOf(rs []wfReq) reqList {
+	if len(rs) == 0 {
+		return reqList{}
+	}
+	return reqList{chunks: [][]wfReq{rs}}
+}
+
+// Len counts the requests.
+func (l *reqList) Len() int {
+	n := 0
+	for _, c := range l.chunks {
+		n += len(c)
+	}
+	return n - l.skip
+}
+
+// At is the i-th request, oldest first.
+func (l *reqList) At(i int) *wfReq {
+	i += l.skip
+	for _, c := range l.chunks {
+		if i < len(c) {
+			return &c[i]
+		}
+		i -= len(c)
+	}
+	panic("reqList: index out of range")
+}
+
+// each calls fn with every request, oldest first, and its index.
+func (l *reqList) each(fn func(i int, r *wfReq)) {
+	i := 0
+	for ci, c := range l.chunks {
+		start := 0
+		if ci == 0 {
+			start = l.skip
+		}
+		for j := start; j < len(c); j++ {
+			fn(i, &c[j])
+			i++
+		}
+	}
+}
+
+// add appends r.
+func (l *reqList) add(r wfReq) {
+	if n := len(l.chunks); n == 0 || len(l.chunks[n-1]) == reqChunk {
+		l.chunks = append(l.chunks, make([]wfReq, 0, reqChunk))
+	}
+	last := &l.chunks[len(l.chunks)-1]
+	*last = append(*last, r)
+}
+
+// dropWhile drops the oldest requests while keep says so, a chunk at a
+// time where it can.
+func (l *reqList) dropWhile(drop func(r *wfReq) bool) {
+	for len(l.chunks) > 0 {
+		c := l.chunks[0]
+		for l.skip < len(c) && drop(&c[l.skip]) {
+			l.skip++
+		}
+		if l.skip < len(c) || len(l.chunks) == 1 && len(c) < reqChunk {
+			return
+		}
+		l.chunks, l.skip = l.chunks[1:], 0
+	}
+}
+
+// snapshot is the list as it is now, for another goroutine: its own
+// chunk headers, capped so that later appends are not in it.
+func (l *reqList) snapshot() reqList {
+	out := reqList{skip: l.skip, chunks: make([][]wfReq, len(l.chunks))}
+	for i, c := range l.chunks {
+		out.chunks[i] = c[:len(c):len(c)]
+	}
+	return out
 }
 
 // laneTitle is how a session's lane is labelled: its client, else its id.
@@ -216,15 +308,4 @@ func laneRows(reqs []wfReq, now time.Time) map[string]int {
 		out[s] = min(max(most, 1), maxLaneRows)
 	}
 	return out
-}
-
-// statusLevel is how much a request's outcome stands out in lists.
-func statusLevel(status string) level {
-	switch status {
-	case pool.StatusTimeout, statusAbandoned:
-		return levelHung
-	case statusInFlight, pool.StatusError, pool.StatusFailed, pool.StatusCancelled, pool.StatusOrphaned:
-		return levelWarn
-	}
-	return levelNormal
 }
