@@ -319,6 +319,10 @@ type summary struct {
 	Failed                                    []string
 	// StartAtLogin is the tray's "Start at login" checkbox.
 	StartAtLogin bool
+	// The oldest hung request: where a click on a hung tray icon leads.
+	HungServer string
+	HungKey    wfKey
+	HungWhat   string // "tools/call sleep on browser, 1m35s"
 }
 
 // leakCount shows the number of leaks, or "unknown".
@@ -331,9 +335,21 @@ func (s summary) leakCount() string {
 
 func summarize(s pool.Snapshot, now time.Time, hang time.Duration, leaks int) summary {
 	sum := summary{Sessions: len(s.Sessions), InFlight: len(s.InFlight), Leaks: leaks}
+	var oldest time.Duration
 	for _, r := range s.InFlight {
-		if hang > 0 && requestAge(r, s.TakenAt, now) >= hang {
-			sum.Hung++
+		age := requestAge(r, s.TakenAt, now)
+		if hang <= 0 || age < hang {
+			continue
+		}
+		sum.Hung++
+		if age > oldest {
+			oldest = age
+			what := r.Method
+			if r.Name != "" {
+				what += " " + r.Name
+			}
+			sum.HungServer, sum.HungKey = r.Server, wfKey{PoolID: r.PoolID}
+			sum.HungWhat = what + " on " + r.Server + ", " + formatAge(age)
 		}
 	}
 	for _, b := range s.Backends {

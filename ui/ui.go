@@ -306,6 +306,12 @@ func (u *UI) menuDo(a menuAction) {
 	switch a.Kind {
 	case actDashboard:
 		u.showDashboard("")
+	case actWaterfall:
+		if f := u.last; f != nil && f.sum.Hung > 0 {
+			u.showWaterfallAt(f.sum.HungServer, f.sum.HungKey)
+		} else {
+			u.showWaterfallAt("", wfKey{})
+		}
 	case actRestart:
 		u.act("restart "+a.Server, func(context.Context) error { return u.ctrl.Restart(a.Server) })
 	case actStop:
