@@ -7,13 +7,16 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 	"github.com/google/go-cmp/cmp"
 
@@ -401,6 +404,13 @@ func TestHistoryFiltersAndTimeline(t *testing.T) {
 	}
 	golden(t, "history.xml", test.RenderToMarkup(u.dash.win.Canvas()))
 	writePNG(t, "history.png", u.dash.win.Canvas())
+
+	// One click shows it in the waterfall: the history around it.
+	test.Tap(h.inWaterfall)
+	waitCalls(t, fake, "window 08:25:53 08:27:24")
+	if u.dash.tabs.Selected() != u.dash.tabOf[tabWaterfall] || u.dash.waterfall.hist == nil {
+		t.Error("Show in the waterfall did not open the history around the request")
+	}
 }
 
 func TestHistoryNotAvailable(t *testing.T) {
@@ -435,4 +445,121 @@ func BenchmarkApply(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestDashboardKeysAndMemory: the keyboard moves between views, and the
+// window's size, view and the waterfall's zoom come back in the next run
+// (the same preferences).
+func TestDashboardKeysAndMemory(t *testing.T) {
+	a := test.NewTempApp(t)
+	fake := newFake(fixture())
+	u := New(a, fake, &Options{inline: true})
+	u.showDashboard("")
+	d := u.dash
+	if d.tabs.Selected() != d.tabOf[tabOverview] {
+		t.Fatalf("a first dashboard opens on %q, want the overview", d.tabs.Selected().Text)
+	}
+	ctrl := func(k fyne.KeyName, mods ...fyne.KeyModifier) {
+		m := fyne.KeyModifierShortcutDefault
+		for _, x := range mods {
+			m = x
+		}
+		typeShortcut(t, d.win.Canvas(), &desktop.CustomShortcut{KeyName: k, Modifier: m})
+	}
+	ctrl(fyne.Key2)
+	if d.tabs.Selected() != d.tabOf[tabWaterfall] {
+		t.Errorf("Ctrl+2 selected %q", d.tabs.Selected().Text)
+	}
+	if d.win.Canvas().Focused() != d.waterfall.plot {
+		t.Error("the waterfall does not have the keyboard")
+	}
+	ctrl(fyne.KeyTab, fyne.KeyModifierControl)
+	ctrl(fyne.KeyPageDown, fyne.KeyModifierControl)
+	if d.tabs.Selected() != d.tabOf[tabInFlight] {
+		t.Errorf("two tabs on: %q, want In flight", d.tabs.Selected().Text)
+	}
+	ctrl(fyne.KeyTab, fyne.KeyModifierControl|fyne.KeyModifierShift)
+	ctrl(fyne.Key7)
+	ctrl(fyne.KeyPageDown, fyne.KeyModifierControl) // wraps around
+	if d.tabs.Selected() != d.tabOf[tabOverview] {
+		t.Errorf("after the last tab: %q, want the first", d.tabs.Selected().Text)
+	}
+
+	// Resize, zoom the waterfall, pick a view, close the window.
+	ctrl(fyne.Key2)
+	d.win.Resize(fyne.NewSize(1180, 710))
+	d.waterfall.zoomBy(0.25, 1)
+	span := d.waterfall.v.Span
+	ctrl(fyne.KeyW)
+	if u.dashOpen.Load() {
+		t.Fatal("Ctrl+W left the dashboard open")
+	}
+
+	// The next run reads the same preferences.
+	u2 := New(a, newFake(fixture()), &Options{inline: true})
+	u2.showDashboard("")
+	d2 := u2.dash
+	if got := d2.win.Canvas().Size(); got != fyne.NewSize(1180, 710) {
+		t.Errorf("size = %v, want 1180x710", got)
+	}
+	if d2.tabs.Selected() != d2.tabOf[tabWaterfall] {
+		t.Errorf("view = %q, want the waterfall", d2.tabs.Selected().Text)
+	}
+	if got := d2.waterfall.v.Span; got != span || !d2.waterfall.v.Follow {
+		t.Errorf("waterfall span %v follow %v, want %v following", got, d2.waterfall.v.Follow, span)
+	}
+}
+
+// TestColumnsFitTheirContent: a column is as wide as its widest text, and
+// does not shrink for a small change.
+func TestColumnsFitTheirContent(t *testing.T) {
+	test.NewTempApp(t)
+	tb := newTable([]column{{title: "Method"}, {title: "Server"}, {title: "", button: "Cancel"}}, "empty")
+	header := tb.widths[0]
+	short := []row{{cells: []string{"ping", "a"}}}
+	long := []row{{cells: []string{"notifications/resources/list_changed", "a"}}}
+	tb.setRows(short)
+	if tb.widths[0] != header {
+		t.Errorf("a short cell widened the column: %v -> %v", header, tb.widths[0])
+	}
+	tb.setRows(long)
+	want := fyne.MeasureText("notifications/resources/list_changed", theme.TextSize(), fyne.TextStyle{Bold: true}).Width
+	if tb.widths[0] < want || tb.widths[0] > want+3*theme.InnerPadding()+theme.Padding() {
+		t.Errorf("width %v for a text %v wide", tb.widths[0], want)
+	}
+	wide := tb.widths[0]
+	tb.setRows([]row{{cells: []string{"notifications/resources/list_chang", "a"}}})
+	if tb.widths[0] != wide {
+		t.Errorf("a slightly shorter text shrank the column %v -> %v", wide, tb.widths[0])
+	}
+	tb.setRows(short)
+	if tb.widths[0] != header {
+		t.Errorf("the column stays %v wide for short texts, want %v", tb.widths[0], header)
+	}
+	if tb.widths[2] < widget.NewButton("Cancel", nil).MinSize().Width {
+		t.Errorf("the button column is %v wide, narrower than its button", tb.widths[2])
+	}
+}
+
+// typeShortcut delivers a shortcut to a canvas as a key press with
+// modifiers would: the test driver's canvas wraps a software canvas that
+// dispatches them.
+func typeShortcut(t *testing.T, c fyne.Canvas, sc fyne.Shortcut) {
+	t.Helper()
+	type dispatcher interface{ TypedShortcut(fyne.Shortcut) }
+	if d, ok := c.(dispatcher); ok {
+		d.TypedShortcut(sc)
+		return
+	}
+	v := reflect.ValueOf(c)
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		v = v.Elem()
+	}
+	if v.Kind() == reflect.Struct && v.NumField() > 0 {
+		if d, ok := v.Field(0).Interface().(dispatcher); ok {
+			d.TypedShortcut(sc)
+			return
+		}
+	}
+	t.Fatalf("cannot type a shortcut on %T", c)
 }

@@ -127,7 +127,8 @@ type UI struct {
 // StartTray or ShowDashboard.
 func New(a fyne.App, c Controller, opts *Options) *UI {
 	o := opts.withDefaults()
-	return &UI{
+	useFixedFonts(a)
+	u := &UI{
 		app: a, ctrl: c, opts: o, log: o.Logger,
 		redraw:   make(chan struct{}, 1),
 		leaksNow: make(chan struct{}, 1),
@@ -137,6 +138,15 @@ func New(a fyne.App, c Controller, opts *Options) *UI {
 		ctx:      context.Background(),
 		track:    newTracker(time.Now()),
 	}
+	if a != nil {
+		// The dashboard's size and view are kept for the next run.
+		a.Lifecycle().SetOnStopped(func() {
+			if u.dash != nil {
+				u.dash.save()
+			}
+		})
+	}
+	return u
 }
 
 // Start runs the event loop, the leak poller and the process sampler
@@ -378,6 +388,7 @@ func (u *UI) showDashboard(tab string) {
 // hideDashboard is the window's close button: the app keeps running in
 // the tray.
 func (u *UI) hideDashboard() {
+	u.dash.save()
 	u.dashOpen.Store(false)
 	u.wfShown.Store(false)
 	u.dash.win.Hide()

@@ -276,6 +276,12 @@ func (w *waterfallView) modeChosen(choice string) {
 // loadWindow reads [from, until] from the history off the UI goroutine
 // and shows it.
 func (w *waterfallView) loadWindow(from, until time.Time, label string) {
+	w.loadWindowThen(from, until, label, nil)
+}
+
+// loadWindowThen is loadWindow, then runs then (on the UI goroutine)
+// once the window is shown.
+func (w *waterfallView) loadWindowThen(from, until time.Time, label string, then func()) {
 	w.histSeq++
 	seq := w.histSeq
 	w.loading = true
@@ -304,7 +310,33 @@ func (w *waterfallView) loadWindow(from, until time.Time, label string) {
 			w.loading = false
 			w.hist = src
 			w.setView(wfView{To: until, Span: until.Sub(from), Hang: w.v.Hang, Selected: w.v.Selected})
+			if then != nil {
+				then()
+			}
 		})
+	})
+}
+
+// openAround shows a recorded request in the waterfall, from the history:
+// a minute before it to half a minute after it ended, selected.
+func (w *waterfallView) openAround(r HistoryRow) {
+	end := r.AnsweredAt
+	if end.IsZero() {
+		end = r.ReceivedAt.Add(r.Duration)
+	}
+	if end.Before(r.ReceivedAt.Add(time.Second)) {
+		end = r.ReceivedAt.Add(time.Second)
+	}
+	label := fmt.Sprintf("Around %s %s at %s", r.Method, r.Name, clockLabel(r.ReceivedAt, time.Second))
+	label = strings.Replace(label, "  ", " ", 1)
+	w.addMode(label)
+	w.mode.SetSelected(label)
+	k := wfKey{Run: r.Run, PoolID: r.PoolID}
+	w.loadWindowThen(r.ReceivedAt.Add(-time.Minute), end.Add(30*time.Second), label, func() {
+		if got, ok := w.hist.find(k); ok {
+			w.selectReq(got)
+			w.reveal(got.Server, wfKey{})
+		}
 	})
 }
 
