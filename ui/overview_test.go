@@ -1,12 +1,18 @@
 package ui
 
 import (
+	"bufio"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -226,5 +232,124 @@ func TestDrawSpark(t *testing.T) {
 	img = drawSpark(make([]sparkPoint, 60), sparkLatency, 60, 42, c, 1)
 	if alpha(img, 30, 10) != 0 || alpha(img, 30, 40) == 0 {
 		t.Error("an empty chart is not a bare baseline")
+	}
+}
+
+// memHelperEnv makes the test binary a child process tree for
+// TestOverviewMemoryAgreesWithProc: "parent" touches 24 MiB and starts a
+// "child" that touches 16 MiB; both wait for their stdin to close.
+const memHelperEnv = "SB_UI_MEM_HELPER"
+
+// memHelper is the helper's main.
+func memHelper(role string) int {
+	touch := func(mib int) []byte {
+		b := make([]byte, mib<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		return b
+	}
+	var keep []byte
+	switch role {
+	case "parent":
+		keep = touch(24)
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), memHelperEnv+"=child")
+		cmd.Stdin = os.Stdin
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return 1
+		}
+		if err := cmd.Start(); err != nil {
+			return 1
+		}
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		fmt.Printf("ready %d %s", cmd.Process.Pid, line)
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		_ = cmd.Wait()
+	case "child":
+		keep = touch(16)
+		fmt.Println("ready")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+	}
+	runtime.KeepAlive(keep)
+	return 0
+}
+
+// vmRSS reads a process's resident memory from /proc/PID/status.
+func vmRSS(t *testing.T, pid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb uint64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
+}
+
+// TestOverviewMemoryAgreesWithProc: a real child with a grandchild; the
+// overview's memory for its server is the two processes' resident memory
+// as /proc has it, and what three sessions sharing it save is two more.
+func TestOverviewMemoryAgreesWithProc(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), memHelperEnv+"=parent")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close() // both helpers end
+		_ = cmd.Wait()
+	}()
+	var child int
+	if _, err := fmt.Fscanf(bufio.NewReader(stdout), "ready %d ready\n", &child); err != nil {
+		t.Fatalf("the helpers did not start: %v", err)
+	}
+	parent := cmd.Process.Pid
+
+	s := pool.Snapshot{TakenAt: time.Now(),
+		Servers:  []pool.ServerInfo{{Name: "notes", Share: pool.ShareShared, State: pool.StateReady}},
+		Backends: []pool.BackendInfo{{Server: "notes", PID: parent, State: pool.StateReady, Sessions: 3}}}
+	for i := range 3 {
+		s.Sessions = append(s.Sessions, pool.SessionInfo{ID: fmt.Sprint("s", i), Server: "notes"})
+	}
+	stats := newProcSampler().sample([]int{parent}, time.Now())
+	proc := vmRSS(t, parent) + vmRSS(t, child)
+	card := overviewFor(s, time.Now(), time.Minute, func(string) serverFigures { return serverFigures{} }, stats).Cards[0]
+	t.Logf("overview: %s in %d processes; /proc: %s", formatBytes(card.Memory), stats[parent].TreeProcs, formatBytes(proc))
+	if stats[parent].TreeProcs != 2 {
+		t.Errorf("measured %d processes in the tree, want the child and its grandchild", stats[parent].TreeProcs)
+	}
+	// The helpers are idle once ready: their memory stays within a little
+	// of what /proc said a moment apart.
+	if diff := int64(card.Memory) - int64(proc); diff > 1<<20 || diff < -1<<20 || proc < 40<<20 {
+		t.Errorf("overview memory %d bytes, /proc %d bytes (off by %d)", card.Memory, proc, diff)
+	}
+	if card.Saved != 2*card.Memory || !card.Measured {
+		t.Errorf("saved %d, want twice the child's %d (three sessions on one child)", card.Saved, card.Memory)
+	}
+	if got := card.stats()[0].Value; got != formatBytes(card.Memory) {
+		t.Errorf("the card shows %q", got)
 	}
 }

@@ -3,6 +3,7 @@ package ui
 import (
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,9 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func TestMain(m *testing.M) {
+	if role := os.Getenv(memHelperEnv); role != "" {
+		os.Exit(memHelper(role))
+	}
 	displayZone = time.UTC
 	goleak.VerifyTestMain(m)
 }
