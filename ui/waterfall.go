@@ -74,17 +74,18 @@ func newWaterfallView(u *UI) *waterfallView {
 	zoomOut := widget.NewButtonWithIcon("", theme.ZoomOutIcon(), func() { w.zoomBy(2, w.zoomAnchor()) })
 	back := widget.NewButtonWithIcon("", theme.NavigateBackIcon(), func() { w.panBy(-0.5) })
 	fwd := widget.NewButtonWithIcon("", theme.NavigateNextIcon(), func() { w.panBy(0.5) })
+	lastCrash := widget.NewButtonWithIcon("Last crash", theme.WarningIcon(), w.openLastCrash)
 	w.rangeLbl = widget.NewLabel("")
 	w.rangeLbl.TextStyle.Monospace = true
 	w.note = widget.NewLabel("")
 	w.note.Truncation = fyne.TextTruncateEllipsis
-	bar := container.NewBorder(nil, nil,
-		container.NewHBox(container.NewGridWrap(fyne.NewSize(270, w.mode.MinSize().Height), w.mode), w.followBtn,
-			back, zoomOut, zoomIn, fwd, w.rangeLbl), nil, w.note)
+	w.note.Alignment = fyne.TextAlignTrailing
+	bar := container.NewHBox(container.NewGridWrap(fyne.NewSize(230, w.mode.MinSize().Height), w.mode), w.followBtn,
+		back, zoomOut, zoomIn, fwd, lastCrash, w.rangeLbl)
 	w.details = newWFDetails(u)
 	split := container.NewVSplit(w.plot, w.details.view)
 	split.Offset = 0.62
-	w.view = container.NewBorder(container.NewVBox(bar, legend()), nil, nil, nil, split)
+	w.view = container.NewBorder(container.NewVBox(bar, container.NewBorder(nil, nil, legend(), nil, w.note)), nil, nil, nil, split)
 	w.showFollow()
 	return w
 }
@@ -105,9 +106,7 @@ func legend() fyne.CanvasObject {
 		t.TextSize = 11
 		box.Add(container.NewHBox(container.NewCenter(container.NewGridWrap(fyne.NewSquareSize(10), sw)), t))
 	}
-	hint := canvas.NewText("wheel: zoom · shift+wheel, drag: pan · W/S A/D F ←→↑↓", theme.Color(theme.ColorNamePlaceHolder))
-	hint.TextSize = 11
-	return container.New(layout.NewCustomPaddedLayout(0, 2, 8, 8), container.NewBorder(nil, nil, box, hint))
+	return container.New(layout.NewCustomPaddedLayout(0, 2, 8, 8), box)
 }
 
 // palette is the theme's colours for the painter. UI goroutine.
@@ -350,6 +349,59 @@ func (w *waterfallView) markerTapped(m wfMarker) {
 	w.details.showMarker(m)
 }
 
+// openLastCrash shows the two minutes before the latest crash: a child's
+// or Switchboard's, in what is shown, else in the last day of history.
+func (w *waterfallView) openLastCrash() {
+	src := w.hist
+	if src == nil {
+		src = w.u.liveSource()
+	}
+	if m, ok := lastCrash(src); ok {
+		w.openBefore(m)
+		return
+	}
+	now := w.u.opts.now()
+	setText(w.note, "Looking for the last crash in the history…")
+	u := w.u
+	u.spawn(func() {
+		ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
+		defer cancel()
+		hw, err := u.ctrl.Window(ctx, now.Add(-24*time.Hour), now)
+		fyne.Do(func() {
+			var m wfMarker
+			ok := false
+			if err == nil {
+				m, ok = lastCrash(historySource(hw, now))
+			}
+			switch {
+			case ok:
+				w.openBefore(m)
+			case err != nil && isUnavailable(err):
+				setText(w.note, "No crash to show: history is not available ("+unavailableReason(err)+")")
+			case err != nil:
+				setText(w.note, "Could not read the history: "+err.Error())
+			default:
+				setText(w.note, "No crash in the last 24 hours.")
+			}
+		})
+	})
+}
+
+// lastCrash is src's latest crash marker.
+func lastCrash(src *wfSource) (wfMarker, bool) {
+	if src == nil {
+		return wfMarker{}, false
+	}
+	var last wfMarker
+	found := false
+	for _, m := range src.Markers {
+		if m.Kind.crash() && (!found || !m.At.Before(last.At)) {
+			last, found = m, true
+		}
+	}
+	return last, found
+}
+
 // openBefore shows the two minutes before a marker from the history.
 func (w *waterfallView) openBefore(m wfMarker) {
 	label := fmt.Sprintf("2 minutes before %s", clockLabel(m.At, time.Second))
@@ -490,7 +542,7 @@ func newWFDetails(u *UI) *wfDetails {
 
 // timelineText is one step of a timeline.
 func timelineText(s TimelineEntry) string {
-	at := "—           "
+	at := "            "
 	if !s.At.IsZero() {
 		at = s.At.In(displayZone).Format("15:04:05.000")
 	}
@@ -504,7 +556,8 @@ func timelineText(s TimelineEntry) string {
 func (d *wfDetails) clear() {
 	d.title.SetText("Select a bar to see its request")
 	d.summary.SetText("Its timeline shows where the time went (in the pool, at the child) and how it ended; " +
-		"a crash marker opens the two minutes before it.")
+		"a crash marker opens the two minutes before it.\n" +
+		"Wheel: zoom. Shift+wheel or drag: pan. Keys: W/S zoom, A/D pan, F follow now, C last crash, L live, arrows, Esc.")
 	d.rows = nil
 	d.steps.Refresh()
 	d.request.SetText("")
@@ -565,7 +618,11 @@ func (d *wfDetails) showRecorded(rd RequestDetail, err error) {
 // showMarker shows a marker's details.
 func (d *wfDetails) showMarker(m wfMarker) {
 	d.title.SetText(m.Title)
-	d.summary.SetText(m.At.In(displayZone).Format("2006-01-02 15:04:05.000"))
+	sum := m.At.In(displayZone).Format("2006-01-02 15:04:05.000")
+	if m.Kind.crash() {
+		sum += "\nThe two minutes before it are shown from the history."
+	}
+	d.summary.SetText(sum)
 	d.rows = nil
 	for _, line := range strings.Split(m.Detail, "\n") {
 		if line != "" {

@@ -401,3 +401,23 @@ func TestRevealHungRequest(t *testing.T) {
 	}
 	waitCalls(t, fake, fmt.Sprintf("timeline run 0 request %d", hung.PoolID))
 }
+
+// TestLastCrash: C (or the Last crash button) opens the two minutes
+// before the latest crash in view, else the latest in the history.
+func TestLastCrash(t *testing.T) {
+	_, fake, w := liveWaterfall(t)
+	w.plot.TypedRune('c')
+	waitCalls(t, fake, "window 09:24:13 09:26:28") // the notes child's crash, in the live view
+	// Back to live with nothing crashed in view: the history is asked.
+	w.plot.TypedRune('l')
+	if w.hist != nil {
+		t.Fatal("L did not go back to live")
+	}
+	w.u.wfLive.Store(&wfSource{live: true, Since: t0.Add(-time.Minute)})
+	w.openLastCrash()
+	waitCalls(t, fake, "window 09:26:53 09:26:53", // the last day (the fake answers its fixture)
+		"window 09:24:23 09:26:38") // then the two minutes before run 11's crash in it
+	if !strings.HasPrefix(w.mode.Selected, "2 minutes before 09:26:23") {
+		t.Errorf("mode = %q", w.mode.Selected)
+	}
+}

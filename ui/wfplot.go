@@ -355,7 +355,8 @@ func (p *wfPlot) FocusGained() { p.focused = true; p.Refresh() }
 // FocusLost hides it.
 func (p *wfPlot) FocusLost() { p.focused = false; p.Refresh() }
 
-// TypedRune: W/S zoom, A/D pan, F follows now, + and - zoom.
+// TypedRune: W/S zoom, A/D pan, F follows now, + and - zoom, C opens
+// the two minutes before the last crash, L goes back to live.
 func (p *wfPlot) TypedRune(r rune) {
 	switch r {
 	case 'w', 'W', '+', '=':
@@ -368,6 +369,10 @@ func (p *wfPlot) TypedRune(r rune) {
 		p.w.panBy(0.2)
 	case 'f', 'F':
 		p.w.toggleFollow()
+	case 'c', 'C':
+		p.w.openLastCrash()
+	case 'l', 'L':
+		p.w.follow(true)
 	}
 }
 
