@@ -265,8 +265,7 @@ func (i *fakeItem) Check()                  { i.h.record("check %d", i.id); i.ch
 func (i *fakeItem) Uncheck()                { i.h.record("uncheck %d", i.id); i.checked = false }
 func (i *fakeItem) clicks() <-chan struct{} { return i.ch }
 
-// testTray is a tray over fakes, its goroutine's work done by flush on the
-// test goroutine.
+// testTray is a tray over fakes, on the test goroutine.
 func testTray(t *testing.T, fake *fakeCtrl) (*UI, *tray, *fakeTray, *fakeHost, *[]string) {
 	t.Helper()
 	u := New(test.NewTempApp(t), fake, &Options{inline: true})
@@ -287,7 +286,6 @@ func TestTrayMenuUpdatesInPlace(t *testing.T) {
 	busy.Servers[1].State = pool.StateReady
 	busy.InFlight = busy.InFlight[1:] // nothing hung
 	tr.apply(u, u.frameFor(busy, t0, false))
-	tr.flush()
 	if len(desk.menus) != 1 || tr.menu.rebuilds != 1 {
 		t.Fatalf("first menu: %d through fyne, %d built", len(desk.menus), tr.menu.rebuilds)
 	}
@@ -299,7 +297,6 @@ func TestTrayMenuUpdatesInPlace(t *testing.T) {
 	fewer.Servers[1].State = pool.StateReady
 	fewer.Sessions = fewer.Sessions[1:]
 	tr.apply(u, u.frameFor(fewer, t0.Add(100*time.Millisecond), false))
-	tr.flush()
 	if tr.menu.rebuilds != 1 || host.resets != 1 {
 		t.Fatalf("a count change rebuilt the menu (%d builds, %d resets)", tr.menu.rebuilds, host.resets)
 	}
@@ -312,7 +309,6 @@ func TestTrayMenuUpdatesInPlace(t *testing.T) {
 
 	// Hung: the waterfall item leads to it, the tooltip says so.
 	tr.apply(u, u.frameFor(fixture(), t0.Add(time.Second), false))
-	tr.flush()
 	if tr.menu.rebuilds != 1 {
 		t.Error("a request hanging rebuilt the menu")
 	}
@@ -325,7 +321,6 @@ func TestTrayMenuUpdatesInPlace(t *testing.T) {
 	// Start at login is a checkbox, checked in place.
 	fake.SetStartAtLogin(true)
 	tr.apply(u, u.frameFor(fixture(), t0.Add(2*time.Second), false))
-	tr.flush()
 	if it := host.find(t, "Start at login"); !it.checked {
 		t.Error("start at login not checked")
 	}
@@ -335,7 +330,6 @@ func TestTrayMenuUpdatesInPlace(t *testing.T) {
 	more := fixture()
 	more.Servers = append(more.Servers, pool.ServerInfo{Name: "git", State: pool.StateReady})
 	tr.apply(u, u.frameFor(more, t0.Add(3*time.Second), false))
-	tr.flush()
 	if tr.menu.rebuilds != 2 || host.resets != 2 {
 		t.Errorf("a new server: %d builds, %d resets; want 2, 2", tr.menu.rebuilds, host.resets)
 	}
@@ -344,8 +338,8 @@ func TestTrayMenuUpdatesInPlace(t *testing.T) {
 	// fyne rebuilding the menu under us (its ready callback does) removes
 	// our items: the next update builds ours again.
 	host.reset()
-	waitUntil(t, 5*time.Second, "the tray goroutine to be woken", func() bool { return tr.menu.broken.Load() && len(tr.wake) == 1 })
-	tr.flush()
+	waitUntil(t, 5*time.Second, "the menu to know it was rebuilt under it", func() bool { return tr.menu.broken.Load() && len(u.redraw) == 1 })
+	tr.apply(u, u.frameFor(more, t0.Add(4*time.Second), false))
 	if tr.menu.rebuilds != 3 {
 		t.Errorf("after an outside reset: %d builds, want 3", tr.menu.rebuilds)
 	}

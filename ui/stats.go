@@ -148,7 +148,7 @@ type serverFigures struct {
 	Cancelled int
 	P50, P99  time.Duration // zero without calls
 	// Spark is one point per slot, oldest first, the last one the slot
-	// now runs in.
+	// now runs in: statSlots of them, fewer before a window has passed.
 	Spark []sparkPoint
 }
 
@@ -205,6 +205,11 @@ func (s *serverStats) figures(now, since time.Time) serverFigures {
 	if timed > 0 {
 		f.P50 = all.quantile(0.5, timed)
 		f.P99 = all.quantile(0.99, timed)
+	}
+	// Before a whole window has passed, the sparklines cover what has.
+	if since.After(first) {
+		skip := min(int(since.Truncate(statSlot).Sub(first)/statSlot), statSlots-1)
+		f.Spark = f.Spark[skip:]
 	}
 	return f
 }

@@ -371,6 +371,8 @@ func (t *tracker) publish(now time.Time) *wfSource {
 	src := &wfSource{live: true, Since: now.Add(-t.retain), Done: t.done.snapshot()}
 	if t.since.After(src.Since) {
 		src.Since = t.since
+	} else {
+		src.Trimmed = true
 	}
 	src.Open = make([]wfReq, 0, len(t.open))
 	for _, r := range t.open {

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 
@@ -16,29 +15,19 @@ import (
 // tray is the system tray icon and menu, driven through fyne's
 // desktop.App (fyne runs fyne.io/systray). fyne starts the tray with a
 // first menu and sets the icon; the menu's items are then kept in place
-// by a liveMenu, and the tooltip set, on the tray's own goroutine, since
-// both talk D-Bus (fyne has no API for either).
+// by a liveMenu, and the tooltip set (fyne has no API for either). All of
+// it happens on the UI goroutine, where fyne builds its own menus:
+// systray does not survive a menu built by two goroutines at once. Its
+// fields belong to the UI goroutine.
 type tray struct {
-	// The UI goroutine's.
-	desk    trayDriver
-	dark    func() bool
-	icon    trayState
-	isDark  bool
-	started bool
-
-	next atomic.Pointer[trayUpdate] // the latest menu and tooltip, for the tray goroutine
-	wake chan struct{}              // buffered to 1
-
-	// The tray goroutine's.
+	desk       trayDriver
+	dark       func() bool
+	icon       trayState
+	isDark     bool
+	started    bool
 	menu       *liveMenu
 	setTooltip func(string) bool // false: not yet, try again later
 	tooltip    string
-}
-
-// trayUpdate is what the tray goroutine shows next.
-type trayUpdate struct {
-	menu    []menuItem
-	tooltip string
 }
 
 var trayIcons = map[bool]map[trayState]fyne.Resource{
@@ -104,26 +93,18 @@ func (u *UI) StartTray() bool {
 	} else {
 		t.apply(u, u.frameFor(u.ctrl.Snapshot(), time.Now(), false))
 	}
-	u.wg.Go(func() { u.trayLoop(u.ctx, t) })
 	return host
 }
 
 // newTray makes the tray over a desktop driver and a menu host.
 func (u *UI) newTray(desk trayDriver, host trayHost, setTooltip func(string) bool) *tray {
-	t := &tray{desk: desk, icon: trayUnset, wake: make(chan struct{}, 1), setTooltip: setTooltip,
+	t := &tray{desk: desk, icon: trayUnset, setTooltip: setTooltip,
 		dark: func() bool { return u.app.Settings().ThemeVariant() == theme.VariantDark }}
-	t.menu = &liveMenu{host: host, wg: &u.wg,
+	t.menu = &liveMenu{host: host, wg: &u.wg, done: u.ctx.Done(),
 		do:   func(a menuAction) { fyne.Do(func() { u.menuDo(a) }) },
-		wake: t.poke}
+		wake: u.requestRedraw}
 	u.tray = t
 	return t
-}
-
-func (t *tray) poke() {
-	select {
-	case t.wake <- struct{}{}:
-	default:
-	}
 }
 
 // trayTapped is a click on the icon: the waterfall at the oldest hung
@@ -136,9 +117,9 @@ func (u *UI) trayTapped() {
 	u.showDashboard("")
 }
 
-// apply shows f's icon, and hands its menu and tooltip to the tray
-// goroutine. The first menu goes through fyne, which starts the tray with
-// it. UI goroutine.
+// apply shows f's icon, menu and tooltip. The first menu goes through
+// fyne, which starts the tray with it; the liveMenu then takes the items
+// over. UI goroutine.
 func (t *tray) apply(u *UI, f *frame) {
 	if !t.started {
 		t.started = true
@@ -149,34 +130,9 @@ func (t *tray) apply(u *UI, f *frame) {
 		t.icon, t.isDark = f.icon, dark
 		t.desk.SetSystemTrayIcon(trayIcons[dark][f.icon])
 	}
-	t.next.Store(&trayUpdate{menu: f.menu, tooltip: trayTooltip(f.sum)})
-	t.poke()
-}
-
-// flush shows the latest update: the menu in place, the tooltip. The tray
-// goroutine only.
-func (t *tray) flush() {
-	up := t.next.Load()
-	if up == nil {
-		return
-	}
-	t.menu.apply(up.menu)
-	if up.tooltip != t.tooltip && t.setTooltip(up.tooltip) {
-		t.tooltip = up.tooltip
-	}
-}
-
-// trayLoop is the tray goroutine: it shows each update, and exits when
-// ctx ends, ending the menu's click goroutines.
-func (u *UI) trayLoop(ctx context.Context, t *tray) {
-	defer t.menu.close()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.wake:
-			t.flush()
-		}
+	t.menu.apply(f.menu)
+	if tip := trayTooltip(f.sum); tip != t.tooltip && t.setTooltip(tip) {
+		t.tooltip = tip
 	}
 }
 

@@ -76,18 +76,19 @@ type menuNode struct {
 }
 
 // liveMenu is the tray's menu, kept in place. apply and rebuild run on
-// the tray goroutine only; the click goroutines read each node's action.
+// the UI goroutine only; the click goroutines read each node's action.
 type liveMenu struct {
 	host trayHost
 	do   func(menuAction) // runs a clicked item's action; called from click goroutines
 	wg   *sync.WaitGroup  // the UI's: click goroutines are waited for
+	done <-chan struct{}  // the UI's context ending: click goroutines end
 
 	nodes  []*menuNode
 	model  []menuItem
 	built  bool
 	stop   chan struct{} // closed when these items go: click goroutines end
 	broken atomic.Bool   // someone removed our items: rebuild at the next apply
-	wake   func()        // asks the tray goroutine for an apply (after broken)
+	wake   func()        // asks for a frame, which applies (after broken)
 
 	// Counters, for tests and logs.
 	rebuilds, updates int
@@ -142,15 +143,17 @@ func (m *liveMenu) build(parent trayItem, items []menuItem) []*menuNode {
 	return out
 }
 
-// listen runs n's click goroutine: until the items are rebuilt or the
-// tray ends (stop), or the item is removed under us (its channel closes:
-// fyne rebuilt the menu), which marks the menu for a rebuild.
+// listen runs n's click goroutine: until the items are rebuilt (stop) or
+// the UI ends (done), or the item is removed under us (its channel
+// closes: fyne rebuilt the menu), which marks the menu for a rebuild.
 func (m *liveMenu) listen(n *menuNode) {
-	clicks, stop := n.item.clicks(), m.stop
+	clicks, stop, done := n.item.clicks(), m.stop, m.done
 	m.wg.Go(func() {
 		for {
 			select {
 			case <-stop:
+				return
+			case <-done:
 				return
 			case _, ok := <-clicks:
 				if !ok {
@@ -209,7 +212,7 @@ func (m *liveMenu) update(nodes []*menuNode, items []menuItem) {
 	}
 }
 
-// close ends the click goroutines; the tray goroutine, as it ends.
+// close ends the click goroutines, as the UI ends.
 func (m *liveMenu) close() {
 	if m.stop != nil {
 		close(m.stop)

@@ -164,7 +164,7 @@ func (w *waterfallView) apply(f *wfFrame) {
 		if f.src.Truncated {
 			note = append(note, "the window holds more than were loaded: narrow it")
 		}
-		if f.src.live && from.Before(f.src.Since) {
+		if f.src.live && f.src.Trimmed && from.Before(f.src.Since) {
 			note = append(note, "older requests are in History")
 		}
 	}

@@ -139,8 +139,9 @@ type wfSource struct {
 	Markers      []wfMarker
 	Children     []wfChild
 	Lanes        []wfLane
-	// Truncated says the window held more requests than were loaded.
-	Truncated bool
+	// Truncated says the window held more requests than were loaded;
+	// Trimmed that a live source has let requests older than Since go.
+	Truncated, Trimmed bool
 	// Note explains an empty or partial source (history is off, ...).
 	Note string
 }
