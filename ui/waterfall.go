@@ -171,11 +171,58 @@ func (w *waterfallView) apply(f *wfFrame) {
 	setText(w.note, strings.Join(note, " · "))
 }
 
-// setView changes the view and repaints.
+// setView changes the view and repaints; a history view panned or zoomed
+// out of its window reads the history it now shows.
 func (w *waterfallView) setView(v wfView) {
 	w.v = v
 	w.showFollow()
 	w.repaint()
+	w.extendWindow()
+}
+
+// extendWindow reads a wider window of the history when the view has left
+// the one loaded: what is in view, and half a view either side, up to
+// now. One read at a time; the view stays where the user put it.
+func (w *waterfallView) extendWindow() {
+	h := w.hist
+	if h == nil || w.loading || h.Note != "" {
+		return
+	}
+	from, to := w.v.from(), w.v.To
+	now := w.u.opts.now()
+	slack := w.v.Span / 20
+	if !from.Before(h.Since.Add(-slack)) && (!to.After(h.Until.Add(slack)) || !h.Until.Before(now)) {
+		return
+	}
+	nfrom, nto := from.Add(-w.v.Span/2), to.Add(w.v.Span/2)
+	if nto.After(now) {
+		nto = now
+	}
+	if nto.Sub(nfrom) > maxSpan {
+		return
+	}
+	w.histSeq++
+	seq := w.histSeq
+	w.loading = true
+	setText(w.note, "Reading more of the history…")
+	u := w.u
+	u.spawn(func() {
+		ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
+		defer cancel()
+		hw, err := u.ctrl.Window(ctx, nfrom, nto)
+		fyne.Do(func() {
+			if seq != w.histSeq {
+				return
+			}
+			w.loading = false
+			if err != nil {
+				setText(w.note, "Could not read more of the history: "+err.Error())
+				return
+			}
+			w.hist = historySource(hw, nto)
+			w.repaint()
+		})
+	})
 }
 
 func (w *waterfallView) showFollow() {

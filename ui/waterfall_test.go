@@ -421,3 +421,25 @@ func TestLastCrash(t *testing.T) {
 		t.Errorf("mode = %q", w.mode.Selected)
 	}
 }
+
+// TestHistoryWindowFollowsTheView: panning a history window past its
+// edge reads the history it now shows, keeping the view.
+func TestHistoryWindowFollowsTheView(t *testing.T) {
+	_, fake, w := liveWaterfall(t)
+	w.mode.SetSelected("History: last 15 minutes")
+	waitCalls(t, fake, "window 09:11:53 09:26:53")
+	w.panBy(-0.5) // 7.5 minutes further back
+	waitCalls(t, fake, "window 09:11:53 09:26:53", "window 08:56:53 09:26:53")
+	if v := w.current(); !v.To.Equal(t0.Add(-450*time.Second)) || v.Span != 15*time.Minute {
+		t.Errorf("the view moved: %v..%v", v.from().Sub(t0), v.To.Sub(t0))
+	}
+	if !w.hist.Since.Equal(t0.Add(-30 * time.Minute)) {
+		t.Errorf("the window now starts %v ago, want 30m", t0.Sub(w.hist.Since))
+	}
+	// Within the window: no read.
+	n := len(fake.recorded())
+	w.zoomBy(0.5, 0.5)
+	if got := len(fake.recorded()); got != n {
+		t.Errorf("zooming in read the history again: %q", fake.recorded()[n:])
+	}
+}
