@@ -19,12 +19,6 @@ type canvasImage struct {
 	rows map[color.RGBA][]byte // a row of each fill colour so far, copied into place
 }
 
-func newCanvasImage(w, h int, bg color.Color) *canvasImage {
-	c := &canvasImage{RGBA: image.NewRGBA(image.Rect(0, 0, max(w, 1), max(h, 1)))}
-	c.fill(0, 0, w, h, rgba(bg))
-	return c
-}
-
 func rgba(c color.Color) color.RGBA {
 	return color.RGBAModel.Convert(c).(color.RGBA)
 }

@@ -90,10 +90,14 @@ func BenchmarkWaterfallFrame(b *testing.B) {
 			reuse := drawWaterfall(nil, src, v, t0, tc.w, tc.h, tc.scale, wfPalette{}).img
 			var drawn int
 			b.ReportAllocs()
+			cpu0 := cpuTime()
 			for b.Loop() {
 				drawn = drawWaterfall(reuse, src, v, t0, tc.w, tc.h, tc.scale, wfPalette{}).Drawn
 			}
 			b.ReportMetric(float64(drawn), "bars/frame")
+			// CPU time, beside the wall time: on a shared machine the wall
+			// time includes waiting for a core.
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/frame")
 		})
 	}
 }

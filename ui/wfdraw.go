@@ -2,6 +2,7 @@ package ui
 
 import (
 	"cmp"
+	"image"
 	"image/color"
 	"math"
 	"slices"
@@ -228,10 +229,9 @@ func drawWaterfall(reuse *canvasImage, src *wfSource, v wfView, now time.Time, w
 	v = v.at(now)
 	f := &wfFrame{src: src, view: v, now: now, scale: scale, W: max(w, 1), H: max(h, 1)}
 	if reuse != nil && reuse.Bounds().Dx() == f.W && reuse.Bounds().Dy() == f.H {
-		f.img = reuse
-		f.img.fill(0, 0, f.W, f.H, pal.Background)
+		f.img = reuse // every row is painted below
 	} else {
-		f.img = newCanvasImage(f.W, f.H, pal.Background)
+		f.img = &canvasImage{RGBA: image.NewRGBA(image.Rect(0, 0, f.W, f.H))}
 	}
 	px := func(logical int) int { return int(math.Round(float64(float32(logical) * scale))) }
 	axisH := px(wfAxisHeight)
@@ -261,20 +261,29 @@ func drawWaterfall(reuse *canvasImage, src *wfSource, v wfView, now time.Time, w
 	f.ContentH = y + v.Scroll
 	visible := func(i int) bool { return spans[i].y1 > axisH && spans[i].y0 < f.H }
 
-	// Backgrounds: header lanes tinted, session lanes striped.
+	// Backgrounds, each row painted once (a frame's largest cost is
+	// filling its pixels): header lanes tinted, session lanes striped.
+	bgTo := axisH
 	for i, l := range lanes {
 		if !visible(i) {
 			continue
 		}
 		s := spans[i]
+		y0 := max(s.y0, axisH)
+		f.img.fill(0, bgTo, f.W, y0, pal.Background)
 		switch {
 		case l.Session == "":
-			f.img.fill(0, max(s.y0, axisH), f.W, s.y1, pal.Header)
+			f.img.fill(0, y0, f.W, s.y1, pal.Header)
 		case i%2 == 0:
-			f.img.fill(0, max(s.y0, axisH), f.W, s.y1, pal.Stripe)
+			f.img.fill(0, y0, f.W, s.y1, pal.Stripe)
+		default:
+			f.img.fill(0, y0, f.W, s.y1, pal.Background)
 		}
+		bgTo = max(bgTo, min(s.y1, f.H))
 		f.Labels = append(f.Labels, wfLabel{Y: (s.y0 + s.y1) / 2, Lane: l, Height: s.y1 - s.y0})
 	}
+	f.img.fill(0, 0, f.W, axisH, pal.Background)
+	f.img.fill(0, bgTo, f.W, f.H, pal.Background)
 
 	// The grid and the time axis.
 	for _, tk := range ticks(v, f.W, 110*float64(scale)) {
