@@ -516,7 +516,9 @@ func (w *waterfallView) reveal(server string, k wfKey) {
 	if r, ok := src.find(k); ok && k.PoolID != 0 {
 		age := w.nowTime().Sub(r.Received)
 		if r.open() && v.Follow {
-			v.Span = max(v.Span, age+age/4) // from its start to now
+			// From just before it started to now: what it has waited
+			// through, at a glance.
+			v.Span = min(max(age+age/4, 10*time.Second), maxSpan)
 		} else if r.Received.Before(v.from()) || r.Received.After(v.To) {
 			v = v.centre(r.Received, 2*r.end(w.nowTime()).Sub(r.Received))
 		}
