@@ -54,6 +54,7 @@ type Instance struct {
 	lock          *flock.Lock            // the instance lock: one pool per home, held for life
 	httpToken     atomic.Pointer[string] // the HTTP front door's bearer token (httptoken.go)
 	history       *historyState          // request history; records nothing when off or unavailable
+	reloads       reloadLog              // the latest config reloads, for the dashboard's waterfall
 	mu            sync.Mutex             // guards the fields below
 	cfg           *config.File
 	configErr     error

@@ -174,22 +174,33 @@ func (c *trayController) History(ctx context.Context, f ui.HistoryFilter) ([]ui.
 	}
 	out := make([]ui.HistoryRow, 0, len(rs))
 	for _, r := range rs {
-		d, _ := r.Duration()
-		out = append(out, ui.HistoryRow{ID: r.ID, Run: r.Run, PoolID: r.PoolID, Server: r.Server, Session: r.Session,
-			Method: r.Method, Name: r.Name, Status: r.Status, ReceivedAt: r.Received, Duration: d, PID: r.PID,
-			Error: r.Err, WrittenToChild: r.WrittenToChild()})
+		out = append(out, historyRow(r))
 	}
 	return out, nil
 }
 
-func (c *trayController) Timeline(ctx context.Context, r ui.HistoryRow) ([]ui.TimelineEntry, error) {
+// historyRow is a recorded request as the UI shows it.
+func historyRow(r store.Request) ui.HistoryRow {
+	d, _ := r.Duration()
+	return ui.HistoryRow{ID: r.ID, Run: r.Run, PoolID: r.PoolID, Server: r.Server, Session: r.Session,
+		Method: r.Method, Name: r.Name, Status: r.Status, ReceivedAt: r.Received, Duration: d, PID: r.PID,
+		Error: r.Err, WrittenToChild: r.WrittenToChild(), WrittenAt: r.Written, AnsweredAt: r.Answered}
+}
+
+// Timeline is one request's life from the history, with its captured
+// payloads; run 0 is this run's.
+func (c *trayController) Timeline(ctx context.Context, r ui.HistoryRow) (ui.RequestDetail, error) {
 	st, err := c.historyStore()
 	if err != nil {
-		return nil, err
+		return ui.RequestDetail{}, err
 	}
-	tl, err := st.Timeline(ctx, r.Run, r.PoolID)
+	run := r.Run
+	if run == 0 {
+		run = st.Run()
+	}
+	tl, err := st.Timeline(ctx, run, r.PoolID)
 	if err != nil {
-		return nil, err
+		return ui.RequestDetail{}, err
 	}
 	out := make([]ui.TimelineEntry, 0, len(tl.Steps)+2)
 	for _, s := range tl.Steps {
@@ -205,7 +216,50 @@ func (c *trayController) Timeline(ctx context.Context, r ui.HistoryRow) ([]ui.Ti
 		}
 		out = append(out, ui.TimelineEntry{What: run})
 	}
+	return ui.RequestDetail{Steps: out, RequestPayload: tl.Request.RequestPayload, ResponsePayload: tl.Request.ResponsePayload}, nil
+}
+
+// windowLimit caps the requests one waterfall window loads.
+const windowLimit = 50_000
+
+// Window reads a span of the history for the waterfall after the fact.
+func (c *trayController) Window(ctx context.Context, from, until time.Time) (ui.HistoryWindow, error) {
+	st, err := c.historyStore()
+	if err != nil {
+		return ui.HistoryWindow{}, err
+	}
+	w, err := st.Window(ctx, from, until, windowLimit)
+	if err != nil {
+		return ui.HistoryWindow{}, err
+	}
+	out := ui.HistoryWindow{From: w.From, Until: w.Until, Truncated: w.Truncated,
+		Requests: make([]ui.HistoryRow, 0, len(w.Requests))}
+	for _, r := range w.Requests {
+		out.Requests = append(out.Requests, historyRow(r))
+	}
+	for _, b := range w.Backends {
+		out.Children = append(out.Children, ui.HistoryChild{Run: b.Run, Server: b.Server, Session: b.Session, PID: b.PID,
+			Roots: b.Roots, Started: b.Started, Exited: b.Exited, ExitCode: b.ExitCode, ExitReason: b.ExitReason})
+	}
+	for _, s := range w.Sessions {
+		out.Sessions = append(out.Sessions, ui.HistorySession{Run: s.Run, ID: s.ID, Server: s.Server, ClientName: s.ClientName,
+			ClientVersion: s.ClientVersion, Transport: s.Transport, Connected: s.Connected, Disconnected: s.Disconnected})
+	}
+	for _, r := range w.Runs {
+		out.Runs = append(out.Runs, ui.HistoryRun{ID: r.ID, Started: r.Started, Ended: r.Ended, LastSeen: r.LastSeen,
+			Crashed: r.Crashed, Version: r.Version, PID: r.PID})
+	}
 	return out, nil
+}
+
+// ConfigReloads are the instance's latest config reloads.
+func (c *trayController) ConfigReloads() []ui.ConfigReload {
+	rs := c.inst.reloads.list()
+	out := make([]ui.ConfigReload, len(rs))
+	for i, r := range rs {
+		out[i] = ui.ConfigReload{Seq: r.Seq, At: r.At, Changes: r.Changes, Err: r.Err}
+	}
+	return out
 }
 
 func (c *trayController) ConfigPath() string     { return c.inst.configPath }

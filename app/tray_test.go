@@ -83,12 +83,12 @@ func TestTrayControllerHistory(t *testing.T) {
 	if hung.PoolID != 9 || hung.Status != "in-flight" || !hung.WrittenToChild || hung.PID != 66 || hung.Run != st.Run() {
 		t.Errorf("hung row = %+v", hung)
 	}
-	steps, err := c.Timeline(ctx, hung)
+	detail, err := c.Timeline(ctx, hung)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var whats []string
-	for _, s := range steps {
+	for _, s := range detail.Steps {
 		whats = append(whats, s.What)
 	}
 	joined := strings.Join(whats, "\n")
@@ -134,7 +134,7 @@ func TestTrayUIOverARealPoolUnderLoad(t *testing.T) {
 
 	u := ui.New(test.NewTempApp(t), &trayController{inst: inst, quit: cancel},
 		&ui.Options{MinRedraw: 20 * time.Millisecond, Tick: 100 * time.Millisecond, LeakPoll: time.Hour})
-	u.ShowDashboard()
+	u.ShowWaterfall() // the busiest view: a live waterfall redrawn ten times a second
 	uctx, stopUI := context.WithCancel(ctx)
 	u.Start(uctx)
 	defer func() { stopUI(); u.Wait() }()
@@ -177,13 +177,19 @@ func TestTrayUIOverARealPoolUnderLoad(t *testing.T) {
 		})
 	}
 	waitHistory(t, "the pool to serve the load", func() bool { return done.Load() > sessions*inflight })
+	start, f0, w0 := time.Now(), u.Frames(), u.WaterfallFrames()
 	for round := range 5 {
-		before := u.Frames()
-		waitHistory(t, fmt.Sprintf("frames to keep coming under load (round %d)", round), func() bool { return u.Frames() >= before+3 })
+		before, wbefore := u.Frames(), u.WaterfallFrames()
+		waitHistory(t, fmt.Sprintf("frames to keep coming under load (round %d)", round), func() bool {
+			return u.Frames() >= before+3 && u.WaterfallFrames() >= wbefore+3
+		})
 	}
+	elapsed := time.Since(start)
 	close(stop)
 	hammer.Wait()
-	t.Logf("%d calls answered while the dashboard drew %d frames", done.Load(), u.Frames())
+	t.Logf("%d calls answered; in %v under load the dashboard drew %d frames and the waterfall %d (%.0f/s)",
+		done.Load(), elapsed.Round(time.Millisecond), u.Frames()-f0, u.WaterfallFrames()-w0,
+		float64(u.WaterfallFrames()-w0)/elapsed.Seconds())
 }
 
 // dialPool opens a pool session the way `switchboard connect` does and
@@ -207,4 +213,70 @@ func dialPool(t *testing.T, sock, server string) net.Conn {
 	}
 	fmt.Fprintln(conn, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return conn
+}
+
+// TestTrayControllerWindowAndPayloads: the waterfall after the fact reads
+// a span of the same SQLite history, the selected request's payloads come
+// with its timeline (run 0 meaning this run's), and config reloads reach
+// the UI.
+func TestTrayControllerWindowAndPayloads(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(filepath.Join(t.TempDir(), "history.db"), &store.Options{CapturePayloads: true, CaptureBytes: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	req := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`
+	resp := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}`
+	for _, e := range []pool.Event{
+		{Kind: pool.EventSessionOpened, Time: now.Add(-time.Minute), Server: "fake", Session: "s1", Transport: "stdio",
+			ClientName: "claude-code", ClientVersion: "2.1.3"},
+		{Kind: pool.EventBackendStarted, Time: now.Add(-time.Minute), Server: "fake", PID: 66, Command: []string{"fakemcp"}},
+		{Kind: pool.EventRequestReceived, Time: now.Add(-30 * time.Second), Server: "fake", Session: "s1", PoolID: 9,
+			Method: "tools/call", Name: "echo", OriginalID: "1", Payload: []byte(req)},
+		{Kind: pool.EventRequestWritten, Time: now.Add(-30*time.Second + time.Millisecond), Server: "fake", Session: "s1", PoolID: 9, PID: 66},
+		{Kind: pool.EventRequestDone, Time: now.Add(-30*time.Second + 4*time.Millisecond), Server: "fake", Session: "s1", PoolID: 9, PID: 66,
+			Method: "tools/call", Name: "echo", Status: pool.StatusOK, Written: true, Payload: []byte(resp)},
+	} {
+		st.Record(e)
+	}
+	inst := &Instance{history: &historyState{st: st}}
+	c := &trayController{inst: inst}
+	var w ui.HistoryWindow
+	waitHistory(t, "the request in a window", func() bool {
+		w, err = c.Window(ctx, now.Add(-2*time.Minute), now)
+		return err == nil && len(w.Requests) == 1
+	})
+	r := w.Requests[0]
+	if r.PoolID != 9 || r.Run != st.Run() || r.WrittenAt.IsZero() || r.AnsweredAt.Sub(r.ReceivedAt) != 4*time.Millisecond {
+		t.Errorf("request = %+v", r)
+	}
+	if len(w.Children) != 1 || w.Children[0].PID != 66 || len(w.Sessions) != 1 || w.Sessions[0].ClientName != "claude-code" {
+		t.Errorf("children %+v, sessions %+v", w.Children, w.Sessions)
+	}
+	if len(w.Runs) != 1 || w.Runs[0].ID != st.Run() || w.Runs[0].Crashed {
+		t.Errorf("runs = %+v", w.Runs)
+	}
+	d, err := c.Timeline(ctx, ui.HistoryRow{PoolID: 9}) // run 0: this run's, as the live waterfall asks
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.RequestPayload, `"text":"hello"`) || !strings.Contains(d.ResponsePayload, `"result"`) {
+		t.Errorf("payloads = %q, %q", d.RequestPayload, d.ResponsePayload)
+	}
+	if len(d.Steps) == 0 || !strings.Contains(d.Steps[0].What, "received tools/call echo") {
+		t.Errorf("steps = %+v", d.Steps)
+	}
+
+	inst.reloads.add(now, "added: c; unchanged: 2", nil)
+	inst.reloads.add(now.Add(time.Second), "", errors.New("line 3: invalid character"))
+	rs := c.ConfigReloads()
+	if len(rs) != 2 || rs[0].Changes != "added: c; unchanged: 2" || rs[1].Err != "line 3: invalid character" || rs[1].Seq != 2 {
+		t.Errorf("reloads = %+v", rs)
+	}
+	off := &trayController{inst: &Instance{}}
+	if _, err := off.Window(ctx, now.Add(-time.Minute), now); !errors.Is(err, ui.ErrUnavailable) {
+		t.Errorf("Window without a store = %v, want ErrUnavailable", err)
+	}
 }

@@ -258,6 +258,7 @@ func (inst *Instance) reloadConfig(f *config.File, err error) {
 		inst.mu.Lock()
 		inst.configErr = err
 		inst.mu.Unlock()
+		inst.reloads.add(time.Now(), "", err)
 		inst.log.Error("config not applied; the last good config keeps running", "config", inst.configPath, "err", err)
 		return
 	}
@@ -271,6 +272,7 @@ func (inst *Instance) reloadConfig(f *config.File, err error) {
 	inst.cfg = &running
 	inst.configErr = nil
 	inst.mu.Unlock()
+	inst.reloads.add(time.Now(), d.String(), nil)
 	inst.log.Info("config reloaded", "config", inst.configPath, "changes", d.String())
 	if old != nil && f.HTTP.Listen != old.HTTP.Listen {
 		inst.log.Warn("http.listen changed; it takes effect when Switchboard restarts", "listen", f.HTTP.Listen)

@@ -630,6 +630,14 @@ func TestHotReloadKeepsLastGood(t *testing.T) {
 	if !strings.Contains(rig.log.String(), `changes="added: c; unchanged: 2"`) {
 		t.Errorf("no reload log line:\n%s", rig.log.String())
 	}
+	// The dashboard's waterfall marks every reload, failed ones too.
+	var got []string
+	for _, r := range rig.inst.reloads.list() {
+		got = append(got, fmt.Sprintf("%d %q %v", r.Seq, r.Changes, r.Err != ""))
+	}
+	if want := []string{`1 "" true`, `2 "" true`, `3 "added: c; unchanged: 2" false`}; !slices.Equal(got, want) {
+		t.Errorf("reloads = %q, want %q", got, want)
+	}
 }
 
 // TestWatchConfigDirRecreated: the config's directory is deleted (the

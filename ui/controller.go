@@ -41,11 +41,17 @@ type Controller interface {
 	KillLeak(ctx context.Context, pid int) error
 
 	// History queries recorded requests, newest first; Timeline is what
-	// happened to one of them. Both return an error wrapping
-	// ErrUnavailable when there is no history (switched off, or the
-	// database could not be opened).
+	// happened to one of them (Run 0: the running pool's), with its
+	// captured payloads; Window is everything recorded about a span of
+	// time, for the waterfall after the fact. They return an error
+	// wrapping ErrUnavailable when there is no history (switched off, or
+	// the database could not be opened).
 	History(ctx context.Context, f HistoryFilter) ([]HistoryRow, error)
-	Timeline(ctx context.Context, r HistoryRow) ([]TimelineEntry, error)
+	Timeline(ctx context.Context, r HistoryRow) (RequestDetail, error)
+	Window(ctx context.Context, from, until time.Time) (HistoryWindow, error)
+	// ConfigReloads lists the latest config reloads of this run, oldest
+	// first (cheap: the loop asks for every frame).
+	ConfigReloads() []ConfigReload
 
 	// ConfigPath is the config file the instance loaded.
 	ConfigPath() string
@@ -119,6 +125,8 @@ type HistoryRow struct {
 	PID            int
 	Error          string
 	WrittenToChild bool
+	// WrittenAt and AnsweredAt are zero when it did not happen.
+	WrittenAt, AnsweredAt time.Time
 }
 
 // TimelineEntry is one step in a request's life (received, written to the
@@ -127,4 +135,64 @@ type TimelineEntry struct {
 	At     time.Time
 	What   string
 	Detail string
+}
+
+// RequestDetail is what the UI shows of one request: its timeline and,
+// when capture is on, the bounded, redacted prefixes of what was sent and
+// answered.
+type RequestDetail struct {
+	Steps                           []TimelineEntry
+	RequestPayload, ResponsePayload string
+}
+
+// ConfigReload is one reload of the config file, which the waterfall
+// marks.
+type ConfigReload struct {
+	Seq     uint64 // grows by one with each reload of the run
+	At      time.Time
+	Changes string // what changed ("" when nothing did)
+	Err     string // why the file was not applied; empty when it was
+}
+
+// HistoryWindow is what history.db holds about a span of time: the
+// requests alive in it (including those of runs that crashed, as
+// abandoned), the children that lived in it, the sessions and the runs.
+type HistoryWindow struct {
+	From, Until time.Time
+	Requests    []HistoryRow
+	// Truncated says more requests matched than were loaded.
+	Truncated bool
+	Children  []HistoryChild
+	Sessions  []HistorySession
+	Runs      []HistoryRun
+}
+
+// HistoryChild is one recorded child process.
+type HistoryChild struct {
+	Run             int64
+	Server, Session string
+	PID             int
+	Roots           []string
+	Started, Exited time.Time // Exited zero: no exit recorded
+	ExitCode        int
+	ExitReason      string
+}
+
+// HistorySession is one recorded client session.
+type HistorySession struct {
+	Run                       int64
+	ID, Server                string
+	ClientName, ClientVersion string
+	Transport                 string
+	Connected, Disconnected   time.Time
+}
+
+// HistoryRun is one start of Switchboard. A run that crashed has no
+// Ended; LastSeen is its last recorded moment, where it presumably died.
+type HistoryRun struct {
+	ID                       int64
+	Started, Ended, LastSeen time.Time
+	Crashed                  bool
+	Version                  string
+	PID                      int
 }

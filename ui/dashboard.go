@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/color"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,12 +14,14 @@ import (
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
 
 // Tab names, also the titles' first words.
 const (
+	tabOverview = "Overview"
 	tabSessions = "Sessions"
 	tabInFlight = "In flight"
 	tabBackends = "Backends"
@@ -43,7 +46,9 @@ type dashboard struct {
 	killAll                             *widget.Button
 	leakRows                            []row
 
-	history *historyView
+	history   *historyView
+	overview  *overviewView
+	waterfall *waterfallView
 }
 
 func newDashboard(u *UI) *dashboard {
@@ -51,16 +56,19 @@ func newDashboard(u *UI) *dashboard {
 	d.win = u.app.NewWindow("Switchboard")
 	d.win.SetCloseIntercept(u.hideDashboard)
 
-	d.sessions = newTable(sessionColumns, "No sessions. Point a client at `switchboard connect NAME`.")
+	d.sessions = newTable(sessionColumns, "No sessions yet. Point a client at `switchboard connect NAME`:\n"+
+		"`switchboard setup claude-code` (or cursor, vscode, claude-desktop) does it for you.")
 
-	d.inflight = newTable(inflightColumns, "Nothing in flight.")
+	d.inflight = newTable(inflightColumns, "Nothing in flight. Requests show here while a child works on them;\n"+
+		"the Waterfall tab shows them over time.")
 	d.inflight.onButton = func(_ column, r row) {
 		u.act(fmt.Sprintf("cancel request %d", r.poolID), func(context.Context) error { return u.ctrl.Cancel(r.poolID) })
 	}
 	d.hangNote = widget.NewLabel("")
 	d.hangNote.Wrapping = fyne.TextWrapWord
 
-	d.backends = newTable(backendColumns, "No children running. A server starts with its first session.")
+	d.backends = newTable(backendColumns, "No children running. A server's child starts with its first session:\n"+
+		"run `switchboard connect NAME`, or use a client set up with `switchboard setup`.")
 	d.backendDetail = widget.NewLabel("Select a backend to see its stderr.")
 	d.backendDetail.Wrapping = fyne.TextWrapBreak
 	d.backendDetail.TextStyle.Monospace = true
@@ -80,7 +88,7 @@ func newDashboard(u *UI) *dashboard {
 		d.backendDetail.SetText(r.detail)
 	}
 
-	d.leaks = newTable(leakColumns, "No leaked backends.")
+	d.leaks = newTable(leakColumns, "Nothing to clean up.")
 	d.leaks.onButton = func(_ column, r row) {
 		u.act(fmt.Sprintf("kill leaked %s (PID %d)", r.server, r.pid), func(ctx context.Context) error {
 			defer u.pollLeaksNow()
@@ -94,10 +102,14 @@ func newDashboard(u *UI) *dashboard {
 	d.killAll.Disable()
 
 	d.history = newHistoryView(u)
+	d.overview = newOverviewView(u)
+	d.waterfall = newWaterfallView(u)
 
 	backendsView := container.NewVSplit(d.backends.view, container.NewVScroll(d.backendDetail))
 	backendsView.Offset = 0.75
 	d.tabs = container.NewAppTabs(
+		d.tab(tabOverview, theme.HomeIcon(), d.overview.view),
+		d.tab(tabWaterfall, theme.ListIcon(), d.waterfall.view),
 		d.tab(tabSessions, theme.AccountIcon(), d.sessions.view),
 		d.tab(tabInFlight, theme.HistoryIcon(), container.NewBorder(d.hangNote, nil, nil, nil, d.inflight.view)),
 		d.tab(tabBackends, theme.ComputerIcon(), backendsView),
@@ -106,7 +118,11 @@ func newDashboard(u *UI) *dashboard {
 			container.NewBorder(nil, nil, nil, d.killAll, d.leakNote), nil, nil, nil, d.leaks.view)),
 	)
 	d.tabs.OnSelected = func(t *container.TabItem) {
+		u.wfShown.Store(t == d.tabOf[tabWaterfall] && u.dashOpen.Load())
 		switch t {
+		case d.tabOf[tabWaterfall]:
+			d.waterfall.repaint()
+			d.win.Canvas().Focus(d.waterfall.plot) // its keys work at once
 		case d.tabOf[tabSessions]:
 			d.sessions.refresh()
 		case d.tabOf[tabInFlight]:
@@ -131,8 +147,83 @@ func newDashboard(u *UI) *dashboard {
 	d.status.Truncation = fyne.TextTruncateEllipsis
 
 	d.win.SetContent(container.NewBorder(d.banner, d.status, nil, nil, d.tabs))
-	d.win.Resize(fyne.NewSize(1000, 620))
+	d.restore()
+	d.shortcuts()
 	return d
+}
+
+// The dashboard's state kept across runs, in the app's preferences.
+const (
+	prefWidth   = "dashboard.width"
+	prefHeight  = "dashboard.height"
+	prefTab     = "dashboard.tab"
+	prefSpanMs  = "waterfall.spanMs"
+	prefFollow  = "waterfall.follow"
+	defaultDash = "Overview"
+)
+
+// defaultSize is the dashboard's first size: two overview cards wide.
+var defaultSize = fyne.NewSize(1000, 660)
+
+// restore gives the window the size, tab and waterfall zoom it had.
+func (d *dashboard) restore() {
+	p := d.u.app.Preferences()
+	size := fyne.NewSize(float32(p.FloatWithFallback(prefWidth, float64(defaultSize.Width))),
+		float32(p.FloatWithFallback(prefHeight, float64(defaultSize.Height))))
+	d.win.Resize(fyne.NewSize(max(size.Width, 480), max(size.Height, 320)))
+	d.selectTab(p.StringWithFallback(prefTab, defaultDash))
+	w := d.waterfall
+	if ms := p.IntWithFallback(prefSpanMs, 0); ms > 0 {
+		w.v.Span = min(max(time.Duration(ms)*time.Millisecond, minSpan), maxSpan)
+	}
+	w.v.Follow = p.BoolWithFallback(prefFollow, true)
+	w.showFollow()
+}
+
+// save keeps the window's size, tab and waterfall zoom for the next run.
+func (d *dashboard) save() {
+	p := d.u.app.Preferences()
+	if size := d.win.Canvas().Size(); size.Width > 0 && size.Height > 0 {
+		p.SetFloat(prefWidth, float64(size.Width))
+		p.SetFloat(prefHeight, float64(size.Height))
+	}
+	if t := d.tabs.Selected(); t != nil {
+		for name, ti := range d.tabOf {
+			if ti == t {
+				p.SetString(prefTab, name)
+			}
+		}
+	}
+	p.SetInt(prefSpanMs, int(d.waterfall.v.Span/time.Millisecond))
+	p.SetBool(prefFollow, d.waterfall.v.Follow || d.waterfall.hist != nil)
+}
+
+// tabOrder is the order of the tabs, for the keyboard.
+func (d *dashboard) tabOrder() []*container.TabItem { return d.tabs.Items }
+
+// shortcuts: Ctrl+1 to Ctrl+7 pick a tab (Cmd on macOS), Ctrl+Tab and
+// Ctrl+PageDown the next, Ctrl+Shift+Tab and Ctrl+PageUp the previous,
+// Ctrl+W closes the window (the app stays in the tray).
+func (d *dashboard) shortcuts() {
+	c := d.win.Canvas()
+	mod := fyne.KeyModifierShortcutDefault
+	for i := range d.tabOrder() {
+		key := fyne.KeyName(strconv.Itoa(i + 1))
+		c.AddShortcut(&desktop.CustomShortcut{KeyName: key, Modifier: mod}, func(fyne.Shortcut) { d.selectIndex(i) })
+	}
+	next := func(fyne.Shortcut) { d.selectIndex(d.tabs.SelectedIndex() + 1) }
+	prev := func(fyne.Shortcut) { d.selectIndex(d.tabs.SelectedIndex() - 1) }
+	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyTab, Modifier: fyne.KeyModifierControl}, next)
+	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyPageDown, Modifier: fyne.KeyModifierControl}, next)
+	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyTab, Modifier: fyne.KeyModifierControl | fyne.KeyModifierShift}, prev)
+	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyPageUp, Modifier: fyne.KeyModifierControl}, prev)
+	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyW, Modifier: mod}, func(fyne.Shortcut) { d.u.hideDashboard() })
+}
+
+// selectIndex selects the i-th tab, wrapping around.
+func (d *dashboard) selectIndex(i int) {
+	n := len(d.tabs.Items)
+	d.tabs.SelectIndex(((i % n) + n) % n)
 }
 
 func (d *dashboard) tab(name string, icon fyne.Resource, content fyne.CanvasObject) *container.TabItem {
@@ -171,6 +262,7 @@ func (d *dashboard) applySummary(f *frame) {
 // apply shows f.
 func (d *dashboard) apply(f *frame) {
 	d.applySummary(f)
+	d.overview.apply(f.overview)
 	d.setTitle(tabSessions, len(f.sessions), 0)
 	d.setTitle(tabInFlight, len(f.inflight), f.sum.Hung)
 	d.setTitle(tabBackends, len(f.backends), 0)
@@ -291,6 +383,8 @@ type historyView struct {
 	results               *table
 	timeline              *widget.List
 	steps                 []TimelineEntry
+	selected              HistoryRow
+	inWaterfall           *widget.Button
 	servers               []string
 	loadedAt              time.Time
 	seq                   int // the latest query; older answers are dropped
@@ -329,7 +423,7 @@ func newHistoryView(u *UI) *historyView {
 	search := widget.NewButtonWithIcon("Search", theme.SearchIcon(), h.query)
 	h.note = widget.NewLabel("")
 	h.note.Truncation = fyne.TextTruncateEllipsis
-	h.results = newTable(historyColumns, "No requests match.")
+	h.results = newTable(historyColumns, "No requests match. Widen the time range or clear the filters.")
 	h.results.onSelect = h.showTimeline
 	h.timeline = widget.NewList(
 		func() int { return len(h.steps) },
@@ -353,8 +447,14 @@ func newHistoryView(u *UI) *historyView {
 			}
 		})
 	filters := container.NewGridWithColumns(6, h.server, h.session, h.status, h.method, h.since, search)
+	h.inWaterfall = widget.NewButtonWithIcon("Show in the waterfall", theme.ListIcon(), func() {
+		u.showDashboard(tabWaterfall)
+		u.dash.waterfall.openAround(h.selected)
+	})
+	h.inWaterfall.Disable()
 	split := container.NewVSplit(h.results.view, container.NewBorder(
-		widget.NewLabelWithStyle("Timeline of the selected request", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		container.NewBorder(nil, nil, nil, h.inWaterfall,
+			widget.NewLabelWithStyle("Timeline of the selected request", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})),
 		nil, nil, nil, h.timeline))
 	split.Offset = 0.6
 	h.view = container.NewBorder(container.NewVBox(filters, h.note), nil, nil, nil, split)
@@ -438,6 +538,7 @@ func (h *historyView) show(rows []HistoryRow, err error) {
 		h.note.SetText("History query failed: " + err.Error())
 	}
 	h.results.setRows(historyRows(rows))
+	h.inWaterfall.Disable()
 	h.steps = nil
 	h.timeline.Refresh()
 }
@@ -446,15 +547,17 @@ func (h *historyView) show(rows []HistoryRow, err error) {
 func (h *historyView) showTimeline(r row) {
 	u := h.u
 	hr := r.hist
+	h.selected = hr
+	h.inWaterfall.Enable()
 	u.spawn(func() {
 		ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
 		defer cancel()
-		steps, err := u.ctrl.Timeline(ctx, hr)
+		d, err := u.ctrl.Timeline(ctx, hr)
 		if err != nil {
-			steps = []TimelineEntry{{At: time.Now(), What: "timeline not available", Detail: err.Error()}}
+			d.Steps = []TimelineEntry{{At: time.Now(), What: "timeline not available", Detail: err.Error()}}
 		}
 		fyne.Do(func() {
-			h.steps = steps
+			h.steps = d.Steps
 			h.timeline.Refresh()
 		})
 	})

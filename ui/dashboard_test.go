@@ -3,16 +3,20 @@ package ui
 import (
 	"context"
 	"fmt"
+	"image"
 	"image/png"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 	"github.com/google/go-cmp/cmp"
 
@@ -31,6 +35,17 @@ func newTestUI(t *testing.T, fake *fakeCtrl, tab string) *UI {
 // async, as in the app; a test may then touch no widget while one runs.
 func newTestUIAsync(t *testing.T, fake *fakeCtrl, tab string, async bool) *UI {
 	t.Helper()
+	return newTestUIOpts(t, fake, tab, async, nil)
+}
+
+// newTestUIWith is newTestUI with setup run on the UI before it draws.
+func newTestUIWith(t *testing.T, fake *fakeCtrl, tab string, setup func(*UI)) *UI {
+	t.Helper()
+	return newTestUIOpts(t, fake, tab, false, setup)
+}
+
+func newTestUIOpts(t *testing.T, fake *fakeCtrl, tab string, async bool, setup func(*UI)) *UI {
+	t.Helper()
 	a := test.NewTempApp(t)
 	u := New(a, fake, &Options{sample: func([]int, time.Time) map[int]procStat { return nil }, inline: !async})
 	u.stats = map[int]procStat{4242: {RSS: 48 << 20, CPU: 3}}
@@ -39,6 +54,9 @@ func newTestUIAsync(t *testing.T, fake *fakeCtrl, tab string, async bool) *UI {
 			RSSBytes: 61 << 20, Reason: "child of an earlier run, still alive (same PID and start time)", Proven: true},
 		{PID: 778, Server: "fake", Command: "fakemcp -log x", StartedAt: t0.Add(-20 * time.Minute),
 			RSSBytes: 5 << 20, Reason: "matches server fake; its parent is init"},
+	}
+	if setup != nil {
+		setup(u)
 	}
 	u.showDashboard(tab)
 	u.render(fake.Snapshot(), t0)
@@ -168,12 +186,20 @@ func writePNG(t *testing.T, name string, c fyne.Canvas) {
 	if !*update {
 		return
 	}
-	f, err := os.Create(filepath.Join("testdata", name))
+	writePNGFile(t, filepath.Join("testdata", name), c.Capture())
+}
+
+func writePNGFile(t *testing.T, path string, img image.Image) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := png.Encode(f, c.Capture()); err != nil {
+	if err := png.Encode(f, img); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -378,6 +404,13 @@ func TestHistoryFiltersAndTimeline(t *testing.T) {
 	}
 	golden(t, "history.xml", test.RenderToMarkup(u.dash.win.Canvas()))
 	writePNG(t, "history.png", u.dash.win.Canvas())
+
+	// One click shows it in the waterfall: the history around it.
+	test.Tap(h.inWaterfall)
+	waitCalls(t, fake, "window 08:25:53 08:27:24")
+	if u.dash.tabs.Selected() != u.dash.tabOf[tabWaterfall] || u.dash.waterfall.hist == nil {
+		t.Error("Show in the waterfall did not open the history around the request")
+	}
 }
 
 func TestHistoryNotAvailable(t *testing.T) {
@@ -412,4 +445,121 @@ func BenchmarkApply(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestDashboardKeysAndMemory: the keyboard moves between views, and the
+// window's size, view and the waterfall's zoom come back in the next run
+// (the same preferences).
+func TestDashboardKeysAndMemory(t *testing.T) {
+	a := test.NewTempApp(t)
+	fake := newFake(fixture())
+	u := New(a, fake, &Options{inline: true})
+	u.showDashboard("")
+	d := u.dash
+	if d.tabs.Selected() != d.tabOf[tabOverview] {
+		t.Fatalf("a first dashboard opens on %q, want the overview", d.tabs.Selected().Text)
+	}
+	ctrl := func(k fyne.KeyName, mods ...fyne.KeyModifier) {
+		m := fyne.KeyModifierShortcutDefault
+		for _, x := range mods {
+			m = x
+		}
+		typeShortcut(t, d.win.Canvas(), &desktop.CustomShortcut{KeyName: k, Modifier: m})
+	}
+	ctrl(fyne.Key2)
+	if d.tabs.Selected() != d.tabOf[tabWaterfall] {
+		t.Errorf("Ctrl+2 selected %q", d.tabs.Selected().Text)
+	}
+	if d.win.Canvas().Focused() != d.waterfall.plot {
+		t.Error("the waterfall does not have the keyboard")
+	}
+	ctrl(fyne.KeyTab, fyne.KeyModifierControl)
+	ctrl(fyne.KeyPageDown, fyne.KeyModifierControl)
+	if d.tabs.Selected() != d.tabOf[tabInFlight] {
+		t.Errorf("two tabs on: %q, want In flight", d.tabs.Selected().Text)
+	}
+	ctrl(fyne.KeyTab, fyne.KeyModifierControl|fyne.KeyModifierShift)
+	ctrl(fyne.Key7)
+	ctrl(fyne.KeyPageDown, fyne.KeyModifierControl) // wraps around
+	if d.tabs.Selected() != d.tabOf[tabOverview] {
+		t.Errorf("after the last tab: %q, want the first", d.tabs.Selected().Text)
+	}
+
+	// Resize, zoom the waterfall, pick a view, close the window.
+	ctrl(fyne.Key2)
+	d.win.Resize(fyne.NewSize(1180, 710))
+	d.waterfall.zoomBy(0.25, 1)
+	span := d.waterfall.v.Span
+	ctrl(fyne.KeyW)
+	if u.dashOpen.Load() {
+		t.Fatal("Ctrl+W left the dashboard open")
+	}
+
+	// The next run reads the same preferences.
+	u2 := New(a, newFake(fixture()), &Options{inline: true})
+	u2.showDashboard("")
+	d2 := u2.dash
+	if got := d2.win.Canvas().Size(); got != fyne.NewSize(1180, 710) {
+		t.Errorf("size = %v, want 1180x710", got)
+	}
+	if d2.tabs.Selected() != d2.tabOf[tabWaterfall] {
+		t.Errorf("view = %q, want the waterfall", d2.tabs.Selected().Text)
+	}
+	if got := d2.waterfall.v.Span; got != span || !d2.waterfall.v.Follow {
+		t.Errorf("waterfall span %v follow %v, want %v following", got, d2.waterfall.v.Follow, span)
+	}
+}
+
+// TestColumnsFitTheirContent: a column is as wide as its widest text, and
+// does not shrink for a small change.
+func TestColumnsFitTheirContent(t *testing.T) {
+	test.NewTempApp(t)
+	tb := newTable([]column{{title: "Method"}, {title: "Server"}, {title: "", button: "Cancel"}}, "empty")
+	header := tb.widths[0]
+	short := []row{{cells: []string{"ping", "a"}}}
+	long := []row{{cells: []string{"notifications/resources/list_changed", "a"}}}
+	tb.setRows(short)
+	if tb.widths[0] != header {
+		t.Errorf("a short cell widened the column: %v -> %v", header, tb.widths[0])
+	}
+	tb.setRows(long)
+	want := fyne.MeasureText("notifications/resources/list_changed", theme.TextSize(), fyne.TextStyle{Bold: true}).Width
+	if tb.widths[0] < want || tb.widths[0] > want+3*theme.InnerPadding()+theme.Padding() {
+		t.Errorf("width %v for a text %v wide", tb.widths[0], want)
+	}
+	wide := tb.widths[0]
+	tb.setRows([]row{{cells: []string{"notifications/resources/list_chang", "a"}}})
+	if tb.widths[0] != wide {
+		t.Errorf("a slightly shorter text shrank the column %v -> %v", wide, tb.widths[0])
+	}
+	tb.setRows(short)
+	if tb.widths[0] != header {
+		t.Errorf("the column stays %v wide for short texts, want %v", tb.widths[0], header)
+	}
+	if tb.widths[2] < widget.NewButton("Cancel", nil).MinSize().Width {
+		t.Errorf("the button column is %v wide, narrower than its button", tb.widths[2])
+	}
+}
+
+// typeShortcut delivers a shortcut to a canvas as a key press with
+// modifiers would: the test driver's canvas wraps a software canvas that
+// dispatches them.
+func typeShortcut(t *testing.T, c fyne.Canvas, sc fyne.Shortcut) {
+	t.Helper()
+	type dispatcher interface{ TypedShortcut(fyne.Shortcut) }
+	if d, ok := c.(dispatcher); ok {
+		d.TypedShortcut(sc)
+		return
+	}
+	v := reflect.ValueOf(c)
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		v = v.Elem()
+	}
+	if v.Kind() == reflect.Struct && v.NumField() > 0 {
+		if d, ok := v.Field(0).Interface().(dispatcher); ok {
+			d.TypedShortcut(sc)
+			return
+		}
+	}
+	t.Fatalf("cannot type a shortcut on %T", c)
 }

@@ -28,6 +28,10 @@ type fakeCtrl struct {
 	leaksErr  error
 	history   []HistoryRow
 	timeline  []TimelineEntry
+	payload   [2]string
+	window    HistoryWindow
+	windowErr error
+	reloads   []ConfigReload
 	hang      time.Duration
 	configErr error
 	dropped   uint64
@@ -133,11 +137,29 @@ func (f *fakeCtrl) History(_ context.Context, hf HistoryFilter) ([]HistoryRow, e
 	return slices.Clone(f.history), nil
 }
 
-func (f *fakeCtrl) Timeline(_ context.Context, r HistoryRow) ([]TimelineEntry, error) {
+func (f *fakeCtrl) Timeline(_ context.Context, r HistoryRow) (RequestDetail, error) {
 	_ = f.record("timeline run %d request %d", r.Run, r.PoolID)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return slices.Clone(f.timeline), nil
+	return RequestDetail{Steps: slices.Clone(f.timeline), RequestPayload: f.payload[0], ResponsePayload: f.payload[1]}, nil
+}
+
+func (f *fakeCtrl) Window(_ context.Context, from, until time.Time) (HistoryWindow, error) {
+	_ = f.record("window %s %s", from.UTC().Format(time.TimeOnly), until.UTC().Format(time.TimeOnly))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.windowErr != nil {
+		return HistoryWindow{}, f.windowErr
+	}
+	w := f.window
+	w.From, w.Until = from, until
+	return w, nil
+}
+
+func (f *fakeCtrl) ConfigReloads() []ConfigReload {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.reloads)
 }
 
 func (f *fakeCtrl) ConfigPath() string { return "/home/me/.config/switchboard/config.json" }

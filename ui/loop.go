@@ -21,9 +21,24 @@ import (
 func (u *UI) loop(ctx context.Context) {
 	notes := newNotifier()
 	snap, events := u.ctrl.Subscribe(ctx, 0)
+	u.track.start(snap)
+	fresh := true // snap was just taken: worth syncing the tracker with
 	draw := func() {
 		now := time.Now()
-		f := u.frameFor(snap, now, u.dashOpen.Load())
+		if fresh {
+			u.track.sync(snap)
+			fresh = false
+		}
+		u.track.reloaded(u.ctrl.ConfigReloads())
+		u.track.trim(now)
+		open := u.dashOpen.Load()
+		if open && (u.track.changed || u.wfLive.Load() == nil) {
+			u.wfLive.Store(u.track.publish(now))
+			if u.wfShown.Load() {
+				u.pokePainter()
+			}
+		}
+		f := u.frameFor(snap, now, open)
 		u.setPIDs(snap)
 		if ns := notes.check(snap, now, f.hang); len(ns) > 0 {
 			fyne.Do(func() {
@@ -52,6 +67,7 @@ func (u *UI) loop(ctx context.Context) {
 			return
 		case e, ok := <-events:
 			if ok {
+				u.track.event(e)
 				if e.Kind == pool.EventLagged {
 					lagged = true
 					u.log.Debug("ui fell behind the pool's events; subscribing again")
@@ -72,13 +88,17 @@ func (u *UI) loop(ctx context.Context) {
 			}
 			lagged = false
 			snap, events = u.ctrl.Subscribe(ctx, 0)
+			u.track.start(snap)
+			fresh = true
 			draw()
 			last = time.Now()
 		case <-u.redraw:
 			schedule()
+		case <-u.wfReady:
+			u.postFrame()
 		case <-throttle:
 			throttle = nil
-			snap = u.ctrl.Snapshot()
+			snap, fresh = u.ctrl.Snapshot(), true
 			draw()
 			last = time.Now()
 		case <-tick.C:
@@ -154,9 +174,11 @@ func (u *UI) sampleLoop(ctx context.Context) {
 	}
 }
 
-// procSampler measures processes with gopsutil. CPU is the share of one
-// core used since the previous sample of the same process. It is owned by
-// the sampler goroutine.
+// procSampler measures processes with gopsutil: each child's own CPU
+// and memory, and the memory of its whole process tree (an npx child runs
+// npm and node under it; a server may fork workers). CPU is the share of
+// one core used since the previous sample of the same process. It is
+// owned by the sampler goroutine.
 type procSampler struct {
 	prev map[int]cpuSample
 }
@@ -172,6 +194,10 @@ func newProcSampler() *procSampler { return &procSampler{prev: map[int]cpuSample
 func (s *procSampler) sample(pids []int, now time.Time) map[int]procStat {
 	out := make(map[int]procStat, len(pids))
 	next := make(map[int]cpuSample, len(pids))
+	var kids map[int32][]int32 // parent -> children, read once per sample
+	if len(pids) > 0 {
+		kids = childrenByParent()
+	}
 	for _, pid := range pids {
 		p, err := process.NewProcess(int32(pid))
 		if err != nil {
@@ -180,6 +206,15 @@ func (s *procSampler) sample(pids []int, now time.Time) map[int]procStat {
 		var st procStat
 		if mem, err := p.MemoryInfo(); err == nil {
 			st.RSS = mem.RSS
+		}
+		st.TreeRSS, st.TreeProcs = st.RSS, 1
+		for _, d := range descendants(kids, int32(pid)) {
+			if q, err := process.NewProcess(d); err == nil {
+				if mem, err := q.MemoryInfo(); err == nil {
+					st.TreeRSS += mem.RSS
+					st.TreeProcs++
+				}
+			}
 		}
 		created, _ := p.CreateTime()
 		if times, err := p.Times(); err == nil {
@@ -194,5 +229,40 @@ func (s *procSampler) sample(pids []int, now time.Time) map[int]procStat {
 		out[pid] = st
 	}
 	s.prev = next
+	return out
+}
+
+// childrenByParent maps every process to its children, from one pass
+// over the process table.
+func childrenByParent() map[int32][]int32 {
+	procs, err := process.Processes()
+	if err != nil {
+		return nil
+	}
+	out := make(map[int32][]int32, len(procs))
+	for _, p := range procs {
+		if ppid, err := p.Ppid(); err == nil && ppid != p.Pid {
+			out[ppid] = append(out[ppid], p.Pid)
+		}
+	}
+	return out
+}
+
+// descendants lists pid's children, their children and so on.
+func descendants(kids map[int32][]int32, pid int32) []int32 {
+	var out []int32
+	seen := map[int32]bool{pid: true}
+	queue := []int32{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range kids[p] {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+				queue = append(queue, c)
+			}
+		}
+	}
 	return out
 }

@@ -162,3 +162,63 @@ func TestProcSamplerMeasuresItself(t *testing.T) {
 		t.Errorf("CPU after a busy loop = %v, want > 0", second[pid].CPU)
 	}
 }
+
+// TestWaterfallKeepsDrawingWhile64SessionsHammer: 64 sessions keep 8
+// requests each in flight, as fast as the events can be sent; the live
+// waterfall on screen keeps getting frames, and they show the traffic.
+func TestWaterfallKeepsDrawingWhile64SessionsHammer(t *testing.T) {
+	const sessions, perSession = 64, 8
+	s := bigSnapshot(sessions, 0, 4)
+	fake := newFake(s)
+	fake.buffer = 256
+	u := startLive(t, fake, tabWaterfall)
+
+	stop := make(chan struct{})
+	var hammer sync.WaitGroup
+	var done atomic.Int64
+	for i := range sessions {
+		sess := s.Sessions[i]
+		hammer.Go(func() {
+			var open []uint64
+			for n := uint64(1); ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := uint64(i)<<32 | n
+				now := time.Now()
+				fake.emit(pool.Event{Kind: pool.EventRequestReceived, Time: now, PoolID: id, Session: sess.ID, Server: sess.Server,
+					Method: "tools/call", Name: "echo"})
+				fake.emit(pool.Event{Kind: pool.EventRequestWritten, Time: now, PoolID: id, PID: 4242})
+				open = append(open, id)
+				if len(open) == perSession {
+					fake.emit(pool.Event{Kind: pool.EventRequestDone, Time: time.Now(), PoolID: open[0], Status: pool.StatusOK})
+					open = open[1:]
+					done.Add(1)
+				}
+			}
+		})
+	}
+	start := time.Now()
+	f0 := u.WaterfallFrames()
+	for round := range 5 {
+		before := u.WaterfallFrames()
+		waitUntil(t, 10*time.Second, fmt.Sprintf("waterfall frames to keep coming (round %d, %d so far)", round, before),
+			func() bool { return u.WaterfallFrames() >= before+3 })
+	}
+	waitUntil(t, 10*time.Second, "the live waterfall to hold the traffic", func() bool {
+		src := u.liveSource()
+		return src != nil && src.Done.Len() > 1000 && len(src.Open) > 0
+	})
+	close(stop)
+	hammer.Wait()
+	elapsed := time.Since(start)
+	src := u.liveSource()
+	t.Logf("%d requests ended in %v; %d waterfall frames (%.0f/s); the last source holds %d ended and %d in flight; %d subscriptions",
+		done.Load(), elapsed.Round(time.Millisecond), u.WaterfallFrames()-f0, float64(u.WaterfallFrames()-f0)/elapsed.Seconds(),
+		src.Done.Len(), len(src.Open), fake.subscribes.Load())
+	if n := len(src.Open); n > sessions*perSession {
+		t.Errorf("%d requests in flight in the waterfall, more than the %d the sessions had", n, sessions*perSession)
+	}
+}

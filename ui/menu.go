@@ -25,6 +25,7 @@ const (
 	actAbout
 	actRestartApp
 	actQuit
+	actWaterfall // the live waterfall, at the oldest hung request if any
 )
 
 // menuAction is what a menu item does, as data, so the model stays
@@ -38,6 +39,7 @@ type menuAction struct {
 type menuItem struct {
 	Label     string
 	Disabled  bool
+	Checkable bool // a checkbox (Checked says how it is)
 	Checked   bool
 	Separator bool
 	Action    menuAction
@@ -61,6 +63,7 @@ func trayMenu(s pool.Snapshot, sum summary) []menuItem {
 		info("Leaked backends: " + sum.leakCount()),
 		sep,
 		{Label: "Open dashboard", Action: menuAction{Kind: actDashboard}},
+		{Label: waterfallLabel(sum), Action: menuAction{Kind: actWaterfall}},
 	}
 	if len(s.Servers) > 0 {
 		m = append(m, sep)
@@ -74,12 +77,21 @@ func trayMenu(s pool.Snapshot, sum summary) []menuItem {
 		menuItem{Label: "Open config file", Action: menuAction{Kind: actOpenConfig}},
 		menuItem{Label: "Open history", Action: menuAction{Kind: actHistory}},
 		sep,
-		menuItem{Label: "Start at login", Checked: sum.StartAtLogin, Action: menuAction{Kind: actStartAtLogin}},
+		menuItem{Label: "Start at login", Checkable: true, Checked: sum.StartAtLogin, Action: menuAction{Kind: actStartAtLogin}},
 		menuItem{Label: "About Switchboard", Action: menuAction{Kind: actAbout}},
 		menuItem{Label: "Restart Switchboard", Action: menuAction{Kind: actRestartApp}},
 		menuItem{Label: "Quit", Action: menuAction{Kind: actQuit}},
 	)
 	return m
+}
+
+// waterfallLabel is the waterfall's menu item: it leads to the oldest
+// hung request when there is one.
+func waterfallLabel(sum summary) string {
+	if sum.Hung > 0 {
+		return "Show hung request: " + truncate(sum.HungWhat, 48)
+	}
+	return "Open waterfall"
 }
 
 // serverMenu is one server's submenu: its state and children, and the

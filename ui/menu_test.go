@@ -1,11 +1,14 @@
 package ui
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-mcp/switchboard/pool"
@@ -22,6 +25,7 @@ func TestTrayMenu(t *testing.T) {
 		{Label: "Leaked backends: 2", Disabled: true},
 		sep,
 		{Label: "Open dashboard", Action: menuAction{Kind: actDashboard}},
+		{Label: "Show hung request: tools/call sleep on fake, 1m35s", Action: menuAction{Kind: actWaterfall}},
 		sep,
 		{Label: "fake — ready, PID 4242", Children: []menuItem{
 			{Label: "State: ready", Disabled: true},
@@ -45,7 +49,7 @@ func TestTrayMenu(t *testing.T) {
 		{Label: "Open config file", Action: menuAction{Kind: actOpenConfig}},
 		{Label: "Open history", Action: menuAction{Kind: actHistory}},
 		sep,
-		{Label: "Start at login", Action: menuAction{Kind: actStartAtLogin}},
+		{Label: "Start at login", Checkable: true, Action: menuAction{Kind: actStartAtLogin}},
 		{Label: "About Switchboard", Action: menuAction{Kind: actAbout}},
 		{Label: "Restart Switchboard", Action: menuAction{Kind: actRestartApp}},
 		{Label: "Quit", Action: menuAction{Kind: actQuit}},
@@ -63,7 +67,7 @@ func TestTrayMenuEmptyPool(t *testing.T) {
 			labels = append(labels, it.Label)
 		}
 	}
-	want := []string{"Sessions: 0", "In flight: 0", "Children: 0", "Leaked backends: 0", "Open dashboard",
+	want := []string{"Sessions: 0", "In flight: 0", "Children: 0", "Leaked backends: 0", "Open dashboard", "Open waterfall",
 		"Kill leaked backends (0)", "Open config file", "Open history", "Start at login", "About Switchboard", "Restart Switchboard", "Quit"}
 	if d := cmp.Diff(want, labels); d != "" {
 		t.Errorf("labels (-want +got):\n%s", d)
@@ -195,12 +199,158 @@ type fakeTray struct {
 func (f *fakeTray) SetSystemTrayMenu(m *fyne.Menu)    { f.menus = append(f.menus, m) }
 func (f *fakeTray) SetSystemTrayIcon(r fyne.Resource) { f.icons = append(f.icons, r.Name()) }
 
-func TestTrayIconAndMenuUpdates(t *testing.T) {
-	u := New(nil, newFake(fixture()), nil)
-	desk := &fakeTray{}
-	dark := false
+// fakeHost is a tray menu host that records what is done to its items;
+// an item's clicks are a channel the test sends on.
+type fakeHost struct {
+	mu     sync.Mutex
+	items  []*fakeItem
+	resets int
+	log    []string
+}
+
+type fakeItem struct {
+	h        *fakeHost
+	id       int
+	label    string
+	disabled bool
+	checked  bool
+	ch       chan struct{}
+}
+
+func (h *fakeHost) record(format string, args ...any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.log = append(h.log, fmt.Sprintf(format, args...))
+}
+
+func (h *fakeHost) reset() {
+	h.mu.Lock()
+	items := h.items
+	h.items = nil
+	h.resets++
+	h.mu.Unlock()
+	for _, it := range items {
+		close(it.ch) // as systray does when it removes an item
+	}
+}
+
+func (h *fakeHost) add(_ trayItem, label string, _, checked bool) trayItem {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	it := &fakeItem{h: h, id: len(h.items) + 100*h.resets, label: label, checked: checked, ch: make(chan struct{})}
+	h.items = append(h.items, it)
+	return it
+}
+
+func (h *fakeHost) separator(trayItem) {}
+
+// find returns the live item labelled label (prefix).
+func (h *fakeHost) find(t *testing.T, prefix string) *fakeItem {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, it := range h.items {
+		if strings.HasPrefix(it.label, prefix) {
+			return it
+		}
+	}
+	t.Fatalf("no menu item %q", prefix)
+	return nil
+}
+
+func (i *fakeItem) SetTitle(s string)       { i.h.record("title %d %s", i.id, s); i.label = s }
+func (i *fakeItem) Enable()                 { i.h.record("enable %d", i.id); i.disabled = false }
+func (i *fakeItem) Disable()                { i.h.record("disable %d", i.id); i.disabled = true }
+func (i *fakeItem) Check()                  { i.h.record("check %d", i.id); i.checked = true }
+func (i *fakeItem) Uncheck()                { i.h.record("uncheck %d", i.id); i.checked = false }
+func (i *fakeItem) clicks() <-chan struct{} { return i.ch }
+
+// testTray is a tray over fakes, on the test goroutine.
+func testTray(t *testing.T, fake *fakeCtrl) (*UI, *tray, *fakeTray, *fakeHost, *[]string) {
+	t.Helper()
+	u := New(test.NewTempApp(t), fake, &Options{inline: true})
+	desk, host := &fakeTray{}, &fakeHost{}
 	var tips []string
-	tr := &tray{desk: desk, icon: trayUnset, dark: func() bool { return dark }, setTooltip: func(s string) bool { tips = append(tips, s); return true }}
+	tr := u.newTray(desk, host, func(s string) bool { tips = append(tips, s); return true })
+	t.Cleanup(func() { tr.menu.close(); u.wg.Wait(); fake.wg.Wait() })
+	return u, tr, desk, host, &tips
+}
+
+// TestTrayMenuUpdatesInPlace: counts change while the menu is open and a
+// click lands on an item built before the change: the items were kept, so
+// the click still acts. Only a change of shape (a server added) rebuilds.
+func TestTrayMenuUpdatesInPlace(t *testing.T) {
+	fake := newFake(fixture())
+	u, tr, desk, host, tips := testTray(t, fake)
+	busy := fixture()
+	busy.Servers[1].State = pool.StateReady
+	busy.InFlight = busy.InFlight[1:] // nothing hung
+	tr.apply(u, u.frameFor(busy, t0, false))
+	if len(desk.menus) != 1 || tr.menu.rebuilds != 1 {
+		t.Fatalf("first menu: %d through fyne, %d built", len(desk.menus), tr.menu.rebuilds)
+	}
+	restart := host.find(t, "Restart") // fake's Restart, in its submenu
+	sessions := host.find(t, "Sessions: 3")
+
+	// A session leaves, a request starts: labels change in place.
+	fewer := fixture()
+	fewer.Servers[1].State = pool.StateReady
+	fewer.Sessions = fewer.Sessions[1:]
+	tr.apply(u, u.frameFor(fewer, t0.Add(100*time.Millisecond), false))
+	if tr.menu.rebuilds != 1 || host.resets != 1 {
+		t.Fatalf("a count change rebuilt the menu (%d builds, %d resets)", tr.menu.rebuilds, host.resets)
+	}
+	if sessions.label != "Sessions: 2" || host.find(t, "Sessions: 2") != sessions {
+		t.Errorf("the sessions item reads %q", sessions.label)
+	}
+	// The click on the item built before the change still restarts.
+	restart.ch <- struct{}{}
+	waitCalls(t, fake, "restart fake")
+
+	// Hung: the waterfall item leads to it, the tooltip says so.
+	tr.apply(u, u.frameFor(fixture(), t0.Add(time.Second), false))
+	if tr.menu.rebuilds != 1 {
+		t.Error("a request hanging rebuilt the menu")
+	}
+	if it := host.find(t, "Show hung request: tools/call sleep on fake, 1m36s"); it.disabled {
+		t.Error("the hung request's item is disabled")
+	}
+	if tip := (*tips)[len(*tips)-1]; !strings.Contains(tip, "1 hung") || !strings.Contains(tip, "Hung: tools/call sleep on fake, 1m36s") {
+		t.Errorf("tooltip = %q", tip)
+	}
+	// Start at login is a checkbox, checked in place.
+	fake.SetStartAtLogin(true)
+	tr.apply(u, u.frameFor(fixture(), t0.Add(2*time.Second), false))
+	if it := host.find(t, "Start at login"); !it.checked {
+		t.Error("start at login not checked")
+	}
+
+	// A new server: a new shape, built again; the old items' click
+	// goroutines ended.
+	more := fixture()
+	more.Servers = append(more.Servers, pool.ServerInfo{Name: "git", State: pool.StateReady})
+	tr.apply(u, u.frameFor(more, t0.Add(3*time.Second), false))
+	if tr.menu.rebuilds != 2 || host.resets != 2 {
+		t.Errorf("a new server: %d builds, %d resets; want 2, 2", tr.menu.rebuilds, host.resets)
+	}
+	host.find(t, "git — ready")
+
+	// fyne rebuilding the menu under us (its ready callback does) removes
+	// our items: the next update builds ours again.
+	host.reset()
+	waitUntil(t, 5*time.Second, "the menu to know it was rebuilt under it", func() bool { return tr.menu.broken.Load() && len(u.redraw) == 1 })
+	tr.apply(u, u.frameFor(more, t0.Add(4*time.Second), false))
+	if tr.menu.rebuilds != 3 {
+		t.Errorf("after an outside reset: %d builds, want 3", tr.menu.rebuilds)
+	}
+	host.find(t, "Quit")
+}
+
+func TestTrayIconAndTap(t *testing.T) {
+	fake := newFake(fixture())
+	u, tr, desk, _, _ := testTray(t, fake)
+	dark := false
+	tr.dark = func() bool { return dark }
 
 	idle := pool.Snapshot{TakenAt: t0}
 	busy := fixture()
@@ -209,22 +359,31 @@ func TestTrayIconAndMenuUpdates(t *testing.T) {
 	hung := fixture()
 
 	tr.apply(u, u.frameFor(idle, t0, false))
-	tr.apply(u, u.frameFor(busy, t0.Add(100*time.Millisecond), false)) // the menu waits a second
-	tr.apply(u, u.frameFor(busy, t0.Add(1100*time.Millisecond), false))
-	tr.apply(u, u.frameFor(busy, t0.Add(2200*time.Millisecond), false)) // unchanged: no rebuild
+	tr.apply(u, u.frameFor(busy, t0.Add(100*time.Millisecond), false))
+	tr.apply(u, u.frameFor(busy, t0.Add(time.Second), false))
 	dark = true
-	tr.apply(u, u.frameFor(hung, t0.Add(3300*time.Millisecond), false))
-
+	tr.apply(u, u.frameFor(hung, t0.Add(2*time.Second), false))
 	if d := cmp.Diff([]string{"tray-idle.png", "tray-busy.png", "tray-hung-dark.png"}, desk.icons); d != "" {
 		t.Errorf("icons (-want +got):\n%s", d)
 	}
-	if len(desk.menus) != 3 {
-		t.Fatalf("menu rebuilt %d times, want 3 (first, a second later, on hang)", len(desk.menus))
+
+	// A tap on the icon while a request is hung opens the waterfall at it.
+	u.opts.now = func() time.Time { return t0.Add(2 * time.Second) }
+	u.track.start(hung)
+	u.wfLive.Store(u.track.publish(t0.Add(2 * time.Second)))
+	u.render(hung, t0.Add(2*time.Second))
+	u.trayTapped()
+	if u.dash == nil || u.dash.tabs.Selected() != u.dash.tabOf[tabWaterfall] {
+		t.Fatal("the tap did not open the waterfall")
 	}
-	if got := desk.menus[1].Items[0].Label; got != "Sessions: 3" {
-		t.Errorf("second menu starts with %q", got)
+	if w := u.dash.waterfall; w.sel.PoolID != 9 {
+		t.Errorf("selected request %d, want the hung one (9)", w.sel.PoolID)
 	}
-	if want := "Switchboard: 3 sessions · 3 in flight (1 hung) · 1 child · 0 leaks · failed: memory"; tips[len(tips)-1] != want {
-		t.Errorf("tooltip = %q, want %q", tips[len(tips)-1], want)
+	// Not hung: the dashboard as it was.
+	u.render(busy, t0.Add(3*time.Second))
+	u.dash.selectTab(tabSessions)
+	u.trayTapped()
+	if u.dash.tabs.Selected() != u.dash.tabOf[tabSessions] {
+		t.Error("a tap with nothing hung changed the tab")
 	}
 }

@@ -42,25 +42,28 @@ type row struct {
 }
 
 // column is one column of a table. A column with a button shows that
-// button in every row instead of text.
+// button in every row instead of text. Widths fit the content (table.go).
 type column struct {
 	title  string
-	width  float32
 	button string
+	// max caps a column of free text (stderr, errors, commands) so that
+	// the columns after it stay in view; the cell shows the rest on
+	// selection. Zero: the table's cap.
+	max float32
 }
 
 // displayZone is the zone times are shown in; tests pin it.
 var displayZone = time.Local
 
 var sessionColumns = []column{
-	{title: "Client", width: 170},
-	{title: "Version", width: 80},
-	{title: "Transport", width: 90},
-	{title: "Server", width: 120},
-	{title: "Since", width: 190},
-	{title: "In flight", width: 80},
-	{title: "Session", width: 80},
-	{title: "Client PID", width: 90},
+	{title: "Client"},
+	{title: "Version"},
+	{title: "Transport"},
+	{title: "Server"},
+	{title: "Since"},
+	{title: "In flight"},
+	{title: "Session"},
+	{title: "Client PID"},
 }
 
 // sessionRows lists sessions, oldest first (the snapshot's order).
@@ -94,14 +97,14 @@ func reattachedDetail(ss pool.SessionInfo) string {
 }
 
 var inflightColumns = []column{
-	{title: "Method", width: 110},
-	{title: "Tool", width: 120},
-	{title: "Session", width: 150},
-	{title: "Server", width: 110},
-	{title: "Child PID", width: 85},
-	{title: "Age", width: 80},
-	{title: "Written", width: 75},
-	{title: "", width: 80, button: "Cancel"},
+	{title: "Method"},
+	{title: "Tool"},
+	{title: "Session"},
+	{title: "Server"},
+	{title: "Child PID"},
+	{title: "Age"},
+	{title: "Written"},
+	{title: "", button: "Cancel"},
 }
 
 // inflightRows lists requests in flight, oldest first. Ages run from
@@ -145,23 +148,40 @@ func requestAge(r pool.RequestInfo, taken, now time.Time) time.Duration {
 
 // procStat is what the sampler measured of one child process.
 type procStat struct {
-	RSS uint64
+	RSS uint64  // the child's own resident memory
 	CPU float64 // percent of one core, over the last sample interval
+	// TreeRSS is the resident memory of the child and every process under
+	// it (TreeProcs of them): what the child costs.
+	TreeRSS   uint64
+	TreeProcs int
+}
+
+// tree is the memory of the child's tree (its own, when the tree was not
+// measured).
+func (st procStat) tree() uint64 { return max(st.TreeRSS, st.RSS) }
+
+// memoryText shows a child's memory: its tree's, and how many processes
+// that is when more than one.
+func (st procStat) memoryText() string {
+	if st.TreeProcs > 1 {
+		return fmt.Sprintf("%s (%d procs)", formatBytes(st.tree()), st.TreeProcs)
+	}
+	return formatBytes(st.tree())
 }
 
 var backendColumns = []column{
-	{title: "Server", width: 95},
-	{title: "Era", width: 60},
-	{title: "PID", width: 60},
-	{title: "State", width: 80},
-	{title: "Uptime", width: 70},
-	{title: "Memory", width: 75},
-	{title: "CPU", width: 50},
-	{title: "Sessions", width: 75},
-	{title: "Restarts", width: 75},
-	{title: "Stderr (last line)", width: 150},
-	{title: "", width: 75, button: "Restart"},
-	{title: "", width: 55, button: "Kill"},
+	{title: "Server"},
+	{title: "Era"},
+	{title: "PID"},
+	{title: "State"},
+	{title: "Uptime"},
+	{title: "Memory"},
+	{title: "CPU"},
+	{title: "Sessions"},
+	{title: "Restarts"},
+	{title: "Stderr (last line)", max: 220},
+	{title: "", button: "Restart"},
+	{title: "", button: "Kill"},
 }
 
 // backendRows lists child slots by server. stats holds the sampler's
@@ -183,7 +203,7 @@ func backendRows(s pool.Snapshot, now time.Time, stats map[int]procStat) []row {
 		if b.PID > 0 {
 			mem, cpu = "…", "…"
 			if st, ok := stats[b.PID]; ok {
-				mem, cpu = formatBytes(st.RSS), fmt.Sprintf("%.0f%%", st.CPU)
+				mem, cpu = st.memoryText(), fmt.Sprintf("%.0f%%", st.CPU)
 			}
 		}
 		name := b.Server
@@ -235,13 +255,13 @@ func rootsLabel(roots []string) string {
 }
 
 var leakColumns = []column{
-	{title: "PID", width: 65},
-	{title: "Server", width: 100},
-	{title: "Memory", width: 80},
-	{title: "Started", width: 170},
-	{title: "Why it is a leak", width: 250},
-	{title: "Command", width: 230},
-	{title: "", width: 60, button: "Kill"},
+	{title: "PID"},
+	{title: "Server"},
+	{title: "Memory"},
+	{title: "Started"},
+	{title: "Why it is a leak", max: 260},
+	{title: "Command", max: 240},
+	{title: "", button: "Kill"},
 }
 
 // leakRows lists leaked backends in the order the detector gave them.
@@ -260,15 +280,15 @@ func leakRows(leaks []Leak, now time.Time) []row {
 }
 
 var historyColumns = []column{
-	{title: "Received", width: 150},
-	{title: "Server", width: 100},
-	{title: "Session", width: 70},
-	{title: "Method", width: 110},
-	{title: "Name", width: 110},
-	{title: "Status", width: 95},
-	{title: "Duration", width: 80},
-	{title: "PID", width: 65},
-	{title: "Error", width: 205},
+	{title: "Received"},
+	{title: "Server"},
+	{title: "Session"},
+	{title: "Method"},
+	{title: "Name"},
+	{title: "Status"},
+	{title: "Duration"},
+	{title: "PID"},
+	{title: "Error", max: 300},
 }
 
 // historyRows lists recorded requests as the store returned them.
@@ -302,6 +322,10 @@ type summary struct {
 	Failed                                    []string
 	// StartAtLogin is the tray's "Start at login" checkbox.
 	StartAtLogin bool
+	// The oldest hung request: where a click on a hung tray icon leads.
+	HungServer string
+	HungKey    wfKey
+	HungWhat   string // "tools/call sleep on browser, 1m35s"
 }
 
 // leakCount shows the number of leaks, or "unknown".
@@ -314,9 +338,21 @@ func (s summary) leakCount() string {
 
 func summarize(s pool.Snapshot, now time.Time, hang time.Duration, leaks int) summary {
 	sum := summary{Sessions: len(s.Sessions), InFlight: len(s.InFlight), Leaks: leaks}
+	var oldest time.Duration
 	for _, r := range s.InFlight {
-		if hang > 0 && requestAge(r, s.TakenAt, now) >= hang {
-			sum.Hung++
+		age := requestAge(r, s.TakenAt, now)
+		if hang <= 0 || age < hang {
+			continue
+		}
+		sum.Hung++
+		if age > oldest {
+			oldest = age
+			what := r.Method
+			if r.Name != "" {
+				what += " " + r.Name
+			}
+			sum.HungServer, sum.HungKey = r.Server, wfKey{PoolID: r.PoolID}
+			sum.HungWhat = what + " on " + r.Server + ", " + formatAge(age)
 		}
 	}
 	for _, b := range s.Backends {

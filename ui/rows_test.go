@@ -3,6 +3,7 @@ package ui
 import (
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,9 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func TestMain(m *testing.M) {
+	if role := os.Getenv(memHelperEnv); role != "" {
+		os.Exit(memHelper(role))
+	}
 	displayZone = time.UTC
 	goleak.VerifyTestMain(m)
 }
@@ -214,7 +218,8 @@ func TestFormatAge(t *testing.T) {
 
 func TestSummary(t *testing.T) {
 	sum := summarize(fixture(), t0, 30*time.Second, 2)
-	want := summary{Sessions: 3, InFlight: 3, Hung: 1, Children: 1, Leaks: 2, Failed: []string{"memory"}}
+	want := summary{Sessions: 3, InFlight: 3, Hung: 1, Children: 1, Leaks: 2, Failed: []string{"memory"},
+		HungServer: "fake", HungKey: wfKey{PoolID: 9}, HungWhat: "tools/call sleep on fake, 1m35s"}
 	if d := cmp.Diff(want, sum); d != "" {
 		t.Errorf("summary (-want +got):\n%s", d)
 	}

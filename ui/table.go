@@ -14,12 +14,13 @@ import (
 // exist, so 5,000 rows cost what 30 do. Its fields belong to the UI
 // goroutine.
 type table struct {
-	cols  []column
-	rows  []row
-	w     *widget.Table
-	empty *widget.Label
-	view  fyne.CanvasObject
-	stale bool // rows changed while hidden
+	cols   []column
+	rows   []row
+	w      *widget.Table
+	empty  *widget.Label
+	view   fyne.CanvasObject
+	stale  bool      // rows changed while hidden
+	widths []float32 // the columns' widths now: they fit the content
 
 	// onButton runs when a row's button is tapped, with the row as it was
 	// shown; onSelect when a row is selected.
@@ -47,9 +48,8 @@ func newTable(cols []column, emptyText string) *table {
 			o.(*widget.Label).SetText(t.cols[id.Col].title)
 		}
 	}
-	for i, c := range cols {
-		t.w.SetColumnWidth(i, c.width)
-	}
+	t.widths = make([]float32, len(cols))
+	t.fitColumns()
 	t.w.OnSelected = func(id widget.TableCellID) {
 		if id.Row >= 0 && id.Row < len(t.rows) && t.onSelect != nil {
 			t.onSelect(t.rows[id.Row])
@@ -153,6 +153,7 @@ func levelColor(l level) color.Color {
 // hidden tab only keeps the rows; refresh draws them when it is shown.
 func (t *table) setRows(rows []row) {
 	t.rows = rows
+	t.fitColumns()
 	if len(rows) == 0 {
 		t.empty.Show()
 	} else {
@@ -171,4 +172,80 @@ func (t *table) refresh() {
 		t.stale = false
 		t.w.Refresh()
 	}
+}
+
+// Column widths: each column as wide as its widest text (header or
+// cell), within bounds, so that nothing is cut that could be shown and no
+// room is wasted. Growing follows the content at once; shrinking waits
+// until a column would lose a fifth, so widths do not twitch as ages tick.
+const (
+	minColumn = 44
+	maxColumn = 420
+)
+
+// fitColumns sets the columns' widths from the header and the rows. The
+// widest texts are found by length (cheap for thousands of rows); only
+// they are measured.
+func (t *table) fitColumns() {
+	pad := 2*theme.InnerPadding() + theme.Padding()
+	for ci, c := range t.cols {
+		var w float32
+		switch {
+		case c.button != "":
+			w = buttonWidth(c.button)
+		default:
+			w = fyne.MeasureText(c.title, theme.TextSize(), fyne.TextStyle{Bold: true}).Width + pad
+			for _, s := range longestCells(t.rows, ci, 2) {
+				// Bold: a hung row's cells are.
+				w = max(w, fyne.MeasureText(s, theme.TextSize(), fyne.TextStyle{Bold: true}).Width+pad)
+			}
+		}
+		limit := float32(maxColumn)
+		if c.max > 0 {
+			limit = c.max
+		}
+		w = min(max(w, minColumn), limit)
+		if cur := t.widths[ci]; w > cur+0.5 || w < cur*0.8 {
+			t.widths[ci] = w
+			t.w.SetColumnWidth(ci, w)
+		}
+	}
+}
+
+// longestCells are the n longest texts of column ci.
+func longestCells(rows []row, ci, n int) []string {
+	best := make([]string, 0, n)
+	for _, r := range rows {
+		if ci >= len(r.cells) {
+			continue
+		}
+		s := r.cells[ci]
+		switch {
+		case len(best) < n:
+			best = append(best, s)
+		default:
+			shortest := 0
+			for i := range best {
+				if len(best[i]) < len(best[shortest]) {
+					shortest = i
+				}
+			}
+			if len(s) > len(best[shortest]) {
+				best[shortest] = s
+			}
+		}
+	}
+	return best
+}
+
+var buttonWidths = map[string]float32{}
+
+// buttonWidth is how wide a cell's button is.
+func buttonWidth(label string) float32 {
+	if w, ok := buttonWidths[label]; ok {
+		return w
+	}
+	w := widget.NewButton(label, nil).MinSize().Width + theme.Padding()
+	buttonWidths[label] = w
+	return w
 }

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -13,25 +12,22 @@ import (
 	"github.com/switchboard-mcp/switchboard/assets"
 )
 
-// menuEvery bounds how often the tray menu is rebuilt: fyne rebuilds the
-// whole menu over D-Bus each time, and the counts in it change with every
-// request.
-const menuEvery = time.Second
-
 // tray is the system tray icon and menu, driven through fyne's
-// desktop.App (fyne runs fyne.io/systray; only the tooltip, which fyne
-// lacks, goes to systray directly). Its fields belong to the UI goroutine.
+// desktop.App (fyne runs fyne.io/systray). fyne starts the tray with a
+// first menu and sets the icon; the menu's items are then kept in place
+// by a liveMenu, and the tooltip set (fyne has no API for either). All of
+// it happens on the UI goroutine, where fyne builds its own menus:
+// systray does not survive a menu built by two goroutines at once. Its
+// fields belong to the UI goroutine.
 type tray struct {
 	desk       trayDriver
 	dark       func() bool
+	icon       trayState
+	isDark     bool
+	started    bool
+	menu       *liveMenu
 	setTooltip func(string) bool // false: not yet, try again later
-
-	items   []menuItem
-	icon    trayState
-	isDark  bool
-	started bool
-	menuAt  time.Time
-	tooltip string
+	tooltip    string
 }
 
 var trayIcons = map[bool]map[trayState]fyne.Resource{
@@ -60,8 +56,9 @@ var AppIcon = fyne.NewStaticResource("icon.png", assets.Icon)
 // StartTray puts the icon and menu in the system tray. It reports false,
 // and logs once, when the platform has no tray or no tray host is running
 // (a bare X server, GNOME without an AppIndicator extension): the app then
-// keeps running without one. UI goroutine only, before or after the app
-// runs.
+// keeps running without one. A click on the icon opens the dashboard, or
+// the waterfall at the oldest hung request; the menu is on the other
+// button. UI goroutine only, after Start, before or after the app runs.
 func (u *UI) StartTray() bool {
 	desk, ok := u.app.(desktop.App)
 	if !ok {
@@ -80,30 +77,52 @@ func (u *UI) StartTray() bool {
 		running.Store(true)
 		u.requestRedraw()
 	})
-	u.tray = &tray{desk: desk, icon: trayUnset,
-		dark: func() bool { return u.app.Settings().ThemeVariant() == theme.VariantDark },
-		setTooltip: func(tip string) bool {
-			if !running.Load() {
-				return false
-			}
-			systray.SetTooltip(tip)
-			return true
-		}}
+	// Before fyne starts systray: an item with a tap handler is not a
+	// menu, so a click activates it (the menu stays on the other button).
+	systray.SetOnTapped(func() { fyne.Do(u.trayTapped) })
+	t := u.newTray(desk, systrayHost{}, func(tip string) bool {
+		if !running.Load() {
+			return false
+		}
+		systray.SetTooltip(tip)
+		return true
+	})
 	u.app.Settings().AddListener(func(fyne.Settings) { u.requestRedraw() })
 	if u.last != nil {
-		u.tray.apply(u, u.last)
+		t.apply(u, u.last)
 	} else {
-		u.tray.apply(u, u.frameFor(u.ctrl.Snapshot(), time.Now(), false))
+		t.apply(u, u.frameFor(u.ctrl.Snapshot(), time.Now(), false))
 	}
 	return host
 }
 
-// apply shows f's icon and menu, rebuilding the menu only when it changed
-// and at most every menuEvery (a later frame carries the change).
+// newTray makes the tray over a desktop driver and a menu host.
+func (u *UI) newTray(desk trayDriver, host trayHost, setTooltip func(string) bool) *tray {
+	t := &tray{desk: desk, icon: trayUnset, setTooltip: setTooltip,
+		dark: func() bool { return u.app.Settings().ThemeVariant() == theme.VariantDark }}
+	t.menu = &liveMenu{host: host, wg: &u.wg, done: u.ctx.Done(),
+		do:   func(a menuAction) { fyne.Do(func() { u.menuDo(a) }) },
+		wake: u.requestRedraw}
+	u.tray = t
+	return t
+}
+
+// trayTapped is a click on the icon: the waterfall at the oldest hung
+// request, else the dashboard. UI goroutine.
+func (u *UI) trayTapped() {
+	if f := u.last; f != nil && f.sum.Hung > 0 {
+		u.showWaterfallAt(f.sum.HungServer, f.sum.HungKey)
+		return
+	}
+	u.showDashboard("")
+}
+
+// apply shows f's icon, menu and tooltip. The first menu goes through
+// fyne, which starts the tray with it; the liveMenu then takes the items
+// over. UI goroutine.
 func (t *tray) apply(u *UI, f *frame) {
-	// The first menu starts fyne's systray; the icon follows.
-	if !t.started || (f.now.Sub(t.menuAt) >= menuEvery && !reflect.DeepEqual(f.menu, t.items)) {
-		t.items, t.menuAt, t.started = f.menu, f.now, true
+	if !t.started {
+		t.started = true
 		t.desk.SetSystemTrayMenu(fyneMenu(f.menu, u.menuDo))
 	}
 	dark := t.dark()
@@ -111,7 +130,17 @@ func (t *tray) apply(u *UI, f *frame) {
 		t.icon, t.isDark = f.icon, dark
 		t.desk.SetSystemTrayIcon(trayIcons[dark][f.icon])
 	}
-	if tip := "Switchboard: " + f.sum.String(); tip != t.tooltip && t.setTooltip(tip) {
+	t.menu.apply(f.menu)
+	if tip := trayTooltip(f.sum); tip != t.tooltip && t.setTooltip(tip) {
 		t.tooltip = tip
 	}
+}
+
+// trayTooltip sums the state up: the counts, and what is hung.
+func trayTooltip(sum summary) string {
+	tip := "Switchboard: " + sum.String()
+	if sum.Hung > 0 {
+		tip += "\nHung: " + sum.HungWhat + ". Click to see it in the waterfall."
+	}
+	return tip
 }

@@ -30,9 +30,15 @@ type Options struct {
 	// SamplePoll is how often the children's memory and CPU are sampled
 	// while the dashboard is open. Default 2 s.
 	SamplePoll time.Duration
+	// WaterfallTick is how often a live waterfall that follows now is
+	// redrawn while it is on screen, so that bars in flight grow.
+	// Default 100 ms.
+	WaterfallTick time.Duration
 
 	// sample measures processes; nil means gopsutil. Tests replace it.
 	sample func(pids []int, now time.Time) map[int]procStat
+	// now is the waterfall's clock; nil means time.Now. Tests pin it.
+	now func() time.Time
 	// inline runs actions and queries on the calling goroutine: the fyne
 	// test driver runs fyne.Do on the caller, so tests that read widgets
 	// need everything on one goroutine.
@@ -59,8 +65,14 @@ func (o *Options) withDefaults() Options {
 	if r.SamplePoll <= 0 {
 		r.SamplePoll = 2 * time.Second
 	}
+	if r.WaterfallTick <= 0 {
+		r.WaterfallTick = 100 * time.Millisecond
+	}
 	if r.sample == nil {
 		r.sample = newProcSampler().sample
+	}
+	if r.now == nil {
+		r.now = time.Now
 	}
 	return r
 }
@@ -82,12 +94,28 @@ type UI struct {
 	wg       sync.WaitGroup
 	ctx      context.Context // Start's; actions run under it
 
+	// The waterfall: the loop publishes the live source, the UI goroutine
+	// the job (view and size), and the painter draws frames from both.
+	wfLive     atomic.Pointer[wfSource]
+	wfJob      atomic.Pointer[paintJob]
+	wfPaint    chan struct{} // buffered to 1: paint requests coalesce
+	wfReady    chan struct{} // buffered to 1: a painted frame waits in wfPending
+	wfPending  atomic.Pointer[wfFrame]
+	wfOnScreen atomic.Pointer[wfFrame] // the frame the UI goroutine shows
+	wfSpare    []*canvasImage          // images to draw into; the painter's (the test goroutine's, inline)
+	wfFrames   atomic.Uint64
+	wfShown    atomic.Bool // the waterfall is on screen
+
 	// Written by the sampler and the leak poller, read by the loop.
 	mu       sync.Mutex
 	stats    map[int]procStat
 	pids     []int
 	leaks    []Leak
 	leaksErr error
+
+	// track follows the pool's events for the overview and the live
+	// waterfall; owned by the loop's goroutine (a test's, without one).
+	track *tracker
 
 	// Owned by the UI goroutine.
 	last *frame
@@ -99,13 +127,26 @@ type UI struct {
 // StartTray or ShowDashboard.
 func New(a fyne.App, c Controller, opts *Options) *UI {
 	o := opts.withDefaults()
-	return &UI{
+	useFixedFonts(a)
+	u := &UI{
 		app: a, ctrl: c, opts: o, log: o.Logger,
 		redraw:   make(chan struct{}, 1),
 		leaksNow: make(chan struct{}, 1),
+		wfPaint:  make(chan struct{}, 1),
+		wfReady:  make(chan struct{}, 1),
 		stats:    map[int]procStat{},
 		ctx:      context.Background(),
+		track:    newTracker(time.Now()),
 	}
+	if a != nil {
+		// The dashboard's size and view are kept for the next run.
+		a.Lifecycle().SetOnStopped(func() {
+			if u.dash != nil {
+				u.dash.save()
+			}
+		})
+	}
+	return u
 }
 
 // Start runs the event loop, the leak poller and the process sampler
@@ -115,6 +156,7 @@ func (u *UI) Start(ctx context.Context) {
 	u.wg.Go(func() { u.loop(ctx) })
 	u.wg.Go(func() { u.pollLeaks(ctx) })
 	u.wg.Go(func() { u.sampleLoop(ctx) })
+	u.wg.Go(func() { u.paintLoop(ctx) })
 }
 
 // Wait waits for the goroutines Start and the actions started.
@@ -123,6 +165,14 @@ func (u *UI) Wait() { u.wg.Wait() }
 // Frames counts the frames applied to the widgets; it keeps growing while
 // the UI is live.
 func (u *UI) Frames() uint64 { return u.frames.Load() }
+
+// WaterfallFrames counts the waterfall frames shown; it keeps growing
+// while a live waterfall is on screen.
+func (u *UI) WaterfallFrames() uint64 { return u.wfFrames.Load() }
+
+// ShowWaterfall opens the dashboard on the live waterfall. Safe from any
+// goroutine.
+func (u *UI) ShowWaterfall() { fyne.Do(func() { u.showWaterfallAt("", wfKey{}) }) }
 
 // ShowDashboard opens (or raises) the dashboard window. Safe from any
 // goroutine.
@@ -146,8 +196,10 @@ type frame struct {
 	icon     trayState
 	banner   string
 	leakNote string
-	// Table rows; nil while the dashboard is closed (nobody looks).
+	// Table rows and the overview; empty while the dashboard is closed
+	// (nobody looks).
 	sessions, inflight, backends, leaks []row
+	overview                            overview
 	withRows                            bool
 }
 
@@ -191,6 +243,7 @@ func (u *UI) frameFor(s pool.Snapshot, now time.Time, withRows bool) *frame {
 		f.leakNote = plural(len(leaks), "leaked backend") + ": MCP server processes nobody uses any more."
 	}
 	if withRows {
+		f.overview = overviewFor(s, now, hang, func(server string) serverFigures { return u.track.figures(server, now) }, stats)
 		f.sessions = sessionRows(s, now)
 		f.inflight = inflightRows(s, now, hang)
 		f.backends = backendRows(s, now, stats)
@@ -263,6 +316,12 @@ func (u *UI) menuDo(a menuAction) {
 	switch a.Kind {
 	case actDashboard:
 		u.showDashboard("")
+	case actWaterfall:
+		if f := u.last; f != nil && f.sum.Hung > 0 {
+			u.showWaterfallAt(f.sum.HungServer, f.sum.HungKey)
+		} else {
+			u.showWaterfallAt("", wfKey{})
+		}
 	case actRestart:
 		u.act("restart "+a.Server, func(context.Context) error { return u.ctrl.Restart(a.Server) })
 	case actStop:
@@ -321,6 +380,7 @@ func (u *UI) showDashboard(tab string) {
 	if tab != "" {
 		u.dash.selectTab(tab)
 	}
+	u.wfShown.Store(u.dash.tabs.Selected() == u.dash.tabOf[tabWaterfall])
 	u.dash.win.Show()
 	u.dash.win.RequestFocus()
 }
@@ -328,6 +388,8 @@ func (u *UI) showDashboard(tab string) {
 // hideDashboard is the window's close button: the app keeps running in
 // the tray.
 func (u *UI) hideDashboard() {
+	u.dash.save()
 	u.dashOpen.Store(false)
+	u.wfShown.Store(false)
 	u.dash.win.Hide()
 }

@@ -6,22 +6,29 @@
 # It builds bin/switchboard (no -race: the race detector flags fyne.io/systray
 # as soon as a tray host reads the menu) and the fake MCP server, starts a
 # StatusNotifierItem host, starts `switchboard --dashboard`, drives three
-# sessions through `switchboard connect` (one of them hung in a long tool
-# call), and then checks, keeping the evidence in $ARTIFACTS:
+# sessions through `switchboard connect` (calls that end ok, with an error,
+# one that crashes its child, one hung in a long tool call) and reloads the
+# config, and then checks, keeping the evidence in $ARTIFACTS:
 #   - one desktop notification (seen on D-Bus) for the hung request;
-#   - the dashboard window appears; screenshots of its tabs are not blank
-#     (dashboard.png is the In flight tab with the hung request highlighted,
-#     then dashboard-sessions, -backends and -history.png);
+#   - the dashboard window appears; screenshots of its views are not blank:
+#     overview.png (a card per server), waterfall.png (the live waterfall,
+#     opened by a click on the hung tray icon at the hung request, with the
+#     child's crash and restart and the config reload as markers),
+#     dashboard.png (In flight, the hung request highlighted), and
+#     dashboard-sessions, -backends and -history.png;
 #   - the tray icon registers, its menu (read over D-Bus) shows the live
-#     counts, a click opens it (tray-menu.png, not blank);
+#     counts, the other button opens it (tray-menu.png, not blank);
 #   - a second launch asks the first for its dashboard and exits 0;
+#   - the app crashes (SIGKILL) with the call in flight; started again, its
+#     waterfall shows the two minutes before the crash from history.db,
+#     the call abandoned (waterfall-history.png);
 #   - Quit in the tray menu ends the app with exit 0 and no child left.
 #
 # Environment: ARTIFACTS (default artifacts/), SWITCHBOARD_BIN (default
 # bin/switchboard), GO (default go), SMOKE_BUILDFLAGS (extra go build flags),
-# UPDATE_SCREENSHOTS=1 copies dashboard.png, dashboard-history.png and
-# tray-menu.png to ui/testdata/screenshots/ for the README. Works with
-# CI=true and without a terminal.
+# UPDATE_SCREENSHOTS=1 copies the README's screenshots (overview.png,
+# waterfall.png, waterfall-history.png, tray-menu.png) to
+# ui/testdata/screenshots/. Works with CI=true and without a terminal.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -38,7 +45,7 @@ BIN=${SWITCHBOARD_BIN:-$ROOT/bin/switchboard}
 GO=${GO:-go}
 OUT=$ARTIFACTS/smoke
 mkdir -p "$ARTIFACTS" "$OUT"
-rm -f "$OUT"/*.log "$ARTIFACTS"/dashboard*.png "$ARTIFACTS"/tray-menu.png
+rm -f "$OUT"/*.log "$ARTIFACTS"/dashboard*.png "$ARTIFACTS"/tray-menu.png "$ARTIFACTS"/overview.png "$ARTIFACTS"/waterfall*.png
 
 # A short path: Unix socket paths are limited to about 100 bytes.
 TMP=$(mktemp -d /tmp/sbsmoke.XXXXXX)
@@ -163,15 +170,22 @@ waitfor "the tray host to register" 10 host_registered
 
 export SWITCHBOARD_HOME=$TMP/home
 mkdir -p "$SWITCHBOARD_HOME"
-cat >"$SWITCHBOARD_HOME/config.json" <<EOF
+# The clients must not start a pool of their own when this one crashes
+# (below): the next one is started by hand, with its dashboard.
+config() { # EXTRA: more servers
+	cat >"$SWITCHBOARD_HOME/config.json" <<EOF
 {
   "mcpServers": {
     "notes": {"command": "$TMP/fakemcp", "args": ["-stderr", "notes: ready on stdio"]},
-    "browser": {"command": "$TMP/fakemcp", "args": ["-delay", "5ms", "-stderr", "browser: ready"]}
+    "browser": {"command": "$TMP/fakemcp", "args": ["-delay", "5ms", "-stderr", "browser: ready"]}$1
   },
+  "history": {"capturePayloads": true},
+  "autostart": {"fromClients": false},
   "hangThreshold": "3s"
 }
 EOF
+}
+config ""
 
 # Desktop notifications are D-Bus calls to org.freedesktop.Notifications;
 # a monitor sees them even with no notification daemon to show them.
@@ -218,8 +232,41 @@ call 3 echo '{"text":"again"}' >&7
 call 2 sleep '{"ms":600000}' >&9 # the hung call
 
 answered() { grep "\"id\":$2[,}]" "$TMP/s$1.out" | grep -q '"result"'; }
+replied() { grep -q "\"id\":$2[,}]" "$TMP/s$1.out"; }
 waitfor "session 1's answers" 20 answered 1 3
 waitfor "session 2's answer" 20 answered 2 2
+
+# Traffic for the waterfall: calls of varying length on both notes
+# sessions, two at a time.
+traffic() { # FIRST LAST
+	local id
+	for id in $(seq "$1" "$2"); do
+		call "$id" sleep_echo "{\"ms\":$(((id * 37) % 400 + 20)),\"text\":\"t$id\"}" >&7
+		call "$id" sleep_echo "{\"ms\":$(((id * 53) % 250 + 10)),\"text\":\"u$id\"}" >&8
+		if [ $((id % 2)) = 1 ]; then
+			waitfor "call $id of session 1" 10 replied 1 "$id"
+			waitfor "call $id of session 2" 10 replied 2 "$id"
+		fi
+	done
+}
+# The bursts are paced a second or two apart (pacing the load, not
+# waiting for anything), so the waterfall shows them apart.
+traffic 10 25
+sleep 1.5
+# The notes child crashes under a call (its stderr says why); the next
+# calls start it again.
+call 41 crash '{"code":7}' >&8
+waitfor "the crash call's answer" 10 replied 2 41
+traffic 50 57
+sleep 1.5
+# A config reload: a server added.
+config ', "extra": {"command": "'"$TMP"'/fakemcp"}'
+waitfor "the reload" 10 grep -q 'config reloaded' "$TMP/app.log"
+traffic 60 69
+call 40 no_such_tool '{}' >&8 # the child answers with an error
+waitfor "the error" 10 replied 2 40
+sleep 1.5
+traffic 70 79
 status() { "$BIN" status --json >"$TMP/status.json"; }
 count() { grep -c "\"$1\"" "$TMP/status.json" || true; }
 three_sessions_one_hung() {
@@ -248,31 +295,37 @@ changed() {
 	shot "$TMP/after.png"
 	[ "$(compare -metric AE "$1" "$TMP/after.png" null: 2>&1 || true)" != 0 ]
 }
-# tab X: click the tab whose title starts X pixels into the window's tab bar.
-tab() {
+# view N: Ctrl+N picks the N-th view (1 Overview, 2 Waterfall, 3 Sessions,
+# 4 In flight, 5 Backends, 6 History, 7 Leaks).
+view() {
 	shot "$TMP/before.png"
-	xdotool mousemove --window "$WID" "$1" 22 click 1
-	waitfor "the tab at x=$1 to show" 5 changed "$TMP/before.png"
+	xdotool windowfocus --sync "$WID" 2>/dev/null || true
+	xdotool key --clearmodifiers "ctrl+$1"
+	waitfor "view $1 to show" 5 changed "$TMP/before.png"
 }
 
+# A fresh home opens on the overview.
+shotwin "$ARTIFACTS/overview.png"
+notblank "$ARTIFACTS/overview.png" 64
+view 3 # Sessions
 shotwin "$ARTIFACTS/dashboard-sessions.png"
 notblank "$ARTIFACTS/dashboard-sessions.png" 64
-tab 215 # In flight
+view 4 # In flight
 shotwin "$ARTIFACTS/dashboard.png"
 notblank "$ARTIFACTS/dashboard.png" 64
-tab 370 # Backends
+view 5 # Backends
 cp "$TMP/after.png" "$TMP/before.png"
 xdotool mousemove --window "$WID" 40 98 click 1 # select the first backend: its stderr shows below
 waitfor "the backend's stderr" 5 changed "$TMP/before.png"
 shotwin "$ARTIFACTS/dashboard-backends.png"
 notblank "$ARTIFACTS/dashboard-backends.png" 64
-tab 485 # History: the requests so far, from SQLite
+view 6 # History: the requests so far, from SQLite
 cp "$TMP/after.png" "$TMP/before.png"
 xdotool mousemove --window "$WID" 60 176 click 1 # the newest row, the hung call: its timeline shows below
 waitfor "the request's timeline" 5 changed "$TMP/before.png"
 shotwin "$ARTIFACTS/dashboard-history.png"
 notblank "$ARTIFACTS/dashboard-history.png" 64
-tab 215 # back to In flight for what follows
+view 1 # back to the overview for what follows
 
 # ---- the tray ---------------------------------------------------------------------------
 
@@ -300,10 +353,19 @@ shot "$TMP/before.png"
 convert "$TMP/before.png" -crop "32x32+0+$((SCREEN_H - 32))" +repage "$ARTIFACTS/tray-icon.png"
 notblank "$ARTIFACTS/tray-icon.png" 8
 
+# A click on the hung icon opens the waterfall at the hung request: from
+# just before it started to now, following now.
+xdotool mousemove 16 $((SCREEN_H - 16)) click 1
+waitfor "the click on the icon to show the waterfall" 5 changed "$TMP/before.png"
+shotwin "$ARTIFACTS/waterfall.png"
+notblank "$ARTIFACTS/waterfall.png" 64
+
+# The menu is on the other button.
 menu_windows() { xdotool search --onlyvisible --class gtk-sni-tray-standalone 2>/dev/null | sort; }
 menu_windows >"$TMP/windows-before"
 menu_open() { menu_windows | comm -13 "$TMP/windows-before" - | grep -q .; }
-xdotool mousemove 16 $((SCREEN_H - 16)) click 1
+shot "$TMP/before.png"
+xdotool mousemove 16 $((SCREEN_H - 16)) click 3
 waitfor "the tray menu to open" 10 menu_open
 waitfor "the tray menu to be drawn" 5 changed "$TMP/before.png"
 shot "$ARTIFACTS/tray-menu.png"
@@ -323,24 +385,53 @@ kill -0 "$APP" || fail "the first instance died when the second launched"
 n=$(grep -c 'Request hung on browser' "$TMP/notify.out" || true)
 [ "$n" = 1 ] || fail "by the end, notified $n times about the one hung request, want once"
 
+# ---- after the fact: the app crashes with the call in flight ----------------------
+
+log "crash: SIGKILL with the hung call in flight"
+kill -KILL "$APP"
+wait "$APP" 2>/dev/null || true
+gone_children() { ! pgrep -f "^$TMP/fakemcp" >/dev/null; }
+waitfor "the children to die with the app" 10 gone_children
+"$BIN" --dashboard >"$TMP/app2.log" 2>&1 &
+APP=$!
+waitfor "the control socket of the next run" 20 "$BIN" status --json
+waitfor "the dashboard window of the next run" 20 dashboard_window
+WID=$(dashboard_window | head -n 1)
+view 2 # the waterfall
+shot "$TMP/before.png"
+xdotool key c # the two minutes before the last crash, from history.db
+waitfor "the two minutes before the crash" 10 changed "$TMP/before.png"
+# The wheel zooms in where the crash is: near the right of the plot.
+shot "$TMP/before.png"
+xdotool mousemove --window "$WID" 905 240
+for _ in 1 2 3 4 5 6 7; do xdotool click 4; done
+waitfor "the zoom on the crash" 5 changed "$TMP/before.png"
+# The pointer leaves the bars (their hover tip closes).
+shot "$TMP/before.png"
+xdotool mousemove --window "$WID" 120 400
+waitfor "the hover tip to close" 5 changed "$TMP/before.png"
+shotwin "$ARTIFACTS/waterfall-history.png"
+notblank "$ARTIFACTS/waterfall-history.png" 64
+"$BIN" hangs --json >"$OUT/hangs.json" 2>/dev/null || true
+grep -q '"abandoned"' "$OUT/hangs.json" || fail "the crashed run's call is not abandoned in history: $(cat "$OUT/hangs.json")"
+
 # ---- Quit ------------------------------------------------------------------------------
 
-# The clients go away (closing their input alone would be a half-close, which
-# waits for the hung call's answer); the hung call is cancelled.
+# The clients go away.
 exec 7>&- 8>&- 9>&-
 FDS_OPEN=0
 # shellcheck disable=SC2086
 kill $SHIMS 2>/dev/null || true
-# fyne rebuilds the whole tray menu (new item ids) when its counts change; a
-# click on a menu opened just before a rebuild is lost. Wait for the counts
-# to settle first.
+waitfor "the next run's tray icon" 10 items
+ITEM=$(items | tail -n 1)
+BUS=${ITEM%%/*}
 menu_settled() {
 	menu_labels >"$TMP/menu.txt"
 	grep -qx 'Sessions: 0' "$TMP/menu.txt" && grep -qx 'In flight: 0' "$TMP/menu.txt"
 }
-waitfor "the tray menu to show the sessions gone" 10 menu_settled
+waitfor "the tray menu to show no session" 10 menu_settled
 menu_windows >"$TMP/windows-before"
-xdotool mousemove 16 $((SCREEN_H - 16)) click 1
+xdotool mousemove 16 $((SCREEN_H - 16)) click 3
 waitfor "the tray menu to open again" 10 menu_open
 xdotool key Up Return # the last item: Quit
 gone() { ! kill -0 "$APP" 2>/dev/null; }
@@ -352,10 +443,11 @@ set -e
 [ "$rc" = 0 ] || fail "the app exited $rc after Quit, want 0"
 left=$(pgrep -f "^$TMP/fakemcp" || true)
 [ -z "$left" ] || fail "children left after Quit: $left"
-grep -q 'shutting down' "$TMP/app.log" || fail "the app did not log its shutdown"
+grep -q 'shutting down' "$TMP/app2.log" || fail "the app did not log its shutdown"
 
 if [ "${UPDATE_SCREENSHOTS:-}" = 1 ]; then
 	mkdir -p ui/testdata/screenshots
-	cp "$ARTIFACTS/dashboard.png" "$ARTIFACTS/dashboard-history.png" "$ARTIFACTS/tray-menu.png" ui/testdata/screenshots/
-	log "copied dashboard.png, dashboard-history.png and tray-menu.png to ui/testdata/screenshots/"
+	cp "$ARTIFACTS/overview.png" "$ARTIFACTS/waterfall.png" "$ARTIFACTS/waterfall-history.png" \
+		"$ARTIFACTS/tray-menu.png" ui/testdata/screenshots/
+	log "copied overview, waterfall, waterfall-history and tray-menu.png to ui/testdata/screenshots/"
 fi

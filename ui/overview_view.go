@@ -1,0 +1,238 @@
+package ui
+
+import (
+	"context"
+	"image/color"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// cardSize is one server card in the overview's grid: two fit side by
+// side in the dashboard's default width.
+var cardSize = fyne.NewSize(478, 250)
+
+// overviewView is the Overview tab: a header line and one card per
+// server. Its fields belong to the UI goroutine.
+type overviewView struct {
+	u      *UI
+	view   fyne.CanvasObject
+	header *canvas.Text
+	sub    *canvas.Text
+	grid   *fyne.Container
+	cards  []*cardView
+	empty  *fyne.Container
+}
+
+func newOverviewView(u *UI) *overviewView {
+	o := &overviewView{u: u}
+	o.header = canvas.NewText("", theme.Color(theme.ColorNameForeground))
+	o.header.TextStyle.Bold = true
+	o.header.TextSize = 18
+	o.sub = canvas.NewText("", theme.Color(theme.ColorNamePlaceHolder))
+	o.sub.TextSize = 12
+	o.grid = container.NewGridWrap(cardSize)
+	openCfg := widget.NewButtonWithIcon("Open config file", theme.DocumentIcon(), u.openConfig)
+	msg := widget.NewLabelWithStyle("No servers configured. Add one to the mcpServers object of the config file:\n"+
+		"it starts as soon as you save, and each client reaches it with `switchboard connect NAME`.",
+		fyne.TextAlignCenter, fyne.TextStyle{Italic: true})
+	o.empty = container.NewCenter(container.NewVBox(msg, container.NewCenter(openCfg)))
+	o.empty.Hide()
+	top := container.New(layout.NewCustomPaddedLayout(8, 4, 12, 12), container.NewVBox(o.header, o.sub))
+	o.view = container.NewBorder(top, nil, nil, nil,
+		container.NewStack(container.NewVScroll(container.New(layout.NewCustomPaddedLayout(4, 8, 8, 8), o.grid)), o.empty))
+	return o
+}
+
+// apply shows ov.
+func (o *overviewView) apply(ov overview) {
+	setCanvasText(o.header, ov.Header, theme.Color(theme.ColorNameForeground))
+	setCanvasText(o.sub, ov.Sub, theme.Color(theme.ColorNamePlaceHolder))
+	for len(o.cards) < len(ov.Cards) {
+		o.cards = append(o.cards, newCardView(o.u))
+	}
+	if len(o.grid.Objects) != len(ov.Cards) {
+		objs := make([]fyne.CanvasObject, len(ov.Cards))
+		for i := range ov.Cards {
+			objs[i] = o.cards[i].box
+		}
+		o.grid.Objects = objs
+		o.grid.Refresh()
+	}
+	for i, c := range ov.Cards {
+		o.cards[i].apply(c)
+	}
+	if len(ov.Cards) == 0 {
+		o.empty.Show()
+	} else {
+		o.empty.Hide()
+	}
+}
+
+// cardView is one server's card.
+type cardView struct {
+	u        *UI
+	server   string
+	box      *fyne.Container
+	bg       *canvas.Rectangle
+	name     *canvas.Text
+	dot      *canvas.Circle
+	state    *canvas.Text
+	share    *canvas.Text
+	sessions *canvas.Text
+	activity *canvas.Text
+	children [maxChildLines]*canvas.Text
+	values   [6]*canvas.Text
+	captions [6]*canvas.Text
+	latency  *sparkline
+	inflight *sparkline
+	latCap   *canvas.Text
+	inCap    *canvas.Text
+	restart  *widget.Button
+}
+
+func newCardView(u *UI) *cardView {
+	c := &cardView{u: u}
+	text := func(size float32, bold bool) *canvas.Text {
+		t := canvas.NewText("", theme.Color(theme.ColorNameForeground))
+		t.TextSize, t.TextStyle.Bold = size, bold
+		return t
+	}
+	c.bg = canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
+	c.bg.CornerRadius = 8
+	c.bg.StrokeWidth = 1
+	c.name = text(17, true)
+	c.dot = canvas.NewCircle(color.Transparent)
+	c.state = text(12, true)
+	c.share = text(11, false)
+	c.sessions = text(13, false)
+	c.activity = text(13, true)
+	for i := range c.children {
+		c.children[i] = text(12, false)
+		c.children[i].TextStyle.Monospace = true
+	}
+	stats := make([]fyne.CanvasObject, len(c.values))
+	for i := range c.values {
+		c.values[i], c.captions[i] = text(15, true), text(10, false)
+		stats[i] = container.NewVBox(c.values[i], c.captions[i])
+	}
+	c.latency = newSparkline(sparkLatency, theme.ColorNamePrimary)
+	c.inflight = newSparkline(sparkInFlight, theme.ColorNameForeground)
+	c.latCap, c.inCap = text(10, false), text(10, false)
+	c.latCap.Text, c.inCap.Text = "latency p50, 15 s buckets", "most in flight at once"
+	c.restart = widget.NewButtonWithIcon("Restart", theme.ViewRefreshIcon(), func() {
+		u.act("restart "+c.server, func(context.Context) error { return u.ctrl.Restart(c.server) })
+	})
+	waterfall := widget.NewButtonWithIcon("Waterfall", theme.ListIcon(), func() { u.showWaterfallAt(c.server, wfKey{}) })
+	c.restart.Importance, waterfall.Importance = widget.LowImportance, widget.LowImportance
+	dot := container.New(layout.NewCustomPaddedLayout(0, 0, 4, 0), container.NewGridWrap(fyne.NewSquareSize(9), c.dot))
+	head := container.NewBorder(nil, nil,
+		container.NewHBox(c.name, container.NewCenter(dot), container.NewCenter(c.state), container.NewCenter(c.share)),
+		container.NewHBox(waterfall, c.restart))
+	lines := container.NewVBox()
+	for _, t := range c.children {
+		lines.Add(t)
+	}
+	body := container.NewVBox(
+		head,
+		container.NewBorder(nil, nil, c.sessions, c.activity),
+		lines,
+		container.NewGridWithColumns(len(stats), stats...),
+		container.NewGridWithColumns(2,
+			container.NewBorder(c.latCap, nil, nil, nil, c.latency),
+			container.NewBorder(c.inCap, nil, nil, nil, c.inflight)),
+	)
+	c.box = container.NewStack(c.bg, container.New(layout.NewCustomPaddedLayout(6, 8, 12, 12), body))
+	return c
+}
+
+// stateColor is the badge of a state.
+func stateColor(state string) fyne.ThemeColorName {
+	switch stateLevel(state) {
+	case levelHung:
+		return theme.ColorNameError
+	case levelWarn:
+		return theme.ColorNameWarning
+	}
+	switch state {
+	case "ready":
+		return theme.ColorNameSuccess
+	}
+	return theme.ColorNameDisabled
+}
+
+func setCanvasText(t *canvas.Text, s string, c color.Color) {
+	if t.Text != s || t.Color != c {
+		t.Text, t.Color = s, c
+		t.Refresh()
+	}
+}
+
+func (c *cardView) apply(sc serverCard) {
+	c.server = sc.Name
+	fg := theme.Color(theme.ColorNameForeground)
+	dim := theme.Color(theme.ColorNamePlaceHolder)
+	border := theme.Color(theme.ColorNameSeparator)
+	if sc.Level == levelHung {
+		border = theme.Color(theme.ColorNameError)
+	}
+	if c.bg.StrokeColor != border || c.bg.FillColor != theme.Color(theme.ColorNameInputBackground) {
+		c.bg.StrokeColor, c.bg.FillColor = border, theme.Color(theme.ColorNameInputBackground)
+		c.bg.Refresh()
+	}
+	setCanvasText(c.name, sc.Name, fg)
+	if dot := theme.Color(stateColor(sc.State)); c.dot.FillColor != dot {
+		c.dot.FillColor = dot
+		c.dot.Refresh()
+	}
+	setCanvasText(c.state, sc.State, fg)
+	setCanvasText(c.share, string(sc.Share), dim)
+	setCanvasText(c.sessions, sc.sessionsLine(), fg)
+	act := fg
+	switch {
+	case sc.Hung > 0:
+		act = theme.Color(theme.ColorNameError)
+	case sc.InFlight == 0:
+		act = dim
+	}
+	setCanvasText(c.activity, sc.activityLine(), act)
+	// The children, then the server's note (its error), in the same
+	// three lines, so that every card has the same shape.
+	lines := sc.ChildLines
+	if sc.Note != "" {
+		lines = append(lines[:min(len(lines), len(c.children)-1):min(len(lines), len(c.children)-1)], sc.Note)
+	}
+	for i, t := range c.children {
+		line, col := "", dim
+		if i < len(lines) {
+			line = lines[i]
+		}
+		if sc.Note != "" && i == len(lines)-1 {
+			line, col = truncate(line, 66), theme.Color(theme.ColorNameError)
+		}
+		setCanvasText(t, line, col)
+	}
+	for i, s := range sc.stats() {
+		col := fg
+		if i == 1 && sc.Saved > 0 {
+			col = theme.Color(theme.ColorNameSuccess)
+		}
+		if i == 5 && sc.Figures.Errors > 0 {
+			col = theme.Color(theme.ColorNameError)
+		}
+		setCanvasText(c.values[i], s.Value, col)
+		setCanvasText(c.captions[i], s.Caption, dim)
+	}
+	c.latency.set(sc.Figures.Spark)
+	c.inflight.set(sc.Figures.Spark)
+	c.latCap.Color, c.inCap.Color = dim, dim
+	if sc.State == "disabled" {
+		c.restart.Disable()
+	} else {
+		c.restart.Enable()
+	}
+}
