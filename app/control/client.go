@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/app/leaks"
 	"github.com/switchboard-mcp/switchboard/app/localsock"
+	"github.com/switchboard-mcp/switchboard/pool"
 )
 
 // Client talks to the running pool's control API on its socket. Every
@@ -62,9 +63,14 @@ func (c *Client) Kill(ctx context.Context, req KillRequest) ([]KillResult, error
 	return resp.Results, err
 }
 
-// ShowDashboard is POST /v1/dashboard.
+// ShowDashboard is POST /v1/dashboard; an error that Is ErrHeadless when
+// the pool runs without one.
 func (c *Client) ShowDashboard(ctx context.Context) error {
-	return c.do(ctx, http.MethodPost, "/v1/dashboard", struct{}{}, &struct{}{})
+	err := c.do(ctx, http.MethodPost, "/v1/dashboard", struct{}{}, &struct{}{})
+	if errors.Is(err, ErrConflict) {
+		return ErrHeadless
+	}
+	return err
 }
 
 // RotateHTTPToken is POST /v1/http-token/rotate; it returns the new token.
@@ -76,17 +82,19 @@ func (c *Client) RotateHTTPToken(ctx context.Context) (string, error) {
 	return v.Token, err
 }
 
-// RestartServer is POST /v1/restart.
+// RestartServer is POST /v1/restart; an error that Is
+// pool.ErrUnknownServer for a name the config lacks.
 func (c *Client) RestartServer(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodPost, "/v1/restart", ServerAction{Server: name}, &struct{}{})
 }
 
-// StopServer is POST /v1/stop.
+// StopServer is POST /v1/stop; errors as RestartServer's.
 func (c *Client) StopServer(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodPost, "/v1/stop", ServerAction{Server: name}, &struct{}{})
 }
 
-// Upgrade is POST /v1/upgrade.
+// Upgrade is POST /v1/upgrade; an error that Is ErrConflict when the pool
+// cannot take one now.
 func (c *Client) Upgrade(ctx context.Context, binary string) (UpgradeAccepted, error) {
 	var acc UpgradeAccepted
 	err := c.do(ctx, http.MethodPost, "/v1/upgrade", UpgradeRequest{Binary: binary}, &acc)
@@ -94,7 +102,7 @@ func (c *Client) Upgrade(ctx context.Context, binary string) (UpgradeAccepted, e
 }
 
 // do sends body (GET: none) and decodes a 200 answer into v; another
-// status becomes an error with the server's message.
+// status becomes an apiError with the server's message.
 func (c *Client) do(ctx context.Context, method, path string, body, v any) error {
 	var rd io.Reader
 	if body != nil {
@@ -123,9 +131,29 @@ func (c *Client) do(ctx context.Context, method, path string, body, v any) error
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		var e struct{ Error string }
 		if json.Unmarshal(msg, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s: %s", resp.Status, e.Error)
+			return &apiError{status: resp.StatusCode, msg: e.Error}
 		}
-		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+		return &apiError{status: resp.StatusCode, msg: resp.Status + ": " + string(bytes.TrimSpace(msg))}
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// apiError is a refusal from the control API: the server's message, and
+// the status the CLI branches on (409 Is ErrConflict, 404
+// pool.ErrUnknownServer).
+type apiError struct {
+	status int
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func (e *apiError) Is(target error) bool {
+	switch e.status {
+	case http.StatusConflict:
+		return target == ErrConflict
+	case http.StatusNotFound:
+		return target == pool.ErrUnknownServer
+	}
+	return false
 }
