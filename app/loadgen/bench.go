@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,44 +29,68 @@ type BenchOptions struct {
 	// direct pipe drive.
 	Switchboard string
 	Fake        []string
-	Sessions    int           // concurrent sessions in the throughput runs
-	InFlight    int           // requests each session keeps in flight
-	Warmup      time.Duration // per run, before measuring
-	Duration    time.Duration // measured, per run
-	Idle        int           // idle sessions for the memory check; 0 skips it
+	// PipeEcho is the command line of a process that echoes lines (the
+	// floor), Relay one that relays to the command line appended to it.
+	// Either may be empty: its latency path is then left out.
+	PipeEcho []string
+	Relay    []string
+	Sessions int           // concurrent sessions in the throughput runs
+	InFlight int           // requests each session keeps in flight
+	Warmup   time.Duration // per throughput run, before measuring
+	Duration time.Duration // measured, per throughput run
+	// Rounds of the latency paths, each path LatencyDuration long after
+	// LatencyWarmup.
+	Rounds          int
+	LatencyDuration time.Duration
+	LatencyWarmup   time.Duration
+	// LatencyOnly stops after the latency section.
+	LatencyOnly bool
+	Idle        int // idle sessions for the memory check; 0 skips it
 	JSON        bool
-	// CPUProfile, if set, is where the pool with history on writes its
-	// CPU profile (SWITCHBOARD_CPUPROFILE of its serve).
+	// CPUProfile and Trace, if set, are where the pool with history on
+	// writes its CPU profile and its execution trace (SWITCHBOARD_CPUPROFILE
+	// and SWITCHBOARD_TRACE of its serve); the pool with history off
+	// writes its trace to Trace + ".history-off".
 	CPUProfile string
+	Trace      string
+	// PoolEnv is added to both pools' environment (and so their
+	// children's): GOMAXPROCS, GODEBUG and the like, for experiments.
+	PoolEnv []string
 }
 
 // BenchReport is everything one `switchboard bench` run measured, against
 // the in-process fake MCP server, in the same run.
 type BenchReport struct {
 	Machine string `json:"machine"`
-	// Latency: one session, one request in flight.
-	Latency []Result `json:"latency"`
+	// Latency: one session, one request in flight, every path in
+	// alternating rounds, with the floor of the same machine.
+	Latency LatencyReport `json:"latency"`
 	// AddedP50Us and AddedP99Us are the pool's latency (through
-	// `switchboard connect`) less the direct pipe's.
+	// `switchboard connect`) less the direct pipe's, in the same round;
+	// the median over rounds.
 	AddedP50Us float64 `json:"addedP50Us"`
 	AddedP99Us float64 `json:"addedP99Us"`
+	// PipeP50Us and PipeP99Us are the floor: a pipe round trip between
+	// two Go processes, in the same run.
+	PipeP50Us float64 `json:"pipeP50Us"`
+	PipeP99Us float64 `json:"pipeP99Us"`
 	// Throughput: Sessions x InFlight, colliding ids.
-	Throughput []ModeResult `json:"throughput"`
+	Throughput []ModeResult `json:"throughput,omitempty"`
 	// ConnectRatio and HTTPRatio are the pool's requests/s over the direct
 	// pipe's (64 sessions each on its own child).
-	ConnectRatio float64 `json:"connectRatio"`
-	HTTPRatio    float64 `json:"httpRatio"`
+	ConnectRatio float64 `json:"connectRatio,omitempty"`
+	HTTPRatio    float64 `json:"httpRatio,omitempty"`
 	// HistoryOffP99Us is the connect run's p99 with history recording
 	// off; the connect row above has it on (the default).
-	HistoryOffP99Us float64 `json:"historyOffP99Us"`
+	HistoryOffP99Us float64 `json:"historyOffP99Us,omitempty"`
 	// HistoryOffLatencyP99Us is the same for one session, one in flight
 	// (compare with the connect latency row).
 	HistoryOffLatencyP99Us float64 `json:"historyOffLatencyP99Us"`
 	// ShimPSSBytes is one `switchboard connect` process's proportional set
 	// size, ShimIdleCPU its CPU time over IdleWindow with nothing to relay.
-	ShimPSSBytes uint64        `json:"shimPssBytes"`
-	ShimIdleCPU  time.Duration `json:"shimIdleCpuNs"`
-	IdleWindow   time.Duration `json:"idleWindowNs"`
+	ShimPSSBytes uint64        `json:"shimPssBytes,omitempty"`
+	ShimIdleCPU  time.Duration `json:"shimIdleCpuNs,omitempty"`
+	IdleWindow   time.Duration `json:"idleWindowNs,omitempty"`
 	// IdleSessions sessions held open with nothing in flight cost the pool
 	// IdleBytesPerSession each (RSS growth / sessions).
 	IdleSessions        int     `json:"idleSessions,omitempty"`
@@ -95,44 +120,72 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	}
 	r := BenchReport{Machine: machine()}
 	direct := ProcessOpener(fake, nil, nil)
-	one := Config{Sessions: 1, InFlight: 1, Warmup: o.Warmup, Duration: o.Duration}
 	many := Config{Sessions: o.Sessions, InFlight: o.InFlight, Warmup: o.Warmup, Duration: o.Duration}
 
-	// History off first: the connect loads below on a pool that records
-	// nothing (history is on by default).
-	quiet, err := startBenchPool(ctx, self, fake, true, "")
+	// Both pools run through the latency rounds; history is on by
+	// default, so the pool with it off is the variant.
+	quietEnv := slices.Clone(o.PoolEnv)
+	if o.Trace != "" {
+		quietEnv = append(quietEnv, "SWITCHBOARD_TRACE="+o.Trace+".history-off")
+	}
+	quiet, err := startBenchPool(ctx, self, fake, true, quietEnv)
 	if err != nil {
 		return err
 	}
 	defer quiet.stop()
-	off, err := runMode(ctx, "connect (history off)", many, quiet.connect(nil))
-	if err != nil {
-		return err
+	env := slices.Clone(o.PoolEnv)
+	if o.CPUProfile != "" {
+		env = append(env, "SWITCHBOARD_CPUPROFILE="+o.CPUProfile)
 	}
-	offOne, err := runMode(ctx, "connect (history off)", one, quiet.connect(nil))
-	if err != nil {
-		return err
+	if o.Trace != "" {
+		env = append(env, "SWITCHBOARD_TRACE="+o.Trace)
 	}
-	quiet.stop()
-	r.HistoryOffP99Us, r.HistoryOffLatencyP99Us = off.P99, offOne.P99
-
-	pool, err := startBenchPool(ctx, self, fake, false, o.CPUProfile)
+	pool, err := startBenchPool(ctx, self, fake, false, env)
 	if err != nil {
 		return err
 	}
 	defer pool.stop()
 
-	// Latency: one session, one request at a time.
-	ld, err := runMode(ctx, "direct", one, direct)
+	// Latency: one session, one request at a time, every path per round.
+	var paths []latencyPath
+	if len(o.PipeEcho) > 0 {
+		paths = append(paths, latencyPath{mode: ModePipe, cfg: LatencyConfig{Raw: true}, open: ProcessOpener(o.PipeEcho, nil, nil)})
+		if len(o.Relay) > 0 {
+			relay := append(slices.Clone(o.Relay), o.PipeEcho...)
+			paths = append(paths, latencyPath{mode: ModeRelay, cfg: LatencyConfig{Raw: true}, open: ProcessOpener(relay, nil, nil)})
+		}
+	}
+	paths = append(paths,
+		latencyPath{mode: ModeDirect, open: direct},
+		latencyPath{mode: ModeConnect, cfg: LatencyConfig{Watch: []int{pool.cmd.Process.Pid}}, open: pool.connect(nil)},
+		latencyPath{mode: ModeConnectOff, cfg: LatencyConfig{Watch: []int{quiet.cmd.Process.Pid}}, open: quiet.connect(nil)})
+	rounds := max(o.Rounds, 1)
+	r.Latency, err = runLatency(ctx, paths, LatencyConfig{Warmup: o.LatencyWarmup, Duration: o.LatencyDuration}, rounds)
 	if err != nil {
 		return err
 	}
-	lc, err := runMode(ctx, "connect", one, pool.connect(nil))
+	if a, ok := r.Latency.added(ModeConnect); ok {
+		r.AddedP50Us, r.AddedP99Us = a.P50Us, a.P99Us
+	}
+	if p, ok := r.Latency.row(ModePipe); ok {
+		r.PipeP50Us, r.PipeP99Us = p.P50, p.P99
+	}
+	if off, ok := r.Latency.row(ModeConnectOff); ok {
+		r.HistoryOffLatencyP99Us = off.P99
+	}
+	if o.LatencyOnly {
+		quiet.stop()
+		pool.stop()
+		return writeReport(out, o, r)
+	}
+
+	// History off at N x K, then that pool is done.
+	off, err := runMode(ctx, "connect (history off)", many, quiet.connect(nil))
 	if err != nil {
 		return err
 	}
-	r.Latency = []Result{ld, lc}
-	r.AddedP50Us, r.AddedP99Us = lc.P50-ld.P50, lc.P99-ld.P99
+	quiet.stop()
+	r.HistoryOffP99Us = off.P99
 
 	// Throughput: N x K with colliding ids.
 	td, err := runMode(ctx, "direct", many, direct)
@@ -172,7 +225,11 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 		}
 	}
 	pool.stop()
+	return writeReport(out, o, r)
+}
 
+// writeReport writes r as JSON or as the table.
+func writeReport(out io.Writer, o BenchOptions, r BenchReport) error {
 	if o.JSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -201,7 +258,7 @@ type benchPool struct {
 	once       sync.Once
 }
 
-func startBenchPool(ctx context.Context, self string, fake []string, historyOff bool, profile string) (*benchPool, error) {
+func startBenchPool(ctx context.Context, self string, fake []string, historyOff bool, env []string) (*benchPool, error) {
 	// A short path: Unix socket addresses hold about 100 bytes.
 	home, err := os.MkdirTemp("", "sbbench")
 	if err != nil {
@@ -223,10 +280,7 @@ func startBenchPool(ctx context.Context, self string, fake []string, historyOff 
 	}
 	p := &benchPool{self: self, home: home, url: "http://" + addr + "/mcp/fake", done: make(chan error, 1)}
 	p.cmd = exec.CommandContext(ctx, self, "serve", "--http", addr)
-	p.cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+home)
-	if profile != "" {
-		p.cmd.Env = append(p.cmd.Env, "SWITCHBOARD_CPUPROFILE="+profile)
-	}
+	p.cmd.Env = append(append(os.Environ(), "SWITCHBOARD_HOME="+home), env...)
 	p.cmd.Stderr = io.Discard
 	if err := p.cmd.Start(); err != nil {
 		os.RemoveAll(home)
@@ -403,19 +457,17 @@ func machine() string {
 
 func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
 	fmt.Fprintf(out, "machine: %s\n\n", r.Machine)
+	writeLatencyTable(out, r.Latency)
+	if o.LatencyOnly {
+		return
+	}
+	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(label string, x Result, extra string) {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%s\t\n", label, x.Requests, x.PerSecond,
 			x.P50, x.P90, x.P99, x.Max, x.Misrouted, x.Hung, x.Errors, extra)
 	}
 	header := "mode\trequests\treq/s\tp50 µs\tp90 µs\tp99 µs\tmax µs\tmisrouted\thung\terrors\tpool\t\n"
-	fmt.Fprintf(out, "latency, 1 session x 1 in flight:\n")
-	fmt.Fprint(tw, header)
-	for _, x := range r.Latency {
-		row(x.Mode, x, "")
-	}
-	tw.Flush()
-	fmt.Fprintf(out, "added by the pool: p50 %.0f µs, p99 %.0f µs\n\n", r.AddedP50Us, r.AddedP99Us)
 	fmt.Fprintf(out, "throughput, %d sessions x %d in flight, colliding ids:\n", o.Sessions, o.InFlight)
 	fmt.Fprint(tw, header)
 	for _, x := range r.Throughput {
@@ -434,8 +486,8 @@ func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
 		}
 	}
 	fmt.Fprintf(out, "history on / off, p99 at %d x %d: %.0f / %.0f µs (%+.0f%%)\n", o.Sessions, o.InFlight, on, r.HistoryOffP99Us, pct(on, r.HistoryOffP99Us))
-	if len(r.Latency) == 2 {
-		fmt.Fprintf(out, "history on / off, p99 at 1 x 1: %.0f / %.0f µs (%+.0f%%)\n", r.Latency[1].P99, r.HistoryOffLatencyP99Us, pct(r.Latency[1].P99, r.HistoryOffLatencyP99Us))
+	if c, ok := r.Latency.row(ModeConnect); ok && r.HistoryOffLatencyP99Us > 0 {
+		fmt.Fprintf(out, "history on / off, p99 at 1 x 1: %.0f / %.0f µs (%+.0f%%)\n", c.P99, r.HistoryOffLatencyP99Us, pct(c.P99, r.HistoryOffLatencyP99Us))
 	}
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "one connect shim: PSS %.2f MiB, CPU %v over %v idle\n", float64(r.ShimPSSBytes)/(1<<20), r.ShimIdleCPU, r.IdleWindow)
