@@ -157,7 +157,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 			s.resume(hello.Resume)
 		}
 		s.startOutput(conn)
-		s.readFrom(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), conn), 64<<10), rawConn(conn), hb)
+		s.readFrom(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), newRawReader(conn)), 64<<10), rawConn(conn), hb)
 		return
 	}
 	// Attached: the client's pipes are the session's transport; the
@@ -196,9 +196,9 @@ func (p *Pool) serveShim(conn net.Conn) {
 			s.close(nil)
 		})
 	}
-	var input io.Reader = in
+	input := newRawReader(in)
 	if len(carried) > 0 {
-		input = io.MultiReader(bytes.NewReader(carried), in)
+		input = io.MultiReader(bytes.NewReader(carried), input)
 	}
 	s.readFrom(bufio.NewReaderSize(input, 64<<10), rawConn(out), hb)
 }

@@ -128,7 +128,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	if o.Trace != "" {
 		quietEnv = append(quietEnv, "SWITCHBOARD_TRACE="+o.Trace+".history-off")
 	}
-	quiet, err := startBenchPool(ctx, self, fake, true, quietEnv)
+	quiet, err := startBenchPool(ctx, self, fake, true, false, quietEnv)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	if o.Trace != "" {
 		env = append(env, "SWITCHBOARD_TRACE="+o.Trace)
 	}
-	pool, err := startBenchPool(ctx, self, fake, false, env)
+	pool, err := startBenchPool(ctx, self, fake, false, !o.LatencyOnly, env)
 	if err != nil {
 		return err
 	}
@@ -258,7 +258,9 @@ type benchPool struct {
 	once       sync.Once
 }
 
-func startBenchPool(ctx context.Context, self string, fake []string, historyOff bool, env []string) (*benchPool, error) {
+// startBenchPool starts a pool in a home of its own, with the HTTP front
+// door on a free loopback port when withHTTP is set.
+func startBenchPool(ctx context.Context, self string, fake []string, historyOff, withHTTP bool, env []string) (*benchPool, error) {
 	// A short path: Unix socket addresses hold about 100 bytes.
 	home, err := os.MkdirTemp("", "sbbench")
 	if err != nil {
@@ -273,15 +275,21 @@ func startBenchPool(ctx context.Context, self string, fake []string, historyOff 
 		os.RemoveAll(home)
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	addr, err := freeLoopbackAddr()
-	if err != nil {
-		os.RemoveAll(home)
-		return nil, fmt.Errorf("bench: %w", err)
+	p := &benchPool{self: self, home: home, done: make(chan error, 1)}
+	args := []string{"serve"}
+	if withHTTP {
+		addr, err := freeLoopbackAddr()
+		if err != nil {
+			os.RemoveAll(home)
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		p.url = "http://" + addr + "/mcp/fake"
+		args = append(args, "--http", addr)
 	}
-	p := &benchPool{self: self, home: home, url: "http://" + addr + "/mcp/fake", done: make(chan error, 1)}
-	p.cmd = exec.CommandContext(ctx, self, "serve", "--http", addr)
+	p.cmd = exec.CommandContext(ctx, self, args...)
 	p.cmd.Env = append(append(os.Environ(), "SWITCHBOARD_HOME="+home), env...)
-	p.cmd.Stderr = io.Discard
+	stderr := &tailBuffer{max: 4 << 10}
+	p.cmd.Stderr = stderr
 	if err := p.cmd.Start(); err != nil {
 		os.RemoveAll(home)
 		return nil, fmt.Errorf("bench: start the pool: %w", err)
@@ -291,6 +299,9 @@ func startBenchPool(ctx context.Context, self string, fake []string, historyOff 
 	for deadline := time.Now().Add(15 * time.Second); ; {
 		if c, err := localsock.DialTimeout(sock, time.Second); err == nil {
 			c.Close()
+			if !withHTTP {
+				return p, nil
+			}
 			tok, err := os.ReadFile(filepath.Join(home, "http-token"))
 			if err != nil {
 				p.stop()
@@ -303,7 +314,7 @@ func startBenchPool(ctx context.Context, self string, fake []string, historyOff 
 		case err := <-p.done:
 			p.done <- err
 			p.stop()
-			return nil, fmt.Errorf("bench: the pool exited at start: %v", err)
+			return nil, fmt.Errorf("bench: the pool exited at start: %v\n%s", err, stderr.bytes())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -311,6 +322,30 @@ func startBenchPool(ctx context.Context, self string, fake []string, historyOff 
 			return nil, errors.New("bench: the pool did not open its socket within 15s")
 		}
 	}
+}
+
+// tailBuffer keeps the last max bytes written to it: a pool's stderr,
+// for the error when it does not start.
+type tailBuffer struct {
+	max int
+	mu  sync.Mutex
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]byte(nil), t.b...)
 }
 
 // freeLoopbackAddr finds a free loopback port for the pool's HTTP front

@@ -44,6 +44,11 @@ type LatencyResult struct {
 	WakeupsPerRequest   float64 `json:"wakeupsPerRequest"`
 	RunWaitPerRequestUs float64 `json:"runWaitUsPerRequest"`
 	Processes           int     `json:"processes"` // how many processes were counted
+	// WatchedCPUPerRequestUs and WatchedWakeupsPerRequest are the same for
+	// the Watch processes alone, without their descendants: the pool
+	// process itself.
+	WatchedCPUPerRequestUs   float64 `json:"watchedCpuUsPerRequest,omitempty"`
+	WatchedWakeupsPerRequest float64 `json:"watchedWakeupsPerRequest,omitempty"`
 }
 
 // Latency opens one stream with open and measures its round trip one
@@ -84,6 +89,7 @@ func Latency(ctx context.Context, cfg LatencyConfig, open Opener) (LatencyResult
 	var (
 		lat           []time.Duration
 		before, after schedStat
+		wBefore       schedStat // of cfg.Watch alone
 		pids          []int
 		began         time.Time
 		line          []byte
@@ -95,7 +101,7 @@ func Latency(ctx context.Context, cfg LatencyConfig, open Opener) (LatencyResult
 		}
 		if began.IsZero() && !now.Before(measureFrom) {
 			pids = withDescendants(roots)
-			before = readSched(pids)
+			before, wBefore = readSched(pids), readSched(cfg.Watch)
 			began = time.Now()
 		}
 		id, token := requestID(n), "s0/"+strconv.Itoa(n)
@@ -123,7 +129,7 @@ func Latency(ctx context.Context, cfg LatencyConfig, open Opener) (LatencyResult
 	if began.IsZero() {
 		return res, fmt.Errorf("the stream failed before the measured window (%d hung, %d errors, %d misrouted)", res.Hung, res.Errors, res.Misrouted)
 	}
-	after = readSched(pids)
+	after, wAfter := readSched(pids), readSched(cfg.Watch)
 	elapsed := time.Since(began)
 
 	res.Requests = uint64(len(lat))
@@ -136,6 +142,10 @@ func Latency(ctx context.Context, cfg LatencyConfig, open Opener) (LatencyResult
 		res.CPUPerRequestUs = per(micros(after.cpu - before.cpu))
 		res.WakeupsPerRequest = per(float64(after.slices - before.slices))
 		res.RunWaitPerRequestUs = per(micros(after.wait - before.wait))
+		if len(cfg.Watch) > 0 {
+			res.WatchedCPUPerRequestUs = per(micros(wAfter.cpu - wBefore.cpu))
+			res.WatchedWakeupsPerRequest = per(float64(wAfter.slices - wBefore.slices))
+		}
 	}
 	res.Processes = len(pids)
 	return res, nil

@@ -40,12 +40,16 @@ type latencyPath struct {
 // figures (requests are their sum), and the range of p50 and p99.
 type LatencyRow struct {
 	Result
-	P50RangeUs          [2]float64      `json:"p50RangeUs"`
-	P99RangeUs          [2]float64      `json:"p99RangeUs"`
-	CPUPerRequestUs     float64         `json:"cpuUsPerRequest"`
-	WakeupsPerRequest   float64         `json:"wakeupsPerRequest"`
-	RunWaitPerRequestUs float64         `json:"runWaitUsPerRequest"`
-	Rounds              []LatencyResult `json:"rounds"`
+	P50RangeUs          [2]float64 `json:"p50RangeUs"`
+	P99RangeUs          [2]float64 `json:"p99RangeUs"`
+	CPUPerRequestUs     float64    `json:"cpuUsPerRequest"`
+	WakeupsPerRequest   float64    `json:"wakeupsPerRequest"`
+	RunWaitPerRequestUs float64    `json:"runWaitUsPerRequest"`
+	// PoolCPUPerRequestUs and PoolWakeupsPerRequest are the pool
+	// process's own share (connect paths only).
+	PoolCPUPerRequestUs   float64         `json:"poolCpuUsPerRequest,omitempty"`
+	PoolWakeupsPerRequest float64         `json:"poolWakeupsPerRequest,omitempty"`
+	Rounds                []LatencyResult `json:"rounds"`
 }
 
 // AddedLatency is what one path adds to another, taken within each
@@ -159,6 +163,8 @@ func summarise(mode string, rounds []LatencyResult) LatencyRow {
 	row.CPUPerRequestUs = median(col(func(r LatencyResult) float64 { return r.CPUPerRequestUs }))
 	row.WakeupsPerRequest = median(col(func(r LatencyResult) float64 { return r.WakeupsPerRequest }))
 	row.RunWaitPerRequestUs = median(col(func(r LatencyResult) float64 { return r.RunWaitPerRequestUs }))
+	row.PoolCPUPerRequestUs = median(col(func(r LatencyResult) float64 { return r.WatchedCPUPerRequestUs }))
+	row.PoolWakeupsPerRequest = median(col(func(r LatencyResult) float64 { return r.WatchedWakeupsPerRequest }))
 	return row
 }
 
@@ -213,11 +219,15 @@ func writeLatencyTable(out io.Writer, r LatencyReport) {
 	fmt.Fprintf(out, "latency, 1 session x 1 in flight (one goroutine writes each request and reads its answer);\n"+
 		"medians of %d alternating rounds [min–max]; cpu, wake-ups and run-wait are per request, for the processes behind the client:\n", r.Rounds)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "mode\trequests\tp50 µs\t\tp90 µs\tp99 µs\t\tmax µs\tcpu µs\twake-ups\trun-wait µs\tmisrouted\thung\terrors\t\n")
+	fmt.Fprint(tw, "mode\trequests\tp50 µs\t\tp90 µs\tp99 µs\t\tmax µs\tcpu µs\twake-ups\trun-wait µs\tpool: cpu µs\twake-ups\tmisrouted\thung\terrors\t\n")
 	for _, x := range r.Rows {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%.0f\t%.0f\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t%d\t%d\t\n", x.Mode, x.Requests,
+		pool := "\t"
+		if x.PoolWakeupsPerRequest > 0 {
+			pool = fmt.Sprintf("%.1f\t%.1f", x.PoolCPUPerRequestUs, x.PoolWakeupsPerRequest)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%.0f\t%.0f\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%s\t%d\t%d\t%d\t\n", x.Mode, x.Requests,
 			x.P50, rangeOf(x.P50RangeUs, 1), x.P90, x.P99, rangeOf(x.P99RangeUs, 0), x.Max,
-			x.CPUPerRequestUs, x.WakeupsPerRequest, x.RunWaitPerRequestUs, x.Misrouted, x.Hung, x.Errors)
+			x.CPUPerRequestUs, x.WakeupsPerRequest, x.RunWaitPerRequestUs, pool, x.Misrouted, x.Hung, x.Errors)
 	}
 	tw.Flush()
 	for _, a := range r.Added {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -37,6 +38,19 @@ func TestMain(m *testing.M) {
 		return m.Run()
 	}()
 	os.Exit(code)
+}
+
+// bench runs the load tool and returns what it printed.
+func bench(t *testing.T, args ...string) []byte {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd := exec.Command(benchBin, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("switchboard-bench %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.Bytes())
+	}
+	return out
 }
 
 // latencyJSON is the latency section of the report.
@@ -83,12 +97,9 @@ func checkLatency(t *testing.T, l latencyJSON, rounds int, out []byte) {
 // direct pipe both answer everything, with nothing misrouted or hung, and
 // the report carries every figure the README table is made of.
 func TestBenchJSON(t *testing.T) {
-	out, err := exec.Command(benchBin, "--json", "--sessions", "3", "--inflight", "2",
+	out := bench(t, "--json", "--sessions", "3", "--inflight", "2",
 		"--duration", "300ms", "--warmup", "50ms", "--rounds", "2", "--latency-duration", "100ms",
-		"--latency-warmup", "20ms", "--idle", "20").Output()
-	if err != nil {
-		t.Fatalf("bench: %v\n%s", err, out)
-	}
+		"--latency-warmup", "20ms", "--idle", "20")
 	var r struct {
 		Latency    latencyJSON
 		Throughput []struct {
@@ -133,10 +144,7 @@ func TestBenchJSON(t *testing.T) {
 // TestBenchLatencyOnly: --latency-only measures the latency paths and
 // nothing else, as a table that says how far the pool is from its target.
 func TestBenchLatencyOnly(t *testing.T) {
-	out, err := exec.Command(benchBin, "--latency-only", "--json", "--rounds", "1", "--latency-duration", "100ms", "--latency-warmup", "20ms").Output()
-	if err != nil {
-		t.Fatalf("bench: %v\n%s", err, out)
-	}
+	out := bench(t, "--latency-only", "--json", "--rounds", "1", "--latency-duration", "100ms", "--latency-warmup", "20ms")
 	var r struct {
 		Latency    latencyJSON
 		Throughput []json.RawMessage
@@ -148,10 +156,7 @@ func TestBenchLatencyOnly(t *testing.T) {
 	if r.Throughput != nil {
 		t.Errorf("--latency-only ran throughput: %s", out)
 	}
-	table, err := exec.Command(benchBin, "--latency-only", "--rounds", "1", "--latency-duration", "100ms", "--latency-warmup", "20ms").Output()
-	if err != nil {
-		t.Fatalf("bench: %v\n%s", err, table)
-	}
+	table := bench(t, "--latency-only", "--rounds", "1", "--latency-duration", "100ms", "--latency-warmup", "20ms")
 	for _, want := range []string{"added by connect over direct: p50", "floor: a pipe round trip between two Go processes is", "target for the pool: added p50 ≤ 25 µs"} {
 		if !strings.Contains(string(table), want) {
 			t.Errorf("the table lacks %q:\n%s", want, table)
