@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bufio"
 	"context"
+	"debug/buildinfo"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -119,6 +120,9 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 		return errors.New("bench: which switchboard and which fake server?")
 	}
 	r := BenchReport{Machine: machine()}
+	if raceBuilt(self) {
+		r.Notes = append(r.Notes, self+" was built with -race: its figures are not the product's (build it without, e.g. GOFLAGS= make build)")
+	}
 	direct := ProcessOpener(fake, nil, nil)
 	many := Config{Sessions: o.Sessions, InFlight: o.InFlight, Warmup: o.Warmup, Duration: o.Duration}
 
@@ -476,6 +480,21 @@ func (p *benchPool) stop() {
 	})
 }
 
+// raceBuilt reports whether the binary at path was built with the race
+// detector, which makes every figure of it slower several times over.
+func raceBuilt(path string) bool {
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-race" && s.Value == "true" {
+			return true
+		}
+	}
+	return false
+}
+
 // machine names the CPU and core count, for the report.
 func machine() string {
 	model := "unknown CPU"
@@ -494,6 +513,9 @@ func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
 	fmt.Fprintf(out, "machine: %s\n\n", r.Machine)
 	writeLatencyTable(out, r.Latency)
 	if o.LatencyOnly {
+		for _, n := range r.Notes {
+			fmt.Fprintf(out, "note: %s\n", n)
+		}
 		return
 	}
 	fmt.Fprintln(out)

@@ -156,3 +156,20 @@ func TestSchedCountsProcessTrees(t *testing.T) {
 		t.Fatalf("schedstat of this process: %+v", st)
 	}
 }
+
+// TestRaceBuiltIsNoticed: a binary built with -race is told apart, since
+// measuring one misleads.
+func TestRaceBuiltIsNoticed(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// This test binary is built with -race exactly when the race detector
+	// is on.
+	if got := raceBuilt(self); got != raceEnabled {
+		t.Fatalf("raceBuilt(this test) = %v, want %v", got, raceEnabled)
+	}
+	if raceBuilt(os.DevNull) {
+		t.Fatal("a file that is no Go binary was taken for a race build")
+	}
+}
