@@ -27,7 +27,9 @@ import (
 type BenchOptions struct {
 	// Switchboard is the product binary whose pool is measured, and Fake
 	// the command line of the fake MCP server both the pool and the
-	// direct pipe drive.
+	// direct pipe drive. The latency paths run it with -inline-echo
+	// appended (echo answered on its reading goroutine: no hand-off
+	// inside the server); the throughput runs as it is.
 	Switchboard string
 	Fake        []string
 	// PipeEcho is the command line of a process that echoes lines (the
@@ -120,6 +122,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 		return errors.New("bench: which switchboard and which fake server?")
 	}
 	r := BenchReport{Machine: machine()}
+	inline := append(slices.Clone(fake), "-inline-echo")
 	if raceBuilt(self) {
 		r.Notes = append(r.Notes, self+" was built with -race: its figures are not the product's (build it without, e.g. GOFLAGS= make build)")
 	}
@@ -160,9 +163,9 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 		}
 	}
 	paths = append(paths,
-		latencyPath{mode: ModeDirect, open: direct},
-		latencyPath{mode: ModeConnect, cfg: LatencyConfig{Watch: []int{pool.cmd.Process.Pid}}, open: pool.connect(nil)},
-		latencyPath{mode: ModeConnectOff, cfg: LatencyConfig{Watch: []int{quiet.cmd.Process.Pid}}, open: quiet.connect(nil)})
+		latencyPath{mode: ModeDirect, open: ProcessOpener(inline, nil, nil)},
+		latencyPath{mode: ModeConnect, cfg: LatencyConfig{Watch: []int{pool.cmd.Process.Pid}}, open: pool.connect(serverInline, nil)},
+		latencyPath{mode: ModeConnectOff, cfg: LatencyConfig{Watch: []int{quiet.cmd.Process.Pid}}, open: quiet.connect(serverInline, nil)})
 	rounds := max(o.Rounds, 1)
 	r.Latency, err = runLatency(ctx, paths, LatencyConfig{Warmup: o.LatencyWarmup, Duration: o.LatencyDuration}, rounds)
 	if err != nil {
@@ -184,7 +187,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	}
 
 	// History off at N x K, then that pool is done.
-	off, err := runMode(ctx, "connect (history off)", many, quiet.connect(nil))
+	off, err := runMode(ctx, "connect (history off)", many, quiet.connect(serverFake, nil))
 	if err != nil {
 		return err
 	}
@@ -197,7 +200,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 		return err
 	}
 	shims := make(chan int, 1)
-	tc, err := pool.measure(func() (Result, error) { return runMode(ctx, "connect", many, pool.connect(shims)) })
+	tc, err := pool.measure(func() (Result, error) { return runMode(ctx, "connect", many, pool.connect(serverFake, shims)) })
 	if err != nil {
 		return err
 	}
@@ -270,7 +273,11 @@ func startBenchPool(ctx context.Context, self string, fake []string, historyOff,
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	cfg := map[string]any{"mcpServers": map[string]any{"fake": map[string]any{"command": fake[0], "args": fake[1:]}}}
+	inline := append(slices.Clone(fake[1:]), "-inline-echo")
+	cfg := map[string]any{"mcpServers": map[string]any{
+		serverFake:   map[string]any{"command": fake[0], "args": fake[1:]},
+		serverInline: map[string]any{"command": fake[0], "args": inline},
+	}}
 	if historyOff {
 		cfg["history"] = map[string]any{"disabled": true}
 	}
@@ -287,7 +294,7 @@ func startBenchPool(ctx context.Context, self string, fake []string, historyOff,
 			os.RemoveAll(home)
 			return nil, fmt.Errorf("bench: %w", err)
 		}
-		p.url = "http://" + addr + "/mcp/fake"
+		p.url = "http://" + addr + "/mcp/" + serverFake
 		args = append(args, "--http", addr)
 	}
 	p.cmd = exec.CommandContext(ctx, self, args...)
@@ -364,9 +371,16 @@ func freeLoopbackAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// connect opens sessions through `switchboard connect fake`.
-func (p *benchPool) connect(pids chan<- int) Opener {
-	return ProcessOpener([]string{p.self, "connect", "fake"}, []string{"SWITCHBOARD_HOME=" + p.home}, pids)
+// The bench pool's two servers: the fake as it is, for the throughput
+// runs, and with -inline-echo, for the latency paths.
+const (
+	serverFake   = "fake"
+	serverInline = "fake-inline"
+)
+
+// connect opens sessions through `switchboard connect server`.
+func (p *benchPool) connect(server string, pids chan<- int) Opener {
+	return ProcessOpener([]string{p.self, "connect", server}, []string{"SWITCHBOARD_HOME=" + p.home}, pids)
 }
 
 // measure runs f and adds the pool process's CPU time and final RSS.
@@ -381,7 +395,7 @@ func (p *benchPool) measure(f func() (Result, error)) (ModeResult, error) {
 // PSS and CPU time.
 func (p *benchPool) idleShim(ctx context.Context, r *BenchReport) error {
 	pids := make(chan int, 1)
-	st, err := p.connect(pids)(ctx, 0)
+	st, err := p.connect(serverFake, pids)(ctx, 0)
 	if err != nil {
 		return err
 	}
@@ -419,7 +433,7 @@ func (p *benchPool) idleSessions(ctx context.Context, n int) (bytes, goroutines 
 			return nil, err
 		}
 		br := bufio.NewReader(c)
-		if _, err := io.WriteString(c, `{"server":"fake"}`+"\n"); err != nil {
+		if _, err := io.WriteString(c, `{"server":"`+serverFake+`"}`+"\n"); err != nil {
 			c.Close()
 			return nil, err
 		}

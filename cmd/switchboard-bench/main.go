@@ -57,9 +57,9 @@ func (c *runCmd) Run(ctx context.Context) error {
 	if _, err := os.Stat(sb); err != nil {
 		return fmt.Errorf("the switchboard binary to measure: %w (build it with make build, or give --switchboard)", err)
 	}
-	// The fake answers echo on its reading goroutine: the load measures
-	// what carries the bytes, not the fake's own hand-offs.
-	return loadgen.Bench(ctx, loadgen.BenchOptions{Switchboard: sb, Fake: []string{self, "fake-server", "--", "-inline-echo"},
+	// "--": the fake's flags (the bench adds -inline-echo for the
+	// latency paths) are not this program's.
+	return loadgen.Bench(ctx, loadgen.BenchOptions{Switchboard: sb, Fake: []string{self, "fake-server", "--"},
 		PipeEcho: []string{self, "pipe-echo"}, Relay: []string{self, "relay"},
 		Sessions: c.Sessions, InFlight: c.InFlight, Duration: c.Duration, Warmup: c.Warmup,
 		Rounds: c.Rounds, LatencyDuration: c.LatencyDur, LatencyWarmup: c.LatencyWarm, LatencyOnly: c.LatencyOnly,
