@@ -77,15 +77,20 @@ func Latency(ctx context.Context, cfg LatencyConfig, open Opener) (LatencyResult
 	}
 	roots = append(roots, cfg.Watch...)
 
-	measureFrom := time.Now().Add(cfg.Warmup)
-	stopAt := measureFrom.Add(cfg.Duration)
-	// A read past stopAt+HangAfter is a hang: a deadline on the stream
-	// when it takes one, else the stream is closed under the read.
-	hangAt := stopAt.Add(cfg.HangAfter)
-	if d, ok := st.R.(interface{ SetReadDeadline(time.Time) error }); !ok || d.SetReadDeadline(hangAt) != nil {
-		watchdog := time.AfterFunc(time.Until(hangAt), func() { _ = closeStream() })
+	// A read that takes HangAfter (the first) or lasts past the measured
+	// window by HangAfter is a hang: a deadline on the stream when it
+	// takes one, else the stream is closed under the read.
+	var hangAt func(time.Time)
+	if d, ok := st.R.(interface{ SetReadDeadline(time.Time) error }); ok && d.SetReadDeadline(time.Now().Add(cfg.HangAfter)) == nil {
+		hangAt = func(t time.Time) { _ = d.SetReadDeadline(t) }
+	} else {
+		watchdog := time.AfterFunc(cfg.HangAfter, func() { _ = closeStream() })
 		defer watchdog.Stop()
+		hangAt = func(t time.Time) { watchdog.Reset(time.Until(t)) }
 	}
+	// The clock starts at the first answer: a process slow to start is
+	// not a slow round trip.
+	var measureFrom, stopAt time.Time
 	var (
 		lat           []time.Duration
 		before, after schedStat
@@ -96,10 +101,10 @@ func Latency(ctx context.Context, cfg LatencyConfig, open Opener) (LatencyResult
 	)
 	for n := 1; ; n++ {
 		now := time.Now()
-		if now.After(stopAt) {
+		if !stopAt.IsZero() && now.After(stopAt) {
 			break
 		}
-		if began.IsZero() && !now.Before(measureFrom) {
+		if began.IsZero() && !stopAt.IsZero() && !now.Before(measureFrom) {
 			pids = withDescendants(roots)
 			before, wBefore = readSched(pids), readSched(cfg.Watch)
 			began = time.Now()
@@ -116,6 +121,11 @@ func Latency(ctx context.Context, cfg LatencyConfig, open Opener) (LatencyResult
 		if err != nil {
 			res.Hung++
 			break
+		}
+		if stopAt.IsZero() {
+			measureFrom = t1.Add(cfg.Warmup)
+			stopAt = measureFrom.Add(cfg.Duration)
+			hangAt(stopAt.Add(cfg.HangAfter))
 		}
 		switch ok, misrouted := checkAnswer(line, s.buf, id, token, cfg.Raw); {
 		case misrouted:
