@@ -5,21 +5,19 @@ package pool
 import (
 	"errors"
 	"io"
-	"runtime"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// The hot path's reads and writes are raw system calls on non-blocking
-// descriptors, made through the runtime's poller (syscall.RawConn). A
-// read or write that the kernel cannot complete at once returns EAGAIN,
-// so none ever blocks a thread, and none goes through the runtime's
-// entersyscall: that one wakes the runtime's monitor thread (sysmon)
-// whenever it sleeps, which it does each time the pool waits for the
-// next message. At one call at a time that was one more thread woken, on
-// another core, for every message the pool carried.
+// The hot path reads and writes non-blocking descriptors through the
+// runtime's poller (syscall.RawConn): a read or write that the kernel
+// cannot complete at once returns EAGAIN, so none ever blocks a thread.
+// On Linux they are raw system calls (rawsys_linux.go), which skip the
+// runtime's entersyscall: that one wakes the runtime's monitor thread
+// (sysmon) whenever it sleeps, which it does each time the pool waits
+// for the next message. At one call at a time that was one more thread
+// woken, on another core, for every message the pool carried.
 
 // directWriter writes to a pipe or socket with one non-blocking system
 // call, from whichever goroutine has a line ready: delivery without a
@@ -79,29 +77,6 @@ func (d *directWriter) writeNow(line []byte) (n int, err error) {
 	return n, err
 }
 
-// writevLine is writev(2) of line and a newline, as a raw system call
-// (the descriptor is non-blocking: it returns at once).
-func writevLine(fd int, line []byte) (int, error) {
-	nl := [1]byte{'\n'}
-	var iov [2]unix.Iovec
-	k := 0
-	if len(line) > 0 {
-		iov[k].Base = &line[0]
-		iov[k].SetLen(len(line))
-		k++
-	}
-	iov[k].Base = &nl[0]
-	iov[k].SetLen(1)
-	k++
-	r, _, errno := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(k))
-	runtime.KeepAlive(line)
-	runtime.KeepAlive(&nl)
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(r), nil
-}
-
 // rawReader reads a non-blocking pipe or socket with read(2) as a raw
 // system call, waiting in the runtime's poller when nothing is there.
 // Its errors are orig's: a read that fails (closed, deadline) is made
@@ -129,9 +104,8 @@ func (r *rawReader) Read(p []byte) (int, error) {
 	var errno syscall.Errno
 	cerr := r.rc.Read(func(fd uintptr) bool {
 		for {
-			r1, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			n, errno = int(r1), e
-			if e != unix.EINTR {
+			n, errno = rawRead(int(fd), p)
+			if errno != unix.EINTR {
 				break
 			}
 		}
