@@ -64,7 +64,7 @@ NPM_TOOLS_DEP := $(NPM_TOOLS_OK)
 export SWITCHBOARD_NPM_TOOLS := $(CURDIR)/$(NPM_TOOLS)
 endif
 
-.PHONY: all deps build run install test test-go test-gui bench vet crossbuild staticcheck fmt clean npm-tools fuzz tidy package package-linux test-package package-windows test-windows
+.PHONY: all deps build run install test test-go test-gui bench bench-bins bench-latency vet crossbuild staticcheck fmt clean npm-tools fuzz tidy package package-linux test-package package-windows test-windows
 
 all: build
 
@@ -224,11 +224,22 @@ test-gui: build
 	SWITCHBOARD_BIN="$(CURDIR)/$(BIN)" ARTIFACTS="$(CURDIR)/$(ARTIFACTS)" \
 		dbus-run-session -- xvfb-run -a -s '-screen 0 1024x768x24' bash ui/smoke/run.sh
 
-# Benchmarks and the load tool; numbers, never part of `make test`.
-bench: build
-	GOFLAGS="-tags=$(TAGS)" $(GO) test -run '^$$' -bench . -benchmem ./...
-	$(GO) build -o bin/switchboard-bench ./cmd/switchboard-bench
+# Benchmarks and the load tool; numbers, never part of `make test`. What
+# the load tool measures is built without -race, whatever GOFLAGS says.
+BENCH_GOFLAGS := -tags=$(TAGS)
+bench-bins: deps
+	GOFLAGS="$(BENCH_GOFLAGS)" $(GO) build -ldflags '$(LDFLAGS_VERSION)' -o $(BIN) ./cmd/switchboard
+	GOFLAGS= CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(LDFLAGS_VERSION)' -o $(BIN)-connect ./cmd/switchboard-connect
+	GOFLAGS= $(GO) build -o bin/switchboard-bench ./cmd/switchboard-bench
+
+bench: bench-bins
+	GOFLAGS="$(BENCH_GOFLAGS)" $(GO) test -run '^$$' -bench . -benchmem ./...
 	bin/switchboard-bench
+
+# Latency alone (1 session x 1 in flight, with the floor), about 40 s:
+# rerun it on a quiet machine.
+bench-latency: bench-bins
+	bin/switchboard-bench --latency-only
 
 # ---- housekeeping -------------------------------------------------------------
 

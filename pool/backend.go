@@ -467,9 +467,9 @@ func (b *backend) writeLoop(c *child) {
 // EOF.
 func (b *backend) readLoop(c *child) {
 	defer close(c.readerDone)
-	var out io.Reader = c.stdout
+	out := c.output
 	if len(c.unread) > 0 {
-		out = io.MultiReader(bytes.NewReader(c.unread), c.stdout)
+		out = io.MultiReader(bytes.NewReader(c.unread), c.output)
 	}
 	lr := newLineReader(out, b.p.opts.MaxMessageBytes)
 	lr.onRelease = b.p.releasedLarge

@@ -120,6 +120,7 @@ func (p *Pool) Handover() (*Carried, error) {
 	}
 	wg.Wait()
 	p.wg.Wait()
+	p.events.closeRecord()
 	out.NextID = p.nextID.Load() + 1
 	return out, nil
 }

@@ -23,6 +23,7 @@ type child struct {
 	stdin   *os.File      // write end; closed by the supervisor
 	direct  *directWriter // stdin written without waiting, by a sender when nothing is queued (backend.send); nil: never
 	stdout  *os.File      // read end; closed by the supervisor
+	output  io.Reader     // stdout as readLoop reads it: raw reads when it is non-blocking (newRawReader)
 	stderr  *os.File      // read end; closed by the supervisor
 	unread  []byte        // output an earlier pool had read and not handled, read before stdout
 	carried bool          // carried over from an earlier pool across an upgrade
@@ -45,6 +46,7 @@ func newChildState(c *child) *child {
 	c.writerDone, c.stderrDone = make(chan struct{}), make(chan struct{})
 	c.detach, c.leftover = make(chan struct{}), make(chan []byte, 1)
 	c.direct = newDirectWriter(c.stdin)
+	c.output = newRawReader(c.stdout)
 	return c
 }
 

@@ -90,18 +90,26 @@ type Event struct {
 
 // hub fans events out to the recorder and to subscribers. Sending never
 // blocks: a subscriber whose buffer is full is told it fell behind and is
-// dropped, the way a lagging watcher is in tailscale's ipnlocal.
+// dropped, the way a lagging watcher is in tailscale's ipnlocal. The
+// recorder gets events in batches (recordq.go), never on the hot path.
 type hub struct {
-	record func(Event)  // from Options; called on the hot path, must not block
+	record *recordQueue // Options.Record's; nil without one
 	nsubs  atomic.Int32 // len(subs), read without the lock on the hot path
 
 	mu   sync.Mutex
 	subs map[chan Event]struct{}
 }
 
+func newHub(record func(Event)) hub {
+	if record == nil {
+		return hub{}
+	}
+	return hub{record: newRecordQueue(record)}
+}
+
 func (h *hub) emit(e Event) {
 	if h.record != nil {
-		h.record(e)
+		h.record.add(e)
 	}
 	if h.nsubs.Load() == 0 {
 		return
@@ -123,6 +131,14 @@ func (h *hub) emit(e Event) {
 		}
 	}
 	h.mu.Unlock()
+}
+
+// closeRecord hands the recorder every event so far; later ones reach it
+// at once. Close and Handover end with it.
+func (h *hub) closeRecord() {
+	if h.record != nil {
+		h.record.close()
+	}
 }
 
 // Subscribe returns the current snapshot and a channel of every event after

@@ -167,7 +167,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 			s.resume(hello.Resume)
 		}
 		s.startOutput(conn)
-		s.readFrom(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), conn), 64<<10), rawConn(conn), s.hb)
+		s.readFrom(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), newRawReader(conn)), 64<<10), rawConn(conn), s.hb)
 		return
 	}
 	if err := writeLine(conn, Welcome{Session: s.id, Attached: true, Run: p.opts.RunID}); err != nil {
@@ -186,9 +186,9 @@ func (p *Pool) serveShim(conn net.Conn) {
 			s.close(nil)
 		})
 	}
-	var input io.Reader = in
+	input := newRawReader(in)
 	if len(carried) > 0 {
-		input = io.MultiReader(bytes.NewReader(carried), in)
+		input = io.MultiReader(bytes.NewReader(carried), input)
 	}
 	s.readFrom(bufio.NewReaderSize(input, 64<<10), rawConn(out), s.hb)
 }

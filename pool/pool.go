@@ -17,7 +17,9 @@ import (
 type Options struct {
 	// Logger receives the pool's logs; nil discards them.
 	Logger *slog.Logger
-	// Record receives every event on the hot path. It must not block: the
+	// Record receives every event, in order, in batches a few
+	// milliseconds after they happened (not on the hot path), and all of
+	// them by the time Close or Handover returns. It must not block: the
 	// history store enqueues and counts drops.
 	Record func(Event)
 	// MaxMessageBytes bounds one JSON-RPC message in either direction.
@@ -211,7 +213,7 @@ func New(opts *Options) *Pool {
 		opts:     o,
 		log:      o.Logger,
 		clock:    systemClock{},
-		events:   hub{record: o.Record},
+		events:   newHub(o.Record),
 		closing:  make(chan struct{}),
 		trim:     trimmer{kick: make(chan struct{}, 1)},
 		servers:  map[string]*server{},
@@ -364,6 +366,7 @@ func (p *Pool) Close() error {
 	}
 	wg.Wait()
 	p.wg.Wait()
+	p.events.closeRecord()
 	return nil
 }
 

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bufio"
 	"context"
+	"debug/buildinfo"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,47 +27,73 @@ import (
 type BenchOptions struct {
 	// Switchboard is the product binary whose pool is measured, and Fake
 	// the command line of the fake MCP server both the pool and the
-	// direct pipe drive.
+	// direct pipe drive. The latency paths run it with -inline-echo
+	// appended (echo answered on its reading goroutine: no hand-off
+	// inside the server); the throughput runs as it is.
 	Switchboard string
 	Fake        []string
-	Sessions    int           // concurrent sessions in the throughput runs
-	InFlight    int           // requests each session keeps in flight
-	Warmup      time.Duration // per run, before measuring
-	Duration    time.Duration // measured, per run
-	Idle        int           // idle sessions for the memory check; 0 skips it
+	// PipeEcho is the command line of a process that echoes lines (the
+	// floor), Relay one that relays to the command line appended to it.
+	// Either may be empty: its latency path is then left out.
+	PipeEcho []string
+	Relay    []string
+	Sessions int           // concurrent sessions in the throughput runs
+	InFlight int           // requests each session keeps in flight
+	Warmup   time.Duration // per throughput run, before measuring
+	Duration time.Duration // measured, per throughput run
+	// Rounds of the latency paths, each path LatencyDuration long after
+	// LatencyWarmup.
+	Rounds          int
+	LatencyDuration time.Duration
+	LatencyWarmup   time.Duration
+	// LatencyOnly stops after the latency section.
+	LatencyOnly bool
+	Idle        int // idle sessions for the memory check; 0 skips it
 	JSON        bool
-	// CPUProfile, if set, is where the pool with history on writes its
-	// CPU profile (SWITCHBOARD_CPUPROFILE of its serve).
+	// CPUProfile and Trace, if set, are where the pool with history on
+	// writes its CPU profile and its execution trace (SWITCHBOARD_CPUPROFILE
+	// and SWITCHBOARD_TRACE of its serve); the pool with history off
+	// writes its trace to Trace + ".history-off".
 	CPUProfile string
+	Trace      string
+	// PoolEnv is added to both pools' environment (and so their
+	// children's): GOMAXPROCS, GODEBUG and the like, for experiments.
+	PoolEnv []string
 }
 
 // BenchReport is everything one `switchboard bench` run measured, against
 // the in-process fake MCP server, in the same run.
 type BenchReport struct {
 	Machine string `json:"machine"`
-	// Latency: one session, one request in flight.
-	Latency []Result `json:"latency"`
+	// Latency: one session, one request in flight, every path in
+	// alternating rounds, with the floor of the same machine.
+	Latency LatencyReport `json:"latency"`
 	// AddedP50Us and AddedP99Us are the pool's latency (through
-	// `switchboard connect`) less the direct pipe's.
+	// `switchboard connect`) less the direct pipe's, in the same round;
+	// the median over rounds.
 	AddedP50Us float64 `json:"addedP50Us"`
 	AddedP99Us float64 `json:"addedP99Us"`
+	// PipeP50Us and PipeP99Us are the floor: a pipe round trip between
+	// two Go processes, in the same run.
+	PipeP50Us float64 `json:"pipeP50Us"`
+	PipeP99Us float64 `json:"pipeP99Us"`
 	// Throughput: Sessions x InFlight, colliding ids.
-	Throughput []ModeResult `json:"throughput"`
+	Throughput []ModeResult `json:"throughput,omitempty"`
 	// ConnectRatio and HTTPRatio are the pool's requests/s over the direct
 	// pipe's (64 sessions each on its own child).
-	ConnectRatio float64 `json:"connectRatio"`
-	HTTPRatio    float64 `json:"httpRatio"`
+	ConnectRatio float64 `json:"connectRatio,omitempty"`
+	HTTPRatio    float64 `json:"httpRatio,omitempty"`
 	// HistoryOffP99Us is the connect run's p99 with history recording
 	// off; the connect row above has it on (the default).
-	HistoryOffP99Us float64 `json:"historyOffP99Us"`
+	HistoryOffP99Us float64 `json:"historyOffP99Us,omitempty"`
 	// HistoryOffLatencyP99Us is the same for one session, one in flight
 	// (compare with the connect latency row).
 	HistoryOffLatencyP99Us float64 `json:"historyOffLatencyP99Us"`
 	// ShimPSSBytes is one `switchboard connect` process's proportional set
 	// size, ShimIdleCPU its CPU time over IdleWindow with nothing to relay.
-	ShimPSSBytes uint64        `json:"shimPssBytes"`
-	ShimIdleCPU  time.Duration `json:"shimIdleCpuNs"`
-	IdleWindow   time.Duration `json:"idleWindowNs"`
+	ShimPSSBytes uint64        `json:"shimPssBytes,omitempty"`
+	ShimIdleCPU  time.Duration `json:"shimIdleCpuNs,omitempty"`
+	IdleWindow   time.Duration `json:"idleWindowNs,omitempty"`
 	// IdleSessions sessions held open with nothing in flight cost the pool
 	// IdleBytesPerSession each (RSS growth / sessions).
 	IdleSessions        int     `json:"idleSessions,omitempty"`
@@ -94,45 +122,77 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 		return errors.New("bench: which switchboard and which fake server?")
 	}
 	r := BenchReport{Machine: machine()}
+	inline := append(slices.Clone(fake), "-inline-echo")
+	if raceBuilt(self) {
+		r.Notes = append(r.Notes, self+" was built with -race: its figures are not the product's (build it without, e.g. GOFLAGS= make build)")
+	}
 	direct := ProcessOpener(fake, nil, nil)
-	one := Config{Sessions: 1, InFlight: 1, Warmup: o.Warmup, Duration: o.Duration}
 	many := Config{Sessions: o.Sessions, InFlight: o.InFlight, Warmup: o.Warmup, Duration: o.Duration}
 
-	// History off first: the connect loads below on a pool that records
-	// nothing (history is on by default).
-	quiet, err := startBenchPool(ctx, self, fake, true, "")
+	// Both pools run through the latency rounds; history is on by
+	// default, so the pool with it off is the variant.
+	quietEnv := slices.Clone(o.PoolEnv)
+	if o.Trace != "" {
+		quietEnv = append(quietEnv, "SWITCHBOARD_TRACE="+o.Trace+".history-off")
+	}
+	quiet, err := startBenchPool(ctx, self, fake, true, false, quietEnv)
 	if err != nil {
 		return err
 	}
 	defer quiet.stop()
-	off, err := runMode(ctx, "connect (history off)", many, quiet.connect(nil))
-	if err != nil {
-		return err
+	env := slices.Clone(o.PoolEnv)
+	if o.CPUProfile != "" {
+		env = append(env, "SWITCHBOARD_CPUPROFILE="+o.CPUProfile)
 	}
-	offOne, err := runMode(ctx, "connect (history off)", one, quiet.connect(nil))
-	if err != nil {
-		return err
+	if o.Trace != "" {
+		env = append(env, "SWITCHBOARD_TRACE="+o.Trace)
 	}
-	quiet.stop()
-	r.HistoryOffP99Us, r.HistoryOffLatencyP99Us = off.P99, offOne.P99
-
-	pool, err := startBenchPool(ctx, self, fake, false, o.CPUProfile)
+	pool, err := startBenchPool(ctx, self, fake, false, !o.LatencyOnly, env)
 	if err != nil {
 		return err
 	}
 	defer pool.stop()
 
-	// Latency: one session, one request at a time.
-	ld, err := runMode(ctx, "direct", one, direct)
+	// Latency: one session, one request at a time, every path per round.
+	var paths []latencyPath
+	if len(o.PipeEcho) > 0 {
+		paths = append(paths, latencyPath{mode: ModePipe, cfg: LatencyConfig{Raw: true}, open: ProcessOpener(o.PipeEcho, nil, nil)})
+		if len(o.Relay) > 0 {
+			relay := append(slices.Clone(o.Relay), o.PipeEcho...)
+			paths = append(paths, latencyPath{mode: ModeRelay, cfg: LatencyConfig{Raw: true}, open: ProcessOpener(relay, nil, nil)})
+		}
+	}
+	paths = append(paths,
+		latencyPath{mode: ModeDirect, open: ProcessOpener(inline, nil, nil)},
+		latencyPath{mode: ModeConnect, cfg: LatencyConfig{Watch: []int{pool.cmd.Process.Pid}}, open: pool.connect(serverInline, nil)},
+		latencyPath{mode: ModeConnectOff, cfg: LatencyConfig{Watch: []int{quiet.cmd.Process.Pid}}, open: quiet.connect(serverInline, nil)})
+	rounds := max(o.Rounds, 1)
+	r.Latency, err = runLatency(ctx, paths, LatencyConfig{Warmup: o.LatencyWarmup, Duration: o.LatencyDuration}, rounds)
 	if err != nil {
 		return err
 	}
-	lc, err := runMode(ctx, "connect", one, pool.connect(nil))
+	if a, ok := r.Latency.added(ModeConnect); ok {
+		r.AddedP50Us, r.AddedP99Us = a.P50Us, a.P99Us
+	}
+	if p, ok := r.Latency.row(ModePipe); ok {
+		r.PipeP50Us, r.PipeP99Us = p.P50, p.P99
+	}
+	if off, ok := r.Latency.row(ModeConnectOff); ok {
+		r.HistoryOffLatencyP99Us = off.P99
+	}
+	if o.LatencyOnly {
+		quiet.stop()
+		pool.stop()
+		return writeReport(out, o, r)
+	}
+
+	// History off at N x K, then that pool is done.
+	off, err := runMode(ctx, "connect (history off)", many, quiet.connect(serverFake, nil))
 	if err != nil {
 		return err
 	}
-	r.Latency = []Result{ld, lc}
-	r.AddedP50Us, r.AddedP99Us = lc.P50-ld.P50, lc.P99-ld.P99
+	quiet.stop()
+	r.HistoryOffP99Us = off.P99
 
 	// Throughput: N x K with colliding ids.
 	td, err := runMode(ctx, "direct", many, direct)
@@ -140,7 +200,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 		return err
 	}
 	shims := make(chan int, 1)
-	tc, err := pool.measure(func() (Result, error) { return runMode(ctx, "connect", many, pool.connect(shims)) })
+	tc, err := pool.measure(func() (Result, error) { return runMode(ctx, "connect", many, pool.connect(serverFake, shims)) })
 	if err != nil {
 		return err
 	}
@@ -172,7 +232,11 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 		}
 	}
 	pool.stop()
+	return writeReport(out, o, r)
+}
 
+// writeReport writes r as JSON or as the table.
+func writeReport(out io.Writer, o BenchOptions, r BenchReport) error {
 	if o.JSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -201,13 +265,19 @@ type benchPool struct {
 	once       sync.Once
 }
 
-func startBenchPool(ctx context.Context, self string, fake []string, historyOff bool, profile string) (*benchPool, error) {
+// startBenchPool starts a pool in a home of its own, with the HTTP front
+// door on a free loopback port when withHTTP is set.
+func startBenchPool(ctx context.Context, self string, fake []string, historyOff, withHTTP bool, env []string) (*benchPool, error) {
 	// A short path: Unix socket addresses hold about 100 bytes.
 	home, err := os.MkdirTemp("", "sbbench")
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	cfg := map[string]any{"mcpServers": map[string]any{"fake": map[string]any{"command": fake[0], "args": fake[1:]}}}
+	inline := append(slices.Clone(fake[1:]), "-inline-echo")
+	cfg := map[string]any{"mcpServers": map[string]any{
+		serverFake:   map[string]any{"command": fake[0], "args": fake[1:]},
+		serverInline: map[string]any{"command": fake[0], "args": inline},
+	}}
 	if historyOff {
 		cfg["history"] = map[string]any{"disabled": true}
 	}
@@ -216,18 +286,21 @@ func startBenchPool(ctx context.Context, self string, fake []string, historyOff 
 		os.RemoveAll(home)
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	addr, err := freeLoopbackAddr()
-	if err != nil {
-		os.RemoveAll(home)
-		return nil, fmt.Errorf("bench: %w", err)
+	p := &benchPool{self: self, home: home, done: make(chan error, 1)}
+	args := []string{"serve"}
+	if withHTTP {
+		addr, err := freeLoopbackAddr()
+		if err != nil {
+			os.RemoveAll(home)
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		p.url = "http://" + addr + "/mcp/" + serverFake
+		args = append(args, "--http", addr)
 	}
-	p := &benchPool{self: self, home: home, url: "http://" + addr + "/mcp/fake", done: make(chan error, 1)}
-	p.cmd = exec.CommandContext(ctx, self, "serve", "--http", addr)
-	p.cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+home)
-	if profile != "" {
-		p.cmd.Env = append(p.cmd.Env, "SWITCHBOARD_CPUPROFILE="+profile)
-	}
-	p.cmd.Stderr = io.Discard
+	p.cmd = exec.CommandContext(ctx, self, args...)
+	p.cmd.Env = append(append(os.Environ(), "SWITCHBOARD_HOME="+home), env...)
+	stderr := &tailBuffer{max: 4 << 10}
+	p.cmd.Stderr = stderr
 	if err := p.cmd.Start(); err != nil {
 		os.RemoveAll(home)
 		return nil, fmt.Errorf("bench: start the pool: %w", err)
@@ -237,6 +310,9 @@ func startBenchPool(ctx context.Context, self string, fake []string, historyOff 
 	for deadline := time.Now().Add(15 * time.Second); ; {
 		if c, err := localsock.DialTimeout(sock, time.Second); err == nil {
 			c.Close()
+			if !withHTTP {
+				return p, nil
+			}
 			tok, err := os.ReadFile(filepath.Join(home, "http-token"))
 			if err != nil {
 				p.stop()
@@ -249,7 +325,7 @@ func startBenchPool(ctx context.Context, self string, fake []string, historyOff 
 		case err := <-p.done:
 			p.done <- err
 			p.stop()
-			return nil, fmt.Errorf("bench: the pool exited at start: %v", err)
+			return nil, fmt.Errorf("bench: the pool exited at start: %v\n%s", err, stderr.bytes())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -257,6 +333,30 @@ func startBenchPool(ctx context.Context, self string, fake []string, historyOff 
 			return nil, errors.New("bench: the pool did not open its socket within 15s")
 		}
 	}
+}
+
+// tailBuffer keeps the last max bytes written to it: a pool's stderr,
+// for the error when it does not start.
+type tailBuffer struct {
+	max int
+	mu  sync.Mutex
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]byte(nil), t.b...)
 }
 
 // freeLoopbackAddr finds a free loopback port for the pool's HTTP front
@@ -271,9 +371,16 @@ func freeLoopbackAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// connect opens sessions through `switchboard connect fake`.
-func (p *benchPool) connect(pids chan<- int) Opener {
-	return ProcessOpener([]string{p.self, "connect", "fake"}, []string{"SWITCHBOARD_HOME=" + p.home}, pids)
+// The bench pool's two servers: the fake as it is, for the throughput
+// runs, and with -inline-echo, for the latency paths.
+const (
+	serverFake   = "fake"
+	serverInline = "fake-inline"
+)
+
+// connect opens sessions through `switchboard connect server`.
+func (p *benchPool) connect(server string, pids chan<- int) Opener {
+	return ProcessOpener([]string{p.self, "connect", server}, []string{"SWITCHBOARD_HOME=" + p.home}, pids)
 }
 
 // measure runs f and adds the pool process's CPU time and final RSS.
@@ -288,7 +395,7 @@ func (p *benchPool) measure(f func() (Result, error)) (ModeResult, error) {
 // PSS and CPU time.
 func (p *benchPool) idleShim(ctx context.Context, r *BenchReport) error {
 	pids := make(chan int, 1)
-	st, err := p.connect(pids)(ctx, 0)
+	st, err := p.connect(serverFake, pids)(ctx, 0)
 	if err != nil {
 		return err
 	}
@@ -326,7 +433,7 @@ func (p *benchPool) idleSessions(ctx context.Context, n int) (bytes, goroutines 
 			return nil, err
 		}
 		br := bufio.NewReader(c)
-		if _, err := io.WriteString(c, `{"server":"fake"}`+"\n"); err != nil {
+		if _, err := io.WriteString(c, `{"server":"`+serverFake+`"}`+"\n"); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -387,6 +494,21 @@ func (p *benchPool) stop() {
 	})
 }
 
+// raceBuilt reports whether the binary at path was built with the race
+// detector, which makes every figure of it slower several times over.
+func raceBuilt(path string) bool {
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-race" && s.Value == "true" {
+			return true
+		}
+	}
+	return false
+}
+
 // machine names the CPU and core count, for the report.
 func machine() string {
 	model := "unknown CPU"
@@ -403,19 +525,20 @@ func machine() string {
 
 func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
 	fmt.Fprintf(out, "machine: %s\n\n", r.Machine)
+	writeLatencyTable(out, r.Latency)
+	if o.LatencyOnly {
+		for _, n := range r.Notes {
+			fmt.Fprintf(out, "note: %s\n", n)
+		}
+		return
+	}
+	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(label string, x Result, extra string) {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%s\t\n", label, x.Requests, x.PerSecond,
 			x.P50, x.P90, x.P99, x.Max, x.Misrouted, x.Hung, x.Errors, extra)
 	}
 	header := "mode\trequests\treq/s\tp50 µs\tp90 µs\tp99 µs\tmax µs\tmisrouted\thung\terrors\tpool\t\n"
-	fmt.Fprintf(out, "latency, 1 session x 1 in flight:\n")
-	fmt.Fprint(tw, header)
-	for _, x := range r.Latency {
-		row(x.Mode, x, "")
-	}
-	tw.Flush()
-	fmt.Fprintf(out, "added by the pool: p50 %.0f µs, p99 %.0f µs\n\n", r.AddedP50Us, r.AddedP99Us)
 	fmt.Fprintf(out, "throughput, %d sessions x %d in flight, colliding ids:\n", o.Sessions, o.InFlight)
 	fmt.Fprint(tw, header)
 	for _, x := range r.Throughput {
@@ -434,8 +557,8 @@ func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
 		}
 	}
 	fmt.Fprintf(out, "history on / off, p99 at %d x %d: %.0f / %.0f µs (%+.0f%%)\n", o.Sessions, o.InFlight, on, r.HistoryOffP99Us, pct(on, r.HistoryOffP99Us))
-	if len(r.Latency) == 2 {
-		fmt.Fprintf(out, "history on / off, p99 at 1 x 1: %.0f / %.0f µs (%+.0f%%)\n", r.Latency[1].P99, r.HistoryOffLatencyP99Us, pct(r.Latency[1].P99, r.HistoryOffLatencyP99Us))
+	if c, ok := r.Latency.row(ModeConnect); ok && r.HistoryOffLatencyP99Us > 0 {
+		fmt.Fprintf(out, "history on / off, p99 at 1 x 1: %.0f / %.0f µs (%+.0f%%)\n", c.P99, r.HistoryOffLatencyP99Us, pct(c.P99, r.HistoryOffLatencyP99Us))
 	}
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "one connect shim: PSS %.2f MiB, CPU %v over %v idle\n", float64(r.ShimPSSBytes)/(1<<20), r.ShimIdleCPU, r.IdleWindow)

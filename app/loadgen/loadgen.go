@@ -30,6 +30,9 @@ type Stream struct {
 	R io.Reader
 	// Close ends the session (and any process behind it).
 	Close func() error
+	// PID is the process at the other end of W and R, when the stream
+	// is a process's stdin and stdout; else 0.
+	PID int
 }
 
 // Opener opens session number i.
@@ -163,17 +166,8 @@ func (s *session) handshake() error {
 // and a string when odd, as different clients do.
 func (s *session) send() error {
 	s.next++
-	n := s.next
-	id := strconv.Itoa(n)
-	if n%2 == 1 {
-		id = `"` + id + `"`
-	}
-	token := "s" + strconv.Itoa(s.n) + "/" + strconv.Itoa(n)
-	s.buf = append(s.buf[:0], `{"jsonrpc":"2.0","id":`...)
-	s.buf = append(s.buf, id...)
-	s.buf = append(s.buf, `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`...)
-	s.buf = append(s.buf, token...)
-	s.buf = append(s.buf, "\"}}}\n"...)
+	id, token := requestID(s.next), "s"+strconv.Itoa(s.n)+"/"+strconv.Itoa(s.next)
+	s.buf = appendEcho(s.buf[:0], id, token)
 	s.pending[id] = pendingReq{token: token, sent: time.Now()}
 	_, err := s.st.W.Write(s.buf)
 	return err

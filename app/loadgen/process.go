@@ -39,7 +39,7 @@ func ProcessOpener(argv []string, env []string, pids chan<- int) Opener {
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		return &Stream{W: stdin, R: stdout, Close: func() error {
+		return &Stream{W: stdin, R: stdout, PID: cmd.Process.Pid, Close: func() error {
 			stdin.Close() // MCP's stdio shutdown: the process exits on EOF
 			select {
 			case err := <-done:

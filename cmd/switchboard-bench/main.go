@@ -24,17 +24,25 @@ import (
 type cli struct {
 	Run        runCmd        `cmd:"" default:"withargs" help:"Measure (the default)."`
 	FakeServer fakeServerCmd `cmd:"" name:"fake-server" hidden:"" help:"The fake MCP server the load drives (stdio)."`
+	PipeEcho   pipeEchoCmd   `cmd:"" name:"pipe-echo" hidden:"" help:"Echo every line of stdin to stdout (the floor's far end)."`
+	Relay      relayCmd      `cmd:"" name:"relay" hidden:"" help:"Relay stdin and stdout to a command, one goroutine per direction (the floor's middle)."`
 }
 
 type runCmd struct {
 	Switchboard string        `name:"switchboard" type:"path" help:"The switchboard binary to measure (default: the one next to this program)."`
 	Sessions    int           `default:"64" help:"Concurrent sessions in the throughput runs."`
 	InFlight    int           `name:"inflight" default:"8" help:"Requests each session keeps in flight."`
-	Duration    time.Duration `default:"4s" help:"Measured time per run."`
-	Warmup      time.Duration `default:"1s" help:"Unmeasured time before each run."`
+	Duration    time.Duration `default:"4s" help:"Measured time per throughput run."`
+	Warmup      time.Duration `default:"1s" help:"Unmeasured time before each throughput run."`
+	LatencyOnly bool          `name:"latency-only" help:"Measure only latency at 1 session x 1 in flight: the floor (pipe, relay), direct, and the pool with history on and off."`
+	Rounds      int           `default:"5" help:"Alternating rounds of the latency paths; figures are medians over rounds."`
+	LatencyDur  time.Duration `name:"latency-duration" default:"1s" help:"Measured time per latency path and round."`
+	LatencyWarm time.Duration `name:"latency-warmup" default:"200ms" help:"Unmeasured time before each latency run."`
 	Idle        int           `default:"1000" help:"Idle sessions for the memory-per-session check (0 skips it)."`
 	JSON        bool          `name:"json" help:"Print the report as JSON."`
 	Profile     string        `name:"cpuprofile" type:"path" help:"Write the pool's CPU profile (history on) to this file, for go tool pprof."`
+	Trace       string        `name:"trace" type:"path" help:"Write the pool's execution trace (history on) to this file, and the history-off pool's to FILE.history-off, for go tool trace."`
+	PoolEnv     []string      `name:"pool-env" sep:"none" placeholder:"KEY=VALUE" help:"Add to the pools' environment (and their children's), e.g. GOMAXPROCS=1; repeatable."`
 }
 
 func (c *runCmd) Run(ctx context.Context) error {
@@ -49,18 +57,41 @@ func (c *runCmd) Run(ctx context.Context) error {
 	if _, err := os.Stat(sb); err != nil {
 		return fmt.Errorf("the switchboard binary to measure: %w (build it with make build, or give --switchboard)", err)
 	}
-	return loadgen.Bench(ctx, loadgen.BenchOptions{Switchboard: sb, Fake: []string{self, "fake-server"},
-		Sessions: c.Sessions, InFlight: c.InFlight, Duration: c.Duration, Warmup: c.Warmup, Idle: c.Idle,
-		JSON: c.JSON, CPUProfile: c.Profile}, os.Stdout)
+	// "--": the fake's flags (the bench adds -inline-echo for the
+	// latency paths) are not this program's.
+	return loadgen.Bench(ctx, loadgen.BenchOptions{Switchboard: sb, Fake: []string{self, "fake-server", "--"},
+		PipeEcho: []string{self, "pipe-echo"}, Relay: []string{self, "relay"},
+		Sessions: c.Sessions, InFlight: c.InFlight, Duration: c.Duration, Warmup: c.Warmup,
+		Rounds: c.Rounds, LatencyDuration: c.LatencyDur, LatencyWarmup: c.LatencyWarm, LatencyOnly: c.LatencyOnly,
+		Idle: c.Idle, JSON: c.JSON, CPUProfile: c.Profile, Trace: c.Trace, PoolEnv: c.PoolEnv}, os.Stdout)
 }
+
+type pipeEchoCmd struct{}
+
+func (pipeEchoCmd) Run() error { return loadgen.PipeEcho(os.Stdin, os.Stdout) }
+
+type relayCmd struct {
+	Argv []string `arg:"" passthrough:"" help:"The command to relay to."`
+}
+
+func (c *relayCmd) Run() error { return loadgen.Relay(withoutDashes(c.Argv), os.Stdin, os.Stdout) }
 
 type fakeServerCmd struct {
 	Args []string `arg:"" optional:"" passthrough:"" help:"The fake server's flags (-h lists them)."`
 }
 
 func (c *fakeServerCmd) Run() error {
-	fake.Main(c.Args)
+	fake.Main(withoutDashes(c.Args))
 	return nil
+}
+
+// withoutDashes drops the "--" that keeps a passed-through command's
+// flags from being read as this program's.
+func withoutDashes(args []string) []string {
+	if len(args) > 0 && args[0] == "--" {
+		return args[1:]
+	}
+	return args
 }
 
 func main() {

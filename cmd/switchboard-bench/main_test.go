@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -38,17 +40,69 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// bench runs the load tool and returns what it printed.
+func bench(t *testing.T, args ...string) []byte {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd := exec.Command(benchBin, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("switchboard-bench %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.Bytes())
+	}
+	return out
+}
+
+// latencyJSON is the latency section of the report.
+type latencyJSON struct {
+	Rounds int `json:"rounds"`
+	Paths  []struct {
+		Mode                    string
+		Requests                int
+		Misrouted, Hung, Errors int
+		P50Us, P99Us            float64
+		P50RangeUs              [2]float64 `json:"p50RangeUs"`
+		CPUUsPerRequest         float64    `json:"cpuUsPerRequest"`
+		WakeupsPerRequest       float64    `json:"wakeupsPerRequest"`
+		Rounds                  []struct{ Requests int }
+	} `json:"paths"`
+	Added []struct {
+		Mode, Over   string
+		P50Us, P99Us float64
+	} `json:"added"`
+	AddedOverRelayP50 float64 `json:"addedOverRelayP50"`
+}
+
+// checkLatency: every latency path ran every round and answered
+// everything, and the added figures and the floor are there.
+func checkLatency(t *testing.T, l latencyJSON, rounds int, out []byte) {
+	t.Helper()
+	modes := []string{"pipe", "relay", "direct", "connect", "connect (history off)"}
+	if l.Rounds != rounds || len(l.Paths) != len(modes) {
+		t.Fatalf("want %d rounds of %v:\n%s", rounds, modes, out)
+	}
+	for i, x := range l.Paths {
+		if x.Mode != modes[i] || len(x.Rounds) != rounds || x.Requests == 0 || x.Misrouted != 0 || x.Hung != 0 || x.Errors != 0 ||
+			x.P50Us <= 0 || x.P50RangeUs[0] > x.P50Us || x.CPUUsPerRequest <= 0 || x.WakeupsPerRequest <= 0 {
+			t.Errorf("latency path %d: %+v, want %s", i, x, modes[i])
+		}
+	}
+	if len(l.Added) != 3 || l.Added[0].Mode != "relay" || l.Added[0].Over != "pipe" || l.Added[1].Mode != "connect" ||
+		l.Added[1].Over != "direct" || l.AddedOverRelayP50 == 0 {
+		t.Errorf("added: %+v, over relay %v", l.Added, l.AddedOverRelayP50)
+	}
+}
+
 // TestBenchJSON runs a tiny `switchboard-bench --json`: the pool and the
 // direct pipe both answer everything, with nothing misrouted or hung, and
 // the report carries every figure the README table is made of.
 func TestBenchJSON(t *testing.T) {
-	out, err := exec.Command(benchBin, "--json", "--sessions", "3", "--inflight", "2",
-		"--duration", "300ms", "--warmup", "50ms", "--idle", "20").Output()
-	if err != nil {
-		t.Fatalf("bench: %v\n%s", err, out)
-	}
+	out := bench(t, "--json", "--sessions", "3", "--inflight", "2",
+		"--duration", "300ms", "--warmup", "50ms", "--rounds", "2", "--latency-duration", "100ms",
+		"--latency-warmup", "20ms", "--idle", "20")
 	var r struct {
-		Latency, Throughput []struct {
+		Latency    latencyJSON
+		Throughput []struct {
 			Mode                    string
 			Requests                int
 			Misrouted, Hung, Errors int
@@ -56,29 +110,59 @@ func TestBenchJSON(t *testing.T) {
 			PoolCPUSeconds          float64 `json:"poolCpuSeconds"`
 			PoolRSSBytes            int64   `json:"poolRssBytes"`
 		}
-		ConnectRatio        float64 `json:"connectRatio"`
-		HTTPRatio           float64 `json:"httpRatio"`
-		ShimPSSBytes        int64   `json:"shimPssBytes"`
-		IdleBytesPerSession float64 `json:"idleBytesPerSession"`
-		HistoryOffP99Us     float64 `json:"historyOffP99Us"`
+		AddedP50Us             float64 `json:"addedP50Us"`
+		PipeP50Us              float64 `json:"pipeP50Us"`
+		ConnectRatio           float64 `json:"connectRatio"`
+		HTTPRatio              float64 `json:"httpRatio"`
+		ShimPSSBytes           int64   `json:"shimPssBytes"`
+		IdleBytesPerSession    float64 `json:"idleBytesPerSession"`
+		HistoryOffP99Us        float64 `json:"historyOffP99Us"`
+		HistoryOffLatencyP99Us float64 `json:"historyOffLatencyP99Us"`
 	}
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("bench --json: %v\n%s", err, out)
 	}
-	if len(r.Latency) != 2 || len(r.Throughput) != 3 {
-		t.Fatalf("want 2 latency and 3 throughput rows (direct, connect, http):\n%s", out)
+	checkLatency(t, r.Latency, 2, out)
+	if len(r.Throughput) != 3 {
+		t.Fatalf("want 3 throughput rows (direct, connect, http):\n%s", out)
 	}
-	for _, x := range append(r.Latency, r.Throughput...) {
+	for i, mode := range []string{"direct", "connect", "http"} {
+		x := r.Throughput[i]
+		if x.Mode != mode || (mode != "direct" && x.PoolRSSBytes == 0) {
+			t.Errorf("throughput row %d: %+v, want mode %s with the pool's figures", i, x, mode)
+		}
 		if x.Requests == 0 || x.Misrouted != 0 || x.Hung != 0 || x.Errors != 0 || x.P50Us <= 0 {
 			t.Errorf("%s: %+v", x.Mode, x)
 		}
 	}
-	for i, mode := range []string{"direct", "connect", "http"} {
-		if x := r.Throughput[i]; x.Mode != mode || (mode != "direct" && x.PoolRSSBytes == 0) {
-			t.Errorf("throughput row %d: %+v, want mode %s with the pool's figures", i, x, mode)
+	if r.PipeP50Us <= 0 || r.AddedP50Us == 0 || r.ConnectRatio <= 0 || r.HTTPRatio <= 0 || r.ShimPSSBytes == 0 ||
+		r.IdleBytesPerSession == 0 || r.HistoryOffP99Us <= 0 || r.HistoryOffLatencyP99Us <= 0 {
+		t.Errorf("report: %s", out)
+	}
+}
+
+// TestBenchLatencyOnly: --latency-only measures the latency paths and
+// nothing else, as a table that says how far the pool is from its target.
+func TestBenchLatencyOnly(t *testing.T) {
+	out := bench(t, "--latency-only", "--json", "--rounds", "1", "--latency-duration", "100ms", "--latency-warmup", "20ms")
+	var r struct {
+		Latency    latencyJSON
+		Throughput []json.RawMessage
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	checkLatency(t, r.Latency, 1, out)
+	if r.Throughput != nil {
+		t.Errorf("--latency-only ran throughput: %s", out)
+	}
+	table := bench(t, "--latency-only", "--rounds", "1", "--latency-duration", "100ms", "--latency-warmup", "20ms")
+	for _, want := range []string{"added by connect over direct: p50", "floor: a pipe round trip between two Go processes is", "target for the pool: added p50 ≤ 25 µs"} {
+		if !strings.Contains(string(table), want) {
+			t.Errorf("the table lacks %q:\n%s", want, table)
 		}
 	}
-	if r.ConnectRatio <= 0 || r.HTTPRatio <= 0 || r.ShimPSSBytes == 0 || r.IdleBytesPerSession == 0 || r.HistoryOffP99Us <= 0 {
-		t.Errorf("report: %s", out)
+	if strings.Contains(string(table), "throughput") {
+		t.Errorf("--latency-only printed throughput:\n%s", table)
 	}
 }

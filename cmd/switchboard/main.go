@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -70,6 +71,18 @@ func (c *serveCmd) Run(ctx context.Context) error {
 			return fmt.Errorf("SWITCHBOARD_CPUPROFILE: %w", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	// For `switchboard-bench --trace`: an execution trace of the whole run.
+	if path := os.Getenv("SWITCHBOARD_TRACE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("SWITCHBOARD_TRACE: %w", err)
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return fmt.Errorf("SWITCHBOARD_TRACE: %w", err)
+		}
+		defer trace.Stop()
 	}
 	return app.Serve(ctx, app.Options{ConfigPath: c.Config, HTTPListen: c.HTTP, ExitWhenIdle: c.ExitWhenIdle})
 }

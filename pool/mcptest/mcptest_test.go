@@ -873,6 +873,29 @@ func TestFlags(t *testing.T) {
 				t.Fatalf("exit code %d", code)
 			}
 		}},
+		{"-inline-echo answers echo as the call path does; other tools and -crash-after are unchanged", func(dir string) []string {
+			return []string{"-inline-echo", "-crash-after", "5", "-log", filepath.Join(dir, "log")}
+		}, func(t *testing.T, f *fake, dir string) {
+			plain := start(t)
+			for _, id := range []string{"1", `"one"`} {
+				args := `{"text":"a \"quoted\" <tag> & é"}`
+				got, _ := f.call(id, "echo", args)
+				want, _ := plain.call(id, "echo", args)
+				wantJSON(t, "inline echo "+id, []byte(got.raw), want.raw)
+			}
+			// A slow call still runs on its own: the echo after it is not held up.
+			f.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":10000}}}`)
+			if m, _ := f.call("3", "echo", `{"text":"after"}`); m.text() != "after" {
+				t.Fatal(m.raw)
+			}
+			if got, err := ReadLog(filepath.Join(dir, "log")); err != nil || len(got) != 4 {
+				t.Fatalf("log: %d lines, %v", len(got), err) // every line received, inline or not
+			}
+			f.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
+			if code := f.exitCode(); code != 3 {
+				t.Fatalf("exit code %d, want -crash-after's 3", code)
+			}
+		}},
 		{"-stop-reading-after", func(string) []string { return []string{"-stop-reading-after", "2"} }, func(t *testing.T, f *fake, _ string) {
 			f.request("1", "ping", "")
 			f.request("2", "ping", "")

@@ -57,6 +57,7 @@ type options struct {
 	stderrLine     string
 	exitAtStart    int
 	askTimeout     time.Duration
+	inlineEcho     bool
 }
 
 // Main runs the fake server with command-line args (without the program
@@ -80,6 +81,7 @@ func Main(args []string) {
 	fs.StringVar(&o.stderrLine, "stderr", "", "write this `line` to stderr at start")
 	fs.IntVar(&o.exitAtStart, "exit-at-start", -1, "exit at once with this `code` (after -stderr)")
 	fs.DurationVar(&o.askTimeout, "ask-timeout", 0, "the ask tool gives up waiting for its client after this long and answers \"no answer\"")
+	fs.BoolVar(&o.inlineEcho, "inline-echo", false, "answer the echo tool on the reading goroutine, in arrival order, instead of in a goroutine of its own (the load tool's setting: no hand-off inside the server); legacy era without -delay only")
 	_ = fs.Parse(args) // ExitOnError: exits on a bad flag
 	log.SetFlags(0)
 	log.SetPrefix("fakemcp: ")
@@ -293,7 +295,8 @@ type request struct {
 
 // serve reads stdin until it ends, or forever under -stop-reading-after.
 // Logging, counting and cancellation happen here, in arrival order; each
-// request then runs in its own goroutine.
+// request then runs in its own goroutine (under -inline-echo, an echo is
+// answered here).
 func (s *server) serve(in io.Reader) {
 	r := bufio.NewReaderSize(in, 64<<10)
 	lines := 0
@@ -397,6 +400,9 @@ func (s *server) start(m envelope) {
 			os.Exit(3)
 		}
 	}
+	if s.inline(m) {
+		return
+	}
 	r := &request{id: m.ID, method: m.Method, params: m.Params}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	s.mu.Lock()
@@ -413,6 +419,56 @@ func (s *server) start(m envelope) {
 		}()
 		s.handle(r)
 	}()
+}
+
+// inline answers an echo call at once, on the reading goroutine, under
+// -inline-echo: the request and its answer cross no goroutine inside the
+// server, so a load measured against it measures what carries the bytes.
+// It reports false for anything else, which goes the usual way. Nothing
+// can cancel an inline echo: it is answered before the next line is read.
+func (s *server) inline(m envelope) bool {
+	if !s.o.inlineEcho || s.o.delay > 0 || s.o.noInit || s.o.era != eraLegacy || m.Method != "tools/call" {
+		return false
+	}
+	var p struct {
+		Name      string `json:"name"`
+		Arguments struct {
+			Text string `json:"text"`
+		} `json:"arguments"`
+		Meta struct {
+			ProtocolVersion *string `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil || p.Name != "echo" || p.Meta.ProtocolVersion != nil {
+		return false
+	}
+	s.out.send(echoAnswer{JSONRPC: "2.0", ID: m.ID, Result: echoResult{
+		Content:           []textContent{{Type: "text", Text: p.Arguments.Text}},
+		StructuredContent: echoStructured{Text: p.Arguments.Text, RequestID: m.ID}}})
+	return true
+}
+
+// echoAnswer is the echo tool's answer as the call path builds it (same
+// members), in types that encode without maps.
+type echoAnswer struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  echoResult      `json:"result"`
+}
+
+type echoResult struct {
+	Content           []textContent  `json:"content"`
+	StructuredContent echoStructured `json:"structuredContent"`
+}
+
+type textContent struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type echoStructured struct {
+	RequestID json.RawMessage `json:"requestId"`
+	Text      string          `json:"text"`
 }
 
 // handle answers one request. The era decides which methods exist and

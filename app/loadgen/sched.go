@@ -1,0 +1,95 @@
+package loadgen
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// schedStat sums what Linux's scheduler says about every thread of some
+// processes (/proc/PID/task/TID/schedstat): time on a CPU, time waiting
+// for one while runnable, and how many times a thread was put on a CPU.
+// Unlike wall-clock latency, these barely move when the machine is shared.
+type schedStat struct {
+	cpu, wait time.Duration
+	slices    uint64
+}
+
+// readSched reads pids' threads now; what it cannot read counts zero
+// (not Linux, or a process that has exited).
+func readSched(pids []int) schedStat {
+	var sum schedStat
+	for _, pid := range pids {
+		dir := "/proc/" + strconv.Itoa(pid) + "/task"
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+			if err != nil {
+				continue
+			}
+			f := strings.Fields(string(b))
+			if len(f) < 3 {
+				continue
+			}
+			cpu, _ := strconv.ParseUint(f[0], 10, 64)
+			wait, _ := strconv.ParseUint(f[1], 10, 64)
+			n, _ := strconv.ParseUint(f[2], 10, 64)
+			sum.cpu += time.Duration(cpu)
+			sum.wait += time.Duration(wait)
+			sum.slices += n
+		}
+	}
+	return sum
+}
+
+// withDescendants is roots and every process below them, from /proc's
+// parent links (Linux; elsewhere just roots).
+func withDescendants(roots []int) []int {
+	children := map[int][]int{}
+	if ents, err := os.ReadDir("/proc"); err == nil {
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if ppid := parentOf(pid); ppid > 0 {
+				children[ppid] = append(children[ppid], pid)
+			}
+		}
+	}
+	seen := map[int]bool{}
+	var out []int
+	for queue := append([]int(nil), roots...); len(queue) > 0; queue = queue[1:] {
+		pid := queue[0]
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		out = append(out, pid)
+		queue = append(queue, children[pid]...)
+	}
+	return out
+}
+
+// parentOf reads a process's parent from /proc/PID/stat, or 0.
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: count from its end.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
