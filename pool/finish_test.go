@@ -162,6 +162,7 @@ func TestEveryEndingAgrees(t *testing.T) {
 				r := newEndingRig(t)
 				pe := r.add(41, `"a"`, st.state, st.ever)
 				end.end(r, pe)
+				r.p.events.record.flush() // what Options.Record would be handed within recordDelay
 				w := end.want
 				if end.name == "child died" && st.state == stQueued {
 					w = want{stays: true} // not written to the dead child: it waits for the next one
@@ -269,6 +270,7 @@ func TestRefusedRequestEndsOnce(t *testing.T) {
 	r.b.mu.Unlock()
 	msg, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t"}}`))
 	r.s.forward(&msg, []byte("7"))
+	r.p.events.record.flush()
 	got := r.answers()
 	if len(got) != 1 || !strings.Contains(got[0], `"mayHaveExecuted":false`) || !strings.Contains(got[0], `"id":7`) {
 		t.Fatalf("answer: %q", got)

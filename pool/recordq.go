@@ -38,8 +38,9 @@ type recordQueue struct {
 }
 
 func newRecordQueue(record func(Event)) *recordQueue {
-	q := &recordQueue{record: record}
-	q.timer = time.AfterFunc(time.Hour, q.flush)
+	// The timer is made with the queue, stopped: add arms it.
+	q := new(recordQueue)
+	*q = recordQueue{record: record, timer: time.AfterFunc(time.Hour, q.flush)}
 	q.timer.Stop()
 	return q
 }
