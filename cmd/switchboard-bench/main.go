@@ -35,6 +35,7 @@ type runCmd struct {
 	Idle        int           `default:"1000" help:"Idle sessions for the memory-per-session check (0 skips it)."`
 	JSON        bool          `name:"json" help:"Print the report as JSON."`
 	Profile     string        `name:"cpuprofile" type:"path" help:"Write the pool's CPU profile (history on) to this file, for go tool pprof."`
+	HTTPOnly    bool          `name:"http-only" help:"Only the HTTP front door against the in-process HTTP server, both eras."`
 }
 
 func (c *runCmd) Run(ctx context.Context) error {
@@ -49,7 +50,11 @@ func (c *runCmd) Run(ctx context.Context) error {
 	if _, err := os.Stat(sb); err != nil {
 		return fmt.Errorf("the switchboard binary to measure: %w (build it with make build, or give --switchboard)", err)
 	}
-	return loadgen.Bench(ctx, loadgen.BenchOptions{Switchboard: sb, Fake: []string{self, "fake-server"},
+	bench := loadgen.Bench
+	if c.HTTPOnly {
+		bench = loadgen.BenchHTTP
+	}
+	return bench(ctx, loadgen.BenchOptions{Switchboard: sb, Fake: []string{self, "fake-server"},
 		Sessions: c.Sessions, InFlight: c.InFlight, Duration: c.Duration, Warmup: c.Warmup, Idle: c.Idle,
 		JSON: c.JSON, CPUProfile: c.Profile}, os.Stdout)
 }
