@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -365,4 +366,39 @@ func TestHTTPStatelessListensStayApart(t *testing.T) {
 	eventually(t, "the upstream listen to close with the last listener", func() bool {
 		return countInLog(t, logPath, "notifications/cancelled") == 3
 	})
+}
+
+// TestHTTPSessionCostsNoGoroutine: a legacy HTTP session that waits for
+// nothing holds no goroutine of the pool's (answers go to the POST that
+// asked, other messages to the GET stream when one is open).
+func TestHTTPSessionCostsNoGoroutine(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	url := newHTTPFront(t, tp) + "/mcp/srv"
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}} // no connection goroutines left behind
+	open := func(i int) {
+		t.Helper()
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c%d","version":"1"}}}`, i)
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.Header.Get("Mcp-Session-Id") == "" {
+			t.Fatalf("initialize %d: %s", i, resp.Status)
+		}
+	}
+	open(0) // the child, its loops and the front door's are up
+	before := runtime.NumGoroutine()
+	for i := 1; i <= 20; i++ {
+		open(i)
+	}
+	eventually(t, "the sessions' connections to end, and nothing of theirs to stay", func() bool {
+		return runtime.NumGoroutine() <= before+2
+	})
+	if n := len(tp.Snapshot().Sessions); n != 21 {
+		t.Fatalf("%d sessions, want 21", n)
+	}
 }

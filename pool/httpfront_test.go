@@ -399,3 +399,17 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 		r.Body.Close()
 	}
 }
+
+// BenchmarkHTTPStatelessRoundTrip is BenchmarkHTTPRoundTrip for a
+// 2026-07-28 client: each call an exchange on the server's stateless
+// session.
+func BenchmarkHTTPStatelessRoundTrip(b *testing.B) {
+	tp := newTestPoolTB(b, fake("srv"))
+	c := &httpClient{t: b, url: newHTTPFront(b, tp) + "/mcp/srv"}
+	b.ResetTimer()
+	for i := range b.N {
+		r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},%s}}`, i+2, modernMeta))
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+}
