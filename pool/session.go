@@ -84,9 +84,9 @@ type sessionSetup struct {
 	stateless bool                       // a server's stateless HTTP session (httpfront.go)
 }
 
-// statelessClient is what a stateless HTTP session shows as its client:
-// the clients are its requests'.
-const statelessClient = "stateless HTTP (2026-07-28)"
+// statelessClient is what a stateless HTTP session shows as its client
+// (with Modern as its version): the clients are its requests'.
+const statelessClient = "stateless HTTP"
 
 type clientCaps struct{ sampling, elicitation, roots bool }
 
@@ -114,7 +114,7 @@ func (p *Pool) newSession(name string, setup sessionSetup) (*session, error) {
 		s.out = make(chan []byte, p.opts.SessionQueue)
 	}
 	if s.stateless {
-		s.era, s.protocolVersion, s.clientName = EraModern, Modern, statelessClient
+		s.era, s.protocolVersion, s.clientName, s.clientVersion = EraModern, Modern, statelessClient, Modern
 	}
 	if err := srv.join(s); err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func (p *Pool) newSession(name string, setup sessionSetup) (*session, error) {
 	p.sessions[s] = struct{}{}
 	p.mu.Unlock()
 	p.emit(Event{Kind: EventSessionOpened, Server: name, Session: s.id, Transport: s.transport, PID: s.peerPID,
-		ClientName: s.clientName})
+		ClientName: s.clientName, ClientVersion: s.clientVersion})
 	return s, nil
 }
 
