@@ -140,8 +140,8 @@ func TestHTTPStatelessSameIDAndTokenStayApart(t *testing.T) {
 
 // TestHTTPStatelessCloseCancelsOnlyItsOwn: two clients have a call with
 // the same id and progress token in flight; one closes its response. Its
-// call, and only its call, is cancelled at the child; the other's goes on
-// and is answered.
+// call, and only its call, is cancelled at the child; the other's goes on,
+// its progress still coming, until it closes its own.
 func TestHTTPStatelessCloseCancelsOnlyItsOwn(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "child.log")
 	tp := newTestPool(t, nil, fake("srv", "-log", logPath))
@@ -163,45 +163,49 @@ func TestHTTPStatelessCloseCancelsOnlyItsOwn(t *testing.T) {
 		t.Fatalf("in flight: %+v", leaver)
 	}
 
-	stayed := make(chan []msg, 1)
-	go func() {
-		evs, err := postStream(context.Background(), t, url, modernCall("1", "7", "stayer", "sleep_echo", `{"ms":500,"text":"mine"}`))
-		if err != nil {
-			t.Error(err)
+	// 200 steps 50 ms apart: in flight for ten seconds, unless closed.
+	stayer := openStream(t, url, modernCall("1", "7", "stayer", "progress", `{"steps":200,"ms":50}`))
+	progress := func() {
+		t.Helper()
+		if m := stayer.next(); m.Method != "notifications/progress" || !strings.Contains(m.raw, `"progressToken":7`) ||
+			!strings.Contains(m.raw, `"total":200`) {
+			t.Fatalf("the client that stays got %s", m.raw)
 		}
-		stayed <- evs
-	}()
-	eventually(t, "both calls to reach the child", func() bool {
-		in := tp.Snapshot().InFlight
-		return len(in) == 2 && in[0].WrittenToChild && in[1].WrittenToChild
-	})
-	for _, r := range tp.Snapshot().InFlight {
-		if r.Session != leaver.Session {
-			t.Fatalf("the two calls are on sessions %s and %s, want the stateless one", leaver.Session, r.Session)
+	}
+	progress()
+	in := tp.Snapshot().InFlight
+	if len(in) != 2 || in[0].Session != in[1].Session {
+		t.Fatalf("in flight: %+v, want both calls on the stateless session", in)
+	}
+	cancelled := func() []string {
+		var ids []string
+		for _, m := range childLog(t, logPath) {
+			if m["method"] == "notifications/cancelled" {
+				params, _ := m["params"].(map[string]any)
+				ids = append(ids, fmt.Sprint(params["requestId"]))
+			}
 		}
+		return ids
 	}
 	leave()
 	<-left
-
-	evs := <-stayed
-	if len(evs) != 1 || evs[0].text() != "mine" || string(evs[0].ID) != "1" {
-		t.Fatalf("the client that stayed got %+v", evs)
+	eventually(t, "the leaver's call to be cancelled at the child", func() bool { return len(cancelled()) > 0 })
+	if ids := cancelled(); len(ids) != 1 || ids[0] != fmt.Sprint(leaver.PoolID) {
+		t.Fatalf("the child was told to cancel %v, want the leaver's %d alone", ids, leaver.PoolID)
 	}
-	log := childLog(t, logPath)
-	if n := countMethod(log, "notifications/cancelled"); n != 1 {
-		t.Fatalf("%d cancellations reached the child, want 1", n)
+	progress() // the other call goes on, its progress still its own
+	progress()
+	in = tp.Snapshot().InFlight
+	if len(in) != 1 || in[0].Client != "stayer" || in[0].PoolID == leaver.PoolID {
+		t.Fatalf("in flight after the leaver left: %+v", in)
 	}
-	for _, m := range log {
-		if m["method"] == "notifications/cancelled" {
-			params, _ := m["params"].(map[string]any)
-			if got := fmt.Sprint(params["requestId"]); got != fmt.Sprint(leaver.PoolID) {
-				t.Fatalf("the child was told to cancel %s, want the leaver's %d", got, leaver.PoolID)
-			}
-		}
+	stayerID := in[0].PoolID
+	stayer.close()
+	eventually(t, "the stayer's call to be cancelled when it closes", func() bool { return len(cancelled()) == 2 })
+	if ids := cancelled(); ids[1] != fmt.Sprint(stayerID) {
+		t.Fatalf("cancelled %v, want the stayer's %d second", ids, stayerID)
 	}
-	if n := len(tp.Snapshot().InFlight); n != 0 {
-		t.Fatalf("%d still in flight", n)
-	}
+	eventually(t, "nothing in flight", func() bool { return len(tp.Snapshot().InFlight) == 0 })
 }
 
 // TestHTTPStatelessCapabilitiesArePerRequest: what one stateless request

@@ -13,11 +13,14 @@ import (
 )
 
 // session is one client connection. Its reader (the front door's goroutine)
-// alone calls handle. What the client is sent is offered without ever
+// alone calls handle (over HTTP, each POST's goroutine calls it for its
+// message). What the client is sent is offered without ever
 // blocking: written at once by the offering goroutine when nothing is
 // queued and the client takes it (sessionOut.tryWrite), else queued in out,
 // a bounded queue its writer drains. A client that stops reading is
-// evicted instead of stalling the child's reader.
+// evicted instead of stalling the child's reader. Over HTTP, what answers
+// a request goes to the POST that carried it (exchange.go) and the rest
+// to the session's sink.
 type session struct {
 	// Set by newSession, with what the front door's sessionSetup says,
 	// before the session is registered; never changed after: read by any
