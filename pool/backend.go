@@ -577,11 +577,11 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 			return
 		}
 		progress, hasValue := progressValue(params)
-		to, origToken := b.reqs.progress(token, progress, hasValue)
+		to, x, origToken := b.reqs.progress(token, progress, hasValue)
 		if to == nil {
 			return // the request ended (its client no longer cares), waits for a retry, or went back
 		}
-		to.deliver(progressForClient(msg, at, origToken))
+		to.relate(x, progressForClient(msg, at, origToken))
 	case "notifications/cancelled":
 		// The child gives up on a request it sent to a client.
 		childID, at := childCancelTarget(msg)

@@ -87,6 +87,18 @@
 //     client only; oversize lines are skipped and answered; notifications
 //     are re-written from their parsed members: [session.handle],
 //     [session.readFrom], [session.forward], [notificationForChild].
+//   - Over HTTP, a request's answer, and what relates to it (its progress
+//     when the POST takes an event stream, a listen's notifications),
+//     reaches the POST that carried it from the request's own record, its
+//     exchange: nothing is parsed again to find who asked. A legacy
+//     session's other messages go to its GET stream, or nowhere. Every
+//     2026-07-28 request POSTed to a server is an exchange on that
+//     server's one stateless session, under a key of its own (clients'
+//     ids and tokens collide there), its own _meta deciding era bridging
+//     and MRTR for it alone; closing its response cancels it and nothing
+//     else: [httpFront.legacy], [httpFront.exchange], [httpFront.await],
+//     [session.respond], [session.relate], [requestTable.progress],
+//     [session.declares], [session.endExchange], [httpFront.expireIdle].
 //   - A client that closes its input gets its answers before its session
 //     ends; one that stops reading is evicted and stalls no one; one that
 //     piles up requests is refused past its share: [session.halfClose],

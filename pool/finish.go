@@ -144,9 +144,9 @@ func (b *backend) finish(p *pending, o outcome) bool {
 			b.reqs.keep(e.held, line)
 		}
 	case line != nil:
-		e.sess.deliverResponse(p, e.origID, line)
+		e.sess.deliverResponse(p, e.origID, e.x, line, ev.ErrCode)
 	default:
-		e.sess.forget(p, e.origID)
+		e.sess.forget(p, e.origID, e.x)
 	}
 	if line != nil {
 		ev.Size, ev.Payload = len(line), b.capture(line)

@@ -64,7 +64,7 @@ func (r *endingRig) add(poolID uint64, id string, state reqState, ever bool) *pe
 	r.b.reqs.register(pe, 100, 0, nil)
 	r.b.reqs.update(func(*inFlight) { pe.state, pe.everWritten = state, ever })
 	r.s.mu.Lock()
-	r.s.trackLocked(pe.origID, pe)
+	r.s.trackLocked(string(pe.origID), pe.origID, pe)
 	r.s.mu.Unlock()
 	return pe
 }
@@ -269,7 +269,7 @@ func TestRefusedRequestEndsOnce(t *testing.T) {
 	r.b.hsErr = newErrorData(errServerFailed, false, "x", map[string]any{"state": StateFailed}, "x", 5, "1m0s", "exit 3", "")
 	r.b.mu.Unlock()
 	msg, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t"}}`))
-	r.s.forward(&msg, []byte("7"))
+	r.s.forward(&msg, []byte("7"), nil)
 	r.p.events.record.flush()
 	got := r.answers()
 	if len(got) != 1 || !strings.Contains(got[0], `"mayHaveExecuted":false`) || !strings.Contains(got[0], `"id":7`) {

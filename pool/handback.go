@@ -60,8 +60,8 @@ func (hb *handBack) stopped(lr *lineReader, s *session) bool {
 	s.held = nil
 	s.mu.Unlock()
 	var rest []byte
-	for _, line := range held {
-		rest = append(append(rest, line...), '\n')
+	for _, h := range held {
+		rest = append(append(rest, h.line...), '\n')
 	}
 	hb.rest <- append(rest, lr.unread()...)
 	return true

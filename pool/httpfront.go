@@ -10,8 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
@@ -22,44 +24,61 @@ import (
 // clients often vanish without a DELETE.
 const HTTPSessionIdle = 30 * time.Minute
 
+// statelessLinger is how long a server's stateless HTTP session stays
+// after its last exchange ended: it is a partition's member while it
+// lives, and a child is reaped only once its partition has none.
+const statelessLinger = time.Minute
+
 // HTTPHandler is the HTTP front door: POST /mcp/NAME (Streamable HTTP)
 // for server NAME, both eras. A legacy client's initialize opens a pool
 // session named by the Mcp-Session-Id header of the answer; a modern
 // (2026-07-28) request, which carries its protocol version in _meta and
-// no session id, is served statelessly, and closing its response ends
-// (cancels) it. Requests whose Origin or Host is not loopback get 403.
-// Call it once per pool; serve it on a loopback listener only.
+// no session id, is an exchange on the server's one stateless session,
+// and closing its response ends (cancels) it. Each request's answer, and
+// what relates to it, reaches the POST that carried it from the
+// request's own record (exchange.go). Requests whose Origin or Host is
+// not loopback get 403. Call it once per pool; serve it on a loopback
+// listener only.
 func (p *Pool) HTTPHandler() http.Handler {
-	h := &httpFront{p: p, sessions: map[string]*httpSession{}}
+	h := &httpFront{p: p, sessions: map[string]*httpSession{}, stateless: map[string]*statelessHTTP{}}
 	p.wg.Go(h.expire)
 	return h
 }
 
-// httpFront owns the legacy HTTP sessions, by Mcp-Session-Id.
+// httpFront owns the legacy HTTP sessions, by Mcp-Session-Id, and each
+// server's stateless session.
 type httpFront struct {
-	p        *Pool
-	opening  sync.Mutex // serialises open, so the session cap holds
-	mu       sync.Mutex
-	sessions map[string]*httpSession
+	p         *Pool
+	opening   sync.Mutex // serialises opening sessions: the cap holds, and a server has one stateless session
+	mu        sync.Mutex
+	sessions  map[string]*httpSession
+	stateless map[string]*statelessHTTP // by server name
+	nextKey   atomic.Uint64             // the stateless exchanges' keys
 }
 
-// httpSession is a pool session whose messages go to HTTP responses: a
-// request's answer (and, on an SSE response, the progress of it) to the
-// POST that carried it; everything else to the GET stream, if one is
-// open. Its dispatcher goroutine alone takes from the session's queue.
+// httpSession is a legacy pool session over HTTP: each request is
+// answered on the POST that carried it (its exchange); everything else
+// goes to the GET stream, if one is open, and is dropped otherwise.
 type httpSession struct {
-	s *session
+	s *session // set once the session exists, before hs is shared
 
 	mu       sync.Mutex
-	waiters  map[string]*httpWaiter // by the request's id bytes
-	tokens   map[string]*httpWaiter // by progress token bytes, SSE only
-	stream   chan []byte            // the GET stream, or nil
+	stream   chan []byte // the GET stream, or nil
+	posts    int         // POSTs waiting for their answers
 	lastUsed time.Time
 }
 
-// httpWaiter is one POST waiting for its answer.
-type httpWaiter struct {
-	ch chan []byte // related notifications, then the response
+// statelessHTTP is a server's stateless session: every 2026-07-28
+// request POSTed to the server is an exchange on it, keyed so that
+// concurrent clients' ids cannot collide, and speaking for its own client
+// (exchange.go). It ends statelessLinger after its last exchange (expire)
+// and the next request opens another.
+type statelessHTTP struct {
+	s *session
+
+	// Guarded by httpFront.mu.
+	exchanges int // POSTs under way
+	lastUsed  time.Time
 }
 
 func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -71,14 +90,15 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "not found: the MCP endpoint is /mcp/NAME")
 		return
 	}
-	if _, err := h.p.server(name); err != nil {
+	srv, err := h.p.server(name)
+	if err != nil {
 		httpError(w, http.StatusNotFound, nil, jsonrpc.CodeBackendUnavailable, err.Error())
 		return
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
 	switch r.Method {
 	case http.MethodPost:
-		h.post(w, r, name, sid)
+		h.post(w, r, srv, sid)
 	case http.MethodGet, http.MethodDelete:
 		if sid == "" { // 2026-07-28: no sessions, no GET stream
 			w.Header().Set("Allow", http.MethodPost)
@@ -103,7 +123,7 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // post serves one JSON-RPC message.
-func (h *httpFront) post(w http.ResponseWriter, r *http.Request, name, sid string) {
+func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, sid string) {
 	limit := h.p.opts.MaxMessageBytes
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 	if err != nil {
@@ -129,99 +149,162 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, name, sid strin
 		httpError(w, http.StatusBadRequest, nil, code, err.Error())
 		return
 	}
-	var hs *httpSession
-	modern := false
+	name := srv.name
 	switch {
 	case sid != "":
-		if hs = h.lookup(sid, name); hs == nil {
+		hs := h.lookup(sid, name)
+		if hs == nil {
 			httpError(w, http.StatusNotFound, msg.IDBytes(), jsonrpc.CodeInvalidRequest, "unknown or expired session: initialize again")
 			return
 		}
+		h.legacy(w, r, hs, &msg)
 	case msg.Kind == jsonrpc.KindRequest && msg.Method == "initialize" && !modernHTTP(r, body, msg):
-		if hs, sid, err = h.open(name); err != nil {
+		hs, sid, err := h.open(name)
+		if err != nil {
 			httpError(w, http.StatusServiceUnavailable, msg.IDBytes(), jsonrpc.CodeBackendUnavailable, err.Error())
 			return
 		}
 		w.Header().Set("Mcp-Session-Id", sid)
+		h.legacy(w, r, hs, &msg)
 	case msg.Kind != jsonrpc.KindRequest:
 		// 2026-07-28 defines no client notifications over HTTP; a
 		// legacy one without its session is dropped too.
 		w.WriteHeader(http.StatusAccepted)
-		return
 	case modernHTTP(r, body, msg):
 		if bad := validateModern(r.Header, body, msg); bad != nil {
 			bad.write(w, msg.IDBytes())
 			return
 		}
-		modern = true
-		if hs, err = h.newHTTPSession(name); err != nil {
-			httpError(w, http.StatusServiceUnavailable, msg.IDBytes(), jsonrpc.CodeBackendUnavailable, err.Error())
-			return
-		}
-		// One pool session per stateless request, ended with it: a
-		// response closed early cancels the request at the child.
-		defer hs.s.close(nil)
+		h.exchange(w, r, srv, &msg)
 	default:
 		httpError(w, http.StatusBadRequest, msg.IDBytes(), jsonrpc.CodeInvalidRequest,
 			"missing Mcp-Session-Id: initialize first, or send a 2026-07-28 request with _meta")
-		return
 	}
+}
 
+// legacy serves a message of a legacy session: a request is an exchange
+// keyed by its id, as the session's requests are (its client cancels it
+// by that id); closing the response cancels nothing (the legacy
+// transport says a disconnect is not a cancellation), and the answer is
+// then dropped.
+func (h *httpFront) legacy(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message) {
 	if msg.Kind != jsonrpc.KindRequest {
-		hs.touch()
-		hs.s.handle(body)
+		hs.touch(0)
+		hs.s.handleMessage(msg, nil)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	id := string(msg.IDBytes())
-	token := progressToken(body, msg)
-	sse := token != "" && acceptsSSE(r)
-	wt := &httpWaiter{ch: make(chan []byte, 16)}
-	if !hs.wait(id, token, sse, wt) {
-		httpError(w, http.StatusBadRequest, msg.IDBytes(), jsonrpc.CodeInvalidRequest, "a request with this id is already in flight")
+	x := newExchange(string(msg.IDBytes()), takesStream(r, msg))
+	hs.touch(1)
+	defer hs.touch(-1)
+	hs.s.handleMessage(msg, x)
+	if !h.await(w, r, hs.s, x, false) {
+		hs.s.endExchange(x, false, "") // its listen, if it was one: the stream was its response
+	}
+}
+
+// exchange serves a 2026-07-28 request as an exchange on the server's
+// stateless session, under a key of its own; closing its response before
+// the answer cancels it at the child.
+func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server, msg *jsonrpc.Message) {
+	st, err := h.statelessFor(srv)
+	if err != nil {
+		httpError(w, http.StatusServiceUnavailable, msg.IDBytes(), jsonrpc.CodeBackendUnavailable, err.Error())
 		return
 	}
-	defer hs.unwait(id, token, wt)
-	hs.s.handle(body)
+	defer h.release(st)
+	key := "x" + strconv.FormatUint(h.nextKey.Add(1), 10) // no client id looks like this: ids are JSON
+	x := newStatelessExchange(key, takesStream(r, msg), msg.Params.Of(msg.Raw))
+	st.s.handleMessage(msg, x)
+	if !h.await(w, r, st.s, x, true) {
+		st.s.endExchange(x, true, "the client closed its HTTP response")
+	}
+}
 
+// takesStream reports whether the POST takes what relates to its request
+// on its response: a subscriptions/listen's notifications (its stream is
+// its response), or progress when the request has a progress token and
+// the client accepts an event stream.
+func takesStream(r *http.Request, msg *jsonrpc.Message) bool {
+	return msg.Method == "subscriptions/listen" || acceptsSSE(r) && progressToken(msg.Raw, *msg) != ""
+}
+
+// await writes to the POST's response what the pool hands x: related
+// messages as SSE events (the response turns into an event stream at the
+// first), then the answer. It reports false when the response ended
+// without the answer: the client went away, or the session ended.
+func (h *httpFront) await(w http.ResponseWriter, r *http.Request, s *session, x *exchange, modern bool) bool {
 	var flusher http.Flusher
 	for {
 		select {
-		case line := <-wt.ch:
-			if m, err := jsonrpc.Parse(line); err == nil && m.Kind == jsonrpc.KindResponse {
-				if flusher != nil {
-					writeEvent(w, flusher, line)
-					return
-				}
-				w.Header().Set("Content-Type", "application/json")
-				if modern {
-					w.WriteHeader(modernStatus(line))
-				}
-				_, _ = w.Write(line)
-				return
-			}
-			if flusher == nil { // the first related message: switch to SSE
-				f, ok := w.(http.Flusher)
-				if !ok {
-					continue
-				}
-				flusher = f
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.Header().Set("Cache-Control", "no-cache")
-				w.Header().Set("X-Accel-Buffering", "no") // 2026-07-28: proxies must not hold events back
-				w.WriteHeader(http.StatusOK)
+		case a := <-x.answered:
+			h.answer(w, x, &flusher, a, modern)
+			return true
+		case line := <-x.related:
+			if !startSSE(w, &flusher) {
+				continue
 			}
 			writeEvent(w, flusher, line)
 		case <-r.Context().Done():
 			// 2026-07-28: a closed response is the cancellation (the
-			// stateless session's deferred close does it). A legacy
-			// client's disconnect cancels nothing: its answer is dropped.
-			return
-		case <-hs.s.closed:
-			httpError(w, http.StatusServiceUnavailable, msg.IDBytes(), jsonrpc.CodeBackendUnavailable, "the session ended")
-			return
+			// caller cancels it). A legacy client's disconnect cancels
+			// nothing: its answer is dropped.
+			return false
+		case <-s.closed:
+			select {
+			case a := <-x.answered: // answered as the session ended
+				h.answer(w, x, &flusher, a, modern)
+				return true
+			default:
+			}
+			if flusher == nil {
+				httpError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeBackendUnavailable, "the session ended")
+			}
+			return false
 		}
 	}
+}
+
+// answer writes the answer: an event after the related messages sent
+// before it, or the JSON body (with the status 2026-07-28 gives its code).
+func (h *httpFront) answer(w http.ResponseWriter, x *exchange, flusher *http.Flusher, a response, modern bool) {
+	for more := true; more; { // what was related before the answer goes first
+		select {
+		case line := <-x.related:
+			if startSSE(w, flusher) {
+				writeEvent(w, *flusher, line)
+			}
+		default:
+			more = false
+		}
+	}
+	if *flusher != nil {
+		writeEvent(w, *flusher, a.line)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if modern {
+		w.WriteHeader(modernStatus(a.code))
+	}
+	_, _ = w.Write(a.line)
+}
+
+// startSSE turns the response into an event stream, once; false: it
+// cannot stream.
+func startSSE(w http.ResponseWriter, flusher *http.Flusher) bool {
+	if *flusher != nil {
+		return true
+	}
+	f, ok := w.(http.Flusher)
+	if !ok {
+		return false
+	}
+	*flusher = f
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no") // 2026-07-28: proxies must not hold events back
+	w.WriteHeader(http.StatusOK)
+	return true
 }
 
 // listen is a legacy client's GET stream: the session's messages that
@@ -271,25 +354,68 @@ func (h *httpFront) open(name string) (*httpSession, string, error) {
 	if err := h.makeRoom(name); err != nil {
 		return nil, "", err
 	}
-	hs, err := h.newHTTPSession(name)
+	hs := &httpSession{lastUsed: time.Now()}
+	s, err := h.p.newSession(name, sessionSetup{transport: "http", receiver: hs.streaming, sink: hs.toStream})
 	if err != nil {
 		return nil, "", err
 	}
-	s := hs.s
+	hs.s = s // before hs is shared: the session's callbacks use only hs.mu's fields
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	sid := hex.EncodeToString(b[:])
 	h.mu.Lock()
-	h.sessions[sid] = hs
+	h.sessions[sid] = hs // an ended session is forgotten by the next lookup, makeRoom or expire
 	h.mu.Unlock()
-	h.p.wg.Go(func() {
-		<-s.closed
-		h.mu.Lock()
-		delete(h.sessions, sid)
-		h.mu.Unlock()
-	})
 	return hs, sid, nil
 }
+
+// statelessFor returns server srv's stateless session, opening it if
+// there is none, with one more exchange under way on it.
+func (h *httpFront) statelessFor(srv *server) (*statelessHTTP, error) {
+	if st := h.takeStateless(srv); st != nil {
+		return st, nil
+	}
+	h.opening.Lock()
+	defer h.opening.Unlock()
+	if st := h.takeStateless(srv); st != nil {
+		return st, nil
+	}
+	s, err := h.p.newSession(srv.name, sessionSetup{transport: "http", stateless: true, sink: dropMessage})
+	if err != nil {
+		return nil, err
+	}
+	st := &statelessHTTP{s: s, exchanges: 1, lastUsed: time.Now()}
+	h.mu.Lock()
+	h.stateless[srv.name] = st
+	h.mu.Unlock()
+	return st, nil
+}
+
+// takeStateless counts one more exchange on srv's stateless session, if
+// it has a live one.
+func (h *httpFront) takeStateless(srv *server) *statelessHTTP {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.stateless[srv.name]
+	if st == nil || st.s.srv != srv || !st.s.alive() {
+		return nil
+	}
+	st.exchanges++
+	return st
+}
+
+// release ends an exchange on a stateless session.
+func (h *httpFront) release(st *statelessHTTP) {
+	h.mu.Lock()
+	st.exchanges--
+	st.lastUsed = time.Now()
+	h.mu.Unlock()
+}
+
+// dropMessage is a stateless session's output: everything for its
+// clients goes to their exchanges; what answers none (there is nothing:
+// no logs, no server-to-client requests in 2026-07-28) has nowhere to go.
+func dropMessage([]byte) {}
 
 // errTooManySessions refuses a legacy HTTP session past the cap when none
 // of the server's sessions is idle.
@@ -305,6 +431,10 @@ func (h *httpFront) makeRoom(name string) error {
 	var oldestID string
 	n := 0
 	for sid, hs := range h.sessions {
+		if !hs.s.alive() {
+			delete(h.sessions, sid)
+			continue
+		}
 		if hs.s.srv.name != name {
 			continue
 		}
@@ -333,21 +463,6 @@ func (hs *httpSession) lastUsedAt() time.Time {
 	return hs.lastUsed
 }
 
-// newHTTPSession opens a pool session of server name whose messages go to
-// HTTP responses, and starts its dispatcher. The session can be sent a
-// request only while its GET stream is open (streaming), which it knows
-// from the start.
-func (h *httpFront) newHTTPSession(name string) (*httpSession, error) {
-	hs := &httpSession{waiters: map[string]*httpWaiter{}, tokens: map[string]*httpWaiter{}, lastUsed: time.Now()}
-	s, err := h.p.newSession(name, sessionSetup{transport: "http", receiver: hs.streaming})
-	if err != nil {
-		return nil, err
-	}
-	hs.s = s // before hs is shared: only its dispatcher and its requests see it
-	h.p.wg.Go(hs.dispatch)
-	return hs, nil
-}
-
 // streaming reports whether the session's GET stream is open: only then
 // can the client be sent a request (sampling, elicitation).
 func (hs *httpSession) streaming() bool {
@@ -356,129 +471,100 @@ func (hs *httpSession) streaming() bool {
 	return hs.stream != nil
 }
 
+// toStream is a legacy session's output: a message that answers no POST
+// goes to the GET stream without blocking; with none open, or one that
+// cannot keep up, it is dropped.
+func (hs *httpSession) toStream(line []byte) {
+	hs.mu.Lock()
+	stream := hs.stream
+	hs.mu.Unlock()
+	if stream == nil {
+		return
+	}
+	select {
+	case stream <- line:
+	default:
+	}
+}
+
 func (h *httpFront) lookup(sid, name string) *httpSession {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	hs := h.sessions[sid]
-	if hs == nil || hs.s.srv.name != name || !hs.s.alive() {
+	if hs != nil && !hs.s.alive() {
+		delete(h.sessions, sid)
+		return nil
+	}
+	if hs == nil || hs.s.srv.name != name {
 		return nil
 	}
 	return hs
 }
 
-// expire ends legacy sessions idle for HTTPSessionIdle; it runs until the
-// pool closes.
+// expire ends legacy sessions idle for HTTPSessionIdle, and stateless
+// ones statelessLinger after their last exchange; it runs until the pool
+// closes.
 func (h *httpFront) expire() {
-	t := time.NewTicker(time.Minute)
+	t := time.NewTicker(statelessLinger / 2)
 	defer t.Stop()
 	for {
 		select {
 		case <-h.p.closing:
 			return
-		case <-t.C:
-		}
-		h.mu.Lock()
-		var idle []*httpSession
-		for _, hs := range h.sessions {
-			if hs.idleSince(HTTPSessionIdle) {
-				idle = append(idle, hs)
-			}
-		}
-		h.mu.Unlock()
-		for _, hs := range idle {
-			hs.s.close(errors.New("HTTP session idle for " + HTTPSessionIdle.String()))
+		case now := <-t.C:
+			h.expireIdle(now)
 		}
 	}
 }
 
-// dispatch hands each message of the session to the HTTP response it
-// belongs to; what belongs to none is dropped. It ends with the session.
-func (hs *httpSession) dispatch() {
-	for {
-		select {
-		case line := <-hs.s.out:
-			hs.route(line)
-		case <-hs.s.closed:
-			return
+// expireIdle ends what is idle at now.
+func (h *httpFront) expireIdle(now time.Time) {
+	h.mu.Lock()
+	var idle []*httpSession
+	for sid, hs := range h.sessions {
+		if !hs.s.alive() {
+			delete(h.sessions, sid)
+			continue
 		}
+		if hs.idleAt(now, HTTPSessionIdle) {
+			idle = append(idle, hs)
+		}
+	}
+	var quiet []*session
+	for name, st := range h.stateless {
+		if st.exchanges == 0 && now.Sub(st.lastUsed) >= statelessLinger {
+			delete(h.stateless, name) // under h.mu: no exchange can take it any more
+			quiet = append(quiet, st.s)
+		}
+	}
+	h.mu.Unlock()
+	for _, hs := range idle {
+		hs.s.close(errors.New("HTTP session idle for " + HTTPSessionIdle.String()))
+	}
+	for _, s := range quiet {
+		s.close(errStatelessQuiet)
 	}
 }
 
-func (hs *httpSession) route(line []byte) {
-	m, err := jsonrpc.Parse(line)
-	if err != nil {
-		return
-	}
+var errStatelessQuiet = errors.New("no 2026-07-28 request for " + statelessLinger.String())
+
+// touch notes a POST of the session: delta is +1 when one begins waiting
+// for its answer, -1 when it stops, 0 for a message that waits for none.
+func (hs *httpSession) touch(delta int) {
 	hs.mu.Lock()
-	var to chan []byte
-	switch {
-	case m.Kind == jsonrpc.KindResponse:
-		if wt := hs.waiters[string(m.IDBytes())]; wt != nil {
-			to = wt.ch
-		}
-	case m.Method == "notifications/progress":
-		params := m.Params.Of(line)
-		if tok := jsonrpc.Member(params, "progressToken"); tok.Present() {
-			if wt := hs.tokens[string(tok.Of(params))]; wt != nil {
-				to = wt.ch
-			}
-		}
-	default:
-		if sub := subscriptionOf(line, m); sub != nil { // a subscriptions/listen's stream
-			if wt := hs.waiters[string(sub)]; wt != nil {
-				to = wt.ch
-			}
-		}
-	}
-	if to == nil && m.Kind != jsonrpc.KindResponse {
-		to = hs.stream
-	}
-	hs.mu.Unlock()
-	if to == nil {
-		return
-	}
-	select {
-	case to <- line:
-	default: // a reader that cannot keep up loses notifications, never answers (16 > 1 answer)
-	}
-}
-
-func (hs *httpSession) wait(id, token string, sse bool, wt *httpWaiter) bool {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	if hs.waiters[id] != nil {
-		return false
-	}
-	hs.waiters[id] = wt
-	if sse {
-		hs.tokens[token] = wt
-	}
-	hs.lastUsed = time.Now()
-	return true
-}
-
-func (hs *httpSession) unwait(id, token string, wt *httpWaiter) {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	if hs.waiters[id] == wt {
-		delete(hs.waiters, id)
-	}
-	if hs.tokens[token] == wt {
-		delete(hs.tokens, token)
-	}
-	hs.lastUsed = time.Now()
-}
-
-func (hs *httpSession) touch() {
-	hs.mu.Lock()
+	hs.posts += delta
 	hs.lastUsed = time.Now()
 	hs.mu.Unlock()
 }
 
-func (hs *httpSession) idleSince(d time.Duration) bool {
+func (hs *httpSession) idleSince(d time.Duration) bool { return hs.idleAt(time.Now(), d) }
+
+// idleAt reports whether, at now, the session has had no stream and no
+// POST waiting for longer than d.
+func (hs *httpSession) idleAt(now time.Time, d time.Duration) bool {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	return hs.stream == nil && len(hs.waiters) == 0 && time.Since(hs.lastUsed) > d
+	return hs.stream == nil && hs.posts == 0 && now.Sub(hs.lastUsed) > d
 }
 
 // notLocal says why a request may not use the front door: a browser page

@@ -303,7 +303,13 @@ func TestHTTPModernStatelessAndCancel(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") != "" || !strings.Contains(string(b), `"hi"`) {
 		t.Fatalf("modern call: %s, session id %q, %s", resp.Status, resp.Header.Get("Mcp-Session-Id"), b)
 	}
-	eventually(t, "the stateless session to end", func() bool { return len(tp.Snapshot().Sessions) == 0 })
+	// The request was an exchange on the server's one stateless session,
+	// which stays for the next.
+	sessions := tp.Snapshot().Sessions
+	if len(sessions) != 1 || !sessions[0].Stateless || sessions[0].Transport != "http" || sessions[0].ProtocolVersion != pool.Modern {
+		t.Fatalf("sessions after a stateless call: %+v", sessions)
+	}
+	stateless := sessions[0].ID
 
 	ctx, cancel := context.WithCancel(context.Background())
 	sleep := `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":60000},` + modernMeta + `}}`
@@ -329,6 +335,9 @@ func TestHTTPModernStatelessAndCancel(t *testing.T) {
 	})
 	if n := len(tp.Snapshot().InFlight); n != 0 {
 		t.Fatalf("%d still in flight", n)
+	}
+	if sessions := tp.Snapshot().Sessions; len(sessions) != 1 || sessions[0].ID != stateless {
+		t.Fatalf("sessions after a second stateless call: %+v, want %s alone", sessions, stateless)
 	}
 }
 
@@ -386,6 +395,20 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`, i+2))
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+}
+
+// BenchmarkHTTPStatelessRoundTrip is BenchmarkHTTPRoundTrip for a
+// 2026-07-28 client: each call an exchange on the server's stateless
+// session.
+func BenchmarkHTTPStatelessRoundTrip(b *testing.B) {
+	tp := newTestPoolTB(b, fake("srv"))
+	c := &httpClient{t: b, url: newHTTPFront(b, tp) + "/mcp/srv"}
+	b.ResetTimer()
+	for i := range b.N {
+		r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},%s}}`, i+2, modernMeta))
 		io.Copy(io.Discard, r.Body)
 		r.Body.Close()
 	}

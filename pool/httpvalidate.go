@@ -149,15 +149,11 @@ func decodeHeaderValue(v string) (string, bool) {
 	return v, true
 }
 
-// modernStatus is the HTTP status of a modern request's JSON answer: the
-// spec gives 404 to an unknown method and 400 to its own protocol errors;
-// everything else, tool errors included, is 200.
-func modernStatus(line []byte) int {
-	m, err := jsonrpc.Parse(line)
-	if err != nil || !m.Error.Present() {
-		return http.StatusOK
-	}
-	code, _ := errorFields(m.Error.Of(line))
+// modernStatus is the HTTP status of a modern request's JSON answer, from
+// its JSON-RPC error code (0 for a result): the spec gives 404 to an
+// unknown method and 400 to its own protocol errors; everything else,
+// tool errors included, is 200.
+func modernStatus(code int) int {
 	switch code {
 	case jsonrpc.CodeMethodNotFound:
 		return http.StatusNotFound

@@ -23,6 +23,7 @@ type inputRound struct {
 	sess   *session
 	call   *pending        // the call the child answered with input_required
 	origID []byte          // the client's id of the call
+	to     *exchange       // the HTTP POST waiting for the call's answer; nil: the session's output
 	state  json.RawMessage // the child's requestState, echoed back; nil if none
 	timer  *time.Timer
 	mu     sync.Mutex
@@ -89,7 +90,7 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 			return false, newError(errCannotAsk, true, b.srv.name, b.srv.name, q.Method)
 		}
 	}
-	x := &inputRound{b: b, sess: sess, call: p, origID: origID, state: r.RequestState, left: map[uint64]string{},
+	x := &inputRound{b: b, sess: sess, call: p, origID: origID, to: e.x, state: r.RequestState, left: map[uint64]string{},
 		answer: map[string]json.RawMessage{}}
 	// The timer is set before the round is shared (rounds.add): an answer
 	// may stop it as soon as it is.
@@ -167,7 +168,7 @@ func (x *inputRound) end(err *jsonrpc.Error) {
 	for id := range left {
 		x.b.p.rounds.take(id)
 	}
-	x.sess.deliverResponse(x.call, x.origID, jsonrpc.AppendErrorResponse(nil, x.origID, err))
+	x.sess.deliverResponse(x.call, x.origID, x.to, jsonrpc.AppendErrorResponse(nil, x.origID, err), err.Code)
 }
 
 // retry sends the call to the child again, as the same client request,
@@ -176,7 +177,8 @@ func (x *inputRound) retry() {
 	p, s := x.call, x.sess
 	msg, err := jsonrpc.Parse(p.line)
 	if err != nil || !msg.Params.Present() {
-		x.sess.deliverResponse(p, x.origID, jsonrpc.AppendErrorResponse(nil, x.origID, newError(errCannotRetry, true, x.b.srv.name)))
+		e := newError(errCannotRetry, true, x.b.srv.name)
+		x.sess.deliverResponse(p, x.origID, x.to, jsonrpc.AppendErrorResponse(nil, x.origID, e), e.Code)
 		return
 	}
 	params := map[string]json.RawMessage{}
@@ -190,14 +192,15 @@ func (x *inputRound) retry() {
 	raw, _ := json.Marshal(params)
 	id := x.b.p.nextID.Add(1)
 	line := jsonrpc.AppendRequest(nil, id, p.method, raw)
-	next := &pending{id: id, sess: s, b: x.b, origID: x.origID, method: p.method, name: p.name, line: line,
+	next := &pending{id: id, sess: s, b: x.b, origID: x.origID, x: x.to, method: p.method, name: p.name, line: line,
 		token: p.token, origToken: p.origToken, received: time.Now()}
+	key := keyOf(x.origID, x.to)
 	s.mu.Lock()
-	if s.inflight[string(x.origID)] != p || isClosed(s.closed) {
+	if s.inflight[key] != p || isClosed(s.closed) {
 		s.mu.Unlock()
 		return // the client cancelled or went away meanwhile
 	}
-	s.trackLocked(x.origID, next)
+	s.trackLocked(key, x.origID, next)
 	s.mu.Unlock()
 	s.p.emit(Event{Kind: EventRequestReceived, Time: next.received, Server: s.srv.name, Session: s.id, PoolID: id,
 		Method: next.method, Name: next.name, OriginalID: string(x.origID), Size: len(line),

@@ -28,7 +28,8 @@ const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
 // listener is one open subscriptions/listen of a modern client on a
 // legacy child.
 type listener struct {
-	id                        []byte // the listen request's id, which is its subscriptionId
+	id                        []byte    // the listen request's id, which is its subscriptionId
+	to                        *exchange // the HTTP POST whose response is the listen's stream; nil: the session's output
 	b                         *backend
 	tools, prompts, resources bool
 	uris                      []string
@@ -43,39 +44,41 @@ type filter struct {
 }
 
 // listen answers a modern client's subscriptions/listen itself; the
-// request stays open until the client cancels it or goes away.
-func (s *session) listen(id, params []byte) {
-	b, err := s.srv.backendFor(s)
+// request stays open until the client cancels it or goes away. x, when
+// not nil, is the exchange whose response is the listen's stream.
+func (s *session) listen(id, params []byte, x *exchange) {
+	b, err := s.backend(x)
 	if err != nil {
-		s.replyError(id, err)
+		s.replyErrorTo(x, id, err)
 		return
 	}
 	hs, err := b.handshakeResult(s.closed)
 	if err != nil {
-		s.replyError(id, err)
+		s.replyErrorTo(x, id, err)
 		return
 	}
 	var p struct {
 		Notifications filter `json:"notifications"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
-		s.replyError(id, newError(errBadParams, false, "", "subscriptions/listen", err))
+		s.replyErrorTo(x, id, newError(errBadParams, false, "", "subscriptions/listen", err))
 		return
 	}
 	honored := hs.honor(p.Notifications)
-	l := &listener{id: id, b: b, tools: honored.ToolsListChanged, prompts: honored.PromptsListChanged,
+	l := &listener{id: id, to: x, b: b, tools: honored.ToolsListChanged, prompts: honored.PromptsListChanged,
 		resources: honored.ResourcesListChanged, uris: honored.ResourceSubscriptions}
+	key := keyOf(id, x)
 	s.mu.Lock()
 	if s.listens == nil {
 		s.listens = map[string]*listener{}
 	}
-	_, dup := s.listens[string(id)]
+	_, dup := s.listens[key]
 	if !dup && !isClosed(s.closed) {
-		s.listens[string(id)] = l
+		s.listens[key] = l
 	}
 	s.mu.Unlock()
 	if dup {
-		s.replyError(id, newError(errDuplicateID, false, "", id))
+		s.replyErrorTo(x, id, newError(errDuplicateID, false, "", id))
 		return
 	}
 	if hs.era == EraModern {
@@ -89,7 +92,7 @@ func (s *session) listen(id, params []byte) {
 	}
 	ack, _ := json.Marshal(map[string]any{"_meta": map[string]any{metaSubscriptionID: json.RawMessage(id)},
 		"notifications": honored})
-	s.deliver(jsonrpc.AppendNotification(nil, "notifications/subscriptions/acknowledged", ack))
+	s.relate(x, jsonrpc.AppendNotification(nil, "notifications/subscriptions/acknowledged", ack))
 }
 
 // honor is the part of a filter the child can deliver, from the
@@ -116,12 +119,13 @@ func (hs *handshake) honor(f filter) filter {
 	return out
 }
 
-// endListen closes one listen (the client cancelled it); a cancelled
-// request gets no answer. It reports whether id was a listen.
-func (s *session) endListen(id []byte) bool {
+// endListen closes one listen, by its key (keyOf: the client cancelled
+// it, or the caller of its exchange went away); a cancelled request gets
+// no answer. It reports whether key was a listen.
+func (s *session) endListen(key string) bool {
 	s.mu.Lock()
-	l := s.listens[string(id)]
-	delete(s.listens, string(id))
+	l := s.listens[key]
+	delete(s.listens, key)
 	s.mu.Unlock()
 	if l == nil {
 		return false
@@ -192,7 +196,7 @@ func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string) {
 		return
 	}
 	for _, l := range to {
-		s.deliver(tagNotification(msg, l.id))
+		s.relate(l.to, tagNotification(msg, l.id))
 	}
 }
 

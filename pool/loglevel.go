@@ -24,7 +24,7 @@ const quietest = "emergency"
 // setLogLevel takes a session's logging/setLevel. It reports whether the
 // pool answered it: for a child that declared logging, the pool sets the
 // child's level itself; otherwise the child answers (its own error).
-func (s *session) setLogLevel(b *backend, id, params []byte) bool {
+func (s *session) setLogLevel(b *backend, id, params []byte, x *exchange) bool {
 	level, ok := jsonrpc.String(params, jsonrpc.Member(params, "level"))
 	if _, known := logSeverity[level]; !ok || !known {
 		return false // the child explains the bad params
@@ -36,7 +36,7 @@ func (s *session) setLogLevel(b *backend, id, params []byte) bool {
 	s.logs, s.logLevel = true, logSeverity[level]
 	s.mu.Unlock()
 	b.syncLogLevel()
-	s.reply(id, []byte("{}"))
+	s.replyTo(x, id, []byte("{}"))
 	return true
 }
 

@@ -101,7 +101,7 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 		return false
 	}
 	p := cands[0]
-	if sess, _, _ := b.reqs.recipient(p); sess == nil || !sess.declared(capability) {
+	if sess, x, _, _ := b.reqs.recipient(p); sess == nil || !sess.declares(x, capability) {
 		// 2026-07-28: a server must not ask what the client did not
 		// declare; the call cannot go on without it.
 		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errClientUndeclared, false, "", capability)))
@@ -114,15 +114,15 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 	x := &mrtrHold{state: newRequestState(), key: "sb-" + strconv.FormatUint(b.p.nextID.Add(1), 10), b: b, p: p,
 		childID: childID, server: b.srv.name, method: p.method, name: p.name, created: time.Now(),
 		request: questionOf(msg), kept: make(chan struct{})}
-	sess, origID, ok := b.reqs.hold(x)
+	sess, ex, origID, ok := b.reqs.hold(x)
 	if !ok {
 		// The call ended (or another question took it) meanwhile.
 		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errNoClient, false, "", msg.Method)))
 		return true
 	}
 	b.p.holds.put(x)
-	sess.forget(p, origID) // the call no longer belongs to the session: its end must not cancel it
-	sess.deliver(jsonrpc.AppendResponse(nil, origID, inputRequired(x)))
+	sess.forget(p, origID, ex) // the call no longer belongs to the session: its end must not cancel it
+	sess.respond(ex, jsonrpc.AppendResponse(nil, origID, inputRequired(x)), 0)
 	return true
 }
 
@@ -154,9 +154,9 @@ func newRequestState() string {
 const heldAnswerWait = time.Second
 
 // resumeMRTR takes a client's retry of a call the pool answered with
-// input_required. It reports whether the request was such a retry (and
-// is answered or under way).
-func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte) bool {
+// input_required, carried by ex when not nil. It reports whether the
+// request was such a retry (and is answered or under way).
+func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool {
 	if !mrtrMethods[msg.Method] {
 		return false
 	}
@@ -174,7 +174,7 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte) bool {
 		name, _ = jsonrpc.String(params, jsonrpc.Member(params, "uri"))
 	}
 	if x.server != s.srv.name || x.method != msg.Method || x.name != name {
-		s.replyError(id, newError(errNotOurState, false, ""))
+		s.replyErrorTo(ex, id, newError(errNotOurState, false, ""))
 		return true
 	}
 	s.noteModern(params)
@@ -184,13 +184,14 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte) bool {
 		answer = mustRaw(r.Of(params), x.key)
 	}
 
+	key := keyOf(id, ex)
 	s.mu.Lock()
-	if _, dup := s.inflight[string(id)]; dup {
+	if _, dup := s.inflight[key]; dup {
 		s.mu.Unlock()
-		s.replyError(id, newError(errDuplicateID, false, "", id))
+		s.replyErrorTo(ex, id, newError(errDuplicateID, false, "", id))
 		return true
 	}
-	s.inflight[string(id)] = p // origID becomes id below
+	s.inflight[key] = p // origID becomes id below
 	s.inflightBytes += len(p.line)
 	s.mu.Unlock()
 
@@ -204,26 +205,30 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte) bool {
 		}
 		t.Stop()
 	}
-	final, done := b.reqs.takeOver(x, s, id, answer != nil)
+	final, done := b.reqs.takeOver(x, s, id, ex, answer != nil)
 	switch {
 	case final != nil:
-		s.forget(p, id)
+		s.forget(p, id, ex)
 		m, err := jsonrpc.Parse(final)
 		if err != nil {
-			s.replyError(id, newError(errUnreadableHeld, false, ""))
+			s.replyErrorTo(ex, id, newError(errUnreadableHeld, false, ""))
 			return true
 		}
-		s.deliver(modernResponse(&m, p.method, id))
+		code := 0
+		if m.Error.Present() {
+			code, _ = errorFields(m.Error.Of(final))
+		}
+		s.respond(ex, modernResponse(&m, p.method, id), code)
 	case done:
-		s.forget(p, id)
-		s.replyError(id, newError(errHeldCallEnded, true, s.srv.name))
+		s.forget(p, id, ex)
+		s.replyErrorTo(ex, id, newError(errHeldCallEnded, true, s.srv.name))
 	case answer == nil:
 		// The client did not answer: ask again, as the spec prefers to
 		// an error. The question is the same; only the state is new.
-		s.forget(p, id)
+		s.forget(p, id, ex)
 		x.state = newRequestState()
 		s.p.holds.put(x)
-		s.deliver(jsonrpc.AppendResponse(nil, id, inputRequired(x)))
+		s.replyTo(ex, id, inputRequired(x))
 	default:
 		b.sendRaw(jsonrpc.AppendResponse(nil, x.childID, answer))
 	}

@@ -42,8 +42,8 @@ func askCall(id, kind, extra string) string {
 // sampling in the middle of a modern client's call. The client gets
 // input_required with the child's question and an opaque requestState; its
 // retry with the answer completes the child's call, and the call's result
-// reaches the retry. Over HTTP, where every request is its own short-lived
-// session, and over stdio.
+// reaches the retry. Over HTTP, where every request is an exchange of its
+// own on the server's stateless session, and over stdio.
 func TestMRTRBridgesLegacyChildQuestions(t *testing.T) {
 	tp := newTestPool(t, nil, fake("srv"))
 	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
@@ -86,9 +86,9 @@ func TestMRTRBridgesLegacyChildQuestions(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, "no calls left in flight but the spent ones' fresh questions", func() bool {
-		return len(tp.Snapshot().Sessions) == 1 // the stdio session; HTTP ones ended with their requests
-	})
+	if n := len(tp.Snapshot().Sessions); n != 2 {
+		t.Fatalf("%d sessions, want 2: the stdio one and the server's stateless HTTP one", n)
+	}
 }
 
 // TestMRTRRefusesWhatTheClientCannotAnswer: a modern client that did not

@@ -29,7 +29,7 @@ func TestEndingSaysWhatMayHaveRun(t *testing.T) {
 				pe := &pending{id: uint64(b.reqs.count() + 1), sess: s, b: b, origID: []byte(id), method: "tools/call", state: state, everWritten: ever}
 				b.reqs.update(func(in *inFlight) { in.pending[pe.id] = pe })
 				s.mu.Lock()
-				s.trackLocked(pe.origID, pe)
+				s.trackLocked(string(pe.origID), pe.origID, pe)
 				s.mu.Unlock()
 			}
 			add(`"queued"`, stQueued, false)

@@ -49,10 +49,11 @@ type pending struct {
 	timer     *time.Timer // the request timeout; set by register under the table's lock, read after end
 
 	// Guarded by the backend's request table (requestTable.update).
-	// sess and origID change only when a modern client's retry takes a
-	// held call over (mrtr.go).
-	sess         *session // nil for the pool's own requests
-	origID       []byte   // the client's exact id bytes
+	// sess, origID and x change only when a modern client's retry takes
+	// a held call over (mrtr.go).
+	sess         *session  // nil for the pool's own requests
+	origID       []byte    // the client's exact id bytes
+	x            *exchange // the HTTP POST waiting for its answer (exchange.go); nil: the session's output
 	held         *mrtrHold
 	written      time.Time // when it was last fully written
 	pid          int       // the child it was last written to
@@ -218,6 +219,7 @@ func (in *inFlight) isDoneLocked(p *pending) bool { return p.state == stDone }
 type ended struct {
 	sess       *session
 	origID     []byte
+	x          *exchange
 	held       *mrtrHold
 	modern     bool
 	mayHaveRun bool // it may have reached a child
@@ -238,7 +240,7 @@ func (t *requestTable) end(p *pending) (e ended, won bool) {
 }
 
 func (in *inFlight) endLocked(p *pending) ended {
-	e := ended{sess: p.sess, origID: p.origID, held: p.held, modern: p.modern, mayHaveRun: p.mayHaveRunLocked(), pid: p.pid}
+	e := ended{sess: p.sess, origID: p.origID, x: p.x, held: p.held, modern: p.modern, mayHaveRun: p.mayHaveRunLocked(), pid: p.pid}
 	if in.pending[p.id] == p {
 		delete(in.pending, p.id)
 		if p.token != 0 {
@@ -325,11 +327,11 @@ func cmpUint(x, y uint64) int {
 }
 
 // progress finds where a progress notification with the pool token goes:
-// the session of the request that carries it, with the client's own
-// token, unless the request waits for an MRTR retry or the value would
+// the session of the request that carries it (and its exchange, if an
+// HTTP POST waits for it), with the client's own token, unless the request waits for an MRTR retry or the value would
 // make the client's progress go back (a retried call starts again from
 // zero: its notifications wait until they pass what the client saw).
-func (t *requestTable) progress(token uint64, value float64, hasValue bool) (to *session, origToken []byte) {
+func (t *requestTable) progress(token uint64, value float64, hasValue bool) (to *session, x *exchange, origToken []byte) {
 	t.update(func(in *inFlight) {
 		p := in.tokens[token]
 		if p == nil || p.held != nil || p.sess == nil {
@@ -341,9 +343,9 @@ func (t *requestTable) progress(token uint64, value float64, hasValue bool) (to 
 			}
 			p.progressSeen, p.progressSent = value, true
 		}
-		to, origToken = p.sess, p.origToken
+		to, x, origToken = p.sess, p.x, p.origToken
 	})
-	return to, origToken
+	return to, x, origToken
 }
 
 // askers lists the sessions with requests in flight here, the one with
@@ -418,12 +420,13 @@ func (t *requestTable) dropQuestionsOf(s *session) (childIDs [][]byte) {
 	return childIDs
 }
 
-// recipient is where an answer to p goes now: its session and the id the
-// client gave it. held says p waits for a client's retry instead: its
-// answer is kept for that retry, and sess is the session that last had it.
-func (t *requestTable) recipient(p *pending) (sess *session, origID []byte, held bool) {
-	t.update(func(*inFlight) { sess, origID, held = p.sess, p.origID, p.held != nil })
-	return sess, origID, held
+// recipient is where an answer to p goes now: its session, the exchange
+// waiting for it, if any, and the id the client gave it. held says p
+// waits for a client's retry instead: its answer is kept for that retry,
+// and sess is the session that last had it.
+func (t *requestTable) recipient(p *pending) (sess *session, x *exchange, origID []byte, held bool) {
+	t.update(func(*inFlight) { sess, x, origID, held = p.sess, p.x, p.origID, p.held != nil })
+	return sess, x, origID, held
 }
 
 // alive reports whether p has not ended.
@@ -449,17 +452,18 @@ func (t *requestTable) mrtrCandidates() []*pending {
 }
 
 // hold makes x the hold of its call if the call is still in flight and
-// not held already; it returns the call's session and client id.
-func (t *requestTable) hold(x *mrtrHold) (sess *session, origID []byte, ok bool) {
+// not held already; it returns the call's session, exchange and client
+// id.
+func (t *requestTable) hold(x *mrtrHold) (sess *session, ex *exchange, origID []byte, ok bool) {
 	p := x.p
 	t.update(func(*inFlight) {
 		if p.state == stDone || p.held != nil || p.sess == nil {
 			return
 		}
 		p.held = x
-		sess, origID, ok = p.sess, p.origID, true
+		sess, ex, origID, ok = p.sess, p.x, p.origID, true
 	})
-	return sess, origID, ok
+	return sess, ex, origID, ok
 }
 
 // heldState says whether a hold's call has ended, and whether its answer
@@ -487,15 +491,15 @@ func (t *requestTable) retryState(x *mrtrHold) (final []byte, done, mine bool) {
 }
 
 // takeOver gives a held call to the client's retry: its answer, if any,
-// goes to session s under id from now on; answered releases the hold
-// (the child gets the client's input next). final and done are as
-// retryState reports them.
-func (t *requestTable) takeOver(x *mrtrHold, s *session, id []byte, answered bool) (final []byte, done bool) {
+// goes to session s under id (to the retry's exchange ex, if an HTTP POST
+// carried it) from now on; answered releases the hold (the child gets the
+// client's input next). final and done are as retryState reports them.
+func (t *requestTable) takeOver(x *mrtrHold, s *session, id []byte, ex *exchange, answered bool) (final []byte, done bool) {
 	p := x.p
 	t.update(func(*inFlight) {
 		final, done = x.final, p.state == stDone
 		if !done || final != nil {
-			p.sess, p.origID, p.modern = s, id, true
+			p.sess, p.origID, p.x, p.modern = s, id, ex, true
 		}
 		if !done && answered && p.held == x {
 			p.held = nil
@@ -517,6 +521,9 @@ func (t *requestTable) infos(server string, childPID int, now time.Time) []Reque
 			ri := RequestInfo{PoolID: p.id, Session: p.sess.id, Server: server, Method: p.method, Name: p.name,
 				OriginalID: string(p.origID), ReceivedAt: p.received, AgeMs: now.Sub(p.received).Milliseconds(),
 				WrittenToChild: p.state == stWritten || p.everWritten, PID: p.pid}
+			if p.x != nil && p.x.stateless {
+				ri.Client = p.x.client.Name
+			}
 			if ri.WrittenToChild {
 				ri.WrittenAt = p.written
 			} else {

@@ -146,7 +146,7 @@ func TestRequestStateMachine(t *testing.T) {
 			if state := p.state; state == stDone && tab.lookup(p.id) != nil {
 				t.Fatal("an ended request is still in the table")
 			}
-			if to, _ := tab.progress(70, 1, true); p.state == stDone && to != nil {
+			if to, _, _ := tab.progress(70, 1, true); p.state == stDone && to != nil {
 				t.Fatal("an ended request's progress token still routes")
 			}
 		})

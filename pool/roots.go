@@ -105,15 +105,22 @@ func (s *session) askRoots() {
 	s.deliver([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"roots/list"}`))
 }
 
+// heldMessage is a message held while the session's roots are asked,
+// and the exchange that carried it (HTTP), which gets what answers it.
+type heldMessage struct {
+	line []byte
+	x    *exchange
+}
+
 // holdForRoots queues a message while the session's roots are being
 // asked; it reports whether it did.
-func (s *session) holdForRoots(line []byte) bool {
+func (s *session) holdForRoots(line []byte, x *exchange) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rootsAsk == "" {
 		return false
 	}
-	s.held = append(s.held, append([]byte(nil), line...))
+	s.held = append(s.held, heldMessage{append([]byte(nil), line...), x})
 	return true
 }
 
@@ -149,8 +156,8 @@ func (s *session) rootsAnswered(id string, roots []string) {
 	s.held = nil
 	s.mu.Unlock()
 	s.srv.move(s)
-	for _, line := range held {
-		s.handle(line)
+	for _, h := range held {
+		s.handleFrom(h.line, h.x)
 	}
 	s.mu.Lock()
 	s.quietLocked() // a draining session may be waiting on this ask

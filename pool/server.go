@@ -154,7 +154,11 @@ func (s *server) reapIdle(pt *partition, b *backend) {
 // backendFor returns the backend a session's next request goes to,
 // starting a child if there is none: its own (share "session"), else its
 // partition's.
-func (s *server) backendFor(sess *session) (*backend, error) {
+func (s *server) backendFor(sess *session) (*backend, error) { return s.backendAs(sess, nil) }
+
+// backendAs is backendFor; a child it starts is told the client can do
+// what caps says, or what the session declared when caps is nil.
+func (s *server) backendAs(sess *session, caps *clientCaps) (*backend, error) {
 	if pt := sess.part.Load(); pt != nil && !sess.ownChild {
 		if b := pt.current.Load(); b != nil {
 			return b, nil
@@ -176,7 +180,7 @@ func (s *server) backendFor(sess *session) (*backend, error) {
 		if b := s.perSession[sess]; b != nil {
 			return b, nil
 		}
-		b := newBackend(s, s.cfg, sess, roots, sess.capabilities())
+		b := newBackend(s, s.cfg, sess, roots, capsOf(sess, caps))
 		s.perSession[sess] = b
 		return b, nil
 	}
@@ -185,7 +189,17 @@ func (s *server) backendFor(sess *session) (*backend, error) {
 	}
 	pt := s.partLocked(rootsKey(roots), roots)
 	s.enterLocked(sess, pt)
-	return s.currentLocked(pt, sess.capabilities()), nil
+	if b := pt.current.Load(); b != nil {
+		return b, nil
+	}
+	return s.currentLocked(pt, capsOf(sess, caps)), nil
+}
+
+func capsOf(sess *session, caps *clientCaps) clientCaps {
+	if caps != nil {
+		return *caps
+	}
+	return sess.capabilities()
 }
 
 // currentLocked returns the partition's backend, starting one.

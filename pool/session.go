@@ -13,11 +13,14 @@ import (
 )
 
 // session is one client connection. Its reader (the front door's goroutine)
-// alone calls handle. What the client is sent is offered without ever
+// alone calls handle (over HTTP, each POST's goroutine calls it for its
+// message). What the client is sent is offered without ever
 // blocking: written at once by the offering goroutine when nothing is
 // queued and the client takes it (sessionOut.tryWrite), else queued in out,
 // a bounded queue its writer drains. A client that stops reading is
-// evicted instead of stalling the child's reader.
+// evicted instead of stalling the child's reader. Over HTTP, what answers
+// a request goes to the POST that carried it (exchange.go) and the rest
+// to the session's sink.
 type session struct {
 	// Set by newSession, with what the front door's sessionSetup says,
 	// before the session is registered; never changed after: read by any
@@ -36,6 +39,8 @@ type session struct {
 	keepState   func(*session, wire.State) // tells the shim what to keep for a resume; nil: nothing
 	receiver    func() bool                // can the client be sent a request now (HTTP: an open stream); nil: always
 	resumed     string                     // "run R session S" a reattached client came from
+	sink        func([]byte)               // takes each message for the client itself (HTTP); nil: out and its writer do
+	stateless   bool                       // a server's stateless HTTP session: its requests' own _meta, never the session's, speak for their clients
 	out         chan []byte                // to the client; never closed (senders may race with close)
 	closed      chan struct{}              // closed by close
 
@@ -59,10 +64,10 @@ type session struct {
 	meta            []byte        // _meta members a modern child needs, for a legacy client
 	quiet           chan struct{} // closed when inflight empties, for closeWhenIdle
 	closeReason     error
-	roots           []string // declared roots, sorted (roots.go)
-	rootsAsk        string   // id of the pool's roots/list to the client, while unanswered
-	held            [][]byte // messages waiting for that answer
-	logLevel        int      // logSeverity of its logging/setLevel (loglevel.go)
+	roots           []string      // declared roots, sorted (roots.go)
+	rootsAsk        string        // id of the pool's roots/list to the client, while unanswered
+	held            []heldMessage // messages waiting for that answer
+	logLevel        int           // logSeverity of its logging/setLevel (loglevel.go)
 }
 
 // sessionSetup is what a front door says of a session's transport. It is
@@ -78,7 +83,13 @@ type sessionSetup struct {
 	keepState func(*session, wire.State) // what the shim keeps for a resume
 	receiver  func() bool                // whether the client can be sent a request now
 	resumed   string                     // "run R session S", for a session its shim resumes
+	sink      func([]byte)               // takes each message for the client (HTTP), instead of a queue and a writer
+	stateless bool                       // a server's stateless HTTP session (httpfront.go)
 }
+
+// statelessClient is what a stateless HTTP session shows as its client
+// (with Modern as its version): the clients are its requests'.
+const statelessClient = "stateless HTTP"
 
 type clientCaps struct{ sampling, elicitation, roots bool }
 
@@ -95,12 +106,18 @@ func (p *Pool) newSession(name string, setup sessionSetup) (*session, error) {
 		p: p, srv: srv, transport: setup.transport, peerPID: setup.peerPID, connectedAt: now, lastActive: now,
 		id:        "s" + strconv.FormatUint(p.nextSession.Add(1), 10),
 		closeConn: setup.closeConn, attached: setup.attached, hb: setup.hb, ledger: setup.ledger,
-		keepState: setup.keepState, receiver: setup.receiver, resumed: setup.resumed,
-		ownChild: srv.config().Share == ShareSession,
-		out:      make(chan []byte, p.opts.SessionQueue),
-		closed:   make(chan struct{}),
-		inflight: map[string]*pending{},
-		subs:     map[string]*backend{},
+		keepState: setup.keepState, receiver: setup.receiver, resumed: setup.resumed, sink: setup.sink,
+		stateless: setup.stateless,
+		ownChild:  srv.config().Share == ShareSession,
+		closed:    make(chan struct{}),
+		inflight:  map[string]*pending{},
+		subs:      map[string]*backend{},
+	}
+	if s.sink == nil {
+		s.out = make(chan []byte, p.opts.SessionQueue)
+	}
+	if s.stateless {
+		s.era, s.protocolVersion, s.clientName, s.clientVersion = EraModern, Modern, statelessClient, Modern
 	}
 	if err := srv.join(s); err != nil {
 		return nil, err
@@ -113,14 +130,19 @@ func (p *Pool) newSession(name string, setup sessionSetup) (*session, error) {
 	}
 	p.sessions[s] = struct{}{}
 	p.mu.Unlock()
-	p.emit(Event{Kind: EventSessionOpened, Server: name, Session: s.id, Transport: s.transport, PID: s.peerPID})
+	p.emit(Event{Kind: EventSessionOpened, Server: name, Session: s.id, Transport: s.transport, PID: s.peerPID,
+		ClientName: s.clientName, ClientVersion: s.clientVersion})
 	return s, nil
 }
 
 // handle processes one message from the client. It never blocks on
 // another session or on a child's I/O; it may wait for the child's
 // handshake when the client asks for it (initialize, server/discover).
-func (s *session) handle(line []byte) {
+func (s *session) handle(line []byte) { s.handleFrom(line, nil) }
+
+// handleFrom is handle for a message an exchange carried (x, when not
+// nil, gets what answers it).
+func (s *session) handleFrom(line []byte, x *exchange) {
 	msg, err := jsonrpc.Parse(line)
 	if err != nil {
 		s.p.parseErrors.Add(1)
@@ -131,112 +153,116 @@ func (s *session) handle(line []byte) {
 		} else if msg.ID.Present() {
 			id = append([]byte(nil), msg.IDBytes()...)
 		}
-		s.deliver(jsonrpc.AppendErrorResponse(nil, id, newError(kind, false, "", err)))
+		e := newError(kind, false, "", err)
+		s.respond(x, jsonrpc.AppendErrorResponse(nil, id, e), e.Code)
 		return
 	}
-	if err := jsonrpc.Strict(&msg); err != nil {
+	s.handleMessage(&msg, x)
+}
+
+// handleMessage is handleFrom for a message its caller parsed.
+func (s *session) handleMessage(msg *jsonrpc.Message, x *exchange) {
+	line := msg.Raw
+	if err := jsonrpc.Strict(msg); err != nil {
 		// What reaches a child must be what the pool classified.
 		s.p.parseErrors.Add(1)
 		var id []byte
 		if msg.Kind == jsonrpc.KindRequest {
 			id = append([]byte(nil), msg.IDBytes()...)
 		}
-		s.deliver(jsonrpc.AppendErrorResponse(nil, id, newError(errInvalid, false, "", err)))
+		e := newError(errInvalid, false, "", err)
+		s.respond(x, jsonrpc.AppendErrorResponse(nil, id, e), e.Code)
 		return
 	}
 	s.mu.Lock()
 	s.lastActive = time.Now()
 	s.mu.Unlock()
-	if msg.Kind != jsonrpc.KindResponse && msg.Method != "initialize" && msg.Method != "ping" && s.holdForRoots(line) {
+	if msg.Kind != jsonrpc.KindResponse && msg.Method != "initialize" && msg.Method != "ping" && s.holdForRoots(line, x) {
 		return // its roots decide which child it goes to (roots.go)
 	}
 	switch msg.Kind {
 	case jsonrpc.KindRequest:
-		s.onRequest(&msg)
+		s.onRequest(msg, x)
 	case jsonrpc.KindNotification:
-		s.onNotification(&msg)
+		s.onNotification(msg)
 	case jsonrpc.KindResponse:
-		s.onResponse(&msg)
+		s.onResponse(msg)
 	}
 }
 
-func (s *session) reply(id []byte, result []byte) {
-	s.deliver(jsonrpc.AppendResponse(nil, id, result))
-}
+func (s *session) replyError(id []byte, err error) { s.replyErrorTo(nil, id, err) }
 
-func (s *session) replyError(id []byte, err error) {
-	s.deliver(jsonrpc.AppendErrorResponse(nil, id, asRPCError(err)))
-}
-
-func (s *session) onRequest(msg *jsonrpc.Message) {
+// onRequest takes a client request; x, when not nil, is the exchange
+// that carried it, which gets what answers it.
+func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 	id := append([]byte(nil), msg.IDBytes()...)
 	params := msg.Params.Of(msg.Raw)
-	if modernMeta(msg.Raw, *msg) { // a 2026-07-28 request: checked as the HTTP front door checks it
+	if (x == nil || !x.stateless) && modernMeta(msg.Raw, *msg) { // a 2026-07-28 request: checked as the HTTP front door checks it (a stateless exchange was, at the door)
 		if bad := checkModern(nil, msg.Raw, *msg, false); bad != nil {
-			s.replyError(id, bad.err)
+			s.replyErrorTo(x, id, bad.err)
 			return
 		}
 	}
 	switch msg.Method {
 	case "initialize":
-		s.initialize(id, params)
+		s.initialize(id, params, x)
 		return
 	case "ping":
-		s.reply(id, []byte("{}"))
+		s.replyTo(x, id, []byte("{}"))
 		return
 	case "server/discover":
 		s.noteModern(params)
-		b, err := s.srv.backendFor(s)
+		b, err := s.backend(x)
 		if err != nil {
-			s.replyError(id, err)
+			s.replyErrorTo(x, id, err)
 			return
 		}
 		hs, err := b.handshakeResult(s.closed)
 		if err != nil {
-			s.replyError(id, err)
+			s.replyErrorTo(x, id, err)
 			return
 		}
-		s.reply(id, hs.discoverResult())
+		s.replyTo(x, id, hs.discoverResult())
 		return
 	case "logging/setLevel":
-		b, err := s.srv.backendFor(s)
+		b, err := s.backend(x)
 		if err != nil {
-			s.replyError(id, err)
+			s.replyErrorTo(x, id, err)
 			return
 		}
-		if _, err := b.handshakeResult(s.closed); err == nil && s.setLogLevel(b, id, params) {
+		if _, err := b.handshakeResult(s.closed); err == nil && s.setLogLevel(b, id, params, x) {
 			return
 		}
 		s.mu.Lock()
 		s.logs = true
 		s.mu.Unlock()
 	case "resources/subscribe", "resources/unsubscribe":
-		if s.subscription(msg, id, params) {
+		if s.subscription(msg, id, params, x) {
 			return
 		}
 	case "tools/call", "prompts/get", "resources/read":
-		if s.resumeMRTR(msg, id) {
+		if s.resumeMRTR(msg, id, x) {
 			return
 		}
 	case "subscriptions/listen":
 		s.noteModern(params)
-		s.listen(id, params)
+		s.listen(id, params, x)
 		return
 	}
-	s.forward(msg, id)
+	s.forward(msg, id, x)
 }
 
 // subscription reference-counts resource subscriptions so the child sees
 // one subscribe and one unsubscribe however many sessions ask. It reports
 // whether it answered the request itself.
-func (s *session) subscription(msg *jsonrpc.Message, id, params []byte) bool {
+func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *exchange) bool {
 	uri, ok := jsonrpc.String(params, jsonrpc.Member(params, "uri"))
 	if !ok {
 		return false // let the child explain the bad params
 	}
-	b, err := s.srv.backendFor(s)
+	b, err := s.backend(x)
 	if err != nil {
-		s.replyError(id, err)
+		s.replyErrorTo(x, id, err)
 		return true
 	}
 	s.mu.Lock()
@@ -257,19 +283,19 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte) bool {
 	if tellChild {
 		return false
 	}
-	s.reply(id, []byte("{}"))
+	s.replyTo(x, id, []byte("{}"))
 	return true
 }
 
 // initialize answers a legacy client from the child's cached handshake:
 // the pool initialized the child once, itself.
-func (s *session) initialize(id, params []byte) {
+func (s *session) initialize(id, params []byte, x *exchange) {
 	result, err := s.adoptInitialize(params)
 	if err != nil {
-		s.replyError(id, err)
+		s.replyErrorTo(x, id, err)
 		return
 	}
-	s.reply(id, result)
+	s.replyTo(x, id, result)
 	if s.keepState != nil {
 		s.keepState(s, wire.State{Initialize: params}) // for a resume with another pool
 	}
@@ -331,8 +357,13 @@ func mustRaw(obj []byte, key string) json.RawMessage {
 	return json.RawMessage(sp.Of(obj))
 }
 
-// noteModern records what a modern request says about its client.
+// noteModern records what a modern request says about its client. A
+// stateless session's requests speak for their own clients only
+// (exchange.go): nothing of theirs becomes the session's.
 func (s *session) noteModern(params []byte) {
+	if s.stateless {
+		return
+	}
 	meta := jsonrpc.Member(params, "_meta")
 	if !meta.Present() {
 		return
@@ -359,8 +390,10 @@ func (s *session) noteModern(params []byte) {
 	}
 }
 
-// forward sends a client request to the child with a pool-unique id.
-func (s *session) forward(msg *jsonrpc.Message, id []byte) {
+// forward sends a client request to the child with a pool-unique id. x,
+// when not nil, is the exchange that carried it: the request's record
+// keeps it, and everything that answers the request goes there.
+func (s *session) forward(msg *jsonrpc.Message, id []byte, x *exchange) {
 	s.p.requests.Add(1)
 	s.mu.Lock()
 	era, meta := s.era, s.meta
@@ -371,23 +404,24 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 		era = s.era
 		s.mu.Unlock()
 	}
-	b, err := s.srv.backendFor(s)
+	b, err := s.backend(x)
 	if err != nil {
-		s.replyError(id, err)
+		s.replyErrorTo(x, id, err)
 		return
 	}
 	poolID := s.p.nextID.Add(1)
 	in := rewriteRequest(msg, poolID, meta)
-	p := &pending{id: poolID, sess: s, b: b, origID: id, method: msg.Method, name: in.name, line: in.line,
+	p := &pending{id: poolID, sess: s, b: b, origID: id, x: x, method: msg.Method, name: in.name, line: in.line,
 		origToken: in.origToken, received: time.Now(), modern: era == EraModern}
 	if in.origToken != nil {
 		p.token = poolID
 	}
 
+	key := keyOf(id, x)
 	s.mu.Lock()
-	if _, dup := s.inflight[string(id)]; dup {
+	if _, dup := s.inflight[key]; dup {
 		s.mu.Unlock()
-		s.replyError(id, newError(errDuplicateID, false, "", id))
+		s.replyErrorTo(x, id, newError(errDuplicateID, false, "", id))
 		return
 	}
 	if isClosed(s.closed) {
@@ -396,14 +430,18 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte) {
 	}
 	if refusal := s.overLimitLocked(len(p.line)); refusal != nil {
 		s.mu.Unlock()
-		s.replyError(id, refusal)
+		s.replyErrorTo(x, id, refusal)
 		return
 	}
-	s.trackLocked(id, p)
+	s.trackLocked(key, id, p)
 	s.mu.Unlock()
 
-	s.p.emit(Event{Kind: EventRequestReceived, Time: p.received, Server: s.srv.name, Session: s.id, PoolID: poolID,
-		Method: p.method, Name: p.name, OriginalID: string(id), Size: len(msg.Raw), Payload: b.capture(msg.Raw)})
+	ev := Event{Kind: EventRequestReceived, Time: p.received, Server: s.srv.name, Session: s.id, PoolID: poolID,
+		Method: p.method, Name: p.name, OriginalID: string(id), Size: len(msg.Raw), Payload: b.capture(msg.Raw)}
+	if x != nil && x.stateless {
+		ev.ClientName, ev.ClientVersion = x.client.Name, x.client.Version
+	}
+	s.p.emit(ev)
 	if err := b.send(p); err != nil && !errors.Is(err, errAlreadyEnded) { // (ended as it was sent: answered by whoever ended it)
 		b.finish(p, outcome{kind: endRefused, rpcErr: asRPCError(err)})
 	}
@@ -439,7 +477,7 @@ func (s *session) onNotification(msg *jsonrpc.Message) {
 		}
 		s.mu.Unlock()
 		if p == nil {
-			s.endListen(rid.Of(params))
+			s.endListen(key)
 		}
 		if p != nil {
 			reason, _ := jsonrpc.String(params, jsonrpc.Member(params, "reason"))
@@ -475,17 +513,23 @@ func (s *session) onResponse(msg *jsonrpc.Message) {
 	s.p.log.Debug("client answered an unknown request", "session", s.id, "id", string(msg.IDBytes()))
 }
 
-// deliverResponse hands the client the answer to p, its request id.
-func (s *session) deliverResponse(p *pending, id []byte, line []byte) {
-	s.forget(p, id)
-	s.deliver(line)
+// deliverResponse hands the client the answer to p, its request id,
+// carried by x (nil: the session's output); code is the answer's JSON-RPC
+// error code, 0 for a result.
+func (s *session) deliverResponse(p *pending, id []byte, x *exchange, line []byte, code int) {
+	s.forget(p, id, x)
+	s.respond(x, line, code)
 }
 
-// forget takes p, the client's request id, out of the session's requests
-// in flight.
-func (s *session) forget(p *pending, id []byte) {
+// forget takes p, the client's request id carried by x, out of the
+// session's requests in flight.
+func (s *session) forget(p *pending, id []byte, x *exchange) {
 	s.mu.Lock()
-	if s.inflight[string(id)] == p {
+	if x != nil {
+		if s.inflight[x.key] == p {
+			s.untrackLocked(x.key, p)
+		}
+	} else if s.inflight[string(id)] == p {
 		s.untrackLocked(string(id), p)
 	}
 	s.mu.Unlock()
@@ -507,12 +551,13 @@ func (s *session) overLimitLocked(size int) *jsonrpc.Error {
 }
 
 // trackLocked and untrackLocked are the only writers of inflight and
-// inflightBytes, so that the two always agree.
-func (s *session) trackLocked(id []byte, p *pending) {
-	if old := s.inflight[string(id)]; old != nil {
+// inflightBytes, so that the two always agree. key is keyOf(id, p's
+// exchange).
+func (s *session) trackLocked(key string, id []byte, p *pending) {
+	if old := s.inflight[key]; old != nil {
 		s.inflightBytes -= len(old.line)
 	}
-	s.inflight[string(id)] = p
+	s.inflight[key] = p
 	s.inflightBytes += len(p.line)
 	if s.ledger != nil && p.slot.Load() == 0 {
 		p.slot.Store(s.ledger.take(id))
@@ -554,6 +599,10 @@ func (s *session) quietLocked() {
 // deliver offers a message to the client without blocking. A full queue
 // means the client stopped reading: it is evicted, so nobody else waits.
 func (s *session) deliver(line []byte) {
+	if s.sink != nil {
+		s.sink(line)
+		return
+	}
 	o := s.stream.Load()
 	if o != nil && o.tryWrite(s, line) {
 		return
@@ -708,5 +757,5 @@ func (s *session) info() SessionInfo {
 	return SessionInfo{ID: s.id, Server: s.srv.name, ClientName: s.clientName, ClientVersion: s.clientVersion,
 		ProtocolVersion: s.protocolVersion, Transport: s.transport, ConnectedAt: s.connectedAt,
 		LastActiveAt: s.lastActive, InFlight: len(s.inflight), PID: s.peerPID, Attached: s.attached,
-		ReattachedFrom: s.resumed}
+		ReattachedFrom: s.resumed, Stateless: s.stateless}
 }

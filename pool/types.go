@@ -116,6 +116,11 @@ type SessionInfo struct {
 	// ReattachedFrom is set for a session a client kept across a pool
 	// restart: "run R session S" of the earlier pool.
 	ReattachedFrom string `json:"reattachedFrom,omitempty"`
+	// Stateless marks a server's stateless HTTP session: the one session
+	// that carries the 2026-07-28 requests POSTed to that server, each an
+	// exchange of its own (its requests name their clients). It lasts
+	// from its first request to a minute after its last.
+	Stateless bool `json:"stateless,omitempty"`
 }
 
 // Unanswered is a request an earlier pool took from a client and never
@@ -178,6 +183,10 @@ type RequestInfo struct {
 	AgeMs          int64     `json:"ageMs"`
 	WrittenToChild bool      `json:"writtenToChild"`
 	WrittenAt      time.Time `json:"writtenAt,omitzero"`
+	// Client is, for a request of a stateless HTTP session (which carries
+	// the requests of every 2026-07-28 client of its server), the
+	// clientInfo name its own _meta gave.
+	Client string `json:"client,omitempty"`
 }
 
 // Counters are pool-wide totals since start.

@@ -102,6 +102,12 @@ type BenchReport struct {
 	// count (status --json) per idle session.
 	IdleGoroutinesPerSession float64  `json:"idleGoroutinesPerSession,omitempty"`
 	Notes                    []string `json:"notes,omitempty"`
+	// HTTP is the front door against an in-process HTTP server answering
+	// the same tool, both eras (inproc.go).
+	HTTP *HTTPComparison `json:"httpVsInProcess,omitempty"`
+	// HTTPHistoryOff is the same on a pool with history off
+	// (--http-only).
+	HTTPHistoryOff *HTTPComparison `json:"httpVsInProcessHistoryOff,omitempty"`
 }
 
 // ModeResult is one throughput run and, for the pool's modes, what the
@@ -211,6 +217,9 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 		return err
 	}
 	r.Throughput = []ModeResult{{Result: td}, tc, th}
+	if r.HTTP, err = pool.compareHTTP(ctx, many, &th); err != nil {
+		return err
+	}
 	if td.PerSecond > 0 {
 		r.ConnectRatio = tc.PerSecond / td.PerSecond
 		r.HTTPRatio = th.PerSecond / td.PerSecond
@@ -550,6 +559,7 @@ func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "throughput vs direct: connect %.0f%%, http %.0f%%\n", 100*r.ConnectRatio, 100*r.HTTPRatio)
+	writeHTTPTable(out, o, r.HTTP, "")
 	var on float64
 	for _, x := range r.Throughput {
 		if x.Mode == "connect" {

@@ -43,6 +43,7 @@ type runCmd struct {
 	Profile     string        `name:"cpuprofile" type:"path" help:"Write the pool's CPU profile (history on) to this file, for go tool pprof."`
 	Trace       string        `name:"trace" type:"path" help:"Write the pool's execution trace (history on) to this file, and the history-off pool's to FILE.history-off, for go tool trace."`
 	PoolEnv     []string      `name:"pool-env" sep:"none" placeholder:"KEY=VALUE" help:"Add to the pools' environment (and their children's), e.g. GOMAXPROCS=1; repeatable."`
+	HTTPOnly    bool          `name:"http-only" help:"Only the HTTP front door against the in-process HTTP server, both eras."`
 }
 
 func (c *runCmd) Run(ctx context.Context) error {
@@ -57,9 +58,13 @@ func (c *runCmd) Run(ctx context.Context) error {
 	if _, err := os.Stat(sb); err != nil {
 		return fmt.Errorf("the switchboard binary to measure: %w (build it with make build, or give --switchboard)", err)
 	}
+	bench := loadgen.Bench
+	if c.HTTPOnly {
+		bench = loadgen.BenchHTTP
+	}
 	// "--": the fake's flags (the bench adds -inline-echo for the
 	// latency paths) are not this program's.
-	return loadgen.Bench(ctx, loadgen.BenchOptions{Switchboard: sb, Fake: []string{self, "fake-server", "--"},
+	return bench(ctx, loadgen.BenchOptions{Switchboard: sb, Fake: []string{self, "fake-server", "--"},
 		PipeEcho: []string{self, "pipe-echo"}, Relay: []string{self, "relay"},
 		Sessions: c.Sessions, InFlight: c.InFlight, Duration: c.Duration, Warmup: c.Warmup,
 		Rounds: c.Rounds, LatencyDuration: c.LatencyDur, LatencyWarmup: c.LatencyWarm, LatencyOnly: c.LatencyOnly,

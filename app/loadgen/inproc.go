@@ -1,0 +1,407 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+)
+
+// The HTTP baseline. The pool's HTTP front door is measured against a
+// Streamable HTTP MCP server in the load tool's own process that answers
+// the fake server's echo itself: no proxy, no child, the same net/http on
+// both ends. Both are driven by the same clients in the same run, in both
+// eras: a 2025-06-18 client (initialize, then each request POSTed with its
+// Mcp-Session-Id) and a 2026-07-28 client (each request POSTed on its own
+// with its _meta and the headers that mirror it, no session). The ratio
+// of the two says what the pool costs an HTTP client beyond HTTP itself.
+
+// modernVersion is the stateless revision the 2026-07-28 client speaks.
+const modernVersion = "2026-07-28"
+
+// InProcessHTTP is the baseline server, listening on a loopback port.
+type InProcessHTTP struct {
+	// URL is its MCP endpoint.
+	URL   string
+	token string
+	srv   *http.Server
+	done  chan struct{}
+
+	mu       sync.Mutex
+	sessions map[string]bool // legacy sessions by Mcp-Session-Id
+}
+
+// StartInProcessHTTP starts the baseline server. It wants token as a
+// bearer token when token is not empty, as the pool does.
+func StartInProcessHTTP(token string) (*InProcessHTTP, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("in-process HTTP server: %w", err)
+	}
+	s := &InProcessHTTP{URL: "http://" + ln.Addr().String() + "/mcp/fake", token: token, done: make(chan struct{}),
+		sessions: map[string]bool{}}
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.done)
+		_ = s.srv.Serve(ln)
+	}()
+	return s, nil
+}
+
+// Close stops the server and waits for it.
+func (s *InProcessHTTP) Close() {
+	_ = s.srv.Close()
+	<-s.done
+}
+
+// inprocRequest is the part of a request the baseline reads.
+type inprocRequest struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name      string `json:"name"`
+		Arguments struct {
+			Text string `json:"text"`
+		} `json:"arguments"`
+		Meta map[string]json.RawMessage `json:"_meta"`
+	} `json:"params"`
+}
+
+func (s *InProcessHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.token != "" {
+		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+	}
+	sid := r.Header.Get("Mcp-Session-Id")
+	if r.Method == http.MethodDelete {
+		s.mu.Lock()
+		delete(s.sessions, sid)
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var req inprocRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	modern := req.Params.Meta["io.modelcontextprotocol/protocolVersion"] != nil
+	switch {
+	case req.ID == nil: // a notification
+		w.WriteHeader(http.StatusAccepted)
+		return
+	case req.Method == "initialize" && !modern:
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		sid = hex.EncodeToString(b[:])
+		s.mu.Lock()
+		s.sessions[sid] = true
+		s.mu.Unlock()
+		w.Header().Set("Mcp-Session-Id", sid)
+	case modern:
+		if r.Header.Get("MCP-Protocol-Version") != modernVersion || r.Header.Get("Mcp-Method") != req.Method {
+			http.Error(w, "header mismatch", http.StatusBadRequest)
+			return
+		}
+	default:
+		s.mu.Lock()
+		known := s.sessions[sid]
+		s.mu.Unlock()
+		if !known {
+			http.Error(w, "unknown session", http.StatusNotFound)
+			return
+		}
+	}
+	resp := map[string]any{"jsonrpc": "2.0", "id": req.ID}
+	switch req.Method {
+	case "initialize":
+		resp["result"] = map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}},
+			"serverInfo": map[string]any{"name": "inproc", "version": "1"}}
+	case "server/discover":
+		resp["result"] = map[string]any{"resultType": "complete", "supportedVersions": []string{modernVersion},
+			"capabilities": map[string]any{"tools": map[string]any{}}, "serverInfo": map[string]any{"name": "inproc", "version": "1"}}
+	case "tools/call":
+		if req.Params.Name != "echo" {
+			resp["error"] = map[string]any{"code": -32602, "message": "unknown tool " + req.Params.Name}
+			break
+		}
+		text := req.Params.Arguments.Text
+		result := map[string]any{"content": []map[string]any{{"type": "text", "text": text}},
+			"structuredContent": map[string]any{"text": text, "requestId": req.ID}}
+		if modern {
+			result["resultType"] = "complete"
+		}
+		resp["result"] = result
+	default:
+		resp["error"] = map[string]any{"code": -32601, "message": "method not found: " + req.Method}
+	}
+	out, _ := json.Marshal(resp)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+}
+
+// HTTPStatelessOpener opens each session as a 2026-07-28 client of url:
+// no initialize and no session; every request is POSTed on its own with
+// its _meta (protocol version, capabilities, client info) and the
+// headers that mirror it. The driver's initialize becomes the
+// server/discover such a client starts with, and its
+// notifications/initialized is not sent.
+func HTTPStatelessOpener(url, token string, conns int) Opener {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
+	return func(ctx context.Context, _ int) (*Stream, error) {
+		pr, pw := io.Pipe()
+		ctx, cancel := context.WithCancel(ctx)
+		st := &statelessStream{ctx: ctx, url: url, token: token, client: client, answers: pw}
+		return &Stream{W: st, R: pr, Close: func() error {
+			pr.Close()
+			cancel()
+			st.wg.Wait()
+			return nil
+		}}, nil
+	}
+}
+
+// statelessMeta is what each 2026-07-28 request carries in params._meta.
+const statelessMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + modernVersion +
+	`","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"switchboard-bench","version":"1"}}`
+
+// statelessStream turns the driver's request lines into stateless POSTs.
+type statelessStream struct {
+	ctx     context.Context
+	url     string
+	token   string
+	client  *http.Client
+	wg      sync.WaitGroup
+	mu      sync.Mutex // one answer line at a time into answers
+	answers *io.PipeWriter
+}
+
+// Write takes whole lines (the driver writes one message per call).
+func (st *statelessStream) Write(p []byte) (int, error) {
+	for _, line := range bytes.Split(bytes.TrimSpace(p), []byte("\n")) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(line, &m); err != nil {
+			return 0, fmt.Errorf("stateless client: %w", err)
+		}
+		var body []byte
+		switch {
+		case m.Method == "initialize":
+			m.Method = "server/discover"
+			body = []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"method":"server/discover","params":{` + statelessMeta + `}}`)
+		case m.ID == nil:
+			continue // notifications/initialized: a stateless client has no handshake to finish
+		default:
+			var ok bool
+			if body, ok = withMeta(line); !ok {
+				return 0, errors.New("stateless client: a request without params")
+			}
+		}
+		method, name := m.Method, m.Params.Name
+		st.wg.Go(func() { st.deliver(st.post(body, method, name)) })
+	}
+	return len(p), nil
+}
+
+// withMeta inserts the request's _meta at the start of its params.
+func withMeta(line []byte) ([]byte, bool) {
+	const key = `"params":{`
+	i := bytes.Index(line, []byte(key))
+	if i < 0 {
+		return nil, false
+	}
+	at := i + len(key)
+	out := make([]byte, 0, len(line)+len(statelessMeta)+1)
+	out = append(out, line[:at]...)
+	out = append(out, statelessMeta...)
+	if line[at] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, line[at:]...), true
+}
+
+func (st *statelessStream) post(body []byte, method, name string) []byte {
+	req, err := http.NewRequestWithContext(st.ctx, http.MethodPost, st.url, bytes.NewReader(body))
+	if err != nil {
+		return nil
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", modernVersion)
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	if st.token != "" {
+		req.Header.Set("Authorization", "Bearer "+st.token)
+	}
+	resp, err := st.client.Do(req)
+	if err != nil {
+		return nil // unanswered: the driver counts it as hung
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil
+	}
+	return answer
+}
+
+func (st *statelessStream) deliver(answer []byte) {
+	if answer == nil {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	_, _ = st.answers.Write(append(bytes.TrimSpace(answer), '\n'))
+}
+
+// HTTPComparison is the pool's HTTP front door against the in-process
+// server, at Sessions x InFlight, for each era, measured in one run.
+type HTTPComparison struct {
+	Legacy    HTTPPair `json:"legacy"`    // 2025-06-18 sessions
+	Stateless HTTPPair `json:"stateless"` // 2026-07-28 stateless requests
+}
+
+// HTTPPair is one era's two runs; Ratio is the pool's requests/s over
+// the in-process server's.
+type HTTPPair struct {
+	InProcess Result     `json:"inProcess"`
+	Pool      ModeResult `json:"pool"`
+	Ratio     float64    `json:"ratio"`
+}
+
+// compareHTTP runs both eras against the in-process server and the pool,
+// each era's two runs back to back. legacy, when not nil, is the pool's
+// legacy run already made (Bench's "http" row).
+func (p *benchPool) compareHTTP(ctx context.Context, cfg Config, legacy *ModeResult) (*HTTPComparison, error) {
+	base, err := StartInProcessHTTP(p.token)
+	if err != nil {
+		return nil, err
+	}
+	defer base.Close()
+	conns := cfg.Sessions * cfg.InFlight
+	var c HTTPComparison
+	for _, era := range []struct {
+		pair   *HTTPPair
+		name   string
+		opener func(url, token string, conns int) Opener
+		done   *ModeResult
+	}{
+		{&c.Legacy, "http", HTTPOpener, legacy},
+		{&c.Stateless, "http stateless", HTTPStatelessOpener, nil},
+	} {
+		in, err := runMode(ctx, era.name+" (in-process server)", cfg, era.opener(base.URL, p.token, conns))
+		if err != nil {
+			return nil, err
+		}
+		era.pair.InProcess = in
+		if era.done != nil {
+			era.pair.Pool = *era.done
+		} else {
+			era.pair.Pool, err = p.measure(func() (Result, error) {
+				return runMode(ctx, era.name, cfg, era.opener(p.url, p.token, conns))
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+		if in.PerSecond > 0 {
+			era.pair.Ratio = era.pair.Pool.PerSecond / in.PerSecond
+		}
+	}
+	return &c, nil
+}
+
+// BenchHTTP is the load tool's HTTP part alone (`switchboard-bench
+// --http-only`): each era against the in-process server, on a fresh pool
+// with history on (the default), then on one with history off, which
+// shows what recording costs apart from routing.
+func BenchHTTP(ctx context.Context, o BenchOptions, out io.Writer) error {
+	if o.Switchboard == "" || len(o.Fake) == 0 {
+		return errors.New("bench: which switchboard and which fake server?")
+	}
+	many := Config{Sessions: o.Sessions, InFlight: o.InFlight, Warmup: o.Warmup, Duration: o.Duration}
+	r := BenchReport{Machine: machine()}
+	for _, off := range []bool{false, true} {
+		env := slices.Clone(o.PoolEnv)
+		if o.CPUProfile != "" {
+			env = append(env, "SWITCHBOARD_CPUPROFILE="+o.CPUProfile)
+		}
+		pool, err := startBenchPool(ctx, o.Switchboard, o.Fake, off, true, env)
+		if err != nil {
+			return err
+		}
+		c, err := pool.compareHTTP(ctx, many, nil)
+		pool.stop()
+		if err != nil {
+			return err
+		}
+		if off {
+			r.HTTPHistoryOff = c
+		} else {
+			r.HTTP = c
+		}
+		o.CPUProfile = "" // the history-on pool's, as in Bench
+	}
+	if o.JSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	fmt.Fprintf(out, "machine: %s\n\n", r.Machine)
+	writeHTTPTable(out, o, r.HTTP, "")
+	writeHTTPTable(out, o, r.HTTPHistoryOff, " (history off)")
+	return nil
+}
+
+// writeHTTPTable prints the comparison, one row per run.
+func writeHTTPTable(out io.Writer, o BenchOptions, c *HTTPComparison, pool string) {
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(out, "HTTP front door%s vs an in-process HTTP server answering the same tool, %d sessions x %d in flight:\n",
+		pool, o.Sessions, o.InFlight)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "mode\trequests\treq/s\tp50 µs\tp90 µs\tp99 µs\tmax µs\tmisrouted\thung\terrors\tpool\t\n")
+	for _, x := range []ModeResult{{Result: c.Legacy.InProcess}, c.Legacy.Pool, {Result: c.Stateless.InProcess}, c.Stateless.Pool} {
+		extra := ""
+		if x.PoolRSSBytes > 0 {
+			extra = fmt.Sprintf("cpu %.2fs, rss %.1f MiB", x.PoolCPUSeconds, float64(x.PoolRSSBytes)/(1<<20))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%s\t\n", x.Mode, x.Requests, x.PerSecond,
+			x.P50, x.P90, x.P99, x.Max, x.Misrouted, x.Hung, x.Errors, extra)
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "HTTP through the pool vs in-process: legacy sessions %.0f%%, stateless 2026-07-28 %.0f%%\n\n",
+		100*c.Legacy.Ratio, 100*c.Stateless.Ratio)
+}

@@ -1,0 +1,57 @@
+package loadgen
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestInProcessHTTPBothEras: the HTTP baseline answers a legacy client
+// (initialize, Mcp-Session-Id) and a stateless 2026-07-28 client
+// (_meta and mirrored headers on every POST), each request with its own
+// token back; a client without the bearer token gets nothing.
+func TestInProcessHTTPBothEras(t *testing.T) {
+	srv, err := StartInProcessHTTP("secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cfg := Config{Sessions: 4, InFlight: 3, Warmup: 20 * time.Millisecond, Duration: 200 * time.Millisecond}
+	for _, tc := range []struct {
+		name string
+		open func(url, token string, conns int) Opener
+	}{
+		{"legacy", HTTPOpener},
+		{"stateless", HTTPStatelessOpener},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Run(context.Background(), cfg, tc.open(srv.URL, "secret", 12))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Requests == 0 || res.Misrouted != 0 || res.Hung != 0 || res.Errors != 0 {
+				t.Fatalf("result: %+v", res)
+			}
+			if _, err := Run(context.Background(), cfg, tc.open(srv.URL, "wrong", 12)); err == nil {
+				t.Fatal("a client with the wrong token completed its handshake")
+			}
+		})
+	}
+}
+
+// TestWithMeta: the stateless client's _meta goes first in params,
+// whatever params hold.
+func TestWithMeta(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"id":1,"params":{"name":"echo"}}`, `{"id":1,"params":{` + statelessMeta + `,"name":"echo"}}`},
+		{`{"id":1,"params":{}}`, `{"id":1,"params":{` + statelessMeta + `}}`},
+	} {
+		got, ok := withMeta([]byte(tc.in))
+		if !ok || string(got) != tc.want {
+			t.Errorf("withMeta(%s) = %s, %v; want %s", tc.in, got, ok, tc.want)
+		}
+	}
+	if _, ok := withMeta([]byte(`{"id":1,"method":"ping"}`)); ok {
+		t.Error("withMeta found params in a request without them")
+	}
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"testing"
+)
+
+// TestBenchHTTPOnly runs a tiny `switchboard-bench --http-only --json`:
+// each era of the HTTP front door against the in-process HTTP server, on
+// a pool with history on and on one with history off; every run answers
+// everything, with nothing misrouted or hung, and each era has its ratio.
+func TestBenchHTTPOnly(t *testing.T) {
+	out, err := exec.Command(benchBin, "--http-only", "--json", "--sessions", "3", "--inflight", "2",
+		"--duration", "300ms", "--warmup", "50ms").Output()
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	type run struct {
+		Mode                    string
+		Requests                int
+		Misrouted, Hung, Errors int
+		PoolCPUSeconds          float64 `json:"poolCpuSeconds"`
+	}
+	type pair struct {
+		InProcess run     `json:"inProcess"`
+		Pool      run     `json:"pool"`
+		Ratio     float64 `json:"ratio"`
+	}
+	type comparison struct{ Legacy, Stateless pair }
+	var r struct {
+		On  *comparison `json:"httpVsInProcess"`
+		Off *comparison `json:"httpVsInProcessHistoryOff"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || r.On == nil || r.Off == nil {
+		t.Fatalf("bench --http-only --json: %v\n%s", err, out)
+	}
+	for _, c := range []*comparison{r.On, r.Off} {
+		for _, p := range []pair{c.Legacy, c.Stateless} {
+			for _, x := range []run{p.InProcess, p.Pool} {
+				if x.Requests == 0 || x.Misrouted != 0 || x.Hung != 0 || x.Errors != 0 {
+					t.Errorf("%s: %+v", x.Mode, x)
+				}
+			}
+			if p.Ratio <= 0 || p.Pool.PoolCPUSeconds <= 0 {
+				t.Errorf("%s: ratio %v, pool CPU %v", p.Pool.Mode, p.Ratio, p.Pool.PoolCPUSeconds)
+			}
+		}
+	}
+}

@@ -1,0 +1,195 @@
+package pool
+
+import (
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
+
+// An exchange is one client request whose answer goes straight to the
+// caller that waits for it, an HTTP POST, instead of through its
+// session's output. The request's record carries it (pending.x, and a
+// listen's listener.to) from the moment the pool reads the request, so
+// whoever has the answer (the child's reader, a timeout, the session
+// itself for what it answers locally) hands it to that caller from what
+// the pool already knows: nothing is parsed again to find who asked,
+// and the one hand-off left is the one net/http needs, to the goroutine
+// that owns the response.
+//
+// On a legacy HTTP session an exchange's key is the request's id bytes,
+// as a stdio session's requests are keyed (a client's
+// notifications/cancelled names it). A server's stateless HTTP session
+// carries every 2026-07-28 request POSTed to that server, from any
+// client: their ids collide, so each exchange has a key of its own, and
+// the _meta its request carried (client capabilities and client info)
+// is the exchange's, deciding for that request only.
+type exchange struct {
+	key       string // the request's key among its session's requests in flight and listens
+	stream    bool   // the caller takes messages related to the request (progress, a listen's stream) on its response
+	stateless bool   // a 2026-07-28 request on a stateless session: caps and client are its own
+	caps      clientCaps
+	client    Implementation
+
+	answered chan response // cap 1: the answer; a request has one
+	related  chan []byte   // stream only: what comes before the answer; a caller that falls behind loses some, never its answer
+}
+
+// response is an exchange's answer, with its JSON-RPC error code (0 for a
+// result): HTTP statuses follow from it without reading the line again.
+type response struct {
+	line []byte
+	code int
+}
+
+// relatedBuffer is how many related messages wait for a slow caller.
+const relatedBuffer = 16
+
+func newExchange(key string, stream bool) *exchange {
+	x := &exchange{key: key, stream: stream, answered: make(chan response, 1)}
+	if stream {
+		x.related = make(chan []byte, relatedBuffer)
+	}
+	return x
+}
+
+// newStatelessExchange is an exchange for a 2026-07-28 request whose
+// params carry _meta (validated by the front door): its key is unique,
+// and its capabilities and client are what its _meta says.
+func newStatelessExchange(key string, stream bool, params []byte) *exchange {
+	x := newExchange(key, stream)
+	x.stateless = true
+	meta := jsonrpc.Member(params, "_meta")
+	if !meta.Present() {
+		return x
+	}
+	m := meta.Of(params)
+	if sp := jsonrpc.Member(m, metaClientCapabilities); sp.Present() {
+		c := sp.Of(m)
+		x.caps = clientCaps{sampling: jsonrpc.Member(c, "sampling").Present(),
+			elicitation: jsonrpc.Member(c, "elicitation").Present(), roots: jsonrpc.Member(c, "roots").Present()}
+	}
+	if sp := jsonrpc.Member(m, metaClientInfo); sp.Present() {
+		info := sp.Of(m)
+		x.client.Name, _ = jsonrpc.String(info, jsonrpc.Member(info, "name"))
+		x.client.Version, _ = jsonrpc.String(info, jsonrpc.Member(info, "version"))
+	}
+	return x
+}
+
+// respond hands the caller the answer. It never blocks; a second answer
+// (there is none) would be dropped.
+func (x *exchange) respond(line []byte, code int) {
+	select {
+	case x.answered <- response{line, code}:
+	default:
+	}
+}
+
+// relate hands the caller a message about its request, without
+// blocking: past relatedBuffer waiting, the message is dropped. Only a
+// stream exchange takes them.
+func (x *exchange) relate(line []byte) {
+	select {
+	case x.related <- line:
+	default:
+	}
+}
+
+// keyOf is a request's key among its session's requests in flight: its
+// exchange's, else its id bytes.
+func keyOf(id []byte, x *exchange) string {
+	if x != nil {
+		return x.key
+	}
+	return string(id)
+}
+
+// respond gives the client the answer to one of its requests: to the
+// exchange that carried it, else on the session's output. code is the
+// answer's JSON-RPC error code, 0 for a result.
+func (s *session) respond(x *exchange, line []byte, code int) {
+	if x != nil {
+		x.respond(line, code)
+		return
+	}
+	s.deliver(line)
+}
+
+// relate gives the client a message about one of its requests (its
+// progress, its listen's acknowledgement and changes): on the exchange's
+// response when its caller takes them there, else on the session's
+// output.
+func (s *session) relate(x *exchange, line []byte) {
+	if x != nil && x.stream {
+		x.relate(line)
+		return
+	}
+	s.deliver(line)
+}
+
+// replyTo answers request id, carried by x, with result.
+func (s *session) replyTo(x *exchange, id, result []byte) {
+	s.respond(x, jsonrpc.AppendResponse(nil, id, result), 0)
+}
+
+// replyErrorTo answers request id, carried by x, with err.
+func (s *session) replyErrorTo(x *exchange, id []byte, err error) {
+	e := asRPCError(err)
+	s.respond(x, jsonrpc.AppendErrorResponse(nil, id, e), e.Code)
+}
+
+// declares reports whether the client that sent a request declared a
+// capability: a stateless exchange in its own _meta, any other request
+// in its session's latest declaration.
+func (s *session) declares(x *exchange, capability string) bool {
+	if x != nil && x.stateless {
+		switch capability {
+		case "sampling":
+			return x.caps.sampling
+		case "elicitation":
+			return x.caps.elicitation
+		case "roots":
+			return x.caps.roots
+		}
+		return false
+	}
+	return s.declared(capability)
+}
+
+// backend is the backend a request of the session, carried by x, goes
+// to. A child a stateless exchange starts is told the capabilities that
+// exchange declared (the stateless session's own declare nothing).
+func (s *session) backend(x *exchange) (*backend, error) {
+	if x != nil && x.stateless {
+		return s.srv.backendAs(s, &x.caps)
+	}
+	return s.srv.backendFor(s)
+}
+
+// endExchange ends what a request left behind when the caller of its
+// exchange went away: its listen (the response was its stream), and when
+// cancel is set (a 2026-07-28 response closed early is the request's
+// cancellation) the request itself, cancelled at the child as a client's
+// notifications/cancelled would. It touches nothing of another exchange:
+// on the stateless session every exchange has a key of its own, and a
+// listen is ended only by the exchange that opened it.
+func (s *session) endExchange(x *exchange, cancel bool, reason string) {
+	var p *pending
+	s.mu.Lock()
+	if cancel {
+		if p = s.inflight[x.key]; p != nil {
+			s.untrackLocked(x.key, p)
+		}
+	}
+	l := s.listens[x.key]
+	if l != nil && l.to == x {
+		delete(s.listens, x.key)
+	} else {
+		l = nil
+	}
+	s.mu.Unlock()
+	if p != nil {
+		p.b.cancel(p, reason)
+	}
+	if l != nil {
+		l.release()
+	}
+}
