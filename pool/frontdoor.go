@@ -379,6 +379,7 @@ func (s *session) finishOutput(o *sessionOut) {
 	bw.Reset(nil)
 	writers.Put(bw)
 	s.closeTransport()
+	s.dropQueued() // what the client did not take in time
 }
 
 // tryWrite writes line to the client at once, when nothing is queued

@@ -649,6 +649,7 @@ func (s *session) close(reason error) {
 			s.p.wg.Go(func() { s.finishOutput(o) }) // the last answers first
 		} else {
 			s.closeTransport()
+			s.dropQueued()
 		}
 		why := "client disconnected"
 		if reason != nil {
@@ -676,6 +677,25 @@ func (s *session) close(reason error) {
 		s.srv.leave(s)
 		s.p.emit(Event{Kind: EventSessionClosed, Server: s.srv.name, Session: s.id, Err: why})
 	})
+}
+
+// dropQueued empties the queue of a session that will write no more: its
+// lines are nobody's now. A backlog that matters (a client that stopped
+// reading while its answers piled up) is handed back to the system at
+// once, not when the runtime next gets round to it.
+func (s *session) dropQueued() {
+	n := 0
+	for {
+		select {
+		case line := <-s.out:
+			n += len(line)
+		default:
+			if n > keepBuf {
+				s.p.releasedLarge()
+			}
+			return
+		}
+	}
 }
 
 // closeWhenIdle closes the session once nothing of its is in flight (or

@@ -64,8 +64,11 @@ func TestBigLinesDoNotStayResident(t *testing.T) {
 	t.Logf("pool RSS: peak seen %d MB, after %d MB", peak, last)
 }
 
-// rssMB reads a process's resident set size from /proc.
-func rssMB(t *testing.T, pid int) int {
+// rssMB reads a process's resident set size from /proc, in MiB.
+func rssMB(t *testing.T, pid int) int { return rssKB(t, pid) >> 10 }
+
+// rssKB reads a process's resident set size from /proc, in KiB.
+func rssKB(t *testing.T, pid int) int {
 	t.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -79,7 +82,7 @@ func rssMB(t *testing.T, pid int) int {
 			if err != nil {
 				t.Fatalf("VmRSS %q: %v", v, err)
 			}
-			return kb >> 10
+			return kb
 		}
 	}
 	t.Fatalf("no VmRSS for %d", pid)

@@ -160,6 +160,9 @@ type statusJSON struct {
 		AgeMs          int64  `json:"ageMs"`
 		WrittenToChild bool   `json:"writtenToChild"`
 	} `json:"inFlight"`
+	Counters struct {
+		Evicted uint64 `json:"evicted"`
+	} `json:"counters"`
 	ConfigError *string `json:"configError"`
 }
 
@@ -484,7 +487,13 @@ func alive(pid int) bool {
 
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	waitForWithin(t, 20*time.Second, what, cond)
+}
+
+// waitForWithin is waitFor with a deadline of its own.
+func waitForWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
