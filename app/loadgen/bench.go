@@ -37,6 +37,10 @@ type BenchOptions struct {
 	// CPUProfile, if set, is where the pool with history on writes its
 	// CPU profile (SWITCHBOARD_CPUPROFILE of its serve).
 	CPUProfile string
+	// History selects the history measurements.
+	History HistoryOptions
+	// HistoryOnly skips everything else.
+	HistoryOnly bool
 }
 
 // BenchReport is everything one `switchboard bench` run measured, against
@@ -55,12 +59,16 @@ type BenchReport struct {
 	// pipe's (64 sessions each on its own child).
 	ConnectRatio float64 `json:"connectRatio"`
 	HTTPRatio    float64 `json:"httpRatio"`
-	// HistoryOffP99Us is the connect run's p99 with history recording
-	// off; the connect row above has it on (the default).
+	// HistoryOffP99Us is the median p99 of the Sessions x InFlight connect
+	// runs with history recording off (History.Shapes); the connect row
+	// above has it on (the default).
 	HistoryOffP99Us float64 `json:"historyOffP99Us"`
 	// HistoryOffLatencyP99Us is the same for one session, one in flight
 	// (compare with the connect latency row).
 	HistoryOffLatencyP99Us float64 `json:"historyOffLatencyP99Us"`
+	// History is the history measurements: on against off, no drops, the
+	// row cap, bytes per request.
+	History *HistoryReport `json:"history,omitempty"`
 	// ShimPSSBytes is one `switchboard connect` process's proportional set
 	// size, ShimIdleCPU its CPU time over IdleWindow with nothing to relay.
 	ShimPSSBytes uint64        `json:"shimPssBytes"`
@@ -94,29 +102,41 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 		return errors.New("bench: which switchboard and which fake server?")
 	}
 	r := BenchReport{Machine: machine()}
+	if !o.HistoryOnly {
+		if err := benchConnect(ctx, o, &r); err != nil {
+			return err
+		}
+	}
+
+	// History: on against off, and whether the database keeps up.
+	h, err := benchHistory(ctx, o, fake)
+	if err != nil {
+		return err
+	}
+	if h != nil && len(h.Shapes) == 2 {
+		r.HistoryOffLatencyP99Us = median(p99s(h.Shapes[0].Off))
+		r.HistoryOffP99Us = median(p99s(h.Shapes[1].Off))
+	}
+	r.History = h
+
+	if o.JSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	writeBenchTable(out, o, r)
+	return nil
+}
+
+// benchConnect measures latency, throughput, the shim and idle sessions, on
+// one pool with history on (the default).
+func benchConnect(ctx context.Context, o BenchOptions, r *BenchReport) error {
+	self, fake := o.Switchboard, o.Fake
 	direct := ProcessOpener(fake, nil, nil)
 	one := Config{Sessions: 1, InFlight: 1, Warmup: o.Warmup, Duration: o.Duration}
 	many := Config{Sessions: o.Sessions, InFlight: o.InFlight, Warmup: o.Warmup, Duration: o.Duration}
 
-	// History off first: the connect loads below on a pool that records
-	// nothing (history is on by default).
-	quiet, err := startBenchPool(ctx, self, fake, true, "")
-	if err != nil {
-		return err
-	}
-	defer quiet.stop()
-	off, err := runMode(ctx, "connect (history off)", many, quiet.connect(nil))
-	if err != nil {
-		return err
-	}
-	offOne, err := runMode(ctx, "connect (history off)", one, quiet.connect(nil))
-	if err != nil {
-		return err
-	}
-	quiet.stop()
-	r.HistoryOffP99Us, r.HistoryOffLatencyP99Us = off.P99, offOne.P99
-
-	pool, err := startBenchPool(ctx, self, fake, false, o.CPUProfile)
+	pool, err := startBenchPool(ctx, self, fake, nil, o.CPUProfile)
 	if err != nil {
 		return err
 	}
@@ -158,7 +178,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 
 	// One shim, alone and idle: its memory and CPU.
 	r.IdleWindow = 2 * time.Second
-	if err := pool.idleShim(ctx, &r); err != nil {
+	if err := pool.idleShim(ctx, r); err != nil {
 		r.Notes = append(r.Notes, "shim: "+err.Error())
 	}
 
@@ -173,12 +193,6 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	}
 	pool.stop()
 
-	if o.JSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	}
-	writeBenchTable(out, o, r)
 	return nil
 }
 
@@ -201,15 +215,17 @@ type benchPool struct {
 	once       sync.Once
 }
 
-func startBenchPool(ctx context.Context, self string, fake []string, historyOff bool, profile string) (*benchPool, error) {
+// startBenchPool starts a pool whose config's "history" object is
+// history (nil: the defaults, recording on).
+func startBenchPool(ctx context.Context, self string, fake []string, history map[string]any, profile string) (*benchPool, error) {
 	// A short path: Unix socket addresses hold about 100 bytes.
 	home, err := os.MkdirTemp("", "sbbench")
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	cfg := map[string]any{"mcpServers": map[string]any{"fake": map[string]any{"command": fake[0], "args": fake[1:]}}}
-	if historyOff {
-		cfg["history"] = map[string]any{"disabled": true}
+	if history != nil {
+		cfg["history"] = history
 	}
 	data, _ := json.Marshal(cfg)
 	if err := os.WriteFile(filepath.Join(home, "config.json"), data, 0o600); err != nil {
@@ -356,35 +372,37 @@ func (p *benchPool) idleSessions(ctx context.Context, n int) (bytes, goroutines 
 
 // goroutines reads the pool's goroutine count from `status --json`.
 func (p *benchPool) goroutines(ctx context.Context) (int, error) {
-	cmd := exec.CommandContext(ctx, p.self, "status", "--json")
-	cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+p.home)
-	out, err := cmd.Output()
-	if err != nil {
-		return 0, fmt.Errorf("bench: status: %w", err)
-	}
-	var st struct {
-		Goroutines int `json:"goroutines"`
-	}
-	if err := json.Unmarshal(out, &st); err != nil {
-		return 0, fmt.Errorf("bench: status: %w", err)
-	}
-	return st.Goroutines, nil
+	st, err := p.status(ctx)
+	return st.Goroutines, err
 }
 
 // stop ends the pool (SIGTERM, as a user would) and removes its home.
 // Calls after the first do nothing.
 func (p *benchPool) stop() {
 	p.once.Do(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-p.done:
-			p.done <- err
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
+		p.end()
 		os.RemoveAll(p.home)
 	})
+}
+
+// stopKeepingHistory ends the pool like stop, but leaves its home for
+// the caller to read and remove; it returns the history database's path.
+func (p *benchPool) stopKeepingHistory() string {
+	p.once.Do(p.end)
+	return filepath.Join(p.home, "history.db")
+}
+
+// end stops the pool process: SIGTERM, so that its history closes the
+// run and flushes what is queued; SIGKILL after 30 s.
+func (p *benchPool) end() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
 }
 
 // machine names the CPU and core count, for the report.
@@ -403,6 +421,18 @@ func machine() string {
 
 func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
 	fmt.Fprintf(out, "machine: %s\n\n", r.Machine)
+	if !o.HistoryOnly {
+		writeConnectTable(out, o, r)
+	}
+	if r.History != nil {
+		writeHistoryTable(out, r.History)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(out, "note: %s\n", n)
+	}
+}
+
+func writeConnectTable(out io.Writer, o BenchOptions, r BenchReport) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(label string, x Result, extra string) {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%s\t\n", label, x.Requests, x.PerSecond,
@@ -427,30 +457,18 @@ func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "throughput vs direct: connect %.0f%%, http %.0f%%\n", 100*r.ConnectRatio, 100*r.HTTPRatio)
-	var on float64
-	for _, x := range r.Throughput {
-		if x.Mode == "connect" {
-			on = x.P99
-		}
-	}
-	fmt.Fprintf(out, "history on / off, p99 at %d x %d: %.0f / %.0f µs (%+.0f%%)\n", o.Sessions, o.InFlight, on, r.HistoryOffP99Us, pct(on, r.HistoryOffP99Us))
-	if len(r.Latency) == 2 {
-		fmt.Fprintf(out, "history on / off, p99 at 1 x 1: %.0f / %.0f µs (%+.0f%%)\n", r.Latency[1].P99, r.HistoryOffLatencyP99Us, pct(r.Latency[1].P99, r.HistoryOffLatencyP99Us))
-	}
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "one connect shim: PSS %.2f MiB, CPU %v over %v idle\n", float64(r.ShimPSSBytes)/(1<<20), r.ShimIdleCPU, r.IdleWindow)
 	if r.IdleSessions > 0 {
 		fmt.Fprintf(out, "%d idle sessions: %.1f KiB of pool memory and %.2f goroutines each\n", r.IdleSessions, r.IdleBytesPerSession/1024, r.IdleGoroutinesPerSession)
 	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(out, "note: %s\n", n)
-	}
+	fmt.Fprintln(out)
 }
 
-// pct is how much larger a is than b, in percent.
-func pct(a, b float64) float64 {
-	if b == 0 {
-		return 0
+func p99s(rs []ModeResult) []float64 {
+	out := make([]float64, len(rs))
+	for i, r := range rs {
+		out[i] = r.P99
 	}
-	return 100 * (a - b) / b
+	return out
 }

@@ -35,6 +35,12 @@ type runCmd struct {
 	Idle        int           `default:"1000" help:"Idle sessions for the memory-per-session check (0 skips it)."`
 	JSON        bool          `name:"json" help:"Print the report as JSON."`
 	Profile     string        `name:"cpuprofile" type:"path" help:"Write the pool's CPU profile (history on) to this file, for go tool pprof."`
+
+	HistoryRuns int           `name:"history-runs" default:"5" help:"Alternating history on/off runs at 1x1 and at sessions x inflight, for the medians (0 skips them)."`
+	Soak        time.Duration `default:"60s" help:"A sessions x inflight run on a pool without a history row cap: records dropped, bytes of database per request (0 skips it)."`
+	CapRows     int           `name:"cap-rows" default:"20000" help:"history.maxRows of a pool loaded at sessions x inflight while its row count is sampled (0 skips it)."`
+	CapLoad     time.Duration `name:"cap-load" default:"15s" help:"How long the row-cap pool is loaded."`
+	HistoryOnly bool          `name:"history-only" help:"Run only the history measurements."`
 }
 
 func (c *runCmd) Run(ctx context.Context) error {
@@ -51,7 +57,8 @@ func (c *runCmd) Run(ctx context.Context) error {
 	}
 	return loadgen.Bench(ctx, loadgen.BenchOptions{Switchboard: sb, Fake: []string{self, "fake-server"},
 		Sessions: c.Sessions, InFlight: c.InFlight, Duration: c.Duration, Warmup: c.Warmup, Idle: c.Idle,
-		JSON: c.JSON, CPUProfile: c.Profile}, os.Stdout)
+		JSON: c.JSON, CPUProfile: c.Profile, HistoryOnly: c.HistoryOnly,
+		History: loadgen.HistoryOptions{Runs: c.HistoryRuns, Soak: c.Soak, CapRows: c.CapRows, CapLoad: c.CapLoad}}, os.Stdout)
 }
 
 type fakeServerCmd struct {
