@@ -12,9 +12,9 @@ import (
 
 // The journal is the store's record of the requests in flight right now:
 // a file next to the database (PATH-inflight) mapped into memory, in
-// which Record writes each request as it is received, marks it written to
-// a child, and frees it when it ends: a few stores per event, no system
-// call, no SQLite. A request's row reaches the database only when it ends
+// which Record writes each request as it is received and marks it written
+// to a child, and the writer frees it once the request's end is
+// committed: a few stores per event, no system call, no SQLite. A request's row reaches the database only when it ends
 // (or has been in flight for Options.InFlightAfter), so it is the journal
 // that knows, at a crash, what was still in flight: the memory of a
 // killed process stays in the file (the page cache), and the next Open
@@ -37,7 +37,7 @@ const (
 	journalMagic    = 0x4a425753 // "SWBJ"
 	journalVersion  = 1
 	journalHeader   = 64
-	journalSlots    = 4096
+	journalSlots    = 16384
 	journalSlotSize = 256
 	journalSize     = journalHeader + journalSlots*journalSlotSize
 	// journalTexts is the room for the texts of one slot; a request whose

@@ -18,8 +18,10 @@ type recorder struct {
 	run     int64    // the run recorded: row ids are rowID(run, ...)
 	orphans int64    // orphaned responses recorded in this run
 
-	// open are the requests received and not ended, by pool id.
-	open map[uint64]*openReq
+	// open are the requests received and not ended, by pool id; spare
+	// are ended ones, cleared, for the next requests.
+	open  map[uint64]*openReq
+	spare []*openReq
 	// waitHead and waitTail list the journaled requests in flight that
 	// have no row yet, oldest first: the writer gives those older than
 	// InFlightAfter theirs.
@@ -57,6 +59,12 @@ type reqRow struct {
 	// exists says the row may be in the database already (an in-flight
 	// row): the writer updates it.
 	exists bool
+	// slot is the ended request's journal slot + 1, freed once its row is
+	// committed: until then the journal still says it was in flight, so
+	// a crash before the commit leaves it owed (its client may get an
+	// error after its answer, which clients ignore) rather than lost
+	// (its answer may not have been written out yet).
+	slot int32
 }
 
 // maxOpen bounds the requests in flight the store keeps in memory; past
@@ -105,7 +113,10 @@ func (s *Store) record(e pool.Event) {
 			}
 		}
 	case pool.EventRequestDone:
-		ok = r.addRowLocked(r.endedLocked(e), o.QueueSize)
+		row := r.endedLocked(e)
+		if ok = r.addRowLocked(row, o.QueueSize); !ok {
+			r.journal.release(row.slot) // forgotten: neither owed nor recorded
+		}
 	case pool.EventOrphan:
 		r.orphans++
 		at := e.Time.UnixMicro()
@@ -153,9 +164,10 @@ func (r *recorder) receivedLocked(e pool.Event) bool {
 		r.unwaitLocked(old)
 		r.journal.release(old.slot)
 	}
-	q := &openReq{row: reqRow{id: rowID(r.run, e.PoolID), poolID: e.PoolID, session: e.Session, server: e.Server, method: e.Method,
+	q := r.newOpenLocked()
+	q.row = reqRow{id: rowID(r.run, e.PoolID), poolID: e.PoolID, session: e.Session, server: e.Server, method: e.Method,
 		name: e.Name, originalID: e.OriginalID, received: e.Time.UnixMicro(), status: StatusInFlight, reqSize: e.Size,
-		reqPayload: e.Payload}}
+		reqPayload: e.Payload}
 	r.open[e.PoolID] = q
 	if q.slot = r.journal.take(&q.row); q.slot == 0 {
 		q.rowed = true
@@ -177,8 +189,8 @@ func (r *recorder) endedLocked(e pool.Event) reqRow {
 	if q := r.open[e.PoolID]; q != nil {
 		delete(r.open, e.PoolID)
 		r.unwaitLocked(q)
-		r.journal.release(q.slot)
-		row, row.exists = q.row, q.rowed
+		row, row.exists, row.slot = q.row, q.rowed, q.slot
+		r.freeOpenLocked(q)
 	} else { // its Received was dropped
 		row = reqRow{id: rowID(r.run, e.PoolID), poolID: e.PoolID, session: e.Session, server: e.Server, method: e.Method, name: e.Name,
 			received: e.Time.UnixMicro()}
@@ -203,6 +215,25 @@ func (r *recorder) addRowLocked(row reqRow, limit int) bool {
 	}
 	r.rows = append(r.rows, row)
 	return true
+}
+
+// maxSpare bounds the ended requests kept for reuse.
+const maxSpare = 4096
+
+func (r *recorder) newOpenLocked() *openReq {
+	if n := len(r.spare); n > 0 {
+		q := r.spare[n-1]
+		r.spare = r.spare[:n-1]
+		return q
+	}
+	return new(openReq)
+}
+
+func (r *recorder) freeOpenLocked(q *openReq) {
+	if len(r.spare) < maxSpare {
+		*q = openReq{}
+		r.spare = append(r.spare, q)
+	}
 }
 
 func (r *recorder) unwaitLocked(q *openReq) {
@@ -239,6 +270,16 @@ func (r *recorder) take(rows []reqRow, events []pool.Event, due time.Time) ([]re
 	return rows, events
 }
 
+// committed frees the journal slots of rows the writer has committed (or
+// given up on).
+func (r *recorder) committed(rows []reqRow) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range rows {
+		r.journal.release(rows[i].slot)
+	}
+}
+
 // rearm says whether the writer must look again (work waits) and, if
 // not, that the next Record with work wakes it.
 func (r *recorder) rearm() bool {
@@ -262,7 +303,7 @@ func (r *recorder) takeOpen(rows []reqRow) []reqRow {
 	defer r.mu.Unlock()
 	for id, q := range r.open {
 		row := q.row
-		row.exists, row.status = q.rowed, StatusUnknown
+		row.exists, row.status, row.slot = q.rowed, StatusUnknown, q.slot
 		row.err = unknownError
 		rows = append(rows, row)
 		delete(r.open, id)

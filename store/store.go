@@ -412,9 +412,10 @@ func (s *Store) CaptureBytes() int {
 	return s.opts.CaptureBytes
 }
 
-// Close flushes what is queued, marks the run ended and closes the
-// database. Requests of this run still in flight at that point (their end
-// was dropped) become abandoned. Record after Close counts drops.
+// Close writes what is queued, marks the run ended, empties the journal
+// and closes the database. Requests of this run still in flight at that
+// point (the pool closes first, so their end was lost) are recorded as
+// unknown, not abandoned. Record after Close counts drops.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)

@@ -701,15 +701,15 @@ func crash(t *testing.T, s *Store) {
 }
 
 // The history holds what clients asked: it is the user's alone. The
-// database and its WAL and shared-memory files are 0600 (the first
-// edition left them 0644).
+// database, its WAL and shared-memory files and the journal are 0600 (the
+// first edition left them 0644).
 func TestHistoryFilesArePrivate(t *testing.T) {
 	path := dbPath(t)
 	s := openT(t, path, nil)
 	if err := s.flush(); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-inflight"} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
@@ -794,6 +794,29 @@ func TestFullQueueLeavesNothingInFlight(t *testing.T) {
 	crash(t, s)
 	if listed, err := readJournalFile(path); err != nil || len(listed) != 0 {
 		t.Errorf("the journal lists %d requests (%v), want none", len(listed), err)
+	}
+}
+
+// A request that ended is freed from the journal only once its row is
+// committed: a crash before that leaves it owed to its client, as a
+// request whose answer may not have been written out (a second answer is
+// harmless; none is a hang).
+func TestJournalFreesOnlyWhatIsCommitted(t *testing.T) {
+	path := dbPath(t)
+	s := openT(t, path, &Options{FlushInterval: time.Hour})
+	now := time.Now()
+	s.Record(received(1, "s1", "tools/call", "echo", now))
+	s.Record(written(1, "s1", 4242, now))
+	s.Record(done(1, "s1", "tools/call", "echo", pool.StatusOK, 4242, now))
+	listed, err := readJournalFile(path)
+	if err != nil || len(listed) != 1 || listed[0].PoolID != 1 || listed[0].Written == 0 || listed[0].Name != "echo" {
+		t.Fatalf("journal before the commit: %+v, %v; want request 1, written", listed, err)
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if listed, err := readJournalFile(path); err != nil || len(listed) != 0 {
+		t.Errorf("journal after the commit: %+v, %v; want it empty", listed, err)
 	}
 }
 

@@ -230,21 +230,30 @@ func (w *writer) loop() {
 // dropped and Err reports why.
 func (w *writer) batch(now time.Time) {
 	w.rows, w.events = w.s.rec.take(w.rows, w.events, now.Add(-w.s.opts.InFlightAfter))
-	w.write()
+	w.write(true)
 }
 
-func (w *writer) write() {
+// write writes the rows and events taken, and frees the journal slots of
+// the requests whose end it recorded, and of all of them when the batch
+// failed and free is set (they are lost; the journal would report them
+// as hangs).
+func (w *writer) write(free bool) bool {
 	if len(w.rows)+len(w.events) == 0 {
-		return
+		return true
 	}
-	if err := w.writeTx(); err != nil {
+	err := w.writeTx()
+	if err != nil {
 		w.fail(err, len(w.rows)+len(w.events))
 	} else {
 		w.s.setErr(nil)
 	}
+	if err == nil || free {
+		w.s.rec.committed(w.rows)
+	}
 	clear(w.rows) // let texts and payloads go
 	clear(w.events)
 	w.rows, w.events = w.rows[:0], w.events[:0]
+	return err == nil
 }
 
 // finish writes what waits, ends the requests still in flight (a clean
@@ -254,8 +263,7 @@ func (w *writer) write() {
 func (w *writer) finish() {
 	w.rows, w.events = w.s.rec.take(w.rows, w.events, time.Now().Add(-w.s.opts.InFlightAfter))
 	w.rows = w.s.rec.takeOpen(w.rows)
-	w.write()
-	ok := true
+	ok := w.write(false)
 	if _, err := w.db.Exec(`UPDATE request_log SET status = ?, error = ? WHERE run = ? AND status = 0`,
 		statusCodes[StatusUnknown], unknownError, w.run); err != nil {
 		w.fail(fmt.Errorf("close the run's requests: %w", err), 0)
