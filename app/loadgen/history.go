@@ -45,8 +45,8 @@ type HistoryReport struct {
 // HistoryShape is one load shape measured on a pool with history on and
 // on one with it off, in alternating runs (on first, then off first, ...).
 type HistoryShape struct {
-	Sessions int      `json:"sessions"`
-	InFlight int      `json:"inFlight"`
+	Sessions int          `json:"sessions"`
+	InFlight int          `json:"inFlight"`
 	On       []ModeResult `json:"on"`
 	Off      []ModeResult `json:"off"`
 	// ThroughputRatios and P99Ratios are each pair's on / off.
