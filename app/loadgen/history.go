@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/store"
+	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
 )
 
 // HistoryOptions selects the history measurements of Bench: what
@@ -282,21 +283,18 @@ func sampleRows(ctx context.Context, path string) (most int64, samples int, err 
 	}
 }
 
-// countRows is how many requests the history at path holds, read the
-// way the CLI reads it.
+// countRows is how many requests the history at path holds: its
+// requests table (or view), read-only, so that any schema version reads
+// (the bench measures other builds too).
 func countRows(ctx context.Context, path string) (int64, error) {
-	st, err := store.OpenReadOnly(path)
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
 	if err != nil {
 		return 0, fmt.Errorf("bench: %w", err)
 	}
-	defer st.Close()
-	counts, err := st.CountsByStatus(ctx, time.Time{})
-	if err != nil {
-		return 0, fmt.Errorf("bench: %w", err)
-	}
+	defer db.Close()
 	var n int64
-	for _, c := range counts {
-		n += int64(c)
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM requests`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("bench: count the history's requests: %w", err)
 	}
 	return n, nil
 }
