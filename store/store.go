@@ -284,7 +284,10 @@ func (s *Store) openWritable() error {
 	// that is in the database, it records this run.
 	j, listed, err := openJournal(s.path)
 	if err != nil {
-		return fmt.Errorf("history %s: %w", s.path, err)
+		// Without it every request gets its in-flight row at the next
+		// batch (slower, and the last moment before a crash is lost).
+		s.log.Warn("history: no journal of the requests in flight", "path", s.path, "err", err)
+		j, listed = nil, nil
 	}
 	if s.run, err = startRun(s.wdb, s.opts.Version, time.Now(), listed); err != nil {
 		j.close()

@@ -820,6 +820,33 @@ func TestJournalFreesOnlyWhatIsCommitted(t *testing.T) {
 	}
 }
 
+// Without a journal (its file cannot be made), history still records
+// everything: each request in flight gets its row at the next batch, as
+// every row did before the journal.
+func TestWithoutAJournal(t *testing.T) {
+	path := dbPath(t)
+	if err := os.Mkdir(path+"-inflight", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s := openT(t, path, nil)
+	now := time.Now()
+	s.Record(received(1, "s1", "tools/call", "echo", now))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Requests(context.Background(), Filter{})
+	if err != nil || len(rs) != 1 || rs[0].Status != StatusInFlight {
+		t.Fatalf("requests after a flush: %+v, %v; want request 1 in flight", rs, err)
+	}
+	s.Record(done(1, "s1", "tools/call", "echo", pool.StatusOK, 0, now.Add(time.Millisecond)))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := s.Requests(context.Background(), Filter{}); err != nil || len(rs) != 1 || rs[0].Status != pool.StatusOK {
+		t.Errorf("requests after its end: %+v, %v", rs, err)
+	}
+}
+
 // A child's roots partition is recorded with it and told in the timeline
 // of a request it served.
 func TestBackendRootsRecorded(t *testing.T) {
