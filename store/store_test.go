@@ -847,6 +847,28 @@ func TestWithoutAJournal(t *testing.T) {
 	}
 }
 
+// A pool id twice in a run (a pool's bug, or two pools on one store) does
+// not cost the batch: the statement that meets the taken id is undone and
+// its rows inserted one by one, the second of the two skipped.
+func TestTakenIDCostsOnlyItsRow(t *testing.T) {
+	s := openT(t, dbPath(t), &Options{FlushInterval: time.Hour})
+	now := time.Now()
+	for i := 1; i <= 2*insBatch; i++ {
+		id := uint64(i)
+		if i == insBatch/2 {
+			id = 3 // taken
+		}
+		s.Record(done(id, "s1", "tools/call", "echo", pool.StatusOK, 0, now))
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Requests(context.Background(), Filter{Limit: 1000})
+	if err != nil || len(rs) != 2*insBatch-1 || s.Dropped() != 0 {
+		t.Errorf("recorded %d requests (%v), dropped %d; want %d and none", len(rs), err, s.Dropped(), 2*insBatch-1)
+	}
+}
+
 // A child's roots partition is recorded with it and told in the timeline
 // of a request it served.
 func TestBackendRootsRecorded(t *testing.T) {

@@ -75,11 +75,19 @@ func reqCols(capture bool) []string {
 }
 
 // insertSQL inserts n rows of run; the run is a constant of the
-// statement. A row whose id is taken (a pool id twice) is not inserted.
+// statement. It has no conflict clause: any (ON CONFLICT, OR IGNORE)
+// makes SQLite's multi-row insert about four times as costly, so a
+// statement that meets a taken id (a pool id twice) fails, and the writer
+// inserts its rows again one by one, with insOneSQL.
 func insertSQL(run int64, cols []string, n int) string {
 	one := "(" + strconv.FormatInt(run, 10) + strings.Repeat(", ?", len(cols)) + ")"
 	return "INSERT INTO request_log (run, " + strings.Join(cols, ", ") + ") VALUES " +
-		strings.TrimSuffix(strings.Repeat(one+", ", n), ", ") + " ON CONFLICT (id) DO NOTHING"
+		strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
+}
+
+// insOneSQL inserts one row, unless its id is taken.
+func insOneSQL(run int64, cols []string) string {
+	return insertSQL(run, cols, 1) + " ON CONFLICT (id) DO NOTHING"
 }
 
 const (
@@ -101,7 +109,7 @@ const (
 func newWriter(s *Store) (*writer, error) {
 	w := &writer{s: s, db: s.wdb, run: s.run, names: map[string]int64{}}
 	cols := reqCols(s.opts.CapturePayloads)
-	upsert := strings.TrimSuffix(insertSQL(s.run, cols, 1), " DO NOTHING") + ` DO UPDATE SET written = excluded.written,
+	upsert := insertSQL(s.run, cols, 1) + ` ON CONFLICT (id) DO UPDATE SET written = excluded.written,
 		answered = excluded.answered, status = excluded.status, error_code = excluded.error_code, error = excluded.error,
 		response_size = excluded.response_size, pid = coalesce(excluded.pid, pid)`
 	if s.opts.CapturePayloads {
@@ -111,7 +119,7 @@ func newWriter(s *Store) (*writer, error) {
 		st  **sql.Stmt
 		sql string
 	}{
-		{&w.insMany, insertSQL(s.run, cols, insBatch)}, {&w.insOne, insertSQL(s.run, cols, 1)}, {&w.upsert, upsert},
+		{&w.insMany, insertSQL(s.run, cols, insBatch)}, {&w.insOne, insOneSQL(s.run, cols)}, {&w.upsert, upsert},
 		{&w.sessOpen, sqlSessOpen}, {&w.sessClose, sqlSessClose}, {&w.backStart, sqlBackStart}, {&w.backExit, sqlBackExit},
 		{&w.addName, sqlAddName},
 	} {
@@ -338,8 +346,22 @@ func (w *writer) writeRows(tx *sql.Tx) (added int64, err error) {
 		added += n
 		return nil
 	}
-	w.args = w.args[:0]
+	// oneByOne inserts the pending rows one statement each, skipping taken
+	// ids: the rest of a batch, or a statement that failed (SQLite undid it).
 	pending := 0
+	oneByOne := func() error {
+		if one == nil {
+			one = tx.Stmt(w.insOne)
+		}
+		per := len(w.args) / pending
+		for i := 0; i < len(w.args); i += per {
+			if err := exec(one, w.args[i:i+per]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	w.args = w.args[:0]
 	for i := range w.rows {
 		r := &w.rows[i]
 		if r.exists {
@@ -359,23 +381,22 @@ func (w *writer) writeRows(tx *sql.Tx) (added int64, err error) {
 		if w.args, err = w.rowArgs(tx, w.args, r); err != nil {
 			return 0, err
 		}
-		if pending++; pending == insBatch {
-			if many == nil {
-				many = tx.Stmt(w.insMany)
-			}
-			if err := exec(many, w.args); err != nil {
+		if pending++; pending < insBatch {
+			continue
+		}
+		if many == nil {
+			many = tx.Stmt(w.insMany)
+		}
+		if err := exec(many, w.args); err != nil {
+			if err := oneByOne(); err != nil {
 				return 0, err
 			}
-			w.args, pending = w.args[:0], 0
 		}
+		w.args, pending = w.args[:0], 0
 	}
 	if pending > 0 {
-		one = tx.Stmt(w.insOne)
-		per := len(w.args) / pending
-		for i := 0; i < len(w.args); i += per {
-			if err := exec(one, w.args[i:i+per]); err != nil {
-				return 0, err
-			}
+		if err := oneByOne(); err != nil {
+			return 0, err
 		}
 	}
 	clear(w.args)
