@@ -49,7 +49,7 @@ func BenchmarkRecord(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			start := time.Now()
+			start, cpu := time.Now(), processCPU()
 			for i := uint64(1); i <= uint64(b.N)+bc.window; i++ {
 				now := time.Now()
 				if i <= uint64(b.N) {
@@ -73,12 +73,13 @@ func BenchmarkRecord(b *testing.B) {
 			if err := s.flush(); err != nil {
 				b.Fatal(err)
 			}
-			elapsed := time.Since(start)
+			elapsed, cpu := time.Since(start), processCPU()-cpu
 			b.StopTimer()
 			if n := s.Dropped(); n != 0 {
 				b.Fatalf("dropped %d events", n)
 			}
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "requests/s")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/request")
 		})
 	}
 }
@@ -101,6 +102,7 @@ func BenchmarkRecordCall(b *testing.B) {
 		Name: "search", Status: pool.StatusOK, Size: 120, Written: true}
 	b.ReportAllocs()
 	var id uint64
+	cpu := processCPU()
 	for b.Loop() {
 		id++
 		r.PoolID, w.PoolID, d.PoolID = id, id, id
@@ -108,6 +110,7 @@ func BenchmarkRecordCall(b *testing.B) {
 		s.Record(w)
 		s.Record(d)
 	}
+	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/request")
 	b.ReportMetric(float64(s.Dropped()), "dropped")
 }
 

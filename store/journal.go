@@ -221,6 +221,11 @@ func (j *journal) take(r *reqRow) int32 {
 	return slot + 1
 }
 
+// short says that more than three quarters of the slots are taken.
+func (j *journal) short() bool {
+	return j != nil && int(j.next)-len(j.free) > journalSlots*3/4
+}
+
 // written marks slot's request as written to child pid at µs.
 func (j *journal) written(slot int32, at int64, pid int) {
 	if j == nil || j.mem == nil || slot <= 0 {

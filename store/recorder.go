@@ -114,6 +114,12 @@ func (s *Store) record(e pool.Event) {
 		}
 	case pool.EventRequestDone:
 		row := r.endedLocked(e)
+		if r.journal.short() {
+			// The journal needs the room for requests in flight more than
+			// for ends waiting to be committed.
+			r.journal.release(row.slot)
+			row.slot = 0
+		}
 		if ok = r.addRowLocked(row, o.QueueSize); !ok {
 			r.journal.release(row.slot) // forgotten: neither owed nor recorded
 		}

@@ -333,8 +333,9 @@ func (w *writer) writeTx() (err error) {
 	return nil
 }
 
-// writeRows inserts the new rows, insBatch to a statement, and upserts
-// those that may exist already. It returns how many rows it added.
+// writeRows inserts the new rows, insBatch to a statement, then upserts
+// those that may exist already (one's in-flight row may be in this very
+// batch). It returns how many rows it added.
 func (w *writer) writeRows(tx *sql.Tx) (added int64, err error) {
 	var many, one, upsert *sql.Stmt
 	exec := func(st *sql.Stmt, args []any) error {
@@ -365,18 +366,7 @@ func (w *writer) writeRows(tx *sql.Tx) (added int64, err error) {
 	for i := range w.rows {
 		r := &w.rows[i]
 		if r.exists {
-			if upsert == nil {
-				upsert = tx.Stmt(w.upsert)
-			}
-			args, err := w.rowArgs(tx, nil, r)
-			if err != nil {
-				return 0, err
-			}
-			// Counted as added: the count errs towards pruning a row early.
-			if err := exec(upsert, args); err != nil {
-				return 0, err
-			}
-			continue
+			continue // after the inserts: its in-flight row may be one of them
 		}
 		if w.args, err = w.rowArgs(tx, w.args, r); err != nil {
 			return 0, err
@@ -400,6 +390,23 @@ func (w *writer) writeRows(tx *sql.Tx) (added int64, err error) {
 		}
 	}
 	clear(w.args)
+	for i := range w.rows {
+		r := &w.rows[i]
+		if !r.exists {
+			continue
+		}
+		if upsert == nil {
+			upsert = tx.Stmt(w.upsert)
+		}
+		args, err := w.rowArgs(tx, nil, r)
+		if err != nil {
+			return 0, err
+		}
+		// Counted as added: the count errs towards pruning a row early.
+		if err := exec(upsert, args); err != nil {
+			return 0, err
+		}
+	}
 	return added, nil
 }
 
