@@ -610,9 +610,9 @@ func (s *Store) withJournal(ctx context.Context, live int64, rows []Request) ([]
 	if err != nil || len(listed) == 0 || listed[0].Run == live {
 		return rows, err
 	}
-	var ended sql.NullInt64
-	switch err := s.rdb.QueryRowContext(ctx, `SELECT ended FROM runs WHERE id = ?`, listed[0].Run).Scan(&ended); {
-	case errors.Is(err, sql.ErrNoRows), err == nil && ended.Valid:
+	var runEnded sql.NullInt64
+	switch err := s.rdb.QueryRowContext(ctx, `SELECT ended FROM runs WHERE id = ?`, listed[0].Run).Scan(&runEnded); {
+	case errors.Is(err, sql.ErrNoRows), err == nil && runEnded.Valid:
 		return rows, nil
 	case err != nil:
 		return nil, fmt.Errorf("history: the journal's run: %w", err)
@@ -621,7 +621,34 @@ func (s *Store) withJournal(ctx context.Context, live int64, rows []Request) ([]
 	for i, r := range rows {
 		have[r.ID] = i
 	}
+	// A request whose end was committed in the moment before the crash
+	// (the journal frees it just after) is no hang.
+	ids := make([]int64, len(listed))
+	for i, e := range listed {
+		ids[i] = e.ID
+	}
+	idsJSON, _ := json.Marshal(ids)
+	ended := map[int64]bool{}
+	q, err := s.rdb.QueryContext(ctx, `SELECT id FROM request_log WHERE id IN (SELECT value FROM json_each(?)) AND status != 0`,
+		string(idsJSON))
+	if err != nil {
+		return nil, fmt.Errorf("history: the journal's requests: %w", err)
+	}
+	defer q.Close()
+	for q.Next() {
+		var id int64
+		if err := q.Scan(&id); err != nil {
+			return nil, fmt.Errorf("history: the journal's requests: %w", err)
+		}
+		ended[id] = true
+	}
+	if err := q.Err(); err != nil {
+		return nil, fmt.Errorf("history: the journal's requests: %w", err)
+	}
 	for _, e := range listed {
+		if ended[e.ID] {
+			continue
+		}
 		if i, ok := have[e.ID]; ok {
 			// Its row is older than its last moment, which the journal saw.
 			if r := &rows[i]; r.Written.IsZero() && e.Written != 0 {
