@@ -18,13 +18,13 @@ type writer struct {
 	db  *sql.DB
 	run int64
 
-	insMany, insOne, upsert                  *sql.Stmt
+	insMany, insOne, insOneSafe, upsert      *sql.Stmt
 	sessOpen, sessClose, backStart, backExit *sql.Stmt
 	addName                                  *sql.Stmt
 
 	names    map[string]int64 // the names table, while it has room
 	newNames []string         // added to names by the batch being written
-	// rows is how many requests the database holds (MaxRows).
+	// count is how many requests the database holds (MaxRows).
 	count int64
 
 	// Reused by every batch.
@@ -76,9 +76,9 @@ func reqCols(capture bool) []string {
 
 // insertSQL inserts n rows of run; the run is a constant of the
 // statement. It has no conflict clause: any (ON CONFLICT, OR IGNORE)
-// makes SQLite's multi-row insert about four times as costly, so a
-// statement that meets a taken id (a pool id twice) fails, and the writer
-// inserts its rows again one by one, with insOneSQL.
+// makes SQLite's insert about four times as costly, so a statement that
+// meets a taken id (a pool id twice) fails, and the writer inserts its
+// rows again one by one, each that fails again with insOneSQL.
 func insertSQL(run int64, cols []string, n int) string {
 	one := "(" + strconv.FormatInt(run, 10) + strings.Repeat(", ?", len(cols)) + ")"
 	return "INSERT INTO request_log (run, " + strings.Join(cols, ", ") + ") VALUES " +
@@ -119,7 +119,8 @@ func newWriter(s *Store) (*writer, error) {
 		st  **sql.Stmt
 		sql string
 	}{
-		{&w.insMany, insertSQL(s.run, cols, insBatch)}, {&w.insOne, insOneSQL(s.run, cols)}, {&w.upsert, upsert},
+		{&w.insMany, insertSQL(s.run, cols, insBatch)}, {&w.insOne, insertSQL(s.run, cols, 1)},
+		{&w.insOneSafe, insOneSQL(s.run, cols)}, {&w.upsert, upsert},
 		{&w.sessOpen, sqlSessOpen}, {&w.sessClose, sqlSessClose}, {&w.backStart, sqlBackStart}, {&w.backExit, sqlBackExit},
 		{&w.addName, sqlAddName},
 	} {
@@ -287,7 +288,7 @@ func (w *writer) finish() {
 		w.s.rec.mu.Unlock()
 	}
 	_, _ = w.db.Exec(`PRAGMA optimize`)
-	for _, st := range []*sql.Stmt{w.insMany, w.insOne, w.upsert, w.sessOpen, w.sessClose, w.backStart, w.backExit, w.addName} {
+	for _, st := range []*sql.Stmt{w.insMany, w.insOne, w.insOneSafe, w.upsert, w.sessOpen, w.sessClose, w.backStart, w.backExit, w.addName} {
 		st.Close()
 	}
 }
@@ -337,7 +338,7 @@ func (w *writer) writeTx() (err error) {
 // those that may exist already (one's in-flight row may be in this very
 // batch). It returns how many rows it added.
 func (w *writer) writeRows(tx *sql.Tx) (added int64, err error) {
-	var many, one, upsert *sql.Stmt
+	var many, one, safe, upsert *sql.Stmt
 	exec := func(st *sql.Stmt, args []any) error {
 		res, err := st.Exec(args...)
 		if err != nil {
@@ -356,7 +357,13 @@ func (w *writer) writeRows(tx *sql.Tx) (added int64, err error) {
 		}
 		per := len(w.args) / pending
 		for i := 0; i < len(w.args); i += per {
-			if err := exec(one, w.args[i:i+per]); err != nil {
+			if exec(one, w.args[i:i+per]) == nil {
+				continue
+			}
+			if safe == nil {
+				safe = tx.Stmt(w.insOneSafe)
+			}
+			if err := exec(safe, w.args[i:i+per]); err != nil {
 				return err
 			}
 		}
