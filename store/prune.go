@@ -88,7 +88,7 @@ func (w *writer) pruneStep(now time.Time) (more bool, err error) {
 		step("old backends", `DELETE FROM backends WHERE id IN
 			(SELECT id FROM backends WHERE exited < ? LIMIT ?)`, cutoff)
 		step("old runs", `DELETE FROM runs WHERE id IN (SELECT id FROM runs r WHERE id != ? AND started < ?
-			AND NOT EXISTS (SELECT 1 FROM request_log WHERE run = r.id)
+			AND NOT EXISTS (SELECT 1 FROM request_log WHERE id >= r.id << 40 AND id < (r.id + 1) << 40)
 			AND NOT EXISTS (SELECT 1 FROM sessions WHERE run = r.id)
 			AND NOT EXISTS (SELECT 1 FROM backends WHERE run = r.id) LIMIT ?)`, w.run, cutoff)
 	}

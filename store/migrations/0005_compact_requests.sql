@@ -25,7 +25,7 @@ CREATE TABLE names (
 -- run, pages the history, and finds a request by its pool id.
 CREATE TABLE request_log (
     id               INTEGER PRIMARY KEY,
-    run              INTEGER NOT NULL REFERENCES runs(id),
+    run              INTEGER NOT NULL,     -- runs.id (not a foreign key: a check per row)
     pool_id          INTEGER,              -- NULL for an orphaned response
     session          TEXT    NOT NULL DEFAULT '',
     server           NOT NULL,             -- names.id, or the text
