@@ -140,16 +140,20 @@ func startRun(db *sql.DB, version string, now time.Time, listed []journaled) (ru
 	return run, tx.Commit()
 }
 
+// nameSQL is what request_log stores for the name in parameter p, in SQL
+// (see writer.name): its id in names, else the text; 0 for none.
+func nameSQL(p string) string {
+	return "CASE WHEN " + p + " = '' THEN 0 ELSE coalesce((SELECT id FROM names WHERE text = " + p + "), " + p + ") END"
+}
+
 // recordJournaled writes the requests a crashed run's journal lists as
 // in flight: in-flight rows, which startRun then marks abandoned. A row
 // the run had written already (it was in flight past InFlightAfter) is
 // brought up to date: the journal saw its last moment.
 func recordJournaled(tx *sql.Tx, listed []journaled) error {
-	st, err := tx.Prepare(`INSERT INTO request_log (id, run, pool_id, session, server, method, name, original_id,
+	st, err := tx.Prepare(`INSERT INTO request_log (id, run, session, server, method, name, original_id,
 		received, written, status, pid)
-		VALUES (?1, ?2, ?3, ?4, coalesce((SELECT id FROM names WHERE text = ?5), ?5),
-			coalesce((SELECT id FROM names WHERE text = ?6), ?6), coalesce((SELECT id FROM names WHERE text = ?7), ?7),
-			?8, ?9, ?10, 0, ?11)
+		VALUES (?1, ?2, ?3, ` + nameSQL("?4") + `, ` + nameSQL("?5") + `, ` + nameSQL("?6") + `, ?7, ?8, ?9, 0, ?10)
 		ON CONFLICT (id) DO UPDATE SET written = coalesce(excluded.written, written), pid = coalesce(excluded.pid, pid)
 		WHERE status = 0`)
 	if err != nil {
@@ -164,11 +168,7 @@ func recordJournaled(tx *sql.Tx, listed []journaled) error {
 		if e.PID != 0 {
 			pid = e.PID
 		}
-		var poolID any
-		if e.PoolID != 0 {
-			poolID = int64(e.PoolID)
-		}
-		if _, err := st.Exec(e.ID, e.Run, poolID, e.Session, e.Server, e.Method, e.Name, e.OriginalID,
+		if _, err := st.Exec(e.ID, e.Run, sessionValue(e.Session), e.Server, e.Method, e.Name, idValue(e.OriginalID),
 			e.Received, written, pid); err != nil {
 			return fmt.Errorf("record the journal's request %d: %w", e.PoolID, err)
 		}

@@ -232,7 +232,7 @@ func (s *Store) Requests(ctx context.Context, f Filter) ([]Request, error) {
 		add("server_ref = ?", ref)
 	}
 	if f.Session != "" {
-		add("session = ?", f.Session)
+		add("session_ref = ?", sessionValue(f.Session))
 	}
 	if f.Method != "" {
 		ref, err := s.nameRef(ctx, f.Method)
@@ -265,6 +265,9 @@ func (s *Store) Requests(ctx context.Context, f Filter) ([]Request, error) {
 // nameRef is what request_log holds for a server, method or tool name:
 // its id in names, or the text itself (see the writer's name).
 func (s *Store) nameRef(ctx context.Context, text string) (any, error) {
+	if text == "" {
+		return int64(0), nil
+	}
 	var id int64
 	err := s.rdb.QueryRowContext(ctx, `SELECT id FROM names WHERE text = ?`, text).Scan(&id)
 	switch {

@@ -368,7 +368,7 @@ func viewRows(t *testing.T, path string) []string {
 	defer db.Close()
 	rows, err := db.Query(`SELECT run, pool_id, session, server, method, name, original_id, received, written,
 		answered, status, error_code, error, request_size, response_size, pid, request_payload, response_payload
-		FROM requests ORDER BY run, received`)
+		FROM requests ORDER BY run, received, id`)
 	if err != nil {
 		t.Fatal(err)
 	}

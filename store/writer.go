@@ -66,7 +66,7 @@ func statusValue(s string) any {
 
 // reqCols are the columns the writer inserts; payloads only with capture on.
 func reqCols(capture bool) []string {
-	cols := []string{"id", "pool_id", "session", "server", "method", "name", "original_id", "received", "written",
+	cols := []string{"id", "session", "server", "method", "name", "original_id", "received", "written",
 		"answered", "status", "error_code", "error", "request_size", "response_size", "pid"}
 	if capture {
 		cols = append(cols, "request_payload", "response_payload")
@@ -431,11 +431,7 @@ func (w *writer) rowArgs(tx *sql.Tx, args []any, r *reqRow) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var poolID any
-	if r.poolID != 0 {
-		poolID = int64(r.poolID)
-	}
-	args = append(args, r.id, poolID, r.session, server, method, name, r.originalID, r.received,
+	args = append(args, r.id, sessionValue(r.session), server, method, name, idValue(r.originalID), r.received,
 		since(r.written, r.received), since(r.answered, r.received), statusValue(r.status),
 		nullInt(r.errCode), nullStr(r.err), nullInt(r.reqSize), nullInt(r.respSize), nullInt(r.pid))
 	if w.s.opts.CapturePayloads {
@@ -452,11 +448,12 @@ func since(t, from int64) any {
 	return t - from
 }
 
-// name is what a row stores for text: its id in names, adding it while
-// the dictionary has room, else the text.
+// name is what a row stores for a server, method or tool name: its id in
+// names, adding it while the dictionary has room, else the text; 0 for
+// none.
 func (w *writer) name(tx *sql.Tx, text string) (any, error) {
 	if text == "" {
-		return text, nil
+		return int64(0), nil
 	}
 	if id, ok := w.names[text]; ok {
 		return id, nil

@@ -24,12 +24,11 @@ CREATE TABLE names (
 CREATE TABLE request_log (
     id               INTEGER PRIMARY KEY,
     run              INTEGER NOT NULL,     -- runs.id (not a foreign key: a check per row)
-    pool_id          INTEGER,              -- NULL for an orphaned response
-    session          TEXT    NOT NULL DEFAULT '',
+    session          NOT NULL DEFAULT '',  -- n for "s<n>", or the text
     server           NOT NULL,             -- names.id, or the text
-    method           NOT NULL DEFAULT '',  -- names.id, or the text
-    name             NOT NULL DEFAULT '',  -- names.id, or the text
-    original_id      TEXT    NOT NULL DEFAULT '',
+    method           NOT NULL DEFAULT 0,   -- names.id, or the text
+    name             NOT NULL DEFAULT 0,   -- names.id, or the text
+    original_id      NOT NULL DEFAULT '',  -- an integer, or the JSON text
     received         INTEGER NOT NULL,     -- Unix µs
     written          INTEGER,              -- µs after received: fully written to the child's stdin
     answered         INTEGER,              -- µs after received
@@ -52,16 +51,19 @@ CREATE INDEX request_log_received ON request_log(received);
 CREATE INDEX request_log_server ON request_log(server, id);
 
 CREATE VIEW requests AS
-SELECT r.id, r.run, r.pool_id, r.session,
-    CASE WHEN typeof(r.server) = 'integer' THEN (SELECT text FROM names WHERE id = r.server) ELSE r.server END AS server,
-    CASE WHEN typeof(r.method) = 'integer' THEN (SELECT text FROM names WHERE id = r.method) ELSE r.method END AS method,
-    CASE WHEN typeof(r.name) = 'integer' THEN (SELECT text FROM names WHERE id = r.name) ELSE r.name END AS name,
-    r.original_id, r.received, r.received + r.written AS written, r.received + r.answered AS answered,
+SELECT r.id, r.run, CASE WHEN r.id & 549755813888 = 0 THEN r.id & 549755813887 END AS pool_id,
+    CASE WHEN typeof(r.session) = 'integer' THEN 's' || r.session ELSE r.session END AS session,
+    CASE WHEN typeof(r.server) = 'integer' THEN coalesce((SELECT text FROM names WHERE id = r.server), '') ELSE r.server END AS server,
+    CASE WHEN typeof(r.method) = 'integer' THEN coalesce((SELECT text FROM names WHERE id = r.method), '') ELSE r.method END AS method,
+    CASE WHEN typeof(r.name) = 'integer' THEN coalesce((SELECT text FROM names WHERE id = r.name), '') ELSE r.name END AS name,
+    CAST(r.original_id AS TEXT) AS original_id, r.received, r.received + r.written AS written,
+    r.received + r.answered AS answered,
     CASE r.status WHEN 0 THEN 'in-flight' WHEN 1 THEN 'ok' WHEN 2 THEN 'error' WHEN 3 THEN 'timeout'
         WHEN 4 THEN 'cancelled' WHEN 5 THEN 'failed' WHEN 6 THEN 'orphaned' WHEN 7 THEN 'abandoned'
         WHEN 8 THEN 'unknown' ELSE r.status END AS status,
     r.error_code, r.error, r.request_size, r.response_size, r.pid, r.request_payload, r.response_payload,
-    r.server AS server_ref, r.method AS method_ref, r.name AS name_ref, r.status AS status_code
+    r.server AS server_ref, r.method AS method_ref, r.name AS name_ref, r.session AS session_ref,
+    r.status AS status_code
 FROM request_log r;
 
 CREATE TABLE runs (
