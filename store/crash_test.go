@@ -225,7 +225,12 @@ func TestRetention(t *testing.T) {
 	old := time.Now().Add(-50 * time.Hour)
 	recent := time.Now().Add(-time.Minute)
 	// An old, empty run from long ago (the app started and stopped).
-	execSQLOn(t, s.wdb, `INSERT INTO runs (started, ended, pid) VALUES (?, ?, 1)`, old.UnixMicro(), old.UnixMicro())
+	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=5000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	execSQLOn(t, db, `INSERT INTO runs (started, ended, pid) VALUES (?, ?, 1)`, old.UnixMicro(), old.UnixMicro())
+	db.Close()
 	s.Record(pool.Event{Kind: pool.EventSessionOpened, Time: old, Server: "srv", Session: "s-old"})
 	s.Record(pool.Event{Kind: pool.EventSessionClosed, Time: old, Server: "srv", Session: "s-old"})
 	s.Record(pool.Event{Kind: pool.EventBackendStarted, Time: old, Server: "srv", PID: 1001})

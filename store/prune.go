@@ -1,7 +1,6 @@
 package store
 
 import (
-	"database/sql"
 	"fmt"
 	"time"
 )
@@ -12,20 +11,20 @@ import (
 // database that starts far over the cap (a lower maxRows, an upgrade)
 // comes down by PruneBatch rows a batch beyond that, so that no
 // transaction grows large. It returns the count after the deletion.
-func (w *writer) capRows(tx *sql.Tx, count int64) (int64, error) {
+func (w *writer) capRows(count int64) (int64, error) {
 	o := w.s.opts
 	over := count - int64(o.MaxRows)
 	if o.MaxRows <= 0 || over <= 0 {
 		return count, nil
 	}
 	n := min(over, int64(max(o.PruneBatch, 2*len(w.rows))))
-	res, err := tx.Exec(`DELETE FROM request_log WHERE id <= (SELECT id FROM request_log ORDER BY id LIMIT 1 OFFSET ?)`, n-1)
+	res, err := w.exec(`DELETE FROM request_log WHERE id <= (SELECT id FROM request_log ORDER BY id LIMIT 1 OFFSET ?)`, n-1)
 	if err != nil {
 		return count, fmt.Errorf("keep %d requests: %w", o.MaxRows, err)
 	}
 	deleted, _ := res.RowsAffected()
 	if deleted < n { // fewer rows than counted: count them
-		if err := tx.QueryRow(`SELECT count(*) FROM request_log`).Scan(&count); err != nil {
+		if err := w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM request_log`).Scan(&count); err != nil {
 			return count, fmt.Errorf("count the requests: %w", err)
 		}
 		return count, nil
@@ -35,20 +34,19 @@ func (w *writer) capRows(tx *sql.Tx, count int64) (int64, error) {
 
 // capNow runs capRows in a transaction of its own, and says whether it
 // deleted anything.
-func (w *writer) capNow() (bool, error) {
-	tx, err := w.db.Begin()
-	if err != nil {
+func (w *writer) capNow() (deleted bool, err error) {
+	if _, err := w.exec("BEGIN IMMEDIATE"); err != nil {
 		return false, fmt.Errorf("begin: %w", err)
 	}
-	defer tx.Rollback()
-	count, err := w.capRows(tx, w.count)
+	count, err := w.capRows(w.count)
+	if err == nil {
+		_, err = w.exec("COMMIT")
+	}
 	if err != nil {
+		_, _ = w.exec("ROLLBACK")
 		return false, err
 	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("commit: %w", err)
-	}
-	deleted := count < w.count
+	deleted = count < w.count
 	w.count = count
 	return deleted, nil
 }
@@ -65,7 +63,7 @@ func (w *writer) pruneStep(now time.Time) (more bool, err error) {
 		if err != nil {
 			return
 		}
-		res, e := w.db.Exec(q, append(args, n)...)
+		res, e := w.exec(q, append(args, n)...)
 		if e != nil {
 			err = fmt.Errorf("prune %s: %w", what, e)
 			return

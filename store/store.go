@@ -171,6 +171,7 @@ type Store struct {
 	full     chan struct{} // Record -> writer: a whole batch waits
 	dropped  atomic.Uint64
 	closed   atomic.Bool
+	killed   atomic.Bool     // tests: the writer stops as a killed process would, writing nothing more
 	stop     chan struct{}   // closed by Close: the writer drains and ends
 	done     chan struct{}   // closed by the writer when it has ended
 	pruneReq chan chan error // tests: run retention to completion now

@@ -689,9 +689,10 @@ func crash(t *testing.T, s *Store) {
 	}
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		s.wdb.Close() // the writer's next statement would fail; it has none queued
+		s.killed.Store(true) // the writer writes nothing more
 		close(s.stop)
 		<-s.done
+		s.wdb.Close()
 		s.rdb.Close()
 		s.lock.Close()
 		s.rec.mu.Lock()

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -15,12 +17,17 @@ import (
 // connection and everything below; nothing else touches them.
 type writer struct {
 	s   *Store
-	db  *sql.DB
-	run int64
+	ctx context.Context
+	// conn is the write connection, pinned: transactions are BEGIN and
+	// COMMIT statements on it, and the rows go in through its driver
+	// connection (raw), without database/sql's per-value conversions.
+	conn *sql.Conn
+	run  int64
 
-	insMany, insOne, insOneSafe, upsert      *sql.Stmt
+	insOneSafe, upsert                       *sql.Stmt
 	sessOpen, sessClose, backStart, backExit *sql.Stmt
 	addName                                  *sql.Stmt
+	raw                                      rawInserts
 
 	names    map[string]int64 // the names table, while it has room
 	newNames []string         // added to names by the batch being written
@@ -30,7 +37,15 @@ type writer struct {
 	// Reused by every batch.
 	rows   []reqRow
 	events []pool.Event
-	args   []any
+	args   []driver.NamedValue
+}
+
+// rawInserts are the row inserts, prepared on the driver connection dc
+// (the same one for as long as conn is pinned) and used only inside
+// conn.Raw, while dc is valid.
+type rawInserts struct {
+	dc        any
+	many, one driver.Stmt
 }
 
 // insBatch is how many rows one INSERT statement carries: fewer
@@ -106,8 +121,16 @@ const (
 	sqlAddName = `INSERT INTO names (text) VALUES (?) ON CONFLICT (text) DO UPDATE SET text = excluded.text RETURNING id`
 )
 
-func newWriter(s *Store) (*writer, error) {
-	w := &writer{s: s, db: s.wdb, run: s.run, names: map[string]int64{}}
+func newWriter(s *Store) (w *writer, err error) {
+	w = &writer{s: s, ctx: context.Background(), run: s.run, names: map[string]int64{}}
+	if w.conn, err = s.wdb.Conn(w.ctx); err != nil {
+		return nil, fmt.Errorf("the write connection: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			w.close()
+		}
+	}()
 	cols := reqCols(s.opts.CapturePayloads)
 	upsert := insertSQL(s.run, cols, 1) + ` ON CONFLICT (id) DO UPDATE SET written = excluded.written,
 		answered = excluded.answered, status = excluded.status, error_code = excluded.error_code, error = excluded.error,
@@ -119,18 +142,17 @@ func newWriter(s *Store) (*writer, error) {
 		st  **sql.Stmt
 		sql string
 	}{
-		{&w.insMany, insertSQL(s.run, cols, insBatch)}, {&w.insOne, insertSQL(s.run, cols, 1)},
 		{&w.insOneSafe, insOneSQL(s.run, cols)}, {&w.upsert, upsert},
 		{&w.sessOpen, sqlSessOpen}, {&w.sessClose, sqlSessClose}, {&w.backStart, sqlBackStart}, {&w.backExit, sqlBackExit},
 		{&w.addName, sqlAddName},
 	} {
-		st, err := w.db.Prepare(p.sql)
+		st, err := w.conn.PrepareContext(w.ctx, p.sql)
 		if err != nil {
 			return nil, fmt.Errorf("prepare: %w", err)
 		}
 		*p.st = st
 	}
-	rows, err := w.db.Query(`SELECT id, text FROM names ORDER BY id LIMIT ?`, maxNames)
+	rows, err := w.conn.QueryContext(w.ctx, `SELECT id, text FROM names ORDER BY id LIMIT ?`, maxNames)
 	if err != nil {
 		return nil, fmt.Errorf("read names: %w", err)
 	}
@@ -146,15 +168,39 @@ func newWriter(s *Store) (*writer, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read names: %w", err)
 	}
+	rows.Close()
 	if err := w.recount(); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
+// close releases the statements and the pinned connection.
+func (w *writer) close() {
+	for _, st := range []*sql.Stmt{w.insOneSafe, w.upsert, w.sessOpen, w.sessClose, w.backStart, w.backExit, w.addName} {
+		if st != nil {
+			st.Close()
+		}
+	}
+	_ = w.conn.Raw(func(any) error {
+		for _, st := range []driver.Stmt{w.raw.many, w.raw.one} {
+			if st != nil {
+				st.Close()
+			}
+		}
+		return nil
+	})
+	w.conn.Close()
+}
+
+// exec runs q on the write connection.
+func (w *writer) exec(q string, args ...any) (sql.Result, error) {
+	return w.conn.ExecContext(w.ctx, q, args...)
+}
+
 // recount reads how many requests the database holds.
 func (w *writer) recount() error {
-	if err := w.db.QueryRow(`SELECT count(*) FROM request_log`).Scan(&w.count); err != nil {
+	if err := w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM request_log`).Scan(&w.count); err != nil {
 		return fmt.Errorf("count the requests: %w", err)
 	}
 	return nil
@@ -270,15 +316,19 @@ func (w *writer) write(free bool) bool {
 // abandoned, which would report a hang that never was), ends the run and
 // empties the journal.
 func (w *writer) finish() {
+	defer w.close()
+	if w.s.killed.Load() {
+		return // as a killed process: nothing more
+	}
 	w.rows, w.events = w.s.rec.take(w.rows, w.events, time.Now().Add(-w.s.opts.InFlightAfter))
 	w.rows = w.s.rec.takeOpen(w.rows)
 	ok := w.write(false)
-	if _, err := w.db.Exec(`UPDATE request_log SET status = ?, error = ? WHERE run = ? AND status = 0`,
+	if _, err := w.exec(`UPDATE request_log SET status = ?, error = ? WHERE run = ? AND status = 0`,
 		statusCodes[StatusUnknown], unknownError, w.run); err != nil {
 		w.fail(fmt.Errorf("close the run's requests: %w", err), 0)
 		ok = false
 	}
-	if _, err := w.db.Exec(`UPDATE runs SET ended = ? WHERE id = ?`, time.Now().UnixMicro(), w.run); err != nil {
+	if _, err := w.exec(`UPDATE runs SET ended = ? WHERE id = ?`, time.Now().UnixMicro(), w.run); err != nil {
 		w.fail(fmt.Errorf("end the run: %w", err), 0)
 		ok = false
 	}
@@ -287,10 +337,7 @@ func (w *writer) finish() {
 		w.s.rec.journal.reset(w.run)
 		w.s.rec.mu.Unlock()
 	}
-	_, _ = w.db.Exec(`PRAGMA optimize`)
-	for _, st := range []*sql.Stmt{w.insMany, w.insOne, w.insOneSafe, w.upsert, w.sessOpen, w.sessClose, w.backStart, w.backExit, w.addName} {
-		st.Close()
-	}
+	_, _ = w.exec(`PRAGMA optimize`)
 }
 
 func (w *writer) fail(err error, lost int) {
@@ -301,33 +348,32 @@ func (w *writer) fail(err error, lost int) {
 }
 
 func (w *writer) writeTx() (err error) {
-	tx, err := w.db.Begin()
-	if err != nil {
+	if _, err := w.exec("BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			tx.Rollback()
+			_, _ = w.exec("ROLLBACK")
 			for _, n := range w.newNames { // not in the database after all
 				delete(w.names, n)
 			}
 		}
 		w.newNames = w.newNames[:0]
 	}()
-	added, err := w.writeRows(tx)
+	added, err := w.writeRows()
 	if err != nil {
 		return err
 	}
 	for i := range w.events {
-		if err := w.writeEvent(tx, &w.events[i]); err != nil {
+		if err := w.writeEvent(&w.events[i]); err != nil {
 			return fmt.Errorf("record %s: %w", w.events[i].Kind, err)
 		}
 	}
-	count, err := w.capRows(tx, w.count+added)
+	count, err := w.capRows(w.count + added)
 	if err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := w.exec("COMMIT"); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	w.count = count
@@ -337,62 +383,54 @@ func (w *writer) writeTx() (err error) {
 // writeRows inserts the new rows, insBatch to a statement, then upserts
 // those that may exist already (one's in-flight row may be in this very
 // batch). It returns how many rows it added.
-func (w *writer) writeRows(tx *sql.Tx) (added int64, err error) {
-	var many, one, safe, upsert *sql.Stmt
-	exec := func(st *sql.Stmt, args []any) error {
-		res, err := st.Exec(args...)
-		if err != nil {
-			return fmt.Errorf("record requests: %w", err)
-		}
-		n, _ := res.RowsAffected()
-		added += n
-		return nil
-	}
-	// oneByOne inserts the pending rows one statement each, skipping taken
-	// ids: the rest of a batch, or a statement that failed (SQLite undid it).
-	pending := 0
-	oneByOne := func() error {
-		if one == nil {
-			one = tx.Stmt(w.insOne)
-		}
-		per := len(w.args) / pending
-		for i := 0; i < len(w.args); i += per {
-			if exec(one, w.args[i:i+per]) == nil {
-				continue
-			}
-			if safe == nil {
-				safe = tx.Stmt(w.insOneSafe)
-			}
-			if err := exec(safe, w.args[i:i+per]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+func (w *writer) writeRows() (added int64, err error) {
+	// The values first: a new name is added to names on the way, which
+	// cannot run inside Raw.
 	w.args = w.args[:0]
 	for i := range w.rows {
-		r := &w.rows[i]
-		if r.exists {
-			continue // after the inserts: its in-flight row may be one of them
-		}
-		if w.args, err = w.rowArgs(tx, w.args, r); err != nil {
-			return 0, err
-		}
-		if pending++; pending < insBatch {
-			continue
-		}
-		if many == nil {
-			many = tx.Stmt(w.insMany)
-		}
-		if err := exec(many, w.args); err != nil {
-			if err := oneByOne(); err != nil {
+		if !w.rows[i].exists {
+			if w.args, err = w.rowArgs(w.args, &w.rows[i]); err != nil {
 				return 0, err
 			}
 		}
-		w.args, pending = w.args[:0], 0
 	}
-	if pending > 0 {
-		if err := oneByOne(); err != nil {
+	per := len(reqCols(w.s.opts.CapturePayloads))
+	var retry [][]driver.NamedValue // the rows of statements that met a taken id
+	err = w.conn.Raw(func(dc any) error {
+		if err := w.raw.prepare(dc, w.run, reqCols(w.s.opts.CapturePayloads)); err != nil {
+			return err
+		}
+		exec := func(st driver.Stmt, args []driver.NamedValue) error {
+			res, err := st.(driver.StmtExecContext).ExecContext(w.ctx, args)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			added += n
+			return nil
+		}
+		all := w.args
+		for len(all) >= insBatch*per {
+			if exec(w.raw.many, ordinals(all[:insBatch*per])) != nil {
+				// SQLite undid the statement: its rows one by one.
+				for i := 0; i < insBatch*per; i += per {
+					retry = append(retry, all[i:i+per])
+				}
+			}
+			all = all[insBatch*per:]
+		}
+		for ; len(all) > 0; all = all[per:] {
+			if exec(w.raw.one, ordinals(all[:per])) != nil {
+				retry = append(retry, all[:per])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("record requests: %w", err)
+	}
+	for _, row := range retry {
+		if err := w.execCounted(w.insOneSafe, row, &added); err != nil {
 			return 0, err
 		}
 	}
@@ -402,40 +440,83 @@ func (w *writer) writeRows(tx *sql.Tx) (added int64, err error) {
 		if !r.exists {
 			continue
 		}
-		if upsert == nil {
-			upsert = tx.Stmt(w.upsert)
-		}
-		args, err := w.rowArgs(tx, nil, r)
+		args, err := w.rowArgs(nil, r)
 		if err != nil {
 			return 0, err
 		}
 		// Counted as added: the count errs towards pruning a row early.
-		if err := exec(upsert, args); err != nil {
+		if err := w.execCounted(w.upsert, args, &added); err != nil {
 			return 0, err
 		}
 	}
 	return added, nil
 }
 
-// rowArgs appends r's values in reqCols order.
-func (w *writer) rowArgs(tx *sql.Tx, args []any, r *reqRow) ([]any, error) {
-	server, err := w.name(tx, r.server)
+// execCounted runs st with one row's values and adds the rows it changed.
+func (w *writer) execCounted(st *sql.Stmt, row []driver.NamedValue, added *int64) error {
+	args := make([]any, len(row))
+	for i, v := range row {
+		args[i] = v.Value
+	}
+	res, err := st.ExecContext(w.ctx, args...)
+	if err != nil {
+		return fmt.Errorf("record a request: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	*added += n
+	return nil
+}
+
+// ordinals numbers a statement's values from 1, in place.
+func ordinals(args []driver.NamedValue) []driver.NamedValue {
+	for i := range args {
+		args[i].Ordinal = i + 1
+	}
+	return args
+}
+
+// prepare makes the inserts on dc, once per driver connection.
+func (r *rawInserts) prepare(dc any, run int64, cols []string) error {
+	if r.dc == dc {
+		return nil
+	}
+	p, ok := dc.(driver.ConnPrepareContext)
+	if !ok {
+		return fmt.Errorf("the sqlite3 driver cannot prepare in a context")
+	}
+	ctx := context.Background()
+	var err error
+	if r.many, err = p.PrepareContext(ctx, insertSQL(run, cols, insBatch)); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	if r.one, err = p.PrepareContext(ctx, insertSQL(run, cols, 1)); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	r.dc = dc
+	return nil
+}
+
+// rowArgs appends r's values in reqCols order, as driver values.
+func (w *writer) rowArgs(args []driver.NamedValue, r *reqRow) ([]driver.NamedValue, error) {
+	server, err := w.name(r.server)
 	if err != nil {
 		return nil, err
 	}
-	method, err := w.name(tx, r.method)
+	method, err := w.name(r.method)
 	if err != nil {
 		return nil, err
 	}
-	name, err := w.name(tx, r.name)
+	name, err := w.name(r.name)
 	if err != nil {
 		return nil, err
 	}
-	args = append(args, r.id, sessionValue(r.session), server, method, name, idValue(r.originalID), r.received,
+	for _, v := range [...]any{r.id, sessionValue(r.session), server, method, name, idValue(r.originalID), r.received,
 		since(r.written, r.received), since(r.answered, r.received), statusValue(r.status),
-		nullInt(r.errCode), nullStr(r.err), nullInt(r.reqSize), nullInt(r.respSize), nullInt(r.pid))
+		nullInt(r.errCode), nullStr(r.err), nullInt(r.reqSize), nullInt(r.respSize), nullInt(r.pid)} {
+		args = append(args, driver.NamedValue{Value: v})
+	}
 	if w.s.opts.CapturePayloads {
-		args = append(args, w.payload(r.reqPayload), w.payload(r.respPayload))
+		args = append(args, driver.NamedValue{Value: w.payload(r.reqPayload)}, driver.NamedValue{Value: w.payload(r.respPayload)})
 	}
 	return args, nil
 }
@@ -451,7 +532,7 @@ func since(t, from int64) any {
 // name is what a row stores for a server, method or tool name: its id in
 // names, adding it while the dictionary has room, else the text; 0 for
 // none.
-func (w *writer) name(tx *sql.Tx, text string) (any, error) {
+func (w *writer) name(text string) (any, error) {
 	if text == "" {
 		return int64(0), nil
 	}
@@ -462,7 +543,7 @@ func (w *writer) name(tx *sql.Tx, text string) (any, error) {
 		return text, nil
 	}
 	var id int64
-	if err := tx.Stmt(w.addName).QueryRow(text).Scan(&id); err != nil {
+	if err := w.addName.QueryRowContext(w.ctx, text).Scan(&id); err != nil {
 		return nil, fmt.Errorf("record the name %q: %w", text, err)
 	}
 	w.names[text] = id
@@ -470,14 +551,14 @@ func (w *writer) name(tx *sql.Tx, text string) (any, error) {
 	return id, nil
 }
 
-func (w *writer) writeEvent(tx *sql.Tx, e *pool.Event) error {
+func (w *writer) writeEvent(e *pool.Event) error {
 	var err error
 	switch e.Kind {
 	case pool.EventSessionOpened:
-		_, err = tx.Stmt(w.sessOpen).Exec(w.run, e.Session, e.Server, e.ClientName, e.ClientVersion, e.Transport,
+		_, err = w.sessOpen.ExecContext(w.ctx, w.run, e.Session, e.Server, e.ClientName, e.ClientVersion, e.Transport,
 			nullInt(e.PID), e.Time.UnixMicro())
 	case pool.EventSessionClosed:
-		_, err = tx.Stmt(w.sessClose).Exec(e.Time.UnixMicro(), nullStr(e.Err), w.run, e.Session)
+		_, err = w.sessClose.ExecContext(w.ctx, e.Time.UnixMicro(), nullStr(e.Err), w.run, e.Session)
 	case pool.EventBackendStarted:
 		cmdJSON, _ := json.Marshal(RedactArgs(e.Command))
 		var roots any
@@ -490,10 +571,10 @@ func (w *writer) writeEvent(tx *sql.Tx, e *pool.Event) error {
 			b, _ := json.Marshal(RedactArgs(e.ResolvedCommand))
 			resolved = string(b)
 		}
-		_, err = tx.Stmt(w.backStart).Exec(w.run, e.Server, e.Session, e.PID, nullTime(e.ProcessStart),
+		_, err = w.backStart.ExecContext(w.ctx, w.run, e.Server, e.Session, e.PID, nullTime(e.ProcessStart),
 			string(cmdJSON), e.Time.UnixMicro(), roots, resolved)
 	case pool.EventBackendExited:
-		_, err = tx.Stmt(w.backExit).Exec(e.Time.UnixMicro(), e.ExitCode, nullStr(e.Err), w.run, e.PID)
+		_, err = w.backExit.ExecContext(w.ctx, e.Time.UnixMicro(), e.ExitCode, nullStr(e.Err), w.run, e.PID)
 	}
 	return err
 }
@@ -515,7 +596,7 @@ func nullInt(n int) any {
 	if n == 0 {
 		return nil
 	}
-	return n
+	return int64(n) // a driver value
 }
 
 func nullStr(s string) any {
