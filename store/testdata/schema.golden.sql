@@ -48,8 +48,6 @@ CREATE INDEX request_log_in_flight ON request_log(run) WHERE status = 0;
 
 CREATE INDEX request_log_received ON request_log(received);
 
-CREATE INDEX request_log_server ON request_log(server, id);
-
 CREATE VIEW requests AS
 SELECT r.id, r.run, CASE WHEN r.id & 549755813888 = 0 THEN r.id & 549755813887 END AS pool_id,
     CASE WHEN typeof(r.session) = 'integer' THEN 's' || r.session ELSE r.session END AS session,
