@@ -100,7 +100,10 @@ type Options struct {
 	// Default 4096.
 	BatchSize int
 	// FlushInterval flushes a transaction at most this long after its
-	// first row. Default 50 ms.
+	// first row. Default 100 ms: every wake of the writer shows in the
+	// tail latency of the requests around it (10 ms doubled the p99 at
+	// one request in flight; 100 ms is within a few percent of history
+	// off), and the journal keeps what a crash would lose meanwhile.
 	FlushInterval time.Duration
 	// InFlightAfter is how long a request may be in flight before it gets
 	// a row of its own (status in-flight), before it ends; until then the
@@ -138,7 +141,7 @@ func (o *Options) withDefaults() Options {
 		r.BatchSize = 4096
 	}
 	if r.FlushInterval <= 0 {
-		r.FlushInterval = 50 * time.Millisecond
+		r.FlushInterval = 100 * time.Millisecond
 	}
 	if r.InFlightAfter <= 0 {
 		r.InFlightAfter = time.Second
