@@ -78,8 +78,9 @@ func (w *writer) pruneStep(now time.Time) (more bool, err error) {
 	}
 	if o.RetainDays > 0 {
 		cutoff := now.Add(-time.Duration(o.RetainDays) * 24 * time.Hour).UnixMicro()
+		// Row ids follow arrival: the old rows are the first ones.
 		step("old requests", `DELETE FROM request_log WHERE id IN
-			(SELECT id FROM request_log WHERE received < ? ORDER BY received LIMIT ?)`, cutoff)
+			(SELECT id FROM request_log WHERE received < ? ORDER BY id LIMIT ?)`, cutoff)
 		step("old sessions", `DELETE FROM sessions WHERE (run, id) IN
 			(SELECT run, id FROM sessions WHERE disconnected < ?1 OR (run != ?2 AND connected < ?1) LIMIT ?3)`,
 			cutoff, w.run)

@@ -222,7 +222,11 @@ func (s *Store) Requests(ctx context.Context, f Filter) ([]Request, error) {
 		add("id < ?", f.BeforeID)
 	}
 	if !f.Since.IsZero() {
-		add("received >= ?", f.Since.UnixMicro())
+		after, err := s.idBefore(ctx, f.Since)
+		if err != nil {
+			return nil, err
+		}
+		add("id > ? AND received >= ?", after, f.Since.UnixMicro())
 	}
 	if f.Server != "" {
 		ref, err := s.nameRef(ctx, f.Server)
@@ -280,6 +284,28 @@ func (s *Store) nameRef(ctx context.Context, text string) (any, error) {
 	}
 }
 
+// arrivalMargin is how far apart, at most, the order of two requests'
+// row ids and the order of their receipt may be: the pool numbers a
+// request and notes its time in one step, so microseconds, except across
+// a clock set back.
+const arrivalMargin = 10 * time.Second
+
+// idBefore is a row id below every request received at or after t: that
+// of the last row of request_log_time received before t less the margin,
+// or 0. Row ids follow arrival, so the rows received since t are among
+// the rows after it, the margin's few extra ones filtered out by time.
+func (s *Store) idBefore(ctx context.Context, t time.Time) (int64, error) {
+	if t.IsZero() {
+		return 0, nil
+	}
+	var id sql.NullInt64
+	if err := s.rdb.QueryRowContext(ctx, `SELECT id FROM request_log WHERE id % 64 = 0 AND received < ?
+		ORDER BY received DESC LIMIT 1`, t.Add(-arrivalMargin).UnixMicro()).Scan(&id); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("history: find the requests since %s: %w", t.Format(time.RFC3339), err)
+	}
+	return id.Int64, nil
+}
+
 func positiveOr(n, def int) int {
 	if n <= 0 {
 		return def
@@ -316,7 +342,7 @@ func (s *Store) Hangs(ctx context.Context, over time.Duration, now time.Time) ([
 		return nil, err
 	}
 	// Each half from its small partial index; sorted here (an ORDER BY
-	// would have SQLite walk the whole received index instead).
+	// would have SQLite walk the whole table instead).
 	all, err := s.queryRequests(ctx, live, "SELECT "+requestCols+" FROM requests WHERE status_code = 0"+
 		" UNION ALL SELECT "+requestCols+" FROM requests WHERE status_code = 7")
 	if err != nil {
@@ -341,8 +367,12 @@ func (s *Store) CountsByStatus(ctx context.Context, since time.Time) (map[string
 	if err != nil {
 		return nil, err
 	}
+	after, err := s.idBefore(ctx, since)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := s.rdb.QueryContext(ctx, `SELECT status, status = 0 AND run != ?, count(*) FROM request_log
-		WHERE received >= ? GROUP BY 1, 2`, live, since.UnixMicro())
+		WHERE id > ? AND received >= ? GROUP BY 1, 2`, live, after, since.UnixMicro())
 	if err != nil {
 		return nil, fmt.Errorf("history: count by status: %w", err)
 	}

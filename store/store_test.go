@@ -870,6 +870,47 @@ func TestTakenIDCostsOnlyItsRow(t *testing.T) {
 	}
 }
 
+// Requests since a time, and their counts, are found through the sample
+// of one row in 64 and filtered exactly: every request received at or
+// after the time, whatever side of a sample it falls on, and none before.
+func TestSinceFindsEveryRequest(t *testing.T) {
+	s := openT(t, dbPath(t), nil)
+	start := time.Now().Add(-time.Hour).Truncate(time.Millisecond) // times are kept to the microsecond
+	const n = 1000
+	for i := uint64(1); i <= n; i++ {
+		at := start.Add(time.Duration(i) * 100 * time.Millisecond) // 100 s in all
+		s.Record(received(i, "s1", "tools/call", "echo", at))
+		s.Record(done(i, "s1", "tools/call", "echo", pool.StatusOK, 0, at))
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, k := range []int{0, 1, 63, 64, 65, 500, 999, 1000, 1001} {
+		since := start.Add(time.Duration(k) * 100 * time.Millisecond)
+		want := n - max(k, 1) + 1
+		if k > n {
+			want = 0
+		}
+		rs, err := s.Requests(ctx, Filter{Since: since, Limit: 2 * n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts, err := s.CountsByStatus(ctx, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) != want || counts[pool.StatusOK] != want {
+			t.Errorf("since request %d: %d requests, %d counted; want %d", k, len(rs), counts[pool.StatusOK], want)
+		}
+		for _, r := range rs {
+			if r.Received.Before(since) {
+				t.Errorf("since request %d: request %d received before", k, r.PoolID)
+			}
+		}
+	}
+}
+
 // A child's roots partition is recorded with it and told in the timeline
 // of a request it served.
 func TestBackendRootsRecorded(t *testing.T) {
