@@ -101,7 +101,7 @@ func TestHangsAndHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`UPDATE requests SET status = 'in-flight', error = NULL WHERE run = 1; UPDATE runs SET ended = NULL WHERE id = 1`); err != nil {
+	if _, err := db.Exec(`UPDATE request_log SET status = 0, error = NULL WHERE run = 1; UPDATE runs SET ended = NULL WHERE id = 1`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

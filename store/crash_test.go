@@ -20,6 +20,10 @@ import (
 // helperEnv makes the test binary a recorder process (see crashHelper).
 const helperEnv = "STORE_CRASH_HELPER_DB"
 
+// slowID is the crash helper's request that stays in flight: it has had
+// its in-flight row (received long ago) before it was written to a child.
+const slowID = 1 << 30
+
 // crashHelper records requests into the database named by helperEnv as
 // fast as it can, always with about 50 of them in flight, until it is
 // killed. After each flush it prints "flushed N" (N requests received so
@@ -33,6 +37,12 @@ func crashHelper() int {
 	fmt.Printf("run %d\n", s.Run())
 	s.Record(pool.Event{Kind: pool.EventBackendStarted, Time: time.Now(), Server: "srv", PID: os.Getpid(),
 		ProcessStart: time.Now(), Command: []string{"fake-mcp"}})
+	s.Record(received(slowID, "s1", "tools/call", "slow", time.Now().Add(-time.Hour)))
+	if err := s.flush(); err != nil { // its in-flight row, not written
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	s.Record(written(slowID, "s1", os.Getpid(), time.Now()))
 	for i := uint64(1); ; i++ {
 		now := time.Now()
 		s.Record(received(i, "s1", "tools/call", "work", now))
@@ -51,9 +61,12 @@ func crashHelper() int {
 }
 
 // TestCrashMidWrite kills (SIGKILL) a process that is busy recording,
-// then reopens its database: no corruption, everything it committed is
-// there, its requests in flight are abandoned, its run crashed, and its
-// child is a leak candidate.
+// then reads its database: no corruption, everything it committed is
+// there, and its requests in flight (too young for rows of their own),
+// with those whose end it had not committed yet, are in its journal. A reader sees them as abandoned at once; the next
+// writable open records them so, the one that had an in-flight row
+// before it reached its child included; the run crashed, and its child
+// is a leak candidate.
 func TestCrashMidWrite(t *testing.T) {
 	path := dbPath(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -89,6 +102,7 @@ func TestCrashMidWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
+	helper := cmd.Process.Pid
 
 	// Integrity first, before anything writes.
 	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=5000"))
@@ -99,26 +113,72 @@ func TestCrashMidWrite(t *testing.T) {
 	if err := db.QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
 		t.Fatalf("integrity_check = %q, %v", check, err)
 	}
-	var inFlight int
-	if err := db.QueryRow("SELECT count(*) FROM requests WHERE run = ? AND status = 'in-flight'", run).Scan(&inFlight); err != nil {
+	var rowsInFlight int
+	if err := db.QueryRow("SELECT count(*) FROM requests WHERE run = ? AND status = 'in-flight'", run).Scan(&rowsInFlight); err != nil {
 		t.Fatal(err)
 	}
+	listed, err := readJournalFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ends committed in the moment between the commit and the journal's
+	// freeing them: not owed.
+	endedRows := 0
+	for _, e := range listed {
+		var ended int
+		if err := db.QueryRow("SELECT count(*) FROM request_log WHERE id = ? AND status != 0", e.ID).Scan(&ended); err != nil {
+			t.Fatal(err)
+		}
+		endedRows += ended
+	}
 	db.Close()
-	if inFlight < 50 {
-		t.Errorf("the killed run left %d requests in flight, want at least 50", inFlight)
+	// In flight: the slow one, 50 or 51 others (the helper's last may not
+	// have been written yet), and those whose end was not committed yet.
+	inFlight, unwritten := map[int64]bool{}, 0
+	for _, e := range listed {
+		if e.Written == 0 {
+			unwritten++
+		} else if e.PID != helper {
+			t.Errorf("journaled %+v, want written to %d", e, helper)
+		}
+		if e.Run != run {
+			t.Errorf("journaled %+v, want run %d", e, run)
+		}
+		inFlight[e.ID] = true
+	}
+	if n := len(inFlight); n < 51 || unwritten > 1 || rowsInFlight != 1 {
+		t.Errorf("the killed run left %d requests in its journal (want the slow one and 50 or more), %d of them not written (want at most 1), and %d rows in flight (want the slow one's)",
+			n, unwritten, rowsInFlight)
+	}
+
+	// A reader, with no Switchboard running: the journal's requests are
+	// abandoned hangs.
+	ctx := context.Background()
+	ro, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roHangs, err := ro.Hangs(ctx, time.Hour, time.Now())
+	ro.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owed := len(inFlight) - endedRows
+	if len(roHangs) != owed || !roHangs[0].Abandoned || roHangs[0].Name != "slow" || !roHangs[0].WrittenToChild() ||
+		roHangs[0].PID != helper {
+		t.Errorf("a reader's hangs: %d (want %d), first %+v", len(roHangs), owed, roHangs[0])
 	}
 
 	s := openT(t, path, nil)
-	ctx := context.Background()
 	var total, abandoned, stillInFlight int
-	if err := s.rdb.QueryRow(`SELECT count(*), count(*) FILTER (WHERE status = 'abandoned'),
-		count(*) FILTER (WHERE status = 'in-flight') FROM requests WHERE run = ?`, run).
+	if err := s.rdb.QueryRow(`SELECT count(*), count(*) FILTER (WHERE status = 7),
+		count(*) FILTER (WHERE status = 0) FROM request_log WHERE run = ?`, run).
 		Scan(&total, &abandoned, &stillInFlight); err != nil {
 		t.Fatal(err)
 	}
-	if total < committed || abandoned != inFlight || stillInFlight != 0 {
+	if total < committed || abandoned != owed || stillInFlight != 0 {
 		t.Errorf("after reopening: %d requests (committed at least %d), %d abandoned (want %d), %d in flight (want 0)",
-			total, committed, abandoned, inFlight, stillInFlight)
+			total, committed, abandoned, owed, stillInFlight)
 	}
 	runs, err := s.Runs(ctx, 2)
 	if err != nil {
@@ -131,15 +191,29 @@ func TestCrashMidWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(kids) != 1 || kids[0].PID != cmd.Process.Pid || kids[0].Run != strconv.FormatInt(run, 10) {
-		t.Errorf("children of earlier runs = %+v, want the helper %d", kids, cmd.Process.Pid)
+	if len(kids) != 1 || kids[0].PID != helper || kids[0].Run != strconv.FormatInt(run, 10) {
+		t.Errorf("children of earlier runs = %+v, want the helper %d", kids, helper)
 	}
 	hangs, err := s.Hangs(ctx, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hangs) != inFlight || !hangs[0].Abandoned || !hangs[0].WrittenToChild() || hangs[0].PID != cmd.Process.Pid {
-		t.Errorf("hangs: %d (want %d), first %+v", len(hangs), inFlight, hangs[0])
+	if len(hangs) != owed || hangs[0].Name != "slow" {
+		t.Fatalf("hangs: %d (want %d), first %+v", len(hangs), owed, hangs[0])
+	}
+	for _, h := range hangs {
+		if !h.Abandoned || !inFlight[h.ID] || h.WrittenToChild() && h.PID != helper {
+			t.Errorf("hang %+v, want abandoned, journaled", h)
+		}
+		if !h.WrittenToChild() {
+			unwritten--
+		}
+	}
+	if unwritten != 0 {
+		t.Errorf("%d more hangs not written to the child than the journal had", -unwritten)
+	}
+	if listed, err := readJournalFile(path); err != nil || len(listed) != 0 {
+		t.Errorf("the journal still lists %d requests (%v) after they were recorded", len(listed), err)
 	}
 }
 
@@ -151,7 +225,12 @@ func TestRetention(t *testing.T) {
 	old := time.Now().Add(-50 * time.Hour)
 	recent := time.Now().Add(-time.Minute)
 	// An old, empty run from long ago (the app started and stopped).
-	execSQLOn(t, s.wdb, `INSERT INTO runs (started, ended, pid) VALUES (?, ?, 1)`, old.UnixMicro(), old.UnixMicro())
+	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=5000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	execSQLOn(t, db, `INSERT INTO runs (started, ended, pid) VALUES (?, ?, 1)`, old.UnixMicro(), old.UnixMicro())
+	db.Close()
 	s.Record(pool.Event{Kind: pool.EventSessionOpened, Time: old, Server: "srv", Session: "s-old"})
 	s.Record(pool.Event{Kind: pool.EventSessionClosed, Time: old, Server: "srv", Session: "s-old"})
 	s.Record(pool.Event{Kind: pool.EventBackendStarted, Time: old, Server: "srv", PID: 1001})
@@ -274,11 +353,11 @@ func TestDropsWhenFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	s.Record(received(1, "s1", "ping", "", now))
-	waitFor(t, "the writer to take the first event", func() bool { return len(s.queue) == 0 })
+	s.Record(done(1, "s1", "ping", "", pool.StatusOK, 0, now))
+	waitFor(t, "the writer to take the first row", func() bool { return s.rec.pending() == 0 })
 	start := time.Now()
 	for i := uint64(2); i <= 15; i++ {
-		s.Record(received(i, "s1", "ping", "", now))
+		s.Record(done(i, "s1", "ping", "", pool.StatusOK, 0, now))
 	}
 	if d := time.Since(start); d > 100*time.Millisecond {
 		t.Errorf("14 Record calls took %s with the writer stuck", d)

@@ -3,6 +3,7 @@ package store
 import (
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -98,17 +99,32 @@ func migrate(db *sql.DB) error {
 }
 
 // startRun closes the books on earlier runs that never ended (their
-// in-flight requests become abandoned, the runs crashed) and starts a new
-// run, in one transaction.
-func startRun(db *sql.DB, version string, now time.Time) (int64, error) {
+// in-flight rows become abandoned, with the requests their journal lists,
+// and the runs crashed) and starts a new run, in one transaction.
+func startRun(db *sql.DB, version string, now time.Time, listed []journaled) (run int64, err error) {
 	tx, err := db.Begin()
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
-	if _, err := tx.Exec(`UPDATE requests SET status = 'abandoned',
+	if len(listed) > 0 {
+		var ended sql.NullInt64
+		err := tx.QueryRow(`SELECT ended FROM runs WHERE id = ?`, listed[0].Run).Scan(&ended)
+		switch {
+		case errors.Is(err, sql.ErrNoRows) || ended.Valid:
+			// A run that ended cleanly wrote its requests; one pruned away
+			// has nothing to add.
+		case err != nil:
+			return 0, fmt.Errorf("read the journal's run: %w", err)
+		default:
+			if err := recordJournaled(tx, listed); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if _, err := tx.Exec(`UPDATE request_log SET status = 7,
 		error = 'Switchboard stopped (run ' || run || ' crashed or was killed) before this request was answered'
-		WHERE status = 'in-flight' AND run IN (SELECT id FROM runs WHERE ended IS NULL)`); err != nil {
+		WHERE status = 0 AND run IN (SELECT id FROM runs WHERE ended IS NULL)`); err != nil {
 		return 0, fmt.Errorf("mark abandoned requests: %w", err)
 	}
 	if _, err := tx.Exec(`UPDATE runs SET crashed = 1 WHERE ended IS NULL`); err != nil {
@@ -118,9 +134,44 @@ func startRun(db *sql.DB, version string, now time.Time) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("start a run: %w", err)
 	}
-	id, err := res.LastInsertId()
-	if err != nil {
+	if run, err = res.LastInsertId(); err != nil {
 		return 0, err
 	}
-	return id, tx.Commit()
+	return run, tx.Commit()
+}
+
+// nameSQL is what request_log stores for the name in parameter p, in SQL
+// (see writer.name): its id in names, else the text; 0 for none.
+func nameSQL(p string) string {
+	return "CASE WHEN " + p + " = '' THEN 0 ELSE coalesce((SELECT id FROM names WHERE text = " + p + "), " + p + ") END"
+}
+
+// recordJournaled writes the requests a crashed run's journal lists as
+// in flight: in-flight rows, which startRun then marks abandoned. A row
+// the run had written already (it was in flight past InFlightAfter) is
+// brought up to date: the journal saw its last moment.
+func recordJournaled(tx *sql.Tx, listed []journaled) error {
+	st, err := tx.Prepare(`INSERT INTO request_log (id, run, session, server, method, name, original_id,
+		received, written, status, pid)
+		VALUES (?1, ?2, ?3, ` + nameSQL("?4") + `, ` + nameSQL("?5") + `, ` + nameSQL("?6") + `, ?7, ?8, ?9, 0, ?10)
+		ON CONFLICT (id) DO UPDATE SET written = coalesce(excluded.written, written), pid = coalesce(excluded.pid, pid)
+		WHERE status = 0`)
+	if err != nil {
+		return fmt.Errorf("record the journal: %w", err)
+	}
+	defer st.Close()
+	for _, e := range listed {
+		var written, pid any
+		if e.Written != 0 {
+			written = e.Written - e.Received
+		}
+		if e.PID != 0 {
+			pid = e.PID
+		}
+		if _, err := st.Exec(e.ID, e.Run, sessionValue(e.Session), e.Server, e.Method, e.Name, idValue(e.OriginalID),
+			e.Received, written, pid); err != nil {
+			return fmt.Errorf("record the journal's request %d: %w", e.PoolID, err)
+		}
+	}
+	return nil
 }

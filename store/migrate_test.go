@@ -28,7 +28,7 @@ func TestLoadMigrations(t *testing.T) {
 			}
 		})
 	}
-	if len(migrations) != 4 {
-		t.Errorf("embedded migrations: %d, want 4 (update testdata when adding one)", len(migrations))
+	if len(migrations) != 5 {
+		t.Errorf("embedded migrations: %d, want 5 (update testdata when adding one)", len(migrations))
 	}
 }

@@ -222,28 +222,40 @@ func (s *Store) Requests(ctx context.Context, f Filter) ([]Request, error) {
 		add("id < ?", f.BeforeID)
 	}
 	if !f.Since.IsZero() {
-		add("received >= ?", f.Since.UnixMicro())
+		after, err := s.idBefore(ctx, f.Since)
+		if err != nil {
+			return nil, err
+		}
+		add("id > ? AND received >= ?", after, f.Since.UnixMicro())
 	}
 	if f.Server != "" {
-		add("server = ?", f.Server)
+		ref, err := s.nameRef(ctx, f.Server)
+		if err != nil {
+			return nil, err
+		}
+		add("server_ref = ?", ref)
 	}
 	if f.Session != "" {
-		add("session = ?", f.Session)
+		add("session_ref = ?", sessionValue(f.Session))
 	}
 	if f.Method != "" {
-		add("method = ?", f.Method)
+		ref, err := s.nameRef(ctx, f.Method)
+		if err != nil {
+			return nil, err
+		}
+		add("method_ref = ?", ref)
 	}
 	if f.Run != 0 {
-		add("run = ?", f.Run)
+		add("id >= ? AND id < ?", f.Run<<runShift, (f.Run+1)<<runShift) // the run's rows (rowID)
 	}
 	switch f.Status {
 	case "":
 	case StatusInFlight:
-		add("status = 'in-flight' AND run = ?", live)
+		add("status_code = 0 AND run = ?", live)
 	case StatusAbandoned:
-		add("(status = 'abandoned' OR (status = 'in-flight' AND run != ?))", live)
+		add("(status_code = 7 OR (status_code = 0 AND run != ?))", live)
 	default:
-		add("status = ?", f.Status)
+		add("status_code = ?", statusValue(f.Status))
 	}
 	q := "SELECT " + requestCols + " FROM requests"
 	if len(where) > 0 {
@@ -252,6 +264,46 @@ func (s *Store) Requests(ctx context.Context, f Filter) ([]Request, error) {
 	q += " ORDER BY id DESC LIMIT ?"
 	args = append(args, positiveOr(f.Limit, 100))
 	return s.queryRequests(ctx, live, q, args...)
+}
+
+// nameRef is what request_log holds for a server, method or tool name:
+// its id in names, or the text itself (see the writer's name).
+func (s *Store) nameRef(ctx context.Context, text string) (any, error) {
+	if text == "" {
+		return int64(0), nil
+	}
+	var id int64
+	err := s.rdb.QueryRowContext(ctx, `SELECT id FROM names WHERE text = ?`, text).Scan(&id)
+	switch {
+	case err == nil:
+		return id, nil
+	case errors.Is(err, sql.ErrNoRows):
+		return text, nil
+	default:
+		return nil, fmt.Errorf("history: look up %q: %w", text, err)
+	}
+}
+
+// arrivalMargin is how far apart, at most, the order of two requests'
+// row ids and the order of their receipt may be: the pool numbers a
+// request and notes its time in one step, so microseconds, except across
+// a clock set back.
+const arrivalMargin = 10 * time.Second
+
+// idBefore is a row id below every request received at or after t: that
+// of the last row of request_log_time received before t less the margin,
+// or 0. Row ids follow arrival, so the rows received since t are among
+// the rows after it, the margin's few extra ones filtered out by time.
+func (s *Store) idBefore(ctx context.Context, t time.Time) (int64, error) {
+	if t.IsZero() {
+		return 0, nil
+	}
+	var id sql.NullInt64
+	if err := s.rdb.QueryRowContext(ctx, `SELECT id FROM request_log WHERE id % 64 = 0 AND received < ?
+		ORDER BY received DESC LIMIT 1`, t.Add(-arrivalMargin).UnixMicro()).Scan(&id); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("history: find the requests since %s: %w", t.Format(time.RFC3339), err)
+	}
+	return id.Int64, nil
 }
 
 func positiveOr(n, def int) int {
@@ -289,11 +341,17 @@ func (s *Store) Hangs(ctx context.Context, over time.Duration, now time.Time) ([
 	if err != nil {
 		return nil, err
 	}
-	all, err := s.queryRequests(ctx, live, "SELECT "+requestCols+" FROM requests WHERE status = 'in-flight'"+
-		" UNION ALL SELECT "+requestCols+" FROM requests WHERE status = 'abandoned' ORDER BY received, id")
+	// Each half from its small partial index; sorted here (an ORDER BY
+	// would have SQLite walk the whole table instead).
+	all, err := s.queryRequests(ctx, live, "SELECT "+requestCols+" FROM requests WHERE status_code = 0"+
+		" UNION ALL SELECT "+requestCols+" FROM requests WHERE status_code = 7")
 	if err != nil {
 		return nil, err
 	}
+	if all, err = s.withJournal(ctx, live, all); err != nil {
+		return nil, err
+	}
+	sortByArrival(all)
 	out := all[:0]
 	for _, r := range all {
 		if r.Abandoned || now.Sub(r.Received) >= over {
@@ -309,18 +367,27 @@ func (s *Store) CountsByStatus(ctx context.Context, since time.Time) (map[string
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT CASE WHEN status = 'in-flight' AND run != ? THEN 'abandoned' ELSE status END AS st,
-		count(*) FROM requests WHERE received >= ? GROUP BY st`, live, since.UnixMicro())
+	after, err := s.idBefore(ctx, since)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT status, status = 0 AND run != ?, count(*) FROM request_log
+		WHERE id > ? AND received >= ? GROUP BY 1, 2`, live, after, since.UnixMicro())
 	if err != nil {
 		return nil, fmt.Errorf("history: count by status: %w", err)
 	}
 	defer rows.Close()
 	out := map[string]int{}
 	for rows.Next() {
-		var st string
+		var code any
+		var dead bool
 		var n int
-		if err := rows.Scan(&st, &n); err != nil {
+		if err := rows.Scan(&code, &dead, &n); err != nil {
 			return nil, fmt.Errorf("history: count by status: %w", err)
+		}
+		st := statusText(code)
+		if dead {
+			st = StatusAbandoned
 		}
 		out[st] += n
 	}
@@ -393,7 +460,7 @@ func (s *Store) Timeline(ctx context.Context, runID int64, poolID uint64) (Timel
 	}
 	var t Timeline
 	t.Request, err = scanRequest(s.rdb.QueryRowContext(ctx, "SELECT "+requestCols+
-		" FROM requests WHERE run = ? AND pool_id = ?", runID, poolID), live)
+		" FROM requests WHERE id = ?", rowID(runID, poolID)), live)
 	if err != nil {
 		return t, fmt.Errorf("history: request %d of run %d: %w", poolID, runID, err)
 	}
@@ -513,20 +580,130 @@ func steps(t Timeline) []Step {
 // answered (the run ended under them), oldest first: what a client that
 // kept its session across a pool restart still waits for.
 func (s *Store) Unanswered(ctx context.Context, run int64, session string) ([]pool.Unanswered, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT original_id, method, name, written IS NOT NULL FROM requests
-		WHERE run = ? AND session = ? AND answered IS NULL AND status IN ('in-flight', 'abandoned')
-		ORDER BY received, id`, run, session)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT original_id, method, name, written IS NOT NULL, received, id FROM requests
+		WHERE status_code = 0 AND run = ?1 AND session = ?2 AND answered IS NULL
+		UNION ALL SELECT original_id, method, name, written IS NOT NULL, received, id FROM requests
+		WHERE status_code = 7 AND run = ?1 AND session = ?2 AND answered IS NULL`, run, session)
 	if err != nil {
 		return nil, fmt.Errorf("history: unanswered requests of run %d session %s: %w", run, session, err)
 	}
 	defer rows.Close()
-	var out []pool.Unanswered
+	type owed struct {
+		u            pool.Unanswered
+		received, id int64
+	}
+	var all []owed
 	for rows.Next() {
-		var u pool.Unanswered
-		if err := rows.Scan(&u.OriginalID, &u.Method, &u.Name, &u.Written); err != nil {
+		var o owed
+		if err := rows.Scan(&o.u.OriginalID, &o.u.Method, &o.u.Name, &o.u.Written, &o.received, &o.id); err != nil {
 			return nil, err
 		}
-		out = append(out, u)
+		all = append(all, o)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	sort.Slice(all, func(i, j int) bool {
+		return all[i].received < all[j].received || all[i].received == all[j].received && all[i].id < all[j].id
+	})
+	var out []pool.Unanswered
+	for _, o := range all {
+		out = append(out, o.u)
+	}
+	return out, nil
+}
+
+// statusText is a status as request_log stores it (a code, or text), as
+// a name.
+func statusText(v any) string {
+	switch c := v.(type) {
+	case int64:
+		if c >= 0 && c < int64(len(statusNames)) {
+			return statusNames[c]
+		}
+		return strconv.FormatInt(c, 10)
+	case string:
+		return c
+	case []byte:
+		return string(c)
+	}
+	return fmt.Sprint(v)
+}
+
+// withJournal adds to a read-only Store's hangs the requests that a run
+// which crashed (and whose database no Switchboard has opened since) had
+// in flight too young for a row, and brings up to date those that had
+// one: its journal lists them. A writable Store has recorded its
+// journal's at Open.
+func (s *Store) withJournal(ctx context.Context, live int64, rows []Request) ([]Request, error) {
+	if s.wdb != nil {
+		return rows, nil
+	}
+	listed, err := readJournalFile(s.path)
+	if err != nil || len(listed) == 0 || listed[0].Run == live {
+		return rows, err
+	}
+	var runEnded sql.NullInt64
+	switch err := s.rdb.QueryRowContext(ctx, `SELECT ended FROM runs WHERE id = ?`, listed[0].Run).Scan(&runEnded); {
+	case errors.Is(err, sql.ErrNoRows), err == nil && runEnded.Valid:
+		return rows, nil
+	case err != nil:
+		return nil, fmt.Errorf("history: the journal's run: %w", err)
+	}
+	have := map[int64]int{}
+	for i, r := range rows {
+		have[r.ID] = i
+	}
+	// A request whose end was committed in the moment before the crash
+	// (the journal frees it just after) is no hang.
+	ids := make([]int64, len(listed))
+	for i, e := range listed {
+		ids[i] = e.ID
+	}
+	idsJSON, _ := json.Marshal(ids)
+	ended := map[int64]bool{}
+	q, err := s.rdb.QueryContext(ctx, `SELECT id FROM request_log WHERE id IN (SELECT value FROM json_each(?)) AND status != 0`,
+		string(idsJSON))
+	if err != nil {
+		return nil, fmt.Errorf("history: the journal's requests: %w", err)
+	}
+	defer q.Close()
+	for q.Next() {
+		var id int64
+		if err := q.Scan(&id); err != nil {
+			return nil, fmt.Errorf("history: the journal's requests: %w", err)
+		}
+		ended[id] = true
+	}
+	if err := q.Err(); err != nil {
+		return nil, fmt.Errorf("history: the journal's requests: %w", err)
+	}
+	for _, e := range listed {
+		if ended[e.ID] {
+			continue
+		}
+		if i, ok := have[e.ID]; ok {
+			// Its row is older than its last moment, which the journal saw.
+			if r := &rows[i]; r.Written.IsZero() && e.Written != 0 {
+				r.Written, r.PID = micros(e.Written), e.PID
+			}
+			continue
+		}
+		rows = append(rows, Request{ID: e.ID, Run: e.Run, PoolID: e.PoolID, Session: e.Session, Server: e.Server,
+			Method: e.Method, Name: e.Name, OriginalID: e.OriginalID, Status: StatusAbandoned,
+			Err:      fmt.Sprintf("Switchboard stopped (run %d) before this request was answered", e.Run),
+			Received: micros(e.Received), Written: nullMicros(sql.NullInt64{Int64: e.Written, Valid: e.Written != 0}),
+			PID: e.PID, Abandoned: true})
+	}
+	return rows, nil
+}
+
+// sortByArrival orders requests oldest first.
+func sortByArrival(rs []Request) {
+	sort.SliceStable(rs, func(i, j int) bool {
+		if !rs[i].Received.Equal(rs[j].Received) {
+			return rs[i].Received.Before(rs[j].Received)
+		}
+		return rs[i].ID < rs[j].ID
+	})
 }

@@ -1,16 +1,21 @@
 // Package store keeps Switchboard's request history in SQLite: the record
 // a user opens when a tool call "just hangs".
 //
-// The pool hands every event to Record, which only enqueues into a bounded
-// channel and counts a drop when it is full, so recording never blocks
-// routing. One writer goroutine batches the queue into transactions and,
-// between batches, prunes old rows in small steps. The database is in WAL
-// mode, so the CLI and the UI read it (OpenReadOnly, or the query methods
-// of a writable Store) while the writer writes.
+// The pool hands every event to Record, which never blocks routing: under
+// a mutex held for a few stores, it notes a received request in memory
+// and in the journal (journal.go), and turns its end into one finished
+// row for the writer; a full queue counts a drop. One writer goroutine
+// wakes per batch (FlushInterval, or BatchSize rows), writes the batch in
+// one transaction, gives requests in flight longer than InFlightAfter a
+// row of their own, keeps the row count within MaxRows in the same
+// transaction, and between batches prunes old rows in small steps. The
+// database is in WAL mode, so the CLI and the UI read it (OpenReadOnly, or
+// the query methods of a writable Store) while the writer writes.
 //
 // Each writable Open starts a run. Requests still in flight in an earlier
 // run that never ended (the app crashed or was killed) become abandoned,
-// and that run is marked crashed: that is the hang forensic.
+// those the journal lists included, and that run is marked crashed: that
+// is the hang forensic.
 package store
 
 import (
@@ -88,14 +93,22 @@ type Options struct {
 	// Logger receives write errors; nil discards.
 	Logger *slog.Logger
 
-	// QueueSize is how many events may wait for the writer before Record
-	// drops. Default 65536.
+	// QueueSize is how many rows and events may wait for the writer
+	// before Record drops. Default 65536.
 	QueueSize int
-	// BatchSize flushes a transaction after this many events. Default 4096.
+	// BatchSize flushes a transaction once this many rows and events wait.
+	// Default 4096.
 	BatchSize int
 	// FlushInterval flushes a transaction at most this long after its
-	// first event. Default 50 ms.
+	// first row. Default 100 ms: every wake of the writer shows in the
+	// tail latency of the requests around it (10 ms doubled the p99 at
+	// one request in flight; 100 ms is within a few percent of history
+	// off), and the journal keeps what a crash would lose meanwhile.
 	FlushInterval time.Duration
+	// InFlightAfter is how long a request may be in flight before it gets
+	// a row of its own (status in-flight), before it ends; until then the
+	// journal alone records it. Default 1 s.
+	InFlightAfter time.Duration
 	// PruneInterval is how often retention runs. Default 10 min; the
 	// first run is a minute after Open (or PruneInterval, if shorter).
 	PruneInterval time.Duration
@@ -128,7 +141,10 @@ func (o *Options) withDefaults() Options {
 		r.BatchSize = 4096
 	}
 	if r.FlushInterval <= 0 {
-		r.FlushInterval = 50 * time.Millisecond
+		r.FlushInterval = 100 * time.Millisecond
+	}
+	if r.InFlightAfter <= 0 {
+		r.InFlightAfter = time.Second
 	}
 	if r.PruneInterval <= 0 {
 		r.PruneInterval = 10 * time.Minute
@@ -153,11 +169,12 @@ type Store struct {
 	lock io.Closer // held while open: one writer per database
 	run  int64
 
-	queue    chan pool.Event // Record -> writer
+	rec      recorder      // Record's side: what waits for the writer
+	wake     chan struct{} // Record -> writer: work for an idle writer
+	full     chan struct{} // Record -> writer: a whole batch waits
 	dropped  atomic.Uint64
-	ovMu     sync.Mutex   // guards overflow
-	overflow []pool.Event // ends kept while the queue was full (keepEnd)
 	closed   atomic.Bool
+	killed   atomic.Bool     // tests: the writer stops as a killed process would, writing nothing more
 	stop     chan struct{}   // closed by Close: the writer drains and ends
 	done     chan struct{}   // closed by the writer when it has ended
 	pruneReq chan chan error // tests: run retention to completion now
@@ -196,7 +213,8 @@ func Open(path string, opts *Options) (*Store, error) {
 		s.closeDBs()
 		return nil, err
 	}
-	s.queue = make(chan pool.Event, o.QueueSize)
+	s.wake = make(chan struct{}, 1)
+	s.full = make(chan struct{}, 1)
 	s.stop = make(chan struct{})
 	s.done = make(chan struct{})
 	s.pruneReq = make(chan chan error)
@@ -215,7 +233,7 @@ func Open(path string, opts *Options) (*Store, error) {
 // old one stays for inspection. It returns the new name.
 func MoveAside(path string, now time.Time) (string, error) {
 	aside := path + ".damaged-" + now.Format("20060102-150405")
-	for _, suffix := range []string{"", "-wal", "-shm"} {
+	for _, suffix := range []string{"", "-wal", "-shm", "-inflight"} {
 		if err := os.Rename(path+suffix, aside+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("move the damaged history aside: %w", err)
 		}
@@ -266,9 +284,25 @@ func (s *Store) openWritable() error {
 	if err := migrate(s.wdb); err != nil {
 		return s.wrap(err)
 	}
-	if s.run, err = startRun(s.wdb, s.opts.Version, time.Now()); err != nil {
+	// The journal says what a run that did not stop had in flight; once
+	// that is in the database, it records this run.
+	j, listed, err := openJournal(s.path)
+	if err != nil {
+		// Without it every request gets its in-flight row at the next
+		// batch (slower, and the last moment before a crash is lost).
+		s.log.Warn("history: no journal of the requests in flight", "path", s.path, "err", err)
+		j, listed = nil, nil
+	}
+	if s.run, err = startRun(s.wdb, s.opts.Version, time.Now(), listed); err != nil {
+		j.close()
 		return s.wrap(err)
 	}
+	j.reset(s.run)
+	if s.opts.ChildrenOnly {
+		j.close() // no requests to journal
+		j = nil
+	}
+	s.rec.init(s.run, j)
 	return s.openReaders()
 }
 
@@ -330,9 +364,11 @@ func (s *Store) wrap(err error) error {
 	return fmt.Errorf("history %s: %w", s.path, err)
 }
 
-// Record hands one pool event to the writer. It never blocks: when the
-// queue is full (or the store is closed) the event is dropped and counted
-// (Dropped). Pass it as pool.Options.Record.
+// Record hands one pool event to the history. It never blocks: a
+// received request is noted in memory and in the journal, its end becomes
+// one row for the writer; when rows and events waiting for the writer
+// reach QueueSize (or the store is closed) the event is dropped and
+// counted (Dropped). Pass it as pool.Options.Record.
 func (s *Store) Record(e pool.Event) {
 	switch e.Kind {
 	case pool.EventRequestReceived, pool.EventRequestWritten, pool.EventRequestDone, pool.EventOrphan,
@@ -343,54 +379,16 @@ func (s *Store) Record(e pool.Event) {
 	if s.opts.ChildrenOnly && e.Kind != pool.EventBackendStarted && e.Kind != pool.EventBackendExited {
 		return
 	}
-	if s.queue == nil || s.closed.Load() {
+	if s.wake == nil || s.closed.Load() {
 		s.dropped.Add(1)
 		return
 	}
-	select {
-	case s.queue <- e:
-	default:
-		if !s.keepEnd(e) {
-			s.dropped.Add(1)
-		}
-	}
-}
-
-// maxOverflow bounds the ends of requests, sessions and children kept
-// aside while the queue is full.
-const maxOverflow = 1 << 16
-
-// keepEnd keeps an event that ends something when the queue is full: a
-// lost start only costs a row its start time (the end inserts the row),
-// but a lost end would leave a request "in flight" forever, reported as
-// abandoned by the next run: a false hang.
-func (s *Store) keepEnd(e pool.Event) bool {
-	switch e.Kind {
-	case pool.EventRequestDone, pool.EventSessionClosed, pool.EventBackendExited:
-	default:
-		return false
-	}
-	s.ovMu.Lock()
-	defer s.ovMu.Unlock()
-	if len(s.overflow) >= maxOverflow {
-		return false
-	}
-	s.overflow = append(s.overflow, e)
-	return true
-}
-
-// takeOverflow returns the ends kept aside. The writer takes them only
-// once the queue is empty, so that each comes after its start.
-func (s *Store) takeOverflow() []pool.Event {
-	s.ovMu.Lock()
-	defer s.ovMu.Unlock()
-	out := s.overflow
-	s.overflow = nil
-	return out
+	s.record(e)
 }
 
 // Dropped is the number of events not recorded: the queue was full, the
-// store was closed, or a write failed. Status and the UI show it.
+// store was closed, or a write failed (each row lost counts one). Status
+// and the UI show it.
 func (s *Store) Dropped() uint64 { return s.dropped.Load() }
 
 // Err is the writer's last error, or nil once a later write succeeded.
@@ -421,9 +419,10 @@ func (s *Store) CaptureBytes() int {
 	return s.opts.CaptureBytes
 }
 
-// Close flushes what is queued, marks the run ended and closes the
-// database. Requests of this run still in flight at that point (their end
-// was dropped) become abandoned. Record after Close counts drops.
+// Close writes what is queued, marks the run ended, empties the journal
+// and closes the database. Requests of this run still in flight at that
+// point (the pool closes first, so their end was lost) are recorded as
+// unknown, not abandoned. Record after Close counts drops.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
@@ -438,6 +437,9 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	var errs []error
+	s.rec.mu.Lock()
+	errs = append(errs, s.rec.journal.close())
+	s.rec.mu.Unlock()
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
 	}

@@ -201,6 +201,203 @@ func TestMigrateFromV1(t *testing.T) {
 	golden(t, "schema.golden.sql", schema(t, path))
 }
 
+// TestMigrateFromEveryVersion upgrades a database of each earlier schema
+// version (the frozen version-1 dump, brought to version k by the frozen
+// migration files up to k): its requests read back through the query API
+// as they were written, with every time to the microsecond, and the
+// crashed run's request in flight is abandoned. Their ids are now their
+// run's and pool id's (rowID).
+func TestMigrateFromEveryVersion(t *testing.T) {
+	dump, err := os.ReadFile("testdata/v1.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		ID, Run                     int64
+		PoolID                      uint64
+		Session, Server, Method     string
+		Name, OriginalID, Status    string
+		Err                         string
+		ErrCode                     int
+		Received, Written, Answered int64
+		RequestSize, ResponseSize   int
+		PID                         int
+	}
+	want := []row{
+		{2<<40 + 1, 2, 1, "s1", "memory", "tools/call", "create_entities", `"a"`, StatusAbandoned,
+			"Switchboard stopped (run 2 crashed or was killed) before this request was answered", 0,
+			1767232803000000, 1767232803000200, 0, 200, 0, 4242},
+		{1<<40 + 2, 1, 2, "s1", "memory", "tools/call", "read_graph", "2", pool.StatusError, "graph is empty", -32603,
+			1767225604000000, 1767225604000100, 1767225604500000, 80, 120, 4141},
+		{1<<40 + 1, 1, 1, "s1", "memory", "tools/list", "", "1", pool.StatusOK, "", 0,
+			1767225603000000, 1767225603000100, 1767225603002000, 60, 900, 4141},
+	}
+	for k := 1; k < len(migrations); k++ {
+		t.Run(fmt.Sprintf("from v%d", k), func(t *testing.T) {
+			path := dbPath(t)
+			q := string(dump)
+			for _, m := range migrations[1:k] {
+				q += "\n" + m.sql
+			}
+			execSQL(t, path, q+fmt.Sprintf("\nPRAGMA user_version = %d;", k))
+			s := openT(t, path, nil)
+			got, err := s.Requests(context.Background(), Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rows []row
+			for _, r := range got {
+				us := func(t time.Time) int64 {
+					if t.IsZero() {
+						return 0
+					}
+					return t.UnixMicro()
+				}
+				rows = append(rows, row{r.ID, r.Run, r.PoolID, r.Session, r.Server, r.Method, r.Name, r.OriginalID, r.Status,
+					r.Err, r.ErrCode, us(r.Received), us(r.Written), us(r.Answered), r.RequestSize, r.ResponseSize, r.PID})
+			}
+			if d := cmp.Diff(want, rows); d != "" {
+				t.Errorf("requests after the upgrade (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestMigrateFromV4 upgrades a frozen version-4 database with every kind
+// of row the compact request log encodes (payloads, an orphan, a status
+// without a code, a tool name too long for the dictionary, rows of two
+// crashed runs): the query API, the timeline and the compatibility view
+// requests read them as version 4 did, and the crashed run's request in
+// flight is owed to its session.
+func TestMigrateFromV4(t *testing.T) {
+	path := dbPath(t)
+	dump, err := os.ReadFile("testdata/v4.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, path, string(dump))
+	// What version 4 read, straight from its table.
+	old := viewRows(t, path)
+	s := openT(t, path, nil)
+	ctx := context.Background()
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The same, but run 3's request in flight is abandoned now.
+	for i, r := range old {
+		old[i] = strings.Replace(r, "|in-flight|<nil>|<nil>|",
+			"|abandoned|<nil>|Switchboard stopped (run 3 crashed or was killed) before this request was answered|", 1)
+	}
+	if d := cmp.Diff(old, viewRows(t, path)); d != "" {
+		t.Errorf("the requests view after the upgrade (-version 4 +now):\n%s", d)
+	}
+	got, err := s.Requests(ctx, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 6 {
+		t.Fatalf("%d requests, want 6", len(got))
+	}
+	long := strings.Repeat("x", 70)
+	byID := map[int64]Request{} // by version 4's id
+	for _, r := range got {
+		old := map[int64]int64{rowID(1, 1): 1, rowID(1, 2): 2, orphanRowID(1, 3): 3, rowID(1, 3): 4, rowID(2, 1): 5, rowID(3, 1): 6}[r.ID]
+		if old == 0 {
+			t.Errorf("request %+v has an id of no version-4 row", r)
+		}
+		byID[old] = r
+	}
+	if r := byID[2]; r.RequestPayload == "" || !strings.Contains(r.ResponsePayload, "graph is empty") || r.ErrCode != -32603 {
+		t.Errorf("request 2 (payloads) = %+v", r)
+	}
+	if r := byID[3]; r.Status != pool.StatusOrphaned || r.PoolID != 0 || r.OriginalID != "77" || r.Method != "" {
+		t.Errorf("request 3 (orphan) = %+v", r)
+	}
+	if r := byID[4]; r.Status != StatusUnknown || r.Name != long || r.Abandoned {
+		t.Errorf("request 4 (unknown, long name) = %+v", r)
+	}
+	if r := byID[6]; r.Status != StatusAbandoned || !r.WrittenToChild() || r.PID != 4343 || r.Server != "fs" {
+		t.Errorf("request 6 (in flight at run 3's crash) = %+v", r)
+	}
+	var longInNames int
+	if err := s.rdb.QueryRow(`SELECT count(*) FROM names WHERE text = ?`, long).Scan(&longInNames); err != nil || longInNames != 0 {
+		t.Errorf("the long name in the dictionary: %d %v", longInNames, err)
+	}
+	for _, f := range []Filter{{Server: "fs"}, {Method: "tools/list"}, {Status: StatusAbandoned}, {Status: pool.StatusOrphaned}} {
+		rs, err := s.Requests(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]int{"fs": 1, "tools/list": 1, StatusAbandoned: 2, pool.StatusOrphaned: 1}[stdcmp.Or(f.Server, f.Method, f.Status)]
+		if len(rs) != n {
+			t.Errorf("Requests(%+v) = %d rows, want %d", f, len(rs), n)
+		}
+	}
+	tl, err := s.Timeline(ctx, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.Backend == nil || len(tl.Backend.Roots) != 1 || tl.Backend.ResolvedCommand[0] != "/usr/bin/node" || !tl.Run.Crashed {
+		t.Errorf("timeline of run 3's request: %+v", tl)
+	}
+	owed, err := s.Unanswered(ctx, 3, "s1")
+	if err != nil || len(owed) != 1 || owed[0].OriginalID != `"b"` || !owed[0].Written || owed[0].Name != "read_text_file" {
+		t.Errorf("Unanswered(run 3, s1) = %+v, %v", owed, err)
+	}
+	hangs, err := s.Hangs(ctx, time.Hour, time.Now())
+	if err != nil || len(hangs) != 2 || hangs[0].ID != rowID(2, 1) || hangs[1].ID != rowID(3, 1) {
+		t.Errorf("hangs = %+v, %v; want the abandoned requests 5 and 6", hangs, err)
+	}
+	counts, err := s.CountsByStatus(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]int{"ok": 1, "error": 1, "orphaned": 1, "unknown": 1, "abandoned": 2}, counts); d != "" {
+		t.Errorf("counts (-want +got):\n%s", d)
+	}
+}
+
+// viewRows reads table or view requests as version 4's columns but the
+// id (renumbered by version 5), one string per row.
+func viewRows(t *testing.T, path string) []string {
+	t.Helper()
+	db, err := sql.Open("sqlite3", dsn(path, "mode=ro"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT run, pool_id, session, server, method, name, original_id, received, written,
+		answered, status, error_code, error, request_size, response_size, pid, request_payload, response_payload
+		FROM requests ORDER BY run, received, id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		vals := make([]any, 18)
+		ptrs := make([]any, 18)
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, v := range vals {
+			if bs, ok := v.([]byte); ok {
+				v = string(bs)
+			}
+			fmt.Fprintf(&b, "%v|", v)
+		}
+		out = append(out, b.String())
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func TestOpenRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -492,24 +689,28 @@ func crash(t *testing.T, s *Store) {
 	}
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		s.wdb.Close() // the writer's next statement would fail; it has none queued
+		s.killed.Store(true) // the writer writes nothing more
 		close(s.stop)
 		<-s.done
+		s.wdb.Close()
 		s.rdb.Close()
 		s.lock.Close()
+		s.rec.mu.Lock()
+		s.rec.journal.close() // its memory stays in the file, as a killed process's does
+		s.rec.mu.Unlock()
 	})
 }
 
 // The history holds what clients asked: it is the user's alone. The
-// database and its WAL and shared-memory files are 0600 (the first
-// edition left them 0644).
+// database, its WAL and shared-memory files and the journal are 0600 (the
+// first edition left them 0644).
 func TestHistoryFilesArePrivate(t *testing.T) {
 	path := dbPath(t)
 	s := openT(t, path, nil)
 	if err := s.flush(); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-inflight"} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
@@ -554,23 +755,23 @@ func TestOpenFindsMidFileDamage(t *testing.T) {
 	fresh.Close()
 }
 
-// With the queue full, a request's end is kept aside rather than dropped:
-// a lost end would leave the request in flight forever, reported by the
-// next run as abandoned (a hang that never was). Starts may be dropped:
-// the end inserts the row. A run that stops cleanly with an end lost all
-// the same marks the row unknown, never abandoned.
-func TestEndsSurviveAFullQueue(t *testing.T) {
+// With the queue full, an end that does not fit is dropped and counted,
+// and takes its request with it: no row is left in flight (the next run
+// would report it abandoned, a hang that never was), and nothing waits in
+// memory or in the journal for it. The ends that fit are recorded.
+func TestFullQueueLeavesNothingInFlight(t *testing.T) {
 	path := dbPath(t)
 	s := openT(t, path, &Options{QueueSize: 4, FlushInterval: time.Hour, BatchSize: 1 << 20})
 	now := time.Now()
-	// Far more events than the queue holds, recorded before the writer
-	// can take them all: starts are dropped, ends are kept.
 	const n = 200
 	for i := range n {
 		s.Record(pool.Event{Kind: pool.EventRequestReceived, Time: now, Server: "fake", Session: "s1", PoolID: uint64(i + 1), Method: "tools/call", Name: "echo"})
 	}
 	for i := range n {
 		s.Record(pool.Event{Kind: pool.EventRequestDone, Time: now.Add(time.Millisecond), Server: "fake", Session: "s1", PoolID: uint64(i + 1), Method: "tools/call", Name: "echo", Status: pool.StatusOK})
+	}
+	if got := s.Dropped(); got != n-4 {
+		t.Errorf("Dropped = %d, want %d (a queue of 4)", got, n-4)
 	}
 	if err := s.flush(); err != nil {
 		t.Fatal(err)
@@ -580,27 +781,140 @@ func TestEndsSurviveAFullQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := 0
+	if len(reqs) != 4 {
+		t.Errorf("recorded %d requests, want the 4 that fit", len(reqs))
+	}
 	for _, r := range reqs {
-		if r.Status == pool.StatusOK {
-			done++
-		}
-		if r.Status == StatusInFlight {
-			t.Errorf("request %d left in flight", r.PoolID)
+		if r.Status != pool.StatusOK {
+			t.Errorf("request %d: %s", r.PoolID, r.Status)
 		}
 	}
-	if done != n {
-		t.Errorf("%d of %d requests recorded as ended (dropped %d events)", done, n, s.Dropped())
+	if len(s.rec.open) != 0 || s.rec.waitHead != nil {
+		t.Errorf("%d requests still open in memory", len(s.rec.open))
 	}
-	if s.Dropped() == 0 {
-		t.Error("the test did not fill the queue")
+	crash(t, s)
+	if listed, err := readJournalFile(path); err != nil || len(listed) != 0 {
+		t.Errorf("the journal lists %d requests (%v), want none", len(listed), err)
+	}
+}
+
+// A request that ended is freed from the journal only once its row is
+// committed: a crash before that leaves it owed to its client, as a
+// request whose answer may not have been written out (a second answer is
+// harmless; none is a hang).
+func TestJournalFreesOnlyWhatIsCommitted(t *testing.T) {
+	path := dbPath(t)
+	s := openT(t, path, &Options{FlushInterval: time.Hour})
+	now := time.Now()
+	s.Record(received(1, "s1", "tools/call", "echo", now))
+	s.Record(written(1, "s1", 4242, now))
+	s.Record(done(1, "s1", "tools/call", "echo", pool.StatusOK, 4242, now))
+	listed, err := readJournalFile(path)
+	if err != nil || len(listed) != 1 || listed[0].PoolID != 1 || listed[0].Written == 0 || listed[0].Name != "echo" {
+		t.Fatalf("journal before the commit: %+v, %v; want request 1, written", listed, err)
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if listed, err := readJournalFile(path); err != nil || len(listed) != 0 {
+		t.Errorf("journal after the commit: %+v, %v; want it empty", listed, err)
+	}
+}
+
+// Without a journal (its file cannot be made), history still records
+// everything: each request in flight gets its row at the next batch, as
+// every row did before the journal.
+func TestWithoutAJournal(t *testing.T) {
+	path := dbPath(t)
+	if err := os.Mkdir(path+"-inflight", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s := openT(t, path, nil)
+	now := time.Now()
+	s.Record(received(1, "s1", "tools/call", "echo", now))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Requests(context.Background(), Filter{})
+	if err != nil || len(rs) != 1 || rs[0].Status != StatusInFlight {
+		t.Fatalf("requests after a flush: %+v, %v; want request 1 in flight", rs, err)
+	}
+	s.Record(done(1, "s1", "tools/call", "echo", pool.StatusOK, 0, now.Add(time.Millisecond)))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := s.Requests(context.Background(), Filter{}); err != nil || len(rs) != 1 || rs[0].Status != pool.StatusOK {
+		t.Errorf("requests after its end: %+v, %v", rs, err)
+	}
+}
+
+// A pool id twice in a run (a pool's bug, or two pools on one store) does
+// not cost the batch: the statement that meets the taken id is undone and
+// its rows inserted one by one, the second of the two skipped.
+func TestTakenIDCostsOnlyItsRow(t *testing.T) {
+	s := openT(t, dbPath(t), &Options{FlushInterval: time.Hour})
+	now := time.Now()
+	for i := 1; i <= 2*insBatch; i++ {
+		id := uint64(i)
+		if i == insBatch/2 {
+			id = 3 // taken
+		}
+		s.Record(done(id, "s1", "tools/call", "echo", pool.StatusOK, 0, now))
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Requests(context.Background(), Filter{Limit: 1000})
+	if err != nil || len(rs) != 2*insBatch-1 || s.Dropped() != 0 {
+		t.Errorf("recorded %d requests (%v), dropped %d; want %d and none", len(rs), err, s.Dropped(), 2*insBatch-1)
+	}
+}
+
+// Requests since a time, and their counts, are found through the sample
+// of one row in 64 and filtered exactly: every request received at or
+// after the time, whatever side of a sample it falls on, and none before.
+func TestSinceFindsEveryRequest(t *testing.T) {
+	s := openT(t, dbPath(t), nil)
+	start := time.Now().Add(-time.Hour).Truncate(time.Millisecond) // times are kept to the microsecond
+	const n = 1000
+	for i := uint64(1); i <= n; i++ {
+		at := start.Add(time.Duration(i) * 100 * time.Millisecond) // 100 s in all
+		s.Record(received(i, "s1", "tools/call", "echo", at))
+		s.Record(done(i, "s1", "tools/call", "echo", pool.StatusOK, 0, at))
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, k := range []int{0, 1, 63, 64, 65, 500, 999, 1000, 1001} {
+		since := start.Add(time.Duration(k) * 100 * time.Millisecond)
+		want := n - max(k, 1) + 1
+		if k > n {
+			want = 0
+		}
+		rs, err := s.Requests(ctx, Filter{Since: since, Limit: 2 * n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts, err := s.CountsByStatus(ctx, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) != want || counts[pool.StatusOK] != want {
+			t.Errorf("since request %d: %d requests, %d counted; want %d", k, len(rs), counts[pool.StatusOK], want)
+		}
+		for _, r := range rs {
+			if r.Received.Before(since) {
+				t.Errorf("since request %d: request %d received before", k, r.PoolID)
+			}
+		}
 	}
 }
 
 // A child's roots partition is recorded with it and told in the timeline
 // of a request it served.
 func TestBackendRootsRecorded(t *testing.T) {
-	s := openT(t, dbPath(t), nil)
+	s := openT(t, dbPath(t), &Options{InFlightAfter: time.Nanosecond}) // a row for a request in flight at once
 	now := time.Now()
 	for _, e := range []pool.Event{
 		{Kind: pool.EventBackendStarted, Time: now, Server: "fs", PID: 4321, ProcessStart: now, Command: []string{"fs-server"},
@@ -633,7 +947,7 @@ func TestBackendRootsRecorded(t *testing.T) {
 // node), is recorded beside the configured command and told in the
 // timeline of a request it served.
 func TestBackendResolvedCommandRecorded(t *testing.T) {
-	s := openT(t, dbPath(t), nil)
+	s := openT(t, dbPath(t), &Options{InFlightAfter: time.Nanosecond}) // a row for a request in flight at once
 	now := time.Now()
 	for _, e := range []pool.Event{
 		{Kind: pool.EventBackendStarted, Time: now, Server: "seq", PID: 4321, ProcessStart: now,

@@ -44,9 +44,9 @@ type WindowRun struct {
 const WindowLookback = time.Hour
 
 // Window reads what the history holds about [from, until]: at most limit
-// requests (<= 0: 20,000). It uses the columns every schema version has
-// (received, written, answered, status, run, session, server, pid;
-// backends' started and exited).
+// requests (<= 0: 20,000). It finds them through a range of row ids
+// (request_log's sampled time index) and the partial indexes of
+// unanswered rows, never a scan of the whole table.
 func (s *Store) Window(ctx context.Context, from, until time.Time, limit int) (Window, error) {
 	w := Window{From: from, Until: until}
 	if until.Before(from) {
@@ -60,10 +60,15 @@ func (s *Store) Window(ctx context.Context, from, until time.Time, limit int) (W
 	f, u, back := from.UnixMicro(), until.UnixMicro(), from.Add(-WindowLookback).UnixMicro()
 
 	// Answered requests that overlap the span, and unanswered ones
-	// received in it or in the lookback before it.
+	// received in it or in the lookback before it: row ids follow
+	// arrival, so these are a range of them (see idBefore).
+	after, err := s.idBefore(ctx, from.Add(-WindowLookback))
+	if err != nil {
+		return w, err
+	}
 	reqs, err := s.queryRequests(ctx, live, "SELECT "+requestCols+` FROM requests
-		WHERE received >= ? AND received <= ? AND (answered IS NULL OR answered >= ?)
-		ORDER BY received, id LIMIT ?`, back, u, f, limit+1)
+		WHERE id > ? AND received >= ? AND received <= ? AND (answered IS NULL OR answered >= ?)
+		ORDER BY id LIMIT ?`, after, back, u, f, limit+1)
 	if err != nil {
 		return w, err
 	}
@@ -73,8 +78,8 @@ func (s *Store) Window(ctx context.Context, from, until time.Time, limit int) (W
 	// Unanswered requests received before the lookback (the partial
 	// indexes keep these cheap). Unanswered ones are kept only if their
 	// run lasted into the span.
-	old, err := s.queryRequests(ctx, live, "SELECT "+requestCols+" FROM requests WHERE status = 'in-flight' AND received < ?"+
-		" UNION ALL SELECT "+requestCols+" FROM requests WHERE status = 'abandoned' AND received < ?", back, back)
+	old, err := s.queryRequests(ctx, live, "SELECT "+requestCols+" FROM requests WHERE status_code = 0 AND received < ?"+
+		" UNION ALL SELECT "+requestCols+" FROM requests WHERE status_code = 7 AND received < ?", back, back)
 	if err != nil {
 		return w, err
 	}

@@ -1,10 +1,13 @@
 package store
 
 import (
-	"cmp"
+	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool"
@@ -14,46 +17,95 @@ import (
 // connection and everything below; nothing else touches them.
 type writer struct {
 	s   *Store
-	db  *sql.DB
-	run int64
+	ctx context.Context
+	// conn is the write connection, pinned: transactions are BEGIN and
+	// COMMIT statements on it, and the rows go in through its driver
+	// connection (raw), without database/sql's per-value conversions.
+	conn *sql.Conn
+	run  int64
 
-	insReq, updWritten, updDone, insDone     *sql.Stmt
-	insOrphan                                *sql.Stmt
+	insOneSafe, upsert                       *sql.Stmt
 	sessOpen, sessClose, backStart, backExit *sql.Stmt
+	addName                                  *sql.Stmt
+	raw                                      rawInserts
 
-	// Reused by every flush.
-	byPoolID map[uint64]int // pool id -> index into rows
-	rows     []reqRow
-	merged   []bool // batch[i] was folded into a row
+	names    map[string]int64 // the names table, while it has room
+	newNames []string         // added to names by the batch being written
+	// count is how many requests the database holds (MaxRows).
+	count int64
+
+	// Reused by every batch.
+	rows   []reqRow
+	events []pool.Event
+	args   []driver.NamedValue
 }
 
-// reqRow is a request whose Received event is in the current batch, with
-// the Written and Done events of the same batch folded in: under load one
-// INSERT records the whole request.
-type reqRow struct {
-	recv    int // index of the Received event
-	done    int // index of the Done event, or -1
-	written time.Time
-	pid     int
+// rawInserts are the row inserts, prepared on the driver connection dc
+// (the same one for as long as conn is pinned) and used only inside
+// conn.Raw, while dc is valid.
+type rawInserts struct {
+	dc        any
+	many, one driver.Stmt
+}
+
+// insBatch is how many rows one INSERT statement carries: fewer
+// statements per batch, and fewer round trips through cgo.
+const insBatch = 32
+
+// maxNames bounds the names dictionary; past it, and for texts longer
+// than maxNameLen, a row holds its text.
+const (
+	maxNames   = 4096
+	maxNameLen = 64
+)
+
+// Status codes of request_log.status (migration 0005); a status without
+// a code is stored as its text.
+var statusNames = [...]string{StatusInFlight, pool.StatusOK, pool.StatusError, pool.StatusTimeout, pool.StatusCancelled,
+	pool.StatusFailed, pool.StatusOrphaned, StatusAbandoned, StatusUnknown}
+
+var statusCodes = func() map[string]int64 {
+	m := map[string]int64{}
+	for i, s := range statusNames {
+		m[s] = int64(i)
+	}
+	return m
+}()
+
+func statusValue(s string) any {
+	if c, ok := statusCodes[s]; ok {
+		return c
+	}
+	return s
+}
+
+// reqCols are the columns the writer inserts; payloads only with capture on.
+func reqCols(capture bool) []string {
+	cols := []string{"id", "session", "server", "method", "name", "original_id", "received", "written",
+		"answered", "status", "error_code", "error", "request_size", "response_size", "pid"}
+	if capture {
+		cols = append(cols, "request_payload", "response_payload")
+	}
+	return cols
+}
+
+// insertSQL inserts n rows of run; the run is a constant of the
+// statement. It has no conflict clause: any (ON CONFLICT, OR IGNORE)
+// makes SQLite's insert about four times as costly, so a statement that
+// meets a taken id (a pool id twice) fails, and the writer inserts its
+// rows again one by one, each that fails again with insOneSQL.
+func insertSQL(run int64, cols []string, n int) string {
+	one := "(" + strconv.FormatInt(run, 10) + strings.Repeat(", ?", len(cols)) + ")"
+	return "INSERT INTO request_log (run, " + strings.Join(cols, ", ") + ") VALUES " +
+		strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
+}
+
+// insOneSQL inserts one row, unless its id is taken.
+func insOneSQL(run int64, cols []string) string {
+	return insertSQL(run, cols, 1) + " ON CONFLICT (id) DO NOTHING"
 }
 
 const (
-	sqlInsReq = `INSERT INTO requests (run, pool_id, session, server, method, name, original_id,
-		received, written, answered, status, error_code, error, request_size, response_size, pid,
-		request_payload, response_payload)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (run, pool_id) DO NOTHING`
-	sqlUpdWritten = `UPDATE requests SET written = ?, pid = ? WHERE run = ? AND pool_id = ?`
-	sqlUpdDone    = `UPDATE requests SET answered = ?, status = ?, error_code = ?, error = ?, response_size = ?,
-		pid = coalesce(?, pid), written = coalesce(written, ?), response_payload = ?
-		WHERE run = ? AND pool_id = ?`
-	// A Done whose request row is missing (its Received was dropped)
-	// still records what it knows.
-	sqlInsDone = `INSERT INTO requests (run, pool_id, session, server, method, name, received,
-		written, answered, status, error_code, error, response_size, pid, response_payload)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlInsOrphan = `INSERT INTO requests (run, server, original_id, received, answered, status, error, pid)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlSessOpen = `INSERT INTO sessions (run, id, server, client_name, client_version, transport, peer_pid, connected)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run, id) DO UPDATE SET
@@ -66,140 +118,226 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlBackExit = `UPDATE backends SET exited = ?, exit_code = ?, exit_reason = ?
 		WHERE id = (SELECT max(id) FROM backends WHERE run = ? AND pid = ? AND exited IS NULL)`
+	sqlAddName = `INSERT INTO names (text) VALUES (?) ON CONFLICT (text) DO UPDATE SET text = excluded.text RETURNING id`
 )
 
-func newWriter(s *Store) (*writer, error) {
-	w := &writer{s: s, db: s.wdb, run: s.run, byPoolID: map[uint64]int{}}
+func newWriter(s *Store) (w *writer, err error) {
+	w = &writer{s: s, ctx: context.Background(), run: s.run, names: map[string]int64{}}
+	if w.conn, err = s.wdb.Conn(w.ctx); err != nil {
+		return nil, fmt.Errorf("the write connection: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			w.close()
+		}
+	}()
+	cols := reqCols(s.opts.CapturePayloads)
+	upsert := insertSQL(s.run, cols, 1) + ` ON CONFLICT (id) DO UPDATE SET written = excluded.written,
+		answered = excluded.answered, status = excluded.status, error_code = excluded.error_code, error = excluded.error,
+		response_size = excluded.response_size, pid = coalesce(excluded.pid, pid)`
+	if s.opts.CapturePayloads {
+		upsert += `, response_payload = excluded.response_payload`
+	}
 	for _, p := range []struct {
 		st  **sql.Stmt
 		sql string
 	}{
-		{&w.insReq, sqlInsReq}, {&w.updWritten, sqlUpdWritten}, {&w.updDone, sqlUpdDone}, {&w.insDone, sqlInsDone},
-		{&w.insOrphan, sqlInsOrphan}, {&w.sessOpen, sqlSessOpen}, {&w.sessClose, sqlSessClose},
-		{&w.backStart, sqlBackStart}, {&w.backExit, sqlBackExit},
+		{&w.insOneSafe, insOneSQL(s.run, cols)}, {&w.upsert, upsert},
+		{&w.sessOpen, sqlSessOpen}, {&w.sessClose, sqlSessClose}, {&w.backStart, sqlBackStart}, {&w.backExit, sqlBackExit},
+		{&w.addName, sqlAddName},
 	} {
-		st, err := w.db.Prepare(p.sql)
+		st, err := w.conn.PrepareContext(w.ctx, p.sql)
 		if err != nil {
 			return nil, fmt.Errorf("prepare: %w", err)
 		}
 		*p.st = st
 	}
+	rows, err := w.conn.QueryContext(w.ctx, `SELECT id, text FROM names ORDER BY id LIMIT ?`, maxNames)
+	if err != nil {
+		return nil, fmt.Errorf("read names: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var text string
+		if err := rows.Scan(&id, &text); err != nil {
+			return nil, fmt.Errorf("read names: %w", err)
+		}
+		w.names[text] = id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read names: %w", err)
+	}
+	rows.Close()
+	if err := w.recount(); err != nil {
+		return nil, err
+	}
 	return w, nil
+}
+
+// close releases the statements and the pinned connection.
+func (w *writer) close() {
+	for _, st := range []*sql.Stmt{w.insOneSafe, w.upsert, w.sessOpen, w.sessClose, w.backStart, w.backExit, w.addName} {
+		if st != nil {
+			st.Close()
+		}
+	}
+	_ = w.conn.Raw(func(any) error {
+		for _, st := range []driver.Stmt{w.raw.many, w.raw.one} {
+			if st != nil {
+				st.Close()
+			}
+		}
+		return nil
+	})
+	w.conn.Close()
+}
+
+// exec runs q on the write connection.
+func (w *writer) exec(q string, args ...any) (sql.Result, error) {
+	return w.conn.ExecContext(w.ctx, q, args...)
+}
+
+// recount reads how many requests the database holds.
+func (w *writer) recount() error {
+	if err := w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM request_log`).Scan(&w.count); err != nil {
+		return fmt.Errorf("count the requests: %w", err)
+	}
+	return nil
 }
 
 // alwaysReady is a closed channel: a select case on it is always ready.
 var alwaysReady = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// loop receives events and writes them in batches: a transaction per
-// BatchSize events or per FlushInterval after a batch's first event.
-// Between batches, while retention is due (a minute after start, then
-// every PruneInterval), it deletes old rows one small step at a time, so
-// neither pruning nor a burst holds the write lock long. It ends when Store.Close closes stop, after draining the queue.
+// loop writes batches: FlushInterval after Record hands an idle writer
+// work, or as soon as BatchSize rows and events wait; between batches,
+// while there is work, it wakes every FlushInterval, and it sleeps
+// without a timer when there is none. While retention is due (a minute
+// after start, then every PruneInterval) it deletes old rows one small
+// step at a time between batches, so neither pruning nor a burst holds
+// the write lock long. It ends when Store.Close closes stop, after
+// writing what waits.
 func (w *writer) loop() {
 	defer close(w.s.done)
 	o := w.s.opts
-	batch := make([]pool.Event, 0, o.BatchSize)
 	flush := time.NewTimer(time.Hour)
 	flush.Stop()
+	timing := false // flush is set
 	prune := time.NewTicker(o.PruneInterval)
 	defer prune.Stop()
 	// The first pruning waits for the app to settle.
 	firstPrune := time.NewTimer(min(o.PruneInterval, time.Minute))
 	defer firstPrune.Stop()
 	pruneDue := false
+	batch := func() {
+		w.batch(time.Now())
+		timing = w.s.rec.rearm()
+		if timing {
+			flush.Reset(o.FlushInterval)
+		} else {
+			flush.Stop()
+		}
+	}
 	for {
 		var pruneNow <-chan struct{}
-		if pruneDue && len(batch) == 0 {
+		if pruneDue && !timing {
 			pruneNow = alwaysReady
 		}
 		select {
-		case e := <-w.s.queue:
-			batch = append(batch, e)
-			if len(batch) == 1 {
+		case <-w.s.wake:
+			if !timing {
+				timing = true
 				flush.Reset(o.FlushInterval)
 			}
-			if len(batch) >= o.BatchSize {
-				flush.Stop()
-				batch = w.flush(batch)
-			}
+		case <-w.s.full:
+			batch()
 		case <-flush.C:
-			batch = w.flush(batch)
+			batch()
 		case <-prune.C:
 			pruneDue = true
 		case <-firstPrune.C:
 			pruneDue = true
 		case <-pruneNow:
 			more, err := w.pruneStep(time.Now())
+			if err == nil && !more {
+				err = w.recount() // once a pass: the count drifts (see writeRows)
+			}
 			if err != nil {
 				w.s.log.Warn("history: prune", "err", err)
 			}
 			pruneDue = more && err == nil
 		case reply := <-w.s.pruneReq:
-			batch = w.drain(batch)
+			batch()
 			reply <- w.pruneAll(time.Now())
 		case reply := <-w.s.flushReq:
-			batch = w.drain(batch)
+			batch()
 			reply <- w.s.Err()
 		case <-w.s.stop:
 			flush.Stop()
-			w.finish(batch)
+			w.finish()
 			return
 		}
 	}
 }
 
-// drain writes everything queued so far and returns the emptied batch.
-func (w *writer) drain(batch []pool.Event) []pool.Event {
-	for {
-		select {
-		case e := <-w.s.queue:
-			batch = append(batch, e)
-			if len(batch) >= w.s.opts.BatchSize {
-				batch = w.flush(batch)
-			}
-		default:
-			return w.flush(batch)
-		}
-	}
+// batch writes what waits, and the in-flight rows due at now, in one
+// transaction. A failed batch is lost: its rows and events count as
+// dropped and Err reports why.
+func (w *writer) batch(now time.Time) {
+	w.rows, w.events = w.s.rec.take(w.rows, w.events, now.Add(-w.s.opts.InFlightAfter))
+	w.write(true)
 }
 
-// finish writes what is still queued and closes the run.
-func (w *writer) finish(batch []pool.Event) {
-	w.drain(batch)
-	now := time.Now().UnixMicro()
-	// A clean stop ends every request, so a row still in flight lost its
-	// end (dropped with the queue full and the overflow too): unknown, not
-	// abandoned, which would report a hang that never was.
-	if _, err := w.db.Exec(`UPDATE requests SET status = 'unknown',
-		error = 'the end of this request was not recorded (history dropped events under load)'
-		WHERE run = ? AND status = 'in-flight'`, w.run); err != nil {
-		w.fail(fmt.Errorf("close the run's requests: %w", err), 0)
+// write writes the rows and events taken, and frees the journal slots of
+// the requests whose end it recorded, and of all of them when the batch
+// failed and free is set (they are lost; the journal would report them
+// as hangs).
+func (w *writer) write(free bool) bool {
+	if len(w.rows)+len(w.events) == 0 {
+		return true
 	}
-	if _, err := w.db.Exec(`UPDATE runs SET ended = ? WHERE id = ?`, now, w.run); err != nil {
-		w.fail(fmt.Errorf("end the run: %w", err), 0)
-	}
-	_, _ = w.db.Exec(`PRAGMA optimize`)
-	for _, st := range []*sql.Stmt{w.insReq, w.updWritten, w.updDone, w.insDone, w.insOrphan, w.sessOpen, w.sessClose, w.backStart, w.backExit} {
-		st.Close()
-	}
-}
-
-// flush writes batch in one transaction and returns it emptied. A failed
-// batch is lost: its events count as dropped and Err reports why.
-func (w *writer) flush(batch []pool.Event) []pool.Event {
-	if len(w.s.queue) == 0 {
-		batch = append(batch, w.s.takeOverflow()...) // after every start queued before them
-	}
-	if len(batch) == 0 {
-		return batch
-	}
-	if err := w.write(batch); err != nil {
-		w.fail(err, len(batch))
+	err := w.writeTx()
+	if err != nil {
+		w.fail(err, len(w.rows)+len(w.events))
 	} else {
 		w.s.setErr(nil)
 	}
-	clear(batch) // let payloads go
-	return batch[:0]
+	if err == nil || free {
+		w.s.rec.committed(w.rows)
+	}
+	clear(w.rows) // let texts and payloads go
+	clear(w.events)
+	w.rows, w.events = w.rows[:0], w.events[:0]
+	return err == nil
+}
+
+// finish writes what waits, ends the requests still in flight (a clean
+// stop ends every request, so one still open lost its end: unknown, not
+// abandoned, which would report a hang that never was), ends the run and
+// empties the journal.
+func (w *writer) finish() {
+	defer w.close()
+	if w.s.killed.Load() {
+		return // as a killed process: nothing more
+	}
+	w.rows, w.events = w.s.rec.take(w.rows, w.events, time.Now().Add(-w.s.opts.InFlightAfter))
+	w.rows = w.s.rec.takeOpen(w.rows)
+	ok := w.write(false)
+	if _, err := w.exec(`UPDATE request_log SET status = ?, error = ? WHERE run = ? AND status = 0`,
+		statusCodes[StatusUnknown], unknownError, w.run); err != nil {
+		w.fail(fmt.Errorf("close the run's requests: %w", err), 0)
+		ok = false
+	}
+	if _, err := w.exec(`UPDATE runs SET ended = ? WHERE id = ?`, time.Now().UnixMicro(), w.run); err != nil {
+		w.fail(fmt.Errorf("end the run: %w", err), 0)
+		ok = false
+	}
+	if ok { // else the journal is the record of what was in flight
+		w.s.rec.mu.Lock()
+		w.s.rec.journal.reset(w.run)
+		w.s.rec.mu.Unlock()
+	}
+	_, _ = w.exec(`PRAGMA optimize`)
 }
 
 func (w *writer) fail(err error, lost int) {
@@ -209,133 +347,235 @@ func (w *writer) fail(err error, lost int) {
 	w.s.log.Warn("history write failed", "err", err, "lostEvents", lost)
 }
 
-// fold finds each request whose Received is in batch and folds its
-// Written and Done events of the same batch into one row.
-func (w *writer) fold(batch []pool.Event) {
-	clear(w.byPoolID)
-	w.rows = w.rows[:0]
-	if cap(w.merged) < len(batch) {
-		w.merged = make([]bool, len(batch))
-	} else {
-		w.merged = w.merged[:len(batch)]
-		clear(w.merged)
-	}
-	for i := range batch {
-		e := &batch[i]
-		switch e.Kind {
-		case pool.EventRequestReceived:
-			w.byPoolID[e.PoolID] = len(w.rows)
-			w.rows = append(w.rows, reqRow{recv: i, done: -1})
-		case pool.EventRequestWritten:
-			if j, ok := w.byPoolID[e.PoolID]; ok {
-				w.rows[j].written, w.rows[j].pid = e.Time, e.PID
-				w.merged[i] = true
-			}
-		case pool.EventRequestDone:
-			if j, ok := w.byPoolID[e.PoolID]; ok && w.rows[j].done < 0 {
-				w.rows[j].done = i
-				w.merged[i] = true
-			}
-		}
-	}
-}
-
-func (w *writer) write(batch []pool.Event) error {
-	w.fold(batch)
-	tx, err := w.db.Begin()
-	if err != nil {
+func (w *writer) writeTx() (err error) {
+	if _, err := w.exec("BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	defer tx.Rollback()
-	insReq, updWritten, updDone := tx.Stmt(w.insReq), tx.Stmt(w.updWritten), tx.Stmt(w.updDone)
-	row := 0
-	for i := range batch {
-		if w.merged[i] {
-			continue
-		}
-		e := &batch[i]
-		var err error
-		switch e.Kind {
-		case pool.EventRequestReceived:
-			err = w.insertRequest(insReq, batch, w.rows[row])
-			row++
-		case pool.EventRequestWritten:
-			_, err = updWritten.Exec(e.Time.UnixMicro(), nullInt(e.PID), w.run, e.PoolID)
-		case pool.EventRequestDone:
-			var written any
-			if e.Written {
-				written = e.Time.UnixMicro()
-			}
-			var res sql.Result
-			status, payload := cmp.Or(e.Status, pool.StatusFailed), w.payload(e.Payload)
-			res, err = updDone.Exec(e.Time.UnixMicro(), status, nullInt(e.ErrCode), nullStr(e.Err), nullInt(e.Size),
-				nullInt(e.PID), written, payload, w.run, e.PoolID)
-			if n, _ := rowsAffected(res, err); n == 0 && err == nil {
-				_, err = tx.Stmt(w.insDone).Exec(w.run, e.PoolID, e.Session, e.Server, e.Method, e.Name, e.Time.UnixMicro(),
-					written, e.Time.UnixMicro(), status, nullInt(e.ErrCode), nullStr(e.Err), nullInt(e.Size), nullInt(e.PID), payload)
-			}
-		case pool.EventOrphan:
-			_, err = tx.Stmt(w.insOrphan).Exec(w.run, e.Server, e.OriginalID, e.Time.UnixMicro(), e.Time.UnixMicro(),
-				pool.StatusOrphaned, "a response to an id nobody waits for (a late answer to a cancelled or timed-out request?)",
-				nullInt(e.PID))
-		case pool.EventSessionOpened:
-			_, err = tx.Stmt(w.sessOpen).Exec(w.run, e.Session, e.Server, e.ClientName, e.ClientVersion, e.Transport,
-				nullInt(e.PID), e.Time.UnixMicro())
-		case pool.EventSessionClosed:
-			_, err = tx.Stmt(w.sessClose).Exec(e.Time.UnixMicro(), nullStr(e.Err), w.run, e.Session)
-		case pool.EventBackendStarted:
-			cmdJSON, _ := json.Marshal(RedactArgs(e.Command))
-			var roots any
-			if len(e.Roots) > 0 {
-				b, _ := json.Marshal(e.Roots)
-				roots = string(b)
-			}
-			var resolved any
-			if len(e.ResolvedCommand) > 0 {
-				b, _ := json.Marshal(RedactArgs(e.ResolvedCommand))
-				resolved = string(b)
-			}
-			_, err = tx.Stmt(w.backStart).Exec(w.run, e.Server, e.Session, e.PID, nullTime(e.ProcessStart),
-				string(cmdJSON), e.Time.UnixMicro(), roots, resolved)
-		case pool.EventBackendExited:
-			_, err = tx.Stmt(w.backExit).Exec(e.Time.UnixMicro(), e.ExitCode, nullStr(e.Err), w.run, e.PID)
-		}
+	defer func() {
 		if err != nil {
-			return fmt.Errorf("record %s: %w", e.Kind, err)
+			_, _ = w.exec("ROLLBACK")
+			for _, n := range w.newNames { // not in the database after all
+				delete(w.names, n)
+			}
+		}
+		w.newNames = w.newNames[:0]
+	}()
+	added, err := w.writeRows()
+	if err != nil {
+		return err
+	}
+	for i := range w.events {
+		if err := w.writeEvent(&w.events[i]); err != nil {
+			return fmt.Errorf("record %s: %w", w.events[i].Kind, err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	count, err := w.capRows(w.count + added)
+	if err != nil {
+		return err
+	}
+	if _, err := w.exec("COMMIT"); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	w.count = count
 	return nil
 }
 
-// insertRequest inserts one request row with whatever of its life the
-// batch holds.
-func (w *writer) insertRequest(st *sql.Stmt, batch []pool.Event, r reqRow) error {
-	e := &batch[r.recv]
-	status := StatusInFlight
-	var written, answered, errCode, errMsg, respSize, respPayload any
-	pid := r.pid
-	if !r.written.IsZero() {
-		written = r.written.UnixMicro()
-	}
-	if r.done >= 0 {
-		d := &batch[r.done]
-		status = cmp.Or(d.Status, pool.StatusFailed)
-		answered = d.Time.UnixMicro()
-		errCode, errMsg, respSize = nullInt(d.ErrCode), nullStr(d.Err), nullInt(d.Size)
-		respPayload = w.payload(d.Payload)
-		if d.PID != 0 {
-			pid = d.PID
-		}
-		if written == nil && d.Written {
-			written = answered
+// writeRows inserts the new rows, insBatch to a statement, then upserts
+// those that may exist already (one's in-flight row may be in this very
+// batch). It returns how many rows it added.
+func (w *writer) writeRows() (added int64, err error) {
+	// The values first: a new name is added to names on the way, which
+	// cannot run inside Raw.
+	w.args = w.args[:0]
+	for i := range w.rows {
+		if !w.rows[i].exists {
+			if w.args, err = w.rowArgs(w.args, &w.rows[i]); err != nil {
+				return 0, err
+			}
 		}
 	}
-	_, err := st.Exec(w.run, e.PoolID, e.Session, e.Server, e.Method, e.Name, e.OriginalID,
-		e.Time.UnixMicro(), written, answered, status, errCode, errMsg, nullInt(e.Size), respSize, nullInt(pid),
-		w.payload(e.Payload), respPayload)
+	per := len(reqCols(w.s.opts.CapturePayloads))
+	var retry [][]driver.NamedValue // the rows of statements that met a taken id
+	err = w.conn.Raw(func(dc any) error {
+		if err := w.raw.prepare(dc, w.run, reqCols(w.s.opts.CapturePayloads)); err != nil {
+			return err
+		}
+		exec := func(st driver.Stmt, args []driver.NamedValue) error {
+			res, err := st.(driver.StmtExecContext).ExecContext(w.ctx, args)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			added += n
+			return nil
+		}
+		all := w.args
+		for len(all) >= insBatch*per {
+			if exec(w.raw.many, ordinals(all[:insBatch*per])) != nil {
+				// SQLite undid the statement: its rows one by one.
+				for i := 0; i < insBatch*per; i += per {
+					retry = append(retry, all[i:i+per])
+				}
+			}
+			all = all[insBatch*per:]
+		}
+		for ; len(all) > 0; all = all[per:] {
+			if exec(w.raw.one, ordinals(all[:per])) != nil {
+				retry = append(retry, all[:per])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("record requests: %w", err)
+	}
+	for _, row := range retry {
+		if err := w.execCounted(w.insOneSafe, row, &added); err != nil {
+			return 0, err
+		}
+	}
+	clear(w.args)
+	for i := range w.rows {
+		r := &w.rows[i]
+		if !r.exists {
+			continue
+		}
+		args, err := w.rowArgs(nil, r)
+		if err != nil {
+			return 0, err
+		}
+		// Counted as added: the count errs towards pruning a row early.
+		if err := w.execCounted(w.upsert, args, &added); err != nil {
+			return 0, err
+		}
+	}
+	return added, nil
+}
+
+// execCounted runs st with one row's values and adds the rows it changed.
+func (w *writer) execCounted(st *sql.Stmt, row []driver.NamedValue, added *int64) error {
+	args := make([]any, len(row))
+	for i, v := range row {
+		args[i] = v.Value
+	}
+	res, err := st.ExecContext(w.ctx, args...)
+	if err != nil {
+		return fmt.Errorf("record a request: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	*added += n
+	return nil
+}
+
+// ordinals numbers a statement's values from 1, in place.
+func ordinals(args []driver.NamedValue) []driver.NamedValue {
+	for i := range args {
+		args[i].Ordinal = i + 1
+	}
+	return args
+}
+
+// prepare makes the inserts on dc, once per driver connection.
+func (r *rawInserts) prepare(dc any, run int64, cols []string) error {
+	if r.dc == dc {
+		return nil
+	}
+	p, ok := dc.(driver.ConnPrepareContext)
+	if !ok {
+		return fmt.Errorf("the sqlite3 driver cannot prepare in a context")
+	}
+	ctx := context.Background()
+	var err error
+	if r.many, err = p.PrepareContext(ctx, insertSQL(run, cols, insBatch)); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	if r.one, err = p.PrepareContext(ctx, insertSQL(run, cols, 1)); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	r.dc = dc
+	return nil
+}
+
+// rowArgs appends r's values in reqCols order, as driver values.
+func (w *writer) rowArgs(args []driver.NamedValue, r *reqRow) ([]driver.NamedValue, error) {
+	server, err := w.name(r.server)
+	if err != nil {
+		return nil, err
+	}
+	method, err := w.name(r.method)
+	if err != nil {
+		return nil, err
+	}
+	name, err := w.name(r.name)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range [...]any{r.id, sessionValue(r.session), server, method, name, idValue(r.originalID), r.received,
+		since(r.written, r.received), since(r.answered, r.received), statusValue(r.status),
+		nullInt(r.errCode), nullStr(r.err), nullInt(r.reqSize), nullInt(r.respSize), nullInt(r.pid)} {
+		args = append(args, driver.NamedValue{Value: v})
+	}
+	if w.s.opts.CapturePayloads {
+		args = append(args, driver.NamedValue{Value: w.payload(r.reqPayload)}, driver.NamedValue{Value: w.payload(r.respPayload)})
+	}
+	return args, nil
+}
+
+// since is t as microseconds after from, or NULL when t did not happen.
+func since(t, from int64) any {
+	if t == 0 {
+		return nil
+	}
+	return t - from
+}
+
+// name is what a row stores for a server, method or tool name: its id in
+// names, adding it while the dictionary has room, else the text; 0 for
+// none.
+func (w *writer) name(text string) (any, error) {
+	if text == "" {
+		return int64(0), nil
+	}
+	if id, ok := w.names[text]; ok {
+		return id, nil
+	}
+	if len(w.names) >= maxNames || len(text) > maxNameLen {
+		return text, nil
+	}
+	var id int64
+	if err := w.addName.QueryRowContext(w.ctx, text).Scan(&id); err != nil {
+		return nil, fmt.Errorf("record the name %q: %w", text, err)
+	}
+	w.names[text] = id
+	w.newNames = append(w.newNames, text)
+	return id, nil
+}
+
+func (w *writer) writeEvent(e *pool.Event) error {
+	var err error
+	switch e.Kind {
+	case pool.EventSessionOpened:
+		_, err = w.sessOpen.ExecContext(w.ctx, w.run, e.Session, e.Server, e.ClientName, e.ClientVersion, e.Transport,
+			nullInt(e.PID), e.Time.UnixMicro())
+	case pool.EventSessionClosed:
+		_, err = w.sessClose.ExecContext(w.ctx, e.Time.UnixMicro(), nullStr(e.Err), w.run, e.Session)
+	case pool.EventBackendStarted:
+		cmdJSON, _ := json.Marshal(RedactArgs(e.Command))
+		var roots any
+		if len(e.Roots) > 0 {
+			b, _ := json.Marshal(e.Roots)
+			roots = string(b)
+		}
+		var resolved any
+		if len(e.ResolvedCommand) > 0 {
+			b, _ := json.Marshal(RedactArgs(e.ResolvedCommand))
+			resolved = string(b)
+		}
+		_, err = w.backStart.ExecContext(w.ctx, w.run, e.Server, e.Session, e.PID, nullTime(e.ProcessStart),
+			string(cmdJSON), e.Time.UnixMicro(), roots, resolved)
+	case pool.EventBackendExited:
+		_, err = w.backExit.ExecContext(w.ctx, e.Time.UnixMicro(), e.ExitCode, nullStr(e.Err), w.run, e.PID)
+	}
 	return err
 }
 
@@ -356,7 +596,7 @@ func nullInt(n int) any {
 	if n == 0 {
 		return nil
 	}
-	return n
+	return int64(n) // a driver value
 }
 
 func nullStr(s string) any {
@@ -371,11 +611,4 @@ func nullTime(t time.Time) any {
 		return nil
 	}
 	return t.UnixMicro()
-}
-
-func rowsAffected(res sql.Result, err error) (int64, error) {
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
 }

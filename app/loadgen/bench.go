@@ -59,6 +59,10 @@ type BenchOptions struct {
 	// PoolEnv is added to both pools' environment (and so their
 	// children's): GOMAXPROCS, GODEBUG and the like, for experiments.
 	PoolEnv []string
+	// History selects the history measurements.
+	History HistoryOptions
+	// HistoryOnly skips everything else.
+	HistoryOnly bool
 }
 
 // BenchReport is everything one `switchboard bench` run measured, against
@@ -89,6 +93,9 @@ type BenchReport struct {
 	// HistoryOffLatencyP99Us is the same for one session, one in flight
 	// (compare with the connect latency row).
 	HistoryOffLatencyP99Us float64 `json:"historyOffLatencyP99Us"`
+	// History is the history measurements: on against off, no drops, the
+	// row cap, bytes per request.
+	History *HistoryReport `json:"history,omitempty"`
 	// ShimPSSBytes is one `switchboard connect` process's proportional set
 	// size, ShimIdleCPU its CPU time over IdleWindow with nothing to relay.
 	ShimPSSBytes uint64        `json:"shimPssBytes,omitempty"`
@@ -128,10 +135,31 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 		return errors.New("bench: which switchboard and which fake server?")
 	}
 	r := BenchReport{Machine: machine()}
-	inline := append(slices.Clone(fake), "-inline-echo")
 	if raceBuilt(self) {
 		r.Notes = append(r.Notes, self+" was built with -race: its figures are not the product's (build it without, e.g. GOFLAGS= make build)")
 	}
+	if !o.HistoryOnly {
+		if err := benchConnect(ctx, o, &r); err != nil {
+			return err
+		}
+	}
+	if !o.LatencyOnly {
+		// History: on against off, and whether the database keeps up.
+		h, err := benchHistory(ctx, o, fake)
+		if err != nil {
+			return err
+		}
+		r.History = h
+	}
+	return writeReport(out, o, r)
+}
+
+// benchConnect measures latency, throughput, the shim and idle sessions,
+// on a pool with history on (the default) and, for latency and throughput,
+// on one with it off.
+func benchConnect(ctx context.Context, o BenchOptions, r *BenchReport) error {
+	self, fake := o.Switchboard, o.Fake
+	inline := append(slices.Clone(fake), "-inline-echo")
 	direct := ProcessOpener(fake, nil, nil)
 	many := Config{Sessions: o.Sessions, InFlight: o.InFlight, Warmup: o.Warmup, Duration: o.Duration}
 
@@ -141,7 +169,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	if o.Trace != "" {
 		quietEnv = append(quietEnv, "SWITCHBOARD_TRACE="+o.Trace+".history-off")
 	}
-	quiet, err := startBenchPool(ctx, self, fake, true, false, quietEnv)
+	quiet, err := startBenchPool(ctx, self, fake, historyOff, false, quietEnv)
 	if err != nil {
 		return err
 	}
@@ -153,7 +181,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	if o.Trace != "" {
 		env = append(env, "SWITCHBOARD_TRACE="+o.Trace)
 	}
-	pool, err := startBenchPool(ctx, self, fake, false, !o.LatencyOnly, env)
+	pool, err := startBenchPool(ctx, self, fake, nil, !o.LatencyOnly, env)
 	if err != nil {
 		return err
 	}
@@ -189,7 +217,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	if o.LatencyOnly {
 		quiet.stop()
 		pool.stop()
-		return writeReport(out, o, r)
+		return nil
 	}
 
 	// History off at N x K, then that pool is done.
@@ -227,7 +255,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 
 	// One shim, alone and idle: its memory and CPU.
 	r.IdleWindow = 2 * time.Second
-	if err := pool.idleShim(ctx, &r); err != nil {
+	if err := pool.idleShim(ctx, r); err != nil {
 		r.Notes = append(r.Notes, "shim: "+err.Error())
 	}
 
@@ -241,7 +269,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 		}
 	}
 	pool.stop()
-	return writeReport(out, o, r)
+	return nil
 }
 
 // writeReport writes r as JSON or as the table.
@@ -274,9 +302,13 @@ type benchPool struct {
 	once       sync.Once
 }
 
-// startBenchPool starts a pool in a home of its own, with the HTTP front
-// door on a free loopback port when withHTTP is set.
-func startBenchPool(ctx context.Context, self string, fake []string, historyOff, withHTTP bool, env []string) (*benchPool, error) {
+// historyOff is the config's "history" object that turns recording off.
+var historyOff = map[string]any{"disabled": true}
+
+// startBenchPool starts a pool in a home of its own whose config's
+// "history" object is history (nil: the defaults, recording on), with the
+// HTTP front door on a free loopback port when withHTTP is set.
+func startBenchPool(ctx context.Context, self string, fake []string, history map[string]any, withHTTP bool, env []string) (*benchPool, error) {
 	// A short path: Unix socket addresses hold about 100 bytes.
 	home, err := os.MkdirTemp("", "sbbench")
 	if err != nil {
@@ -287,8 +319,8 @@ func startBenchPool(ctx context.Context, self string, fake []string, historyOff,
 		serverFake:   map[string]any{"command": fake[0], "args": fake[1:]},
 		serverInline: map[string]any{"command": fake[0], "args": inline},
 	}}
-	if historyOff {
-		cfg["history"] = map[string]any{"disabled": true}
+	if history != nil {
+		cfg["history"] = history
 	}
 	data, _ := json.Marshal(cfg)
 	if err := os.WriteFile(filepath.Join(home, "config.json"), data, 0o600); err != nil {
@@ -490,17 +522,28 @@ func (p *benchPool) goroutines(ctx context.Context) (int, error) {
 // stop ends the pool (SIGTERM, as a user would) and removes its home.
 // Calls after the first do nothing.
 func (p *benchPool) stop() {
-	p.once.Do(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-p.done:
-			p.done <- err
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		os.RemoveAll(p.home)
-	})
+	p.once.Do(p.end)
+	os.RemoveAll(p.home)
+}
+
+// stopKeepingHistory ends the pool like stop, but leaves its home for
+// the caller to read and remove; it returns the history database's path.
+func (p *benchPool) stopKeepingHistory() string {
+	p.once.Do(p.end)
+	return filepath.Join(p.home, "history.db")
+}
+
+// end stops the pool process: SIGTERM, so that its history closes the
+// run and flushes what is queued; SIGKILL after 30 s.
+func (p *benchPool) end() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
 }
 
 // raceBuilt reports whether the binary at path was built with the race
@@ -534,11 +577,22 @@ func machine() string {
 
 func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
 	fmt.Fprintf(out, "machine: %s\n\n", r.Machine)
+	if !o.HistoryOnly {
+		writeConnectTable(out, o, r)
+	}
+	if r.History != nil {
+		writeHistoryTable(out, r.History)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(out, "note: %s\n", n)
+	}
+}
+
+// writeConnectTable writes the latency, throughput, shim and idle-session
+// sections.
+func writeConnectTable(out io.Writer, o BenchOptions, r BenchReport) {
 	writeLatencyTable(out, r.Latency)
 	if o.LatencyOnly {
-		for _, n := range r.Notes {
-			fmt.Fprintf(out, "note: %s\n", n)
-		}
 		return
 	}
 	fmt.Fprintln(out)
@@ -575,9 +629,7 @@ func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
 	if r.IdleSessions > 0 {
 		fmt.Fprintf(out, "%d idle sessions: %.1f KiB of pool memory and %.2f goroutines each\n", r.IdleSessions, r.IdleBytesPerSession/1024, r.IdleGoroutinesPerSession)
 	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(out, "note: %s\n", n)
-	}
+	fmt.Fprintln(out)
 }
 
 // pct is how much larger a is than b, in percent.

@@ -357,7 +357,11 @@ func BenchHTTP(ctx context.Context, o BenchOptions, out io.Writer) error {
 		if o.CPUProfile != "" {
 			env = append(env, "SWITCHBOARD_CPUPROFILE="+o.CPUProfile)
 		}
-		pool, err := startBenchPool(ctx, o.Switchboard, o.Fake, off, true, env)
+		var history map[string]any
+		if off {
+			history = historyOff
+		}
+		pool, err := startBenchPool(ctx, o.Switchboard, o.Fake, history, true, env)
 		if err != nil {
 			return err
 		}

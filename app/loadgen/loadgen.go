@@ -63,6 +63,10 @@ type Result struct {
 	Misrouted uint64  `json:"misrouted"` // answers that were not this request's
 	Hung      uint64  `json:"hung"`      // never answered
 	Errors    uint64  `json:"errors"`    // JSON-RPC errors and broken lines
+
+	// Answered counts every answer, warm-up and the drain after the
+	// measured window included.
+	Answered uint64 `json:"answered"`
 }
 
 // Run opens cfg.Sessions streams with open, completes each one's MCP
@@ -108,6 +112,7 @@ func Run(ctx context.Context, cfg Config, open Opener) (Result, error) {
 	for _, s := range sessions {
 		lat = append(lat, s.latencies...)
 		res.Misrouted += s.misrouted
+		res.Answered += s.answered
 		res.Hung += uint64(len(s.pending))
 		res.Errors += s.errors
 	}
@@ -135,6 +140,7 @@ type session struct {
 	pending map[string]pendingReq // by the id's bytes
 
 	latencies         []time.Duration // answers inside the measured window
+	answered          uint64          // every answer
 	misrouted, errors uint64
 	buf               []byte
 }
@@ -259,6 +265,7 @@ func (s *session) receive(line []byte, run *runState) {
 		return
 	}
 	delete(s.pending, string(m.ID))
+	s.answered++
 	switch {
 	case m.Error != nil:
 		s.errors++

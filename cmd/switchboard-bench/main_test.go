@@ -95,11 +95,14 @@ func checkLatency(t *testing.T, l latencyJSON, rounds int, out []byte) {
 
 // TestBenchJSON runs a tiny `switchboard-bench --json`: the pool and the
 // direct pipe both answer everything, with nothing misrouted or hung, and
-// the report carries every figure the README table is made of.
+// the report carries every figure the README table is made of, the
+// history's included (on/off pairs, a soak with nothing dropped and every
+// request recorded, a row cap held).
 func TestBenchJSON(t *testing.T) {
 	out := bench(t, "--json", "--sessions", "3", "--inflight", "2",
 		"--duration", "300ms", "--warmup", "50ms", "--rounds", "2", "--latency-duration", "100ms",
-		"--latency-warmup", "20ms", "--idle", "20")
+		"--latency-warmup", "20ms", "--idle", "20",
+		"--history-runs", "2", "--soak", "1s", "--cap-rows", "300", "--cap-load", "1s")
 	var r struct {
 		Latency    latencyJSON
 		Throughput []struct {
@@ -118,6 +121,22 @@ func TestBenchJSON(t *testing.T) {
 		IdleBytesPerSession    float64 `json:"idleBytesPerSession"`
 		HistoryOffP99Us        float64 `json:"historyOffP99Us"`
 		HistoryOffLatencyP99Us float64 `json:"historyOffLatencyP99Us"`
+		History                struct {
+			Shapes []struct {
+				Sessions, InFlight        int
+				On, Off                   []struct{ Requests int }
+				ThroughputRatio, P99Ratio float64
+				PoolCPUOnUs, PoolCPUOffUs float64
+				Misrouted, Hung, Errors   int
+			}
+			Soak struct {
+				Answered, Recorded, Dropped int
+				BytesPerRequest             float64
+			}
+			Cap struct {
+				MaxRows, MaxObservedRows, Samples, Answered int
+			}
+		}
 	}
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("bench --json: %v\n%s", err, out)
@@ -138,6 +157,22 @@ func TestBenchJSON(t *testing.T) {
 	if r.PipeP50Us <= 0 || r.AddedP50Us == 0 || r.ConnectRatio <= 0 || r.HTTPRatio <= 0 || r.ShimPSSBytes == 0 ||
 		r.IdleBytesPerSession == 0 || r.HistoryOffP99Us <= 0 || r.HistoryOffLatencyP99Us <= 0 {
 		t.Errorf("report: %s", out)
+	}
+	h := r.History
+	if len(h.Shapes) != 2 || h.Shapes[0].Sessions != 1 || h.Shapes[1].Sessions != 3 {
+		t.Fatalf("history shapes: %+v", h.Shapes)
+	}
+	for _, s := range h.Shapes {
+		if len(s.On) != 2 || len(s.Off) != 2 || s.On[0].Requests == 0 || s.ThroughputRatio <= 0 || s.P99Ratio <= 0 ||
+			s.PoolCPUOnUs <= 0 || s.PoolCPUOffUs <= 0 || s.Misrouted+s.Hung+s.Errors != 0 {
+			t.Errorf("history %dx%d: %+v", s.Sessions, s.InFlight, s)
+		}
+	}
+	if s := h.Soak; s.Answered == 0 || s.Recorded != s.Answered || s.Dropped != 0 || s.BytesPerRequest <= 0 {
+		t.Errorf("history soak: %+v", s)
+	}
+	if c := h.Cap; c.MaxRows != 300 || c.Answered <= c.MaxRows || c.MaxObservedRows > c.MaxRows || c.Samples == 0 {
+		t.Errorf("history row cap: %+v", c)
 	}
 }
 

@@ -75,11 +75,12 @@ func (a *answerLog) count() int {
 // A client connected through `switchboard connect`, calling every 100 ms,
 // keeps its session when the pool is SIGKILLed and started again: no new
 // handshake and no closed pipe; the call that was running in the child at
-// the kill (and recorded by the history, which writes every 50 ms) gets
-// the at-most-once error (mayHaveExecuted) within 2 s of the new pool's
-// start; every call gets an answer; later calls succeed; status shows the
-// session as reattached. The calls pause around the kill: one taken in the
-// history's last 50 ms would be lost (README, Sessions survive the pool).
+// the kill gets the at-most-once error (mayHaveExecuted) within 2 s of the
+// new pool's start; every call gets an answer; later calls succeed; status
+// shows the session as reattached. The calls pause around the kill, and
+// the test waits for `history` to list them, as the first edition needed
+// (its history wrote every 50 ms); TestHistoryAnswersWhatAKilledPoolOwed
+// kills a pool with calls younger than any row.
 //
 // Attached and relayed alike (a relaying shim has no ledger: the history
 // says what was owed).

@@ -1,4 +1,4 @@
--- user_version 4
+-- user_version 5
 
 CREATE TABLE backends (
     id            INTEGER PRIMARY KEY,
@@ -16,35 +16,53 @@ CREATE TABLE backends (
 
 CREATE INDEX backends_run_pid ON backends(run, pid);
 
-CREATE TABLE requests (
-    id            INTEGER PRIMARY KEY,
-    run           INTEGER NOT NULL REFERENCES runs(id),
-    pool_id       INTEGER,
-    session       TEXT    NOT NULL DEFAULT '',
-    server        TEXT    NOT NULL,
-    method        TEXT    NOT NULL DEFAULT '',
-    name          TEXT    NOT NULL DEFAULT '',
-    original_id   TEXT    NOT NULL DEFAULT '',
-    received      INTEGER NOT NULL,
-    written       INTEGER,                 -- fully written to the child's stdin
-    answered      INTEGER,
-    status        TEXT    NOT NULL,        -- in-flight, ok, error, timeout, cancelled, failed, orphaned, abandoned
-    error_code    INTEGER,
-    error         TEXT,
-    request_size  INTEGER,
-    response_size INTEGER,
-    pid           INTEGER                  -- the child that had it
-, request_payload TEXT, response_payload TEXT);
+CREATE TABLE names (
+    id   INTEGER PRIMARY KEY,
+    text TEXT    NOT NULL UNIQUE
+);
 
-CREATE INDEX requests_abandoned ON requests(received) WHERE status = 'abandoned';
+CREATE TABLE request_log (
+    id               INTEGER PRIMARY KEY,
+    run              INTEGER NOT NULL,     -- runs.id (not a foreign key: a check per row)
+    session          NOT NULL DEFAULT '',  -- n for "s<n>", or the text
+    server           NOT NULL,             -- names.id, or the text
+    method           NOT NULL DEFAULT 0,   -- names.id, or the text
+    name             NOT NULL DEFAULT 0,   -- names.id, or the text
+    original_id      NOT NULL DEFAULT '',  -- an integer, or the JSON text
+    received         INTEGER NOT NULL,     -- Unix µs
+    written          INTEGER,              -- µs after received: fully written to the child's stdin
+    answered         INTEGER,              -- µs after received
+    status           NOT NULL,             -- code, see above
+    error_code       INTEGER,
+    error            TEXT,
+    request_size     INTEGER,
+    response_size    INTEGER,
+    pid              INTEGER,              -- the child that had it
+    request_payload  TEXT,                 -- redacted, bounded prefix
+    response_payload TEXT
+);
 
-CREATE INDEX requests_in_flight ON requests(run) WHERE status = 'in-flight';
+CREATE INDEX request_log_abandoned ON request_log(received) WHERE status = 7;
 
-CREATE INDEX requests_received ON requests(received);
+CREATE INDEX request_log_in_flight ON request_log(run) WHERE status = 0;
 
-CREATE UNIQUE INDEX requests_run_pool ON requests(run, pool_id);
+CREATE INDEX request_log_time ON request_log(received) WHERE id % 64 = 0;
 
-CREATE INDEX requests_server ON requests(server, id);
+CREATE VIEW requests AS
+SELECT r.id, r.run, CASE WHEN r.id & 549755813888 = 0 THEN r.id & 549755813887 END AS pool_id,
+    CASE WHEN typeof(r.session) = 'integer' THEN 's' || r.session ELSE r.session END AS session,
+    CASE WHEN typeof(r.server) = 'integer' THEN coalesce((SELECT text FROM names WHERE id = r.server), '') ELSE r.server END AS server,
+    CASE WHEN typeof(r.method) = 'integer' THEN coalesce((SELECT text FROM names WHERE id = r.method), '') ELSE r.method END AS method,
+    CASE WHEN typeof(r.name) = 'integer' THEN coalesce((SELECT text FROM names WHERE id = r.name), '') ELSE r.name END AS name,
+    CAST(r.original_id AS TEXT) AS original_id, r.received, r.received + r.written AS written,
+    r.received + r.answered AS answered,
+    CASE r.status WHEN 0 THEN 'in-flight' WHEN 1 THEN 'ok' WHEN 2 THEN 'error' WHEN 3 THEN 'timeout'
+        WHEN 4 THEN 'cancelled' WHEN 5 THEN 'failed' WHEN 6 THEN 'orphaned' WHEN 7 THEN 'abandoned'
+        WHEN 8 THEN 'unknown' ELSE r.status END AS status,
+    r.error_code, r.error, r.request_size, r.response_size, r.pid, r.request_payload, r.response_payload,
+    r.server AS server_ref, r.method AS method_ref, r.name AS name_ref, r.session AS session_ref,
+    r.status AS status_code
+FROM request_log r;
 
 CREATE TABLE runs (
     id      INTEGER PRIMARY KEY,

@@ -1,0 +1,265 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The journal is the store's record of the requests in flight right now:
+// a file next to the database (PATH-inflight) mapped into memory, in
+// which Record writes each request as it is received and marks it written
+// to a child, and the writer frees it once the request's end is
+// committed: a few stores per event, no system call, no SQLite. A request's row reaches the database only when it ends
+// (or has been in flight for Options.InFlightAfter), so it is the journal
+// that knows, at a crash, what was still in flight: the memory of a
+// killed process stays in the file (the page cache), and the next Open
+// turns each request it lists into an abandoned row. A power cut loses
+// it, as it loses SQLite's last transactions (synchronous=NORMAL).
+//
+// Layout (little-endian): a header of journalHeader bytes (magic, layout
+// version, the run that writes it, the slot count, the slot size), then
+// journalSlots slots of journalSlotSize bytes:
+//
+//	0  state      uint32  slotFree, slotTaken or slotWritten; stored last
+//	4  pid        int32   the child it was written to
+//	8  id         int64   the row id the request will have
+//	16 poolID     uint64
+//	24 received   int64   Unix µs
+//	32 written    int64   Unix µs, 0 if not written
+//	40 lengths    5 bytes session, server, method, name, original id
+//	48 the five texts, back to back
+const (
+	journalMagic    = 0x4a425753 // "SWBJ"
+	journalVersion  = 1
+	journalHeader   = 64
+	journalSlots    = 16384
+	journalSlotSize = 256
+	journalSize     = journalHeader + journalSlots*journalSlotSize
+	// journalTexts is the room for the texts of one slot; a request whose
+	// texts do not fit is not journaled (its in-flight row is written at
+	// the next flush instead, as every row was before the journal).
+	journalTexts = journalSlotSize - 48
+)
+
+// Slot states. A reader trusts a slot's other fields only when its state
+// is not free; the writer stores the state last, atomically.
+const (
+	slotFree    uint32 = 0
+	slotTaken   uint32 = 1 // received, not (yet) written to a child
+	slotWritten uint32 = 2 // written to a child: it may have run
+)
+
+// journal is the mapped file. Its methods are called with the Store's
+// recorder lock held (one writer at a time); a nil *journal does nothing.
+type journal struct {
+	path  string
+	mem   []byte
+	unmap func() error
+	free  []int32 // released slots, reused first (fewer pages touched)
+	next  int32   // the first slot never used in this run
+}
+
+// journaled is one request a journal lists.
+type journaled struct {
+	Run, ID                                   int64
+	PoolID                                    uint64
+	Session, Server, Method, Name, OriginalID string
+	Received, Written                         int64 // Unix µs; Written 0 if not
+	PID                                       int
+}
+
+// journalPath is the journal of the database at path.
+func journalPath(db string) string { return db + "-inflight" }
+
+// openJournal maps the journal of the database at db, creating it 0600.
+// It returns what it lists (the requests a run that did not stop left in
+// flight, for the caller to record) and leaves it as it was: reset starts
+// the new run in it.
+func openJournal(db string) (*journal, []journaled, error) {
+	path := journalPath(db)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("journal: %w", err)
+	}
+	defer f.Close()
+	if err := f.Chmod(0o600); err != nil {
+		return nil, nil, fmt.Errorf("journal: %w", err)
+	}
+	if err := f.Truncate(journalSize); err != nil {
+		return nil, nil, fmt.Errorf("journal: %w", err)
+	}
+	mem, unmap, err := mapFile(f, journalSize)
+	if err != nil {
+		return nil, nil, fmt.Errorf("journal %s: %w", path, err)
+	}
+	j := &journal{path: path, mem: mem, unmap: unmap}
+	return j, readJournal(mem), nil
+}
+
+// readJournalFile lists what the journal of the database at db holds,
+// read as a file (a read-only Store; the writer may be running). A
+// missing journal lists nothing.
+func readJournalFile(db string) ([]journaled, error) {
+	b, err := os.ReadFile(journalPath(db))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return readJournal(b), nil
+}
+
+// readJournal lists the requests in flight in mem; a header it does not
+// know (another layout, an empty file) lists none.
+func readJournal(mem []byte) []journaled {
+	le := binary.LittleEndian
+	if len(mem) < journalHeader || le.Uint32(mem) != journalMagic || le.Uint32(mem[4:]) != journalVersion ||
+		le.Uint32(mem[16:]) != journalSlotSize {
+		return nil
+	}
+	run := int64(le.Uint64(mem[8:]))
+	slots := int(le.Uint32(mem[20:]))
+	var out []journaled
+	for i := range slots {
+		off := journalHeader + i*journalSlotSize
+		if off+journalSlotSize > len(mem) {
+			break
+		}
+		b := mem[off : off+journalSlotSize]
+		state := le.Uint32(b)
+		if state != slotTaken && state != slotWritten {
+			continue
+		}
+		lens := b[40:45]
+		total := 0
+		for _, n := range lens {
+			total += int(n)
+		}
+		if total > journalTexts {
+			continue // torn or foreign: not a slot this layout wrote
+		}
+		texts := b[48:]
+		take := func(n byte) string {
+			s := string(texts[:n])
+			texts = texts[n:]
+			return s
+		}
+		e := journaled{Run: run, PID: int(int32(le.Uint32(b[4:]))), ID: int64(le.Uint64(b[8:])), PoolID: le.Uint64(b[16:]),
+			Received: int64(le.Uint64(b[24:]))}
+		e.Session, e.Server, e.Method, e.Name, e.OriginalID = take(lens[0]), take(lens[1]), take(lens[2]), take(lens[3]), take(lens[4])
+		if state == slotWritten {
+			e.Written = int64(le.Uint64(b[32:]))
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// reset empties the journal for run: every slot free, the header naming
+// run. Call it once what the journal listed is safely in the database.
+func (j *journal) reset(run int64) {
+	if j == nil || j.mem == nil {
+		return
+	}
+	clear(j.mem)
+	le := binary.LittleEndian
+	le.PutUint32(j.mem[4:], journalVersion)
+	le.PutUint64(j.mem[8:], uint64(run))
+	le.PutUint32(j.mem[16:], journalSlotSize)
+	le.PutUint32(j.mem[20:], journalSlots)
+	j.free, j.next = j.free[:0], 0
+	atomic.StoreUint32(j.word(0), journalMagic) // last: a reader sees a whole header or none
+}
+
+// take journals a received request and returns its slot + 1, or 0 when
+// no slot is free or its texts do not fit.
+func (j *journal) take(r *reqRow) int32 {
+	if j == nil || j.mem == nil {
+		return 0
+	}
+	texts := [5]string{r.session, r.server, r.method, r.name, r.originalID}
+	total := 0
+	for _, t := range texts {
+		if len(t) > 255 {
+			return 0
+		}
+		total += len(t)
+	}
+	if total > journalTexts {
+		return 0
+	}
+	var slot int32
+	switch {
+	case len(j.free) > 0:
+		slot = j.free[len(j.free)-1]
+		j.free = j.free[:len(j.free)-1]
+	case j.next < journalSlots:
+		slot = j.next
+		j.next++
+	default:
+		return 0
+	}
+	b := j.slot(slot)
+	le := binary.LittleEndian
+	le.PutUint32(b[4:], uint32(int32(r.pid)))
+	le.PutUint64(b[8:], uint64(r.id))
+	le.PutUint64(b[16:], r.poolID)
+	le.PutUint64(b[24:], uint64(r.received))
+	le.PutUint64(b[32:], 0)
+	at := b[48:]
+	for i, t := range texts {
+		b[40+i] = byte(len(t))
+		at = at[copy(at, t):]
+	}
+	atomic.StoreUint32(j.word(journalHeader+int(slot)*journalSlotSize), slotTaken) // after the fields
+	return slot + 1
+}
+
+// short says that more than three quarters of the slots are taken.
+func (j *journal) short() bool {
+	return j != nil && int(j.next)-len(j.free) > journalSlots*3/4
+}
+
+// written marks slot's request as written to child pid at µs.
+func (j *journal) written(slot int32, at int64, pid int) {
+	if j == nil || j.mem == nil || slot <= 0 {
+		return
+	}
+	b := j.slot(slot - 1)
+	binary.LittleEndian.PutUint64(b[32:], uint64(at))
+	binary.LittleEndian.PutUint32(b[4:], uint32(int32(pid)))
+	atomic.StoreUint32(j.word(journalHeader+int(slot-1)*journalSlotSize), slotWritten)
+}
+
+// release frees slot: its request ended.
+func (j *journal) release(slot int32) {
+	if j == nil || j.mem == nil || slot <= 0 {
+		return
+	}
+	atomic.StoreUint32(j.word(journalHeader+int(slot-1)*journalSlotSize), slotFree)
+	j.free = append(j.free, slot-1)
+}
+
+// close unmaps the journal, leaving the file as it is.
+func (j *journal) close() error {
+	if j == nil || j.mem == nil {
+		return nil
+	}
+	j.mem = nil
+	return j.unmap()
+}
+
+func (j *journal) slot(i int32) []byte {
+	off := journalHeader + int(i)*journalSlotSize
+	return j.mem[off : off+journalSlotSize]
+}
+
+// word is the uint32 at off, for atomic stores (off is 4-aligned, and so
+// is the mapping).
+func (j *journal) word(off int) *uint32 { return (*uint32)(unsafe.Pointer(&j.mem[off])) }
