@@ -69,6 +69,20 @@ func (h *historyState) record() func(pool.Event) {
 	return h.st.Record
 }
 
+// configReloaded records a reload of the config file (err: why it was
+// not applied), for the waterfall over a past window.
+func (h *historyState) configReloaded(at time.Time, changes string, err error) {
+	st := h.requests()
+	if st == nil {
+		return
+	}
+	c := store.ConfigReload{At: at, Changes: changes}
+	if err != nil {
+		c.Err = err.Error()
+	}
+	st.RecordConfigReload(c)
+}
+
 // captureBytes is pool.Options.CapturePayloads.
 func (h *historyState) captureBytes() int {
 	if st := h.requests(); st != nil {

@@ -249,6 +249,9 @@ func (c *trayController) Window(ctx context.Context, from, until time.Time) (ui.
 		out.Runs = append(out.Runs, ui.HistoryRun{ID: r.ID, Started: r.Started, Ended: r.Ended, LastSeen: r.LastSeen,
 			Crashed: r.Crashed, Version: r.Version, PID: r.PID})
 	}
+	for _, r := range w.Reloads {
+		out.Reloads = append(out.Reloads, ui.ConfigReload{At: r.At, Changes: r.Changes, Err: r.Err})
+	}
 	return out, nil
 }
 

@@ -242,6 +242,13 @@ func applyConfig(p *pool.Pool, old, f *config.File) (config.DiffResult, error) {
 	return config.Diff(old, f), nil
 }
 
+// noteReload keeps a config reload for the dashboard's live waterfall
+// and records it in the history for the waterfall after the fact.
+func (inst *Instance) noteReload(at time.Time, changes string, err error) {
+	inst.reloads.add(at, changes, err)
+	inst.history.configReloaded(at, changes, err)
+}
+
 // reloadConfig is the WatchConfig callback of a running instance: a good
 // file is applied and becomes the running config; a broken one leaves the
 // last good config running and shows its error in status (configError)
@@ -258,7 +265,7 @@ func (inst *Instance) reloadConfig(f *config.File, err error) {
 		inst.mu.Lock()
 		inst.configErr = err
 		inst.mu.Unlock()
-		inst.reloads.add(time.Now(), "", err)
+		inst.noteReload(time.Now(), "", err)
 		inst.log.Error("config not applied; the last good config keeps running", "config", inst.configPath, "err", err)
 		return
 	}
@@ -272,7 +279,7 @@ func (inst *Instance) reloadConfig(f *config.File, err error) {
 	inst.cfg = &running
 	inst.configErr = nil
 	inst.mu.Unlock()
-	inst.reloads.add(time.Now(), d.String(), nil)
+	inst.noteReload(time.Now(), d.String(), nil)
 	inst.log.Info("config reloaded", "config", inst.configPath, "changes", d.String())
 	if old != nil && f.HTTP.Listen != old.HTTP.Listen {
 		inst.log.Warn("http.listen changed; it takes effect when Switchboard restarts", "listen", f.HTTP.Listen)

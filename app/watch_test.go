@@ -476,7 +476,9 @@ func newReloadRig(t *testing.T, initial []byte) *reloadRig {
 			t.Errorf("ServeStdio: %v", err)
 		}
 	})
-	inst := &Instance{Pool: p, log: log, configPath: path, cfg: cfg}
+	inst := &Instance{Pool: p, log: log, configPath: path, cfg: cfg,
+		history: openHistory(filepath.Join(dir, "history.db"), config.History{}, log)}
+	t.Cleanup(func() { inst.history.close() })
 	rig := &reloadRig{inst: inst, path: path, sock: sock, log: logs}
 	rig.reports = watch(t, path, DefaultDebounce, inst.reloadConfig)
 	return rig
@@ -635,9 +637,23 @@ func TestHotReloadKeepsLastGood(t *testing.T) {
 	for _, r := range rig.inst.reloads.list() {
 		got = append(got, fmt.Sprintf("%d %q %v", r.Seq, r.Changes, r.Err != ""))
 	}
-	if want := []string{`1 "" true`, `2 "" true`, `3 "added: c; unchanged: 2" false`}; !slices.Equal(got, want) {
+	want := []string{`1 "" true`, `2 "" true`, `3 "added: c; unchanged: 2" false`}
+	if !slices.Equal(got, want) {
 		t.Errorf("reloads = %q, want %q", got, want)
 	}
+	// So does the waterfall over a past window, from the history.
+	c := &trayController{inst: rig.inst}
+	waitHistory(t, "the reloads in a window", func() bool {
+		w, err := c.Window(context.Background(), time.Now().Add(-time.Minute), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = got[:0]
+		for i, r := range w.Reloads {
+			got = append(got, fmt.Sprintf("%d %q %v", i+1, r.Changes, r.Err != ""))
+		}
+		return slices.Equal(got, want)
+	})
 }
 
 // TestWatchConfigDirRecreated: the config's directory is deleted (the

@@ -86,10 +86,13 @@ func (w *writer) pruneStep(now time.Time) (more bool, err error) {
 			cutoff, w.run)
 		step("old backends", `DELETE FROM backends WHERE id IN
 			(SELECT id FROM backends WHERE exited < ? LIMIT ?)`, cutoff)
+		step("old config reloads", `DELETE FROM config_reloads WHERE id IN
+			(SELECT id FROM config_reloads WHERE at < ? LIMIT ?)`, cutoff)
 		step("old runs", `DELETE FROM runs WHERE id IN (SELECT id FROM runs r WHERE id != ? AND started < ?
 			AND NOT EXISTS (SELECT 1 FROM request_log WHERE id >= r.id << 40 AND id < (r.id + 1) << 40)
 			AND NOT EXISTS (SELECT 1 FROM sessions WHERE run = r.id)
-			AND NOT EXISTS (SELECT 1 FROM backends WHERE run = r.id) LIMIT ?)`, w.run, cutoff)
+			AND NOT EXISTS (SELECT 1 FROM backends WHERE run = r.id)
+			AND NOT EXISTS (SELECT 1 FROM config_reloads WHERE run = r.id) LIMIT ?)`, w.run, cutoff)
 	}
 	return more, err
 }

@@ -27,8 +27,9 @@ type recorder struct {
 	// InFlightAfter theirs.
 	waitHead, waitTail *openReq
 
-	rows   []reqRow     // for the writer: ended requests, in-flight rows
-	events []pool.Event // for the writer: sessions, children
+	rows    []reqRow       // for the writer: ended requests, in-flight rows
+	events  []pool.Event   // for the writer: sessions, children
+	reloads []ConfigReload // for the writer: config reloads
 	// armed says the writer will look at rows, events and the waiting
 	// list again without being woken (its timer is set, or it is busy).
 	armed bool
@@ -133,10 +134,7 @@ func (s *Store) record(e pool.Event) {
 			r.events = append(r.events, e)
 		}
 	}
-	wake := !r.armed && (len(r.rows)+len(r.events) > 0 || r.waitHead != nil)
-	if wake {
-		r.armed = true
-	}
+	wake := r.wakeLocked()
 	full := queued < o.BatchSize && len(r.rows)+len(r.events) >= o.BatchSize
 	r.mu.Unlock()
 	if !ok {
@@ -259,21 +257,46 @@ func (r *recorder) unwaitLocked(q *openReq) {
 	q.prev, q.next = nil, nil
 }
 
-// take hands the writer what waits for it: the rows and events queued,
-// swapped for the writer's emptied slices, plus an in-flight row for each
-// journaled request received before due.
-func (r *recorder) take(rows []reqRow, events []pool.Event, due time.Time) ([]reqRow, []pool.Event) {
+// wakeLocked arms the writer if it is not and work waits, and says
+// whether it must be woken.
+func (r *recorder) wakeLocked() bool {
+	wake := !r.armed && (len(r.rows)+len(r.events)+len(r.reloads) > 0 || r.waitHead != nil)
+	if wake {
+		r.armed = true
+	}
+	return wake
+}
+
+// maxQueuedReloads bounds the config reloads waiting for the writer: a
+// file rewritten in a loop must not grow the queue.
+const maxQueuedReloads = 64
+
+// reloaded queues a config reload for the writer; false if too many wait.
+func (r *recorder) reloaded(c ConfigReload) (ok, wake bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.reloads) >= maxQueuedReloads {
+		return false, false
+	}
+	r.reloads = append(r.reloads, c)
+	return true, r.wakeLocked()
+}
+
+// take hands the writer what waits for it: the rows, events and reloads
+// queued, swapped for the writer's emptied slices, plus an in-flight row
+// for each journaled request received before due.
+func (r *recorder) take(w *writer, due time.Time) {
 	cutoff := due.UnixMicro()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rows, r.rows = r.rows, rows[:0]
-	events, r.events = r.events, events[:0]
+	w.rows, r.rows = r.rows, w.rows[:0]
+	w.events, r.events = r.events, w.events[:0]
+	w.reloads, r.reloads = r.reloads, w.reloads[:0]
 	for q := r.waitHead; q != nil && q.row.received <= cutoff; q = r.waitHead {
 		r.unwaitLocked(q)
 		q.rowed = true
-		rows = append(rows, q.row)
+		w.rows = append(w.rows, q.row)
 	}
-	return rows, events
 }
 
 // committed frees the journal slots of rows the writer has committed (or
@@ -291,7 +314,7 @@ func (r *recorder) committed(rows []reqRow) {
 func (r *recorder) rearm() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.armed = len(r.rows)+len(r.events) > 0 || r.waitHead != nil
+	r.armed = len(r.rows)+len(r.events)+len(r.reloads) > 0 || r.waitHead != nil
 	return r.armed
 }
 
@@ -299,7 +322,7 @@ func (r *recorder) rearm() bool {
 func (r *recorder) pending() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.rows) + len(r.events)
+	return len(r.rows) + len(r.events) + len(r.reloads)
 }
 
 // takeOpen empties the requests in flight (the store is closing): their

@@ -386,6 +386,36 @@ func (s *Store) Record(e pool.Event) {
 	s.record(e)
 }
 
+// ConfigReload is one reload of the config file: applied (Err empty,
+// Changes what it changed) or not (Err why).
+type ConfigReload struct {
+	Run     int64 // set by the store; ignored by RecordConfigReload
+	At      time.Time
+	Changes string
+	Err     string
+}
+
+// RecordConfigReload records a reload of the config file, so that the
+// waterfall over a past window shows it as the running dashboard did.
+// Like Record it never blocks; with history disabled it records nothing.
+func (s *Store) RecordConfigReload(c ConfigReload) {
+	if s.opts.ChildrenOnly {
+		return
+	}
+	if s.wake == nil || s.closed.Load() {
+		s.dropped.Add(1)
+		return
+	}
+	c.Run = s.run
+	ok, wake := s.rec.reloaded(c)
+	if !ok {
+		s.dropped.Add(1)
+	}
+	if wake {
+		notify(s.wake)
+	}
+}
+
 // Dropped is the number of events not recorded: the queue was full, the
 // store was closed, or a write failed (each row lost counts one). Status
 // and the UI show it.

@@ -29,6 +29,8 @@ type Window struct {
 	Sessions []Session
 	// Runs are the runs alive at some moment of the span.
 	Runs []WindowRun
+	// Reloads are the config reloads in the span, oldest first.
+	Reloads []ConfigReload
 }
 
 // WindowRun is a run with its last recorded moment: where a run that
@@ -133,7 +135,35 @@ func (s *Store) Window(ctx context.Context, from, until time.Time, limit int) (W
 	if w.Sessions, err = s.windowSessions(ctx, reqs); err != nil {
 		return w, err
 	}
+	if w.Reloads, err = s.windowReloads(ctx, from, until); err != nil {
+		return w, err
+	}
 	return w, nil
+}
+
+// windowReloads lists the config reloads of [from, until], oldest first.
+func (s *Store) windowReloads(ctx context.Context, from, until time.Time) ([]ConfigReload, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT run, at, changes, error FROM config_reloads
+		WHERE at >= ? AND at <= ? ORDER BY at, id`, from.UnixMicro(), until.UnixMicro())
+	if err != nil {
+		return nil, fmt.Errorf("history: query config reloads: %w", err)
+	}
+	defer rows.Close()
+	var out []ConfigReload
+	for rows.Next() {
+		var c ConfigReload
+		var at int64
+		var msg sql.NullString
+		if err := rows.Scan(&c.Run, &at, &c.Changes, &msg); err != nil {
+			return nil, fmt.Errorf("history: read a config reload: %w", err)
+		}
+		c.At, c.Err = micros(at), msg.String
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("history: query config reloads: %w", err)
+	}
+	return out, nil
 }
 
 // runEnd is where a run ended: its stop, or for one that crashed its

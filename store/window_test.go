@@ -133,3 +133,45 @@ func TestWindow(t *testing.T) {
 		t.Error("a window that ends before it starts is accepted")
 	}
 }
+
+// TestWindowConfigReloads: config reloads, applied or not, are in the
+// window that holds them, with their run, across a crash; none outside
+// it; with history off none is kept.
+func TestWindowConfigReloads(t *testing.T) {
+	path := dbPath(t)
+	ctx := context.Background()
+	now := time.Now()
+
+	a := openT(t, path, nil)
+	a.RecordConfigReload(ConfigReload{At: now.Add(-10 * time.Minute), Changes: "added: early"})
+	a.RecordConfigReload(ConfigReload{At: now.Add(-3 * time.Minute), Changes: "added: memory; unchanged: 2"})
+	crash(t, a)
+	b := openT(t, path, nil)
+	b.RecordConfigReload(ConfigReload{At: now.Add(-time.Minute), Err: "line 3: invalid character '}'"})
+	b.RecordConfigReload(ConfigReload{Run: 99, At: now.Add(-30 * time.Second)}) // Run is the store's to set
+	if err := b.flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	w, err := b.Window(ctx, now.Add(-5*time.Minute), now, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ConfigReload{
+		{Run: a.Run(), At: now.Add(-3 * time.Minute), Changes: "added: memory; unchanged: 2"},
+		{Run: b.Run(), At: now.Add(-time.Minute), Err: "line 3: invalid character '}'"},
+		{Run: b.Run(), At: now.Add(-30 * time.Second)},
+	}
+	if d := cmp.Diff(want, w.Reloads, cmp.Comparer(func(x, y time.Time) bool { return x.Sub(y).Abs() < time.Microsecond })); d != "" {
+		t.Errorf("reloads (-want +got):\n%s", d)
+	}
+
+	off := openT(t, dbPath(t), &Options{ChildrenOnly: true})
+	off.RecordConfigReload(ConfigReload{At: now, Changes: "added: x"})
+	if err := off.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := off.Window(ctx, now.Add(-time.Minute), now.Add(time.Minute), 0); err != nil || len(w.Reloads) != 0 {
+		t.Errorf("history off: reloads %+v, %v; want none", w.Reloads, err)
+	}
+}

@@ -35,9 +35,10 @@ type writer struct {
 	count int64
 
 	// Reused by every batch.
-	rows   []reqRow
-	events []pool.Event
-	args   []driver.NamedValue
+	rows    []reqRow
+	events  []pool.Event
+	reloads []ConfigReload
+	args    []driver.NamedValue
 }
 
 // rawInserts are the row inserts, prepared on the driver connection dc
@@ -284,7 +285,7 @@ func (w *writer) loop() {
 // transaction. A failed batch is lost: its rows and events count as
 // dropped and Err reports why.
 func (w *writer) batch(now time.Time) {
-	w.rows, w.events = w.s.rec.take(w.rows, w.events, now.Add(-w.s.opts.InFlightAfter))
+	w.s.rec.take(w, now.Add(-w.s.opts.InFlightAfter))
 	w.write(true)
 }
 
@@ -293,12 +294,12 @@ func (w *writer) batch(now time.Time) {
 // failed and free is set (they are lost; the journal would report them
 // as hangs).
 func (w *writer) write(free bool) bool {
-	if len(w.rows)+len(w.events) == 0 {
+	if len(w.rows)+len(w.events)+len(w.reloads) == 0 {
 		return true
 	}
 	err := w.writeTx()
 	if err != nil {
-		w.fail(err, len(w.rows)+len(w.events))
+		w.fail(err, len(w.rows)+len(w.events)+len(w.reloads))
 	} else {
 		w.s.setErr(nil)
 	}
@@ -307,7 +308,7 @@ func (w *writer) write(free bool) bool {
 	}
 	clear(w.rows) // let texts and payloads go
 	clear(w.events)
-	w.rows, w.events = w.rows[:0], w.events[:0]
+	w.rows, w.events, w.reloads = w.rows[:0], w.events[:0], w.reloads[:0]
 	return err == nil
 }
 
@@ -320,7 +321,7 @@ func (w *writer) finish() {
 	if w.s.killed.Load() {
 		return // as a killed process: nothing more
 	}
-	w.rows, w.events = w.s.rec.take(w.rows, w.events, time.Now().Add(-w.s.opts.InFlightAfter))
+	w.s.rec.take(w, time.Now().Add(-w.s.opts.InFlightAfter))
 	w.rows = w.s.rec.takeOpen(w.rows)
 	ok := w.write(false)
 	if _, err := w.exec(`UPDATE request_log SET status = ?, error = ? WHERE run = ? AND status = 0`,
@@ -367,6 +368,12 @@ func (w *writer) writeTx() (err error) {
 	for i := range w.events {
 		if err := w.writeEvent(&w.events[i]); err != nil {
 			return fmt.Errorf("record %s: %w", w.events[i].Kind, err)
+		}
+	}
+	for _, c := range w.reloads {
+		if _, err := w.exec(`INSERT INTO config_reloads (run, at, changes, error) VALUES (?, ?, ?, ?)`,
+			w.run, c.At.UnixMicro(), c.Changes, nullStr(c.Err)); err != nil {
+			return fmt.Errorf("record a config reload: %w", err)
 		}
 	}
 	count, err := w.capRows(w.count + added)

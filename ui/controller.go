@@ -165,6 +165,9 @@ type HistoryWindow struct {
 	Children  []HistoryChild
 	Sessions  []HistorySession
 	Runs      []HistoryRun
+	// Reloads are the config reloads in the span, oldest first (Seq is
+	// not set).
+	Reloads []ConfigReload
 }
 
 // HistoryChild is one recorded child process.

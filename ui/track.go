@@ -266,13 +266,19 @@ func (t *tracker) reloaded(rs []ConfigReload) {
 			continue
 		}
 		t.reloads = r.Seq
-		m := wfMarker{At: r.At, Kind: markReload, Title: "config reloaded", Detail: r.Changes}
-		if r.Err != "" {
-			m.Kind, m.Title, m.Detail = markReloadFailed, "config not applied", r.Err
-		}
-		t.markers = append(t.markers, m)
+		t.markers = append(t.markers, reloadMarker(r))
 		t.changed = true
 	}
+}
+
+// reloadMarker is the waterfall's marker of a config reload, live or
+// from the history.
+func reloadMarker(r ConfigReload) wfMarker {
+	m := wfMarker{At: r.At, Kind: markReload, Title: "config reloaded", Detail: r.Changes}
+	if r.Err != "" {
+		m.Kind, m.Title, m.Detail = markReloadFailed, "config not applied", r.Err
+	}
+	return m
 }
 
 // sync takes from a fresh snapshot what events do not carry: the

@@ -290,6 +290,10 @@ func TestHistorySource(t *testing.T) {
 			{Run: 2, PoolID: 1, Server: "notes", Session: "s1", Method: "tools/call", Name: "sleep", Status: statusInFlight,
 				ReceivedAt: t0.Add(2 * time.Second)},
 		},
+		Reloads: []ConfigReload{
+			{At: t0.Add(-40 * time.Second), Changes: "changed: notes"},
+			{At: t0.Add(3 * time.Second), Err: "line 3: invalid character '}'"},
+		},
 	}
 	src := historySource(w, t0.Add(5*time.Second))
 	if d := cmp.Diff([]bar{
@@ -330,11 +334,13 @@ func TestHistorySource(t *testing.T) {
 	if d := cmp.Diff([]mark{
 		{-100 * time.Second, markChildStart, "browser: child PID 4400 started"},
 		{-50 * time.Second, markChildStop, "browser: child PID 4400 exited (signal: terminated)"},
+		{-40 * time.Second, markReload, "config reloaded"},
 		{-31 * time.Second, markChildCrash, "notes: child PID 4242 crashed (exit status 1)"},
 		{-31 * time.Second, markChildStart, "notes: child PID 4300 started"},
 		{-30 * time.Second, markAppCrash, "Switchboard 0.1.0 (run 1, PID 500) crashed"},
 		{0, markAppStart, "Switchboard 0.1.0 (run 2, PID 600) started"},
 		{time.Second, markChildStart, "notes: child PID 5000 started"},
+		{3 * time.Second, markReloadFailed, "config not applied"},
 	}, marks); d != "" {
 		t.Errorf("markers (-want +got):\n%s", d)
 	}

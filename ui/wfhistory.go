@@ -13,7 +13,8 @@ import (
 // historySource turns what history.db holds about a window into what the
 // waterfall draws: requests of runs that crashed end, abandoned, where
 // their run ended; children's exits are crashes unless they look like a
-// stop; runs starting, stopping and crashing are markers. Pure, so it is
+// stop; runs starting, stopping and crashing, and config reloads, are
+// markers. Pure, so it is
 // table-tested and runs off the UI goroutine.
 func historySource(w HistoryWindow, now time.Time) *wfSource {
 	src := &wfSource{Since: w.From, Until: w.Until, Truncated: w.Truncated}
@@ -178,6 +179,9 @@ func historySource(w HistoryWindow, now time.Time) *wfSource {
 			src.Markers = append(src.Markers, wfMarker{At: r.LastSeen, Kind: markAppCrash, Title: name + " crashed",
 				Detail: "Its last recorded moment; requests it had in flight are abandoned."})
 		}
+	}
+	for _, r := range w.Reloads {
+		src.Markers = append(src.Markers, reloadMarker(r))
 	}
 	slices.SortStableFunc(src.Markers, func(a, b wfMarker) int { return a.At.Compare(b.At) })
 	slices.SortFunc(src.Children, func(a, b wfChild) int { return a.Started.Compare(b.Started) })

@@ -1,4 +1,4 @@
--- user_version 5
+-- user_version 6
 
 CREATE TABLE backends (
     id            INTEGER PRIMARY KEY,
@@ -15,6 +15,16 @@ CREATE TABLE backends (
 , roots TEXT, resolved_command TEXT);
 
 CREATE INDEX backends_run_pid ON backends(run, pid);
+
+CREATE TABLE config_reloads (
+    id      INTEGER PRIMARY KEY,
+    run     INTEGER NOT NULL,       -- runs.id
+    at      INTEGER NOT NULL,       -- Unix µs
+    changes TEXT    NOT NULL DEFAULT '', -- what the reload changed
+    error   TEXT                    -- why the file was not applied; NULL when it was
+);
+
+CREATE INDEX config_reloads_at ON config_reloads(at);
 
 CREATE TABLE names (
     id   INTEGER PRIMARY KEY,
