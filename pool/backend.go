@@ -258,7 +258,7 @@ func (b *backend) send(p *pending) error {
 		// Nothing is queued and nobody is writing: this goroutine writes
 		// the request itself, without a hand-off to writeLoop.
 		var ok bool
-		b.reqs.update(func(in *inFlight) { ok, sess = in.startWriteLocked(p) })
+		b.reqs.update(func(in *inFlight) { ok, sess = in.startWriteLocked(p, c.pid) })
 		if ok {
 			b.writing = true
 			sess.ledgerWritten(p)
@@ -379,7 +379,7 @@ func (b *backend) writeLoop(c *child) {
 						continue
 					default:
 						if it.p != nil {
-							ok, sess := in.startWriteLocked(it.p)
+							ok, sess := in.startWriteLocked(it.p, c.pid)
 							if !ok {
 								continue
 							}

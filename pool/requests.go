@@ -56,7 +56,7 @@ type pending struct {
 	x            *exchange // the HTTP POST waiting for its answer (exchange.go); nil: the session's output
 	held         *mrtrHold
 	written      time.Time // when it was last fully written
-	pid          int       // the child it was last written to
+	pid          int       // the child it is being or was last written to
 	progressSeen float64   // the last progress value its client was sent: a retried call's progress never goes back
 
 	// slot is the request's ledger slot + 1 (ledger.go), 0 if none:
@@ -174,14 +174,16 @@ func (t *requestTable) count() int {
 
 // The writers' moves (send, writeLoop), made in their update closures.
 
-// startWriteLocked moves a queued request to writing and returns its
-// session, whose ledger hears of it; false means it ended while queued
-// and the child never needs it.
-func (in *inFlight) startWriteLocked(p *pending) (ok bool, sess *session) {
+// startWriteLocked moves a queued request to writing to child pid and
+// returns its session, whose ledger hears of it; false means it ended
+// while queued and the child never needs it. The pid is set now, not
+// when the write returns: a fast child can answer before the writer
+// notes the write, and the answer's record must name the child.
+func (in *inFlight) startWriteLocked(p *pending, pid int) (ok bool, sess *session) {
 	if p.state != stQueued {
 		return false, nil
 	}
-	p.state = stWriting
+	p.state, p.pid = stWriting, pid
 	return true, p.sess
 }
 
@@ -206,7 +208,7 @@ func (in *inFlight) unwriteLocked(p *pending) (requeued bool, untake *session) {
 	}
 	p.state = stQueued
 	if !p.everWritten {
-		untake = p.sess
+		untake, p.pid = p.sess, 0 // it reached no child
 	}
 	return true, untake
 }

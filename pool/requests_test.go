@@ -118,7 +118,7 @@ func TestRequestStateMachine(t *testing.T) {
 					r, _, _ := tab.register(p, 10, 0, nil)
 					ok = r == registered
 				case "start":
-					tab.update(func(in *inFlight) { ok, _ = in.startWriteLocked(p) })
+					tab.update(func(in *inFlight) { ok, _ = in.startWriteLocked(p, 42) })
 				case "wrote":
 					tab.update(func(in *inFlight) { ok, _ = in.wroteLocked(p, time.Now(), 42) })
 				case "unwrite":
@@ -141,6 +141,12 @@ func TestRequestStateMachine(t *testing.T) {
 				}
 				if (st.move == "end" || st.move == "fail") && ok && lastEnd.mayHaveRun != st.ran {
 					t.Fatalf("step %d %s: the ender was told may have run %v, want %v", i, st.move, lastEnd.mayHaveRun, st.ran)
+				}
+				// The record of an end names the child that may have run
+				// it, even one still being written to (a fast child answers
+				// before its writer notes the write); none if none may.
+				if wantPID := map[bool]int{true: 42}[st.ran]; (st.move == "end" || st.move == "fail") && ok && lastEnd.pid != wantPID {
+					t.Fatalf("step %d %s: the ender was told child %d, want %d", i, st.move, lastEnd.pid, wantPID)
 				}
 			}
 			if state := p.state; state == stDone && tab.lookup(p.id) != nil {
