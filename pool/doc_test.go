@@ -2,11 +2,8 @@ package pool
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"regexp"
-	"strings"
 	"testing"
 )
 
@@ -18,21 +15,10 @@ func TestRoutingTableNamesRealFunctions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fset := token.NewFileSet()
-	entries, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, files := packageSources(t)
 	defined := map[string]bool{}
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, e.Name(), nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
+	for _, f := range files {
+		for _, d := range f.ast.Decls {
 			fn, ok := d.(*ast.FuncDecl)
 			if !ok {
 				continue

@@ -2,9 +2,7 @@ package pool
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"os"
 	"strings"
 	"testing"
 )
@@ -24,21 +22,10 @@ func TestFieldsSetBeforePublication(t *testing.T) {
 		"sink": nil, "stateless": {"exchange.go:newStatelessExchange"}, "out": {"session.go:newSession"},
 		"timer": {"requests.go:register", "inputbridge.go:askLegacyClient"},
 	}
-	fset := token.NewFileSet()
-	entries, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
+	fset, files := packageSources(t)
+	for _, f := range files {
+		name := f.name
+		for _, d := range f.ast.Decls {
 			fn, ok := d.(*ast.FuncDecl)
 			if !ok || fn.Body == nil {
 				continue

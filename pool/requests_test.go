@@ -2,9 +2,6 @@ package pool
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,24 +12,11 @@ import (
 // lock, in one place (the way go-sdk's jsonrpc2 keeps its in-flight state
 // behind updateInFlight).
 func TestRequestTableMapsStayInside(t *testing.T) {
-	fset := token.NewFileSet()
-	entries, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fset, files := packageSources(t)
 	maps := map[string]bool{"pending": true, "tokens": true, "reverse": true}
-	checked := 0
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checked++
-		ast.Inspect(f, func(n ast.Node) bool {
+	for _, f := range files {
+		name := f.name
+		ast.Inspect(f.ast, func(n ast.Node) bool {
 			sel, ok := n.(*ast.SelectorExpr)
 			if !ok || !maps[sel.Sel.Name] {
 				return true
@@ -45,8 +29,8 @@ func TestRequestTableMapsStayInside(t *testing.T) {
 			return true
 		})
 	}
-	if checked < 20 {
-		t.Fatalf("checked only %d files", checked)
+	if len(files) < 20 {
+		t.Fatalf("checked only %d files", len(files))
 	}
 }
 
@@ -60,16 +44,6 @@ func reachesInFlight(x ast.Expr) bool {
 		return v.Sel.Name == "in" || v.Sel.Name == "reqs" || reachesInFlight(v.X)
 	}
 	return false
-}
-
-func exprString(x ast.Expr) string {
-	switch v := x.(type) {
-	case *ast.Ident:
-		return v.Name
-	case *ast.SelectorExpr:
-		return exprString(v.X) + "." + v.Sel.Name
-	}
-	return "?"
 }
 
 // The state machine of a request, step by step: each row is a sequence of
@@ -163,22 +137,11 @@ func TestRequestStateMachine(t *testing.T) {
 // the table (requestTable.end) or records a request's end
 // (EventRequestDone), so that every way of ending agrees.
 func TestOnlyFinishEndsRequests(t *testing.T) {
-	fset := token.NewFileSet()
-	entries, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fset, files := packageSources(t)
 	ends, dones := 0, 0
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
+	for _, f := range files {
+		name := f.name
+		for _, d := range f.ast.Decls {
 			fn, ok := d.(*ast.FuncDecl)
 			if !ok || fn.Body == nil {
 				continue
