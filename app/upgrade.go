@@ -272,7 +272,7 @@ func Upgrade(ctx context.Context, binary string) (control.UpgradeAccepted, contr
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		st, err := FetchStatus(ctx)
+		st, err := c.Status(ctx)
 		if err == nil && st.Upgrade != nil && !st.Upgrade.At.Before(asked) {
 			return acc, st, nil
 		}

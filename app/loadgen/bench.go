@@ -145,7 +145,7 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	}
 	if !o.LatencyOnly {
 		// History: on against off, and whether the database keeps up.
-		h, err := benchHistory(ctx, o, fake)
+		h, err := benchHistory(ctx, o)
 		if err != nil {
 			return err
 		}
@@ -165,23 +165,16 @@ func benchConnect(ctx context.Context, o BenchOptions, r *BenchReport) error {
 
 	// Both pools run through the latency rounds; history is on by
 	// default, so the pool with it off is the variant.
-	quietEnv := slices.Clone(o.PoolEnv)
+	quietTrace := ""
 	if o.Trace != "" {
-		quietEnv = append(quietEnv, "SWITCHBOARD_TRACE="+o.Trace+".history-off")
+		quietTrace = o.Trace + ".history-off"
 	}
-	quiet, err := startBenchPool(ctx, self, fake, historyOff, false, quietEnv)
+	quiet, err := startBenchPool(ctx, self, fake, historyOff, false, poolEnv(o.PoolEnv, "", quietTrace))
 	if err != nil {
 		return err
 	}
 	defer quiet.stop()
-	env := slices.Clone(o.PoolEnv)
-	if o.CPUProfile != "" {
-		env = append(env, "SWITCHBOARD_CPUPROFILE="+o.CPUProfile)
-	}
-	if o.Trace != "" {
-		env = append(env, "SWITCHBOARD_TRACE="+o.Trace)
-	}
-	pool, err := startBenchPool(ctx, self, fake, nil, !o.LatencyOnly, env)
+	pool, err := startBenchPool(ctx, self, fake, nil, !o.LatencyOnly, poolEnv(o.PoolEnv, o.CPUProfile, o.Trace))
 	if err != nil {
 		return err
 	}
@@ -215,8 +208,6 @@ func benchConnect(ctx context.Context, o BenchOptions, r *BenchReport) error {
 		r.HistoryOffLatencyP99Us = off.P99
 	}
 	if o.LatencyOnly {
-		quiet.stop()
-		pool.stop()
 		return nil
 	}
 
@@ -300,6 +291,19 @@ type benchPool struct {
 	cmd        *exec.Cmd
 	done       chan error
 	once       sync.Once
+}
+
+// poolEnv is a bench pool's environment: base, and where it writes its CPU
+// profile and execution trace when those are set.
+func poolEnv(base []string, profile, trace string) []string {
+	env := slices.Clone(base)
+	if profile != "" {
+		env = append(env, "SWITCHBOARD_CPUPROFILE="+profile)
+	}
+	if trace != "" {
+		env = append(env, "SWITCHBOARD_TRACE="+trace)
+	}
+	return env
 }
 
 // historyOff is the config's "history" object that turns recording off.
@@ -504,19 +508,8 @@ func (p *benchPool) idleSessions(ctx context.Context, n int) (bytes, goroutines 
 
 // goroutines reads the pool's goroutine count from `status --json`.
 func (p *benchPool) goroutines(ctx context.Context) (int, error) {
-	cmd := exec.CommandContext(ctx, p.self, "status", "--json")
-	cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+p.home)
-	out, err := cmd.Output()
-	if err != nil {
-		return 0, fmt.Errorf("bench: status: %w", err)
-	}
-	var st struct {
-		Goroutines int `json:"goroutines"`
-	}
-	if err := json.Unmarshal(out, &st); err != nil {
-		return 0, fmt.Errorf("bench: status: %w", err)
-	}
-	return st.Goroutines, nil
+	st, err := p.status(ctx)
+	return st.Goroutines, err
 }
 
 // stop ends the pool (SIGTERM, as a user would) and removes its home.
@@ -526,8 +519,9 @@ func (p *benchPool) stop() {
 	os.RemoveAll(p.home)
 }
 
-// stopKeepingHistory ends the pool like stop, but leaves its home for
-// the caller to read and remove; it returns the history database's path.
+// stopKeepingHistory ends the pool like stop, but leaves its home (and
+// so its history) for the caller to read until stop; it returns the
+// history database's path.
 func (p *benchPool) stopKeepingHistory() string {
 	p.once.Do(p.end)
 	return filepath.Join(p.home, "history.db")

@@ -71,9 +71,9 @@ type HistoryShape struct {
 type HistorySoak struct {
 	Result
 	Duration time.Duration `json:"durationNs"`
-	// Answered counts every answer the load got, warm-up and the drain
-	// after the run included: every one is a request the pool recorded.
-	Answered uint64 `json:"answered"`
+	// Result.Answered counts every answer the load got, warm-up and the
+	// drain after the run included: every one is a request the pool
+	// recorded.
 	// Recorded is the rows the history holds after the pool stopped.
 	Recorded int64 `json:"recorded"`
 	// Dropped is the pool's own count (status --json history.dropped),
@@ -100,7 +100,7 @@ type HistoryCap struct {
 }
 
 // benchHistory runs the history measurements.
-func benchHistory(ctx context.Context, o BenchOptions, fake []string) (*HistoryReport, error) {
+func benchHistory(ctx context.Context, o BenchOptions) (*HistoryReport, error) {
 	h := o.History
 	r := &HistoryReport{}
 	if h.Runs > 0 {
@@ -108,16 +108,12 @@ func benchHistory(ctx context.Context, o BenchOptions, fake []string) (*HistoryR
 		if o.HistoryOnly {
 			profile = o.CPUProfile
 		}
-		var env []string
-		if profile != "" {
-			env = []string{"SWITCHBOARD_CPUPROFILE=" + profile}
-		}
-		on, err := startBenchPool(ctx, o.Switchboard, fake, nil, false, append(slices.Clone(o.PoolEnv), env...))
+		on, err := startBenchPool(ctx, o.Switchboard, o.Fake, nil, false, poolEnv(o.PoolEnv, profile, ""))
 		if err != nil {
 			return nil, err
 		}
 		defer on.stop()
-		off, err := startBenchPool(ctx, o.Switchboard, fake, historyOff, false, o.PoolEnv)
+		off, err := startBenchPool(ctx, o.Switchboard, o.Fake, historyOff, false, o.PoolEnv)
 		if err != nil {
 			return nil, err
 		}
@@ -134,14 +130,14 @@ func benchHistory(ctx context.Context, o BenchOptions, fake []string) (*HistoryR
 		off.stop()
 	}
 	if h.Soak > 0 {
-		s, err := soak(ctx, o, fake)
+		s, err := soak(ctx, o)
 		if err != nil {
 			return nil, err
 		}
 		r.Soak = s
 	}
 	if h.CapRows > 0 {
-		c, err := rowCap(ctx, o, fake)
+		c, err := rowCap(ctx, o)
 		if err != nil {
 			return nil, err
 		}
@@ -190,8 +186,8 @@ func alternate(ctx context.Context, runs int, cfg Config, on, off *benchPool) (H
 
 // soak loads a fresh pool whose history has no row cap for o.History.Soak
 // and counts what its history recorded and dropped.
-func soak(ctx context.Context, o BenchOptions, fake []string) (*HistorySoak, error) {
-	p, err := startBenchPool(ctx, o.Switchboard, fake, map[string]any{"maxRows": 1 << 40}, false, o.PoolEnv)
+func soak(ctx context.Context, o BenchOptions) (*HistorySoak, error) {
+	p, err := startBenchPool(ctx, o.Switchboard, o.Fake, map[string]any{"maxRows": 1 << 40}, false, o.PoolEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -201,14 +197,13 @@ func soak(ctx context.Context, o BenchOptions, fake []string) (*HistorySoak, err
 	if err != nil {
 		return nil, err
 	}
-	s := &HistorySoak{Result: res, Duration: o.History.Soak, Answered: res.Answered}
+	s := &HistorySoak{Result: res, Duration: o.History.Soak}
 	st, err := p.status(ctx)
 	if err != nil {
 		return nil, err
 	}
 	s.Dropped = st.History.Dropped
 	db := p.stopKeepingHistory()
-	defer os.RemoveAll(p.home)
 	if s.Recorded, err = countRows(ctx, db); err != nil {
 		return nil, err
 	}
@@ -222,9 +217,9 @@ func soak(ctx context.Context, o BenchOptions, fake []string) (*HistorySoak, err
 // rowCap loads a fresh pool with a small history.maxRows at full load and
 // samples its row count meanwhile, as a reader beside the writer (the
 // dashboard and the CLI read the same way).
-func rowCap(ctx context.Context, o BenchOptions, fake []string) (*HistoryCap, error) {
+func rowCap(ctx context.Context, o BenchOptions) (*HistoryCap, error) {
 	h := o.History
-	p, err := startBenchPool(ctx, o.Switchboard, fake, map[string]any{"maxRows": h.CapRows}, false, o.PoolEnv)
+	p, err := startBenchPool(ctx, o.Switchboard, o.Fake, map[string]any{"maxRows": h.CapRows}, false, o.PoolEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +247,6 @@ func rowCap(ctx context.Context, o BenchOptions, fake []string) (*HistoryCap, er
 	}
 	c.Result = res
 	p.stopKeepingHistory()
-	defer os.RemoveAll(p.home)
 	// After the stop: the last batch and the close are in too.
 	n, err := countRows(ctx, db)
 	if err != nil {

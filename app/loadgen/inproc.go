@@ -12,7 +12,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -353,10 +352,7 @@ func BenchHTTP(ctx context.Context, o BenchOptions, out io.Writer) error {
 	many := Config{Sessions: o.Sessions, InFlight: o.InFlight, Warmup: o.Warmup, Duration: o.Duration}
 	r := BenchReport{Machine: machine()}
 	for _, off := range []bool{false, true} {
-		env := slices.Clone(o.PoolEnv)
-		if o.CPUProfile != "" {
-			env = append(env, "SWITCHBOARD_CPUPROFILE="+o.CPUProfile)
-		}
+		env := poolEnv(o.PoolEnv, o.CPUProfile, "")
 		var history map[string]any
 		if off {
 			history = historyOff

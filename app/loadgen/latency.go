@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -142,12 +141,8 @@ func Latency(ctx context.Context, cfg LatencyConfig, open Opener) (LatencyResult
 	after, wAfter := readSched(pids), readSched(cfg.Watch)
 	elapsed := time.Since(began)
 
-	res.Requests = uint64(len(lat))
-	res.PerSecond = float64(len(lat)) / elapsed.Seconds()
-	slices.Sort(lat)
-	res.P50, res.P90, res.P99 = micros(percentile(lat, 50)), micros(percentile(lat, 90)), micros(percentile(lat, 99))
+	res.setLatencies(lat, elapsed)
 	if len(lat) > 0 {
-		res.Max = micros(lat[len(lat)-1])
 		per := func(x float64) float64 { return x / float64(len(lat)) }
 		res.CPUPerRequestUs = per(micros(after.cpu - before.cpu))
 		res.WakeupsPerRequest = per(float64(after.slices - before.slices))

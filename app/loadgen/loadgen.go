@@ -116,14 +116,20 @@ func Run(ctx context.Context, cfg Config, open Opener) (Result, error) {
 		res.Hung += uint64(len(s.pending))
 		res.Errors += s.errors
 	}
-	res.Requests = uint64(len(lat))
-	res.PerSecond = float64(len(lat)) / cfg.Duration.Seconds()
-	slices.Sort(lat)
-	res.P50, res.P90, res.P99 = micros(percentile(lat, 50)), micros(percentile(lat, 90)), micros(percentile(lat, 99))
-	if len(lat) > 0 {
-		res.Max = micros(lat[len(lat)-1])
-	}
+	res.setLatencies(lat, cfg.Duration)
 	return res, nil
+}
+
+// setLatencies fills r's count, rate, percentiles and maximum from the
+// latencies measured over d (it sorts lat).
+func (r *Result) setLatencies(lat []time.Duration, d time.Duration) {
+	r.Requests = uint64(len(lat))
+	r.PerSecond = float64(len(lat)) / d.Seconds()
+	slices.Sort(lat)
+	r.P50, r.P90, r.P99 = micros(percentile(lat, 50)), micros(percentile(lat, 90)), micros(percentile(lat, 99))
+	if len(lat) > 0 {
+		r.Max = micros(lat[len(lat)-1])
+	}
 }
 
 // runState is shared, read-only, by all sessions of a run.

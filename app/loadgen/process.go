@@ -64,20 +64,29 @@ type ProcStat struct {
 // stay zero.
 func ReadProc(pid int) ProcStat {
 	var st ProcStat
-	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
-		// The command name (field 2) may hold spaces: count from its end.
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 {
-			f := strings.Fields(string(b[i+1:]))
-			if len(f) > 12 {
-				ut, _ := strconv.ParseUint(f[11], 10, 64)
-				stt, _ := strconv.ParseUint(f[12], 10, 64)
-				st.CPU = time.Duration(ut+stt) * time.Second / clockTicks
-			}
-		}
+	if f := statFields(pid); len(f) > 12 {
+		ut, _ := strconv.ParseUint(f[11], 10, 64)
+		stt, _ := strconv.ParseUint(f[12], 10, 64)
+		st.CPU = time.Duration(ut+stt) * time.Second / clockTicks
 	}
 	st.RSS = statusKB(pid, "status", "VmRSS:") * 1024
 	st.PSS = statusKB(pid, "smaps_rollup", "Pss:") * 1024
 	return st
+}
+
+// statFields are the fields of /proc/PID/stat after the command name
+// (field 3, the state, first), or nil when it cannot be read.
+func statFields(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	// The command name (field 2) may hold spaces: count from its end.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
 }
 
 // clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on every

@@ -77,16 +77,7 @@ func withDescendants(roots []int) []int {
 
 // parentOf reads a process's parent from /proc/PID/stat, or 0.
 func parentOf(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) may hold spaces: count from its end.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
+	f := statFields(pid)
 	if len(f) < 2 {
 		return 0
 	}
