@@ -154,12 +154,11 @@ func newDashboard(u *UI) *dashboard {
 
 // The dashboard's state kept across runs, in the app's preferences.
 const (
-	prefWidth   = "dashboard.width"
-	prefHeight  = "dashboard.height"
-	prefTab     = "dashboard.tab"
-	prefSpanMs  = "waterfall.spanMs"
-	prefFollow  = "waterfall.follow"
-	defaultDash = "Overview"
+	prefWidth  = "dashboard.width"
+	prefHeight = "dashboard.height"
+	prefTab    = "dashboard.tab"
+	prefSpanMs = "waterfall.spanMs"
+	prefFollow = "waterfall.follow"
 )
 
 // defaultSize is the dashboard's first size: two overview cards wide.
@@ -171,7 +170,7 @@ func (d *dashboard) restore() {
 	size := fyne.NewSize(float32(p.FloatWithFallback(prefWidth, float64(defaultSize.Width))),
 		float32(p.FloatWithFallback(prefHeight, float64(defaultSize.Height))))
 	d.win.Resize(fyne.NewSize(max(size.Width, 480), max(size.Height, 320)))
-	d.selectTab(p.StringWithFallback(prefTab, defaultDash))
+	d.selectTab(p.StringWithFallback(prefTab, tabOverview))
 	w := d.waterfall
 	if ms := p.IntWithFallback(prefSpanMs, 0); ms > 0 {
 		w.v.Span = min(max(time.Duration(ms)*time.Millisecond, minSpan), maxSpan)
@@ -198,16 +197,13 @@ func (d *dashboard) save() {
 	p.SetBool(prefFollow, d.waterfall.v.Follow || d.waterfall.hist != nil)
 }
 
-// tabOrder is the order of the tabs, for the keyboard.
-func (d *dashboard) tabOrder() []*container.TabItem { return d.tabs.Items }
-
 // shortcuts: Ctrl+1 to Ctrl+7 pick a tab (Cmd on macOS), Ctrl+Tab and
 // Ctrl+PageDown the next, Ctrl+Shift+Tab and Ctrl+PageUp the previous,
 // Ctrl+W closes the window (the app stays in the tray).
 func (d *dashboard) shortcuts() {
 	c := d.win.Canvas()
 	mod := fyne.KeyModifierShortcutDefault
-	for i := range d.tabOrder() {
+	for i := range d.tabs.Items {
 		key := fyne.KeyName(strconv.Itoa(i + 1))
 		c.AddShortcut(&desktop.CustomShortcut{KeyName: key, Modifier: mod}, func(fyne.Shortcut) { d.selectIndex(i) })
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"image/color"
 	"sync"
 	"unicode"
 
@@ -31,11 +30,6 @@ type textTheme struct{ fyne.Theme }
 
 // Font serves the theme's font for style, fixed.
 func (t textTheme) Font(style fyne.TextStyle) fyne.Resource { return fixedFont(t.Theme.Font(style)) }
-
-// Color and the rest come from the wrapped theme, as the variant asks.
-func (t textTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
-	return t.Theme.Color(n, v)
-}
 
 // useFixedFonts makes a's theme serve fixed fonts, now and after the
 // user changes theme.

@@ -21,8 +21,8 @@ import (
 func (u *UI) loop(ctx context.Context) {
 	notes := newNotifier()
 	snap, events := u.ctrl.Subscribe(ctx, 0)
-	u.track.start(snap)
-	fresh := true // snap was just taken: worth syncing the tracker with
+	u.track.start(snap) // and syncs the tracker with it
+	fresh := false      // a snapshot taken since the tracker last synced
 	draw := func() {
 		now := time.Now()
 		if fresh {
@@ -89,7 +89,6 @@ func (u *UI) loop(ctx context.Context) {
 			lagged = false
 			snap, events = u.ctrl.Subscribe(ctx, 0)
 			u.track.start(snap)
-			fresh = true
 			draw()
 			last = time.Now()
 		case <-u.redraw:

@@ -49,13 +49,9 @@ func (n *notifier) check(s pool.Snapshot, now time.Time, hang time.Duration) []*
 				len(fresh), formatAge(hang))))
 	} else {
 		for _, r := range fresh {
-			what := r.Method
-			if r.Name != "" {
-				what += " " + r.Name
-			}
 			out = append(out, fyne.NewNotification("Request hung on "+r.Server,
 				fmt.Sprintf("%s (session %s, PID %s) has waited %s; written to the child: %s.",
-					what, r.Session, pidText(r.PID), formatAge(requestAge(r, s.TakenAt, now)), yesNo(r.WrittenToChild))))
+					requestWhat(r.Method, r.Name), r.Session, pidText(r.PID), formatAge(requestAge(r, s.TakenAt, now)), yesNo(r.WrittenToChild))))
 		}
 	}
 

@@ -75,7 +75,6 @@ func (o *overviewView) apply(ov overview) {
 
 // cardView is one server's card.
 type cardView struct {
-	u        *UI
 	server   string
 	box      *fyne.Container
 	bg       *canvas.Rectangle
@@ -96,7 +95,7 @@ type cardView struct {
 }
 
 func newCardView(u *UI) *cardView {
-	c := &cardView{u: u}
+	c := &cardView{}
 	text := func(size float32, bold bool) *canvas.Text {
 		t := canvas.NewText("", theme.Color(theme.ColorNameForeground))
 		t.TextSize, t.TextStyle.Bold = size, bold

@@ -73,15 +73,18 @@ func (u *UI) paintLoop(ctx context.Context) {
 	tick := time.NewTicker(u.opts.WaterfallTick)
 	defer tick.Stop()
 	for {
+		// The ticker is listened to only while a following live waterfall
+		// is on screen: otherwise the painter sleeps until asked (every
+		// change of job, view or tab pokes it).
+		var ticks <-chan time.Time
+		if job := u.wfJob.Load(); job != nil && job.hist == nil && job.view.Follow && u.wfShown.Load() {
+			ticks = tick.C
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-u.wfPaint:
-		case <-tick.C:
-			job := u.wfJob.Load()
-			if job == nil || job.hist != nil || !job.view.Follow || !u.wfShown.Load() {
-				continue
-			}
+		case <-ticks:
 		}
 		job := u.wfJob.Load()
 		if job == nil {

@@ -347,12 +347,8 @@ func summarize(s pool.Snapshot, now time.Time, hang time.Duration, leaks int) su
 		sum.Hung++
 		if age > oldest {
 			oldest = age
-			what := r.Method
-			if r.Name != "" {
-				what += " " + r.Name
-			}
 			sum.HungServer, sum.HungKey = r.Server, wfKey{PoolID: r.PoolID}
-			sum.HungWhat = what + " on " + r.Server + ", " + formatAge(age)
+			sum.HungWhat = requestWhat(r.Method, r.Name) + " on " + r.Server + ", " + formatAge(age)
 		}
 	}
 	for _, b := range s.Backends {

@@ -4,6 +4,7 @@ import (
 	"image"
 	"image/color"
 	"math"
+	"slices"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -127,23 +128,11 @@ func newSparkline(kind sparkKind, c fyne.ThemeColorName) *sparkline {
 
 // set shows points, redrawing only when they changed.
 func (s *sparkline) set(points []sparkPoint) {
-	if sparkEqual(s.points, points) {
+	if slices.Equal(s.points, points) {
 		return
 	}
 	s.points = points
 	s.raster.Refresh()
-}
-
-func sparkEqual(a, b []sparkPoint) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // MinSize is a card's chart strip.

@@ -153,23 +153,25 @@ func levelColor(l level) color.Color {
 // hidden tab only keeps the rows; refresh draws them when it is shown.
 func (t *table) setRows(rows []row) {
 	t.rows = rows
-	t.fitColumns()
 	if len(rows) == 0 {
 		t.empty.Show()
 	} else {
 		t.empty.Hide()
 	}
 	if t.view.Visible() {
+		t.fitColumns()
 		t.w.Refresh()
 	} else {
 		t.stale = true
 	}
 }
 
-// refresh redraws a table whose rows changed while it was hidden.
+// refresh fits and redraws a table whose rows changed while it was
+// hidden.
 func (t *table) refresh() {
 	if t.stale {
 		t.stale = false
+		t.fitColumns()
 		t.w.Refresh()
 	}
 }

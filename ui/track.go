@@ -337,10 +337,11 @@ func (t *tracker) trim(now time.Time) {
 		}
 		return false
 	})
-	if i := slices.IndexFunc(t.markers, func(m wfMarker) bool { return !m.At.Before(cut) }); i != 0 {
-		if i < 0 {
-			i = len(t.markers)
-		}
+	i := slices.IndexFunc(t.markers, func(m wfMarker) bool { return !m.At.Before(cut) })
+	if i < 0 {
+		i = len(t.markers)
+	}
+	if i > 0 {
 		t.markers = slices.Clone(t.markers[i:])
 		for j := range t.unfilled {
 			t.unfilled[j] -= i
@@ -352,13 +353,21 @@ func (t *tracker) trim(now time.Time) {
 			delete(t.children, pid)
 		}
 	}
-	if len(t.sessions) > 0 {
-		used := map[string]bool{}
-		t.done.each(func(_ int, r *wfReq) { used[r.Session] = true })
-		for id, s := range t.sessions {
-			if !s.closed.IsZero() && s.closed.Before(cut) && !used[id] && s.open == 0 {
-				delete(t.sessions, id)
+	// Closed sessions past the cut are dropped once no ended request of
+	// theirs is left; the requests are read only when there is one.
+	var gone map[string]bool
+	for id, s := range t.sessions {
+		if !s.closed.IsZero() && s.closed.Before(cut) && s.open == 0 {
+			if gone == nil {
+				gone = map[string]bool{}
 			}
+			gone[id] = true
+		}
+	}
+	if gone != nil {
+		t.done.each(func(_ int, r *wfReq) { delete(gone, r.Session) })
+		for id := range gone {
+			delete(t.sessions, id)
 		}
 	}
 }

@@ -381,6 +381,7 @@ func (u *UI) showDashboard(tab string) {
 		u.dash.selectTab(tab)
 	}
 	u.wfShown.Store(u.dash.tabs.Selected() == u.dash.tabOf[tabWaterfall])
+	u.pokePainter() // a following waterfall shown again ticks again
 	u.dash.win.Show()
 	u.dash.win.RequestFocus()
 }

@@ -543,7 +543,6 @@ func (w *waterfallView) reveal(server string, k wfKey) {
 // wfDetails is the pane under the waterfall: the selected request's
 // timeline and payloads, or a marker's details.
 type wfDetails struct {
-	u        *UI
 	view     fyne.CanvasObject
 	title    *widget.Label
 	summary  *widget.Label
@@ -554,7 +553,7 @@ type wfDetails struct {
 }
 
 func newWFDetails(u *UI) *wfDetails {
-	d := &wfDetails{u: u}
+	d := &wfDetails{}
 	d.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	d.title.Truncation = fyne.TextTruncateEllipsis
 	d.summary = widget.NewLabel("")

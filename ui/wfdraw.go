@@ -134,8 +134,8 @@ type wfFrame struct {
 	Ticks    []wfTickLabel
 	Hits     []wfHit
 	Marks    []wfMarkHit
-	// Drawn counts the bars drawn; Total those the source has.
-	Drawn, Total int
+	// Drawn counts the bars drawn.
+	Drawn int
 	// Empty is what to show when there is nothing to draw.
 	Empty string
 }
@@ -143,9 +143,8 @@ type wfFrame struct {
 // wfLabel is a lane's name, at Y (pixels from the top of the plot, the
 // lane's middle).
 type wfLabel struct {
-	Y      int
-	Lane   wfLane
-	Height int
+	Y    int
+	Lane wfLane
 }
 
 // wfTickLabel is a time axis label at X pixels.
@@ -242,7 +241,6 @@ func drawWaterfall(reuse *canvasImage, src *wfSource, v wfView, now time.Time, w
 	lanes := []wfLane(nil)
 	if src != nil {
 		lanes = src.Lanes
-		f.Total = src.Done.Len() + len(src.Open)
 	}
 	spans := make([]laneSpan, len(lanes))
 	y := axisH - v.Scroll
@@ -280,7 +278,7 @@ func drawWaterfall(reuse *canvasImage, src *wfSource, v wfView, now time.Time, w
 			f.img.fill(0, y0, f.W, s.y1, pal.Background)
 		}
 		bgTo = max(bgTo, min(s.y1, f.H))
-		f.Labels = append(f.Labels, wfLabel{Y: (s.y0 + s.y1) / 2, Lane: l, Height: s.y1 - s.y0})
+		f.Labels = append(f.Labels, wfLabel{Y: (s.y0 + s.y1) / 2, Lane: l})
 	}
 	f.img.fill(0, 0, f.W, axisH, pal.Background)
 	f.img.fill(0, bgTo, f.W, f.H, pal.Background)

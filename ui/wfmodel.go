@@ -67,11 +67,15 @@ func (r *wfReq) timing(now time.Time) string {
 }
 
 // what is "tools/call search" or "tools/list".
-func (r *wfReq) what() string {
-	if r.Name == "" {
-		return r.Method
+func (r *wfReq) what() string { return requestWhat(r.Method, r.Name) }
+
+// requestWhat names a request by its method and the tool, prompt or
+// resource it names: "tools/call search", or "tools/list".
+func requestWhat(method, name string) string {
+	if name == "" {
+		return method
 	}
-	return r.Method + " " + r.Name
+	return method + " " + name
 }
 
 // markerKind says what a marker marks.
