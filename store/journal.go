@@ -57,7 +57,6 @@ const (
 // journal is the mapped file. Its methods are called with the Store's
 // recorder lock held (one writer at a time); a nil *journal does nothing.
 type journal struct {
-	path  string
 	mem   []byte
 	unmap func() error
 	free  []int32 // released slots, reused first (fewer pages touched)
@@ -97,7 +96,7 @@ func openJournal(db string) (*journal, []journaled, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal %s: %w", path, err)
 	}
-	j := &journal{path: path, mem: mem, unmap: unmap}
+	j := &journal{mem: mem, unmap: unmap}
 	return j, readJournal(mem), nil
 }
 

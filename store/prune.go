@@ -59,27 +59,26 @@ func (w *writer) capNow() (deleted bool, err error) {
 func (w *writer) pruneStep(now time.Time) (more bool, err error) {
 	o := w.s.opts
 	n := int64(o.PruneBatch)
-	step := func(what, q string, args ...any) {
+	// step deletes one batch and returns how many rows went.
+	step := func(what, q string, args ...any) int64 {
 		if err != nil {
-			return
+			return 0
 		}
 		res, e := w.exec(q, append(args, n)...)
 		if e != nil {
 			err = fmt.Errorf("prune %s: %w", what, e)
-			return
+			return 0
 		}
 		k, _ := res.RowsAffected()
 		if k >= n {
 			more = true
 		}
-		if what == "old requests" {
-			w.count -= k
-		}
+		return k
 	}
 	if o.RetainDays > 0 {
 		cutoff := now.Add(-time.Duration(o.RetainDays) * 24 * time.Hour).UnixMicro()
 		// Row ids follow arrival: the old rows are the first ones.
-		step("old requests", `DELETE FROM request_log WHERE id IN
+		w.count -= step("old requests", `DELETE FROM request_log WHERE id IN
 			(SELECT id FROM request_log WHERE received < ? ORDER BY id LIMIT ?)`, cutoff)
 		step("old sessions", `DELETE FROM sessions WHERE (run, id) IN
 			(SELECT run, id FROM sessions WHERE disconnected < ?1 OR (run != ?2 AND connected < ?1) LIMIT ?3)`,

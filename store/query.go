@@ -485,25 +485,10 @@ func (s *Store) Timeline(ctx context.Context, runID int64, poolID uint64) (Timel
 		return t, fmt.Errorf("history: session %s: %w", r.Session, err)
 	}
 	if r.PID != 0 {
-		var b Backend
-		var cmdJSON string
-		var pstart, exited, code sql.NullInt64
-		var started int64
-		var why, roots, resolved sql.NullString
-		err = s.rdb.QueryRowContext(ctx, `SELECT run, server, session, pid, process_start, command, started, exited,
-			exit_code, exit_reason, roots, resolved_command FROM backends WHERE run = ? AND pid = ? ORDER BY id DESC LIMIT 1`, runID, r.PID).
-			Scan(&b.Run, &b.Server, &b.Session, &b.PID, &pstart, &cmdJSON, &started, &exited, &code, &why, &roots, &resolved)
+		b, err := scanBackend(s.rdb.QueryRowContext(ctx, "SELECT "+backendCols+
+			` FROM backends WHERE run = ? AND pid = ? ORDER BY id DESC LIMIT 1`, runID, r.PID))
 		switch {
 		case err == nil:
-			_ = json.Unmarshal([]byte(cmdJSON), &b.Command)
-			if resolved.Valid {
-				_ = json.Unmarshal([]byte(resolved.String), &b.ResolvedCommand)
-			}
-			if roots.Valid {
-				_ = json.Unmarshal([]byte(roots.String), &b.Roots)
-			}
-			b.ProcessStart, b.Started, b.Exited = nullMicros(pstart), micros(started), nullMicros(exited)
-			b.ExitCode, b.ExitReason = int(code.Int64), why.String
 			t.Backend = &b
 		case !errors.Is(err, sql.ErrNoRows):
 			return t, fmt.Errorf("history: child %d: %w", r.PID, err)

@@ -97,7 +97,7 @@ func orphanRowID(run, n int64) int64 { return run<<runShift | orphanBase | n&(or
 // record is Record past its filters.
 func (s *Store) record(e pool.Event) {
 	r := &s.rec
-	o := s.opts
+	o := &s.opts
 	r.mu.Lock()
 	queued := len(r.rows) + len(r.events)
 	ok := true

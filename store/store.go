@@ -389,7 +389,7 @@ func (s *Store) Record(e pool.Event) {
 // ConfigReload is one reload of the config file: applied (Err empty,
 // Changes what it changed) or not (Err why).
 type ConfigReload struct {
-	Run     int64 // set by the store; ignored by RecordConfigReload
+	Run     int64 // the run that reloaded (Window); RecordConfigReload records its own
 	At      time.Time
 	Changes string
 	Err     string
@@ -406,7 +406,6 @@ func (s *Store) RecordConfigReload(c ConfigReload) {
 		s.dropped.Add(1)
 		return
 	}
-	c.Run = s.run
 	ok, wake := s.rec.reloaded(c)
 	if !ok {
 		s.dropped.Add(1)

@@ -236,13 +236,17 @@ func (s *Store) windowRun(ctx context.Context, id int64) (WindowRun, error) {
 	return wr, nil
 }
 
-// lastSeen is the last moment run recorded: its newest requests (by pool
-// id, which the pool hands out in order: an index lookup, however long
-// the run) and its children's starts and exits.
+// lastSeen is the last moment run recorded: its newest requests and its
+// newest orphaned answer (ranges of row ids, which follow arrival: a
+// search of the primary key, however long the run) and its children's
+// starts and exits.
 func (s *Store) lastSeen(ctx context.Context, run int64) (time.Time, error) {
 	var rcv, wr, ans, started, exited sql.NullInt64
+	first, orphans, end := run<<runShift, run<<runShift|orphanBase, (run+1)<<runShift
 	err := s.rdb.QueryRowContext(ctx, `SELECT max(received), max(written), max(answered) FROM
-		(SELECT received, written, answered FROM requests WHERE run = ? ORDER BY pool_id DESC LIMIT 256)`, run).Scan(&rcv, &wr, &ans)
+		(SELECT * FROM (SELECT received, written, answered FROM requests WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT 256)
+		UNION ALL SELECT * FROM (SELECT received, written, answered FROM requests WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT 1))`,
+		first, orphans, orphans, end).Scan(&rcv, &wr, &ans)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("history: last moment of run %d: %w", run, err)
 	}
@@ -269,8 +273,7 @@ func (s *Store) lastSeen(ctx context.Context, run int64) (time.Time, error) {
 // until]: exited in or after it, or never seen exiting in a run that
 // lasted into it.
 func (s *Store) windowBackends(ctx context.Context, from, until time.Time, runLasts func(int64) (bool, error)) ([]Backend, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT run, server, session, pid, process_start, command, started, exited,
-		exit_code, exit_reason, roots, resolved_command FROM backends
+	rows, err := s.rdb.QueryContext(ctx, "SELECT "+backendCols+` FROM backends
 		WHERE started <= ? AND (exited IS NULL OR exited >= ?) ORDER BY started, id`, until.UnixMicro(), from.UnixMicro())
 	if err != nil {
 		return nil, fmt.Errorf("history: children of a window: %w", err)
@@ -303,6 +306,10 @@ func (s *Store) windowBackends(ctx context.Context, from, until time.Time, runLa
 	}
 	return out, nil
 }
+
+// backendCols are the columns scanBackend reads.
+const backendCols = `run, server, session, pid, process_start, command, started, exited, exit_code, exit_reason,
+	roots, resolved_command`
 
 func scanBackend(sc scanner) (Backend, error) {
 	var b Backend

@@ -199,7 +199,7 @@ func (w *writer) exec(q string, args ...any) (sql.Result, error) {
 	return w.conn.ExecContext(w.ctx, q, args...)
 }
 
-// recount reads how many requests the database holds.
+// recount reads how many requests the database holds into w.count.
 func (w *writer) recount() error {
 	if err := w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM request_log`).Scan(&w.count); err != nil {
 		return fmt.Errorf("count the requests: %w", err)
@@ -321,7 +321,7 @@ func (w *writer) finish() {
 	if w.s.killed.Load() {
 		return // as a killed process: nothing more
 	}
-	w.s.rec.take(w, time.Now().Add(-w.s.opts.InFlightAfter))
+	w.s.rec.take(w, time.Time{}) // no in-flight rows: takeOpen ends every open request
 	w.rows = w.s.rec.takeOpen(w.rows)
 	ok := w.write(false)
 	if _, err := w.exec(`UPDATE request_log SET status = ?, error = ? WHERE run = ? AND status = 0`,
@@ -401,10 +401,11 @@ func (w *writer) writeRows() (added int64, err error) {
 			}
 		}
 	}
-	per := len(reqCols(w.s.opts.CapturePayloads))
+	cols := reqCols(w.s.opts.CapturePayloads)
+	per := len(cols)
 	var retry [][]driver.NamedValue // the rows of statements that met a taken id
 	err = w.conn.Raw(func(dc any) error {
-		if err := w.raw.prepare(dc, w.run, reqCols(w.s.opts.CapturePayloads)); err != nil {
+		if err := w.raw.prepare(dc, w.run, cols); err != nil {
 			return err
 		}
 		exec := func(st driver.Stmt, args []driver.NamedValue) error {
