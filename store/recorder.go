@@ -109,8 +109,11 @@ func (s *Store) record(e pool.Event) {
 			q.row.written, q.row.pid = e.Time.UnixMicro(), e.PID
 			r.journal.written(q.slot, q.row.written, e.PID)
 			if q.rowed && q.slot == 0 {
-				// No journal says it reached a child: its row must.
-				ok = r.addRowLocked(q.row, o.QueueSize)
+				// No journal says it reached a child: its row must, as an
+				// update of the in-flight row already queued or written.
+				row := q.row
+				row.exists = true
+				ok = r.addRowLocked(row, o.QueueSize)
 			}
 		}
 	case pool.EventRequestDone:

@@ -848,6 +848,30 @@ func TestWithoutAJournal(t *testing.T) {
 	}
 }
 
+// Without a journal, a request's in-flight row is queued at once, and
+// its write to a child updates that row: a crash finds it written, with
+// its child.
+func TestWrittenWithoutAJournalIsRecorded(t *testing.T) {
+	path := dbPath(t)
+	if err := os.Mkdir(path+"-inflight", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s := openT(t, path, nil)
+	now := time.Now()
+	s.Record(received(1, "s1", "tools/call", "echo", now))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	s.Record(written(1, "s1", 40, now.Add(time.Millisecond)))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Requests(context.Background(), Filter{})
+	if err != nil || len(rs) != 1 || rs[0].Status != StatusInFlight || !rs[0].WrittenToChild() || rs[0].PID != 40 {
+		t.Fatalf("requests after the write: %+v, %v; want request 1 in flight, written to child 40", rs, err)
+	}
+}
+
 // A pool id twice in a run (a pool's bug, or two pools on one store) does
 // not cost the batch: the statement that meets the taken id is undone and
 // its rows inserted one by one, the second of the two skipped.
