@@ -62,9 +62,7 @@ func newStatelessExchange(key string, stream bool, params []byte) *exchange {
 	}
 	m := meta.Of(params)
 	if sp := jsonrpc.Member(m, metaClientCapabilities); sp.Present() {
-		c := sp.Of(m)
-		x.caps = clientCaps{sampling: jsonrpc.Member(c, "sampling").Present(),
-			elicitation: jsonrpc.Member(c, "elicitation").Present(), roots: jsonrpc.Member(c, "roots").Present()}
+		x.caps = clientCapsOf(sp.Of(m))
 	}
 	if sp := jsonrpc.Member(m, metaClientInfo); sp.Present() {
 		info := sp.Of(m)
@@ -141,17 +139,9 @@ func (s *session) replyErrorTo(x *exchange, id []byte, err error) {
 // in its session's latest declaration.
 func (s *session) declares(x *exchange, capability string) bool {
 	if x != nil && x.stateless {
-		switch capability {
-		case "sampling":
-			return x.caps.sampling
-		case "elicitation":
-			return x.caps.elicitation
-		case "roots":
-			return x.caps.roots
-		}
-		return false
+		return x.caps.has(capability)
 	}
-	return s.declared(capability)
+	return s.capabilities().has(capability)
 }
 
 // backend is the backend a request of the session, carried by x, goes

@@ -2,7 +2,6 @@ package pool
 
 import (
 	"encoding/json"
-	"errors"
 	"sync"
 	"time"
 
@@ -205,7 +204,7 @@ func (x *inputRound) retry() {
 	s.p.emit(Event{Kind: EventRequestReceived, Time: next.received, Server: s.srv.name, Session: s.id, PoolID: id,
 		Method: next.method, Name: next.name, OriginalID: string(x.origID), Size: len(line),
 		Payload: x.b.capture(line)})
-	if err := x.b.send(next); err != nil && !errors.Is(err, errAlreadyEnded) {
+	if err := x.b.send(next); err != nil { // (ended meanwhile: finish does nothing)
 		x.b.finish(next, outcome{kind: endRefused, rpcErr: asRPCError(err)})
 	}
 }

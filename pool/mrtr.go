@@ -96,12 +96,11 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 	if !ok {
 		return false
 	}
-	cands := b.reqs.mrtrCandidates()
-	if len(cands) == 0 {
+	p, owner, carrier := b.reqs.oldestMRTRCall()
+	if p == nil {
 		return false
 	}
-	p := cands[0]
-	if sess, x, _, _ := b.reqs.recipient(p); sess == nil || !sess.declares(x, capability) {
+	if !owner.declares(carrier, capability) {
 		// 2026-07-28: a server must not ask what the client did not
 		// declare; the call cannot go on without it.
 		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errClientUndeclared, false, "", capability)))
@@ -233,20 +232,4 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 		b.sendRaw(jsonrpc.AppendResponse(nil, x.childID, answer))
 	}
 	return true
-}
-
-// declared reports whether the client declared a capability in its
-// latest request.
-func (s *session) declared(capability string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch capability {
-	case "sampling":
-		return s.caps.sampling
-	case "elicitation":
-		return s.caps.elicitation
-	case "roots":
-		return s.caps.roots
-	}
-	return false
 }

@@ -84,9 +84,7 @@ func (r *restartBudget) exited(now time.Time) (failed bool, failures int, wait t
 	if len(r.exits) >= r.pol.MaxRestarts {
 		return true, len(r.exits), 0
 	}
-	wait = r.backoff
-	r.backoff = min(r.backoff*2, r.pol.MaxBackoff)
-	return false, len(r.exits), wait
+	return false, len(r.exits), r.nextWait()
 }
 
 // restarted notes a user's restart: what was spent is forgotten.

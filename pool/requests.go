@@ -422,15 +422,6 @@ func (t *requestTable) dropQuestionsOf(s *session) (childIDs [][]byte) {
 	return childIDs
 }
 
-// recipient is where an answer to p goes now: its session, the exchange
-// waiting for it, if any, and the id the client gave it. held says p
-// waits for a client's retry instead: its answer is kept for that retry,
-// and sess is the session that last had it.
-func (t *requestTable) recipient(p *pending) (sess *session, x *exchange, origID []byte, held bool) {
-	t.update(func(*inFlight) { sess, x, origID, held = p.sess, p.x, p.origID, p.held != nil })
-	return sess, x, origID, held
-}
-
 // alive reports whether p has not ended.
 func (t *requestTable) alive(p *pending) bool {
 	var ok bool
@@ -438,19 +429,21 @@ func (t *requestTable) alive(p *pending) bool {
 	return ok
 }
 
-// mrtrCandidates lists, oldest first, the modern calls in flight that
-// could carry a child's question to their client (mrtr.go).
-func (t *requestTable) mrtrCandidates() []*pending {
-	var out []*pending
+// oldestMRTRCall is the oldest modern call in flight that could carry a
+// child's question to its client (mrtr.go), with its session and
+// exchange; nil if there is none.
+func (t *requestTable) oldestMRTRCall() (p *pending, sess *session, x *exchange) {
 	t.update(func(in *inFlight) {
 		for _, q := range in.pending {
-			if q.sess != nil && q.modern && q.held == nil && mrtrMethods[q.method] {
-				out = append(out, q)
+			if q.sess != nil && q.modern && q.held == nil && mrtrMethods[q.method] && (p == nil || q.id < p.id) {
+				p = q
 			}
 		}
+		if p != nil {
+			sess, x = p.sess, p.x
+		}
 	})
-	slices.SortFunc(out, cmpID)
-	return out
+	return p, sess, x
 }
 
 // hold makes x the hold of its call if the call is still in flight and

@@ -189,9 +189,6 @@ func (s *server) backendAs(sess *session, caps *clientCaps) (*backend, error) {
 	}
 	pt := s.partLocked(rootsKey(roots), roots)
 	s.enterLocked(sess, pt)
-	if b := pt.current.Load(); b != nil {
-		return b, nil
-	}
 	return s.currentLocked(pt, capsOf(sess, caps)), nil
 }
 

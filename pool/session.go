@@ -93,6 +93,27 @@ const statelessClient = "stateless HTTP"
 
 type clientCaps struct{ sampling, elicitation, roots bool }
 
+// clientCapsOf reads the capabilities a client declared, from the JSON
+// object c (initialize's capabilities, _meta's clientCapabilities).
+func clientCapsOf(c []byte) clientCaps {
+	return clientCaps{sampling: jsonrpc.Member(c, "sampling").Present(),
+		elicitation: jsonrpc.Member(c, "elicitation").Present(), roots: jsonrpc.Member(c, "roots").Present()}
+}
+
+// has reports whether capability ("sampling", "elicitation", "roots")
+// was declared.
+func (c clientCaps) has(capability string) bool {
+	switch capability {
+	case "sampling":
+		return c.sampling
+	case "elicitation":
+		return c.elicitation
+	case "roots":
+		return c.roots
+	}
+	return false
+}
+
 // newSession registers a session of server name, made as setup says.
 // The caller runs its reader (handle), sets its output (startOutput, or
 // HTTP reads out) and calls close when done.
@@ -153,8 +174,7 @@ func (s *session) handleFrom(line []byte, x *exchange) {
 		} else if msg.ID.Present() {
 			id = append([]byte(nil), msg.IDBytes()...)
 		}
-		e := newError(kind, false, "", err)
-		s.respond(x, jsonrpc.AppendErrorResponse(nil, id, e), e.Code)
+		s.replyErrorTo(x, id, newError(kind, false, "", err))
 		return
 	}
 	s.handleMessage(&msg, x)
@@ -170,8 +190,7 @@ func (s *session) handleMessage(msg *jsonrpc.Message, x *exchange) {
 		if msg.Kind == jsonrpc.KindRequest {
 			id = append([]byte(nil), msg.IDBytes()...)
 		}
-		e := newError(errInvalid, false, "", err)
-		s.respond(x, jsonrpc.AppendErrorResponse(nil, id, e), e.Code)
+		s.replyErrorTo(x, id, newError(errInvalid, false, "", err))
 		return
 	}
 	s.mu.Lock()
@@ -384,9 +403,7 @@ func (s *session) noteModern(params []byte) {
 		s.clientName, s.clientVersion = info.Name, info.Version
 	}
 	if sp := jsonrpc.Member(m, metaClientCapabilities); sp.Present() {
-		c := sp.Of(m)
-		s.caps = clientCaps{sampling: jsonrpc.Member(c, "sampling").Present(),
-			elicitation: jsonrpc.Member(c, "elicitation").Present(), roots: jsonrpc.Member(c, "roots").Present()}
+		s.caps = clientCapsOf(sp.Of(m))
 	}
 }
 
@@ -442,7 +459,7 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte, x *exchange) {
 		ev.ClientName, ev.ClientVersion = x.client.Name, x.client.Version
 	}
 	s.p.emit(ev)
-	if err := b.send(p); err != nil && !errors.Is(err, errAlreadyEnded) { // (ended as it was sent: answered by whoever ended it)
+	if err := b.send(p); err != nil { // (one ended as it was sent was answered by whoever ended it: finish does nothing)
 		b.finish(p, outcome{kind: endRefused, rpcErr: asRPCError(err)})
 	}
 }
@@ -524,13 +541,10 @@ func (s *session) deliverResponse(p *pending, id []byte, x *exchange, line []byt
 // forget takes p, the client's request id carried by x, out of the
 // session's requests in flight.
 func (s *session) forget(p *pending, id []byte, x *exchange) {
+	key := keyOf(id, x)
 	s.mu.Lock()
-	if x != nil {
-		if s.inflight[x.key] == p {
-			s.untrackLocked(x.key, p)
-		}
-	} else if s.inflight[string(id)] == p {
-		s.untrackLocked(string(id), p)
+	if s.inflight[key] == p {
+		s.untrackLocked(key, p)
 	}
 	s.mu.Unlock()
 }

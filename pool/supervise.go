@@ -334,10 +334,7 @@ func (b *backend) restartNow() {
 func (b *backend) drain(reason error) {
 	b.mu.Lock()
 	b.draining = true
-	timeout := b.cfg.RequestTimeout
-	if timeout <= 0 {
-		timeout = defaultRequestTimeout
-	}
+	timeout := b.requestTimeoutLocked()
 	b.mu.Unlock()
 	idle := b.reqs.whenIdle()
 	b.p.wg.Go(func() {
