@@ -383,7 +383,8 @@ type historyView struct {
 	inWaterfall           *widget.Button
 	servers               []string
 	loadedAt              time.Time
-	seq                   int // the latest query; older answers are dropped
+	seq                   int                // the latest query; older answers are dropped
+	searching             context.CancelFunc // cancels the query in progress
 }
 
 const (
@@ -421,27 +422,7 @@ func newHistoryView(u *UI) *historyView {
 	h.note.Truncation = fyne.TextTruncateEllipsis
 	h.results = newTable(historyColumns, "No requests match. Widen the time range or clear the filters.")
 	h.results.onSelect = h.showTimeline
-	h.timeline = widget.NewList(
-		func() int { return len(h.steps) },
-		func() fyne.CanvasObject {
-			l := widget.NewLabel("")
-			l.Truncation = fyne.TextTruncateEllipsis
-			return l
-		},
-		func(i widget.ListItemID, o fyne.CanvasObject) {
-			if i < len(h.steps) {
-				s := h.steps[i]
-				at := "—"
-				if !s.At.IsZero() {
-					at = s.At.In(displayZone).Format("15:04:05.000")
-				}
-				text := at + "  " + s.What
-				if s.Detail != "" {
-					text += "  " + s.Detail
-				}
-				o.(*widget.Label).SetText(text)
-			}
-		})
+	h.timeline = newTimelineList(func() []TimelineEntry { return h.steps }, "—")
 	filters := container.NewGridWithColumns(6, h.server, h.session, h.status, h.method, h.since, search)
 	h.inWaterfall = widget.NewButtonWithIcon("Show in the waterfall", theme.ListIcon(), func() {
 		u.showDashboard(tabWaterfall)
@@ -510,9 +491,7 @@ func (h *historyView) query() {
 	h.loadedAt = time.Now()
 	h.note.SetText("Searching…")
 	u := h.u
-	u.spawn(func() {
-		ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
-		defer cancel()
+	u.query(&h.searching, func(ctx context.Context) {
 		rows, err := u.ctrl.History(ctx, f)
 		fyne.Do(func() {
 			if seq != h.seq {
@@ -545,9 +524,7 @@ func (h *historyView) showTimeline(r row) {
 	hr := r.hist
 	h.selected = hr
 	h.inWaterfall.Enable()
-	u.spawn(func() {
-		ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
-		defer cancel()
+	u.query(nil, func(ctx context.Context) {
 		d, err := u.ctrl.Timeline(ctx, hr)
 		if err != nil {
 			d.Steps = []TimelineEntry{{At: time.Now(), What: "timeline not available", Detail: err.Error()}}

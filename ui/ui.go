@@ -286,12 +286,31 @@ func (u *UI) spawn(fn func()) {
 	u.wg.Go(fn)
 }
 
+// queryTimeout bounds a read or an action the UI starts.
+const queryTimeout = 30 * time.Second
+
+// query runs fn off the UI goroutine with a context that ends after
+// queryTimeout or when the UI stops. With a slot, a later query in the
+// same slot cancels this one: an answer nobody will show stops reading.
+// UI goroutine.
+func (u *UI) query(slot *context.CancelFunc, fn func(ctx context.Context)) {
+	ctx, cancel := context.WithTimeout(u.ctx, queryTimeout)
+	if slot != nil {
+		if *slot != nil {
+			(*slot)()
+		}
+		*slot = cancel
+	}
+	u.spawn(func() {
+		defer cancel()
+		fn(ctx)
+	})
+}
+
 // act runs a pool action off the UI goroutine; a failure is shown to the
 // user and logged.
 func (u *UI) act(what string, fn func(ctx context.Context) error) {
-	u.spawn(func() {
-		ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
-		defer cancel()
+	u.query(nil, func(ctx context.Context) {
 		if err := fn(ctx); err != nil {
 			err = fmt.Errorf("%s: %w", what, err)
 			u.log.Warn("action failed", "err", err)

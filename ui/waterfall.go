@@ -42,14 +42,17 @@ type waterfallView struct {
 	view fyne.CanvasObject
 	plot *wfPlot
 
-	v        wfView
-	hist     *wfSource // the history window shown; nil while live
-	histSeq  int       // the latest window asked for; older answers are dropped
-	pxW, pxH int       // the plot's size in pixels
-	scale    float32
-	frame    *wfFrame
-	sel      wfReq // the selected request (PoolID 0: none)
-	selSeq   int
+	v       wfView
+	hist    *wfSource // the history window shown; nil while live
+	histSeq int       // the latest window asked for; older answers are dropped
+	// histRead and selRead cancel the history read in progress, for the
+	// window and for the selected request's timeline.
+	histRead, selRead context.CancelFunc
+	pxW, pxH          int // the plot's size in pixels
+	scale             float32
+	frame             *wfFrame
+	sel               wfReq // the selected request (PoolID 0: none)
+	selSeq            int
 
 	mode      *widget.Select
 	modes     []string
@@ -206,9 +209,7 @@ func (w *waterfallView) extendWindow() {
 	w.loading = true
 	setText(w.note, "Reading more of the history…")
 	u := w.u
-	u.spawn(func() {
-		ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
-		defer cancel()
+	u.query(&w.histRead, func(ctx context.Context) {
 		hw, err := u.ctrl.Window(ctx, nfrom, nto)
 		fyne.Do(func() {
 			if seq != w.histSeq {
@@ -302,6 +303,9 @@ func (w *waterfallView) modeChosen(choice string) {
 	if choice == modeLive {
 		w.hist = nil
 		w.histSeq++
+		if w.histRead != nil {
+			w.histRead() // its answer would be dropped
+		}
 		w.loading = false
 		v := w.v
 		v.Follow, v.To = true, w.u.opts.now()
@@ -333,9 +337,7 @@ func (w *waterfallView) loadWindowThen(from, until time.Time, label string, then
 	w.loading = true
 	setText(w.note, "Reading "+label+" from the history…")
 	u := w.u
-	u.spawn(func() {
-		ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
-		defer cancel()
+	u.query(&w.histRead, func(ctx context.Context) {
 		hw, err := u.ctrl.Window(ctx, from, until)
 		var src *wfSource
 		if err != nil {
@@ -410,9 +412,7 @@ func (w *waterfallView) openLastCrash() {
 	now := w.u.opts.now()
 	setText(w.note, "Looking for the last crash in the history…")
 	u := w.u
-	u.spawn(func() {
-		ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
-		defer cancel()
+	u.query(nil, func(ctx context.Context) {
 		hw, err := u.ctrl.Window(ctx, now.Add(-24*time.Hour), now)
 		fyne.Do(func() {
 			var m wfMarker
@@ -493,9 +493,7 @@ func (w *waterfallView) selectReq(r wfReq) {
 	seq := w.selSeq
 	u := w.u
 	row := HistoryRow{Run: r.Run, PoolID: r.PoolID, Server: r.Server, Session: r.Session}
-	u.spawn(func() {
-		ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
-		defer cancel()
+	u.query(&w.selRead, func(ctx context.Context) {
 		d, err := u.ctrl.Timeline(ctx, row)
 		fyne.Do(func() {
 			if seq == w.selSeq {
@@ -558,17 +556,7 @@ func newWFDetails(u *UI) *wfDetails {
 	d.title.Truncation = fyne.TextTruncateEllipsis
 	d.summary = widget.NewLabel("")
 	d.summary.Wrapping = fyne.TextWrapWord
-	d.steps = widget.NewList(func() int { return len(d.rows) },
-		func() fyne.CanvasObject {
-			l := widget.NewLabel("")
-			l.Truncation = fyne.TextTruncateEllipsis
-			return l
-		},
-		func(i widget.ListItemID, o fyne.CanvasObject) {
-			if i < len(d.rows) {
-				o.(*widget.Label).SetText(timelineText(d.rows[i]))
-			}
-		})
+	d.steps = newTimelineList(func() []TimelineEntry { return d.rows }, "            ")
 	payload := func() *widget.Label {
 		l := widget.NewLabel("")
 		l.TextStyle.Monospace = true
@@ -588,9 +576,25 @@ func newWFDetails(u *UI) *wfDetails {
 	return d
 }
 
+// newTimelineList lists the steps of a timeline, one line each; a step
+// without a time shows noTime in its place.
+func newTimelineList(steps func() []TimelineEntry, noTime string) *widget.List {
+	return widget.NewList(func() int { return len(steps()) },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("")
+			l.Truncation = fyne.TextTruncateEllipsis
+			return l
+		},
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			if s := steps(); i < len(s) {
+				o.(*widget.Label).SetText(timelineText(s[i], noTime))
+			}
+		})
+}
+
 // timelineText is one step of a timeline.
-func timelineText(s TimelineEntry) string {
-	at := "            "
+func timelineText(s TimelineEntry, noTime string) string {
+	at := noTime
 	if !s.At.IsZero() {
 		at = s.At.In(displayZone).Format("15:04:05.000")
 	}
