@@ -13,12 +13,18 @@ import (
 // Mcp-Session-Id, each request on its own POST, as HTTP clients send
 // them). Answers are handed to the driver as lines, in arrival order.
 func HTTPOpener(url, token string, conns int) Opener {
+	return httpOpener(url, token, conns, func(hs *httpStream) io.Writer { return hs })
+}
+
+// httpOpener opens each session as an httpStream whose lines writer
+// turns into POSTs.
+func httpOpener(url, token string, conns int, writer func(*httpStream) io.Writer) Opener {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
 	return func(ctx context.Context, _ int) (*Stream, error) {
 		pr, pw := io.Pipe()
 		ctx, cancel := context.WithCancel(ctx)
 		hs := &httpStream{ctx: ctx, url: url, token: token, client: client, answers: pw}
-		return &Stream{W: hs, R: pr, Close: func() error {
+		return &Stream{W: writer(hs), R: pr, Close: func() error {
 			pr.Close() // late answers have no reader any more
 			cancel()   // nor do unanswered POSTs
 			hs.wg.Wait()
@@ -67,33 +73,50 @@ func (h *httpStream) deliver(answer []byte) {
 	_, _ = h.answers.Write(append(bytes.TrimSpace(answer), '\n'))
 }
 
-// post sends one message and returns the answer, or nil for none.
+// post sends one message of the session and returns the answer, or nil
+// for none.
 func (h *httpStream) post(body []byte) []byte {
-	req, err := http.NewRequestWithContext(h.ctx, http.MethodPost, h.url, bytes.NewReader(body))
+	req, err := h.newPost(body)
 	if err != nil {
 		return nil
+	}
+	if h.sid != "" {
+		req.Header.Set("Mcp-Session-Id", h.sid)
+	}
+	answer, header := h.do(req)
+	if sid := header.Get("Mcp-Session-Id"); answer != nil && sid != "" {
+		h.sid = sid
+	}
+	return answer
+}
+
+// newPost is a POST of body with the headers every client sends.
+func (h *httpStream) newPost(body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(h.ctx, http.MethodPost, h.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if h.token != "" {
 		req.Header.Set("Authorization", "Bearer "+h.token)
 	}
-	if h.sid != "" {
-		req.Header.Set("Mcp-Session-Id", h.sid)
-	}
+	return req, nil
+}
+
+// do sends req and returns the answer and its headers; a nil answer for
+// none (no response: the driver counts it as hung; or 202 Accepted).
+func (h *httpStream) do(req *http.Request) ([]byte, http.Header) {
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return nil // unanswered: the driver counts it as hung
+		return nil, nil
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode == http.StatusAccepted {
-		return nil
+		return nil, resp.Header
 	}
-	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
-		h.sid = sid
-	}
-	return answer
+	return answer, resp.Header
 }
 
 // end deletes the session.

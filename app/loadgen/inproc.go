@@ -170,34 +170,16 @@ func (s *InProcessHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // server/discover such a client starts with, and its
 // notifications/initialized is not sent.
 func HTTPStatelessOpener(url, token string, conns int) Opener {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
-	return func(ctx context.Context, _ int) (*Stream, error) {
-		pr, pw := io.Pipe()
-		ctx, cancel := context.WithCancel(ctx)
-		st := &statelessStream{ctx: ctx, url: url, token: token, client: client, answers: pw}
-		return &Stream{W: st, R: pr, Close: func() error {
-			pr.Close()
-			cancel()
-			st.wg.Wait()
-			return nil
-		}}, nil
-	}
+	return httpOpener(url, token, conns, func(hs *httpStream) io.Writer { return &statelessStream{hs} })
 }
 
 // statelessMeta is what each 2026-07-28 request carries in params._meta.
 const statelessMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + modernVersion +
 	`","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"switchboard-bench","version":"1"}}`
 
-// statelessStream turns the driver's request lines into stateless POSTs.
-type statelessStream struct {
-	ctx     context.Context
-	url     string
-	token   string
-	client  *http.Client
-	wg      sync.WaitGroup
-	mu      sync.Mutex // one answer line at a time into answers
-	answers *io.PipeWriter
-}
+// statelessStream turns the driver's request lines into stateless POSTs
+// (an httpStream that never has a session).
+type statelessStream struct{ *httpStream }
 
 // Write takes whole lines (the driver writes one message per call).
 func (st *statelessStream) Write(p []byte) (int, error) {
@@ -248,40 +230,19 @@ func withMeta(line []byte) ([]byte, bool) {
 	return append(out, line[at:]...), true
 }
 
+// post sends one request with the headers that mirror its _meta.
 func (st *statelessStream) post(body []byte, method, name string) []byte {
-	req, err := http.NewRequestWithContext(st.ctx, http.MethodPost, st.url, bytes.NewReader(body))
+	req, err := st.newPost(body)
 	if err != nil {
 		return nil
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", modernVersion)
 	req.Header.Set("Mcp-Method", method)
 	if name != "" {
 		req.Header.Set("Mcp-Name", name)
 	}
-	if st.token != "" {
-		req.Header.Set("Authorization", "Bearer "+st.token)
-	}
-	resp, err := st.client.Do(req)
-	if err != nil {
-		return nil // unanswered: the driver counts it as hung
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil
-	}
+	answer, _ := st.do(req)
 	return answer
-}
-
-func (st *statelessStream) deliver(answer []byte) {
-	if answer == nil {
-		return
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	_, _ = st.answers.Write(append(bytes.TrimSpace(answer), '\n'))
 }
 
 // HTTPComparison is the pool's HTTP front door against the in-process
