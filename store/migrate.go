@@ -1,9 +1,9 @@
 package store
 
 import (
+	"context"
 	"database/sql"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -108,15 +108,11 @@ func startRun(db *sql.DB, version string, now time.Time, listed []journaled) (ru
 	}
 	defer tx.Rollback()
 	if len(listed) > 0 {
-		var ended sql.NullInt64
-		err := tx.QueryRow(`SELECT ended FROM runs WHERE id = ?`, listed[0].Run).Scan(&ended)
-		switch {
-		case errors.Is(err, sql.ErrNoRows) || ended.Valid:
-			// A run that ended cleanly wrote its requests; one pruned away
-			// has nothing to add.
-		case err != nil:
-			return 0, fmt.Errorf("read the journal's run: %w", err)
-		default:
+		owed, err := journalOwed(context.Background(), tx, listed[0].Run)
+		if err != nil {
+			return 0, err
+		}
+		if owed {
 			if err := recordJournaled(tx, listed); err != nil {
 				return 0, err
 			}

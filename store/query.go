@@ -167,7 +167,7 @@ func scanRequest(sc scanner, live int64) (Request, error) {
 	if r.Status == StatusInFlight && r.Run != live {
 		r.Status = StatusAbandoned
 		if r.Err == "" {
-			r.Err = fmt.Sprintf("Switchboard stopped (run %d) before this request was answered", r.Run)
+			r.Err = abandonedError(r.Run)
 		}
 	}
 	r.Abandoned = r.Status == StatusAbandoned
@@ -615,6 +615,28 @@ func statusText(v any) string {
 	return fmt.Sprint(v)
 }
 
+// abandonedError is the error of a request of run that was in flight
+// when run stopped without ending it.
+func abandonedError(run int64) string {
+	return fmt.Sprintf("Switchboard stopped (run %d) before this request was answered", run)
+}
+
+// journalOwed reports whether what run's journal lists is still owed: the
+// run is recorded and never ended (it crashed). A run that ended cleanly
+// wrote its requests; one pruned away has nothing to add.
+func journalOwed(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, run int64) (bool, error) {
+	var ended sql.NullInt64
+	switch err := q.QueryRowContext(ctx, `SELECT ended FROM runs WHERE id = ?`, run).Scan(&ended); {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("history: the journal's run: %w", err)
+	}
+	return !ended.Valid, nil
+}
+
 // withJournal adds to a read-only Store's hangs the requests that a run
 // which crashed (and whose database no Switchboard has opened since) had
 // in flight too young for a row, and brings up to date those that had
@@ -628,12 +650,8 @@ func (s *Store) withJournal(ctx context.Context, live int64, rows []Request) ([]
 	if err != nil || len(listed) == 0 || listed[0].Run == live {
 		return rows, err
 	}
-	var runEnded sql.NullInt64
-	switch err := s.rdb.QueryRowContext(ctx, `SELECT ended FROM runs WHERE id = ?`, listed[0].Run).Scan(&runEnded); {
-	case errors.Is(err, sql.ErrNoRows), err == nil && runEnded.Valid:
-		return rows, nil
-	case err != nil:
-		return nil, fmt.Errorf("history: the journal's run: %w", err)
+	if owed, err := journalOwed(ctx, s.rdb, listed[0].Run); err != nil || !owed {
+		return rows, err
 	}
 	have := map[int64]int{}
 	for i, r := range rows {
@@ -676,7 +694,7 @@ func (s *Store) withJournal(ctx context.Context, live int64, rows []Request) ([]
 		}
 		rows = append(rows, Request{ID: e.ID, Run: e.Run, PoolID: e.PoolID, Session: e.Session, Server: e.Server,
 			Method: e.Method, Name: e.Name, OriginalID: e.OriginalID, Status: StatusAbandoned,
-			Err:      fmt.Sprintf("Switchboard stopped (run %d) before this request was answered", e.Run),
+			Err:      abandonedError(e.Run),
 			Received: micros(e.Received), Written: nullMicros(sql.NullInt64{Int64: e.Written, Valid: e.Written != 0}),
 			PID: e.PID, Abandoned: true})
 	}
