@@ -825,11 +825,7 @@ func TestJournalFreesOnlyWhatIsCommitted(t *testing.T) {
 // everything: each request in flight gets its row at the next batch, as
 // every row did before the journal.
 func TestWithoutAJournal(t *testing.T) {
-	path := dbPath(t)
-	if err := os.Mkdir(path+"-inflight", 0o700); err != nil {
-		t.Fatal(err)
-	}
-	s := openT(t, path, nil)
+	s := openWithoutJournal(t)
 	now := time.Now()
 	s.Record(received(1, "s1", "tools/call", "echo", now))
 	if err := s.flush(); err != nil {
@@ -852,11 +848,7 @@ func TestWithoutAJournal(t *testing.T) {
 // its write to a child updates that row: a crash finds it written, with
 // its child.
 func TestWrittenWithoutAJournalIsRecorded(t *testing.T) {
-	path := dbPath(t)
-	if err := os.Mkdir(path+"-inflight", 0o700); err != nil {
-		t.Fatal(err)
-	}
-	s := openT(t, path, nil)
+	s := openWithoutJournal(t)
 	now := time.Now()
 	s.Record(received(1, "s1", "tools/call", "echo", now))
 	if err := s.flush(); err != nil {
@@ -870,6 +862,17 @@ func TestWrittenWithoutAJournalIsRecorded(t *testing.T) {
 	if err != nil || len(rs) != 1 || rs[0].Status != StatusInFlight || !rs[0].WrittenToChild() || rs[0].PID != 40 {
 		t.Fatalf("requests after the write: %+v, %v; want request 1 in flight, written to child 40", rs, err)
 	}
+}
+
+// openWithoutJournal opens a store whose journal file cannot be made (a
+// directory stands in its place).
+func openWithoutJournal(t *testing.T) *Store {
+	t.Helper()
+	path := dbPath(t)
+	if err := os.Mkdir(path+"-inflight", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return openT(t, path, nil)
 }
 
 // A pool id twice in a run (a pool's bug, or two pools on one store) does
