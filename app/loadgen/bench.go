@@ -46,6 +46,9 @@ type BenchOptions struct {
 	Rounds          int
 	LatencyDuration time.Duration
 	LatencyWarmup   time.Duration
+	// HTTPRounds of the HTTP comparison, alternating the in-process
+	// server and the pool; its ratios are medians over rounds.
+	HTTPRounds int
 	// LatencyOnly stops after the latency section.
 	LatencyOnly bool
 	Idle        int // idle sessions for the memory check; 0 skips it
@@ -236,7 +239,7 @@ func benchConnect(ctx context.Context, o BenchOptions, r *BenchReport) error {
 		return err
 	}
 	r.Throughput = []ModeResult{{Result: td}, tc, th}
-	if r.HTTP, err = pool.compareHTTP(ctx, many, &th); err != nil {
+	if r.HTTP, err = pool.compareHTTP(ctx, many, &th, o.HTTPRounds); err != nil {
 		return err
 	}
 	if td.PerSecond > 0 {

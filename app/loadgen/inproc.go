@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -12,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -252,54 +254,75 @@ type HTTPComparison struct {
 	Stateless HTTPPair `json:"stateless"` // 2026-07-28 stateless requests
 }
 
-// HTTPPair is one era's two runs; Ratio is the pool's requests/s over
-// the in-process server's.
+// HTTPPair is one era's runs: the pool's requests/s over the in-process
+// server's, per round (RoundRatios) and their median (Ratio), with the
+// two runs of the round whose ratio is the median. One run of each is
+// too noisy to read on a small machine: the same pair gave 59% and 116%
+// on two runs.
 type HTTPPair struct {
-	InProcess Result     `json:"inProcess"`
-	Pool      ModeResult `json:"pool"`
-	Ratio     float64    `json:"ratio"`
+	InProcess   Result     `json:"inProcess"`
+	Pool        ModeResult `json:"pool"`
+	Ratio       float64    `json:"ratio"`
+	RoundRatios []float64  `json:"roundRatios"`
 }
 
 // compareHTTP runs both eras against the in-process server and the pool,
-// each era's two runs back to back. legacy, when not nil, is the pool's
-// legacy run already made (Bench's "http" row).
-func (p *benchPool) compareHTTP(ctx context.Context, cfg Config, legacy *ModeResult) (*HTTPComparison, error) {
+// rounds times, alternating: each round runs each era's two back to back.
+// legacy, when not nil, is the pool's legacy run of the first round
+// already made (Bench's "http" row).
+func (p *benchPool) compareHTTP(ctx context.Context, cfg Config, legacy *ModeResult, rounds int) (*HTTPComparison, error) {
 	base, err := StartInProcessHTTP(p.token)
 	if err != nil {
 		return nil, err
 	}
 	defer base.Close()
 	conns := cfg.Sessions * cfg.InFlight
-	var c HTTPComparison
-	for _, era := range []struct {
+	type era struct {
 		pair   *HTTPPair
 		name   string
 		opener func(url, token string, conns int) Opener
 		done   *ModeResult
-	}{
-		{&c.Legacy, "http", HTTPOpener, legacy},
-		{&c.Stateless, "http stateless", HTTPStatelessOpener, nil},
-	} {
-		in, err := runMode(ctx, era.name+" (in-process server)", cfg, era.opener(base.URL, p.token, conns))
-		if err != nil {
-			return nil, err
-		}
-		era.pair.InProcess = in
-		if era.done != nil {
-			era.pair.Pool = *era.done
-		} else {
-			era.pair.Pool, err = p.measure(func() (Result, error) {
-				return runMode(ctx, era.name, cfg, era.opener(p.url, p.token, conns))
-			})
-			if err != nil {
+		runs   []HTTPPair
+	}
+	var c HTTPComparison
+	eras := []*era{
+		{pair: &c.Legacy, name: "http", opener: HTTPOpener, done: legacy},
+		{pair: &c.Stateless, name: "http stateless", opener: HTTPStatelessOpener},
+	}
+	for range max(rounds, 1) {
+		for _, e := range eras {
+			var run HTTPPair
+			if run.InProcess, err = runMode(ctx, e.name+" (in-process server)", cfg, e.opener(base.URL, p.token, conns)); err != nil {
 				return nil, err
 			}
-		}
-		if in.PerSecond > 0 {
-			era.pair.Ratio = era.pair.Pool.PerSecond / in.PerSecond
+			if e.done != nil {
+				run.Pool, e.done = *e.done, nil
+			} else if run.Pool, err = p.measure(func() (Result, error) {
+				return runMode(ctx, e.name, cfg, e.opener(p.url, p.token, conns))
+			}); err != nil {
+				return nil, err
+			}
+			if run.InProcess.PerSecond > 0 {
+				run.Ratio = run.Pool.PerSecond / run.InProcess.PerSecond
+			}
+			e.runs = append(e.runs, run)
 		}
 	}
+	for _, e := range eras {
+		*e.pair = medianPair(e.runs)
+	}
 	return &c, nil
+}
+
+// medianPair is the round whose ratio is the median of runs' (the lower
+// middle one for an even count), with every round's ratio.
+func medianPair(runs []HTTPPair) HTTPPair {
+	sorted := slices.SortedFunc(slices.Values(runs), func(a, b HTTPPair) int { return cmp.Compare(a.Ratio, b.Ratio) })
+	m := sorted[(len(sorted)-1)/2]
+	for _, r := range runs {
+		m.RoundRatios = append(m.RoundRatios, r.Ratio)
+	}
+	return m
 }
 
 // BenchHTTP is the load tool's HTTP part alone (`switchboard-bench
@@ -322,7 +345,7 @@ func BenchHTTP(ctx context.Context, o BenchOptions, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		c, err := pool.compareHTTP(ctx, many, nil)
+		c, err := pool.compareHTTP(ctx, many, nil, o.HTTPRounds)
 		pool.stop()
 		if err != nil {
 			return err
@@ -363,6 +386,19 @@ func writeHTTPTable(out io.Writer, o BenchOptions, c *HTTPComparison, pool strin
 			x.P50, x.P90, x.P99, x.Max, x.Misrouted, x.Hung, x.Errors, extra)
 	}
 	tw.Flush()
-	fmt.Fprintf(out, "HTTP through the pool vs in-process: legacy sessions %.0f%%, stateless 2026-07-28 %.0f%%\n\n",
-		100*c.Legacy.Ratio, 100*c.Stateless.Ratio)
+	fmt.Fprintf(out, "HTTP through the pool vs in-process: legacy sessions %s, stateless 2026-07-28 %s",
+		ratioSpread(c.Legacy), ratioSpread(c.Stateless))
+	if n := len(c.Legacy.RoundRatios); n > 1 {
+		fmt.Fprintf(out, " (medians of %d alternating rounds [min–max]; the rows are the median round's)", n)
+	}
+	fmt.Fprint(out, "\n\n")
+}
+
+// ratioSpread is an era's ratio as a percentage, with the range over
+// rounds when there were several.
+func ratioSpread(p HTTPPair) string {
+	if len(p.RoundRatios) < 2 {
+		return fmt.Sprintf("%.0f%%", 100*p.Ratio)
+	}
+	return fmt.Sprintf("%.0f%% [%.0f–%.0f%%]", 100*p.Ratio, 100*slices.Min(p.RoundRatios), 100*slices.Max(p.RoundRatios))
 }

@@ -100,7 +100,7 @@ func checkLatency(t *testing.T, l latencyJSON, rounds int, out []byte) {
 // request recorded, a row cap held).
 func TestBenchJSON(t *testing.T) {
 	out := bench(t, "--json", "--sessions", "3", "--inflight", "2",
-		"--duration", "300ms", "--warmup", "50ms", "--rounds", "2", "--latency-duration", "100ms",
+		"--duration", "300ms", "--warmup", "50ms", "--rounds", "2", "--http-rounds", "1", "--latency-duration", "100ms",
 		"--latency-warmup", "20ms", "--idle", "20",
 		"--history-runs", "2", "--soak", "1s", "--cap-rows", "300", "--cap-load", "1s")
 	var r struct {
