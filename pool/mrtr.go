@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
@@ -57,6 +58,9 @@ type mrtrHold struct {
 type mrtrHolds struct {
 	mu sync.Mutex
 	m  map[string]*mrtrHold
+	// n is len(m), for none: every tools/call, prompts/get and
+	// resources/read asks, and almost always there is no hold to find.
+	n atomic.Int64
 }
 
 // holdKeep is how long an ended call's answer waits for its retry.
@@ -76,6 +80,7 @@ func (h *mrtrHolds) put(x *mrtrHold) {
 		}
 	}
 	h.m[x.state] = x
+	h.n.Store(int64(len(h.m)))
 }
 
 // take removes and returns the hold for state: a requestState is good for
@@ -85,8 +90,14 @@ func (h *mrtrHolds) take(state string) *mrtrHold {
 	defer h.mu.Unlock()
 	x := h.m[state]
 	delete(h.m, state)
+	h.n.Store(int64(len(h.m)))
 	return x
 }
+
+// none reports, without the lock, that no hold waits: a retry can only
+// follow the answer that named its hold, and that answer is sent after
+// put.
+func (h *mrtrHolds) none() bool { return h.n.Load() == 0 }
 
 // carryAsMRTR answers a child's question through a modern client's call,
 // if one of the modern calls in flight on this child can carry it. It
@@ -156,8 +167,8 @@ const heldAnswerWait = time.Second
 // input_required, carried by ex when not nil. It reports whether the
 // request was such a retry (and is answered or under way).
 func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool {
-	if !mrtrMethods[msg.Method] {
-		return false
+	if !mrtrMethods[msg.Method] || s.p.holds.none() {
+		return false // and the params need no scan
 	}
 	params := msg.Params.Of(msg.Raw)
 	state, ok := jsonrpc.String(params, jsonrpc.Member(params, "requestState"))
