@@ -51,16 +51,11 @@ func newExchange(key string, stream bool) *exchange {
 }
 
 // newStatelessExchange is an exchange for a 2026-07-28 request whose
-// params carry _meta (validated by the front door): its key is unique,
+// params carry _meta, m (validated by the front door): its key is unique,
 // and its capabilities and client are what its _meta says.
-func newStatelessExchange(key string, stream bool, params []byte) *exchange {
+func newStatelessExchange(key string, stream bool, m []byte) *exchange {
 	x := newExchange(key, stream)
 	x.stateless = true
-	meta := jsonrpc.Member(params, "_meta")
-	if !meta.Present() {
-		return x
-	}
-	m := meta.Of(params)
 	if sp := jsonrpc.Member(m, metaClientCapabilities); sp.Present() {
 		x.caps = clientCapsOf(sp.Of(m))
 	}

@@ -214,7 +214,7 @@ func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server
 	}
 	defer h.release(st)
 	key := "x" + strconv.FormatUint(h.nextKey.Add(1), 10) // no client id looks like this: ids are JSON
-	x := newStatelessExchange(key, takesStream(r, msg), msg.Params.Of(msg.Raw))
+	x := newStatelessExchange(key, takesStream(r, msg), msg.Meta.Of(msg.Raw))
 	st.s.handleMessage(msg, x)
 	if !h.await(w, r, st.s, x, true) {
 		st.s.endExchange(x, true, "the client closed its HTTP response")
@@ -598,29 +598,13 @@ func loopbackHost(hostport string) bool {
 // modernMeta reports whether a request names its protocol version in
 // _meta, as every 2026-07-28 request does.
 func modernMeta(body []byte, m jsonrpc.Message) bool {
-	if !m.Params.Present() {
-		return false
-	}
-	params := m.Params.Of(body)
-	meta := jsonrpc.Member(params, "_meta")
-	return meta.Present() && jsonrpc.Member(meta.Of(params), metaProtocolVersion).Present()
+	return m.Meta.Present() && jsonrpc.Member(m.Meta.Of(body), metaProtocolVersion).Present()
 }
 
 // progressToken is the request's params._meta.progressToken, as bytes.
 func progressToken(body []byte, m jsonrpc.Message) string {
-	if !m.Params.Present() {
-		return ""
-	}
-	params := m.Params.Of(body)
-	meta := jsonrpc.Member(params, "_meta")
-	if !meta.Present() {
-		return ""
-	}
-	tok := jsonrpc.Member(meta.Of(params), "progressToken")
-	if !tok.Present() {
-		return ""
-	}
-	return string(tok.Of(meta.Of(params)))
+	meta := m.Meta.Of(body)
+	return string(jsonrpc.Member(meta, "progressToken").Of(meta))
 }
 
 func acceptsSSE(r *http.Request) bool {

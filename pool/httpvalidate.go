@@ -73,11 +73,10 @@ func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bo
 	if len(params) == 0 || params[0] != '{' {
 		return refuse(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: a 2026-07-28 request needs params._meta")
 	}
-	metaSpan := jsonrpc.Member(params, "_meta")
-	if !metaSpan.Present() || params[metaSpan.Start] != '{' {
+	if !msg.Meta.Present() || body[msg.Meta.Start] != '{' {
 		return refuse(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: missing _meta")
 	}
-	meta := metaSpan.Of(params)
+	meta := msg.Meta.Of(body)
 	version, ok := jsonrpc.String(meta, jsonrpc.Member(meta, metaProtocolVersion))
 	if !ok || version == "" {
 		return refuse(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: _meta lacks %s", metaProtocolVersion)

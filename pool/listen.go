@@ -306,16 +306,15 @@ func subscriptionOf(line []byte, m jsonrpc.Message) []byte {
 	if m.Kind != jsonrpc.KindNotification || !m.Params.Present() {
 		return nil
 	}
-	params := m.Params.Of(line)
-	meta := jsonrpc.Member(params, "_meta")
-	if !meta.Present() || params[meta.Start] != '{' {
+	if !m.Meta.Present() || line[m.Meta.Start] != '{' {
 		return nil
 	}
-	tag := jsonrpc.Member(meta.Of(params), metaSubscriptionID)
+	meta := m.Meta.Of(line)
+	tag := jsonrpc.Member(meta, metaSubscriptionID)
 	if !tag.Present() {
 		return nil
 	}
-	return tag.Of(meta.Of(params))
+	return tag.Of(meta)
 }
 
 // resubscribe gives a new child the subscriptions its sessions hold: the

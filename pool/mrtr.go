@@ -187,7 +187,7 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 		s.replyErrorTo(ex, id, newError(errNotOurState, false, ""))
 		return true
 	}
-	s.noteModern(params)
+	s.noteModern(msg)
 	b, p := x.b, x.p
 	var answer json.RawMessage
 	if r := jsonrpc.Member(params, "inputResponses"); r.Present() {

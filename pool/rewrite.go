@@ -92,7 +92,10 @@ func rewriteRequest(msg *jsonrpc.Message, poolID uint64, meta []byte) inbound {
 	if msg.Params.Present() && raw[msg.Params.Start] == '{' {
 		params := msg.Params.Of(raw)
 		base := msg.Params.Start
-		metaSpan := jsonrpc.Member(params, "_meta")
+		var metaSpan jsonrpc.Span // in params
+		if msg.Meta.Present() {
+			metaSpan = jsonrpc.Span{Start: msg.Meta.Start - base, End: msg.Meta.End - base}
+		}
 		if metaSpan.Present() && params[metaSpan.Start] == '{' {
 			m := metaSpan.Of(params)
 			if tok := jsonrpc.Member(m, "progressToken"); tok.Present() {

@@ -230,7 +230,7 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 		s.replyTo(x, id, []byte("{}"))
 		return
 	case "server/discover":
-		s.noteModern(params)
+		s.noteModern(msg)
 		b, err := s.backend(x)
 		if err != nil {
 			s.replyErrorTo(x, id, err)
@@ -264,7 +264,7 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 			return
 		}
 	case "subscriptions/listen":
-		s.noteModern(params)
+		s.noteModern(msg)
 		s.listen(id, params, x)
 		return
 	}
@@ -379,15 +379,11 @@ func mustRaw(obj []byte, key string) json.RawMessage {
 // noteModern records what a modern request says about its client. A
 // stateless session's requests speak for their own clients only
 // (exchange.go): nothing of theirs becomes the session's.
-func (s *session) noteModern(params []byte) {
-	if s.stateless {
+func (s *session) noteModern(msg *jsonrpc.Message) {
+	if s.stateless || !msg.Meta.Present() {
 		return
 	}
-	meta := jsonrpc.Member(params, "_meta")
-	if !meta.Present() {
-		return
-	}
-	m := meta.Of(params)
+	m := msg.Meta.Of(msg.Raw)
 	v, ok := jsonrpc.String(m, jsonrpc.Member(m, metaProtocolVersion))
 	if !ok {
 		return
@@ -416,7 +412,7 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte, x *exchange) {
 	era, meta := s.era, s.meta
 	s.mu.Unlock()
 	if era != EraLegacy {
-		s.noteModern(msg.Params.Of(msg.Raw))
+		s.noteModern(msg)
 		s.mu.Lock()
 		era = s.era
 		s.mu.Unlock()

@@ -59,6 +59,33 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestParseFindsMeta: Meta is params._meta, whatever comes before it and
+// however its key is written, and nothing else: not a _meta nested in
+// arguments, not one of a result, not in array params.
+func TestParseFindsMeta(t *testing.T) {
+	tests := []struct{ name, in, meta string }{
+		{"first", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"a":1},"name":"n"}}`, `{"a":1}`},
+		{"after arguments", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"arguments":{"_meta":{"no":1},"t":"}"},"_meta":{"b":"{"}}}`, `{"b":"{"}`},
+		{"escaped key", `{"jsonrpc":"2.0","method":"x","params":{"\u005fmeta":{"c":2}}}`, `{"c":2}`},
+		{"not an object", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":7}}`, `7`},
+		{"only nested", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"arguments":{"_meta":{}}}}`, ``},
+		{"array params", `{"jsonrpc":"2.0","id":1,"method":"x","params":[{"_meta":{}}]}`, ``},
+		{"no params", `{"jsonrpc":"2.0","id":1,"method":"x"}`, ``},
+		{"a result", `{"jsonrpc":"2.0","id":1,"result":{"_meta":{}}}`, ``},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := Parse([]byte(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(m.Meta.Of(m.Raw)); got != tt.meta {
+				t.Fatalf("Meta = %q, want %q", got, tt.meta)
+			}
+		})
+	}
+}
+
 func TestSpliceRestoresExactID(t *testing.T) {
 	for _, id := range []string{`1`, `"1"`, `1.0`, `-0`, `"\u00e9"`, `1e3`} {
 		in := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"a":[1,2]}}`
@@ -127,6 +154,14 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Valid(%q) = %v, encoding/json says %v", b, Valid(b), json.Valid(b))
 		}
 		m, err := Parse(b)
+		if err == nil && m.Kind != KindResponse && m.Params.Present() && b[m.Params.Start] == '{' {
+			params := m.Params.Of(b)
+			if got, want := m.Meta.Of(b), Member(params, "_meta").Of(params); string(got) != string(want) {
+				t.Fatalf("Meta of %q is %q, params._meta is %q", b, got, want)
+			}
+		} else if m.Meta.Present() {
+			t.Fatalf("Meta of %q is %q, without object params", b, m.Meta.Of(b))
+		}
 		if err != nil || !m.ID.Present() {
 			return
 		}

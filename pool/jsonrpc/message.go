@@ -46,6 +46,12 @@ type Message struct {
 	Params Span
 	Result Span
 	Error  Span
+	// Meta is params._meta, when params is an object that has it (of any
+	// type: callers check for an object). Where the pool reads a request
+	// (its version, capabilities, client, progress token) it is in _meta,
+	// read up to five times per request: finding it once here saves as
+	// many scans of params, arguments and all.
+	Meta Span
 }
 
 // IDBytes returns the exact bytes of the id, or nil.
@@ -140,6 +146,11 @@ func Parse(b []byte) (Message, error) {
 		}
 		if m.Params.Present() && b[m.Params.Start] != '{' && b[m.Params.Start] != '[' {
 			return m, fmt.Errorf("%w: params must be an object or an array", ErrInvalid)
+		}
+		if m.Params.Present() && b[m.Params.Start] == '{' {
+			if s := Member(m.Params.Of(b), "_meta"); s.Present() {
+				m.Meta = Span{m.Params.Start + s.Start, m.Params.Start + s.End}
+			}
 		}
 		if m.ID.Present() {
 			m.Kind = KindRequest

@@ -36,9 +36,8 @@ func Strict(m *Message) error {
 	if err := checkObject(m.Raw, m.Params.Start, paramsKeys, "params"); err != nil {
 		return err
 	}
-	params := m.Params.Of(m.Raw)
-	if meta := Member(params, "_meta"); meta.Present() && params[meta.Start] == '{' {
-		return checkObject(params, meta.Start, metaKeys, "params._meta")
+	if m.Meta.Present() && m.Raw[m.Meta.Start] == '{' {
+		return checkObject(m.Raw, m.Meta.Start, metaKeys, "params._meta")
 	}
 	return nil
 }
