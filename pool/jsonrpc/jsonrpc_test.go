@@ -117,6 +117,17 @@ func TestMember(t *testing.T) {
 	if Member(obj, "missing").Present() {
 		t.Fatal("missing member found")
 	}
+	// Not an object (an absent _meta is an empty one): nothing, and no
+	// error made on the way (every request without _meta asks).
+	for _, notObject := range []string{``, ` `, `7`, `[{"a":1}]`, `"{"`} {
+		b := []byte(notObject)
+		if Member(b, "a").Present() {
+			t.Errorf("member of %q found", notObject)
+		}
+		if n := testing.AllocsPerRun(10, func() { Member(b, "a") }); n != 0 {
+			t.Errorf("Member(%q) allocates %v times", notObject, n)
+		}
+	}
 }
 
 func TestParseUint(t *testing.T) {

@@ -258,6 +258,9 @@ func Valid(b []byte) bool {
 // give the zero Span.
 func Member(obj []byte, name string) Span {
 	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return Span{} // and no error made for it: absent _meta is the usual case
+	}
 	var found Span
 	var end int
 	_ = members(obj, i, 0, func(k Span, esc bool, v Span) bool {
