@@ -99,6 +99,7 @@ func (h *historyState) status() control.HistoryStatus {
 	err := h.err
 	if st := h.requests(); st != nil {
 		hs.Enabled, hs.Path, hs.Dropped = true, st.Path(), st.Dropped()
+		hs.Journaled, hs.JournaledWritten = st.Journaled()
 		err = st.Err()
 	} else if h.off {
 		err = nil // off by choice; the children's record is not the history

@@ -57,10 +57,11 @@ const (
 // journal is the mapped file. Its methods are called with the Store's
 // recorder lock held (one writer at a time); a nil *journal does nothing.
 type journal struct {
-	mem   []byte
-	unmap func() error
-	free  []int32 // released slots, reused first (fewer pages touched)
-	next  int32   // the first slot never used in this run
+	mem      []byte
+	unmap    func() error
+	free     []int32 // released slots, reused first (fewer pages touched)
+	next     int32   // the first slot never used in this run
+	nWritten int     // slots in state slotWritten
 }
 
 // journaled is one request a journal lists.
@@ -172,7 +173,7 @@ func (j *journal) reset(run int64) {
 	le.PutUint64(j.mem[8:], uint64(run))
 	le.PutUint32(j.mem[16:], journalSlotSize)
 	le.PutUint32(j.mem[20:], journalSlots)
-	j.free, j.next = j.free[:0], 0
+	j.free, j.next, j.nWritten = j.free[:0], 0, 0
 	atomic.StoreUint32(j.word(0), journalMagic) // last: a reader sees a whole header or none
 }
 
@@ -220,6 +221,15 @@ func (j *journal) take(r *reqRow) int32 {
 	return slot + 1
 }
 
+// inUse is how many requests the journal lists now, and how many of
+// them it lists as written to a child.
+func (j *journal) inUse() (listed, written int) {
+	if j == nil {
+		return 0, 0
+	}
+	return int(j.next) - len(j.free), j.nWritten
+}
+
 // short says that more than three quarters of the slots are taken.
 func (j *journal) short() bool {
 	return j != nil && int(j.next)-len(j.free) > journalSlots*3/4
@@ -233,7 +243,11 @@ func (j *journal) written(slot int32, at int64, pid int) {
 	b := j.slot(slot - 1)
 	binary.LittleEndian.PutUint64(b[32:], uint64(at))
 	binary.LittleEndian.PutUint32(b[4:], uint32(int32(pid)))
-	atomic.StoreUint32(j.word(journalHeader+int(slot-1)*journalSlotSize), slotWritten)
+	state := j.word(journalHeader + int(slot-1)*journalSlotSize)
+	if atomic.LoadUint32(state) != slotWritten {
+		j.nWritten++
+	}
+	atomic.StoreUint32(state, slotWritten)
 }
 
 // release frees slot: its request ended.
@@ -241,7 +255,11 @@ func (j *journal) release(slot int32) {
 	if j == nil || j.mem == nil || slot <= 0 {
 		return
 	}
-	atomic.StoreUint32(j.word(journalHeader+int(slot-1)*journalSlotSize), slotFree)
+	state := j.word(journalHeader + int(slot-1)*journalSlotSize)
+	if atomic.LoadUint32(state) == slotWritten {
+		j.nWritten--
+	}
+	atomic.StoreUint32(state, slotFree)
 	j.free = append(j.free, slot-1)
 }
 

@@ -433,6 +433,18 @@ func (s *Store) setErr(err error) {
 	s.errMu.Unlock()
 }
 
+// Journaled is how many requests in flight the journal lists now, and how
+// many of them as written to a child: what a crash at this moment would
+// leave for the next start to record as abandoned (and, for the written,
+// to answer as may-have-run). Events reach the store up to 10 ms after
+// they happen (the pool batches them), and a full journal lists no more,
+// so either can be below the pool's own count.
+func (s *Store) Journaled() (listed, written int) {
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	return s.rec.journal.inUse()
+}
+
 // Run is this Store's run id; 0 for a read-only Store.
 func (s *Store) Run() int64 { return s.run }
 

@@ -1029,3 +1029,29 @@ func TestChildrenOnlyRecordsChildrenAlone(t *testing.T) {
 		t.Errorf("sessions recorded with history off: %d %v", sessions, err)
 	}
 }
+
+// TestJournaledCounts: Journaled follows each request through the
+// journal: listed when received, written when its child has it, neither
+// once its end is committed.
+func TestJournaledCounts(t *testing.T) {
+	s := openT(t, dbPath(t), nil)
+	now := time.Now()
+	check := func(when string, listed, written int) {
+		t.Helper()
+		if l, w := s.Journaled(); l != listed || w != written {
+			t.Errorf("%s: journaled %d, written %d; want %d, %d", when, l, w, listed, written)
+		}
+	}
+	check("at start", 0, 0)
+	s.Record(received(1, "s1", "tools/call", "a", now))
+	s.Record(received(2, "s1", "tools/call", "b", now))
+	check("two received", 2, 0)
+	s.Record(written(1, "s1", 4321, now))
+	s.Record(written(1, "s1", 4321, now)) // a second note of the same write counts once
+	check("one written", 2, 1)
+	s.Record(done(1, "s1", "tools/call", "a", pool.StatusOK, 4321, now))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	check("the written one's end committed", 1, 0)
+}

@@ -56,12 +56,17 @@ type Status struct {
 }
 
 // HistoryStatus is the "history" object of Status: whether requests are
-// being recorded, why not, and how many events were lost.
+// being recorded, why not, how many events were lost, and how many
+// requests in flight the crash journal lists (what a crash now would
+// leave to be recorded as abandoned).
 type HistoryStatus struct {
-	Enabled bool    `json:"enabled"`
-	Path    string  `json:"path,omitempty"`
-	Error   *string `json:"error"`
-	Dropped uint64  `json:"dropped"`
+	Enabled   bool    `json:"enabled"`
+	Path      string  `json:"path,omitempty"`
+	Error     *string `json:"error"`
+	Dropped   uint64  `json:"dropped"`
+	Journaled int     `json:"journaled"`
+	// JournaledWritten of Journaled were written to a child.
+	JournaledWritten int `json:"journaledWritten"`
 }
 
 // HTTPStatus is the "http" object of Status.

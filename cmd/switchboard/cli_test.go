@@ -163,6 +163,10 @@ type statusJSON struct {
 	Counters struct {
 		Evicted uint64 `json:"evicted"`
 	} `json:"counters"`
+	History struct {
+		Journaled        int `json:"journaled"`
+		JournaledWritten int `json:"journaledWritten"`
+	} `json:"history"`
 	ConfigError *string `json:"configError"`
 }
 

@@ -82,6 +82,13 @@ func TestHistoryAnswersWhatAKilledPoolOwed(t *testing.T) {
 		owed[fmt.Sprint(i)] = true
 	}
 	waitFor(t, "the young calls to reach the child", func() bool { return inFlight(0) == young+1 })
+	// and the journal (the pool hands events over in batches up to 10 ms
+	// apart: what a crash in between loses is the README's limit, not
+	// this test's subject).
+	waitFor(t, "the calls to be journaled as written", func() bool {
+		h := first.status().History
+		return h.Journaled == young+1 && h.JournaledWritten == young+1
+	})
 	if err := first.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
