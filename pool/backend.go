@@ -699,7 +699,9 @@ func (b *backend) detach(s *session, subs []string) {
 	for _, uri := range subs {
 		if b.subs[uri]--; b.subs[uri] <= 0 {
 			delete(b.subs, uri)
-			release = append(release, uri)
+			if b.state == StateReady { // else no running child heard of it
+				release = append(release, uri)
+			}
 		}
 	}
 	if b.lastClient == s {
@@ -724,17 +726,21 @@ func (b *backend) internalRequest(method string, params []byte) {
 	_ = b.send(p) // refused: the backend stopped or failed, and the child with it
 }
 
-// subscribe counts a session's subscription to uri. Only the first
-// subscriber's request reaches the child; the rest are answered here.
-func (b *backend) subscribe(uri string) (first bool) {
+// subscribe counts a session's subscription to uri; tell says the child
+// must be told: the first subscriber's, while the child is ready. Before
+// that (starting, restarting), the child gets it from becomeReady's
+// snapshot instead, so it hears of each URI once: forwarded then, the
+// request would reach it after the snapshot's.
+func (b *backend) subscribe(uri string) (tell bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.subs[uri]++
-	return b.subs[uri] == 1
+	return b.subs[uri] == 1 && b.state == StateReady
 }
 
-// unsubscribe is subscribe's inverse; last says the child must be told.
-func (b *backend) unsubscribe(uri string) (last bool) {
+// unsubscribe is subscribe's inverse; tell says the child must be told:
+// the last subscriber left while the child that heard of it runs.
+func (b *backend) unsubscribe(uri string) (tell bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.subs[uri] <= 0 {
@@ -743,7 +749,7 @@ func (b *backend) unsubscribe(uri string) (last bool) {
 	b.subs[uri]--
 	if b.subs[uri] == 0 {
 		delete(b.subs, uri)
-		return true
+		return b.state == StateReady
 	}
 	return false
 }

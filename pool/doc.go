@@ -56,10 +56,12 @@
 //     [Pool.Cancel], [backend.abandon].
 //   - list_changed goes to every session of the child, resources/updated
 //     only to subscribers, and subscriptions are counted so the child sees
-//     one subscribe and one unsubscribe (and a restarted child gets them
-//     again): [backend.onChildNotification], [session.deliverChange],
-//     [session.subscription], [backend.subscribe], [backend.unsubscribe],
-//     [backend.resubscribe].
+//     one subscribe and one unsubscribe; a child becoming ready (the first,
+//     or a restarted one) is told what was subscribed until then, and only
+//     a ready child is told of a subscription as it is made, so each child
+//     hears of each URI once: [backend.onChildNotification],
+//     [session.deliverChange], [session.subscription], [backend.subscribe],
+//     [backend.unsubscribe], [backend.becomeReady], [backend.resubscribe].
 //   - A modern child's subscriptions/listen is one upstream stream for all
 //     the sessions that listen, each getting what its own filter asks:
 //     [session.listen], [backend.syncUpstream], [backend.routeTagged],

@@ -3,10 +3,13 @@ package pool_test
 import (
 	"bufio"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/pool"
 )
 
 // notificationsIn lists the methods and subscription tags of the
@@ -192,6 +195,59 @@ func TestListenOnModernChild(t *testing.T) {
 	eventually(t, "the upstream listen to close with the last listener", func() bool {
 		return countInLog(t, logPath, "subscriptions/listen") == countInLog(t, logPath, "notifications/cancelled")
 	})
+}
+
+// TestSubscribeDuringRestartReachesTheChildOnce: the attack is a session
+// subscribing while its child restarts. The new child is told of every
+// subscription when it becomes ready; had the subscribe also been
+// forwarded (queued for the new child), the child would hear it twice
+// (and a later unsubscribe once, leaving it subscribed).
+func TestSubscribeDuringRestartReachesTheChildOnce(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-log", logPath, "-startup-delay", "400ms"))
+	a, b := tp.dial(t, "srv"), tp.dial(t, "srv")
+	a.initialize("a", "")
+	b.initialize("b", "")
+	a.send(`{"jsonrpc":"2.0","id":"sub","method":"resources/subscribe","params":{"uri":"fake://x"}}`)
+	a.recvID(`"sub"`)
+	pid := tp.Snapshot().Backends[0].PID
+	a.send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"crash","arguments":{}}}`)
+	a.recvID(`"c"`)
+	eventually(t, "the child restarting", func() bool {
+		bs := tp.Snapshot().Backends
+		return len(bs) == 1 && bs[0].PID != pid && bs[0].State != pool.StateReady
+	})
+	b.send(`{"jsonrpc":"2.0","id":"sub","method":"resources/subscribe","params":{"uri":"fake://y"}}`)
+	if r, _ := b.recvID(`"sub"`); r.Error != nil {
+		t.Fatalf("subscribe during the restart: %s", r.raw)
+	}
+	// A call through the new child after everything queued for it.
+	b.send(`{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"echo","arguments":{"text":"after"}}}`)
+	b.recvID(`"e"`)
+	b.send(`{"jsonrpc":"2.0","id":"unsub","method":"resources/unsubscribe","params":{"uri":"fake://y"}}`)
+	b.recvID(`"unsub"`)
+	b.send(`{"jsonrpc":"2.0","id":"e2","method":"tools/call","params":{"name":"echo","arguments":{"text":"after"}}}`)
+	b.recvID(`"e2"`)
+	// The log holds both children's lines: x once each, y once (the new
+	// child), and y's unsubscribe once.
+	got := map[string]int{}
+	raw, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		for _, m := range []string{"resources/subscribe", "resources/unsubscribe"} {
+			for _, uri := range []string{"fake://x", "fake://y"} {
+				if strings.Contains(l, `"method":"`+m+`"`) && strings.Contains(l, uri) {
+					got[m+" "+uri]++
+				}
+			}
+		}
+	}
+	want := map[string]int{"resources/subscribe fake://x": 2, "resources/subscribe fake://y": 1, "resources/unsubscribe fake://y": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("the children heard %v, want %v", got, want)
+	}
 }
 
 // TestListenSurvivesRestart: a restarted legacy child is subscribed again

@@ -3,6 +3,7 @@ package pool
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -141,6 +142,9 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 	b.state = StateReady
 	b.hsErr = nil
 	c.ready = true
+	// What the sessions subscribed to until now, taken with the state:
+	// a subscribe counted from here on is forwarded instead (subscribe).
+	subs := slices.Sorted(maps.Keys(b.subs))
 	ch := b.hsDone
 	select {
 	case <-ch:
@@ -151,7 +155,7 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 	b.signal()
 	b.emitState()
 	b.log.Info("child ready", "pid", c.pid, "era", hs.era, "protocolVersion", hs.protocolVersion)
-	b.resubscribe()
+	b.resubscribe(subs)
 	b.resendLogLevel()
 	b.listToolsForHints()
 }
