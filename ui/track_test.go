@@ -179,15 +179,7 @@ func TestTrackerChildrenAndMarkers(t *testing.T) {
 		{Server: "notes", PID: 0, StderrTail: []string{"Error: Cannot find module 'x'", "    at node:internal"}},
 	}})
 	src := tr.publish(t0)
-	type mark struct {
-		At    time.Duration
-		Kind  markerKind
-		Title string
-	}
-	var got []mark
-	for _, m := range src.Markers {
-		got = append(got, mark{m.At.Sub(t0), m.Kind, m.Title})
-	}
+	got := marksOf(src, t0)
 	want := []mark{
 		{-60 * time.Second, markChildStart, "notes: child PID 100 started"},
 		{-50 * time.Second, markChildCrash, "notes: child PID 100 crashed (exit status 1)"},
@@ -322,15 +314,7 @@ func TestHistorySource(t *testing.T) {
 	}, lanes); d != "" {
 		t.Errorf("lanes (-want +got):\n%s", d)
 	}
-	type mark struct {
-		At    time.Duration
-		Kind  markerKind
-		Title string
-	}
-	var marks []mark
-	for _, m := range src.Markers {
-		marks = append(marks, mark{m.At.Sub(t0), m.Kind, m.Title})
-	}
+	marks := marksOf(src, t0)
 	if d := cmp.Diff([]mark{
 		{-100 * time.Second, markChildStart, "browser: child PID 4400 started"},
 		{-50 * time.Second, markChildStop, "browser: child PID 4400 exited (signal: terminated)"},
@@ -415,4 +399,21 @@ func TestReqList(t *testing.T) {
 	if l.Len() != 1 || l.At(0).PoolID != 7 {
 		t.Error("cannot add after dropping all")
 	}
+}
+
+// mark is a marker as the tests compare it: when (from t0), what, and
+// its title.
+type mark struct {
+	At    time.Duration
+	Kind  markerKind
+	Title string
+}
+
+// marksOf lists src's markers as marks.
+func marksOf(src *wfSource, t0 time.Time) []mark {
+	var marks []mark
+	for _, m := range src.Markers {
+		marks = append(marks, mark{m.At.Sub(t0), m.Kind, m.Title})
+	}
+	return marks
 }
