@@ -147,6 +147,29 @@ const requestCols = `id, run, pool_id, session, server, method, name, original_i
 
 type scanner interface{ Scan(dest ...any) error }
 
+// queryAll runs q on the read pool and scans every row with scan; what
+// names the query in errors. The rows are closed before it returns, so a
+// caller may query again for each.
+func queryAll[T any](ctx context.Context, db *sql.DB, what string, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("history: %s: %w", what, err)
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("history: %s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("history: %s: %w", what, err)
+	}
+	return out, nil
+}
+
 func scanRequest(sc scanner, live int64) (Request, error) {
 	var r Request
 	var poolID, written, answered, errCode, reqSize, respSize, pid sql.NullInt64
@@ -314,23 +337,7 @@ func positiveOr(n, def int) int {
 }
 
 func (s *Store) queryRequests(ctx context.Context, live int64, q string, args ...any) ([]Request, error) {
-	rows, err := s.rdb.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("history: query requests: %w", err)
-	}
-	defer rows.Close()
-	out := []Request{}
-	for rows.Next() {
-		r, err := scanRequest(rows, live)
-		if err != nil {
-			return nil, fmt.Errorf("history: read a request: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("history: query requests: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, s.rdb, "query requests", func(sc scanner) (Request, error) { return scanRequest(sc, live) }, q, args...)
 }
 
 // Hangs lists the requests of the live run (see LiveRun) in flight for at
@@ -396,21 +403,8 @@ func (s *Store) CountsByStatus(ctx context.Context, since time.Time) (map[string
 
 // Runs lists the newest runs first. limit <= 0 means 100.
 func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT id, started, ended, pid, version, crashed FROM runs ORDER BY id DESC LIMIT ?`,
-		positiveOr(limit, 100))
-	if err != nil {
-		return nil, fmt.Errorf("history: list runs: %w", err)
-	}
-	defer rows.Close()
-	out := []Run{}
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("history: list runs: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.rdb, "list runs", scanRun,
+		`SELECT id, started, ended, pid, version, crashed FROM runs ORDER BY id DESC LIMIT ?`, positiveOr(limit, 100))
 }
 
 func scanRun(sc scanner) (Run, error) {
@@ -430,25 +424,18 @@ func (s *Store) ChildrenOfEarlierRuns(ctx context.Context) ([]ChildRecord, error
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT pid, server, command, coalesce(process_start, started), run
-		FROM backends WHERE exited IS NULL AND run != ? ORDER BY id`, live)
-	if err != nil {
-		return nil, fmt.Errorf("history: children of earlier runs: %w", err)
-	}
-	defer rows.Close()
-	out := []ChildRecord{}
-	for rows.Next() {
+	return queryAll(ctx, s.rdb, "children of earlier runs", func(sc scanner) (ChildRecord, error) {
 		var c ChildRecord
 		var cmdJSON string
 		var start, run int64
-		if err := rows.Scan(&c.PID, &c.Server, &cmdJSON, &start, &run); err != nil {
-			return nil, fmt.Errorf("history: children of earlier runs: %w", err)
+		if err := sc.Scan(&c.PID, &c.Server, &cmdJSON, &start, &run); err != nil {
+			return c, err
 		}
 		_ = json.Unmarshal([]byte(cmdJSON), &c.Command)
 		c.StartedAt, c.Run = micros(start), strconv.FormatInt(run, 10)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		return c, nil
+	}, `SELECT pid, server, command, coalesce(process_start, started), run
+		FROM backends WHERE exited IS NULL AND run != ? ORDER BY id`, live)
 }
 
 // Timeline is the life of request poolID of run runID, with its session

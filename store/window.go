@@ -143,27 +143,15 @@ func (s *Store) Window(ctx context.Context, from, until time.Time, limit int) (W
 
 // windowReloads lists the config reloads of [from, until], oldest first.
 func (s *Store) windowReloads(ctx context.Context, from, until time.Time) ([]ConfigReload, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT run, at, changes, error FROM config_reloads
-		WHERE at >= ? AND at <= ? ORDER BY at, id`, from.UnixMicro(), until.UnixMicro())
-	if err != nil {
-		return nil, fmt.Errorf("history: query config reloads: %w", err)
-	}
-	defer rows.Close()
-	var out []ConfigReload
-	for rows.Next() {
+	return queryAll(ctx, s.rdb, "query config reloads", func(sc scanner) (ConfigReload, error) {
 		var c ConfigReload
 		var at int64
 		var msg sql.NullString
-		if err := rows.Scan(&c.Run, &at, &c.Changes, &msg); err != nil {
-			return nil, fmt.Errorf("history: read a config reload: %w", err)
-		}
+		err := sc.Scan(&c.Run, &at, &c.Changes, &msg)
 		c.At, c.Err = micros(at), msg.String
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("history: query config reloads: %w", err)
-	}
-	return out, nil
+		return c, err
+	}, `SELECT run, at, changes, error FROM config_reloads
+		WHERE at >= ? AND at <= ? ORDER BY at, id`, from.UnixMicro(), until.UnixMicro())
 }
 
 // runEnd is where a run ended: its stop, or for one that crashed its
@@ -180,23 +168,10 @@ func runEnd(r WindowRun) time.Time {
 
 // windowRuns lists the runs alive at some moment of [from, until].
 func (s *Store) windowRuns(ctx context.Context, live int64, from, until time.Time) ([]WindowRun, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT id, started, ended, pid, version, crashed FROM runs
+	runs, err := queryAll(ctx, s.rdb, "runs of a window", scanRun, `SELECT id, started, ended, pid, version, crashed FROM runs
 		WHERE started <= ? AND (ended IS NULL OR ended >= ?) ORDER BY id`, until.UnixMicro(), from.UnixMicro())
 	if err != nil {
-		return nil, fmt.Errorf("history: runs of a window: %w", err)
-	}
-	var runs []Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("history: runs of a window: %w", err)
-		}
-		runs = append(runs, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("history: runs of a window: %w", err)
+		return nil, err
 	}
 	var out []WindowRun
 	for _, r := range runs {
@@ -273,23 +248,10 @@ func (s *Store) lastSeen(ctx context.Context, run int64) (time.Time, error) {
 // until]: exited in or after it, or never seen exiting in a run that
 // lasted into it.
 func (s *Store) windowBackends(ctx context.Context, from, until time.Time, runLasts func(int64) (bool, error)) ([]Backend, error) {
-	rows, err := s.rdb.QueryContext(ctx, "SELECT "+backendCols+` FROM backends
+	all, err := queryAll(ctx, s.rdb, "children of a window", scanBackend, "SELECT "+backendCols+` FROM backends
 		WHERE started <= ? AND (exited IS NULL OR exited >= ?) ORDER BY started, id`, until.UnixMicro(), from.UnixMicro())
 	if err != nil {
-		return nil, fmt.Errorf("history: children of a window: %w", err)
-	}
-	var all []Backend
-	for rows.Next() {
-		b, err := scanBackend(rows)
-		if err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("history: children of a window: %w", err)
-		}
-		all = append(all, b)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("history: children of a window: %w", err)
+		return nil, err
 	}
 	out := []Backend{}
 	for _, b := range all {
