@@ -220,7 +220,6 @@ var alwaysReady = func() chan struct{} { c := make(chan struct{}); close(c); ret
 // writing what waits.
 func (w *writer) loop() {
 	defer close(w.s.done)
-	lowerWriterPriority()
 	o := w.s.opts
 	flush := time.NewTimer(time.Hour)
 	flush.Stop()
