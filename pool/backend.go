@@ -228,31 +228,10 @@ func (b *backend) handshakeResult(cancel <-chan struct{}) (*handshake, error) {
 // errAlreadyEnded means it was ended (and answered) before it could be.
 func (b *backend) send(p *pending) error {
 	b.mu.Lock()
-	switch {
-	case b.state == StateFailed:
-		err := b.hsErr
+	sess, err := b.registerLocked(p)
+	if err != nil {
 		b.mu.Unlock()
 		return err
-	case b.stopErr != nil:
-		err := b.stopErr
-		b.mu.Unlock()
-		return newError(errServerStopped, false, b.srv.name, b.srv.name, err, p.method)
-	}
-	timeout := b.requestTimeoutLocked()
-	if p.open {
-		timeout = 0
-	}
-	r, sess, n := b.reqs.register(p, b.p.opts.MaxPending, timeout, func() { b.expire(p) })
-	switch r {
-	case alreadyEnded:
-		b.mu.Unlock()
-		return errAlreadyEnded
-	case tableFull:
-		b.mu.Unlock()
-		return newError(errServerBusy, false, b.srv.name, b.srv.name, n)
-	}
-	if sess != nil {
-		b.lastClient = sess
 	}
 	if c := b.child; c != nil && c.direct != nil && c.ready && !b.writing && len(b.queue) == 0 {
 		// Nothing is queued and nobody is writing: this goroutine writes
@@ -271,6 +250,32 @@ func (b *backend) send(p *pending) error {
 	b.mu.Unlock()
 	b.signal()
 	return nil
+}
+
+// registerLocked enters p in the request table, or says why the child
+// cannot take it; sess is p's session (nil for the pool's own requests).
+func (b *backend) registerLocked(p *pending) (*session, error) {
+	switch {
+	case b.state == StateFailed:
+		return nil, b.hsErr
+	case b.stopErr != nil:
+		return nil, newError(errServerStopped, false, b.srv.name, b.srv.name, b.stopErr, p.method)
+	}
+	timeout := b.requestTimeoutLocked()
+	if p.open {
+		timeout = 0
+	}
+	r, sess, n := b.reqs.register(p, b.p.opts.MaxPending, timeout, func() { b.expire(p) })
+	switch r {
+	case alreadyEnded:
+		return nil, errAlreadyEnded
+	case tableFull:
+		return nil, newError(errServerBusy, false, b.srv.name, b.srv.name, n)
+	}
+	if sess != nil {
+		b.lastClient = sess
+	}
+	return sess, nil
 }
 
 // errAlreadyEnded refuses to queue a request that was ended before it
@@ -720,10 +725,14 @@ func (b *backend) detach(s *session, subs []string) {
 // internalRequest sends a request of the pool's own whose answer nobody
 // waits for (for example the last unsubscribe of a resource).
 func (b *backend) internalRequest(method string, params []byte) {
+	_ = b.send(b.newInternal(method, params)) // refused: the backend stopped or failed, and the child with it
+}
+
+// newInternal is a request of the pool's own, ready to send.
+func (b *backend) newInternal(method string, params []byte) *pending {
 	id := b.p.nextID.Add(1)
-	p := &pending{id: id, method: method, received: time.Now(), reply: make(chan []byte, 1),
+	return &pending{id: id, method: method, received: time.Now(), reply: make(chan []byte, 1),
 		line: jsonrpc.AppendRequest(nil, id, method, params)}
-	_ = b.send(p) // refused: the backend stopped or failed, and the child with it
 }
 
 // subscribe counts a session's subscription to uri; tell says the child

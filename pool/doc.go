@@ -57,11 +57,12 @@
 //   - list_changed goes to every session of the child, resources/updated
 //     only to subscribers, and subscriptions are counted so the child sees
 //     one subscribe and one unsubscribe; a child becoming ready (the first,
-//     or a restarted one) is told what was subscribed until then, and only
-//     a ready child is told of a subscription as it is made, so each child
-//     hears of each URI once: [backend.onChildNotification],
+//     or a restarted one) is told what was subscribed until then, queued
+//     under the lock that makes it ready, and only a ready child is told of
+//     a subscription as it is made or dropped, so each child hears of each
+//     URI once and in order: [backend.onChildNotification],
 //     [session.deliverChange], [session.subscription], [backend.subscribe],
-//     [backend.unsubscribe], [backend.becomeReady], [backend.resubscribe].
+//     [backend.unsubscribe], [backend.becomeReady].
 //   - A modern child's subscriptions/listen is one upstream stream for all
 //     the sessions that listen, each getting what its own filter asks:
 //     [session.listen], [backend.syncUpstream], [backend.routeTagged],

@@ -316,20 +316,3 @@ func subscriptionOf(line []byte, m jsonrpc.Message) []byte {
 	}
 	return tag.Of(meta)
 }
-
-// resubscribe gives a child that just became ready the subscriptions its
-// sessions held then (uris, from becomeReady): the counted
-// resources/subscribe of a legacy child, the upstream listen of a modern
-// one. A session may have subscribed before the first child was ready.
-func (b *backend) resubscribe(uris []string) {
-	b.mu.Lock()
-	modern := b.hs != nil && b.hs.era == EraModern
-	b.mu.Unlock()
-	if modern {
-		b.syncUpstream()
-		return
-	}
-	for _, uri := range uris {
-		b.internalRequest("resources/subscribe", subscribeParams(uri))
-	}
-}

@@ -142,9 +142,22 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 	b.state = StateReady
 	b.hsErr = nil
 	c.ready = true
-	// What the sessions subscribed to until now, taken with the state:
-	// a subscribe counted from here on is forwarded instead (subscribe).
-	subs := slices.Sorted(maps.Keys(b.subs))
+	// What the sessions subscribed to until now, taken with the state: a
+	// subscribe or unsubscribe counted from here on is forwarded instead
+	// (subscribe, unsubscribe). A legacy child's subscribes are queued
+	// here, under the same lock, so that a forwarded unsubscribe of the
+	// same URI reaches the child after them, never before.
+	var unsent error
+	if hs.era != EraModern {
+		for _, uri := range slices.Sorted(maps.Keys(b.subs)) {
+			p := b.newInternal("resources/subscribe", subscribeParams(uri))
+			if _, err := b.registerLocked(p); err != nil {
+				unsent = err
+				continue
+			}
+			b.queue = append(b.queue, outItem{p: p, line: p.line})
+		}
+	}
 	ch := b.hsDone
 	select {
 	case <-ch:
@@ -155,7 +168,12 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 	b.signal()
 	b.emitState()
 	b.log.Info("child ready", "pid", c.pid, "era", hs.era, "protocolVersion", hs.protocolVersion)
-	b.resubscribe(subs)
+	if unsent != nil {
+		b.log.Warn("the new child is not subscribed to everything its sessions are", "pid", c.pid, "err", unsent)
+	}
+	if hs.era == EraModern {
+		b.syncUpstream() // a modern child's subscriptions: the pool's upstream listen
+	}
 	b.resendLogLevel()
 	b.listToolsForHints()
 }
@@ -215,7 +233,7 @@ func (b *backend) reap(c *child) {
 	}
 	b.queue = append(requeue, b.queue...)
 	// b.subs stays: the sessions still hold those subscriptions, and the
-	// next child is subscribed again once ready (resubscribe).
+	// next child is subscribed again once ready (becomeReady).
 	b.mu.Unlock()
 
 	exit := c.describeExit()
