@@ -224,7 +224,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		s.closeDBs()
 		return nil, fmt.Errorf("history %s: %w", path, err)
 	}
-	go w.loop()
+	go runAtLowerPriority(w.loop)
 	return s, nil
 }
 

@@ -217,7 +217,7 @@ var alwaysReady = func() chan struct{} { c := make(chan struct{}); close(c); ret
 // after start, then every PruneInterval) it deletes old rows one small
 // step at a time between batches, so neither pruning nor a burst holds
 // the write lock long. It ends when Store.Close closes stop, after
-// writing what waits.
+// writing what waits. Open runs it at lower priority (runAtLowerPriority).
 func (w *writer) loop() {
 	defer close(w.s.done)
 	o := w.s.opts
