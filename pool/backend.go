@@ -225,11 +225,19 @@ func (b *backend) handshakeResult(cancel <-chan struct{}) (*handshake, error) {
 
 // send queues a request for the child. The caller has already rewritten
 // its id to p.id. An error means the request was not queued;
-// errAlreadyEnded means it was ended (and answered) before it could be.
+// errAlreadyEnded means it was ended (and answered) before it could be;
+// errNotForChild that it is a subscription change the child need not hear.
 func (b *backend) send(p *pending) error {
 	b.mu.Lock()
+	if p.sub != nil && !b.countLocked(p.sub) {
+		b.mu.Unlock()
+		return errNotForChild
+	}
 	sess, err := b.registerLocked(p)
 	if err != nil {
+		if p.sub != nil && p.sub.add {
+			b.countLocked(&subChange{uri: p.sub.uri}) // the child never heard it
+		}
 		b.mu.Unlock()
 		return err
 	}
@@ -699,16 +707,7 @@ func (b *backend) answerChild(from *session, msg *jsonrpc.Message) bool {
 // child's requests become errors, its subscriptions are released.
 func (b *backend) detach(s *session, subs []string) {
 	unanswered := b.reqs.dropQuestionsOf(s)
-	var release []string
 	b.mu.Lock()
-	for _, uri := range subs {
-		if b.subs[uri]--; b.subs[uri] <= 0 {
-			delete(b.subs, uri)
-			if b.state == StateReady { // else no running child heard of it
-				release = append(release, uri)
-			}
-		}
-	}
 	if b.lastClient == s {
 		b.lastClient = nil
 	}
@@ -716,14 +715,14 @@ func (b *backend) detach(s *session, subs []string) {
 	for _, id := range unanswered {
 		b.sendRaw(jsonrpc.AppendErrorResponse(nil, id, newError(errAskedClientLeft, false, "")))
 	}
-	for _, uri := range release {
-		b.internalRequest("resources/unsubscribe", subscribeParams(uri))
+	for _, uri := range subs {
+		b.changeSubscription(uri, false)
 	}
 	b.syncLogLevel() // s is closed: the child goes back to what the others asked
 }
 
 // internalRequest sends a request of the pool's own whose answer nobody
-// waits for (for example the last unsubscribe of a resource).
+// waits for (for example the tools/list that refreshes the tools' hints).
 func (b *backend) internalRequest(method string, params []byte) {
 	_ = b.send(b.newInternal(method, params)) // refused: the backend stopped or failed, and the child with it
 }
@@ -735,32 +734,58 @@ func (b *backend) newInternal(method string, params []byte) *pending {
 		line: jsonrpc.AppendRequest(nil, id, method, params)}
 }
 
-// subscribe counts a session's subscription to uri; tell says the child
-// must be told: the first subscriber's, while the child is ready. Before
-// that (starting, restarting), the child gets it from becomeReady's
-// snapshot instead, so it hears of each URI once: forwarded then, the
-// request would reach it after the snapshot's.
-func (b *backend) subscribe(uri string) (tell bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.subs[uri]++
-	return b.subs[uri] == 1 && b.state == StateReady
+// subChange is a subscribe (add) or unsubscribe of uri by one session
+// or listener, which the backend counts so that the child hears one
+// subscribe and one unsubscribe however many ask.
+type subChange struct {
+	uri string
+	add bool
 }
 
-// unsubscribe is subscribe's inverse; tell says the child must be told:
-// the last subscriber left while the child that heard of it runs.
-func (b *backend) unsubscribe(uri string) (tell bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.subs[uri] <= 0 {
+// countLocked counts c; tell says the child must hear it: the first
+// subscriber's subscribe or the last one's unsubscribe, while the child
+// is ready. Before that (starting, restarting), the child gets the count
+// from becomeReady instead, so it hears of each URI once. send counts a
+// change as it queues it, under the same lock, so the child hears the
+// changes in the order they were counted.
+func (b *backend) countLocked(c *subChange) (tell bool) {
+	n := b.subs[c.uri]
+	switch {
+	case c.add:
+		n++
+	case n <= 0:
 		return false
+	default:
+		n--
 	}
-	b.subs[uri]--
-	if b.subs[uri] == 0 {
-		delete(b.subs, uri)
-		return b.state == StateReady
+	if n == 0 {
+		delete(b.subs, c.uri)
+	} else {
+		b.subs[c.uri] = n
 	}
-	return false
+	return b.state == StateReady && (c.add && n == 1 || !c.add && n == 0)
+}
+
+// errNotForChild is send's word that a counted subscription change need
+// not reach the child (countLocked): whoever sent it answers it.
+var errNotForChild = errors.New("the child need not hear this subscription change")
+
+// changeSubscription sends the pool's own subscribe or unsubscribe of uri
+// (for a listener, or a session that left), if the child must hear it.
+func (b *backend) changeSubscription(uri string, add bool) {
+	_ = b.send(b.newSubscriptionChange(uri, add)) // not for the child, or refused: the backend stopped or failed, and the child with it
+}
+
+// newSubscriptionChange is the pool's own subscribe (add) or unsubscribe
+// of uri, for send to count (countLocked).
+func (b *backend) newSubscriptionChange(uri string, add bool) *pending {
+	method := "resources/unsubscribe"
+	if add {
+		method = "resources/subscribe"
+	}
+	p := b.newInternal(method, subscribeParams(uri))
+	p.sub = &subChange{uri: uri, add: add}
+	return p
 }
 
 func subscribeParams(uri string) []byte {

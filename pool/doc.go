@@ -56,13 +56,15 @@
 //     [Pool.Cancel], [backend.abandon].
 //   - list_changed goes to every session of the child, resources/updated
 //     only to subscribers, and subscriptions are counted so the child sees
-//     one subscribe and one unsubscribe; a child becoming ready (the first,
-//     or a restarted one) is told what was subscribed until then, queued
-//     under the lock that makes it ready, and only a ready child is told of
-//     a subscription as it is made or dropped, so each child hears of each
-//     URI once and in order: [backend.onChildNotification],
-//     [session.deliverChange], [session.subscription], [backend.subscribe],
-//     [backend.unsubscribe], [backend.becomeReady].
+//     one subscribe and one unsubscribe; a change is counted as it is
+//     queued, under one lock, so the child hears the changes in the order
+//     they were counted; a child becoming ready (the first, or a restarted
+//     one) is told what was subscribed until then, queued under the lock
+//     that makes it ready, and only a ready child is told of a change as it
+//     is made, so each child hears of each URI once and in order:
+//     [backend.onChildNotification], [session.deliverChange],
+//     [session.subscription], [backend.countLocked], [backend.send],
+//     [backend.changeSubscription], [backend.becomeReady].
 //   - A modern child's subscriptions/listen is one upstream stream for all
 //     the sessions that listen, each getting what its own filter asks:
 //     [session.listen], [backend.syncUpstream], [backend.routeTagged],

@@ -20,6 +20,7 @@ const (
 	endClientCannot                // the client cannot do what the child needs: the pool answers; the child is told
 	endRefused                     // it never reached its backend (full, failed, stopped): the pool answers
 	endDropped                     // the pool's own request, no longer needed (a handshake probe): nothing
+	endNotForChild                 // a subscription change the child need not hear (others still hold it, or it is not ready): the pool answers {}
 )
 
 // endRule is what ending a request of a kind does.
@@ -41,6 +42,7 @@ var endRules = [...]endRule{
 	endClientCannot: {status: StatusFailed, answers: true, tellChild: true},
 	endRefused:      {status: StatusFailed, answers: true},
 	endDropped:      {},
+	endNotForChild:  {status: StatusOK},
 }
 
 // outcome is how one request ended, with what its kind needs: the
@@ -127,6 +129,8 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		default:
 			line = b.responseFor(&o.answer, p.method, e)
 		}
+	case o.kind == endNotForChild:
+		line = jsonrpc.AppendResponse(nil, e.origID, []byte("{}"))
 	case rule.answers:
 		rpcErr := o.rpcErr
 		if rpcErr == nil {

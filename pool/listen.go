@@ -85,9 +85,7 @@ func (s *session) listen(id, params []byte, x *exchange) {
 		b.syncUpstream()
 	} else {
 		for _, uri := range l.uris {
-			if b.subscribe(uri) {
-				b.internalRequest("resources/subscribe", subscribeParams(uri))
-			}
+			b.changeSubscription(uri, true)
 		}
 	}
 	ack, _ := json.Marshal(map[string]any{"_meta": map[string]any{metaSubscriptionID: json.RawMessage(id)},
@@ -153,9 +151,7 @@ func (l *listener) release() {
 		return
 	}
 	for _, uri := range l.uris {
-		if l.b.unsubscribe(uri) {
-			l.b.internalRequest("resources/unsubscribe", subscribeParams(uri))
-		}
+		l.b.changeSubscription(uri, false)
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/pool"
@@ -278,5 +280,61 @@ func TestListenSurvivesRestart(t *testing.T) {
 	}
 	if n := old.recv(); n.Method != "notifications/resources/updated" || strings.Contains(n.raw, "subscriptionId") {
 		t.Fatalf("legacy session after the restart: %s", n.raw)
+	}
+}
+
+// TestSubscriptionTogglesReachTheChildInOrder: two sessions subscribe to
+// and unsubscribe from one resource over and over at once. The child
+// hears a subscribe whenever the count goes from none to one and an
+// unsubscribe whenever it goes back, so what it hears alternates, and it
+// ends unsubscribed. (Counted first and queued after, as the pool once
+// did, one session's last unsubscribe and the other's first subscribe
+// could reach the child the wrong way round, leaving it unsubscribed
+// while a session still held the resource.)
+func TestSubscriptionTogglesReachTheChildInOrder(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-log", logPath))
+	const rounds = 300
+	var wg sync.WaitGroup
+	for _, name := range []string{"a", "b"} {
+		c := tp.dial(t, "srv")
+		c.initialize(name, "")
+		wg.Go(func() {
+			for i := range rounds {
+				for _, m := range []string{"resources/subscribe", "resources/unsubscribe"} {
+					c.send(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"` + m + `","params":{"uri":"fake://x"}}`)
+					c.recvID(strconv.Itoa(i))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// A call after everything the sessions sent: the log is complete.
+	c := tp.dial(t, "srv")
+	c.initialize("c", "")
+	c.send(`{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"echo","arguments":{"text":"after"}}}`)
+	c.recvID(`"e"`)
+	raw, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subscribed, heard := false, 0
+	for _, l := range strings.Split(string(raw), "\n") {
+		var sub bool
+		switch {
+		case strings.Contains(l, `"method":"resources/subscribe"`):
+			sub = true
+		case strings.Contains(l, `"method":"resources/unsubscribe"`):
+		default:
+			continue
+		}
+		heard++
+		if sub == subscribed {
+			t.Fatalf("change %d: the child hears a second %s in a row", heard, map[bool]string{true: "subscribe", false: "unsubscribe"}[sub])
+		}
+		subscribed = sub
+	}
+	if subscribed || heard == 0 {
+		t.Errorf("the child heard %d changes and ends subscribed=%v; want it to end unsubscribed", heard, subscribed)
 	}
 }

@@ -69,6 +69,12 @@ type pending struct {
 	retried      bool     // re-sent once after its child died
 	progressSent bool     // progressSeen is set
 	open         bool     // set when made: it stays open until cancelled (the pool's subscriptions/listen), no timeout
+
+	// sub is set when made for a resources/subscribe or unsubscribe that
+	// changes what the sessions hold: send counts it as it queues it
+	// (backend.countLocked), so the child hears subscribes and
+	// unsubscribes in the order they were counted.
+	sub *subChange
 }
 
 // mayHaveRunLocked reports whether p may have reached a child: it is

@@ -272,8 +272,10 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 }
 
 // subscription reference-counts resource subscriptions so the child sees
-// one subscribe and one unsubscribe however many sessions ask. It reports
-// whether it answered the request itself.
+// one subscribe and one unsubscribe however many sessions ask: a change
+// in what the session holds is forwarded for the backend to count as it
+// queues it (backend.countLocked), and answered by the pool when the
+// child need not hear it. It reports whether it handled the request.
 func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *exchange) bool {
 	uri, ok := jsonrpc.String(params, jsonrpc.Member(params, "uri"))
 	if !ok {
@@ -284,25 +286,20 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 		s.replyErrorTo(x, id, err)
 		return true
 	}
+	add := msg.Method == "resources/subscribe"
 	s.mu.Lock()
 	_, had := s.subs[uri]
-	if msg.Method == "resources/subscribe" {
+	if add {
 		s.subs[uri] = b
 	} else {
 		delete(s.subs, uri)
 	}
 	s.mu.Unlock()
-	var tellChild bool
-	switch {
-	case msg.Method == "resources/subscribe" && !had:
-		tellChild = b.subscribe(uri)
-	case msg.Method == "resources/unsubscribe" && had:
-		tellChild = b.unsubscribe(uri)
+	if add == had {
+		s.replyTo(x, id, []byte("{}")) // no change: the session held it, or did not
+		return true
 	}
-	if tellChild {
-		return false
-	}
-	s.replyTo(x, id, []byte("{}"))
+	s.forwardCounted(msg, id, x, &subChange{uri: uri, add: add})
 	return true
 }
 
@@ -407,6 +404,12 @@ func (s *session) noteModern(msg *jsonrpc.Message) {
 // when not nil, is the exchange that carried it: the request's record
 // keeps it, and everything that answers the request goes there.
 func (s *session) forward(msg *jsonrpc.Message, id []byte, x *exchange) {
+	s.forwardCounted(msg, id, x, nil)
+}
+
+// forwardCounted is forward of a request that changes what the session
+// subscribes to (sub; nil for any other request).
+func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, sub *subChange) {
 	s.p.requests.Add(1)
 	s.mu.Lock()
 	era, meta := s.era, s.meta
@@ -425,7 +428,7 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte, x *exchange) {
 	poolID := s.p.nextID.Add(1)
 	in := rewriteRequest(msg, poolID, meta)
 	p := &pending{id: poolID, sess: s, b: b, origID: id, x: x, method: msg.Method, name: in.name, line: in.line,
-		origToken: in.origToken, received: time.Now(), modern: era == EraModern}
+		origToken: in.origToken, received: time.Now(), modern: era == EraModern, sub: sub}
 	if in.origToken != nil {
 		p.token = poolID
 	}
@@ -455,7 +458,11 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte, x *exchange) {
 		ev.ClientName, ev.ClientVersion = x.client.Name, x.client.Version
 	}
 	s.p.emit(ev)
-	if err := b.send(p); err != nil { // (one ended as it was sent was answered by whoever ended it: finish does nothing)
+	switch err := b.send(p); {
+	case err == nil:
+	case errors.Is(err, errNotForChild):
+		b.finish(p, outcome{kind: endNotForChild})
+	default: // (one ended as it was sent was answered by whoever ended it: finish does nothing)
 		b.finish(p, outcome{kind: endRefused, rpcErr: asRPCError(err)})
 	}
 }
