@@ -102,6 +102,13 @@ func (b *backend) finish(p *pending, o outcome) bool {
 	if e.sess == nil {
 		return true // (only the pool's own requests have no session)
 	}
+	if o.kind == endAnswered && e.writing {
+		// The answer beat its writer's bookkeeping: the child had the
+		// whole request (it answered it), and the request's events say
+		// so in order, written before done; the writer, finding it ended,
+		// says nothing.
+		b.p.emit(Event{Kind: EventRequestWritten, Server: b.srv.name, Session: e.sess.id, PID: e.pid, PoolID: p.id})
+	}
 
 	ev := Event{Kind: EventRequestDone, Server: b.srv.name, Session: e.sess.id, PID: e.pid, PoolID: p.id,
 		Method: p.method, Name: p.name, Status: rule.status, Written: e.mayHaveRun}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,16 +23,20 @@ type endingRig struct {
 	b    *backend
 	mu   sync.Mutex
 	done []Event
+	seq  []Event // the written and done events, in order
 }
 
 func newEndingRig(t *testing.T) *endingRig {
 	t.Helper()
 	r := &endingRig{}
 	r.p = New(&Options{Record: func(e Event) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		if e.Kind == EventRequestDone {
-			r.mu.Lock()
 			r.done = append(r.done, e)
-			r.mu.Unlock()
+		}
+		if e.Kind == EventRequestDone || e.Kind == EventRequestWritten {
+			r.seq = append(r.seq, e)
 		}
 	}})
 	if err := r.p.Apply([]ServerConfig{{Name: "x", Command: "/bin/true", Restart: RestartPolicy{MaxRestarts: 1}}}); err != nil {
@@ -289,5 +294,37 @@ func TestRefusedRequestEndsOnce(t *testing.T) {
 	r2.b.cancel(pe, "gone") // the session closed as it was sending
 	if err := r2.b.send(pe); !errors.Is(err, errAlreadyEnded) || r2.b.reqs.lookup(9) != nil {
 		t.Fatalf("a request ended before it was sent was queued: %v", err)
+	}
+}
+
+// An answer can reach the pool before the writer that wrote its request
+// has marked it written (the child is that quick): the request was written
+// whole, and its events still say written, then done, once each. The
+// writer's bookkeeping, coming after, finds it ended and adds nothing.
+func TestAnswerBeforeWrittenBookkeepingStillSaysWritten(t *testing.T) {
+	r := newEndingRig(t)
+	pe := r.add(3, "3", stWriting, false)
+	r.b.reqs.update(func(*inFlight) { pe.pid = 42 })
+	answer, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":3,"result":{}}`))
+	if !r.b.finish(pe, answered(&answer)) {
+		t.Fatal("the answer did not end the request")
+	}
+	var late bool
+	r.b.reqs.update(func(in *inFlight) { late, _ = in.wroteLocked(pe, time.Now(), 42) })
+	if late {
+		t.Fatal("the writer marked an ended request written")
+	}
+	r.p.events.record.flush()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var got []string
+	for _, e := range r.seq {
+		if e.PoolID == 3 {
+			got = append(got, fmt.Sprintf("%v pid=%d written=%v", e.Kind, e.PID, e.Written))
+		}
+	}
+	want := []string{fmt.Sprintf("%v pid=42 written=false", EventRequestWritten), fmt.Sprintf("%v pid=42 written=true", EventRequestDone)}
+	if !slices.Equal(got, want) {
+		t.Errorf("the request's events: %q, want %q", got, want)
 	}
 }

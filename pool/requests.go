@@ -231,6 +231,7 @@ type ended struct {
 	held       *mrtrHold
 	modern     bool
 	mayHaveRun bool // it may have reached a child
+	writing    bool // it ended while being written: its writer had not yet marked it written
 	pid        int
 }
 
@@ -248,7 +249,8 @@ func (t *requestTable) end(p *pending) (e ended, won bool) {
 }
 
 func (in *inFlight) endLocked(p *pending) ended {
-	e := ended{sess: p.sess, origID: p.origID, x: p.x, held: p.held, modern: p.modern, mayHaveRun: p.mayHaveRunLocked(), pid: p.pid}
+	e := ended{sess: p.sess, origID: p.origID, x: p.x, held: p.held, modern: p.modern, mayHaveRun: p.mayHaveRunLocked(),
+		writing: p.state == stWriting, pid: p.pid}
 	if in.pending[p.id] == p {
 		delete(in.pending, p.id)
 		if p.token != 0 {

@@ -16,16 +16,8 @@ import (
 // is marked ready (its state event waits on the hub's lock) and
 // unsubscribes the last subscriber there.
 func TestUnsubscribeAsTheChildBecomesReadyFollowsItsSubscribe(t *testing.T) {
-	p := New(&Options{})
-	defer p.Close()
-	if err := p.Apply([]ServerConfig{{Name: "x", Command: "/bin/true"}}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := p.newSession("x", sessionSetup{transport: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := buildBackend(s.srv, s.srv.config(), nil, nil, clientCaps{}, nil)
+	r := newEndingRig(t)
+	p, b := r.p, r.b
 	const uri = "fake://x"
 	if err := b.send(b.newSubscriptionChange(uri, true)); !errors.Is(err, errNotForChild) {
 		t.Fatalf("a child that is not ready was told of a subscription (send: %v)", err)
@@ -70,16 +62,7 @@ func TestUnsubscribeAsTheChildBecomesReadyFollowsItsSubscribe(t *testing.T) {
 // after, as the pool once did, the last unsubscribe and the next first
 // subscribe could reach the child the wrong way round.)
 func TestConcurrentSubscriptionChangesReachTheChildInOrder(t *testing.T) {
-	p := New(&Options{})
-	defer p.Close()
-	if err := p.Apply([]ServerConfig{{Name: "x", Command: "/bin/true"}}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := p.newSession("x", sessionSetup{transport: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := buildBackend(s.srv, s.srv.config(), nil, nil, clientCaps{}, nil)
+	b := newEndingRig(t).b
 	b.mu.Lock()
 	b.state = StateReady // no child: everything sent waits in the queue
 	b.mu.Unlock()
