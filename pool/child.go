@@ -134,28 +134,13 @@ func startChild(cfg ServerConfig, env []string, on StartOn) (*child, error) {
 	return c, nil
 }
 
-// run starts the process and waits for it, on one locked OS thread. It
-// exits when the process has exited.
+// run starts the process and waits for it, on one locked OS thread (the
+// thread whose exit would kill the child, see StartOn). It exits when the
+// process has exited.
 func (c *child) run(started chan<- error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := c.cmd.Start(); err != nil {
-		started <- err
-		return
-	}
-	c.pid = c.cmd.Process.Pid
-	if err := adopt(c.pid); err != nil {
-		_ = c.cmd.Process.Kill()
-		_ = c.cmd.Wait()
-		started <- err
-		return
-	}
-	c.started = time.Now()
-	started <- nil
-	c.waitErr = c.cmd.Wait()
-	c.state = c.cmd.ProcessState
-	release(c.pid)
-	close(c.exited)
+	c.runOn(func(start func()) { start() }, started)
 }
 
 // runOn starts the process on the thread of on and waits for it here.

@@ -139,6 +139,21 @@ func (s *session) declares(x *exchange, capability string) bool {
 	return s.capabilities().has(capability)
 }
 
+// handshaken is the backend a request of the session, carried by x, goes
+// to, with its child's handshake once there is one (the first child may
+// still be starting), or the error to answer.
+func (s *session) handshaken(x *exchange) (*backend, *handshake, error) {
+	b, err := s.backend(x)
+	if err != nil {
+		return nil, nil, err
+	}
+	hs, err := b.handshakeResult(s.closed)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, hs, nil
+}
+
 // backend is the backend a request of the session, carried by x, goes
 // to. A child a stateless exchange starts is told the capabilities that
 // exchange declared (the stateless session's own declare nothing).

@@ -47,12 +47,7 @@ type filter struct {
 // request stays open until the client cancels it or goes away. x, when
 // not nil, is the exchange whose response is the listen's stream.
 func (s *session) listen(id, params []byte, x *exchange) {
-	b, err := s.backend(x)
-	if err != nil {
-		s.replyErrorTo(x, id, err)
-		return
-	}
-	hs, err := b.handshakeResult(s.closed)
+	b, hs, err := s.handshaken(x)
 	if err != nil {
 		s.replyErrorTo(x, id, err)
 		return

@@ -231,12 +231,7 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 		return
 	case "server/discover":
 		s.noteModern(msg)
-		b, err := s.backend(x)
-		if err != nil {
-			s.replyErrorTo(x, id, err)
-			return
-		}
-		hs, err := b.handshakeResult(s.closed)
+		_, hs, err := s.handshaken(x)
 		if err != nil {
 			s.replyErrorTo(x, id, err)
 			return
