@@ -38,6 +38,7 @@ const (
 	// Refusing a client's request before it reaches a child.
 	errSessionBusy     // the session has its share of requests in flight
 	errSessionBytes    // the session's requests in flight hold its share of bytes
+	errSessionSubs     // the session holds its share of resource subscriptions
 	errDuplicateID     // the id is already in flight in this session
 	errMessageTooLarge // the client's message was over the size limit
 	errNotOurState     // a requestState of another call
@@ -103,6 +104,8 @@ var errorTable = [...]errorRow{
 		format: "this session has %d requests in flight, its limit: wait for answers before sending more (other sessions are not affected)"},
 	errSessionBytes: {code: jsonrpc.CodeOverloaded,
 		format: "this session's requests in flight hold %d bytes and this one has %d, past its limit of %d: wait for answers before sending more (other sessions are not affected)"},
+	errSessionSubs: {code: jsonrpc.CodeOverloaded,
+		format: "this session holds %d resource subscriptions and this request asks for %d more, past its limit of %d: unsubscribe before subscribing to more (other sessions are not affected)"},
 	errDuplicateID:       {code: jsonrpc.CodeInvalidRequest, format: "request id %s is already in flight in this session"},
 	errMessageTooLarge:   {code: jsonrpc.CodeMessageTooLarge, format: "message of %d bytes exceeds the %d-byte limit"},
 	errNotOurState:       {code: jsonrpc.CodeInvalidParams, format: "requestState does not belong to this request"},

@@ -231,3 +231,47 @@ func TestSessionBytesInFlightAreBounded(t *testing.T) {
 		t.Fatalf("a lone large call was not answered: %.200s", m.raw)
 	}
 }
+
+// TestSessionSubscriptionsAreBounded: a session that subscribes to ever
+// more resources is refused past its share (-32004), by resources/subscribe
+// and by a listen alike, and only it: another session subscribes as
+// before, and the greedy one may subscribe again once it lets go of one.
+func TestSessionSubscriptionsAreBounded(t *testing.T) {
+	const limit = 3
+	tp := newTestPool(t, &pool.Options{MaxSessionSubscriptions: limit}, fake("srv"))
+	greedy, other := tp.dial(t, "srv"), tp.dial(t, "srv")
+	greedy.initialize("greedy", "")
+	other.initialize("other", "")
+	subscribe := func(c *client, method, id, uri string) msg {
+		c.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"` + method + `","params":{"uri":"` + uri + `"}}`)
+		m, _ := c.recvID(`"` + id + `"`)
+		return m
+	}
+	for i := range limit {
+		if m := subscribe(greedy, "resources/subscribe", fmt.Sprint(i), fmt.Sprintf("fake://r%d", i)); m.Error != nil {
+			t.Fatalf("subscription %d within the limit: %s", i, m.raw)
+		}
+	}
+	if m := subscribe(greedy, "resources/subscribe", "again", "fake://r0"); m.Error != nil {
+		t.Fatalf("subscribing again to a held resource adds nothing, and was refused: %s", m.raw)
+	}
+	m := subscribe(greedy, "resources/subscribe", "over", "fake://r9")
+	if m.Error == nil || m.Error.Code != -32004 || !strings.Contains(m.Error.Message, "subscriptions") {
+		t.Fatalf("a subscription past the limit: %s", m.raw)
+	}
+	greedy.send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["fake://r8"]},` + modernMeta + `}}`)
+	if m, _ := greedy.recvID(`"L"`); m.Error == nil || m.Error.Code != -32004 {
+		t.Fatalf("a listen past the limit: %s", m.raw)
+	}
+	for i := range limit { // another session's share is its own
+		if m := subscribe(other, "resources/subscribe", fmt.Sprint(i), fmt.Sprintf("fake://r%d", i)); m.Error != nil {
+			t.Fatalf("the other session's subscription %d: %s", i, m.raw)
+		}
+	}
+	if m := subscribe(greedy, "resources/unsubscribe", "un", "fake://r1"); m.Error != nil {
+		t.Fatalf("unsubscribe: %s", m.raw)
+	}
+	if m := subscribe(greedy, "resources/subscribe", "room", "fake://r9"); m.Error != nil {
+		t.Fatalf("a subscription after letting go of one: %s", m.raw)
+	}
+}

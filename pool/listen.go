@@ -68,10 +68,15 @@ func (s *session) listen(id, params []byte, x *exchange) {
 		s.listens = map[string]*listener{}
 	}
 	_, dup := s.listens[key]
-	if !dup && !isClosed(s.closed) {
+	refusal := s.overSubscribedLocked(!dup, len(l.uris))
+	if !dup && refusal == nil && !isClosed(s.closed) {
 		s.listens[key] = l
 	}
 	s.mu.Unlock()
+	if refusal != nil {
+		s.replyErrorTo(x, id, refusal)
+		return
+	}
 	if dup {
 		s.replyErrorTo(x, id, newError(errDuplicateID, false, "", id))
 		return

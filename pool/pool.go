@@ -56,6 +56,12 @@ type Options struct {
 	// for a retry after a crash): past it only that session gets -32004.
 	// Default 2 * MaxMessageBytes, so one largest message always fits.
 	MaxSessionBytes int
+	// MaxSessionSubscriptions bounds the resources one session subscribes
+	// to (its resources/subscribe and its listens' resources), so that one
+	// client cannot grow the child's and the pool's subscription tables,
+	// and what a restarted child is sent again, without end: past it only
+	// that session gets -32004. Default 4096.
+	MaxSessionSubscriptions int
 	// RunID names this pool's run to attached shims (Welcome.Run), which
 	// give it back when they resume their session with a later pool.
 	RunID string
@@ -141,6 +147,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.MaxSessionBytes <= 0 {
 		r.MaxSessionBytes = 2 * r.MaxMessageBytes
+	}
+	if r.MaxSessionSubscriptions <= 0 {
+		r.MaxSessionSubscriptions = 4096
 	}
 	if r.MaxHTTPSessions <= 0 {
 		r.MaxHTTPSessions = 64

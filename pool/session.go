@@ -284,6 +284,11 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 	add := msg.Method == "resources/subscribe"
 	s.mu.Lock()
 	_, had := s.subs[uri]
+	if refusal := s.overSubscribedLocked(add && !had, 1); refusal != nil {
+		s.mu.Unlock()
+		s.replyErrorTo(x, id, refusal)
+		return true
+	}
 	if add {
 		s.subs[uri] = b
 	} else {
@@ -558,6 +563,23 @@ func (s *session) overLimitLocked(size int) *jsonrpc.Error {
 	}
 	if limit := s.p.opts.MaxSessionBytes; s.inflightBytes > 0 && s.inflightBytes+size > limit {
 		return newError(errSessionBytes, false, "", s.inflightBytes, size, limit)
+	}
+	return nil
+}
+
+// overSubscribedLocked refuses n more resource subscriptions (when adding)
+// past the session's share (Options.MaxSessionSubscriptions), counting
+// its resources/subscribe and its listens' resources.
+func (s *session) overSubscribedLocked(adding bool, n int) *jsonrpc.Error {
+	if !adding {
+		return nil
+	}
+	held := len(s.subs)
+	for _, l := range s.listens {
+		held += len(l.uris)
+	}
+	if limit := s.p.opts.MaxSessionSubscriptions; held+n > limit {
+		return newError(errSessionSubs, false, "", held, n, limit)
 	}
 	return nil
 }

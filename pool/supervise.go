@@ -152,8 +152,8 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 		for _, uri := range slices.Sorted(maps.Keys(b.subs)) {
 			p := b.newInternal("resources/subscribe", subscribeParams(uri))
 			if _, err := b.registerLocked(p); err != nil {
-				unsent = err
-				continue
+				unsent = err // the table is full: so are the ones after
+				break
 			}
 			b.queue = append(b.queue, outItem{p: p, line: p.line})
 		}
