@@ -40,6 +40,7 @@ func TestErrorTable(t *testing.T) {
 		errParse:               {jsonrpc.ErrParse},
 		errInvalid:             {jsonrpc.ErrInvalid},
 		errServerUnavailable:   {"start srv: exec: not found"},
+		errRootsChildren:       {"srv", 32},
 		errNoClient:            {"sampling/createMessage"},
 		errAskedClientLeft:     nil,
 		errClientUndeclared:    {"sampling"},

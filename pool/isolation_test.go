@@ -358,3 +358,47 @@ func TestTrustedRetryWithoutAClientToolsList(t *testing.T) {
 		t.Errorf("restarts = %d", r)
 	}
 }
+
+// A client that changes its roots over and over cannot start child after
+// child: past the server's share (MaxRootsChildren), a new set of roots
+// first takes the place of a child no session is in any more, however
+// recently started, and when every child has sessions its requests are
+// refused (-32004) while the sessions already there go on.
+func TestRootsChildrenAreBounded(t *testing.T) {
+	tp := newTestPool(t, &pool.Options{MaxRootsChildren: 2}, fake("fs"))
+	hostile, settled := tp.dial(t, "fs"), tp.dial(t, "fs")
+	settled.initRoots("settled", "file:///work/settled")
+	settledPID := settled.pidOf("1")
+	hostile.initRoots("hostile", "file:///work/0")
+	for i := 1; i <= 5; i++ {
+		hostile.pidOf(fmt.Sprint(i))
+		hostile.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+		hostile.answerRoots(fmt.Sprintf("file:///work/%d", i))
+		if n := len(tp.Snapshot().Backends); n > 2 {
+			t.Fatalf("after %d changes of roots the server runs %d children, past its limit of 2", i, n)
+		}
+	}
+	if got := settled.pidOf("2"); got != settledPID {
+		t.Fatalf("the settled session's child was replaced: %s, was %s", got, settledPID)
+	}
+	// With a child for the hostile session's latest roots, every child has
+	// a session: a third set of roots is refused.
+	hostile.pidOf("6")
+	third := tp.dial(t, "fs")
+	third.initRoots("third", "file:///work/third")
+	third.call("1", "pid", `{}`)
+	m, _ := third.recvID("1")
+	if m.Error == nil || m.Error.Code != -32004 || !strings.Contains(m.Error.Message, "roots") {
+		t.Fatalf("a third set of roots past the limit: %s", m.raw)
+	}
+	if got := settled.pidOf("3"); got != settledPID {
+		t.Fatalf("the settled session after the refusal: %s, want %s", got, settledPID)
+	}
+	// Once the hostile client goes, its child makes room.
+	hostile.close()
+	eventually(t, "the third session's child", func() bool {
+		third.call("2", "pid", `{}`)
+		m, _ := third.recvID("2")
+		return m.Error == nil
+	})
+}

@@ -62,6 +62,13 @@ type Options struct {
 	// and what a restarted child is sent again, without end: past it only
 	// that session gets -32004. Default 4096.
 	MaxSessionSubscriptions int
+	// MaxRootsChildren bounds the children one shared server runs at once,
+	// one for each set of client roots, so that a client changing its
+	// roots over and over cannot start child after child: a new set of
+	// roots past it first stops a child no session is in any more (however
+	// recently started), and when every child has sessions, its requests
+	// get -32004. Default 32.
+	MaxRootsChildren int
 	// RunID names this pool's run to attached shims (Welcome.Run), which
 	// give it back when they resume their session with a later pool.
 	RunID string
@@ -150,6 +157,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.MaxSessionSubscriptions <= 0 {
 		r.MaxSessionSubscriptions = 4096
+	}
+	if r.MaxRootsChildren <= 0 {
+		r.MaxRootsChildren = 32
 	}
 	if r.MaxHTTPSessions <= 0 {
 		r.MaxHTTPSessions = 64

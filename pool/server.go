@@ -86,7 +86,13 @@ func (s *server) leave(sess *session) {
 
 func (s *server) leavePartLocked(sess *session, pt *partition) {
 	delete(pt.members, sess)
-	if len(pt.members) == 0 && !s.removed {
+	switch {
+	case len(pt.members) > 0 || s.removed:
+	case pt.current.Load() == nil:
+		if s.parts[pt.key] == pt {
+			delete(s.parts, pt.key) // nobody in it and no child: nothing to keep
+		}
+	default:
 		s.armIdleLocked(pt)
 	}
 }
@@ -166,30 +172,36 @@ func (s *server) backendAs(sess *session, caps *clientCaps) (*backend, error) {
 	}
 	roots := sess.partitionRoots()
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	b, reclaimed, err := s.backendAsLocked(sess, roots, caps)
+	s.mu.Unlock()
+	s.stopReclaimed(reclaimed)
+	return b, err
+}
+
+func (s *server) backendAsLocked(sess *session, roots []string, caps *clientCaps) (b, reclaimed *backend, err error) {
 	if s.removed {
-		return nil, fmt.Errorf("server %q was removed from the config", s.name)
+		return nil, nil, fmt.Errorf("server %q was removed from the config", s.name)
 	}
 	if s.cfg.Disabled {
-		return nil, fmt.Errorf("%w: %q", ErrDisabled, s.name)
+		return nil, nil, fmt.Errorf("%w: %q", ErrDisabled, s.name)
 	}
 	if _, ok := s.sessions[sess]; !ok {
-		return nil, errSessionEnded
+		return nil, nil, errSessionEnded
 	}
 	if sess.ownChild {
 		if b := s.perSession[sess]; b != nil {
-			return b, nil
+			return b, nil, nil
 		}
 		b := newBackend(s, s.cfg, sess, roots, capsOf(sess, caps))
 		s.perSession[sess] = b
-		return b, nil
+		return b, nil, nil
 	}
 	if s.cfg.Share == ShareGlobal {
 		roots = nil
 	}
 	pt := s.partLocked(rootsKey(roots), roots)
 	s.enterLocked(sess, pt)
-	return s.currentLocked(pt, capsOf(sess, caps)), nil
+	return s.currentLocked(pt, capsOf(sess, caps))
 }
 
 func capsOf(sess *session, caps *clientCaps) clientCaps {
@@ -199,17 +211,55 @@ func capsOf(sess *session, caps *clientCaps) clientCaps {
 	return sess.capabilities()
 }
 
-// currentLocked returns the partition's backend, starting one.
-func (s *server) currentLocked(pt *partition, caps clientCaps) *backend {
+// currentLocked returns the partition's backend, starting one. Past the
+// server's share of children (Options.MaxRootsChildren), the child of
+// another partition that no session is in makes room: it is taken out
+// here and returned as reclaimed, for the caller to stop once it has let
+// go of s.mu (stopReclaimed). When every child has sessions, the request
+// is refused.
+func (s *server) currentLocked(pt *partition, caps clientCaps) (b, reclaimed *backend, err error) {
 	if b := pt.current.Load(); b != nil {
-		return b
+		return b, nil, nil
 	}
-	b := newBackend(s, s.cfg, nil, pt.roots, caps)
+	running := 0
+	var spare *partition
+	for _, other := range s.parts {
+		ob := other.current.Load()
+		if ob == nil {
+			continue
+		}
+		running++
+		if len(other.members) == 0 && (spare == nil || ob.createdAt.Before(spare.current.Load().createdAt)) {
+			spare = other
+		}
+	}
+	if running >= s.p.opts.MaxRootsChildren {
+		if spare == nil {
+			return nil, nil, newError(errRootsChildren, false, s.name, s.name, running)
+		}
+		reclaimed = spare.current.Load()
+		spare.current.Store(nil)
+		if spare.idle != nil {
+			spare.idle.Stop()
+			spare.idle = nil
+		}
+		delete(s.parts, spare.key)
+	}
+	b = newBackend(s, s.cfg, nil, pt.roots, caps)
 	pt.current.Store(b)
 	if len(pt.members) == 0 {
 		s.armIdleLocked(pt)
 	}
-	return b
+	return b, reclaimed, nil
+}
+
+// stopReclaimed stops a child currentLocked took out to make room, if any.
+func (s *server) stopReclaimed(b *backend) {
+	if b == nil {
+		return
+	}
+	s.p.log.Info("stopping a child no session is in, to make room for other roots", "server", s.name, "pid", b.pid())
+	b.stop(errIdle)
 }
 
 // handshake returns a handshake of this server's children, to answer a
@@ -232,8 +282,12 @@ func (s *server) handshake(sess *session) (*handshake, error) {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: %q", ErrDisabled, s.name)
 	}
-	b := s.currentLocked(s.partLocked("", nil), sess.capabilities())
+	b, reclaimed, err := s.currentLocked(s.partLocked("", nil), sess.capabilities())
 	s.mu.Unlock()
+	s.stopReclaimed(reclaimed)
+	if err != nil {
+		return nil, err
+	}
 	return b.handshakeResult(sess.closed)
 }
 
