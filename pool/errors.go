@@ -106,7 +106,7 @@ var errorTable = [...]errorRow{
 	errSessionBytes: {code: jsonrpc.CodeOverloaded,
 		format: "this session's requests in flight hold %d bytes and this one has %d, past its limit of %d: wait for answers before sending more (other sessions are not affected)"},
 	errSessionSubs: {code: jsonrpc.CodeOverloaded,
-		format: "this session holds %d resource subscriptions and this request asks for %d more, past its limit of %d: unsubscribe before subscribing to more (other sessions are not affected)"},
+		format: "this session holds %d subscriptions (resources and listens) and this request asks for %d more, past its limit of %d: unsubscribe or end a listen before subscribing to more (other sessions are not affected)"},
 	errDuplicateID:       {code: jsonrpc.CodeInvalidRequest, format: "request id %s is already in flight in this session"},
 	errMessageTooLarge:   {code: jsonrpc.CodeMessageTooLarge, format: "message of %d bytes exceeds the %d-byte limit"},
 	errNotOurState:       {code: jsonrpc.CodeInvalidParams, format: "requestState does not belong to this request"},

@@ -233,9 +233,9 @@ func TestSessionBytesInFlightAreBounded(t *testing.T) {
 }
 
 // TestSessionSubscriptionsAreBounded: a session that subscribes to ever
-// more resources is refused past its share (-32004), by resources/subscribe
-// and by a listen alike, and only it: another session subscribes as
-// before, and the greedy one may subscribe again once it lets go of one.
+// more resources, or opens ever more listens, is refused past its share
+// (-32004), and only it: another session subscribes as before, and the
+// greedy one may subscribe again once it lets go of one.
 func TestSessionSubscriptionsAreBounded(t *testing.T) {
 	const limit = 3
 	tp := newTestPool(t, &pool.Options{MaxSessionSubscriptions: limit}, fake("srv"))
@@ -259,9 +259,9 @@ func TestSessionSubscriptionsAreBounded(t *testing.T) {
 	if m.Error == nil || m.Error.Code != -32004 || !strings.Contains(m.Error.Message, "subscriptions") {
 		t.Fatalf("a subscription past the limit: %s", m.raw)
 	}
-	greedy.send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["fake://r8"]},` + modernMeta + `}}`)
+	greedy.send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
 	if m, _ := greedy.recvID(`"L"`); m.Error == nil || m.Error.Code != -32004 {
-		t.Fatalf("a listen past the limit: %s", m.raw)
+		t.Fatalf("a listen past the limit, even one without resources: %s", m.raw)
 	}
 	for i := range limit { // another session's share is its own
 		if m := subscribe(other, "resources/subscribe", fmt.Sprint(i), fmt.Sprintf("fake://r%d", i)); m.Error != nil {

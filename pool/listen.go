@@ -68,7 +68,7 @@ func (s *session) listen(id, params []byte, x *exchange) {
 		s.listens = map[string]*listener{}
 	}
 	_, dup := s.listens[key]
-	refusal := s.overSubscribedLocked(!dup, len(l.uris))
+	refusal := s.overSubscribedLocked(!dup, 1+len(l.uris))
 	if !dup && refusal == nil && !isClosed(s.closed) {
 		s.listens[key] = l
 	}

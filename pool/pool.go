@@ -56,11 +56,12 @@ type Options struct {
 	// for a retry after a crash): past it only that session gets -32004.
 	// Default 2 * MaxMessageBytes, so one largest message always fits.
 	MaxSessionBytes int
-	// MaxSessionSubscriptions bounds the resources one session subscribes
-	// to (its resources/subscribe and its listens' resources), so that one
-	// client cannot grow the child's and the pool's subscription tables,
-	// and what a restarted child is sent again, without end: past it only
-	// that session gets -32004. Default 4096.
+	// MaxSessionSubscriptions bounds one session's subscriptions (each
+	// resource of its resources/subscribe, each listen it holds open and
+	// each resource of those), so that one client cannot grow the child's
+	// and the pool's subscription tables, and what a restarted child is
+	// sent again, without end: past it only that session gets -32004.
+	// Default 4096.
 	MaxSessionSubscriptions int
 	// MaxRootsChildren bounds the children one shared server runs at once,
 	// one for each set of client roots, so that a client changing its

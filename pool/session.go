@@ -567,16 +567,17 @@ func (s *session) overLimitLocked(size int) *jsonrpc.Error {
 	return nil
 }
 
-// overSubscribedLocked refuses n more resource subscriptions (when adding)
-// past the session's share (Options.MaxSessionSubscriptions), counting
-// its resources/subscribe and its listens' resources.
+// overSubscribedLocked refuses n more subscriptions (when adding) past the
+// session's share (Options.MaxSessionSubscriptions), counting each
+// resource it subscribed to, each listen it holds open, and each resource
+// of those listens.
 func (s *session) overSubscribedLocked(adding bool, n int) *jsonrpc.Error {
 	if !adding {
 		return nil
 	}
 	held := len(s.subs)
 	for _, l := range s.listens {
-		held += len(l.uris)
+		held += 1 + len(l.uris)
 	}
 	if limit := s.p.opts.MaxSessionSubscriptions; held+n > limit {
 		return newError(errSessionSubs, false, "", held, n, limit)
