@@ -39,6 +39,7 @@ const (
 	errSessionBusy     // the session has its share of requests in flight
 	errSessionBytes    // the session's requests in flight hold its share of bytes
 	errSessionSubs     // the session holds its share of resource subscriptions
+	errHeldForRoots    // the session's messages held until it answers roots/list hold its share of bytes
 	errDuplicateID     // the id is already in flight in this session
 	errMessageTooLarge // the client's message was over the size limit
 	errNotOurState     // a requestState of another call
@@ -107,6 +108,8 @@ var errorTable = [...]errorRow{
 		format: "this session's requests in flight hold %d bytes and this one has %d, past its limit of %d: wait for answers before sending more (other sessions are not affected)"},
 	errSessionSubs: {code: jsonrpc.CodeOverloaded,
 		format: "this session holds %d subscriptions (resources and listens) and this request asks for %d more, past its limit of %d: unsubscribe or end a listen before subscribing to more (other sessions are not affected)"},
+	errHeldForRoots: {code: jsonrpc.CodeOverloaded,
+		format: "this session sent %d bytes that wait for its answer to the pool's roots/list, and this message has %d, past its limit of %d: answer roots/list (other sessions are not affected)"},
 	errDuplicateID:       {code: jsonrpc.CodeInvalidRequest, format: "request id %s is already in flight in this session"},
 	errMessageTooLarge:   {code: jsonrpc.CodeMessageTooLarge, format: "message of %d bytes exceeds the %d-byte limit"},
 	errNotOurState:       {code: jsonrpc.CodeInvalidParams, format: "requestState does not belong to this request"},

@@ -32,6 +32,7 @@ func TestErrorTable(t *testing.T) {
 		errSessionBusy:         {8192},
 		errSessionBytes:        {100, 200, 250},
 		errSessionSubs:         {4096, 1, 4096},
+		errHeldForRoots:        {100, 200, 250},
 		errDuplicateID:         {[]byte(`"1"`)},
 		errMessageTooLarge:     {70 << 20, 64 << 20},
 		errNotOurState:         nil,

@@ -5,6 +5,7 @@ package pool_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -401,4 +402,37 @@ func TestRootsChildrenAreBounded(t *testing.T) {
 		m, _ := third.recvID("2")
 		return m.Error == nil
 	})
+}
+
+// A client that does not answer the pool's roots/list cannot pile up
+// messages in the pool meanwhile: what waits for the answer counts
+// against its bytes (MaxSessionBytes), a request past them is refused
+// (-32004) at once, and what was held goes on once the client answers.
+func TestMessagesHeldForRootsAreBounded(t *testing.T) {
+	const limit = 4 << 10
+	tp := newTestPool(t, &pool.Options{MaxSessionBytes: limit}, fake("fs"))
+	c := tp.dial(t, "fs")
+	c.initialize("slow", `{"roots":{"listChanged":true}}`)
+	ask := c.recv() // the pool's roots/list, left unanswered for now
+	if ask.Method != "roots/list" {
+		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
+	}
+	text := strings.Repeat("x", 1<<10)
+	for i := range 3 { // about 3.3 KiB: held
+		c.call(fmt.Sprint(i), "echo", fmt.Sprintf(`{"text":%q}`, text))
+	}
+	c.call("9", "echo", fmt.Sprintf(`{"text":%q}`, text))
+	m, _ := c.recvID("9")
+	if m.Error == nil || m.Error.Code != -32004 || !strings.Contains(m.Error.Message, "roots/list") {
+		t.Fatalf("a message past the held bytes: %s", m.raw)
+	}
+	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[{"uri":"file:///work/a"}]}}`, ask.ID)
+	answered := map[string]bool{}
+	for range 3 { // the held calls, answered in any order
+		m := c.recv()
+		answered[string(m.ID)] = m.text() == text
+	}
+	if want := map[string]bool{"0": true, "1": true, "2": true}; !maps.Equal(answered, want) {
+		t.Fatalf("the held calls after the answer: %v, want %v", answered, want)
+	}
 }

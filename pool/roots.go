@@ -113,15 +113,23 @@ type heldMessage struct {
 }
 
 // holdForRoots queues a message while the session's roots are being
-// asked; it reports whether it did.
-func (s *session) holdForRoots(line []byte, x *exchange) bool {
+// asked; it reports whether it did. What it holds counts against the
+// session's bytes (Options.MaxSessionBytes), so that a client that does
+// not answer cannot pile up messages without end: past them it refuses
+// the message (a notification is dropped, a request answered with the
+// refusal).
+func (s *session) holdForRoots(line []byte, x *exchange) (held bool, refusal *jsonrpc.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rootsAsk == "" {
-		return false
+		return false, nil
+	}
+	if limit := s.p.opts.MaxSessionBytes; s.heldBytes > 0 && s.heldBytes+len(line) > limit {
+		return false, newError(errHeldForRoots, false, "", s.heldBytes, len(line), limit)
 	}
 	s.held = append(s.held, heldMessage{append([]byte(nil), line...), x})
-	return true
+	s.heldBytes += len(line)
+	return true, nil
 }
 
 // answerRoots takes the client's answer to the pool's roots/list.
@@ -153,7 +161,7 @@ func (s *session) rootsAnswered(id string, roots []string) {
 	s.rootsAsk = ""
 	s.roots = roots
 	held := s.held
-	s.held = nil
+	s.held, s.heldBytes = nil, 0
 	s.mu.Unlock()
 	s.srv.move(s)
 	for _, h := range held {

@@ -67,6 +67,7 @@ type session struct {
 	roots           []string      // declared roots, sorted (roots.go)
 	rootsAsk        string        // id of the pool's roots/list to the client, while unanswered
 	held            []heldMessage // messages waiting for that answer
+	heldBytes       int           // the bytes of held, bounded by Options.MaxSessionBytes
 	logLevel        int           // logSeverity of its logging/setLevel (loglevel.go)
 }
 
@@ -196,8 +197,14 @@ func (s *session) handleMessage(msg *jsonrpc.Message, x *exchange) {
 	s.mu.Lock()
 	s.lastActive = time.Now()
 	s.mu.Unlock()
-	if msg.Kind != jsonrpc.KindResponse && msg.Method != "initialize" && msg.Method != "ping" && s.holdForRoots(line, x) {
-		return // its roots decide which child it goes to (roots.go)
+	if msg.Kind != jsonrpc.KindResponse && msg.Method != "initialize" && msg.Method != "ping" {
+		held, refusal := s.holdForRoots(line, x)
+		if refusal != nil && msg.Kind == jsonrpc.KindRequest {
+			s.replyErrorTo(x, msg.IDBytes(), refusal)
+		}
+		if held || refusal != nil {
+			return // its roots decide which child it goes to (roots.go)
+		}
 	}
 	switch msg.Kind {
 	case jsonrpc.KindRequest:
