@@ -34,8 +34,9 @@ var childQuestions = map[string]string{
 // mrtrHold is one child question carried to a modern client: the client's
 // call the child is working on, held until the client retries.
 type mrtrHold struct {
-	state   string // the requestState the client must echo; unguessable
-	key     string // the inputRequests key
+	state   string   // the requestState the client must echo; unguessable
+	owner   *session // the session whose call it holds: its share counts it (mrtrHolds.put)
+	key     string   // the inputRequests key
 	b       *backend
 	p       *pending
 	childID []byte // the child's request, answered with the client's input
@@ -56,8 +57,12 @@ type mrtrHold struct {
 
 // mrtrHolds are the holds waiting for their retry, by requestState.
 type mrtrHolds struct {
-	mu sync.Mutex
-	m  map[string]*mrtrHold
+	mu  sync.Mutex
+	m   map[string]*mrtrHold
+	per map[*session]int // holds by owner, each at most its MaxSessionInFlight
+	// puts counts puts since the last sweep of holds that need no retry
+	// any more: one sweep per len(m)/2 puts keeps put's cost constant.
+	puts int
 	// n is len(m), for none: every tools/call, prompts/get and
 	// resources/read asks, and almost always there is no hold to find.
 	n atomic.Int64
@@ -66,21 +71,33 @@ type mrtrHolds struct {
 // holdKeep is how long an ended call's answer waits for its retry.
 const holdKeep = 10 * time.Minute
 
-// put registers x, and forgets holds whose call ended unanswered or whose
-// answer waited too long: clients need not come back.
-func (h *mrtrHolds) put(x *mrtrHold) {
+// put registers x, unless its owner holds its share of calls waiting for
+// a retry already (Options.MaxSessionInFlight): a held call has left the
+// session's requests in flight, and a client that never comes back must
+// not pile them up on the child without end. Now and then it forgets
+// holds whose call ended unanswered or whose answer waited too long:
+// clients need not come back.
+func (h *mrtrHolds) put(x *mrtrHold) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m == nil {
-		h.m = map[string]*mrtrHold{}
+		h.m, h.per = map[string]*mrtrHold{}, map[*session]int{}
 	}
-	for state, old := range h.m {
-		if done, kept := old.b.reqs.heldState(old); done && (!kept || time.Since(old.created) > holdKeep) {
-			delete(h.m, state)
+	if h.puts++; h.puts > len(h.m)/2 {
+		h.puts = 0
+		for state, old := range h.m {
+			if done, kept := old.b.reqs.heldState(old); done && (!kept || time.Since(old.created) > holdKeep) {
+				h.dropLocked(state)
+			}
 		}
 	}
+	if h.per[x.owner] >= x.owner.p.opts.MaxSessionInFlight {
+		return false
+	}
 	h.m[x.state] = x
+	h.per[x.owner]++
 	h.n.Store(int64(len(h.m)))
+	return true
 }
 
 // take removes and returns the hold for state: a requestState is good for
@@ -88,8 +105,18 @@ func (h *mrtrHolds) put(x *mrtrHold) {
 func (h *mrtrHolds) take(state string) *mrtrHold {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.dropLocked(state)
+}
+
+func (h *mrtrHolds) dropLocked(state string) *mrtrHold {
 	x := h.m[state]
+	if x == nil {
+		return nil
+	}
 	delete(h.m, state)
+	if h.per[x.owner]--; h.per[x.owner] <= 0 {
+		delete(h.per, x.owner)
+	}
 	h.n.Store(int64(len(h.m)))
 	return x
 }
@@ -121,16 +148,22 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 		b.finish(p, o)
 		return true
 	}
-	x := &mrtrHold{state: newRequestState(), key: "sb-" + strconv.FormatUint(b.p.nextID.Add(1), 10), b: b, p: p,
+	x := &mrtrHold{state: newRequestState(), owner: owner, key: "sb-" + strconv.FormatUint(b.p.nextID.Add(1), 10), b: b, p: p,
 		childID: childID, server: b.srv.name, method: p.method, name: p.name, created: time.Now(),
 		request: questionOf(msg), kept: make(chan struct{})}
-	sess, ex, origID, ok := b.reqs.hold(x)
-	if !ok {
-		// The call ended (or another question took it) meanwhile.
+	if !b.p.holds.put(x) {
+		// The client has its share of calls waiting for its answers: this
+		// question cannot reach it.
 		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errNoClient, false, "", msg.Method)))
 		return true
 	}
-	b.p.holds.put(x)
+	sess, ex, origID, ok := b.reqs.hold(x)
+	if !ok {
+		// The call ended (or another question took it) meanwhile.
+		b.p.holds.take(x.state)
+		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errNoClient, false, "", msg.Method)))
+		return true
+	}
 	sess.forget(p, origID, ex) // the call no longer belongs to the session: its end must not cancel it
 	sess.respond(ex, jsonrpc.AppendResponse(nil, origID, inputRequired(x)), 0)
 	return true
@@ -236,8 +269,11 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 		// The client did not answer: ask again, as the spec prefers to
 		// an error. The question is the same; only the state is new.
 		s.forget(p, id, ex)
-		x.state = newRequestState()
-		s.p.holds.put(x)
+		x.state, x.owner = newRequestState(), s
+		if !s.p.holds.put(x) { // another question took the room this retry gave back
+			s.replyErrorTo(ex, id, newError(errSessionBusy, false, "", s.p.opts.MaxSessionInFlight))
+			return true
+		}
 		s.replyTo(ex, id, inputRequired(x))
 	default:
 		b.sendRaw(jsonrpc.AppendResponse(nil, x.childID, answer))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
 )
 
 // inputRequiredResult is an InputRequiredResult as a modern client reads it.
@@ -184,5 +186,47 @@ func TestLegacyClientOfModernChildAnswersInputRequired(t *testing.T) {
 	without.call("7", "ask", `{"kind":"sampling"}`)
 	if m, _ := without.recvID("7"); m.Error == nil {
 		t.Fatalf("a client without sampling: %s", m.raw)
+	}
+}
+
+// TestMRTRHoldsAreBounded: a held call has left its session's requests in
+// flight, so a modern client that never retries could pile up held calls
+// on the child without end. Each session holds at most its share
+// (MaxSessionInFlight): past it the child's question is answered with an
+// error and the call goes on without the client, while another session
+// still gets its questions, and a retry gives the room back.
+func TestMRTRHoldsAreBounded(t *testing.T) {
+	const share = 2
+	tp := newTestPool(t, &pool.Options{MaxSessionInFlight: share}, fake("srv"))
+	greedy, other := tp.dial(t, "srv"), tp.dial(t, "srv")
+	var states []string
+	for i := range share {
+		id := fmt.Sprint(i)
+		greedy.send(askCall(id, "sampling", ""))
+		m, _ := greedy.recvID(id)
+		r := readResult(t, m)
+		if r.ResultType != "input_required" {
+			t.Fatalf("held call %d within the share: %s", i, m.raw)
+		}
+		states = append(states, r.RequestState)
+	}
+	greedy.send(askCall("9", "sampling", ""))
+	m, _ := greedy.recvID("9")
+	if strings.Contains(m.raw, "input_required") {
+		t.Fatalf("a held call past the session's share: %s", m.raw)
+	}
+	other.send(askCall("1", "sampling", ""))
+	if m, _ := other.recvID("1"); readResult(t, m).ResultType != "input_required" {
+		t.Fatalf("another session's question: %s", m.raw)
+	}
+	// A retry without the answer takes its hold and puts it back: the
+	// share is full again, not over.
+	greedy.send(askCall("10", "sampling", `,"requestState":"`+states[0]+`"`))
+	if m, _ := greedy.recvID("10"); readResult(t, m).ResultType != "input_required" {
+		t.Fatalf("a retry within the share is asked again: %s", m.raw)
+	}
+	greedy.send(askCall("11", "sampling", ""))
+	if m, _ := greedy.recvID("11"); strings.Contains(m.raw, "input_required") {
+		t.Fatalf("a held call past the share after a retry: %s", m.raw)
 	}
 }
