@@ -166,10 +166,13 @@ func Start(opts Options) (*Instance, error) {
 		EvictAfter:         cfg.EvictAfter(),          // applies from the next start
 		MaxSessionInFlight: cfg.MaxInFlightPerSession, // 0: the pool's default; from the next start
 		MaxSessionBytes:    cfg.MaxInFlightMiBPerSession << 20,
-		RunID:              inst.history.runID(),
-		Unanswered:         inst.history.unanswered(),
-		ClientInfo:         pool.Implementation{Name: "switchboard", Version: version.Version},
-		Record:             inst.history.record(), // requests with history on; children always
+		// 0: the pool's defaults; from the next start
+		MaxSessionSubscriptions: cfg.MaxSubscriptionsPerSession,
+		MaxRootsChildren:        cfg.MaxChildrenPerServer,
+		RunID:                   inst.history.runID(),
+		Unanswered:              inst.history.unanswered(),
+		ClientInfo:              pool.Implementation{Name: "switchboard", Version: version.Version},
+		Record:                  inst.history.record(), // requests with history on; children always
 
 		CapturePayloads:    inst.history.captureBytes(),
 		HTTPToken:          inst.currentToken,

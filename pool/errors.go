@@ -119,7 +119,7 @@ var errorTable = [...]errorRow{
 	errInvalid:           {code: jsonrpc.CodeInvalidRequest, format: "%v"},
 	errServerUnavailable: {code: jsonrpc.CodeBackendUnavailable, format: "%v"},
 	errRootsChildren: {code: jsonrpc.CodeOverloaded,
-		format: "server %q runs %d children, one for each set of client roots, and every one has sessions: its limit; requests with other roots are refused until one of them is left (sessions with those roots are not affected)"},
+		format: "server %q runs its limit of children (%d), one for each set of client roots, and every one has sessions: requests with other roots are refused until one of them is left (sessions with those roots are not affected)"},
 
 	errNoClient:         {code: jsonrpc.CodeNoClient, format: "no connected client can answer %s"},
 	errAskedClientLeft:  {code: jsonrpc.CodeNoClient, format: "the client that was asked disconnected"},

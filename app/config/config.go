@@ -37,6 +37,12 @@ type File struct {
 	// MaxInFlightMiBPerSession bounds the memory one client session's
 	// requests in flight hold in the pool, in MiB (default 128).
 	MaxInFlightMiBPerSession int `json:"maxInFlightMiBPerSession,omitempty"`
+	// MaxSubscriptionsPerSession bounds one client session's resource
+	// subscriptions and open listens (default 4096).
+	MaxSubscriptionsPerSession int `json:"maxSubscriptionsPerSession,omitempty"`
+	// MaxChildrenPerServer bounds the children one shared server runs at
+	// once, one for each set of client roots (default 32).
+	MaxChildrenPerServer int `json:"maxChildrenPerServer,omitempty"`
 	// Autostart says whether MCP clients may start the pool.
 	Autostart Autostart `json:"autostart,omitzero"`
 	// Extra holds the top-level keys Switchboard does not know, verbatim,

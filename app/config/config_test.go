@@ -83,7 +83,9 @@ func TestValidationProblems(t *testing.T) {
 			"hangThreshold": "30",
 			"evictSlowClientsAfter": "0s",
 			"http": {"listen": "0.0.0.0:7777"},
-			"history": {"retainDays": -1}
+			"history": {"retainDays": -1},
+			"maxSubscriptionsPerSession": -1,
+			"maxChildrenPerServer": -2
 		}`, []string{
 			`mcpServers.a.share: "all" is not "shared", "session" or "global"`,
 			`mcpServers.b.command: missing (a stdio server needs a command; a remote one needs url)`,
@@ -103,9 +105,12 @@ func TestValidationProblems(t *testing.T) {
 			`evictSlowClientsAfter: "0s" must be more than zero`,
 			`http.listen: "0.0.0.0:7777" is not a loopback address; the front door has no authentication (use 127.0.0.1 or [::1])`,
 			`history.retainDays: -1 is negative`,
+			`maxSubscriptionsPerSession: -1 is negative`,
+			`maxChildrenPerServer: -2 is negative`,
 		}},
-		{"letter case", `{"McpServers": {}, "mcpServers": {"a": {"Command": "x", "command": "y"}}}`, []string{
+		{"letter case", `{"McpServers": {}, "MaxChildrenPerServer": 4, "mcpServers": {"a": {"Command": "x", "command": "y"}}}`, []string{
 			`McpServers: unknown field; did you mean "mcpServers"?`,
+			`MaxChildrenPerServer: unknown field; did you mean "maxChildrenPerServer"?`,
 			`mcpServers.a.Command: unknown field; did you mean "command"?`,
 		}},
 		{"disabled entries may wait for values", `{"mcpServers": {"a": {"command": "x", "disabled": true, "env": {"T": "${input:t}", "U": "${UNSET}"}}}}`, nil},

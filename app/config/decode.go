@@ -104,8 +104,13 @@ func decodeFile(doc []byte, root *jsonedit.Value, p *problems) *File {
 			decodeField("maxInFlightPerSession", doc, m.Value, reflect.ValueOf(&f.MaxInFlightPerSession).Elem(), p)
 		case "maxInFlightMiBPerSession":
 			decodeField("maxInFlightMiBPerSession", doc, m.Value, reflect.ValueOf(&f.MaxInFlightMiBPerSession).Elem(), p)
+		case "maxSubscriptionsPerSession":
+			decodeField("maxSubscriptionsPerSession", doc, m.Value, reflect.ValueOf(&f.MaxSubscriptionsPerSession).Elem(), p)
+		case "maxChildrenPerServer":
+			decodeField("maxChildrenPerServer", doc, m.Value, reflect.ValueOf(&f.MaxChildrenPerServer).Elem(), p)
 		default:
-			if k := foldMatch(m.Key, "mcpServers", "http", "history", "hangThreshold", "evictSlowClientsAfter", "autostart", "maxInFlightPerSession", "maxInFlightMiBPerSession"); k != "" {
+			if k := foldMatch(m.Key, "mcpServers", "http", "history", "hangThreshold", "evictSlowClientsAfter", "autostart", "maxInFlightPerSession", "maxInFlightMiBPerSession",
+				"maxSubscriptionsPerSession", "maxChildrenPerServer"); k != "" {
 				p.add(m.Key, "unknown field; did you mean %q?", k)
 				continue
 			}

@@ -80,6 +80,12 @@ func Diff(old, new *File) DiffResult {
 	if old.MaxInFlightMiBPerSession != new.MaxInFlightMiBPerSession {
 		d.Settings = append(d.Settings, "maxInFlightMiBPerSession")
 	}
+	if old.MaxSubscriptionsPerSession != new.MaxSubscriptionsPerSession {
+		d.Settings = append(d.Settings, "maxSubscriptionsPerSession")
+	}
+	if old.MaxChildrenPerServer != new.MaxChildrenPerServer {
+		d.Settings = append(d.Settings, "maxChildrenPerServer")
+	}
 	if old.EvictSlowClientsAfter != new.EvictSlowClientsAfter {
 		d.Settings = append(d.Settings, "evictSlowClientsAfter")
 	}

@@ -45,6 +45,8 @@ func (f *File) Validate(lookup func(string) (string, bool)) error {
 		{"history.maxRows", f.History.MaxRows},
 		{"maxInFlightPerSession", f.MaxInFlightPerSession},
 		{"maxInFlightMiBPerSession", f.MaxInFlightMiBPerSession},
+		{"maxSubscriptionsPerSession", f.MaxSubscriptionsPerSession},
+		{"maxChildrenPerServer", f.MaxChildrenPerServer},
 	} {
 		if c.n < 0 {
 			p.add(c.field, "%d is negative", c.n)
