@@ -253,13 +253,14 @@ func (s *server) currentLocked(pt *partition, caps clientCaps) (b, reclaimed *ba
 	return b, reclaimed, nil
 }
 
-// stopReclaimed stops a child currentLocked took out to make room, if any.
+// stopReclaimed stops a child currentLocked took out to make room, if any,
+// without waiting for it: the request that needed the room goes on.
 func (s *server) stopReclaimed(b *backend) {
 	if b == nil {
 		return
 	}
 	s.p.log.Info("stopping a child no session is in, to make room for other roots", "server", s.name, "pid", b.pid())
-	b.stop(errIdle)
+	s.p.wg.Go(func() { b.stop(errMadeRoom) })
 }
 
 // handshake returns a handshake of this server's children, to answer a
