@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,9 +49,36 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		return m.Run()
+		code := m.Run()
+		if left := stopLeftoverPools(sbBin); len(left) > 0 {
+			fmt.Fprintf(os.Stderr, "pools the tests left running, stopped now: %v\n", left)
+			code = max(code, 1)
+		}
+		return code
 	}()
 	os.Exit(code)
+}
+
+// stopLeftoverPools kills the processes still running binary once every
+// test has ended (a pool a test's client started and nobody stopped), and
+// lists them: each is a test that does not clean up after itself.
+func stopLeftoverPools(binary string) []string {
+	procs, _ := filepath.Glob("/proc/[0-9]*/exe")
+	var left []string
+	for _, exe := range procs {
+		if target, err := os.Readlink(exe); err != nil || target != binary {
+			continue
+		}
+		dir := filepath.Dir(exe)
+		pid, err := strconv.Atoi(filepath.Base(dir))
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
+		left = append(left, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(bytes.TrimRight(cmdline, "\x00"), []byte{0}, []byte{' '})))
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return left
 }
 
 // instance is a `switchboard serve` process with its own SWITCHBOARD_HOME.
@@ -232,6 +260,15 @@ func startShim(t testing.TB, server string, env []string) *shim {
 		}
 	})
 	return s
+}
+
+// close is the client going away now, as at the test's end: both ends
+// closed, and the shim's exit waited for.
+func (s *shim) close() {
+	s.stdin.Close()
+	s.stdout.Close()
+	err := <-s.done
+	s.done <- err // for the cleanup
 }
 
 func (s *shim) send(line string) {
@@ -418,10 +455,12 @@ func TestConnectErrors(t *testing.T) {
 }
 
 // SIGTERM: clean shutdown, exit 0, the child and its grandchild gone.
+// (Clients may not start a pool here: the connect, handed its session
+// back, would start one for it, which outlived the test.)
 func TestServeSIGTERMStopsChildren(t *testing.T) {
 	dir := homeDir(t)
 	pidfile, gpidfile := filepath.Join(dir, "child.pid"), filepath.Join(dir, "grandchild.pid")
-	in := serve(t, fakeConfig(t, "-pidfile", pidfile, "-grandchild", "-grandchild-pidfile", gpidfile))
+	in := serve(t, noClientStarts(fakeConfig(t, "-pidfile", pidfile, "-grandchild", "-grandchild-pidfile", gpidfile)))
 	s := in.connect(t, "fake")
 	s.initialize("c")
 	child, grandchild := readPID(t, pidfile), readPID(t, gpidfile)

@@ -36,6 +36,9 @@ func TestHostileConfigFiles(t *testing.T) {
 			t.Fatalf("after replacing the config (%d): %q", i, got)
 		}
 	}
+	// The client leaves first: handed its session back, it would start a
+	// pool of its own, which would outlive the test.
+	s.close()
 	start := time.Now()
 	if err := in.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -30,10 +30,12 @@ func TestNPXServerRunsWithoutItsWrapper(t *testing.T) {
 		t.Skip("npx not found")
 	}
 	const pkg = "@modelcontextprotocol/server-sequential-thinking"
-	in := serve(t, fmt.Sprintf(`{"mcpServers":{
+	// Clients may not start a pool: at the SIGTERM below, the connects
+	// would start one for their sessions, which would outlive the test.
+	in := serve(t, noClientStarts(fmt.Sprintf(`{"mcpServers":{
 		"seq":      {"command":"npx","args":["-y",%[1]q]},
 		"written":  {"command":"npx","args":["-y",%[1]q],"resolve":false},
-		"fallback": {"command":"npx","args":["--prefer-offline","-y",%[1]q]}}}`, pkg))
+		"fallback": {"command":"npx","args":["--prefer-offline","-y",%[1]q]}}}`, pkg)))
 	pids := map[string]int{}
 	for _, server := range []string{"seq", "written", "fallback"} {
 		s := in.connect(t, server)
