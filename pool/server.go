@@ -147,14 +147,26 @@ func (s *server) reapIdle(pt *partition, b *backend) {
 		s.mu.Unlock()
 		return
 	}
-	pt.current.Store(nil)
-	pt.idle = nil
-	if s.parts[pt.key] == pt {
-		delete(s.parts, pt.key)
-	}
+	s.retireLocked(pt)
 	s.mu.Unlock()
 	s.p.log.Info("stopping idle child", "server", s.name, "pid", b.pid(), "roots", pt.roots)
 	b.stop(errIdle)
+}
+
+// retireLocked takes pt's child out of the server and returns it, for the
+// caller to stop once it has let go of s.mu: pt's idle timer is stopped
+// and pt forgotten (a session that comes next makes it anew).
+func (s *server) retireLocked(pt *partition) *backend {
+	b := pt.current.Load()
+	pt.current.Store(nil)
+	if pt.idle != nil {
+		pt.idle.Stop()
+		pt.idle = nil
+	}
+	if s.parts[pt.key] == pt {
+		delete(s.parts, pt.key)
+	}
+	return b
 }
 
 // backendFor returns the backend a session's next request goes to,
@@ -237,13 +249,7 @@ func (s *server) currentLocked(pt *partition, caps clientCaps) (b, reclaimed *ba
 		if spare == nil {
 			return nil, nil, newError(errRootsChildren, false, s.name, s.name, running)
 		}
-		reclaimed = spare.current.Load()
-		spare.current.Store(nil)
-		if spare.idle != nil {
-			spare.idle.Stop()
-			spare.idle = nil
-		}
-		delete(s.parts, spare.key)
+		reclaimed = s.retireLocked(spare)
 	}
 	b = newBackend(s, s.cfg, nil, pt.roots, caps)
 	pt.current.Store(b)

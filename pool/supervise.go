@@ -144,7 +144,7 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 	c.ready = true
 	// What the sessions subscribed to until now, taken with the state: a
 	// subscribe or unsubscribe counted from here on is forwarded instead
-	// (subscribe, unsubscribe). A legacy child's subscribes are queued
+	// (countLocked). A legacy child's subscribes are queued
 	// here, under the same lock, so that a forwarded unsubscribe of the
 	// same URI reaches the child after them, never before.
 	var unsent error
