@@ -52,10 +52,12 @@ func cloneSnap(s pool.Snapshot) pool.Snapshot {
 }
 
 func (f *fakeCtrl) Subscribe(ctx context.Context, _ int) (pool.Snapshot, <-chan pool.Event) {
-	f.subscribes.Add(1)
 	ch := make(chan pool.Event, f.buffer)
 	f.mu.Lock()
 	f.subs[ch] = struct{}{}
+	// Counted once the channel is in subs: a test that sees the count
+	// and takes f.mu finds the subscriber there.
+	f.subscribes.Add(1)
 	snap := cloneSnap(f.snap)
 	f.mu.Unlock()
 	f.wg.Go(func() {
