@@ -120,8 +120,14 @@
 //     [backend.noteCrash], [backend.finishStop].
 //   - A shared child with no session for its idleTimeout is stopped, a
 //     freshly started one not before its warm-up grace; a session that
-//     comes back first keeps it: [idlePolicy.stopAfter],
-//     [server.armIdleLocked], [server.reapIdle].
+//     comes back first keeps it, and a call it still answers (for a
+//     session that moved to other roots) is not cut short:
+//     [idlePolicy.stopAfter], [server.armIdleLocked], [server.reapIdle],
+//     [requestTable.serving].
+//   - A shared server runs at most MaxRootsChildren children: new roots
+//     past it take the place of a child with no session and no call to
+//     answer, else they are refused: [server.currentLocked],
+//     [server.stopReclaimed].
 //   - A child that dies is started again after a backoff that doubles up
 //     to a cap and starts over once a child is up; MaxRestarts exits within
 //     Window fail the server fast until it is restarted or reconfigured:

@@ -436,3 +436,41 @@ func TestMessagesHeldForRootsAreBounded(t *testing.T) {
 		t.Fatalf("the held calls after the answer: %v, want %v", answered, want)
 	}
 }
+
+// A child no session is in any more may still owe an answer to a session
+// that moved to other roots: it makes no room for new roots until the call
+// is answered (they are refused meanwhile), and the call gets its answer.
+// Before, it was stopped to make room, and the call was answered "stopped,
+// with no session left, to make room".
+func TestRootsChildrenLetAMovedSessionsCallFinish(t *testing.T) {
+	tp := newTestPool(t, &pool.Options{MaxRootsChildren: 2}, fake("fs"))
+	mover, third := tp.dial(t, "fs"), tp.dial(t, "fs")
+	mover.initialize("mover", `{"roots":{"listChanged":true},"sampling":{}}`)
+	mover.answerRoots("file:///work/a")
+	mover.call(`"slow"`, "ask", `{"kind":"sampling"}`)
+	question := mover.recv() // the child of a waits for this answer
+	if question.Method != "sampling/createMessage" {
+		t.Fatalf("want the child's sampling request, got %s", question.raw)
+	}
+	mover.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+	mover.answerRoots("file:///work/b")
+	mover.pidOf("1") // the child of b: with a's, the server's two
+
+	third.initRoots("third", "file:///work/c")
+	third.call("1", "pid", `{}`)
+	m, _ := third.recvID("1")
+	if m.Error == nil || m.Error.Code != -32004 || !strings.Contains(m.Error.Message, "call to finish") {
+		t.Fatalf("new roots while the only child without sessions owes a call: %s", m.raw)
+	}
+
+	mover.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"sampled"},"model":"m"}}`, question.ID)
+	answer, _ := mover.recvID(`"slow"`)
+	if answer.Error != nil || !strings.Contains(answer.text(), "sampled") {
+		t.Fatalf("the moved session's call: %s", answer.raw)
+	}
+	eventually(t, "the third session's child, in the room the answered call left", func() bool {
+		third.call("2", "pid", `{}`)
+		m, _ := third.recvID("2")
+		return m.Error == nil
+	})
+}

@@ -15,7 +15,7 @@ import (
 func TestIdleReaping(t *testing.T) {
 	type step struct {
 		at  time.Duration
-		op  string // join NAME, leave NAME
+		op  string // join NAME, leave NAME; call NAME, answer NAME: a call of NAME's in flight on the child, then answered
 		who string
 	}
 	const never = -1
@@ -42,6 +42,12 @@ func TestIdleReaping(t *testing.T) {
 		{"a child no session joined is reaped after its grace", 10 * time.Second, time.Minute, nil, time.Minute},
 		{"a negative idleTimeout never reaps", -1, time.Minute,
 			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}}, never},
+		{"a call the child still answers is not cut short: it is looked at again an idle period later", 10 * time.Second, -1,
+			[]step{{0, "join", "a"}, {0, "call", "a"}, {time.Second, "leave", "a"}, {25 * time.Second, "answer", "a"}},
+			31 * time.Second},
+		{"a call answered before the idle timeout changes nothing", 10 * time.Second, -1,
+			[]step{{0, "join", "a"}, {0, "call", "a"}, {time.Second, "leave", "a"}, {5 * time.Second, "answer", "a"}},
+			11 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,6 +72,7 @@ func TestIdleReaping(t *testing.T) {
 				srv.mu.Unlock()
 
 				sessions := map[string]*session{}
+				calls := map[string]*pending{}
 				for _, st := range tt.steps {
 					time.Sleep(st.at - time.Since(start))
 					switch st.op {
@@ -78,6 +85,14 @@ func TestIdleReaping(t *testing.T) {
 						srv.move(s)
 					case "leave":
 						srv.leave(sessions[st.who])
+					case "call":
+						c := &pending{id: uint64(len(calls) + 1), b: b, sess: sessions[st.who]}
+						if r, _, _ := b.reqs.register(c, 1, 0, nil); r != registered {
+							t.Fatalf("registering the call: %v", r)
+						}
+						calls[st.who] = c
+					case "answer":
+						b.reqs.end(calls[st.who])
 					}
 					synctest.Wait()
 				}

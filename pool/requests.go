@@ -178,6 +178,22 @@ func (t *requestTable) count() int {
 	return n
 }
 
+// serving reports whether a client's request is in flight: a child no
+// session is in any more may still owe an answer to one that moved to
+// other roots (server.currentLocked, reapIdle).
+func (t *requestTable) serving() bool {
+	var yes bool
+	t.update(func(in *inFlight) {
+		for _, p := range in.pending {
+			if p.sess != nil {
+				yes = true
+				return
+			}
+		}
+	})
+	return yes
+}
+
 // The writers' moves (send, writeLoop), made in their update closures.
 
 // startWriteLocked moves a queued request to writing to child pid and

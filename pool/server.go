@@ -141,9 +141,18 @@ func (s *server) armIdleLocked(pt *partition) {
 	pt.idle = s.p.clock.AfterFunc(wait, func() { s.reapIdle(pt, b) })
 }
 
+// reapIdle stops pt's child b, armed by armIdleLocked, unless a session
+// came back meanwhile or b was replaced. A child still answering a call of
+// a session that moved to other roots is looked at again an idle period
+// later: the call is not cut short.
 func (s *server) reapIdle(pt *partition, b *backend) {
 	s.mu.Lock()
 	if len(pt.members) > 0 || pt.current.Load() != b {
+		s.mu.Unlock()
+		return
+	}
+	if b.reqs.serving() {
+		s.armIdleLocked(pt)
 		s.mu.Unlock()
 		return
 	}
@@ -225,10 +234,11 @@ func capsOf(sess *session, caps *clientCaps) clientCaps {
 
 // currentLocked returns the partition's backend, starting one. Past the
 // server's share of children (Options.MaxRootsChildren), the child of
-// another partition that no session is in makes room: it is taken out
-// here and returned as reclaimed, for the caller to stop once it has let
-// go of s.mu (stopReclaimed). When every child has sessions, the request
-// is refused.
+// another partition that no session is in and that owes no client an
+// answer makes room: it is taken out here and returned as reclaimed, for
+// the caller to stop once it has let go of s.mu (stopReclaimed). When
+// every child has sessions or a call to finish (one of a session that
+// moved to other roots), the request is refused.
 func (s *server) currentLocked(pt *partition, caps clientCaps) (b, reclaimed *backend, err error) {
 	if b := pt.current.Load(); b != nil {
 		return b, nil, nil
@@ -241,7 +251,7 @@ func (s *server) currentLocked(pt *partition, caps clientCaps) (b, reclaimed *ba
 			continue
 		}
 		running++
-		if len(other.members) == 0 && (spare == nil || ob.createdAt.Before(spare.current.Load().createdAt)) {
+		if len(other.members) == 0 && (spare == nil || ob.createdAt.Before(spare.current.Load().createdAt)) && !ob.reqs.serving() {
 			spare = other
 		}
 	}
