@@ -125,9 +125,9 @@
 //     [idlePolicy.stopAfter], [server.armIdleLocked], [server.reapIdle],
 //     [requestTable.serving].
 //   - A shared server runs at most MaxRootsChildren children: new roots
-//     past it take the place of a child with no session and no call to
-//     answer, else they are refused: [server.currentLocked],
-//     [server.stopReclaimed].
+//     past it take the place of a child with no session (one with no call
+//     to answer first), else they are refused: [server.currentLocked],
+//     [server.spareLocked], [server.stopReclaimed].
 //   - A child that dies is started again after a backoff that doubles up
 //     to a cap and starts over once a child is up; MaxRestarts exits within
 //     Window fail the server fast until it is restarted or reconfigured:

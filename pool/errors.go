@@ -49,7 +49,7 @@ const (
 	errParse             // a line that is not JSON
 	errInvalid           // JSON that is not a JSON-RPC message the pool accepts
 	errServerUnavailable // the child could not be started or handshaken: why
-	errRootsChildren     // the server runs its limit of children, one per set of roots, each with sessions or a call to finish
+	errRootsChildren     // the server runs its limit of children, one per set of roots, each with sessions
 
 	// Answering a child's request to a client.
 	errNoClient         // no connected client can answer it
@@ -119,7 +119,7 @@ var errorTable = [...]errorRow{
 	errInvalid:           {code: jsonrpc.CodeInvalidRequest, format: "%v"},
 	errServerUnavailable: {code: jsonrpc.CodeBackendUnavailable, format: "%v"},
 	errRootsChildren: {code: jsonrpc.CodeOverloaded,
-		format: "server %q runs its limit of children (%d), one for each set of client roots, and every one has sessions or a call to finish: requests with other roots are refused until one of them is free (sessions with those roots are not affected)"},
+		format: "server %q runs its limit of children (%d), one for each set of client roots, and every one has sessions: requests with other roots are refused until one of them is left (sessions with those roots are not affected)"},
 
 	errNoClient:         {code: jsonrpc.CodeNoClient, format: "no connected client can answer %s"},
 	errAskedClientLeft:  {code: jsonrpc.CodeNoClient, format: "the client that was asked disconnected"},

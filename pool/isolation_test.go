@@ -438,13 +438,14 @@ func TestMessagesHeldForRootsAreBounded(t *testing.T) {
 }
 
 // A child no session is in any more may still owe an answer to a session
-// that moved to other roots: it makes no room for new roots until the call
-// is answered (they are refused meanwhile), and the call gets its answer.
-// Before, it was stopped to make room, and the call was answered "stopped,
-// with no session left, to make room".
+// that moved to other roots: when new roots need room, an idle child
+// without sessions goes first, and the moved session's call gets its
+// answer. Before, the oldest child without sessions was stopped to make
+// room, and the call was answered "stopped, with no session left, to make
+// room".
 func TestRootsChildrenLetAMovedSessionsCallFinish(t *testing.T) {
-	tp := newTestPool(t, &pool.Options{MaxRootsChildren: 2}, fake("fs"))
-	mover, third := tp.dial(t, "fs"), tp.dial(t, "fs")
+	tp := newTestPool(t, &pool.Options{MaxRootsChildren: 3}, fake("fs"))
+	mover, visitor, third := tp.dial(t, "fs"), tp.dial(t, "fs"), tp.dial(t, "fs")
 	mover.initialize("mover", `{"roots":{"listChanged":true},"sampling":{}}`)
 	mover.answerRoots("file:///work/a")
 	mover.call(`"slow"`, "ask", `{"kind":"sampling"}`)
@@ -454,23 +455,50 @@ func TestRootsChildrenLetAMovedSessionsCallFinish(t *testing.T) {
 	}
 	mover.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
 	mover.answerRoots("file:///work/b")
-	mover.pidOf("1") // the child of b: with a's, the server's two
+	mover.pidOf("1")
+	// A visitor's child, younger than a's, is left with no session and
+	// nothing to answer.
+	visitor.initRoots("visitor", "file:///work/d")
+	visitorPID := visitor.pidOf("1")
+	visitor.close()
+	eventually(t, "the visitor's leaving", func() bool { return len(tp.Snapshot().Sessions) == 2 })
 
 	third.initRoots("third", "file:///work/c")
-	third.call("1", "pid", `{}`)
-	m, _ := third.recvID("1")
-	if m.Error == nil || m.Error.Code != -32004 || !strings.Contains(m.Error.Message, "call to finish") {
-		t.Fatalf("new roots while the only child without sessions owes a call: %s", m.raw)
+	if third.pidOf("1") == visitorPID {
+		t.Fatal("the third session was served by the visitor's child")
 	}
-
 	mover.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"sampled"},"model":"m"}}`, question.ID)
 	answer, _ := mover.recvID(`"slow"`)
 	if answer.Error != nil || !strings.Contains(answer.text(), "sampled") {
 		t.Fatalf("the moved session's call: %s", answer.raw)
 	}
-	eventually(t, "the third session's child, in the room the answered call left", func() bool {
-		third.call("2", "pid", `{}`)
-		m, _ := third.recvID("2")
-		return m.Error == nil
-	})
+}
+
+// The attack on the rule above: a session that leaves a call hanging on
+// each child it leaves cannot keep the other sessions' new roots out.
+// When every child without sessions owes an answer, the oldest makes room
+// anyway, and only the hanging call's own session pays for it.
+func TestHangingCallsDoNotHoldChildrenAgainstNewRoots(t *testing.T) {
+	tp := newTestPool(t, &pool.Options{MaxRootsChildren: 2}, fake("fs"))
+	hostile, settled := tp.dial(t, "fs"), tp.dial(t, "fs")
+	hostile.initialize("hostile", `{"roots":{"listChanged":true},"sampling":{}}`)
+	hostile.answerRoots("file:///work/0")
+	for i := 1; i <= 3; i++ { // a call left hanging on the child of each roots it leaves
+		hostile.call(fmt.Sprintf(`"hang%d"`, i), "ask", `{"kind":"sampling"}`)
+		if q := hostile.recv(); q.Method != "sampling/createMessage" {
+			t.Fatalf("want the child's sampling request, got %s", q.raw)
+		}
+		hostile.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+		hostile.answerRoots(fmt.Sprintf("file:///work/%d", i))
+		hostile.pidOf(fmt.Sprint(i))
+	}
+	settled.initRoots("settled", "file:///work/settled")
+	settled.call("1", "pid", `{}`)
+	m, _ := settled.recvID("1")
+	if m.Error != nil {
+		t.Fatalf("new roots while every child without sessions owes a hanging call: %s", m.raw)
+	}
+	if n := len(tp.Snapshot().Backends); n > 2 {
+		t.Fatalf("the server runs %d children, past its limit of 2", n)
+	}
 }

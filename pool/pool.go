@@ -67,8 +67,8 @@ type Options struct {
 	// one for each set of client roots, so that a client changing its
 	// roots over and over cannot start child after child: a new set of
 	// roots past it first stops a child no session is in any more (however
-	// recently started) and no call runs on, and when there is none, its
-	// requests get -32004. Default 32.
+	// recently started; one that no call runs on first), and when every
+	// child has sessions, its requests get -32004. Default 32.
 	MaxRootsChildren int
 	// RunID names this pool's run to attached shims (Welcome.Run), which
 	// give it back when they resume their session with a later pool.

@@ -234,28 +234,16 @@ func capsOf(sess *session, caps *clientCaps) clientCaps {
 
 // currentLocked returns the partition's backend, starting one. Past the
 // server's share of children (Options.MaxRootsChildren), the child of
-// another partition that no session is in and that owes no client an
-// answer makes room: it is taken out here and returned as reclaimed, for
-// the caller to stop once it has let go of s.mu (stopReclaimed). When
-// every child has sessions or a call to finish (one of a session that
-// moved to other roots), the request is refused.
+// another partition that no session is in makes room (spareLocked): it is
+// taken out here and returned as reclaimed, for the caller to stop once it
+// has let go of s.mu (stopReclaimed). When every child has sessions, the
+// request is refused.
 func (s *server) currentLocked(pt *partition, caps clientCaps) (b, reclaimed *backend, err error) {
 	if b := pt.current.Load(); b != nil {
 		return b, nil, nil
 	}
-	running := 0
-	var spare *partition
-	for _, other := range s.parts {
-		ob := other.current.Load()
-		if ob == nil {
-			continue
-		}
-		running++
-		if len(other.members) == 0 && (spare == nil || ob.createdAt.Before(spare.current.Load().createdAt)) && !ob.reqs.serving() {
-			spare = other
-		}
-	}
-	if running >= s.p.opts.MaxRootsChildren {
+	if running := s.runningLocked(); running >= s.p.opts.MaxRootsChildren {
+		spare := s.spareLocked()
 		if spare == nil {
 			return nil, nil, newError(errRootsChildren, false, s.name, s.name, running)
 		}
@@ -267,6 +255,48 @@ func (s *server) currentLocked(pt *partition, caps clientCaps) (b, reclaimed *ba
 		s.armIdleLocked(pt)
 	}
 	return b, reclaimed, nil
+}
+
+// runningLocked is how many children the server's partitions run.
+func (s *server) runningLocked() int {
+	n := 0
+	for _, pt := range s.parts {
+		if pt.current.Load() != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// spareLocked is the partition whose child makes room for other roots, or
+// nil: of those no session is in, the oldest child that owes no client an
+// answer, else the oldest. A session that moved to other roots may still
+// have a call running on the child it left, so an idle child goes first;
+// but one that owes answers is taken too, or a session that leaves a call
+// hanging on each child it leaves could keep every other session's new
+// roots out.
+func (s *server) spareLocked() *partition {
+	var idle, busy *partition
+	older := func(a, b *partition) bool {
+		return b == nil || a.current.Load().createdAt.Before(b.current.Load().createdAt)
+	}
+	for _, pt := range s.parts {
+		b := pt.current.Load()
+		if b == nil || len(pt.members) > 0 {
+			continue
+		}
+		if b.reqs.serving() {
+			if older(pt, busy) {
+				busy = pt
+			}
+		} else if older(pt, idle) {
+			idle = pt
+		}
+	}
+	if idle != nil {
+		return idle
+	}
+	return busy
 }
 
 // stopReclaimed stops a child currentLocked took out to make room, if any,
