@@ -3,6 +3,8 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -23,6 +25,9 @@ func httpOpener(url, token string, conns int, writer func(*httpStream) io.Writer
 	return func(ctx context.Context, _ int) (*Stream, error) {
 		pr, pw := io.Pipe()
 		ctx, cancel := context.WithCancel(ctx)
+		// A reader waiting for an answer that will not come (the run was
+		// interrupted, the pool went away) gets the reason instead.
+		context.AfterFunc(ctx, func() { pw.CloseWithError(fmt.Errorf("HTTP session: %w", context.Cause(ctx))) })
 		hs := &httpStream{ctx: ctx, url: url, token: token, client: client, answers: pw}
 		return &Stream{W: writer(hs), R: pr, Close: func() error {
 			pr.Close() // late answers have no reader any more
@@ -55,6 +60,10 @@ func (h *httpStream) Write(p []byte) (int, error) {
 			// later POST needs; its answer to the reader, which is the
 			// caller, after this returns.
 			answer := h.post(body)
+			if answer == nil {
+				h.answers.CloseWithError(errNoHandshake)
+				continue
+			}
 			h.wg.Go(func() { h.deliver(answer) })
 			continue
 		}
@@ -62,6 +71,10 @@ func (h *httpStream) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// errNoHandshake ends a stream whose first POST got no answer: the
+// driver's handshake would otherwise wait for it for ever.
+var errNoHandshake = errors.New("the handshake's POST got no answer (is the server up?)")
 
 // deliver hands an answer to the driver.
 func (h *httpStream) deliver(answer []byte) {

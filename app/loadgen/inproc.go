@@ -209,8 +209,15 @@ func (st *statelessStream) Write(p []byte) (int, error) {
 				return 0, errors.New("stateless client: a request without params")
 			}
 		}
-		method, name := m.Method, m.Params.Name
-		st.wg.Go(func() { st.deliver(st.post(body, method, name)) })
+		method, name, handshake := m.Method, m.Params.Name, m.Method == "server/discover"
+		st.wg.Go(func() {
+			answer := st.post(body, method, name)
+			if answer == nil && handshake {
+				st.answers.CloseWithError(errNoHandshake)
+				return
+			}
+			st.deliver(answer)
+		})
 	}
 	return len(p), nil
 }

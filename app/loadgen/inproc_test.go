@@ -39,6 +39,52 @@ func TestInProcessHTTPBothEras(t *testing.T) {
 	}
 }
 
+// TestHTTPHandshakeWithoutAServerFails: a handshake whose POST gets no
+// answer, because no server listens or because the run is interrupted,
+// ends the run with an error. (The load tool, sent SIGTERM during its
+// HTTP comparison, stopped its pool and then waited for an initialize
+// answer for ever.)
+func TestHTTPHandshakeWithoutAServerFails(t *testing.T) {
+	srv, err := StartInProcessHTTP("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := srv.URL
+	srv.Close() // nothing listens there any more
+	cfg := Config{Sessions: 2, InFlight: 1, Duration: 50 * time.Millisecond}
+	interrupted, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		open func(url, token string, conns int) Opener
+	}{
+		{"legacy", HTTPOpener},
+		{"stateless", HTTPStatelessOpener},
+	} {
+		for _, how := range []struct {
+			name string
+			ctx  context.Context
+		}{{"no server", context.Background()}, {"interrupted", interrupted}} {
+			ctx := how.ctx
+			t.Run(tc.name+", "+how.name, func(t *testing.T) {
+				done := make(chan error, 1)
+				go func() {
+					_, err := Run(ctx, cfg, tc.open(url, "", 2))
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					if err == nil {
+						t.Fatal("a run without a server succeeded")
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatal("the handshake still waits after 30 s")
+				}
+			})
+		}
+	}
+}
+
 // TestWithMeta: the stateless client's _meta goes first in params,
 // whatever params hold.
 func TestWithMeta(t *testing.T) {
