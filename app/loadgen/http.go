@@ -61,7 +61,7 @@ func (h *httpStream) Write(p []byte) (int, error) {
 			// caller, after this returns.
 			answer := h.post(body)
 			if answer == nil {
-				h.answers.CloseWithError(errNoHandshake)
+				h.noHandshake()
 				continue
 			}
 			h.wg.Go(func() { h.deliver(answer) })
@@ -75,6 +75,16 @@ func (h *httpStream) Write(p []byte) (int, error) {
 // errNoHandshake ends a stream whose first POST got no answer: the
 // driver's handshake would otherwise wait for it for ever.
 var errNoHandshake = errors.New("the handshake's POST got no answer (is the server up?)")
+
+// noHandshake ends the stream for the driver, whose handshake got no
+// answer: because the run was interrupted, or with errNoHandshake.
+func (h *httpStream) noHandshake() {
+	err := errNoHandshake
+	if h.ctx.Err() != nil {
+		err = context.Cause(h.ctx)
+	}
+	h.answers.CloseWithError(err)
+}
 
 // deliver hands an answer to the driver.
 func (h *httpStream) deliver(answer []byte) {

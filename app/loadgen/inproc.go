@@ -213,7 +213,7 @@ func (st *statelessStream) Write(p []byte) (int, error) {
 		st.wg.Go(func() {
 			answer := st.post(body, method, name)
 			if answer == nil && handshake {
-				st.answers.CloseWithError(errNoHandshake)
+				st.noHandshake()
 				return
 			}
 			st.deliver(answer)
