@@ -99,8 +99,8 @@ type reverseEntry struct {
 // checks it.
 //
 // The table's mutex is a leaf: it is taken under backend.mu (the write
-// queue's lock), never the other way round, and nothing else is locked
-// under it.
+// queue's lock) and under server.mu (serving), never the other way round,
+// and nothing else is locked under it.
 type requestTable struct {
 	mu sync.Mutex
 	in inFlight
@@ -180,7 +180,7 @@ func (t *requestTable) count() int {
 
 // serving reports whether a client's request is in flight: a child no
 // session is in any more may still owe an answer to one that moved to
-// other roots (server.currentLocked, reapIdle).
+// other roots (server.spareLocked, server.reapIdle).
 func (t *requestTable) serving() bool {
 	var yes bool
 	t.update(func(in *inFlight) {
