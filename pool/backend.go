@@ -877,7 +877,7 @@ func (b *backend) safeToRepeatLocked(p *pending) bool {
 var (
 	errSessionEnded  = errors.New("session ended")
 	errIdle          = errors.New("stopped after being idle")
-	errMadeRoom      = errors.New("stopped, with no session left, to make room for the child of other roots")
+	errMadeRoom      = errors.New("it had no session left, and its place went to the child of other roots")
 	errConfigChanged = errors.New("the server's configuration changed")
 	errServerRemoved = errors.New("the server was removed from the configuration")
 )

@@ -22,6 +22,7 @@ const (
 	// Ending a client's request.
 	errTimeout             poolError = iota + 1 // the child did not answer within the request timeout
 	errChildDied                                // the child exited with the request written: never re-sent
+	errChildStopped                             // the pool stopped the child with the request written: never re-sent
 	errServerFailed                             // a crash loop: the server fails fast until restarted
 	errServerStopped                            // the server stopped (by the user, idle, reconfigured) before answering
 	errPoolRestarting                           // the pool stopped and handed the session back before the child answered
@@ -74,6 +75,8 @@ var errorTable = [...]errorRow{
 	errTimeout: {code: jsonrpc.CodeRequestTimeout, format: "server %q did not answer %s within %s",
 		aboutRequest: true, retryable: true},
 	errChildDied: {code: jsonrpc.CodeBackendDied, format: "server %q exited (%s) while handling %s; it was not re-sent because it may have executed%s",
+		aboutRequest: true, retryable: true},
+	errChildStopped: {code: jsonrpc.CodeBackendDied, format: "server %q was stopped (%v) while handling %s; it was not re-sent because it may have executed",
 		aboutRequest: true, retryable: true},
 	errServerFailed: {code: jsonrpc.CodeBackendUnavailable, format: "server %q failed: it exited %d times in %s (last: %s)%s",
 		aboutRequest: true, retryable: false},

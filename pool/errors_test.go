@@ -17,6 +17,7 @@ func TestErrorTable(t *testing.T) {
 	args := map[poolError][]any{
 		errTimeout:             {"srv", "tools/call", 2 * time.Second},
 		errChildDied:           {"srv", "exit status 3", "tools/call", "; last stderr: boom"},
+		errChildStopped:        {"srv", errMadeRoom, "tools/call"},
 		errServerFailed:        {"srv", 5, time.Minute, "exit status 3", ""},
 		errServerStopped:       {"srv", errIdle, "tools/call"},
 		errPoolRestarting:      {"srv", "tools/call"},

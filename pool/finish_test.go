@@ -147,7 +147,7 @@ func TestEveryEndingAgrees(t *testing.T) {
 				panic("one exit did not spend a budget of one")
 			}
 		}, want{answered: true, code: jsonrpc.CodeBackendUnavailable, status: StatusFailed}},
-		{"child died", func(r *endingRig, _ *pending) { r.b.reap(deadChild(t)) },
+		{"child died", func(r *endingRig, _ *pending) { r.b.reap(deadChild(t), nil) },
 			want{answered: true, code: jsonrpc.CodeBackendDied, status: StatusFailed}},
 	}
 	states := []struct {

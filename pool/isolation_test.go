@@ -477,20 +477,43 @@ func TestRootsChildrenLetAMovedSessionsCallFinish(t *testing.T) {
 // The attack on the rule above: a session that leaves a call hanging on
 // each child it leaves cannot keep the other sessions' new roots out.
 // When every child without sessions owes an answer, the oldest makes room
-// anyway, and only the hanging call's own session pays for it.
+// anyway, and only the hanging call's own session pays for it: its call
+// gets the at-most-once error, saying the pool stopped the child and why
+// (not that the child exited, as it said before).
 func TestHangingCallsDoNotHoldChildrenAgainstNewRoots(t *testing.T) {
 	tp := newTestPool(t, &pool.Options{MaxRootsChildren: 2}, fake("fs"))
 	hostile, settled := tp.dial(t, "fs"), tp.dial(t, "fs")
 	hostile.initialize("hostile", `{"roots":{"listChanged":true},"sampling":{}}`)
 	hostile.answerRoots("file:///work/0")
+	ended := map[string]msg{} // the hanging calls' answers, whenever they come
+	hanging := func(m msg) bool {
+		if m.Method == "" && strings.HasPrefix(string(m.ID), `"hang`) {
+			ended[string(m.ID)] = m
+			return true
+		}
+		return false
+	}
+	next := func(what string, want func(msg) bool) msg {
+		t.Helper()
+		for {
+			m := hostile.recv()
+			if hanging(m) {
+				continue
+			}
+			if !want(m) {
+				t.Fatalf("want %s, got %s", what, m.raw)
+			}
+			return m
+		}
+	}
 	for i := 1; i <= 3; i++ { // a call left hanging on the child of each roots it leaves
 		hostile.call(fmt.Sprintf(`"hang%d"`, i), "ask", `{"kind":"sampling"}`)
-		if q := hostile.recv(); q.Method != "sampling/createMessage" {
-			t.Fatalf("want the child's sampling request, got %s", q.raw)
-		}
+		next("the child's sampling request", func(m msg) bool { return m.Method == "sampling/createMessage" })
 		hostile.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-		hostile.answerRoots(fmt.Sprintf("file:///work/%d", i))
-		hostile.pidOf(fmt.Sprint(i))
+		ask := next("the pool's roots/list", func(m msg) bool { return m.Method == "roots/list" })
+		hostile.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[{"uri":"file:///work/%d"}]}}`, ask.ID, i)
+		hostile.call(fmt.Sprint(i), "pid", `{}`)
+		next("the pid", func(m msg) bool { return string(m.ID) == fmt.Sprint(i) && m.Error == nil })
 	}
 	settled.initRoots("settled", "file:///work/settled")
 	settled.call("1", "pid", `{}`)
@@ -500,5 +523,16 @@ func TestHangingCallsDoNotHoldChildrenAgainstNewRoots(t *testing.T) {
 	}
 	if n := len(tp.Snapshot().Backends); n > 2 {
 		t.Fatalf("the server runs %d children, past its limit of 2", n)
+	}
+	for len(ended) < 3 {
+		if m := hostile.recv(); !hanging(m) {
+			t.Fatalf("want the hanging calls' ends, got %s", m.raw)
+		}
+	}
+	for id, m := range ended {
+		if m.Error == nil || m.Error.Code != -32003 || !strings.Contains(m.Error.Message, "was stopped (") ||
+			!strings.Contains(m.Error.Message, "its place went to the child of other roots") || !strings.Contains(string(m.Error.Data), `"mayHaveExecuted":true`) {
+			t.Errorf("hanging call %s: %s", id, m.raw)
+		}
 	}
 }

@@ -118,7 +118,7 @@ func (b *backend) startAndHandshake() (*child, error) {
 	hs, err := b.handshake(c)
 	if err != nil {
 		c.shutdown()
-		b.reap(c)
+		b.reap(c, nil)
 		return nil, err
 	}
 	b.becomeReady(c, hs)
@@ -183,20 +183,21 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 func (b *backend) runUntilExit(c *child) error {
 	select {
 	case <-c.exited:
-		b.reap(c)
+		b.reap(c, nil)
 		return fmt.Errorf("child exited (%s)", c.describeExit())
 	case <-b.stopReq:
 		b.mu.Lock()
 		b.state = StateStopping
+		why := b.stopErr
 		b.mu.Unlock()
 		b.emitState()
 		c.shutdown()
-		b.reap(c)
+		b.reap(c, why)
 		b.finishStop()
 		return nil
 	case <-b.restartQ:
 		c.shutdown()
-		b.reap(c)
+		b.reap(c, errUserRestart)
 		return errUserRestart
 	case <-b.detachQ:
 		return errDetached
@@ -211,8 +212,10 @@ var errUserRestart = errors.New("restarted by the user")
 //   - not yet written: stays queued for the next child;
 //   - written and safe to repeat, not yet retried: queued again, once;
 //   - written otherwise: never re-sent; the client gets an error saying it
-//     may have executed and may be retried by the user.
-func (b *backend) reap(c *child) {
+//     may have executed and may be retried by the user, and why the child
+//     ended: stopped, when the pool stopped it (stopped is why), else its
+//     exit.
+func (b *backend) reap(c *child, stopped error) {
 	<-c.exited
 	<-c.writerDone
 	c.closeReaders()
@@ -240,7 +243,11 @@ func (b *backend) reap(c *child) {
 	b.log.Info("child exited", "pid", c.pid, "exit", exit, "failedRequests", len(failed), "retried", len(retry))
 	b.p.emit(Event{Kind: EventBackendExited, Server: b.srv.name, PID: c.pid, ExitCode: c.exitCode(), Err: exit, Session: b.ownerID()})
 	for _, p := range failed {
-		b.finish(p, failure(endChildGone, errChildDied, b.srv.name, exit, p.method, stderrNote(tail)))
+		o := failure(endChildGone, errChildDied, b.srv.name, exit, p.method, stderrNote(tail))
+		if stopped != nil {
+			o = failure(endChildGone, errChildStopped, b.srv.name, stopped, p.method)
+		}
+		b.finish(p, o)
 	}
 	b.signal()
 }
