@@ -217,9 +217,14 @@ var errUserRestart = errors.New("restarted by the user")
 //     exit.
 func (b *backend) reap(c *child, stopped error) {
 	<-c.exited
+	// What is left of the child's process group outlived it: orphans,
+	// ended as shutdown ends them. One of them may hold the child's stdin
+	// without reading it, and a writer blocked on that full pipe would
+	// wait for ever: closing our end makes the write return.
+	_ = kill(c.pid)
+	c.stdin.Close()
 	<-c.writerDone
 	c.closeReaders()
-	c.stdin.Close()
 
 	tail := b.stderr.tail(5)
 	b.mu.Lock()

@@ -51,6 +51,7 @@ type options struct {
 	noInit         bool
 	grandchild     bool
 	grandchildPID  string
+	grandchildIn   bool
 	ignoreSIGTERM  bool
 	exitOnStdinEOF bool
 	startupDelay   time.Duration
@@ -75,6 +76,7 @@ func Main(args []string) {
 	fs.BoolVar(&o.noInit, "no-init", false, "never answer initialize or server/discover")
 	fs.BoolVar(&o.grandchild, "grandchild", false, "start a `sleep 1000` subprocess at start")
 	fs.StringVar(&o.grandchildPID, "grandchild-pidfile", "", "write the grandchild's PID to this `file`")
+	fs.BoolVar(&o.grandchildIn, "grandchild-stdin", false, "the -grandchild holds our stdin open (and never reads it), as a subprocess that inherits it does")
 	fs.BoolVar(&o.ignoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM")
 	fs.BoolVar(&o.exitOnStdinEOF, "exit-on-stdin-eof", true, "exit 0 when stdin closes")
 	fs.DurationVar(&o.startupDelay, "startup-delay", 0, "wait this long before reading stdin")
@@ -103,7 +105,7 @@ func Main(args []string) {
 		writeFileAtomic(o.pidFile, strconv.Itoa(os.Getpid()))
 	}
 	if o.grandchild {
-		startGrandchild(o.grandchildPID)
+		startGrandchild(o.grandchildPID, o.grandchildIn)
 	}
 	s := newServer(o, os.Stdout)
 	if o.logPath != "" {
@@ -150,8 +152,12 @@ func writeFileAtomic(path, content string) {
 
 // startGrandchild starts `sleep 1000` in our process group, so that only a
 // kill of the whole group reaches it, and reaps it if it dies first.
-func startGrandchild(pidFile string) {
+// With holdStdin it inherits our stdin, which sleep never reads.
+func startGrandchild(pidFile string, holdStdin bool) {
 	cmd := exec.Command("sleep", "1000")
+	if holdStdin {
+		cmd.Stdin = os.Stdin
+	}
 	if err := cmd.Start(); err != nil {
 		log.Printf("grandchild: %v", err)
 		return
