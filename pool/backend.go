@@ -203,14 +203,32 @@ func (b *backend) failureMessage() string {
 
 // handshakeResult waits for the child's cached handshake, as a client's
 // initialize or server/discover needs it.
+// A client waits no longer than the request timeout: a child that never
+// finishes its handshake is restarted only at the handshake timeout, and
+// a slow crash loop may never spend the restart budget.
 func (b *backend) handshakeResult(cancel <-chan struct{}) (*handshake, error) {
 	b.mu.Lock()
 	ch := b.hsDone
+	timeout := b.requestTimeoutLocked()
 	b.mu.Unlock()
 	select {
 	case <-ch:
-	case <-cancel:
-		return nil, errSessionEnded
+	default:
+		t := b.p.clock.NewTimer(timeout)
+		defer t.Stop()
+		select {
+		case <-ch:
+		case <-cancel:
+			return nil, errSessionEnded
+		case <-t.C:
+			b.mu.Lock()
+			last := b.lastErr
+			b.mu.Unlock()
+			if last != "" {
+				last = " (the last child: " + last + ")"
+			}
+			return nil, newError(errStartTimeout, false, b.srv.name, b.srv.name, timeout, last)
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -50,6 +50,8 @@ const (
 	errParse             // a line that is not JSON
 	errInvalid           // JSON that is not a JSON-RPC message the pool accepts
 	errServerUnavailable // the child could not be started or handshaken: why
+	errStartTimeout      // the child did not finish its handshake within the request timeout
+	errServerGone        // the server stopped: what its later requests get
 	errRootsChildren     // the server runs its limit of children, one per set of roots, each with sessions
 
 	// Answering a child's request to a client.
@@ -121,6 +123,9 @@ var errorTable = [...]errorRow{
 	errParse:             {code: jsonrpc.CodeParseError, format: "%v"},
 	errInvalid:           {code: jsonrpc.CodeInvalidRequest, format: "%v"},
 	errServerUnavailable: {code: jsonrpc.CodeBackendUnavailable, format: "%v"},
+	errStartTimeout: {code: jsonrpc.CodeRequestTimeout, format: "server %q did not finish starting within %s%s; nothing was sent to it, try again",
+		aboutRequest: true, retryable: true},
+	errServerGone: {code: jsonrpc.CodeBackendUnavailable, format: "server %q stopped: %v", aboutRequest: true, retryable: true},
 	errRootsChildren: {code: jsonrpc.CodeOverloaded,
 		format: "server %q runs its limit of children (%d), one for each set of client roots, and every one has sessions: requests with other roots are refused until one of them is left (sessions with those roots are not affected)"},
 

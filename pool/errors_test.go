@@ -42,6 +42,8 @@ func TestErrorTable(t *testing.T) {
 		errParse:               {jsonrpc.ErrParse},
 		errInvalid:             {jsonrpc.ErrInvalid},
 		errServerUnavailable:   {"start srv: exec: not found"},
+		errStartTimeout:        {"srv", "1m0s", " (the last child: exit status 1)"},
+		errServerGone:          {"srv", "removed from the configuration"},
 		errRootsChildren:       {"srv", 32},
 		errNoClient:            {"sampling/createMessage"},
 		errAskedClientLeft:     nil,

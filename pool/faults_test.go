@@ -271,6 +271,33 @@ func TestHandshakeTimeout(t *testing.T) {
 	}
 }
 
+// A child that never finishes its handshake, restarted only at the
+// handshake timeout (so slowly that the restart budget is never spent):
+// a client's initialize waits no longer than the request timeout, and
+// is told the server did not start and nothing was sent to it.
+func TestInitializeWaitsNoLongerThanTheRequestTimeout(t *testing.T) {
+	cfg := fake("mute", "-no-init")
+	cfg.RequestTimeout = 300 * time.Millisecond
+	tp := newTestPool(t, &pool.Options{HandshakeTimeout: time.Hour}, cfg)
+	c := tp.dial(t, "mute")
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	m := c.recv()
+	var data struct {
+		MayHaveExecuted *bool `json:"mayHaveExecuted"`
+		Retryable       bool  `json:"retryable"`
+	}
+	if m.Error != nil {
+		_ = json.Unmarshal(m.Error.Data, &data)
+	}
+	if m.Error == nil || m.Error.Code != -32001 || !strings.Contains(m.Error.Message, `server "mute" did not finish starting within 300ms`) ||
+		data.MayHaveExecuted == nil || *data.MayHaveExecuted || !data.Retryable {
+		t.Fatalf("want -32001 saying the server did not start, retryable, not executed; got %s", m.raw)
+	}
+	if s := tp.Snapshot().Servers[0]; s.State == "failed" {
+		t.Fatalf("one slow start is not a crash loop: %+v", s)
+	}
+}
+
 // A server's own restart policy overrides the pool's.
 func TestPerServerRestartPolicy(t *testing.T) {
 	cfg := fake("bad", "-exit-at-start", "1")

@@ -28,6 +28,13 @@ type attached struct {
 
 func (tp *testPool) attach(t testing.TB, server string) *attached {
 	t.Helper()
+	return tp.attachLedger(t, server, nil)
+}
+
+// attachLedger is attach with the shim's ledger in file, sent as the
+// shim sends it, when file is not nil.
+func (tp *testPool) attachLedger(t testing.TB, server string, file *os.File) *attached {
+	t.Helper()
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -41,8 +48,12 @@ func (tp *testPool) attach(t testing.TB, server string) *attached {
 		t.Fatal(err)
 	}
 	conn := c.(*net.UnixConn)
-	hello := fmt.Sprintf(`{"server":%q,"attach":true}`+"\n", server)
-	if _, _, err := conn.WriteMsgUnix([]byte(hello), syscall.UnixRights(int(inR.Fd()), int(outW.Fd())), nil); err != nil {
+	hello := fmt.Sprintf(`{"server":%q,"attach":true,"ledger":%t}`+"\n", server, file != nil)
+	fds := []int{int(inR.Fd()), int(outW.Fd())}
+	if file != nil {
+		fds = append(fds, int(file.Fd()))
+	}
+	if _, _, err := conn.WriteMsgUnix([]byte(hello), syscall.UnixRights(fds...), nil); err != nil {
 		t.Fatal(err)
 	}
 	inR.Close()

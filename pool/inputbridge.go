@@ -91,23 +91,32 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 	}
 	x := &inputRound{b: b, sess: sess, call: p, origID: origID, to: e.x, state: r.RequestState, left: map[uint64]string{},
 		answer: map[string]json.RawMessage{}}
-	// The timer is set before the round is shared (rounds.add): an answer
-	// may stop it as soon as it is.
-	timeout := b.requestTimeout()
-	x.timer = time.AfterFunc(timeout, func() {
-		x.end(newError(errQuestionsUnanswered, true, b.srv.name, b.srv.name, timeout))
-	})
-	questions := make([][]byte, 0, len(r.InputRequests))
-	for key, q := range r.InputRequests {
-		id := b.p.nextID.Add(1)
-		x.left[id] = key
-		b.p.rounds.add(id, x)
-		questions = append(questions, jsonrpc.AppendRequest(nil, id, q.Method, q.Params))
-	}
-	if len(questions) == 0 { // only a requestState: retry at once
+	if len(r.InputRequests) == 0 { // only a requestState: retry at once
 		x.retry()
 		return true, nil
 	}
+	questions := make([][]byte, 0, len(r.InputRequests))
+	ids := make([]uint64, 0, len(r.InputRequests))
+	for key, q := range r.InputRequests {
+		id := b.p.nextID.Add(1)
+		x.left[id] = key
+		ids = append(ids, id)
+		questions = append(questions, jsonrpc.AppendRequest(nil, id, q.Method, q.Params))
+	}
+	// The round is complete before it is shared; its timer is armed once
+	// it is (so that an end by the timer finds every question to take
+	// back), under its lock, unless an answer already ended it.
+	for _, id := range ids {
+		b.p.rounds.add(id, x)
+	}
+	timeout := b.requestTimeout()
+	x.mu.Lock()
+	if !x.over {
+		x.timer = time.AfterFunc(timeout, func() {
+			x.end(newError(errQuestionsUnanswered, true, b.srv.name, b.srv.name, timeout))
+		})
+	}
+	x.mu.Unlock()
 	for _, q := range questions {
 		sess.deliver(q)
 	}
@@ -144,15 +153,24 @@ func (s *session) answerRound(msg *jsonrpc.Message) bool {
 	if done {
 		x.over = true
 	}
+	timer := x.timer
 	x.mu.Unlock()
 	if done {
-		x.timer.Stop()
+		stopTimer(timer)
 		x.retry()
 	}
 	return true
 }
 
-// end gives up the round: the client gets err for its call.
+// stopTimer stops t, if the round had armed it.
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}
+
+// end gives up the round: the client gets err for its call, unless it
+// cancelled the call meanwhile (its id may be another request's now).
 func (x *inputRound) end(err *jsonrpc.Error) {
 	x.mu.Lock()
 	if x.over {
@@ -162,12 +180,13 @@ func (x *inputRound) end(err *jsonrpc.Error) {
 	x.over = true
 	left := x.left
 	x.left = nil
+	timer := x.timer
 	x.mu.Unlock()
-	x.timer.Stop()
+	stopTimer(timer)
 	for id := range left {
 		x.b.p.rounds.take(id)
 	}
-	x.sess.deliverResponse(x.call, x.origID, x.to, jsonrpc.AppendErrorResponse(nil, x.origID, err), err.Code)
+	x.sess.answerIfCurrent(x.call, x.origID, x.to, jsonrpc.AppendErrorResponse(nil, x.origID, err), err.Code)
 }
 
 // retry sends the call to the child again, as the same client request,
@@ -177,7 +196,7 @@ func (x *inputRound) retry() {
 	msg, err := jsonrpc.Parse(p.line)
 	if err != nil || !msg.Params.Present() {
 		e := newError(errCannotRetry, true, x.b.srv.name)
-		x.sess.deliverResponse(p, x.origID, x.to, jsonrpc.AppendErrorResponse(nil, x.origID, e), e.Code)
+		x.sess.answerIfCurrent(p, x.origID, x.to, jsonrpc.AppendErrorResponse(nil, x.origID, e), e.Code)
 		return
 	}
 	params := map[string]json.RawMessage{}

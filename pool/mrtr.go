@@ -234,8 +234,7 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 		s.replyErrorTo(ex, id, newError(errDuplicateID, false, "", id))
 		return true
 	}
-	s.inflight[key] = p // origID becomes id below
-	s.inflightBytes += len(p.line)
+	s.trackLocked(key, id, p) // origID becomes id below
 	s.mu.Unlock()
 
 	if final, done, mine := b.reqs.retryState(x); done && final == nil && mine {

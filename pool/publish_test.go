@@ -12,9 +12,10 @@ import (
 // never assigned after: the session's transport (newSession, from the
 // front door's sessionSetup), a request's timer (register, under the
 // request table's lock, before anyone can end the request and stop it),
-// a round of questions' timer (before the round is registered where an
-// answer finds it). An assignment anywhere else is a field set after
-// publication: a data race waiting for a schedule.
+// a round of questions' timer (armed once the round is registered, so
+// that its end finds every question to take back, and so set and read
+// only under the round's lock). An assignment anywhere else is a field
+// set after publication: a data race waiting for a schedule.
 func TestFieldsSetBeforePublication(t *testing.T) {
 	// field -> the functions that may assign it (by "file:func").
 	allowed := map[string][]string{
@@ -31,11 +32,16 @@ func TestFieldsSetBeforePublication(t *testing.T) {
 				continue
 			}
 			where := name + ":" + fn.Name.Name
-			var roundsAdded token.Pos
+			var locked, unlocked token.Pos // the last x.mu.Lock and x.mu.Unlock seen
 			ast.Inspect(fn.Body, func(n ast.Node) bool {
 				if call, ok := n.(*ast.CallExpr); ok {
-					if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "add" && strings.HasSuffix(exprString(sel.X), ".rounds") && roundsAdded == 0 {
-						roundsAdded = call.Pos()
+					if sel, ok := call.Fun.(*ast.SelectorExpr); ok && strings.HasSuffix(exprString(sel.X), ".mu") {
+						switch sel.Sel.Name {
+						case "Lock":
+							locked = call.Pos()
+						case "Unlock":
+							unlocked = call.Pos()
+						}
 					}
 				}
 				as, ok := n.(*ast.AssignStmt)
@@ -59,8 +65,8 @@ func TestFieldsSetBeforePublication(t *testing.T) {
 						t.Errorf("%s: %s.%s is assigned in %s, after its struct may be shared", fset.Position(as.Pos()),
 							exprString(sel.X), sel.Sel.Name, where)
 					}
-					if where == "inputbridge.go:askLegacyClient" && roundsAdded != 0 && roundsAdded < as.Pos() {
-						t.Errorf("%s: the round's timer is set after the round is registered", fset.Position(as.Pos()))
+					if where == "inputbridge.go:askLegacyClient" && (locked == 0 || unlocked > locked) {
+						t.Errorf("%s: the round's timer is set outside the round's lock", fset.Position(as.Pos()))
 					}
 				}
 				return true

@@ -548,6 +548,24 @@ func (s *session) deliverResponse(p *pending, id []byte, x *exchange, line []byt
 	s.respond(x, line, code)
 }
 
+// answerIfCurrent is deliverResponse for an answer the pool makes up for
+// a call whose own answer already ended it (a round of questions, held
+// for the client): it is delivered only while p is still what the
+// session has in flight under id. A client that cancelled the call, or
+// gave its id to a new request, gets nothing.
+func (s *session) answerIfCurrent(p *pending, id []byte, x *exchange, line []byte, code int) {
+	key := keyOf(id, x)
+	s.mu.Lock()
+	current := s.inflight[key] == p
+	if current {
+		s.untrackLocked(key, p)
+	}
+	s.mu.Unlock()
+	if current {
+		s.respond(x, line, code)
+	}
+}
+
 // forget takes p, the client's request id carried by x, out of the
 // session's requests in flight.
 func (s *session) forget(p *pending, id []byte, x *exchange) {
@@ -598,6 +616,9 @@ func (s *session) overSubscribedLocked(adding bool, n int) *jsonrpc.Error {
 func (s *session) trackLocked(key string, id []byte, p *pending) {
 	if old := s.inflight[key]; old != nil {
 		s.inflightBytes -= len(old.line)
+		if old != p { // a retry in its place: the next one has a slot of its own
+			s.ledger.release(old.slot.Swap(0))
+		}
 	}
 	s.inflight[key] = p
 	s.inflightBytes += len(p.line)

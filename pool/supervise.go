@@ -117,6 +117,7 @@ func (b *backend) startAndHandshake() (*child, error) {
 
 	hs, err := b.handshake(c)
 	if err != nil {
+		b.log.Warn("handshake failed", "pid", c.pid, "err", err)
 		c.shutdown()
 		b.reap(c, nil)
 		return nil, err
@@ -333,7 +334,7 @@ func (b *backend) finishStop() {
 		}
 	}
 	if b.hsErr == nil {
-		b.hsErr = newError(errServerUnavailable, false, "", fmt.Sprintf("server %q stopped: %v", b.srv.name, err))
+		b.hsErr = newError(errServerGone, false, b.srv.name, b.srv.name, err)
 	}
 	all := b.takeAllLocked()
 	b.mu.Unlock()
