@@ -87,10 +87,11 @@ type backend struct {
 	resolveNote string
 
 	// What the child's sessions share on it.
-	subs       map[string]int  // resource URI -> subscribed sessions
-	hints      map[string]bool // tools the child declared safe to repeat
-	lastClient *session        // most recently active session, for server-to-client requests
-	childLevel string          // the log level the pool set on the child; "" never set (loglevel.go)
+	subs       map[string]int       // resource URI -> its holders (sessions, listens)
+	holds      map[subHold]struct{} // which holder holds which URI: each counts once (countLocked)
+	hints      map[string]bool      // tools the child declared safe to repeat
+	lastClient *session             // most recently active session, for server-to-client requests
+	childLevel string               // the log level the pool set on the child; "" never set (loglevel.go)
 
 	up upstream // a modern child's one subscriptions/listen, for all listeners (listen.go); own lock
 }
@@ -139,6 +140,7 @@ func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string,
 		hsDone:   make(chan struct{}),
 		reqs:     newRequestTable(),
 		subs:     map[string]int{},
+		holds:    map[subHold]struct{}{},
 		hints:    map[string]bool{},
 		detachQ:  make(chan struct{}),
 	}
@@ -253,8 +255,8 @@ func (b *backend) send(p *pending) error {
 	}
 	sess, err := b.registerLocked(p)
 	if err != nil {
-		if p.sub != nil && p.sub.add {
-			b.countLocked(&subChange{uri: p.sub.uri}) // the child never heard it
+		if p.sub != nil { // the child never heard it: undone
+			b.countLocked(&subChange{uri: p.sub.uri, add: !p.sub.add, holder: p.sub.holder})
 		}
 		b.mu.Unlock()
 		return err
@@ -734,7 +736,7 @@ func (b *backend) detach(s *session, subs []string) {
 		b.sendRaw(jsonrpc.AppendErrorResponse(nil, id, newError(errAskedClientLeft, false, "")))
 	}
 	for _, uri := range subs {
-		b.changeSubscription(uri, false)
+		b.changeSubscription(s, uri, false)
 	}
 	b.syncLogLevel() // s is closed: the child goes back to what the others asked
 }
@@ -752,31 +754,44 @@ func (b *backend) newInternal(method string, params []byte) *pending {
 		line: jsonrpc.AppendRequest(nil, id, method, params)}
 }
 
-// subChange is a subscribe (add) or unsubscribe of uri by one session
-// or listener, which the backend counts so that the child hears one
-// subscribe and one unsubscribe however many ask.
+// subChange is a subscribe (add) or unsubscribe of uri by one holder (a
+// session or a listen), which the backend counts so that the child
+// hears one subscribe and one unsubscribe however many ask.
 type subChange struct {
-	uri string
-	add bool
+	uri    string
+	add    bool
+	holder any // *session or *listener
+}
+
+// subHold is one holder's stake in a URI.
+type subHold struct {
+	uri    string
+	holder any
 }
 
 // countLocked counts c; tell says the child must hear it: the first
-// subscriber's subscribe or the last one's unsubscribe, while the child
-// is ready. Before that (starting, restarting), the child gets the count
+// holder's subscribe or the last one's unsubscribe, while the child is
+// ready. Before that (starting, restarting), the child gets the count
 // from becomeReady instead, so it hears of each URI once. send counts a
 // change as it queues it, under the same lock, so the child hears the
-// changes in the order they were counted.
+// changes in the order they were counted. A holder counts once: a
+// change that is no change for it (a second subscribe, an unsubscribe
+// of what it does not hold) counts nothing, so no session can release
+// another's stake, whatever it sends.
 func (b *backend) countLocked(c *subChange) (tell bool) {
-	n := b.subs[c.uri]
-	switch {
-	case c.add:
-		n++
-	case n <= 0:
+	k := subHold{uri: c.uri, holder: c.holder}
+	if _, held := b.holds[k]; held == c.add {
 		return false
-	default:
+	}
+	n := b.subs[c.uri]
+	if c.add {
+		b.holds[k] = struct{}{}
+		n++
+	} else {
+		delete(b.holds, k)
 		n--
 	}
-	if n == 0 {
+	if n <= 0 {
 		delete(b.subs, c.uri)
 	} else {
 		b.subs[c.uri] = n
@@ -784,25 +799,34 @@ func (b *backend) countLocked(c *subChange) (tell bool) {
 	return b.state == StateReady && (c.add && n == 1 || !c.add && n == 0)
 }
 
+// refusedSubscribe takes back the stake of a subscribe the child
+// answered with an error: it holds nothing for it.
+func (b *backend) refusedSubscribe(c *subChange) {
+	b.mu.Lock()
+	b.countLocked(&subChange{uri: c.uri, holder: c.holder})
+	b.mu.Unlock()
+}
+
 // errNotForChild is send's word that a counted subscription change need
 // not reach the child (countLocked): whoever sent it answers it.
 var errNotForChild = errors.New("the child need not hear this subscription change")
 
 // changeSubscription sends the pool's own subscribe or unsubscribe of uri
-// (for a listener, or a session that left), if the child must hear it.
-func (b *backend) changeSubscription(uri string, add bool) {
-	_ = b.send(b.newSubscriptionChange(uri, add)) // not for the child, or refused: the backend stopped or failed, and the child with it
+// for holder (a listener, or a session that left), if the child must
+// hear it.
+func (b *backend) changeSubscription(holder any, uri string, add bool) {
+	_ = b.send(b.newSubscriptionChange(holder, uri, add)) // not for the child, or refused: the backend stopped or failed, and the child with it
 }
 
 // newSubscriptionChange is the pool's own subscribe (add) or unsubscribe
-// of uri, for send to count (countLocked).
-func (b *backend) newSubscriptionChange(uri string, add bool) *pending {
+// of uri for holder, for send to count (countLocked).
+func (b *backend) newSubscriptionChange(holder any, uri string, add bool) *pending {
 	method := "resources/unsubscribe"
 	if add {
 		method = "resources/subscribe"
 	}
 	p := b.newInternal(method, subscribeParams(uri))
-	p.sub = &subChange{uri: uri, add: add}
+	p.sub = &subChange{uri: uri, add: add, holder: holder}
 	return p
 }
 

@@ -202,7 +202,7 @@ func (c *child) shutdown() {
 		}
 	}
 	// Grandchildren that outlived the leader still share its group.
-	_ = kill(c.pid)
+	killOrphans(c.pid)
 }
 
 // closeReaders makes the reader goroutines return once the process is

@@ -30,9 +30,10 @@
 //     [backend.onResponse], [backend.finish], [responseForClient].
 //   - Progress tokens are rewritten like ids (a request's pool id is its
 //     pool token); progress goes only to the token's owner, with its own
-//     token, and never goes back: [rewriteRequest],
+//     token, and never goes back, also across a retry of the call that
+//     starts again from zero: [rewriteRequest],
 //     [backend.onChildNotification], [requestTable.progress],
-//     [poolTokenOf], [progressForClient].
+//     [requestTable.carryProgress], [poolTokenOf], [progressForClient].
 //   - Each child is initialized once (server/discover, else initialize); a
 //     client's initialize, server/discover and ping are answered from the
 //     cached result: [backend.handshake], [session.initialize],
@@ -56,15 +57,20 @@
 //     [Pool.Cancel], [backend.abandon].
 //   - list_changed goes to every session of the child, resources/updated
 //     only to subscribers, and subscriptions are counted so the child sees
-//     one subscribe and one unsubscribe; a change is counted as it is
-//     queued, under one lock, so the child hears the changes in the order
-//     they were counted; a child becoming ready (the first, or a restarted
-//     one) is told what was subscribed until then, queued under the lock
-//     that makes it ready, and only a ready child is told of a change as it
-//     is made, so each child hears of each URI once and in order:
+//     one subscribe and one unsubscribe; each holder (a session, a listen)
+//     counts once, so nothing one sends can release another's stake; a
+//     change the pool refuses, or a subscribe the child refuses, leaves
+//     its holder holding nothing; a change is counted as it is queued,
+//     under one lock, so the child hears the changes in the order they
+//     were counted; a child becoming ready (the first, or a restarted one)
+//     is told what was subscribed until then, queued under the lock that
+//     makes it ready, and only a ready child is told of a change as it is
+//     made; the changes a dead child was sent are answered, not sent
+//     again; so each child hears of each URI once and in order:
 //     [backend.onChildNotification], [session.deliverChange],
-//     [session.subscription], [backend.countLocked], [backend.send],
-//     [backend.changeSubscription], [backend.becomeReady].
+//     [session.subscription], [session.undoSubscription],
+//     [backend.countLocked], [backend.refusedSubscribe], [backend.send],
+//     [backend.changeSubscription], [backend.becomeReady], [backend.reap].
 //   - A modern child's subscriptions/listen is one upstream stream for all
 //     the sessions that listen, each getting what its own filter asks:
 //     [session.listen], [backend.syncUpstream], [backend.routeTagged],
@@ -78,11 +84,19 @@
 //     [requestTable.askers], [requestForClient], [backend.answerChild],
 //     [answerForChild], [childCancelTarget], [cancelledForClient]. A
 //     modern client asked through a legacy child gets an input-required
-//     result and retries: [backend.carryAsMRTR], [session.resumeMRTR].
+//     result and retries: [backend.carryAsMRTR], [session.resumeMRTR]. A
+//     legacy client asked through a modern child answers the child's
+//     questions as requests of the pool's; a call the client cancelled
+//     meanwhile gets nothing more: [backend.askLegacyClient],
+//     [session.answerRound], [session.answerIfCurrent].
 //   - roots/list is never asked of a client by a child: sessions that
 //     declare different roots get different children, and the pool answers
-//     roots/list from the partition: [session.holdForRoots],
-//     [server.backendFor], [rootsListResult].
+//     roots/list from the partition. While the pool asks a client its
+//     roots, the client's messages wait, and then go on in order, whoever
+//     ends the ask (its answer, its timer): what the client sends
+//     meanwhile waits behind them: [session.holdForRoots],
+//     [session.rootsAnswered], [session.replayHeld], [server.backendFor],
+//     [rootsListResult].
 //   - logging/setLevel is per session: a child gets the most verbose level
 //     any session asked for, and each session only the messages its own
 //     level admits: [session.setLogLevel], [backend.syncLogLevel],

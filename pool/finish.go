@@ -120,6 +120,10 @@ func (b *backend) finish(p *pending, o outcome) bool {
 			ev.Status = StatusError
 			ev.ErrCode, ev.Err = errorFields(o.answer.Error.Of(o.answer.Raw))
 			b.p.errorsN.Add(1)
+			if p.sub != nil && p.sub.add { // the child holds nothing for it
+				b.refusedSubscribe(p.sub)
+				e.sess.refusedSubscribe(b, p.sub.uri)
+			}
 		}
 		switch asked, refusal := b.askLegacyClient(p, e, &o.answer); {
 		case refusal != nil:

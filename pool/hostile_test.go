@@ -5,6 +5,8 @@ package pool_test
 import (
 	"cmp"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -273,5 +275,49 @@ func TestSessionSubscriptionsAreBounded(t *testing.T) {
 	}
 	if m := subscribe(greedy, "resources/subscribe", "room", "fake://r9"); m.Error != nil {
 		t.Fatalf("a subscription after letting go of one: %s", m.raw)
+	}
+}
+
+// A session's refused subscription changes nothing it or anyone holds:
+// a subscribe refused by the pool (here a duplicate id) or by the child
+// (a resource it does not have) leaves the session holding nothing, so
+// its unsubscribe that follows cannot take away the stake of a session
+// that still holds the resource, and a later subscribe by someone else
+// still reaches a child that refused the first.
+func TestRefusedSubscriptionsReleaseNoOnesStake(t *testing.T) {
+	log := filepath.Join(shortTempDir(t), "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-log", log, "-refuse-subscribe", "fake://later"))
+	sub := func(c *client, method, id, uri string) msg {
+		c.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"` + method + `","params":{"uri":"` + uri + `"}}`)
+		m, _ := c.recvID(`"` + id + `"`)
+		return m
+	}
+	holder, attacker := tp.dial(t, "srv"), tp.dial(t, "srv")
+	holder.initialize("holder", "")
+	attacker.initialize("attacker", "")
+	if m := sub(holder, "resources/subscribe", "1", "fake://counter"); m.Error != nil {
+		t.Fatalf("subscribe: %s", m.raw)
+	}
+
+	attacker.call(`"busy"`, "sleep", `{"ms":60000}`)
+	if m := sub(attacker, "resources/subscribe", "busy", "fake://counter"); m.Error == nil || m.Error.Code != -32600 {
+		t.Fatalf("a subscribe under an id in flight: want -32600, got %s", m.raw)
+	}
+	if m := sub(attacker, "resources/unsubscribe", "2", "fake://counter"); m.Error != nil {
+		t.Fatalf("unsubscribe: %s", m.raw)
+	}
+	holder.call(`"n"`, "notify", `{"kind":"updated"}`)
+	if _, other := holder.recvID(`"n"`); !slices.ContainsFunc(other, func(m msg) bool { return m.Method == "notifications/resources/updated" }) {
+		t.Errorf("the holder got no resources/updated after another session's refused subscribe and its unsubscribe")
+	}
+
+	if m := sub(attacker, "resources/subscribe", "3", "fake://later"); m.Error == nil {
+		t.Fatalf("the child's refusal did not reach the client: %s", m.raw)
+	}
+	if m := sub(holder, "resources/subscribe", "4", "fake://later"); m.Error == nil {
+		t.Fatalf("a subscribe after another's was refused by the child was answered by the pool, not the child: %s", m.raw)
+	}
+	if got := countMethod(childLog(t, log), "resources/unsubscribe"); got != 0 {
+		t.Errorf("the child heard %d unsubscribes; nobody let go of anything it held", got)
 	}
 }

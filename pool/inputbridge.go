@@ -212,6 +212,7 @@ func (x *inputRound) retry() {
 	line := jsonrpc.AppendRequest(nil, id, p.method, raw)
 	next := &pending{id: id, sess: s, b: x.b, origID: x.origID, x: x.to, method: p.method, name: p.name, line: line,
 		token: p.token, origToken: p.origToken, received: time.Now()}
+	x.b.reqs.carryProgress(p, next)
 	key := keyOf(x.origID, x.to)
 	s.mu.Lock()
 	if s.inflight[key] != p || isClosed(s.closed) {

@@ -69,10 +69,14 @@ func (s *session) listen(id, params []byte, x *exchange) {
 	}
 	_, dup := s.listens[key]
 	refusal := s.overSubscribedLocked(!dup, 1+len(l.uris))
-	if !dup && refusal == nil && !isClosed(s.closed) {
+	closed := isClosed(s.closed)
+	if !dup && refusal == nil && !closed {
 		s.listens[key] = l
 	}
 	s.mu.Unlock()
+	if closed {
+		return // nobody would end the listen: it holds nothing
+	}
 	if refusal != nil {
 		s.replyErrorTo(x, id, refusal)
 		return
@@ -85,7 +89,7 @@ func (s *session) listen(id, params []byte, x *exchange) {
 		b.syncUpstream()
 	} else {
 		for _, uri := range l.uris {
-			b.changeSubscription(uri, true)
+			b.changeSubscription(l, uri, true)
 		}
 	}
 	ack, _ := json.Marshal(map[string]any{"_meta": map[string]any{metaSubscriptionID: json.RawMessage(id)},
@@ -151,7 +155,7 @@ func (l *listener) release() {
 		return
 	}
 	for _, uri := range l.uris {
-		l.b.changeSubscription(uri, false)
+		l.b.changeSubscription(l, uri, false)
 	}
 }
 

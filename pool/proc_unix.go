@@ -28,6 +28,15 @@ func signalGroup(pid int, sig syscall.Signal) error {
 func terminate(pid int) error { return signalGroup(pid, syscall.SIGTERM) }
 func kill(pid int) error      { return signalGroup(pid, syscall.SIGKILL) }
 
+// killOrphans kills what is left of the process group of a leader that
+// was waited for: the group only, never the leader's PID, which may
+// belong to another process by now.
+func killOrphans(pid int) {
+	if pid > 0 {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+}
+
 // Grace periods of the MCP stdio shutdown: after closing stdin, and after
 // SIGTERM.
 var (

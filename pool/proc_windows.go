@@ -91,6 +91,9 @@ func killTree(pid int) error {
 func terminate(pid int) error { return killTree(pid) }
 func kill(pid int) error      { return killTree(pid) }
 
+// killOrphans ends what is left of a child's tree: its job object.
+func killOrphans(pid int) { _ = killTree(pid) }
+
 // Grace periods of the MCP stdio shutdown: after closing stdin, and after
 // terminate (which already ends the tree on Windows).
 var (

@@ -352,6 +352,13 @@ func cmpUint(x, y uint64) int {
 	return 0
 }
 
+// carryProgress gives next, a retry of p under p's token that is not
+// registered yet, the progress p's client has seen: the retry's own
+// progress starts from zero, and must not go back.
+func (t *requestTable) carryProgress(p, next *pending) {
+	t.update(func(*inFlight) { next.progressSeen, next.progressSent = p.progressSeen, p.progressSent })
+}
+
 // progress finds where a progress notification with the pool token goes:
 // the session of the request that carries it (and its exchange, if an
 // HTTP POST waits for it), with the client's own token, unless the request waits for an MRTR retry or the value would

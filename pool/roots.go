@@ -121,7 +121,7 @@ type heldMessage struct {
 func (s *session) holdForRoots(line []byte, x *exchange) (held bool, refusal *jsonrpc.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.rootsAsk == "" {
+	if s.rootsAsk == "" && !s.replaying {
 		return false, nil
 	}
 	if limit := s.p.opts.MaxSessionBytes; s.heldBytes > 0 && s.heldBytes+len(line) > limit {
@@ -151,7 +151,9 @@ func (s *session) answerRoots(msg *jsonrpc.Message) bool {
 
 // rootsAnswered ends the ask id: the session's partition follows the new
 // roots for its next requests (in-flight ones finish where they are), and
-// the held messages go on in order.
+// the held messages go on in order. It may run on the ask's timer while
+// the reader reads on: what the reader gets meanwhile is held behind
+// them, so that nothing (a cancel) overtakes what it follows.
 func (s *session) rootsAnswered(id string, roots []string) {
 	s.mu.Lock()
 	if s.rootsAsk != id {
@@ -160,16 +162,46 @@ func (s *session) rootsAnswered(id string, roots []string) {
 	}
 	s.rootsAsk = ""
 	s.roots = roots
-	held := s.held
-	s.held, s.heldBytes = nil, 0
+	running := s.replaying // an ask made by a held message, answered while they go on
+	s.replaying = true
 	s.mu.Unlock()
 	s.srv.move(s)
-	for _, h := range held {
-		s.handleFrom(h.line, h.x)
+	for !running && s.replayHeld() {
 	}
 	s.mu.Lock()
 	s.quietLocked() // a draining session may be waiting on this ask
 	s.mu.Unlock()
+}
+
+// replayHeld handles what is held, in order, and reports whether more
+// came meanwhile. It stops, leaving the rest held, when a held message
+// made the pool ask the client's roots again: that ask's answer goes on.
+func (s *session) replayHeld() (more bool) {
+	s.mu.Lock()
+	held := s.held
+	s.held, s.heldBytes = nil, 0
+	if len(held) == 0 {
+		s.replaying = false
+	}
+	s.mu.Unlock()
+	for i, h := range held {
+		s.mu.Lock()
+		if s.rootsAsk != "" {
+			rest := append(held[i:len(held):len(held)], s.held...)
+			s.held, s.heldBytes = rest, 0
+			for _, r := range rest {
+				s.heldBytes += len(r.line)
+			}
+			s.replaying = false
+			s.mu.Unlock()
+			return false
+		}
+		s.mu.Unlock()
+		if msg, err := jsonrpc.Parse(h.line); err == nil { // it was, when it was held
+			s.dispatch(&msg, h.x)
+		}
+	}
+	return len(held) > 0
 }
 
 // move puts a session into the partition its roots name (so that it gets

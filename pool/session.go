@@ -67,6 +67,7 @@ type session struct {
 	roots           []string      // declared roots, sorted (roots.go)
 	rootsAsk        string        // id of the pool's roots/list to the client, while unanswered
 	held            []heldMessage // messages waiting for that answer
+	replaying       bool          // the held messages are being handled: new ones still wait their turn
 	heldBytes       int           // the bytes of held, bounded by Options.MaxSessionBytes
 	logLevel        int           // logSeverity of its logging/setLevel (loglevel.go)
 }
@@ -206,6 +207,11 @@ func (s *session) handleMessage(msg *jsonrpc.Message, x *exchange) {
 			return // its roots decide which child it goes to (roots.go)
 		}
 	}
+	s.dispatch(msg, x)
+}
+
+// dispatch takes a message the session classified, by its kind.
+func (s *session) dispatch(msg *jsonrpc.Message, x *exchange) {
 	switch msg.Kind {
 	case jsonrpc.KindRequest:
 		s.onRequest(msg, x)
@@ -306,8 +312,40 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 		s.replyTo(x, id, []byte("{}")) // no change: the session held it, or did not
 		return true
 	}
-	s.forwardCounted(msg, id, x, &subChange{uri: uri, add: add})
+	if !s.forwardCounted(msg, id, x, &subChange{uri: uri, add: add, holder: s}) {
+		s.undoSubscription(b, uri, add)
+	}
 	return true
+}
+
+// undoSubscription puts back what the session held of uri before a
+// change the pool refused (it was answered with why). A session that
+// closed meanwhile released what it held then, without uri: its stake,
+// if the backend counts one, is released now.
+func (s *session) undoSubscription(b *backend, uri string, add bool) {
+	s.mu.Lock()
+	closed := isClosed(s.closed)
+	if !closed {
+		if add && s.subs[uri] == b {
+			delete(s.subs, uri)
+		} else if _, held := s.subs[uri]; !add && !held {
+			s.subs[uri] = b
+		}
+	}
+	s.mu.Unlock()
+	if closed && !add {
+		b.changeSubscription(s, uri, false)
+	}
+}
+
+// refusedSubscribe forgets a subscription the child refused: the
+// session holds nothing of uri on b.
+func (s *session) refusedSubscribe(b *backend, uri string) {
+	s.mu.Lock()
+	if s.subs[uri] == b {
+		delete(s.subs, uri)
+	}
+	s.mu.Unlock()
 }
 
 // initialize answers a legacy client from the child's cached handshake:
@@ -415,8 +453,9 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte, x *exchange) {
 }
 
 // forwardCounted is forward of a request that changes what the session
-// subscribes to (sub; nil for any other request).
-func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, sub *subChange) {
+// subscribes to (sub; nil for any other request). It reports whether the
+// request was admitted: false when it was refused (and answered why).
+func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, sub *subChange) (admitted bool) {
 	s.p.requests.Add(1)
 	s.mu.Lock()
 	era, meta := s.era, s.meta
@@ -430,7 +469,7 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 	b, err := s.backend(x)
 	if err != nil {
 		s.replyErrorTo(x, id, err)
-		return
+		return false
 	}
 	poolID := s.p.nextID.Add(1)
 	in := rewriteRequest(msg, poolID, meta)
@@ -445,16 +484,16 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 	if _, dup := s.inflight[key]; dup {
 		s.mu.Unlock()
 		s.replyErrorTo(x, id, newError(errDuplicateID, false, "", id))
-		return
+		return false
 	}
 	if isClosed(s.closed) {
 		s.mu.Unlock()
-		return
+		return false
 	}
 	if refusal := s.overLimitLocked(len(p.line)); refusal != nil {
 		s.mu.Unlock()
 		s.replyErrorTo(x, id, refusal)
-		return
+		return false
 	}
 	s.trackLocked(key, id, p)
 	s.mu.Unlock()
@@ -471,7 +510,9 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 		b.finish(p, outcome{kind: endNotForChild})
 	default: // (one ended as it was sent was answered by whoever ended it: finish does nothing)
 		b.finish(p, outcome{kind: endRefused, rpcErr: asRPCError(err)})
+		return false
 	}
+	return true
 }
 
 func (s *session) onNotification(msg *jsonrpc.Message) {
@@ -766,7 +807,7 @@ func (s *session) dropQueued() {
 func (s *session) closeWhenIdle(reason error) {
 	for {
 		s.mu.Lock()
-		busy := len(s.inflight) > 0 || s.rootsAsk != ""
+		busy := len(s.inflight) > 0 || s.rootsAsk != "" || s.replaying
 		if busy && s.quiet == nil {
 			s.quiet = make(chan struct{})
 		}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
 
 // A child becoming ready is subscribed to what its sessions held, and an
@@ -19,7 +22,7 @@ func TestUnsubscribeAsTheChildBecomesReadyFollowsItsSubscribe(t *testing.T) {
 	r := newEndingRig(t)
 	p, b := r.p, r.b
 	const uri = "fake://x"
-	if err := b.send(b.newSubscriptionChange(uri, true)); !errors.Is(err, errNotForChild) {
+	if err := b.send(b.newSubscriptionChange("holder", uri, true)); !errors.Is(err, errNotForChild) {
 		t.Fatalf("a child that is not ready was told of a subscription (send: %v)", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -37,7 +40,7 @@ func TestUnsubscribeAsTheChildBecomesReadyFollowsItsSubscribe(t *testing.T) {
 		defer b.mu.Unlock()
 		return b.state == StateReady
 	})
-	if err := b.send(b.newSubscriptionChange(uri, false)); err != nil {
+	if err := b.send(b.newSubscriptionChange("holder", uri, false)); err != nil {
 		t.Fatalf("the last unsubscribe from a ready child is not forwarded: %v", err)
 	}
 	p.events.mu.Unlock()
@@ -68,10 +71,10 @@ func TestConcurrentSubscriptionChangesReachTheChildInOrder(t *testing.T) {
 	b.mu.Unlock()
 	const uri, holders, rounds = "fake://x", 8, 200
 	var wg sync.WaitGroup
-	for range holders {
+	for h := range holders {
 		wg.Go(func() {
 			for i := range rounds {
-				_ = b.send(b.newSubscriptionChange(uri, i%2 == 0)) // ends with an unsubscribe
+				_ = b.send(b.newSubscriptionChange(h, uri, i%2 == 0)) // ends with an unsubscribe
 			}
 		})
 	}
@@ -104,4 +107,66 @@ func subscriptionsQueued(b *backend) []string {
 		}
 	}
 	return order
+}
+
+// Each holder counts once: a second subscribe, or an unsubscribe of what
+// a holder does not hold, changes nothing, so no holder can release
+// another's stake. The child hears the first subscribe and the last
+// unsubscribe only.
+func TestSubscriptionHoldersCountOnce(t *testing.T) {
+	b := newEndingRig(t).b
+	b.mu.Lock()
+	b.state = StateReady
+	b.mu.Unlock()
+	const uri = "fake://x"
+	steps := []struct {
+		holder string
+		add    bool
+		tell   bool
+		count  int
+	}{
+		{"a", true, true, 1},
+		{"b", true, false, 2},
+		{"a", true, false, 2},  // again: nothing changes
+		{"a", false, false, 1}, // b still holds it
+		{"a", false, false, 1}, // a holds nothing: nothing changes
+		{"c", false, false, 1}, // never held: nothing changes
+		{"b", false, true, 0},  // the last holder
+		{"b", false, false, 0}, // nothing held
+		{"c", true, true, 1},   // a fresh first holder
+		{"c", false, true, 0},
+	}
+	for i, st := range steps {
+		b.mu.Lock()
+		tell := b.countLocked(&subChange{uri: uri, add: st.add, holder: st.holder})
+		count := b.subs[uri]
+		b.mu.Unlock()
+		if tell != st.tell || count != st.count {
+			t.Fatalf("step %d (%s add=%v): tell %v count %d, want tell %v count %d", i, st.holder, st.add, tell, count, st.tell, st.count)
+		}
+	}
+}
+
+// A child that dies with subscription changes queued or written is not
+// sent them again: they are counted, the next child is told what is held
+// when it is ready, once for each URI, and the clients are answered.
+func TestADeadChildsSubscriptionsAreToldOnceToTheNext(t *testing.T) {
+	r := newEndingRig(t)
+	b := r.b
+	b.mu.Lock()
+	b.state = StateReady // no child: what is sent waits in the queue
+	b.mu.Unlock()
+	msg, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":"s","method":"resources/subscribe","params":{"uri":"fake://x"}}`))
+	r.s.subscription(&msg, []byte(`"s"`), msg.Params.Of(msg.Raw), nil)
+	if got := subscriptionsQueued(b); !slices.Equal(got, []string{"resources/subscribe"}) {
+		t.Fatalf("queued for the child: %v", got)
+	}
+	b.reap(deadChild(t), nil)
+	if got := r.answers(); len(got) != 1 || !strings.Contains(got[0], `"id":"s","result":{}`) {
+		t.Fatalf("the client's subscribe at the child's death: %q", got)
+	}
+	b.becomeReady(newChildState(&child{pid: 1}), &handshake{era: EraLegacy, protocolVersion: "2025-06-18"})
+	if got := subscriptionsQueued(b); !slices.Equal(got, []string{"resources/subscribe"}) {
+		t.Errorf("the next child would hear %v, want one subscribe", got)
+	}
 }

@@ -152,6 +152,7 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 	if hs.era != EraModern {
 		for _, uri := range slices.Sorted(maps.Keys(b.subs)) {
 			p := b.newInternal("resources/subscribe", subscribeParams(uri))
+			p.sub = &subChange{uri: uri, add: true} // for reap: the next child is told again
 			if _, err := b.registerLocked(p); err != nil {
 				unsent = err // the table is full: so are the ones after
 				break
@@ -222,7 +223,7 @@ func (b *backend) reap(c *child, stopped error) {
 	// ended as shutdown ends them. One of them may hold the child's stdin
 	// without reading it, and a writer blocked on that full pipe would
 	// wait for ever: closing our end makes the write return.
-	_ = kill(c.pid)
+	killOrphans(c.pid)
 	c.stdin.Close()
 	<-c.writerDone
 	c.closeReaders()
@@ -232,10 +233,21 @@ func (b *backend) reap(c *child, stopped error) {
 	b.child = nil
 	b.state = StateRestart
 	retry, failed := b.reqs.afterExit(b.safeToRepeatLocked)
-	// Lines meant for the dead child (cancellations, answers to its
-	// requests) mean nothing to the next one; its requests to clients are
-	// void (afterExit forgot them).
-	b.queue = slices.DeleteFunc(b.queue, func(it outItem) bool { return it.p == nil })
+	// Subscription changes, written or not, are counted already, and the
+	// next child is told what is held once it is ready (becomeReady): none
+	// is sent again, each is done. Lines meant for the dead child
+	// (cancellations, answers to its requests) mean nothing to the next
+	// one; its requests to clients are void (afterExit forgot them).
+	var settled []*pending
+	isSub := func(p *pending) bool {
+		if p.sub != nil {
+			settled = append(settled, p)
+		}
+		return p.sub != nil
+	}
+	retry = slices.DeleteFunc(retry, isSub)
+	failed = slices.DeleteFunc(failed, isSub)
+	b.queue = slices.DeleteFunc(b.queue, func(it outItem) bool { return it.p == nil || isSub(it.p) })
 	requeue := make([]outItem, 0, len(retry))
 	for _, p := range retry {
 		requeue = append(requeue, outItem{p: p, line: p.line})
@@ -248,6 +260,9 @@ func (b *backend) reap(c *child, stopped error) {
 	exit := c.describeExit()
 	b.log.Info("child exited", "pid", c.pid, "exit", exit, "failedRequests", len(failed), "retried", len(retry))
 	b.p.emit(Event{Kind: EventBackendExited, Server: b.srv.name, PID: c.pid, ExitCode: c.exitCode(), Err: exit, Session: b.ownerID()})
+	for _, p := range settled {
+		b.finish(p, outcome{kind: endNotForChild})
+	}
 	for _, p := range failed {
 		o := failure(endChildGone, errChildDied, b.srv.name, exit, p.method, stderrNote(tail))
 		if stopped != nil {

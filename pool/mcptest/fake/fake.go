@@ -52,6 +52,7 @@ type options struct {
 	grandchild     bool
 	grandchildPID  string
 	grandchildIn   bool
+	refuseSub      string
 	ignoreSIGTERM  bool
 	exitOnStdinEOF bool
 	startupDelay   time.Duration
@@ -78,6 +79,7 @@ func Main(args []string) {
 	fs.StringVar(&o.grandchildPID, "grandchild-pidfile", "", "write the grandchild's PID to this `file`")
 	fs.BoolVar(&o.grandchildIn, "grandchild-stdin", false, "the -grandchild holds our stdin open (and never reads it), as a subprocess that inherits it does")
 	fs.BoolVar(&o.ignoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM")
+	fs.StringVar(&o.refuseSub, "refuse-subscribe", "", "answer resources/subscribe of this `uri` with an error, as a server does for a resource that does not exist")
 	fs.BoolVar(&o.exitOnStdinEOF, "exit-on-stdin-eof", true, "exit 0 when stdin closes")
 	fs.DurationVar(&o.startupDelay, "startup-delay", 0, "wait this long before reading stdin")
 	fs.StringVar(&o.stderrLine, "stderr", "", "write this `line` to stderr at start")
@@ -600,6 +602,10 @@ func (s *server) legacyOnly(r *request) {
 		s.minLevel = n
 		s.mu.Unlock()
 	case "resources/subscribe", "resources/unsubscribe":
+		if r.method == "resources/subscribe" && p.URI == s.o.refuseSub && p.URI != "" {
+			s.fail(r, codeInvalidParams, "Resource not found: "+p.URI, nil)
+			return
+		}
 		s.mu.Lock()
 		if r.method == "resources/subscribe" {
 			s.subscribed[p.URI] = true
