@@ -148,8 +148,8 @@ type HistoryEntry struct {
 	AnsweredAt *time.Time `json:"answeredAt"`
 	// DurationMs is received to answered; null while unanswered.
 	DurationMs *float64 `json:"durationMs"`
-	// AgeMs is how long an unanswered request has waited; absent once
-	// answered.
+	// AgeMs is how long an unanswered request has waited (an abandoned
+	// one until its run ended); absent once answered.
 	AgeMs *int64 `json:"ageMs,omitempty"`
 	// WrittenToChild says the request's bytes reached the child: a
 	// side-effecting call may have executed.
@@ -302,7 +302,7 @@ func entryOf(r store.Request, now time.Time) HistoryEntry {
 		ms := math.Round(float64(d.Microseconds())) / 1000
 		e.DurationMs = &ms
 	} else {
-		age := now.Sub(r.Received).Milliseconds()
+		age := r.Age(now).Milliseconds()
 		e.AgeMs = &age
 	}
 	if r.Err != "" {

@@ -94,6 +94,9 @@ func TestHangsAndHistory(t *testing.T) {
 	st1.Record(pool.Event{Kind: pool.EventRequestReceived, Time: now.Add(-time.Hour), Server: "fake", Session: "s1", PoolID: 3,
 		Method: "tools/call", Name: "pay", OriginalID: "7"})
 	st1.Record(pool.Event{Kind: pool.EventRequestWritten, Time: now.Add(-time.Hour), Server: "fake", Session: "s1", PoolID: 3, PID: 55})
+	// Run 1 lives a minute more (a child starts): request 3 waited that long.
+	st1.Record(pool.Event{Kind: pool.EventBackendStarted, Time: now.Add(-59 * time.Minute), Server: "fake", PID: 56,
+		ProcessStart: now.Add(-59 * time.Minute), Command: []string{"fake"}})
 	if err := st1.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +131,7 @@ func TestHangsAndHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(notes) != 1 || len(hangs) != 2 || !hangs[0].Abandoned || hangs[0].PID != 55 || hangs[1].Abandoned ||
+	if len(notes) != 1 || len(hangs) != 2 || !hangs[0].Abandoned || hangs[0].PID != 55 || *hangs[0].AgeMs != 60_000 || hangs[1].Abandoned ||
 		hangs[1].PID != 66 || !hangs[1].WrittenToChild || hangs[1].Live {
 		t.Errorf("hangs without a pool = %+v, notes %q", hangs, notes)
 	}

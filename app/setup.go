@@ -32,7 +32,11 @@ func setupRecordPath(paths Paths, client importer.Client) string {
 // shim starts needs to find npx). A backup of each client file is written
 // next to it and remembered for Undo. Remote (URL) entries stay as they
 // are. The result says what it did, also when it fails part way.
-func Setup(ctx context.Context, from string) (*importer.Result, error) {
+//
+// file, when set, is the client's config file to rewrite instead of the
+// ones at the client's known locations (a VS Code workspace's
+// .vscode/mcp.json, say).
+func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 	client, err := importer.ParseClient(from)
 	if err != nil {
 		return nil, err
@@ -65,7 +69,7 @@ func Setup(ctx context.Context, from string) (*importer.Result, error) {
 		connectEnv["SWITCHBOARD_HOME"] = abs
 	}
 	res, err := importer.Import(importer.Options{
-		Client: client, Config: cfg, Env: env, RewriteClient: true, Connect: exe, ConnectEnv: connectEnv,
+		Client: client, File: file, Config: cfg, Env: env, RewriteClient: true, Connect: exe, ConnectEnv: connectEnv,
 	})
 	if res != nil && len(res.Rewrites) > 0 {
 		if rerr := remember(setupRecordPath(paths, client), client, res.Rewrites); rerr != nil && err == nil {

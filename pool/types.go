@@ -143,7 +143,7 @@ type BackendInfo struct {
 	State           string    `json:"state"`
 	Era             string    `json:"era"`
 	ProtocolVersion string    `json:"protocolVersion"`
-	StartedAt       time.Time `json:"startedAt"`
+	StartedAt       time.Time `json:"startedAt,omitzero"`
 	Sessions        int       `json:"sessions"`
 	Restarts        int       `json:"restarts"`
 	InFlight        int       `json:"inFlight"`

@@ -158,7 +158,7 @@ func TestCrashMidWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	roHangs, err := ro.Hangs(ctx, time.Hour, time.Now())
+	roHangs, err := ro.Hangs(ctx, 0, time.Now())
 	ro.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +194,7 @@ func TestCrashMidWrite(t *testing.T) {
 	if len(kids) != 1 || kids[0].PID != helper || kids[0].Run != strconv.FormatInt(run, 10) {
 		t.Errorf("children of earlier runs = %+v, want the helper %d", kids, helper)
 	}
-	hangs, err := s.Hangs(ctx, time.Hour, time.Now())
+	hangs, err := s.Hangs(ctx, 0, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

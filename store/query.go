@@ -43,11 +43,36 @@ type Request struct {
 	// Abandoned says the request will never be answered: its run ended
 	// (or crashed) with it in flight.
 	Abandoned bool
+	// RunEnded is, for an abandoned request, when its run stopped or,
+	// for one that crashed, its last recorded moment: where the request
+	// stopped waiting. Zero when unknown (the run was pruned).
+	RunEnded time.Time
 }
 
 // WrittenToChild says whether the request's bytes reached the child: if
 // so, a side-effecting call may have executed.
 func (r Request) WrittenToChild() bool { return !r.Written.IsZero() }
+
+// Age is how long the request waited for an answer: until its answer;
+// for an abandoned one until its run ended (it does not age in a run
+// that is gone); else until now.
+func (r Request) Age(now time.Time) time.Duration {
+	if d, ok := r.Duration(); ok {
+		return d
+	}
+	if !r.Abandoned {
+		return now.Sub(r.Received)
+	}
+	// Its own moments are the least the run lived (the journal can know
+	// a request the database's last moment predates).
+	end := r.RunEnded
+	for _, t := range []time.Time{r.Received, r.Written} {
+		if t.After(end) {
+			end = t
+		}
+	}
+	return end.Sub(r.Received)
+}
 
 // Duration is how long the request took, if it was answered.
 func (r Request) Duration() (time.Duration, bool) {
@@ -286,7 +311,11 @@ func (s *Store) Requests(ctx context.Context, f Filter) ([]Request, error) {
 	}
 	q += " ORDER BY id DESC LIMIT ?"
 	args = append(args, positiveOr(f.Limit, 100))
-	return s.queryRequests(ctx, live, q, args...)
+	rows, err := s.queryRequests(ctx, live, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, s.withRunEnds(ctx, rows)
 }
 
 // nameRef is what request_log holds for a server, method or tool name:
@@ -340,9 +369,33 @@ func (s *Store) queryRequests(ctx context.Context, live int64, q string, args ..
 	return queryAll(ctx, s.rdb, "query requests", func(sc scanner) (Request, error) { return scanRequest(sc, live) }, q, args...)
 }
 
+// withRunEnds sets RunEnded on the abandoned requests of rows, reading
+// each run's end once.
+func (s *Store) withRunEnds(ctx context.Context, rows []Request) error {
+	ends := map[int64]time.Time{}
+	for i := range rows {
+		r := &rows[i]
+		if !r.Abandoned {
+			continue
+		}
+		end, ok := ends[r.Run]
+		if !ok {
+			wr, err := s.windowRun(ctx, r.Run)
+			if err != nil {
+				return err
+			}
+			end = runEnd(wr)
+			ends[r.Run] = end
+		}
+		r.RunEnded = end
+	}
+	return nil
+}
+
 // Hangs lists the requests of the live run (see LiveRun) in flight for at
-// least over at now, and every abandoned request of earlier runs (kept
-// for RetainDays), oldest first.
+// least over at now, and the requests earlier runs abandoned (kept for
+// RetainDays) that had waited at least over when their run ended, oldest
+// first (Request.Age).
 func (s *Store) Hangs(ctx context.Context, over time.Duration, now time.Time) ([]Request, error) {
 	live, err := s.LiveRun(ctx)
 	if err != nil {
@@ -358,10 +411,13 @@ func (s *Store) Hangs(ctx context.Context, over time.Duration, now time.Time) ([
 	if all, err = s.withJournal(ctx, live, all); err != nil {
 		return nil, err
 	}
+	if err := s.withRunEnds(ctx, all); err != nil {
+		return nil, err
+	}
 	sortByArrival(all)
 	out := all[:0]
 	for _, r := range all {
-		if r.Abandoned || now.Sub(r.Received) >= over {
+		if r.Age(now) >= over {
 			out = append(out, r)
 		}
 	}

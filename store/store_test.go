@@ -344,7 +344,7 @@ func TestMigrateFromV4(t *testing.T) {
 	if err != nil || len(owed) != 1 || owed[0].OriginalID != `"b"` || !owed[0].Written || owed[0].Name != "read_text_file" {
 		t.Errorf("Unanswered(run 3, s1) = %+v, %v", owed, err)
 	}
-	hangs, err := s.Hangs(ctx, time.Hour, time.Now())
+	hangs, err := s.Hangs(ctx, 0, time.Now())
 	if err != nil || len(hangs) != 2 || hangs[0].ID != rowID(2, 1) || hangs[1].ID != rowID(3, 1) {
 		t.Errorf("hangs = %+v, %v; want the abandoned requests 5 and 6", hangs, err)
 	}
@@ -611,6 +611,9 @@ func TestHangs(t *testing.T) {
 	s1 := openT(t, path, nil)
 	s1.Record(received(7, "s1", "tools/call", "pay", now.Add(-time.Hour)))
 	s1.Record(written(7, "s1", 55, now.Add(-time.Hour)))
+	// Run 1 lived a minute more: request 7 had waited that long.
+	s1.Record(received(8, "s1", "tools/list", "", now.Add(-time.Hour+time.Minute)))
+	s1.Record(done(8, "s1", "tools/list", "", pool.StatusOK, 55, now.Add(-time.Hour+time.Minute)))
 	if err := s1.flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -670,14 +673,65 @@ func TestHangs(t *testing.T) {
 	}
 
 	// Run 2 crashes too: to a reader, its requests in flight are
-	// abandoned at once (no writer holds the database).
+	// abandoned at once (no writer holds the database), aged to the run's
+	// last moment: the young one had waited no time at all.
 	crash(t, s)
 	check("reader after the writer died", ro, []hang{
 		{1, "pay", true, 55, true},
 		{2, "sleep", true, 66, true},
 		{2, "queued", false, 0, true},
-		{2, "young", false, 0, true},
 	})
+}
+
+// TestHangsAgeAbandonedUpToTheirRun: a request abandoned by a run that
+// crashed waited until that run's last recorded moment, not until now;
+// --over compares that age, so an old crash's young request does not grow
+// into a hang.
+func TestHangsAgeAbandonedUpToTheirRun(t *testing.T) {
+	path := dbPath(t)
+	ctx := context.Background()
+	now := time.Now()
+	crashAt := now.Add(-10 * time.Minute)
+	s1 := openT(t, path, nil)
+	s1.Record(received(1, "s1", "tools/call", "stuck", crashAt.Add(-2*time.Second)))
+	s1.Record(written(1, "s1", 55, crashAt.Add(-2*time.Second)))
+	s1.Record(received(2, "s1", "tools/list", "", crashAt))
+	s1.Record(done(2, "s1", "tools/list", "", pool.StatusOK, 55, crashAt))
+	crash(t, s1)
+	s := openT(t, path, nil)
+	defer s.Close()
+
+	for _, tc := range []struct {
+		over time.Duration
+		want []string
+	}{
+		{0, []string{"stuck"}},
+		{time.Second, []string{"stuck"}},
+		{2 * time.Second, []string{"stuck"}},
+		{3 * time.Second, nil},
+		{time.Minute, nil},
+	} {
+		t.Run(tc.over.String(), func(t *testing.T) {
+			got, err := s.Hangs(ctx, tc.over, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, r := range got {
+				names = append(names, r.Name)
+				if age := r.Age(now); age != 2*time.Second {
+					t.Errorf("%s: age %s at now, want 2s (to its run's end)", r.Name, age)
+				}
+			}
+			if d := cmp.Diff(tc.want, names); d != "" {
+				t.Errorf("Hangs(over %s) (-want +got):\n%s", tc.over, d)
+			}
+		})
+	}
+	rs, err := s.Requests(ctx, Filter{Status: StatusAbandoned})
+	if err != nil || len(rs) != 1 || rs[0].Age(now.Add(time.Hour)) != 2*time.Second {
+		t.Errorf("Requests(abandoned) = %+v, %v; want one, aged 2s whenever asked", rs, err)
+	}
 }
 
 // crash ends a writable Store the way SIGKILL would: the writer stops

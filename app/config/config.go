@@ -174,12 +174,28 @@ func Load(path string) (*File, error) {
 // Parse decodes and validates a config, with ${VAR} references checked
 // against the process environment. Its error is an *Error listing every
 // problem found.
-func Parse(data []byte) (*File, error) {
-	f, err := Decode(data)
-	if err != nil {
-		return nil, err
+func Parse(data []byte) (*File, error) { return parse(data, os.LookupEnv) }
+
+// parse is Parse with ${VAR} references looked up by lookup.
+func parse(data []byte, lookup func(string) (string, bool)) (*File, error) {
+	f, p := decode(data)
+	if f == nil {
+		return nil, p.err()
 	}
-	if err := f.Validate(os.LookupEnv); err != nil {
+	// Every problem at once: the values are checked even when some have
+	// the wrong type; a field already reported is not reported again.
+	var vp problems
+	f.validate(lookup, &vp)
+	reported := map[string]bool{}
+	for _, pr := range p.list {
+		reported[pr.Field] = true
+	}
+	for _, pr := range vp.list {
+		if !reported[pr.Field] {
+			p.list = append(p.list, pr)
+		}
+	}
+	if err := p.err(); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -189,22 +205,28 @@ func Parse(data []byte) (*File, error) {
 // checking values, for callers that only read or rewrite it. Unknown keys
 // land in the Extra maps.
 func Decode(data []byte) (*File, error) {
-	var p problems
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a BOM, as Notepad writes
-	if len(bytes.TrimSpace(data)) == 0 {
-		p.add("", "the file is empty")
-		return nil, p.err()
-	}
-	root, err := jsonedit.Parse(data)
-	if err != nil {
-		p.add("", "%s", err)
-		return nil, p.err()
-	}
-	f := decodeFile(data, root, &p)
+	f, p := decode(data)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// decode is Decode's work: the file as far as it could be read (nil when
+// it is no JSON at all) and the problems found on the way.
+func decode(data []byte) (*File, *problems) {
+	p := &problems{}
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a BOM, as Notepad writes
+	if len(bytes.TrimSpace(data)) == 0 {
+		p.add("", "the file is empty")
+		return nil, p
+	}
+	root, err := jsonedit.Parse(data)
+	if err != nil {
+		p.add("", "%s", err)
+		return nil, p
+	}
+	return decodeFile(data, root, p), p
 }
 
 // Hang returns the hang threshold.

@@ -49,6 +49,20 @@ func TestValidationProblems(t *testing.T) {
 		{"not an object", `[1]`, []string{"the file must hold a JSON object ({...}), found a array"}},
 		{"duration words", `{"mcpServers": {"memory": {"command": "npx", "idleTimeout": "10 minutes"}}}`,
 			[]string{`mcpServers.memory.idleTimeout: "10 minutes" is not a duration (try "10m")`}},
+		{"a type problem and the others", `{"hangThreshold": 30, "history": {"retainDays": -1},
+			"mcpServers": {"a": {"command": "x", "idleTimeout": 60}, "b": {"command": "x", "share": "all"}}}`, []string{
+			`hangThreshold: expected a string, found a number (write "30s")`,
+			`mcpServers.a.idleTimeout: expected a string, found a number (write "60s")`,
+			`mcpServers.b.share: "all" is not "shared", "session" or "global"`,
+			`history.retainDays: -1 is negative`,
+		}},
+		{"duplicate servers", "{\"mcpServers\": {\n  \"a\": {\"command\": \"x\"},\n  \"a\": {\"command\": \"y\"}}}", []string{
+			`mcpServers.a: defined twice (lines 2 and 3); only the last would count: keep one`,
+		}},
+		{"duplicate fields", `{"hangThreshold": "1s", "hangThreshold": "2s", "mcpServers": {"a": {"command": "x", "command": "y"}}}`, []string{
+			`hangThreshold: defined twice (lines 1 and 1); only the last would count: keep one`,
+			`mcpServers.a.command: defined twice (lines 1 and 1); only the last would count: keep one`,
+		}},
 		{"every problem at once", `{
 			"mcpServers": {
 				"a": {"command": "x", "args": ["ok", 3], "env": {"PORT": 8080}, "share": "all"},
@@ -67,9 +81,25 @@ func TestValidationProblems(t *testing.T) {
 			`mcpServers.a.env.PORT: expected a string, found a number (write "8080")`,
 			`mcpServers.h.disabled: expected true or false, found a string`,
 			`history.maxRows: expected a whole number, found a number`,
+			`mcpServers.a.share: "all" is not "shared", "session" or "global"`,
+			`mcpServers.b.command: missing (a stdio server needs a command; a remote one needs url)`,
+			`mcpServers.c d: the name may use letters, digits, '.', '_' and '-' only`,
+			`mcpServers.e.idleTimeout: "-1m" must be more than zero (use "never" to keep the child running)`,
+			`mcpServers.e.requestTimeout: "0s" must be more than zero`,
+			`mcpServers.e.restart.maxRestarts: -1 is negative`,
+			`mcpServers.e.restart.window: "1 hour 30 mins" is not a duration (try "1h30m")`,
+			`mcpServers.e.restart: minBackoff 5s is more than maxBackoff 1s`,
+			`mcpServers.f.command: environment variable NOPE is not set`,
+			`mcpServers.f.env.T: ${input:token} is a VS Code input; write its value or a ${VAR} reference here`,
+			`mcpServers.f.env.U: write ${HOME} instead of ${env:HOME}`,
+			`mcpServers.f.env.W: environment variable workspaceFolder is not set`,
+			`mcpServers.g.url: missing (type "http" is a remote server)`,
+			`mcpServers.h.type: "pipe" is not "stdio", "http" or "sse"`,
+			`hangThreshold: "30" is not a duration (try "30s")`,
+			`http.listen: "0.0.0.0:7777" is not a loopback address; the front door has no authentication (use 127.0.0.1 or [::1])`,
+			`history.retainDays: -1 is negative`,
 		}},
-		// Type problems stop before value checks; this is the same file
-		// with the types fixed.
+		// The same file with the types fixed.
 		{"every value problem at once", `{
 			"mcpServers": {
 				"a": {"command": "x", "args": ["ok"], "share": "all"},
@@ -121,10 +151,7 @@ func TestValidationProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := Decode([]byte(tt.in))
-			if err == nil {
-				err = f.Validate(lookup)
-			}
+			_, err := parse([]byte(tt.in), lookup)
 			var got []string
 			if err != nil {
 				got = problemsOf(err)

@@ -74,6 +74,7 @@ func decodeFile(doc []byte, root *jsonedit.Value, p *problems) *File {
 		p.add("", "the file must hold a JSON object ({...}), found a %s", root.Kind)
 		return f
 	}
+	dupKeys("", doc, root.Members, p)
 	for _, m := range root.Members {
 		switch m.Key {
 		case "mcpServers":
@@ -85,6 +86,7 @@ func decodeFile(doc []byte, root *jsonedit.Value, p *problems) *File {
 				continue
 			}
 			f.Servers = make(map[string]Server, len(m.Value.Members))
+			dupKeys("mcpServers", doc, m.Value.Members, p)
 			for _, sm := range m.Value.Members {
 				var s Server
 				decodeStruct("mcpServers."+sm.Key, doc, sm.Value, &s, p)
@@ -137,6 +139,7 @@ func decodeStruct(at string, doc []byte, v *jsonedit.Value, ptr any, p *problems
 	sv := reflect.ValueOf(ptr).Elem()
 	fields := jsonFields(sv.Type())
 	var extra map[string]json.RawMessage
+	dupKeys(at, doc, v.Members, p)
 	for _, m := range v.Members {
 		if i, ok := fields[m.Key]; ok {
 			decodeField(at+"."+m.Key, doc, m.Value, sv.Field(i), p)
@@ -170,7 +173,7 @@ func decodeField(at string, doc []byte, v *jsonedit.Value, f reflect.Value, p *p
 	switch f.Kind() {
 	case reflect.String:
 		if v.Kind != jsonedit.String {
-			p.add(at, "expected a string, found %s%s", article(v.Kind), quoteHint(v, raw))
+			p.add(at, "expected a string, found %s%s", article(v.Kind), quoteHint(at, v, raw))
 			return
 		}
 		var s string
@@ -227,12 +230,40 @@ func decodeField(at string, doc []byte, v *jsonedit.Value, f reflect.Value, p *p
 }
 
 // quoteHint suggests quoting a number or boolean where a string belongs
-// (an env value of 8080). It shows the value only for those kinds.
-func quoteHint(v *jsonedit.Value, raw []byte) string {
-	if v.Kind == jsonedit.Number || v.Kind == jsonedit.Bool {
+// (an env value of 8080). It shows the value only for those kinds; for a
+// duration field a number gets a unit ("30s"), since "30" is no duration.
+func quoteHint(at string, v *jsonedit.Value, raw []byte) string {
+	switch {
+	case v.Kind == jsonedit.Number && durationFields[at[strings.LastIndex(at, ".")+1:]]:
+		return fmt.Sprintf(" (write \"%ss\")", raw)
+	case v.Kind == jsonedit.Number || v.Kind == jsonedit.Bool:
 		return fmt.Sprintf(" (write \"%s\")", raw)
 	}
 	return ""
+}
+
+// durationFields are the JSON names of the fields that hold a duration.
+var durationFields = map[string]bool{"hangThreshold": true, "evictSlowClientsAfter": true, "idleTimeout": true,
+	"requestTimeout": true, "window": true, "minBackoff": true, "maxBackoff": true, "idleExit": true}
+
+// dupKeys reports each key members repeats: JSON lets the last one win
+// silently, so a pasted second "memory" entry would replace the first.
+func dupKeys(at string, doc []byte, members []jsonedit.Member, p *problems) {
+	first := map[string]int{}
+	for _, m := range members {
+		off, ok := first[m.Key]
+		if !ok {
+			first[m.Key] = m.KeyStart
+			continue
+		}
+		field := m.Key
+		if at != "" {
+			field = at + "." + m.Key
+		}
+		l1, _ := jsonedit.Position(doc, off)
+		l2, _ := jsonedit.Position(doc, m.KeyStart)
+		p.add(field, "defined twice (lines %d and %d); only the last would count: keep one", l1, l2)
+	}
 }
 
 func article(k jsonedit.Kind) string {

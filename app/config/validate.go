@@ -18,18 +18,24 @@ import (
 // problem.
 func (f *File) Validate(lookup func(string) (string, bool)) error {
 	var p problems
-	f.poolServers(lookup, &p)
+	f.validate(lookup, &p)
+	return p.err()
+}
+
+// validate adds every problem of the values to p.
+func (f *File) validate(lookup func(string) (string, bool), p *problems) {
+	f.poolServers(lookup, p)
 	if f.HangThreshold != "" {
-		parseDuration(&p, "hangThreshold", f.HangThreshold)
+		parseDuration(p, "hangThreshold", f.HangThreshold)
 	}
 	if f.EvictSlowClientsAfter != "" {
-		parseDuration(&p, "evictSlowClientsAfter", f.EvictSlowClientsAfter)
+		parseDuration(p, "evictSlowClientsAfter", f.EvictSlowClientsAfter)
 	}
 	if ie := f.Autostart.IdleExit; ie != "" && ie != "never" {
-		parseDuration(&p, "autostart.idleExit", ie, `use "never" to keep the pool running`)
+		parseDuration(p, "autostart.idleExit", ie, `use "never" to keep the pool running`)
 	}
 	if l := f.HTTP.Listen; l != "" {
-		checkListen(&p, "http.listen", l)
+		checkListen(p, "http.listen", l)
 	}
 	for i, o := range f.HTTP.AllowedOrigins {
 		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.TrimRight(u.Path, "/") != "" {
@@ -52,7 +58,6 @@ func (f *File) Validate(lookup func(string) (string, bool)) error {
 			p.add(c.field, "%d is negative", c.n)
 		}
 	}
-	return p.err()
 }
 
 // PoolServers validates the servers and turns them into the pool's

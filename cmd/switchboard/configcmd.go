@@ -131,11 +131,12 @@ func reportImport(res *importer.Result, err error) error {
 type setupCmd struct {
 	Client string `arg:"" enum:"claude-code,claude-desktop,cursor,vscode" help:"claude-code, claude-desktop, cursor or vscode."`
 	Undo   bool   `help:"Restore the client's config from the backup setup made."`
+	File   string `help:"The client's config file to point at Switchboard, instead of the client's known locations (e.g. a workspace's .vscode/mcp.json)." type:"path"`
 }
 
 func (c *setupCmd) Run(ctx context.Context) error {
 	if !c.Undo {
-		return reportImport(app.Setup(ctx, c.Client))
+		return reportImport(app.Setup(ctx, c.Client, c.File))
 	}
 	done, err := app.UndoSetup(c.Client)
 	writeUndo(os.Stdout, done)

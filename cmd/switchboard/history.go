@@ -35,15 +35,20 @@ func (c *historyCmd) Run(ctx context.Context) error {
 }
 
 type hangsCmd struct {
-	JSON bool          `name:"json" help:"Print JSON (stable; see the README)."`
-	Over time.Duration `help:"Only requests in flight at least this long (default: the config's hangThreshold, 30s unless set)."`
+	JSON bool `name:"json" help:"Print JSON (stable; see the README)."`
+	// Over is a pointer so that --over 0s (everything, abandoned
+	// requests however young) differs from no --over.
+	Over *time.Duration `help:"Only requests in flight at least this long (default: the config's hangThreshold, 30s unless set); an abandoned request's age ends with its run."`
 }
 
 func (c *hangsCmd) Run(ctx context.Context) error {
-	if c.Over <= 0 {
-		c.Over = app.HangThreshold(ctx)
+	var over time.Duration
+	if c.Over != nil && *c.Over >= 0 {
+		over = *c.Over
+	} else {
+		over = app.HangThreshold(ctx)
 	}
-	entries, notes, err := app.Hangs(ctx, c.Over)
+	entries, notes, err := app.Hangs(ctx, over)
 	for _, n := range notes {
 		fmt.Fprintf(os.Stderr, "switchboard: %s\n", n)
 	}
@@ -53,7 +58,7 @@ func (c *hangsCmd) Run(ctx context.Context) error {
 	if c.JSON {
 		return printJSON(os.Stdout, entries)
 	}
-	return printHangs(os.Stdout, entries, c.Over)
+	return printHangs(os.Stdout, entries, over)
 }
 
 func printHistory(w io.Writer, entries []app.HistoryEntry, now time.Time) error {
@@ -83,7 +88,7 @@ func printHistory(w io.Writer, entries []app.HistoryEntry, now time.Time) error 
 
 func printHangs(w io.Writer, entries []app.HistoryEntry, over time.Duration) error {
 	if len(entries) == 0 {
-		_, err := fmt.Fprintf(w, "nothing in flight for %s or more, nothing abandoned\n", over)
+		_, err := fmt.Fprintf(w, "nothing in flight for %s or more, live or abandoned by an earlier run\n", over)
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -99,7 +99,12 @@ func TestHangsShowsSleepingCall(t *testing.T) {
 	}
 	err := <-in.done
 	in.done <- err
-	hs = in.hangs()
+	// It had waited under a second when its run was last seen alive:
+	// only --over 0s lists it (its age no longer grows with the clock).
+	if got := in.hangs(); len(got) != 0 {
+		t.Errorf("hangs after SIGKILL at the default threshold = %+v, want none", got)
+	}
+	hs = in.hangs("--over", "0s")
 	if len(hs) != 1 || !*hs[0].Abandoned || *hs[0].PID != *h.PID || !*hs[0].WrittenToChild || hs[0].Live {
 		t.Errorf("hangs after SIGKILL of the pool = %+v", hs)
 	}

@@ -13,7 +13,6 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -108,20 +107,7 @@ func (c *statusCmd) Run(ctx context.Context) error {
 	if c.JSON {
 		return printJSON(os.Stdout, st)
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	if st.ConfigError != nil {
-		fmt.Fprintf(tw, "CONFIG ERROR: %s\n\n", *st.ConfigError)
-	}
-	fmt.Fprintln(tw, "SERVER\tSTATE\tPID\tSESSIONS\tIN FLIGHT\tRESTARTS\tSTARTED")
-	for _, b := range st.Backends {
-		started := ""
-		if !b.StartedAt.IsZero() {
-			started = time.Since(b.StartedAt).Round(time.Second).String() + " ago"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", b.Server, b.State, b.PID, b.Sessions, b.InFlight, b.Restarts, started)
-	}
-	fmt.Fprintf(tw, "\n%d sessions, %d requests in flight\n", len(st.Sessions), len(st.InFlight))
-	return tw.Flush()
+	return printStatus(os.Stdout, st, time.Now())
 }
 
 type restartCmd struct {

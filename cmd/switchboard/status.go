@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"text/tabwriter"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/control"
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// stderrLines is how many of a failed server's last stderr lines the
+// text status shows: enough for a stack trace's head, short enough to
+// keep the table in view.
+const stderrLines = 5
+
+// printStatus writes `switchboard status` as text: the backends' table,
+// then, for each failed server, why it failed and what its child last
+// wrote on stderr (the table alone says only "failed").
+func printStatus(w io.Writer, st control.Status, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if st.ConfigError != nil {
+		fmt.Fprintf(tw, "CONFIG ERROR: %s\n\n", *st.ConfigError)
+	}
+	fmt.Fprintln(tw, "SERVER\tSTATE\tPID\tSESSIONS\tIN FLIGHT\tRESTARTS\tSTARTED")
+	for _, b := range st.Backends {
+		started := ""
+		if !b.StartedAt.IsZero() {
+			started = now.Sub(b.StartedAt).Round(time.Second).String() + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", b.Server, b.State, pidText(b.PID), b.Sessions, b.InFlight, b.Restarts, started)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range st.Servers {
+		if s.State == pool.StateFailed {
+			writeFailure(w, s, st.Backends)
+		}
+	}
+	_, err := fmt.Fprintf(w, "\n%d sessions, %d requests in flight\n", len(st.Sessions), len(st.InFlight))
+	return err
+}
+
+// writeFailure says why server s failed: the pool's reason (else its
+// failed child's last error) and that child's last stderr lines.
+func writeFailure(w io.Writer, s pool.ServerInfo, backends []pool.BackendInfo) {
+	reason, tail := s.Error, []string(nil)
+	for _, b := range backends {
+		if b.Server == s.Name && b.State == pool.StateFailed {
+			if reason == "" {
+				reason = b.LastError
+			}
+			tail = b.StderrTail
+			break
+		}
+	}
+	if reason == "" {
+		reason = "no reason recorded"
+	}
+	fmt.Fprintf(w, "\n%s: %s\n", s.Name, rpcCode.ReplaceAllString(reason, ""))
+	if len(tail) > stderrLines {
+		tail = tail[len(tail)-stderrLines:]
+	}
+	if len(tail) > 0 {
+		fmt.Fprintln(w, "  last stderr:")
+	}
+	for _, line := range tail {
+		fmt.Fprintf(w, "    %s\n", line)
+	}
+}
+
+// rpcCode is the "jsonrpc -32000: " a server's error starts with (it is
+// the error its clients get): the code means nothing to a reader.
+var rpcCode = regexp.MustCompile(`^jsonrpc -?\d+: `)

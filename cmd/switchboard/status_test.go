@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/control"
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// statusFixture is a pool with one ready server, one that crash-looped
+// and one whose command is not on PATH (it never started).
+func statusFixture(now time.Time) control.Status {
+	crashReason := `jsonrpc -32000: server "crashy" failed: it exited 5 times in 1m0s (last: server "crashy": the child exited before answering server/discover or initialize)`
+	return control.Status{
+		Servers: []pool.ServerInfo{
+			{Name: "memory", Share: pool.ShareShared, State: pool.StateReady},
+			{Name: "crashy", Share: pool.ShareShared, State: pool.StateFailed, Error: crashReason},
+			{Name: "nopath", Share: pool.ShareShared, State: pool.StateFailed},
+		},
+		Backends: []pool.BackendInfo{
+			{Server: "memory", PID: 5001, State: pool.StateReady, StartedAt: now.Add(-90 * time.Second), Sessions: 2,
+				Command: []string{"npx", "-y", "@modelcontextprotocol/server-memory"}},
+			{Server: "crashy", State: pool.StateFailed, StartedAt: now.Add(-2 * time.Second), Restarts: 4,
+				Command: []string{"crashy-mcp"}, LastError: "the child exited before answering",
+				StderrTail: []string{"one", "two", "Traceback (most recent call last):", "  File \"srv.py\", line 3", "KeyError: 'TOKEN'", "exiting"}},
+			{Server: "nopath", State: pool.StateFailed, Restarts: 4, Command: []string{"npx-not-here"},
+				LastError: `start nopath: exec: "npx-not-here": executable file not found in $PATH`},
+		},
+		Sessions: []pool.SessionInfo{{ID: "s1", ConnectedAt: now, LastActiveAt: now}, {ID: "s2", ConnectedAt: now, LastActiveAt: now}},
+	}
+}
+
+// TestStatusText: a failed server's reason and last stderr lines follow
+// the table, so that `switchboard status` says why, not only "failed".
+func TestStatusText(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	if err := printStatus(&out, statusFixture(now), now); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, filepath.Join("testdata", "status", "failed.golden"), out.String())
+}
+
+// TestStatusJSONOmitsZeroTimes: a backend that never started has no
+// startedAt, rather than "0001-01-01T00:00:00Z".
+func TestStatusJSONOmitsZeroTimes(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	if err := printJSON(&out, statusFixture(now)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "0001-01-01") {
+		t.Errorf("status --json shows a zero time:\n%s", out.String())
+	}
+	if n := strings.Count(out.String(), `"startedAt"`); n != 2 {
+		t.Errorf("status --json has %d startedAt keys, want 2 (the children that started)", n)
+	}
+}
