@@ -198,6 +198,9 @@ func (b *backend) failureMessage() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.state == StateFailed && b.hsErr != nil {
+		if je := (*jsonrpc.Error)(nil); errors.As(b.hsErr, &je) {
+			return je.Message // what a reader needs: not the code
+		}
 		return b.hsErr.Error()
 	}
 	return ""

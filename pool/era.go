@@ -138,11 +138,21 @@ func (b *backend) handshake(c *child) (*handshake, error) {
 
 func (b *backend) handshakeFailure(c *child, what string) error {
 	msg := fmt.Sprintf("server %q: %s", b.srv.name, what)
-	if tail := b.stderr.tail(3); len(tail) > 0 {
+	tail := b.stderr.tail(3)
+	if len(tail) > 0 {
 		msg += fmt.Sprintf(" (stderr: %q)", tail)
 	}
-	return errors.New(msg)
+	return &startFailure{msg: msg, saysStderr: len(tail) > 0}
 }
+
+// startFailure is why a child's handshake failed, with whether it quotes
+// the child's stderr already (noteCrash does not quote it twice).
+type startFailure struct {
+	msg        string
+	saysStderr bool
+}
+
+func (e *startFailure) Error() string { return e.msg }
 
 // probe sends one of the pool's own handshake requests, ahead of any queued
 // client request.

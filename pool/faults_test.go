@@ -361,3 +361,20 @@ func TestStalledClientDoesNotSlowOthers(t *testing.T) {
 		return countMethod(childLog(t, logPath), "notifications/cancelled") >= 1
 	})
 }
+
+// A failed server says why once: its reason carries no JSON-RPC code and
+// quotes the child's last stderr lines one time.
+func TestFailedServerSaysWhyOnce(t *testing.T) {
+	tp := newTestPool(t, &pool.Options{Restart: pool.RestartPolicy{MaxRestarts: 1}},
+		fake("crashy", "-stderr", "KeyError: TOKEN", "-exit-at-start", "3"))
+	c := tp.dial(t, "crashy")
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	if m := c.recv(); m.Error == nil {
+		t.Fatalf("want the failure, got %s", m.raw)
+	}
+	eventually(t, "the server failed", func() bool { return tp.Snapshot().Servers[0].State == "failed" })
+	why := tp.Snapshot().Servers[0].Error
+	if strings.HasPrefix(why, "jsonrpc") || strings.Count(why, "KeyError: TOKEN") != 1 {
+		t.Errorf("the failure's reason: %q", why)
+	}
+}

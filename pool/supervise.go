@@ -293,7 +293,11 @@ func (b *backend) noteCrash(cause error, budget *restartBudget) (failed bool, wa
 		b.emitState()
 		return false, wait
 	}
-	args := []any{b.srv.name, exits, budget.pol.Window, cause, stderrNote(b.stderr.tail(5))}
+	note := stderrNote(b.stderr.tail(5))
+	if sf := (*startFailure)(nil); errors.As(cause, &sf) && sf.saysStderr {
+		note = "" // the cause quotes it already
+	}
+	args := []any{b.srv.name, exits, budget.pol.Window, cause, note}
 	state := map[string]any{"state": StateFailed}
 	b.state = StateFailed
 	b.hsErr = newErrorData(errServerFailed, false, b.srv.name, state, args...) // what later requests are refused with

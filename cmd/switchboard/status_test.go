@@ -14,7 +14,7 @@ import (
 // statusFixture is a pool with one ready server, one that crash-looped
 // and one whose command is not on PATH (it never started).
 func statusFixture(now time.Time) control.Status {
-	crashReason := `jsonrpc -32000: server "crashy" failed: it exited 5 times in 1m0s (last: server "crashy": the child exited before answering server/discover or initialize)`
+	crashReason := `server "crashy" failed: it exited 5 times in 1m0s (last: server "crashy": the child exited before answering server/discover or initialize)`
 	return control.Status{
 		Servers: []pool.ServerInfo{
 			{Name: "memory", Share: pool.ShareShared, State: pool.StateReady},
