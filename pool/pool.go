@@ -375,9 +375,13 @@ func (p *Pool) Close() error {
 		p.wg.Wait()
 		return nil
 	}
+	var closing sync.WaitGroup
 	for _, s := range p.handBackSessions(sessions, p.opts.StopGrace) {
-		s.close(errPoolClosing)
+		// A session's own child (share "session") stops with it, which
+		// may take the stop's graces: all at once, not one after another.
+		closing.Go(func() { s.close(errPoolClosing) })
 	}
+	closing.Wait()
 	var wg sync.WaitGroup
 	for _, s := range p.allServers() {
 		for _, b := range s.backends() {
