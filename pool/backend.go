@@ -843,8 +843,8 @@ func (b *backend) snapshot(now time.Time) (BackendInfo, []RequestInfo) {
 	lastErr := b.lastErr
 	info := BackendInfo{
 		Server: b.srv.name, State: b.state, StartedAt: b.startedAt, Restarts: b.restarts,
-		Command:         append([]string{b.cfg.Command}, b.cfg.Args...),
-		ResolvedCommand: b.resolved, ResolveNote: b.resolveNote, StateReason: b.reason,
+		Command:         b.cfg.shownLine(),
+		ResolvedCommand: b.cfg.shownResolved(b.resolved), ResolveNote: b.resolveNote, StateReason: b.reason,
 	}
 	if b.child != nil {
 		info.PID = b.child.pid

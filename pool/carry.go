@@ -301,7 +301,7 @@ func (b *backend) adoptChild(c *child, hs *handshake) (*child, error) {
 	cfg := b.config()
 	b.log.Info("child carried over", "pid", c.pid)
 	b.p.emit(Event{Kind: EventBackendStarted, Server: cfg.Name, PID: c.pid, ProcessStart: c.started,
-		Command: append([]string{cfg.Command}, cfg.Args...), ResolvedCommand: b.resolved, Roots: b.roots, Carried: true})
+		Command: cfg.shownLine(), ResolvedCommand: cfg.shownResolved(b.resolved), Roots: b.roots, Carried: true})
 	b.startLoops(c)
 	b.becomeReady(c, hs)
 	return c, nil

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -319,5 +320,38 @@ func TestRefusedSubscriptionsReleaseNoOnesStake(t *testing.T) {
 	}
 	if got := countMethod(childLog(t, log), "resources/unsubscribe"); got != 0 {
 		t.Errorf("the child heard %d unsubscribes; nobody let go of anything it held", got)
+	}
+}
+
+// A secret the configuration expanded into a child's arguments is in no
+// snapshot and no event (events become history): they show the line as
+// configured.
+func TestExpandedSecretsAreNotShown(t *testing.T) {
+	var mu sync.Mutex
+	var started []pool.Event
+	cfg := fake("srv", "-stderr", "s3cret")
+	cfg.Shown = []string{cfg.Command, "-stderr", "${TOKEN}"}
+	tp := newTestPool(t, &pool.Options{Record: func(e pool.Event) {
+		if e.Kind == pool.EventBackendStarted {
+			mu.Lock()
+			started = append(started, e)
+			mu.Unlock()
+		}
+	}}, cfg)
+	c := tp.dial(t, "srv")
+	c.initialize("c", "")
+	eventually(t, "the child's start recorded", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(started) == 1
+	})
+	mu.Lock()
+	ev := fmt.Sprint(started[0].Command, started[0].ResolvedCommand)
+	mu.Unlock()
+	shown := fmt.Sprint(tp.Snapshot().Backends[0].Command)
+	for what, s := range map[string]string{"the event": ev, "the snapshot": shown} {
+		if strings.Contains(s, "s3cret") || !strings.Contains(s, "${TOKEN}") {
+			t.Errorf("%s shows %s", what, s)
+		}
 	}
 }

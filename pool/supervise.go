@@ -108,9 +108,9 @@ func (b *backend) startAndHandshake() (*child, error) {
 	b.log.Info("child started", "pid", c.pid, "command", cfg.Command)
 	configured := b.config()
 	ev := Event{Kind: EventBackendStarted, Server: cfg.Name, PID: c.pid, ProcessStart: c.started,
-		Command: append([]string{configured.Command}, configured.Args...), Session: b.ownerID(), Roots: b.roots}
+		Command: configured.shownLine(), Session: b.ownerID(), Roots: b.roots}
 	if cfg.Command != configured.Command {
-		ev.ResolvedCommand = append([]string{cfg.Command}, cfg.Args...)
+		ev.ResolvedCommand = configured.shownResolved(append([]string{cfg.Command}, cfg.Args...))
 	}
 	b.p.emit(ev)
 	b.startLoops(c)

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"slices"
 	"time"
 )
 
@@ -27,9 +28,13 @@ type ServerConfig struct {
 	Name    string
 	Command string
 	Args    []string
-	Env     map[string]string
-	Cwd     string
-	Share   Share
+	// Shown is the command line as configured, its ${VAR} references
+	// unexpanded: what snapshots, events and so history show, since the
+	// expanded Command and Args may hold secrets. Empty: Command and Args.
+	Shown []string
+	Env   map[string]string
+	Cwd   string
+	Share Share
 	// IdleTimeout stops a shared child that has had no session for this
 	// long. Zero means the default (10 min); negative disables reaping.
 	IdleTimeout time.Duration
@@ -45,6 +50,36 @@ type ServerConfig struct {
 	// Resolver, when set, turns Command into what the children are started
 	// as (resolve.go); nil runs Command as written.
 	Resolver Resolver
+}
+
+// shownLine is the command line snapshots and events show (Shown).
+func (c ServerConfig) shownLine() []string {
+	if len(c.Shown) > 0 {
+		return slices.Clone(c.Shown)
+	}
+	return append([]string{c.Command}, c.Args...)
+}
+
+// shownResolved is a resolved command line (resolve.go) as shown: each
+// word that is an expanded word of the configured line is shown as
+// configured.
+func (c ServerConfig) shownResolved(resolved []string) []string {
+	if len(c.Shown) == 0 || resolved == nil {
+		return resolved
+	}
+	as := make(map[string]string, len(c.Shown))
+	for i, w := range append([]string{c.Command}, c.Args...) {
+		if i < len(c.Shown) && c.Shown[i] != w {
+			as[w] = c.Shown[i]
+		}
+	}
+	out := slices.Clone(resolved)
+	for i, w := range out {
+		if s, ok := as[w]; ok {
+			out[i] = s
+		}
+	}
+	return out
 }
 
 // sameProcess reports whether two configs start the same child, so that a

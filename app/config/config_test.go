@@ -206,8 +206,9 @@ func TestPoolServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []pool.ServerConfig{
-		{Name: "d", Command: "x", Share: pool.ShareShared, Disabled: true},
-		{Name: "m", Command: "npx", Args: []string{"-y", "pkg"}, Env: map[string]string{"K": "secret", "L": "lit"}, Cwd: "/h/w",
+		{Name: "d", Command: "x", Shown: []string{"x"}, Share: pool.ShareShared, Disabled: true},
+		{Name: "m", Command: "npx", Args: []string{"-y", "pkg"}, Shown: []string{"${BIN:-npx}", "-y", "${PKG}"},
+			Env: map[string]string{"K": "secret", "L": "lit"}, Cwd: "/h/w",
 			Share: pool.ShareSession, IdleTimeout: -1, RequestTimeout: 5 * time.Second, TrustAnnotations: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -126,6 +126,7 @@ func (f *File) poolServers(lookup func(string) (string, bool), p *problems) []po
 			}
 		}
 		c.Cwd = expand(ep, at+".cwd", s.Cwd, lookup)
+		c.Shown = append([]string{s.Command}, s.Args...)
 		switch s.Share {
 		case "", "shared":
 			c.Share = pool.ShareShared
