@@ -874,7 +874,7 @@ func TestFlags(t *testing.T) {
 			}
 		}},
 		{"-inline-echo answers echo as the call path does; other tools and -crash-after are unchanged", func(dir string) []string {
-			return []string{"-inline-echo", "-crash-after", "5", "-log", filepath.Join(dir, "log")}
+			return []string{"-inline-echo", "-crash-after", "6", "-log", filepath.Join(dir, "log")}
 		}, func(t *testing.T, f *fake, dir string) {
 			plain := start(t)
 			for _, id := range []string{"1", `"one"`} {
@@ -883,15 +883,40 @@ func TestFlags(t *testing.T) {
 				want, _ := plain.call(id, "echo", args)
 				wantJSON(t, "inline echo "+id, []byte(got.raw), want.raw)
 			}
+			// A legacy server answers a call whose _meta names 2026-07-28 (as a
+			// pool bridging a modern client sends it) under legacy rules: the same.
+			modern := `{"name":"echo","arguments":{"text":"m"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`
+			got, _ := f.request("7", "tools/call", modern)
+			want, _ := plain.request("7", "tools/call", modern)
+			wantJSON(t, "inline echo with a modern _meta", []byte(got.raw), want.raw)
 			// A slow call still runs on its own: the echo after it is not held up.
 			f.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":10000}}}`)
 			if m, _ := f.call("3", "echo", `{"text":"after"}`); m.text() != "after" {
 				t.Fatal(m.raw)
 			}
-			if got, err := ReadLog(filepath.Join(dir, "log")); err != nil || len(got) != 4 {
+			if got, err := ReadLog(filepath.Join(dir, "log")); err != nil || len(got) != 5 {
 				t.Fatalf("log: %d lines, %v", len(got), err) // every line received, inline or not
 			}
 			f.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
+			if code := f.exitCode(); code != 3 {
+				t.Fatalf("exit code %d, want -crash-after's 3", code)
+			}
+		}},
+		{"-inline-echo answers a burst in order, and what it answered before a crash goes out", func(string) []string {
+			return []string{"-inline-echo", "-crash-after", "40"}
+		}, func(t *testing.T, f *fake, _ string) {
+			var burst strings.Builder // one write: the fake reads the lines together and holds their answers
+			for i := 1; i <= 40; i++ {
+				fmt.Fprintf(&burst, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"t%d"}}}`+"\n", i, i)
+			}
+			if _, err := io.WriteString(f.stdin, burst.String()); err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i < 40; i++ {
+				if m := f.recv(); string(m.ID) != strconv.Itoa(i) || m.text() != "t"+strconv.Itoa(i) {
+					t.Fatalf("answer %d: %s", i, m.raw)
+				}
+			}
 			if code := f.exitCode(); code != 3 {
 				t.Fatalf("exit code %d, want -crash-after's 3", code)
 			}

@@ -219,32 +219,70 @@ var (
 const counterURI = "fake://counter"
 
 // writer serialises whole lines onto stdout so they never interleave.
+// Answers made on the reading goroutine (-inline-echo) are held and go
+// out together when the reader has no complete line left to read, as a
+// server that batches its output under load does: one write for a burst
+// of answers, one for an answer on its own.
 type writer struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu   sync.Mutex
+	w    io.Writer
+	held []byte // inline answers not yet written, in order
 }
 
-// write writes one line, newline included, in one piece.
+// write writes one line, newline included, in one piece, after what is
+// held.
 func (w *writer) write(line []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, err := w.w.Write(line); err != nil {
+	w.held = append(w.held, line...)
+	w.flushLocked()
+}
+
+// flush writes what is held.
+func (w *writer) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.flushLocked()
+}
+
+func (w *writer) flushLocked() {
+	if len(w.held) == 0 {
+		return
+	}
+	if _, err := w.w.Write(w.held); err != nil {
 		log.Printf("write stdout: %v", err)
 		os.Exit(1)
 	}
+	w.held = w.held[:0]
 }
 
-// send encodes v as one line. HTML escaping is off so that ids and tokens
-// go back byte for byte as they came.
+// send encodes v as one line and writes it. HTML escaping is off so that
+// ids and tokens go back byte for byte as they came.
 func (w *writer) send(v any) {
+	if line := encodeLine(v); line != nil {
+		w.write(line)
+	}
+}
+
+// hold encodes v as one line and holds it for the next flush.
+func (w *writer) hold(v any) {
+	if line := encodeLine(v); line != nil {
+		w.mu.Lock()
+		w.held = append(w.held, line...)
+		w.mu.Unlock()
+	}
+}
+
+// encodeLine is v as one JSON line, nil if it does not encode.
+func encodeLine(v any) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil { // Encode ends the line
 		log.Printf("encode: %v", err)
-		return
+		return nil
 	}
-	w.write(b.Bytes())
+	return b.Bytes()
 }
 
 // server is the fake's state. The read loop alone owns log and lines; the
@@ -314,8 +352,12 @@ func (s *server) serve(in io.Reader) {
 		if len(bytes.TrimSpace(line)) > 0 {
 			lines++
 			s.receive(line)
+			if !lineBuffered(r) {
+				s.out.flush() // nothing more to answer before the next read waits
+			}
 			if s.o.stopReadAfter > 0 && lines >= s.o.stopReadAfter {
 				log.Printf("stopped reading after %d lines", lines)
+				s.out.flush()
 				sleepForever()
 			}
 		}
@@ -323,6 +365,13 @@ func (s *server) serve(in io.Reader) {
 			return
 		}
 	}
+}
+
+// lineBuffered reports whether r holds a whole line that a read would
+// return without waiting.
+func lineBuffered(r *bufio.Reader) bool {
+	buf, _ := r.Peek(r.Buffered())
+	return bytes.IndexByte(buf, '\n') >= 0
 }
 
 func (s *server) receive(line []byte) {
@@ -405,6 +454,7 @@ func (s *server) start(m envelope) {
 	if m.Method == "tools/call" {
 		if n := s.calls.Add(1); s.o.crashAfter > 0 && n == int64(s.o.crashAfter) {
 			log.Printf("crashing on tools/call %d (-crash-after)", n)
+			s.out.flush() // what was answered before it went out
 			os.Exit(3)
 		}
 	}
@@ -432,6 +482,7 @@ func (s *server) start(m envelope) {
 // inline answers an echo call at once, on the reading goroutine, under
 // -inline-echo: the request and its answer cross no goroutine inside the
 // server, so a load measured against it measures what carries the bytes.
+// The answer is held until the reader has no whole line left (serve).
 // It reports false for anything else, which goes the usual way. Nothing
 // can cancel an inline echo: it is answered before the next line is read.
 func (s *server) inline(m envelope) bool {
@@ -444,15 +495,17 @@ func (s *server) inline(m envelope) bool {
 			Text string `json:"text"`
 		} `json:"arguments"`
 		Meta struct {
-			ProtocolVersion *string `json:"io.modelcontextprotocol/protocolVersion"`
+			ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
 		} `json:"_meta"`
 	}
-	if json.Unmarshal(m.Params, &p) != nil || p.Name != "echo" || p.Meta.ProtocolVersion != nil {
+	// A legacy-era server serves every request under legacy rules, _meta
+	// or not (handle); the echo tells which version the _meta named.
+	if json.Unmarshal(m.Params, &p) != nil || p.Name != "echo" {
 		return false
 	}
-	s.out.send(echoAnswer{JSONRPC: "2.0", ID: m.ID, Result: echoResult{
+	s.out.hold(echoAnswer{JSONRPC: "2.0", ID: m.ID, Result: echoResult{
 		Content:           []textContent{{Type: "text", Text: p.Arguments.Text}},
-		StructuredContent: echoStructured{Text: p.Arguments.Text, RequestID: m.ID}}})
+		StructuredContent: echoStructured{Text: p.Arguments.Text, RequestID: m.ID, ProtocolVersion: p.Meta.ProtocolVersion}}})
 	return true
 }
 
@@ -475,8 +528,9 @@ type textContent struct {
 }
 
 type echoStructured struct {
-	RequestID json.RawMessage `json:"requestId"`
-	Text      string          `json:"text"`
+	ProtocolVersion string          `json:"protocolVersion,omitempty"`
+	RequestID       json.RawMessage `json:"requestId"`
+	Text            string          `json:"text"`
 }
 
 // handle answers one request. The era decides which methods exist and
