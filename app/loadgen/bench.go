@@ -239,7 +239,7 @@ func benchConnect(ctx context.Context, o BenchOptions, r *BenchReport) error {
 		return err
 	}
 	r.Throughput = []ModeResult{{Result: td}, tc, th}
-	if r.HTTP, err = pool.compareHTTP(ctx, many, &th, o.HTTPRounds); err != nil {
+	if r.HTTP, err = pool.compareHTTP(ctx, many, o.HTTPRounds); err != nil {
 		return err
 	}
 	if td.PerSecond > 0 {
@@ -290,6 +290,7 @@ func runMode(ctx context.Context, mode string, cfg Config, open Opener) (Result,
 type benchPool struct {
 	self, home string
 	url        string // the HTTP front door's URL for the fake server
+	inlineURL  string // and for the fake that answers echo inline (compareHTTP)
 	token      string // its bearer token
 	cmd        *exec.Cmd
 	done       chan error
@@ -343,6 +344,7 @@ func startBenchPool(ctx context.Context, self string, fake []string, history map
 			return nil, fmt.Errorf("bench: %w", err)
 		}
 		p.url = "http://" + addr + "/mcp/" + serverFake
+		p.inlineURL = "http://" + addr + "/mcp/" + serverInline
 		args = append(args, "--http", addr)
 	}
 	p.cmd = exec.CommandContext(ctx, self, args...)

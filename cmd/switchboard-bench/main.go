@@ -44,7 +44,7 @@ type runCmd struct {
 	Trace       string        `name:"trace" type:"path" help:"Write the pool's execution trace (history on) to this file, and the history-off pool's to FILE.history-off, for go tool trace."`
 	PoolEnv     []string      `name:"pool-env" sep:"none" placeholder:"KEY=VALUE" help:"Add to the pools' environment (and their children's), e.g. GOMAXPROCS=1; repeatable."`
 	HTTPOnly    bool          `name:"http-only" help:"Only the HTTP front door against the in-process HTTP server, both eras."`
-	HTTPRounds  int           `name:"http-rounds" default:"3" help:"Alternating rounds of the HTTP comparison; its ratios are medians over rounds."`
+	HTTPRounds  int           `name:"http-rounds" default:"5" help:"Alternating rounds of the HTTP comparison; its ratios are medians over rounds."`
 	HistoryRuns int           `name:"history-runs" default:"5" help:"Alternating history on/off runs at 1x1 and at sessions x inflight, for the medians (0 skips them)."`
 	Soak        time.Duration `default:"60s" help:"A sessions x inflight run on a pool without a history row cap: records dropped, bytes of database per request (0 skips it)."`
 	CapRows     int           `name:"cap-rows" default:"20000" help:"history.maxRows of a pool loaded at sessions x inflight while its row count is sampled (0 skips it)."`
