@@ -138,8 +138,14 @@ func (b *backend) handshake(c *child) (*handshake, error) {
 
 func (b *backend) handshakeFailure(c *child, what string) error {
 	msg := fmt.Sprintf("server %q: %s", b.srv.name, what)
-	tail := b.stderr.tail(3)
-	if len(tail) > 0 {
+	// The ring outlives a child: a crash loop's children often wrote the
+	// same line, which is quoted once.
+	tail := slices.Compact(b.stderr.tail(3))
+	switch len(tail) {
+	case 0:
+	case 1:
+		msg += fmt.Sprintf(" (stderr: %q)", tail[0])
+	default:
 		msg += fmt.Sprintf(" (stderr: %q)", tail)
 	}
 	return &startFailure{msg: msg, saysStderr: len(tail) > 0}

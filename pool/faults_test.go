@@ -363,9 +363,10 @@ func TestStalledClientDoesNotSlowOthers(t *testing.T) {
 }
 
 // A failed server says why once: its reason carries no JSON-RPC code and
-// quotes the child's last stderr lines one time.
+// quotes the child's last stderr lines one time, even when every child
+// of the crash loop wrote the same line.
 func TestFailedServerSaysWhyOnce(t *testing.T) {
-	tp := newTestPool(t, &pool.Options{Restart: pool.RestartPolicy{MaxRestarts: 1}},
+	tp := newTestPool(t, &pool.Options{Restart: pool.RestartPolicy{MaxRestarts: 3}},
 		fake("crashy", "-stderr", "KeyError: TOKEN", "-exit-at-start", "3"))
 	c := tp.dial(t, "crashy")
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
