@@ -21,8 +21,18 @@ import (
 
 // directWriter writes to a pipe or socket with one non-blocking system
 // call, from whichever goroutine has a line ready: delivery without a
-// hand-off to a writer goroutine (see writeNow).
-type directWriter struct{ rc syscall.RawConn }
+// hand-off to a writer goroutine (see writeNow). One write at a time:
+// its callers serialise (backend.writing, sessionOut.mu), and the write
+// under way keeps its state here, so that no write allocates a closure.
+type directWriter struct {
+	rc      syscall.RawConn
+	writeFn func(fd uintptr) bool // write, bound once
+
+	// The write under way.
+	line []byte
+	n    int
+	err  error
+}
 
 // newDirectWriter returns a direct writer for w, or nil when w cannot be
 // written without blocking: not a descriptor, or one in blocking mode
@@ -32,7 +42,9 @@ func newDirectWriter(w any) *directWriter {
 	if rc == nil {
 		return nil
 	}
-	return &directWriter{rc: rc}
+	d := &directWriter{rc: rc}
+	d.writeFn = d.write
+	return d
 }
 
 // nonblockingRawConn is x's descriptor when it is one in non-blocking
@@ -56,15 +68,9 @@ func nonblockingRawConn(x any) syscall.RawConn {
 // the reader. n counts the bytes taken (newline included): n below
 // len(line)+1 with a nil error means the pipe or socket was full.
 func (d *directWriter) writeNow(line []byte) (n int, err error) {
-	cerr := d.rc.Write(func(fd uintptr) bool {
-		for {
-			n, err = writevLine(int(fd), line)
-			if !errors.Is(err, unix.EINTR) {
-				break
-			}
-		}
-		return true // never wait: a full pipe is the caller's to hand on
-	})
+	d.line, d.n, d.err = line, 0, nil
+	cerr := d.rc.Write(d.writeFn)
+	n, err, d.line, d.err = d.n, d.err, nil, nil
 	if errors.Is(err, unix.EAGAIN) {
 		n, err = 0, nil
 	}
@@ -77,13 +83,32 @@ func (d *directWriter) writeNow(line []byte) (n int, err error) {
 	return n, err
 }
 
+// write is writeNow's system call, on the descriptor d.rc lends it.
+func (d *directWriter) write(fd uintptr) bool {
+	for {
+		d.n, d.err = writevLine(int(fd), d.line)
+		if !errors.Is(d.err, unix.EINTR) {
+			break
+		}
+	}
+	return true // never wait: a full pipe is the caller's to hand on
+}
+
 // rawReader reads a non-blocking pipe or socket with read(2) as a raw
 // system call, waiting in the runtime's poller when nothing is there.
 // Its errors are orig's: a read that fails (closed, deadline) is made
-// again through orig, which says why in its own words.
+// again through orig, which says why in its own words. Like any
+// io.Reader it has one reader at a time, and the read under way keeps
+// its state here, so that no read allocates a closure.
 type rawReader struct {
-	rc   syscall.RawConn
-	orig io.Reader
+	rc     syscall.RawConn
+	orig   io.Reader
+	readFn func(fd uintptr) bool // read, bound once
+
+	// The read under way.
+	p     []byte
+	n     int
+	errno syscall.Errno
 }
 
 // newRawReader returns a raw reader of r, or r when r is not a
@@ -93,24 +118,19 @@ func newRawReader(r io.Reader) io.Reader {
 	if rc == nil {
 		return r
 	}
-	return &rawReader{rc: rc, orig: r}
+	rr := &rawReader{rc: rc, orig: r}
+	rr.readFn = rr.read
+	return rr
 }
 
 func (r *rawReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno syscall.Errno
-	cerr := r.rc.Read(func(fd uintptr) bool {
-		for {
-			n, errno = rawRead(int(fd), p)
-			if errno != unix.EINTR {
-				break
-			}
-		}
-		return errno != unix.EAGAIN
-	})
+	r.p, r.n, r.errno = p, 0, 0
+	cerr := r.rc.Read(r.readFn)
+	n, errno := r.n, r.errno
+	r.p = nil
 	switch {
 	case cerr != nil || errno != 0:
 		return r.orig.Read(p)
@@ -118,4 +138,16 @@ func (r *rawReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// read is Read's system call, on the descriptor r.rc lends it; false asks
+// the poller to wait until the descriptor is readable.
+func (r *rawReader) read(fd uintptr) bool {
+	for {
+		r.n, r.errno = rawRead(int(fd), r.p)
+		if r.errno != unix.EINTR {
+			break
+		}
+	}
+	return r.errno != unix.EAGAIN
 }
