@@ -107,7 +107,10 @@ func newHub(record func(Event)) hub {
 	return hub{record: newRecordQueue(record)}
 }
 
-func (h *hub) emit(e Event) {
+// emit hands e to the recorder and the subscribers. It takes a pointer
+// because an Event is large (about 400 bytes): it is copied once, into
+// the record queue or a subscriber's channel. Nothing keeps e.
+func (h *hub) emit(e *Event) {
 	if h.record != nil {
 		h.record.add(e)
 	}
@@ -117,7 +120,7 @@ func (h *hub) emit(e Event) {
 	h.mu.Lock()
 	for ch := range h.subs {
 		select {
-		case ch <- e:
+		case ch <- *e:
 		default:
 			delete(h.subs, ch)
 			h.nsubs.Store(int32(len(h.subs)))

@@ -476,5 +476,5 @@ func (p *Pool) emit(e Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
-	p.events.emit(e)
+	p.events.emit(&e)
 }

@@ -47,16 +47,16 @@ func newRecordQueue(record func(Event)) *recordQueue {
 
 // add queues e for Record. The first event of a batch arms the timer; a
 // full batch fires it now.
-func (q *recordQueue) add(e Event) {
+func (q *recordQueue) add(e *Event) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		q.flushMu.Lock() // after the last batch
-		q.record(e)
+		q.record(*e)
 		q.flushMu.Unlock()
 		return
 	}
-	q.buf = append(q.buf, e)
+	q.buf = append(q.buf, *e)
 	n := len(q.buf)
 	q.mu.Unlock()
 	switch n {

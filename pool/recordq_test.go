@@ -54,10 +54,10 @@ func TestRecordQueueHandsOverInOrderInBatches(t *testing.T) {
 	// A batch larger than recordBatch: part goes at once, the rest after
 	// the delay.
 	for i := range recordBatch + 10 {
-		q.add(Event{PoolID: uint64(i)})
+		q.add(&Event{PoolID: uint64(i)})
 	}
 	waitUntil(t, "the first batches", func() bool { return rec.len() == recordBatch+10 })
-	q.add(Event{PoolID: 1 << 20})
+	q.add(&Event{PoolID: 1 << 20})
 	q.close()
 	ids := rec.ids()
 	if len(ids) != recordBatch+11 {
@@ -68,7 +68,7 @@ func TestRecordQueueHandsOverInOrderInBatches(t *testing.T) {
 			t.Fatalf("event %d is %d: out of order", i, id)
 		}
 	}
-	q.add(Event{PoolID: 7})
+	q.add(&Event{PoolID: 7})
 	if ids := rec.ids(); ids[len(ids)-1] != 7 {
 		t.Fatal("an event after close was not recorded at once")
 	}
@@ -84,7 +84,7 @@ func TestRecordQueueConcurrentEmitters(t *testing.T) {
 	for g := range goroutines {
 		wg.Go(func() {
 			for i := range each {
-				q.add(Event{PoolID: uint64(g)<<32 | uint64(i)})
+				q.add(&Event{PoolID: uint64(g)<<32 | uint64(i)})
 			}
 		})
 	}
