@@ -125,7 +125,7 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // post serves one JSON-RPC message.
 func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, sid string) {
 	limit := h.p.opts.MaxMessageBytes
-	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+	body, err := readBody(r, limit)
 	if err != nil {
 		httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "read body: "+err.Error())
 		return
@@ -180,6 +180,23 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 		httpError(w, http.StatusBadRequest, msg.IDBytes(), jsonrpc.CodeInvalidRequest,
 			"missing Mcp-Session-Id: initialize first, or send a 2026-07-28 request with _meta")
 	}
+}
+
+// readBody reads a POST's body, up to limit+1 bytes (one more than the
+// limit says it is too large). A small body whose length the request
+// declares, as clients' are, is read into a buffer of that size, in one
+// allocation; a large one grows as its bytes arrive, so that a caller
+// cannot make the pool hold what it only announced.
+func readBody(r *http.Request, limit int) ([]byte, error) {
+	const sizedUpTo = 64 << 10
+	if n := r.ContentLength; n >= 0 && n <= int64(min(limit, sizedUpTo)) {
+		body := make([]byte, n) // net/http ends the body at its declared length
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, err
+		}
+		return body, nil
+	}
+	return io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 }
 
 // legacy serves a message of a legacy session: a request is an exchange
