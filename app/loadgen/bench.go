@@ -49,6 +49,9 @@ type BenchOptions struct {
 	// HTTPRounds of the HTTP comparison, alternating the in-process
 	// server and the pool; its ratios are medians over rounds.
 	HTTPRounds int
+	// ThroughputRounds of direct, connect and http at Sessions x
+	// InFlight; the ratios to direct are medians over rounds.
+	ThroughputRounds int
 	// LatencyOnly stops after the latency section.
 	LatencyOnly bool
 	Idle        int // idle sessions for the memory check; 0 skips it
@@ -87,9 +90,13 @@ type BenchReport struct {
 	// Throughput: Sessions x InFlight, colliding ids.
 	Throughput []ModeResult `json:"throughput,omitempty"`
 	// ConnectRatio and HTTPRatio are the pool's requests/s over the direct
-	// pipe's (64 sessions each on its own child).
-	ConnectRatio float64 `json:"connectRatio,omitempty"`
-	HTTPRatio    float64 `json:"httpRatio,omitempty"`
+	// pipe's (64 sessions each on its own child): medians over rounds,
+	// each round's in ConnectRatios and HTTPRatios. Throughput holds the
+	// rows of the round whose connect ratio is the median.
+	ConnectRatio  float64   `json:"connectRatio,omitempty"`
+	HTTPRatio     float64   `json:"httpRatio,omitempty"`
+	ConnectRatios []float64 `json:"connectRatios,omitempty"`
+	HTTPRatios    []float64 `json:"httpRatios,omitempty"`
 	// HistoryOffP99Us is the connect run's p99 with history recording
 	// off; the connect row above has it on (the default).
 	HistoryOffP99Us float64 `json:"historyOffP99Us,omitempty"`
@@ -222,29 +229,36 @@ func benchConnect(ctx context.Context, o BenchOptions, r *BenchReport) error {
 	quiet.stop()
 	r.HistoryOffP99Us = off.P99
 
-	// Throughput: N x K with colliding ids.
-	td, err := runMode(ctx, "direct", many, direct)
-	if err != nil {
-		return err
+	// Throughput: N x K with colliding ids, in rounds of direct, connect
+	// and http back to back (one run of each moved by a third from run to
+	// run on a small VM); the ratios are medians over rounds.
+	var tput []throughputRound
+	for range max(o.ThroughputRounds, 1) {
+		td, err := runMode(ctx, "direct", many, direct)
+		if err != nil {
+			return err
+		}
+		tc, err := pool.measure(func() (Result, error) { return runMode(ctx, "connect", many, pool.connect(serverFake, nil)) })
+		if err != nil {
+			return err
+		}
+		th, err := pool.measure(func() (Result, error) {
+			return runMode(ctx, "http", many, HTTPOpener(pool.url, pool.token, o.Sessions*o.InFlight))
+		})
+		if err != nil {
+			return err
+		}
+		tput = append(tput, throughputRound{rows: []ModeResult{{Result: td}, tc, th},
+			connect: ratioOf(tc.Result, td), http: ratioOf(th.Result, td)})
 	}
-	shims := make(chan int, 1)
-	tc, err := pool.measure(func() (Result, error) { return runMode(ctx, "connect", many, pool.connect(serverFake, shims)) })
-	if err != nil {
-		return err
+	median := medianBy(tput, func(x throughputRound) float64 { return x.connect })
+	r.Throughput, r.ConnectRatio = median.rows, median.connect
+	for _, x := range tput {
+		r.ConnectRatios, r.HTTPRatios = append(r.ConnectRatios, x.connect), append(r.HTTPRatios, x.http)
 	}
-	th, err := pool.measure(func() (Result, error) {
-		return runMode(ctx, "http", many, HTTPOpener(pool.url, pool.token, o.Sessions*o.InFlight))
-	})
-	if err != nil {
-		return err
-	}
-	r.Throughput = []ModeResult{{Result: td}, tc, th}
+	r.HTTPRatio = medianBy(r.HTTPRatios, func(x float64) float64 { return x })
 	if r.HTTP, err = pool.compareHTTP(ctx, many, o.HTTPRounds); err != nil {
 		return err
-	}
-	if td.PerSecond > 0 {
-		r.ConnectRatio = tc.PerSecond / td.PerSecond
-		r.HTTPRatio = th.PerSecond / td.PerSecond
 	}
 
 	// One shim, alone and idle: its memory and CPU.
@@ -611,7 +625,11 @@ func writeConnectTable(out io.Writer, o BenchOptions, r BenchReport) {
 		row(x.Mode, x.Result, extra)
 	}
 	tw.Flush()
-	fmt.Fprintf(out, "throughput vs direct: connect %.0f%%, http %.0f%%\n", 100*r.ConnectRatio, 100*r.HTTPRatio)
+	fmt.Fprintf(out, "throughput vs direct: connect %s, http %s", spread(r.ConnectRatio, r.ConnectRatios), spread(r.HTTPRatio, r.HTTPRatios))
+	if n := len(r.ConnectRatios); n > 1 {
+		fmt.Fprintf(out, " (medians of %d rounds [min–max]; the rows are the median connect round's)", n)
+	}
+	fmt.Fprintln(out)
 	writeHTTPTable(out, o, r.HTTP, "")
 	var on float64
 	for _, x := range r.Throughput {
@@ -637,4 +655,19 @@ func pct(a, b float64) float64 {
 		return 0
 	}
 	return 100 * (a - b) / b
+}
+
+// throughputRound is one round of the throughput runs: direct, connect
+// and http, and the pool's ratios to direct.
+type throughputRound struct {
+	rows          []ModeResult
+	connect, http float64
+}
+
+// ratioOf is a's requests/s over b's, 0 when b did none.
+func ratioOf(a, b Result) float64 {
+	if b.PerSecond <= 0 {
+		return 0
+	}
+	return a.PerSecond / b.PerSecond
 }

@@ -323,8 +323,7 @@ func (p *benchPool) compareHTTP(ctx context.Context, cfg Config, rounds int) (*H
 // medianPair is the round whose ratio is the median of runs' (the lower
 // middle one for an even count), with every round's ratio.
 func medianPair(runs []HTTPPair) HTTPPair {
-	sorted := slices.SortedFunc(slices.Values(runs), func(a, b HTTPPair) int { return cmp.Compare(a.Ratio, b.Ratio) })
-	m := sorted[(len(sorted)-1)/2]
+	m := medianBy(runs, func(p HTTPPair) float64 { return p.Ratio })
 	for _, r := range runs {
 		m.RoundRatios = append(m.RoundRatios, r.Ratio)
 	}
@@ -400,11 +399,22 @@ func writeHTTPTable(out io.Writer, o BenchOptions, c *HTTPComparison, pool strin
 	fmt.Fprint(out, "\n\n")
 }
 
+// medianBy is the element of xs (not empty) whose key is the median, the
+// lower middle one for an even count.
+func medianBy[T any](xs []T, key func(T) float64) T {
+	sorted := slices.SortedFunc(slices.Values(xs), func(a, b T) int { return cmp.Compare(key(a), key(b)) })
+	return sorted[(len(sorted)-1)/2]
+}
+
 // ratioSpread is an era's ratio as a percentage, with the range over
 // rounds when there were several.
-func ratioSpread(p HTTPPair) string {
-	if len(p.RoundRatios) < 2 {
-		return fmt.Sprintf("%.0f%%", 100*p.Ratio)
+func ratioSpread(p HTTPPair) string { return spread(p.Ratio, p.RoundRatios) }
+
+// spread is ratio as a percentage, with the range of rounds when there
+// were several.
+func spread(ratio float64, rounds []float64) string {
+	if len(rounds) < 2 {
+		return fmt.Sprintf("%.0f%%", 100*ratio)
 	}
-	return fmt.Sprintf("%.0f%% [%.0f–%.0f%%]", 100*p.Ratio, 100*slices.Min(p.RoundRatios), 100*slices.Max(p.RoundRatios))
+	return fmt.Sprintf("%.0f%% [%.0f–%.0f%%]", 100*ratio, 100*slices.Min(rounds), 100*slices.Max(rounds))
 }

@@ -45,6 +45,7 @@ type runCmd struct {
 	PoolEnv     []string      `name:"pool-env" sep:"none" placeholder:"KEY=VALUE" help:"Add to the pools' environment (and their children's), e.g. GOMAXPROCS=1; repeatable."`
 	HTTPOnly    bool          `name:"http-only" help:"Only the HTTP front door against the in-process HTTP server, both eras."`
 	HTTPRounds  int           `name:"http-rounds" default:"5" help:"Alternating rounds of the HTTP comparison; its ratios are medians over rounds."`
+	TputRounds  int           `name:"throughput-rounds" default:"3" help:"Rounds of direct, connect and http at sessions x inflight; the ratios to direct are medians over rounds."`
 	HistoryRuns int           `name:"history-runs" default:"5" help:"Alternating history on/off runs at 1x1 and at sessions x inflight, for the medians (0 skips them)."`
 	Soak        time.Duration `default:"60s" help:"A sessions x inflight run on a pool without a history row cap: records dropped, bytes of database per request (0 skips it)."`
 	CapRows     int           `name:"cap-rows" default:"20000" help:"history.maxRows of a pool loaded at sessions x inflight while its row count is sampled (0 skips it)."`
@@ -74,7 +75,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 		PipeEcho: []string{self, "pipe-echo"}, Relay: []string{self, "relay"},
 		Sessions: c.Sessions, InFlight: c.InFlight, Duration: c.Duration, Warmup: c.Warmup,
 		Rounds: c.Rounds, LatencyDuration: c.LatencyDur, LatencyWarmup: c.LatencyWarm, LatencyOnly: c.LatencyOnly,
-		HTTPRounds: c.HTTPRounds, Idle: c.Idle, JSON: c.JSON, CPUProfile: c.Profile, Trace: c.Trace, PoolEnv: c.PoolEnv, HistoryOnly: c.HistoryOnly,
+		HTTPRounds: c.HTTPRounds, ThroughputRounds: c.TputRounds, Idle: c.Idle, JSON: c.JSON, CPUProfile: c.Profile, Trace: c.Trace, PoolEnv: c.PoolEnv, HistoryOnly: c.HistoryOnly,
 		History: loadgen.HistoryOptions{Runs: c.HistoryRuns, Soak: c.Soak, CapRows: c.CapRows, CapLoad: c.CapLoad}}, os.Stdout)
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -100,7 +101,7 @@ func checkLatency(t *testing.T, l latencyJSON, rounds int, out []byte) {
 // request recorded, a row cap held).
 func TestBenchJSON(t *testing.T) {
 	out := bench(t, "--json", "--sessions", "3", "--inflight", "2",
-		"--duration", "300ms", "--warmup", "50ms", "--rounds", "2", "--http-rounds", "1", "--latency-duration", "100ms",
+		"--duration", "300ms", "--warmup", "50ms", "--rounds", "2", "--http-rounds", "1", "--throughput-rounds", "2", "--latency-duration", "100ms",
 		"--latency-warmup", "20ms", "--idle", "20",
 		"--history-runs", "2", "--soak", "1s", "--cap-rows", "300", "--cap-load", "1s")
 	var r struct {
@@ -113,14 +114,16 @@ func TestBenchJSON(t *testing.T) {
 			PoolCPUSeconds          float64 `json:"poolCpuSeconds"`
 			PoolRSSBytes            int64   `json:"poolRssBytes"`
 		}
-		AddedP50Us             float64 `json:"addedP50Us"`
-		PipeP50Us              float64 `json:"pipeP50Us"`
-		ConnectRatio           float64 `json:"connectRatio"`
-		HTTPRatio              float64 `json:"httpRatio"`
-		ShimPSSBytes           int64   `json:"shimPssBytes"`
-		IdleBytesPerSession    float64 `json:"idleBytesPerSession"`
-		HistoryOffP99Us        float64 `json:"historyOffP99Us"`
-		HistoryOffLatencyP99Us float64 `json:"historyOffLatencyP99Us"`
+		AddedP50Us             float64   `json:"addedP50Us"`
+		PipeP50Us              float64   `json:"pipeP50Us"`
+		ConnectRatio           float64   `json:"connectRatio"`
+		HTTPRatio              float64   `json:"httpRatio"`
+		ConnectRatios          []float64 `json:"connectRatios"`
+		HTTPRatios             []float64 `json:"httpRatios"`
+		ShimPSSBytes           int64     `json:"shimPssBytes"`
+		IdleBytesPerSession    float64   `json:"idleBytesPerSession"`
+		HistoryOffP99Us        float64   `json:"historyOffP99Us"`
+		HistoryOffLatencyP99Us float64   `json:"historyOffLatencyP99Us"`
 		History                struct {
 			Shapes []struct {
 				Sessions, InFlight        int
@@ -153,6 +156,12 @@ func TestBenchJSON(t *testing.T) {
 		if x.Requests == 0 || x.Misrouted != 0 || x.Hung != 0 || x.Errors != 0 || x.P50Us <= 0 {
 			t.Errorf("%s: %+v", x.Mode, x)
 		}
+	}
+	// Two throughput rounds: the ratio is the lower middle one, and the
+	// rows are the round it came from.
+	if len(r.ConnectRatios) != 2 || len(r.HTTPRatios) != 2 || r.ConnectRatio != slices.Min(r.ConnectRatios) ||
+		r.HTTPRatio != slices.Min(r.HTTPRatios) || r.Throughput[1].Requests == 0 {
+		t.Errorf("throughput rounds: connect %v (%v), http %v (%v)", r.ConnectRatios, r.ConnectRatio, r.HTTPRatios, r.HTTPRatio)
 	}
 	if r.PipeP50Us <= 0 || r.AddedP50Us == 0 || r.ConnectRatio <= 0 || r.HTTPRatio <= 0 || r.ShimPSSBytes == 0 ||
 		r.IdleBytesPerSession == 0 || r.HistoryOffP99Us <= 0 || r.HistoryOffLatencyP99Us <= 0 {
