@@ -234,6 +234,10 @@ type writer struct {
 func (w *writer) write(line []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(w.held) == 0 {
+		w.writeLocked(line)
+		return
+	}
 	w.held = append(w.held, line...)
 	w.flushLocked()
 }
@@ -249,11 +253,18 @@ func (w *writer) flushLocked() {
 	if len(w.held) == 0 {
 		return
 	}
-	if _, err := w.w.Write(w.held); err != nil {
+	w.writeLocked(w.held)
+	w.held = w.held[:0]
+	if cap(w.held) > 1<<20 {
+		w.held = nil // a burst's buffer is let go
+	}
+}
+
+func (w *writer) writeLocked(b []byte) {
+	if _, err := w.w.Write(b); err != nil {
 		log.Printf("write stdout: %v", err)
 		os.Exit(1)
 	}
-	w.held = w.held[:0]
 }
 
 // send encodes v as one line and writes it. HTML escaping is off so that
