@@ -392,7 +392,7 @@ func writeHTTPTable(out io.Writer, o BenchOptions, c *HTTPComparison, pool strin
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "HTTP through the pool vs in-process: legacy sessions %s, stateless 2026-07-28 %s",
-		ratioSpread(c.Legacy), ratioSpread(c.Stateless))
+		spread(c.Legacy.Ratio, c.Legacy.RoundRatios), spread(c.Stateless.Ratio, c.Stateless.RoundRatios))
 	if n := len(c.Legacy.RoundRatios); n > 1 {
 		fmt.Fprintf(out, " (medians of %d alternating rounds [min–max]; the rows are the median round's)", n)
 	}
@@ -405,10 +405,6 @@ func medianBy[T any](xs []T, key func(T) float64) T {
 	sorted := slices.SortedFunc(slices.Values(xs), func(a, b T) int { return cmp.Compare(key(a), key(b)) })
 	return sorted[(len(sorted)-1)/2]
 }
-
-// ratioSpread is an era's ratio as a percentage, with the range over
-// rounds when there were several.
-func ratioSpread(p HTTPPair) string { return spread(p.Ratio, p.RoundRatios) }
 
 // spread is ratio as a percentage, with the range of rounds when there
 // were several.
