@@ -2,42 +2,73 @@ package pool_test
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
+	"net"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
 // BenchmarkRoundTrip measures one echo call at a time, through the pool's
 // stdio front door and over a direct pipe to the same fake server, in the
-// same run: the difference is the pool's added latency.
+// same run: the difference is the pool's added latency. The 100KiB case
+// is a tool call carrying a file's contents both ways, where the pool's
+// cost is in reading every byte, not in waking up.
 func BenchmarkRoundTrip(b *testing.B) {
-	b.Run("direct", func(b *testing.B) {
-		cmd := exec.Command(fakeBin)
-		in, _ := cmd.StdinPipe()
-		outPipe, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
+	for _, size := range []struct {
+		name string
+		text string
+	}{{"small", "x"}, {"100KiB", strings.Repeat("0123456789abcdef", 100<<10/16)}} {
+		call := func(i int) string {
+			return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, i+1, size.text)
 		}
-		defer func() { in.Close(); cmd.Wait() }()
-		out := bufio.NewReader(outPipe)
-		fmt.Fprintln(in, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`)
-		out.ReadBytes('\n')
-		b.ResetTimer()
-		for i := range b.N {
-			fmt.Fprintf(in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`+"\n", i+1)
-			if _, err := out.ReadBytes('\n'); err != nil {
+		b.Run(size.name+"/direct", func(b *testing.B) {
+			cmd := exec.Command(fakeBin)
+			in, _ := cmd.StdinPipe()
+			outPipe, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
 				b.Fatal(err)
 			}
-		}
-	})
-	b.Run("pool", func(b *testing.B) {
-		tp := newTestPoolTB(b, fake("srv"))
-		c := tp.dial(b, "srv")
-		c.initialize("b", "")
-		b.ResetTimer()
-		for i := range b.N {
-			c.sendf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`, i+1)
-			c.recv()
-		}
-	})
+			defer func() { in.Close(); cmd.Wait() }()
+			out := bufio.NewReaderSize(outPipe, 256<<10)
+			fmt.Fprintln(in, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`)
+			out.ReadBytes('\n')
+			b.SetBytes(int64(2 * len(size.text)))
+			b.ResetTimer()
+			for i := range b.N {
+				fmt.Fprintln(in, call(i))
+				if _, err := out.ReadBytes('\n'); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(size.name+"/pool", func(b *testing.B) {
+			tp := newTestPoolTB(b, fake("srv"))
+			conn, err := net.Dial("unix", tp.sock)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close()
+			// Raw lines both ways, as over the direct pipe: the harness's
+			// client would decode every answer.
+			out := bufio.NewReaderSize(conn, 256<<10)
+			fmt.Fprintln(conn, `{"server":"srv"}`)
+			fmt.Fprintln(conn, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`)
+			for range 2 { // the welcome, the initialize answer
+				if _, err := out.ReadBytes('\n'); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(int64(2 * len(size.text)))
+			b.ResetTimer()
+			for i := range b.N {
+				fmt.Fprintln(conn, call(i))
+				line, err := out.ReadBytes('\n')
+				if err != nil || !bytes.Contains(line, []byte(`"result"`)) {
+					b.Fatalf("answer %q: %v", line, err)
+				}
+			}
+		})
+	}
 }

@@ -1,8 +1,10 @@
 package jsonrpc
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 )
 
 // Span is a half-open byte range [Start, End) inside a message. The zero
@@ -74,12 +76,23 @@ func skipLiteral(b []byte, i int, lit string) (int, error) {
 }
 
 // skipString returns the offset past the closing quote and whether the
-// string contains escapes.
+// string contains escapes. It looks at eight bytes at a time while none
+// of them needs a second look (a quote, a backslash or a control
+// character): a file's contents or an image in a tool call is one long
+// string, and the pool scans every message it carries.
 func skipString(b []byte, i int) (int, bool, error) {
 	start := i
 	i++ // opening quote
 	escaped := false
 	for i < len(b) {
+		if len(b)-i >= 8 {
+			m := stringStops(binary.LittleEndian.Uint64(b[i:]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3 // the first stop is exact
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -107,6 +120,30 @@ func skipString(b []byte, i int) (int, bool, error) {
 		}
 	}
 	return 0, false, syntaxErr(start, "unterminated string")
+}
+
+// Eight bytes at a time: lanes holds 0x01 in each byte, high 0x80.
+const (
+	lanes = 0x0101010101010101
+	high  = 0x8080808080808080
+)
+
+// zeroBytes marks the bytes of x that are zero. Only the lowest mark is
+// exact: a borrow may also mark bytes above it, which the callers never
+// look at.
+func zeroBytes(x uint64) uint64 { return (x - lanes) & ^x & high }
+
+// stringStops marks, in the eight bytes of v (little-endian), the quotes,
+// backslashes and control characters: where a string scanner must stop
+// and look. The lowest mark is exact.
+func stringStops(v uint64) uint64 {
+	return zeroBytes(v^(lanes*'"')) | zeroBytes(v^(lanes*'\\')) | (v-lanes*0x20)&^v&high
+}
+
+// quoteStops marks the quotes and backslashes in v: all that matters in
+// a string already known to be valid.
+func quoteStops(v uint64) uint64 {
+	return zeroBytes(v^(lanes*'"')) | zeroBytes(v^(lanes*'\\'))
 }
 
 func isHex(c byte) bool {
@@ -254,21 +291,115 @@ func Valid(b []byte) bool {
 }
 
 // Member returns the span of the value of member name in the JSON object
-// obj (which must be valid). Absent members, or obj not being an object,
-// give the zero Span.
+// obj (which must be valid: a part of a message Parse accepted). Absent
+// members, or obj not being an object, give the zero Span. It reads obj
+// with the skipping scanner, since Parse has validated it already.
 func Member(obj []byte, name string) Span {
 	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return Span{} // and no error made for it: absent _meta is the usual case
-	}
 	var found Span
-	var end int
-	_ = members(obj, i, 0, func(k Span, esc bool, v Span) bool {
+	membersValid(obj, i, func(k Span, esc bool, v Span) bool {
 		if keyIs(obj, k, esc, name) {
 			found = v
 			return false
 		}
 		return true
-	}, &end)
+	})
 	return found
+}
+
+// The skipping scanner. Parse validates every byte of a message once;
+// what reads the message after that (Member, Strict) only needs to find
+// where values end, which is a matter of strings and brackets. On invalid
+// input these functions return offsets within b and never fail, but what
+// they find is then unspecified.
+
+// membersValid walks the object at b[i] as members does, calling fn with
+// each member's key span (with its quotes), whether the key has escapes,
+// and its value span, until fn returns false.
+func membersValid(b []byte, i int, fn func(key Span, keyEscaped bool, val Span) bool) {
+	if i >= len(b) || b[i] != '{' {
+		return
+	}
+	i = skipSpace(b, i+1)
+	for i < len(b) && b[i] == '"' {
+		kEnd, kEsc := skipValidString(b, i)
+		if kEnd-i < 2 {
+			return // unterminated: not what Parse accepts
+		}
+		key := Span{i, kEnd}
+		i = skipSpace(b, kEnd)
+		if i >= len(b) || b[i] != ':' {
+			return
+		}
+		i = skipSpace(b, i+1)
+		vEnd := skipValid(b, i)
+		if !fn(key, kEsc, Span{i, vEnd}) {
+			return
+		}
+		i = skipSpace(b, vEnd)
+		if i >= len(b) || b[i] != ',' {
+			return
+		}
+		i = skipSpace(b, i+1)
+	}
+}
+
+// skipValid returns the offset just past the valid JSON value at b[i]
+// (no leading space), looking only at strings and brackets.
+func skipValid(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			i, _ = skipValidString(b, i)
+			if depth == 0 {
+				return i
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth <= 0 {
+				return i + 1
+			}
+		default:
+			if depth == 0 { // a number or a literal
+				for i < len(b) && !isSpace(b[i]) && b[i] != ',' && b[i] != '}' && b[i] != ']' {
+					i++
+				}
+				return i
+			}
+		}
+		i++
+	}
+	return len(b)
+}
+
+// skipValidString returns the offset past the closing quote of the valid
+// string at b[i], and whether it has escapes, reading eight bytes at a
+// time where they hold no quote and no backslash.
+func skipValidString(b []byte, i int) (int, bool) {
+	i++ // opening quote
+	escaped := false
+	for i < len(b) {
+		if len(b)-i >= 8 {
+			m := quoteStops(binary.LittleEndian.Uint64(b[i:]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+		}
+		switch b[i] {
+		case '"':
+			return i + 1, escaped
+		case '\\':
+			escaped = true
+			i += 2 // the escaped byte; a \\u escape's hex digits are plain bytes
+		default:
+			i++
+		}
+	}
+	return len(b), escaped
 }

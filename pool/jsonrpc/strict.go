@@ -22,7 +22,9 @@ import (
 //
 // It checks the levels the pool reads or rewrites: the envelope, params
 // and params._meta. Duplicates are refused at those levels whatever the
-// key. The error wraps ErrInvalid (-32600, for that client only).
+// key. The error wraps ErrInvalid (-32600, for that client only). m must
+// be what Parse returned without error: Strict does not check the JSON
+// again.
 func Strict(m *Message) error {
 	if !utf8.Valid(m.Raw) {
 		return fmt.Errorf("%w: the message is not valid UTF-8", ErrInvalid)
@@ -60,8 +62,7 @@ func checkObject(b []byte, i int, known []string, where string) error {
 	var seenBuf [16][]byte
 	seen := seenBuf[:0]
 	var bad error
-	var end int
-	err := members(b, i, 0, func(k Span, esc bool, _ Span) bool {
+	membersValid(b, i, func(k Span, esc bool, _ Span) bool {
 		key := b[k.Start+1 : k.End-1]
 		if esc {
 			s, ok := unquote(b[k.Start:k.End])
@@ -83,14 +84,8 @@ func checkObject(b []byte, i int, known []string, where string) error {
 			return false
 		}
 		return true
-	}, &end)
-	if bad != nil {
-		return bad
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrParse, err)
-	}
-	return nil
+	})
+	return bad
 }
 
 // lookalike returns the known name key would be taken for by a decoder
