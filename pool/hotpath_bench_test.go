@@ -3,6 +3,7 @@ package pool
 import (
 	"bytes"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
@@ -18,20 +19,51 @@ var (
 	benchResponse = []byte(`{"jsonrpc":"2.0","id":90210,"result":{"content":[{"type":"text","text":"s3/17"}]}}`)
 )
 
-// BenchmarkRewriteRequest: parse a client's tools/call, give it a pool id
-// and a pool progress token (rewriteRequest).
+// BenchmarkRewriteRequest: parse a client's tools/call with the strict
+// key checks, give it a pool id and a pool progress token
+// (rewriteRequest).
 func BenchmarkRewriteRequest(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(benchRequest)))
 	for i := range b.N {
-		msg, err := jsonrpc.Parse(benchRequest)
-		if err != nil {
+		msg, err := jsonrpc.ParseStrict(benchRequest)
+		if err != nil || jsonrpc.Strict(&msg) != nil {
 			b.Fatal(err)
 		}
 		in := rewriteRequest(&msg, uint64(i), nil)
 		if len(in.line) == 0 {
 			b.Fatal("empty")
 		}
+	}
+}
+
+// BenchmarkRewriteLargeRequest: the same for a tools/call carrying 100 KiB
+// of text, with the strict check every client message gets: the cost of
+// reading every byte of a large message. "code" is a source file (a
+// quote or an escape every few words), "base64" an image (none).
+func BenchmarkRewriteLargeRequest(b *testing.B) {
+	for _, c := range []struct{ name, content string }{
+		{"code", strings.Repeat(`\tfmt.Println(\"line of text\")\n`, 100<<10/33)},
+		{"base64", strings.Repeat("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ", 100<<10/44)},
+	} {
+		line := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"/tmp/notes.txt","content":"` +
+			c.content + `"},"_meta":{"progressToken":"tok-17"}}}`)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(line)))
+			for i := 0; b.Loop(); i++ {
+				msg, err := jsonrpc.ParseStrict(line)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := jsonrpc.Strict(&msg); err != nil {
+					b.Fatal(err)
+				}
+				if in := rewriteRequest(&msg, uint64(i), nil); in.name != "write_file" {
+					b.Fatalf("tool %q", in.name)
+				}
+			}
+		})
 	}
 }
 

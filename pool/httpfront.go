@@ -140,7 +140,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 		httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported")
 		return
 	}
-	msg, err := jsonrpc.Parse(body)
+	msg, err := jsonrpc.ParseStrict(body) // the session's handleMessage asks Strict
 	if err != nil {
 		code := jsonrpc.CodeInvalidRequest
 		if errors.Is(err, jsonrpc.ErrParse) {

@@ -166,7 +166,7 @@ func (s *session) handle(line []byte) { s.handleFrom(line, nil) }
 // handleFrom is handle for a message an exchange carried (x, when not
 // nil, gets what answers it).
 func (s *session) handleFrom(line []byte, x *exchange) {
-	msg, err := jsonrpc.Parse(line)
+	msg, err := jsonrpc.ParseStrict(line) // handleMessage asks Strict
 	if err != nil {
 		s.p.parseErrors.Add(1)
 		kind := errInvalid

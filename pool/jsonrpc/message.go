@@ -52,6 +52,17 @@ type Message struct {
 	// read up to five times per request: finding it once here saves as
 	// many scans of params, arguments and all.
 	Meta Span
+
+	// keys is what ParseStrict found, on its one pass, for Strict to
+	// report.
+	keys keyFindings
+}
+
+// keyFindings is what Strict is to report about the keys of a message
+// (see Strict), as ParseStrict met them.
+type keyFindings struct {
+	parsed bool  // by ParseStrict: bad is set
+	bad    error // the key Strict refuses, or nil
 }
 
 // IDBytes returns the exact bytes of the id, or nil.
@@ -73,53 +84,122 @@ var ErrInvalid = errors.New("invalid request")
 // with ErrInvalid: MCP removed batching in 2025-06-18.
 func Parse(b []byte) (Message, error) {
 	m := Message{Raw: b}
+	i, err := objectStart(b)
+	if err != nil {
+		return m, err
+	}
+	var e envelope
+	err = members(b, i, 0, func(k Span, esc bool, v Span) bool {
+		e.member(&m, k, esc, v)
+		return true
+	}, &e.end)
+	if err := e.finish(&m, err, nil); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// ParseStrict is Parse for a message Strict will be asked about (a
+// client's). It also checks the keys Strict checks, and finds _meta, on
+// the same pass: Strict then only reports what it found, and a large
+// message is read once.
+func ParseStrict(b []byte) (Message, error) {
+	m := Message{Raw: b}
+	i, err := objectStart(b)
+	if err != nil {
+		return m, err
+	}
+	var (
+		e   envelope
+		ps  paramsScan // of the last params, which is m.Params
+		env = keyCheck{known: envelopeKeys, where: "message"}
+	)
+	err = membersWith(b, i, 0, func(k Span, esc bool, at int) (int, error) {
+		if b[at] == '{' && keyIs(b, k, esc, "params") {
+			return ps.scan(b, at)
+		}
+		return skipValue(b, at, 1)
+	}, func(k Span, esc bool, v Span) bool {
+		env.add(b, k, esc)
+		e.member(&m, k, esc, v)
+		return true
+	}, &e.end)
+	if err := e.finish(&m, err, &ps.meta); err != nil {
+		return m, err
+	}
+	// What Strict reports, found on the way: the first key refused in
+	// the envelope, else in params, else in _meta.
+	m.keys = keyFindings{parsed: true, bad: env.bad}
+	if m.keys.bad == nil && m.Params.Present() && b[m.Params.Start] == '{' {
+		m.keys.bad = ps.paramsBad
+		if m.keys.bad == nil && m.Meta.Present() && b[m.Meta.Start] == '{' {
+			m.keys.bad = ps.metaBad
+		}
+	}
+	return m, nil
+}
+
+// objectStart returns where the message's object starts, or the error for
+// a message that is not an object.
+func objectStart(b []byte) (int, error) {
 	i := skipSpace(b, 0)
 	if i < len(b) && b[i] == '[' {
 		if !Valid(b) {
-			return m, fmt.Errorf("%w: %w", ErrParse, errSyntaxOf(b))
+			return 0, fmt.Errorf("%w: %w", ErrParse, errSyntaxOf(b))
 		}
-		return m, fmt.Errorf("%w: JSON-RPC batches are not supported", ErrInvalid)
+		return 0, fmt.Errorf("%w: JSON-RPC batches are not supported", ErrInvalid)
 	}
 	if i >= len(b) || b[i] != '{' {
 		if !Valid(b) {
-			return m, fmt.Errorf("%w: %w", ErrParse, errSyntaxOf(b))
+			return 0, fmt.Errorf("%w: %w", ErrParse, errSyntaxOf(b))
 		}
-		return m, fmt.Errorf("%w: message is not an object", ErrInvalid)
+		return 0, fmt.Errorf("%w: message is not an object", ErrInvalid)
 	}
-	var (
-		version Span
-		method  Span
-		methEsc bool
-		end     int
-	)
-	err := members(b, i, 0, func(k Span, esc bool, v Span) bool {
-		switch {
-		case keyIs(b, k, esc, "id"):
-			m.ID = v
-		case keyIs(b, k, esc, "method"):
-			method = v
-			if b[v.Start] == '"' {
-				_, methEsc, _ = skipString(b, v.Start)
-			}
-		case keyIs(b, k, esc, "params"):
-			m.Params = v
-		case keyIs(b, k, esc, "result"):
-			m.Result = v
-		case keyIs(b, k, esc, "error"):
-			m.Error = v
-		case keyIs(b, k, esc, "jsonrpc"):
-			version = v
+	return i, nil
+}
+
+// envelope is what a parser keeps of the members it met, until finish.
+type envelope struct {
+	version, method Span
+	methEsc         bool
+	end             int // past the message's object
+}
+
+// member notes one member of the message's object.
+func (e *envelope) member(m *Message, k Span, esc bool, v Span) {
+	b := m.Raw
+	switch {
+	case keyIs(b, k, esc, "id"):
+		m.ID = v
+	case keyIs(b, k, esc, "method"):
+		e.method = v
+		if b[v.Start] == '"' {
+			_, e.methEsc, _ = skipString(b, v.Start)
 		}
-		return true
-	}, &end)
+	case keyIs(b, k, esc, "params"):
+		m.Params = v
+	case keyIs(b, k, esc, "result"):
+		m.Result = v
+	case keyIs(b, k, esc, "error"):
+		m.Error = v
+	case keyIs(b, k, esc, "jsonrpc"):
+		e.version = v
+	}
+}
+
+// finish checks what the walk (which ended with err) found and gives m
+// its kind, method and _meta: meta, when the walk found it, else looked
+// up in params.
+func (e *envelope) finish(m *Message, err error, meta *Span) error {
+	b := m.Raw
 	if err != nil {
-		return m, fmt.Errorf("%w: %w", ErrParse, err)
+		return fmt.Errorf("%w: %w", ErrParse, err)
 	}
-	if skipSpace(b, end) != len(b) {
-		return m, fmt.Errorf("%w: %w", ErrParse, syntaxErr(end, "trailing data after message"))
+	if skipSpace(b, e.end) != len(b) {
+		return fmt.Errorf("%w: %w", ErrParse, syntaxErr(e.end, "trailing data after message"))
 	}
-	if string(version.Of(b)) != `"2.0"` {
-		return m, fmt.Errorf("%w: jsonrpc must be \"2.0\"", ErrInvalid)
+	if string(e.version.Of(b)) != `"2.0"` {
+		return fmt.Errorf("%w: jsonrpc must be \"2.0\"", ErrInvalid)
 	}
 	if m.ID.Present() {
 		switch c := b[m.ID.Start]; {
@@ -127,28 +207,30 @@ func Parse(b []byte) (Message, error) {
 		case c == 'n' && m.Error.Present():
 			// A response to a request whose id could not be read.
 		default:
-			return m, fmt.Errorf("%w: id must be a string or a number", ErrInvalid)
+			return fmt.Errorf("%w: id must be a string or a number", ErrInvalid)
 		}
 	}
 	switch {
-	case method.Present():
-		if b[method.Start] != '"' {
-			return m, fmt.Errorf("%w: method must be a string", ErrInvalid)
+	case e.method.Present():
+		if b[e.method.Start] != '"' {
+			return fmt.Errorf("%w: method must be a string", ErrInvalid)
 		}
-		if methEsc {
-			s, ok := unquote(method.Of(b))
+		if e.methEsc {
+			s, ok := unquote(e.method.Of(b))
 			if !ok {
-				return m, fmt.Errorf("%w: bad method string", ErrInvalid)
+				return fmt.Errorf("%w: bad method string", ErrInvalid)
 			}
 			m.Method = s
 		} else {
-			m.Method = internMethod(b[method.Start+1 : method.End-1])
+			m.Method = internMethod(b[e.method.Start+1 : e.method.End-1])
 		}
 		if m.Params.Present() && b[m.Params.Start] != '{' && b[m.Params.Start] != '[' {
-			return m, fmt.Errorf("%w: params must be an object or an array", ErrInvalid)
+			return fmt.Errorf("%w: params must be an object or an array", ErrInvalid)
 		}
 		if m.Params.Present() && b[m.Params.Start] == '{' {
-			if s := Member(m.Params.Of(b), "_meta"); s.Present() {
+			if meta != nil {
+				m.Meta = *meta
+			} else if s := Member(m.Params.Of(b), "_meta"); s.Present() {
 				m.Meta = Span{m.Params.Start + s.Start, m.Params.Start + s.End}
 			}
 		}
@@ -160,9 +242,9 @@ func Parse(b []byte) (Message, error) {
 	case m.ID.Present() && (m.Result.Present() != m.Error.Present()):
 		m.Kind = KindResponse
 	default:
-		return m, fmt.Errorf("%w: neither a request, a notification nor a response", ErrInvalid)
+		return fmt.Errorf("%w: neither a request, a notification nor a response", ErrInvalid)
 	}
-	return m, nil
+	return nil
 }
 
 func errSyntaxOf(b []byte) error {

@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -226,6 +227,14 @@ func skipObject(b []byte, i int, depth int) (int, error) {
 // (including quotes), whether the key has escapes, and its value span. fn
 // returns false to stop early (then *end is not set). It validates as it goes.
 func members(b []byte, i int, depth int, fn func(key Span, keyEscaped bool, val Span) bool, end *int) error {
+	return membersWith(b, i, depth, nil, fn, end)
+}
+
+// membersWith is members with the values skipped by skip (which must
+// validate them) instead of skipValue, when skip is not nil: so that a
+// caller can look inside a member's value on the same pass.
+func membersWith(b []byte, i int, depth int, skip func(key Span, keyEscaped bool, at int) (int, error),
+	fn func(key Span, keyEscaped bool, val Span) bool, end *int) error {
 	if i >= len(b) || b[i] != '{' {
 		return syntaxErr(i, "expected object")
 	}
@@ -248,7 +257,12 @@ func members(b []byte, i int, depth int, fn func(key Span, keyEscaped bool, val 
 			return syntaxErr(i, "expected ':'")
 		}
 		i = skipSpace(b, i+1)
-		vEnd, err := skipValue(b, i, depth+1)
+		var vEnd int
+		if skip != nil && i < len(b) {
+			vEnd, err = skip(key, kEsc, i)
+		} else {
+			vEnd, err = skipValue(b, i, depth+1)
+		}
 		if err != nil {
 			return err
 		}
@@ -351,7 +365,7 @@ func skipValid(b []byte, i int) int {
 	for i < len(b) {
 		switch b[i] {
 		case '"':
-			i, _ = skipValidString(b, i)
+			i = skipValidStringLong(b, i)
 			if depth == 0 {
 				return i
 			}
@@ -374,6 +388,46 @@ func skipValid(b []byte, i int) int {
 		i++
 	}
 	return len(b)
+}
+
+// skipValidStringLong returns the offset past the closing quote of the
+// valid string at b[i]. It jumps from quote to quote: a quote preceded by
+// an odd run of backslashes is escaped, one preceded by an even run ends
+// the string. The next quote is looked for eight bytes at a time for
+// 16 bytes (source code in a string has one every few words), then
+// with bytes.IndexByte (which reads far more at a time, for base64 and
+// prose).
+func skipValidStringLong(b []byte, i int) int {
+	start := i
+	i++ // opening quote
+	for {
+		q := -1
+		for range 2 {
+			if len(b)-i < 8 {
+				break
+			}
+			if m := zeroBytes(binary.LittleEndian.Uint64(b[i:]) ^ (lanes * '"')); m != 0 {
+				q = i + bits.TrailingZeros64(m)>>3
+				break
+			}
+			i += 8
+		}
+		if q < 0 {
+			j := bytes.IndexByte(b[i:], '"')
+			if j < 0 {
+				return len(b)
+			}
+			q = i + j
+		}
+		run := 0
+		for j := q - 1; j > start && b[j] == '\\'; j-- {
+			run++
+		}
+		i = q + 1
+		if run%2 == 0 {
+			return i
+		}
+	}
 }
 
 // skipValidString returns the offset past the closing quote of the valid

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -66,12 +67,27 @@ func FuzzStrict(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressTo\u212aen":9}}}`,
 		`{"jsonrpc":"2.0","id":"a","method":"m","params":{"name":"n","name":"m"}}`,
 		`{"jsonrpc":"2.0","Id":1,"method":"m"}`,
+		`{"jsonrpc":"2.0","params":{"a":1,"a":2},"method":"m","ID":1}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"n":1,"n":2},"params":{"_meta":{"PROGRESSTOKEN":1}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":7,"_meta":{"progresstoken":1}}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := Parse(b)
-		if err != nil || Strict(&m) != nil {
+		m, err := ParseStrict(b)
+		walked, werr := Parse(b)
+		if fmt.Sprint(err) != fmt.Sprint(werr) || err == nil && (m.Meta != walked.Meta || m.Params != walked.Params) {
+			t.Fatalf("ParseStrict(%q) = %+v, %v; Parse %+v, %v", b, m, err, walked, werr)
+		}
+		if err != nil {
+			return
+		}
+		// What ParseStrict found on its pass is what walking the keys again
+		// finds.
+		if got, want := Strict(&m), Strict(&walked); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("Strict(%q) = %v from ParseStrict's findings, %v walking the keys", b, got, want)
+		}
+		if Strict(&m) != nil {
 			return
 		}
 		var g goView
@@ -127,6 +143,15 @@ func BenchmarkParseStrict(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			m, err := Parse(line)
+			if err != nil || Strict(&m) != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parsestrict+strict", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m, err := ParseStrict(line)
 			if err != nil || Strict(&m) != nil {
 				b.Fatal(err)
 			}
