@@ -76,7 +76,7 @@ func (lr *lineReader) readLine() ([]byte, error) {
 			lr.buf = append(lr.buf, frag[:len(frag)-1]...)
 			return lr.buf, nil
 		case errors.Is(err, bufio.ErrBufferFull):
-			lr.buf = append(lr.buf, frag...)
+			lr.buf = appendDoubling(lr.buf, frag)
 		case errors.Is(err, io.EOF) && len(lr.buf)+len(frag) > 0:
 			lr.buf = append(lr.buf, frag...)
 			return lr.buf, nil
@@ -87,6 +87,20 @@ func (lr *lineReader) readLine() ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// appendDoubling is append for a line growing by buffer-sized fragments:
+// it at least doubles the capacity when it must grow. append grows large
+// slices by a quarter, so a 1 MB line read 64 KB at a time was copied
+// again and again into fresh memory, each copy paying page faults: the
+// largest cost of a large message in the pool.
+func appendDoubling(buf, frag []byte) []byte {
+	if len(buf)+len(frag) > cap(buf) {
+		grown := make([]byte, len(buf), max(2*cap(buf), len(buf)+len(frag)))
+		copy(grown, buf)
+		buf = grown
+	}
+	return append(buf, frag...)
 }
 
 // unread is what the reader took from its input and has not returned as

@@ -312,6 +312,28 @@ func TestLineReaderShrinksAfterALargeLine(t *testing.T) {
 	}
 }
 
+// A long line is gathered in buffers that at least double: a 1 MB
+// message read 64 KB at a time takes five buffers, not the ten (each a
+// copy of all before it, into fresh memory) that append's growth makes.
+func TestLineReaderGrowsLongLinesByDoubling(t *testing.T) {
+	line := strings.Repeat("0123456789abcdef", 1<<16) + "\n" // 1 MiB
+	r := strings.NewReader(line)
+	lr := newLineReader(r, 64<<20)
+	allocs := testing.AllocsPerRun(20, func() {
+		r.Reset(line)
+		lr.r.Reset(r)
+		lr.buf = nil
+		got, err := lr.next()
+		if err != nil || len(got) != len(line)-1 {
+			t.Fatalf("read %d bytes, %v", len(got), err)
+		}
+	})
+	// 64 KiB, doubled four times to 1 MiB (whose last fragment fits).
+	if allocs > 5 {
+		t.Fatalf("%v allocations to read a 1 MiB line", allocs)
+	}
+}
+
 // Rewrites live in rewrite.go only: no other file of the package splices
 // a message's bytes, so a rewrite cannot hide inline in a handler.
 func TestRewritesStayInRewriteGo(t *testing.T) {
