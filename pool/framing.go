@@ -103,6 +103,28 @@ func appendDoubling(buf, frag []byte) []byte {
 	return append(buf, frag...)
 }
 
+// readAll is io.ReadAll with a buffer that doubles when full. io.ReadAll
+// grows a large buffer by a quarter: a 1 MiB body took 24 buffers, each
+// a copy of all before it; this takes 13.
+func readAll(r io.Reader) ([]byte, error) {
+	b := make([]byte, 0, 512)
+	for {
+		if len(b) == cap(b) {
+			grown := make([]byte, len(b), 2*cap(b))
+			copy(grown, b)
+			b = grown
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}
+
 // unread is what the reader took from its input and has not returned as
 // a line: a partial line and whatever is buffered after it.
 func (lr *lineReader) unread() []byte {

@@ -185,8 +185,9 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 // readBody reads a POST's body, up to limit+1 bytes (one more than the
 // limit says it is too large). A small body whose length the request
 // declares, as clients' are, is read into a buffer of that size, in one
-// allocation; a large one grows as its bytes arrive, so that a caller
-// cannot make the pool hold what it only announced.
+// allocation; a large one grows as its bytes arrive (doubling: see
+// readAll), so that a caller cannot make the pool hold what it only
+// announced.
 func readBody(r *http.Request, limit int) ([]byte, error) {
 	const sizedUpTo = 64 << 10
 	if n := r.ContentLength; n >= 0 && n <= int64(min(limit, sizedUpTo)) {
@@ -196,7 +197,7 @@ func readBody(r *http.Request, limit int) ([]byte, error) {
 		}
 		return body, nil
 	}
-	return io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+	return readAll(io.LimitReader(r.Body, int64(limit)+1))
 }
 
 // legacy serves a message of a legacy session: a request is an exchange

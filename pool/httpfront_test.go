@@ -413,3 +413,40 @@ func BenchmarkHTTPStatelessRoundTrip(b *testing.B) {
 		r.Body.Close()
 	}
 }
+
+// A large call over HTTP, with its length declared and without it
+// (chunked), reaches the child whole and comes back whole: the body is
+// read past the small-body fast path.
+func TestHTTPLargeCall(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	c := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	c.initialize("large")
+	text := strings.Repeat(`line of text, "quoted"\n`, 1<<20/23)
+	for _, chunked := range []bool{false, true} {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, text)
+		var r io.Reader = strings.NewReader(body)
+		if chunked {
+			r = io.MultiReader(r) // no length the client can see: sent chunked
+		}
+		req, err := http.NewRequest(http.MethodPost, c.url, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", c.sid)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if wantLen := int64(len(body)); chunked == (req.ContentLength == wantLen) {
+			t.Fatalf("chunked %v: the request's length was %d", chunked, req.ContentLength)
+		}
+		var m msg
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &m) != nil || m.text() != text {
+			t.Fatalf("chunked %v: %s, %d bytes back, text intact: %v", chunked, resp.Status, len(b), m.text() == text)
+		}
+	}
+}

@@ -3,10 +3,12 @@ package pool
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
@@ -331,6 +333,41 @@ func TestLineReaderGrowsLongLinesByDoubling(t *testing.T) {
 	// 64 KiB, doubled four times to 1 MiB (whose last fragment fits).
 	if allocs > 5 {
 		t.Fatalf("%v allocations to read a 1 MiB line", allocs)
+	}
+}
+
+// An HTTP body of unknown or large length is read into a buffer that
+// doubles, and ends at the reader's end: all of it, and no more.
+func TestReadAllDoubles(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	for _, n := range []int{0, 1, 511, 512, 513, 100 << 10, len(data)} {
+		got, err := readAll(iotest.OneByteReader(bytes.NewReader(data[:min(n, 4096)])))
+		if err != nil || !bytes.Equal(got, data[:min(n, 4096)]) {
+			t.Fatalf("one byte at a time, %d bytes: read %d, %v", min(n, 4096), len(got), err)
+		}
+		got, err = readAll(bytes.NewReader(data[:n]))
+		if err != nil || !bytes.Equal(got, data[:n]) {
+			t.Fatalf("%d bytes: read %d, %v", n, len(got), err)
+		}
+	}
+	allocs := testing.AllocsPerRun(10, func() {
+		if b, _ := readAll(bytes.NewReader(data)); len(b) != len(data) {
+			t.Fatalf("read %d bytes", len(b))
+		}
+	})
+	std := testing.AllocsPerRun(10, func() {
+		if b, _ := io.ReadAll(bytes.NewReader(data)); len(b) != len(data) {
+			t.Fatalf("read %d bytes", len(b))
+		}
+	})
+	// 13 buffers (512 B doubled to 1 MiB, and once more to see the end)
+	// and the reader; io.ReadAll: 25 here.
+	if allocs > 14 || allocs >= std {
+		t.Fatalf("%v allocations to read 1 MiB, io.ReadAll %v", allocs, std)
+	}
+	want := errors.New("connection reset")
+	if _, err := readAll(iotest.ErrReader(want)); !errors.Is(err, want) {
+		t.Fatalf("a failed read: %v", err)
 	}
 }
 
