@@ -103,8 +103,9 @@ type outItem struct {
 	line  []byte
 	early bool // part of the handshake: written before the child is ready
 	// rest is what a sender that began writing line itself left unwritten
-	// (the child has the line's start): written first, and only to
-	// restFor, whatever became of p.
+	// (the child has the line's start), then the line's newline: written
+	// first, and only to restFor, whatever became of p. It is a part of
+	// line, not a copy; a non-nil restFor says there is a rest.
 	rest    []byte
 	restFor *child
 }
@@ -337,7 +338,7 @@ func (b *backend) writeDirect(c *child, p *pending) {
 	default:
 		// The child has the line's start: its end follows, first,
 		// whatever became of p meanwhile.
-		b.queue = slices.Insert(b.queue, 0, outItem{p: p, line: p.line, rest: restOf(p.line, n), restFor: c})
+		b.queue = slices.Insert(b.queue, 0, outItem{p: p, line: p.line, rest: p.line[min(n, len(p.line)):], restFor: c})
 	}
 	more := len(b.queue) > 0
 	b.mu.Unlock()
@@ -350,12 +351,6 @@ func (b *backend) writeDirect(c *child, p *pending) {
 	if err != nil {
 		b.log.Debug("write to child failed", "pid", c.pid, "err", err)
 	}
-}
-
-// restOf is what is left of line and its newline after n bytes.
-func restOf(line []byte, n int) []byte {
-	rest := make([]byte, 0, len(line)+1-n)
-	return append(append(rest, line[n:]...), '\n')
 }
 
 // sendRaw queues a line that is not a request: a notification or an answer
@@ -388,7 +383,7 @@ func (b *backend) writeLoop(c *child) {
 	defer close(c.writerDone)
 	const maxBatch = 256 << 10
 	var (
-		buf    []byte
+		out    gather
 		batch  []outItem
 		ends   []int
 		wrote  []*pending
@@ -396,21 +391,23 @@ func (b *backend) writeLoop(c *child) {
 		ledger []*session // whose ledgers hear of batch's requests, in batch order (nil: none)
 	)
 	for {
-		buf, batch, ends, ledger = buf[:0], batch[:0], ends[:0], ledger[:0]
+		out.reset()
+		batch, ends, ledger = batch[:0], ends[:0], ledger[:0]
 		b.mu.Lock()
 		if !b.writing {
 			keep := b.queue[:0]
 			b.reqs.update(func(in *inFlight) {
 				for _, it := range b.queue {
 					switch {
-					case it.rest != nil:
+					case it.restFor != nil:
 						if it.restFor != c {
 							continue // the end of a line for a child that is gone
 						}
-						buf = append(buf, it.rest...) // first in the queue: the child has the line's start
+						out.add(it.rest) // first in the queue: the child has the line's start
+						out.addByte('\n')
 					case it.p != nil && in.isDoneLocked(it.p):
 						continue // ended while queued: the child never needs it
-					case (!c.ready && !it.early) || (len(buf) > 0 && len(buf)+len(it.line) > maxBatch):
+					case (!c.ready && !it.early) || (out.size > 0 && out.size+len(it.line) > maxBatch):
 						keep = append(keep, it)
 						continue
 					default:
@@ -421,10 +418,10 @@ func (b *backend) writeLoop(c *child) {
 							}
 							ledger = append(ledger, sess)
 						}
-						buf = append(buf, it.line...)
-						buf = append(buf, '\n')
+						out.add(it.line)
+						out.addByte('\n')
 					}
-					ends = append(ends, len(buf))
+					ends = append(ends, out.size)
 					batch = append(batch, it)
 				}
 			})
@@ -433,7 +430,7 @@ func (b *backend) writeLoop(c *child) {
 			b.writing = len(batch) > 0
 			i := 0
 			for _, it := range batch {
-				if it.p != nil && it.rest == nil {
+				if it.p != nil && it.restFor == nil {
 					ledger[i].ledgerWritten(it.p)
 					i++
 				}
@@ -451,7 +448,7 @@ func (b *backend) writeLoop(c *child) {
 				return
 			}
 		}
-		n, err := c.stdin.Write(buf)
+		n, err := out.writeTo(c.stdin)
 		now := time.Now()
 		wrote, whose, ledger = wrote[:0], whose[:0], ledger[:0]
 		var requeue []outItem
@@ -465,7 +462,7 @@ func (b *backend) writeLoop(c *child) {
 					if ok, sess := in.wroteLocked(it.p, now, c.pid); ok && sess != nil {
 						wrote, whose = append(wrote, it.p), append(whose, sess)
 					}
-				case it.rest == nil:
+				case it.restFor == nil:
 					// (Only after a failed write: the child is gone.)
 					if requeued, untake := in.unwriteLocked(it.p); requeued {
 						requeue, ledger = append(requeue, it), append(ledger, untake)
@@ -486,9 +483,8 @@ func (b *backend) writeLoop(c *child) {
 		clear(batch)
 		clear(whose)
 		clear(ledger)
-		if cap(buf) > keepBuf {
-			buf = nil // one large request must not stay resident for the child's life
-			b.p.releasedLarge()
+		if slices.ContainsFunc(out.refs, func(r []byte) bool { return len(r) > keepBuf }) {
+			b.p.releasedLarge() // the memory trim waits for large requests to stop
 		}
 		if err != nil {
 			b.log.Debug("write to child failed", "pid", c.pid, "err", err)

@@ -18,10 +18,13 @@ import (
 // the session that sent it.
 
 // TestLargeRequestsCutShortArriveWhole: 8 sessions send 256 KiB requests
-// at once to one child, whose stdin takes 64 KiB at a time.
+// at once to one child, whose stdin takes 64 KiB at a time, with smaller
+// ones between them: the writer's batches mix lines it copies together
+// with large ones it writes from where they lie.
 func TestLargeRequestsCutShortArriveWhole(t *testing.T) {
 	tp := newTestPool(t, nil, fake("srv"))
-	const sessions, calls, size = 8, 4, 256 << 10
+	const sessions, calls = 8, 6
+	sizes := [calls]int{256 << 10, 100, 20 << 10, 300, 256 << 10, 17 << 10}
 	clients := make([]*client, sessions)
 	for i := range clients {
 		clients[i] = tp.dial(t, "srv")
@@ -32,7 +35,7 @@ func TestLargeRequestsCutShortArriveWhole(t *testing.T) {
 	for i, c := range clients {
 		wg.Go(func() {
 			for k := range calls {
-				c.call(fmt.Sprint(k+1), "echo", fmt.Sprintf(`{"text":%q}`, text(i, k, size)))
+				c.call(fmt.Sprint(k+1), "echo", fmt.Sprintf(`{"text":%q}`, text(i, k, sizes[k])))
 			}
 		})
 	}
@@ -45,8 +48,8 @@ func TestLargeRequestsCutShortArriveWhole(t *testing.T) {
 			got[string(m.ID)] = m
 		}
 		for k := range calls {
-			if got := got[fmt.Sprint(k+1)].text(); got != text(i, k, size) {
-				t.Errorf("session %d call %d: %d bytes back, not its own %d (%.40q)", i, k+1, len(got), size, got)
+			if got := got[fmt.Sprint(k+1)].text(); got != text(i, k, sizes[k]) {
+				t.Errorf("session %d call %d: %d bytes back, not its own %d (%.40q)", i, k+1, len(got), sizes[k], got)
 			}
 		}
 	}

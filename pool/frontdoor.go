@@ -313,8 +313,12 @@ type sessionOut struct {
 	w      *directWriter // nil: every line goes through drain
 	active atomic.Bool   // a drain goroutine runs
 
+	// A line a deliverer began writing and the client took only part
+	// of: its end and newline go first. rest is a part of the line, not
+	// a copy (a delivered line is the session's). Guarded by mu.
 	mu   sync.Mutex
-	rest []byte // the end of a line a deliverer began writing; written first; guarded by mu
+	cut  bool
+	rest []byte
 }
 
 // kick makes sure a drain goroutine runs for what is queued.
@@ -360,7 +364,7 @@ func (s *session) drain(o *sessionOut) {
 		// A line offered since the queue was last seen empty found this
 		// goroutine still active: look again.
 		o.mu.Lock()
-		more := (len(s.out) > 0 || o.rest != nil) && !isClosed(s.closed)
+		more := (len(s.out) > 0 || o.cut) && !isClosed(s.closed)
 		o.mu.Unlock()
 		if !more || !o.active.CompareAndSwap(false, true) {
 			return
@@ -390,14 +394,14 @@ func (o *sessionOut) tryWrite(s *session, line []byte) bool {
 	if o.w == nil || len(s.out) > 0 || !o.mu.TryLock() {
 		return false
 	}
-	if len(s.out) > 0 || o.rest != nil || isClosed(s.closed) {
+	if len(s.out) > 0 || o.cut || isClosed(s.closed) {
 		o.mu.Unlock()
 		return false
 	}
 	n, _ := o.w.writeNow(line) // an error comes back to drain's write of the queued line
 	cut := n > 0 && n <= len(line)
 	if cut {
-		o.rest = restOf(line, n)
+		o.cut, o.rest = true, line[n:]
 	}
 	o.mu.Unlock()
 	if n == 0 {
@@ -415,9 +419,12 @@ func (o *sessionOut) tryWrite(s *session, line []byte) bool {
 // writeQueued writes the end of a line cut short, then everything queued,
 // in writes of up to 48 KiB that each must be taken within EvictAfter.
 func (s *session) writeQueued(conn deadlineWriter, bw *bufio.Writer, o *sessionOut) error {
-	if o.rest != nil {
+	if o.cut {
 		err := s.buffer(conn, bw, o.rest)
-		o.rest = nil
+		if err == nil {
+			err = bw.WriteByte('\n')
+		}
+		o.cut, o.rest = false, nil
 		if err != nil {
 			return err
 		}
@@ -468,9 +475,10 @@ func (s *session) flushQueued(conn deadlineWriter, bw *bufio.Writer, o *sessionO
 		wait = min(wait, s.p.opts.StopGrace) // the pool is stopping: no client holds it up
 	}
 	_ = conn.SetWriteDeadline(time.Now().Add(wait))
-	if o.rest != nil {
+	if o.cut {
 		bw.Write(o.rest)
-		o.rest = nil
+		bw.WriteByte('\n')
+		o.cut, o.rest = false, nil
 	}
 	for {
 		select {
