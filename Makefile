@@ -162,11 +162,13 @@ tidy:
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy" >&2; exit 1; }
 
 # Bounded fuzzing on every run: random multi-session traffic against the
-# isolation invariants, the codec's view against a Go child's, and its
+# isolation invariants, the line reader against a plain split of the
+# stream, the codec's view against a Go child's, and its
 # fast scanner against the plain one.
 FUZZTIME ?= 10s
 fuzz: deps
 	GOFLAGS="$(RACE_GOFLAGS)" $(GO) test ./pool -run '^$$' -fuzz '^FuzzSessions$$' -fuzztime $(FUZZTIME)
+	GOFLAGS="$(RACE_GOFLAGS)" $(GO) test ./pool -run '^$$' -fuzz '^FuzzLineReader$$' -fuzztime $(FUZZTIME)
 	GOFLAGS="$(RACE_GOFLAGS)" $(GO) test ./pool/jsonrpc -run '^$$' -fuzz '^FuzzStrict$$' -fuzztime $(FUZZTIME)
 	GOFLAGS="$(RACE_GOFLAGS)" $(GO) test ./pool/jsonrpc -run '^$$' -fuzz '^FuzzScan$$' -fuzztime $(FUZZTIME)
 

@@ -1,27 +1,39 @@
 package pool
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
+	"sync"
 )
 
 // lineReader reads newline-delimited messages, the framing of MCP's stdio
-// transport and of the pool's local socket. A line longer than max is
-// skipped, not buffered: its size and last bytes are reported in a
-// *tooLongError so the caller can answer the sender.
+// transport and of the pool's local socket. It reads into a buffer of its
+// own and returns lines as parts of it: a line is copied only when the
+// buffer must grow to hold it (by doubling), never fragment by fragment.
+// A line longer than max is skipped, not buffered: its size and last
+// bytes are reported in a *tooLongError so the caller can answer the
+// sender.
 type lineReader struct {
-	r         *bufio.Reader
+	r         io.Reader
 	max       int
-	buf       []byte
 	onRelease func() // called when a buffer larger than keepBuf is let go
+
+	buf        []byte // all of it is the reader's to fill: len(buf) == cap(buf)
+	small      []byte // the reader's own buffer of readBuf bytes; buf when lines are small
+	start, end int    // buf[start:end] is read and not yet returned
+	scanned    int    // buf[start:start+scanned] holds no newline
+	err        error  // the input's error, returned once the lines before it are
 }
 
 func newLineReader(r io.Reader, max int) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+	return &lineReader{r: r, max: max}
 }
+
+// readBuf is a reader's first buffer, and its size again after a large line.
+const readBuf = 64 << 10
 
 // tooLongError reports a skipped oversize line.
 type tooLongError struct {
@@ -56,37 +68,129 @@ func (lr *lineReader) next() ([]byte, error) {
 const keepBuf = 1 << 20
 
 func (lr *lineReader) readLine() ([]byte, error) {
-	if cap(lr.buf) > keepBuf {
-		lr.buf = nil // the caller is done with the last line
-		if lr.onRelease != nil {
-			lr.onRelease()
-		}
-	}
-	lr.buf = lr.buf[:0]
+	lr.shrink()
 	for {
-		frag, err := lr.r.ReadSlice('\n')
-		if len(lr.buf)+len(frag) > lr.max+1 {
-			return nil, lr.skip(frag, err)
-		}
-		switch {
-		case err == nil:
-			if len(lr.buf) == 0 {
-				return frag[:len(frag)-1], nil
+		from := lr.start + lr.scanned
+		if i := bytes.IndexByte(lr.buf[from:lr.end], '\n'); i >= 0 {
+			if from+i-lr.start > lr.max {
+				return nil, lr.skip()
 			}
-			lr.buf = append(lr.buf, frag[:len(frag)-1]...)
-			return lr.buf, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			lr.buf = appendDoubling(lr.buf, frag)
-		case errors.Is(err, io.EOF) && len(lr.buf)+len(frag) > 0:
-			lr.buf = append(lr.buf, frag...)
-			return lr.buf, nil
+			line := lr.buf[lr.start : from+i]
+			lr.start, lr.scanned = from+i+1, 0
+			return line, nil
+		}
+		lr.scanned = lr.end - lr.start
+		switch {
+		case lr.scanned > lr.max:
+			return nil, lr.skip()
+		case lr.err == nil:
+			lr.fill()
+		case errors.Is(lr.err, io.EOF) && lr.scanned > 0:
+			line := lr.buf[lr.start:lr.end]
+			lr.start, lr.scanned = lr.end, 0
+			return line, nil
 		default:
-			// What was read before the error is kept: a session handed
-			// back to its shim gives it to the next pool (unread).
-			lr.buf = append(lr.buf, frag...)
+			// What was read before the error stays: a session handed
+			// back to its shim gives it to the next pool (unread). The
+			// error is returned once, as a bufio.Reader's is.
+			err := lr.err
+			lr.err = nil
 			return nil, err
 		}
 	}
+}
+
+// fill reads more after the unfinished line, which first moves to the
+// buffer's start; a buffer the line fills doubles, so a large message is
+// read straight into the buffer that returns it.
+func (lr *lineReader) fill() {
+	if lr.start > 0 {
+		lr.end = copy(lr.buf, lr.buf[lr.start:lr.end])
+		lr.start = 0
+	}
+	switch {
+	case len(lr.buf) == 0:
+		lr.small = make([]byte, readBuf)
+		lr.buf = lr.small
+	case lr.end == len(lr.buf):
+		buf := getLineBuf(2 * len(lr.buf))
+		copy(buf, lr.buf[:lr.end])
+		lr.letGo()
+		lr.buf = buf
+	}
+	n, err := lr.r.Read(lr.buf[lr.end:])
+	lr.end += n
+	lr.err = err
+}
+
+// shrink goes back to the small buffer once a large line was returned,
+// when what follows it fits there: a session that once sent a 60 MB
+// message must not hold 60 MB for the rest of its life.
+func (lr *lineReader) shrink() {
+	rest := lr.end - lr.start
+	if len(lr.buf) <= readBuf || rest > readBuf/2 {
+		return
+	}
+	if lr.small == nil {
+		lr.small = make([]byte, readBuf)
+	}
+	lr.end, lr.start = copy(lr.small, lr.buf[lr.start:lr.end]), 0
+	lr.letGo()
+	lr.buf = lr.small
+}
+
+// letGo gives a large buffer, done with, to the next large line.
+func (lr *lineReader) letGo() {
+	if len(lr.buf) <= readBuf {
+		return
+	}
+	if len(lr.buf) > keepBuf && lr.onRelease != nil {
+		lr.onRelease()
+	}
+	putLineBuf(lr.buf)
+}
+
+// lineBufs keep the buffers of large lines between lines, and between
+// readers, by size: powers of two from 128 KiB. A session that sends a
+// large message usually sends more, and a buffer made anew for each was
+// zeroed and faulted into memory again each time (the largest part of
+// the pool's cost for a large message). The garbage collector empties
+// the pools once large lines stop coming.
+var lineBufs [lineBufClasses]sync.Pool
+
+const lineBufClasses = 14 // 128 KiB to 1 GiB
+
+// lineBufSize is the size of buffers of class c.
+func lineBufSize(c int) int { return 2 * readBuf << c }
+
+// lineBufClass is the class of the smallest pooled buffer of n bytes or
+// more (n > 0).
+func lineBufClass(n int) int { return bits.Len(uint(n-1) / uint(2*readBuf)) }
+
+// getLineBuf returns a buffer of n bytes or more.
+func getLineBuf(n int) []byte {
+	c := lineBufClass(n)
+	if c >= lineBufClasses {
+		return make([]byte, n)
+	}
+	if b, ok := lineBufs[c].Get().(*[]byte); ok {
+		return *b
+	}
+	return make([]byte, lineBufSize(c))
+}
+
+// putLineBuf keeps b, a buffer of a class size, for getLineBuf.
+func putLineBuf(b []byte) {
+	c := lineBufClass(cap(b))
+	if c < lineBufClasses && cap(b) == lineBufSize(c) {
+		b = b[:cap(b)]
+		lineBufs[c].Put(&b)
+	}
+}
+
+// reset makes lr read r from its start, keeping its buffer.
+func (lr *lineReader) reset(r io.Reader) {
+	*lr = lineReader{r: r, max: lr.max, onRelease: lr.onRelease, buf: lr.buf, small: lr.small}
 }
 
 // growDoubling returns b with room for n more bytes, at least doubling
@@ -101,12 +205,6 @@ func growDoubling(b []byte, n int) []byte {
 	grown := make([]byte, len(b), max(2*cap(b), len(b)+n))
 	copy(grown, b)
 	return grown
-}
-
-// appendDoubling is append for a line growing by buffer-sized fragments
-// (a 1 MiB line read 64 KiB at a time: five buffers, not ten).
-func appendDoubling(buf, frag []byte) []byte {
-	return append(growDoubling(buf, len(frag)), frag...)
 }
 
 // readAll is io.ReadAll with a buffer that doubles when full: a 1 MiB
@@ -128,37 +226,35 @@ func readAll(r io.Reader) ([]byte, error) {
 }
 
 // unread is what the reader took from its input and has not returned as
-// a line: a partial line and whatever is buffered after it.
+// a line: a partial line and whatever was read after it.
 func (lr *lineReader) unread() []byte {
-	rest := append([]byte(nil), lr.buf...)
-	if n := lr.r.Buffered(); n > 0 {
-		b, _ := lr.r.Peek(n)
-		rest = append(rest, b...)
-	}
-	return rest
+	return append([]byte(nil), lr.buf[lr.start:lr.end]...)
 }
 
-// skip discards the rest of an oversize line.
-func (lr *lineReader) skip(frag []byte, err error) error {
+// skip discards the oversize line at lr.start, reading on to its end.
+func (lr *lineReader) skip() error {
 	const keep = 256
-	e := &tooLongError{size: len(lr.buf)}
-	e.head = append(e.head, lr.buf[:min(keep, len(lr.buf))]...)
-	if len(e.head) < keep {
-		e.head = append(e.head, frag[:min(keep-len(e.head), len(frag))]...)
-	}
-	lr.buf = lr.buf[:0]
+	e := &tooLongError{}
+	e.head = append(e.head, lr.buf[lr.start:lr.start+min(keep, lr.end-lr.start)]...)
 	for {
-		e.size += len(frag)
-		e.tail = append(e.tail, frag...)
+		stop := lr.end
+		i := bytes.IndexByte(lr.buf[lr.start:lr.end], '\n')
+		if i >= 0 {
+			stop = lr.start + i + 1
+		}
+		e.size += stop - lr.start
+		e.tail = append(e.tail, lr.buf[max(lr.start, stop-keep):stop]...)
 		if len(e.tail) > keep {
 			e.tail = append(e.tail[:0], e.tail[len(e.tail)-keep:]...)
 		}
-		if err == nil {
+		lr.start, lr.scanned = stop, 0
+		switch {
+		case i >= 0:
 			return e
+		case lr.err != nil:
+			return errors.Join(e, lr.err)
 		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return errors.Join(e, err)
-		}
-		frag, err = lr.r.ReadSlice('\n')
+		lr.start, lr.end = 0, 0 // what was read of the line is dropped
+		lr.fill()
 	}
 }

@@ -167,7 +167,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 			s.resume(hello.Resume)
 		}
 		s.startOutput(conn)
-		s.readFrom(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), newRawReader(conn)), 64<<10), rawConn(conn), s.hb)
+		s.readFrom(io.MultiReader(bytes.NewReader(rest), newRawReader(conn)), rawConn(conn), s.hb)
 		return
 	}
 	if err := writeLine(conn, Welcome{Session: s.id, Attached: true, Run: p.opts.RunID}); err != nil {
@@ -190,7 +190,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 	if len(carried) > 0 {
 		input = io.MultiReader(bytes.NewReader(carried), input)
 	}
-	s.readFrom(bufio.NewReaderSize(input, 64<<10), rawConn(out), s.hb)
+	s.readFrom(input, rawConn(out), s.hb)
 }
 
 // resumedBytes is how many bytes of its earlier pool's unread input a
@@ -269,7 +269,7 @@ func closeFiles(files []*os.File) {
 // line. It returns when the session ends; EOF is a half-close (halfclose.go)
 // and peer the output watched meanwhile. hb, when set, can stop it for a
 // hand-back (handback.go).
-func (s *session) readFrom(r *bufio.Reader, peer syscall.RawConn, hb *handBack) {
+func (s *session) readFrom(r io.Reader, peer syscall.RawConn, hb *handBack) {
 	lr := &lineReader{r: r, max: s.p.opts.MaxMessageBytes, onRelease: s.p.releasedLarge}
 	for {
 		line, err := lr.next()

@@ -102,7 +102,7 @@ func BenchmarkLineReader(b *testing.B) {
 	for i := range b.N {
 		if i%n == 0 {
 			r.Reset(stream)
-			lr.r.Reset(r)
+			lr.reset(r)
 		}
 		if _, err := lr.next(); err != nil && err != io.EOF {
 			b.Fatal(err)

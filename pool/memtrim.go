@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -74,6 +75,10 @@ func (p *Pool) trimLoop() {
 		if !p.awaitQuiet() {
 			return
 		}
+		// The kept buffers of large lines (lineBufs) outlive one
+		// collection (a sync.Pool's victim cache): they are let go by
+		// the first, freed by FreeOSMemory's.
+		runtime.GC()
 		debug.FreeOSMemory()
 		p.trim.done.Add(1)
 	}
