@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -102,6 +103,26 @@ func TestSpliceRestoresExactID(t *testing.T) {
 		if string(back) != in {
 			t.Fatalf("round trip of %s: %s", id, back)
 		}
+	}
+}
+
+// A spliced message is one allocation of its size (an answer on its way
+// to a client took three appends' worth), and none into a buffer with
+// room; either way the bytes are the same.
+func TestSpliceAllocatesOnce(t *testing.T) {
+	m, err := Parse([]byte(`{"jsonrpc":"2.0","id":12345,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 300) + `"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := []byte(`"a client's id"`)
+	want := strings.Replace(string(m.Raw), "12345", string(id), 1)
+	var got []byte
+	if n := testing.AllocsPerRun(100, func() { got = Splice(nil, m.Raw, m.ID, id) }); n != 1 || string(got) != want {
+		t.Errorf("into nil: %.0f allocations, %d bytes of %d", n, len(got), len(want))
+	}
+	dst := make([]byte, 0, 1024)
+	if n := testing.AllocsPerRun(100, func() { got = Splice(dst, m.Raw, m.ID, id) }); n != 0 || string(got) != want {
+		t.Errorf("into a buffer with room: %.0f allocations, %d bytes of %d", n, len(got), len(want))
 	}
 }
 

@@ -7,6 +7,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -308,8 +309,12 @@ func String(b []byte, s Span) (string, bool) {
 }
 
 // Splice returns a new message: b with the bytes at s replaced by val.
-// dst is reused when it has room.
+// dst is reused when it has room; else the message is one allocation of
+// its size, not zeroed before it is written (bytes.Join's).
 func Splice(dst, b []byte, s Span, val []byte) []byte {
+	if cap(dst) < len(b)-(s.End-s.Start)+len(val) {
+		return bytes.Join([][]byte{b[:s.Start], val, b[s.End:]}, nil)
+	}
 	dst = append(dst[:0], b[:s.Start]...)
 	dst = append(dst, val...)
 	return append(dst, b[s.End:]...)
