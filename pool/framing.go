@@ -63,8 +63,8 @@ func (lr *lineReader) next() ([]byte, error) {
 	}
 }
 
-// keepBuf is the largest line buffer kept between lines: a session that
-// once sent a 60 MB message must not hold 60 MB for the rest of its life.
+// keepBuf is the size from which a message's buffer, let go, asks for a
+// memory trim (memtrim.go).
 const keepBuf = 1 << 20
 
 func (lr *lineReader) readLine() ([]byte, error) {
@@ -110,7 +110,9 @@ func (lr *lineReader) fill() {
 	}
 	switch {
 	case len(lr.buf) == 0:
-		lr.small = make([]byte, readBuf)
+		if lr.small == nil {
+			lr.small = make([]byte, readBuf)
+		}
 		lr.buf = lr.small
 	case lr.end == len(lr.buf):
 		buf := getLineBuf(2 * len(lr.buf))
@@ -118,10 +120,19 @@ func (lr *lineReader) fill() {
 		lr.letGo()
 		lr.buf = buf
 	}
-	n, err := lr.r.Read(lr.buf[lr.end:])
-	lr.end += n
-	lr.err = err
+	for range maxEmptyReads {
+		n, err := lr.r.Read(lr.buf[lr.end:])
+		lr.end += n
+		if lr.err = err; n > 0 || err != nil {
+			return
+		}
+	}
+	lr.err = io.ErrNoProgress
 }
+
+// maxEmptyReads is how many reads that return nothing, and no error, a
+// reader is given before it is taken for broken (bufio's bound).
+const maxEmptyReads = 100
 
 // shrink goes back to the small buffer once a large line was returned,
 // when what follows it fits there: a session that once sent a 60 MB

@@ -109,3 +109,23 @@ func TestLineBufs(t *testing.T) {
 	}
 	t.Error("a buffer put back is never handed out again")
 }
+
+// emptyReader returns nothing, and no error, for ever.
+type emptyReader struct{}
+
+func (emptyReader) Read([]byte) (int, error) { return 0, nil }
+
+// A reader that never returns anything, nor an error, is taken for
+// broken (as bufio does) instead of being read for ever.
+func TestLineReaderGivesUpOnAnEmptyReader(t *testing.T) {
+	lr := newLineReader(io.MultiReader(strings.NewReader("first\nhalf"), emptyReader{}), 100)
+	if line, err := lr.next(); err != nil || string(line) != "first" {
+		t.Fatalf("first line: %q, %v", line, err)
+	}
+	if _, err := lr.next(); !errors.Is(err, io.ErrNoProgress) {
+		t.Fatalf("then %v, want io.ErrNoProgress", err)
+	}
+	if got := string(lr.unread()); got != "half" {
+		t.Fatalf("unread %q, want the half line read", got)
+	}
+}
