@@ -391,7 +391,6 @@ func (b *backend) writeLoop(c *child) {
 		ledger []*session // whose ledgers hear of batch's requests, in batch order (nil: none)
 	)
 	for {
-		out.reset()
 		batch, ends, ledger = batch[:0], ends[:0], ledger[:0]
 		b.mu.Lock()
 		if !b.writing {
@@ -486,6 +485,7 @@ func (b *backend) writeLoop(c *child) {
 		if slices.ContainsFunc(out.refs, func(r []byte) bool { return len(r) > keepBuf }) {
 			b.p.releasedLarge() // the memory trim waits for large requests to stop
 		}
+		out.reset() // while it waits, the writer holds no request
 		if err != nil {
 			b.log.Debug("write to child failed", "pid", c.pid, "err", err)
 			return
