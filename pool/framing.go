@@ -204,27 +204,15 @@ func (lr *lineReader) reset(r io.Reader) {
 	*lr = lineReader{r: r, max: lr.max, onRelease: lr.onRelease, buf: lr.buf, small: lr.small}
 }
 
-// growDoubling returns b with room for n more bytes, at least doubling
-// its capacity when it must grow. append and io.ReadAll grow a large
-// slice by a quarter, so a 1 MB message read 64 KB at a time was copied
-// again and again into fresh memory, each copy paying page faults: the
-// largest cost of a large message in the pool.
-func growDoubling(b []byte, n int) []byte {
-	if len(b)+n <= cap(b) {
-		return b
-	}
-	grown := make([]byte, len(b), max(2*cap(b), len(b)+n))
-	copy(grown, b)
-	return grown
-}
-
-// readAll is io.ReadAll with a buffer that doubles when full: a 1 MiB
-// body took 24 buffers with io.ReadAll, each a copy of all before it;
-// this takes 13.
+// readAll is io.ReadAll with a buffer that doubles when full: append and
+// io.ReadAll grow a large slice by a quarter, so a 1 MiB body took 24
+// buffers, each a copy of all before it into fresh memory; this takes 13.
 func readAll(r io.Reader) ([]byte, error) {
 	b := make([]byte, 0, 512)
 	for {
-		b = growDoubling(b, 1)
+		if len(b) == cap(b) {
+			b = append(make([]byte, 0, 2*cap(b)), b...)
+		}
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
 		if err == io.EOF {
