@@ -97,6 +97,15 @@ type BenchReport struct {
 	HTTPRatio     float64   `json:"httpRatio,omitempty"`
 	ConnectRatios []float64 `json:"connectRatios,omitempty"`
 	HTTPRatios    []float64 `json:"httpRatios,omitempty"`
+	// ConnectCPURatio and HTTPCPURatio are the CPU time a request cost
+	// every process measured (Result.CPUUsPerRequest), the pool's path
+	// over the direct pipe's: medians over the same rounds, each round's
+	// in ConnectCPURatios and HTTPCPURatios. Below 1, the pool's path
+	// costs the machine less per request than 64 children of its own.
+	ConnectCPURatio  float64   `json:"connectCpuRatio,omitempty"`
+	HTTPCPURatio     float64   `json:"httpCpuRatio,omitempty"`
+	ConnectCPURatios []float64 `json:"connectCpuRatios,omitempty"`
+	HTTPCPURatios    []float64 `json:"httpCpuRatios,omitempty"`
 	// HistoryOffP99Us is the connect run's p99 with history recording
 	// off; the connect row above has it on (the default).
 	HistoryOffP99Us float64 `json:"historyOffP99Us,omitempty"`
@@ -222,7 +231,7 @@ func benchConnect(ctx context.Context, o BenchOptions, r *BenchReport) error {
 	}
 
 	// History off at N x K, then that pool is done.
-	off, err := runMode(ctx, "connect (history off)", many, quiet.connect(serverFake, nil))
+	off, err := runMode(ctx, "connect (history off)", quiet.watched(many), quiet.connect(serverFake, nil))
 	if err != nil {
 		return err
 	}
@@ -238,25 +247,30 @@ func benchConnect(ctx context.Context, o BenchOptions, r *BenchReport) error {
 		if err != nil {
 			return err
 		}
-		tc, err := pool.measure(func() (Result, error) { return runMode(ctx, "connect", many, pool.connect(serverFake, nil)) })
+		tc, err := pool.measure(func() (Result, error) {
+			return runMode(ctx, "connect", pool.watched(many), pool.connect(serverFake, nil))
+		})
 		if err != nil {
 			return err
 		}
 		th, err := pool.measure(func() (Result, error) {
-			return runMode(ctx, "http", many, HTTPOpener(pool.url, pool.token, o.Sessions*o.InFlight))
+			return runMode(ctx, "http", pool.watched(many), HTTPOpener(pool.url, pool.token, o.Sessions*o.InFlight))
 		})
 		if err != nil {
 			return err
 		}
 		tput = append(tput, throughputRound{rows: []ModeResult{{Result: td}, tc, th},
 			connect: ratioOf(tc.Result, td), http: ratioOf(th.Result, td)})
+		r.ConnectCPURatios = append(r.ConnectCPURatios, cpuRatioOf(tc.Result, td))
+		r.HTTPCPURatios = append(r.HTTPCPURatios, cpuRatioOf(th.Result, td))
 	}
 	median := medianBy(tput, func(x throughputRound) float64 { return x.connect })
 	r.Throughput, r.ConnectRatio = median.rows, median.connect
 	for _, x := range tput {
 		r.ConnectRatios, r.HTTPRatios = append(r.ConnectRatios, x.connect), append(r.HTTPRatios, x.http)
 	}
-	r.HTTPRatio = medianBy(r.HTTPRatios, func(x float64) float64 { return x })
+	r.HTTPRatio = medianBy(r.HTTPRatios, identity)
+	r.ConnectCPURatio, r.HTTPCPURatio = medianBy(r.ConnectCPURatios, identity), medianBy(r.HTTPCPURatios, identity)
 	if r.HTTP, err = pool.compareHTTP(ctx, many, o.HTTPRounds); err != nil {
 		return err
 	}
@@ -447,6 +461,12 @@ func (p *benchPool) connect(server string, pids chan<- int) Opener {
 	return ProcessOpener([]string{p.self, "connect", server}, []string{"SWITCHBOARD_HOME=" + p.home}, pids)
 }
 
+// watched is cfg counting the CPU time of this pool and its children.
+func (p *benchPool) watched(cfg Config) Config {
+	cfg.Watch = []int{p.cmd.Process.Pid}
+	return cfg
+}
+
 // measure runs f and adds the pool process's CPU time and final RSS.
 func (p *benchPool) measure(f func() (Result, error)) (ModeResult, error) {
 	before := ReadProc(p.cmd.Process.Pid)
@@ -611,10 +631,10 @@ func writeConnectTable(out io.Writer, o BenchOptions, r BenchReport) {
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(label string, x Result, extra string) {
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%s\t\n", label, x.Requests, x.PerSecond,
-			x.P50, x.P90, x.P99, x.Max, x.Misrouted, x.Hung, x.Errors, extra)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%d\t%d\t%d\t%s\t\n", label, x.Requests, x.PerSecond,
+			x.P50, x.P90, x.P99, x.Max, cpuCells(x), x.Misrouted, x.Hung, x.Errors, extra)
 	}
-	header := "mode\trequests\treq/s\tp50 µs\tp90 µs\tp99 µs\tmax µs\tmisrouted\thung\terrors\tpool\t\n"
+	header := "mode\trequests\treq/s\tp50 µs\tp90 µs\tp99 µs\tmax µs\t" + cpuHeader + "\tmisrouted\thung\terrors\tpool\t\n"
 	fmt.Fprintf(out, "throughput, %d sessions x %d in flight, colliding ids:\n", o.Sessions, o.InFlight)
 	fmt.Fprint(tw, header)
 	for _, x := range r.Throughput {
@@ -630,6 +650,10 @@ func writeConnectTable(out io.Writer, o BenchOptions, r BenchReport) {
 		fmt.Fprintf(out, " (medians of %d rounds [min–max]; the rows are the median connect round's)", n)
 	}
 	fmt.Fprintln(out)
+	if r.ConnectCPURatio > 0 {
+		fmt.Fprintf(out, "CPU per request vs direct: connect %s, http %s (every process measured, the load tool's included)\n",
+			timesSpread(r.ConnectCPURatio, r.ConnectCPURatios), timesSpread(r.HTTPCPURatio, r.HTTPCPURatios))
+	}
 	writeHTTPTable(out, o, r.HTTP, "")
 	var on float64
 	for _, x := range r.Throughput {
@@ -671,3 +695,14 @@ func ratioOf(a, b Result) float64 {
 	}
 	return a.PerSecond / b.PerSecond
 }
+
+// cpuRatioOf is the CPU time a request cost in a over b's, 0 when either
+// was not measured.
+func cpuRatioOf(a, b Result) float64 {
+	if a.CPUUsPerRequest() <= 0 || b.CPUUsPerRequest() <= 0 {
+		return 0
+	}
+	return a.CPUUsPerRequest() / b.CPUUsPerRequest()
+}
+
+func identity(x float64) float64 { return x }

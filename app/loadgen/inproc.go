@@ -271,6 +271,12 @@ type HTTPPair struct {
 	Pool        ModeResult `json:"pool"`
 	Ratio       float64    `json:"ratio"`
 	RoundRatios []float64  `json:"roundRatios"`
+	// CPURatio is the CPU time a request cost through the pool over the
+	// in-process server's (every process measured, the load tool's
+	// included, which is the in-process server's too): the median over
+	// rounds, each round's in RoundCPURatios.
+	CPURatio       float64   `json:"cpuRatio,omitempty"`
+	RoundCPURatios []float64 `json:"roundCpuRatios,omitempty"`
 }
 
 // compareHTTP runs both eras against the in-process server and the pool,
@@ -304,13 +310,11 @@ func (p *benchPool) compareHTTP(ctx context.Context, cfg Config, rounds int) (*H
 				return nil, err
 			}
 			if run.Pool, err = p.measure(func() (Result, error) {
-				return runMode(ctx, e.name, cfg, e.opener(p.inlineURL, p.token, conns))
+				return runMode(ctx, e.name, p.watched(cfg), e.opener(p.inlineURL, p.token, conns))
 			}); err != nil {
 				return nil, err
 			}
-			if run.InProcess.PerSecond > 0 {
-				run.Ratio = run.Pool.PerSecond / run.InProcess.PerSecond
-			}
+			run.Ratio, run.CPURatio = ratioOf(run.Pool.Result, run.InProcess), cpuRatioOf(run.Pool.Result, run.InProcess)
 			e.runs = append(e.runs, run)
 		}
 	}
@@ -326,7 +330,9 @@ func medianPair(runs []HTTPPair) HTTPPair {
 	m := medianBy(runs, func(p HTTPPair) float64 { return p.Ratio })
 	for _, r := range runs {
 		m.RoundRatios = append(m.RoundRatios, r.Ratio)
+		m.RoundCPURatios = append(m.RoundCPURatios, r.CPURatio)
 	}
+	m.CPURatio = medianBy(m.RoundCPURatios, identity)
 	return m
 }
 
@@ -381,14 +387,14 @@ func writeHTTPTable(out io.Writer, o BenchOptions, c *HTTPComparison, pool strin
 	fmt.Fprintf(out, "HTTP front door%s vs an in-process HTTP server answering the same tool, %d sessions x %d in flight:\n",
 		pool, o.Sessions, o.InFlight)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "mode\trequests\treq/s\tp50 µs\tp90 µs\tp99 µs\tmax µs\tmisrouted\thung\terrors\tpool\t\n")
+	fmt.Fprint(tw, "mode\trequests\treq/s\tp50 µs\tp90 µs\tp99 µs\tmax µs\t"+cpuHeader+"\tmisrouted\thung\terrors\tpool\t\n")
 	for _, x := range []ModeResult{{Result: c.Legacy.InProcess}, c.Legacy.Pool, {Result: c.Stateless.InProcess}, c.Stateless.Pool} {
 		extra := ""
 		if x.PoolRSSBytes > 0 {
 			extra = fmt.Sprintf("cpu %.2fs, rss %.1f MiB", x.PoolCPUSeconds, float64(x.PoolRSSBytes)/(1<<20))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%s\t\n", x.Mode, x.Requests, x.PerSecond,
-			x.P50, x.P90, x.P99, x.Max, x.Misrouted, x.Hung, x.Errors, extra)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%d\t%d\t%d\t%s\t\n", x.Mode, x.Requests, x.PerSecond,
+			x.P50, x.P90, x.P99, x.Max, cpuCells(x.Result), x.Misrouted, x.Hung, x.Errors, extra)
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "HTTP through the pool vs in-process: legacy sessions %s, stateless 2026-07-28 %s",
@@ -396,7 +402,12 @@ func writeHTTPTable(out io.Writer, o BenchOptions, c *HTTPComparison, pool strin
 	if n := len(c.Legacy.RoundRatios); n > 1 {
 		fmt.Fprintf(out, " (medians of %d alternating rounds [min–max]; the rows are the median round's)", n)
 	}
-	fmt.Fprint(out, "\n\n")
+	fmt.Fprintln(out)
+	if c.Legacy.CPURatio > 0 {
+		fmt.Fprintf(out, "CPU per request vs in-process: legacy sessions %s, stateless %s (every process measured, the load tool's included)\n",
+			timesSpread(c.Legacy.CPURatio, c.Legacy.RoundCPURatios), timesSpread(c.Stateless.CPURatio, c.Stateless.RoundCPURatios))
+	}
+	fmt.Fprintln(out)
 }
 
 // medianBy is the element of xs (not empty) whose key is the median, the
@@ -404,6 +415,26 @@ func writeHTTPTable(out io.Writer, o BenchOptions, c *HTTPComparison, pool strin
 func medianBy[T any](xs []T, key func(T) float64) T {
 	sorted := slices.SortedFunc(slices.Values(xs), func(a, b T) int { return cmp.Compare(key(a), key(b)) })
 	return sorted[(len(sorted)-1)/2]
+}
+
+// cpuHeader and cpuCells are the throughput tables' CPU columns: what a
+// request cost every process measured, and the load tool's part of it.
+const cpuHeader = "cpu µs/req\tload tool"
+
+func cpuCells(x Result) string {
+	if x.CPUUsPerRequest() <= 0 {
+		return "\t"
+	}
+	return fmt.Sprintf("%.1f\t%.1f", x.CPUUsPerRequest(), x.LoadCPUUsPerRequest)
+}
+
+// timesSpread is a ratio as a factor, with the range of rounds when there
+// were several.
+func timesSpread(ratio float64, rounds []float64) string {
+	if len(rounds) < 2 {
+		return fmt.Sprintf("%.2f×", ratio)
+	}
+	return fmt.Sprintf("%.2f× [%.2f–%.2f]", ratio, slices.Min(rounds), slices.Max(rounds))
 }
 
 // spread is ratio as a percentage, with the range of rounds when there

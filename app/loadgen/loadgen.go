@@ -47,6 +47,10 @@ type Config struct {
 	// HangAfter is how long an unanswered request may take, after the
 	// run stops sending, before it counts as hung. Default 5 s.
 	HangAfter time.Duration
+	// Watch are processes whose CPU time the run counts, with their
+	// descendants, beside each stream's process and its descendants: the
+	// pool behind connect shims or an HTTP front door.
+	Watch []int
 }
 
 // Result is what one run measured. Latencies are in microseconds.
@@ -67,7 +71,22 @@ type Result struct {
 	// Answered counts every answer, warm-up and the drain after the
 	// measured window included.
 	Answered uint64 `json:"answered"`
+
+	// BehindCPUUsPerRequest is the CPU time, per request of the measured
+	// window, of the processes behind the client (each stream's process
+	// and Config.Watch, with their descendants); LoadCPUUsPerRequest the
+	// load tool's own (which is also the server in the in-process HTTP
+	// mode). Their sum is what a request cost the machine: unlike
+	// requests per second it barely moves when the VM's host takes CPU
+	// time away, so it shows which of two paths is cheaper even in a
+	// noisy hour. Zero where /proc cannot be read.
+	BehindCPUUsPerRequest float64 `json:"behindCpuUsPerRequest,omitempty"`
+	LoadCPUUsPerRequest   float64 `json:"loadToolCpuUsPerRequest,omitempty"`
 }
+
+// CPUUsPerRequest is the CPU time a request cost every process measured,
+// the load tool's included.
+func (r Result) CPUUsPerRequest() float64 { return r.BehindCPUUsPerRequest + r.LoadCPUUsPerRequest }
 
 // Run opens cfg.Sessions streams with open, completes each one's MCP
 // handshake, drives the load, and closes them. An error means the run
@@ -101,11 +120,22 @@ func Run(ctx context.Context, cfg Config, open Opener) (Result, error) {
 	start := time.Now()
 	run.measureFrom = start.Add(cfg.Warmup)
 	run.stopAt = run.measureFrom.Add(cfg.Duration)
+	roots := slices.Clone(cfg.Watch)
+	for _, s := range sessions {
+		if s.st.PID > 0 {
+			roots = append(roots, s.st.PID)
+		}
+	}
+	driven := make(chan struct{})
+	cpu := make(chan cpuWindow, 1)
+	go func() { cpu <- sampleCPU(roots, run.measureFrom, run.stopAt, driven) }()
 	var wg sync.WaitGroup
 	for _, s := range sessions {
 		wg.Go(func() { s.drive(&run, cfg.InFlight, cfg.HangAfter) })
 	}
 	wg.Wait()
+	close(driven)
+	used := <-cpu
 
 	res := Result{Sessions: cfg.Sessions, InFlight: cfg.InFlight}
 	var lat []time.Duration
@@ -117,6 +147,10 @@ func Run(ctx context.Context, cfg Config, open Opener) (Result, error) {
 		res.Errors += s.errors
 	}
 	res.setLatencies(lat, cfg.Duration)
+	if res.Requests > 0 && used.complete {
+		res.BehindCPUUsPerRequest = micros(used.behind) / float64(res.Requests)
+		res.LoadCPUUsPerRequest = micros(used.self) / float64(res.Requests)
+	}
 	return res, nil
 }
 

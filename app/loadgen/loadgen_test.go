@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +33,64 @@ func TestRunAgainstTheFakeServer(t *testing.T) {
 	}
 	if res.Requests == 0 || res.Misrouted != 0 || res.Hung != 0 || res.Errors != 0 || res.P50 <= 0 || res.Max < res.P99 {
 		t.Fatalf("result: %+v", res)
+	}
+	if _, err := os.Stat("/proc/self/task"); err == nil && (res.BehindCPUUsPerRequest <= 0 || res.LoadCPUUsPerRequest <= 0) {
+		t.Fatalf("CPU per request: %v behind the client, %v in the load tool", res.BehindCPUUsPerRequest, res.LoadCPUUsPerRequest)
+	}
+}
+
+// TestRunCountsWatchedProcessesAndTheirChildren: a process the run
+// watches, whose child spins, adds that child's CPU time to what is
+// behind the client.
+func TestRunCountsWatchedProcessesAndTheirChildren(t *testing.T) {
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("no /proc")
+	}
+	bin, err := mcptest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The outer shell waits for the inner one, which spins.
+	spin := exec.Command("sh", "-c", `sh -c 'while :; do :; done'; :`)
+	if err := spin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, pid := range withDescendants([]int{spin.Process.Pid}) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		_ = spin.Wait()
+	})
+	cfg := Config{Sessions: 1, InFlight: 1, Warmup: 20 * time.Millisecond, Duration: 300 * time.Millisecond}
+	open := ProcessOpener([]string{bin}, nil, nil)
+	alone, err := Run(context.Background(), cfg, open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Watch = []int{spin.Process.Pid}
+	watched, err := Run(context.Background(), cfg, open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The spinning child has a core of two to itself for most of the
+	// window: far more than one fake server answering one request at a
+	// time, and at least a tenth of the window even on a busy machine.
+	behind := func(r Result) time.Duration {
+		return time.Duration(r.BehindCPUUsPerRequest * float64(r.Requests) * float64(time.Microsecond))
+	}
+	if behind(watched) < cfg.Duration/10 || behind(watched) < 2*behind(alone) {
+		t.Fatalf("CPU behind the client: %v watching the spinner, %v without, over %v", behind(watched), behind(alone), cfg.Duration)
+	}
+}
+
+// TestSampleCPUGivesUpWhenTheRunEndsEarly: a run that ends before its
+// window does has no CPU figures, rather than a part window's.
+func TestSampleCPUGivesUpWhenTheRunEndsEarly(t *testing.T) {
+	quit := make(chan struct{})
+	close(quit)
+	now := time.Now()
+	if w := sampleCPU([]int{os.Getpid()}, now, now.Add(time.Hour), quit); w.complete {
+		t.Fatalf("sampleCPU after quit: %+v", w)
 	}
 }
 

@@ -84,3 +84,36 @@ func parentOf(pid int) int {
 	ppid, _ := strconv.Atoi(f[1])
 	return ppid
 }
+
+// cpuWindow is the CPU time some processes used over a measured window.
+type cpuWindow struct {
+	behind, self time.Duration // the processes behind the client; this process
+	complete     bool          // the window ran to its end
+}
+
+// sampleCPU reads the CPU time of roots, with their descendants as they
+// are at from, and of this process, at from and at to. It gives up,
+// incomplete, when quit is closed first (the run ended early).
+func sampleCPU(roots []int, from, to time.Time, quit <-chan struct{}) cpuWindow {
+	if !sleepUntil(from, quit) {
+		return cpuWindow{}
+	}
+	pids, self := withDescendants(roots), []int{os.Getpid()}
+	behind, mine := readSched(pids), readSched(self)
+	if !sleepUntil(to, quit) {
+		return cpuWindow{}
+	}
+	return cpuWindow{behind: readSched(pids).cpu - behind.cpu, self: readSched(self).cpu - mine.cpu, complete: true}
+}
+
+// sleepUntil waits until t; false when quit is closed first.
+func sleepUntil(t time.Time, quit <-chan struct{}) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-quit:
+		return false
+	}
+}

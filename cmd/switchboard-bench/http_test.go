@@ -22,12 +22,16 @@ func TestBenchHTTPOnly(t *testing.T) {
 		Requests                int
 		Misrouted, Hung, Errors int
 		PoolCPUSeconds          float64 `json:"poolCpuSeconds"`
+		BehindCPU               float64 `json:"behindCpuUsPerRequest"`
+		LoadCPU                 float64 `json:"loadToolCpuUsPerRequest"`
 	}
 	type pair struct {
 		InProcess run       `json:"inProcess"`
 		Pool      run       `json:"pool"`
 		Ratio     float64   `json:"ratio"`
 		Rounds    []float64 `json:"roundRatios"`
+		CPURatio  float64   `json:"cpuRatio"`
+		CPURounds []float64 `json:"roundCpuRatios"`
 	}
 	type comparison struct{ Legacy, Stateless pair }
 	var r struct {
@@ -49,6 +53,12 @@ func TestBenchHTTPOnly(t *testing.T) {
 			}
 			if len(p.Rounds) != 2 || p.Ratio != min(p.Rounds[0], p.Rounds[1]) {
 				t.Errorf("%s: ratio %v of rounds %v, want the lower of two", p.Pool.Mode, p.Ratio, p.Rounds)
+			}
+			// The in-process server runs in the load tool: nothing is
+			// behind its client. Through the pool, the pool and its child are.
+			if p.InProcess.BehindCPU != 0 || p.InProcess.LoadCPU <= 0 || p.Pool.BehindCPU <= 0 || p.Pool.LoadCPU <= 0 ||
+				len(p.CPURounds) != 2 || p.CPURatio != min(p.CPURounds[0], p.CPURounds[1]) || p.CPURatio <= 0 {
+				t.Errorf("%s: CPU per request %+v / %+v, ratio %v of rounds %v", p.Pool.Mode, p.InProcess, p.Pool, p.CPURatio, p.CPURounds)
 			}
 		}
 	}

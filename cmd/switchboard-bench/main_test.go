@@ -113,6 +113,8 @@ func TestBenchJSON(t *testing.T) {
 			P50Us, P99Us            float64
 			PoolCPUSeconds          float64 `json:"poolCpuSeconds"`
 			PoolRSSBytes            int64   `json:"poolRssBytes"`
+			BehindCPU               float64 `json:"behindCpuUsPerRequest"`
+			LoadCPU                 float64 `json:"loadToolCpuUsPerRequest"`
 		}
 		AddedP50Us             float64   `json:"addedP50Us"`
 		PipeP50Us              float64   `json:"pipeP50Us"`
@@ -120,6 +122,10 @@ func TestBenchJSON(t *testing.T) {
 		HTTPRatio              float64   `json:"httpRatio"`
 		ConnectRatios          []float64 `json:"connectRatios"`
 		HTTPRatios             []float64 `json:"httpRatios"`
+		ConnectCPURatio        float64   `json:"connectCpuRatio"`
+		HTTPCPURatio           float64   `json:"httpCpuRatio"`
+		ConnectCPURatios       []float64 `json:"connectCpuRatios"`
+		HTTPCPURatios          []float64 `json:"httpCpuRatios"`
 		ShimPSSBytes           int64     `json:"shimPssBytes"`
 		IdleBytesPerSession    float64   `json:"idleBytesPerSession"`
 		HistoryOffP99Us        float64   `json:"historyOffP99Us"`
@@ -153,9 +159,13 @@ func TestBenchJSON(t *testing.T) {
 		if x.Mode != mode || (mode != "direct" && x.PoolRSSBytes == 0) {
 			t.Errorf("throughput row %d: %+v, want mode %s with the pool's figures", i, x, mode)
 		}
-		if x.Requests == 0 || x.Misrouted != 0 || x.Hung != 0 || x.Errors != 0 || x.P50Us <= 0 {
+		if x.Requests == 0 || x.Misrouted != 0 || x.Hung != 0 || x.Errors != 0 || x.P50Us <= 0 || x.BehindCPU <= 0 || x.LoadCPU <= 0 {
 			t.Errorf("%s: %+v", x.Mode, x)
 		}
+	}
+	if len(r.ConnectCPURatios) != 2 || len(r.HTTPCPURatios) != 2 || r.ConnectCPURatio != slices.Min(r.ConnectCPURatios) ||
+		r.HTTPCPURatio != slices.Min(r.HTTPCPURatios) || r.ConnectCPURatio <= 0 {
+		t.Errorf("CPU per request vs direct: connect %v (%v), http %v (%v)", r.ConnectCPURatios, r.ConnectCPURatio, r.HTTPCPURatios, r.HTTPCPURatio)
 	}
 	// Two throughput rounds: the ratio is the lower middle one, and the
 	// rows are the round it came from.
