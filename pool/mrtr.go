@@ -164,8 +164,8 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errNoClient, false, "", msg.Method)))
 		return true
 	}
-	sess.forget(p, origID, ex) // the call no longer belongs to the session: its end must not cancel it
-	sess.respond(ex, jsonrpc.AppendResponse(nil, origID, inputRequired(x)), 0)
+	// The call no longer belongs to the session: its end must not cancel it.
+	sess.deliverResponse(p, origID, ex, jsonrpc.AppendResponse(nil, origID, inputRequired(x)), 0)
 	return true
 }
 
@@ -250,30 +250,30 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 	final, done := b.reqs.takeOver(x, s, id, ex, answer != nil)
 	switch {
 	case final != nil:
-		s.forget(p, id, ex)
+		s.ending(p, id, ex)
 		m, err := jsonrpc.Parse(final)
 		if err != nil {
-			s.replyErrorTo(ex, id, newError(errUnreadableHeld, false, ""))
+			s.answerError(ex, id, newError(errUnreadableHeld, false, ""))
 			return true
 		}
 		code := 0
 		if m.Error.Present() {
 			code, _ = errorFields(m.Error.Of(final))
 		}
-		s.respond(ex, modernResponse(&m, p.method, id), code)
+		s.answer(ex, modernResponse(&m, p.method, id), code)
 	case done:
-		s.forget(p, id, ex)
-		s.replyErrorTo(ex, id, newError(errHeldCallEnded, true, s.srv.name))
+		s.ending(p, id, ex)
+		s.answerError(ex, id, newError(errHeldCallEnded, true, s.srv.name))
 	case answer == nil:
 		// The client did not answer: ask again, as the spec prefers to
 		// an error. The question is the same; only the state is new.
-		s.forget(p, id, ex)
+		s.ending(p, id, ex)
 		x.state, x.owner = newRequestState(), s
 		if !s.p.holds.put(x) { // another question took the room this retry gave back
-			s.replyErrorTo(ex, id, newError(errSessionBusy, false, "", s.p.opts.MaxSessionInFlight))
+			s.answerError(ex, id, newError(errSessionBusy, false, "", s.p.opts.MaxSessionInFlight))
 			return true
 		}
-		s.replyTo(ex, id, inputRequired(x))
+		s.answer(ex, jsonrpc.AppendResponse(nil, id, inputRequired(x)), 0)
 	default:
 		b.sendRaw(jsonrpc.AppendResponse(nil, x.childID, answer))
 	}

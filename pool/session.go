@@ -62,7 +62,8 @@ type session struct {
 	listens         map[string]*listener // open subscriptions/listen, by request id (listen.go)
 	lastActive      time.Time
 	meta            []byte        // _meta members a modern child needs, for a legacy client
-	quiet           chan struct{} // closed when inflight empties, for closeWhenIdle
+	quiet           chan struct{} // closed when inflight empties and nothing is answering, for closeWhenIdle
+	answering       int           // answers between their request's end and their delivery (answer)
 	closeReason     error
 	roots           []string      // declared roots, sorted (roots.go)
 	rootsAsk        string        // id of the pool's roots/list to the client, while unanswered
@@ -585,9 +586,49 @@ func (s *session) onResponse(msg *jsonrpc.Message) {
 // carried by x (nil: the session's output); code is the answer's JSON-RPC
 // error code, 0 for a result.
 func (s *session) deliverResponse(p *pending, id []byte, x *exchange, line []byte, code int) {
-	s.forget(p, id, x)
-	s.respond(x, line, code)
+	s.ending(p, id, x)
+	s.answer(x, line, code)
 }
+
+// ending takes p, the client's request id carried by x, out of the
+// session's requests in flight, and counts the answer the caller gives
+// next (answer).
+func (s *session) ending(p *pending, id []byte, x *exchange) {
+	key := keyOf(id, x)
+	s.mu.Lock()
+	if s.inflight[key] == p {
+		s.untrackLocked(key, p)
+	}
+	s.answering++
+	s.mu.Unlock()
+}
+
+// answer gives the client line, the answer to a request the caller ended
+// (ending), and then counts it answered.
+// Until then the session is not idle: a client that closed its input
+// (halfclose.go) is closed only once its last answer is written or
+// queued, not between its request's end and its answer, which would
+// lose the answer.
+func (s *session) answer(x *exchange, line []byte, code int) {
+	if testHookAnswering != nil {
+		testHookAnswering(s)
+	}
+	s.respond(x, line, code)
+	s.mu.Lock()
+	s.answering--
+	s.quietLocked()
+	s.mu.Unlock()
+}
+
+// answerError is answer with err.
+func (s *session) answerError(x *exchange, id []byte, err error) {
+	e := asRPCError(err)
+	s.answer(x, jsonrpc.AppendErrorResponse(nil, id, e), e.Code)
+}
+
+// testHookAnswering, when set, runs between a request's end and its
+// answer.
+var testHookAnswering func(*session)
 
 // answerIfCurrent is deliverResponse for an answer the pool makes up for
 // a call whose own answer already ended it (a round of questions, held
@@ -600,10 +641,11 @@ func (s *session) answerIfCurrent(p *pending, id []byte, x *exchange, line []byt
 	current := s.inflight[key] == p
 	if current {
 		s.untrackLocked(key, p)
+		s.answering++
 	}
 	s.mu.Unlock()
 	if current {
-		s.respond(x, line, code)
+		s.answer(x, line, code)
 	}
 }
 
@@ -694,7 +736,7 @@ func (s *session) ledgerTaken(p *pending) {
 }
 
 func (s *session) quietLocked() {
-	if len(s.inflight) == 0 && s.quiet != nil {
+	if len(s.inflight) == 0 && s.answering == 0 && s.quiet != nil {
 		close(s.quiet)
 		s.quiet = nil
 	}
@@ -807,7 +849,7 @@ func (s *session) dropQueued() {
 func (s *session) closeWhenIdle(reason error) {
 	for {
 		s.mu.Lock()
-		busy := len(s.inflight) > 0 || s.rootsAsk != "" || s.replaying
+		busy := len(s.inflight) > 0 || s.answering > 0 || s.rootsAsk != "" || s.replaying
 		if busy && s.quiet == nil {
 			s.quiet = make(chan struct{})
 		}
