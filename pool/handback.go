@@ -118,7 +118,7 @@ func (s *session) waitIdle(deadline time.Time) {
 	defer t.Stop()
 	for {
 		s.mu.Lock()
-		busy := len(s.inflight) > 0
+		busy := s.busyLocked()
 		if busy && s.quiet == nil {
 			s.quiet = make(chan struct{})
 		}

@@ -606,9 +606,9 @@ func (s *session) ending(p *pending, id []byte, x *exchange) {
 // answer gives the client line, the answer to a request the caller ended
 // (ending), and then counts it answered.
 // Until then the session is not idle: a client that closed its input
-// (halfclose.go) is closed only once its last answer is written or
-// queued, not between its request's end and its answer, which would
-// lose the answer.
+// (halfclose.go), or a session handed back to its shim (handback.go), is
+// closed only once its last answer is written or queued, not between its
+// request's end and its answer, which would lose the answer.
 func (s *session) answer(x *exchange, line []byte, code int) {
 	if testHookAnswering != nil {
 		testHookAnswering(s)
@@ -735,8 +735,12 @@ func (s *session) ledgerTaken(p *pending) {
 	}
 }
 
+// busyLocked reports whether the session has requests in flight or
+// answers on their way to the client (answer).
+func (s *session) busyLocked() bool { return len(s.inflight) > 0 || s.answering > 0 }
+
 func (s *session) quietLocked() {
-	if len(s.inflight) == 0 && s.answering == 0 && s.quiet != nil {
+	if !s.busyLocked() && s.quiet != nil {
 		close(s.quiet)
 		s.quiet = nil
 	}
@@ -849,7 +853,7 @@ func (s *session) dropQueued() {
 func (s *session) closeWhenIdle(reason error) {
 	for {
 		s.mu.Lock()
-		busy := len(s.inflight) > 0 || s.answering > 0 || s.rootsAsk != "" || s.replaying
+		busy := s.busyLocked() || s.rootsAsk != "" || s.replaying
 		if busy && s.quiet == nil {
 			s.quiet = make(chan struct{})
 		}

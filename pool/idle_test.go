@@ -1,0 +1,91 @@
+package pool
+
+import (
+	"bufio"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
+
+// A session that waits to be idle before it ends (a client that closed
+// its input; a session handed back to its shim when the pool stops) is
+// not idle while the answer to its last request is on its way: between
+// the request's end (no longer in flight) and its answer (written or
+// queued). Else it ends in that gap, and the answer is lost. The attack
+// is the schedule: the hook holds the gap open and watches whether the
+// wait returns in it.
+func TestSessionIsNotIdleWhileAnAnswerIsOnItsWay(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wait func(s *session)
+	}{
+		{"the client closed its input", func(s *session) { s.closeWhenIdle(errInputClosed) }},
+		{"the session goes back to its shim", func(s *session) { s.waitIdle(time.Now().Add(time.Minute)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newEndingRig(t)
+			fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			poolEnd, clientEnd := fileConn(t, fds[0], "pool end"), fileConn(t, fds[1], "client end")
+			r.s.closeConn = func(*session) { poolEnd.Close() }
+			r.s.startOutput(poolEnd.(deadlineWriter))
+			pe := r.add(3, "3", stWritten, true)
+
+			waited := make(chan struct{})
+			go func() {
+				defer close(waited)
+				tc.wait(r.s)
+			}()
+			waitUntil(t, "the session to wait for its request", func() bool {
+				r.s.mu.Lock()
+				defer r.s.mu.Unlock()
+				return r.s.quiet != nil
+			})
+
+			// The wait must not return in the gap: the hook waits for
+			// it to, until a deadline.
+			inGap := false
+			testHookAnswering = func(*session) {
+				select {
+				case <-waited:
+					inGap = true
+				case <-time.After(300 * time.Millisecond):
+				}
+			}
+			t.Cleanup(func() { testHookAnswering = nil })
+
+			answer, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":3,"result":{"content":[]}}`))
+			if !r.b.finish(pe, answered(&answer)) {
+				t.Fatal("the answer did not end the request")
+			}
+			<-waited
+			if inGap {
+				t.Error("the session was idle while the answer to its last request was on its way")
+			}
+			_ = clientEnd.SetReadDeadline(time.Now().Add(10 * time.Second))
+			line, err := bufio.NewReader(clientEnd).ReadString('\n')
+			if err != nil || !strings.Contains(line, `"id":3`) {
+				t.Fatalf("the client read %q, %v; want the answer to its request 3", line, err)
+			}
+		})
+	}
+}
+
+func fileConn(t *testing.T, fd int, name string) net.Conn {
+	t.Helper()
+	f := os.NewFile(uintptr(fd), name)
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
