@@ -345,10 +345,15 @@ func (s *session) drain(o *sessionOut) {
 	for {
 		o.mu.Lock()
 		var err error
+		owed, wrote := s.owedCount(), false
 		if !isClosed(s.closed) {
 			err = s.writeQueued(o.conn, bw, o)
+			wrote = err == nil
 		}
 		o.mu.Unlock()
+		if wrote {
+			s.releaseOwed(owed) // their answers were queued or cut short before the count
+		}
 		if err != nil {
 			o.active.Store(false)
 			if isTimeout(err) {
@@ -364,7 +369,7 @@ func (s *session) drain(o *sessionOut) {
 		// A line offered since the queue was last seen empty found this
 		// goroutine still active: look again.
 		o.mu.Lock()
-		more := (len(s.out) > 0 || o.cut) && !isClosed(s.closed)
+		more := (len(s.out) > 0 || o.cut || s.owedCount() > 0) && !isClosed(s.closed)
 		o.mu.Unlock()
 		if !more || !o.active.CompareAndSwap(false, true) {
 			return
@@ -373,12 +378,15 @@ func (s *session) drain(o *sessionOut) {
 }
 
 // finishOutput writes the last answers of a session that ended
-// gracefully, then closes its transport.
+// gracefully, releases their ledger slots, then closes its transport.
 func (s *session) finishOutput(o *sessionOut) {
 	bw := writers.Get().(*bufio.Writer)
 	bw.Reset(o.conn)
 	o.mu.Lock()
-	s.flushQueued(o.conn, bw, o)
+	owed := s.owedCount()
+	if s.flushQueued(o.conn, bw, o) == nil {
+		s.releaseOwed(owed)
+	}
 	o.mu.Unlock()
 	bw.Reset(nil)
 	writers.Put(bw)
@@ -390,7 +398,7 @@ func (s *session) finishOutput(o *sessionOut) {
 // before it and nobody is writing, with one write that never waits. It
 // reports false when line is still the caller's to queue. A line the
 // client takes only part of is finished by drain, before anything else.
-func (o *sessionOut) tryWrite(s *session, line []byte) bool {
+func (o *sessionOut) tryWrite(s *session, line []byte, slot int32) bool {
 	if o.w == nil || len(s.out) > 0 || !o.mu.TryLock() {
 		return false
 	}
@@ -402,6 +410,7 @@ func (o *sessionOut) tryWrite(s *session, line []byte) bool {
 	cut := n > 0 && n <= len(line)
 	if cut {
 		o.cut, o.rest = true, line[n:]
+		s.owe(slot) // under mu: the drain that writes the rest counts it
 	}
 	o.mu.Unlock()
 	if n == 0 {
@@ -409,6 +418,8 @@ func (o *sessionOut) tryWrite(s *session, line []byte) bool {
 	}
 	if cut {
 		o.kick(s)
+	} else {
+		s.ledger.release(slot)
 	}
 	if len(line) > keepBuf {
 		s.p.releasedLarge()
@@ -468,8 +479,9 @@ func (s *session) buffer(conn deadlineWriter, bw *bufio.Writer, b []byte) error 
 }
 
 // flushQueued writes what is still queued after a graceful end: the last
-// answers a half-closed client is owed.
-func (s *session) flushQueued(conn deadlineWriter, bw *bufio.Writer, o *sessionOut) {
+// answers a half-closed client is owed. It reports whether all of it was
+// written.
+func (s *session) flushQueued(conn deadlineWriter, bw *bufio.Writer, o *sessionOut) error {
 	wait := s.p.opts.EvictAfter
 	if isClosed(s.p.closing) {
 		wait = min(wait, s.p.opts.StopGrace) // the pool is stopping: no client holds it up
@@ -490,7 +502,7 @@ func (s *session) flushQueued(conn deadlineWriter, bw *bufio.Writer, o *sessionO
 		}
 		break
 	}
-	_ = bw.Flush()
+	return bw.Flush()
 }
 
 // deadlineWriter is a session's output: a shim's connection, or the

@@ -57,7 +57,8 @@ func (l *ledger) written(slot int32) { l.set(slot, wire.LedgerWritten, false) }
 // none of it, and it waits in the queue again.
 func (l *ledger) taken(slot int32) { l.set(slot, wire.LedgerTaken, false) }
 
-// release frees slot: its request was answered or cancelled.
+// release frees slot: its answer was written to the client, or it was
+// cancelled.
 func (l *ledger) release(slot int32) { l.set(slot, wire.LedgerFree, true) }
 
 func (l *ledger) set(slot int32, state uint32, free bool) {

@@ -250,30 +250,29 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 	final, done := b.reqs.takeOver(x, s, id, ex, answer != nil)
 	switch {
 	case final != nil:
-		s.ending(p, id, ex)
+		slot := s.ending(p, id, ex)
 		m, err := jsonrpc.Parse(final)
 		if err != nil {
-			s.answerError(ex, id, newError(errUnreadableHeld, false, ""))
+			s.answerError(ex, id, newError(errUnreadableHeld, false, ""), slot)
 			return true
 		}
 		code := 0
 		if m.Error.Present() {
 			code, _ = errorFields(m.Error.Of(final))
 		}
-		s.answer(ex, modernResponse(&m, p.method, id), code)
+		s.answer(ex, modernResponse(&m, p.method, id), code, slot)
 	case done:
-		s.ending(p, id, ex)
-		s.answerError(ex, id, newError(errHeldCallEnded, true, s.srv.name))
+		s.answerError(ex, id, newError(errHeldCallEnded, true, s.srv.name), s.ending(p, id, ex))
 	case answer == nil:
 		// The client did not answer: ask again, as the spec prefers to
 		// an error. The question is the same; only the state is new.
-		s.ending(p, id, ex)
+		slot := s.ending(p, id, ex)
 		x.state, x.owner = newRequestState(), s
 		if !s.p.holds.put(x) { // another question took the room this retry gave back
-			s.answerError(ex, id, newError(errSessionBusy, false, "", s.p.opts.MaxSessionInFlight))
+			s.answerError(ex, id, newError(errSessionBusy, false, "", s.p.opts.MaxSessionInFlight), slot)
 			return true
 		}
-		s.answer(ex, jsonrpc.AppendResponse(nil, id, inputRequired(x)), 0)
+		s.answer(ex, jsonrpc.AppendResponse(nil, id, inputRequired(x)), 0, slot)
 	default:
 		b.sendRaw(jsonrpc.AppendResponse(nil, x.childID, answer))
 	}

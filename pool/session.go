@@ -46,8 +46,12 @@ type session struct {
 
 	closeOnce sync.Once
 	connOnce  sync.Once
-	stream    atomic.Pointer[sessionOut] // a byte stream's output (startOutput); nil for HTTP
-	part      atomic.Pointer[partition]  // the roots partition its requests go to (server.backendFor)
+
+	owedMu sync.Mutex // guards owed; taken after sessionOut.mu, never before
+	owed   []int32    // ledger slots of answers queued or cut short, in order (owe)
+
+	stream atomic.Pointer[sessionOut] // a byte stream's output (startOutput); nil for HTTP
+	part   atomic.Pointer[partition]  // the roots partition its requests go to (server.backendFor)
 
 	mu              sync.Mutex          // guards the fields below
 	inflight        map[string]*pending // client's original id bytes -> request
@@ -586,34 +590,44 @@ func (s *session) onResponse(msg *jsonrpc.Message) {
 // carried by x (nil: the session's output); code is the answer's JSON-RPC
 // error code, 0 for a result.
 func (s *session) deliverResponse(p *pending, id []byte, x *exchange, line []byte, code int) {
-	s.ending(p, id, x)
-	s.answer(x, line, code)
+	s.answer(x, line, code, s.ending(p, id, x))
 }
 
 // ending takes p, the client's request id carried by x, out of the
 // session's requests in flight, and counts the answer the caller gives
-// next (answer).
-func (s *session) ending(p *pending, id []byte, x *exchange) {
+// next (answer). It returns p's ledger slot, still taken: the answer
+// releases it once written.
+func (s *session) ending(p *pending, id []byte, x *exchange) (slot int32) {
 	key := keyOf(id, x)
 	s.mu.Lock()
 	if s.inflight[key] == p {
-		s.untrackLocked(key, p)
+		slot = s.dropLocked(key, p)
 	}
 	s.answering++
 	s.mu.Unlock()
+	return slot
 }
 
 // answer gives the client line, the answer to a request the caller ended
 // (ending), and then counts it answered.
+//
 // Until then the session is not idle: a client that closed its input
 // (halfclose.go), or a session handed back to its shim (handback.go), is
 // closed only once its last answer is written or queued, not between its
-// request's end and its answer, which would lose the answer.
-func (s *session) answer(x *exchange, line []byte, code int) {
+// request's end and its answer, which would lose the answer. And the
+// request's ledger slot is released only once the answer is written to
+// the client: a pool that dies with the answer still in its memory
+// leaves the request owed, so the next pool answers it.
+func (s *session) answer(x *exchange, line []byte, code int, slot int32) {
 	if testHookAnswering != nil {
 		testHookAnswering(s)
 	}
-	s.respond(x, line, code)
+	if x != nil {
+		x.respond(line, code)
+		s.ledger.release(slot)
+	} else {
+		s.deliverOwing(line, slot)
+	}
 	s.mu.Lock()
 	s.answering--
 	s.quietLocked()
@@ -621,9 +635,9 @@ func (s *session) answer(x *exchange, line []byte, code int) {
 }
 
 // answerError is answer with err.
-func (s *session) answerError(x *exchange, id []byte, err error) {
+func (s *session) answerError(x *exchange, id []byte, err error, slot int32) {
 	e := asRPCError(err)
-	s.answer(x, jsonrpc.AppendErrorResponse(nil, id, e), e.Code)
+	s.answer(x, jsonrpc.AppendErrorResponse(nil, id, e), e.Code, slot)
 }
 
 // testHookAnswering, when set, runs between a request's end and its
@@ -637,15 +651,16 @@ var testHookAnswering func(*session)
 // gave its id to a new request, gets nothing.
 func (s *session) answerIfCurrent(p *pending, id []byte, x *exchange, line []byte, code int) {
 	key := keyOf(id, x)
+	var slot int32
 	s.mu.Lock()
 	current := s.inflight[key] == p
 	if current {
-		s.untrackLocked(key, p)
+		slot = s.dropLocked(key, p)
 		s.answering++
 	}
 	s.mu.Unlock()
 	if current {
-		s.answer(x, line, code)
+		s.answer(x, line, code, slot)
 	}
 }
 
@@ -711,13 +726,19 @@ func (s *session) trackLocked(key string, id []byte, p *pending) {
 }
 
 func (s *session) untrackLocked(id string, p *pending) {
+	s.ledger.release(s.dropLocked(id, p))
+}
+
+// dropLocked is untrackLocked for a request about to be answered: it
+// returns p's ledger slot, still taken, for the answer to release.
+func (s *session) dropLocked(id string, p *pending) (slot int32) {
 	delete(s.inflight, id)
 	s.inflightBytes -= len(p.line)
-	s.ledger.release(p.slot.Swap(0))
 	s.quietLocked()
 	if len(p.line) > keepBuf {
 		s.p.releasedLarge() // only signals: no I/O under s.mu
 	}
+	return p.slot.Swap(0)
 }
 
 // ledgerWritten tells the session's ledger (ledger.go) that p is being
@@ -748,17 +769,23 @@ func (s *session) quietLocked() {
 
 // deliver offers a message to the client without blocking. A full queue
 // means the client stopped reading: it is evicted, so nobody else waits.
-func (s *session) deliver(line []byte) {
+func (s *session) deliver(line []byte) { s.deliverOwing(line, 0) }
+
+// deliverOwing is deliver for the answer to a request whose ledger slot
+// is slot: released once the answer is written (owe).
+func (s *session) deliverOwing(line []byte, slot int32) {
 	if s.sink != nil {
 		s.sink(line)
+		s.ledger.release(slot)
 		return
 	}
 	o := s.stream.Load()
-	if o != nil && o.tryWrite(s, line) {
+	if o != nil && o.tryWrite(s, line, slot) {
 		return
 	}
 	select {
 	case s.out <- line:
+		s.owe(slot)
 		if o == nil {
 			o = s.stream.Load() // an output set meanwhile may have looked at the queue already
 		}
@@ -775,6 +802,38 @@ func (s *session) deliver(line []byte) {
 }
 
 var errEvicted = errors.New("evicted: the client stopped reading its messages")
+
+// owe notes the ledger slot of an answer queued, or cut short, for the
+// client: the writer releases it once the answer is written. The slot is
+// noted after its line is queued, so a writer that counted it has the
+// line queued or written already (releaseOwed).
+func (s *session) owe(slot int32) {
+	if slot <= 0 {
+		return
+	}
+	s.owedMu.Lock()
+	s.owed = append(s.owed, slot)
+	s.owedMu.Unlock()
+}
+
+// owedCount is how many answers' slots wait for their answers' writes.
+func (s *session) owedCount() int {
+	s.owedMu.Lock()
+	defer s.owedMu.Unlock()
+	return len(s.owed)
+}
+
+// releaseOwed releases the first n slots owed, counted (owedCount)
+// before a writer wrote out everything queued and cut short: their
+// answers are written.
+func (s *session) releaseOwed(n int) {
+	s.owedMu.Lock()
+	defer s.owedMu.Unlock()
+	for _, slot := range s.owed[:n] {
+		s.ledger.release(slot)
+	}
+	s.owed = append(s.owed[:0], s.owed[n:]...)
+}
 
 // close ends the session: every request it has in flight is cancelled at
 // the child (their late answers reach nobody), its stake in the child's own
@@ -796,10 +855,14 @@ func (s *session) close(reason error) {
 		led := s.ledger
 		s.mu.Unlock()
 		if o := s.stream.Load(); o != nil && drained(reason) {
-			s.p.wg.Go(func() { s.finishOutput(o) }) // the last answers first
+			s.p.wg.Go(func() {
+				s.finishOutput(o) // the last answers first, and their slots released
+				led.close()
+			})
 		} else {
 			s.closeTransport()
 			s.dropQueued()
+			led.close()
 		}
 		why := "client disconnected"
 		if reason != nil {
@@ -809,7 +872,6 @@ func (s *session) close(reason error) {
 			p.b.cancel(p, why)
 		}
 		s.endListens()
-		led.close()
 		bySub := map[*backend][]string{}
 		for uri, b := range subs {
 			bySub[b] = append(bySub[b], uri)
