@@ -1,3 +1,5 @@
+//go:build unix
+
 package pool
 
 import (
@@ -5,9 +7,10 @@ import (
 	"net"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
@@ -30,7 +33,7 @@ func TestSessionIsNotIdleWhileAnAnswerIsOnItsWay(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newEndingRig(t)
-			fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,15 +151,15 @@ func TestLedgerHoldsARequestUntilItsAnswerIsWritten(t *testing.T) {
 // takes a few KiB before a write would block.
 func smallSocketPair(t *testing.T) (net.Conn, net.Conn) {
 	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, fd := range fds {
-		if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4096); err != nil {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
 			t.Fatal(err)
 		}
-		if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096); err != nil {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4096); err != nil {
 			t.Fatal(err)
 		}
 	}
