@@ -347,8 +347,11 @@ func (s *session) drain(o *sessionOut) {
 		var err error
 		owed, wrote := s.owedCount(), false
 		if !isClosed(s.closed) {
+			s.ledger.midLine(true) // a write that blocks may stop anywhere
 			err = s.writeQueued(o.conn, bw, o)
-			wrote = err == nil
+			if wrote = err == nil; wrote {
+				s.ledger.midLine(false) // what was queued ended with a whole line
+			}
 		}
 		o.mu.Unlock()
 		if wrote {
@@ -384,7 +387,9 @@ func (s *session) finishOutput(o *sessionOut) {
 	bw.Reset(o.conn)
 	o.mu.Lock()
 	owed := s.owedCount()
+	s.ledger.midLine(true)
 	if s.flushQueued(o.conn, bw, o) == nil {
+		s.ledger.midLine(false)
 		s.releaseOwed(owed)
 	}
 	o.mu.Unlock()
@@ -411,6 +416,7 @@ func (o *sessionOut) tryWrite(s *session, line []byte, slot int32) bool {
 	if cut {
 		o.cut, o.rest = true, line[n:]
 		s.owe(slot) // under mu: the drain that writes the rest counts it
+		s.ledger.midLine(true)
 	}
 	o.mu.Unlock()
 	if n == 0 {

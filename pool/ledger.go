@@ -36,7 +36,7 @@ func (l *ledger) take(id []byte) int32 {
 	case len(l.free) > 0:
 		slot = l.free[len(l.free)-1]
 		l.free = l.free[:len(l.free)-1]
-	case l.next < wire.LedgerSlots:
+	case l.next < wire.LedgerStreamSlot: // the last slot is the stream's
 		slot = l.next
 		l.next++
 	default:
@@ -56,6 +56,17 @@ func (l *ledger) written(slot int32) { l.set(slot, wire.LedgerWritten, false) }
 // taken marks slot's request as not written after all: the write took
 // none of it, and it waits in the queue again.
 func (l *ledger) taken(slot int32) { l.set(slot, wire.LedgerTaken, false) }
+
+// midLine records whether the client's output may now end inside a line:
+// set before a write that may stop inside one, cleared after a write that
+// ended one.
+func (l *ledger) midLine(on bool) {
+	state := wire.LedgerFree
+	if on {
+		state = wire.LedgerMidLine
+	}
+	l.set(wire.LedgerStreamSlot+1, state, false)
+}
 
 // release frees slot: its answer was written to the client, or it was
 // cancelled.

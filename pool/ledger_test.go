@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/pool/wire"
@@ -45,10 +46,10 @@ func TestLedgerRecordsWhatIsInFlight(t *testing.T) {
 }
 
 // A ledger whose slots are all taken records no more, and loses nothing
-// it had.
+// it had. The last slot is the stream's, never a request's.
 func TestLedgerFull(t *testing.T) {
 	l := &ledger{mem: make([]byte, wire.LedgerSize), drop: func() {}}
-	for i := range wire.LedgerSlots {
+	for i := range wire.LedgerStreamSlot {
 		if l.take([]byte{'1'}) == 0 {
 			t.Fatalf("slot %d refused", i)
 		}
@@ -56,7 +57,28 @@ func TestLedgerFull(t *testing.T) {
 	if l.take([]byte{'2'}) != 0 {
 		t.Error("a full ledger took a request")
 	}
-	if n := len(wire.ReadLedger(l.mem)); n != wire.LedgerSlots {
+	if n := len(wire.ReadLedger(l.mem)); n != wire.LedgerStreamSlot {
 		t.Errorf("full ledger lists %d", n)
+	}
+}
+
+// The stream slot says whether the client's output may end inside a
+// line, and is no request: not to ReadLedger, and not to a reader that
+// knows only requests (its id length is 0), such as an earlier shim's.
+func TestLedgerMidLine(t *testing.T) {
+	mem := make([]byte, wire.LedgerSize)
+	l := &ledger{mem: mem, drop: func() {}}
+	l.take([]byte(`7`))
+	for _, on := range []bool{true, false, true} {
+		l.midLine(on)
+		if got := wire.LedgerMidLineAt(mem); got != on {
+			t.Errorf("midLine(%v): the ledger says %v", on, got)
+		}
+		if lost := wire.ReadLedger(mem); len(lost) != 1 || lost[0].ID != `7` {
+			t.Errorf("midLine(%v): the ledger lists %v, want request 7 alone", on, lost)
+		}
+		if n := binary.LittleEndian.Uint32(mem[wire.LedgerStreamSlot*wire.LedgerSlotSize+4:]); n != 0 {
+			t.Errorf("the stream slot has an id of %d bytes", n)
+		}
 	}
 }

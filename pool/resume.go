@@ -20,6 +20,11 @@ const unansweredTimeout = 5 * time.Second
 func (s *session) resume(r *wire.Resume) {
 	from := resumedFrom(r)
 	s.p.log.Info("session reattached", "session", s.id, "server", s.srv.name, "from", from)
+	if r.MidLine {
+		// The earlier pool died inside a line (an answer cut off): end it
+		// before anything else, so that what follows is read whole.
+		s.deliver(nil)
+	}
 	if len(r.Initialize) > 0 {
 		if _, err := s.adoptInitialize(r.Initialize); err != nil {
 			s.p.log.Warn("a reattached session's initialize was not adopted", "session", s.id, "err", err)

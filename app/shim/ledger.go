@@ -6,22 +6,21 @@ import (
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
-// takeLedger reads what the ledger lists as in flight and empties it for
-// the next pool.
-func takeLedger(f *os.File) []wire.Lost {
+// takeLedger reads what the ledger lists as in flight, and whether the
+// client's output may end inside a line, and empties it for the next pool.
+func takeLedger(f *os.File) (lost []wire.Lost, midLine bool) {
 	if f == nil {
-		return nil
+		return nil, false
 	}
 	buf := make([]byte, wire.LedgerSize)
 	if _, err := f.ReadAt(buf, 0); err != nil {
-		return nil
+		return nil, false
 	}
-	lost := wire.ReadLedger(buf)
+	lost, midLine = wire.ReadLedger(buf), wire.LedgerMidLineAt(buf)
 	// Truncating to zero and back drops every page: all slots free.
-	if f.Truncate(0) != nil || f.Truncate(wire.LedgerSize) != nil {
-		return lost
-	}
-	return lost
+	_ = f.Truncate(0)
+	_ = f.Truncate(wire.LedgerSize)
+	return lost, midLine
 }
 
 // mergeLost adds to lost what more lists, once per id.

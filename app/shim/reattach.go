@@ -96,6 +96,7 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 	dial := func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) }
 	mayStart := true
 	var lost []wire.Lost
+	midLine := false
 	for {
 		if clientGone() {
 			return nil, nil, errClientGone
@@ -111,10 +112,12 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 			time.Sleep(reattachPoll)
 			continue
 		}
-		lost = mergeLost(lost, takeLedger(a.ledger)) // kept until a pool has taken the session
+		// Kept until a pool has taken the session.
+		more, cut := takeLedger(a.ledger)
+		lost, midLine = mergeLost(lost, more), midLine || cut
 		hello, _ := json.Marshal(wire.Hello{Server: a.name, PID: os.Getpid(), Attach: true, Ledger: a.ledger != nil,
 			Resume: &wire.Resume{Run: a.run, Session: a.session, Initialize: a.init, PendingBytes: len(a.pending),
-				Lost: lost, Ledger: a.ledger != nil}})
+				Lost: lost, Ledger: a.ledger != nil, MidLine: midLine}})
 		err = writeHello(conn, append(hello, '\n'), true, a.ledger)
 		if err == nil && len(a.pending) > 0 {
 			_, err = conn.Write(a.pending)

@@ -161,10 +161,20 @@ func halfClose(conn net.Conn) bool {
 }
 
 // copyFromPool copies the pool's stream to the client, taking out the
-// control lines, and says how the stream ended.
-func (r *relayed) copyFromPool(br *bufio.Reader, drain chan<- struct{}) poolEnd {
+// control lines, and says how the stream ended. A pool that ends inside
+// a line (it died while writing an answer) leaves part of it: the line is
+// ended before the next pool writes, so that the client reads one
+// unreadable line and then whole answers.
+func (r *relayed) copyFromPool(br *bufio.Reader, drain chan<- struct{}) (end poolEnd) {
 	var ctl []byte // a control line being read
 	inCtl := false
+	midLine := false // the client's output ends inside a line
+	defer func() {
+		if midLine && end.end != relayDone {
+			r.count.received([]byte{'\n'}) // the broken line is no answer
+			_, _ = r.out.Write([]byte{'\n'})
+		}
+	}()
 	buf := make([]byte, bufSize)
 	for {
 		n, err := br.Read(buf)
@@ -194,6 +204,7 @@ func (r *relayed) copyFromPool(br *bufio.Reader, drain chan<- struct{}) poolEnd 
 				if _, werr := r.out.Write(chunk[:i]); werr != nil {
 					return poolEnd{end: relayDone} // the client stopped reading: nothing left to keep
 				}
+				midLine = chunk[i-1] != '\n'
 			}
 			if i < len(chunk) {
 				inCtl = true

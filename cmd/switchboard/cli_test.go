@@ -189,7 +189,8 @@ type statusJSON struct {
 		WrittenToChild bool   `json:"writtenToChild"`
 	} `json:"inFlight"`
 	Counters struct {
-		Evicted uint64 `json:"evicted"`
+		Requests uint64 `json:"requests"`
+		Evicted  uint64 `json:"evicted"`
 	} `json:"counters"`
 	History struct {
 		Journaled        int `json:"journaled"`

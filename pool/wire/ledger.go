@@ -11,7 +11,10 @@ import "encoding/binary"
 // Layout: LedgerSlots slots of LedgerSlotSize bytes. A slot is a
 // little-endian uint32 state (LedgerFree, LedgerTaken, LedgerWritten), a
 // uint32 id length, then the client's id as JSON. The pool writes the id
-// before the state, and the state atomically.
+// before the state, and the state atomically. The last slot is no
+// request's: its state is LedgerMidLine while the client's output may end
+// inside a line the pool has not finished writing, and its id length is
+// 0, so a reader that knows only requests skips it.
 const (
 	LedgerSlots    = 8192
 	LedgerSlotSize = 128
@@ -26,7 +29,22 @@ const (
 	LedgerFree    uint32 = iota // no request
 	LedgerTaken                 // received; not (yet) written to a child
 	LedgerWritten               // written to a child: it may have run
+	LedgerMidLine               // the stream slot: the client's output may end inside a line
 )
+
+// LedgerStreamSlot is the slot that says whether the client's output may
+// end inside a line (LedgerMidLine): a pool that dies while writing an
+// answer leaves part of it, and the next pool ends that line before it
+// writes anything, so that the client reads one unreadable line and then
+// whole answers, not the next answer glued to the broken one.
+const LedgerStreamSlot = LedgerSlots - 1
+
+// LedgerMidLineAt reports whether the ledger says the client's output may
+// end inside a line.
+func LedgerMidLineAt(mem []byte) bool {
+	off := LedgerStreamSlot * LedgerSlotSize
+	return len(mem) >= off+4 && binary.LittleEndian.Uint32(mem[off:]) == LedgerMidLine
+}
 
 // Lost is a request a dead pool took and never answered.
 type Lost struct {
@@ -37,7 +55,7 @@ type Lost struct {
 // ReadLedger lists the requests a ledger records as in flight.
 func ReadLedger(mem []byte) []Lost {
 	var out []Lost
-	for off := 0; off+LedgerSlotSize <= len(mem); off += LedgerSlotSize {
+	for off := 0; off+LedgerSlotSize <= len(mem) && off < LedgerStreamSlot*LedgerSlotSize; off += LedgerSlotSize {
 		state := binary.LittleEndian.Uint32(mem[off:])
 		n := int(binary.LittleEndian.Uint32(mem[off+4:]))
 		if state == LedgerFree || n <= 0 || n > LedgerMaxID {

@@ -54,6 +54,9 @@ type Resume struct {
 	// was answered, not about what reached a child (Written is always
 	// set; the history may know better).
 	Counted bool `json:"counted,omitempty"`
+	// MidLine says the client's output may end inside a line the earlier
+	// pool did not finish (LedgerStreamSlot): the new pool ends it first.
+	MidLine bool `json:"midLine,omitempty"`
 }
 
 // State is a line the pool sends an attached shim while the session
