@@ -24,7 +24,7 @@ pkgs=(
   libxi-dev libxxf86vm-dev libwayland-dev libxkbcommon-dev
   xvfb xauth dbus imagemagick xdotool x11-utils
   haskell-status-notifier-item-utils haskell-gtk-sni-tray-utils
-  desktop-file-utils
+  desktop-file-utils rpm
   gcc-mingw-w64-x86-64 nsis wine64
 )
 min_go_minor=26 # Go 1.26

@@ -4,7 +4,14 @@
 #   2. every library the binary links is a declared dependency of the .deb;
 #   3. the per-user tarball installs into a fresh PREFIX with its
 #      install.sh, runs from there, and uninstalls leaving nothing;
-#   4. as root with apt (CI): `apt-get install ./switchboard_*.deb`, then
+#   4. the .rpm's digests verify, it installs the .deb's files (its
+#      licence where Fedora keeps licences) and requires every library the
+#      binary links; as root, rpm (Debian's) installs it into a throwaway
+#      root without dependency resolution or scriptlets (there is no RPM
+#      system here to resolve against), `version` and a real MCP exchange
+#      through `serve` and `connect` run from that root, its scriptlets
+#      parse, and `rpm -e` leaves none of its files;
+#   5. as root with apt (CI): `apt-get install ./switchboard_*.deb`, then
 #      `switchboard version`, `serve` and `connect` from /usr/bin answer a
 #      real MCP exchange, and `apt-get purge` leaves none of its files.
 #
@@ -15,6 +22,7 @@ dist=${1:?usage: test-packages.sh DIST FAKEMCP}
 fake=${2:?usage: test-packages.sh DIST FAKEMCP}
 id=io.switchboard.app
 deb=$(ls "$dist"/switchboard_*_amd64.deb | tail -n 1)
+rpmfile=$(ls "$dist"/switchboard-*.x86_64.rpm | tail -n 1)
 tree=$(ls -d "$dist"/switchboard_*_linux_amd64 | tail -n 1)
 tarball=$tree.tar.gz
 version=$(dpkg-deb -f "$deb" Version)
@@ -27,6 +35,25 @@ cleanup() {
 trap cleanup EXIT
 step() { echo "test-packages: $*"; }
 fail() { echo "test-packages: FAIL: $*" >&2; exit 1; }
+
+# serve_and_exchange BIN: serve from BIN in a fresh home whose server is the
+# fake, then an exchange through BIN's connect; the answer must list tools.
+serve_and_exchange() {
+  local home
+  home=$(mktemp -d "$work/sbhome.XXXX")
+  printf '{"mcpServers":{"fake":{"command":"%s"}}}\n' "$fake" >"$home/config.json"
+  SWITCHBOARD_HOME=$home "$1" serve >"$work/serve.log" 2>&1 &
+  pool_pid=$!
+  for _ in $(seq 100); do
+    SWITCHBOARD_HOME=$home "$1" status --json >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  out=$(exchange "$1" "$home")
+  echo "$out" | grep -q '"tools":\[' || { cat "$work/serve.log"; fail "connect answered: $out"; }
+  kill "$pool_pid"
+  wait "$pool_pid" || true
+  pool_pid=
+}
 
 # An MCP exchange through `connect`: initialize, then tools/list.
 exchange() { # BIN HOME
@@ -68,6 +95,40 @@ HOME=$work/home PREFIX=$prefix bash "$work/unpack/$(basename "$tree")/install.sh
 left=$(find "$prefix" -type f ! -name icon-theme.cache ! -name mimeinfo.cache | head -n 5)
 [ -z "$left" ] || fail "uninstall left $left"
 
+step "the .rpm: digests, files, requires"
+command -v rpm >/dev/null 2>&1 || fail "rpm is not installed (make deps installs it)"
+rpm -K --nosignature "$rpmfile" >/dev/null || fail "rpm -K $rpmfile"
+debfiles=$(dpkg-deb -c "$deb" | grep -v '^d' | awk '{print $6}' | sed 's#^\./#/#' |
+  sed 's#^/usr/share/doc/switchboard/copyright$#/usr/share/licenses/switchboard/LICENSE#' | sort)
+rpmfiles=$(rpm -qpl "$rpmfile" 2>/dev/null | sort)
+[ "$debfiles" = "$rpmfiles" ] || fail "the .rpm and the .deb install different files: $(diff <(echo "$debfiles") <(echo "$rpmfiles") | tr '\n' ' ')"
+requires=$(rpm -qp --requires "$rpmfile" 2>/dev/null)
+for lib in $(readelf -d "$tree/bin/switchboard" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
+  case "$lib" in
+    libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|ld-linux*) continue ;; # glibc's: every system has them
+  esac
+  echo "$requires" | grep -qxF "$lib()(64bit)" || fail "$lib is linked but not required by the .rpm: $(echo $requires)"
+  echo "  $lib: required"
+done
+
+if [ "$(id -u)" = 0 ]; then
+  step "the .rpm installed into a throwaway root, run, erased"
+  root=$work/rpmroot
+  # (Debian's rpm warns that dpkg owns this system; the log keeps that.)
+  rpm --root "$root" --initdb 2>"$work/rpm.log" || { cat "$work/rpm.log"; fail "rpm --initdb"; }
+  rpm --root "$root" -i --nodeps --noscripts "$(readlink -f "$rpmfile")" 2>>"$work/rpm.log" ||
+    { cat "$work/rpm.log"; fail "rpm -i"; }
+  "$root/usr/bin/switchboard" version --json | grep -q "\"version\": *\"$version\"" || fail "the .rpm's switchboard version"
+  serve_and_exchange "$root/usr/bin/switchboard"
+  for script in POSTIN POSTUN; do
+    rpm -qp --qf "%{$script}" "$rpmfile" 2>/dev/null >"$work/$script.sh"
+    sh -n "$work/$script.sh" || fail "the .rpm's $script scriptlet does not parse"
+  done
+  rpm --root "$root" -e --noscripts switchboard 2>>"$work/rpm.log" || { cat "$work/rpm.log"; fail "rpm -e"; }
+  left=$(find "$root/usr" -type f 2>/dev/null | head -n 5)
+  [ -z "$left" ] || fail "rpm -e left $left"
+fi
+
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   step "SKIP the apt install test: it needs root and apt (CI runs it)"
   exit 0
@@ -84,20 +145,7 @@ dpkg -L switchboard >"$work/files"
 /usr/bin/switchboard version --json | grep -q "\"version\": *\"$version\"" || fail "/usr/bin/switchboard version"
 
 step "serve and connect from /usr/bin"
-home=$work/sbhome
-mkdir -p "$home"
-printf '{"mcpServers":{"fake":{"command":"%s"}}}\n' "$fake" >"$home/config.json"
-SWITCHBOARD_HOME=$home /usr/bin/switchboard serve >"$work/serve.log" 2>&1 &
-pool_pid=$!
-for _ in $(seq 100); do
-  SWITCHBOARD_HOME=$home /usr/bin/switchboard status --json >/dev/null 2>&1 && break
-  sleep 0.1
-done
-out=$(exchange /usr/bin/switchboard "$home")
-echo "$out" | grep -q '"tools":\[' || { cat "$work/serve.log"; fail "connect answered: $out"; }
-kill "$pool_pid"
-wait "$pool_pid" || true
-pool_pid=
+serve_and_exchange /usr/bin/switchboard
 
 step "apt-get purge switchboard"
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -q switchboard >>"$work/apt.log" 2>&1 ||
