@@ -359,11 +359,15 @@ func (s *session) drain(o *sessionOut) {
 		}
 		if err != nil {
 			o.active.Store(false)
-			if isTimeout(err) {
+			switch {
+			case isClosed(s.closed) || s.handingBack.Load():
+				// Closed meanwhile, or handed back (its write was cut
+				// short: handBackSessions): the closer writes what is left.
+			case isTimeout(err):
 				s.p.evicted.Add(1)
 				s.p.log.Warn("evicting a session that stopped reading", "session", s.id, "server", s.srv.name)
 				s.close(errEvicted)
-			} else {
+			default:
 				s.close(nil)
 			}
 			return
@@ -467,10 +471,21 @@ func (s *session) writeQueued(conn deadlineWriter, bw *bufio.Writer, o *sessionO
 				return nil
 			}
 		}
-		_ = conn.SetWriteDeadline(time.Now().Add(s.p.opts.EvictAfter))
+		s.writeDeadline(conn)
 		if err := bw.Flush(); err != nil {
 			return err
 		}
+	}
+}
+
+// writeDeadline gives the client EvictAfter to take the next write, or
+// no time once the session is being handed back (handBackSessions sets
+// handingBack, then cuts the write under way short; a deadline set here
+// in between is cut short here).
+func (s *session) writeDeadline(conn deadlineWriter) {
+	_ = conn.SetWriteDeadline(time.Now().Add(s.p.opts.EvictAfter))
+	if s.handingBack.Load() {
+		_ = conn.SetWriteDeadline(time.Now())
 	}
 }
 
@@ -478,7 +493,7 @@ func (s *session) writeQueued(conn deadlineWriter, bw *bufio.Writer, o *sessionO
 // client gets EvictAfter from here to take them.
 func (s *session) buffer(conn deadlineWriter, bw *bufio.Writer, b []byte) error {
 	if len(b) > bw.Available() {
-		_ = conn.SetWriteDeadline(time.Now().Add(s.p.opts.EvictAfter))
+		s.writeDeadline(conn)
 	}
 	_, err := bw.Write(b)
 	return err

@@ -106,6 +106,15 @@ func (p *Pool) handBackSessions(sessions []*session, grace time.Duration) (other
 		}
 		s.p.log.Info("session handed back to its shim", "session", s.id, "server", s.srv.name,
 			"unread", len(s.hb.pending), "abandoned", len(left))
+		// A writer blocked on a client that does not read would hold the
+		// output, and the stop, for up to EvictAfter: its write ends now,
+		// before the close, and the last flush gets StopGrace
+		// (finishOutput). What is not written stays owed, for the next
+		// pool to answer.
+		s.handingBack.Store(true)
+		if o := s.stream.Load(); o != nil {
+			_ = o.conn.SetWriteDeadline(time.Now())
+		}
 		s.close(errHandedBack)
 	}
 	return others

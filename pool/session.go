@@ -47,6 +47,8 @@ type session struct {
 	closeOnce sync.Once
 	connOnce  sync.Once
 
+	handingBack atomic.Bool // handBackSessions is ending the session: writes to the client end at once (writeDeadline)
+
 	owedMu sync.Mutex // guards owed; taken after sessionOut.mu, never before
 	owed   []int32    // ledger slots of answers queued or cut short, in order (owe)
 

@@ -484,14 +484,18 @@ func testLedgerAnswersWhatAKilledPoolOwed(t *testing.T, relay bool) {
 // part of before the kill is cut off; the next pool ends that line first,
 // so the answers after it are read whole (one unreadable line, never an
 // unreadable answer). History is off: the ledger alone (attached) or the
-// shim's count (relayed) says what is owed.
+// shim's count (relayed) says what is owed. A pool stopped on purpose
+// (SIGTERM) instead gives the client StopGrace to take its answers, then
+// stops: what the client did not take is owed the same way.
 func TestBacklogSurvivesPoolKill(t *testing.T) {
-	for _, mode := range []string{"attached", "relayed"} {
-		t.Run(mode, func(t *testing.T) { testBacklogSurvivesPoolKill(t, mode == "relayed") })
+	for _, stop := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		for _, mode := range []string{"attached", "relayed"} {
+			t.Run(fmt.Sprintf("%s/%v", mode, stop), func(t *testing.T) { testBacklogSurvivesPoolKill(t, mode == "relayed", stop) })
+		}
 	}
 }
 
-func testBacklogSurvivesPoolKill(t *testing.T, relay bool) {
+func testBacklogSurvivesPoolKill(t *testing.T, relay bool, stop syscall.Signal) {
 	config := strings.TrimSuffix(noClientStarts(fakeConfig(t)), "}") + `, "history": {"disabled": true}}`
 	first := serve(t, config)
 	s := connectAs(t, first, "fake", relay)
@@ -508,11 +512,17 @@ func testBacklogSurvivesPoolKill(t *testing.T, relay bool) {
 		st := first.status()
 		return len(st.InFlight) == 0 && st.Counters.Requests >= calls
 	})
-	if err := first.cmd.Process.Kill(); err != nil {
+	stopping := time.Now()
+	if err := first.cmd.Process.Signal(stop); err != nil {
 		t.Fatal(err)
 	}
 	err := <-first.done
 	first.done <- err
+	// A stop is not held up by a client that does not read: its output
+	// gets StopGrace (3 s), not EvictAfter (30 s).
+	if took := time.Since(stopping); stop == syscall.SIGTERM && took > 15*time.Second {
+		t.Errorf("the pool took %v to stop with a client that did not read", took.Round(time.Second))
+	}
 	serveHome(t, first.home)
 
 	lines := make(chan string, 2*calls)
@@ -565,5 +575,5 @@ func testBacklogSurvivesPoolKill(t *testing.T, relay bool) {
 	if unreadable > 1 || owed == 0 {
 		t.Errorf("%d answered, %d with the at-most-once error, %d unreadable lines: want some owed and at most one line cut off", ok, owed, unreadable)
 	}
-	t.Logf("%d calls waiting for a client that did not read at the kill: %d answered, %d with the at-most-once error, %d line cut off", calls, ok, owed, unreadable)
+	t.Logf("%d calls waiting for a client that did not read when the pool was %v: %d answered, %d with the at-most-once error, %d line cut off", calls, stop, ok, owed, unreadable)
 }
