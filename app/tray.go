@@ -74,6 +74,7 @@ func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 	defer inst.setDashboard(nil)
 
 	served := make(chan error, 1)
+	ranOut := make(chan struct{}) // fa.Run returned
 	go func() {
 		err := inst.Run(ctx)
 		served <- err
@@ -82,6 +83,14 @@ func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 		// unlike the app's, is a no-op when fyne already stopped (on a
 		// signal fyne quits by itself; a late fyne.Do then runs inline).
 		fyne.Do(func() { fa.Driver().Quit() })
+		exitUnlessStopped(ranOut, fyneStopWait, func() {
+			inst.log.Warn("the window toolkit did not stop; exiting, the pool having stopped", "wait", fyneStopWait)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "switchboard:", err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		})
 	}()
 	u.Start(ctx)
 	if !u.StartTray() {
@@ -91,6 +100,7 @@ func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 		u.ShowDashboard()
 	}
 	fa.Run()
+	close(ranOut)
 	stop()
 	err = <-served
 	u.Wait()
