@@ -106,7 +106,9 @@ func sampleCPU(roots []int, from, to time.Time, quit <-chan struct{}) cpuWindow 
 	return cpuWindow{behind: readSched(pids).cpu - behind.cpu, self: readSched(self).cpu - mine.cpu, complete: true}
 }
 
-// sleepUntil waits until t; false when quit is closed first.
+// sleepUntil waits until t; false when quit is closed before t. (A run
+// ends just after its window: quit and the timer can be ready together,
+// and select would pick either.)
 func sleepUntil(t time.Time, quit <-chan struct{}) bool {
 	timer := time.NewTimer(time.Until(t))
 	defer timer.Stop()
@@ -114,6 +116,6 @@ func sleepUntil(t time.Time, quit <-chan struct{}) bool {
 	case <-timer.C:
 		return true
 	case <-quit:
-		return false
+		return !time.Now().Before(t)
 	}
 }
