@@ -57,7 +57,7 @@ type backend struct {
 
 	// The requests in flight, the progress tokens and the child's own
 	// requests to clients: their own lock (requests.go).
-	reqs requestTable
+	reqs *requestTable
 
 	// Counted by readLoop, read by snapshots.
 	badLines, orphaned atomic.Uint64
@@ -139,12 +139,12 @@ func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string,
 		done:     make(chan struct{}),
 		state:    StateStarting,
 		hsDone:   make(chan struct{}),
-		reqs:     newRequestTable(),
 		subs:     map[string]int{},
 		holds:    map[subHold]struct{}{},
 		hints:    map[string]bool{},
 		detachQ:  make(chan struct{}),
 	}
+	b.reqs = newRequestTable(b.expire) // before b is shared: its timeouts expire through b
 	if adopt != nil {
 		b.carried, b.carriedHS = adopt.child, adopt.hs
 		b.child, b.startedAt = adopt.child, adopt.child.started // shown at once; supervise makes it ready
@@ -297,7 +297,7 @@ func (b *backend) registerLocked(p *pending) (*session, error) {
 	if p.open {
 		timeout = 0
 	}
-	r, sess, n := b.reqs.register(p, b.p.opts.MaxPending, timeout, func() { b.expire(p) })
+	r, sess, n := b.reqs.register(p, b.p.opts.MaxPending, timeout)
 	switch r {
 	case alreadyEnded:
 		return nil, errAlreadyEnded

@@ -123,9 +123,10 @@
 //     piles up requests is refused past its share: [session.halfClose],
 //     [session.closeWhenIdle], [session.deliver], [session.drain],
 //     [session.overLimitLocked].
-//   - A request times out (its timer armed where it is registered) with an
-//     error to its client and a cancellation to the child:
-//     [requestTable.register], [backend.expire].
+//   - A request times out (its deadline set where it is registered, one
+//     timer per table for all of them) with an error to its client and a
+//     cancellation to the child: [requestTable.register],
+//     [requestTable.sweepDue], [backend.expire].
 //   - At most once: when a child dies, what it had not been written is
 //     re-queued, what it had is answered with mayHaveExecuted (once retried
 //     if declared safe to repeat, and still "may have run" after that);

@@ -167,7 +167,7 @@ func (b *backend) probe(version, method string, params []byte) *pending {
 	p := &pending{id: id, method: method, received: time.Now(), reply: make(chan []byte, 1),
 		line: jsonrpc.AppendRequest(nil, id, method, params)}
 	b.mu.Lock()
-	b.reqs.register(p, math.MaxInt, 0, nil) // the handshake has its own deadline
+	b.reqs.register(p, math.MaxInt, 0) // the handshake has its own deadline
 	b.queue = append([]outItem{{p: p, line: p.line, early: true}}, b.queue...)
 	b.mu.Unlock()
 	b.signal()

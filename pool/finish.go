@@ -68,7 +68,7 @@ func failure(kind endKind, err poolError, args ...any) outcome {
 // finish ends p with o: the one way a request ends, whoever ends it
 // (its answer, its timeout, a cancel, a disconnect, its child's death, a
 // stop, a refusal). It takes p out of its backend's table (exactly one
-// caller wins; finish reports whether it was this one), stops its timer,
+// caller wins; finish reports whether it was this one),
 // tells the child notifications/cancelled when the kind says so and the
 // child may have seen it, answers the client (or keeps the answer for a
 // modern client's retry, or answers the pool's own waiter), counts it,
@@ -77,9 +77,6 @@ func (b *backend) finish(p *pending, o outcome) bool {
 	e, won := b.reqs.end(p)
 	if !won {
 		return false
-	}
-	if p.timer != nil {
-		p.timer.Stop()
 	}
 	rule := endRules[o.kind]
 	if rule.tellChild && e.mayHaveRun {

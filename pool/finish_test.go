@@ -66,7 +66,7 @@ func newEndingRig(t *testing.T) *endingRig {
 func (r *endingRig) add(poolID uint64, id string, state reqState, ever bool) *pending {
 	pe := &pending{id: poolID, sess: r.s, b: r.b, origID: []byte(id), method: "tools/call", name: "t",
 		line: []byte(`{"jsonrpc":"2.0","id":` + fmt.Sprint(poolID) + `,"method":"tools/call"}`)}
-	r.b.reqs.register(pe, 100, 0, nil)
+	r.b.reqs.register(pe, 100, 0)
 	r.b.reqs.update(func(*inFlight) { pe.state, pe.everWritten = state, ever })
 	r.s.mu.Lock()
 	r.s.trackLocked(string(pe.origID), pe.origID, pe)

@@ -109,3 +109,20 @@ func BenchmarkLineReader(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRecordQueue: the three events of a request queued for the
+// history store, handed over in batches the size a 64 x 8 load makes in
+// one recordDelay (about 1,500 events).
+func BenchmarkRecordQueue(b *testing.B) {
+	b.ReportAllocs()
+	q := newRecordQueue(func(Event) {})
+	defer q.close()
+	e := Event{Kind: EventRequestReceived, Server: "fake", Session: "s1", Method: "tools/call", Name: "echo", OriginalID: "17"}
+	for i := range b.N {
+		e.PoolID = uint64(i)
+		q.add(&e)
+		if i%1500 == 1499 {
+			q.flush()
+		}
+	}
+}

@@ -87,7 +87,7 @@ func TestIdleReaping(t *testing.T) {
 						srv.leave(sessions[st.who])
 					case "call":
 						c := &pending{id: uint64(len(calls) + 1), b: b, sess: sessions[st.who]}
-						if r, _, _ := b.reqs.register(c, 1, 0, nil); r != registered {
+						if r, _, _ := b.reqs.register(c, 1, 0); r != registered {
 							t.Fatalf("registering the call: %v", r)
 						}
 						calls[st.who] = c

@@ -15,7 +15,9 @@ const recordDelay = 10 * time.Millisecond
 
 // recordBatch is the most events held before a batch is handed over
 // without waiting for recordDelay, and keepRecordBuf the largest buffer
-// kept between batches (a burst's buffer is let go).
+// always kept between batches. A larger one is kept while the batches
+// fill at least half of it (a steady load), and let go by the first
+// batch after a burst that does not.
 const (
 	recordBatch   = 4096
 	keepRecordBuf = 1024
@@ -79,7 +81,7 @@ func (q *recordQueue) flush() {
 		q.record(batch[i])
 		batch[i] = Event{} // no payload or strings kept alive by the buffer
 	}
-	if cap(batch) <= keepRecordBuf {
+	if c := cap(batch); c <= keepRecordBuf || c <= 2*len(batch) {
 		q.spare = batch[:0]
 	}
 }

@@ -104,3 +104,31 @@ func TestRecordQueueConcurrentEmitters(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordQueueKeepsTheBufferASteadyLoadFills: a buffer kept between
+// batches saves growing one from nothing each time (a steady 64 x 8 load
+// makes batches larger than keepRecordBuf); a burst's buffer is let go by
+// the first batch that leaves most of it empty.
+func TestRecordQueueKeepsTheBufferASteadyLoadFills(t *testing.T) {
+	tests := []struct {
+		name     string
+		len, cap int
+		kept     bool
+	}{
+		{"a small buffer is kept", 10, keepRecordBuf, true},
+		{"a large buffer the batch half filled is kept", 2000, 4000, true},
+		{"a burst's buffer is let go by a small batch", 10, 4000, false},
+		{"and by one that filled less than half", 1999, 4000, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := newRecordQueue(func(Event) {})
+			q.buf = make([]Event, tt.len, tt.cap)
+			q.flush()
+			if kept := cap(q.spare) == tt.cap; kept != tt.kept {
+				t.Errorf("kept %v (spare cap %d), want %v", kept, cap(q.spare), tt.kept)
+			}
+			q.close()
+		})
+	}
+}

@@ -46,7 +46,8 @@ type pending struct {
 	origToken []byte
 	received  time.Time
 	reply     chan []byte // the pool's own requests: the raw answer, or closed when it failed
-	timer     *time.Timer // the request timeout; set by register under the table's lock, read after end
+
+	deadline time.Duration // when it times out, after its table's base; 0 for none. Set by register, under the table's lock
 
 	// Guarded by the backend's request table (requestTable.update).
 	// sess, origID and x change only when a modern client's retry takes
@@ -101,9 +102,19 @@ type reverseEntry struct {
 // The table's mutex is a leaf: it is taken under backend.mu (the write
 // queue's lock) and under server.mu (serving), never the other way round,
 // and nothing else is locked under it.
+//
+// Timeouts are one timer per table, not one per request: it is armed for
+// the earliest deadline and, when it fires, expires what is due and is
+// armed again for the earliest left. A request that ends leaves the timer
+// alone, so a call costs no timer of its own (an allocation, and a
+// timer-heap insert and delete on the hot path); a timer that finds
+// nothing due just re-arms.
 type requestTable struct {
-	mu sync.Mutex
-	in inFlight
+	mu     sync.Mutex
+	in     inFlight
+	expire func(*pending) // called, without the lock, for each request past its deadline
+	sweep  *time.Timer    // runs sweepDue at in.nextDeadline; made by the first register with a timeout
+	base   time.Time      // deadlines are durations since base (8 bytes in pending, not a time.Time's 24)
 }
 
 // inFlight is the table's state, reached only through update.
@@ -112,11 +123,18 @@ type inFlight struct {
 	tokens  map[uint64]*pending     // pool progress token -> request
 	reverse map[uint64]reverseEntry // pool id of a child's request -> the session asked
 	idle    chan struct{}           // closed when pending empties; nil when nobody waits (whenIdle)
+
+	// nextDeadline is when the sweep timer fires, zero when it is not
+	// armed. Once it has passed, a sweep is on its way and will look at
+	// every request, so a later deadline needs no arming.
+	nextDeadline time.Duration
 }
 
-func newRequestTable() requestTable {
-	return requestTable{in: inFlight{pending: map[uint64]*pending{}, tokens: map[uint64]*pending{},
-		reverse: map[uint64]reverseEntry{}}}
+// newRequestTable makes a table whose timeouts call expire (nil: no
+// request of this table has a timeout).
+func newRequestTable(expire func(*pending)) *requestTable {
+	return &requestTable{in: inFlight{pending: map[uint64]*pending{}, tokens: map[uint64]*pending{},
+		reverse: map[uint64]reverseEntry{}}, expire: expire, base: time.Now()}
 }
 
 // update runs f with the table's state under its mutex. f must not block,
@@ -138,10 +156,9 @@ const (
 
 // register adds a new request, queued, and returns its session as
 // registered. n is how many requests were waiting before it. A timeout
-// above zero arms the request's timer, which calls expire: here, under
-// the table's lock, so that whoever ends the request (and stops the
-// timer) finds it set.
-func (t *requestTable) register(p *pending, limit int, timeout time.Duration, expire func()) (r registration, sess *session, n int) {
+// above zero gives the request a deadline, after which the table's
+// expire is called for it unless it ended first.
+func (t *requestTable) register(p *pending, limit int, timeout time.Duration) (r registration, sess *session, n int) {
 	t.update(func(in *inFlight) {
 		n = len(in.pending)
 		switch {
@@ -156,12 +173,65 @@ func (t *requestTable) register(p *pending, limit int, timeout time.Duration, ex
 				in.tokens[p.token] = p
 			}
 			if timeout > 0 {
-				p.timer = time.AfterFunc(timeout, expire)
+				now := time.Since(t.base)
+				p.deadline = now + timeout
+				if in.nextDeadline == 0 || p.deadline < in.nextDeadline {
+					t.armLocked(in, p.deadline, now)
+				}
 			}
 			r, sess = registered, p.sess
 		}
 	})
 	return r, sess, n
+}
+
+// armLocked sets the sweep timer to fire at deadline.
+func (t *requestTable) armLocked(in *inFlight, deadline, now time.Duration) {
+	in.nextDeadline = deadline
+	if t.sweep == nil {
+		t.sweep = time.AfterFunc(deadline-now, t.sweepDue)
+		return
+	}
+	t.sweep.Reset(deadline - now)
+}
+
+// sweepDue expires, in pool-id order, every request whose deadline has
+// passed, and arms the timer for the earliest deadline left.
+func (t *requestTable) sweepDue() {
+	var due []*pending
+	t.update(func(in *inFlight) {
+		now := time.Since(t.base)
+		var next time.Duration
+		for _, p := range in.pending {
+			switch {
+			case p.deadline == 0:
+			case p.deadline <= now:
+				due = append(due, p)
+			case next == 0 || p.deadline < next:
+				next = p.deadline
+			}
+		}
+		in.nextDeadline = 0
+		if next != 0 {
+			t.armLocked(in, next, now)
+		}
+	})
+	slices.SortFunc(due, cmpID)
+	for _, p := range due {
+		t.expire(p)
+	}
+}
+
+// stopTimer lets the sweep timer go once the table's backend is done:
+// nothing is left to time out, and an armed timer would keep the backend
+// reachable until it fired.
+func (t *requestTable) stopTimer() {
+	t.update(func(in *inFlight) {
+		if t.sweep != nil {
+			t.sweep.Stop()
+		}
+		in.nextDeadline = 0
+	})
 }
 
 // lookup returns the request with pool id id, or nil.

@@ -2,9 +2,13 @@ package pool
 
 import (
 	"go/ast"
+	"maps"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+	"unsafe"
 )
 
 // The request table's maps are touched in requests.go only: every other
@@ -82,14 +86,14 @@ func TestRequestStateMachine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tab := newRequestTable()
+			tab := newRequestTable(nil)
 			p := &pending{id: 7, method: "tools/list", token: 70}
 			lastEnd := ended{}
 			for i, st := range tt.steps {
 				var ok bool
 				switch st.move {
 				case "register":
-					r, _, _ := tab.register(p, 10, 0, nil)
+					r, _, _ := tab.register(p, 10, 0)
 					ok = r == registered
 				case "start":
 					tab.update(func(in *inFlight) { ok, _ = in.startWriteLocked(p, 42) })
@@ -170,5 +174,114 @@ func TestOnlyFinishEndsRequests(t *testing.T) {
 	}
 	if ends != 1 || dones != 1 {
 		t.Errorf("finish ends requests %d times and records %d ends; want one of each", ends, dones)
+	}
+}
+
+// One timer serves every deadline of a table: each request expires at its
+// own deadline, in order, however they were registered; one that ended
+// first never does; a deadline earlier than the armed one re-arms it.
+func TestRequestTableExpiresEachRequestAtItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var mu sync.Mutex
+		expired := map[uint64]time.Duration{}
+		var tab *requestTable
+		tab = newRequestTable(func(p *pending) {
+			if _, won := tab.end(p); won {
+				mu.Lock()
+				expired[p.id] = time.Since(start)
+				mu.Unlock()
+			}
+		})
+		reqs := map[uint64]*pending{}
+		register := func(id uint64, timeout time.Duration) {
+			reqs[id] = &pending{id: id}
+			if r, _, _ := tab.register(reqs[id], 100, timeout); r != registered {
+				t.Fatalf("register %d: %v", id, r)
+			}
+		}
+		register(1, 3*time.Second)
+		register(2, time.Second)
+		register(3, 2*time.Second)
+		register(4, 2*time.Second) // ends at 1.5 s, before its deadline
+		register(6, 0)             // no timeout
+
+		time.Sleep(1500 * time.Millisecond)
+		if _, won := tab.end(reqs[4]); !won {
+			t.Fatal("request 4 ended before its deadline")
+		}
+		time.Sleep(time.Second) // 2.5 s
+		register(5, 200*time.Millisecond)
+		time.Sleep(time.Hour)
+		synctest.Wait()
+
+		want := map[uint64]time.Duration{2: time.Second, 3: 2 * time.Second, 5: 2700 * time.Millisecond, 1: 3 * time.Second}
+		mu.Lock()
+		defer mu.Unlock()
+		if !maps.Equal(expired, want) {
+			t.Errorf("expired at %v, want %v", expired, want)
+		}
+		if n := tab.count(); n != 1 {
+			t.Errorf("%d requests left, want 1 (the one without a timeout)", n)
+		}
+		tab.stopTimer()
+	})
+}
+
+// The attack on a shared timer: requests ending and arriving while it
+// fires. Every request still in the table past its deadline is expired,
+// none twice, none that ended first.
+func TestRequestTableTimeoutsUnderChurn(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[uint64]int{}
+	var tab *requestTable
+	tab = newRequestTable(func(p *pending) {
+		if _, won := tab.end(p); won {
+			mu.Lock()
+			seen[p.id]++
+			mu.Unlock()
+		}
+	})
+	defer tab.stopTimer()
+	const n = 2000
+	var wg sync.WaitGroup
+	ended := make([]bool, n+1)
+	for w := range 4 {
+		wg.Go(func() {
+			for id := uint64(w + 1); id <= n; id += 4 {
+				p := &pending{id: id}
+				tab.register(p, n, time.Duration(id%7+1)*time.Millisecond)
+				if id%3 == 0 {
+					_, ended[id] = tab.end(p)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for tab.count() > 0 && time.Now().Before(deadline) {
+		<-time.After(time.Millisecond)
+	}
+	if c := tab.count(); c != 0 {
+		t.Fatalf("%d requests never timed out", c)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id := uint64(1); id <= n; id++ {
+		switch {
+		case ended[id] && seen[id] != 0:
+			t.Errorf("request %d ended, then expired", id)
+		case !ended[id] && seen[id] != 1:
+			t.Errorf("request %d expired %d times, want once", id, seen[id])
+		}
+	}
+}
+
+// A request is allocated for every call: it stays in the 256-byte size
+// class (a deadline is a Duration since its table's base, not a
+// time.Time, for that reason).
+func TestPendingFitsIn256Bytes(t *testing.T) {
+	if n := unsafe.Sizeof(pending{}); n > 256 {
+		t.Errorf("pending is %d bytes, more than 256: reorder or shrink its fields", n)
 	}
 }

@@ -14,6 +14,7 @@ import (
 // last child is gone and every pending request has been answered.
 func (b *backend) supervise() {
 	defer close(b.done)
+	defer b.reqs.stopTimer()
 	defer b.srv.backendDone(b)
 	budget := newRestartBudget(b.restartPolicy())
 	for {
