@@ -47,8 +47,6 @@ type pending struct {
 	received  time.Time
 	reply     chan []byte // the pool's own requests: the raw answer, or closed when it failed
 
-	deadline time.Duration // when it times out, after its table's base; 0 for none. Set by register, under the table's lock
-
 	// Guarded by the backend's request table (requestTable.update).
 	// sess, origID and x change only when a modern client's retry takes
 	// a held call over (mrtr.go).
@@ -56,9 +54,10 @@ type pending struct {
 	origID       []byte    // the client's exact id bytes
 	x            *exchange // the HTTP POST waiting for its answer (exchange.go); nil: the session's output
 	held         *mrtrHold
-	written      time.Time // when it was last fully written
-	pid          int       // the child it is being or was last written to
-	progressSeen float64   // the last progress value its client was sent: a retried call's progress never goes back
+	written      time.Time     // when it was last fully written
+	pid          int           // the child it is being or was last written to
+	deadline     time.Duration // when it times out, as time since its table's base; 0 for none (set by register)
+	progressSeen float64       // the last progress value its client was sent: a retried call's progress never goes back
 
 	// slot is the request's ledger slot + 1 (ledger.go), 0 if none:
 	// taken and released under the session's mu, read by the writers.
