@@ -398,6 +398,37 @@ func TestRequestTimeout(t *testing.T) {
 	}
 }
 
+// The timeouts share one timer per child: a call answered at once leaves
+// it set for its own deadline, and a slow call made after it must still
+// time out, at its own deadline, not the answered call's.
+func TestTimeoutOfACallMadeAfterAnAnsweredOne(t *testing.T) {
+	cfg := fake("srv")
+	cfg.RequestTimeout = 400 * time.Millisecond
+	tp := newTestPool(t, nil, cfg)
+	c := tp.dial(t, "srv")
+	c.initialize("c", "")
+	c.call(`"fast"`, "echo", `{"text":"ok"}`)
+	if m, _ := c.recvID(`"fast"`); m.text() != "ok" {
+		t.Fatalf("the fast call: %s", m.raw)
+	}
+	c.call(`"early"`, "sleep", `{"ms":20000}`)
+	<-time.After(200 * time.Millisecond) // the second slow call starts half a timeout later
+	start := time.Now()
+	c.call(`"late"`, "sleep", `{"ms":20000}`)
+	for _, id := range []string{`"early"`, `"late"`} {
+		m, _ := c.recvID(id)
+		if m.Error == nil || m.Error.Code != -32001 {
+			t.Fatalf("call %s: want a timeout error, got %s", id, m.raw)
+		}
+	}
+	if waited := time.Since(start); waited < 400*time.Millisecond {
+		t.Errorf("the late call timed out after %v, before its own 400ms", waited)
+	}
+	if n := tp.Snapshot().Counters.Timeouts; n != 2 {
+		t.Errorf("timeouts counter %d, want 2", n)
+	}
+}
+
 // A stuck child does not slow another server: while one server's calls
 // hang, another server's calls are answered.
 func TestStuckServerDoesNotBlockAnother(t *testing.T) {
