@@ -343,7 +343,7 @@ func (b *backend) writeDirect(c *child, p *pending) {
 	more := len(b.queue) > 0
 	b.mu.Unlock()
 	if wrote != nil {
-		b.p.emit(Event{Kind: EventRequestWritten, Time: now, Server: b.srv.name, Session: wrote.id, PID: c.pid, PoolID: p.id})
+		b.p.emit(&Event{Kind: EventRequestWritten, Time: now, Server: b.srv.name, Session: wrote.id, PID: c.pid, PoolID: p.id})
 	}
 	if more {
 		b.signal()
@@ -477,7 +477,7 @@ func (b *backend) writeLoop(c *child) {
 		}
 		b.mu.Unlock()
 		for i, p := range wrote {
-			b.p.emit(Event{Kind: EventRequestWritten, Time: now, Server: b.srv.name, Session: whose[i].id, PID: c.pid, PoolID: p.id})
+			b.p.emit(&Event{Kind: EventRequestWritten, Time: now, Server: b.srv.name, Session: whose[i].id, PID: c.pid, PoolID: p.id})
 		}
 		clear(batch)
 		clear(whose)
@@ -572,7 +572,7 @@ func (b *backend) onResponse(msg *jsonrpc.Message) {
 	}
 	b.orphaned.Add(1)
 	b.p.orphaned.Add(1)
-	b.p.emit(Event{Kind: EventOrphan, Server: b.srv.name, OriginalID: string(msg.IDBytes()), Status: StatusOrphaned})
+	b.p.emit(&Event{Kind: EventOrphan, Server: b.srv.name, OriginalID: string(msg.IDBytes()), Status: StatusOrphaned})
 }
 
 // progressValue reads a progress notification's progress number.

@@ -300,7 +300,7 @@ func (b *backend) adoptChild(c *child, hs *handshake) (*child, error) {
 	b.mu.Unlock()
 	cfg := b.config()
 	b.log.Info("child carried over", "pid", c.pid)
-	b.p.emit(Event{Kind: EventBackendStarted, Server: cfg.Name, PID: c.pid, ProcessStart: c.started,
+	b.p.emit(&Event{Kind: EventBackendStarted, Server: cfg.Name, PID: c.pid, ProcessStart: c.started,
 		Command: cfg.shownLine(), ResolvedCommand: cfg.shownResolved(b.resolved), Roots: b.roots, Carried: true})
 	b.startLoops(c)
 	b.becomeReady(c, hs)

@@ -114,9 +114,14 @@ func (h *hub) emit(e *Event) {
 	if h.record != nil {
 		h.record.add(e)
 	}
-	if h.nsubs.Load() == 0 {
-		return
+	if h.nsubs.Load() != 0 {
+		h.fanOut(e)
 	}
+}
+
+// fanOut sends e to every subscriber, dropping one whose buffer is full.
+// It is emit's cold half, apart so that emit's frame stays small.
+func (h *hub) fanOut(e *Event) {
 	h.mu.Lock()
 	for ch := range h.subs {
 		select {

@@ -104,7 +104,7 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		// whole request (it answered it), and the request's events say
 		// so in order, written before done; the writer, finding it ended,
 		// says nothing.
-		b.p.emit(Event{Kind: EventRequestWritten, Server: b.srv.name, Session: e.sess.id, PID: e.pid, PoolID: p.id})
+		b.p.emit(&Event{Kind: EventRequestWritten, Server: b.srv.name, Session: e.sess.id, PID: e.pid, PoolID: p.id})
 	}
 
 	ev := Event{Kind: EventRequestDone, Server: b.srv.name, Session: e.sess.id, PID: e.pid, PoolID: p.id,
@@ -130,7 +130,7 @@ func (b *backend) finish(p *pending, o outcome) bool {
 			// Its questions went to the client; the call goes on as a
 			// new request with the answers (inputbridge.go).
 			ev.Size, ev.Payload = len(o.answer.Raw), b.capture(o.answer.Raw)
-			b.p.emit(ev)
+			b.p.emit(&ev)
 			return true
 		case e.held != nil:
 			line = append([]byte(nil), o.answer.Raw...) // rewritten for the retry that takes it (mrtr.go)
@@ -163,7 +163,7 @@ func (b *backend) finish(p *pending, o outcome) bool {
 	if line != nil {
 		ev.Size, ev.Payload = len(line), b.capture(line)
 	}
-	b.p.emit(ev)
+	b.p.emit(&ev)
 	return true
 }
 

@@ -221,7 +221,7 @@ func (x *inputRound) retry() {
 	}
 	s.trackLocked(key, x.origID, next)
 	s.mu.Unlock()
-	s.p.emit(Event{Kind: EventRequestReceived, Time: next.received, Server: s.srv.name, Session: s.id, PoolID: id,
+	s.p.emit(&Event{Kind: EventRequestReceived, Time: next.received, Server: s.srv.name, Session: s.id, PoolID: id,
 		Method: next.method, Name: next.name, OriginalID: string(x.origID), Size: len(line),
 		Payload: x.b.capture(line)})
 	if err := x.b.send(next); err != nil { // (ended meanwhile: finish does nothing)

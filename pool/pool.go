@@ -472,9 +472,13 @@ func (p *Pool) Snapshot() Snapshot {
 	return snap
 }
 
-func (p *Pool) emit(e Event) {
+// emit hands e to the recorder and the subscribers, stamped with the
+// time now unless it has one. It takes the event by pointer: an Event is
+// 384 bytes, and each copy of it on the way was stack that a session's
+// goroutine had to grow again after every collection shrank it.
+func (p *Pool) emit(e *Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
-	p.events.emit(&e)
+	p.events.emit(e)
 }

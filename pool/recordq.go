@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -53,13 +54,17 @@ func (q *recordQueue) add(e *Event) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
-		q.flushMu.Lock() // after the last batch
-		q.record(*e)
-		q.flushMu.Unlock()
+		q.recordNow(e)
 		return
 	}
-	q.buf = append(q.buf, *e)
-	n := len(q.buf)
+	// Copied straight into its slot: append(q.buf, *e) would stage the
+	// 384 bytes on the stack first.
+	n := len(q.buf) + 1
+	if n > cap(q.buf) {
+		q.grow()
+	}
+	q.buf = q.buf[:n]
+	q.buf[n-1] = *e
 	q.mu.Unlock()
 	switch n {
 	case 1:
@@ -67,6 +72,19 @@ func (q *recordQueue) add(e *Event) {
 	case recordBatch:
 		q.timer.Reset(0)
 	}
+}
+
+// grow makes room in buf for one more event; q.mu is held.
+func (q *recordQueue) grow() {
+	q.buf = slices.Grow(q.buf, 1)
+}
+
+// recordNow hands e to Record at once, after the last batch: the queue
+// is closed.
+func (q *recordQueue) recordNow(e *Event) {
+	q.flushMu.Lock()
+	defer q.flushMu.Unlock()
+	q.record(*e)
 }
 
 // flush hands everything queued to Record.

@@ -160,7 +160,7 @@ func (p *Pool) newSession(name string, setup sessionSetup) (*session, error) {
 	}
 	p.sessions[s] = struct{}{}
 	p.mu.Unlock()
-	p.emit(Event{Kind: EventSessionOpened, Server: name, Session: s.id, Transport: s.transport, PID: s.peerPID,
+	p.emit(&Event{Kind: EventSessionOpened, Server: name, Session: s.id, Transport: s.transport, PID: s.peerPID,
 		ClientName: s.clientName, ClientVersion: s.clientVersion})
 	return s, nil
 }
@@ -412,7 +412,7 @@ func (s *session) adoptInitialize(params []byte) (json.RawMessage, error) {
 		s.srv.move(s) // its partition is known now: no roots to ask
 	}
 	// Again, now that the client has named itself: recorders upsert.
-	s.p.emit(Event{Kind: EventSessionOpened, Server: s.srv.name, Session: s.id, Transport: s.transport,
+	s.p.emit(&Event{Kind: EventSessionOpened, Server: s.srv.name, Session: s.id, Transport: s.transport,
 		PID: s.peerPID, ClientName: req.ClientInfo.Name, ClientVersion: req.ClientInfo.Version})
 	return result, nil
 }
@@ -510,7 +510,7 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 	if x != nil && x.stateless {
 		ev.ClientName, ev.ClientVersion = x.client.Name, x.client.Version
 	}
-	s.p.emit(ev)
+	s.p.emit(&ev)
 	switch err := b.send(p); {
 	case err == nil:
 	case errors.Is(err, errNotForChild):
@@ -889,7 +889,7 @@ func (s *session) close(reason error) {
 		delete(s.p.sessions, s)
 		s.p.mu.Unlock()
 		s.srv.leave(s)
-		s.p.emit(Event{Kind: EventSessionClosed, Server: s.srv.name, Session: s.id, Err: why})
+		s.p.emit(&Event{Kind: EventSessionClosed, Server: s.srv.name, Session: s.id, Err: why})
 	})
 }
 

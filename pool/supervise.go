@@ -113,7 +113,7 @@ func (b *backend) startAndHandshake() (*child, error) {
 	if cfg.Command != configured.Command {
 		ev.ResolvedCommand = configured.shownResolved(append([]string{cfg.Command}, cfg.Args...))
 	}
-	b.p.emit(ev)
+	b.p.emit(&ev)
 	b.startLoops(c)
 
 	hs, err := b.handshake(c)
@@ -260,7 +260,7 @@ func (b *backend) reap(c *child, stopped error) {
 
 	exit := c.describeExit()
 	b.log.Info("child exited", "pid", c.pid, "exit", exit, "failedRequests", len(failed), "retried", len(retry))
-	b.p.emit(Event{Kind: EventBackendExited, Server: b.srv.name, PID: c.pid, ExitCode: c.exitCode(), Err: exit, Session: b.ownerID()})
+	b.p.emit(&Event{Kind: EventBackendExited, Server: b.srv.name, PID: c.pid, ExitCode: c.exitCode(), Err: exit, Session: b.ownerID()})
 	for _, p := range settled {
 		b.finish(p, outcome{kind: endNotForChild})
 	}
@@ -423,7 +423,7 @@ func (b *backend) emitState() {
 		errText = b.hsErr.Error()
 	}
 	b.mu.Unlock()
-	b.p.emit(Event{Kind: EventBackendState, Server: b.srv.name, State: st, PID: pid, Err: errText, Session: b.ownerID()})
+	b.p.emit(&Event{Kind: EventBackendState, Server: b.srv.name, State: st, PID: pid, Err: errText, Session: b.ownerID()})
 }
 
 // restartPolicy is the pool's policy with the server's overrides.
