@@ -143,6 +143,10 @@ func TestValidationProblems(t *testing.T) {
 			`MaxChildrenPerServer: unknown field; did you mean "maxChildrenPerServer"?`,
 			`mcpServers.a.Command: unknown field; did you mean "command"?`,
 		}},
+		{"VS Code's servers key", `{"servers": {"memory": {"type": "stdio", "command": "npx"}}}`, []string{
+			`servers: VS Code's key: Switchboard's servers go under "mcpServers" (switchboard import --from vscode --file FILE converts a VS Code file)`,
+		}},
+		{"another tool's servers value is kept", `{"servers": ["a"], "mcpServers": {}}`, nil},
 		{"disabled entries may wait for values", `{"mcpServers": {"a": {"command": "x", "disabled": true, "env": {"T": "${input:t}", "U": "${UNSET}"}}}}`, nil},
 		{"remote entries are fine", `{"mcpServers": {"r": {"url": "https://example.com/mcp"}, "s": {"type": "sse", "url": "https://example.com/sse"}}}`, nil},
 		{"listen localhost", `{"http": {"listen": "localhost:7777"}, "mcpServers": {}}`, nil},

@@ -110,6 +110,14 @@ func decodeFile(doc []byte, root *jsonedit.Value, p *problems) *File {
 			decodeField("maxSubscriptionsPerSession", doc, m.Value, reflect.ValueOf(&f.MaxSubscriptionsPerSession).Elem(), p)
 		case "maxChildrenPerServer":
 			decodeField("maxChildrenPerServer", doc, m.Value, reflect.ValueOf(&f.MaxChildrenPerServer).Elem(), p)
+		case "servers":
+			if m.Value.Kind == jsonedit.Object {
+				// VS Code's mcp.json names its servers so; pasted here,
+				// they would be kept unused and the pool would have none.
+				p.add(m.Key, `VS Code's key: Switchboard's servers go under "mcpServers" (switchboard import --from vscode --file FILE converts a VS Code file)`)
+				continue
+			}
+			fallthrough
 		default:
 			if k := foldMatch(m.Key, "mcpServers", "http", "history", "hangThreshold", "evictSlowClientsAfter", "autostart", "maxInFlightPerSession", "maxInFlightMiBPerSession",
 				"maxSubscriptionsPerSession", "maxChildrenPerServer"); k != "" {
