@@ -61,7 +61,7 @@ func (q *recordQueue) add(e *Event) {
 	// 384 bytes on the stack first.
 	n := len(q.buf) + 1
 	if n > cap(q.buf) {
-		q.grow()
+		q.buf = slices.Grow(q.buf, 1)
 	}
 	q.buf = q.buf[:n]
 	q.buf[n-1] = *e
@@ -72,11 +72,6 @@ func (q *recordQueue) add(e *Event) {
 	case recordBatch:
 		q.timer.Reset(0)
 	}
-}
-
-// grow makes room in buf for one more event; q.mu is held.
-func (q *recordQueue) grow() {
-	q.buf = slices.Grow(q.buf, 1)
 }
 
 // recordNow hands e to Record at once, after the last batch: the queue
