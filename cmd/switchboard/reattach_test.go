@@ -366,6 +366,14 @@ func TestStoppedPoolStartsOnTheNextCall(t *testing.T) {
 	home := coldHome(t, `{"idleExit": "1m"}`)
 	s := coldShim(t, home)
 	s.initialize("patient")
+	// initialize ends with a notification, which no answer confirms. A
+	// stop before the pool read it leaves it in the client's pipe, and a
+	// client that sent something rightly starts a pool: an answered call
+	// says the pool read everything before it.
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if r := s.recvID("1"); r.Error != nil {
+		t.Fatalf("tools/list: %s", r.raw)
+	}
 	pools := poolsOf(home)
 	if len(pools) != 1 {
 		t.Fatalf("pools: %v", pools)
