@@ -234,13 +234,11 @@ func TestRequestTableExpiresEachRequestAtItsDeadline(t *testing.T) {
 func TestRequestTableTimeoutsUnderChurn(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[uint64]int{}
-	expired := 0
 	var tab *requestTable
 	tab = newRequestTable(func(p *pending) {
 		if _, won := tab.end(p); won {
 			mu.Lock()
 			seen[p.id]++
-			expired++
 			mu.Unlock()
 		}
 	})
@@ -271,7 +269,7 @@ func TestRequestTableTimeoutsUnderChurn(t *testing.T) {
 	waitUntil(t, "every request left to expire", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return expired >= left && tab.count() == 0
+		return len(seen) >= left && tab.count() == 0
 	})
 	mu.Lock()
 	defer mu.Unlock()
