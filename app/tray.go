@@ -69,7 +69,9 @@ func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 
 	fa := fyneapp.NewWithID(AppID)
 	fa.SetIcon(ui.AppIcon)
-	u := ui.New(fa, &trayController{inst: inst, quit: stop}, &ui.Options{Logger: inst.log})
+	noStopHook(fa)
+	u := ui.New(fa, &trayController{inst: inst, quit: stop},
+		&ui.Options{Logger: inst.log, StateFile: inst.Paths.DashboardFile()})
 	inst.setDashboard(u.ShowDashboard)
 	defer inst.setDashboard(nil)
 
@@ -77,12 +79,16 @@ func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 	ranOut := make(chan struct{}) // fa.Run returned
 	go func() {
 		err := inst.Run(ctx)
-		served <- err
 		// The pool is closed (Quit, a signal, or it could not start):
-		// end the fyne app, which returns fa.Run below. The driver's Quit,
-		// unlike the app's, is a no-op when fyne already stopped (on a
-		// signal fyne quits by itself; a late fyne.Do then runs inline).
-		fyne.Do(func() { fa.Driver().Quit() })
+		// keep the dashboard's state and end the fyne app, which returns
+		// fa.Run below. The driver's Quit, unlike the app's, is a no-op
+		// when fyne already stopped (on a signal fyne quits by itself; a
+		// late fyne.Do then runs inline, before RunTray can return).
+		fyne.Do(func() {
+			u.SaveState()
+			fa.Driver().Quit()
+		})
+		served <- err
 		exitUnlessStopped(ranOut, fyneStopWait, func() {
 			inst.log.Warn("the window toolkit did not stop; exiting, the pool having stopped", "wait", fyneStopWait)
 			if err != nil {
@@ -331,3 +337,18 @@ func (c *trayController) SetStartAtLogin(on bool) error {
 }
 
 func (c *trayController) About() string { return version.Get().String() }
+
+// noStopHook takes fyne's own stop hook away. fyne (v2.8.1) queues it as
+// its loop ends, to save fyne's preferences, which Switchboard does not
+// use (the dashboard keeps its state in a file of its own, saved before
+// the loop is asked to end); and the hook's hand-off to the main thread
+// races the loop closing its queue: "send on closed channel", a panic
+// after the pool had shut down cleanly, seen at Quit under Wine, or a
+// hand-off never run, which WaitForEvents then waits on forever. With no
+// hook, nothing is queued at the end. A later fyne without the method
+// keeps its hook.
+func noStopHook(a fyne.App) {
+	if l, ok := a.Lifecycle().(interface{ SetOnStoppedHookExecuted(func()) }); ok {
+		l.SetOnStoppedHookExecuted(nil)
+	}
+}

@@ -280,3 +280,27 @@ func TestTrayControllerWindowAndPayloads(t *testing.T) {
 		t.Errorf("Window without a store = %v, want ErrUnavailable", err)
 	}
 }
+
+// TestNoStopHook: once noStopHook ran, fyne has no stop hook to queue as
+// its loop ends (the race at Quit it removes; see noStopHook). It fails
+// when a fyne upgrade renames the methods, so that the upgrade looks at
+// that race again.
+func TestNoStopHook(t *testing.T) {
+	type lifecycle interface {
+		SetOnStoppedHookExecuted(func())
+		OnStopped() func()
+	}
+	a := test.NewTempApp(t)
+	l, ok := a.Lifecycle().(lifecycle)
+	if !ok {
+		t.Fatalf("fyne's lifecycle (%T) has no stop hook to take away: look at noStopHook again", a.Lifecycle())
+	}
+	l.SetOnStoppedHookExecuted(func() {}) // as fyneapp.New does, to save fyne's preferences
+	if l.OnStopped() == nil {
+		t.Fatal("a stop hook set is not queued: look at noStopHook again")
+	}
+	noStopHook(a)
+	if l.OnStopped() != nil {
+		t.Error("fyne would still queue a stop hook as its loop ends")
+	}
+}

@@ -152,51 +152,6 @@ func newDashboard(u *UI) *dashboard {
 	return d
 }
 
-// The dashboard's state kept across runs, in the app's preferences.
-const (
-	prefWidth  = "dashboard.width"
-	prefHeight = "dashboard.height"
-	prefTab    = "dashboard.tab"
-	prefSpanMs = "waterfall.spanMs"
-	prefFollow = "waterfall.follow"
-)
-
-// defaultSize is the dashboard's first size: two overview cards wide.
-var defaultSize = fyne.NewSize(1000, 660)
-
-// restore gives the window the size, tab and waterfall zoom it had.
-func (d *dashboard) restore() {
-	p := d.u.app.Preferences()
-	size := fyne.NewSize(float32(p.FloatWithFallback(prefWidth, float64(defaultSize.Width))),
-		float32(p.FloatWithFallback(prefHeight, float64(defaultSize.Height))))
-	d.win.Resize(fyne.NewSize(max(size.Width, 480), max(size.Height, 320)))
-	d.selectTab(p.StringWithFallback(prefTab, tabOverview))
-	w := d.waterfall
-	if ms := p.IntWithFallback(prefSpanMs, 0); ms > 0 {
-		w.v.Span = min(max(time.Duration(ms)*time.Millisecond, minSpan), maxSpan)
-	}
-	w.v.Follow = p.BoolWithFallback(prefFollow, true)
-	w.showFollow()
-}
-
-// save keeps the window's size, tab and waterfall zoom for the next run.
-func (d *dashboard) save() {
-	p := d.u.app.Preferences()
-	if size := d.win.Canvas().Size(); size.Width > 0 && size.Height > 0 {
-		p.SetFloat(prefWidth, float64(size.Width))
-		p.SetFloat(prefHeight, float64(size.Height))
-	}
-	if t := d.tabs.Selected(); t != nil {
-		for name, ti := range d.tabOf {
-			if ti == t {
-				p.SetString(prefTab, name)
-			}
-		}
-	}
-	p.SetInt(prefSpanMs, int(d.waterfall.v.Span/time.Millisecond))
-	p.SetBool(prefFollow, d.waterfall.v.Follow || d.waterfall.hist != nil)
-}
-
 // shortcuts: Ctrl+1 to Ctrl+7 pick a tab (Cmd on macOS), Ctrl+Tab and
 // Ctrl+PageDown the next, Ctrl+Shift+Tab and Ctrl+PageUp the previous,
 // Ctrl+W closes the window (the app stays in the tray).

@@ -1,10 +1,13 @@
 package ui
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/png"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -449,11 +452,13 @@ func BenchmarkApply(b *testing.B) {
 
 // TestDashboardKeysAndMemory: the keyboard moves between views, and the
 // window's size, view and the waterfall's zoom come back in the next run
-// (the same preferences).
+// (the same state file), whether the window was closed or the app quit
+// with it open.
 func TestDashboardKeysAndMemory(t *testing.T) {
 	a := test.NewTempApp(t)
 	fake := newFake(fixture())
-	u := New(a, fake, &Options{inline: true})
+	state := filepath.Join(t.TempDir(), "state", "dashboard.json")
+	u := New(a, fake, &Options{inline: true, StateFile: state})
 	u.showDashboard("")
 	d := u.dash
 	if d.tabs.Selected() != d.tabOf[tabOverview] {
@@ -495,8 +500,8 @@ func TestDashboardKeysAndMemory(t *testing.T) {
 		t.Fatal("Ctrl+W left the dashboard open")
 	}
 
-	// The next run reads the same preferences.
-	u2 := New(a, newFake(fixture()), &Options{inline: true})
+	// The next run reads the same file.
+	u2 := New(a, newFake(fixture()), &Options{inline: true, StateFile: state})
 	u2.showDashboard("")
 	d2 := u2.dash
 	if got := d2.win.Canvas().Size(); got != fyne.NewSize(1180, 710) {
@@ -507,6 +512,64 @@ func TestDashboardKeysAndMemory(t *testing.T) {
 	}
 	if got := d2.waterfall.v.Span; got != span || !d2.waterfall.v.Follow {
 		t.Errorf("waterfall span %v follow %v, want %v following", got, d2.waterfall.v.Follow, span)
+	}
+
+	// Quit with the window open: the app saves before the toolkit stops.
+	d2.win.Resize(fyne.NewSize(900, 600))
+	d2.selectTab(tabHistory)
+	u2.SaveState()
+	u3 := New(a, newFake(fixture()), &Options{inline: true, StateFile: state})
+	u3.showDashboard("")
+	if got := u3.dash.win.Canvas().Size(); got != fyne.NewSize(900, 600) {
+		t.Errorf("after a quit: size = %v, want 900x600", got)
+	}
+	if u3.dash.tabs.Selected() != u3.dash.tabOf[tabHistory] {
+		t.Errorf("after a quit: view = %q, want History", u3.dash.tabs.Selected().Text)
+	}
+}
+
+// TestDashboardStateUnreadable: a state file that is not what the
+// dashboard wrote (hand-edited, truncated, another program's) gives the
+// defaults and a log line, and the next save replaces it.
+func TestDashboardStateUnreadable(t *testing.T) {
+	for name, content := range map[string]string{
+		"truncated":   `{"width": 1180, "hei`,
+		"wrong types": `{"width": "wide", "tab": 7}`,
+		"too large":   `{"tab": "` + strings.Repeat("x", maxStateFile) + `"}`,
+		"unknown tab": `{"width": 700, "height": 500, "tab": "Nonsense"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "dashboard.json")
+			if err := os.WriteFile(state, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var logs bytes.Buffer
+			u := New(test.NewTempApp(t), newFake(fixture()), &Options{inline: true, StateFile: state,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			u.showDashboard("")
+			d := u.dash
+			if d.tabs.Selected() != d.tabOf[tabOverview] {
+				t.Errorf("view = %q, want the overview", d.tabs.Selected().Text)
+			}
+			if name != "unknown tab" {
+				if got := d.win.Canvas().Size(); got != defaultSize {
+					t.Errorf("size = %v, want the default %v", got, defaultSize)
+				}
+				if !strings.Contains(logs.String(), "unreadable") {
+					t.Errorf("no log line for the unreadable file: %q", logs.String())
+				}
+			}
+			d.selectTab(tabLeaks)
+			u.SaveState()
+			var s dashState
+			data, err := os.ReadFile(state)
+			if err == nil {
+				err = json.Unmarshal(data, &s)
+			}
+			if err != nil || s.Tab != tabLeaks {
+				t.Errorf("after a save: %v %+v", err, s)
+			}
+		})
 	}
 }
 

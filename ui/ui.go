@@ -30,6 +30,9 @@ type Options struct {
 	// SamplePoll is how often the children's memory and CPU are sampled
 	// while the dashboard is open. Default 2 s.
 	SamplePoll time.Duration
+	// StateFile keeps the dashboard's size, view and waterfall zoom
+	// across runs; empty keeps nothing.
+	StateFile string
 	// WaterfallTick is how often a live waterfall that follows now is
 	// redrawn while it is on screen, so that bars in flight grow.
 	// Default 100 ms.
@@ -137,14 +140,6 @@ func New(a fyne.App, c Controller, opts *Options) *UI {
 		stats:    map[int]procStat{},
 		ctx:      context.Background(),
 		track:    newTracker(time.Now()),
-	}
-	if a != nil {
-		// The dashboard's size and view are kept for the next run.
-		a.Lifecycle().SetOnStopped(func() {
-			if u.dash != nil {
-				u.dash.save()
-			}
-		})
 	}
 	return u
 }

@@ -39,6 +39,12 @@ func (p Paths) PoolLog() string { return filepath.Join(p.Logs, "pool.log") }
 // LockFile holds the single-instance lock.
 func (p Paths) LockFile() string { return filepath.Join(p.Run, "switchboard.lock") }
 
+// DashboardFile keeps the dashboard's size, view and waterfall zoom
+// across runs, beside the history.
+func (p Paths) DashboardFile() string {
+	return filepath.Join(filepath.Dir(p.History), "dashboard.json")
+}
+
 // Resolve reads SWITCHBOARD_HOME and the OS conventions.
 func Resolve() (Paths, error) {
 	if home := os.Getenv("SWITCHBOARD_HOME"); home != "" {

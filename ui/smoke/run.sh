@@ -22,7 +22,8 @@
 #   - the app crashes (SIGKILL) with the call in flight; started again, its
 #     waterfall shows the two minutes before the crash from history.db,
 #     the call abandoned (waterfall-history.png);
-#   - Quit in the tray menu ends the app with exit 0 and no child left.
+#   - Quit in the tray menu ends the app with exit 0 and no child left, and
+#     the dashboard's view (the waterfall) is kept in dashboard.json.
 #
 # Environment: ARTIFACTS (default artifacts/), SWITCHBOARD_BIN (default
 # bin/switchboard), GO (default go), SMOKE_BUILDFLAGS (extra go build flags),
@@ -444,6 +445,9 @@ set -e
 left=$(pgrep -f "^$TMP/fakemcp" || true)
 [ -z "$left" ] || fail "children left after Quit: $left"
 grep -q 'shutting down' "$TMP/app2.log" || fail "the app did not log its shutdown"
+! grep -q 'panic:' "$TMP/app2.log" || fail "the app panicked at Quit"
+grep -q '"tab": "Waterfall"' "$SWITCHBOARD_HOME/dashboard.json" ||
+	fail "the dashboard's view was not kept at Quit: $(cat "$SWITCHBOARD_HOME/dashboard.json" 2>&1)"
 
 if [ "${UPDATE_SCREENSHOTS:-}" = 1 ]; then
 	mkdir -p ui/testdata/screenshots
