@@ -1,0 +1,370 @@
+package windows
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The tray app, as a Windows user starts it, under Wine in an X server of
+// its own: the tray icon sits in Wine's system tray and its menu opens on a
+// right click, a session is served through the named pipe, a second launch
+// asks the first for its dashboard, which opens and is drawn, and Quit in
+// the tray menu ends the app with exit 0, takes its child with it and
+// keeps the dashboard's size and view.
+// Screenshots (tray.png, tray-menu.png, dashboard.png, waterfall.png) go to
+// $ARTIFACTS/windows when ARTIFACTS is set.
+func TestTrayUnderWine(t *testing.T) {
+	for _, tool := range []string{"Xvfb", "xwininfo", "xdotool", "import"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed (packaging/linux/deps.sh installs it): %v", tool, err)
+		}
+	}
+	shots := t.TempDir()
+	if a := os.Getenv("ARTIFACTS"); a != "" {
+		shots = filepath.Join(a, "windows")
+		if err := os.MkdirAll(shots, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x := startXvfb(t)
+	// Wine's system tray lives in its explorer.exe, which the first window
+	// of the prefix starts with that process's display: the tests before
+	// this one ran without one, so their wineserver goes first.
+	stopWineserver(t)
+
+	home := t.TempDir()
+	marker := fmt.Sprintf("sbtray%d", time.Now().UnixNano())
+	config := fmt.Sprintf(`{"mcpServers":{"fake":{"command":%q,"args":["-log",%q]}}}`,
+		winPath(filepath.Join(helpers, "fakemcp.exe")), winPath(filepath.Join(home, "child-"+marker+".log")))
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"SWITCHBOARD_HOME=" + winPath(home), "DISPLAY=" + x.display}
+	exe := filepath.Join(dist, "switchboard.exe")
+
+	tray := command(context.Background(), wine, exe)
+	tray.Env = wineEnv(env...)
+	var log syncBuffer
+	tray.Stdout, tray.Stderr = &log, &log
+	if err := tray.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- tray.Wait() }()
+	t.Cleanup(func() {
+		_ = tray.Process.Kill()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+		}
+		if t.Failed() {
+			t.Logf("tray app's log:\n%s", log.String())
+		}
+	})
+
+	var systray xwindow
+	waitFor(t, "the tray icon in Wine's system tray", func() bool {
+		w, ok := x.find(`^Wine System Tray$`)
+		systray = w
+		return ok && x.viewable(w.id) && x.hasWindow(`^SystrayMonitor$`)
+	})
+	session := openSession(t, env, marker)
+	defer session.close()
+
+	// A second launch finds the first and asks it for its dashboard.
+	if out, err := run(t, env, exe, "--dashboard"); err != nil || !strings.Contains(out, "already running") {
+		t.Fatalf("a second launch: %v\n%s", err, out)
+	}
+	var dash xwindow
+	waitFor(t, "the dashboard window", func() bool {
+		w, ok := x.find(`^Switchboard$`)
+		dash = w
+		return ok && x.viewable(w.id)
+	})
+	overview := filepath.Join(shots, "dashboard.png")
+	waitFor(t, "the dashboard to be drawn, its overview's card too", func() bool {
+		colours, background := x.shot(dash.id, overview)
+		return colours >= 16 && background < 0.9
+	})
+	// Ctrl+2, to the window under the pointer (no window manager), is the
+	// live waterfall, painted off the UI goroutine.
+	x.run(t, "xdotool", "mousemove", fmt.Sprint(dash.x+dash.w/2), fmt.Sprint(dash.y+dash.h/2), "key", "ctrl+2")
+	waterfall := filepath.Join(shots, "waterfall.png")
+	waitFor(t, "the waterfall", func() bool {
+		colours, _ := x.shot(dash.id, waterfall)
+		return colours >= 16 && !sameFile(overview, waterfall)
+	})
+
+	// The dashboard covers the tray's corner: the tray goes on top.
+	x.run(t, "xdotool", "windowraise", systray.id)
+	waitFor(t, "the tray icon to be drawn", func() bool {
+		colours, _ := x.shot(systray.id, filepath.Join(shots, "tray.png"))
+		return colours >= 4
+	})
+	before := x.windows()
+	x.run(t, "xdotool", "mousemove", fmt.Sprint(systray.x+8), fmt.Sprint(systray.y+8), "click", "3")
+	var menu xwindow
+	waitFor(t, "the tray menu", func() bool {
+		for _, w := range x.windows() {
+			if _, old := before[w.id]; !old && w.h > 100 && x.viewable(w.id) {
+				menu = w
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "the tray menu to be drawn", func() bool {
+		colours, _ := x.shot(menu.id, filepath.Join(shots, "tray-menu.png"))
+		return colours >= 2
+	})
+	// Quit is the menu's last item.
+	x.run(t, "xdotool", "mousemove", fmt.Sprint(menu.x+20), fmt.Sprint(menu.y+menu.h-12), "click", "1")
+	select {
+	case err := <-exited:
+		if errors.Is(err, exec.ErrWaitDelay) {
+			err = nil // exit 0; Wine's services hold the output open
+		}
+		if err != nil || strings.Contains(log.String(), "panic:") {
+			t.Fatalf("Quit: the app ended with %v\n%s", err, log.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("Quit: the app is still running a minute later")
+	}
+	waitFor(t, "the child to end with the app", func() bool { return len(linuxPIDsOf(marker)) == 0 })
+	// The dashboard was open at Quit, on the waterfall: its view is kept.
+	if state, err := os.ReadFile(filepath.Join(home, "dashboard.json")); err != nil || !bytes.Contains(state, []byte(`"tab": "Waterfall"`)) {
+		t.Errorf("the dashboard's state after Quit: %v %s", err, state)
+	}
+}
+
+// session is a client connected through switchboard-connect.exe.
+type session struct {
+	stdin io.WriteCloser
+	cmd   *exec.Cmd
+}
+
+// openSession connects a client to the server "fake" of the running
+// instance and makes one answered call.
+func openSession(t *testing.T, env []string, marker string) *session {
+	t.Helper()
+	shim := command(context.Background(), wine, filepath.Join(dist, "switchboard-connect.exe"), "fake")
+	shim.Env = wineEnv(env...)
+	stdin, _ := shim.StdinPipe()
+	stdout, _ := shim.StdoutPipe()
+	var stderr syncBuffer
+	shim.Stderr = &stderr
+	if err := shim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &session{stdin: stdin, cmd: shim}
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"wine-tray-test","version":"1"}}}`)
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"to the tray app"}}}`)
+	answers := make(chan error, 1)
+	go func() {
+		r := bufio.NewReader(stdout)
+		for _, want := range []string{`"id":0`, `"to the tray app"`} {
+			line, err := r.ReadString('\n')
+			if err != nil || !strings.Contains(line, want) {
+				answers <- fmt.Errorf("%q %v (stderr %s)", line, err, stderr.String())
+				return
+			}
+		}
+		answers <- nil
+		_, _ = io.Copy(io.Discard, r)
+	}()
+	select {
+	case err := <-answers:
+		if err != nil {
+			s.close()
+			t.Fatalf("connect: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		s.close()
+		t.Fatalf("connect: no answer in a minute (stderr %s)", stderr.String())
+	}
+	if len(linuxPIDsOf(marker)) != 1 {
+		t.Fatalf("want one child with %s in its command line, found %v", marker, linuxPIDsOf(marker))
+	}
+	return s
+}
+
+func (s *session) close() {
+	s.stdin.Close()
+	_ = s.cmd.Wait()
+}
+
+// stopWineserver ends the prefix's wineserver and the Wine services it
+// started, and waits for them.
+func stopWineserver(t *testing.T) {
+	t.Helper()
+	server := filepath.Join(filepath.Dir(wine), "wineserver")
+	for _, arg := range []string{"-k", "-w"} {
+		cmd := exec.Command(server, arg)
+		cmd.Env = wineEnv()
+		_ = cmd.Run() // -k fails when none runs
+	}
+}
+
+// xserver is an Xvfb of the test's own.
+type xserver struct{ display string }
+
+// startXvfb starts an X server on a free display, which Xvfb picks and
+// reports (-displayfd); the test's cleanup stops it.
+func startXvfb(t *testing.T) *xserver {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", "1024x768x24", "-nolisten", "tcp")
+	cmd.ExtraFiles = []*os.File{w}
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	_ = r.SetReadDeadline(time.Now().Add(30 * time.Second))
+	n, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil {
+		t.Fatalf("Xvfb did not report its display: %v\n%s", err, out.String())
+	}
+	return &xserver{display: ":" + strings.TrimSpace(n)}
+}
+
+// run runs an X client on the server.
+func (x *xserver) run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "DISPLAY="+x.display)
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		t.Fatalf("%s %v: %v", name, args, err)
+	}
+	return string(out)
+}
+
+// xwindow is a top-level window as xwininfo lists it.
+type xwindow struct {
+	id, name   string
+	x, y, w, h int
+}
+
+// A line of `xwininfo -root -children`:
+//
+//	0xa00005 "Switchboard": ("switchboard.exe" "switchboard.exe")  1000x660+4+23  +4+23
+var childLine = regexp.MustCompile(`^\s+(0x[0-9a-f]+) (?:"([^"]*)"|\(has no name\)).*?\s(\d+)x(\d+)[+-]-?\d+[+-]-?\d+\s+\+?(-?\d+)\+?(-?\d+)\s*$`)
+
+// windows lists the root's children by id.
+func (x *xserver) windows() map[string]xwindow {
+	out := map[string]xwindow{}
+	cmd := exec.Command("xwininfo", "-root", "-children")
+	cmd.Env = append(os.Environ(), "DISPLAY="+x.display)
+	list, _ := cmd.Output() // a window that goes while it is listed fails the listing: the next try lists it
+	for line := range strings.Lines(string(list)) {
+		m := childLine.FindStringSubmatch(strings.TrimRight(line, "\n"))
+		if m == nil {
+			continue
+		}
+		w := xwindow{id: m[1], name: m[2]}
+		fmt.Sscan(m[3], &w.w)
+		fmt.Sscan(m[4], &w.h)
+		fmt.Sscan(m[5], &w.x)
+		fmt.Sscan(m[6], &w.y)
+		out[w.id] = w
+	}
+	return out
+}
+
+// find returns the window whose name matches pattern.
+func (x *xserver) find(pattern string) (xwindow, bool) {
+	re := regexp.MustCompile(pattern)
+	for _, w := range x.windows() {
+		if re.MatchString(w.name) {
+			return w, true
+		}
+	}
+	return xwindow{}, false
+}
+
+func (x *xserver) hasWindow(pattern string) bool {
+	_, ok := x.find(pattern)
+	return ok
+}
+
+// viewable reports whether the window is mapped and all its ancestors too.
+func (x *xserver) viewable(id string) bool {
+	cmd := exec.Command("xwininfo", "-id", id)
+	cmd.Env = append(os.Environ(), "DISPLAY="+x.display)
+	out, err := cmd.Output()
+	return err == nil && bytes.Contains(out, []byte("Map State: IsViewable"))
+}
+
+// shot takes a screenshot of the window into file and counts its
+// distinct colours, up to 1,000 (a window not drawn yet has one), and the
+// share of its pixels in the commonest colour, its background.
+func (x *xserver) shot(id, file string) (colours int, background float64) {
+	cmd := exec.Command("import", "-window", id, file)
+	cmd.Env = append(os.Environ(), "DISPLAY="+x.display)
+	if err := cmd.Run(); err != nil {
+		return 0, 1 // the window may be going
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, 1
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		return 0, 1
+	}
+	return colourStats(img, 1000)
+}
+
+func sameFile(a, b string) bool {
+	x, errA := os.ReadFile(a)
+	y, errB := os.ReadFile(b)
+	return errA == nil && errB == nil && bytes.Equal(x, y)
+}
+
+func colourStats(img image.Image, upTo int) (colours int, background float64) {
+	count := map[[4]uint32]int{}
+	b := img.Bounds()
+	most := 0
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, a := img.At(x, y).RGBA()
+			k := [4]uint32{r, g, bl, a}
+			if _, ok := count[k]; !ok && len(count) >= upTo {
+				continue
+			}
+			count[k]++
+			most = max(most, count[k])
+		}
+	}
+	if n := b.Dx() * b.Dy(); n > 0 {
+		background = float64(most) / float64(n)
+	}
+	return len(count), background
+}
