@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,12 +74,14 @@ func (inst *Instance) planUpgrade(ctx context.Context, binary string) (*upgradeP
 	if err != nil {
 		return nil, "", err
 	}
-	if st.IsDir() || st.Mode()&0o111 == 0 {
+	if !executable(runtime.GOOS, binary, st.Mode()) {
 		return nil, "", fmt.Errorf("%s is not an executable file", binary)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, binary, "version", "--json").Output()
+	check := exec.CommandContext(ctx, binary, "version", "--json")
+	check.SysProcAttr = launch.HiddenAttr()
+	out, err := check.Output()
 	if err != nil {
 		return nil, "", fmt.Errorf("%s version --json: %w", binary, err)
 	}
@@ -98,6 +101,19 @@ func (inst *Instance) planUpgrade(ctx context.Context, binary string) (*upgradeP
 		plan.carry = false
 	}
 	return plan, why, nil
+}
+
+// executable reports whether the file at path, of that mode, is a program
+// goos runs: a regular file with an execute bit, or on Windows, which has
+// no execute bits (Go reports 0666 for every file), a regular .exe file.
+func executable(goos, path string, mode fs.FileMode) bool {
+	if !mode.IsRegular() {
+		return false
+	}
+	if goos == "windows" {
+		return strings.EqualFold(filepath.Ext(path), ".exe")
+	}
+	return mode&0o111 != 0
 }
 
 // Upgrade accepts an upgrade to binary (control.Backend): Run's end

@@ -22,9 +22,13 @@ var (
 )
 
 // sysProcAttr starts the child in its own process group, away from the
-// pool's console Ctrl+C.
+// pool's console Ctrl+C, and without a console window: MCP servers are
+// console programs (node, python, cmd for npx.cmd), and a pool with no
+// console of its own (the tray started from the Start menu, which lets its
+// console go; a pool a client started, or a restarted one, both detached)
+// would otherwise open a visible console window for each child.
 func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP}
+	return &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.CREATE_NO_WINDOW}
 }
 
 // adopt puts a just-started child into a new kill-on-close Job Object;

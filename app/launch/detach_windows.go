@@ -13,3 +13,8 @@ import (
 func detached() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.DETACHED_PROCESS, HideWindow: true}
 }
+
+// hidden runs a console program without a console window (see HiddenAttr).
+func hidden() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{CreationFlags: windows.CREATE_NO_WINDOW}
+}

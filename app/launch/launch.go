@@ -254,3 +254,9 @@ func splitLines(data []byte) []string {
 // DetachedAttr is how a pool process is started apart from its starter:
 // its own session (Unix) or process group without a console (Windows).
 func DetachedAttr() *syscall.SysProcAttr { return detached() }
+
+// HiddenAttr runs a console program (npm, a binary's version check)
+// without opening a console window, which Windows does for each one a
+// process with no console of its own starts: the tray app, or a pool a
+// client started. Nil on Unix.
+func HiddenAttr() *syscall.SysProcAttr { return hidden() }

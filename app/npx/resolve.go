@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/app/launch"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
 
@@ -81,6 +82,7 @@ func installedDir(ctx context.Context, npm, spec, name, cwd string, env []string
 	cmd := exec.CommandContext(ctx, npm, "exec", "--yes", "--package="+spec, "--",
 		"node", "-e", "process.stdout.write(process.env.PATH)")
 	cmd.Dir, cmd.Env = cwd, env
+	cmd.SysProcAttr = launch.HiddenAttr()
 	cmd.WaitDelay = 2 * time.Second // a grandchild holding the pipes cannot hang us
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
