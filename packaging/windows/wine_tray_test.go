@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"image"
@@ -21,10 +22,12 @@ import (
 // The tray app, as a Windows user starts it, under Wine in an X server of
 // its own: the tray icon sits in Wine's system tray and its menu opens on a
 // right click, a session is served through the named pipe, a second launch
-// asks the first for its dashboard, which opens and is drawn, and Quit in
-// the tray menu ends the app with exit 0, takes its child with it and
-// keeps the dashboard's size and view.
-// Screenshots (tray.png, tray-menu.png, dashboard.png, waterfall.png) go to
+// asks the first for its dashboard, which opens and is drawn (the overview,
+// then the live waterfall), Restart Switchboard in the tray menu starts a
+// new process that the session carries on with, and Quit in its menu ends
+// it and its child; the dashboard's view is kept, and no child opens a
+// console window. Screenshots (tray.png, tray-menu.png, dashboard.png,
+// waterfall.png, and tray-menu- and dashboard-restarted.png) go to
 // $ARTIFACTS/windows when ARTIFACTS is set.
 func TestTrayUnderWine(t *testing.T) {
 	for _, tool := range []string{"Xvfb", "xwininfo", "xdotool", "import"} {
@@ -82,7 +85,9 @@ func TestTrayUnderWine(t *testing.T) {
 		return ok && x.viewable(w.id) && x.hasWindow(`^SystrayMonitor$`)
 	})
 	session := openSession(t, env, marker)
-	defer session.close()
+	if w, ok := x.find(`fakemcp\.exe$`); ok {
+		t.Errorf("the child opened a console window: %+v", w)
+	}
 
 	// A second launch finds the first and asks it for its dashboard.
 	if out, err := run(t, env, exe, "--dashboard"); err != nil || !strings.Contains(out, "already running") {
@@ -108,12 +113,95 @@ func TestTrayUnderWine(t *testing.T) {
 		return colours >= 16 && !sameFile(overview, waterfall)
 	})
 
-	// The dashboard covers the tray's corner: the tray goes on top.
-	x.run(t, "xdotool", "windowraise", systray.id)
+	// Restart Switchboard, the item above Quit: a new process takes over
+	// (Windows has no exec), the session carries on through its shim.
+	pid := statusPID(t, env)
+	x.run(t, "xdotool", "windowraise", systray.id) // the dashboard covers the tray's corner
 	waitFor(t, "the tray icon to be drawn", func() bool {
 		colours, _ := x.shot(systray.id, filepath.Join(shots, "tray.png"))
 		return colours >= 4
 	})
+	menu := x.openTrayMenu(t, systray, filepath.Join(shots, "tray-menu.png"))
+	x.clickItem(t, menu, 1)
+	select {
+	case err := <-exited:
+		if errors.Is(err, exec.ErrWaitDelay) {
+			err = nil // exit 0; the new process holds the output open
+		}
+		if err != nil {
+			t.Fatalf("Restart: the first process ended with %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("Restart: the first process is still running a minute later")
+	}
+	waitFor(t, "the restarted process to serve", func() bool {
+		out, err := run(t, env, exe, "status", "--json")
+		return err == nil && !strings.Contains(out, fmt.Sprintf(`"pid": %d,`, pid))
+	})
+	session.call(t, "after the restart")
+	waitFor(t, "the restarted process to show the session", func() bool {
+		out, err := run(t, env, exe, "status", "--json")
+		return err == nil && strings.Contains(out, `"clientName": "wine-tray-test"`)
+	})
+	// Its dashboard opens on a second launch too: its window toolkit runs
+	// (the tray's menu is built anew as it starts, and a click on a menu
+	// opened before that is lost).
+	if out, err := run(t, env, exe, "--dashboard"); err != nil || !strings.Contains(out, "already running") {
+		t.Fatalf("a launch after the restart: %v\n%s", err, out)
+	}
+	waitFor(t, "the restarted process's dashboard", func() bool {
+		w, ok := x.find(`^Switchboard$`)
+		dash = w
+		return ok && x.viewable(w.id)
+	})
+	waitFor(t, "the restarted process's dashboard to be drawn", func() bool {
+		colours, background := x.shot(dash.id, filepath.Join(shots, "dashboard-restarted.png"))
+		return colours >= 16 && background < 0.9
+	})
+	systray, _ = x.find(`^Wine System Tray$`)
+
+	// Quit, the menu's last item.
+	menu = x.openTrayMenu(t, systray, filepath.Join(shots, "tray-menu-restarted.png"))
+	// The restarted process has no console (a detached start), and its
+	// child is a console program: it runs without a console window, which
+	// would have opened by now.
+	if w, ok := x.find(`fakemcp\.exe$`); ok {
+		t.Errorf("the child opened a console window after the restart: %+v", w)
+	}
+	x.clickItem(t, menu, 0)
+	waitFor(t, "the app to end", func() bool {
+		_, err := run(t, env, exe, "status", "--json")
+		return err != nil
+	})
+	waitFor(t, "the child to end with the app", func() bool { return len(linuxPIDsOf(marker)) == 0 })
+	if strings.Contains(log.String(), "panic:") {
+		t.Fatalf("the app panicked:\n%s", log.String())
+	}
+	// The dashboard was open at the restart, on the waterfall: its view is kept.
+	if state, err := os.ReadFile(filepath.Join(home, "dashboard.json")); err != nil || !bytes.Contains(state, []byte(`"tab": "Waterfall"`)) {
+		t.Errorf("the dashboard's state: %v %s", err, state)
+	}
+}
+
+// statusPID is the running instance's PID, as `status --json` says.
+func statusPID(t *testing.T, env []string) int {
+	t.Helper()
+	out, err := run(t, env, filepath.Join(dist, "switchboard.exe"), "status", "--json")
+	var st struct{ PID int }
+	if err == nil {
+		err = json.Unmarshal([]byte(out), &st)
+	}
+	if err != nil || st.PID == 0 {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	return st.PID
+}
+
+// openTrayMenu right-clicks the tray's icon and returns the menu's window,
+// once drawn (its screenshot in file).
+func (x *xserver) openTrayMenu(t *testing.T, systray xwindow, file string) xwindow {
+	t.Helper()
+	x.run(t, "xdotool", "windowraise", systray.id)
 	before := x.windows()
 	x.run(t, "xdotool", "mousemove", fmt.Sprint(systray.x+8), fmt.Sprint(systray.y+8), "click", "3")
 	var menu xwindow
@@ -126,34 +214,33 @@ func TestTrayUnderWine(t *testing.T) {
 		}
 		return false
 	})
-	waitFor(t, "the tray menu to be drawn", func() bool {
-		colours, _ := x.shot(menu.id, filepath.Join(shots, "tray-menu.png"))
-		return colours >= 2
+	// Drawn, and settled: the menu is rebuilt while open when the counts
+	// it shows change, and a click on one being rebuilt is lost.
+	last := ""
+	waitFor(t, "the tray menu to be drawn and settled", func() bool {
+		colours, _ := x.shot(menu.id, file)
+		png, _ := os.ReadFile(file)
+		settled := colours >= 2 && string(png) == last
+		last = string(png)
+		return settled
 	})
-	// Quit is the menu's last item.
-	x.run(t, "xdotool", "mousemove", fmt.Sprint(menu.x+20), fmt.Sprint(menu.y+menu.h-12), "click", "1")
-	select {
-	case err := <-exited:
-		if errors.Is(err, exec.ErrWaitDelay) {
-			err = nil // exit 0; Wine's services hold the output open
-		}
-		if err != nil || strings.Contains(log.String(), "panic:") {
-			t.Fatalf("Quit: the app ended with %v\n%s", err, log.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("Quit: the app is still running a minute later")
-	}
-	waitFor(t, "the child to end with the app", func() bool { return len(linuxPIDsOf(marker)) == 0 })
-	// The dashboard was open at Quit, on the waterfall: its view is kept.
-	if state, err := os.ReadFile(filepath.Join(home, "dashboard.json")); err != nil || !bytes.Contains(state, []byte(`"tab": "Waterfall"`)) {
-		t.Errorf("the dashboard's state after Quit: %v %s", err, state)
-	}
+	return menu
+}
+
+// clickItem clicks the menu's item n places above the last (Wine's menu
+// items are 17 pixels high, its bottom border 3).
+func (x *xserver) clickItem(t *testing.T, menu xwindow, n int) {
+	t.Helper()
+	x.run(t, "xdotool", "mousemove", fmt.Sprint(menu.x+20), fmt.Sprint(menu.y+menu.h-12-17*n), "click", "1")
 }
 
 // session is a client connected through switchboard-connect.exe.
 type session struct {
-	stdin io.WriteCloser
-	cmd   *exec.Cmd
+	stdin  io.WriteCloser
+	cmd    *exec.Cmd
+	lines  chan string
+	stderr *syncBuffer
+	nextID int
 }
 
 // openSession connects a client to the server "fake" of the running
@@ -164,42 +251,58 @@ func openSession(t *testing.T, env []string, marker string) *session {
 	shim.Env = wineEnv(env...)
 	stdin, _ := shim.StdinPipe()
 	stdout, _ := shim.StdoutPipe()
-	var stderr syncBuffer
-	shim.Stderr = &stderr
+	s := &session{stdin: stdin, cmd: shim, lines: make(chan string, 16), stderr: &syncBuffer{}, nextID: 1}
+	shim.Stderr = s.stderr
 	if err := shim.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &session{stdin: stdin, cmd: shim}
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"wine-tray-test","version":"1"}}}`)
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"to the tray app"}}}`)
-	answers := make(chan error, 1)
 	go func() {
+		defer close(s.lines)
 		r := bufio.NewReader(stdout)
-		for _, want := range []string{`"id":0`, `"to the tray app"`} {
+		for {
 			line, err := r.ReadString('\n')
-			if err != nil || !strings.Contains(line, want) {
-				answers <- fmt.Errorf("%q %v (stderr %s)", line, err, stderr.String())
+			if err != nil {
 				return
 			}
+			s.lines <- line
 		}
-		answers <- nil
-		_, _ = io.Copy(io.Discard, r)
 	}()
-	select {
-	case err := <-answers:
-		if err != nil {
-			s.close()
-			t.Fatalf("connect: %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		s.close()
-		t.Fatalf("connect: no answer in a minute (stderr %s)", stderr.String())
-	}
+	t.Cleanup(s.close)
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"wine-tray-test","version":"1"}}}`)
+	s.await(t, `"id":0`)
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	s.call(t, "to the tray app")
 	if len(linuxPIDsOf(marker)) != 1 {
 		t.Fatalf("want one child with %s in its command line, found %v", marker, linuxPIDsOf(marker))
 	}
 	return s
+}
+
+// call makes an echo call and waits for its answer.
+func (s *session) call(t *testing.T, text string) {
+	t.Helper()
+	fmt.Fprintf(s.stdin, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`+"\n", s.nextID, text)
+	s.nextID++
+	s.await(t, fmt.Sprintf("%q", text))
+}
+
+// await reads answers until one contains want.
+func (s *session) await(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case line, ok := <-s.lines:
+			if !ok {
+				t.Fatalf("connect: the shim's output ended before %s (stderr %s)", want, s.stderr.String())
+			}
+			if strings.Contains(line, want) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("connect: no %s in a minute (stderr %s)", want, s.stderr.String())
+		}
+	}
 }
 
 func (s *session) close() {
