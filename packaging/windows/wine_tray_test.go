@@ -30,32 +30,7 @@ import (
 // waterfall.png, and tray-menu- and dashboard-restarted.png) go to
 // $ARTIFACTS/windows when ARTIFACTS is set.
 func TestTrayUnderWine(t *testing.T) {
-	for _, tool := range []string{"Xvfb", "xwininfo", "xdotool", "import"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not installed (packaging/linux/deps.sh installs it): %v", tool, err)
-		}
-	}
-	shots := t.TempDir()
-	if a := os.Getenv("ARTIFACTS"); a != "" {
-		shots = filepath.Join(a, "windows")
-		if err := os.MkdirAll(shots, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	x := startXvfb(t)
-	// Wine's system tray lives in its explorer.exe, which the first window
-	// of the prefix starts with that process's display: the tests before
-	// this one ran without one, so their wineserver goes first.
-	stopWineserver(t)
-
-	home := t.TempDir()
-	marker := fmt.Sprintf("sbtray%d", time.Now().UnixNano())
-	config := fmt.Sprintf(`{"mcpServers":{"fake":{"command":%q,"args":["-log",%q]}}}`,
-		winPath(filepath.Join(helpers, "fakemcp.exe")), winPath(filepath.Join(home, "child-"+marker+".log")))
-	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"SWITCHBOARD_HOME=" + winPath(home), "DISPLAY=" + x.display}
+	x, home, env, marker, shots := trayTestSetup(t)
 	exe := filepath.Join(dist, "switchboard.exe")
 
 	tray := command(context.Background(), wine, exe)
@@ -180,6 +155,91 @@ func TestTrayUnderWine(t *testing.T) {
 	// The dashboard was open at the restart, on the waterfall: its view is kept.
 	if state, err := os.ReadFile(filepath.Join(home, "dashboard.json")); err != nil || !bytes.Contains(state, []byte(`"tab": "Waterfall"`)) {
 		t.Errorf("the dashboard's state: %v %s", err, state)
+	}
+}
+
+// trayTestSetup gives a tray test an X server, a home with the fake
+// server "fake" configured (marker in its command line), the environment
+// that points Wine at both, and where screenshots go.
+func trayTestSetup(t *testing.T) (x *xserver, home string, env []string, marker, shots string) {
+	t.Helper()
+	for _, tool := range []string{"Xvfb", "xwininfo", "xdotool", "import"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed (packaging/linux/deps.sh installs it): %v", tool, err)
+		}
+	}
+	shots = t.TempDir()
+	if a := os.Getenv("ARTIFACTS"); a != "" {
+		shots = filepath.Join(a, "windows")
+		if err := os.MkdirAll(shots, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x = startXvfb(t)
+	// Wine's system tray lives in its explorer.exe, which the first window
+	// of the prefix starts with that process's display: the tests before
+	// this one ran without one, or with another, so their wineserver goes.
+	stopWineserver(t)
+	t.Cleanup(func() { stopWineserver(t) })
+
+	home = t.TempDir()
+	marker = fmt.Sprintf("sbtray%d", time.Now().UnixNano())
+	config := fmt.Sprintf(`{"mcpServers":{"fake":{"command":%q,"args":["-log",%q]}}}`,
+		winPath(filepath.Join(helpers, "fakemcp.exe")), winPath(filepath.Join(home, "child-"+marker+".log")))
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env = []string{"SWITCHBOARD_HOME=" + winPath(home), "DISPLAY=" + x.display}
+	return x, home, env, marker, shots
+}
+
+// A client's shim finds no pool and starts one: on Windows that is the
+// tray app (a login always has a desktop), detached and without a console.
+// Its tray icon comes up, the client's call is answered, the child opens
+// no console window, and Quit in the tray menu ends the pool and its
+// child, with nothing wrong in the pool's log.
+func TestClientStartsTheTrayUnderWine(t *testing.T) {
+	x, home, env, marker, shots := trayTestSetup(t)
+	exe := filepath.Join(dist, "switchboard.exe")
+	if _, err := run(t, env, exe, "status", "--json"); err == nil {
+		t.Fatal("a pool is running before the client starts one")
+	}
+	session := openSession(t, env, marker) // its shim starts the pool
+	var systray xwindow
+	waitFor(t, "the tray icon of the pool the client started", func() bool {
+		w, ok := x.find(`^Wine System Tray$`)
+		systray = w
+		return ok && x.viewable(w.id) && x.hasWindow(`^SystrayMonitor$`)
+	})
+	session.call(t, "to the pool a client started")
+	// Its toolkit runs once a second launch can open its dashboard.
+	if out, err := run(t, env, exe, "--dashboard"); err != nil || !strings.Contains(out, "already running") {
+		t.Fatalf("a second launch: %v\n%s", err, out)
+	}
+	waitFor(t, "the dashboard", func() bool {
+		w, ok := x.find(`^Switchboard$`)
+		if !ok || !x.viewable(w.id) {
+			return false
+		}
+		colours, background := x.shot(w.id, filepath.Join(shots, "dashboard-client-started.png"))
+		return colours >= 16 && background < 0.9
+	})
+	if w, ok := x.find(`fakemcp\.exe$`); ok {
+		t.Errorf("the child opened a console window: %+v", w)
+	}
+	if w, ok := x.find(`switchboard\.exe$`); ok {
+		t.Errorf("the pool opened a console window: %+v", w)
+	}
+	menu := x.openTrayMenu(t, systray, filepath.Join(shots, "tray-menu-client-started.png"))
+	x.clickItem(t, menu, 0) // Quit
+	waitFor(t, "the pool to end", func() bool {
+		_, err := run(t, env, exe, "status", "--json")
+		return err != nil
+	})
+	waitFor(t, "the child to end with the pool", func() bool { return len(linuxPIDsOf(marker)) == 0 })
+	poolLog, err := os.ReadFile(filepath.Join(home, "logs", "pool.log"))
+	if err != nil || !bytes.Contains(poolLog, []byte("shutting down")) || bytes.Contains(poolLog, []byte("panic:")) {
+		t.Errorf("the pool's log: %v\n%s", err, poolLog)
 	}
 }
 
