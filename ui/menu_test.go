@@ -387,3 +387,22 @@ func TestTrayIconAndTap(t *testing.T) {
 		t.Error("a tap with nothing hung changed the tab")
 	}
 }
+
+// TestFileURL: "Open config file" hands the shell a file: URL it opens,
+// on Windows too, where a path's backslashes and drive letter made
+// file://C:%5CUsers%5C..., which the shell's handler does not open.
+func TestFileURL(t *testing.T) {
+	for _, tc := range []struct{ goos, path, want string }{
+		{"linux", "/home/me/.config/switchboard/config.json", "file:///home/me/.config/switchboard/config.json"},
+		{"linux", "/home/me/my configs/config.json", "file:///home/me/my%20configs/config.json"},
+		{"darwin", "/Users/me/Library/Application Support/switchboard/config.json",
+			"file:///Users/me/Library/Application%20Support/switchboard/config.json"},
+		{"windows", `C:\Users\me\AppData\Roaming\switchboard\config.json`,
+			"file:///C:/Users/me/AppData/Roaming/switchboard/config.json"},
+		{"windows", `Z:\tmp\my home\config.json`, "file:///Z:/tmp/my%20home/config.json"},
+	} {
+		if got := fileURL(tc.goos, tc.path).String(); got != tc.want {
+			t.Errorf("fileURL(%s, %s) = %s, want %s", tc.goos, tc.path, got, tc.want)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -365,9 +367,23 @@ func (u *UI) openConfig() {
 	if p == "" {
 		return
 	}
-	if err := u.app.OpenURL(&url.URL{Scheme: "file", Path: p}); err != nil {
+	if err := u.app.OpenURL(fileURL(runtime.GOOS, p)); err != nil {
 		u.showError(fmt.Errorf("open %s: %w", p, err))
 	}
+}
+
+// fileURL is the file: URL of the absolute path p on goos:
+// file:///home/me/config.json, or on Windows file:///C:/Users/me/config.json
+// (slashes, and one before the drive), which is what the shell's handler
+// opens: the path as it is made file://C:%5CUsers%5Cme..., which it does not.
+func fileURL(goos, p string) *url.URL {
+	if goos == "windows" {
+		p = strings.ReplaceAll(p, `\`, "/")
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return &url.URL{Scheme: "file", Path: p}
 }
 
 // showDashboard creates the window on first use, shows it and selects
