@@ -43,7 +43,7 @@ func (u *UI) loop(ctx context.Context) {
 		if ns := notes.check(snap, now, f.hang); len(ns) > 0 {
 			fyne.Do(func() {
 				for _, n := range ns {
-					u.app.SendNotification(n)
+					u.sendNotification(n)
 				}
 			})
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -405,4 +406,76 @@ func TestFileURL(t *testing.T) {
 			t.Errorf("fileURL(%s, %s) = %s, want %s", tc.goos, tc.path, got, tc.want)
 		}
 	}
+}
+
+// TestNotificationCannotRunPowerShell: a hostile session names its hung
+// request so as to break out of the PowerShell string that fyne puts a
+// Windows notification's text in. Through the notifier and desktopNote
+// for Windows, each text formatted as fyne's script formats it ($content
+// = %q) must stay one PowerShell string with nothing it would expand.
+func TestNotificationCannotRunPowerShell(t *testing.T) {
+	attacks := []string{
+		`x"; Start-Process calc; "`,
+		`x” ; Start-Process calc ; “`,
+		`x„; Start-Process calc; „`,
+		`$(Start-Process calc)`,
+		"${env:USERPROFILE} `$(calc)`",
+		`x\"; calc; \"`,
+		"x\n\"; calc; #",
+		strings.Repeat("long ", 1000),
+	}
+	for _, attack := range attacks {
+		s := fixture()
+		s.InFlight = s.InFlight[:1]
+		s.InFlight[0].Method = attack
+		s.InFlight[0].Name = attack
+		s.Backends[1].LastError = attack // a child's last words
+		notes := newNotifier().check(s, t0.Add(time.Hour), 30*time.Second)
+		notes = append(notes, fyne.NewNotification("Switchboard", "restart "+attack+": "+attack)) // an action's error
+		if len(notes) < 3 {
+			t.Fatalf("%q: %d notifications, want the hung request, the failed server and the error", attack, len(notes))
+		}
+		for _, n := range notes {
+			safe := desktopNote("windows", n)
+			for _, text := range []string{safe.Title, safe.Content} {
+				line := fmt.Sprintf("$content = %q", text) // fyne's notificationTemplate
+				if err := onePowerShellString(strings.TrimPrefix(line, "$content = ")); err != nil {
+					t.Errorf("%q: %s: %v", attack, line, err)
+				}
+				if n := utf8.RuneCountInString(text); n > maxNoteContent+1 {
+					t.Errorf("%q: %d runes", attack, n)
+				}
+			}
+			// Elsewhere the text is the notifier's, cut to length.
+			if other := desktopNote("linux", n); !strings.HasPrefix(n.Content, strings.TrimSuffix(other.Content, "…")) {
+				t.Errorf("%q: on Linux the content became %q", attack, other.Content)
+			}
+		}
+	}
+}
+
+// onePowerShellString checks that src is exactly one PowerShell
+// double-quoted string literal in which nothing is expanded: it ends at
+// its last character, and holds no $ and no backtick escape. PowerShell
+// ends such a string at " and at the typographic double quotes.
+func onePowerShellString(src string) error {
+	isQuote := func(r rune) bool { return r == '"' || r == '\u201C' || r == '\u201D' || r == '\u201E' }
+	rs := []rune(src)
+	if len(rs) < 2 || !isQuote(rs[0]) {
+		return fmt.Errorf("does not start with a double quote")
+	}
+	for i := 1; i < len(rs); i++ {
+		switch r := rs[i]; {
+		case r == '$':
+			return fmt.Errorf("a $ at %d would expand", i)
+		case r == '`':
+			return fmt.Errorf("a backtick escape at %d", i)
+		case isQuote(r) && i != len(rs)-1:
+			return fmt.Errorf("the string ends at %d, before the end: the rest runs as code", i)
+		}
+	}
+	if !isQuote(rs[len(rs)-1]) {
+		return fmt.Errorf("the string does not end")
+	}
+	return nil
 }

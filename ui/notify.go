@@ -2,7 +2,9 @@ package ui
 
 import (
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
 	"fyne.io/fyne/v2"
 
@@ -73,4 +75,55 @@ func (n *notifier) check(s pool.Snapshot, now time.Time, hang time.Duration) []*
 	}
 	n.failed = failed
 	return out
+}
+
+// Notification text limits, in runes: a method or tool name can be as long
+// as a message, and a bubble shows a few lines.
+const (
+	maxNoteTitle   = 120
+	maxNoteContent = 400
+)
+
+// desktopNote is n as goos's desktop shows it safely: each text cut to its
+// limit, and on Windows kept to letters, digits, spaces and punctuation
+// that mean nothing inside a PowerShell string. fyne shows a Windows
+// notification by running a PowerShell script with the title and content
+// between double quotes, quoted the Go way (backslash escapes, which
+// PowerShell does not know). A request's method or tool name, which any
+// session chooses, or a child's last error would otherwise end the string
+// with a quote (" or a typographic one), expand $(...) or escape with a
+// backtick, and run as a command in the user's name. What is left out
+// shows as a '?'.
+func desktopNote(goos string, n *fyne.Notification) *fyne.Notification {
+	return fyne.NewNotification(noteText(goos, n.Title, maxNoteTitle), noteText(goos, n.Content, maxNoteContent))
+}
+
+// noteText is s for desktopNote.
+func noteText(goos, s string, limit int) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n == limit {
+			b.WriteRune('…')
+			break
+		}
+		if goos == "windows" && !plainRune(r) {
+			r = '?'
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}
+
+// plainRune reports whether r is text inside a PowerShell double-quoted
+// string: not a quote that ends it, not $ or the backtick.
+func plainRune(r rune) bool {
+	switch {
+	case r == ' ' || unicode.IsLetter(r) || unicode.IsDigit(r):
+		return true
+	case r < 0x80:
+		return strings.ContainsRune(".,:;!?()[]{}<>/\\_-+=*&%#@|~^'", r)
+	}
+	return false
 }

@@ -324,7 +324,12 @@ func (u *UI) showError(err error) {
 		u.dash.showError(err)
 		return
 	}
-	u.app.SendNotification(fyne.NewNotification("Switchboard", err.Error()))
+	u.sendNotification(fyne.NewNotification("Switchboard", err.Error()))
+}
+
+// sendNotification shows n on the desktop, as desktopNote makes it safe.
+func (u *UI) sendNotification(n *fyne.Notification) {
+	u.app.SendNotification(desktopNote(runtime.GOOS, n))
 }
 
 // menuDo runs a tray menu action. UI goroutine only.
