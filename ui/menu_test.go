@@ -446,9 +446,9 @@ func TestNotificationCannotRunPowerShell(t *testing.T) {
 					t.Errorf("%q: %d runes", attack, n)
 				}
 			}
-			// Elsewhere the text is the notifier's, cut to length.
-			if other := desktopNote("linux", n); !strings.HasPrefix(n.Content, strings.TrimSuffix(other.Content, "…")) {
-				t.Errorf("%q: on Linux the content became %q", attack, other.Content)
+			// On macOS the text is the notifier's, cut to length.
+			if other := desktopNote("darwin", n); !strings.HasPrefix(n.Content, strings.TrimSuffix(other.Content, "…")) {
+				t.Errorf("%q: on macOS the content became %q", attack, other.Content)
 			}
 		}
 	}
@@ -478,4 +478,33 @@ func onePowerShellString(src string) error {
 		return fmt.Errorf("the string does not end")
 	}
 	return nil
+}
+
+// TestNotificationCannotCarryMarkup: on Linux a notification server may
+// read the body as markup; a session's method name cannot put a link or
+// an image in a notification that says it is Switchboard's.
+func TestNotificationCannotCarryMarkup(t *testing.T) {
+	attack := `<a href="https://evil.example/login">Switchboard: sign in again</a><img src="file:///etc/passwd"/>&amp;`
+	s := fixture()
+	s.InFlight = s.InFlight[:1]
+	s.InFlight[0].Method = attack
+	hung := 0
+	for _, n := range newNotifier().check(s, t0.Add(time.Hour), 30*time.Second) {
+		if !strings.HasPrefix(n.Title, "Request hung") {
+			continue
+		}
+		hung++
+		for _, goos := range []string{"linux", "freebsd"} {
+			got := desktopNote(goos, n).Content
+			if strings.ContainsAny(got, "<>&") {
+				t.Errorf("%s: markup left in %q", goos, got)
+			}
+			if !strings.Contains(got, "‹a href=") {
+				t.Errorf("%s: the text is not shown as text: %q", goos, got)
+			}
+		}
+	}
+	if hung != 1 {
+		t.Fatalf("%d hung-request notifications, want 1", hung)
+	}
 }

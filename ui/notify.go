@@ -93,7 +93,9 @@ const (
 // session chooses, or a child's last error would otherwise end the string
 // with a quote (" or a typographic one), expand $(...) or escape with a
 // backtick, and run as a command in the user's name. What is left out
-// shows as a '?'.
+// shows as a '?'. On Linux and the BSDs the body goes over D-Bus, where a
+// notification server may read it as markup: <, > and & become look-alikes,
+// so that a session cannot put a link or an image in Switchboard's name.
 func desktopNote(goos string, n *fyne.Notification) *fyne.Notification {
 	return fyne.NewNotification(noteText(goos, n.Title, maxNoteTitle), noteText(goos, n.Content, maxNoteContent))
 }
@@ -107,8 +109,11 @@ func noteText(goos, s string, limit int) string {
 			b.WriteRune('…')
 			break
 		}
-		if goos == "windows" && !plainRune(r) {
+		switch {
+		case goos == "windows" && !plainRune(r):
 			r = '?'
+		case goos != "windows" && goos != "darwin":
+			r = unmarked(r)
 		}
 		b.WriteRune(r)
 		n++
@@ -126,4 +131,18 @@ func plainRune(r rune) bool {
 		return strings.ContainsRune(".,:;!?()[]{}<>/\\_-+=*&%#@|~^'", r)
 	}
 	return false
+}
+
+// unmarked is r, or for a character of the notifications' markup a
+// look-alike that is not.
+func unmarked(r rune) rune {
+	switch r {
+	case '<':
+		return '‹'
+	case '>':
+		return '›'
+	case '&':
+		return '＆'
+	}
+	return r
 }
