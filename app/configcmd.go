@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -177,9 +178,19 @@ func Import(ctx context.Context, opts ImportOptions) (*importer.Result, error) {
 		}
 	}
 	connect, note := connectCommand()
+	shim := false
+	switch s := connectShim(runtime.GOOS, connect); {
+	case s == "":
+	case connect == "switchboard":
+		if _, err := exec.LookPath("switchboard-connect"); err == nil {
+			connect, shim = "switchboard-connect", true
+		}
+	default:
+		connect, shim = s, true
+	}
 	res, err := importer.Import(importer.Options{
 		Client: client, File: opts.File, Config: cfg, Env: env,
-		DryRun: opts.DryRun, RewriteClient: opts.RewriteClient, Connect: connect,
+		DryRun: opts.DryRun, RewriteClient: opts.RewriteClient, Connect: connect, ConnectShim: shim,
 	})
 	if res != nil && note != "" && len(res.Rewrites) > 0 {
 		res.Notes = append(res.Notes, note)
@@ -202,4 +213,28 @@ func connectCommand() (string, string) {
 		exe = real
 	}
 	return exe, fmt.Sprintf("switchboard is not on PATH, so the rewritten entries run %s; rewrite them if it moves.", exe)
+}
+
+// connectShim is the small switchboard-connect.exe beside exe (for
+// "switchboard", found on PATH), which clients on Windows run for their
+// sessions (importer.Options.ConnectShim), or "" on other systems (there
+// `switchboard connect` execs the shim itself) and when it is not there.
+// Each session keeps its process for hours, and the full binary links the
+// GUI and SQLite.
+func connectShim(goos, exe string) string {
+	if goos != "windows" {
+		return ""
+	}
+	if !filepath.IsAbs(exe) {
+		found, err := exec.LookPath(exe)
+		if err != nil {
+			return ""
+		}
+		exe = found
+	}
+	shim := filepath.Join(filepath.Dir(exe), "switchboard-connect.exe")
+	if fi, err := os.Stat(shim); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	return shim
 }

@@ -210,3 +210,27 @@ func TestImportCommand(t *testing.T) {
 		t.Error("--from zed was accepted")
 	}
 }
+
+// TestConnectShim: setup points Windows clients at switchboard-connect.exe
+// beside the binary when it is there; elsewhere `switchboard connect`
+// becomes the shim by itself.
+func TestConnectShim(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "switchboard.exe")
+	lone := filepath.Join(t.TempDir(), "switchboard.exe")
+	for _, f := range []string{exe, lone, filepath.Join(dir, "switchboard-connect.exe")} {
+		if err := os.WriteFile(f, []byte("MZ"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ goos, exe, want string }{
+		{"windows", exe, filepath.Join(dir, "switchboard-connect.exe")},
+		{"windows", lone, ""},
+		{"linux", exe, ""},
+		{"darwin", exe, ""},
+	} {
+		if got := connectShim(tc.goos, tc.exe); got != tc.want {
+			t.Errorf("connectShim(%s, %s) = %q, want %q", tc.goos, tc.exe, got, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
@@ -68,8 +69,13 @@ func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 		}
 		connectEnv["SWITCHBOARD_HOME"] = abs
 	}
+	connect, shim := exe, false
+	if s := connectShim(runtime.GOOS, exe); s != "" {
+		connect, shim = s, true
+	}
 	res, err := importer.Import(importer.Options{
-		Client: client, File: file, Config: cfg, Env: env, RewriteClient: true, Connect: exe, ConnectEnv: connectEnv,
+		Client: client, File: file, Config: cfg, Env: env, RewriteClient: true,
+		Connect: connect, ConnectShim: shim, ConnectEnv: connectEnv,
 	})
 	if res != nil && len(res.Rewrites) > 0 {
 		if rerr := remember(setupRecordPath(paths, client), client, res.Rewrites); rerr != nil && err == nil {

@@ -44,6 +44,11 @@ type Options struct {
 	// Connect is the command rewritten entries run. Default "switchboard"
 	// (found on the client's PATH).
 	Connect string
+	// ConnectShim says Connect is the small `switchboard-connect` shim,
+	// which takes the server's name alone: rewritten entries run
+	// `Connect NAME`. Windows has no exec for `switchboard connect` to
+	// become the shim, so there the entries name it directly.
+	ConnectShim bool
 	// ConnectEnv is the env rewritten entries pass to the shim, for what
 	// a client's reduced environment lacks (the PATH a pool it starts
 	// finds npx on). SWITCHBOARD_HOME, when set, is always passed.
@@ -437,8 +442,8 @@ func (im *importer) plan(cf *clientFile, g group, m jsonedit.Member) *plan {
 		e.Outcome, e.Reason = Invalid, "no command"
 		return p
 	}
-	if base := strings.TrimSuffix(filepath.Base(strings.ReplaceAll(ce.Command, `\`, "/")), ".exe"); (base == "switchboard" || ce.Command == im.opts.Connect) && len(ce.Args) >= 2 && ce.Args[0] == "connect" {
-		e.Outcome, e.As, e.Reason = Connected, ce.Args[1], "already runs through switchboard connect "+ce.Args[1]
+	if as, ok := im.connected(ce); ok {
+		e.Outcome, e.As, e.Reason = Connected, as, "already runs through switchboard connect "+as
 		return p
 	}
 
@@ -775,13 +780,35 @@ func (im *importer) rewrite(cf *clientFile) (*Rewrite, error) {
 	return rw, nil
 }
 
+// connected reports whether the client's entry already runs a server
+// through Switchboard, and which: `switchboard connect NAME`, or the
+// shim's `switchboard-connect NAME`.
+func (im *importer) connected(ce clientEntry) (string, bool) {
+	base := strings.TrimSuffix(filepath.Base(strings.ReplaceAll(ce.Command, `\`, "/")), ".exe")
+	switch {
+	case (base == "switchboard" || ce.Command == im.opts.Connect && !im.opts.ConnectShim) && len(ce.Args) >= 2 && ce.Args[0] == "connect":
+		return ce.Args[1], true
+	case (base == "switchboard-connect" || ce.Command == im.opts.Connect && im.opts.ConnectShim) && len(ce.Args) == 1:
+		return ce.Args[0], true
+	}
+	return "", false
+}
+
+// connectArgs are the arguments of Connect that reach server name.
+func (im *importer) connectArgs(name string) []string {
+	if im.opts.ConnectShim {
+		return []string{name}
+	}
+	return []string{"connect", name}
+}
+
 // connectEntry is the client entry that runs the server through
 // Switchboard: command and args replaced, env, cwd and envFile dropped
 // (Switchboard starts the server with them now), every other field kept.
 func (im *importer) connectEntry(cf *clientFile, p *plan) []byte {
 	launch := []jsonedit.KV{
 		{Key: "command", Value: marshal(im.opts.Connect)},
-		{Key: "args", Value: marshal([]string{"connect", p.entry.As})},
+		{Key: "args", Value: marshal(im.connectArgs(p.entry.As))},
 	}
 	// The shim must find the same pool the import wrote to.
 	env := maps.Clone(im.opts.ConnectEnv)

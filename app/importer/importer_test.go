@@ -438,6 +438,42 @@ func TestRewriteKeepsSwitchboardHome(t *testing.T) {
 	}
 }
 
+// TestRewriteToTheShim: on Windows the rewritten entries run the small
+// shim with the server's name alone, and an import after that finds them
+// already running through Switchboard, whatever the shim's path.
+func TestRewriteToTheShim(t *testing.T) {
+	work, opts := setup(t, importCases[0])
+	opts.Connect, opts.ConnectShim = `C:\Users\me\AppData\Local\Programs\Switchboard\switchboard-connect.exe`, true
+	if _, err := Import(opts); err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := os.ReadFile(filepath.Join(work, "home/.config/Claude/claude_desktop_config.json"))
+	var f struct {
+		MCPServers map[string]struct {
+			Command string
+			Args    []string
+		}
+	}
+	if err := json.Unmarshal(doc, &f); err != nil {
+		t.Fatal(err)
+	}
+	fs := f.MCPServers["filesystem"]
+	if fs.Command != opts.Connect || !cmp.Equal(fs.Args, []string{"filesystem"}) {
+		t.Errorf("filesystem entry = %+v", fs)
+	}
+	for _, again := range []Options{opts, {Client: opts.Client, Config: opts.Config, Env: opts.Env}} {
+		res, err := Import(again)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range res.Entries {
+			if e.Name == "filesystem" && (e.Outcome != Connected || e.As != "filesystem") {
+				t.Errorf("import after the rewrite (shim %v): filesystem is %s as %q: %s", again.ConnectShim, e.Outcome, e.As, e.Reason)
+			}
+		}
+	}
+}
+
 // TestRelativePathsWithoutProject: a file given by path outside any
 // project cannot tell where its relative paths start; the report says so.
 func TestRelativePathsWithoutProject(t *testing.T) {

@@ -298,3 +298,84 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// `switchboard.exe setup claude-desktop` on Windows: Claude Desktop's
+// config in %APPDATA% is rewritten to run the small
+// switchboard-connect.exe with the server's name (no exec there turns
+// `switchboard connect` into it); the rewritten entry, run as the client
+// runs it, starts the pool and answers a call; --undo puts the file back.
+func TestSetupUnderWine(t *testing.T) {
+	user := os.Getenv("USER")
+	if user == "" {
+		user = "root"
+	}
+	dir := filepath.Join(prefix, "drive_c", "users", user, "AppData", "Roaming", "Claude")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	clientFile := filepath.Join(dir, "claude_desktop_config.json")
+	original := fmt.Sprintf(`{"mcpServers": {"fake": {"command": %q, "args": []}}}`, winPath(filepath.Join(helpers, "fakemcp.exe")))
+	if err := os.WriteFile(clientFile, []byte(original), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(clientFile) })
+	home := t.TempDir()
+	env := []string{"SWITCHBOARD_HOME=" + winPath(home)}
+	t.Cleanup(func() { stopWineserver(t) }) // the pool the client started
+
+	if out, err := run(t, env, filepath.Join(dist, "switchboard.exe"), "setup", "claude-desktop"); err != nil {
+		t.Fatalf("setup: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(clientFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		MCPServers map[string]struct {
+			Command string
+			Args    []string
+			Env     map[string]string
+		}
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	entry := f.MCPServers["fake"]
+	if !strings.HasSuffix(entry.Command, `\switchboard-connect.exe`) || len(entry.Args) != 1 || entry.Args[0] != "fake" ||
+		entry.Env["SWITCHBOARD_HOME"] != winPath(home) {
+		t.Fatalf("the rewritten entry: %+v\n%s", entry, data)
+	}
+
+	// Run it as the client does: the shim starts the pool.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	shim := command(ctx, wine, append([]string{entry.Command}, entry.Args...)...)
+	shim.Env = wineEnv("SWITCHBOARD_HOME=" + entry.Env["SWITCHBOARD_HOME"])
+	stdin, _ := shim.StdinPipe()
+	stdout, _ := shim.StdoutPipe()
+	var shimErr syncBuffer
+	shim.Stderr = &shimErr
+	if err := shim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"claude-desktop","version":"1"}}}`)
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"set up"}}}`)
+	r := bufio.NewReader(stdout)
+	for _, want := range []string{`"id":0`, `"set up"`} {
+		line, err := r.ReadString('\n')
+		if err != nil || !strings.Contains(line, want) {
+			poolLog, _ := os.ReadFile(filepath.Join(home, "logs", "pool.log"))
+			t.Fatalf("the rewritten entry: %q %v (stderr %s)\npool log:\n%s", line, err, shimErr.String(), poolLog)
+		}
+	}
+	stdin.Close()
+	_ = shim.Wait()
+
+	if out, err := run(t, env, filepath.Join(dist, "switchboard.exe"), "setup", "--undo", "claude-desktop"); err != nil {
+		t.Fatalf("setup --undo: %v\n%s", err, out)
+	}
+	if back, err := os.ReadFile(clientFile); err != nil || string(back) != original {
+		t.Errorf("after --undo: %v\n%s", err, back)
+	}
+}
