@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
+	"github.com/go-gl/glfw/v3.4/glfw"
 
 	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/app/mainthread"
@@ -47,6 +49,10 @@ func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 		}
 		fmt.Fprintf(os.Stderr, "switchboard is already running (pid %d); it is showing its dashboard\n", st.PID)
 		return nil
+	}
+	if err := openWindowSystem(); err != nil {
+		fmt.Fprintf(os.Stderr, "switchboard: the window system cannot be opened (%v); running the pool without the tray, as `switchboard serve` does\n", err)
+		return Serve(ctx, opts)
 	}
 
 	if mainthread.IsMain() {
@@ -351,4 +357,30 @@ func noStopHook(a fyne.App) {
 	if l, ok := a.Lifecycle().(interface{ SetOnStoppedHookExecuted(func()) }); ok {
 		l.SetOnStoppedHookExecuted(nil)
 	}
+}
+
+// openWindowSystem opens the window system as fyne will and closes it
+// again, and says why it cannot: a DISPLAY left over from a closed SSH
+// session, an X server that went away, a Windows session without a
+// desktop. fyne logs that failure and panics at its first window, after
+// the pool has started its children. Not on macOS, where a login always
+// has a window server and the toolkit is best started once.
+func openWindowSystem() (err error) {
+	if runtime.GOOS == "darwin" {
+		return nil
+	}
+	if err := glfw.Init(); err != nil {
+		return err
+	}
+	// A platform error (on Windows, no helper window) is logged rather
+	// than returned, and leaves GLFW uninitialised: the first call that
+	// needs it panics, before any C code runs.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("it did not initialise, see the error above: %v", r)
+		}
+	}()
+	glfw.GetTime()
+	glfw.Terminate()
+	return nil
 }
