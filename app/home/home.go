@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
 // Paths are where a Switchboard instance keeps its files. With
@@ -58,15 +59,36 @@ func Resolve() (Paths, error) {
 	if err != nil {
 		return Paths{}, fmt.Errorf("find the config dir: %w", err)
 	}
-	state := os.Getenv("XDG_STATE_HOME")
-	if state == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return Paths{}, fmt.Errorf("find the home dir: %w", err)
-		}
-		state = filepath.Join(h, ".local", "state")
+	state, err := stateDir(runtime.GOOS, os.Getenv, os.UserHomeDir, exists)
+	if err != nil {
+		return Paths{}, err
 	}
-	return pathsUnder(filepath.Join(cfgDir, "switchboard"), filepath.Join(state, "switchboard")), nil
+	return pathsUnder(filepath.Join(cfgDir, "switchboard"), state), nil
+}
+
+// stateDir is where history, sockets and logs go: $XDG_STATE_HOME/switchboard
+// when that is set, else ~/.local/state/switchboard, except on Windows,
+// where it is %LOCALAPPDATA%\switchboard (machine-local, not roamed). A
+// Windows user whose earlier runs kept their history under
+// ~\.local\state\switchboard keeps it there.
+func stateDir(goos string, getenv func(string) string, userHome func() (string, error), exists func(string) bool) (string, error) {
+	if x := getenv("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "switchboard"), nil
+	}
+	h, err := userHome()
+	if err != nil {
+		return "", fmt.Errorf("find the home dir: %w", err)
+	}
+	unix := filepath.Join(h, ".local", "state", "switchboard")
+	if local := getenv("LOCALAPPDATA"); goos == "windows" && local != "" && !exists(unix) {
+		return filepath.Join(local, "switchboard"), nil
+	}
+	return unix, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func pathsUnder(cfg, state string) Paths {

@@ -76,5 +76,6 @@ Section "Uninstall"
   Delete "$INSTDIR\uninstall.exe"
   RMDir "$INSTDIR"
   DeleteRegKey HKCU "${UNINSTKEY}"
-  ; The user's config and history (%APPDATA%\switchboard) are theirs.
+  ; The user's config (%APPDATA%\switchboard) and history
+  ; (%LOCALAPPDATA%\switchboard) are theirs.
 SectionEnd

@@ -1,0 +1,42 @@
+package home
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+// TestStateDir: where history, sockets and logs go, by system, and a
+// Windows user's history from before %LOCALAPPDATA% stays where it is.
+func TestStateDir(t *testing.T) {
+	home := filepath.Join("/", "Users", "me")
+	legacy := filepath.Join(home, ".local", "state", "switchboard")
+	for _, tc := range []struct {
+		name   string
+		goos   string
+		env    map[string]string
+		legacy bool // an earlier run's state dir exists
+		want   string
+	}{
+		{"linux", "linux", nil, false, legacy},
+		{"linux, XDG_STATE_HOME", "linux", map[string]string{"XDG_STATE_HOME": "/xdg"}, false, filepath.Join("/xdg", "switchboard")},
+		{"macOS", "darwin", map[string]string{"LOCALAPPDATA": "/ignored"}, false, legacy},
+		{"windows", "windows", map[string]string{"LOCALAPPDATA": "/Local"}, false, filepath.Join("/Local", "switchboard")},
+		{"windows, an earlier run's history", "windows", map[string]string{"LOCALAPPDATA": "/Local"}, true, legacy},
+		{"windows, XDG_STATE_HOME", "windows", map[string]string{"LOCALAPPDATA": "/Local", "XDG_STATE_HOME": "/xdg"}, false, filepath.Join("/xdg", "switchboard")},
+		{"windows without LOCALAPPDATA", "windows", nil, false, legacy},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := stateDir(tc.goos, func(k string) string { return tc.env[k] },
+				func() (string, error) { return home, nil },
+				func(p string) bool { return tc.legacy && p == legacy })
+			if err != nil || got != tc.want {
+				t.Errorf("stateDir = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+	if _, err := stateDir("linux", func(string) string { return "" },
+		func() (string, error) { return "", errors.New("no home") }, func(string) bool { return false }); err == nil {
+		t.Error("no home dir and no XDG_STATE_HOME: no error")
+	}
+}
