@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -536,11 +537,16 @@ func TestDashboardStateUnreadable(t *testing.T) {
 		"truncated":   `{"width": 1180, "hei`,
 		"wrong types": `{"width": "wide", "tab": 7}`,
 		"too large":   `{"tab": "` + strings.Repeat("x", maxStateFile) + `"}`,
+		"a FIFO":      "", // made below: reading it would block the UI goroutine
 		"unknown tab": `{"width": 700, "height": 500, "tab": "Nonsense"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			state := filepath.Join(t.TempDir(), "dashboard.json")
-			if err := os.WriteFile(state, []byte(content), 0o600); err != nil {
+			write := func() error { return os.WriteFile(state, []byte(content), 0o600) }
+			if name == "a FIFO" {
+				write = func() error { return syscall.Mkfifo(state, 0o600) }
+			}
+			if err := write(); err != nil {
 				t.Fatal(err)
 			}
 			var logs bytes.Buffer
@@ -560,7 +566,7 @@ func TestDashboardStateUnreadable(t *testing.T) {
 				}
 			}
 			d.selectTab(tabLeaks)
-			u.SaveState()
+			u.SaveState() // replaces what is there, a FIFO too, without opening it
 			var s dashState
 			data, err := os.ReadFile(state)
 			if err == nil {

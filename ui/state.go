@@ -3,7 +3,6 @@ package ui
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"fyne.io/fyne/v2"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/safefile"
 )
 
 // dashState is what the dashboard keeps across runs, in Options.StateFile:
@@ -39,12 +39,12 @@ func (u *UI) loadState() dashState {
 	if path == "" {
 		return s
 	}
-	data, err := os.ReadFile(path)
+	// On the UI goroutine: a FIFO or an endless file put there must not
+	// stall it (safefile).
+	data, err := safefile.Read(path, maxStateFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return s
-	case err == nil && len(data) > maxStateFile:
-		err = fmt.Errorf("%d bytes, more than %d", len(data), maxStateFile)
 	case err == nil:
 		err = json.Unmarshal(data, &s)
 	}
