@@ -19,6 +19,8 @@
 #   - the tray icon registers, its menu (read over D-Bus) shows the live
 #     counts, the other button opens it (tray-menu.png, not blank);
 #   - a second launch asks the first for its dashboard and exits 0;
+#   - Restart Switchboard in the tray menu execs the app in place, same
+#     PID, its children carried over (the same PIDs);
 #   - the app crashes (SIGKILL) with the call in flight; started again, its
 #     waterfall shows the two minutes before the crash from history.db,
 #     the call abandoned (waterfall-history.png);
@@ -415,6 +417,27 @@ shotwin "$ARTIFACTS/waterfall-history.png"
 notblank "$ARTIFACTS/waterfall-history.png" 64
 "$BIN" hangs --json >"$OUT/hangs.json" 2>/dev/null || true
 grep -q '"abandoned"' "$OUT/hangs.json" || fail "the crashed run's call is not abandoned in history: $(cat "$OUT/hangs.json")"
+
+# ---- Restart Switchboard, from the tray menu ---------------------------------------------
+
+# The item above Quit: the app execs its own binary in place (same PID),
+# carrying its children over; the next program says what it took over.
+log "restart from the tray"
+backend_pids() { "$BIN" status --json | sed -n '/"backends"/,/^  \]/p' | grep -o '"pid": [0-9]*' | sort; }
+backend_pids >"$TMP/pids-before"
+[ -s "$TMP/pids-before" ] || fail "no child running before the restart"
+waitfor "the tray icon" 10 items
+menu_windows >"$TMP/windows-before"
+xdotool mousemove 16 $((SCREEN_H - 16)) click 3
+waitfor "the tray menu to open" 10 menu_open
+xdotool key Up Up Return # the item above the last: Restart Switchboard
+restarted() { "$BIN" status --json 2>/dev/null | grep -q '"carriedChildren": \[$'; }
+waitfor "the restarted program to say what it carried over" 30 restarted
+kill -0 "$APP" || fail "the app's process is gone after the restart (it should exec in place)"
+backend_pids >"$TMP/pids-after"
+cmp -s "$TMP/pids-before" "$TMP/pids-after" ||
+	fail "the children changed over the restart: $(tr '\n' ' ' <"$TMP/pids-before") then $(tr '\n' ' ' <"$TMP/pids-after")"
+grep -q 'upgraded in place' "$TMP/app2.log" || fail "the restarted program did not log the upgrade"
 
 # ---- Quit ------------------------------------------------------------------------------
 
