@@ -80,8 +80,8 @@ func printHistory(w io.Writer, entries []app.HistoryEntry, now time.Time) error 
 		if e.Error != nil {
 			errText = oneLine(*e.Error, 60)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", fmtWhen(e.ReceivedAt, now), e.Server, e.Session,
-			e.Method, dash(e.Name), e.Status, dur, pidText(e.PID), errText)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", fmtWhen(e.ReceivedAt, now), term(e.Server), term(e.Session),
+			term(e.Method), dash(term(e.Name)), e.Status, dur, pidText(e.PID), term(errText))
 	}
 	return tw.Flush()
 }
@@ -109,7 +109,7 @@ func printHangs(w io.Writer, entries []app.HistoryEntry, over time.Duration) err
 		if e.Abandoned {
 			state = fmt.Sprintf("abandoned (run %d)", e.Run)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", age, e.Server, e.Session, e.Method, dash(e.Name),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", age, term(e.Server), term(e.Session), term(e.Method), dash(term(e.Name)),
 			pidText(e.PID), written, state)
 	}
 	return tw.Flush()

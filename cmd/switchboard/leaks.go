@@ -40,8 +40,8 @@ func printLeaks(w io.Writer, ls []leaks.Leak, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tSERVER\tRSS\tSTARTED\tCOMMAND\tWHY")
 	for _, l := range ls {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s ago\t%s\t%s\n", l.PID, l.Server, mib(l.RSSBytes),
-			now.Sub(l.StartedAt).Round(time.Second), clip(strings.Join(l.Command, " "), 60), l.Reason)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s ago\t%s\t%s\n", l.PID, term(l.Server), mib(l.RSSBytes),
+			now.Sub(l.StartedAt).Round(time.Second), clip(term(strings.Join(l.Command, " ")), 60), term(l.Reason))
 	}
 	proven := 0
 	for _, l := range ls {

@@ -60,7 +60,7 @@ func writeFailure(w io.Writer, s pool.ServerInfo, backends []pool.BackendInfo) {
 	if reason == "" {
 		reason = "no reason recorded"
 	}
-	fmt.Fprintf(w, "\n%s: %s\n", s.Name, rpcCode.ReplaceAllString(reason, ""))
+	fmt.Fprintf(w, "\n%s: %s\n", term(s.Name), term(rpcCode.ReplaceAllString(reason, "")))
 	if len(tail) > stderrLines {
 		tail = tail[len(tail)-stderrLines:]
 	}
@@ -68,7 +68,7 @@ func writeFailure(w io.Writer, s pool.ServerInfo, backends []pool.BackendInfo) {
 		fmt.Fprintln(w, "  last stderr:")
 	}
 	for _, line := range tail {
-		fmt.Fprintf(w, "    %s\n", line)
+		fmt.Fprintf(w, "    %s\n", term(line))
 	}
 }
 
