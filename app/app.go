@@ -289,7 +289,7 @@ func (inst *Instance) Run(ctx context.Context) error {
 		inst.log.Info("HTTP front door", "url", "http://"+frontLn.Addr().String()+"/mcp/NAME")
 	}
 	ctl := &http.Server{Handler: inst.controlHandler(), ReadHeaderTimeout: 5 * time.Second}
-	inst.log.Info("switchboard serving", "config", inst.configPath, "socket", inst.Paths.PoolSocket(),
+	inst.log.Info("switchboard serving", "config", inst.configPath, "socket", poolLn.Addr().String(), // a named pipe on Windows
 		"servers", inst.Pool.Servers())
 
 	g, gctx := errgroup.WithContext(ctx)
