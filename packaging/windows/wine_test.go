@@ -3,7 +3,6 @@
 package windows
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -111,6 +110,54 @@ func combined(cmd *exec.Cmd) (string, error) {
 	return out.String(), err
 }
 
+// winProc is a Windows program the test started under Wine and keeps
+// running: its output, and its exit.
+type winProc struct {
+	cmd    *exec.Cmd
+	log    *syncBuffer
+	exited chan error
+}
+
+// startWine starts exe under Wine with env added; the test's cleanup
+// kills it, and shows its output when the test failed.
+func startWine(t *testing.T, env []string, exe string, args ...string) *winProc {
+	t.Helper()
+	p := &winProc{cmd: command(context.Background(), wine, append([]string{exe}, args...)...),
+		log: &syncBuffer{}, exited: make(chan error, 1)}
+	p.cmd.Env = wineEnv(env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		select {
+		case <-p.exited:
+		case <-time.After(10 * time.Second):
+		}
+		if t.Failed() {
+			t.Logf("%s's output:\n%s", filepath.Base(exe), p.log.String())
+		}
+	})
+	return p
+}
+
+// fakeHome is a SWITCHBOARD_HOME with the Windows fake server configured
+// as "fake", marker in its command line (to find the child's process),
+// and the environment that points Switchboard at it.
+func fakeHome(t *testing.T) (home, marker string, env []string) {
+	t.Helper()
+	home = t.TempDir()
+	marker = fmt.Sprintf("sbwine%d", time.Now().UnixNano())
+	config := fmt.Sprintf(`{"mcpServers":{"fake":{"command":%q,"args":["-log",%q]}}}`,
+		winPath(filepath.Join(helpers, "fakemcp.exe")), winPath(filepath.Join(home, "child-"+marker+".log")))
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home, marker, []string{"SWITCHBOARD_HOME=" + winPath(home)}
+}
+
 func TestVersion(t *testing.T) {
 	out, err := run(t, nil, filepath.Join(dist, "switchboard.exe"), "version", "--json")
 	if err != nil {
@@ -128,63 +175,14 @@ func TestVersion(t *testing.T) {
 // (SIGKILL of its process) and its child dies with it: the kill-on-close
 // Job Object the pool holds ends it.
 func TestServeConnectAndJobObject(t *testing.T) {
-	home := t.TempDir()
-	marker := fmt.Sprintf("sbjob%d", time.Now().UnixNano()) // in the child's command line, to find it
-	config := fmt.Sprintf(`{"mcpServers":{"fake":{"command":%q,"args":["-log",%q]}}}`,
-		winPath(filepath.Join(helpers, "fakemcp.exe")), winPath(filepath.Join(home, "child-"+marker+".log")))
-	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"SWITCHBOARD_HOME=" + winPath(home)}
-	serve := command(context.Background(), wine, filepath.Join(dist, "switchboard.exe"), "serve")
-	serve.Env = wineEnv(env...)
-	var log syncBuffer
-	serve.Stdout, serve.Stderr = &log, &log
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- serve.Wait() }()
-	t.Cleanup(func() {
-		_ = serve.Process.Kill()
-		<-done
-		if t.Failed() {
-			t.Logf("serve log:\n%s", log.String())
-		}
-	})
+	_, marker, env := fakeHome(t)
+	serve := startWine(t, env, filepath.Join(dist, "switchboard.exe"), "serve")
 	waitFor(t, "the control pipe", func() bool {
 		_, err := run(t, env, filepath.Join(dist, "switchboard.exe"), "status", "--json")
 		return err == nil
 	})
-
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	shim := command(ctx, wine, filepath.Join(dist, "switchboard-connect.exe"), "fake")
-	shim.Env = wineEnv(env...)
-	stdin, _ := shim.StdinPipe()
-	stdout, _ := shim.StdoutPipe()
-	var shimErr syncBuffer
-	shim.Stderr = &shimErr
-	if err := shim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { stdin.Close(); _ = shim.Wait() }()
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"wine-test","version":"1"}}}`)
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"through a named pipe"}}}`)
-	r := bufio.NewReader(stdout)
-	for _, want := range []string{`"id":0`, `"through a named pipe"`} {
-		line, err := r.ReadString('\n')
-		if err != nil || !strings.Contains(line, want) {
-			t.Fatalf("connect: %q %v (stderr %s)", line, err, shimErr.String())
-		}
-	}
-
-	child := linuxPIDsOf(marker)
-	if len(child) != 1 {
-		t.Fatalf("want one child process with %s in its command line, found %v", marker, child)
-	}
-	if err := serve.Process.Signal(syscall.SIGKILL); err != nil {
+	openSession(t, env, marker) // one call answered, one child
+	if err := serve.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the child to die with the pool (Job Object)", func() bool { return len(linuxPIDsOf(marker)) == 0 })
@@ -347,30 +345,14 @@ func TestSetupUnderWine(t *testing.T) {
 	}
 
 	// Run it as the client does: the shim starts the pool.
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	shim := command(ctx, wine, append([]string{entry.Command}, entry.Args...)...)
-	shim.Env = wineEnv("SWITCHBOARD_HOME=" + entry.Env["SWITCHBOARD_HOME"])
-	stdin, _ := shim.StdinPipe()
-	stdout, _ := shim.StdoutPipe()
-	var shimErr syncBuffer
-	shim.Stderr = &shimErr
-	if err := shim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"claude-desktop","version":"1"}}}`)
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"set up"}}}`)
-	r := bufio.NewReader(stdout)
-	for _, want := range []string{`"id":0`, `"set up"`} {
-		line, err := r.ReadString('\n')
-		if err != nil || !strings.Contains(line, want) {
+	t.Cleanup(func() {
+		if t.Failed() {
 			poolLog, _ := os.ReadFile(filepath.Join(home, "logs", "pool.log"))
-			t.Fatalf("the rewritten entry: %q %v (stderr %s)\npool log:\n%s", line, err, shimErr.String(), poolLog)
+			t.Logf("the pool's log:\n%s", poolLog)
 		}
-	}
-	stdin.Close()
-	_ = shim.Wait()
+	})
+	s := openSessionWith(t, []string{"SWITCHBOARD_HOME=" + entry.Env["SWITCHBOARD_HOME"]}, append([]string{entry.Command}, entry.Args...))
+	s.close()
 
 	if out, err := run(t, env, filepath.Join(dist, "switchboard.exe"), "setup", "--undo", "claude-desktop"); err != nil {
 		t.Fatalf("setup --undo: %v\n%s", err, out)

@@ -33,25 +33,8 @@ func TestTrayUnderWine(t *testing.T) {
 	x, home, env, marker, shots := trayTestSetup(t)
 	exe := filepath.Join(dist, "switchboard.exe")
 
-	tray := command(context.Background(), wine, exe)
-	tray.Env = wineEnv(env...)
-	var log syncBuffer
-	tray.Stdout, tray.Stderr = &log, &log
-	if err := tray.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- tray.Wait() }()
-	t.Cleanup(func() {
-		_ = tray.Process.Kill()
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-		}
-		if t.Failed() {
-			t.Logf("tray app's log:\n%s", log.String())
-		}
-	})
+	tray := startWine(t, env, exe)
+	exited, log := tray.exited, tray.log
 
 	var systray xwindow
 	waitFor(t, "the tray icon in Wine's system tray", func() bool {
@@ -116,7 +99,7 @@ func TestTrayUnderWine(t *testing.T) {
 	session.call(t, "after the restart")
 	waitFor(t, "the restarted process to show the session", func() bool {
 		out, err := run(t, env, exe, "status", "--json")
-		return err == nil && strings.Contains(out, `"clientName": "wine-tray-test"`)
+		return err == nil && strings.Contains(out, `"clientName": "wine-test"`)
 	})
 	// Its dashboard opens on a second launch too: its window toolkit runs
 	// (the tray's menu is built anew as it starts, and a click on a menu
@@ -182,15 +165,8 @@ func trayTestSetup(t *testing.T) (x *xserver, home string, env []string, marker,
 	stopWineserver(t)
 	t.Cleanup(func() { stopWineserver(t) })
 
-	home = t.TempDir()
-	marker = fmt.Sprintf("sbtray%d", time.Now().UnixNano())
-	config := fmt.Sprintf(`{"mcpServers":{"fake":{"command":%q,"args":["-log",%q]}}}`,
-		winPath(filepath.Join(helpers, "fakemcp.exe")), winPath(filepath.Join(home, "child-"+marker+".log")))
-	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env = []string{"SWITCHBOARD_HOME=" + winPath(home), "DISPLAY=" + x.display}
-	return x, home, env, marker, shots
+	home, marker, env = fakeHome(t)
+	return x, home, append(env, "DISPLAY="+x.display), marker, shots
 }
 
 // A client's shim finds no pool and starts one: on Windows that is the
@@ -304,10 +280,22 @@ type session struct {
 }
 
 // openSession connects a client to the server "fake" of the running
-// instance and makes one answered call.
+// instance through switchboard-connect.exe, makes one answered call, and
+// checks that one child serves it.
 func openSession(t *testing.T, env []string, marker string) *session {
 	t.Helper()
-	shim := command(context.Background(), wine, filepath.Join(dist, "switchboard-connect.exe"), "fake")
+	s := openSessionWith(t, env, []string{filepath.Join(dist, "switchboard-connect.exe"), "fake"})
+	if len(linuxPIDsOf(marker)) != 1 {
+		t.Fatalf("want one child with %s in its command line, found %v", marker, linuxPIDsOf(marker))
+	}
+	return s
+}
+
+// openSessionWith runs argv as a client's MCP server command (the shim,
+// or what setup wrote) and initializes a session with one answered call.
+func openSessionWith(t *testing.T, env, argv []string) *session {
+	t.Helper()
+	shim := command(context.Background(), wine, argv...)
 	shim.Env = wineEnv(env...)
 	stdin, _ := shim.StdinPipe()
 	stdout, _ := shim.StdoutPipe()
@@ -328,13 +316,10 @@ func openSession(t *testing.T, env []string, marker string) *session {
 		}
 	}()
 	t.Cleanup(s.close)
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"wine-tray-test","version":"1"}}}`)
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"wine-test","version":"1"}}}`)
 	s.await(t, `"id":0`)
 	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	s.call(t, "to the tray app")
-	if len(linuxPIDsOf(marker)) != 1 {
-		t.Fatalf("want one child with %s in its command line, found %v", marker, linuxPIDsOf(marker))
-	}
+	s.call(t, "through a named pipe")
 	return s
 }
 
