@@ -38,6 +38,10 @@ type Options struct {
 	// the config's autostart.idleExit: how a pool that a client started
 	// ends when the user's clients are gone.
 	ExitWhenIdle bool
+	// HeadlessExitWhenIdle is ExitWhenIdle for RunTray once it runs the
+	// pool headless for want of a display: a tray a client started then
+	// ends as the headless pool a client starts does.
+	HeadlessExitWhenIdle bool
 
 	startOn pool.StartOn // where children are forked: the main thread, when Serve or RunTray has it
 }

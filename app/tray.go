@@ -38,6 +38,7 @@ func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 		// A tray app started where no window can open (an SSH session, a
 		// service) still serves its clients: it runs the pool headless.
 		fmt.Fprintf(os.Stderr, "switchboard: %v; running the pool without the tray, as `switchboard serve` does\n", err)
+		opts.ExitWhenIdle = opts.HeadlessExitWhenIdle
 		return Serve(ctx, opts)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -52,6 +53,7 @@ func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 	}
 	if err := openWindowSystem(); err != nil {
 		fmt.Fprintf(os.Stderr, "switchboard: the window system cannot be opened (%v); running the pool without the tray, as `switchboard serve` does\n", err)
+		opts.ExitWhenIdle = opts.HeadlessExitWhenIdle
 		return Serve(ctx, opts)
 	}
 

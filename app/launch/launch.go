@@ -149,10 +149,11 @@ func start(paths home.Paths) (*started, error) {
 
 // Args is how a client starts the pool: the tray app where a desktop
 // session can show it, else the headless pool, which stops by itself
-// after autostart.idleExit without a session.
+// after autostart.idleExit without a session, as the tray does if it
+// finds it cannot open the display after all.
 func Args() []string {
 	if desktopSession() {
-		return nil
+		return []string{"tray", "--started-by-client"}
 	}
 	return []string{"serve", "--exit-when-idle"}
 }

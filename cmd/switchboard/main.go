@@ -46,10 +46,12 @@ type trayCmd struct {
 	Config    string `help:"Config file (default: $SWITCHBOARD_HOME/config.json)." type:"path"`
 	HTTP      string `name:"http" help:"Listen address of the HTTP front door, e.g. 127.0.0.1:7777."`
 	Dashboard bool   `help:"Open the dashboard window at start."`
+	// StartedByClient is how a client's shim starts the tray (launch.Args).
+	StartedByClient bool `name:"started-by-client" hidden:"" help:"Started by a client: without a display, run headless and stop when idle."`
 }
 
 func (c *trayCmd) Run(ctx context.Context) error {
-	return app.RunTray(ctx, app.Options{ConfigPath: c.Config, HTTPListen: c.HTTP}, c.Dashboard)
+	return app.RunTray(ctx, app.Options{ConfigPath: c.Config, HTTPListen: c.HTTP, HeadlessExitWhenIdle: c.StartedByClient}, c.Dashboard)
 }
 
 type serveCmd struct {

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,16 +20,7 @@ import (
 // says so, instead of dying in the window toolkit after starting the
 // pool; SIGTERM then ends it with 0.
 func TestTrayWithoutAWindowSystemServesHeadless(t *testing.T) {
-	display := ""
-	for n := 987; n < 1100; n++ {
-		if _, err := os.Stat(fmt.Sprintf("/tmp/.X11-unix/X%d", n)); errors.Is(err, os.ErrNotExist) {
-			display = fmt.Sprintf(":%d", n)
-			break
-		}
-	}
-	if display == "" {
-		t.Fatal("no free X display number between :987 and :1099")
-	}
+	display := deadDisplay(t)
 	home := homeDir(t)
 	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(fakeConfig(t)), 0o600); err != nil {
 		t.Fatal(err)
@@ -76,4 +69,66 @@ func TestTrayWithoutAWindowSystemServesHeadless(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("still running 30 s after SIGTERM")
 	}
+}
+
+// TestClientStartedTrayWithoutAWindowSystemExitsWhenIdle: a client's shim
+// sees a DISPLAY and starts the tray, which finds it cannot open it: it
+// runs the pool headless and, as the headless pool a client starts, stops
+// once no session is left for autostart.idleExit.
+func TestClientStartedTrayWithoutAWindowSystemExitsWhenIdle(t *testing.T) {
+	home := coldHome(t, `{"idleExit": "1s"}`)
+	s := startShim(t, "fake", append(clientEnv(home), "DISPLAY="+deadDisplay(t)))
+	s.initialize("only")
+	var pool int
+	waitFor(t, "the tray the client started", func() bool {
+		for _, pid := range processesOf(home, "\x00tray\x00--started-by-client") {
+			pool = pid
+			return true
+		}
+		return false
+	})
+	t.Cleanup(func() { _ = syscall.Kill(pool, syscall.SIGKILL) })
+	s.stdin.Close()
+	if err := <-s.done; err != nil {
+		t.Fatalf("shim exit: %v", err)
+	}
+	s.done <- nil
+	waitFor(t, "the idle pool to stop", func() bool { return !alive(pool) })
+	log, err := os.ReadFile(filepath.Join(home, "logs", "pool.log"))
+	if err != nil || !strings.Contains(string(log), "the window system cannot be opened") ||
+		!strings.Contains(string(log), "no session for the idle time") {
+		t.Fatalf("pool.log (%v):\n%s", err, log)
+	}
+}
+
+// deadDisplay is an X display name no server answers on.
+func deadDisplay(t *testing.T) string {
+	t.Helper()
+	for n := 987; n < 1100; n++ {
+		if _, err := os.Stat(fmt.Sprintf("/tmp/.X11-unix/X%d", n)); errors.Is(err, os.ErrNotExist) {
+			return fmt.Sprintf(":%d", n)
+		}
+	}
+	t.Fatal("no free X display number between :987 and :1099")
+	return ""
+}
+
+// processesOf lists the live processes of the switchboard binary serving
+// home whose command line contains args (NUL-separated).
+func processesOf(home, args string) []int {
+	var out []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		if exe, err := os.Readlink(d + "/exe"); err != nil || exe != sbBin {
+			continue
+		}
+		cmdline, _ := os.ReadFile(d + "/cmdline")
+		environ, _ := os.ReadFile(d + "/environ")
+		if bytes.Contains(append(cmdline, 0), []byte(args+"\x00")) &&
+			bytes.Contains(append([]byte{0}, environ...), []byte("\x00SWITCHBOARD_HOME="+home+"\x00")) && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
