@@ -421,21 +421,32 @@ func TestRewriteKeepsSwitchboardHome(t *testing.T) {
 	if _, err := Import(opts); err != nil {
 		t.Fatal(err)
 	}
-	doc, _ := os.ReadFile(filepath.Join(work, "home/.config/Claude/claude_desktop_config.json"))
-	var f struct {
-		MCPServers map[string]struct {
-			Command string
-			Args    []string
-			Env     map[string]string
-		}
-	}
-	if err := json.Unmarshal(doc, &f); err != nil {
-		t.Fatal(err)
-	}
-	fs := f.MCPServers["filesystem"]
+	fs := desktopEntry(t, work, "filesystem")
 	if fs.Command != opts.Connect || !cmp.Equal(fs.Args, []string{"connect", "filesystem"}) || fs.Env["SWITCHBOARD_HOME"] != home {
 		t.Errorf("filesystem entry = %+v", fs)
 	}
+}
+
+// launchEntry is a server entry of a client's file as the tests read it.
+type launchEntry struct {
+	Command string
+	Args    []string
+	Env     map[string]string
+}
+
+// desktopEntry reads server name's entry from the Claude Desktop config
+// of the test's home under work.
+func desktopEntry(t *testing.T, work, name string) launchEntry {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(work, "home/.config/Claude/claude_desktop_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct{ MCPServers map[string]launchEntry }
+	if err := json.Unmarshal(doc, &f); err != nil {
+		t.Fatal(err)
+	}
+	return f.MCPServers[name]
 }
 
 // TestRewriteToTheShim: on Windows the rewritten entries run the small
@@ -447,17 +458,7 @@ func TestRewriteToTheShim(t *testing.T) {
 	if _, err := Import(opts); err != nil {
 		t.Fatal(err)
 	}
-	doc, _ := os.ReadFile(filepath.Join(work, "home/.config/Claude/claude_desktop_config.json"))
-	var f struct {
-		MCPServers map[string]struct {
-			Command string
-			Args    []string
-		}
-	}
-	if err := json.Unmarshal(doc, &f); err != nil {
-		t.Fatal(err)
-	}
-	fs := f.MCPServers["filesystem"]
+	fs := desktopEntry(t, work, "filesystem")
 	if fs.Command != opts.Connect || !cmp.Equal(fs.Args, []string{"filesystem"}) {
 		t.Errorf("filesystem entry = %+v", fs)
 	}

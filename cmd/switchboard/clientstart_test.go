@@ -76,31 +76,7 @@ func killTheOnlyPool(t *testing.T, home string) []int {
 
 // poolsOf lists the live `switchboard serve` processes serving home (not
 // zombies: a killed orphan stays one on machines whose init does not reap).
-func poolsOf(home string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || exe != sbBin {
-			continue
-		}
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if !bytes.Contains(cmdline, []byte("\x00serve")) {
-			continue
-		}
-		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if !bytes.Contains(append([]byte{0}, environ...), []byte("\x00SWITCHBOARD_HOME="+home+"\x00")) {
-			continue
-		}
-		if alive(pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
+func poolsOf(home string) []int { return processesOf(home, "\x00serve") }
 
 // sessionOf is the session id field of /proc/PID/stat.
 func sessionOf(pid int) int {
