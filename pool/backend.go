@@ -505,7 +505,12 @@ func (b *backend) readLoop(c *child) {
 	}
 	lr := newLineReader(out, b.p.opts.MaxMessageBytes)
 	lr.onRelease = b.p.releasedLarge
+	batch := &outBatch{}
+	defer batch.flush()
 	for {
+		if !batch.more {
+			batch.flush() // before the read that may wait
+		}
 		line, err := lr.next()
 		if err != nil {
 			if isClosed(c.detach) {
@@ -521,14 +526,18 @@ func (b *backend) readLoop(c *child) {
 			}
 			return
 		}
+		batch.more = lr.lineReady()
 		msg, err := jsonrpc.Parse(line)
 		if err != nil {
 			b.badLine(line, err)
 			continue
 		}
+		if msg.Kind != jsonrpc.KindResponse {
+			batch.flush() // answers first, and none waits on what comes next
+		}
 		switch msg.Kind {
 		case jsonrpc.KindResponse:
-			b.onResponse(&msg)
+			b.onResponse(&msg, batch)
 		case jsonrpc.KindRequest:
 			b.onChildRequest(c, &msg)
 		case jsonrpc.KindNotification:
@@ -563,10 +572,12 @@ func (b *backend) oversize(tl *tooLongError) {
 // onResponse routes a child's answer to the one session that asked. An
 // answer nobody waits for (its request ended: cancelled, timed out) is an
 // orphan, counted and delivered nowhere.
-func (b *backend) onResponse(msg *jsonrpc.Message) {
+func (b *backend) onResponse(msg *jsonrpc.Message, batch *outBatch) {
 	id, ok := jsonrpc.ParseUint(msg.IDBytes())
 	if ok {
-		if p := b.reqs.lookup(id); p != nil && b.finish(p, answered(msg)) {
+		o := answered(msg)
+		o.batch = batch
+		if p := b.reqs.lookup(id); p != nil && b.finish(p, o) {
 			return
 		}
 	}

@@ -123,6 +123,12 @@
 //     piles up requests is refused past its share: [session.halfClose],
 //     [session.closeWhenIdle], [session.deliver], [session.drain],
 //     [session.overLimitLocked].
+//   - The answers that one read from a child brought reach each stdio
+//     session in one write, behind anything queued for it before and
+//     ahead of anything after; a read's only answer is written at once,
+//     and a client that takes part of the write has the rest written
+//     first by its drain, never waited for: [outBatch.holds],
+//     [outBatch.flush], [outBatch.writeQueued].
 //   - A request times out (its deadline set where it is registered, one
 //     timer per table for all of them) with an error to its client and a
 //     cancellation to the child: [requestTable.register],

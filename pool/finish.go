@@ -57,6 +57,7 @@ type outcome struct {
 	extra  map[string]any  // err's extra data members
 	rpcErr *jsonrpc.Error  // an error already made (a refusal: hsErr, a busy server)
 	reason string          // what the child is told (tellChild); endByClient: also history's Err
+	batch  *outBatch       // endAnswered: the child's reader's batch the answer may wait in
 }
 
 func answered(msg *jsonrpc.Message) outcome { return outcome{kind: endAnswered, answer: *msg} }
@@ -156,7 +157,7 @@ func (b *backend) finish(p *pending, o outcome) bool {
 			b.reqs.keep(e.held, line)
 		}
 	case line != nil:
-		e.sess.deliverResponse(p, e.origID, e.x, line, ev.ErrCode)
+		e.sess.deliverResponse(p, e.origID, e.x, line, ev.ErrCode, o.batch)
 	default:
 		e.sess.forget(p, e.origID, e.x)
 	}

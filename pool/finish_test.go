@@ -125,7 +125,7 @@ func TestEveryEndingAgrees(t *testing.T) {
 	}{
 		{"answered", func(r *endingRig, pe *pending) {
 			msg, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":` + fmt.Sprint(pe.id) + `,"result":{}}`))
-			r.b.onResponse(&msg)
+			r.b.onResponse(&msg, nil)
 		}, want{answered: true, status: StatusOK}},
 		{"timeout", func(r *endingRig, pe *pending) { r.b.expire(pe) },
 			want{answered: true, code: jsonrpc.CodeRequestTimeout, status: StatusTimeout, tellChild: true}},

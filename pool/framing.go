@@ -63,6 +63,12 @@ func (lr *lineReader) next() ([]byte, error) {
 	}
 }
 
+// lineReady reports whether a whole line waits in the buffer: the next
+// call of next returns without reading.
+func (lr *lineReader) lineReady() bool {
+	return bytes.IndexByte(lr.buf[lr.start:lr.end], '\n') >= 0
+}
+
 // keepBuf is the size from which a message's buffer, let go, asks for a
 // memory trim (memtrim.go).
 const keepBuf = 1 << 20

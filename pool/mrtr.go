@@ -165,7 +165,7 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 		return true
 	}
 	// The call no longer belongs to the session: its end must not cancel it.
-	sess.deliverResponse(p, origID, ex, jsonrpc.AppendResponse(nil, origID, inputRequired(x)), 0)
+	sess.deliverResponse(p, origID, ex, jsonrpc.AppendResponse(nil, origID, inputRequired(x)), 0, nil)
 	return true
 }
 

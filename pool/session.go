@@ -590,9 +590,21 @@ func (s *session) onResponse(msg *jsonrpc.Message) {
 
 // deliverResponse hands the client the answer to p, its request id,
 // carried by x (nil: the session's output); code is the answer's JSON-RPC
-// error code, 0 for a result.
-func (s *session) deliverResponse(p *pending, id []byte, x *exchange, line []byte, code int) {
-	s.answer(x, line, code, s.ending(p, id, x))
+// error code, 0 for a result. batch, when set, is the child's reader's:
+// the answer may wait there for the rest of its read (outbatch.go).
+func (s *session) deliverResponse(p *pending, id []byte, x *exchange, line []byte, code int, batch *outBatch) {
+	slot := s.ending(p, id, x)
+	if x != nil || !batch.holds(s, line) {
+		s.answer(x, line, code, slot)
+		return
+	}
+	if testHookAnswering != nil {
+		testHookAnswering(s)
+	}
+	if !batch.queue(s, line, slot) {
+		s.deliverOwing(line, slot) // the queue is full: the session is evicted
+	}
+	s.answered()
 }
 
 // ending takes p, the client's request id carried by x, out of the
@@ -630,6 +642,11 @@ func (s *session) answer(x *exchange, line []byte, code int, slot int32) {
 	} else {
 		s.deliverOwing(line, slot)
 	}
+	s.answered()
+}
+
+// answered counts an answer given (answer): the session may be quiet now.
+func (s *session) answered() {
 	s.mu.Lock()
 	s.answering--
 	s.quietLocked()

@@ -142,6 +142,19 @@ type ModeResult struct {
 	Result
 	PoolCPUSeconds float64 `json:"poolCpuSeconds,omitempty"`
 	PoolRSSBytes   uint64  `json:"poolRssBytes,omitempty"`
+	// PoolSyscallsPerRequest is the pool's read and write system calls
+	// (ProcStat.Syscalls) per answer, warm-up included as in
+	// PoolCPUSeconds.
+	PoolSyscallsPerRequest float64 `json:"poolSyscallsPerRequest,omitempty"`
+}
+
+// poolCell is the throughput tables' pool column: what the pool process
+// spent on a run.
+func poolCell(x ModeResult) string {
+	if x.PoolRSSBytes == 0 {
+		return ""
+	}
+	return fmt.Sprintf("cpu %.2fs, %.2f syscalls/req, rss %.1f MiB", x.PoolCPUSeconds, x.PoolSyscallsPerRequest, float64(x.PoolRSSBytes)/(1<<20))
 }
 
 // Bench runs the load tool: the fake MCP server driven directly over its
@@ -472,7 +485,8 @@ func (p *benchPool) measure(f func() (Result, error)) (ModeResult, error) {
 	before := ReadProc(p.cmd.Process.Pid)
 	res, err := f()
 	after := ReadProc(p.cmd.Process.Pid)
-	return ModeResult{Result: res, PoolCPUSeconds: (after.CPU - before.CPU).Seconds(), PoolRSSBytes: after.RSS}, err
+	return ModeResult{Result: res, PoolCPUSeconds: (after.CPU - before.CPU).Seconds(), PoolRSSBytes: after.RSS,
+		PoolSyscallsPerRequest: float64(after.Syscalls-before.Syscalls) / float64(max(res.Answered, 1))}, err
 }
 
 // idleShim opens one session, lets it sit idle, and reads its shim's
@@ -638,11 +652,7 @@ func writeConnectTable(out io.Writer, o BenchOptions, r BenchReport) {
 	fmt.Fprintf(out, "throughput, %d sessions x %d in flight, colliding ids:\n", o.Sessions, o.InFlight)
 	fmt.Fprint(tw, header)
 	for _, x := range r.Throughput {
-		extra := ""
-		if x.PoolRSSBytes > 0 {
-			extra = fmt.Sprintf("cpu %.2fs, rss %.1f MiB", x.PoolCPUSeconds, float64(x.PoolRSSBytes)/(1<<20))
-		}
-		row(x.Mode, x.Result, extra)
+		row(x.Mode, x.Result, poolCell(x))
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "throughput vs direct: connect %s, http %s", spread(r.ConnectRatio, r.ConnectRatios), spread(r.HTTPRatio, r.HTTPRatios))

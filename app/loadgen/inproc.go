@@ -389,12 +389,8 @@ func writeHTTPTable(out io.Writer, o BenchOptions, c *HTTPComparison, pool strin
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "mode\trequests\treq/s\tp50 µs\tp90 µs\tp99 µs\tmax µs\t"+cpuHeader+"\tmisrouted\thung\terrors\tpool\t\n")
 	for _, x := range []ModeResult{{Result: c.Legacy.InProcess}, c.Legacy.Pool, {Result: c.Stateless.InProcess}, c.Stateless.Pool} {
-		extra := ""
-		if x.PoolRSSBytes > 0 {
-			extra = fmt.Sprintf("cpu %.2fs, rss %.1f MiB", x.PoolCPUSeconds, float64(x.PoolRSSBytes)/(1<<20))
-		}
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%d\t%d\t%d\t%s\t\n", x.Mode, x.Requests, x.PerSecond,
-			x.P50, x.P90, x.P99, x.Max, cpuCells(x.Result), x.Misrouted, x.Hung, x.Errors, extra)
+			x.P50, x.P90, x.P99, x.Max, cpuCells(x.Result), x.Misrouted, x.Hung, x.Errors, poolCell(x))
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "HTTP through the pool vs in-process: legacy sessions %s, stateless 2026-07-28 %s",
