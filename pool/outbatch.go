@@ -64,14 +64,20 @@ func (bt *outBatch) flush() {
 		bt.sessions[i] = nil
 	}
 	bt.sessions = bt.sessions[:0]
+	if cap(bt.buf) > keepJoined {
+		bt.buf = nil // a rare large batch: its scratch goes
+	}
 }
 
+// keepJoined is the most scratch a child's reader keeps between batches.
+const keepJoined = 256 << 10
+
 // writeQueued is flush for one session: everything queued for s, taken
-// off its queue and written together, unless someone else writes to s
-// now (that one takes the queue too).
+// off its queue and written together; when s's output is busy (a drain
+// runs, or another goroutine writes to it now), the drain writes them.
 func (bt *outBatch) writeQueued(s *session, o *sessionOut) {
-	if !o.mu.TryLock() {
-		o.kick(s) // a deliverer writing now queues nothing itself: the queue is drain's
+	if o.w == nil || !o.mu.TryLock() {
+		o.kick(s) // no direct writes to this output, or someone writes now: the queue is drain's
 		return
 	}
 	if o.cut || o.active.Load() || isClosed(s.closed) || len(s.out) == 0 {

@@ -150,12 +150,39 @@ func badServer(in io.ReadCloser, out io.WriteCloser) {
 	}
 }
 
+// sink keeps TestReadProcSelf's work from being optimised away.
+var sink int
+
 func TestReadProcSelf(t *testing.T) {
-	st := ReadProc(os.Getpid())
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
 	}
+	// CPU time counts in ticks of 10 ms: work until one is counted (a
+	// test run alone may not have used one yet).
+	st := ReadProc(os.Getpid())
+	for deadline, x := time.Now().Add(10*time.Second), 0; st.CPU <= 0 && time.Now().Before(deadline); st = ReadProc(os.Getpid()) {
+		for i := range 1 << 20 {
+			x ^= i * i
+		}
+		sink = x
+	}
 	if st.RSS == 0 || st.CPU <= 0 {
 		t.Fatalf("ReadProc(self) = %+v", st)
+	}
+	// Syscalls counts this process's reads and writes: ten writes to a
+	// pipe add at least ten.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for range 10 {
+		if _, err := w.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := ReadProc(os.Getpid()); after.Syscalls < st.Syscalls+10 {
+		t.Fatalf("system calls %d, then %d after ten writes", st.Syscalls, after.Syscalls)
 	}
 }
