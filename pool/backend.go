@@ -508,8 +508,8 @@ func (b *backend) readLoop(c *child) {
 	batch := &outBatch{}
 	defer batch.flush()
 	for {
-		if !batch.more {
-			batch.flush() // before the read that may wait
+		if !lr.lineReady() {
+			batch.flush() // before a read that may wait
 		}
 		line, err := lr.next()
 		if err != nil {

@@ -63,10 +63,20 @@ func (lr *lineReader) next() ([]byte, error) {
 	}
 }
 
-// lineReady reports whether a whole line waits in the buffer: the next
-// call of next returns without reading.
+// lineReady reports whether a whole line that next returns (not a blank
+// one, which next skips) waits in the buffer: the next call of next then
+// returns it without reading.
 func (lr *lineReader) lineReady() bool {
-	return bytes.IndexByte(lr.buf[lr.start:lr.end], '\n') >= 0
+	for b := lr.buf[lr.start:lr.end]; ; {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return false
+		}
+		if len(bytes.TrimSpace(b[:i])) > 0 {
+			return true
+		}
+		b = b[i+1:]
+	}
 }
 
 // keepBuf is the size from which a message's buffer, let go, asks for a

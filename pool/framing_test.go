@@ -129,3 +129,27 @@ func TestLineReaderGivesUpOnAnEmptyReader(t *testing.T) {
 		t.Fatalf("unread %q, want the half line read", got)
 	}
 }
+
+// TestLineReady: a line is ready when next would return it without
+// reading; blank lines, which next skips, are not.
+func TestLineReady(t *testing.T) {
+	for _, tc := range []struct {
+		buffered string
+		want     bool
+	}{
+		{"", false},
+		{"{}", false},
+		{"{}\n", true},
+		{"{}\r\n", true},
+		{"\n", false},
+		{"\r\n \t\n", false},
+		{"\n\n{}\n", true},
+		{"\n\n{}", false},
+		{"{}\n{", true},
+	} {
+		lr := &lineReader{buf: []byte(tc.buffered), end: len(tc.buffered)}
+		if got := lr.lineReady(); got != tc.want {
+			t.Errorf("lineReady with %q buffered = %v, want %v", tc.buffered, got, tc.want)
+		}
+	}
+}

@@ -35,7 +35,10 @@ import (
 //	-- setup --     the clients (client NAME [sampling]), and optionally
 //	                timeout DURATION (the server's request timeout)
 //	-- steps --     in order: NAME: LINE sends LINE as client NAME;
-//	                child: LINE writes LINE as the child; wait NAME N waits
+//	                child: LINE writes LINE as the child (LINE || LINE ...
+//	                writes several with one write, an empty one a blank
+//	                line: what one read of the child's output brings);
+//	                wait NAME N waits
 //	                until NAME (a client, or child) has received N lines;
 //	                wait orphaned N until the pool counted N orphans;
 //	                close NAME ends a client's connection and waits for its
@@ -401,7 +404,15 @@ func (rc *routingCase) step(step string) {
 	if who, line, ok := strings.Cut(step, ": "); ok && !strings.Contains(who, " ") {
 		if who == "child" {
 			eventually(t, "the child to start", rc.started)
-			rc.write(rc.child.resolve(t, line))
+			parts := strings.Split(line, " ||")
+			for i, part := range parts {
+				if part = strings.TrimSpace(part); part != "" {
+					parts[i] = rc.child.resolve(t, part)
+				} else {
+					parts[i] = ""
+				}
+			}
+			rc.write(strings.Join(parts, "\n"))
 			return
 		}
 		c, pt := rc.clients[who], rc.parties[who]
