@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -222,13 +221,8 @@ func TestBatchShortWriteIsFinishedInOrder(t *testing.T) {
 			if got := lines[1:]; strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("client read %d lines after the filler, want %d, whole and in order", len(got), len(want))
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for r.s.owedCount() != 0 { // released by the drain once it has written them
-				if time.Now().After(deadline) {
-					t.Fatalf("%d ledger slots still owed after the answers were read", r.s.owedCount())
-				}
-				runtime.Gosched()
-			}
+			// The drain releases the slots once it has written the answers.
+			waitUntil(t, "the answers' ledger slots released", func() bool { return r.s.owedCount() == 0 })
 		})
 	}
 }

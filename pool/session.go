@@ -593,18 +593,7 @@ func (s *session) onResponse(msg *jsonrpc.Message) {
 // error code, 0 for a result. batch, when set, is the child's reader's:
 // the answer may wait there for the rest of its read (outbatch.go).
 func (s *session) deliverResponse(p *pending, id []byte, x *exchange, line []byte, code int, batch *outBatch) {
-	slot := s.ending(p, id, x)
-	if x != nil || !batch.holds(s, line) {
-		s.answer(x, line, code, slot)
-		return
-	}
-	if testHookAnswering != nil {
-		testHookAnswering(s)
-	}
-	if !batch.queue(s, line, slot) {
-		s.deliverOwing(line, slot) // the queue is full: the session is evicted
-	}
-	s.answered()
+	s.answerIn(batch, x, line, code, s.ending(p, id, x))
 }
 
 // ending takes p, the client's request id carried by x, out of the
@@ -633,20 +622,24 @@ func (s *session) ending(p *pending, id []byte, x *exchange) (slot int32) {
 // the client: a pool that dies with the answer still in its memory
 // leaves the request owed, so the next pool answers it.
 func (s *session) answer(x *exchange, line []byte, code int, slot int32) {
+	s.answerIn(nil, x, line, code, slot)
+}
+
+// answerIn is answer for an answer the child's reader handles, whose
+// batch is batch (nil: none): the answer may wait there for the rest of
+// its read (outbatch.go).
+func (s *session) answerIn(batch *outBatch, x *exchange, line []byte, code int, slot int32) {
 	if testHookAnswering != nil {
 		testHookAnswering(s)
 	}
-	if x != nil {
+	switch {
+	case x != nil:
 		x.respond(line, code)
 		s.ledger.release(slot)
-	} else {
-		s.deliverOwing(line, slot)
+	case batch.holds(s, line) && batch.queue(s, line, slot): // the batch's flush writes it
+	default:
+		s.deliverOwing(line, slot) // (a batch's full queue: this evicts the session)
 	}
-	s.answered()
-}
-
-// answered counts an answer given (answer): the session may be quiet now.
-func (s *session) answered() {
 	s.mu.Lock()
 	s.answering--
 	s.quietLocked()
