@@ -267,7 +267,7 @@ func benchConnect(ctx context.Context, o BenchOptions, r *BenchReport) error {
 			return err
 		}
 		th, err := pool.measure(func() (Result, error) {
-			return runMode(ctx, "http", pool.watched(many), HTTPOpener(pool.url, pool.token, o.Sessions*o.InFlight))
+			return runMode(ctx, "http", pool.watched(many), HTTPOpener(pool.url, pool.token))
 		})
 		if err != nil {
 			return err

@@ -8,27 +8,36 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // HTTPOpener opens each session as a Streamable HTTP client of url (a
 // 2025-06-18 client: initialize, then every message POSTed with its
 // Mcp-Session-Id, each request on its own POST, as HTTP clients send
 // them). Answers are handed to the driver as lines, in arrival order.
-func HTTPOpener(url, token string, conns int) Opener {
-	return httpOpener(url, token, conns, func(hs *httpStream) io.Writer { return hs })
+func HTTPOpener(url, token string) Opener {
+	return httpOpener(url, token, func(hs *httpStream) io.Writer { return hs })
 }
 
 // httpOpener opens each session as an httpStream whose lines writer
-// turns into POSTs.
-func httpOpener(url, token string, conns int, writer func(*httpStream) io.Writer) Opener {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
+// turns into POSTs. Each session has connections of its own, as each
+// client process does: as many as it has requests in flight.
+func httpOpener(url, token string, writer func(*httpStream) io.Writer) Opener {
 	return func(ctx context.Context, _ int) (*Stream, error) {
+		target, err := parseTarget(url)
+		if err != nil {
+			return nil, err
+		}
 		pr, pw := io.Pipe()
 		ctx, cancel := context.WithCancel(ctx)
+		hs := &httpStream{ctx: ctx, target: target, token: token, answers: pw, conns: connPool{addr: target.addr}}
 		// A reader waiting for an answer that will not come (the run was
-		// interrupted, the pool went away) gets the reason instead.
-		context.AfterFunc(ctx, func() { pw.CloseWithError(fmt.Errorf("HTTP session: %w", context.Cause(ctx))) })
-		hs := &httpStream{ctx: ctx, url: url, token: token, client: client, answers: pw}
+		// interrupted, the pool went away) gets the reason instead, and
+		// POSTs still waiting for an answer end with their connections.
+		context.AfterFunc(ctx, func() {
+			pw.CloseWithError(fmt.Errorf("HTTP session: %w", context.Cause(ctx)))
+			hs.conns.closeAll()
+		})
 		return &Stream{W: writer(hs), R: pr, Close: func() error {
 			pr.Close() // late answers have no reader any more
 			cancel()   // nor do unanswered POSTs
@@ -42,9 +51,9 @@ func httpOpener(url, token string, conns int, writer func(*httpStream) io.Writer
 // httpStream turns the driver's request lines into POSTs.
 type httpStream struct {
 	ctx     context.Context
-	url     string
+	target  target
 	token   string // the front door's bearer token, if it wants one
-	client  *http.Client
+	conns   connPool
 	sid     string // set by the initialize answer, before any other POST
 	wg      sync.WaitGroup
 	mu      sync.Mutex // one answer line at a time into answers
@@ -96,66 +105,37 @@ func (h *httpStream) deliver(answer []byte) {
 	_, _ = h.answers.Write(append(bytes.TrimSpace(answer), '\n'))
 }
 
-// post sends one message of the session and returns the answer, or nil
-// for none.
-func (h *httpStream) post(body []byte) []byte {
-	req, err := h.newPost(body)
-	if err != nil {
+// post sends one message of the session, with the headers every client
+// sends and extra, and returns the answer: nil for none (no response,
+// which the driver counts as hung; or 202 Accepted).
+func (h *httpStream) post(body []byte, extra ...header) []byte {
+	headers := append(h.headers(), header{"Content-Type", "application/json"}, header{"Accept", "application/json, text/event-stream"})
+	r, err := h.conns.do(h.target, http.MethodPost, append(headers, extra...), body)
+	if err != nil || r.status == http.StatusAccepted {
 		return nil
 	}
-	if h.sid != "" {
-		req.Header.Set("Mcp-Session-Id", h.sid)
-	}
-	answer, header := h.do(req)
-	if sid := header.Get("Mcp-Session-Id"); answer != nil && sid != "" {
+	if sid := r.header.Get("Mcp-Session-Id"); h.sid == "" && sid != "" {
 		h.sid = sid
 	}
-	return answer
+	return r.body
 }
 
-// newPost is a POST of body with the headers every client sends.
-func (h *httpStream) newPost(body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(h.ctx, http.MethodPost, h.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+// headers are the session's token and id.
+func (h *httpStream) headers() []header {
+	hs := make([]header, 0, 6)
 	if h.token != "" {
-		req.Header.Set("Authorization", "Bearer "+h.token)
+		hs = append(hs, header{"Authorization", "Bearer " + h.token})
 	}
-	return req, nil
+	if h.sid != "" {
+		hs = append(hs, header{"Mcp-Session-Id", h.sid})
+	}
+	return hs
 }
 
-// do sends req and returns the answer and its headers; a nil answer for
-// none (no response: the driver counts it as hung; or 202 Accepted).
-func (h *httpStream) do(req *http.Request) ([]byte, http.Header) {
-	resp, err := h.client.Do(req)
-	if err != nil {
-		return nil, nil
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode == http.StatusAccepted {
-		return nil, resp.Header
-	}
-	return answer, resp.Header
-}
-
-// end deletes the session.
+// end deletes the session, on a connection of its own: the session's
+// went with its context.
 func (h *httpStream) end() {
-	if h.sid == "" {
-		return
-	}
-	req, err := http.NewRequest(http.MethodDelete, h.url, nil)
-	if err != nil {
-		return
-	}
-	req.Header.Set("Mcp-Session-Id", h.sid)
-	if h.token != "" {
-		req.Header.Set("Authorization", "Bearer "+h.token)
-	}
-	if resp, err := h.client.Do(req); err == nil {
-		resp.Body.Close()
+	if h.sid != "" {
+		_, _ = doOnce(h.target, http.MethodDelete, h.headers(), nil, 5*time.Second)
 	}
 }

@@ -171,8 +171,8 @@ func (s *InProcessHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // headers that mirror it. The driver's initialize becomes the
 // server/discover such a client starts with, and its
 // notifications/initialized is not sent.
-func HTTPStatelessOpener(url, token string, conns int) Opener {
-	return httpOpener(url, token, conns, func(hs *httpStream) io.Writer { return &statelessStream{hs} })
+func HTTPStatelessOpener(url, token string) Opener {
+	return httpOpener(url, token, func(hs *httpStream) io.Writer { return &statelessStream{hs} })
 }
 
 // statelessMeta is what each 2026-07-28 request carries in params._meta.
@@ -241,17 +241,11 @@ func withMeta(line []byte) ([]byte, bool) {
 
 // post sends one request with the headers that mirror its _meta.
 func (st *statelessStream) post(body []byte, method, name string) []byte {
-	req, err := st.newPost(body)
-	if err != nil {
-		return nil
-	}
-	req.Header.Set("MCP-Protocol-Version", modernVersion)
-	req.Header.Set("Mcp-Method", method)
+	extra := []header{{"MCP-Protocol-Version", modernVersion}, {"Mcp-Method", method}}
 	if name != "" {
-		req.Header.Set("Mcp-Name", name)
+		extra = append(extra, header{"Mcp-Name", name})
 	}
-	answer, _ := st.do(req)
-	return answer
+	return st.httpStream.post(body, extra...)
 }
 
 // HTTPComparison is the pool's HTTP front door against the in-process
@@ -291,11 +285,10 @@ func (p *benchPool) compareHTTP(ctx context.Context, cfg Config, rounds int) (*H
 		return nil, err
 	}
 	defer base.Close()
-	conns := cfg.Sessions * cfg.InFlight
 	type era struct {
 		pair   *HTTPPair
 		name   string
-		opener func(url, token string, conns int) Opener
+		opener func(url, token string) Opener
 		runs   []HTTPPair
 	}
 	var c HTTPComparison
@@ -306,11 +299,11 @@ func (p *benchPool) compareHTTP(ctx context.Context, cfg Config, rounds int) (*H
 	for range max(rounds, 1) {
 		for _, e := range eras {
 			var run HTTPPair
-			if run.InProcess, err = runMode(ctx, e.name+" (in-process server)", cfg, e.opener(base.URL, p.token, conns)); err != nil {
+			if run.InProcess, err = runMode(ctx, e.name+" (in-process server)", cfg, e.opener(base.URL, p.token)); err != nil {
 				return nil, err
 			}
 			if run.Pool, err = p.measure(func() (Result, error) {
-				return runMode(ctx, e.name, p.watched(cfg), e.opener(p.inlineURL, p.token, conns))
+				return runMode(ctx, e.name, p.watched(cfg), e.opener(p.inlineURL, p.token))
 			}); err != nil {
 				return nil, err
 			}

@@ -19,20 +19,20 @@ func TestInProcessHTTPBothEras(t *testing.T) {
 	cfg := Config{Sessions: 4, InFlight: 3, Warmup: 20 * time.Millisecond, Duration: 200 * time.Millisecond}
 	for _, tc := range []struct {
 		name string
-		open func(url, token string, conns int) Opener
+		open func(url, token string) Opener
 	}{
 		{"legacy", HTTPOpener},
 		{"stateless", HTTPStatelessOpener},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := Run(context.Background(), cfg, tc.open(srv.URL, "secret", 12))
+			res, err := Run(context.Background(), cfg, tc.open(srv.URL, "secret"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if res.Requests == 0 || res.Misrouted != 0 || res.Hung != 0 || res.Errors != 0 {
 				t.Fatalf("result: %+v", res)
 			}
-			if _, err := Run(context.Background(), cfg, tc.open(srv.URL, "wrong", 12)); err == nil {
+			if _, err := Run(context.Background(), cfg, tc.open(srv.URL, "wrong")); err == nil {
 				t.Fatal("a client with the wrong token completed its handshake")
 			}
 		})
@@ -56,7 +56,7 @@ func TestHTTPHandshakeWithoutAServerFails(t *testing.T) {
 	cancel()
 	for _, tc := range []struct {
 		name string
-		open func(url, token string, conns int) Opener
+		open func(url, token string) Opener
 	}{
 		{"legacy", HTTPOpener},
 		{"stateless", HTTPStatelessOpener},
@@ -69,7 +69,7 @@ func TestHTTPHandshakeWithoutAServerFails(t *testing.T) {
 			t.Run(tc.name+", "+how.name, func(t *testing.T) {
 				done := make(chan error, 1)
 				go func() {
-					_, err := Run(ctx, cfg, tc.open(url, "", 2))
+					_, err := Run(ctx, cfg, tc.open(url, ""))
 					done <- err
 				}()
 				select {
