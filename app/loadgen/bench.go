@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -335,7 +336,13 @@ type benchPool struct {
 	token      string // its bearer token
 	cmd        *exec.Cmd
 	done       chan error
-	once       sync.Once
+	once       sync.Once // ends the process
+	cleared    sync.Once // removes the home, unless kept
+	// kept is set when a run on this pool left a request unanswered or
+	// misrouted: stop then leaves its home, with the pool's log and
+	// history, for the reader to find out why.
+	kept   atomic.Bool
+	stderr *tailBuffer // the end of the pool's log
 }
 
 // poolEnv is a bench pool's environment: base, and where it writes its CPU
@@ -390,8 +397,8 @@ func startBenchPool(ctx context.Context, self string, fake []string, history map
 	}
 	p.cmd = exec.CommandContext(ctx, self, args...)
 	p.cmd.Env = append(append(os.Environ(), "SWITCHBOARD_HOME="+home), env...)
-	stderr := &tailBuffer{max: 4 << 10}
-	p.cmd.Stderr = stderr
+	stderr := &tailBuffer{max: 64 << 10}
+	p.cmd.Stderr, p.stderr = stderr, stderr
 	if err := p.cmd.Start(); err != nil {
 		os.RemoveAll(home)
 		return nil, fmt.Errorf("bench: start the pool: %w", err)
@@ -485,6 +492,9 @@ func (p *benchPool) measure(f func() (Result, error)) (ModeResult, error) {
 	before := ReadProc(p.cmd.Process.Pid)
 	res, err := f()
 	after := ReadProc(p.cmd.Process.Pid)
+	if res.Hung > 0 || res.Misrouted > 0 {
+		p.kept.Store(true)
+	}
 	return ModeResult{Result: res, PoolCPUSeconds: (after.CPU - before.CPU).Seconds(), PoolRSSBytes: after.RSS,
 		PoolSyscallsPerRequest: float64(after.Syscalls-before.Syscalls) / float64(max(res.Answered, 1))}, err
 }
@@ -569,7 +579,15 @@ func (p *benchPool) goroutines(ctx context.Context) (int, error) {
 // Calls after the first do nothing.
 func (p *benchPool) stop() {
 	p.once.Do(p.end)
-	os.RemoveAll(p.home)
+	p.cleared.Do(func() {
+		if p.kept.Load() {
+			log := filepath.Join(p.home, "pool-stderr.log")
+			_ = os.WriteFile(log, p.stderr.bytes(), 0o600)
+			fmt.Fprintf(os.Stderr, "switchboard-bench: a run on the pool in %s left requests hung or misrouted; the end of its log (%s) and its history are kept (SWITCHBOARD_HOME=%s switchboard history --json)\n", p.home, log, p.home)
+			return
+		}
+		os.RemoveAll(p.home)
+	})
 }
 
 // stopKeepingHistory ends the pool like stop, but leaves its home (and
