@@ -1,0 +1,53 @@
+package loadgen
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestStopKeepsTheHomeOfAPoolThatLeftRequestsUnanswered: a bench pool
+// on which a measured run left a request hung or misrouted keeps its
+// home, with the end of its log; any other is removed.
+func TestStopKeepsTheHomeOfAPoolThatLeftRequestsUnanswered(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  Result
+		kept bool
+	}{
+		{"all answered", Result{Requests: 10, Answered: 10}, false},
+		{"hung", Result{Requests: 9, Answered: 9, Hung: 1}, true},
+		{"misrouted", Result{Requests: 10, Answered: 10, Misrouted: 1}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home, err := os.MkdirTemp("", "sbbench-test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(home) })
+			cmd := exec.Command("sleep", "60") // stands in for the pool process
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			p := &benchPool{home: home, cmd: cmd, done: make(chan error, 1), stderr: &tailBuffer{max: 1 << 10}}
+			go func() { p.done <- cmd.Wait() }()
+			_, _ = p.stderr.Write([]byte("the pool's last words\n"))
+			if _, err := p.measure(func() (Result, error) { return tc.run, nil }); err != nil {
+				t.Fatal(err)
+			}
+			p.stop()
+			p.stop() // stopping again changes nothing
+			_, err = os.Stat(home)
+			if kept := err == nil; kept != tc.kept {
+				t.Fatalf("home kept: %v, want %v", kept, tc.kept)
+			}
+			if !tc.kept {
+				return
+			}
+			if log, err := os.ReadFile(filepath.Join(home, "pool-stderr.log")); err != nil || string(log) != "the pool's last words\n" {
+				t.Fatalf("the kept log: %q, %v", log, err)
+			}
+		})
+	}
+}
