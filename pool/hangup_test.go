@@ -20,10 +20,19 @@ import (
 // `switchboard connect` on Unix makes it: the test writes the client's
 // input and reads its output; conn is the shim's connection.
 type attached struct {
-	t    testing.TB
-	conn *net.UnixConn
-	in   *os.File // the client's input, written here
-	out  *bufio.Reader
+	t       testing.TB
+	conn    *net.UnixConn
+	in      *os.File // the client's input, written here
+	out     *bufio.Reader
+	outFile *os.File // what out reads: the client's output
+}
+
+// close ends the session as a client that exits does: its pipes and its
+// shim's connection close.
+func (a *attached) close() {
+	a.conn.Close()
+	a.in.Close()
+	a.outFile.Close()
 }
 
 func (tp *testPool) attach(t testing.TB, server string) *attached {
@@ -63,12 +72,8 @@ func (tp *testPool) attachLedger(t testing.TB, server string, file *os.File) *at
 	if err != nil || json.Unmarshal(line, &w) != nil || !w.Attached {
 		t.Fatalf("welcome: %q %v", line, err)
 	}
-	a := &attached{t: t, conn: conn, in: inW, out: bufio.NewReader(outR)}
-	t.Cleanup(func() {
-		conn.Close()
-		inW.Close()
-		outR.Close()
-	})
+	a := &attached{t: t, conn: conn, in: inW, out: bufio.NewReader(outR), outFile: outR}
+	t.Cleanup(a.close)
 	return a
 }
 
