@@ -30,7 +30,7 @@ func httpOpener(url, token string, writer func(*httpStream) io.Writer) Opener {
 		}
 		pr, pw := io.Pipe()
 		ctx, cancel := context.WithCancel(ctx)
-		hs := &httpStream{ctx: ctx, target: target, token: token, answers: pw, conns: connPool{addr: target.addr}}
+		hs := &httpStream{ctx: ctx, target: target, token: token, answers: pw}
 		// A reader waiting for an answer that will not come (the run was
 		// interrupted, the pool went away) gets the reason instead, and
 		// POSTs still waiting for an answer end with their connections.

@@ -62,7 +62,6 @@ func TestConnPoolReplies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.addr = tgt.addr
 		r, err := p.do(tgt, tc.method, []header{{"X-Echo", tc.path}}, []byte(tc.body))
 		if err != nil {
 			t.Fatalf("%s %s: %v", tc.method, tc.path, err)
@@ -90,7 +89,7 @@ func TestConnPoolCloseAllEndsWaitingRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := connPool{addr: tgt.addr}
+	var p connPool
 	done := make(chan error, 1)
 	go func() {
 		_, err := p.do(tgt, http.MethodPost, nil, []byte("wait"))
