@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 )
 
 // RestartServer is `switchboard restart NAME`: the server's children are
@@ -28,6 +29,20 @@ func StopServer(ctx context.Context, name string) error {
 	}
 	if err := c.StopServer(ctx, name); err != nil {
 		return fmt.Errorf("stop %s: %w", name, err)
+	}
+	return nil
+}
+
+// Stacks is `switchboard stacks`: the running pool's goroutine stacks,
+// written to w. When a request hangs, they show what each part of the
+// pool is waiting on; attach them to a bug report.
+func Stacks(ctx context.Context, w io.Writer) error {
+	c, err := Control()
+	if err != nil {
+		return err
+	}
+	if err := c.Stacks(ctx, w); err != nil {
+		return fmt.Errorf("stacks: %w", err)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@
 //	POST /v1/http-token/rotate  {"token": T}
 //	POST /v1/restart, /v1/stop  ServerAction
 //	POST /v1/upgrade            UpgradeRequest -> UpgradeAccepted
+//	GET  /v1/stacks             every goroutine's stack, as text
 package control
 
 import (

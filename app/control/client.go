@@ -101,20 +101,43 @@ func (c *Client) Upgrade(ctx context.Context, binary string) (UpgradeAccepted, e
 	return acc, err
 }
 
-// do sends body (GET: none) and decodes a 200 answer into v; another
-// status becomes an apiError with the server's message.
+// Stacks is GET /v1/stacks: the running pool's goroutine stacks, copied
+// to w as they arrive.
+func (c *Client) Stacks(ctx context.Context, w io.Writer) error {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/stacks", nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
+// do sends body (GET: none) and decodes a 200 answer into v.
 func (c *Client) do(ctx context.Context, method, path string, body, v any) error {
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// send sends body (GET: none) and returns a 200 answer for the caller to
+// read and close; another status becomes an apiError with the server's
+// message.
+func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://switchboard"+path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -122,20 +145,20 @@ func (c *Client) do(ctx context.Context, method, path string, body, v any) error
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if errors.Is(err, ErrNoPool) {
-			return ErrNoPool
+			return nil, ErrNoPool
 		}
-		return err
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		var e struct{ Error string }
-		if json.Unmarshal(msg, &e) == nil && e.Error != "" {
-			return &apiError{status: resp.StatusCode, msg: e.Error}
-		}
-		return &apiError{status: resp.StatusCode, msg: resp.Status + ": " + string(bytes.TrimSpace(msg))}
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	var e struct{ Error string }
+	if json.Unmarshal(msg, &e) == nil && e.Error != "" {
+		return nil, &apiError{status: resp.StatusCode, msg: e.Error}
 	}
-	return json.NewDecoder(resp.Body).Decode(v)
+	return nil, &apiError{status: resp.StatusCode, msg: resp.Status + ": " + string(bytes.TrimSpace(msg))}
 }
 
 // apiError is a refusal from the control API: the server's message, and

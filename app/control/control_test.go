@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -145,6 +147,10 @@ func TestClientAndServer(t *testing.T) {
 		t.Fatalf("Upgrade = %+v, %v", acc, err)
 	}
 	<-b.started // begun once the answer was out
+	var stacks strings.Builder
+	if err := c.Stacks(ctx, &stacks); err != nil || !strings.Contains(stacks.String(), "control.TestClientAndServer") {
+		t.Errorf("Stacks = %v and %d bytes without this test's own goroutine:\n%.2000s", err, stacks.Len(), stacks.String())
+	}
 
 	want := []string{"kill 1 false", "kill 99 false", "dashboard", "restart memory"}
 	if d := cmp.Diff(want, b.asked); d != "" {
@@ -176,5 +182,8 @@ func TestClientErrors(t *testing.T) {
 	none := NewClient(filepath.Join(dir, "control.sock"))
 	if _, err := none.Status(ctx); !errors.Is(err, ErrNoPool) {
 		t.Errorf("Status with no pool = %v, want ErrNoPool", err)
+	}
+	if err := none.Stacks(ctx, io.Discard); !errors.Is(err, ErrNoPool) {
+		t.Errorf("Stacks with no pool = %v, want ErrNoPool", err)
 	}
 }

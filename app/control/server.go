@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"runtime/pprof"
 
 	"github.com/switchboard-mcp/switchboard/app/leaks"
 	"github.com/switchboard-mcp/switchboard/pool"
@@ -82,6 +83,12 @@ func Handler(b Backend) http.Handler {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"token": tok})
+	})
+	// A pool that seems stuck: what each of its goroutines is waiting on,
+	// for a bug report (the format of a Go panic's trace).
+	mux.HandleFunc("GET /v1/stacks", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_ = pprof.Lookup("goroutine").WriteTo(w, 2)
 	})
 	mux.HandleFunc("POST /v1/restart", serverAction(b.RestartServer))
 	mux.HandleFunc("POST /v1/stop", serverAction(b.StopServer))

@@ -342,7 +342,8 @@ type benchPool struct {
 	// misrouted: stop then leaves its home, with the pool's log and
 	// history, for the reader to find out why.
 	kept   atomic.Bool
-	stderr *tailBuffer // the end of the pool's log
+	hangs  atomic.Int32 // runs inspectHang looked at
+	stderr *tailBuffer  // the end of the pool's log
 }
 
 // poolEnv is a bench pool's environment: base, and where it writes its CPU
@@ -481,10 +482,38 @@ func (p *benchPool) connect(server string, pids chan<- int) Opener {
 	return ProcessOpener([]string{p.self, "connect", server}, []string{"SWITCHBOARD_HOME=" + p.home}, pids)
 }
 
-// watched is cfg counting the CPU time of this pool and its children.
+// watched is cfg counting the CPU time of this pool and its children,
+// and reading the pool's state if a request hangs (inspected).
 func (p *benchPool) watched(cfg Config) Config {
 	cfg.Watch = []int{p.cmd.Process.Pid}
+	return p.inspected(cfg)
+}
+
+// inspected is cfg that, when a run leaves requests unanswered, keeps
+// this pool's home and writes the pool's status and goroutine stacks
+// into it while the requests still hang.
+func (p *benchPool) inspected(cfg Config) Config {
+	cfg.OnHang = p.inspectHang
 	return cfg
+}
+
+// inspectHang writes `status --json` and `stacks` of the pool to
+// hang-N-status.json and hang-N-stacks.txt in its home, and keeps the
+// home.
+func (p *benchPool) inspectHang() {
+	p.kept.Store(true)
+	n := p.hangs.Add(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, f := range []struct{ args, name string }{{"status --json", "status.json"}, {"stacks", "stacks.txt"}} {
+		cmd := exec.CommandContext(ctx, p.self, strings.Fields(f.args)...)
+		cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+p.home)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			out = append(out, "\nswitchboard "+f.args+": "+err.Error()+"\n"...)
+		}
+		_ = os.WriteFile(filepath.Join(p.home, fmt.Sprintf("hang-%d-%s", n, f.name)), out, 0o600)
+	}
 }
 
 // measure runs f and adds the pool process's CPU time and final RSS.
@@ -583,7 +612,7 @@ func (p *benchPool) stop() {
 		if p.kept.Load() {
 			log := filepath.Join(p.home, "pool-stderr.log")
 			_ = os.WriteFile(log, p.stderr.bytes(), 0o600)
-			fmt.Fprintf(os.Stderr, "switchboard-bench: a run on the pool in %s left requests hung or misrouted; the end of its log (%s) and its history are kept (SWITCHBOARD_HOME=%s switchboard history --json)\n", p.home, log, p.home)
+			fmt.Fprintf(os.Stderr, "switchboard-bench: a run on the pool in %s left requests hung or misrouted; the end of its log (%s), its history (SWITCHBOARD_HOME=%s switchboard history --json) and, for each run that hung, its status and stacks at that moment (hang-N-status.json, hang-N-stacks.txt) are kept\n", p.home, log, p.home)
 			return
 		}
 		os.RemoveAll(p.home)

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,5 +50,30 @@ func TestStopKeepsTheHomeOfAPoolThatLeftRequestsUnanswered(t *testing.T) {
 				t.Fatalf("the kept log: %q, %v", log, err)
 			}
 		})
+	}
+}
+
+// TestInspectHangKeepsTheStatusAndStacksOfTheMoment: when a run on a bench
+// pool hangs, the pool's `status --json` and `stacks` are written into its
+// home, numbered by hang, and the home is kept.
+func TestInspectHangKeepsTheStatusAndStacksOfTheMoment(t *testing.T) {
+	t.Setenv(fakeSwitchboardEnv, "1") // the test binary stands in for switchboard
+	home := t.TempDir()
+	p := &benchPool{self: os.Args[0], home: home}
+	cfg := p.inspected(Config{})
+	for range 2 {
+		cfg.OnHang()
+	}
+	if !p.kept.Load() {
+		t.Fatal("the home of a pool that hung is not kept")
+	}
+	for n := 1; n <= 2; n++ {
+		for file, args := range map[string]string{"status.json": "status --json", "stacks.txt": "stacks"} {
+			name := fmt.Sprintf("hang-%d-%s", n, file)
+			got, err := os.ReadFile(filepath.Join(home, name))
+			if want := "switchboard " + args + " in " + home + "\n"; err != nil || string(got) != want {
+				t.Errorf("%s: %q, %v; want %q", name, got, err, want)
+			}
+		}
 	}
 }

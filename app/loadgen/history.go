@@ -162,7 +162,7 @@ func alternate(ctx context.Context, runs int, cfg Config, on, off *benchPool) (H
 			if p == off {
 				mode = "history off"
 			}
-			res, err := p.measure(func() (Result, error) { return runMode(ctx, mode, cfg, p.connect(serverFake, nil)) })
+			res, err := p.measure(func() (Result, error) { return runMode(ctx, mode, p.inspected(cfg), p.connect(serverFake, nil)) })
 			if err != nil {
 				return s, err
 			}
@@ -193,7 +193,7 @@ func soak(ctx context.Context, o BenchOptions) (*HistorySoak, error) {
 	}
 	defer p.stop()
 	cfg := Config{Sessions: o.Sessions, InFlight: o.InFlight, Duration: o.History.Soak}
-	res, err := runMode(ctx, "history soak", cfg, p.connect(serverFake, nil))
+	res, err := runMode(ctx, "history soak", p.inspected(cfg), p.connect(serverFake, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +230,7 @@ func rowCap(ctx context.Context, o BenchOptions) (*HistoryCap, error) {
 	var wg sync.WaitGroup
 	var sampleErr error
 	wg.Go(func() { c.MaxObservedRows, c.Samples, sampleErr = sampleRows(sampleCtx, db) })
-	res, err := runMode(ctx, "history row cap", Config{Sessions: o.Sessions, InFlight: o.InFlight, Duration: h.CapLoad}, p.connect(serverFake, nil))
+	res, err := runMode(ctx, "history row cap", p.inspected(Config{Sessions: o.Sessions, InFlight: o.InFlight, Duration: h.CapLoad}), p.connect(serverFake, nil))
 	if err == nil {
 		var st benchStatus
 		if st, err = p.status(ctx); err == nil {

@@ -51,6 +51,10 @@ type Config struct {
 	// descendants, beside each stream's process and its descendants: the
 	// pool behind connect shims or an HTTP front door.
 	Watch []int
+	// OnHang, when set, is called once after a run that left requests
+	// unanswered, before its sessions close: while the requests still
+	// hang, what holds them can be read (the pool's status and stacks).
+	OnHang func()
 }
 
 // Result is what one run measured. Latencies are in microseconds.
@@ -136,6 +140,9 @@ func Run(ctx context.Context, cfg Config, open Opener) (Result, error) {
 	wg.Wait()
 	close(driven)
 	used := <-cpu
+	if cfg.OnHang != nil && slices.ContainsFunc(sessions, func(s *session) bool { return len(s.pending) > 0 }) {
+		cfg.OnHang()
+	}
 
 	res := Result{Sessions: cfg.Sessions, InFlight: cfg.InFlight}
 	var lat []time.Duration

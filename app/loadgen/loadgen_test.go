@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -17,7 +18,18 @@ import (
 	"github.com/switchboard-mcp/switchboard/pool/mcptest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain is also a stand-in switchboard when fakeSwitchboardEnv is set:
+// it prints its arguments and home, so that a test sees what the bench
+// ran.
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeSwitchboardEnv) != "" {
+		fmt.Printf("switchboard %s in %s\n", strings.Join(os.Args[1:], " "), os.Getenv("SWITCHBOARD_HOME"))
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+const fakeSwitchboardEnv = "LOADGEN_TEST_FAKE_SWITCHBOARD"
 
 // TestRunAgainstTheFakeServer: sessions each on their own fake server
 // process; everything is answered, nothing misrouted or hung.
@@ -117,6 +129,61 @@ func TestRunCountsMisroutedHungAndErrors(t *testing.T) {
 	}
 	if res.Misrouted != 1 || res.Errors != 1 || res.Hung != 1 {
 		t.Fatalf("want 1 misrouted, 1 error, 1 hung: %+v", res)
+	}
+}
+
+// TestOnHangRunsWhileTheHungSessionsAreOpen: a run that leaves a request
+// unanswered calls OnHang once, before any session is closed; a run that
+// leaves none does not call it.
+func TestOnHangRunsWhileTheHungSessionsAreOpen(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		serve func(io.ReadCloser, io.WriteCloser)
+		calls int
+	}{
+		{"one request hangs", badServer, 1},
+		{"all answered", echoServer, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var closed, calls, closedAtCall int
+			open := func(ctx context.Context, i int) (*Stream, error) {
+				reqR, reqW := io.Pipe()
+				ansR, ansW := io.Pipe()
+				go tc.serve(reqR, ansW)
+				return &Stream{W: reqW, R: ansR, Close: func() error { closed++; reqW.Close(); ansR.Close(); return nil }}, nil
+			}
+			cfg := Config{Sessions: 2, InFlight: 1, Duration: 100 * time.Millisecond, HangAfter: 50 * time.Millisecond,
+				OnHang: func() { calls++; closedAtCall = closed }}
+			if _, err := Run(context.Background(), cfg, open); err != nil {
+				t.Fatal(err)
+			}
+			if calls != tc.calls || closedAtCall != 0 || closed != 2 {
+				t.Fatalf("OnHang called %d times (want %d), after %d sessions closed (want 0); %d closed in the end (want 2)", calls, tc.calls, closedAtCall, closed)
+			}
+		})
+	}
+}
+
+// echoServer answers initialize, then every request with its token.
+func echoServer(in io.ReadCloser, out io.WriteCloser) {
+	defer out.Close()
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Params struct {
+				Arguments struct {
+					Text string `json:"text"`
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
+			continue
+		}
+		text, _ := json.Marshal(m.Params.Arguments.Text)
+		if _, err := io.WriteString(out, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"content":[{"type":"text","text":`+string(text)+`}]}}`+"\n"); err != nil {
+			return
+		}
 	}
 }
 

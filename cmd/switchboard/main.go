@@ -38,6 +38,7 @@ type cli struct {
 	Stop      stopCmd      `cmd:"" help:"Stop server NAME's children now; its next request starts them again."`
 	HTTPToken httpTokenCmd `cmd:"" name:"http-token" help:"Print the HTTP front door's bearer token (--rotate replaces it)."`
 	Autostart autostartCmd `cmd:"" help:"Start Switchboard at login: on, off or status."`
+	Stacks    stacksCmd    `cmd:"" help:"Print the running pool's goroutine stacks: what each part of it waits on, for a bug report about a hang."`
 	Upgrade   upgradeCmd   `cmd:"" help:"Replace the running pool's program with a new binary in place: children keep running, sessions resume."`
 	Version   versionCmd   `cmd:"" help:"Print the version, commit, build date and Go version."`
 }
@@ -123,6 +124,10 @@ type stopCmd struct {
 }
 
 func (c *stopCmd) Run(ctx context.Context) error { return app.StopServer(ctx, c.Name) }
+
+type stacksCmd struct{}
+
+func (stacksCmd) Run(ctx context.Context) error { return app.Stacks(ctx, os.Stdout) }
 
 type httpTokenCmd struct {
 	Rotate bool `help:"Replace the token; clients using the old one get 401 from now on."`
