@@ -497,12 +497,15 @@ func (p *benchPool) inspected(cfg Config) Config {
 	return cfg
 }
 
-// inspectHang writes `status --json` and `stacks` of the pool to
+// inspectHang writes the hung sessions as the load tool saw them, and
+// `status --json` and `stacks` of the pool, to hang-N-client.json,
 // hang-N-status.json and hang-N-stacks.txt in its home, and keeps the
 // home.
-func (p *benchPool) inspectHang() {
+func (p *benchPool) inspectHang(hung []HungSession) {
 	p.kept.Store(true)
 	n := p.hangs.Add(1)
+	client, _ := json.MarshalIndent(hung, "", "  ")
+	_ = os.WriteFile(filepath.Join(p.home, fmt.Sprintf("hang-%d-client.json", n)), append(client, '\n'), 0o600)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, f := range []struct{ args, name string }{{"status --json", "status.json"}, {"stacks", "stacks.txt"}} {
@@ -612,7 +615,7 @@ func (p *benchPool) stop() {
 		if p.kept.Load() {
 			log := filepath.Join(p.home, "pool-stderr.log")
 			_ = os.WriteFile(log, p.stderr.bytes(), 0o600)
-			fmt.Fprintf(os.Stderr, "switchboard-bench: a run on the pool in %s left requests hung or misrouted; the end of its log (%s), its history (SWITCHBOARD_HOME=%s switchboard history --json) and, for each run that hung, its status and stacks at that moment (hang-N-status.json, hang-N-stacks.txt) are kept\n", p.home, log, p.home)
+			fmt.Fprintf(os.Stderr, "switchboard-bench: a run on the pool in %s left requests hung or misrouted; the end of its log (%s), its history (SWITCHBOARD_HOME=%s switchboard history --json) and, for each run that hung, what the load tool saw and the pool's status and stacks at that moment (hang-N-client.json, hang-N-status.json, hang-N-stacks.txt) are kept\n", p.home, log, p.home)
 			return
 		}
 		os.RemoveAll(p.home)

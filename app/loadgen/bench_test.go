@@ -1,10 +1,12 @@
 package loadgen
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -54,20 +56,27 @@ func TestStopKeepsTheHomeOfAPoolThatLeftRequestsUnanswered(t *testing.T) {
 }
 
 // TestInspectHangKeepsTheStatusAndStacksOfTheMoment: when a run on a bench
-// pool hangs, the pool's `status --json` and `stacks` are written into its
-// home, numbered by hang, and the home is kept.
+// pool hangs, the hung sessions and the pool's `status --json` and
+// `stacks` are written into its home, numbered by hang, and the home is
+// kept.
 func TestInspectHangKeepsTheStatusAndStacksOfTheMoment(t *testing.T) {
 	t.Setenv(fakeSwitchboardEnv, "1") // the test binary stands in for switchboard
 	home := t.TempDir()
 	p := &benchPool{self: os.Args[0], home: home}
 	cfg := p.inspected(Config{})
+	hung := []HungSession{{Session: 3, PID: 42, StreamEnded: true, Pending: []HungRequest{{ID: `"7"`, Token: "s3/7"}}}}
 	for range 2 {
-		cfg.OnHang()
+		cfg.OnHang(hung)
 	}
 	if !p.kept.Load() {
 		t.Fatal("the home of a pool that hung is not kept")
 	}
 	for n := 1; n <= 2; n++ {
+		var got []HungSession
+		name := fmt.Sprintf("hang-%d-client.json", n)
+		if b, err := os.ReadFile(filepath.Join(home, name)); err != nil || json.Unmarshal(b, &got) != nil || !reflect.DeepEqual(got, hung) {
+			t.Errorf("%s: %s, %v; want %+v", name, b, err, hung)
+		}
 		for file, args := range map[string]string{"status.json": "status --json", "stacks.txt": "stacks"} {
 			name := fmt.Sprintf("hang-%d-%s", n, file)
 			got, err := os.ReadFile(filepath.Join(home, name))

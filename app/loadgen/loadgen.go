@@ -52,9 +52,29 @@ type Config struct {
 	// pool behind connect shims or an HTTP front door.
 	Watch []int
 	// OnHang, when set, is called once after a run that left requests
-	// unanswered, before its sessions close: while the requests still
-	// hang, what holds them can be read (the pool's status and stacks).
-	OnHang func()
+	// unanswered, with the sessions that did, before any session closes:
+	// while the requests still hang, what holds them can be read (the
+	// pool's status and stacks).
+	OnHang func([]HungSession)
+}
+
+// HungSession is a session that a run left with requests unanswered.
+type HungSession struct {
+	Session int `json:"session"` // its number in the run
+	PID     int `json:"pid,omitempty"`
+	// StreamEnded is set when the session's stream ended (its process
+	// exited, or the server closed it) before the answers came; else the
+	// run waited HangAfter for them in vain.
+	StreamEnded bool          `json:"streamEnded"`
+	Pending     []HungRequest `json:"pending"`
+}
+
+// HungRequest is a request never answered: its id as sent, its echo
+// token, and when it was sent.
+type HungRequest struct {
+	ID    string    `json:"id"`
+	Token string    `json:"token"`
+	Sent  time.Time `json:"sent"`
 }
 
 // Result is what one run measured. Latencies are in microseconds.
@@ -140,8 +160,10 @@ func Run(ctx context.Context, cfg Config, open Opener) (Result, error) {
 	wg.Wait()
 	close(driven)
 	used := <-cpu
-	if cfg.OnHang != nil && slices.ContainsFunc(sessions, func(s *session) bool { return len(s.pending) > 0 }) {
-		cfg.OnHang()
+	if cfg.OnHang != nil {
+		if hung := hungSessions(sessions); len(hung) > 0 {
+			cfg.OnHang(hung)
+		}
 	}
 
 	res := Result{Sessions: cfg.Sessions, InFlight: cfg.InFlight}
@@ -159,6 +181,23 @@ func Run(ctx context.Context, cfg Config, open Opener) (Result, error) {
 		res.LoadCPUUsPerRequest = micros(used.self) / float64(res.Requests)
 	}
 	return res, nil
+}
+
+// hungSessions describes the sessions with requests still pending.
+func hungSessions(sessions []*session) []HungSession {
+	var hung []HungSession
+	for _, s := range sessions {
+		if len(s.pending) == 0 {
+			continue
+		}
+		h := HungSession{Session: s.n, PID: s.st.PID, StreamEnded: s.ended}
+		for id, p := range s.pending {
+			h.Pending = append(h.Pending, HungRequest{ID: id, Token: p.token, Sent: p.sent})
+		}
+		slices.SortFunc(h.Pending, func(a, b HungRequest) int { return a.Sent.Compare(b.Sent) })
+		hung = append(hung, h)
+	}
+	return hung
 }
 
 // setLatencies fills r's count, rate, percentiles and maximum from the
@@ -189,6 +228,7 @@ type session struct {
 	latencies         []time.Duration // answers inside the measured window
 	answered          uint64          // every answer
 	misrouted, errors uint64
+	ended             bool // the stream ended while drive waited on it
 	buf               []byte
 }
 
@@ -279,6 +319,7 @@ func (s *session) drive(run *runState, inFlight int, hangAfter time.Duration) {
 			return // what is still pending is hung
 		case line, ok := <-lines:
 			if !ok {
+				s.ended = true
 				return // the stream ended: what is pending is hung
 			}
 			s.receive(line, run)

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -133,19 +134,22 @@ func TestRunCountsMisroutedHungAndErrors(t *testing.T) {
 }
 
 // TestOnHangRunsWhileTheHungSessionsAreOpen: a run that leaves a request
-// unanswered calls OnHang once, before any session is closed; a run that
-// leaves none does not call it.
+// unanswered calls OnHang once, with the sessions that did, before any
+// session is closed; a run that leaves none does not call it.
 func TestOnHangRunsWhileTheHungSessionsAreOpen(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		serve func(io.ReadCloser, io.WriteCloser)
 		calls int
+		ended bool // the hung sessions' streams ended
 	}{
-		{"one request hangs", badServer, 1},
-		{"all answered", echoServer, 0},
+		{"one request hangs", badServer, 1, false},
+		{"the stream ends", endingServer, 1, true},
+		{"all answered", echoServer, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var closed, calls, closedAtCall int
+			var hung []HungSession
 			open := func(ctx context.Context, i int) (*Stream, error) {
 				reqR, reqW := io.Pipe()
 				ansR, ansW := io.Pipe()
@@ -153,15 +157,46 @@ func TestOnHangRunsWhileTheHungSessionsAreOpen(t *testing.T) {
 				return &Stream{W: reqW, R: ansR, Close: func() error { closed++; reqW.Close(); ansR.Close(); return nil }}, nil
 			}
 			cfg := Config{Sessions: 2, InFlight: 1, Duration: 100 * time.Millisecond, HangAfter: 50 * time.Millisecond,
-				OnHang: func() { calls++; closedAtCall = closed }}
+				OnHang: func(h []HungSession) { calls++; closedAtCall = closed; hung = h }}
 			if _, err := Run(context.Background(), cfg, open); err != nil {
 				t.Fatal(err)
 			}
 			if calls != tc.calls || closedAtCall != 0 || closed != 2 {
 				t.Fatalf("OnHang called %d times (want %d), after %d sessions closed (want 0); %d closed in the end (want 2)", calls, tc.calls, closedAtCall, closed)
 			}
+			if calls == 0 {
+				return
+			}
+			// Both servers leave each session's third request unanswered.
+			if len(hung) != 2 {
+				t.Fatalf("hung sessions: %+v, want both", hung)
+			}
+			for _, h := range hung {
+				if h.StreamEnded != tc.ended || len(h.Pending) != 1 || h.Pending[0].Token != fmt.Sprintf("s%d/3", h.Session) || h.Pending[0].Sent.IsZero() {
+					t.Errorf("hung session %+v: want its request 3 pending, streamEnded %v", h, tc.ended)
+				}
+			}
 		})
 	}
+}
+
+// endingServer is badServer that ends its output at the request it does
+// not answer.
+func endingServer(in io.ReadCloser, out io.WriteCloser) {
+	pr, pw := io.Pipe()
+	go func() {
+		defer pw.Close()
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			if bytes.Contains(sc.Bytes(), []byte(`"id":"3"`)) {
+				return // badServer would leave it unanswered; this one also ends its output
+			}
+			if _, err := pw.Write(append(sc.Bytes(), '\n')); err != nil {
+				return
+			}
+		}
+	}()
+	badServer(pr, out)
 }
 
 // echoServer answers initialize, then every request with its token.
