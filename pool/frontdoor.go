@@ -154,7 +154,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 	if err != nil {
 		setup.ledger.close()
 		closeFiles(files)
-		writeLine(conn, Welcome{Error: err.Error()})
+		writeLine(conn, Welcome{Error: err.Error(), Stopping: errors.Is(err, ErrPoolClosed)})
 		conn.Close()
 		return
 	}

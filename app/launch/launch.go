@@ -60,18 +60,28 @@ func Allowed(path string) bool {
 	return v == nil || string(v.Raw(doc)) != "false"
 }
 
+// runningWait bounds how long a client waits for a pool whose process
+// lives but does not answer yet: an upgrade in place takes well under a
+// second, a start a second or two.
+const runningWait = 10 * time.Second
+
 // Ensure returns a connection from dial, starting the pool first when
 // dial fails and the config allows it. dial is tried again under the
 // start lock, so of many clients arriving together only the first starts
-// a pool.
+// a pool. A pool that runs but has no socket for a moment (it is
+// starting, or upgrading itself in place) is waited for instead, whatever
+// the config says about starting one.
 func Ensure(paths home.Paths, dial func() (net.Conn, error)) (net.Conn, error) {
+	deadline := time.Now().Add(StartTimeout)
+	if c, ok := awaitRunning(paths, dial, deadline); ok {
+		return c, nil
+	}
 	if !Allowed(paths.Config) {
 		return nil, ErrDisabled
 	}
 	if err := paths.EnsureRunDir(); err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(StartTimeout)
 	lock, err := flock.Wait(paths.StartLockFile(), deadline)
 	if err != nil {
 		return nil, fmt.Errorf("wait for another client starting the pool: %w", err)
@@ -104,6 +114,35 @@ func Ensure(paths home.Paths, dial func() (net.Conn, error)) (net.Conn, error) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// awaitRunning dials until the pool that wrote its PID into the instance
+// lock answers, while that process lives, for up to runningWait. An
+// upgrade in place (exec, same PID) closes the pool's socket and opens it
+// again under the new program a moment later; a client that starts in
+// between must neither give up nor start a second pool (which would find
+// the lock held and exit). It reports false at once when the lock names
+// no live process: no pool runs, or one was killed and left its files.
+func awaitRunning(paths home.Paths, dial func() (net.Conn, error), deadline time.Time) (net.Conn, bool) {
+	pid := flock.ReadPID(paths.LockFile())
+	if pid <= 0 || pid == os.Getpid() {
+		return nil, false
+	}
+	deadline = minTime(deadline, time.Now().Add(runningWait))
+	for processAlive(pid) && time.Now().Before(deadline) {
+		if c, err := dial(); err == nil {
+			return c, true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil, false
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // started is a pool process this client started.

@@ -140,6 +140,11 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 			conn.Close()
 			return nil, nil, fmt.Errorf("the pool answered something unexpected: %q", line)
 		}
+		if w.Stopping {
+			conn.Close()
+			time.Sleep(reattachPoll)
+			continue // that pool is stopping too: the next one takes the session
+		}
 		if w.Error != "" || !w.Attached {
 			conn.Close()
 			return nil, nil, fmt.Errorf("the restarted pool did not take the session back: %s", w.Error)

@@ -46,12 +46,13 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		ledger = newLedger()
 	}
 	hello, _ := json.Marshal(wire.Hello{Server: name, PID: os.Getpid(), Attach: attach, Ledger: ledger != nil, Resumable: !attach})
-	// A pool that dies as this shim connects (its socket still accepts
-	// for a moment) is no pool: try again, which finds or starts the next.
+	// A pool that dies, or begins to stop (an upgrade in place), as this
+	// shim connects is no pool: try again, which finds the next (the
+	// upgraded program) or starts one.
 	var conn net.Conn
 	var br *bufio.Reader
 	var w wire.Welcome
-	for attempt := 1; ; attempt++ {
+	for deadline := time.Now().Add(launch.StartTimeout); ; {
 		if conn, err = dialPool(paths); err != nil {
 			return err
 		}
@@ -60,7 +61,7 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		}
 		conn.Close()
 		var gone *poolGoneError
-		if !errors.As(err, &gone) || attempt == 3 {
+		if !errors.As(err, &gone) || time.Now().After(deadline) {
 			return err
 		}
 		time.Sleep(reattachPoll)
@@ -116,6 +117,9 @@ func greet(conn net.Conn, hello []byte, attach bool, ledger *os.File) (*bufio.Re
 	_ = conn.SetReadDeadline(time.Time{})
 	if err := json.Unmarshal(line, &w); err != nil {
 		return nil, w, fmt.Errorf("the pool answered something unexpected: %q", line)
+	}
+	if w.Stopping {
+		return nil, w, &poolGoneError{errors.New(w.Error)} // the next pool, or the upgraded one, takes it
 	}
 	if w.Error != "" {
 		return nil, w, errors.New(w.Error)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -429,4 +430,83 @@ func TestUpgradeBySpawningANewProcess(t *testing.T) {
 	if pools := poolsOf(home); len(pools) != 1 || pools[0] == old {
 		t.Errorf("pools after the upgrade: %v (the old one: %d)", pools, old)
 	}
+}
+
+// Upgrades back to back while sessions come and go, as a load tool's
+// short runs do: a session may be handed back while it starts, or between
+// its calls, and a shim may start while the pool has no socket (between
+// the old program's last breath and the new one's listen). Each call must
+// still be answered once, with its own answer, within 10 s; a shim that
+// starts then waits for the upgraded pool, whether or not clients may
+// start a pool, and starts none.
+func TestUpgradesWhileSessionsComeAndGo(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		config func(string) string
+	}{
+		{"clients may start the pool", func(c string) string { return c }},
+		{"clients may not", noClientStarts},
+	} {
+		t.Run(tc.name, func(t *testing.T) { upgradesWhileSessionsComeAndGo(t, tc.config(fakeConfig(t))) })
+	}
+}
+
+func upgradesWhileSessionsComeAndGo(t *testing.T, config string) {
+	newBin := newBuild(t)
+	in := serve(t, config)
+	const upgrades, calls = 6, 20
+	var done atomic.Int32
+	stop := make(chan struct{})
+	upgraded := make(chan error, 1)
+	go func() {
+		defer close(upgraded)
+		for range upgrades {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if out, err := in.run("upgrade", "--binary", newBin, "--json"); err != nil {
+				upgraded <- fmt.Errorf("upgrade %d: %v %s", done.Load()+1, err, out)
+				return
+			}
+			done.Add(1)
+		}
+	}()
+	defer func() {
+		close(stop)
+		if err := <-upgraded; err != nil {
+			t.Error(err)
+		}
+	}()
+	sessions := 0
+	for ; done.Load() < upgrades; sessions++ {
+		s := in.connect(t, "fake")
+		out := s.stdout.(*os.File)
+		if err := out.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		s.initialize(fmt.Sprintf("client-%d", sessions))
+		for i := 1; i <= calls; i++ {
+			id := fmt.Sprintf("%d-%d", sessions, i)
+			if err := out.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, id, id))
+			if r := s.recvID(strconv.Quote(id)); r.Error != nil || toolText(r) != id {
+				t.Fatalf("session %d (after %d upgrades), call %s: %s", sessions, done.Load(), id, r.raw)
+			}
+		}
+		s.stdin.Close() // as the load tool ends a session: its input closes
+		select {
+		case err := <-s.done:
+			s.done <- err
+		case <-time.After(10 * time.Second):
+			t.Fatalf("session %d: its shim did not exit after its input closed", sessions)
+		}
+	}
+	if log, err := os.ReadFile(filepath.Join(in.home, "logs", "pool.log")); err == nil && strings.Contains(string(log), "started by a client") {
+		t.Errorf("a shim started a second pool during an upgrade:\n%s", log)
+	}
+	t.Logf("%d sessions of %d calls each through %d upgrades", sessions, calls, upgrades)
 }

@@ -66,12 +66,17 @@ type State struct {
 }
 
 // Welcome is the pool's one-line answer to a Hello. Error set means the
-// connection closes; the shim prints it and exits non-zero. Attached
-// means the pool took the client's pipes; otherwise the shim relays.
+// connection closes; the shim prints it and exits non-zero, unless
+// Stopping is set too. Attached means the pool took the client's pipes;
+// otherwise the shim relays.
 type Welcome struct {
 	Session  string `json:"session,omitempty"`
 	Error    string `json:"error,omitempty"`
 	Attached bool   `json:"attached,omitempty"`
+	// Stopping, with Error, is a pool that took the connection as it
+	// began to stop (a quit, a restart, an upgrade in place): the shim
+	// finds the next pool, as after EndPoolStopping, rather than fail.
+	Stopping bool `json:"stopping,omitempty"`
 	// Run identifies the pool's run (its history run id), for a Resume.
 	Run string `json:"run,omitempty"`
 }
