@@ -379,6 +379,10 @@ func startBenchPool(ctx context.Context, self string, fake []string, history map
 	if history != nil {
 		cfg["history"] = history
 	}
+	// The pool measured is the binary the bench started: one built anew
+	// meanwhile (in the same place) must not upgrade it in the middle of
+	// a run.
+	cfg["autostart"] = map[string]any{"followInstall": false}
 	data, _ := json.Marshal(cfg)
 	if err := os.WriteFile(filepath.Join(home, "config.json"), data, 0o600); err != nil {
 		os.RemoveAll(home)

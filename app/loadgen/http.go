@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -68,15 +69,18 @@ func (h *httpStream) Write(p []byte) (int, error) {
 			// The initialize: its POST now, for the session id every
 			// later POST needs; its answer to the reader, which is the
 			// caller, after this returns.
-			answer := h.post(body)
-			if answer == nil {
+			answer, failed := h.post(body)
+			if answer == nil || failed {
 				h.noHandshake()
 				continue
 			}
 			h.wg.Go(func() { h.deliver(answer) })
 			continue
 		}
-		h.wg.Go(func() { h.deliver(h.post(body)) })
+		h.wg.Go(func() {
+			answer, _ := h.post(body)
+			h.deliver(answer)
+		})
 	}
 	return len(p), nil
 }
@@ -106,18 +110,58 @@ func (h *httpStream) deliver(answer []byte) {
 }
 
 // post sends one message of the session, with the headers every client
-// sends and extra, and returns the answer: nil for none (no response,
-// which the driver counts as hung; or 202 Accepted).
-func (h *httpStream) post(body []byte, extra ...header) []byte {
+// sends and extra, and returns the answer: nil for none (202 Accepted).
+// A request that got no JSON-RPC answer (its connection broke: the server
+// went away or restarted; or the server answered with an HTTP error of
+// its own) is answered here with a JSON-RPC error under its id, and
+// failed is set: the driver counts an error, as a client that knows its
+// request failed, not a request that hangs. Nothing is answered once the
+// run is over.
+func (h *httpStream) post(body []byte, extra ...header) (answer []byte, failed bool) {
 	headers := append(h.headers(), header{"Content-Type", "application/json"}, header{"Accept", "application/json, text/event-stream"})
 	r, err := h.conns.do(h.target, http.MethodPost, append(headers, extra...), body)
-	if err != nil || r.status == http.StatusAccepted {
-		return nil
+	switch {
+	case err != nil && h.ctx.Err() != nil:
+		return nil, true
+	case err != nil:
+		return failedAnswer(body, "POST failed: "+err.Error()), true
+	case r.status == http.StatusAccepted:
+		return nil, false
+	case r.status/100 != 2 && !answers(r.body, body):
+		return failedAnswer(body, fmt.Sprintf("HTTP %d: %.200s", r.status, bytes.TrimSpace(r.body))), true
 	}
 	if sid := r.header.Get("Mcp-Session-Id"); h.sid == "" && sid != "" {
 		h.sid = sid
 	}
-	return r.body
+	return r.body, false
+}
+
+// failedAnswer is the JSON-RPC error the load tool gives a request that
+// got no answer, for why; nil when body is not a request.
+func failedAnswer(body []byte, why string) []byte {
+	id := idOf(body)
+	if id == nil {
+		return nil
+	}
+	msg, _ := json.Marshal("switchboard-bench: " + why)
+	return []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":-32603,"message":` + string(msg) + `}}`)
+}
+
+// answers reports whether reply is a JSON-RPC answer to the request body.
+func answers(reply, body []byte) bool {
+	id := idOf(reply)
+	return id != nil && bytes.Equal(id, idOf(body))
+}
+
+// idOf is the id of a JSON-RPC message, nil when it has none.
+func idOf(msg []byte) json.RawMessage {
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(msg, &m) != nil || string(m.ID) == "null" {
+		return nil
+	}
+	return m.ID
 }
 
 // headers are the session's token and id.

@@ -211,8 +211,8 @@ func (st *statelessStream) Write(p []byte) (int, error) {
 		}
 		method, name, handshake := m.Method, m.Params.Name, m.Method == "server/discover"
 		st.wg.Go(func() {
-			answer := st.post(body, method, name)
-			if answer == nil && handshake {
+			answer, failed := st.post(body, method, name)
+			if handshake && (answer == nil || failed) {
 				st.noHandshake()
 				return
 			}
@@ -240,7 +240,7 @@ func withMeta(line []byte) ([]byte, bool) {
 }
 
 // post sends one request with the headers that mirror its _meta.
-func (st *statelessStream) post(body []byte, method, name string) []byte {
+func (st *statelessStream) post(body []byte, method, name string) ([]byte, bool) {
 	extra := []header{{"MCP-Protocol-Version", modernVersion}, {"Mcp-Method", method}}
 	if name != "" {
 		extra = append(extra, header{"Mcp-Name", name})

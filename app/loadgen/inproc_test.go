@@ -2,6 +2,12 @@ package loadgen
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -99,5 +105,57 @@ func TestWithMeta(t *testing.T) {
 	}
 	if _, ok := withMeta([]byte(`{"id":1,"method":"ping"}`)); ok {
 		t.Error("withMeta found params in a request without them")
+	}
+}
+
+// TestHTTPRequestsThatFailAreErrorsNotHangs: a POST whose connection the
+// server breaks, or that the server answers with an HTTP error and no
+// JSON-RPC answer (a session the server no longer knows), is an error the
+// client knows of, counted as such; only a request nobody answers hangs.
+func TestHTTPRequestsThatFailAreErrorsNotHangs(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &m)
+		switch {
+		case m.Method == "initialize":
+			w.Header().Set("Mcp-Session-Id", "s1")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, m.ID)
+			return
+		case m.ID == nil:
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		switch calls.Add(1) {
+		case 1: // the connection breaks: the server went away
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		case 2: // a session the server no longer knows
+			http.Error(w, "unknown session", http.StatusNotFound)
+		default: // answered, as the client asked
+			var p struct {
+				Params struct {
+					Arguments struct {
+						Text string `json:"text"`
+					} `json:"arguments"`
+				} `json:"params"`
+			}
+			_ = json.Unmarshal(body, &p)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, m.ID, p.Params.Arguments.Text)
+		}
+	}))
+	defer srv.Close()
+	res, err := Run(context.Background(), Config{Sessions: 1, InFlight: 1, Duration: 100 * time.Millisecond, HangAfter: time.Second}, HTTPOpener(srv.URL, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 2 || res.Hung != 0 || res.Misrouted != 0 || res.Requests == 0 {
+		t.Fatalf("want 2 errors, none hung or misrouted, the rest answered: %+v", res)
 	}
 }

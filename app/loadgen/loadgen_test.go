@@ -86,12 +86,13 @@ func TestRunCountsWatchedProcessesAndTheirChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The spinning child has a core of two to itself for most of the
-	// window: far more than one fake server answering one request at a
-	// time, and at least a tenth of the window even on a busy machine.
+	// window, and at least a tenth of it even on a busy machine: that
+	// much more than the fake server alone, whose own share moves with
+	// how busy the machine is.
 	behind := func(r Result) time.Duration {
 		return time.Duration(r.BehindCPUUsPerRequest * float64(r.Requests) * float64(time.Microsecond))
 	}
-	if behind(watched) < cfg.Duration/10 || behind(watched) < 2*behind(alone) {
+	if behind(watched) < behind(alone)+cfg.Duration/10 {
 		t.Fatalf("CPU behind the client: %v watching the spinner, %v without, over %v", behind(watched), behind(alone), cfg.Duration)
 	}
 }
