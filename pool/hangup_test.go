@@ -174,3 +174,37 @@ func TestShimHangupClosesOnlyItsSession(t *testing.T) {
 		t.Errorf("%d sessions, want %d", got, n/2+4)
 	}
 }
+
+// TestHelloToAStoppingPoolSaysItStops: a shim whose connection the pool
+// accepted just before it began to stop, and whose hello arrives after,
+// is told the pool is stopping (Welcome.Stopping), so that it finds the
+// next pool (an upgrade's new program) instead of failing its client.
+func TestHelloToAStoppingPoolSaysItStops(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	conn, err := net.Dial("unix", tp.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	closed := make(chan error, 1)
+	go func() { closed <- tp.Close() }() // it waits for this connection's hello
+	eventually(t, "the pool to stop accepting", func() bool {
+		c, err := net.Dial("unix", tp.sock)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	if _, err := conn.Write([]byte(`{"server":"srv"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	var w pool.Welcome
+	if err != nil || json.Unmarshal(line, &w) != nil || !w.Stopping || w.Error == "" || w.Session != "" {
+		t.Fatalf("welcome from a stopping pool: %q, %v; want an error with stopping set", line, err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+}
