@@ -46,13 +46,15 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		ledger = newLedger()
 	}
 	hello, _ := json.Marshal(wire.Hello{Server: name, PID: os.Getpid(), Attach: attach, Ledger: ledger != nil, Resumable: !attach})
-	// A pool that dies, or begins to stop (an upgrade in place), as this
-	// shim connects is no pool: try again, which finds the next (the
-	// upgraded program) or starts one.
+	// A pool that dies as this shim connects (its socket still accepts
+	// for a moment) is no pool: try again, which finds or starts the
+	// next, up to three times. One that says it is stopping (an upgrade
+	// in place, a restart) is tried again until the next one answers.
 	var conn net.Conn
 	var br *bufio.Reader
 	var w wire.Welcome
-	for deadline := time.Now().Add(launch.StartTimeout); ; {
+	deadline := time.Now().Add(launch.StartTimeout)
+	for died := 0; ; {
 		if conn, err = dialPool(paths); err != nil {
 			return err
 		}
@@ -63,6 +65,11 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		var gone *poolGoneError
 		if !errors.As(err, &gone) || time.Now().After(deadline) {
 			return err
+		}
+		if !gone.stopping {
+			if died++; died == 3 {
+				return err
+			}
 		}
 		time.Sleep(reattachPoll)
 	}
@@ -93,8 +100,12 @@ func dialPool(paths home.Paths) (net.Conn, error) {
 	return conn, nil
 }
 
-// poolGoneError is a connection that ended before the pool's Welcome.
-type poolGoneError struct{ err error }
+// poolGoneError is a connection that ended before the pool's Welcome,
+// or whose Welcome said the pool is stopping.
+type poolGoneError struct {
+	err      error
+	stopping bool
+}
 
 func (e *poolGoneError) Error() string { return "the pool did not answer: " + e.err.Error() }
 func (e *poolGoneError) Unwrap() error { return e.err }
@@ -103,7 +114,7 @@ func (e *poolGoneError) Unwrap() error { return e.err }
 func greet(conn net.Conn, hello []byte, attach bool, ledger *os.File) (*bufio.Reader, wire.Welcome, error) {
 	var w wire.Welcome
 	if err := writeHello(conn, hello, attach, ledger); err != nil {
-		return nil, w, &poolGoneError{err}
+		return nil, w, &poolGoneError{err: err}
 	}
 	br := bufio.NewReaderSize(conn, bufSize)
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -112,14 +123,14 @@ func greet(conn net.Conn, hello []byte, attach bool, ledger *os.File) (*bufio.Re
 		return nil, w, fmt.Errorf("the pool did not answer within 10 s: %w", err) // alive but stuck: not retried
 	}
 	if err != nil {
-		return nil, w, &poolGoneError{err}
+		return nil, w, &poolGoneError{err: err}
 	}
 	_ = conn.SetReadDeadline(time.Time{})
 	if err := json.Unmarshal(line, &w); err != nil {
 		return nil, w, fmt.Errorf("the pool answered something unexpected: %q", line)
 	}
 	if w.Stopping {
-		return nil, w, &poolGoneError{errors.New(w.Error)} // the next pool, or the upgraded one, takes it
+		return nil, w, &poolGoneError{err: errors.New(w.Error), stopping: true} // the next pool, or the upgraded one, takes it
 	}
 	if w.Error != "" {
 		return nil, w, errors.New(w.Error)
