@@ -54,8 +54,26 @@ func (p *Pool) ServeStdio(l net.Listener) error {
 			}
 			return fmt.Errorf("accept: %w", err)
 		}
-		p.wg.Go(func() { p.serveShim(conn) })
+		if !p.goUnlessClosed(func() { p.serveShim(conn) }) {
+			// The pool began to stop after this connection came in: its
+			// shim finds the next pool (an upgrade's new program).
+			writeLine(conn, Welcome{Error: ErrPoolClosed.Error(), Stopping: true})
+			conn.Close()
+		}
 	}
+}
+
+// goUnlessClosed runs f in a goroutine Close waits for, unless the pool
+// is closing: the accept loop is not the pool's, and a goroutine it adds
+// as Close begins to wait would be one Close does not wait for.
+func (p *Pool) goUnlessClosed(f func()) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.wg.Go(f)
+	return true
 }
 
 // serveShim runs one shim connection: hello, then the session's reader in

@@ -114,6 +114,13 @@ func (e *poolGoneError) Unwrap() error { return e.err }
 func greet(conn net.Conn, hello []byte, attach bool, ledger *os.File) (*bufio.Reader, wire.Welcome, error) {
 	var w wire.Welcome
 	if err := writeHello(conn, hello, attach, ledger); err != nil {
+		// A pool that began to stop as this connection came in answers
+		// before the hello, and closes it: its Welcome says so.
+		_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+		line, _ := bufio.NewReader(conn).ReadBytes('\n')
+		if json.Unmarshal(line, &w) == nil && w.Stopping {
+			return nil, w, &poolGoneError{err: errors.New(w.Error), stopping: true}
+		}
 		return nil, w, &poolGoneError{err: err}
 	}
 	br := bufio.NewReaderSize(conn, bufSize)
