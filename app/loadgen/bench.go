@@ -38,10 +38,14 @@ type BenchOptions struct {
 	// Either may be empty: its latency path is then left out.
 	PipeEcho []string
 	Relay    []string
-	Sessions int           // concurrent sessions in the throughput runs
-	InFlight int           // requests each session keeps in flight
-	Warmup   time.Duration // per throughput run, before measuring
-	Duration time.Duration // measured, per throughput run
+	// HTTPRelay is the command line of a process that serves MCP over
+	// HTTP by relaying to the command line appended to it (RunHTTPRelay):
+	// the HTTP comparison's floor. Empty: the comparison leaves it out.
+	HTTPRelay []string
+	Sessions  int           // concurrent sessions in the throughput runs
+	InFlight  int           // requests each session keeps in flight
+	Warmup    time.Duration // per throughput run, before measuring
+	Duration  time.Duration // measured, per throughput run
 	// Rounds of the latency paths, each path LatencyDuration long after
 	// LatencyWarmup.
 	Rounds          int
@@ -285,7 +289,7 @@ func benchConnect(ctx context.Context, o BenchOptions, r *BenchReport) error {
 	}
 	r.HTTPRatio = medianBy(r.HTTPRatios, identity)
 	r.ConnectCPURatio, r.HTTPCPURatio = medianBy(r.ConnectCPURatios, identity), medianBy(r.HTTPCPURatios, identity)
-	if r.HTTP, err = pool.compareHTTP(ctx, many, o.HTTPRounds); err != nil {
+	if r.HTTP, err = pool.compareHTTP(ctx, many, o.HTTPRounds, httpRelayArgv(o)); err != nil {
 		return err
 	}
 

@@ -271,6 +271,17 @@ type HTTPPair struct {
 	// rounds, each round's in RoundCPURatios.
 	CPURatio       float64   `json:"cpuRatio,omitempty"`
 	RoundCPURatios []float64 `json:"roundCpuRatios,omitempty"`
+	// Relay is the same clients against a minimal HTTP relay to the same
+	// child (httprelay.go), in the same round: what any proxy with a child
+	// gets here. RelayRatio is its requests/s over the in-process
+	// server's, PoolVsRelay the pool's over its: medians over rounds,
+	// each round's in RoundRelayRatios and RoundPoolVsRelay. Absent when
+	// the bench has no relay command.
+	Relay            *Result   `json:"relay,omitempty"`
+	RelayRatio       float64   `json:"relayRatio,omitempty"`
+	PoolVsRelay      float64   `json:"poolVsRelay,omitempty"`
+	RoundRelayRatios []float64 `json:"roundRelayRatios,omitempty"`
+	RoundPoolVsRelay []float64 `json:"roundPoolVsRelay,omitempty"`
 }
 
 // compareHTTP runs both eras against the in-process server and the pool,
@@ -279,12 +290,23 @@ type HTTPPair struct {
 // read it (-inline-echo), as the in-process server answers on the one
 // that read the POST: both do the same work per call, so the ratio is
 // what the pool and its pipe cost, not a goroutine per call in the fake.
-func (p *benchPool) compareHTTP(ctx context.Context, cfg Config, rounds int) (*HTTPComparison, error) {
+//
+// With relay (the command line of a relay process and of its child, the
+// same fake), each round runs the clients against it too, between the
+// two.
+func (p *benchPool) compareHTTP(ctx context.Context, cfg Config, rounds int, relay []string) (*HTTPComparison, error) {
 	base, err := StartInProcessHTTP(p.token)
 	if err != nil {
 		return nil, err
 	}
 	defer base.Close()
+	var rp *relayProcess
+	if len(relay) > 0 {
+		if rp, err = startRelayProcess(ctx, relay, p.token); err != nil {
+			return nil, err
+		}
+		defer rp.stop()
+	}
 	type era struct {
 		pair   *HTTPPair
 		name   string
@@ -302,12 +324,22 @@ func (p *benchPool) compareHTTP(ctx context.Context, cfg Config, rounds int) (*H
 			if run.InProcess, err = runMode(ctx, e.name+" (in-process server)", cfg, e.opener(base.URL, p.token)); err != nil {
 				return nil, err
 			}
+			if rp != nil {
+				relayed, err := runMode(ctx, e.name+" (minimal relay)", rp.watched(cfg), e.opener(rp.url, p.token))
+				if err != nil {
+					return nil, err
+				}
+				run.Relay = &relayed
+			}
 			if run.Pool, err = p.measure(func() (Result, error) {
 				return runMode(ctx, e.name, p.watched(cfg), e.opener(p.inlineURL, p.token))
 			}); err != nil {
 				return nil, err
 			}
 			run.Ratio, run.CPURatio = ratioOf(run.Pool.Result, run.InProcess), cpuRatioOf(run.Pool.Result, run.InProcess)
+			if run.Relay != nil {
+				run.RelayRatio, run.PoolVsRelay = ratioOf(*run.Relay, run.InProcess), ratioOf(run.Pool.Result, *run.Relay)
+			}
 			e.runs = append(e.runs, run)
 		}
 	}
@@ -326,6 +358,13 @@ func medianPair(runs []HTTPPair) HTTPPair {
 		m.RoundCPURatios = append(m.RoundCPURatios, r.CPURatio)
 	}
 	m.CPURatio = medianBy(m.RoundCPURatios, identity)
+	if m.Relay != nil {
+		for _, r := range runs {
+			m.RoundRelayRatios = append(m.RoundRelayRatios, r.RelayRatio)
+			m.RoundPoolVsRelay = append(m.RoundPoolVsRelay, r.PoolVsRelay)
+		}
+		m.RelayRatio, m.PoolVsRelay = medianBy(m.RoundRelayRatios, identity), medianBy(m.RoundPoolVsRelay, identity)
+	}
 	return m
 }
 
@@ -349,7 +388,7 @@ func BenchHTTP(ctx context.Context, o BenchOptions, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		c, err := pool.compareHTTP(ctx, many, o.HTTPRounds)
+		c, err := pool.compareHTTP(ctx, many, o.HTTPRounds, httpRelayArgv(o))
 		pool.stop()
 		if err != nil {
 			return err
@@ -381,7 +420,15 @@ func writeHTTPTable(out io.Writer, o BenchOptions, c *HTTPComparison, pool strin
 		pool, o.Sessions, o.InFlight)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "mode\trequests\treq/s\tp50 µs\tp90 µs\tp99 µs\tmax µs\t"+cpuHeader+"\tmisrouted\thung\terrors\tpool\t\n")
-	for _, x := range []ModeResult{{Result: c.Legacy.InProcess}, c.Legacy.Pool, {Result: c.Stateless.InProcess}, c.Stateless.Pool} {
+	var rows []ModeResult
+	for _, p := range []HTTPPair{c.Legacy, c.Stateless} {
+		rows = append(rows, ModeResult{Result: p.InProcess})
+		if p.Relay != nil {
+			rows = append(rows, ModeResult{Result: *p.Relay})
+		}
+		rows = append(rows, p.Pool)
+	}
+	for _, x := range rows {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%d\t%d\t%d\t%s\t\n", x.Mode, x.Requests, x.PerSecond,
 			x.P50, x.P90, x.P99, x.Max, cpuCells(x.Result), x.Misrouted, x.Hung, x.Errors, poolCell(x))
 	}
@@ -392,6 +439,11 @@ func writeHTTPTable(out io.Writer, o BenchOptions, c *HTTPComparison, pool strin
 		fmt.Fprintf(out, " (medians of %d alternating rounds [min–max]; the rows are the median round's)", n)
 	}
 	fmt.Fprintln(out)
+	if c.Legacy.Relay != nil {
+		fmt.Fprintf(out, "a minimal relay to the same child vs in-process: legacy sessions %s, stateless %s; the pool vs that relay: legacy sessions %s, stateless %s\n",
+			spread(c.Legacy.RelayRatio, c.Legacy.RoundRelayRatios), spread(c.Stateless.RelayRatio, c.Stateless.RoundRelayRatios),
+			spread(c.Legacy.PoolVsRelay, c.Legacy.RoundPoolVsRelay), spread(c.Stateless.PoolVsRelay, c.Stateless.RoundPoolVsRelay))
+	}
 	if c.Legacy.CPURatio > 0 {
 		fmt.Fprintf(out, "CPU per request vs in-process: legacy sessions %s, stateless %s (every process measured, the load tool's included)\n",
 			timesSpread(c.Legacy.CPURatio, c.Legacy.RoundCPURatios), timesSpread(c.Stateless.CPURatio, c.Stateless.RoundCPURatios))

@@ -26,6 +26,7 @@ type cli struct {
 	FakeServer fakeServerCmd `cmd:"" name:"fake-server" hidden:"" help:"The fake MCP server the load drives (stdio)."`
 	PipeEcho   pipeEchoCmd   `cmd:"" name:"pipe-echo" hidden:"" help:"Echo every line of stdin to stdout (the floor's far end)."`
 	Relay      relayCmd      `cmd:"" name:"relay" hidden:"" help:"Relay stdin and stdout to a command, one goroutine per direction (the floor's middle)."`
+	HTTPRelay  httpRelayCmd  `cmd:"" name:"http-relay" hidden:"" help:"Serve MCP over HTTP on a loopback port by relaying to a command, and print the URL (the HTTP comparison's floor)."`
 }
 
 type runCmd struct {
@@ -72,7 +73,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 	// "--": the fake's flags (the bench adds -inline-echo for the
 	// latency paths) are not this program's.
 	return bench(ctx, loadgen.BenchOptions{Switchboard: sb, Fake: []string{self, "fake-server", "--"},
-		PipeEcho: []string{self, "pipe-echo"}, Relay: []string{self, "relay"},
+		PipeEcho: []string{self, "pipe-echo"}, Relay: []string{self, "relay"}, HTTPRelay: []string{self, "http-relay"},
 		Sessions: c.Sessions, InFlight: c.InFlight, Duration: c.Duration, Warmup: c.Warmup,
 		Rounds: c.Rounds, LatencyDuration: c.LatencyDur, LatencyWarmup: c.LatencyWarm, LatencyOnly: c.LatencyOnly,
 		HTTPRounds: c.HTTPRounds, ThroughputRounds: c.TputRounds, Idle: c.Idle, JSON: c.JSON, CPUProfile: c.Profile, Trace: c.Trace, PoolEnv: c.PoolEnv, HistoryOnly: c.HistoryOnly,
@@ -88,6 +89,14 @@ type relayCmd struct {
 }
 
 func (c *relayCmd) Run() error { return loadgen.Relay(withoutDashes(c.Argv), os.Stdin, os.Stdout) }
+
+type httpRelayCmd struct {
+	Argv []string `arg:"" passthrough:"" help:"The command to relay to."`
+}
+
+func (c *httpRelayCmd) Run(ctx context.Context) error {
+	return loadgen.RunHTTPRelay(ctx, withoutDashes(c.Argv), os.Getenv(loadgen.RelayTokenEnv), os.Stdout)
+}
 
 type fakeServerCmd struct {
 	Args []string `arg:"" optional:"" passthrough:"" help:"The fake server's flags (-h lists them)."`
