@@ -28,9 +28,10 @@ import (
 // initialize with the child's own answer and server/discover itself, and
 // sends every other request to the child under an id of its own, then
 // the answer back under the client's. Nothing else: no era translation,
-// no progress, no cancellation, no history, no limits. What it gets
-// against the in-process server is what any proxy with a child gets on
-// this machine; the pool is read against it.
+// no progress, no cancellation, no history, no limits, and one write to
+// the child per request. What it gets against the in-process server is
+// what a plain proxy with a child gets on this machine; the pool is read
+// against it.
 
 // HTTPRelay serves MCP over HTTP by relaying each request to one child.
 type HTTPRelay struct {

@@ -272,8 +272,8 @@ type HTTPPair struct {
 	CPURatio       float64   `json:"cpuRatio,omitempty"`
 	RoundCPURatios []float64 `json:"roundCpuRatios,omitempty"`
 	// Relay is the same clients against a minimal HTTP relay to the same
-	// child (httprelay.go), in the same round: what any proxy with a child
-	// gets here. RelayRatio is its requests/s over the in-process
+	// child (httprelay.go), in the same round: what a plain proxy with a
+	// child gets here. RelayRatio is its requests/s over the in-process
 	// server's, PoolVsRelay the pool's over its: medians over rounds,
 	// each round's in RoundRelayRatios and RoundPoolVsRelay. Absent when
 	// the bench has no relay command.
