@@ -3,9 +3,6 @@ package loadgen
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -35,7 +32,7 @@ import (
 
 // HTTPRelay serves MCP over HTTP by relaying each request to one child.
 type HTTPRelay struct {
-	token string
+	door  baselineDoor // as the in-process server's
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	init  []byte        // the child's initialize result
@@ -43,10 +40,9 @@ type HTTPRelay struct {
 
 	wmu sync.Mutex // one write to the child at a time
 
-	mu       sync.Mutex
-	next     uint64
-	waiting  map[uint64]relayWait // by the id the child was sent
-	sessions map[string]bool      // legacy sessions by Mcp-Session-Id
+	mu      sync.Mutex
+	next    uint64
+	waiting map[uint64]relayWait // by the id the child was sent
 }
 
 // relayWait is a request the child has not answered yet.
@@ -75,8 +71,8 @@ func StartHTTPRelay(argv []string, token string) (*HTTPRelay, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("HTTP relay: start %s: %w", argv[0], err)
 	}
-	r := &HTTPRelay{token: token, cmd: cmd, stdin: stdin, done: make(chan struct{}),
-		waiting: map[uint64]relayWait{}, sessions: map[string]bool{}}
+	r := &HTTPRelay{door: newBaselineDoor(token), cmd: cmd, stdin: stdin, done: make(chan struct{}),
+		waiting: map[uint64]relayWait{}}
 	out := bufio.NewReaderSize(stdout, 64<<10)
 	// A child that does not answer its initialize in time is ended: the
 	// read waiting for the answer then ends too.
@@ -165,24 +161,7 @@ func (r *HTTPRelay) Close() error {
 }
 
 func (r *HTTPRelay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if r.token != "" {
-		got, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
-		if subtle.ConstantTimeCompare([]byte(got), []byte(r.token)) != 1 {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-	}
-	sid := req.Header.Get("Mcp-Session-Id")
-	switch req.Method {
-	case http.MethodPost:
-	case http.MethodDelete:
-		r.mu.Lock()
-		delete(r.sessions, sid)
-		r.mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-		return
-	default:
-		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+	if !r.door.admit(w, req) {
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, 4<<20))
@@ -201,18 +180,11 @@ func (r *HTTPRelay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	case m.Method == "initialize" && !modern:
-		var b [16]byte
-		_, _ = rand.Read(b[:])
-		sid = hex.EncodeToString(b[:])
-		r.mu.Lock()
-		r.sessions[sid] = true
-		r.mu.Unlock()
-		w.Header().Set("Mcp-Session-Id", sid)
+		r.door.open(w)
 		r.reply(w, jsonrpc.AppendResponse(nil, m.ID.Of(body), r.init))
 		return
 	case modern:
-		if req.Header.Get("MCP-Protocol-Version") != modernVersion || req.Header.Get("Mcp-Method") != m.Method {
-			http.Error(w, "header mismatch", http.StatusBadRequest)
+		if !modernHeaders(w, req, m.Method) {
 			return
 		}
 		if m.Method == "server/discover" {
@@ -221,11 +193,7 @@ func (r *HTTPRelay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	default:
-		r.mu.Lock()
-		known := r.sessions[sid]
-		r.mu.Unlock()
-		if !known {
-			http.Error(w, "unknown session", http.StatusNotFound)
+		if !r.door.known(w, req) {
 			return
 		}
 	}

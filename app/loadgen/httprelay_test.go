@@ -33,28 +33,7 @@ func TestHTTPRelayBothEras(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	}()
-	cfg := Config{Sessions: 4, InFlight: 3, Warmup: 20 * time.Millisecond, Duration: 200 * time.Millisecond}
-	for _, tc := range []struct {
-		name string
-		open func(url, token string) Opener
-	}{
-		{"legacy", HTTPOpener},
-		{"stateless", HTTPStatelessOpener},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			url := srv.URL + "/mcp/fake"
-			res, err := Run(context.Background(), cfg, tc.open(url, "secret"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Requests == 0 || res.Misrouted != 0 || res.Hung != 0 || res.Errors != 0 {
-				t.Fatalf("result: %+v", res)
-			}
-			if _, err := Run(context.Background(), cfg, tc.open(url, "wrong")); err == nil {
-				t.Fatal("a client with the wrong token completed its handshake")
-			}
-		})
-	}
+	servesBothEras(t, srv.URL+"/mcp/fake")
 }
 
 // TestHTTPRelayAnswersWhenItsChildDies: a request in flight when the

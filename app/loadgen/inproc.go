@@ -35,13 +35,82 @@ const modernVersion = "2026-07-28"
 // InProcessHTTP is the baseline server, listening on a loopback port.
 type InProcessHTTP struct {
 	// URL is its MCP endpoint.
-	URL   string
-	token string
-	srv   *http.Server
-	done  chan struct{}
+	URL  string
+	door baselineDoor
+	srv  *http.Server
+	done chan struct{}
+}
+
+// baselineDoor is what both baselines (this server and the minimal relay,
+// httprelay.go) do before a request's JSON-RPC: the bearer token, DELETE
+// of a session, POST only, and the legacy sessions by Mcp-Session-Id.
+// It is one type so that the two check the same things.
+type baselineDoor struct {
+	token string // wanted as a bearer token when not empty
 
 	mu       sync.Mutex
-	sessions map[string]bool // legacy sessions by Mcp-Session-Id
+	sessions map[string]bool
+}
+
+func newBaselineDoor(token string) baselineDoor {
+	return baselineDoor{token: token, sessions: map[string]bool{}}
+}
+
+// admit reports whether r is a POST to serve; when not, it has answered
+// it (unauthorized, a session ended, another method).
+func (d *baselineDoor) admit(w http.ResponseWriter, r *http.Request) bool {
+	if d.token != "" {
+		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if subtle.ConstantTimeCompare([]byte(got), []byte(d.token)) != 1 {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return false
+		}
+	}
+	switch r.Method {
+	case http.MethodPost:
+		return true
+	case http.MethodDelete:
+		d.mu.Lock()
+		delete(d.sessions, r.Header.Get("Mcp-Session-Id"))
+		d.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+	}
+	return false
+}
+
+// open starts a legacy session and names it in w's Mcp-Session-Id.
+func (d *baselineDoor) open(w http.ResponseWriter) {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	sid := hex.EncodeToString(b[:])
+	d.mu.Lock()
+	d.sessions[sid] = true
+	d.mu.Unlock()
+	w.Header().Set("Mcp-Session-Id", sid)
+}
+
+// known reports whether r belongs to an open legacy session; when not,
+// it has answered r with 404.
+func (d *baselineDoor) known(w http.ResponseWriter, r *http.Request) bool {
+	d.mu.Lock()
+	ok := d.sessions[r.Header.Get("Mcp-Session-Id")]
+	d.mu.Unlock()
+	if !ok {
+		http.Error(w, "unknown session", http.StatusNotFound)
+	}
+	return ok
+}
+
+// modernHeaders reports whether r's headers mirror a 2026-07-28
+// request's method as they must; when not, it has answered r.
+func modernHeaders(w http.ResponseWriter, r *http.Request, method string) bool {
+	if r.Header.Get("MCP-Protocol-Version") != modernVersion || r.Header.Get("Mcp-Method") != method {
+		http.Error(w, "header mismatch", http.StatusBadRequest)
+		return false
+	}
+	return true
 }
 
 // StartInProcessHTTP starts the baseline server. It wants token as a
@@ -51,8 +120,7 @@ func StartInProcessHTTP(token string) (*InProcessHTTP, error) {
 	if err != nil {
 		return nil, fmt.Errorf("in-process HTTP server: %w", err)
 	}
-	s := &InProcessHTTP{URL: "http://" + ln.Addr().String() + "/mcp/fake", token: token, done: make(chan struct{}),
-		sessions: map[string]bool{}}
+	s := &InProcessHTTP{URL: "http://" + ln.Addr().String() + "/mcp/fake", door: newBaselineDoor(token), done: make(chan struct{})}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(s.done)
@@ -81,23 +149,7 @@ type inprocRequest struct {
 }
 
 func (s *InProcessHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.token != "" {
-		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-	}
-	sid := r.Header.Get("Mcp-Session-Id")
-	if r.Method == http.MethodDelete {
-		s.mu.Lock()
-		delete(s.sessions, sid)
-		s.mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	if r.Method != http.MethodPost {
-		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+	if !s.door.admit(w, r) {
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
@@ -116,24 +168,13 @@ func (s *InProcessHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	case req.Method == "initialize" && !modern:
-		var b [16]byte
-		_, _ = rand.Read(b[:])
-		sid = hex.EncodeToString(b[:])
-		s.mu.Lock()
-		s.sessions[sid] = true
-		s.mu.Unlock()
-		w.Header().Set("Mcp-Session-Id", sid)
+		s.door.open(w)
 	case modern:
-		if r.Header.Get("MCP-Protocol-Version") != modernVersion || r.Header.Get("Mcp-Method") != req.Method {
-			http.Error(w, "header mismatch", http.StatusBadRequest)
+		if !modernHeaders(w, r, req.Method) {
 			return
 		}
 	default:
-		s.mu.Lock()
-		known := s.sessions[sid]
-		s.mu.Unlock()
-		if !known {
-			http.Error(w, "unknown session", http.StatusNotFound)
+		if !s.door.known(w, r) {
 			return
 		}
 	}

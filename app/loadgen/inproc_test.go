@@ -22,6 +22,15 @@ func TestInProcessHTTPBothEras(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
+	servesBothEras(t, srv.URL)
+}
+
+// servesBothEras runs a legacy and a stateless 2026-07-28 client against
+// url, which wants the bearer token "secret": each is answered, every
+// request with its own token back, nothing misrouted or hung; a client
+// with another token does not complete its handshake.
+func servesBothEras(t *testing.T, url string) {
+	t.Helper()
 	cfg := Config{Sessions: 4, InFlight: 3, Warmup: 20 * time.Millisecond, Duration: 200 * time.Millisecond}
 	for _, tc := range []struct {
 		name string
@@ -31,14 +40,14 @@ func TestInProcessHTTPBothEras(t *testing.T) {
 		{"stateless", HTTPStatelessOpener},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := Run(context.Background(), cfg, tc.open(srv.URL, "secret"))
+			res, err := Run(context.Background(), cfg, tc.open(url, "secret"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if res.Requests == 0 || res.Misrouted != 0 || res.Hung != 0 || res.Errors != 0 {
 				t.Fatalf("result: %+v", res)
 			}
-			if _, err := Run(context.Background(), cfg, tc.open(srv.URL, "wrong")); err == nil {
+			if _, err := Run(context.Background(), cfg, tc.open(url, "wrong")); err == nil {
 				t.Fatal("a client with the wrong token completed its handshake")
 			}
 		})
