@@ -94,6 +94,11 @@ type backend struct {
 	childLevel string               // the log level the pool set on the child; "" never set (loglevel.go)
 
 	up upstream // a modern child's one subscriptions/listen, for all listeners (listen.go); own lock
+
+	// levelSync serialises syncLogLevel from reading the sessions' levels
+	// to queueing the child's: the level the child hears last is the one
+	// computed last. Taken before mu, never while a session's is held.
+	levelSync sync.Mutex
 }
 
 // outItem is one line for the child: a request, or (p == nil) a
@@ -755,6 +760,18 @@ func (b *backend) detach(s *session, subs []string) {
 // waits for (for example the tools/list that refreshes the tools' hints).
 func (b *backend) internalRequest(method string, params []byte) {
 	_ = b.send(b.newInternal(method, params)) // refused: the backend stopped or failed, and the child with it
+}
+
+// queueInternalLocked queues a request of the pool's own behind what is
+// queued, under b.mu: its place among the child's input is decided with
+// the state the caller changed. It reports why the table refused it.
+func (b *backend) queueInternalLocked(method string, params []byte) error {
+	p := b.newInternal(method, params)
+	if _, err := b.registerLocked(p); err != nil {
+		return err
+	}
+	b.queue = append(b.queue, outItem{p: p, line: p.line})
+	return nil
 }
 
 // newInternal is a request of the pool's own, ready to send.

@@ -265,13 +265,18 @@ func (m msg) text() string {
 	return r.Content[0].Text
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
+// eventually polls cond until it holds or the deadline passes; a failure
+// also says what each of detail reports then.
+func eventually(t testing.TB, what string, cond func() bool, detail ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			var more strings.Builder
+			for _, d := range detail {
+				more.WriteString(": " + d())
+			}
+			t.Fatalf("timed out waiting for %s%s", what, more.String())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

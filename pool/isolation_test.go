@@ -295,14 +295,99 @@ func TestLogLevelPerSession(t *testing.T) {
 	// The verbose session leaves: the child goes back to emergency.
 	verbose.close()
 	eventually(t, "the child set back to emergency", func() bool {
-		var seen []string
-		for _, m := range childLog(t, logPath) {
-			if m["method"] == "logging/setLevel" {
-				seen = append(seen, fmt.Sprint(m["params"].(map[string]any)["level"]))
+		return strings.Join(childLevels(t, logPath), ",") == "debug,emergency"
+	}, func() string { return fmt.Sprintf("the child was set to %v", childLevels(t, logPath)) })
+}
+
+// childLevels lists the levels a fake child's log shows it was set to.
+func childLevels(t *testing.T, logPath string) []string {
+	var seen []string
+	for _, m := range childLog(t, logPath) {
+		if m["method"] == "logging/setLevel" {
+			seen = append(seen, fmt.Sprint(m["params"].(map[string]any)["level"]))
+		}
+	}
+	return seen
+}
+
+// Sessions that set their levels and leave all at once leave the child
+// at the level the remaining ones need. The attack: two level changes
+// decided in one order and queued in the other, which left the child at
+// a stale level while the pool believed it had set another.
+func TestConcurrentLevelChangesLeaveTheChildRight(t *testing.T) {
+	levels := []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+	for round := range 4 {
+		dir := shortTempDir(t)
+		logPath := filepath.Join(dir, "child.log")
+		tp := newTestPool(t, nil, fake("srv", "-log", logPath))
+		clients := make([]*client, 12)
+		for i := range clients {
+			clients[i] = tp.dial(t, "srv")
+			clients[i].initialize("c", "")
+		}
+		// The leavers ask for the most verbose levels: the child must go
+		// back from them when they leave.
+		level := func(i int) string { return levels[(i+round)%4+(i%2)*4] }
+		setAll := make(chan struct{})
+		done := make(chan struct{}, len(clients))
+		for i, c := range clients {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				<-setAll
+				c.send(`{"jsonrpc":"2.0","id":"lv","method":"logging/setLevel","params":{"level":"` + level(i) + `"}}`)
+				c.recvID(`"lv"`)
+				if i%2 == 0 {
+					c.close()
+				}
+			}()
+		}
+		close(setAll)
+		for range clients {
+			<-done
+		}
+		want := len(levels) - 1
+		for i := range clients {
+			if i%2 == 1 {
+				want = min(want, levelIndex(level(i)))
 			}
 		}
-		return strings.Join(seen, ",") == "debug,emergency"
+		eventually(t, "the child at "+levels[want], func() bool {
+			seen := childLevels(t, logPath)
+			return len(seen) > 0 && seen[len(seen)-1] == levels[want]
+		}, func() string { return fmt.Sprintf("round %d: the child was set to %v", round, childLevels(t, logPath)) })
+	}
+}
+
+// A child that restarts is set, once, to the level its sessions asked
+// for, and a level set while it restarts is the one it ends at.
+func TestRestartedChildHearsTheSessionsLevel(t *testing.T) {
+	dir := shortTempDir(t)
+	logPath := filepath.Join(dir, "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-log", logPath))
+	a, b := tp.dial(t, "srv"), tp.dial(t, "srv")
+	a.initialize("a", "")
+	b.initialize("b", "")
+	a.send(`{"jsonrpc":"2.0","id":"lv","method":"logging/setLevel","params":{"level":"info"}}`)
+	a.recvID(`"lv"`)
+	pid := a.pidOf("1")
+	a.call("2", "crash", `{}`)
+	a.recvID("2")
+	b.send(`{"jsonrpc":"2.0","id":"lv","method":"logging/setLevel","params":{"level":"debug"}}`)
+	if m, _ := b.recvID(`"lv"`); m.Error != nil {
+		t.Fatal(m.raw)
+	}
+	eventually(t, "the new child", func() bool {
+		for _, be := range tp.Snapshot().Backends {
+			if be.PID != 0 && fmt.Sprint(be.PID) != pid && be.State == pool.StateReady {
+				return true
+			}
+		}
+		return false
 	})
+	eventually(t, "the new child at debug", func() bool {
+		seen := childLevels(t, logPath)
+		return strings.Join(seen, ",") == "info,debug" || strings.Join(seen, ",") == "info,info,debug"
+	}, func() string { return fmt.Sprintf("the children were set to %v", childLevels(t, logPath)) })
 }
 
 func levelIndex(l string) int {

@@ -56,8 +56,13 @@ func (s *session) wantedLogLevel() (int, bool) {
 }
 
 // syncLogLevel sets the child to the most verbose level its live sessions
-// asked for, when that changed.
+// asked for, when that changed. The setLevel is queued under the lock
+// that records the level: the child hears the levels in the order they
+// were decided, and a child not yet ready hears the last of them from
+// becomeReady, once.
 func (b *backend) syncLogLevel() {
+	b.levelSync.Lock()
+	defer b.levelSync.Unlock()
 	want, any := len(logSeverity), false
 	for _, s := range b.sessions() {
 		if !s.alive() {
@@ -81,17 +86,13 @@ func (b *backend) syncLogLevel() {
 		return
 	}
 	b.childLevel = level
+	var err error
+	if b.state == StateReady {
+		err = b.queueInternalLocked("logging/setLevel", logLevelParams(level))
+	}
 	b.mu.Unlock()
-	b.internalRequest("logging/setLevel", logLevelParams(level))
-}
-
-// resendLogLevel tells a restarted child the level its sessions asked for.
-func (b *backend) resendLogLevel() {
-	b.mu.Lock()
-	level := b.childLevel
-	b.mu.Unlock()
-	if level != "" {
-		b.internalRequest("logging/setLevel", logLevelParams(level))
+	if err == nil {
+		b.signal()
 	}
 }
 

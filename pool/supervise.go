@@ -161,6 +161,13 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 			b.queue = append(b.queue, outItem{p: p, line: p.line})
 		}
 	}
+	// The level the sessions asked for, queued with the ready state: a
+	// level a session sets from here on is queued after it (syncLogLevel).
+	var levelUnsent error
+	level := b.childLevel
+	if level != "" {
+		levelUnsent = b.queueInternalLocked("logging/setLevel", logLevelParams(level))
+	}
 	ch := b.hsDone
 	select {
 	case <-ch:
@@ -174,10 +181,12 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 	if unsent != nil {
 		b.log.Warn("the new child is not subscribed to everything its sessions are", "pid", c.pid, "err", unsent)
 	}
+	if levelUnsent != nil {
+		b.log.Warn("the new child's log level is not the one its sessions asked for", "pid", c.pid, "level", level, "err", levelUnsent)
+	}
 	if hs.era == EraModern {
 		b.syncUpstream() // a modern child's subscriptions: the pool's upstream listen
 	}
-	b.resendLogLevel()
 	b.listToolsForHints()
 }
 
