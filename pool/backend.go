@@ -762,11 +762,10 @@ func (b *backend) internalRequest(method string, params []byte) {
 	_ = b.send(b.newInternal(method, params)) // refused: the backend stopped or failed, and the child with it
 }
 
-// queueInternalLocked queues a request of the pool's own behind what is
-// queued, under b.mu: its place among the child's input is decided with
-// the state the caller changed. It reports why the table refused it.
-func (b *backend) queueInternalLocked(method string, params []byte) error {
-	p := b.newInternal(method, params)
+// queueLocked queues a request of the pool's own behind what is queued,
+// under b.mu: its place among the child's input is decided with the state
+// the caller changed. It reports why the table refused it.
+func (b *backend) queueLocked(p *pending) error {
 	if _, err := b.registerLocked(p); err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func (b *backend) syncLogLevel() {
 	b.childLevel = level
 	var err error
 	if b.state == StateReady {
-		err = b.queueInternalLocked("logging/setLevel", logLevelParams(level))
+		err = b.queueLocked(b.newInternal("logging/setLevel", logLevelParams(level)))
 	}
 	b.mu.Unlock()
 	if err == nil {

@@ -154,11 +154,10 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 		for _, uri := range slices.Sorted(maps.Keys(b.subs)) {
 			p := b.newInternal("resources/subscribe", subscribeParams(uri))
 			p.sub = &subChange{uri: uri, add: true} // for reap: the next child is told again
-			if _, err := b.registerLocked(p); err != nil {
+			if err := b.queueLocked(p); err != nil {
 				unsent = err // the table is full: so are the ones after
 				break
 			}
-			b.queue = append(b.queue, outItem{p: p, line: p.line})
 		}
 	}
 	// The level the sessions asked for, queued with the ready state: a
@@ -166,7 +165,7 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 	var levelUnsent error
 	level := b.childLevel
 	if level != "" {
-		levelUnsent = b.queueInternalLocked("logging/setLevel", logLevelParams(level))
+		levelUnsent = b.queueLocked(b.newInternal("logging/setLevel", logLevelParams(level)))
 	}
 	ch := b.hsDone
 	select {
