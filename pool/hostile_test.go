@@ -4,7 +4,11 @@ package pool_test
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -354,4 +358,125 @@ func TestExpandedSecretsAreNotShown(t *testing.T) {
 			t.Errorf("%s shows %s", what, s)
 		}
 	}
+}
+
+// A client's message that spans lines reaches the child as one line. A
+// line break between its tokens must not let a request the pool never
+// classified (its own id, no limits, no history, perhaps another session's
+// pool id, whose answer would then be forged) reach the child: each case
+// sends a call whose params hold, after a line break, a whole tools/call
+// of the count tool, whose side effect must not happen, and the child must
+// hear one line per message, with no CR in it (some readers end a line
+// there).
+func TestAMessageSpanningLinesIsOneLineAtTheChild(t *testing.T) {
+	smuggle := func(brk, effect string) string {
+		return `"z":` + brk + `{"jsonrpc":"2.0","id":"smuggled","method":"tools/call","params":{"name":"count","arguments":{"file":"` +
+			effect + `"}}}` + brk + `,`
+	}
+	withParams := func(call, extra string) string {
+		return strings.Replace(call, `"params":{`, `"params":{`+extra, 1)
+	}
+	legacyCall := `{"jsonrpc":"2.0","id":"real","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`
+	for _, tc := range []struct {
+		name string
+		brk  string
+		send func(t *testing.T, tp *testPool, body string) msg
+	}{
+		{"stdio, CR", "\r", sendStdio},
+		{"stdio, CR before the newline", "\r", func(t *testing.T, tp *testPool, body string) msg {
+			return sendStdio(t, tp, body+"\r")
+		}},
+		{"HTTP legacy session, LF", "\n", sendHTTPLegacy},
+		{"HTTP legacy session, CRLF", "\r\n", sendHTTPLegacy},
+		{"HTTP 2026-07-28, LF", "\n", sendHTTPModern},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := shortTempDir(t)
+			logPath, effect := filepath.Join(dir, "child.log"), filepath.Join(dir, "effect")
+			tp := newTestPool(t, nil, fake("srv", "-era", "both", "-log", logPath))
+			call := legacyCall
+			if tc.name == "HTTP 2026-07-28, LF" {
+				call = modernCall(`"real"`, "", "c", "echo", `{"text":"hi"}`)
+			}
+			m := tc.send(t, tp, withParams(call, smuggle(tc.brk, effect)))
+			if m.Error != nil || !strings.Contains(m.raw, "hi") {
+				t.Fatalf("the call was not answered as itself: %s", m.raw)
+			}
+			if _, err := os.Stat(effect); err == nil {
+				t.Errorf("a tools/call the pool never saw ran at the child")
+			}
+			raw, err := os.ReadFile(logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for line := range strings.Lines(string(raw)) {
+				var got struct {
+					ID json.RawMessage `json:"id"`
+				}
+				if err := json.Unmarshal([]byte(line), &got); err != nil {
+					t.Errorf("the child read a line that is no message (%v): %q", err, line)
+				}
+				if strings.Contains(line, "\r") {
+					t.Errorf("the child read a line with a CR in it: %q", line)
+				}
+				if string(got.ID) == `"smuggled"` {
+					t.Errorf("the child read a request the pool never classified: %q", line)
+				}
+			}
+		})
+	}
+}
+
+// sendStdio sends one line on a new stdio session and returns the answer
+// to id "real".
+func sendStdio(t *testing.T, tp *testPool, line string) msg {
+	c := tp.dial(t, "srv")
+	c.initialize("c", "")
+	c.send(line)
+	m, _ := c.recvID(`"real"`)
+	return m
+}
+
+// sendHTTPLegacy posts body on a new legacy HTTP session.
+func sendHTTPLegacy(t *testing.T, tp *testPool, body string) msg {
+	c := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	c.initialize("c")
+	return postWithin(t, c.url, body, "Mcp-Session-Id", c.sid)
+}
+
+// sendHTTPModern posts body as a 2026-07-28 request.
+func sendHTTPModern(t *testing.T, tp *testPool, body string) msg {
+	return postWithin(t, newHTTPFront(t, tp)+"/mcp/srv", body)
+}
+
+// postWithin posts body and decodes its JSON answer, failing the test if
+// none comes within 15 s (a smuggled line can leave the real one without
+// an answer).
+func postWithin(t *testing.T, url, body string, header ...string) msg {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	mirrorModernHeaders(req.Header, body)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m msg
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("answer %s %q: %v", resp.Status, b, err)
+	}
+	m.raw = string(b)
+	return m
 }

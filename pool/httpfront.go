@@ -149,6 +149,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 		httpError(w, http.StatusBadRequest, nil, code, err.Error())
 		return
 	}
+	jsonrpc.OneLine(body) // a body may span lines; a child reads a message per line
 	name := srv.name
 	switch {
 	case sid != "":

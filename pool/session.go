@@ -186,6 +186,7 @@ func (s *session) handleFrom(line []byte, x *exchange) {
 		s.replyErrorTo(x, id, newError(kind, false, "", err))
 		return
 	}
+	jsonrpc.OneLine(line)
 	s.handleMessage(&msg, x)
 }
 

@@ -209,3 +209,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestOneLine(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","method":"m"}`, `{"jsonrpc":"2.0","method":"m"}`},
+		{"{\n\"jsonrpc\":\"2.0\",\n\"method\":\"m\"\n}", `{ "jsonrpc":"2.0", "method":"m" }`},
+		{"{\r\n\"jsonrpc\":\r\"2.0\",\"method\":\"m\"}\r", `{  "jsonrpc": "2.0","method":"m"} `},
+		{`{"jsonrpc":"2.0","method":"m","params":{"a":"x\ny\r"}}`, `{"jsonrpc":"2.0","method":"m","params":{"a":"x\ny\r"}}`}, // escapes stay escapes
+	} {
+		b := []byte(tc.in)
+		if _, err := ParseStrict(b); err != nil {
+			t.Fatalf("%q: %v", tc.in, err)
+		}
+		OneLine(b)
+		if string(b) != tc.want {
+			t.Errorf("OneLine(%q) = %q, want %q", tc.in, b, tc.want)
+		}
+	}
+}

@@ -342,3 +342,23 @@ func ParseUint(b []byte) (uint64, bool) {
 	}
 	return n, true
 }
+
+// OneLine turns the line breaks (LF and CR) of a message that parsed into
+// spaces, in place. A child reads one message per line, and readers
+// differ on what ends a line (some end one at a CR too), so a client's
+// message that spans lines would reach the child as several messages the
+// pool never classified: smuggled requests under ids of their own
+// choosing. JSON allows a raw line break only between tokens (inside a
+// string it is a parse error), where a space means the same.
+func OneLine(b []byte) {
+	for _, c := range [...]byte{'\n', '\r'} {
+		for i := bytes.IndexByte(b, c); i >= 0; {
+			b[i] = ' '
+			j := bytes.IndexByte(b[i+1:], c)
+			if j < 0 {
+				break
+			}
+			i += 1 + j
+		}
+	}
+}
