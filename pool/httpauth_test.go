@@ -72,6 +72,37 @@ func TestHTTPStrangersCannotRunTools(t *testing.T) {
 	}
 }
 
+// An origin the user listed in http.allowedOrigins is let in with the
+// token, wherever it is served from (the first edition refused every
+// non-loopback origin before reading the list); an origin nobody listed
+// is refused even with the token, and a listed one still needs it.
+func TestHTTPListedOriginsAreAllowed(t *testing.T) {
+	_, c := tokenPool(t, &pool.Options{HTTPAllowedOrigins: []string{"https://inspector.example.com", "http://localhost:5173/"}})
+	ping := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`
+	auth := "Bearer " + testToken
+	for _, tc := range []struct {
+		name   string
+		header []string
+		status int
+	}{
+		{"listed, elsewhere", []string{"Authorization", auth, "Origin", "https://inspector.example.com"}, 200},
+		{"listed, local, with a slash in the list", []string{"Authorization", auth, "Origin", "http://localhost:5173"}, 200},
+		{"listed, no token", []string{"Origin", "https://inspector.example.com"}, 401},
+		{"not listed, elsewhere", []string{"Authorization", auth, "Origin", "https://evil.example.com"}, 403},
+		{"not listed, local", []string{"Authorization", auth, "Origin", "http://localhost:3000"}, 403},
+		{"listed origin's look-alike", []string{"Authorization", auth, "Origin", "https://inspector.example.com.evil.example"}, 403},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.post(ping, tc.header...)
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			if r.StatusCode != tc.status {
+				t.Fatalf("%s %s, want %d", r.Status, b, tc.status)
+			}
+		})
+	}
+}
+
 // An unauthenticated caller learns nothing of the configured servers.
 func TestHTTPUnauthenticatedLearnsNoNames(t *testing.T) {
 	_, c := tokenPool(t, nil)

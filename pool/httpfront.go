@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -586,17 +585,12 @@ func (hs *httpSession) idleAt(now time.Time, d time.Duration) bool {
 	return hs.stream == nil && hs.posts == 0 && now.Sub(hs.lastUsed) > d
 }
 
-// notLocal says why a request may not use the front door: a browser page
-// from another origin, or a DNS-rebound name (the Host header).
+// notLocal says why a request may not use the front door: a DNS-rebound
+// name (the Host header). A browser's Origin is the gate's to judge: the
+// listener's own, or one the user listed, wherever it is.
 func notLocal(r *http.Request) string {
 	if !loopbackHost(r.Host) {
 		return "forbidden: Host " + r.Host + " is not a loopback name"
-	}
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if err != nil || !loopbackHost(u.Host) {
-			return "forbidden: Origin " + o + " is not local"
-		}
 	}
 	return ""
 }
