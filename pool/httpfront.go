@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,6 +96,10 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
+	if why := sessionVersionRefused(r, sid); why != "" {
+		httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, why)
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		h.post(w, r, srv, sid)
@@ -583,6 +588,20 @@ func (hs *httpSession) idleAt(now time.Time, d time.Duration) bool {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	return hs.stream == nil && hs.posts == 0 && now.Sub(hs.lastUsed) > d
+}
+
+// sessionVersionRefused says why a legacy session's request (one with a
+// session id) may not be served: its MCP-Protocol-Version header names a
+// revision the pool does not speak, which 2025-06-18 and later answer with
+// 400. A request without the header is served (clients older than the
+// header send none).
+func sessionVersionRefused(r *http.Request, sid string) string {
+	v := r.Header.Get("MCP-Protocol-Version")
+	if sid == "" || v == "" || v == Modern || slices.Contains(legacyVersions, v) {
+		return ""
+	}
+	return fmt.Sprintf("bad request: unsupported MCP-Protocol-Version %q (supported: %s, %s)",
+		v, Modern, strings.Join(newestFirst(legacyVersions), ", "))
 }
 
 // notLocal says why a request may not use the front door: a DNS-rebound

@@ -200,6 +200,67 @@ func TestHTTPManyClientsCollidingIDs(t *testing.T) {
 	wg.Wait()
 }
 
+// TestHTTPSessionVersionHeader: a legacy session's request whose
+// MCP-Protocol-Version header names no revision the pool speaks gets 400
+// (2025-06-18 and later say so), on POST, GET and DELETE alike, and is not
+// served: the DELETE ends nothing. Without the header, or with a revision
+// the pool speaks, the session is served.
+func TestHTTPSessionVersionHeader(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	c := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	c.initialize("c")
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	send := func(method, version string) int {
+		t.Helper()
+		var body io.Reader
+		if method == http.MethodPost {
+			body = strings.NewReader(list)
+		}
+		req, err := http.NewRequest(method, c.url, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", c.sid)
+		if version != "" {
+			req.Header.Set("MCP-Protocol-Version", version)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel() // a GET that was served is a stream: leave it
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusBadRequest {
+			b, _ := io.ReadAll(resp.Body)
+			if !strings.Contains(string(b), "MCP-Protocol-Version") {
+				t.Errorf("%s with %q: 400 without saying why: %s", method, version, b)
+			}
+		}
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		method, version string
+		want            int
+	}{
+		{http.MethodPost, "1900-01-01", 400},
+		{http.MethodPost, "not-a-version", 400},
+		{http.MethodPost, "2099-01-01", 400},
+		{http.MethodGet, "1900-01-01", 400},
+		{http.MethodDelete, "1900-01-01", 400},
+		{http.MethodPost, "", 200},
+		{http.MethodPost, "2025-06-18", 200},
+		{http.MethodPost, pool.LatestLegacy, 200},
+		{http.MethodGet, pool.LatestLegacy, 200},
+	} {
+		if got := send(tc.method, tc.version); got != tc.want {
+			t.Errorf("%s with MCP-Protocol-Version %q: %d, want %d", tc.method, tc.version, got, tc.want)
+		}
+	}
+}
+
 // TestHTTPRefusals: foreign Origin or Host, unknown session, unknown
 // server, modern GET, batches, oversized bodies.
 func TestHTTPRefusals(t *testing.T) {
