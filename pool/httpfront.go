@@ -553,18 +553,33 @@ func (h *httpFront) expireIdle(now time.Time) {
 			idle = append(idle, hs)
 		}
 	}
-	var quiet []*session
+	quiet := map[string]*statelessHTTP{}
 	for name, st := range h.stateless {
 		if st.exchanges == 0 && now.Sub(st.lastUsed) >= statelessLinger {
+			quiet[name] = st
+		}
+	}
+	h.mu.Unlock()
+	// A session holding a call for its client's retry stays (asked
+	// without h.mu: the holds take the request tables' locks).
+	for name, st := range quiet {
+		if h.p.holds.waitFor(st.s) {
+			delete(quiet, name)
+		}
+	}
+	var ended []*session
+	h.mu.Lock()
+	for name, st := range quiet {
+		if h.stateless[name] == st && st.exchanges == 0 && now.Sub(st.lastUsed) >= statelessLinger {
 			delete(h.stateless, name) // under h.mu: no exchange can take it any more
-			quiet = append(quiet, st.s)
+			ended = append(ended, st.s)
 		}
 	}
 	h.mu.Unlock()
 	for _, hs := range idle {
 		hs.s.close(errors.New("HTTP session idle for " + HTTPSessionIdle.String()))
 	}
-	for _, s := range quiet {
+	for _, s := range ended {
 		s.close(errStatelessQuiet)
 	}
 }

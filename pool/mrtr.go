@@ -86,7 +86,7 @@ func (h *mrtrHolds) put(x *mrtrHold) bool {
 	if h.puts++; h.puts > len(h.m)/2 {
 		h.puts = 0
 		for state, old := range h.m {
-			if done, kept := old.b.reqs.heldState(old); done && (!kept || time.Since(old.created) > holdKeep) {
+			if old.spent(time.Now()) {
 				h.dropLocked(state)
 			}
 		}
@@ -98,6 +98,31 @@ func (h *mrtrHolds) put(x *mrtrHold) bool {
 	h.per[x.owner]++
 	h.n.Store(int64(len(h.m)))
 	return true
+}
+
+// spent reports whether, at now, x waits for no retry any more: its call
+// ended unanswered, or its answer waited too long.
+func (x *mrtrHold) spent(now time.Time) bool {
+	done, kept := x.b.reqs.heldState(x)
+	return done && (!kept || now.Sub(x.created) > holdKeep)
+}
+
+// waitFor reports whether owner holds a call that still waits for its
+// client's retry: the session must not end under it (a person may take
+// minutes to answer the question).
+func (h *mrtrHolds) waitFor(owner *session) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.per[owner] == 0 {
+		return false
+	}
+	now := time.Now()
+	for _, x := range h.m {
+		if x.owner == owner && !x.spent(now) {
+			return true
+		}
+	}
+	return false
 }
 
 // take removes and returns the hold for state: a requestState is good for

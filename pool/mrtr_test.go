@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -270,5 +272,45 @@ func TestUnansweredQuestions(t *testing.T) {
 		if m, other := d.recvID(fmt.Sprint(i)); m.Error != nil || len(other) != 0 {
 			t.Fatalf("while the abandoned round ran out: %s, and before it %d more: %v", m.raw, len(other), other)
 		}
+	}
+}
+
+// TestMRTRHoldOutlivesAQuietMinute: a modern client takes longer than the
+// stateless session's quiet minute to answer a child's question (a person
+// reading a form). The held call must still be there for its retry, on a
+// shared child and on a child of the stateless session's own: the session
+// does not end while it holds a call waiting for a retry. Once the retry
+// took it, the session ends after its quiet minute as before.
+func TestMRTRHoldOutlivesAQuietMinute(t *testing.T) {
+	for _, share := range []pool.Share{pool.ShareShared, pool.ShareSession} {
+		t.Run(string(share), func(t *testing.T) {
+			cfg := fake("srv")
+			cfg.Share = share
+			tp := newTestPool(t, nil, cfg)
+			handler := tp.HTTPHandler()
+			srv := httptest.NewServer(handler)
+			t.Cleanup(srv.Close)
+			t.Cleanup(http.DefaultClient.CloseIdleConnections)
+			h := &httpClient{t: t, url: srv.URL + "/mcp/srv"}
+
+			first := readResult(t, h.call(askCall("1", "sampling", "")))
+			if first.ResultType != "input_required" {
+				t.Fatalf("first answer: %+v", first)
+			}
+			var key string
+			for k := range first.InputRequests {
+				key = k
+			}
+			pool.ExpireHTTPIdle(handler, time.Now().Add(2*pool.StatelessLinger))
+			answer := `{"` + key + `":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`
+			done := readResult(t, h.call(askCall("2", "sampling", `,"requestState":"`+first.RequestState+`","inputResponses":`+answer)))
+			if done.ResultType != "complete" || len(done.Content) != 1 || !strings.Contains(done.Content[0].Text, "forty-two") {
+				t.Fatalf("the retry after a quiet minute: %+v", done)
+			}
+			pool.ExpireHTTPIdle(handler, time.Now().Add(2*pool.StatelessLinger))
+			eventually(t, "the stateless session to end once nothing is held", func() bool {
+				return len(tp.Snapshot().Sessions) == 0
+			})
+		})
 	}
 }
