@@ -343,16 +343,19 @@ func (s *Store) nameRef(ctx context.Context, text string) (any, error) {
 const arrivalMargin = 10 * time.Second
 
 // idBefore is a row id below every request received at or after t: that
-// of the last row of request_log_time received before t less the margin,
-// or 0. Row ids follow arrival, so the rows received since t are among
-// the rows after it, the margin's few extra ones filtered out by time.
+// of the last request of request_log_time received before t less the
+// margin, or 0. Row ids follow arrival, so the rows received since t are
+// among the rows after it, the margin's few extra ones filtered out by
+// time. An orphaned response cannot be that row, though every 64th is in
+// the index: its id is above every request id of its run (orphanRowID),
+// so it would hide the requests its run received after it.
 func (s *Store) idBefore(ctx context.Context, t time.Time) (int64, error) {
 	if t.IsZero() {
 		return 0, nil
 	}
 	var id sql.NullInt64
-	if err := s.rdb.QueryRowContext(ctx, `SELECT id FROM request_log WHERE id % 64 = 0 AND received < ?
-		ORDER BY received DESC LIMIT 1`, t.Add(-arrivalMargin).UnixMicro()).Scan(&id); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := s.rdb.QueryRowContext(ctx, `SELECT id FROM request_log WHERE id % 64 = 0 AND id & ? = 0 AND received < ?
+		ORDER BY received DESC LIMIT 1`, orphanBase, t.Add(-arrivalMargin).UnixMicro()).Scan(&id); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("history: find the requests since %s: %w", t.Format(time.RFC3339), err)
 	}
 	return id.Int64, nil

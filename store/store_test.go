@@ -992,6 +992,56 @@ func TestSinceFindsEveryRequest(t *testing.T) {
 	}
 }
 
+// Orphaned responses have row ids above every request of their run, and
+// every 64th is in the sample of received times: a run's 64th orphan must
+// not bound the requests since a later time, or every request the run
+// received afterwards (fewer than 64 of them: no later sample) is missed
+// by Requests, CountsByStatus and Window.
+func TestSinceAfterOrphans(t *testing.T) {
+	s := openT(t, dbPath(t), nil)
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Millisecond)
+	long := now.Add(-3 * time.Hour)
+	const orphans, requests = 64, 10
+	for i := range orphans {
+		s.Record(pool.Event{Kind: pool.EventOrphan, Time: long.Add(time.Duration(i) * time.Millisecond), Server: "srv",
+			OriginalID: fmt.Sprint(1000 + i), PID: 7})
+	}
+	for i := uint64(1); i <= requests; i++ {
+		at := now.Add(-time.Duration(requests+1-i) * time.Second)
+		s.Record(received(i, "s1", "tools/call", "echo", at))
+		s.Record(done(i, "s1", "tools/call", "echo", pool.StatusOK, 7, at.Add(time.Millisecond)))
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	since := now.Add(-time.Minute)
+	rs, err := s.Requests(ctx, Filter{Since: since})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, err := s.CountsByStatus(ctx, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Window(ctx, since, now, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != requests || counts[pool.StatusOK] != requests || len(w.Requests) != requests {
+		t.Errorf("since a minute ago: %d requests, %d counted, %d in the window; want %d each",
+			len(rs), counts[pool.StatusOK], len(w.Requests), requests)
+	}
+	// The orphans themselves are found since before them.
+	all, err := s.CountsByStatus(ctx, long.Add(-time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all[pool.StatusOrphaned] != orphans || all[pool.StatusOK] != requests {
+		t.Errorf("since before the orphans: %v; want %d orphaned, %d ok", all, orphans, requests)
+	}
+}
+
 // A child's roots partition is recorded with it and told in the timeline
 // of a request it served.
 func TestBackendRootsRecorded(t *testing.T) {

@@ -24,7 +24,7 @@ type writer struct {
 	conn *sql.Conn
 	run  int64
 
-	insOneSafe, upsert                       *sql.Stmt
+	insOneSafe, update                       *sql.Stmt
 	sessOpen, sessClose, backStart, backExit *sql.Stmt
 	addName                                  *sql.Stmt
 	raw                                      rawInserts
@@ -106,6 +106,25 @@ func insOneSQL(run int64, cols []string) string {
 	return insertSQL(run, cols, 1) + " ON CONFLICT (id) DO NOTHING"
 }
 
+// updateSQL writes a request's end into its in-flight row. Its parameters
+// are numbered as cols, so it takes a row's values as rowArgs makes them;
+// the last column (pid, or response_payload) is set, so it takes all of
+// them. It is an update, not an upsert: an upsert changes one row whether
+// it inserts or updates, and the row count must know which (capRows).
+func updateSQL(cols []string) string {
+	n := map[string]int{}
+	for i, c := range cols {
+		n[c] = i + 1
+	}
+	q := fmt.Sprintf(`UPDATE request_log SET written = ?%d, answered = ?%d, status = ?%d, error_code = ?%d, error = ?%d,
+		response_size = ?%d, pid = coalesce(?%d, pid)`,
+		n["written"], n["answered"], n["status"], n["error_code"], n["error"], n["response_size"], n["pid"])
+	if p, ok := n["response_payload"]; ok {
+		q += fmt.Sprintf(", response_payload = ?%d", p)
+	}
+	return q + fmt.Sprintf(" WHERE id = ?%d", n["id"])
+}
+
 const (
 	sqlSessOpen = `INSERT INTO sessions (run, id, server, client_name, client_version, transport, peer_pid, connected)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -133,17 +152,11 @@ func newWriter(s *Store) (w *writer, err error) {
 		}
 	}()
 	cols := reqCols(s.opts.CapturePayloads)
-	upsert := insertSQL(s.run, cols, 1) + ` ON CONFLICT (id) DO UPDATE SET written = excluded.written,
-		answered = excluded.answered, status = excluded.status, error_code = excluded.error_code, error = excluded.error,
-		response_size = excluded.response_size, pid = coalesce(excluded.pid, pid)`
-	if s.opts.CapturePayloads {
-		upsert += `, response_payload = excluded.response_payload`
-	}
 	for _, p := range []struct {
 		st  **sql.Stmt
 		sql string
 	}{
-		{&w.insOneSafe, insOneSQL(s.run, cols)}, {&w.upsert, upsert},
+		{&w.insOneSafe, insOneSQL(s.run, cols)}, {&w.update, updateSQL(cols)},
 		{&w.sessOpen, sqlSessOpen}, {&w.sessClose, sqlSessClose}, {&w.backStart, sqlBackStart}, {&w.backExit, sqlBackExit},
 		{&w.addName, sqlAddName},
 	} {
@@ -178,7 +191,7 @@ func newWriter(s *Store) (w *writer, err error) {
 
 // close releases the statements and the pinned connection.
 func (w *writer) close() {
-	for _, st := range []*sql.Stmt{w.insOneSafe, w.upsert, w.sessOpen, w.sessClose, w.backStart, w.backExit, w.addName} {
+	for _, st := range []*sql.Stmt{w.insOneSafe, w.update, w.sessOpen, w.sessClose, w.backStart, w.backExit, w.addName} {
 		if st != nil {
 			st.Close()
 		}
@@ -261,7 +274,7 @@ func (w *writer) loop() {
 		case <-pruneNow:
 			more, err := w.pruneStep(time.Now())
 			if err == nil && !more {
-				err = w.recount() // once a pass: the count drifts (see writeRows)
+				err = w.recount() // once a pass: a check; the count is exact (writeRows) unless the file was edited
 			}
 			if err != nil {
 				w.s.log.Warn("history: prune", "err", err)
@@ -387,9 +400,11 @@ func (w *writer) writeTx() (err error) {
 	return nil
 }
 
-// writeRows inserts the new rows, insBatch to a statement, then upserts
+// writeRows inserts the new rows, insBatch to a statement, then updates
 // those that may exist already (one's in-flight row may be in this very
-// batch). It returns how many rows it added.
+// batch), inserting each that does not (its in-flight row was lost with a
+// failed batch, or pruned). It returns how many rows it added: exactly,
+// as capRows deletes as many.
 func (w *writer) writeRows() (added int64, err error) {
 	// The values first: a new name is added to names on the way, which
 	// cannot run inside Raw.
@@ -452,9 +467,14 @@ func (w *writer) writeRows() (added int64, err error) {
 		if err != nil {
 			return 0, err
 		}
-		// Counted as added: the count errs towards pruning a row early.
-		if err := w.execCounted(w.upsert, args, &added); err != nil {
+		var updated int64
+		if err := w.execCounted(w.update, args, &updated); err != nil {
 			return 0, err
+		}
+		if updated == 0 {
+			if err := w.execCounted(w.insOneSafe, args, &added); err != nil {
+				return 0, err
+			}
 		}
 	}
 	return added, nil
