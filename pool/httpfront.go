@@ -24,6 +24,10 @@ import (
 // clients often vanish without a DELETE.
 const HTTPSessionIdle = 30 * time.Minute
 
+// streamWriteTimeout is how long a GET stream's client has to take one
+// event before the stream is ended.
+var streamWriteTimeout = 30 * time.Second
+
 // statelessLinger is how long a server's stateless HTTP session stays
 // after its last exchange ended: it is a partition's member while it
 // lives, and a child is reaped only once its partition has none.
@@ -333,8 +337,7 @@ func startSSE(w http.ResponseWriter, flusher *http.Flusher) bool {
 // listen is a legacy client's GET stream: the session's messages that
 // answer no POST.
 func (h *httpFront) listen(w http.ResponseWriter, r *http.Request, hs *httpSession) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
+	if _, ok := w.(http.Flusher); !ok {
 		httpError(w, http.StatusInternalServerError, nil, jsonrpc.CodeInternalError, "streaming unsupported")
 		return
 	}
@@ -356,11 +359,31 @@ func (h *httpFront) listen(w http.ResponseWriter, r *http.Request, hs *httpSessi
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
+	// A client that stops reading must not hold the stream (and its
+	// session, which does not expire while it has one) for ever: a write
+	// it does not take within streamWriteTimeout ends the stream.
+	rc := http.NewResponseController(w)
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	send := func(line []byte) bool {
+		if err := rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return false
+		}
+		if line != nil {
+			if _, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", line); err != nil {
+				return false
+			}
+		}
+		return rc.Flush() == nil
+	}
+	if !send(nil) {
+		return
+	}
 	for {
 		select {
 		case line := <-ch:
-			writeEvent(w, flusher, line)
+			if !send(line) {
+				return
+			}
 		case <-r.Context().Done():
 			return
 		case <-hs.s.closed:

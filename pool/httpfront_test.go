@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool"
 )
@@ -510,4 +511,48 @@ func TestHTTPLargeCall(t *testing.T) {
 			t.Fatalf("chunked %v: %s, %d bytes back, text intact: %v", chunked, resp.Status, len(b), m.text() == text)
 		}
 	}
+}
+
+// TestHTTPStalledStreamIsLetGo: a legacy session's GET stream whose client
+// stops reading is let go once a write waits past the stream's write
+// timeout, so the session can expire, and its goroutine and connection
+// are freed. On the first edition the stream's write blocked for ever,
+// and a session with a stream never expires.
+func TestHTTPStalledStreamIsLetGo(t *testing.T) {
+	t.Cleanup(pool.SetStreamWriteTimeout(200 * time.Millisecond)) // runs last: after the pool closed
+	tp := newTestPool(t, nil, fake("srv"))
+	handler := tp.HTTPHandler()
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	t.Cleanup(http.DefaultClient.CloseIdleConnections)
+	c := &httpClient{t: t, url: srv.URL + "/mcp/srv"}
+	c.initialize("c")
+	if m := c.call(`{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`); m.Error != nil {
+		t.Fatalf("setLevel: %s", m.raw)
+	}
+	req, err := http.NewRequest(http.MethodGet, c.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.sid)
+	stream, err := (&http.Client{}).Do(req) // its own connection, never read
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stream.Body.Close() })
+	if stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %s", stream.Status)
+	}
+	// Far more than a loopback connection buffers.
+	big := strings.Repeat("x", 1<<20)
+	for i := range 24 {
+		if m := c.call(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"log","arguments":{"level":"info","data":%q}}}`, 10+i, big)); m.Error != nil {
+			t.Fatalf("log: %s", m.raw)
+		}
+	}
+	eventually(t, "the stalled stream let go and its session expired", func() bool {
+		pool.ExpireHTTPIdle(handler, time.Now().Add(pool.HTTPSessionIdle+time.Second))
+		return len(tp.Snapshot().Sessions) == 0
+	})
 }
