@@ -25,8 +25,8 @@ const pollEvery = 20 * time.Millisecond
 // start time Find saw, so a PID reused in between is refused too.
 //
 // A process that leads its own process group is killed with its whole
-// group (npx -> npm exec -> node chains); otherwise the process and its
-// descendants are. Each gets SIGTERM, then SIGKILL after TermGrace. Kill
+// group (npx -> npm exec -> node chains) and its descendants outside the
+// group; otherwise the process and its descendants are. Each gets SIGTERM, then SIGKILL after TermGrace. Kill
 // returns nil once every target has exited (or is a zombie waiting for
 // its parent to reap it), and also when pid had already exited.
 func Kill(ctx context.Context, pid int, proof []Leak) error {
@@ -83,12 +83,19 @@ func Kill(ctx context.Context, pid int, proof []Leak) error {
 			}
 		}
 	}
+	// A descendant that left the group (a helper that called setsid)
+	// does not hear the group's signal: it is signalled itself.
 	signal := func(term bool) error {
-		if group {
-			return signalGroup(pid, term)
-		}
 		var errs []error
+		if group {
+			if err := signalGroup(pid, term); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		for _, t := range targets {
+			if group && pgid(t.pid) == pid {
+				continue // the group's signal reached it
+			}
 			if still(ctx, t) {
 				if err := signalOne(t.pid, term); err != nil {
 					errs = append(errs, err)

@@ -261,6 +261,49 @@ func TestRecordedChildOfEarlierRunIsLeakedAndKilledWithItsGroup(t *testing.T) {
 	}
 }
 
+// A leaked leader's descendant that left its process group (a helper that
+// called setsid, as detached browsers do) dies with it too: the group's
+// signal does not reach it, so it is signalled itself. On the first
+// edition Kill signalled only the group, waited for the helper in vain and
+// failed, the helper still running.
+func TestKillReachesDescendantsThatLeftTheGroup(t *testing.T) {
+	old := TermGrace
+	TermGrace = 200 * time.Millisecond
+	t.Cleanup(func() { TermGrace = old })
+	ctx := context.Background()
+	pidfile := filepath.Join(t.TempDir(), "helper.pid")
+	argv := []string{"sh", "-c", "setsid sleep 1000 & echo $! > " + pidfile + "; wait"}
+	leader := plantLeader(t, argv...)
+	var helper planted
+	waitFor(t, 5*time.Second, "the helper's pidfile", func() bool {
+		b, err := os.ReadFile(pidfile)
+		if err != nil {
+			return false
+		}
+		pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+		if err != nil {
+			return false
+		}
+		helper = track(t, pid)
+		return true
+	})
+	waitFor(t, 5*time.Second, "the helper to lead a session of its own", func() bool { return pgid(helper.pid) == helper.pid })
+	src := source{{PID: leader.pid, Server: "detaching", Command: argv, StartedAt: leader.start, Run: "earlier"}}
+	ls, err := Find(ctx, src, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := findLeak(ls, leader.pid); l == nil || !slices.Contains(l.Descendants, helper.pid) {
+		t.Fatalf("leaks %+v: want PID %d with descendant %d", ls, leader.pid, helper.pid)
+	}
+	if err := Kill(ctx, leader.pid, ls); err != nil {
+		t.Fatal(err)
+	}
+	if leader.alive() || helper.alive() {
+		t.Errorf("after Kill: leader alive %v, helper alive %v", leader.alive(), helper.alive())
+	}
+}
+
 func TestKillEscalatesToSIGKILL(t *testing.T) {
 	old := TermGrace
 	TermGrace = 200 * time.Millisecond
