@@ -44,7 +44,6 @@ type dashboard struct {
 	sessions, inflight, backends, leaks *table
 	hangNote, backendDetail, leakNote   *widget.Label
 	killAll                             *widget.Button
-	leakRows                            []row
 
 	history   *historyView
 	overview  *overviewView
@@ -222,9 +221,8 @@ func (d *dashboard) apply(f *frame) {
 	d.inflight.setRows(f.inflight)
 	d.backends.setRows(f.backends)
 	d.leaks.setRows(f.leaks)
-	d.leakRows = f.leaks
 	killAll := "Kill all"
-	if n := len(provenLeaks(f.leaks)); n > 0 {
+	if n := f.sum.Killable; n > 0 {
 		killAll = fmt.Sprintf("Kill all (%d)", n)
 		d.killAll.Enable()
 	} else {
@@ -265,20 +263,12 @@ func (d *dashboard) setTitle(name string, n, hung int) {
 	}
 }
 
-// provenLeaks is the rows Kill all may kill: never a suspect.
-func provenLeaks(rows []row) []row {
-	var out []row
-	for _, r := range rows {
-		if !r.suspect {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// confirmKillAll asks before killing every leaked backend listed now.
+// confirmKillAll asks before killing every proven leak the leak poller
+// found last: what the Kill all button and the tray's item count, whether
+// or not the dashboard was open to show them. The app kills a PID only if
+// it still proves it a leak.
 func (d *dashboard) confirmKillAll() {
-	targets := provenLeaks(d.leakRows)
+	targets := d.u.killableLeaks()
 	if len(targets) == 0 {
 		dialog.ShowInformation("No leaked backends", "There is nothing to kill.", d.win)
 		return
@@ -289,7 +279,7 @@ func (d *dashboard) confirmKillAll() {
 			lines = append(lines, fmt.Sprintf("… and %d more", len(targets)-i))
 			break
 		}
-		lines = append(lines, fmt.Sprintf("PID %d  %s", r.pid, r.server))
+		lines = append(lines, fmt.Sprintf("PID %d  %s", r.PID, r.Server))
 	}
 	msg := fmt.Sprintf("Kill %s?\n\n%s", plural(len(targets), "leaked backend"), strings.Join(lines, "\n"))
 	dialog.ShowConfirm("Kill leaked backends", msg, func(ok bool) {
@@ -300,8 +290,8 @@ func (d *dashboard) confirmKillAll() {
 			defer d.u.pollLeaksNow()
 			var errs []string
 			for _, r := range targets {
-				if err := d.u.ctrl.KillLeak(ctx, r.pid); err != nil {
-					errs = append(errs, fmt.Sprintf("PID %d: %v", r.pid, err))
+				if err := d.u.ctrl.KillLeak(ctx, r.PID); err != nil {
+					errs = append(errs, fmt.Sprintf("PID %d: %v", r.PID, err))
 				}
 			}
 			if len(errs) > 0 {
@@ -340,6 +330,8 @@ type historyView struct {
 	loadedAt              time.Time
 	seq                   int                // the latest query; older answers are dropped
 	searching             context.CancelFunc // cancels the query in progress
+	stepsSeq              int                // the latest timeline asked for or cleared; older answers are dropped
+	loadingSteps          context.CancelFunc // cancels the timeline read in progress
 }
 
 const (
@@ -469,22 +461,41 @@ func (h *historyView) show(rows []HistoryRow, err error) {
 	}
 	h.results.setRows(historyRows(rows))
 	h.inWaterfall.Disable()
-	h.steps = nil
+	h.setSteps(nil)
+}
+
+// setSteps shows steps as the timeline, and drops the answer of a
+// timeline read still on its way: what is shown now is newer.
+func (h *historyView) setSteps(steps []TimelineEntry) {
+	h.stepsSeq++
+	if h.loadingSteps != nil {
+		h.loadingSteps()
+		h.loadingSteps = nil
+	}
+	h.steps = steps
 	h.timeline.Refresh()
 }
 
-// showTimeline loads the selected request's timeline.
+// showTimeline loads the selected request's timeline. Only the latest
+// selection's answer is shown: a later selection or search cancels the
+// read and drops its answer.
 func (h *historyView) showTimeline(r row) {
 	u := h.u
 	hr := r.hist
 	h.selected = hr
 	h.inWaterfall.Enable()
-	u.query(nil, func(ctx context.Context) {
+	h.stepsSeq++
+	seq := h.stepsSeq
+	u.query(&h.loadingSteps, func(ctx context.Context) {
 		d, err := u.ctrl.Timeline(ctx, hr)
 		if err != nil {
 			d.Steps = []TimelineEntry{{At: time.Now(), What: "timeline not available", Detail: err.Error()}}
 		}
 		fyne.Do(func() {
+			if seq != h.stepsSeq {
+				return
+			}
+			h.loadingSteps = nil
 			h.steps = d.Steps
 			h.timeline.Refresh()
 		})

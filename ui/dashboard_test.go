@@ -632,3 +632,142 @@ func typeShortcut(t *testing.T, c fyne.Canvas, sc fyne.Shortcut) {
 	}
 	t.Fatalf("cannot type a shortcut on %T", c)
 }
+
+// TestKillLeaksFromTheTray: "Kill leaked backends (N)" counts what it
+// would kill (never a suspect), and its confirmation lists the proven
+// leaks known when it is clicked, whatever the dashboard's state: never
+// opened (its frames had no table rows), or open once with other leaks
+// and closed since.
+func TestKillLeaksFromTheTray(t *testing.T) {
+	fake := newFake(fixture())
+	u := New(test.NewTempApp(t), fake, &Options{inline: true})
+	t.Cleanup(func() { u.wg.Wait(); fake.wg.Wait() })
+	setLeaks := func(ls ...Leak) {
+		u.mu.Lock()
+		u.leaks = ls
+		u.mu.Unlock()
+	}
+	// draw is one frame of the loop: with table rows only while the
+	// dashboard is open.
+	draw := func() { u.apply(u.frameFor(fake.Snapshot(), t0, u.dashOpen.Load())) }
+	killItem := func() menuItem {
+		t.Helper()
+		for _, it := range u.last.menu {
+			if strings.HasPrefix(it.Label, "Kill leaked backends") {
+				return it
+			}
+		}
+		t.Fatal("no Kill leaked backends item")
+		return menuItem{}
+	}
+	suspect := Leak{PID: 778, Server: "fake", Reason: "matches server fake; its parent is init"}
+
+	// Only a suspect: nothing the item would kill.
+	setLeaks(suspect)
+	draw()
+	if it := killItem(); it.Label != "Kill leaked backends (0)" || !it.Disabled {
+		t.Errorf("with only a suspect: %q disabled=%v, want (0) disabled", it.Label, it.Disabled)
+	}
+
+	// One proven leak, the dashboard never opened.
+	setLeaks(Leak{PID: 777, Server: "memory", Reason: "child of an earlier run", Proven: true}, suspect)
+	draw()
+	if it := killItem(); it.Label != "Kill leaked backends (1)" || it.Disabled {
+		t.Errorf("with one proven leak and a suspect: %q disabled=%v, want (1) enabled", it.Label, it.Disabled)
+	}
+	u.menuDo(menuAction{Kind: actKillLeaks})
+	if msg := dialogText(t, u.dash.win); !strings.Contains(msg, "PID 777") || strings.Contains(msg, "778") {
+		t.Fatalf("the dashboard closed, the confirmation reads %q; want PID 777 and not the suspect", msg)
+	}
+	test.Tap(dialogButton(t, u.dash.win, "Yes"))
+	waitCalls(t, fake, "killleak 777")
+	draw() // the Leaks tab shows 777
+
+	// Closed again; the poller finds another leak meanwhile.
+	u.hideDashboard()
+	setLeaks(Leak{PID: 779, Server: "notes", Reason: "child of an earlier run", Proven: true})
+	draw()
+	u.menuDo(menuAction{Kind: actKillLeaks})
+	if msg := dialogText(t, u.dash.win); !strings.Contains(msg, "PID 779") || strings.Contains(msg, "777") {
+		t.Fatalf("after the dashboard was closed, the confirmation reads %q; want PID 779 only", msg)
+	}
+	test.Tap(dialogButton(t, u.dash.win, "Yes"))
+	waitCalls(t, fake, "killleak 777", "killleak 779")
+	if got := fake.recorded(); slices.Contains(got, "killleak 778") || len(got) != 2 {
+		t.Errorf("killed %q, want 777 then 779", got)
+	}
+}
+
+// dialogText is the text of the labels in the window's top overlay.
+func dialogText(t *testing.T, w fyne.Window) string {
+	t.Helper()
+	top := w.Canvas().Overlays().Top()
+	if top == nil {
+		t.Fatal("no dialog is shown")
+	}
+	var texts []string
+	for _, o := range visible(top) {
+		if l, ok := o.(*widget.Label); ok {
+			texts = append(texts, l.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+// slowTimelines answers each request's timeline with one step naming it;
+// while an answer is on its way it runs during once: what the user does
+// while the store is slow (the test goroutine is the UI goroutine, and
+// queries run on it: during plays the UI goroutine's next turns).
+type slowTimelines struct {
+	*fakeCtrl
+	during func()
+}
+
+func (s *slowTimelines) Timeline(_ context.Context, r HistoryRow) (RequestDetail, error) {
+	if d := s.during; d != nil {
+		s.during = nil
+		d()
+	}
+	return RequestDetail{Steps: []TimelineEntry{{What: fmt.Sprintf("request %d", r.PoolID)}}}, nil
+}
+
+// TestHistoryTimelineIsTheSelectedRequests: an answer that comes late,
+// after another request was selected or a new search cleared the
+// timeline, is dropped: the timeline is always the latest selection's.
+func TestHistoryTimelineIsTheSelectedRequests(t *testing.T) {
+	fake := newFake(fixture())
+	fake.history = []HistoryRow{
+		{ID: 1, PoolID: 17, Server: "fake", Method: "tools/call", Status: "ok", ReceivedAt: t0.Add(-time.Minute)},
+		{ID: 2, PoolID: 18, Server: "fake", Method: "tools/list", Status: "ok", ReceivedAt: t0.Add(-2 * time.Minute)},
+	}
+	slow := &slowTimelines{fakeCtrl: fake}
+	u := New(test.NewTempApp(t), slow, &Options{inline: true})
+	t.Cleanup(func() { u.wg.Wait(); fake.wg.Wait() })
+	u.showDashboard(tabHistory)
+	h := u.dash.history
+	if len(h.results.rows) != 2 {
+		t.Fatalf("history shows %d rows, want 2", len(h.results.rows))
+	}
+	steps := func() []string {
+		var out []string
+		for _, s := range h.steps {
+			out = append(out, s.What)
+		}
+		return out
+	}
+
+	// 17 is selected; while its timeline loads, 18 is selected and its
+	// timeline arrives first.
+	slow.during = func() { h.results.w.Select(widget.TableCellID{Row: 1, Col: 0}) }
+	h.results.w.Select(widget.TableCellID{Row: 0, Col: 0})
+	if got := steps(); !slices.Equal(got, []string{"request 18"}) || h.selected.PoolID != 18 {
+		t.Errorf("request 18 selected last: the timeline shows %q", got)
+	}
+
+	// 17 is selected; while its timeline loads, a new search clears it.
+	slow.during = h.query
+	h.results.w.Select(widget.TableCellID{Row: 0, Col: 0})
+	if got := steps(); len(got) != 0 {
+		t.Errorf("a search cleared the timeline, then it shows %q", got)
+	}
+}

@@ -72,7 +72,7 @@ func trayMenu(s pool.Snapshot, sum summary) []menuItem {
 		}
 	}
 	m = append(m, sep,
-		menuItem{Label: "Kill leaked backends (" + sum.leakCount() + ")", Disabled: sum.Leaks <= 0,
+		menuItem{Label: "Kill leaked backends (" + sum.killCount() + ")", Disabled: sum.Leaks < 0 || sum.Killable <= 0,
 			Action: menuAction{Kind: actKillLeaks}},
 		menuItem{Label: "Open config file", Action: menuAction{Kind: actOpenConfig}},
 		menuItem{Label: "Open history", Action: menuAction{Kind: actHistory}},

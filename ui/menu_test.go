@@ -17,7 +17,9 @@ import (
 
 func TestTrayMenu(t *testing.T) {
 	s := fixture()
-	got := trayMenu(s, summarize(s, t0, 30*time.Second, 2))
+	sum := summarize(s, t0, 30*time.Second, 2)
+	sum.Killable = 1 // the other leak is a suspect: listed, never killed
+	got := trayMenu(s, sum)
 	sep := menuItem{Separator: true}
 	want := []menuItem{
 		{Label: "Sessions: 3", Disabled: true},
@@ -46,7 +48,7 @@ func TestTrayMenu(t *testing.T) {
 			{Label: "Stop", Disabled: true, Action: menuAction{Kind: actStop, Server: "memory"}},
 		}},
 		sep,
-		{Label: "Kill leaked backends (2)", Action: menuAction{Kind: actKillLeaks}},
+		{Label: "Kill leaked backends (1)", Action: menuAction{Kind: actKillLeaks}},
 		{Label: "Open config file", Action: menuAction{Kind: actOpenConfig}},
 		{Label: "Open history", Action: menuAction{Kind: actHistory}},
 		sep,
@@ -507,4 +509,50 @@ func TestNotificationCannotCarryMarkup(t *testing.T) {
 	if hung != 1 {
 		t.Fatalf("%d hung-request notifications, want 1", hung)
 	}
+}
+
+// TestTrayMenuReloadReplacingAServer: a config reload removes one server
+// and adds another, so the menu keeps its shape; a click on Restart or
+// Stop in a submenu built for the removed server must never act on the
+// new one. The menu is built again, and the new server's items act on it.
+func TestTrayMenuReloadReplacingAServer(t *testing.T) {
+	fake := newFake(fixture())
+	u, tr, _, host, _ := testTray(t, fake)
+	s := fixture()
+	tr.apply(u, u.frameFor(s, t0, false))
+	restart := host.find(t, "Restart") // in fake's submenu, the first
+	stop := host.find(t, "Stop")
+
+	// fake goes, git comes, in the same reload: two servers still.
+	reloaded := fixture()
+	reloaded.Servers[0] = pool.ServerInfo{Name: "git", State: pool.StateReady}
+	reloaded.Backends[0].Server = "git"
+	reloaded.Sessions, reloaded.InFlight = nil, nil
+	tr.apply(u, u.frameFor(reloaded, t0.Add(time.Second), false))
+	if tr.menu.rebuilds != 2 {
+		t.Errorf("a server replaced by another: %d builds, want 2", tr.menu.rebuilds)
+	}
+	// An item still in the menu is clicked; one that was removed cannot be.
+	for _, it := range []*fakeItem{restart, stop} {
+		select {
+		case _, open := <-it.ch:
+			if !open {
+				continue // removed: the click is lost, as it must be
+			}
+		default:
+		}
+		before := len(fake.recorded())
+		it.ch <- struct{}{}
+		waitUntil(t, 5*time.Second, "the click to act", func() bool { return len(fake.recorded()) > before })
+	}
+	for _, c := range fake.recorded() {
+		if strings.HasSuffix(c, " git") {
+			t.Errorf("a click on an item built for fake did %q", c)
+		}
+	}
+
+	// The new server's own items act on it.
+	host.find(t, "git — ready")
+	host.find(t, "Restart").ch <- struct{}{}
+	waitCalls(t, fake, "restart git")
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -21,7 +22,9 @@ func (u *UI) requestPaint(job *paintJob) {
 	u.wfJob.Store(job)
 	if u.opts.inline {
 		// Tests: the test goroutine is the UI goroutine and draws too.
-		u.showFrame(u.paint(job, u.opts.now()))
+		f := u.paint(job, u.opts.now())
+		u.wfHand.show(f)
+		u.showFrame(f)
 		return
 	}
 	u.pokePainter()
@@ -45,7 +48,7 @@ func (u *UI) paint(job *paintJob, now time.Time) *wfFrame {
 		src = u.wfLive.Load()
 	}
 	var reuse *canvasImage
-	shown, pending := u.wfOnScreen.Load(), u.wfPending.Load()
+	shown, pending := u.wfHand.busy()
 	for _, img := range u.wfSpare {
 		if (shown == nil || shown.img != img) && (pending == nil || pending.img != img) {
 			reuse = img
@@ -91,7 +94,7 @@ func (u *UI) paintLoop(ctx context.Context) {
 			continue
 		}
 		f := u.paint(job, u.opts.now())
-		if u.wfPending.Swap(f) == nil {
+		if u.offerFrame(f) {
 			// The loop hands it to the UI goroutine: one goroutine posts
 			// to fyne, as in tailscale's tray.
 			select {
@@ -102,19 +105,80 @@ func (u *UI) paintLoop(ctx context.Context) {
 	}
 }
 
+// wfHandOff is where painted frames pass from the painter to the UI
+// goroutine: the frame on its way and the frame on screen, under one lock.
+// A frame the UI goroutine takes moves from one to the other in one step,
+// so the painter sees it in one place or the other, never in neither, and
+// never draws into the image fyne shows.
+type wfHandOff struct {
+	mu       sync.Mutex
+	pending  *wfFrame // painted, not yet taken by the UI goroutine
+	onScreen *wfFrame // the frame the UI goroutine shows
+}
+
+// offer puts f on its way, in place of a frame still waiting; it reports
+// whether none was. The painter's goroutine.
+func (h *wfHandOff) offer(f *wfFrame) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	first := h.pending == nil
+	h.pending = f
+	return first
+}
+
+// take moves the frame on its way on screen and returns it; nil when none
+// waits. UI goroutine.
+func (h *wfHandOff) take() *wfFrame {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := h.pending
+	if f != nil {
+		h.pending, h.onScreen = nil, f
+	}
+	return f
+}
+
+// show puts f on screen without its going through pending: a frame the UI
+// goroutine painted itself (inline, in tests). UI goroutine.
+func (h *wfHandOff) show(f *wfFrame) {
+	h.mu.Lock()
+	h.onScreen = f
+	h.mu.Unlock()
+}
+
+// busy is the frames whose images nobody may draw into: the one on screen
+// and the one on its way there. Only take moves a frame from one to the
+// other, and only the painter adds one, so what the painter reads stays
+// busy while it draws.
+func (h *wfHandOff) busy() (onScreen, pending *wfFrame) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.onScreen, h.pending
+}
+
+// offerFrame puts f on its way to the UI goroutine, in place of a frame
+// still waiting; it reports whether none was. The painter's goroutine.
+func (u *UI) offerFrame(f *wfFrame) bool { return u.wfHand.offer(f) }
+
+// frameOnScreen is the frame the UI goroutine shows.
+func (u *UI) frameOnScreen() *wfFrame {
+	f, _ := u.wfHand.busy()
+	return f
+}
+
 // postFrame hands the painter's latest frame to the UI goroutine. The
 // loop's goroutine only.
 func (u *UI) postFrame() {
 	fyne.Do(func() {
-		if f := u.wfPending.Swap(nil); f != nil {
+		if f := u.wfHand.take(); f != nil {
 			u.showFrame(f)
 		}
 	})
 }
 
-// showFrame puts a painted frame on screen. UI goroutine.
+// showFrame shows a painted frame, which take (or show) put on screen.
+// UI goroutine.
 func (u *UI) showFrame(f *wfFrame) {
-	u.wfOnScreen.Store(f)
 	u.wfFrames.Add(1)
 	if u.dash != nil {
 		u.dash.waterfall.apply(f)

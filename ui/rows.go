@@ -37,8 +37,6 @@ type row struct {
 	detail string
 	// hist is the history row a row shows, for its timeline.
 	hist HistoryRow
-	// suspect marks a leak that is only listed, never killed.
-	suspect bool
 }
 
 // column is one column of a table. A column with a button shows that
@@ -272,7 +270,7 @@ func leakRows(leaks []Leak, now time.Time) []row {
 		if !l.Proven {
 			lv = levelNormal
 		}
-		out = append(out, row{level: lv, suspect: !l.Proven, server: l.Server, pid: l.PID, detail: l.Command, cells: []string{
+		out = append(out, row{level: lv, server: l.Server, pid: l.PID, detail: l.Command, cells: []string{
 			strconv.Itoa(l.PID), l.Server, formatBytes(l.RSSBytes), clockAndAge(l.StartedAt, now), l.Reason, l.Command,
 		}})
 	}
@@ -316,9 +314,11 @@ func historyRows(h []HistoryRow) []row {
 
 // summary is the one-line state of the pool the dashboard's status bar
 // and the tray menu show. Leaks is -1 when leak detection failed or is not
-// available.
+// available; Killable counts the proven ones among them, which "Kill
+// leaked backends" and "Kill all" kill (the suspects are only listed).
 type summary struct {
 	Sessions, InFlight, Hung, Children, Leaks int
+	Killable                                  int
 	Failed                                    []string
 	// StartAtLogin is the tray's "Start at login" checkbox.
 	StartAtLogin bool
@@ -334,6 +334,14 @@ func (s summary) leakCount() string {
 		return "unknown"
 	}
 	return strconv.Itoa(s.Leaks)
+}
+
+// killCount shows the number of leaks Kill would kill, or "unknown".
+func (s summary) killCount() string {
+	if s.Leaks < 0 {
+		return "unknown"
+	}
+	return strconv.Itoa(s.Killable)
 }
 
 func summarize(s pool.Snapshot, now time.Time, hang time.Duration, leaks int) summary {

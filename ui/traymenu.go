@@ -13,7 +13,9 @@ import (
 // changes their labels and states in place; it rebuilds only when the
 // menu's shape changes (a server added or removed), which is rare. fyne
 // still starts and runs fyne.io/systray (desktop.App); liveMenu only adds
-// and updates items, which fyne has no API for.
+// and updates items, which fyne has no API for. An item's action never
+// changes in place: a click on an item acts on what the item was built
+// for (a reload that replaces one server by another rebuilds the menu).
 
 // trayItem is one item of the system tray's menu.
 type trayItem interface {
@@ -67,11 +69,12 @@ func (systrayHost) separator(parent trayItem) {
 	systray.AddSeparator()
 }
 
-// menuNode is one built item and what it shows.
+// menuNode is one built item and what it shows. Its action is fixed when
+// it is built, before its click goroutine starts.
 type menuNode struct {
 	item     trayItem // nil for a separator
 	shown    menuItem
-	action   atomic.Pointer[menuAction] // read by its click goroutine
+	action   menuAction
 	children []*menuNode
 }
 
@@ -131,8 +134,7 @@ func (m *liveMenu) build(parent trayItem, items []menuItem) []*menuNode {
 		if it.Disabled {
 			n.item.Disable()
 		}
-		a := it.Action
-		n.action.Store(&a)
+		n.action = it.Action
 		if len(it.Children) > 0 {
 			n.children = m.build(n.item, it.Children)
 		} else {
@@ -165,8 +167,8 @@ func (m *liveMenu) listen(n *menuNode) {
 					}
 					return
 				}
-				if a := n.action.Load(); a != nil && a.Kind != actNone {
-					m.do(*a)
+				if n.action.Kind != actNone {
+					m.do(n.action)
 				}
 			}
 		}
@@ -201,10 +203,6 @@ func (m *liveMenu) update(nodes []*menuNode, items []menuItem) {
 			}
 			m.updates++
 		}
-		if old.Action != it.Action {
-			a := it.Action
-			n.action.Store(&a)
-		}
 		n.shown = it
 		if len(it.Children) > 0 {
 			m.update(n.children, it.Children)
@@ -222,13 +220,17 @@ func (m *liveMenu) close() {
 
 // sameShape reports whether b can be shown by changing a's items in
 // place: the same items in the same places, separators and checkboxes
-// where they were, submenus of the same shape.
+// where they were, submenus of the same shape, and every item doing what
+// it did, on the same server. Actions are compared because an item's
+// click acts on what the item was built for: a reload that removes one
+// server and adds another keeps the shape, and a click on the removed
+// server's Restart must not restart the new one.
 func sameShape(a, b []menuItem) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if a[i].Separator != b[i].Separator || a[i].Checkable != b[i].Checkable ||
+		if a[i].Separator != b[i].Separator || a[i].Checkable != b[i].Checkable || a[i].Action != b[i].Action ||
 			(len(a[i].Children) > 0) != (len(b[i].Children) > 0) || !sameShape(a[i].Children, b[i].Children) {
 			return false
 		}

@@ -101,15 +101,14 @@ type UI struct {
 
 	// The waterfall: the loop publishes the live source, the UI goroutine
 	// the job (view and size), and the painter draws frames from both.
-	wfLive     atomic.Pointer[wfSource]
-	wfJob      atomic.Pointer[paintJob]
-	wfPaint    chan struct{} // buffered to 1: paint requests coalesce
-	wfReady    chan struct{} // buffered to 1: a painted frame waits in wfPending
-	wfPending  atomic.Pointer[wfFrame]
-	wfOnScreen atomic.Pointer[wfFrame] // the frame the UI goroutine shows
-	wfSpare    []*canvasImage          // images to draw into; the painter's (the test goroutine's, inline)
-	wfFrames   atomic.Uint64
-	wfShown    atomic.Bool // the waterfall is on screen
+	wfLive   atomic.Pointer[wfSource]
+	wfJob    atomic.Pointer[paintJob]
+	wfPaint  chan struct{}  // buffered to 1: paint requests coalesce
+	wfReady  chan struct{}  // buffered to 1: a painted frame waits in wfHand
+	wfHand   wfHandOff      // the frame on its way to the screen, and the one on it
+	wfSpare  []*canvasImage // images to draw into; the painter's (the test goroutine's, inline)
+	wfFrames atomic.Uint64
+	wfShown  atomic.Bool // the waterfall is on screen
 
 	// Written by the sampler and the leak poller, read by the loop.
 	mu       sync.Mutex
@@ -214,6 +213,9 @@ func (u *UI) frameFor(s pool.Snapshot, now time.Time, withRows bool) *frame {
 		nleaks = -1
 	}
 	f.sum = summarize(s, now, hang, nleaks)
+	if leaksErr == nil {
+		f.sum.Killable = len(provenLeaks(leaks))
+	}
 	f.sum.StartAtLogin = u.ctrl.StartAtLogin()
 	f.menu = trayMenu(s, f.sum)
 	f.icon = iconState(f.sum)
@@ -247,6 +249,30 @@ func (u *UI) frameFor(s pool.Snapshot, now time.Time, withRows bool) *frame {
 		f.leaks = leakRows(leaks, now)
 	}
 	return f
+}
+
+// killableLeaks is what "Kill all" and the tray's "Kill leaked backends"
+// kill: the proven leaks of the leak poller's latest look, never a
+// suspect, none when the look failed. Any goroutine.
+func (u *UI) killableLeaks() []Leak {
+	u.mu.Lock()
+	leaks, err := u.leaks, u.leaksErr
+	u.mu.Unlock()
+	if err != nil {
+		return nil
+	}
+	return provenLeaks(leaks)
+}
+
+// provenLeaks is the leaks that may be killed: never a suspect.
+func provenLeaks(leaks []Leak) []Leak {
+	var out []Leak
+	for _, l := range leaks {
+		if l.Proven {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // post hands f to the UI goroutine. If the previous frame has not been

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -442,4 +444,38 @@ func TestHistoryWindowFollowsTheView(t *testing.T) {
 	if got := len(fake.recorded()); got != n {
 		t.Errorf("zooming in read the history again: %q", fake.recorded()[n:])
 	}
+}
+
+// TestPainterNeverDrawsIntoTheFrameOnScreen: the painter draws into a
+// spare image, never into the one fyne shows, while the UI goroutine takes
+// each painted frame on screen as fast as it can. The hand-over must be
+// one step: a frame seen between "no longer on its way" and "on screen"
+// looks free, and the painter would draw into the image being shown.
+func TestPainterNeverDrawsIntoTheFrameOnScreen(t *testing.T) {
+	fake := newFake(fixture())
+	u := New(test.NewTempApp(t), fake, nil) // no goroutines: this test plays both
+	t.Cleanup(fake.wg.Wait)
+	src := &wfSource{Since: t0.Add(-time.Minute), Lanes: []wfLane{{Server: "fake", Title: "fake", Rows: 1}}}
+	job := &paintJob{hist: src, view: wfView{To: t0, Span: time.Minute}, w: 4, h: 4, scale: 1}
+
+	var stop atomic.Bool
+	var ui sync.WaitGroup
+	ui.Go(func() { // the UI goroutine: fyne's test driver runs fyne.Do here
+		for !stop.Load() {
+			u.postFrame()
+		}
+	})
+	defer func() { stop.Store(true); ui.Wait() }()
+	deadline := time.Now().Add(time.Second)
+	frames := 0
+	for ; time.Now().Before(deadline) && frames < 100_000; frames++ {
+		f := u.paint(job, t0)
+		// The UI goroutine can have taken only what was on its way when
+		// paint began, so an image on screen now was busy then.
+		if shown := u.frameOnScreen(); shown != nil && shown.img == f.img {
+			t.Fatalf("frame %d was drawn into the image on screen", frames)
+		}
+		u.offerFrame(f)
+	}
+	t.Logf("%d frames painted, %d shown", frames, u.WaterfallFrames())
 }
