@@ -133,7 +133,11 @@ type adoption struct {
 // buildBackend makes a backend, complete, without starting its
 // supervisor. adopt, when set, is the child it begins with.
 func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string, caps clientCaps, adopt *adoption) *backend {
-	caps.roots = len(roots) > 0
+	if owner != nil {
+		caps.rootsChange = caps.roots // its session's roots, as they change
+	} else {
+		caps.roots = len(roots) > 0 // its partition's, fixed
+	}
 	b := &backend{
 		p: srv.p, srv: srv, owner: owner, roots: roots, caps: caps, cfg: cfg, createdAt: srv.p.clock.Now(),
 		log:      srv.p.log.With("server", cfg.Name),
@@ -684,8 +688,13 @@ func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 		return
 	}
 	if msg.Method == "roots/list" {
-		// Never a client's: the child's roots are its partition's.
-		b.sendRaw(jsonrpc.AppendResponse(nil, childID, rootsListResult(b.roots)))
+		// Never a client's: the child's roots are its partition's, or
+		// for a session's own child that session's, as they are now.
+		roots := b.roots
+		if b.owner != nil {
+			roots = b.owner.partitionRoots()
+		}
+		b.sendRaw(jsonrpc.AppendResponse(nil, childID, rootsListResult(roots)))
 		return
 	}
 	if b.carryAsMRTR(msg, childID) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,13 +51,14 @@ type handshake struct {
 
 // capabilitiesJSON is what the pool declares to a child: roots only when
 // its partition has roots (the pool answers roots/list itself, from the
-// partition), sampling and elicitation only when the session that started
+// partition) or, for a session's own child, when its session declared
+// them (answered from the session's roots, which may change), sampling and elicitation only when the session that started
 // it declared them (a child must not offer sampling tools to clients that
 // cannot sample).
 func (c clientCaps) capabilitiesJSON() string {
 	var parts []string
 	if c.roots {
-		parts = append(parts, `"roots":{"listChanged":false}`)
+		parts = append(parts, `"roots":{"listChanged":`+strconv.FormatBool(c.rootsChange)+`}`)
 	}
 	if c.sampling {
 		parts = append(parts, `"sampling":{}`)

@@ -621,3 +621,62 @@ func TestHangingCallsDoNotHoldChildrenAgainstNewRoots(t *testing.T) {
 		}
 	}
 }
+
+// The first child a server starts is told the capabilities of the client
+// it was started for: it is started while that client's initialize is
+// being answered, and on the first edition before the pool had read the
+// client's capabilities, so the child was told {} and a spec-following
+// server refused sampling and elicitation for its whole life.
+func TestFirstChildHearsTheClientsCapabilities(t *testing.T) {
+	for _, share := range []pool.Share{pool.ShareShared, pool.ShareSession} {
+		t.Run(string(share), func(t *testing.T) {
+			logPath := filepath.Join(shortTempDir(t), "child.log")
+			cfg := fake("s", "-log", logPath)
+			cfg.Share = share
+			tp := newTestPool(t, nil, cfg)
+			c := tp.dial(t, "s")
+			c.initialize("c", `{"sampling":{},"elicitation":{}}`)
+			c.pidOf("1")
+			var told []any
+			for _, m := range childLog(t, logPath) {
+				if m["method"] == "initialize" {
+					caps, _ := m["params"].(map[string]any)["capabilities"].(map[string]any)
+					told = append(told, caps)
+					if _, ok := caps["sampling"]; !ok {
+						t.Errorf("the child was told capabilities %v, without the client's sampling", caps)
+					}
+					if _, ok := caps["elicitation"]; !ok {
+						t.Errorf("the child was told capabilities %v, without the client's elicitation", caps)
+					}
+				}
+			}
+			if len(told) != 1 {
+				t.Fatalf("the child heard %d initializes, want 1", len(told))
+			}
+		})
+	}
+}
+
+// A session's own child (share "session") is told that session's roots,
+// and follows them when they change: the child starts while the client's
+// initialize is answered, before the pool asks the client its roots, and on
+// the first edition it was told no roots at all, ever.
+func TestOwnChildFollowsItsSessionsRoots(t *testing.T) {
+	logPath := filepath.Join(shortTempDir(t), "child.log")
+	cfg := fake("own", "-log", logPath)
+	cfg.Share = pool.ShareSession
+	tp := newTestPool(t, nil, cfg)
+	a := tp.dial(t, "own")
+	a.initRoots("a", "file:///work/a")
+	if got := a.childRoots("1"); !strings.Contains(got, "file:///work/a") {
+		t.Fatalf("the session's own child was given %s, want file:///work/a", got)
+	}
+	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+	a.answerRoots("file:///work/b")
+	eventually(t, "the child to hear that its roots changed", func() bool {
+		return countMethod(childLog(t, logPath), "notifications/roots/list_changed") == 1
+	})
+	if got := a.childRoots("2"); !strings.Contains(got, "file:///work/b") || strings.Contains(got, "file:///work/a") {
+		t.Fatalf("after the roots changed, the child was given %s, want file:///work/b only", got)
+	}
+}

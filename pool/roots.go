@@ -166,6 +166,7 @@ func (s *session) rootsAnswered(id string, roots []string) {
 	s.replaying = true
 	s.mu.Unlock()
 	s.srv.move(s)
+	s.srv.rootsChanged(s)
 	for !running && s.replayHeld() {
 	}
 	s.mu.Lock()
@@ -204,12 +205,27 @@ func (s *session) replayHeld() (more bool) {
 	return len(held) > 0
 }
 
+// rootsChanged tells a session's own child, if it runs, that its roots
+// (its session's) may have changed: it asks them again. A shared child's
+// roots never change; a session whose roots do moves to another child.
+func (s *server) rootsChanged(sess *session) {
+	if !sess.ownChild {
+		return
+	}
+	s.mu.Lock()
+	own := s.perSession[sess]
+	s.mu.Unlock()
+	if own != nil && own.caps.roots {
+		own.sendRaw([]byte(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`))
+	}
+}
+
 // move puts a session into the partition its roots name (so that it gets
 // that child's list_changed, logs and questions from now on); its next
 // request starts the partition's child if need be.
 func (s *server) move(sess *session) {
 	if sess.ownChild {
-		return
+		return // its child follows its roots (rootsChanged)
 	}
 	roots := sess.partitionRoots()
 	if s.config().Share == ShareGlobal {

@@ -100,7 +100,15 @@ type sessionSetup struct {
 // (with Modern as its version): the clients are its requests'.
 const statelessClient = "stateless HTTP"
 
-type clientCaps struct{ sampling, elicitation, roots bool }
+// clientCaps are the client capabilities that decide what a child is told
+// and which client may answer its questions.
+type clientCaps struct {
+	sampling, elicitation, roots bool
+	// rootsChange: the roots answered to the child may change (a
+	// session's own child follows its session's roots), so the child is
+	// told listChanged and hears notifications/roots/list_changed.
+	rootsChange bool
+}
 
 // clientCapsOf reads the capabilities a client declared, from the JSON
 // object c (initialize's capabilities, _meta's clientCapabilities).
@@ -387,15 +395,19 @@ func (s *session) adoptInitialize(params []byte) (json.RawMessage, error) {
 	if err := json.Unmarshal(params, &req); err != nil {
 		return nil, newError(errBadParams, false, "", "initialize", err)
 	}
+	// What the client declared first: a child started for this handshake
+	// is told the capabilities of the client it was started for.
+	s.mu.Lock()
+	s.clientName, s.clientVersion = req.ClientInfo.Name, req.ClientInfo.Version
+	s.caps = clientCaps{sampling: req.Capabilities.Sampling != nil, elicitation: req.Capabilities.Elicitation != nil,
+		roots: req.Capabilities.Roots != nil}
+	s.mu.Unlock()
 	hs, err := s.srv.handshake(s)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	s.era = EraLegacy
-	s.clientName, s.clientVersion = req.ClientInfo.Name, req.ClientInfo.Version
-	s.caps = clientCaps{sampling: req.Capabilities.Sampling != nil, elicitation: req.Capabilities.Elicitation != nil,
-		roots: req.Capabilities.Roots != nil}
 	result := hs.initializeResult(req.ProtocolVersion)
 	var v struct {
 		ProtocolVersion string `json:"protocolVersion"`
