@@ -747,6 +747,18 @@ func (b *backend) answerChild(from *session, msg *jsonrpc.Message) bool {
 	return true
 }
 
+// leftBy forgets a session that moved to the child of other roots as
+// the one to ask this child's questions, and sets the child's log level
+// to what its remaining sessions ask.
+func (b *backend) leftBy(s *session) {
+	b.mu.Lock()
+	if b.lastClient == s {
+		b.lastClient = nil
+	}
+	b.mu.Unlock()
+	b.syncLogLevel()
+}
+
 // detach forgets a session's stake in the child: its answers to the
 // child's requests become errors, its subscriptions are released.
 func (b *backend) detach(s *session, subs []string) {

@@ -120,7 +120,9 @@ func (b *backend) finish(p *pending, o outcome) bool {
 			b.p.errorsN.Add(1)
 			if p.sub != nil && p.sub.add { // the child holds nothing for it
 				b.refusedSubscribe(p.sub)
-				e.sess.refusedSubscribe(b, p.sub.uri)
+				if holder, ok := p.sub.holder.(*session); ok { // the pool's own subscribe may be a session's (carryStakes)
+					holder.refusedSubscribe(b, p.sub.uri)
+				}
 			}
 		}
 		switch asked, refusal := b.askLegacyClient(p, e, &o.answer); {

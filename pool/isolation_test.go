@@ -680,3 +680,95 @@ func TestOwnChildFollowsItsSessionsRoots(t *testing.T) {
 		t.Fatalf("after the roots changed, the child was given %s, want file:///work/b only", got)
 	}
 }
+
+// A session's subscriptions follow it to the child of its new roots: the
+// child of the roots it left is unsubscribed (when nobody else holds the
+// resource there), the child of its new roots subscribed, so updates keep
+// coming; and its unsubscribe, after the move, releases what it holds. On
+// the first edition the unsubscribe went to the new child, which held
+// nothing; the old child stayed subscribed for good, and the session got
+// no update from the new one.
+func TestSubscriptionsFollowTheSessionsRoots(t *testing.T) {
+	logPath := filepath.Join(shortTempDir(t), "child.log")
+	tp := newTestPool(t, nil, fake("fs", "-log", logPath))
+	a := tp.dial(t, "fs")
+	a.initRoots("a", "file:///work/a")
+	first := a.pidOf("1")
+	a.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
+	if m, _ := a.recvID("2"); m.Error != nil {
+		t.Fatalf("subscribe: %s", m.raw)
+	}
+	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+	a.answerRoots("file:///work/b")
+	if second := a.pidOf("3"); second == first {
+		t.Fatalf("new roots, same child %s", second)
+	}
+	a.call("4", "notify", `{"kind":"updated"}`)
+	if _, other := a.recvID("4"); !slices.ContainsFunc(other, func(m msg) bool { return m.Method == "notifications/resources/updated" }) {
+		t.Errorf("no resources/updated from the child of the session's new roots")
+	}
+	a.send(`{"jsonrpc":"2.0","id":5,"method":"resources/unsubscribe","params":{"uri":"fake://counter"}}`)
+	if m, _ := a.recvID("5"); m.Error != nil {
+		t.Fatalf("unsubscribe: %s", m.raw)
+	}
+	eventually(t, "each subscribe of the children's to be undone", func() bool {
+		log := childLog(t, logPath)
+		return countMethod(log, "resources/subscribe") == 2 && countMethod(log, "resources/unsubscribe") == 2
+	}, func() string {
+		log := childLog(t, logPath)
+		return fmt.Sprintf("%d subscribes, %d unsubscribes", countMethod(log, "resources/subscribe"), countMethod(log, "resources/unsubscribe"))
+	})
+}
+
+// A session's log level follows it to the child of its new roots: that
+// child then logs what the session asked for (and each session still gets
+// only the levels it asked for), and the child it left goes back to what
+// its remaining sessions ask. On the first edition the new child stayed
+// at its other session's level, and the session's info messages were
+// never sent.
+func TestLogLevelFollowsTheSessionsRoots(t *testing.T) {
+	tp := newTestPool(t, nil, fake("fs"))
+	a, b := tp.dial(t, "fs"), tp.dial(t, "fs")
+	setLevel := func(c *client, id, level string) {
+		t.Helper()
+		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"logging/setLevel","params":{"level":"` + level + `"}}`)
+		if m, _ := c.recvID(id); m.Error != nil {
+			t.Fatalf("setLevel: %s", m.raw)
+		}
+	}
+	b.initRoots("b", "file:///work/b")
+	setLevel(b, "1", "error")
+	a.initRoots("a", "file:///work/a")
+	setLevel(a, "1", "debug")
+	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+	a.answerRoots("file:///work/b")
+	a.call("2", "log", `{"level":"info","data":"for a"}`)
+	if _, other := a.recvID("2"); !slices.ContainsFunc(other, func(m msg) bool { return m.Method == "notifications/message" }) {
+		t.Errorf("a asked for debug, moved to b's child, and got no info message from it")
+	}
+	b.call("2", "log", `{"level":"info","data":"for b?"}`)
+	if _, other := b.recvID("2"); slices.ContainsFunc(other, func(m msg) bool { return m.Method == "notifications/message" }) {
+		t.Errorf("b asked for error and got an info message")
+	}
+}
+
+// A setLevel with a level that does not exist sets nothing for its
+// session: on the first edition the pool took it for debug, and the
+// session got every message another session's level made the shared
+// child send.
+func TestUnknownLogLevelSetsNothing(t *testing.T) {
+	tp := newTestPool(t, nil, fake("fs"))
+	a, b := tp.dial(t, "fs"), tp.dial(t, "fs")
+	a.initialize("a", "")
+	b.initialize("b", "")
+	a.send(`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"verbose"}}`)
+	a.recvID("1")
+	b.send(`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"debug"}}`)
+	if m, _ := b.recvID("1"); m.Error != nil {
+		t.Fatalf("setLevel: %s", m.raw)
+	}
+	a.call("2", "log", `{"level":"debug","data":"for b only"}`)
+	if _, other := a.recvID("2"); slices.ContainsFunc(other, func(m msg) bool { return m.Method == "notifications/message" }) {
+		t.Errorf("a session whose only setLevel named no level got a debug message")
+	}
+}

@@ -40,6 +40,22 @@ func (s *session) setLogLevel(b *backend, id, params []byte, x *exchange) bool {
 	return true
 }
 
+// noteLogLevel records the level of a setLevel the child answers itself
+// (it did not declare logging), so that the session gets the messages it
+// asked for and no others. A level the pool does not know changes
+// nothing: the child refuses it (the first edition took it for debug,
+// and the session got every message).
+func (s *session) noteLogLevel(params []byte) {
+	level, _ := jsonrpc.String(params, jsonrpc.Member(params, "level"))
+	sev, known := logSeverity[level]
+	if !known {
+		return
+	}
+	s.mu.Lock()
+	s.logs, s.logLevel = true, sev
+	s.mu.Unlock()
+}
+
 // admitsLog reports whether a message at level reaches this session.
 func (s *session) admitsLog(level string) bool {
 	sev, ok := logSeverity[level]

@@ -165,8 +165,9 @@ func (s *session) rootsAnswered(id string, roots []string) {
 	running := s.replaying // an ask made by a held message, answered while they go on
 	s.replaying = true
 	s.mu.Unlock()
-	s.srv.move(s)
+	from := s.srv.move(s)
 	s.srv.rootsChanged(s)
+	s.carryStakes(from)
 	for !running && s.replayHeld() {
 	}
 	s.mu.Lock()
@@ -222,10 +223,11 @@ func (s *server) rootsChanged(sess *session) {
 
 // move puts a session into the partition its roots name (so that it gets
 // that child's list_changed, logs and questions from now on); its next
-// request starts the partition's child if need be.
-func (s *server) move(sess *session) {
+// request starts the partition's child if need be. It returns the child of
+// the partition the session left, if it left one that has a child.
+func (s *server) move(sess *session) (from *backend) {
 	if sess.ownChild {
-		return // its child follows its roots (rootsChanged)
+		return nil // its child follows its roots (rootsChanged)
 	}
 	roots := sess.partitionRoots()
 	if s.config().Share == ShareGlobal {
@@ -234,7 +236,56 @@ func (s *server) move(sess *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.sessions[sess]; !ok {
+		return nil
+	}
+	old, pt := sess.part.Load(), s.partLocked(rootsKey(roots), roots)
+	s.enterLocked(sess, pt)
+	if old == nil || old == pt {
+		return nil
+	}
+	return old.current.Load()
+}
+
+// carryStakes takes what the session held at the child of the roots it
+// left (from) to the child of its new roots: its subscriptions (the old
+// child hears its last holder's unsubscribe, the new one its first
+// holder's subscribe, so resources/updated keep coming), and its log level
+// (each child logs at what its own sessions ask). The old child's
+// questions to it stay: its calls there finish there.
+func (s *session) carryStakes(from *backend) {
+	if from != nil {
+		from.leftBy(s)
+	}
+	if pt := s.part.Load(); pt != nil {
+		if to := pt.current.Load(); to != nil && to != from {
+			to.syncLogLevel()
+		}
+	}
+	s.mu.Lock()
+	held := len(s.subs)
+	s.mu.Unlock()
+	if held == 0 || s.ownChild {
 		return
 	}
-	s.enterLocked(sess, s.partLocked(rootsKey(roots), roots))
+	to, err := s.srv.backendFor(s) // the session holds subscriptions: its child starts now
+	if err != nil {
+		return // no child for its roots: updates come with the next that starts, as its requests say
+	}
+	type stake struct {
+		uri  string
+		from *backend
+	}
+	var moved []stake
+	s.mu.Lock()
+	for uri, b := range s.subs {
+		if b != to {
+			moved = append(moved, stake{uri, b})
+			s.subs[uri] = to
+		}
+	}
+	s.mu.Unlock()
+	for _, m := range moved {
+		m.from.changeSubscription(s, m.uri, false)
+		to.changeSubscription(s, m.uri, true)
+	}
 }

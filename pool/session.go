@@ -276,9 +276,7 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 		if _, err := b.handshakeResult(s.closed); err == nil && s.setLogLevel(b, id, params, x) {
 			return
 		}
-		s.mu.Lock()
-		s.logs = true
-		s.mu.Unlock()
+		s.noteLogLevel(params) // the child answers; the session gets what it asked for
 	case "resources/subscribe", "resources/unsubscribe":
 		if s.subscription(msg, id, params, x) {
 			return
@@ -312,7 +310,7 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 	}
 	add := msg.Method == "resources/subscribe"
 	s.mu.Lock()
-	_, had := s.subs[uri]
+	holder, had := s.subs[uri]
 	if refusal := s.overSubscribedLocked(add && !had, 1); refusal != nil {
 		s.mu.Unlock()
 		s.replyErrorTo(x, id, refusal)
@@ -326,6 +324,12 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 	s.mu.Unlock()
 	if add == had {
 		s.replyTo(x, id, []byte("{}")) // no change: the session held it, or did not
+		return true
+	}
+	if !add && holder != b {
+		// Held at the child of roots the session left: released there.
+		holder.changeSubscription(s, uri, false)
+		s.replyTo(x, id, []byte("{}"))
 		return true
 	}
 	if !s.forwardCounted(msg, id, x, &subChange{uri: uri, add: add, holder: s}) {
