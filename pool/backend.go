@@ -566,9 +566,9 @@ func (b *backend) badLine(line []byte, err error) {
 // can be found at either end of the line.
 func (b *backend) oversize(tl *tooLongError) {
 	b.log.Warn("child wrote an oversize message", "bytes", tl.size, "limit", b.p.opts.MaxMessageBytes)
-	id, ok := findPoolID(tl.head)
+	id, ok := headPoolID(tl.head)
 	if !ok {
-		id, ok = findPoolID(tl.tail)
+		id, ok = tailPoolID(tl.tail)
 	}
 	if !ok {
 		return

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -366,26 +367,91 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, b...)
 }
 
-// findPoolID finds `"id":N` in a fragment of an oversize message.
-func findPoolID(frag []byte) (uint64, bool) {
-	const key = `"id":`
-	for i := 0; i+len(key) < len(frag); i++ {
-		if string(frag[i:i+len(key)]) != key {
-			continue
-		}
-		j := i + len(key)
-		for j < len(frag) && frag[j] == ' ' {
-			j++
-		}
-		k := j
-		for k < len(frag) && frag[k] >= '0' && frag[k] <= '9' {
-			k++
-		}
-		if n, ok := jsonrpc.ParseUint(frag[j:k]); ok {
-			return n, true
+// headPoolID finds the top-level "id":N of an oversize message in its
+// first bytes. Only a member of the message itself counts: a result
+// written before the id may hold ids of its own (a child that writes
+// "result" first), and one of those may be another request's pool id.
+func headPoolID(head []byte) (uint64, bool) {
+	depth, inString, escaped := 0, false, false
+	for i := 0; i < len(head); i++ {
+		c := head[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			if depth == 1 && bytes.HasPrefix(head[i:], []byte(`"id"`)) {
+				j := skipBlanks(head, i+len(`"id"`))
+				if j < len(head) && head[j] == ':' {
+					return leadingUint(head, skipBlanks(head, j+1))
+				}
+			}
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
 		}
 	}
 	return 0, false
+}
+
+// tailPoolID finds "id":N in the last bytes of an oversize message when it
+// is the message's last member: the digits end just before the message's
+// closing brace, and a comma (or the opening brace) comes before the key.
+// An "id" that closes a nested object is followed by another brace, and
+// one inside a string by a quote, so neither is taken.
+func tailPoolID(tail []byte) (uint64, bool) {
+	t := bytes.TrimRight(tail, " \t\r\n")
+	if len(t) == 0 || t[len(t)-1] != '}' {
+		return 0, false
+	}
+	t = bytes.TrimRight(t[:len(t)-1], " \t\r\n")
+	end := len(t)
+	for end > 0 && t[end-1] >= '0' && t[end-1] <= '9' {
+		end--
+	}
+	digits := t[end:]
+	t = bytes.TrimRight(t[:end], " \t\r\n")
+	if len(digits) == 0 || !bytes.HasSuffix(t, []byte(":")) {
+		return 0, false
+	}
+	t = bytes.TrimRight(t[:len(t)-1], " \t\r\n")
+	if !bytes.HasSuffix(t, []byte(`"id"`)) {
+		return 0, false
+	}
+	t = bytes.TrimRight(t[:len(t)-len(`"id"`)], " \t\r\n")
+	if len(t) == 0 || (t[len(t)-1] != ',' && t[len(t)-1] != '{') {
+		return 0, false
+	}
+	return jsonrpc.ParseUint(digits)
+}
+
+// skipBlanks returns the index of the first non-blank byte of b from i.
+func skipBlanks(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// leadingUint reads the number at b[i:], which must end within b (digits
+// cut off by the fragment's end are no id).
+func leadingUint(b []byte, i int) (uint64, bool) {
+	k := i
+	for k < len(b) && b[k] >= '0' && b[k] <= '9' {
+		k++
+	}
+	if k == len(b) {
+		return 0, false
+	}
+	return jsonrpc.ParseUint(b[i:k])
 }
 
 // findClientID finds the id at the start of an oversize client message so

@@ -248,14 +248,34 @@ func TestRing(t *testing.T) {
 	}
 }
 
-func TestFindPoolID(t *testing.T) {
-	for frag, want := range map[string]uint64{`"result":{},"jsonrpc":"2.0","id":123}`: 123, `{"jsonrpc":"2.0","id": 9,"result"`: 9} {
-		if got, ok := findPoolID([]byte(frag)); !ok || got != want {
-			t.Errorf("%s: %d %v", frag, got, ok)
-		}
-	}
-	if _, ok := findPoolID([]byte(`"id":"x"`)); ok {
-		t.Error("string id taken for a pool id")
+// The pool id of an oversize answer is read from the message's own
+// top-level "id", at its head or as its last member, never from an "id"
+// inside its result, which may be another request's pool id (the first
+// edition took the first "id":N it saw).
+func TestOversizePoolID(t *testing.T) {
+	for _, tc := range []struct {
+		name, head, tail string
+		want             uint64
+		ok               bool
+	}{
+		{"id first", `{"jsonrpc":"2.0","id": 9,"result":{"content":[`, `xx"}]}}`, 9, true},
+		{"id last", `{"result":{"content":[{"type":"text","text":"`, `xxx"}]},"jsonrpc":"2.0","id":123}` + "\n", 123, true},
+		{"nested id at the head", `{"result":{"items":[{"id":7,"name":"a"},`, `xxx"}]}}`, 0, false},
+		{"nested id at the head, real id last", `{"result":{"items":[{"id":7},`, `]},"id":41}`, 41, true},
+		{"nested id closing the tail", `{"jsonrpc":"2.0","result":{"x":"`, `"},"item":{"id":5}}`, 0, false},
+		{"id inside a string", `{"result":{"text":"say \"id\":3 here`, `and \"id\":4}"}}`, 0, false},
+		{"string id", `{"jsonrpc":"2.0","id":"x","result":`, `}}`, 0, false},
+		{"id cut off by the head's end", `{"jsonrpc":"2.0","id":12`, `}}`, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := headPoolID([]byte(tc.head))
+			if !ok {
+				got, ok = tailPoolID([]byte(tc.tail))
+			}
+			if ok != tc.ok || got != tc.want {
+				t.Errorf("head %s tail %s: %d %v, want %d %v", tc.head, tc.tail, got, ok, tc.want, tc.ok)
+			}
+		})
 	}
 }
 
