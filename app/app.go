@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,8 +58,10 @@ type Instance struct {
 	exitWhenIdle  bool
 	lock          *flock.Lock            // the instance lock: one pool per home, held for life
 	httpToken     atomic.Pointer[string] // the HTTP front door's bearer token (httptoken.go)
+	tokenMu       sync.Mutex             // serialises rotations: the token file and httpToken change together
 	history       *historyState          // request history; records nothing when off or unavailable
 	reloads       reloadLog              // the latest config reloads, for the dashboard's waterfall
+	watchBase     watchBase              // what Start loaded, the config watcher's baseline; set by Start, read by Run
 	mu            sync.Mutex             // guards the fields below
 	cfg           *config.File
 	configErr     error
@@ -143,16 +146,12 @@ func Start(opts Options) (*Instance, error) {
 		carried = handover.Carried
 		inst.upgraded = &control.UpgradeInfo{From: handover.From, At: time.Now(), CarriedChildren: []int{}}
 	}
-	if err := writeStarterConfig(inst.configPath, opts.ConfigPath == ""); err != nil {
-		inst.lock.Unlock()
-		return nil, err
+	var handedOver []byte
+	if handover != nil {
+		handedOver = handover.Config
 	}
-	cfg, err := config.Load(inst.configPath)
-	if err != nil {
-		inst.lock.Unlock()
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	inst.cfg = cfg
+	cfg, runs, startErr := inst.loadStartConfig(opts.ConfigPath == "", handedOver)
+	inst.cfg, inst.configErr = cfg, startErr
 	tok, err := loadOrCreateToken(HTTPTokenFile(paths))
 	if err != nil {
 		inst.lock.Unlock()
@@ -160,6 +159,13 @@ func Start(opts Options) (*Instance, error) {
 	}
 	inst.httpToken.Store(&tok)
 	inst.history = openHistory(paths.History, cfg.History, log)
+	if startErr != nil {
+		// As a running pool reports a file that broke: in status
+		// (configError), the tray, the reloads and the log; the watcher
+		// applies the file once it is fixed.
+		inst.noteReload(time.Now(), "", startErr)
+		log.Error("config not applied; starting with "+runs+" until the file is fixed", "config", inst.configPath, "err", startErr)
+	}
 	marker, err := leaks.RunMarker(context.Background())
 	if err != nil {
 		log.Warn("leaked grandchildren of this run will not be traceable", "err", err)
@@ -211,9 +217,11 @@ func Start(opts Options) (*Instance, error) {
 // lockInstance takes the instance lock of this home, so that two pools
 // never serve one home: a second one (a user's `serve` racing a client's
 // start, or a tray app started twice) gets ErrAlreadyRunning. The OS
-// releases it when the holder dies, however it dies.
+// releases it when the holder dies, however it dies. A client checking
+// whether a pool runs takes the lock for an instant when it is free
+// (package launch): that is waited out, briefly.
 func lockInstance(paths Paths) (*flock.Lock, error) {
-	l, err := flock.TryLock(paths.LockFile())
+	l, err := flock.Wait(paths.LockFile(), time.Now().Add(lockProbeWait))
 	if errors.Is(err, flock.ErrHeld) {
 		return nil, fmt.Errorf("%w (pid %d holds %s)", ErrAlreadyRunning, flock.ReadPID(paths.LockFile()), paths.LockFile())
 	}
@@ -224,8 +232,50 @@ func lockInstance(paths Paths) (*flock.Lock, error) {
 	return l, nil
 }
 
+// loadStartConfig is the config a starting pool runs: the file's (the
+// starter config on a first run at the default location); or, when the
+// file cannot be loaded, the config the program this one upgrades ran
+// (handedOver), else none; runs says which of those two. The error is
+// the file's, reported as when a running pool's file breaks: a broken
+// file never keeps the pool from starting (its clients would start pools
+// in a loop, and an upgrade would lose the children it carries). It also
+// sets the watcher's baseline to what it loaded, not to what the file
+// holds when Run begins, so that an edit in between is applied.
+func (inst *Instance) loadStartConfig(isDefault bool, handedOver []byte) (cfg *config.File, runs string, err error) {
+	path := inst.configPath
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // as the watcher names it, so that it does not report the same error again
+	}
+	var data []byte
+	if err = writeStarterConfig(path, isDefault); err == nil {
+		data, err = config.ReadFile(path)
+	}
+	if err == nil {
+		cfg, err = config.Parse(data)
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			ce.File = path
+		}
+	}
+	if err == nil {
+		inst.watchBase = watchBase{data: data}
+		return cfg, "", nil
+	}
+	inst.watchBase = watchBase{err: err.Error()}
+	if len(handedOver) == 0 {
+		return &config.File{}, "no servers", err
+	}
+	f, perr := config.Parse(handedOver)
+	if perr != nil {
+		inst.log.Warn("the config the upgraded program ran does not load here either", "err", perr)
+		return &config.File{}, "no servers", err
+	}
+	return f, "the config the upgraded program ran", err
+}
+
 // writeStarterConfig gives a first run a working config, only at the
-// default location and only if there is none.
+// default location and only if there is none. It is written atomically:
+// a reader (the watcher, a client starting) sees all of it or none.
 func writeStarterConfig(path string, isDefault bool) error {
 	if !isDefault {
 		return nil
@@ -233,22 +283,13 @@ func writeStarterConfig(path string, isDefault bool) error {
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if err := os.MkdirAll(dirOf(path), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create config dir: %w", err)
 	}
-	if err := os.WriteFile(path, []byte(config.Starter), 0o600); err != nil {
+	if err := config.WriteFile(path, []byte(config.Starter), 0o600); err != nil {
 		return fmt.Errorf("write starter config: %w", err)
 	}
 	return nil
-}
-
-func dirOf(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if path[i] == '/' || path[i] == os.PathSeparator {
-			return path[:i]
-		}
-	}
-	return "."
 }
 
 // Run serves until ctx ends, then stops accepting, cancels what is in
@@ -286,7 +327,7 @@ func (inst *Instance) Run(ctx context.Context) error {
 			inst.history.close()
 			return err
 		}
-		front = &http.Server{Handler: inst.Pool.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}
+		front = &http.Server{Handler: inst.Pool.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: frontDoorIdleTimeout}
 		inst.mu.Lock()
 		inst.httpAddr = frontLn.Addr().String()
 		inst.mu.Unlock()
@@ -299,7 +340,7 @@ func (inst *Instance) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return inst.Pool.ServeStdio(poolLn) })
 	g.Go(func() error {
-		done, err := WatchConfig(gctx, inst.configPath, DefaultDebounce, inst.reloadConfig)
+		done, err := watchConfig(gctx, inst.configPath, DefaultDebounce, inst.watchBase, inst.reloadConfig)
 		if err != nil {
 			inst.log.Warn("config hot reload is off", "err", err)
 			return nil
@@ -359,3 +400,13 @@ func (inst *Instance) ConfigError() error {
 	defer inst.mu.Unlock()
 	return inst.configErr
 }
+
+// frontDoorIdleTimeout closes a keep-alive connection of the HTTP front
+// door that has sent no request for this long, so that idle connections
+// (of clients without the token, say) do not hold a goroutine and a
+// descriptor for ever. A var for tests.
+var frontDoorIdleTimeout = 2 * time.Minute
+
+// lockProbeWait is how long a starting pool tries for the instance lock
+// before it says another one runs: longer than a client's probe holds it.
+const lockProbeWait = 200 * time.Millisecond

@@ -23,45 +23,124 @@ func HTTPTokenFile(paths Paths) string {
 	return filepath.Join(filepath.Dir(paths.Config), "http-token")
 }
 
-// loadOrCreateToken reads the token, making it on first use.
+// loadOrCreateToken reads the token, making it on first use. A file
+// holding no token (empty or blank: a crash between its creation and its
+// write, a write that failed, a user truncating it) is replaced by a new
+// one. The token file is only ever made by renaming (or linking) a
+// complete, synced temporary file into place, so a failed write leaves
+// no empty file behind.
 func loadOrCreateToken(path string) (string, error) {
-	if data, err := os.ReadFile(path); err == nil {
-		if tok := strings.TrimSpace(string(data)); tok != "" {
-			return tok, nil
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("read the HTTP token: %w", err)
-	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	tok := newToken()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return loadOrCreateToken(path) // another process made it first
+	// A few rounds at most: another process may make the file, or empty
+	// it, between two steps here.
+	for range 3 {
+		tok, err := readToken(path)
+		switch {
+		case err == nil && tok != "":
+			return tok, nil
+		case err == nil: // there, holding no token: replace it
+			if _, err := replaceToken(path); err != nil {
+				return "", err
+			}
+			// Read it back: another process may have replaced it at the
+			// same moment, and the file says which token stands.
+		case errors.Is(err, fs.ErrNotExist):
+			tok, err := createToken(path)
+			if !errors.Is(err, fs.ErrExist) {
+				return tok, err
+			}
+			// Another process made it first: read theirs.
+		default:
+			return "", err
+		}
 	}
+	return "", fmt.Errorf("the HTTP token file %s keeps changing", path)
+}
+
+// readToken reads the token file: "" with no error for a file that holds
+// no token.
+func readToken(path string) (string, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("create the HTTP token: %w", err)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		return "", fmt.Errorf("read the HTTP token: %w", err)
 	}
-	_, werr := f.WriteString(tok + "\n")
-	if err := errors.Join(werr, f.Close()); err != nil {
-		return "", fmt.Errorf("write the HTTP token: %w", err)
+	return strings.TrimSpace(string(data)), nil
+}
+
+// createToken makes the token file with a new token, unless it exists
+// (then fs.ErrExist): the token is written to a temporary file, synced,
+// and linked into place, which fails if another process made the file
+// first. Where links are not supported it is renamed into place.
+func createToken(path string) (string, error) {
+	tok := newToken()
+	tmp, err := writeTokenTemp(path, tok)
+	if err != nil {
+		return "", err
 	}
+	defer os.Remove(tmp)
+	switch err := os.Link(tmp, path); {
+	case err == nil:
+	case errors.Is(err, fs.ErrExist):
+		return "", fs.ErrExist
+	default:
+		if err := os.Rename(tmp, path); err != nil {
+			return "", fmt.Errorf("create the HTTP token: %w", err)
+		}
+	}
+	syncDir(filepath.Dir(path))
 	return tok, nil
 }
 
-// rotateToken replaces the token file's content with a new token.
-func rotateToken(path string) (string, error) {
+// replaceToken replaces the token file's content with a new token,
+// atomically: a reader sees the old file or the new one, whole.
+func replaceToken(path string) (string, error) {
 	tok := newToken()
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, []byte(tok+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("write the HTTP token: %w", err)
+	tmp, err := writeTokenTemp(path, tok)
+	if err != nil {
+		return "", err
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return "", fmt.Errorf("replace the HTTP token: %w", err)
 	}
+	syncDir(filepath.Dir(path))
 	return tok, nil
+}
+
+// writeTokenTemp writes tok to a new temporary 0600 file, unique to this
+// write, beside path and synced, and returns its name. On error nothing
+// is left behind.
+func writeTokenTemp(path, tok string) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("write the HTTP token: %w", err)
+	}
+	_, werr := f.WriteString(tok + "\n")
+	if werr == nil {
+		werr = f.Chmod(0o600) // CreateTemp makes 0600 already; Windows ignores it
+	}
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if err := errors.Join(werr, f.Close()); err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("write the HTTP token: %w", err)
+	}
+	return f.Name(), nil
+}
+
+// syncDir makes a rename or link in dir durable where the OS can sync a
+// directory (not Windows, where opening one fails).
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
 }
 
 func newToken() string {
@@ -79,9 +158,13 @@ func (inst *Instance) currentToken() string {
 }
 
 // RotateHTTPToken replaces the HTTP front door's token, at once
-// (control.Backend).
+// (control.Backend). Rotations are serialised, the file's and the pool's
+// token changed under one lock, so that two at once leave both holding
+// the same token.
 func (inst *Instance) RotateHTTPToken() (string, error) {
-	tok, err := rotateToken(HTTPTokenFile(inst.Paths))
+	inst.tokenMu.Lock()
+	defer inst.tokenMu.Unlock()
+	tok, err := replaceToken(HTTPTokenFile(inst.Paths))
 	if err != nil {
 		return "", err
 	}
@@ -108,7 +191,7 @@ func HTTPToken(ctx context.Context, rotate bool) (string, error) {
 	case err == nil:
 		return tok, nil
 	case errors.Is(err, ErrNoPool):
-		return rotateToken(HTTPTokenFile(paths))
+		return replaceToken(HTTPTokenFile(paths))
 	default:
 		return "", err
 	}

@@ -44,6 +44,11 @@ type handoverFile struct {
 	From    version.Info  `json:"from"`
 	LockFD  int           `json:"lockFD"`
 	Carried *pool.Carried `json:"carried,omitempty"`
+	// Config is the config the earlier program ran: the new one runs it
+	// when the file does not load (it broke since), and reports the file's
+	// error, rather than exit and take the carried children with it. A
+	// program that knows no Config ignores it.
+	Config []byte `json:"config,omitempty"`
 }
 
 // upgradePlan is an accepted upgrade request, carried out when Run ends.
@@ -184,6 +189,11 @@ func (inst *Instance) ExecUpgrade() error {
 		return nil
 	}
 	hf := handoverFile{Format: HandoverFormat, From: version.Get(), LockFD: plan.lockFD, Carried: inst.carried}
+	inst.mu.Lock()
+	if inst.cfg != nil {
+		hf.Config, _ = inst.cfg.Marshal() // the running config; without it a broken file starts with none
+	}
+	inst.mu.Unlock()
 	data, _ := json.Marshal(hf)
 	path := filepath.Join(inst.Paths.Run, fmt.Sprintf("handover-%d.json", os.Getpid()))
 	if err := os.WriteFile(path, data, 0o600); err != nil {

@@ -28,7 +28,9 @@ const DefaultDebounce = 100 * time.Millisecond
 // error that kept it from loading (then the caller keeps its last good
 // config). A change that leaves the file as it was last reported (an
 // editor saving without edits) is not reported again; the baseline is the
-// content when WatchConfig was called.
+// content when WatchConfig was called (a running instance passes what it
+// loaded: watchConfig), and the file is compared with it once the watch
+// is set up, so that a change made in between is reported too.
 //
 // It watches the file's directory, not the file, because editors and
 // atomic writers replace the file by renaming another one over it, which
@@ -37,6 +39,21 @@ const DefaultDebounce = 100 * time.Millisecond
 // write after it is missed. One goroutine reads the events and calls
 // onChange, serially; it exits when ctx ends, and done closes then.
 func WatchConfig(ctx context.Context, path string, debounce time.Duration, onChange func(*config.File, error)) (done <-chan struct{}, err error) {
+	data, _ := config.ReadFile(path)
+	return watchConfig(ctx, path, debounce, watchBase{data: data}, onChange)
+}
+
+// watchBase is what a watcher compares the file with at first: the
+// content of the config in use, or the error the file gave (then the
+// next good file is reported whatever it holds, and the same error is
+// not reported again).
+type watchBase struct {
+	data []byte
+	err  string
+}
+
+// watchConfig is WatchConfig from base.
+func watchConfig(ctx context.Context, path string, debounce time.Duration, base watchBase, onChange func(*config.File, error)) (done <-chan struct{}, err error) {
 	if debounce <= 0 {
 		debounce = DefaultDebounce
 	}
@@ -53,7 +70,7 @@ func WatchConfig(ctx context.Context, path string, debounce time.Duration, onCha
 		w.Close()
 		return nil, err
 	}
-	cw.last, _ = config.ReadFile(abs)
+	cw.last, cw.lastErr = base.data, base.err
 	ch := make(chan struct{})
 	go func() {
 		defer close(ch)
@@ -138,8 +155,10 @@ func (cw *configWatch) onTheWay(name string) bool {
 }
 
 func (cw *configWatch) loop(ctx context.Context, debounce time.Duration) {
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	// The first reload compares the file with the baseline: a change made
+	// before the watch began (since the baseline was read) is reported
+	// too, debounced like any other.
+	timer := time.NewTimer(debounce)
 	defer timer.Stop()
 	for {
 		select {

@@ -60,17 +60,22 @@ func Allowed(path string) bool {
 	return v == nil || string(v.Raw(doc)) != "false"
 }
 
-// runningWait bounds how long a client waits for a pool whose process
-// lives but does not answer yet: an upgrade in place takes well under a
-// second, a start a second or two.
+// runningWait bounds how long a client waits for a pool that holds the
+// instance lock but does not answer yet: an upgrade in place takes well
+// under a second, a start a second or two.
 const runningWait = 10 * time.Second
+
+// maxStarts bounds the pools one Ensure starts: each that exits having
+// lost the instance lock to another pool is followed by another only once
+// that one has let the lock go.
+const maxStarts = 4
 
 // Ensure returns a connection from dial, starting the pool first when
 // dial fails and the config allows it. dial is tried again under the
 // start lock, so of many clients arriving together only the first starts
-// a pool. A pool that runs but has no socket for a moment (it is
-// starting, or upgrading itself in place) is waited for instead, whatever
-// the config says about starting one.
+// a pool. A pool that holds the instance lock but has no socket for a
+// moment (it is starting, or upgrading itself in place) is waited for
+// instead, whatever the config says about starting one.
 func Ensure(paths home.Paths, dial func() (net.Conn, error)) (net.Conn, error) {
 	deadline := time.Now().Add(StartTimeout)
 	if c, ok := awaitRunning(paths, dial, deadline); ok {
@@ -87,24 +92,51 @@ func Ensure(paths home.Paths, dial func() (net.Conn, error)) (net.Conn, error) {
 		return nil, fmt.Errorf("wait for another client starting the pool: %w", err)
 	}
 	defer lock.Unlock()
-	if c, err := dial(); err == nil {
-		return c, nil
+	for starts := 1; ; starts++ {
+		if c, err := dial(); err == nil {
+			return c, nil
+		}
+		p, err := start(paths)
+		if err != nil {
+			return nil, err
+		}
+		c, err := p.await(paths, dial, deadline)
+		if !errors.Is(err, errLostLock) {
+			return c, err
+		}
+		// It lost the instance lock to another pool (a user's, started
+		// at the same moment, or one still stopping): wait for that one
+		// while it holds the lock; once it has let the lock go with no
+		// pool answering, start one again.
+		if c, ok := whileHeld(paths, dial, deadline); ok {
+			return c, nil
+		}
+		if time.Now().After(deadline) || starts == maxStarts {
+			return nil, fmt.Errorf("the pool it started (%s) exited: another pool held the instance lock, and none answered within %s; see %s",
+				p.describe(), StartTimeout, paths.PoolLog())
+		}
 	}
-	p, err := start(paths)
-	if err != nil {
-		return nil, err
-	}
+}
+
+// errLostLock is a started pool that exited while another held the
+// instance lock.
+var errLostLock = errors.New("another pool holds the instance lock")
+
+// await dials until the pool p answers, exits or the deadline passes. A
+// pool that exited while the instance lock is held lost it to another
+// pool: errLostLock.
+func (p *started) await(paths home.Paths, dial func() (net.Conn, error), deadline time.Time) (net.Conn, error) {
 	for {
 		if c, err := dial(); err == nil {
 			return c, nil
 		}
 		select {
 		case <-p.exited:
-			// It may have lost the instance lock to a pool a user started
-			// at the same moment: then that one will answer soon.
+			if c, err := dial(); err == nil { // the other pool may answer already
+				return c, nil
+			}
 			if held(paths.LockFile()) {
-				p.exited = nil
-				continue
+				return nil, errLostLock
 			}
 			return nil, fmt.Errorf("the pool it started (%s) exited: %s", p.describe(), lastLines(paths.PoolLog(), 3))
 		default:
@@ -116,20 +148,23 @@ func Ensure(paths home.Paths, dial func() (net.Conn, error)) (net.Conn, error) {
 	}
 }
 
-// awaitRunning dials until the pool that wrote its PID into the instance
-// lock answers, while that process lives, for up to runningWait. An
-// upgrade in place (exec, same PID) closes the pool's socket and opens it
+// awaitRunning dials until the pool that holds the instance lock answers,
+// while it holds it, for up to runningWait. An upgrade in place (exec,
+// same PID, the lock passed on) closes the pool's socket and opens it
 // again under the new program a moment later; a client that starts in
 // between must neither give up nor start a second pool (which would find
-// the lock held and exit). It reports false at once when the lock names
-// no live process: no pool runs, or one was killed and left its files.
+// the lock held and exit). It reports false at once when no one holds
+// the lock: no pool runs, or one exited or was killed and left its files
+// (the PID the lock file names is only for messages: it may be any
+// process's now).
 func awaitRunning(paths home.Paths, dial func() (net.Conn, error), deadline time.Time) (net.Conn, bool) {
-	pid := flock.ReadPID(paths.LockFile())
-	if pid <= 0 || pid == os.Getpid() {
-		return nil, false
-	}
-	deadline = minTime(deadline, time.Now().Add(runningWait))
-	for processAlive(pid) && time.Now().Before(deadline) {
+	return whileHeld(paths, dial, minTime(deadline, time.Now().Add(runningWait)))
+}
+
+// whileHeld dials while the instance lock is held, until a pool answers
+// (true) or the lock is free with none answering, or until (false).
+func whileHeld(paths home.Paths, dial func() (net.Conn, error), until time.Time) (net.Conn, bool) {
+	for held(paths.LockFile()) && time.Now().Before(until) {
 		if c, err := dial(); err == nil {
 			return c, true
 		}
@@ -148,7 +183,7 @@ func minTime(a, b time.Time) time.Time {
 // started is a pool process this client started.
 type started struct {
 	cmd    *exec.Cmd
-	exited chan struct{} // closed when it exits; nil once that is explained
+	exited chan struct{} // closed when it exits
 }
 
 func (p *started) describe() string {
@@ -235,7 +270,9 @@ func Binary() (string, error) {
 	return p, nil
 }
 
-// held reports whether a live process holds the lock at path.
+// held reports whether a live process holds the lock at path. It takes
+// the lock for an instant when it is free: a pool taking it at that
+// instant waits a moment for it (app's lockInstance) rather than give up.
 func held(path string) bool {
 	l, err := flock.TryLock(path)
 	if err != nil {

@@ -20,3 +20,6 @@ func clientGone() bool { return false }
 
 // clientWaiting is never asked where nothing is attached.
 func clientWaiting() bool { return true }
+
+// readWaiting is never asked where nothing is attached.
+func readWaiting(int) []byte { return nil }

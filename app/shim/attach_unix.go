@@ -60,3 +60,23 @@ func clientWaiting() bool {
 	n, err := unix.Poll(fds, 0)
 	return err == nil && n > 0
 }
+
+// readWaiting reads what the client has sent that no pool has read (our
+// fd 0), without waiting for more, up to max bytes: when the shim gives
+// up, it answers the requests there.
+func readWaiting(max int) []byte {
+	var out []byte
+	buf := make([]byte, bufSize)
+	for len(out) < max {
+		fds := []unix.PollFd{{Fd: 0, Events: unix.POLLIN}}
+		if n, err := unix.Poll(fds, 0); err != nil || n == 0 || fds[0].Revents&unix.POLLIN == 0 {
+			break
+		}
+		n, err := unix.Read(0, buf)
+		if n <= 0 || err != nil {
+			break
+		}
+		out = append(out, buf[:n]...)
+	}
+	return out
+}

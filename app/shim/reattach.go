@@ -87,14 +87,18 @@ func (a *attached) wait(conn net.Conn, br *bufio.Reader) error {
 }
 
 // reattach waits for a pool and hands it the session. It gives up only
-// when the client is gone (nothing to keep) or a pool refuses the session
-// (its server was removed from the config meanwhile). planned says the
-// last pool stopped on purpose: a new one is started only for a client
-// that sends something.
+// when the client is gone (nothing to keep), when a pool refuses the
+// session (its server was removed from the config meanwhile, or the pool
+// runs without it because its config does not load), or when no pool
+// can be started (maxFailedStarts, backing off between them); then it
+// answers what the client waits for (giveUp). planned says the last pool
+// stopped on purpose: a new one is started only for a client that sends
+// something.
 func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 	sock := a.paths.PoolSocket()
 	dial := func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) }
 	mayStart := true
+	var backoff startBackoff
 	var lost []wire.Lost
 	midLine := false
 	for {
@@ -102,10 +106,16 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 			return nil, nil, errClientGone
 		}
 		conn, err := dial()
-		if err != nil && mayStart && (!planned || len(a.pending) > 0 || clientWaiting()) {
+		if err != nil && mayStart && backoff.ready() && (!planned || len(a.pending) > 0 || clientWaiting()) {
 			conn, err = launch.Ensure(a.paths, dial)
-			if errors.Is(err, launch.ErrDisabled) {
+			switch {
+			case errors.Is(err, launch.ErrDisabled):
 				mayStart = false // wait for the user to start it
+			case err != nil && backoff.failed():
+				return nil, nil, a.giveUp(fmt.Errorf("%w (no pool socket at %s) and starting one failed %d times; the last time: %v",
+					ErrNoPool, sock, maxFailedStarts, err), lost, midLine)
+			case err == nil:
+				backoff.succeeded()
 			}
 		}
 		if err != nil {
@@ -147,10 +157,35 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 		}
 		if w.Error != "" || !w.Attached {
 			conn.Close()
-			return nil, nil, fmt.Errorf("the restarted pool did not take the session back: %s", w.Error)
+			return nil, nil, a.giveUp(fmt.Errorf("the restarted pool did not take the session back: %s", w.Error), lost, midLine)
 		}
 		a.run, a.session = w.Run, w.Session
 		a.pending = nil
 		return conn, br, nil
 	}
 }
+
+// giveUp ends a session that no pool will take: it answers what the
+// client waits for with an error naming cause (the requests the ledger
+// lists, which a dead pool took; the input the last pool handed back;
+// what the client sent since, which no pool read) and returns cause, for
+// the shim to print as it exits. lost and midLine are what the ledger
+// said already.
+func (a *attached) giveUp(cause error, lost []wire.Lost, midLine bool) error {
+	more, cut := takeLedger(a.ledger)
+	lost = mergeLost(lost, more)
+	var out []byte
+	if midLine || cut {
+		out = append(out, '\n') // end the answer the dead pool cut off
+	}
+	out = answerLost(out, lost, a.name, cause)
+	out = answerInput(out, append(a.pending, readWaiting(maxGiveUpInput)...), a.name, cause, lostIDs(lost))
+	if len(out) > 0 {
+		_, _ = os.Stdout.Write(out)
+	}
+	return cause
+}
+
+// maxGiveUpInput bounds the client's input a shim reads to answer it when
+// it gives up.
+const maxGiveUpInput = 16 << 20

@@ -250,11 +250,15 @@ func (r *relayed) control(line []byte, drain chan<- struct{}) (poolEnd, bool) {
 
 // reconnect finds the next pool and resumes the session there, sending
 // the held input first. After a planned stop it starts a pool only for a
-// client that has sent something since.
+// client that has sent something since. Like an attached shim's reattach
+// it backs off between failed starts and gives up after maxFailedStarts,
+// or when a pool refuses the session, answering what the client waits
+// for (giveUp).
 func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 	sock := r.paths.PoolSocket()
 	dial := func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) }
 	mayStart := true
+	var backoff startBackoff
 	// After a crash, what was sent and not answered is owed. After a
 	// planned stop the pool answered everything it took, and what it did
 	// not take comes back in held, to be sent again: nothing is owed.
@@ -268,10 +272,16 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 			return nil, nil, errClientGone
 		}
 		conn, err := dial()
-		if err != nil && mayStart && (!planned || len(r.held) > 0) {
+		if err != nil && mayStart && backoff.ready() && (!planned || len(r.held) > 0) {
 			conn, err = launch.Ensure(r.paths, dial)
-			if errors.Is(err, launch.ErrDisabled) {
+			switch {
+			case errors.Is(err, launch.ErrDisabled):
 				mayStart = false
+			case err != nil && backoff.failed():
+				return nil, nil, r.giveUp(fmt.Errorf("%w (no pool socket at %s) and starting one failed %d times; the last time: %v",
+					ErrNoPool, sock, maxFailedStarts, err), lost)
+			case err == nil:
+				backoff.succeeded()
 			}
 		}
 		if err != nil {
@@ -305,7 +315,7 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 		}
 		if w.Error != "" {
 			conn.Close()
-			return nil, nil, fmt.Errorf("the restarted pool did not take the session back: %s", w.Error)
+			return nil, nil, r.giveUp(fmt.Errorf("the restarted pool did not take the session back: %s", w.Error), lost)
 		}
 		r.count.sent(r.held) // this pool has them now
 		r.run, r.session, r.held = w.Run, w.Session, nil
@@ -328,4 +338,18 @@ func (r *relayed) takeInput() {
 			return
 		}
 	}
+}
+
+// giveUp ends a session that no pool will take: it answers what the
+// client waits for with an error naming cause (lost, which a dead pool
+// took; the input no pool took) and returns cause, for the shim to print
+// as it exits.
+func (r *relayed) giveUp(cause error, lost []wire.Lost) error {
+	r.takeInput()
+	out := answerLost(nil, lost, r.name, cause)
+	out = answerInput(out, r.held, r.name, cause, lostIDs(lost))
+	if len(out) > 0 {
+		_, _ = r.out.Write(out)
+	}
+	return cause
 }

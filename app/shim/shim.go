@@ -56,13 +56,17 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 	deadline := time.Now().Add(launch.StartTimeout)
 	for died := 0; ; {
 		if conn, err = dialPool(paths); err != nil {
-			return err
+			return answerRefused(attach, name, err)
 		}
 		if br, w, err = greet(conn, append(hello, '\n'), attach, ledger); err == nil {
 			break
 		}
 		conn.Close()
 		var gone *poolGoneError
+		var refused refusedError
+		if errors.As(err, &refused) {
+			return answerRefused(attach, name, err)
+		}
 		if !errors.As(err, &gone) || time.Now().After(deadline) {
 			return err
 		}
@@ -140,7 +144,26 @@ func greet(conn net.Conn, hello []byte, attach bool, ledger *os.File) (*bufio.Re
 		return nil, w, &poolGoneError{err: errors.New(w.Error), stopping: true} // the next pool, or the upgraded one, takes it
 	}
 	if w.Error != "" {
-		return nil, w, errors.New(w.Error)
+		return nil, w, refusedError(w.Error)
 	}
 	return br, w, nil
+}
+
+// refusedError is a pool's Welcome refusing the session (no such server):
+// it closed the client's pipes it was handed.
+type refusedError string
+
+func (e refusedError) Error() string { return string(e) }
+
+// answerRefused answers the requests the client has sent already (its
+// initialize) with err, when no pool took its pipes, so that it sees why
+// as an answer and not only as the shim's exit; and returns err.
+func answerRefused(attach bool, name string, err error) error {
+	if !attach {
+		return err // the relay reads its input only once it relays
+	}
+	if out := answerInput(nil, readWaiting(maxGiveUpInput), name, err, map[string]bool{}); len(out) > 0 {
+		_, _ = os.Stdout.Write(out)
+	}
+	return err
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +16,8 @@ import (
 // commands and their expected output against the built binary, with
 // SWITCHBOARD_HOME in the script's own work directory. $FAKEMCP is the
 // fake MCP server; `waitfor pool` polls `switchboard status` until the
-// pool answers, with a deadline.
+// pool answers, and `waitfor status REGEXP` until its JSON matches, with a
+// deadline.
 func TestScripts(t *testing.T) {
 	bin := filepath.Dir(sbBin)
 	testscript.Run(t, testscript.Params{
@@ -33,22 +36,36 @@ func TestScripts(t *testing.T) {
 }
 
 // waitforCmd is `waitfor pool`: it polls `switchboard status` until the
-// pool answers (or, negated, until none does), for at most 20 s.
+// pool answers (or, negated, until none does); or `waitfor status REGEXP`:
+// it polls `switchboard status --json` until its output matches REGEXP
+// (or, negated, until it does not). Each for at most 20 s.
 func waitforCmd(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 1 || args[0] != "pool" {
-		ts.Fatalf("usage: waitfor pool")
+	var match *regexp.Regexp
+	switch {
+	case len(args) == 1 && args[0] == "pool":
+	case len(args) == 2 && args[0] == "status":
+		match = regexp.MustCompile(args[1])
+	default:
+		ts.Fatalf("usage: waitfor pool | waitfor status REGEXP")
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		cmd := exec.Command(sbBin, "status")
+		if match != nil {
+			cmd.Args = append(cmd.Args, "--json")
+		}
 		cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+ts.Getenv("SWITCHBOARD_HOME"))
-		err := cmd.Run()
-		if (err == nil) != neg {
+		out, err := cmd.Output()
+		ok := err == nil
+		if match != nil {
+			ok = ok && match.Match(out)
+		}
+		if ok != neg {
 			return
 		}
 		if time.Now().After(deadline) {
-			ts.Fatalf("waitfor pool: %s after 20 s", map[bool]string{false: "no pool answers", true: "a pool still answers"}[neg])
+			ts.Fatalf("waitfor %s: still %s after 20 s", strings.Join(args, " "), map[bool]string{false: "not", true: "so"}[neg])
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // poll interval
 	}
 }

@@ -510,3 +510,70 @@ func upgradesWhileSessionsComeAndGo(t *testing.T, config string) {
 	}
 	t.Logf("%d sessions of %d calls each through %d upgrades", sessions, calls, upgrades)
 }
+
+// An upgrade while the config file is broken (the running pool kept its
+// last good config): the new program runs the config the old one ran,
+// handed over with the children, so the child is carried and the session
+// goes on; status shows the file's error, as before the upgrade; the
+// fixed file is then applied. On the first edition the new program loaded
+// the broken file and exited: the carried children died with it, and
+// every client's connect started pools in a loop.
+func TestUpgradeWithABrokenConfigKeepsTheChildren(t *testing.T) {
+	in := serve(t, noClientStarts(fakeConfig(t)))
+	s := in.connect(t, "fake")
+	s.initialize("through-a-broken-config")
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pid","arguments":{}}}`)
+	child := toolText(s.recvID("1"))
+	cfg := filepath.Join(in.home, "config.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"fake": {"command": `), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const want = "unexpected end of the file"
+	waitFor(t, "the config error in status", func() bool {
+		st := in.status()
+		return st.ConfigError != nil && strings.Contains(*st.ConfigError, want)
+	})
+
+	up := exec.Command(sbBin, "upgrade", "--binary", sbBin, "--json")
+	up.Env = append(os.Environ(), "SWITCHBOARD_HOME="+in.home)
+	var upOut syncBuffer
+	up.Stdout, up.Stderr = &upOut, &upOut
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	upDone := make(chan error, 1)
+	go func() { upDone <- up.Wait() }()
+	select {
+	case err := <-upDone:
+		var res struct {
+			CarriedChildren []int `json:"carriedChildren"`
+		}
+		if err != nil || json.Unmarshal([]byte(upOut.String()), &res) != nil || len(res.CarriedChildren) != 1 || strconv.Itoa(res.CarriedChildren[0]) != child {
+			t.Fatalf("upgrade: %v %s (the child: %s)", err, upOut.String(), child)
+		}
+	case err := <-in.done:
+		in.done <- err
+		_ = up.Process.Kill()
+		t.Fatalf("the upgraded pool exited: %v", err)
+	case <-time.After(30 * time.Second):
+		_ = up.Process.Kill()
+		t.Fatal("the upgrade did not finish within 30 s")
+	}
+	st := in.status()
+	if st.ConfigError == nil || !strings.Contains(*st.ConfigError, want) || len(st.Backends) != 1 || strconv.Itoa(st.Backends[0].PID) != child {
+		t.Fatalf("after the upgrade: configError %v, backends %+v (the child was %s)", st.ConfigError, st.Backends, child)
+	}
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"pid","arguments":{}}}`)
+	if got := toolText(s.recvID("2")); got != child {
+		t.Fatalf("the session after the upgrade reached child %q, want the carried %s", got, child)
+	}
+	// Fixed: applied by hot reload, the child kept.
+	if err := os.WriteFile(cfg, []byte(noClientStarts(fakeConfig(t))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the fixed config applied", func() bool { return in.status().ConfigError == nil })
+	s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"pid","arguments":{}}}`)
+	if got := toolText(s.recvID("3")); got != child {
+		t.Fatalf("after the fix the session reached child %q, want %s", got, child)
+	}
+}

@@ -1,0 +1,97 @@
+package shim
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pool/wire"
+)
+
+// A shim whose pool went away starts the next one (launch.Ensure) when
+// clients may. A pool that will not start (a broken install, a home it
+// cannot use) must not be started again and again while the client waits
+// for ever: the shim backs off between attempts, and after
+// maxFailedStarts it gives up. It then answers what its client waits for
+// with a JSON-RPC error naming the cause, and exits saying why.
+
+// maxFailedStarts is how many failed pool starts in a row a shim makes
+// before it gives up on its session.
+const maxFailedStarts = 3
+
+// firstStartBackoff is the wait after the first failed start; it doubles
+// after each.
+const firstStartBackoff = time.Second
+
+// startBackoff paces a shim's attempts to start a pool. The zero value
+// allows an attempt at once.
+type startBackoff struct {
+	failures int
+	next     time.Time // no attempt before
+}
+
+// ready reports whether an attempt may be made now.
+func (b *startBackoff) ready() bool { return !time.Now().Before(b.next) }
+
+// failed counts a failed attempt and reports whether that was the last.
+func (b *startBackoff) failed() (giveUp bool) {
+	b.failures++
+	b.next = time.Now().Add(firstStartBackoff << (b.failures - 1))
+	return b.failures >= maxFailedStarts
+}
+
+// succeeded starts the count again.
+func (b *startBackoff) succeeded() { *b = startBackoff{} }
+
+// answerLost appends an error answer for each request a pool took and
+// never answered: it may have run where it had been written to a child.
+func answerLost(dst []byte, lost []wire.Lost, server string, cause error) []byte {
+	for _, l := range lost {
+		var e *jsonrpc.Error
+		if l.Written {
+			e = &jsonrpc.Error{Code: jsonrpc.CodeBackendDied,
+				Message: fmt.Sprintf("Switchboard stopped while this request was in flight on server %q, and no pool could take the session back: %v; it was not re-sent because it may have executed", server, cause)}
+		} else {
+			e = &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable,
+				Message: fmt.Sprintf("Switchboard stopped before this request reached server %q, and no pool could take the session back: %v; it did not run", server, cause)}
+		}
+		e.Data = map[string]any{"retryable": true, "mayHaveExecuted": l.Written, "server": server}
+		dst = append(jsonrpc.AppendErrorResponse(dst, []byte(l.ID), e), '\n')
+	}
+	return dst
+}
+
+// answerInput appends an error answer for each request in input, the
+// client's bytes no pool has handled (a line cut short at its end is
+// no request yet). answered lists ids answered already, which are not
+// answered twice.
+func answerInput(dst, input []byte, server string, cause error, answered map[string]bool) []byte {
+	for len(input) > 0 {
+		i := bytes.IndexByte(input, '\n')
+		if i < 0 {
+			break
+		}
+		line := input[:i]
+		input = input[i+1:]
+		m, err := jsonrpc.Parse(line)
+		if err != nil || m.Kind != jsonrpc.KindRequest || answered[string(m.IDBytes())] {
+			continue
+		}
+		answered[string(m.IDBytes())] = true
+		e := &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable,
+			Message: fmt.Sprintf("Switchboard cannot serve this session of server %q: %v; the request did not run", server, cause),
+			Data:    map[string]any{"retryable": true, "mayHaveExecuted": false, "server": server}}
+		dst = append(jsonrpc.AppendErrorResponse(dst, m.IDBytes(), e), '\n')
+	}
+	return dst
+}
+
+// lostIDs is the set of ids in lost.
+func lostIDs(lost []wire.Lost) map[string]bool {
+	ids := make(map[string]bool, len(lost))
+	for _, l := range lost {
+		ids[l.ID] = true
+	}
+	return ids
+}

@@ -1,0 +1,237 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/config"
+)
+
+// startIn starts an instance on the home paths (sbHome), with its log
+// in logs, and stops it when the test ends unless it runs (runInstance).
+func startIn(t *testing.T, opts Options) (*Instance, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	inst, err := Start(opts)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return inst, logs
+}
+
+// runInstance runs inst until the test ends.
+func runInstance(t *testing.T, inst *Instance) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- inst.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+// fakeServers is a config running the fake server under each name.
+func fakeServers(t *testing.T, names ...string) []byte {
+	t.Helper()
+	m := map[string][]string{}
+	for _, n := range names {
+		m[n] = nil
+	}
+	return fakeConfig(t, m)
+}
+
+// TestStartWithABrokenConfig: a pool whose config file is broken when it
+// starts (a restart, or a client starting it, after a bad edit) starts all
+// the same, with no servers, and reports the error as a running pool does
+// when its file breaks (status's configError, the tray); the fixed file
+// is then applied by hot reload. On the first edition Start failed: the
+// pool exited, and every client's connect started another, in a loop.
+func TestStartWithABrokenConfig(t *testing.T) {
+	paths := sbHome(t)
+	if err := os.WriteFile(paths.Config, []byte(`{"mcpServers": {"a": {"command": `), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst, logs := startIn(t, Options{})
+	const want = "unexpected end of the file"
+	if err := inst.ConfigError(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("ConfigError = %v, want %q", err, want)
+	}
+	if st := inst.Status(); st.ConfigError == nil || !strings.Contains(*st.ConfigError, want) {
+		t.Fatalf("status configError = %v", st.ConfigError)
+	}
+	if got := inst.Pool.Servers(); len(got) != 0 {
+		t.Fatalf("servers %v, want none", got)
+	}
+	if !strings.Contains(logs.String(), "config not applied") {
+		t.Errorf("the log does not say so:\n%s", logs.String())
+	}
+	runInstance(t, inst)
+	if err := config.WriteFile(paths.Config, fakeServers(t, "a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the fixed file applied", func() bool {
+		return slices.Equal(inst.Pool.Servers(), []string{"a"}) && inst.ConfigError() == nil
+	})
+}
+
+// TestUpgradeWithABrokenConfigKeepsTheRunningConfig: the program an
+// upgrade starts (or a restart that hands over) with a config file that
+// broke meanwhile runs the config the earlier program ran, handed over
+// with the children, and reports the file's error. On the first edition
+// it exited: the children carried over died with it.
+func TestUpgradeWithABrokenConfigKeepsTheRunningConfig(t *testing.T) {
+	paths := sbHome(t)
+	running := fakeServers(t, "a", "b")
+	if err := os.WriteFile(paths.Config, []byte(`{"mcpServers": {"a": {"command": "x", "idleTimeout": "10 minutes"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// What an earlier program (this format) hands over: its running
+	// config, no lock descriptor (it lets the lock go as it exits), no
+	// children.
+	hf, _ := json.Marshal(map[string]any{"format": HandoverFormat, "from": map[string]string{"version": "0.0.1"}, "lockFD": -1, "config": running})
+	hpath := filepath.Join(paths.Run, "handover-test.json")
+	if err := os.WriteFile(hpath, hf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(HandoverEnv, hpath)
+	inst, _ := startIn(t, Options{})
+	if got := inst.Pool.Servers(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("servers %v, want the handed-over a, b", got)
+	}
+	const want = `mcpServers.a.idleTimeout: "10 minutes" is not a duration`
+	if err := inst.ConfigError(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("ConfigError = %v, want %q", err, want)
+	}
+	if inst.upgraded == nil || inst.upgraded.From.Version != "0.0.1" {
+		t.Fatalf("upgraded = %+v", inst.upgraded)
+	}
+	runInstance(t, inst)
+	// Fixed: applied, as any reload.
+	if err := config.WriteFile(paths.Config, fakeServers(t, "a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the fixed file applied", func() bool {
+		return slices.Equal(inst.Pool.Servers(), []string{"a"}) && inst.ConfigError() == nil
+	})
+}
+
+// TestEditBetweenStartAndRunIsApplied: the config the watcher compares
+// edits with is the one Start loaded, so an edit saved between Start and
+// Run is applied. On the first edition the watcher took the file as it
+// was when Run began, and that edit waited for the next one.
+func TestEditBetweenStartAndRunIsApplied(t *testing.T) {
+	paths := sbHome(t)
+	if err := os.WriteFile(paths.Config, fakeServers(t, "a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := startIn(t, Options{})
+	if got := inst.Pool.Servers(); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("servers at start: %v", got)
+	}
+	if err := config.WriteFile(paths.Config, fakeServers(t, "a", "b"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runInstance(t, inst)
+	eventually(t, 5*time.Second, "the edit made before Run applied", func() bool {
+		return slices.Equal(inst.Pool.Servers(), []string{"a", "b"})
+	})
+}
+
+// TestStarterConfigIsWrittenWhole: a reader (a client starting, the
+// watcher) never sees the starter config half written or empty.
+func TestStarterConfigIsWrittenWhole(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "switchboard", "config.json")
+	var stop atomic.Bool
+	var partial atomic.Value
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !stop.Load() {
+			data, err := os.ReadFile(path)
+			if err == nil && string(data) != config.Starter {
+				partial.Store(fmt.Sprintf("%d of %d bytes", len(data), len(config.Starter)))
+			}
+		}
+	})
+	for range 300 {
+		if err := writeStarterConfig(path, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if p := partial.Load(); p != nil {
+		t.Fatalf("a reader saw the starter config partly written: %s", p)
+	}
+	if err := writeStarterConfig(path, true); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("starter config: %v, %v", fi.Mode(), err)
+	}
+}
+
+// TestFrontDoorClosesIdleConnections: a keep-alive connection left idle
+// on the HTTP front door (a client without the token, say) is closed
+// after the idle timeout, instead of holding a goroutine and a descriptor
+// for ever.
+func TestFrontDoorClosesIdleConnections(t *testing.T) {
+	old := frontDoorIdleTimeout
+	frontDoorIdleTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { frontDoorIdleTimeout = old })
+	paths := sbHome(t)
+	if err := os.WriteFile(paths.Config, fakeServers(t, "a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := startIn(t, Options{HTTPListen: "127.0.0.1:0"})
+	runInstance(t, inst)
+	var addr string
+	eventually(t, 5*time.Second, "the front door listening", func() bool {
+		if st := inst.Status(); st.HTTP != nil {
+			addr = st.HTTP.Listen
+		}
+		return addr != ""
+	})
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /mcp/a HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", addr)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || resp.Close {
+		t.Fatalf("without the token: %d, close %v; want 401 on a kept-alive connection", resp.StatusCode, resp.Close)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("the idle connection: %v, want it closed by the front door", err)
+	}
+}
