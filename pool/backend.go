@@ -61,14 +61,21 @@ type backend struct {
 
 	// Counted by readLoop, read by snapshots.
 	badLines, orphaned atomic.Uint64
+	// Client notifications dropped past their bound (sendNotification).
+	notesDropped atomic.Uint64
 
 	// mu guards the groups below.
 	mu sync.Mutex
 
-	// What is written to the child: send, sendRaw and writeLoop.
-	child   *child
-	queue   []outItem
-	writing bool // a write to the child's stdin is under way: writeLoop's or a sender's (send)
+	// What is written to the child: send, sendRaw, sendNotification and
+	// writeLoop. notes counts the bytes of each session's notifications
+	// in queue, notesBytes all of them: what leaves the queue leaves the
+	// count (unqueuedLocked, notesGoneLocked).
+	child      *child
+	queue      []outItem
+	writing    bool // a write to the child's stdin is under way: writeLoop's or a sender's (send)
+	notes      map[*session]int
+	notesBytes int
 
 	// The backend's life: written by supervise (and stop, drain,
 	// reconfigure), read by sessions and snapshots.
@@ -113,6 +120,9 @@ type outItem struct {
 	// line, not a copy; a non-nil restFor says there is a rest.
 	rest    []byte
 	restFor *child
+	// from is the session whose notification this is: its bytes count
+	// in backend.notes while it is queued.
+	from *session
 }
 
 func newBackend(srv *server, cfg ServerConfig, owner *session, roots []string, caps clientCaps) *backend {
@@ -362,8 +372,9 @@ func (b *backend) writeDirect(c *child, p *pending) {
 	}
 }
 
-// sendRaw queues a line that is not a request: a notification or an answer
-// to the child's own request.
+// sendRaw queues a line that is not a request: the pool's own
+// notification (a cancellation) or an answer to the child's own request.
+// What a client notifies goes through sendNotification.
 func (b *backend) sendRaw(line []byte) {
 	b.mu.Lock()
 	if b.stopErr != nil && b.child == nil {
@@ -375,6 +386,86 @@ func (b *backend) sendRaw(line []byte) {
 	b.signal()
 }
 
+// The bounds on what client notifications hold in one backend's queue:
+// one session's, and all sessions' together. Past either, a notification
+// is dropped, counted and logged; a session with none queued, on a
+// backend with none queued, always has room for one (the framing limit
+// bounds it), as overLimitLocked admits one request.
+//
+// Why dropped, and not counted in MaxSessionBytes: a request is kept
+// until its child answers (for a retry after a crash) and its client
+// waits for that answer, so past the share it is refused with an error.
+// A notification waits for no answer and is kept only until it is
+// written; a backlog means the child does not read (it stopped, is
+// restarting, or failed). Dropping it needs no answer, never blocks the
+// session's reader and takes no lock of the session's: the count is the
+// backend's own. A session's share is far below MaxSessionBytes (by
+// default 128 MiB, sized for one largest request): no child that reads
+// lets a megabyte of notifications wait. The total bounds what many
+// sessions, and sessions that came and went, leave on a child that does
+// not read; it takes sixteen full shares to reach, so one session alone
+// never crowds out the others' notifications.
+const (
+	maxSessionNoteBytes = 1 << 20
+	maxNoteBytes        = 16 << 20
+)
+
+// sendNotification queues a client's notification for the child, unless
+// from's share or the backend's bound is full: then it is dropped.
+func (b *backend) sendNotification(from *session, line []byte) {
+	size := len(line)
+	b.mu.Lock()
+	if b.stopErr != nil && b.child == nil {
+		b.mu.Unlock()
+		return
+	}
+	mine := b.notes[from]
+	if mine > 0 && mine+size > maxSessionNoteBytes || b.notesBytes > 0 && b.notesBytes+size > maxNoteBytes {
+		all := b.notesBytes
+		b.mu.Unlock()
+		b.droppedNotification(from, mine, all, size)
+		return
+	}
+	if b.notes == nil {
+		b.notes = map[*session]int{}
+	}
+	b.notes[from] = mine + size
+	b.notesBytes += size
+	b.queue = append(b.queue, outItem{line: line, from: from})
+	b.mu.Unlock()
+	b.signal()
+}
+
+func (b *backend) droppedNotification(from *session, mine, all, size int) {
+	n := b.notesDropped.Add(1)
+	log := b.log.Debug
+	if n <= 10 || n%1000 == 0 {
+		log = b.log.Warn
+	}
+	log("dropping a client's notification: the child is not reading what it was sent", "session", from.id,
+		"bytes", size, "sessionQueued", mine, "queued", all, "dropped", n)
+}
+
+// unqueuedLocked uncounts a line that leaves the queue.
+func (b *backend) unqueuedLocked(it *outItem) {
+	if it.from == nil {
+		return
+	}
+	if n := b.notes[it.from] - len(it.line); n > 0 {
+		b.notes[it.from] = n
+	} else {
+		delete(b.notes, it.from)
+	}
+	b.notesBytes -= len(it.line)
+}
+
+// notesGoneLocked uncounts every notification, after the queue lost them
+// all (a dead child's, or everything when the backend fails or stops).
+func (b *backend) notesGoneLocked() {
+	clear(b.notes)
+	b.notesBytes = 0
+}
+
 func (b *backend) signal() {
 	select {
 	case b.wake <- struct{}{}:
@@ -383,11 +474,13 @@ func (b *backend) signal() {
 }
 
 // writeLoop writes the child's stdin whenever a sender did not (send): it
-// takes everything queued, writes it with one Write, and marks a request
-// written only when Write reports all of its bytes (and newline) taken:
-// at-most-once depends on that bit. The ledger hears "written" before the
-// write, so a pool killed mid-write never under-reports. It exits when
-// the child exits or a write fails.
+// takes what is queued, in order, up to maxBatch bytes (a longer line
+// alone), writes it with one Write, and marks a request written only when
+// Write reports all of its bytes (and newline) taken: at-most-once
+// depends on that bit. A request the child took any byte of before a
+// write failed may have run, and is never queued again as if it had not.
+// The ledger hears "written" before the write, so a pool killed mid-write
+// never under-reports. It exits when the child exits or a write fails.
 func (b *backend) writeLoop(c *child) {
 	defer close(c.writerDone)
 	const maxBatch = 256 << 10
@@ -404,6 +497,7 @@ func (b *backend) writeLoop(c *child) {
 		b.mu.Lock()
 		if !b.writing {
 			keep := b.queue[:0]
+			full := false // an item did not fit: it and every later one wait for the next write, in order
 			b.reqs.update(func(in *inFlight) {
 				for _, it := range b.queue {
 					switch {
@@ -415,7 +509,13 @@ func (b *backend) writeLoop(c *child) {
 						out.addByte('\n')
 					case it.p != nil && in.isDoneLocked(it.p):
 						continue // ended while queued: the child never needs it
-					case (!c.ready && !it.early) || (out.size > 0 && out.size+len(it.line) > maxBatch):
+					case !c.ready && !it.early:
+						keep = append(keep, it) // the handshake's lines go first
+						continue
+					case full || out.size > 0 && out.size+len(it.line) > maxBatch:
+						// Nothing overtakes a line held back: the child
+						// hears its lines in the order they were queued.
+						full = true
 						keep = append(keep, it)
 						continue
 					default:
@@ -438,6 +538,7 @@ func (b *backend) writeLoop(c *child) {
 			b.writing = len(batch) > 0
 			i := 0
 			for _, it := range batch {
+				b.unqueuedLocked(&it)
 				if it.p != nil && it.restFor == nil {
 					ledger[i].ledgerWritten(it.p)
 					i++
@@ -470,11 +571,18 @@ func (b *backend) writeLoop(c *child) {
 					if ok, sess := in.wroteLocked(it.p, now, c.pid); ok && sess != nil {
 						wrote, whose = append(wrote, it.p), append(whose, sess)
 					}
-				case it.restFor == nil:
-					// (Only after a failed write: the child is gone.)
+				case it.restFor == nil && startOf(ends, i) >= n:
+					// (Only after a failed write: the child is gone.) None
+					// of it was taken: the next child may have it.
 					if requeued, untake := in.unwriteLocked(it.p); requeued {
 						requeue, ledger = append(requeue, it), append(ledger, untake)
 					}
+				default:
+					// The child took part of it, maybe all but its
+					// newline, and may have run it (a streaming decoder
+					// needs no newline): it stays being written, as
+					// writeDirect leaves a request the pipe took part of,
+					// and its child's death answers it as may have run.
 				}
 			}
 		})
@@ -500,6 +608,15 @@ func (b *backend) writeLoop(c *child) {
 			return
 		}
 	}
+}
+
+// startOf is where the i-th of a write's lines starts, given where each
+// ends.
+func startOf(ends []int, i int) int {
+	if i == 0 {
+		return 0
+	}
+	return ends[i-1]
 }
 
 // readLoop is the only reader of the child's stdout. It resolves responses,

@@ -290,7 +290,8 @@ func (in *inFlight) wroteLocked(p *pending, at time.Time, pid int) (ok bool, ses
 }
 
 // unwriteLocked puts back in the queue a request being written none of
-// which was taken (or whose write failed, its child gone). untake is the
+// which was taken (the pipe was full, or a write failed before it, its
+// child gone): one the child took a byte of may have run. untake is the
 // session whose ledger must hear "not written" again: set when the
 // request never reached any child.
 func (in *inFlight) unwriteLocked(p *pending) (requeued bool, untake *session) {

@@ -586,7 +586,7 @@ func (s *session) onNotification(msg *jsonrpc.Message) {
 	if err != nil {
 		return
 	}
-	b.sendRaw(notificationForChild(msg))
+	b.sendNotification(s, notificationForChild(msg))
 }
 
 // onResponse routes the client's answer to a child's request.

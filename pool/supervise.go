@@ -257,6 +257,7 @@ func (b *backend) reap(c *child, stopped error) {
 	retry = slices.DeleteFunc(retry, isSub)
 	failed = slices.DeleteFunc(failed, isSub)
 	b.queue = slices.DeleteFunc(b.queue, func(it outItem) bool { return it.p == nil || isSub(it.p) })
+	b.notesGoneLocked()
 	requeue := make([]outItem, 0, len(retry))
 	for _, p := range retry {
 		requeue = append(requeue, outItem{p: p, line: p.line})
@@ -336,6 +337,7 @@ func (b *backend) noteCrash(cause error, budget *restartBudget) (failed bool, wa
 // the same lock, so that no request is queued after it.
 func (b *backend) takeAllLocked() []*pending {
 	b.queue = nil
+	b.notesGoneLocked()
 	return b.reqs.all()
 }
 

@@ -1,0 +1,87 @@
+//go:build unix
+
+package pool
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// writeTakenInPart has writeLoop write one tools/call of size bytes to a
+// child whose stdin pipe takes part of it and then breaks: take is the
+// child's end, which reads what it will and then closes. The child then
+// dies. The request may have run (the child had bytes of it, and a
+// server that parses as it reads may have all it needs), so at-most-once
+// says: answered with mayHaveExecuted, never written again to the next
+// child.
+func writeTakenInPart(t *testing.T, size int, take func(t *testing.T, r *os.File)) {
+	t.Helper()
+	rig := newEndingRig(t)
+	b := rig.b
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	c := deadChild(t) // its pipes, its channels; exited and done are reset below
+	c.stdin.Close()
+	c.stdin = pw
+	c.exited, c.writerDone = make(chan struct{}), make(chan struct{})
+	c.ready = true
+
+	head := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t","arguments":{"text":"`
+	tail := `"}}}`
+	line := []byte(head + strings.Repeat("a", size-len(head)-len(tail)) + tail)
+	pe := &pending{id: 7, sess: rig.s, b: b, origID: []byte(`"a"`), method: "tools/call", name: "t", line: line}
+	if r, _, _ := b.reqs.register(pe, 100, 0); r != registered {
+		t.Fatalf("register: %v", r)
+	}
+	rig.s.mu.Lock()
+	rig.s.trackLocked(string(pe.origID), pe.origID, pe)
+	rig.s.mu.Unlock()
+	b.mu.Lock()
+	b.queue = append(b.queue, outItem{p: pe, line: line})
+	b.mu.Unlock()
+
+	go b.writeLoop(c)
+	take(t, pr)
+	<-c.writerDone // the write failed: the loop is over
+
+	var ran bool
+	var state reqState
+	b.reqs.update(func(*inFlight) { ran, state = pe.mayHaveRunLocked(), pe.state })
+	b.mu.Lock()
+	requeued := slices.ContainsFunc(b.queue, func(it outItem) bool { return it.p == pe })
+	b.mu.Unlock()
+	if !ran || requeued {
+		t.Errorf("after the child took part of it: state %v, may have run %v, queued again %v; want it may have run, not queued again", state, ran, requeued)
+	}
+
+	close(c.exited)
+	b.reap(c, nil) // the child is gone: at-most-once decides
+	got := rig.answers()
+	if len(got) != 1 || !strings.Contains(got[0], `"id":"a"`) || !strings.Contains(got[0], `"mayHaveExecuted":true`) {
+		t.Fatalf("the client's answer after its child died: %q; want one error with mayHaveExecuted true", got)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) != 0 {
+		t.Errorf("%d lines still queued for the next child", len(b.queue))
+	}
+}
+
+// A request of which the child's pipe took some bytes before the write
+// failed may have run: it is never sent again as if it had not.
+func TestWriteLoopPartOfALineTakenMayHaveRun(t *testing.T) {
+	writeTakenInPart(t, 1<<20, func(t *testing.T, r *os.File) {
+		buf := make([]byte, 10)
+		if _, err := io.ReadFull(r, buf); err != nil || !bytes.HasPrefix(buf, []byte(`{"jsonrpc"`)) {
+			t.Fatalf("the child read %q, %v", buf, err)
+		}
+		r.Close() // the child took 10 bytes and more in its pipe, then went away
+	})
+}
