@@ -155,9 +155,11 @@
 //     [backend.supervise], [restartBudget.exited], [backend.waitToRestart],
 //     [backend.noteCrash].
 //   - A pool that stops on purpose hands each attached or relaying session
-//     back to its shim with the input it had not handled; the next pool
-//     resumes it and answers what the last one owed (the shim's ledger, or
-//     the history): [Pool.handBackSessions], [session.handOverRelay],
+//     back to its shim with the input it had not handled, a message still
+//     waiting for its child's handshake included (unanswered: nothing had
+//     acted on it); the next pool resumes it and answers what the last one
+//     owed (the shim's ledger, or the history): [Pool.handBackSessions],
+//     [handBack.handle], [session.awaitHandshake], [session.handOverRelay],
 //     [session.resume], [mergeLost], [ledger.take].
 //   - An upgrade carries ready shared children over the exec to the next
 //     program, which adopts them without a handshake: [Pool.Handover],

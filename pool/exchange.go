@@ -1,6 +1,8 @@
 package pool
 
 import (
+	"errors"
+
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
 
@@ -125,6 +127,9 @@ func (s *session) replyTo(x *exchange, id, result []byte) {
 
 // replyErrorTo answers request id, carried by x, with err.
 func (s *session) replyErrorTo(x *exchange, id []byte, err error) {
+	if errors.Is(err, errGivenBack) {
+		return // the request goes back to the shim unanswered: the next pool answers it (handback.go)
+	}
 	e := asRPCError(err)
 	s.respond(x, jsonrpc.AppendErrorResponse(nil, id, e), e.Code)
 }
@@ -147,7 +152,7 @@ func (s *session) handshaken(x *exchange) (*backend, *handshake, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	hs, err := b.handshakeResult(s.closed)
+	hs, err := s.awaitHandshake(b)
 	if err != nil {
 		return nil, nil, err
 	}

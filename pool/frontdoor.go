@@ -292,15 +292,15 @@ func (s *session) readFrom(r io.Reader, peer syscall.RawConn, hb *handBack) {
 	for {
 		line, err := lr.next()
 		if err != nil {
-			if hb.stopped(lr, s) {
-				return // the pool is stopping; the session goes back to its shim
-			}
 			var tl *tooLongError
 			if errors.As(err, &tl) && err == error(tl) {
 				s.p.parseErrors.Add(1)
 				id, _ := findClientID(tl.head)
 				s.replyError(id, newError(errMessageTooLarge, false, "", tl.size, s.p.opts.MaxMessageBytes))
 				continue
+			}
+			if hb.stopped(lr, s) {
+				return // the pool is stopping; the session goes back to its shim
 			}
 			if errors.Is(err, io.EOF) {
 				s.halfClose(peer)
@@ -309,7 +309,7 @@ func (s *session) readFrom(r io.Reader, peer syscall.RawConn, hb *handBack) {
 			s.close(nil)
 			return
 		}
-		s.handle(line)
+		hb.handle(s, line) // s.handle(line), unless the session goes back to its shim
 	}
 }
 

@@ -322,7 +322,7 @@ func (s *server) handshake(sess *session) (*handshake, error) {
 		if err != nil {
 			return nil, err
 		}
-		return b.handshakeResult(sess.closed)
+		return sess.awaitHandshake(b)
 	}
 	s.mu.Lock()
 	if s.removed || s.cfg.Disabled {
@@ -335,7 +335,7 @@ func (s *server) handshake(sess *session) (*handshake, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.handshakeResult(sess.closed)
+	return sess.awaitHandshake(b)
 }
 
 // reconfigure applies a changed config. Pool-side settings apply at once;

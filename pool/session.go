@@ -273,8 +273,8 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 			s.replyErrorTo(x, id, err)
 			return
 		}
-		if _, err := b.handshakeResult(s.closed); err == nil && s.setLogLevel(b, id, params, x) {
-			return
+		if _, err := s.awaitHandshake(b); err == nil && s.setLogLevel(b, id, params, x) || errors.Is(err, errGivenBack) {
+			return // answered, or handed back unanswered (handback.go)
 		}
 		s.noteLogLevel(params) // the child answers; the session gets what it asked for
 	case "resources/subscribe", "resources/unsubscribe":

@@ -1,0 +1,302 @@
+//go:build unix
+
+package pool_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/pool/wire"
+)
+
+const (
+	handBackInit = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"a","version":"1"}}}`
+	handBackList = `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`
+)
+
+// TestHandBackCarriesAMessageWaitingForAStartingChild: a client whose
+// initialize waits for a slow child (an npx server installing itself)
+// when the pool stops has that initialize, and what it sent after it,
+// handed back to its shim unanswered and in order; the next pool answers
+// each exactly once. Before, the stop's grace ran out with the reader
+// still waiting, the session went back with nothing pending, and what
+// the reader held was lost: the client waited forever.
+func TestHandBackCarriesAMessageWaitingForAStartingChild(t *testing.T) {
+	tp := newTestPool(t, &pool.Options{StopGrace: 300 * time.Millisecond}, fake("slow", "-startup-delay", "5s"))
+	a := tp.attach(t, "slow")
+	sent := handBackInit + "\n" + handBackList + "\n"
+	if _, err := a.in.WriteString(sent); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the initialize to start the child it waits for", func() bool { return len(tp.Snapshot().Backends) == 1 })
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tp.Close()
+	}()
+	bye := a.goodbye(10 * time.Second)
+	<-stopped
+	if bye.End != wire.EndPoolStopping {
+		t.Fatalf("farewell %+v: not handed back", bye)
+	}
+	if string(bye.Pending) != sent {
+		t.Fatalf("Pending %q, want what the client sent, in order: %q", bye.Pending, sent)
+	}
+	if got := a.rest(t); got != "" {
+		t.Fatalf("the stopped pool answered %q, and handed it back too", got)
+	}
+
+	next := newTestPool(t, nil, fake("slow"))
+	b := next.resumeAttached(t, "slow", nil, bye.Pending)
+	for _, id := range []string{"0", "7"} {
+		line, err := b.out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("answer %s: %q, %v", id, line, err)
+		}
+		var m msg
+		if err := json.Unmarshal([]byte(line), &m); err != nil || string(m.ID) != id || m.Error != nil || m.Result == nil {
+			t.Fatalf("the next pool answered %q, want the result for id %s", line, id)
+		}
+	}
+	b.in.Close() // the client is done: its session ends once it has its answers
+	if got := b.rest(t); got != "" {
+		t.Fatalf("the next pool answered more: %q", got)
+	}
+}
+
+// TestHandBackOfARelayedSessionCarriesAMessageWaitingForAStartingChild:
+// the same through a relaying shim: the Farewell's Pending carries the
+// waiting initialize and what came after it.
+func TestHandBackOfARelayedSessionCarriesAMessageWaitingForAStartingChild(t *testing.T) {
+	tp := newTestPool(t, &pool.Options{StopGrace: 300 * time.Millisecond}, fake("slow", "-startup-delay", "5s"))
+	conn, err := net.Dial("unix", tp.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, `{"server":"slow","resumable":true}`+"\n")
+	br := bufio.NewReader(conn)
+	if line, err := br.ReadBytes('\n'); err != nil || !bytes.Contains(line, []byte(`"session"`)) {
+		t.Fatalf("welcome: %q, %v", line, err)
+	}
+	sent := handBackInit + "\n" + handBackList + "\n"
+	if _, err := conn.Write([]byte(sent)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the initialize to start the child it waits for", func() bool { return len(tp.Snapshot().Backends) == 1 })
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tp.Close()
+	}()
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var bye pool.Farewell
+	for bye.End == "" {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("the stream ended without a farewell: %q, %v", line, err)
+		}
+		if len(line) == 0 || line[0] != wire.Control {
+			t.Fatalf("the stopped pool answered %q, and hands it back too", line)
+		}
+		var ctl struct {
+			Drain bool `json:"drain"`
+			pool.Farewell
+		}
+		if err := json.Unmarshal(line[1:], &ctl); err != nil {
+			t.Fatalf("control line %q: %v", line, err)
+		}
+		if ctl.Drain {
+			conn.Write([]byte(wire.ControlDone)) // as the shim: nothing more comes
+		}
+		bye = ctl.Farewell
+	}
+	<-stopped
+	if bye.End != wire.EndPoolStopping || string(bye.Pending) != sent {
+		t.Fatalf("farewell %q with Pending %q, want %q with %q", bye.End, bye.Pending, wire.EndPoolStopping, sent)
+	}
+}
+
+// TestHandBackCarriesASetLevelWaitingForItsOwnChild: a logging/setLevel
+// that waits for its session's own child (share "session": the session's
+// initialize was answered from another child's handshake) goes back like
+// an initialize, and is not sent to the child as well: a setLevel whose
+// wait fails is otherwise forwarded for the child to answer.
+func TestHandBackCarriesASetLevelWaitingForItsOwnChild(t *testing.T) {
+	cfg := fake("own", "-startup-delay", "3s")
+	cfg.Share = pool.ShareSession
+	tp := newTestPool(t, &pool.Options{StopGrace: 300 * time.Millisecond}, cfg)
+	first := tp.attach(t, "own")
+	first.initialize() // the server's handshake is known from now on
+	a := tp.attach(t, "own")
+	a.initialize() // answered from it: its own child is started by its first request
+	sent := `{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"debug"}}` + "\n" + handBackList + "\n"
+	if _, err := a.in.WriteString(sent); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the setLevel to start the child it waits for", func() bool { return len(tp.Snapshot().Backends) == 2 })
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tp.Close()
+	}()
+	bye := a.goodbye(10 * time.Second)
+	<-stopped
+	if bye.End != wire.EndPoolStopping || string(bye.Pending) != sent {
+		t.Fatalf("farewell %q with Pending %q, want %q with %q", bye.End, bye.Pending, wire.EndPoolStopping, sent)
+	}
+	if got := a.rest(t); got != "" {
+		t.Fatalf("the stopped pool answered %q, and handed it back too", got)
+	}
+}
+
+// TestHandBackCarriesAResumingSessionsInput: a session that its shim
+// resumes as the pool starts its child (the client's initialize is
+// adopted once the child's handshake is known) when that pool stops too
+// goes back with the input the shim brought: the pool had read it and
+// handled none of it. Before, the session went back with nothing pending,
+// and that input was lost.
+func TestHandBackCarriesAResumingSessionsInput(t *testing.T) {
+	tp := newTestPool(t, &pool.Options{StopGrace: 300 * time.Millisecond}, fake("slow", "-startup-delay", "5s"))
+	var init struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(handBackInit), &init); err != nil {
+		t.Fatal(err)
+	}
+	carried := handBackList + "\n"
+	a := tp.resumeAttached(t, "slow", init.Params, []byte(carried))
+	eventually(t, "the resumed initialize to start the child it waits for", func() bool { return len(tp.Snapshot().Backends) == 1 })
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tp.Close()
+	}()
+	bye := a.goodbye(15 * time.Second)
+	<-stopped
+	if bye.End != wire.EndPoolStopping || string(bye.Pending) != carried {
+		t.Fatalf("farewell %q with Pending %q, want %q with %q", bye.End, bye.Pending, wire.EndPoolStopping, carried)
+	}
+	if got := a.rest(t); got != "" {
+		t.Fatalf("the stopped pool answered %q, and handed it back too", got)
+	}
+}
+
+// TestHandBackStopsSessionsOwnChildrenTogether: the children of handed
+// back sessions of a share "session" server stop side by side, as
+// Pool.Close stops every other session's: each may take its stop's graces
+// (here the child ignores both its stdin closing and SIGTERM), and one
+// after another they held the stop up for the sum of them.
+func TestHandBackStopsSessionsOwnChildrenTogether(t *testing.T) {
+	const (
+		k        = 4
+		perChild = 4 * time.Second // the stdin grace, then the SIGTERM grace, before the SIGKILL
+	)
+	cfg := fake("own", "-exit-on-stdin-eof=false", "-ignore-sigterm")
+	cfg.Share = pool.ShareSession
+	tp := newTestPool(t, &pool.Options{StopGrace: 200 * time.Millisecond}, cfg)
+	var sessions []*attached
+	for range k {
+		a := tp.attach(t, "own")
+		a.initialize()
+		if got := a.roundTrip(handBackList); !strings.Contains(got, `"result"`) { // its own child answers
+			t.Fatalf("tools/list: %q", got)
+		}
+		sessions = append(sessions, a)
+	}
+	if n := len(tp.Snapshot().Backends); n != k {
+		t.Fatalf("%d children, want one for each of the %d sessions", n, k)
+	}
+	start := time.Now()
+	tp.Close()
+	took := time.Since(start)
+	for _, a := range sessions {
+		if end := a.goodbye(time.Second).End; end != wire.EndPoolStopping {
+			t.Errorf("farewell %q: not handed back", end)
+		}
+	}
+	if limit := k * perChild / 2; took >= limit {
+		t.Fatalf("the stop took %s with %d sessions' own children to stop, over %s: one after another", took, k, limit)
+	}
+	t.Logf("%d sessions handed back, their children stopped in %s", k, took)
+}
+
+// goodbye reads the shim's connection to the pool's Farewell, past any
+// State lines.
+func (a *attached) goodbye(within time.Duration) pool.Farewell {
+	a.t.Helper()
+	_ = a.conn.SetReadDeadline(time.Now().Add(within))
+	r := bufio.NewReader(a.conn)
+	for {
+		line, err := r.ReadBytes('\n')
+		var bye pool.Farewell
+		if err != nil || json.Unmarshal(line, &bye) != nil {
+			a.t.Fatalf("farewell: %q, %v", line, err)
+		}
+		if bye.End != "" {
+			return bye
+		}
+	}
+}
+
+// rest reads what the client's output has left, up to its end (the pool
+// has closed its copy).
+func (a *attached) rest(t *testing.T) string {
+	t.Helper()
+	_ = a.outFile.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, err := io.ReadAll(a.out)
+	if err != nil {
+		t.Fatalf("the client's output did not end: %q, %v", b, err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// resumeAttached resumes a handed-back session on tp as its shim does
+// (app/shim reattach): the hello names the earlier session and the
+// client's initialize params (init, when not nil), the client's pipes go
+// with it, and pending follows it. The client's pipes are new ones here:
+// what matters is that the pool reads pending first.
+func (tp *testPool) resumeAttached(t *testing.T, server string, init, pending []byte) *attached {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("unix", tp.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := c.(*net.UnixConn)
+	hello, _ := json.Marshal(pool.Hello{Server: server, Attach: true,
+		Resume: &wire.Resume{Run: "earlier", Session: "s1", Initialize: init, PendingBytes: len(pending)}})
+	if _, _, err := conn.WriteMsgUnix(append(hello, '\n'), syscall.UnixRights(int(inR.Fd()), int(outW.Fd())), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(pending); err != nil {
+		t.Fatal(err)
+	}
+	inR.Close()
+	outW.Close()
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	var w pool.Welcome
+	if err != nil || json.Unmarshal(line, &w) != nil || !w.Attached {
+		t.Fatalf("welcome: %q %v", line, err)
+	}
+	a := &attached{t: t, conn: conn, in: inW, out: bufio.NewReader(outR), outFile: outR}
+	t.Cleanup(a.close)
+	return a
+}
