@@ -187,6 +187,7 @@ func Start(opts Options) (*Instance, error) {
 		CapturePayloads:    inst.history.captureBytes(),
 		HTTPToken:          inst.currentToken,
 		HTTPAllowedOrigins: cfg.HTTP.AllowedOrigins, // applies from the next start
+		ConfigProblem:      inst.ConfigError,
 		StartOn:            opts.startOn,
 		Carried:            carried,
 	})

@@ -97,6 +97,11 @@ type Options struct {
 	// HTTPAllowedOrigins are browser origins allowed besides the
 	// listener's own (http.allowedOrigins in the config).
 	HTTPAllowedOrigins []string
+	// ConfigProblem, when set, says why the servers the pool runs are not
+	// what the config file lists (it does not load), or nil: a session
+	// refused for an unknown server is told, since the server it names
+	// may be in the file. Called without the pool's locks held.
+	ConfigProblem func() error
 	// MaxHTTPSessions caps a server's legacy HTTP sessions; past it the
 	// oldest idle one is expired, and with none idle a new one is refused
 	// (503). Default 64.
@@ -330,6 +335,16 @@ func (p *Pool) namesLocked() []string {
 
 // server returns the configured server a new session of name joins.
 func (p *Pool) server(name string) (*server, error) {
+	s, err := p.lookupServer(name)
+	if errors.Is(err, ErrUnknownServer) && p.opts.ConfigProblem != nil {
+		if cause := p.opts.ConfigProblem(); cause != nil {
+			err = fmt.Errorf("%w; the config file does not load, and the pool runs without what it lists until it is fixed: %v", err, cause)
+		}
+	}
+	return s, err
+}
+
+func (p *Pool) lookupServer(name string) (*server, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {

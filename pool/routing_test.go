@@ -2,12 +2,14 @@ package pool_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -498,6 +500,30 @@ func TestUnknownServerRefused(t *testing.T) {
 	_, err := tp.tryDial(t, "nope")
 	if err == nil || !strings.Contains(err.Error(), `no such server \"nope\" (configured: a, b)`) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A session refused for a server the pool does not run, while the config
+// file does not load, is told so: the server it names may be in the file.
+// (A pool that started on a broken file runs no servers: "no such server"
+// alone sent the user looking in the wrong place.)
+func TestUnknownServerRefusedNamesABrokenConfig(t *testing.T) {
+	var broken atomic.Bool
+	broken.Store(true)
+	tp := newTestPool(t, &pool.Options{ConfigProblem: func() error {
+		if broken.Load() {
+			return errors.New(`config.json:3: expected a quoted key`)
+		}
+		return nil
+	}})
+	_, err := tp.tryDial(t, "memory")
+	if err == nil || !strings.Contains(err.Error(), `no such server \"memory\" (no servers are configured)`) ||
+		!strings.Contains(err.Error(), "the config file does not load") || !strings.Contains(err.Error(), "expected a quoted key") {
+		t.Fatalf("got %v", err)
+	}
+	broken.Store(false)
+	if _, err := tp.tryDial(t, "memory"); err == nil || strings.Contains(err.Error(), "does not load") {
+		t.Fatalf("with the file fixed: %v", err)
 	}
 }
 
