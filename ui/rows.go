@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -289,10 +290,18 @@ var historyColumns = []column{
 	{title: "Error", max: 300},
 }
 
-// historyRows lists recorded requests as the store returned them.
+// historyRows lists recorded requests as the store returned them. Session
+// ids start again with each app start: when the rows come from more than
+// one, each session names its run, so that s3 of today is not taken for
+// yesterday's s3.
 func historyRows(h []HistoryRow) []row {
 	out := make([]row, 0, len(h))
+	manyRuns := slices.ContainsFunc(h, func(r HistoryRow) bool { return r.Run != h[0].Run })
 	for _, r := range h {
+		session := r.Session
+		if manyRuns {
+			session = fmt.Sprintf("%s (run %d)", r.Session, r.Run)
+		}
 		lv := levelNormal
 		switch r.Status {
 		case pool.StatusTimeout, "abandoned":
@@ -305,7 +314,7 @@ func historyRows(h []HistoryRow) []row {
 			dur = formatDuration(r.Duration)
 		}
 		out = append(out, row{level: lv, server: r.Server, pid: r.PID, hist: r, detail: r.Error, cells: []string{
-			r.ReceivedAt.In(displayZone).Format("2006-01-02 15:04:05"), r.Server, r.Session, r.Method, r.Name,
+			r.ReceivedAt.In(displayZone).Format("2006-01-02 15:04:05"), r.Server, session, r.Method, r.Name,
 			r.Status, dur, pidText(r.PID), r.Error,
 		}})
 	}

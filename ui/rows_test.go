@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -198,6 +199,23 @@ func TestLeakAndHistoryRows(t *testing.T) {
 	}
 	if d := cmp.Diff([]level{levelNormal, levelHung, levelWarn, levelWarn}, levels(hist)); d != "" {
 		t.Errorf("history levels (-want +got):\n%s", d)
+	}
+}
+
+// Session ids start again with each app start: rows of two runs name the
+// run beside each session, so that two different clients' s3 are told
+// apart; rows of one run show the session alone.
+func TestHistoryRowsOfManyRunsNameTheRun(t *testing.T) {
+	hist := historyRows([]HistoryRow{
+		{ID: 1, Run: 12, Server: "fake", Session: "s3", Method: "ping", Status: "ok", ReceivedAt: t0},
+		{ID: 2, Run: 11, Server: "fake", Session: "s3", Method: "ping", Status: "ok", ReceivedAt: t0},
+	})
+	if got := []string{cells(hist)[0][2], cells(hist)[1][2]}; !slices.Equal(got, []string{"s3 (run 12)", "s3 (run 11)"}) {
+		t.Errorf("sessions of two runs: %q", got)
+	}
+	one := historyRows([]HistoryRow{{ID: 1, Run: 12, Session: "s3", Status: "ok", ReceivedAt: t0}})
+	if got := cells(one)[0][2]; got != "s3" {
+		t.Errorf("a session of one run: %q", got)
 	}
 }
 
