@@ -1020,6 +1020,7 @@ func (b *backend) snapshot(now time.Time) (BackendInfo, []RequestInfo) {
 	childPID := info.PID
 	b.mu.Unlock()
 	info.LastError, info.BadLines, info.Orphaned = lastErr, b.badLines.Load(), b.orphaned.Load()
+	info.DroppedNotifications = b.notesDropped.Load()
 	reqs := b.reqs.infos(b.srv.name, childPID, now)
 	info.InFlight = len(reqs)
 	info.StderrTail = b.stderr.tail(20)

@@ -46,6 +46,12 @@ func TestNotificationFloodIsBounded(t *testing.T) {
 		t.Errorf("the heap grew by %d MiB for 80 MiB of notifications nobody reads", grew>>20)
 	}
 
+	for _, b := range tp.Snapshot().Backends {
+		if b.Server == "stuck" && b.DroppedNotifications < 19000 {
+			t.Errorf("status shows %d dropped notifications, want the flood's (at least 19,000)", b.DroppedNotifications)
+		}
+	}
+
 	other := tp.dial(t, "stuck")
 	other.initialize("other", "")
 	other.send(`{"jsonrpc":"2.0","method":"notifications/other","params":{}}`,

@@ -203,6 +203,10 @@ type BackendInfo struct {
 	// Orphaned counts responses whose id matched no pending request
 	// (usually late answers to cancelled or timed-out requests).
 	Orphaned uint64 `json:"orphaned"`
+	// DroppedNotifications counts client notifications dropped because
+	// the child was not reading what it had been sent (its queue past a
+	// session's 1 MiB or all sessions' 16 MiB of notifications).
+	DroppedNotifications uint64 `json:"droppedNotifications"`
 }
 
 // RequestInfo is one request in flight.
