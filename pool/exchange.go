@@ -134,16 +134,6 @@ func (s *session) replyErrorTo(x *exchange, id []byte, err error) {
 	s.respond(x, jsonrpc.AppendErrorResponse(nil, id, e), e.Code)
 }
 
-// declares reports whether the client that sent a request declared a
-// capability: a stateless exchange in its own _meta, any other request
-// in its session's latest declaration.
-func (s *session) declares(x *exchange, capability string) bool {
-	if x != nil && x.stateless {
-		return x.caps.has(capability)
-	}
-	return s.capabilities().has(capability)
-}
-
 // handshaken is the backend a request of the session, carried by x, goes
 // to, with its child's handshake once there is one (the first child may
 // still be starting), or the error to answer.

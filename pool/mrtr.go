@@ -159,18 +159,21 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 	if !ok {
 		return false
 	}
-	p, owner, carrier := b.reqs.oldestMRTRCall()
+	// A legacy child does not say which call asks. Only a call whose own
+	// request declared the capability may carry the question (2026-07-28:
+	// a server must not ask what the client did not declare); a call that
+	// did not is failed for it (-32021) only when it is the one call that
+	// can have asked: no other modern call, no legacy client to ask.
+	p, owner, _, only := b.reqs.mrtrCarrier(capability)
 	if p == nil {
-		return false
-	}
-	if !owner.declares(carrier, capability) {
-		// 2026-07-28: a server must not ask what the client did not
-		// declare; the call cannot go on without it.
+		if only == nil || b.pickSession(msg.Method) != nil {
+			return false // asked as a legacy child's question is (onChildRequest)
+		}
 		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errClientUndeclared, false, "", capability)))
 		o := failure(endClientCannot, errMissingCapability, b.srv.name, capability)
 		o.extra = map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}}
 		o.reason = "the client lacks the " + capability + " capability"
-		b.finish(p, o)
+		b.finish(only, o)
 		return true
 	}
 	x := &mrtrHold{state: newRequestState(), owner: owner, key: "sb-" + strconv.FormatUint(b.p.nextID.Add(1), 10), b: b, p: p,
@@ -192,6 +195,19 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 	// The call no longer belongs to the session: its end must not cancel it.
 	sess.deliverResponse(p, origID, ex, jsonrpc.AppendResponse(nil, origID, inputRequired(x)), 0, nil)
 	return true
+}
+
+// progressTokenOf is a copy of the progress token a request's _meta
+// names, or nil.
+func progressTokenOf(msg *jsonrpc.Message) []byte {
+	if !msg.Meta.Present() {
+		return nil
+	}
+	m := msg.Meta.Of(msg.Raw)
+	if tok := jsonrpc.Member(m, "progressToken"); tok.Present() {
+		return append([]byte(nil), tok.Of(m)...)
+	}
+	return nil
 }
 
 // questionOf is a child's request as an inputRequests entry.
@@ -272,7 +288,7 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 		}
 		t.Stop()
 	}
-	final, done := b.reqs.takeOver(x, s, id, ex, answer != nil)
+	final, done := b.reqs.takeOver(x, s, id, ex, answer != nil, s.requestCaps(msg, ex), progressTokenOf(msg))
 	switch {
 	case final != nil:
 		slot := s.ending(p, id, ex)

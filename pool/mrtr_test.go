@@ -1,6 +1,7 @@
 package pool_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -312,5 +313,62 @@ func TestMRTRHoldOutlivesAQuietMinute(t *testing.T) {
 				return len(tp.Snapshot().Sessions) == 0
 			})
 		})
+	}
+}
+
+// A legacy child's question goes only to a modern call whose own request
+// declared what it needs, and never fails a call that declared nothing
+// while another could answer. On the first edition the oldest modern call
+// on the child carried any question, whoever sent it: a call that needed
+// nothing was failed with -32021, and the client whose call asked got an
+// error for its own question.
+func TestMRTRQuestionGoesToACallThatDeclaredIt(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	url := newHTTPFront(t, tp) + "/mcp/srv"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bystander := make(chan []msg, 1)
+	go func() {
+		m, _ := postStream(ctx, t, url, modernCall("1", "", "M", "sleep_echo", `{"ms":1500,"text":"mine"}`))
+		bystander <- m
+	}()
+	eventually(t, "the bystander's call to reach the child", func() bool {
+		in := tp.Snapshot().InFlight
+		return len(in) == 1 && in[0].WrittenToChild
+	})
+	h := &httpClient{t: t, url: url}
+	first := readResult(t, h.call(askCall("2", "sampling", "")))
+	if first.ResultType != "input_required" || len(first.InputRequests) != 1 {
+		t.Fatalf("the asker got %+v, want its own question", first)
+	}
+	got := <-bystander
+	if len(got) != 1 || got[0].Error != nil || !strings.Contains(got[0].raw, "mine") {
+		t.Fatalf("the bystander, which declared nothing and needed nothing, got %+v", got)
+	}
+}
+
+// A 2026-07-28 stdio client's capabilities are its requests' own: each
+// names them in _meta, and a later request may declare what an earlier one
+// did not, or not declare what an earlier one did. On the first edition the
+// session's first request decided for all of them.
+func TestMRTRStdioCapabilitiesArePerRequest(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	noCaps := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	a := tp.dial(t, "srv")
+	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + noCaps + `}}`)
+	a.recvID("1")
+	a.send(askCall("2", "sampling", ""))
+	m, _ := a.recvID("2")
+	if r := readResult(t, m); r.ResultType != "input_required" {
+		t.Errorf("a request declaring sampling after one that did not: %s", m.raw)
+	}
+
+	b := tp.dial(t, "srv")
+	b.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + samplingMeta + `}}`)
+	b.recvID("1")
+	b.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{"kind":"sampling"},` + noCaps + `}}`)
+	m, _ = b.recvID("2")
+	if m.Error == nil || m.Error.Code != -32021 {
+		t.Errorf("a request declaring nothing after one that declared sampling: %s, want -32021", m.raw)
 	}
 }

@@ -63,12 +63,13 @@ type pending struct {
 	// taken and released under the session's mu, read by the writers.
 	slot atomic.Int32
 
-	state        reqState // guarded by the table, as the rest of this line
-	modern       bool     // the client spoke 2026-07-28 in this request (modern.go)
-	everWritten  bool     // sticky: it reached a child before a re-queue
-	retried      bool     // re-sent once after its child died
-	progressSent bool     // progressSeen is set
-	open         bool     // set when made: it stays open until cancelled (the pool's subscriptions/listen), no timeout
+	state        reqState   // guarded by the table, as the rest of this line
+	modern       bool       // the client spoke 2026-07-28 in this request (modern.go)
+	caps         clientCaps // a modern request's own: what its _meta declared (a child's question needs them)
+	everWritten  bool       // sticky: it reached a child before a re-queue
+	retried      bool       // re-sent once after its child died
+	progressSent bool       // progressSeen is set
+	open         bool       // set when made: it stays open until cancelled (the pool's subscriptions/listen), no timeout
 
 	// sub is set when made for a resources/subscribe or unsubscribe that
 	// changes what the sessions hold: send counts it as it queues it
@@ -437,8 +438,8 @@ func (t *requestTable) carryProgress(p, next *pending) {
 func (t *requestTable) progress(token uint64, value float64, hasValue bool) (to *session, x *exchange, origToken []byte) {
 	t.update(func(in *inFlight) {
 		p := in.tokens[token]
-		if p == nil || p.held != nil || p.sess == nil {
-			return
+		if p == nil || p.held != nil || p.sess == nil || p.origToken == nil {
+			return // ended, held, or taken over by a retry that asked for no progress
 		}
 		if hasValue {
 			if p.progressSent && value <= p.progressSeen {
@@ -530,21 +531,32 @@ func (t *requestTable) alive(p *pending) bool {
 	return ok
 }
 
-// oldestMRTRCall is the oldest modern call in flight that could carry a
-// child's question to its client (mrtr.go), with its session and
-// exchange; nil if there is none.
-func (t *requestTable) oldestMRTRCall() (p *pending, sess *session, x *exchange) {
+// mrtrCarrier is the oldest modern call in flight that can carry a
+// child's question needing capability to its client (mrtr.go): one whose
+// own request declared it; nil if none did. only is the one modern call
+// that could carry a question, when there is exactly one and it did not
+// declare capability.
+func (t *requestTable) mrtrCarrier(capability string) (p *pending, sess *session, x *exchange, only *pending) {
 	t.update(func(in *inFlight) {
+		n := 0
 		for _, q := range in.pending {
-			if q.sess != nil && q.modern && q.held == nil && mrtrMethods[q.method] && (p == nil || q.id < p.id) {
+			if q.sess == nil || !q.modern || q.held != nil || !mrtrMethods[q.method] {
+				continue
+			}
+			n++
+			only = q
+			if q.caps.has(capability) && (p == nil || q.id < p.id) {
 				p = q
 			}
 		}
 		if p != nil {
 			sess, x = p.sess, p.x
 		}
+		if p != nil || n != 1 {
+			only = nil
+		}
 	})
-	return p, sess, x
+	return p, sess, x, only
 }
 
 // hold makes x the hold of its call if the call is still in flight and
@@ -588,14 +600,18 @@ func (t *requestTable) retryState(x *mrtrHold) (final []byte, done, mine bool) {
 
 // takeOver gives a held call to the client's retry: its answer, if any,
 // goes to session s under id (to the retry's exchange ex, if an HTTP POST
-// carried it) from now on; answered releases the hold (the child gets the
-// client's input next). final and done are as retryState reports them.
-func (t *requestTable) takeOver(x *mrtrHold, s *session, id []byte, ex *exchange, answered bool) (final []byte, done bool) {
+// carried it) from now on, and its progress under the retry's token
+// (token; none without one: a progress notification names a token of an
+// active request), and the child's next question is judged by the
+// retry's capabilities (caps); answered releases the hold (the child gets
+// the client's input next). final and done are as retryState reports
+// them.
+func (t *requestTable) takeOver(x *mrtrHold, s *session, id []byte, ex *exchange, answered bool, caps clientCaps, token []byte) (final []byte, done bool) {
 	p := x.p
 	t.update(func(*inFlight) {
 		final, done = x.final, p.state == stDone
 		if !done || final != nil {
-			p.sess, p.origID, p.x, p.modern = s, id, ex, true
+			p.sess, p.origID, p.x, p.modern, p.caps, p.origToken = s, id, ex, true, caps, token
 		}
 		if !done && answered && p.held == x {
 			p.held = nil

@@ -469,6 +469,23 @@ func (s *session) noteModern(msg *jsonrpc.Message) {
 	}
 }
 
+// requestCaps are the capabilities a 2026-07-28 request declared: its
+// own _meta's (a stateless exchange read them already), else, for a
+// request that names none, the session's latest declaration. A modern
+// client may declare different ones request by request.
+func (s *session) requestCaps(msg *jsonrpc.Message, x *exchange) clientCaps {
+	if x != nil && x.stateless {
+		return x.caps
+	}
+	if msg.Meta.Present() {
+		m := msg.Meta.Of(msg.Raw)
+		if sp := jsonrpc.Member(m, metaClientCapabilities); sp.Present() {
+			return clientCapsOf(sp.Of(m))
+		}
+	}
+	return s.capabilities()
+}
+
 // forward sends a client request to the child with a pool-unique id. x,
 // when not nil, is the exchange that carried it: the request's record
 // keeps it, and everything that answers the request goes there.
@@ -499,6 +516,9 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 	in := rewriteRequest(msg, poolID, meta)
 	p := &pending{id: poolID, sess: s, b: b, origID: id, x: x, method: msg.Method, name: in.name, line: in.line,
 		origToken: in.origToken, received: time.Now(), modern: era == EraModern, sub: sub}
+	if p.modern {
+		p.caps = s.requestCaps(msg, x)
+	}
 	if in.origToken != nil {
 		p.token = poolID
 	}
