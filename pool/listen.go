@@ -33,6 +33,12 @@ type listener struct {
 	b                         *backend
 	tools, prompts, resources bool
 	uris                      []string
+
+	// Guarded by the session's mu: until its acknowledgement is sent, what
+	// the listen is sent waits in early (2026-07-28: nothing goes on a
+	// subscription before its acknowledgement).
+	acked bool
+	early [][]byte
 }
 
 // filter is the notifications member of subscriptions/listen params.
@@ -95,6 +101,19 @@ func (s *session) listen(id, params []byte, x *exchange) {
 	ack, _ := json.Marshal(map[string]any{"_meta": map[string]any{metaSubscriptionID: json.RawMessage(id)},
 		"notifications": honored})
 	s.relate(x, jsonrpc.AppendNotification(nil, "notifications/subscriptions/acknowledged", ack))
+	for { // then what came meanwhile, in order, until nothing waits
+		s.mu.Lock()
+		early := l.early
+		l.early = nil
+		l.acked = len(early) == 0
+		s.mu.Unlock()
+		if len(early) == 0 {
+			return
+		}
+		for _, line := range early {
+			s.relate(x, line)
+		}
+	}
 }
 
 // honor is the part of a filter the child can deliver, from the
@@ -183,7 +202,11 @@ func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string) {
 	modern := s.era == EraModern
 	var to []*listener
 	for _, l := range s.listens {
-		if l.b == b && l.wants(msg.Method, uri) {
+		switch {
+		case l.b != b || !l.wants(msg.Method, uri):
+		case !l.acked:
+			l.early = append(l.early, tagNotification(msg, l.id)) // sent after the acknowledgement (listen)
+		default:
 			to = append(to, l)
 		}
 	}

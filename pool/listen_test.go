@@ -3,6 +3,7 @@ package pool_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -336,5 +337,40 @@ func TestSubscriptionTogglesReachTheChildInOrder(t *testing.T) {
 	}
 	if subscribed || heard == 0 {
 		t.Errorf("the child heard %d changes and ends subscribed=%v; want it to end unsubscribed", heard, subscribed)
+	}
+}
+
+// A listen's acknowledgement is the first message of its subscription,
+// even while changes keep coming: 2026-07-28 says no notification may be
+// sent on a subscription before it. On the first edition a change that
+// came between the listen's registration and its acknowledgement went
+// first.
+func TestListenAcknowledgedBeforeItsNotifications(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	old, m := tp.dial(t, "srv"), tp.dial(t, "srv")
+	old.initialize("old", "")
+	const listens = 5
+	for i := range listens { // changes keep coming while each listen opens
+		for j := range 40 {
+			old.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"n%d-%d","method":"tools/call","params":{"name":"notify","arguments":{"kind":"tools"}}}`, i, j))
+		}
+		m.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},`+modernMeta+`}}`, 1000+i))
+	}
+	first := map[string]string{}
+	for len(first) < listens {
+		got := m.recv()
+		var p struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		_ = json.Unmarshal(got.Params, &p)
+		sub := string(p.Meta["io.modelcontextprotocol/subscriptionId"])
+		if _, seen := first[sub]; sub != "" && !seen {
+			first[sub] = got.Method
+		}
+	}
+	for sub, method := range first {
+		if method != "notifications/subscriptions/acknowledged" {
+			t.Errorf("the first message of subscription %s was %s, not its acknowledgement", sub, method)
+		}
 	}
 }
