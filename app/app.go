@@ -8,10 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,9 +68,10 @@ type Instance struct {
 	mu            sync.Mutex             // guards the fields below
 	cfg           *config.File
 	configErr     error
-	httpAddr      string // the HTTP front door's bound address, once listening
-	stopRun       func() // ends Run; nil before Run and once it is ending
-	showDashboard func() // the UI's, for POST /v1/dashboard; nil headless
+	notStarted    map[string]string // cfg's servers disabled for an unset ${VAR}: why, by name
+	httpAddr      string            // the HTTP front door's bound address, once listening
+	stopRun       func()            // ends Run; nil before Run and once it is ending
+	showDashboard func()            // the UI's, for POST /v1/dashboard; nil headless
 	upgrade       *upgradePlan
 
 	startOn  pool.StartOn         // Options.startOn: set, children can be carried over an upgrade
@@ -152,6 +156,7 @@ func Start(opts Options) (*Instance, error) {
 	}
 	cfg, runs, startErr := inst.loadStartConfig(opts.ConfigPath == "", handedOver)
 	inst.cfg, inst.configErr = cfg, startErr
+	inst.notStarted = notStarted(cfg, log)
 	tok, err := loadOrCreateToken(HTTPTokenFile(paths))
 	if err != nil {
 		inst.lock.Unlock()
@@ -393,6 +398,47 @@ func (inst *Instance) Run(ctx context.Context) error {
 	os.Remove(inst.Paths.PoolSocket())
 	os.Remove(inst.Paths.ControlSocket())
 	return err
+}
+
+// notStarted is why each of f's servers with a ${VAR} the pool's
+// environment lacks is not started (config.File.NotStarted), logged once
+// per load. The other servers run.
+func notStarted(f *config.File, log *slog.Logger) map[string]string {
+	why := map[string]string{}
+	for _, p := range f.NotStarted(os.LookupEnv) {
+		name, _, _ := strings.Cut(strings.TrimPrefix(p.Field, "mcpServers."), ".")
+		if why[name] == "" {
+			why[name] = p.String()
+		} else {
+			why[name] += "; " + p.String()
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(why)) {
+		log.Warn("server not started: a variable it needs is not set in Switchboard's environment", "server", name, "err", why[name])
+	}
+	return why
+}
+
+// snapshot is the pool's snapshot with the reason each server the config
+// disables for an unset ${VAR} is not started, as its error: what status,
+// the tray and the dashboard show.
+func (inst *Instance) snapshot() pool.Snapshot {
+	snap := inst.Pool.Snapshot()
+	inst.explain(&snap)
+	return snap
+}
+
+// explain sets the error of the servers in snap that are not started
+// because of an unset ${VAR}.
+func (inst *Instance) explain(snap *pool.Snapshot) {
+	inst.mu.Lock()
+	why := inst.notStarted
+	inst.mu.Unlock()
+	for i := range snap.Servers {
+		if w, ok := why[snap.Servers[i].Name]; ok && snap.Servers[i].Disabled {
+			snap.Servers[i].Error = w
+		}
+	}
 }
 
 // ConfigError is the error of the last config load, or nil.

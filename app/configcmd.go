@@ -27,10 +27,14 @@ type ConfigCheck struct {
 	File string
 	// Problems is set when the file is not valid; the rest then stays empty.
 	Problems []config.Problem
-	// EnvChecked says a problem came from a ${VAR} reference, which was
-	// checked against this shell's environment, not the pool's.
+	// EnvChecked says a problem or NotStarted came from a ${VAR}
+	// reference, which was checked against this shell's environment, not
+	// the pool's.
 	EnvChecked bool
 	Servers    []string // the pooled servers the file declares
+	// NotStarted are warnings, not problems: servers that would not start
+	// because a ${VAR} of theirs is not set; the others run.
+	NotStarted []config.Problem
 	Remote     []string // URL servers, kept but not pooled
 	Unknown    []string // fields kept but not used
 	// Running is the pool running now, if any.
@@ -93,6 +97,8 @@ func CheckConfig(ctx context.Context, file string) (ConfigCheck, error) {
 	for _, s := range servers {
 		chk.Servers = append(chk.Servers, s.Name)
 	}
+	chk.NotStarted = f.NotStarted(os.LookupEnv)
+	chk.EnvChecked = len(chk.NotStarted) > 0
 	chk.Remote, chk.Unknown = f.Remote(), f.Unknown()
 	if !running {
 		return chk, nil

@@ -97,11 +97,15 @@ func TestCheckConfig(t *testing.T) {
 		wantErr bool
 	}{
 		{name: "invalid", file: `{"mcpServers": {"memory": {"command": "npx", "idleTimeout": "10 minutes", "env": {"K": "${SB_TEST_UNSET}"}}}, "history": {"retainDays": -3}}`,
-			want: ConfigCheck{File: "$FILE", EnvChecked: true, Problems: []config.Problem{
-				{Field: "mcpServers.memory.env.K", Msg: "environment variable SB_TEST_UNSET is not set"},
+			want: ConfigCheck{File: "$FILE", Problems: []config.Problem{
 				{Field: "mcpServers.memory.idleTimeout", Msg: `"10 minutes" is not a duration (try "10m")`},
 				{Field: "history.retainDays", Msg: "-3 is negative"}}},
 			wantErr: true},
+		// An unset variable keeps its server from starting, not the file
+		// from loading: a warning about that server.
+		{name: "unset variable", file: `{"mcpServers": {"memory": {"command": "npx"}, "gh": {"command": "npx", "env": {"K": "${SB_TEST_UNSET}"}}}}`,
+			want: ConfigCheck{File: "$FILE", EnvChecked: true, Servers: []string{"gh", "memory"}, NotStarted: []config.Problem{
+				{Field: "mcpServers.gh.env.K", Msg: "environment variable SB_TEST_UNSET is not set; the server is not started"}}}},
 		{name: "invalid with a pool running", running: 1, file: `{"mcpServers": {"m": }}`,
 			want: ConfigCheck{File: "$FILE", Problems: []config.Problem{{Msg: "line 1, column 22: unexpected '}'"}},
 				Running: &RunningConfig{PID: -1}},

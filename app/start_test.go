@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/switchboard-mcp/switchboard/app/config"
 )
 
@@ -234,4 +236,64 @@ func TestFrontDoorClosesIdleConnections(t *testing.T) {
 	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
 		t.Fatalf("the idle connection: %v, want it closed by the front door", err)
 	}
+}
+
+// TestUnsetVariableStopsOnlyItsServer: a pool started at login lacks the
+// shell's exports. A server whose ${VAR} is not set then is not started,
+// and status and the tray say why; the file is not rejected, so every
+// other server runs, at start and on reload. On the first edition the
+// whole file was rejected: after a restart no server ran at all.
+func TestUnsetVariableStopsOnlyItsServer(t *testing.T) {
+	paths := sbHome(t)
+	write := func(names ...string) {
+		t.Helper()
+		servers := map[string][]string{"gh": {"--token", "${SB_TEST_UNSET_TOKEN}"}}
+		for _, n := range names {
+			servers[n] = nil
+		}
+		if err := config.WriteFile(paths.Config, fakeConfig(t, servers), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var inst *Instance
+	const why = "mcpServers.gh.args[1]: environment variable SB_TEST_UNSET_TOKEN is not set; the server is not started"
+	check := func(running ...string) {
+		t.Helper()
+		if err := inst.ConfigError(); err != nil {
+			t.Fatalf("ConfigError = %v, want none", err)
+		}
+		got := map[string]string{}
+		for _, sv := range inst.Status().Servers {
+			got[sv.Name] = sv.State + ": " + sv.Error
+		}
+		want := map[string]string{"gh": "disabled: " + why}
+		for _, n := range running {
+			want[n] = got[n]
+			if strings.HasPrefix(got[n], "disabled") {
+				t.Errorf("%s is disabled", n)
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("status servers (-want +got):\n%s", diff)
+		}
+		tray := (&trayController{inst: inst}).Snapshot()
+		for _, sv := range tray.Servers {
+			if sv.Name == "gh" && sv.Error != why {
+				t.Errorf("the tray's gh error = %q, want %q", sv.Error, why)
+			}
+		}
+	}
+	write("a")
+	var logs *syncBuffer
+	inst, logs = startIn(t, Options{})
+	check("a")
+	if !strings.Contains(logs.String(), "server not started") || strings.Contains(logs.String(), "config not applied") {
+		t.Errorf("the log:\n%s", logs.String())
+	}
+	runInstance(t, inst)
+	write("a", "b")
+	eventually(t, 5*time.Second, "the new file applied", func() bool {
+		return slices.Equal(inst.Pool.Servers(), []string{"a", "b", "gh"})
+	})
+	check("a", "b")
 }

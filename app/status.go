@@ -10,7 +10,7 @@ import (
 
 // Status builds the status from a fresh snapshot.
 func (inst *Instance) Status() control.Status {
-	snap := inst.Pool.Snapshot()
+	snap := inst.snapshot()
 	st := control.Status{Version: version.Version, Build: version.Get(), PID: pidSelf(), Config: inst.configPath, Servers: snap.Servers,
 		Sessions: snap.Sessions, Backends: snap.Backends, InFlight: snap.InFlight, Counters: snap.Counters,
 		History: inst.history.status(), Goroutines: runtime.NumGoroutine()}

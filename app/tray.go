@@ -134,10 +134,12 @@ type trayController struct {
 var _ ui.Controller = (*trayController)(nil)
 
 func (c *trayController) Subscribe(ctx context.Context, buffer int) (pool.Snapshot, <-chan pool.Event) {
-	return c.inst.Pool.Subscribe(ctx, buffer)
+	snap, events := c.inst.Pool.Subscribe(ctx, buffer)
+	c.inst.explain(&snap)
+	return snap, events
 }
 
-func (c *trayController) Snapshot() pool.Snapshot     { return c.inst.Pool.Snapshot() }
+func (c *trayController) Snapshot() pool.Snapshot     { return c.inst.snapshot() }
 func (c *trayController) Restart(server string) error { return c.inst.Pool.Restart(server) }
 func (c *trayController) Stop(server string) error    { return c.inst.Pool.Stop(server) }
 func (c *trayController) Cancel(poolID uint64) error  { return c.inst.Pool.Cancel(poolID) }

@@ -294,9 +294,11 @@ func (inst *Instance) reloadConfig(f *config.File, err error) {
 	if old != nil {
 		running.HTTP = old.HTTP
 	}
+	why := notStarted(f, inst.log)
 	inst.mu.Lock()
 	inst.cfg = &running
 	inst.configErr = nil
+	inst.notStarted = why
 	inst.mu.Unlock()
 	inst.noteReload(time.Now(), d.String(), nil)
 	inst.log.Info("config reloaded", "config", inst.configPath, "changes", d.String())

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -89,7 +90,6 @@ func TestValidationProblems(t *testing.T) {
 			`mcpServers.e.restart.maxRestarts: -1 is negative`,
 			`mcpServers.e.restart.window: "1 hour 30 mins" is not a duration (try "1h30m")`,
 			`mcpServers.e.restart: minBackoff 5s is more than maxBackoff 1s`,
-			`mcpServers.f.command: environment variable NOPE is not set`,
 			`mcpServers.f.env.T: ${input:token} is a VS Code input; write its value or a ${VAR} reference here`,
 			`mcpServers.f.env.U: write ${HOME} instead of ${env:HOME}`,
 			`mcpServers.f.env.W: environment variable workspaceFolder is not set`,
@@ -125,7 +125,6 @@ func TestValidationProblems(t *testing.T) {
 			`mcpServers.e.restart.maxRestarts: -1 is negative`,
 			`mcpServers.e.restart.window: "1 hour 30 mins" is not a duration (try "1h30m")`,
 			`mcpServers.e.restart: minBackoff 5s is more than maxBackoff 1s`,
-			`mcpServers.f.command: environment variable NOPE is not set`,
 			`mcpServers.f.env.T: ${input:token} is a VS Code input; write its value or a ${VAR} reference here`,
 			`mcpServers.f.env.U: write ${HOME} instead of ${env:HOME}`,
 			`mcpServers.f.env.W: environment variable workspaceFolder is not set`,
@@ -221,10 +220,15 @@ func TestPoolServers(t *testing.T) {
 	if r := f.Remote(); !cmp.Equal(r, []string{"r"}) {
 		t.Errorf("Remote = %v", r)
 	}
-	// An error never shows an env value.
-	_, err = f.PoolServers(env(map[string]string{"KEY": "secret"}))
-	if err == nil || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "PKG is not set") {
-		t.Errorf("PoolServers error = %v", err)
+	// A server with an unset variable is not started, and the reason
+	// never shows an env value.
+	got, err = f.PoolServers(env(map[string]string{"KEY": "secret"}))
+	if err != nil || len(got) != 2 || !got[1].Disabled {
+		t.Errorf("PoolServers = %+v, %v; want m disabled", got, err)
+	}
+	ns := f.NotStarted(env(map[string]string{"KEY": "secret"}))
+	if len(ns) != 2 || strings.Contains(fmt.Sprint(ns), "secret") || !strings.Contains(ns[0].String(), "PKG is not set") {
+		t.Errorf("NotStarted = %v", ns)
 	}
 }
 
@@ -479,8 +483,45 @@ func TestExpandVarsMatchesTheConfig(t *testing.T) {
 			t.Errorf("ExpandVars(%q) = %q, want %q", in, got, want)
 		}
 		p := &problems{}
-		if got := expand(p, "f", in, lookup); got != want {
+		if got := expand(p, p, "f", in, lookup); got != want {
 			t.Errorf("expand(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestUnsetVariableStopsOnlyItsServer: a server whose ${VAR} is not set in
+// the pool's environment (a tray started at login, without the shell's
+// exports) is not started, and says why; the file still loads and every
+// other server runs.
+func TestUnsetVariableStopsOnlyItsServer(t *testing.T) {
+	doc := []byte(`{"mcpServers": {
+		"github": {"command": "npx", "args": ["-y", "server-github"], "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_TOKEN}"}},
+		"memory": {"command": "npx", "args": ["-y", "server-memory"], "env": {"K": "${KEY}"}}
+	}}`)
+	lookup := env(map[string]string{"KEY": "secret"})
+	f, err := parse(doc, lookup)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	servers, err := f.PoolServers(lookup)
+	if err != nil {
+		t.Fatalf("PoolServers: %v", err)
+	}
+	disabled := map[string]bool{}
+	for _, s := range servers {
+		disabled[s.Name] = s.Disabled
+	}
+	if want := map[string]bool{"github": true, "memory": false}; !cmp.Equal(disabled, want) {
+		t.Errorf("disabled = %v, want %v", disabled, want)
+	}
+	want := []Problem{{Field: "mcpServers.github.env.GITHUB_PERSONAL_ACCESS_TOKEN",
+		Msg: "environment variable GITHUB_TOKEN is not set; the server is not started"}}
+	if diff := cmp.Diff(want, f.NotStarted(lookup)); diff != "" {
+		t.Errorf("NotStarted (-want +got):\n%s", diff)
+	}
+	// A disabled entry is not "not started": it is off by choice.
+	g, _ := parse([]byte(`{"mcpServers": {"a": {"command": "x", "disabled": true, "env": {"U": "${UNSET}"}}}}`), lookup)
+	if ns := g.NotStarted(lookup); len(ns) != 0 {
+		t.Errorf("NotStarted of a disabled entry = %v", ns)
 	}
 }

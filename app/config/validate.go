@@ -24,7 +24,7 @@ func (f *File) Validate(lookup func(string) (string, bool)) error {
 
 // validate adds every problem of the values to p.
 func (f *File) validate(lookup func(string) (string, bool), p *problems) {
-	f.poolServers(lookup, p)
+	f.poolServers(lookup, p, &problems{})
 	if f.HangThreshold != "" {
 		parseDuration(p, "hangThreshold", f.HangThreshold)
 	}
@@ -62,17 +62,32 @@ func (f *File) validate(lookup func(string) (string, bool), p *problems) {
 
 // PoolServers validates the servers and turns them into the pool's
 // configs, with ${VAR} expanded from lookup. Remote entries are skipped.
-// Its error is an *Error listing every problem.
+// A server with a ${VAR} that lookup does not have is disabled (NotStarted
+// says why); the others run. Its error is an *Error listing every problem.
 func (f *File) PoolServers(lookup func(string) (string, bool)) ([]pool.ServerConfig, error) {
 	var p problems
-	out := f.poolServers(lookup, &p)
+	out := f.poolServers(lookup, &p, &problems{})
 	if err := p.err(); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (f *File) poolServers(lookup func(string) (string, bool), p *problems) []pool.ServerConfig {
+// NotStarted lists the servers PoolServers disables because a ${VAR} of
+// theirs is not set in lookup's environment, each at the field, naming
+// the variable and never a value. Such a server does not make the file
+// invalid: a pool started at login often lacks the shell's exports, and
+// one missing token must not stop every other server.
+func (f *File) NotStarted(lookup func(string) (string, bool)) []Problem {
+	var unset problems
+	f.poolServers(lookup, &problems{}, &unset)
+	return unset.list
+}
+
+// poolServers adds the servers' problems to p, and to unset those of a
+// server that runs but has a ${VAR} lookup lacks: that server comes back
+// disabled.
+func (f *File) poolServers(lookup func(string) (string, bool), p, unset *problems) []pool.ServerConfig {
 	names := make([]string, 0, len(f.Servers))
 	for n := range f.Servers {
 		names = append(names, n)
@@ -106,13 +121,13 @@ func (f *File) poolServers(lookup func(string) (string, bool), p *problems) []po
 		// A disabled entry may still wait for its values (an imported
 		// server whose secret is not filled in yet): expansion problems
 		// count only for servers that run.
-		ep := p
+		ep, miss := p, &problems{}
 		if s.Disabled {
 			ep = &problems{}
 		}
-		c.Command = expand(ep, at+".command", s.Command, lookup)
+		c.Command = expand(ep, miss, at+".command", s.Command, lookup)
 		for i, a := range s.Args {
-			c.Args = append(c.Args, expand(ep, fmt.Sprintf("%s.args[%d]", at, i), a, lookup))
+			c.Args = append(c.Args, expand(ep, miss, fmt.Sprintf("%s.args[%d]", at, i), a, lookup))
 		}
 		if len(s.Env) > 0 {
 			c.Env = make(map[string]string, len(s.Env))
@@ -122,10 +137,16 @@ func (f *File) poolServers(lookup func(string) (string, bool), p *problems) []po
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				c.Env[k] = expand(ep, at+".env."+k, s.Env[k], lookup)
+				c.Env[k] = expand(ep, miss, at+".env."+k, s.Env[k], lookup)
 			}
 		}
-		c.Cwd = expand(ep, at+".cwd", s.Cwd, lookup)
+		c.Cwd = expand(ep, miss, at+".cwd", s.Cwd, lookup)
+		if len(miss.list) > 0 && !s.Disabled {
+			c.Disabled = true
+			for _, m := range miss.list {
+				unset.add(m.Field, "%s; the server is not started", m.Msg)
+			}
+		}
 		c.Shown = append([]string{s.Command}, s.Args...)
 		switch s.Share {
 		case "", "shared":
@@ -257,17 +278,24 @@ func checkListen(p *problems, at, addr string) {
 	}
 }
 
+// vsCodeVars are VS Code's own variables, which look like ${VAR} but no
+// environment sets: unset, they are a mistake in the file (the entry was
+// copied from VS Code), not a variable the pool's environment lacks.
+var vsCodeVars = map[string]bool{"workspaceFolder": true, "workspaceFolderBasename": true, "userHome": true,
+	"pathSeparator": true, "file": true, "cwd": true}
+
 var (
 	varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 	anyRef = regexp.MustCompile(`\$\{[^}]*\}`)
 )
 
 // expand replaces ${VAR} (and ${VAR:-default}) from the environment. An
-// unset variable without a default is a problem naming the field and the
-// variable, never the value. Other ${...} forms (VS Code's ${input:id},
-// ${env:NAME}, ${workspaceFolder}) are problems too: nothing would fill
-// them in.
-func expand(p *problems, at, s string, lookup func(string) (string, bool)) string {
+// unset variable without a default is added to miss, naming the field and
+// the variable, never the value: it keeps its server from starting, not
+// the file from loading. Other ${...} forms (VS Code's ${input:id},
+// ${env:NAME}, ${workspaceFolder}) are problems in p: nothing would ever
+// fill them in.
+func expand(p, miss *problems, at, s string, lookup func(string) (string, bool)) string {
 	if !strings.Contains(s, "${") {
 		return s
 	}
@@ -283,8 +311,16 @@ func expand(p *problems, at, s string, lookup func(string) (string, bool)) strin
 			p.add(at, "%s is not a ${VAR} or ${VAR:-default} reference", ref)
 		}
 	}
-	if len(missing) > 0 {
-		p.add(at, "environment variable %s is not set", strings.Join(missing, ", "))
+	var unset []string
+	for _, v := range missing {
+		if vsCodeVars[v] {
+			p.add(at, "environment variable %s is not set", v)
+			continue
+		}
+		unset = append(unset, v)
+	}
+	if len(unset) > 0 {
+		miss.add(at, "environment variable %s is not set", strings.Join(unset, ", "))
 	}
 	return out
 }

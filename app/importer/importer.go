@@ -152,12 +152,15 @@ func Import(opts Options) (*Result, error) {
 
 	var files []*clientFile
 	for _, l := range locs {
-		cf, err := readClientFile(opts.Client, l)
+		cf, err := readClientFile(opts.Client, l, opts.File != "")
 		if err != nil {
 			return nil, err
 		}
 		files = append(files, cf)
 		res.Read = append(res.Read, l.Path)
+		if len(cf.groups) == 0 {
+			res.Notes = append(res.Notes, l.Path+": no servers")
+		}
 	}
 
 	im := &importer{opts: opts, sb: sb, taken: map[string]*plan{}}
@@ -331,7 +334,11 @@ type vsInput struct {
 	Password    bool   `json:"password"`
 }
 
-func readClientFile(c Client, loc Location) (*clientFile, error) {
+// readClientFile reads the client's file at loc. A file without a servers
+// object (VS Code's settings.json without "mcp", a Claude Desktop file of
+// preferences only) has no servers to import, which is an error only when
+// the user named it (named).
+func readClientFile(c Client, loc Location, named bool) (*clientFile, error) {
 	doc, err := os.ReadFile(loc.Path)
 	if err != nil {
 		return nil, fmt.Errorf("read %s config: %w", c, err)
@@ -378,7 +385,7 @@ func readClientFile(c Client, loc Location) (*clientFile, error) {
 	default:
 		add("mcpServers", root.Get("mcpServers"), loc.Project)
 	}
-	if len(cf.groups) == 0 && c != ClaudeCode {
+	if len(cf.groups) == 0 && c != ClaudeCode && named {
 		key := "mcpServers"
 		if c == VSCode {
 			key = "servers"
@@ -488,7 +495,9 @@ func (im *importer) plan(cf *clientFile, g group, m jsonedit.Member) *plan {
 			kv = append(kv, jsonedit.KV{Key: "disabled", Value: compact(mm.Value.Raw(cf.std))})
 		default:
 			if mm.Key == "envFile" {
-				e.Notes = append(e.Notes, "envFile is kept but Switchboard does not read it: copy its variables into env")
+				// Run without the file's variables, the server would
+				// miss its secrets: like a ${input:}, a value to fill in.
+				r.needs = append(r.needs, "envFile: Switchboard does not read it: copy its variables into env and remove envFile")
 			}
 			kv = append(kv, jsonedit.KV{Key: mm.Key, Value: compact(mm.Value.Raw(cf.std))})
 		}
@@ -533,6 +542,13 @@ func (im *importer) plan(cf *clientFile, g group, m jsonedit.Member) *plan {
 	defer func() {
 		if e.Outcome != Imported {
 			e.Notes = nil
+		}
+	}()
+	// An entry with envFile stays as it is in the client: Switchboard
+	// would start it without the file's variables.
+	defer func() {
+		if ce.EnvFile != "" {
+			p.connect = false
 		}
 	}()
 	if ex, ok := im.sb.file.Servers[name]; ok {
@@ -803,8 +819,9 @@ func (im *importer) connectArgs(name string) []string {
 }
 
 // connectEntry is the client entry that runs the server through
-// Switchboard: command and args replaced, env, cwd and envFile dropped
+// Switchboard: command and args replaced, env and cwd dropped
 // (Switchboard starts the server with them now), every other field kept.
+// Entries with envFile are never rewritten (plan).
 func (im *importer) connectEntry(cf *clientFile, p *plan) []byte {
 	launch := []jsonedit.KV{
 		{Key: "command", Value: marshal(im.opts.Connect)},
@@ -833,7 +850,7 @@ func (im *importer) connectEntry(cf *clientFile, p *plan) []byte {
 			if !placed {
 				kv, placed = append(kv, launch...), true
 			}
-		case "args", "env", "cwd", "envFile":
+		case "args", "env", "cwd":
 		default:
 			kv = append(kv, jsonedit.KV{Key: m.Key, Value: compact(m.Value.Raw(cf.std))})
 		}

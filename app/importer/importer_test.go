@@ -199,7 +199,7 @@ func TestImport(t *testing.T) {
 func keptAll(t *testing.T, what, before, after string, rewrittenNames []string) {
 	t.Helper()
 	b, a := flatten(t, before), flatten(t, after)
-	launch := []string{"command", "args", "env", "cwd", "envFile"}
+	launch := []string{"command", "args", "env", "cwd"}
 	for path, v := range b {
 		if a[path] == v {
 			continue
@@ -491,5 +491,83 @@ func TestRelativePathsWithoutProject(t *testing.T) {
 		if !cmp.Equal(e.Notes, want[i]) {
 			t.Errorf("%s notes = %q, want %q", e.Name, e.Notes, want[i])
 		}
+	}
+}
+
+// TestFileWithoutServersIsSkipped: most VS Code users have a settings.json
+// with no "mcp" section beside an mcp.json with servers; a Claude Desktop
+// file may hold only preferences, a project's .cursor/mcp.json no
+// mcpServers. Such a file has no servers to import, which is no error;
+// only a file named with --file must hold some.
+func TestFileWithoutServersIsSkipped(t *testing.T) {
+	for _, tt := range []struct {
+		tc    importCase
+		empty string // a file of the client's, under the work dir, without servers
+		added bool
+	}{
+		{importCases[3], "home/.config/Code/User/settings.json", true},
+		{importCase{ClaudeDesktop, nil}, "home/.config/Claude/claude_desktop_config.json", false},
+		{importCase{Cursor, map[string]string{"mcp.json": "home/.cursor/mcp.json"}}, "proj/.cursor/mcp.json", true},
+	} {
+		t.Run(string(tt.tc.client), func(t *testing.T) {
+			work, opts := setup(t, tt.tc)
+			empty := filepath.Join(work, tt.empty)
+			os.MkdirAll(filepath.Dir(empty), 0o755)
+			os.WriteFile(empty, []byte(`{"editor.fontSize": 14, "preferences": {"x": 1}}`), 0o644)
+			res, err := Import(opts)
+			if err != nil {
+				t.Fatalf("Import: %v", err)
+			}
+			if tt.added != (len(res.Added) > 0) {
+				t.Errorf("Added = %v", res.Added)
+			}
+			if want := empty + ": no servers"; !slices.Contains(res.Notes, want) {
+				t.Errorf("Notes = %q, want %q", res.Notes, want)
+			}
+			o := opts
+			o.File = empty
+			if _, err := Import(o); err == nil {
+				t.Errorf("--file %s without servers: no error", tt.empty)
+			}
+		})
+	}
+}
+
+// TestEnvFileEntryIsImportedDisabled: Switchboard does not read envFile,
+// so such an entry would run without its secrets. It is imported disabled
+// with a note saying why, and the client's entry, envFile and all, is
+// left alone.
+func TestEnvFileEntryIsImportedDisabled(t *testing.T) {
+	work, opts := setup(t, importCases[2])
+	client := filepath.Join(work, "home/.cursor/mcp.json")
+	before, _ := os.ReadFile(client)
+	res, err := Import(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e *Entry
+	for i := range res.Entries {
+		if res.Entries[i].Name == "browser" {
+			e = &res.Entries[i]
+		}
+	}
+	if e == nil || e.Outcome != Imported || !e.Disabled || e.Rewritten ||
+		!slices.ContainsFunc(e.Notes, func(n string) bool { return strings.Contains(n, "envFile") && strings.Contains(n, "does not read it") }) {
+		t.Fatalf("browser entry = %+v", e)
+	}
+	f, err := config.Load(opts.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Servers["browser"].Disabled {
+		t.Errorf("browser is enabled in Switchboard's config")
+	}
+	var doc struct{ MCPServers map[string]map[string]any }
+	after, _ := os.ReadFile(client)
+	json.Unmarshal(after, &doc)
+	var was struct{ MCPServers map[string]map[string]any }
+	json.Unmarshal(before, &was)
+	if diff := cmp.Diff(was.MCPServers["browser"], doc.MCPServers["browser"]); diff != "" {
+		t.Errorf("the client's browser entry changed (-before +after):\n%s", diff)
 	}
 }

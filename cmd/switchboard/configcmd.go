@@ -55,6 +55,12 @@ func writeConfigCheck(w io.Writer, chk app.ConfigCheck) error {
 		fmt.Fprintf(bw, " (%s)", strings.Join(chk.Servers, ", "))
 	}
 	fmt.Fprintln(bw)
+	for _, p := range chk.NotStarted {
+		fmt.Fprintf(bw, "  warning: %s\n", p)
+	}
+	if len(chk.NotStarted) > 0 && chk.EnvChecked {
+		fmt.Fprintln(bw, "(${VAR} references were checked against this shell's environment; Switchboard expands them from its own.)")
+	}
 	if len(chk.Remote) > 0 {
 		fmt.Fprintf(bw, "  remote (URL) servers, not pooled: %s\n", strings.Join(chk.Remote, ", "))
 	}

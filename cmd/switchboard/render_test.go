@@ -60,6 +60,13 @@ func TestConfigCheckText(t *testing.T) {
   line 1, column 22: unexpected '}'
 (${VAR} references were checked against this shell's environment; Switchboard expands them from its own.)
 `},
+		{"a server not started", app.ConfigCheck{File: "c.json", EnvChecked: true, Servers: []string{"gh", "memory"}, NotStarted: []config.Problem{
+			{Field: "mcpServers.gh.env.K", Msg: "environment variable K is not set; the server is not started"}}},
+			`c.json: valid, 2 servers (gh, memory)
+  warning: mcpServers.gh.env.K: environment variable K is not set; the server is not started
+(${VAR} references were checked against this shell's environment; Switchboard expands them from its own.)
+No Switchboard is running; nothing to compare with.
+`},
 		{"one problem, a pool running", app.ConfigCheck{File: "c.json", Problems: []config.Problem{{Msg: "bad"}},
 			Running: &app.RunningConfig{PID: 7}},
 			`c.json: 1 problem:
