@@ -31,18 +31,23 @@ func (p *Pool) Restart(server string) error {
 	return nil
 }
 
-// Stop stops the server's shared children now (one per roots
-// partition); in-flight requests get an error. The next request starts
-// them again.
+// Stop stops every child of the server now: its shared children (one per
+// roots partition), its sessions' own (share "session") and those still
+// finishing for a config that changed; in-flight requests get an error.
+// The next request starts a child again.
 func (p *Pool) Stop(server string) error {
 	s, err := p.anyServer(server)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	stop := s.currentsLocked()
+	stop := append(s.currentsLocked(), s.old...)
 	for _, pt := range s.parts {
 		pt.current.Store(nil)
+	}
+	for sess, b := range s.perSession {
+		stop = append(stop, b)
+		delete(s.perSession, sess) // its session's next request starts another
 	}
 	s.mu.Unlock()
 	for _, b := range stop {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -773,5 +774,26 @@ func TestUnknownLogLevelSetsNothing(t *testing.T) {
 	a.call("2", "log", `{"level":"debug","data":"for b only"}`)
 	if _, other := a.recvID("2"); slices.ContainsFunc(other, func(m msg) bool { return m.Method == "notifications/message" }) {
 		t.Errorf("a session whose only setLevel named no level got a debug message")
+	}
+}
+
+// Stopping a server stops its sessions' own children too (share
+// "session"), and a session's next request starts it another. On the
+// first edition Stop touched only shared children: the command said it
+// stopped the server and the child ran on.
+func TestStopStopsSessionsOwnChildren(t *testing.T) {
+	cfg := fake("own")
+	cfg.Share = pool.ShareSession
+	tp := newTestPool(t, nil, cfg)
+	a := tp.dial(t, "own")
+	a.initialize("a", "")
+	first := a.pidOf("1")
+	if err := tp.Stop("own"); err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(first)
+	eventually(t, "the session's own child to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+	if again := a.pidOf("2"); again == first {
+		t.Errorf("after Stop the session's call ran on the child that was stopped (%s)", first)
 	}
 }
