@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"encoding/json"
 	"slices"
 	"time"
 )
@@ -167,18 +168,33 @@ type Unanswered struct {
 	Written    bool // it reached a child, so it may have run
 }
 
+// MarshalJSON writes startedAt as null while no child has started: the
+// key is in every backend, as status --json promises, without the zero
+// time.
+func (b BackendInfo) MarshalJSON() ([]byte, error) {
+	type plain BackendInfo
+	var started *time.Time
+	if !b.StartedAt.IsZero() {
+		started = &b.StartedAt
+	}
+	return json.Marshal(struct {
+		plain
+		StartedAt *time.Time `json:"startedAt"`
+	}{plain(b), started})
+}
+
 // BackendInfo is one child process slot (a child and its restarts).
 type BackendInfo struct {
 	Server string `json:"server"`
-	// PID is the child's, omitted while there is none (starting, failed).
-	PID int `json:"pid,omitempty"`
+	// PID is the child's, 0 while there is none (starting, failed).
+	PID int `json:"pid"`
 	// CarriedOver says the child was started by an earlier pool and
 	// handed to this one by an in-place upgrade (Pool.Handover).
 	CarriedOver     bool      `json:"carriedOver,omitempty"`
 	State           string    `json:"state"`
 	Era             string    `json:"era"`
 	ProtocolVersion string    `json:"protocolVersion"`
-	StartedAt       time.Time `json:"startedAt,omitzero"`
+	StartedAt       time.Time `json:"startedAt,omitzero"` // null while no child has started (MarshalJSON)
 	Sessions        int       `json:"sessions"`
 	Restarts        int       `json:"restarts"`
 	InFlight        int       `json:"inFlight"`

@@ -35,8 +35,13 @@ func (c *configCheckCmd) Run(ctx context.Context) error {
 
 // writeConfigCheck prints what `config check` found: every problem, or the
 // servers the file declares and what it would change in the running pool.
+//
+// Everything in it may come from the file (server names, problems quoting
+// its text), so it goes out through termLines, as a child's stderr does.
 func writeConfigCheck(w io.Writer, chk app.ConfigCheck) error {
-	bw := bufio.NewWriter(w)
+	var out strings.Builder
+	defer func() { _, _ = io.WriteString(w, termLines(out.String())) }()
+	bw := bufio.NewWriter(&out)
 	if len(chk.Problems) > 0 {
 		fmt.Fprintf(bw, "%s: %d %s:\n", chk.File, len(chk.Problems), plural(len(chk.Problems), "problem", "problems"))
 		for _, p := range chk.Problems {

@@ -67,6 +67,13 @@ func TestConfigCheckText(t *testing.T) {
 (${VAR} references were checked against this shell's environment; Switchboard expands them from its own.)
 No Switchboard is running; nothing to compare with.
 `},
+		// A file's text reaches the terminal escaped: a server name with an
+		// OSC sequence does not retitle it.
+		{"escape sequences in the file", app.ConfigCheck{File: "c.json", Problems: []config.Problem{
+			{Field: "mcpServers.x\x1b]0;PWNED\ay.command", Msg: "want a string"}}},
+			`c.json: 1 problem:
+  mcpServers.x\x1b]0;PWNED\x07y.command: want a string
+`},
 		{"one problem, a pool running", app.ConfigCheck{File: "c.json", Problems: []config.Problem{{Msg: "bad"}},
 			Running: &app.RunningConfig{PID: 7}},
 			`c.json: 1 problem:

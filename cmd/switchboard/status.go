@@ -22,7 +22,7 @@ const stderrLines = 5
 func printStatus(w io.Writer, st control.Status, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if st.ConfigError != nil {
-		fmt.Fprintf(tw, "CONFIG ERROR: %s\n\n", *st.ConfigError)
+		fmt.Fprintf(tw, "CONFIG ERROR: %s\n\n", term(*st.ConfigError)) // it may quote the file
 	}
 	fmt.Fprintln(tw, "SERVER\tSTATE\tPID\tSESSIONS\tIN FLIGHT\tRESTARTS\tSTARTED")
 	for _, b := range st.Backends {
@@ -30,7 +30,7 @@ func printStatus(w io.Writer, st control.Status, now time.Time) error {
 		if !b.StartedAt.IsZero() {
 			started = now.Sub(b.StartedAt).Round(time.Second).String() + " ago"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", b.Server, b.State, pidText(b.PID), b.Sessions, b.InFlight, b.Restarts, started)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", term(b.Server), b.State, pidText(b.PID), b.Sessions, b.InFlight, b.Restarts, started)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,9 +46,29 @@ func TestStatusText(t *testing.T) {
 	golden(t, filepath.Join("testdata", "status", "failed.golden"), out.String())
 }
 
-// TestStatusJSONOmitsZeroTimes: a backend that never started has no
-// startedAt, rather than "0001-01-01T00:00:00Z".
-func TestStatusJSONOmitsZeroTimes(t *testing.T) {
+// TestStatusTextEscapesTheConfigError: a config error quotes the file,
+// whose text may hold escape sequences; the text status shows them
+// escaped.
+func TestStatusTextEscapesTheConfigError(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	st := statusFixture(now)
+	msg := "mcpServers.x\x1b]0;PWNED\ay: want a string"
+	st.ConfigError = &msg
+	st.Backends[0].Server = "x\x1b[2Jy"
+	var out bytes.Buffer
+	if err := printStatus(&out, st, now); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(out.String(), "\x1b\a") {
+		t.Errorf("status printed raw escape sequences:\n%q", out.String())
+	}
+}
+
+// TestStatusJSONBackendKeys: every backend has the keys status --json
+// promises (server, pid, state, startedAt, sessions, restarts); one that
+// never started has "pid": 0 and "startedAt": null, rather than no key or
+// "0001-01-01T00:00:00Z".
+func TestStatusJSONBackendKeys(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	var out bytes.Buffer
 	if err := printJSON(&out, statusFixture(now)); err != nil {
@@ -56,7 +77,27 @@ func TestStatusJSONOmitsZeroTimes(t *testing.T) {
 	if strings.Contains(out.String(), "0001-01-01") {
 		t.Errorf("status --json shows a zero time:\n%s", out.String())
 	}
-	if n := strings.Count(out.String(), `"startedAt"`); n != 2 {
-		t.Errorf("status --json has %d startedAt keys, want 2 (the children that started)", n)
+	var st struct {
+		Backends []map[string]json.RawMessage `json:"backends"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	nulls := 0
+	for _, b := range st.Backends {
+		for _, k := range []string{"server", "pid", "state", "startedAt", "sessions", "restarts"} {
+			if _, ok := b[k]; !ok {
+				t.Errorf("backend %s has no %q", b["server"], k)
+			}
+		}
+		if string(b["startedAt"]) == "null" {
+			nulls++
+			if string(b["pid"]) != "0" {
+				t.Errorf("a backend that never started has pid %s", b["pid"])
+			}
+		}
+	}
+	if nulls != 1 {
+		t.Errorf("%d backends with startedAt null, want 1 (the one that never started)", nulls)
 	}
 }
