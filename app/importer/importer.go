@@ -51,7 +51,8 @@ type Options struct {
 	ConnectShim bool
 	// ConnectEnv is the env rewritten entries pass to the shim, for what
 	// a client's reduced environment lacks (the PATH a pool it starts
-	// finds npx on). SWITCHBOARD_HOME, when set, is always passed.
+	// finds npx on). SWITCHBOARD_HOME, when set, is always passed, made
+	// absolute against Env.Cwd unless ConnectEnv has it.
 	ConnectEnv map[string]string
 	// Now stamps backups. Default time.Now.
 	Now func() time.Time
@@ -503,7 +504,7 @@ func (im *importer) plan(cf *clientFile, g group, m jsonedit.Member) *plan {
 		}
 	}
 	switch {
-	case hasCwd || !relativePaths(ce):
+	case hasCwd || !relativePaths(ce, g.project):
 	case g.project != "":
 		kv = append(kv, jsonedit.KV{Key: "cwd", Value: marshal(g.project)})
 		e.Notes = append(e.Notes, "cwd set to the project directory, which its relative paths need")
@@ -620,17 +621,24 @@ func describe(s config.Server) string {
 }
 
 // relativePaths says whether a project's entry names a file relative to
-// the project (node build/index.js, ./run.sh): the client starts it in the
-// project directory, so Switchboard must too. Package names
-// (@scope/pkg), flags and URLs are not paths.
-func relativePaths(ce clientEntry) bool {
-	for _, a := range append([]string{ce.Command}, ce.Args...) {
+// the project (node build/index.js, ./run.sh, and python3 server.py when
+// the project directory has server.py): the client starts it in the
+// project directory, so Switchboard must too. Package names (@scope/pkg),
+// flags, URLs and other bare words are not paths; a bare command is
+// looked up on PATH.
+func relativePaths(ce clientEntry, project string) bool {
+	for i, a := range append([]string{ce.Command}, ce.Args...) {
 		if a == "" || a[0] == '-' || a[0] == '@' || a[0] == '$' || strings.Contains(a, "://") || filepath.IsAbs(a) || strings.HasPrefix(a, "/") {
 			continue
 		}
 		if a == "." || a == ".." || strings.HasPrefix(a, "./") || strings.HasPrefix(a, "../") || strings.HasPrefix(a, `.\`) ||
 			strings.ContainsAny(a, `/\`) {
 			return true
+		}
+		if i > 0 && project != "" {
+			if _, err := os.Stat(filepath.Join(project, a)); err == nil {
+				return true
+			}
 		}
 	}
 	return false
@@ -827,9 +835,14 @@ func (im *importer) connectEntry(cf *clientFile, p *plan) []byte {
 		{Key: "command", Value: marshal(im.opts.Connect)},
 		{Key: "args", Value: marshal(im.connectArgs(p.entry.As))},
 	}
-	// The shim must find the same pool the import wrote to.
+	// The shim must find the same pool the import wrote to, from the
+	// client's working directory: ConnectEnv's SWITCHBOARD_HOME (Setup
+	// makes it absolute), else ours, made absolute.
 	env := maps.Clone(im.opts.ConnectEnv)
-	if home, ok := im.opts.Env.Lookup("SWITCHBOARD_HOME"); ok && home != "" {
+	if home := im.opts.Env.get("SWITCHBOARD_HOME"); home != "" && env["SWITCHBOARD_HOME"] == "" {
+		if !filepath.IsAbs(home) && im.opts.Env.Cwd != "" {
+			home = filepath.Join(im.opts.Env.Cwd, home)
+		}
 		if env == nil {
 			env = map[string]string{}
 		}

@@ -427,6 +427,41 @@ func TestRewriteKeepsSwitchboardHome(t *testing.T) {
 	}
 }
 
+// TestRewriteAbsoluteSwitchboardHome: a relative SWITCHBOARD_HOME names
+// a directory from where the import ran; the client starts the shim
+// elsewhere, so its entry gets the absolute path: Setup's (ConnectEnv)
+// when it passes one, else the value made absolute against Env.Cwd.
+func TestRewriteAbsoluteSwitchboardHome(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		connectEnv map[string]string
+		want       func(work string) string
+	}{
+		{name: "setup made it absolute", connectEnv: map[string]string{"SWITCHBOARD_HOME": "/abs/sbhome", "PATH": "/bin"},
+			want: func(string) string { return "/abs/sbhome" }},
+		{name: "import", want: func(work string) string { return filepath.Join(work, "proj", "sbhome") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			work, opts := setup(t, importCases[0])
+			lookup := opts.Env.Lookup
+			opts.Env.Lookup = func(k string) (string, bool) {
+				if k == "SWITCHBOARD_HOME" {
+					return "sbhome", true
+				}
+				return lookup(k)
+			}
+			opts.Connect = "/opt/switchboard/bin/switchboard"
+			opts.ConnectEnv = tc.connectEnv
+			if _, err := Import(opts); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := desktopEntry(t, work, "filesystem").Env["SWITCHBOARD_HOME"], tc.want(work); got != want {
+				t.Errorf("SWITCHBOARD_HOME = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
 // launchEntry is a server entry of a client's file as the tests read it.
 type launchEntry struct {
 	Command string
@@ -490,6 +525,39 @@ func TestRelativePathsWithoutProject(t *testing.T) {
 	for i, e := range res.Entries {
 		if !cmp.Equal(e.Notes, want[i]) {
 			t.Errorf("%s notes = %q, want %q", e.Name, e.Notes, want[i])
+		}
+	}
+}
+
+// TestProjectFileWithoutSlash: `node mcp-server.js` or `python3
+// server.py` in a project names a file in the project directory without
+// a slash; the client starts it there, so the import sets cwd. A bare
+// word that names nothing there (a package, a subcommand) does not.
+func TestProjectFileWithoutSlash(t *testing.T) {
+	work, opts := setup(t, importCases[3])
+	proj := filepath.Join(work, "proj")
+	opts.File = filepath.Join(proj, ".vscode", "mcp.json")
+	opts.RewriteClient = false
+	if err := os.WriteFile(filepath.Join(proj, "server.py"), []byte("print()\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(opts.File, []byte(`{"servers": {
+		"py": {"command": "python3", "args": ["server.py"]},
+		"js": {"command": "node", "args": ["--enable-source-maps", "server.py"]},
+		"fetch": {"command": "uvx", "args": ["mcp-server-fetch"]}
+	}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Import(opts); err != nil {
+		t.Fatal(err)
+	}
+	f, err := config.Load(opts.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"py": proj, "js": proj, "fetch": ""} {
+		if got := f.Servers[name].Cwd; got != want {
+			t.Errorf("%s cwd = %q, want %q", name, got, want)
 		}
 	}
 }

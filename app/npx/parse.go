@@ -26,6 +26,10 @@ type Spec struct {
 	Bin string
 	// Args follow the executable.
 	Args []string
+
+	// shownPackage and shownBin are Package and Bin as configured, their
+	// ${VAR} references unexpanded: what notes quote.
+	shownPackage, shownBin string
 }
 
 // IsNPX reports whether command is npx (by its base name), the only
@@ -37,9 +41,18 @@ func IsNPX(command string) bool {
 
 // Parse reads npx's arguments. Its error says why the command line is not
 // resolved with certainty; the caller then runs it as written.
-func Parse(args []string) (Spec, error) {
+func Parse(args []string) (Spec, error) { return parse(args, args) }
+
+// parse is Parse with shown, args as configured (word for word, their
+// ${VAR} references unexpanded), quoted in errors instead of args: an
+// expanded word may hold a secret, and the error becomes a note that is
+// logged and shown.
+func parse(args, shown []string) (Spec, error) {
+	if len(shown) != len(args) {
+		shown = args
+	}
 	var spec Spec
-	var packages []string
+	var packages, shownPackages []string
 	i := 0
 flags:
 	for ; i < len(args); i++ {
@@ -52,16 +65,18 @@ flags:
 		case a == "-q" || a == "--quiet" || a == "--silent":
 		case a == "-p" || a == "--package":
 			if i+1 >= len(args) {
-				return Spec{}, fmt.Errorf("%s has no package", a)
+				return Spec{}, fmt.Errorf("%s has no package", shown[i])
 			}
 			i++
 			packages = append(packages, args[i])
+			shownPackages = append(shownPackages, shown[i])
 		case strings.HasPrefix(a, "--package="):
 			packages = append(packages, strings.TrimPrefix(a, "--package="))
+			shownPackages = append(shownPackages, strings.TrimPrefix(shown[i], "--package="))
 		case a == "-c" || a == "--call" || strings.HasPrefix(a, "--call="):
-			return Spec{}, fmt.Errorf("npx %s runs a shell command, not a package's bin", a)
+			return Spec{}, fmt.Errorf("npx %s runs a shell command, not a package's bin", shown[i])
 		case strings.HasPrefix(a, "-"):
-			return Spec{}, fmt.Errorf("npx flag %q is not one that is resolved (-y, --yes, -p, --package, -q)", a)
+			return Spec{}, fmt.Errorf("npx flag %q is not one that is resolved (-y, --yes, -p, --package, -q)", shown[i])
 		default:
 			break flags
 		}
@@ -73,19 +88,21 @@ flags:
 			return Spec{}, fmt.Errorf("no package named")
 		}
 		spec.Package, spec.Args = rest[0], rest[1:]
+		spec.shownPackage = shown[i]
 	case 1:
 		if len(rest) == 0 {
-			return Spec{}, fmt.Errorf("-p %s names no command to run", packages[0])
+			return Spec{}, fmt.Errorf("-p %s names no command to run", shownPackages[0])
 		}
 		spec.Package, spec.Bin, spec.Args = packages[0], rest[0], rest[1:]
+		spec.shownPackage, spec.shownBin = shownPackages[0], shown[i]
 	default:
 		return Spec{}, fmt.Errorf("several -p packages: the command may need all of them on its PATH")
 	}
-	if _, err := PackageName(spec.Package); err != nil {
+	if _, err := packageName(spec.Package, spec.shownPackage); err != nil {
 		return Spec{}, err
 	}
 	if spec.Bin != "" && strings.ContainsAny(spec.Bin, `/\`) {
-		return Spec{}, fmt.Errorf("%q is a path, not a bin name", spec.Bin)
+		return Spec{}, fmt.Errorf("%q is a path, not a bin name", spec.shownBin)
 	}
 	spec.Args = append([]string(nil), spec.Args...)
 	return spec, nil
@@ -95,13 +112,17 @@ flags:
 // tag: "@scope/name@1.2" is "@scope/name". Anything that is not a
 // registry name (a path, a URL, a git or tarball spec, an alias) is an
 // error: npm resolves those in ways this package does not repeat.
-func PackageName(spec string) (string, error) {
+func PackageName(spec string) (string, error) { return packageName(spec, spec) }
+
+// packageName is PackageName quoting shown, spec as configured, in its
+// error.
+func packageName(spec, shown string) (string, error) {
 	name := spec
 	rest := spec
 	if strings.HasPrefix(rest, "@") {
 		slash := strings.IndexByte(rest, '/')
 		if slash < 0 {
-			return "", fmt.Errorf("%q is not a package name", spec)
+			return "", fmt.Errorf("%q is not a package name", shown)
 		}
 		if at := strings.IndexByte(rest[slash:], '@'); at >= 0 {
 			name = rest[:slash+at]
@@ -111,7 +132,7 @@ func PackageName(spec string) (string, error) {
 	}
 	if name == "" || strings.ContainsAny(name, `:\ `) || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "/") ||
 		strings.Count(name, "/") > 1 || (!strings.HasPrefix(name, "@") && strings.Contains(name, "/")) {
-		return "", fmt.Errorf("%q is not a registry package name (a path, URL or git spec is run as written)", spec)
+		return "", fmt.Errorf("%q is not a registry package name (a path, URL or git spec is run as written)", shown)
 	}
 	return name, nil
 }

@@ -29,7 +29,14 @@ func (Resolver) Resolve(ctx context.Context, cfg pool.ServerConfig) (pool.Resolu
 	if !IsNPX(cfg.Command) {
 		return pool.Resolution{}, fmt.Errorf("%s is not npx", cfg.Command)
 	}
-	spec, err := Parse(cfg.Args)
+	// Notes (this function's errors included) quote the command line as
+	// configured: an expanded ${VAR} may be a secret, and a note is logged
+	// and shown in status and the dashboard.
+	var shown []string
+	if len(cfg.Shown) == len(cfg.Args)+1 {
+		shown = cfg.Shown[1:]
+	}
+	spec, err := parse(cfg.Args, shown)
 	if err != nil {
 		return pool.Resolution{}, err
 	}
@@ -44,7 +51,7 @@ func (Resolver) Resolve(ctx context.Context, cfg pool.ServerConfig) (pool.Resolu
 	if err != nil {
 		return pool.Resolution{}, err
 	}
-	dir, err := installedDir(ctx, npm, spec.Package, name, cfg.Cwd, env)
+	dir, err := installedDir(ctx, npm, spec, name, cfg.Cwd, env)
 	if err != nil {
 		return pool.Resolution{}, err
 	}
@@ -52,19 +59,20 @@ func (Resolver) Resolve(ctx context.Context, cfg pool.ServerConfig) (pool.Resolu
 	if err != nil {
 		return pool.Resolution{}, err
 	}
-	bin := spec.Bin
+	bin, shownBin := spec.Bin, spec.shownBin
 	if bin == "" {
 		if bin, err = defaultBin(name, manifest.bins); err != nil {
 			return pool.Resolution{}, err
 		}
+		shownBin = bin
 	}
 	rel, ok := manifest.bins[bin]
 	if !ok {
-		return pool.Resolution{}, fmt.Errorf("package %s has no bin %q", name, bin)
+		return pool.Resolution{}, fmt.Errorf("package %s has no bin %q", name, shownBin)
 	}
 	script := filepath.Join(dir, filepath.FromSlash(rel))
 	if r, err := filepath.Rel(dir, script); err != nil || strings.HasPrefix(r, "..") {
-		return pool.Resolution{}, fmt.Errorf("bin %s points outside its package (%s)", bin, rel)
+		return pool.Resolution{}, fmt.Errorf("bin %s points outside its package (%s)", shownBin, rel)
 	}
 	if err := isNodeScript(script); err != nil {
 		return pool.Resolution{}, err
@@ -72,14 +80,14 @@ func (Resolver) Resolve(ctx context.Context, cfg pool.ServerConfig) (pool.Resolu
 	return pool.Resolution{
 		Command: node,
 		Args:    append([]string{script}, spec.Args...),
-		Note:    fmt.Sprintf("npx %s resolved to %s %s, bin %s", spec.Package, name, manifest.Version, bin),
+		Note:    fmt.Sprintf("npx %s resolved to %s %s, bin %s", spec.shownPackage, name, manifest.Version, shownBin),
 	}, nil
 }
 
-// installedDir has npm install spec (as npx does) and returns the
-// package's directory.
-func installedDir(ctx context.Context, npm, spec, name, cwd string, env []string) (string, error) {
-	cmd := exec.CommandContext(ctx, npm, "exec", "--yes", "--package="+spec, "--",
+// installedDir has npm install spec's package (as npx does) and returns
+// the package's directory. Its errors quote the package as configured.
+func installedDir(ctx context.Context, npm string, spec Spec, name, cwd string, env []string) (string, error) {
+	cmd := exec.CommandContext(ctx, npm, "exec", "--yes", "--package="+spec.Package, "--",
 		"node", "-e", "process.stdout.write(process.env.PATH)")
 	cmd.Dir, cmd.Env = cwd, env
 	cmd.SysProcAttr = launch.HiddenAttr()
@@ -92,10 +100,14 @@ func installedDir(ctx context.Context, npm, spec, name, cwd string, env []string
 		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
 			msg = msg[i+1:]
 		}
-		if ctx.Err() != nil {
-			return "", fmt.Errorf("npm exec --package=%s: %w", spec, ctx.Err())
+		if spec.shownPackage != spec.Package {
+			// npm's words may quote the package, or part of it, as expanded.
+			msg = "npm's message is left out: it may quote what the package's ${…} expanded to"
 		}
-		return "", fmt.Errorf("npm exec --package=%s: %v: %s", spec, err, msg)
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("npm exec --package=%s: %w", spec.shownPackage, ctx.Err())
+		}
+		return "", fmt.Errorf("npm exec --package=%s: %v: %s", spec.shownPackage, err, msg)
 	}
 	// npm exec puts the .bin directories of what it installed first.
 	for _, entry := range filepath.SplitList(string(out)) {
@@ -107,7 +119,7 @@ func installedDir(ctx context.Context, npm, spec, name, cwd string, env []string
 			return dir, nil
 		}
 	}
-	return "", fmt.Errorf("npm exec --package=%s: the package's directory is not on the PATH it gave", spec)
+	return "", fmt.Errorf("npm exec --package=%s: the package's directory is not on the PATH it gave", spec.shownPackage)
 }
 
 type manifest struct {
