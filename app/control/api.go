@@ -32,6 +32,10 @@ var ErrNoPool = shim.ErrNoPool
 // (an upgrade while another is under way): 409, not 400.
 var ErrConflict = errors.New("conflict")
 
+// ErrUnresponsive means the pool's control socket took a question and
+// gave no answer in time: the pool runs but may be stuck.
+var ErrUnresponsive = errors.New("the running Switchboard did not answer: it may be stuck (see \"Troubleshooting a hang\" in the README)")
+
 // ErrHeadless is ShowDashboard's answer from `switchboard serve`.
 var ErrHeadless = errors.New("this switchboard runs headless (`switchboard serve`): it has no dashboard")
 

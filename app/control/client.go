@@ -104,23 +104,54 @@ func (c *Client) Upgrade(ctx context.Context, binary string) (UpgradeAccepted, e
 // Stacks is GET /v1/stacks: the running pool's goroutine stacks, copied
 // to w as they arrive.
 func (c *Client) Stacks(ctx context.Context, w io.Writer) error {
+	ctx, cancel := question(ctx, "/v1/stacks")
+	defer cancel()
 	resp, err := c.send(ctx, http.MethodGet, "/v1/stacks", nil)
 	if err != nil {
-		return err
+		return unanswered(ctx, err)
 	}
 	defer resp.Body.Close()
 	_, err = io.Copy(w, resp.Body)
-	return err
+	return unanswered(ctx, err)
 }
 
 // do sends body (GET: none) and decodes a 200 answer into v.
 func (c *Client) do(ctx context.Context, method, path string, body, v any) error {
+	if method == http.MethodGet {
+		var cancel context.CancelFunc
+		ctx, cancel = question(ctx, path)
+		defer cancel()
+	}
 	resp, err := c.send(ctx, method, path, body)
 	if err != nil {
-		return err
+		return unanswered(ctx, err)
 	}
 	defer resp.Body.Close()
-	return json.NewDecoder(resp.Body).Decode(v)
+	return unanswered(ctx, json.NewDecoder(resp.Body).Decode(v))
+}
+
+// QuestionTimeout bounds a question to the pool (status, config, leaks,
+// stacks): a pool that works answers at once, and one that is stuck must
+// not hold the user at the command it runs to find out why. Actions
+// (kill, upgrade) have the client's minute. A var for tests.
+var QuestionTimeout = 15 * time.Second
+
+// question is ctx bounded by QuestionTimeout, whose expiry says the pool
+// did not answer path.
+func question(ctx context.Context, path string) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, QuestionTimeout,
+		fmt.Errorf("%w: no answer to GET %s within %s", ErrUnresponsive, path, QuestionTimeout))
+}
+
+// unanswered is err, or the reason the question's context ended when
+// that is why it failed (the pool did not answer).
+func unanswered(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrUnresponsive) {
+			return cause
+		}
+	}
+	return err
 }
 
 // send sends body (GET: none) and returns a 200 answer for the caller to

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
@@ -185,5 +186,40 @@ func TestClientErrors(t *testing.T) {
 	}
 	if err := none.Stacks(ctx, io.Discard); !errors.Is(err, ErrNoPool) {
 		t.Errorf("Stacks with no pool = %v, want ErrNoPool", err)
+	}
+}
+
+// A pool that takes a question and never answers it (stuck) makes the
+// question fail within QuestionTimeout with ErrUnresponsive, which says
+// so, rather than hold the user for the client's minute and print a Go
+// HTTP error.
+func TestQuestionToAStuckPool(t *testing.T) {
+	old := QuestionTimeout
+	QuestionTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { QuestionTimeout = old })
+	dir, err := os.MkdirTemp("", "ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "control.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release })}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	t.Cleanup(func() { close(release); srv.Close(); <-done })
+	c := NewClient(sock)
+	t.Cleanup(c.hc.CloseIdleConnections)
+
+	ctx := context.Background()
+	if _, err := c.Status(ctx); !errors.Is(err, ErrUnresponsive) || !strings.Contains(err.Error(), "/v1/status") {
+		t.Errorf("Status of a stuck pool = %v, want ErrUnresponsive naming /v1/status", err)
+	}
+	if err := c.Stacks(ctx, io.Discard); !errors.Is(err, ErrUnresponsive) {
+		t.Errorf("Stacks of a stuck pool = %v, want ErrUnresponsive", err)
 	}
 }
