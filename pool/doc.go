@@ -117,7 +117,8 @@
 //     and MRTR for it alone; closing its response cancels it and nothing
 //     else: [httpFront.legacy], [httpFront.exchange], [httpFront.await],
 //     [session.respond], [session.relate], [requestTable.progress],
-//     [session.declares], [session.endExchange], [httpFront.expireIdle].
+//     [session.requestCaps], [requestTable.mrtrCarrier], [session.endExchange],
+//     [httpFront.expireIdle].
 //   - A client that closes its input gets its answers before its session
 //     ends; one that stops reading is evicted and stalls no one; one that
 //     piles up requests is refused past its share: [session.halfClose],
