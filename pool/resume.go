@@ -77,11 +77,14 @@ func mergeLost(r *wire.Resume, history []Unanswered) []Unanswered {
 			continue
 		}
 		seen[l.ID] = true
-		h, ok := known[l.ID]
+		// The history can confirm "written", never "not written": it
+		// hears of a write after the write, and records it a few
+		// milliseconds later, so a pool killed in between leaves it
+		// saying "not written" of a request the child has. A relaying
+		// shim cannot tell and says written; only both saying "not
+		// written" is "did not run".
+		h := known[l.ID]
 		written := l.Written || h.Written
-		if r.Counted && ok {
-			written = h.Written // the history saw whether it reached a child; the count cannot
-		}
 		out = append(out, Unanswered{OriginalID: l.ID, Method: h.Method, Name: h.Name, Written: written})
 	}
 	return out
