@@ -141,7 +141,15 @@ func (b *backend) carry() (CarriedChild, error) {
 	now := time.Now()
 	_ = c.stdout.SetReadDeadline(now)
 	_ = c.stderr.SetReadDeadline(now)
-	<-c.writerDone
+	select {
+	case <-c.writerDone:
+	case <-time.After(b.p.opts.StopGrace):
+		// The writer is blocked in a write the child does not take: it
+		// stopped reading, with part of a line on its stdin, and the next
+		// pool could not write it a whole one. It is stopped instead
+		// (stop closes its stdin, which ends the write).
+		return cc, errors.New("it does not read its stdin")
+	}
 	<-c.stderrDone
 	<-c.readerDone
 	select {

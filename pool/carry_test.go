@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool"
 )
@@ -130,4 +132,40 @@ func processAlive(pid int) bool {
 	}
 	i := bytes.LastIndexByte(stat, ')')
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
+
+// A child that stopped reading its stdin, with a line half written to it,
+// is not carried (the next pool could not write it a whole line) and does
+// not hold the hand-over: it is stopped, and Handover returns. On the
+// first edition Handover waited for ever for the blocked writer.
+func TestHandoverDoesNotWaitForAChildThatStoppedReading(t *testing.T) {
+	on := oneThread(t)
+	cfg := fake("fake", "-stop-reading-after", "2")
+	cfg.RequestTimeout = 500 * time.Millisecond
+	p := newTestPool(t, &pool.Options{StartOn: on, StopGrace: 300 * time.Millisecond}, cfg)
+	c := p.dial(t, "fake")
+	c.initialize("x", "")
+	pid := p.Snapshot().Backends[0].PID
+	c.call("1", "echo", `{"text":"`+strings.Repeat("x", 512<<10)+`"}`)
+	if m, _ := c.recvID("1"); m.Error == nil {
+		t.Fatalf("a call to a child that does not read was answered: %.200s", m.raw)
+	}
+	c.close()
+	eventually(t, "the session to end", func() bool { return len(p.Snapshot().Sessions) == 0 })
+	done := make(chan *pool.Carried, 1)
+	go func() {
+		carried, _ := p.Handover()
+		done <- carried
+	}()
+	select {
+	case carried := <-done:
+		if carried != nil && len(carried.Children) != 0 {
+			t.Errorf("carried %+v: a child with half a line on its stdin", carried.Children)
+		}
+	case <-time.After(10 * time.Second):
+		syscall.Kill(pid, syscall.SIGKILL) // let the hand-over end, and the test with it
+		<-done
+		t.Fatal("Handover waited for a child that does not read its stdin")
+	}
+	eventually(t, "the child not carried to be stopped", func() bool { return !processAlive(pid) })
 }
