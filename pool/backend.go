@@ -67,6 +67,9 @@ type backend struct {
 	// mu guards the groups below.
 	mu sync.Mutex
 
+	// carrying is the child a hand-over takes (carry), set once under mu.
+	carrying *child
+
 	// What is written to the child: send, sendRaw, sendNotification and
 	// writeLoop. notes counts the bytes of each session's notifications
 	// in queue, notesBytes all of them: what leaves the queue leaves the

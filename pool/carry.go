@@ -132,6 +132,9 @@ func (b *backend) carry() (CarriedChild, error) {
 	b.mu.Lock()
 	c, hs := b.child, b.hs
 	ok := c != nil && c.ready && b.state == StateReady && b.owner == nil && !b.draining && b.reqs.count() == 0
+	if ok {
+		b.carrying = c // the supervisor lets this one run on, and no other (supervise)
+	}
 	cc := CarriedChild{Server: b.srv.name, Process: processKey(b.cfg), Roots: b.roots, Resolved: b.resolved, LogLevel: b.childLevel}
 	b.mu.Unlock()
 	if !ok {

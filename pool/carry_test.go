@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -168,4 +169,56 @@ func TestHandoverDoesNotWaitForAChildThatStoppedReading(t *testing.T) {
 		t.Fatal("Handover waited for a child that does not read its stdin")
 	}
 	eventually(t, "the child not carried to be stopped", func() bool { return !processAlive(pid) })
+}
+
+// A restart the user asked for just before a hand-over, still stopping
+// the old child, does not leave a new child that nobody carries or stops:
+// the hand-over returns, and no child of the server is left running but
+// the one carried, if any. On the first edition the restart started a
+// new child after the hand-over had begun, and Handover waited for it for
+// ever.
+func TestHandoverDuringARestart(t *testing.T) {
+	on := oneThread(t)
+	pidFile := filepath.Join(shortTempDir(t), "pid")
+	p := newTestPool(t, &pool.Options{StartOn: on}, fake("fake", "-exit-on-stdin-eof=false", "-pidfile", pidFile))
+	c := p.dial(t, "fake")
+	c.initialize("x", "")
+	first := p.Snapshot().Backends[0].PID
+	c.close()
+	eventually(t, "the session to end", func() bool { return len(p.Snapshot().Sessions) == 0 })
+	if err := p.Restart("fake"); err != nil {
+		t.Fatal(err)
+	}
+	// The old child ignores stdin's end: its stop takes the stdin grace,
+	// during which the hand-over begins.
+	done := make(chan *pool.Carried, 1)
+	go func() {
+		carried, _ := p.Handover()
+		done <- carried
+	}()
+	var carried *pool.Carried
+	select {
+	case carried = <-done:
+	case <-time.After(15 * time.Second):
+		b, _ := os.ReadFile(pidFile)
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid != first {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		<-done
+		t.Fatal("Handover did not return")
+	}
+	b, _ := os.ReadFile(pidFile)
+	last, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	kept := map[int]bool{}
+	for _, cc := range carried.Children {
+		kept[cc.PID] = true
+	}
+	for _, pid := range []int{first, last} {
+		if !kept[pid] {
+			eventually(t, fmt.Sprintf("child %d, not carried, to exit", pid), func() bool { return !processAlive(pid) })
+		}
+	}
+	for pid := range kept {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
 }

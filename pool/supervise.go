@@ -28,13 +28,20 @@ func (b *backend) supervise() {
 			if errors.Is(err, errDetached) {
 				b.mu.Lock()
 				b.stopErr = errDetached
+				carried := b.carrying == c
 				b.mu.Unlock()
+				if !carried {
+					// A child started after the hand-over chose another
+					// (one that exited meanwhile): nobody carries it.
+					c.shutdown()
+					b.reap(c, errPoolClosing)
+				}
 				b.finishStop() // nothing is pending after a hand-over; the pool's own requests end here
-				return         // the child runs on, for the next pool
+				return         // the carried child runs on, for the next pool
 			}
 		}
-		if b.stopping() {
-			b.finishStop()
+		if b.stopping() || b.detaching() {
+			b.finishStop() // a hand-over took this backend: no next child
 			return
 		}
 		budget.pol = b.restartPolicy() // a reload may have changed it
@@ -43,6 +50,9 @@ func (b *backend) supervise() {
 			// Crash loop: fail fast until restarted or reconfigured.
 			select {
 			case <-b.stopReq:
+				b.finishStop()
+				return
+			case <-b.detachQ:
 				b.finishStop()
 				return
 			case <-b.restartQ:
@@ -71,10 +81,22 @@ func (b *backend) waitToRestart(d time.Duration) bool {
 	select {
 	case <-b.stopReq:
 		return false
+	case <-b.detachQ:
+		return false // a hand-over: no next child
 	case <-b.restartQ:
 		return true
 	case <-t.C:
 		return true
+	}
+}
+
+// detaching reports whether a hand-over has taken the backend.
+func (b *backend) detaching() bool {
+	select {
+	case <-b.detachQ:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -207,6 +229,10 @@ func (b *backend) runUntilExit(c *child) error {
 		b.finishStop()
 		return nil
 	case <-b.restartQ:
+		b.mu.Lock()
+		b.state = StateRestart // a hand-over from now on does not take it for ready
+		b.mu.Unlock()
+		b.emitState()
 		c.shutdown()
 		b.reap(c, errUserRestart)
 		return errUserRestart
