@@ -145,19 +145,7 @@ func TestHandBackCarriesASetLevelWaitingForItsOwnChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the setLevel to start the child it waits for", func() bool { return len(tp.Snapshot().Backends) == 2 })
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tp.Close()
-	}()
-	bye := a.goodbye(10 * time.Second)
-	<-stopped
-	if bye.End != wire.EndPoolStopping || string(bye.Pending) != sent {
-		t.Fatalf("farewell %q with Pending %q, want %q with %q", bye.End, bye.Pending, wire.EndPoolStopping, sent)
-	}
-	if got := a.rest(t); got != "" {
-		t.Fatalf("the stopped pool answered %q, and handed it back too", got)
-	}
+	closeExpectingHandBack(t, tp, a, 10*time.Second, sent)
 }
 
 // TestHandBackCarriesAResumingSessionsInput: a session that its shim
@@ -177,19 +165,7 @@ func TestHandBackCarriesAResumingSessionsInput(t *testing.T) {
 	carried := handBackList + "\n"
 	a := tp.resumeAttached(t, "slow", init.Params, []byte(carried))
 	eventually(t, "the resumed initialize to start the child it waits for", func() bool { return len(tp.Snapshot().Backends) == 1 })
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tp.Close()
-	}()
-	bye := a.goodbye(15 * time.Second)
-	<-stopped
-	if bye.End != wire.EndPoolStopping || string(bye.Pending) != carried {
-		t.Fatalf("farewell %q with Pending %q, want %q with %q", bye.End, bye.Pending, wire.EndPoolStopping, carried)
-	}
-	if got := a.rest(t); got != "" {
-		t.Fatalf("the stopped pool answered %q, and handed it back too", got)
-	}
+	closeExpectingHandBack(t, tp, a, 15*time.Second, carried)
 }
 
 // TestHandBackStopsSessionsOwnChildrenTogether: the children of handed
@@ -246,6 +222,26 @@ func (a *attached) goodbye(within time.Duration) pool.Farewell {
 		if bye.End != "" {
 			return bye
 		}
+	}
+}
+
+// closeExpectingHandBack closes tp, as a stop does, and checks that a's
+// session goes back to its shim with pending as Pending, within the wait,
+// and that the stopped pool answered nothing of it.
+func closeExpectingHandBack(t *testing.T, tp *testPool, a *attached, within time.Duration, pending string) {
+	t.Helper()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tp.Close()
+	}()
+	bye := a.goodbye(within)
+	<-stopped
+	if bye.End != wire.EndPoolStopping || string(bye.Pending) != pending {
+		t.Fatalf("farewell %q with Pending %q, want %q with %q", bye.End, bye.Pending, wire.EndPoolStopping, pending)
+	}
+	if got := a.rest(t); got != "" {
+		t.Fatalf("the stopped pool answered %q, and handed it back too", got)
 	}
 }
 

@@ -88,6 +88,13 @@ func (f *fakeBackend) Upgrade(_ context.Context, binary string) (UpgradeAccepted
 // instance does, and returns a client of it.
 func serve(t *testing.T, b Backend) *Client {
 	t.Helper()
+	return serveHandler(t, Handler(b))
+}
+
+// serveHandler serves h on a control socket of its own, for the test's
+// length, and returns a client of it.
+func serveHandler(t *testing.T, h http.Handler) *Client {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "ctl")
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +105,7 @@ func serve(t *testing.T, b Backend) *Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: Handler(b)}
+	srv := &http.Server{Handler: h}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ln) }()
 	t.Cleanup(func() { srv.Close(); <-done })
@@ -197,23 +204,9 @@ func TestQuestionToAStuckPool(t *testing.T) {
 	old := QuestionTimeout
 	QuestionTimeout = 200 * time.Millisecond
 	t.Cleanup(func() { QuestionTimeout = old })
-	dir, err := os.MkdirTemp("", "ctl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "control.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	release := make(chan struct{})
-	srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release })}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ln) }()
-	t.Cleanup(func() { close(release); srv.Close(); <-done })
-	c := NewClient(sock)
-	t.Cleanup(c.hc.CloseIdleConnections)
+	t.Cleanup(func() { close(release) }) // last, after the server closed: its blocked handlers return
+	c := serveHandler(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
 
 	ctx := context.Background()
 	if _, err := c.Status(ctx); !errors.Is(err, ErrUnresponsive) || !strings.Contains(err.Error(), "/v1/status") {
