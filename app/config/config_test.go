@@ -334,7 +334,8 @@ func TestDiff(t *testing.T) {
 		"off": {"command": "x"},
 		"gone": {"command": "x"},
 		"remote": {"url": "https://x"},
-		"extra": {"command": "x", "note": 1}
+		"extra": {"command": "x", "note": 1},
+		"npx": {"command": "npx", "args": ["-y", "p"]}
 	}, "http": {"listen": "127.0.0.1:1"}, "hangThreshold": "30s"}`)
 	new := parse(`{"mcpServers": {
 		"same": {"command": "x", "args": ["1"]},
@@ -344,7 +345,8 @@ func TestDiff(t *testing.T) {
 		"off": {"command": "x", "disabled": true},
 		"new": {"command": "y"},
 		"remote2": {"url": "https://y"},
-		"extra": {"command": "x", "note": 2}
+		"extra": {"command": "x", "note": 2},
+		"npx": {"command": "npx", "args": ["-y", "p"], "resolve": false}
 	}, "http": {"listen": "127.0.0.1:2"}, "history": {"retainDays": 3}, "hangThreshold": "30s"}`)
 	got := Diff(old, new)
 	want := DiffResult{
@@ -354,6 +356,7 @@ func TestDiff(t *testing.T) {
 			{Name: "args", Fields: []string{"args"}, Restarts: true},
 			{Name: "env", Fields: []string{"env.B", "env.C"}, Restarts: true},
 			{Name: "idle", Fields: []string{"idleTimeout", "restart.window"}},
+			{Name: "npx", Fields: []string{"resolve"}, Restarts: true}, // how the child is started: the pool starts a new one
 			{Name: "off", Fields: []string{"disabled"}, Restarts: true},
 		},
 		Unchanged: []string{"extra", "same"},
@@ -362,13 +365,13 @@ func TestDiff(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Diff (-want +got):\n%s", diff)
 	}
-	if s := got.String(); s != "added: new; removed: gone; changed: args (args; new child), env (env.B, env.C; new child), idle (idleTimeout, restart.window), off (disabled; new child); settings: http.listen, history.retainDays; unchanged: 2" {
+	if s := got.String(); s != "added: new; removed: gone; changed: args (args; new child), env (env.B, env.C; new child), idle (idleTimeout, restart.window), npx (resolve; new child), off (disabled; new child); settings: http.listen, history.retainDays; unchanged: 2" {
 		t.Errorf("String = %s", s)
 	}
 	if !Diff(old, old).Empty() || Diff(nil, old).Empty() {
 		t.Error("Empty is wrong")
 	}
-	if got := Diff(nil, old).Added; len(got) != 7 {
+	if got := Diff(nil, old).Added; len(got) != 8 {
 		t.Errorf("Diff(nil, old).Added = %v", got)
 	}
 }

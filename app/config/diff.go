@@ -33,8 +33,9 @@ type Change struct {
 	Restarts bool
 }
 
-// processFields are the fields whose change starts a new child.
-var processFields = []string{"command", "args", "env", "cwd", "share"}
+// processFields are the fields whose change starts a new child: how it
+// is started (resolve: an npx command run as resolved, or as written).
+var processFields = []string{"command", "args", "env", "cwd", "share", "resolve"}
 
 // Diff compares two configs; old may be nil (everything is added).
 func Diff(old, new *File) DiffResult {

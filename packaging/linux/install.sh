@@ -38,7 +38,8 @@ if [ -z "${TREE:-}" ]; then
     TREE=$here # the unpacked tarball
   else
     root=$(cd "$here/../.." && pwd)
-    TREE=$(ls -d "$root"/dist/switchboard_*_linux_amd64 2>/dev/null | tail -n 1 || true)
+    # The newest version's (0.10.0 after 0.9.0: sorted as versions).
+    TREE=$(ls -d "$root"/dist/switchboard_*_linux_amd64 2>/dev/null | sort -V | tail -n 1 || true)
   fi
 fi
 PREFIX=${PREFIX:-$HOME/.local}
@@ -81,6 +82,12 @@ if [ $uninstall = 1 ]; then
   fi
   for f in "${relfiles[@]}"; do rm -f "$DESTDIR$PREFIX/$f"; done
   [ $service = 0 ] || rm -f "$DESTDIR$unitdir/switchboard.service"
+  # The login item `switchboard autostart on` made for this binary: left,
+  # it would start a program that is gone at every login.
+  login=${XDG_CONFIG_HOME:-$HOME/.config}/autostart/switchboard.desktop
+  if [ -z "$DESTDIR" ] && [ -f "$login" ] && grep -q "^Exec=\"\{0,1\}$bindir/switchboard" "$login"; then
+    rm -f "$login"
+  fi
   rmdir "$DESTDIR$PREFIX/share/switchboard/autostart" "$DESTDIR$PREFIX/share/switchboard" \
     "$DESTDIR$PREFIX/share/doc/switchboard" 2>/dev/null || true
   refresh_caches

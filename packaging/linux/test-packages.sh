@@ -90,7 +90,11 @@ HOME=$work/home PREFIX=$prefix bash "$work/unpack/$(basename "$tree")/install.sh
 grep -qx "Exec=$prefix/bin/switchboard" "$prefix/share/applications/$id.desktop" || fail "desktop Exec not absolute"
 desktop-file-validate "$prefix/share/applications/$id.desktop"
 "$prefix/bin/switchboard" version --json | grep -q "\"version\": *\"$version\"" || fail "installed version is not $version"
+HOME=$work/home XDG_CONFIG_HOME= "$prefix/bin/switchboard" autostart on >/dev/null || fail "autostart on"
+login=$work/home/.config/autostart/switchboard.desktop
+[ -f "$login" ] || fail "autostart on made no login item at $login"
 HOME=$work/home PREFIX=$prefix bash "$work/unpack/$(basename "$tree")/install.sh" --uninstall >/dev/null
+[ ! -e "$login" ] || fail "uninstall left the login item $login, which starts a program that is gone"
 # Desktop and icon caches are the desktop's (refreshed on removal), not ours.
 left=$(find "$prefix" -type f ! -name icon-theme.cache ! -name mimeinfo.cache | head -n 5)
 [ -z "$left" ] || fail "uninstall left $left"
