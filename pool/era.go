@@ -257,12 +257,45 @@ func (hs *handshake) initializeResult(requested string) []byte {
 			version = requested
 		}
 	}
-	r := map[string]any{"protocolVersion": version, "capabilities": rawOrEmpty(hs.capabilities),
+	caps := rawOrEmpty(hs.capabilities)
+	if hs.era == EraModern {
+		caps = legacyView(caps)
+	}
+	r := map[string]any{"protocolVersion": version, "capabilities": caps,
 		"serverInfo": rawOrDefault(hs.serverInfo, `{"name":"switchboard","version":"dev"}`)}
 	if hs.instructions != "" {
 		r["instructions"] = hs.instructions
 	}
 	out, _ := json.Marshal(r)
+	return out
+}
+
+// legacyView is a 2026-07-28 child's capabilities as a legacy client of
+// it may rely on them: without what the legacy revisions promise through
+// methods and notifications the child no longer has and the pool does not
+// bridge for a legacy session: resources/subscribe, list-change
+// notifications and logging/setLevel. The client then re-lists and reads
+// as it would with a server that offers none of them, rather than wait
+// for what never comes.
+func legacyView(caps json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(caps, &m) != nil {
+		return caps
+	}
+	delete(m, "logging")
+	for _, k := range []string{"tools", "prompts", "resources"} {
+		var c map[string]json.RawMessage
+		if v, ok := m[k]; !ok || json.Unmarshal(v, &c) != nil || c == nil {
+			continue
+		}
+		delete(c, "listChanged")
+		delete(c, "subscribe")
+		m[k], _ = json.Marshal(c)
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return caps
+	}
 	return out
 }
 
