@@ -125,10 +125,29 @@ func (p *Pool) Handover() (*Carried, error) {
 	return out, nil
 }
 
+// awaitOwnRequests waits, up to d, while only the pool's own requests are
+// in flight: the log level and unsubscribes that closing the sessions
+// queued are answered in moments, and a child that owes an answer cannot
+// be carried. A client's request in flight ends the wait at once: that
+// child is not carried anyway.
+func (b *backend) awaitOwnRequests(d time.Duration) {
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for b.reqs.count() > 0 && !b.reqs.serving() && time.Now().Before(deadline) {
+		select {
+		case <-tick.C:
+		case <-b.done:
+			return
+		}
+	}
+}
+
 // carry detaches the backend's child for the next pool: its loops stop,
 // the process and its pipes stay, and the descriptors are made to survive
 // an exec.
 func (b *backend) carry() (CarriedChild, error) {
+	b.awaitOwnRequests(b.p.opts.StopGrace)
 	b.mu.Lock()
 	c, hs := b.child, b.hs
 	ok := c != nil && c.ready && b.state == StateReady && b.owner == nil && !b.draining && b.reqs.count() == 0

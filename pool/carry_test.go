@@ -222,3 +222,34 @@ func TestHandoverDuringARestart(t *testing.T) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
+
+// A child whose session set a log level, or held a subscription, is
+// carried like any other: closing the sessions for the hand-over queues
+// the pool's own setLevel or unsubscribe, which the hand-over waits for.
+// On the first edition they were still in flight when it looked, and the
+// child was stopped instead of carried.
+func TestHandoverCarriesAChildAfterItsSessionsState(t *testing.T) {
+	for _, tc := range []struct{ name, request string }{
+		{"log level", `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`},
+		{"subscription", `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newTestPool(t, &pool.Options{StartOn: oneThread(t)}, fake("fake"))
+			c := p.dial(t, "fake")
+			c.initialize("x", "")
+			c.send(tc.request)
+			if m, _ := c.recvID("2"); m.Error != nil {
+				t.Fatalf("%s: %s", tc.name, m.raw)
+			}
+			pid := p.Snapshot().Backends[0].PID
+			carried, err := p.Handover()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(carried.Children) != 1 || carried.Children[0].PID != pid {
+				t.Fatalf("carried %+v, want the child %d", carried.Children, pid)
+			}
+			syscall.Kill(pid, syscall.SIGKILL)
+		})
+	}
+}
