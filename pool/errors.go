@@ -35,6 +35,7 @@ const (
 	errQuestionRefused                          // a legacy client answered a modern child's question with an error
 	errCannotAsk                                // the child's question needs what this legacy client did not declare
 	errCannotRetry                              // the call could not be retried with the client's answers
+	errTooManyRounds                            // a modern child asked for input more rounds than any call needs
 
 	// Refusing a client's request before it reaches a child.
 	errSessionBusy     // the session has its share of requests in flight
@@ -105,6 +106,8 @@ var errorTable = [...]errorRow{
 	errCannotAsk: {code: jsonrpc.CodeNoClient, format: "server %q needs %s, which this client did not declare",
 		aboutRequest: true, retryable: false},
 	errCannotRetry: {code: jsonrpc.CodeInternalError, format: "cannot retry the call with the client's answers",
+		aboutRequest: true, retryable: false},
+	errTooManyRounds: {code: jsonrpc.CodeInternalError, format: "server %q asked for input %d times in one call; the call was given up",
 		aboutRequest: true, retryable: false},
 
 	errSessionBusy: {code: jsonrpc.CodeOverloaded,

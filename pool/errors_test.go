@@ -30,6 +30,7 @@ func TestErrorTable(t *testing.T) {
 		errQuestionRefused:     {"srv", "no"},
 		errCannotAsk:           {"srv", "sampling/createMessage"},
 		errCannotRetry:         nil,
+		errTooManyRounds:       {"srv", 32},
 		errSessionBusy:         {8192},
 		errSessionBytes:        {100, 200, 250},
 		errSessionSubs:         {4096, 1, 4096},

@@ -14,6 +14,8 @@ import (
 // the legacy client each question as a server-to-client request, collects
 // the answers, and retries the call at the child with inputResponses and
 // the child's requestState; the client sees one call and one result.
+// A roots/list among the questions is never the client's: the pool
+// answers it from the roots it gives a legacy child (roots.go).
 
 // inputRound is one input_required answer being turned into questions to
 // a legacy client.
@@ -55,6 +57,10 @@ func (r *inputRounds) take(id uint64) *inputRound {
 	return x
 }
 
+// maxInputRounds bounds the input_required rounds of one call: real
+// servers ask a few times at most.
+const maxInputRounds = 32
+
 // askLegacyClient turns a modern child's input_required answer to a
 // legacy client's call into questions to that client. It reports whether
 // it took the answer (false: deliver it as it is), or the error the
@@ -84,24 +90,33 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 	if err := json.Unmarshal(res, &r); err != nil {
 		return false, nil
 	}
+	if p.inputRounds >= maxInputRounds {
+		// A child that asks again and again (the pool answers roots/list
+		// itself, so no client paces it) must not loop for ever.
+		return false, newError(errTooManyRounds, true, b.srv.name, b.srv.name, p.inputRounds)
+	}
 	for _, q := range r.InputRequests {
-		if !sess.canAnswer(q.Method) {
+		if q.Method != "roots/list" && !sess.canAnswer(q.Method) {
 			return false, newError(errCannotAsk, true, b.srv.name, b.srv.name, q.Method)
 		}
 	}
 	x := &inputRound{b: b, sess: sess, call: p, origID: origID, to: e.x, state: r.RequestState, left: map[uint64]string{},
 		answer: map[string]json.RawMessage{}}
-	if len(r.InputRequests) == 0 { // only a requestState: retry at once
-		x.retry()
-		return true, nil
-	}
 	questions := make([][]byte, 0, len(r.InputRequests))
 	ids := make([]uint64, 0, len(r.InputRequests))
 	for key, q := range r.InputRequests {
+		if q.Method == "roots/list" { // never a client's: the pool answers it, as it does a legacy child's
+			x.answer[key] = rootsListResult(b.answeredRoots())
+			continue
+		}
 		id := b.p.nextID.Add(1)
 		x.left[id] = key
 		ids = append(ids, id)
 		questions = append(questions, jsonrpc.AppendRequest(nil, id, q.Method, q.Params))
+	}
+	if len(questions) == 0 { // only a requestState, or only what the pool answers: retry at once
+		x.retry()
+		return true, nil
 	}
 	// The round is complete before it is shared; its timer is armed once
 	// it is (so that an end by the timer finds every question to take
@@ -121,6 +136,16 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 		sess.deliver(q)
 	}
 	return true, nil
+}
+
+// answeredRoots are the roots the pool answers this child's roots/list
+// with (rootsListResult), whatever its era: its partition's, or for a
+// session's own child that session's, as they are now (backend.onChildRequest).
+func (b *backend) answeredRoots() []string {
+	if b.owner != nil {
+		return b.owner.partitionRoots()
+	}
+	return b.roots
 }
 
 // answerRound takes a legacy client's answer to one of the pool's
@@ -211,7 +236,7 @@ func (x *inputRound) retry() {
 	id := x.b.p.nextID.Add(1)
 	line := jsonrpc.AppendRequest(nil, id, p.method, raw)
 	next := &pending{id: id, sess: s, b: x.b, origID: x.origID, x: x.to, method: p.method, name: p.name, line: line,
-		token: p.token, origToken: p.origToken, received: time.Now()}
+		token: p.token, origToken: p.origToken, received: time.Now(), inputRounds: p.inputRounds + 1}
 	x.b.reqs.carryProgress(p, next)
 	key := keyOf(x.origID, x.to)
 	s.mu.Lock()

@@ -66,6 +66,7 @@ type pending struct {
 	state        reqState   // guarded by the table, as the rest of this line
 	modern       bool       // the client spoke 2026-07-28 in this request (modern.go)
 	caps         clientCaps // a modern request's own: what its _meta declared (a child's question needs them)
+	inputRounds  uint8      // the input_required rounds the call has taken so far (inputbridge.go)
 	everWritten  bool       // sticky: it reached a child before a re-queue
 	retried      bool       // re-sent once after its child died
 	progressSent bool       // progressSeen is set
