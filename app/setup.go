@@ -81,27 +81,20 @@ func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 		if rerr := remember(setupRecordPath(paths, client), client, res.Rewrites); rerr != nil && err == nil {
 			err = rerr
 		}
-		res.Notes = append(res.Notes, fmt.Sprintf("`switchboard setup --undo %s` puts the client's config back as it was.", client))
+		res.Notes = append(res.Notes, fmt.Sprintf("`switchboard setup --undo %s` puts the rewritten entries back as they were.", client))
 	}
 	return res, err
 }
 
-// remember adds rewrites to the client's setup record; a file rewritten
-// again keeps its first backup, the one from before any setup.
+// remember adds rewrites to the client's setup record. Each keeps its
+// own backup: a file rewritten again (entries added since the first
+// setup) has entries from before each.
 func remember(path string, client importer.Client, rws []importer.Rewrite) error {
 	rec := setupRecord{Client: string(client)}
 	if data, err := os.ReadFile(path); err == nil {
 		_ = json.Unmarshal(data, &rec)
 	}
-	have := map[string]bool{}
-	for _, rw := range rec.Rewrites {
-		have[rw.File] = true
-	}
-	for _, rw := range rws {
-		if !have[rw.File] {
-			rec.Rewrites = append(rec.Rewrites, rw)
-		}
-	}
+	rec.Rewrites = append(rec.Rewrites, rws...)
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
@@ -115,21 +108,15 @@ func remember(path string, client importer.Client, rws []importer.Rewrite) error
 // ErrNothingToUndo means setup never rewrote that client's config.
 var ErrNothingToUndo = errors.New("nothing to undo")
 
-// Restored is one client file `setup --undo` put back.
-type Restored struct {
-	File   string
-	Backup string // the pre-setup copy it was restored from
-	// KeptAs is where the file as it was before the undo was kept, in
-	// case it had been edited since; empty when there was no file.
-	KeptAs string
-}
-
-// UndoSetup is `switchboard setup --undo CLIENT`: each client file setup
-// rewrote gets its pre-setup backup back. The file as it is now is kept
-// next to it first, in case it was edited since. Switchboard's own config
-// keeps the imported servers (they harm nothing). It returns what it
-// restored, also when it fails part way.
-func UndoSetup(from string) ([]Restored, error) {
+// UndoSetup is `switchboard setup --undo CLIENT`: in each client file
+// setup rewrote, the entries it rewrote get back what they were before,
+// from setup's backups; the rest of the file (what the client or the user
+// changed since) stays as it is now. An entry changed or removed since
+// setup is left as it is, and the result says so. The file as it is now
+// is kept next to it before it is written. Switchboard's own config keeps
+// the imported servers (they harm nothing). It returns what it did, also
+// when it fails part way.
+func UndoSetup(from string) ([]importer.Undone, error) {
 	client, err := importer.ParseClient(from)
 	if err != nil {
 		return nil, err
@@ -150,29 +137,9 @@ func UndoSetup(from string) ([]Restored, error) {
 	if err := json.Unmarshal(data, &rec); err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	var done []Restored
-	for _, rw := range rec.Rewrites {
-		orig, err := os.ReadFile(rw.Backup)
-		if err != nil {
-			return done, fmt.Errorf("restore %s: its backup: %w", rw.File, err)
-		}
-		r := Restored{File: rw.File, Backup: rw.Backup}
-		mode := os.FileMode(0o600)
-		if fi, err := os.Stat(rw.File); err == nil {
-			mode = fi.Mode().Perm()
-			cur, err := os.ReadFile(rw.File)
-			if err != nil {
-				return done, fmt.Errorf("restore %s: %w", rw.File, err)
-			}
-			r.KeptAs = rw.File + ".switchboard-undone-" + time.Now().Format("20060102-150405") + ".bak"
-			if err := os.WriteFile(r.KeptAs, cur, mode); err != nil {
-				return done, fmt.Errorf("keep %s before restoring it: %w", rw.File, err)
-			}
-		}
-		if err := config.WriteFile(rw.File, orig, mode); err != nil {
-			return done, fmt.Errorf("restore %s: %w", rw.File, err)
-		}
-		done = append(done, r)
+	done, err := importer.Undo(rec.Rewrites, time.Now())
+	if err != nil {
+		return done, err
 	}
 	return done, os.Remove(path)
 }

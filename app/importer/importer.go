@@ -94,6 +94,15 @@ type Rewrite struct {
 	File    string
 	Backup  string
 	Servers []string // the entries' paths in File
+	// Entries are the entries rewritten, as Undo needs them: one for each
+	// of Servers, in the same order.
+	Entries []Rewritten `json:",omitempty"`
+}
+
+// Rewritten is one client entry a rewrite replaced.
+type Rewritten struct {
+	Keys  []string        // its keys from the top of the file: projects, /p, mcpServers, db
+	Wrote json.RawMessage // the entry the rewrite put there
 }
 
 // Result is everything an import did (or, in a dry run, would do).
@@ -323,6 +332,7 @@ type clientFile struct {
 // per project besides the user's own.
 type group struct {
 	where   string
+	keys    []string // where, as keys from the top of the file
 	obj     *jsonedit.Value
 	project string
 }
@@ -352,15 +362,15 @@ func readClientFile(c Client, loc Location, named bool) (*clientFile, error) {
 	if root.Kind != jsonedit.Object {
 		return nil, fmt.Errorf("%s: expected a JSON object, found a %s", loc.Path, root.Kind)
 	}
-	add := func(where string, obj *jsonedit.Value, project string) {
+	add := func(where string, keys []string, obj *jsonedit.Value, project string) {
 		if obj != nil && obj.Kind == jsonedit.Object {
-			cf.groups = append(cf.groups, group{where: where, obj: obj, project: project})
+			cf.groups = append(cf.groups, group{where: where, keys: keys, obj: obj, project: project})
 		}
 	}
 	switch c {
 	case VSCode:
-		add("servers", root.Get("servers"), loc.Project)
-		add("mcp.servers", root.Get("mcp").Get("servers"), loc.Project)
+		add("servers", []string{"servers"}, root.Get("servers"), loc.Project)
+		add("mcp.servers", []string{"mcp", "servers"}, root.Get("mcp").Get("servers"), loc.Project)
 		for _, in := range []*jsonedit.Value{root.Get("inputs"), root.Get("mcp").Get("inputs")} {
 			if in == nil {
 				continue
@@ -376,15 +386,15 @@ func readClientFile(c Client, loc Location, named bool) (*clientFile, error) {
 			}
 		}
 	case ClaudeCode:
-		add("mcpServers", root.Get("mcpServers"), loc.Project)
+		add("mcpServers", []string{"mcpServers"}, root.Get("mcpServers"), loc.Project)
 		if projects := root.Get("projects"); projects != nil && projects.Kind == jsonedit.Object {
 			for _, m := range projects.Members {
 				k, _ := json.Marshal(m.Key)
-				add(fmt.Sprintf("projects[%s].mcpServers", k), m.Value.Get("mcpServers"), m.Key)
+				add(fmt.Sprintf("projects[%s].mcpServers", k), []string{"projects", m.Key, "mcpServers"}, m.Value.Get("mcpServers"), m.Key)
 			}
 		}
 	default:
-		add("mcpServers", root.Get("mcpServers"), loc.Project)
+		add("mcpServers", []string{"mcpServers"}, root.Get("mcpServers"), loc.Project)
 	}
 	if len(cf.groups) == 0 && c != ClaudeCode && named {
 		key := "mcpServers"
@@ -402,6 +412,7 @@ type plan struct {
 	value  []byte        // the Switchboard entry to add (Imported only)
 	server config.Server // value, decoded
 	member jsonedit.Member
+	keys   []string // the entry's keys from the top of the file
 	// connect: the client entry may be rewritten to connect to entry.As.
 	connect bool
 }
@@ -425,7 +436,7 @@ type clientEntry struct {
 }
 
 func (im *importer) plan(cf *clientFile, g group, m jsonedit.Member) *plan {
-	p := &plan{member: m, entry: Entry{File: cf.loc.Path, Where: g.where + pathKey(m.Key), Name: m.Key}}
+	p := &plan{member: m, keys: append(slices.Clone(g.keys), m.Key), entry: Entry{File: cf.loc.Path, Where: g.where + pathKey(m.Key), Name: m.Key}}
 	e := &p.entry
 	raw := m.Value.Raw(cf.std)
 	if m.Value.Kind != jsonedit.Object {
@@ -771,6 +782,7 @@ func (r *resolver) resolve(field, s string) string {
 func (im *importer) rewrite(cf *clientFile) (*Rewrite, error) {
 	var edits []jsonedit.Edit
 	var names []string
+	var entries []Rewritten
 	for _, p := range cf.plans {
 		if !p.connect {
 			continue
@@ -782,6 +794,7 @@ func (im *importer) rewrite(cf *clientFile) (*Rewrite, error) {
 		}
 		edits = append(edits, e)
 		names = append(names, p.entry.Where)
+		entries = append(entries, Rewritten{Keys: p.keys, Wrote: value})
 		p.entry.Rewritten = true
 	}
 	if len(edits) == 0 {
@@ -791,11 +804,11 @@ func (im *importer) rewrite(cf *clientFile) (*Rewrite, error) {
 	if err != nil {
 		return nil, err
 	}
-	rw := &Rewrite{File: cf.loc.Path, Servers: names, Backup: backupName(cf.loc.Path, im.opts.Now())}
+	rw := &Rewrite{File: cf.loc.Path, Servers: names, Entries: entries, Backup: backupName(cf.loc.Path, "switchboard", im.opts.Now())}
 	if im.opts.DryRun {
 		return rw, nil
 	}
-	if rw.Backup, err = writeBackup(cf.loc.Path, cf.doc, im.opts.Now()); err != nil {
+	if rw.Backup, err = writeBackup(cf.loc.Path, "switchboard", cf.doc, im.opts.Now()); err != nil {
 		return nil, err
 	}
 	if err := config.WriteFile(cf.loc.Path, out, 0o600); err != nil {
@@ -874,22 +887,24 @@ func (im *importer) connectEntry(cf *clientFile, p *plan) []byte {
 	return jsonedit.ObjectOf(kv...)
 }
 
-func backupName(path string, now time.Time) string {
-	return path + ".switchboard-" + now.Format("20060102-150405") + ".bak"
+// backupName is where a copy of path made at now goes: tag says by what
+// (switchboard: before a rewrite; switchboard-undone: before an undo).
+func backupName(path, tag string, now time.Time) string {
+	return path + "." + tag + "-" + now.Format("20060102-150405") + ".bak"
 }
 
 // writeBackup copies the client file's bytes next to it, never over an
 // earlier backup, with the file's mode.
-func writeBackup(path string, doc []byte, now time.Time) (string, error) {
+func writeBackup(path, tag string, doc []byte, now time.Time) (string, error) {
 	mode := fs.FileMode(0o600)
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	name := backupName(path, now)
+	name := backupName(path, tag, now)
 	for i := 1; ; i++ {
 		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 		if errors.Is(err, fs.ErrExist) && i < 100 {
-			name = strings.TrimSuffix(backupName(path, now), ".bak") + fmt.Sprintf("-%d.bak", i)
+			name = strings.TrimSuffix(backupName(path, tag, now), ".bak") + fmt.Sprintf("-%d.bak", i)
 			continue
 		}
 		if err != nil {

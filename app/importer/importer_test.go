@@ -639,3 +639,68 @@ func TestEnvFileEntryIsImportedDisabled(t *testing.T) {
 		t.Errorf("the client's browser entry changed (-before +after):\n%s", diff)
 	}
 }
+
+// TestUndo: undoing a rewrite nobody touched since gives back every
+// client file byte for byte, also from a rewrite recorded before
+// rewrites kept their entries (only the entries' paths).
+func TestUndo(t *testing.T) {
+	for _, tc := range importCases {
+		for _, old := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/old=%v", tc.client, old), func(t *testing.T) {
+				work, opts := setup(t, tc)
+				before := snapshot(t, work)
+				res, err := Import(opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rws := slices.Clone(res.Rewrites)
+				for i := range rws {
+					if old {
+						rws[i].Entries = nil
+					}
+				}
+				done, err := Undo(rws, stamp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				after := snapshot(t, work)
+				for _, dst := range tc.files {
+					if after["/"+dst] != before["/"+dst] {
+						t.Errorf("%s after undo:\n%s\nwant:\n%s", dst, after["/"+dst], before["/"+dst])
+					}
+				}
+				for _, u := range done {
+					if want := u.File + ".switchboard-undone-20260314-150926.bak"; u.KeptAs != want {
+						t.Errorf("kept %s as %q, want %s", u.File, u.KeptAs, want)
+					}
+					for _, e := range u.Entries {
+						if e.Left != "" {
+							t.Errorf("%s: left as it is: %s", e.Where, e.Left)
+						}
+					}
+				}
+				if len(done) != len(res.Rewrites) {
+					t.Errorf("undid %d files, rewrote %d", len(done), len(res.Rewrites))
+				}
+			})
+		}
+	}
+}
+
+func TestParseWhere(t *testing.T) {
+	for in, want := range map[string][]string{
+		"mcpServers.memory":                      {"mcpServers", "memory"},
+		"mcp.servers.a-b_c":                      {"mcp", "servers", "a-b_c"},
+		`mcpServers["My Notes"]`:                 {"mcpServers", "My Notes"},
+		`projects["/home/me/app"].mcpServers.db`: {"projects", "/home/me/app", "mcpServers", "db"},
+		`projects["/p\"].x"].mcpServers["a.b"]`:  {"projects", `/p"].x`, "mcpServers", "a.b"},
+		"":                                       nil,
+		`mcpServers["x"`:                         nil,
+		"mcpServers..x":                          nil,
+	} {
+		got, ok := parseWhere(in)
+		if ok != (want != nil) || !slices.Equal(got, want) {
+			t.Errorf("parseWhere(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+}

@@ -154,12 +154,21 @@ func (c *setupCmd) Run(ctx context.Context) error {
 	return err
 }
 
-// writeUndo prints what `setup --undo` restored.
-func writeUndo(w io.Writer, done []app.Restored) {
-	for _, r := range done {
-		if r.KeptAs != "" {
-			fmt.Fprintf(w, "Kept the current %s as %s\n", r.File, r.KeptAs)
+// writeUndo prints what `setup --undo` put back, and what it left as it
+// is. Entry paths are keys of a client's file: printed through term.
+func writeUndo(w io.Writer, done []importer.Undone) {
+	var b strings.Builder
+	for _, u := range done {
+		if u.KeptAs != "" {
+			fmt.Fprintf(&b, "Kept the current %s as %s\n", u.File, u.KeptAs)
 		}
-		fmt.Fprintf(w, "Restored %s from %s\n", r.File, r.Backup)
+		for _, e := range u.Entries {
+			if e.Left == "" {
+				fmt.Fprintf(&b, "Put back %s in %s from %s\n", e.Where, u.File, e.Backup)
+			} else {
+				fmt.Fprintf(&b, "Left %s in %s as it is: %s (before setup, it was as in %s)\n", e.Where, u.File, e.Left, e.Backup)
+			}
+		}
 	}
+	io.WriteString(w, termLines(b.String()))
 }

@@ -125,8 +125,13 @@ Switchboard is running (pid 7) but its config could not be read: gone
 
 func TestUndoText(t *testing.T) {
 	var out bytes.Buffer
-	writeUndo(&out, []app.Restored{{File: "a.json", Backup: "a.bak", KeptAs: "a.now"}, {File: "b.json", Backup: "b.bak"}})
-	want := "Kept the current a.json as a.now\nRestored a.json from a.bak\nRestored b.json from b.bak\n"
+	writeUndo(&out, []importer.Undone{
+		{File: "a.json", KeptAs: "a.now", Entries: []importer.UndoneEntry{{Where: "mcpServers.x", Backup: "a.bak"}, {Where: "mcpServers.y", Backup: "a.bak", Left: "changed since setup"}}},
+		{File: "b.json", Entries: []importer.UndoneEntry{{Where: "servers.z", Backup: "b.bak", Left: "removed since setup"}}},
+	})
+	want := "Kept the current a.json as a.now\nPut back mcpServers.x in a.json from a.bak\n" +
+		"Left mcpServers.y in a.json as it is: changed since setup (before setup, it was as in a.bak)\n" +
+		"Left servers.z in b.json as it is: removed since setup (before setup, it was as in b.bak)\n"
 	if d := cmp.Diff(want, out.String()); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}

@@ -381,6 +381,23 @@ func Replace(doc []byte, v *Value, value []byte) (Edit, error) {
 	return Edit{Start: v.Start, End: v.End, Text: lineEnds(doc, text)}, nil
 }
 
+// ReplaceWith returns the edit that replaces v, a value of doc, with w, a
+// value of another document src: w's text as src has it, comments and
+// all, when it would sit at the same indentation in doc (and the two
+// documents indent alike); else w laid out afresh to sit where v is. std
+// and srcStd are doc and src standardized, which v and w were parsed
+// from. It is how an entry taken from an older copy of a file goes back
+// into the file as it is now.
+func ReplaceWith(doc, std []byte, v *Value, src, srcStd []byte, w *Value) (Edit, error) {
+	text := src[w.Start:w.End]
+	oneLine := bytes.IndexByte(text, '\n') < 0
+	if lineIndent(std, v.Start) == lineIndent(srcStd, w.Start) && (oneLine || IndentUnit(std) == IndentUnit(srcStd)) {
+		text = bytes.ReplaceAll(text, []byte("\r\n"), []byte("\n"))
+		return Edit{Start: v.Start, End: v.End, Text: lineEnds(doc, text)}, nil
+	}
+	return Replace(std, v, srcStd[w.Start:w.End])
+}
+
 // lineEnds makes new text use the document's line ends (CRLF files stay
 // CRLF).
 func lineEnds(doc, text []byte) []byte {

@@ -160,3 +160,42 @@ func TestBOMAndCRLF(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestReplaceWith: a value taken from an older copy of a file goes back
+// as that copy has it, comments and all, when it sits at the same
+// indentation; else it is laid out afresh; line ends follow the file.
+func TestReplaceWith(t *testing.T) {
+	src := "{\n  \"s\": {\n    \"a\": {\"command\": \"npx\", // why\n      \"args\": [\"x\"]}\n  }\n}\n"
+	for _, tt := range []struct{ name, doc, want string }{
+		{"same layout", "{\n  \"n\": 2,\n  \"s\": {\n    \"a\": {\"command\": \"sb\"},\n    \"b\": 1\n  }\n}\n",
+			"{\n  \"n\": 2,\n  \"s\": {\n    \"a\": {\"command\": \"npx\", // why\n      \"args\": [\"x\"]},\n    \"b\": 1\n  }\n}\n"},
+		{"indented otherwise", "{\n    \"s\": {\n        \"a\": {\"command\": \"sb\"}\n    }\n}\n",
+			"{\n    \"s\": {\n        \"a\": {\n            \"command\": \"npx\",\n            \"args\": [\n                \"x\"\n            ]\n        }\n    }\n}\n"},
+		{"CRLF", "{\r\n  \"s\": {\r\n    \"a\": {\"command\": \"sb\"}\r\n  }\r\n}\r\n",
+			"{\r\n  \"s\": {\r\n    \"a\": {\"command\": \"npx\", // why\r\n      \"args\": [\"x\"]}\r\n  }\r\n}\r\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, srcDoc := []byte(tt.doc), []byte(src)
+			std, srcStd := Standardize(doc), Standardize(srcDoc)
+			root, err := Parse(std)
+			if err != nil {
+				t.Fatal(err)
+			}
+			from, err := Parse(srcStd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := ReplaceWith(doc, std, root.Get("s").Get("a"), srcDoc, srcStd, from.Get("s").Get("a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Apply(doc, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

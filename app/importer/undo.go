@@ -1,0 +1,238 @@
+package importer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/config/jsonedit"
+)
+
+// Undone is what Undo did to one client file.
+type Undone struct {
+	File string
+	// KeptAs is where the file as it was before Undo wrote it was kept;
+	// empty when Undo did not write it.
+	KeptAs  string
+	Entries []UndoneEntry
+}
+
+// UndoneEntry is one entry a rewrite had replaced.
+type UndoneEntry struct {
+	Where  string // its path in File
+	Backup string // the copy of File that has it as it was before the rewrite
+	// Left says why Undo left the entry as it is now (it was changed or
+	// removed since the rewrite: it is the user's now); empty when Undo
+	// put it back.
+	Left string
+}
+
+// Undo puts back, in each client file as it is now, the entries rws
+// replaced, each as its backup has it. Everything else in the file stays
+// as it is now: clients keep writing their files (Claude Code its
+// ~/.claude.json at every start), and users theirs. An entry changed or
+// removed since its rewrite is left as it is, and the result says so.
+// Before it writes a file, Undo keeps a copy of it next to it. The
+// rewrites of one file are undone together, a later one's entry over an
+// earlier one's. It returns what it did, also when it fails part way.
+func Undo(rws []Rewrite, now time.Time) ([]Undone, error) {
+	var files []string
+	todo := map[string][]undoEntry{}
+	for _, rw := range rws {
+		entries := rw.Entries
+		if len(entries) == 0 {
+			// Recorded before rewrites kept their entries: the keys are
+			// in the paths, and what was written is not known.
+			for _, where := range rw.Servers {
+				keys, ok := parseWhere(where)
+				if !ok {
+					return nil, fmt.Errorf("undo %s: cannot read the entry path %q", rw.File, where)
+				}
+				entries = append(entries, Rewritten{Keys: keys})
+			}
+		}
+		if _, ok := todo[rw.File]; !ok {
+			files = append(files, rw.File)
+		}
+		for i, e := range entries {
+			ue := undoEntry{Rewritten: e, where: strings.Join(e.Keys, "."), backup: rw.Backup}
+			if i < len(rw.Servers) {
+				ue.where = rw.Servers[i]
+			}
+			list := todo[rw.File]
+			if j := slices.IndexFunc(list, func(x undoEntry) bool { return slices.Equal(x.Keys, e.Keys) }); j >= 0 {
+				list[j] = ue
+			} else {
+				todo[rw.File] = append(list, ue)
+			}
+		}
+	}
+	var done []Undone
+	for _, file := range files {
+		u, err := undoFile(file, todo[file], now)
+		if err != nil {
+			return done, err
+		}
+		done = append(done, u)
+	}
+	return done, nil
+}
+
+// undoEntry is one entry to put back, and the backup that has it.
+type undoEntry struct {
+	Rewritten
+	where, backup string
+}
+
+// jsonDoc is a client file's text, standardized and parsed.
+type jsonDoc struct {
+	doc, std []byte
+	root     *jsonedit.Value
+}
+
+func readDoc(path string) (*jsonDoc, error) {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	d := &jsonDoc{doc: doc, std: jsonedit.Standardize(doc)}
+	if d.root, err = jsonedit.Parse(d.std); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return d, nil
+}
+
+func (d *jsonDoc) at(keys []string) *jsonedit.Value {
+	v := d.root
+	for _, k := range keys {
+		if v = v.Get(k); v == nil {
+			return nil
+		}
+	}
+	return v
+}
+
+func undoFile(file string, entries []undoEntry, now time.Time) (Undone, error) {
+	u := Undone{File: file}
+	cur, err := readDoc(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		for _, e := range entries {
+			u.Entries = append(u.Entries, UndoneEntry{Where: e.where, Backup: e.backup, Left: "the file is gone"})
+		}
+		return u, nil
+	}
+	if err != nil {
+		return u, fmt.Errorf("undo %s: %w; nothing was put back", file, err)
+	}
+	backups := map[string]*jsonDoc{}
+	var edits []jsonedit.Edit
+	for _, e := range entries {
+		ue := UndoneEntry{Where: e.where, Backup: e.backup}
+		v := cur.at(e.Keys)
+		switch {
+		case v == nil:
+			ue.Left = "removed since setup"
+		case !e.isWhatWasWritten(v.Raw(cur.std)):
+			ue.Left = "changed since setup"
+		}
+		if ue.Left != "" {
+			u.Entries = append(u.Entries, ue)
+			continue
+		}
+		b := backups[e.backup]
+		if b == nil {
+			if b, err = readDoc(e.backup); err != nil {
+				return u, fmt.Errorf("undo %s: its backup: %w", file, err)
+			}
+			backups[e.backup] = b
+		}
+		w := b.at(e.Keys)
+		if w == nil {
+			return u, fmt.Errorf("undo %s: its backup %s has no %s", file, e.backup, e.where)
+		}
+		edit, err := jsonedit.ReplaceWith(cur.doc, cur.std, v, b.doc, b.std, w)
+		if err != nil {
+			return u, fmt.Errorf("undo %s: %w", file, err)
+		}
+		edits = append(edits, edit)
+		u.Entries = append(u.Entries, ue)
+	}
+	if len(edits) == 0 {
+		return u, nil
+	}
+	out, err := jsonedit.Apply(cur.doc, edits...)
+	if err != nil {
+		return u, fmt.Errorf("undo %s: %w", file, err)
+	}
+	if u.KeptAs, err = writeBackup(file, "switchboard-undone", cur.doc, now); err != nil {
+		return u, err
+	}
+	if err := config.WriteFile(file, out, 0o600); err != nil {
+		return u, fmt.Errorf("undo %s: %w", file, err)
+	}
+	return u, nil
+}
+
+// isWhatWasWritten says whether raw, an entry as the file has it now, is
+// the one the rewrite wrote: the same JSON, however laid out (a client
+// may rewrite the whole file). For a rewrite recorded without what it
+// wrote, an entry that runs through Switchboard is taken for it.
+func (e undoEntry) isWhatWasWritten(raw []byte) bool {
+	var now any
+	if json.Unmarshal(raw, &now) != nil {
+		return false
+	}
+	if e.Wrote != nil {
+		var wrote any
+		return json.Unmarshal(e.Wrote, &wrote) == nil && reflect.DeepEqual(now, wrote)
+	}
+	var ce clientEntry
+	if json.Unmarshal(raw, &ce) != nil || ce.Command == "" {
+		return false
+	}
+	_, ok := (&importer{}).connected(ce)
+	return ok
+}
+
+// parseWhere turns an entry's path as Entry.Where writes it
+// (projects["/p"].mcpServers.db) into its keys.
+func parseWhere(s string) ([]string, bool) {
+	var keys []string
+	for s != "" {
+		if s[0] == '[' {
+			dec := json.NewDecoder(strings.NewReader(s[1:]))
+			var k string
+			if dec.Decode(&k) != nil {
+				return nil, false
+			}
+			rest := s[1+dec.InputOffset():]
+			if !strings.HasPrefix(rest, "]") {
+				return nil, false
+			}
+			keys, s = append(keys, k), rest[1:]
+			continue
+		}
+		if len(keys) > 0 {
+			if s[0] != '.' {
+				return nil, false
+			}
+			s = s[1:]
+		}
+		n := strings.IndexAny(s, ".[")
+		if n < 0 {
+			n = len(s)
+		}
+		if n == 0 {
+			return nil, false
+		}
+		keys, s = append(keys, s[:n]), s[n:]
+	}
+	return keys, len(keys) > 0
+}

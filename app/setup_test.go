@@ -1,0 +1,245 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/switchboard-mcp/switchboard/app/config/jsonedit"
+	"github.com/switchboard-mcp/switchboard/app/importer"
+)
+
+// setupClient puts the importer's fixture for client (or text, when
+// given) at name under a fresh HOME, with a fresh SWITCHBOARD_HOME, and
+// returns the file's path and its text.
+func setupClient(t *testing.T, fixture, name, text string) (path, orig string) {
+	t.Helper()
+	sbHome(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	if fixture != "" {
+		b, err := os.ReadFile(filepath.Join("importer", "testdata", fixture))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text = string(b)
+	}
+	path = filepath.Join(home, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, text
+}
+
+// clientEdit is a change a client (or its user) makes to its file: fn
+// returns the edit to doc, given doc's parse.
+type clientEdit func(t *testing.T, std []byte, root *jsonedit.Value) jsonedit.Edit
+
+// apply applies edits to the text doc one after the other, each on the
+// document the previous one left.
+func apply(t *testing.T, doc string, edits ...clientEdit) string {
+	t.Helper()
+	for _, fn := range edits {
+		std := jsonedit.Standardize([]byte(doc))
+		root, err := jsonedit.Parse(std)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, doc)
+		}
+		out, err := jsonedit.Apply([]byte(doc), fn(t, std, root))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc = string(out)
+	}
+	return doc
+}
+
+// at finds the value at keys, or fails the test.
+func at(t *testing.T, root *jsonedit.Value, keys ...string) *jsonedit.Value {
+	t.Helper()
+	v := root
+	for _, k := range keys {
+		if v = v.Get(k); v == nil {
+			t.Fatalf("no %s", strings.Join(keys, "."))
+		}
+	}
+	return v
+}
+
+// insert adds key: value at the end of the object at keys.
+func insert(key, value string, keys ...string) clientEdit {
+	return func(t *testing.T, std []byte, root *jsonedit.Value) jsonedit.Edit {
+		e, err := jsonedit.Insert(std, std, at(t, root, keys...), key, []byte(value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+}
+
+// replace sets the value at keys.
+func replace(value string, keys ...string) clientEdit {
+	return func(t *testing.T, std []byte, root *jsonedit.Value) jsonedit.Edit {
+		e, err := jsonedit.Replace(std, at(t, root, keys...), []byte(value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+}
+
+// removeLast removes the last member of the object at keys.
+func removeLast(keys ...string) clientEdit {
+	return func(t *testing.T, std []byte, root *jsonedit.Value) jsonedit.Edit {
+		obj := at(t, root, keys...)
+		n := len(obj.Members)
+		if n < 2 {
+			t.Fatalf("%s: nothing to keep", strings.Join(keys, "."))
+		}
+		return jsonedit.Edit{Start: obj.Members[n-2].Value.End, End: obj.Members[n-1].Value.End}
+	}
+}
+
+// TestUndoSetupKeepsLaterChanges: a client goes on writing its file after
+// setup (Claude Code counts its startups in ~/.claude.json and keeps its
+// login there; VS Code's settings.json holds all of the editor's
+// settings). `setup --undo` puts back only the entries setup rewrote,
+// each as it was, and leaves every later change, comment and all.
+func TestUndoSetupKeepsLaterChanges(t *testing.T) {
+	for _, tc := range []struct {
+		client, fixture, name, text string
+		later                       []clientEdit
+	}{
+		{client: "claude-code", fixture: "claude-code/claude.json", name: ".claude.json", later: []clientEdit{
+			replace("57", "numStartups"),
+			insert("oauthAccount", `{"emailAddress": "me@example.com", "organizationUuid": "o-1"}`),
+			insert("linear", `{"type": "stdio", "command": "npx", "args": ["-y", "linear-mcp"]}`, "mcpServers"),
+			replace("0.5", "projects", "/home/me/other", "lastCost"),
+		}},
+		{client: "vscode", name: ".config/Code/User/settings.json", text: `{
+  // the editor
+  "editor.fontSize": 14,
+  "mcp": {
+    "servers": {
+      // notes, for the notes
+      "everything": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"]}, // keep it
+      "time": {
+        "command": "uvx", /* pinned */
+        "args": ["mcp-server-time"]
+      },
+    }
+  },
+}
+`, later: []clientEdit{
+			replace("16", "editor.fontSize"),
+			insert("workbench.colorTheme", `"Solarized Dark"`),
+			insert("fetch", `{"command": "uvx", "args": ["mcp-server-fetch"]}`, "mcp", "servers"),
+		}},
+	} {
+		t.Run(tc.client, func(t *testing.T) {
+			path, orig := setupClient(t, tc.fixture, tc.name, tc.text)
+			ctx := context.Background()
+			res, err := Setup(ctx, tc.client, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Rewrites) != 1 {
+				t.Fatalf("setup rewrote %+v", res.Rewrites)
+			}
+			rewritten, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := apply(t, string(rewritten), tc.later...)
+			if err := os.WriteFile(path, []byte(now), 0o644); err != nil {
+				t.Fatal(err)
+			}
+
+			done, err := UndoSetup(tc.client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The later changes touch no rewritten entry: the file is the
+			// original with them made.
+			if diff := cmp.Diff(apply(t, orig, tc.later...), string(got)); diff != "" {
+				t.Errorf("after undo (-want +got):\n%s", diff)
+			}
+			if len(done) != 1 || done[0].KeptAs == "" || len(done[0].Entries) != len(res.Rewrites[0].Servers) {
+				t.Fatalf("undo did %+v", done)
+			}
+			for _, e := range done[0].Entries {
+				if e.Left != "" {
+					t.Errorf("%s left as it is: %s", e.Where, e.Left)
+				}
+			}
+			if kept, err := os.ReadFile(done[0].KeptAs); err != nil || string(kept) != now {
+				t.Errorf("the file as it was before the undo was not kept (%v)", err)
+			}
+		})
+	}
+}
+
+// TestUndoSetupLeavesEditedEntries: an entry setup rewrote that the user
+// changed or removed since is theirs now: undo leaves it as it is and
+// says so, and puts back the others.
+func TestUndoSetupLeavesEditedEntries(t *testing.T) {
+	path, orig := setupClient(t, "claude-code/claude.json", ".claude.json", "")
+	ctx := context.Background()
+	if _, err := Setup(ctx, "claude-code", path); err != nil {
+		t.Fatal(err)
+	}
+	rewritten, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := []clientEdit{
+		replace(`{"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory", "--debug"]}`, "mcpServers", "memory"),
+		removeLast("projects", "/home/me/app", "mcpServers"),
+	}
+	if err := os.WriteFile(path, []byte(apply(t, string(rewritten), mine...)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	done, err := UndoSetup("claude-code")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sequential-thinking is back as it was; memory is the user's, the
+	// project's memory stays gone.
+	if diff := cmp.Diff(apply(t, orig, mine...), string(got)); diff != "" {
+		t.Errorf("after undo (-want +got):\n%s", diff)
+	}
+	backup := path + ".switchboard-"
+	want := []importer.UndoneEntry{
+		{Where: "mcpServers.memory", Left: "changed since setup"},
+		{Where: "mcpServers.sequential-thinking"},
+		{Where: `projects["/home/me/app"].mcpServers.memory`, Left: "removed since setup"},
+	}
+	if len(done) != 1 || done[0].File != path || done[0].KeptAs == "" {
+		t.Fatalf("undo did %+v", done)
+	}
+	for i, e := range done[0].Entries {
+		if !strings.HasPrefix(e.Backup, backup) {
+			t.Errorf("%s: backup %s", e.Where, e.Backup)
+		}
+		done[0].Entries[i].Backup = ""
+	}
+	if diff := cmp.Diff(want, done[0].Entries); diff != "" {
+		t.Errorf("undo's report (-want +got):\n%s", diff)
+	}
+}
