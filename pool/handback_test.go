@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -264,35 +262,7 @@ func (a *attached) rest(t *testing.T) string {
 // what matters is that the pool reads pending first.
 func (tp *testPool) resumeAttached(t *testing.T, server string, init, pending []byte) *attached {
 	t.Helper()
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.Dial("unix", tp.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := c.(*net.UnixConn)
 	hello, _ := json.Marshal(pool.Hello{Server: server, Attach: true,
 		Resume: &wire.Resume{Run: "earlier", Session: "s1", Initialize: init, PendingBytes: len(pending)}})
-	if _, _, err := conn.WriteMsgUnix(append(hello, '\n'), syscall.UnixRights(int(inR.Fd()), int(outW.Fd())), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Write(pending); err != nil {
-		t.Fatal(err)
-	}
-	inR.Close()
-	outW.Close()
-	line, err := bufio.NewReader(conn).ReadBytes('\n')
-	var w pool.Welcome
-	if err != nil || json.Unmarshal(line, &w) != nil || !w.Attached {
-		t.Fatalf("welcome: %q %v", line, err)
-	}
-	a := &attached{t: t, conn: conn, in: inW, out: bufio.NewReader(outR), outFile: outR}
-	t.Cleanup(a.close)
-	return a
+	return tp.attachHello(t, hello, nil, pending)
 }

@@ -64,6 +64,19 @@ func (tp *testPool) attach(t testing.TB, server string) *attached {
 // shim sends it, when file is not nil.
 func (tp *testPool) attachLedger(t testing.TB, server string, file *os.File) *attached {
 	t.Helper()
+	hello := fmt.Sprintf(`{"server":%q,"attach":true,"ledger":%t}`, server, file != nil)
+	var extra []int
+	if file != nil {
+		extra = append(extra, int(file.Fd()))
+	}
+	return tp.attachHello(t, []byte(hello), extra, nil)
+}
+
+// attachHello attaches a session as a shim does: hello, with the client's
+// new pipes (and extra descriptors) beside it, then pending; it waits for
+// the pool's welcome.
+func (tp *testPool) attachHello(t testing.TB, hello []byte, extra []int, pending []byte) *attached {
+	t.Helper()
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -77,12 +90,11 @@ func (tp *testPool) attachLedger(t testing.TB, server string, file *os.File) *at
 		t.Fatal(err)
 	}
 	conn := c.(*net.UnixConn)
-	hello := fmt.Sprintf(`{"server":%q,"attach":true,"ledger":%t}`+"\n", server, file != nil)
-	fds := []int{int(inR.Fd()), int(outW.Fd())}
-	if file != nil {
-		fds = append(fds, int(file.Fd()))
+	fds := append([]int{int(inR.Fd()), int(outW.Fd())}, extra...)
+	if _, _, err := conn.WriteMsgUnix(append(hello, '\n'), syscall.UnixRights(fds...), nil); err != nil {
+		t.Fatal(err)
 	}
-	if _, _, err := conn.WriteMsgUnix([]byte(hello), syscall.UnixRights(fds...), nil); err != nil {
+	if _, err := conn.Write(pending); err != nil {
 		t.Fatal(err)
 	}
 	inR.Close()
