@@ -39,21 +39,7 @@ func (a *attached) close() {
 // farewell reads the shim's connection, as a shim waits on it after its
 // client's input ended, past the State lines to the pool's Farewell, and
 // returns its End.
-func (a *attached) farewell(within time.Duration) string {
-	a.t.Helper()
-	_ = a.conn.SetReadDeadline(time.Now().Add(within))
-	r := bufio.NewReader(a.conn)
-	for {
-		line, err := r.ReadBytes('\n')
-		var bye pool.Farewell
-		if err != nil || json.Unmarshal(line, &bye) != nil {
-			a.t.Fatalf("farewell: %q, %v", line, err)
-		}
-		if bye.End != "" {
-			return bye.End
-		}
-	}
-}
+func (a *attached) farewell(within time.Duration) string { return a.goodbye(within).End }
 
 func (tp *testPool) attach(t testing.TB, server string) *attached {
 	t.Helper()
