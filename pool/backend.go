@@ -798,9 +798,10 @@ func (b *backend) sessions() []*session {
 	return b.srv.membersOf(b)
 }
 
-// onChildRequest routes a server-to-client request (sampling, elicitation,
-// roots/list) to one live session: the one whose request is oldest in
-// flight here, else the most recently active. Ping is answered here.
+// onChildRequest routes a server-to-client request (sampling, elicitation)
+// to one live session: the one whose request is oldest in flight here,
+// else the most recently active; a session that closes as it is picked is
+// passed over. Ping and roots/list are answered here.
 func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 	childID := append([]byte(nil), msg.IDBytes()...)
 	if msg.Method == "ping" {
@@ -820,15 +821,29 @@ func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 	if b.carryAsMRTR(msg, childID) {
 		return
 	}
-	target := b.pickSession(msg.Method)
-	if target == nil {
-		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errNoClient, false, "", msg.Method)))
-		return
-	}
 	id := b.p.nextID.Add(1)
-	b.reqs.addQuestion(id, childID, target)
-	target.deliver(requestForClient(msg, id))
+	for {
+		target := b.pickSession(msg.Method)
+		if target == nil {
+			b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errNoClient, false, "", msg.Method)))
+			return
+		}
+		if testHookPicked != nil {
+			testHookPicked(target)
+		}
+		if b.reqs.addQuestion(id, childID, target) {
+			// Should target close from now on, its close answers the child.
+			target.deliver(requestForClient(msg, id))
+			return
+		}
+		// target closed since the pick, and is never picked again: pick
+		// another, or answer the child.
+	}
 }
+
+// testHookPicked, when set, runs between the pick of the session to ask
+// a child's question and the question's record.
+var testHookPicked func(*session)
 
 func (b *backend) pickSession(method string) *session {
 	can := func(s *session) bool { return s != nil && s.alive() && s.canAnswer(method) }

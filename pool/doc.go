@@ -79,10 +79,15 @@
 //     that declared the capability and can receive now, the one with the
 //     oldest request in flight on that child first, under a pool id; the
 //     answer returns under the child's id, and the child's cancellation
-//     names the pool id; with nobody able, the child gets -32006 at once:
+//     names the pool id; with nobody able, the child gets -32006 at once.
+//     The question is recorded only while its session is open, checked
+//     under the lock its close drops the session's questions under: a
+//     session closing as it is picked is passed over, and one that closes
+//     later answers the child with an error as it goes:
 //     [backend.onChildRequest], [backend.pickSession],
-//     [requestTable.askers], [requestForClient], [backend.answerChild],
-//     [answerForChild], [childCancelTarget], [cancelledForClient]. A
+//     [requestTable.askers], [requestTable.addQuestion], [backend.detach],
+//     [requestForClient], [backend.answerChild], [answerForChild],
+//     [childCancelTarget], [cancelledForClient]. A
 //     modern client asked through a legacy child gets an input-required
 //     result and retries: [backend.carryAsMRTR], [session.resumeMRTR]. A
 //     legacy client asked through a modern child answers the child's

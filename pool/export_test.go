@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"errors"
 	"net/http"
 	"time"
 )
@@ -18,4 +19,25 @@ func SetStreamWriteTimeout(d time.Duration) (restore func()) {
 	old := streamWriteTimeout
 	streamWriteTimeout = d
 	return func() { streamWriteTimeout = old }
+}
+
+// CloseAskedSessions makes the pool close the session it picks to ask a
+// child's question, after the pick and before the question is recorded,
+// the first n times, until restore is called (after the pool closed).
+// closed gets each closed session's client name.
+func CloseAskedSessions(n int) (closed <-chan string, restore func()) {
+	names := make(chan string, n)
+	left := n // only the backends' readers call the hook, one at a time in a test with one child
+	testHookPicked = func(s *session) {
+		if left == 0 {
+			return
+		}
+		left--
+		s.mu.Lock()
+		name := s.clientName
+		s.mu.Unlock()
+		s.close(errors.New("closed as it was picked to be asked"))
+		names <- name
+	}
+	return names, func() { testHookPicked = nil }
 }

@@ -479,9 +479,17 @@ func (t *requestTable) askers() []*session {
 }
 
 // addQuestion records that the child's request childID went to sess as
-// pool id id.
-func (t *requestTable) addQuestion(id uint64, childID []byte, sess *session) {
-	t.update(func(in *inFlight) { in.reverse[id] = reverseEntry{childID: childID, sess: sess} })
+// pool id id, unless sess has closed (false). session.close closes
+// s.closed before its detach drops the session's questions under this
+// mutex, so either that drop finds the question and answers the child, or
+// this sees the session closed and the caller does.
+func (t *requestTable) addQuestion(id uint64, childID []byte, sess *session) (ok bool) {
+	t.update(func(in *inFlight) {
+		if ok = sess.alive(); ok { // a look at a channel: no lock, no wait
+			in.reverse[id] = reverseEntry{childID: childID, sess: sess}
+		}
+	})
+	return ok
 }
 
 // takeAnswer takes the child's id for a client's answer to pool id id;
