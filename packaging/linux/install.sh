@@ -16,11 +16,16 @@
 #   PREFIX   where to install (default: ~/.local)
 #   DESTDIR  staging root for packagers (paths inside the files omit it)
 #   TREE     the tree to install from (default: see above)
+#   SWITCHBOARD_STOP_WAIT  seconds --uninstall waits for the pool to stop (15)
+#
+# --uninstall first stops your running pool (that of SWITCHBOARD_HOME, else
+# the default one) if it runs this install's binary, then removes the files
+# and the login item; it exits 1 if the pool did not stop, naming its PID.
 #
 # `make install` builds the tree and runs this.
 set -euo pipefail
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 
 service=0 uninstall=0
 for arg in "$@"; do
@@ -76,10 +81,76 @@ refresh_caches() {
   fi
 }
 
+# alive PID: the process exists and has not exited (a zombie has).
+alive() {
+  local state
+  state=$(sed -n 's/^[0-9]* (.*) \(.\) .*/\1/p' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+
+# pool_pid: the PID of this user's running pool (the SWITCHBOARD_HOME of
+# this environment, else the default one), or nothing. The installed binary
+# asks it; if that cannot (a pool that does not answer, or no binary), the
+# single-instance lock file names its holder.
+pool_pid() {
+  local out rc=0 state
+  if [ -x "$bindir/switchboard" ]; then
+    out=$("$bindir/switchboard" status --json 2>/dev/null) || rc=$?
+    case $rc in
+      0) sed -n 's/^  "pid": *\([0-9][0-9]*\),*$/\1/p' <<<"$out" | head -n 1; return 0 ;;
+      3) return 0 ;; # no pool runs
+    esac
+  fi
+  if [ -n "${SWITCHBOARD_HOME:-}" ]; then
+    state=$SWITCHBOARD_HOME
+  else
+    state=${XDG_STATE_HOME:-$HOME/.local/state}/switchboard
+  fi
+  sed -n '1s/^\([0-9][0-9]*\)$/\1/p' "$state/run/switchboard.lock" 2>/dev/null || true
+}
+
+# stop_pool: a pool running the installed binary would keep running from
+# the deleted file, its MCP servers and sockets with it. SIGTERM is its
+# clean stop, as the tray's Quit: it hands sessions back to their clients'
+# `connect` and stops its children itself (stdin closed, SIGTERM, SIGKILL),
+# well within stop_wait. Sets stop_failed when it is still running.
+stop_wait=${SWITCHBOARD_STOP_WAIT:-15}
+case "$stop_wait" in
+  '' | *[!0-9]*) echo "install: SWITCHBOARD_STOP_WAIT is whole seconds, not $stop_wait" >&2; exit 2 ;;
+esac
+stop_failed=0
+stop_pool() {
+  local pid exe i
+  pid=$(pool_pid)
+  [ -n "$pid" ] && alive "$pid" || return 0
+  # Only a pool of this install's binary (a reinstall deleted the file a
+  # pool runs from: "(deleted)"), and never a process it cannot see.
+  exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
+  exe=${exe% (deleted)}
+  if [ "$exe" != "$(cd "$bindir" 2>/dev/null && pwd -P || echo "$bindir")/switchboard" ]; then
+    echo "install: the running Switchboard (pid $pid) is ${exe:-a program it cannot see}, not this install's; leaving it running"
+    return 0
+  fi
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < stop_wait * 10; i++)); do
+    alive "$pid" || break
+    sleep 0.1
+  done
+  if alive "$pid"; then
+    stop_failed=1
+    echo "install: the running Switchboard (pid $pid) did not stop within ${stop_wait} s;" \
+      "it and its MCP servers still run. Stop it with: kill $pid" \
+      "(if it stays: kill -9 $pid; its MCP servers end with it)" >&2
+    return 0
+  fi
+  echo "install: stopped the running Switchboard (pid $pid) and its MCP servers"
+}
+
 if [ $uninstall = 1 ]; then
   if [ $service = 1 ] && [ -z "$DESTDIR" ] && command -v systemctl >/dev/null 2>&1; then
     systemctl --user disable --now switchboard.service 2>/dev/null || true
   fi
+  [ -n "$DESTDIR" ] || stop_pool
   for f in "${relfiles[@]}"; do rm -f "$DESTDIR$PREFIX/$f"; done
   [ $service = 0 ] || rm -f "$DESTDIR$unitdir/switchboard.service"
   # The login item `switchboard autostart on` made for this binary: left,
@@ -92,7 +163,7 @@ if [ $uninstall = 1 ]; then
     "$DESTDIR$PREFIX/share/doc/switchboard" 2>/dev/null || true
   refresh_caches
   echo "install: removed Switchboard from $PREFIX"
-  exit 0
+  exit $stop_failed
 fi
 
 if [ -z "$TREE" ] || [ ! -x "$TREE/bin/switchboard" ]; then

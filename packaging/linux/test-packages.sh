@@ -3,7 +3,9 @@
 #   1. the desktop entries pass desktop-file-validate;
 #   2. every library the binary links is a declared dependency of the .deb;
 #   3. the per-user tarball installs into a fresh PREFIX with its
-#      install.sh, runs from there, and uninstalls leaving nothing;
+#      install.sh, runs from there, and uninstalls leaving nothing: its
+#      running pool stopped with its MCP server, or, when the pool does
+#      not stop, a failure that names its PID;
 #   4. the .rpm's digests verify, it installs the .deb's files (its
 #      licence where Fedora keeps licences) and requires every library the
 #      binary links; as root, rpm (Debian's) installs it into a throwaway
@@ -29,6 +31,7 @@ version=$(dpkg-deb -f "$deb" Version)
 work=$(mktemp -d)
 pool_pid=
 cleanup() {
+  [ -z "$pool_pid" ] || kill -CONT "$pool_pid" 2>/dev/null || true
   [ -z "$pool_pid" ] || kill "$pool_pid" 2>/dev/null || true
   rm -rf "$work"
 }
@@ -57,11 +60,53 @@ serve_and_exchange() {
 
 # An MCP exchange through `connect`: initialize, then tools/list.
 exchange() { # BIN HOME
+  mcp_lines | SWITCHBOARD_HOME=$2 timeout 60 "$1" connect fake | head -n 2
+}
+mcp_lines() {
   printf '%s\n' \
     '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"package-test","version":"1"}}}' \
     '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
-    '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' |
-    SWITCHBOARD_HOME=$2 timeout 60 "$1" connect fake | head -n 2
+    '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+}
+
+# as_user CMD...: CMD as the per-user install's user, whose Switchboard
+# home is the default one under $work/home.
+user_env=(env -u SWITCHBOARD_HOME -u XDG_CONFIG_HOME -u XDG_STATE_HOME HOME="$work/home")
+as_user() { "${user_env[@]}" "$@"; }
+
+# gone PID: no such process, or one that has exited (a zombie).
+gone() {
+  local state
+  state=$(sed -n 's/^[0-9]* (.*) \(.\) .*/\1/p' "/proc/$1/stat" 2>/dev/null) || return 0
+  [ -z "$state" ] || [ "$state" = Z ]
+}
+
+# wait_gone PID...: true once every PID is gone, false after 30 s.
+wait_gone() {
+  local p
+  for _ in $(seq 300); do
+    for p in "$@"; do gone "$p" || { sleep 0.1; continue 2; }; done
+    return 0
+  done
+  return 1
+}
+
+# start_user_pool BIN: BIN serve as the user, with the fake as its server,
+# and a session through BIN's connect, which starts the fake; sets pool_pid
+# and child_pid (the pool's child).
+start_user_pool() {
+  mkdir -p "$work/home/.config/switchboard"
+  printf '{"mcpServers":{"fake":{"command":"%s"}}}\n' "$fake" >"$work/home/.config/switchboard/config.json"
+  "${user_env[@]}" "$1" serve >"$work/serve.log" 2>&1 & # env execs it: $! is the pool
+  pool_pid=$!
+  for _ in $(seq 100); do
+    as_user "$1" status --json >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  out=$(mcp_lines | as_user timeout 60 "$1" connect fake | head -n 2)
+  echo "$out" | grep -q '"tools":\[' || { cat "$work/serve.log"; fail "connect answered: $out"; }
+  child_pid=$(grep -l "^PPid:[[:space:]]*$pool_pid\$" /proc/[0-9]*/status 2>/dev/null | head -n 1 | cut -d/ -f3 || true)
+  [ -n "$child_pid" ] || fail "the pool (pid $pool_pid) started no child for the session"
 }
 
 step "desktop-file-validate"
@@ -93,11 +138,35 @@ desktop-file-validate "$prefix/share/applications/$id.desktop"
 HOME=$work/home XDG_CONFIG_HOME= "$prefix/bin/switchboard" autostart on >/dev/null || fail "autostart on"
 login=$work/home/.config/autostart/switchboard.desktop
 [ -f "$login" ] || fail "autostart on made no login item at $login"
-HOME=$work/home PREFIX=$prefix bash "$work/unpack/$(basename "$tree")/install.sh" --uninstall >/dev/null
+start_user_pool "$prefix/bin/switchboard"
+as_user PREFIX="$prefix" bash "$work/unpack/$(basename "$tree")/install.sh" --uninstall >"$work/uninstall.log" 2>&1 ||
+  { cat "$work/uninstall.log"; fail "uninstall with the pool running failed"; }
 [ ! -e "$login" ] || fail "uninstall left the login item $login, which starts a program that is gone"
 # Desktop and icon caches are the desktop's (refreshed on removal), not ours.
 left=$(find "$prefix" -type f ! -name icon-theme.cache ! -name mimeinfo.cache | head -n 5)
 [ -z "$left" ] || fail "uninstall left $left"
+gone "$pool_pid" || { cat "$work/uninstall.log"; fail "uninstall left the pool (pid $pool_pid) running from the removed binary"; }
+gone "$child_pid" || fail "uninstall left the pool's MCP server (pid $child_pid) running"
+grep -q "stopped the running Switchboard (pid $pool_pid)" "$work/uninstall.log" ||
+  { cat "$work/uninstall.log"; fail "uninstall did not say it stopped the pool"; }
+[ ! -e "$work/home/.local/state/switchboard/run/control.sock" ] || fail "uninstall left the control socket"
+wait "$pool_pid" || true
+pool_pid=
+
+step "per-user uninstall with a pool that does not stop names its PID"
+as_user PREFIX="$prefix" bash "$work/unpack/$(basename "$tree")/install.sh" >/dev/null
+start_user_pool "$prefix/bin/switchboard"
+kill -STOP "$pool_pid" # it answers nothing and cannot stop
+if as_user PREFIX="$prefix" SWITCHBOARD_STOP_WAIT=1 bash "$work/unpack/$(basename "$tree")/install.sh" --uninstall >"$work/uninstall.log" 2>&1; then
+  cat "$work/uninstall.log"; fail "uninstall exited 0 with the pool still running"
+fi
+grep -q "(pid $pool_pid) did not stop within 1 s.*kill $pool_pid" "$work/uninstall.log" ||
+  { cat "$work/uninstall.log"; fail "uninstall did not name the pool it could not stop"; }
+[ ! -e "$prefix/bin/switchboard" ] || fail "uninstall kept the binary"
+kill -CONT "$pool_pid" # the SIGTERM uninstall sent is delivered now
+wait_gone "$pool_pid" "$child_pid" || fail "the pool (pid $pool_pid) or its child did not stop on uninstall's SIGTERM"
+wait "$pool_pid" || true
+pool_pid=
 
 step "the .rpm: digests, files, requires"
 command -v rpm >/dev/null 2>&1 || fail "rpm is not installed (make deps installs it)"
