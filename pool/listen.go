@@ -98,6 +98,9 @@ func (s *session) listen(id, params []byte, x *exchange) {
 			b.changeSubscription(l, uri, true)
 		}
 	}
+	if testHookListening != nil {
+		testHookListening(id)
+	}
 	ack, _ := json.Marshal(map[string]any{"_meta": map[string]any{metaSubscriptionID: json.RawMessage(id)},
 		"notifications": honored})
 	s.relate(x, jsonrpc.AppendNotification(nil, "notifications/subscriptions/acknowledged", ack))
@@ -115,6 +118,10 @@ func (s *session) listen(id, params []byte, x *exchange) {
 		}
 	}
 }
+
+// testHookListening, when set, runs in every listen between its
+// registration and its acknowledgement, with the listen's id.
+var testHookListening func(id []byte)
 
 // honor is the part of a filter the child can deliver, from the
 // capabilities it declared: what the acknowledgement promises.

@@ -7,10 +7,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool"
 )
@@ -372,5 +374,62 @@ func TestListenAcknowledgedBeforeItsNotifications(t *testing.T) {
 		if method != "notifications/subscriptions/acknowledged" {
 			t.Errorf("the first message of subscription %s was %s, not its acknowledgement", sub, method)
 		}
+	}
+}
+
+// A change that reaches a listen between its registration and its
+// acknowledgement goes after the acknowledgement: 2026-07-28 says no
+// notification may be sent on a subscription before it. The hook holds
+// the listen in that gap while a change comes: on a legacy child, one
+// the pool broadcasts; on a modern one, one the pool's upstream listen
+// (open for another listener) carries.
+func TestListenChangeBeforeItsAcknowledgementFollowsIt(t *testing.T) {
+	for _, era := range []string{"legacy", "modern"} {
+		t.Run(era, func(t *testing.T) {
+			registered, proceed := make(chan struct{}), make(chan struct{})
+			t.Cleanup(pool.SetListenHook(func(id string) {
+				if id == `"L"` {
+					close(registered)
+					<-proceed
+				}
+			}))
+			tp := newTestPool(t, nil, fake("srv", "-era", era))
+			release := sync.OnceFunc(func() { close(proceed) })
+			t.Cleanup(release) // before the pool closes, if the test ends early
+			other, m := tp.dial(t, "srv"), tp.dial(t, "srv")
+			listen := func(c *client, id string) {
+				c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
+			}
+			// notify has the child send a tools list change; the child
+			// writes it before its answer, and the pool reads in order:
+			// once other has the answer, every listen has the change.
+			notify := func(id string) []string {
+				other.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"notify","arguments":{"kind":"tools"},` + modernMeta + `}}`)
+				_, before := other.recvID(id)
+				return notificationsIn(before)
+			}
+			listen(other, `"O"`)
+			if ack := other.recv(); ack.Method != "notifications/subscriptions/acknowledged" {
+				t.Fatalf("ack: %s", ack.raw)
+			}
+			n := 0
+			eventually(t, "a change on the first listen (a modern child's upstream listen is open)", func() bool {
+				n++
+				return slices.Contains(notify(`"n`+strconv.Itoa(n)+`"`), `notifications/tools/list_changed "O"`)
+			})
+
+			listen(m, `"L"`)
+			select {
+			case <-registered:
+			case <-time.After(15 * time.Second):
+				t.Fatal("the listen did not reach its acknowledgement")
+			}
+			notify(`"in the gap"`)
+			release()
+			got := notificationsIn([]msg{m.recv(), m.recv()})
+			if want := []string{`notifications/subscriptions/acknowledged "L"`, `notifications/tools/list_changed "L"`}; !slices.Equal(got, want) {
+				t.Errorf("the listen was sent %q, want %q", got, want)
+			}
+		})
 	}
 }
