@@ -564,6 +564,15 @@ func TestTools(t *testing.T) {
 				t.Fatal(m.raw)
 			}
 		}},
+		{"ask with steps sends progress after the client's answer", func(t *testing.T, f *fake) {
+			f.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"kind":"roots","steps":2},"_meta":{"progressToken":"p"}}}`)
+			req := f.recv()
+			f.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, req.ID))
+			m, notes := f.recvID("1")
+			if m.Result == nil || len(notes) != 2 || notes[0].Method != "notifications/progress" || !strings.Contains(notes[1].raw, `"progressToken":"p"`) {
+				t.Fatalf("%s after %v", m.raw, notes)
+			}
+		}},
 		{"ask with an unknown kind", func(t *testing.T, f *fake) {
 			m, _ := f.call("1", "ask", `{"kind":"telepathy"}`)
 			wantError(t, m, -32602)
@@ -726,6 +735,22 @@ func TestEras(t *testing.T) {
 				r.RequestState, modernMeta))
 			if m.field("resultType") != "input_required" {
 				t.Fatalf("a retry without the answer is asked again: %s", m.raw)
+			}
+		}},
+		{"ask with again asks on every retry", "modern", func(t *testing.T, f *fake) {
+			state := ""
+			for i := range 3 {
+				retry := ""
+				if state != "" {
+					key, _ := strings.CutPrefix(state, "ask:")
+					retry = fmt.Sprintf(`"inputResponses":{%q:{"roots":[]}},"requestState":%q,`, key, state)
+				}
+				m, _ := f.request(strconv.Itoa(i), "tools/call", `{"name":"ask","arguments":{"kind":"roots","again":true},`+retry+
+					`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{}}}}`)
+				if m.field("resultType") != "input_required" {
+					t.Fatalf("round %d: %s", i, m.raw)
+				}
+				state, _ = m.field("requestState").(string)
 			}
 		}},
 		{"subscriptions/listen", "modern", func(t *testing.T, f *fake) {

@@ -800,7 +800,8 @@ var tools = []map[string]any{
 	tool("crash", "Exit at once with code (default 3), without answering", props{"code": "integer"}, nil),
 	tool("progress", "Send steps progress notifications, ms apart, then answer \"done\"", props{"steps": "integer", "ms": "integer"}, nil),
 	tool("ro_progress", "progress, annotated read-only", props{"steps": "integer", "ms": "integer"}, map[string]any{"readOnlyHint": true}),
-	tool("ask", "Ask the client (sampling, elicitation or roots) and answer with its result as JSON text", props{"kind": "string"}, nil),
+	tool("ask", "Ask the client (sampling, elicitation or roots) and answer with its result as JSON text; legacy: steps progress notifications after the answer; 2026-07-28: again asks again on every retry, answered or not",
+		props{"kind": "string", "steps": "integer", "again": "boolean"}, nil),
 	tool("big", "Answer a text of bytes 'x' characters", props{"bytes": "integer"}, nil),
 	tool("notify", "Send notifications/<kind>/list_changed (tools, resources, prompts), or resources/updated (updated)", props{"kind": "string"}, nil),
 	tool("log", "Send notifications/message with level and data", props{"level": "string", "data": ""}, nil),
@@ -836,6 +837,7 @@ type args struct {
 	Code         *int            `json:"code"`
 	Steps        int             `json:"steps"`
 	Kind         string          `json:"kind"`
+	Again        bool            `json:"again"`
 	Bytes        int             `json:"bytes"`
 	Level        string          `json:"level"`
 	Data         json.RawMessage `json:"data"`
@@ -899,9 +901,9 @@ func (s *server) call(r *request) {
 		s.reply(r, text("done"))
 	case "ask":
 		if r.modern {
-			s.askInline(r, a.Kind, p.InputResponses, p.RequestState)
+			s.askInline(r, a, p.InputResponses, p.RequestState)
 		} else {
-			s.ask(r, a.Kind)
+			s.ask(r, a)
 		}
 	case "big":
 		if a.Bytes < 0 {
@@ -1009,8 +1011,12 @@ func askParams(kind string) map[string]any {
 }
 
 // ask sends a legacy server-to-client request with a string id ("srv-N")
-// and answers with the client's result, or its error, as JSON text.
-func (s *server) ask(r *request, kind string) {
+// and answers with the client's result, or its error, as JSON text. With
+// a.Steps, progress notifications (under the request's token, if any) go
+// between the client's answer and the result: a call that goes on after
+// its question.
+func (s *server) ask(r *request, a args) {
+	kind := a.Kind
 	k, ok := askKinds[kind]
 	if !ok {
 		s.fail(r, codeInvalidParams, "Invalid params: kind must be sampling, elicitation or roots", nil)
@@ -1028,6 +1034,10 @@ func (s *server) ask(r *request, kind string) {
 	s.out.send(msg)
 	select {
 	case answer := <-ch:
+		for i := 1; i <= a.Steps && r.meta.ProgressToken != nil; i++ {
+			s.out.send(notification("notifications/progress", map[string]any{"progressToken": r.meta.ProgressToken,
+				"progress": i, "total": a.Steps, "message": fmt.Sprintf("step %d of %d", i, a.Steps)}))
+		}
 		res := text(string(answer))
 		if bytes.HasPrefix(answer, []byte(`{"error":`)) {
 			res["isError"] = true
@@ -1054,8 +1064,11 @@ func askTimeout(d time.Duration) <-chan time.Time {
 }
 
 // askInline is ask under 2026-07-28: the question goes back as an
-// input_required result, and the client's retry carries the answer.
-func (s *server) askInline(r *request, kind string, responses map[string]json.RawMessage, state string) {
+// input_required result, and the client's retry carries the answer. With
+// a.Again it never takes the answer: every retry is asked again, as a
+// server that loops does.
+func (s *server) askInline(r *request, a args, responses map[string]json.RawMessage, state string) {
+	kind := a.Kind
 	k, ok := askKinds[kind]
 	if !ok {
 		s.fail(r, codeInvalidParams, "Invalid params: kind must be sampling, elicitation or roots", nil)
@@ -1066,7 +1079,7 @@ func (s *server) askInline(r *request, kind string, responses map[string]json.Ra
 			map[string]any{"requiredCapabilities": map[string]any{k.capability: map[string]any{}}})
 		return
 	}
-	if key, ok := strings.CutPrefix(state, "ask:"); ok {
+	if key, ok := strings.CutPrefix(state, "ask:"); ok && !a.Again {
 		if answer, ok := responses[key]; ok {
 			s.reply(r, text(string(answer)))
 			return
