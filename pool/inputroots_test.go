@@ -3,6 +3,7 @@
 package pool_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -59,5 +60,40 @@ func modernChildRoots(t *testing.T, share pool.Share) {
 	}
 	if m, _ := s.recvID(`"s"`); m.Error != nil || !strings.Contains(m.text(), "forty-two") {
 		t.Fatalf("sampling through a modern child: %s", m.raw)
+	}
+}
+
+// A 2026-07-28 child that answers a call with input_required round after
+// round is given up after 32 rounds: the client gets the error, and the
+// child hears nothing more of the call. Here each round asks only
+// roots/list, which the pool answers itself, so no client paces the
+// rounds; unbounded, the pool and the child would retry each other for
+// ever.
+func TestInputRoundsOfACallAreBounded(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern", "-log", logPath))
+	c := tp.dial(t, "srv")
+	c.initRoots("a", "file:///work/a")
+
+	c.call(`"r"`, "ask", `{"kind":"roots","again":true}`)
+	m, other := c.recvID(`"r"`)
+	for _, o := range other {
+		t.Errorf("the client was sent %s", o.raw)
+	}
+	if m.Error == nil || m.Error.Code != -32603 || !strings.Contains(m.Error.Message, "asked for input 32 times") {
+		t.Fatalf("a call asked for input without end: %s, want -32603 after 32 rounds", m.raw)
+	}
+	// A call after the error: the log then holds all the child heard of
+	// the first, the call and its 32 retries.
+	c.call(`"e"`, "echo", `{"text":"after"}`)
+	c.recvID(`"e"`)
+	asks := 0
+	for _, l := range childLog(t, logPath) {
+		if params, _ := l["params"].(map[string]any); l["method"] == "tools/call" && params["name"] == "ask" {
+			asks++
+		}
+	}
+	if asks != 1+32 {
+		t.Errorf("the child heard the call %d times, want once and 32 retries", asks)
 	}
 }

@@ -372,3 +372,60 @@ func TestMRTRStdioCapabilitiesArePerRequest(t *testing.T) {
 		t.Errorf("a request declaring nothing after one that declared sampling: %s, want -32021", m.raw)
 	}
 }
+
+// After a 2026-07-28 client's retry takes over a call held for its
+// answer, the call's progress goes under the retry's progressToken (the
+// first request has ended: its token names nothing), or, when the retry
+// asked for no progress, not at all. On the first edition it went on under
+// the first request's token. The legacy child sends its progress after
+// the client's answer reaches it.
+func TestMRTRProgressAfterARetryNamesTheRetrysToken(t *testing.T) {
+	meta := func(token string) string {
+		if token != "" {
+			token = `"progressToken":` + token + `,`
+		}
+		return `"_meta":{` + token + `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+	}
+	for _, tc := range []struct {
+		name, retryToken string
+		want             []string
+	}{
+		{"the retry asks for progress", `"retry"`, []string{`"retry"`, `"retry"`}},
+		{"the retry asks for none", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tp := newTestPool(t, nil, fake("srv"))
+			c := tp.dial(t, "srv")
+			c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"kind":"sampling","steps":2},` + meta(`"first"`) + `}}`)
+			m, _ := c.recvID("1")
+			first := readResult(t, m)
+			if first.ResultType != "input_required" || len(first.InputRequests) != 1 {
+				t.Fatalf("first answer: %s", m.raw)
+			}
+			var key string
+			for k := range first.InputRequests {
+				key = k
+			}
+			answer := `{"` + key + `":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`
+			c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{"kind":"sampling","steps":2},"requestState":"` +
+				first.RequestState + `","inputResponses":` + answer + `,` + meta(tc.retryToken) + `}}`)
+			m, before := c.recvID("2")
+			if done := readResult(t, m); done.ResultType != "complete" {
+				t.Fatalf("the retry's answer: %s", m.raw)
+			}
+			var tokens []string
+			for _, n := range before {
+				var p struct {
+					ProgressToken json.RawMessage `json:"progressToken"`
+				}
+				if n.Method != "notifications/progress" || json.Unmarshal(n.Params, &p) != nil {
+					t.Fatalf("before the retry's answer: %s", n.raw)
+				}
+				tokens = append(tokens, string(p.ProgressToken))
+			}
+			if strings.Join(tokens, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("the call's progress after the retry named tokens %q, want %q", tokens, tc.want)
+			}
+		})
+	}
+}
