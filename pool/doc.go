@@ -72,9 +72,12 @@
 //     [backend.countLocked], [backend.refusedSubscribe], [backend.send],
 //     [backend.changeSubscription], [backend.becomeReady], [backend.reap].
 //   - A modern child's subscriptions/listen is one upstream stream for all
-//     the sessions that listen, each getting what its own filter asks:
-//     [session.listen], [backend.syncUpstream], [backend.routeTagged],
-//     [tagNotification].
+//     the sessions that listen, each getting what its own filter asks;
+//     reopened for a new union, the old stream stays the source until the
+//     child acknowledges the new one, so a change made in between is
+//     neither lost nor delivered twice; a reopen the child refuses leaves
+//     the old one: [session.listen], [backend.syncUpstream],
+//     [backend.routeTagged], [tagNotification].
 //   - The child's own requests (sampling, elicitation) go to one session
 //     that declared the capability and can receive now, the one with the
 //     oldest request in flight on that child first, under a pool id; the

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -19,8 +20,10 @@ import (
 // sessions' own subscriptions, so the child sees one subscribe), and tags
 // what it forwards. A modern child has its own subscriptions/listen: the
 // pool keeps one open on it (upstream) with the union of its listeners'
-// filters, reopened when that union grows or shrinks, and fans the child's
-// notifications out to the listeners that asked, each with its own tag.
+// filters, reopened when that union grows or shrinks (the old one kept
+// until the child acknowledges the new one, so that no change is lost in
+// between), and fans the child's notifications out to the listeners that
+// asked, each with its own tag.
 
 // metaSubscriptionID tags a notification with the listen it belongs to.
 const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
@@ -231,12 +234,19 @@ func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string) {
 }
 
 // upstream is the one subscriptions/listen the pool keeps open on a
-// modern child for all of the child's listeners. mu serializes its
-// reopening; it is taken before backend.mu and session.mu, never after.
+// modern child for all of the child's listeners. A listen that replaces
+// it waits in next until the child acknowledges it (2026-07-28: nothing
+// is sent on a subscription before its acknowledgement, so until then the
+// child's changes come on the old one): only then does it become p, and
+// the old one is cancelled. mu serializes its reopening; it is taken
+// before backend.mu and session.mu, never after, and never held while a
+// listen is sent or ended.
 type upstream struct {
-	mu sync.Mutex
-	p  *pending // the open listen, or nil
-	f  filter   // what it asked for
+	mu   sync.Mutex
+	p    *pending // the listen whose notifications are delivered, or nil
+	f    filter   // what p asked for
+	next *pending // the listen sent to replace p, not yet acknowledged; or nil
+	nf   filter   // what next asks for
 }
 
 func (b *backend) isModern() bool {
@@ -275,51 +285,95 @@ func (f filter) equal(g filter) bool {
 }
 
 // syncUpstream makes the modern child's one upstream listen ask for what
-// its listeners ask for: opened for the first, reopened (the new one
-// first, then the old one cancelled) when the union changes, closed after
-// the last. A restarted child gets it again.
+// its listeners ask for: opened for the first, reopened when the union
+// changes, closed (with one still waiting for its acknowledgement) after
+// the last. A reopened listen replaces the current one only once the
+// child acknowledges it (routeTagged); one the child refuses leaves the
+// current one as it is, to be tried again at the next change. A change
+// while one waits replaces the waiting one. A restarted child gets it
+// again: its dead child's listens ended with it.
 func (b *backend) syncUpstream() {
 	if !b.isModern() {
 		return
 	}
+	var end []*pending // the listens replaced, ended once up.mu is let go
+	why := "the pool's listen was replaced"
 	b.up.mu.Lock()
-	defer b.up.mu.Unlock()
 	want := b.union() // under up.mu: a stale union must not reopen what a later one closed
-	old := b.up.p
-	alive := old != nil && b.reqs.alive(old)
-	if alive && b.up.f.equal(want) || !alive && want.empty() {
-		return
+	if b.up.p != nil && !b.reqs.alive(b.up.p) {
+		b.up.p = nil // its child died, or ended it
 	}
-	b.up.p, b.up.f = nil, want
-	if !want.empty() {
+	if b.up.next != nil && !b.reqs.alive(b.up.next) {
+		b.up.next = nil // refused, or its child died
+	}
+	var p *pending
+	switch {
+	case want.empty():
+		why = "the pool's last listener left"
+		end = append(end, b.up.p, b.up.next)
+		b.up.p, b.up.next = nil, nil
+	case b.up.next != nil && b.up.nf.equal(want):
+	case b.up.p != nil && b.up.f.equal(want):
+		end = append(end, b.up.next) // the change went back before the child acknowledged it
+		b.up.next = nil
+	default:
 		info, _ := json.Marshal(b.p.opts.ClientInfo)
 		params, _ := json.Marshal(map[string]any{"notifications": want, "_meta": map[string]any{
 			metaProtocolVersion: Modern, metaClientCapabilities: map[string]any{}, metaClientInfo: json.RawMessage(info)}})
 		id := b.p.nextID.Add(1)
-		p := &pending{id: id, method: "subscriptions/listen", received: time.Now(), reply: make(chan []byte, 1),
+		p = &pending{id: id, method: "subscriptions/listen", received: time.Now(), reply: make(chan []byte, 1),
 			line: jsonrpc.AppendRequest(nil, id, "subscriptions/listen", params), open: true}
-		if b.send(p) == nil {
-			b.up.p = p
+		end = append(end, b.up.next)
+		b.up.next, b.up.nf = p, want
+	}
+	b.up.mu.Unlock()
+	for _, old := range end {
+		if old != nil {
+			b.finish(old, outcome{kind: endByClient, reason: why})
 		}
 	}
-	if alive {
-		b.finish(old, outcome{kind: endByClient, reason: "the pool's listen was replaced"})
+	if p == nil {
+		return
+	}
+	// A later call that replaced p meanwhile ended it: send refuses it
+	// (errAlreadyEnded), or the child is told to cancel it.
+	if err := b.send(p); err != nil {
+		b.up.mu.Lock()
+		if b.up.next == p {
+			b.up.next = nil
+		}
+		b.up.mu.Unlock()
+		if !errors.Is(err, errAlreadyEnded) {
+			b.log.Debug("the pool's listen was not sent; the one open stays", "err", err)
+		}
 	}
 }
 
 // routeTagged fans a modern child's notification for the pool's upstream
 // listen out to the listeners that asked for it, each tagged with its own
 // id (the child's acknowledgement stays here: the pool acknowledged each
-// listen itself). It reports whether the notification was tagged at all.
+// listen itself). The first message tagged with a replacing listen, its
+// acknowledgement, makes it the one delivered and ends the one it
+// replaces: read in the child's order, each change comes once, on the old
+// listen before it and on the new one after. It reports whether the
+// notification was tagged at all.
 func (b *backend) routeTagged(msg *jsonrpc.Message) bool {
 	tag := subscriptionOf(msg.Raw, *msg)
 	if tag == nil {
 		return false
 	}
 	poolID, ok := jsonrpc.ParseUint(tag)
+	var replaced *pending
 	b.up.mu.Lock()
+	if ok && b.up.next != nil && b.up.next.id == poolID {
+		replaced = b.up.p
+		b.up.p, b.up.f, b.up.next = b.up.next, b.up.nf, nil
+	}
 	current := ok && b.up.p != nil && b.up.p.id == poolID
 	b.up.mu.Unlock()
+	if replaced != nil {
+		b.finish(replaced, outcome{kind: endByClient, reason: "the pool's listen was replaced"})
+	}
 	if !current || msg.Method == "notifications/subscriptions/acknowledged" {
 		return true // an upstream listen that was replaced, or its acknowledgement
 	}

@@ -202,6 +202,111 @@ func TestListenOnModernChild(t *testing.T) {
 	})
 }
 
+// openListen opens a modern client's subscriptions/listen with id and
+// filter, and waits for its acknowledgement.
+func openListen(t *testing.T, c *client, id, filter string) {
+	t.Helper()
+	c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"subscriptions/listen","params":{"notifications":` + filter + `,` + modernMeta + `}}`)
+	if ack := c.recv(); ack.Method != "notifications/subscriptions/acknowledged" ||
+		!strings.Contains(ack.raw, `"io.modelcontextprotocol/subscriptionId":`+id) {
+		t.Fatalf("ack: %s", ack.raw)
+	}
+}
+
+// notifiedBefore is what c was sent before the answer to an echo sent
+// now: the notifications it holds, as notificationsIn lists them.
+func notifiedBefore(c *client, id string) []string {
+	c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"s"},` + modernMeta + `}}`)
+	_, before := c.recvID(id)
+	return notificationsIn(before)
+}
+
+// TestListenReopenLosesNoChange: a listener joins asking for something
+// new, so the pool replaces its upstream listen on the modern child. The
+// child (-notify-on-listen) changes its tools just before it acknowledges
+// the new listen, while only the old one is open, and again just after,
+// while both are. The listener that was there gets each change once: the
+// old listen stays the pool's source until the child acknowledges the new
+// one. (Made current as it was sent, the new listen lost the first change
+// for everyone, the old one's notifications being dropped as replaced.)
+func TestListenReopenLosesNoChange(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern", "-log", logPath, "-notify-on-listen", "tools"))
+	a, b := tp.dial(t, "srv"), tp.dial(t, "srv")
+	openListen(t, a, `"a"`, `{"toolsListChanged":true}`)
+	// The change right after the child acknowledged the first upstream
+	// listen: it is open on the child, and the pool's source.
+	if n := a.recv(); n.Method != "notifications/tools/list_changed" || !strings.Contains(n.raw, `"io.modelcontextprotocol/subscriptionId":"a"`) {
+		t.Fatalf("after the first upstream listen: %s", n.raw)
+	}
+	openListen(t, b, `"b"`, `{"promptsListChanged":true}`)
+	// The pool cancels the old listen once it read the new one's
+	// acknowledgement, and the child handles that cancellation only after
+	// it wrote both changes (under one lock): an echo sent now is answered
+	// after them.
+	eventually(t, "the first upstream listen cancelled", func() bool {
+		return countInLog(t, logPath, "subscriptions/listen") == 2 && countInLog(t, logPath, "notifications/cancelled") == 1
+	})
+	got, want := notifiedBefore(a, `"s"`), []string{`notifications/tools/list_changed "a"`, `notifications/tools/list_changed "a"`}
+	if !slices.Equal(got, want) {
+		t.Errorf("the listener that was there got %q across the reopen, want %q (each change once)", got, want)
+	}
+	if got := notifiedBefore(b, `"s"`); len(got) != 0 {
+		t.Errorf("the prompts listener got %q", got)
+	}
+}
+
+// TestListenReopenRefusedKeepsTheOld: the child refuses the reopened
+// upstream listen (a listener asks for a resource it does not have). The
+// old one stays open and the pool's source: the listener that was there
+// still gets its changes. (Made current as it was sent, the refused
+// listen left every listener with nothing.)
+func TestListenReopenRefusedKeepsTheOld(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern", "-log", logPath, "-notify-on-listen", "tools", "-refuse-subscribe", "fake://gone"))
+	a, b, other := tp.dial(t, "srv"), tp.dial(t, "srv"), tp.dial(t, "srv")
+	openListen(t, a, `"a"`, `{"toolsListChanged":true}`)
+	if n := a.recv(); n.Method != "notifications/tools/list_changed" { // the first upstream listen is open
+		t.Fatalf("after the first upstream listen: %s", n.raw)
+	}
+	openListen(t, b, `"b"`, `{"resourceSubscriptions":["fake://gone"]}`)
+	// The child says so on stderr once it wrote the refusal: the pool
+	// reads that before the answer to a call sent from now on.
+	eventually(t, "the child to refuse the reopened listen", func() bool {
+		bs := tp.Snapshot().Backends
+		return len(bs) == 1 && slices.ContainsFunc(bs[0].StderrTail, func(l string) bool { return strings.Contains(l, "refused subscriptions/listen") })
+	})
+	other.send(`{"jsonrpc":"2.0","id":"n","method":"tools/call","params":{"name":"notify","arguments":{"kind":"tools"},` + modernMeta + `}}`)
+	other.recvID(`"n"`)
+	if got := notifiedBefore(a, `"s"`); !slices.Equal(got, []string{`notifications/tools/list_changed "a"`}) {
+		t.Errorf("after the child refused the reopened listen, the listener that was there got %q", got)
+	}
+	if n := countInLog(t, logPath, "notifications/cancelled"); n != 0 {
+		t.Errorf("the child was told to cancel %d listens, want none: the old one is all the pool has", n)
+	}
+}
+
+// TestListenOnModernChildSurvivesRestart: a restarted modern child gets
+// the pool's upstream listen again, and the listener its changes.
+func TestListenOnModernChildSurvivesRestart(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern", "-log", logPath, "-notify-on-listen", "tools"))
+	a, other := tp.dial(t, "srv"), tp.dial(t, "srv")
+	openListen(t, a, `"a"`, `{"toolsListChanged":true}`)
+	if n := a.recv(); n.Method != "notifications/tools/list_changed" {
+		t.Fatalf("after the first upstream listen: %s", n.raw)
+	}
+	other.send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"crash","arguments":{},` + modernMeta + `}}`)
+	other.recvID(`"c"`)
+	// The new child's change right after it acknowledged the listen.
+	if n := a.recv(); n.Method != "notifications/tools/list_changed" || !strings.Contains(n.raw, `"io.modelcontextprotocol/subscriptionId":"a"`) {
+		t.Fatalf("after the restart: %s", n.raw)
+	}
+	if n := countInLog(t, logPath, "subscriptions/listen"); n != 2 {
+		t.Errorf("the children heard %d listens, want one each", n)
+	}
+}
+
 // TestSubscribeDuringRestartReachesTheChildOnce: the attack is a session
 // subscribing while its child restarts. The new child is told of every
 // subscription when it becomes ready; had the subscribe also been

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1053,6 +1054,38 @@ func TestFlags(t *testing.T) {
 			}
 			if !strings.Contains(f.stderr.String(), "cannot open database") {
 				t.Fatalf("stderr %q", f.stderr)
+			}
+		}},
+		{"-notify-on-listen and -refuse-subscribe", func(string) []string {
+			return []string{"-era", "modern", "-notify-on-listen", "tools", "-refuse-subscribe", "fake://gone"}
+		}, func(t *testing.T, f *fake, _ string) {
+			listen := func(id, filter string) {
+				f.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"subscriptions/listen","params":{"notifications":` + filter + `,` + modernMeta + `}}`)
+			}
+			// what is the method and tag of the next message.
+			what := func() string {
+				m := f.recv()
+				var p struct {
+					Meta map[string]json.RawMessage `json:"_meta"`
+				}
+				_ = json.Unmarshal(m.Params, &p)
+				return m.Method + " " + string(p.Meta["io.modelcontextprotocol/subscriptionId"])
+			}
+			listen("a", `{"toolsListChanged":true}`)
+			listen1 := []string{what(), what()}
+			listen("b", `{"toolsListChanged":true}`)
+			listen2 := []string{what(), what(), what(), what()}
+			slices.Sort(listen2[2:]) // one change to two subscriptions, in either order
+			got := strings.Join(append(listen1, listen2...), "; ")
+			want := `notifications/subscriptions/acknowledged "a"; notifications/tools/list_changed "a"; ` +
+				`notifications/tools/list_changed "a"; notifications/subscriptions/acknowledged "b"; ` +
+				`notifications/tools/list_changed "a"; notifications/tools/list_changed "b"`
+			if got != want {
+				t.Fatalf("got %s\nwant %s", got, want)
+			}
+			listen("c", `{"resourceSubscriptions":["fake://gone"]}`)
+			if m := f.recv(); m.Error == nil || string(m.ID) != `"c"` {
+				t.Fatalf("a listen for a refused resource: %s", m.raw)
 			}
 		}},
 		{"a bad -era", func(string) []string { return []string{"-era", "future"} }, func(t *testing.T, f *fake, _ string) {

@@ -31,6 +31,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,7 @@ type options struct {
 	grandchildPID  string
 	grandchildIn   bool
 	refuseSub      string
+	notifyOnListen string
 	ignoreSIGTERM  bool
 	exitOnStdinEOF bool
 	startupDelay   time.Duration
@@ -79,7 +81,8 @@ func Main(args []string) {
 	fs.StringVar(&o.grandchildPID, "grandchild-pidfile", "", "write the grandchild's PID to this `file`")
 	fs.BoolVar(&o.grandchildIn, "grandchild-stdin", false, "the -grandchild holds our stdin open (and never reads it), as a subprocess that inherits it does")
 	fs.BoolVar(&o.ignoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM")
-	fs.StringVar(&o.refuseSub, "refuse-subscribe", "", "answer resources/subscribe of this `uri` with an error, as a server does for a resource that does not exist")
+	fs.StringVar(&o.refuseSub, "refuse-subscribe", "", "answer resources/subscribe of this `uri`, or a subscriptions/listen asking for it, with an error, as a server does for a resource that does not exist")
+	fs.StringVar(&o.notifyOnListen, "notify-on-listen", "", "on each subscriptions/listen, send a `kind` change (as the notify tool does) to the subscriptions already open before acknowledging it, and to them and it after: a change made while a client replaces its subscription")
 	fs.BoolVar(&o.exitOnStdinEOF, "exit-on-stdin-eof", true, "exit 0 when stdin closes")
 	fs.DurationVar(&o.startupDelay, "startup-delay", 0, "wait this long before reading stdin")
 	fs.StringVar(&o.stderrLine, "stderr", "", "write this `line` to stderr at start")
@@ -91,6 +94,10 @@ func Main(args []string) {
 	log.SetPrefix("fakemcp: ")
 	if o.era != eraLegacy && o.era != eraModern && o.era != eraBoth {
 		log.Printf("-era %q: want legacy, modern or both", o.era)
+		os.Exit(2)
+	}
+	if method, _ := changeOf(o.notifyOnListen); o.notifyOnListen != "" && method == "" {
+		log.Printf("-notify-on-listen %q: want tools, resources, prompts or updated", o.notifyOnListen)
 		os.Exit(2)
 	}
 
@@ -749,11 +756,23 @@ func (s *server) listen(r *request) {
 		s.fail(r, codeInvalidParams, "Invalid params: "+err.Error(), nil)
 		return
 	}
+	if uri := s.o.refuseSub; uri != "" && slices.Contains(p.Notifications.ResourceSubscriptions, uri) {
+		s.fail(r, codeInvalidParams, "Resource not found: "+uri, map[string]any{"uri": uri})
+		log.Printf("refused subscriptions/listen %s: it asks for %s (-refuse-subscribe)", r.id, uri)
+		return
+	}
 	sub := &subscription{id: r.id, filter: p.Notifications}
+	method, uri := changeOf(s.o.notifyOnListen)
 	s.mu.Lock()
+	if method != "" { // -notify-on-listen: to the subscriptions open until now
+		s.broadcastLocked(method, uri)
+	}
 	s.out.send(notification("notifications/subscriptions/acknowledged", map[string]any{
 		"_meta": map[string]any{metaSubscriptionID: r.id}, "notifications": sub.filter}))
 	s.subs[string(r.id)] = sub
+	if method != "" { // and to them and this one
+		s.broadcastLocked(method, uri)
+	}
 	s.mu.Unlock()
 	<-r.ctx.Done()
 	s.mu.Lock()
@@ -761,15 +780,30 @@ func (s *server) listen(r *request) {
 	s.mu.Unlock()
 }
 
+// changeOf is the change notification of a notify kind (tools,
+// resources, prompts, updated) and its resource; "" for another kind.
+func changeOf(kind string) (method, uri string) {
+	method = map[string]string{"tools": "notifications/tools/list_changed", "resources": "notifications/resources/list_changed",
+		"prompts": "notifications/prompts/list_changed", "updated": "notifications/resources/updated"}[kind]
+	if kind == "updated" {
+		uri = counterURI
+	}
+	return method, uri
+}
+
 // broadcast sends a change notification to legacy clients (untagged) and
 // to each modern subscription that asked for it (tagged with its id).
 func (s *server) broadcast(method, uri string) {
+	s.mu.Lock()
+	defer s.mu.Unlock() // held across the sends: a subscription is acknowledged first
+	s.broadcastLocked(method, uri)
+}
+
+func (s *server) broadcastLocked(method, uri string) {
 	params := map[string]any{}
 	if uri != "" {
 		params["uri"] = uri
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock() // held across the sends: a subscription is acknowledged first
 	legacy := s.o.era == eraLegacy || s.initialized
 	if legacy && (method != "notifications/resources/updated" || s.subscribed[uri]) {
 		if len(params) == 0 {
@@ -912,15 +946,10 @@ func (s *server) call(r *request) {
 		}
 		s.reply(r, text(strings.Repeat("x", a.Bytes)))
 	case "notify":
-		method := map[string]string{"tools": "notifications/tools/list_changed", "resources": "notifications/resources/list_changed",
-			"prompts": "notifications/prompts/list_changed", "updated": "notifications/resources/updated"}[a.Kind]
+		method, uri := changeOf(a.Kind)
 		if method == "" {
 			s.fail(r, codeInvalidParams, "Invalid params: kind must be tools, resources, prompts or updated", nil)
 			return
-		}
-		uri := ""
-		if a.Kind == "updated" {
-			uri = counterURI
 		}
 		s.broadcast(method, uri)
 		s.reply(r, text("notified"))
