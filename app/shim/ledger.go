@@ -17,9 +17,7 @@ func takeLedger(f *os.File) (lost []wire.Lost, midLine bool) {
 		return nil, false
 	}
 	lost, midLine = wire.ReadLedger(buf), wire.LedgerMidLineAt(buf)
-	// Truncating to zero and back drops every page: all slots free.
-	_ = f.Truncate(0)
-	_ = f.Truncate(wire.LedgerSize)
+	clearLedger(f)
 	return lost, midLine
 }
 

@@ -8,6 +8,14 @@ import "encoding/binary"
 // come and go; if the pool dies, the shim still has it, and the next pool
 // answers what it lists with the at-most-once error, history or not.
 //
+// The memfd is sealed at LedgerSize (F_SEAL_SHRINK, F_SEAL_GROW, then
+// F_SEAL_SEAL) before it is sent, and the pool maps no ledger without
+// the first two: the pool stores into its mapping on every request, and
+// a store past the end of a file that shrank under it raises SIGBUS,
+// which would end the pool and every session on it. The shim therefore
+// empties its ledger by punching a hole in it: it cannot truncate it.
+// Where there is no memfd (not Linux) there is no ledger.
+//
 // Layout: LedgerSlots slots of LedgerSlotSize bytes. A slot is a
 // little-endian uint32 state (LedgerFree, LedgerTaken, LedgerWritten), a
 // uint32 id length, then the client's id as JSON. The pool writes the id

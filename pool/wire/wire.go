@@ -17,7 +17,8 @@ type Hello struct {
 	// way, no copy, no CPU in the shim.
 	Attach bool `json:"attach,omitempty"`
 	// Ledger says a third descriptor follows the pipes: the session's
-	// ledger (ledger.go), LedgerSize bytes of memory the shim owns.
+	// ledger (ledger.go), LedgerSize bytes of memory the shim owns, a
+	// memfd sealed at that size.
 	Ledger bool `json:"ledger,omitempty"`
 	// Resumable, from a relaying shim, says it reads control lines in the
 	// pool's stream (Control) and can resume the session with another
