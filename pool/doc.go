@@ -93,10 +93,16 @@
 //     [childCancelTarget], [cancelledForClient]. A
 //     modern client asked through a legacy child gets an input-required
 //     result and retries: [backend.carryAsMRTR], [session.resumeMRTR]. A
+//     legacy child's -32042 (URL elicitation required, retired by
+//     2026-07-28) reaches a modern client's call as an input-required
+//     result asking for the URLs, and the retry is a new call; a call
+//     that did not declare elicitation in URL mode gets -32021:
+//     [backend.urlElicitationForModern], [urlElicitationResponse]. A
 //     legacy client asked through a modern child answers the child's
-//     questions as requests of the pool's; a call the client cancelled
+//     questions as requests of the pool's, a URL elicitation with the
+//     elicitationId its revision requires; a call the client cancelled
 //     meanwhile gets nothing more: [backend.askLegacyClient],
-//     [session.answerRound], [session.answerIfCurrent].
+//     [urlQuestionForLegacy], [session.answerRound], [session.answerIfCurrent].
 //   - roots/list is never asked of a client by a child: sessions that
 //     declare different roots get different children, and the pool answers
 //     roots/list from the partition. While the pool asks a client its

@@ -111,6 +111,7 @@ func (b *backend) finish(p *pending, o outcome) bool {
 	ev := Event{Kind: EventRequestDone, Server: b.srv.name, Session: e.sess.id, PID: e.pid, PoolID: p.id,
 		Method: p.method, Name: p.name, Status: rule.status, Written: e.mayHaveRun}
 	var line []byte
+	var input []byte // a legacy child's -32042 as the input_required a modern client reads
 	switch {
 	case o.kind == endAnswered:
 		ev.Written = true // it ran: the child answered it
@@ -125,7 +126,11 @@ func (b *backend) finish(p *pending, o outcome) bool {
 				}
 			}
 		}
-		switch asked, refusal := b.askLegacyClient(p, e, &o.answer); {
+		asked, refusal := b.askLegacyClient(p, e, &o.answer)
+		if !asked && refusal == nil && e.modern && e.held == nil {
+			input, refusal = b.urlElicitationForModern(p.method, e.origID, e.caps, &o.answer)
+		}
+		switch {
 		case refusal != nil:
 			line = jsonrpc.AppendErrorResponse(nil, e.origID, refusal)
 			ev.Status, ev.ErrCode, ev.Err = StatusFailed, refusal.Code, refusal.Message
@@ -135,6 +140,8 @@ func (b *backend) finish(p *pending, o outcome) bool {
 			ev.Size, ev.Payload = len(o.answer.Raw), b.capture(o.answer.Raw)
 			b.p.emit(&ev)
 			return true
+		case input != nil:
+			line = input // the client's retry is a new call (mrtr.go)
 		case e.held != nil:
 			line = append([]byte(nil), o.answer.Raw...) // rewritten for the retry that takes it (mrtr.go)
 		default:
@@ -158,6 +165,8 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		if line != nil {
 			b.reqs.keep(e.held, line)
 		}
+	case input != nil: // a result, though the child's answer was an error
+		e.sess.deliverResponse(p, e.origID, e.x, line, 0, o.batch)
 	case line != nil:
 		e.sess.deliverResponse(p, e.origID, e.x, line, ev.ErrCode, o.batch)
 	default:

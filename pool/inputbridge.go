@@ -2,6 +2,7 @@ package pool
 
 import (
 	"encoding/json"
+	"strconv"
 	"sync"
 	"time"
 
@@ -112,7 +113,11 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 		id := b.p.nextID.Add(1)
 		x.left[id] = key
 		ids = append(ids, id)
-		questions = append(questions, jsonrpc.AppendRequest(nil, id, q.Method, q.Params))
+		params := q.Params
+		if q.Method == "elicitation/create" {
+			params = urlQuestionForLegacy(params, strconv.FormatUint(id, 10))
+		}
+		questions = append(questions, jsonrpc.AppendRequest(nil, id, q.Method, params))
 	}
 	if len(questions) == 0 { // only a requestState, or only what the pool answers: retry at once
 		x.retry()

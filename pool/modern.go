@@ -20,6 +20,10 @@ const (
 	// codeLegacyNotFound is 2025-11-25's "resource not found", which
 	// 2026-07-28 forbids emitting (replaced by -32602).
 	codeLegacyNotFound = -32002
+	// codeURLElicitationRequired is 2025-11-25's URLElicitationRequiredError,
+	// which 2026-07-28 retired (the code stays reserved): a URL
+	// interaction is an input request of an InputRequiredResult there.
+	codeURLElicitationRequired = -32042
 )
 
 // childIsLegacy reports whether the child speaks a legacy revision (or

@@ -197,6 +197,29 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 	return true
 }
 
+// urlElicitationForModern answers a 2026-07-28 client's call that a
+// legacy child refused with -32042 until the user has been to its URLs:
+// with input_required asking the client to send the user there
+// (urlElicitationResponse), or, for a call whose request did not declare
+// elicitation in URL mode, -32021 (2026-07-28: a server must not ask
+// what the client did not declare). Both nil: the answer is not such a
+// refusal of a call that can carry input_required; it goes as it is.
+func (b *backend) urlElicitationForModern(method string, clientID []byte, caps clientCaps, msg *jsonrpc.Message) (line []byte, refusal *jsonrpc.Error) {
+	if !msg.Error.Present() || !mrtrMethods[method] || !b.childIsLegacy() {
+		return nil, nil
+	}
+	line, ok := urlElicitationResponse(msg, clientID)
+	switch {
+	case !ok:
+		return nil, nil
+	case !caps.elicitationURL:
+		return nil, newErrorData(errMissingCapability, true, b.srv.name,
+			map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}},
+			b.srv.name, "elicitation in URL mode")
+	}
+	return line, nil
+}
+
 // progressTokenOf is a copy of the progress token a request's _meta
 // names, or nil.
 func progressTokenOf(msg *jsonrpc.Message) []byte {
@@ -288,13 +311,22 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 		}
 		t.Stop()
 	}
-	final, done := b.reqs.takeOver(x, s, id, ex, answer != nil, s.requestCaps(msg, ex), progressTokenOf(msg))
+	caps := s.requestCaps(msg, ex)
+	final, done := b.reqs.takeOver(x, s, id, ex, answer != nil, caps, progressTokenOf(msg))
 	switch {
 	case final != nil:
 		slot := s.ending(p, id, ex)
 		m, err := jsonrpc.Parse(final)
 		if err != nil {
 			s.answerError(ex, id, newError(errUnreadableHeld, false, ""), slot)
+			return true
+		}
+		switch line, refusal := b.urlElicitationForModern(p.method, id, caps, &m); {
+		case refusal != nil:
+			s.answerError(ex, id, refusal, slot)
+			return true
+		case line != nil:
+			s.answer(ex, line, 0, slot)
 			return true
 		}
 		code := 0

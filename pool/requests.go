@@ -321,6 +321,7 @@ type ended struct {
 	mayHaveRun bool // it may have reached a child
 	writing    bool // it ended while being written: its writer had not yet marked it written
 	pid        int
+	caps       clientCaps // a modern request's own: what the child may ask of its client (mrtr.go)
 }
 
 // end takes p out of the table. Exactly one caller wins, whatever state p
@@ -337,8 +338,8 @@ func (t *requestTable) end(p *pending) (e ended, won bool) {
 }
 
 func (in *inFlight) endLocked(p *pending) ended {
-	e := ended{sess: p.sess, origID: p.origID, x: p.x, held: p.held, modern: p.modern, mayHaveRun: p.mayHaveRunLocked(),
-		writing: p.state == stWriting, pid: p.pid}
+	e := ended{sess: p.sess, origID: p.origID, x: p.x, held: p.held, modern: p.modern, caps: p.caps,
+		mayHaveRun: p.mayHaveRunLocked(), writing: p.state == stWriting, pid: p.pid}
 	if in.pending[p.id] == p {
 		delete(in.pending, p.id)
 		if p.token != 0 {

@@ -22,9 +22,12 @@ import (
 // Child to client:
 //
 //	response           the client's exact id back (responseForClient); for a modern client
-//	                   of a legacy child, what 2026-07-28 requires too (modernResponse)
+//	                   of a legacy child, what 2026-07-28 requires too (modernResponse), and
+//	                   its -32042 as input_required (urlElicitationResponse)
 //	progress           the client's own token back (poolTokenOf, progressForClient)
 //	child's request    its id -> a pool id (requestForClient)
+//	modern child's     a URL-mode elicitation gets an elicitationId for a legacy client
+//	  question         (urlQuestionForLegacy)
 //	its cancellation   requestId -> that pool id (childCancelTarget, cancelledForClient)
 //	change to a listen tagged with the listen's id (tagNotification)
 //
@@ -221,6 +224,75 @@ func modernResponse(msg *jsonrpc.Message, method string, clientID []byte) []byte
 		}
 	}
 	return applyEdits(nil, raw, edits[:n], nil)
+}
+
+// urlElicitationResponse rewrites a legacy child's URLElicitationRequiredError
+// (-32042, 2025-11-25: the call is refused until the user has been to
+// the URLs of data.elicitations) for a 2026-07-28 client, which has no
+// such error: there a server asks for a URL interaction as an
+// elicitation/create in URL mode among the inputRequests of an
+// InputRequiredResult, and the client retries the call. Each elicitation
+// becomes one, keyed by its elicitationId, with only what 2026-07-28
+// gives it (mode, message, url: the elicitationId went with the
+// notification that used it). No requestState: the retry is a new call
+// to the child, as a 2025-11-25 client's would be. ok is false for any
+// other answer, and for one 2025-11-25 does not allow (an elicitation
+// that is not URL mode, or lacks its url or its own elicitationId).
+func urlElicitationResponse(msg *jsonrpc.Message, clientID []byte) (line []byte, ok bool) {
+	if !msg.Error.Present() {
+		return nil, false
+	}
+	errObj := msg.Error.Of(msg.Raw)
+	if v, ok := parseInt(jsonrpc.Member(errObj, "code").Of(errObj)); !ok || v != codeURLElicitationRequired {
+		return nil, false
+	}
+	var data struct {
+		Elicitations []struct {
+			Mode          string `json:"mode"`
+			Message       string `json:"message"`
+			URL           string `json:"url"`
+			ElicitationID string `json:"elicitationId"`
+		} `json:"elicitations"`
+	}
+	d := jsonrpc.Member(errObj, "data")
+	if json.Unmarshal(d.Of(errObj), &data) != nil || len(data.Elicitations) == 0 {
+		return nil, false
+	}
+	requests := make(map[string]any, len(data.Elicitations))
+	for _, e := range data.Elicitations {
+		if _, dup := requests[e.ElicitationID]; e.Mode != "url" || e.URL == "" || e.ElicitationID == "" || dup {
+			return nil, false
+		}
+		requests[e.ElicitationID] = map[string]any{"method": "elicitation/create",
+			"params": map[string]string{"mode": "url", "message": e.Message, "url": e.URL}}
+	}
+	result, err := json.Marshal(map[string]any{"resultType": "input_required", "inputRequests": requests})
+	if err != nil {
+		return nil, false
+	}
+	return jsonrpc.AppendResponse(nil, clientID, result), true
+}
+
+// urlQuestionForLegacy is a modern child's elicitation/create params as
+// a legacy client is asked them: in URL mode with an elicitationId,
+// which 2025-11-25 requires of URL mode and 2026-07-28 removed (id, one
+// the pool made: nothing refers to it later). Other params are returned
+// as they are.
+func urlQuestionForLegacy(params json.RawMessage, id string) json.RawMessage {
+	if m, _ := jsonrpc.String(params, jsonrpc.Member(params, "mode")); m != "url" ||
+		jsonrpc.Member(params, "elicitationId").Present() {
+		return params
+	}
+	var p map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil {
+		return params
+	}
+	p["elicitationId"], _ = json.Marshal(id)
+	out, err := json.Marshal(p)
+	if err != nil {
+		return params
+	}
+	return out
 }
 
 // poolTokenOf reads a progress notification's token as the pool's, and

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io"
@@ -178,6 +179,71 @@ func TestRewrites(t *testing.T) {
 		m := parse(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":` + tok + `}}`)
 		if _, _, ok := poolTokenOf(m); ok {
 			t.Errorf("%s taken for a pool token", tok)
+		}
+	}
+}
+
+// A URL interaction in each revision's form: a legacy child's -32042
+// (URLElicitationRequiredError, 2025-11-25) becomes, for a modern
+// client, input_required with an elicitation/create in URL mode per
+// elicitation, keyed by its elicitationId and without it (2026-07-28);
+// an answer 2025-11-25 does not allow stays as it is. A modern child's
+// URL elicitation gets an elicitationId for a legacy client.
+func TestURLElicitationRewrites(t *testing.T) {
+	const (
+		e1 = `{"mode":"url","elicitationId":"e1","url":"https://a.example/c?x=1","message":"Connect A."}`
+		e2 = `{"message":"Pay.","url":"https://b.example/pay","elicitationId":"e0","mode":"url","task":{"ttl":1}}`
+		q1 = `"e1":{"method":"elicitation/create","params":{"message":"Connect A.","mode":"url","url":"https://a.example/c?x=1"}}`
+		q2 = `"e0":{"method":"elicitation/create","params":{"message":"Pay.","mode":"url","url":"https://b.example/pay"}}`
+	)
+	refusal := func(data string) string {
+		return `{"jsonrpc":"2.0","id":90210,"error":{"code":-32042,"message":"m","data":` + data + `}}`
+	}
+	for _, tt := range []struct{ name, in, want string }{ // want "": not rewritten
+		{"one elicitation", refusal(`{"elicitations":[` + e1 + `]}`),
+			`{"jsonrpc":"2.0","id":"c","result":{"inputRequests":{` + q1 + `},"resultType":"input_required"}}`},
+		{"two, each under its own id, with only 2026-07-28's members", refusal(`{"other":1,"elicitations":[` + e1 + `,` + e2 + `]}`),
+			`{"jsonrpc":"2.0","id":"c","result":{"inputRequests":{` + q2 + `,` + q1 + `},"resultType":"input_required"}}`},
+		{"another error", `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"m","data":{"elicitations":[` + e1 + `]}}}`, ""},
+		{"a result", `{"jsonrpc":"2.0","id":1,"result":{"elicitations":[` + e1 + `]}}`, ""},
+		{"no data", `{"jsonrpc":"2.0","id":1,"error":{"code":-32042,"message":"m"}}`, ""},
+		{"no elicitations", refusal(`{"elicitations":[]}`), ""},
+		{"elicitations not a list", refusal(`{"elicitations":{"mode":"url"}}`), ""},
+		{"a form-mode elicitation", refusal(`{"elicitations":[` + e1 + `,{"mode":"form","elicitationId":"f","message":"m"}]}`), ""},
+		{"no elicitationId", refusal(`{"elicitations":[{"mode":"url","url":"https://a.example","message":"m"}]}`), ""},
+		{"one elicitationId twice", refusal(`{"elicitations":[` + e1 + `,` + e1 + `]}`), ""},
+		{"no url", refusal(`{"elicitations":[{"mode":"url","elicitationId":"e","message":"m"}]}`), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			msg, err := jsonrpc.Parse([]byte(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := urlElicitationResponse(&msg, []byte(`"c"`))
+			switch {
+			case tt.want == "" && (ok || got != nil):
+				t.Fatalf("rewritten: %s", got)
+			case tt.want != "" && (!ok || string(got) != tt.want):
+				t.Fatalf("got  %s (%v)\nwant %s", got, ok, tt.want)
+			case ok && !json.Valid(got):
+				t.Fatal("invalid JSON")
+			case string(msg.Raw) != tt.in:
+				t.Fatal("the message was changed")
+			}
+		})
+	}
+
+	for _, tt := range []struct{ name, in, want string }{
+		{"URL mode gets the id", `{"mode":"url","message":"m","url":"https://a.example"}`,
+			`{"elicitationId":"77","message":"m","mode":"url","url":"https://a.example"}`},
+		{"an id of its own is kept", `{"mode":"url","elicitationId":"x","message":"m","url":"u"}`, ""},
+		{"form mode", `{"mode":"form","message":"m","requestedSchema":{"type":"object","properties":{}}}`, ""},
+		{"no mode: form", `{"message":"m","requestedSchema":{"type":"object","properties":{}}}`, ""},
+		{"no params", ``, ""},
+	} {
+		got := urlQuestionForLegacy(json.RawMessage(tt.in), "77")
+		if want := cmp.Or(tt.want, tt.in); string(got) != want {
+			t.Errorf("%s: got %s, want %s", tt.name, got, want)
 		}
 	}
 }

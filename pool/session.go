@@ -104,6 +104,9 @@ const statelessClient = "stateless HTTP"
 // and which client may answer its questions.
 type clientCaps struct {
 	sampling, elicitation, roots bool
+	// elicitationURL: elicitation in URL mode too ({"url":{}}; an empty
+	// elicitation object is form mode only).
+	elicitationURL bool
 	// rootsChange: the roots answered to the child may change (a
 	// session's own child follows its session's roots), so the child is
 	// told listChanged and hears notifications/roots/list_changed.
@@ -113,8 +116,9 @@ type clientCaps struct {
 // clientCapsOf reads the capabilities a client declared, from the JSON
 // object c (initialize's capabilities, _meta's clientCapabilities).
 func clientCapsOf(c []byte) clientCaps {
-	return clientCaps{sampling: jsonrpc.Member(c, "sampling").Present(),
-		elicitation: jsonrpc.Member(c, "elicitation").Present(), roots: jsonrpc.Member(c, "roots").Present()}
+	e := jsonrpc.Member(c, "elicitation")
+	return clientCaps{sampling: jsonrpc.Member(c, "sampling").Present(), elicitation: e.Present(),
+		elicitationURL: jsonrpc.Member(e.Of(c), "url").Present(), roots: jsonrpc.Member(c, "roots").Present()}
 }
 
 // has reports whether capability ("sampling", "elicitation", "roots")
@@ -404,7 +408,7 @@ func (s *session) adoptInitialize(params []byte) (json.RawMessage, error) {
 	s.mu.Lock()
 	s.clientName, s.clientVersion = req.ClientInfo.Name, req.ClientInfo.Version
 	s.caps = clientCaps{sampling: req.Capabilities.Sampling != nil, elicitation: req.Capabilities.Elicitation != nil,
-		roots: req.Capabilities.Roots != nil}
+		elicitationURL: jsonrpc.Member(req.Capabilities.Elicitation, "url").Present(), roots: req.Capabilities.Roots != nil}
 	s.mu.Unlock()
 	hs, err := s.srv.handshake(s)
 	if err != nil {

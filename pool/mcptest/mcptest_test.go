@@ -754,6 +754,32 @@ func TestEras(t *testing.T) {
 				state, _ = m.field("requestState").(string)
 			}
 		}},
+		{"ask url: -32042 to a legacy call, input_required to a modern one, until the file exists", "both", func(t *testing.T, f *fake) {
+			file := filepath.Join(t.TempDir(), "authorized")
+			args := fmt.Sprintf(`{"kind":"url","file":%q}`, file)
+			m, _ := f.request("1", "tools/call", `{"name":"ask","arguments":`+args+`}`)
+			wantError(t, m, -32042)
+			wantJSON(t, "data", m.Error.Data, `{"elicitations":[{"mode":"url","elicitationId":"url-1","message":"Authorize fakemcp to continue.","url":"https://auth.example/connect?id=url-1"}]}`)
+			m, _ = f.request("2", "tools/call", `{"name":"ask","arguments":`+args+`,`+modernMeta+`}`)
+			wantError(t, m, -32021)
+			urlMeta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"url":{}}}}`
+			m, _ = f.request("3", "tools/call", `{"name":"ask","arguments":`+args+`,`+urlMeta+`}`)
+			var r struct {
+				ResultType    string                     `json:"resultType"`
+				InputRequests map[string]json.RawMessage `json:"inputRequests"`
+			}
+			_ = json.Unmarshal(m.Result, &r)
+			if r.ResultType != "input_required" || len(r.InputRequests) != 1 {
+				t.Fatalf("modern: %s", m.raw)
+			}
+			wantJSON(t, "input request", r.InputRequests["url-3"], `{"method":"elicitation/create","params":{"mode":"url","message":"Authorize fakemcp to continue.","url":"https://auth.example/connect?id=url-3"}}`)
+			if err := os.WriteFile(file, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if m, _ = f.request("4", "tools/call", `{"name":"ask","arguments":`+args+`}`); m.text() != "authorized" {
+				t.Fatalf("once the file exists: %s", m.raw)
+			}
+		}},
 		{"subscriptions/listen", "modern", func(t *testing.T, f *fake) {
 			f.send(`{"jsonrpc":"2.0","id":"sub","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["fake://counter"]},` + modernMeta + `}}`)
 			ack := f.recv()

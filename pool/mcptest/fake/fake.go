@@ -202,6 +202,7 @@ const (
 	codeResourceNotFound   = -32002 // legacy; 2026-07-28 uses -32602
 	codeMissingCapability  = -32021
 	codeUnsupportedVersion = -32022
+	codeURLElicitation     = -32042 // 2025-11-25 URLElicitationRequiredError; 2026-07-28 asks with input_required
 )
 
 // legacyVersions are the initialize-era revisions the fake echoes back.
@@ -834,8 +835,8 @@ var tools = []map[string]any{
 	tool("crash", "Exit at once with code (default 3), without answering", props{"code": "integer"}, nil),
 	tool("progress", "Send steps progress notifications, ms apart, then answer \"done\"", props{"steps": "integer", "ms": "integer"}, nil),
 	tool("ro_progress", "progress, annotated read-only", props{"steps": "integer", "ms": "integer"}, map[string]any{"readOnlyHint": true}),
-	tool("ask", "Ask the client (sampling, elicitation or roots) and answer with its result as JSON text; legacy: steps progress notifications after the answer; 2026-07-28: again asks again on every retry, answered or not",
-		props{"kind": "string", "steps": "integer", "again": "boolean"}, nil),
+	tool("ask", "Ask the client (sampling, elicitation or roots) and answer with its result as JSON text; legacy: steps progress notifications after the answer; 2026-07-28: again asks again on every retry, answered or not; kind url: until file exists, ask the client to visit a URL (legacy: error -32042, after asking the first question if any; modern: input_required), then answer \"authorized\"",
+		props{"kind": "string", "steps": "integer", "again": "boolean", "file": "string", "first": "string"}, nil),
 	tool("big", "Answer a text of bytes 'x' characters", props{"bytes": "integer"}, nil),
 	tool("notify", "Send notifications/<kind>/list_changed (tools, resources, prompts), or resources/updated (updated)", props{"kind": "string"}, nil),
 	tool("log", "Send notifications/message with level and data", props{"level": "string", "data": ""}, nil),
@@ -872,6 +873,7 @@ type args struct {
 	Steps        int             `json:"steps"`
 	Kind         string          `json:"kind"`
 	Again        bool            `json:"again"`
+	First        string          `json:"first"`
 	Bytes        int             `json:"bytes"`
 	Level        string          `json:"level"`
 	Data         json.RawMessage `json:"data"`
@@ -934,7 +936,9 @@ func (s *server) call(r *request) {
 		}
 		s.reply(r, text("done"))
 	case "ask":
-		if r.modern {
+		if a.Kind == "url" {
+			s.askURL(r, a)
+		} else if r.modern {
 			s.askInline(r, a, p.InputResponses, p.RequestState)
 		} else {
 			s.ask(r, a)
@@ -1046,23 +1050,16 @@ func askParams(kind string) map[string]any {
 // its question.
 func (s *server) ask(r *request, a args) {
 	kind := a.Kind
-	k, ok := askKinds[kind]
-	if !ok {
+	if _, ok := askKinds[kind]; !ok {
 		s.fail(r, codeInvalidParams, "Invalid params: kind must be sampling, elicitation or roots", nil)
 		return
 	}
-	id, _ := json.Marshal(fmt.Sprintf("srv-%d", s.asks.Add(1)))
-	ch := make(chan json.RawMessage, 1)
-	s.mu.Lock()
-	s.answers[string(id)] = ch
-	s.mu.Unlock()
-	msg := map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": k.method}
-	if p := askParams(kind); p != nil {
-		msg["params"] = p
-	}
-	s.out.send(msg)
-	select {
-	case answer := <-ch:
+	answer, answered, ok := s.question(r, kind)
+	switch {
+	case !ok:
+	case !answered:
+		s.reply(r, text("no answer"))
+	default:
 		for i := 1; i <= a.Steps && r.meta.ProgressToken != nil; i++ {
 			s.out.send(notification("notifications/progress", map[string]any{"progressToken": r.meta.ProgressToken,
 				"progress": i, "total": a.Steps, "message": fmt.Sprintf("step %d of %d", i, a.Steps)}))
@@ -1072,15 +1069,37 @@ func (s *server) ask(r *request, a args) {
 			res["isError"] = true
 		}
 		s.reply(r, res)
+	}
+}
+
+// question asks the client kind (one of askKinds) with a legacy
+// server-to-client request and waits for its result, or its error as
+// {"error":...}. answered is false when -ask-timeout ran out first; ok is
+// false when r was cancelled meanwhile (it gets no answer).
+func (s *server) question(r *request, kind string) (answer json.RawMessage, answered, ok bool) {
+	id, _ := json.Marshal(fmt.Sprintf("srv-%d", s.asks.Add(1)))
+	ch := make(chan json.RawMessage, 1)
+	s.mu.Lock()
+	s.answers[string(id)] = ch
+	s.mu.Unlock()
+	msg := map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": askKinds[kind].method}
+	if p := askParams(kind); p != nil {
+		msg["params"] = p
+	}
+	s.out.send(msg)
+	select {
+	case answer := <-ch:
+		return answer, true, true
 	case <-r.ctx.Done():
 		s.mu.Lock()
 		delete(s.answers, string(id))
 		s.mu.Unlock()
+		return nil, false, false
 	case <-askTimeout(s.o.askTimeout):
 		s.mu.Lock()
 		delete(s.answers, string(id))
 		s.mu.Unlock()
-		s.reply(r, text("no answer"))
+		return nil, false, true
 	}
 }
 
@@ -1121,6 +1140,46 @@ func (s *server) askInline(r *request, a args, responses map[string]json.RawMess
 	}
 	s.reply(r, map[string]any{"resultType": "input_required", "inputRequests": map[string]any{key: req},
 		"requestState": "ask:" + key})
+}
+
+// askURL gates the call on an interaction out of band, as a server that
+// needs a third party's authorization does: until file exists (the
+// stand-in for the user finishing at the URL), a legacy call is refused
+// with URLElicitationRequiredError (-32042, 2025-11-25) and a modern one
+// gets input_required with an elicitation/create in URL mode (2026-07-28,
+// which has no elicitationId). Either way the client's retry is a new call.
+// With first, a legacy call asks the client that question before it looks
+// (answered or not: -ask-timeout).
+func (s *server) askURL(r *request, a args) {
+	if _, ok := askKinds[a.First]; a.File == "" || (a.First != "" && !ok) {
+		s.fail(r, codeInvalidParams, "Invalid params: file is required, first is sampling, elicitation or roots", nil)
+		return
+	}
+	if a.First != "" && !r.modern {
+		if _, _, ok := s.question(r, a.First); !ok {
+			return
+		}
+	}
+	if _, err := os.Stat(a.File); err == nil {
+		s.reply(r, text("authorized"))
+		return
+	}
+	id := fmt.Sprintf("url-%d", s.asks.Add(1))
+	el := map[string]any{"mode": "url", "message": "Authorize fakemcp to continue.", "url": "https://auth.example/connect?id=" + id}
+	if !r.modern {
+		el["elicitationId"] = id
+		s.fail(r, codeURLElicitation, "This request requires more information.", map[string]any{"elicitations": []any{el}})
+		return
+	}
+	var elicitation map[string]json.RawMessage
+	_ = json.Unmarshal(r.meta.ClientCapabilities["elicitation"], &elicitation)
+	if _, ok := elicitation["url"]; !ok {
+		s.fail(r, codeMissingCapability, "Missing required client capability",
+			map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}})
+		return
+	}
+	s.reply(r, map[string]any{"resultType": "input_required",
+		"inputRequests": map[string]any{id: map[string]any{"method": "elicitation/create", "params": el}}})
 }
 
 // logMessage sends notifications/message if the client asked for the

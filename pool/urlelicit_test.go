@@ -1,0 +1,176 @@
+package pool_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// urlMeta is a modern request's _meta declaring elicitation in URL mode.
+const urlMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"url":{}}}}`
+
+// askURLCall is a modern tools/call of the fake's ask tool in URL mode:
+// it is refused until file exists.
+func askURLCall(id, file, extra, meta string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"ask","arguments":{"kind":"url","file":%q}%s,%s}}`,
+		id, file, extra, meta)
+}
+
+// TestModernClientOfLegacyChildGetsURLElicitation: a legacy child refuses
+// a call with -32042 (URLElicitationRequiredError, 2025-11-25) until its
+// user has been to a URL. 2026-07-28 retired that error: its client gets
+// input_required with the URL as an elicitation/create in URL mode (no
+// elicitationId, which 2026-07-28 removed), and its retry once the user
+// is done is a new call, which the child answers. Over HTTP and stdio. A
+// client that did not declare URL mode gets -32021 (HTTP 400); a legacy
+// client gets the child's error as it is.
+func TestModernClientOfLegacyChildGetsURLElicitation(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	stdio := tp.dial(t, "srv")
+	roundTrip := map[string]func(id, body string) msg{
+		"http": func(_, body string) msg { return h.call(body) },
+		"stdio": func(id, body string) msg {
+			stdio.send(body)
+			m, _ := stdio.recvID(id)
+			return m
+		},
+	}
+	for _, how := range []string{"http", "stdio"} {
+		t.Run(how, func(t *testing.T) {
+			send := roundTrip[how]
+			file := filepath.Join(t.TempDir(), "authorized")
+			first := readResult(t, send("1", askURLCall("1", file, "", urlMeta)))
+			if first.ResultType != "input_required" || first.RequestState != "" || len(first.InputRequests) != 1 {
+				t.Fatalf("first answer: %+v", first)
+			}
+			var key string
+			for k, q := range first.InputRequests {
+				key = k
+				want := `{"message":"Authorize fakemcp to continue.","mode":"url","url":"https://auth.example/connect?id=` + k + `"}`
+				if q.Method != "elicitation/create" || string(q.Params) != want {
+					t.Fatalf("input request %q: %s %s, want elicitation/create %s", k, q.Method, q.Params, want)
+				}
+			}
+			// The user is done at the URL; the client retries with its answer.
+			if err := os.WriteFile(file, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			done := readResult(t, send("2", askURLCall("2", file, `,"inputResponses":{"`+key+`":{"action":"accept"}}`, urlMeta)))
+			if done.ResultType != "complete" || len(done.Content) != 1 || done.Content[0].Text != "authorized" {
+				t.Fatalf("retry: %+v", done)
+			}
+		})
+	}
+
+	resp := h.post(askURLCall("3", filepath.Join(t.TempDir(), "x"), "", samplingMeta)) // elicitation: form mode only
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "-32021") ||
+		!strings.Contains(string(b), `"requiredCapabilities":{"elicitation":{"url":{}}}`) {
+		t.Fatalf("form mode only: %s %s, want 400 with -32021", resp.Status, b)
+	}
+
+	old := tp.dial(t, "srv")
+	old.initialize("old", `{"elicitation":{"url":{}}}`)
+	old.call("4", "ask", fmt.Sprintf(`{"kind":"url","file":%q}`, filepath.Join(t.TempDir(), "x")))
+	m, _ := old.recvID("4")
+	if m.Error == nil || m.Error.Code != -32042 || !strings.Contains(string(m.Error.Data), `"elicitationId":"url-`) {
+		t.Fatalf("a legacy client: %s, want the child's -32042", m.raw)
+	}
+}
+
+// TestLegacyClientOfModernChildGetsURLElicitation: a modern child answers
+// a legacy client's call with input_required asking for a URL
+// interaction. The pool asks the client as 2025-11-25 has it, with the
+// elicitationId that revision requires of URL mode; the client's accept,
+// once the user is done, retries the call at the child, and the client
+// gets its result.
+func TestLegacyClientOfModernChildGetsURLElicitation(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern"))
+	file := filepath.Join(t.TempDir(), "authorized")
+	c := tp.dial(t, "srv")
+	c.initialize("old", `{"elicitation":{"url":{}}}`)
+	c.call(`"call"`, "ask", fmt.Sprintf(`{"kind":"url","file":%q}`, file))
+	q := c.recv()
+	var p struct {
+		Mode          string `json:"mode"`
+		Message       string `json:"message"`
+		URL           string `json:"url"`
+		ElicitationID string `json:"elicitationId"`
+	}
+	if err := json.Unmarshal(q.Params, &p); err != nil || q.Method != "elicitation/create" || len(q.ID) == 0 ||
+		p.Mode != "url" || p.Message == "" || !strings.HasPrefix(p.URL, "https://auth.example/") || p.ElicitationID == "" {
+		t.Fatalf("question: %s, want a URL-mode elicitation/create with an elicitationId", q.raw)
+	}
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.send(`{"jsonrpc":"2.0","id":` + string(q.ID) + `,"result":{"action":"accept"}}`)
+	if m, _ := c.recvID(`"call"`); m.text() != "authorized" {
+		t.Fatalf("final result: %s", m.raw)
+	}
+}
+
+// TestURLElicitationAfterAQuestion: a legacy child asks a modern client's
+// call a question first (carried as input_required, the call held), and
+// then refuses the call with -32042. The retry that carried the answer
+// gets the URL as input_required. So does a retry that comes after the
+// child, tired of waiting for its answer, refused the held call; and it
+// is judged by its own capabilities, not the first call's: one that
+// declared form mode only gets -32021.
+func TestURLElicitationAfterAQuestion(t *testing.T) {
+	tp := newTestPool(t, nil, fake("waits"), fake("tires", "-ask-timeout", "50ms"))
+	front := newHTTPFront(t, tp)
+	const formAndURL = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{},"url":{}}}}`
+	file := filepath.Join(t.TempDir(), "authorized")
+	const first = `,"first":"elicitation"`
+	call := func(id, extra, meta string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"ask","arguments":{"kind":"url","file":%q%s}%s,%s}}`,
+			id, file, first, extra, meta)
+	}
+	question := func(h *httpClient) (key, state string) {
+		t.Helper()
+		r := readResult(t, h.call(call("1", "", formAndURL)))
+		for k, q := range r.InputRequests {
+			if q.Method != "elicitation/create" || !strings.Contains(string(q.Params), "requestedSchema") {
+				t.Fatalf("question: %s %s", q.Method, q.Params)
+			}
+			key = k
+		}
+		if r.ResultType != "input_required" || len(r.InputRequests) != 1 || r.RequestState == "" {
+			t.Fatalf("first answer: %+v", r)
+		}
+		return key, r.RequestState
+	}
+	answer := func(key, state string) string {
+		return `,"requestState":"` + state + `","inputResponses":{"` + key + `":{"action":"accept","content":{"name":"Ada"}}}`
+	}
+
+	waits := &httpClient{t: t, url: front + "/mcp/waits"}
+	key, state := question(waits)
+	r := readResult(t, waits.call(call("2", answer(key, state), formAndURL)))
+	if r.ResultType != "input_required" || r.RequestState != "" || len(r.InputRequests) != 1 {
+		t.Fatalf("the retry with the answer: %+v", r)
+	}
+	for _, q := range r.InputRequests {
+		if q.Method != "elicitation/create" || !strings.Contains(string(q.Params), `"mode":"url"`) {
+			t.Fatalf("input request: %s %s", q.Method, q.Params)
+		}
+	}
+
+	tires := &httpClient{t: t, url: front + "/mcp/tires"}
+	key, state = question(tires)
+	eventually(t, "the child to refuse the held call", func() bool { return len(tp.Snapshot().InFlight) == 0 })
+	resp := tires.post(call("3", answer(key, state), samplingMeta)) // elicitation: form mode only
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "-32021") ||
+		!strings.Contains(string(b), `"requiredCapabilities":{"elicitation":{"url":{}}}`) {
+		t.Fatalf("a form-mode retry of a refused held call: %s %s, want 400 with -32021", resp.Status, b)
+	}
+}
