@@ -982,11 +982,32 @@ func (b *backend) countLocked(c *subChange) (tell bool) {
 }
 
 // refusedSubscribe takes back the stake of a subscribe the child
-// answered with an error: it holds nothing for it.
+// answered with an error: it holds nothing for it. A ready child's
+// subscribe (becomeReady, no holder) was every holder's of its URI. A
+// session that held it forgets it too, so that its next subscribe
+// reaches the child (whose own answer it then gets) and is not taken
+// for one it holds.
 func (b *backend) refusedSubscribe(c *subChange) {
+	var lost []any
 	b.mu.Lock()
-	b.countLocked(&subChange{uri: c.uri, holder: c.holder})
+	if _, held := b.holds[subHold{uri: c.uri, holder: c.holder}]; held {
+		lost = []any{c.holder}
+	} else if c.holder == nil {
+		for k := range b.holds {
+			if k.uri == c.uri {
+				lost = append(lost, k.holder)
+			}
+		}
+	}
+	for _, h := range lost {
+		b.countLocked(&subChange{uri: c.uri, holder: h})
+	}
 	b.mu.Unlock()
+	for _, h := range lost {
+		if s, ok := h.(*session); ok {
+			s.refusedSubscribe(b, c.uri)
+		}
+	}
 }
 
 // errNotForChild is send's word that a counted subscription change need

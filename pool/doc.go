@@ -59,9 +59,16 @@
 //     only to subscribers, and subscriptions are counted so the child sees
 //     one subscribe and one unsubscribe; each holder (a session, a listen)
 //     counts once, so nothing one sends can release another's stake; a
-//     change the pool refuses, or a subscribe the child refuses, leaves
-//     its holder holding nothing; a change is counted as it is queued,
-//     under one lock, so the child hears the changes in the order they
+//     change the pool refuses, or a subscribe the child refuses (the
+//     pool's own too: one carrying a session's stake to the child of its
+//     new roots, or a ready child's for every holder of the URI), leaves
+//     its holder holding nothing, so its next subscribe reaches the child;
+//     a session's stakes follow it to the child of its new roots, and one
+//     held at a child it no longer routes to (it was stopped or replaced)
+//     is released there as the session next subscribes or unsubscribes,
+//     a subscribe going on to the child it routes to now; a session that
+//     closes as its stakes move leaves none; a change is counted as it is
+//     queued, under one lock, so the child hears the changes in the order they
 //     were counted; a child becoming ready (the first, or a restarted one)
 //     is told what was subscribed until then, queued under the lock that
 //     makes it ready, and only a ready child is told of a change as it is
@@ -69,7 +76,8 @@
 //     again; so each child hears of each URI once and in order:
 //     [backend.onChildNotification], [session.deliverChange],
 //     [session.subscription], [session.undoSubscription],
-//     [backend.countLocked], [backend.refusedSubscribe], [backend.send],
+//     [backend.countLocked], [backend.refusedSubscribe],
+//     [session.refusedSubscribe], [session.carryStakes], [backend.send],
 //     [backend.changeSubscription], [backend.becomeReady], [backend.reap].
 //   - A modern child's subscriptions/listen is one upstream stream for all
 //     the sessions that listen, each getting what its own filter asks;
@@ -112,9 +120,10 @@
 //     [session.rootsAnswered], [session.replayHeld], [server.backendFor],
 //     [rootsListResult].
 //   - logging/setLevel is per session: a child gets the most verbose level
-//     any session asked for, and each session only the messages its own
-//     level admits: [session.setLogLevel], [backend.syncLogLevel],
-//     [session.admitsLog].
+//     any session asked for, a child its sessions come to (new roots, a
+//     stop) as it becomes ready, and each session only the messages its
+//     own level admits: [session.setLogLevel], [backend.syncLogLevel],
+//     [backend.becomeReady], [session.carryStakes], [session.admitsLog].
 //   - What reaches a child is what the pool classified: malformed lines,
 //     ambiguous keys and duplicate in-flight ids get an error for that
 //     client only; oversize lines are skipped and answered; notifications

@@ -41,3 +41,12 @@ func CloseAskedSessions(n int) (closed <-chan string, restore func()) {
 	}
 	return names, func() { testHookPicked = nil }
 }
+
+// CloseCarryingSessions makes the pool close a session whose roots
+// changed as it carries its subscriptions to the child of its new roots,
+// before they are counted there, until restore is called (after the pool
+// closed).
+func CloseCarryingSessions() (restore func()) {
+	testHookCarrying = func(s *session) { s.close(errors.New("closed as its stakes were carried")) }
+	return func() { testHookCarrying = nil }
+}

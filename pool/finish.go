@@ -86,6 +86,9 @@ func (b *backend) finish(p *pending, o outcome) bool {
 	if o.kind == endAnswered && p.method == "tools/list" && o.answer.Result.Present() {
 		b.learnHints(o.answer.Result.Of(o.answer.Raw)) // a client's, or the pool's own (listToolsForHints)
 	}
+	if o.kind == endAnswered && p.sub != nil && p.sub.add && o.answer.Error.Present() {
+		b.refusedSubscribe(p.sub) // a session's, a listen's, or the pool's own for them (carried, or a ready child's)
+	}
 	if p.reply != nil { // the pool's own request
 		if o.kind == endAnswered {
 			p.reply <- append([]byte(nil), o.answer.Raw...)
@@ -119,12 +122,6 @@ func (b *backend) finish(p *pending, o outcome) bool {
 			ev.Status = StatusError
 			ev.ErrCode, ev.Err = errorFields(o.answer.Error.Of(o.answer.Raw))
 			b.p.errorsN.Add(1)
-			if p.sub != nil && p.sub.add { // the child holds nothing for it
-				b.refusedSubscribe(p.sub)
-				if holder, ok := p.sub.holder.(*session); ok { // the pool's own subscribe may be a session's (carryStakes)
-					holder.refusedSubscribe(b, p.sub.uri)
-				}
-			}
 		}
 		asked, refusal := b.askLegacyClient(p, e, &o.answer)
 		if !asked && refusal == nil && e.modern && e.held == nil {

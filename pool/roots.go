@@ -2,6 +2,7 @@ package pool
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -284,8 +285,25 @@ func (s *session) carryStakes(from *backend) {
 		}
 	}
 	s.mu.Unlock()
+	if testHookCarrying != nil {
+		testHookCarrying(s)
+	}
 	for _, m := range moved {
 		m.from.changeSubscription(s, m.uri, false)
-		to.changeSubscription(s, m.uri, true)
+		if err := to.send(to.newSubscriptionChange(s, m.uri, true)); err != nil && !errors.Is(err, errNotForChild) {
+			s.refusedSubscribe(to, m.uri) // to stopped, or is full: the session holds nothing there
+		}
+	}
+	if !s.alive() {
+		// It closed meanwhile, and its close may have released what it
+		// held on to before the stakes above were counted: released now
+		// (a stake it does not hold counts nothing).
+		for _, m := range moved {
+			to.changeSubscription(s, m.uri, false)
+		}
 	}
 }
+
+// testHookCarrying, when set, runs in carryStakes between the session's
+// record of its stakes' new child and their count there.
+var testHookCarrying func(*session)

@@ -326,14 +326,17 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 		delete(s.subs, uri)
 	}
 	s.mu.Unlock()
-	if add == had {
-		s.replyTo(x, id, []byte("{}")) // no change: the session held it, or did not
-		return true
-	}
-	if !add && holder != b {
-		// Held at the child of roots the session left: released there.
+	if had && holder != b {
+		// Held at a child the session no longer routes to (of roots it
+		// left, or one stopped or replaced since): released there; a
+		// subscribe goes on to the child it routes to now.
 		holder.changeSubscription(s, uri, false)
-		s.replyTo(x, id, []byte("{}"))
+		if !add {
+			s.replyTo(x, id, []byte("{}"))
+			return true
+		}
+	} else if add == had {
+		s.replyTo(x, id, []byte("{}")) // no change: the session held it, or did not
 		return true
 	}
 	if !s.forwardCounted(msg, id, x, &subChange{uri: uri, add: add, holder: s}) {

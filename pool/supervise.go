@@ -205,6 +205,11 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 	if levelUnsent != nil {
 		b.log.Warn("the new child's log level is not the one its sessions asked for", "pid", c.pid, "level", level, "err", levelUnsent)
 	}
+	if level == "" && b.declares("logging") {
+		// A new child its sessions came to (new roots, a stop) without
+		// one's level asked of it yet: the level they ask for.
+		b.syncLogLevel()
+	}
 	if hs.era == EraModern {
 		b.syncUpstream() // a modern child's subscriptions: the pool's upstream listen
 	}

@@ -1,0 +1,76 @@
+package pool_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// debugLevels counts the logging/setLevel debug the children were sent.
+func debugLevels(t *testing.T, logPath string) int {
+	t.Helper()
+	n := 0
+	for _, m := range childLog(t, logPath) {
+		if m["method"] == "logging/setLevel" {
+			if p, _ := m["params"].(map[string]any); p["level"] == "debug" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// A session's log level follows it to the child of its new roots when it
+// is the first there: the child its next request starts is set to the
+// level the session asked for.
+func TestLogLevelFollowsToAFreshChild(t *testing.T) {
+	logPath := filepath.Join(shortTempDir(t), "child.log")
+	tp := newTestPool(t, nil, fake("fs", "-log", logPath))
+	a := tp.dial(t, "fs")
+	a.initRoots("a", "file:///work/a")
+	first := a.pidOf("1")
+	a.send(`{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`)
+	if m, _ := a.recvID("2"); m.Error != nil {
+		t.Fatalf("setLevel: %s", m.raw)
+	}
+	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+	a.answerRoots("file:///work/b")
+	if second := a.pidOf("3"); second == first {
+		t.Fatalf("new roots, same child %s", second)
+	}
+	a.pidOf("4") // what the new child was queued as it became ready is ahead of this
+	if n := debugLevels(t, logPath); n < 2 {
+		t.Errorf("the child of a's new roots was never set to debug: %d setLevel debug in all the children's logs, want 2", n)
+	}
+}
+
+// After the user stops a server, the child a session's next request starts
+// (its own, or its roots' shared one) is set to the level it asked for.
+func TestLogLevelFollowsToTheChildAfterStop(t *testing.T) {
+	for _, share := range []pool.Share{pool.ShareSession, pool.ShareShared} {
+		t.Run(string(share), func(t *testing.T) {
+			logPath := filepath.Join(shortTempDir(t), "child.log")
+			cfg := fake("fs", "-log", logPath)
+			cfg.Share = share
+			tp := newTestPool(t, nil, cfg)
+			a := tp.dial(t, "fs")
+			a.initialize("a", "")
+			first := a.pidOf("1")
+			a.send(`{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`)
+			if m, _ := a.recvID("2"); m.Error != nil {
+				t.Fatalf("setLevel: %s", m.raw)
+			}
+			if err := tp.Stop("fs"); err != nil {
+				t.Fatal(err)
+			}
+			if second := a.pidOf("3"); second == first {
+				t.Fatalf("stopped, same child %s", second)
+			}
+			a.pidOf("4") // what the new child was queued as it became ready is ahead of this
+			if n := debugLevels(t, logPath); n < 2 {
+				t.Errorf("the child started after the stop was never set to debug: %d setLevel debug in all the children's logs, want 2", n)
+			}
+		})
+	}
+}
