@@ -18,9 +18,9 @@
 #   TREE     the tree to install from (default: see above)
 #   SWITCHBOARD_STOP_WAIT  seconds --uninstall waits for the pool to stop (15)
 #
-# --uninstall first stops your running pool (that of SWITCHBOARD_HOME, else
-# the default one) if it runs this install's binary, then removes the files
-# and the login item; it exits 1 if the pool did not stop, naming its PID.
+# --uninstall removes the files and the login item, then stops your running
+# pool (that of SWITCHBOARD_HOME, else the default one) if it runs this
+# install's binary; it exits 1 if the pool did not stop, naming its PID.
 #
 # `make install` builds the tree and runs this.
 set -euo pipefail
@@ -109,28 +109,30 @@ pool_pid() {
   sed -n '1s/^\([0-9][0-9]*\)$/\1/p' "$state/run/switchboard.lock" 2>/dev/null || true
 }
 
-# stop_pool: a pool running the installed binary would keep running from
-# the deleted file, its MCP servers and sockets with it. SIGTERM is its
-# clean stop, as the tray's Quit: it hands sessions back to their clients'
-# `connect` and stops its children itself (stdin closed, SIGTERM, SIGKILL),
-# well within stop_wait. Sets stop_failed when it is still running.
+# The installed binary as /proc/PID/exe names it: links resolved.
+real_bin=$(cd "$bindir" 2>/dev/null && pwd -P || echo "$bindir")/switchboard
+
+# runs_ours PID: the process runs the installed binary, also once it is
+# removed ("(deleted)"); false for a process it cannot see.
+runs_ours() {
+  local exe
+  exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
+  [ "${exe% (deleted)}" = "$real_bin" ]
+}
+
+# stop_pool PID: a pool running the installed binary would keep running
+# from the deleted file, its MCP servers and sockets with it. SIGTERM is
+# its clean stop, as the tray's Quit: it hands sessions back to their
+# clients' `connect` and stops its children itself (stdin closed, SIGTERM,
+# SIGKILL), well within stop_wait. Sets stop_failed when it is still
+# running.
 stop_wait=${SWITCHBOARD_STOP_WAIT:-15}
 case "$stop_wait" in
   '' | *[!0-9]*) echo "install: SWITCHBOARD_STOP_WAIT is whole seconds, not $stop_wait" >&2; exit 2 ;;
 esac
 stop_failed=0
 stop_pool() {
-  local pid exe i
-  pid=$(pool_pid)
-  [ -n "$pid" ] && alive "$pid" || return 0
-  # Only a pool of this install's binary (a reinstall deleted the file a
-  # pool runs from: "(deleted)"), and never a process it cannot see.
-  exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
-  exe=${exe% (deleted)}
-  if [ "$exe" != "$(cd "$bindir" 2>/dev/null && pwd -P || echo "$bindir")/switchboard" ]; then
-    echo "install: the running Switchboard (pid $pid) is ${exe:-a program it cannot see}, not this install's; leaving it running"
-    return 0
-  fi
+  local pid=$1 i
   kill -TERM "$pid" 2>/dev/null || true
   for ((i = 0; i < stop_wait * 10; i++)); do
     alive "$pid" || break
@@ -146,21 +148,75 @@ stop_pool() {
   echo "install: stopped the running Switchboard (pid $pid) and its MCP servers"
 }
 
+# stop_pools PID: stops the pool PID (found while the binary was there to
+# ask it), the files being removed already. A session it hands back makes
+# its client's `connect` start the next pool at once when the client
+# sends something; with the binary gone it cannot (it answers its client
+# with an error), but one it started a moment before the removal would
+# take the instance lock as this one lets it go. So, for a moment after
+# the stop, the lock's holder is looked at too, and stopped if it runs
+# the removed binary; at most three more.
+stop_pools() {
+  local pid=$1 stopped=" " more=0 i exe
+  if [ -n "$pid" ] && alive "$pid" && ! runs_ours "$pid"; then
+    exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
+    echo "install: the running Switchboard (pid $pid) is ${exe:-a program it cannot see}, not this install's; leaving it running"
+    return 0
+  fi
+  if [ -n "$pid" ] && alive "$pid"; then
+    stop_pool "$pid"
+    stopped+="$pid "
+  fi
+  # A starting pool waits up to 0.2 s for the lock (app's lockInstance):
+  # half a second after the last stop covers it.
+  for ((i = 0; i < 5 && stop_failed == 0; i++)); do
+    pid=$(pool_pid) # from the lock file: the binary is gone
+    if [ -n "$pid" ] && [[ $stopped != *" $pid "* ]] && alive "$pid" && runs_ours "$pid" && ((more++ < 3)); then
+      stop_pool "$pid"
+      stopped+="$pid "
+      i=0
+      continue
+    fi
+    sleep 0.1
+  done
+}
+
+# desktop_exec PATH: PATH as `switchboard autostart on` writes it in Exec=
+# (package autostart's desktopExec): in double quotes, ", `, $ and \ with
+# a backslash, then every backslash doubled.
+desktop_exec() {
+  local p=$1 q= c i
+  for ((i = 0; i < ${#p}; i++)); do
+    c=${p:i:1}
+    case "$c" in '"' | '`' | '$' | '\') q+='\' ;; esac
+    q+=$c
+  done
+  q="\"$q\""
+  printf '%s' "${q//\\/\\\\}"
+}
+
 if [ $uninstall = 1 ]; then
+  # The pool is found while the binary can be asked, and stopped (the
+  # user unit's too) once the files are gone: a `connect` whose session
+  # the stop hands back then finds no binary to start the next pool from.
+  pid=
+  [ -n "$DESTDIR" ] || pid=$(pool_pid)
+  for f in "${relfiles[@]}"; do rm -f "$DESTDIR$PREFIX/$f"; done
   if [ $service = 1 ] && [ -z "$DESTDIR" ] && command -v systemctl >/dev/null 2>&1; then
     systemctl --user disable --now switchboard.service 2>/dev/null || true
   fi
-  [ -n "$DESTDIR" ] || stop_pool
-  for f in "${relfiles[@]}"; do rm -f "$DESTDIR$PREFIX/$f"; done
   [ $service = 0 ] || rm -f "$DESTDIR$unitdir/switchboard.service"
   # The login item `switchboard autostart on` made for this binary: left,
-  # it would start a program that is gone at every login.
+  # it would start a program that is gone at every login. It names the
+  # binary with links resolved (a HOME or PREFIX through a symlink).
   login=${XDG_CONFIG_HOME:-$HOME/.config}/autostart/switchboard.desktop
-  if [ -z "$DESTDIR" ] && [ -f "$login" ] && grep -q "^Exec=\"\{0,1\}$bindir/switchboard" "$login"; then
+  if [ -z "$DESTDIR" ] && [ -f "$login" ] &&
+    grep -qxF -e "Exec=$(desktop_exec "$real_bin")" -e "Exec=$(desktop_exec "$bindir/switchboard")" "$login"; then
     rm -f "$login"
   fi
   rmdir "$DESTDIR$PREFIX/share/switchboard/autostart" "$DESTDIR$PREFIX/share/switchboard" \
     "$DESTDIR$PREFIX/share/doc/switchboard" 2>/dev/null || true
+  [ -n "$DESTDIR" ] || stop_pools "$pid"
   refresh_caches
   echo "install: removed Switchboard from $PREFIX"
   exit $stop_failed

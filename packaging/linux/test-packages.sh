@@ -5,7 +5,10 @@
 #   3. the per-user tarball installs into a fresh PREFIX with its
 #      install.sh, runs from there, and uninstalls leaving nothing: its
 #      running pool stopped with its MCP server, or, when the pool does
-#      not stop, a failure that names its PID;
+#      not stop, a failure that names its PID; a client at work, whose
+#      `connect` would start the next pool, starts none from the removed
+#      binary and gets an error answer; the login item goes also when
+#      HOME is reached through a symlink;
 #   4. the .rpm's digests verify, it installs the .deb's files (its
 #      licence where Fedora keeps licences) and requires every library the
 #      binary links; as root, rpm (Debian's) installs it into a throwaway
@@ -23,16 +26,20 @@ set -euo pipefail
 dist=${1:?usage: test-packages.sh DIST FAKEMCP}
 fake=${2:?usage: test-packages.sh DIST FAKEMCP}
 id=io.switchboard.app
-deb=$(ls "$dist"/switchboard_*_amd64.deb | tail -n 1)
-rpmfile=$(ls "$dist"/switchboard-*.x86_64.rpm | tail -n 1)
-tree=$(ls -d "$dist"/switchboard_*_linux_amd64 | tail -n 1)
+# The newest version's (0.10.0 after 0.9.0: sorted as versions).
+deb=$(ls "$dist"/switchboard_*_amd64.deb | sort -V | tail -n 1)
+rpmfile=$(ls "$dist"/switchboard-*.x86_64.rpm | sort -V | tail -n 1)
+tree=$(ls -d "$dist"/switchboard_*_linux_amd64 | sort -V | tail -n 1)
 tarball=$tree.tar.gz
 version=$(dpkg-deb -f "$deb" Version)
 work=$(mktemp -d)
-pool_pid=
+pool_pid= client_pid=
 cleanup() {
   [ -z "$pool_pid" ] || kill -CONT "$pool_pid" 2>/dev/null || true
   [ -z "$pool_pid" ] || kill "$pool_pid" 2>/dev/null || true
+  [ -z "$client_pid" ] || kill "$client_pid" 2>/dev/null || true
+  local p
+  for p in $(pools_of "$work/prefix/bin/switchboard"); do kill "$p" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -70,8 +77,9 @@ mcp_lines() {
 }
 
 # as_user CMD...: CMD as the per-user install's user, whose Switchboard
-# home is the default one under $work/home.
-user_env=(env -u SWITCHBOARD_HOME -u XDG_CONFIG_HOME -u XDG_STATE_HOME HOME="$work/home")
+# home is the default one under $work/home, with no desktop (a client
+# starts the headless pool).
+user_env=(env -u SWITCHBOARD_HOME -u XDG_CONFIG_HOME -u XDG_STATE_HOME -u DISPLAY -u WAYLAND_DISPLAY HOME="$work/home")
 as_user() { "${user_env[@]}" "$@"; }
 
 # gone PID: no such process, or one that has exited (a zombie).
@@ -89,6 +97,19 @@ wait_gone() {
     return 0
   done
   return 1
+}
+
+# pools_of BIN: the PIDs of this user's processes that run BIN, removed
+# ("(deleted)"), other than a `connect`: pools left running from it.
+pools_of() {
+  local d exe arg1 bin
+  bin=$(cd "$(dirname "$1")" 2>/dev/null && pwd -P)/$(basename "$1") || return 0
+  for d in /proc/[0-9]*; do
+    exe=$(readlink "$d/exe" 2>/dev/null) || continue
+    [ "$exe" = "$bin (deleted)" ] || continue
+    arg1=$(tr '\0' '\n' <"$d/cmdline" 2>/dev/null | sed -n 2p)
+    [ "$arg1" = connect ] || echo "${d#/proc/}"
+  done
 }
 
 # start_user_pool BIN: BIN serve as the user, with the fake as its server,
@@ -167,6 +188,54 @@ kill -CONT "$pool_pid" # the SIGTERM uninstall sent is delivered now
 wait_gone "$pool_pid" "$child_pid" || fail "the pool (pid $pool_pid) or its child did not stop on uninstall's SIGTERM"
 wait "$pool_pid" || true
 pool_pid=
+
+step "per-user uninstall with a client at work starts no pool from the removed binary"
+as_user PREFIX="$prefix" bash "$work/unpack/$(basename "$tree")/install.sh" >/dev/null
+start_user_pool "$prefix/bin/switchboard"
+# A client that keeps sending: the pool's stop hands its session back to
+# its connect, which starts the next pool for it when it can.
+busy_client() {
+  mcp_lines | head -n 2
+  for i in $(seq 100000); do
+    printf '{"jsonrpc":"2.0","id":%d,"method":"tools/list"}\n' "$i" || return 0
+    sleep 0.02
+  done
+}
+# Its stdout a pipe, as a client's: the pool takes the session's pipes.
+mkfifo "$work/client.pipe"
+cat "$work/client.pipe" >"$work/client.out" &
+busy_client | "${user_env[@]}" "$prefix/bin/switchboard-connect" fake >"$work/client.pipe" 2>"$work/client.err" &
+client_pid=$! # env execs the connect
+for _ in $(seq 300); do grep -q '"tools":\[' "$work/client.out" && break; sleep 0.1; done
+grep -q '"tools":\[' "$work/client.out" || { cat "$work/serve.log" "$work/client.err"; fail "the busy client got no answer"; }
+as_user PREFIX="$prefix" bash "$work/unpack/$(basename "$tree")/install.sh" --uninstall >"$work/uninstall.log" 2>&1 ||
+  { cat "$work/uninstall.log"; fail "uninstall with a busy client failed"; }
+wait_gone "$pool_pid" "$child_pid" || fail "uninstall left the pool (pid $pool_pid) or its MCP server running"
+# Its connect either starts a pool (from the removed binary) or gives up.
+for _ in $(seq 300); do
+  [ -z "$(pools_of "$prefix/bin/switchboard")" ] || break
+  gone "$client_pid" && break
+  sleep 0.1
+done
+left=$(pools_of "$prefix/bin/switchboard")
+[ -z "$left" ] || { cat "$work/uninstall.log"; fail "a pool runs from the removed binary after uninstall: $(ps -o pid=,args= -p "${left//$'\n'/,}")"; }
+gone "$client_pid" || fail "the busy client's connect neither started a pool nor gave up"
+grep -q '"error":.*starting one failed' "$work/client.out" ||
+  { cat "$work/client.out" "$work/client.err"; fail "the busy client got no error answer saying no pool could start"; }
+wait "$pool_pid" "$client_pid" || true
+pool_pid= client_pid=
+
+step "per-user uninstall removes the login item when HOME is a symlink"
+mkdir -p "$work/realhome"
+ln -s "$work/realhome" "$work/linkhome"
+linked_env=(env -u SWITCHBOARD_HOME -u XDG_CONFIG_HOME -u XDG_STATE_HOME HOME="$work/linkhome")
+"${linked_env[@]}" bash "$work/unpack/$(basename "$tree")/install.sh" >/dev/null
+"${linked_env[@]}" "$work/linkhome/.local/bin/switchboard" autostart on >/dev/null || fail "autostart on (linked HOME)"
+login=$work/linkhome/.config/autostart/switchboard.desktop
+[ -f "$login" ] || fail "autostart on made no login item at $login"
+"${linked_env[@]}" bash "$work/unpack/$(basename "$tree")/install.sh" --uninstall >"$work/uninstall.log" 2>&1 ||
+  { cat "$work/uninstall.log"; fail "uninstall (linked HOME) failed"; }
+[ ! -e "$login" ] || fail "uninstall under a linked HOME left the login item $login: $(grep ^Exec= "$login")"
 
 step "the .rpm: digests, files, requires"
 command -v rpm >/dev/null 2>&1 || fail "rpm is not installed (make deps installs it)"
