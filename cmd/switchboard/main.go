@@ -33,7 +33,7 @@ type cli struct {
 	Import    importCmd    `cmd:"" help:"Import MCP servers from Claude Desktop, Claude Code, Cursor or VS Code."`
 	History   historyCmd   `cmd:"" help:"Show recorded requests, newest first (works with or without a running pool)."`
 	Hangs     hangsCmd     `cmd:"" help:"Show requests in flight too long: live, and abandoned by earlier runs."`
-	Setup     setupCmd     `cmd:"" help:"Point a client (claude-code, claude-desktop, cursor, vscode) at Switchboard, with a backup; --undo puts it back."`
+	Setup     setupCmd     `cmd:"" help:"Point a client (claude-code, claude-desktop, cursor, vscode) at Switchboard, with a backup; --undo puts back the entries it rewrote."`
 	Restart   restartCmd   `cmd:"" help:"Restart server NAME's children (a failed server gets a fresh restart budget)."`
 	Stop      stopCmd      `cmd:"" help:"Stop server NAME's children now; its next request starts them again."`
 	HTTPToken httpTokenCmd `cmd:"" name:"http-token" help:"Print the HTTP front door's bearer token (--rotate replaces it)."`
