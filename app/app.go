@@ -405,13 +405,12 @@ func (inst *Instance) Run(ctx context.Context) error {
 // per load. The other servers run.
 func notStarted(f *config.File, log *slog.Logger) map[string]string {
 	why := map[string]string{}
-	for _, p := range f.NotStarted(os.LookupEnv) {
-		name, _, _ := strings.Cut(strings.TrimPrefix(p.Field, "mcpServers."), ".")
-		if why[name] == "" {
-			why[name] = p.String()
-		} else {
-			why[name] += "; " + p.String()
+	for name, ps := range f.NotStartedBy(os.LookupEnv) {
+		msgs := make([]string, len(ps))
+		for i, p := range ps {
+			msgs[i] = p.String()
 		}
+		why[name] = strings.Join(msgs, "; ")
 	}
 	for _, name := range slices.Sorted(maps.Keys(why)) {
 		log.Warn("server not started: a variable it needs is not set in Switchboard's environment", "server", name, "err", why[name])

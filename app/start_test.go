@@ -297,3 +297,28 @@ func TestUnsetVariableStopsOnlyItsServer(t *testing.T) {
 	})
 	check("a", "b")
 }
+
+// TestUnsetVariableOfADottedServer: server names may hold '.'. A dotted
+// server with an unset ${VAR} is shown disabled with the reason, and a
+// server whose name is its first part, disabled by the user, is shown
+// with none. On the first edition the reason was filed under the name up
+// to the first '.' of the field path ("mcpServers.my.db.args[1]": "my").
+func TestUnsetVariableOfADottedServer(t *testing.T) {
+	paths := sbHome(t)
+	data := fakeConfig(t, map[string][]string{"my.db": {"--token", "${SB_TEST_UNSET_TOKEN}"}, "my": nil})
+	data = []byte(strings.Replace(string(data), `"my": {`, `"my": {"disabled": true, `, 1))
+	if err := config.WriteFile(paths.Config, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := startIn(t, Options{})
+	runInstance(t, inst)
+	got := map[string]string{}
+	for _, sv := range inst.Status().Servers {
+		got[sv.Name] = sv.State + ": " + sv.Error
+	}
+	want := map[string]string{"my": "disabled: ",
+		"my.db": "disabled: mcpServers.my.db.args[1]: environment variable SB_TEST_UNSET_TOKEN is not set; the server is not started"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("status servers (-want +got):\n%s", diff)
+	}
+}

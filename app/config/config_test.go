@@ -528,3 +528,20 @@ func TestUnsetVariableStopsOnlyItsServer(t *testing.T) {
 		t.Errorf("NotStarted of a disabled entry = %v", ns)
 	}
 }
+
+// TestNotStartedByDottedName: a server's unset ${VAR} is filed under its
+// own name, which may hold '.'; not under the name's first part, which
+// may be another server.
+func TestNotStartedByDottedName(t *testing.T) {
+	f, err := parse([]byte(`{"mcpServers": {
+		"my": {"command": "x", "disabled": true},
+		"my.db": {"command": "x", "args": ["--token", "${UNSET_TOKEN}"]}}}`), env(nil))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	want := map[string][]Problem{"my.db": {{Field: "mcpServers.my.db.args[1]",
+		Msg: "environment variable UNSET_TOKEN is not set; the server is not started"}}}
+	if diff := cmp.Diff(want, f.NotStartedBy(env(nil))); diff != "" {
+		t.Errorf("NotStartedBy (-want +got):\n%s", diff)
+	}
+}

@@ -2,9 +2,11 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,7 +26,7 @@ func (f *File) Validate(lookup func(string) (string, bool)) error {
 
 // validate adds every problem of the values to p.
 func (f *File) validate(lookup func(string) (string, bool), p *problems) {
-	f.poolServers(lookup, p, &problems{})
+	f.poolServers(lookup, p, nil)
 	if f.HangThreshold != "" {
 		parseDuration(p, "hangThreshold", f.HangThreshold)
 	}
@@ -66,7 +68,7 @@ func (f *File) validate(lookup func(string) (string, bool), p *problems) {
 // says why); the others run. Its error is an *Error listing every problem.
 func (f *File) PoolServers(lookup func(string) (string, bool)) ([]pool.ServerConfig, error) {
 	var p problems
-	out := f.poolServers(lookup, &p, &problems{})
+	out := f.poolServers(lookup, &p, nil)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -79,15 +81,26 @@ func (f *File) PoolServers(lookup func(string) (string, bool)) ([]pool.ServerCon
 // invalid: a pool started at login often lacks the shell's exports, and
 // one missing token must not stop every other server.
 func (f *File) NotStarted(lookup func(string) (string, bool)) []Problem {
-	var unset problems
-	f.poolServers(lookup, &problems{}, &unset)
-	return unset.list
+	by := f.NotStartedBy(lookup)
+	var out []Problem
+	for _, name := range slices.Sorted(maps.Keys(by)) {
+		out = append(out, by[name]...)
+	}
+	return out
 }
 
-// poolServers adds the servers' problems to p, and to unset those of a
-// server that runs but has a ${VAR} lookup lacks: that server comes back
-// disabled.
-func (f *File) poolServers(lookup func(string) (string, bool), p, unset *problems) []pool.ServerConfig {
+// NotStartedBy is NotStarted by server name. A server name may hold
+// '.', so the name is not to be read back from a problem's field path.
+func (f *File) NotStartedBy(lookup func(string) (string, bool)) map[string][]Problem {
+	unset := map[string][]Problem{}
+	f.poolServers(lookup, &problems{}, unset)
+	return unset
+}
+
+// poolServers adds the servers' problems to p, and to unset (when not
+// nil), by server, those of a server that runs but has a ${VAR} lookup
+// lacks: that server comes back disabled.
+func (f *File) poolServers(lookup func(string) (string, bool), p *problems, unset map[string][]Problem) []pool.ServerConfig {
 	names := make([]string, 0, len(f.Servers))
 	for n := range f.Servers {
 		names = append(names, n)
@@ -144,7 +157,9 @@ func (f *File) poolServers(lookup func(string) (string, bool), p, unset *problem
 		if len(miss.list) > 0 && !s.Disabled {
 			c.Disabled = true
 			for _, m := range miss.list {
-				unset.add(m.Field, "%s; the server is not started", m.Msg)
+				if unset != nil {
+					unset[name] = append(unset[name], Problem{Field: m.Field, Msg: m.Msg + "; the server is not started"})
+				}
 			}
 		}
 		c.Shown = append([]string{s.Command}, s.Args...)
