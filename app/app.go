@@ -61,7 +61,7 @@ type Instance struct {
 	exitWhenIdle  bool
 	lock          *flock.Lock            // the instance lock: one pool per home, held for life
 	httpToken     atomic.Pointer[string] // the HTTP front door's bearer token (httptoken.go)
-	tokenMu       sync.Mutex             // serialises rotations: the token file and httpToken change together
+	tokenTurn     chan struct{}          // one at a time changes the token file, with httpToken (httptoken.go)
 	history       *historyState          // request history; records nothing when off or unavailable
 	reloads       reloadLog              // the latest config reloads, for the dashboard's waterfall
 	watchBase     watchBase              // what Start loaded, the config watcher's baseline; set by Start, read by Run
@@ -122,7 +122,8 @@ func Start(opts Options) (*Instance, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	inst := &Instance{Paths: paths, log: log, configPath: paths.Config, exitWhenIdle: opts.ExitWhenIdle, startOn: opts.startOn}
+	inst := &Instance{Paths: paths, log: log, configPath: paths.Config, exitWhenIdle: opts.ExitWhenIdle, startOn: opts.startOn,
+		tokenTurn: make(chan struct{}, 1)}
 	if opts.ConfigPath != "" {
 		inst.configPath = opts.ConfigPath
 	}

@@ -41,7 +41,7 @@ func loadOrCreateToken(path string) (string, error) {
 		case err == nil && tok != "":
 			return tok, nil
 		case err == nil: // there, holding no token: replace it
-			if _, err := replaceToken(path); err != nil {
+			if _, err := replaceToken(path, newToken()); err != nil {
 				return "", err
 			}
 			// Read it back: another process may have replaced it at the
@@ -96,10 +96,9 @@ func createToken(path string) (string, error) {
 	return tok, nil
 }
 
-// replaceToken replaces the token file's content with a new token,
-// atomically: a reader sees the old file or the new one, whole.
-func replaceToken(path string) (string, error) {
-	tok := newToken()
+// replaceToken replaces the token file's content with tok, atomically:
+// a reader sees the old file or the new one, whole.
+func replaceToken(path, tok string) (string, error) {
 	tmp, err := writeTokenTemp(path, tok)
 	if err != nil {
 		return "", err
@@ -157,14 +156,35 @@ func (inst *Instance) currentToken() string {
 	return ""
 }
 
+// takeTokenTurn waits for this instance's turn to change the token file,
+// until ctx ends. The turn is a channel, not a mutex, because it is held
+// across file I/O: a rotation waiting for it gives up with its caller.
+// Give it back with giveTokenTurn.
+func (inst *Instance) takeTokenTurn(ctx context.Context) error {
+	select {
+	case inst.tokenTurn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the HTTP token file: %w", context.Cause(ctx))
+	}
+}
+
+func (inst *Instance) giveTokenTurn() { <-inst.tokenTurn }
+
+// replaceTokenFile is replaceToken; tests stall it.
+var replaceTokenFile = replaceToken
+
 // RotateHTTPToken replaces the HTTP front door's token, at once
-// (control.Backend). Rotations are serialised, the file's and the pool's
-// token changed under one lock, so that two at once leave both holding
-// the same token.
-func (inst *Instance) RotateHTTPToken() (string, error) {
-	inst.tokenMu.Lock()
-	defer inst.tokenMu.Unlock()
-	tok, err := replaceToken(HTTPTokenFile(inst.Paths))
+// (control.Backend). Rotations take turns from writing the file to
+// storing the token, so that two at once leave the file and the pool
+// holding the same token; the pool's token is never locked (the front
+// door reads it at every request).
+func (inst *Instance) RotateHTTPToken(ctx context.Context) (string, error) {
+	if err := inst.takeTokenTurn(ctx); err != nil {
+		return "", err
+	}
+	defer inst.giveTokenTurn()
+	tok, err := replaceTokenFile(HTTPTokenFile(inst.Paths), newToken())
 	if err != nil {
 		return "", err
 	}
@@ -172,26 +192,58 @@ func (inst *Instance) RotateHTTPToken() (string, error) {
 	return tok, nil
 }
 
+// CurrentHTTPToken is the token the front door takes now
+// (control.Backend). A token file that holds none (deleted, emptied) is
+// given it back, rather than a new one the pool would refuse.
+func (inst *Instance) CurrentHTTPToken(ctx context.Context) (string, error) {
+	if err := inst.takeTokenTurn(ctx); err != nil {
+		return "", err
+	}
+	defer inst.giveTokenTurn()
+	tok := inst.currentToken()
+	path := HTTPTokenFile(inst.Paths)
+	switch held, err := readToken(path); {
+	case err == nil && held != "":
+		// Kept as it is, also when it differs (written by hand, for the
+		// next start): the pool's token is the one that works now.
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+		if _, err := replaceTokenFile(path, tok); err != nil {
+			return "", err
+		}
+	default:
+		return "", err
+	}
+	return tok, nil
+}
+
 // HTTPToken is `switchboard http-token [--rotate]`: the token, made if
-// there is none; rotate replaces it, through the running pool when there
-// is one so that it applies at once.
+// there is none; rotate replaces it. When a pool runs, it is asked: its
+// token is the one the front door takes, and a rotation applies at once.
 func HTTPToken(ctx context.Context, rotate bool) (string, error) {
 	paths, err := ResolvePaths()
 	if err != nil {
 		return "", err
 	}
-	if !rotate {
-		return loadOrCreateToken(HTTPTokenFile(paths))
-	}
 	c, err := Control()
 	if err != nil {
 		return "", err
+	}
+	if !rotate {
+		switch tok, err := c.HTTPToken(ctx); {
+		case err == nil:
+			return tok, nil
+		case errors.Is(err, ErrNoPool), errors.Is(err, errors.ErrUnsupported):
+			// No pool, or one that predates the question: the file's.
+			return loadOrCreateToken(HTTPTokenFile(paths))
+		default:
+			return "", err
+		}
 	}
 	switch tok, err := c.RotateHTTPToken(ctx); {
 	case err == nil:
 		return tok, nil
 	case errors.Is(err, ErrNoPool):
-		return replaceToken(HTTPTokenFile(paths))
+		return replaceToken(HTTPTokenFile(paths), newToken())
 	default:
 		return "", err
 	}

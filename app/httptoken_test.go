@@ -1,11 +1,14 @@
 package app
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestTokenFileLeftEmpty: a token file left empty (a crash between its
@@ -79,7 +82,7 @@ func TestTokenMadeOnceByConcurrentStarts(t *testing.T) {
 // A while the file held B.
 func TestConcurrentRotationsAgree(t *testing.T) {
 	dir := t.TempDir()
-	inst := &Instance{Paths: Paths{Config: filepath.Join(dir, "config.json")}}
+	inst := &Instance{Paths: Paths{Config: filepath.Join(dir, "config.json")}, tokenTurn: make(chan struct{}, 1)}
 	first, err := loadOrCreateToken(HTTPTokenFile(inst.Paths))
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +92,7 @@ func TestConcurrentRotationsAgree(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make([]error, 8)
 		for i := range errs {
-			wg.Go(func() { _, errs[i] = inst.RotateHTTPToken() })
+			wg.Go(func() { _, errs[i] = inst.RotateHTTPToken(context.Background()) })
 		}
 		wg.Wait()
 		for i, err := range errs {
@@ -107,6 +110,96 @@ func TestConcurrentRotationsAgree(t *testing.T) {
 	}
 	if left := tempFiles(t, dir); len(left) > 0 {
 		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+// TestHTTPTokenIsTheRunningPools: `switchboard http-token` prints the
+// token the running pool's front door takes, and gives a token file that
+// holds none (emptied, deleted) that token back. On the first edition it
+// read the file itself, and replaced an empty one with a new token: it
+// printed a token the pool refused (401), and the file no longer held the
+// one the pool took.
+func TestHTTPTokenIsTheRunningPools(t *testing.T) {
+	paths := sbHome(t)
+	inst, _ := startIn(t, Options{})
+	runInstance(t, inst)
+	eventually(t, 5*time.Second, "the control API answers", func() bool {
+		_, err := FetchStatus(context.Background())
+		return err == nil
+	})
+	running := inst.currentToken()
+	for _, spoil := range []func(string) error{func(p string) error { return os.Truncate(p, 0) }, os.Remove} {
+		if err := spoil(HTTPTokenFile(paths)); err != nil {
+			t.Fatal(err)
+		}
+		printed, err := HTTPToken(context.Background(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if printed != running || inst.currentToken() != running {
+			t.Errorf("http-token printed %.8s…, the running pool takes %.8s… (%.8s… at start)", printed, inst.currentToken(), running)
+		}
+		if held, err := readToken(HTTPTokenFile(paths)); held != running {
+			t.Errorf("the file holds %.8s… (%v), the running pool takes %.8s…", held, err, running)
+		}
+	}
+}
+
+// TestRotationStuckInTheFile: a rotation whose file write does not return
+// (a stalled disk or network home) keeps the others from interleaving
+// their files with it, and they give up when their callers do; the front
+// door's token is read meanwhile. On the first edition the rotation held
+// a mutex across the write: every rotation after it, and the question
+// for the token, waited for it without end.
+func TestRotationStuckInTheFile(t *testing.T) {
+	dir := t.TempDir()
+	inst := &Instance{Paths: Paths{Config: filepath.Join(dir, "config.json")}, tokenTurn: make(chan struct{}, 1)}
+	first, err := loadOrCreateToken(HTTPTokenFile(inst.Paths))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst.httpToken.Store(&first)
+	entered, release := make(chan struct{}), make(chan struct{})
+	replaceTokenFile = func(path, tok string) (string, error) {
+		close(entered)
+		<-release
+		return replaceToken(path, tok)
+	}
+	t.Cleanup(func() { replaceTokenFile = replaceToken })
+	stuck := make(chan error, 1)
+	go func() {
+		_, err := inst.RotateHTTPToken(context.Background())
+		stuck <- err
+	}()
+	<-entered
+	if got := inst.currentToken(); got != first {
+		t.Fatalf("the token while a rotation writes the file: %.8s…, want %.8s…", got, first)
+	}
+	for name, ask := range map[string]func(context.Context) (string, error){
+		"another rotation": inst.RotateHTTPToken, "the question for the token": inst.CurrentHTTPToken} {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := ask(ctx)
+			done <- err
+		}()
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("%s, its caller gone: %v, want context.Canceled", name, err)
+			}
+		case <-time.After(5 * time.Second):
+			close(release) // let it end, for the report
+			t.Fatalf("%s waits for the stuck rotation although its caller is gone", name)
+		}
+	}
+	close(release)
+	if err := <-stuck; err != nil {
+		t.Fatal(err)
+	}
+	if held, err := readToken(HTTPTokenFile(inst.Paths)); err != nil || held != inst.currentToken() || held == first {
+		t.Fatalf("the file holds %.8s… (%v), the pool takes %.8s…, the first was %.8s…", held, err, inst.currentToken(), first)
 	}
 }
 

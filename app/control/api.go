@@ -8,6 +8,7 @@
 //	GET  /v1/config             the config the pool runs
 //	POST /v1/kill               KillRequest -> KillResponse
 //	POST /v1/dashboard          show the dashboard (409 when headless)
+//	GET  /v1/http-token         {"token": T}
 //	POST /v1/http-token/rotate  {"token": T}
 //	POST /v1/restart, /v1/stop  ServerAction
 //	POST /v1/upgrade            UpgradeRequest -> UpgradeAccepted

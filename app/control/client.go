@@ -73,6 +73,21 @@ func (c *Client) ShowDashboard(ctx context.Context) error {
 	return err
 }
 
+// HTTPToken is GET /v1/http-token: the token the running pool's front
+// door takes. A pool too old to be asked gives an error that Is
+// errors.ErrUnsupported.
+func (c *Client) HTTPToken(ctx context.Context) (string, error) {
+	var v struct {
+		Token string `json:"token"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/http-token", nil, &v)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.status == http.StatusNotFound {
+		return "", fmt.Errorf("%w: the running Switchboard cannot be asked for its HTTP token (%v)", errors.ErrUnsupported, err)
+	}
+	return v.Token, err
+}
+
 // RotateHTTPToken is POST /v1/http-token/rotate; it returns the new token.
 func (c *Client) RotateHTTPToken(ctx context.Context) (string, error) {
 	var v struct {

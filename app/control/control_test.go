@@ -65,7 +65,9 @@ func (f *fakeBackend) ShowDashboard() error {
 	return nil
 }
 
-func (f *fakeBackend) RotateHTTPToken() (string, error) { return "new-token", nil }
+func (f *fakeBackend) RotateHTTPToken(context.Context) (string, error) { return "new-token", nil }
+
+func (f *fakeBackend) CurrentHTTPToken(context.Context) (string, error) { return "the-token", nil }
 
 func (f *fakeBackend) RestartServer(name string) error {
 	if name != "memory" {
@@ -143,6 +145,9 @@ func TestClientAndServer(t *testing.T) {
 	}
 	if tok, err := c.RotateHTTPToken(ctx); err != nil || tok != "new-token" {
 		t.Fatalf("RotateHTTPToken = %q, %v", tok, err)
+	}
+	if tok, err := c.HTTPToken(ctx); err != nil || tok != "the-token" {
+		t.Fatalf("HTTPToken = %q, %v", tok, err)
 	}
 	if err := c.RestartServer(ctx, "memory"); err != nil {
 		t.Fatalf("RestartServer: %v", err)

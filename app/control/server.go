@@ -21,7 +21,10 @@ type Backend interface {
 	Kill(ctx context.Context, req KillRequest) ([]KillResult, error)
 	// ShowDashboard returns ErrHeadless without a dashboard.
 	ShowDashboard() error
-	RotateHTTPToken() (string, error)
+	// RotateHTTPToken replaces the HTTP front door's token; CurrentHTTPToken
+	// is the one it takes now.
+	RotateHTTPToken(ctx context.Context) (string, error)
+	CurrentHTTPToken(ctx context.Context) (string, error)
 	RestartServer(name string) error
 	StopServer(name string) error
 	// Upgrade accepts an upgrade to binary (an error that Is ErrConflict
@@ -76,14 +79,8 @@ func Handler(b Backend) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, map[string]bool{"shown": true})
 	})
-	mux.HandleFunc("POST /v1/http-token/rotate", func(w http.ResponseWriter, r *http.Request) {
-		tok, err := b.RotateHTTPToken()
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, err.Error())
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]string{"token": tok})
-	})
+	mux.HandleFunc("GET /v1/http-token", tokenAction(b.CurrentHTTPToken))
+	mux.HandleFunc("POST /v1/http-token/rotate", tokenAction(b.RotateHTTPToken))
 	// A pool that seems stuck: what each of its goroutines is waiting on,
 	// for a bug report (the format of a Go panic's trace).
 	mux.HandleFunc("GET /v1/stacks", func(w http.ResponseWriter, r *http.Request) {
@@ -131,6 +128,18 @@ func serverAction(act func(string) error) http.HandlerFunc {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"server": req.Server})
+	}
+}
+
+// tokenAction serves GET /v1/http-token and POST /v1/http-token/rotate.
+func tokenAction(act func(context.Context) (string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tok, err := act(r.Context())
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"token": tok})
 	}
 }
 
