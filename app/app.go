@@ -67,12 +67,18 @@ type Instance struct {
 	watchBase     watchBase              // what Start loaded, the config watcher's baseline; set by Start, read by Run
 	mu            sync.Mutex             // guards the fields below
 	cfg           *config.File
+	noConfig      bool // no config has loaded: cfg is an empty stand-in, not to be handed over
 	configErr     error
+	restartNeeded []string          // cfg's settings that differ from what runs until a restart (status's restartNeeded)
 	notStarted    map[string]string // cfg's servers disabled for an unset ${VAR}: why, by name
 	httpAddr      string            // the HTTP front door's bound address, once listening
 	stopRun       func()            // ends Run; nil before Run and once it is ending
 	showDashboard func()            // the UI's, for POST /v1/dashboard; nil headless
 	upgrade       *upgradePlan
+
+	// Set by Start, then only read.
+	started      config.File // the config the pool started with: its settings read only at start run until a restart
+	httpOverride bool        // Options.HTTPListen was set: http.listen is not the config's
 
 	startOn  pool.StartOn         // Options.startOn: set, children can be carried over an upgrade
 	upgraded *control.UpgradeInfo // what this program took over from the one it upgraded; nil if none
@@ -156,6 +162,14 @@ func Start(opts Options) (*Instance, error) {
 		handedOver = handover.Config
 	}
 	cfg, runs, startErr := inst.loadStartConfig(opts.ConfigPath == "", handedOver)
+	var history *config.History // nil: no config loaded
+	if cfg == nil {
+		// The settings read only at start are their defaults, but for the
+		// history, which records nothing until a config loads.
+		cfg, inst.noConfig = &config.File{}, true
+	} else {
+		history = &cfg.History
+	}
 	inst.cfg, inst.configErr = cfg, startErr
 	inst.notStarted = notStarted(cfg, log)
 	tok, err := loadOrCreateToken(HTTPTokenFile(paths))
@@ -164,7 +178,7 @@ func Start(opts Options) (*Instance, error) {
 		return nil, err
 	}
 	inst.httpToken.Store(&tok)
-	inst.history = openHistory(paths.History, cfg.History, log)
+	inst.history = openHistory(paths.History, history, log)
 	if startErr != nil {
 		// As a running pool reports a file that broke: in status
 		// (configError), the tray, the reloads and the log; the watcher
@@ -217,7 +231,9 @@ func Start(opts Options) (*Instance, error) {
 	}
 	if opts.HTTPListen != "" {
 		inst.cfg.HTTP.Listen = opts.HTTPListen
+		inst.httpOverride = true
 	}
+	inst.started = *inst.cfg
 	return inst, nil
 }
 
@@ -242,7 +258,7 @@ func lockInstance(paths Paths) (*flock.Lock, error) {
 // loadStartConfig is the config a starting pool runs: the file's (the
 // starter config on a first run at the default location); or, when the
 // file cannot be loaded, the config the program this one upgrades ran
-// (handedOver), else none; runs says which of those two. The error is
+// (handedOver), else none (nil); runs says which of those two. The error is
 // the file's, reported as when a running pool's file breaks: a broken
 // file never keeps the pool from starting (its clients would start pools
 // in a loop, and an upgrade would lose the children it carries). It also
@@ -269,13 +285,14 @@ func (inst *Instance) loadStartConfig(isDefault bool, handedOver []byte) (cfg *c
 		return cfg, "", nil
 	}
 	inst.watchBase = watchBase{err: err.Error()}
+	const none = "no servers, and no request history,"
 	if len(handedOver) == 0 {
-		return &config.File{}, "no servers", err
+		return nil, none, err
 	}
 	f, perr := config.Parse(handedOver)
 	if perr != nil {
 		inst.log.Warn("the config the upgraded program ran does not load here either", "err", perr)
-		return &config.File{}, "no servers", err
+		return nil, none, err
 	}
 	return f, "the config the upgraded program ran", err
 }

@@ -9,6 +9,8 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
@@ -23,18 +25,54 @@ import (
 // is none. The pool runs either way. With history off the database still
 // records the children the pool starts (leak detection's one record of
 // them), and nothing else. A nil *historyState records nothing.
+//
+// History can be switched off while the pool runs (a config that turns
+// it off applies at once), and on again when the database was opened to
+// record requests: with history on, or with no config loaded.
 type historyState struct {
-	st  *store.Store // nil when unavailable
-	off bool         // history is off: st records children only
-	err error        // why it could not be opened
+	st     *store.Store   // nil when unavailable
+	err    error          // why it could not be opened
+	opened config.History // the settings st was opened with, which run until a restart
+	// switchable: st was opened to record requests, so that they can be
+	// recorded or not as the config says. Opened with history off, it
+	// records children only: switching history on takes a restart.
+	switchable bool
+
+	off atomic.Pointer[string] // why requests are not recorded now; nil while they are
+
+	recMu    sync.Mutex          // guards recorded; taken by the pool's recorder only, never across I/O
+	recorded map[uint64]struct{} // requests recorded as received whose end is to be recorded
 }
 
-// openHistory opens the history database for a running instance. When it
-// cannot (a newer or corrupt file, another instance holds it), it logs
-// and returns a state that records nothing and reports the error.
-func openHistory(path string, h config.History, log *slog.Logger) *historyState {
-	opts := &store.Options{RetainDays: h.RetainDays, MaxRows: h.MaxRows, ChildrenOnly: h.Disabled,
-		CapturePayloads: h.CapturePayloads && !h.Disabled, CaptureBytes: h.CaptureBytes, Version: version.Version, Logger: log}
+// Why requests are not recorded (historyState.off).
+var (
+	historyOffInConfig    = "history is switched off in the config (history.disabled)"
+	historyOffUntilLoaded = "history is off until the config file loads: it may switch history off"
+)
+
+// openHistory opens the history database for a running instance, as h
+// says; h nil means no config loaded (a broken file, nothing handed
+// over). The database then keeps every row (the file's retention is not
+// known), captures no payload, and records no request until a config
+// with history on loads: the user may have switched it off. When it
+// cannot be opened (a newer or corrupt file, another instance holds it),
+// it logs and returns a state that records nothing and reports the error.
+func openHistory(path string, h *config.History, log *slog.Logger) *historyState {
+	hs := &historyState{recorded: map[uint64]struct{}{}}
+	switch {
+	case h == nil:
+		hs.opened = config.History{RetainDays: -1, MaxRows: -1}
+		hs.off.Store(&historyOffUntilLoaded)
+	case h.Disabled:
+		hs.opened = *h
+		hs.off.Store(&historyOffInConfig)
+	default:
+		hs.opened = *h
+	}
+	o := hs.opened
+	hs.switchable = !o.Disabled
+	opts := &store.Options{RetainDays: o.RetainDays, MaxRows: o.MaxRows, ChildrenOnly: o.Disabled,
+		CapturePayloads: o.CapturePayloads && !o.Disabled, CaptureBytes: o.CaptureBytes, Version: version.Version, Logger: log}
 	st, err := store.Open(path, opts)
 	if errors.Is(err, store.ErrCorrupt) {
 		// A damaged history must not cost the user their history from now
@@ -48,14 +86,27 @@ func openHistory(path string, h config.History, log *slog.Logger) *historyState 
 	}
 	if err != nil {
 		log.Warn("running without the history database: no request history, and children this run leaves behind are found by their run marker only", "err", err)
-		return &historyState{off: h.Disabled, err: err}
+		hs.err = err
+		return hs
 	}
-	return &historyState{st: st, off: h.Disabled}
+	hs.st = st
+	return hs
+}
+
+// offReason says why requests are not recorded now; "" while they are.
+func (h *historyState) offReason() string {
+	if h == nil {
+		return ""
+	}
+	if why := h.off.Load(); why != nil {
+		return *why
+	}
+	return ""
 }
 
 // requests is the store when it records requests: history on and open.
 func (h *historyState) requests() *store.Store {
-	if h == nil || h.off {
+	if h == nil || h.off.Load() != nil {
 		return nil
 	}
 	return h.st
@@ -63,10 +114,77 @@ func (h *historyState) requests() *store.Store {
 
 // record is pool.Options.Record: nil when nothing records.
 func (h *historyState) record() func(pool.Event) {
-	if h == nil || h.st == nil {
+	switch {
+	case h == nil || h.st == nil:
+		return nil
+	case !h.switchable:
+		return h.st.Record // children only, for good
+	}
+	return h.recordSwitched
+}
+
+// recordSwitched is the store's Record, with requests and sessions held
+// back while history is off. A request recorded as received has its end
+// recorded too, whatever history is by then, so that no row is left in
+// flight; one received while history was off has no row at all.
+func (h *historyState) recordSwitched(e pool.Event) {
+	switch e.Kind {
+	case pool.EventRequestReceived:
+		if h.off.Load() != nil {
+			return
+		}
+		h.recMu.Lock()
+		h.recorded[e.PoolID] = struct{}{}
+		h.recMu.Unlock()
+	case pool.EventRequestDone:
+		h.recMu.Lock()
+		_, ok := h.recorded[e.PoolID]
+		delete(h.recorded, e.PoolID)
+		h.recMu.Unlock()
+		if !ok {
+			return
+		}
+	case pool.EventSessionOpened, pool.EventOrphan:
+		if h.off.Load() != nil {
+			return
+		}
+	}
+	h.st.Record(e) // written requests and closed sessions it does not know, it leaves alone
+}
+
+// apply makes the history follow h, the history settings of a config
+// that loaded, as far as that can be done while the pool runs: switching
+// it off always; switching it on when the database was opened to record
+// requests. It returns the settings that differ from what runs and take
+// a restart (config.Diff's names).
+func (h *historyState) apply(c config.History) (restart []string) {
+	if h == nil {
 		return nil
 	}
-	return h.st.Record
+	switch {
+	case c.Disabled:
+		h.off.Store(&historyOffInConfig)
+	case h.switchable:
+		h.off.Store(nil)
+	case h.st != nil:
+		restart = append(restart, "history.disabled")
+	}
+	if h.st == nil {
+		return restart // nothing runs that the settings could change
+	}
+	o := h.opened
+	if c.RetainDays != o.RetainDays {
+		restart = append(restart, "history.retainDays")
+	}
+	if c.MaxRows != o.MaxRows {
+		restart = append(restart, "history.maxRows")
+	}
+	if c.CapturePayloads != o.CapturePayloads {
+		restart = append(restart, "history.capturePayloads")
+	} else if c.CapturePayloads && c.CaptureBytes != o.CaptureBytes {
+		restart = append(restart, "history.captureBytes")
+	}
+	return restart
 }
 
 // configReloaded records a reload of the config file (err: why it was
@@ -101,7 +219,11 @@ func (h *historyState) status() control.HistoryStatus {
 		hs.Enabled, hs.Path, hs.Dropped = true, st.Path(), st.Dropped()
 		hs.Journaled, hs.JournaledWritten = st.Journaled()
 		err = st.Err()
-	} else if h.off {
+	} else if why := h.off.Load(); why == &historyOffUntilLoaded {
+		if err == nil {
+			err = errors.New(*why) // not by choice: say why
+		}
+	} else if why != nil {
 		err = nil // off by choice; the children's record is not the history
 	}
 	if err != nil {

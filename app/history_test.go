@@ -5,11 +5,14 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -214,16 +217,18 @@ func TestOpenHistory(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		path        string
-		cfg         config.History
+		cfg         *config.History // nil: no config loaded
 		enabled     bool
 		wantErr     bool
 		wantCapture int
 	}{
-		{"on", filepath.Join(dir, "on.db"), config.History{}, true, false, 0},
-		{"capture", filepath.Join(dir, "capture.db"), config.History{CapturePayloads: true}, true, false, store.DefaultCaptureBytes},
-		{"off", filepath.Join(dir, "off.db"), config.History{Disabled: true}, false, false, 0},
+		{"on", filepath.Join(dir, "on.db"), &config.History{}, true, false, 0},
+		{"capture", filepath.Join(dir, "capture.db"), &config.History{CapturePayloads: true}, true, false, store.DefaultCaptureBytes},
+		{"off", filepath.Join(dir, "off.db"), &config.History{Disabled: true}, false, false, 0},
+		// Off, and saying why, until a config loads: it may switch it off.
+		{"no config", filepath.Join(dir, "none.db"), nil, false, true, 0},
 		// A damaged file is moved aside and a fresh history starts.
-		{"corrupt", garbage, config.History{}, true, false, 0},
+		{"corrupt", garbage, &config.History{}, true, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := openHistory(tc.path, tc.cfg, log)
@@ -247,5 +252,76 @@ func TestOpenHistory(t *testing.T) {
 	var none *historyState
 	if none.status().Enabled || none.record() != nil || none.close() != nil {
 		t.Error("a nil history is not off")
+	}
+}
+
+// TestHistorySwitchedWhileRunning: a config that switches history off
+// applies at once: no request is recorded from then on, while one in
+// flight then still gets its end recorded (no row left in flight); one
+// that switches it back on applies at once too. On the first edition
+// history settings applied from the next start only: the requests of a
+// user who had just switched history off went on being recorded.
+func TestHistorySwitchedWhileRunning(t *testing.T) {
+	paths := sbHome(t)
+	servers := map[string][]string{"a": nil}
+	if err := config.WriteFile(paths.Config, fakeConfig(t, servers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst, logs := startIn(t, Options{})
+	stop := stopInstance(t, inst)
+	c := dialSession(t, inst.Paths.PoolSocket(), "a")                          // initialize: id 1
+	c.pid()                                                                    // 2
+	slow := c.send("tools/call", `{"name":"sleep","arguments":{"ms":600000}}`) // 3
+	eventually(t, 5*time.Second, "the slow call in flight", func() bool { return len(inst.Status().InFlight) == 1 })
+	off := configWith(t, servers, map[string]any{"history": map[string]any{"disabled": true}})
+	if err := config.WriteFile(paths.Config, off, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "history switched off, and the log saying so", func() bool {
+		return !inst.Status().History.Enabled && strings.Contains(logs.String(), "request history switched off")
+	})
+	if st := inst.Status(); st.History.Error != nil || len(st.RestartNeeded) != 0 {
+		t.Errorf("history status %+v, restartNeeded %q; want off by choice, nothing waiting for a restart", st.History, st.RestartNeeded)
+	}
+	c.pid() // 4
+	fmt.Fprintf(c.conn, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s}}`+"\n", slow)
+	eventually(t, 5*time.Second, "the slow call cancelled", func() bool { return len(inst.Status().InFlight) == 0 })
+	if err := config.WriteFile(paths.Config, fakeConfig(t, servers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "history switched on again", func() bool { return inst.Status().History.Enabled })
+	c.pid() // 5
+	c.close()
+	stop()
+	if got, want := recordedIDs(t), []string{"2 ok", "3 cancelled", "5 ok"}; !slices.Equal(got, want) {
+		t.Errorf("the history holds %q, want %q", got, want)
+	}
+}
+
+// TestHistorySwitchedOnNeedsARestart: a pool started with history off
+// opened its database for the children's record only: a config that
+// switches history on is applied at the next start, and status and the
+// log say so.
+func TestHistorySwitchedOnNeedsARestart(t *testing.T) {
+	paths := sbHome(t)
+	servers := map[string][]string{"a": nil}
+	off := configWith(t, servers, map[string]any{"history": map[string]any{"disabled": true}})
+	if err := config.WriteFile(paths.Config, off, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst, logs := startIn(t, Options{})
+	runInstance(t, inst)
+	on := configWith(t, servers, map[string]any{"hangThreshold": "5s"})
+	if err := config.WriteFile(paths.Config, on, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the new file applied, and the log saying a restart is needed", func() bool {
+		return strings.Contains(logs.String(), "take effect when Switchboard restarts")
+	})
+	if st := inst.Status(); st.History.Enabled || !slices.Equal(st.RestartNeeded, []string{"history.disabled"}) {
+		t.Errorf("history %+v, restartNeeded %q; want off, and history.disabled waiting for a restart", st.History, st.RestartNeeded)
+	}
+	if !strings.Contains(logs.String(), "history.disabled") {
+		t.Errorf("the log does not name history.disabled:\n%s", logs.String())
 	}
 }

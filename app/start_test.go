@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -320,5 +321,127 @@ func TestUnsetVariableOfADottedServer(t *testing.T) {
 		"my.db": "disabled: mcpServers.my.db.args[1]: environment variable SB_TEST_UNSET_TOKEN is not set; the server is not started"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("status servers (-want +got):\n%s", diff)
+	}
+}
+
+// configWith is fakeConfig's config with the top-level settings of extra.
+func configWith(t *testing.T, servers map[string][]string, extra map[string]any) []byte {
+	t.Helper()
+	m := map[string]any{}
+	if err := json.Unmarshal(fakeConfig(t, servers), &m); err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(m, extra)
+	b, _ := json.MarshalIndent(m, "", "  ")
+	return b
+}
+
+// stopInstance runs inst, once serving, until stop is called, which ends
+// the run and waits for it (the history then holds all it was given).
+func stopInstance(t *testing.T, inst *Instance) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- inst.Run(ctx) }()
+	eventually(t, 5*time.Second, "the control API answers", func() bool {
+		_, err := FetchStatus(context.Background())
+		return err == nil
+	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-served; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// recordedIDs lists the original ids of the requests the history holds,
+// oldest first.
+func recordedIDs(t *testing.T) []string {
+	t.Helper()
+	entries, err := History(context.Background(), HistoryQuery{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range slices.Backward(entries) {
+		ids = append(ids, e.OriginalID+" "+e.Status)
+	}
+	return ids
+}
+
+// TestBrokenStartRecordsNoHistory: a pool that starts while its file is
+// broken, with nothing handed over, does not know whether the file
+// switches history off: it records no request until a config loads, and
+// says so. Once the file is fixed, history follows it at once, off or on;
+// the other settings read only at start are listed as waiting for a
+// restart, and an upgrade hands over no config while none has loaded. On
+// the first edition the pool ran an empty config with history on, and
+// kept recording, also after the file (with "history": {"disabled":
+// true}) was fixed.
+func TestBrokenStartRecordsNoHistory(t *testing.T) {
+	paths := sbHome(t)
+	broken := `{"history": {"disabled": true}, "hangThreshold": "30 seconds", "mcpServers": {}}`
+	if err := os.WriteFile(paths.Config, []byte(broken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst, logs := startIn(t, Options{})
+	if inst.ConfigError() == nil {
+		t.Fatal("the file should not load")
+	}
+	if h := inst.Status().History; h.Enabled || h.Error == nil || !strings.Contains(*h.Error, "until the config file loads") {
+		t.Errorf("history status %+v, want off until the config file loads", h)
+	}
+	if !strings.Contains(logs.String(), "no request history") {
+		t.Errorf("the log does not say history is off:\n%s", logs.String())
+	}
+	if hf := inst.handOverConfig(); hf != nil {
+		t.Errorf("an upgrade would hand over %s, although no config has loaded", hf)
+	}
+	stop := stopInstance(t, inst)
+	servers := map[string][]string{"a": nil}
+	off := configWith(t, servers, map[string]any{"history": map[string]any{"disabled": true}, "http": map[string]any{"listen": "127.0.0.1:0"}})
+	if err := config.WriteFile(paths.Config, off, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the fixed file applied", func() bool {
+		return inst.ConfigError() == nil && slices.Contains(inst.Pool.Servers(), "a")
+	})
+	st := inst.Status()
+	if st.History.Enabled || st.History.Error != nil {
+		t.Errorf("history status %+v, want off as the config says", st.History)
+	}
+	if want := []string{"http.listen", "history.retainDays", "history.maxRows"}; !slices.Equal(st.RestartNeeded, want) {
+		t.Errorf("restartNeeded %q, want %q", st.RestartNeeded, want)
+	}
+	if st.HTTP != nil {
+		t.Errorf("the front door listens (%+v) before a restart", st.HTTP)
+	}
+	if inst.handOverConfig() == nil {
+		t.Error("an upgrade would hand over no config, although the fixed one runs")
+	}
+	c := dialSession(t, inst.Paths.PoolSocket(), "a") // initialize: id 1
+	c.pid()                                           // 2
+	if err := config.WriteFile(paths.Config, fakeConfig(t, servers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "history switched on, and the log saying so", func() bool {
+		return inst.Status().History.Enabled && strings.Contains(logs.String(), "request history switched on")
+	})
+	// Until a restart the history keeps every row: the retention it was
+	// opened with, not knowing the file's.
+	if want := []string{"history.retainDays", "history.maxRows"}; !slices.Equal(inst.Status().RestartNeeded, want) {
+		t.Errorf("restartNeeded %q, want %q", inst.Status().RestartNeeded, want)
+	}
+	c.pid() // 3
+	c.close()
+	stop()
+	if got, want := recordedIDs(t), []string{"3 ok"}; !slices.Equal(got, want) {
+		t.Errorf("the history holds %q, want %q: only what came once the file switched history on", got, want)
 	}
 }

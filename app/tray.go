@@ -181,11 +181,12 @@ func (c *trayController) historyStore() (*store.Store, error) {
 	switch {
 	case h.requests() != nil:
 		return h.requests(), nil
-	case h != nil && h.off:
+	case h.offReason() != "":
+		return nil, fmt.Errorf("%w: %s", ui.ErrUnavailable, h.offReason())
 	case h != nil && h.err != nil:
 		return nil, fmt.Errorf("%w: %v", ui.ErrUnavailable, h.err)
 	}
-	return nil, fmt.Errorf("%w: history is switched off in the config (history.disabled)", ui.ErrUnavailable)
+	return nil, fmt.Errorf("%w: %s", ui.ErrUnavailable, historyOffInConfig)
 }
 
 func (c *trayController) History(ctx context.Context, f ui.HistoryFilter) ([]ui.HistoryRow, error) {

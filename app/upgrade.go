@@ -180,6 +180,20 @@ func (inst *Instance) stopPool() error {
 	return nil
 }
 
+// handOverConfig is the running config, for the program an upgrade
+// starts to run should the file be broken by then; nil when no config has
+// loaded (that program then runs none either, and records no request
+// history until one does, as this one).
+func (inst *Instance) handOverConfig() []byte {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	if inst.cfg == nil || inst.noConfig {
+		return nil
+	}
+	data, _ := inst.cfg.Marshal()
+	return data
+}
+
 // ExecUpgrade replaces the program with the upgrade's binary, when Run
 // ended for one; it returns nil at once otherwise. It must run on the
 // main thread (the children's), after Run returned.
@@ -188,12 +202,8 @@ func (inst *Instance) ExecUpgrade() error {
 	if plan == nil {
 		return nil
 	}
-	hf := handoverFile{Format: HandoverFormat, From: version.Get(), LockFD: plan.lockFD, Carried: inst.carried}
-	inst.mu.Lock()
-	if inst.cfg != nil {
-		hf.Config, _ = inst.cfg.Marshal() // the running config; without it a broken file starts with none
-	}
-	inst.mu.Unlock()
+	hf := handoverFile{Format: HandoverFormat, From: version.Get(), LockFD: plan.lockFD, Carried: inst.carried,
+		Config: inst.handOverConfig()}
 	data, _ := json.Marshal(hf)
 	path := filepath.Join(inst.Paths.Run, fmt.Sprintf("handover-%d.json", os.Getpid()))
 	if err := os.WriteFile(path, data, 0o600); err != nil {

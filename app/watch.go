@@ -268,6 +268,27 @@ func (inst *Instance) noteReload(at time.Time, changes string, err error) {
 	inst.history.configReloaded(at, changes, err)
 }
 
+// startOnlyChanges lists the settings of f, other than the history's
+// (historyState.apply), that the pool reads only when it starts and that
+// differ from those it started with (config.Diff's names).
+func (inst *Instance) startOnlyChanges(f *config.File) []string {
+	s := &inst.started
+	var out []string
+	add := func(changed bool, name string) {
+		if changed {
+			out = append(out, name)
+		}
+	}
+	add(!inst.httpOverride && f.HTTP.Listen != s.HTTP.Listen, "http.listen")
+	add(!slices.Equal(f.HTTP.AllowedOrigins, s.HTTP.AllowedOrigins), "http.allowedOrigins")
+	add(f.MaxInFlightPerSession != s.MaxInFlightPerSession, "maxInFlightPerSession")
+	add(f.MaxInFlightMiBPerSession != s.MaxInFlightMiBPerSession, "maxInFlightMiBPerSession")
+	add(f.MaxSubscriptionsPerSession != s.MaxSubscriptionsPerSession, "maxSubscriptionsPerSession")
+	add(f.MaxChildrenPerServer != s.MaxChildrenPerServer, "maxChildrenPerServer")
+	add(f.EvictAfter() != s.EvictAfter(), "evictSlowClientsAfter")
+	return out
+}
+
 // reloadConfig is the WatchConfig callback of a running instance: a good
 // file is applied and becomes the running config; a broken one leaves the
 // last good config running and shows its error in status (configError)
@@ -295,18 +316,25 @@ func (inst *Instance) reloadConfig(f *config.File, err error) {
 		running.HTTP = old.HTTP
 	}
 	why := notStarted(f, inst.log)
+	recording := inst.history.requests() != nil
+	restart := append(inst.startOnlyChanges(f), inst.history.apply(f.History)...)
 	inst.mu.Lock()
 	inst.cfg = &running
+	inst.noConfig = false
 	inst.configErr = nil
 	inst.notStarted = why
+	inst.restartNeeded = restart
 	inst.mu.Unlock()
 	inst.noteReload(time.Now(), d.String(), nil)
 	inst.log.Info("config reloaded", "config", inst.configPath, "changes", d.String())
-	if old != nil && f.HTTP.Listen != old.HTTP.Listen {
-		inst.log.Warn("http.listen changed; it takes effect when Switchboard restarts", "listen", f.HTTP.Listen)
+	switch now := inst.history.requests() != nil; {
+	case now && !recording:
+		inst.log.Info("request history switched on", "config", inst.configPath)
+	case !now && recording:
+		inst.log.Info("request history switched off", "config", inst.configPath)
 	}
-	if old != nil && f.EvictAfter() != old.EvictAfter() {
-		inst.log.Warn("evictSlowClientsAfter changed; it takes effect when Switchboard restarts", "evictSlowClientsAfter", f.EvictSlowClientsAfter)
+	if len(restart) > 0 {
+		inst.log.Warn("settings in the config that take effect when Switchboard restarts", "settings", restart)
 	}
 	if remote := f.Remote(); len(remote) > 0 {
 		inst.log.Warn("remote (URL) servers are not pooled; connect to them directly", "servers", remote)

@@ -477,7 +477,7 @@ func newReloadRig(t *testing.T, initial []byte) *reloadRig {
 		}
 	})
 	inst := &Instance{Pool: p, log: log, configPath: path, cfg: cfg,
-		history: openHistory(filepath.Join(dir, "history.db"), config.History{}, log)}
+		history: openHistory(filepath.Join(dir, "history.db"), &config.History{}, log)}
 	t.Cleanup(func() { inst.history.close() })
 	rig := &reloadRig{inst: inst, path: path, sock: sock, log: logs}
 	rig.reports = watch(t, path, DefaultDebounce, inst.reloadConfig)

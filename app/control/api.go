@@ -54,6 +54,10 @@ type Status struct {
 	Counters    pool.Counters      `json:"counters"`
 	History     HistoryStatus      `json:"history"`
 	HTTP        *HTTPStatus        `json:"http,omitempty"` // the HTTP front door, when it listens
+	// RestartNeeded lists the settings of the running config (as
+	// "http.listen", "history.retainDays") that differ from those the
+	// pool started with and take effect when it restarts.
+	RestartNeeded []string `json:"restartNeeded,omitempty"`
 	// Upgrade is set in a program that upgraded an earlier one in place.
 	Upgrade *UpgradeInfo `json:"upgrade,omitempty"`
 	// Goroutines counts the program's goroutines: flat while sessions sit
