@@ -5,6 +5,7 @@ package shim
 import (
 	"net"
 	"os"
+	"time"
 )
 
 // attachable: descriptors cannot be passed here; the shim relays.
@@ -23,3 +24,6 @@ func clientWaiting() bool { return true }
 
 // readWaiting is never asked where nothing is attached.
 func readWaiting(int) []byte { return nil }
+
+// readUntilRequest is never asked where nothing is attached.
+func readUntilRequest(int, time.Time) []byte { return nil }

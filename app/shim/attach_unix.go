@@ -3,9 +3,11 @@
 package shim
 
 import (
+	"errors"
 	"net"
 	"os"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -79,4 +81,32 @@ func readWaiting(max int) []byte {
 		out = append(out, buf[:n]...)
 	}
 	return out
+}
+
+// readUntilRequest reads what the client sends that no pool has read (our
+// fd 0) until it holds a request, the client closes it, max bytes are read
+// or deadline passes; then what else is waiting, without waiting more.
+func readUntilRequest(max int, deadline time.Time) []byte {
+	var out []byte
+	buf := make([]byte, bufSize)
+	for len(out) < max && !hasRequest(out) {
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			break
+		}
+		fds := []unix.PollFd{{Fd: 0, Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(wait.Milliseconds())+1)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n == 0 {
+			break
+		}
+		n, err = unix.Read(0, buf)
+		if n <= 0 || err != nil {
+			break // closed (a hang-up polls readable, and reads 0), or broken
+		}
+		out = append(out, buf[:n]...)
+	}
+	return append(out, readWaiting(max-len(out))...)
 }

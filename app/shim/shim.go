@@ -7,6 +7,7 @@ package shim
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/app/home"
 	"github.com/switchboard-mcp/switchboard/app/launch"
 	"github.com/switchboard-mcp/switchboard/app/localsock"
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
@@ -56,7 +58,7 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 	deadline := time.Now().Add(launch.StartTimeout)
 	for died := 0; ; {
 		if conn, err = dialPool(paths); err != nil {
-			return answerRefused(attach, name, err)
+			return answerRefused(attach, in, out, name, err)
 		}
 		if br, w, err = greet(conn, append(hello, '\n'), attach, ledger); err == nil {
 			break
@@ -65,7 +67,7 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		var gone *poolGoneError
 		var refused refusedError
 		if errors.As(err, &refused) {
-			return answerRefused(attach, name, err)
+			return answerRefused(attach, in, out, name, err)
 		}
 		if !errors.As(err, &gone) || time.Now().After(deadline) {
 			return err
@@ -155,15 +157,80 @@ type refusedError string
 
 func (e refusedError) Error() string { return string(e) }
 
-// answerRefused answers the requests the client has sent already (its
-// initialize) with err, when no pool took its pipes, so that it sees why
-// as an answer and not only as the shim's exit; and returns err.
-func answerRefused(attach bool, name string, err error) error {
-	if !attach {
-		return err // the relay reads its input only once it relays
+// refusedWait bounds how long a shim whose session no pool takes waits
+// for its client's first request (its initialize), to answer it with the
+// reason: a client may write it only after the refusal came.
+const refusedWait = 3 * time.Second
+
+// answerRefused answers the requests the client has sent, its initialize
+// at least (waited for up to refusedWait), with err, when no pool took
+// its pipes, so that it sees why as an answer and not only as the shim's
+// exit; and returns err.
+func answerRefused(attach bool, in io.Reader, out io.Writer, name string, err error) error {
+	deadline := time.Now().Add(refusedWait)
+	var input []byte
+	if attach {
+		input = readUntilRequest(maxGiveUpInput, deadline) // our fd 0: in is os.Stdin
+	} else {
+		input = readRequest(in, maxGiveUpInput, deadline)
 	}
-	if out := answerInput(nil, readWaiting(maxGiveUpInput), name, err, map[string]bool{}); len(out) > 0 {
-		_, _ = os.Stdout.Write(out)
+	if answers := answerInput(nil, input, name, err, map[string]bool{}); len(answers) > 0 {
+		_, _ = out.Write(answers)
 	}
 	return err
+}
+
+// readRequest reads in until what it read holds a request, in ends, max
+// bytes are read or deadline passes. It reads in another goroutine,
+// which ends when in does: in `switchboard connect` the process exits
+// first, and the client's pipe with it.
+func readRequest(in io.Reader, max int, deadline time.Time) []byte {
+	chunks, done := make(chan []byte), make(chan struct{})
+	defer close(done)
+	go func() {
+		defer close(chunks)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := in.Read(buf)
+			if n > 0 {
+				select {
+				case chunks <- append([]byte(nil), buf[:n]...):
+				case <-done: // no one reads any more: go on to in's end
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	var input []byte
+	for len(input) < max && !hasRequest(input) {
+		select {
+		case c, ok := <-chunks:
+			if !ok {
+				return input
+			}
+			input = append(input, c...)
+		case <-timer.C:
+			return input
+		}
+	}
+	return input
+}
+
+// hasRequest reports whether input holds a whole request line.
+func hasRequest(input []byte) bool {
+	for len(input) > 0 {
+		line, rest, ok := bytes.Cut(input, []byte("\n"))
+		if !ok {
+			return false
+		}
+		if m, err := jsonrpc.Parse(line); err == nil && m.Kind == jsonrpc.KindRequest {
+			return true
+		}
+		input = rest
+	}
+	return false
 }
