@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -23,6 +24,10 @@ func printStatus(w io.Writer, st control.Status, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if st.ConfigError != nil {
 		fmt.Fprintf(tw, "CONFIG ERROR: %s\n\n", term(*st.ConfigError)) // it may quote the file
+	}
+	if len(st.RestartNeeded) > 0 {
+		fmt.Fprintf(tw, "RESTART NEEDED: the config file changed %s; they take effect when Switchboard restarts\n\n",
+			term(strings.Join(st.RestartNeeded, ", ")))
 	}
 	fmt.Fprintln(tw, "SERVER\tSTATE\tPID\tSESSIONS\tIN FLIGHT\tRESTARTS\tSTARTED")
 	for _, b := range st.Backends {

@@ -46,6 +46,21 @@ func TestStatusText(t *testing.T) {
 	golden(t, filepath.Join("testdata", "status", "failed.golden"), out.String())
 }
 
+// TestStatusTextSaysWhatWaitsForARestart: settings the file changed that
+// the running pool applies only at its next start are named above the
+// table, so that a user who edited them knows why nothing changed.
+func TestStatusTextSaysWhatWaitsForARestart(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	st := statusFixture(now)
+	st.Servers, st.Backends = st.Servers[:1], st.Backends[:1]
+	st.RestartNeeded = []string{"http.listen", "history.retainDays"}
+	var out bytes.Buffer
+	if err := printStatus(&out, st, now); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, filepath.Join("testdata", "status", "restart.golden"), out.String())
+}
+
 // TestStatusTextEscapesTheConfigError: a config error quotes the file,
 // whose text may hold escape sequences; the text status shows them
 // escaped.
