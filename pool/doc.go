@@ -85,7 +85,9 @@
 //     child acknowledges the new one, so a change made in between is
 //     neither lost nor delivered twice; a reopen the child refuses leaves
 //     the old one: [session.listen], [backend.syncUpstream],
-//     [backend.routeTagged], [tagNotification].
+//     [backend.routeTagged], [tagNotification]. One the child ends is
+//     reopened, at most maxQuickReopens times in a row when it ends each
+//     at once: [backend.upstreamEnded].
 //   - The child's own requests (sampling, elicitation) go to one session
 //     that declared the capability and can receive now, the one with the
 //     oldest request in flight on that child first, under a pool id; the

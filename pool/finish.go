@@ -89,6 +89,9 @@ func (b *backend) finish(p *pending, o outcome) bool {
 	if o.kind == endAnswered && p.sub != nil && p.sub.add && o.answer.Error.Present() {
 		b.refusedSubscribe(p.sub) // a session's, a listen's, or the pool's own for them (carried, or a ready child's)
 	}
+	if p.open { // the pool's upstream listen: the child may have ended it
+		b.upstreamEnded(p, o.kind)
+	}
 	if p.reply != nil { // the pool's own request
 		if o.kind == endAnswered {
 			p.reply <- append([]byte(nil), o.answer.Raw...)

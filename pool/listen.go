@@ -22,8 +22,8 @@ import (
 // pool keeps one open on it (upstream) with the union of its listeners'
 // filters, reopened when that union grows or shrinks (the old one kept
 // until the child acknowledges the new one, so that no change is lost in
-// between), and fans the child's notifications out to the listeners that
-// asked, each with its own tag.
+// between) or when the child ends it, and fans the child's notifications
+// out to the listeners that asked, each with its own tag.
 
 // metaSubscriptionID tags a notification with the listen it belongs to.
 const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
@@ -242,12 +242,26 @@ func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string) {
 // before backend.mu and session.mu, never after, and never held while a
 // listen is sent or ended.
 type upstream struct {
-	mu   sync.Mutex
-	p    *pending // the listen whose notifications are delivered, or nil
-	f    filter   // what p asked for
-	next *pending // the listen sent to replace p, not yet acknowledged; or nil
-	nf   filter   // what next asks for
+	mu    sync.Mutex
+	p     *pending // the listen whose notifications are delivered, or nil
+	f     filter   // what p asked for
+	next  *pending // the listen sent to replace p, not yet acknowledged; or nil
+	nf    filter   // what next asks for
+	quick int      // the current listens the child ended within quickEnd, in a row (upstreamEnded)
 }
+
+// A child that ends the pool's listen at once, every time, would have it
+// reopened as fast as the pipe goes: the pool reopens it at most
+// maxQuickReopens times in a row after it ended within quickEnd of being
+// sent, and then not until a listener comes or goes (or the child
+// restarts). A bound without a timer: nothing waits, nothing has to be
+// stopped, and a listener change tries again at once. A listen that
+// lived longer starts the count again, so a child whose streams end now
+// and then always gets it back.
+const (
+	maxQuickReopens = 3
+	quickEnd        = time.Second
+)
 
 func (b *backend) isModern() bool {
 	b.mu.Lock()
@@ -291,7 +305,8 @@ func (f filter) equal(g filter) bool {
 // child acknowledges it (routeTagged); one the child refuses leaves the
 // current one as it is, to be tried again at the next change. A change
 // while one waits replaces the waiting one. A restarted child gets it
-// again: its dead child's listens ended with it.
+// again: its dead child's listens ended with it. One the child ends is
+// opened again (upstreamEnded).
 func (b *backend) syncUpstream() {
 	if !b.isModern() {
 		return
@@ -346,6 +361,45 @@ func (b *backend) syncUpstream() {
 		if !errors.Is(err, errAlreadyEnded) {
 			b.log.Debug("the pool's listen was not sent; the one open stays", "err", err)
 		}
+	}
+}
+
+// upstreamEnded is told how a listen of the pool's ended (finish). When
+// the child ended the current one itself (it answered it) the pool opens
+// it again, if listeners remain: else they would get nothing until the
+// next listener change. After maxQuickReopens quick ends in a row it
+// stops, with a warning. A child's death starts the count again: the
+// restarted child gets the listen when it is ready (becomeReady).
+func (b *backend) upstreamEnded(p *pending, kind endKind) {
+	switch kind {
+	case endAnswered, endUnusable: // the child answered it
+	case endChildGone:
+		b.up.mu.Lock()
+		b.up.quick = 0
+		b.up.mu.Unlock()
+		return
+	default:
+		return // the pool ended it (replaced, its last listener left, the pool stops)
+	}
+	b.up.mu.Lock()
+	current := b.up.p == p
+	if current {
+		b.up.p = nil
+		if time.Since(p.received) < quickEnd {
+			b.up.quick++
+		} else {
+			b.up.quick = 0
+		}
+	}
+	quick := b.up.quick
+	b.up.mu.Unlock()
+	switch {
+	case !current: // a replaced one, or a reopen the child refused: the current one stays
+	case quick > maxQuickReopens:
+		b.log.Warn("the child keeps ending the pool's listen at once; it is opened again when a listener comes or goes",
+			"times", quick)
+	default:
+		b.syncUpstream()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -536,5 +537,99 @@ func TestListenChangeBeforeItsAcknowledgementFollowsIt(t *testing.T) {
 				t.Errorf("the listen was sent %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// callModern sends a 2026-07-28 tools/call of tool with args.
+func callModern(c *client, id, tool, args string) {
+	c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `,` + modernMeta + `}}`)
+}
+
+// awaitChange waits until a change of kind (tools, prompts: the notify
+// tool's), made through other, reaches the listen tagged tag on c: the
+// pool's upstream listen on a modern child is open and acknowledged.
+func awaitChange(t *testing.T, other, c *client, kind, tag string) {
+	t.Helper()
+	n := 0
+	eventually(t, "a "+kind+" change on listen "+tag, func() bool {
+		n++
+		id := `"wait` + strconv.Itoa(n) + `"`
+		callModern(other, id, "notify", `{"kind":"`+kind+`"}`)
+		other.recvID(id)
+		return slices.Contains(notifiedBefore(c, `"seen`+strconv.Itoa(n)+`"`), `notifications/`+kind+`/list_changed `+tag)
+	})
+}
+
+// TestListenReopenedAfterTheChildEndsIt: the modern child ends the pool's
+// upstream listen itself (it answers it) while a listener remains. The
+// pool opens it again, and the listener gets the next change. (Before,
+// nothing reopened it until a listener came or went: every listener
+// silently stopped getting changes.)
+func TestListenReopenedAfterTheChildEndsIt(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern", "-log", logPath))
+	a, other := tp.dial(t, "srv"), tp.dial(t, "srv")
+	openListen(t, a, `"a"`, `{"toolsListChanged":true}`)
+	awaitChange(t, other, a, "tools", `"a"`)
+	callModern(other, `"end"`, "end_listens", `{}`)
+	if m, _ := other.recvID(`"end"`); m.text() != "1" {
+		t.Fatalf("end_listens: %s, want the one upstream listen ended", m.raw)
+	}
+	awaitChange(t, other, a, "tools", `"a"`)
+	if n := countInLog(t, logPath, "subscriptions/listen"); n != 2 {
+		t.Errorf("the child heard %d listens, want 2: the first and the one that replaced it", n)
+	}
+}
+
+// logBuffer is a pool's log, as text, for a test to read while the pool
+// writes it.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), s)
+}
+
+// TestListenAChildEndsAtOnceIsNotReopenedForEver: the modern child ends
+// every listen right after acknowledging it. The pool reopens its
+// upstream listen a few times in a row, then gives up with a warning
+// until a listener comes or goes (and then tries once more): it does not
+// loop against the child. (Reopened without a limit, the child hears
+// listens as fast as the pipe carries them.)
+func TestListenAChildEndsAtOnceIsNotReopenedForEver(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	logs := &logBuffer{}
+	tp := newTestPool(t, &pool.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))},
+		fake("srv", "-era", "modern", "-log", logPath, "-end-listens"))
+	a, b := tp.dial(t, "srv"), tp.dial(t, "srv")
+	const warning = "the child keeps ending the pool's listen"
+	listens := func() string {
+		return fmt.Sprintf("the child heard %d listens", countInLog(t, logPath, "subscriptions/listen"))
+	}
+	openListen(t, a, `"a"`, `{"toolsListChanged":true}`)
+	eventually(t, "the pool to give up reopening", func() bool { return logs.count(warning) == 1 }, listens)
+	notifiedBefore(a, `"s1"`) // the child has read everything the pool sent before it gave up
+	n := countInLog(t, logPath, "subscriptions/listen")
+	// 1 + 3 reopens, each ended at once; more only if one of them lived a
+	// second (a very slow machine), which starts the count again (here and
+	// below).
+	if n < 4 || n > 12 {
+		t.Fatalf("the child heard %d listens before the pool gave up, want 4", n)
+	}
+	openListen(t, b, `"b"`, `{"promptsListChanged":true}`)
+	eventually(t, "the pool to give up again", func() bool { return logs.count(warning) == 2 }, listens)
+	notifiedBefore(a, `"s2"`)
+	if m := countInLog(t, logPath, "subscriptions/listen"); m-n < 1 || m-n > 9 {
+		t.Errorf("after a listener came the child heard %d more listens, want 1", m-n)
 	}
 }

@@ -345,7 +345,7 @@ func TestLegacyMethods(t *testing.T) {
 				}
 				annotations[tool.Name] = string(tool.Annotations)
 			}
-			want := "echo sleep_echo sleep count idem_count ro_count crash progress ro_progress ask big notify log pid"
+			want := "echo sleep_echo sleep count idem_count ro_count crash progress ro_progress ask big notify log pid end_listens"
 			if got := strings.Join(names, " "); got != want {
 				t.Errorf("tools %q, want %q", got, want)
 			}
@@ -1112,6 +1112,35 @@ func TestFlags(t *testing.T) {
 			listen("c", `{"resourceSubscriptions":["fake://gone"]}`)
 			if m := f.recv(); m.Error == nil || string(m.ID) != `"c"` {
 				t.Fatalf("a listen for a refused resource: %s", m.raw)
+			}
+		}},
+		{"end_listens", func(string) []string {
+			return []string{"-era", "modern"}
+		}, func(t *testing.T, f *fake, _ string) {
+			f.send(`{"jsonrpc":"2.0","id":"a","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
+			if m := f.recv(); m.Method != "notifications/subscriptions/acknowledged" {
+				t.Fatalf("listen: %s", m.raw)
+			}
+			call := func(id, tool, args string) (msg, []msg) {
+				return f.request(id, "tools/call", `{"name":"`+tool+`","arguments":`+args+`,`+modernMeta+`}`)
+			}
+			// The listen's answer comes before end_listens' own.
+			if m, notes := call("3", "end_listens", `{}`); m.text() != "1" || len(notes) != 1 || string(notes[0].ID) != `"a"` || notes[0].Result == nil {
+				t.Fatalf("end_listens: %s after %v", m.raw, notes)
+			}
+			if m, notes := call("4", "notify", `{"kind":"tools"}`); m.text() != "notified" || len(notes) != 0 {
+				t.Fatalf("an ended listen still got %v (%s)", notes, m.raw)
+			}
+		}},
+		{"-end-listens", func(string) []string {
+			return []string{"-era", "modern", "-end-listens"}
+		}, func(t *testing.T, f *fake, _ string) {
+			f.send(`{"jsonrpc":"2.0","id":"a","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
+			if m := f.recv(); m.Method != "notifications/subscriptions/acknowledged" {
+				t.Fatalf("first: %s", m.raw)
+			}
+			if m := f.recv(); string(m.ID) != `"a"` || m.Result == nil {
+				t.Fatalf("then: %s", m.raw)
 			}
 		}},
 		{"a bad -era", func(string) []string { return []string{"-era", "future"} }, func(t *testing.T, f *fake, _ string) {

@@ -55,6 +55,7 @@ type options struct {
 	grandchildIn   bool
 	refuseSub      string
 	notifyOnListen string
+	endListens     bool
 	ignoreSIGTERM  bool
 	exitOnStdinEOF bool
 	startupDelay   time.Duration
@@ -83,6 +84,7 @@ func Main(args []string) {
 	fs.BoolVar(&o.ignoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM")
 	fs.StringVar(&o.refuseSub, "refuse-subscribe", "", "answer resources/subscribe of this `uri`, or a subscriptions/listen asking for it, with an error, as a server does for a resource that does not exist")
 	fs.StringVar(&o.notifyOnListen, "notify-on-listen", "", "on each subscriptions/listen, send a `kind` change (as the notify tool does) to the subscriptions already open before acknowledging it, and to them and it after: a change made while a client replaces its subscription")
+	fs.BoolVar(&o.endListens, "end-listens", false, "end every subscriptions/listen with a result right after acknowledging it, as a server that cannot hold a stream open does")
 	fs.BoolVar(&o.exitOnStdinEOF, "exit-on-stdin-eof", true, "exit 0 when stdin closes")
 	fs.DurationVar(&o.startupDelay, "startup-delay", 0, "wait this long before reading stdin")
 	fs.StringVar(&o.stderrLine, "stderr", "", "write this `line` to stderr at start")
@@ -720,6 +722,7 @@ func (s *server) readResource(r *request) {
 type subscription struct {
 	id     json.RawMessage
 	filter subscriptionFilter
+	r      *request // the listen, answered when the server ends it (endListensLocked)
 }
 
 type subscriptionFilter struct {
@@ -762,7 +765,7 @@ func (s *server) listen(r *request) {
 		log.Printf("refused subscriptions/listen %s: it asks for %s (-refuse-subscribe)", r.id, uri)
 		return
 	}
-	sub := &subscription{id: r.id, filter: p.Notifications}
+	sub := &subscription{id: r.id, filter: p.Notifications, r: r}
 	method, uri := changeOf(s.o.notifyOnListen)
 	s.mu.Lock()
 	if method != "" { // -notify-on-listen: to the subscriptions open until now
@@ -774,11 +777,32 @@ func (s *server) listen(r *request) {
 	if method != "" { // and to them and this one
 		s.broadcastLocked(method, uri)
 	}
+	if s.o.endListens {
+		s.endListenLocked(sub)
+	}
 	s.mu.Unlock()
 	<-r.ctx.Done()
 	s.mu.Lock()
 	delete(s.subs, string(r.id))
 	s.mu.Unlock()
+}
+
+// endListensLocked ends every open subscription from the server's side,
+// and reports how many it ended.
+func (s *server) endListensLocked() int {
+	n := len(s.subs)
+	for _, sub := range s.subs {
+		s.endListenLocked(sub)
+	}
+	return n
+}
+
+// endListenLocked ends a subscription from the server's side: its listen
+// is answered with a result (the stream ends) and forgotten.
+func (s *server) endListenLocked(sub *subscription) {
+	delete(s.subs, string(sub.id))
+	s.reply(sub.r, map[string]any{})
+	sub.r.cancel() // its listen goroutine returns
 }
 
 // changeOf is the change notification of a notify kind (tools,
@@ -841,6 +865,7 @@ var tools = []map[string]any{
 	tool("notify", "Send notifications/<kind>/list_changed (tools, resources, prompts), or resources/updated (updated)", props{"kind": "string"}, nil),
 	tool("log", "Send notifications/message with level and data", props{"level": "string", "data": ""}, nil),
 	tool("pid", "Answer the server's process id", props{}, nil),
+	tool("end_listens", "End every open subscriptions/listen with a result, as a server closing its streams does; answer how many", props{}, nil),
 }
 
 // props maps argument names to JSON Schema types ("" for any).
@@ -962,6 +987,11 @@ func (s *server) call(r *request) {
 		s.reply(r, text("logged"))
 	case "pid":
 		s.reply(r, text(strconv.Itoa(os.Getpid())))
+	case "end_listens":
+		s.mu.Lock()
+		n := s.endListensLocked() // each answered before this call is
+		s.mu.Unlock()
+		s.reply(r, text(strconv.Itoa(n)))
 	default:
 		s.fail(r, codeInvalidParams, "Unknown tool: "+p.Name, nil)
 	}
