@@ -768,7 +768,7 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 	case "notifications/resources/updated":
 		uri, _ := jsonrpc.String(params, jsonrpc.Member(params, "uri"))
 		for _, s := range b.sessions() {
-			s.deliverChange(b, msg, uri)
+			s.deliverChange(b, msg, uri, false)
 		}
 	case "notifications/message":
 		line := append([]byte(nil), msg.Raw...)
@@ -782,7 +782,7 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 		if strings.HasSuffix(msg.Method, "/list_changed") {
 			b.forgetHintsIf(msg.Method)
 			for _, s := range b.sessions() {
-				s.deliverChange(b, msg, "")
+				s.deliverChange(b, msg, "", false)
 			}
 			return
 		}

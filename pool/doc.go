@@ -87,7 +87,11 @@
 //     the old one: [session.listen], [backend.syncUpstream],
 //     [backend.routeTagged], [tagNotification]. One the child ends is
 //     reopened, at most maxQuickReopens times in a row when it ends each
-//     at once: [backend.upstreamEnded].
+//     at once: [backend.upstreamEnded]. A legacy session of the child
+//     gets none of it: [session.deliverChange]. With the server's
+//     annotations trusted it also asks for tool changes, and one forgets
+//     the tools' hints as a legacy child's does: [backend.watchesTools],
+//     [backend.forgetHintsIf].
 //   - The child's own requests (sampling, elicitation) go to one session
 //     that declared the capability and can receive now, the one with the
 //     oldest request in flight on that child first, under a pool id; the

@@ -23,7 +23,9 @@ import (
 // filters, reopened when that union grows or shrinks (the old one kept
 // until the child acknowledges the new one, so that no change is lost in
 // between) or when the child ends it, and fans the child's notifications
-// out to the listeners that asked, each with its own tag.
+// out to the listeners that asked, each with its own tag. With the
+// server's annotations trusted it also asks for tool changes, which
+// refresh the tools' hints (safeToRepeatLocked).
 
 // metaSubscriptionID tags a notification with the listen it belongs to.
 const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
@@ -203,11 +205,12 @@ func (l *listener) wants(method, uri string) bool {
 	return false
 }
 
-// deliverChange hands a legacy child's change notification to a session:
-// a legacy session as it came (resource updates only if it subscribed), a
+// deliverChange hands a child's change notification to a session: a
+// legacy session as it came (resource updates only if it subscribed), a
 // modern one once per listen that asked for it, tagged with the listen's
-// id.
-func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string) {
+// id. tagged says it came on a modern child's upstream listen: a legacy
+// session was promised none of those (legacyView).
+func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string, tagged bool) {
 	s.mu.Lock()
 	modern := s.era == EraModern
 	var to []*listener
@@ -223,7 +226,7 @@ func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string) {
 	_, subscribed := s.subs[uri]
 	s.mu.Unlock()
 	if !modern {
-		if msg.Method != "notifications/resources/updated" || subscribed {
+		if !tagged && (msg.Method != "notifications/resources/updated" || subscribed) {
 			s.deliver(append([]byte(nil), msg.Raw...))
 		}
 		return
@@ -315,6 +318,9 @@ func (b *backend) syncUpstream() {
 	why := "the pool's listen was replaced"
 	b.up.mu.Lock()
 	want := b.union() // under up.mu: a stale union must not reopen what a later one closed
+	if !want.empty() && b.watchesTools() {
+		want.ToolsListChanged = true // for the hints; delivered only to the listeners that asked (deliverChange)
+	}
 	if b.up.p != nil && !b.reqs.alive(b.up.p) {
 		b.up.p = nil // its child died, or ended it
 	}
@@ -362,6 +368,15 @@ func (b *backend) syncUpstream() {
 			b.log.Debug("the pool's listen was not sent; the one open stays", "err", err)
 		}
 	}
+}
+
+// watchesTools reports whether the pool itself needs the child's tool
+// changes: it trusts the child's annotations, whose hints a change makes
+// stale (forgetHintsIf), and the child declares that it sends them.
+func (b *backend) watchesTools() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cfg.TrustAnnotations && b.hs != nil && b.hs.honor(filter{ToolsListChanged: true}).ToolsListChanged
 }
 
 // upstreamEnded is told how a listen of the pool's ended (finish). When
@@ -416,6 +431,9 @@ func (b *backend) routeTagged(msg *jsonrpc.Message) bool {
 	if tag == nil {
 		return false
 	}
+	// The child's tools changed, whichever of the pool's listens says so:
+	// their hints may be stale (forgetting them costs only a retry).
+	b.forgetHintsIf(msg.Method)
 	poolID, ok := jsonrpc.ParseUint(tag)
 	var replaced *pending
 	b.up.mu.Lock()
@@ -434,7 +452,7 @@ func (b *backend) routeTagged(msg *jsonrpc.Message) bool {
 	params := msg.Params.Of(msg.Raw)
 	uri, _ := jsonrpc.String(params, jsonrpc.Member(params, "uri"))
 	for _, s := range b.sessions() {
-		s.deliverChange(b, msg, uri)
+		s.deliverChange(b, msg, uri, true)
 	}
 	return true
 }

@@ -633,3 +633,62 @@ func TestListenAChildEndsAtOnceIsNotReopenedForEver(t *testing.T) {
 		t.Errorf("after a listener came the child heard %d more listens, want 1", m-n)
 	}
 }
+
+// TestModernToolChangeForgetsHints: a modern child's tool, idempotent
+// when the pool learned the hints (trustAnnotations), loses its
+// annotation and the child says so (tools/list_changed, on the pool's
+// upstream listen). A call of it written when the child dies is not
+// repeated. The listener asks for tools changes, or only for prompts:
+// the pool's listen asks for tools changes anyway, for the hints, and
+// the listener does not get them. (Before, a tagged list_changed never
+// reached the hints, and with only a prompts listener the pool never
+// heard it: the call ran twice.)
+func TestModernToolChangeForgetsHints(t *testing.T) {
+	for _, kind := range []string{"tools", "prompts"} {
+		t.Run(kind+" listener", func(t *testing.T) {
+			counter := filepath.Join(shortTempDir(t), "count")
+			cfg := fake("srv", "-era", "modern")
+			cfg.TrustAnnotations = true
+			tp := newTestPool(t, nil, cfg)
+			l, c := tp.dial(t, "srv"), tp.dial(t, "srv")
+			openListen(t, l, `"l"`, `{"`+kind+`ListChanged":true}`)
+			awaitChange(t, c, l, kind, `"l"`)
+			c.send(`{"jsonrpc":"2.0","id":"list","method":"tools/list","params":{` + modernMeta + `}}`)
+			if m, _ := c.recvID(`"list"`); !strings.Contains(m.raw, `"idempotentHint":true`) {
+				t.Fatalf("tools/list: %s", m.raw)
+			}
+			// The child writes its list_changed before its answer.
+			callModern(c, `"retool"`, "retool", `{}`)
+			c.recvID(`"retool"`)
+			got := notifiedBefore(l, `"s"`)
+			if want := map[string][]string{"tools": {`notifications/tools/list_changed "l"`}}[kind]; !slices.Equal(got, want) {
+				t.Errorf("the listener got %q, want %q", got, want)
+			}
+			callModern(c, "1", "idem_count", fmt.Sprintf(`{"file":%q,"text":"x","ms":5000}`, counter))
+			eventually(t, "the call written", func() bool {
+				s := tp.Snapshot()
+				return len(s.InFlight) == 1 && s.InFlight[0].WrittenToChild
+			})
+			callModern(l, `"crash"`, "crash", `{}`)
+			if m, _ := c.recvID("1"); m.Error == nil || m.Error.Code != -32003 {
+				t.Fatalf("a call of a tool no longer idempotent, written to a child that died: %s, want -32003 (not repeated)", m.raw)
+			}
+		})
+	}
+}
+
+// TestLegacySessionOfModernChildGetsNoListenChange: a legacy session of a
+// modern child is promised no list changes (legacyView), and gets none
+// of what the pool's upstream listen carries for the child's listeners.
+// (It got each one, with the pool's own subscription tag.)
+func TestLegacySessionOfModernChildGetsNoListenChange(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern"))
+	l, old := tp.dial(t, "srv"), tp.dial(t, "srv")
+	old.initialize("old", "")
+	openListen(t, l, `"l"`, `{"toolsListChanged":true}`)
+	awaitChange(t, old, l, "tools", `"l"`)
+	old.call(`"n"`, "notify", `{"kind":"tools"}`)
+	if _, before := old.recvID(`"n"`); len(before) != 0 {
+		t.Errorf("the legacy session got %s", before[0].raw)
+	}
+}

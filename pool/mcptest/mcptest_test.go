@@ -345,7 +345,7 @@ func TestLegacyMethods(t *testing.T) {
 				}
 				annotations[tool.Name] = string(tool.Annotations)
 			}
-			want := "echo sleep_echo sleep count idem_count ro_count crash progress ro_progress ask big notify log pid end_listens"
+			want := "echo sleep_echo sleep count idem_count ro_count crash progress ro_progress ask big notify log pid end_listens retool"
 			if got := strings.Join(names, " "); got != want {
 				t.Errorf("tools %q, want %q", got, want)
 			}
@@ -1114,7 +1114,7 @@ func TestFlags(t *testing.T) {
 				t.Fatalf("a listen for a refused resource: %s", m.raw)
 			}
 		}},
-		{"end_listens", func(string) []string {
+		{"end_listens and retool", func(string) []string {
 			return []string{"-era", "modern"}
 		}, func(t *testing.T, f *fake, _ string) {
 			f.send(`{"jsonrpc":"2.0","id":"a","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
@@ -1123,6 +1123,13 @@ func TestFlags(t *testing.T) {
 			}
 			call := func(id, tool, args string) (msg, []msg) {
 				return f.request(id, "tools/call", `{"name":"`+tool+`","arguments":`+args+`,`+modernMeta+`}`)
+			}
+			m, notes := call("1", "retool", `{}`)
+			if m.text() != "retooled" || len(notes) != 1 || notes[0].Method != "notifications/tools/list_changed" {
+				t.Fatalf("retool: %s after %v", m.raw, notes)
+			}
+			if m, _ := f.request("2", "tools/list", `{`+modernMeta+`}`); strings.Contains(m.raw, "Hint") {
+				t.Fatalf("tools/list after retool: %s", m.raw)
 			}
 			// The listen's answer comes before end_listens' own.
 			if m, notes := call("3", "end_listens", `{}`); m.text() != "1" || len(notes) != 1 || string(notes[0].ID) != `"a"` || notes[0].Result == nil {

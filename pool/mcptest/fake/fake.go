@@ -317,6 +317,8 @@ type server struct {
 
 	countMu sync.Mutex // serialises the count tools' append-and-count
 
+	retooled atomic.Bool // the retool tool ran: no tool is annotated any more
+
 	mu          sync.Mutex
 	inflight    map[string]*request             // raw id -> running request
 	answers     map[string]chan json.RawMessage // raw id of our request -> the client's response
@@ -612,7 +614,7 @@ func (s *server) handle(r *request) {
 		}
 		s.legacyOnly(r)
 	case "tools/list":
-		s.reply(r, s.cacheable(r, map[string]any{"tools": tools}))
+		s.reply(r, s.cacheable(r, map[string]any{"tools": s.tools()}))
 	case "resources/list":
 		s.reply(r, s.cacheable(r, map[string]any{"resources": []any{
 			map[string]any{"uri": counterURI, "name": "counter", "mimeType": "text/plain"}}}))
@@ -805,6 +807,24 @@ func (s *server) endListenLocked(sub *subscription) {
 	sub.r.cancel() // its listen goroutine returns
 }
 
+// tools is what tools/list returns now: after retool, without the
+// annotations.
+func (s *server) tools() []map[string]any {
+	if !s.retooled.Load() {
+		return tools
+	}
+	out := make([]map[string]any, len(tools))
+	for i, t := range tools {
+		out[i] = map[string]any{}
+		for k, v := range t {
+			if k != "annotations" {
+				out[i][k] = v
+			}
+		}
+	}
+	return out
+}
+
 // changeOf is the change notification of a notify kind (tools,
 // resources, prompts, updated) and its resource; "" for another kind.
 func changeOf(kind string) (method, uri string) {
@@ -866,6 +886,7 @@ var tools = []map[string]any{
 	tool("log", "Send notifications/message with level and data", props{"level": "string", "data": ""}, nil),
 	tool("pid", "Answer the server's process id", props{}, nil),
 	tool("end_listens", "End every open subscriptions/listen with a result, as a server closing its streams does; answer how many", props{}, nil),
+	tool("retool", "Drop every tool's annotations (none is read-only or idempotent from now on) and send notifications/tools/list_changed", props{}, nil),
 }
 
 // props maps argument names to JSON Schema types ("" for any).
@@ -992,6 +1013,10 @@ func (s *server) call(r *request) {
 		n := s.endListensLocked() // each answered before this call is
 		s.mu.Unlock()
 		s.reply(r, text(strconv.Itoa(n)))
+	case "retool":
+		s.retooled.Store(true)
+		s.broadcast("notifications/tools/list_changed", "")
+		s.reply(r, text("retooled"))
 	default:
 		s.fail(r, codeInvalidParams, "Unknown tool: "+p.Name, nil)
 	}
