@@ -894,6 +894,19 @@ func (b *backend) leftBy(s *session) {
 	b.syncLogLevel()
 }
 
+// takeStakes carries to b, a backend just made for sessions whose child
+// was stopped or replaced (by the user, a config change, a child that
+// stopped for good), the subscriptions they held there: b hears them as
+// it becomes ready, as a restarted child does, so the sessions get its
+// resources/updated without subscribing again. Their log level needs no
+// carrying: b asks its sessions theirs as it becomes ready. Only b's own
+// sessions' stakes: a session's own child takes its session's alone.
+func (b *backend) takeStakes() {
+	for _, s := range b.sessions() {
+		s.moveStakes(b)
+	}
+}
+
 // detach forgets a session's stake in the child: its answers to the
 // child's requests become errors, its subscriptions are released.
 func (b *backend) detach(s *session, subs []string) {

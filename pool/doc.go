@@ -60,25 +60,31 @@
 //     one subscribe and one unsubscribe; each holder (a session, a listen)
 //     counts once, so nothing one sends can release another's stake; a
 //     change the pool refuses, or a subscribe the child refuses (the
-//     pool's own too: one carrying a session's stake to the child of its
-//     new roots, or a ready child's for every holder of the URI), leaves
-//     its holder holding nothing, so its next subscribe reaches the child;
-//     a session's stakes follow it to the child of its new roots, and one
-//     held at a child it no longer routes to (it was stopped or replaced)
-//     is released there as the session next subscribes or unsubscribes,
-//     a subscribe going on to the child it routes to now; a session that
-//     closes as its stakes move leaves none; a change is counted as it is
-//     queued, under one lock, so the child hears the changes in the order they
-//     were counted; a child becoming ready (the first, or a restarted one)
-//     is told what was subscribed until then, queued under the lock that
-//     makes it ready, and only a ready child is told of a change as it is
-//     made; the changes a dead child was sent are answered, not sent
-//     again; so each child hears of each URI once and in order:
+//     pool's own too: one carrying a session's stake to another child, or
+//     a ready child's for every holder of the URI), leaves its holder
+//     holding nothing, so its next subscribe reaches the child; a
+//     session's stakes follow it to the child of its new roots, and to the
+//     child made for it after its child was stopped or replaced (a stop, a
+//     config change): counted there as the child is made, by whichever of
+//     its sessions' requests makes it, so the child hears them as it
+//     becomes ready (a stop starts no child just to hold them); one still
+//     held at a child it no longer routes to is released there as the
+//     session next subscribes or unsubscribes, a subscribe going on to the
+//     child it routes to now; a session that closes as its stakes move
+//     leaves none; a change is counted as it is queued, under one lock, so
+//     the child hears the changes in the order they were counted; a child
+//     becoming ready (the first, or a restarted one) is told what was
+//     subscribed until then, queued under the lock that makes it ready,
+//     and only a ready child is told of a change as it is made; the
+//     changes a dead child was sent are answered, not sent again; so each
+//     child hears of each URI once and in order:
 //     [backend.onChildNotification], [session.deliverChange],
 //     [session.subscription], [session.undoSubscription],
 //     [backend.countLocked], [backend.refusedSubscribe],
-//     [session.refusedSubscribe], [session.carryStakes], [backend.send],
-//     [backend.changeSubscription], [backend.becomeReady], [backend.reap].
+//     [session.refusedSubscribe], [session.carryStakes],
+//     [server.currentLocked], [backend.takeStakes], [session.moveStakes],
+//     [backend.send], [backend.changeSubscription], [backend.becomeReady],
+//     [backend.reap].
 //   - A modern child's subscriptions/listen is one upstream stream for all
 //     the sessions that listen, each getting what its own filter asks;
 //     reopened for a new union, the old stream stays the source until the
@@ -127,9 +133,10 @@
 //     [rootsListResult].
 //   - logging/setLevel is per session: a child gets the most verbose level
 //     any session asked for, a child its sessions come to (new roots, a
-//     stop) as it becomes ready, and each session only the messages its
-//     own level admits: [session.setLogLevel], [backend.syncLogLevel],
-//     [backend.becomeReady], [session.carryStakes], [session.admitsLog].
+//     stop, a config change) as it becomes ready, and each session only
+//     the messages its own level admits: [session.setLogLevel],
+//     [backend.syncLogLevel], [backend.becomeReady], [session.carryStakes],
+//     [session.admitsLog].
 //   - What reaches a child is what the pool classified: malformed lines,
 //     ambiguous keys and duplicate in-flight ids get an error for that
 //     client only; oversize lines are skipped and answered; notifications

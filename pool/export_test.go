@@ -42,10 +42,10 @@ func CloseAskedSessions(n int) (closed <-chan string, restore func()) {
 	return names, func() { testHookPicked = nil }
 }
 
-// CloseCarryingSessions makes the pool close a session whose roots
-// changed as it carries its subscriptions to the child of its new roots,
-// before they are counted there, until restore is called (after the pool
-// closed).
+// CloseCarryingSessions makes the pool close a session as it carries its
+// subscriptions to another child (of its new roots, or one started after
+// a stop), before they are counted there, until restore is called (after
+// the pool closed).
 func CloseCarryingSessions() (restore func()) {
 	testHookCarrying = func(s *session) { s.close(errors.New("closed as its stakes were carried")) }
 	return func() { testHookCarrying = nil }

@@ -45,14 +45,27 @@ func TestLogLevelFollowsToAFreshChild(t *testing.T) {
 	}
 }
 
-// After the user stops a server, the child a session's next request starts
-// (its own, or its roots' shared one) is set to the level it asked for.
+// After the user stops a server, or a config change replaces its child,
+// the child a session's next request starts (its own, or its roots'
+// shared one) is set to the level it asked for.
 func TestLogLevelFollowsToTheChildAfterStop(t *testing.T) {
-	for _, share := range []pool.Share{pool.ShareSession, pool.ShareShared} {
-		t.Run(string(share), func(t *testing.T) {
+	stop := func(tp *testPool, _ pool.ServerConfig) error { return tp.Stop("fs") }
+	for _, tc := range []struct {
+		name  string
+		share pool.Share
+		stop  func(*testPool, pool.ServerConfig) error
+	}{
+		{string(pool.ShareSession), pool.ShareSession, stop},
+		{string(pool.ShareShared), pool.ShareShared, stop},
+		{"reload/shared", pool.ShareShared, func(tp *testPool, cfg pool.ServerConfig) error {
+			cfg.Env = map[string]string{"SWITCHBOARD_TEST_RELOAD": "1"}
+			return tp.Apply([]pool.ServerConfig{cfg})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			logPath := filepath.Join(shortTempDir(t), "child.log")
 			cfg := fake("fs", "-log", logPath)
-			cfg.Share = share
+			cfg.Share = tc.share
 			tp := newTestPool(t, nil, cfg)
 			a := tp.dial(t, "fs")
 			a.initialize("a", "")
@@ -61,7 +74,7 @@ func TestLogLevelFollowsToTheChildAfterStop(t *testing.T) {
 			if m, _ := a.recvID("2"); m.Error != nil {
 				t.Fatalf("setLevel: %s", m.raw)
 			}
-			if err := tp.Stop("fs"); err != nil {
+			if err := tc.stop(tp, cfg); err != nil {
 				t.Fatal(err)
 			}
 			if second := a.pidOf("3"); second == first {

@@ -272,6 +272,16 @@ func (s *session) carryStakes(from *backend) {
 	if err != nil {
 		return // no child for its roots: updates come with the next that starts, as its requests say
 	}
+	s.moveStakes(to)
+}
+
+// moveStakes moves the session's subscriptions held at other children to
+// to, the child it routes to now: each old child hears its last holder's
+// unsubscribe, to its first holder's subscribe (as it becomes ready, if
+// it is not yet). A stake to cannot take (it stopped, its table is full)
+// is forgotten, as is one to refuses when it hears it, so that the
+// session's next subscribe reaches the child.
+func (s *session) moveStakes(to *backend) {
 	type stake struct {
 		uri  string
 		from *backend
@@ -285,7 +295,7 @@ func (s *session) carryStakes(from *backend) {
 		}
 	}
 	s.mu.Unlock()
-	if testHookCarrying != nil {
+	if testHookCarrying != nil && len(moved) > 0 {
 		testHookCarrying(s)
 	}
 	for _, m := range moved {
@@ -304,6 +314,6 @@ func (s *session) carryStakes(from *backend) {
 	}
 }
 
-// testHookCarrying, when set, runs in carryStakes between the session's
+// testHookCarrying, when set, runs in moveStakes between the session's
 // record of its stakes' new child and their count there.
 var testHookCarrying func(*session)

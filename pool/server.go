@@ -193,29 +193,35 @@ func (s *server) backendAs(sess *session, caps *clientCaps) (*backend, error) {
 	}
 	roots := sess.partitionRoots()
 	s.mu.Lock()
-	b, reclaimed, err := s.backendAsLocked(sess, roots, caps)
+	b, reclaimed, made, err := s.backendAsLocked(sess, roots, caps)
 	s.mu.Unlock()
 	s.stopReclaimed(reclaimed)
+	if made {
+		b.takeStakes()
+	}
 	return b, err
 }
 
-func (s *server) backendAsLocked(sess *session, roots []string, caps *clientCaps) (b, reclaimed *backend, err error) {
+// backendAsLocked is backendAs under s.mu; made says b is a backend it
+// made, whose sessions' stakes the caller carries to it (takeStakes)
+// once it has let go of s.mu.
+func (s *server) backendAsLocked(sess *session, roots []string, caps *clientCaps) (b, reclaimed *backend, made bool, err error) {
 	if s.removed {
-		return nil, nil, fmt.Errorf("server %q was removed from the config", s.name)
+		return nil, nil, false, fmt.Errorf("server %q was removed from the config", s.name)
 	}
 	if s.cfg.Disabled {
-		return nil, nil, fmt.Errorf("%w: %q", ErrDisabled, s.name)
+		return nil, nil, false, fmt.Errorf("%w: %q", ErrDisabled, s.name)
 	}
 	if _, ok := s.sessions[sess]; !ok {
-		return nil, nil, errSessionEnded
+		return nil, nil, false, errSessionEnded
 	}
 	if sess.ownChild {
 		if b := s.perSession[sess]; b != nil {
-			return b, nil, nil
+			return b, nil, false, nil
 		}
 		b := newBackend(s, s.cfg, sess, roots, capsOf(sess, caps))
 		s.perSession[sess] = b
-		return b, nil, nil
+		return b, nil, true, nil
 	}
 	if s.cfg.Share == ShareGlobal {
 		roots = nil
@@ -232,20 +238,21 @@ func capsOf(sess *session, caps *clientCaps) clientCaps {
 	return sess.capabilities()
 }
 
-// currentLocked returns the partition's backend, starting one. Past the
-// server's share of children (Options.MaxRootsChildren), the child of
-// another partition that no session is in makes room (spareLocked): it is
-// taken out here and returned as reclaimed, for the caller to stop once it
-// has let go of s.mu (stopReclaimed). When every child has sessions, the
-// request is refused.
-func (s *server) currentLocked(pt *partition, caps clientCaps) (b, reclaimed *backend, err error) {
+// currentLocked returns the partition's backend, starting one (made).
+// Past the server's share of children (Options.MaxRootsChildren), the
+// child of another partition that no session is in makes room
+// (spareLocked): it is taken out here and returned as reclaimed, for the
+// caller to stop once it has let go of s.mu (stopReclaimed). When every
+// child has sessions, the request is refused. The caller carries a made
+// backend's sessions' stakes to it (takeStakes) once it has let go of s.mu.
+func (s *server) currentLocked(pt *partition, caps clientCaps) (b, reclaimed *backend, made bool, err error) {
 	if b := pt.current.Load(); b != nil {
-		return b, nil, nil
+		return b, nil, false, nil
 	}
 	if running := s.runningLocked(); running >= s.p.opts.MaxRootsChildren {
 		spare := s.spareLocked()
 		if spare == nil {
-			return nil, nil, newError(errRootsChildren, false, s.name, s.name, running)
+			return nil, nil, false, newError(errRootsChildren, false, s.name, s.name, running)
 		}
 		reclaimed = s.retireLocked(spare)
 	}
@@ -254,7 +261,7 @@ func (s *server) currentLocked(pt *partition, caps clientCaps) (b, reclaimed *ba
 	if len(pt.members) == 0 {
 		s.armIdleLocked(pt)
 	}
-	return b, reclaimed, nil
+	return b, reclaimed, true, nil
 }
 
 // runningLocked is how many children the server's partitions run.
@@ -329,11 +336,14 @@ func (s *server) handshake(sess *session) (*handshake, error) {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: %q", ErrDisabled, s.name)
 	}
-	b, reclaimed, err := s.currentLocked(s.partLocked("", nil), sess.capabilities())
+	b, reclaimed, made, err := s.currentLocked(s.partLocked("", nil), sess.capabilities())
 	s.mu.Unlock()
 	s.stopReclaimed(reclaimed)
 	if err != nil {
 		return nil, err
+	}
+	if made {
+		b.takeStakes()
 	}
 	return sess.awaitHandshake(b)
 }

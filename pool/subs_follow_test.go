@@ -232,3 +232,162 @@ func TestUncarriedSubscribeLeavesNoStake(t *testing.T) {
 		t.Errorf("a's subscribe after its stake could not be carried did not reach the child: %d subscribes in all, want 2", n)
 	}
 }
+
+// updatedReaches polls: from sends notify (kind "updated") to its child
+// until to, a session of the same child, gets resources/updated, or the
+// deadline passes. Polling, because the fake handles a subscribe and a
+// later call on goroutines of their own.
+func updatedReaches(t *testing.T, from, to *client, logPath string) {
+	t.Helper()
+	n := 0
+	eventually(t, "resources/updated without a new subscribe", func() bool {
+		n++
+		id := fmt.Sprintf(`"notify-%d"`, n)
+		from.call(id, "notify", `{"kind":"updated"}`)
+		_, other := from.recvID(id)
+		if to != from {
+			to.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"ping"}`, id)) // behind anything delivered to it before from's answer
+			_, other = to.recvID(id)
+		}
+		return slices.ContainsFunc(other, func(m msg) bool { return m.Method == "notifications/resources/updated" })
+	}, func() string {
+		return fmt.Sprintf("the children heard %d subscribes", countMethod(childLog(t, logPath), "resources/subscribe"))
+	})
+}
+
+// After the user stops a server, or a config change replaces its child,
+// a session's subscriptions follow it to the child started next (by its
+// own request, or another session's of the same child): it gets the
+// child's resources/updated without subscribing again, and the child
+// hears one subscribe.
+func TestSubscriptionsFollowToTheChildAfterStop(t *testing.T) {
+	stop := func(tp *testPool, _ pool.ServerConfig) error { return tp.Stop("fs") }
+	reload := func(tp *testPool, cfg pool.ServerConfig) error {
+		cfg.Env = map[string]string{"SWITCHBOARD_TEST_RELOAD": "1"}
+		return tp.Apply([]pool.ServerConfig{cfg})
+	}
+	for _, tc := range []struct {
+		name  string
+		share pool.Share
+		roots bool // the sessions declare roots: their partition's child
+		other bool // another session's request starts the new child
+		stop  func(*testPool, pool.ServerConfig) error
+	}{
+		{"stop/session", pool.ShareSession, false, false, stop},
+		{"stop/shared", pool.ShareShared, false, false, stop},
+		{"stop/shared/roots", pool.ShareShared, true, false, stop},
+		{"stop/shared/other", pool.ShareShared, true, true, stop},
+		{"reload/shared", pool.ShareShared, false, false, reload},
+		{"reload/shared/other", pool.ShareShared, true, true, reload},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logPath := filepath.Join(shortTempDir(t), "child.log")
+			cfg := fake("fs", "-log", logPath)
+			cfg.Share = tc.share
+			tp := newTestPool(t, nil, cfg)
+			open := func(name string) *client {
+				c := tp.dial(t, "fs")
+				if tc.roots {
+					c.initRoots(name, "file:///work/a")
+				} else {
+					c.initialize(name, "")
+				}
+				return c
+			}
+			a := open("a")
+			first := a.pidOf("1")
+			a.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
+			if m, _ := a.recvID("2"); m.Error != nil {
+				t.Fatalf("subscribe: %s", m.raw)
+			}
+			starter := a
+			if tc.other {
+				starter = open("b")
+				if got := starter.pidOf("1"); got != first {
+					t.Fatalf("same roots, other child: %s, %s", got, first)
+				}
+			}
+			if err := tc.stop(tp, cfg); err != nil {
+				t.Fatal(err)
+			}
+			if second := starter.pidOf("3"); second == first {
+				t.Fatalf("stopped, same child %s", second)
+			}
+			updatedReaches(t, starter, a, logPath)
+			if n := countMethod(childLog(t, logPath), "resources/subscribe"); n != 2 {
+				t.Errorf("the children heard %d subscribes, want 2 (one each)", n)
+			}
+		})
+	}
+}
+
+// One session's subscriptions never reach another session's own child:
+// after a stop, each session's next request starts its own child, and
+// only the subscriber's hears a subscribe.
+func TestSubscriptionsFollowOnlyTheirSession(t *testing.T) {
+	logPath := filepath.Join(shortTempDir(t), "child.log")
+	cfg := fake("fs", "-log", logPath)
+	cfg.Share = pool.ShareSession
+	tp := newTestPool(t, nil, cfg)
+	a, b := tp.dial(t, "fs"), tp.dial(t, "fs")
+	a.initialize("a", "")
+	b.initialize("b", "")
+	a.pidOf("1")
+	b.pidOf("1")
+	a.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
+	if m, _ := a.recvID("2"); m.Error != nil {
+		t.Fatalf("subscribe: %s", m.raw)
+	}
+	if err := tp.Stop("fs"); err != nil {
+		t.Fatal(err)
+	}
+	b.pidOf("3")
+	b.pidOf("4") // what b's new child was queued as it became ready is ahead of this
+	if n := countMethod(childLog(t, logPath), "resources/subscribe"); n != 1 {
+		t.Fatalf("b's new child was sent a's subscription: %d subscribes in all, want 1", n)
+	}
+	a.pidOf("3")
+	updatedReaches(t, a, a, logPath)
+	b.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	if _, other := b.recvID("5"); slices.ContainsFunc(other, func(m msg) bool { return m.Method == "notifications/resources/updated" }) {
+		t.Errorf("b, which never subscribed, got a's update")
+	}
+	if n := countMethod(childLog(t, logPath), "resources/subscribe"); n != 2 {
+		t.Errorf("the children heard %d subscribes, want 2 (a's first child and its new one)", n)
+	}
+}
+
+// A subscription carried to the child started after a stop, which refuses
+// it, is held by nobody there: the session's next subscribe reaches the
+// child and gets its refusal, not the pool's {}.
+func TestRefusedSubscribeAfterStopLeavesNoStake(t *testing.T) {
+	cfg, logPath, marker := refusingThirdChild(t)
+	tp := newTestPool(t, nil, cfg)
+	a := tp.dial(t, "fs")
+	a.initRoots("a", "file:///work/a")
+	first := a.pidOf("1")
+	a.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
+	if m, _ := a.recvID("2"); m.Error != nil {
+		t.Fatalf("subscribe at the first child: %s", m.raw)
+	}
+	if err := tp.Stop("fs"); err != nil {
+		t.Fatal(err)
+	}
+	if second := a.pidOf("3"); second == first {
+		t.Fatalf("stopped, same child %s", second)
+	}
+	wantChildrenStarted(t, marker, "3")
+	eventually(t, "the carried subscribe to reach the new child", func() bool {
+		return countMethod(childLog(t, logPath), "resources/subscribe") == 2
+	})
+	n := 0
+	eventually(t, "a's subscribe to reach the child that refused its carried one", func() bool {
+		n++
+		id := fmt.Sprintf(`"again-%d"`, n)
+		a.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`, id))
+		m, _ := a.recvID(id)
+		return m.Error != nil // {} from the pool until the child's refusal of the carried one is in
+	}, func() string {
+		return fmt.Sprintf("the children heard %d subscribes", countMethod(childLog(t, logPath), "resources/subscribe"))
+	})
+}
