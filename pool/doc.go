@@ -128,8 +128,10 @@
 //     roots/list from the partition. While the pool asks a client its
 //     roots, the client's messages wait, and then go on in order, whoever
 //     ends the ask (its answer, its timer): what the client sends
-//     meanwhile waits behind them: [session.holdForRoots],
-//     [session.rootsAnswered], [session.replayHeld], [server.backendFor],
+//     meanwhile waits behind them; a replay takes each message from the
+//     queue only as it handles it, and a hand-back takes to the shim those
+//     it has not taken: [session.holdForRoots], [session.rootsAnswered],
+//     [session.replayHeld], [session.takeHeld], [server.backendFor],
 //     [rootsListResult].
 //   - logging/setLevel is per session: a child gets the most verbose level
 //     any session asked for, a child its sessions come to (new roots, a

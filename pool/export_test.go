@@ -3,6 +3,7 @@ package pool
 import (
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -49,4 +50,28 @@ func CloseAskedSessions(n int) (closed <-chan string, restore func()) {
 func CloseCarryingSessions() (restore func()) {
 	testHookCarrying = func(s *session) { s.close(errors.New("closed as its stakes were carried")) }
 	return func() { testHookCarrying = nil }
+}
+
+// SetRootsAskTimeout sets how long a session's messages wait for its
+// answer to roots/list, until restore is called (after the pool closed).
+func SetRootsAskTimeout(d time.Duration) (restore func()) {
+	old := rootsAskTimeout
+	rootsAskTimeout = d
+	return func() { rootsAskTimeout = old }
+}
+
+// PauseAfterReplayed makes the pool stop after the first message it
+// replays of those a session's roots answer held, until resume is called;
+// paused is closed when it stops. Until restore is called (after the pool
+// closed).
+func PauseAfterReplayed() (paused <-chan struct{}, resume, restore func()) {
+	stopped, resumed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	testHookReplayed = func(*session) {
+		once.Do(func() {
+			close(stopped)
+			<-resumed
+		})
+	}
+	return stopped, sync.OnceFunc(func() { close(resumed) }), func() { testHookReplayed = nil }
 }

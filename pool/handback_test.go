@@ -266,3 +266,53 @@ func (tp *testPool) resumeAttached(t *testing.T, server string, init, pending []
 		Resume: &wire.Resume{Run: "earlier", Session: "s1", Initialize: init, PendingBytes: len(pending)}})
 	return tp.attachHello(t, hello, nil, pending)
 }
+
+// TestHandBackTakesWhatAReplayLeavesHeld: a client's messages held while
+// the pool asks its roots are replayed when the ask times out; one of them
+// (its roots/list_changed) makes the pool ask again, and those after it
+// wait for that answer. A hand-back that comes as the replay runs takes
+// them to the shim. Before, the replay had them in hand as the reader
+// handed over what was held, and put them back afterwards where nobody
+// would take them again: neither answered nor handed back, their client
+// waited for ever.
+func TestHandBackTakesWhatAReplayLeavesHeld(t *testing.T) {
+	t.Cleanup(pool.SetRootsAskTimeout(250 * time.Millisecond))
+	paused, resume, restore := pool.PauseAfterReplayed()
+	t.Cleanup(restore)
+	tp := newTestPool(t, &pool.Options{StopGrace: 300 * time.Millisecond}, fake("fs"))
+	t.Cleanup(resume) // before the pool closes: the replay must not stay paused
+
+	a := tp.attach(t, "fs")
+	a.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"a","version":"1"}}}`)
+	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pid","arguments":{}}}`
+	// One write: the reader holds what follows initialized at once, well
+	// before the ask that initialized starts times out.
+	if _, err := a.in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}` + "\n" + call + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := a.out.ReadString('\n'); err != nil || !strings.Contains(line, `"roots/list"`) {
+		t.Fatalf("want the pool's roots/list, got %q, %v", line, err)
+	}
+	select { // the ask timed out; list_changed, replayed, asked again
+	case <-paused:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the held messages were not replayed")
+	}
+
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tp.Close()
+	}()
+	bye := a.goodbye(10 * time.Second)
+	resume()
+	<-stopped
+	if bye.End != wire.EndPoolStopping || string(bye.Pending) != call+"\n" {
+		t.Errorf("farewell %q with Pending %q, want %q with the call the replay had not reached: %q",
+			bye.End, bye.Pending, wire.EndPoolStopping, call+"\n")
+	}
+	if got := a.rest(t); strings.Contains(got, `"id":7`) {
+		t.Errorf("the stopped pool answered the call %q, and handed it back too", got)
+	}
+}

@@ -27,7 +27,8 @@ import (
 
 // rootsAskTimeout bounds how long a session's requests wait for its
 // answer to roots/list; past it, the session counts as declaring none.
-const rootsAskTimeout = 10 * time.Second
+// A variable for tests.
+var rootsAskTimeout = 10 * time.Second
 
 // rootsKey names a partition: the sorted, distinct URIs.
 func rootsKey(roots []string) string { return strings.Join(roots, "\n") }
@@ -169,43 +170,48 @@ func (s *session) rootsAnswered(id string, roots []string) {
 	from := s.srv.move(s)
 	s.srv.rootsChanged(s)
 	s.carryStakes(from)
-	for !running && s.replayHeld() {
+	if !running {
+		s.replayHeld()
 	}
 	s.mu.Lock()
 	s.quietLocked() // a draining session may be waiting on this ask
 	s.mu.Unlock()
 }
 
-// replayHeld handles what is held, in order, and reports whether more
-// came meanwhile. It stops, leaving the rest held, when a held message
-// made the pool ask the client's roots again: that ask's answer goes on.
-func (s *session) replayHeld() (more bool) {
-	s.mu.Lock()
-	held := s.held
-	s.held, s.heldBytes = nil, 0
-	if len(held) == 0 {
-		s.replaying = false
-	}
-	s.mu.Unlock()
-	for i, h := range held {
+// replayHeld handles what is held, in order, taking each message from the
+// queue only as it handles it, until none is left. It stops, leaving the
+// rest held, when a held message made the pool ask the client's roots
+// again: that ask's answer goes on. What it has not taken stays where a
+// hand-back takes it (takeHeld), so a message it had not reached is
+// handed back rather than put back after the shim got what was held.
+func (s *session) replayHeld() {
+	for {
 		s.mu.Lock()
-		if s.rootsAsk != "" {
-			rest := append(held[i:len(held):len(held)], s.held...)
-			s.held, s.heldBytes = rest, 0
-			for _, r := range rest {
-				s.heldBytes += len(r.line)
+		if s.rootsAsk != "" || len(s.held) == 0 {
+			if len(s.held) == 0 {
+				s.held = nil
 			}
 			s.replaying = false
 			s.mu.Unlock()
-			return false
+			return
 		}
+		h := s.held[0]
+		s.held[0] = heldMessage{}
+		s.held = s.held[1:]
+		s.heldBytes -= len(h.line)
 		s.mu.Unlock()
 		if msg, err := jsonrpc.Parse(h.line); err == nil { // it was, when it was held
 			s.dispatch(&msg, h.x)
 		}
+		if testHookReplayed != nil {
+			testHookReplayed(s)
+		}
 	}
-	return len(held) > 0
 }
+
+// testHookReplayed, when set, runs in replayHeld after each held message
+// it handled.
+var testHookReplayed func(*session)
 
 // rootsChanged tells a session's own child, if it runs, that its roots
 // (its session's) may have changed: it asks them again. A shared child's
