@@ -2,6 +2,7 @@ package pool
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -1106,9 +1107,22 @@ func (b *backend) listToolsForHints() {
 	b.mu.Lock()
 	need := b.cfg.TrustAnnotations && len(b.hints) == 0
 	b.mu.Unlock()
-	if need {
-		b.internalRequest("tools/list", []byte("{}"))
+	if !need {
+		return
 	}
+	params := []byte("{}")
+	if b.isModern() { // a 2026-07-28 child refuses a request without its _meta
+		params, _ = json.Marshal(map[string]any{"_meta": b.p.ownMeta()})
+	}
+	b.internalRequest("tools/list", params)
+}
+
+// ownMeta is the _meta of the pool's own requests to a 2026-07-28 child:
+// the revision, no client capabilities (the pool answers no questions of
+// its own) and the pool's client info.
+func (p *Pool) ownMeta() map[string]any {
+	info, _ := json.Marshal(p.opts.ClientInfo)
+	return map[string]any{metaProtocolVersion: Modern, metaClientCapabilities: map[string]any{}, metaClientInfo: json.RawMessage(info)}
 }
 
 func (b *backend) forgetHintsIf(method string) {

@@ -797,3 +797,34 @@ func TestStopStopsSessionsOwnChildren(t *testing.T) {
 		t.Errorf("after Stop the session's call ran on the child that was stopped (%s)", first)
 	}
 }
+
+// The same with a 2026-07-28 child, which refuses a request without its
+// _meta: the pool's own tools/list carries one, so the hints it learns
+// let a read-only call be retried after a crash. (It went without, was
+// refused, and the call got -32003.)
+func TestTrustedRetryWithoutAClientToolsListOfAModernChild(t *testing.T) {
+	cfg := fake("srv", "-era", "modern")
+	cfg.TrustAnnotations = true
+	tp := newTestPool(t, nil, cfg)
+	c := tp.dial(t, "srv")
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ro_progress","arguments":{"steps":6,"ms":150},` +
+		`"_meta":{"progressToken":"tok","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	// The child answered the pool's tools/list, sent as it became ready,
+	// before this call's first progress.
+	if m := c.recv(); m.Method != "notifications/progress" {
+		t.Fatalf("before the crash: %s", m.raw)
+	}
+	if err := syscall.Kill(tp.Snapshot().Backends[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m := c.recv()
+		if m.Method != "" {
+			continue // the retried call's progress
+		}
+		if m.Error != nil || m.text() != "done" {
+			t.Fatalf("a read-only call written to a child that died: %s, want it retried and answered", m.raw)
+		}
+		break
+	}
+}

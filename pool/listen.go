@@ -338,9 +338,7 @@ func (b *backend) syncUpstream() {
 		end = append(end, b.up.next) // the change went back before the child acknowledged it
 		b.up.next = nil
 	default:
-		info, _ := json.Marshal(b.p.opts.ClientInfo)
-		params, _ := json.Marshal(map[string]any{"notifications": want, "_meta": map[string]any{
-			metaProtocolVersion: Modern, metaClientCapabilities: map[string]any{}, metaClientInfo: json.RawMessage(info)}})
+		params, _ := json.Marshal(map[string]any{"notifications": want, "_meta": b.p.ownMeta()})
 		id := b.p.nextID.Add(1)
 		p = &pending{id: id, method: "subscriptions/listen", received: time.Now(), reply: make(chan []byte, 1),
 			line: jsonrpc.AppendRequest(nil, id, "subscriptions/listen", params), open: true}
