@@ -299,13 +299,14 @@ func (s *session) handBackBy(deadline time.Time) {
 }
 
 // waitIdle waits until the session has nothing in flight, it closes, or
-// the deadline passes.
+// the deadline passes. A replay of held messages counts as in flight: the
+// message it took is not yet a request in flight, and is not held either.
 func (s *session) waitIdle(deadline time.Time) {
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	for {
 		s.mu.Lock()
-		busy := s.busyLocked()
+		busy := s.busyLocked() || s.replaying
 		if busy && s.quiet == nil {
 			s.quiet = make(chan struct{})
 		}
