@@ -148,7 +148,16 @@
 //     when the POST takes an event stream, a listen's notifications),
 //     reaches the POST that carried it from the request's own record, its
 //     exchange: nothing is parsed again to find who asked. A legacy
-//     session's other messages go to its GET stream, or nowhere. Every
+//     session's other messages go to its GET stream, in order, each an
+//     event with an id; with no stream open a notification is dropped and
+//     a request waits for the next stream. A stream that ends leaves to
+//     the next what it had not written whole, and the requests it wrote
+//     that still wait for their answers, except what a resuming client's
+//     Last-Event-ID says it has; past Options.SessionQueue notifications
+//     are dropped, and a request that finds no room is answered in the
+//     client's place with an error: [httpSession.toStream],
+//     [httpSession.refuse], [httpSession.startStream],
+//     [httpSession.keepAsked], [httpSession.endStream], [stillAsked]. Every
 //     2026-07-28 request POSTed to a server is an exchange on that
 //     server's one stateless session, under a key of its own (clients'
 //     ids and tokens collide there), its own _meta deciding era bridging

@@ -22,6 +22,21 @@ func SetStreamWriteTimeout(d time.Duration) (restore func()) {
 	return func() { streamWriteTimeout = old }
 }
 
+// HTTPStreamWaiting is how many messages wait for legacy HTTP session
+// sid's GET stream to write them.
+func HTTPStreamWaiting(h http.Handler, sid string) int {
+	f := h.(*httpFront)
+	f.mu.Lock()
+	hs := f.sessions[sid]
+	f.mu.Unlock()
+	if hs == nil {
+		return 0
+	}
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return len(hs.waiting)
+}
+
 // CloseAskedSessions makes the pool close the session it picks to ask a
 // child's question, after the pick and before the question is recorded,
 // the first n times, until restore is called (after the pool closed).

@@ -62,14 +62,34 @@ type httpFront struct {
 
 // httpSession is a legacy pool session over HTTP: each request is
 // answered on the POST that carried it (its exchange); everything else
-// goes to the GET stream, if one is open, and is dropped otherwise.
+// goes to the GET stream. Its queue outlives each stream: a client whose
+// stream ends (it stopped reading, it went away) gets on its next one
+// what that stream had not written whole, and again the requests it had
+// written that are still unanswered, for a request lost with a stream
+// leaves its asker waiting. With no stream open, a notification is
+// dropped; a request waits for the next stream.
 type httpSession struct {
-	s *session // set once the session exists, before hs is shared
+	s     *session // set once the session exists, before hs is shared
+	limit int      // Options.SessionQueue: the bound of waiting, and of asked
+	wake  chan struct{}
 
-	mu       sync.Mutex
-	stream   chan []byte // the GET stream, or nil
-	posts    int         // POSTs waiting for their answers
-	lastUsed time.Time
+	mu        sync.Mutex
+	stream    bool         // a GET stream is open
+	waiting   []streamLine // for the GET stream, not yet written whole, in order
+	asked     []streamLine // requests the open stream wrote and the client has not answered
+	lastEvent uint64       // the last SSE event id given out
+	posts     int          // POSTs waiting for their answers
+	lastUsed  time.Time
+}
+
+// streamLine is a message for a legacy session's GET stream, under its
+// SSE event id (Last-Event-ID names it when the client resumes).
+type streamLine struct {
+	id      uint64
+	line    []byte
+	reqID   string // a request's id bytes; "" for a notification
+	method  string // a request's method
+	written bool   // a request a stream wrote before (keepAsked)
 }
 
 // statelessHTTP is a server's stateless session: every 2026-07-28
@@ -217,6 +237,9 @@ func readBody(r *http.Request, limit int) ([]byte, error) {
 func (h *httpFront) legacy(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message) {
 	if msg.Kind != jsonrpc.KindRequest {
 		hs.touch(0)
+		if msg.Kind == jsonrpc.KindResponse {
+			hs.answered(string(msg.IDBytes()))
+		}
 		hs.s.handleMessage(msg, nil)
 		w.WriteHeader(http.StatusAccepted)
 		return
@@ -335,27 +358,26 @@ func startSSE(w http.ResponseWriter, flusher *http.Flusher) bool {
 }
 
 // listen is a legacy client's GET stream: the session's messages that
-// answer no POST.
+// answer no POST, each an SSE event with an id. A stream that ends (its
+// client went away, or took nothing for streamWriteTimeout) leaves what
+// it had not written whole, and the requests it wrote that are still
+// unanswered, to the session's next stream (endStream): an event cut
+// short may have reached the client, or not, and so may one the client
+// never read, and a request lost would leave its asker waiting. Sent
+// again they may arrive twice; the client answers by id, and only the
+// first answer reaches the asker. A client that resumes with
+// Last-Event-ID gets again only what came after that event.
 func (h *httpFront) listen(w http.ResponseWriter, r *http.Request, hs *httpSession) {
 	if _, ok := w.(http.Flusher); !ok {
 		httpError(w, http.StatusInternalServerError, nil, jsonrpc.CodeInternalError, "streaming unsupported")
 		return
 	}
-	ch := make(chan []byte, 64)
-	hs.mu.Lock()
-	if hs.stream != nil {
-		hs.mu.Unlock()
+	last, _ := strconv.ParseUint(r.Header.Get("Last-Event-ID"), 10, 64)
+	if !hs.startStream(last) {
 		httpError(w, http.StatusConflict, nil, jsonrpc.CodeInvalidRequest, "this session already has a GET stream")
 		return
 	}
-	hs.stream = ch
-	hs.mu.Unlock()
-	defer func() {
-		hs.mu.Lock()
-		hs.stream = nil
-		hs.lastUsed = time.Now()
-		hs.mu.Unlock()
-	}()
+	defer hs.endStream()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -364,12 +386,12 @@ func (h *httpFront) listen(w http.ResponseWriter, r *http.Request, hs *httpSessi
 	// it does not take within streamWriteTimeout ends the stream.
 	rc := http.NewResponseController(w)
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
-	send := func(line []byte) bool {
+	send := func(e *streamLine) bool {
 		if err := rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return false
 		}
-		if line != nil {
-			if _, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", line); err != nil {
+		if e != nil {
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: message\ndata: %s\n\n", e.id, e.line); err != nil {
 				return false
 			}
 		}
@@ -380,13 +402,28 @@ func (h *httpFront) listen(w http.ResponseWriter, r *http.Request, hs *httpSessi
 	}
 	for {
 		select {
-		case line := <-ch:
-			if !send(line) {
-				return
-			}
 		case <-r.Context().Done():
 			return
 		case <-hs.s.closed:
+			return
+		default:
+		}
+		e, ok := hs.next()
+		if !ok {
+			select {
+			case <-hs.wake:
+			case <-r.Context().Done():
+				return
+			case <-hs.s.closed:
+				return
+			}
+			continue
+		}
+		if e.reqID != "" && !hs.keepAsked(e) {
+			continue // written before, and nothing waits for its answer now
+		}
+		if !send(&e) {
+			hs.putBack(e)
 			return
 		}
 	}
@@ -400,12 +437,12 @@ func (h *httpFront) open(name string) (*httpSession, string, error) {
 	if err := h.makeRoom(name); err != nil {
 		return nil, "", err
 	}
-	hs := &httpSession{lastUsed: time.Now()}
+	hs := &httpSession{limit: h.p.opts.SessionQueue, wake: make(chan struct{}, 1), lastUsed: time.Now()}
 	s, err := h.p.newSession(name, sessionSetup{transport: "http", receiver: hs.streaming, sink: hs.toStream})
 	if err != nil {
 		return nil, "", err
 	}
-	hs.s = s // before hs is shared: the session's callbacks use only hs.mu's fields
+	hs.s = s // before hs is shared: the session's callbacks use only hs.mu's fields, but for a request's (refuse), which comes after a stream opened
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	sid := hex.EncodeToString(b[:])
@@ -514,23 +551,169 @@ func (hs *httpSession) lastUsedAt() time.Time {
 func (hs *httpSession) streaming() bool {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	return hs.stream != nil
+	return hs.stream
 }
 
 // toStream is a legacy session's output: a message that answers no POST
-// goes to the GET stream without blocking; with none open, or one that
-// cannot keep up, it is dropped.
+// is queued for the GET stream without blocking. With no stream open, a
+// notification is dropped, and a request (one a stream was open for when
+// its asker picked the session) waits for the next stream. Past the
+// queue's bound notifications are dropped, the oldest queued first to
+// make room for a request; a request that still finds no room is refused.
 func (hs *httpSession) toStream(line []byte) {
+	e := streamLine{line: line}
+	if msg, err := jsonrpc.Parse(line); err == nil && msg.Kind == jsonrpc.KindRequest {
+		e.reqID, e.method = string(msg.IDBytes()), msg.Method
+	}
 	hs.mu.Lock()
-	stream := hs.stream
-	hs.mu.Unlock()
-	if stream == nil {
+	if !hs.stream && e.reqID == "" {
+		hs.mu.Unlock()
 		return
 	}
+	if len(hs.waiting) >= hs.limit {
+		i := slices.IndexFunc(hs.waiting, func(q streamLine) bool { return q.reqID == "" })
+		if e.reqID == "" || i < 0 {
+			hs.mu.Unlock()
+			if e.reqID != "" {
+				hs.refuse(e)
+			}
+			return
+		}
+		hs.waiting = slices.Delete(hs.waiting, i, i+1)
+	}
+	hs.lastEvent++
+	e.id = hs.lastEvent
+	hs.waiting = append(hs.waiting, e)
+	hs.mu.Unlock()
 	select {
-	case stream <- line:
+	case hs.wake <- struct{}{}:
 	default:
 	}
+}
+
+// refuse answers a request the GET stream has no room for, in its
+// client's place, with an error: its asker (a child's question, a modern
+// child's question of a call, the pool's roots/list) takes it as the
+// client's answer, and nothing waits for a request never sent. It runs
+// apart: the caller of toStream may hold its asker's locks.
+func (hs *httpSession) refuse(e streamLine) {
+	line := jsonrpc.AppendErrorResponse(nil, []byte(e.reqID), newError(errNoClient, false, "", e.method))
+	msg, err := jsonrpc.Parse(line)
+	if err != nil {
+		return
+	}
+	s := hs.s // a request comes after the stream its asker saw open: s is set
+	s.p.log.Warn("refusing a request to an HTTP client whose GET stream has too much waiting",
+		"session", s.id, "server", s.srv.name, "method", e.method)
+	s.p.wg.Go(func() { s.onResponse(&msg) })
+}
+
+// startStream opens the session's GET stream, unless one is open. A
+// client resuming after event last has what it was sent up to there.
+func (hs *httpSession) startStream(last uint64) bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.stream {
+		return false
+	}
+	hs.stream = true
+	if last > 0 && last <= hs.lastEvent { // one of this session's ids
+		hs.waiting = slices.DeleteFunc(hs.waiting, func(e streamLine) bool { return e.id <= last })
+	}
+	return true
+}
+
+// next takes the stream's next line to write.
+func (hs *httpSession) next() (streamLine, bool) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if len(hs.waiting) == 0 {
+		return streamLine{}, false
+	}
+	e := hs.waiting[0]
+	hs.waiting[0] = streamLine{}
+	hs.waiting = hs.waiting[1:]
+	return e, true
+}
+
+// keepAsked notes a request the stream is about to write among the
+// asked, kept until the client answers it. One a stream wrote before is
+// written again only while its asker still waits (false: it is not). The
+// asked are bounded: past the bound the oldest is let go, and is not
+// written again.
+func (hs *httpSession) keepAsked(e streamLine) bool {
+	if e.written && !stillAsked(hs.s, e.reqID) { // other locks than hs.mu: not under it
+		return false
+	}
+	e.written = true
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if len(hs.asked) >= hs.limit {
+		hs.asked = slices.Delete(hs.asked, 0, 1)
+	}
+	hs.asked = append(hs.asked, e)
+	return true
+}
+
+// putBack returns a line the stream could not write whole to the head of
+// the queue: the next stream writes it whole. A request is among the
+// asked already, which go first.
+func (hs *httpSession) putBack(e streamLine) {
+	if e.reqID != "" {
+		return
+	}
+	hs.mu.Lock()
+	if len(hs.waiting) < hs.limit {
+		hs.waiting = slices.Insert(hs.waiting, 0, e)
+	}
+	hs.mu.Unlock()
+}
+
+// endStream closes the GET stream: the requests it wrote whose answers
+// have not come go back ahead of what waits, for the next stream to
+// write again (keepAsked skips those whose askers stop waiting).
+func (hs *httpSession) endStream() {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.s.alive() {
+		hs.waiting = append(hs.asked, hs.waiting...)
+	} else {
+		hs.waiting = nil
+	}
+	hs.asked = nil
+	hs.stream = false
+	hs.lastUsed = time.Now()
+}
+
+// answered notes the client's answer to the request id: no stream writes
+// it again.
+func (hs *httpSession) answered(id string) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	mine := func(e streamLine) bool { return e.reqID == id }
+	hs.asked = slices.DeleteFunc(hs.asked, mine)
+	hs.waiting = slices.DeleteFunc(hs.waiting, mine)
+}
+
+// stillAsked reports whether s's client is still waited on for its answer
+// to request id: a child's question, a modern child's question of a call
+// (inputbridge.go), or the pool's roots/list. (A request of another kind
+// is written once, and not again after its stream ends.)
+func stillAsked(s *session, id string) bool {
+	if n, ok := jsonrpc.ParseUint([]byte(id)); ok {
+		if s.p.rounds.asks(n, s) {
+			return true
+		}
+		for _, b := range s.srv.backendsOf(s) {
+			if b.reqs.asks(n, s) {
+				return true
+			}
+		}
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rootsAsk == id
 }
 
 func (h *httpFront) lookup(sid, name string) *httpSession {
@@ -625,7 +808,7 @@ func (hs *httpSession) idleSince(d time.Duration) bool { return hs.idleAt(time.N
 func (hs *httpSession) idleAt(now time.Time, d time.Duration) bool {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	return hs.stream == nil && hs.posts == 0 && now.Sub(hs.lastUsed) > d
+	return !hs.stream && hs.posts == 0 && now.Sub(hs.lastUsed) > d
 }
 
 // sessionVersionRefused says why a legacy session's request (one with a

@@ -115,7 +115,13 @@ func (c *httpClient) call(body string) msg {
 
 func (c *httpClient) initialize(name string) {
 	c.t.Helper()
-	resp := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":%q,"version":"1"}}}`, name))
+	c.initializeWith(name, `{}`)
+}
+
+// initializeWith is initialize declaring the client capabilities caps.
+func (c *httpClient) initializeWith(name, caps string) {
+	c.t.Helper()
+	resp := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":%s,"clientInfo":{"name":%q,"version":"1"}}}`, caps, name))
 	defer resp.Body.Close()
 	io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {

@@ -58,6 +58,15 @@ func (r *inputRounds) take(id uint64) *inputRound {
 	return x
 }
 
+// asks reports whether sess was asked question id of a round that still
+// waits for its answer.
+func (r *inputRounds) asks(id uint64, sess *session) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	x := r.m[id]
+	return x != nil && x.sess == sess
+}
+
 // maxInputRounds bounds the input_required rounds of one call: real
 // servers ask a few times at most.
 const maxInputRounds = 32

@@ -505,6 +505,16 @@ func (t *requestTable) takeAnswer(id uint64, from *session) (childID []byte, ok 
 	return childID, ok
 }
 
+// asks reports whether sess was asked the child's request under pool id
+// id and the question still waits for its answer.
+func (t *requestTable) asks(id uint64, sess *session) (ok bool) {
+	t.update(func(in *inFlight) {
+		e, found := in.reverse[id]
+		ok = found && e.sess == sess
+	})
+	return ok
+}
+
 // withdrawQuestion forgets the child's request childID, which the child
 // cancelled, and says which session was asked it under which pool id.
 func (t *requestTable) withdrawQuestion(childID []byte) (id uint64, sess *session) {
