@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -428,4 +429,46 @@ func TestMRTRProgressAfterARetryNamesTheRetrysToken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRetrysProgressNeverGoesBack: a legacy client's call to a 2026-07-28
+// child is retried by the pool once the client answered the child's
+// question, and the child's progress starts again from 1 on the retry;
+// the client's progress never goes back: it hears 1, 2, 3 once, then
+// the result.
+func TestRetrysProgressNeverGoesBack(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern"))
+	c := tp.dial(t, "srv")
+	c.initialize("old", `{"sampling":{}}`)
+	c.send(`{"jsonrpc":"2.0","id":"call","method":"tools/call","params":{"name":"ask","arguments":{"kind":"sampling","steps":3},"_meta":{"progressToken":"tok"}}}`)
+	var seen []string
+	q := c.recv()
+	for q.Method == "notifications/progress" {
+		seen = append(seen, progressOf(t, q))
+		q = c.recv()
+	}
+	if q.Method != "sampling/createMessage" {
+		t.Fatalf("question: %s", q.raw)
+	}
+	c.send(`{"jsonrpc":"2.0","id":` + string(q.ID) + `,"result":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`)
+	_, before := c.recvID(`"call"`)
+	for _, m := range before {
+		seen = append(seen, progressOf(t, m))
+	}
+	if want := []string{"1", "2", "3"}; !slices.Equal(seen, want) {
+		t.Errorf("the client's progress: %v, want %v", seen, want)
+	}
+}
+
+// progressOf is a progress notification's value, as JSON.
+func progressOf(t *testing.T, m msg) string {
+	t.Helper()
+	var p struct {
+		Token    json.RawMessage `json:"progressToken"`
+		Progress json.RawMessage `json:"progress"`
+	}
+	if m.Method != "notifications/progress" || json.Unmarshal(m.Params, &p) != nil || string(p.Token) != `"tok"` {
+		t.Fatalf("not the call's progress: %s", m.raw)
+	}
+	return string(p.Progress)
 }

@@ -879,7 +879,7 @@ var tools = []map[string]any{
 	tool("crash", "Exit at once with code (default 3), without answering", props{"code": "integer"}, nil),
 	tool("progress", "Send steps progress notifications, ms apart, then answer \"done\"", props{"steps": "integer", "ms": "integer"}, nil),
 	tool("ro_progress", "progress, annotated read-only", props{"steps": "integer", "ms": "integer"}, map[string]any{"readOnlyHint": true}),
-	tool("ask", "Ask the client (sampling, elicitation or roots) and answer with its result as JSON text; legacy: steps progress notifications after the answer; 2026-07-28: again asks again on every retry, answered or not; kind url: until file exists, ask the client to visit a URL (legacy: error -32042, after asking the first question if any; modern: input_required), then answer \"authorized\"",
+	tool("ask", "Ask the client (sampling, elicitation or roots) and answer with its result as JSON text; legacy: steps progress notifications after the answer; 2026-07-28: steps progress notifications on every round, from 1, and again asks again on every retry, answered or not; kind url: until file exists, ask the client to visit a URL (legacy: error -32042, after asking the first question if any; modern: input_required), then answer \"authorized\"",
 		props{"kind": "string", "steps": "integer", "again": "boolean", "file": "string", "first": "string"}, nil),
 	tool("big", "Answer a text of bytes 'x' characters", props{"bytes": "integer"}, nil),
 	tool("notify", "Send notifications/<kind>/list_changed (tools, resources, prompts), or resources/updated (updated)", props{"kind": "string"}, nil),
@@ -1181,6 +1181,10 @@ func (s *server) askInline(r *request, a args, responses map[string]json.RawMess
 		s.fail(r, codeMissingCapability, "Missing required client capability",
 			map[string]any{"requiredCapabilities": map[string]any{k.capability: map[string]any{}}})
 		return
+	}
+	for i := 1; i <= a.Steps && r.meta.ProgressToken != nil; i++ { // every round starts again from 1
+		s.out.send(notification("notifications/progress", map[string]any{"progressToken": r.meta.ProgressToken,
+			"progress": i, "total": a.Steps, "message": fmt.Sprintf("step %d of %d", i, a.Steps)}))
 	}
 	if key, ok := strings.CutPrefix(state, "ask:"); ok && !a.Again {
 		if answer, ok := responses[key]; ok {
