@@ -51,18 +51,14 @@ func TestLogLevelFollowsToAFreshChild(t *testing.T) {
 // the child a session's next request starts (its own, or its roots'
 // shared one) is set to the level it asked for.
 func TestLogLevelFollowsToTheChildAfterStop(t *testing.T) {
-	stop := func(tp *testPool, _ pool.ServerConfig) error { return tp.Stop("fs") }
 	for _, tc := range []struct {
 		name  string
 		share pool.Share
 		stop  func(*testPool, pool.ServerConfig) error
 	}{
-		{string(pool.ShareSession), pool.ShareSession, stop},
-		{string(pool.ShareShared), pool.ShareShared, stop},
-		{"reload/shared", pool.ShareShared, func(tp *testPool, cfg pool.ServerConfig) error {
-			cfg.Env = map[string]string{"SWITCHBOARD_TEST_RELOAD": "1"}
-			return tp.Apply([]pool.ServerConfig{cfg})
-		}},
+		{string(pool.ShareSession), pool.ShareSession, stopFS},
+		{string(pool.ShareShared), pool.ShareShared, stopFS},
+		{"reload/shared", pool.ShareShared, reloadFS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logPath := filepath.Join(shortTempDir(t), "child.log")

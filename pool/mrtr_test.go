@@ -44,6 +44,22 @@ func askCall(id, kind, extra string) string {
 		id, kind, extra, samplingMeta)
 }
 
+// roundTrips sends a request to server srv of tp and returns its answer,
+// by how: "http" (the front door h, each request an exchange of the
+// server's stateless session) or "stdio" (one session for them all).
+func roundTrips(t *testing.T, tp *testPool) (roundTrip map[string]func(id, body string) msg, h *httpClient) {
+	h = &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	stdio := tp.dial(t, "srv")
+	return map[string]func(id, body string) msg{
+		"http": func(_, body string) msg { return h.call(body) },
+		"stdio": func(id, body string) msg {
+			stdio.send(body)
+			m, _ := stdio.recvID(id)
+			return m
+		},
+	}, h
+}
+
 // TestMRTRBridgesLegacyChildQuestions: a legacy child asks its client for
 // sampling in the middle of a modern client's call. The client gets
 // input_required with the child's question and an opaque requestState; its
@@ -52,16 +68,7 @@ func askCall(id, kind, extra string) string {
 // own on the server's stateless session, and over stdio.
 func TestMRTRBridgesLegacyChildQuestions(t *testing.T) {
 	tp := newTestPool(t, nil, fake("srv"))
-	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
-	stdio := tp.dial(t, "srv")
-	roundTrip := map[string]func(id, body string) msg{
-		"http": func(_, body string) msg { return h.call(body) },
-		"stdio": func(id, body string) msg {
-			stdio.send(body)
-			m, _ := stdio.recvID(id)
-			return m
-		},
-	}
+	roundTrip, _ := roundTrips(t, tp)
 	for _, how := range []string{"http", "stdio"} {
 		t.Run(how, func(t *testing.T) {
 			send := roundTrip[how]

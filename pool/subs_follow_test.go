@@ -35,6 +35,25 @@ func wantChildrenStarted(t *testing.T, marker, want string) {
 	}
 }
 
+// subscribeCounter has c subscribe to fake://counter as request id,
+// which must not be refused.
+func subscribeCounter(t *testing.T, c *client, id string) {
+	t.Helper()
+	c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
+	if m, _ := c.recvID(id); m.Error != nil {
+		t.Fatalf("subscribe %s: %s", id, m.raw)
+	}
+}
+
+// stopFS and reloadFS give server fs's sessions a new child: the user's
+// stop, or a config change that replaces the child.
+func stopFS(tp *testPool, _ pool.ServerConfig) error { return tp.Stop("fs") }
+
+func reloadFS(tp *testPool, cfg pool.ServerConfig) error {
+	cfg.Env = map[string]string{"SWITCHBOARD_TEST_RELOAD": "1"}
+	return tp.Apply([]pool.ServerConfig{cfg})
+}
+
 // A session's subscription carried to the child of its new roots, which
 // refuses it, is held by nobody there: another session's subscribe of the
 // same URI reaches that child and gets its refusal, not the pool's {}.
@@ -45,10 +64,7 @@ func TestRefusedCarriedSubscribeLeavesNoStake(t *testing.T) {
 	a := tp.dial(t, "fs")
 	a.initRoots("a", "file:///work/a")
 	first := a.pidOf("1")
-	a.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
-	if m, _ := a.recvID("2"); m.Error != nil {
-		t.Fatalf("subscribe at the first child: %s", m.raw)
-	}
+	subscribeCounter(t, a, "2")
 
 	c := tp.dial(t, "fs")
 	c.initRoots("c", "file:///work/b")
@@ -87,10 +103,7 @@ func TestRefusedReadySubscribeLeavesNoStake(t *testing.T) {
 	a := tp.dial(t, "fs")
 	a.initRoots("a", "file:///work/a")
 	first := a.pidOf("1")
-	a.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
-	if m, _ := a.recvID("2"); m.Error != nil {
-		t.Fatalf("subscribe at the first child: %s", m.raw)
-	}
+	subscribeCounter(t, a, "2")
 
 	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
 	a.answerRoots("file:///work/b")
@@ -120,12 +133,9 @@ func TestResubscribeAfterStopReachesTheNewChild(t *testing.T) {
 		share pool.Share
 		stop  func(*testPool, pool.ServerConfig) error
 	}{
-		{"stop/session", pool.ShareSession, func(tp *testPool, _ pool.ServerConfig) error { return tp.Stop("fs") }},
-		{"stop/shared", pool.ShareShared, func(tp *testPool, _ pool.ServerConfig) error { return tp.Stop("fs") }},
-		{"reload/shared", pool.ShareShared, func(tp *testPool, cfg pool.ServerConfig) error {
-			cfg.Env = map[string]string{"SWITCHBOARD_TEST_RELOAD": "1"}
-			return tp.Apply([]pool.ServerConfig{cfg})
-		}},
+		{"stop/session", pool.ShareSession, stopFS},
+		{"stop/shared", pool.ShareShared, stopFS},
+		{"reload/shared", pool.ShareShared, reloadFS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logPath := filepath.Join(shortTempDir(t), "child.log")
@@ -135,20 +145,14 @@ func TestResubscribeAfterStopReachesTheNewChild(t *testing.T) {
 			a := tp.dial(t, "fs")
 			a.initialize("a", "")
 			first := a.pidOf("1")
-			a.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
-			if m, _ := a.recvID("2"); m.Error != nil {
-				t.Fatalf("subscribe: %s", m.raw)
-			}
+			subscribeCounter(t, a, "2")
 			if err := tc.stop(tp, cfg); err != nil {
 				t.Fatal(err)
 			}
 			if second := a.pidOf("3"); second == first {
 				t.Fatalf("stopped, same child %s", second)
 			}
-			a.send(`{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
-			if m, _ := a.recvID("4"); m.Error != nil {
-				t.Fatalf("subscribe again: %s", m.raw)
-			}
+			subscribeCounter(t, a, "4")
 			a.call("5", "notify", `{"kind":"updated"}`)
 			_, other := a.recvID("5")
 			got := slices.ContainsFunc(other, func(m msg) bool { return m.Method == "notifications/resources/updated" })
@@ -175,10 +179,7 @@ func TestSessionClosingAsItsStakesAreCarriedLeavesNone(t *testing.T) {
 	a := tp.dial(t, "fs")
 	a.initRoots("a", "file:///work/a")
 	a.pidOf("1") // its child runs: it hears a's subscribe
-	a.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
-	if m, _ := a.recvID("2"); m.Error != nil {
-		t.Fatalf("subscribe: %s", m.raw)
-	}
+	subscribeCounter(t, a, "2")
 	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
 	a.answerRoots("file:///work/b")
 
@@ -212,10 +213,7 @@ func TestUncarriedSubscribeLeavesNoStake(t *testing.T) {
 	a := tp.dial(t, "fs")
 	a.initRoots("a", "file:///work/a")
 	a.pidOf("1")
-	a.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
-	if m, _ := a.recvID("2"); m.Error != nil {
-		t.Fatalf("subscribe: %s", m.raw)
-	}
+	subscribeCounter(t, a, "2")
 	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
 	a.answerRoots("file:///work/b")
 	a.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`) // read after a's stakes moved
@@ -226,10 +224,7 @@ func TestUncarriedSubscribeLeavesNoStake(t *testing.T) {
 	if m, _ := c.recvID("3"); m.Error != nil { // the table has room again
 		t.Fatalf("c's next call: %s", m.raw)
 	}
-	a.send(`{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
-	if m, _ := a.recvID("4"); m.Error != nil {
-		t.Fatalf("subscribe at the new child: %s", m.raw)
-	}
+	subscribeCounter(t, a, "4")
 	if n := countMethod(childLog(t, logPath), "resources/subscribe"); n != 2 {
 		t.Errorf("a's subscribe after its stake could not be carried did not reach the child: %d subscribes in all, want 2", n)
 	}
@@ -263,11 +258,6 @@ func updatedReaches(t *testing.T, from, to *client, logPath string) {
 // child's resources/updated without subscribing again, and the child
 // hears one subscribe.
 func TestSubscriptionsFollowToTheChildAfterStop(t *testing.T) {
-	stop := func(tp *testPool, _ pool.ServerConfig) error { return tp.Stop("fs") }
-	reload := func(tp *testPool, cfg pool.ServerConfig) error {
-		cfg.Env = map[string]string{"SWITCHBOARD_TEST_RELOAD": "1"}
-		return tp.Apply([]pool.ServerConfig{cfg})
-	}
 	for _, tc := range []struct {
 		name  string
 		share pool.Share
@@ -275,12 +265,12 @@ func TestSubscriptionsFollowToTheChildAfterStop(t *testing.T) {
 		other bool // another session's request starts the new child
 		stop  func(*testPool, pool.ServerConfig) error
 	}{
-		{"stop/session", pool.ShareSession, false, false, stop},
-		{"stop/shared", pool.ShareShared, false, false, stop},
-		{"stop/shared/roots", pool.ShareShared, true, false, stop},
-		{"stop/shared/other", pool.ShareShared, true, true, stop},
-		{"reload/shared", pool.ShareShared, false, false, reload},
-		{"reload/shared/other", pool.ShareShared, true, true, reload},
+		{"stop/session", pool.ShareSession, false, false, stopFS},
+		{"stop/shared", pool.ShareShared, false, false, stopFS},
+		{"stop/shared/roots", pool.ShareShared, true, false, stopFS},
+		{"stop/shared/other", pool.ShareShared, true, true, stopFS},
+		{"reload/shared", pool.ShareShared, false, false, reloadFS},
+		{"reload/shared/other", pool.ShareShared, true, true, reloadFS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logPath := filepath.Join(shortTempDir(t), "child.log")
@@ -298,10 +288,7 @@ func TestSubscriptionsFollowToTheChildAfterStop(t *testing.T) {
 			}
 			a := open("a")
 			first := a.pidOf("1")
-			a.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
-			if m, _ := a.recvID("2"); m.Error != nil {
-				t.Fatalf("subscribe: %s", m.raw)
-			}
+			subscribeCounter(t, a, "2")
 			starter := a
 			if tc.other {
 				starter = open("b")
@@ -336,10 +323,7 @@ func TestSubscriptionsFollowOnlyTheirSession(t *testing.T) {
 	b.initialize("b", "")
 	a.pidOf("1")
 	b.pidOf("1")
-	a.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
-	if m, _ := a.recvID("2"); m.Error != nil {
-		t.Fatalf("subscribe: %s", m.raw)
-	}
+	subscribeCounter(t, a, "2")
 	if err := tp.Stop("fs"); err != nil {
 		t.Fatal(err)
 	}
@@ -368,10 +352,7 @@ func TestRefusedSubscribeAfterStopLeavesNoStake(t *testing.T) {
 	a := tp.dial(t, "fs")
 	a.initRoots("a", "file:///work/a")
 	first := a.pidOf("1")
-	a.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
-	if m, _ := a.recvID("2"); m.Error != nil {
-		t.Fatalf("subscribe at the first child: %s", m.raw)
-	}
+	subscribeCounter(t, a, "2")
 	if err := tp.Stop("fs"); err != nil {
 		t.Fatal(err)
 	}

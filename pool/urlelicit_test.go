@@ -30,16 +30,7 @@ func askURLCall(id, file, extra, meta string) string {
 // client gets the child's error as it is.
 func TestModernClientOfLegacyChildGetsURLElicitation(t *testing.T) {
 	tp := newTestPool(t, nil, fake("srv"))
-	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
-	stdio := tp.dial(t, "srv")
-	roundTrip := map[string]func(id, body string) msg{
-		"http": func(_, body string) msg { return h.call(body) },
-		"stdio": func(id, body string) msg {
-			stdio.send(body)
-			m, _ := stdio.recvID(id)
-			return m
-		},
-	}
+	roundTrip, h := roundTrips(t, tp)
 	for _, how := range []string{"http", "stdio"} {
 		t.Run(how, func(t *testing.T) {
 			send := roundTrip[how]
