@@ -126,8 +126,13 @@ func (h *historyState) record() func(pool.Event) {
 // recordSwitched is the store's Record, with requests and sessions held
 // back while history is off. A request recorded as received has its end
 // recorded too, whatever history is by then, so that no row is left in
-// flight; one received while history was off has no row at all.
+// flight, but nothing it carries once history is off (its answer may be
+// what the user typed after switching it off); one received while
+// history was off has no row at all.
 func (h *historyState) recordSwitched(e pool.Event) {
+	if h.off.Load() != nil {
+		e.Payload = nil
+	}
 	switch e.Kind {
 	case pool.EventRequestReceived:
 		if h.off.Load() != nil {
