@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/switchboard-mcp/switchboard/app/control"
 )
 
 // The HTTP front door's bearer token: made at first start, kept in a 0600
@@ -232,8 +234,9 @@ func HTTPToken(ctx context.Context, rotate bool) (string, error) {
 		switch tok, err := c.HTTPToken(ctx); {
 		case err == nil:
 			return tok, nil
-		case errors.Is(err, ErrNoPool), errors.Is(err, errors.ErrUnsupported):
-			// No pool, or one that predates the question: the file's.
+		case errors.Is(err, ErrNoPool), errors.Is(err, errors.ErrUnsupported), errors.Is(err, control.ErrUnresponsive):
+			// No pool, one that predates the question, or one that does
+			// not answer (stopped, stuck): the file's.
 			return loadOrCreateToken(HTTPTokenFile(paths))
 		default:
 			return "", err

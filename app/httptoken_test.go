@@ -3,12 +3,15 @@ package app
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/control"
 )
 
 // TestTokenFileLeftEmpty: a token file left empty (a crash between its
@@ -217,4 +220,52 @@ func tempFiles(t *testing.T, dir string) []string {
 		}
 	}
 	return out
+}
+
+// TestHTTPTokenOfAPoolThatDoesNotAnswer: a pool whose control socket
+// takes the question and never answers (stopped, stuck) gets the
+// question's bound, not the client's minute, and `http-token` then
+// prints the file's token, as it does with no pool, instead of an error.
+func TestHTTPTokenOfAPoolThatDoesNotAnswer(t *testing.T) {
+	paths := sbHome(t)
+	want, err := loadOrCreateToken(HTTPTokenFile(paths))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", paths.ControlSocket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	defer func(d time.Duration) { control.QuestionTimeout = d }(control.QuestionTimeout)
+	control.QuestionTimeout = 200 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got, err := HTTPToken(ctx, false)
+	if err != nil || got != want {
+		t.Errorf("http-token with a pool that does not answer: %.8q, %v; want the file's token %.8s…", got, err, want)
+	}
 }

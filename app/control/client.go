@@ -80,7 +80,9 @@ func (c *Client) HTTPToken(ctx context.Context) (string, error) {
 	var v struct {
 		Token string `json:"token"`
 	}
-	err := c.do(ctx, http.MethodGet, "/v1/http-token", nil, &v)
+	ctx, cancel := question(ctx, "/v1/http-token")
+	defer cancel()
+	err := unanswered(ctx, c.do(ctx, http.MethodGet, "/v1/http-token", nil, &v))
 	var ae *apiError
 	if errors.As(err, &ae) && ae.status == http.StatusNotFound {
 		return "", fmt.Errorf("%w: the running Switchboard cannot be asked for its HTTP token (%v)", errors.ErrUnsupported, err)
