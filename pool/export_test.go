@@ -90,3 +90,16 @@ func PauseAfterReplayed() (paused <-chan struct{}, resume, restore func()) {
 	}
 	return stopped, sync.OnceFunc(func() { close(resumed) }), func() { testHookReplayed = nil }
 }
+
+// SetCarryingHook runs hook with the client name of each session whose
+// stakes moveStakes is moving, between their record and their count at
+// the new child; until restore is called (after the pool closed).
+func SetCarryingHook(hook func(clientName string)) (restore func()) {
+	testHookCarrying = func(s *session) {
+		s.mu.Lock()
+		name := s.clientName
+		s.mu.Unlock()
+		hook(name)
+	}
+	return func() { testHookCarrying = nil }
+}

@@ -310,13 +310,22 @@ func (s *session) moveStakes(to *backend) {
 			s.refusedSubscribe(to, m.uri) // to stopped, or is full: the session holds nothing there
 		}
 	}
-	if !s.alive() {
-		// It closed meanwhile, and its close may have released what it
-		// held on to before the stakes above were counted: released now
-		// (a stake it does not hold counts nothing).
-		for _, m := range moved {
-			to.changeSubscription(s, m.uri, false)
+	// Meanwhile the session may have let a stake go (its unsubscribe found
+	// nothing counted here yet), or closed (its close may have released
+	// what it held on to before the stakes above were counted): what it
+	// no longer holds at to is released now (a stake it does not hold
+	// counts nothing).
+	alive := s.alive()
+	var gone []string
+	s.mu.Lock()
+	for _, m := range moved {
+		if !alive || s.subs[m.uri] != to {
+			gone = append(gone, m.uri)
 		}
+	}
+	s.mu.Unlock()
+	for _, uri := range gone {
+		to.changeSubscription(s, uri, false)
 	}
 }
 

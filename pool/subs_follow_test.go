@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/pool"
@@ -372,5 +373,56 @@ func TestRefusedSubscribeAfterStopLeavesNoStake(t *testing.T) {
 		return m.Error != nil // {} from the pool until the child's refusal of the carried one is in
 	}, func() string {
 		return fmt.Sprintf("the children heard %d subscribes", countMethod(childLog(t, logPath), "resources/subscribe"))
+	})
+}
+
+// A session that unsubscribes while another session's request carries its
+// stakes to the child made after a stop (takeStakes) holds nothing at that
+// child: the child hears its unsubscribe, and keeps no subscription for a
+// session that let go of it and left.
+func TestUnsubscribeWhileStakesMoveLeavesNoStake(t *testing.T) {
+	var armed atomic.Bool
+	var a *client
+	done := make(chan struct{})
+	// Installed before the pool starts, restored after it closed.
+	t.Cleanup(pool.SetCarryingHook(func(name string) {
+		if name != "a" || !armed.CompareAndSwap(true, false) {
+			return
+		}
+		defer close(done)
+		// a's unsubscribe, read while its stake is recorded at the new
+		// child but not yet counted there.
+		a.send(`{"jsonrpc":"2.0","id":3,"method":"resources/unsubscribe","params":{"uri":"fake://counter"}}`)
+		a.recvID("3")
+	}))
+	logPath := filepath.Join(shortTempDir(t), "child.log")
+	cfg := fake("fs", "-log", logPath)
+	tp := newTestPool(t, nil, cfg)
+	a = tp.dial(t, "fs")
+	a.initialize("a", "")
+	b := tp.dial(t, "fs")
+	b.initialize("b", "")
+	first := a.pidOf("1")
+	subscribeCounter(t, a, "2")
+	if err := tp.Stop("fs"); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	if second := b.pidOf("3"); second == first { // b's request makes the new child: a's stakes move
+		t.Fatalf("same child after stop")
+	}
+	<-done
+	a.close()
+	b.pidOf("4")
+	count := func() (subs, unsubs int) {
+		log := childLog(t, logPath)
+		return countMethod(log, "resources/subscribe"), countMethod(log, "resources/unsubscribe")
+	}
+	eventually(t, "the new child to hold no subscription for a, who unsubscribed and left", func() bool {
+		subs, unsubs := count()
+		return subs-unsubs <= 1 // the first child's subscribe, never unsubscribed (it was stopped)
+	}, func() string {
+		subs, unsubs := count()
+		return fmt.Sprintf("the children heard %d subscribes and %d unsubscribes", subs, unsubs)
 	})
 }
