@@ -1114,6 +1114,18 @@ func TestFlags(t *testing.T) {
 				t.Fatalf("a listen for a refused resource: %s", m.raw)
 			}
 		}},
+		{"-subscribe-delay", func(string) []string {
+			return []string{"-era", "modern", "-subscribe-delay", "200ms"}
+		}, func(t *testing.T, f *fake, _ string) {
+			sent := time.Now()
+			f.send(`{"jsonrpc":"2.0","id":"a","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
+			if m := f.recv(); m.Method != "notifications/subscriptions/acknowledged" {
+				t.Fatalf("listen: %s", m.raw)
+			}
+			if d := time.Since(sent); d < 200*time.Millisecond {
+				t.Fatalf("acknowledged %s after the listen was sent", d)
+			}
+		}},
 		{"end_listens and retool", func(string) []string {
 			return []string{"-era", "modern"}
 		}, func(t *testing.T, f *fake, _ string) {

@@ -56,6 +56,7 @@ type options struct {
 	refuseSub      string
 	notifyOnListen string
 	endListens     bool
+	subscribeDelay time.Duration
 	ignoreSIGTERM  bool
 	exitOnStdinEOF bool
 	startupDelay   time.Duration
@@ -84,6 +85,7 @@ func Main(args []string) {
 	fs.BoolVar(&o.ignoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM")
 	fs.StringVar(&o.refuseSub, "refuse-subscribe", "", "answer resources/subscribe of this `uri`, or a subscriptions/listen asking for it, with an error, as a server does for a resource that does not exist")
 	fs.StringVar(&o.notifyOnListen, "notify-on-listen", "", "on each subscriptions/listen, send a `kind` change (as the notify tool does) to the subscriptions already open before acknowledging it, and to them and it after: a change made while a client replaces its subscription")
+	fs.DurationVar(&o.subscribeDelay, "subscribe-delay", 0, "wait this long before taking a subscriptions/listen (acknowledging it) or a resources/subscribe (subscribing), as a server slow to start watching does")
 	fs.BoolVar(&o.endListens, "end-listens", false, "end every subscriptions/listen with a result right after acknowledging it, as a server that cannot hold a stream open does")
 	fs.BoolVar(&o.exitOnStdinEOF, "exit-on-stdin-eof", true, "exit 0 when stdin closes")
 	fs.DurationVar(&o.startupDelay, "startup-delay", 0, "wait this long before reading stdin")
@@ -679,6 +681,9 @@ func (s *server) legacyOnly(r *request) {
 		s.minLevel = n
 		s.mu.Unlock()
 	case "resources/subscribe", "resources/unsubscribe":
+		if r.method == "resources/subscribe" && s.o.subscribeDelay > 0 && !sleepFor(r.ctx, s.o.subscribeDelay) {
+			return
+		}
 		if r.method == "resources/subscribe" && p.URI == s.o.refuseSub && p.URI != "" {
 			s.fail(r, codeInvalidParams, "Resource not found: "+p.URI, nil)
 			return
@@ -765,6 +770,9 @@ func (s *server) listen(r *request) {
 	if uri := s.o.refuseSub; uri != "" && slices.Contains(p.Notifications.ResourceSubscriptions, uri) {
 		s.fail(r, codeInvalidParams, "Resource not found: "+uri, map[string]any{"uri": uri})
 		log.Printf("refused subscriptions/listen %s: it asks for %s (-refuse-subscribe)", r.id, uri)
+		return
+	}
+	if s.o.subscribeDelay > 0 && !sleepFor(r.ctx, s.o.subscribeDelay) {
 		return
 	}
 	sub := &subscription{id: r.id, filter: p.Notifications, r: r}
