@@ -93,11 +93,19 @@
 //     the old one: [session.listen], [backend.syncUpstream],
 //     [backend.routeTagged], [tagNotification]. One the child ends is
 //     reopened, at most maxQuickReopens times in a row when it ends each
-//     at once: [backend.upstreamEnded]. A legacy session of the child
-//     gets none of it: [session.deliverChange]. With the server's
-//     annotations trusted it also asks for tool changes, and one forgets
-//     the tools' hints as a legacy child's does: [backend.watchesTools],
-//     [backend.forgetHintsIf].
+//     at once: [backend.upstreamEnded]. A listen is acknowledged once the
+//     child watches what it asks for: at once when the current upstream
+//     listen covers it, else when the child acknowledges the one that
+//     does (the listen's changes before that follow its acknowledgement,
+//     each said once); if the child refuses that one, promising what the
+//     current one covers, and if the child dies, what its capabilities
+//     honour: [backend.awaitUpstream], [backend.nextEnded],
+//     [session.acknowledge]. On a legacy child it is acknowledged once the
+//     child answered the subscribes it needed, promising none it refused:
+//     [subscribed]. A legacy session of the child gets none of it:
+//     [session.deliverChange]. With the server's annotations trusted it
+//     also asks for tool changes, and one forgets the tools' hints as a
+//     legacy child's does: [backend.watchesTools], [backend.forgetHintsIf].
 //   - The child's own requests (sampling, elicitation) go to one session
 //     that declared the capability and can receive now, the one with the
 //     oldest request in flight on that child first, under a pool id; the

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -26,15 +27,24 @@ import (
 // out to the listeners that asked, each with its own tag. With the
 // server's annotations trusted it also asks for tool changes, which
 // refresh the tools' hints (safeToRepeatLocked).
+//
+// An acknowledgement promises the changes from then on: a listen is
+// acknowledged once the child watches what it asks for, when the child
+// answered the subscribes it needed (legacy) or acknowledged an upstream
+// listen that covers it (modern; at once if the current one does). One
+// the child refuses is acknowledged anyway, promising what the child
+// still watches (a refused resource, or what the open upstream listen
+// covers); one whose child died, with what the child's capabilities
+// honour: the restarted child is asked again.
 
 // metaSubscriptionID tags a notification with the listen it belongs to.
 const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
 
-// listener is one open subscriptions/listen of a modern client on a
-// legacy child.
+// listener is one open subscriptions/listen of a modern client.
 type listener struct {
 	id                        []byte    // the listen request's id, which is its subscriptionId
 	to                        *exchange // the HTTP POST whose response is the listen's stream; nil: the session's output
+	s                         *session
 	b                         *backend
 	tools, prompts, resources bool
 	uris                      []string
@@ -71,7 +81,7 @@ func (s *session) listen(id, params []byte, x *exchange) {
 		return
 	}
 	honored := hs.honor(p.Notifications)
-	l := &listener{id: id, to: x, b: b, tools: honored.ToolsListChanged, prompts: honored.PromptsListChanged,
+	l := &listener{id: id, to: x, s: s, b: b, tools: honored.ToolsListChanged, prompts: honored.PromptsListChanged,
 		resources: honored.ResourcesListChanged, uris: honored.ResourceSubscriptions}
 	key := keyOf(id, x)
 	s.mu.Lock()
@@ -96,19 +106,43 @@ func (s *session) listen(id, params []byte, x *exchange) {
 		s.replyErrorTo(x, id, newError(errDuplicateID, false, "", id))
 		return
 	}
+	var subs []*pending // a legacy child's subscribes the acknowledgement waits for
 	if hs.era == EraModern {
 		b.syncUpstream()
 	} else {
 		for _, uri := range l.uris {
-			b.changeSubscription(l, uri, true)
+			if sub := b.newSubscriptionChange(l, uri, true); b.send(sub) == nil {
+				subs = append(subs, sub)
+			}
 		}
 	}
 	if testHookListening != nil {
 		testHookListening(id)
 	}
-	ack, _ := json.Marshal(map[string]any{"_meta": map[string]any{metaSubscriptionID: json.RawMessage(id)},
-		"notifications": honored})
-	s.relate(x, jsonrpc.AppendNotification(nil, "notifications/subscriptions/acknowledged", ack))
+	switch {
+	case hs.era == EraModern:
+		if promised, wait := b.awaitUpstream(l); !wait {
+			s.acknowledge(l, promised)
+		}
+	case len(subs) > 0:
+		// Exits once the child answered each subscribe, or it ended
+		// otherwise (its child died, its timeout, the pool stops).
+		s.p.wg.Go(func() { s.acknowledge(l, subscribed(subs, honored)) })
+	default:
+		s.acknowledge(l, honored)
+	}
+}
+
+// acknowledge sends a listen its acknowledgement, promising promised,
+// then what came for it meanwhile (early), in order; nothing if the
+// listen ended first.
+func (s *session) acknowledge(l *listener, promised filter) {
+	if !s.listening(l) {
+		return
+	}
+	ack, _ := json.Marshal(map[string]any{"_meta": map[string]any{metaSubscriptionID: json.RawMessage(l.id)},
+		"notifications": promised})
+	s.relate(l.to, jsonrpc.AppendNotification(nil, "notifications/subscriptions/acknowledged", ack))
 	for { // then what came meanwhile, in order, until nothing waits
 		s.mu.Lock()
 		early := l.early
@@ -119,9 +153,37 @@ func (s *session) listen(id, params []byte, x *exchange) {
 			return
 		}
 		for _, line := range early {
-			s.relate(x, line)
+			s.relate(l.to, line)
 		}
 	}
+}
+
+// listening reports whether l is still one of the session's listens.
+func (s *session) listening(l *listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listens[keyOf(l.id, l.to)] == l
+}
+
+// subscribed waits for a legacy child's answers to the subscribes a
+// listen needed, and is what its acknowledgement promises: honored, less
+// the resources the child refused.
+func subscribed(subs []*pending, honored filter) filter {
+	uris := make([]string, 0, len(honored.ResourceSubscriptions))
+	refused := map[string]bool{}
+	for _, p := range subs {
+		raw, ok := <-p.reply // closed: it ended unanswered, and the restarted child is subscribed again
+		if m, err := jsonrpc.Parse(raw); ok && err == nil && m.Error.Present() {
+			refused[p.sub.uri] = true
+		}
+	}
+	for _, uri := range honored.ResourceSubscriptions {
+		if !refused[uri] {
+			uris = append(uris, uri)
+		}
+	}
+	honored.ResourceSubscriptions = uris
+	return honored
 }
 
 // testHookListening, when set, runs in every listen between its
@@ -190,6 +252,12 @@ func (l *listener) release() {
 	}
 }
 
+// filter is what the listen asked for, of what the child can deliver.
+func (l *listener) filter() filter {
+	return filter{ToolsListChanged: l.tools, PromptsListChanged: l.prompts, ResourcesListChanged: l.resources,
+		ResourceSubscriptions: l.uris}
+}
+
 // wants reports whether the listen asked for a change notification.
 func (l *listener) wants(method, uri string) bool {
 	switch method {
@@ -217,8 +285,10 @@ func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string, ta
 	for _, l := range s.listens {
 		switch {
 		case l.b != b || !l.wants(msg.Method, uri):
-		case !l.acked:
-			l.early = append(l.early, tagNotification(msg, l.id)) // sent after the acknowledgement (listen)
+		case !l.acked: // sent after the acknowledgement (acknowledge); said once, however often it came, while the child takes its time
+			if line := tagNotification(msg, l.id); !slices.ContainsFunc(l.early, func(e []byte) bool { return bytes.Equal(e, line) }) {
+				l.early = append(l.early, line)
+			}
 		default:
 			to = append(to, l)
 		}
@@ -241,16 +311,19 @@ func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string, ta
 // it waits in next until the child acknowledges it (2026-07-28: nothing
 // is sent on a subscription before its acknowledgement, so until then the
 // child's changes come on the old one): only then does it become p, and
-// the old one is cancelled. mu serializes its reopening; it is taken
-// before backend.mu and session.mu, never after, and never held while a
-// listen is sent or ended.
+// the old one is cancelled. A listener that p does not cover waits for
+// next too (awaitUpstream): its acknowledgement goes when the child
+// acknowledges next, or when next ends without that. mu serializes its
+// reopening; it is taken before backend.mu and session.mu, never after,
+// and never held while a listen is sent or ended.
 type upstream struct {
-	mu    sync.Mutex
-	p     *pending // the listen whose notifications are delivered, or nil
-	f     filter   // what p asked for
-	next  *pending // the listen sent to replace p, not yet acknowledged; or nil
-	nf    filter   // what next asks for
-	quick int      // the current listens the child ended within quickEnd, in a row (upstreamEnded)
+	mu      sync.Mutex
+	p       *pending    // the listen whose notifications are delivered, or nil
+	f       filter      // what p asked for
+	next    *pending    // the listen sent to replace p, not yet acknowledged; or nil
+	nf      filter      // what next asks for
+	waiting []*listener // the listeners whose acknowledgement waits for next's; none without next
+	quick   int         // the current listens the child ended within quickEnd, in a row (upstreamEnded)
 }
 
 // A child that ends the pool's listen at once, every time, would have it
@@ -301,6 +374,59 @@ func (f filter) equal(g filter) bool {
 		f.ResourcesListChanged == g.ResourcesListChanged && slices.Equal(f.ResourceSubscriptions, g.ResourceSubscriptions)
 }
 
+// within is the part of f that g asks for too; g's resources are sorted
+// (union).
+func (f filter) within(g filter) filter {
+	out := filter{ToolsListChanged: f.ToolsListChanged && g.ToolsListChanged,
+		PromptsListChanged:   f.PromptsListChanged && g.PromptsListChanged,
+		ResourcesListChanged: f.ResourcesListChanged && g.ResourcesListChanged}
+	for _, uri := range f.ResourceSubscriptions {
+		if _, ok := slices.BinarySearch(g.ResourceSubscriptions, uri); ok {
+			out.ResourceSubscriptions = append(out.ResourceSubscriptions, uri)
+		}
+	}
+	return out
+}
+
+// coveredLocked is what the child watches for the pool now: what the
+// current upstream listen, acknowledged, asks for.
+func (b *backend) coveredLocked() filter {
+	if b.up.p != nil && b.reqs.alive(b.up.p) {
+		return b.up.f
+	}
+	return filter{}
+}
+
+// awaitUpstream tells a modern child's new listener when its
+// acknowledgement goes: at once, promising promised, when the current
+// upstream listen covers it; else once the child acknowledges the one
+// that replaces it (wait: it waits among up.waiting). With none sent (it
+// could not be), at once, promising what the current one covers.
+func (b *backend) awaitUpstream(l *listener) (promised filter, wait bool) {
+	want := l.filter()
+	b.up.mu.Lock()
+	defer b.up.mu.Unlock()
+	promised = want.within(b.coveredLocked())
+	if b.up.next != nil && !promised.equal(want) {
+		b.up.waiting = append(b.up.waiting, l)
+		return filter{}, true
+	}
+	return promised, false
+}
+
+// acknowledgeWaiting acknowledges the listeners that waited for an
+// upstream listen, each promised what of its filter covered asks for
+// (nil: all of it).
+func acknowledgeWaiting(ls []*listener, covered *filter) {
+	for _, l := range ls {
+		promised := l.filter()
+		if covered != nil {
+			promised = promised.within(*covered)
+		}
+		l.s.acknowledge(l, promised)
+	}
+}
+
 // syncUpstream makes the modern child's one upstream listen ask for what
 // its listeners ask for: opened for the first, reopened when the union
 // changes, closed (with one still waiting for its acknowledgement) after
@@ -345,7 +471,12 @@ func (b *backend) syncUpstream() {
 		end = append(end, b.up.next)
 		b.up.next, b.up.nf = p, want
 	}
+	// The listeners gone wait no more; with no listen to wait for, every
+	// one left is covered by the current one.
+	b.up.waiting = slices.DeleteFunc(b.up.waiting, func(l *listener) bool { return !l.s.listening(l) })
+	waiting, covered := b.stopWaitingLocked()
 	b.up.mu.Unlock()
+	acknowledgeWaiting(waiting, &covered)
 	for _, old := range end {
 		if old != nil {
 			b.finish(old, outcome{kind: endByClient, reason: why})
@@ -361,11 +492,24 @@ func (b *backend) syncUpstream() {
 		if b.up.next == p {
 			b.up.next = nil
 		}
+		waiting, covered := b.stopWaitingLocked()
 		b.up.mu.Unlock()
+		acknowledgeWaiting(waiting, &covered)
 		if !errors.Is(err, errAlreadyEnded) {
 			b.log.Debug("the pool's listen was not sent; the one open stays", "err", err)
 		}
 	}
+}
+
+// stopWaitingLocked takes the listeners that wait for an upstream listen
+// when none is on its way, with what the current one covers.
+func (b *backend) stopWaitingLocked() ([]*listener, filter) {
+	if b.up.next != nil || len(b.up.waiting) == 0 {
+		return nil, filter{}
+	}
+	waiting := b.up.waiting
+	b.up.waiting = nil
+	return waiting, b.coveredLocked()
 }
 
 // watchesTools reports whether the pool itself needs the child's tool
@@ -384,6 +528,7 @@ func (b *backend) watchesTools() bool {
 // stops, with a warning. A child's death starts the count again: the
 // restarted child gets the listen when it is ready (becomeReady).
 func (b *backend) upstreamEnded(p *pending, kind endKind) {
+	b.nextEnded(p, kind)
 	switch kind {
 	case endAnswered, endUnusable: // the child answered it
 	case endChildGone:
@@ -416,14 +561,34 @@ func (b *backend) upstreamEnded(p *pending, kind endKind) {
 	}
 }
 
+// nextEnded acknowledges the listeners that waited for p when p, an
+// upstream listen the child had not acknowledged, ended: each is promised
+// what the current one covers if the child refused p (answered it), else
+// (its child died) all it asked for: the restarted child is asked for it.
+func (b *backend) nextEnded(p *pending, kind endKind) {
+	b.up.mu.Lock()
+	if b.up.next != p {
+		b.up.mu.Unlock()
+		return
+	}
+	b.up.next = nil
+	waiting, covered := b.stopWaitingLocked()
+	b.up.mu.Unlock()
+	if kind == endAnswered || kind == endUnusable {
+		acknowledgeWaiting(waiting, &covered)
+	} else {
+		acknowledgeWaiting(waiting, nil)
+	}
+}
+
 // routeTagged fans a modern child's notification for the pool's upstream
 // listen out to the listeners that asked for it, each tagged with its own
-// id (the child's acknowledgement stays here: the pool acknowledged each
+// id (the child's acknowledgement stays here: the pool acknowledges each
 // listen itself). The first message tagged with a replacing listen, its
-// acknowledgement, makes it the one delivered and ends the one it
-// replaces: read in the child's order, each change comes once, on the old
-// listen before it and on the new one after. It reports whether the
-// notification was tagged at all.
+// acknowledgement, makes it the one delivered, acknowledges the listeners
+// that waited for it, and ends the one it replaces: read in the child's
+// order, each change comes once, on the old listen before it and on the
+// new one after. It reports whether the notification was tagged at all.
 func (b *backend) routeTagged(msg *jsonrpc.Message) bool {
 	tag := subscriptionOf(msg.Raw, *msg)
 	if tag == nil {
@@ -434,13 +599,16 @@ func (b *backend) routeTagged(msg *jsonrpc.Message) bool {
 	b.forgetHintsIf(msg.Method)
 	poolID, ok := jsonrpc.ParseUint(tag)
 	var replaced *pending
+	var waited []*listener
 	b.up.mu.Lock()
 	if ok && b.up.next != nil && b.up.next.id == poolID {
 		replaced = b.up.p
 		b.up.p, b.up.f, b.up.next = b.up.next, b.up.nf, nil
+		waited, b.up.waiting = b.up.waiting, nil
 	}
 	current := ok && b.up.p != nil && b.up.p.id == poolID
 	b.up.mu.Unlock()
+	acknowledgeWaiting(waited, nil) // before what the child sends on it from now on
 	if replaced != nil {
 		b.finish(replaced, outcome{kind: endByClient, reason: "the pool's listen was replaced"})
 	}

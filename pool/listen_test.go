@@ -95,6 +95,29 @@ func TestListenOnLegacyChild(t *testing.T) {
 	}
 }
 
+// TestListenOnLegacyChildAcknowledgedOnceSubscribed: a modern client's
+// listen for resources on a legacy child is acknowledged once the child
+// answered the pool's resources/subscribe for each, and promises those
+// the child took: the child takes its time (-subscribe-delay), and
+// refuses one resource (-refuse-subscribe). An update made once the
+// listen is acknowledged reaches it. (Acknowledged at once, the listen
+// missed the updates made before the child subscribed, and was promised
+// the refused resource.)
+func TestListenOnLegacyChildAcknowledgedOnceSubscribed(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv", "-subscribe-delay", "300ms", "-refuse-subscribe", "fake://gone"))
+	l, other := tp.dial(t, "srv"), tp.dial(t, "srv")
+	l.send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["fake://counter","fake://gone"]},` + modernMeta + `}}`)
+	if ack := l.recv(); ack.Method != "notifications/subscriptions/acknowledged" ||
+		!strings.Contains(ack.raw, `"notifications":{"resourceSubscriptions":["fake://counter"]}`) {
+		t.Errorf("ack: %s, want one promising fake://counter", ack.raw)
+	}
+	callModern(other, `"n"`, "notify", `{"kind":"updated"}`)
+	other.recvID(`"n"`)
+	if got := notifiedBefore(l, `"s"`); !slices.Equal(got, []string{`notifications/resources/updated "L"`}) {
+		t.Errorf("an update made after the acknowledgement: the listen got %q", got)
+	}
+}
+
 // TestListenOverHTTP: a stateless HTTP client's listen is an SSE stream
 // that starts with the acknowledgement and carries the tagged
 // notifications it asked for.
@@ -261,7 +284,9 @@ func TestListenReopenLosesNoChange(t *testing.T) {
 // upstream listen (a listener asks for a resource it does not have). The
 // old one stays open and the pool's source: the listener that was there
 // still gets its changes. (Made current as it was sent, the refused
-// listen left every listener with nothing.)
+// listen left every listener with nothing.) The new listener is
+// acknowledged then, promised what the old one covers. (Acknowledged at
+// once, it was promised the resource.)
 func TestListenReopenRefusedKeepsTheOld(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "child.log")
 	tp := newTestPool(t, nil, fake("srv", "-era", "modern", "-log", logPath, "-notify-on-listen", "tools", "-refuse-subscribe", "fake://gone"))
@@ -270,7 +295,12 @@ func TestListenReopenRefusedKeepsTheOld(t *testing.T) {
 	if n := a.recv(); n.Method != "notifications/tools/list_changed" { // the first upstream listen is open
 		t.Fatalf("after the first upstream listen: %s", n.raw)
 	}
-	openListen(t, b, `"b"`, `{"resourceSubscriptions":["fake://gone"]}`)
+	// b is acknowledged once the child refused the listen that asks for
+	// its resource, promising what the open one covers: nothing.
+	b.send(`{"jsonrpc":"2.0","id":"b","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["fake://gone"]},` + modernMeta + `}}`)
+	if ack := b.recv(); ack.Method != "notifications/subscriptions/acknowledged" || !strings.Contains(ack.raw, `"notifications":{}`) {
+		t.Errorf("b's ack: %s, want one promising nothing", ack.raw)
+	}
 	// The child says so on stderr once it wrote the refusal: the pool
 	// reads that before the answer to a call sent from now on.
 	eventually(t, "the child to refuse the reopened listen", func() bool {
@@ -284,6 +314,83 @@ func TestListenReopenRefusedKeepsTheOld(t *testing.T) {
 	}
 	if n := countInLog(t, logPath, "notifications/cancelled"); n != 0 {
 		t.Errorf("the child was told to cancel %d listens, want none: the old one is all the pool has", n)
+	}
+}
+
+// TestListenAcknowledgedOnceTheChildWatches: a client holds a listen for
+// tools changes (a) on a modern child and opens one for prompts changes
+// (b), which the pool's upstream listen does not cover: the pool reopens
+// it. b's acknowledgement comes once the child acknowledged the reopened
+// listen: the child (-notify-on-listen tools) changes its tools just
+// before that and just after, and on the client's one stream a's two
+// changes come on either side of b's acknowledgement. A prompts change
+// made once b is acknowledged reaches it. The child takes a while to
+// acknowledge a listen (-subscribe-delay). (Acknowledged at once, b was
+// acknowledged before the child watched prompts for the pool: a change
+// made in between never reached it.)
+func TestListenAcknowledgedOnceTheChildWatches(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern", "-notify-on-listen", "tools", "-subscribe-delay", "300ms"))
+	c, other := tp.dial(t, "srv"), tp.dial(t, "srv")
+	openListen(t, c, `"a"`, `{"toolsListChanged":true}`)
+	if n := c.recv(); n.Method != "notifications/tools/list_changed" { // right after the child acknowledged the first upstream listen
+		t.Fatalf("after the first upstream listen: %s", n.raw)
+	}
+	c.send(`{"jsonrpc":"2.0","id":"b","method":"subscriptions/listen","params":{"notifications":{"promptsListChanged":true},` + modernMeta + `}}`)
+	const ackB = `notifications/subscriptions/acknowledged "b"`
+	var got []string
+	for !slices.Contains(got, ackB) {
+		got = append(got, notificationsIn([]msg{c.recv()})...)
+	}
+	callModern(other, `"n"`, "notify", `{"kind":"prompts"}`)
+	other.recvID(`"n"`)
+	got = append(got, notifiedBefore(c, `"s"`)...)
+	want := []string{`notifications/tools/list_changed "a"`, ackB, `notifications/tools/list_changed "a"`, `notifications/prompts/list_changed "b"`}
+	if !slices.Equal(got, want) {
+		t.Errorf("the client got %q, want %q: b acknowledged once the child acknowledged the listen that asks for prompts, and then the prompts change", got, want)
+	}
+}
+
+// TestListenChangesWhileItWaitsAreSaidOnce: a listen for tools and
+// prompts waits for its acknowledgement while the child (-subscribe-delay)
+// takes its time over the upstream listen that adds prompts; the tools
+// changes the current one carries meanwhile follow the acknowledgement,
+// the same change said once: what waits stays bounded however long the
+// child takes.
+func TestListenChangesWhileItWaitsAreSaidOnce(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern", "-log", logPath, "-subscribe-delay", "300ms"))
+	a, b, other := tp.dial(t, "srv"), tp.dial(t, "srv"), tp.dial(t, "srv")
+	openListen(t, a, `"a"`, `{"toolsListChanged":true}`)
+	b.send(`{"jsonrpc":"2.0","id":"b","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true},` + modernMeta + `}}`)
+	eventually(t, "the child to have the reopened listen", func() bool { return countInLog(t, logPath, "subscriptions/listen") == 2 })
+	for i := range 3 {
+		id := `"n` + strconv.Itoa(i) + `"`
+		callModern(other, id, "notify", `{"kind":"tools"}`)
+		other.recvID(id)
+	}
+	if ack := b.recv(); ack.Method != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("b's first message: %s", ack.raw)
+	}
+	if got := notifiedBefore(b, `"s"`); !slices.Equal(got, []string{`notifications/tools/list_changed "b"`}) {
+		t.Errorf("after its acknowledgement b got %q, want the tools change once", got)
+	}
+}
+
+// TestListenAcknowledgedWhenItsChildDies: a listen whose acknowledgement
+// waits for the child's (which takes its time: -subscribe-delay) is
+// acknowledged anyway when the child dies, with what the child declares
+// it can do: the restarted child is asked for it again.
+func TestListenAcknowledgedWhenItsChildDies(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern", "-log", logPath, "-subscribe-delay", "1m"))
+	c, other := tp.dial(t, "srv"), tp.dial(t, "srv")
+	c.send(`{"jsonrpc":"2.0","id":"b","method":"subscriptions/listen","params":{"notifications":{"promptsListChanged":true},` + modernMeta + `}}`)
+	eventually(t, "the child to have the pool's listen", func() bool { return countInLog(t, logPath, "subscriptions/listen") == 1 })
+	callModern(other, `"c"`, "crash", `{}`)
+	other.recvID(`"c"`)
+	if ack := c.recv(); ack.Method != "notifications/subscriptions/acknowledged" ||
+		!strings.Contains(ack.raw, `"notifications":{"promptsListChanged":true}`) {
+		t.Fatalf("after the child died: %s", ack.raw)
 	}
 }
 
