@@ -824,7 +824,7 @@ func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 	}
 	id := b.p.nextID.Add(1)
 	for {
-		target := b.pickSession(msg.Method)
+		target := b.pickSession(msg)
 		if target == nil {
 			b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errNoClient, false, "", msg.Method)))
 			return
@@ -846,8 +846,11 @@ func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 // a child's question and the question's record.
 var testHookPicked func(*session)
 
-func (b *backend) pickSession(method string) *session {
-	can := func(s *session) bool { return s != nil && s.alive() && s.canAnswer(method) }
+// pickSession is the session to ask the child's request msg: one that
+// can answer it (session.canAnswer), as onChildRequest prefers them.
+func (b *backend) pickSession(msg *jsonrpc.Message) *session {
+	params := msg.Params.Of(msg.Raw)
+	can := func(s *session) bool { return s != nil && s.alive() && s.canAnswer(msg.Method, params) }
 	for _, s := range b.reqs.askers() {
 		if can(s) {
 			return s

@@ -44,7 +44,7 @@ type CarriedChild struct {
 	// pool adopts it only for a server configured to start the same one.
 	Process string    `json:"process"`
 	Roots   []string  `json:"roots,omitempty"`
-	Caps    []string  `json:"caps,omitempty"` // "sampling", "elicitation": what the pool declared to it
+	Caps    []string  `json:"caps,omitempty"` // "sampling", "elicitation", "elicitation.url" (without it: form mode only): what the pool declared to it
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
 	// Stdin, Stdout and Stderr are descriptors that survive the exec.
@@ -202,6 +202,9 @@ func (b *backend) carry() (CarriedChild, error) {
 	if b.caps.elicitation {
 		cc.Caps = append(cc.Caps, "elicitation")
 	}
+	if b.caps.elicitationURL {
+		cc.Caps = append(cc.Caps, "elicitation.url")
+	}
 	cc.Handshake = CarriedHandshake{Era: hs.era, ProtocolVersion: hs.protocolVersion, Capabilities: hs.capabilities,
 		ServerInfo: hs.serverInfo, Instructions: hs.instructions, Supported: hs.supported, TTLMs: hs.ttlMs, CacheScope: hs.cacheScope}
 	return cc, nil
@@ -267,6 +270,7 @@ func (cc CarriedChild) caps() clientCaps {
 	for _, k := range cc.Caps {
 		c.sampling = c.sampling || k == "sampling"
 		c.elicitation = c.elicitation || k == "elicitation"
+		c.elicitationURL = c.elicitationURL || k == "elicitation.url"
 	}
 	return c
 }

@@ -55,7 +55,8 @@ type handshake struct {
 // partition) or, for a session's own child, when its session declared
 // them (answered from the session's roots, which may change), sampling and elicitation only when the session that started
 // it declared them (a child must not offer sampling tools to clients that
-// cannot sample).
+// cannot sample). Elicitation in URL mode names both modes; form mode
+// alone stays {}, which 2025-06-18 children know.
 func (c clientCaps) capabilitiesJSON() string {
 	var parts []string
 	if c.roots {
@@ -64,7 +65,10 @@ func (c clientCaps) capabilitiesJSON() string {
 	if c.sampling {
 		parts = append(parts, `"sampling":{}`)
 	}
-	if c.elicitation {
+	switch {
+	case c.elicitationURL:
+		parts = append(parts, `"elicitation":{"form":{},"url":{}}`)
+	case c.elicitation:
 		parts = append(parts, `"elicitation":{}`)
 	}
 	return "{" + strings.Join(parts, ",") + "}"

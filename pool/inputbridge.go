@@ -106,7 +106,7 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 		return false, newError(errTooManyRounds, true, b.srv.name, b.srv.name, p.inputRounds)
 	}
 	for _, q := range r.InputRequests {
-		if q.Method != "roots/list" && !sess.canAnswer(q.Method) {
+		if q.Method != "roots/list" && !sess.canAnswer(q.Method, q.Params) {
 			return false, newError(errCannotAsk, true, b.srv.name, b.srv.name, q.Method)
 		}
 	}

@@ -31,6 +31,32 @@ var childQuestions = map[string]string{
 	"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots",
 }
 
+// questionNeeds is the client capability a child's question (method,
+// with params) needs, as clientCaps.has names it: childQuestions', and
+// for an elicitation in URL mode "elicitation.url" (2025-11-25: a server
+// must not ask in a mode its client did not declare; no mode is form
+// mode). "" for a request that is no question.
+func questionNeeds(method string, params []byte) string {
+	capability := childQuestions[method]
+	if capability == "elicitation" {
+		if m, _ := jsonrpc.String(params, jsonrpc.Member(params, "mode")); m == "url" {
+			return "elicitation.url"
+		}
+	}
+	return capability
+}
+
+// requiredCapability is the data of the -32021 a 2026-07-28 call gets
+// for a question needing capability (questionNeeds) that its request did
+// not declare, and the capability as the error's message names it.
+func requiredCapability(capability string) (data map[string]any, name string) {
+	required, name := map[string]any{capability: map[string]any{}}, capability
+	if capability == "elicitation.url" {
+		required, name = map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}, "elicitation in URL mode"
+	}
+	return map[string]any{"requiredCapabilities": required}, name
+}
+
 // mrtrHold is one child question carried to a modern client: the client's
 // call the child is working on, held until the client retries.
 type mrtrHold struct {
@@ -155,24 +181,26 @@ func (h *mrtrHolds) none() bool { return h.n.Load() == 0 }
 // if one of the modern calls in flight on this child can carry it. It
 // reports whether it took the question.
 func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
-	capability, ok := childQuestions[msg.Method]
-	if !ok {
+	capability := questionNeeds(msg.Method, msg.Params.Of(msg.Raw))
+	if capability == "" {
 		return false
 	}
 	// A legacy child does not say which call asks. Only a call whose own
-	// request declared the capability may carry the question (2026-07-28:
-	// a server must not ask what the client did not declare); a call that
-	// did not is failed for it (-32021) only when it is the one call that
-	// can have asked: no other modern call, no legacy client to ask.
+	// request declared the capability (and the mode) may carry the
+	// question (2026-07-28: a server must not ask what the client did not
+	// declare); a call that did not is failed for it (-32021) only when it
+	// is the one call that can have asked: no other modern call, no
+	// legacy client to ask.
 	p, owner, _, only := b.reqs.mrtrCarrier(capability)
 	if p == nil {
-		if only == nil || b.pickSession(msg.Method) != nil {
+		if only == nil || b.pickSession(msg) != nil {
 			return false // asked as a legacy child's question is (onChildRequest)
 		}
-		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errClientUndeclared, false, "", capability)))
-		o := failure(endClientCannot, errMissingCapability, b.srv.name, capability)
-		o.extra = map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}}
-		o.reason = "the client lacks the " + capability + " capability"
+		data, name := requiredCapability(capability)
+		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errClientUndeclared, false, "", name)))
+		o := failure(endClientCannot, errMissingCapability, b.srv.name, name)
+		o.extra = data
+		o.reason = "the client did not declare " + name
 		b.finish(only, o)
 		return true
 	}
@@ -213,9 +241,8 @@ func (b *backend) urlElicitationForModern(method string, clientID []byte, caps c
 	case !ok:
 		return nil, nil
 	case !caps.elicitationURL:
-		return nil, newErrorData(errMissingCapability, true, b.srv.name,
-			map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}},
-			b.srv.name, "elicitation in URL mode")
+		data, name := requiredCapability("elicitation.url")
+		return nil, newErrorData(errMissingCapability, true, b.srv.name, data, b.srv.name, name)
 	}
 	return line, nil
 }

@@ -121,14 +121,16 @@ func clientCapsOf(c []byte) clientCaps {
 		elicitationURL: jsonrpc.Member(e.Of(c), "url").Present(), roots: jsonrpc.Member(c, "roots").Present()}
 }
 
-// has reports whether capability ("sampling", "elicitation", "roots")
-// was declared.
+// has reports whether capability ("sampling", "elicitation",
+// "elicitation.url", "roots") was declared.
 func (c clientCaps) has(capability string) bool {
 	switch capability {
 	case "sampling":
 		return c.sampling
 	case "elicitation":
 		return c.elicitation
+	case "elicitation.url":
+		return c.elicitationURL
 	case "roots":
 		return c.roots
 	}
@@ -1009,7 +1011,10 @@ func isClosed(ch chan struct{}) bool {
 
 func (s *session) alive() bool { return !isClosed(s.closed) }
 
-func (s *session) canAnswer(method string) bool {
+// canAnswer reports whether the client can be asked a child's request
+// (method, with params) now.
+func (s *session) canAnswer(method string, params []byte) bool {
+	need := questionNeeds(method, params) // before the lock: it reads params
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.era == EraModern {
@@ -1022,7 +1027,7 @@ func (s *session) canAnswer(method string) bool {
 	case "sampling/createMessage":
 		return s.caps.sampling
 	case "elicitation/create":
-		return s.caps.elicitation
+		return s.caps.has(need)
 	case "roots/list":
 		return false // the pool answers it from the child's partition (roots.go)
 	}

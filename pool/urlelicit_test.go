@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // urlMeta is a modern request's _meta declaring elicitation in URL mode.
@@ -163,5 +164,131 @@ func TestURLElicitationAfterAQuestion(t *testing.T) {
 	if resp.StatusCode != 400 || !strings.Contains(string(b), "-32021") ||
 		!strings.Contains(string(b), `"requiredCapabilities":{"elicitation":{"url":{}}}`) {
 		t.Fatalf("a form-mode retry of a refused held call: %s %s, want 400 with -32021", resp.Status, b)
+	}
+}
+
+// initializeCaps are the capabilities the pool declared in each
+// initialize the fake child logged at path.
+func initializeCaps(t *testing.T, path string) []map[string]json.RawMessage {
+	t.Helper()
+	var told []map[string]json.RawMessage
+	for _, m := range childLog(t, path) {
+		if m["method"] != "initialize" {
+			continue
+		}
+		raw, _ := json.Marshal(m["params"])
+		var p struct {
+			Capabilities map[string]json.RawMessage `json:"capabilities"`
+		}
+		if err := json.Unmarshal(raw, &p); err != nil {
+			t.Fatal(err)
+		}
+		told = append(told, p.Capabilities)
+	}
+	return told
+}
+
+// A legacy child started for a session that declared elicitation in URL
+// mode is told both modes; one started for a form-only session is told
+// the empty object, which 2025-06-18 children know. On the first edition
+// every child was told form mode only, so a spec-following child never
+// asked in URL mode (a sign-in at a third party) through the pool.
+func TestLegacyChildHearsElicitationModes(t *testing.T) {
+	dir := shortTempDir(t)
+	urlLog, formLog := filepath.Join(dir, "url.log"), filepath.Join(dir, "form.log")
+	tp := newTestPool(t, nil, fake("url", "-log", urlLog), fake("form", "-log", formLog))
+	tp.dial(t, "url").initialize("u", `{"elicitation":{"url":{}}}`)
+	tp.dial(t, "form").initialize("f", `{"elicitation":{}}`)
+	for _, c := range []struct{ log, want string }{{urlLog, `{"form":{},"url":{}}`}, {formLog, `{}`}} {
+		told := initializeCaps(t, c.log)
+		if len(told) != 1 || string(told[0]["elicitation"]) != c.want {
+			t.Errorf("%s: the child was told %v, want elicitation %s", filepath.Base(c.log), told, c.want)
+		}
+	}
+}
+
+// A legacy child's elicitation in URL mode goes only to a session that
+// declared URL mode (2025-11-25: a server must not ask in a mode its
+// client did not declare), even when a form-only session asks it in its
+// own call; with only form-only sessions the child gets -32006 and no
+// client is asked. On the first edition the form-only session whose call
+// asked got the question.
+func TestURLElicitationOnlyToClientsThatDeclaredURLMode(t *testing.T) {
+	tp := newTestPool(t, nil, fake("mixed"), fake("form"))
+	signIn := tp.dial(t, "mixed")
+	signIn.initialize("sign-in", `{"elicitation":{"form":{},"url":{}}}`)
+	form := tp.dial(t, "mixed")
+	form.initialize("form", `{"elicitation":{}}`)
+	form.call("1", "ask", `{"kind":"elicitation_url"}`)
+	select {
+	case m := <-form.in:
+		t.Fatalf("the form-only session got %s, want nothing before the URL-mode session's answer", m.raw)
+	case q := <-signIn.in:
+		var p struct {
+			Mode string `json:"mode"`
+		}
+		if err := json.Unmarshal(q.Params, &p); err != nil || q.Method != "elicitation/create" || p.Mode != "url" {
+			t.Fatalf("the URL-mode session got %s, want the URL-mode elicitation", q.raw)
+		}
+		signIn.send(`{"jsonrpc":"2.0","id":` + string(q.ID) + `,"result":{"action":"accept"}}`)
+	case <-time.After(15 * time.Second):
+		t.Fatal("nobody was asked the child's question")
+	}
+	if m, other := form.recvID("1"); m.text() != `{"action":"accept"}` || len(other) > 0 {
+		t.Fatalf("the call: %s after %v, want the URL-mode session's answer", m.raw, other)
+	}
+
+	asker, other := tp.dial(t, "form"), tp.dial(t, "form")
+	asker.initialize("asker", `{"elicitation":{}}`)
+	other.initialize("other", `{"elicitation":{"form":{}}}`)
+	asker.call("2", "ask", `{"kind":"elicitation_url"}`)
+	if m := asker.recv(); string(m.ID) != "2" || m.Method != "" ||
+		!strings.Contains(m.text(), "no connected client") || !strings.Contains(m.text(), "32006") {
+		t.Fatalf("with form-only sessions alone the asker got %s, want its call's answer with the child's -32006", m.raw)
+	}
+	other.send(`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+	if _, got := other.recvID(`"p"`); len(got) > 0 {
+		t.Fatalf("the other form-only session got %s", got[0].raw)
+	}
+}
+
+// A 2026-07-28 call whose request declared elicitation in form mode only
+// is not carried a legacy child's URL-mode elicitation: it gets -32021
+// naming URL mode, as a -32042 of the child's gets it. A call that
+// declared URL mode is carried it. Over HTTP and stdio. On the first
+// edition the form-only call got the question as input_required.
+func TestMRTRURLElicitationNeedsURLMode(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	roundTrip, h := roundTrips(t, tp)
+	const want = `"requiredCapabilities":{"elicitation":{"url":{}}}`
+	resp := h.post(askCall("1", "elicitation_url", "")) // elicitation: form mode only
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "-32021") || !strings.Contains(string(b), want) {
+		t.Fatalf("form mode only, over HTTP: %s %s, want 400 with -32021 requiring elicitation in URL mode", resp.Status, b)
+	}
+	if m := roundTrip["stdio"]("1", askCall("1", "elicitation_url", "")); m.Error == nil || m.Error.Code != -32021 ||
+		!strings.Contains(string(m.Error.Data), want) {
+		t.Fatalf("form mode only, over stdio: %s, want -32021 requiring elicitation in URL mode", m.raw)
+	}
+	for _, how := range []string{"http", "stdio"} {
+		t.Run(how, func(t *testing.T) {
+			send := roundTrip[how]
+			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{"kind":"elicitation_url"},%s}}`, urlMeta)
+			r := readResult(t, send("2", body))
+			if r.ResultType != "input_required" || len(r.InputRequests) != 1 {
+				t.Fatalf("URL mode: %+v, want the question", r)
+			}
+			for key, q := range r.InputRequests {
+				if q.Method != "elicitation/create" || !strings.Contains(string(q.Params), `"mode":"url"`) {
+					t.Fatalf("URL mode: asked %s %s", q.Method, q.Params)
+				}
+				retry := fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ask","arguments":{"kind":"elicitation_url"},"inputResponses":{%q:{"action":"accept"}},"requestState":%q,%s}}`,
+					key, r.RequestState, urlMeta)
+				if m := send("3", retry); m.text() != `{"action":"accept"}` {
+					t.Fatalf("the retry with the answer: %s", m.raw)
+				}
+			}
+		})
 	}
 }

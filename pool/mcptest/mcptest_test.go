@@ -542,6 +542,7 @@ func TestTools(t *testing.T) {
 				{"sampling", "sampling/createMessage", "messages", `{"role":"assistant","content":{"type":"text","text":"42"},"model":"m"}`},
 				{"elicitation", "elicitation/create", "requestedSchema", `{"action":"accept","content":{"name":"Ada"}}`},
 				{"roots", "roots/list", "", `{"roots":[{"uri":"file:///tmp"}]}`},
+				{"elicitation_url", "elicitation/create", "elicitationId", `{"action":"accept"}`},
 			} {
 				f.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"ask","arguments":{"kind":%q}}}`, i, c.kind))
 				req := f.recv()
@@ -752,6 +753,23 @@ func TestEras(t *testing.T) {
 					t.Fatalf("round %d: %s", i, m.raw)
 				}
 				state, _ = m.field("requestState").(string)
+			}
+		}},
+		{"ask elicitation_url needs URL mode, and has no elicitationId", "modern", func(t *testing.T, f *fake) {
+			m, _ := f.request("1", "tools/call", `{"name":"ask","arguments":{"kind":"elicitation_url"},`+modernMeta+`}`)
+			wantError(t, m, -32021)
+			wantJSON(t, "data", m.Error.Data, `{"requiredCapabilities":{"elicitation":{"url":{}}}}`)
+			m, _ = f.request("2", "tools/call", `{"name":"ask","arguments":{"kind":"elicitation_url"},`+
+				`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"url":{}}}}}`)
+			var r struct {
+				InputRequests map[string]json.RawMessage `json:"inputRequests"`
+			}
+			_ = json.Unmarshal(m.Result, &r)
+			if len(r.InputRequests) != 1 {
+				t.Fatalf("with URL mode: %s", m.raw)
+			}
+			for _, q := range r.InputRequests {
+				wantJSON(t, "input request", q, `{"method":"elicitation/create","params":{"mode":"url","message":"Sign in to fakemcp.","url":"https://auth.example/sign-in"}}`)
 			}
 		}},
 		{"ask url: -32042 to a legacy call, input_required to a modern one, until the file exists", "both", func(t *testing.T, f *fake) {

@@ -887,7 +887,7 @@ var tools = []map[string]any{
 	tool("crash", "Exit at once with code (default 3), without answering", props{"code": "integer"}, nil),
 	tool("progress", "Send steps progress notifications, ms apart, then answer \"done\"", props{"steps": "integer", "ms": "integer"}, nil),
 	tool("ro_progress", "progress, annotated read-only", props{"steps": "integer", "ms": "integer"}, map[string]any{"readOnlyHint": true}),
-	tool("ask", "Ask the client (sampling, elicitation or roots) and answer with its result as JSON text; legacy: steps progress notifications after the answer; 2026-07-28: steps progress notifications on every round, from 1, and again asks again on every retry, answered or not; kind url: until file exists, ask the client to visit a URL (legacy: error -32042, after asking the first question if any; modern: input_required), then answer \"authorized\"",
+	tool("ask", "Ask the client (sampling, elicitation, elicitation_url: an elicitation in URL mode, or roots) and answer with its result as JSON text; legacy: steps progress notifications after the answer; 2026-07-28: steps progress notifications on every round, from 1, and again asks again on every retry, answered or not; kind url: until file exists, ask the client to visit a URL (legacy: error -32042, after asking the first question if any; modern: input_required), then answer \"authorized\"",
 		props{"kind": "string", "steps": "integer", "again": "boolean", "file": "string", "first": "string"}, nil),
 	tool("big", "Answer a text of bytes 'x' characters", props{"bytes": "integer"}, nil),
 	tool("notify", "Send notifications/<kind>/list_changed (tools, resources, prompts), or resources/updated (updated)", props{"kind": "string"}, nil),
@@ -1087,15 +1087,25 @@ func appendLine(path, line string) (int, error) {
 }
 
 // askKinds maps the ask tool's kind to the client method and the client
-// capability it needs.
+// capability it needs (elicitation_url: in URL mode too).
 var askKinds = map[string]struct{ method, capability string }{
-	"sampling":    {"sampling/createMessage", "sampling"},
-	"elicitation": {"elicitation/create", "elicitation"},
-	"roots":       {"roots/list", "roots"},
+	"sampling":        {"sampling/createMessage", "sampling"},
+	"elicitation":     {"elicitation/create", "elicitation"},
+	"elicitation_url": {"elicitation/create", "elicitation"},
+	"roots":           {"roots/list", "roots"},
 }
 
-func askParams(kind string) map[string]any {
+// askParams are the params of the question kind; an elicitation in URL
+// mode carries elicitationID when not "" (2025-11-25 requires one,
+// 2026-07-28 removed it).
+func askParams(kind, elicitationID string) map[string]any {
 	switch kind {
+	case "elicitation_url":
+		p := map[string]any{"mode": "url", "message": "Sign in to fakemcp.", "url": "https://auth.example/sign-in"}
+		if elicitationID != "" {
+			p["elicitationId"] = elicitationID
+		}
+		return p
 	case "sampling":
 		return map[string]any{"maxTokens": 16, "messages": []any{map[string]any{"role": "user",
 			"content": map[string]any{"type": "text", "text": "What is six times seven?"}}}}
@@ -1114,7 +1124,7 @@ func askParams(kind string) map[string]any {
 func (s *server) ask(r *request, a args) {
 	kind := a.Kind
 	if _, ok := askKinds[kind]; !ok {
-		s.fail(r, codeInvalidParams, "Invalid params: kind must be sampling, elicitation or roots", nil)
+		s.fail(r, codeInvalidParams, "Invalid params: kind must be sampling, elicitation, elicitation_url or roots", nil)
 		return
 	}
 	answer, answered, ok := s.question(r, kind)
@@ -1140,13 +1150,14 @@ func (s *server) ask(r *request, a args) {
 // {"error":...}. answered is false when -ask-timeout ran out first; ok is
 // false when r was cancelled meanwhile (it gets no answer).
 func (s *server) question(r *request, kind string) (answer json.RawMessage, answered, ok bool) {
-	id, _ := json.Marshal(fmt.Sprintf("srv-%d", s.asks.Add(1)))
+	key := fmt.Sprintf("srv-%d", s.asks.Add(1))
+	id, _ := json.Marshal(key)
 	ch := make(chan json.RawMessage, 1)
 	s.mu.Lock()
 	s.answers[string(id)] = ch
 	s.mu.Unlock()
 	msg := map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": askKinds[kind].method}
-	if p := askParams(kind); p != nil {
+	if p := askParams(kind, key); p != nil {
 		msg["params"] = p
 	}
 	s.out.send(msg)
@@ -1182,12 +1193,17 @@ func (s *server) askInline(r *request, a args, responses map[string]json.RawMess
 	kind := a.Kind
 	k, ok := askKinds[kind]
 	if !ok {
-		s.fail(r, codeInvalidParams, "Invalid params: kind must be sampling, elicitation or roots", nil)
+		s.fail(r, codeInvalidParams, "Invalid params: kind must be sampling, elicitation, elicitation_url or roots", nil)
 		return
 	}
 	if _, ok := r.meta.ClientCapabilities[k.capability]; !ok {
 		s.fail(r, codeMissingCapability, "Missing required client capability",
 			map[string]any{"requiredCapabilities": map[string]any{k.capability: map[string]any{}}})
+		return
+	}
+	if kind == "elicitation_url" && !declaresURL(r.meta.ClientCapabilities) {
+		s.fail(r, codeMissingCapability, "Missing required client capability",
+			map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}})
 		return
 	}
 	for i := 1; i <= a.Steps && r.meta.ProgressToken != nil; i++ { // every round starts again from 1
@@ -1202,7 +1218,7 @@ func (s *server) askInline(r *request, a args, responses map[string]json.RawMess
 	}
 	key := fmt.Sprintf("srv-%d", s.asks.Add(1))
 	req := map[string]any{"method": k.method}
-	if p := askParams(kind); p != nil {
+	if p := askParams(kind, ""); p != nil {
 		req["params"] = p
 	}
 	s.reply(r, map[string]any{"resultType": "input_required", "inputRequests": map[string]any{key: req},
@@ -1238,15 +1254,22 @@ func (s *server) askURL(r *request, a args) {
 		s.fail(r, codeURLElicitation, "This request requires more information.", map[string]any{"elicitations": []any{el}})
 		return
 	}
-	var elicitation map[string]json.RawMessage
-	_ = json.Unmarshal(r.meta.ClientCapabilities["elicitation"], &elicitation)
-	if _, ok := elicitation["url"]; !ok {
+	if !declaresURL(r.meta.ClientCapabilities) {
 		s.fail(r, codeMissingCapability, "Missing required client capability",
 			map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}})
 		return
 	}
 	s.reply(r, map[string]any{"resultType": "input_required",
 		"inputRequests": map[string]any{id: map[string]any{"method": "elicitation/create", "params": el}}})
+}
+
+// declaresURL reports whether client capabilities declare elicitation in
+// URL mode.
+func declaresURL(caps map[string]json.RawMessage) bool {
+	var elicitation map[string]json.RawMessage
+	_ = json.Unmarshal(caps["elicitation"], &elicitation)
+	_, ok := elicitation["url"]
+	return ok
 }
 
 // logMessage sends notifications/message if the client asked for the
