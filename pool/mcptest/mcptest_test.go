@@ -1144,6 +1144,25 @@ func TestFlags(t *testing.T) {
 				t.Fatalf("acknowledged %s after the listen was sent", d)
 			}
 		}},
+		{"-ack-listens", func(string) []string {
+			return []string{"-era", "modern", "-ack-listens", "1"}
+		}, func(t *testing.T, f *fake, _ string) {
+			f.send(`{"jsonrpc":"2.0","id":"a","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
+			if m := f.recv(); m.Method != "notifications/subscriptions/acknowledged" {
+				t.Fatalf("the first listen: %s", m.raw)
+			}
+			f.send(`{"jsonrpc":"2.0","id":"b","method":"subscriptions/listen","params":{"notifications":{"promptsListChanged":true},` + modernMeta + `}}`)
+			eventually(t, "the second listen held", func() bool {
+				return strings.Contains(f.stderr.String(), `holding subscriptions/listen "b"`)
+			})
+			if m, notes := f.request("1", "tools/call", `{"name":"notify","arguments":{"kind":"prompts"},`+modernMeta+`}`); m.Error != nil || len(notes) != 0 {
+				t.Fatalf("notify prompts: %s after %d messages, want none: the held listen watches nothing", m.raw, len(notes))
+			}
+			f.stdin.Close()
+			for l := range f.lines {
+				t.Errorf("the held listen was sent: %s", l)
+			}
+		}},
 		{"end_listens and retool", func(string) []string {
 			return []string{"-era", "modern"}
 		}, func(t *testing.T, f *fake, _ string) {

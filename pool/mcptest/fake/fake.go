@@ -57,6 +57,7 @@ type options struct {
 	notifyOnListen string
 	endListens     bool
 	subscribeDelay time.Duration
+	ackListens     int
 	ignoreSIGTERM  bool
 	exitOnStdinEOF bool
 	startupDelay   time.Duration
@@ -86,6 +87,7 @@ func Main(args []string) {
 	fs.StringVar(&o.refuseSub, "refuse-subscribe", "", "answer resources/subscribe of this `uri`, or a subscriptions/listen asking for it, with an error, as a server does for a resource that does not exist")
 	fs.StringVar(&o.notifyOnListen, "notify-on-listen", "", "on each subscriptions/listen, send a `kind` change (as the notify tool does) to the subscriptions already open before acknowledging it, and to them and it after: a change made while a client replaces its subscription")
 	fs.DurationVar(&o.subscribeDelay, "subscribe-delay", 0, "wait this long before taking a subscriptions/listen (acknowledging it) or a resources/subscribe (subscribing), as a server slow to start watching does")
+	fs.IntVar(&o.ackListens, "ack-listens", -1, "acknowledge only the first `N` subscriptions/listen; hold the later ones open without a word (never acknowledged nor answered) until cancelled, as a server that never says it watches does; -1: all")
 	fs.BoolVar(&o.endListens, "end-listens", false, "end every subscriptions/listen with a result right after acknowledging it, as a server that cannot hold a stream open does")
 	fs.BoolVar(&o.exitOnStdinEOF, "exit-on-stdin-eof", true, "exit 0 when stdin closes")
 	fs.DurationVar(&o.startupDelay, "startup-delay", 0, "wait this long before reading stdin")
@@ -320,6 +322,8 @@ type server struct {
 	countMu sync.Mutex // serialises the count tools' append-and-count
 
 	retooled atomic.Bool // the retool tool ran: no tool is annotated any more
+
+	listens atomic.Int64 // subscriptions/listen taken, for -ack-listens
 
 	mu          sync.Mutex
 	inflight    map[string]*request             // raw id -> running request
@@ -773,6 +777,11 @@ func (s *server) listen(r *request) {
 		return
 	}
 	if s.o.subscribeDelay > 0 && !sleepFor(r.ctx, s.o.subscribeDelay) {
+		return
+	}
+	if n := s.listens.Add(1); s.o.ackListens >= 0 && n > int64(s.o.ackListens) {
+		log.Printf("holding subscriptions/listen %s without a word (-ack-listens %d)", r.id, s.o.ackListens)
+		<-r.ctx.Done()
 		return
 	}
 	sub := &subscription{id: r.id, filter: p.Notifications, r: r}
