@@ -100,7 +100,11 @@
 //     each said once); if the child refuses that one, promising what the
 //     current one covers, and if the child dies, what its capabilities
 //     honour: [backend.awaitUpstream], [backend.nextEnded],
-//     [session.acknowledge]. On a legacy child it is acknowledged once the
+//     [session.acknowledge]. An open listen
+//     follows its session to the child made after a stop or a config
+//     change, as the session's stakes do (the new child hears it as it
+//     becomes ready), and leaves the old one: [session.moveListens],
+//     [listener.releaseAt]. On a legacy child it is acknowledged once the
 //     child answered the subscribes it needed, promising none it refused:
 //     [subscribed]. A legacy session of the child gets none of it:
 //     [session.deliverChange]. With the server's annotations trusted it

@@ -36,6 +36,12 @@ import (
 // still watches (a refused resource, or what the open upstream listen
 // covers); one whose child died, with what the child's capabilities
 // honour: the restarted child is asked again.
+//
+// A listen follows its session to the child made after a stop or a
+// config change, as the session's resource subscriptions do
+// (moveStakes): it stays open, and the new child is asked for it as it
+// becomes ready. Ending it instead would make each client reopen it; a
+// client that does not would silently get nothing.
 
 // metaSubscriptionID tags a notification with the listen it belongs to.
 const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
@@ -45,13 +51,15 @@ type listener struct {
 	id                        []byte    // the listen request's id, which is its subscriptionId
 	to                        *exchange // the HTTP POST whose response is the listen's stream; nil: the session's output
 	s                         *session
-	b                         *backend
 	tools, prompts, resources bool
 	uris                      []string
 
-	// Guarded by the session's mu: until its acknowledgement is sent, what
+	// Guarded by the session's mu. b is the child the listen watches: the
+	// session's, which it follows to the child made after a stop or a
+	// config change (moveListens). Until its acknowledgement is sent, what
 	// the listen is sent waits in early (2026-07-28: nothing goes on a
 	// subscription before its acknowledgement).
+	b     *backend
 	acked bool
 	early [][]byte
 }
@@ -115,6 +123,9 @@ func (s *session) listen(id, params []byte, x *exchange) {
 				subs = append(subs, sub)
 			}
 		}
+	}
+	if !s.boundTo(l, b) {
+		l.releaseAt(b) // it ended, or moved to another child, before it was counted here
 	}
 	if testHookListening != nil {
 		testHookListening(id)
@@ -240,15 +251,70 @@ func (s *session) endListens() {
 	}
 }
 
-// release gives back the listen's stake in the child's resource
-// subscriptions (legacy child) or in its one upstream listen (modern).
+// release gives back the listen's stake in its child, once it ended.
 func (l *listener) release() {
-	if l.b.isModern() {
-		l.b.syncUpstream()
+	l.s.mu.Lock()
+	b := l.b
+	l.s.mu.Unlock()
+	l.releaseAt(b)
+}
+
+// releaseAt gives back what the listen holds at b: its stake in b's
+// resource subscriptions (a legacy child's, or one counted before the
+// child said its era: a holder that holds nothing counts nothing) and in
+// b's one upstream listen (modern: recomputed without it).
+func (l *listener) releaseAt(b *backend) {
+	for _, uri := range l.uris {
+		b.changeSubscription(l, uri, false)
+	}
+	b.syncUpstream()
+}
+
+// boundTo reports whether l is still one of the session's listens, and
+// watches b.
+func (s *session) boundTo(l *listener, b *backend) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listens[keyOf(l.id, l.to)] == l && l.b == b
+}
+
+// moveListens takes the session's listens that watch other children to
+// to, the child it routes to now (moveStakes): each old child is let go
+// of them, to is subscribed to their resources (legacy: at once if
+// ready, else as it becomes ready) or opens its upstream listen for them
+// (modern: now, or as it becomes ready). A listen that ended, or moved
+// on, meanwhile is released at to again: it holds nothing there.
+func (s *session) moveListens(to *backend) {
+	type move struct {
+		l    *listener
+		from *backend
+	}
+	var moved []move
+	s.mu.Lock()
+	for _, l := range s.listens {
+		if l.b != to {
+			moved = append(moved, move{l, l.b})
+			l.b = to
+		}
+	}
+	s.mu.Unlock()
+	if len(moved) == 0 {
 		return
 	}
-	for _, uri := range l.uris {
-		l.b.changeSubscription(l, uri, false)
+	modern := to.isModern()
+	for _, m := range moved {
+		m.l.releaseAt(m.from)
+		if !modern {
+			for _, uri := range m.l.uris {
+				to.changeSubscription(m.l, uri, true)
+			}
+		}
+	}
+	to.syncUpstream()
+	for _, m := range moved {
+		if !s.boundTo(m.l, to) {
+			m.l.releaseAt(to)
+		}
 	}
 }
 
@@ -471,11 +537,23 @@ func (b *backend) syncUpstream() {
 		end = append(end, b.up.next)
 		b.up.next, b.up.nf = p, want
 	}
-	// The listeners gone wait no more; with no listen to wait for, every
-	// one left is covered by the current one.
-	b.up.waiting = slices.DeleteFunc(b.up.waiting, func(l *listener) bool { return !l.s.listening(l) })
+	// The listeners gone wait no more; one that moved to another child
+	// (moveListens) neither: it is promised all it asked, which that child
+	// is asked for (as when its child dies). With no listen to wait for,
+	// every one left is covered by the current one.
+	var moved []*listener
+	b.up.waiting = slices.DeleteFunc(b.up.waiting, func(l *listener) bool {
+		if l.s.boundTo(l, b) {
+			return false
+		}
+		if l.s.listening(l) {
+			moved = append(moved, l)
+		}
+		return true
+	})
 	waiting, covered := b.stopWaitingLocked()
 	b.up.mu.Unlock()
+	acknowledgeWaiting(moved, nil)
 	acknowledgeWaiting(waiting, &covered)
 	for _, old := range end {
 		if old != nil {

@@ -286,8 +286,10 @@ func (s *session) carryStakes(from *backend) {
 // unsubscribe, to its first holder's subscribe (as it becomes ready, if
 // it is not yet). A stake to cannot take (it stopped, its table is full)
 // is forgotten, as is one to refuses when it hears it, so that the
-// session's next subscribe reaches the child.
+// session's next subscribe reaches the child. Its open listens move too
+// (moveListens): they stay open, and get to's changes.
 func (s *session) moveStakes(to *backend) {
+	s.moveListens(to)
 	type stake struct {
 		uri  string
 		from *backend
