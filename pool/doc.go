@@ -97,10 +97,11 @@
 //     child watches what it asks for: at once when the current upstream
 //     listen covers it, else when the child acknowledges the one that
 //     does (the listen's changes before that follow its acknowledgement,
-//     each said once); if the child refuses that one, promising what the
+//     each said once); if the child refuses that one, or sits on it past
+//     the server's request timeout (then cancelled), promising what the
 //     current one covers, and if the child dies, what its capabilities
 //     honour: [backend.awaitUpstream], [backend.nextEnded],
-//     [session.acknowledge]. An open listen
+//     [backend.unacknowledged], [session.acknowledge]. An open listen
 //     follows its session to the child made after a stop or a config
 //     change, as the session's stakes do (the new child hears it as it
 //     becomes ready), and leaves the old one: [session.moveListens],

@@ -32,10 +32,10 @@ import (
 // acknowledged once the child watches what it asks for, when the child
 // answered the subscribes it needed (legacy) or acknowledged an upstream
 // listen that covers it (modern; at once if the current one does). One
-// the child refuses is acknowledged anyway, promising what the child
-// still watches (a refused resource, or what the open upstream listen
-// covers); one whose child died, with what the child's capabilities
-// honour: the restarted child is asked again.
+// the child refuses, or sits on past the request timeout, is acknowledged
+// anyway, promising what the child still watches (a refused resource, or
+// what the open upstream listen covers); one whose child died, with what
+// the child's capabilities honour: the restarted child is asked again.
 //
 // A listen follows its session to the child made after a stop or a
 // config change, as the session's resource subscriptions do
@@ -576,7 +576,34 @@ func (b *backend) syncUpstream() {
 		if !errors.Is(err, errAlreadyEnded) {
 			b.log.Debug("the pool's listen was not sent; the one open stays", "err", err)
 		}
+		return
 	}
+	// Its listeners wait no longer than a request may (unacknowledged).
+	timeout := b.requestTimeout()
+	b.p.clock.AfterFunc(timeout, func() { b.unacknowledged(p, timeout) })
+}
+
+// unacknowledged gives up on p, an upstream listen sent to replace the
+// current one, if the child has not acknowledged it within timeout (the
+// server's request timeout) nor answered it: the listeners that waited
+// for it are acknowledged with what the current one covers, as when the
+// child refuses it, and p is cancelled at the child; the next listener
+// change tries again. Without this, a child that takes a listen and
+// never says so would leave them unacknowledged for ever. Once p was
+// acknowledged, replaced or ended, it does nothing.
+func (b *backend) unacknowledged(p *pending, timeout time.Duration) {
+	b.up.mu.Lock()
+	if b.up.next != p {
+		b.up.mu.Unlock()
+		return
+	}
+	b.up.next = nil
+	waiting, covered := b.stopWaitingLocked()
+	b.up.mu.Unlock()
+	b.log.Warn("the child did not acknowledge the pool's listen in time; its listeners are promised what the open one covers",
+		"after", timeout, "listeners", len(waiting))
+	acknowledgeWaiting(waiting, &covered)
+	b.finish(p, outcome{kind: endByClient, reason: "the child did not acknowledge the pool's listen in time"})
 }
 
 // stopWaitingLocked takes the listeners that wait for an upstream listen

@@ -4,9 +4,12 @@ package pool_test
 
 import (
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool"
 )
@@ -135,4 +138,35 @@ func TestListenThatFollowedEndsAtTheNewChild(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A modern child that takes the pool's reopened upstream listen but never
+// acknowledges it (-ack-listens 1: only the first) leaves the listener
+// that waited for it unacknowledged no longer than the server's request
+// timeout: it is then acknowledged with what the open upstream listen
+// covers, the child is told to cancel the one it sat on, and the pool
+// says so in its log. The listener gets what it was promised. (Before, it
+// waited for ever.)
+func TestListenUnacknowledgedByTheChildIsBounded(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	logs := &logBuffer{}
+	cfg := fake("srv", "-era", "modern", "-log", logPath, "-ack-listens", "1")
+	cfg.RequestTimeout = time.Second
+	tp := newTestPool(t, &pool.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}, cfg)
+	a, b, other := tp.dial(t, "srv"), tp.dial(t, "srv"), tp.dial(t, "srv")
+	openListen(t, a, `"a"`, `{"toolsListChanged":true}`)
+	b.send(`{"jsonrpc":"2.0","id":"b","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true},` + modernMeta + `}}`)
+	b.patience = 10 * time.Second
+	if ack := b.recv(); ack.Method != "notifications/subscriptions/acknowledged" ||
+		!strings.Contains(ack.raw, `"notifications":{"toolsListChanged":true}`) {
+		t.Fatalf("b: %s, want an acknowledgement promising the tools changes the open listen covers", ack.raw)
+	}
+	if n := logs.count("the child did not acknowledge the pool's listen in time"); n != 1 {
+		t.Errorf("the pool logged %d warnings, want 1", n)
+	}
+	eventually(t, "the child to be told to cancel the listen it sat on", func() bool {
+		return countInLog(t, logPath, "notifications/cancelled") == 1
+	})
+	awaitChange(t, other, b, "tools", `"b"`)
+	awaitChange(t, other, a, "tools", `"a"`)
 }
