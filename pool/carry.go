@@ -42,9 +42,13 @@ type CarriedChild struct {
 	Server string `json:"server"`
 	// Process identifies the configured process that started it: a new
 	// pool adopts it only for a server configured to start the same one.
-	Process string    `json:"process"`
-	Roots   []string  `json:"roots,omitempty"`
-	Caps    []string  `json:"caps,omitempty"` // "sampling", "elicitation", "elicitation.url" (without it: form mode only): what the pool declared to it
+	Process string   `json:"process"`
+	Roots   []string `json:"roots,omitempty"`
+	// Caps are what the pool declared to it: "sampling", "elicitation"
+	// (in form mode: older pools wrote it for elicitation in any mode,
+	// and always told the child form mode with it), "elicitation.url"
+	// (in URL mode).
+	Caps    []string  `json:"caps,omitempty"`
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
 	// Stdin, Stdout and Stderr are descriptors that survive the exec.
@@ -196,15 +200,7 @@ func (b *backend) carry() (CarriedChild, error) {
 	}
 	cc.Stdin, cc.Stdout, cc.Stderr = fds[0], fds[1], fds[2]
 	cc.PID, cc.Started = c.pid, c.started
-	if b.caps.sampling {
-		cc.Caps = append(cc.Caps, "sampling")
-	}
-	if b.caps.elicitation {
-		cc.Caps = append(cc.Caps, "elicitation")
-	}
-	if b.caps.elicitationURL {
-		cc.Caps = append(cc.Caps, "elicitation.url")
-	}
+	cc.Caps = carriedCaps(b.caps)
 	cc.Handshake = CarriedHandshake{Era: hs.era, ProtocolVersion: hs.protocolVersion, Capabilities: hs.capabilities,
 		ServerInfo: hs.serverInfo, Instructions: hs.instructions, Supported: hs.supported, TTLMs: hs.ttlMs, CacheScope: hs.cacheScope}
 	return cc, nil
@@ -265,11 +261,26 @@ func (cc CarriedChild) handshake() *handshake {
 		instructions: h.Instructions, supported: h.Supported, ttlMs: h.TTLMs, cacheScope: h.CacheScope}
 }
 
+// carriedCaps are c as a CarriedChild's Caps.
+func carriedCaps(c clientCaps) []string {
+	var caps []string
+	if c.sampling {
+		caps = append(caps, "sampling")
+	}
+	if c.elicitationForm {
+		caps = append(caps, "elicitation")
+	}
+	if c.elicitationURL {
+		caps = append(caps, "elicitation.url")
+	}
+	return caps
+}
+
 func (cc CarriedChild) caps() clientCaps {
 	var c clientCaps
 	for _, k := range cc.Caps {
 		c.sampling = c.sampling || k == "sampling"
-		c.elicitation = c.elicitation || k == "elicitation"
+		c.elicitationForm = c.elicitationForm || k == "elicitation"
 		c.elicitationURL = c.elicitationURL || k == "elicitation.url"
 	}
 	return c

@@ -254,43 +254,49 @@ func TestHandoverCarriesAChildAfterItsSessionsState(t *testing.T) {
 	}
 }
 
-// The hand-over record keeps elicitation in URL mode when the child was
-// told it, and the next pool reads it back: its own hand-over says the
-// same. On the first edition the record said "elicitation" alone, which
-// reads as form mode only.
-func TestHandoverCarriesElicitationURLMode(t *testing.T) {
-	on := oneThread(t)
-	cfg := fake("fake")
-	first := newTestPool(t, &pool.Options{StartOn: on}, cfg)
-	first.dial(t, "fake").initialize("u", `{"elicitation":{"url":{}}}`)
-	pid := first.Snapshot().Backends[0].PID
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
-	carried, err := first.Handover()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "elicitation elicitation.url"
-	if len(carried.Children) != 1 || strings.Join(carried.Children[0].Caps, " ") != want {
-		t.Fatalf("carried %+v, want caps %q", carried.Children, want)
-	}
+// The hand-over record keeps the elicitation modes the child was told, and
+// the next pool reads them back: its own hand-over says the same. On the
+// first edition the record said "elicitation" alone, which reads as form
+// mode only; on the second a URL-only child's record said form mode too.
+func TestHandoverCarriesElicitationModes(t *testing.T) {
+	for _, c := range []struct{ declared, want string }{
+		{`{"elicitation":{"url":{}}}`, "elicitation.url"},
+		{`{"elicitation":{"form":{},"url":{}}}`, "elicitation elicitation.url"},
+	} {
+		t.Run(c.want, func(t *testing.T) {
+			on := oneThread(t)
+			cfg := fake("fake")
+			first := newTestPool(t, &pool.Options{StartOn: on}, cfg)
+			first.dial(t, "fake").initialize("u", c.declared)
+			pid := first.Snapshot().Backends[0].PID
+			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+			carried, err := first.Handover()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(carried.Children) != 1 || strings.Join(carried.Children[0].Caps, " ") != c.want {
+				t.Fatalf("carried %+v, want caps %q", carried.Children, c.want)
+			}
 
-	second := newTestPool(t, &pool.Options{StartOn: on, Carried: carried}, cfg)
-	c := second.dial(t, "fake")
-	c.initialize("form", "") // the record, not a later session, says what the child was told
-	c.call("1", "echo", `{"text":"after"}`)
-	if m, _ := c.recvID("1"); m.text() != "after" {
-		t.Fatalf("call after the hand-over: %s", m.raw)
-	}
-	eventually(t, "the carried child to be ready with nothing in flight", func() bool {
-		snap := second.Snapshot()
-		b := snap.Backends
-		return len(b) == 1 && b[0].PID == pid && b[0].State == pool.StateReady && len(snap.InFlight) == 0
-	})
-	again, err := second.Handover()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(again.Children) != 1 || strings.Join(again.Children[0].Caps, " ") != want {
-		t.Fatalf("carried again %+v, want caps %q", again.Children, want)
+			second := newTestPool(t, &pool.Options{StartOn: on, Carried: carried}, cfg)
+			s := second.dial(t, "fake")
+			s.initialize("form", "") // the record, not a later session, says what the child was told
+			s.call("1", "echo", `{"text":"after"}`)
+			if m, _ := s.recvID("1"); m.text() != "after" {
+				t.Fatalf("call after the hand-over: %s", m.raw)
+			}
+			eventually(t, "the carried child to be ready with nothing in flight", func() bool {
+				snap := second.Snapshot()
+				b := snap.Backends
+				return len(b) == 1 && b[0].PID == pid && b[0].State == pool.StateReady && len(snap.InFlight) == 0
+			})
+			again, err := second.Handover()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(again.Children) != 1 || strings.Join(again.Children[0].Caps, " ") != c.want {
+				t.Fatalf("carried again %+v, want caps %q", again.Children, c.want)
+			}
+		})
 	}
 }

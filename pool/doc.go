@@ -112,9 +112,11 @@
 //     also asks for tool changes, and one forgets the tools' hints as a
 //     legacy child's does: [backend.watchesTools], [backend.forgetHintsIf].
 //   - The child's own requests (sampling, elicitation) go to one session
-//     that declared the capability (for an elicitation in URL mode, URL
-//     mode too) and can receive now, the one with the oldest request in
-//     flight on that child first, under a pool id; the
+//     that declared the capability (for an elicitation, in its mode:
+//     form, the mode of one that names none, or URL; an empty
+//     elicitation capability is form mode only) and can receive now,
+//     the one with the oldest request in flight on that child first,
+//     under a pool id; the
 //     answer returns under the child's id, and the child's cancellation
 //     names the pool id; with nobody able, the child gets -32006 at once.
 //     The question is recorded only while its session is open, checked
@@ -125,13 +127,14 @@
 //     [requestTable.askers], [requestTable.addQuestion], [backend.detach],
 //     [requestForClient], [backend.answerChild], [answerForChild],
 //     [childCancelTarget], [cancelledForClient], [session.canAnswer],
-//     [questionNeeds]. A legacy child is told elicitation in URL mode
-//     only when the session that started it declared it, and a hand-over
-//     keeps what it was told: [clientCaps.capabilitiesJSON],
-//     [CarriedChild.caps]. A modern client asked through a legacy child
-//     gets an input-required result and retries; a question needing what
-//     the call's own request did not declare (URL mode included) fails
-//     the call with -32021 when no one else can answer it:
+//     [questionNeeds], [clientCapsOf]. A legacy child is told the
+//     elicitation modes the session that started it declared (form mode
+//     alone as {}), and a hand-over keeps what it was told:
+//     [clientCaps.capabilitiesJSON], [CarriedChild.caps]. A modern
+//     client asked through a legacy child gets an input-required result
+//     and retries; a question needing what the call's own request did
+//     not declare (an elicitation's mode included) fails the call with
+//     -32021 when no one else can answer it:
 //     [backend.carryAsMRTR], [requestTable.mrtrCarrier],
 //     [requiredCapability], [session.resumeMRTR]. A
 //     legacy child's -32042 (URL elicitation required, retired by

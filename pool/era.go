@@ -55,8 +55,8 @@ type handshake struct {
 // partition) or, for a session's own child, when its session declared
 // them (answered from the session's roots, which may change), sampling and elicitation only when the session that started
 // it declared them (a child must not offer sampling tools to clients that
-// cannot sample). Elicitation in URL mode names both modes; form mode
-// alone stays {}, which 2025-06-18 children know.
+// cannot sample). Elicitation names the modes declared, form mode alone
+// as {}, which 2025-06-18 children know.
 func (c clientCaps) capabilitiesJSON() string {
 	var parts []string
 	if c.roots {
@@ -66,9 +66,11 @@ func (c clientCaps) capabilitiesJSON() string {
 		parts = append(parts, `"sampling":{}`)
 	}
 	switch {
-	case c.elicitationURL:
+	case c.elicitationForm && c.elicitationURL:
 		parts = append(parts, `"elicitation":{"form":{},"url":{}}`)
-	case c.elicitation:
+	case c.elicitationURL:
+		parts = append(parts, `"elicitation":{"url":{}}`)
+	case c.elicitationForm:
 		parts = append(parts, `"elicitation":{}`)
 	}
 	return "{" + strings.Join(parts, ",") + "}"

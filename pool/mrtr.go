@@ -1,10 +1,12 @@
 package pool
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,15 +35,15 @@ var childQuestions = map[string]string{
 
 // questionNeeds is the client capability a child's question (method,
 // with params) needs, as clientCaps.has names it: childQuestions', and
-// for an elicitation in URL mode "elicitation.url" (2025-11-25: a server
-// must not ask in a mode its client did not declare; no mode is form
-// mode). "" for a request that is no question.
+// for an elicitation its mode, "elicitation.form" (no mode is form mode)
+// or "elicitation.url" (2025-11-25: a server must not ask in a mode its
+// client did not declare; a mode the pool does not know, no client has).
+// "" for a request that is no question.
 func questionNeeds(method string, params []byte) string {
 	capability := childQuestions[method]
 	if capability == "elicitation" {
-		if m, _ := jsonrpc.String(params, jsonrpc.Member(params, "mode")); m == "url" {
-			return "elicitation.url"
-		}
+		m, _ := jsonrpc.String(params, jsonrpc.Member(params, "mode"))
+		return "elicitation." + cmp.Or(m, "form")
 	}
 	return capability
 }
@@ -51,8 +53,12 @@ func questionNeeds(method string, params []byte) string {
 // not declare, and the capability as the error's message names it.
 func requiredCapability(capability string) (data map[string]any, name string) {
 	required, name := map[string]any{capability: map[string]any{}}, capability
-	if capability == "elicitation.url" {
-		required, name = map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}, "elicitation in URL mode"
+	if mode, ok := strings.CutPrefix(capability, "elicitation."); ok {
+		required = map[string]any{"elicitation": map[string]any{mode: map[string]any{}}}
+		if mode == "url" {
+			mode = "URL"
+		}
+		name = "elicitation in " + mode + " mode"
 	}
 	return map[string]any{"requiredCapabilities": required}, name
 }

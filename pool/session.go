@@ -103,10 +103,11 @@ const statelessClient = "stateless HTTP"
 // clientCaps are the client capabilities that decide what a child is told
 // and which client may answer its questions.
 type clientCaps struct {
-	sampling, elicitation, roots bool
-	// elicitationURL: elicitation in URL mode too ({"url":{}}; an empty
-	// elicitation object is form mode only).
-	elicitationURL bool
+	sampling, roots bool
+	// elicitationForm, elicitationURL: elicitation in form mode ({},
+	// {"form":{}}: 2025-11-25, an empty object is form mode only) and in
+	// URL mode ({"url":{}}). Elicitation in any mode is either.
+	elicitationForm, elicitationURL bool
 	// rootsChange: the roots answered to the child may change (a
 	// session's own child follows its session's roots), so the child is
 	// told listChanged and hears notifications/roots/list_changed.
@@ -116,19 +117,27 @@ type clientCaps struct {
 // clientCapsOf reads the capabilities a client declared, from the JSON
 // object c (initialize's capabilities, _meta's clientCapabilities).
 func clientCapsOf(c []byte) clientCaps {
-	e := jsonrpc.Member(c, "elicitation")
-	return clientCaps{sampling: jsonrpc.Member(c, "sampling").Present(), elicitation: e.Present(),
-		elicitationURL: jsonrpc.Member(e.Of(c), "url").Present(), roots: jsonrpc.Member(c, "roots").Present()}
+	caps := clientCaps{sampling: jsonrpc.Member(c, "sampling").Present(), roots: jsonrpc.Member(c, "roots").Present()}
+	if sp := jsonrpc.Member(c, "elicitation"); sp.Present() {
+		e := sp.Of(c)
+		caps.elicitationURL = jsonrpc.Member(e, "url").Present()
+		// Form mode when named, or when no mode is (the empty object, or
+		// a 2025-06-18 client's, whose revision has form mode alone).
+		caps.elicitationForm = jsonrpc.Member(e, "form").Present() || !caps.elicitationURL
+	}
+	return caps
 }
 
-// has reports whether capability ("sampling", "elicitation",
-// "elicitation.url", "roots") was declared.
+// has reports whether capability ("sampling", "elicitation" in any mode,
+// "elicitation.form", "elicitation.url", "roots") was declared.
 func (c clientCaps) has(capability string) bool {
 	switch capability {
 	case "sampling":
 		return c.sampling
 	case "elicitation":
-		return c.elicitation
+		return c.elicitationForm || c.elicitationURL
+	case "elicitation.form":
+		return c.elicitationForm
 	case "elicitation.url":
 		return c.elicitationURL
 	case "roots":
@@ -397,23 +406,19 @@ func (s *session) initialize(id, params []byte, x *exchange) {
 // without answering it again.
 func (s *session) adoptInitialize(params []byte) (json.RawMessage, error) {
 	var req struct {
-		ProtocolVersion string `json:"protocolVersion"`
-		Capabilities    struct {
-			Sampling    json.RawMessage `json:"sampling"`
-			Elicitation json.RawMessage `json:"elicitation"`
-			Roots       json.RawMessage `json:"roots"`
-		} `json:"capabilities"`
-		ClientInfo Implementation `json:"clientInfo"`
+		ProtocolVersion string                     `json:"protocolVersion"`
+		Capabilities    map[string]json.RawMessage `json:"capabilities"` // only checked here: clientCapsOf reads them
+		ClientInfo      Implementation             `json:"clientInfo"`
 	}
 	if err := json.Unmarshal(params, &req); err != nil {
 		return nil, newError(errBadParams, false, "", "initialize", err)
 	}
 	// What the client declared first: a child started for this handshake
 	// is told the capabilities of the client it was started for.
+	caps := clientCapsOf(mustRaw(params, "capabilities"))
 	s.mu.Lock()
 	s.clientName, s.clientVersion = req.ClientInfo.Name, req.ClientInfo.Version
-	s.caps = clientCaps{sampling: req.Capabilities.Sampling != nil, elicitation: req.Capabilities.Elicitation != nil,
-		elicitationURL: jsonrpc.Member(req.Capabilities.Elicitation, "url").Present(), roots: req.Capabilities.Roots != nil}
+	s.caps = caps
 	s.mu.Unlock()
 	hs, err := s.srv.handshake(s)
 	if err != nil {

@@ -188,21 +188,26 @@ func initializeCaps(t *testing.T, path string) []map[string]json.RawMessage {
 	return told
 }
 
-// A legacy child started for a session that declared elicitation in URL
-// mode is told both modes; one started for a form-only session is told
-// the empty object, which 2025-06-18 children know. On the first edition
-// every child was told form mode only, so a spec-following child never
-// asked in URL mode (a sign-in at a third party) through the pool.
+// A legacy child is told the elicitation modes the session that started
+// it declared: form mode alone as the empty object, which 2025-06-18
+// children know. On the first edition every child was told form mode
+// only, so a spec-following child never asked in URL mode (a sign-in at a
+// third party) through the pool; on the second a URL-only session's child
+// was told form mode too.
 func TestLegacyChildHearsElicitationModes(t *testing.T) {
 	dir := shortTempDir(t)
-	urlLog, formLog := filepath.Join(dir, "url.log"), filepath.Join(dir, "form.log")
-	tp := newTestPool(t, nil, fake("url", "-log", urlLog), fake("form", "-log", formLog))
-	tp.dial(t, "url").initialize("u", `{"elicitation":{"url":{}}}`)
-	tp.dial(t, "form").initialize("f", `{"elicitation":{}}`)
-	for _, c := range []struct{ log, want string }{{urlLog, `{"form":{},"url":{}}`}, {formLog, `{}`}} {
-		told := initializeCaps(t, c.log)
+	for i, c := range []struct{ declared, want string }{
+		{`{"elicitation":{}}`, `{}`},
+		{`{"elicitation":{"form":{}}}`, `{}`},
+		{`{"elicitation":{"url":{}}}`, `{"url":{}}`},
+		{`{"elicitation":{"form":{},"url":{}}}`, `{"form":{},"url":{}}`},
+	} {
+		logPath := filepath.Join(dir, fmt.Sprintf("%d.log", i))
+		tp := newTestPool(t, nil, fake("srv", "-log", logPath))
+		tp.dial(t, "srv").initialize("c", c.declared)
+		told := initializeCaps(t, logPath)
 		if len(told) != 1 || string(told[0]["elicitation"]) != c.want {
-			t.Errorf("%s: the child was told %v, want elicitation %s", filepath.Base(c.log), told, c.want)
+			t.Errorf("%s: the child was told %s, want elicitation %s", c.declared, told, c.want)
 		}
 	}
 }
@@ -290,5 +295,50 @@ func TestMRTRURLElicitationNeedsURLMode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A legacy client that declared elicitation in URL mode only
+// ({"elicitation":{"url":{}}}; 2025-11-25: an empty object is form mode
+// only, so one without form has no form mode) is never asked a form-mode
+// elicitation: with nobody else to ask, the child gets -32006. The child
+// started for it is told URL mode only. On the first edition the session
+// was asked the form, and its child was told both modes.
+func TestURLOnlyClientGetsNoFormQuestion(t *testing.T) {
+	dir := shortTempDir(t)
+	logPath := filepath.Join(dir, "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-log", logPath))
+	u := tp.dial(t, "srv")
+	u.initialize("url-only", `{"elicitation":{"url":{}}}`)
+	if told := initializeCaps(t, logPath); len(told) != 1 || string(told[0]["elicitation"]) != `{"url":{}}` {
+		t.Errorf("the child was told %s, want elicitation {\"url\":{}}", told)
+	}
+	u.call("1", "ask", `{"kind":"elicitation"}`) // form mode
+	if m := u.recv(); m.Method == "elicitation/create" {
+		t.Errorf("the URL-only session was asked a form-mode elicitation: %s", m.raw)
+		u.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"action":"decline"}}`)
+		u.recvID("1")
+	} else if string(m.ID) != "1" || !strings.Contains(m.raw, "32006") {
+		t.Errorf("the call: %s, want its answer with the child's -32006", m.raw)
+	}
+}
+
+// A 2026-07-28 call whose request declared elicitation in URL mode only is
+// not carried a legacy child's form-mode elicitation: being the one call
+// that can have asked, it gets -32021 requiring form mode. Over HTTP and
+// stdio. On the first edition it was carried the form as input_required.
+func TestMRTRURLOnlyCallGetsNoFormQuestion(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	roundTrip, h := roundTrips(t, tp)
+	const want = `"requiredCapabilities":{"elicitation":{"form":{}}}`
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"kind":"elicitation"},` + urlMeta + `}}`
+	resp := h.post(body)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "-32021") || !strings.Contains(string(b), want) {
+		t.Errorf("a URL-only call asked a form, over HTTP: %s %s, want 400 with -32021 requiring elicitation in form mode", resp.Status, b)
+	}
+	if m := roundTrip["stdio"]("1", body); m.Error == nil || m.Error.Code != -32021 || !strings.Contains(string(m.Error.Data), want) {
+		t.Errorf("a URL-only call asked a form, over stdio: %s, want -32021 requiring elicitation in form mode", m.raw)
 	}
 }
