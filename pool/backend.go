@@ -100,6 +100,7 @@ type backend struct {
 	// What the child's sessions share on it.
 	subs       map[string]int       // resource URI -> its holders (sessions, listens)
 	holds      map[subHold]struct{} // which holder holds which URI: each counts once (countLocked)
+	subWaits   map[string]*subWait  // resource URI -> a legacy child's subscribe of it not answered yet
 	hints      map[string]bool      // tools the child declared safe to repeat
 	lastClient *session             // most recently active session, for server-to-client requests
 	childLevel string               // the log level the pool set on the child; "" never set (loglevel.go)
@@ -164,6 +165,7 @@ func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string,
 		hsDone:   make(chan struct{}),
 		subs:     map[string]int{},
 		holds:    map[subHold]struct{}{},
+		subWaits: map[string]*subWait{},
 		hints:    map[string]bool{},
 		detachQ:  make(chan struct{}),
 	}
@@ -277,6 +279,9 @@ func (b *backend) handshakeResult(cancel <-chan struct{}) (*handshake, error) {
 func (b *backend) send(p *pending) error {
 	b.mu.Lock()
 	if p.sub != nil && !b.countLocked(p.sub) {
+		if p.sub.add {
+			p.sub.wait = b.subWaits[p.sub.uri] // the subscribe on its way this holder relies on, if any
+		}
 		b.mu.Unlock()
 		return errNotForChild
 	}
@@ -287,6 +292,9 @@ func (b *backend) send(p *pending) error {
 		}
 		b.mu.Unlock()
 		return err
+	}
+	if p.sub != nil && p.sub.add {
+		b.subscribingLocked(p)
 	}
 	if c := b.child; c != nil && c.direct != nil && c.ready && !b.writing && len(b.queue) == 0 {
 		// Nothing is queued and nobody is writing: this goroutine writes
@@ -959,7 +967,26 @@ func (b *backend) newInternal(method string, params []byte) *pending {
 type subChange struct {
 	uri    string
 	add    bool
-	holder any // *session or *listener
+	holder any      // *session or *listener
+	wait   *subWait // set by send on a subscribe: the child's subscribe of uri on its way, if any
+}
+
+// subWait is a legacy child's resources/subscribe of a URI on its way:
+// sent for its first holder (or by becomeReady for all), it is what every
+// holder counted until the child answers it relies on. A listen's
+// acknowledgement waits for it (subscribed).
+type subWait struct {
+	p       *pending
+	done    chan struct{} // closed once p ended
+	refused bool          // set before done is closed: the child answered p with an error
+}
+
+// subscribingLocked records p, a subscribe the child is to hear, as the
+// one its URI's holders rely on until it ends (subscribeEnded).
+func (b *backend) subscribingLocked(p *pending) {
+	w := &subWait{p: p, done: make(chan struct{})}
+	p.sub.wait = w
+	b.subWaits[p.sub.uri] = w
 }
 
 // subHold is one holder's stake in a URI.
@@ -992,34 +1019,55 @@ func (b *backend) countLocked(c *subChange) (tell bool) {
 	}
 	if n <= 0 {
 		delete(b.subs, c.uri)
+		delete(b.subWaits, c.uri) // nobody relies on a subscribe on its way
 	} else {
 		b.subs[c.uri] = n
 	}
 	return b.state == StateReady && (c.add && n == 1 || !c.add && n == 0)
 }
 
-// refusedSubscribe takes back the stake of a subscribe the child
-// answered with an error: it holds nothing for it. A ready child's
-// subscribe (becomeReady, no holder) was every holder's of its URI. A
-// session that held it forgets it too, so that its next subscribe
-// reaches the child (whose own answer it then gets) and is not taken
-// for one it holds.
-func (b *backend) refusedSubscribe(c *subChange) {
+// subscribeEnded is told how a subscribe of the pool's or a session's
+// ended (finish). One the child answered with an error takes back the
+// stakes that relied on it: they hold nothing. Those are every holder of
+// its URI while it is the one on its way (subWaits: the holders counted
+// after its first relied on it, as every holder does on a ready child's,
+// becomeReady's), else its own holder's alone. A session that held it
+// forgets it too, so that its next subscribe reaches the child (whose
+// own answer it then gets) and is not taken for one it holds. The
+// listens that waited for it are then let go (done).
+func (b *backend) subscribeEnded(p *pending, refused bool) {
+	c := p.sub
 	var lost []any
 	b.mu.Lock()
-	if _, held := b.holds[subHold{uri: c.uri, holder: c.holder}]; held {
-		lost = []any{c.holder}
-	} else if c.holder == nil {
+	w := c.wait
+	if w != nil && w.p != p {
+		w = nil // it relied on another's subscribe: that one's end lets its waiters go
+	}
+	current := w != nil && b.subWaits[c.uri] == w
+	if current {
+		delete(b.subWaits, c.uri)
+	}
+	switch _, held := b.holds[subHold{uri: c.uri, holder: c.holder}]; {
+	case !refused:
+	case current:
 		for k := range b.holds {
 			if k.uri == c.uri {
 				lost = append(lost, k.holder)
 			}
 		}
+	case held && c.holder != nil:
+		lost = []any{c.holder}
 	}
 	for _, h := range lost {
 		b.countLocked(&subChange{uri: c.uri, holder: h})
 	}
+	if w != nil {
+		w.refused = refused
+	}
 	b.mu.Unlock()
+	if w != nil {
+		close(w.done)
+	}
 	for _, h := range lost {
 		if s, ok := h.(*session); ok {
 			s.refusedSubscribe(b, c.uri)

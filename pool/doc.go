@@ -80,7 +80,7 @@
 //     child hears of each URI once and in order:
 //     [backend.onChildNotification], [session.deliverChange],
 //     [session.subscription], [session.undoSubscription],
-//     [backend.countLocked], [backend.refusedSubscribe],
+//     [backend.countLocked], [backend.subscribeEnded],
 //     [session.refusedSubscribe], [session.carryStakes],
 //     [server.currentLocked], [backend.takeStakes], [session.moveStakes],
 //     [backend.send], [backend.changeSubscription], [backend.becomeReady],
@@ -100,14 +100,19 @@
 //     each said once); if the child refuses that one, or sits on it past
 //     the server's request timeout (then cancelled), promising what the
 //     current one covers, and if the child dies, what its capabilities
-//     honour: [backend.awaitUpstream], [backend.nextEnded],
+//     honour; a refused one that added resources is asked again at once
+//     without them (left out until nobody asks for them), so that another
+//     session's resource the child refuses costs no listen its kinds:
+//     [backend.awaitUpstream], [backend.nextEnded],
 //     [backend.unacknowledged], [session.acknowledge]. An open listen
 //     follows its session to the child made after a stop or a config
 //     change, as the session's stakes do (the new child hears it as it
 //     becomes ready), and leaves the old one: [session.moveListens],
 //     [listener.releaseAt]. On a legacy child it is acknowledged once the
-//     child answered the subscribes it needed, promising none it refused:
-//     [subscribed]. A legacy session of the child gets none of it:
+//     child answered the subscribes it relies on, its own or another
+//     holder's of the same resource still on its way, promising none it
+//     refused; a refused subscribe takes back the stake of every holder
+//     that relied on it: [subscribed], [backend.subscribeEnded]. A legacy session of the child gets none of it:
 //     [session.deliverChange]. With the server's annotations trusted it
 //     also asks for tool changes, and one forgets the tools' hints as a
 //     legacy child's does: [backend.watchesTools], [backend.forgetHintsIf].

@@ -86,8 +86,8 @@ func (b *backend) finish(p *pending, o outcome) bool {
 	if o.kind == endAnswered && p.method == "tools/list" && o.answer.Result.Present() {
 		b.learnHints(o.answer.Result.Of(o.answer.Raw)) // a client's, or the pool's own (listToolsForHints)
 	}
-	if o.kind == endAnswered && p.sub != nil && p.sub.add && o.answer.Error.Present() {
-		b.refusedSubscribe(p.sub) // a session's, a listen's, or the pool's own for them (carried, or a ready child's)
+	if p.sub != nil && p.sub.add { // a session's, a listen's, or the pool's own for them (carried, or a ready child's)
+		b.subscribeEnded(p, o.kind == endAnswered && o.answer.Error.Present())
 	}
 	if p.open { // the pool's upstream listen: the child may have ended it
 		b.upstreamEnded(p, o.kind)

@@ -114,13 +114,14 @@ func (s *session) listen(id, params []byte, x *exchange) {
 		s.replyErrorTo(x, id, newError(errDuplicateID, false, "", id))
 		return
 	}
-	var subs []*pending // a legacy child's subscribes the acknowledgement waits for
+	var subs []*subWait // a legacy child's subscribes the acknowledgement waits for: its own, or another holder's on its way
 	if hs.era == EraModern {
 		b.syncUpstream()
 	} else {
 		for _, uri := range l.uris {
-			if sub := b.newSubscriptionChange(l, uri, true); b.send(sub) == nil {
-				subs = append(subs, sub)
+			sub := b.newSubscriptionChange(l, uri, true)
+			if err := b.send(sub); (err == nil || errors.Is(err, errNotForChild)) && sub.sub.wait != nil {
+				subs = append(subs, sub.sub.wait)
 			}
 		}
 	}
@@ -177,15 +178,17 @@ func (s *session) listening(l *listener) bool {
 }
 
 // subscribed waits for a legacy child's answers to the subscribes a
-// listen needed, and is what its acknowledgement promises: honored, less
-// the resources the child refused.
-func subscribed(subs []*pending, honored filter) filter {
+// listen relies on (its own, or another holder's of the same resource
+// still on its way), and is what its acknowledgement promises: honored,
+// less the resources the child refused (subscribeEnded took back the
+// listen's stake in those).
+func subscribed(subs []*subWait, honored filter) filter {
 	uris := make([]string, 0, len(honored.ResourceSubscriptions))
 	refused := map[string]bool{}
-	for _, p := range subs {
-		raw, ok := <-p.reply // closed: it ended unanswered, and the restarted child is subscribed again
-		if m, err := jsonrpc.Parse(raw); ok && err == nil && m.Error.Present() {
-			refused[p.sub.uri] = true
+	for _, w := range subs {
+		<-w.done // ended unanswered (its child died): the restarted child is subscribed again
+		if w.refused {
+			refused[w.p.sub.uri] = true
 		}
 	}
 	for _, uri := range honored.ResourceSubscriptions {
@@ -389,6 +392,7 @@ type upstream struct {
 	next    *pending    // the listen sent to replace p, not yet acknowledged; or nil
 	nf      filter      // what next asks for
 	waiting []*listener // the listeners whose acknowledgement waits for next's; none without next
+	refused []string    // sorted: the resources left out of the union since a listen that added them was refused (nextEnded)
 	quick   int         // the current listens the child ended within quickEnd, in a row (upstreamEnded)
 }
 
@@ -498,7 +502,8 @@ func acknowledgeWaiting(ls []*listener, covered *filter) {
 // changes, closed (with one still waiting for its acknowledgement) after
 // the last. A reopened listen replaces the current one only once the
 // child acknowledges it (routeTagged); one the child refuses leaves the
-// current one as it is, to be tried again at the next change. A change
+// current one as it is, to be tried again at the next change (without the
+// resources a refused one added, while they are asked for: nextEnded). A change
 // while one waits replaces the waiting one. A restarted child gets it
 // again: its dead child's listens ended with it. One the child ends is
 // opened again (upstreamEnded).
@@ -510,6 +515,15 @@ func (b *backend) syncUpstream() {
 	why := "the pool's listen was replaced"
 	b.up.mu.Lock()
 	want := b.union() // under up.mu: a stale union must not reopen what a later one closed
+	// A refused resource is asked for again once nobody asks for it.
+	b.up.refused = slices.DeleteFunc(b.up.refused, func(uri string) bool {
+		_, asked := slices.BinarySearch(want.ResourceSubscriptions, uri)
+		return !asked
+	})
+	want.ResourceSubscriptions = slices.DeleteFunc(want.ResourceSubscriptions, func(uri string) bool {
+		_, refused := slices.BinarySearch(b.up.refused, uri)
+		return refused
+	})
 	if !want.empty() && b.watchesTools() {
 		want.ToolsListChanged = true // for the hints; delivered only to the listeners that asked (deliverChange)
 	}
@@ -670,16 +684,39 @@ func (b *backend) upstreamEnded(p *pending, kind endKind) {
 // upstream listen the child had not acknowledged, ended: each is promised
 // what the current one covers if the child refused p (answered it), else
 // (its child died) all it asked for: the restarted child is asked for it.
+// A refused p that asked for resources the current one does not is
+// likely refused for those (one another session asked for, which the
+// child does not have): it is asked again at once without them, so that
+// the listeners waiting get the rest, and they are left out until nobody
+// asks for them (syncUpstream). Once only: that one asks for nothing new.
 func (b *backend) nextEnded(p *pending, kind endKind) {
+	refused := kind == endAnswered || kind == endUnusable
 	b.up.mu.Lock()
 	if b.up.next != p {
 		b.up.mu.Unlock()
 		return
 	}
 	b.up.next = nil
+	var added []string
+	if refused {
+		covered := b.coveredLocked()
+		for _, uri := range b.up.nf.ResourceSubscriptions {
+			if _, ok := slices.BinarySearch(covered.ResourceSubscriptions, uri); !ok {
+				added = append(added, uri)
+			}
+		}
+		if len(added) > 0 {
+			b.up.refused = append(b.up.refused, added...)
+			slices.Sort(b.up.refused)
+			b.up.mu.Unlock()
+			b.log.Debug("the child refused the pool's listen; asked again without the resources it added", "resources", added)
+			b.syncUpstream() // the waiting listeners wait for that one
+			return
+		}
+	}
 	waiting, covered := b.stopWaitingLocked()
 	b.up.mu.Unlock()
-	if kind == endAnswered || kind == endUnusable {
+	if refused {
 		acknowledgeWaiting(waiting, &covered)
 	} else {
 		acknowledgeWaiting(waiting, nil)
@@ -705,15 +742,17 @@ func (b *backend) routeTagged(msg *jsonrpc.Message) bool {
 	poolID, ok := jsonrpc.ParseUint(tag)
 	var replaced *pending
 	var waited []*listener
+	var covered filter
 	b.up.mu.Lock()
 	if ok && b.up.next != nil && b.up.next.id == poolID {
 		replaced = b.up.p
 		b.up.p, b.up.f, b.up.next = b.up.next, b.up.nf, nil
 		waited, b.up.waiting = b.up.waiting, nil
+		covered = b.up.f // their union, less the resources the child refused
 	}
 	current := ok && b.up.p != nil && b.up.p.id == poolID
 	b.up.mu.Unlock()
-	acknowledgeWaiting(waited, nil) // before what the child sends on it from now on
+	acknowledgeWaiting(waited, &covered) // before what the child sends on it from now on
 	if replaced != nil {
 		b.finish(replaced, outcome{kind: endByClient, reason: "the pool's listen was replaced"})
 	}

@@ -180,6 +180,7 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 				unsent = err // the table is full: so are the ones after
 				break
 			}
+			b.subscribingLocked(p)
 		}
 	}
 	// The level the sessions asked for, queued with the ready state: a
