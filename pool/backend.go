@@ -974,11 +974,13 @@ type subChange struct {
 // subWait is a legacy child's resources/subscribe of a URI on its way:
 // sent for its first holder (or by becomeReady for all), it is what every
 // holder counted until the child answers it relies on. A listen's
-// acknowledgement waits for it (subscribed).
+// acknowledgement waits for it (subscribed), and so does the answer to a
+// session's subscribe (answerCounted).
 type subWait struct {
 	p       *pending
-	done    chan struct{} // closed once p ended
-	refused bool          // set before done is closed: the child answered p with an error
+	done    chan struct{}   // closed once p ended
+	refused bool            // set before done is closed: the child answered p with an error
+	refusal jsonrpc.Message // refused: the child's answer (its own copy), which the holders that relied on p get too
 }
 
 // subscribingLocked records p, a subscribe the child is to hear, as the
@@ -1034,9 +1036,11 @@ func (b *backend) countLocked(c *subChange) (tell bool) {
 // becomeReady's), else its own holder's alone. A session that held it
 // forgets it too, so that its next subscribe reaches the child (whose
 // own answer it then gets) and is not taken for one it holds. The
-// listens that waited for it are then let go (done).
-func (b *backend) subscribeEnded(p *pending, refused bool) {
+// listens and subscribes that waited for it are then let go (done).
+// refusal is the child's error answer, nil if it did not refuse p.
+func (b *backend) subscribeEnded(p *pending, refusal *jsonrpc.Message) {
 	c := p.sub
+	refused := refusal != nil
 	var lost []any
 	b.mu.Lock()
 	w := c.wait
@@ -1061,8 +1065,9 @@ func (b *backend) subscribeEnded(p *pending, refused bool) {
 	for _, h := range lost {
 		b.countLocked(&subChange{uri: c.uri, holder: h})
 	}
-	if w != nil {
-		w.refused = refused
+	if w != nil && refused {
+		w.refused, w.refusal = true, *refusal
+		w.refusal.Raw = append([]byte(nil), refusal.Raw...) // the reader's buffer is reused
 	}
 	b.mu.Unlock()
 	if w != nil {
@@ -1073,6 +1078,28 @@ func (b *backend) subscribeEnded(p *pending, refused bool) {
 			s.refusedSubscribe(b, c.uri)
 		}
 	}
+}
+
+// answerCounted answers a session's subscription change the child need
+// not hear (errNotForChild): {}, but a subscribe that relies on another
+// holder's still on its way (a legacy child's) is answered once the child
+// answered that one, and with its refusal if it refused it. The wait is
+// not the session's reader's: it exits once that subscribe ended (its
+// answer, its child's death, its timeout, the pool's stop).
+func (b *backend) answerCounted(p *pending) {
+	w := p.sub.wait
+	if w == nil {
+		b.finish(p, outcome{kind: endNotForChild})
+		return
+	}
+	b.p.wg.Go(func() {
+		<-w.done
+		o := outcome{kind: endNotForChild}
+		if w.refused {
+			o.answer = w.refusal
+		}
+		b.finish(p, o) // (one the client cancelled meanwhile is ended: finish does nothing)
+	})
 }
 
 // errNotForChild is send's word that a counted subscription change need

@@ -63,6 +63,9 @@
 //     pool's own too: one carrying a session's stake to another child, or
 //     a ready child's for every holder of the URI), leaves its holder
 //     holding nothing, so its next subscribe reaches the child; a
+//     session's subscribe counted while another holder's of the URI is on
+//     its way to the child is answered once the child answered that one,
+//     with its refusal if it refused it; a
 //     session's stakes follow it to the child of its new roots, and to the
 //     child made for it after its child was stopped or replaced (a stop, a
 //     config change): counted there as the child is made, by whichever of
@@ -80,7 +83,7 @@
 //     child hears of each URI once and in order:
 //     [backend.onChildNotification], [session.deliverChange],
 //     [session.subscription], [session.undoSubscription],
-//     [backend.countLocked], [backend.subscribeEnded],
+//     [backend.countLocked], [backend.subscribeEnded], [backend.answerCounted],
 //     [session.refusedSubscribe], [session.carryStakes],
 //     [server.currentLocked], [backend.takeStakes], [session.moveStakes],
 //     [backend.send], [backend.changeSubscription], [backend.becomeReady],

@@ -20,7 +20,7 @@ const (
 	endClientCannot                // the client cannot do what the child needs: the pool answers; the child is told
 	endRefused                     // it never reached its backend (full, failed, stopped): the pool answers
 	endDropped                     // the pool's own request, no longer needed (a handshake probe): nothing
-	endNotForChild                 // a subscription change the child need not hear (others still hold it, or it is not ready): the pool answers {}
+	endNotForChild                 // a subscription change the child need not hear (others still hold it, or it is not ready): the pool answers {}, or the child's refusal of the subscribe it relied on
 )
 
 // endRule is what ending a request of a kind does.
@@ -51,7 +51,7 @@ var endRules = [...]endRule{
 // reason the child is told.
 type outcome struct {
 	kind   endKind
-	answer jsonrpc.Message // endAnswered; a copy, so that the reader's own stays on its stack
+	answer jsonrpc.Message // endAnswered; a copy, so that the reader's own stays on its stack; endNotForChild: the refusal, if any
 	err    poolError       // the kinds that answer with an error
 	args   []any           // err's message arguments
 	extra  map[string]any  // err's extra data members
@@ -87,7 +87,11 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		b.learnHints(o.answer.Result.Of(o.answer.Raw)) // a client's, or the pool's own (listToolsForHints)
 	}
 	if p.sub != nil && p.sub.add { // a session's, a listen's, or the pool's own for them (carried, or a ready child's)
-		b.subscribeEnded(p, o.kind == endAnswered && o.answer.Error.Present())
+		var refusal *jsonrpc.Message
+		if o.kind == endAnswered && o.answer.Error.Present() {
+			refusal = &o.answer
+		}
+		b.subscribeEnded(p, refusal)
 	}
 	if p.open { // the pool's upstream listen: the child may have ended it
 		b.upstreamEnded(p, o.kind)
@@ -147,6 +151,13 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		default:
 			line = b.responseFor(&o.answer, p.method, e)
 		}
+	case o.kind == endNotForChild && o.answer.Error.Present():
+		// The subscribe it relied on (another holder's) was refused:
+		// so is it, with the child's own words.
+		ev.Status = StatusError
+		ev.ErrCode, ev.Err = errorFields(o.answer.Error.Of(o.answer.Raw))
+		b.p.errorsN.Add(1)
+		line = b.responseFor(&o.answer, p.method, e)
 	case o.kind == endNotForChild:
 		line = jsonrpc.AppendResponse(nil, e.origID, []byte("{}"))
 	case rule.answers:

@@ -565,7 +565,7 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 	switch err := b.send(p); {
 	case err == nil:
 	case errors.Is(err, errNotForChild):
-		b.finish(p, outcome{kind: endNotForChild})
+		b.answerCounted(p)
 	default: // (one ended as it was sent was answered by whoever ended it: finish does nothing)
 		b.finish(p, outcome{kind: endRefused, rpcErr: asRPCError(err)})
 		return false
