@@ -275,9 +275,14 @@ func (b *backend) handshakeResult(cancel <-chan struct{}) (*handshake, error) {
 // send queues a request for the child. The caller has already rewritten
 // its id to p.id. An error means the request was not queued;
 // errAlreadyEnded means it was ended (and answered) before it could be;
-// errNotForChild that it is a subscription change the child need not hear.
+// errNotForChild that it is a subscription change the child need not hear;
+// errSubChanged that its holder changed what it holds since it was decided.
 func (b *backend) send(p *pending) error {
 	b.mu.Lock()
+	if c := p.sub; c != nil && c.changes != nil && c.changes.Load() != c.gen {
+		b.mu.Unlock()
+		return errSubChanged
+	}
 	if p.sub != nil && !b.countLocked(p.sub) {
 		if p.sub.add {
 			p.sub.wait = b.subWaits[p.sub.uri] // the subscribe on its way this holder relies on, if any
@@ -969,6 +974,11 @@ type subChange struct {
 	add    bool
 	holder any      // *session or *listener
 	wait   *subWait // set by send on a subscribe: the child's subscribe of uri on its way, if any
+	// changes, if set, is the holder session's count of its own changes
+	// (session.subChanges), gen what it was when the change was decided:
+	// send counts the change only if it is still that (else errSubChanged).
+	changes *atomic.Uint64
+	gen     uint64
 }
 
 // subWait is a legacy child's resources/subscribe of a URI on its way:
@@ -1101,6 +1111,10 @@ func (b *backend) answerCounted(p *pending) {
 		b.finish(p, o) // (one the client cancelled meanwhile is ended: finish does nothing)
 	})
 }
+
+// errSubChanged is send's word that a change decided on what its holder
+// held (moveStakes' release) was not counted: the holder changed it since.
+var errSubChanged = errors.New("the session changed its subscriptions since")
 
 // errNotForChild is send's word that a counted subscription change need
 // not reach the child (countLocked): whoever sent it answers it.

@@ -65,12 +65,14 @@
 //     holding nothing, so its next subscribe reaches the child; a
 //     session's subscribe counted while another holder's of the URI is on
 //     its way to the child is answered once the child answered that one,
-//     with its refusal if it refused it; a
-//     session's stakes follow it to the child of its new roots, and to the
+//     with its refusal if it refused it; a session's stakes follow it to
+//     the child of its new roots, and to the
 //     child made for it after its child was stopped or replaced (a stop, a
 //     config change): counted there as the child is made, by whichever of
 //     its sessions' requests makes it, so the child hears them as it
-//     becomes ready (a stop starts no child just to hold them); one still
+//     becomes ready (a stop starts no child just to hold them), and one
+//     the session let go as it moved is released there unless the session
+//     changed its subscriptions since (then decided again); one still
 //     held at a child it no longer routes to is released there as the
 //     session next subscribes or unsubscribes, a subscribe going on to the
 //     child it routes to now; a session that closes as its stakes move

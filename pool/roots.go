@@ -317,20 +317,43 @@ func (s *session) moveStakes(to *backend) {
 	// what it held on to before the stakes above were counted): what it
 	// no longer holds at to is released now (a stake it does not hold
 	// counts nothing).
-	alive := s.alive()
-	var gone []string
-	s.mu.Lock()
+	// A release counts only if the session changed none of its
+	// subscriptions since it was decided (a subscribe again in between
+	// was answered {} on the stake it would take): else it is decided
+	// again.
+	left := make([]string, 0, len(moved))
 	for _, m := range moved {
-		if !alive || s.subs[m.uri] != to {
-			gone = append(gone, m.uri)
-		}
+		left = append(left, m.uri)
 	}
-	s.mu.Unlock()
-	for _, uri := range gone {
-		to.changeSubscription(s, uri, false)
+	for len(left) > 0 {
+		alive := s.alive()
+		var gone []string
+		s.mu.Lock()
+		gen := s.subChanges.Load()
+		for _, uri := range left {
+			if !alive || s.subs[uri] != to {
+				gone = append(gone, uri)
+			}
+		}
+		s.mu.Unlock()
+		if testHookReleasing != nil && len(gone) > 0 {
+			testHookReleasing(s)
+		}
+		left = left[:0]
+		for _, uri := range gone {
+			p := to.newSubscriptionChange(s, uri, false)
+			p.sub.changes, p.sub.gen = &s.subChanges, gen
+			if errors.Is(to.send(p), errSubChanged) {
+				left = append(left, uri)
+			}
+		}
 	}
 }
 
 // testHookCarrying, when set, runs in moveStakes between the session's
 // record of its stakes' new child and their count there.
 var testHookCarrying func(*session)
+
+// testHookReleasing, when set, runs in moveStakes between its decision to
+// release stakes the session let go as they moved and their release.
+var testHookReleasing func(*session)

@@ -54,6 +54,10 @@ type session struct {
 
 	stream atomic.Pointer[sessionOut] // a byte stream's output (startOutput); nil for HTTP
 	part   atomic.Pointer[partition]  // the roots partition its requests go to (server.backendFor)
+	// subChanges counts the session's own changes of subs (subscription),
+	// each made under mu: a release moveStakes decided counts only if none
+	// came since (backend.send).
+	subChanges atomic.Uint64
 
 	mu              sync.Mutex          // guards the fields below
 	inflight        map[string]*pending // client's original id bytes -> request
@@ -336,6 +340,7 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 	} else {
 		delete(s.subs, uri)
 	}
+	s.subChanges.Add(1)
 	s.mu.Unlock()
 	if had && holder != b {
 		// Held at a child the session no longer routes to (of roots it

@@ -1,9 +1,13 @@
 package pool_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/pool"
 )
 
 // A legacy session's subscribe of a resource whose subscribe (another
@@ -62,5 +66,63 @@ func TestSecondSubscribeOfARefusedPendingSubscribe(t *testing.T) {
 	}
 	if n := countInLog(t, logPath, "resources/subscribe"); n != 2 {
 		t.Errorf("the child had %d subscribes, want 2 (b's refused one held nothing)", n)
+	}
+}
+
+// A session that lets a stake go while it moves to the child made after
+// a stop (takeStakes), then subscribes again just as moveStakes releases
+// what it let go, holds it: the new child hears its subscribe, and the
+// session gets its updates. (Decided before the subscribe and released
+// after it, the release took the stake the subscribe's {} relied on.)
+func TestResubscribeAsAMovedStakeIsReleasedKeepsIt(t *testing.T) {
+	var carrying, releasing atomic.Bool
+	var a *client
+	// Installed before the pool starts, restored after it closed.
+	t.Cleanup(pool.SetCarryingHook(func(name string) {
+		if name == "a" && carrying.CompareAndSwap(true, false) {
+			// read while a's stake is recorded at the new child but not yet counted there
+			a.send(`{"jsonrpc":"2.0","id":3,"method":"resources/unsubscribe","params":{"uri":"fake://counter"}}`)
+			a.recvID("3")
+		}
+	}))
+	t.Cleanup(pool.SetReleasingHook(func(name string) {
+		if name == "a" && releasing.CompareAndSwap(true, false) {
+			a.send(`{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
+			if m, _ := a.recvID("4"); m.Error != nil {
+				t.Errorf("a's subscribe again: %s", m.raw)
+			}
+		}
+	}))
+	logPath := filepath.Join(shortTempDir(t), "child.log")
+	tp := newTestPool(t, nil, fake("fs", "-log", logPath))
+	a = tp.dial(t, "fs")
+	a.initialize("a", "")
+	b := tp.dial(t, "fs")
+	b.initialize("b", "")
+	first := a.pidOf("1")
+	subscribeCounter(t, a, "2")
+	if err := tp.Stop("fs"); err != nil {
+		t.Fatal(err)
+	}
+	carrying.Store(true)
+	releasing.Store(true)
+	if second := b.pidOf("3"); second == first { // b's request makes the new child: a's stakes move
+		t.Fatalf("same child after stop")
+	}
+	if carrying.Load() || releasing.Load() {
+		t.Fatal("a's stake was not let go and taken again as it moved")
+	}
+	eventually(t, "the new child to hear a's subscribe", func() bool {
+		return countMethod(childLog(t, logPath), "resources/subscribe") == 2
+	}, func() string {
+		log := childLog(t, logPath)
+		return fmt.Sprintf("the children heard %d subscribes and %d unsubscribes",
+			countMethod(log, "resources/subscribe"), countMethod(log, "resources/unsubscribe"))
+	})
+	b.call("5", "notify", `{"kind":"updated"}`)
+	b.recvID("5")
+	a.call("6", "echo", `{"text":"s"}`)
+	if _, before := a.recvID("6"); !slices.Contains(notificationsIn(before), "notifications/resources/updated ") {
+		t.Errorf("a, subscribed, got %q, want the update", notificationsIn(before))
 	}
 }
