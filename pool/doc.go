@@ -105,10 +105,12 @@
 //     each said once); if the child refuses that one, or sits on it past
 //     the server's request timeout (then cancelled), promising what the
 //     current one covers, and if the child dies, what its capabilities
-//     honour; a refused one that added resources is asked again at once
-//     without them (left out until nobody asks for them), so that another
-//     session's resource the child refuses costs no listen its kinds:
-//     [backend.awaitUpstream], [backend.nextEnded],
+//     honour; a refused one that added one resource is asked again at
+//     once without it (left out until nobody asks for it or the child
+//     restarts), one that added several with them one at a time (each
+//     left out only if its own try is refused), so that another session's
+//     resource the child refuses costs no listen its kinds or resources:
+//     [backend.awaitUpstream], [backend.nextEnded], [backend.newChild],
 //     [backend.unacknowledged], [session.acknowledge]. An open listen
 //     follows its session to the child made after a stop or a config
 //     change, as the session's stakes do (the new child hears it as it

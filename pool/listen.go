@@ -386,14 +386,34 @@ func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string, ta
 // reopening; it is taken before backend.mu and session.mu, never after,
 // and never held while a listen is sent or ended.
 type upstream struct {
-	mu      sync.Mutex
-	p       *pending    // the listen whose notifications are delivered, or nil
-	f       filter      // what p asked for
-	next    *pending    // the listen sent to replace p, not yet acknowledged; or nil
-	nf      filter      // what next asks for
-	waiting []*listener // the listeners whose acknowledgement waits for next's; none without next
-	refused []string    // sorted: the resources left out of the union since a listen that added them was refused (nextEnded)
-	quick   int         // the current listens the child ended within quickEnd, in a row (upstreamEnded)
+	mu       sync.Mutex
+	p        *pending    // the listen whose notifications are delivered, or nil
+	f        filter      // what p asked for
+	next     *pending    // the listen sent to replace p, not yet acknowledged; or nil
+	nf       filter      // what next asks for
+	waiting  []*listener // the listeners whose acknowledgement waits for next's; none without next
+	ackTimer *time.Timer // gives up on next (unacknowledged); stopped once next is settled, so it holds nothing
+	refused  []string    // sorted: the resources left out of the union since a listen that added only them was refused (nextEnded)
+	trying   []string    // sorted: the resources a refused listen added together, asked for one at a time (nextEnded)
+	quick    int         // the current listens the child ended within quickEnd, in a row (upstreamEnded)
+}
+
+// dropNextLocked forgets next, settled (acknowledged, ended, replaced or
+// given up on), and stops its timer.
+func (up *upstream) dropNextLocked() {
+	up.next = nil
+	if up.ackTimer != nil {
+		up.ackTimer.Stop()
+		up.ackTimer = nil
+	}
+}
+
+// newChild forgets what the child the backend had refused: a restarted
+// child (perhaps restarted to fix the resource) is asked for it again.
+func (b *backend) newChild() {
+	b.up.mu.Lock()
+	b.up.refused, b.up.trying = nil, nil
+	b.up.mu.Unlock()
 }
 
 // A child that ends the pool's listen at once, every time, would have it
@@ -503,7 +523,8 @@ func acknowledgeWaiting(ls []*listener, covered *filter) {
 // the last. A reopened listen replaces the current one only once the
 // child acknowledges it (routeTagged); one the child refuses leaves the
 // current one as it is, to be tried again at the next change (without the
-// resources a refused one added, while they are asked for: nextEnded). A change
+// resource a refused one added alone, while it is asked for, and with the
+// ones it added together one at a time: nextEnded). A change
 // while one waits replaces the waiting one. A restarted child gets it
 // again: its dead child's listens ended with it. One the child ends is
 // opened again (upstreamEnded).
@@ -524,6 +545,21 @@ func (b *backend) syncUpstream() {
 		_, refused := slices.BinarySearch(b.up.refused, uri)
 		return refused
 	})
+	// Of the resources a refused listen added together, one at a time
+	// (the first one not covered yet, with the rest of the union): the
+	// child's refusal of that one names it (nextEnded).
+	covered := b.coveredLocked()
+	b.up.trying = slices.DeleteFunc(b.up.trying, func(uri string) bool {
+		_, asked := slices.BinarySearch(want.ResourceSubscriptions, uri)
+		_, has := slices.BinarySearch(covered.ResourceSubscriptions, uri)
+		return !asked || has
+	})
+	if len(b.up.trying) > 1 {
+		want.ResourceSubscriptions = slices.DeleteFunc(want.ResourceSubscriptions, func(uri string) bool {
+			_, later := slices.BinarySearch(b.up.trying[1:], uri)
+			return later
+		})
+	}
 	if !want.empty() && b.watchesTools() {
 		want.ToolsListChanged = true // for the hints; delivered only to the listeners that asked (deliverChange)
 	}
@@ -531,24 +567,26 @@ func (b *backend) syncUpstream() {
 		b.up.p = nil // its child died, or ended it
 	}
 	if b.up.next != nil && !b.reqs.alive(b.up.next) {
-		b.up.next = nil // refused, or its child died
+		b.up.dropNextLocked() // refused, or its child died
 	}
 	var p *pending
 	switch {
 	case want.empty():
 		why = "the pool's last listener left"
 		end = append(end, b.up.p, b.up.next)
-		b.up.p, b.up.next = nil, nil
+		b.up.p = nil
+		b.up.dropNextLocked()
 	case b.up.next != nil && b.up.nf.equal(want):
 	case b.up.p != nil && b.up.f.equal(want):
 		end = append(end, b.up.next) // the change went back before the child acknowledged it
-		b.up.next = nil
+		b.up.dropNextLocked()
 	default:
 		params, _ := json.Marshal(map[string]any{"notifications": want, "_meta": b.p.ownMeta()})
 		id := b.p.nextID.Add(1)
 		p = &pending{id: id, method: "subscriptions/listen", received: time.Now(), reply: make(chan []byte, 1),
 			line: jsonrpc.AppendRequest(nil, id, "subscriptions/listen", params), open: true}
 		end = append(end, b.up.next)
+		b.up.dropNextLocked()
 		b.up.next, b.up.nf = p, want
 	}
 	// The listeners gone wait no more; one that moved to another child
@@ -582,7 +620,7 @@ func (b *backend) syncUpstream() {
 	if err := b.send(p); err != nil {
 		b.up.mu.Lock()
 		if b.up.next == p {
-			b.up.next = nil
+			b.up.dropNextLocked()
 		}
 		waiting, covered := b.stopWaitingLocked()
 		b.up.mu.Unlock()
@@ -592,9 +630,14 @@ func (b *backend) syncUpstream() {
 		}
 		return
 	}
-	// Its listeners wait no longer than a request may (unacknowledged).
+	// Its listeners wait no longer than a request may (unacknowledged);
+	// none if it was settled meanwhile.
 	timeout := b.requestTimeout()
-	b.p.clock.AfterFunc(timeout, func() { b.unacknowledged(p, timeout) })
+	b.up.mu.Lock()
+	if b.up.next == p {
+		b.up.ackTimer = b.p.clock.AfterFunc(timeout, func() { b.unacknowledged(p, timeout) })
+	}
+	b.up.mu.Unlock()
 }
 
 // unacknowledged gives up on p, an upstream listen sent to replace the
@@ -611,7 +654,7 @@ func (b *backend) unacknowledged(p *pending, timeout time.Duration) {
 		b.up.mu.Unlock()
 		return
 	}
-	b.up.next = nil
+	b.up.dropNextLocked()
 	waiting, covered := b.stopWaitingLocked()
 	b.up.mu.Unlock()
 	b.log.Warn("the child did not acknowledge the pool's listen in time; its listeners are promised what the open one covers",
@@ -685,10 +728,14 @@ func (b *backend) upstreamEnded(p *pending, kind endKind) {
 // what the current one covers if the child refused p (answered it), else
 // (its child died) all it asked for: the restarted child is asked for it.
 // A refused p that asked for resources the current one does not is
-// likely refused for those (one another session asked for, which the
-// child does not have): it is asked again at once without them, so that
-// the listeners waiting get the rest, and they are left out until nobody
-// asks for them (syncUpstream). Once only: that one asks for nothing new.
+// likely refused for one of those (one a session asked for, which the
+// child does not have), so that the listeners waiting get the rest it is
+// asked again at once. One it alone added is the cause: left out until
+// nobody asks for it (syncUpstream). Of several it added (nothing was
+// covered yet: the first listen, or after the child ended the current
+// one) none can be blamed: they are tried one at a time (trying), each
+// blamed only if its own try is refused. Bounded: each try settles one
+// of them, and one with nothing new is not sent.
 func (b *backend) nextEnded(p *pending, kind endKind) {
 	refused := kind == endAnswered || kind == endUnusable
 	b.up.mu.Lock()
@@ -696,7 +743,7 @@ func (b *backend) nextEnded(p *pending, kind endKind) {
 		b.up.mu.Unlock()
 		return
 	}
-	b.up.next = nil
+	b.up.dropNextLocked()
 	var added []string
 	if refused {
 		covered := b.coveredLocked()
@@ -705,11 +752,20 @@ func (b *backend) nextEnded(p *pending, kind endKind) {
 				added = append(added, uri)
 			}
 		}
-		if len(added) > 0 {
-			b.up.refused = append(b.up.refused, added...)
+		switch len(added) {
+		case 0:
+		case 1:
+			b.up.refused = append(b.up.refused, added[0])
 			slices.Sort(b.up.refused)
+			b.up.trying = slices.DeleteFunc(b.up.trying, func(uri string) bool { return uri == added[0] })
+		default:
+			b.up.trying = append(b.up.trying, added...)
+			slices.Sort(b.up.trying)
+			b.up.trying = slices.Compact(b.up.trying)
+		}
+		if len(added) > 0 {
 			b.up.mu.Unlock()
-			b.log.Debug("the child refused the pool's listen; asked again without the resources it added", "resources", added)
+			b.log.Debug("the child refused the pool's listen; asked again without what it added, or with one of them at a time", "resources", added)
 			b.syncUpstream() // the waiting listeners wait for that one
 			return
 		}
@@ -744,17 +800,23 @@ func (b *backend) routeTagged(msg *jsonrpc.Message) bool {
 	var waited []*listener
 	var covered filter
 	b.up.mu.Lock()
+	var more bool // resources still to try one at a time (nextEnded)
 	if ok && b.up.next != nil && b.up.next.id == poolID {
 		replaced = b.up.p
-		b.up.p, b.up.f, b.up.next = b.up.next, b.up.nf, nil
+		b.up.p, b.up.f = b.up.next, b.up.nf
+		b.up.dropNextLocked()
 		waited, b.up.waiting = b.up.waiting, nil
 		covered = b.up.f // their union, less the resources the child refused
+		more = len(b.up.trying) > 0
 	}
 	current := ok && b.up.p != nil && b.up.p.id == poolID
 	b.up.mu.Unlock()
 	acknowledgeWaiting(waited, &covered) // before what the child sends on it from now on
 	if replaced != nil {
 		b.finish(replaced, outcome{kind: endByClient, reason: "the pool's listen was replaced"})
+	}
+	if more {
+		b.syncUpstream() // the next of them
 	}
 	if !current || msg.Method == "notifications/subscriptions/acknowledged" {
 		return true // an upstream listen that was replaced, or its acknowledgement

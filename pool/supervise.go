@@ -212,6 +212,7 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 		b.syncLogLevel()
 	}
 	if hs.era == EraModern {
+		b.newChild()     // what the last child refused, this one is asked for again
 		b.syncUpstream() // a modern child's subscriptions: the pool's upstream listen
 	}
 	b.listToolsForHints()

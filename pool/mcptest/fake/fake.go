@@ -54,6 +54,7 @@ type options struct {
 	grandchildPID  string
 	grandchildIn   bool
 	refuseSub      string
+	refuseWhile    string
 	notifyOnListen string
 	endListens     bool
 	subscribeDelay time.Duration
@@ -85,6 +86,7 @@ func Main(args []string) {
 	fs.BoolVar(&o.grandchildIn, "grandchild-stdin", false, "the -grandchild holds our stdin open (and never reads it), as a subprocess that inherits it does")
 	fs.BoolVar(&o.ignoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM")
 	fs.StringVar(&o.refuseSub, "refuse-subscribe", "", "answer resources/subscribe of this `uri`, or a subscriptions/listen asking for it, with an error, as a server does for a resource that does not exist")
+	fs.StringVar(&o.refuseWhile, "refuse-while", "", "refuse (-refuse-subscribe) only while this `file` exists, as a server whose resource appears later does")
 	fs.StringVar(&o.notifyOnListen, "notify-on-listen", "", "on each subscriptions/listen, send a `kind` change (as the notify tool does) to the subscriptions already open before acknowledging it, and to them and it after: a change made while a client replaces its subscription")
 	fs.DurationVar(&o.subscribeDelay, "subscribe-delay", 0, "wait this long before taking a subscriptions/listen (acknowledging it) or a resources/subscribe (subscribing), as a server slow to start watching does")
 	fs.IntVar(&o.ackListens, "ack-listens", -1, "acknowledge only the first `N` subscriptions/listen; hold the later ones open without a word (never acknowledged nor answered) until cancelled, as a server that never says it watches does; -1: all")
@@ -688,7 +690,7 @@ func (s *server) legacyOnly(r *request) {
 		if r.method == "resources/subscribe" && s.o.subscribeDelay > 0 && !sleepFor(r.ctx, s.o.subscribeDelay) {
 			return
 		}
-		if r.method == "resources/subscribe" && p.URI == s.o.refuseSub && p.URI != "" {
+		if r.method == "resources/subscribe" && p.URI == s.o.refuseSub && p.URI != "" && s.refusing() {
 			s.fail(r, codeInvalidParams, "Resource not found: "+p.URI, nil)
 			return
 		}
@@ -771,7 +773,7 @@ func (s *server) listen(r *request) {
 		s.fail(r, codeInvalidParams, "Invalid params: "+err.Error(), nil)
 		return
 	}
-	if uri := s.o.refuseSub; uri != "" && slices.Contains(p.Notifications.ResourceSubscriptions, uri) {
+	if uri := s.o.refuseSub; uri != "" && slices.Contains(p.Notifications.ResourceSubscriptions, uri) && s.refusing() {
 		s.fail(r, codeInvalidParams, "Resource not found: "+uri, map[string]any{"uri": uri})
 		log.Printf("refused subscriptions/listen %s: it asks for %s (-refuse-subscribe)", r.id, uri)
 		return
@@ -1350,4 +1352,14 @@ func (s *server) fail(r *request, code int, message string, data any) {
 		return
 	}
 	s.out.send(errorResponse(r.id, code, message, data))
+}
+
+// refusing reports whether -refuse-subscribe applies now: always, or
+// while the -refuse-while file exists.
+func (s *server) refusing() bool {
+	if s.o.refuseWhile == "" {
+		return true
+	}
+	_, err := os.Stat(s.o.refuseWhile)
+	return err == nil
 }
