@@ -1,57 +1,15 @@
 package app
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
-	"github.com/switchboard-mcp/switchboard/pool"
 )
-
-// dialAsking is dialSession with a client that declares elicitation, so
-// that the child's questions reach it.
-func dialAsking(t *testing.T, sock, server string) *rpc {
-	t.Helper()
-	conn, err := net.Dial("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(conn, "{\"server\":%q}\n", server)
-	br := bufio.NewReader(conn)
-	line, err := br.ReadBytes('\n')
-	if err != nil {
-		t.Fatalf("hello %s: %v", server, err)
-	}
-	var w pool.Welcome
-	if err := json.Unmarshal(line, &w); err != nil || w.Error != "" || w.Session == "" {
-		t.Fatalf("hello %s: %s", server, line)
-	}
-	c := &rpc{t: t, conn: conn, in: make(chan map[string]json.RawMessage, 64), stash: map[string]map[string]json.RawMessage{}, done: make(chan struct{})}
-	go func() {
-		defer close(c.done)
-		defer close(c.in)
-		for {
-			line, err := br.ReadBytes('\n')
-			if err != nil {
-				return
-			}
-			var m map[string]json.RawMessage
-			if json.Unmarshal(line, &m) == nil {
-				c.in <- m
-			}
-		}
-	}()
-	t.Cleanup(c.close)
-	c.result(c.send("initialize", `{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"asking","version":"1"}}`), 10*time.Second)
-	fmt.Fprintln(conn, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	return c
-}
 
 // TestNoPayloadRecordedAfterHistoryOff: history on with capturePayloads;
 // a call is in flight (the child waits for the user's answer) when the
@@ -67,7 +25,7 @@ func TestNoPayloadRecordedAfterHistoryOff(t *testing.T) {
 	}
 	inst, _ := startIn(t, Options{})
 	stop := stopInstance(t, inst)
-	c := dialAsking(t, inst.Paths.PoolSocket(), "a")
+	c := dialSessionWith(t, inst.Paths.PoolSocket(), "a", `{"elicitation":{}}`) // the child's question reaches it
 	call := c.send("tools/call", `{"name":"ask","arguments":{"kind":"elicitation"}}`)
 	// The child's question, relayed to this client.
 	var qid json.RawMessage

@@ -77,6 +77,19 @@ func TestTokenMadeOnceByConcurrentStarts(t *testing.T) {
 	}
 }
 
+// tokenInstance is an instance with a token file in a new directory, its
+// token (first) the front door's.
+func tokenInstance(t *testing.T) (inst *Instance, first string) {
+	t.Helper()
+	inst = &Instance{Paths: Paths{Config: filepath.Join(t.TempDir(), "config.json")}, tokenTurn: make(chan struct{}, 1)}
+	first, err := loadOrCreateToken(HTTPTokenFile(inst.Paths))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst.httpToken.Store(&first)
+	return inst, first
+}
+
 // TestConcurrentRotationsAgree: rotations at the same moment (two
 // `http-token --rotate`, the dashboard's button) leave the file and the
 // pool's token the same, and every rotation succeeds. On the first
@@ -84,13 +97,7 @@ func TestTokenMadeOnceByConcurrentStarts(t *testing.T) {
 // token outside one lock: one could fail, and the pool could keep token
 // A while the file held B.
 func TestConcurrentRotationsAgree(t *testing.T) {
-	dir := t.TempDir()
-	inst := &Instance{Paths: Paths{Config: filepath.Join(dir, "config.json")}, tokenTurn: make(chan struct{}, 1)}
-	first, err := loadOrCreateToken(HTTPTokenFile(inst.Paths))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst.httpToken.Store(&first)
+	inst, _ := tokenInstance(t)
 	for round := range 50 {
 		var wg sync.WaitGroup
 		errs := make([]error, 8)
@@ -111,7 +118,7 @@ func TestConcurrentRotationsAgree(t *testing.T) {
 			t.Fatalf("round %d: the file holds %q, the pool takes %q", round, got, inst.currentToken())
 		}
 	}
-	if left := tempFiles(t, dir); len(left) > 0 {
+	if left := tempFiles(t, filepath.Dir(inst.Paths.Config)); len(left) > 0 {
 		t.Fatalf("temporary files left: %v", left)
 	}
 }
@@ -155,13 +162,7 @@ func TestHTTPTokenIsTheRunningPools(t *testing.T) {
 // a mutex across the write: every rotation after it, and the question
 // for the token, waited for it without end.
 func TestRotationStuckInTheFile(t *testing.T) {
-	dir := t.TempDir()
-	inst := &Instance{Paths: Paths{Config: filepath.Join(dir, "config.json")}, tokenTurn: make(chan struct{}, 1)}
-	first, err := loadOrCreateToken(HTTPTokenFile(inst.Paths))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst.httpToken.Store(&first)
+	inst, first := tokenInstance(t)
 	entered, release := make(chan struct{}), make(chan struct{})
 	replaceTokenFile = func(path, tok string) (string, error) {
 		close(entered)

@@ -308,6 +308,13 @@ type rpc struct {
 
 func dialSession(t *testing.T, sock, server string) *rpc {
 	t.Helper()
+	return dialSessionWith(t, sock, server, "{}")
+}
+
+// dialSessionWith is dialSession with a client that declares caps (the
+// capabilities of its initialize).
+func dialSessionWith(t *testing.T, sock, server, caps string) *rpc {
+	t.Helper()
 	conn, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -338,7 +345,7 @@ func dialSession(t *testing.T, sock, server string) *rpc {
 		}
 	}()
 	t.Cleanup(c.close)
-	c.result(c.send("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"watch_test","version":"1"}}`), 10*time.Second)
+	c.result(c.send("initialize", `{"protocolVersion":"2025-06-18","capabilities":`+caps+`,"clientInfo":{"name":"watch_test","version":"1"}}`), 10*time.Second)
 	fmt.Fprintln(conn, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return c
 }
