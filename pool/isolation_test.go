@@ -746,10 +746,16 @@ func TestLogLevelFollowsTheSessionsRoots(t *testing.T) {
 	setLevel(a, "1", "debug")
 	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
 	a.answerRoots("file:///work/b")
-	a.call("2", "log", `{"level":"info","data":"for a"}`)
-	if _, other := a.recvID("2"); !slices.ContainsFunc(other, func(m msg) bool { return m.Method == "notifications/message" }) {
-		t.Errorf("a asked for debug, moved to b's child, and got no info message from it")
-	}
+	// The child handles the pool's setLevel and a's call on goroutines of
+	// their own: a's info message comes once the level is set.
+	n := 0
+	eventually(t, "a, which asked for debug and moved to b's child, to get an info message from it", func() bool {
+		n++
+		id := fmt.Sprintf(`"log-%d"`, n)
+		a.call(id, "log", `{"level":"info","data":"for a"}`)
+		_, other := a.recvID(id)
+		return slices.ContainsFunc(other, func(m msg) bool { return m.Method == "notifications/message" })
+	})
 	b.call("2", "log", `{"level":"info","data":"for b?"}`)
 	if _, other := b.recvID("2"); slices.ContainsFunc(other, func(m msg) bool { return m.Method == "notifications/message" }) {
 		t.Errorf("b asked for error and got an info message")
