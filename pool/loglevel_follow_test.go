@@ -3,6 +3,7 @@
 package pool_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -23,6 +24,13 @@ func debugLevels(t *testing.T, logPath string) int {
 	return n
 }
 
+// waitDebugLevels waits until the children were sent n setLevel debug:
+// the pool answers a session's setLevel itself and tells the child after.
+func waitDebugLevels(t *testing.T, logPath string, n int) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d setLevel debug in the children's logs", n), func() bool { return debugLevels(t, logPath) >= n })
+}
+
 // A session's log level follows it to the child of its new roots when it
 // is the first there: the child its next request starts is set to the
 // level the session asked for.
@@ -36,6 +44,7 @@ func TestLogLevelFollowsToAFreshChild(t *testing.T) {
 	if m, _ := a.recvID("2"); m.Error != nil {
 		t.Fatalf("setLevel: %s", m.raw)
 	}
+	waitDebugLevels(t, logPath, 1) // the pool answered; the first child hears it
 	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
 	a.answerRoots("file:///work/b")
 	if second := a.pidOf("3"); second == first {
@@ -72,6 +81,7 @@ func TestLogLevelFollowsToTheChildAfterStop(t *testing.T) {
 			if m, _ := a.recvID("2"); m.Error != nil {
 				t.Fatalf("setLevel: %s", m.raw)
 			}
+			waitDebugLevels(t, logPath, 1) // the pool answered; the first child hears it, before it is stopped
 			if err := tc.stop(tp, cfg); err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
 
 // supervise alone starts, handshakes, waits for and restarts the backend's
@@ -162,6 +164,16 @@ func (b *backend) startLoops(c *child) {
 func (b *backend) becomeReady(c *child, hs *handshake) {
 	b.srv.hs.Store(hs)
 	b.mu.Lock()
+	fresh := b.childLevel == ""
+	b.mu.Unlock()
+	if fresh && jsonrpc.Member(hs.capabilities, "logging").Present() {
+		// A new child its sessions came to (new roots, a stop, a config
+		// change) without one's level asked of it yet: the level they ask
+		// for, recorded now (the child is not ready: nothing is sent) and
+		// queued below with the ready state, ahead of any request.
+		b.syncLogLevel()
+	}
+	b.mu.Lock()
 	b.hs = hs
 	b.state = StateReady
 	b.hsErr = nil
@@ -205,11 +217,6 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 	}
 	if levelUnsent != nil {
 		b.log.Warn("the new child's log level is not the one its sessions asked for", "pid", c.pid, "level", level, "err", levelUnsent)
-	}
-	if level == "" && b.declares("logging") {
-		// A new child its sessions came to (new roots, a stop) without
-		// one's level asked of it yet: the level they ask for.
-		b.syncLogLevel()
 	}
 	if hs.era == EraModern {
 		b.newChild()     // what the last child refused, this one is asked for again
