@@ -382,7 +382,7 @@ func TestRefusedSubscribeAfterStopLeavesNoStake(t *testing.T) {
 // session that let go of it and left.
 func TestUnsubscribeWhileStakesMoveLeavesNoStake(t *testing.T) {
 	var armed atomic.Bool
-	var a *client
+	var a *client // set as the hook is armed
 	done := make(chan struct{})
 	// Installed before the pool starts, restored after it closed.
 	t.Cleanup(pool.SetCarryingHook(func(name string) {
@@ -395,22 +395,7 @@ func TestUnsubscribeWhileStakesMoveLeavesNoStake(t *testing.T) {
 		a.send(`{"jsonrpc":"2.0","id":3,"method":"resources/unsubscribe","params":{"uri":"fake://counter"}}`)
 		a.recvID("3")
 	}))
-	logPath := filepath.Join(shortTempDir(t), "child.log")
-	cfg := fake("fs", "-log", logPath)
-	tp := newTestPool(t, nil, cfg)
-	a = tp.dial(t, "fs")
-	a.initialize("a", "")
-	b := tp.dial(t, "fs")
-	b.initialize("b", "")
-	first := a.pidOf("1")
-	subscribeCounter(t, a, "2")
-	if err := tp.Stop("fs"); err != nil {
-		t.Fatal(err)
-	}
-	armed.Store(true)
-	if second := b.pidOf("3"); second == first { // b's request makes the new child: a's stakes move
-		t.Fatalf("same child after stop")
-	}
+	_, b, logPath := subscribedThenStopped(t, func(c *client) { a = c; armed.Store(true) })
 	<-done
 	a.close()
 	b.pidOf("4")
@@ -425,4 +410,28 @@ func TestUnsubscribeWhileStakesMoveLeavesNoStake(t *testing.T) {
 		subs, unsubs := count()
 		return fmt.Sprintf("the children heard %d subscribes and %d unsubscribes", subs, unsubs)
 	})
+}
+
+// subscribedThenStopped opens sessions a and b of server fs (its children
+// logging to logPath), has a subscribe to fake://counter, stops the
+// server, calls arm with a (the hooks' session, from now on), and has b's
+// request start the new child: a's stakes move to it on b's goroutine
+// (takeStakes).
+func subscribedThenStopped(t *testing.T, arm func(a *client)) (a, b *client, logPath string) {
+	t.Helper()
+	logPath = filepath.Join(shortTempDir(t), "child.log")
+	tp := newTestPool(t, nil, fake("fs", "-log", logPath))
+	a, b = tp.dial(t, "fs"), tp.dial(t, "fs")
+	a.initialize("a", "")
+	b.initialize("b", "")
+	first := a.pidOf("1")
+	subscribeCounter(t, a, "2")
+	if err := tp.Stop("fs"); err != nil {
+		t.Fatal(err)
+	}
+	arm(a)
+	if second := b.pidOf("3"); second == first {
+		t.Fatalf("same child after stop")
+	}
+	return a, b, logPath
 }

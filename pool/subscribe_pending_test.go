@@ -95,22 +95,7 @@ func TestResubscribeAsAMovedStakeIsReleasedKeepsIt(t *testing.T) {
 			}
 		}
 	}))
-	logPath := filepath.Join(shortTempDir(t), "child.log")
-	tp := newTestPool(t, nil, fake("fs", "-log", logPath))
-	a = tp.dial(t, "fs")
-	a.initialize("a", "")
-	b := tp.dial(t, "fs")
-	b.initialize("b", "")
-	first := a.pidOf("1")
-	subscribeCounter(t, a, "2")
-	if err := tp.Stop("fs"); err != nil {
-		t.Fatal(err)
-	}
-	carrying.Store(true)
-	releasing.Store(true)
-	if second := b.pidOf("3"); second == first { // b's request makes the new child: a's stakes move
-		t.Fatalf("same child after stop")
-	}
+	_, b, logPath := subscribedThenStopped(t, func(c *client) { a = c; carrying.Store(true); releasing.Store(true) })
 	if carrying.Load() || releasing.Load() {
 		t.Fatal("a's stake was not let go and taken again as it moved")
 	}
