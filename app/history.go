@@ -157,6 +157,15 @@ func (h *historyState) recordSwitched(e pool.Event) {
 	h.st.Record(e) // written requests and closed sessions it does not know, it leaves alone
 }
 
+// switchOff stops recording requests, as a config that switches history
+// off does, for a file that does not load but says so (config.Error's
+// HistoryOff): the next file that loads decides again.
+func (h *historyState) switchOff() {
+	if h != nil {
+		h.off.Store(&historyOffInConfig)
+	}
+}
+
 // apply makes the history follow h, the history settings of a config
 // that loaded, as far as that can be done while the pool runs: switching
 // it off always; switching it on when the database was opened to record
@@ -168,7 +177,7 @@ func (h *historyState) apply(c config.History) (restart []string) {
 	}
 	switch {
 	case c.Disabled:
-		h.off.Store(&historyOffInConfig)
+		h.switchOff()
 	case h.switchable:
 		h.off.Store(nil)
 	case h.st != nil:

@@ -325,3 +325,57 @@ func TestHistorySwitchedOnNeedsARestart(t *testing.T) {
 		t.Errorf("the log does not name history.disabled:\n%s", logs.String())
 	}
 }
+
+// TestBrokenConfigSwitchesHistoryOff: a file that does not load (here a
+// bad hangThreshold) but reads history.disabled as true switches history
+// off at once, while the last good config keeps running everything else;
+// the next broken file that does not say so leaves it off, and a file
+// that loads decides again. Before, a user who switched history off for
+// privacy and made a typo elsewhere in the same edit went on being
+// recorded until the typo was found.
+func TestBrokenConfigSwitchesHistoryOff(t *testing.T) {
+	paths := sbHome(t)
+	servers := map[string][]string{"a": nil}
+	if err := config.WriteFile(paths.Config, fakeConfig(t, servers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst, logs := startIn(t, Options{})
+	stop := stopInstance(t, inst)
+	c := dialSession(t, inst.Paths.PoolSocket(), "a") // initialize: id 1
+	c.pid()                                           // 2
+	write := func(extra map[string]any) {
+		t.Helper()
+		if err := config.WriteFile(paths.Config, configWith(t, servers, extra), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(map[string]any{"hangThreshold": "soon"})
+	eventually(t, 5*time.Second, "the broken file reported", func() bool { return inst.Status().ConfigError != nil })
+	c.pid() // 3: recorded, history is on
+	// The same problem, so the same error: only history.disabled differs.
+	write(map[string]any{"hangThreshold": "soon", "history": map[string]any{"disabled": true}})
+	eventually(t, 5*time.Second, "history switched off, and the log saying so", func() bool {
+		return !inst.Status().History.Enabled && strings.Contains(logs.String(), "request history switched off")
+	})
+	c.pid() // 4: not recorded
+	write(map[string]any{"hangThreshold": "later"})
+	eventually(t, 5*time.Second, "the second broken file reported", func() bool {
+		e := inst.Status().ConfigError
+		return e != nil && strings.Contains(*e, "later")
+	})
+	if inst.Status().History.Enabled {
+		t.Error("a broken file that does not say history is off switched it on again")
+	}
+	c.pid() // 5: not recorded
+	write(nil)
+	eventually(t, 5*time.Second, "the good file loaded, history on again", func() bool {
+		st := inst.Status()
+		return st.ConfigError == nil && st.History.Enabled
+	})
+	c.pid() // 6
+	c.close()
+	stop()
+	if got, want := recordedIDs(t), []string{"2 ok", "3 ok", "6 ok"}; !slices.Equal(got, want) {
+		t.Errorf("the history holds %q, want %q", got, want)
+	}
+}

@@ -234,10 +234,16 @@ func (cw *configWatch) reload() {
 
 func (cw *configWatch) report(data []byte, f *config.File, err error) {
 	if err != nil {
-		if err.Error() == cw.lastErr {
+		// The same problems in a file that now switches history off are
+		// news: that part of a broken file applies (config.Error).
+		key := err.Error()
+		if ce := (*config.Error)(nil); errors.As(err, &ce) && ce.HistoryOff {
+			key += "\x00history off"
+		}
+		if key == cw.lastErr {
 			return
 		}
-		cw.lastErr = err.Error()
+		cw.lastErr = key
 		cw.onChange(nil, err)
 		return
 	}
@@ -307,6 +313,10 @@ func (inst *Instance) reloadConfig(f *config.File, err error) {
 		inst.mu.Unlock()
 		inst.noteReload(time.Now(), "", err)
 		inst.log.Error("config not applied; the last good config keeps running", "config", inst.configPath, "err", err)
+		if ce := (*config.Error)(nil); errors.As(err, &ce) && ce.HistoryOff && inst.history.requests() != nil {
+			inst.history.switchOff()
+			inst.log.Info("request history switched off: the file does not load, but says so", "config", inst.configPath)
+		}
 		return
 	}
 	// The front door keeps the address it was started with (and any

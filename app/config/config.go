@@ -195,8 +195,12 @@ func parse(data []byte, lookup func(string) (string, bool)) (*File, error) {
 			p.list = append(p.list, pr)
 		}
 	}
-	if err := p.err(); err != nil {
-		return nil, err
+	if len(p.list) > 0 {
+		off := f.History.Disabled
+		for _, pr := range p.list {
+			off = off && pr.Field != "history" && pr.Field != "history.disabled"
+		}
+		return nil, &Error{Problems: p.list, HistoryOff: off}
 	}
 	return f, nil
 }

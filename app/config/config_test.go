@@ -183,6 +183,36 @@ func TestErrorText(t *testing.T) {
 	}
 }
 
+// TestBrokenFileSwitchingHistoryOff: of a file that does not load, only
+// a clean history.disabled: true is read (Error.HistoryOff); a history
+// section at fault, or a file that is no JSON, switches nothing.
+func TestBrokenFileSwitchingHistoryOff(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		off       bool
+	}{
+		{"off, a problem elsewhere", `{"hangThreshold": "soon", "history": {"disabled": true}}`, true},
+		{"off, another history field at fault", `{"history": {"disabled": true, "maxRows": "many"}}`, true},
+		{"on, a problem elsewhere", `{"hangThreshold": "soon", "history": {"disabled": false}}`, false},
+		{"not said", `{"hangThreshold": "soon"}`, false},
+		{"disabled at fault", `{"hangThreshold": "soon", "history": {"disabled": "yes"}}`, false},
+		{"disabled said twice", `{"hangThreshold": "soon", "history": {"disabled": true, "disabled": false}}`, false},
+		{"history at fault", `{"hangThreshold": "soon", "history": true}`, false},
+		{"no JSON", `{"history": {"disabled": true}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.doc))
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("Parse error %v, want an *Error", err)
+			}
+			if ce.HistoryOff != tc.off {
+				t.Errorf("HistoryOff = %v, want %v (problems %q)", ce.HistoryOff, tc.off, ce.Problems)
+			}
+		})
+	}
+}
+
 func TestDurationHint(t *testing.T) {
 	for in, want := range map[string]string{
 		"10 minutes": "10m", "10 min": "10m", "90": "90s", "1 hour 30 mins": "1h30m", "2 days": "48h",

@@ -30,6 +30,12 @@ func (p Problem) String() string {
 type Error struct {
 	File     string // set by Load
 	Problems []Problem
+	// HistoryOff says the file, though it does not load, switches the
+	// request history off: history.disabled reads true, free of problems
+	// of its own. A running pool applies that at once (what a user turns
+	// off for privacy must not wait for a typo elsewhere to be fixed);
+	// nothing else of a broken file applies, and nothing that records more.
+	HistoryOff bool
 }
 
 func (e *Error) Error() string {
