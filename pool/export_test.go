@@ -103,3 +103,25 @@ func SetCarryingHook(hook func(clientName string)) (restore func()) {
 	}
 	return func() { testHookCarrying = nil }
 }
+
+// PauseReplayUntilHandBackWaits makes the pool stop a roots replay after
+// it took its first held message and before it handles it, until a
+// hand-back waits for the session to be idle (waitIdle) or the session
+// closes; taken is closed when it stops. Until restore is called (after
+// the pool closed).
+func PauseReplayUntilHandBackWaits() (taken <-chan struct{}, restore func()) {
+	stopped, waiting := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	testHookReplaying = func(s *session) {
+		once.Do(func() {
+			close(stopped)
+			select {
+			case <-waiting:
+			case <-s.closed:
+			}
+		})
+	}
+	waited := sync.OnceFunc(func() { close(waiting) })
+	testHookWaitingIdle = func(*session) { waited() }
+	return stopped, func() { testHookReplaying, testHookWaitingIdle = nil, nil }
+}

@@ -315,6 +315,9 @@ func (s *session) waitIdle(deadline time.Time) {
 		if !busy {
 			return
 		}
+		if testHookWaitingIdle != nil {
+			testHookWaitingIdle(s)
+		}
 		select {
 		case <-q:
 		case <-s.closed:
@@ -324,6 +327,10 @@ func (s *session) waitIdle(deadline time.Time) {
 		}
 	}
 }
+
+// testHookWaitingIdle, when set, runs in waitIdle each time it finds the
+// session busy, before it waits.
+var testHookWaitingIdle func(*session)
 
 // abandon answers p for a pool that stops before its child answered: the
 // client gets the at-most-once error, the child a cancellation if it saw

@@ -316,3 +316,48 @@ func TestHandBackTakesWhatAReplayLeavesHeld(t *testing.T) {
 		t.Errorf("the stopped pool answered the call %q, and handed it back too", got)
 	}
 }
+
+// TestHandBackWaitsForAReplayedMessage: a client's call held while the
+// pool asks its roots is replayed when the ask times out; a hand-back
+// comes after the replay took it from the held messages and before it
+// became a request in flight. The call is then answered by this pool or
+// handed back, exactly one of the two. Before, the hand-back saw the
+// session idle and closed it: the call was neither held, so not handed
+// back, nor in flight, so not answered.
+func TestHandBackWaitsForAReplayedMessage(t *testing.T) {
+	t.Cleanup(pool.SetRootsAskTimeout(500 * time.Millisecond))
+	taken, restore := pool.PauseReplayUntilHandBackWaits()
+	t.Cleanup(restore)
+	tp := newTestPool(t, &pool.Options{StopGrace: 5 * time.Second}, fake("fs"))
+
+	a := tp.attach(t, "fs")
+	a.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"a","version":"1"}}}`)
+	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pid","arguments":{}}}`
+	// One write: the reader holds the call at once, well before the ask
+	// that initialized starts times out.
+	if _, err := a.in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" + call + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := a.out.ReadString('\n'); err != nil || !strings.Contains(line, `"roots/list"`) {
+		t.Fatalf("want the pool's roots/list, got %q, %v", line, err)
+	}
+	select { // the ask timed out; the replay took the call, and waits for the hand-back
+	case <-taken:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the held call was not replayed")
+	}
+
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tp.Close()
+	}()
+	bye := a.goodbye(15 * time.Second)
+	<-stopped
+	answered := strings.Contains(a.rest(t), `"id":7`)
+	handed := strings.Contains(string(bye.Pending), call)
+	if bye.End != wire.EndPoolStopping || answered == handed {
+		t.Errorf("farewell %q with Pending %q, call answered %t: want %q, and the call either answered or handed back",
+			bye.End, bye.Pending, answered, wire.EndPoolStopping)
+	}
+}

@@ -200,6 +200,9 @@ func (s *session) replayHeld() {
 		s.held = s.held[1:]
 		s.heldBytes -= len(h.line)
 		s.mu.Unlock()
+		if testHookReplaying != nil {
+			testHookReplaying(s)
+		}
 		if msg, err := jsonrpc.Parse(h.line); err == nil { // it was, when it was held
 			s.dispatch(&msg, h.x)
 		}
@@ -212,6 +215,10 @@ func (s *session) replayHeld() {
 // testHookReplayed, when set, runs in replayHeld after each held message
 // it handled.
 var testHookReplayed func(*session)
+
+// testHookReplaying, when set, runs in replayHeld between its take of a
+// held message and the message's handling.
+var testHookReplaying func(*session)
 
 // rootsChanged tells a session's own child, if it runs, that its roots
 // (its session's) may have changed: it asks them again. A shared child's
