@@ -70,9 +70,12 @@
 //     child made for it after its child was stopped or replaced (a stop, a
 //     config change): counted there as the child is made, by whichever of
 //     its sessions' requests makes it, so the child hears them as it
-//     becomes ready (a stop starts no child just to hold them), and one
-//     the session let go as it moved is released there unless the session
-//     changed its subscriptions since (then decided again); one still
+//     becomes ready (a stop starts no child just to hold them; a config
+//     change starts at once the child of a partition whose sessions hold
+//     some, as their next request would, so that a session that only
+//     listens keeps getting changes), and one the session let go as it
+//     moved is released there unless the session changed its
+//     subscriptions since (then decided again); one still
 //     held at a child it no longer routes to is released there as the
 //     session next subscribes or unsubscribes, a subscribe going on to the
 //     child it routes to now; a session that closes as its stakes move
@@ -88,8 +91,8 @@
 //     [backend.countLocked], [backend.subscribeEnded], [backend.answerCounted],
 //     [session.refusedSubscribe], [session.carryStakes],
 //     [server.currentLocked], [backend.takeStakes], [session.moveStakes],
-//     [backend.send], [backend.changeSubscription], [backend.becomeReady],
-//     [backend.reap].
+//     [server.startForStakes], [backend.send], [backend.changeSubscription],
+//     [backend.becomeReady], [backend.reap].
 //   - A modern child's subscriptions/listen is one upstream stream for all
 //     the sessions that listen, each getting what its own filter asks;
 //     reopened for a new union, the old stream stays the source until the
@@ -113,8 +116,9 @@
 //     [backend.awaitUpstream], [backend.nextEnded], [backend.newChild],
 //     [backend.unacknowledged], [session.acknowledge]. An open listen
 //     follows its session to the child made after a stop or a config
-//     change, as the session's stakes do (the new child hears it as it
-//     becomes ready), and leaves the old one: [session.moveListens],
+//     change (at once, for a config change), as the session's stakes do
+//     (the new child hears it as it becomes ready), and leaves the old
+//     one: [session.moveListens],
 //     [listener.releaseAt]. On a legacy child it is acknowledged once the
 //     child answered the subscribes it relies on, its own or another
 //     holder's of the same resource still on its way, promising none it

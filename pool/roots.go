@@ -288,6 +288,26 @@ func (s *session) carryStakes(from *backend) {
 	s.moveStakes(to)
 }
 
+// heldStakes reports whether the live session holds what a child must
+// keep telling it about, a subscription or an open listen, and the
+// exchange of one such listen (nil over stdio): a child started for the
+// listen is told what its request declared, as for the listen itself
+// (session.backend).
+func (s *session) heldStakes() (held bool, x *exchange) {
+	if !s.alive() {
+		return false, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.listens {
+		held = true
+		if x == nil {
+			x = l.to
+		}
+	}
+	return held || len(s.subs) > 0, x
+}
+
 // moveStakes moves the session's subscriptions held at other children to
 // to, the child it routes to now: each old child hears its last holder's
 // unsubscribe, to its first holder's subscribe (as it becomes ready, if

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -351,7 +352,7 @@ func (s *server) handshake(sess *session) (*handshake, error) {
 // reconfigure applies a changed config. Pool-side settings apply at once;
 // a change to how the child is started retires the current child: it
 // finishes what it has in flight and stops, while new requests start a new
-// one.
+// one, and so do the stakes its sessions hold (startForStakes).
 func (s *server) reconfigure(cfg ServerConfig) {
 	s.mu.Lock()
 	old := s.cfg
@@ -361,6 +362,7 @@ func (s *server) reconfigure(cfg ServerConfig) {
 		s.startResolvingLocked()
 	}
 	var retire, keep []*backend
+	var members []*session // of the partitions whose child is replaced
 	for _, pt := range s.parts {
 		b := pt.current.Load()
 		switch {
@@ -369,6 +371,11 @@ func (s *server) reconfigure(cfg ServerConfig) {
 			retire = append(retire, b)
 			pt.current.Store(nil)
 			s.old = append(s.old, b)
+			if !cfg.Disabled {
+				for sess := range pt.members {
+					members = append(members, sess)
+				}
+			}
 		default:
 			keep = append(keep, b)
 		}
@@ -384,6 +391,32 @@ func (s *server) reconfigure(cfg ServerConfig) {
 		b.setConfig(cfg)
 		if b.failed() {
 			b.restartNow()
+		}
+	}
+	s.startForStakes(members)
+}
+
+// startForStakes starts the new child of the partitions whose child a
+// config change replaced, if one of their sessions holds a subscription
+// or an open listen, as that session's request would (session.backend):
+// the child's takeStakes carries every session's stakes of the partition
+// to it, so a session that only listens goes on getting changes without
+// sending anything. A partition whose sessions hold nothing gets its
+// child with its next request. A session that closed meanwhile starts
+// nothing; a start refused otherwise (the server removed or disabled
+// meanwhile, its children all taken) is logged, and the stakes wait for
+// the partition's next request, as before.
+func (s *server) startForStakes(members []*session) {
+	for _, sess := range members {
+		held, x := sess.heldStakes()
+		if !held {
+			continue
+		}
+		// Once a holder started its partition's child, its other
+		// holders find it there.
+		if _, err := sess.backend(x); err != nil && !errors.Is(err, errSessionEnded) {
+			s.p.log.Warn("server changed: could not start the new child for its sessions' subscriptions",
+				"server", s.name, "session", sess.id, "error", err)
 		}
 	}
 }
