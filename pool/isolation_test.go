@@ -804,6 +804,60 @@ func TestStopStopsSessionsOwnChildren(t *testing.T) {
 	}
 }
 
+// A config change reaches the sessions' own children (share "session")
+// as it reaches shared ones: one that changes how the child is started
+// replaces it (the old one exits, the session's next request runs on a
+// child of the new config), disabling the server stops it, and a change
+// to a pool-side setting (here requestTimeout) applies to the running
+// child. On the first edition they ran on with the old command,
+// environment and settings until their sessions ended.
+func TestConfigChangeReachesSessionsOwnChildren(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*pool.ServerConfig)
+	}{
+		{"env", func(c *pool.ServerConfig) { c.Env = map[string]string{"SWITCHBOARD_TEST_RELOAD": "1"} }},
+		{"disabled", func(c *pool.ServerConfig) { c.Disabled = true }},
+		{"requestTimeout", func(c *pool.ServerConfig) { c.RequestTimeout = 200 * time.Millisecond }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := fake("own")
+			cfg.Share = pool.ShareSession
+			tp := newTestPool(t, nil, cfg)
+			a := tp.dial(t, "own")
+			a.initialize("a", "")
+			first := a.pidOf("1")
+			tc.change(&cfg)
+			if err := tp.Apply([]pool.ServerConfig{cfg}); err != nil {
+				t.Fatal(err)
+			}
+			pid, _ := strconv.Atoi(first)
+			switch tc.name {
+			case "requestTimeout":
+				a.call("2", "sleep", `{"ms":60000}`)
+				if m, _ := a.recvID("2"); m.Error == nil || !strings.Contains(m.raw, "did not answer tools/call within 200ms") {
+					t.Fatalf("a call past the new requestTimeout got %s, want a timeout", m.raw)
+				}
+				if again := a.pidOf("3"); again != first {
+					t.Errorf("a pool-side setting replaced the child: %s, then %s", first, again)
+				}
+				return
+			case "disabled":
+				eventually(t, "the session's own child to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+				a.call("2", "pid", `{}`)
+				if m, _ := a.recvID("2"); m.Error == nil {
+					t.Errorf("a call to a disabled server got %s", m.raw)
+				}
+			default:
+				eventually(t, "the session's old child to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+				if again := a.pidOf("2"); again == first {
+					t.Errorf("after the change the session's call ran on the old child (%s)", first)
+				}
+			}
+		})
+	}
+}
+
 // The same with a 2026-07-28 child, which refuses a request without its
 // _meta: the pool's own tools/list carries one, so the hints it learns
 // let a read-only call be retried after a crash. (It went without, was

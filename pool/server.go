@@ -380,6 +380,22 @@ func (s *server) reconfigure(cfg ServerConfig) {
 			keep = append(keep, b)
 		}
 	}
+	// The sessions' own children (share "session") follow the change as
+	// their partitions' would: replaced, each session's next request
+	// starting its new one (at once if it holds stakes), or kept with
+	// the new settings.
+	for sess, b := range s.perSession {
+		if cfg.sameProcess(old) && !cfg.Disabled {
+			keep = append(keep, b)
+			continue
+		}
+		retire = append(retire, b)
+		delete(s.perSession, sess)
+		s.old = append(s.old, b)
+		if !cfg.Disabled {
+			members = append(members, sess)
+		}
+	}
 	s.failure = ""
 	s.hs.Store(nil)
 	s.mu.Unlock()
