@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -377,5 +378,41 @@ func TestFailedServerSaysWhyOnce(t *testing.T) {
 	why := tp.Snapshot().Servers[0].Error
 	if strings.HasPrefix(why, "jsonrpc") || strings.Count(why, "KeyError: TOKEN") != 1 {
 		t.Errorf("the failure's reason: %q", why)
+	}
+}
+
+// A config change to other servers leaves a failed server alone: it
+// stays failed, with its reason, and no child of it is started (README:
+// unchanged servers are not touched; `restart NAME` or an edit of its
+// own entry gives it a new budget). On the first edition any edit of the
+// file, such as adding a server, started a failed server's crash loop
+// again.
+func TestUnrelatedEditLeavesAFailedServerAlone(t *testing.T) {
+	dir := shortTempDir(t)
+	marker := filepath.Join(dir, "started")
+	crashy := fake("crashy")
+	crashy.Command, crashy.Args = "/bin/sh", []string{"-c", `echo x >> "$0"; exec "$1" -exit-at-start 3`, marker, fakeBin}
+	tp := newTestPool(t, &pool.Options{Restart: pool.RestartPolicy{MaxRestarts: 1}}, crashy)
+	c := tp.dial(t, "crashy")
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	if m := c.recv(); m.Error == nil {
+		t.Fatalf("want the failure, got %s", m.raw)
+	}
+	eventually(t, "the server failed", func() bool { return tp.Snapshot().Servers[0].State == "failed" })
+	started := func() int { b, _ := os.ReadFile(marker); return strings.Count(string(b), "x") }
+	before, why := started(), tp.Snapshot().Servers[0].Error
+	if err := tp.Apply([]pool.ServerConfig{crashy, fake("other")}); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing to wait for when the pool is right: watch for a while.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for end := time.Now().Add(time.Second); time.Now().Before(end); <-tick.C {
+		st := tp.Snapshot().Servers
+		i := slices.IndexFunc(st, func(s pool.ServerInfo) bool { return s.Name == "crashy" })
+		if n := started(); n != before || st[i].State != "failed" || st[i].Error != why {
+			t.Fatalf("after adding another server: %d children of crashy started (was %d), state %q, reason %q (was %q)",
+				n, before, st[i].State, st[i].Error, why)
+		}
 	}
 }

@@ -356,6 +356,10 @@ func (s *server) handshake(sess *session) (*handshake, error) {
 func (s *server) reconfigure(cfg ServerConfig) {
 	s.mu.Lock()
 	old := s.cfg
+	if cfg.unchanged(old) {
+		s.mu.Unlock()
+		return
+	}
 	s.cfg = cfg
 	if !cfg.sameProcess(old) {
 		s.forgetResolutionLocked()

@@ -83,6 +83,15 @@ func (c ServerConfig) shownResolved(resolved []string) []string {
 	return out
 }
 
+// unchanged reports whether o is c again, as a reload of the whole file
+// hands every server its entry: such a server is not touched (its child,
+// its failure, its handshake stay as they are).
+func (c ServerConfig) unchanged(o ServerConfig) bool {
+	return c.sameProcess(o) && slices.Equal(c.Shown, o.Shown) && c.IdleTimeout == o.IdleTimeout &&
+		c.RequestTimeout == o.RequestTimeout && c.TrustAnnotations == o.TrustAnnotations &&
+		c.Disabled == o.Disabled && c.Restart == o.Restart
+}
+
 // sameProcess reports whether two configs start the same child, so that a
 // reload can keep a running child when only pool-side settings changed.
 func (c ServerConfig) sameProcess(o ServerConfig) bool {
