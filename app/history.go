@@ -232,6 +232,10 @@ func (h *historyState) status() control.HistoryStatus {
 	if st := h.requests(); st != nil {
 		hs.Enabled, hs.Path, hs.Dropped = true, st.Path(), st.Dropped()
 		hs.Journaled, hs.JournaledWritten = st.Journaled()
+		if jerr := st.JournalErr(); jerr != nil {
+			msg := jerr.Error()
+			hs.JournalError = &msg
+		}
 		err = st.Err()
 	} else if why := h.off.Load(); why == &historyOffUntilLoaded {
 		if err == nil {

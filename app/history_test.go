@@ -255,6 +255,25 @@ func TestOpenHistory(t *testing.T) {
 	}
 }
 
+// TestHistoryStatusSaysWithoutAJournal: a history that records without
+// its crash journal (its file cannot be made; on a full disk, no room for
+// it) is on, and status says what it lacks and why.
+func TestHistoryStatusSaysWithoutAJournal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.db")
+	if err := os.Mkdir(path+"-inflight", 0o700); err != nil { // no file can be made there
+		t.Fatal(err)
+	}
+	h := openHistory(path, &config.History{}, slog.New(slog.DiscardHandler))
+	defer h.close()
+	st := h.status()
+	if !st.Enabled || st.Error != nil || st.JournalError == nil || !strings.Contains(*st.JournalError, "inflight") {
+		t.Errorf("status %+v; want on, no error, and why there is no journal", st)
+	}
+	if b, err := json.Marshal(control.HistoryStatus{Enabled: true}); err != nil || strings.Contains(string(b), "journalError") {
+		t.Errorf("a history with its journal: %s, %v; want no journalError key", b, err)
+	}
+}
+
 // TestHistorySwitchedWhileRunning: a config that switches history off
 // applies at once: no request is recorded from then on, while one in
 // flight then still gets its end recorded (no row left in flight); one

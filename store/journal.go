@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"sync/atomic"
@@ -79,7 +80,11 @@ func journalPath(db string) string { return db + "-inflight" }
 // openJournal maps the journal of the database at db, creating it 0600.
 // It returns what it lists (the requests a run that did not stop left in
 // flight, for the caller to record) and leaves it as it was: reset starts
-// the new run in it.
+// the new run in it. The file gets every block of its journalSize bytes
+// before it is mapped: a store into a mapped page the file system has no
+// room for (a hole of a sparse file, on a full disk or at a quota) is
+// SIGBUS, which kills the process. When it cannot have them it returns
+// what the file lists all the same, with the error.
 func openJournal(db string) (*journal, []journaled, error) {
 	path := journalPath(db)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -90,15 +95,34 @@ func openJournal(db string) (*journal, []journaled, error) {
 	if err := f.Chmod(0o600); err != nil {
 		return nil, nil, fmt.Errorf("journal: %w", err)
 	}
-	if err := f.Truncate(journalSize); err != nil {
+	had := make([]byte, journalSize) // the file's bytes, zeros past its end
+	n, err := f.ReadAt(had, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, nil, fmt.Errorf("journal: %w", err)
+	}
+	listed := readJournal(had[:n])
+	if err := reserve(f, had, int64(n)); err != nil {
+		return nil, listed, fmt.Errorf("journal %s: reserve %d bytes: %w", path, journalSize, err)
 	}
 	mem, unmap, err := mapFile(f, journalSize)
 	if err != nil {
-		return nil, nil, fmt.Errorf("journal %s: %w", path, err)
+		return nil, listed, fmt.Errorf("journal %s: %w", path, err)
 	}
-	j := &journal{mem: mem, unmap: unmap}
-	return j, readJournal(mem), nil
+	return &journal{mem: mem, unmap: unmap}, listed, nil
+}
+
+// rewrite gives f, size bytes long, every block of the journalSize bytes
+// of had (its bytes, zeros past its end) by writing them: a file system
+// allocates what is written. On failure it gives back what it took: a
+// full disk needs every byte for the database.
+func rewrite(f *os.File, had []byte, size int64) error {
+	if _, err := f.WriteAt(had[:journalSize], 0); err != nil {
+		if size < journalSize {
+			_ = f.Truncate(size)
+		}
+		return err
+	}
+	return nil
 }
 
 // readJournalFile lists what the journal of the database at db holds,

@@ -168,6 +168,9 @@ type Store struct {
 	wdb  *sql.DB   // the writer's single connection
 	lock io.Closer // held while open: one writer per database
 	run  int64
+	// journalErr says why this writable Store has no journal; nil when it
+	// has one.
+	journalErr error
 
 	rec      recorder      // Record's side: what waits for the writer
 	wake     chan struct{} // Record -> writer: work for an idle writer
@@ -290,12 +293,18 @@ func (s *Store) openWritable() error {
 	if err != nil {
 		// Without it every request gets its in-flight row at the next
 		// batch (slower, and the last moment before a crash is lost).
-		s.log.Warn("history: no journal of the requests in flight", "path", s.path, "err", err)
-		j, listed = nil, nil
+		s.log.Warn("history: running without a journal of the requests in flight: a crash loses those of the last batch",
+			"path", s.path, "err", err)
+		s.journalErr = err
 	}
 	if s.run, err = startRun(s.wdb, s.opts.Version, time.Now(), listed); err != nil {
 		j.close()
 		return s.wrap(err)
+	}
+	if j == nil && len(listed) > 0 {
+		// What it listed is in the database now: empty the file, so that
+		// no later start lists it again, and give its blocks back.
+		_ = os.Truncate(journalPath(s.path), 0)
 	}
 	j.reset(s.run)
 	if s.opts.ChildrenOnly {
@@ -444,6 +453,12 @@ func (s *Store) Journaled() (listed, written int) {
 	defer s.rec.mu.Unlock()
 	return s.rec.journal.inUse()
 }
+
+// JournalErr says why the Store records without its journal of the
+// requests in flight (its file cannot be made, or the disk has no room
+// for it): a crash then loses the requests that had no row yet. Nil when
+// it has one, and for a read-only Store.
+func (s *Store) JournalErr() error { return s.journalErr }
 
 // Run is this Store's run id; 0 for a read-only Store.
 func (s *Store) Run() int64 { return s.run }

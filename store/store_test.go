@@ -734,13 +734,20 @@ func TestHangsAgeAbandonedUpToTheirRun(t *testing.T) {
 	}
 }
 
-// crash ends a writable Store the way SIGKILL would: the writer stops
-// without closing the run, the connections and the lock go.
+// crash ends a writable Store the way SIGKILL would, once what it
+// recorded is written: the writer stops without closing the run, the
+// connections and the lock go.
 func crash(t *testing.T, s *Store) {
 	t.Helper()
 	if err := s.flush(); err != nil {
 		t.Fatal(err)
 	}
+	kill(s)
+}
+
+// kill is crash at once: what waits for the writer is lost, as it is when
+// a process is killed between two batches.
+func kill(s *Store) {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.killed.Store(true) // the writer writes nothing more

@@ -77,6 +77,10 @@ type HistoryStatus struct {
 	Journaled int     `json:"journaled"`
 	// JournaledWritten of Journaled were written to a child.
 	JournaledWritten int `json:"journaledWritten"`
+	// JournalError, when set, says why requests are recorded without the
+	// crash journal (no room on the disk for it, say): a crash then loses
+	// the requests in flight that had no row yet.
+	JournalError *string `json:"journalError,omitempty"`
 }
 
 // HTTPStatus is the "http" object of Status.
