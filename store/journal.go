@@ -14,29 +14,35 @@ import (
 // The journal is the store's record of the requests in flight right now:
 // a file next to the database (PATH-inflight) mapped into memory, in
 // which Record writes each request as it is received and marks it written
-// to a child, and the writer frees it once the request's end is
-// committed: a few stores per event, no system call, no SQLite. A request's row reaches the database only when it ends
-// (or has been in flight for Options.InFlightAfter), so it is the journal
-// that knows, at a crash, what was still in flight: the memory of a
-// killed process stays in the file (the page cache), and the next Open
-// turns each request it lists into an abandoned row. A power cut loses
-// it, as it loses SQLite's last transactions (synchronous=NORMAL).
+// to a child and answered, and the writer frees it once the request's end
+// is committed: a few stores per event, no system call, no SQLite. A
+// request's row reaches the database only when it ends (or has been in
+// flight for Options.InFlightAfter), so it is the journal that knows, at a
+// crash, what was still in flight: the memory of a killed process stays in
+// the file (the page cache), and the next Open turns each request it lists
+// into an abandoned row, or, for one answered whose end was not committed
+// yet, an answered row whose outcome is unknown. A power cut loses it, as
+// it loses SQLite's last transactions (synchronous=NORMAL).
 //
 // Layout (little-endian): a header of journalHeader bytes (magic, layout
 // version, the run that writes it, the slot count, the slot size), then
 // journalSlots slots of journalSlotSize bytes:
 //
-//	0  state      uint32  slotFree, slotTaken or slotWritten; stored last
+//	0  state      uint32  slotFree, slotTaken, slotWritten or slotAnswered; stored last
 //	4  pid        int32   the child it was written to
 //	8  id         int64   the row id the request will have
 //	16 poolID     uint64
 //	24 received   int64   Unix µs
 //	32 written    int64   Unix µs, 0 if not written
-//	40 lengths    5 bytes session, server, method, name, original id
-//	48 the five texts, back to back
+//	40 answered   int64   Unix µs, 0 if not answered
+//	48 lengths    5 bytes session, server, method, name, original id
+//	56 the five texts, back to back
+//
+// Version 1 (no answered: its lengths at 40, its texts at 48) is read too,
+// for a crash of a build that wrote it.
 const (
 	journalMagic    = 0x4a425753 // "SWBJ"
-	journalVersion  = 1
+	journalVersion  = 2
 	journalHeader   = 64
 	journalSlots    = 16384
 	journalSlotSize = 256
@@ -44,25 +50,27 @@ const (
 	// journalTexts is the room for the texts of one slot; a request whose
 	// texts do not fit is not journaled (its in-flight row is written at
 	// the next flush instead, as every row was before the journal).
-	journalTexts = journalSlotSize - 48
+	journalTexts = journalSlotSize - 56
 )
 
 // Slot states. A reader trusts a slot's other fields only when its state
 // is not free; the writer stores the state last, atomically.
 const (
-	slotFree    uint32 = 0
-	slotTaken   uint32 = 1 // received, not (yet) written to a child
-	slotWritten uint32 = 2 // written to a child: it may have run
+	slotFree     uint32 = 0
+	slotTaken    uint32 = 1 // received, not (yet) written to a child
+	slotWritten  uint32 = 2 // written to a child: it may have run
+	slotAnswered uint32 = 3 // answered; freed once its end is committed
 )
 
 // journal is the mapped file. Its methods are called with the Store's
 // recorder lock held (one writer at a time); a nil *journal does nothing.
 type journal struct {
-	mem      []byte
-	unmap    func() error
-	free     []int32 // released slots, reused first (fewer pages touched)
-	next     int32   // the first slot never used in this run
-	nWritten int     // slots in state slotWritten
+	mem       []byte
+	unmap     func() error
+	free      []int32 // released slots, reused first (fewer pages touched)
+	next      int32   // the first slot never used in this run
+	nWritten  int     // slots in state slotWritten
+	nAnswered int     // slots in state slotAnswered
 }
 
 // journaled is one request a journal lists.
@@ -70,7 +78,7 @@ type journaled struct {
 	Run, ID                                   int64
 	PoolID                                    uint64
 	Session, Server, Method, Name, OriginalID string
-	Received, Written                         int64 // Unix µs; Written 0 if not
+	Received, Written, Answered               int64 // Unix µs; 0 if not
 	PID                                       int
 }
 
@@ -143,8 +151,15 @@ func readJournalFile(db string) ([]journaled, error) {
 // know (another layout, an empty file) lists none.
 func readJournal(mem []byte) []journaled {
 	le := binary.LittleEndian
-	if len(mem) < journalHeader || le.Uint32(mem) != journalMagic || le.Uint32(mem[4:]) != journalVersion ||
-		le.Uint32(mem[16:]) != journalSlotSize {
+	if len(mem) < journalHeader || le.Uint32(mem) != journalMagic || le.Uint32(mem[16:]) != journalSlotSize {
+		return nil
+	}
+	lensAt, textsAt := 48, 56
+	switch le.Uint32(mem[4:]) {
+	case journalVersion:
+	case 1:
+		lensAt, textsAt = 40, 48
+	default:
 		return nil
 	}
 	run := int64(le.Uint64(mem[8:]))
@@ -157,18 +172,18 @@ func readJournal(mem []byte) []journaled {
 		}
 		b := mem[off : off+journalSlotSize]
 		state := le.Uint32(b)
-		if state != slotTaken && state != slotWritten {
+		if state != slotTaken && state != slotWritten && state != slotAnswered {
 			continue
 		}
-		lens := b[40:45]
+		lens := b[lensAt : lensAt+5]
 		total := 0
 		for _, n := range lens {
 			total += int(n)
 		}
-		if total > journalTexts {
+		if total > journalSlotSize-textsAt {
 			continue // torn or foreign: not a slot this layout wrote
 		}
-		texts := b[48:]
+		texts := b[textsAt:]
 		take := func(n byte) string {
 			s := string(texts[:n])
 			texts = texts[n:]
@@ -177,8 +192,11 @@ func readJournal(mem []byte) []journaled {
 		e := journaled{Run: run, PID: int(int32(le.Uint32(b[4:]))), ID: int64(le.Uint64(b[8:])), PoolID: le.Uint64(b[16:]),
 			Received: int64(le.Uint64(b[24:]))}
 		e.Session, e.Server, e.Method, e.Name, e.OriginalID = take(lens[0]), take(lens[1]), take(lens[2]), take(lens[3]), take(lens[4])
-		if state == slotWritten {
+		if state != slotTaken {
 			e.Written = int64(le.Uint64(b[32:]))
+		}
+		if state == slotAnswered {
+			e.Answered = int64(le.Uint64(b[40:]))
 		}
 		out = append(out, e)
 	}
@@ -197,7 +215,7 @@ func (j *journal) reset(run int64) {
 	le.PutUint64(j.mem[8:], uint64(run))
 	le.PutUint32(j.mem[16:], journalSlotSize)
 	le.PutUint32(j.mem[20:], journalSlots)
-	j.free, j.next, j.nWritten = j.free[:0], 0, 0
+	j.free, j.next, j.nWritten, j.nAnswered = j.free[:0], 0, 0, 0
 	atomic.StoreUint32(j.word(0), journalMagic) // last: a reader sees a whole header or none
 }
 
@@ -236,22 +254,23 @@ func (j *journal) take(r *reqRow) int32 {
 	le.PutUint64(b[16:], r.poolID)
 	le.PutUint64(b[24:], uint64(r.received))
 	le.PutUint64(b[32:], 0)
-	at := b[48:]
+	le.PutUint64(b[40:], 0)
+	at := b[56:]
 	for i, t := range texts {
-		b[40+i] = byte(len(t))
+		b[48+i] = byte(len(t))
 		at = at[copy(at, t):]
 	}
 	atomic.StoreUint32(j.word(journalHeader+int(slot)*journalSlotSize), slotTaken) // after the fields
 	return slot + 1
 }
 
-// inUse is how many requests the journal lists now, and how many of
-// them it lists as written to a child.
+// inUse is how many requests the journal lists as in flight now, and
+// how many of them as written to a child.
 func (j *journal) inUse() (listed, written int) {
 	if j == nil {
 		return 0, 0
 	}
-	return int(j.next) - len(j.free), j.nWritten
+	return int(j.next) - len(j.free) - j.nAnswered, j.nWritten
 }
 
 // short says that more than three quarters of the slots are taken.
@@ -274,14 +293,40 @@ func (j *journal) written(slot int32, at int64, pid int) {
 	atomic.StoreUint32(state, slotWritten)
 }
 
+// answered marks slot's request as answered at µs, and as written to
+// child pid at written (0: never written): a crash before its end is
+// committed records it as answered, its outcome unknown, not as owed.
+func (j *journal) answered(slot int32, written, at int64, pid int) {
+	if j == nil || j.mem == nil || slot <= 0 {
+		return
+	}
+	b := j.slot(slot - 1)
+	le := binary.LittleEndian
+	le.PutUint64(b[32:], uint64(written))
+	le.PutUint64(b[40:], uint64(at))
+	le.PutUint32(b[4:], uint32(int32(pid)))
+	state := j.word(journalHeader + int(slot-1)*journalSlotSize)
+	switch atomic.LoadUint32(state) {
+	case slotAnswered:
+		return
+	case slotWritten:
+		j.nWritten--
+	}
+	j.nAnswered++
+	atomic.StoreUint32(state, slotAnswered)
+}
+
 // release frees slot: its request ended.
 func (j *journal) release(slot int32) {
 	if j == nil || j.mem == nil || slot <= 0 {
 		return
 	}
 	state := j.word(journalHeader + int(slot-1)*journalSlotSize)
-	if atomic.LoadUint32(state) == slotWritten {
+	switch atomic.LoadUint32(state) {
+	case slotWritten:
 		j.nWritten--
+	case slotAnswered:
+		j.nAnswered--
 	}
 	atomic.StoreUint32(state, slotFree)
 	j.free = append(j.free, slot-1)

@@ -142,30 +142,36 @@ func nameSQL(p string) string {
 	return "CASE WHEN " + p + " = '' THEN 0 ELSE coalesce((SELECT id FROM names WHERE text = " + p + "), " + p + ") END"
 }
 
-// recordJournaled writes the requests a crashed run's journal lists as
-// in flight: in-flight rows, which startRun then marks abandoned. A row
-// the run had written already (it was in flight past InFlightAfter) is
-// brought up to date: the journal saw its last moment.
+// recordJournaled writes the requests a crashed run's journal lists: those
+// in flight as in-flight rows, which startRun then marks abandoned, and
+// those answered whose end was not committed as answered, their outcome
+// unknown. A row the run had written already (it was in flight past
+// InFlightAfter) is brought up to date: the journal saw its last moment.
 func recordJournaled(tx *sql.Tx, listed []journaled) error {
 	st, err := tx.Prepare(`INSERT INTO request_log (id, run, session, server, method, name, original_id,
-		received, written, status, pid)
-		VALUES (?1, ?2, ?3, ` + nameSQL("?4") + `, ` + nameSQL("?5") + `, ` + nameSQL("?6") + `, ?7, ?8, ?9, 0, ?10)
-		ON CONFLICT (id) DO UPDATE SET written = coalesce(excluded.written, written), pid = coalesce(excluded.pid, pid)
+		received, written, status, pid, answered, error)
+		VALUES (?1, ?2, ?3, ` + nameSQL("?4") + `, ` + nameSQL("?5") + `, ` + nameSQL("?6") + `, ?7, ?8, ?9, ?11, ?10, ?12, ?13)
+		ON CONFLICT (id) DO UPDATE SET written = coalesce(excluded.written, written), pid = coalesce(excluded.pid, pid),
+			status = excluded.status, answered = excluded.answered, error = excluded.error
 		WHERE status = 0`)
 	if err != nil {
 		return fmt.Errorf("record the journal: %w", err)
 	}
 	defer st.Close()
 	for _, e := range listed {
-		var written, pid any
+		var written, pid, answered, errText any
 		if e.Written != 0 {
 			written = e.Written - e.Received
 		}
 		if e.PID != 0 {
 			pid = e.PID
 		}
+		status := statusCodes[StatusInFlight]
+		if e.Answered != 0 {
+			status, answered, errText = statusCodes[StatusUnknown], e.Answered-e.Received, answeredError(e.Run)
+		}
 		if _, err := st.Exec(e.ID, e.Run, sessionValue(e.Session), e.Server, e.Method, e.Name, idValue(e.OriginalID),
-			e.Received, written, pid); err != nil {
+			e.Received, written, pid, status, answered, errText); err != nil {
 			return fmt.Errorf("record the journal's request %d: %w", e.PoolID, err)
 		}
 	}

@@ -667,6 +667,12 @@ func abandonedError(run int64) string {
 	return fmt.Sprintf("Switchboard stopped (run %d) before this request was answered", run)
 }
 
+// answeredError is the error of a request of run that was answered when
+// run crashed before its end was recorded.
+func answeredError(run int64) string {
+	return fmt.Sprintf("answered, but Switchboard stopped (run %d crashed or was killed) before it recorded the outcome", run)
+}
+
 // journalOwed reports whether what run's journal lists is still owed: the
 // run is recorded and never ended (it crashed). A run that ended cleanly
 // wrote its requests; one pruned away has nothing to add.
@@ -686,8 +692,8 @@ func journalOwed(ctx context.Context, q interface {
 // withJournal adds to a read-only Store's hangs the requests that a run
 // which crashed (and whose database no Switchboard has opened since) had
 // in flight too young for a row, and brings up to date those that had
-// one: its journal lists them. A writable Store has recorded its
-// journal's at Open.
+// one: its journal lists them. Those it lists as answered are no hangs.
+// A writable Store has recorded its journal's at Open.
 func (s *Store) withJournal(ctx context.Context, live int64, rows []Request) ([]Request, error) {
 	if s.wdb != nil {
 		return rows, nil
@@ -703,6 +709,7 @@ func (s *Store) withJournal(ctx context.Context, live int64, rows []Request) ([]
 	for i, r := range rows {
 		have[r.ID] = i
 	}
+	answered := map[int]bool{} // rows the journal knows were answered
 	// A request whose end was committed in the moment before the crash
 	// (the journal frees it just after) is no hang.
 	ids := make([]int64, len(listed))
@@ -731,6 +738,12 @@ func (s *Store) withJournal(ctx context.Context, live int64, rows []Request) ([]
 		if ended[e.ID] {
 			continue
 		}
+		if e.Answered != 0 { // no hang, whatever its row says
+			if i, ok := have[e.ID]; ok {
+				answered[i] = true
+			}
+			continue
+		}
 		if i, ok := have[e.ID]; ok {
 			// Its row is older than its last moment, which the journal saw.
 			if r := &rows[i]; r.Written.IsZero() && e.Written != 0 {
@@ -743,6 +756,15 @@ func (s *Store) withJournal(ctx context.Context, live int64, rows []Request) ([]
 			Err:      abandonedError(e.Run),
 			Received: micros(e.Received), Written: nullMicros(sql.NullInt64{Int64: e.Written, Valid: e.Written != 0}),
 			PID: e.PID, Abandoned: true})
+	}
+	if len(answered) > 0 {
+		kept := rows[:0]
+		for i, r := range rows {
+			if !answered[i] {
+				kept = append(kept, r)
+			}
+		}
+		rows = kept
 	}
 	return rows, nil
 }

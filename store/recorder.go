@@ -61,10 +61,9 @@ type reqRow struct {
 	// row): the writer updates it.
 	exists bool
 	// slot is the ended request's journal slot + 1, freed once its row is
-	// committed: until then the journal still says it was in flight, so
-	// a crash before the commit leaves it owed (its client may get an
-	// error after its answer, which clients ignore) rather than lost
-	// (its answer may not have been written out yet).
+	// committed: until then the journal says it was answered, so a crash
+	// before the commit leaves it recorded as answered (its outcome
+	// unknown) rather than lost.
 	slot int32
 }
 
@@ -126,6 +125,8 @@ func (s *Store) record(e pool.Event) {
 		}
 		if ok = r.addRowLocked(row, o.QueueSize); !ok {
 			r.journal.release(row.slot) // forgotten: neither owed nor recorded
+		} else {
+			r.journal.answered(row.slot, row.written, row.answered, row.pid)
 		}
 	case pool.EventOrphan:
 		r.orphans++

@@ -860,9 +860,8 @@ func TestFullQueueLeavesNothingInFlight(t *testing.T) {
 }
 
 // A request that ended is freed from the journal only once its row is
-// committed: a crash before that leaves it owed to its client, as a
-// request whose answer may not have been written out (a second answer is
-// harmless; none is a hang).
+// committed: until then the journal lists it as answered, so that a crash
+// before the commit does not lose it.
 func TestJournalFreesOnlyWhatIsCommitted(t *testing.T) {
 	path := dbPath(t)
 	s := openT(t, path, &Options{FlushInterval: time.Hour})
@@ -871,8 +870,9 @@ func TestJournalFreesOnlyWhatIsCommitted(t *testing.T) {
 	s.Record(written(1, "s1", 4242, now))
 	s.Record(done(1, "s1", "tools/call", "echo", pool.StatusOK, 4242, now))
 	listed, err := readJournalFile(path)
-	if err != nil || len(listed) != 1 || listed[0].PoolID != 1 || listed[0].Written == 0 || listed[0].Name != "echo" {
-		t.Fatalf("journal before the commit: %+v, %v; want request 1, written", listed, err)
+	if err != nil || len(listed) != 1 || listed[0].PoolID != 1 || listed[0].Written == 0 || listed[0].Answered == 0 ||
+		listed[0].Name != "echo" {
+		t.Fatalf("journal before the commit: %+v, %v; want request 1, written and answered", listed, err)
 	}
 	if err := s.flush(); err != nil {
 		t.Fatal(err)
@@ -1143,7 +1143,8 @@ func TestChildrenOnlyRecordsChildrenAlone(t *testing.T) {
 
 // TestJournaledCounts: Journaled follows each request through the
 // journal: listed when received, written when its child has it, neither
-// once its end is committed.
+// once it is answered (the journal keeps it, as answered, until its end
+// is committed).
 func TestJournaledCounts(t *testing.T) {
 	s := openT(t, dbPath(t), nil)
 	now := time.Now()
@@ -1161,8 +1162,12 @@ func TestJournaledCounts(t *testing.T) {
 	s.Record(written(1, "s1", 4321, now)) // a second note of the same write counts once
 	check("one written", 2, 1)
 	s.Record(done(1, "s1", "tools/call", "a", pool.StatusOK, 4321, now))
+	check("the written one answered", 1, 0)
 	if err := s.flush(); err != nil {
 		t.Fatal(err)
 	}
 	check("the written one's end committed", 1, 0)
+	if listed, err := readJournalFile(s.path); err != nil || len(listed) != 1 {
+		t.Errorf("the journal lists %+v (%v); want request 2 alone", listed, err)
+	}
 }
