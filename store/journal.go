@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"sync/atomic"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -36,10 +37,11 @@ import (
 //	32 written    int64   Unix µs, 0 if not written
 //	40 answered   int64   Unix µs, 0 if not answered
 //	48 lengths    5 bytes session, server, method, name, original id
+//	53 cut        uint8   bit i set: text i was cut to fit (see fit)
 //	56 the five texts, back to back
 //
-// Version 1 (no answered: its lengths at 40, its texts at 48) is read too,
-// for a crash of a build that wrote it.
+// Version 1 (no answered, no cut: its lengths at 40, its texts at 48) is
+// read too, for a crash of a build that wrote it.
 const (
 	journalMagic    = 0x4a425753 // "SWBJ"
 	journalVersion  = 2
@@ -47,10 +49,11 @@ const (
 	journalSlots    = 16384
 	journalSlotSize = 256
 	journalSize     = journalHeader + journalSlots*journalSlotSize
-	// journalTexts is the room for the texts of one slot; a request whose
-	// texts do not fit is not journaled (its in-flight row is written at
-	// the next flush instead, as every row was before the journal).
+	// journalTexts is the room for the texts of one slot; texts that do
+	// not fit are cut (fit).
 	journalTexts = journalSlotSize - 56
+	// cutMark ends a text the journal cut, as its reader gives it.
+	cutMark = "…"
 )
 
 // Slot states. A reader trusts a slot's other fields only when its state
@@ -184,14 +187,21 @@ func readJournal(mem []byte) []journaled {
 			continue // torn or foreign: not a slot this layout wrote
 		}
 		texts := b[textsAt:]
-		take := func(n byte) string {
-			s := string(texts[:n])
-			texts = texts[n:]
+		var cut byte
+		if textsAt > 53 {
+			cut = b[53]
+		}
+		take := func(i int) string {
+			s := string(texts[:lens[i]])
+			texts = texts[lens[i]:]
+			if cut&(1<<i) != 0 {
+				s += cutMark
+			}
 			return s
 		}
 		e := journaled{Run: run, PID: int(int32(le.Uint32(b[4:]))), ID: int64(le.Uint64(b[8:])), PoolID: le.Uint64(b[16:]),
 			Received: int64(le.Uint64(b[24:]))}
-		e.Session, e.Server, e.Method, e.Name, e.OriginalID = take(lens[0]), take(lens[1]), take(lens[2]), take(lens[3]), take(lens[4])
+		e.Session, e.Server, e.Method, e.Name, e.OriginalID = take(0), take(1), take(2), take(3), take(4)
 		if state != slotTaken {
 			e.Written = int64(le.Uint64(b[32:]))
 		}
@@ -220,21 +230,19 @@ func (j *journal) reset(run int64) {
 }
 
 // take journals a received request and returns its slot + 1, or 0 when
-// no slot is free or its texts do not fit.
+// no slot is free. Texts longer than the slot holds are cut (fit).
 func (j *journal) take(r *reqRow) int32 {
 	if j == nil || j.mem == nil {
 		return 0
 	}
 	texts := [5]string{r.session, r.server, r.method, r.name, r.originalID}
-	total := 0
+	total, longest := 0, 0
 	for _, t := range texts {
-		if len(t) > 255 {
-			return 0
-		}
-		total += len(t)
+		total, longest = total+len(t), max(longest, len(t))
 	}
-	if total > journalTexts {
-		return 0
+	var cut byte
+	if total > journalTexts || longest > 255 {
+		cut = fit(&texts)
 	}
 	var slot int32
 	switch {
@@ -260,8 +268,36 @@ func (j *journal) take(r *reqRow) int32 {
 		b[48+i] = byte(len(t))
 		at = at[copy(at, t):]
 	}
+	b[53] = cut
 	atomic.StoreUint32(j.word(journalHeader+int(slot)*journalSlotSize), slotTaken) // after the fields
 	return slot + 1
+}
+
+// fit cuts texts to fit a slot: journalTexts bytes in all, none over
+// 255. The shortest stay whole, and each longer one gets an equal share
+// of the room they leave, cut at a character boundary: a deep file URI (a
+// resources/read names it) is cut, its session, server, method and id are
+// kept. It returns which it cut, bit i for texts[i].
+func fit(texts *[5]string) (cut byte) {
+	order := [5]int{0, 1, 2, 3, 4}
+	for i := 1; i < len(order); i++ { // shortest first
+		for k := i; k > 0 && len(texts[order[k]]) < len(texts[order[k-1]]); k-- {
+			order[k], order[k-1] = order[k-1], order[k]
+		}
+	}
+	room := journalTexts
+	for k, i := range order {
+		share := min(room/(len(order)-k), 255)
+		if t := texts[i]; len(t) > share {
+			n := share
+			for n > 0 && !utf8.RuneStart(t[n]) {
+				n--
+			}
+			texts[i], cut = t[:n], cut|1<<i
+		}
+		room -= len(texts[i])
+	}
+	return cut
 }
 
 // inUse is how many requests the journal lists as in flight now, and

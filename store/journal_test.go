@@ -6,11 +6,64 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-mcp/switchboard/pool"
 )
+
+// A request whose texts are longer than a journal slot holds (a
+// resources/read of a deep file URI: its name is the URI) is journaled
+// with them cut, at a character boundary and marked with "…": a kill
+// before its row is written records it abandoned all the same. An id cut
+// so is no longer the client's, so a resumed session is not answered
+// with it. The first edition did not journal such a request at all: a
+// kill lost it.
+func TestJournalCutsLongTexts(t *testing.T) {
+	path := dbPath(t)
+	s := openT(t, path, &Options{FlushInterval: time.Hour})
+	run := s.Run()
+	now := time.Now()
+	uri := "file:///x" + strings.Repeat("é", 150) // a byte count cut mid-character
+	s.Record(received(1, "s1", "resources/read", uri, now))
+	s.Record(written(1, "s1", 40, now))
+	longID := received(2, "s1", "tools/call", "echo", now)
+	longID.OriginalID = `"` + strings.Repeat("k", 300) + `"`
+	s.Record(longID)
+	if l, _ := s.Journaled(); l != 2 {
+		t.Errorf("journaled %d, want both", l)
+	}
+	kill(s)
+
+	s2 := openT(t, path, nil)
+	ctx := context.Background()
+	rs, err := s2.Requests(ctx, Filter{Status: StatusAbandoned})
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("abandoned: %+v, %v; want both requests", rs, err)
+	}
+	cut := func(what, got, whole string) {
+		t.Helper()
+		kept, ok := strings.CutSuffix(got, "…")
+		if !ok || !utf8.ValidString(got) || !strings.HasPrefix(whole, kept) || len(kept) < 100 {
+			t.Errorf("%s: %q; want a long prefix of %q, cut at a character boundary, ending in …", what, got, whole)
+		}
+	}
+	long, uriReq := rs[0], rs[1] // newest first
+	cut("the URI", uriReq.Name, uri)
+	if uriReq.Method != "resources/read" || uriReq.Session != "s1" || uriReq.Server != "srv" || uriReq.OriginalID != "1" ||
+		uriReq.PID != 40 || !uriReq.WrittenToChild() {
+		t.Errorf("the URI's request: %+v; want its other texts whole, written to child 40", uriReq)
+	}
+	cut("the long id", long.OriginalID, longID.OriginalID)
+	if long.Name != "echo" || long.Method != "tools/call" {
+		t.Errorf("the long id's request: %+v; want its other texts whole", long)
+	}
+	un, err := s2.Unanswered(ctx, run, "s1")
+	if d := cmp.Diff([]pool.Unanswered{{OriginalID: "1", Method: "resources/read", Name: uriReq.Name, Written: true}}, un); err != nil || d != "" {
+		t.Errorf("Unanswered (%v) (-want +got):\n%s", err, d)
+	}
+}
 
 // A request answered in the moment before a kill (its end not yet
 // committed) is recorded as answered, its outcome unknown: not abandoned,
@@ -94,5 +147,38 @@ func TestJournalReadsVersion1(t *testing.T) {
 		OriginalID: "3", Received: 1000, Written: 2000, PID: 55}}
 	if d := cmp.Diff(want, readJournal(mem)); d != "" {
 		t.Errorf("readJournal (-want +got):\n%s", d)
+	}
+}
+
+// fit keeps short texts whole and shares the rest of a slot between the
+// long ones, each cut at a character boundary.
+func TestFit(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		texts [5]string
+		cut   byte
+	}{
+		{"all short", [5]string{"s1", "srv", "tools/call", "echo", "1"}, 0},
+		{"a long name", [5]string{"s1", "srv", "resources/read", strings.Repeat("é", 200), "1"}, 1 << 3},
+		{"a name over 255 alone", [5]string{"", "", "", strings.Repeat("x", 300), ""}, 1 << 3},
+		{"a long name and id", [5]string{"s1", "srv", "tools/call", strings.Repeat("n", 300), strings.Repeat("9", 150)}, 1<<3 | 1<<4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			texts := tc.texts
+			cut := fit(&texts)
+			total := 0
+			for i, s := range texts {
+				total += len(s)
+				if len(s) > 255 || !utf8.ValidString(s) || !strings.HasPrefix(tc.texts[i], s) {
+					t.Errorf("text %d: %q", i, s)
+				}
+				if cut&(1<<i) == 0 && s != tc.texts[i] {
+					t.Errorf("text %d cut, not marked", i)
+				}
+			}
+			if cut != tc.cut || total > journalTexts {
+				t.Errorf("cut %05b, %d bytes; want %05b, at most %d", cut, total, tc.cut, journalTexts)
+			}
+		})
 	}
 }

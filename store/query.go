@@ -639,6 +639,9 @@ func (s *Store) Unanswered(ctx context.Context, run int64, session string) ([]po
 	})
 	var out []pool.Unanswered
 	for _, o := range all {
+		if strings.HasSuffix(o.u.OriginalID, cutMark) {
+			continue // the journal cut its id: no answer can carry the client's
+		}
 		out = append(out, o.u)
 	}
 	return out, nil

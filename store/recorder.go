@@ -14,7 +14,7 @@ import (
 // journal is memory.
 type recorder struct {
 	mu      sync.Mutex
-	journal *journal // nil: requests are not journaled (history off, or no file for it)
+	journal *journal // nil: requests are not journaled (history off, or no file or no room for it)
 	run     int64    // the run recorded: row ids are rowID(run, ...)
 	orphans int64    // orphaned responses recorded in this run
 
