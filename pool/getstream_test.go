@@ -409,3 +409,32 @@ func TestHTTPQuestionWaitingForStreamEndsWithSession(t *testing.T) {
 	})
 	eventually(t, "the call to end", func() bool { return len(tp.Snapshot().InFlight) == 0 })
 }
+
+// A legacy HTTP client that declares roots is asked them once it can be:
+// clients open their GET stream after notifications/initialized was
+// accepted (the TypeScript SDK does), when the pool could not yet send
+// a request; it asks on the stream as it opens, and the session's calls
+// then run on the child of its roots. On the first edition such a client
+// was never asked, and its calls ran on the "no roots" child for good.
+func TestHTTPClientsRootsAskedWhenItsStreamOpens(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	c := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	c.initializeWith("c", `{"roots":{"listChanged":true}}`)
+	st := openGetStream(t, c.url, c.sid, "")
+	if st == nil {
+		t.Fatal("GET: not 200")
+	}
+	_, ask := st.event()
+	if ask.Method != "roots/list" {
+		t.Fatalf("the stream's first event is %s, want roots/list", ask.raw)
+	}
+	r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[{"uri":"file:///work/h"}]}}`, ask.ID))
+	r.Body.Close()
+	if r.StatusCode != http.StatusAccepted {
+		t.Fatalf("the roots answer: %s, want 202", r.Status)
+	}
+	m := c.call(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask","arguments":{"kind":"roots"}}}`)
+	if got := m.text(); !strings.Contains(got, "file:///work/h") {
+		t.Errorf("the session's child was given roots %q, want file:///work/h", got)
+	}
+}

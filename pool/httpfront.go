@@ -400,6 +400,7 @@ func (h *httpFront) listen(w http.ResponseWriter, r *http.Request, hs *httpSessi
 	if !send(nil) {
 		return
 	}
+	hs.s.streamOpened()
 	for {
 		select {
 		case <-r.Context().Done():

@@ -95,6 +95,33 @@ func (s *session) asksRoots() bool {
 	return s.caps.roots && s.era == EraLegacy && s.receivesLocked()
 }
 
+// askRootsOrOwe asks the session its roots (asksRoots), or, when only
+// the client's means to receive a request is missing (an HTTP client
+// whose GET stream is not open yet), owes the question to the stream's
+// opening (streamOpened).
+func (s *session) askRootsOrOwe() {
+	if s.asksRoots() {
+		s.askRoots()
+		return
+	}
+	partitions := s.srv.config().Share != ShareGlobal
+	s.mu.Lock()
+	s.rootsOwed = partitions && s.caps.roots && s.era == EraLegacy
+	s.mu.Unlock()
+}
+
+// streamOpened is told that the client can now be sent requests (an HTTP
+// session's GET stream opened): a roots question owed is asked now.
+func (s *session) streamOpened() {
+	s.mu.Lock()
+	owed := s.rootsOwed
+	s.rootsOwed = false
+	s.mu.Unlock()
+	if owed && s.asksRoots() {
+		s.askRoots()
+	}
+}
+
 // askRoots sends the client roots/list and holds its requests until the
 // answer (or rootsAskTimeout). The reader goes on reading: the answer
 // comes through it.

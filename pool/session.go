@@ -77,6 +77,7 @@ type session struct {
 	closeReason     error
 	roots           []string      // declared roots, sorted (roots.go)
 	rootsAsk        string        // id of the pool's roots/list to the client, while unanswered
+	rootsOwed       bool          // the client's roots are to be asked once it can receive a request (streamOpened)
 	held            []heldMessage // messages waiting for that answer
 	replaying       bool          // the held messages are being handled: new ones still wait their turn
 	heldBytes       int           // the bytes of held, bounded by Options.MaxSessionBytes
@@ -583,16 +584,12 @@ func (s *session) onNotification(msg *jsonrpc.Message) {
 	case "notifications/initialized":
 		// The pool initialized the child itself, once; now it may ask the
 		// client which roots its requests are partitioned by.
-		if s.asksRoots() {
-			s.askRoots()
-		}
+		s.askRootsOrOwe()
 		return
 	case "notifications/roots/list_changed":
 		// The child's roots are its partition's, never this client's:
 		// ask again, and move the session for its next requests.
-		if s.asksRoots() {
-			s.askRoots()
-		}
+		s.askRootsOrOwe()
 		return
 	case "notifications/cancelled":
 		params := msg.Params.Of(msg.Raw)
