@@ -351,6 +351,8 @@ func (inst *Instance) Run(ctx context.Context) error {
 			inst.history.close()
 			return err
 		}
+		// No ReadTimeout: the pool bounds each request body itself, and
+		// answers a refusal at once, whatever body comes (pool/httpauth.go).
 		front = &http.Server{Handler: inst.Pool.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: frontDoorIdleTimeout}
 		inst.mu.Lock()
 		inst.httpAddr = frontLn.Addr().String()

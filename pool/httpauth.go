@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
@@ -18,7 +19,9 @@ import (
 //   - Origin, when a browser sends one, must be the listener's own origin
 //     (http://HOST:PORT as the client addressed it) or one the user listed
 //     (Options.HTTPAllowedOrigins): a page on localhost:3000 is not the
-//     pool;
+//     pool. A listed origin's CORS preflight is answered here (cors), with
+//     no token, since browsers send none: it opens nothing and names no
+//     server, and the real request that follows still needs the token;
 //   - a bearer token (Options.HTTPToken) that only the user can read: a
 //     local process of another user, or a page that got past the browser's
 //     checks, has none (401);
@@ -26,17 +29,40 @@ import (
 //     (text/plain, no preflight) is refused (415).
 //
 // Nothing is said about the configured servers to a caller that has not
-// passed the gate.
+// passed the gate, and its body cannot hold the connection: a refusal is
+// sent at once and the connection closed (net/http would otherwise first
+// wait, with no deadline, for up to 256 KB of a body a stranger need never
+// send). A request that passes has httpBodyTimeout to send its body.
 
-// gate checks a request; it writes the refusal and reports false.
+// httpBodyTimeout bounds the reading of a request body that passed the
+// gate: a message is at most MaxMessageBytes (64 MiB), which loopback
+// carries in well under a second, so a minute is only ever reached by a
+// client that stalls. The response is not bounded by it (streams). A var
+// for tests.
+var httpBodyTimeout = time.Minute
+
+// refusalDrain is how long a refused request's connection takes in what
+// the client sends after the answer (up to 256 KB, net/http's limit)
+// before it closes: closing on unread bytes resets the connection, and a
+// client still writing its body may then lose the answer.
+const refusalDrain = time.Second
+
+// gate checks a request; it writes the refusal, or the answer to a
+// preflight, and reports false.
 func (h *httpFront) gate(w http.ResponseWriter, r *http.Request) bool {
 	if why := notLocal(r); why != "" {
-		httpError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, why)
+		h.refuse(w, r, http.StatusForbidden, why)
 		return false
 	}
-	if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o, r) {
-		httpError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest,
-			"forbidden: Origin "+o+" is not this server's (list it in http.allowedOrigins to allow it)")
+	origin := r.Header.Get("Origin")
+	if origin != "" && !h.originAllowed(origin, r) {
+		h.refuse(w, r, http.StatusForbidden,
+			"forbidden: Origin "+origin+" is not this server's (list it in http.allowedOrigins to allow it)")
+		return false
+	}
+	if origin != "" && h.originListed(origin) && cors(w, r, origin) {
+		dropBody(w, r)
+		w.WriteHeader(http.StatusNoContent)
 		return false
 	}
 	if h.p.opts.HTTPToken != nil {
@@ -44,27 +70,116 @@ func (h *httpFront) gate(w http.ResponseWriter, r *http.Request) bool {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || want == "" || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(want)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
-			httpError(w, http.StatusUnauthorized, nil, jsonrpc.CodeInvalidRequest,
+			h.refuse(w, r, http.StatusUnauthorized,
 				"unauthorized: send Authorization: Bearer <token> (`switchboard http-token` prints it)")
 			return false
 		}
 	}
 	if r.Method == http.MethodPost {
 		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-			httpError(w, http.StatusUnsupportedMediaType, nil, jsonrpc.CodeInvalidRequest,
-				"unsupported media type: a POST body must be application/json")
+			h.refuse(w, r, http.StatusUnsupportedMediaType, "unsupported media type: a POST body must be application/json")
 			return false
 		}
 	}
+	boundBody(w, r)
 	return true
+}
+
+// refuse answers a request the gate turns away.
+func (h *httpFront) refuse(w http.ResponseWriter, r *http.Request, status int, why string) {
+	dropBody(w, r)
+	httpError(w, status, nil, jsonrpc.CodeInvalidRequest, why)
+}
+
+// dropBody keeps a refused request's body from holding its connection:
+// the connection closes after the answer, so net/http sends the answer
+// at once instead of first reading the body to reuse the connection; what
+// it still reads as it closes the body is bounded by refusalDrain.
+func dropBody(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return // the connection may serve the client's next request
+	}
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(refusalDrain))
+}
+
+// boundBody gives a request that passed the gate httpBodyTimeout to send
+// its body. net/http lifts the deadline when the body ends, as it starts
+// reading the connection to see the client go: the answer, a stream
+// included, is not bounded by it. A request without a body gets none:
+// net/http reads its connection from the start, and a deadline there
+// would end the request, a GET stream say.
+func boundBody(w http.ResponseWriter, r *http.Request) {
+	if r.Body != nil && r.Body != http.NoBody {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(httpBodyTimeout))
+	}
 }
 
 // originAllowed: the listener's own origin, or one the user listed.
 func (h *httpFront) originAllowed(origin string, r *http.Request) bool {
-	if strings.EqualFold(origin, "http://"+r.Host) {
-		return true
-	}
+	return strings.EqualFold(origin, "http://"+r.Host) || h.originListed(origin)
+}
+
+// originListed: an origin the user listed in http.allowedOrigins.
+func (h *httpFront) originListed(origin string) bool {
 	return slices.ContainsFunc(h.p.opts.HTTPAllowedOrigins, func(o string) bool {
 		return strings.EqualFold(strings.TrimRight(o, "/"), origin)
 	})
+}
+
+// What a listed origin's page may send and read (Streamable HTTP,
+// 2025-06-18 to 2026-07-28). Authorization must be named: a wildcard
+// would not cover it. 2026-07-28's Mcp-Param-{Name} headers, named by the
+// tools, are allowed as the preflight asks for them (corsHeaders).
+const (
+	corsMethods    = "GET, POST, DELETE"
+	corsHeaderList = "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
+	corsExpose     = "Mcp-Session-Id, WWW-Authenticate"
+	corsMaxAge     = "600" // seconds a browser may keep a preflight's answer
+)
+
+// cors writes the CORS headers for origin, which the user listed, and
+// reports whether the request is a preflight, which the caller answers
+// (204) without the token. Every other request goes on through the gate,
+// and its answer is readable by the page.
+func cors(w http.ResponseWriter, r *http.Request, origin string) bool {
+	hd := w.Header()
+	hd.Set("Access-Control-Allow-Origin", origin)
+	hd.Add("Vary", "Origin")
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		hd.Set("Access-Control-Expose-Headers", corsExpose)
+		return false
+	}
+	hd.Set("Access-Control-Allow-Methods", corsMethods)
+	hd.Set("Access-Control-Allow-Headers", corsHeaders(r.Header.Values("Access-Control-Request-Headers")))
+	hd.Set("Access-Control-Max-Age", corsMaxAge)
+	if r.Header.Get("Access-Control-Request-Private-Network") == "true" {
+		hd.Set("Access-Control-Allow-Private-Network", "true") // a page served elsewhere, calling loopback
+	}
+	return true
+}
+
+// corsHeaders is corsHeaderList and the Mcp-Param-{Name} headers the
+// preflight asks for (names that are HTTP tokens; nothing else is echoed).
+func corsHeaders(requested []string) string {
+	list := corsHeaderList
+	for _, v := range requested {
+		for name := range strings.SplitSeq(v, ",") {
+			name = strings.TrimSpace(name)
+			if len(name) > len("Mcp-Param-") && strings.EqualFold(name[:len("Mcp-Param-")], "Mcp-Param-") && httpToken(name) {
+				list += ", " + http.CanonicalHeaderKey(name)
+			}
+		}
+	}
+	return list
+}
+
+// httpToken reports whether s is an RFC 9110 token, as a header name is.
+func httpToken(s string) bool {
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
 }
