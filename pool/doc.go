@@ -205,7 +205,12 @@
 //     else: [httpFront.legacy], [httpFront.exchange], [httpFront.await],
 //     [session.respond], [session.relate], [requestTable.progress],
 //     [session.requestCaps], [requestTable.mrtrCarrier], [session.endExchange],
-//     [httpFront.expireIdle].
+//     [httpFront.expireIdle]. What relates to a POST's request waits for
+//     it in a queue bounded by bytes, written in one write each time; a
+//     client that falls behind, or takes no write for streamWriteTimeout,
+//     is let go, and a request its client cancelled ends its POST
+//     unanswered: [exchange.relate], [postOut.await], [postOut.write],
+//     [session.forget], [session.endListen].
 //   - A client that closes its input gets its answers before its session
 //     ends; one that stops reading is evicted and stalls no one; one that
 //     piles up requests is refused past its share: [session.halfClose],

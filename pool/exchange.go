@@ -2,6 +2,7 @@ package pool
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
@@ -30,24 +31,40 @@ type exchange struct {
 	caps      clientCaps
 	client    Implementation
 
-	answered chan response // cap 1: the answer; a request has one
-	related  chan []byte   // stream only: what comes before the answer; a caller that falls behind loses some, never its answer
+	answered chan response // cap 1: the answer (a request has one), or none (line nil): the client cancelled it
+	related  *relatedQueue // stream only: what comes before the answer
 }
 
 // response is an exchange's answer, with its JSON-RPC error code (0 for a
 // result): HTTP statuses follow from it without reading the line again.
+// A nil line is no answer: the request ended by its client's cancel.
 type response struct {
 	line []byte
 	code int
 }
 
-// relatedBuffer is how many related messages wait for a slow caller.
-const relatedBuffer = 16
+// relatedQueue is what relates to an exchange's request, waiting for its
+// caller to write it, as a stdio session's output queue waits for its
+// client: its sender (a child's reader) never blocks, and a caller that
+// falls behind loses nothing but is let go. Past the bound
+// (Options.MaxMessageBytes waiting: the largest message the pool passes;
+// one message always fits) the queue is cut off: what waits is dropped,
+// nothing more is queued, and the caller ends the response
+// (httpFront.await), as a stdio client that stops reading is evicted.
+type relatedQueue struct {
+	wake  chan struct{} // cap 1: something was queued, or the queue was cut off
+	bound int           // bytes
 
-func newExchange(key string, stream bool) *exchange {
+	mu     sync.Mutex
+	queued [][]byte
+	size   int // bytes queued
+	cut    bool
+}
+
+func newExchange(key string, stream bool, o *Options) *exchange {
 	x := &exchange{key: key, stream: stream, answered: make(chan response, 1)}
 	if stream {
-		x.related = make(chan []byte, relatedBuffer)
+		x.related = &relatedQueue{wake: make(chan struct{}, 1), bound: o.MaxMessageBytes}
 	}
 	return x
 }
@@ -55,8 +72,8 @@ func newExchange(key string, stream bool) *exchange {
 // newStatelessExchange is an exchange for a 2026-07-28 request whose
 // params carry _meta, m (validated by the front door): its key is unique,
 // and its capabilities and client are what its _meta says.
-func newStatelessExchange(key string, stream bool, m []byte) *exchange {
-	x := newExchange(key, stream)
+func newStatelessExchange(key string, stream bool, o *Options, m []byte) *exchange {
+	x := newExchange(key, stream, o)
 	x.stateless = true
 	if sp := jsonrpc.Member(m, metaClientCapabilities); sp.Present() {
 		x.caps = clientCapsOf(sp.Of(m))
@@ -78,14 +95,38 @@ func (x *exchange) respond(line []byte, code int) {
 	}
 }
 
-// relate hands the caller a message about its request, without
-// blocking: past relatedBuffer waiting, the message is dropped. Only a
-// stream exchange takes them.
+// unanswered tells the caller that the request ended without an answer
+// (its client cancelled it): its response ends now, rather than wait for
+// an answer that never comes.
+func (x *exchange) unanswered() { x.respond(nil, 0) }
+
+// relate queues a message about the request for the caller, without
+// blocking. Only a stream exchange takes them.
 func (x *exchange) relate(line []byte) {
+	q := x.related
+	q.mu.Lock()
+	switch {
+	case q.cut:
+	case len(q.queued) > 0 && q.size+len(line) > q.bound:
+		q.queued, q.size, q.cut = nil, 0, true // the caller has fallen behind: it is let go
+	default:
+		q.queued = append(q.queued, line)
+		q.size += len(line)
+	}
+	q.mu.Unlock()
 	select {
-	case x.related <- line:
+	case q.wake <- struct{}{}:
 	default:
 	}
+}
+
+// take is everything queued, in order, for one write; cut: the caller
+// fell past the bound, and its response ends.
+func (q *relatedQueue) take() (lines [][]byte, cut bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	lines, q.queued, q.size = q.queued, nil, 0
+	return lines, q.cut
 }
 
 // keyOf is a request's key among its session's requests in flight: its

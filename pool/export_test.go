@@ -14,8 +14,9 @@ func ExpireHTTPIdle(h http.Handler, now time.Time) { h.(*httpFront).expireIdle(n
 // StatelessLinger is how long a quiet stateless session stays.
 const StatelessLinger = statelessLinger
 
-// SetStreamWriteTimeout sets how long a GET stream's client has to take an
-// event, until the returned restore is called (after the pool closed).
+// SetStreamWriteTimeout sets how long an HTTP client has to take a write
+// of its GET stream or of a POST's response, until the returned restore
+// is called (after the pool closed).
 func SetStreamWriteTimeout(d time.Duration) (restore func()) {
 	old := streamWriteTimeout
 	streamWriteTimeout = d

@@ -24,8 +24,9 @@ import (
 // clients often vanish without a DELETE.
 const HTTPSessionIdle = 30 * time.Minute
 
-// streamWriteTimeout is how long a GET stream's client has to take one
-// event before the stream is ended.
+// streamWriteTimeout is how long an HTTP client has to take one write of
+// its GET stream, or of a POST's response (its answer, or a batch of its
+// events), before that response is ended.
 var streamWriteTimeout = 30 * time.Second
 
 // statelessLinger is how long a server's stateless HTTP session stays
@@ -231,9 +232,9 @@ func readBody(r *http.Request, limit int) ([]byte, error) {
 
 // legacy serves a message of a legacy session: a request is an exchange
 // keyed by its id, as the session's requests are (its client cancels it
-// by that id); closing the response cancels nothing (the legacy
-// transport says a disconnect is not a cancellation), and the answer is
-// then dropped.
+// by that id, which ends the POST unanswered); closing the response
+// cancels nothing (the legacy transport says a disconnect is not a
+// cancellation), and the answer is then dropped.
 func (h *httpFront) legacy(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message) {
 	if msg.Kind != jsonrpc.KindRequest {
 		hs.touch(0)
@@ -244,11 +245,11 @@ func (h *httpFront) legacy(w http.ResponseWriter, r *http.Request, hs *httpSessi
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	x := newExchange(string(msg.IDBytes()), takesStream(r, msg))
+	x := newExchange(string(msg.IDBytes()), takesStream(r, msg), &h.p.opts)
 	hs.touch(1)
 	defer hs.touch(-1)
 	hs.s.handleMessage(msg, x)
-	if !h.await(w, r, hs.s, x, false) {
+	if end := h.await(w, r, hs.s, x, false); end == awaitGone || end == awaitSlow {
 		hs.s.endExchange(x, false, "") // its listen, if it was one: the stream was its response
 	}
 }
@@ -264,10 +265,13 @@ func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server
 	}
 	defer h.release(st)
 	key := "x" + strconv.FormatUint(h.nextKey.Add(1), 10) // no client id looks like this: ids are JSON
-	x := newStatelessExchange(key, takesStream(r, msg), msg.Meta.Of(msg.Raw))
+	x := newStatelessExchange(key, takesStream(r, msg), &h.p.opts, msg.Meta.Of(msg.Raw))
 	st.s.handleMessage(msg, x)
-	if !h.await(w, r, st.s, x, true) {
+	switch h.await(w, r, st.s, x, true) {
+	case awaitGone:
 		st.s.endExchange(x, true, "the client closed its HTTP response")
+	case awaitSlow:
+		st.s.endExchange(x, true, errSlowHTTPClient.Error())
 	}
 }
 
@@ -279,82 +283,189 @@ func takesStream(r *http.Request, msg *jsonrpc.Message) bool {
 	return msg.Method == "subscriptions/listen" || acceptsSSE(r) && progressToken(msg.Raw, *msg) != ""
 }
 
+// awaitEnd is how a POST's response ended (await).
+type awaitEnd uint8
+
+const (
+	awaitAnswered  awaitEnd = iota // the answer was written
+	awaitCancelled                 // the request ended unanswered, by its client's cancel
+	awaitGone                      // the client went away, or the session ended
+	awaitSlow                      // the client did not take what its response had to say (errSlowHTTPClient)
+)
+
+// errSlowHTTPClient is why a POST's response is ended before its answer
+// when its client does not read it: a write waited past
+// streamWriteTimeout, or more waited for it than its queue holds.
+var errSlowHTTPClient = errors.New("the client did not read its HTTP response in time")
+
 // await writes to the POST's response what the pool hands x: related
 // messages as SSE events (the response turns into an event stream at the
-// first), then the answer. It reports false when the response ended
-// without the answer: the client went away, or the session ended.
-func (h *httpFront) await(w http.ResponseWriter, r *http.Request, s *session, x *exchange, modern bool) bool {
-	var flusher http.Flusher
+// first), each time everything queued in one write and one flush, then
+// the answer. Every write must be taken within streamWriteTimeout, as a
+// GET stream's: a client that does not read holds neither the handler
+// nor its session (which does not expire while a POST waits). A request
+// its client cancelled ends the response unanswered: an event stream
+// ends, and a response not yet begun is 202 with no body.
+func (h *httpFront) await(w http.ResponseWriter, r *http.Request, s *session, x *exchange, modern bool) awaitEnd {
+	o := &postOut{w: w, rc: http.NewResponseController(w)}
+	defer func() { _ = o.rc.SetWriteDeadline(time.Time{}) }() // a kept-alive connection's next request has its own
+	end := o.await(r, s, x, modern)
+	if end == awaitSlow {
+		h.p.log.Warn("ending an HTTP response whose client stopped reading",
+			"session", s.id, "server", s.srv.name, "request", x.key)
+	}
+	return end
+}
+
+// await is httpFront.await's loop, on the response o.
+func (o *postOut) await(r *http.Request, s *session, x *exchange, modern bool) awaitEnd {
+	var wake chan struct{}
+	if x.related != nil {
+		wake = x.related.wake
+	}
 	for {
 		select {
 		case a := <-x.answered:
-			h.answer(w, x, &flusher, a, modern)
-			return true
-		case line := <-x.related:
-			if !startSSE(w, &flusher) {
-				continue
+			if a.line == nil && isClosed(s.closed) {
+				return o.sessionEnded()
 			}
-			writeEvent(w, flusher, line)
+			return o.answer(x, a, modern)
+		case <-wake:
+			if end := o.related(x); end != awaitAnswered {
+				return end
+			}
 		case <-r.Context().Done():
 			// 2026-07-28: a closed response is the cancellation (the
 			// caller cancels it). A legacy client's disconnect cancels
 			// nothing: its answer is dropped.
-			return false
+			return awaitGone
 		case <-s.closed:
 			select {
 			case a := <-x.answered: // answered as the session ended
-				h.answer(w, x, &flusher, a, modern)
-				return true
+				if a.line != nil {
+					return o.answer(x, a, modern)
+				}
 			default:
 			}
-			if flusher == nil {
-				httpError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeBackendUnavailable, "the session ended")
-			}
-			return false
+			return o.sessionEnded()
 		}
 	}
 }
 
-// answer writes the answer: an event after the related messages sent
-// before it, or the JSON body (with the status 2026-07-28 gives its code).
-func (h *httpFront) answer(w http.ResponseWriter, x *exchange, flusher *http.Flusher, a response, modern bool) {
-	for more := true; more; { // what was related before the answer goes first
-		select {
-		case line := <-x.related:
-			if startSSE(w, flusher) {
-				writeEvent(w, *flusher, line)
-			}
-		default:
-			more = false
+// sessionEnded ends a POST's response whose session ended first.
+func (o *postOut) sessionEnded() awaitEnd {
+	if !o.sse {
+		httpError(o.w, http.StatusServiceUnavailable, nil, jsonrpc.CodeBackendUnavailable, "the session ended")
+	}
+	return awaitGone
+}
+
+// postOut is a POST's response as await writes it.
+type postOut struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	sse bool   // the response is an event stream
+	buf []byte // the events of one write
+}
+
+// related writes everything x's queue holds, in one write and one flush;
+// it reports awaitAnswered when the response goes on.
+func (o *postOut) related(x *exchange) awaitEnd {
+	lines, cut := x.related.take()
+	if cut {
+		return o.behind()
+	}
+	return o.events(lines, nil)
+}
+
+// behind ends the response of a client that fell behind its stream: an
+// event stream just ends, as a GET stream does; one not yet begun says
+// why.
+func (o *postOut) behind() awaitEnd {
+	if !o.sse {
+		httpError(o.w, http.StatusServiceUnavailable, nil, jsonrpc.CodeOverloaded, errSlowHTTPClient.Error())
+	}
+	return awaitSlow
+}
+
+// events writes lines, then last when not nil, as SSE events, in one
+// write and one flush that the client must take within
+// streamWriteTimeout.
+func (o *postOut) events(lines [][]byte, last []byte) awaitEnd {
+	if len(lines) == 0 && last == nil {
+		return awaitAnswered
+	}
+	if !o.sse {
+		o.sse = true
+		h := o.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no") // 2026-07-28: proxies must not hold events back
+		o.w.WriteHeader(http.StatusOK)
+	}
+	b := o.buf[:0]
+	for _, line := range lines {
+		b = appendEvent(b, line)
+	}
+	if last != nil {
+		b = appendEvent(b, last)
+	}
+	o.buf = b[:0]
+	if len(b) > keepBuf {
+		o.buf = nil // a burst's buffer is not kept for the rest of a long stream
+	}
+	return o.write(b)
+}
+
+// write writes and flushes b, within streamWriteTimeout.
+func (o *postOut) write(b []byte) awaitEnd {
+	err := o.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	if err == nil || errors.Is(err, http.ErrNotSupported) {
+		_, err = o.w.Write(b)
+	}
+	if err == nil {
+		err = o.rc.Flush()
+	}
+	switch {
+	case err == nil, errors.Is(err, http.ErrNotSupported):
+		return awaitAnswered
+	case isTimeout(err):
+		return awaitSlow
+	default:
+		return awaitGone
+	}
+}
+
+// answer writes the answer: an event after the related messages queued
+// before it, or the JSON body (with the status 2026-07-28 gives its
+// code); no answer (the client cancelled the request) ends an event
+// stream, or is 202 with no body. A client that fell behind its stream
+// (its queue was cut off) is let go without it, as it would have been
+// had the answer come a moment later.
+func (o *postOut) answer(x *exchange, a response, modern bool) awaitEnd {
+	var lines [][]byte
+	if x.related != nil {
+		var cut bool
+		if lines, cut = x.related.take(); cut { // what was related before the answer goes first
+			return o.behind()
 		}
 	}
-	if *flusher != nil {
-		writeEvent(w, *flusher, a.line)
-		return
+	switch {
+	case a.line == nil:
+		if !o.sse {
+			o.w.WriteHeader(http.StatusAccepted)
+		}
+		return awaitCancelled
+	case o.sse || len(lines) > 0:
+		return o.events(lines, a.line)
 	}
-	w.Header().Set("Content-Type", "application/json")
+	h := o.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(a.line))) // written and flushed here, within the deadline: not chunked for that
 	if modern {
-		w.WriteHeader(modernStatus(a.code))
+		o.w.WriteHeader(modernStatus(a.code))
 	}
-	_, _ = w.Write(a.line)
-}
-
-// startSSE turns the response into an event stream, once; false: it
-// cannot stream.
-func startSSE(w http.ResponseWriter, flusher *http.Flusher) bool {
-	if *flusher != nil {
-		return true
-	}
-	f, ok := w.(http.Flusher)
-	if !ok {
-		return false
-	}
-	*flusher = f
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no") // 2026-07-28: proxies must not hold events back
-	w.WriteHeader(http.StatusOK)
-	return true
+	return o.write(a.line)
 }
 
 // listen is a legacy client's GET stream: the session's messages that
@@ -865,9 +976,11 @@ func acceptsSSE(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 }
 
-func writeEvent(w io.Writer, f http.Flusher, line []byte) {
-	_, _ = fmt.Fprintf(w, "event: message\ndata: %s\n\n", line)
-	f.Flush()
+// appendEvent appends line to b as an SSE message event.
+func appendEvent(b, line []byte) []byte {
+	b = append(b, "event: message\ndata: "...)
+	b = append(b, line...)
+	return append(b, "\n\n"...)
 }
 
 // httpError answers with an HTTP status and a JSON-RPC error body.

@@ -239,6 +239,9 @@ func (s *session) endListen(key string) bool {
 	if l == nil {
 		return false
 	}
+	if l.to != nil {
+		l.to.unanswered() // its stream was the POST's response: it ends
+	}
 	l.release()
 	return true
 }

@@ -730,7 +730,8 @@ func (s *session) answerIfCurrent(p *pending, id []byte, x *exchange, line []byt
 }
 
 // forget takes p, the client's request id carried by x, out of the
-// session's requests in flight.
+// session's requests in flight: it ended unanswered (its client
+// cancelled it), and x's caller, if any, waits for an answer no more.
 func (s *session) forget(p *pending, id []byte, x *exchange) {
 	key := keyOf(id, x)
 	s.mu.Lock()
@@ -738,6 +739,9 @@ func (s *session) forget(p *pending, id []byte, x *exchange) {
 		s.untrackLocked(key, p)
 	}
 	s.mu.Unlock()
+	if x != nil {
+		x.unanswered()
+	}
 }
 
 // overLimitLocked says why one more request of size bytes would take this
