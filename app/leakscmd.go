@@ -113,7 +113,7 @@ func serversForMatching(cfg *config.File) []pool.ServerConfig {
 		if s.Command == "" {
 			continue // remote (URL) entries are not processes
 		}
-		c := pool.ServerConfig{Name: name, Command: expandOrEmpty(s.Command), Cwd: expandOrEmpty(s.Cwd)}
+		c := pool.ServerConfig{Name: name, Command: expandOrEmpty(s.Command), Cwd: config.ServerDir(expandOrEmpty(s.Cwd))}
 		for _, a := range s.Args {
 			c.Args = append(c.Args, expandOrEmpty(a))
 		}

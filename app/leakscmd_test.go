@@ -21,6 +21,7 @@ import (
 
 func TestServersForMatching(t *testing.T) {
 	t.Setenv("SB_TEST_DIR", "/opt/mcp")
+	t.Setenv("HOME", "/home/u") // where the pool starts a server without cwd
 	cfg := &config.File{Servers: map[string]config.Server{
 		"memory": {Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}},
 		"local":  {Command: "${SB_TEST_DIR}/bin/server", Args: []string{"--root", "${SB_TEST_UNSET}", "${SB_TEST_UNSET:-x}"}, Cwd: "${SB_TEST_DIR}", Disabled: true},
@@ -28,7 +29,7 @@ func TestServersForMatching(t *testing.T) {
 	}}
 	want := []pool.ServerConfig{
 		{Name: "local", Command: "/opt/mcp/bin/server", Args: []string{"--root", "", "x"}, Cwd: "/opt/mcp"},
-		{Name: "memory", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}},
+		{Name: "memory", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}, Cwd: "/home/u"},
 	}
 	if diff := cmp.Diff(want, serversForMatching(cfg)); diff != "" {
 		t.Errorf("servers (-want +got):\n%s", diff)

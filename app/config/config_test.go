@@ -225,11 +225,13 @@ func TestDurationHint(t *testing.T) {
 }
 
 func TestPoolServers(t *testing.T) {
+	t.Setenv("HOME", "/home/u") // where a server without cwd starts, and a relative cwd is from
 	f, err := Decode([]byte(`{"mcpServers": {
 		"m": {"command": "${BIN:-npx}", "args": ["-y", "${PKG}"], "env": {"K": "${KEY}", "L": "lit"}, "cwd": "${HOME}/w",
 		      "share": "session", "idleTimeout": "never", "requestTimeout": "5s", "trustAnnotations": true},
 		"r": {"url": "https://x/mcp"},
-		"d": {"command": "x", "disabled": true}
+		"d": {"command": "x", "disabled": true},
+		"t": {"command": "x", "cwd": "src/tools"}
 	}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -239,10 +241,11 @@ func TestPoolServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []pool.ServerConfig{
-		{Name: "d", Command: "x", Shown: []string{"x"}, Share: pool.ShareShared, Disabled: true},
+		{Name: "d", Command: "x", Shown: []string{"x"}, Cwd: "/home/u", Share: pool.ShareShared, Disabled: true},
 		{Name: "m", Command: "npx", Args: []string{"-y", "pkg"}, Shown: []string{"${BIN:-npx}", "-y", "${PKG}"},
 			Env: map[string]string{"K": "secret", "L": "lit"}, Cwd: "/h/w",
 			Share: pool.ShareSession, IdleTimeout: -1, RequestTimeout: 5 * time.Second, TrustAnnotations: true},
+		{Name: "t", Command: "x", Shown: []string{"x"}, Cwd: "/home/u/src/tools", Share: pool.ShareShared},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("PoolServers (-want +got):\n%s", diff)
@@ -253,7 +256,7 @@ func TestPoolServers(t *testing.T) {
 	// A server with an unset variable is not started, and the reason
 	// never shows an env value.
 	got, err = f.PoolServers(env(map[string]string{"KEY": "secret"}))
-	if err != nil || len(got) != 2 || !got[1].Disabled {
+	if err != nil || len(got) != 3 || !got[1].Disabled {
 		t.Errorf("PoolServers = %+v, %v; want m disabled", got, err)
 	}
 	ns := f.NotStarted(env(map[string]string{"KEY": "secret"}))

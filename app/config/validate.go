@@ -5,6 +5,8 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -97,6 +99,24 @@ func (f *File) NotStartedBy(lookup func(string) (string, bool)) map[string][]Pro
 	return unset
 }
 
+// ServerDir is the directory a server with cwd (expanded) starts in:
+// cwd itself when absolute, a relative one taken from the user's home
+// directory, and the home directory when it has none. So a server runs
+// in the same place however the pool was started: from a menu, a shell,
+// a systemd unit, or a client's `connect` in some project directory that
+// may be gone by the time the server starts. Without a home directory
+// cwd stays as it is (the pool's directory).
+func ServerDir(cwd string) string {
+	if filepath.IsAbs(cwd) {
+		return cwd
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return cwd
+	}
+	return filepath.Join(home, cwd)
+}
+
 // poolServers adds the servers' problems to p, and to unset (when not
 // nil), by server, those of a server that runs but has a ${VAR} lookup
 // lacks: that server comes back disabled.
@@ -153,7 +173,7 @@ func (f *File) poolServers(lookup func(string) (string, bool), p *problems, unse
 				c.Env[k] = expand(ep, miss, at+".env."+k, s.Env[k], lookup)
 			}
 		}
-		c.Cwd = expand(ep, miss, at+".cwd", s.Cwd, lookup)
+		c.Cwd = ServerDir(expand(ep, miss, at+".cwd", s.Cwd, lookup))
 		if len(miss.list) > 0 && !s.Disabled {
 			c.Disabled = true
 			for _, m := range miss.list {

@@ -210,6 +210,7 @@ func start(paths home.Paths) (*started, error) {
 	fmt.Fprintf(logf, "--- %s: started by a client (pid %d)\n", time.Now().Format(time.RFC3339), os.Getpid())
 	cmd := exec.Command(bin, Args()...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = poolDir()
 	cmd.SysProcAttr = detached()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the pool: %w", err)
@@ -219,6 +220,21 @@ func start(paths home.Paths) (*started, error) {
 	// the pool is the init process's (or a subreaper's) to reap.
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	return p, nil
+}
+
+// poolDir is where a pool a client starts runs: the user's home
+// directory, as from the login item or a menu, never the client's
+// working directory. That is some project's, which may be deleted while
+// the pool lives on (a removed git worktree): what the pool runs there
+// would fail (npx: ENOENT uv_cwd), and the pool would keep the directory
+// busy. Without a home directory, the root.
+func poolDir() string {
+	if h, err := os.UserHomeDir(); err == nil {
+		if fi, err := os.Stat(h); err == nil && fi.IsDir() {
+			return h
+		}
+	}
+	return string(filepath.Separator)
 }
 
 // Args is how a client starts the pool: the tray app where a desktop

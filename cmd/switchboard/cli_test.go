@@ -231,9 +231,15 @@ func (in *instance) connect(t testing.TB, server string) *shim {
 // startShim runs `switchboard connect server` with env, as a client does.
 func startShim(t testing.TB, server string, env []string) *shim {
 	t.Helper()
+	return startShimIn(t, server, env, "")
+}
+
+// startShimIn is startShim run in the working directory dir.
+func startShimIn(t testing.TB, server string, env []string, dir string) *shim {
+	t.Helper()
 	s := &shim{t: t, errb: &syncBuffer{}, done: make(chan error, 1)}
 	s.cmd = exec.Command(sbBin, "connect", server)
-	s.cmd.Env = env
+	s.cmd.Env, s.cmd.Dir = env, dir
 	s.cmd.Stderr = s.errb
 	var err error
 	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
