@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/home"
 	"github.com/switchboard-mcp/switchboard/app/importer"
 )
 
@@ -28,9 +30,11 @@ func setupRecordPath(paths Paths, client importer.Client) string {
 
 // Setup is `switchboard setup CLIENT`: import the client's stdio servers
 // and point its entries at this binary's `connect`, with the binary's
-// absolute path and the environment a client's reduced one lacks
-// (SWITCHBOARD_HOME when set, and this shell's PATH, which a pool the
-// shim starts needs to find npx). A backup of each client file is written
+// absolute path and the environment a client's reduced one lacks: what
+// places this instance's files (home.Env: SWITCHBOARD_HOME, or the XDG
+// directories this shell sets), so the client reaches the pool of the
+// config written here, and this shell's PATH, which a pool the shim
+// starts needs to find npx. A backup of each client file is written
 // next to it and remembered for Undo. Remote (URL) entries stay as they
 // are. The result says what it did, also when it fails part way.
 //
@@ -62,13 +66,11 @@ func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 	if p := os.Getenv("PATH"); p != "" {
 		connectEnv["PATH"] = p
 	}
-	if h := os.Getenv("SWITCHBOARD_HOME"); h != "" {
-		abs, err := filepath.Abs(h)
-		if err != nil {
-			return nil, fmt.Errorf("SWITCHBOARD_HOME: %w", err)
-		}
-		connectEnv["SWITCHBOARD_HOME"] = abs
+	pin, err := home.Env()
+	if err != nil {
+		return nil, err
 	}
+	maps.Copy(connectEnv, pin)
 	connect, shim := exe, false
 	if s := connectShim(runtime.GOOS, exe); s != "" {
 		connect, shim = s, true

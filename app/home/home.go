@@ -66,6 +66,41 @@ func Resolve() (Paths, error) {
 	return pathsUnder(filepath.Join(cfgDir, "switchboard"), state), nil
 }
 
+// Env is what of this process's environment Resolve depends on besides
+// the home directory, so that a process started with only HOME and
+// these (a desktop client starting the entry `setup` wrote) finds this
+// same instance: SWITCHBOARD_HOME when set, made absolute; else
+// XDG_STATE_HOME, made absolute, and XDG_CONFIG_HOME on the systems
+// whose config directory follows it, when they are set.
+func Env() (map[string]string, error) {
+	return envFor(runtime.GOOS, os.Getenv)
+}
+
+func envFor(goos string, getenv func(string) string) (map[string]string, error) {
+	keys := []string{"XDG_STATE_HOME"}
+	switch goos {
+	case "darwin", "ios", "windows", "plan9": // os.UserConfigDir does not read it
+	default:
+		keys = append(keys, "XDG_CONFIG_HOME")
+	}
+	if getenv("SWITCHBOARD_HOME") != "" {
+		keys = []string{"SWITCHBOARD_HOME"}
+	}
+	out := map[string]string{}
+	for _, k := range keys {
+		v := getenv(k)
+		if v == "" {
+			continue
+		}
+		abs, err := filepath.Abs(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		out[k] = abs
+	}
+	return out, nil
+}
+
 // stateDir is where history, sockets and logs go: $XDG_STATE_HOME/switchboard
 // when that is set, else ~/.local/state/switchboard, except on Windows,
 // where it is %LOCALAPPDATA%\switchboard (machine-local, not roamed). A

@@ -2,6 +2,7 @@ package home
 
 import (
 	"errors"
+	"maps"
 	"path/filepath"
 	"testing"
 )
@@ -38,5 +39,35 @@ func TestStateDir(t *testing.T) {
 	if _, err := stateDir("linux", func(string) string { return "" },
 		func() (string, error) { return "", errors.New("no home") }, func(string) bool { return false }); err == nil {
 		t.Error("no home dir and no XDG_STATE_HOME: no error")
+	}
+}
+
+// TestEnv: what a process started with only HOME needs to find this
+// instance: SWITCHBOARD_HOME alone when set, else the XDG directories
+// that are set and that the system's directories follow, each absolute.
+func TestEnv(t *testing.T) {
+	cwd, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	xdg := map[string]string{"XDG_CONFIG_HOME": "/xc", "XDG_STATE_HOME": "xs", "HOME": "/home/me"}
+	for _, tc := range []struct {
+		name string
+		goos string
+		env  map[string]string
+		want map[string]string
+	}{
+		{"nothing set", "linux", map[string]string{"HOME": "/home/me"}, map[string]string{}},
+		{"linux, XDG", "linux", xdg, map[string]string{"XDG_CONFIG_HOME": "/xc", "XDG_STATE_HOME": filepath.Join(cwd, "xs")}},
+		{"macOS, XDG: the config dir does not follow it", "darwin", xdg, map[string]string{"XDG_STATE_HOME": filepath.Join(cwd, "xs")}},
+		{"SWITCHBOARD_HOME places everything", "linux", map[string]string{"SWITCHBOARD_HOME": "sb", "XDG_STATE_HOME": "/xs"},
+			map[string]string{"SWITCHBOARD_HOME": filepath.Join(cwd, "sb")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := envFor(tc.goos, func(k string) string { return tc.env[k] })
+			if err != nil || !maps.Equal(got, tc.want) {
+				t.Errorf("envFor = %v, %v; want %v", got, err, tc.want)
+			}
+		})
 	}
 }

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// setupEntry is a client entry as setup writes it.
+type setupEntry struct {
+	Type    string            `json:"type"`
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
+	Timeout int               `json:"timeout"`
+}
+
+// claudeEntries reads the user's servers of a Claude Code file.
+func claudeEntries(t *testing.T, path string) map[string]setupEntry {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		MCPServers map[string]setupEntry `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatalf("%s: %v\n%s", path, err, data)
+	}
+	return f.MCPServers
+}
+
+// userEnv is this environment without what places Switchboard's files,
+// with HOME set to home and the pairs in extra.
+func userEnv(home string, extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "HOME", "DISPLAY", "WAYLAND_DISPLAY", "SWITCHBOARD_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME",
+			"SWITCHBOARD_INPROCESS_CONNECT", "SWITCHBOARD_NO_ATTACH":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(append(env, "HOME="+home), extra...)
+}
+
+// stopPoolsOfUser stops, when the test ends, the pools started with
+// HOME=home.
+func stopPoolsOfUser(t *testing.T, home string) {
+	t.Cleanup(func() {
+		pools := func() []int {
+			var out []int
+			dirs, _ := filepath.Glob("/proc/[0-9]*")
+			for _, d := range dirs {
+				pid, _ := strconv.Atoi(filepath.Base(d))
+				cmdline, _ := os.ReadFile(d + "/cmdline")
+				environ, _ := os.ReadFile(d + "/environ")
+				if exe, err := os.Readlink(d + "/exe"); err == nil && exe == sbBin &&
+					bytes.Contains(cmdline, []byte("\x00serve")) &&
+					bytes.Contains(append([]byte{0}, environ...), []byte("\x00HOME="+home+"\x00")) && alive(pid) {
+					out = append(out, pid)
+				}
+			}
+			return out
+		}
+		for _, pid := range pools() {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+		waitFor(t, "the pools the test's clients started to stop", func() bool { return len(pools()) == 0 })
+	})
+}
+
+// A user whose shell sets XDG_CONFIG_HOME and XDG_STATE_HOME runs setup;
+// the client, started from the desktop with only HOME and the entry's
+// env, reaches the pool of the config setup wrote to. On the first
+// edition setup passed only PATH: the client found no socket, started a
+// second pool on a starter config elsewhere, and its initialize failed
+// (no such server).
+func TestSetupPinsTheHome(t *testing.T) {
+	userHome := homeDir(t) // short: the socket paths are under it
+	stopPoolsOfUser(t, userHome)
+	xdgConfig, xdgState := filepath.Join(userHome, "xc"), filepath.Join(userHome, "xs")
+	clientFile := filepath.Join(userHome, ".claude.json")
+	if err := os.WriteFile(clientFile, []byte(`{"mcpServers": {"fake": {"command": "`+fakeBin+`", "args": []}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	setup := exec.Command(sbBin, "setup", "claude-code")
+	setup.Env = userEnv(userHome, "XDG_CONFIG_HOME="+xdgConfig, "XDG_STATE_HOME="+xdgState)
+	setup.Dir = userHome
+	if out, err := setup.CombinedOutput(); err != nil {
+		t.Fatalf("setup: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(xdgConfig, "switchboard", "config.json")); err != nil {
+		t.Fatalf("setup did not write the config under XDG_CONFIG_HOME: %v", err)
+	}
+
+	e := claudeEntries(t, clientFile)["fake"]
+	env := []string{"HOME=" + userHome}
+	for k, v := range e.Env {
+		env = append(env, k+"="+v)
+	}
+	if e.Command != sbBin || len(e.Args) != 2 || e.Args[0] != "connect" {
+		t.Fatalf("entry %+v", e)
+	}
+	s := startShimIn(t, e.Args[1], env, "/")
+	s.initialize("desktop-client")
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+	if got := toolText(s.recvID("1")); got != "hi" {
+		t.Fatalf("echo: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(xdgState, "switchboard", "run", "pool.sock")); err != nil {
+		t.Errorf("no pool under XDG_STATE_HOME: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(userHome, ".config", "switchboard")); err == nil {
+		t.Error("a second home was made under ~/.config")
+	}
+}
