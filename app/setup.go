@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -30,13 +31,15 @@ func setupRecordPath(paths Paths, client importer.Client) string {
 
 // Setup is `switchboard setup CLIENT`: import the client's stdio servers
 // and point its entries at this binary's `connect`, with the binary's
-// absolute path and the environment a client's reduced one lacks: what
-// places this instance's files (home.Env: SWITCHBOARD_HOME, or the XDG
-// directories this shell sets), so the client reaches the pool of the
-// config written here, and this shell's PATH, which a pool the shim
-// starts needs to find npx. A backup of each client file is written
-// next to it and remembered for Undo. Remote (URL) entries stay as they
-// are. The result says what it did, also when it fails part way.
+// absolute path (setupBinary) and the environment a client's reduced one
+// lacks: what places this instance's files (home.Env: SWITCHBOARD_HOME,
+// or the XDG directories this shell sets), so the client reaches the pool
+// of the config written here, and this shell's PATH, which a pool the
+// shim starts needs to find npx. Entries that run through Switchboard
+// already (an earlier setup's) get the same, keeping the user's other
+// fields and variables. A backup of each client file is written next to
+// it and remembered for Undo. Remote (URL) entries stay as they are. The
+// result says what it did, also when it fails part way.
 //
 // file, when set, is the client's config file to rewrite instead of the
 // ones at the client's known locations (a VS Code workspace's
@@ -58,7 +61,7 @@ func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 	if st, ok := runningStatus(ctx); ok && st.Config != "" {
 		cfg = st.Config
 	}
-	exe, err := thisBinary()
+	exe, err := setupBinary(os.Args[0])
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +80,7 @@ func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 	}
 	res, err := importer.Import(importer.Options{
 		Client: client, File: file, Config: cfg, Env: env, RewriteClient: true,
-		Connect: connect, ConnectShim: shim, ConnectEnv: connectEnv,
+		Connect: connect, ConnectShim: shim, ConnectEnv: connectEnv, UpdateConnected: true,
 	})
 	if res != nil && len(res.Rewrites) > 0 {
 		if rerr := remember(setupRecordPath(paths, client), client, res.Rewrites); rerr != nil && err == nil {
@@ -86,6 +89,33 @@ func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 		res.Notes = append(res.Notes, fmt.Sprintf("`switchboard setup --undo %s` puts the rewritten entries back as they were.", client))
 	}
 	return res, err
+}
+
+// setupBinary is the path setup writes into client entries: this binary
+// as it was called (argv0, absolute or found on PATH) when that leads to
+// this same file, else its resolved path. A package manager runs each
+// version from a directory of its own and links it from one on PATH
+// (Homebrew's bin/switchboard -> Cellar/switchboard/1.0/bin/switchboard,
+// a Nix profile's bin): the link outlives the version, whose directory
+// goes with the next upgrade and would leave every entry broken.
+func setupBinary(argv0 string) (string, error) {
+	exe, err := thisBinary()
+	if err != nil {
+		return "", err
+	}
+	called := argv0
+	if filepath.Base(argv0) == argv0 { // a name, found on PATH
+		if called, err = exec.LookPath(argv0); err != nil {
+			return exe, nil
+		}
+	}
+	if called, err = filepath.Abs(called); err != nil {
+		return exe, nil
+	}
+	if r, err := filepath.EvalSymlinks(called); err != nil || r != exe {
+		return exe, nil
+	}
+	return called, nil
 }
 
 // remember adds rewrites to the client's setup record. Each keeps its

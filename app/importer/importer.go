@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -54,6 +55,12 @@ type Options struct {
 	// finds npx on). SWITCHBOARD_HOME, when set, is always passed, made
 	// absolute against Env.Cwd unless ConnectEnv has it.
 	ConnectEnv map[string]string
+	// UpdateConnected brings the entries that already run through
+	// Switchboard, for a server its config has, up to date (setup run
+	// again after the binary moved): Connect and its arguments, and the
+	// variables of ConnectEnv, replace theirs; every other field and
+	// variable stays.
+	UpdateConnected bool
 	// Now stamps backups. Default time.Now.
 	Now func() time.Time
 }
@@ -103,6 +110,10 @@ type Rewrite struct {
 type Rewritten struct {
 	Keys  []string        // its keys from the top of the file: projects, /p, mcpServers, db
 	Wrote json.RawMessage // the entry the rewrite put there
+	// Updated: the entry ran through Switchboard already and the rewrite
+	// brought it up to date (Options.UpdateConnected); undo puts back
+	// what an earlier rewrite of it found.
+	Updated bool `json:",omitempty"`
 }
 
 // Result is everything an import did (or, in a dry run, would do).
@@ -219,7 +230,7 @@ func Import(opts Options) (*Result, error) {
 		i := 0
 		for _, cf := range files {
 			for _, p := range cf.plans {
-				res.Entries[i].Rewritten = p.entry.Rewritten
+				res.Entries[i].Rewritten, res.Entries[i].Reason = p.entry.Rewritten, p.entry.Reason
 				i++
 			}
 		}
@@ -415,6 +426,9 @@ type plan struct {
 	keys   []string // the entry's keys from the top of the file
 	// connect: the client entry may be rewritten to connect to entry.As.
 	connect bool
+	// update: the entry connects to entry.As already; it may be brought
+	// up to date (Options.UpdateConnected).
+	update bool
 }
 
 type importer struct {
@@ -463,6 +477,9 @@ func (im *importer) plan(cf *clientFile, g group, m jsonedit.Member) *plan {
 	}
 	if as, ok := im.connected(ce); ok {
 		e.Outcome, e.As, e.Reason = Connected, as, "already runs through switchboard connect "+as
+		if s, ok := im.sb.file.Servers[as]; ok && !s.IsRemote() {
+			p.update = im.opts.UpdateConnected
+		}
 		return p
 	}
 
@@ -784,17 +801,25 @@ func (im *importer) rewrite(cf *clientFile) (*Rewrite, error) {
 	var names []string
 	var entries []Rewritten
 	for _, p := range cf.plans {
-		if !p.connect {
+		var value []byte
+		switch {
+		case p.connect:
+			value = im.connectEntry(cf, p)
+		case p.update:
+			if value = im.updatedEntry(cf, p); value == nil {
+				continue
+			}
+			p.entry.Reason += "; brought up to date with the command and environment setup writes now"
+		default:
 			continue
 		}
-		value := im.connectEntry(cf, p)
 		e, err := jsonedit.Replace(cf.std, p.member.Value, value)
 		if err != nil {
 			return nil, err
 		}
 		edits = append(edits, e)
 		names = append(names, p.entry.Where)
-		entries = append(entries, Rewritten{Keys: p.keys, Wrote: value})
+		entries = append(entries, Rewritten{Keys: p.keys, Wrote: value, Updated: p.update})
 		p.entry.Rewritten = true
 	}
 	if len(edits) == 0 {
@@ -848,20 +873,7 @@ func (im *importer) connectEntry(cf *clientFile, p *plan) []byte {
 		{Key: "command", Value: marshal(im.opts.Connect)},
 		{Key: "args", Value: marshal(im.connectArgs(p.entry.As))},
 	}
-	// The shim must find the same pool the import wrote to, from the
-	// client's working directory: ConnectEnv's SWITCHBOARD_HOME (Setup
-	// makes it absolute), else ours, made absolute.
-	env := maps.Clone(im.opts.ConnectEnv)
-	if home := im.opts.Env.get("SWITCHBOARD_HOME"); home != "" && env["SWITCHBOARD_HOME"] == "" {
-		if !filepath.IsAbs(home) && im.opts.Env.Cwd != "" {
-			home = filepath.Join(im.opts.Env.Cwd, home)
-		}
-		if env == nil {
-			env = map[string]string{}
-		}
-		env["SWITCHBOARD_HOME"] = home
-	}
-	if len(env) > 0 {
+	if env := im.connectEnv(); len(env) > 0 {
 		var kv []jsonedit.KV
 		for _, k := range slices.Sorted(maps.Keys(env)) {
 			kv = append(kv, jsonedit.KV{Key: k, Value: marshal(env[k])})
@@ -885,6 +897,76 @@ func (im *importer) connectEntry(cf *clientFile, p *plan) []byte {
 		kv = append(launch, kv...)
 	}
 	return jsonedit.ObjectOf(kv...)
+}
+
+// connectEnv is the env rewritten entries pass to the shim. It must find
+// the same pool the import wrote to, from the client's working
+// directory: ConnectEnv's SWITCHBOARD_HOME (Setup makes it absolute),
+// else ours, made absolute.
+func (im *importer) connectEnv() map[string]string {
+	env := maps.Clone(im.opts.ConnectEnv)
+	if home := im.opts.Env.get("SWITCHBOARD_HOME"); home != "" && env["SWITCHBOARD_HOME"] == "" {
+		if !filepath.IsAbs(home) && im.opts.Env.Cwd != "" {
+			home = filepath.Join(im.opts.Env.Cwd, home)
+		}
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["SWITCHBOARD_HOME"] = home
+	}
+	return env
+}
+
+// updatedEntry is p's entry, which runs through Switchboard already (an
+// earlier setup's, perhaps with a version's path that is gone since),
+// running Connect with the variables of connectEnv instead; the user's
+// other fields and variables stay as they are. Nil when it has them
+// already.
+func (im *importer) updatedEntry(cf *clientFile, p *plan) []byte {
+	env := im.connectEnv()
+	var kv []jsonedit.KV
+	hasEnv := false
+	for _, m := range p.member.Value.Members {
+		switch {
+		case m.Key == "command":
+			kv = append(kv, jsonedit.KV{Key: "command", Value: marshal(im.opts.Connect)})
+		case m.Key == "args":
+			kv = append(kv, jsonedit.KV{Key: "args", Value: marshal(im.connectArgs(p.entry.As))})
+		case m.Key == "env" && m.Value.Kind == jsonedit.Object:
+			hasEnv = true
+			var vars []jsonedit.KV
+			for _, em := range m.Value.Members {
+				if _, ours := env[em.Key]; !ours {
+					vars = append(vars, jsonedit.KV{Key: em.Key, Value: compact(em.Value.Raw(cf.std))})
+				}
+			}
+			for _, k := range slices.Sorted(maps.Keys(env)) {
+				vars = append(vars, jsonedit.KV{Key: k, Value: marshal(env[k])})
+			}
+			kv = append(kv, jsonedit.KV{Key: "env", Value: jsonedit.ObjectOf(vars...)})
+		default:
+			kv = append(kv, jsonedit.KV{Key: m.Key, Value: compact(m.Value.Raw(cf.std))})
+		}
+	}
+	if !hasEnv && len(env) > 0 {
+		var vars []jsonedit.KV
+		for _, k := range slices.Sorted(maps.Keys(env)) {
+			vars = append(vars, jsonedit.KV{Key: k, Value: marshal(env[k])})
+		}
+		kv = append(kv, jsonedit.KV{Key: "env", Value: jsonedit.ObjectOf(vars...)})
+	}
+	value := jsonedit.ObjectOf(kv...)
+	if sameJSON(value, p.member.Value.Raw(cf.std)) {
+		return nil
+	}
+	return value
+}
+
+// sameJSON says whether a and b hold the same JSON value, however laid
+// out.
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
 // backupName is where a copy of path made at now goes: tag says by what

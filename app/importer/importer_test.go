@@ -704,3 +704,96 @@ func TestParseWhere(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateConnected: setup run again (UpdateConnected) brings the
+// entries that run through Switchboard up to date with the binary and
+// environment it writes now, keeping what the user added to them; an
+// entry for a server Switchboard's config lacks stays as it is, as do
+// all with a plain import; a run with nothing new writes nothing; and
+// undo puts back the entries as they were before the first rewrite.
+func TestUpdateConnected(t *testing.T) {
+	work, opts := setup(t, importCases[0])
+	path := filepath.Join(work, "home/.config/Claude/claude_desktop_config.json")
+	edit := func(old, new string) {
+		t.Helper()
+		doc, err := os.ReadFile(path)
+		if err != nil || !strings.Contains(string(doc), old) {
+			t.Fatalf("%v: no %q in\n%s", err, old, doc)
+		}
+		if err := os.WriteFile(path, []byte(strings.Replace(string(doc), old, new, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ghost := `"ghost": {"command": "/opt/v1/switchboard", "args": ["connect", "ghost"]},`
+	edit(`"mcpServers": {`, `"mcpServers": {`+ghost)
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Connect, opts.ConnectEnv, opts.UpdateConnected = "/opt/v1/switchboard", map[string]string{"PATH": "/v1"}, true
+	first, err := Import(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(`"memory": {`, `"memory": {"x-note": "mine",`)
+	edit(`"PATH": "/v1"`, `"MY": "1", "PATH": "/v1"`) // memory's env: the first
+
+	opts.Connect, opts.ConnectEnv = "/opt/v2/switchboard", map[string]string{"PATH": "/v2"}
+	plain := opts
+	plain.UpdateConnected = false
+	if res, err := Import(plain); err != nil || len(res.Rewrites) != 0 {
+		t.Fatalf("a plain import rewrote %+v (%v)", res, err)
+	}
+	again, err := Import(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var memory struct {
+		XNote   string `json:"x-note"`
+		Command string
+		Args    []string
+		Env     map[string]string
+	}
+	doc, _ := os.ReadFile(path)
+	var f struct{ MCPServers map[string]json.RawMessage }
+	if err := json.Unmarshal(doc, &f); err != nil {
+		t.Fatal(err)
+	}
+	_ = json.Unmarshal(f.MCPServers["memory"], &memory)
+	if memory.XNote != "mine" || memory.Command != opts.Connect || !slices.Equal(memory.Args, []string{"connect", "memory"}) ||
+		!cmp.Equal(memory.Env, map[string]string{"MY": "1", "PATH": "/v2"}) {
+		t.Errorf("memory after the update: %s", f.MCPServers["memory"])
+	}
+	if fs := desktopEntry(t, work, "filesystem"); fs.Command != opts.Connect || fs.Env["PATH"] != "/v2" {
+		t.Errorf("filesystem after the update: %+v", fs)
+	}
+	if g := desktopEntry(t, work, "ghost"); g.Command != "/opt/v1/switchboard" {
+		t.Errorf("the entry for a server Switchboard lacks was changed: %+v", g)
+	}
+	if len(again.Rewrites) != 1 || !again.Rewrites[0].Entries[0].Updated {
+		t.Fatalf("rewrites %+v", again.Rewrites)
+	}
+	for _, e := range again.Entries {
+		if e.Name == "memory" && (e.Outcome != Connected || !e.Rewritten) {
+			t.Errorf("memory: %+v", e)
+		}
+	}
+	if res, err := Import(opts); err != nil || len(res.Rewrites) != 0 {
+		t.Fatalf("a run with nothing new rewrote %+v (%v)", res.Rewrites, err)
+	}
+
+	done, err := Undo(append(slices.Clone(first.Rewrites), again.Rewrites...), stamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, _ := os.ReadFile(path); string(back) != string(orig) {
+		t.Errorf("after undo:\n%s\nwant:\n%s", back, orig)
+	}
+	for _, u := range done {
+		for _, e := range u.Entries {
+			if e.Left != "" {
+				t.Errorf("%s: left as it is: %s", e.Where, e.Left)
+			}
+		}
+	}
+}

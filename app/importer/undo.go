@@ -41,7 +41,8 @@ type UndoneEntry struct {
 // removed since its rewrite is left as it is, and the result says so.
 // Before it writes a file, Undo keeps a copy of it next to it. The
 // rewrites of one file are undone together, a later one's entry over an
-// earlier one's. It returns what it did, also when it fails part way.
+// earlier one's; a later one that only brought an entry up to date
+// (Rewritten.Updated) leaves it to the earlier one's backup. It returns what it did, also when it fails part way.
 func Undo(rws []Rewrite, now time.Time) ([]Undone, error) {
 	var files []string
 	todo := map[string][]undoEntry{}
@@ -67,9 +68,14 @@ func Undo(rws []Rewrite, now time.Time) ([]Undone, error) {
 				ue.where = rw.Servers[i]
 			}
 			list := todo[rw.File]
-			if j := slices.IndexFunc(list, func(x undoEntry) bool { return slices.Equal(x.Keys, e.Keys) }); j >= 0 {
+			switch j := slices.IndexFunc(list, func(x undoEntry) bool { return slices.Equal(x.Keys, e.Keys) }); {
+			case j >= 0 && e.Updated:
+				// Brought up to date: the earlier rewrite's backup
+				// has the entry as it was before Switchboard.
+				list[j].Wrote = e.Wrote
+			case j >= 0:
 				list[j] = ue
-			} else {
+			default:
 				todo[rw.File] = append(list, ue)
 			}
 		}

@@ -124,3 +124,107 @@ func TestSetupPinsTheHome(t *testing.T) {
 		t.Error("a second home was made under ~/.config")
 	}
 }
+
+// A package manager installs each version in a directory of its own and
+// links it from a directory on PATH (Homebrew's bin/switchboard ->
+// Cellar/switchboard/1.0/bin/switchboard). setup writes the link, which
+// outlives the version; an entry an earlier setup tied to a version's
+// path, gone with that version, is brought up to date by running setup
+// again, keeping what the user added to it, and undo still puts back the
+// entry as it was before the first setup. On the first edition setup
+// wrote the version's path and, run again, left such an entry as it was
+// (it already ran `switchboard connect`).
+func TestSetupAgainFollowsTheInstalledBinary(t *testing.T) {
+	root := t.TempDir()
+	userHome, sbHome := filepath.Join(root, "home"), filepath.Join(root, "sb")
+	bin := filepath.Join(root, "bin")
+	for _, d := range []string{userHome, bin} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	version := func(v string) string { return filepath.Join(root, "Cellar", "switchboard", v, "bin", "switchboard") }
+	install := func(v string) { // as an upgrade does: the new version, the link moved to it
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(version(v)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(sbBin, version(v)); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(bin, "switchboard")
+		_ = os.Remove(link)
+		if err := os.Symlink(version(v), link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clientFile := filepath.Join(userHome, ".claude.json")
+	orig := `{"mcpServers": {"fake": {"type": "stdio", "command": "` + fakeBin + `", "args": []}}}` + "\n"
+	if err := os.WriteFile(clientFile, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// run runs exe as called by name: "switchboard" is found on PATH.
+	run := func(exe string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(bin, exe), args...)
+		if filepath.IsAbs(exe) {
+			cmd = exec.Command(exe, args...)
+		}
+		cmd.Args[0] = exe
+		cmd.Env = userEnv(userHome, "SWITCHBOARD_HOME="+sbHome, "PATH="+bin+":/usr/bin:/bin")
+		cmd.Dir = userHome
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", exe, args, err, out)
+		}
+		return string(out)
+	}
+	backups := func() []string {
+		b, _ := filepath.Glob(clientFile + ".switchboard-*.bak")
+		return b
+	}
+
+	install("1.0")
+	run("switchboard", "setup", "claude-code") // found on PATH: the link
+	if e := claudeEntries(t, clientFile)["fake"]; e.Command != filepath.Join(bin, "switchboard") {
+		t.Fatalf("setup wrote %q, want the link on PATH %s", e.Command, filepath.Join(bin, "switchboard"))
+	}
+	run("switchboard", "setup", "--undo", "claude-code")
+
+	// Set up as an earlier setup did, with the version's own path; the
+	// user adds to the entry since.
+	run(version("1.0"), "setup", "claude-code")
+	if e := claudeEntries(t, clientFile)["fake"]; e.Command != version("1.0") {
+		t.Fatalf("setup run by its path wrote %q", e.Command)
+	}
+	stale := `{"mcpServers": {"fake": {"type": "stdio", "command": "` + version("1.0") + `", "args": ["connect", "fake"],` +
+		` "env": {"MY_FLAG": "1", "PATH": "/old/bin", "SWITCHBOARD_HOME": "` + sbHome + `"}, "timeout": 30}}}` + "\n"
+	if err := os.WriteFile(clientFile, []byte(stale), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	install("1.1")
+	if err := os.RemoveAll(filepath.Dir(filepath.Dir(version("1.0")))); err != nil {
+		t.Fatal(err)
+	}
+	run("switchboard", "setup", "claude-code")
+	want := setupEntry{Type: "stdio", Command: filepath.Join(bin, "switchboard"), Args: []string{"connect", "fake"},
+		Env: map[string]string{"MY_FLAG": "1", "PATH": bin + ":/usr/bin:/bin", "SWITCHBOARD_HOME": sbHome}, Timeout: 30}
+	if got := claudeEntries(t, clientFile)["fake"]; !reflectEqual(got, want) {
+		t.Fatalf("after setup again: %+v, want %+v", got, want)
+	}
+	n := len(backups())
+	run("switchboard", "setup", "claude-code")
+	if len(backups()) != n {
+		t.Errorf("a third setup rewrote the file again: backups %v", backups())
+	}
+	run("switchboard", "setup", "--undo", "claude-code")
+	if back, _ := os.ReadFile(clientFile); string(back) != orig {
+		t.Fatalf("after undo:\n%s\nwant:\n%s", back, orig)
+	}
+}
+
+func reflectEqual(a, b setupEntry) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
