@@ -21,7 +21,8 @@ import (
 
 func TestServersForMatching(t *testing.T) {
 	t.Setenv("SB_TEST_DIR", "/opt/mcp")
-	t.Setenv("HOME", "/home/u") // where the pool starts a server without cwd
+	home := t.TempDir() // where the pool starts a server without cwd
+	t.Setenv("HOME", home)
 	cfg := &config.File{Servers: map[string]config.Server{
 		"memory": {Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}},
 		"local":  {Command: "${SB_TEST_DIR}/bin/server", Args: []string{"--root", "${SB_TEST_UNSET}", "${SB_TEST_UNSET:-x}"}, Cwd: "${SB_TEST_DIR}", Disabled: true},
@@ -29,7 +30,7 @@ func TestServersForMatching(t *testing.T) {
 	}}
 	want := []pool.ServerConfig{
 		{Name: "local", Command: "/opt/mcp/bin/server", Args: []string{"--root", "", "x"}, Cwd: "/opt/mcp"},
-		{Name: "memory", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}, Cwd: "/home/u"},
+		{Name: "memory", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}, Cwd: home},
 	}
 	if diff := cmp.Diff(want, serversForMatching(cfg)); diff != "" {
 		t.Errorf("servers (-want +got):\n%s", diff)

@@ -225,7 +225,8 @@ func TestDurationHint(t *testing.T) {
 }
 
 func TestPoolServers(t *testing.T) {
-	t.Setenv("HOME", "/home/u") // where a server without cwd starts, and a relative cwd is from
+	home := t.TempDir() // where a server without cwd starts, and a relative cwd is from
+	t.Setenv("HOME", home)
 	f, err := Decode([]byte(`{"mcpServers": {
 		"m": {"command": "${BIN:-npx}", "args": ["-y", "${PKG}"], "env": {"K": "${KEY}", "L": "lit"}, "cwd": "${HOME}/w",
 		      "share": "session", "idleTimeout": "never", "requestTimeout": "5s", "trustAnnotations": true},
@@ -241,11 +242,11 @@ func TestPoolServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []pool.ServerConfig{
-		{Name: "d", Command: "x", Shown: []string{"x"}, Cwd: "/home/u", Share: pool.ShareShared, Disabled: true},
+		{Name: "d", Command: "x", Shown: []string{"x"}, Cwd: home, Share: pool.ShareShared, Disabled: true},
 		{Name: "m", Command: "npx", Args: []string{"-y", "pkg"}, Shown: []string{"${BIN:-npx}", "-y", "${PKG}"},
 			Env: map[string]string{"K": "secret", "L": "lit"}, Cwd: "/h/w",
 			Share: pool.ShareSession, IdleTimeout: -1, RequestTimeout: 5 * time.Second, TrustAnnotations: true},
-		{Name: "t", Command: "x", Shown: []string{"x"}, Cwd: "/home/u/src/tools", Share: pool.ShareShared},
+		{Name: "t", Command: "x", Shown: []string{"x"}, Cwd: filepath.Join(home, "src", "tools"), Share: pool.ShareShared},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("PoolServers (-want +got):\n%s", diff)
@@ -262,6 +263,25 @@ func TestPoolServers(t *testing.T) {
 	ns := f.NotStarted(env(map[string]string{"KEY": "secret"}))
 	if len(ns) != 2 || strings.Contains(fmt.Sprint(ns), "secret") || !strings.Contains(ns[0].String(), "PKG is not set") {
 		t.Errorf("NotStarted = %v", ns)
+	}
+}
+
+// TestServerDir: without a home directory to start in (HOME names none,
+// as for some service accounts) a server starts in the pool's directory,
+// as before, rather than not at all.
+func TestServerDir(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	for cwd, want := range map[string]string{"": home, "w": filepath.Join(home, "w"), "/srv/w": "/srv/w"} {
+		if got := ServerDir(cwd); got != want {
+			t.Errorf("ServerDir(%q) = %q, want %q", cwd, got, want)
+		}
+	}
+	t.Setenv("HOME", filepath.Join(home, "missing"))
+	for cwd, want := range map[string]string{"": "", "w": "w", "/srv/w": "/srv/w"} {
+		if got := ServerDir(cwd); got != want {
+			t.Errorf("HOME missing: ServerDir(%q) = %q, want %q", cwd, got, want)
+		}
 	}
 }
 

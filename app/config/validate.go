@@ -105,13 +105,17 @@ func (f *File) NotStartedBy(lookup func(string) (string, bool)) map[string][]Pro
 // in the same place however the pool was started: from a menu, a shell,
 // a systemd unit, or a client's `connect` in some project directory that
 // may be gone by the time the server starts. Without a home directory
-// cwd stays as it is (the pool's directory).
+// (HOME unset, or naming none, as for some service accounts) cwd stays
+// as it is: the pool's directory.
 func ServerDir(cwd string) string {
 	if filepath.IsAbs(cwd) {
 		return cwd
 	}
 	home, err := os.UserHomeDir()
-	if err != nil || home == "" {
+	if err != nil {
+		return cwd
+	}
+	if fi, err := os.Stat(home); err != nil || !fi.IsDir() {
 		return cwd
 	}
 	return filepath.Join(home, cwd)
