@@ -69,6 +69,7 @@ type Instance struct {
 	cfg           *config.File
 	noConfig      bool // no config has loaded: cfg is an empty stand-in, not to be handed over
 	configErr     error
+	watchErr      error             // why the config is not watched (keepWatching tries again); nil while it is
 	restartNeeded []string          // cfg's settings that differ from what runs until a restart (status's restartNeeded)
 	notStarted    map[string]string // cfg's servers disabled for an unset ${VAR}: why, by name
 	httpAddr      string            // the HTTP front door's bound address, once listening
@@ -365,15 +366,7 @@ func (inst *Instance) Run(ctx context.Context) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return inst.Pool.ServeStdio(poolLn) })
-	g.Go(func() error {
-		done, err := watchConfig(gctx, inst.configPath, DefaultDebounce, inst.watchBase, inst.reloadConfig)
-		if err != nil {
-			inst.log.Warn("config hot reload is off", "err", err)
-			return nil
-		}
-		<-done
-		return nil
-	})
+	g.Go(func() error { inst.keepWatching(gctx); return nil })
 	g.Go(func() error { inst.sweepLeaks(gctx); return nil })
 	g.Go(func() error { inst.followInstalls(gctx); return nil })
 	if inst.exitWhenIdle {

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
@@ -444,5 +445,79 @@ func TestBrokenStartRecordsNoHistory(t *testing.T) {
 	stop()
 	if got, want := recordedIDs(t), []string{"3 ok"}; !slices.Equal(got, want) {
 		t.Errorf("the history holds %q, want %q: only what came once the file switched history on", got, want)
+	}
+}
+
+// TestConfigInADirectoryMadeLater: `serve --config` names a file in a
+// directory that does not exist yet. The pool runs with no servers and
+// reports the missing file; once the directory and a good file are made,
+// the file is applied. On the first edition the watch could not be set up
+// and hot reload was off for good: the error and no servers stayed.
+func TestConfigInADirectoryMadeLater(t *testing.T) {
+	sbHome(t)
+	dir := filepath.Join(t.TempDir(), "newdir")
+	path := filepath.Join(dir, "config.json")
+	inst, logs := startIn(t, Options{ConfigPath: path})
+	if err := inst.ConfigError(); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("ConfigError = %v, want the file missing", err)
+	}
+	runInstance(t, inst)
+	// Once the watcher has read the file, it reports it missing.
+	eventually(t, 5*time.Second, "the watcher to report the file missing", func() bool {
+		err := inst.ConfigError()
+		return err != nil && strings.Contains(err.Error(), "the config file is gone")
+	})
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := config.WriteFile(path, fakeServers(t, "a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the new file applied", func() bool {
+		return slices.Equal(inst.Pool.Servers(), []string{"a"}) && inst.ConfigError() == nil
+	})
+	if st := inst.Status(); st.ConfigWatchError != nil {
+		t.Errorf("status configWatchError = %q", *st.ConfigWatchError)
+	}
+	if strings.Contains(logs.String(), "hot reload is off") {
+		t.Errorf("the log says hot reload is off:\n%s", logs.String())
+	}
+}
+
+// TestConfigWatchFailureIsShownAndRetried: a watch that cannot be set up
+// (no inotify instance left, say) is shown in status, not only in the
+// log, and tried again: once it is set up, an edit made meanwhile is
+// applied and status no longer shows it. On the first edition the pool
+// logged a warning and never watched the file again.
+func TestConfigWatchFailureIsShownAndRetried(t *testing.T) {
+	var fail atomic.Bool
+	fail.Store(true)
+	newWatcher = func() (*fsnotify.Watcher, error) {
+		if fail.Load() {
+			return nil, errors.New("too many open files")
+		}
+		return fsnotify.NewWatcher()
+	}
+	watchRetry = 20 * time.Millisecond
+	t.Cleanup(func() { newWatcher, watchRetry = fsnotify.NewWatcher, 30*time.Second })
+	paths := sbHome(t)
+	if err := os.WriteFile(paths.Config, fakeServers(t, "a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := startIn(t, Options{})
+	runInstance(t, inst)
+	eventually(t, 5*time.Second, "status to show the watch failure", func() bool {
+		st := inst.Status()
+		return st.ConfigWatchError != nil && strings.Contains(*st.ConfigWatchError, "too many open files")
+	})
+	if err := config.WriteFile(paths.Config, fakeServers(t, "a", "b"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fail.Store(false)
+	eventually(t, 5*time.Second, "the edit made while unwatched applied", func() bool {
+		return slices.Equal(inst.Pool.Servers(), []string{"a", "b"})
+	})
+	if st := inst.Status(); st.ConfigWatchError != nil {
+		t.Errorf("status configWatchError = %q once watched", *st.ConfigWatchError)
 	}
 }

@@ -20,6 +20,10 @@ func (inst *Instance) Status() control.Status {
 		msg := err.Error()
 		st.ConfigError = &msg
 	}
+	if err := inst.watchError(); err != nil {
+		msg := err.Error()
+		st.ConfigWatchError = &msg
+	}
 	st.Upgrade = inst.upgraded
 	inst.mu.Lock()
 	st.RestartNeeded = inst.restartNeeded

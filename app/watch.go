@@ -35,13 +35,18 @@ const DefaultDebounce = 100 * time.Millisecond
 // It watches the file's directory, not the file, because editors and
 // atomic writers replace the file by renaming another one over it, which
 // ends a watch on the file itself; a symlinked config also watches its
-// target's directory. Setup happens before WatchConfig returns, so no
+// target's directory. A directory that does not exist yet is waited
+// for: the deepest ancestor of it that exists is watched, and the file is
+// read once it is made. Setup happens before WatchConfig returns, so no
 // write after it is missed. One goroutine reads the events and calls
 // onChange, serially; it exits when ctx ends, and done closes then.
 func WatchConfig(ctx context.Context, path string, debounce time.Duration, onChange func(*config.File, error)) (done <-chan struct{}, err error) {
 	data, _ := config.ReadFile(path)
 	return watchConfig(ctx, path, debounce, watchBase{data: data}, onChange)
 }
+
+// newWatcher is fsnotify.NewWatcher; tests make it fail.
+var newWatcher = fsnotify.NewWatcher
 
 // watchBase is what a watcher compares the file with at first: the
 // content of the config in use, or the error the file gave (then the
@@ -61,14 +66,22 @@ func watchConfig(ctx context.Context, path string, debounce time.Duration, base 
 	if err != nil {
 		return nil, fmt.Errorf("watch config: %w", err)
 	}
-	w, err := fsnotify.NewWatcher()
+	w, err := newWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("watch config: %w", err)
 	}
 	cw := &configWatch{path: abs, w: w, onChange: onChange, watched: map[string]bool{}}
 	if err := cw.watchTargets(); err != nil {
-		w.Close()
-		return nil, err
+		if !errors.Is(err, os.ErrNotExist) {
+			w.Close()
+			return nil, err
+		}
+		// The directory is not there yet (serve --config in a directory
+		// still to be made): watch the way to it, as when it is deleted.
+		if cw.watchTowards(); len(cw.watched) == 0 {
+			w.Close()
+			return nil, err
+		}
 	}
 	cw.last, cw.lastErr = base.data, base.err
 	ch := make(chan struct{})
@@ -349,4 +362,48 @@ func (inst *Instance) reloadConfig(f *config.File, err error) {
 	if remote := f.Remote(); len(remote) > 0 {
 		inst.log.Warn("remote (URL) servers are not pooled; connect to them directly", "servers", remote)
 	}
+}
+
+// watchRetry is how long a pool whose config watch could not be set up
+// (the inotify limits reached, say) waits before it tries again. A var
+// for tests.
+var watchRetry = 30 * time.Second
+
+// keepWatching watches the config for the running instance until ctx
+// ends. A watch that cannot be set up is shown in status (and the log)
+// and tried again every watchRetry, so hot reload is never off for good;
+// its first reload applies an edit made meanwhile (watchBase).
+func (inst *Instance) keepWatching(ctx context.Context) {
+	for {
+		done, err := watchConfig(ctx, inst.configPath, DefaultDebounce, inst.watchBase, inst.reloadConfig)
+		inst.mu.Lock()
+		was := inst.watchErr
+		inst.watchErr = err
+		inst.mu.Unlock()
+		if err == nil {
+			if was != nil {
+				inst.log.Info("config hot reload is on again", "config", inst.configPath)
+			}
+			<-done
+			return
+		}
+		if was == nil {
+			inst.log.Warn("config hot reload is off until the config can be watched", "config", inst.configPath, "err", err, "retry", watchRetry)
+		}
+		t := time.NewTimer(watchRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// watchError is why the config file is not watched (edits to it are not
+// applied until it is), or nil.
+func (inst *Instance) watchError() error {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	return inst.watchErr
 }

@@ -286,10 +286,25 @@ func TestWatchConfigSymlink(t *testing.T) {
 	}
 }
 
+// TestWatchConfigMissingDir: a config in a directory that does not exist
+// yet (two levels of it) is reported missing, then read once the
+// directories and the file are made. On the first edition WatchConfig
+// failed: hot reload was off for good.
 func TestWatchConfigMissingDir(t *testing.T) {
-	_, err := WatchConfig(context.Background(), filepath.Join(t.TempDir(), "nope", "config.json"), 0, func(*config.File, error) {})
-	if err == nil {
-		t.Fatal("watching a config in a missing directory succeeded")
+	dir := filepath.Join(t.TempDir(), "nope", "switchboard")
+	path := filepath.Join(dir, "config.json")
+	ch := watch(t, path, 50*time.Millisecond, nil)
+	if r := next(t, ch, 2*time.Second); r.err == nil || !strings.Contains(r.err.Error(), "gone") {
+		t.Fatalf("first report: %v %v, want the file reported missing", r.err, r.f)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := config.WriteFile(path, serversConfig("a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := next(t, ch, 2*time.Second); r.err != nil || !slices.Equal(names(r.f), []string{"a"}) {
+		t.Fatalf("after making the directory and the file: %v %v, want servers [a]", r.err, r.f)
 	}
 }
 

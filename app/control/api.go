@@ -42,18 +42,22 @@ var ErrHeadless = errors.New("this switchboard runs headless (`switchboard serve
 
 // Status is the JSON of `switchboard status --json` and of GET /v1/status.
 type Status struct {
-	Version     string             `json:"version"`
-	Build       version.Info       `json:"build"`
-	PID         int                `json:"pid"`
-	Config      string             `json:"config"`
-	ConfigError *string            `json:"configError"`
-	Servers     []pool.ServerInfo  `json:"servers"`
-	Sessions    []pool.SessionInfo `json:"sessions"`
-	Backends    []pool.BackendInfo `json:"backends"`
-	InFlight    []pool.RequestInfo `json:"inFlight"`
-	Counters    pool.Counters      `json:"counters"`
-	History     HistoryStatus      `json:"history"`
-	HTTP        *HTTPStatus        `json:"http,omitempty"` // the HTTP front door, when it listens
+	Version     string       `json:"version"`
+	Build       version.Info `json:"build"`
+	PID         int          `json:"pid"`
+	Config      string       `json:"config"`
+	ConfigError *string      `json:"configError"`
+	// ConfigWatchError, set, says why the config file is not watched:
+	// edits to it wait until the pool can watch it again (it tries every
+	// 30 s) or restarts.
+	ConfigWatchError *string            `json:"configWatchError,omitempty"`
+	Servers          []pool.ServerInfo  `json:"servers"`
+	Sessions         []pool.SessionInfo `json:"sessions"`
+	Backends         []pool.BackendInfo `json:"backends"`
+	InFlight         []pool.RequestInfo `json:"inFlight"`
+	Counters         pool.Counters      `json:"counters"`
+	History          HistoryStatus      `json:"history"`
+	HTTP             *HTTPStatus        `json:"http,omitempty"` // the HTTP front door, when it listens
 	// RestartNeeded lists the settings of the running config (as
 	// "http.listen", "history.retainDays") that differ from those the
 	// pool started with and take effect when it restarts.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,12 +19,18 @@ import (
 const stderrLines = 5
 
 // printStatus writes `switchboard status` as text: the backends' table,
-// then, for each failed server, why it failed and what its child last
-// wrote on stderr (the table alone says only "failed").
+// with a row for each server that has no child (not started yet, or
+// disabled), then, for each failed server, why it failed and what its
+// child last wrote on stderr (the table alone says only "failed"), and for
+// each server not started for an unset ${VAR}, why.
 func printStatus(w io.Writer, st control.Status, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if st.ConfigError != nil {
 		fmt.Fprintf(tw, "CONFIG ERROR: %s\n\n", term(*st.ConfigError)) // it may quote the file
+	}
+	if st.ConfigWatchError != nil {
+		fmt.Fprintf(tw, "CONFIG NOT WATCHED: %s; edits to the file are applied once it is watched again (tried every 30s) or at the next start\n\n",
+			term(*st.ConfigWatchError))
 	}
 	if len(st.RestartNeeded) > 0 {
 		fmt.Fprintf(tw, "RESTART NEEDED: the config file changed %s; they take effect when Switchboard restarts\n\n",
@@ -37,12 +44,21 @@ func printStatus(w io.Writer, st control.Status, now time.Time) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", term(b.Server), b.State, pidText(b.PID), b.Sessions, b.InFlight, b.Restarts, started)
 	}
+	for _, s := range st.Servers {
+		if !slices.ContainsFunc(st.Backends, func(b pool.BackendInfo) bool { return b.Server == s.Name }) {
+			fmt.Fprintf(tw, "%s\t%s\t-\t0\t0\t0\t\n", term(s.Name), s.State)
+		}
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, s := range st.Servers {
-		if s.State == pool.StateFailed {
+		switch {
+		case s.State == pool.StateFailed:
 			writeFailure(w, s, st.Backends)
+		case s.Disabled && s.Error != "":
+			// Not started: a ${VAR} it needs is not set.
+			fmt.Fprintf(w, "\n%s: %s\n", term(s.Name), term(s.Error))
 		}
 	}
 	_, err := fmt.Fprintf(w, "\n%d sessions, %d requests in flight\n", len(st.Sessions), len(st.InFlight))

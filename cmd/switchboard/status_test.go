@@ -116,3 +116,26 @@ func TestStatusJSONBackendKeys(t *testing.T) {
 		t.Errorf("%d backends with startedAt null, want 1 (the one that never started)", nulls)
 	}
 }
+
+// TestStatusTextShowsServersNotStarted: a server with no child is a row
+// of the table (a user-disabled one, one not started yet), and one not
+// started because a ${VAR} it needs is not set says why after the table,
+// as status --json and the tray do; a config the pool cannot watch is
+// said above it.
+func TestStatusTextShowsServersNotStarted(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	st := statusFixture(now)
+	st.Servers, st.Backends = st.Servers[:1], st.Backends[:1]
+	why := "mcpServers.gh.args[1]: environment variable GH_TOKEN is not set; the server is not started"
+	st.Servers = append(st.Servers,
+		pool.ServerInfo{Name: "gh", Share: pool.ShareShared, Disabled: true, State: "disabled", Error: why},
+		pool.ServerInfo{Name: "off", Share: pool.ShareShared, Disabled: true, State: "disabled"},
+		pool.ServerInfo{Name: "lazy", Share: pool.ShareShared, State: pool.StateStopped})
+	watch := "watch config: too many open files"
+	st.ConfigWatchError = &watch
+	var out bytes.Buffer
+	if err := printStatus(&out, st, now); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, filepath.Join("testdata", "status", "notstarted.golden"), out.String())
+}
