@@ -93,10 +93,19 @@ type connectCmd struct {
 	Name string `arg:"" help:"Server name from the config."`
 }
 
-func (c *connectCmd) Run() error {
+// Run becomes the small switchboard-connect when it can, else relays
+// in-process. Either way SIGINT and SIGTERM end the process, killed by
+// the signal: the small program leaves them alone, and so does this one
+// (main catches them for a context the relay does not look at).
+func (c *connectCmd) Run(release signalRelease) error {
+	release()
 	execSmallShim(c.Name)
 	return app.Connect(c.Name, os.Stdin, os.Stdout)
 }
+
+// signalRelease gives SIGINT and SIGTERM back their default action
+// (main's NotifyContext stop).
+type signalRelease func()
 
 type statusCmd struct {
 	JSON bool `name:"json" help:"Print JSON (stable; see the README)."`
@@ -229,6 +238,7 @@ func main() {
 		kong.Description("Switchboard shares one supervised MCP server process among all your AI coding sessions."),
 		kong.UsageOnError(),
 		kong.BindTo(ctx, (*context.Context)(nil)),
+		kong.Bind(signalRelease(stop)),
 	)
 	if err := k.Run(); err != nil {
 		fmt.Fprintf(os.Stderr, "switchboard: %v\n", err)
