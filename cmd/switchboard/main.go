@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"runtime/trace"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -233,17 +235,47 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var c cli
-	k := kong.Parse(&c,
+	parser := kong.Must(&c,
 		kong.Name("switchboard"),
 		kong.Description("Switchboard shares one supervised MCP server process among all your AI coding sessions."),
-		kong.UsageOnError(),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(signalRelease(stop)),
 	)
+	k, err := parser.Parse(os.Args[1:])
+	if err != nil {
+		os.Exit(usageError(parser, os.Args[1:], err))
+	}
 	if err := k.Run(); err != nil {
 		fmt.Fprintf(os.Stderr, "switchboard: %v\n", err)
 		os.Exit(exitCode(err))
 	}
+}
+
+// exitUsage is the exit code of a command line that does not parse: 2,
+// as Go's flag package and most Unix tools use.
+const exitUsage = 2
+
+// usageError writes why the command line does not parse, and the usage
+// that fits, to stderr, and returns exitUsage. A first word that names no
+// command is an unknown command: kong takes it for an argument of the
+// default command (the tray), and would show the tray's usage.
+func usageError(parser *kong.Kong, args []string, err error) int {
+	parser.Stdout = os.Stderr // the usage, after a mistake, is no output
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") && !slices.ContainsFunc(parser.Model.Children,
+		func(n *kong.Node) bool { return n.Type == kong.CommandNode && n.Name == args[0] }) {
+		root := &kong.Context{Kong: parser, Path: []*kong.Path{{App: parser.Model, Flags: parser.Model.Flags}}}
+		_ = kong.DefaultHelpPrinter(kong.HelpOptions{Compact: true, ValueFormatter: kong.DefaultHelpValueFormatter}, root)
+		fmt.Fprintln(os.Stderr)
+		fmt.Fprintf(os.Stderr, "switchboard: unknown command %q\n", args[0])
+		return exitUsage
+	}
+	var pe *kong.ParseError
+	if errors.As(err, &pe) {
+		_ = pe.Context.PrintUsage(false)
+		fmt.Fprintln(os.Stderr)
+	}
+	fmt.Fprintf(os.Stderr, "switchboard: %v\n", err)
+	return exitUsage
 }
 
 func exitCode(err error) int {
