@@ -48,6 +48,7 @@ type Options struct {
 	HeadlessExitWhenIdle bool
 
 	startOn pool.StartOn // where children are forked: the main thread, when Serve or RunTray has it
+	lock    *flock.Lock  // the instance lock, already taken (a tray app taking a headless pool's place)
 }
 
 // Instance is a running pool with its front doors and control API. The UI
@@ -141,6 +142,8 @@ func Start(opts Options) (*Instance, error) {
 	switch {
 	case lock != nil:
 		inst.lock = lock
+	case opts.lock != nil:
+		inst.lock = opts.lock
 	case handover != nil:
 		// Started by an upgrading program that could not exec into this
 		// one: it lets the lock go as it exits.

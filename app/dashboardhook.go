@@ -58,3 +58,29 @@ func askForDashboard(ctx context.Context) error {
 	}
 	return nil
 }
+
+// MakeWay stops a headless pool that a client started, for the tray app
+// the user launched, which takes its place (control.Backend): the pool
+// stops as on SIGTERM, handing its sessions back to their connects, which
+// resume them with the tray's pool. A pool run headless on purpose
+// (`switchboard serve`, the systemd unit, a tray without a display that
+// no client started) keeps running: an error that Is control.ErrConflict
+// says so.
+func (inst *Instance) MakeWay() (stop func(), err error) {
+	inst.mu.Lock()
+	switch {
+	case inst.showDashboard != nil:
+		err = errors.New("it shows its own dashboard")
+	case !inst.exitWhenIdle:
+		err = errors.New("it runs headless on purpose (`switchboard serve`, or the systemd user service)")
+	case inst.upgrade != nil || inst.stopRun == nil:
+		err = errors.New("it is stopping")
+	}
+	stop = inst.stopRun
+	inst.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", control.ErrConflict, err)
+	}
+	inst.log.Info("making way for the tray app: stopping; the sessions resume with its pool")
+	return stop, nil
+}

@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,9 +14,13 @@ import (
 
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/widget"
 	"github.com/go-gl/glfw/v3.4/glfw"
 
 	"github.com/switchboard-mcp/switchboard/app/control"
+	"github.com/switchboard-mcp/switchboard/app/flock"
+	"github.com/switchboard-mcp/switchboard/app/launch"
 	"github.com/switchboard-mcp/switchboard/app/mainthread"
 	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
@@ -30,7 +35,10 @@ const AppID = "io.github.switchboard_mcp.switchboard"
 // RunTray is `switchboard`: the tray app with the pool in-process. It runs
 // the fyne app on the calling goroutine, which must be main's. If another
 // instance already serves this SWITCHBOARD_HOME, it asks that one to show
-// its dashboard and returns nil. Quit in the tray menu, or ctx ending,
+// its dashboard and returns nil; a headless pool that a client started
+// makes way instead, and this app takes its place with the dashboard
+// open; one run headless on purpose keeps running, and RunTray says so in
+// a window as well as in its error. Quit in the tray menu, or ctx ending,
 // shuts the pool and every child down before it returns.
 func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 	hideOwnConsole()
@@ -44,12 +52,33 @@ func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	st, err := FetchStatus(pctx)
 	cancel()
+	var startLock *flock.Lock // held while this app takes a headless pool's place
+	defer func() { startLock.Unlock() }()
 	if err == nil {
-		if err := askForDashboard(ctx); err != nil {
+		err := askForDashboard(ctx)
+		if err == nil {
+			fmt.Fprintf(os.Stderr, "switchboard is already running (pid %d); it is showing its dashboard\n", st.PID)
+			return nil
+		}
+		if !errors.Is(err, control.ErrHeadless) {
 			return fmt.Errorf("%w (pid %d), and it did not show its dashboard: %v", ErrAlreadyRunning, st.PID, err)
 		}
-		fmt.Fprintf(os.Stderr, "switchboard is already running (pid %d); it is showing its dashboard\n", st.PID)
-		return nil
+		if werr := openWindowSystem(); werr != nil {
+			return fmt.Errorf("%w (pid %d) without a dashboard, and this one cannot open the window system (%v)", ErrAlreadyRunning, st.PID, werr)
+		}
+		if opts.lock, startLock, err = takePlace(ctx); err != nil {
+			why := err.Error()
+			if errors.Is(err, control.ErrConflict) {
+				why = strings.TrimPrefix(why, control.ErrConflict.Error()+": ") + ". Its dashboard comes with the tray app: " +
+					"stop that pool (systemctl --user stop switchboard, or end switchboard serve), then start Switchboard again; " +
+					"meanwhile `switchboard status` shows what it runs"
+			}
+			err = fmt.Errorf("%w (pid %d) without its tray and dashboard: %s", ErrAlreadyRunning, st.PID, why)
+			showError(ctx, err)
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "switchboard: the headless pool a client started (pid %d) made way; running it here with the tray\n", st.PID)
+		dashboard = true // what the user launched the app for
 	}
 	if err := openWindowSystem(); err != nil {
 		fmt.Fprintf(os.Stderr, "switchboard: the window system cannot be opened (%v); running the pool without the tray, as `switchboard serve` does\n", err)
@@ -106,6 +135,12 @@ func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 			os.Exit(0)
 		})
 	}()
+	if startLock != nil {
+		// Clients that came meanwhile wait on the start lock: let them in
+		// once this pool answers, so that none starts another.
+		awaitControl(ctx, 5*time.Second)
+		startLock.Unlock()
+	}
 	u.Start(ctx)
 	if !u.StartTray() {
 		dashboard = true // without a tray the window is the only way in
@@ -348,6 +383,65 @@ func (c *trayController) SetStartAtLogin(on bool) error {
 }
 
 func (c *trayController) About() string { return version.Get().String() }
+
+// takePlace asks the headless pool that a client started to make way for
+// this tray app, and takes the instance lock as the pool lets it go: the
+// pool this app runs takes its place, and the pool's sessions resume with
+// it. It holds the start lock, which it returns, so that no client starts
+// another pool meanwhile (package launch); the caller lets it go once its
+// pool answers. An error that Is control.ErrConflict is the pool's
+// refusal.
+func takePlace(ctx context.Context) (lock, start *flock.Lock, err error) {
+	paths, err := ResolvePaths()
+	if err != nil {
+		return nil, nil, err
+	}
+	if start, err = flock.Wait(paths.StartLockFile(), time.Now().Add(launch.StartTimeout)); err != nil {
+		return nil, nil, fmt.Errorf("wait for a client starting the pool: %w", err)
+	}
+	if err := control.NewClient(paths.ControlSocket()).MakeWay(ctx); err != nil {
+		start.Unlock()
+		return nil, nil, err
+	}
+	if lock, err = flock.Wait(paths.LockFile(), time.Now().Add(handoverLockWait)); err != nil {
+		start.Unlock()
+		return nil, nil, fmt.Errorf("it was asked to make way, and did not stop within %s: %w", handoverLockWait, err)
+	}
+	_ = lock.WritePID()
+	return lock, start, nil
+}
+
+// awaitControl waits until this home's control socket answers, at most
+// for within.
+func awaitControl(ctx context.Context, within time.Duration) {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := FetchStatus(qctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // as flock.Wait polls
+	}
+}
+
+// showError shows err in a window of its own until the user closes it or
+// ctx ends: launched from a menu, the app has no terminal for its stderr,
+// and would end without a sign.
+func showError(ctx context.Context, err error) {
+	fa := fyneapp.NewWithID(AppID)
+	fa.SetIcon(ui.AppIcon)
+	noStopHook(fa)
+	w := fa.NewWindow("Switchboard is already running")
+	msg := widget.NewLabel(strings.ToUpper(err.Error()[:1]) + err.Error()[1:] + ".")
+	msg.Wrapping = fyne.TextWrapWord
+	w.SetContent(container.NewBorder(nil, container.NewCenter(widget.NewButton("OK", w.Close)), nil, nil, msg))
+	w.Resize(fyne.NewSize(560, 240))
+	stop := context.AfterFunc(ctx, func() { fyne.Do(w.Close) })
+	defer stop()
+	w.ShowAndRun()
+}
 
 // noStopHook takes fyne's own stop hook away. fyne (v2.8.1) queues it as
 // its loop ends, to save fyne's preferences, which Switchboard does not

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -40,6 +41,37 @@ func TestDashboardHook(t *testing.T) {
 	defer inst.setDashboard(nil)
 	if w := post(); w.Code != http.StatusOK || shown != 1 {
 		t.Errorf("tray: status %d, shown %d times, want 200 and 1", w.Code, shown)
+	}
+}
+
+// TestMakeWay: a headless pool that a client started makes way for the
+// tray app the user launched (POST /v1/make-way stops it once answered);
+// one run headless on purpose, or one with a dashboard, refuses with 409
+// and the reason.
+func TestMakeWay(t *testing.T) {
+	stopped := make(chan struct{})
+	inst := &Instance{log: slog.New(slog.DiscardHandler), stopRun: func() { close(stopped) }}
+	post := func() *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		inst.controlHandler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/make-way", nil))
+		return w
+	}
+	if w := post(); w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "headless on purpose") {
+		t.Errorf("serve: %d %s, want 409 saying it runs headless on purpose", w.Code, w.Body)
+	}
+	inst.exitWhenIdle = true
+	inst.setDashboard(func() {})
+	if w := post(); w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "its own dashboard") {
+		t.Errorf("a tray: %d %s, want 409", w.Code, w.Body)
+	}
+	inst.setDashboard(nil)
+	if w := post(); w.Code != http.StatusOK {
+		t.Errorf("a pool a client started: %d %s, want 200", w.Code, w.Body)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pool was not stopped")
 	}
 }
 

@@ -12,6 +12,7 @@
 //	POST /v1/http-token/rotate  {"token": T}
 //	POST /v1/restart, /v1/stop  ServerAction
 //	POST /v1/upgrade            UpgradeRequest -> UpgradeAccepted
+//	POST /v1/make-way           stop for the tray app that asks (409 unless a client started this headless pool)
 //	GET  /v1/stacks             every goroutine's stack, as text
 package control
 

@@ -118,6 +118,13 @@ func (c *Client) Upgrade(ctx context.Context, binary string) (UpgradeAccepted, e
 	return acc, err
 }
 
+// MakeWay is POST /v1/make-way: the pool stops for the tray app that
+// asks, which takes its place. An error that Is ErrConflict says why it
+// does not.
+func (c *Client) MakeWay(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, "/v1/make-way", struct{}{}, &struct{}{})
+}
+
 // Stacks is GET /v1/stacks: the running pool's goroutine stacks, copied
 // to w as they arrive.
 func (c *Client) Stacks(ctx context.Context, w io.Writer) error {

@@ -31,6 +31,7 @@ type fakeBackend struct {
 	busy     bool // an upgrade is under way
 	asked    []string
 	started  chan struct{}
+	madeWay  chan struct{}
 }
 
 func (f *fakeBackend) note(s string) {
@@ -86,6 +87,13 @@ func (f *fakeBackend) Upgrade(_ context.Context, binary string) (UpgradeAccepted
 	return UpgradeAccepted{PID: 42, Binary: binary}, func() { close(f.started) }, nil
 }
 
+func (f *fakeBackend) MakeWay() (func(), error) {
+	if f.busy {
+		return nil, fmt.Errorf("%w: it runs headless on purpose", ErrConflict)
+	}
+	return func() { close(f.madeWay) }, nil
+}
+
 // serve runs the control API for b on a real unix socket, as the
 // instance does, and returns a client of it.
 func serve(t *testing.T, b Backend) *Client {
@@ -118,7 +126,7 @@ func serveHandler(t *testing.T, h http.Handler) *Client {
 
 func TestClientAndServer(t *testing.T) {
 	ctx := context.Background()
-	b := &fakeBackend{started: make(chan struct{})}
+	b := &fakeBackend{started: make(chan struct{}), madeWay: make(chan struct{})}
 	c := serve(t, b)
 
 	st, err := c.Status(ctx)
@@ -160,6 +168,10 @@ func TestClientAndServer(t *testing.T) {
 		t.Fatalf("Upgrade = %+v, %v", acc, err)
 	}
 	<-b.started // begun once the answer was out
+	if err := c.MakeWay(ctx); err != nil {
+		t.Fatalf("MakeWay: %v", err)
+	}
+	<-b.madeWay // stopping once the answer was out
 	var stacks strings.Builder
 	if err := c.Stacks(ctx, &stacks); err != nil || !strings.Contains(stacks.String(), "control.TestClientAndServer") {
 		t.Errorf("Stacks = %v and %d bytes without this test's own goroutine:\n%.2000s", err, stacks.Len(), stacks.String())
@@ -180,6 +192,9 @@ func TestClientErrors(t *testing.T) {
 	}
 	if _, err := c.Upgrade(ctx, "/opt/switchboard"); !errors.Is(err, ErrConflict) {
 		t.Errorf("Upgrade while one is under way = %v, want ErrConflict", err)
+	}
+	if err := c.MakeWay(ctx); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "headless on purpose") {
+		t.Errorf("MakeWay from a pool that does not = %v, want ErrConflict with the reason", err)
 	}
 	for _, bad := range []KillRequest{{}, {PID: 3, AllLeaked: true}} {
 		if _, err := c.Kill(ctx, bad); err == nil {

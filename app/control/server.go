@@ -31,6 +31,10 @@ type Backend interface {
 	// when one cannot be taken now) and returns start, which begins it
 	// once the answer is out.
 	Upgrade(ctx context.Context, binary string) (acc UpgradeAccepted, start func(), err error)
+	// MakeWay accepts to stop for a tray app that takes the pool's place
+	// (an error that Is ErrConflict when this pool does not) and returns
+	// stop, which ends the pool once the answer is out.
+	MakeWay() (stop func(), err error)
 }
 
 // Handler serves the control API for b.
@@ -106,6 +110,19 @@ func Handler(b Backend) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, acc)
 		go start() // the instance stops its control server gracefully: this answer goes out
+	})
+	mux.HandleFunc("POST /v1/make-way", func(w http.ResponseWriter, r *http.Request) {
+		stop, err := b.MakeWay()
+		switch {
+		case errors.Is(err, ErrConflict):
+			writeError(w, http.StatusConflict, err.Error())
+			return
+		case err != nil:
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]bool{"stopping": true})
+		go stop() // the instance stops its control server gracefully: this answer goes out
 	})
 	return mux
 }
