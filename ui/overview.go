@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -71,7 +72,8 @@ func overviewFor(s pool.Snapshot, now time.Time, hang time.Duration, figures fun
 			Sessions: sessions[sv.Name], InFlight: inflight[sv.Name], Hung: hung[sv.Name], Figures: figures(sv.Name)}
 		switch {
 		case sv.Disabled:
-			c.State, c.Note = "disabled", "disabled in the config"
+			// The pool's reason (a ${VAR} it needs is not set), else the user's.
+			c.State, c.Note = "disabled", cmp.Or(sv.Error, "disabled in the config")
 		case sv.Draining:
 			c.Note = "draining: removed from the config, finishing what it has in flight"
 		}

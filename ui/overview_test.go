@@ -139,6 +139,27 @@ func TestOverviewFor(t *testing.T) {
 	}
 }
 
+// TestOverviewSaysWhyAServerIsDisabled: a server not started because a
+// ${VAR} it needs is not set says so on its card, as in the tray menu and
+// status; one the user disabled says it is disabled in the config. On the
+// first edition both said "disabled in the config".
+func TestOverviewSaysWhyAServerIsDisabled(t *testing.T) {
+	why := "mcpServers.gh.args[1]: environment variable GH_TOKEN is not set; the server is not started"
+	s := pool.Snapshot{TakenAt: t0, Servers: []pool.ServerInfo{
+		{Name: "gh", Share: pool.ShareShared, Disabled: true, State: "disabled", Error: why},
+		{Name: "off", Share: pool.ShareShared, Disabled: true, State: "disabled"},
+	}}
+	ov := overviewFor(s, t0, 30*time.Second, func(string) serverFigures { return serverFigures{} }, nil)
+	var got []string
+	for _, c := range ov.Cards {
+		got = append(got, c.Name+" "+c.State+": "+c.Note)
+	}
+	want := []string{"gh disabled: " + why, "off disabled: disabled in the config"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("cards (-want +got):\n%s", d)
+	}
+}
+
 // TestOverviewRenders is the overview's golden screenshot: the fixture's
 // four servers with 15 minutes of traffic, drawn by fyne's test renderer.
 func TestOverviewRenders(t *testing.T) {
