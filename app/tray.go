@@ -250,7 +250,8 @@ func historyRow(r store.Request) ui.HistoryRow {
 }
 
 // Timeline is one request's life from the history, with its captured
-// payloads; run 0 is this run's.
+// payloads; run 0 is this run's. An orphaned response (no pool id) is
+// found by its row id.
 func (c *trayController) Timeline(ctx context.Context, r ui.HistoryRow) (ui.RequestDetail, error) {
 	st, err := c.historyStore()
 	if err != nil {
@@ -260,7 +261,12 @@ func (c *trayController) Timeline(ctx context.Context, r ui.HistoryRow) (ui.Requ
 	if run == 0 {
 		run = st.Run()
 	}
-	tl, err := st.Timeline(ctx, run, r.PoolID)
+	var tl store.Timeline
+	if r.PoolID == 0 && r.ID != 0 {
+		tl, err = st.TimelineOf(ctx, r.ID)
+	} else {
+		tl, err = st.Timeline(ctx, run, r.PoolID)
+	}
 	if err != nil {
 		return ui.RequestDetail{}, err
 	}

@@ -131,6 +131,51 @@ func TestTrayControllerHistory(t *testing.T) {
 	}
 }
 
+// TestTrayControllerOrphanTimeline: an orphaned answer in the History tab
+// (a child's late answer to a request that timed out) opens a timeline of
+// its own, which names the request it answered.
+func TestTrayControllerOrphanTimeline(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(filepath.Join(t.TempDir(), "history.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	for _, e := range []pool.Event{
+		{Kind: pool.EventRequestReceived, Time: now.Add(-time.Minute), Server: "fake", Session: "s2", PoolID: 9, Method: "tools/call", Name: "sleep", OriginalID: "1"},
+		{Kind: pool.EventRequestDone, Time: now.Add(-30 * time.Second), Server: "fake", Session: "s2", PoolID: 9,
+			Method: "tools/call", Name: "sleep", Status: pool.StatusTimeout, Err: "timed out"},
+		{Kind: pool.EventOrphan, Time: now.Add(-20 * time.Second), Server: "fake", OriginalID: "9", Status: pool.StatusOrphaned},
+	} {
+		st.Record(e)
+	}
+	c := &trayController{inst: &Instance{history: &historyState{st: st}}}
+	var rows []ui.HistoryRow
+	waitHistory(t, "the request and the orphan", func() bool {
+		rows, err = c.History(ctx, ui.HistoryFilter{})
+		return err == nil && len(rows) == 2
+	})
+	o := rows[0]
+	if o.Status != pool.StatusOrphaned || o.PoolID != 0 {
+		t.Fatalf("newest row = %+v, want the orphan", o)
+	}
+	detail, err := c.Timeline(ctx, o)
+	if err != nil {
+		t.Fatalf("the orphan's timeline: %v", err)
+	}
+	var whats []string
+	for _, s := range detail.Steps {
+		whats = append(whats, s.What)
+	}
+	joined := strings.Join(whats, "\n")
+	for _, want := range []string{"server fake answered id 9", "request 9 (tools/call sleep from session s2) ended timeout", "run "} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("timeline lacks %q:\n%s", want, joined)
+		}
+	}
+}
+
 // TestTrayUIOverARealPoolUnderLoad: the dashboard, on a real instance,
 // keeps drawing frames while 64 sessions x 8 in flight hammer one real
 // child, and the frames it draws come from that pool.

@@ -28,7 +28,7 @@ func TestLoadMigrations(t *testing.T) {
 			}
 		})
 	}
-	if len(migrations) != 6 {
-		t.Errorf("embedded migrations: %d, want 6 (update testdata when adding one)", len(migrations))
+	if len(migrations) != 7 {
+		t.Errorf("embedded migrations: %d, want 7 (update testdata when adding one)", len(migrations))
 	}
 }

@@ -18,7 +18,9 @@ import (
 // Request is one recorded request, as the CLI and the UI read it. Times
 // that did not happen are zero.
 type Request struct {
-	ID         int64 // row id: newer requests have larger ids; pages with Filter.BeforeID
+	// ID is the row id: within a run, requests in the order they arrived,
+	// its orphaned responses after them; TimelineOf finds a row by it.
+	ID         int64
 	Run        int64
 	PoolID     uint64 // 0 for an orphaned response
 	Session    string
@@ -91,11 +93,23 @@ type Filter struct {
 	Run     int64
 	// Since keeps requests received at or after it.
 	Since time.Time
-	// BeforeID pages backwards: only requests with a smaller ID.
-	BeforeID int64
+	// After pages on: only the requests listed after it (the last
+	// request of the page before: Request.Cursor). Zero does not filter.
+	After Cursor
 	// Limit is the page size. Default 100.
 	Limit int
 }
+
+// Cursor is a request's place in the listing of Requests, which is newest
+// first by time received, then by row id.
+type Cursor struct {
+	Received time.Time
+	ID       int64
+}
+
+// Cursor is r's place in the listing of Requests: Filter.After reads the
+// page after it.
+func (r Request) Cursor() Cursor { return Cursor{Received: r.Received, ID: r.ID} }
 
 // Session is one recorded client session.
 type Session struct {
@@ -153,6 +167,10 @@ type Timeline struct {
 	Session *Session // nil if not recorded
 	Backend *Backend // the child it was written to; nil if none
 	Run     Run
+	// Answers is, for an orphaned response, the request of its run whose
+	// pool id the child answered, late (it had ended); nil if none is
+	// recorded.
+	Answers *Request
 	Steps   []Step // in time order; steps without a time last
 }
 
@@ -254,68 +272,124 @@ func (s *Store) LiveRun(ctx context.Context) (int64, error) {
 	return id, nil
 }
 
-// Requests lists requests newest first, one page of f.Limit.
+// Requests lists requests newest first, by time received then by row id,
+// one page of f.Limit. Row ids follow arrival, except an orphaned
+// response's (above every request id of its run: orphanRowID), so it
+// reads the requests along the row ids and the orphans along their own
+// index (request_log_orphaned), a page of each, and merges them.
 func (s *Store) Requests(ctx context.Context, f Filter) ([]Request, error) {
 	live, err := s.LiveRun(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var where []string
-	var args []any
-	add := func(cond string, a ...any) {
-		where = append(where, cond)
-		args = append(args, a...)
+	q, args, err := s.requestsQuery(ctx, live, f)
+	if err != nil {
+		return nil, err
 	}
-	if f.BeforeID > 0 {
-		add("id < ?", f.BeforeID)
-	}
-	if !f.Since.IsZero() {
-		after, err := s.idBefore(ctx, f.Since)
-		if err != nil {
-			return nil, err
-		}
-		add("id > ? AND received >= ?", after, f.Since.UnixMicro())
-	}
-	if f.Server != "" {
-		ref, err := s.nameRef(ctx, f.Server)
-		if err != nil {
-			return nil, err
-		}
-		add("server_ref = ?", ref)
-	}
-	if f.Session != "" {
-		add("session_ref = ?", sessionValue(f.Session))
-	}
-	if f.Method != "" {
-		ref, err := s.nameRef(ctx, f.Method)
-		if err != nil {
-			return nil, err
-		}
-		add("method_ref = ?", ref)
-	}
-	if f.Run != 0 {
-		add("id >= ? AND id < ?", f.Run<<runShift, (f.Run+1)<<runShift) // the run's rows (rowID)
-	}
-	switch f.Status {
-	case "":
-	case StatusInFlight:
-		add("status_code = 0 AND run = ?", live)
-	case StatusAbandoned:
-		add("(status_code = 7 OR (status_code = 0 AND run != ?))", live)
-	default:
-		add("status_code = ?", statusValue(f.Status))
-	}
-	q := "SELECT " + requestCols + " FROM requests"
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY id DESC LIMIT ?"
-	args = append(args, positiveOr(f.Limit, 100))
 	rows, err := s.queryRequests(ctx, live, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	return rows, s.withRunEnds(ctx, rows)
+}
+
+// clauses are the conditions of a WHERE and their arguments.
+type clauses struct {
+	conds []string
+	args  []any
+}
+
+func (c *clauses) add(cond string, args ...any) {
+	c.conds = append(c.conds, cond)
+	c.args = append(c.args, args...)
+}
+
+// requestsQuery is Requests' query and its arguments.
+func (s *Store) requestsQuery(ctx context.Context, live int64, f Filter) (string, []any, error) {
+	// both filter both parts, reqs the requests' walk along the row ids
+	// (which place no orphan in time), orph the orphans' along their index.
+	var both, reqs, orph clauses
+	orph.add("status_code = 6") // request_log_orphaned
+	if f.After != (Cursor{}) {
+		below, err := idAfter(ctx, s.rdb, f.After.Received)
+		if err != nil {
+			return "", nil, err
+		}
+		if below > 0 {
+			reqs.add("id < ?", below)
+		}
+		r := f.After.Received.UnixMicro()
+		both.add("received <= ? AND (received < ? OR id < ?)", r, r, f.After.ID)
+	}
+	if !f.Since.IsZero() {
+		after, err := s.idBefore(ctx, f.Since)
+		if err != nil {
+			return "", nil, err
+		}
+		reqs.add("id > ?", after)
+		both.add("received >= ?", f.Since.UnixMicro())
+	}
+	if f.Server != "" {
+		ref, err := s.nameRef(ctx, f.Server)
+		if err != nil {
+			return "", nil, err
+		}
+		both.add("server_ref = ?", ref)
+	}
+	if f.Session != "" {
+		both.add("session_ref = ?", sessionValue(f.Session))
+	}
+	if f.Method != "" {
+		ref, err := s.nameRef(ctx, f.Method)
+		if err != nil {
+			return "", nil, err
+		}
+		both.add("method_ref = ?", ref)
+	}
+	if f.Run != 0 {
+		reqs.add("id >= ? AND id < ?", f.Run<<runShift, (f.Run+1)<<runShift) // the run's rows (rowID)
+		orph.add("run = ?", f.Run)
+	}
+	// An orphan has no session, method or name.
+	requests, orphans := true, f.Session == "" && f.Method == ""
+	switch f.Status {
+	case "":
+		reqs.add("status_code != 6") // not an orphan (code 6)
+	case StatusInFlight:
+		both.add("status_code = 0 AND run = ?", live)
+		orphans = false
+	case StatusAbandoned:
+		both.add("(status_code = 7 OR (status_code = 0 AND run != ?))", live)
+		orphans = false
+	case pool.StatusOrphaned:
+		requests = false
+	default:
+		both.add("status_code = ?", statusValue(f.Status))
+		orphans = false
+	}
+	limit := positiveOr(f.Limit, 100)
+	var parts []string
+	var args []any
+	part := func(order string, where ...clauses) {
+		q := "SELECT " + requestCols + " FROM requests"
+		var conds []string
+		for _, c := range where {
+			conds = append(conds, c.conds...)
+			args = append(args, c.args...)
+		}
+		if len(conds) > 0 {
+			q += " WHERE " + strings.Join(conds, " AND ")
+		}
+		parts = append(parts, "SELECT * FROM ("+q+" ORDER BY "+order+" LIMIT ?)")
+		args = append(args, limit)
+	}
+	if requests {
+		part("id DESC", both, reqs)
+	}
+	if orphans {
+		part("received DESC, id DESC", both, orph)
+	}
+	return strings.Join(parts, " UNION ALL ") + " ORDER BY received DESC, id DESC LIMIT ?", append(args, limit), nil
 }
 
 // nameRef is what request_log holds for a server, method or tool name:
@@ -357,6 +431,25 @@ func (s *Store) idBefore(ctx context.Context, t time.Time) (int64, error) {
 	if err := s.rdb.QueryRowContext(ctx, `SELECT id FROM request_log WHERE id % 64 = 0 AND id & ? = 0 AND received < ?
 		ORDER BY received DESC LIMIT 1`, orphanBase, t.Add(-arrivalMargin).UnixMicro()).Scan(&id); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("history: find the requests since %s: %w", t.Format(time.RFC3339), err)
+	}
+	return id.Int64, nil
+}
+
+// rowQuerier is a database, or the writer's connection.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// idAfter is a row id above every request received at or before t: that
+// of the first request of request_log_time received after t plus the
+// margin, or 0 if there is none (every request may be). It is idBefore's
+// mirror: the requests received up to t are among the rows before it. Like
+// idBefore's, it is never an orphaned response's row.
+func idAfter(ctx context.Context, db rowQuerier, t time.Time) (int64, error) {
+	var id sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT id FROM request_log WHERE id % 64 = 0 AND id & ? = 0 AND received > ?
+		ORDER BY received LIMIT 1`, orphanBase, t.Add(arrivalMargin).UnixMicro()).Scan(&id); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("history: find the requests up to %s: %w", t.Format(time.RFC3339), err)
 	}
 	return id.Int64, nil
 }
@@ -500,17 +593,41 @@ func (s *Store) ChildrenOfEarlierRuns(ctx context.Context) ([]ChildRecord, error
 // Timeline is the life of request poolID of run runID, with its session
 // and child. A request that is not recorded wraps sql.ErrNoRows.
 func (s *Store) Timeline(ctx context.Context, runID int64, poolID uint64) (Timeline, error) {
+	return s.timeline(ctx, rowID(runID, poolID), fmt.Sprintf("request %d of run %d", poolID, runID))
+}
+
+// TimelineOf is the life of the request or orphaned response whose row id
+// is id (Request.ID): an orphan has no pool id to find it by. A row that
+// is not recorded wraps sql.ErrNoRows.
+func (s *Store) TimelineOf(ctx context.Context, id int64) (Timeline, error) {
+	return s.timeline(ctx, id, fmt.Sprintf("row %d", id))
+}
+
+// timeline is the life of row id; what names it in errors.
+func (s *Store) timeline(ctx context.Context, id int64, what string) (Timeline, error) {
 	live, err := s.LiveRun(ctx)
 	if err != nil {
 		return Timeline{}, err
 	}
 	var t Timeline
-	t.Request, err = scanRequest(s.rdb.QueryRowContext(ctx, "SELECT "+requestCols+
-		" FROM requests WHERE id = ?", rowID(runID, poolID)), live)
+	t.Request, err = s.requestByID(ctx, live, id)
 	if err != nil {
-		return t, fmt.Errorf("history: request %d of run %d: %w", poolID, runID, err)
+		return t, fmt.Errorf("history: %s: %w", what, err)
 	}
 	r := t.Request
+	runID := r.Run
+	if r.Status == pool.StatusOrphaned && r.PoolID == 0 {
+		// The child answered a pool id (its run's): that request's.
+		if n, err := strconv.ParseUint(r.OriginalID, 10, 64); err == nil && n > 0 && n < orphanBase {
+			q, err := s.requestByID(ctx, live, rowID(runID, n))
+			switch {
+			case err == nil:
+				t.Answers = &q
+			case !errors.Is(err, sql.ErrNoRows):
+				return t, fmt.Errorf("history: request %d of run %d: %w", n, runID, err)
+			}
+		}
+	}
 	if t.Run, err = scanRun(s.rdb.QueryRowContext(ctx,
 		`SELECT id, started, ended, pid, version, crashed FROM runs WHERE id = ?`, runID)); err != nil {
 		return t, fmt.Errorf("history: run %d: %w", runID, err)
@@ -544,9 +661,17 @@ func (s *Store) Timeline(ctx context.Context, runID int64, poolID uint64) (Timel
 	return t, nil
 }
 
+// requestByID reads the row id, a request or an orphaned response.
+func (s *Store) requestByID(ctx context.Context, live, id int64) (Request, error) {
+	return scanRequest(s.rdb.QueryRowContext(ctx, "SELECT "+requestCols+" FROM requests WHERE id = ?", id), live)
+}
+
 // steps tells a request's life in order.
 func steps(t Timeline) []Step {
 	r := t.Request
+	if r.Status == pool.StatusOrphaned && r.PoolID == 0 {
+		return orphanSteps(t)
+	}
 	var out []Step
 	from := "session " + r.Session
 	if s := t.Session; s != nil && s.ClientName != "" {
@@ -597,6 +722,39 @@ func steps(t Timeline) []Step {
 	if !r.WrittenToChild() {
 		out = append(out, Step{time.Time{}, "never written to a child (queued, or the child was not ready)"})
 	}
+	return inTimeOrder(out)
+}
+
+// orphanSteps tells an orphaned response: a child's answer to an id no
+// request waits for, after the request it answers, when known.
+func orphanSteps(t Timeline) []Step {
+	r := t.Request
+	who := "server " + r.Server
+	if r.PID != 0 {
+		who = fmt.Sprintf("child PID %d of server %s", r.PID, r.Server)
+	}
+	q := t.Answers
+	if q == nil {
+		return []Step{{r.Received, fmt.Sprintf("%s answered id %s: %s", who, r.OriginalID, cmp.Or(r.Err, orphanError))}}
+	}
+	what := q.Method
+	if q.Name != "" {
+		what += " " + q.Name
+	}
+	req := fmt.Sprintf("request %d (%s from session %s)", q.PoolID, what, q.Session)
+	end := Step{q.Received, req + " received, never answered"}
+	if d, ok := q.Duration(); ok {
+		end = Step{q.Answered, fmt.Sprintf("%s ended %s after %s", req, q.Status, d.Round(time.Microsecond))}
+		if q.Err != "" {
+			end.What += ": " + q.Err
+		}
+	}
+	return inTimeOrder([]Step{end,
+		{r.Received, fmt.Sprintf("%s answered id %s: the late answer to request %d, which no one waited for any more", who, r.OriginalID, q.PoolID)}})
+}
+
+// inTimeOrder sorts steps by time, those without one last.
+func inTimeOrder(out []Step) []Step {
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i].At, out[j].At
 		if a.IsZero() || b.IsZero() {

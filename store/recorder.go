@@ -83,7 +83,8 @@ func (r *recorder) init(run int64, j *journal) {
 // ids follow arrival (the pool numbers requests as they come), so row ids
 // order the history by arrival, run after run, and a request is found by
 // its pool id without an index. Orphaned responses (no pool id) follow
-// their run's requests.
+// their run's requests, so their ids say nothing of when they came:
+// Requests and pruning find them by time in request_log_orphaned.
 const (
 	runShift   = 40
 	orphanBase = 1 << 39

@@ -544,7 +544,7 @@ func TestRecord(t *testing.T) {
 				t.Errorf("requests (-want +got):\n%s", d)
 			}
 
-			page, err := s.Requests(ctx, Filter{Limit: 2, BeforeID: got[1].ID, Server: "srv"})
+			page, err := s.Requests(ctx, Filter{Limit: 2, After: got[1].Cursor(), Server: "srv"})
 			if err != nil || len(page) != 2 || page[0].PoolID != 2 || page[1].PoolID != 1 {
 				t.Errorf("second page = %+v, %v; want requests 2 and 1", page, err)
 			}

@@ -41,7 +41,8 @@ type Controller interface {
 	KillLeak(ctx context.Context, pid int) error
 
 	// History queries recorded requests, newest first; Timeline is what
-	// happened to one of them (Run 0: the running pool's), with its
+	// happened to one of them (Run 0: the running pool's; an orphaned
+	// answer, which has no PoolID, is found by its ID), with its
 	// captured payloads; Window is everything recorded about a span of
 	// time, for the waterfall after the fact. They return an error
 	// wrapping ErrUnavailable when there is no history (switched off, or
@@ -112,7 +113,9 @@ type HistoryFilter struct {
 // HistoryRow is one recorded request.
 type HistoryRow struct {
 	ID int64 // the store's row id
-	// Run and PoolID name the request within the app start that saw it.
+	// Run and PoolID name the request within the app start that saw it;
+	// PoolID is 0 for an orphaned answer (a child's late answer to a
+	// request that had ended), which only ID names.
 	Run            int64
 	PoolID         uint64
 	Server         string

@@ -366,7 +366,9 @@ func (w *waterfallView) loadWindowThen(from, until time.Time, label string, then
 }
 
 // openAround shows a recorded request in the waterfall, from the history:
-// a minute before it to half a minute after it ended, selected.
+// a minute before it to half a minute after it ended, selected. An
+// orphaned answer (no pool id) has no bar to select: its server's lanes
+// are shown, with nothing selected.
 func (w *waterfallView) openAround(r HistoryRow) {
 	end := r.AnsweredAt
 	if end.IsZero() {
@@ -375,12 +377,20 @@ func (w *waterfallView) openAround(r HistoryRow) {
 	if end.Before(r.ReceivedAt.Add(time.Second)) {
 		end = r.ReceivedAt.Add(time.Second)
 	}
-	label := fmt.Sprintf("Around %s %s at %s", r.Method, r.Name, clockLabel(r.ReceivedAt, time.Second))
-	label = strings.Replace(label, "  ", " ", 1)
+	what := strings.TrimSpace(r.Method + " " + r.Name)
+	if r.PoolID == 0 {
+		what = "an orphaned answer"
+	}
+	label := fmt.Sprintf("Around %s at %s", what, clockLabel(r.ReceivedAt, time.Second))
 	w.addMode(label)
 	w.mode.SetSelected(label)
 	k := wfKey{Run: r.Run, PoolID: r.PoolID}
 	w.loadWindowThen(r.ReceivedAt.Add(-time.Minute), end.Add(30*time.Second), label, func() {
+		if k.PoolID == 0 {
+			w.selectReq(wfReq{})
+			w.reveal(r.Server, wfKey{})
+			return
+		}
 		if got, ok := w.hist.find(k); ok {
 			w.selectReq(got)
 			w.reveal(got.Server, wfKey{})

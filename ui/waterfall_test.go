@@ -237,6 +237,45 @@ func TestWaterfallHistoryRenders(t *testing.T) {
 	goldenPNG(t, "waterfall-history.png", u.dash.win.Canvas())
 }
 
+// An orphaned answer (a child's late answer to a request that had ended)
+// has no pool id, so no bar of its own to select: the History tab's "Show
+// in the waterfall" opens the time around it at its own server's lanes,
+// with nothing selected, whatever other orphans the window holds.
+func TestWaterfallOpensAroundAnOrphan(t *testing.T) {
+	fake := newFake(pool.Snapshot{TakenAt: t0})
+	at := t0.Add(-40 * time.Second)
+	req := func(id int64, poolID uint64, server, sess string, d time.Duration) HistoryRow {
+		r := HistoryRow{ID: id, Run: 3, PoolID: poolID, Server: server, Session: sess, Status: pool.StatusOrphaned,
+			ReceivedAt: at.Add(d), AnsweredAt: at.Add(d)}
+		if poolID != 0 {
+			r.Method, r.Name, r.Status, r.Duration = "tools/call", "echo", pool.StatusOK, time.Second
+			r.AnsweredAt = r.ReceivedAt.Add(r.Duration)
+		}
+		return r
+	}
+	fake.window = HistoryWindow{Runs: []HistoryRun{{ID: 3, Started: t0.Add(-time.Hour), Version: "0.1.0", PID: 900}},
+		Requests: []HistoryRow{req(1, 0, "a", "", 0), req(2, 7, "a", "s1", time.Second), req(3, 8, "b", "s2", 2*time.Second),
+			req(4, 0, "b", "", 3*time.Second)}}
+	u := showWaterfall(t, fake, func(*UI) {})
+	w := u.dash.waterfall
+	w.openAround(fake.window.Requests[1])
+	if w.v.Selected != (wfKey{Run: 3, PoolID: 7}) {
+		t.Fatalf("around request 7: selected %+v", w.v.Selected)
+	}
+	w.openAround(fake.window.Requests[3])
+	y := 0
+	for _, l := range w.hist.Lanes {
+		if l.Server == "b" && l.Session == "" {
+			break
+		}
+		y += int(float32(laneHeight(l)) * w.scale)
+	}
+	if w.v.Selected != (wfKey{}) || w.v.Scroll != y || y == 0 {
+		t.Errorf("around server b's orphan: selected %+v, scrolled to %d; want nothing selected, server b's lanes at %d",
+			w.v.Selected, w.v.Scroll, y)
+	}
+}
+
 // liveWaterfall is the live fixture on screen at t0, following now.
 func liveWaterfall(t *testing.T) (*UI, *fakeCtrl, *waterfallView) {
 	t.Helper()

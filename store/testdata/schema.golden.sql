@@ -1,4 +1,4 @@
--- user_version 6
+-- user_version 7
 
 CREATE TABLE backends (
     id            INTEGER PRIMARY KEY,
@@ -55,6 +55,8 @@ CREATE TABLE request_log (
 CREATE INDEX request_log_abandoned ON request_log(received) WHERE status = 7;
 
 CREATE INDEX request_log_in_flight ON request_log(run) WHERE status = 0;
+
+CREATE INDEX request_log_orphaned ON request_log(received) WHERE status = 6;
 
 CREATE INDEX request_log_time ON request_log(received) WHERE id % 64 = 0;
 
