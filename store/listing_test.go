@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -144,6 +145,93 @@ func TestOrphanTimeline(t *testing.T) {
 	}
 	if _, err := s.TimelineOf(ctx, rowID(s.Run(), 10)); !errors.Is(err, sql.ErrNoRows) {
 		t.Errorf("the timeline of no row: %v, want sql.ErrNoRows", err)
+	}
+}
+
+// A request's id and its child's error text are kept bounded, cut at a
+// character with a mark saying so, and the error is redacted as payloads
+// are, with capture off: a client's or a child's megabyte costs the
+// database a few hundred bytes, and a secret echoed in an error stays out.
+func TestIDAndErrorAreBoundedAndRedacted(t *testing.T) {
+	s := openT(t, dbPath(t), &Options{InFlightAfter: time.Nanosecond}) // rows for requests in flight at once
+	ctx := context.Background()
+	now := time.Now()
+	bigID := `"` + strings.Repeat("x", 1<<20) + `"`
+	wide := strings.Repeat("é", 1<<19) // two bytes each: a cut must not split one
+	errs := map[uint64]string{
+		1: "invalid arguments: " + strings.Repeat("password=hunter2 ", 1<<16),
+		2: `bad params {"apiKey": "sk-live-1", "q": "x"} for Bearer eyJhbGciOi.abc`,
+		3: wide,
+		4: "tool not found: nosuch",
+		5: "token=" + strings.Repeat("é", 1000), // shorter once redacted, longer than the bound before
+	}
+	for i := uint64(1); i <= 5; i++ {
+		e := received(i, "s1", "tools/call", "echo", now)
+		if i == 1 {
+			e.OriginalID = bigID
+		}
+		s.Record(e)
+		d := done(i, "s1", "tools/call", "echo", pool.StatusError, 7, now)
+		d.Err = errs[i]
+		s.Record(d)
+	}
+	// In flight: a request whose id is cut, and one whose id is whole.
+	e := received(6, "s1", "tools/call", "slow", now)
+	e.OriginalID = bigID
+	s.Record(e)
+	s.Record(received(7, "s1", "tools/call", "slow", now))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	var stored int64
+	if err := s.rdb.QueryRow(`SELECT sum(length(CAST(original_id AS BLOB))) + sum(length(CAST(error AS BLOB))) FROM request_log`).
+		Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored > 7*(maxIDBytes+maxErrorBytes) {
+		t.Errorf("7 requests keep %d bytes of ids and errors, want at most %d", stored, 7*(maxIDBytes+maxErrorBytes))
+	}
+	rs, err := s.Requests(ctx, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint64]Request{}
+	for _, r := range rs {
+		got[r.PoolID] = r
+	}
+	if id := got[1].OriginalID; len(id) > maxIDBytes || !strings.HasPrefix(id, `"xxxx`) || !strings.Contains(id, "1048578 bytes") {
+		t.Errorf("a megabyte id is kept as %d bytes: %.40q...", len(id), id)
+	}
+	for i, r := range got {
+		if len(r.Err) > maxErrorBytes || !utf8.ValidString(r.Err) {
+			t.Errorf("request %d: error of %d bytes (valid UTF-8: %v)", i, len(r.Err), utf8.ValidString(r.Err))
+		}
+		for _, secret := range []string{"hunter2", "sk-live-1", "eyJhbGciOi"} {
+			if strings.Contains(r.Err, secret) {
+				t.Errorf("request %d: error keeps %q: %.80q", i, secret, r.Err)
+			}
+		}
+	}
+	if e := got[1].Err; !strings.HasPrefix(e, "invalid arguments: password="+Redacted+" password=") || !strings.Contains(e, fmt.Sprint(len(errs[1]), " bytes")) {
+		t.Errorf("a long error is kept as %.80q ... %q", e, e[max(0, len(e)-40):])
+	}
+	if e, want := got[2].Err, `bad params {"apiKey": "`+Redacted+`", "q": "x"} for Bearer `+Redacted; e != want {
+		t.Errorf("error = %q, want %q", e, want)
+	}
+	if e := got[3].Err; !strings.HasPrefix(e, "éé") || !strings.Contains(e, fmt.Sprint(len(wide), " bytes")) {
+		t.Errorf("a long error of wide characters is kept as %.20q ... %q", e, e[max(0, len(e)-40):])
+	}
+	if e := got[4].Err; e != errs[4] {
+		t.Errorf("a short error is kept as %q, want it whole", e)
+	}
+	if e, want := got[5].Err, "token="+Redacted+"… [cut from 2006 bytes]"; e != want {
+		t.Errorf("error = %q, want %q", e, want)
+	}
+	// A client still waiting after a restart is answered by id: only an
+	// id kept whole can be.
+	owed, err := s.Unanswered(ctx, s.Run(), "s1")
+	if err != nil || len(owed) != 1 || owed[0].OriginalID != "7" {
+		t.Errorf("Unanswered = %+v, %v; want request 7 alone", owed, err)
 	}
 }
 

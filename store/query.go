@@ -797,8 +797,8 @@ func (s *Store) Unanswered(ctx context.Context, run int64, session string) ([]po
 	})
 	var out []pool.Unanswered
 	for _, o := range all {
-		if strings.HasSuffix(o.u.OriginalID, cutMark) {
-			continue // the journal cut its id: no answer can carry the client's
+		if !json.Valid([]byte(o.u.OriginalID)) {
+			continue // an id cut (by the journal, or to maxIDBytes): no answer can carry the client's
 		}
 		out = append(out, o.u)
 	}

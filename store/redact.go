@@ -327,3 +327,12 @@ func RedactArgs(argv []string) []string {
 	}
 	return out
 }
+
+// redactText redacts free text (a child's error message) as Redact does a
+// payload, wherever the text holds what Redact looks for: the values of
+// secret keys in JSON it quotes, and, in its JSON strings and outside
+// them, bearer credentials, secret name=value pairs and secret keys of
+// escaped JSON.
+func redactText(s string) string {
+	return string(redactInString(Redact([]byte(s))))
+}

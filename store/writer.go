@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchboard-mcp/switchboard/pool"
 )
@@ -39,6 +40,8 @@ type writer struct {
 	events  []pool.Event
 	reloads []ConfigReload
 	args    []driver.NamedValue
+
+	lastErr, lastErrKept string // errText's last error, and what it kept
 }
 
 // rawInserts are the row inserts, prepared on the driver connection dc
@@ -538,9 +541,10 @@ func (w *writer) rowArgs(args []driver.NamedValue, r *reqRow) ([]driver.NamedVal
 	if err != nil {
 		return nil, err
 	}
-	for _, v := range [...]any{r.id, sessionValue(r.session), server, method, name, idValue(r.originalID), r.received,
+	id := idValue(cut(r.originalID, maxIDBytes, len(r.originalID)))
+	for _, v := range [...]any{r.id, sessionValue(r.session), server, method, name, id, r.received,
 		since(r.written, r.received), since(r.answered, r.received), statusValue(r.status),
-		nullInt(r.errCode), nullStr(r.err), nullInt(r.reqSize), nullInt(r.respSize), nullInt(r.pid)} {
+		nullInt(r.errCode), nullStr(w.errText(r.err)), nullInt(r.reqSize), nullInt(r.respSize), nullInt(r.pid)} {
 		args = append(args, driver.NamedValue{Value: v})
 	}
 	if w.s.opts.CapturePayloads {
@@ -605,6 +609,55 @@ func (w *writer) writeEvent(e *pool.Event) error {
 		_, err = w.backExit.ExecContext(w.ctx, e.Time.UnixMicro(), e.ExitCode, nullStr(e.Err), w.run, e.PID)
 	}
 	return err
+}
+
+// What a row keeps, capture on or off, of the texts a client or a child
+// chooses: a client's request id, and a request's error (its child's
+// message, which may echo the whole request). Past these bounds a text is
+// cut, with a mark of its length (cut).
+const (
+	maxIDBytes    = 256 // more than the journal's room (journalTexts): an id it keeps whole, a row does too
+	maxErrorBytes = 1024
+)
+
+// cut is s, whole bytes long before any redaction, within max bytes: s if
+// it fits, else its longest prefix that ends at a character and leaves
+// room for a mark saying it was cut. The mark makes a cut id invalid JSON
+// (Unanswered leaves it out).
+func cut(s string, max, whole int) string {
+	if len(s) <= max && whole <= max {
+		return s
+	}
+	mark := fmt.Sprintf("… [cut from %d bytes]", whole)
+	return prefix(s, max-len(mark)) + mark
+}
+
+// prefix is s's longest prefix of at most n bytes that ends at a
+// character (for UTF-8; other bytes are cut anywhere).
+func prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for i := 0; i < utf8.UTFMax && n > 0 && !utf8.RuneStart(s[n]); i++ {
+		n--
+	}
+	return s[:n]
+}
+
+// errText is what a row keeps of a request's error: redacted as a
+// payload is (redactText), and cut to maxErrorBytes. Only the part that
+// can be kept is redacted (Redact is made for prefixes cut anywhere). The
+// last one is remembered: a failing server tends to repeat itself.
+func (w *writer) errText(s string) string {
+	if s == "" {
+		return ""
+	}
+	if s == w.lastErr {
+		return w.lastErrKept
+	}
+	kept := cut(redactText(prefix(s, maxErrorBytes)), maxErrorBytes, len(s))
+	w.lastErr, w.lastErrKept = s, kept
+	return kept
 }
 
 // payload is what the database keeps of a captured payload: nothing
