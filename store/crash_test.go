@@ -270,6 +270,60 @@ func TestRetention(t *testing.T) {
 	}
 }
 
+// TestRetentionUnderLoad: pruning runs on its schedule while requests
+// keep coming (one always in flight younger than InFlightAfter, so the
+// writer never idles), a step between batches, and the requests of the
+// load are all recorded meanwhile.
+func TestRetentionUnderLoad(t *testing.T) {
+	path := dbPath(t)
+	s := openT(t, path, &Options{RetainDays: 1, PruneInterval: 20 * time.Millisecond, PruneBatch: 10,
+		FlushInterval: time.Millisecond})
+	old := time.Now().Add(-48 * time.Hour)
+	for i := uint64(1); i <= 100; i++ {
+		s.Record(received(i, "s1", "tools/call", "echo", old))
+		s.Record(done(i, "s1", "tools/call", "echo", pool.StatusOK, 7, old.Add(time.Millisecond)))
+	}
+	s.Record(orphan("5", old))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	oldRows := func() int {
+		var n int
+		if err := s.rdb.QueryRow(`SELECT count(*) FROM request_log WHERE received < ?`,
+			time.Now().Add(-24*time.Hour).UnixMicro()).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// The load: a request every millisecond, each ended when the next
+	// arrives.
+	load := time.NewTicker(time.Millisecond) // pacing the load, not synchronising
+	defer load.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	id := uint64(1000)
+	s.Record(received(id, "s1", "tools/call", "echo", time.Now()))
+	for oldRows() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d old rows left after 10 s of load (retention due every 20 ms)", oldRows())
+		}
+		<-load.C
+		id++
+		s.Record(received(id, "s1", "tools/call", "echo", time.Now()))
+		s.Record(done(id-1, "s1", "tools/call", "echo", pool.StatusOK, 7, time.Now()))
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := s.rdb.QueryRow(`SELECT count(*) FROM request_log WHERE id >= ? AND id < ?`,
+		rowID(s.Run(), 1000), rowID(s.Run(), id)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != int(id-1000) || s.Dropped() != 0 {
+		t.Errorf("the load's ended requests: %d recorded, %d dropped; want %d and none", n, s.Dropped(), id-1000)
+	}
+}
+
 func execSQLOn(t *testing.T, db *sql.DB, q string, args ...any) {
 	t.Helper()
 	if _, err := db.Exec(q, args...); err != nil {

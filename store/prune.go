@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -61,10 +62,11 @@ func (w *writer) capNow() (deleted bool, err error) {
 }
 
 // pruneStep deletes at most PruneBatch rows from each table in its own
-// short statement: requests older than RetainDays, then sessions and
-// backends that ended before the cutoff, then runs that have nothing
-// left. It reports whether a step was full (more to do). A backend that
-// never recorded an exit is kept: it may be a leaked process.
+// short statement: requests and orphaned responses older than
+// RetainDays, then sessions and backends that ended before the cutoff,
+// then runs that have nothing left. It reports whether a step was full
+// (more to do). A backend that never recorded an exit is kept: it may be
+// a leaked process.
 func (w *writer) pruneStep(now time.Time) (more bool, err error) {
 	o := w.s.opts
 	n := int64(o.PruneBatch)
@@ -85,10 +87,23 @@ func (w *writer) pruneStep(now time.Time) (more bool, err error) {
 		return k
 	}
 	if o.RetainDays > 0 {
-		cutoff := now.Add(-time.Duration(o.RetainDays) * 24 * time.Hour).UnixMicro()
-		// Row ids follow arrival: the old rows are the first ones.
+		at := now.Add(-time.Duration(o.RetainDays) * 24 * time.Hour)
+		cutoff := at.UnixMicro()
+		// Row ids follow arrival: the old rows are the first ones, below a
+		// row received after the cutoff, where the search ends rather than
+		// at the end of the table. Orphaned responses, above their run's
+		// requests, are found by their own index.
+		below, e := idAfter(w.ctx, w.conn, at)
+		if e != nil {
+			return false, fmt.Errorf("prune: %w", e)
+		}
+		if below == 0 {
+			below = math.MaxInt64
+		}
 		w.count -= step("old requests", `DELETE FROM request_log WHERE id IN
-			(SELECT id FROM request_log WHERE received < ? ORDER BY id LIMIT ?)`, cutoff)
+			(SELECT id FROM request_log WHERE received < ? AND id < ? ORDER BY id LIMIT ?)`, cutoff, below)
+		w.count -= step("old orphaned responses", `DELETE FROM request_log WHERE id IN
+			(SELECT id FROM request_log WHERE status = 6 AND received < ? LIMIT ?)`, cutoff)
 		step("old sessions", `DELETE FROM sessions WHERE (run, id) IN
 			(SELECT run, id FROM sessions WHERE disconnected < ?1 OR (run != ?2 AND connected < ?1) LIMIT ?3)`,
 			cutoff, w.run)

@@ -231,9 +231,11 @@ var alwaysReady = func() chan struct{} { c := make(chan struct{}); close(c); ret
 // while there is work, it wakes every FlushInterval, and it sleeps
 // without a timer when there is none. While retention is due (a minute
 // after start, then every PruneInterval) it deletes old rows one small
-// step at a time between batches, so neither pruning nor a burst holds
-// the write lock long. It ends when Store.Close closes stop, after
-// writing what waits. Open runs it at lower priority (runAtLowerPriority).
+// step at a time: back to back while it has no work, else one step after
+// each batch (under steady load it always has), so neither pruning nor a
+// burst holds the write lock long, and neither waits for the other to
+// end. It ends when Store.Close closes stop, after writing what waits.
+// Open runs it at lower priority (runAtLowerPriority).
 func (w *writer) loop() {
 	defer close(w.s.done)
 	o := w.s.opts
@@ -246,8 +248,10 @@ func (w *writer) loop() {
 	firstPrune := time.NewTimer(min(o.PruneInterval, time.Minute))
 	defer firstPrune.Stop()
 	pruneDue := false
+	batched := true // a batch was written since the last pruning step
 	batch := func() {
 		w.batch(time.Now())
+		batched = true
 		timing = w.s.rec.rearm()
 		if timing {
 			flush.Reset(o.FlushInterval)
@@ -257,7 +261,7 @@ func (w *writer) loop() {
 	}
 	for {
 		var pruneNow <-chan struct{}
-		if pruneDue && !timing {
+		if pruneDue && (!timing || batched) {
 			pruneNow = alwaysReady
 		}
 		select {
@@ -275,6 +279,7 @@ func (w *writer) loop() {
 		case <-firstPrune.C:
 			pruneDue = true
 		case <-pruneNow:
+			batched = false
 			more, err := w.pruneStep(time.Now())
 			if err == nil && !more {
 				err = w.recount() // once a pass: a check; the count is exact (writeRows) unless the file was edited
