@@ -832,15 +832,24 @@ func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 		b.sendRaw(jsonrpc.AppendResponse(nil, childID, rootsListResult(roots)))
 		return
 	}
+	if !b.ask(msg, childID) {
+		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errNoClient, false, "", msg.Method)))
+	}
+}
+
+// ask routes the child's question msg, the child's request childID: to a
+// modern call that can carry it (carryAsMRTR), else to one session that
+// can answer it, under a pool id of its own (pickSession). False: nobody
+// could be asked, and the caller answers the child.
+func (b *backend) ask(msg *jsonrpc.Message, childID []byte) bool {
 	if b.carryAsMRTR(msg, childID) {
-		return
+		return true
 	}
 	id := b.p.nextID.Add(1)
 	for {
 		target := b.pickSession(msg)
 		if target == nil {
-			b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errNoClient, false, "", msg.Method)))
-			return
+			return false
 		}
 		if testHookPicked != nil {
 			testHookPicked(target)
@@ -848,10 +857,21 @@ func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 		if b.reqs.addQuestion(id, childID, target) {
 			// Should target close from now on, its close answers the child.
 			target.deliver(requestForClient(msg, id))
-			return
+			return true
 		}
 		// target closed since the pick, and is never picked again: pick
 		// another, or answer the child.
+	}
+}
+
+// askAgain asks again the child's question childID that the pool took
+// back, as line, from a client that left it unread (an HTTP client whose
+// GET stream ended and did not come back: httpSession.takeBack): as a new
+// question, of another session that can answer it now, or the child
+// gets -32006, as if that client had ended its session (detach).
+func (b *backend) askAgain(childID, line []byte) {
+	if msg, err := jsonrpc.Parse(line); err != nil || !b.ask(&msg, childID) { // the pool made line: it parses
+		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errAskedClientLeft, false, "")))
 	}
 }
 

@@ -143,12 +143,19 @@
 //     [requestTable.askers], [requestTable.addQuestion], [backend.detach],
 //     [requestForClient], [backend.answerChild], [answerForChild],
 //     [childCancelTarget], [cancelledForClient], [session.canAnswer],
-//     [questionNeeds], [clientCapsOf]. A legacy child is told the
-//     elicitation modes the session that started it declared (form mode
-//     alone as {}), and a hand-over keeps what it was told:
-//     [clientCaps.capabilitiesJSON], [CarriedChild.caps]. A modern
-//     client asked through a legacy child gets an input-required result
-//     and retries; a question needing what the call's own request did
+//     [questionNeeds], [clientCapsOf]. A question asked of a legacy HTTP
+//     session whose GET stream then ends waits Options.QuestionGrace
+//     (counted from the stream's end) for the client to open one again;
+//     past it, it is taken back (an answer the client sends late is
+//     dropped, the question no longer its) and asked again as a new
+//     question by the same rules, or the child gets -32006 as if the
+//     session had closed: [httpSession.parkLocked],
+//     [httpSession.takeBack], [backend.ask], [backend.askAgain]. A
+//     legacy child is told the elicitation modes the session that
+//     started it declared (form mode alone as {}), and a hand-over keeps
+//     what it was told: [clientCaps.capabilitiesJSON],
+//     [CarriedChild.caps]. A modern client asked through a legacy child
+//     gets an input-required result and retries; a question needing what the call's own request did
 //     not declare (an elicitation's mode included) fails the call with
 //     -32021 when no one else can answer it:
 //     [backend.carryAsMRTR], [requestTable.mrtrCarrier],
@@ -190,7 +197,8 @@
 //     exchange: nothing is parsed again to find who asked. A legacy
 //     session's other messages go to its GET stream, in order, each an
 //     event with an id; with no stream open a notification is dropped and
-//     a request waits for the next stream. A stream that ends leaves to
+//     a request waits for the next stream (a child's question only
+//     Options.QuestionGrace: above). A stream that ends leaves to
 //     the next what it had not written whole, and the requests it wrote
 //     that still wait for their answers, except what a resuming client's
 //     Last-Event-ID says it has; past Options.SessionQueue notifications

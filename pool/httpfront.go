@@ -68,10 +68,12 @@ type httpFront struct {
 // what that stream had not written whole, and again the requests it had
 // written that are still unanswered, for a request lost with a stream
 // leaves its asker waiting. With no stream open, a notification is
-// dropped; a request waits for the next stream.
+// dropped; a request waits for the next stream, and a child's question
+// waits only Options.QuestionGrace for it (takeBack).
 type httpSession struct {
-	s     *session // set once the session exists, before hs is shared
-	limit int      // Options.SessionQueue: the bound of waiting, and of asked
+	s     *session      // set once the session exists, before hs is shared
+	limit int           // Options.SessionQueue: the bound of waiting, and of asked
+	grace time.Duration // Options.QuestionGrace
 	wake  chan struct{}
 
 	mu        sync.Mutex
@@ -81,6 +83,8 @@ type httpSession struct {
 	lastEvent uint64       // the last SSE event id given out
 	posts     int          // POSTs waiting for their answers
 	lastUsed  time.Time
+	park      *time.Timer // armed while requests wait with no stream open (takeBack)
+	parkGen   uint64      // the armed park's: one stopped too late finds another
 }
 
 // streamLine is a message for a legacy session's GET stream, under its
@@ -549,7 +553,7 @@ func (h *httpFront) open(name string) (*httpSession, string, error) {
 	if err := h.makeRoom(name); err != nil {
 		return nil, "", err
 	}
-	hs := &httpSession{limit: h.p.opts.SessionQueue, wake: make(chan struct{}, 1), lastUsed: time.Now()}
+	hs := &httpSession{limit: h.p.opts.SessionQueue, grace: h.p.opts.QuestionGrace, wake: make(chan struct{}, 1), lastUsed: time.Now()}
 	s, err := h.p.newSession(name, sessionSetup{transport: "http", receiver: hs.streaming, sink: hs.toStream})
 	if err != nil {
 		return nil, "", err
@@ -696,6 +700,9 @@ func (hs *httpSession) toStream(line []byte) {
 	hs.lastEvent++
 	e.id = hs.lastEvent
 	hs.waiting = append(hs.waiting, e)
+	if !hs.stream {
+		hs.parkLocked() // the stream ended since its asker picked the session
+	}
 	hs.mu.Unlock()
 	select {
 	case hs.wake <- struct{}{}:
@@ -729,6 +736,10 @@ func (hs *httpSession) startStream(last uint64) bool {
 		return false
 	}
 	hs.stream = true
+	if hs.park != nil { // the client is back within the grace: its questions stay its own
+		hs.park.Stop()
+		hs.park = nil
+	}
 	if last > 0 && last <= hs.lastEvent { // one of this session's ids
 		hs.waiting = slices.DeleteFunc(hs.waiting, func(e streamLine) bool { return e.id <= last })
 	}
@@ -783,7 +794,8 @@ func (hs *httpSession) putBack(e streamLine) {
 
 // endStream closes the GET stream: the requests it wrote whose answers
 // have not come go back ahead of what waits, for the next stream to
-// write again (keepAsked skips those whose askers stop waiting).
+// write again (keepAsked skips those whose askers stop waiting), and the
+// grace for the client to open it starts.
 func (hs *httpSession) endStream() {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
@@ -795,6 +807,65 @@ func (hs *httpSession) endStream() {
 	hs.asked = nil
 	hs.stream = false
 	hs.lastUsed = time.Now()
+	if slices.ContainsFunc(hs.waiting, func(e streamLine) bool { return e.reqID != "" }) {
+		hs.parkLocked()
+	}
+}
+
+// parkLocked arms the grace for the requests that wait with no stream
+// open, unless it is armed: it counts from the stream's end.
+func (hs *httpSession) parkLocked() {
+	if hs.park != nil {
+		return
+	}
+	hs.parkGen++
+	gen := hs.parkGen
+	hs.park = time.AfterFunc(hs.grace, func() { hs.takeBack(gen) })
+}
+
+// takeBack runs when the grace of park gen has passed with no stream
+// open: the client has left without a DELETE (the TypeScript SDK's
+// close() ends the stream and nothing more), or would have come back by
+// now (the SDK's reconnection tries within 2.5 s). Each child's question
+// still waiting here is taken back and asked again, of another session
+// that can answer it or answered -32006 to the child (backend.askAgain),
+// so that the call that caused it does not wait for its timeout; and its
+// line goes, so a client that comes back later is not asked it again
+// (one that answers it anyway, from an earlier stream, is dropped: the
+// question is no longer its). The other requests (a modern child's
+// question of the client's own call, the pool's roots/list) wait for
+// the next stream as before.
+func (hs *httpSession) takeBack(gen uint64) {
+	hs.mu.Lock()
+	if hs.stream || hs.park == nil || hs.parkGen != gen || !hs.s.alive() {
+		hs.mu.Unlock()
+		return // the client came back (if it left again, a later park counts), or its close answered the child
+	}
+	hs.park = nil
+	var reqs []streamLine
+	for _, e := range hs.waiting {
+		if e.reqID != "" {
+			reqs = append(reqs, e)
+		}
+	}
+	hs.mu.Unlock()
+	s := hs.s
+	for _, e := range reqs { // other locks than hs.mu: not under it
+		id, ok := jsonrpc.ParseUint([]byte(e.reqID))
+		if !ok {
+			continue
+		}
+		for _, b := range s.srv.backendsOf(s) {
+			// Taken, it is no longer s's: an answer its client sends
+			// late is dropped as an unknown one.
+			if childID, ok := b.reqs.takeAnswer(id, s); ok {
+				hs.answered(e.reqID)
+				s.p.log.Debug("asking again a question an HTTP client left unread", "session", s.id, "server", s.srv.name, "method", e.method)
+				b.askAgain(childID, e.line)
+				break
+			}
+		}
+	}
 }
 
 // answered notes the client's answer to the request id: no stream writes

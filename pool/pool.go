@@ -102,6 +102,13 @@ type Options struct {
 	// refused for an unknown server is told, since the server it names
 	// may be in the file. Called without the pool's locks held.
 	ConfigProblem func() error
+	// QuestionGrace is how long a child's question (sampling, elicitation)
+	// asked of a legacy HTTP session waits for its client to open a GET
+	// stream again once its stream ended: a client resuming with
+	// Last-Event-ID is asked it again; past the grace it is asked of
+	// another session that can answer it, or the child gets -32006, as
+	// if the client had ended its session. Default DefaultQuestionGrace.
+	QuestionGrace time.Duration
 	// MaxHTTPSessions caps a server's legacy HTTP sessions; past it the
 	// oldest idle one is expired, and with none idle a new one is refused
 	// (503). Default 64.
@@ -170,6 +177,9 @@ func (o *Options) withDefaults() Options {
 	if r.MaxHTTPSessions <= 0 {
 		r.MaxHTTPSessions = 64
 	}
+	if r.QuestionGrace <= 0 {
+		r.QuestionGrace = DefaultQuestionGrace
+	}
 	if r.WarmupGrace == 0 {
 		r.WarmupGrace = time.Minute
 	}
@@ -190,6 +200,13 @@ func (o *Options) withDefaults() Options {
 	}
 	return r
 }
+
+// DefaultQuestionGrace is Options.QuestionGrace's default: twice what
+// the TypeScript SDK's client takes to try its two reconnections of a
+// GET stream (after 1 s, then 1.5 s more), so that a client that comes
+// back keeps its questions, and one that left costs the call that asked
+// seconds, not its request timeout.
+const DefaultQuestionGrace = 5 * time.Second
 
 const (
 	defaultRequestTimeout = 120 * time.Second
