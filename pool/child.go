@@ -222,22 +222,41 @@ func (c *child) closeReaders() {
 	<-c.stderrDone
 }
 
+// maxStderrLine bounds a stderr line as the pool reads it: the start of a
+// longer one is kept, marked cut, and the rest of it skipped.
+const maxStderrLine = 64 << 10
+
 // stderrLoop copies the child's stderr into the ring buffer. It exits at
 // EOF or when closeReaders closes the pipe.
 func stderrLoop(c *child, r *ring, logLine func(string)) {
 	defer close(c.stderrDone)
-	sc := bufio.NewScanner(c.stderr)
-	sc.Buffer(make([]byte, 4096), 64<<10)
-	for sc.Scan() {
-		line := strings.TrimRight(sc.Text(), "\r")
-		r.add(line)
-		logLine(line)
+	br := bufio.NewReaderSize(c.stderr, maxStderrLine)
+	for {
+		b, err := br.ReadSlice('\n')
+		if len(b) > 0 {
+			line := strings.TrimRight(strings.TrimSuffix(string(b), "\n"), "\r")
+			if errors.Is(err, bufio.ErrBufferFull) {
+				// An overlong line (a logged payload): the cause of a
+				// crash is often in the lines after it.
+				line += " … (cut: over 64 KiB)"
+				err = skipLine(br)
+			}
+			r.add(line)
+			logLine(line)
+		}
+		if err != nil {
+			return // EOF, closed, or a detach's deadline (the next pool reads on)
+		}
 	}
-	if isClosed(c.detach) {
-		return // carried over: the next pool reads it
-	}
-	if sc.Err() != nil {
-		// Overlong line: keep draining so the child never blocks on stderr.
-		_, _ = io.Copy(io.Discard, c.stderr)
+}
+
+// skipLine reads up to and including the next newline. It returns nil
+// when it found one.
+func skipLine(br *bufio.Reader) error {
+	for {
+		_, err := br.ReadSlice('\n')
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
 	}
 }

@@ -1100,6 +1100,14 @@ func TestFlags(t *testing.T) {
 				t.Fatalf("stderr %q", f.stderr)
 			}
 		}},
+		{"-stderr-long comes before -stderr", func(string) []string {
+			return []string{"-stderr-long", "100000", "-stderr", "cannot open database", "-exit-at-start", "4"}
+		}, func(t *testing.T, f *fake, _ string) {
+			f.exitCode()
+			if want := strings.Repeat("z", 100000) + "\ncannot open database\n"; f.stderr.String() != want {
+				t.Fatalf("stderr: %d bytes, want %d", len(f.stderr.String()), len(want))
+			}
+		}},
 		{"-notify-on-listen and -refuse-subscribe", func(string) []string {
 			return []string{"-era", "modern", "-notify-on-listen", "tools", "-refuse-subscribe", "fake://gone"}
 		}, func(t *testing.T, f *fake, _ string) {

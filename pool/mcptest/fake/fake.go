@@ -63,6 +63,7 @@ type options struct {
 	exitOnStdinEOF bool
 	startupDelay   time.Duration
 	stderrLine     string
+	stderrLong     int
 	exitAtStart    int
 	askTimeout     time.Duration
 	inlineEcho     bool
@@ -94,6 +95,7 @@ func Main(args []string) {
 	fs.BoolVar(&o.exitOnStdinEOF, "exit-on-stdin-eof", true, "exit 0 when stdin closes")
 	fs.DurationVar(&o.startupDelay, "startup-delay", 0, "wait this long before reading stdin")
 	fs.StringVar(&o.stderrLine, "stderr", "", "write this `line` to stderr at start")
+	fs.IntVar(&o.stderrLong, "stderr-long", 0, "write a line of `N` bytes to stderr at start, before -stderr's, as a server that logs a whole payload does")
 	fs.IntVar(&o.exitAtStart, "exit-at-start", -1, "exit at once with this `code` (after -stderr)")
 	fs.DurationVar(&o.askTimeout, "ask-timeout", 0, "the ask tool gives up waiting for its client after this long and answers \"no answer\"")
 	fs.BoolVar(&o.inlineEcho, "inline-echo", false, "answer the echo tool on the reading goroutine, in arrival order, instead of in a goroutine of its own (the load tool's setting: no hand-off inside the server); legacy era without -delay only")
@@ -109,6 +111,9 @@ func Main(args []string) {
 		os.Exit(2)
 	}
 
+	if o.stderrLong > 0 {
+		fmt.Fprintln(os.Stderr, strings.Repeat("z", o.stderrLong))
+	}
 	if o.stderrLine != "" {
 		fmt.Fprintln(os.Stderr, o.stderrLine)
 	}
