@@ -639,7 +639,8 @@ func startOf(ends []int, i int) int {
 // readLoop is the only reader of the child's stdout. It resolves responses,
 // routes the child's notifications and requests, and never blocks on a
 // session: delivery is an offer to the session's bounded queue. It exits at
-// EOF.
+// EOF or a read error, which it tells the supervisor (outEnded): a child
+// whose stdout ended can answer nothing more.
 func (b *backend) readLoop(c *child) {
 	defer close(c.readerDone)
 	out := c.output
@@ -667,6 +668,7 @@ func (b *backend) readLoop(c *child) {
 					continue
 				}
 			}
+			close(c.outEnded)
 			return
 		}
 		batch.more = lr.lineReady()

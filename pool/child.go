@@ -32,17 +32,19 @@ type child struct {
 	state      *os.ProcessState // set before exited is closed; nil if it could not be waited for
 	waitErr    error            // set before exited is closed
 	readerDone chan struct{}    // closed by readLoop
+	outEnded   chan struct{}    // closed by readLoop when stdout ends (EOF, a read error), not for a detach
 	writerDone chan struct{}    // closed by writeLoop
 	stderrDone chan struct{}    // closed by stderrLoop
 	detach     chan struct{}    // closed to stop the loops without touching the process (carry.go)
 	leftover   chan []byte      // cap 1: readLoop's unhandled output when it stops for a detach
 
-	ready bool // handshake done; guarded by backend.mu
+	ready bool   // handshake done; guarded by backend.mu
+	ended string // why the pool ended it while it ran (runUntilExit), for describeExit; supervisor only
 }
 
 // newChildState makes the channels of a child.
 func newChildState(c *child) *child {
-	c.exited, c.readerDone = make(chan struct{}), make(chan struct{})
+	c.exited, c.readerDone, c.outEnded = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	c.writerDone, c.stderrDone = make(chan struct{}), make(chan struct{})
 	c.detach, c.leftover = make(chan struct{}), make(chan []byte, 1)
 	c.direct = newDirectWriter(c.stdin)
@@ -176,6 +178,14 @@ func (c *child) exitCode() int {
 
 // describeExit says how the child ended, for logs and errors.
 func (c *child) describeExit() string {
+	if c.ended != "" {
+		return c.ended + "; " + c.exitStatus()
+	}
+	return c.exitStatus()
+}
+
+// exitStatus is the process's own end: its exit status or signal.
+func (c *child) exitStatus() string {
 	if c.state == nil {
 		if c.waitErr != nil {
 			return c.waitErr.Error()

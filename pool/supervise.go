@@ -226,10 +226,15 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 }
 
 // runUntilExit waits for the child to exit (an error), for stop (nil), or
-// for a user restart (an error that does not count as a crash).
+// for a user restart (an error that does not count as a crash). A child
+// whose stdout ends without it exiting is stopped and counts as a crash.
 func (b *backend) runUntilExit(c *child) error {
 	select {
 	case <-c.exited:
+		b.reap(c, nil)
+		return fmt.Errorf("child exited (%s)", c.describeExit())
+	case <-c.outEnded:
+		b.stopIfMute(c)
 		b.reap(c, nil)
 		return fmt.Errorf("child exited (%s)", c.describeExit())
 	case <-b.stopReq:
@@ -256,6 +261,26 @@ func (b *backend) runUntilExit(c *child) error {
 }
 
 var errUserRestart = errors.New("restarted by the user")
+
+// outEndedGrace is how long an exit may follow the end of a child's stdout
+// and still be its own: a child that ends closes its stdout as it exits.
+const outEndedGrace = 500 * time.Millisecond
+
+// stopIfMute stops a child whose stdout ended (closed, or /dev/null put in
+// its place) and that runs on: it can answer nothing more, and every
+// request written to it would wait out its timeout.
+func (b *backend) stopIfMute(c *child) {
+	t := time.NewTimer(outEndedGrace)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+		return // an ordinary exit
+	case <-t.C:
+	}
+	c.ended = "closed its stdout and was stopped"
+	b.log.Warn("child closed its stdout but runs on: stopping it", "pid", c.pid)
+	c.shutdown()
+}
 
 // reap waits for the child's goroutines, records its exit and applies the
 // at-most-once rule to every pending request:

@@ -1108,6 +1108,27 @@ func TestFlags(t *testing.T) {
 				t.Fatalf("stderr: %d bytes, want %d", len(f.stderr.String()), len(want))
 			}
 		}},
+		{"-close-stdout-after-init", func(dir string) []string {
+			return []string{"-close-stdout-after-init", "-log", filepath.Join(dir, "log")}
+		}, func(t *testing.T, f *fake, dir string) {
+			f.request("1", "initialize", `{"protocolVersion":"2025-11-25"}`)
+			select {
+			case l, ok := <-f.lines:
+				if ok {
+					t.Fatalf("wrote after initialize: %s", l)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("stdout still open 10s after initialize")
+			}
+			f.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+			eventually(t, "the ping read", func() bool {
+				got, _ := ReadLog(filepath.Join(dir, "log"))
+				return len(got) == 2
+			})
+			if !f.stillRunning(100 * time.Millisecond) {
+				t.Fatal("exited")
+			}
+		}},
 		{"-notify-on-listen and -refuse-subscribe", func(string) []string {
 			return []string{"-era", "modern", "-notify-on-listen", "tools", "-refuse-subscribe", "fake://gone"}
 		}, func(t *testing.T, f *fake, _ string) {

@@ -64,6 +64,7 @@ type options struct {
 	startupDelay   time.Duration
 	stderrLine     string
 	stderrLong     int
+	closeStdout    bool
 	exitAtStart    int
 	askTimeout     time.Duration
 	inlineEcho     bool
@@ -96,6 +97,7 @@ func Main(args []string) {
 	fs.DurationVar(&o.startupDelay, "startup-delay", 0, "wait this long before reading stdin")
 	fs.StringVar(&o.stderrLine, "stderr", "", "write this `line` to stderr at start")
 	fs.IntVar(&o.stderrLong, "stderr-long", 0, "write a line of `N` bytes to stderr at start, before -stderr's, as a server that logs a whole payload does")
+	fs.BoolVar(&o.closeStdout, "close-stdout-after-init", false, "close stdout once initialize or server/discover is answered, and run on, reading stdin and answering nowhere, as a server that closes fd 1 or puts /dev/null in its place does")
 	fs.IntVar(&o.exitAtStart, "exit-at-start", -1, "exit at once with this `code` (after -stderr)")
 	fs.DurationVar(&o.askTimeout, "ask-timeout", 0, "the ask tool gives up waiting for its client after this long and answers \"no answer\"")
 	fs.BoolVar(&o.inlineEcho, "inline-echo", false, "answer the echo tool on the reading goroutine, in arrival order, instead of in a goroutine of its own (the load tool's setting: no hand-off inside the server); legacy era without -delay only")
@@ -286,6 +288,20 @@ func (w *writer) writeLocked(b []byte) {
 		log.Printf("write stdout: %v", err)
 		os.Exit(1)
 	}
+}
+
+// mute closes stdout and sends what is written from now on nowhere.
+func (w *writer) mute() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.flushLocked()
+	if c, ok := w.w.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			log.Printf("close stdout: %v", err)
+		}
+	}
+	w.w = io.Discard
+	log.Printf("closed stdout (-close-stdout-after-init)")
 }
 
 // send encodes v as one line and writes it. HTML escaping is off so that
@@ -618,6 +634,9 @@ func (s *server) handle(r *request) {
 		}
 		s.reply(r, map[string]any{"supportedVersions": modernVersions, "capabilities": capabilities,
 			"instructions": instructions, "ttlMs": 0, "cacheScope": "public"})
+		if s.o.closeStdout {
+			s.out.mute()
+		}
 	case "subscriptions/listen":
 		s.listen(r)
 	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
@@ -660,6 +679,9 @@ func (s *server) initialize(r *request) {
 	}
 	s.reply(r, map[string]any{"protocolVersion": v, "capabilities": capabilities,
 		"serverInfo": serverInfo, "instructions": instructions})
+	if s.o.closeStdout {
+		s.out.mute()
+	}
 }
 
 // logLevels are the syslog severities of MCP logging, lowest first.
