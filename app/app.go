@@ -197,6 +197,7 @@ func Start(opts Options) (*Instance, error) {
 	inst.Pool = pool.New(&pool.Options{
 		Logger:             log,
 		ChildEnv:           []string{leaks.RunEnv + "=" + marker},
+		ProcessStart:       func(pid int) (time.Time, error) { return leaks.StartTime(context.Background(), pid) },
 		EvictAfter:         cfg.EvictAfter(),          // applies from the next start
 		MaxSessionInFlight: cfg.MaxInFlightPerSession, // 0: the pool's default; from the next start
 		MaxSessionBytes:    cfg.MaxInFlightMiBPerSession << 20,

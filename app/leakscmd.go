@@ -165,8 +165,11 @@ func killFound(ctx context.Context, req control.KillRequest, found []leaks.Leak)
 				targets = append(targets, l.PID)
 				continue
 			}
-			skipped = append(skipped, control.KillResult{PID: l.PID, Server: l.Server, Skipped: true,
-				Note: "no Switchboard run marker: may be another program's, so it is left alone"})
+			note := "no Switchboard run marker: may be another program's, so it is left alone"
+			if l.Kind == leaks.KindDetached {
+				note = "a live child of server " + l.Server + " may have started it on purpose: it is left alone while that child runs"
+			}
+			skipped = append(skipped, control.KillResult{PID: l.PID, Server: l.Server, Skipped: true, Note: note})
 		}
 	} else {
 		targets = []int{req.PID}
@@ -184,6 +187,8 @@ func killFound(ctx context.Context, req control.KillRequest, found []leaks.Leak)
 			switch {
 			case err == nil:
 				r.Killed = true
+			case errors.Is(err, leaks.ErrNotRunning):
+				r.NotRunning = true
 			case errors.Is(err, leaks.ErrRefused):
 				r.Refused, r.Error = true, err.Error()
 			default:

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/app/leaks"
 	"github.com/switchboard-mcp/switchboard/pool"
 	"github.com/switchboard-mcp/switchboard/store"
@@ -86,5 +87,71 @@ func TestLeakSourceReadsTheHistory(t *testing.T) {
 	// No database at all is no records, not an error.
 	if recs, err := readOnlyHistory(filepath.Join(dir, "none.db")).ChildrenOfEarlierRuns(ctx); err != nil || len(recs) != 0 {
 		t.Fatalf("missing database: %v %v", recs, err)
+	}
+}
+
+// plantSleep leaves `sleep 1000` behind with env (sh syntax, "A=1 B=2")
+// and init as its parent, as a run leaves a process behind; it is killed
+// in t.Cleanup.
+func plantSleep(t *testing.T, env string) int {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", env+" sleep 1000 </dev/null >/dev/null 2>&1 & echo $!").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	return pid
+}
+
+// TestKillAllLeaked: `kill --all-leaked` (and the tray's Kill all) kills
+// the proven leaks and leaves every suspect alone, saying why: an orphan
+// without a run marker, and a process a live child of this run detached
+// (it may be the user's browser, opened for an OAuth flow). Only this
+// test's processes are handed over: Find sees the whole machine.
+func TestKillAllLeaked(t *testing.T) {
+	ctx := context.Background()
+	marker, err := leaks.RunMarker(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command("sleep", "1000") // the live child of server oauth
+	child.Env = append(child.Environ(), leaks.RunEnv+"="+marker, pool.ServerEnv+"=oauth")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	marked := plantSleep(t, leaks.RunEnv+"=1@0 "+pool.ServerEnv+"=memory") // a run that has ended
+	orphan := plantSleep(t, "")
+	detached := plantSleep(t, leaks.RunEnv+"="+marker+" "+pool.ServerEnv+"=oauth")
+	configured := []pool.ServerConfig{{Name: "lingering", Command: "sleep", Args: []string{"1000"}}}
+
+	var mine []leaks.Leak
+	eventually(t, 10*time.Second, "the three planted processes are listed", func() bool {
+		found, err := leaks.Find(ctx, nil, configured, []int{child.Process.Pid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine = slices.DeleteFunc(found, func(l leaks.Leak) bool { return l.PID != marked && l.PID != orphan && l.PID != detached })
+		return len(mine) == 3 // each is listed once its sh has exited
+	})
+	res := killFound(ctx, control.KillRequest{AllLeaked: true}, mine)
+	slices.SortFunc(res, func(a, b control.KillResult) int { return a.PID - b.PID })
+	want := []control.KillResult{
+		{PID: marked, Server: "memory", Killed: true},
+		{PID: orphan, Server: "lingering", Skipped: true, Note: "no Switchboard run marker: may be another program's, so it is left alone"},
+		{PID: detached, Server: "oauth", Skipped: true, Note: "a live child of server oauth may have started it on purpose: it is left alone while that child runs"},
+	}
+	slices.SortFunc(want, func(a, b control.KillResult) int { return a.PID - b.PID })
+	if diff := cmp.Diff(want, res); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	for _, pid := range []int{orphan, detached} {
+		if syscall.Kill(pid, 0) != nil {
+			t.Errorf("the suspect %d was killed", pid)
+		}
 	}
 }

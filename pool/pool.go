@@ -118,6 +118,11 @@ type Options struct {
 	// that a leaked grandchild can be traced to the run that started it.
 	// Each child also gets SWITCHBOARD_SERVER=<name>.
 	ChildEnv []string
+	// ProcessStart reads a process's start time as the OS reports it: a
+	// started child's EventBackendStarted carries it as ProcessStart, on
+	// the clock leak detection compares recorded children with. nil, or
+	// an error: the time the pool saw the child start.
+	ProcessStart func(pid int) (time.Time, error)
 }
 
 // Implementation names a client or server, as in MCP's clientInfo.

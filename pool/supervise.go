@@ -126,6 +126,11 @@ func (b *backend) startAndHandshake() (*child, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Name, err)
 	}
+	if read := b.p.opts.ProcessStart; read != nil {
+		if t, err := read(c.pid); err == nil {
+			c.started = t // the OS's clock, which leak detection compares with
+		}
+	}
 	b.mu.Lock()
 	b.child = c
 	b.startedAt = c.started

@@ -96,7 +96,8 @@ type Leak struct {
 	// Reason says why it counts as a leak, for the user.
 	Reason string
 	// Proven leaks are Switchboard's beyond doubt and may be killed; the
-	// others are suspects (an orphan without a run marker), only listed.
+	// others are suspects (an orphan without a run marker, a process a
+	// live child detached), only listed.
 	Proven bool
 }
 

@@ -122,8 +122,12 @@ type KillResult struct {
 	Refused bool   `json:"refused,omitempty"`
 	Error   string `json:"error,omitempty"`
 	// Skipped marks a suspect that --all-leaked left alone (an orphan
-	// without a run marker); Note says why. It is not a failure.
+	// without a run marker, a process a live child detached); Note says
+	// why. It is not a failure.
 	Skipped bool `json:"skipped,omitempty"`
+	// NotRunning marks a PID that no process has any more (a leak that
+	// exited since it was listed): nothing to kill, not a failure.
+	NotRunning bool `json:"notRunning,omitempty"`
 	// Note adds context to a kill, e.g. that a pool child will restart.
 	Note string `json:"note,omitempty"`
 }
@@ -132,7 +136,7 @@ type KillResult struct {
 // leaks.ErrRefused.
 func (r KillResult) Err() error {
 	switch {
-	case r.Killed, r.Skipped:
+	case r.Killed, r.Skipped, r.NotRunning:
 		return nil
 	case r.Refused:
 		return refusedError(r.Error)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/shirou/gopsutil/v4/process"
 )
 
 // Grace periods of Kill: after SIGTERM before SIGKILL, and after SIGKILL
@@ -20,9 +22,12 @@ var (
 const pollEvery = 20 * time.Millisecond
 
 // Kill kills leaked backend pid, which must be a proven leak in proof (the
-// result of a recent Find): anything else, a suspect orphan included, is
-// refused with an error that Is ErrRefused. Right before signalling it checks that pid still has the
-// start time Find saw, so a PID reused in between is refused too.
+// result of a recent Find): anything else, a suspect included, is refused
+// with an error that Is ErrRefused. A PID that is not in proof and that
+// no running process has (a leak that exited since it was listed) gets an
+// error that Is ErrNotRunning: there is nothing to kill. Right before
+// signalling it checks that pid still has the start time Find saw, so a
+// PID reused in between is refused too.
 //
 // A process that leads its own process group is killed with its whole
 // group (npx -> npm exec -> node chains) and its descendants outside the
@@ -37,12 +42,22 @@ func Kill(ctx context.Context, pid int, proof []Leak) error {
 			break
 		}
 	}
-	if leak == nil || pid <= 1 {
+	if pid <= 1 {
+		return notKnown(pid)
+	}
+	if leak == nil {
+		if !running(ctx, pid) {
+			return fmt.Errorf("PID %d is %w", pid, ErrNotRunning)
+		}
 		return notKnown(pid)
 	}
 	if !leak.Proven {
-		return &refusal{pid: pid, why: fmt.Sprintf("it matches configured server %s, but it carries no Switchboard run marker and is not a recorded child, "+
-			"so it may be another program's; if you know it is a leaked backend, end it yourself (kill %d)", leak.Server, pid)}
+		why := fmt.Sprintf("it matches configured server %s, but it carries no Switchboard run marker and is not a recorded child, "+
+			"so it may be another program's", leak.Server)
+		if leak.Kind == KindDetached {
+			why = fmt.Sprintf("server %s still has a live child, which may have started it on purpose (a browser, a daemon)", leak.Server)
+		}
+		return &refusal{pid: pid, why: fmt.Sprintf("%s; if you know it is a leaked backend, end it yourself (kill %d)", why, pid)}
 	}
 	tab, err := scan(ctx)
 	if err != nil {
@@ -127,6 +142,15 @@ func Kill(ctx context.Context, pid int, proof []Leak) error {
 		}
 	}
 	return fmt.Errorf("kill PID %d: still running %s after SIGKILL: %s", pid, KillGrace, strings.Join(left, ", "))
+}
+
+// running reports whether a process with pid exists and is not a zombie.
+func running(ctx context.Context, pid int) bool {
+	if ok, err := process.PidExistsWithContext(ctx, int32(pid)); err == nil && !ok {
+		return false
+	}
+	p, err := lookup(ctx, pid)
+	return err != nil || !p.isZombie(ctx) // unreadable: say running, and refuse it
 }
 
 // still reports whether t is running: the same process (same start

@@ -1,19 +1,26 @@
 // Package leaks finds MCP server processes that outlived the pool that
 // started them (or some other proxy's), and kills them on request.
 //
-// A process is a leaked backend when Switchboard can prove it is an MCP
-// backend and that nobody is using it:
+// A process is a proven leaked backend when Switchboard can prove it is
+// an MCP backend's and that nobody is using it:
 //
 //   - it is a child a pool recorded in an earlier run, still alive with
 //     the same PID and the same process start time (so a reused PID never
 //     matches), or
-//   - its command line matches a configured server and its parent is init
-//     (PID 1, launchd) or a known subreaper (systemd --user), which is
-//     where orphans go when the process that started them died.
+//   - it carries the run marker (RunEnv) of a run that has ended, or of
+//     this run with init (or a subreaper) as its parent while no child of
+//     its server runs.
+//
+// Suspects are listed and never killed: a process of this run re-parented
+// to init while a child of its server runs (that child may have detached
+// it on purpose: a browser, a daemon), and a process whose command line
+// matches a configured server while its parent is init (PID 1, launchd) or
+// a known subreaper (systemd --user) and that carries no marker.
 //
 // The running pool's own children, and the current process tree, are
 // never leaks. Kill refuses every PID that the latest Find did not
-// report, and re-checks the start time right before signalling.
+// report as proven, and re-checks the start time right before
+// signalling.
 package leaks
 
 import (
@@ -55,12 +62,15 @@ type Leak struct {
 	Reason    string    `json:"reason"`
 	// Kind is "recorded" (a child of an earlier run, by PID and start
 	// time), "marked" (carries the run marker of a Switchboard run that has
-	// ended) or "orphan" (matches a configured server, its parent is init,
-	// and it has no marker).
+	// ended, or this run's with init as its parent while no child of its
+	// server runs), "detached" (carries this run's marker, its parent is
+	// init, and a child of its server runs) or "orphan" (matches a
+	// configured server, its parent is init, and it has no marker).
 	Kind string `json:"kind"`
-	// Proven says the process is Switchboard's beyond doubt (recorded or
-	// marked): only those are killed. An orphan is a suspect: any program
-	// of the same user may run a configured command line.
+	// Proven says the process is a leaked backend beyond doubt (recorded
+	// or marked): only those are killed. The others are suspects: a
+	// detached process may be a helper a live child started on purpose,
+	// and any program of the same user may run a configured command line.
 	Proven bool `json:"proven"`
 	// PPID and PGID say what Kill will signal: the whole group when the
 	// process leads its own group (PGID == PID), else the process and
@@ -75,7 +85,8 @@ type Leak struct {
 const (
 	KindRecorded = "recorded"
 	KindOrphan   = "orphan"
-	KindMarked   = "marked" // carries the run marker of a Switchboard that has ended
+	KindMarked   = "marked"   // carries the marker of a run that has ended, or this run's with no child of its server left
+	KindDetached = "detached" // carries this run's marker, re-parented, while a child of its server runs
 )
 
 // RunEnv is the environment variable that marks every child of a
@@ -119,6 +130,10 @@ var StartTolerance = time.Second
 // proven MCP backend.
 var ErrRefused = errors.New("refused")
 
+// ErrNotRunning marks a kill of a PID that no process has: a leak that
+// has exited since it was listed. Nothing is left to kill.
+var ErrNotRunning = errors.New("not running")
+
 // refusal is Kill's error for a PID it will not touch.
 type refusal struct {
 	pid int
@@ -145,12 +160,13 @@ func StartTime(ctx context.Context, pid int) (time.Time, error) {
 }
 
 // Find lists the leaked backends: children of earlier runs from src that
-// are still alive (same PID and start time), and processes whose command
-// line matches one of configured while their parent is init or a
-// subreaper. Processes in own (the running pool's children) and their
-// descendants, and the current process with its ancestors and
-// descendants, are never reported. src may be nil. The result is sorted
-// by PID and never nil.
+// are still alive (same PID and start time), processes carrying a run
+// marker (see the package doc), and processes whose command line matches
+// one of configured while their parent is init or a subreaper. Processes
+// in own (the running pool's children) and their descendants, and the
+// current process with its ancestors and descendants, are never reported;
+// own's environments say which servers have a live child. src may be nil.
+// The result is sorted by PID and never nil.
 func Find(ctx context.Context, src Source, configured []pool.ServerConfig, own []int) ([]Leak, error) {
 	var recs []ChildRecord
 	if src != nil {
@@ -180,6 +196,18 @@ func Find(ctx context.Context, src Source, configured []pool.ServerConfig, own [
 			r.PID, r.StartedAt.Format(time.RFC3339)))
 	}
 
+	// The servers with a live child of this run, by the server name in
+	// the child's environment: a process such a child detached may be a
+	// helper it still uses.
+	live := map[string]int{}
+	for _, pid := range own {
+		if p := tab.procs[pid]; p != nil && !p.isZombie(ctx) {
+			if _, s := markerOf(p.environ(ctx)); s != "" && (live[s] == 0 || pid < live[s]) {
+				live[s] = pid
+			}
+		}
+	}
+
 	// Descendants of any run's children, by their inherited marker: a
 	// grandchild that ignored stdin EOF outlives its run whatever it runs.
 	uid, self := os.Getuid(), os.Getpid()
@@ -196,23 +224,31 @@ func Find(ctx context.Context, src Source, configured []pool.ServerConfig, own [
 		if !ok {
 			continue
 		}
-		if rp := tab.procs[rpid]; rp != nil && sameStart(rp.start, rstart) {
-			// Its run is alive: another Switchboard's, or this one's
-			// and still inside a live child's tree.
-			if rpid != self || !tab.reaperParent(ctx, p) {
-				continue
-			}
+		// A run that has exited and awaits its parent's wait (a zombie)
+		// has ended.
+		rp := tab.procs[rpid]
+		runAlive := rp != nil && sameStart(rp.start, rstart) && !rp.isZombie(ctx)
+		thisRun := runAlive && rpid == self
+		if runAlive && (!thisRun || !tab.reaperParent(ctx, p)) {
+			// Another live Switchboard's, or this one's and still
+			// inside a live child's tree.
+			continue
 		}
 		if p.isZombie(ctx) {
 			continue
 		}
-		reason := fmt.Sprintf("carries %s=%s: started under server %s by a Switchboard run (pid %d, started %s) that has ended",
-			RunEnv, run, server, rpid, rstart.Format(time.RFC3339))
-		if rpid == self {
-			reason = fmt.Sprintf("carries this run's %s: left behind by server %s after its child exited; its parent is %s",
-				RunEnv, server, tab.parentName(ctx, p))
+		switch c := live[server]; {
+		case thisRun && c != 0:
+			add(p, server, KindDetached, fmt.Sprintf("carries this run's %s and its parent is %s, while server %s still has a live child (PID %d): "+
+				"it may be a helper that child started on purpose (a browser, a daemon); listed, not killed while that child runs",
+				RunEnv, tab.parentName(ctx, p), server, c))
+		case thisRun:
+			add(p, server, KindMarked, fmt.Sprintf("carries this run's %s: left behind by server %s after its child exited; its parent is %s",
+				RunEnv, server, tab.parentName(ctx, p)))
+		default:
+			add(p, server, KindMarked, fmt.Sprintf("carries %s=%s: started under server %s by a Switchboard run (pid %d, started %s) that has ended",
+				RunEnv, run, server, rpid, rstart.Format(time.RFC3339)))
 		}
-		add(p, server, KindMarked, reason)
 	}
 	// Then processes that merely look like a configured server: suspects
 	// only, since any program of this user may run the same command line.

@@ -383,7 +383,6 @@ func TestKillRefusesWhatItCannotProve(t *testing.T) {
 		{"a sleep the test started", sleep.Process.Pid},
 		{"an orphaned sleep (parent init, matches nothing)", orphanSleep.pid},
 		{"init", 1},
-		{"no such process", 1 << 30},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -393,6 +392,10 @@ func TestKillRefusesWhatItCannotProve(t *testing.T) {
 				t.Errorf("Kill(%d) = %v\nwant %q", c.pid, err, want)
 			}
 		})
+	}
+	// A PID no process has is not running, whoever had it: not a refusal.
+	if err := Kill(ctx, 1<<30, ls); !errors.Is(err, ErrNotRunning) || errors.Is(err, ErrRefused) {
+		t.Errorf("Kill of a PID no process has: %v", err)
 	}
 	select {
 	case <-done:
@@ -555,3 +558,144 @@ func TestRunMarker(t *testing.T) {
 type records []ChildRecord
 
 func (r records) ChildrenOfEarlierRuns(context.Context) ([]ChildRecord, error) { return r, nil }
+
+// startMarked starts `sleep 1000` as the test's own child with env added,
+// as the pool starts a server; it is killed and reaped in t.Cleanup.
+func startMarked(t *testing.T, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "1000")
+	cmd.Env = append(os.Environ(), env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+	return cmd
+}
+
+// A live child of this run may detach a helper on purpose (mcp-remote
+// opens the user's browser for an OAuth flow, a build tool starts its
+// daemon): it carries this run's marker and its parent is init. While its
+// server still has a live child it is a suspect, which Kill refuses; once
+// no child of that server runs, it is a proven leak. On the first edition
+// it was a proven leak "left behind by server oauth after its child
+// exited" while that child ran, and Kill killed it.
+func TestDetachedHelperOfALiveChildIsASuspect(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	marker, err := RunMarker(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := startMarked(t, RunEnv+"="+marker, pool.ServerEnv+"=oauth")
+	other := startMarked(t, RunEnv+"="+marker, pool.ServerEnv+"=memory")
+	pidfile := filepath.Join(dir, "helper.pid")
+	env := RunEnv + "=" + marker + " " + pool.ServerEnv + "=oauth"
+	helper := plantOrphan(t, env+" sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > "+pidfile, pidfile)
+	parentIsReaper(t, helper.pid)
+
+	own := []int{child.Process.Pid, other.Process.Pid}
+	ls, err := Find(ctx, nil, nil, own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := findLeak(ls, helper.pid)
+	if l == nil || l.Kind != KindDetached || l.Proven || l.Server != "oauth" ||
+		!strings.Contains(l.Reason, fmt.Sprintf("server oauth still has a live child (PID %d)", child.Process.Pid)) {
+		t.Fatalf("helper %d of a live child: %+v", helper.pid, ls)
+	}
+	t.Logf("reason: %s", l.Reason)
+	if err := Kill(ctx, helper.pid, ls); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "still has a live child") {
+		t.Fatalf("Kill of the helper of a live child: %v", err)
+	}
+	if !helper.alive() {
+		t.Fatal("the refused helper died")
+	}
+
+	// A live child of another server does not vouch for it: once oauth's
+	// child has exited, the current rules apply.
+	_ = child.Process.Kill()
+	ls, err = Find(ctx, nil, nil, own[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = findLeak(ls, helper.pid)
+	if l == nil || l.Kind != KindMarked || !l.Proven || !strings.Contains(l.Reason, "left behind by server oauth after its child exited") {
+		t.Fatalf("helper %d after its server's child exited: %+v", helper.pid, ls)
+	}
+}
+
+// A run that has exited and not yet been reaped (a zombie: its parent has
+// not waited for it) has ended. On the first edition it counted as alive,
+// so a grandchild it left behind was not reported until the zombie was
+// reaped.
+func TestZombieRunHasEnded(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	run := exec.Command("sleep", "1000")
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	reaped := false
+	t.Cleanup(func() {
+		if !reaped {
+			_ = run.Process.Kill()
+			_ = run.Wait()
+		}
+	})
+	rp, err := lookup(ctx, run.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := itoa(rp.pid) + "@" + strconv.FormatInt(rp.start.UnixMilli(), 10)
+	pidfile := filepath.Join(dir, "grandchild.pid")
+	env := RunEnv + "=" + marker + " " + pool.ServerEnv + "=memory"
+	gc := plantOrphan(t, env+" sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > "+pidfile, pidfile)
+
+	ls, err := Find(ctx, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := findLeak(ls, gc.pid); l != nil {
+		t.Fatalf("the grandchild of a live run is reported: %+v", *l)
+	}
+	// The run is SIGKILLed; nobody waits for it yet.
+	if err := run.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the run to be a zombie", func() bool { return rp.isZombie(ctx) })
+	ls, err = Find(ctx, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := findLeak(ls, gc.pid); l == nil || l.Kind != KindMarked || !l.Proven || !strings.Contains(l.Reason, "that has ended") {
+		t.Fatalf("grandchild %d of a zombie run: %+v", gc.pid, ls)
+	}
+	_ = run.Wait()
+	reaped = true
+}
+
+// A leak that was listed and has exited since is not running: Kill says
+// so (ErrNotRunning), which is not a refusal. On the first edition it was
+// refused as "not a known MCP backend", as a PID that was never ours.
+func TestKillOfALeakThatHasExited(t *testing.T) {
+	ctx := context.Background()
+	argv := []string{fakeBin, "-startup-delay", "1h"}
+	child := plantLeader(t, argv...)
+	src := source{{PID: child.pid, Server: "memory", Command: argv, StartedAt: child.start, Run: "earlier"}}
+	ls, err := Find(ctx, src, nil, nil)
+	if err != nil || findLeak(ls, child.pid) == nil {
+		t.Fatalf("planted child %d: %+v %v", child.pid, ls, err)
+	}
+	// It exits (its owner ended it) before the user's kill.
+	_ = syscall.Kill(-child.pid, syscall.SIGKILL)
+	waitFor(t, 5*time.Second, "the child to exit", func() bool { return !child.alive() })
+	if ls, err = Find(ctx, src, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	err = Kill(ctx, child.pid, ls)
+	if !errors.Is(err, ErrNotRunning) || errors.Is(err, ErrRefused) || err.Error() != fmt.Sprintf("PID %d is not running", child.pid) {
+		t.Errorf("Kill of an exited leak: %v", err)
+	}
+}

@@ -199,7 +199,7 @@ func (t *table) leak(ctx context.Context, p *proc, server, kind, reason string) 
 		desc = []int{}
 	}
 	return Leak{PID: p.pid, Server: server, Command: p.argv(ctx), StartedAt: p.start,
-		RSSBytes: p.rss(ctx), Reason: reason, Kind: kind, Proven: kind != KindOrphan, PPID: p.ppid, PGID: pgid(p.pid), Descendants: desc}
+		RSSBytes: p.rss(ctx), Reason: reason, Kind: kind, Proven: kind == KindRecorded || kind == KindMarked, PPID: p.ppid, PGID: pgid(p.pid), Descendants: desc}
 }
 
 // resolveLink follows symlinks in an absolute path (npx runs a package

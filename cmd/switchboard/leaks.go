@@ -51,7 +51,7 @@ func printLeaks(w io.Writer, ls []leaks.Leak, now time.Time) error {
 	}
 	fmt.Fprintf(tw, "\n%d leaked; kill one with `switchboard kill PID`, all with `switchboard kill --all-leaked`\n", proven)
 	if n := len(ls) - proven; n > 0 {
-		fmt.Fprintf(tw, "%d suspect (an orphan without a Switchboard run marker): listed, never killed by Switchboard\n", n)
+		fmt.Fprintf(tw, "%d suspect (an orphan without a Switchboard run marker, or a process a live child detached): listed, not killed by Switchboard\n", n)
 	}
 	return tw.Flush()
 }
@@ -87,7 +87,8 @@ func (c *killCmd) Run(ctx context.Context) error {
 	return reportKills(os.Stdout, os.Stderr, res, c.AllLeaked)
 }
 
-// reportKills prints one line per killed PID on out. A single PID's
+// reportKills prints one line per killed PID, and per PID that is no
+// longer running, on out. A single PID's
 // failure is returned for main to print (a refusal Is leaks.ErrRefused);
 // with --all-leaked each failure goes to errOut and a summary is
 // returned. Either way the exit code is non-zero unless everything asked
@@ -109,6 +110,10 @@ func reportKills(out, errOut io.Writer, res []control.KillResult, all bool) erro
 		}
 		if r.Skipped {
 			fmt.Fprintf(errOut, "switchboard: not killing PID %d (%s): %s\n", r.PID, r.Server, r.Note)
+			continue
+		}
+		if r.NotRunning {
+			fmt.Fprintf(out, "PID %d is not running: nothing to kill\n", r.PID)
 			continue
 		}
 		line := fmt.Sprintf("killed PID %d", r.PID)

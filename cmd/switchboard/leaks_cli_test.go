@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
+	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/app/leaks"
 	"github.com/switchboard-mcp/switchboard/pool"
 	"github.com/switchboard-mcp/switchboard/store"
@@ -159,12 +161,22 @@ func TestLeaksAcrossRuns(t *testing.T) {
 	child := readPID(t, childFile)
 	db := filepath.Join(home, "history.db")
 	waitFor(t, "the child in the history database", func() bool { return recordedChildren(t, db)[child] == "fake" })
+	// Its start is recorded on the clock the next run compares with: the
+	// OS's start time of the process, not the pool's clock after Start.
+	osStart, err := leaks.StartTime(context.Background(), child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := recordedStart(t, db, child); !got.Equal(osStart) {
+		t.Errorf("recorded process start %s; the OS says %s (off by %s)", got.Format(time.RFC3339Nano),
+			osStart.Format(time.RFC3339Nano), got.Sub(osStart))
+	}
 
 	// SIGKILL the pool: on Linux the child dies with it (Pdeathsig).
 	if err := first.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	err := <-first.done
+	err = <-first.done
 	first.done <- err
 	killedAt := time.Now()
 	waitFor(t, "the child to die with the pool", func() bool { return !alive(child) })
@@ -252,27 +264,32 @@ func TestLeaksAcrossRuns(t *testing.T) {
 		t.Fatalf("kill %d: exit %d, stdout %q, stderr %q", planted, code, stdout, stderr)
 	}
 	waitFor(t, "the planted child to be gone", func() bool { return !alive(planted) })
+	// A listed leak that has exited since (killed twice, or it ended on
+	// its own): nothing to kill, which is what was asked for.
+	stdout, stderr, code = sbIn(home, "kill", strconv.Itoa(planted))
+	if code != 0 || stdout != fmt.Sprintf("PID %d is not running: nothing to kill\n", planted) || stderr != "" {
+		t.Errorf("kill of an exited leak %d: exit %d, stdout %q, stderr %q", planted, code, stdout, stderr)
+	}
 
-	// --all-leaked gets the marked orphan; not the unmarked one, not the
-	// pool's own child.
-	stdout, stderr, code = sbIn(home, "kill", "--all-leaked")
-	if code != 0 || stdout != fmt.Sprintf("killed PID %d (lingering)\n", marked) ||
-		stderr != fmt.Sprintf("switchboard: not killing PID %d (lingering): no Switchboard run marker: may be another program's, so it is left alone\n", orphan) {
-		t.Fatalf("kill --all-leaked: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	// The marked orphan is killed by PID; the unmarked one and the pool's
+	// own child live on. (Not `kill --all-leaked`: it kills every proven
+	// leak of this user, other runs' included. TestKillAllLeaked in
+	// app shows what it picks, TestReportKills what it prints.)
+	stdout, stderr, code = sbIn(home, "kill", strconv.Itoa(marked))
+	if code != 0 || stdout != fmt.Sprintf("killed PID %d (lingering)\n", marked) {
+		t.Fatalf("kill %d: exit %d, stdout %q, stderr %q", marked, code, stdout, stderr)
 	}
 	waitFor(t, "the marked orphan to be gone", func() bool { return !alive(marked) })
 	if !alive(own) || !alive(orphan) {
-		t.Errorf("kill --all-leaked killed the pool's own child (alive %v) or the suspect (alive %v)", alive(own), alive(orphan))
+		t.Errorf("killing the marked orphan killed the pool's own child (alive %v) or the suspect (alive %v)", alive(own), alive(orphan))
 	}
-	if ls := leaksJSON(t, home); len(ls) != 1 || ls[0].PID != orphan {
-		t.Errorf("leaks after kill --all-leaked: %+v", ls)
+	ls = leaksJSON(t, home)
+	if leakOf(ls, planted) != nil || leakOf(ls, marked) != nil || leakOf(ls, own) != nil || leakOf(ls, orphan) == nil {
+		t.Errorf("leaks after the kills: %+v", ls)
 	}
 	// Its owner ends the suspect.
 	_ = syscall.Kill(-orphan, syscall.SIGKILL)
 	waitFor(t, "the orphan to be gone", func() bool { return !alive(orphan) })
-	if stdout, _, code := sbIn(home, "kill", "--all-leaked"); code != 0 || stdout != "no leaked backends\n" {
-		t.Errorf("kill --all-leaked with none: exit %d %q", code, stdout)
-	}
 	// The pool's own child is an MCP backend too: killed through the
 	// pool, whose supervisor replaces it.
 	stdout, stderr, code = sbIn(home, "kill", strconv.Itoa(own))
@@ -320,6 +337,89 @@ func TestLeakedGrandchildFoundByMarker(t *testing.T) {
 	waitFor(t, "the leaked grandchild to die", func() bool { return !alive(gp) })
 }
 
+// TestDetachedHelperOfALiveChild: a server's child detaches a helper on
+// purpose (mcp-remote opens the user's browser for OAuth; a build tool
+// starts its daemon): re-parented to init, it carries the run's marker.
+// While that server's child runs, `leaks` lists the helper as a suspect
+// and `kill` refuses it; once the child has exited it is a proven leak.
+func TestDetachedHelperOfALiveChild(t *testing.T) {
+	dir := homeDir(t)
+	helperFile := filepath.Join(dir, "helper.pid")
+	childFile := filepath.Join(dir, "child.pid")
+	setsid, err := exec.LookPath("setsid")
+	if err != nil {
+		t.Skip("no setsid(1) to detach a helper")
+	}
+	// A double fork, and a session of its own: stopping the server does
+	// not end it, as it does not end a browser.
+	script := fmt.Sprintf("(%s sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > %s); exec %s -pidfile %s", setsid, helperFile, fakeBin, childFile)
+	config := fmt.Sprintf(`{"mcpServers":{"oauth":{"command":"sh","args":["-c",%q]}}}`, script)
+	in := serve(t, noClientStarts(config))
+	s := in.connect(t, "oauth")
+	s.initialize("c")
+	child := readPID(t, childFile)
+	helper := readPID(t, helperFile)
+	t.Cleanup(func() { _ = syscall.Kill(helper, syscall.SIGKILL) })
+	// Its parent, the subshell (a child of the server's child), exits.
+	waitFor(t, "the helper to be re-parented", func() bool { p := ppid(helper); return p != 0 && ppid(p) != child })
+
+	l := leakOf(leaksJSON(t, in.home), helper)
+	if l == nil || l.Kind != "detached" || l.Proven || l.Server != "oauth" ||
+		!strings.Contains(l.Reason, fmt.Sprintf("server oauth still has a live child (PID %d)", child)) {
+		t.Fatalf("helper %d of a live child: %+v", helper, l)
+	}
+	if _, stderr, code := sbIn(in.home, "kill", strconv.Itoa(helper)); code == 0 || !strings.Contains(stderr, "still has a live child") {
+		t.Errorf("kill of the helper of a live child: exit %d, stderr %q", code, stderr)
+	}
+	if !alive(helper) {
+		t.Fatal("the refused helper died")
+	}
+
+	// The child ends: nothing vouches for the helper any more.
+	if _, err := in.run("stop", "oauth"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the child to exit", func() bool { return !alive(child) })
+	l = leakOf(leaksJSON(t, in.home), helper)
+	if l == nil || l.Kind != "marked" || !l.Proven || !strings.Contains(l.Reason, "left behind by server oauth after its child exited") {
+		t.Fatalf("helper %d after its server's child exited: %+v", helper, l)
+	}
+	if stdout, stderr, code := sbIn(in.home, "kill", strconv.Itoa(helper)); code != 0 || stdout != fmt.Sprintf("killed PID %d (oauth)\n", helper) {
+		t.Fatalf("kill %d: exit %d, stdout %q, stderr %q", helper, code, stdout, stderr)
+	}
+	waitFor(t, "the helper to die", func() bool { return !alive(helper) })
+}
+
+// ppid is pid's parent, or 0 if it cannot be read.
+func ppid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
+}
+
+// recordedStart is the process start time the history database at db
+// has recorded for pid.
+func recordedStart(t *testing.T, db string, pid int) time.Time {
+	t.Helper()
+	conn, err := sql.Open("sqlite3", "file:"+db+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var us int64
+	if err := conn.QueryRow(`SELECT process_start FROM backends WHERE pid = ?`, pid).Scan(&us); err != nil {
+		t.Fatalf("process_start of PID %d: %v", pid, err)
+	}
+	return time.UnixMicro(us)
+}
+
 // recordedChildren lists the children the history database at db has
 // recorded (pid -> server), read as any SQLite client would.
 func recordedChildren(t *testing.T, db string) map[int]string {
@@ -343,4 +443,50 @@ func recordedChildren(t *testing.T, db string) map[int]string {
 		}
 	}
 	return out
+}
+
+// TestReportKills: what `kill` prints for the results the pool (or the
+// CLI itself) returns: killed PIDs and PIDs no longer running on stdout,
+// suspects left alone and failures on stderr; the exit is non-zero only
+// for a failure.
+func TestReportKills(t *testing.T) {
+	cases := []struct {
+		name           string
+		res            []control.KillResult
+		all            bool
+		stdout, stderr string
+		err            string
+	}{
+		{name: "all, none", all: true, stdout: "no leaked backends\n"},
+		{name: "all", all: true, res: []control.KillResult{
+			{PID: 10, Server: "memory", Killed: true},
+			{PID: 11, Server: "lingering", Skipped: true, Note: "no Switchboard run marker: may be another program's, so it is left alone"},
+			{PID: 12, Server: "oauth", Skipped: true, Note: "a live child of server oauth may have started it on purpose: it is left alone while that child runs"},
+			{PID: 13, NotRunning: true},
+		},
+			stdout: "killed PID 10 (memory)\nPID 13 is not running: nothing to kill\n",
+			stderr: "switchboard: not killing PID 11 (lingering): no Switchboard run marker: may be another program's, so it is left alone\n" +
+				"switchboard: not killing PID 12 (oauth): a live child of server oauth may have started it on purpose: it is left alone while that child runs\n"},
+		{name: "all, one refused", all: true, res: []control.KillResult{
+			{PID: 10, Server: "memory", Killed: true},
+			{PID: 11, Refused: true, Error: "refusing to kill PID 11: the PID now belongs to another process"},
+		},
+			stdout: "killed PID 10 (memory)\n", stderr: "switchboard: refusing to kill PID 11: the PID now belongs to another process\n",
+			err: "1 of 2 leaked backends were not killed"},
+		{name: "one not running", res: []control.KillResult{{PID: 13, NotRunning: true}}, stdout: "PID 13 is not running: nothing to kill\n"},
+		{name: "one refused", res: []control.KillResult{{PID: 14, Refused: true, Error: "refusing to kill PID 14: no"}},
+			err: "refusing to kill PID 14: no"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errOut strings.Builder
+			err := reportKills(&out, &errOut, c.res, c.all)
+			if out.String() != c.stdout || errOut.String() != c.stderr || fmt.Sprint(err) != cmp.Or(c.err, "<nil>") {
+				t.Errorf("stdout %q\nstderr %q\nerr %v\nwant %q, %q, %s", out.String(), errOut.String(), err, c.stdout, c.stderr, cmp.Or(c.err, "<nil>"))
+			}
+			if c.err != "" && c.name == "one refused" && !errors.Is(err, leaks.ErrRefused) {
+				t.Errorf("a refusal is not ErrRefused: %v", err)
+			}
+		})
+	}
 }
