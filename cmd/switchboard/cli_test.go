@@ -130,10 +130,11 @@ func serveBinary(t *testing.T, binary, home string, env ...string) *instance {
 	// A program it starts (an upgrade by spawning) may hold its output
 	// open: Wait returns soon after the pool itself exits all the same.
 	in.cmd.WaitDelay = time.Second
-	if err := in.cmd.Start(); err != nil {
+	done, err := startPinned(in.cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { in.done <- in.cmd.Wait() }()
+	go func() { in.done <- <-done }()
 	t.Cleanup(func() {
 		_ = in.cmd.Process.Signal(syscall.SIGTERM)
 		select {

@@ -35,10 +35,11 @@ func TestTrayWithoutAWindowSystemServesHeadless(t *testing.T) {
 	in.cmd.Env = append(in.cmd.Env, "DISPLAY="+display, "SWITCHBOARD_HOME="+home)
 	in.cmd.Stdout, in.cmd.Stderr = in.log, in.log
 	in.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := in.cmd.Start(); err != nil {
+	done, err := startPinned(in.cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { in.done <- in.cmd.Wait() }()
+	go func() { in.done <- <-done }()
 	t.Cleanup(func() {
 		_ = in.cmd.Process.Kill()
 		if t.Failed() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -92,10 +93,11 @@ func startTray(t *testing.T, home, display string) *trayApp {
 	a.cmd.Env = append(clientEnv(home), "DISPLAY="+display)
 	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := a.cmd.Start(); err != nil {
+	done, err := startPinned(a.cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { a.done <- a.cmd.Wait() }()
+	go func() { a.done <- <-done }()
 	t.Cleanup(func() {
 		_ = a.cmd.Process.Kill()
 		if t.Failed() {
@@ -119,6 +121,25 @@ func (a *trayApp) stop() error {
 	}
 }
 
+// startPinned starts cmd on an OS thread that stays locked to the
+// goroutine waiting for it: Pdeathsig is sent when the thread that
+// started the process ends (not the test process), and the runtime ends
+// a thread whose locked goroutine returns. done has cmd's exit.
+func startPinned(cmd *exec.Cmd) (done <-chan error, err error) {
+	started, exited := make(chan error, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- cmd.Wait()
+	}()
+	return exited, <-started
+}
+
 // xServer starts an X server of the test's own (Xvfb) and returns its
 // display name. Without Xvfb and xdotool the test is skipped.
 func xServer(t *testing.T) string {
@@ -140,14 +161,23 @@ func xServer(t *testing.T) string {
 	cmd := exec.Command(xvfb, "-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp")
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	err = cmd.Start()
+	done, err := startPinned(cmd)
 	w.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+	t.Cleanup(func() {
+		select {
+		case err := <-done:
+			if !t.Failed() {
+				t.Errorf("the X server ended before the test did: %v", err)
+			}
+			return
+		default:
+		}
+		_ = cmd.Process.Kill()
+		<-done
+	})
 	_ = r.SetReadDeadline(time.Now().Add(20 * time.Second))
 	line, err := bufio.NewReader(r).ReadString('\n')
 	if err != nil {
