@@ -62,6 +62,15 @@ type listener struct {
 	b     *backend
 	acked bool
 	early [][]byte
+
+	// sending is held while the acknowledgement and early go out, and
+	// by a change for the listen that finds it not acknowledged: such a
+	// change waits for them rather than join early behind a client's
+	// back. Once the acknowledgement is out the client may act on it,
+	// and what the child says after that (an answer to the client's next
+	// call) must not overtake a change it said before. Taken before the
+	// session's mu; what it guards out goes to queues that never block.
+	sending sync.Mutex
 }
 
 // filter is the notifications member of subscriptions/listen params.
@@ -149,6 +158,8 @@ func (s *session) listen(id, params []byte, x *exchange) {
 // then what came for it meanwhile (early), in order; nothing if the
 // listen ended first.
 func (s *session) acknowledge(l *listener, promised filter) {
+	l.sending.Lock()
+	defer l.sending.Unlock()
 	if !s.listening(l) {
 		return
 	}
@@ -353,14 +364,12 @@ func (l *listener) wants(method, uri string) bool {
 func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string, tagged bool) {
 	s.mu.Lock()
 	modern := s.era == EraModern
-	var to []*listener
+	var to, unacked []*listener
 	for _, l := range s.listens {
 		switch {
 		case l.b != b || !l.wants(msg.Method, uri):
-		case !l.acked: // sent after the acknowledgement (acknowledge); said once, however often it came, while the child takes its time
-			if line := tagNotification(msg, l.id); !slices.ContainsFunc(l.early, func(e []byte) bool { return bytes.Equal(e, line) }) {
-				l.early = append(l.early, line)
-			}
+		case !l.acked:
+			unacked = append(unacked, l)
 		default:
 			to = append(to, l)
 		}
@@ -375,6 +384,28 @@ func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string, ta
 	}
 	for _, l := range to {
 		s.relate(l.to, tagNotification(msg, l.id))
+	}
+	for _, l := range unacked {
+		s.deliverEarly(l, tagNotification(msg, l.id))
+	}
+}
+
+// deliverEarly hands a change to a listen that was not acknowledged when
+// the change came: it waits for an acknowledgement going out, then goes
+// after it, or, not acknowledged yet, is sent after the acknowledgement
+// (acknowledge), said once however often it came while the child takes
+// its time.
+func (s *session) deliverEarly(l *listener, line []byte) {
+	l.sending.Lock()
+	defer l.sending.Unlock()
+	s.mu.Lock()
+	acked := l.acked
+	if !acked && !slices.ContainsFunc(l.early, func(e []byte) bool { return bytes.Equal(e, line) }) {
+		l.early = append(l.early, line)
+	}
+	s.mu.Unlock()
+	if acked {
+		s.relate(l.to, line)
 	}
 }
 
