@@ -39,6 +39,7 @@ type backend struct {
 	srv       *server
 	owner     *session   // set in share "session" mode
 	roots     []string   // the partition's roots, answered to the child's roots/list (roots.go)
+	rootNames rootNames  // their names, answered with them
 	caps      clientCaps // what the pool declares to the child: roots only with roots, sampling/elicitation only when its first session has them
 	createdAt time.Time
 	log       *slog.Logger
@@ -130,8 +131,9 @@ type outItem struct {
 	from *session
 }
 
-func newBackend(srv *server, cfg ServerConfig, owner *session, roots []string, caps clientCaps) *backend {
+func newBackend(srv *server, cfg ServerConfig, owner *session, roots []string, names rootNames, caps clientCaps) *backend {
 	b := buildBackend(srv, cfg, owner, roots, caps, nil)
+	b.rootNames = names
 	srv.p.wg.Go(b.supervise)
 	return b
 }
@@ -301,7 +303,7 @@ func (b *backend) send(p *pending) error {
 	if p.sub != nil && p.sub.add {
 		b.subscribingLocked(p)
 	}
-	if c := b.child; c != nil && c.direct != nil && c.ready && !b.writing && len(b.queue) == 0 {
+	if c := b.child; c != nil && c.direct != nil && c.ready && !c.rootsWait && !b.writing && len(b.queue) == 0 {
 		// Nothing is queued and nobody is writing: this goroutine writes
 		// the request itself, without a hand-off to writeLoop.
 		var ok bool
@@ -528,6 +530,9 @@ func (b *backend) writeLoop(c *child) {
 						continue // ended while queued: the child never needs it
 					case !c.ready && !it.early:
 						keep = append(keep, it) // the handshake's lines go first
+						continue
+					case c.rootsWait && it.clientsLocked():
+						keep = append(keep, it) // the child's roots go first (awaitRoots)
 						continue
 					case full || out.size > 0 && out.size+len(it.line) > maxBatch:
 						// Nothing overtakes a line held back: the child
@@ -825,13 +830,7 @@ func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 		return
 	}
 	if msg.Method == "roots/list" {
-		// Never a client's: the child's roots are its partition's, or
-		// for a session's own child that session's, as they are now.
-		roots := b.roots
-		if b.owner != nil {
-			roots = b.owner.partitionRoots()
-		}
-		b.sendRaw(jsonrpc.AppendResponse(nil, childID, rootsListResult(roots)))
+		b.answerRootsList(c, childID) // never a client's (roots.go)
 		return
 	}
 	if !b.ask(msg, childID) {

@@ -300,7 +300,7 @@ func (s *server) adoptCarriedLocked(ccs []CarriedChild) (rest []CarriedChild) {
 		if s.cfg.Share == ShareGlobal {
 			roots = nil
 		}
-		pt := s.partLocked(rootsKey(roots), roots)
+		pt := s.partLocked(rootsKey(roots), roots, nil) // the names were the earlier pool's
 		if pt.current.Load() != nil {
 			rest = append(rest, cc)
 			continue

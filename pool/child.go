@@ -40,6 +40,12 @@ type child struct {
 
 	ready bool   // handshake done; guarded by backend.mu
 	ended string // why the pool ended it while it ran (runUntilExit), for describeExit; supervisor only
+	// Guarded by backend.mu (roots.go): clients' lines wait for the child
+	// to have its roots (awaitRoots); it asked for them
+	// (answerRootsList); the timer that ends the wait.
+	rootsWait  bool
+	askedRoots bool
+	rootsTimer *time.Timer
 }
 
 // newChildState makes the channels of a child.

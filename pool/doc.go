@@ -172,14 +172,24 @@
 //     [urlQuestionForLegacy], [session.answerRound], [session.answerIfCurrent].
 //   - roots/list is never asked of a client by a child: sessions that
 //     declare different roots get different children, and the pool answers
-//     roots/list from the partition. While the pool asks a client its
+//     roots/list from the partition, with the names the session that made
+//     the partition gave its roots. While the pool asks a client its
 //     roots, the client's messages wait, and then go on in order, whoever
 //     ends the ask (its answer, its timer): what the client sends
 //     meanwhile waits behind them; a replay takes each message from the
 //     queue only as it handles it, and a hand-back takes to the shim those
 //     it has not taken: [session.holdForRoots], [session.rootsAnswered],
 //     [session.replayHeld], [session.takeHeld], [server.backendFor],
-//     [rootsListResult].
+//     [rootsListResult]. A legacy child told of roots gets no client line
+//     until it asked roots/list (the answer goes ahead of every client
+//     line) and rootsSettle more, for it to apply them; the pool's own
+//     lines go on. The wait for the ask is bounded by Options.RootsWait
+//     while the server's children were not seen to ask once initialized,
+//     by the handshake timeout once one did; after one that did not, the
+//     server's next children are not waited for, until one asks with no
+//     client call in flight: [backend.awaitRoots],
+//     [backend.answerRootsList], [backend.rootsWaited],
+//     [requestTable.callsAt], [backend.writeLoop].
 //   - logging/setLevel is per session: a child gets the most verbose level
 //     any session asked for, a child its sessions come to (new roots, a
 //     stop, a config change) as it becomes ready, and each session only

@@ -51,7 +51,7 @@ func newEndingRig(t *testing.T) *endingRig {
 	// The backend is the session's partition's, as a started one would be,
 	// so that Pool.Cancel and the session's requests find it.
 	s.srv.mu.Lock()
-	pt := s.srv.partLocked("", nil)
+	pt := s.srv.partLocked("", nil, nil)
 	s.srv.enterLocked(s, pt)
 	pt.current.Store(r.b)
 	s.srv.mu.Unlock()

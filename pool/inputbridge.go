@@ -116,7 +116,7 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 	ids := make([]uint64, 0, len(r.InputRequests))
 	for key, q := range r.InputRequests {
 		if q.Method == "roots/list" { // never a client's: the pool answers it, as it does a legacy child's
-			x.answer[key] = rootsListResult(b.answeredRoots())
+			x.answer[key] = b.rootsResult()
 			continue
 		}
 		id := b.p.nextID.Add(1)
@@ -150,16 +150,6 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 		sess.deliver(q)
 	}
 	return true, nil
-}
-
-// answeredRoots are the roots the pool answers this child's roots/list
-// with (rootsListResult), whatever its era: its partition's, or for a
-// session's own child that session's, as they are now (backend.onChildRequest).
-func (b *backend) answeredRoots() []string {
-	if b.owner != nil {
-		return b.owner.partitionRoots()
-	}
-	return b.roots
 }
 
 // answerRound takes a legacy client's answer to one of the pool's

@@ -66,7 +66,7 @@ func TestIdleReaping(t *testing.T) {
 					close(b.done)
 				}()
 				srv.mu.Lock()
-				pt := srv.partLocked("", nil)
+				pt := srv.partLocked("", nil, nil)
 				pt.current.Store(b)
 				srv.armIdleLocked(pt) // as currentLocked does for a child started with no member
 				srv.mu.Unlock()

@@ -45,6 +45,16 @@ type Options struct {
 	// HandshakeTimeout bounds a child's answer to server/discover or
 	// initialize. Default 60 s (npx may download the server first).
 	HandshakeTimeout time.Duration
+	// RootsWait bounds how long clients' requests wait for a new child
+	// told of roots to ask for them (roots/list), while none of its
+	// server's children was seen to: a server such as server-filesystem
+	// asks once initialized, and a request it takes before it has its
+	// answer runs with its own folders, not the client's. Once a child
+	// of the server asked on its own (not within a client's call), the
+	// next wait up to HandshakeTimeout; once one did not ask within
+	// RootsWait, the next do not wait (until one asks). Default 1 s;
+	// negative: no child is waited for.
+	RootsWait time.Duration
 	// MaxPending bounds the requests waiting on one backend. Default 65536.
 	MaxPending int
 	// MaxSessionInFlight bounds one session's requests in flight, so that
@@ -163,6 +173,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.HandshakeTimeout <= 0 {
 		r.HandshakeTimeout = 60 * time.Second
+	}
+	if r.RootsWait == 0 {
+		r.RootsWait = time.Second
 	}
 	if r.MaxPending <= 0 {
 		r.MaxPending = 1 << 16

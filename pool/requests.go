@@ -265,6 +265,21 @@ func (t *requestTable) serving() bool {
 	return yes
 }
 
+// callsAt reports whether a client's request was written to the child
+// pid and is not answered yet (backend.answerRootsList).
+func (t *requestTable) callsAt(pid int) bool {
+	var yes bool
+	t.update(func(in *inFlight) {
+		for _, p := range in.pending {
+			if p.sess != nil && p.pid == pid && (p.state == stWriting || p.state == stWritten) {
+				yes = true
+				return
+			}
+		}
+	})
+	return yes
+}
+
 // The writers' moves (send, writeLoop), made in their update closures.
 
 // startWriteLocked moves a queued request to writing to child pid and

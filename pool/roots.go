@@ -21,7 +21,9 @@ import (
 // roots by asking it roots/list once it is initialized (and again after
 // its notifications/roots/list_changed), holding the session's requests
 // until the answer; it answers a child's roots/list itself from the
-// child's partition and never hands that question to a client.
+// child's partition and never hands that question to a client. A child
+// told of roots gets no client request until it asked for them
+// (awaitRoots): a server applies its roots once it has them.
 // 2026-07-28 clients declare no roots to the pool: they share the "no
 // roots" partition.
 
@@ -33,35 +35,53 @@ var rootsAskTimeout = 10 * time.Second
 // rootsKey names a partition: the sorted, distinct URIs.
 func rootsKey(roots []string) string { return strings.Join(roots, "\n") }
 
-// parseRoots reads a roots/list result into sorted, distinct URIs.
-func parseRoots(result []byte) []string {
+// rootNames are the names a client gave its roots, by URI. A name is a
+// label for the child (MCP's Root.name); the URIs alone decide the
+// partition. A partition keeps the names of the session that made it:
+// a session that comes later with the same URIs under other names shares
+// its child, which hears its roots once, and so the first names.
+type rootNames map[string]string
+
+// parseRoots reads a roots/list result into sorted, distinct URIs and
+// their names (the first a URI is given, when it comes twice).
+func parseRoots(result []byte) ([]string, rootNames) {
 	var v struct {
 		Roots []struct {
-			URI string `json:"uri"`
+			URI  string `json:"uri"`
+			Name string `json:"name"`
 		} `json:"roots"`
 	}
 	if json.Unmarshal(result, &v) != nil {
-		return nil
+		return nil, nil
 	}
 	var out []string
+	var names rootNames
 	for _, r := range v.Roots {
-		if r.URI != "" {
-			out = append(out, r.URI)
+		if r.URI == "" {
+			continue
+		}
+		out = append(out, r.URI)
+		if _, ok := names[r.URI]; r.Name != "" && !ok {
+			if names == nil {
+				names = rootNames{}
+			}
+			names[r.URI] = r.Name
 		}
 	}
 	slices.Sort(out)
-	return slices.Compact(out)
+	return slices.Compact(out), names
 }
 
 // rootsListResult is the pool's answer to a child's roots/list: its
-// partition's roots.
-func rootsListResult(roots []string) []byte {
+// partition's roots, each with its name if it was given one.
+func rootsListResult(roots []string, names rootNames) []byte {
 	type root struct {
-		URI string `json:"uri"`
+		URI  string `json:"uri"`
+		Name string `json:"name,omitempty"`
 	}
 	list := make([]root, 0, len(roots))
 	for _, u := range roots {
-		list = append(list, root{URI: u})
+		list = append(list, root{URI: u, Name: names[u]})
 	}
 	out, _ := json.Marshal(struct {
 		Roots []root `json:"roots"`
@@ -69,11 +89,143 @@ func rootsListResult(roots []string) []byte {
 	return out
 }
 
-// partitionRoots are the roots the session's requests are partitioned by.
-func (s *session) partitionRoots() []string {
+// rootsResult is what the pool answers the child's roots/list with,
+// whatever its era: its partition's roots, or for a session's own child
+// that session's, as they are now.
+func (b *backend) rootsResult() []byte {
+	if b.owner != nil {
+		return rootsListResult(b.owner.declaredRoots())
+	}
+	return rootsListResult(b.roots, b.rootNames)
+}
+
+// What a server's children were seen to do once initialized with roots
+// (server.asksRoots).
+const (
+	rootsUnknown  int32 = iota // none was told roots yet (or the server's program changed)
+	rootsAsked                 // one asked roots/list: the next are waited for
+	rootsNotAsked              // one did not ask within Options.RootsWait: the next are not
+)
+
+// rootsSettle is how long the clients' lines wait, once the child asked
+// for its roots and the answer went ahead of them, for the child to
+// apply them. server-filesystem applies the answer only after checking
+// each folder on disk (its own I/O, which no message of the protocol
+// ends): on a loaded machine, a request right behind the answer ran
+// with the server's own folders in 10 tries of 10, one 20 ms behind it
+// in 2 of 10, one 50 ms behind it in none of 15; 100 ms is twice that.
+const rootsSettle = 100 * time.Millisecond
+
+// awaitRoots makes the clients' lines wait for c, a legacy child just
+// handshaken that was declared roots, until it has its roots: until it
+// asked for them (roots/list, answered by the pool), and rootsSettle
+// after. A server such as server-filesystem asks once initialized and
+// serves its own folders until it applied the answer: a request it takes
+// before runs with them, not the partition's. The wait for the ask is
+// bounded: by Options.RootsWait while the server's children were not
+// seen to ask, by the handshake timeout once one asked; a server whose
+// child did not ask within RootsWait is not waited for, until one of its
+// children asks. The lines wait in the backend's queue (writeLoop); the
+// pool's own (its subscribes, the log level, its answers) go on.
+func (b *backend) awaitRoots(c *child, hs *handshake) {
+	wait := b.p.opts.RootsWait
+	if !b.caps.roots || hs.era != EraLegacy || wait < 0 {
+		return // a 2026-07-28 child asks within a call (inputbridge.go)
+	}
+	switch b.srv.asksRoots.Load() {
+	case rootsAsked:
+		wait = max(wait, b.p.opts.HandshakeTimeout)
+	case rootsNotAsked:
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c.rootsWait = true
+	asked := c.askedRoots // during its handshake: the answer is ahead of the clients' lines
+	if asked {
+		wait = rootsSettle
+	}
+	c.rootsTimer = b.p.clock.AfterFunc(wait, func() { b.rootsWaited(c, asked, wait) })
+}
+
+// answerRootsList answers the child's roots/list itself: a client is
+// never asked. The answer goes ahead of every client's line in the queue
+// (behind only the rest of a line the child has the start of), so that
+// the child has its roots before any client request; the clients' lines
+// waiting for its first ask (awaitRoots) go on rootsSettle later.
+func (b *backend) answerRootsList(c *child, childID []byte) {
+	line := jsonrpc.AppendResponse(nil, childID, b.rootsResult())
+	b.mu.Lock()
+	if b.child != c {
+		b.mu.Unlock()
+		return // the child is gone: its question with it
+	}
+	i := 0
+	for i < len(b.queue) && b.queue[i].restFor != nil {
+		i++
+	}
+	b.queue = slices.Insert(b.queue, i, outItem{line: line})
+	var t *time.Timer
+	if c.rootsWait && !c.askedRoots {
+		t = c.rootsTimer
+		c.rootsTimer = b.p.clock.AfterFunc(rootsSettle, func() { b.rootsWaited(c, true, rootsSettle) })
+	}
+	c.askedRoots = true
+	b.mu.Unlock()
+	if t != nil {
+		t.Stop() // the wait for the ask: over
+	}
+	// An ask with no client call in flight is the kind awaitRoots waits
+	// for, as a server that takes its roots once initialized makes; one
+	// during a call may be the call's own (a server that asks only when
+	// a tool needs them), and says nothing of what its next child does
+	// once initialized.
+	if !b.reqs.callsAt(c.pid) {
+		b.srv.asksRoots.Store(rootsAsked)
+	}
+	b.signal()
+}
+
+// rootsWaited ends c's wait for its roots (awaitRoots) after it waited
+// wait: rootsSettle after its ask (asked), or the bound on the ask,
+// which it did not make. Then the clients' lines go on; a child that did
+// not ask makes the server's next children go unwaited for (until one
+// of them asks), unless it died meanwhile: that says nothing of its
+// server. A timer for the ask that fires as the ask comes does nothing.
+func (b *backend) rootsWaited(c *child, asked bool, wait time.Duration) {
+	b.mu.Lock()
+	ends := c.rootsWait && c.askedRoots == asked
+	if ends {
+		c.rootsWait, c.rootsTimer = false, nil
+	}
+	b.mu.Unlock()
+	if !ends {
+		return
+	}
+	b.signal()
+	if asked {
+		return
+	}
+	select {
+	case <-c.exited:
+		return
+	default:
+	}
+	b.srv.asksRoots.Store(rootsNotAsked)
+	b.log.Info("the child did not ask for its roots: requests go to it without waiting for that", "pid", c.pid, "waited", wait)
+}
+
+// clientsLocked reports whether the line is a client's (a request or a
+// notification), not the pool's own; under the request table's lock.
+func (it *outItem) clientsLocked() bool {
+	return it.from != nil || it.p != nil && it.p.sess != nil
+}
+
+// declaredRoots are the session's roots and their names.
+func (s *session) declaredRoots() ([]string, rootNames) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.roots
+	return s.roots, s.rootNames
 }
 
 // capabilities are what the session declared, for the child it starts.
@@ -130,7 +282,7 @@ func (s *session) askRoots() {
 	s.mu.Lock()
 	s.rootsAsk = id
 	s.mu.Unlock()
-	time.AfterFunc(rootsAskTimeout, func() { s.rootsAnswered(id, nil) })
+	time.AfterFunc(rootsAskTimeout, func() { s.rootsAnswered(id, nil, nil) })
 	s.deliver([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"roots/list"}`))
 }
 
@@ -171,10 +323,11 @@ func (s *session) answerRoots(msg *jsonrpc.Message) bool {
 		return false
 	}
 	var roots []string
+	var names rootNames
 	if msg.Result.Present() {
-		roots = parseRoots(msg.Result.Of(msg.Raw))
+		roots, names = parseRoots(msg.Result.Of(msg.Raw))
 	}
-	s.rootsAnswered(id, roots)
+	s.rootsAnswered(id, roots, names)
 	return true
 }
 
@@ -183,14 +336,14 @@ func (s *session) answerRoots(msg *jsonrpc.Message) bool {
 // the held messages go on in order. It may run on the ask's timer while
 // the reader reads on: what the reader gets meanwhile is held behind
 // them, so that nothing (a cancel) overtakes what it follows.
-func (s *session) rootsAnswered(id string, roots []string) {
+func (s *session) rootsAnswered(id string, roots []string, names rootNames) {
 	s.mu.Lock()
 	if s.rootsAsk != id {
 		s.mu.Unlock()
 		return // answered already, or a newer ask is out
 	}
 	s.rootsAsk = ""
-	s.roots = roots
+	s.roots, s.rootNames = roots, names
 	running := s.replaying // an ask made by a held message, answered while they go on
 	s.replaying = true
 	s.mu.Unlock()
@@ -270,16 +423,16 @@ func (s *server) move(sess *session) (from *backend) {
 	if sess.ownChild {
 		return nil // its child follows its roots (rootsChanged)
 	}
-	roots := sess.partitionRoots()
+	roots, names := sess.declaredRoots()
 	if s.config().Share == ShareGlobal {
-		roots = nil
+		roots, names = nil, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.sessions[sess]; !ok {
 		return nil
 	}
-	old, pt := sess.part.Load(), s.partLocked(rootsKey(roots), roots)
+	old, pt := sess.part.Load(), s.partLocked(rootsKey(roots), roots, names)
 	s.enterLocked(sess, pt)
 	if old == nil || old == pt {
 		return nil

@@ -22,7 +22,7 @@ func TestHeldMessagesAreNotOvertaken(t *testing.T) {
 	replayed := make(chan struct{})
 	go func() {
 		defer close(replayed)
-		s.rootsAnswered(`"ask"`, nil) // as the ask's timer does
+		s.rootsAnswered(`"ask"`, nil, nil) // as the ask's timer does
 	}()
 	waitUntil(t, "the ask ended", func() bool {
 		s.mu.Lock()

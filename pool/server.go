@@ -21,6 +21,9 @@ type server struct {
 	// legacy client's initialize is answered from it before the pool
 	// knows which partition the client belongs to.
 	hs atomic.Pointer[handshake]
+	// asksRoots is what its children were seen to do once initialized
+	// with roots: rootsUnknown, rootsAsked or rootsNotAsked (awaitRoots).
+	asksRoots atomic.Int32
 
 	mu         sync.Mutex // guards the fields below; never held across I/O
 	cfg        ServerConfig
@@ -36,8 +39,9 @@ type server struct {
 // partition is the sessions of a shared server that declared the same
 // roots, and the child they share.
 type partition struct {
-	key   string   // rootsKey(roots)
-	roots []string // sorted URIs; nil for "no roots"
+	key   string    // rootsKey(roots)
+	roots []string  // sorted URIs; nil for "no roots"
+	names rootNames // their names, as the session that made the partition gave them (rootsListResult)
 	// current is the backend new requests go to, read lock-free on the
 	// hot path; nil until the first request or after idle reaping.
 	current atomic.Pointer[backend]
@@ -98,11 +102,12 @@ func (s *server) leavePartLocked(sess *session, pt *partition) {
 	}
 }
 
-// partLocked returns the partition of key, creating it.
-func (s *server) partLocked(key string, roots []string) *partition {
+// partLocked returns the partition of key, creating it with roots and
+// their names.
+func (s *server) partLocked(key string, roots []string, names rootNames) *partition {
 	pt := s.parts[key]
 	if pt == nil {
-		pt = &partition{key: key, roots: roots, members: map[*session]struct{}{}}
+		pt = &partition{key: key, roots: roots, names: names, members: map[*session]struct{}{}}
 		s.parts[key] = pt
 	}
 	return pt
@@ -192,9 +197,9 @@ func (s *server) backendAs(sess *session, caps *clientCaps) (*backend, error) {
 			return b, nil
 		}
 	}
-	roots := sess.partitionRoots()
+	roots, names := sess.declaredRoots()
 	s.mu.Lock()
-	b, reclaimed, made, err := s.backendAsLocked(sess, roots, caps)
+	b, reclaimed, made, err := s.backendAsLocked(sess, roots, names, caps)
 	s.mu.Unlock()
 	s.stopReclaimed(reclaimed)
 	if made {
@@ -206,7 +211,7 @@ func (s *server) backendAs(sess *session, caps *clientCaps) (*backend, error) {
 // backendAsLocked is backendAs under s.mu; made says b is a backend it
 // made, whose sessions' stakes the caller carries to it (takeStakes)
 // once it has let go of s.mu.
-func (s *server) backendAsLocked(sess *session, roots []string, caps *clientCaps) (b, reclaimed *backend, made bool, err error) {
+func (s *server) backendAsLocked(sess *session, roots []string, names rootNames, caps *clientCaps) (b, reclaimed *backend, made bool, err error) {
 	if s.removed {
 		return nil, nil, false, fmt.Errorf("server %q was removed from the config", s.name)
 	}
@@ -220,14 +225,14 @@ func (s *server) backendAsLocked(sess *session, roots []string, caps *clientCaps
 		if b := s.perSession[sess]; b != nil {
 			return b, nil, false, nil
 		}
-		b := newBackend(s, s.cfg, sess, roots, capsOf(sess, caps))
+		b := newBackend(s, s.cfg, sess, roots, nil, capsOf(sess, caps)) // its session's roots, as they are when asked
 		s.perSession[sess] = b
 		return b, nil, true, nil
 	}
 	if s.cfg.Share == ShareGlobal {
-		roots = nil
+		roots, names = nil, nil
 	}
-	pt := s.partLocked(rootsKey(roots), roots)
+	pt := s.partLocked(rootsKey(roots), roots, names)
 	s.enterLocked(sess, pt)
 	return s.currentLocked(pt, capsOf(sess, caps))
 }
@@ -257,7 +262,7 @@ func (s *server) currentLocked(pt *partition, caps clientCaps) (b, reclaimed *ba
 		}
 		reclaimed = s.retireLocked(spare)
 	}
-	b = newBackend(s, s.cfg, nil, pt.roots, caps)
+	b = newBackend(s, s.cfg, nil, pt.roots, pt.names, caps)
 	pt.current.Store(b)
 	if len(pt.members) == 0 {
 		s.armIdleLocked(pt)
@@ -337,7 +342,7 @@ func (s *server) handshake(sess *session) (*handshake, error) {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: %q", ErrDisabled, s.name)
 	}
-	b, reclaimed, made, err := s.currentLocked(s.partLocked("", nil), sess.capabilities())
+	b, reclaimed, made, err := s.currentLocked(s.partLocked("", nil, nil), sess.capabilities())
 	s.mu.Unlock()
 	s.stopReclaimed(reclaimed)
 	if err != nil {
@@ -362,6 +367,7 @@ func (s *server) reconfigure(cfg ServerConfig) {
 	}
 	s.cfg = cfg
 	if !cfg.sameProcess(old) {
+		s.asksRoots.Store(rootsUnknown) // another program: whether it asks roots is seen again
 		s.forgetResolutionLocked()
 		s.startResolvingLocked()
 	}

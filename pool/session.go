@@ -76,6 +76,7 @@ type session struct {
 	answering       int           // answers between their request's end and their delivery (answer)
 	closeReason     error
 	roots           []string      // declared roots, sorted (roots.go)
+	rootNames       rootNames     // and the name it gave each
 	rootsAsk        string        // id of the pool's roots/list to the client, while unanswered
 	rootsOwed       bool          // the client's roots are to be asked once it can receive a request (streamOpened)
 	held            []heldMessage // messages waiting for that answer

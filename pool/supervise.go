@@ -152,6 +152,7 @@ func (b *backend) startAndHandshake() (*child, error) {
 		b.reap(c, nil)
 		return nil, err
 	}
+	b.awaitRoots(c, hs)
 	b.becomeReady(c, hs)
 	return c, nil
 }

@@ -345,7 +345,7 @@ func TestLegacyMethods(t *testing.T) {
 				}
 				annotations[tool.Name] = string(tool.Annotations)
 			}
-			want := "echo sleep_echo sleep count idem_count ro_count crash progress ro_progress ask big notify log pid end_listens retool"
+			want := "echo sleep_echo sleep count idem_count ro_count crash progress ro_progress ask big notify log pid end_listens roots retool"
 			if got := strings.Join(names, " "); got != want {
 				t.Errorf("tools %q, want %q", got, want)
 			}

@@ -68,6 +68,7 @@ type options struct {
 	exitAtStart    int
 	askTimeout     time.Duration
 	inlineEcho     bool
+	rootsAfterInit time.Duration
 }
 
 // Main runs the fake server with command-line args (without the program
@@ -101,6 +102,7 @@ func Main(args []string) {
 	fs.IntVar(&o.exitAtStart, "exit-at-start", -1, "exit at once with this `code` (after -stderr)")
 	fs.DurationVar(&o.askTimeout, "ask-timeout", 0, "the ask tool gives up waiting for its client after this long and answers \"no answer\"")
 	fs.BoolVar(&o.inlineEcho, "inline-echo", false, "answer the echo tool on the reading goroutine, in arrival order, instead of in a goroutine of its own (the load tool's setting: no hand-off inside the server); legacy era without -delay only")
+	fs.DurationVar(&o.rootsAfterInit, "roots-after-init", 0, "this long after notifications/initialized from a client that declared roots, ask it roots/list and take its answer as the roots the roots tool reports, as server-filesystem does with the folders it serves; 0: never")
 	_ = fs.Parse(args) // ExitOnError: exits on a bad flag
 	log.SetFlags(0)
 	log.SetPrefix("fakemcp: ")
@@ -353,6 +355,8 @@ type server struct {
 	answers     map[string]chan json.RawMessage // raw id of our request -> the client's response
 	subs        map[string]*subscription        // raw id of subscriptions/listen -> filter
 	initialized bool                            // a legacy client sent notifications/initialized
+	clientRoots bool                            // the legacy client declared roots in initialize
+	roots       json.RawMessage                 // its answer to the roots/list of -roots-after-init; nil until then
 	minLevel    int                             // legacy logging/setLevel
 	subscribed  map[string]bool                 // legacy resources/subscribe
 }
@@ -480,7 +484,11 @@ func (s *server) notification(m envelope) {
 	case "notifications/initialized":
 		s.mu.Lock()
 		s.initialized = true
+		fetch := s.clientRoots && s.o.rootsAfterInit > 0
 		s.mu.Unlock()
+		if fetch {
+			go s.fetchRoots()
+		}
 	case "notifications/cancelled":
 		var p struct {
 			RequestID json.RawMessage `json:"requestId"`
@@ -670,9 +678,14 @@ func (s *server) initialize(r *request) {
 		return
 	}
 	var p struct {
-		ProtocolVersion string `json:"protocolVersion"`
+		ProtocolVersion string                     `json:"protocolVersion"`
+		Capabilities    map[string]json.RawMessage `json:"capabilities"`
 	}
 	_ = json.Unmarshal(r.params, &p)
+	_, roots := p.Capabilities["roots"]
+	s.mu.Lock()
+	s.clientRoots = roots
+	s.mu.Unlock()
 	v := p.ProtocolVersion
 	if !legacyVersions[v] {
 		v = latestLegacy
@@ -932,6 +945,7 @@ var tools = []map[string]any{
 	tool("log", "Send notifications/message with level and data", props{"level": "string", "data": ""}, nil),
 	tool("pid", "Answer the server's process id", props{}, nil),
 	tool("end_listens", "End every open subscriptions/listen with a result, as a server closing its streams does; answer how many", props{}, nil),
+	tool("roots", "Answer the roots the server took from its client after notifications/initialized (-roots-after-init), as the JSON of the client's answer, or \"none\" until then", props{}, nil),
 	tool("retool", "Drop every tool's annotations (none is read-only or idempotent from now on) and send notifications/tools/list_changed", props{}, nil),
 }
 
@@ -1059,6 +1073,14 @@ func (s *server) call(r *request) {
 		n := s.endListensLocked() // each answered before this call is
 		s.mu.Unlock()
 		s.reply(r, text(strconv.Itoa(n)))
+	case "roots":
+		s.mu.Lock()
+		roots := s.roots
+		s.mu.Unlock()
+		if roots == nil {
+			roots = json.RawMessage("none")
+		}
+		s.reply(r, text(string(roots)))
 	case "retool":
 		s.retooled.Store(true)
 		s.broadcast("notifications/tools/list_changed", "")
@@ -1213,6 +1235,24 @@ func (s *server) question(r *request, kind string) (answer json.RawMessage, answ
 		s.mu.Unlock()
 		return nil, false, true
 	}
+}
+
+// fetchRoots asks the client roots/list -roots-after-init after it was
+// initialized and keeps the answer for the roots tool, as a server that
+// serves its client's folders does. It waits for the answer for as long
+// as the process lives.
+func (s *server) fetchRoots() {
+	time.Sleep(s.o.rootsAfterInit)
+	id, _ := json.Marshal(fmt.Sprintf("srv-%d", s.asks.Add(1)))
+	ch := make(chan json.RawMessage, 1)
+	s.mu.Lock()
+	s.answers[string(id)] = ch
+	s.mu.Unlock()
+	s.out.send(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": "roots/list"})
+	answer := <-ch
+	s.mu.Lock()
+	s.roots = answer
+	s.mu.Unlock()
 }
 
 // askTimeout is -ask-timeout's timer; without the flag, it never fires.
