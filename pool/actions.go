@@ -31,6 +31,24 @@ func (p *Pool) Restart(server string) error {
 	return nil
 }
 
+// RestartBackend restarts one child slot, named by its BackendInfo.ID, as
+// Restart does the server's: its running child is shut down gracefully
+// and started again, a failed one gets a fresh restart budget. The
+// server's other children (other roots partitions, other sessions' own)
+// are left alone, and so is its resolution: Restart looks the package up
+// again.
+func (p *Pool) RestartBackend(id uint64) error {
+	for _, s := range p.allServers() {
+		for _, b := range s.backends() {
+			if b.id == id {
+				b.restartNow()
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("backend %d: %w", id, ErrNotFound)
+}
+
 // Stop stops every child of the server now: its shared children (one per
 // roots partition), its sessions' own (share "session") and those still
 // finishing for a config that changed; in-flight requests get an error.

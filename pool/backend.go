@@ -37,6 +37,7 @@ type backend struct {
 	// Set by buildBackend and never changed after: read by any goroutine.
 	p         *Pool
 	srv       *server
+	id        uint64     // pool-unique (BackendInfo.ID)
 	owner     *session   // set in share "session" mode
 	roots     []string   // the partition's roots, answered to the child's roots/list (roots.go)
 	rootNames rootNames  // their names, answered with them
@@ -157,6 +158,7 @@ func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string,
 	}
 	b := &backend{
 		p: srv.p, srv: srv, owner: owner, roots: roots, caps: caps, cfg: cfg, createdAt: srv.p.clock.Now(),
+		id:       srv.p.nextBackend.Add(1),
 		log:      srv.p.log.With("server", cfg.Name),
 		stderr:   newRing(64),
 		wake:     make(chan struct{}, 1),
@@ -1169,7 +1171,7 @@ func (b *backend) snapshot(now time.Time) (BackendInfo, []RequestInfo) {
 	b.mu.Lock()
 	lastErr := b.lastErr
 	info := BackendInfo{
-		Server: b.srv.name, State: b.state, StartedAt: b.startedAt, Restarts: b.restarts,
+		ID: b.id, Server: b.srv.name, State: b.state, StartedAt: b.startedAt, Restarts: b.restarts,
 		Command:         b.cfg.shownLine(),
 		ResolvedCommand: b.cfg.shownResolved(b.resolved), ResolveNote: b.resolveNote, StateReason: b.reason,
 	}

@@ -265,6 +265,11 @@
 //     Window fail the server fast until it is restarted or reconfigured:
 //     [backend.supervise], [restartBudget.exited], [backend.waitToRestart],
 //     [backend.noteCrash].
+//   - A user's restart names a server (every child of it, its package
+//     looked up again) or one child slot by its BackendInfo.ID (that
+//     child alone: another session's own child, or another roots
+//     partition's, runs on): [Pool.Restart], [Pool.RestartBackend],
+//     [backend.restartNow].
 //   - A pool that stops on purpose hands each attached or relaying session
 //     back to its shim with the input it had not handled, a message still
 //     waiting for its child's handshake included (unanswered: nothing had

@@ -249,6 +249,7 @@ type Pool struct {
 	nextID      atomic.Uint64 // pool-unique request ids, shared by all backends
 	carried     *Carried      // Options.Carried until the first Apply; guarded by mu
 	nextSession atomic.Uint64
+	nextBackend atomic.Uint64 // BackendInfo.ID: names one child slot for RestartBackend
 
 	requests, errorsN, timeouts, cancelled, orphaned, evicted, parseErrors atomic.Uint64
 

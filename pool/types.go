@@ -194,6 +194,10 @@ func (b BackendInfo) MarshalJSON() ([]byte, error) {
 
 // BackendInfo is one child process slot (a child and its restarts).
 type BackendInfo struct {
+	// ID names this child slot (a partition's, a session's) for the run
+	// of the pool: it stays the same across the slot's restarts, and
+	// Pool.RestartBackend takes it.
+	ID     uint64 `json:"id"`
 	Server string `json:"server"`
 	// PID is the child's, 0 while there is none (starting, failed).
 	PID int `json:"pid"`
