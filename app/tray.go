@@ -180,6 +180,10 @@ func (c *trayController) Stop(server string) error    { return c.inst.Pool.Stop(
 func (c *trayController) Cancel(poolID uint64) error  { return c.inst.Pool.Cancel(poolID) }
 func (c *trayController) KillChild(pid int) error     { return c.inst.Pool.KillChild(pid) }
 
+// RestartBackend restarts one child slot, a Backends row's: the server's
+// other children run on.
+func (c *trayController) RestartBackend(id uint64) error { return c.inst.Pool.RestartBackend(id) }
+
 // Leaks lists leaked backends with the same detector `switchboard leaks`
 // uses.
 func (c *trayController) Leaks(ctx context.Context) ([]ui.Leak, error) {

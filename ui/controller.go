@@ -22,7 +22,8 @@ import (
 // Controller is everything the UI reads and does. app implements it over
 // a running instance; tests use a small fake. Every method may be called
 // from any goroutine; the UI calls the slow ones (Leaks, KillLeak, History,
-// Timeline, Restart, Stop, Cancel, KillChild) off the UI goroutine.
+// Timeline, Restart, RestartBackend, Stop, Cancel, KillChild) off the UI
+// goroutine.
 type Controller interface {
 	// Subscribe returns the current snapshot and the events after it, as
 	// pool.Pool.Subscribe does: the channel closes when ctx ends, when the
@@ -31,7 +32,12 @@ type Controller interface {
 	// Snapshot returns a fresh copy of the pool's live state.
 	Snapshot() pool.Snapshot
 
+	// Restart restarts every child of a server (the tray's submenu, the
+	// overview's card); RestartBackend one child slot, by its
+	// pool.BackendInfo.ID (a Backends row), leaving the server's other
+	// children (other sessions', other roots partitions') running.
 	Restart(server string) error
+	RestartBackend(id uint64) error
 	Stop(server string) error
 	Cancel(poolID uint64) error
 	KillChild(pid int) error

@@ -43,6 +43,7 @@ type dashboard struct {
 
 	sessions, inflight, backends, leaks *table
 	hangNote, backendDetail, leakNote   *widget.Label
+	leakDetail                          *widget.Label
 	killAll                             *widget.Button
 
 	history   *historyView
@@ -73,18 +74,21 @@ func newDashboard(u *UI) *dashboard {
 	d.backendDetail.TextStyle.Monospace = true
 	d.backends.onButton = func(c column, r row) {
 		switch c.button {
-		case "Restart":
-			u.act("restart "+r.server, func(context.Context) error { return u.ctrl.Restart(r.server) })
+		case rowRestart: // this row's child only: the server's others run on
+			u.act(fmt.Sprintf("restart %s (PID %s)", r.cells[0], pidText(r.pid)),
+				func(context.Context) error { return u.ctrl.RestartBackend(r.backend) })
 		case "Kill":
 			u.act(fmt.Sprintf("kill %s (PID %d)", r.server, r.pid), func(context.Context) error { return u.ctrl.KillChild(r.pid) })
 		}
 	}
 	d.backends.onSelect = func(r row) {
+		// The row's name whole (its cell may be cut), then its stderr.
+		name := r.cells[0] + ", PID " + r.cells[2]
 		if r.detail == "" {
-			d.backendDetail.SetText(r.server + ": nothing on stderr.")
+			d.backendDetail.SetText(name + ": nothing on stderr.")
 			return
 		}
-		d.backendDetail.SetText(r.detail)
+		d.backendDetail.SetText(name + "\n\n" + r.detail)
 	}
 
 	d.leaks = newTable(leakColumns, "Nothing to clean up.")
@@ -94,6 +98,9 @@ func newDashboard(u *UI) *dashboard {
 			return u.ctrl.KillLeak(ctx, r.pid)
 		})
 	}
+	d.leakDetail = widget.NewLabel("Select a process to see why it is a leak, and its command.")
+	d.leakDetail.Wrapping = fyne.TextWrapWord
+	d.leaks.onSelect = func(r row) { d.leakDetail.SetText(r.detail) }
 	d.leakNote = widget.NewLabel("Looking for leaked backends…")
 	d.leakNote.Wrapping = fyne.TextWrapWord
 	d.killAll = widget.NewButton("Kill all", d.confirmKillAll)
@@ -106,6 +113,8 @@ func newDashboard(u *UI) *dashboard {
 
 	backendsView := container.NewVSplit(d.backends.view, container.NewVScroll(d.backendDetail))
 	backendsView.Offset = 0.75
+	leaksView := container.NewVSplit(d.leaks.view, container.NewVScroll(d.leakDetail))
+	leaksView.Offset = 0.75
 	d.tabs = container.NewAppTabs(
 		d.tab(tabOverview, theme.HomeIcon(), d.overview.view),
 		d.tab(tabWaterfall, theme.ListIcon(), d.waterfall.view),
@@ -114,7 +123,7 @@ func newDashboard(u *UI) *dashboard {
 		d.tab(tabBackends, theme.ComputerIcon(), backendsView),
 		d.tab(tabHistory, theme.ListIcon(), d.history.view),
 		d.tab(tabLeaks, theme.WarningIcon(), container.NewBorder(
-			container.NewBorder(nil, nil, nil, d.killAll, d.leakNote), nil, nil, nil, d.leaks.view)),
+			container.NewBorder(nil, nil, nil, d.killAll, d.leakNote), nil, nil, nil, leaksView)),
 	)
 	d.tabs.OnSelected = func(t *container.TabItem) {
 		u.wfShown.Store(t == d.tabOf[tabWaterfall] && u.dashOpen.Load())

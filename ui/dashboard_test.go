@@ -260,7 +260,9 @@ func TestHungRequestIsHighlighted(t *testing.T) {
 }
 
 func TestTapCancelRestartKill(t *testing.T) {
-	fake := newFake(fixture())
+	snap := fixture()
+	snap.Backends[0].ID, snap.Backends[1].ID = 17, 18
+	fake := newFake(snap)
 	u := newTestUIAsync(t, fake, tabInFlight, true) // the actions touch no widget
 	test.Tap(button(t, rowCells(u.dash.inflight, "tools/call"), "Cancel"))
 	waitCalls(t, fake, "cancel 9")
@@ -268,9 +270,9 @@ func TestTapCancelRestartKill(t *testing.T) {
 	u.dash.selectTab(tabBackends)
 	u.render(fake.Snapshot(), t0)
 	row := rowCells(u.dash.backends, "fake")
-	test.Tap(button(t, row, "Restart"))
+	test.Tap(button(t, row, rowRestart))
 	test.Tap(button(t, row, "Kill"))
-	waitCalls(t, fake, "restart fake", "kill 4242")
+	waitCalls(t, fake, "restart backend 17", "kill 4242") // the row's child, not the server
 
 	u.dash.selectTab(tabLeaks)
 	u.render(fake.Snapshot(), t0)

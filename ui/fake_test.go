@@ -124,6 +124,8 @@ func (f *fakeCtrl) Stop(server string) error    { return f.record("stop %s", ser
 func (f *fakeCtrl) Cancel(id uint64) error      { return f.record("cancel %d", id) }
 func (f *fakeCtrl) KillChild(pid int) error     { return f.record("kill %d", pid) }
 
+func (f *fakeCtrl) RestartBackend(id uint64) error { return f.record("restart backend %d", id) }
+
 func (f *fakeCtrl) Leaks(context.Context) ([]Leak, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

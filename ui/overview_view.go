@@ -16,6 +16,9 @@ import (
 // side in the dashboard's default width.
 var cardSize = fyne.NewSize(478, 250)
 
+// cardPad is a card's inner margin, left and right.
+const cardPad = 12
+
 // overviewView is the Overview tab: a header line and one card per
 // server. Its fields belong to the UI goroutine.
 type overviewView struct {
@@ -92,6 +95,9 @@ type cardView struct {
 	latCap   *canvas.Text
 	inCap    *canvas.Text
 	restart  *widget.Button
+	// The head's parts beside the name, which the name is cut to fit
+	// between.
+	badges, buttons *fyne.Container
 }
 
 func newCardView(u *UI) *cardView {
@@ -123,15 +129,15 @@ func newCardView(u *UI) *cardView {
 	c.inflight = newSparkline(sparkInFlight, theme.ColorNameForeground)
 	c.latCap, c.inCap = text(10, false), text(10, false)
 	c.latCap.Text, c.inCap.Text = "latency p50, 15 s buckets", "most in flight at once"
-	c.restart = widget.NewButtonWithIcon("Restart", theme.ViewRefreshIcon(), func() {
+	c.restart = widget.NewButtonWithIcon(cardRestart, theme.ViewRefreshIcon(), func() {
 		u.act("restart "+c.server, func(context.Context) error { return u.ctrl.Restart(c.server) })
 	})
 	waterfall := widget.NewButtonWithIcon("Waterfall", theme.ListIcon(), func() { u.showWaterfallAt(c.server, wfKey{}) })
 	c.restart.Importance, waterfall.Importance = widget.LowImportance, widget.LowImportance
 	dot := container.New(layout.NewCustomPaddedLayout(0, 0, 4, 0), container.NewGridWrap(fyne.NewSquareSize(9), c.dot))
-	head := container.NewBorder(nil, nil,
-		container.NewHBox(c.name, container.NewCenter(dot), container.NewCenter(c.state), container.NewCenter(c.share)),
-		container.NewHBox(waterfall, c.restart))
+	c.badges = container.NewHBox(container.NewCenter(dot), container.NewCenter(c.state), container.NewCenter(c.share))
+	c.buttons = container.NewHBox(waterfall, c.restart)
+	head := container.NewBorder(nil, nil, container.NewHBox(c.name, c.badges), c.buttons)
 	lines := container.NewVBox()
 	for _, t := range c.children {
 		lines.Add(t)
@@ -145,9 +151,15 @@ func newCardView(u *UI) *cardView {
 			container.NewBorder(c.latCap, nil, nil, nil, c.latency),
 			container.NewBorder(c.inCap, nil, nil, nil, c.inflight)),
 	)
-	c.box = container.NewStack(c.bg, container.New(layout.NewCustomPaddedLayout(6, 8, 12, 12), body))
+	c.box = container.NewStack(c.bg, container.New(layout.NewCustomPaddedLayout(6, 8, cardPad, cardPad), body))
 	return c
 }
+
+// The overview card's Restart: the server's, every child of it.
+const (
+	cardRestart    = "Restart"
+	cardRestartAll = "Restart all"
+)
 
 // stateColor is the badge of a state.
 func stateColor(state string) fyne.ThemeColorName {
@@ -183,13 +195,25 @@ func (c *cardView) apply(sc serverCard) {
 		c.bg.StrokeColor, c.bg.FillColor = border, theme.Color(theme.ColorNameInputBackground)
 		c.bg.Refresh()
 	}
-	setCanvasText(c.name, sc.Name, fg)
 	if dot := theme.Color(stateColor(sc.State)); c.dot.FillColor != dot {
 		c.dot.FillColor = dot
 		c.dot.Refresh()
 	}
 	setCanvasText(c.state, sc.State, fg)
 	setCanvasText(c.share, string(sc.Share), dim)
+	// The card's Restart is the server's: every child of it. With more
+	// than one child it says so (a Backends row restarts one).
+	restart := cardRestart
+	if sc.Children > 1 {
+		restart = cardRestartAll
+	}
+	if c.restart.Text != restart {
+		c.restart.SetText(restart)
+	}
+	// The name is cut to what is left beside the badges and the buttons;
+	// the Backends tab shows it whole.
+	room := cardSize.Width - 2*cardPad - c.buttons.MinSize().Width - c.badges.MinSize().Width - 2*theme.Padding()
+	setCanvasText(c.name, fitText(sc.Name, c.name.TextSize, c.name.TextStyle, room), fg)
 	setCanvasText(c.sessions, sc.sessionsLine(), fg)
 	act := fg
 	switch {

@@ -29,10 +29,12 @@ const (
 type row struct {
 	cells []string
 	level level
-	// The targets of the row's buttons.
-	server string
-	poolID uint64
-	pid    int
+	// The targets of the row's buttons: backend is a Backends row's child
+	// slot (pool.BackendInfo.ID), which its Restart restarts alone.
+	server  string
+	poolID  uint64
+	pid     int
+	backend uint64
 	// detail is shown under the table when the row is selected (a
 	// backend's stderr tail, a history row's error).
 	detail string
@@ -168,8 +170,12 @@ func (st procStat) memoryText() string {
 	return formatBytes(st.tree())
 }
 
+// rowRestart is a Backends row's Restart: that row's child alone. The
+// overview card's and the tray's Restart act on the whole server.
+const rowRestart = "Restart child"
+
 var backendColumns = []column{
-	{title: "Server"},
+	{title: "Server", max: 260}, // with its session or roots: the rest on selection
 	{title: "Era"},
 	{title: "PID"},
 	{title: "State"},
@@ -179,7 +185,7 @@ var backendColumns = []column{
 	{title: "Sessions"},
 	{title: "Restarts"},
 	{title: "Stderr (last line)", max: 220},
-	{title: "", button: "Restart"},
+	{title: "", button: rowRestart},
 	{title: "", button: "Kill"},
 }
 
@@ -235,7 +241,7 @@ func backendRows(s pool.Snapshot, now time.Time, stats map[int]procStat) []row {
 			pid += " (carried over)" // started by the program this one upgraded
 			detail = "carried over an in-place upgrade: the process kept running\n\n" + detail
 		}
-		out = append(out, row{level: lv, server: b.Server, pid: b.PID, detail: strings.TrimSpace(detail), cells: []string{
+		out = append(out, row{level: lv, server: b.Server, pid: b.PID, backend: b.ID, detail: strings.TrimSpace(detail), cells: []string{
 			name, b.Era, pid, b.State, uptime, mem, cpu,
 			strconv.Itoa(b.Sessions), strconv.Itoa(b.Restarts), last,
 		}})
@@ -271,7 +277,8 @@ func leakRows(leaks []Leak, now time.Time) []row {
 		if !l.Proven {
 			lv = levelNormal
 		}
-		out = append(out, row{level: lv, server: l.Server, pid: l.PID, detail: l.Command, cells: []string{
+		detail := fmt.Sprintf("PID %d (%s): %s\n\ncommand: %s", l.PID, l.Server, l.Reason, l.Command)
+		out = append(out, row{level: lv, server: l.Server, pid: l.PID, detail: detail, cells: []string{
 			strconv.Itoa(l.PID), l.Server, formatBytes(l.RSSBytes), clockAndAge(l.StartedAt, now), l.Reason, l.Command,
 		}})
 	}

@@ -2,10 +2,12 @@ package ui
 
 import (
 	"image/color"
+	"math"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
@@ -21,6 +23,7 @@ type table struct {
 	view   fyne.CanvasObject
 	stale  bool      // rows changed while hidden
 	widths []float32 // the columns' widths now: they fit the content
+	avail  float32   // the table's width as laid out (0: not yet)
 
 	// onButton runs when a row's button is tapped, with the row as it was
 	// shown; onSelect when a row is selected.
@@ -56,8 +59,24 @@ func newTable(cols []column, emptyText string) *table {
 		}
 	}
 	t.empty = widget.NewLabelWithStyle(emptyText, fyne.TextAlignCenter, fyne.TextStyle{Italic: true})
-	t.view = container.NewStack(t.w, container.NewCenter(t.empty))
+	t.view = container.New(fitLayout{t}, t.w, container.NewCenter(t.empty))
 	return t
+}
+
+// fitLayout stacks a table's parts, and fits its columns again when its
+// width changes.
+type fitLayout struct{ t *table }
+
+func (l fitLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	if size.Width != l.t.avail {
+		l.t.avail = size.Width
+		l.t.fitColumns()
+	}
+	layout.NewStackLayout().Layout(objs, size)
+}
+
+func (l fitLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	return layout.NewStackLayout().MinSize(objs)
 }
 
 // cell is a table cell: a background that shows the row's level, and a
@@ -180,16 +199,64 @@ func (t *table) refresh() {
 // cell), within bounds, so that nothing is cut that could be shown and no
 // room is wasted. Growing follows the content at once; shrinking waits
 // until a column would lose a fifth, so widths do not twitch as ages tick.
+// When the columns are wider than the table, the free-text ones (those
+// with a max) give up the difference, down to minFree, so that the
+// buttons at the end stay in view; selecting a row shows its text whole.
 const (
 	minColumn = 44
 	maxColumn = 420
+	minFree   = 96
 )
 
 // fitColumns sets the columns' widths from the header and the rows. The
 // widest texts are found by length (cheap for thousands of rows); only
 // they are measured.
 func (t *table) fitColumns() {
+	want := t.contentWidths()
+	for ci, w := range want {
+		if cur := t.widths[ci]; w <= cur+0.5 && w >= cur*0.8 {
+			want[ci] = cur // close enough: no twitching
+		}
+	}
+	t.shrinkFree(want)
+	for ci, w := range want {
+		if w != t.widths[ci] {
+			t.widths[ci] = w
+			t.w.SetColumnWidth(ci, w)
+		}
+	}
+}
+
+// shrinkFree narrows the free-text columns of want, each in proportion to
+// what it has above minFree, until the columns fit the table's width.
+func (t *table) shrinkFree(want []float32) {
+	if t.avail <= 0 {
+		return
+	}
+	total, spare := float32(0), float32(0)
+	for ci, w := range want {
+		total += w + theme.Padding() // the table puts a padding between columns
+		if t.cols[ci].max > 0 {
+			spare += max(w-minFree, 0)
+		}
+	}
+	over := total - t.avail
+	if over <= 0 || spare <= 0 {
+		return
+	}
+	cut := min(over/spare, 1)
+	for ci, w := range want {
+		if t.cols[ci].max > 0 && w > minFree {
+			want[ci] = float32(math.Floor(float64(w - (w-minFree)*cut)))
+		}
+	}
+}
+
+// contentWidths are the widths the columns' content asks for, within
+// their bounds.
+func (t *table) contentWidths() []float32 {
 	pad := 2*theme.InnerPadding() + theme.Padding()
+	out := make([]float32, len(t.cols))
 	for ci, c := range t.cols {
 		var w float32
 		switch {
@@ -206,12 +273,9 @@ func (t *table) fitColumns() {
 		if c.max > 0 {
 			limit = c.max
 		}
-		w = min(max(w, minColumn), limit)
-		if cur := t.widths[ci]; w > cur+0.5 || w < cur*0.8 {
-			t.widths[ci] = w
-			t.w.SetColumnWidth(ci, w)
-		}
+		out[ci] = min(max(w, minColumn), limit)
 	}
+	return out
 }
 
 // longestCells are the n longest texts of column ci.

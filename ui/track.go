@@ -159,8 +159,16 @@ func (t *tracker) event(e pool.Event) {
 	case pool.EventBackendStarted:
 		t.childStarted(e)
 	case pool.EventBackendState:
-		if c := t.children[e.PID]; c != nil && (e.State == pool.StateStopping || e.State == pool.StateStopped) {
-			c.Stopping = true
+		// Only a stop or a user's restart names a running child's PID with
+		// these states (after a crash the state comes with no PID): its
+		// exit is planned, not a crash.
+		if c := t.children[e.PID]; c != nil {
+			switch e.State {
+			case pool.StateStopping, pool.StateStopped:
+				c.Stopping = true
+			case pool.StateRestart:
+				c.Stopping, c.Restarting = true, true
+			}
 		}
 	case pool.EventBackendExited:
 		t.childExited(e)
@@ -213,7 +221,8 @@ func (t *tracker) childStarted(e pool.Event) {
 	c := &wfChild{Server: e.Server, Session: e.Session, PID: e.PID, Roots: slices.Clone(e.Roots), Started: e.Time}
 	restart := false
 	for _, o := range t.children {
-		if o.Server == e.Server && o.Session == e.Session && slices.Equal(o.Roots, e.Roots) && !o.Exited.IsZero() && !o.Stopping {
+		if o.Server == e.Server && o.Session == e.Session && slices.Equal(o.Roots, e.Roots) && !o.Exited.IsZero() &&
+			(!o.Stopping || o.Restarting) {
 			restart = true
 		}
 	}
@@ -251,7 +260,11 @@ func (t *tracker) childExited(e pool.Event) {
 	}
 	m := wfMarker{At: e.Time, Kind: markChildCrash, Server: e.Server, Session: e.Session, PID: e.PID,
 		Title: fmt.Sprintf("%s: child PID %d crashed (%s)", e.Server, e.PID, how)}
-	if c.Stopping {
+	switch {
+	case c.Restarting:
+		m.Kind = markChildStop
+		m.Title = fmt.Sprintf("%s: child PID %d stopped for a restart (%s)", e.Server, e.PID, how)
+	case c.Stopping:
 		m.Kind = markChildStop
 		m.Title = fmt.Sprintf("%s: child PID %d stopped (%s)", e.Server, e.PID, how)
 	}

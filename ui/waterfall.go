@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"image/color"
+	"math"
 	"strings"
 	"time"
 
@@ -172,6 +173,24 @@ func (w *waterfallView) apply(f *wfFrame) {
 		}
 	}
 	setText(w.note, strings.Join(note, " · "))
+	w.followSelected(f)
+}
+
+// followSelected keeps the details of a selected request in flight true
+// as frames come: its time so far, then, once it ended, how it ended and
+// its recorded timeline.
+func (w *waterfallView) followSelected(f *wfFrame) {
+	if w.sel.PoolID == 0 || !w.sel.open() || f.src == nil {
+		return
+	}
+	r, ok := f.src.find(w.sel.key())
+	switch {
+	case !ok:
+	case r.open():
+		w.details.showSummary(r, f.now)
+	default:
+		w.selectReq(r)
+	}
 }
 
 // setView changes the view and repaints; a history view panned or zoomed
@@ -391,10 +410,7 @@ func (w *waterfallView) openAround(r HistoryRow) {
 			w.reveal(r.Server, wfKey{})
 			return
 		}
-		if got, ok := w.hist.find(k); ok {
-			w.selectReq(got)
-			w.reveal(got.Server, wfKey{})
-		}
+		w.reveal(r.Server, k) // selected, its lane in view
 	})
 }
 
@@ -514,38 +530,61 @@ func (w *waterfallView) selectReq(r wfReq) {
 }
 
 // reveal shows a request (or, with a zero key, a server's lanes): the
-// view centres on it unless it is in view already, and selects it.
+// view centres on it unless it is in view already, scrolls to its lane,
+// and selects it. A live request in flight is shown following now, from
+// just before it started: what it has waited through, at a glance.
 func (w *waterfallView) reveal(server string, k wfKey) {
 	src := w.u.liveSource()
 	if w.hist != nil {
 		src = w.hist
 	}
 	v := w.current()
+	var run int64
+	session := ""
 	if r, ok := src.find(k); ok && k.PoolID != 0 {
 		age := w.nowTime().Sub(r.Received)
-		if r.open() && v.Follow {
-			// From just before it started to now: what it has waited
-			// through, at a glance.
+		if r.open() && w.hist == nil {
+			v.Follow, v.To = true, w.nowTime()
 			v.Span = min(max(age+age/4, 10*time.Second), maxSpan)
 		} else if r.Received.Before(v.from()) || r.Received.After(v.To) {
 			v = v.centre(r.Received, 2*r.end(w.nowTime()).Sub(r.Received))
 		}
-		server = r.Server
+		server, run, session = r.Server, r.Run, r.Session
 		w.v = v
 		w.selectReq(r)
 	}
 	if server != "" && src != nil {
-		y := 0
-		for _, l := range src.Lanes {
-			if l.Server == server && l.Session == "" {
-				break
-			}
-			y += int(float32(laneHeight(l)) * w.scale)
-		}
 		v = w.v
-		v.Scroll = y
+		v.Scroll = w.laneScroll(src.Lanes, server, run, session)
 		w.setView(v)
 	}
+}
+
+// laneScroll is the scroll that shows server's lanes from its header;
+// when the session's lane (run and session; none: "") would then be
+// below the plot, the scroll that puts that lane at the top. Lanes are
+// measured as the painter lays them out.
+func (w *waterfallView) laneScroll(lanes []wfLane, server string, run int64, session string) int {
+	px := func(logical int) int { return int(math.Round(float64(float32(logical) * w.scale))) }
+	y, header, top, bottom := 0, -1, -1, 0
+	for _, l := range lanes {
+		h := px(laneHeight(l))
+		switch {
+		case l.Server != server:
+		case l.Session == "" && header < 0:
+			header = y
+		case session != "" && l.Session == session && l.Run == run:
+			top, bottom = y, y+h
+		}
+		y += h
+	}
+	switch {
+	case top < 0:
+		return max(header, 0)
+	case header >= 0 && header <= top && bottom-header <= w.pxH-px(wfAxisHeight):
+		return header
+	}
+	return top
 }
 
 // wfDetails is the pane under the waterfall: the selected request's
@@ -629,15 +668,7 @@ func (d *wfDetails) clear() {
 // showRequest shows what the waterfall knows of r at once; the recorded
 // timeline follows.
 func (d *wfDetails) showRequest(r wfReq, now time.Time) {
-	d.title.SetText(r.what() + " — " + requestStatus(r.Status))
-	sum := r.timing(now) + ".\n" + fmt.Sprintf("Server %s, session %s, child PID %s, pool id %d", r.Server, r.Session, pidText(r.PID), r.PoolID)
-	if r.Run != 0 {
-		sum += fmt.Sprintf(", run %d", r.Run)
-	}
-	if r.Err != "" {
-		sum += ".\n" + r.Err
-	}
-	d.summary.SetText(sum)
+	d.showSummary(r, now)
 	d.rows = []TimelineEntry{{At: r.Received, What: "received"}}
 	if !r.Written.IsZero() {
 		d.rows = append(d.rows, TimelineEntry{At: r.Written, What: "written to the child", Detail: "PID " + pidText(r.PID)})
@@ -648,6 +679,19 @@ func (d *wfDetails) showRequest(r wfReq, now time.Time) {
 	d.steps.Refresh()
 	d.request.SetText("Loading…")
 	d.response.SetText("")
+}
+
+// showSummary shows r's title and summary at now.
+func (d *wfDetails) showSummary(r wfReq, now time.Time) {
+	setText(d.title, r.what()+" — "+requestStatus(r.Status))
+	sum := r.timing(now) + ".\n" + fmt.Sprintf("Server %s, session %s, child PID %s, pool id %d", r.Server, r.Session, pidText(r.PID), r.PoolID)
+	if r.Run != 0 {
+		sum += fmt.Sprintf(", run %d", r.Run)
+	}
+	if r.Err != "" {
+		sum += ".\n" + r.Err
+	}
+	setText(d.summary, sum)
 }
 
 // showRecorded shows the recorded timeline and payloads of the selected

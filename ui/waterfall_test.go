@@ -440,6 +440,9 @@ func TestRevealHungRequest(t *testing.T) {
 	if w.sel.PoolID != hung.PoolID {
 		t.Errorf("selected %d, want %d", w.sel.PoolID, hung.PoolID)
 	}
+	if !laneShown(w, hung.Session) {
+		t.Errorf("scrolled to %d: the lane of session %s is not on screen", w.v.Scroll, hung.Session)
+	}
 	waitCalls(t, fake, fmt.Sprintf("timeline run 0 request %d", hung.PoolID))
 }
 

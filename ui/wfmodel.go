@@ -114,6 +114,7 @@ type wfChild struct {
 	Roots           []string
 	Started, Exited time.Time // Exited zero while it runs
 	Stopping        bool      // asked to stop: its exit is not a crash
+	Restarting      bool      // asked to restart (Stopping too): the next child of its slot is a restart
 }
 
 // wfLane is one row of the waterfall: a server's header (Session empty),
