@@ -3,7 +3,8 @@
 package pool_test
 
 import (
-	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -95,17 +96,22 @@ func TestChildThatNeverAsksRootsIsWaitedForOnce(t *testing.T) {
 // ran without them and the next child would not be waited for) has its
 // next child waited for, as long as it takes it to ask.
 func TestLateRootsAskMakesTheNextChildWait(t *testing.T) {
-	tp := newTestPool(t, &pool.Options{RootsWait: 200 * time.Millisecond}, fake("fs", "-roots-after-init", "1s"))
+	logPath := filepath.Join(shortTempDir(t), "child.log")
+	tp := newTestPool(t, &pool.Options{RootsWait: 200 * time.Millisecond}, fake("fs", "-log", logPath, "-roots-after-init", "1s"))
 	a := tp.dial(t, "fs")
 	a.initRoots("a", "file:///work/a")
 	if got := a.childsOwnRoots("1"); got != "none" {
 		t.Fatalf("the first call waited for the child's roots (%s) past Options.RootsWait", got)
 	}
-	n := 0
-	eventually(t, "the first child to ask for its roots", func() bool {
-		n++
-		return strings.Contains(a.childsOwnRoots(fmt.Sprintf(`"poll-%d"`, n)), "/work/a")
+	// No call of a's is in flight when the child asks: an ask made
+	// during a call says nothing of how the server's children start.
+	eventually(t, "the first child to ask for its roots and be answered", func() bool {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), `"roots":[{"uri":"file:///work/a"`)
 	})
+	if got := a.childsOwnRoots("2"); !strings.Contains(got, "/work/a") {
+		t.Fatalf("the first child's roots after its ask: %s", got)
+	}
 	b := tp.dial(t, "fs")
 	b.initRoots("b", "file:///work/b")
 	if got := b.childsOwnRoots("1"); !strings.Contains(got, "/work/b") {
