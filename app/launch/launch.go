@@ -208,7 +208,17 @@ func start(paths home.Paths) (*started, error) {
 	}
 	defer logf.Close() // the child has its own copy
 	fmt.Fprintf(logf, "--- %s: started by a client (pid %d)\n", time.Now().Format(time.RFC3339), os.Getpid())
+	// It runs elsewhere (poolDir): a home named relative to the client's
+	// directory is given to it absolute, so that it serves this one.
+	homeEnv, err := home.Env()
+	if err != nil {
+		return nil, fmt.Errorf("start the pool: %w", err)
+	}
 	cmd := exec.Command(bin, Args()...)
+	cmd.Env = os.Environ()
+	for k, v := range homeEnv {
+		cmd.Env = append(cmd.Env, k+"="+v) // the last of a name wins
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = poolDir()
 	cmd.SysProcAttr = detached()

@@ -34,3 +34,18 @@ func TestClientStartedPoolOutlivesTheClientsDir(t *testing.T) {
 		}
 	}
 }
+
+// A client that names its home relative to its working directory
+// (SWITCHBOARD_HOME=sb) starts a pool of that same home, though the pool
+// runs in the user's home directory: the pool is given the home made
+// absolute. Started in the home directory with the name as it was, the
+// pool served another home, and the client waited for it in vain.
+func TestClientStartedPoolOfARelativeHome(t *testing.T) {
+	home := coldHome(t, `{"idleExit": "1m"}`)
+	env := append(clientEnv(home), "HOME="+t.TempDir(), "SWITCHBOARD_HOME="+filepath.Base(home))
+	s := startShimIn(t, "fake", env, filepath.Dir(home))
+	s.initialize("editor")
+	if pools := poolsOf(home); len(pools) != 1 {
+		t.Fatalf("pools of the client's home: %v", pools)
+	}
+}
