@@ -96,8 +96,10 @@ type hub struct {
 	record *recordQueue // Options.Record's; nil without one
 	nsubs  atomic.Int32 // len(subs), read without the lock on the hot path
 
-	mu   sync.Mutex
-	subs map[chan Event]struct{}
+	mu sync.Mutex
+	// subs maps each subscriber's channel to a channel closed when the
+	// hub drops it, which ends the subscription's goroutine.
+	subs map[chan Event]chan struct{}
 }
 
 func newHub(record func(Event)) hub {
@@ -120,25 +122,30 @@ func (h *hub) emit(e *Event) {
 }
 
 // fanOut sends e to every subscriber, dropping one whose buffer is full.
-// It is emit's cold half, apart so that emit's frame stays small.
+// It is emit's cold half, apart so that emit's frame stays small. Only
+// the hub sends, under h.mu, so a channel with a free slot besides the
+// last takes e without blocking; the last slot is kept for EventLagged,
+// so that a subscriber that lags has every event before it.
 func (h *hub) fanOut(e *Event) {
 	h.mu.Lock()
 	for ch := range h.subs {
-		select {
-		case ch <- *e:
-		default:
-			delete(h.subs, ch)
-			h.nsubs.Store(int32(len(h.subs)))
-			// The buffer is full; make room for the last word.
-			select {
-			case <-ch:
-			default:
-			}
-			ch <- Event{Kind: EventLagged, Time: e.Time}
-			close(ch)
+		if len(ch) < cap(ch)-1 {
+			ch <- *e
+			continue
 		}
+		ch <- Event{Kind: EventLagged, Time: e.Time}
+		h.drop(ch)
 	}
 	h.mu.Unlock()
+}
+
+// drop closes a subscriber's channel and lets its goroutine go. h.mu is
+// held.
+func (h *hub) drop(ch chan Event) {
+	close(h.subs[ch])
+	delete(h.subs, ch)
+	h.nsubs.Store(int32(len(h.subs)))
+	close(ch)
 }
 
 // closeRecord hands the recorder every event so far; later ones reach it
@@ -153,30 +160,34 @@ func (h *hub) closeRecord() {
 // it. The snapshot is taken with the subscription registered, so no event
 // falls between the two. The channel closes when ctx ends, when the pool
 // closes, or after an EventLagged when the reader fell behind (then
-// subscribe again). buffer <= 0 means 1024.
+// subscribe again): it holds buffer events, and every event before an
+// EventLagged. buffer <= 0 means 1024.
 func (p *Pool) Subscribe(ctx context.Context, buffer int) (Snapshot, <-chan Event) {
 	if buffer <= 0 {
 		buffer = 1024
 	}
-	ch := make(chan Event, buffer)
+	ch := make(chan Event, buffer+1) // the last slot is EventLagged's
+	dropped := make(chan struct{})
 	p.events.mu.Lock()
 	if p.events.subs == nil {
-		p.events.subs = map[chan Event]struct{}{}
+		p.events.subs = map[chan Event]chan struct{}{}
 	}
-	p.events.subs[ch] = struct{}{}
+	p.events.subs[ch] = dropped
 	p.events.nsubs.Store(int32(len(p.events.subs)))
 	p.events.mu.Unlock()
 	snap := p.Snapshot()
+	// The subscription ends with ctx or the pool; one the hub dropped
+	// has ended already, and its goroutine goes with it.
 	p.wg.Go(func() {
 		select {
 		case <-ctx.Done():
 		case <-p.closing:
+		case <-dropped:
+			return
 		}
 		p.events.mu.Lock()
 		if _, ok := p.events.subs[ch]; ok {
-			delete(p.events.subs, ch)
-			p.events.nsubs.Store(int32(len(p.events.subs)))
-			close(ch)
+			p.events.drop(ch)
 		}
 		p.events.mu.Unlock()
 	})
