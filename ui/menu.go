@@ -95,18 +95,21 @@ func waterfallLabel(sum summary) string {
 }
 
 // serverMenu is one server's submenu: its state and children, and the
-// actions on it.
+// actions on it. Its sessions are counted from the snapshot's sessions,
+// as the overview and status count them: a stopped server's sessions
+// stay attached with no child to count them.
 func serverMenu(s pool.Snapshot, sv pool.ServerInfo) menuItem {
 	var pids []string
-	sessions := 0
 	for _, b := range s.Backends {
-		if b.Server != sv.Name {
-			continue
-		}
-		if b.PID > 0 {
+		if b.Server == sv.Name && b.PID > 0 {
 			pids = append(pids, strconv.Itoa(b.PID))
 		}
-		sessions += b.Sessions
+	}
+	sessions := 0
+	for _, ss := range s.Sessions {
+		if ss.Server == sv.Name {
+			sessions++
+		}
 	}
 	label := sv.Name + " — " + sv.State
 	if len(pids) == 1 {

@@ -41,7 +41,7 @@ func TestTrayMenu(t *testing.T) {
 		{Label: "memory — failed", Children: []menuItem{
 			{Label: "State: failed", Disabled: true},
 			{Label: "PID: —", Disabled: true},
-			{Label: "Sessions: 0", Disabled: true},
+			{Label: "Sessions: 1", Disabled: true}, // s3, with no child to count it
 			{Label: "Error: crashed 5 times in 60s", Disabled: true},
 			sep,
 			{Label: "Restart", Action: menuAction{Kind: actRestart, Server: "memory"}},
@@ -59,6 +59,32 @@ func TestTrayMenu(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("trayMenu (-want +got):\n%s", d)
+	}
+}
+
+// TestServerMenuCountsSessionsOfAStoppedServer: after Stop the server
+// has no child, and its three sessions stay attached; its submenu says
+// 3, as the overview and status --json do.
+func TestServerMenuCountsSessionsOfAStoppedServer(t *testing.T) {
+	s := pool.Snapshot{
+		Servers: []pool.ServerInfo{{Name: "notes", Share: pool.ShareShared, State: pool.StateStopped},
+			{Name: "browser", Share: pool.ShareShared, State: pool.StateReady}},
+		Sessions: []pool.SessionInfo{{ID: "a", Server: "notes"}, {ID: "b", Server: "notes"}, {ID: "c", Server: "browser"},
+			{ID: "d", Server: "notes"}},
+		Backends: []pool.BackendInfo{{Server: "notes", State: pool.StateStopped},
+			{Server: "browser", PID: 4300, State: pool.StateReady, Sessions: 1}},
+	}
+	sessions := map[string]string{}
+	for _, it := range trayMenu(s, summarize(s, t0, 30*time.Second, 0)) {
+		for _, c := range it.Children {
+			if strings.HasPrefix(c.Label, "Sessions: ") {
+				sessions[it.Label] = c.Label
+			}
+		}
+	}
+	want := map[string]string{"notes — stopped": "Sessions: 3", "browser — ready, PID 4300": "Sessions: 1"}
+	if d := cmp.Diff(want, sessions); d != "" {
+		t.Errorf("the submenus' session counts (-want +got):\n%s", d)
 	}
 }
 
