@@ -142,6 +142,30 @@ func TestAgesTickWithoutEvents(t *testing.T) {
 	}
 }
 
+// TestSamplerMeasuresTheSnapshotsChildren: the loop tells the sampler
+// which children the latest snapshot has, so the dashboard shows the
+// memory and CPU of those, and of a child started later.
+func TestSamplerMeasuresTheSnapshotsChildren(t *testing.T) {
+	fake := newFake(fixture())
+	u := startLive(t, fake, tabBackends)
+	measured := func() map[int]procStat {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		return u.stats
+	}
+	waitUntil(t, 5*time.Second, "child 4242 measured", func() bool { _, ok := measured()[4242]; return ok })
+	fake.update(func(s *pool.Snapshot) {
+		s.Backends[0].PID = 4343 // fake's child was restarted
+	})
+	fake.emit(pool.Event{Kind: pool.EventBackendStarted, Time: time.Now(), Server: "fake", PID: 4343})
+	waitUntil(t, 5*time.Second, "the new child 4343 measured, the old one no more", func() bool {
+		st := measured()
+		_, now := st[4343]
+		_, old := st[4242]
+		return now && !old
+	})
+}
+
 func TestProcSamplerMeasuresItself(t *testing.T) {
 	s := newProcSampler()
 	pid := os.Getpid()
