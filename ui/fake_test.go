@@ -52,7 +52,7 @@ func cloneSnap(s pool.Snapshot) pool.Snapshot {
 }
 
 func (f *fakeCtrl) Subscribe(ctx context.Context, _ int) (pool.Snapshot, <-chan pool.Event) {
-	ch := make(chan pool.Event, f.buffer)
+	ch := make(chan pool.Event, f.buffer+1) // the last slot is EventLagged's
 	f.mu.Lock()
 	f.subs[ch] = struct{}{}
 	// Counted once the channel is in subs: a test that sees the count
@@ -72,22 +72,32 @@ func (f *fakeCtrl) Subscribe(ctx context.Context, _ int) (pool.Snapshot, <-chan 
 	return snap, ch
 }
 
-// emit sends e to every subscriber without blocking, like pool's hub.
+// emit sends e to every subscriber without blocking, like pool's hub:
+// one whose buffer is full gets EventLagged in the slot kept for it, and
+// is dropped.
 func (f *fakeCtrl) emit(e pool.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for ch := range f.subs {
-		select {
-		case ch <- e:
-		default:
-			delete(f.subs, ch)
-			select {
-			case <-ch:
-			default:
-			}
-			ch <- pool.Event{Kind: pool.EventLagged}
-			close(ch)
+		if len(ch) < cap(ch)-1 {
+			ch <- e
+			continue
 		}
+		delete(f.subs, ch)
+		ch <- pool.Event{Kind: pool.EventLagged, Time: e.Time}
+		close(ch)
+	}
+}
+
+// lag drops every subscriber as if the event at `at` had found its
+// buffer full: the events after it are lost to them.
+func (f *fakeCtrl) lag(at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for ch := range f.subs {
+		delete(f.subs, ch)
+		ch <- pool.Event{Kind: pool.EventLagged, Time: at}
+		close(ch)
 	}
 }
 

@@ -16,11 +16,11 @@ import (
 // every MinRedraw however busy the pool is (events only mark the state
 // dirty; a timer turns dirt into one fresh snapshot). When the pool is
 // quiet a ticker redraws from the same snapshot, so ages tick. A lagging
-// subscription (EventLagged, then the channel closes) subscribes again.
-// It exits when ctx ends.
+// subscription (EventLagged, then the channel closes) subscribes again,
+// and the history fills the gap in (gap.go). It exits when ctx ends.
 func (u *UI) loop(ctx context.Context) {
 	notes := newNotifier()
-	snap, events := u.ctrl.Subscribe(ctx, 0)
+	snap, events := u.ctrl.Subscribe(ctx, eventBuffer)
 	u.track.start(snap) // and syncs the tracker with it
 	fresh := false      // a snapshot taken since the tracker last synced
 	draw := func() {
@@ -61,16 +61,23 @@ func (u *UI) loop(ctx context.Context) {
 		}
 	}
 	lagged := false
+	var lagAt time.Time         // the EventLagged's: every event before it was read
+	var gaps []*gap             // gaps the history fills in, and has lately
+	reads := make(chan gapRead) // history reads for gaps, from readGap
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case e, ok := <-events:
 			if ok {
-				u.track.event(e)
-				if e.Kind == pool.EventLagged {
-					lagged = true
+				switch {
+				case e.Kind == pool.EventLagged:
+					lagged, lagAt = true, cmpOr(e.Time, time.Now())
 					u.log.Debug("ui fell behind the pool's events; subscribing again")
+				case len(gaps) > 0 && u.track.gapEvent(e, gaps):
+					// A request of a gap: taken in, or counted already.
+				default:
+					u.track.event(e)
 				}
 				schedule()
 				continue
@@ -86,11 +93,23 @@ func (u *UI) loop(ctx context.Context) {
 				case <-time.After(time.Second):
 				}
 			}
+			snap, events = u.ctrl.Subscribe(ctx, eventBuffer)
+			u.track.releaseLive(gaps, snap)
+			if lagged {
+				g := u.track.openGap(lagAt, time.Now(), snap)
+				gaps = append(gaps, g)
+				u.readGap(ctx, g, reads)
+			}
 			lagged = false
-			snap, events = u.ctrl.Subscribe(ctx, 0)
 			u.track.start(snap)
 			draw()
 			last = time.Now()
+		case r := <-reads:
+			if u.track.refill(r.g, gaps, r.w, r.err) {
+				u.readGap(ctx, r.g, reads)
+			}
+			gaps = liveGaps(gaps, time.Now())
+			schedule()
 		case <-u.redraw:
 			schedule()
 		case <-u.wfReady:
@@ -98,6 +117,8 @@ func (u *UI) loop(ctx context.Context) {
 		case <-throttle:
 			throttle = nil
 			snap, fresh = u.ctrl.Snapshot(), true
+			gaps = liveGaps(gaps, time.Now())
+			u.track.releaseLive(gaps, snap)
 			draw()
 			last = time.Now()
 		case <-tick.C:

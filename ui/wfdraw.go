@@ -85,6 +85,8 @@ func markerColor(k markerKind) color.RGBA {
 		return colTimeout
 	case markAppStart, markAppStop:
 		return colApp
+	case markGap:
+		return colUnseen
 	}
 	return colStop
 }
@@ -466,7 +468,7 @@ func drawWaterfall(reuse *canvasImage, src *wfSource, v wfView, now time.Time, w
 		switch m.Kind {
 		case markChildCrash, markAppCrash:
 			width = max(px(2), 2)
-		case markReload, markReloadFailed, markChildStop, markAppStop:
+		case markReload, markReloadFailed, markChildStop, markAppStop, markGap:
 			dash = px(3)
 		}
 		if y1 > y0 {

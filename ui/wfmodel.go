@@ -90,6 +90,7 @@ const (
 	markAppStart                           // Switchboard started (history)
 	markAppStop                            // Switchboard stopped (history)
 	markAppCrash                           // Switchboard's run ended without a stop (history)
+	markGap                                // the live waterfall missed the pool's events (gap.go)
 )
 
 // crash says the marker is worth "the two minutes before".
