@@ -10,9 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/app/home"
 	"github.com/switchboard-mcp/switchboard/app/importer"
 )
@@ -36,10 +39,13 @@ func setupRecordPath(paths Paths, client importer.Client) string {
 // or the XDG directories this shell sets), so the client reaches the pool
 // of the config written here, and this shell's PATH, which a pool the
 // shim starts needs to find npx. Entries that run through Switchboard
-// already (an earlier setup's) get the same, keeping the user's other
-// fields and variables. A backup of each client file is written next to
-// it and remembered for Undo. Remote (URL) entries stay as they are. The
-// result says what it did, also when it fails part way.
+// already (an earlier setup's) and reach this same instance get the
+// same, keeping the user's other fields and variables; those of another
+// instance stay as they are. A backup of each client file is written
+// next to it and remembered for Undo. Remote (URL) entries stay as they
+// are. A pool running here with another config than this environment's
+// is refused (otherPoolError). The result says what it did, also when it
+// fails part way.
 //
 // file, when set, is the client's config file to rewrite instead of the
 // ones at the client's known locations (a VS Code workspace's
@@ -57,9 +63,12 @@ func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := paths.Config
-	if st, ok := runningStatus(ctx); ok && st.Config != "" {
-		cfg = st.Config
+	pin, err := home.Env()
+	if err != nil {
+		return nil, err
+	}
+	if st, ok := runningStatus(ctx); ok && st.Config != "" && !samePath(st.Config, paths.Config) {
+		return nil, otherPoolError(st, paths.Config, pin)
 	}
 	exe, err := setupBinary(os.Args[0])
 	if err != nil {
@@ -69,17 +78,13 @@ func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 	if p := os.Getenv("PATH"); p != "" {
 		connectEnv["PATH"] = p
 	}
-	pin, err := home.Env()
-	if err != nil {
-		return nil, err
-	}
 	maps.Copy(connectEnv, pin)
 	connect, shim := exe, false
 	if s := connectShim(runtime.GOOS, exe); s != "" {
 		connect, shim = s, true
 	}
 	res, err := importer.Import(importer.Options{
-		Client: client, File: file, Config: cfg, Env: env, RewriteClient: true,
+		Client: client, File: file, Config: paths.Config, Env: env, RewriteClient: true,
 		Connect: connect, ConnectShim: shim, ConnectEnv: connectEnv, UpdateConnected: true,
 	})
 	if res != nil && len(res.Rewrites) > 0 {
@@ -89,6 +94,42 @@ func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 		res.Notes = append(res.Notes, fmt.Sprintf("`switchboard setup --undo %s` puts the rewritten entries back as they were.", client))
 	}
 	return res, err
+}
+
+// otherPoolError is setup's refusal when the pool running here (found by
+// this environment's state directory) runs another config than the one
+// this environment places: setup would add the servers to the running
+// pool's config but pin this environment into the entries, which, once
+// that pool is gone, start a pool of the other config, without them.
+// Pinning the running pool's home instead would go against what this
+// shell says, and a pool started with --config has no home to pin.
+func otherPoolError(st control.Status, config string, pin map[string]string) error {
+	sets := "sets none of SWITCHBOARD_HOME, XDG_CONFIG_HOME and XDG_STATE_HOME"
+	if len(pin) > 0 {
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(pin)) {
+			kv = append(kv, k+"="+pin[k])
+		}
+		sets = "sets " + strings.Join(kv, " ")
+	}
+	return fmt.Errorf("the running Switchboard (pid %d) runs the config %s, but this environment places Switchboard's config at %s (it %s): "+
+		"clients set up from here would reach a pool of that config once the running one stops, and not find the servers setup adds; "+
+		"run setup with the environment the running Switchboard was started with, or stop it and run setup again",
+		st.PID, st.Config, config, sets)
+}
+
+// samePath says whether a and b name the same file: the same path, or,
+// when both exist, the same file by another path (a link).
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 // setupBinary is the path setup writes into client entries: this binary

@@ -243,3 +243,33 @@ func TestUndoSetupLeavesEditedEntries(t *testing.T) {
 		t.Errorf("undo's report (-want +got):\n%s", diff)
 	}
 }
+
+// TestSamePath: setup refuses a running pool of another config, not one
+// that names the same config by a link (a linked ~/.config).
+func TestSamePath(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.MkdirAll(filepath.Join(real, "switchboard"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(real, "switchboard", "config.json")
+	if err := os.WriteFile(cfg, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{cfg, filepath.Join(real, ".", "switchboard", "config.json"), true},
+		{cfg, filepath.Join(dir, "link", "switchboard", "config.json"), true},
+		{cfg, filepath.Join(dir, "other", "switchboard", "config.json"), false},
+		{filepath.Join(dir, "a", "config.json"), filepath.Join(dir, "b", "config.json"), false},
+	} {
+		if got := samePath(tc.a, tc.b); got != tc.want {
+			t.Errorf("samePath(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

@@ -47,23 +47,80 @@ func (p Paths) DashboardFile() string {
 }
 
 // Resolve reads SWITCHBOARD_HOME and the OS conventions.
-func Resolve() (Paths, error) {
-	if home := os.Getenv("SWITCHBOARD_HOME"); home != "" {
+func Resolve() (Paths, error) { return ResolveIn(runtime.GOOS, os.Getenv) }
+
+// ResolveIn is Resolve for a process on goos whose environment getenv
+// reads: where it finds its instance. setup asks it which instance the
+// `switchboard connect` a client entry runs would reach.
+func ResolveIn(goos string, getenv func(string) string) (Paths, error) {
+	if home := getenv("SWITCHBOARD_HOME"); home != "" {
 		abs, err := filepath.Abs(home)
 		if err != nil {
 			return Paths{}, fmt.Errorf("SWITCHBOARD_HOME: %w", err)
 		}
 		return pathsUnder(abs, abs), nil
 	}
-	cfgDir, err := os.UserConfigDir()
+	cfgDir, err := userConfigDir(goos, getenv)
 	if err != nil {
 		return Paths{}, fmt.Errorf("find the config dir: %w", err)
 	}
-	state, err := stateDir(runtime.GOOS, os.Getenv, os.UserHomeDir, exists)
+	state, err := stateDir(goos, getenv, func() (string, error) { return userHomeDir(goos, getenv) }, exists)
 	if err != nil {
 		return Paths{}, err
 	}
 	return pathsUnder(filepath.Join(cfgDir, "switchboard"), state), nil
+}
+
+// userConfigDir is os.UserConfigDir for goos and getenv.
+func userConfigDir(goos string, getenv func(string) string) (string, error) {
+	switch goos {
+	case "windows":
+		if dir := getenv("AppData"); dir != "" {
+			return dir, nil
+		}
+		return "", errors.New("%AppData% is not defined")
+	case "darwin", "ios":
+		if dir := getenv("HOME"); dir != "" {
+			return dir + "/Library/Application Support", nil
+		}
+		return "", errors.New("$HOME is not defined")
+	case "plan9":
+		if dir := getenv("home"); dir != "" {
+			return dir + "/lib", nil
+		}
+		return "", errors.New("$home is not defined")
+	}
+	if dir := getenv("XDG_CONFIG_HOME"); dir != "" {
+		if !filepath.IsAbs(dir) {
+			return "", errors.New("path in $XDG_CONFIG_HOME is relative")
+		}
+		return dir, nil
+	}
+	if dir := getenv("HOME"); dir != "" {
+		return dir + "/.config", nil
+	}
+	return "", errors.New("neither $XDG_CONFIG_HOME nor $HOME are defined")
+}
+
+// userHomeDir is os.UserHomeDir for goos and getenv.
+func userHomeDir(goos string, getenv func(string) string) (string, error) {
+	env, enverr := "HOME", "$HOME"
+	switch goos {
+	case "windows":
+		env, enverr = "USERPROFILE", "%userprofile%"
+	case "plan9":
+		env, enverr = "home", "$home"
+	}
+	if v := getenv(env); v != "" {
+		return v, nil
+	}
+	switch goos {
+	case "android":
+		return "/sdcard", nil
+	case "ios":
+		return "/", nil
+	}
+	return "", errors.New(enverr + " is not defined")
 }
 
 // Env is what of this process's environment Resolve depends on besides

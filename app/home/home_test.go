@@ -3,6 +3,7 @@ package home
 import (
 	"errors"
 	"maps"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -69,5 +70,54 @@ func TestEnv(t *testing.T) {
 				t.Errorf("envFor = %v, %v; want %v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestResolveIn: where a process of another environment (a client's entry
+// with its env) finds its instance, by system; and Resolve, which is
+// ResolveIn for this process, finds the directories the os package names.
+func TestResolveIn(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		goos       string
+		env        map[string]string
+		cfg, state string
+	}{
+		{"linux", "linux", map[string]string{"HOME": "/home/me"}, "/home/me/.config/switchboard", "/home/me/.local/state/switchboard"},
+		{"linux, XDG", "linux", map[string]string{"HOME": "/home/me", "XDG_CONFIG_HOME": "/xc", "XDG_STATE_HOME": "/xs"},
+			"/xc/switchboard", "/xs/switchboard"},
+		{"linux, SWITCHBOARD_HOME", "linux", map[string]string{"HOME": "/home/me", "SWITCHBOARD_HOME": "/sb", "XDG_CONFIG_HOME": "/xc"},
+			"/sb", "/sb"},
+		{"macOS: the config dir does not follow XDG_CONFIG_HOME", "darwin", map[string]string{"HOME": "/Users/me", "XDG_CONFIG_HOME": "/xc"},
+			"/Users/me/Library/Application Support/switchboard", "/Users/me/.local/state/switchboard"},
+		{"windows", "windows", map[string]string{"USERPROFILE": `C:\Users\me`, "AppData": `C:\Users\me\AppData\Roaming`, "LOCALAPPDATA": `C:\Users\me\AppData\Local`},
+			filepath.Join(`C:\Users\me\AppData\Roaming`, "switchboard"), filepath.Join(`C:\Users\me\AppData\Local`, "switchboard")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ResolveIn(tc.goos, func(k string) string { return tc.env[k] })
+			if err != nil || p.Config != filepath.Join(tc.cfg, "config.json") || p.History != filepath.Join(tc.state, "history.db") {
+				t.Errorf("ResolveIn = %+v, %v; want the config under %s, the state under %s", p, err, tc.cfg, tc.state)
+			}
+		})
+	}
+	if _, err := ResolveIn("linux", func(k string) string { return map[string]string{"XDG_CONFIG_HOME": "rel", "HOME": "/h"}[k] }); err == nil {
+		t.Error("a relative XDG_CONFIG_HOME: no error, as os.UserConfigDir has")
+	}
+
+	for _, env := range []map[string]string{
+		{"HOME": "/home/me", "XDG_CONFIG_HOME": "", "XDG_STATE_HOME": ""},
+		{"HOME": "/home/me", "XDG_CONFIG_HOME": "/xc", "XDG_STATE_HOME": "/xs"},
+	} {
+		t.Setenv("SWITCHBOARD_HOME", "")
+		for k, v := range env {
+			t.Setenv(k, v)
+		}
+		cfg, err := os.UserConfigDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, err := Resolve(); err != nil || p.Config != filepath.Join(cfg, "switchboard", "config.json") {
+			t.Errorf("with %v: Resolve = %+v, %v; want the config under os.UserConfigDir %s", env, p, err, cfg)
+		}
 	}
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/app/config"
 	"github.com/switchboard-mcp/switchboard/app/config/jsonedit"
+	"github.com/switchboard-mcp/switchboard/app/home"
 )
 
 // Options say what to import from where, into which config.
@@ -59,7 +60,8 @@ type Options struct {
 	// Switchboard, for a server its config has, up to date (setup run
 	// again after the binary moved): Connect and its arguments, and the
 	// variables of ConnectEnv, replace theirs; every other field and
-	// variable stays.
+	// variable stays. Only entries whose env reaches the Switchboard home
+	// ConnectEnv reaches are: one of another home stays as it is.
 	UpdateConnected bool
 	// Now stamps backups. Default time.Now.
 	Now func() time.Time
@@ -112,7 +114,8 @@ type Rewritten struct {
 	Wrote json.RawMessage // the entry the rewrite put there
 	// Updated: the entry ran through Switchboard already and the rewrite
 	// brought it up to date (Options.UpdateConnected); undo puts back
-	// what an earlier rewrite of it found.
+	// what an earlier rewrite of it found, unless the entry was changed
+	// between the two.
 	Updated bool `json:",omitempty"`
 }
 
@@ -477,8 +480,13 @@ func (im *importer) plan(cf *clientFile, g group, m jsonedit.Member) *plan {
 	}
 	if as, ok := im.connected(ce); ok {
 		e.Outcome, e.As, e.Reason = Connected, as, "already runs through switchboard connect "+as
-		if s, ok := im.sb.file.Servers[as]; ok && !s.IsRemote() {
-			p.update = im.opts.UpdateConnected
+		if !im.opts.UpdateConnected {
+			return p
+		}
+		if other := im.otherHome(ce.Env); other != "" {
+			e.Reason += "; " + other
+		} else if s, ok := im.sb.file.Servers[as]; ok && !s.IsRemote() {
+			p.update = true
 		}
 		return p
 	}
@@ -915,6 +923,47 @@ func (im *importer) connectEnv() map[string]string {
 		env["SWITCHBOARD_HOME"] = home
 	}
 	return env
+}
+
+// homeOf is where the `switchboard connect` of an entry with env finds
+// Switchboard's files: run by a client started from the desktop, with
+// this user's home directory and, of what places the files, only what
+// the entry's env sets (setup pins that into each entry, home.Env).
+func (im *importer) homeOf(env map[string]string) (home.Paths, error) {
+	return home.ResolveIn(im.opts.Env.GOOS, func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		switch k {
+		case "SWITCHBOARD_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME":
+			return ""
+		case "HOME", "USERPROFILE":
+			if v := im.opts.Env.get(k); v != "" {
+				return v
+			}
+			return im.opts.Env.Home
+		}
+		return im.opts.Env.get(k)
+	})
+}
+
+// otherHome says, when an entry that runs through Switchboard with env
+// reaches another Switchboard home than the one rewritten entries reach
+// (connectEnv's), that it stays as it is, and which home that is: its
+// clients keep their pool. Empty when it reaches this one.
+func (im *importer) otherHome(env map[string]string) string {
+	ours, err := im.homeOf(im.connectEnv())
+	if err != nil {
+		return fmt.Sprintf("left as it is: cannot tell which Switchboard home setup is for (%v)", err)
+	}
+	theirs, err := im.homeOf(env)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("left as it is: cannot tell which Switchboard home its env reaches (%v)", err)
+	case theirs != ours:
+		return fmt.Sprintf("it reaches another Switchboard home (config %s), so it is left as it is", theirs.Config)
+	}
+	return ""
 }
 
 // updatedEntry is p's entry, which runs through Switchboard already (an

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -710,7 +711,11 @@ func TestParseWhere(t *testing.T) {
 // environment it writes now, keeping what the user added to them; an
 // entry for a server Switchboard's config lacks stays as it is, as do
 // all with a plain import; a run with nothing new writes nothing; and
-// undo puts back the entries as they were before the first rewrite.
+// undo puts back the entries as they were before the first rewrite,
+// except one the user changed between the rewrites: putting that back
+// would lose what they added, so undo leaves it as it is and says so.
+// On the first edition undo put it back, and the user's additions were
+// only in undo's copy of the file.
 func TestUpdateConnected(t *testing.T) {
 	work, opts := setup(t, importCases[0])
 	path := filepath.Join(work, "home/.config/Claude/claude_desktop_config.json")
@@ -786,14 +791,105 @@ func TestUpdateConnected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back, _ := os.ReadFile(path); string(back) != string(orig) {
-		t.Errorf("after undo:\n%s\nwant:\n%s", back, orig)
+	back, _ := os.ReadFile(path)
+	var got, want struct{ MCPServers map[string]any }
+	if err := json.Unmarshal(back, &got); err != nil {
+		t.Fatal(err)
+	}
+	_ = json.Unmarshal(orig, &want)
+	var memoryNow any
+	_ = json.Unmarshal(f.MCPServers["memory"], &memoryNow)
+	want.MCPServers["memory"] = memoryNow
+	if diff := cmp.Diff(want.MCPServers, got.MCPServers); diff != "" {
+		t.Errorf("after undo (-want +got):\n%s", diff)
 	}
 	for _, u := range done {
 		for _, e := range u.Entries {
-			if e.Left != "" {
+			switch {
+			case e.Where == "mcpServers.memory" && !strings.HasPrefix(e.Left, "changed since setup"):
+				t.Errorf("%s: %+v, want it left as it is", e.Where, e)
+			case e.Where != "mcpServers.memory" && e.Left != "":
 				t.Errorf("%s: left as it is: %s", e.Where, e.Left)
 			}
 		}
+	}
+}
+
+// TestUpdateLeavesAnotherHomesEntries: an entry that runs through
+// Switchboard is brought up to date only when its env places
+// Switchboard's files where this setup's does, compared as `connect`
+// resolves them (an XDG directory pinned to where the default is counts
+// as the default); one of another Switchboard home stays as it is, so
+// that it keeps reaching its own pool, and the result says so. On the
+// first edition every such entry got this setup's SWITCHBOARD_HOME.
+func TestUpdateLeavesAnotherHomesEntries(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pin     func(work string) map[string]string // this setup's ConnectEnv, but PATH
+		updated []string
+		other   map[string]string // entry -> the config of the home the result names
+	}{
+		{"this home is SWITCHBOARD_HOME", func(work string) map[string]string {
+			return map[string]string{"SWITCHBOARD_HOME": filepath.Join(work, "sb-work")}
+		}, []string{"work"}, map[string]string{
+			"default": "home/.config/switchboard/config.json", "xc": "xc/switchboard/config.json",
+			"state": "home/.config/switchboard/config.json",
+		}},
+		{"this home is the default", func(string) map[string]string { return nil },
+			[]string{"default", "state"}, map[string]string{
+				"work": "sb-work/config.json", "xc": "xc/switchboard/config.json",
+			}},
+		{"this home is XDG_CONFIG_HOME's", func(work string) map[string]string {
+			return map[string]string{"XDG_CONFIG_HOME": filepath.Join(work, "xc")}
+		}, []string{"xc"}, map[string]string{
+			"work": "sb-work/config.json", "default": "home/.config/switchboard/config.json",
+			"state": "home/.config/switchboard/config.json",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			work, opts := setup(t, importCases[0])
+			path := filepath.Join(work, "home/.config/Claude/claude_desktop_config.json")
+			entry := func(env string) string {
+				return `{"command": "/opt/v1/switchboard", "args": ["connect", "memory"], "env": {` + env + `}}`
+			}
+			orig := `{"mcpServers": {
+  "default": ` + entry(`"PATH": "/v1"`) + `,
+  "work": ` + entry(`"SWITCHBOARD_HOME": "`+filepath.Join(work, "sb-work")+`"`) + `,
+  "xc": ` + entry(`"XDG_CONFIG_HOME": "`+filepath.Join(work, "xc")+`"`) + `,
+  "state": ` + entry(`"XDG_STATE_HOME": "`+filepath.Join(work, "home/.local/state")+`"`) + `
+}}
+`
+			if err := os.WriteFile(path, []byte(orig), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			opts.Connect, opts.UpdateConnected = "/opt/v2/switchboard", true
+			opts.ConnectEnv = map[string]string{"PATH": "/v2"}
+			maps.Copy(opts.ConnectEnv, tc.pin(work))
+			res, err := Import(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range res.Entries {
+				if e.Rewritten {
+					got = append(got, e.Name)
+					if c := desktopEntry(t, work, e.Name); c.Command != opts.Connect || c.Env["PATH"] != "/v2" {
+						t.Errorf("%s after the update: %+v", e.Name, c)
+					}
+					continue
+				}
+				cfg, ok := tc.other[e.Name]
+				if !ok || !strings.Contains(e.Reason, "another Switchboard") || !strings.Contains(e.Reason, filepath.Join(work, cfg)) {
+					t.Errorf("%s: %q, want it left as another home's (%s)", e.Name, e.Reason, cfg)
+				}
+				if c := desktopEntry(t, work, e.Name); c.Command != "/opt/v1/switchboard" {
+					t.Errorf("%s, another home's, was changed: %+v", e.Name, c)
+				}
+			}
+			slices.Sort(got)
+			if want := slices.Sorted(slices.Values(tc.updated)); !slices.Equal(got, want) {
+				t.Errorf("brought up to date: %v, want %v", got, want)
+			}
+		})
 	}
 }

@@ -42,7 +42,10 @@ type UndoneEntry struct {
 // Before it writes a file, Undo keeps a copy of it next to it. The
 // rewrites of one file are undone together, a later one's entry over an
 // earlier one's; a later one that only brought an entry up to date
-// (Rewritten.Updated) leaves it to the earlier one's backup. It returns what it did, also when it fails part way.
+// (Rewritten.Updated) leaves it to the earlier one's backup, unless the
+// entry was changed between the two: putting back the earlier one's
+// would drop those changes, so it is left as it is too. It returns what
+// it did, also when it fails part way.
 func Undo(rws []Rewrite, now time.Time) ([]Undone, error) {
 	var files []string
 	todo := map[string][]undoEntry{}
@@ -72,6 +75,7 @@ func Undo(rws []Rewrite, now time.Time) ([]Undone, error) {
 			case j >= 0 && e.Updated:
 				// Brought up to date: the earlier rewrite's backup
 				// has the entry as it was before Switchboard.
+				list[j].updates = append(list[j].updates, undoUpdate{prior: list[j].Rewritten, backup: rw.Backup})
 				list[j].Wrote = e.Wrote
 			case j >= 0:
 				list[j] = ue
@@ -95,6 +99,16 @@ func Undo(rws []Rewrite, now time.Time) ([]Undone, error) {
 type undoEntry struct {
 	Rewritten
 	where, backup string
+	// updates are the later rewrites that brought it up to date, in order.
+	updates []undoUpdate
+}
+
+// undoUpdate is a rewrite that brought an entry up to date: its backup
+// has the entry as it found it, which is what the rewrite before it
+// wrote (prior) unless the entry was changed in between.
+type undoUpdate struct {
+	prior  Rewritten
+	backup string
 }
 
 // jsonDoc is a client file's text, standardized and parsed.
@@ -138,6 +152,17 @@ func undoFile(file string, entries []undoEntry, now time.Time) (Undone, error) {
 		return u, fmt.Errorf("undo %s: %w; nothing was put back", file, err)
 	}
 	backups := map[string]*jsonDoc{}
+	backup := func(path string) (*jsonDoc, error) {
+		if b := backups[path]; b != nil {
+			return b, nil
+		}
+		b, err := readDoc(path)
+		if err != nil {
+			return nil, fmt.Errorf("undo %s: its backup: %w", file, err)
+		}
+		backups[path] = b
+		return b, nil
+	}
 	var edits []jsonedit.Edit
 	for _, e := range entries {
 		ue := UndoneEntry{Where: e.where, Backup: e.backup}
@@ -148,16 +173,25 @@ func undoFile(file string, entries []undoEntry, now time.Time) (Undone, error) {
 		case !e.isWhatWasWritten(v.Raw(cur.std)):
 			ue.Left = "changed since setup"
 		}
+		for _, up := range e.updates {
+			if ue.Left != "" {
+				break
+			}
+			b, err := backup(up.backup)
+			if err != nil {
+				return u, err
+			}
+			if found := b.at(e.Keys); found == nil || !(undoEntry{Rewritten: up.prior}).isWhatWasWritten(found.Raw(b.std)) {
+				ue.Left = "changed since setup, before setup ran again and brought it up to date"
+			}
+		}
 		if ue.Left != "" {
 			u.Entries = append(u.Entries, ue)
 			continue
 		}
-		b := backups[e.backup]
-		if b == nil {
-			if b, err = readDoc(e.backup); err != nil {
-				return u, fmt.Errorf("undo %s: its backup: %w", file, err)
-			}
-			backups[e.backup] = b
+		b, err := backup(e.backup)
+		if err != nil {
+			return u, err
 		}
 		w := b.at(e.Keys)
 		if w == nil {

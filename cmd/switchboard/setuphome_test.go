@@ -191,16 +191,11 @@ func TestSetupAgainFollowsTheInstalledBinary(t *testing.T) {
 	}
 	run("switchboard", "setup", "--undo", "claude-code")
 
-	// Set up as an earlier setup did, with the version's own path; the
-	// user adds to the entry since.
+	// Set up as an earlier setup did, with the version's own path; an
+	// upgrade removes that version since.
 	run(version("1.0"), "setup", "claude-code")
 	if e := claudeEntries(t, clientFile)["fake"]; e.Command != version("1.0") {
 		t.Fatalf("setup run by its path wrote %q", e.Command)
-	}
-	stale := `{"mcpServers": {"fake": {"type": "stdio", "command": "` + version("1.0") + `", "args": ["connect", "fake"],` +
-		` "env": {"MY_FLAG": "1", "PATH": "/old/bin", "SWITCHBOARD_HOME": "` + sbHome + `"}, "timeout": 30}}}` + "\n"
-	if err := os.WriteFile(clientFile, []byte(stale), 0o600); err != nil {
-		t.Fatal(err)
 	}
 	install("1.1")
 	if err := os.RemoveAll(filepath.Dir(filepath.Dir(version("1.0")))); err != nil {
@@ -208,7 +203,7 @@ func TestSetupAgainFollowsTheInstalledBinary(t *testing.T) {
 	}
 	run("switchboard", "setup", "claude-code")
 	want := setupEntry{Type: "stdio", Command: filepath.Join(bin, "switchboard"), Args: []string{"connect", "fake"},
-		Env: map[string]string{"MY_FLAG": "1", "PATH": bin + ":/usr/bin:/bin", "SWITCHBOARD_HOME": sbHome}, Timeout: 30}
+		Env: map[string]string{"PATH": bin + ":/usr/bin:/bin", "SWITCHBOARD_HOME": sbHome}}
 	if got := claudeEntries(t, clientFile)["fake"]; !reflectEqual(got, want) {
 		t.Fatalf("after setup again: %+v, want %+v", got, want)
 	}
@@ -221,10 +216,156 @@ func TestSetupAgainFollowsTheInstalledBinary(t *testing.T) {
 	if back, _ := os.ReadFile(clientFile); string(back) != orig {
 		t.Fatalf("after undo:\n%s\nwant:\n%s", back, orig)
 	}
+
+	// Again, and the user adds to the entry before the next upgrade: setup
+	// keeps what they added, and undo, which would lose it by putting back
+	// the entry as it was before the first setup, leaves the entry as it
+	// is and says so. On the first edition undo put back the original and
+	// the user's additions were only in undo's copy of the file.
+	run(version("1.1"), "setup", "claude-code")
+	stale := `{"mcpServers": {"fake": {"type": "stdio", "command": "` + version("1.1") + `", "args": ["connect", "fake"],` +
+		` "env": {"MY_FLAG": "1", "PATH": "` + bin + `:/usr/bin:/bin", "SWITCHBOARD_HOME": "` + sbHome + `"}, "timeout": 30}}}` + "\n"
+	if err := os.WriteFile(clientFile, []byte(stale), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	install("1.2")
+	if err := os.RemoveAll(filepath.Dir(filepath.Dir(version("1.1")))); err != nil {
+		t.Fatal(err)
+	}
+	run("switchboard", "setup", "claude-code")
+	want.Env["MY_FLAG"], want.Timeout = "1", 30
+	if got := claudeEntries(t, clientFile)["fake"]; !reflectEqual(got, want) {
+		t.Fatalf("after setup again: %+v, want %+v", got, want)
+	}
+	out := run("switchboard", "setup", "--undo", "claude-code")
+	if got := claudeEntries(t, clientFile)["fake"]; !reflectEqual(got, want) {
+		t.Fatalf("after undo: %+v, want it left as %+v", got, want)
+	}
+	if !strings.Contains(out, "Left mcpServers.fake in "+clientFile+" as it is: changed since setup") {
+		t.Errorf("undo does not say it left the entry:\n%s", out)
+	}
 }
 
 func reflectEqual(a, b setupEntry) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
+}
+
+// setupAs runs `switchboard setup ARGS` for the user of userHome, in
+// their home directory, with the pairs in extra; it returns the output
+// and the error.
+func setupAs(userHome string, extra []string, args ...string) (string, error) {
+	cmd := exec.Command(sbBin, append([]string{"setup"}, args...)...)
+	cmd.Env = userEnv(userHome, extra...)
+	cmd.Dir = userHome
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// The user's default Switchboard is set up for Claude Code; then setup
+// runs for a second home (SWITCHBOARD_HOME=work) whose config has a
+// server of the same name. The user-scope entry reaches the default home:
+// it is another home's, and stays as it is, so every project keeps the
+// default pool and the default home's undo still puts it back. On the
+// first edition the second setup "brought it up to date" with
+// SWITCHBOARD_HOME=work, and the default home's undo left it as changed.
+func TestSetupLeavesAnotherHomesEntries(t *testing.T) {
+	userHome := homeDir(t)
+	clientFile := filepath.Join(userHome, ".claude.json")
+	orig := `{"mcpServers": {"fs": {"command": "` + fakeBin + `", "args": []}}}` + "\n"
+	if err := os.WriteFile(clientFile, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := setupAs(userHome, nil, "claude-code"); err != nil {
+		t.Fatalf("setup: %v\n%s", err, out)
+	}
+	ours, err := os.ReadFile(clientFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := claudeEntries(t, clientFile)["fs"]; e.Command != sbBin || e.Env["SWITCHBOARD_HOME"] != "" {
+		t.Fatalf("the default home's setup wrote %+v", e)
+	}
+
+	work := filepath.Join(userHome, "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "config.json"), []byte(`{"mcpServers": {"fs": {"command": "`+fakeBin+`", "args": ["--work"]}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := setupAs(userHome, []string{"SWITCHBOARD_HOME=" + work}, "claude-code")
+	if err != nil {
+		t.Fatalf("setup for the work home: %v\n%s", err, out)
+	}
+	if now, _ := os.ReadFile(clientFile); string(now) != string(ours) {
+		t.Fatalf("the work home's setup rewrote the default home's entry:\n%s", now)
+	}
+	if !strings.Contains(out, "another Switchboard") {
+		t.Errorf("the output does not say the entry is another home's:\n%s", out)
+	}
+
+	if out, err := setupAs(userHome, nil, "--undo", "claude-code"); err != nil {
+		t.Fatalf("undo: %v\n%s", err, out)
+	}
+	if back, _ := os.ReadFile(clientFile); string(back) != orig {
+		t.Fatalf("after the default home's undo:\n%s\nwant:\n%s", back, orig)
+	}
+}
+
+// A pool runs with the default directories; the user's shell sets
+// XDG_CONFIG_HOME. setup would add the servers to the running pool's
+// config but pin the shell's XDG_CONFIG_HOME into the entries: once that
+// pool is gone, the client would start a pool of another config, without
+// them (no such server). setup refuses instead, saying which config each
+// one means, and writes nothing. On the first edition it went ahead.
+func TestSetupRefusesAHomeOtherThanThePools(t *testing.T) {
+	userHome := homeDir(t)
+	stopPoolsOfUser(t, userHome)
+	defaultConfig := filepath.Join(userHome, ".config", "switchboard", "config.json")
+	if err := os.MkdirAll(filepath.Dir(defaultConfig), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(defaultConfig, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pool := exec.Command(sbBin, "serve")
+	pool.Env = userEnv(userHome)
+	pool.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	exited, err := startPinned(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = pool.Process.Signal(syscall.SIGTERM)
+		<-exited
+	})
+	waitFor(t, "the pool's control socket", func() bool {
+		status := exec.Command(sbBin, "status", "--json")
+		status.Env = userEnv(userHome)
+		return status.Run() == nil
+	})
+
+	clientFile := filepath.Join(userHome, ".claude.json")
+	orig := `{"mcpServers": {"fake": {"command": "` + fakeBin + `", "args": []}}}` + "\n"
+	if err := os.WriteFile(clientFile, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	xc := filepath.Join(userHome, "xc")
+	out, err := setupAs(userHome, []string{"XDG_CONFIG_HOME=" + xc}, "claude-code")
+	if err == nil {
+		t.Fatalf("setup went ahead:\n%s", out)
+	}
+	for _, want := range []string{defaultConfig, filepath.Join(xc, "switchboard", "config.json")} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the error does not name %s:\n%s", want, out)
+		}
+	}
+	if now, _ := os.ReadFile(clientFile); string(now) != orig {
+		t.Errorf("the client file was rewritten:\n%s", now)
+	}
+	if cfg, _ := os.ReadFile(defaultConfig); string(cfg) != `{"mcpServers": {}}` {
+		t.Errorf("the pool's config was written:\n%s", cfg)
+	}
 }
