@@ -20,6 +20,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/pool/mcptest"
 	"github.com/switchboard-mcp/switchboard/store"
 	"github.com/switchboard-mcp/switchboard/ui"
 )
@@ -277,18 +278,9 @@ func dialPool(t *testing.T, sock, server string) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	br := bufio.NewReader(conn)
-	fmt.Fprintf(conn, "{\"server\":%q}\n", server)
-	fmt.Fprintln(conn, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"load","version":"1"}}}`)
-	for range 2 { // the welcome, then the initialize result
-		if line, err := br.ReadBytes('\n'); err != nil || strings.Contains(string(line), `"error"`) {
-			t.Fatalf("open a session on %s: %s %v", server, line, err)
-		}
+	if err := mcptest.Attach(conn, server, "load"); err != nil {
+		t.Fatal(err)
 	}
-	if br.Buffered() > 0 {
-		t.Fatalf("unexpected bytes after the handshake")
-	}
-	fmt.Fprintln(conn, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return conn
 }
 

@@ -214,25 +214,16 @@ func TestFiguresStayRightWhenABurstOutrunsTheLoop(t *testing.T) {
 	t.Logf("%d subscriptions for %d calls", ctrl.subs.Load(), sessions*calls)
 }
 
-// openSession opens a pool session the way `switchboard connect` does
-// and completes its MCP handshake.
+// openSession opens a pool session the way `switchboard connect` does and
+// completes its MCP handshake.
 func openSession(t *testing.T, sock, server string) net.Conn {
 	t.Helper()
 	conn, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	br := bufio.NewReader(conn)
-	fmt.Fprintf(conn, "{\"server\":%q}\n", server)
-	fmt.Fprintln(conn, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"burst","version":"1"}}}`)
-	for range 2 { // the welcome, then the initialize result
-		if line, err := br.ReadBytes('\n'); err != nil || strings.Contains(string(line), `"error"`) {
-			t.Fatalf("open a session on %s: %s %v", server, line, err)
-		}
+	if err := mcptest.Attach(conn, server, "burst"); err != nil {
+		t.Fatal(err)
 	}
-	if br.Buffered() > 0 {
-		t.Fatal("unexpected bytes after the handshake")
-	}
-	fmt.Fprintln(conn, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return conn
 }

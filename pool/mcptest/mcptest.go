@@ -5,9 +5,12 @@
 package mcptest
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,4 +77,28 @@ func ReadLog(path string) ([]map[string]any, error) {
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// Attach opens a session for server on conn, a connection to the pool's
+// socket, the way `switchboard connect` does, and completes its MCP
+// handshake as client (2025-06-18, no capabilities): what tests that drive
+// a pool as its clients do share this.
+func Attach(conn net.Conn, server, client string) error {
+	br := bufio.NewReader(conn)
+	fmt.Fprintf(conn, "{\"server\":%q}\n", server)
+	fmt.Fprintf(conn, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":%q,"version":"1"}}}`+"\n", client)
+	for range 2 { // the welcome, then the initialize result
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			return fmt.Errorf("open a session on %s: %w", server, err)
+		}
+		if bytes.Contains(line, []byte(`"error"`)) {
+			return fmt.Errorf("open a session on %s: %s", server, line)
+		}
+	}
+	if br.Buffered() > 0 {
+		return errors.New("unexpected bytes after the handshake")
+	}
+	_, err := fmt.Fprintln(conn, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return err
 }
