@@ -37,9 +37,11 @@ const AppID = "io.github.switchboard_mcp.switchboard"
 // instance already serves this SWITCHBOARD_HOME, it asks that one to show
 // its dashboard and returns nil; a headless pool that a client started
 // makes way instead, and this app takes its place with the dashboard
-// open; one run headless on purpose keeps running, and RunTray says so in
-// a window as well as in its error. Quit in the tray menu, or ctx ending,
-// shuts the pool and every child down before it returns.
+// open and that pool's environment (useEnviron); one run headless on
+// purpose, or one with a server that would not start here, keeps running,
+// and RunTray says so in a window as well as in its error. Quit in the
+// tray menu, or ctx ending, shuts the pool and every child down before it
+// returns.
 func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 	hideOwnConsole()
 	if err := needDisplay(); err != nil {
@@ -66,16 +68,40 @@ func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 		if werr := openWindowSystem(); werr != nil {
 			return fmt.Errorf("%w (pid %d) without a dashboard, and this one cannot open the window system (%v)", ErrAlreadyRunning, st.PID, werr)
 		}
-		if opts.lock, startLock, err = takePlace(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "switchboard is already running (pid %d) without its dashboard; asking it to make way for the tray\n", st.PID)
+		p, err := takePlace(ctx)
+		switch {
+		case errors.Is(err, errShown):
+			// Another launch took the pool's place meanwhile (a double
+			// click): its dashboard is what this one is for.
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			now, err := FetchStatus(pctx)
+			cancel()
+			if err == nil {
+				fmt.Fprintf(os.Stderr, "switchboard is already running (pid %d); it is showing its dashboard\n", now.PID)
+			}
+			return nil
+		case err != nil:
 			why := err.Error()
 			if errors.Is(err, control.ErrConflict) {
-				why = strings.TrimPrefix(why, control.ErrConflict.Error()+": ") + ". Its dashboard comes with the tray app: " +
+				why = strings.TrimPrefix(why, control.ErrConflict.Error()+": ")
+			}
+			if why == headlessOnPurpose {
+				why += ". Its dashboard comes with the tray app: " +
 					"stop that pool (systemctl --user stop switchboard, or end switchboard serve), then start Switchboard again; " +
 					"meanwhile `switchboard status` shows what it runs"
 			}
 			err = fmt.Errorf("%w (pid %d) without its tray and dashboard: %s", ErrAlreadyRunning, st.PID, why)
 			showError(ctx, err)
 			return err
+		}
+		opts.lock, startLock = p.lock, p.start
+		if len(p.env) > 0 {
+			// The pool runs on as it did: its config's ${VAR}s and its
+			// children see the environment the client started it with.
+			if err := useEnviron(p.env); err != nil {
+				fmt.Fprintf(os.Stderr, "switchboard: the environment of the pool that made way is not all set here: %v\n", err)
+			}
 		}
 		fmt.Fprintf(os.Stderr, "switchboard: the headless pool a client started (pid %d) made way; running it here with the tray\n", st.PID)
 		dashboard = true // what the user launched the app for
@@ -394,31 +420,51 @@ func (c *trayController) SetStartAtLogin(on bool) error {
 
 func (c *trayController) About() string { return version.Get().String() }
 
+// place is what takePlace took: the instance lock, the start lock that
+// the caller lets go once its pool answers, and the environment the pool
+// that made way ran with, its desktop variables this app's (nil from a
+// pool too old to tell it).
+type place struct {
+	lock, start *flock.Lock
+	env         []string
+}
+
+// errShown is takePlace's answer when the running pool showed its
+// dashboard: another launch took the headless pool's place first.
+var errShown = errors.New("the running pool showed its dashboard")
+
 // takePlace asks the headless pool that a client started to make way for
 // this tray app, and takes the instance lock as the pool lets it go: the
 // pool this app runs takes its place, and the pool's sessions resume with
-// it. It holds the start lock, which it returns, so that no client starts
-// another pool meanwhile (package launch); the caller lets it go once its
-// pool answers. An error that Is control.ErrConflict is the pool's
-// refusal.
-func takePlace(ctx context.Context) (lock, start *flock.Lock, err error) {
+// it. It holds the start lock, so that no client starts another pool
+// meanwhile (package launch). Once it has the start lock it asks the
+// running pool for its dashboard again: a launch that got there first
+// runs it now (errShown). An error that Is control.ErrConflict is the
+// pool's refusal.
+func takePlace(ctx context.Context) (p place, err error) {
 	paths, err := ResolvePaths()
 	if err != nil {
-		return nil, nil, err
+		return p, err
 	}
-	if start, err = flock.Wait(paths.StartLockFile(), time.Now().Add(launch.StartTimeout)); err != nil {
-		return nil, nil, fmt.Errorf("wait for a client starting the pool: %w", err)
+	if p.start, err = flock.Wait(paths.StartLockFile(), time.Now().Add(launch.StartTimeout)); err != nil {
+		return p, fmt.Errorf("wait for a client starting the pool: %w", err)
 	}
-	if err := control.NewClient(paths.ControlSocket()).MakeWay(ctx); err != nil {
-		start.Unlock()
-		return nil, nil, err
+	if err := askForDashboard(ctx); err == nil {
+		p.start.Unlock()
+		return place{}, errShown
 	}
-	if lock, err = flock.Wait(paths.LockFile(), time.Now().Add(handoverLockWait)); err != nil {
-		start.Unlock()
-		return nil, nil, fmt.Errorf("it was asked to make way, and did not stop within %s: %w", handoverLockWait, err)
+	acc, err := control.NewClient(paths.ControlSocket()).MakeWay(ctx, control.MakeWayRequest{Desktop: desktopOf(os.Environ())})
+	if err != nil {
+		p.start.Unlock()
+		return place{}, err
 	}
-	_ = lock.WritePID()
-	return lock, start, nil
+	if p.lock, err = flock.Wait(paths.LockFile(), time.Now().Add(handoverLockWait)); err != nil {
+		p.start.Unlock()
+		return place{}, fmt.Errorf("it was asked to make way, and did not stop within %s: %w", handoverLockWait, err)
+	}
+	_ = p.lock.WritePID()
+	p.env = acc.Env
+	return p, nil
 }
 
 // awaitControl waits until this home's control socket answers, at most

@@ -2,7 +2,9 @@ package app
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +21,8 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
+	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/pool"
 	"github.com/switchboard-mcp/switchboard/pool/mcptest"
 	"github.com/switchboard-mcp/switchboard/store"
@@ -54,7 +58,7 @@ func TestMakeWay(t *testing.T) {
 	inst := &Instance{log: slog.New(slog.DiscardHandler), stopRun: func() { close(stopped) }}
 	post := func() *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
-		inst.controlHandler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/make-way", nil))
+		inst.controlHandler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/make-way", strings.NewReader(`{}`)))
 		return w
 	}
 	if w := post(); w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "headless on purpose") {
@@ -68,6 +72,66 @@ func TestMakeWay(t *testing.T) {
 	inst.setDashboard(nil)
 	if w := post(); w.Code != http.StatusOK {
 		t.Errorf("a pool a client started: %d %s, want 200", w.Code, w.Body)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pool was not stopped")
+	}
+}
+
+// TestMakeWayEnvironment: the pool that makes way answers the environment
+// the app's pool is to run with: its own (the client's token), with the
+// app's desktop variables in place of its own. A pool with a server that
+// would not start in that environment (its ${XAUTHORITY}, which the app's
+// desktop does not set) keeps running and says why. On the first edition
+// the answer had no environment: the app's pool ran with the desktop's,
+// and the servers with a ${VAR} only the client had were not started.
+func TestMakeWayEnvironment(t *testing.T) {
+	t.Setenv("SB_CLIENT_TOKEN", "secret")
+	t.Setenv("XAUTHORITY", "/client/xauth")
+	t.Setenv("DISPLAY", "localhost:10.0") // forwarded over SSH
+	t.Setenv("FYNE_SCALE", "2")
+	t.Setenv("WAYLAND_DISPLAY", "")
+	os.Unsetenv("WAYLAND_DISPLAY")
+	cfg, err := config.Parse([]byte(`{"mcpServers": {
+		"tok": {"command": "tok", "env": {"T": "${SB_CLIENT_TOKEN}"}},
+		"x":   {"command": "x", "env": {"X": "${XAUTHORITY}"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan struct{})
+	inst := &Instance{log: slog.New(slog.DiscardHandler), stopRun: func() { close(stopped) }, exitWhenIdle: true, cfg: cfg}
+	post := func(desktop ...string) *httptest.ResponseRecorder {
+		body, _ := json.Marshal(control.MakeWayRequest{Desktop: desktop})
+		w := httptest.NewRecorder()
+		inst.controlHandler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/make-way", bytes.NewReader(body)))
+		return w
+	}
+	w := post("DISPLAY=:0", "WAYLAND_DISPLAY=wayland-0")
+	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "mcpServers.x.env.X: environment variable XAUTHORITY is not set") {
+		t.Errorf("a desktop without XAUTHORITY: %d %s, want 409 saying x would not start", w.Code, w.Body)
+	}
+	if strings.Contains(w.Body.String(), "secret") || strings.Contains(w.Body.String(), "SB_CLIENT_TOKEN") {
+		t.Errorf("the refusal tells of the pool's environment: %s", w.Body)
+	}
+	w = post("DISPLAY=:0", "WAYLAND_DISPLAY=wayland-0", "XAUTHORITY=/desktop/xauth")
+	if w.Code != http.StatusOK {
+		t.Fatalf("a desktop with XAUTHORITY: %d %s, want 200", w.Code, w.Body)
+	}
+	var acc control.MakeWayAccepted
+	if err := json.Unmarshal(w.Body.Bytes(), &acc); err != nil {
+		t.Fatal(err)
+	}
+	lookup := lookupIn(acc.Env)
+	for name, want := range map[string]string{"SB_CLIENT_TOKEN": "secret", "DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0",
+		"XAUTHORITY": "/desktop/xauth", "PATH": os.Getenv("PATH")} {
+		if got, _ := lookup(name); got != want {
+			t.Errorf("the environment answered has %s=%q, want %q", name, got, want)
+		}
+	}
+	if v, ok := lookup("FYNE_SCALE"); ok {
+		t.Errorf("the environment answered has the pool's FYNE_SCALE=%q, not the app's (none)", v)
 	}
 	select {
 	case <-stopped:

@@ -12,7 +12,7 @@
 //	POST /v1/http-token/rotate  {"token": T}
 //	POST /v1/restart, /v1/stop  ServerAction
 //	POST /v1/upgrade            UpgradeRequest -> UpgradeAccepted
-//	POST /v1/make-way           stop for the tray app that asks (409 unless a client started this headless pool)
+//	POST /v1/make-way           MakeWayRequest -> MakeWayAccepted: stop for the tray app that asks (409 unless a client started this headless pool)
 //	GET  /v1/stacks             every goroutine's stack, as text
 package control
 
@@ -160,6 +160,22 @@ type KillResponse struct {
 // ServerAction is the body of POST /v1/restart and /v1/stop.
 type ServerAction struct {
 	Server string `json:"server"`
+}
+
+// MakeWayRequest is the body of POST /v1/make-way: the tray app's own
+// values ("NAME=value") of the desktop session's variables, which it
+// keeps when it runs the pool in the stopping pool's place.
+type MakeWayRequest struct {
+	Desktop []string `json:"desktop"`
+}
+
+// MakeWayAccepted is its answer: the environment the tray app's pool is
+// to run with, the stopping pool's with the app's desktop variables, so
+// that ${VAR} in the config and the children see what they saw. It may
+// hold secrets: it goes over the control socket only, and is never
+// logged. Empty from a pool too old to tell it.
+type MakeWayAccepted struct {
+	Env []string `json:"env,omitempty"`
 }
 
 // UpgradeRequest is the body of POST /v1/upgrade: `switchboard upgrade`.

@@ -119,10 +119,12 @@ func (c *Client) Upgrade(ctx context.Context, binary string) (UpgradeAccepted, e
 }
 
 // MakeWay is POST /v1/make-way: the pool stops for the tray app that
-// asks, which takes its place. An error that Is ErrConflict says why it
-// does not.
-func (c *Client) MakeWay(ctx context.Context) error {
-	return c.do(ctx, http.MethodPost, "/v1/make-way", struct{}{}, &struct{}{})
+// asks, which takes its place with the environment it answers. An error
+// that Is ErrConflict says why it does not.
+func (c *Client) MakeWay(ctx context.Context, req MakeWayRequest) (MakeWayAccepted, error) {
+	var acc MakeWayAccepted
+	err := c.do(ctx, http.MethodPost, "/v1/make-way", req, &acc)
+	return acc, err
 }
 
 // Stacks is GET /v1/stacks: the running pool's goroutine stacks, copied

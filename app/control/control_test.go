@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -87,11 +88,11 @@ func (f *fakeBackend) Upgrade(_ context.Context, binary string) (UpgradeAccepted
 	return UpgradeAccepted{PID: 42, Binary: binary}, func() { close(f.started) }, nil
 }
 
-func (f *fakeBackend) MakeWay() (func(), error) {
+func (f *fakeBackend) MakeWay(req MakeWayRequest) (MakeWayAccepted, func(), error) {
 	if f.busy {
-		return nil, fmt.Errorf("%w: it runs headless on purpose", ErrConflict)
+		return MakeWayAccepted{}, nil, fmt.Errorf("%w: it runs headless on purpose", ErrConflict)
 	}
-	return func() { close(f.madeWay) }, nil
+	return MakeWayAccepted{Env: append([]string{"TOKEN=from the pool"}, req.Desktop...)}, func() { close(f.madeWay) }, nil
 }
 
 // serve runs the control API for b on a real unix socket, as the
@@ -168,8 +169,9 @@ func TestClientAndServer(t *testing.T) {
 		t.Fatalf("Upgrade = %+v, %v", acc, err)
 	}
 	<-b.started // begun once the answer was out
-	if err := c.MakeWay(ctx); err != nil {
-		t.Fatalf("MakeWay: %v", err)
+	if acc, err := c.MakeWay(ctx, MakeWayRequest{Desktop: []string{"DISPLAY=:1"}}); err != nil ||
+		!slices.Equal(acc.Env, []string{"TOKEN=from the pool", "DISPLAY=:1"}) {
+		t.Fatalf("MakeWay = %q, %v", acc.Env, err)
 	}
 	<-b.madeWay // stopping once the answer was out
 	var stacks strings.Builder
@@ -193,7 +195,7 @@ func TestClientErrors(t *testing.T) {
 	if _, err := c.Upgrade(ctx, "/opt/switchboard"); !errors.Is(err, ErrConflict) {
 		t.Errorf("Upgrade while one is under way = %v, want ErrConflict", err)
 	}
-	if err := c.MakeWay(ctx); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "headless on purpose") {
+	if _, err := c.MakeWay(ctx, MakeWayRequest{}); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "headless on purpose") {
 		t.Errorf("MakeWay from a pool that does not = %v, want ErrConflict with the reason", err)
 	}
 	for _, bad := range []KillRequest{{}, {PID: 3, AllLeaked: true}} {

@@ -32,9 +32,10 @@ type Backend interface {
 	// once the answer is out.
 	Upgrade(ctx context.Context, binary string) (acc UpgradeAccepted, start func(), err error)
 	// MakeWay accepts to stop for a tray app that takes the pool's place
-	// (an error that Is ErrConflict when this pool does not) and returns
-	// stop, which ends the pool once the answer is out.
-	MakeWay() (stop func(), err error)
+	// (an error that Is ErrConflict when this pool does not), says the
+	// environment the app's pool is to run with, and returns stop, which
+	// ends the pool once the answer is out.
+	MakeWay(req MakeWayRequest) (acc MakeWayAccepted, stop func(), err error)
 }
 
 // Handler serves the control API for b.
@@ -112,7 +113,12 @@ func Handler(b Backend) http.Handler {
 		go start() // the instance stops its control server gracefully: this answer goes out
 	})
 	mux.HandleFunc("POST /v1/make-way", func(w http.ResponseWriter, r *http.Request) {
-		stop, err := b.MakeWay()
+		var req MakeWayRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
+			writeError(w, http.StatusBadRequest, `the body must be {"desktop": ["NAME=value", ...]}`)
+			return
+		}
+		acc, stop, err := b.MakeWay(req)
 		switch {
 		case errors.Is(err, ErrConflict):
 			writeError(w, http.StatusConflict, err.Error())
@@ -121,7 +127,7 @@ func Handler(b Backend) http.Handler {
 			writeError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]bool{"stopping": true})
+		writeJSON(w, http.StatusOK, acc)
 		go stop() // the instance stops its control server gracefully: this answer goes out
 	})
 	return mux
