@@ -143,7 +143,11 @@
 //     [requestTable.askers], [requestTable.addQuestion], [backend.detach],
 //     [requestForClient], [backend.answerChild], [answerForChild],
 //     [childCancelTarget], [cancelledForClient], [session.canAnswer],
-//     [questionNeeds], [clientCapsOf]. A question asked of a legacy HTTP
+//     [questionNeeds], [clientCapsOf]. The answer, the session's close
+//     and the HTTP front's looks at a question (below) find it among the
+//     children the session has a stake in, those a config change retired
+//     included while they finish their calls, a session's own too:
+//     [server.backendsOf]. A question asked of a legacy HTTP
 //     session whose GET stream then ends waits Options.QuestionGrace
 //     (counted from the stream's end) for the client to open one again;
 //     past it, it is taken back (an answer the client sends late is

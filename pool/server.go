@@ -583,14 +583,27 @@ func (s *server) info() ServerInfo {
 	return info
 }
 
-// backendsOf lists the backends a session may have requests on: its own
-// child, or the server's current ones (a session that moved partition may
-// still have requests on its old one) and draining ones.
+// backendsOf lists the backends a session may have requests on, and so
+// questions from: its own child and its own draining ones (share
+// "session": a config change retires the child while its calls finish,
+// and their questions are still this session's to answer), or the
+// server's current ones (a session that moved partition may still have
+// requests on its old one) and the draining ones no session owns.
 func (s *server) backendsOf(sess *session) []*backend {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if b := s.perSession[sess]; b != nil {
-		return []*backend{b}
+	var out []*backend
+	if sess.ownChild {
+		if b := s.perSession[sess]; b != nil {
+			out = append(out, b)
+		}
+	} else {
+		out = s.currentsLocked()
 	}
-	return append(s.currentsLocked(), s.old...)
+	for _, b := range s.old {
+		if b.owner == sess || b.owner == nil && !sess.ownChild {
+			out = append(out, b)
+		}
+	}
+	return out
 }
