@@ -42,10 +42,14 @@ type child struct {
 	ended string // why the pool ended it while it ran (runUntilExit), for describeExit; supervisor only
 	// Guarded by backend.mu (roots.go): clients' lines wait for the child
 	// to have its roots (awaitRoots); it asked for them
-	// (answerRootsList); the timer that ends the wait.
-	rootsWait  bool
-	askedRoots bool
-	rootsTimer *time.Timer
+	// (answerRootsList); the timer that ends the wait; when it was
+	// initialized with roots (zero: its asks teach nothing); it was waited
+	// for and did not ask in time (rootsWaited).
+	rootsWait   bool
+	askedRoots  bool
+	rootsTimer  *time.Timer
+	rootsSince  time.Time
+	rootsMissed bool
 }
 
 // newChildState makes the channels of a child.

@@ -189,11 +189,12 @@
 //     line) and rootsSettle more, for it to apply them; the pool's own
 //     lines go on. The wait for the ask is bounded by Options.RootsWait
 //     while the server's children were not seen to ask once initialized,
-//     by the handshake timeout once one did; after one that did not, the
-//     server's next children are not waited for, until one asks with no
-//     client call in flight: [backend.awaitRoots],
-//     [backend.answerRootsList], [backend.rootsWaited],
-//     [requestTable.callsAt], [backend.writeLoop].
+//     by twice the time one took once one did; after one that did not,
+//     the server's next children are not waited for, until one asks at
+//     start: with no client call in flight, or soon after initialized
+//     when it was not waited for: [backend.awaitRoots],
+//     [backend.answerRootsList], [backend.learnRootsLocked],
+//     [backend.rootsWaited], [requestTable.callsAt], [backend.writeLoop].
 //   - logging/setLevel is per session: a child gets the most verbose level
 //     any session asked for, a child its sessions come to (new roots, a
 //     stop, a config change) as it becomes ready, and each session only

@@ -50,10 +50,12 @@ type Options struct {
 	// server's children was seen to: a server such as server-filesystem
 	// asks once initialized, and a request it takes before it has its
 	// answer runs with its own folders, not the client's. Once a child
-	// of the server asked on its own (not within a client's call), the
-	// next wait up to HandshakeTimeout; once one did not ask within
-	// RootsWait, the next do not wait (until one asks). Default 1 s;
-	// negative: no child is waited for.
+	// of the server asked at start, the next wait up to twice as long
+	// as it took (at least RootsWait, at most HandshakeTimeout); once one
+	// did not ask in time, the next do not wait, until one asks at start
+	// (an ask within a call counts within 5 RootsWait of initialized,
+	// from a child that was not waited for). Default 1 s; negative: no
+	// child is waited for.
 	RootsWait time.Duration
 	// MaxPending bounds the requests waiting on one backend. Default 65536.
 	MaxPending int

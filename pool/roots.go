@@ -100,11 +100,11 @@ func (b *backend) rootsResult() []byte {
 }
 
 // What a server's children were seen to do once initialized with roots
-// (server.asksRoots).
+// (server.asksRoots); once one asked, it holds how long the next are
+// waited for (learnRootsLocked), a positive time.Duration.
 const (
-	rootsUnknown  int32 = iota // none was told roots yet (or the server's program changed)
-	rootsAsked                 // one asked roots/list: the next are waited for
-	rootsNotAsked              // one did not ask within Options.RootsWait: the next are not
+	rootsUnknown  int64 = 0  // none was told roots yet (or the server's program changed)
+	rootsNotAsked int64 = -1 // one was waited for and did not ask in time: the next are not waited for
 )
 
 // rootsSettle is how long the clients' lines wait, once the child asked
@@ -116,36 +116,45 @@ const (
 // in 2 of 10, one 50 ms behind it in none of 15; 100 ms is twice that.
 const rootsSettle = 100 * time.Millisecond
 
+// rootsStartSpan is how many Options.RootsWait after initialized a
+// child that was not waited for may ask for its roots during a client's
+// call and still count as a child that asks at start (learnRootsLocked).
+const rootsStartSpan = 5
+
 // awaitRoots makes the clients' lines wait for c, a legacy child just
 // handshaken that was declared roots, until it has its roots: until it
 // asked for them (roots/list, answered by the pool), and rootsSettle
 // after. A server such as server-filesystem asks once initialized and
 // serves its own folders until it applied the answer: a request it takes
 // before runs with them, not the partition's. The wait for the ask is
-// bounded: by Options.RootsWait while the server's children were not
-// seen to ask, by the handshake timeout once one asked; a server whose
-// child did not ask within RootsWait is not waited for, until one of its
-// children asks. The lines wait in the backend's queue (writeLoop); the
-// pool's own (its subscribes, the log level, its answers) go on.
+// bounded by what the server's children were seen to do: Options.RootsWait
+// while none was seen; once one asked, twice as long as it took (at least
+// RootsWait, at most the handshake timeout); once one did not ask in time,
+// no wait, until one of its children is seen to ask (learnRootsLocked).
+// The lines wait in the backend's queue (writeLoop); the pool's own (its
+// subscribes, the log level, its answers) go on.
 func (b *backend) awaitRoots(c *child, hs *handshake) {
 	wait := b.p.opts.RootsWait
 	if !b.caps.roots || hs.era != EraLegacy || wait < 0 {
 		return // a 2026-07-28 child asks within a call (inputbridge.go)
 	}
-	switch b.srv.asksRoots.Load() {
-	case rootsAsked:
-		wait = max(wait, b.p.opts.HandshakeTimeout)
-	case rootsNotAsked:
-		return
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	c.rootsWait = true
-	asked := c.askedRoots // during its handshake: the answer is ahead of the clients' lines
-	if asked {
-		wait = rootsSettle
+	c.rootsSince = b.p.clock.Now()
+	if c.askedRoots { // during its handshake: the answer is ahead of the clients' lines
+		b.learnRootsLocked(c, 0)
+		c.rootsWait = true
+		c.rootsTimer = b.p.clock.AfterFunc(rootsSettle, func() { b.rootsWaited(c, true, rootsSettle) })
+		return
 	}
-	c.rootsTimer = b.p.clock.AfterFunc(wait, func() { b.rootsWaited(c, asked, wait) })
+	switch seen := b.srv.asksRoots.Load(); {
+	case seen == rootsNotAsked:
+		return // its ask, if it comes soon, is learned all the same
+	case seen > 0:
+		wait = time.Duration(seen)
+	}
+	c.rootsWait = true
+	c.rootsTimer = b.p.clock.AfterFunc(wait, func() { b.rootsWaited(c, false, wait) })
 }
 
 // answerRootsList answers the child's roots/list itself: a client is
@@ -170,20 +179,40 @@ func (b *backend) answerRootsList(c *child, childID []byte) {
 		t = c.rootsTimer
 		c.rootsTimer = b.p.clock.AfterFunc(rootsSettle, func() { b.rootsWaited(c, true, rootsSettle) })
 	}
+	if !c.askedRoots && !c.rootsSince.IsZero() {
+		b.learnRootsLocked(c, b.p.clock.Now().Sub(c.rootsSince))
+	}
 	c.askedRoots = true
 	b.mu.Unlock()
 	if t != nil {
 		t.Stop() // the wait for the ask: over
 	}
-	// An ask with no client call in flight is the kind awaitRoots waits
-	// for, as a server that takes its roots once initialized makes; one
-	// during a call may be the call's own (a server that asks only when
-	// a tool needs them), and says nothing of what its next child does
-	// once initialized.
-	if !b.reqs.callsAt(c.pid) {
-		b.srv.asksRoots.Store(rootsAsked)
-	}
 	b.signal()
+}
+
+// learnRootsLocked takes c's first ask for its roots, took after it was
+// initialized, for what the server's next children do when it looks
+// like an ask made at start (server-filesystem's): then they are waited
+// for twice as long as c took (at least Options.RootsWait, at most the
+// handshake timeout). An ask with no client call in flight is one. One
+// during a call may be the call's own (a server that asks only when a
+// tool needs them): it counts when it comes within rootsStartSpan
+// RootsWaits of initialized, from a child that was not waited for (one
+// waited for in vain told already what it does at start). The guess
+// errs toward waiting, and a wrong one costs little either way: a server
+// that asks only within calls, taken for one that asks at start, makes
+// every other new child wait about RootsWait for an ask that does not
+// come (that marks it as not asking again); a server that asks at start,
+// once marked as not asking (one ask came too late), is learned again
+// by its next child's ask, which usually comes while that child's first
+// call runs (the call that started it): two children run a first call
+// before they have their roots (the late one and the next), not all.
+func (b *backend) learnRootsLocked(c *child, took time.Duration) {
+	opts := b.p.opts
+	if b.reqs.callsAt(c.pid) && (c.rootsMissed || took > rootsStartSpan*opts.RootsWait) {
+		return
+	}
+	b.srv.asksRoots.Store(int64(max(opts.RootsWait, min(2*took, opts.HandshakeTimeout))))
 }
 
 // rootsWaited ends c's wait for its roots (awaitRoots) after it waited
@@ -198,21 +227,24 @@ func (b *backend) rootsWaited(c *child, asked bool, wait time.Duration) {
 	if ends {
 		c.rootsWait, c.rootsTimer = false, nil
 	}
+	missed := ends && !asked
+	if missed {
+		select {
+		case <-c.exited:
+			missed = false
+		default:
+			c.rootsMissed = true
+			b.srv.asksRoots.Store(rootsNotAsked)
+		}
+	}
 	b.mu.Unlock()
 	if !ends {
 		return
 	}
 	b.signal()
-	if asked {
-		return
+	if missed {
+		b.log.Info("the child did not ask for its roots: requests go to it without waiting for that", "pid", c.pid, "waited", wait)
 	}
-	select {
-	case <-c.exited:
-		return
-	default:
-	}
-	b.srv.asksRoots.Store(rootsNotAsked)
-	b.log.Info("the child did not ask for its roots: requests go to it without waiting for that", "pid", c.pid, "waited", wait)
 }
 
 // clientsLocked reports whether the line is a client's (a request or a

@@ -3,6 +3,7 @@
 package pool_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,5 +117,58 @@ func TestLateRootsAskMakesTheNextChildWait(t *testing.T) {
 	b.initRoots("b", "file:///work/b")
 	if got := b.childsOwnRoots("1"); !strings.Contains(got, "/work/b") {
 		t.Fatalf("the next child's first call ran with roots %s, want file:///work/b", got)
+	}
+}
+
+// A server whose children ask roots/list once initialized is learned as
+// one that asks even when each ask comes while a client's call runs. Its
+// first child asks past Options.RootsWait (so the next is not waited
+// for), and every child asks 400 ms after initialized, during its
+// session's first call. On the first edition an ask during a call never
+// counted: the server stayed one whose children "do not ask", and every
+// later partition's first call ran with the server's own folders.
+func TestStartUpRootsAskDuringACallIsLearned(t *testing.T) {
+	tp := newTestPool(t, &pool.Options{RootsWait: 100 * time.Millisecond}, fake("fs", "-roots-after-init", "400ms"))
+	for _, name := range []string{"a", "b"} {
+		uri := "file:///work/" + name
+		c := tp.dial(t, "fs")
+		c.initRoots(name, uri)
+		c.call("1", "sleep", `{"ms":1000}`) // running when the child asks
+		c.recvID("1")
+		n := 0
+		eventually(t, "child "+name+" to have its roots", func() bool {
+			n++
+			return strings.Contains(c.childsOwnRoots(fmt.Sprintf(`"poll-%d"`, n)), uri)
+		})
+	}
+	c := tp.dial(t, "fs")
+	c.initRoots("c", "file:///work/c")
+	if got := c.childsOwnRoots("1"); !strings.Contains(got, "/work/c") {
+		t.Fatalf("the third child's first call ran with roots %s, want file:///work/c: its server's children all asked once initialized", got)
+	}
+}
+
+// A server whose children ask for their roots only within a call (the
+// fake's ask tool) is taken for one that asks at start when a child that
+// was not waited for asks soon after it was initialized, during its first
+// call: the next child waits for an ask that does not come, but about
+// Options.RootsWait (twice the time the ask took, at least RootsWait),
+// not the handshake timeout.
+func TestCallsOwnRootsAskCostsTheNextChildLittle(t *testing.T) {
+	tp := newTestPool(t, &pool.Options{RootsWait: 300 * time.Millisecond, HandshakeTimeout: 30 * time.Second}, fake("fs"))
+	a := tp.dial(t, "fs")
+	a.initRoots("a", "file:///work/a")
+	a.pidOf("1") // waited for, in vain: the next child is not
+	b := tp.dial(t, "fs")
+	b.initRoots("b", "file:///work/b")
+	if got := b.childRoots("1"); !strings.Contains(got, "/work/b") {
+		t.Fatalf("the child asked within its first call was answered %s", got)
+	}
+	c := tp.dial(t, "fs")
+	c.initRoots("c", "file:///work/c")
+	start := time.Now()
+	c.pidOf("1")
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the first call to the next child took %s: a child that asked within a call made it wait far past Options.RootsWait", took)
 	}
 }

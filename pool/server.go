@@ -22,8 +22,9 @@ type server struct {
 	// knows which partition the client belongs to.
 	hs atomic.Pointer[handshake]
 	// asksRoots is what its children were seen to do once initialized
-	// with roots: rootsUnknown, rootsAsked or rootsNotAsked (awaitRoots).
-	asksRoots atomic.Int32
+	// with roots: rootsUnknown, rootsNotAsked, or, once one asked, how
+	// long its next children are waited for (awaitRoots, learnRoots).
+	asksRoots atomic.Int64
 
 	mu         sync.Mutex // guards the fields below; never held across I/O
 	cfg        ServerConfig
