@@ -438,3 +438,48 @@ func TestHTTPClientsRootsAskedWhenItsStreamOpens(t *testing.T) {
 		t.Errorf("the session's child was given roots %q, want file:///work/h", got)
 	}
 }
+
+// A legacy HTTP client whose GET stream opens just as the pool finds,
+// handling its notifications/initialized, that it cannot ask the client
+// its roots yet, is asked them on that stream. On the first edition the
+// pool looked for the stream and recorded the question as owed in two
+// steps: a stream that opened between them found nothing owed, the debt
+// was recorded after, and the client was not asked until its next GET
+// stream (its calls ran on the "no roots" child).
+func TestRootsOwedAsTheStreamOpensAreAsked(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	c := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	resp := c.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"c","version":"1"}}}`)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	c.sid = resp.Header.Get("Mcp-Session-Id")
+	u, err := neturl.Parse(c.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req, _ := http.NewRequest(http.MethodGet, c.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.sid)
+	var sent error
+	restore := pool.OpenStreamAsRootsAreOwed(func() { sent = req.Write(conn) })
+	defer restore()
+	r := c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	r.Body.Close()
+	if sent != nil {
+		t.Fatalf("GET: %v", sent)
+	}
+	_ = conn.SetDeadline(time.Now().Add(15 * time.Second))
+	got, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil || got.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %v, %v", got, err)
+	}
+	st := &getStream{t: t, conn: conn, r: bufio.NewReader(got.Body)}
+	if _, ask := st.event(); ask.Method != "roots/list" {
+		t.Fatalf("the stream's first event is %s, want roots/list", ask.raw)
+	}
+}

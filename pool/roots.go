@@ -282,16 +282,23 @@ func (s *session) asksRoots() bool {
 // askRootsOrOwe asks the session its roots (asksRoots), or, when only
 // the client's means to receive a request is missing (an HTTP client
 // whose GET stream is not open yet), owes the question to the stream's
-// opening (streamOpened).
+// opening (streamOpened). It looks for the stream and records the debt
+// under one hold of s.mu, which streamOpened takes after the stream
+// opened: either the stream is seen here, or the debt is seen there.
 func (s *session) askRootsOrOwe() {
-	if s.asksRoots() {
+	partitions := s.srv.config().Share != ShareGlobal
+	s.mu.Lock()
+	wants := partitions && s.caps.roots && s.era == EraLegacy
+	ask := wants && s.receivesLocked()
+	s.rootsOwed = wants && !ask
+	s.mu.Unlock()
+	if ask {
 		s.askRoots()
 		return
 	}
-	partitions := s.srv.config().Share != ShareGlobal
-	s.mu.Lock()
-	s.rootsOwed = partitions && s.caps.roots && s.era == EraLegacy
-	s.mu.Unlock()
+	if testHookOwing != nil && wants {
+		testHookOwing(s)
+	}
 }
 
 // streamOpened is told that the client can now be sent requests (an HTTP
@@ -304,7 +311,17 @@ func (s *session) streamOpened() {
 	if owed && s.asksRoots() {
 		s.askRoots()
 	}
+	if testHookStreamOpened != nil {
+		testHookStreamOpened(s)
+	}
 }
+
+// testHookOwing, when set, runs in askRootsOrOwe once it found that the
+// client cannot be asked its roots yet (its debt is recorded).
+var testHookOwing func(*session)
+
+// testHookStreamOpened, when set, runs at the end of streamOpened.
+var testHookStreamOpened func(*session)
 
 // askRoots sends the client roots/list and holds its requests until the
 // answer (or rootsAskTimeout). The reader goes on reading: the answer
