@@ -522,6 +522,16 @@ func (s *server) start(m envelope) {
 		return
 	}
 	r := &request{id: m.ID, method: m.Method, params: m.Params}
+	if (m.Method == "resources/subscribe" || m.Method == "resources/unsubscribe") && s.o.subscribeDelay == 0 && s.o.delay == 0 {
+		// Taken in arrival order, on the reading goroutine, as a server
+		// that handles requests in order does: a change notified on the
+		// next line finds the subscription. -subscribe-delay models one
+		// that takes its time.
+		r.ctx, r.cancel = context.WithCancel(context.Background())
+		defer r.cancel()
+		s.handle(r)
+		return
+	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	s.mu.Lock()
 	s.inflight[string(r.id)] = r
