@@ -202,7 +202,9 @@ func TestSessionClosingAsItsStakesAreCarriedLeavesNone(t *testing.T) {
 // subscribe reaches the child, not the pool's {}.
 func TestUncarriedSubscribeLeavesNoStake(t *testing.T) {
 	logPath := filepath.Join(shortTempDir(t), "child.log")
-	tp := newTestPool(t, &pool.Options{MaxPending: 1}, fake("fs", "-log", logPath))
+	// No wait for a roots child's roots/list (RootsWait): a's first call
+	// must not find the one place taken by what waits behind it.
+	tp := newTestPool(t, &pool.Options{MaxPending: 1, RootsWait: -1}, fake("fs", "-log", logPath))
 	c := tp.dial(t, "fs")
 	c.initRoots("c", "file:///work/b")
 	c.pidOf("1")
