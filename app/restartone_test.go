@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/pool/mcptest"
 )
 
 // TestTrayControllerRestartsOneChild: the dashboard's per-row Restart,
@@ -39,7 +40,7 @@ func TestTrayControllerRestartsOneChild(t *testing.T) {
 		return err == nil
 	})
 	for range 2 { // a session's own child starts with its first call
-		conn := dialPool(t, inst.Paths.PoolSocket(), "per")
+		conn := mcptest.Open(t, inst.Paths.PoolSocket(), "per", "load")
 		defer conn.Close()
 		fmt.Fprintln(conn, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pid","arguments":{}}}`)
 		if line, err := bufio.NewReader(conn).ReadBytes('\n'); err != nil || !strings.Contains(string(line), `"result"`) {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -285,7 +284,7 @@ func TestTrayUIOverARealPoolUnderLoad(t *testing.T) {
 	var hammer sync.WaitGroup
 	var done atomic.Int64
 	for i := range sessions {
-		conn := dialPool(t, inst.Paths.PoolSocket(), "fake")
+		conn := mcptest.Open(t, inst.Paths.PoolSocket(), "fake", "load")
 		hammer.Go(func() {
 			defer conn.Close()
 			br := bufio.NewReader(conn)
@@ -332,20 +331,6 @@ func TestTrayUIOverARealPoolUnderLoad(t *testing.T) {
 	t.Logf("%d calls answered; in %v under load the dashboard drew %d frames and the waterfall %d (%.0f/s)",
 		done.Load(), elapsed.Round(time.Millisecond), u.Frames()-f0, u.WaterfallFrames()-w0,
 		float64(u.WaterfallFrames()-w0)/elapsed.Seconds())
-}
-
-// dialPool opens a pool session the way `switchboard connect` does and
-// completes its MCP handshake.
-func dialPool(t *testing.T, sock, server string) net.Conn {
-	t.Helper()
-	conn, err := net.Dial("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mcptest.Attach(conn, server, "load"); err != nil {
-		t.Fatal(err)
-	}
-	return conn
 }
 
 // TestTrayControllerWindowAndPayloads: the waterfall after the fact reads

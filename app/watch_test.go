@@ -484,20 +484,7 @@ func newReloadRig(t *testing.T, initial []byte) *reloadRig {
 	if _, err := applyConfig(p, nil, cfg); err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(dir, "pool.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- p.ServeStdio(ln) }()
-	t.Cleanup(func() {
-		p.Close()
-		ln.Close()
-		if err := <-served; err != nil {
-			t.Errorf("ServeStdio: %v", err)
-		}
-	})
+	sock := mcptest.Serve(t, p, dir)
 	inst := &Instance{Pool: p, log: log, configPath: path, cfg: cfg,
 		history: openHistory(filepath.Join(dir, "history.db"), &config.History{}, log)}
 	t.Cleanup(func() { inst.history.close() })

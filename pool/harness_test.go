@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -46,20 +45,7 @@ func newTestPoolOpts(t testing.TB, opts *pool.Options, servers ...pool.ServerCon
 	if err := p.Apply(servers); err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(dir, "pool.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.ServeStdio(ln) }()
-	t.Cleanup(func() {
-		p.Close()
-		ln.Close()
-		if err := <-done; err != nil {
-			t.Errorf("ServeStdio: %v", err)
-		}
-	})
+	sock := mcptest.Serve(t, p, dir)
 	return &testPool{Pool: p, sock: sock, dir: dir}
 }
 

@@ -49,24 +49,12 @@ func servePool(tb testing.TB, opts *pool.Options, flags ...string) (*pool.Pool, 
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(func() { os.RemoveAll(dir) }) // after the pool is closed
 	p := pool.New(opts)
 	if err := p.Apply([]pool.ServerConfig{{Name: "fake", Command: bin, Args: flags}}); err != nil {
 		tb.Fatal(err)
 	}
-	sock := filepath.Join(dir, "pool.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- p.ServeStdio(ln) }()
-	tb.Cleanup(func() {
-		p.Close()
-		ln.Close()
-		<-served
-		os.RemoveAll(dir)
-	})
-	return p, sock
+	return p, mcptest.Serve(tb, p, dir)
 }
 
 // rpcClient is a minimal legacy MCP client over the stdio front door.

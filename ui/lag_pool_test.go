@@ -99,27 +99,16 @@ func TestFiguresStayRightWhenABurstOutrunsTheLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := pool.New(&pool.Options{Record: st.Record})
-	if err := p.Apply([]pool.ServerConfig{{Name: "fake", Command: bin}}); err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "pool.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- p.ServeStdio(ln) }()
-	t.Cleanup(func() {
-		p.Close()
-		ln.Close()
-		if err := <-served; err != nil {
-			t.Errorf("ServeStdio: %v", err)
-		}
+	t.Cleanup(func() { // after the pool is closed
 		if err := st.Close(); err != nil {
 			t.Errorf("close the history: %v", err)
 		}
 	})
+	p := pool.New(&pool.Options{Record: st.Record})
+	if err := p.Apply([]pool.ServerConfig{{Name: "fake", Command: bin}}); err != nil {
+		t.Fatal(err)
+	}
+	sock := mcptest.Serve(t, p, dir)
 
 	ctrl := &poolCtrl{fakeCtrl: newFake(pool.Snapshot{}), p: p, st: st, buffer: 4, answered: sessions * calls,
 		since: time.Now().Add(-time.Second)}
@@ -140,7 +129,7 @@ func TestFiguresStayRightWhenABurstOutrunsTheLoop(t *testing.T) {
 
 	conns := make([]net.Conn, sessions)
 	for i := range conns {
-		conns[i] = openSession(t, sock, "fake")
+		conns[i] = mcptest.Open(t, sock, "fake", "burst")
 	}
 	var burst sync.WaitGroup
 	for i, c := range conns {
@@ -212,18 +201,4 @@ func TestFiguresStayRightWhenABurstOutrunsTheLoop(t *testing.T) {
 		t.Errorf("the overview counts %d calls, %d errors, p50 %v; want %d calls, none failed", f.Calls, f.Errors, f.P50, sessions*calls)
 	}
 	t.Logf("%d subscriptions for %d calls", ctrl.subs.Load(), sessions*calls)
-}
-
-// openSession opens a pool session the way `switchboard connect` does and
-// completes its MCP handshake.
-func openSession(t *testing.T, sock, server string) net.Conn {
-	t.Helper()
-	conn, err := net.Dial("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mcptest.Attach(conn, server, "burst"); err != nil {
-		t.Fatal(err)
-	}
-	return conn
 }

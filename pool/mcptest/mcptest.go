@@ -16,6 +16,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/pool"
 )
 
 // fakePackage is the import path of the fake server's main package.
@@ -101,4 +104,39 @@ func Attach(conn net.Conn, server, client string) error {
 	}
 	_, err := fmt.Fprintln(conn, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return err
+}
+
+// Serve serves p's sessions on a Unix socket in dir, as the app does,
+// until the test ends (then p is closed), and returns the socket's path.
+func Serve(tb testing.TB, p *pool.Pool, dir string) string {
+	tb.Helper()
+	sock := filepath.Join(dir, "pool.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- p.ServeStdio(ln) }()
+	tb.Cleanup(func() {
+		p.Close()
+		ln.Close()
+		if err := <-served; err != nil {
+			tb.Errorf("ServeStdio: %v", err)
+		}
+	})
+	return sock
+}
+
+// Open dials the pool's socket and opens a session for server on it as
+// client (Attach).
+func Open(tb testing.TB, sock, server, client string) net.Conn {
+	tb.Helper()
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := Attach(conn, server, client); err != nil {
+		tb.Fatal(err)
+	}
+	return conn
 }
