@@ -235,6 +235,85 @@ func TestIDAndErrorAreBoundedAndRedacted(t *testing.T) {
 	}
 }
 
+// Why a session or a child ended, and why a config reload was not
+// applied, are kept as a request's error is, bounded and redacted: a
+// client's close, a child's exit (which may quote its stderr) and a
+// config error are texts from outside. The history's readers (the
+// waterfall's window, a request's timeline) show what was kept.
+func TestReasonsAreBoundedAndRedacted(t *testing.T) {
+	s := openT(t, dbPath(t), nil)
+	ctx := context.Background()
+	now := time.Now()
+	huge := func(what string) string { // over a megabyte, wide characters in it
+		return what + ": Bearer eyJhbGciOi.abc " + strings.Repeat("password=hunter2 é ", 1<<16)
+	}
+	s.Record(pool.Event{Kind: pool.EventSessionOpened, Time: now.Add(-4 * time.Second), Server: "srv", Session: "s1", Transport: "stdio"})
+	s.Record(pool.Event{Kind: pool.EventBackendStarted, Time: now.Add(-4 * time.Second), Server: "srv", PID: 50, Command: []string{"srv"}})
+	s.Record(received(1, "s1", "tools/call", "echo", now.Add(-3*time.Second)))
+	s.Record(written(1, "s1", 50, now.Add(-3*time.Second)))
+	s.Record(pool.Event{Kind: pool.EventBackendExited, Time: now.Add(-2 * time.Second), Server: "srv", PID: 50, ExitCode: 1,
+		Err: huge("child said")})
+	s.Record(pool.Event{Kind: pool.EventSessionClosed, Time: now.Add(-time.Second), Server: "srv", Session: "s1", Err: huge("client said")})
+	s.Record(done(1, "s1", "tools/call", "echo", pool.StatusFailed, 50, now))
+	s.RecordConfigReload(ConfigReload{At: now, Err: huge("config said")})
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Window(ctx, now.Add(-time.Minute), now.Add(time.Second), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := s.Timeline(ctx, s.Run(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Sessions) != 1 || len(w.Backends) != 1 || len(w.Reloads) != 1 {
+		t.Fatalf("window: %d sessions, %d children, %d reloads; want one each", len(w.Sessions), len(w.Backends), len(w.Reloads))
+	}
+	for _, c := range []struct {
+		name, column, table, prefix string
+		shown                       string // as the window reads it
+		step                        string // the timeline's step that tells it, if one does
+	}{
+		{"session close reason", "close_reason", "sessions", "client said", w.Sessions[0].CloseReason, "session disconnected: "},
+		{"child exit reason", "exit_reason", "backends", "child said", w.Backends[0].ExitReason, "child PID 50 exited ("},
+		{"config error", "error", "config_reloads", "config said", w.Reloads[0].Err, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var kept string
+			if err := s.rdb.QueryRow("SELECT " + c.column + " FROM " + c.table).Scan(&kept); err != nil {
+				t.Fatal(err)
+			}
+			whole := len(huge(c.prefix))
+			if len(kept) > maxErrorBytes || !utf8.ValidString(kept) {
+				t.Errorf("kept %d bytes (valid UTF-8: %v), want at most %d", len(kept), utf8.ValidString(kept), maxErrorBytes)
+			}
+			for _, secret := range []string{"hunter2", "eyJhbGciOi"} {
+				if strings.Contains(kept, secret) {
+					t.Errorf("keeps %q: %.80q", secret, kept)
+				}
+			}
+			if want := c.prefix + ": Bearer " + Redacted + " password=" + Redacted; !strings.HasPrefix(kept, want) ||
+				!strings.HasSuffix(kept, fmt.Sprintf("[cut from %d bytes]", whole)) {
+				t.Errorf("kept as %.60q ... %q, want it to start %q and end with its length", kept, kept[max(0, len(kept)-40):], want)
+			}
+			if c.shown != kept {
+				t.Errorf("the window shows %.60q, want %.60q", c.shown, kept)
+			}
+			if c.step == "" {
+				return
+			}
+			found := false
+			for _, st := range tl.Steps {
+				found = found || strings.HasPrefix(st.What, c.step+kept)
+			}
+			if !found {
+				t.Errorf("no timeline step tells %q with what was kept", c.step)
+			}
+		})
+	}
+}
+
 // Requests reads each part of a page along an index in the page's order
 // (the row ids for requests, request_log_orphaned for orphans), never
 // sorting all the rows a filter matches, with SQLite's statistics or

@@ -393,7 +393,7 @@ func (w *writer) writeTx() (err error) {
 	}
 	for _, c := range w.reloads {
 		if _, err := w.exec(`INSERT INTO config_reloads (run, at, changes, error) VALUES (?, ?, ?, ?)`,
-			w.run, c.At.UnixMicro(), c.Changes, nullStr(c.Err)); err != nil {
+			w.run, c.At.UnixMicro(), c.Changes, nullStr(w.errText(c.Err))); err != nil {
 			return fmt.Errorf("record a config reload: %w", err)
 		}
 	}
@@ -595,7 +595,7 @@ func (w *writer) writeEvent(e *pool.Event) error {
 		_, err = w.sessOpen.ExecContext(w.ctx, w.run, e.Session, e.Server, e.ClientName, e.ClientVersion, e.Transport,
 			nullInt(e.PID), e.Time.UnixMicro())
 	case pool.EventSessionClosed:
-		_, err = w.sessClose.ExecContext(w.ctx, e.Time.UnixMicro(), nullStr(e.Err), w.run, e.Session)
+		_, err = w.sessClose.ExecContext(w.ctx, e.Time.UnixMicro(), nullStr(w.errText(e.Err)), w.run, e.Session)
 	case pool.EventBackendStarted:
 		cmdJSON, _ := json.Marshal(RedactArgs(e.Command))
 		var roots any
@@ -611,15 +611,16 @@ func (w *writer) writeEvent(e *pool.Event) error {
 		_, err = w.backStart.ExecContext(w.ctx, w.run, e.Server, e.Session, e.PID, nullTime(e.ProcessStart),
 			string(cmdJSON), e.Time.UnixMicro(), roots, resolved)
 	case pool.EventBackendExited:
-		_, err = w.backExit.ExecContext(w.ctx, e.Time.UnixMicro(), e.ExitCode, nullStr(e.Err), w.run, e.PID)
+		_, err = w.backExit.ExecContext(w.ctx, e.Time.UnixMicro(), e.ExitCode, nullStr(w.errText(e.Err)), w.run, e.PID)
 	}
 	return err
 }
 
 // What a row keeps, capture on or off, of the texts a client or a child
 // chooses: a client's request id, and a request's error (its child's
-// message, which may echo the whole request). Past these bounds a text is
-// cut, with a mark of its length (cut).
+// message, which may echo the whole request) or any other error text (why
+// a session or a child ended, why a config reload was not applied). Past
+// these bounds a text is cut, with a mark of its length (cut).
 const (
 	maxIDBytes    = 256 // more than the journal's room (journalTexts): an id it keeps whole, a row does too
 	maxErrorBytes = 1024
@@ -649,7 +650,8 @@ func prefix(s string, n int) string {
 	return s[:n]
 }
 
-// errText is what a row keeps of a request's error: redacted as a
+// errText is what a row keeps of an error text (a request's error, a
+// session's or a child's end, a config reload's failure): redacted as a
 // payload is (redactText), and cut to maxErrorBytes. Only the part that
 // can be kept is redacted (Redact is made for prefixes cut anywhere). The
 // last one is remembered: a failing server tends to repeat itself.
