@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -311,6 +313,147 @@ func TestReasonsAreBoundedAndRedacted(t *testing.T) {
 				t.Errorf("no timeline step tells %q with what was kept", c.step)
 			}
 		})
+	}
+}
+
+// What a client names itself and its requests, and the roots it
+// declares, are kept bounded: a client's megabyte name or version, a
+// megabyte method or tool name, or thousands of roots cost the database
+// a few KiB, cut at a character with a mark saying so (the roots: whole
+// ones that fit, then how many more there were), and a root's password or
+// token stays out. The history's readers show what was kept, and a
+// filter by method finds a request by its method, long or not.
+func TestClientTextsAreBounded(t *testing.T) {
+	s := openT(t, dbPath(t), nil)
+	ctx := context.Background()
+	now := time.Now()
+	huge := func(what string) string { return what + strings.Repeat("é", 1<<19) } // over a megabyte, wide characters
+	bigName, bigVersion, bigTransport, bigMethod, bigTool := huge("client "), huge("1."), huge("pipe "), huge("tools/"), huge("echo ")
+	secretRoot := "https://alice:hunter2@git.example/repo?access_token=sk-live-1"
+	roots := []string{secretRoot, huge("file:///deep/")}
+	for i := range 5000 {
+		roots = append(roots, fmt.Sprintf("file:///home/u/project-%04d", i))
+	}
+	s.Record(pool.Event{Kind: pool.EventSessionOpened, Time: now.Add(-4 * time.Second), Server: "srv", Session: "s1",
+		ClientName: bigName, ClientVersion: bigVersion, Transport: bigTransport})
+	s.Record(pool.Event{Kind: pool.EventBackendStarted, Time: now.Add(-4 * time.Second), Server: "srv", PID: 50,
+		Command: []string{"srv"}, Roots: roots})
+	s.Record(received(1, "s1", bigMethod, bigTool, now.Add(-3*time.Second)))
+	s.Record(written(1, "s1", 50, now.Add(-3*time.Second)))
+	s.Record(done(1, "s1", bigMethod, bigTool, pool.StatusOK, 50, now.Add(-2*time.Second)))
+	s.Record(received(2, "s1", "tools/call", "echo", now.Add(-time.Second)))
+	s.Record(done(2, "s1", "tools/call", "echo", pool.StatusOK, 50, now))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Window(ctx, now.Add(-time.Minute), now.Add(time.Second), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Sessions) != 1 || len(w.Backends) != 1 || len(w.Requests) != 2 {
+		t.Fatalf("window: %d sessions, %d children, %d requests; want 1, 1, 2", len(w.Sessions), len(w.Backends), len(w.Requests))
+	}
+	var req1 Request
+	for _, r := range w.Requests {
+		if r.PoolID == 1 {
+			req1 = r
+		}
+	}
+	for _, c := range []struct {
+		name, column, table, whole string
+		bound                      int
+		shown                      string // as the window reads it
+	}{
+		{"client name", "client_name", "sessions", bigName, maxClientBytes, w.Sessions[0].ClientName},
+		{"client version", "client_version", "sessions", bigVersion, maxClientBytes, w.Sessions[0].ClientVersion},
+		{"transport", "transport", "sessions", bigTransport, maxClientBytes, w.Sessions[0].Transport},
+		{"method", "method", "requests WHERE pool_id = 1", bigMethod, maxMethodBytes, req1.Method},
+		{"tool name", "name", "requests WHERE pool_id = 1", bigTool, maxNameBytes, req1.Name},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var kept string
+			if err := s.rdb.QueryRow("SELECT " + c.column + " FROM " + c.table).Scan(&kept); err != nil {
+				t.Fatal(err)
+			}
+			if len(kept) > c.bound || !utf8.ValidString(kept) {
+				t.Errorf("kept %d bytes (valid UTF-8: %v), want at most %d", len(kept), utf8.ValidString(kept), c.bound)
+			}
+			if want := prefix(c.whole, 8); !strings.HasPrefix(kept, want) ||
+				!strings.HasSuffix(kept, fmt.Sprintf("[cut from %d bytes]", len(c.whole))) {
+				t.Errorf("kept as %.40q ... %q, want it to start %q and end with its length", kept, kept[max(0, len(kept)-40):], want)
+			}
+			if c.shown != kept {
+				t.Errorf("the window shows %.40q, want %.40q", c.shown, kept)
+			}
+		})
+	}
+	t.Run("roots", func(t *testing.T) {
+		var kept string
+		if err := s.rdb.QueryRow("SELECT roots FROM backends").Scan(&kept); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		if err := json.Unmarshal([]byte(kept), &got); err != nil || len(kept) > maxRootsBytes {
+			t.Fatalf("kept %d bytes (%v), want a JSON array of at most %d", len(kept), err, maxRootsBytes)
+		}
+		if !cmp.Equal(w.Backends[0].Roots, got) {
+			t.Errorf("the window shows %d roots, the row keeps %d", len(w.Backends[0].Roots), len(got))
+		}
+		if len(got) < 4 {
+			t.Fatalf("kept %d roots: %q", len(got), got)
+		}
+		if want := "https://" + Redacted + "@git.example/repo?access_token=" + Redacted; got[0] != want {
+			t.Errorf("a root with a password and a token is kept as %q, want %q", got[0], want)
+		}
+		if r := got[1]; len(r) > maxErrorBytes || !strings.HasPrefix(r, "file:///deep/é") ||
+			!strings.HasSuffix(r, fmt.Sprintf("[cut from %d bytes]", len(roots[1]))) {
+			t.Errorf("a megabyte root is kept as %d bytes: %.40q ... %q", len(r), r, r[max(0, len(r)-40):])
+		}
+		whole := got[:len(got)-1]
+		if !cmp.Equal(whole[2:], roots[2:len(whole)]) {
+			t.Errorf("the roots kept after the first two are not the whole first ones in order: %q", whole[2:])
+		}
+		if want := fmt.Sprintf("… and %d more", len(roots)-len(whole)); got[len(got)-1] != want {
+			t.Errorf("the last of the roots kept is %q, want %q", got[len(got)-1], want)
+		}
+	})
+	t.Run("filter by method", func(t *testing.T) {
+		for method, want := range map[string]uint64{"tools/call": 2, bigMethod: 1} {
+			rs, err := s.Requests(ctx, Filter{Method: method})
+			if err != nil || len(rs) != 1 || rs[0].PoolID != want {
+				t.Errorf("Requests(method %.20q) = %d rows, %v; want request %d alone", method, len(rs), err, want)
+			}
+		}
+	})
+}
+
+// A child's roots are kept as a JSON array: all of them when they fit,
+// else the whole ones that fit and how many more there were, never more
+// than maxRootsBytes, even when no root fits.
+func TestRootsText(t *testing.T) {
+	if got := rootsText(nil); got != nil {
+		t.Errorf("no roots: %v, want NULL", got)
+	}
+	few := []string{"file:///a", "file:///b%20c", "file:///d<e>&f"}
+	if b, _ := json.Marshal(few); rootsText(few) != string(b) {
+		t.Errorf("a few roots: %v, want %s", rootsText(few), b)
+	}
+	unprintable := strings.Repeat("\x01", maxRootBytes) // six bytes each as JSON
+	long := strings.Repeat("a", 1019)                   // four fill the bound but for 7 bytes
+	for _, tc := range []struct {
+		name  string
+		roots []string
+		want  []string
+	}{
+		{"none fits", []string{unprintable, "file:///a"}, []string{"… and 2 more"}},
+		{"the mark in place of the last", append(slices.Repeat([]string{long}, 4), "file:///b"),
+			[]string{long, long, long, "… and 2 more"}},
+	} {
+		kept, _ := rootsText(tc.roots).(string)
+		var got []string
+		if err := json.Unmarshal([]byte(kept), &got); err != nil || len(kept) > maxRootsBytes || !cmp.Equal(got, tc.want) {
+			t.Errorf("%s: kept %d bytes as %q (%v), want %q", tc.name, len(kept), got, err, tc.want)
+		}
 	}
 }
 

@@ -340,7 +340,7 @@ func (s *Store) requestsQuery(ctx context.Context, live int64, f Filter) (string
 		both.add("session_ref = ?", sessionValue(f.Session))
 	}
 	if f.Method != "" {
-		ref, err := s.nameRef(ctx, f.Method)
+		ref, err := s.nameRef(ctx, methodText(f.Method)) // a long one as its row keeps it
 		if err != nil {
 			return "", nil, err
 		}

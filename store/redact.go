@@ -131,6 +131,9 @@ var (
 	assignRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9_.-]*)=([^&\s"\\,;]+)`)
 	// escapedKeyRE matches "key": in JSON stringified into a string.
 	escapedKeyRE = regexp.MustCompile(`\\"((?:[^"\\]|\\[^"])*)\\"(\s*:\s*)`)
+	// userinfoRE matches a URL's user information ("user:password@" or
+	// "token@"): all of it may be secret.
+	userinfoRE = regexp.MustCompile(`\b([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@"\\]+@`)
 )
 
 // redactInString redacts credentials inside one JSON string literal
@@ -328,11 +331,16 @@ func RedactArgs(argv []string) []string {
 	return out
 }
 
-// redactText redacts free text (a child's error message) as Redact does a
-// payload, wherever the text holds what Redact looks for: the values of
-// secret keys in JSON it quotes, and, in its JSON strings and outside
-// them, bearer credentials, secret name=value pairs and secret keys of
-// escaped JSON.
+// redactText redacts free text (a child's error message, a root's URI)
+// as Redact does a payload, wherever the text holds what Redact looks
+// for: the values of secret keys in JSON it quotes, and, in its JSON
+// strings and outside them, bearer credentials, secret name=value pairs
+// and secret keys of escaped JSON. It also redacts the user information
+// of URLs (https://user:password@host).
 func redactText(s string) string {
-	return string(redactInString(Redact([]byte(s))))
+	b := redactInString(Redact([]byte(s)))
+	if bytes.Contains(b, []byte("://")) {
+		b = userinfoRE.ReplaceAll(b, []byte("${1}"+Redacted+"@"))
+	}
+	return string(b)
 }

@@ -82,3 +82,20 @@ func TestRedactArgs(t *testing.T) {
 		}
 	}
 }
+
+// Free text (an error, a root's URI) also loses a URL's user information,
+// which may be a password or a token; an address or a URL without any
+// keeps its every byte.
+func TestRedactText(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"dial postgres://app:s3cret@db:5432/x: refused", "dial postgres://" + Redacted + "@db:5432/x: refused"},
+		{"https://ghp_abc123@github.com/o/r.git", "https://" + Redacted + "@github.com/o/r.git"},
+		{`{"uri":"https://u:p@h/a?token=t"}`, `{"uri":"https://` + Redacted + `@h/a?token=` + Redacted + `"}`},
+		{"file:///home/u/a@b/c", "file:///home/u/a@b/c"},
+		{"mail bob@example.com about https://example.com/a@b", "mail bob@example.com about https://example.com/a@b"},
+	} {
+		if got := redactText(tc.in); got != tc.want {
+			t.Errorf("redactText(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -538,11 +539,11 @@ func (w *writer) rowArgs(args []driver.NamedValue, r *reqRow) ([]driver.NamedVal
 	if err != nil {
 		return nil, err
 	}
-	method, err := w.name(r.method)
+	method, err := w.name(methodText(r.method))
 	if err != nil {
 		return nil, err
 	}
-	name, err := w.name(r.name)
+	name, err := w.name(cut(r.name, maxNameBytes, len(r.name)))
 	if err != nil {
 		return nil, err
 	}
@@ -592,24 +593,20 @@ func (w *writer) writeEvent(e *pool.Event) error {
 	var err error
 	switch e.Kind {
 	case pool.EventSessionOpened:
-		_, err = w.sessOpen.ExecContext(w.ctx, w.run, e.Session, e.Server, e.ClientName, e.ClientVersion, e.Transport,
+		_, err = w.sessOpen.ExecContext(w.ctx, w.run, e.Session, e.Server, cut(e.ClientName, maxClientBytes, len(e.ClientName)),
+			cut(e.ClientVersion, maxClientBytes, len(e.ClientVersion)), cut(e.Transport, maxClientBytes, len(e.Transport)),
 			nullInt(e.PID), e.Time.UnixMicro())
 	case pool.EventSessionClosed:
 		_, err = w.sessClose.ExecContext(w.ctx, e.Time.UnixMicro(), nullStr(w.errText(e.Err)), w.run, e.Session)
 	case pool.EventBackendStarted:
 		cmdJSON, _ := json.Marshal(RedactArgs(e.Command))
-		var roots any
-		if len(e.Roots) > 0 {
-			b, _ := json.Marshal(e.Roots)
-			roots = string(b)
-		}
 		var resolved any
 		if len(e.ResolvedCommand) > 0 {
 			b, _ := json.Marshal(RedactArgs(e.ResolvedCommand))
 			resolved = string(b)
 		}
 		_, err = w.backStart.ExecContext(w.ctx, w.run, e.Server, e.Session, e.PID, nullTime(e.ProcessStart),
-			string(cmdJSON), e.Time.UnixMicro(), roots, resolved)
+			string(cmdJSON), e.Time.UnixMicro(), rootsText(e.Roots), resolved)
 	case pool.EventBackendExited:
 		_, err = w.backExit.ExecContext(w.ctx, e.Time.UnixMicro(), e.ExitCode, nullStr(w.errText(e.Err)), w.run, e.PID)
 	}
@@ -624,6 +621,19 @@ func (w *writer) writeEvent(e *pool.Event) error {
 const (
 	maxIDBytes    = 256 // more than the journal's room (journalTexts): an id it keeps whole, a row does too
 	maxErrorBytes = 1024
+)
+
+// What a row keeps of the other texts a client chooses, cut as above: the
+// name and version its initialize gave and its transport, a request's
+// method and name (a tool's, a prompt's, or a resource's URI, which may be
+// a deep path), and the roots it declared that a child serves, as JSON:
+// each root within maxRootBytes, and as many as fit (rootsText).
+const (
+	maxClientBytes = 256
+	maxMethodBytes = 256
+	maxNameBytes   = 1024
+	maxRootBytes   = maxErrorBytes
+	maxRootsBytes  = 4096
 )
 
 // cut is s, whole bytes long before any redaction, within max bytes: s if
@@ -652,9 +662,8 @@ func prefix(s string, n int) string {
 
 // errText is what a row keeps of an error text (a request's error, a
 // session's or a child's end, a config reload's failure): redacted as a
-// payload is (redactText), and cut to maxErrorBytes. Only the part that
-// can be kept is redacted (Redact is made for prefixes cut anywhere). The
-// last one is remembered: a failing server tends to repeat itself.
+// payload is and cut to maxErrorBytes (redactedCut). The last one is
+// remembered: a failing server tends to repeat itself.
 func (w *writer) errText(s string) string {
 	if s == "" {
 		return ""
@@ -662,9 +671,51 @@ func (w *writer) errText(s string) string {
 	if s == w.lastErr {
 		return w.lastErrKept
 	}
-	kept := cut(redactText(prefix(s, maxErrorBytes)), maxErrorBytes, len(s))
+	kept := redactedCut(s, maxErrorBytes)
 	w.lastErr, w.lastErrKept = s, kept
 	return kept
+}
+
+// redactedCut is s redacted (redactText) and cut to max bytes. Only the
+// part that can be kept is redacted (Redact is made for prefixes cut
+// anywhere).
+func redactedCut(s string, max int) string {
+	return cut(redactText(prefix(s, max)), max, len(s))
+}
+
+// methodText is what a row keeps of a request's method, and so what a
+// filter by method looks for.
+func methodText(m string) string { return cut(m, maxMethodBytes, len(m)) }
+
+// rootsText is what a child's row keeps of the roots it serves, NULL for
+// none: a JSON array of them, each redacted (a URI may carry a password
+// or a token) and cut to maxRootBytes, as many whole as fit in
+// maxRootsBytes, in order; when some do not, its last element says how
+// many more there were.
+func rootsText(roots []string) any {
+	if len(roots) == 0 {
+		return nil
+	}
+	var kept [][]byte
+	size := 1 // "[", and "," or "]" after each
+	for _, r := range roots {
+		b, _ := json.Marshal(redactedCut(r, maxRootBytes))
+		if size+len(b)+1 <= maxRootsBytes {
+			kept, size = append(kept, b), size+len(b)+1
+			continue
+		}
+		for { // the mark in place of as many of the last as it takes
+			mark, _ := json.Marshal(fmt.Sprintf("… and %d more", len(roots)-len(kept)))
+			if size+len(mark)+1 <= maxRootsBytes || len(kept) == 0 {
+				kept = append(kept, mark)
+				break
+			}
+			size -= len(kept[len(kept)-1]) + 1
+			kept = kept[:len(kept)-1]
+		}
+		break
+	}
+	return "[" + string(bytes.Join(kept, []byte(","))) + "]"
 }
 
 // payload is what the database keeps of a captured payload: nothing
