@@ -278,14 +278,15 @@ func usageError(parser *kong.Kong, args []string, err error) int {
 	return exitUsage
 }
 
+// exitCode is the exit status of a command that failed: 3 when no pool
+// runs, 4 when one runs already, else 1, a config check's problems too
+// (2 is a command line that does not parse, exitUsage).
 func exitCode(err error) int {
 	switch {
 	case errors.Is(err, app.ErrNoPool):
 		return 3
 	case errors.Is(err, app.ErrAlreadyRunning):
 		return 4
-	case errors.Is(err, app.ErrInvalidConfig):
-		return 2
 	}
 	return 1
 }
