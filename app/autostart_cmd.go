@@ -9,7 +9,9 @@ import (
 )
 
 // Autostart turns starting at login "on" or "off" for this binary, or
-// reports its "status", in the OS's own format (package autostart).
+// reports its "status", in the OS's own format (package autostart). The
+// login item names the binary by the path setup writes (stableBinary),
+// which outlives an upgrade.
 func Autostart(action string) (autostart.Status, error) {
 	e, err := autostart.ForThisOS()
 	if err != nil {
@@ -17,7 +19,7 @@ func Autostart(action string) (autostart.Status, error) {
 	}
 	switch action {
 	case "on":
-		exe, err := thisBinary()
+		exe, err := stableBinary(os.Args[0])
 		if err != nil {
 			return autostart.Status{}, err
 		}
@@ -36,8 +38,8 @@ func Autostart(action string) (autostart.Status, error) {
 	return e.Status()
 }
 
-// thisBinary is the running switchboard's absolute path, links resolved,
-// so that what starts at login is this build wherever it was called from.
+// thisBinary is the running switchboard's absolute path, links resolved:
+// the file this process runs, whatever path it was called by.
 func thisBinary() (string, error) {
 	exe, err := os.Executable()
 	if err != nil {

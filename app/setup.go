@@ -34,7 +34,7 @@ func setupRecordPath(paths Paths, client importer.Client) string {
 
 // Setup is `switchboard setup CLIENT`: import the client's stdio servers
 // and point its entries at this binary's `connect`, with the binary's
-// absolute path (setupBinary) and the environment a client's reduced one
+// absolute path (stableBinary) and the environment a client's reduced one
 // lacks: what places this instance's files (home.Env: SWITCHBOARD_HOME,
 // or the XDG directories this shell sets), so the client reaches the pool
 // of the config written here, and this shell's PATH, which a pool the
@@ -70,7 +70,7 @@ func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 	if st, ok := runningStatus(ctx); ok && st.Config != "" && !samePath(st.Config, paths.Config) {
 		return nil, otherPoolError(st, paths.Config, pin)
 	}
-	exe, err := setupBinary(os.Args[0])
+	exe, err := stableBinary(os.Args[0])
 	if err != nil {
 		return nil, err
 	}
@@ -132,14 +132,16 @@ func samePath(a, b string) bool {
 	return err == nil && os.SameFile(fa, fb)
 }
 
-// setupBinary is the path setup writes into client entries: this binary
-// as it was called (argv0, absolute or found on PATH) when that leads to
-// this same file, else its resolved path. A package manager runs each
-// version from a directory of its own and links it from one on PATH
-// (Homebrew's bin/switchboard -> Cellar/switchboard/1.0/bin/switchboard,
-// a Nix profile's bin): the link outlives the version, whose directory
-// goes with the next upgrade and would leave every entry broken.
-func setupBinary(argv0 string) (string, error) {
+// stableBinary is the path setup writes into client entries and
+// `autostart on` into the login item: this binary as it was called
+// (argv0, absolute or found on PATH) when that leads to this same file,
+// else its resolved path. A package manager runs each version from a
+// directory of its own and links it from one on PATH (Homebrew's
+// bin/switchboard -> Cellar/switchboard/1.0/bin/switchboard, a Nix
+// profile's bin): the link outlives the version, whose directory goes with
+// the next upgrade and would leave every entry broken and the login item
+// starting nothing.
+func stableBinary(argv0 string) (string, error) {
 	exe, err := thisBinary()
 	if err != nil {
 		return "", err
