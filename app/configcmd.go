@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -159,9 +158,9 @@ type ImportOptions struct {
 
 // Import is `switchboard import`: it merges the client's stdio servers
 // into Switchboard's config (a running pool picks the change up by
-// itself) and, with RewriteClient, points the client's entries at
-// `switchboard connect NAME`. The result says exactly what it did, also
-// when it fails part way.
+// itself) and, with RewriteClient, points the client's entries at this
+// binary's `connect` with the entries setup writes (connectThisBinary).
+// The result says exactly what it did, also when it fails part way.
 func Import(ctx context.Context, opts ImportOptions) (*importer.Result, error) {
 	client, err := importer.ParseClient(opts.From)
 	if err != nil {
@@ -183,42 +182,18 @@ func Import(ctx context.Context, opts ImportOptions) (*importer.Result, error) {
 			cfg = paths.Config
 		}
 	}
-	connect, note := connectCommand()
-	shim := false
-	switch s := connectShim(runtime.GOOS, connect); {
-	case s == "":
-	case connect == "switchboard":
-		if _, err := exec.LookPath("switchboard-connect"); err == nil {
-			connect, shim = "switchboard-connect", true
+	iopts := importer.Options{Client: client, File: opts.File, Config: cfg, Env: env,
+		DryRun: opts.DryRun, RewriteClient: opts.RewriteClient}
+	if opts.RewriteClient {
+		paths, err := ResolvePaths()
+		if err != nil {
+			return nil, err
 		}
-	default:
-		connect, shim = s, true
+		if err := connectThisBinary(ctx, paths, "import --rewrite-client", &iopts); err != nil {
+			return nil, err
+		}
 	}
-	res, err := importer.Import(importer.Options{
-		Client: client, File: opts.File, Config: cfg, Env: env,
-		DryRun: opts.DryRun, RewriteClient: opts.RewriteClient, Connect: connect, ConnectShim: shim,
-	})
-	if res != nil && note != "" && len(res.Rewrites) > 0 {
-		res.Notes = append(res.Notes, note)
-	}
-	return res, err
-}
-
-// connectCommand is the command rewritten client entries run: plain
-// "switchboard" when that is on PATH (it survives upgrades), else this
-// executable's absolute path.
-func connectCommand() (string, string) {
-	if _, err := exec.LookPath("switchboard"); err == nil {
-		return "switchboard", ""
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return "switchboard", "switchboard is not on PATH: make sure the client can find it."
-	}
-	if real, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = real
-	}
-	return exe, fmt.Sprintf("switchboard is not on PATH, so the rewritten entries run %s; rewrite them if it moves.", exe)
+	return importer.Import(iopts)
 }
 
 // connectShim is the small switchboard-connect.exe beside exe (for

@@ -215,6 +215,34 @@ func TestImportCommand(t *testing.T) {
 	}
 }
 
+// A pool runs here with another config than the one this environment
+// places (started with --config, say). import --rewrite-client would pin
+// this environment into the client's entries, which, once that pool
+// stops, start a pool of the other config, without the servers: it
+// refuses as setup does, naming both configs, and writes nothing.
+func TestImportRewriteRefusesAnotherPoolsConfig(t *testing.T) {
+	paths := sbHome(t)
+	other := paths
+	other.Config = filepath.Join(filepath.Dir(paths.Config), "other.json")
+	fakeRunning(t, other, `{"mcpServers": {}}`, true)
+	client := filepath.Join(t.TempDir(), "claude_desktop_config.json")
+	orig := `{"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}`
+	if err := os.WriteFile(client, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Import(context.Background(), ImportOptions{From: "claude-desktop", File: client, RewriteClient: true})
+	if err == nil || !strings.Contains(err.Error(), other.Config) || !strings.Contains(err.Error(), paths.Config) ||
+		!strings.Contains(err.Error(), "run import --rewrite-client with") {
+		t.Fatalf("import --rewrite-client: %v", err)
+	}
+	if data, _ := os.ReadFile(client); string(data) != orig {
+		t.Errorf("the client file was rewritten:\n%s", data)
+	}
+	if data, _ := os.ReadFile(other.Config); string(data) != `{"mcpServers": {}}` {
+		t.Errorf("the running pool's config was written:\n%s", data)
+	}
+}
+
 // TestConnectShim: setup points Windows clients at switchboard-connect.exe
 // beside the binary when it is there; elsewhere `switchboard connect`
 // becomes the shim by itself.

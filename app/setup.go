@@ -33,19 +33,13 @@ func setupRecordPath(paths Paths, client importer.Client) string {
 }
 
 // Setup is `switchboard setup CLIENT`: import the client's stdio servers
-// and point its entries at this binary's `connect`, with the binary's
-// absolute path (stableBinary) and the environment a client's reduced one
-// lacks: what places this instance's files (home.Env: SWITCHBOARD_HOME,
-// or the XDG directories this shell sets), so the client reaches the pool
-// of the config written here, and this shell's PATH, which a pool the
-// shim starts needs to find npx. Entries that run through Switchboard
-// already (an earlier setup's) and reach this same instance get the
-// same, keeping the user's other fields and variables; those of another
-// instance stay as they are. A backup of each client file is written
-// next to it and remembered for Undo. Remote (URL) entries stay as they
-// are. A pool running here with another config than this environment's
-// is refused (otherPoolError). The result says what it did, also when it
-// fails part way.
+// and point its entries at this binary's `connect`, as connectThisBinary
+// says. Entries that run through Switchboard already (an earlier
+// setup's) and reach this same instance get the same, keeping the user's
+// other fields and variables; those of another instance stay as they
+// are. A backup of each client file is written next to it and remembered
+// for Undo. Remote (URL) entries stay as they are. The result says what
+// it did, also when it fails part way.
 //
 // file, when set, is the client's config file to rewrite instead of the
 // ones at the client's known locations (a VS Code workspace's
@@ -63,30 +57,13 @@ func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pin, err := home.Env()
-	if err != nil {
+	opts := importer.Options{
+		Client: client, File: file, Config: paths.Config, Env: env, RewriteClient: true, UpdateConnected: true,
+	}
+	if err := connectThisBinary(ctx, paths, "setup", &opts); err != nil {
 		return nil, err
 	}
-	if st, ok := runningStatus(ctx); ok && st.Config != "" && !samePath(st.Config, paths.Config) {
-		return nil, otherPoolError(st, paths.Config, pin)
-	}
-	exe, err := stableBinary(os.Args[0])
-	if err != nil {
-		return nil, err
-	}
-	connectEnv := map[string]string{}
-	if p := os.Getenv("PATH"); p != "" {
-		connectEnv["PATH"] = p
-	}
-	maps.Copy(connectEnv, pin)
-	connect, shim := exe, false
-	if s := connectShim(runtime.GOOS, exe); s != "" {
-		connect, shim = s, true
-	}
-	res, err := importer.Import(importer.Options{
-		Client: client, File: file, Config: paths.Config, Env: env, RewriteClient: true,
-		Connect: connect, ConnectShim: shim, ConnectEnv: connectEnv, UpdateConnected: true,
-	})
+	res, err := importer.Import(opts)
 	if res != nil && len(res.Rewrites) > 0 {
 		if rerr := remember(setupRecordPath(paths, client), client, res.Rewrites); rerr != nil && err == nil {
 			err = rerr
@@ -96,14 +73,48 @@ func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 	return res, err
 }
 
-// otherPoolError is setup's refusal when the pool running here (found by
-// this environment's state directory) runs another config than the one
-// this environment places: setup would add the servers to the running
-// pool's config but pin this environment into the entries, which, once
-// that pool is gone, start a pool of the other config, without them.
+// connectThisBinary sets, in opts, what the client entries that setup and
+// `import --rewrite-client` write run: this binary by its stable path
+// (stableBinary), or on Windows the shim beside it, and the environment a
+// client's reduced one lacks: what places this instance's files
+// (home.Env: SWITCHBOARD_HOME, or the XDG directories this shell sets),
+// so that a client started from the desktop reaches the pool of paths'
+// config, and this shell's PATH, which a pool the shim starts needs to
+// find npx. A pool running here with another config than paths' is
+// refused (otherPoolError); cmd names the command for its message.
+func connectThisBinary(ctx context.Context, paths Paths, cmd string, opts *importer.Options) error {
+	pin, err := home.Env()
+	if err != nil {
+		return err
+	}
+	if st, ok := runningStatus(ctx); ok && st.Config != "" && !samePath(st.Config, paths.Config) {
+		return otherPoolError(st, paths.Config, pin, cmd)
+	}
+	exe, err := stableBinary(os.Args[0])
+	if err != nil {
+		return err
+	}
+	env := map[string]string{}
+	if p := os.Getenv("PATH"); p != "" {
+		env["PATH"] = p
+	}
+	maps.Copy(env, pin)
+	opts.Connect, opts.ConnectShim, opts.ConnectEnv = exe, false, env
+	if s := connectShim(runtime.GOOS, exe); s != "" {
+		opts.Connect, opts.ConnectShim = s, true
+	}
+	return nil
+}
+
+// otherPoolError is the refusal of cmd (setup, or import rewriting a
+// client) when the pool running here (found by this environment's state
+// directory) runs another config than the one this environment places:
+// cmd would add the servers to the running pool's config but pin this
+// environment into the entries, which, once that pool is gone, start a
+// pool of the other config, without them.
 // Pinning the running pool's home instead would go against what this
 // shell says, and a pool started with --config has no home to pin.
-func otherPoolError(st control.Status, config string, pin map[string]string) error {
+func otherPoolError(st control.Status, config string, pin map[string]string, cmd string) error {
 	sets := "sets none of SWITCHBOARD_HOME, XDG_CONFIG_HOME and XDG_STATE_HOME"
 	if len(pin) > 0 {
 		var kv []string
@@ -113,9 +124,9 @@ func otherPoolError(st control.Status, config string, pin map[string]string) err
 		sets = "sets " + strings.Join(kv, " ")
 	}
 	return fmt.Errorf("the running Switchboard (pid %d) runs the config %s, but this environment places Switchboard's config at %s (it %s): "+
-		"clients set up from here would reach a pool of that config once the running one stops, and not find the servers setup adds; "+
-		"run setup with the environment the running Switchboard was started with, or stop it and run setup again",
-		st.PID, st.Config, config, sets)
+		"clients set up from here would reach a pool of that config once the running one stops, and not find the servers %s adds; "+
+		"run %s with the environment the running Switchboard was started with, or stop it and run %s again",
+		st.PID, st.Config, config, sets, cmd, cmd, cmd)
 }
 
 // samePath says whether a and b name the same file: the same path, or,

@@ -118,7 +118,7 @@ type importCmd struct {
 	File          string `type:"path" placeholder:"PATH" help:"Read this file instead of the client's known locations."`
 	Config        string `type:"path" placeholder:"PATH" help:"Switchboard config to merge into (default: the running pool's, else $SWITCHBOARD_HOME/config.json)."`
 	DryRun        bool   `help:"Show what would be done; write nothing."`
-	RewriteClient bool   `help:"Also rewrite the client's config so that each server now in Switchboard runs 'switchboard connect NAME' (a timestamped backup is written next to it)."`
+	RewriteClient bool   `help:"Also rewrite the client's config so that each server now in Switchboard runs this binary's 'connect NAME', with the entries setup writes (a timestamped backup is written next to it)."`
 }
 
 func (c *importCmd) Run(ctx context.Context) error {
