@@ -778,9 +778,10 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 		}
 		to.relate(x, progressForClient(msg, at, origToken))
 	case "notifications/cancelled":
-		// The child gives up on a request it sent to a client.
+		// The child ends the pool's listen, or gives up on a request it
+		// sent to a client.
 		childID, at := childCancelTarget(msg)
-		if childID == nil {
+		if childID == nil || b.listenCancelled(childID) {
 			return
 		}
 		poolID, sess := b.reqs.withdrawQuestion(childID)

@@ -99,9 +99,17 @@
 //     child acknowledges the new one, so a change made in between is
 //     neither lost nor delivered twice; a reopen the child refuses leaves
 //     the old one: [session.listen], [backend.syncUpstream],
-//     [backend.routeTagged], [tagNotification]. One the child ends is
-//     reopened, at most maxQuickReopens times in a row when it ends each
-//     at once: [backend.upstreamEnded]. A listen is acknowledged once the
+//     [backend.routeTagged], [tagNotification]. One the child ends (it
+//     answers it, or names it in notifications/cancelled, as a server
+//     tears one down on stdio) is reopened, at most maxQuickReopens
+//     times in a row when it ends each at once: [backend.upstreamEnded],
+//     [backend.listenCancelled]. A session the pool closes while its
+//     client is still there (its server removed, the pool stopping or
+//     handing it back, its input closed) ends each of its listens with
+//     the closing result tagged with the listen's id, then on stdio
+//     notifications/cancelled naming it; an HTTP listen's stream ends
+//     with that result; a legacy session has no listen, and gets
+//     nothing: [session.closeListens]. A listen is acknowledged once the
 //     child watches what it asks for: at once when the current upstream
 //     listen covers it, else when the child acknowledges the one that
 //     does (the listen's changes before that follow its acknowledgement,

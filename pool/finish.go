@@ -21,6 +21,7 @@ const (
 	endRefused                     // it never reached its backend (full, failed, stopped): the pool answers
 	endDropped                     // the pool's own request, no longer needed (a handshake probe): nothing
 	endNotForChild                 // a subscription change the child need not hear (others still hold it, or it is not ready): the pool answers {}, or the child's refusal of the subscribe it relied on
+	endByChild                     // the child ended it unanswered (the pool's subscriptions/listen, named in its notifications/cancelled): nobody to tell
 )
 
 // endRule is what ending a request of a kind does.
@@ -43,6 +44,7 @@ var endRules = [...]endRule{
 	endRefused:      {status: StatusFailed, answers: true},
 	endDropped:      {},
 	endNotForChild:  {status: StatusOK},
+	endByChild:      {status: StatusCancelled},
 }
 
 // outcome is how one request ended, with what its kind needs: the

@@ -82,8 +82,9 @@ type filter struct {
 }
 
 // listen answers a modern client's subscriptions/listen itself; the
-// request stays open until the client cancels it or goes away. x, when
-// not nil, is the exchange whose response is the listen's stream.
+// request stays open until the client cancels it or goes away, or the
+// pool closes its session (closeListens). x, when not nil, is the
+// exchange whose response is the listen's stream.
 func (s *session) listen(id, params []byte, x *exchange) {
 	b, hs, err := s.handshaken(x)
 	if err != nil {
@@ -255,6 +256,36 @@ func (s *session) endListen(key string) bool {
 	}
 	l.release()
 	return true
+}
+
+// closeListens ends the listens of a session that the pool closes while
+// its client is still there (its server removed, the pool stopping or
+// handing it back, its input closed), for why. Each is answered as a
+// server that tears a subscription down answers it (subscriptions:
+// Graceful Closure): a complete result whose _meta names it, so that the
+// client can tell this end from a lost connection; on stdio it is then
+// named in notifications/cancelled, which is what ends a listen there
+// (basic/patterns/cancellation). An HTTP listen's stream ends with its
+// result. Called before the session closes: its output takes nothing
+// after that. A legacy client has no listen (its resources/subscribe
+// subscriptions end with its session, as that revision has it).
+func (s *session) closeListens(why error) {
+	s.mu.Lock()
+	ls := s.listens
+	s.listens = nil
+	s.mu.Unlock()
+	for _, l := range ls {
+		result, _ := json.Marshal(map[string]any{"resultType": "complete",
+			"_meta": map[string]any{metaSubscriptionID: json.RawMessage(l.id)}})
+		cancelled, _ := json.Marshal(map[string]any{"requestId": json.RawMessage(l.id), "reason": why.Error()})
+		l.sending.Lock() // after its acknowledgement, if that is going out
+		s.respond(l.to, jsonrpc.AppendResponse(nil, l.id, result), 0)
+		if l.to == nil {
+			s.deliver(jsonrpc.AppendNotification(nil, "notifications/cancelled", cancelled))
+		}
+		l.sending.Unlock()
+		l.release()
+	}
 }
 
 // endListens closes every listen of a closing session.
@@ -717,16 +748,37 @@ func (b *backend) watchesTools() bool {
 	return b.cfg.TrustAnnotations && b.hs != nil && b.hs.honor(filter{ToolsListChanged: true}).ToolsListChanged
 }
 
+// listenCancelled ends the pool's upstream listen that a child's
+// notifications/cancelled names: on stdio, how a 2026-07-28 server tears
+// a subscriptions/listen down (basic/patterns/cancellation). It ends as
+// one the child answered does (upstreamEnded). It reports whether id
+// named one: only a modern child has one open, and a modern server
+// cancels nothing else; a legacy child's notifications/cancelled
+// withdraws a question of its own.
+func (b *backend) listenCancelled(id []byte) bool {
+	poolID, ok := jsonrpc.ParseUint(id)
+	if !ok {
+		return false
+	}
+	p := b.reqs.lookup(poolID)
+	if p == nil || !p.open {
+		return false
+	}
+	b.finish(p, outcome{kind: endByChild, reason: "the child ended the pool's listen"})
+	return true
+}
+
 // upstreamEnded is told how a listen of the pool's ended (finish). When
-// the child ended the current one itself (it answered it) the pool opens
-// it again, if listeners remain: else they would get nothing until the
-// next listener change. After maxQuickReopens quick ends in a row it
-// stops, with a warning. A child's death starts the count again: the
-// restarted child gets the listen when it is ready (becomeReady).
+// the child ended the current one itself (it answered it, or cancelled
+// it) the pool opens it again, if listeners remain: else they would get
+// nothing until the next listener change. After maxQuickReopens quick
+// ends in a row it stops, with a warning. A child's death starts the
+// count again: the restarted child gets the listen when it is ready
+// (becomeReady).
 func (b *backend) upstreamEnded(p *pending, kind endKind) {
 	b.nextEnded(p, kind)
 	switch kind {
-	case endAnswered, endUnusable: // the child answered it
+	case endAnswered, endUnusable, endByChild: // the child ended it
 	case endChildGone:
 		b.up.mu.Lock()
 		b.up.quick = 0
@@ -759,8 +811,9 @@ func (b *backend) upstreamEnded(p *pending, kind endKind) {
 
 // nextEnded acknowledges the listeners that waited for p when p, an
 // upstream listen the child had not acknowledged, ended: each is promised
-// what the current one covers if the child refused p (answered it), else
-// (its child died) all it asked for: the restarted child is asked for it.
+// what the current one covers if the child refused p (answered or
+// cancelled it), else (its child died) all it asked for: the restarted
+// child is asked for it.
 // A refused p that asked for resources the current one does not is
 // likely refused for one of those (one a session asked for, which the
 // child does not have), so that the listeners waiting get the rest it is
@@ -771,7 +824,7 @@ func (b *backend) upstreamEnded(p *pending, kind endKind) {
 // blamed only if its own try is refused. Bounded: each try settles one
 // of them, and one with nothing new is not sent.
 func (b *backend) nextEnded(p *pending, kind endKind) {
-	refused := kind == endAnswered || kind == endUnusable
+	refused := kind == endAnswered || kind == endUnusable || kind == endByChild
 	b.up.mu.Lock()
 	if b.up.next != p {
 		b.up.mu.Unlock()

@@ -668,23 +668,36 @@ func awaitChange(t *testing.T, other, c *client, kind, tag string) {
 }
 
 // TestListenReopenedAfterTheChildEndsIt: the modern child ends the pool's
-// upstream listen itself (it answers it) while a listener remains. The
-// pool opens it again, and the listener gets the next change. (Before,
-// nothing reopened it until a listener came or went: every listener
-// silently stopped getting changes.)
+// upstream listen itself while a listener remains: it answers it, or it
+// names it in notifications/cancelled (on stdio, how a 2026-07-28 server
+// tears a listen down). The pool opens it again, and the listener gets
+// the next change. (Before, nothing reopened it until a listener came or
+// went: every listener silently stopped getting changes; a cancelled
+// listen was taken for a question the child withdrew, and stayed so.)
 func TestListenReopenedAfterTheChildEndsIt(t *testing.T) {
-	logPath := filepath.Join(t.TempDir(), "child.log")
-	tp := newTestPool(t, nil, fake("srv", "-era", "modern", "-log", logPath))
-	a, other := tp.dial(t, "srv"), tp.dial(t, "srv")
-	openListen(t, a, `"a"`, `{"toolsListChanged":true}`)
-	awaitChange(t, other, a, "tools", `"a"`)
-	callModern(other, `"end"`, "end_listens", `{}`)
-	if m, _ := other.recvID(`"end"`); m.text() != "1" {
-		t.Fatalf("end_listens: %s, want the one upstream listen ended", m.raw)
-	}
-	awaitChange(t, other, a, "tools", `"a"`)
-	if n := countInLog(t, logPath, "subscriptions/listen"); n != 2 {
-		t.Errorf("the child heard %d listens, want 2: the first and the one that replaced it", n)
+	for _, how := range []string{"answered", "cancelled"} {
+		t.Run(how, func(t *testing.T) {
+			logPath := filepath.Join(t.TempDir(), "child.log")
+			tp := newTestPool(t, nil, fake("srv", "-era", "modern", "-log", logPath))
+			a, other := tp.dial(t, "srv"), tp.dial(t, "srv")
+			openListen(t, a, `"a"`, `{"toolsListChanged":true}`)
+			awaitChange(t, other, a, "tools", `"a"`)
+			args := `{}`
+			if how == "cancelled" {
+				args = `{"kind":"cancelled"}`
+			}
+			callModern(other, `"end"`, "end_listens", args)
+			if m, before := other.recvID(`"end"`); m.text() != "1" || len(before) != 0 {
+				t.Fatalf("end_listens: %s after %d messages, want the one upstream listen ended and nothing told", m.raw, len(before))
+			}
+			awaitChange(t, other, a, "tools", `"a"`)
+			if n := countInLog(t, logPath, "subscriptions/listen"); n != 2 {
+				t.Errorf("the child heard %d listens, want 2: the first and the one that replaced it", n)
+			}
+			if n := countInLog(t, logPath, "notifications/cancelled"); n != 0 {
+				t.Errorf("the child was told %d cancels, want none: it ended the listen itself", n)
+			}
+		})
 	}
 }
 

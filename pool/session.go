@@ -910,6 +910,9 @@ func (s *session) releaseOwed(n int) {
 // requests and subscriptions is released, and the transport is closed.
 func (s *session) close(reason error) {
 	s.closeOnce.Do(func() {
+		if reason != nil && !errors.Is(reason, errEvicted) {
+			s.closeListens(reason) // the client is still there: while its output takes them
+		}
 		s.mu.Lock()
 		s.closeReason = reason
 		close(s.closed)

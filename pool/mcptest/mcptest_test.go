@@ -1217,6 +1217,25 @@ func TestFlags(t *testing.T) {
 				t.Fatalf("an ended listen still got %v (%s)", notes, m.raw)
 			}
 		}},
+		{"end_listens cancelled", func(string) []string {
+			return []string{"-era", "modern"}
+		}, func(t *testing.T, f *fake, _ string) {
+			f.send(`{"jsonrpc":"2.0","id":"a","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
+			if m := f.recv(); m.Method != "notifications/subscriptions/acknowledged" {
+				t.Fatalf("listen: %s", m.raw)
+			}
+			call := func(id, tool, args string) (msg, []msg) {
+				return f.request(id, "tools/call", `{"name":"`+tool+`","arguments":`+args+`,`+modernMeta+`}`)
+			}
+			// The listen is named in notifications/cancelled, unanswered.
+			if m, notes := call("1", "end_listens", `{"kind":"cancelled"}`); m.text() != "1" || len(notes) != 1 ||
+				notes[0].Method != "notifications/cancelled" || !strings.Contains(string(notes[0].Params), `"requestId":"a"`) {
+				t.Fatalf("end_listens: %s after %v", m.raw, notes)
+			}
+			if m, notes := call("2", "notify", `{"kind":"tools"}`); m.text() != "notified" || len(notes) != 0 {
+				t.Fatalf("an ended listen still got %v (%s)", notes, m.raw)
+			}
+		}},
 		{"-end-listens", func(string) []string {
 			return []string{"-era", "modern", "-end-listens"}
 		}, func(t *testing.T, f *fake, _ string) {

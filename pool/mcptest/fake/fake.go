@@ -849,7 +849,7 @@ func (s *server) listen(r *request) {
 		s.broadcastLocked(method, uri)
 	}
 	if s.o.endListens {
-		s.endListenLocked(sub)
+		s.endListenLocked(sub, false)
 	}
 	s.mu.Unlock()
 	<-r.ctx.Done()
@@ -859,20 +859,27 @@ func (s *server) listen(r *request) {
 }
 
 // endListensLocked ends every open subscription from the server's side,
-// and reports how many it ended.
-func (s *server) endListensLocked() int {
+// and reports how many it ended; cancelled: with notifications/cancelled
+// rather than a result.
+func (s *server) endListensLocked(cancelled bool) int {
 	n := len(s.subs)
 	for _, sub := range s.subs {
-		s.endListenLocked(sub)
+		s.endListenLocked(sub, cancelled)
 	}
 	return n
 }
 
 // endListenLocked ends a subscription from the server's side: its listen
-// is answered with a result (the stream ends) and forgotten.
-func (s *server) endListenLocked(sub *subscription) {
+// is answered with a result (the stream ends), or, cancelled, named by
+// notifications/cancelled (on stdio, how a 2026-07-28 server tears a
+// listen down: basic/patterns/cancellation), and forgotten.
+func (s *server) endListenLocked(sub *subscription, cancelled bool) {
 	delete(s.subs, string(sub.id))
-	s.reply(sub.r, map[string]any{})
+	if cancelled {
+		s.out.send(notification("notifications/cancelled", map[string]any{"requestId": sub.id, "reason": "the server ended the subscription"}))
+	} else {
+		s.reply(sub.r, map[string]any{})
+	}
 	sub.r.cancel() // its listen goroutine returns
 }
 
@@ -954,7 +961,7 @@ var tools = []map[string]any{
 	tool("notify", "Send notifications/<kind>/list_changed (tools, resources, prompts), or resources/updated (updated)", props{"kind": "string"}, nil),
 	tool("log", "Send notifications/message with level and data", props{"level": "string", "data": ""}, nil),
 	tool("pid", "Answer the server's process id", props{}, nil),
-	tool("end_listens", "End every open subscriptions/listen with a result, as a server closing its streams does; answer how many", props{}, nil),
+	tool("end_listens", "End every open subscriptions/listen with a result, as a server closing its streams does, or (kind cancelled) with notifications/cancelled naming it, as a 2026-07-28 server tears one down on stdio; answer how many", props{"kind": "string"}, nil),
 	tool("roots", "Answer the roots the server took from its client after notifications/initialized (-roots-after-init), as the JSON of the client's answer, or \"none\" until then", props{}, nil),
 	tool("retool", "Drop every tool's annotations (none is read-only or idempotent from now on) and send notifications/tools/list_changed", props{}, nil),
 }
@@ -1079,8 +1086,12 @@ func (s *server) call(r *request) {
 	case "pid":
 		s.reply(r, text(strconv.Itoa(os.Getpid())))
 	case "end_listens":
+		if a.Kind != "" && a.Kind != "cancelled" {
+			s.fail(r, codeInvalidParams, "Invalid params: kind must be cancelled, or none", nil)
+			return
+		}
 		s.mu.Lock()
-		n := s.endListensLocked() // each answered before this call is
+		n := s.endListensLocked(a.Kind == "cancelled") // each ended before this call is answered
 		s.mu.Unlock()
 		s.reply(r, text(strconv.Itoa(n)))
 	case "roots":
