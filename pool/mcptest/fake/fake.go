@@ -69,6 +69,7 @@ type options struct {
 	askTimeout     time.Duration
 	inlineEcho     bool
 	rootsAfterInit time.Duration
+	rootsOnce      bool
 }
 
 // Main runs the fake server with command-line args (without the program
@@ -102,7 +103,8 @@ func Main(args []string) {
 	fs.IntVar(&o.exitAtStart, "exit-at-start", -1, "exit at once with this `code` (after -stderr)")
 	fs.DurationVar(&o.askTimeout, "ask-timeout", 0, "the ask tool gives up waiting for its client after this long and answers \"no answer\"")
 	fs.BoolVar(&o.inlineEcho, "inline-echo", false, "answer the echo tool on the reading goroutine, in arrival order, instead of in a goroutine of its own (the load tool's setting: no hand-off inside the server); legacy era without -delay only")
-	fs.DurationVar(&o.rootsAfterInit, "roots-after-init", 0, "this long after notifications/initialized from a client that declared roots, ask it roots/list and take its answer as the roots the roots tool reports, as server-filesystem does with the folders it serves; 0: never")
+	fs.DurationVar(&o.rootsAfterInit, "roots-after-init", 0, "this long after notifications/initialized from a client that declared roots, and after each notifications/roots/list_changed, ask it roots/list and take its answer as the roots the roots tool reports, as server-filesystem does with the folders it serves; 0: never")
+	fs.BoolVar(&o.rootsOnce, "roots-once", false, "ask -roots-after-init's roots/list only after notifications/initialized, not again after notifications/roots/list_changed, as a server that takes its roots once does")
 	_ = fs.Parse(args) // ExitOnError: exits on a bad flag
 	log.SetFlags(0)
 	log.SetPrefix("fakemcp: ")
@@ -357,6 +359,7 @@ type server struct {
 	initialized bool                            // a legacy client sent notifications/initialized
 	clientRoots bool                            // the legacy client declared roots in initialize
 	roots       json.RawMessage                 // its answer to the roots/list of -roots-after-init; nil until then
+	rootsAsk    int64                           // the ask (s.asks) roots answers
 	minLevel    int                             // legacy logging/setLevel
 	subscribed  map[string]bool                 // legacy resources/subscribe
 }
@@ -488,6 +491,13 @@ func (s *server) notification(m envelope) {
 		s.mu.Unlock()
 		if fetch {
 			go s.fetchRoots()
+		}
+	case "notifications/roots/list_changed":
+		s.mu.Lock()
+		fetch := s.initialized && s.clientRoots && s.o.rootsAfterInit > 0 && !s.o.rootsOnce
+		s.mu.Unlock()
+		if fetch {
+			go s.fetchRoots() // as server-filesystem does: it asks again
 		}
 	case "notifications/cancelled":
 		var p struct {
@@ -1259,12 +1269,14 @@ func (s *server) question(r *request, kind string) (answer json.RawMessage, answ
 }
 
 // fetchRoots asks the client roots/list -roots-after-init after it was
-// initialized and keeps the answer for the roots tool, as a server that
-// serves its client's folders does. It waits for the answer for as long
-// as the process lives.
+// initialized (or told its roots changed) and keeps the answer for the
+// roots tool, as a server that serves its client's folders does; an
+// answer to an older ask that comes after a newer one's is not kept. It
+// waits for the answer for as long as the process lives.
 func (s *server) fetchRoots() {
 	time.Sleep(s.o.rootsAfterInit)
-	id, _ := json.Marshal(fmt.Sprintf("srv-%d", s.asks.Add(1)))
+	n := s.asks.Add(1)
+	id, _ := json.Marshal(fmt.Sprintf("srv-%d", n))
 	ch := make(chan json.RawMessage, 1)
 	s.mu.Lock()
 	s.answers[string(id)] = ch
@@ -1272,7 +1284,9 @@ func (s *server) fetchRoots() {
 	s.out.send(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": "roots/list"})
 	answer := <-ch
 	s.mu.Lock()
-	s.roots = answer
+	if n > s.rootsAsk {
+		s.roots, s.rootsAsk = answer, n
+	}
 	s.mu.Unlock()
 }
 
