@@ -41,15 +41,18 @@ type child struct {
 	ready bool   // handshake done; guarded by backend.mu
 	ended string // why the pool ended it while it ran (runUntilExit), for describeExit; supervisor only
 	// Guarded by backend.mu (roots.go): clients' lines wait for the child
-	// to have its roots (awaitRoots); it asked for them
-	// (answerRootsList); the timer that ends the wait; when it was
-	// initialized with roots (zero: its asks teach nothing); it was waited
-	// for and did not ask in time (rootsWaited).
+	// to have its roots (awaitRoots); it asked for them since it was last
+	// told them (answerRootsList, tellRootsChanged); the timer that ends
+	// the wait, and which wait it ends; when it was initialized with roots
+	// (zero: its asks teach nothing); it was waited for and did not ask in
+	// time (rootsWaited); its clients' lines wait for its asks at all.
 	rootsWait   bool
 	askedRoots  bool
 	rootsTimer  *time.Timer
+	rootsRound  uint32
 	rootsSince  time.Time
 	rootsMissed bool
+	rootsHeld   bool
 }
 
 // newChildState makes the channels of a child.

@@ -203,6 +203,12 @@
 //     when it was not waited for: [backend.awaitRoots],
 //     [backend.answerRootsList], [backend.learnRootsLocked],
 //     [backend.rootsWaited], [requestTable.callsAt], [backend.writeLoop].
+//     A session's own child (share "session") is told when its session's
+//     roots change (list_changed; the server's first child starts before
+//     they are known): its clients' lines wait the same way for its next
+//     ask, bounded alike; that ask, or its absence, says nothing of how
+//     the server's children start: [server.rootsChanged],
+//     [backend.tellRootsChanged].
 //   - logging/setLevel is per session: a child gets the most verbose level
 //     any session asked for, a child its sessions come to (new roots, a
 //     stop, a config change) as it becomes ready, and each session only

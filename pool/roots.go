@@ -134,27 +134,82 @@ const rootsStartSpan = 5
 // The lines wait in the backend's queue (writeLoop); the pool's own (its
 // subscribes, the log level, its answers) go on.
 func (b *backend) awaitRoots(c *child, hs *handshake) {
-	wait := b.p.opts.RootsWait
-	if !b.caps.roots || hs.era != EraLegacy || wait < 0 {
+	if !b.caps.roots || hs.era != EraLegacy || b.p.opts.RootsWait < 0 {
 		return // a 2026-07-28 child asks within a call (inputbridge.go)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	c.rootsHeld = true
 	c.rootsSince = b.p.clock.Now()
 	if c.askedRoots { // during its handshake: the answer is ahead of the clients' lines
 		b.learnRootsLocked(c, 0)
-		c.rootsWait = true
-		c.rootsTimer = b.p.clock.AfterFunc(rootsSettle, func() { b.rootsWaited(c, true, rootsSettle) })
+		b.holdForRootsLocked(c, true, rootsSettle)
 		return
 	}
+	b.holdForAskLocked(c) // not held, its ask, if it comes soon, is learned all the same
+}
+
+// holdForAskLocked makes the clients' lines wait for c's ask for its
+// roots, as long as what the server's children were seen to do bounds
+// it (awaitRoots): not at all once one did not ask in time.
+func (b *backend) holdForAskLocked(c *child) {
+	wait := b.p.opts.RootsWait
 	switch seen := b.srv.asksRoots.Load(); {
 	case seen == rootsNotAsked:
-		return // its ask, if it comes soon, is learned all the same
+		return
 	case seen > 0:
 		wait = time.Duration(seen)
 	}
+	b.holdForRootsLocked(c, false, wait)
+}
+
+// holdForRootsLocked makes the clients' lines wait for c for wait: for
+// its ask for its roots, or, once it asked (asked), for it to apply the
+// answer. The timer of an earlier wait that fires late ends nothing.
+func (b *backend) holdForRootsLocked(c *child, asked bool, wait time.Duration) {
 	c.rootsWait = true
-	c.rootsTimer = b.p.clock.AfterFunc(wait, func() { b.rootsWaited(c, false, wait) })
+	c.rootsRound++
+	round := c.rootsRound
+	c.rootsTimer = b.p.clock.AfterFunc(wait, func() { b.rootsWaited(c, round, asked, wait) })
+}
+
+// tellRootsChanged tells b's child, a session's own, that its session's
+// roots changed, and holds the clients' lines behind that again, as for
+// a new child (awaitRoots): until it asked for them again, and
+// rootsSettle more. The server's first child starts as its session's
+// initialize is answered, before the pool has the session's roots: what
+// it asked at start was answered none, and a call right behind the
+// notice ran with the server's own folders. An ask again teaches nothing
+// of how the server's children start (rootsSince zero), nor does its
+// absence.
+func (b *backend) tellRootsChanged() {
+	b.mu.Lock()
+	if b.stopErr != nil && b.child == nil {
+		b.mu.Unlock()
+		return
+	}
+	b.queue = append(b.queue, outItem{line: []byte(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)})
+	var t *time.Timer
+	if c := b.child; c != nil && (c.askedRoots || !c.rootsWait) {
+		// Not waiting for an ask already (which reads the roots as they
+		// are now): a child that asked is waited for again; one not held
+		// yet (in its handshake) is held for its ask by awaitRoots.
+		if c.askedRoots {
+			c.askedRoots, c.rootsSince = false, time.Time{}
+		}
+		if c.rootsHeld {
+			old, round := c.rootsTimer, c.rootsRound
+			b.holdForAskLocked(c)
+			if c.rootsRound != round {
+				t = old // replaced: its wait is over
+			}
+		}
+	}
+	b.mu.Unlock()
+	if t != nil {
+		t.Stop()
+	}
+	b.signal()
 }
 
 // answerRootsList answers the child's roots/list itself: a client is
@@ -177,7 +232,7 @@ func (b *backend) answerRootsList(c *child, childID []byte) {
 	var t *time.Timer
 	if c.rootsWait && !c.askedRoots {
 		t = c.rootsTimer
-		c.rootsTimer = b.p.clock.AfterFunc(rootsSettle, func() { b.rootsWaited(c, true, rootsSettle) })
+		b.holdForRootsLocked(c, true, rootsSettle)
 	}
 	if !c.askedRoots && !c.rootsSince.IsZero() {
 		b.learnRootsLocked(c, b.p.clock.Now().Sub(c.rootsSince))
@@ -215,15 +270,16 @@ func (b *backend) learnRootsLocked(c *child, took time.Duration) {
 	b.srv.asksRoots.Store(int64(max(opts.RootsWait, min(2*took, opts.HandshakeTimeout))))
 }
 
-// rootsWaited ends c's wait for its roots (awaitRoots) after it waited
-// wait: rootsSettle after its ask (asked), or the bound on the ask,
-// which it did not make. Then the clients' lines go on; a child that did
-// not ask makes the server's next children go unwaited for (until one
-// of them asks), unless it died meanwhile: that says nothing of its
-// server. A timer for the ask that fires as the ask comes does nothing.
-func (b *backend) rootsWaited(c *child, asked bool, wait time.Duration) {
+// rootsWaited ends c's wait round for its roots (awaitRoots) after it
+// waited wait: rootsSettle after its ask (asked), or the bound on the
+// ask, which it did not make. Then the clients' lines go on; a child that
+// did not ask once initialized makes the server's next children go
+// unwaited for (until one of them asks), unless it died meanwhile: that
+// says nothing of its server. A timer of a wait that is over or was
+// replaced (the ask came as it fired) does nothing.
+func (b *backend) rootsWaited(c *child, round uint32, asked bool, wait time.Duration) {
 	b.mu.Lock()
-	ends := c.rootsWait && c.askedRoots == asked
+	ends := c.rootsWait && c.rootsRound == round
 	if ends {
 		c.rootsWait, c.rootsTimer = false, nil
 	}
@@ -233,8 +289,10 @@ func (b *backend) rootsWaited(c *child, asked bool, wait time.Duration) {
 		case <-c.exited:
 			missed = false
 		default:
-			c.rootsMissed = true
-			b.srv.asksRoots.Store(rootsNotAsked)
+			if !c.rootsSince.IsZero() { // not an ask again (tellRootsChanged)
+				c.rootsMissed = true
+				b.srv.asksRoots.Store(rootsNotAsked)
+			}
 		}
 	}
 	b.mu.Unlock()
@@ -460,7 +518,7 @@ func (s *server) rootsChanged(sess *session) {
 	own := s.perSession[sess]
 	s.mu.Unlock()
 	if own != nil && own.caps.roots {
-		own.sendRaw([]byte(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`))
+		own.tellRootsChanged()
 	}
 }
 

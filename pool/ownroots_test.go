@@ -1,0 +1,144 @@
+//go:build unix
+
+package pool_test
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// rootsAnswered reports whether the fake child's first roots/list
+// (-roots-after-init) was answered: its log holds the answer.
+func rootsAnswered(t *testing.T, logPath string) bool {
+	for _, m := range childLog(t, logPath) {
+		if m["id"] == "srv-1" && m["result"] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// ownRootsServer is a share "session" server whose children ask their
+// roots 100 ms after initialized and again when told they changed, and
+// serve the last answer (as server-filesystem does), logging what they
+// receive to logPath.
+func ownRootsServer(logPath string) pool.ServerConfig {
+	cfg := fake("fs", "-log", logPath, "-roots-after-init", "100ms")
+	cfg.Share = pool.ShareSession
+	return cfg
+}
+
+// A session's own child (share "session") runs its session's first call
+// with its session's roots. The child starts while the client's
+// initialize is answered, and asks its roots at start, before the pool
+// has the client's: it is answered none, and is told that its roots
+// changed once they are known. On the first edition the first call went
+// right behind that notice, ahead of the child's ask again, and ran with
+// the server's own folders; so did the first call after each change.
+func TestOwnChildsFirstCallSeesItsSessionsRoots(t *testing.T) {
+	logPath := filepath.Join(shortTempDir(t), "child.log")
+	tp := newTestPool(t, nil, ownRootsServer(logPath))
+	a := tp.dial(t, "fs")
+	a.initialize("a", `{"roots":{"listChanged":true}}`)
+	eventually(t, "the child's roots/list at start to be answered", func() bool { return rootsAnswered(t, logPath) })
+	a.answerRoots("file:///work/a")
+	if got := a.childsOwnRoots("1"); !strings.Contains(got, "file:///work/a") {
+		t.Fatalf("the session's first call ran with roots %s, want file:///work/a", got)
+	}
+	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+	a.answerRoots("file:///work/b")
+	if got := a.childsOwnRoots("2"); !strings.Contains(got, "file:///work/b") || strings.Contains(got, "/work/a") {
+		t.Fatalf("the first call after the session's roots changed ran with roots %s, want file:///work/b", got)
+	}
+}
+
+// The same over HTTP: the client's roots are asked on its GET stream,
+// after the child asked its own at start.
+func TestHTTPOwnChildsFirstCallSeesItsSessionsRoots(t *testing.T) {
+	logPath := filepath.Join(shortTempDir(t), "child.log")
+	tp := newTestPool(t, nil, ownRootsServer(logPath))
+	c := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/fs"}
+	c.initializeWith("c", `{"roots":{"listChanged":true}}`)
+	eventually(t, "the child's roots/list at start to be answered", func() bool { return rootsAnswered(t, logPath) })
+	st := openGetStream(t, c.url, c.sid, "")
+	if st == nil {
+		t.Fatal("GET: not 200")
+	}
+	_, ask := st.event()
+	if ask.Method != "roots/list" {
+		t.Fatalf("the stream's first event is %s, want roots/list", ask.raw)
+	}
+	r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[{"uri":"file:///work/h"}]}}`, ask.ID))
+	r.Body.Close()
+	if r.StatusCode != http.StatusAccepted {
+		t.Fatalf("the roots answer: %s, want 202", r.Status)
+	}
+	m := c.call(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"roots","arguments":{}}}`)
+	if got := m.text(); !strings.Contains(got, "file:///work/h") {
+		t.Errorf("the session's first call ran with roots %s, want file:///work/h", got)
+	}
+}
+
+// A session's own child that never asks for its roots holds its
+// session's first requests up to Options.RootsWait once, as a shared
+// child does: not again when its session's roots change, nor the next
+// session's child.
+func TestOwnChildThatNeverAsksRootsIsWaitedForOnce(t *testing.T) {
+	const bound = 2 * time.Second
+	cfg := fake("fs")
+	cfg.Share = pool.ShareSession
+	tp := newTestPool(t, &pool.Options{RootsWait: bound}, cfg)
+	firstCall := func(c *client, id string) time.Duration {
+		start := time.Now()
+		c.pidOf(id)
+		return time.Since(start)
+	}
+	a := tp.dial(t, "fs")
+	a.initRoots("a", "file:///work/a")
+	if took := firstCall(a, "1"); took > bound+5*time.Second {
+		t.Errorf("the first call to a child that never asks its roots took %s, past the bound %s", took, bound)
+	}
+	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+	a.answerRoots("file:///work/b")
+	if took := firstCall(a, "2"); took >= bound {
+		t.Errorf("the first call after the roots changed took %s: the child was waited for again", took)
+	}
+	b := tp.dial(t, "fs")
+	b.initRoots("b", "file:///work/b")
+	if took := firstCall(b, "1"); took >= bound {
+		t.Errorf("the first call to the next session's child took %s: it was waited for, though the last one never asked", took)
+	}
+}
+
+// A session's own child that does not ask for its roots again when told
+// they changed (it takes them once, at start) holds its session's call
+// no longer than the server's children take to ask at start, and does
+// not make the server's next children go unwaited for: they do ask at
+// start, and a call ahead of that ask would run with the server's own
+// folders.
+func TestOwnChildsMissedAskAgainTeachesNothing(t *testing.T) {
+	logPath := filepath.Join(shortTempDir(t), "child.log")
+	cfg := ownRootsServer(logPath)
+	cfg.Args = append(cfg.Args, "-roots-once")
+	tp := newTestPool(t, &pool.Options{RootsWait: 300 * time.Millisecond}, cfg)
+	a := tp.dial(t, "fs")
+	a.initialize("a", `{"roots":{"listChanged":true}}`)
+	eventually(t, "the child's roots/list at start to be answered", func() bool { return rootsAnswered(t, logPath) })
+	a.answerRoots("file:///work/a")
+	start := time.Now()
+	a.childsOwnRoots("1") // its roots at start: none, for good
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the first call took %s, waiting for an ask that never came", took)
+	}
+	b := tp.dial(t, "fs")
+	b.initRoots("b", "file:///work/b")
+	if got := b.childsOwnRoots("1"); !strings.Contains(got, "file:///work/b") {
+		t.Fatalf("the next session's first call ran with roots %s, want file:///work/b", got)
+	}
+}
