@@ -758,8 +758,8 @@ func (b *backend) capture(line []byte) []byte {
 
 // onChildNotification routes a notification from the child. Nothing is
 // broadcast blindly: progress goes to its token's owner, a resource update
-// to its subscribers, list changes to the server's sessions, log messages
-// to sessions that asked for them.
+// to its subscribers, list changes to the server's sessions, a log message
+// to the session that asked for it (loglevel.go).
 func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 	params := msg.Params.Of(msg.Raw)
 	if b.routeTagged(msg) {
@@ -795,13 +795,7 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 			s.deliverChange(b, msg, uri, false)
 		}
 	case "notifications/message":
-		line := append([]byte(nil), msg.Raw...)
-		level, _ := jsonrpc.String(params, jsonrpc.Member(params, "level"))
-		for _, s := range b.sessions() {
-			if s.admitsLog(level) {
-				s.deliver(line)
-			}
-		}
+		b.routeLog(msg, params)
 	default:
 		if strings.HasSuffix(msg.Method, "/list_changed") {
 			b.forgetHintsIf(msg.Method)

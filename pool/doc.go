@@ -209,12 +209,26 @@
 //     ask, bounded alike; that ask, or its absence, says nothing of how
 //     the server's children start: [server.rootsChanged],
 //     [backend.tellRootsChanged].
-//   - logging/setLevel is per session: a child gets the most verbose level
-//     any session asked for, a child its sessions come to (new roots, a
-//     stop, a config change) as it becomes ready, and each session only
-//     the messages its own level admits: [session.setLogLevel],
-//     [backend.syncLogLevel], [backend.becomeReady], [session.carryStakes],
-//     [session.admitsLog].
+//   - A log message reaches only the session it belongs to.
+//     logging/setLevel is per session: a legacy child gets the most
+//     verbose level any session asked for, a child its sessions come to
+//     (new roots, a stop, a config change) as it becomes ready, and each
+//     session only the messages its own level admits; a setLevel the
+//     child answers itself counts once the child accepted it:
+//     [session.setLogLevel], [backend.syncLogLevel], [backend.becomeReady],
+//     [session.carryStakes], [session.admitsLog], [session.levelAnswered].
+//     A legacy child's messages name no request: a 2026-07-28 client is
+//     offered no logging by one and gets none of them, and nobody gets
+//     one sent while every client request the child runs is a 2026-07-28
+//     client's: [handshake.modernView], [backend.routeLog],
+//     [requestTable.runsOnlyModern]. A modern child is never sent
+//     setLevel (a legacy session's level rides in the _meta of its
+//     requests, a modern request's own goes as is), and its message goes
+//     to the one client whose requests in flight there asked for it, a
+//     stateless request's on its own response, nobody's when several
+//     clients' did (stdio ties the message to no request):
+//     [session.logsAsked], [requestTable.logOwner], [session.relate],
+//     [takesStream].
 //   - What reaches a child is what the pool classified: malformed lines,
 //     ambiguous keys and duplicate in-flight ids get an error for that
 //     client only; oversize lines are skipped and answered; notifications

@@ -279,16 +279,16 @@ func (hs *handshake) initializeResult(requested string) []byte {
 // legacyView is a 2026-07-28 child's capabilities as a legacy client of
 // it may rely on them: without what the legacy revisions promise through
 // methods and notifications the child no longer has and the pool does not
-// bridge for a legacy session: resources/subscribe, list-change
-// notifications and logging/setLevel. The client then re-lists and reads
-// as it would with a server that offers none of them, rather than wait
-// for what never comes.
+// bridge for a legacy session: resources/subscribe and list-change
+// notifications. The client then re-lists and reads as it would with a
+// server that offers none of them, rather than wait for what never
+// comes. Logging stays: the pool keeps the session's logging/setLevel and
+// asks the child for its requests' messages at that level (loglevel.go).
 func legacyView(caps json.RawMessage) json.RawMessage {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(caps, &m) != nil {
 		return caps
 	}
-	delete(m, "logging")
 	for _, k := range []string{"tools", "prompts", "resources"} {
 		var c map[string]json.RawMessage
 		if v, ok := m[k]; !ok || json.Unmarshal(v, &c) != nil || c == nil {
@@ -305,6 +305,16 @@ func legacyView(caps json.RawMessage) json.RawMessage {
 	return out
 }
 
+// modernView is the child's capabilities as a modern client of it may
+// rely on them: a modern child's own; a legacy child's without logging
+// (unloggedView).
+func (hs *handshake) modernView() json.RawMessage {
+	if hs.era == EraModern {
+		return rawOrEmpty(hs.capabilities)
+	}
+	return unloggedView(rawOrEmpty(hs.capabilities))
+}
+
 // discoverResult answers a modern client's server/discover. The versions
 // are the ones the pool serves for this child: 2026-07-28 (the child's own,
 // or bridged by the pool for a legacy child: modern.go, mrtr.go) and the
@@ -318,7 +328,7 @@ func (hs *handshake) discoverResult() []byte {
 	}
 	r := map[string]any{"resultType": "complete", "supportedVersions": hs.versions(),
 		"ttlMs": hs.ttlMs, "cacheScope": scope,
-		"capabilities": rawOrEmpty(hs.capabilities),
+		"capabilities": hs.modernView(),
 		"_meta":        map[string]any{metaServerInfo: rawOrDefault(hs.serverInfo, `{"name":"switchboard","version":"dev"}`)}}
 	if hs.instructions != "" {
 		r["instructions"] = hs.instructions

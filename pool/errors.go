@@ -54,6 +54,7 @@ const (
 	errStartTimeout      // the child did not finish its handshake within the request timeout
 	errServerGone        // the server stopped: what its later requests get
 	errRootsChildren     // the server runs its limit of children, one per set of roots, each with sessions
+	errNoLogging         // a legacy client's logging/setLevel for a modern child that offers no logging
 
 	// Answering a child's request to a client.
 	errNoClient         // no connected client can answer it
@@ -132,6 +133,7 @@ var errorTable = [...]errorRow{
 	errRootsChildren: {code: jsonrpc.CodeOverloaded,
 		format: "server %q runs its limit of children (%d), one for each set of client roots, and every one has sessions: requests with other roots are refused until one of them is left (sessions with those roots are not affected)"},
 
+	errNoLogging:        {code: jsonrpc.CodeMethodNotFound, format: "method not found: server %q offers no logging"},
 	errNoClient:         {code: jsonrpc.CodeNoClient, format: "no connected client can answer %s"},
 	errAskedClientLeft:  {code: jsonrpc.CodeNoClient, format: "the client that was asked disconnected"},
 	errClientUndeclared: {code: jsonrpc.CodeNoClient, format: "the client did not declare %s"},

@@ -46,6 +46,7 @@ func TestErrorTable(t *testing.T) {
 		errStartTimeout:        {"srv", "1m0s", " (the last child: exit status 1)"},
 		errServerGone:          {"srv", "removed from the configuration"},
 		errRootsChildren:       {"srv", 32},
+		errNoLogging:           {"srv"},
 		errNoClient:            {"sampling/createMessage"},
 		errAskedClientLeft:     nil,
 		errClientUndeclared:    {"sampling"},

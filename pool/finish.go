@@ -88,6 +88,9 @@ func (b *backend) finish(p *pending, o outcome) bool {
 	if o.kind == endAnswered && p.method == "tools/list" && o.answer.Result.Present() {
 		b.learnHints(o.answer.Result.Of(o.answer.Raw)) // a client's, or the pool's own (listToolsForHints)
 	}
+	if o.kind == endAnswered && p.method == "logging/setLevel" && e.sess != nil {
+		e.sess.levelAnswered(p, &o.answer) // before the client reads the answer
+	}
 	if p.sub != nil && p.sub.add { // a session's, a listen's, or the pool's own for them (carried, or a ready child's)
 		var refusal *jsonrpc.Message
 		if o.kind == endAnswered && o.answer.Error.Present() {

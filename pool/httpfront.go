@@ -281,10 +281,10 @@ func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server
 
 // takesStream reports whether the POST takes what relates to its request
 // on its response: a subscriptions/listen's notifications (its stream is
-// its response), or progress when the request has a progress token and
-// the client accepts an event stream.
+// its response), or progress and log messages when the request has a
+// progress token or a log level and the client accepts an event stream.
 func takesStream(r *http.Request, msg *jsonrpc.Message) bool {
-	return msg.Method == "subscriptions/listen" || acceptsSSE(r) && progressToken(msg.Raw, *msg) != ""
+	return msg.Method == "subscriptions/listen" || acceptsSSE(r) && (progressToken(msg.Raw, *msg) != "" || asksLogs(msg))
 }
 
 // awaitEnd is how a POST's response ended (await).

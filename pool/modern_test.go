@@ -175,11 +175,13 @@ func TestStdioModernValidation(t *testing.T) {
 }
 
 // A legacy client of a 2026-07-28 child is promised only what it gets:
-// the child has no resources/subscribe, list-change notifications or
-// logging/setLevel any more, and the pool does not bridge them for a
-// legacy session, so the initialize result offers none of them (the first
-// edition passed the child's capabilities on, and a subscribe got "Method
-// not found", list changes never came). What it does offer stays.
+// the child has no resources/subscribe or list-change notifications any
+// more, and the pool does not bridge them for a legacy session, so the
+// initialize result offers none of them (the first edition passed the
+// child's capabilities on, and a subscribe got "Method not found", list
+// changes never came). What it does offer stays, logging too: the pool
+// keeps the session's level and asks the child for its requests'
+// messages at that level.
 func TestLegacyClientOfModernChildIsPromisedWhatItGets(t *testing.T) {
 	tp := newTestPool(t, nil, fake("srv", "-era", "modern"))
 	c := tp.dial(t, "srv")
@@ -190,8 +192,8 @@ func TestLegacyClientOfModernChildIsPromisedWhatItGets(t *testing.T) {
 	if err := json.Unmarshal(m.Result, &r); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := r.Capabilities["logging"]; ok {
-		t.Errorf("logging offered: %s", m.raw)
+	if _, ok := r.Capabilities["logging"]; !ok {
+		t.Errorf("logging, which the pool bridges, not offered: %s", m.raw)
 	}
 	for _, k := range []string{"tools", "prompts", "resources"} {
 		if _, ok := r.Capabilities[k]["listChanged"]; ok {

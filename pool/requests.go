@@ -55,7 +55,6 @@ type pending struct {
 	x            *exchange // the HTTP POST waiting for its answer (exchange.go); nil: the session's output
 	held         *mrtrHold
 	written      time.Time     // when it was last fully written
-	pid          int           // the child it is being or was last written to
 	deadline     time.Duration // when it times out, as time since its table's base; 0 for none (set by register)
 	progressSeen float64       // the last progress value its client was sent: a retried call's progress never goes back
 
@@ -63,6 +62,7 @@ type pending struct {
 	// taken and released under the session's mu, read by the writers.
 	slot atomic.Int32
 
+	pid          int32      // guarded by the table: the child it is being or was last written to (32 bits, to fit)
 	state        reqState   // guarded by the table, as the rest of this line
 	modern       bool       // the client spoke 2026-07-28 in this request (modern.go)
 	caps         clientCaps // a modern request's own: what its _meta declared (a child's question needs them)
@@ -71,6 +71,7 @@ type pending struct {
 	retried      bool       // re-sent once after its child died
 	progressSent bool       // progressSeen is set
 	open         bool       // set when made: it stays open until cancelled (the pool's subscriptions/listen), no timeout
+	logs         uint8      // set when made: 1 + the logSeverity its request asks logs at, 0 if none (loglevel.go)
 
 	// sub is set when made for a resources/subscribe or unsubscribe that
 	// changes what the sessions hold: send counts it as it queues it
@@ -271,13 +272,60 @@ func (t *requestTable) callsAt(pid int) bool {
 	var yes bool
 	t.update(func(in *inFlight) {
 		for _, p := range in.pending {
-			if p.sess != nil && p.pid == pid && (p.state == stWriting || p.state == stWritten) {
+			if p.sess != nil && int(p.pid) == pid && (p.state == stWriting || p.state == stWritten) {
 				yes = true
 				return
 			}
 		}
 	})
 	return yes
+}
+
+// logOwner is where a modern child's log message at severity sev goes:
+// the client whose requests it may be running asked for it (logs at or
+// below sev). Over stdio the message names no request, so it is a
+// client's only when those requests are one client's: one session's (on
+// different POSTs of a legacy HTTP session: its own output), or one
+// request's of a stateless session, whose exchanges are different
+// clients'. ok is false when none asked, or several clients did.
+func (t *requestTable) logOwner(sev int) (to *session, x *exchange, ok bool) {
+	t.update(func(in *inFlight) {
+		for _, p := range in.pending {
+			if p.sess == nil || p.logs == 0 || sev < int(p.logs)-1 || (p.state != stWriting && p.state != stWritten) {
+				continue
+			}
+			switch {
+			case to == nil:
+				to, x, ok = p.sess, p.x, true
+			case to != p.sess || x != p.x && to.stateless:
+				to, x, ok = nil, nil, false
+				return
+			case x != p.x:
+				x = nil
+			}
+		}
+	})
+	return to, x, ok
+}
+
+// runsOnlyModern reports whether the client requests a legacy child may
+// be running are all 2026-07-28 clients' (and there is one): a log
+// message it sends then is of one of them, or of nothing a client asked.
+func (t *requestTable) runsOnlyModern() bool {
+	n := 0
+	t.update(func(in *inFlight) {
+		for _, p := range in.pending {
+			if p.sess == nil || (p.state != stWriting && p.state != stWritten) {
+				continue
+			}
+			if !p.modern {
+				n = 0
+				return
+			}
+			n++
+		}
+	})
+	return n > 0
 }
 
 // The writers' moves (send, writeLoop), made in their update closures.
@@ -291,7 +339,7 @@ func (in *inFlight) startWriteLocked(p *pending, pid int) (ok bool, sess *sessio
 	if p.state != stQueued {
 		return false, nil
 	}
-	p.state, p.pid = stWriting, pid
+	p.state, p.pid = stWriting, int32(pid)
 	return true, p.sess
 }
 
@@ -302,7 +350,7 @@ func (in *inFlight) wroteLocked(p *pending, at time.Time, pid int) (ok bool, ses
 	if p.state != stWriting {
 		return false, nil
 	}
-	p.state, p.written, p.pid = stWritten, at, pid
+	p.state, p.written, p.pid = stWritten, at, int32(pid)
 	return true, p.sess
 }
 
@@ -354,7 +402,7 @@ func (t *requestTable) end(p *pending) (e ended, won bool) {
 
 func (in *inFlight) endLocked(p *pending) ended {
 	e := ended{sess: p.sess, origID: p.origID, x: p.x, held: p.held, modern: p.modern, caps: p.caps,
-		mayHaveRun: p.mayHaveRunLocked(), writing: p.state == stWriting, pid: p.pid}
+		mayHaveRun: p.mayHaveRunLocked(), writing: p.state == stWriting, pid: int(p.pid)}
 	if in.pending[p.id] == p {
 		delete(in.pending, p.id)
 		if p.token != 0 {
@@ -667,7 +715,7 @@ func (t *requestTable) infos(server string, childPID int, now time.Time) []Reque
 			}
 			ri := RequestInfo{PoolID: p.id, Session: p.sess.id, Server: server, Method: p.method, Name: p.name,
 				OriginalID: string(p.origID), ReceivedAt: p.received, AgeMs: now.Sub(p.received).Milliseconds(),
-				WrittenToChild: p.state == stWritten || p.everWritten, PID: p.pid}
+				WrittenToChild: p.state == stWritten || p.everWritten, PID: int(p.pid)}
 			if p.x != nil && p.x.stateless {
 				ri.Client = p.x.client.Name
 			}

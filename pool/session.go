@@ -294,10 +294,9 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 			s.replyErrorTo(x, id, err)
 			return
 		}
-		if _, err := s.awaitHandshake(b); err == nil && s.setLogLevel(b, id, params, x) || errors.Is(err, errGivenBack) {
+		if hs, err := s.awaitHandshake(b); err == nil && s.setLogLevel(b, hs, id, params, x) || errors.Is(err, errGivenBack) {
 			return // answered, or handed back unanswered (handback.go)
 		}
-		s.noteLogLevel(params) // the child answers; the session gets what it asked for
 	case "resources/subscribe", "resources/unsubscribe":
 		if s.subscription(msg, id, params, x) {
 			return
@@ -534,9 +533,10 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 		return false
 	}
 	poolID := s.p.nextID.Add(1)
+	logs, meta := s.logsAsked(msg, meta)
 	in := rewriteRequest(msg, poolID, meta)
 	p := &pending{id: poolID, sess: s, b: b, origID: id, x: x, method: msg.Method, name: in.name, line: in.line,
-		origToken: in.origToken, received: time.Now(), modern: era == EraModern, sub: sub}
+		origToken: in.origToken, received: time.Now(), modern: era == EraModern, sub: sub, logs: logs}
 	if p.modern {
 		p.caps = s.requestCaps(msg, x)
 	}

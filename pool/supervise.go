@@ -172,7 +172,7 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 	b.mu.Lock()
 	fresh := b.childLevel == ""
 	b.mu.Unlock()
-	if fresh && jsonrpc.Member(hs.capabilities, "logging").Present() {
+	if fresh && hs.era != EraModern && jsonrpc.Member(hs.capabilities, "logging").Present() {
 		// A new child its sessions came to (new roots, a stop, a config
 		// change) without one's level asked of it yet: the level they ask
 		// for, recorded now (the child is not ready: nothing is sent) and
@@ -203,9 +203,10 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 	}
 	// The level the sessions asked for, queued with the ready state: a
 	// level a session sets from here on is queued after it (syncLogLevel).
+	// A modern child has no setLevel: its requests carry their levels.
 	var levelUnsent error
 	level := b.childLevel
-	if level != "" {
+	if level != "" && hs.era != EraModern {
 		levelUnsent = b.queueLocked(b.newInternal("logging/setLevel", logLevelParams(level)))
 	}
 	ch := b.hsDone

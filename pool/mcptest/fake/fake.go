@@ -70,6 +70,7 @@ type options struct {
 	inlineEcho     bool
 	rootsAfterInit time.Duration
 	rootsOnce      bool
+	logging        string
 }
 
 // Main runs the fake server with command-line args (without the program
@@ -105,11 +106,16 @@ func Main(args []string) {
 	fs.BoolVar(&o.inlineEcho, "inline-echo", false, "answer the echo tool on the reading goroutine, in arrival order, instead of in a goroutine of its own (the load tool's setting: no hand-off inside the server); legacy era without -delay only")
 	fs.DurationVar(&o.rootsAfterInit, "roots-after-init", 0, "this long after notifications/initialized from a client that declared roots, and after each notifications/roots/list_changed, ask it roots/list and take its answer as the roots the roots tool reports, as server-filesystem does with the folders it serves; 0: never")
 	fs.BoolVar(&o.rootsOnce, "roots-once", false, "ask -roots-after-init's roots/list only after notifications/initialized, not again after notifications/roots/list_changed, as a server that takes its roots once does")
+	fs.StringVar(&o.logging, "logging", "declared", "declared: the logging capability; undeclared: none, though logging/setLevel works and the log tool logs; refused: none, logging/setLevel is Method not found and the log tool logs anyway, as servers that log without saying so do")
 	_ = fs.Parse(args) // ExitOnError: exits on a bad flag
 	log.SetFlags(0)
 	log.SetPrefix("fakemcp: ")
 	if o.era != eraLegacy && o.era != eraModern && o.era != eraBoth {
 		log.Printf("-era %q: want legacy, modern or both", o.era)
+		os.Exit(2)
+	}
+	if o.logging != "declared" && o.logging != "undeclared" && o.logging != "refused" {
+		log.Printf("-logging %q: want declared, undeclared or refused", o.logging)
 		os.Exit(2)
 	}
 	if method, _ := changeOf(o.notifyOnListen); o.notifyOnListen != "" && method == "" {
@@ -660,7 +666,7 @@ func (s *server) handle(r *request) {
 			s.fail(r, codeMethodNotFound, "Method not found", nil)
 			return
 		}
-		s.reply(r, map[string]any{"supportedVersions": modernVersions, "capabilities": capabilities,
+		s.reply(r, map[string]any{"supportedVersions": modernVersions, "capabilities": s.capabilities(),
 			"instructions": instructions, "ttlMs": 0, "cacheScope": "public"})
 		if s.o.closeStdout {
 			s.out.mute()
@@ -710,11 +716,25 @@ func (s *server) initialize(r *request) {
 	if !legacyVersions[v] {
 		v = latestLegacy
 	}
-	s.reply(r, map[string]any{"protocolVersion": v, "capabilities": capabilities,
+	s.reply(r, map[string]any{"protocolVersion": v, "capabilities": s.capabilities(),
 		"serverInfo": serverInfo, "instructions": instructions})
 	if s.o.closeStdout {
 		s.out.mute()
 	}
+}
+
+// capabilities are the server's, logging only when -logging says so.
+func (s *server) capabilities() map[string]any {
+	if s.o.logging == "" || s.o.logging == "declared" {
+		return capabilities
+	}
+	out := make(map[string]any, len(capabilities))
+	for k, v := range capabilities {
+		if k != "logging" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // logLevels are the syslog severities of MCP logging, lowest first.
@@ -738,6 +758,10 @@ func (s *server) legacyOnly(r *request) {
 	_ = json.Unmarshal(r.params, &p)
 	switch r.method {
 	case "logging/setLevel":
+		if s.o.logging == "refused" {
+			s.fail(r, codeMethodNotFound, "Method not found", nil)
+			return
+		}
 		n := levelRank(p.Level)
 		if n < 0 {
 			s.fail(r, codeInvalidParams, "Invalid params: unknown level "+strconv.Quote(p.Level), nil)
