@@ -45,7 +45,8 @@ type child struct {
 	// told them (answerRootsList, tellRootsChanged); the timer that ends
 	// the wait, and which wait it ends; when it was initialized with roots
 	// (zero: its asks teach nothing); it was waited for and did not ask in
-	// time (rootsWaited); its clients' lines wait for its asks at all.
+	// time (rootsWaited); its clients' lines wait for its asks at all;
+	// how long they wait after an ask (rootsSettleFor).
 	rootsWait   bool
 	askedRoots  bool
 	rootsTimer  *time.Timer
@@ -53,6 +54,7 @@ type child struct {
 	rootsSince  time.Time
 	rootsMissed bool
 	rootsHeld   bool
+	rootsSettle time.Duration
 }
 
 // newChildState makes the channels of a child.

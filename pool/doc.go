@@ -194,13 +194,14 @@
 //     [session.replayHeld], [session.takeHeld], [server.backendFor],
 //     [rootsListResult]. A legacy child told of roots gets no client line
 //     until it asked roots/list (the answer goes ahead of every client
-//     line) and rootsSettle more, for it to apply them; the pool's own
+//     line) and rootsSettle more (a quarter of the time it took to start,
+//     when longer, up to 1 s), for it to apply them; the pool's own
 //     lines go on. The wait for the ask is bounded by Options.RootsWait
 //     while the server's children were not seen to ask once initialized,
 //     by twice the time one took once one did; after one that did not,
 //     the server's next children are not waited for, until one asks at
 //     start: with no client call in flight, or soon after initialized
-//     when it was not waited for: [backend.awaitRoots],
+//     when it was not waited for: [backend.awaitRoots], [rootsSettleFor],
 //     [backend.answerRootsList], [backend.learnRootsLocked],
 //     [backend.rootsWaited], [requestTable.callsAt], [backend.writeLoop].
 //     A session's own child (share "session") is told when its session's

@@ -116,6 +116,20 @@ const (
 // in 2 of 10, one 50 ms behind it in none of 15; 100 ms is twice that.
 const rootsSettle = 100 * time.Millisecond
 
+// rootsSettleMax bounds rootsSettleFor.
+const rootsSettleMax = time.Second
+
+// rootsSettleFor is how long the clients' lines wait after the ask of a
+// child that took took to start and be initialized: rootsSettle, or a
+// quarter of took when that is longer (at most rootsSettleMax). What
+// slows a start on a loaded machine slows the child's checking of its
+// folders as much: with 100 ms alone, server-filesystem started among
+// other busy processes on two cores served one session's first call in
+// seven with its own folders.
+func rootsSettleFor(took time.Duration) time.Duration {
+	return min(max(rootsSettle, took/4), rootsSettleMax)
+}
+
 // rootsStartSpan is how many Options.RootsWait after initialized a
 // child that was not waited for may ask for its roots during a client's
 // call and still count as a child that asks at start (learnRootsLocked).
@@ -123,8 +137,9 @@ const rootsStartSpan = 5
 
 // awaitRoots makes the clients' lines wait for c, a legacy child just
 // handshaken that was declared roots, until it has its roots: until it
-// asked for them (roots/list, answered by the pool), and rootsSettle
-// after. A server such as server-filesystem asks once initialized and
+// asked for them (roots/list, answered by the pool), and
+// rootsSettleFor(took) after, took being how long c took to start and be
+// initialized. A server such as server-filesystem asks once initialized and
 // serves its own folders until it applied the answer: a request it takes
 // before runs with them, not the partition's. The wait for the ask is
 // bounded by what the server's children were seen to do: Options.RootsWait
@@ -133,7 +148,7 @@ const rootsStartSpan = 5
 // no wait, until one of its children is seen to ask (learnRootsLocked).
 // The lines wait in the backend's queue (writeLoop); the pool's own (its
 // subscribes, the log level, its answers) go on.
-func (b *backend) awaitRoots(c *child, hs *handshake) {
+func (b *backend) awaitRoots(c *child, hs *handshake, took time.Duration) {
 	if !b.caps.roots || hs.era != EraLegacy || b.p.opts.RootsWait < 0 {
 		return // a 2026-07-28 child asks within a call (inputbridge.go)
 	}
@@ -141,9 +156,10 @@ func (b *backend) awaitRoots(c *child, hs *handshake) {
 	defer b.mu.Unlock()
 	c.rootsHeld = true
 	c.rootsSince = b.p.clock.Now()
+	c.rootsSettle = rootsSettleFor(took)
 	if c.askedRoots { // during its handshake: the answer is ahead of the clients' lines
 		b.learnRootsLocked(c, 0)
-		b.holdForRootsLocked(c, true, rootsSettle)
+		b.holdForRootsLocked(c, true, c.rootsSettle)
 		return
 	}
 	b.holdForAskLocked(c) // not held, its ask, if it comes soon, is learned all the same
@@ -232,7 +248,7 @@ func (b *backend) answerRootsList(c *child, childID []byte) {
 	var t *time.Timer
 	if c.rootsWait && !c.askedRoots {
 		t = c.rootsTimer
-		b.holdForRootsLocked(c, true, rootsSettle)
+		b.holdForRootsLocked(c, true, max(c.rootsSettle, rootsSettle))
 	}
 	if !c.askedRoots && !c.rootsSince.IsZero() {
 		b.learnRootsLocked(c, b.p.clock.Now().Sub(c.rootsSince))

@@ -172,3 +172,17 @@ func TestCallsOwnRootsAskCostsTheNextChildLittle(t *testing.T) {
 		t.Errorf("the first call to the next child took %s: a child that asked within a call made it wait far past Options.RootsWait", took)
 	}
 }
+
+// A child that was slow to start is given longer to apply its roots:
+// what slows a start on a loaded machine slows the checking of the
+// folders as much. The fake takes 2 s to start and applies its roots
+// 250 ms after the answer; with a fixed 100 ms after the answer, the
+// first call ran with no roots.
+func TestSlowStartingRootsChildIsGivenLongerToApplyThem(t *testing.T) {
+	tp := newTestPool(t, nil, fake("fs", "-startup-delay", "2s", "-roots-after-init", "1ms", "-roots-apply-delay", "250ms"))
+	a := tp.dial(t, "fs")
+	a.initRoots("a", "file:///work/a")
+	if got := a.childsOwnRoots("1"); !strings.Contains(got, `"uri":"file:///work/a"`) {
+		t.Fatalf("the first call after a slow start ran with roots %s, want file:///work/a", got)
+	}
+}

@@ -122,6 +122,7 @@ func (b *backend) startAndHandshake() (*child, error) {
 	if !ok {
 		return nil, errStoppedWhileResolving
 	}
+	spawned := time.Now()
 	c, err := startChild(cfg, b.p.opts.ChildEnv, b.p.opts.StartOn)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Name, err)
@@ -152,7 +153,7 @@ func (b *backend) startAndHandshake() (*child, error) {
 		b.reap(c, nil)
 		return nil, err
 	}
-	b.awaitRoots(c, hs)
+	b.awaitRoots(c, hs, time.Since(spawned))
 	b.becomeReady(c, hs)
 	return c, nil
 }

@@ -71,6 +71,7 @@ type options struct {
 	rootsAfterInit time.Duration
 	rootsOnce      bool
 	logging        string
+	rootsApply     time.Duration
 }
 
 // Main runs the fake server with command-line args (without the program
@@ -105,6 +106,7 @@ func Main(args []string) {
 	fs.DurationVar(&o.askTimeout, "ask-timeout", 0, "the ask tool gives up waiting for its client after this long and answers \"no answer\"")
 	fs.BoolVar(&o.inlineEcho, "inline-echo", false, "answer the echo tool on the reading goroutine, in arrival order, instead of in a goroutine of its own (the load tool's setting: no hand-off inside the server); legacy era without -delay only")
 	fs.DurationVar(&o.rootsAfterInit, "roots-after-init", 0, "this long after notifications/initialized from a client that declared roots, and after each notifications/roots/list_changed, ask it roots/list and take its answer as the roots the roots tool reports, as server-filesystem does with the folders it serves; 0: never")
+	fs.DurationVar(&o.rootsApply, "roots-apply-delay", 0, "take -roots-after-init's answer this long after it came, as server-filesystem takes its roots only once it has checked each folder on disk")
 	fs.BoolVar(&o.rootsOnce, "roots-once", false, "ask -roots-after-init's roots/list only after notifications/initialized, not again after notifications/roots/list_changed, as a server that takes its roots once does")
 	fs.StringVar(&o.logging, "logging", "declared", "declared: the logging capability; undeclared: none, though logging/setLevel works and the log tool logs; refused: none, logging/setLevel is Method not found and the log tool logs anyway, as servers that log without saying so do")
 	_ = fs.Parse(args) // ExitOnError: exits on a bad flag
@@ -1307,6 +1309,7 @@ func (s *server) fetchRoots() {
 	s.mu.Unlock()
 	s.out.send(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": "roots/list"})
 	answer := <-ch
+	time.Sleep(s.o.rootsApply)
 	s.mu.Lock()
 	if n > s.rootsAsk {
 		s.roots, s.rootsAsk = answer, n
