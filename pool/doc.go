@@ -287,8 +287,10 @@
 //   - A shared child with no session for its idleTimeout is stopped, a
 //     freshly started one not before its warm-up grace; a session that
 //     comes back first keeps it, and a call it still answers (for a
-//     session that moved to other roots) is not cut short:
-//     [idlePolicy.stopAfter], [server.armIdleLocked], [server.reapIdle],
+//     session that moved to other roots) is not cut short; a changed
+//     idleTimeout applies to a child already idle, counted from when its
+//     last session left: [idlePolicy.stopAfter], [server.armIdleLocked],
+//     [server.idleTimerLocked], [server.reapIdle], [server.reconfigure],
 //     [requestTable.serving].
 //   - A shared server runs at most MaxRootsChildren children: new roots
 //     past it take the place of a child with no session (one with no call

@@ -33,15 +33,20 @@ func (systemClock) NewTimer(d time.Duration) *time.Timer            { return tim
 // idlePolicy says when a shared child whose last session left is
 // stopped: after idle without a session, but not before warmup since it
 // was started has passed (starting an npx server costs seconds, and a
-// client that reconnects right away should find it warm).
+// client that reconnects right away should find it warm). The grace
+// outlasts an idleTimeout shorter than it on purpose: capped at the
+// idleTimeout, it would never keep a child at all, since the idle time
+// counts from when the last session left, never before the child started.
 type idlePolicy struct {
 	idle   time.Duration // the server's idleTimeout; 0 means the default, negative never
 	warmup time.Duration // Options.WarmupGrace; negative means none
 }
 
 // stopAfter is how long after now a child started at started, whose last
-// session left now, is stopped; ok is false when it never is.
-func (pol idlePolicy) stopAfter(started, now time.Time) (wait time.Duration, ok bool) {
+// session left at left, is stopped (0: at once); ok is false when it
+// never is. left is before now when the policy changed meanwhile (a
+// config reload): the new idleTimeout counts from then too.
+func (pol idlePolicy) stopAfter(started, left, now time.Time) (wait time.Duration, ok bool) {
 	idle := pol.idle
 	if idle == 0 {
 		idle = defaultIdleTimeout
@@ -49,11 +54,11 @@ func (pol idlePolicy) stopAfter(started, now time.Time) (wait time.Duration, ok 
 	if idle < 0 {
 		return 0, false
 	}
-	wait = idle
+	wait = left.Add(idle).Sub(now)
 	if grace := started.Add(pol.warmup).Sub(now); grace > wait {
 		wait = grace
 	}
-	return wait, true
+	return max(wait, 0), true
 }
 
 // restartBudget is a backend's restarts: the backoff before the next

@@ -9,13 +9,19 @@ import (
 )
 
 // Idle reaping and the warm-up grace, on the server's own code (join,
-// leave, armIdleLocked, reapIdle) in a synctest bubble: each row is a
-// timeline of sessions joining and leaving a shared child started at 0,
-// and when the child is stopped (or that it never is, within a day).
+// leave, Apply, armIdleLocked, reapIdle) in a synctest bubble: each row is
+// a timeline of sessions joining and leaving a shared child started at 0,
+// and of config changes, and when the child is stopped (or that it never
+// is, within a day).
 func TestIdleReaping(t *testing.T) {
 	type step struct {
-		at  time.Duration
-		op  string // join NAME, leave NAME; call NAME, answer NAME: a call of NAME's in flight on the child, then answered
+		at time.Duration
+		// join NAME, leave NAME; call NAME, answer NAME: a call of NAME's
+		// in flight on the child, then answered; idleTimeout DURATION (or
+		// never): the config applied with that idleTimeout; fire: the idle
+		// timer armed before fires late, as one that fired just as it was
+		// stopped or re-armed does.
+		op  string
 		who string
 	}
 	const never = -1
@@ -48,6 +54,30 @@ func TestIdleReaping(t *testing.T) {
 		{"a call answered before the idle timeout changes nothing", 10 * time.Second, -1,
 			[]step{{0, "join", "a"}, {0, "call", "a"}, {time.Second, "leave", "a"}, {5 * time.Second, "answer", "a"}},
 			11 * time.Second},
+		{"an idleTimeout changed to never keeps a child already idle", 65 * time.Second, -1,
+			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}, {3 * time.Second, "idleTimeout", "never"}}, never},
+		{"a shorter idleTimeout stops a child idle longer than it at once", 0, -1,
+			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}, {80 * time.Second, "idleTimeout", "5s"}}, 80 * time.Second},
+		{"a shorter idleTimeout counts from when the last session left", 10 * time.Minute, -1,
+			[]step{{0, "join", "a"}, {10 * time.Second, "leave", "a"}, {12 * time.Second, "idleTimeout", "5s"}}, 15 * time.Second},
+		{"a longer idleTimeout keeps a child already idle longer", 10 * time.Second, -1,
+			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}, {5 * time.Second, "idleTimeout", "1m"}}, 61 * time.Second},
+		{"an idleTimeout set where it was never counts from when the last session left", -1, -1,
+			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}, {30 * time.Second, "idleTimeout", "1m"}}, 61 * time.Second},
+		{"a changed idleTimeout keeps the warm-up grace", 10 * time.Minute, time.Minute,
+			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}, {2 * time.Second, "idleTimeout", "5s"}}, time.Minute},
+		{"a changed idleTimeout reaches a child no session joined", 10 * time.Minute, -1,
+			[]step{{20 * time.Second, "idleTimeout", "5s"}}, 20 * time.Second},
+		{"a changed idleTimeout does not cut a call short", 10 * time.Minute, -1,
+			[]step{{0, "join", "a"}, {0, "call", "a"}, {time.Second, "leave", "a"}, {20 * time.Second, "idleTimeout", "5s"},
+				{22 * time.Second, "answer", "a"}}, 25 * time.Second},
+		{"a timer armed under the old idleTimeout does not stop a child the new one keeps", 10 * time.Second, -1,
+			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}, {5 * time.Second, "idleTimeout", "never"}, {11 * time.Second, "fire", ""}},
+			never},
+		{"a timer of an earlier idle period does not stop the child early", 10 * time.Second, -1,
+			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}, {5 * time.Second, "join", "b"}, {8 * time.Second, "leave", "b"},
+				{11 * time.Second, "fire", ""}},
+			18 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +123,19 @@ func TestIdleReaping(t *testing.T) {
 						calls[st.who] = c
 					case "answer":
 						b.reqs.end(calls[st.who])
+					case "idleTimeout":
+						idle := time.Duration(-1)
+						if st.who != "never" {
+							var err error
+							if idle, err = time.ParseDuration(st.who); err != nil {
+								t.Fatal(err)
+							}
+						}
+						if err := p.Apply([]ServerConfig{{Name: "x", Command: "/bin/true", IdleTimeout: idle}}); err != nil {
+							t.Fatal(err)
+						}
+					case "fire":
+						srv.reapIdle(pt, b)
 					}
 					synctest.Wait()
 				}
@@ -205,25 +248,33 @@ func TestRestartPolicy(t *testing.T) {
 	}
 }
 
-// The idle policy alone: when a child whose last session left is stopped.
+// The idle policy alone: when a child whose last session left is stopped,
+// asked when the session leaves or later (its idleTimeout changed since).
 func TestIdlePolicyStopAfter(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		pol      idlePolicy
 		age      time.Duration // of the child when its last session left
+		asked    time.Duration // after it left
 		want     time.Duration
 		wantNone bool
 	}{
-		{idlePolicy{idle: time.Minute, warmup: -1}, 0, time.Minute, false},
-		{idlePolicy{idle: time.Minute, warmup: 5 * time.Minute}, time.Minute, 4 * time.Minute, false},
-		{idlePolicy{idle: time.Minute, warmup: 5 * time.Minute}, 10 * time.Minute, time.Minute, false},
-		{idlePolicy{idle: 0, warmup: -1}, 0, defaultIdleTimeout, false},
-		{idlePolicy{idle: -1, warmup: time.Minute}, 0, 0, true},
+		{idlePolicy{idle: time.Minute, warmup: -1}, 0, 0, time.Minute, false},
+		{idlePolicy{idle: time.Minute, warmup: 5 * time.Minute}, time.Minute, 0, 4 * time.Minute, false},
+		{idlePolicy{idle: time.Minute, warmup: 5 * time.Minute}, 10 * time.Minute, 0, time.Minute, false},
+		{idlePolicy{idle: 0, warmup: -1}, 0, 0, defaultIdleTimeout, false},
+		{idlePolicy{idle: -1, warmup: time.Minute}, 0, 0, 0, true},
+		{idlePolicy{idle: time.Minute, warmup: -1}, 0, 20 * time.Second, 40 * time.Second, false},
+		{idlePolicy{idle: time.Minute, warmup: -1}, 0, 5 * time.Minute, 0, false},
+		{idlePolicy{idle: 5 * time.Second, warmup: time.Minute}, 2 * time.Second, 10 * time.Second, 48 * time.Second, false},
+		{idlePolicy{idle: -1, warmup: -1}, 0, time.Hour, 0, true},
 	}
 	for _, tt := range tests {
-		got, ok := tt.pol.stopAfter(t0, t0.Add(tt.age))
+		left := t0.Add(tt.age)
+		got, ok := tt.pol.stopAfter(t0, left, left.Add(tt.asked))
 		if ok == tt.wantNone || got != tt.want {
-			t.Errorf("%+v, child %v old: stop after %v (%v), want %v (never: %v)", tt.pol, tt.age, got, ok, tt.want, tt.wantNone)
+			t.Errorf("%+v, child %v old, asked %v after its last session left: stop after %v (%v), want %v (never: %v)",
+				tt.pol, tt.age, tt.asked, got, ok, tt.want, tt.wantNone)
 		}
 	}
 }

@@ -48,8 +48,9 @@ type partition struct {
 	current atomic.Pointer[backend]
 
 	// Guarded by server.mu.
-	members map[*session]struct{}
-	idle    *time.Timer // stops current when no member is left
+	members   map[*session]struct{}
+	idle      *time.Timer // stops current when no member is left
+	idleSince time.Time   // when the last member left, or current started with none
 }
 
 func newServer(p *Pool, cfg ServerConfig) *server {
@@ -130,36 +131,55 @@ func (s *server) enterLocked(sess *session, pt *partition) {
 }
 
 // armIdleLocked starts the partition's idle timer for its current backend,
-// as the idle policy says: after its idleTimeout, and a freshly started
-// child not before its warm-up grace.
+// which has no session from now on, as the idle policy says: after its
+// idleTimeout, and a freshly started child not before its warm-up grace.
 func (s *server) armIdleLocked(pt *partition) {
+	pt.idleSince = s.p.clock.Now()
+	s.idleTimerLocked(pt, pt.idleSince)
+}
+
+// idleTimerLocked (re)arms the partition's idle timer as if its last
+// session had left at left, under the server's current idleTimeout, or
+// stops it when that is never.
+func (s *server) idleTimerLocked(pt *partition, left time.Time) {
 	b := pt.current.Load()
 	if b == nil {
 		return
 	}
-	pol := idlePolicy{idle: s.cfg.IdleTimeout, warmup: s.p.opts.WarmupGrace}
-	wait, ok := pol.stopAfter(b.createdAt, s.p.clock.Now())
-	if !ok {
-		return
-	}
 	if pt.idle != nil {
 		pt.idle.Stop()
+		pt.idle = nil
+	}
+	wait, ok := s.idlePolicyLocked().stopAfter(b.createdAt, left, s.p.clock.Now())
+	if !ok {
+		return
 	}
 	pt.idle = s.p.clock.AfterFunc(wait, func() { s.reapIdle(pt, b) })
 }
 
+func (s *server) idlePolicyLocked() idlePolicy {
+	return idlePolicy{idle: s.cfg.IdleTimeout, warmup: s.p.opts.WarmupGrace}
+}
+
 // reapIdle stops pt's child b, armed by armIdleLocked, unless a session
-// came back meanwhile or b was replaced. A child still answering a call of
-// a session that moved to other roots is looked at again an idle period
-// later: the call is not cut short.
+// came back meanwhile or b was replaced. The policy is asked again, as
+// the timer may have fired as it was stopped or re-armed (a changed
+// idleTimeout, a session that came and left again). A child still
+// answering a call of a session that moved to other roots is looked at
+// again an idle period later: the call is not cut short.
 func (s *server) reapIdle(pt *partition, b *backend) {
 	s.mu.Lock()
 	if len(pt.members) > 0 || pt.current.Load() != b {
 		s.mu.Unlock()
 		return
 	}
+	if wait, ok := s.idlePolicyLocked().stopAfter(b.createdAt, pt.idleSince, s.p.clock.Now()); !ok || wait > 0 {
+		s.idleTimerLocked(pt, pt.idleSince)
+		s.mu.Unlock()
+		return
+	}
 	if b.reqs.serving() {
-		s.armIdleLocked(pt)
+		s.idleTimerLocked(pt, s.p.clock.Now())
 		s.mu.Unlock()
 		return
 	}
@@ -389,6 +409,9 @@ func (s *server) reconfigure(cfg ServerConfig) {
 			}
 		default:
 			keep = append(keep, b)
+			if cfg.IdleTimeout != old.IdleTimeout && len(pt.members) == 0 {
+				s.idleTimerLocked(pt, pt.idleSince) // it counts from when the last session left
+			}
 		}
 	}
 	// The sessions' own children (share "session") follow the change as
