@@ -190,7 +190,7 @@ func Start(opts Options) (*Instance, error) {
 		inst.noteReload(time.Now(), "", startErr)
 		log.Error("config not applied; starting with "+runs+" until the file is fixed", "config", inst.configPath, "err", startErr)
 	}
-	marker, err := leaks.RunMarker(context.Background())
+	marker, err := leaks.RunMarker(context.Background(), leakHome(paths))
 	if err != nil {
 		log.Warn("leaked grandchildren of this run will not be traceable", "err", err)
 	}

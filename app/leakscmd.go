@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -17,6 +18,12 @@ import (
 	"github.com/switchboard-mcp/switchboard/pool"
 	"github.com/switchboard-mcp/switchboard/store"
 )
+
+// leakHome is the home leak detection claims processes for, and that the
+// run marker of the pool's children names: the directory of the
+// instance's run directory (SWITCHBOARD_HOME when set), where its lock
+// lives. Another home's leftovers are never this one's.
+func leakHome(p Paths) string { return filepath.Dir(p.Run) }
 
 // leakSource gives the children of earlier runs: the history database's
 // backends table (kept with history on or off), and the children file of
@@ -89,7 +96,7 @@ func (inst *Instance) sweepLeaks(ctx context.Context) {
 // Leaks lists the leaked backends now: the UI's Leaks tab and
 // `switchboard leaks` read it. The pool's own children are never leaks.
 func (inst *Instance) Leaks(ctx context.Context) ([]leaks.Leak, error) {
-	return leaks.Find(ctx, inst.leakSource(), inst.configuredServers(), inst.Pool.ChildPIDs())
+	return leaks.Find(ctx, leakHome(inst.Paths), inst.leakSource(), inst.configuredServers(), inst.Pool.ChildPIDs())
 }
 
 // configuredServers are the servers of the current config, disabled ones
@@ -149,14 +156,14 @@ func (inst *Instance) Kill(ctx context.Context, req control.KillRequest) ([]cont
 	if err != nil {
 		return nil, err
 	}
-	return killFound(ctx, req, found), nil
+	return killFound(ctx, leakHome(inst.Paths), req, found), nil
 }
 
-// killFound kills req's PID (or all of found) with found as the proof.
-// Several leaks are killed concurrently: each may take the SIGTERM grace.
-// With AllLeaked only proven leaks are killed; the suspects come back
-// Skipped.
-func killFound(ctx context.Context, req control.KillRequest, found []leaks.Leak) (out []control.KillResult) {
+// killFound kills req's PID (or all of found) with found, home's leaks,
+// as the proof. Several leaks are killed concurrently: each may take the
+// SIGTERM grace. With AllLeaked only proven leaks are killed; the
+// suspects come back Skipped.
+func killFound(ctx context.Context, home string, req control.KillRequest, found []leaks.Leak) (out []control.KillResult) {
 	var targets []int
 	var skipped []control.KillResult
 	if req.AllLeaked {
@@ -166,8 +173,11 @@ func killFound(ctx context.Context, req control.KillRequest, found []leaks.Leak)
 				continue
 			}
 			note := "no Switchboard run marker: may be another program's, so it is left alone"
-			if l.Kind == leaks.KindDetached {
+			switch l.Kind {
+			case leaks.KindDetached:
 				note = "a live child of server " + l.Server + " may have started it on purpose: it is left alone while that child runs"
+			case leaks.KindLegacy:
+				note = "an earlier version's run marker, which names no Switchboard home: may be another home's, so it is left alone"
 			}
 			skipped = append(skipped, control.KillResult{PID: l.PID, Server: l.Server, Skipped: true, Note: note})
 		}
@@ -183,7 +193,7 @@ func killFound(ctx context.Context, req control.KillRequest, found []leaks.Leak)
 			if j := slices.IndexFunc(found, func(l leaks.Leak) bool { return l.PID == pid }); j >= 0 {
 				r.Server = found[j].Server
 			}
-			err := leaks.Kill(ctx, pid, found)
+			err := leaks.Kill(ctx, home, pid, found)
 			switch {
 			case err == nil:
 				r.Killed = true
@@ -212,11 +222,11 @@ func ListLeaks(ctx context.Context, configPath string, warn func(string)) ([]lea
 	}
 	ls, err := c.Leaks(ctx)
 	if errors.Is(err, ErrNoPool) {
-		src, servers, err := direct(configPath, warn)
+		home, src, servers, err := direct(configPath, warn)
 		if err != nil {
 			return nil, err
 		}
-		return leaks.Find(ctx, src, servers, nil)
+		return leaks.Find(ctx, home, src, servers, nil)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ask the pool for leaks: %w", err)
@@ -237,15 +247,15 @@ func KillLeaked(ctx context.Context, configPath string, req control.KillRequest,
 	}
 	res, err := c.Kill(ctx, req)
 	if errors.Is(err, ErrNoPool) {
-		src, servers, err := direct(configPath, warn)
+		home, src, servers, err := direct(configPath, warn)
 		if err != nil {
 			return nil, err
 		}
-		found, err := leaks.Find(ctx, src, servers, nil)
+		found, err := leaks.Find(ctx, home, src, servers, nil)
 		if err != nil {
 			return nil, err
 		}
-		return killFound(ctx, req, found), nil
+		return killFound(ctx, home, req, found), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ask the pool to kill: %w", err)
@@ -253,14 +263,14 @@ func KillLeaked(ctx context.Context, configPath string, req control.KillRequest,
 	return res, nil
 }
 
-// direct gives what Find needs when no pool runs: the recorded children
-// (all from earlier runs now) and the config's servers. A config that
-// cannot be read is reported to warn, not fatal: the recorded children
-// still prove themselves.
-func direct(configPath string, warn func(string)) (leaks.Source, []pool.ServerConfig, error) {
+// direct gives what Find needs when no pool runs: the home, the recorded
+// children (all from earlier runs now) and the config's servers. A config
+// that cannot be read is reported to warn, not fatal: the recorded
+// children still prove themselves.
+func direct(configPath string, warn func(string)) (string, leaks.Source, []pool.ServerConfig, error) {
 	paths, err := ResolvePaths()
 	if err != nil {
-		return nil, nil, err
+		return "", nil, nil, err
 	}
 	if configPath == "" {
 		configPath = paths.Config
@@ -279,5 +289,5 @@ func direct(configPath string, warn func(string)) (leaks.Source, []pool.ServerCo
 			servers = serversForMatching(&f)
 		}
 	}
-	return unionSource{leaks.FileSource(paths.ChildrenFile()), readOnlyHistory(paths.History)}, servers, nil
+	return leakHome(paths), unionSource{leaks.FileSource(paths.ChildrenFile()), readOnlyHistory(paths.History)}, servers, nil
 }

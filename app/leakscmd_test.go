@@ -77,7 +77,7 @@ func TestLeakSourceReadsTheHistory(t *testing.T) {
 	if err != nil || !slices.ContainsFunc(recs, func(r leaks.ChildRecord) bool { return r.PID == pid && r.Server == "fake" }) {
 		t.Fatalf("records %+v, %v: want pid %d of server fake", recs, err, pid)
 	}
-	found, err := leaks.Find(ctx, src, nil, nil)
+	found, err := leaks.Find(ctx, dir, src, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,13 +108,16 @@ func plantSleep(t *testing.T, env string) int {
 }
 
 // TestKillAllLeaked: `kill --all-leaked` (and the tray's Kill all) kills
-// the proven leaks and leaves every suspect alone, saying why: an orphan
-// without a run marker, and a process a live child of this run detached
-// (it may be the user's browser, opened for an OAuth flow). Only this
-// test's processes are handed over: Find sees the whole machine.
+// this home's proven leaks and leaves every suspect alone, saying why: an
+// orphan without a run marker, a process a live child of this run
+// detached (it may be the user's browser, opened for an OAuth flow), and
+// one an earlier version marked without its home. Another home's leftover
+// is not this home's: never listed, never killed. Only this test's
+// processes are handed over: Find sees the whole machine.
 func TestKillAllLeaked(t *testing.T) {
 	ctx := context.Background()
-	marker, err := leaks.RunMarker(ctx)
+	home, other := t.TempDir(), t.TempDir()
+	marker, err := leaks.RunMarker(ctx, home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,34 +127,46 @@ func TestKillAllLeaked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
-	marked := plantSleep(t, leaks.RunEnv+"=1@0 "+pool.ServerEnv+"=memory") // a run that has ended
+	marked := plantSleep(t, leaks.RunEnv+"=1@0@"+home+" "+pool.ServerEnv+"=memory") // this home's run that has ended
 	orphan := plantSleep(t, "")
 	detached := plantSleep(t, leaks.RunEnv+"="+marker+" "+pool.ServerEnv+"=oauth")
+	legacy := plantSleep(t, leaks.RunEnv+"=1@0 "+pool.ServerEnv+"=lingering")
+	theirs := plantSleep(t, leaks.RunEnv+"=1@0@"+other+" "+pool.ServerEnv+"=memory")
 	configured := []pool.ServerConfig{{Name: "lingering", Command: "sleep", Args: []string{"1000"}}}
 
+	planted := []int{marked, orphan, detached, legacy, theirs}
 	var mine []leaks.Leak
-	eventually(t, 10*time.Second, "the three planted processes are listed", func() bool {
-		found, err := leaks.Find(ctx, nil, configured, []int{child.Process.Pid})
+	eventually(t, 10*time.Second, "four planted processes are listed", func() bool {
+		found, err := leaks.Find(ctx, home, nil, configured, []int{child.Process.Pid})
 		if err != nil {
 			t.Fatal(err)
 		}
-		mine = slices.DeleteFunc(found, func(l leaks.Leak) bool { return l.PID != marked && l.PID != orphan && l.PID != detached })
-		return len(mine) == 3 // each is listed once its sh has exited
+		mine = slices.DeleteFunc(found, func(l leaks.Leak) bool { return !slices.Contains(planted, l.PID) })
+		return len(mine) >= 4 // each is listed once its sh has exited
 	})
-	res := killFound(ctx, control.KillRequest{AllLeaked: true}, mine)
+	if slices.ContainsFunc(mine, func(l leaks.Leak) bool { return l.PID == theirs }) {
+		t.Errorf("another home's leftover %d is listed: %+v", theirs, mine)
+	}
+	res := killFound(ctx, home, control.KillRequest{AllLeaked: true}, mine)
 	slices.SortFunc(res, func(a, b control.KillResult) int { return a.PID - b.PID })
 	want := []control.KillResult{
 		{PID: marked, Server: "memory", Killed: true},
 		{PID: orphan, Server: "lingering", Skipped: true, Note: "no Switchboard run marker: may be another program's, so it is left alone"},
 		{PID: detached, Server: "oauth", Skipped: true, Note: "a live child of server oauth may have started it on purpose: it is left alone while that child runs"},
+		{PID: legacy, Server: "lingering", Skipped: true, Note: "an earlier version's run marker, which names no Switchboard home: may be another home's, so it is left alone"},
 	}
 	slices.SortFunc(want, func(a, b control.KillResult) int { return a.PID - b.PID })
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
-	for _, pid := range []int{orphan, detached} {
+	for _, pid := range []int{orphan, detached, legacy, theirs} {
 		if syscall.Kill(pid, 0) != nil {
-			t.Errorf("the suspect %d was killed", pid)
+			t.Errorf("the suspect or other home's %d was killed", pid)
 		}
+	}
+	// Killing it by PID is refused, naming its home.
+	res = killFound(ctx, home, control.KillRequest{PID: theirs}, mine)
+	if len(res) != 1 || !res[0].Refused || !strings.Contains(res[0].Error, "it belongs to another Switchboard home ("+other+")") {
+		t.Errorf("kill %d of another home: %+v", theirs, res)
 	}
 }

@@ -22,10 +22,11 @@ var (
 const pollEvery = 20 * time.Millisecond
 
 // Kill kills leaked backend pid, which must be a proven leak in proof (the
-// result of a recent Find): anything else, a suspect included, is refused
-// with an error that Is ErrRefused. A PID that is not in proof and that
-// no running process has (a leak that exited since it was listed) gets an
-// error that Is ErrNotRunning: there is nothing to kill. Right before
+// result of a recent Find for home): anything else, a suspect included, is
+// refused with an error that Is ErrRefused; the refusal of a process
+// whose run marker names another home says which. A PID that is not in
+// proof and that no running process has (a leak that exited since it was
+// listed) gets an error that Is ErrNotRunning: there is nothing to kill. Right before
 // signalling it checks that pid still has the start time Find saw, so a
 // PID reused in between is refused too.
 //
@@ -34,7 +35,7 @@ const pollEvery = 20 * time.Millisecond
 // group; otherwise the process and its descendants are. Each gets SIGTERM, then SIGKILL after TermGrace. Kill
 // returns nil once every target has exited (or is a zombie waiting for
 // its parent to reap it), and also when pid had already exited.
-func Kill(ctx context.Context, pid int, proof []Leak) error {
+func Kill(ctx context.Context, home string, pid int, proof []Leak) error {
 	var leak *Leak
 	for i := range proof {
 		if proof[i].PID == pid {
@@ -49,13 +50,21 @@ func Kill(ctx context.Context, pid int, proof []Leak) error {
 		if !running(ctx, pid) {
 			return fmt.Errorf("PID %d is %w", pid, ErrNotRunning)
 		}
+		if other := otherHome(ctx, home, pid); other != "" {
+			return &refusal{pid: pid, why: fmt.Sprintf("it belongs to another Switchboard home (%s); only that home's Switchboard kills it (SWITCHBOARD_HOME=%s switchboard kill %d)",
+				other, other, pid)}
+		}
 		return notKnown(pid)
 	}
 	if !leak.Proven {
 		why := fmt.Sprintf("it matches configured server %s, but it carries no Switchboard run marker and is not a recorded child, "+
 			"so it may be another program's", leak.Server)
-		if leak.Kind == KindDetached {
+		switch leak.Kind {
+		case KindDetached:
 			why = fmt.Sprintf("server %s still has a live child, which may have started it on purpose (a browser, a daemon)", leak.Server)
+		case KindLegacy:
+			why = "it carries the run marker of an earlier Switchboard version, which does not say which Switchboard home started it, " +
+				"so it may be another home's"
 		}
 		return &refusal{pid: pid, why: fmt.Sprintf("%s; if you know it is a leaked backend, end it yourself (kill %d)", why, pid)}
 	}
@@ -142,6 +151,20 @@ func Kill(ctx context.Context, pid int, proof []Leak) error {
 		}
 	}
 	return fmt.Errorf("kill PID %d: still running %s after SIGKILL: %s", pid, KillGrace, strings.Join(left, ", "))
+}
+
+// otherHome is the home that pid's run marker names when that is not
+// home, else "".
+func otherHome(ctx context.Context, home string, pid int) string {
+	p, err := lookup(ctx, pid)
+	if err != nil {
+		return ""
+	}
+	run, _ := markerOf(p.environ(ctx))
+	if m, ok := parseMarker(run); ok && m.home != "" && !sameHome(homePath(home), m.home) {
+		return m.home
+	}
+	return ""
 }
 
 // running reports whether a process with pid exists and is not a zombie.

@@ -1,26 +1,34 @@
 // Package leaks finds MCP server processes that outlived the pool that
 // started them (or some other proxy's), and kills them on request.
 //
-// A process is a proven leaked backend when Switchboard can prove it is
-// an MCP backend's and that nobody is using it:
+// Each Switchboard home (SWITCHBOARD_HOME, or the OS's directories)
+// claims only its own processes: several homes may run on one machine,
+// each with its own pool, history and leftovers.
 //
-//   - it is a child a pool recorded in an earlier run, still alive with
-//     the same PID and the same process start time (so a reused PID never
-//     matches), or
-//   - it carries the run marker (RunEnv) of a run that has ended, or of
-//     this run with init (or a subreaper) as its parent while no child of
-//     its server runs.
+// A process is a proven leaked backend when Switchboard can prove it is
+// an MCP backend of this home's and that nobody is using it:
+//
+//   - it is a child a pool of this home recorded in an earlier run, still
+//     alive with the same PID and the same process start time (so a
+//     reused PID never matches), or
+//   - it carries the run marker (RunEnv) of a run of this home that has
+//     ended, or of this run with init (or a subreaper) as its parent
+//     while no child of its server runs.
 //
 // Suspects are listed and never killed: a process of this run re-parented
 // to init while a child of its server runs (that child may have detached
-// it on purpose: a browser, a daemon), and a process whose command line
-// matches a configured server while its parent is init (PID 1, launchd) or
-// a known subreaper (systemd --user) and that carries no marker.
+// it on purpose: a browser, a daemon), a process carrying the marker of
+// an ended run of an earlier version, which does not name its home, for
+// a server this home configures (for any other server it is taken as
+// another home's), and a process whose command line matches a configured
+// server while its parent is init (PID 1, launchd) or a known subreaper
+// (systemd --user) and that carries no marker.
 //
-// The running pool's own children, and the current process tree, are
-// never leaks. Kill refuses every PID that the latest Find did not
-// report as proven, and re-checks the start time right before
-// signalling.
+// A process whose marker names another home is that home's: it is never
+// listed here, and Kill refuses it. The running pool's own children, and
+// the current process tree, are never leaks. Kill refuses every PID that
+// the latest Find did not report as proven, and re-checks the start time
+// right before signalling.
 package leaks
 
 import (
@@ -28,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -61,16 +70,20 @@ type Leak struct {
 	RSSBytes  uint64    `json:"rssBytes"`
 	Reason    string    `json:"reason"`
 	// Kind is "recorded" (a child of an earlier run, by PID and start
-	// time), "marked" (carries the run marker of a Switchboard run that has
-	// ended, or this run's with init as its parent while no child of its
-	// server runs), "detached" (carries this run's marker, its parent is
-	// init, and a child of its server runs) or "orphan" (matches a
-	// configured server, its parent is init, and it has no marker).
+	// time), "marked" (carries the run marker of this home's Switchboard
+	// run that has ended, or this run's with init as its parent while no
+	// child of its server runs), "detached" (carries this run's marker,
+	// its parent is init, and a child of its server runs), "legacy"
+	// (carries the marker of an ended run of an earlier version, which
+	// does not name its home, for a configured server) or "orphan"
+	// (matches a configured server, its parent is init, and it has no
+	// marker).
 	Kind string `json:"kind"`
-	// Proven says the process is a leaked backend beyond doubt (recorded
-	// or marked): only those are killed. The others are suspects: a
-	// detached process may be a helper a live child started on purpose,
-	// and any program of the same user may run a configured command line.
+	// Proven says the process is a leaked backend of this home beyond
+	// doubt (recorded or marked): only those are killed. The others are
+	// suspects: a detached process may be a helper a live child started
+	// on purpose, a legacy one may be another home's, and any program of
+	// the same user may run a configured command line.
 	Proven bool `json:"proven"`
 	// PPID and PGID say what Kill will signal: the whole group when the
 	// process leads its own group (PGID == PID), else the process and
@@ -85,39 +98,80 @@ type Leak struct {
 const (
 	KindRecorded = "recorded"
 	KindOrphan   = "orphan"
-	KindMarked   = "marked"   // carries the marker of a run that has ended, or this run's with no child of its server left
+	KindMarked   = "marked"   // carries the marker of this home's run that has ended, or this run's with no child of its server left
 	KindDetached = "detached" // carries this run's marker, re-parented, while a child of its server runs
+	KindLegacy   = "legacy"   // carries an earlier version's marker (no home) of a run that has ended, for a configured server
 )
 
 // RunEnv is the environment variable that marks every child of a
 // Switchboard run, and so every descendant that did not scrub its
-// environment: "PID@START", the run's process ID and start time (Unix
-// milliseconds). A process carrying the marker of a run that is no longer
-// alive was left behind by it, whatever its command line.
+// environment: "PID@START@HOME", the run's process ID and start time
+// (Unix milliseconds) and its home (see RunMarker). A process carrying
+// the marker of a run of this home that is no longer alive was left
+// behind by it, whatever its command line. Earlier versions wrote
+// "PID@START", without the home: such a marker proves a process is some
+// home's leftover, not whose.
 const RunEnv = "SWITCHBOARD_RUN"
 
-// RunMarker is this process's RunEnv value.
-func RunMarker(ctx context.Context) (string, error) {
+// RunMarker is this process's RunEnv value, for a pool of home: the
+// directory that identifies the instance (the one holding its run
+// directory), which Find and Kill must be given too.
+func RunMarker(ctx context.Context, home string) (string, error) {
 	cacheBootTime()
 	p, err := lookup(ctx, os.Getpid())
 	if err != nil {
 		return "", fmt.Errorf("run marker: %w", err)
 	}
-	return strconv.Itoa(p.pid) + "@" + strconv.FormatInt(p.start.UnixMilli(), 10), nil
+	return strconv.Itoa(p.pid) + "@" + strconv.FormatInt(p.start.UnixMilli(), 10) + "@" + homePath(home), nil
 }
 
-// parseMarker reads a RunEnv value.
-func parseMarker(v string) (pid int, start time.Time, ok bool) {
-	a, b, found := strings.Cut(v, "@")
+// marker is a parsed RunEnv value.
+type marker struct {
+	pid   int
+	start time.Time
+	home  string // "" in an earlier version's marker
+}
+
+// parseMarker reads a RunEnv value, with or without its home. The home
+// comes last, so it may hold any character.
+func parseMarker(v string) (marker, bool) {
+	a, rest, found := strings.Cut(v, "@")
 	if !found {
-		return 0, time.Time{}, false
+		return marker{}, false
 	}
+	b, home, withHome := strings.Cut(rest, "@")
 	pid, err1 := strconv.Atoi(a)
 	ms, err2 := strconv.ParseInt(b, 10, 64)
-	if err1 != nil || err2 != nil || pid <= 0 {
-		return 0, time.Time{}, false
+	if err1 != nil || err2 != nil || pid <= 0 || (withHome && home == "") {
+		return marker{}, false
 	}
-	return pid, time.UnixMilli(ms), true
+	return marker{pid: pid, start: time.UnixMilli(ms), home: home}, true
+}
+
+// homePath is how a marker names a home: its absolute, cleaned path.
+func homePath(home string) string {
+	if home == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(home); err == nil {
+		return abs
+	}
+	return filepath.Clean(home)
+}
+
+// sameHome reports whether marker home other names home: the same path,
+// or the same directory under another spelling (a symlink, another
+// case). An empty home is nobody's.
+func sameHome(home, other string) bool {
+	if home == "" || other == "" {
+		return false
+	}
+	if home == other {
+		return true
+	}
+	a, err1 := os.Stat(home)
+	b, err2 := os.Stat(other)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 // StartTolerance is how far a recorded start time may be from the one
@@ -159,15 +213,17 @@ func StartTime(ctx context.Context, pid int) (time.Time, error) {
 	return p.start, nil
 }
 
-// Find lists the leaked backends: children of earlier runs from src that
-// are still alive (same PID and start time), processes carrying a run
-// marker (see the package doc), and processes whose command line matches
-// one of configured while their parent is init or a subreaper. Processes
-// in own (the running pool's children) and their descendants, and the
-// current process with its ancestors and descendants, are never reported;
-// own's environments say which servers have a live child. src may be nil.
-// The result is sorted by PID and never nil.
-func Find(ctx context.Context, src Source, configured []pool.ServerConfig, own []int) ([]Leak, error) {
+// Find lists home's leaked backends: children of earlier runs from src
+// (home's records) that are still alive (same PID and start time),
+// processes carrying a run marker (see the package doc), and processes
+// whose command line matches one of configured (home's servers) while
+// their parent is init or a subreaper. A process whose marker names
+// another home is never reported, nor are processes in own (the running
+// pool's children) and their descendants, and the current process with
+// its ancestors and descendants; own's environments say which servers
+// have a live child. src may be nil. The result is sorted by PID and
+// never nil.
+func Find(ctx context.Context, home string, src Source, configured []pool.ServerConfig, own []int) ([]Leak, error) {
 	var recs []ChildRecord
 	if src != nil {
 		var err error
@@ -208,9 +264,11 @@ func Find(ctx context.Context, src Source, configured []pool.ServerConfig, own [
 		}
 	}
 
-	// Descendants of any run's children, by their inherited marker: a
-	// grandchild that ignored stdin EOF outlives its run whatever it runs.
+	// Descendants of this home's runs' children, by their inherited
+	// marker: a grandchild that ignored stdin EOF outlives its run
+	// whatever it runs.
 	uid, self := os.Getuid(), os.Getpid()
+	home = homePath(home)
 	for _, pid := range tab.order {
 		p := tab.procs[pid]
 		if skip[pid] || found[pid] {
@@ -220,21 +278,39 @@ func Find(ctx context.Context, src Source, configured []pool.ServerConfig, own [
 			continue
 		}
 		run, server := markerOf(p.environ(ctx))
-		rpid, rstart, ok := parseMarker(run)
+		m, ok := parseMarker(run)
 		if !ok {
+			continue
+		}
+		if m.home != "" && !sameHome(home, m.home) {
+			// Another home's, whether its run has ended or not (a
+			// clock step or a PID namespace can make a live one look
+			// ended): that home's Switchboard decides.
 			continue
 		}
 		// A run that has exited and awaits its parent's wait (a zombie)
 		// has ended.
-		rp := tab.procs[rpid]
-		runAlive := rp != nil && sameStart(rp.start, rstart) && !rp.isZombie(ctx)
-		thisRun := runAlive && rpid == self
+		rp := tab.procs[m.pid]
+		runAlive := rp != nil && sameStart(rp.start, m.start) && !rp.isZombie(ctx)
+		thisRun := runAlive && m.pid == self
 		if runAlive && (!thisRun || !tab.reaperParent(ctx, p)) {
 			// Another live Switchboard's, or this one's and still
 			// inside a live child's tree.
 			continue
 		}
 		if p.isZombie(ctx) {
+			continue
+		}
+		if m.home == "" && !thisRun {
+			// An earlier version's marker names no home: some home's
+			// leftover, not provably this one's (an earlier version of
+			// this process, after an upgrade, is this run: thisRun). A
+			// suspect when this home has its server, else another's.
+			if slices.ContainsFunc(configured, func(c pool.ServerConfig) bool { return c.Name == server }) {
+				add(p, server, KindLegacy, fmt.Sprintf("carries %s=%s: started under server %s by a Switchboard run (pid %d, started %s) that has ended; "+
+					"an earlier version wrote this marker without its home, so it may be another Switchboard home's: listed, never killed",
+					RunEnv, run, server, m.pid, m.start.Format(time.RFC3339)))
+			}
 			continue
 		}
 		switch c := live[server]; {
@@ -246,8 +322,8 @@ func Find(ctx context.Context, src Source, configured []pool.ServerConfig, own [
 			add(p, server, KindMarked, fmt.Sprintf("carries this run's %s: left behind by server %s after its child exited; its parent is %s",
 				RunEnv, server, tab.parentName(ctx, p)))
 		default:
-			add(p, server, KindMarked, fmt.Sprintf("carries %s=%s: started under server %s by a Switchboard run (pid %d, started %s) that has ended",
-				RunEnv, run, server, rpid, rstart.Format(time.RFC3339)))
+			add(p, server, KindMarked, fmt.Sprintf("carries %s=%s: started under server %s by a Switchboard run of this home (pid %d, started %s) that has ended",
+				RunEnv, run, server, m.pid, m.start.Format(time.RFC3339)))
 		}
 	}
 	// Then processes that merely look like a configured server: suspects

@@ -30,6 +30,9 @@ var update = flag.Bool("update", false, "rewrite testdata golden files")
 // fakeBin is the fake MCP server, built once.
 var fakeBin string
 
+// thisHome is the Switchboard home the tests find and kill leaks for.
+var thisHome string
+
 // spawnEnv makes the test binary a spawner: it starts the JSON argv in
 // the variable in a process group of its own, prints the PID and exits,
 // so that the process is re-parented to init like a child of a pool that
@@ -42,6 +45,10 @@ func TestMain(m *testing.M) {
 	}
 	dir, err := os.MkdirTemp("", "leakstest")
 	if err != nil {
+		panic(err)
+	}
+	thisHome = filepath.Join(dir, "home")
+	if err := os.Mkdir(thisHome, 0o700); err != nil {
 		panic(err)
 	}
 	if fakeBin, err = mcptest.Build(dir); err != nil {
@@ -218,7 +225,7 @@ func TestRecordedChildOfEarlierRunIsLeakedAndKilledWithItsGroup(t *testing.T) {
 	this := records{{PID: child.pid, Server: "memory", Command: argv, StartedAt: started, Run: "previous"}}
 
 	start := time.Now()
-	ls, err := Find(ctx, this, nil, nil)
+	ls, err := Find(ctx, thisHome, this, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,13 +253,13 @@ func TestRecordedChildOfEarlierRunIsLeakedAndKilledWithItsGroup(t *testing.T) {
 	}
 
 	start = time.Now()
-	if err := Kill(ctx, child.pid, ls); err != nil {
+	if err := Kill(ctx, thisHome, child.pid, ls); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("Kill (SIGTERM honoured) took %s", time.Since(start))
 	waitFor(t, 5*time.Second, "the child and the grandchild to exit", func() bool { return !child.alive() && !grandchild.alive() })
 
-	ls, err = Find(ctx, this, nil, nil)
+	ls, err = Find(ctx, thisHome, this, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,14 +296,14 @@ func TestKillReachesDescendantsThatLeftTheGroup(t *testing.T) {
 	})
 	waitFor(t, 5*time.Second, "the helper to lead a session of its own", func() bool { return pgid(helper.pid) == helper.pid })
 	src := source{{PID: leader.pid, Server: "detaching", Command: argv, StartedAt: leader.start, Run: "earlier"}}
-	ls, err := Find(ctx, src, nil, nil)
+	ls, err := Find(ctx, thisHome, src, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if l := findLeak(ls, leader.pid); l == nil || !slices.Contains(l.Descendants, helper.pid) {
 		t.Fatalf("leaks %+v: want PID %d with descendant %d", ls, leader.pid, helper.pid)
 	}
-	if err := Kill(ctx, leader.pid, ls); err != nil {
+	if err := Kill(ctx, thisHome, leader.pid, ls); err != nil {
 		t.Fatal(err)
 	}
 	if leader.alive() || helper.alive() {
@@ -312,12 +319,12 @@ func TestKillEscalatesToSIGKILL(t *testing.T) {
 	argv := []string{fakeBin, "-startup-delay", "1h", "-ignore-sigterm"}
 	child := plantLeader(t, argv...)
 	src := source{{PID: child.pid, Server: "stubborn", Command: argv, StartedAt: child.start, Run: "earlier"}}
-	ls, err := Find(ctx, src, nil, nil)
+	ls, err := Find(ctx, thisHome, src, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := Kill(ctx, child.pid, ls); err != nil {
+	if err := Kill(ctx, thisHome, child.pid, ls); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took < TermGrace {
@@ -334,7 +341,7 @@ func TestPIDReuseIsNotALeak(t *testing.T) {
 	child := plantLeader(t, argv...)
 	for _, shift := range []time.Duration{-time.Hour, -2 * StartTolerance, 2 * StartTolerance} {
 		src := source{{PID: child.pid, Server: "memory", Command: argv, StartedAt: child.start.Add(shift), Run: "earlier"}}
-		ls, err := Find(ctx, src, nil, nil)
+		ls, err := Find(ctx, thisHome, src, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,7 +352,7 @@ func TestPIDReuseIsNotALeak(t *testing.T) {
 
 	// Between Find and Kill the PID was reused: Kill re-checks.
 	stale := []Leak{{PID: child.pid, Server: "memory", StartedAt: child.start.Add(-time.Hour), Kind: KindRecorded, Proven: true}}
-	err := Kill(ctx, child.pid, stale)
+	err := Kill(ctx, thisHome, child.pid, stale)
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "now belongs to another process") {
 		t.Errorf("Kill of a reused PID: %v", err)
 	}
@@ -370,7 +377,7 @@ func TestKillRefusesWhatItCannotProve(t *testing.T) {
 		{Name: "fake", Command: fakeBin, Args: []string{"-startup-delay", "1h"}},
 		{Name: "memory", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}},
 	}
-	ls, err := Find(ctx, nil, configured, nil)
+	ls, err := Find(ctx, thisHome, nil, configured, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +393,7 @@ func TestKillRefusesWhatItCannotProve(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := Kill(ctx, c.pid, ls)
+			err := Kill(ctx, thisHome, c.pid, ls)
 			want := fmt.Sprintf("refusing to kill PID %d: it is not a known MCP backend (not started by Switchboard and does not match a configured server)", c.pid)
 			if !errors.Is(err, ErrRefused) || err.Error() != want {
 				t.Errorf("Kill(%d) = %v\nwant %q", c.pid, err, want)
@@ -394,7 +401,7 @@ func TestKillRefusesWhatItCannotProve(t *testing.T) {
 		})
 	}
 	// A PID no process has is not running, whoever had it: not a refusal.
-	if err := Kill(ctx, 1<<30, ls); !errors.Is(err, ErrNotRunning) || errors.Is(err, ErrRefused) {
+	if err := Kill(ctx, thisHome, 1<<30, ls); !errors.Is(err, ErrNotRunning) || errors.Is(err, ErrRefused) {
 		t.Errorf("Kill of a PID no process has: %v", err)
 	}
 	select {
@@ -424,7 +431,7 @@ func TestOrphanMatchingAConfiguredServerIsLeaked(t *testing.T) {
 		{Name: "memory", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}},
 		{Name: "fake", Command: fakeBin, Args: args},
 	}
-	ls, err := Find(ctx, nil, configured, nil)
+	ls, err := Find(ctx, thisHome, nil, configured, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +446,7 @@ func TestOrphanMatchingAConfiguredServerIsLeaked(t *testing.T) {
 	t.Logf("reason: %s", l.Reason)
 
 	// The running pool's own children are never leaks.
-	own, err := Find(ctx, nil, configured, []int{orphan.pid})
+	own, err := Find(ctx, thisHome, nil, configured, []int{orphan.pid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +459,7 @@ func TestOrphanMatchingAConfiguredServerIsLeaked(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = mine.Process.Kill(); _ = mine.Wait() })
-	ls, err = Find(ctx, nil, configured, nil)
+	ls, err = Find(ctx, thisHome, nil, configured, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +469,7 @@ func TestOrphanMatchingAConfiguredServerIsLeaked(t *testing.T) {
 
 	// Without a run marker it is a suspect: any program of this user may
 	// run the same command line. Listed, never killed.
-	if err := Kill(ctx, orphan.pid, ls); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "carries no Switchboard run marker") {
+	if err := Kill(ctx, thisHome, orphan.pid, ls); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "carries no Switchboard run marker") {
 		t.Fatalf("Kill of an unmarked orphan: %v", err)
 	}
 	if !orphan.alive() {
@@ -481,11 +488,11 @@ func TestMarkedOrphanIsProvenAndKilled(t *testing.T) {
 	pidfile := filepath.Join(dir, "fake.pid")
 	args := []string{"-startup-delay", "1h", "-pidfile", pidfile}
 	// PID 1 never started at the Unix epoch: the run has ended.
-	env := RunEnv + "=1@0 " + pool.ServerEnv + "=memory"
+	env := RunEnv + "=1@0@" + thisHome + " " + pool.ServerEnv + "=memory"
 	orphan := plantOrphan(t, env+" "+fakeBin+" "+strings.Join(args, " ")+" </dev/null >/dev/null 2>&1 &", pidfile)
 	parentIsReaper(t, orphan.pid)
 	configured := []pool.ServerConfig{{Name: "fake", Command: fakeBin, Args: args}} // the command line says "fake"
-	ls, err := Find(ctx, nil, configured, nil)
+	ls, err := Find(ctx, thisHome, nil, configured, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,14 +500,14 @@ func TestMarkedOrphanIsProvenAndKilled(t *testing.T) {
 	if l == nil || l.Kind != KindMarked || !l.Proven || l.Server != "memory" {
 		t.Fatalf("marked orphan %d: %+v", orphan.pid, ls)
 	}
-	if err := Kill(ctx, orphan.pid, ls); err != nil {
+	if err := Kill(ctx, thisHome, orphan.pid, ls); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the orphan to exit", func() bool { return !orphan.alive() })
 }
 
 func TestFindOnEmptyInputsIsEmptyNotNil(t *testing.T) {
-	ls, err := Find(context.Background(), source{}, nil, nil)
+	ls, err := Find(context.Background(), thisHome, source{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,18 +542,25 @@ func TestLeakJSON(t *testing.T) {
 }
 
 func TestRunMarker(t *testing.T) {
-	m, err := RunMarker(context.Background())
+	m, err := RunMarker(context.Background(), thisHome)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, start, ok := parseMarker(m)
-	if !ok || pid != os.Getpid() || time.Since(start) < 0 || time.Since(start) > time.Hour {
-		t.Fatalf("RunMarker() = %q: pid %d, start %v, ok %v", m, pid, start, ok)
+	mk, ok := parseMarker(m)
+	if !ok || mk.pid != os.Getpid() || time.Since(mk.start) < 0 || time.Since(mk.start) > time.Hour || mk.home != thisHome {
+		t.Fatalf("RunMarker() = %q: %+v, ok %v", m, mk, ok)
 	}
-	for _, bad := range []string{"", "12", "x@1", "12@x", "-1@5", "0@5"} {
-		if _, _, ok := parseMarker(bad); ok {
+	for _, bad := range []string{"", "12", "x@1", "12@x", "-1@5", "0@5", "12@5@", "12@x@/h"} {
+		if _, ok := parseMarker(bad); ok {
 			t.Errorf("parseMarker(%q) accepted", bad)
 		}
+	}
+	// An earlier version's marker has no home; a home may hold an @.
+	if mk, ok := parseMarker("7@99"); !ok || mk.pid != 7 || mk.home != "" {
+		t.Errorf("parseMarker(7@99) = %+v, %v", mk, ok)
+	}
+	if mk, ok := parseMarker("7@99@/home/a@b/x"); !ok || mk.pid != 7 || mk.start.UnixMilli() != 99 || mk.home != "/home/a@b/x" {
+		t.Errorf("parseMarker(7@99@/home/a@b/x) = %+v, %v", mk, ok)
 	}
 	run, server := markerOf([]string{"HOME=/x", RunEnv + "=7@99", "SWITCHBOARD_SERVER=memory"})
 	if run != "7@99" || server != "memory" {
@@ -584,7 +598,7 @@ func startMarked(t *testing.T, env ...string) *exec.Cmd {
 func TestDetachedHelperOfALiveChildIsASuspect(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	marker, err := RunMarker(ctx)
+	marker, err := RunMarker(ctx, thisHome)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -596,7 +610,7 @@ func TestDetachedHelperOfALiveChildIsASuspect(t *testing.T) {
 	parentIsReaper(t, helper.pid)
 
 	own := []int{child.Process.Pid, other.Process.Pid}
-	ls, err := Find(ctx, nil, nil, own)
+	ls, err := Find(ctx, thisHome, nil, nil, own)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +620,7 @@ func TestDetachedHelperOfALiveChildIsASuspect(t *testing.T) {
 		t.Fatalf("helper %d of a live child: %+v", helper.pid, ls)
 	}
 	t.Logf("reason: %s", l.Reason)
-	if err := Kill(ctx, helper.pid, ls); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "still has a live child") {
+	if err := Kill(ctx, thisHome, helper.pid, ls); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "still has a live child") {
 		t.Fatalf("Kill of the helper of a live child: %v", err)
 	}
 	if !helper.alive() {
@@ -616,7 +630,7 @@ func TestDetachedHelperOfALiveChildIsASuspect(t *testing.T) {
 	// A live child of another server does not vouch for it: once oauth's
 	// child has exited, the current rules apply.
 	_ = child.Process.Kill()
-	ls, err = Find(ctx, nil, nil, own[1:])
+	ls, err = Find(ctx, thisHome, nil, nil, own[1:])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -648,12 +662,12 @@ func TestZombieRunHasEnded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	marker := itoa(rp.pid) + "@" + strconv.FormatInt(rp.start.UnixMilli(), 10)
+	marker := itoa(rp.pid) + "@" + strconv.FormatInt(rp.start.UnixMilli(), 10) + "@" + thisHome
 	pidfile := filepath.Join(dir, "grandchild.pid")
 	env := RunEnv + "=" + marker + " " + pool.ServerEnv + "=memory"
 	gc := plantOrphan(t, env+" sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > "+pidfile, pidfile)
 
-	ls, err := Find(ctx, nil, nil, nil)
+	ls, err := Find(ctx, thisHome, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -665,7 +679,7 @@ func TestZombieRunHasEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the run to be a zombie", func() bool { return rp.isZombie(ctx) })
-	ls, err = Find(ctx, nil, nil, nil)
+	ls, err = Find(ctx, thisHome, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -684,18 +698,118 @@ func TestKillOfALeakThatHasExited(t *testing.T) {
 	argv := []string{fakeBin, "-startup-delay", "1h"}
 	child := plantLeader(t, argv...)
 	src := source{{PID: child.pid, Server: "memory", Command: argv, StartedAt: child.start, Run: "earlier"}}
-	ls, err := Find(ctx, src, nil, nil)
+	ls, err := Find(ctx, thisHome, src, nil, nil)
 	if err != nil || findLeak(ls, child.pid) == nil {
 		t.Fatalf("planted child %d: %+v %v", child.pid, ls, err)
 	}
 	// It exits (its owner ended it) before the user's kill.
 	_ = syscall.Kill(-child.pid, syscall.SIGKILL)
 	waitFor(t, 5*time.Second, "the child to exit", func() bool { return !child.alive() })
-	if ls, err = Find(ctx, src, nil, nil); err != nil {
+	if ls, err = Find(ctx, thisHome, src, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	err = Kill(ctx, child.pid, ls)
+	err = Kill(ctx, thisHome, child.pid, ls)
 	if !errors.Is(err, ErrNotRunning) || errors.Is(err, ErrRefused) || err.Error() != fmt.Sprintf("PID %d is not running", child.pid) {
 		t.Errorf("Kill of an exited leak: %v", err)
 	}
+}
+
+// Several Switchboard homes run on one machine (two users' pools, test
+// suites side by side); each claims only its own leftovers. A process
+// carrying another home's marker is never listed, whether that home's run
+// has ended or only looks ended (its marker's start time off, as after a
+// clock step or from another PID namespace, while the run and its child
+// tree live on), and Kill refuses it, naming its home; that home finds
+// it and kills it. A marker of an earlier version names no home: a
+// suspect when this home configures its server, else not listed. This
+// home reached through a symlink is still this home. On the first
+// edition every one of them was a proven leak of whichever home looked,
+// and Kill killed it.
+func TestAnotherHomesProcessesAreNotThisHomes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	other := filepath.Join(dir, "other")
+	link := filepath.Join(dir, "link")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(thisHome, link); err != nil {
+		t.Fatal(err)
+	}
+	plant := func(name, marker, server string) planted {
+		pidfile := filepath.Join(dir, name+".pid")
+		env := RunEnv + "=" + marker + " " + pool.ServerEnv + "=" + server
+		return plantOrphan(t, env+" sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > "+pidfile, pidfile)
+	}
+	ended := plant("ended", "1@0@"+other, "gc") // PID 1 never started at the Unix epoch
+	legacy := plant("legacy", "1@0", "gc")
+	legacyElsewhere := plant("legacy-elsewhere", "1@0", "elsewhere")
+	viaLink := plant("link", "1@0@"+link, "gc")
+	parentIsReaper(t, ended.pid)
+	// The other home's live run (the shell, re-parented to init) and its
+	// child, whose marker has the run's PID with a start time that does
+	// not match.
+	livePID := filepath.Join(dir, "live.pid")
+	run := plantLeader(t, "sh", "-c", RunEnv+"=$$@0@"+other+" "+pool.ServerEnv+"=gc sleep 1000 & echo $! > "+livePID+"; wait")
+	var live planted
+	waitFor(t, 5*time.Second, "the live run's child", func() bool {
+		b, err := os.ReadFile(livePID)
+		if err != nil {
+			return false
+		}
+		pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+		if err == nil {
+			live = track(t, pid)
+		}
+		return err == nil
+	})
+
+	// This home has a server gc too, whose command line is none of these.
+	configured := []pool.ServerConfig{{Name: "gc", Command: "gc-server"}}
+	ls, err := Find(ctx, thisHome, nil, configured, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []planted{ended, live, legacyElsewhere} {
+		if l := findLeak(ls, p.pid); l != nil {
+			t.Errorf("another home's PID %d is listed: %+v", p.pid, *l)
+		}
+	}
+	if l := findLeak(ls, legacy.pid); l == nil || l.Kind != KindLegacy || l.Proven || l.Server != "gc" {
+		t.Errorf("the earlier version's marked PID %d: %+v", legacy.pid, l)
+	}
+	if l := findLeak(ls, viaLink.pid); l == nil || l.Kind != KindMarked || !l.Proven {
+		t.Errorf("PID %d, marked with this home through a symlink: %+v", viaLink.pid, l)
+	}
+	for _, p := range []planted{ended, live} {
+		err := Kill(ctx, thisHome, p.pid, ls)
+		want := fmt.Sprintf("refusing to kill PID %d: it belongs to another Switchboard home (%s); only that home's Switchboard kills it (SWITCHBOARD_HOME=%s switchboard kill %d)",
+			p.pid, other, other, p.pid)
+		if !errors.Is(err, ErrRefused) || err.Error() != want {
+			t.Errorf("Kill of another home's PID %d: %v\nwant %q", p.pid, err, want)
+		}
+	}
+	if err := Kill(ctx, thisHome, legacy.pid, ls); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "may be another home's") {
+		t.Errorf("Kill of the earlier version's marked PID: %v", err)
+	}
+	if !ended.alive() || !live.alive() || !legacy.alive() || !run.alive() {
+		t.Fatalf("a refused process died: ended %v, live %v, its run %v, legacy %v", ended.alive(), live.alive(), run.alive(), legacy.alive())
+	}
+
+	// The other home finds its ended run's leftover and kills it; never
+	// this home's.
+	theirs, err := Find(ctx, other, nil, configured, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := findLeak(theirs, ended.pid); l == nil || l.Kind != KindMarked || !l.Proven || l.Server != "gc" {
+		t.Fatalf("the other home's ended PID %d, as the other home looks: %+v", ended.pid, l)
+	}
+	if l := findLeak(theirs, viaLink.pid); l != nil {
+		t.Errorf("this home's PID %d is listed by the other home: %+v", viaLink.pid, *l)
+	}
+	if err := Kill(ctx, other, ended.pid, theirs); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the other home's leftover to exit", func() bool { return !ended.alive() })
 }

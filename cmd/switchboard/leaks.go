@@ -51,7 +51,7 @@ func printLeaks(w io.Writer, ls []leaks.Leak, now time.Time) error {
 	}
 	fmt.Fprintf(tw, "\n%d leaked; kill one with `switchboard kill PID`, all with `switchboard kill --all-leaked`\n", proven)
 	if n := len(ls) - proven; n > 0 {
-		fmt.Fprintf(tw, "%d suspect (an orphan without a Switchboard run marker, or a process a live child detached): listed, not killed by Switchboard\n", n)
+		fmt.Fprintf(tw, "%d suspect (an orphan without a Switchboard run marker, a process a live child detached, or one an earlier version marked without its home): listed, not killed by Switchboard\n", n)
 	}
 	return tw.Flush()
 }

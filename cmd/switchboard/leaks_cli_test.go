@@ -219,9 +219,10 @@ func TestLeaksAcrossRuns(t *testing.T) {
 	// An orphan of some other proxy that runs a configured server: a
 	// suspect, since nothing proves it is Switchboard's.
 	orphan := plantDetached(t, orphanFile, "-startup-delay", "1h", "-pidfile", orphanFile)
-	// One that carries the marker of a run that has ended: proven.
+	// One that carries the marker of this home's run that has ended:
+	// proven.
 	markedFile := filepath.Join(dir, "marked.pid")
-	marked := plantDetachedEnv(t, leaks.RunEnv+"=1@0 SWITCHBOARD_SERVER=lingering", markedFile,
+	marked := plantDetachedEnv(t, leaks.RunEnv+"=1@0@"+home+" SWITCHBOARD_SERVER=lingering", markedFile,
 		"-startup-delay", "1h", "-pidfile", markedFile)
 	ls = leaksJSON(t, home)
 	if leakOf(ls, planted) == nil || leakOf(ls, own) != nil {
@@ -273,8 +274,9 @@ func TestLeaksAcrossRuns(t *testing.T) {
 
 	// The marked orphan is killed by PID; the unmarked one and the pool's
 	// own child live on. (Not `kill --all-leaked`: it kills every proven
-	// leak of this user, other runs' included. TestKillAllLeaked in
-	// app shows what it picks, TestReportKills what it prints.)
+	// leak of this home, this user's other tests' included.
+	// TestKillAllLeaked in app shows what it picks, TestReportKills what
+	// it prints, TestLeaksStayInTheirHome what it leaves to other homes.)
 	stdout, stderr, code = sbIn(home, "kill", strconv.Itoa(marked))
 	if code != 0 || stdout != fmt.Sprintf("killed PID %d (lingering)\n", marked) {
 		t.Fatalf("kill %d: exit %d, stdout %q, stderr %q", marked, code, stdout, stderr)
@@ -335,6 +337,67 @@ func TestLeakedGrandchildFoundByMarker(t *testing.T) {
 		t.Fatalf("kill %d: exit %d: %s %s", gp, code, out, errOut)
 	}
 	waitFor(t, "the leaked grandchild to die", func() bool { return !alive(gp) })
+}
+
+// TestLeaksStayInTheirHome: two homes on one machine (two users'
+// Switchboards, or test suites side by side) each claim only their own
+// leftovers. Home B's pool is SIGKILLed and leaves a grandchild behind;
+// home A, with no pool and then with one, neither lists it nor kills it
+// (not by PID, not with --all-leaked), while B lists it and kills it. On
+// the first edition A listed it as a proven leak of server fake, which A
+// does not even configure, and `kill --all-leaked` in A killed it.
+func TestLeaksStayInTheirHome(t *testing.T) {
+	dirB := homeDir(t)
+	gpFile := filepath.Join(dirB, "grandchild.pid")
+	b := serve(t, noClientStarts(fakeConfig(t, "-grandchild", "-grandchild-pidfile", gpFile)))
+	s := b.connect(t, "fake")
+	s.initialize("c")
+	gp := readPID(t, gpFile)
+	t.Cleanup(func() { _ = syscall.Kill(gp, syscall.SIGKILL) })
+	if err := b.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err := <-b.done
+	b.done <- err
+	if !alive(gp) {
+		t.Skip("the grandchild died with the pool; nothing leaked to find")
+	}
+
+	// Home A configures a server of its own, none called fake.
+	a := homeDir(t)
+	config := fmt.Sprintf(`{"mcpServers":{"other":{"command":%q,"args":["-startup-delay","1h"]}}}`, fakeBin)
+	if err := os.WriteFile(filepath.Join(a, "config.json"), []byte(noClientStarts(config)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notA := func(how string) {
+		t.Helper()
+		if l := leakOf(leaksJSON(t, a), gp); l != nil {
+			t.Fatalf("%s: home A lists home B's grandchild %d: %+v", how, gp, *l)
+		}
+		_, stderr, code := sbIn(a, "kill", strconv.Itoa(gp))
+		want := fmt.Sprintf("switchboard: refusing to kill PID %d: it belongs to another Switchboard home (%s); "+
+			"only that home's Switchboard kills it (SWITCHBOARD_HOME=%s switchboard kill %d)\n", gp, b.home, b.home, gp)
+		if code == 0 || stderr != want {
+			t.Errorf("%s: kill %d in home A: exit %d, stderr %q\nwant %q", how, gp, code, stderr, want)
+		}
+		stdout, stderr, code := sbIn(a, "kill", "--all-leaked")
+		if code != 0 || strings.Contains(stdout+stderr, strconv.Itoa(gp)) || !alive(gp) {
+			t.Fatalf("%s: kill --all-leaked in home A: exit %d, stdout %q, stderr %q; home B's grandchild alive %v", how, code, stdout, stderr, alive(gp))
+		}
+	}
+	notA("no pool in home A")
+	serveHome(t, a)
+	notA("a pool in home A")
+
+	// Home B still finds its own, and kills it.
+	l := leakOf(leaksJSON(t, b.home), gp)
+	if l == nil || l.Kind != "marked" || !l.Proven || l.Server != "fake" {
+		t.Fatalf("home B's grandchild %d in home B: %+v", gp, l)
+	}
+	if stdout, stderr, code := sbIn(b.home, "kill", "--all-leaked"); code != 0 || !strings.Contains(stdout, fmt.Sprintf("killed PID %d (fake)\n", gp)) {
+		t.Fatalf("kill --all-leaked in home B: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	waitFor(t, "home B's grandchild to die", func() bool { return !alive(gp) })
 }
 
 // TestDetachedHelperOfALiveChild: a server's child detaches a helper on
