@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
+	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -72,7 +73,8 @@ func openHistory(path string, h *config.History, log *slog.Logger) *historyState
 	o := hs.opened
 	hs.switchable = !o.Disabled
 	opts := &store.Options{RetainDays: o.RetainDays, MaxRows: o.MaxRows, ChildrenOnly: o.Disabled,
-		CapturePayloads: o.CapturePayloads && !o.Disabled, CaptureBytes: o.CaptureBytes, Version: version.Version, Logger: log}
+		CapturePayloads: o.CapturePayloads && !o.Disabled, CaptureBytes: o.CaptureBytes, Version: version.Version, Logger: log,
+		HeartbeatInterval: historyHeartbeat(log)}
 	st, err := store.Open(path, opts)
 	if errors.Is(err, store.ErrCorrupt) {
 		// A damaged history must not cost the user their history from now
@@ -91,6 +93,28 @@ func openHistory(path string, h *config.History, log *slog.Logger) *historyState
 	}
 	hs.st = st
 	return hs
+}
+
+// HistoryHeartbeatEnv, a Go duration, is how often the running pool
+// records in the history that it is alive while requests are in flight
+// (store.Options.HeartbeatInterval): a crash's abandoned requests are
+// aged up to about when it died. Unset, store.DefaultHeartbeatInterval.
+const HistoryHeartbeatEnv = "SWITCHBOARD_HISTORY_HEARTBEAT"
+
+// historyHeartbeat is HistoryHeartbeatEnv's interval; 0 (the default)
+// when unset, or when it is no positive duration, which it logs.
+func historyHeartbeat(log *slog.Logger) time.Duration {
+	v, ok := os.LookupEnv(HistoryHeartbeatEnv)
+	if !ok || v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		log.Warn("ignoring "+HistoryHeartbeatEnv+": want a positive duration such as 10s",
+			"value", v, "default", store.DefaultHeartbeatInterval)
+		return 0
+	}
+	return d
 }
 
 // offReason says why requests are not recorded now; "" while they are.

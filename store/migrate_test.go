@@ -28,7 +28,7 @@ func TestLoadMigrations(t *testing.T) {
 			}
 		})
 	}
-	if len(migrations) != 7 {
-		t.Errorf("embedded migrations: %d, want 7 (update testdata when adding one)", len(migrations))
+	if len(migrations) != 8 {
+		t.Errorf("embedded migrations: %d, want 8 (update testdata when adding one)", len(migrations))
 	}
 }

@@ -46,8 +46,9 @@ type Request struct {
 	// (or crashed) with it in flight.
 	Abandoned bool
 	// RunEnded is, for an abandoned request, when its run stopped or,
-	// for one that crashed, its last recorded moment: where the request
-	// stopped waiting. Zero when unknown (the run was pruned).
+	// for one that crashed, its last recorded moment (its last event or
+	// heartbeat, whichever is later): where the request stopped waiting.
+	// Zero when unknown (the run was pruned).
 	RunEnded time.Time
 }
 
@@ -152,6 +153,9 @@ type Run struct {
 	PID     int
 	Version string
 	Crashed bool
+	// Alive is its last heartbeat (Options.HeartbeatInterval, while it
+	// had requests in flight); zero if none.
+	Alive time.Time
 }
 
 // Step is one moment in a request's life.
@@ -556,15 +560,18 @@ func (s *Store) CountsByStatus(ctx context.Context, since time.Time) (map[string
 // Runs lists the newest runs first. limit <= 0 means 100.
 func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 	return queryAll(ctx, s.rdb, "list runs", scanRun,
-		`SELECT id, started, ended, pid, version, crashed FROM runs ORDER BY id DESC LIMIT ?`, positiveOr(limit, 100))
+		"SELECT "+runCols+" FROM runs ORDER BY id DESC LIMIT ?", positiveOr(limit, 100))
 }
+
+// runCols are the columns scanRun reads.
+const runCols = "id, started, ended, pid, version, crashed, alive"
 
 func scanRun(sc scanner) (Run, error) {
 	var r Run
 	var started int64
-	var ended sql.NullInt64
-	err := sc.Scan(&r.ID, &started, &ended, &r.PID, &r.Version, &r.Crashed)
-	r.Started, r.Ended = micros(started), nullMicros(ended)
+	var ended, alive sql.NullInt64
+	err := sc.Scan(&r.ID, &started, &ended, &r.PID, &r.Version, &r.Crashed, &alive)
+	r.Started, r.Ended, r.Alive = micros(started), nullMicros(ended), nullMicros(alive)
 	return r, err
 }
 
@@ -628,8 +635,7 @@ func (s *Store) timeline(ctx context.Context, id int64, what string) (Timeline, 
 			}
 		}
 	}
-	if t.Run, err = scanRun(s.rdb.QueryRowContext(ctx,
-		`SELECT id, started, ended, pid, version, crashed FROM runs WHERE id = ?`, runID)); err != nil {
+	if t.Run, err = scanRun(s.rdb.QueryRowContext(ctx, "SELECT "+runCols+" FROM runs WHERE id = ?", runID)); err != nil {
 		return t, fmt.Errorf("history: run %d: %w", runID, err)
 	}
 	var sess Session

@@ -323,6 +323,14 @@ func (r *recorder) rearm() bool {
 	return r.armed
 }
 
+// inFlight says whether requests are in flight: the writer records its
+// run's heartbeat while they are.
+func (r *recorder) inFlight() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.open) > 0
+}
+
 // pending is how many rows and events wait for the writer (tests).
 func (r *recorder) pending() int {
 	r.mu.Lock()

@@ -15,7 +15,9 @@
 // Each writable Open starts a run. Requests still in flight in an earlier
 // run that never ended (the app crashed or was killed) become abandoned,
 // those the journal lists included, and that run is marked crashed: that
-// is the hang forensic.
+// is the hang forensic. While requests are in flight the writer records a
+// heartbeat of its run (HeartbeatInterval), so that a crashed run's
+// abandoned requests are aged up to about when it died.
 package store
 
 import (
@@ -55,6 +57,8 @@ const (
 	DefaultRetainDays   = 14
 	DefaultMaxRows      = 1_000_000
 	DefaultCaptureBytes = 4096
+	// DefaultHeartbeatInterval is Options.HeartbeatInterval's default.
+	DefaultHeartbeatInterval = 10 * time.Second
 )
 
 // Sentinel errors that callers branch on; each is wrapped with the path.
@@ -109,6 +113,12 @@ type Options struct {
 	// a row of its own (status in-flight), before it ends; until then the
 	// journal alone records it. Default 1 s.
 	InFlightAfter time.Duration
+	// HeartbeatInterval is how often, while requests are in flight, the
+	// writer records that the run is alive: a crash's abandoned requests
+	// are aged up to the later of its last heartbeat and its last recorded
+	// event, so at most about this much short of when it died. Default
+	// 10 s; with nothing in flight the writer does not wake for it.
+	HeartbeatInterval time.Duration
 	// PruneInterval is how often retention runs. Default 10 min; the
 	// first run is a minute after Open (or PruneInterval, if shorter).
 	PruneInterval time.Duration
@@ -145,6 +155,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.InFlightAfter <= 0 {
 		r.InFlightAfter = time.Second
+	}
+	if r.HeartbeatInterval <= 0 {
+		r.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	if r.PruneInterval <= 0 {
 		r.PruneInterval = 10 * time.Minute

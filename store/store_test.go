@@ -734,6 +734,45 @@ func TestHangsAgeAbandonedUpToTheirRun(t *testing.T) {
 	}
 }
 
+// TestHangsAgeAbandonedUpToTheirHeartbeat: a run that crashed with a
+// call in flight, the call its last event, lived on while the call
+// waited; its heartbeat says how long, and the call is aged up to it (it
+// used to be aged no time at all, up to its own receipt, and so was no
+// hang at any threshold).
+func TestHangsAgeAbandonedUpToTheirHeartbeat(t *testing.T) {
+	path := dbPath(t)
+	ctx := context.Background()
+	start := time.Now()
+	s1 := openT(t, path, &Options{HeartbeatInterval: 5 * time.Millisecond})
+	// Received five minutes ago (events carry their own times): it has
+	// had its row, the run's last event, since the first batch.
+	s1.Record(received(1, "s1", "tools/call", "stuck", start.Add(-5*time.Minute)))
+	s1.Record(written(1, "s1", 55, start.Add(-5*time.Minute)))
+	waitFor(t, "a heartbeat of the run", func() bool {
+		runs, err := s1.Runs(ctx, 1)
+		return err == nil && len(runs) == 1 && !runs[0].Alive.Before(start)
+	})
+	crash(t, s1)
+	s := openT(t, path, nil)
+
+	later := time.Now().Add(time.Hour) // the age does not grow after the crash
+	hs, err := s.Hangs(ctx, 5*time.Minute, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 1 || !hs[0].Abandoned || hs[0].Name != "stuck" || hs[0].Age(later) < 5*time.Minute ||
+		hs[0].RunEnded.Before(start) {
+		t.Fatalf("Hangs(over 5m) = %+v, want the stuck call, abandoned, aged 5m or more (to its run's heartbeat)", hs)
+	}
+	if age := hs[0].Age(later); age > time.Since(start)+5*time.Minute {
+		t.Errorf("age %s: past the crash", age)
+	}
+	rs, err := s.Requests(ctx, Filter{Status: StatusAbandoned})
+	if err != nil || len(rs) != 1 || rs[0].Age(later) != hs[0].Age(later) {
+		t.Errorf("Requests(abandoned) = %+v, %v; want the stuck call aged as Hangs ages it", rs, err)
+	}
+}
+
 // crash ends a writable Store the way SIGKILL would, once what it
 // recorded is written: the writer stops without closing the run, the
 // connections and the lock go.

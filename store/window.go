@@ -168,7 +168,7 @@ func runEnd(r WindowRun) time.Time {
 
 // windowRuns lists the runs alive at some moment of [from, until].
 func (s *Store) windowRuns(ctx context.Context, live int64, from, until time.Time) ([]WindowRun, error) {
-	runs, err := queryAll(ctx, s.rdb, "runs of a window", scanRun, `SELECT id, started, ended, pid, version, crashed FROM runs
+	runs, err := queryAll(ctx, s.rdb, "runs of a window", scanRun, "SELECT "+runCols+` FROM runs
 		WHERE started <= ? AND (ended IS NULL OR ended >= ?) ORDER BY id`, until.UnixMicro(), from.UnixMicro())
 	if err != nil {
 		return nil, err
@@ -194,7 +194,7 @@ func (s *Store) windowRuns(ctx context.Context, live int64, from, until time.Tim
 
 // windowRun reads one run, with its last moment if it ended unstopped.
 func (s *Store) windowRun(ctx context.Context, id int64) (WindowRun, error) {
-	r, err := scanRun(s.rdb.QueryRowContext(ctx, `SELECT id, started, ended, pid, version, crashed FROM runs WHERE id = ?`, id))
+	r, err := scanRun(s.rdb.QueryRowContext(ctx, "SELECT "+runCols+" FROM runs WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return WindowRun{Run: Run{ID: id}}, nil // pruned: its requests outlived it
 	}
@@ -213,10 +213,11 @@ func (s *Store) windowRun(ctx context.Context, id int64) (WindowRun, error) {
 
 // lastSeen is the last moment run recorded: its newest requests and its
 // newest orphaned answer (ranges of row ids, which follow arrival: a
-// search of the primary key, however long the run) and its children's
-// starts and exits.
+// search of the primary key, however long the run), its children's
+// starts and exits, and its heartbeat (recorded while it had requests in
+// flight, however long ago their last event was).
 func (s *Store) lastSeen(ctx context.Context, run int64) (time.Time, error) {
-	var rcv, wr, ans, started, exited sql.NullInt64
+	var rcv, wr, ans, started, exited, alive sql.NullInt64
 	first, orphans, end := run<<runShift, run<<runShift|orphanBase, (run+1)<<runShift
 	err := s.rdb.QueryRowContext(ctx, `SELECT max(received), max(written), max(answered) FROM
 		(SELECT * FROM (SELECT received, written, answered FROM requests WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT 256)
@@ -225,12 +226,13 @@ func (s *Store) lastSeen(ctx context.Context, run int64) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("history: last moment of run %d: %w", run, err)
 	}
-	err = s.rdb.QueryRowContext(ctx, `SELECT max(started), max(exited) FROM backends WHERE run = ?`, run).Scan(&started, &exited)
+	err = s.rdb.QueryRowContext(ctx, `SELECT max(started), max(exited), (SELECT alive FROM runs WHERE id = ?1)
+		FROM backends WHERE run = ?1`, run).Scan(&started, &exited, &alive)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("history: last moment of run %d: %w", run, err)
 	}
 	var last int64
-	for _, n := range []sql.NullInt64{rcv, wr, ans, started, exited} {
+	for _, n := range []sql.NullInt64{rcv, wr, ans, started, exited, alive} {
 		if n.Valid && n.Int64 > last {
 			last = n.Int64
 		}

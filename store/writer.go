@@ -230,13 +230,16 @@ var alwaysReady = func() chan struct{} { c := make(chan struct{}); close(c); ret
 // loop writes batches: FlushInterval after Record hands an idle writer
 // work, or as soon as BatchSize rows and events wait; between batches,
 // while there is work, it wakes every FlushInterval, and it sleeps
-// without a timer when there is none. While retention is due (a minute
-// after start, then every PruneInterval) it deletes old rows one small
-// step at a time: back to back while it has no work, else one step after
-// each batch (under steady load it always has), so neither pruning nor a
-// burst holds the write lock long, and neither waits for the other to
-// end. It ends when Store.Close closes stop, after writing what waits.
-// Open runs it at lower priority (runAtLowerPriority).
+// without a timer when there is none. While requests are in flight (as
+// of its last batch: a request's receipt and its end each bring one) it
+// records its run's heartbeat every HeartbeatInterval; while none is, it
+// does not wake for it. While retention is due (a minute after start,
+// then every PruneInterval) it deletes old rows one small step at a time:
+// back to back while it has no work, else one step after each batch
+// (under steady load it always has), so neither pruning nor a burst holds
+// the write lock long, and neither waits for the other to end. It ends
+// when Store.Close closes stop, after writing what waits. Open runs it at
+// lower priority (runAtLowerPriority).
 func (w *writer) loop() {
 	defer close(w.s.done)
 	o := w.s.opts
@@ -250,6 +253,19 @@ func (w *writer) loop() {
 	defer firstPrune.Stop()
 	pruneDue := false
 	batched := true // a batch was written since the last pruning step
+	beat := time.NewTimer(time.Hour)
+	beat.Stop()
+	beating := false // beat is set
+	beatIfInFlight := func() {
+		inFlight := w.s.rec.inFlight()
+		switch {
+		case inFlight && !beating:
+			beat.Reset(o.HeartbeatInterval)
+		case !inFlight && beating:
+			beat.Stop()
+		}
+		beating = inFlight
+	}
 	batch := func() {
 		w.batch(time.Now())
 		batched = true
@@ -259,6 +275,7 @@ func (w *writer) loop() {
 		} else {
 			flush.Stop()
 		}
+		beatIfInFlight()
 	}
 	for {
 		var pruneNow <-chan struct{}
@@ -275,6 +292,10 @@ func (w *writer) loop() {
 			batch()
 		case <-flush.C:
 			batch()
+		case <-beat.C:
+			beating = false
+			w.heartbeat(time.Now())
+			beatIfInFlight()
 		case <-prune.C:
 			pruneDue = true
 		case <-firstPrune.C:
@@ -297,9 +318,18 @@ func (w *writer) loop() {
 			reply <- w.s.Err()
 		case <-w.s.stop:
 			flush.Stop()
+			beat.Stop()
 			w.finish()
 			return
 		}
+	}
+}
+
+// heartbeat records that the run is alive at now. A failure is logged
+// and not counted as a drop: the next heartbeat tries again.
+func (w *writer) heartbeat(now time.Time) {
+	if _, err := w.exec(`UPDATE runs SET alive = ? WHERE id = ?`, now.UnixMicro(), w.run); err != nil {
+		w.s.log.Warn("history: record the run's heartbeat", "path", w.s.path, "err", err)
 	}
 }
 

@@ -194,8 +194,9 @@ type statusJSON struct {
 		Evicted  uint64 `json:"evicted"`
 	} `json:"counters"`
 	History struct {
-		Journaled        int `json:"journaled"`
-		JournaledWritten int `json:"journaledWritten"`
+		Path             string `json:"path"`
+		Journaled        int    `json:"journaled"`
+		JournaledWritten int    `json:"journaledWritten"`
 	} `json:"history"`
 	ConfigError *string `json:"configError"`
 }

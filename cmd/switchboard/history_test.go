@@ -1,10 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app"
+	"github.com/switchboard-mcp/switchboard/store"
 )
 
 // hangJSON is one entry of `hangs --json` / `history --json`, as the
@@ -99,8 +106,9 @@ func TestHangsShowsSleepingCall(t *testing.T) {
 	}
 	err := <-in.done
 	in.done <- err
-	// It had waited under a second when its run was last seen alive:
-	// only --over 0s lists it (its age no longer grows with the clock).
+	// It had waited under a second when its run was last seen alive (the
+	// run's heartbeat, every 10 s, had yet to come): only --over 0s lists
+	// it (its age no longer grows with the clock).
 	if got := in.hangs(); len(got) != 0 {
 		t.Errorf("hangs after SIGKILL at the default threshold = %+v, want none", got)
 	}
@@ -108,6 +116,69 @@ func TestHangsShowsSleepingCall(t *testing.T) {
 	if len(hs) != 1 || !*hs[0].Abandoned || *hs[0].PID != *h.PID || !*hs[0].WrittenToChild || hs[0].Live {
 		t.Errorf("hangs after SIGKILL of the pool = %+v", hs)
 	}
+}
+
+// A pool killed (SIGKILL) during a long call, the call its run's last
+// event: `hangs --json` of the next run, at the configured threshold,
+// lists the call as abandoned, aged at least as long as it had been in
+// flight when the killed pool last recorded its heartbeat. It used to be
+// aged up to its run's last event, its own receipt: 0 ms, no hang at any
+// threshold but --over 0s. The heartbeat is every 50 ms here, 10 s by
+// default.
+func TestHangsAgesAKilledPoolsCallToItsHeartbeat(t *testing.T) {
+	home := homeDir(t)
+	cfg := strings.TrimSuffix(noClientStarts(fakeConfig(t)), "}") + `, "hangThreshold": "1s"}`
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first := serveBinary(t, sbBin, home, app.HistoryHeartbeatEnv+"=50ms")
+	s := first.connect(t, "fake")
+	s.initialize("claude-code")
+	s.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":90000000}}}`)
+
+	var live hangJSON
+	waitFor(t, "the call in flight for 1.5 s", func() bool {
+		hs := first.hangs()
+		if len(hs) != 1 || *hs[0].AgeMs < 1500 {
+			return false
+		}
+		live = hs[0]
+		return true
+	})
+	received, err := time.Parse(time.RFC3339Nano, *live.ReceivedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := time.Duration(*live.AgeMs) * time.Millisecond
+	db, err := store.OpenReadOnly(first.status().History.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	waitFor(t, "a heartbeat of the run after the call's age was read", func() bool {
+		runs, err := db.Runs(context.Background(), 1)
+		return err == nil && len(runs) == 1 && runs[0].ID == *live.Run && runs[0].Alive.Sub(received) >= waited
+	})
+
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err = <-first.done
+	first.done <- err
+	second := serveHome(t, home)
+	hs := second.hangs()
+	if len(hs) != 1 || !*hs[0].Abandoned || *hs[0].Run != *live.Run || *hs[0].Name != "sleep" || hs[0].Live ||
+		time.Duration(*hs[0].AgeMs)*time.Millisecond < waited {
+		t.Fatalf("hangs --json of the next run = %s, want the killed run's call abandoned, aged %s or more", jsonText(hs), waited)
+	}
+	if out, err := second.run("hangs"); err != nil || !strings.Contains(out, "abandoned (run") {
+		t.Errorf("hangs (table) = %q, %v", out, err)
+	}
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // `hangs` without --over uses the config's hangThreshold (it used to be

@@ -1,4 +1,4 @@
--- user_version 7
+-- user_version 8
 
 CREATE TABLE backends (
     id            INTEGER PRIMARY KEY,
@@ -83,7 +83,7 @@ CREATE TABLE runs (
     pid     INTEGER NOT NULL,
     version TEXT    NOT NULL DEFAULT '',
     crashed INTEGER NOT NULL DEFAULT 0    -- 1: found unended by a later run
-);
+, alive INTEGER);
 
 CREATE TABLE sessions (
     run            INTEGER NOT NULL REFERENCES runs(id),
