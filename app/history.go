@@ -333,12 +333,20 @@ type HistoryEntry struct {
 
 // HistoryQuery filters `switchboard history`. Zero fields do not filter.
 type HistoryQuery struct {
+	// Session ids are numbered from s1 again each run: Run tells them
+	// apart. Status is one of HistoryStatuses.
 	Server, Session, Status, Method string
+	// Run keeps the requests of one run (HistoryEntry.Run).
+	Run int64
 	// Since keeps requests received within this long before now.
 	Since time.Duration
 	// Limit is the number of requests, newest first. Default 100.
 	Limit int
 }
+
+// HistoryStatuses are the statuses a recorded request can have, which
+// HistoryQuery.Status filters by.
+func HistoryStatuses() []string { return store.Statuses() }
 
 // History reads the request history, newest first, from the database
 // (read-only: it works while the pool runs and when it does not). No
@@ -357,7 +365,7 @@ func History(ctx context.Context, q HistoryQuery) ([]HistoryEntry, error) {
 	}
 	defer st.Close()
 	now := time.Now()
-	f := store.Filter{Server: q.Server, Session: q.Session, Status: q.Status, Method: q.Method, Limit: q.Limit}
+	f := store.Filter{Server: q.Server, Session: q.Session, Status: q.Status, Method: q.Method, Run: q.Run, Limit: q.Limit}
 	if q.Since > 0 {
 		f.Since = now.Add(-q.Since)
 	}

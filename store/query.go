@@ -85,11 +85,20 @@ func (r Request) Duration() (time.Duration, bool) {
 	return r.Answered.Sub(r.Received), true
 }
 
+// Statuses are the statuses a recorded request can have, which
+// Filter.Status selects by: the pool's, then the store's own.
+func Statuses() []string {
+	return []string{pool.StatusOK, pool.StatusError, pool.StatusTimeout, pool.StatusCancelled, pool.StatusFailed,
+		pool.StatusOrphaned, StatusInFlight, StatusAbandoned, StatusUnknown}
+}
+
 // Filter selects requests. Zero fields do not filter.
 type Filter struct {
-	Server  string
+	Server string
+	// Session is a session id, which each run numbers from s1 again: Run
+	// tells them apart.
 	Session string
-	Status  string
+	Status  string // one of Statuses
 	Method  string
 	Run     int64
 	// Since keeps requests received at or after it.

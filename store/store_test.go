@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -770,6 +771,18 @@ func TestHangsAgeAbandonedUpToTheirHeartbeat(t *testing.T) {
 	rs, err := s.Requests(ctx, Filter{Status: StatusAbandoned})
 	if err != nil || len(rs) != 1 || rs[0].Age(later) != hs[0].Age(later) {
 		t.Errorf("Requests(abandoned) = %+v, %v; want the stuck call aged as Hangs ages it", rs, err)
+	}
+}
+
+// Statuses lists every status a row can be stored with: the CLI refuses
+// any other as a filter.
+func TestStatusesAreTheStoredOnes(t *testing.T) {
+	got := Statuses()
+	slices.Sort(got)
+	want := slices.Clone(statusNames[:])
+	slices.Sort(want)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Statuses() (-stored +listed):\n%s", d)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,18 +14,35 @@ import (
 )
 
 type historyCmd struct {
-	JSON    bool          `name:"json" help:"Print JSON (stable; see the README)."`
-	Server  string        `help:"Only requests to this server."`
-	Session string        `help:"Only requests of this session (as in status, e.g. s3)."`
-	Status  string        `help:"Only requests with this status: ok, error, timeout, cancelled, failed, orphaned, in-flight, abandoned."`
-	Method  string        `help:"Only requests with this method, e.g. tools/call."`
-	Since   time.Duration `help:"Only requests received within this long, e.g. 1h or 15m."`
-	Limit   int           `default:"100" help:"At most this many requests, newest first."`
+	JSON    bool   `name:"json" help:"Print JSON (stable; see the README)."`
+	Server  string `help:"Only requests to this server."`
+	Session string `help:"Only requests of this session (as in status, e.g. s3; each run numbers its sessions from s1 again: add --run)."`
+	// RunID is --run: Run is the command's method.
+	RunID  int64         `name:"run" placeholder:"ID" help:"Only requests of this run of Switchboard (the run in --json and in the table)."`
+	Status string        `help:"Only requests with this status: ${historyStatuses}."`
+	Method string        `help:"Only requests with this method, e.g. tools/call."`
+	Since  time.Duration `help:"Only requests received within this long, e.g. 1h or 15m."`
+	Limit  int           `default:"100" help:"At most this many requests, newest first."`
+}
+
+// Validate makes a filter no request can match a usage error (exit 2),
+// not an empty list.
+func (c *historyCmd) Validate() error {
+	if statuses := app.HistoryStatuses(); c.Status != "" && !slices.Contains(statuses, c.Status) {
+		return fmt.Errorf("--status %q: want one of %s", c.Status, strings.Join(statuses, ", "))
+	}
+	if c.RunID < 0 {
+		return fmt.Errorf("--run %d: want a run id (1 or more)", c.RunID)
+	}
+	if c.Limit < 1 {
+		return fmt.Errorf("--limit %d: want 1 or more", c.Limit)
+	}
+	return nil
 }
 
 func (c *historyCmd) Run(ctx context.Context) error {
 	entries, err := app.History(ctx, app.HistoryQuery{Server: c.Server, Session: c.Session, Status: c.Status,
-		Method: c.Method, Since: c.Since, Limit: c.Limit})
+		Method: c.Method, Run: c.RunID, Since: c.Since, Limit: c.Limit})
 	if err != nil {
 		return err
 	}
@@ -67,7 +85,7 @@ func printHistory(w io.Writer, entries []app.HistoryEntry, now time.Time) error 
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RECEIVED\tSERVER\tSESSION\tMETHOD\tNAME\tSTATUS\tDURATION\tPID\tERROR")
+	fmt.Fprintln(tw, "RECEIVED\tRUN\tSERVER\tSESSION\tMETHOD\tNAME\tSTATUS\tDURATION\tPID\tERROR")
 	for _, e := range entries {
 		dur := "-"
 		switch {
@@ -80,7 +98,7 @@ func printHistory(w io.Writer, entries []app.HistoryEntry, now time.Time) error 
 		if e.Error != nil {
 			errText = oneLine(*e.Error, 60)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", fmtWhen(e.ReceivedAt, now), term(e.Server), term(e.Session),
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", fmtWhen(e.ReceivedAt, now), e.Run, term(e.Server), term(e.Session),
 			term(e.Method), dash(term(e.Name)), e.Status, dur, pidText(e.PID), term(errText))
 	}
 	return tw.Flush()

@@ -240,6 +240,7 @@ func main() {
 		kong.Description("Switchboard shares one supervised MCP server process among all your AI coding sessions."),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(signalRelease(stop)),
+		kong.Vars{"historyStatuses": strings.Join(app.HistoryStatuses(), ", ")},
 	)
 	k, err := parser.Parse(os.Args[1:])
 	if err != nil {
