@@ -794,6 +794,8 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 		for _, s := range b.sessions() {
 			s.deliverChange(b, msg, uri, false)
 		}
+	case "notifications/elicitation/complete":
+		b.elicitationCompleted(msg) // to the one session asked it (elicitcomplete.go)
 	case "notifications/message":
 		b.routeLog(msg, params)
 	default:
@@ -844,6 +846,7 @@ func (b *backend) ask(msg *jsonrpc.Message, childID []byte) bool {
 		return true
 	}
 	id := b.p.nextID.Add(1)
+	elicitationID := urlElicitationID(msg)
 	for {
 		target := b.pickSession(msg)
 		if target == nil {
@@ -852,7 +855,7 @@ func (b *backend) ask(msg *jsonrpc.Message, childID []byte) bool {
 		if testHookPicked != nil {
 			testHookPicked(target)
 		}
-		if b.reqs.addQuestion(id, childID, target) {
+		if b.reqs.addQuestion(id, childID, target, elicitationID) {
 			// Should target close from now on, its close answers the child.
 			target.deliver(requestForClient(msg, id))
 			return true

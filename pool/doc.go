@@ -151,7 +151,14 @@
 //     [requestTable.askers], [requestTable.addQuestion], [backend.detach],
 //     [requestForClient], [backend.answerChild], [answerForChild],
 //     [childCancelTarget], [cancelledForClient], [session.canAnswer],
-//     [questionNeeds], [clientCapsOf]. The answer, the session's close
+//     [questionNeeds], [clientCapsOf]. The child's completion of a URL
+//     elicitation goes, once, to the session asked it, by its
+//     elicitationId, remembered a bounded time, a bounded number and
+//     while that session lasts; one no session was asked (a modern
+//     call's: 2026-07-28 has no such notification) is dropped:
+//     [urlElicitationID], [backend.elicitationCompleted],
+//     [requestTable.elicitationAsker], [requestTable.dropQuestionsOf].
+//     The answer, the session's close
 //     and the HTTP front's looks at a question (below) find it among the
 //     children the session has a stake in, those a config change retired
 //     included while they finish their calls, a session's own too:

@@ -126,6 +126,11 @@ type inFlight struct {
 	reverse map[uint64]reverseEntry // pool id of a child's request -> the session asked
 	idle    chan struct{}           // closed when pending empties; nil when nobody waits (whenIdle)
 
+	// elicited: a URL-mode elicitation's elicitationId -> the session
+	// asked it, for the child's completion (elicitcomplete.go); made by
+	// the first.
+	elicited map[string]elicited
+
 	// nextDeadline is when the sweep timer fires, zero when it is not
 	// armed. Once it has passed, a sweep is on its way and will look at
 	// every request, so a later deadline needs no arming.
@@ -546,14 +551,67 @@ func (t *requestTable) askers() []*session {
 // pool id id, unless sess has closed (false). session.close closes
 // s.closed before its detach drops the session's questions under this
 // mutex, so either that drop finds the question and answers the child, or
-// this sees the session closed and the caller does.
-func (t *requestTable) addQuestion(id uint64, childID []byte, sess *session) (ok bool) {
+// this sees the session closed and the caller does. A URL-mode
+// elicitation's elicitationID (else "") is remembered with it, for the
+// child's completion of it: past the question's answer, until the
+// completion, elicitationTTL or maxElicitations.
+func (t *requestTable) addQuestion(id uint64, childID []byte, sess *session, elicitationID string) (ok bool) {
+	now := time.Since(t.base)
 	t.update(func(in *inFlight) {
 		if ok = sess.alive(); ok { // a look at a channel: no lock, no wait
 			in.reverse[id] = reverseEntry{childID: childID, sess: sess}
+			if elicitationID != "" {
+				in.elicit(elicitationID, sess, now)
+			}
 		}
 	})
 	return ok
+}
+
+// elicited is a URL-mode elicitation the pool asked a session.
+type elicited struct {
+	sess *session
+	at   time.Duration // since the table's base
+}
+
+// elicit remembers that sess was asked the elicitation id at now, making
+// room, if there is none, by forgetting the expired ones, else the
+// oldest.
+func (in *inFlight) elicit(id string, sess *session, now time.Duration) {
+	if in.elicited == nil {
+		in.elicited = map[string]elicited{}
+	}
+	if _, again := in.elicited[id]; !again && len(in.elicited) >= maxElicitations {
+		oldest, at := "", now
+		for k, e := range in.elicited {
+			if now-e.at > elicitationTTL {
+				delete(in.elicited, k)
+			} else if e.at <= at {
+				oldest, at = k, e.at
+			}
+		}
+		if len(in.elicited) >= maxElicitations {
+			delete(in.elicited, oldest)
+		}
+	}
+	in.elicited[id] = elicited{sess: sess, at: now}
+}
+
+// elicitationAsker takes the session that was asked the URL-mode
+// elicitation id, nil if none was or it was forgotten.
+func (t *requestTable) elicitationAsker(id string) (sess *session) {
+	now := time.Since(t.base)
+	t.update(func(in *inFlight) {
+		e, ok := in.elicited[id]
+		if !ok {
+			return
+		}
+		delete(in.elicited, id) // completed once
+		if now-e.at <= elicitationTTL {
+			sess = e.sess
+		}
+	})
+	return sess
 }
 
 // takeAnswer takes the child's id for a client's answer to pool id id;
@@ -593,14 +651,20 @@ func (t *requestTable) withdrawQuestion(childID []byte) (id uint64, sess *sessio
 	return id, sess
 }
 
-// dropQuestionsOf forgets the child's requests to a session that left and
-// returns their child ids, to be answered with an error.
+// dropQuestionsOf forgets the child's requests to a session that left,
+// and the elicitations it was asked, and returns the requests' child ids,
+// to be answered with an error.
 func (t *requestTable) dropQuestionsOf(s *session) (childIDs [][]byte) {
 	t.update(func(in *inFlight) {
 		for k, e := range in.reverse {
 			if e.sess == s {
 				childIDs = append(childIDs, e.childID)
 				delete(in.reverse, k)
+			}
+		}
+		for k, e := range in.elicited {
+			if e.sess == s {
+				delete(in.elicited, k)
 			}
 		}
 	})

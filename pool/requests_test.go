@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"fmt"
 	"go/ast"
 	"maps"
 	"strings"
@@ -290,4 +291,58 @@ func TestPendingFitsIn256Bytes(t *testing.T) {
 	if n := unsafe.Sizeof(pending{}); n > 256 {
 		t.Errorf("pending is %d bytes, more than 256: reorder or shrink its fields", n)
 	}
+}
+
+// The URL-mode elicitations a child had the pool ask are remembered for
+// their completion at most maxElicitations at a time (the oldest forgotten
+// first), each for elicitationTTL, and once: a child that asks without
+// end grows nothing. A session's are forgotten when it leaves; a session
+// that closed before its question was recorded is not remembered.
+func TestElicitationsRememberedAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tab := newRequestTable(nil)
+		a, b := &session{closed: make(chan struct{})}, &session{closed: make(chan struct{})}
+		size := func() (n int) {
+			tab.update(func(in *inFlight) { n = len(in.elicited) })
+			return n
+		}
+		id := uint64(0)
+		ask := func(s *session, elicitationID string) bool {
+			id++
+			return tab.addQuestion(id, []byte(`"q"`), s, elicitationID)
+		}
+
+		ask(a, "first")
+		time.Sleep(time.Second)
+		for i := range 2 * maxElicitations {
+			ask(b, fmt.Sprint("flood-", i))
+		}
+		if n := size(); n != maxElicitations {
+			t.Fatalf("%d elicitations remembered, want at most %d", n, maxElicitations)
+		}
+		if s := tab.elicitationAsker("first"); s != nil {
+			t.Error("the oldest was not the one forgotten")
+		}
+		last := fmt.Sprint("flood-", 2*maxElicitations-1)
+		if s := tab.elicitationAsker(last); s != b {
+			t.Errorf("the newest: asked %p, want %p", s, b)
+		}
+		if s := tab.elicitationAsker(last); s != nil {
+			t.Error("a completion was routed twice")
+		}
+		tab.dropQuestionsOf(b)
+		if n := size(); n != 0 {
+			t.Errorf("%d elicitations remembered after their session left, want 0", n)
+		}
+
+		ask(a, "slow")
+		time.Sleep(elicitationTTL + time.Second)
+		if s := tab.elicitationAsker("slow"); s != nil {
+			t.Error("an elicitation was remembered past elicitationTTL")
+		}
+		close(a.closed)
+		if ask(a, "closed") || size() != 0 {
+			t.Error("a closed session's elicitation was remembered")
+		}
+	})
 }

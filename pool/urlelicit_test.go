@@ -342,3 +342,74 @@ func TestMRTRURLOnlyCallGetsNoFormQuestion(t *testing.T) {
 		t.Errorf("a URL-only call asked a form, over stdio: %s, want -32021 requiring elicitation in form mode", m.raw)
 	}
 }
+
+// A legacy child's notifications/elicitation/complete reaches the
+// legacy session it asked that URL-mode elicitation (2025-11-25: only
+// the client that was asked), once, and no other session. A 2026-07-28
+// client, carried the elicitation as input_required, gets none: that
+// revision removed the notification, and the retry brings the outcome.
+// On the first edition the pool dropped every completion.
+func TestElicitationCompleteGoesToTheSessionAsked(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	const urlMode = `{"elicitation":{"url":{}}}`
+	asked, bystander := tp.dial(t, "srv"), tp.dial(t, "srv")
+	asked.initialize("asked", urlMode)
+	bystander.initialize("bystander", urlMode)
+	quiet := func(c *client, who string) {
+		t.Helper()
+		c.send(`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+		if _, got := c.recvID(`"p"`); len(got) > 0 {
+			t.Fatalf("%s got %s", who, got[0].raw)
+		}
+	}
+
+	asked.call("1", "ask", `{"kind":"elicitation_url","complete":true}`)
+	q := asked.recv()
+	var p struct {
+		ElicitationID string `json:"elicitationId"`
+	}
+	if err := json.Unmarshal(q.Params, &p); err != nil || q.Method != "elicitation/create" || p.ElicitationID == "" {
+		t.Fatalf("the asked session got %s, want the URL-mode elicitation", q.raw)
+	}
+	asked.send(`{"jsonrpc":"2.0","id":` + string(q.ID) + `,"result":{"action":"accept"}}`)
+	m, before := asked.recvID("1")
+	if m.text() != `{"action":"accept"}` || len(before) != 1 || before[0].Method != "notifications/elicitation/complete" ||
+		!strings.Contains(string(before[0].Params), `"elicitationId":"`+p.ElicitationID+`"`) {
+		t.Fatalf("the asked session: %s after %v, want the child's completion of %q, then the result", m.raw, before, p.ElicitationID)
+	}
+	quiet(bystander, "the session not asked")
+
+	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	modern := tp.dial(t, "srv")
+	send := map[string]func(id, body string) msg{
+		"http": func(_, body string) msg { return h.call(body) },
+		"stdio": func(id, body string) msg {
+			modern.send(body)
+			m, other := modern.recvID(id)
+			if len(other) > 0 {
+				t.Errorf("the modern stdio client got %s", other[0].raw)
+			}
+			return m
+		},
+	}
+	for _, how := range []string{"http", "stdio"} {
+		t.Run(how, func(t *testing.T) {
+			body := func(id, extra string) string {
+				return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"ask","arguments":{"kind":"elicitation_url","complete":true}%s,%s}}`,
+					id, extra, urlMeta)
+			}
+			r := readResult(t, send[how]("2", body("2", "")))
+			if r.ResultType != "input_required" || len(r.InputRequests) != 1 {
+				t.Fatalf("the modern call: %+v, want the elicitation as input_required", r)
+			}
+			for key := range r.InputRequests {
+				retry := body("3", fmt.Sprintf(`,"inputResponses":{%q:{"action":"accept"}},"requestState":%q`, key, r.RequestState))
+				if m := send[how]("3", retry); m.text() != `{"action":"accept"}` {
+					t.Fatalf("the retry: %s", m.raw)
+				}
+			}
+			quiet(asked, "a legacy session not asked")
+			quiet(bystander, "a legacy session not asked")
+		})
+	}
+}

@@ -991,8 +991,8 @@ var tools = []map[string]any{
 	tool("crash", "Exit at once with code (default 3), without answering", props{"code": "integer"}, nil),
 	tool("progress", "Send steps progress notifications, ms apart, then answer \"done\"", props{"steps": "integer", "ms": "integer"}, nil),
 	tool("ro_progress", "progress, annotated read-only", props{"steps": "integer", "ms": "integer"}, map[string]any{"readOnlyHint": true}),
-	tool("ask", "Ask the client (sampling, elicitation, elicitation_url: an elicitation in URL mode, or roots) and answer with its result as JSON text; legacy: steps progress notifications after the answer; 2026-07-28: steps progress notifications on every round, from 1, and again asks again on every retry, answered or not; kind url: until file exists, ask the client to visit a URL (legacy: error -32042, after asking the first question if any; modern: input_required), then answer \"authorized\"",
-		props{"kind": "string", "steps": "integer", "again": "boolean", "file": "string", "first": "string"}, nil),
+	tool("ask", "Ask the client (sampling, elicitation, elicitation_url: an elicitation in URL mode, or roots) and answer with its result as JSON text; legacy: steps progress notifications after the answer; 2026-07-28: steps progress notifications on every round, from 1, and again asks again on every retry, answered or not; kind url: until file exists, ask the client to visit a URL (legacy: error -32042, after asking the first question if any; modern: input_required), then answer \"authorized\"; legacy elicitation_url with complete: notifications/elicitation/complete for it between the client's answer and the result",
+		props{"kind": "string", "steps": "integer", "again": "boolean", "file": "string", "first": "string", "complete": "boolean"}, nil),
 	tool("big", "Answer a text of bytes 'x' characters", props{"bytes": "integer"}, nil),
 	tool("notify", "Send notifications/<kind>/list_changed (tools, resources, prompts), or resources/updated (updated)", props{"kind": "string"}, nil),
 	tool("log", "Send notifications/message with level and data", props{"level": "string", "data": ""}, nil),
@@ -1033,6 +1033,7 @@ type args struct {
 	Kind         string          `json:"kind"`
 	Again        bool            `json:"again"`
 	First        string          `json:"first"`
+	Complete     bool            `json:"complete"`
 	Bytes        int             `json:"bytes"`
 	Level        string          `json:"level"`
 	Data         json.RawMessage `json:"data"`
@@ -1244,12 +1245,15 @@ func (s *server) ask(r *request, a args) {
 		s.fail(r, codeInvalidParams, "Invalid params: kind must be sampling, elicitation, elicitation_url or roots", nil)
 		return
 	}
-	answer, answered, ok := s.question(r, kind)
+	answer, answered, ok, key := s.question(r, kind)
 	switch {
 	case !ok:
 	case !answered:
 		s.reply(r, text("no answer"))
 	default:
+		if a.Complete && kind == "elicitation_url" { // the user finished at the URL (2025-11-25)
+			s.out.send(notification("notifications/elicitation/complete", map[string]any{"elicitationId": key}))
+		}
 		for i := 1; i <= a.Steps && r.meta.ProgressToken != nil; i++ {
 			s.out.send(notification("notifications/progress", map[string]any{"progressToken": r.meta.ProgressToken,
 				"progress": i, "total": a.Steps, "message": fmt.Sprintf("step %d of %d", i, a.Steps)}))
@@ -1265,9 +1269,10 @@ func (s *server) ask(r *request, a args) {
 // question asks the client kind (one of askKinds) with a legacy
 // server-to-client request and waits for its result, or its error as
 // {"error":...}. answered is false when -ask-timeout ran out first; ok is
-// false when r was cancelled meanwhile (it gets no answer).
-func (s *server) question(r *request, kind string) (answer json.RawMessage, answered, ok bool) {
-	key := fmt.Sprintf("srv-%d", s.asks.Add(1))
+// false when r was cancelled meanwhile (it gets no answer). key is the
+// request's id, and a URL-mode elicitation's elicitationId.
+func (s *server) question(r *request, kind string) (answer json.RawMessage, answered, ok bool, key string) {
+	key = fmt.Sprintf("srv-%d", s.asks.Add(1))
 	id, _ := json.Marshal(key)
 	ch := make(chan json.RawMessage, 1)
 	s.mu.Lock()
@@ -1280,17 +1285,17 @@ func (s *server) question(r *request, kind string) (answer json.RawMessage, answ
 	s.out.send(msg)
 	select {
 	case answer := <-ch:
-		return answer, true, true
+		return answer, true, true, key
 	case <-r.ctx.Done():
 		s.mu.Lock()
 		delete(s.answers, string(id))
 		s.mu.Unlock()
-		return nil, false, false
+		return nil, false, false, key
 	case <-askTimeout(s.o.askTimeout):
 		s.mu.Lock()
 		delete(s.answers, string(id))
 		s.mu.Unlock()
-		return nil, false, true
+		return nil, false, true, key
 	}
 }
 
@@ -1379,7 +1384,7 @@ func (s *server) askURL(r *request, a args) {
 		return
 	}
 	if a.First != "" && !r.modern {
-		if _, _, ok := s.question(r, a.First); !ok {
+		if _, _, ok, _ := s.question(r, a.First); !ok {
 			return
 		}
 	}
