@@ -58,14 +58,16 @@ func modernHTTP(r *http.Request, body []byte, msg jsonrpc.Message) bool {
 // validateModern checks a modern request as the spec's server validation
 // says, in this order: the required _meta fields (400, -32602), the headers
 // against the body (400, -32020), the version (400, -32022), and methods
-// the revision removed (404, -32601). nil means serve it.
-func validateModern(h http.Header, body []byte, msg jsonrpc.Message) *httpRefusal {
-	return checkModern(h, body, msg, true)
+// the revision removed (404, -32601). nil means serve it. hs is the
+// server's handshake, if a child of it made one: the versions -32022
+// lists are the ones its server/discover does (supportedVersions).
+func validateModern(h http.Header, body []byte, msg jsonrpc.Message, hs *handshake) *httpRefusal {
+	return checkModern(h, body, msg, true, hs)
 }
 
 // checkModern is validateModern; the stdio front door has no headers to
 // check (withHeaders false).
-func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bool) *httpRefusal {
+func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bool, hs *handshake) *httpRefusal {
 	var params []byte
 	if msg.Params.Present() {
 		params = msg.Params.Of(body)
@@ -92,7 +94,7 @@ func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bo
 	if version != Modern {
 		r := refuse(http.StatusBadRequest, codeUnsupportedVersion,
 			"unsupported protocol version %q: this endpoint serves %s per request (legacy clients initialize first)", version, Modern)
-		r.err.Data = map[string]any{"supported": []string{Modern}, "requested": version}
+		r.err.Data = map[string]any{"supported": supportedVersions(hs), "requested": version}
 		return r
 	}
 	if removedInModern[msg.Method] {

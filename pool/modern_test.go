@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -145,6 +146,58 @@ func TestHTTPModernValidation(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Fatalf("%d refused-or-served echo calls reached the child, want exactly the base64 one", calls)
+	}
+}
+
+// A request in a revision the pool does not serve is told the versions it
+// does (-32022, 2026-07-28 basic/versioning: "listing the versions it does
+// support"; a client told them retries in one, and on stdio must not fall
+// back to initialize): the list server/discover gives, over HTTP and
+// stdio, before the server's first child ran and after. On the first
+// edition it listed 2026-07-28 alone, while discover listed the legacy
+// revisions too.
+func TestUnsupportedVersionListsWhatDiscoverDoes(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	stdio := tp.dial(t, "srv")
+	const unsupported = `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	refusals := func() map[string]msg {
+		resp := h.post(unsupported)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		viaHTTP := msg{raw: string(b)}
+		if err := json.Unmarshal(b, &viaHTTP); err != nil || resp.StatusCode != 400 {
+			t.Fatalf("over HTTP: %s %s, want 400", resp.Status, b)
+		}
+		stdio.send(unsupported)
+		viaStdio, _ := stdio.recvID("9")
+		return map[string]msg{"http": viaHTTP, "stdio": viaStdio}
+	}
+	check := func(when string, m msg, want []string) {
+		t.Helper()
+		var data struct {
+			Supported []string `json:"supported"`
+			Requested string   `json:"requested"`
+		}
+		if m.Error == nil || m.Error.Code != -32022 || json.Unmarshal(m.Error.Data, &data) != nil ||
+			!slices.Equal(data.Supported, want) || data.Requested != "2099-01-01" {
+			t.Errorf("%s: %s, want -32022 with supported %q", when, m.raw, want)
+		}
+	}
+
+	before := refusals()
+	var discover struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	if m := h.call(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`); json.Unmarshal(m.Result, &discover) != nil ||
+		len(discover.SupportedVersions) < 2 {
+		t.Fatalf("discover: %s", m.raw)
+	}
+	for how, m := range before {
+		check(how+", before any child", m, discover.SupportedVersions)
+	}
+	for how, m := range refusals() {
+		check(how+", once a child ran", m, discover.SupportedVersions)
 	}
 }
 
