@@ -258,7 +258,8 @@ func adoptCarried(cc CarriedChild) (*child, error) {
 func (cc CarriedChild) handshake() *handshake {
 	h := cc.Handshake
 	return &handshake{era: h.Era, protocolVersion: h.ProtocolVersion, capabilities: h.Capabilities, serverInfo: h.ServerInfo,
-		instructions: h.Instructions, supported: h.Supported, ttlMs: h.TTLMs, cacheScope: h.CacheScope}
+		instructions: h.Instructions, supported: h.Supported, ttlMs: h.TTLMs, cacheScope: h.CacheScope,
+		infoMeta: serverInfoMember(h.ServerInfo)}
 }
 
 // carriedCaps are c as a CarriedChild's Caps.

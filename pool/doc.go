@@ -38,10 +38,11 @@
 //     client's initialize, server/discover and ping are answered from the
 //     cached result: [backend.handshake], [session.initialize],
 //     [handshake.initializeResult], [handshake.discoverResult].
-//   - A modern client of a legacy child gets 2026-07-28 answers; a legacy
+//   - A modern client of a legacy child gets 2026-07-28 answers, each
+//     result naming the child in _meta as server/discover does; a legacy
 //     client of a modern child gets the _meta the stateless revision
 //     requires: [backend.responseFor], [modernResponse],
-//     [session.noteModern], [rewriteRequest].
+//     [serverInfoMember], [session.noteModern], [rewriteRequest].
 //   - A client's notifications/cancelled ends its request; the child is
 //     told with the pool id. A session that ends has what it had in flight
 //     cancelled the same way, and late answers are orphans:

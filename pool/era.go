@@ -48,6 +48,18 @@ type handshake struct {
 	supported       []string // modern: supportedVersions
 	ttlMs           int64    // modern: the child's cache hint for discover
 	cacheScope      string
+	infoMeta        []byte // legacy: serverInfoMember, made once for every result a modern client gets (modernResponse)
+}
+
+// serverInfoMember is the _meta member naming the server that
+// 2026-07-28 asks on every result, as discoverResult names it:
+// "io.modelcontextprotocol/serverInfo":{...}.
+func serverInfoMember(info json.RawMessage) []byte {
+	b, err := json.Marshal(map[string]json.RawMessage{metaServerInfo: rawOrDefault(info, `{"name":"switchboard","version":"dev"}`)})
+	if err != nil {
+		return nil // not JSON: no member
+	}
+	return b[1 : len(b)-1]
 }
 
 // capabilitiesJSON is what the pool declares to a child: roots only when
@@ -241,7 +253,7 @@ func parseInitialize(raw []byte) (*handshake, error) {
 		return nil, errors.New("initialize result has no protocolVersion")
 	}
 	return &handshake{era: EraLegacy, protocolVersion: r.ProtocolVersion, capabilities: r.Capabilities,
-		serverInfo: r.ServerInfo, instructions: r.Instructions}, nil
+		serverInfo: r.ServerInfo, instructions: r.Instructions, infoMeta: serverInfoMember(r.ServerInfo)}, nil
 }
 
 // initializeResult answers a legacy client's initialize. The version is

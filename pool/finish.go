@@ -199,8 +199,10 @@ func (b *backend) finish(p *pending, o outcome) bool {
 // back, and for a 2026-07-28 client of a legacy child what that revision
 // requires of the result.
 func (b *backend) responseFor(msg *jsonrpc.Message, method string, e ended) []byte {
-	if e.modern && b.childIsLegacy() {
-		return modernResponse(msg, method, e.origID)
+	if e.modern {
+		if info, legacy := b.legacyInfo(); legacy {
+			return modernResponse(msg, method, e.origID, info)
+		}
 	}
 	return responseForClient(nil, msg, e.origID)
 }

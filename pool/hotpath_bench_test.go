@@ -2,6 +2,7 @@ package pool
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
@@ -124,5 +125,25 @@ func BenchmarkRecordQueue(b *testing.B) {
 		if i%1500 == 1499 {
 			q.flush()
 		}
+	}
+}
+
+// BenchmarkModernResponse: a legacy child's answer as a 2026-07-28 client
+// gets it (modernResponse): its own id back, resultType, and the _meta
+// naming the server.
+func BenchmarkModernResponse(b *testing.B) {
+	info := serverInfoMember(json.RawMessage(`{"name":"fakemcp","version":"1.0.0"}`))
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchResponse)))
+	var out []byte
+	for b.Loop() {
+		msg, err := jsonrpc.Parse(benchResponse)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = modernResponse(&msg, "tools/call", []byte(`"17"`), info)
+	}
+	if !bytes.Contains(out, []byte(`"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":`)) {
+		b.Fatalf("rewrote %s", out)
 	}
 }

@@ -34,3 +34,15 @@ func (b *backend) childIsLegacy() bool {
 	defer b.mu.Unlock()
 	return b.hs == nil || b.hs.era == EraLegacy
 }
+
+// legacyInfo is childIsLegacy, with the _meta member naming a legacy
+// child that its results carry to a modern client (nil before the
+// handshake).
+func (b *backend) legacyInfo() (infoMeta []byte, legacy bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.hs == nil {
+		return nil, true
+	}
+	return b.hs.infoMeta, b.hs.era == EraLegacy
+}

@@ -60,6 +60,54 @@ func TestModernClientOfLegacyChild(t *testing.T) {
 	}
 }
 
+// Every result a 2026-07-28 client gets from a legacy child names the
+// server in _meta["io.modelcontextprotocol/serverInfo"] (2026-07-28
+// basic/index: servers SHOULD, on every result), as server/discover names
+// it: the child's own serverInfo. So do the pool's input_required for the
+// child's question and for its -32042, and the retry's result. Over HTTP
+// and stdio. On the first edition only server/discover carried it.
+func TestModernResultsNameTheServer(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	roundTrip, _ := roundTrips(t, tp)
+	infoOf := func(m msg) string {
+		var r struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		if err := json.Unmarshal(m.Result, &r); err != nil {
+			t.Fatalf("not a result: %s", m.raw)
+		}
+		return string(r.Meta["io.modelcontextprotocol/serverInfo"])
+	}
+	for _, how := range []string{"http", "stdio"} {
+		t.Run(how, func(t *testing.T) {
+			send := roundTrip[how]
+			want := infoOf(send("1", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+modernMeta+`}}`))
+			if !strings.Contains(want, `"fakemcp"`) {
+				t.Fatalf("discover names the server %s, want the child's serverInfo", want)
+			}
+			check := func(what string, m msg) inputRequiredResult {
+				t.Helper()
+				if got := infoOf(m); got != want {
+					t.Errorf("%s: serverInfo %s, want discover's %s: %s", what, got, want, m.raw)
+				}
+				return readResult(t, m)
+			}
+			check("tools/list", send("2", `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{`+modernMeta+`}}`))
+			check("prompts/list", send("3", `{"jsonrpc":"2.0","id":3,"method":"prompts/list","params":{`+modernMeta+`}}`))
+			check("tools/call", send("4", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},`+modernMeta+`}}`))
+
+			asked := check("input_required", send("5", askCall("5", "sampling", "")))
+			for key := range asked.InputRequests {
+				answer := `,"requestState":"` + asked.RequestState + `","inputResponses":{"` + key +
+					`":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`
+				check("the retry's result", send("6", askCall("6", "sampling", answer)))
+			}
+			file := filepath.Join(t.TempDir(), "not-yet")
+			check("input_required for -32042", send("7", askURLCall("7", file, "", urlMeta)))
+		})
+	}
+}
+
 // TestHTTPModernValidation: the 2026-07-28 front door refuses what the spec
 // says it must, with the spec's status and code, and none of it reaches the
 // child; what is valid is served, and an unknown method is a 404.

@@ -239,10 +239,14 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 // what the client did not declare). Both nil: the answer is not such a
 // refusal of a call that can carry input_required; it goes as it is.
 func (b *backend) urlElicitationForModern(method string, clientID []byte, caps clientCaps, msg *jsonrpc.Message) (line []byte, refusal *jsonrpc.Error) {
-	if !msg.Error.Present() || !mrtrMethods[method] || !b.childIsLegacy() {
+	if !msg.Error.Present() || !mrtrMethods[method] {
 		return nil, nil
 	}
-	line, ok := urlElicitationResponse(msg, clientID)
+	info, legacy := b.legacyInfo()
+	if !legacy {
+		return nil, nil
+	}
+	line, ok := urlElicitationResponse(msg, clientID, info)
 	switch {
 	case !ok:
 		return nil, nil
@@ -276,10 +280,15 @@ func questionOf(msg *jsonrpc.Message) json.RawMessage {
 	return out
 }
 
-// inputRequired is the InputRequiredResult carrying the child's question.
+// inputRequired is the InputRequiredResult carrying the child's question,
+// naming the child in _meta as its other results do (modernResponse).
 func inputRequired(x *mrtrHold) []byte {
-	out, _ := json.Marshal(map[string]any{"resultType": "input_required",
-		"inputRequests": map[string]any{x.key: x.request}, "requestState": x.state})
+	r := map[string]any{"resultType": "input_required",
+		"inputRequests": map[string]any{x.key: x.request}, "requestState": x.state}
+	if info, _ := x.b.legacyInfo(); len(info) > 0 {
+		r["_meta"] = json.RawMessage("{" + string(info) + "}")
+	}
+	out, _ := json.Marshal(r)
 	return out
 }
 
@@ -366,7 +375,8 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 		if m.Error.Present() {
 			code, _ = errorFields(m.Error.Of(final))
 		}
-		s.answer(ex, modernResponse(&m, p.method, id), code, slot)
+		info, _ := b.legacyInfo() // a held call is a legacy child's (carryAsMRTR)
+		s.answer(ex, modernResponse(&m, p.method, id, info), code, slot)
 	case done:
 		s.answerError(ex, id, newError(errHeldCallEnded, true, s.srv.name), s.ending(p, id, ex))
 	case answer == nil:

@@ -181,38 +181,52 @@ func responseForClient(dst []byte, msg *jsonrpc.Message, clientID []byte) []byte
 
 // modernResponse rewrites a legacy child's response for a 2026-07-28
 // client: the client's id in place of the pool's, resultType "complete"
-// on a result that lacks one, and for cacheable results the cache hints
+// on a result that lacks one, for cacheable results the cache hints
 // "do not cache, not shared" (ttlMs 0, cacheScope private): a legacy child
 // says nothing about how long its lists stay true, and the pool must not
-// let one client's answer stand for another's. An error keeps its code,
-// except the legacy -32002 that 2026-07-28 replaced with -32602.
-func modernResponse(msg *jsonrpc.Message, method string, clientID []byte) []byte {
+// let one client's answer stand for another's; and in the result's _meta
+// the serverInfo member (infoMeta: serverInfoMember, made once per child)
+// that 2026-07-28 asks on every result, unless it names one. An error
+// keeps its code, except the legacy -32002 that 2026-07-28 replaced with
+// -32602. The answer is its one allocation.
+func modernResponse(msg *jsonrpc.Message, method string, clientID, infoMeta []byte) []byte {
 	raw := msg.Raw
-	var edits [2]edit
+	var edits [7]edit // the id, and at most six insertions
 	edits[0] = edit{msg.ID, clientID}
 	n := 1
 	switch {
 	case msg.Result.Present() && raw[msg.Result.Start] == '{':
 		res := msg.Result.Of(raw)
-		var add []byte
+		at := jsonrpc.Span{Start: msg.Result.Start + 1, End: msg.Result.Start + 1}
+		first := n
+		insert := func(val []byte) { edits[n] = edit{at, val}; n++ }
 		if !jsonrpc.Member(res, "resultType").Present() {
-			add = append(add, `"resultType":"complete",`...)
+			insert(addComplete)
 		}
 		if cacheableMethods[method] {
 			if !jsonrpc.Member(res, "ttlMs").Present() {
-				add = append(add, `"ttlMs":0,`...)
+				insert(addNoTTL)
 			}
 			if !jsonrpc.Member(res, "cacheScope").Present() {
-				add = append(add, `"cacheScope":"private",`...)
+				insert(addPrivate)
 			}
 		}
-		if len(add) > 0 {
-			if emptyObject(res) {
-				add = add[:len(add)-1]
+		switch meta := jsonrpc.Member(res, "_meta"); {
+		case len(infoMeta) == 0:
+		case !meta.Present():
+			insert(metaOpen)
+			insert(infoMeta)
+			insert(metaClose)
+		case res[meta.Start] == '{' && !jsonrpc.Member(meta.Of(res), metaServerInfo).Present():
+			at = jsonrpc.Span{Start: msg.Result.Start + meta.Start + 1, End: msg.Result.Start + meta.Start + 1}
+			insert(infoMeta)
+			if !emptyObject(meta.Of(res)) {
+				insert(comma)
 			}
-			at := msg.Result.Start + 1
-			edits[n] = edit{jsonrpc.Span{Start: at, End: at}, add}
-			n++
+		}
+		if n > first && emptyObject(res) { // all at the result's start: the last one takes no comma
+			last := edits[n-1].val
+			edits[n-1].val = last[:len(last)-1]
 		}
 	case msg.Error.Present() && raw[msg.Error.Start] == '{':
 		errObj := msg.Error.Of(raw)
@@ -226,6 +240,17 @@ func modernResponse(msg *jsonrpc.Message, method string, clientID []byte) []byte
 	return applyEdits(nil, raw, edits[:n], nil)
 }
 
+// What modernResponse inserts, each ending in the comma that the next
+// member needs.
+var (
+	addComplete = []byte(`"resultType":"complete",`)
+	addNoTTL    = []byte(`"ttlMs":0,`)
+	addPrivate  = []byte(`"cacheScope":"private",`)
+	metaOpen    = []byte(`"_meta":{`)
+	metaClose   = []byte(`},`)
+	comma       = []byte(`,`)
+)
+
 // urlElicitationResponse rewrites a legacy child's URLElicitationRequiredError
 // (-32042, 2025-11-25: the call is refused until the user has been to
 // the URLs of data.elicitations) for a 2026-07-28 client, which has no
@@ -238,7 +263,8 @@ func modernResponse(msg *jsonrpc.Message, method string, clientID []byte) []byte
 // to the child, as a 2025-11-25 client's would be. ok is false for any
 // other answer, and for one 2025-11-25 does not allow (an elicitation
 // that is not URL mode, or lacks its url or its own elicitationId).
-func urlElicitationResponse(msg *jsonrpc.Message, clientID []byte) (line []byte, ok bool) {
+// infoMeta, if any, is the result's _meta (as modernResponse adds it).
+func urlElicitationResponse(msg *jsonrpc.Message, clientID, infoMeta []byte) (line []byte, ok bool) {
 	if !msg.Error.Present() {
 		return nil, false
 	}
@@ -266,7 +292,11 @@ func urlElicitationResponse(msg *jsonrpc.Message, clientID []byte) (line []byte,
 		requests[e.ElicitationID] = map[string]any{"method": "elicitation/create",
 			"params": map[string]string{"mode": "url", "message": e.Message, "url": e.URL}}
 	}
-	result, err := json.Marshal(map[string]any{"resultType": "input_required", "inputRequests": requests})
+	r := map[string]any{"resultType": "input_required", "inputRequests": requests}
+	if len(infoMeta) > 0 {
+		r["_meta"] = json.RawMessage("{" + string(infoMeta) + "}")
+	}
+	result, err := json.Marshal(r)
 	if err != nil {
 		return nil, false
 	}

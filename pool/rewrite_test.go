@@ -85,6 +85,10 @@ func TestRewriteRequest(t *testing.T) {
 
 // Every other rewrite, both ways, on the message it applies to.
 func TestRewrites(t *testing.T) {
+	info := serverInfoMember(json.RawMessage(`{"name":"fake", "version":"1"}`))
+	if string(info) != `"io.modelcontextprotocol/serverInfo":{"name":"fake","version":"1"}` {
+		t.Fatalf("serverInfoMember: %s", info)
+	}
 	parse := func(s string) *jsonrpc.Message {
 		t.Helper()
 		m, err := jsonrpc.Parse([]byte(s))
@@ -119,14 +123,32 @@ func TestRewrites(t *testing.T) {
 			func(m *jsonrpc.Message) []byte { return responseForClient(nil, m, []byte(`"1"`)) },
 			`{"id":"1","jsonrpc":"2.0","error":{"code":-1,"message":"x"}}`},
 		{"a modern client of a legacy child: resultType and cache hints", `{"jsonrpc":"2.0","id":5,"result":{"tools":[]}}`,
-			func(m *jsonrpc.Message) []byte { return modernResponse(m, "tools/list", []byte(`"c"`)) },
+			func(m *jsonrpc.Message) []byte { return modernResponse(m, "tools/list", []byte(`"c"`), nil) },
 			`{"jsonrpc":"2.0","id":"c","result":{"resultType":"complete","ttlMs":0,"cacheScope":"private","tools":[]}}`},
 		{"a modern client of a legacy child: an empty result", `{"jsonrpc":"2.0","id":5,"result":{}}`,
-			func(m *jsonrpc.Message) []byte { return modernResponse(m, "tools/call", []byte(`1`)) },
+			func(m *jsonrpc.Message) []byte { return modernResponse(m, "tools/call", []byte(`1`), nil) },
 			`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}`},
 		{"a modern client of a legacy child: -32002 becomes -32602", `{"jsonrpc":"2.0","id":5,"error":{"code":-32002,"message":"nf"}}`,
-			func(m *jsonrpc.Message) []byte { return modernResponse(m, "resources/read", []byte(`1`)) },
+			func(m *jsonrpc.Message) []byte { return modernResponse(m, "resources/read", []byte(`1`), info) },
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"nf"}}`},
+		{"a modern client of a legacy child: serverInfo", `{"jsonrpc":"2.0","id":5,"result":{"tools":[]}}`,
+			func(m *jsonrpc.Message) []byte { return modernResponse(m, "tools/list", []byte(`"c"`), info) },
+			`{"jsonrpc":"2.0","id":"c","result":{"resultType":"complete","ttlMs":0,"cacheScope":"private","_meta":{` + string(info) + `},"tools":[]}}`},
+		{"a modern client of a legacy child: serverInfo in an empty result", `{"jsonrpc":"2.0","id":5,"result":{}}`,
+			func(m *jsonrpc.Message) []byte { return modernResponse(m, "tools/call", []byte(`1`), info) },
+			`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","_meta":{` + string(info) + `}}}`},
+		{"a modern client of a legacy child: serverInfo alone", `{"jsonrpc":"2.0","id":5,"result":{"resultType":"complete"}}`,
+			func(m *jsonrpc.Message) []byte { return modernResponse(m, "tools/call", []byte(`1`), info) },
+			`{"jsonrpc":"2.0","id":1,"result":{"_meta":{` + string(info) + `},"resultType":"complete"}}`},
+		{"a modern client of a legacy child: serverInfo joins the result's _meta", `{"jsonrpc":"2.0","id":5,"result":{"content":[],"_meta":{"k":1}}}`,
+			func(m *jsonrpc.Message) []byte { return modernResponse(m, "tools/call", []byte(`1`), info) },
+			`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[],"_meta":{` + string(info) + `,"k":1}}}`},
+		{"a modern client of a legacy child: serverInfo in an empty _meta", `{"jsonrpc":"2.0","id":5,"result":{"_meta":{ }}}`,
+			func(m *jsonrpc.Message) []byte { return modernResponse(m, "tools/call", []byte(`1`), info) },
+			`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","_meta":{` + string(info) + ` }}}`},
+		{"a modern client of a legacy child: the child's own serverInfo stays", `{"jsonrpc":"2.0","id":5,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"own"}}}}`,
+			func(m *jsonrpc.Message) []byte { return modernResponse(m, "tools/call", []byte(`1`), info) },
+			`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"own"}}}}`},
 		{"progress gets the client's own token back",
 			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":17,"progress":1}}`,
 			func(m *jsonrpc.Message) []byte {
@@ -205,6 +227,8 @@ func TestURLElicitationRewrites(t *testing.T) {
 			`{"jsonrpc":"2.0","id":"c","result":{"inputRequests":{` + q1 + `},"resultType":"input_required"}}`},
 		{"two, each under its own id, with only 2026-07-28's members", refusal(`{"other":1,"elicitations":[` + e1 + `,` + e2 + `]}`),
 			`{"jsonrpc":"2.0","id":"c","result":{"inputRequests":{` + q2 + `,` + q1 + `},"resultType":"input_required"}}`},
+		{"named by the child's serverInfo", refusal(`{"elicitations":[` + e1 + `]}`),
+			`{"jsonrpc":"2.0","id":"c","result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fake"}},"inputRequests":{` + q1 + `},"resultType":"input_required"}}`},
 		{"another error", `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"m","data":{"elicitations":[` + e1 + `]}}}`, ""},
 		{"a result", `{"jsonrpc":"2.0","id":1,"result":{"elicitations":[` + e1 + `]}}`, ""},
 		{"no data", `{"jsonrpc":"2.0","id":1,"error":{"code":-32042,"message":"m"}}`, ""},
@@ -220,7 +244,11 @@ func TestURLElicitationRewrites(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := urlElicitationResponse(&msg, []byte(`"c"`))
+			var info []byte
+			if strings.Contains(tt.name, "serverInfo") {
+				info = serverInfoMember(json.RawMessage(`{"name":"fake"}`))
+			}
+			got, ok := urlElicitationResponse(&msg, []byte(`"c"`), info)
 			switch {
 			case tt.want == "" && (ok || got != nil):
 				t.Fatalf("rewritten: %s", got)
@@ -267,6 +295,10 @@ func TestHotPathRewritesAllocate(t *testing.T) {
 	dst := make([]byte, 0, 256)
 	if n := testing.AllocsPerRun(100, func() { dst = responseForClient(dst[:0], &resp, []byte(`"17"`)) }); n != 0 {
 		t.Errorf("responseForClient into a buffer with room: %.0f allocations", n)
+	}
+	info := serverInfoMember(json.RawMessage(`{"name":"fake","version":"1"}`))
+	if n := testing.AllocsPerRun(100, func() { modernResponse(&resp, "tools/call", []byte(`"17"`), info) }); n > 1 {
+		t.Errorf("modernResponse: %.0f allocations, want at most 1 (the answer)", n)
 	}
 }
 
