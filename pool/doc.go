@@ -193,7 +193,9 @@
 //   - roots/list is never asked of a client by a child: sessions that
 //     declare different roots get different children, and the pool answers
 //     roots/list from the partition, with the names the session that made
-//     the partition gave its roots. While the pool asks a client its
+//     the partition gave its roots (a modern call's is the partition of
+//     no roots: its client is never carried roots/list as input_required).
+//     While the pool asks a client its
 //     roots, the client's messages wait, and then go on in order, whoever
 //     ends the ask (its answer, its timer): what the client sends
 //     meanwhile waits behind them; a replay takes each message from the

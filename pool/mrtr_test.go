@@ -481,3 +481,23 @@ func progressOf(t *testing.T, m msg) string {
 	}
 	return string(p.Progress)
 }
+
+// A legacy child that asks roots/list during a 2026-07-28 client's call
+// is answered by the pool, as every legacy child's roots/list is, from
+// the call's roots partition: 2026-07-28 requests declare no roots to the
+// pool, so the child is told none, and the client gets the call's result,
+// never input_required, whether or not its request declared roots. Over
+// HTTP and stdio.
+func TestMRTRLegacyChildRootsAnsweredByThePool(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	roundTrip, _ := roundTrips(t, tp)
+	const rootsMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{}}}`
+	for _, how := range []string{"http", "stdio"} {
+		for _, meta := range []string{rootsMeta, modernMeta} {
+			m := roundTrip[how]("1", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"kind":"roots"},`+meta+`}}`)
+			if r := readResult(t, m); r.ResultType != "complete" || len(r.Content) != 1 || r.Content[0].Text != `{"roots":[]}` {
+				t.Fatalf("%s, %s: %s, want the call's result with the child told no roots", how, meta, m.raw)
+			}
+		}
+	}
+}
