@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/app/home"
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
@@ -44,17 +45,47 @@ func (b *startBackoff) failed() (giveUp bool) {
 // succeeded starts the count again.
 func (b *startBackoff) succeeded() { *b = startBackoff{} }
 
+// A shim that needs a pool where clients may not start one
+// (autostart.fromClients is false) waits for the user to start it, but
+// not for ever: its client waits for answers (what the dead pool owed,
+// what it sent since). After userStartWait with no pool the shim gives
+// up as above, and exits saying how to start one.
+
+// userStartWait bounds that wait: as long as a client waits for a pool
+// that is starting (launch's runningWait), time enough for the user to
+// restart the tray.
+const userStartWait = 10 * time.Second
+
+// userStart times a shim's wait for a pool it may not start. The zero
+// value has not started waiting.
+type userStart struct {
+	until time.Time
+}
+
+// over starts the wait on its first call, and reports whether it is over.
+func (w *userStart) over() bool {
+	if w.until.IsZero() {
+		w.until = time.Now().Add(userStartWait)
+	}
+	return time.Now().After(w.until)
+}
+
+// noPoolCame is the cause a shim gives up with when no pool came in
+// userStartWait: disabled says why it did not start one.
+func noPoolCame(paths home.Paths, disabled error) error {
+	return fmt.Errorf("%w (no pool socket at %s; none came within %s) and %v in %s: start it with `switchboard` (tray) or `switchboard serve`, or turn autostart.fromClients on",
+		ErrNoPool, paths.PoolSocket(), userStartWait, disabled, paths.Config)
+}
+
 // answerLost appends an error answer for each request a pool took and
 // never answered: it may have run where it had been written to a child.
+// The code is the one a pool answers an owed request with (-32003).
 func answerLost(dst []byte, lost []wire.Lost, server string, cause error) []byte {
 	for _, l := range lost {
-		var e *jsonrpc.Error
-		if l.Written {
-			e = &jsonrpc.Error{Code: jsonrpc.CodeBackendDied,
-				Message: fmt.Sprintf("Switchboard stopped while this request was in flight on server %q, and no pool could take the session back: %v; it was not re-sent because it may have executed", server, cause)}
-		} else {
-			e = &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable,
-				Message: fmt.Sprintf("Switchboard stopped before this request reached server %q, and no pool could take the session back: %v; it did not run", server, cause)}
+		e := &jsonrpc.Error{Code: jsonrpc.CodeBackendDied,
+			Message: fmt.Sprintf("Switchboard stopped while this request was in flight on server %q, and no pool could take the session back: %v; it was not re-sent because it may have executed", server, cause)}
+		if !l.Written {
+			e.Message = fmt.Sprintf("Switchboard stopped before this request reached server %q, and no pool could take the session back: %v; it did not run", server, cause)
 		}
 		e.Data = map[string]any{"retryable": true, "mayHaveExecuted": l.Written, "server": server}
 		dst = append(jsonrpc.AppendErrorResponse(dst, []byte(l.ID), e), '\n')

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -43,6 +44,26 @@ func TestStartBackoff(t *testing.T) {
 	})
 }
 
+// TestUserStartWait: a shim that may not start a pool waits userStartWait
+// for one from its first look, and not longer.
+func TestUserStartWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var w userStart
+		time.Sleep(time.Minute) // the clock starts at the first look, not before
+		if w.over() {
+			t.Fatal("over at once")
+		}
+		time.Sleep(userStartWait)
+		if w.over() {
+			t.Fatalf("over after %v", userStartWait)
+		}
+		time.Sleep(time.Millisecond)
+		if !w.over() {
+			t.Fatalf("not over after %v", userStartWait+time.Millisecond)
+		}
+	})
+}
+
 // TestGiveUpAnswers: a shim giving up answers each request its client
 // waits for once, with the cause, saying whether it may have run: what a
 // dead pool took (written to a child or not) and what no pool read
@@ -77,9 +98,10 @@ func TestGiveUpAnswers(t *testing.T) {
 		if !strings.Contains(a.Error.Message, cause.Error()) || a.Error.Data.Server != "mem" {
 			t.Errorf("answer %s does not name the cause and the server", line)
 		}
-		got = append(got, string(a.ID)+" "+map[bool]string{true: "may have run", false: "did not run"}[a.Error.Data.MayHaveExecuted])
+		got = append(got, fmt.Sprint(string(a.ID), " ", a.Error.Code, " ", map[bool]string{true: "may have run", false: "did not run"}[a.Error.Data.MayHaveExecuted]))
 	}
-	want := []string{`"a" may have run`, "7 did not run", "1.0 did not run"}
+	// What a pool took is owed: -32003, as a pool answers it.
+	want := []string{`"a" -32003 may have run`, "7 -32003 did not run", "1.0 -32000 did not run"}
 	if strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Fatalf("answers %q, want %q", got, want)
 	}

@@ -28,6 +28,8 @@ import (
 // one): the client is owed answers. After a planned stop it starts one only
 // when the client sends something: a pool the user quit stays quit until
 // it is needed, and an upgraded or restarted one is found when it listens.
+// Where clients may not start one, it waits as long for the user to
+// (userStartWait), then answers what its client waits for and exits.
 type attached struct {
 	paths   home.Paths
 	name    string
@@ -89,16 +91,17 @@ func (a *attached) wait(conn net.Conn, br *bufio.Reader) error {
 // reattach waits for a pool and hands it the session. It gives up only
 // when the client is gone (nothing to keep), when a pool refuses the
 // session (its server was removed from the config meanwhile, or the pool
-// runs without it because its config does not load), or when no pool
-// can be started (maxFailedStarts, backing off between them); then it
-// answers what the client waits for (giveUp). planned says the last pool
-// stopped on purpose: a new one is started only for a client that sends
-// something.
+// runs without it because its config does not load), when no pool can be
+// started (maxFailedStarts, backing off between them), or when clients
+// may not start one and none came in userStartWait; then it answers what
+// the client waits for (giveUp). planned says the last pool stopped on
+// purpose: a new one is needed (started, or waited for) only for a
+// client that sends something.
 func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 	sock := a.paths.PoolSocket()
 	dial := func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) }
-	mayStart := true
 	var backoff startBackoff
+	var user userStart
 	var lost []wire.Lost
 	midLine := false
 	for {
@@ -106,11 +109,13 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 			return nil, nil, errClientGone
 		}
 		conn, err := dial()
-		if err != nil && mayStart && backoff.ready() && (!planned || len(a.pending) > 0 || clientWaiting()) {
+		if err != nil && backoff.ready() && (!planned || len(a.pending) > 0 || clientWaiting()) {
 			conn, err = launch.Ensure(a.paths, dial)
 			switch {
 			case errors.Is(err, launch.ErrDisabled):
-				mayStart = false // wait for the user to start it
+				if user.over() { // the user did not start one meanwhile
+					return nil, nil, a.giveUp(noPoolCame(a.paths, err), lost, midLine)
+				}
 			case err != nil && backoff.failed():
 				return nil, nil, a.giveUp(fmt.Errorf("%w (no pool socket at %s) and starting one failed %d times; the last time: %v",
 					ErrNoPool, sock, maxFailedStarts, err), lost, midLine)

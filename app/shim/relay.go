@@ -252,13 +252,14 @@ func (r *relayed) control(line []byte, drain chan<- struct{}) (poolEnd, bool) {
 // the held input first. After a planned stop it starts a pool only for a
 // client that has sent something since. Like an attached shim's reattach
 // it backs off between failed starts and gives up after maxFailedStarts,
-// or when a pool refuses the session, answering what the client waits
-// for (giveUp).
+// when a pool refuses the session, or when clients may not start one and
+// none came in userStartWait, answering what the client waits for
+// (giveUp).
 func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 	sock := r.paths.PoolSocket()
 	dial := func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) }
-	mayStart := true
 	var backoff startBackoff
+	var user userStart
 	// After a crash, what was sent and not answered is owed. After a
 	// planned stop the pool answered everything it took, and what it did
 	// not take comes back in held, to be sent again: nothing is owed.
@@ -272,11 +273,13 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 			return nil, nil, errClientGone
 		}
 		conn, err := dial()
-		if err != nil && mayStart && backoff.ready() && (!planned || len(r.held) > 0) {
+		if err != nil && backoff.ready() && (!planned || len(r.held) > 0) {
 			conn, err = launch.Ensure(r.paths, dial)
 			switch {
 			case errors.Is(err, launch.ErrDisabled):
-				mayStart = false
+				if user.over() { // the user did not start one meanwhile
+					return nil, nil, r.giveUp(noPoolCame(r.paths, err), lost)
+				}
 			case err != nil && backoff.failed():
 				return nil, nil, r.giveUp(fmt.Errorf("%w (no pool socket at %s) and starting one failed %d times; the last time: %v",
 					ErrNoPool, sock, maxFailedStarts, err), lost)
