@@ -524,16 +524,20 @@ func TestAutostartDiffAndMarshal(t *testing.T) {
 }
 
 // The lenient expander leak detection uses is the config's: the same
-// references expand the same way, an unset variable to "".
+// references expand the same way, an unset variable to "". A default is
+// used when the variable is unset or empty, as the shell's ${VAR:-d}
+// does; the first edition gave a set but empty variable's "".
 func TestExpandVarsMatchesTheConfig(t *testing.T) {
 	env := map[string]string{"HOME_DIR": "/home/me", "EMPTY": ""}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	for in, want := range map[string]string{
-		"plain":                          "plain",
-		"${HOME_DIR}/bin/server":         "/home/me/bin/server",
-		"${UNSET:-fallback}":             "fallback",
-		"x${UNSET}y":                     "xy",
-		"${EMPTY:-used only when unset}": "",
+		"plain":                         "plain",
+		"${HOME_DIR}/bin/server":        "/home/me/bin/server",
+		"${UNSET:-fallback}":            "fallback",
+		"x${UNSET}y":                    "xy",
+		"${EMPTY:-used when empty too}": "used when empty too",
+		"${EMPTY:-}":                    "",
+		"x${EMPTY}y":                    "xy",
 	} {
 		if got := ExpandVars(in, lookup); got != want {
 			t.Errorf("ExpandVars(%q) = %q, want %q", in, got, want)

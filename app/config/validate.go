@@ -376,16 +376,18 @@ func ExpandVars(s string, lookup func(string) (string, bool)) string {
 }
 
 // substitute is the one ${VAR} expander: it returns s expanded and the
-// variables that were unset without a default (expanded to "").
+// variables that were unset without a default (expanded to ""). As in the
+// shell, ${VAR:-default} gives the default when VAR is unset or empty.
 func substitute(s string, lookup func(string) (string, bool)) (string, []string) {
 	var missing []string
 	out := varRef.ReplaceAllStringFunc(s, func(m string) string {
 		sub := varRef.FindStringSubmatch(m)
-		if v, ok := lookup(sub[1]); ok {
-			return v
-		}
-		if sub[2] != "" {
+		v, ok := lookup(sub[1])
+		switch {
+		case sub[2] != "" && v == "":
 			return sub[3]
+		case ok:
+			return v
 		}
 		missing = append(missing, sub[1])
 		return ""
