@@ -154,8 +154,15 @@ func Import(opts Options) (*Result, error) {
 	locs := []Location{locationOf(opts.File)}
 	if opts.File == "" {
 		locs = nil
+		var seen []os.FileInfo
 		for _, l := range Locations(opts.Client, opts.Env) {
-			if _, err := os.Stat(l.Path); err == nil {
+			fi, err := os.Stat(l.Path)
+			// One file at two locations (~/.cursor/mcp.json is the
+			// project's too when run from the home directory, a link) is
+			// read once, as the first: read twice, its entries would
+			// match themselves and its rewrite back up a rewritten file.
+			if err == nil && !slices.ContainsFunc(seen, func(s os.FileInfo) bool { return os.SameFile(s, fi) }) {
+				seen = append(seen, fi)
 				locs = append(locs, l)
 			}
 		}

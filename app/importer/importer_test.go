@@ -602,6 +602,70 @@ func TestFileWithoutServersIsSkipped(t *testing.T) {
 	}
 }
 
+// TestOneFileAtTwoLocationsIsReadOnce: run from the home directory,
+// Cursor's user file ~/.cursor/mcp.json is also the project's
+// ./.cursor/mcp.json; a CLAUDE_CONFIG_DIR linked to the home makes its
+// .claude.json the user's. Each file is read, planned and rewritten once,
+// under the first location that names it. On the first edition the file
+// was read twice: each entry "present" (the same as itself) the second
+// time, and two backups written, the second of the file already rewritten.
+func TestOneFileAtTwoLocationsIsReadOnce(t *testing.T) {
+	for _, tt := range []struct {
+		tc   importCase
+		file string // under the work dir
+		prep func(t *testing.T, work string, opts *Options)
+	}{
+		{importCase{Cursor, nil}, "home/.cursor/mcp.json",
+			func(t *testing.T, work string, opts *Options) {
+				opts.Env.Cwd = opts.Env.Home
+				file := filepath.Join(opts.Env.Home, ".cursor", "mcp.json")
+				if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(file, []byte(`{"mcpServers": {"tool": {"command": "uvx", "args": ["tool"]}}}`), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{importCase{ClaudeCode, map[string]string{"claude.json": "home/.claude.json"}}, "home/.claude.json",
+			func(t *testing.T, work string, opts *Options) {
+				if err := os.Symlink(opts.Env.Home, filepath.Join(work, "cc")); err != nil {
+					t.Fatal(err)
+				}
+				lookup := opts.Env.Lookup
+				opts.Env.Lookup = func(k string) (string, bool) {
+					if k == "CLAUDE_CONFIG_DIR" {
+						return filepath.Join(work, "cc"), true
+					}
+					return lookup(k)
+				}
+			}},
+	} {
+		t.Run(string(tt.tc.client), func(t *testing.T) {
+			work, opts := setup(t, tt.tc)
+			tt.prep(t, work, &opts)
+			res, err := Import(opts)
+			if err != nil {
+				t.Fatalf("Import: %v", err)
+			}
+			if len(res.Read) != 1 {
+				t.Errorf("Read = %q, want the one file", res.Read)
+			}
+			for _, e := range res.Entries {
+				if strings.HasPrefix(e.Reason, "same as") {
+					t.Errorf("%s %s: %s (%s)", e.File, e.Where, e.Outcome, e.Reason)
+				}
+			}
+			if len(res.Rewrites) != 1 {
+				t.Errorf("%d rewrites, want 1", len(res.Rewrites))
+			}
+			backups, _ := filepath.Glob(filepath.Join(work, tt.file) + ".switchboard-*.bak")
+			if len(backups) != 1 {
+				t.Errorf("backups %q, want 1", backups)
+			}
+		})
+	}
+}
+
 // TestEnvFileEntryIsImportedDisabled: Switchboard does not read envFile,
 // so such an entry would run without its secrets. It is imported disabled
 // with a note saying why, and the client's entry, envFile and all, is
