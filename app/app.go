@@ -315,7 +315,7 @@ func writeStarterConfig(path string, isDefault bool) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create config dir: %w", err)
 	}
-	if err := config.WriteFile(path, []byte(config.Starter), 0o600); err != nil {
+	if err := config.WritePrivateFile(path, []byte(config.Starter)); err != nil {
 		return fmt.Errorf("write starter config: %w", err)
 	}
 	return nil

@@ -188,7 +188,7 @@ func remember(path string, client importer.Client, rws []importer.Rewrite) error
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("remember the setup: %w", err)
 	}
-	return config.WriteFile(path, append(data, '\n'), 0o600)
+	return config.WritePrivateFile(path, append(data, '\n'))
 }
 
 // ErrNothingToUndo means setup never rewrote that client's config.

@@ -429,6 +429,42 @@ func TestDiff(t *testing.T) {
 	}
 }
 
+// WritePrivateFile leaves the file readable by its owner alone: a new
+// one 0600, an existing one without its group and other bits, through a
+// link too (the target's).
+func TestWritePrivateFile(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no Unix permissions")
+	}
+	dir := t.TempDir()
+	path, link := filepath.Join(dir, "c.json"), filepath.Join(dir, "link.json")
+	if err := WritePrivateFile(path, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		path       string
+		before, is os.FileMode
+	}{{path, 0o600, 0o600}, {path, 0o644, 0o600}, {path, 0o400, 0o400}, {link, 0o666, 0o600}} {
+		if err := os.Chmod(path, tt.before); err != nil {
+			t.Fatal(err)
+		}
+		if tt.path == link {
+			if err := os.Symlink(path, link); err != nil {
+				t.Skip("no symlinks:", err)
+			}
+		}
+		if err := WritePrivateFile(tt.path, []byte("two")); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != tt.is {
+			t.Errorf("%s was %v: now %v %v, want %v", filepath.Base(tt.path), tt.before, fi.Mode().Perm(), err, tt.is)
+		}
+	}
+	if b, _ := os.ReadFile(path); string(b) != "two" {
+		t.Errorf("content = %q", b)
+	}
+}
+
 func TestWriteFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "c.json")

@@ -15,6 +15,18 @@ import (
 // mode; a new file gets perm. When path is a symlink (dotfile managers),
 // the link's target is replaced and the link stays.
 func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return writeFile(path, data, perm, false)
+}
+
+// WritePrivateFile is WriteFile for a file of Switchboard's own that
+// may hold secrets (the config, whose servers' env an import copies from
+// a client's private file): it is left readable by its owner alone, an
+// existing file losing its group and other permissions, a new one 0600.
+func WritePrivateFile(path string, data []byte) error {
+	return writeFile(path, data, 0o600, true)
+}
+
+func writeFile(path string, data []byte, perm fs.FileMode, private bool) error {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
@@ -23,6 +35,9 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 		mode = fi.Mode().Perm()
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if private {
+		mode &^= 0o077
 	}
 	dir, base := filepath.Split(path)
 	if dir == "" {

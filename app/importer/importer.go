@@ -219,7 +219,7 @@ func Import(opts Options) (*Result, error) {
 			if err := os.MkdirAll(filepath.Dir(opts.Config), 0o700); err != nil {
 				return nil, fmt.Errorf("create the config dir: %w", err)
 			}
-			if err := config.WriteFile(opts.Config, out, 0o600); err != nil {
+			if err := config.WritePrivateFile(opts.Config, out); err != nil {
 				return nil, err
 			}
 			res.ConfigWritten = true

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -273,6 +274,36 @@ func TestImportCreatesConfig(t *testing.T) {
 	}
 	if got := snapshot(t, filepath.Join(work, "home")); len(got) != 1 {
 		t.Errorf("the client's dir changed without --rewrite-client: %v", got)
+	}
+}
+
+// TestImportMakesTheConfigPrivate: the servers an import adds bring their
+// env (tokens) from a client file into Switchboard's config, which is
+// then private to the user (0600) even if it was not; the client's own
+// file keeps its mode. On the first edition a 0644 config stayed 0644,
+// readable by every user, with the tokens in it.
+func TestImportMakesTheConfigPrivate(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no Unix permissions")
+	}
+	work, opts := setup(t, importCases[0])
+	client := filepath.Join(work, importCases[0].files["claude_desktop_config.json"])
+	if fi, err := os.Stat(opts.Config); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("the config before: %v %v", fi.Mode(), err)
+	}
+	res, err := Import(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := config.Load(opts.Config)
+	if err != nil || !res.ConfigWritten || len(f.Servers["github"].Env) == 0 {
+		t.Fatalf("the import added no server with env: written %v, %+v, %v", res.ConfigWritten, f.Servers["github"], err)
+	}
+	if fi, err := os.Stat(opts.Config); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the config after the import: %v %v, want 0600", fi.Mode(), err)
+	}
+	if fi, err := os.Stat(client); err != nil || len(res.Rewrites) == 0 || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the rewritten client file (%d rewrites): %v %v, want its own 0644", len(res.Rewrites), fi.Mode(), err)
 	}
 }
 
