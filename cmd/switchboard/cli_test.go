@@ -463,31 +463,74 @@ func TestConnectErrors(t *testing.T) {
 	}
 }
 
-// SIGTERM: clean shutdown, exit 0, the child and its grandchild gone.
+// SIGTERM, SIGINT and SIGHUP (the terminal running `switchboard serve`
+// closed) are a planned stop: a call in flight gets the stop's grace to
+// finish and is answered, the pool exits 0, the child and its grandchild
+// are gone. On the first edition SIGHUP killed the pool outright: exit
+// "signal: hangup", the call answered with -32003, the grandchild left.
 // (Clients may not start a pool here: the connect, handed its session
 // back, would start one for it, which outlived the test.)
-func TestServeSIGTERMStopsChildren(t *testing.T) {
-	dir := homeDir(t)
-	pidfile, gpidfile := filepath.Join(dir, "child.pid"), filepath.Join(dir, "grandchild.pid")
-	in := serve(t, noClientStarts(fakeConfig(t, "-pidfile", pidfile, "-grandchild", "-grandchild-pidfile", gpidfile)))
-	s := in.connect(t, "fake")
-	s.initialize("c")
-	child, grandchild := readPID(t, pidfile), readPID(t, gpidfile)
-	if err := in.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+func TestServeStopSignalsStopCleanly(t *testing.T) {
+	for name, sig := range map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT, "SIGHUP": syscall.SIGHUP} {
+		t.Run(name, func(t *testing.T) {
+			dir := homeDir(t)
+			pidfile, gpidfile := filepath.Join(dir, "child.pid"), filepath.Join(dir, "grandchild.pid")
+			in := serve(t, noClientStarts(fakeConfig(t, "-pidfile", pidfile, "-grandchild", "-grandchild-pidfile", gpidfile)))
+			s := in.connect(t, "fake")
+			s.initialize("c")
+			child, grandchild := readPID(t, pidfile), readPID(t, gpidfile)
+			s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":1000,"text":"finished"}}}`)
+			waitFor(t, "the call to reach the child", func() bool {
+				st := in.status()
+				return len(st.InFlight) == 1 && st.InFlight[0].WrittenToChild
+			})
+			if err := in.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-in.done:
+				in.done <- err // for the cleanup
+				if err != nil {
+					t.Fatalf("serve exit after %v: %v\n%s", sig, err, in.log.String())
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatalf("serve did not exit after %v", sig)
+			}
+			if r := s.recvID("1"); toolText(r) != "finished" {
+				t.Errorf("the call in flight at %v was answered %s %s", sig, r.Result, r.Error)
+			}
+			for _, pid := range []int{child, grandchild} {
+				waitFor(t, fmt.Sprintf("pid %d to be gone", pid), func() bool { return !alive(pid) })
+			}
+		})
+	}
+}
+
+// A pool started with SIGHUP ignored (nohup, or a shell's trap ignoring
+// HUP) keeps ignoring it: only one that hears it stops on it.
+func TestServeUnderNohupIgnoresSIGHUP(t *testing.T) {
+	nohup := filepath.Join(homeDir(t), "nohup")
+	if err := os.WriteFile(nohup, []byte("#!/bin/sh\ntrap '' HUP\nexec \"$SB\" \"$@\"\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-in.done:
-		in.done <- err // for the cleanup
-		if err != nil {
-			t.Fatalf("serve exit: %v\n%s", err, in.log.String())
+	home := homeDir(t)
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(fakeConfig(t)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := serveBinary(t, nohup, home, "SB="+sbBin)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", in.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if mask, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+			if ign, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64); err != nil || ign&(1<<(syscall.SIGHUP-1)) == 0 {
+				t.Errorf("the pool started under nohup does not ignore SIGHUP: %s", line)
+			}
+			return
 		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("serve did not exit after SIGTERM")
 	}
-	for _, pid := range []int{child, grandchild} {
-		waitFor(t, fmt.Sprintf("pid %d to be gone", pid), func() bool { return !alive(pid) })
-	}
+	t.Fatalf("no SigIgn in /proc/PID/status:\n%s", status)
 }
 
 // SIGKILL of the pool leaves no child alive on Linux (Pdeathsig).

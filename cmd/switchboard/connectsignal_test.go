@@ -12,11 +12,12 @@ import (
 )
 
 // TestConnectEndsOnSignal: a client that stops its `switchboard connect`
-// with SIGTERM or SIGINT, without closing its stdin, sees it end as the
-// small switchboard-connect does (killed by the signal), whether it runs
-// in-process (SWITCHBOARD_INPROCESS_CONNECT, or no switchboard-connect
-// beside the binary, as after `go install`) or as the small program; and
-// the pool's session ends with it. On the first edition the in-process
+// with SIGTERM or SIGINT, without closing its stdin, or whose terminal
+// closes (SIGHUP), sees it end as the small switchboard-connect does
+// (killed by the signal), whether it runs in-process
+// (SWITCHBOARD_INPROCESS_CONNECT, or no switchboard-connect beside the
+// binary, as after `go install`) or as the small program; and the pool's
+// session ends with it. On the first edition the in-process
 // connect caught both signals for a context it never looked at and went
 // on relaying: the relay and its session stayed behind.
 func TestConnectEndsOnSignal(t *testing.T) {
@@ -31,6 +32,8 @@ func TestConnectEndsOnSignal(t *testing.T) {
 		{"small/SIGTERM", nil, small, syscall.SIGTERM},
 		{"in-process/SIGTERM", []string{"SWITCHBOARD_INPROCESS_CONNECT=1"}, sbBin, syscall.SIGTERM},
 		{"in-process/SIGINT", []string{"SWITCHBOARD_INPROCESS_CONNECT=1"}, sbBin, syscall.SIGINT},
+		{"small/SIGHUP", nil, small, syscall.SIGHUP},
+		{"in-process/SIGHUP", []string{"SWITCHBOARD_INPROCESS_CONNECT=1"}, sbBin, syscall.SIGHUP},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startShim(t, "fake", append(os.Environ(), append(tc.env, "SWITCHBOARD_HOME="+in.home)...))

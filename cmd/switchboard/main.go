@@ -96,17 +96,17 @@ type connectCmd struct {
 }
 
 // Run becomes the small switchboard-connect when it can, else relays
-// in-process. Either way SIGINT and SIGTERM end the process, killed by
-// the signal: the small program leaves them alone, and so does this one
-// (main catches them for a context the relay does not look at).
+// in-process. Either way SIGINT, SIGTERM and SIGHUP end the process,
+// killed by the signal: the small program leaves them alone, and so does
+// this one (main catches them for a context the relay does not look at).
 func (c *connectCmd) Run(release signalRelease) error {
 	release()
 	execSmallShim(c.Name)
 	return app.Connect(c.Name, os.Stdin, os.Stdout)
 }
 
-// signalRelease gives SIGINT and SIGTERM back their default action
-// (main's NotifyContext stop).
+// signalRelease gives the stop signals back their default action (main's
+// NotifyContext stop); SIGHUP ignored from the start stays ignored.
 type signalRelease func()
 
 type statusCmd struct {
@@ -231,8 +231,20 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// stopSignals end a command's context: the pool (serve, the tray) stops
+// as it does on Quit. SIGHUP is one of them: the terminal running
+// `switchboard serve` closing is a stop, not a crash. A process started
+// with SIGHUP ignored (nohup) keeps ignoring it.
+func stopSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
+}
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	defer stop()
 	var c cli
 	parser := kong.Must(&c,

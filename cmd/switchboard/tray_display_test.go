@@ -55,6 +55,32 @@ func TestTrayTakesTheHeadlessPoolsPlace(t *testing.T) {
 	}
 }
 
+// TestTrayStopsCleanlyOnSIGHUP: the app run from a terminal that then
+// closes (SIGHUP) stops as on Quit or SIGTERM: its pool stops its child,
+// the app exits 0. On the first edition SIGHUP killed the app outright,
+// its pool with it.
+func TestTrayStopsCleanlyOnSIGHUP(t *testing.T) {
+	display := xServer(t)
+	pidfile := filepath.Join(homeDir(t), "child.pid")
+	home := homeDir(t)
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(noClientStarts(fakeConfig(t, "-pidfile", pidfile))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tray := startTray(t, home, display)
+	in := &instance{t: t, home: home}
+	waitFor(t, "the app's pool to answer", func() bool {
+		out, err := in.run("status", "--json")
+		return err == nil && strings.Contains(out, `"pid": `+strconv.Itoa(tray.cmd.Process.Pid)+",")
+	})
+	s := in.connect(t, "fake")
+	s.initialize("c")
+	child := readPID(t, pidfile)
+	if err := tray.stopWith(syscall.SIGHUP); err != nil {
+		t.Errorf("the app after SIGHUP: %v", err)
+	}
+	waitFor(t, "the child to be gone", func() bool { return !alive(child) })
+}
+
 // TestTrayShowsWhyTheHeadlessPoolStays: a pool run headless on purpose
 // (`switchboard serve`, the systemd unit) keeps running when the user
 // launches the app; the app says why, and what to do, in a window (its
@@ -303,8 +329,11 @@ func (a *trayApp) exited(d time.Duration) (ok bool, err error) {
 }
 
 // stop sends the app SIGTERM and returns its exit.
-func (a *trayApp) stop() error {
-	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+func (a *trayApp) stop() error { return a.stopWith(syscall.SIGTERM) }
+
+// stopWith sends the app sig and returns its exit.
+func (a *trayApp) stopWith(sig syscall.Signal) error {
+	if err := a.cmd.Process.Signal(sig); err != nil {
 		return err
 	}
 	select {
@@ -312,7 +341,7 @@ func (a *trayApp) stop() error {
 		a.done <- err
 		return err
 	case <-time.After(30 * time.Second):
-		return errors.New("still running 30 s after SIGTERM")
+		return fmt.Errorf("still running 30 s after %v", sig)
 	}
 }
 
