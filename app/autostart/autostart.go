@@ -10,9 +10,11 @@ package autostart
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -27,13 +29,19 @@ type Status struct {
 	Where string `json:"where"`
 	// Command is what it starts, when enabled.
 	Command string `json:"command,omitempty"`
+	// Env is the environment it starts Command with, what places the
+	// Switchboard home it serves (SWITCHBOARD_HOME, XDG_CONFIG_HOME,
+	// XDG_STATE_HOME); none for the default home.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // Entry is the login item of one format.
 type Entry interface {
 	// Enable makes exe (an absolute path to the switchboard binary) start
-	// at login. Enabling twice leaves one entry, pointing at exe.
-	Enable(exe string) error
+	// at login with the variables of env set (none: the login session's
+	// environment as it is). Enabling twice leaves one entry, pointing at
+	// exe with env.
+	Enable(exe string, env map[string]string) error
 	// Disable removes the entry; disabling when off is not an error.
 	Disable() error
 	Status() (Status, error)
@@ -69,27 +77,39 @@ type XDG struct{ Dir string }
 func (x XDG) path() string { return filepath.Join(x.Dir, "switchboard.desktop") }
 
 // DesktopEntry is the autostart .desktop file that starts exe (the tray
-// app) at login.
-func DesktopEntry(exe string) string {
+// app) at login, through env(1) when env has variables to set.
+func DesktopEntry(exe string, env map[string]string) string {
+	exec := desktopExec(exe)
+	if len(env) > 0 {
+		exec = "env"
+		for _, k := range slices.Sorted(maps.Keys(env)) {
+			exec += " " + desktopExec(k+"="+env[k])
+		}
+		exec += " " + desktopExec(exe)
+	}
 	return "[Desktop Entry]\n" +
 		"Type=Application\n" +
 		"Name=Switchboard\n" +
 		"Comment=One shared copy of each MCP server for all your AI coding sessions\n" +
-		"Exec=" + desktopExec(exe) + "\n" +
+		"Exec=" + exec + "\n" +
 		"Icon=io.switchboard.app\n" + // the icon the packages and install.sh install
 		"Terminal=false\n" +
 		"X-GNOME-Autostart-enabled=true\n"
 }
 
-// desktopExec quotes a path for an Exec key: inside double quotes, the
-// characters ", `, $ and \ take a backslash, and then the string value's
-// own escaping doubles every backslash.
-func desktopExec(path string) string {
+// desktopExec quotes an argument for an Exec key: inside double quotes,
+// the characters ", `, $ and \ take a backslash, a literal % is written
+// %% (% starts a field code), and then the string value's own escaping
+// doubles every backslash.
+func desktopExec(arg string) string {
 	var b strings.Builder
 	b.WriteByte('"')
-	for _, r := range path {
-		if strings.ContainsRune("\"`$\\", r) {
+	for _, r := range arg {
+		switch {
+		case strings.ContainsRune("\"`$\\", r):
 			b.WriteByte('\\')
+		case r == '%':
+			b.WriteByte('%')
 		}
 		b.WriteRune(r)
 	}
@@ -97,8 +117,49 @@ func desktopExec(path string) string {
 	return strings.ReplaceAll(b.String(), `\`, `\\`)
 }
 
+// splitExec is the arguments of an Exec value, its escaping and quoting
+// undone as desktopExec does them (and an unquoted word taken as it is).
+func splitExec(v string) []string {
+	v = strings.NewReplacer(`\\`, `\`, `\s`, " ", `\n`, "\n", `\t`, "\t", `\r`, "\r").Replace(v)
+	var args []string
+	var arg strings.Builder
+	inArg, quoted := false, false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '"':
+			quoted, inArg = !quoted, true
+			continue
+		case quoted && c == '\\' && i+1 < len(v):
+			i++
+			c = v[i]
+		case c == '%' && i+1 < len(v) && v[i+1] == '%':
+			i++
+		case !quoted && c == ' ':
+			if inArg {
+				args = append(args, arg.String())
+				arg.Reset()
+			}
+			inArg = false
+			continue
+		}
+		arg.WriteByte(c)
+		inArg = true
+	}
+	if inArg {
+		args = append(args, arg.String())
+	}
+	return args
+}
+
 // Enable writes the .desktop file.
-func (x XDG) Enable(exe string) error { return writeFile(x.Dir, x.path(), DesktopEntry(exe)) }
+func (x XDG) Enable(exe string, env map[string]string) error {
+	if len(env) > 0 && strings.Contains(exe, "=") {
+		// env(1) would take the path for a variable to set.
+		return fmt.Errorf("cannot start %s through env(1) with %s: its path has a '='", exe, envText(env))
+	}
+	return writeFile(x.Dir, x.path(), DesktopEntry(exe, env))
+}
 
 // Disable removes the .desktop file.
 func (x XDG) Disable() error { return removeFile(x.path()) }
@@ -116,7 +177,7 @@ func (x XDG) Status() (Status, error) {
 	for _, line := range strings.Split(string(data), "\n") {
 		switch {
 		case strings.HasPrefix(line, "Exec="):
-			st.Command = unquoteExec(strings.TrimPrefix(line, "Exec="))
+			st.Command, st.Env = commandOf(splitExec(strings.TrimPrefix(line, "Exec=")))
 		case line == "Hidden=true" || line == "X-GNOME-Autostart-enabled=false":
 			return st, nil // the desktop's own "off" switch
 		}
@@ -125,19 +186,33 @@ func (x XDG) Status() (Status, error) {
 	return st, nil
 }
 
-func unquoteExec(v string) string {
-	v = strings.ReplaceAll(v, `\\`, `\`)
-	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
-		return v
+// commandOf is the program of an Exec line's arguments and the variables
+// it is started with: `env K=V… PROGRAM` or `PROGRAM`.
+func commandOf(args []string) (string, map[string]string) {
+	if len(args) == 0 {
+		return "", nil
 	}
-	var b strings.Builder
-	for i := 1; i < len(v)-1; i++ {
-		if v[i] == '\\' && i+1 < len(v)-1 {
-			i++
+	if args[0] != "env" {
+		return args[0], nil
+	}
+	env := map[string]string{}
+	for _, a := range args[1:] {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok {
+			return a, env
 		}
-		b.WriteByte(v[i])
+		env[k] = v
 	}
-	return b.String()
+	return "", env
+}
+
+// envText is env as K=V words, sorted, for messages.
+func envText(env map[string]string) string {
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		kv = append(kv, k+"="+env[k])
+	}
+	return strings.Join(kv, " ")
 }
 
 // LaunchAgent is a per-user launchd agent plist in Dir, usually
@@ -146,9 +221,18 @@ type LaunchAgent struct{ Dir string }
 
 func (l LaunchAgent) path() string { return filepath.Join(l.Dir, Label+".plist") }
 
-// LaunchAgentPlist is the agent that starts exe at login. Interactive
-// because it is an app the user sees (the tray), not a daemon.
-func LaunchAgentPlist(exe string) string {
+// LaunchAgentPlist is the agent that starts exe at login, with the
+// variables of env set. Interactive because it is an app the user sees
+// (the tray), not a daemon.
+func LaunchAgentPlist(exe string, env map[string]string) string {
+	vars := ""
+	if len(env) > 0 {
+		vars = "\t<key>EnvironmentVariables</key>\n\t<dict>\n"
+		for _, k := range slices.Sorted(maps.Keys(env)) {
+			vars += "\t\t<key>" + xmlEscape(k) + "</key>\n\t\t<string>" + xmlEscape(env[k]) + "</string>\n"
+		}
+		vars += "\t</dict>\n"
+	}
 	return `<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
 <plist version="1.0">
@@ -163,18 +247,21 @@ func LaunchAgentPlist(exe string) string {
 	<true/>
 	<key>ProcessType</key>
 	<string>Interactive</string>
-</dict>
+` + vars + `</dict>
 </plist>
 `
 }
 
-var xmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;")
+var (
+	xmlEscaper   = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;")
+	xmlUnescaper = strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">", "&quot;", `"`, "&apos;", "'")
+)
 
 func xmlEscape(s string) string { return xmlEscaper.Replace(s) }
 
 // Enable writes the plist (launchd reads it at the next login).
-func (l LaunchAgent) Enable(exe string) error {
-	return writeFile(l.Dir, l.path(), LaunchAgentPlist(exe))
+func (l LaunchAgent) Enable(exe string, env map[string]string) error {
+	return writeFile(l.Dir, l.path(), LaunchAgentPlist(exe, env))
 }
 
 // Disable removes the plist.
@@ -194,7 +281,23 @@ func (l LaunchAgent) Status() (Status, error) {
 	if _, after, ok := strings.Cut(s, "<key>ProgramArguments</key>"); ok {
 		if _, after, ok = strings.Cut(after, "<string>"); ok {
 			if v, _, ok := strings.Cut(after, "</string>"); ok {
-				st.Command = strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">", "&quot;", `"`, "&apos;", "'").Replace(v)
+				st.Command = xmlUnescaper.Replace(v)
+			}
+		}
+	}
+	if _, after, ok := strings.Cut(s, "<key>EnvironmentVariables</key>"); ok {
+		if _, after, ok = strings.Cut(after, "<dict>"); ok {
+			dict, _, _ := strings.Cut(after, "</dict>")
+			st.Env = map[string]string{}
+			for {
+				var k, v string
+				if _, dict, ok = strings.Cut(dict, "<key>"); !ok {
+					break
+				}
+				k, dict, _ = strings.Cut(dict, "</key>")
+				_, dict, _ = strings.Cut(dict, "<string>")
+				v, dict, _ = strings.Cut(dict, "</string>")
+				st.Env[xmlUnescaper.Replace(k)] = xmlUnescaper.Replace(v)
 			}
 		}
 	}
@@ -217,8 +320,16 @@ type RunValue struct{ Registry Registry }
 
 const runValueName = "Switchboard"
 
-// Enable sets the value to the quoted path.
-func (r RunValue) Enable(exe string) error { return r.Registry.Set(runValueName, `"`+exe+`"`) }
+// Enable sets the value to the quoted path. A command line has no
+// environment of its own: the variables of env go to the app as its
+// --env KEY=VALUE flags.
+func (r RunValue) Enable(exe string, env map[string]string) error {
+	line := windowsArg(exe)
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		line += " --env " + windowsArg(k+"="+env[k])
+	}
+	return r.Registry.Set(runValueName, line)
+}
 
 // Disable deletes the value.
 func (r RunValue) Disable() error { return r.Registry.Delete(runValueName) }
@@ -230,8 +341,94 @@ func (r RunValue) Status() (Status, error) {
 	if err != nil || !ok {
 		return st, err
 	}
-	st.Enabled, st.Command = true, strings.Trim(v, `"`)
+	args := splitWindows(v)
+	st.Enabled = true
+	if len(args) > 0 {
+		st.Command = args[0]
+	}
+	for i := 1; i+1 < len(args); i++ {
+		if args[i] == "--env" {
+			if k, v, ok := strings.Cut(args[i+1], "="); ok {
+				if st.Env == nil {
+					st.Env = map[string]string{}
+				}
+				st.Env[k] = v
+			}
+			i++
+		}
+	}
 	return st, nil
+}
+
+// windowsArg quotes s for a Windows command line, as CommandLineToArgvW
+// splits one: backslashes are literal except before a quote, where they
+// and the quote take a backslash each.
+func windowsArg(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	slashes := 0
+	for _, c := range []byte(s) {
+		switch c {
+		case '\\':
+			slashes++
+		case '"':
+			b.WriteString(strings.Repeat(`\`, slashes+1))
+			slashes = 0
+		default:
+			slashes = 0
+		}
+		b.WriteByte(c)
+	}
+	b.WriteString(strings.Repeat(`\`, slashes))
+	b.WriteByte('"')
+	return b.String()
+}
+
+// splitWindows splits a command line as CommandLineToArgvW does (2n
+// backslashes before a quote are n and the quote opens or closes; 2n+1
+// are n and a literal quote; other backslashes are literal).
+func splitWindows(line string) []string {
+	var args []string
+	var arg strings.Builder
+	inArg, quoted := false, false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == '\\':
+			n := 0
+			for i < len(line) && line[i] == '\\' {
+				n++
+				i++
+			}
+			if i < len(line) && line[i] == '"' {
+				arg.WriteString(strings.Repeat(`\`, n/2))
+				if n%2 == 1 {
+					arg.WriteByte('"')
+				} else {
+					quoted = !quoted
+				}
+			} else {
+				arg.WriteString(strings.Repeat(`\`, n))
+				i--
+			}
+			inArg = true
+		case c == '"':
+			quoted, inArg = !quoted, true
+		case !quoted && (c == ' ' || c == '\t'):
+			if inArg {
+				args = append(args, arg.String())
+				arg.Reset()
+			}
+			inArg = false
+		default:
+			arg.WriteByte(c)
+			inArg = true
+		}
+	}
+	if inArg {
+		args = append(args, arg.String())
+	}
+	return args
 }
 
 func writeFile(dir, path, content string) error {

@@ -1,6 +1,8 @@
 package autostart
 
 import (
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +18,21 @@ func (f fakeRegistry) Set(name, value string) error          { f[name] = value; 
 func (f fakeRegistry) Delete(name string) error              { delete(f, name); return nil }
 
 // On, on again, status, off, off again, for every format: idempotent and
-// reversible, and status reads back the exact path it was given.
+// reversible, and status reads back the exact path it was given, and the
+// environment: none for the default home, else the variables that place
+// the home it was turned on with. On the first edition no format
+// recorded the home: the app started at login served the default one.
 func TestRoundTrips(t *testing.T) {
-	exe := `/opt/My Apps/switch"board$1\bin/switchboard`
+	exe := `/opt/My Apps/switch"board$1\bin/switch%board`
+	for _, env := range []map[string]string{nil,
+		{"SWITCHBOARD_HOME": `/home/me/my "sb" $HOME 100% \ <&'>\`},
+		{"XDG_CONFIG_HOME": "/home/me/xc", "XDG_STATE_HOME": `C:\Users\me\state\`},
+	} {
+		t.Run(fmt.Sprint(len(env)), func(t *testing.T) { testRoundTrips(t, exe, env) })
+	}
+}
+
+func testRoundTrips(t *testing.T, exe string, env map[string]string) {
 	for _, tc := range []struct {
 		name  string
 		entry func(dir string) (Entry, func() int)
@@ -37,13 +51,13 @@ func TestRoundTrips(t *testing.T) {
 				t.Fatalf("fresh status: %+v, %v", st, err)
 			}
 			for range 2 {
-				if err := e.Enable(exe); err != nil {
+				if err := e.Enable(exe, env); err != nil {
 					t.Fatal(err)
 				}
 			}
 			st, err = e.Status()
-			if err != nil || !st.Enabled || st.Command != exe || st.Where == "" {
-				t.Fatalf("after on: %+v, %v (want command %q)", st, err, exe)
+			if err != nil || !st.Enabled || st.Command != exe || st.Where == "" || !maps.Equal(st.Env, env) {
+				t.Fatalf("after on: %+v, %v (want command %q, env %q)", st, err, exe, env)
 			}
 			if n := entries(); n != 1 {
 				t.Fatalf("%d entries after enabling twice", n)
@@ -71,9 +85,12 @@ func countFiles(dir string) func() int {
 }
 
 func TestFileContents(t *testing.T) {
+	home := map[string]string{"SWITCHBOARD_HOME": "/home/me/sb"}
 	for _, tc := range []struct{ got, golden string }{
-		{DesktopEntry("/usr/bin/switchboard"), "switchboard.desktop"},
-		{LaunchAgentPlist("/Applications/Switchboard.app/Contents/MacOS/switchboard"), Label + ".plist"},
+		{DesktopEntry("/usr/bin/switchboard", nil), "switchboard.desktop"},
+		{DesktopEntry("/usr/bin/switchboard", home), "switchboard-home.desktop"},
+		{LaunchAgentPlist("/Applications/Switchboard.app/Contents/MacOS/switchboard", nil), Label + ".plist"},
+		{LaunchAgentPlist("/Applications/Switchboard.app/Contents/MacOS/switchboard", home), Label + "-home.plist"},
 	} {
 		want, err := os.ReadFile(filepath.Join("testdata", tc.golden))
 		if err != nil {
@@ -85,18 +102,31 @@ func TestFileContents(t *testing.T) {
 	}
 }
 
-// The desktop's own validator accepts the file, odd path and all.
+// The desktop's own validator accepts the file, odd path and home and all.
 func TestDesktopEntryValidates(t *testing.T) {
 	validator, err := exec.LookPath("desktop-file-validate")
 	if err != nil {
 		t.Skip("desktop-file-validate is not installed (Debian: desktop-file-utils)")
 	}
-	x := XDG{Dir: t.TempDir()}
-	if err := x.Enable(`/opt/My Apps/switch"board/switchboard`); err != nil {
-		t.Fatal(err)
+	for _, env := range []map[string]string{nil, {"SWITCHBOARD_HOME": `/home/me/100% "my" $sb\`}} {
+		x := XDG{Dir: t.TempDir()}
+		if err := x.Enable(`/opt/My Apps/switch"board%/switchboard`, env); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(validator, x.path()).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "" {
+			t.Fatalf("desktop-file-validate: %v\n%s", err, out)
+		}
 	}
-	out, err := exec.Command(validator, x.path()).CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "" {
-		t.Fatalf("desktop-file-validate: %v\n%s", err, out)
+}
+
+// A program run through env(1) must not look like a variable to set.
+func TestDesktopEntryRefusesAnExeWithEquals(t *testing.T) {
+	x := XDG{Dir: t.TempDir()}
+	if err := x.Enable("/opt/a=b/switchboard", map[string]string{"SWITCHBOARD_HOME": "/sb"}); err == nil {
+		t.Error("enabled /opt/a=b/switchboard through env")
+	}
+	if err := x.Enable("/opt/a=b/switchboard", nil); err != nil {
+		t.Errorf("without env: %v", err)
 	}
 }

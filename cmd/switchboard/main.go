@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -51,9 +52,15 @@ type trayCmd struct {
 	Dashboard bool   `help:"Open the dashboard window at start."`
 	// StartedByClient is how a client's shim starts the tray (launch.Args).
 	StartedByClient bool `name:"started-by-client" hidden:"" help:"Started by a client: without a display, run headless and stop when idle."`
+	// Env is how the Windows login item, a command line with no
+	// environment of its own, names the home it starts (app.Autostart).
+	Env []string `name:"env" hidden:"" sep:"none" placeholder:"KEY=VALUE" help:"Set SWITCHBOARD_HOME, XDG_CONFIG_HOME or XDG_STATE_HOME before starting."`
 }
 
 func (c *trayCmd) Run(ctx context.Context) error {
+	if err := app.UseHomeEnv(c.Env); err != nil {
+		return err
+	}
 	return app.RunTray(ctx, app.Options{ConfigPath: c.Config, HTTPListen: c.HTTP, HeadlessExitWhenIdle: c.StartedByClient}, c.Dashboard)
 }
 
@@ -155,7 +162,7 @@ func (c *httpTokenCmd) Run(ctx context.Context) error {
 
 type autostartCmd struct {
 	Action string `arg:"" enum:"on,off,status" default:"status" help:"on, off or status."`
-	JSON   bool   `name:"json" help:"Print {enabled, where, command} as JSON."`
+	JSON   bool   `name:"json" help:"Print {enabled, where, command, env, config} as JSON."`
 }
 
 func (c autostartCmd) Run() error {
@@ -166,11 +173,25 @@ func (c autostartCmd) Run() error {
 	if c.JSON {
 		return printJSON(os.Stdout, st)
 	}
-	switch {
-	case st.Enabled:
-		fmt.Printf("on: %s starts at login (%s)\n", st.Command, st.Where)
-	default:
+	if !st.Enabled {
 		fmt.Printf("off: nothing starts at login (%s)\n", st.Where)
+		return nil
+	}
+	fmt.Printf("on: %s starts at login (%s)\n", st.Command, st.Where)
+	home := "the default"
+	if len(st.Env) > 0 {
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(st.Env)) {
+			kv = append(kv, k+"="+st.Env[k])
+		}
+		home = strings.Join(kv, " ")
+	}
+	if st.Config != "" {
+		home += ", config " + st.Config
+	}
+	fmt.Printf("home: %s\n", home)
+	if st.ShellConfig != "" {
+		fmt.Printf("note: this environment's Switchboard reads %s; `switchboard autostart on` here starts that one at login instead\n", st.ShellConfig)
 	}
 	return nil
 }

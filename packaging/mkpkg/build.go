@@ -120,7 +120,7 @@ func stage(o options, prefix, exec, unitExec string) error {
 		autostartExe = "switchboard" // install.sh writes the absolute path
 	}
 	if err := writeFile(filepath.Join(prefix, "share", "switchboard", "autostart", appID+".desktop"),
-		[]byte(autostart.DesktopEntry(autostartExe)), 0o644); err != nil {
+		[]byte(autostart.DesktopEntry(autostartExe, nil)), 0o644); err != nil {
 		return err
 	}
 	unit, err := os.ReadFile(filepath.Join(o.linuxDir, "switchboard.service"))

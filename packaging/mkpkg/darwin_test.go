@@ -20,7 +20,7 @@ const bundleExe = "/Applications/Switchboard.app/Contents/MacOS/switchboard"
 // drift.
 func TestDarwinLaunchAgentMatchesAutostart(t *testing.T) {
 	path := filepath.Join("..", "darwin", autostart.Label+".plist")
-	want := autostart.LaunchAgentPlist(bundleExe)
+	want := autostart.LaunchAgentPlist(bundleExe, nil)
 	if *update {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 			t.Fatal(err)
