@@ -87,6 +87,7 @@ func (b *backend) finish(p *pending, o outcome) bool {
 	}
 	if o.kind == endAnswered && p.method == "tools/list" && o.answer.Result.Present() {
 		b.learnHints(o.answer.Result.Of(o.answer.Raw)) // a client's, or the pool's own (listToolsForHints)
+		b.srv.learnToolParams(o.answer.Result.Of(o.answer.Raw))
 	}
 	if o.kind == endAnswered && p.method == "logging/setLevel" && e.sess != nil {
 		e.sess.levelAnswered(p, &o.answer) // before the client reads the answer

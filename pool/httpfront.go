@@ -205,7 +205,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 		// legacy one without its session is dropped too.
 		w.WriteHeader(http.StatusAccepted)
 	case modernHTTP(r, body, msg):
-		if bad := validateModern(r.Header, body, msg, srv.hs.Load()); bad != nil {
+		if bad := validateModern(r.Header, body, msg, srv.hs.Load(), srv.toolParams()); bad != nil {
 			bad.write(w, msg.IDBytes())
 			return
 		}
@@ -276,6 +276,9 @@ func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server
 		st.s.endExchange(x, true, "the client closed its HTTP response")
 	case awaitSlow:
 		st.s.endExchange(x, true, errSlowHTTPClient.Error())
+	}
+	if msg.Method == "tools/call" {
+		srv.askToolParams(st.s) // once, before any tools/list answer was seen: the next calls are checked
 	}
 }
 

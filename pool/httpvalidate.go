@@ -57,12 +57,20 @@ func modernHTTP(r *http.Request, body []byte, msg jsonrpc.Message) bool {
 
 // validateModern checks a modern request as the spec's server validation
 // says, in this order: the required _meta fields (400, -32602), the headers
-// against the body (400, -32020), the version (400, -32022), and methods
-// the revision removed (404, -32601). nil means serve it. hs is the
+// against the body (400, -32020), the version (400, -32022), methods the
+// revision removed (404, -32601), and last, for a tools/call of a tool
+// that annotates its properties, the Mcp-Param headers against its
+// arguments (400, -32020; httpparams.go). nil means serve it. hs is the
 // server's handshake, if a child of it made one: the versions -32022
 // lists are the ones its server/discover does (supportedVersions).
-func validateModern(h http.Header, body []byte, msg jsonrpc.Message, hs *handshake) *httpRefusal {
-	return checkModern(h, body, msg, true, hs)
+func validateModern(h http.Header, body []byte, msg jsonrpc.Message, hs *handshake, tools toolParams) *httpRefusal {
+	if bad := checkModern(h, body, msg, true, hs); bad != nil {
+		return bad
+	}
+	if len(tools) > 0 && msg.Method == "tools/call" {
+		return checkToolParams(h, msg.Params.Of(body), tools)
+	}
+	return nil
 }
 
 // checkModern is validateModern; the stdio front door has no headers to

@@ -25,6 +25,11 @@ type server struct {
 	// with roots: rootsUnknown, rootsNotAsked, or, once one asked, how
 	// long its next children are waited for (awaitRoots, learnRoots).
 	asksRoots atomic.Int64
+	// params is what its tools mirror into Mcp-Param headers, learned
+	// from its children's tools/list answers; nil until one is seen
+	// (httpparams.go). paramsAsked: the pool asked a child itself.
+	params      atomic.Pointer[toolParams]
+	paramsAsked atomic.Bool
 
 	mu         sync.Mutex // guards the fields below; never held across I/O
 	cfg        ServerConfig

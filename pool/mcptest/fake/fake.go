@@ -72,6 +72,7 @@ type options struct {
 	rootsOnce      bool
 	logging        string
 	rootsApply     time.Duration
+	mcpHeader      bool
 }
 
 // Main runs the fake server with command-line args (without the program
@@ -109,6 +110,7 @@ func Main(args []string) {
 	fs.DurationVar(&o.rootsApply, "roots-apply-delay", 0, "take -roots-after-init's answer this long after it came, as server-filesystem takes its roots only once it has checked each folder on disk")
 	fs.BoolVar(&o.rootsOnce, "roots-once", false, "ask -roots-after-init's roots/list only after notifications/initialized, not again after notifications/roots/list_changed, as a server that takes its roots once does")
 	fs.StringVar(&o.logging, "logging", "declared", "declared: the logging capability; undeclared: none, though logging/setLevel works and the log tool logs; refused: none, logging/setLevel is Method not found and the log tool logs anyway, as servers that log without saying so do")
+	fs.BoolVar(&o.mcpHeader, "mcp-header", false, "also list the sql tool, whose properties a 2026-07-28 client mirrors into Mcp-Param headers (x-mcp-header)")
 	_ = fs.Parse(args) // ExitOnError: exits on a bad flag
 	log.SetFlags(0)
 	log.SetPrefix("fakemcp: ")
@@ -922,11 +924,15 @@ func (s *server) endListenLocked(sub *subscription, cancelled bool) {
 // tools is what tools/list returns now: after retool, without the
 // annotations.
 func (s *server) tools() []map[string]any {
-	if !s.retooled.Load() {
-		return tools
+	all := tools
+	if s.o.mcpHeader {
+		all = append(slices.Clip(tools), sqlTool)
 	}
-	out := make([]map[string]any, len(tools))
-	for i, t := range tools {
+	if !s.retooled.Load() {
+		return all
+	}
+	out := make([]map[string]any, len(all))
+	for i, t := range all {
 		out[i] = map[string]any{}
 		for k, v := range t {
 			if k != "annotations" {
@@ -1001,6 +1007,18 @@ var tools = []map[string]any{
 	tool("roots", "Answer the roots the server took from its client after notifications/initialized (-roots-after-init), as the JSON of the client's answer, or \"none\" until then", props{}, nil),
 	tool("retool", "Drop every tool's annotations (none is read-only or idempotent from now on) and send notifications/tools/list_changed", props{}, nil),
 }
+
+// sqlTool is -mcp-header's tool: region, limit, dry_run and target.zone
+// are mirrored into Mcp-Param headers (x-mcp-header), query is not.
+var sqlTool = map[string]any{"name": "sql", "description": "Answer the arguments as received, as JSON text",
+	"inputSchema": map[string]any{"type": "object", "required": []string{"region", "query"}, "properties": map[string]any{
+		"region":  map[string]any{"type": "string", "x-mcp-header": "Region"},
+		"query":   map[string]any{"type": "string"},
+		"limit":   map[string]any{"type": "integer", "x-mcp-header": "Limit"},
+		"dry_run": map[string]any{"type": "boolean", "x-mcp-header": "Dry-Run"},
+		"target": map[string]any{"type": "object", "properties": map[string]any{
+			"zone": map[string]any{"type": "string", "x-mcp-header": "Zone"}}},
+	}}}
 
 // props maps argument names to JSON Schema types ("" for any).
 type props map[string]string
@@ -1139,6 +1157,8 @@ func (s *server) call(r *request) {
 			roots = json.RawMessage("none")
 		}
 		s.reply(r, text(string(roots)))
+	case "sql":
+		s.reply(r, text(string(p.Arguments)))
 	case "retool":
 		s.retooled.Store(true)
 		s.broadcast("notifications/tools/list_changed", "")
