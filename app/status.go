@@ -1,11 +1,14 @@
 package app
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"runtime"
 
 	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/app/version"
+	"github.com/switchboard-mcp/switchboard/pool"
 )
 
 // Status builds the status from a fresh snapshot.
@@ -49,7 +52,23 @@ func (inst *Instance) Config() any {
 }
 
 // RestartServer restarts a server's children (control.Backend).
-func (inst *Instance) RestartServer(name string) error { return inst.Pool.Restart(name) }
+func (inst *Instance) RestartServer(name string) error {
+	return inst.withConfigProblem(inst.Pool.Restart(name))
+}
 
 // StopServer stops a server's children (control.Backend).
-func (inst *Instance) StopServer(name string) error { return inst.Pool.Stop(name) }
+func (inst *Instance) StopServer(name string) error {
+	return inst.withConfigProblem(inst.Pool.Stop(name))
+}
+
+// withConfigProblem adds the config error to a refusal for a server the
+// pool does not run, as a session's refusal has it: the server may be in
+// a file that does not load.
+func (inst *Instance) withConfigProblem(err error) error {
+	if errors.Is(err, pool.ErrUnknownServer) {
+		if cause := inst.ConfigError(); cause != nil {
+			return fmt.Errorf("%w; the config file does not load, and the pool runs without what it lists until it is fixed: %v", err, cause)
+		}
+	}
+	return err
+}

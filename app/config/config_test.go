@@ -96,7 +96,7 @@ func TestValidationProblems(t *testing.T) {
 			`mcpServers.g.url: missing (type "http" is a remote server)`,
 			`mcpServers.h.type: "pipe" is not "stdio", "http" or "sse"`,
 			`hangThreshold: "30" is not a duration (try "30s")`,
-			`http.listen: "0.0.0.0:7777" is not a loopback address; the front door has no authentication (use 127.0.0.1 or [::1])`,
+			`http.listen: "0.0.0.0:7777" is not a loopback address; the front door serves this machine's clients over plain HTTP: its token would cross the network unencrypted (use 127.0.0.1 or [::1])`,
 			`history.retainDays: -1 is negative`,
 		}},
 		// The same file with the types fixed.
@@ -132,7 +132,7 @@ func TestValidationProblems(t *testing.T) {
 			`mcpServers.h.type: "pipe" is not "stdio", "http" or "sse"`,
 			`hangThreshold: "30" is not a duration (try "30s")`,
 			`evictSlowClientsAfter: "0s" must be more than zero`,
-			`http.listen: "0.0.0.0:7777" is not a loopback address; the front door has no authentication (use 127.0.0.1 or [::1])`,
+			`http.listen: "0.0.0.0:7777" is not a loopback address; the front door serves this machine's clients over plain HTTP: its token would cross the network unencrypted (use 127.0.0.1 or [::1])`,
 			`history.retainDays: -1 is negative`,
 			`maxSubscriptionsPerSession: -1 is negative`,
 			`maxChildrenPerServer: -2 is negative`,

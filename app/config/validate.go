@@ -297,8 +297,9 @@ func durationHint(s string) string {
 	return hint
 }
 
-// checkListen accepts loopback addresses only: the HTTP front door has no
-// authentication, so it must not be reachable from other machines.
+// checkListen accepts loopback addresses only: the HTTP front door serves
+// this machine's clients, over plain HTTP, so the bearer token would
+// cross the network unencrypted, readable to anyone on the way.
 func checkListen(p *problems, at, addr string) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -313,7 +314,7 @@ func checkListen(p *problems, at, addr string) {
 		return
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		p.add(at, "%q is not a loopback address; the front door has no authentication (use 127.0.0.1 or [::1])", addr)
+		p.add(at, "%q is not a loopback address; the front door serves this machine's clients over plain HTTP: its token would cross the network unencrypted (use 127.0.0.1 or [::1])", addr)
 	}
 }
 
