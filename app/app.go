@@ -289,17 +289,19 @@ func (inst *Instance) loadStartConfig(isDefault bool, handedOver []byte) (cfg *c
 		inst.watchBase = watchBase{data: data}
 		return cfg, "", nil
 	}
-	inst.watchBase = watchBase{err: err.Error()}
-	const none = "no servers, and no request history,"
-	if len(handedOver) == 0 {
-		return nil, none, err
-	}
-	f, perr := config.Parse(handedOver)
-	if perr != nil {
+	if len(handedOver) > 0 {
+		f, perr := config.Parse(handedOver)
+		if perr == nil {
+			inst.watchBase = watchBase{err: err.Error()}
+			return f, "the config the upgraded program ran", err
+		}
 		inst.log.Warn("the config the upgraded program ran does not load here either", "err", perr)
-		return nil, none, err
 	}
-	return f, "the config the upgraded program ran", err
+	if errors.Is(err, os.ErrNotExist) {
+		err = configMissing(path, true) // as the watcher says it, so that it is not reported twice
+	}
+	inst.watchBase = watchBase{err: err.Error(), none: true}
+	return nil, "no servers, and no request history,", err
 }
 
 // writeStarterConfig gives a first run a working config, only at the

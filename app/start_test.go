@@ -452,24 +452,42 @@ func TestBrokenStartRecordsNoHistory(t *testing.T) {
 // directory that does not exist yet. The pool runs with no servers and
 // reports the missing file; once the directory and a good file are made,
 // the file is applied. On the first edition the watch could not be set up
-// and hot reload was off for good: the error and no servers stayed.
+// and hot reload was off for good: the error and no servers stayed. On the
+// next, the watcher called the file gone, "keeping the last good config",
+// of a pool that never had one.
 func TestConfigInADirectoryMadeLater(t *testing.T) {
 	sbHome(t)
 	dir := filepath.Join(t.TempDir(), "newdir")
 	path := filepath.Join(dir, "config.json")
 	inst, logs := startIn(t, Options{ConfigPath: path})
-	if err := inst.ConfigError(); err == nil || !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("ConfigError = %v, want the file missing", err)
+	missing := path + ": the config file does not exist (the pool runs with no servers until it does)"
+	if err := inst.ConfigError(); err == nil || !errors.Is(err, os.ErrNotExist) || err.Error() != missing {
+		t.Fatalf("ConfigError = %v, want %q", err, missing)
 	}
 	runInstance(t, inst)
-	// Once the watcher has read the file, it reports it missing.
-	eventually(t, 5*time.Second, "the watcher to report the file missing", func() bool {
-		err := inst.ConfigError()
-		return err != nil && strings.Contains(err.Error(), "the config file is gone")
-	})
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// A broken file first: the watcher reports it, and the log says what
+	// runs meanwhile.
+	if err := config.WriteFile(path, []byte(`{"mcpServers": `), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the watcher to report the broken file", func() bool {
+		err := inst.ConfigError()
+		return err != nil && strings.Contains(err.Error(), "unexpected end of the file")
+	})
+	if l := logs.String(); !strings.Contains(l, "config not applied; the pool runs with no servers until the file is fixed") ||
+		strings.Contains(l, "last good config") {
+		t.Errorf("the log of a pool that never loaded a config:\n%s", l)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the watcher to report the file missing", func() bool {
+		err := inst.ConfigError()
+		return err != nil && err.Error() == missing
+	})
 	if err := config.WriteFile(path, fakeServers(t, "a"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -481,6 +499,17 @@ func TestConfigInADirectoryMadeLater(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "hot reload is off") {
 		t.Errorf("the log says hot reload is off:\n%s", logs.String())
+	}
+	// Once a config ran, a file that goes keeps it running.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the watcher to report the file gone", func() bool {
+		err := inst.ConfigError()
+		return err != nil && err.Error() == path+": the config file is gone (keeping the last good config until it is back)"
+	})
+	if !slices.Equal(inst.Pool.Servers(), []string{"a"}) {
+		t.Errorf("servers %v once the file is gone, want [a] kept", inst.Pool.Servers())
 	}
 }
 

@@ -55,6 +55,7 @@ var newWatcher = fsnotify.NewWatcher
 type watchBase struct {
 	data []byte
 	err  string
+	none bool // no config runs: none ever loaded, nothing handed over
 }
 
 // watchConfig is WatchConfig from base.
@@ -83,7 +84,7 @@ func watchConfig(ctx context.Context, path string, debounce time.Duration, base 
 			return nil, err
 		}
 	}
-	cw.last, cw.lastErr = base.data, base.err
+	cw.last, cw.lastErr, cw.none = base.data, base.err, base.none
 	ch := make(chan struct{})
 	go func() {
 		defer close(ch)
@@ -103,6 +104,7 @@ type configWatch struct {
 	names    []string        // the config's path and its symlink target's
 	last     []byte          // content of the last good report (or the start)
 	lastErr  string          // the last error reported, "" after a good file
+	none     bool            // no good file yet, nor a config to keep
 }
 
 // watchTargets watches the directories of the config path and, if it is
@@ -227,7 +229,7 @@ func (cw *configWatch) reload() {
 	data, err := config.ReadFile(cw.path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			err = fmt.Errorf("%s: the config file is gone (keeping the last good config until it is back)", cw.path)
+			err = configMissing(cw.path, cw.none)
 		}
 		cw.report(nil, nil, err)
 		return
@@ -260,8 +262,20 @@ func (cw *configWatch) report(data []byte, f *config.File, err error) {
 		cw.onChange(nil, err)
 		return
 	}
-	cw.last, cw.lastErr = data, ""
+	cw.last, cw.lastErr, cw.none = data, "", false
 	cw.onChange(f, nil)
+}
+
+// configMissing is the error of a config file that does not exist: with
+// none, no config was ever loaded, and the pool runs no servers until the
+// file is made; otherwise the file is gone, and the last good config
+// keeps running.
+func configMissing(path string, none bool) error {
+	if none {
+		// os.ErrNotExist reads "file does not exist".
+		return fmt.Errorf("%s: the config %w (the pool runs with no servers until it does)", path, os.ErrNotExist)
+	}
+	return fmt.Errorf("%s: the config file is gone (keeping the last good config until it is back)", path)
 }
 
 // applyConfig makes the pool run f, which follows old (nil at start), and
@@ -323,9 +337,13 @@ func (inst *Instance) reloadConfig(f *config.File, err error) {
 	if err != nil {
 		inst.mu.Lock()
 		inst.configErr = err
+		runs := "the last good config keeps running"
+		if inst.noConfig {
+			runs = "the pool runs with no servers until the file is fixed"
+		}
 		inst.mu.Unlock()
 		inst.noteReload(time.Now(), "", err)
-		inst.log.Error("config not applied; the last good config keeps running", "config", inst.configPath, "err", err)
+		inst.log.Error("config not applied; "+runs, "config", inst.configPath, "err", err)
 		if ce := (*config.Error)(nil); errors.As(err, &ce) && ce.HistoryOff && inst.history.requests() != nil {
 			inst.history.switchOff()
 			inst.log.Info("request history switched off: the file does not load, but says so", "config", inst.configPath)
