@@ -27,8 +27,9 @@ type Status struct {
 	Enabled bool `json:"enabled"`
 	// Where is the file or registry value that makes it start.
 	Where string `json:"where"`
-	// Command is what it starts, when enabled.
-	Command string `json:"command,omitempty"`
+	// Command is what the login item starts ("" when there is none):
+	// always in the JSON, as the README lists it.
+	Command string `json:"command"`
 	// Env is the environment it starts Command with, what places the
 	// Switchboard home it serves (SWITCHBOARD_HOME, XDG_CONFIG_HOME,
 	// XDG_STATE_HOME); none for the default home.

@@ -1,6 +1,7 @@
 package autostart
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -49,6 +50,10 @@ func testRoundTrips(t *testing.T, exe string, env map[string]string) {
 			st, err := e.Status()
 			if err != nil || st.Enabled {
 				t.Fatalf("fresh status: %+v, %v", st, err)
+			}
+			// status --json has every documented key, off too.
+			if b, err := json.Marshal(st); err != nil || !strings.Contains(string(b), `"command":""`) {
+				t.Errorf("fresh status as JSON: %s %v, want \"command\": \"\"", b, err)
 			}
 			for range 2 {
 				if err := e.Enable(exe, env); err != nil {
