@@ -135,11 +135,12 @@ func serversForMatching(cfg *config.File) []pool.ServerConfig {
 func expandOrEmpty(s string) string { return config.ExpandVars(s, os.LookupEnv) }
 
 // Kill kills one PID or every leaked backend. A PID that is one of the
-// pool's own running children is killed through the pool (its supervisor
-// restarts it); any other PID must be a leaked backend found right now.
+// pool's own running children is killed through the pool, at once: the
+// way to end a hung child, which the pool takes for a crash and replaces.
+// Any other PID must be a leaked backend found right now.
 func (inst *Instance) Kill(ctx context.Context, req control.KillRequest) ([]control.KillResult, error) {
 	if !req.AllLeaked && slices.Contains(inst.Pool.ChildPIDs(), req.PID) {
-		r := control.KillResult{PID: req.PID, Note: "a running child of this pool: its supervisor starts a new one"}
+		r := control.KillResult{PID: req.PID, Note: "a running child of this pool: it ends as in a crash, and the pool starts a new one"}
 		for _, b := range inst.Pool.Snapshot().Backends {
 			if b.PID == req.PID {
 				r.Server = b.Server

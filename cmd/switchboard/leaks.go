@@ -66,7 +66,7 @@ func clip(s string, n int) string {
 }
 
 type killCmd struct {
-	PID       int    `arg:"" optional:"" help:"PID of a leaked backend (see switchboard leaks)."`
+	PID       int    `arg:"" optional:"" help:"PID of a leaked backend (see switchboard leaks), or of a running child of the pool (a hung one: the pool starts a new one)."`
 	AllLeaked bool   `name:"all-leaked" help:"Kill every leaked backend."`
 	Config    string `help:"Config file to match orphans against when no pool is running (default: $SWITCHBOARD_HOME/config.json)." type:"path"`
 }

@@ -293,12 +293,21 @@ func TestLeaksAcrossRuns(t *testing.T) {
 	_ = syscall.Kill(-orphan, syscall.SIGKILL)
 	waitFor(t, "the orphan to be gone", func() bool { return !alive(orphan) })
 	// The pool's own child is an MCP backend too: killed through the
-	// pool, whose supervisor replaces it.
+	// pool (the way to end a hung one), which replaces it, as the line
+	// says and the README documents.
 	stdout, stderr, code = sbIn(home, "kill", strconv.Itoa(own))
-	if code != 0 || stdout != fmt.Sprintf("killed PID %d (fake): a running child of this pool: its supervisor starts a new one\n", own) {
+	if code != 0 || stdout != fmt.Sprintf("killed PID %d (fake): a running child of this pool: it ends as in a crash, and the pool starts a new one\n", own) {
 		t.Errorf("kill own child: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	waitFor(t, "the own child to be gone", func() bool { return !alive(own) })
+	waitFor(t, "the pool to start a new child", func() bool {
+		for _, b := range second.status().Backends {
+			if b.Server == "fake" && b.PID > 0 && b.PID != own && b.State == "ready" {
+				return true
+			}
+		}
+		return false
+	})
 	if _, stderr, code := sbIn(home, "kill"); code == 0 || !strings.Contains(stderr, "either a PID or --all-leaked") {
 		t.Errorf("kill without arguments: exit %d %q", code, stderr)
 	}
