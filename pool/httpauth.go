@@ -67,8 +67,8 @@ func (h *httpFront) gate(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if h.p.opts.HTTPToken != nil {
 		want := h.p.opts.HTTPToken()
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || want == "" || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(want)) != 1 {
+		got, ok := bearerToken(r.Header.Get("Authorization"))
+		if !ok || want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 			h.refuse(w, r, http.StatusUnauthorized,
 				"unauthorized: send Authorization: Bearer <token> (`switchboard http-token` prints it)")
@@ -83,6 +83,17 @@ func (h *httpFront) gate(w http.ResponseWriter, r *http.Request) bool {
 	}
 	boundBody(w, r)
 	return true
+}
+
+// bearerToken is the credentials of an Authorization header of the Bearer
+// scheme, whose name is case-insensitive (RFC 9110 §11.1): "bearer TOKEN"
+// is as good as "Bearer TOKEN".
+func bearerToken(h string) (string, bool) {
+	scheme, cred, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(cred), true
 }
 
 // refuse answers a request the gate turns away.

@@ -72,6 +72,36 @@ func TestHTTPStrangersCannotRunTools(t *testing.T) {
 	}
 }
 
+// The Bearer scheme's name is case-insensitive (RFC 9110 §11.1, RFC
+// 6750): a client sending "bearer TOKEN" is let in. On the first edition
+// it got 401. The token itself is compared exactly.
+func TestHTTPBearerSchemeAnyCase(t *testing.T) {
+	_, c := tokenPool(t, nil)
+	ping := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`
+	for _, tc := range []struct {
+		auth   string
+		status int
+	}{
+		{"Bearer " + testToken, 200},
+		{"bearer " + testToken, 200},
+		{"BEARER " + testToken, 200},
+		{"bEaReR  " + testToken, 200},
+		{"bearer " + strings.ToUpper(testToken), 401},
+		{"Basic " + testToken, 401},
+		{"Bearer" + testToken, 401},
+		{"bearer", 401},
+	} {
+		t.Run(tc.auth, func(t *testing.T) {
+			r := c.post(ping, "Authorization", tc.auth)
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			if r.StatusCode != tc.status {
+				t.Fatalf("%s %s, want %d", r.Status, b, tc.status)
+			}
+		})
+	}
+}
+
 // An origin the user listed in http.allowedOrigins is let in with the
 // token, wherever it is served from (the first edition refused every
 // non-loopback origin before reading the list); an origin nobody listed
