@@ -59,20 +59,35 @@ func (u unionSource) ChildrenOfEarlierRuns(ctx context.Context) ([]leaks.ChildRe
 	return out, nil
 }
 
+// everySource reads several records of earlier runs' children, each of
+// which must answer: without a running pool the CLI would rather fail,
+// saying why, than call a recorded child no leak.
+type everySource []leaks.Source
+
+func (e everySource) ChildrenOfEarlierRuns(ctx context.Context) ([]leaks.ChildRecord, error) {
+	var out []leaks.ChildRecord
+	for _, src := range e {
+		recs, err := src.ChildrenOfEarlierRuns(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read the children of earlier runs: %w", err)
+		}
+		out = append(out, recs...)
+	}
+	return out, nil
+}
+
 // readOnlyHistory is the history database as a leaks.Source for the CLI
 // without a running pool: opened for each read, absent means no records.
+// An earlier version's schema is read as it is: the new build may not
+// have run yet, and that version's children are the ones to find.
 type readOnlyHistory string
 
 func (path readOnlyHistory) ChildrenOfEarlierRuns(ctx context.Context) ([]leaks.ChildRecord, error) {
-	if _, err := os.Stat(string(path)); errors.Is(err, os.ErrNotExist) {
+	recs, err := store.ReadChildrenOfEarlierRuns(ctx, string(path))
+	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	st, err := store.OpenReadOnly(string(path))
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	return st.ChildrenOfEarlierRuns(ctx)
+	return recs, err
 }
 
 // sweepLeaks is the startup sweep: it compacts the children file of
@@ -267,7 +282,8 @@ func KillLeaked(ctx context.Context, configPath string, req control.KillRequest,
 // direct gives what Find needs when no pool runs: the home, the recorded
 // children (all from earlier runs now) and the config's servers. A config
 // that cannot be read is reported to warn, not fatal: the recorded
-// children still prove themselves.
+// children still prove themselves. Records that cannot be read fail the
+// read (everySource).
 func direct(configPath string, warn func(string)) (string, leaks.Source, []pool.ServerConfig, error) {
 	paths, err := ResolvePaths()
 	if err != nil {
@@ -290,5 +306,5 @@ func direct(configPath string, warn func(string)) (string, leaks.Source, []pool.
 			servers = serversForMatching(&f)
 		}
 	}
-	return leakHome(paths), unionSource{leaks.FileSource(paths.ChildrenFile()), readOnlyHistory(paths.History)}, servers, nil
+	return leakHome(paths), everySource{leaks.FileSource(paths.ChildrenFile()), readOnlyHistory(paths.History)}, servers, nil
 }

@@ -586,7 +586,9 @@ func scanRun(sc scanner) (Run, error) {
 
 // ChildrenOfEarlierRuns lists the children that runs other than the live
 // one started and never saw exit, for leak detection (it makes a Store a
-// leaks.Source through a conversion of each record).
+// leaks.Source through a conversion of each record). It selects only
+// what schema version childrenSchema had: ReadChildrenOfEarlierRuns
+// reads databases that old.
 func (s *Store) ChildrenOfEarlierRuns(ctx context.Context) ([]ChildRecord, error) {
 	live, err := s.LiveRun(ctx)
 	if err != nil {

@@ -21,6 +21,7 @@
 package store
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -331,7 +332,30 @@ func (s *Store) openWritable() error {
 // OpenReadOnly opens the history database at path for queries only, while
 // another process may be writing it. A missing database is an error
 // wrapping fs.ErrNotExist; an older schema wraps ErrNeedsUpgrade.
-func OpenReadOnly(path string) (*Store, error) {
+func OpenReadOnly(path string) (*Store, error) { return openReadOnly(path, len(migrations)) }
+
+// childrenSchema is the oldest schema ReadChildrenOfEarlierRuns reads:
+// every column of runs and backends that ChildrenOfEarlierRuns (and
+// LiveRun) selects is in version 1.
+const childrenSchema = 1
+
+// ReadChildrenOfEarlierRuns is ChildrenOfEarlierRuns of the database at
+// path, opened read-only for the read. Unlike OpenReadOnly it reads an
+// older schema too: after an upgrade, until a run of this build has
+// migrated the database, the children an earlier version recorded are
+// the ones that may have leaked. A missing database wraps fs.ErrNotExist.
+func ReadChildrenOfEarlierRuns(ctx context.Context, path string) ([]ChildRecord, error) {
+	s, err := openReadOnly(path, childrenSchema)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.ChildrenOfEarlierRuns(ctx)
+}
+
+// openReadOnly is OpenReadOnly accepting any schema version from oldest
+// on; the caller reads only what that version already had.
+func openReadOnly(path string, oldest int) (*Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("history %s: %w", path, err)
 	}
@@ -350,7 +374,7 @@ func OpenReadOnly(path string) (*Store, error) {
 	case v > n:
 		s.closeDBs()
 		return nil, fmt.Errorf("history %s: %w (schema version %d, this build knows %d)", path, ErrTooNew, v, n)
-	case v < n:
+	case v < oldest:
 		s.closeDBs()
 		return nil, fmt.Errorf("history %s: %w (schema version %d of %d)", path, ErrNeedsUpgrade, v, n)
 	}

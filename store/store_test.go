@@ -264,6 +264,66 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 	}
 }
 
+// TestChildrenOfEarlierRunsFromEveryVersion reads the children an
+// earlier version recorded from a database of each schema version, as
+// that version left it (a new build installed, no run of it yet): leak
+// detection without a running pool needs them, and the read-only read
+// leaves the schema as it was.
+func TestChildrenOfEarlierRunsFromEveryVersion(t *testing.T) {
+	dump, err := os.ReadFile("testdata/v1.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ChildRecord{{PID: 4242, Server: "memory", Command: []string{"npx", "-y", "@modelcontextprotocol/server-memory"},
+		StartedAt: time.UnixMicro(1767232801000000), Run: "2"}}
+	for k := 1; k <= len(migrations); k++ {
+		t.Run(fmt.Sprintf("v%d", k), func(t *testing.T) {
+			path := dbPath(t)
+			q := string(dump)
+			for _, m := range migrations[1:k] {
+				q += "\n" + m.sql
+			}
+			execSQL(t, path, q+fmt.Sprintf("\nPRAGMA user_version = %d;", k))
+			got, err := ReadChildrenOfEarlierRuns(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("children of earlier runs (-want +got):\n%s", d)
+			}
+			if v := userVersion(t, path); v != k {
+				t.Errorf("schema version %d after the read, want %d", v, k)
+			}
+		})
+	}
+	t.Run("newer", func(t *testing.T) {
+		path := dbPath(t)
+		execSQL(t, path, string(dump)+fmt.Sprintf("\nPRAGMA user_version = %d;", len(migrations)+1))
+		if _, err := ReadChildrenOfEarlierRuns(context.Background(), path); !errors.Is(err, ErrTooNew) {
+			t.Errorf("newer schema: %v, want ErrTooNew", err)
+		}
+	})
+	t.Run("missing", func(t *testing.T) {
+		if _, err := ReadChildrenOfEarlierRuns(context.Background(), dbPath(t)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("missing database: %v, want fs.ErrNotExist", err)
+		}
+	})
+}
+
+func userVersion(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite3", dsn(path, "mode=ro"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // TestMigrateFromV4 upgrades a frozen version-4 database with every kind
 // of row the compact request log encodes (payloads, an orphan, a status
 // without a code, a tool name too long for the dictionary, rows of two

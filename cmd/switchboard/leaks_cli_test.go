@@ -313,6 +313,68 @@ func TestLeaksAcrossRuns(t *testing.T) {
 	}
 }
 
+// TestLeaksInAnEarlierVersionsHistory: an earlier version's pool crashed,
+// leaving a child it recorded in its history database (schema version
+// 7), and this build is installed; before any pool of it runs, `leaks`
+// and `kill` without a pool read that child from the old schema, leaving
+// the schema to the next pool to upgrade. A history that cannot be read
+// at all fails them, saying why, rather than reporting no leaks.
+func TestLeaksInAnEarlierVersionsHistory(t *testing.T) {
+	home := homeDir(t)
+	db := filepath.Join(home, "history.db")
+	plantedFile := filepath.Join(home, "planted.pid")
+	planted := plantDetached(t, plantedFile, "-startup-delay", "1h", "-pidfile", plantedFile)
+	started, err := leaks.StartTime(context.Background(), planted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	previous, err := store.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	previous.Record(pool.Event{Kind: pool.EventBackendStarted, Server: "fake", PID: planted, ProcessStart: started, Command: []string{fakeBin}})
+	if err := previous.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Version 7 is version 8 without runs.alive.
+	conn, err := sql.Open("sqlite3", "file:"+db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(`ALTER TABLE runs DROP COLUMN alive; PRAGMA user_version = 7`); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+
+	if l := leakOf(leaksJSON(t, home), planted); l == nil || l.Server != "fake" || l.Kind != "recorded" || !l.Proven {
+		t.Fatalf("the earlier version's child %d: %+v", planted, l)
+	}
+	stdout, stderr, code := sbIn(home, "kill", "--all-leaked")
+	if code != 0 || stdout != fmt.Sprintf("killed PID %d (fake)\n", planted) {
+		t.Fatalf("kill --all-leaked: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	waitFor(t, "the planted child to be gone", func() bool { return !alive(planted) })
+	conn, err = sql.Open("sqlite3", "file:"+db+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	if err := conn.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 7 {
+		t.Errorf("schema version %d (%v) after the CLI read it; want 7, as it was", v, err)
+	}
+	conn.Close()
+
+	if err := os.WriteFile(db, []byte(strings.Repeat("not a database ", 300)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"leaks"}, {"kill", "--all-leaked"}} {
+		stdout, stderr, code := sbIn(home, args...)
+		if code == 0 || strings.Contains(stdout, "no leaked backends") || !strings.Contains(stderr, db) {
+			t.Errorf("%v with an unreadable history: exit %d, stdout %q, stderr %q; want a failure naming %s", args, code, stdout, stderr, db)
+		}
+	}
+}
+
 // TestLeakedGrandchildFoundByMarker: a grandchild that ignores stdin EOF
 // (the fake server's `sleep 1000`), whose command line matches no
 // configured server, survives a SIGKILL of the pool; the run marker it
