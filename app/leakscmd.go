@@ -103,8 +103,14 @@ func (inst *Instance) sweepLeaks(ctx context.Context) {
 		return
 	}
 	for _, l := range ls {
+		if !l.Proven {
+			// kill refuses a suspect: no kill hint for it.
+			inst.log.Warn("suspected leaked backend, not proven (see reason): listed, never killed by Switchboard",
+				"pid", l.PID, "server", l.Server, "kind", l.Kind, "rssBytes", l.RSSBytes, "reason", l.Reason)
+			continue
+		}
 		inst.log.Warn("leaked backend (kill it with `switchboard kill PID` or from the tray)",
-			"pid", l.PID, "server", l.Server, "rssBytes", l.RSSBytes, "reason", l.Reason)
+			"pid", l.PID, "server", l.Server, "kind", l.Kind, "rssBytes", l.RSSBytes, "reason", l.Reason)
 	}
 }
 

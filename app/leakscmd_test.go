@@ -1,7 +1,10 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -168,5 +171,45 @@ func TestKillAllLeaked(t *testing.T) {
 	res = killFound(ctx, home, control.KillRequest{PID: theirs}, mine)
 	if len(res) != 1 || !res[0].Refused || !strings.Contains(res[0].Error, "it belongs to another Switchboard home ("+other+")") {
 		t.Errorf("kill %d of another home: %+v", theirs, res)
+	}
+}
+
+// TestSweepLogsSuspectsWithoutKillHint: the startup sweep tells the user
+// to kill a proven leak, and only that: `kill` refuses a suspect (here an
+// earlier version's marker, which names no home), so its line says what
+// it is instead.
+func TestSweepLogsSuspectsWithoutKillHint(t *testing.T) {
+	ctx := context.Background()
+	paths := sbHome(t)
+	home := leakHome(paths)
+	marked := plantSleep(t, leaks.RunEnv+"=1@0@"+home+" "+pool.ServerEnv+"=memory")
+	legacy := plantSleep(t, leaks.RunEnv+"=1@0 "+pool.ServerEnv+"=lingering")
+	cfg := &config.File{Servers: map[string]config.Server{"lingering": {Command: "sleep", Args: []string{"1000"}}}}
+	var buf bytes.Buffer
+	inst := &Instance{Paths: paths, Pool: pool.New(nil), log: slog.New(slog.NewJSONHandler(&buf, nil)), cfg: cfg}
+	type line struct {
+		Msg  string `json:"msg"`
+		PID  int    `json:"pid"`
+		Kind string `json:"kind"`
+	}
+	logged := map[int]line{}
+	eventually(t, 10*time.Second, "both planted processes are logged", func() bool {
+		buf.Reset()
+		inst.sweepLeaks(ctx)
+		clear(logged)
+		for _, b := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+			var l line
+			if json.Unmarshal(b, &l) == nil && (l.PID == marked || l.PID == legacy) {
+				logged[l.PID] = l
+			}
+		}
+		return len(logged) == 2 // each is seen once its sh has exited
+	})
+	if l := logged[marked]; l.Kind != leaks.KindMarked || !strings.Contains(l.Msg, "switchboard kill PID") {
+		t.Errorf("proven leak %d logged as %+v; want the kill hint", marked, l)
+	}
+	if l := logged[legacy]; l.Kind != leaks.KindLegacy || strings.Contains(l.Msg, "kill it") ||
+		!strings.Contains(l.Msg, "never killed by Switchboard") {
+		t.Errorf("suspect %d logged as %+v; want no kill hint", legacy, l)
 	}
 }
