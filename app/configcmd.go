@@ -159,8 +159,9 @@ type ImportOptions struct {
 // Import is `switchboard import`: it merges the client's stdio servers
 // into Switchboard's config (a running pool picks the change up by
 // itself) and, with RewriteClient, points the client's entries at this
-// binary's `connect` with the entries setup writes (connectThisBinary).
-// The result says exactly what it did, also when it fails part way.
+// binary's `connect` with the entries setup writes (connectThisBinary),
+// which reach this environment's pool: it is refused when the servers go
+// to another config. The result says exactly what it did, also when it fails part way.
 func Import(ctx context.Context, opts ImportOptions) (*importer.Result, error) {
 	client, err := importer.ParseClient(opts.From)
 	if err != nil {
@@ -191,6 +192,13 @@ func Import(ctx context.Context, opts ImportOptions) (*importer.Result, error) {
 		}
 		if err := connectThisBinary(ctx, paths, "import --rewrite-client", &iopts); err != nil {
 			return nil, err
+		}
+		if !samePath(cfg, paths.Config) {
+			// The entries pin this environment, whose pool reads
+			// paths.Config; no pin places a config at cfg.
+			return nil, fmt.Errorf("import --rewrite-client writes client entries that reach the pool of this environment's config %s, "+
+				"but the servers would be added to %s: those clients would not find them; "+
+				"import into %s without --rewrite-client, or run it from the environment whose config that is", paths.Config, cfg, cfg)
 		}
 	}
 	return importer.Import(iopts)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -240,6 +241,31 @@ func TestImportRewriteRefusesAnotherPoolsConfig(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(other.Config); string(data) != `{"mcpServers": {}}` {
 		t.Errorf("the running pool's config was written:\n%s", data)
+	}
+}
+
+// import --rewrite-client --config OTHER would add the servers to OTHER
+// but pin this environment, whose pool reads another config, into the
+// client's entries: they would reach a pool without the servers. It
+// refuses, naming both configs, and writes nothing.
+func TestImportRewriteRefusesAnotherConfig(t *testing.T) {
+	paths := sbHome(t)
+	other := filepath.Join(t.TempDir(), "other.json")
+	client := filepath.Join(t.TempDir(), "claude_desktop_config.json")
+	orig := `{"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}`
+	if err := os.WriteFile(client, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Import(context.Background(), ImportOptions{From: "claude-desktop", File: client, Config: other, RewriteClient: true})
+	if err == nil || !strings.Contains(err.Error(), other) || !strings.Contains(err.Error(), paths.Config) ||
+		!strings.Contains(err.Error(), "without --rewrite-client") {
+		t.Fatalf("import --rewrite-client --config %s: %v", other, err)
+	}
+	if data, _ := os.ReadFile(client); string(data) != orig {
+		t.Errorf("the client file was rewritten:\n%s", data)
+	}
+	if _, err := os.Stat(other); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s was written (%v)", other, err)
 	}
 }
 
