@@ -19,8 +19,8 @@ func writeHello(conn net.Conn, hello []byte, _ bool, _ *os.File) error {
 // clientGone is never asked where nothing is attached.
 func clientGone() bool { return false }
 
-// clientWaiting is never asked where nothing is attached.
-func clientWaiting() bool { return true }
+// takeClientInput is never asked where nothing is attached.
+func takeClientInput() ([]byte, bool) { return nil, false }
 
 // readWaiting is never asked where nothing is attached.
 func readWaiting(int) []byte { return nil }

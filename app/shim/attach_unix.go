@@ -55,12 +55,20 @@ func clientGone() bool {
 	return err == nil && n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0
 }
 
-// clientWaiting reports whether the client has sent something (or closed
-// its end) that no pool has read yet: our fd 0 polls readable.
-func clientWaiting() bool {
+// takeClientInput reads, without waiting, the first of what the client
+// has sent that no pool has read (our fd 0), for the next pool to read
+// first; eof says the client closed its end with nothing left to read.
+func takeClientInput() (in []byte, eof bool) {
 	fds := []unix.PollFd{{Fd: 0, Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, 0)
-	return err == nil && n > 0
+	if n, err := unix.Poll(fds, 0); err != nil || n == 0 {
+		return nil, false
+	}
+	buf := make([]byte, bufSize)
+	n, err := unix.Read(0, buf)
+	if n > 0 {
+		return buf[:n], false
+	}
+	return nil, n == 0 && err == nil // else not readable after all, or broken
 }
 
 // readWaiting reads what the client has sent that no pool has read (our

@@ -55,6 +55,13 @@ func (u *unanswered) received(b []byte) {
 	})
 }
 
+// owed reports whether a request is still unanswered.
+func (u *unanswered) owed() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.ids) > 0
+}
+
 // lost lists the requests still unanswered, and forgets them: the next
 // pool answers them.
 func (u *unanswered) lost() []wire.Lost {

@@ -29,7 +29,8 @@ import (
 // when the client sends something: a pool the user quit stays quit until
 // it is needed, and an upgraded or restarted one is found when it listens.
 // Where clients may not start one, it waits as long for the user to
-// (userStartWait), then answers what its client waits for and exits.
+// (userStartWait) once its client needs a pool, then answers what its
+// client waits for and exits.
 type attached struct {
 	paths   home.Paths
 	name    string
@@ -95,25 +96,44 @@ func (a *attached) wait(conn net.Conn, br *bufio.Reader) error {
 // started (maxFailedStarts, backing off between them), or when clients
 // may not start one and none came in userStartWait; then it answers what
 // the client waits for (giveUp). planned says the last pool stopped on
-// purpose: a new one is needed (started, or waited for) only for a
-// client that sends something.
+// purpose: a new one is started only for a client that sends something.
+// After a crash one is started at once; where clients may not start one,
+// it is waited for (userStartWait) only once the client is owed answers
+// (it sent a request): an idle session waits for the user as long as it
+// takes. A client that closes its input while owed nothing is finished.
 func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 	sock := a.paths.PoolSocket()
 	dial := func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) }
 	var backoff startBackoff
 	var user userStart
 	var lost []wire.Lost
-	midLine := false
+	midLine, fresh, eof, asked := false, true, false, false
 	for {
+		if fresh { // what the last pool owed; kept until a pool has taken the session
+			more, cut := takeLedger(a.ledger)
+			lost, midLine, fresh = mergeLost(lost, more), midLine || cut, false
+		}
 		if clientGone() {
 			return nil, nil, errClientGone
 		}
+		if !eof && !asked {
+			in, end := takeClientInput()
+			a.pending, eof = append(a.pending, in...), end
+			asked = waitsForAnswer(a.pending)
+		}
+		// The client is owed answers to what the dead pool took and to the
+		// requests it sent since. Without a ledger a crash may have left
+		// any request unanswered: it counts as owing.
+		owed := len(lost) > 0 || asked || (!planned && a.ledger == nil)
+		if eof && !owed {
+			return nil, nil, errClientGone // the client finished, and waits for nothing
+		}
 		conn, err := dial()
-		if err != nil && backoff.ready() && (!planned || len(a.pending) > 0 || clientWaiting()) {
+		if err != nil && backoff.ready() && (!planned || owed || len(a.pending) > 0) {
 			conn, err = launch.Ensure(a.paths, dial)
 			switch {
 			case errors.Is(err, launch.ErrDisabled):
-				if user.over() { // the user did not start one meanwhile
+				if owed && user.over() { // the user did not start one meanwhile
 					return nil, nil, a.giveUp(noPoolCame(a.paths, err), lost, midLine)
 				}
 			case err != nil && backoff.failed():
@@ -127,13 +147,11 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 			time.Sleep(reattachPoll)
 			continue
 		}
-		// Kept until a pool has taken the session.
-		more, cut := takeLedger(a.ledger)
-		lost, midLine = mergeLost(lost, more), midLine || cut
 		hello, _ := json.Marshal(wire.Hello{Server: a.name, PID: os.Getpid(), Attach: true, Ledger: a.ledger != nil,
 			Resume: &wire.Resume{Run: a.run, Session: a.session, Initialize: a.init, PendingBytes: len(a.pending),
 				Lost: lost, Ledger: a.ledger != nil, MidLine: midLine}})
 		err = writeHello(conn, append(hello, '\n'), true, a.ledger)
+		fresh = true // a pool that read it may have taken requests before it went
 		if err == nil && len(a.pending) > 0 {
 			_, err = conn.Write(a.pending)
 		}

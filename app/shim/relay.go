@@ -213,7 +213,7 @@ func (r *relayed) copyFromPool(br *bufio.Reader, drain chan<- struct{}) (end poo
 			chunk = chunk[i:]
 		}
 		if err != nil {
-			if r.clientEOF.Load() && errors.Is(err, io.EOF) {
+			if r.clientEOF.Load() && errors.Is(err, io.EOF) && !r.count.owed() {
 				return poolEnd{end: relayDone} // the pool answered a finished client and ended
 			}
 			return poolEnd{end: relayLost}
@@ -254,7 +254,10 @@ func (r *relayed) control(line []byte, drain chan<- struct{}) (poolEnd, bool) {
 // it backs off between failed starts and gives up after maxFailedStarts,
 // when a pool refuses the session, or when clients may not start one and
 // none came in userStartWait, answering what the client waits for
-// (giveUp).
+// (giveUp). That wait starts once the client is owed answers (it sent a
+// request): an idle session waits for the user as long as it takes. A
+// client that closed its input is finished once it is owed nothing; until
+// then, as when it half-closes with a pool, it waits for the answers.
 func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 	sock := r.paths.PoolSocket()
 	dial := func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) }
@@ -267,17 +270,20 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 	if planned {
 		lost = nil
 	}
+	asked := false
 	for {
 		r.takeInput()
-		if r.clientEOF.Load() && len(r.held) == 0 {
-			return nil, nil, errClientGone
+		asked = asked || waitsForAnswer(r.held)
+		owed := len(lost) > 0 || asked
+		if r.clientEOF.Load() && !owed {
+			return nil, nil, errClientGone // the client finished, and waits for nothing
 		}
 		conn, err := dial()
-		if err != nil && backoff.ready() && (!planned || len(r.held) > 0) {
+		if err != nil && backoff.ready() && (!planned || owed || len(r.held) > 0) {
 			conn, err = launch.Ensure(r.paths, dial)
 			switch {
 			case errors.Is(err, launch.ErrDisabled):
-				if user.over() { // the user did not start one meanwhile
+				if owed && user.over() { // the user did not start one meanwhile
 					return nil, nil, r.giveUp(noPoolCame(r.paths, err), lost)
 				}
 			case err != nil && backoff.failed():

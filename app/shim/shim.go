@@ -234,3 +234,10 @@ func hasRequest(input []byte) bool {
 	}
 	return false
 }
+
+// waitsForAnswer reports whether the client's input no pool has read
+// holds a request, or is longer than notifications would be (the rest of
+// a large request may follow): a client that sent it waits for an answer.
+func waitsForAnswer(input []byte) bool {
+	return len(input) >= bufSize || hasRequest(input)
+}

@@ -132,3 +132,126 @@ func testReattachWithoutAutostart(t *testing.T, kill, relay, back bool) {
 	}
 	t.Logf("stderr: %s", strings.TrimSpace(s.errb.String()))
 }
+
+// goAway stops in's pool, with SIGKILL when kill is set, else SIGTERM,
+// and waits for it to exit.
+func goAway(t *testing.T, in *instance, kill bool) {
+	t.Helper()
+	sig := syscall.SIGTERM
+	if kill {
+		sig = syscall.SIGKILL
+	}
+	if err := in.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	err := <-in.done
+	in.done <- err
+}
+
+// With autostart.fromClients off, an idle session (nothing in flight)
+// whose pool crashed waits for the user as long as it takes, as after a
+// planned stop: a pool started again after more than userStartWait takes
+// it, and answers its next call. Before, the connect gave up
+// userStartWait after the crash and exited 3: the client's server was
+// gone.
+func TestIdleSessionOutwaitsCrashWithoutAutostart(t *testing.T) {
+	for _, mode := range []string{"attached", "relayed"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // each waits longer than userStartWait
+			first := serve(t, noClientStarts(fakeConfig(t)))
+			s := connectAs(t, first, "fake", mode == "relayed")
+			s.initialize("idle")
+			answers := readAnswers(s)
+			goAway(t, first, true)
+			select {
+			case err := <-s.done:
+				s.done <- err
+				t.Fatalf("connect exited (%v) while its idle client waited for nothing (stderr: %s)", err, s.errb.String())
+			case <-time.After(userStartWait + 2*time.Second): // measured: it outlives the wait
+			}
+			serveHome(t, first.home)
+			s.send(`{"jsonrpc":"2.0","id":"later","method":"tools/call","params":{"name":"echo","arguments":{"text":"later"}}}`)
+			waitFor(t, "the call's answer from the next pool", func() bool { _, ok := answers.get(`"later"`); return ok })
+			if a, _ := answers.get(`"later"`); !strings.Contains(a.line, `"text":"later"`) {
+				t.Errorf("the call after the restart: %s", a.line)
+			}
+		})
+	}
+}
+
+// With autostart.fromClients off, a connect whose pool went away (stopped
+// or killed) and whose client, owed nothing, closes its input exits 0 at
+// once: the session is over. Before, an attached connect took the closed
+// input for a client that needs a pool, waited userStartWait and exited 3.
+func TestCleanEOFWithoutPool(t *testing.T) {
+	for _, how := range []string{"stopped", "killed"} {
+		for _, mode := range []string{"attached", "relayed"} {
+			t.Run(how+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				first := serve(t, noClientStarts(fakeConfig(t)))
+				s := connectAs(t, first, "fake", mode == "relayed")
+				s.initialize("finishing")
+				readAnswers(s)
+				goAway(t, first, how == "killed")
+				s.stdin.Close()
+				select {
+				case err := <-s.done:
+					s.done <- err
+					if err != nil {
+						t.Fatalf("connect exit: %v (stderr: %s), want 0", err, s.errb.String())
+					}
+				case <-time.After(3 * time.Second):
+					t.Fatalf("connect did not exit within 3 s of its client closing its input (stderr: %s)", s.errb.String())
+				}
+			})
+		}
+	}
+}
+
+// With autostart.fromClients off, a relaying connect whose client
+// half-closes its input while a call is owed (before or after the pool is
+// killed) waits for the answer as a half-close does: no pool comes, so
+// after userStartWait it answers the call with the at-most-once error
+// (-32003) and exits 3. Before, it exited 0 at once, the call unanswered.
+func TestRelayedHalfCloseAnswersOwed(t *testing.T) {
+	for _, order := range []string{"half-closed then killed", "killed then half-closed"} {
+		t.Run(order, func(t *testing.T) {
+			t.Parallel()
+			first := serve(t, noClientStarts(fakeConfig(t)))
+			s := connectAs(t, first, "fake", true)
+			s.initialize("half-closing")
+			answers := readAnswers(s)
+			s.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":60000,"text":"never"}}}`)
+			waitFor(t, "the slow call to reach the child", func() bool {
+				for _, r := range first.status().InFlight {
+					if r.Name == "sleep_echo" && r.WrittenToChild {
+						return true
+					}
+				}
+				return false
+			})
+			if order == "half-closed then killed" {
+				s.stdin.Close()
+				goAway(t, first, true)
+			} else {
+				goAway(t, first, true)
+				s.stdin.Close()
+			}
+			select {
+			case <-answers.done: // all it wrote is read
+			case <-time.After(userStartWait + 30*time.Second):
+				t.Fatal("connect did not end its output")
+			}
+			err := <-s.done
+			s.done <- err
+			slow, ok := answers.get(`"slow"`)
+			if !ok || !strings.Contains(slow.line, `"code":-32003`) || !strings.Contains(slow.line, `"mayHaveExecuted":true`) {
+				t.Fatalf("connect exited (%v, stderr %q); the call owed: %q, want the at-most-once error", err, s.errb.String(), slow.line)
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+				t.Errorf("connect exit: %v (stderr %q), want 3", err, s.errb.String())
+			}
+		})
+	}
+}
