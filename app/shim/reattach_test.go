@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/switchboard-mcp/switchboard/app/home"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
@@ -27,6 +29,7 @@ func TestReattachPassesAPoolThatIsStopping(t *testing.T) {
 		attach   bool
 	}{
 		{"attached", func(paths home.Paths) (net.Conn, string, string, error) {
+			quietClient(t)
 			a := &attached{paths: paths, name: "fake", run: "r1", session: "s1", init: []byte(`{}`)}
 			conn, _, err := a.reattach(true)
 			return conn, a.session, a.run, err
@@ -61,6 +64,29 @@ func TestReattachPassesAPoolThatIsStopping(t *testing.T) {
 			}
 		})
 	}
+}
+
+// quietClient makes this process's stdin, which an attached shim reads as
+// its client's input, a pipe that stays open and sends nothing, as a live
+// idle client's does (the test's own may be at its end: a client gone).
+func quietClient(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := unix.Dup(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Dup2(int(r.Fd()), 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = unix.Dup2(saved, 0)
+		unix.Close(saved)
+		r.Close()
+		w.Close()
+	})
 }
 
 // poolsThatWelcome listens on a pool socket in a new home and answers the
