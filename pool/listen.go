@@ -268,8 +268,10 @@ func (s *session) endListen(key string) bool {
 // (basic/patterns/cancellation). An HTTP listen's stream ends with its
 // result. Called before the session closes: its output takes nothing
 // after that. A legacy client has no listen (its resources/subscribe
-// subscriptions end with its session, as that revision has it).
-func (s *session) closeListens(why error) {
+// subscriptions end with its session, as that revision has it). It
+// reports whether it sent anything to the session's own output, which
+// close then writes out before it closes the transport.
+func (s *session) closeListens(why error) (told bool) {
 	s.mu.Lock()
 	ls := s.listens
 	s.listens = nil
@@ -282,10 +284,12 @@ func (s *session) closeListens(why error) {
 		s.respond(l.to, jsonrpc.AppendResponse(nil, l.id, result), 0)
 		if l.to == nil {
 			s.deliver(jsonrpc.AppendNotification(nil, "notifications/cancelled", cancelled))
+			told = true
 		}
 		l.sending.Unlock()
 		l.release()
 	}
+	return told
 }
 
 // endListens closes every listen of a closing session.

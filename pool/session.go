@@ -910,8 +910,9 @@ func (s *session) releaseOwed(n int) {
 // requests and subscriptions is released, and the transport is closed.
 func (s *session) close(reason error) {
 	s.closeOnce.Do(func() {
+		told := false // a listen's closing lines are queued for the output
 		if reason != nil && !errors.Is(reason, errEvicted) {
-			s.closeListens(reason) // the client is still there: while its output takes them
+			told = s.closeListens(reason) // the client is still there: while its output takes them
 		}
 		s.mu.Lock()
 		s.closeReason = reason
@@ -927,7 +928,10 @@ func (s *session) close(reason error) {
 		s.subs = map[string]*backend{}
 		led := s.ledger
 		s.mu.Unlock()
-		if o := s.stream.Load(); o != nil && drained(reason) {
+		// Closing lines for listens are written out before the transport
+		// closes, as a graceful end's last answers are (flushQueued bounds
+		// the wait), not dropped or cut mid-line.
+		if o := s.stream.Load(); o != nil && (drained(reason) || told) {
 			s.p.wg.Go(func() {
 				s.finishOutput(o) // the last answers first, and their slots released
 				led.close()
