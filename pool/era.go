@@ -371,17 +371,6 @@ func (hs *handshake) versions() []string {
 	return out
 }
 
-// supportedVersions are the revisions the pool serves for a server whose
-// child made hs: server/discover's supportedVersions, which a request in
-// another revision is told (-32022). Before any child of the server was
-// handshaken (hs nil), every revision the pool speaks.
-func supportedVersions(hs *handshake) []string {
-	if hs == nil {
-		return append([]string{Modern}, newestFirst(legacyVersions)...)
-	}
-	return hs.versions()
-}
-
 func newestFirst(vs []string) []string {
 	out := slices.Clone(vs)
 	slices.Reverse(out)

@@ -205,7 +205,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 		// legacy one without its session is dropped too.
 		w.WriteHeader(http.StatusAccepted)
 	case modernHTTP(r, body, msg):
-		if bad := validateModern(r.Header, body, msg, srv.hs.Load(), srv.toolParams()); bad != nil {
+		if bad := validateModern(r.Header, body, msg, srv.toolParams()); bad != nil {
 			bad.write(w, msg.IDBytes())
 			return
 		}

@@ -60,11 +60,9 @@ func modernHTTP(r *http.Request, body []byte, msg jsonrpc.Message) bool {
 // against the body (400, -32020), the version (400, -32022), methods the
 // revision removed (404, -32601), and last, for a tools/call of a tool
 // that annotates its properties, the Mcp-Param headers against its
-// arguments (400, -32020; httpparams.go). nil means serve it. hs is the
-// server's handshake, if a child of it made one: the versions -32022
-// lists are the ones its server/discover does (supportedVersions).
-func validateModern(h http.Header, body []byte, msg jsonrpc.Message, hs *handshake, tools toolParams) *httpRefusal {
-	if bad := checkModern(h, body, msg, true, hs); bad != nil {
+// arguments (400, -32020; httpparams.go). nil means serve it.
+func validateModern(h http.Header, body []byte, msg jsonrpc.Message, tools toolParams) *httpRefusal {
+	if bad := checkModern(h, body, msg, true); bad != nil {
 		return bad
 	}
 	if len(tools) > 0 && msg.Method == "tools/call" {
@@ -75,7 +73,7 @@ func validateModern(h http.Header, body []byte, msg jsonrpc.Message, hs *handsha
 
 // checkModern is validateModern; the stdio front door has no headers to
 // check (withHeaders false).
-func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bool, hs *handshake) *httpRefusal {
+func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bool) *httpRefusal {
 	var params []byte
 	if msg.Params.Present() {
 		params = msg.Params.Of(body)
@@ -102,7 +100,11 @@ func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bo
 	if version != Modern {
 		r := refuse(http.StatusBadRequest, codeUnsupportedVersion,
 			"unsupported protocol version %q: this endpoint serves %s per request (legacy clients initialize first)", version, Modern)
-		r.err.Data = map[string]any{"supported": supportedVersions(hs), "requested": version}
+		// supported is what a retry of this request can use (the client
+		// retries in one, rather than falling back: basic/versioning):
+		// 2026-07-28 alone. Not a child's other modern revisions, nor the
+		// legacy ones, which only an initialize gets; never the refused one.
+		r.err.Data = map[string]any{"supported": []string{Modern}, "requested": version}
 		return r
 	}
 	if removedInModern[msg.Method] {

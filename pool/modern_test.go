@@ -197,56 +197,57 @@ func TestHTTPModernValidation(t *testing.T) {
 	}
 }
 
-// A request in a revision the pool does not serve is told the versions it
-// does (-32022, 2026-07-28 basic/versioning: "listing the versions it does
-// support"; a client told them retries in one, and on stdio must not fall
-// back to initialize): the list server/discover gives, over HTTP and
-// stdio, before the server's first child ran and after. On the first
-// edition it listed 2026-07-28 alone, while discover listed the legacy
-// revisions too.
-func TestUnsupportedVersionListsWhatDiscoverDoes(t *testing.T) {
+// A request in a revision the pool does not serve is told the versions a
+// retry of it can use (-32022, 2026-07-28 basic/versioning: the client
+// picks one from the list and retries, rather than falling back): over
+// HTTP and stdio, before the server's first child ran and after, for an
+// unknown revision and for a legacy one sent per request, 2026-07-28
+// alone. Never the refused revision: a client that took the newest listed
+// would retry it for ever. Not the legacy revisions server/discover lists
+// either: only an initialize gets those, which is a fall-back, not a
+// retry. (Before, it listed discover's list: every legacy revision, and
+// a modern child's own other revisions, which the pool refuses here.)
+func TestUnsupportedVersionListsOnlyWhatARetryCanUse(t *testing.T) {
 	tp := newTestPool(t, nil, fake("srv"))
 	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
 	stdio := tp.dial(t, "srv")
-	const unsupported = `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	refusals := func() map[string]msg {
-		resp := h.post(unsupported)
+	unsupported := func(version string) string {
+		return `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` +
+			version + `","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	}
+	refusals := func(version string) map[string]msg {
+		resp := h.post(unsupported(version))
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		viaHTTP := msg{raw: string(b)}
 		if err := json.Unmarshal(b, &viaHTTP); err != nil || resp.StatusCode != 400 {
 			t.Fatalf("over HTTP: %s %s, want 400", resp.Status, b)
 		}
-		stdio.send(unsupported)
+		stdio.send(unsupported(version))
 		viaStdio, _ := stdio.recvID("9")
 		return map[string]msg{"http": viaHTTP, "stdio": viaStdio}
 	}
-	check := func(when string, m msg, want []string) {
+	check := func(when, version string) {
 		t.Helper()
-		var data struct {
-			Supported []string `json:"supported"`
-			Requested string   `json:"requested"`
-		}
-		if m.Error == nil || m.Error.Code != -32022 || json.Unmarshal(m.Error.Data, &data) != nil ||
-			!slices.Equal(data.Supported, want) || data.Requested != "2099-01-01" {
-			t.Errorf("%s: %s, want -32022 with supported %q", when, m.raw, want)
+		for how, m := range refusals(version) {
+			var data struct {
+				Supported []string `json:"supported"`
+				Requested string   `json:"requested"`
+			}
+			if m.Error == nil || m.Error.Code != -32022 || json.Unmarshal(m.Error.Data, &data) != nil ||
+				!slices.Equal(data.Supported, []string{"2026-07-28"}) || data.Requested != version {
+				t.Errorf("%s, %s, %s requested: %s, want -32022 with supported [2026-07-28]", how, when, version, m.raw)
+			}
 		}
 	}
 
-	before := refusals()
-	var discover struct {
-		SupportedVersions []string `json:"supportedVersions"`
-	}
-	if m := h.call(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`); json.Unmarshal(m.Result, &discover) != nil ||
-		len(discover.SupportedVersions) < 2 {
+	check("before any child", "2099-01-01")
+	check("before any child", "2025-06-18")
+	if m := h.call(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`); m.Result == nil {
 		t.Fatalf("discover: %s", m.raw)
 	}
-	for how, m := range before {
-		check(how+", before any child", m, discover.SupportedVersions)
-	}
-	for how, m := range refusals() {
-		check(how+", once a child ran", m, discover.SupportedVersions)
-	}
+	check("once a child ran", "2099-01-01")
+	check("once a child ran", "2025-06-18")
 }
 
 // TestStdioModernValidation: a 2026-07-28 request over stdio gets the same

@@ -267,7 +267,7 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 	id := append([]byte(nil), msg.IDBytes()...)
 	params := msg.Params.Of(msg.Raw)
 	if (x == nil || !x.stateless) && modernMeta(msg.Raw, *msg) { // a 2026-07-28 request: checked as the HTTP front door checks it (a stateless exchange was, at the door)
-		if bad := checkModern(nil, msg.Raw, *msg, false, s.srv.hs.Load()); bad != nil {
+		if bad := checkModern(nil, msg.Raw, *msg, false); bad != nil {
 			s.replyErrorTo(x, id, bad.err)
 			return
 		}
