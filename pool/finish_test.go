@@ -26,7 +26,7 @@ type endingRig struct {
 	seq  []Event // the written and done events, in order
 }
 
-func newEndingRig(t *testing.T) *endingRig {
+func newEndingRig(t testing.TB) *endingRig {
 	t.Helper()
 	r := &endingRig{}
 	r.p = New(&Options{Record: func(e Event) {

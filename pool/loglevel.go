@@ -68,9 +68,7 @@ func (s *session) setLogLevel(b *backend, hs *handshake, id, params []byte, x *e
 	case !jsonrpc.Member(hs.capabilities, "logging").Present():
 		return false // the child answers: its acceptance sets the level (levelAnswered)
 	}
-	s.mu.Lock()
-	s.logs, s.logLevel = true, sev
-	s.mu.Unlock()
+	s.setLevel(sev)
 	b.syncLogLevel()
 	s.replyTo(x, id, []byte("{}"))
 	return true
@@ -98,12 +96,21 @@ func (s *session) logsAsked(msg *jsonrpc.Message, meta []byte) (logs uint8, _ []
 		return 0, nil // a legacy child: the session's level is the child's (syncLogLevel)
 	}
 	s.mu.Lock()
-	on, sev := s.logs, s.logLevel
+	on, sev, member := s.logs, s.logLevel, s.logMember
 	s.mu.Unlock()
 	if !on {
 		return 0, meta
 	}
-	return uint8(sev + 1), append(meta[:len(meta):len(meta)], `,"`+metaLogLevel+`":"`+levelName(sev)+`"`...)
+	return uint8(sev + 1), append(meta[:len(meta):len(meta)], member...)
+}
+
+// setLevel makes sev the session's log level, with the _meta member that
+// names it to a modern child, built once here rather than per request.
+func (s *session) setLevel(sev int) {
+	member := []byte(`,"` + metaLogLevel + `":"` + levelName(sev) + `"`)
+	s.mu.Lock()
+	s.logs, s.logLevel, s.logMember = true, sev, member
+	s.mu.Unlock()
 }
 
 // asksLogs reports whether a 2026-07-28 request asks for log messages.
@@ -134,9 +141,7 @@ func (s *session) levelAnswered(p *pending, answer *jsonrpc.Message) {
 	if !answer.Result.Present() || p.logs == 0 {
 		return
 	}
-	s.mu.Lock()
-	s.logs, s.logLevel = true, int(p.logs)-1
-	s.mu.Unlock()
+	s.setLevel(int(p.logs) - 1)
 }
 
 // admitsLog reports whether a legacy child's message at level reaches
@@ -151,19 +156,30 @@ func (s *session) admitsLog(level string) bool {
 // routeLog takes a child's notifications/message, params its params.
 func (b *backend) routeLog(msg *jsonrpc.Message, params []byte) {
 	level, _ := jsonrpc.String(params, jsonrpc.Member(params, "level"))
-	line := append([]byte(nil), msg.Raw...)
 	if b.childIsLegacy() {
+		// Who would take it first: most such messages nobody asked for,
+		// and the requests in flight need no look for those.
+		sessions := b.sessions() // a fresh slice: ours to filter
+		to := sessions[:0]
+		for _, s := range sessions {
+			if s.admitsLog(level) {
+				to = append(to, s)
+			}
+		}
+		if len(to) == 0 {
+			return
+		}
 		if b.reqs.runsOnlyModern() {
 			b.log.Debug("dropping a log message made during 2026-07-28 clients' requests only", "level", level)
 			return
 		}
-		for _, s := range b.sessions() {
-			if s.admitsLog(level) {
-				s.deliver(line)
-			}
+		line := append([]byte(nil), msg.Raw...)
+		for _, s := range to {
+			s.deliver(line)
 		}
 		return
 	}
+	line := append([]byte(nil), msg.Raw...)
 	sev, ok := logSeverity[level]
 	if !ok {
 		sev = len(logSeverity) // a level of its own: every level that asked admits it

@@ -83,6 +83,7 @@ type session struct {
 	replaying       bool          // the held messages are being handled: new ones still wait their turn
 	heldBytes       int           // the bytes of held, bounded by Options.MaxSessionBytes
 	logLevel        int           // logSeverity of its logging/setLevel (loglevel.go)
+	logMember       []byte        // that level as the _meta member a modern child is sent (logsAsked)
 }
 
 // sessionSetup is what a front door says of a session's transport. It is
