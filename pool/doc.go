@@ -108,9 +108,11 @@
 //     client is still there (its server removed, the pool stopping or
 //     handing it back, its input closed) ends each of its listens with
 //     the closing result tagged with the listen's id, then on stdio
-//     notifications/cancelled naming it; an HTTP listen's stream ends
-//     with that result; a legacy session has no listen, and gets
-//     nothing: [session.closeListens]. A listen is acknowledged once the
+//     notifications/cancelled naming it, both written out (bounded as a
+//     graceful end's last answers are) before its transport closes; an
+//     HTTP listen's stream ends with that result; a legacy session has
+//     no listen, and gets nothing: [session.closeListens],
+//     [session.finishOutput]. A listen is acknowledged once the
 //     child watches what it asks for: at once when the current upstream
 //     listen covers it, else when the child acknowledges the one that
 //     does (the listen's changes before that follow its acknowledgement,

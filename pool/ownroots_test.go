@@ -142,3 +142,46 @@ func TestOwnChildsMissedAskAgainTeachesNothing(t *testing.T) {
 		t.Fatalf("the next session's first call ran with roots %s, want file:///work/b", got)
 	}
 }
+
+// A session's own child is told its roots changed only when they did:
+// not for an answer the same as the last one, nor for an ask the client
+// left unanswered (its roots stay none). Each notice costs the child an
+// ask again and holds the session's calls behind it. On the first edition
+// every answer, and every ask that ran out, told it.
+func TestOwnChildIsToldOnlyOfRootsThatChanged(t *testing.T) {
+	t.Run("the same roots again", func(t *testing.T) {
+		logPath := filepath.Join(shortTempDir(t), "child.log")
+		tp := newTestPool(t, nil, ownRootsServer(logPath))
+		a := tp.dial(t, "fs")
+		a.initialize("a", `{"roots":{"listChanged":true}}`)
+		eventually(t, "the child's roots/list at start to be answered", func() bool { return rootsAnswered(t, logPath) })
+		a.answerRoots("file:///work/a")
+		a.childsOwnRoots("1")
+		if n := countMethod(childLog(t, logPath), "notifications/roots/list_changed"); n != 1 {
+			t.Fatalf("the child was told %d times that its roots changed, want once: none to file:///work/a", n)
+		}
+		a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+		a.answerRoots("file:///work/a")
+		if got := a.childsOwnRoots("2"); !strings.Contains(got, "file:///work/a") {
+			t.Fatalf("the call ran with roots %s, want file:///work/a", got)
+		}
+		if n := countMethod(childLog(t, logPath), "notifications/roots/list_changed"); n != 1 {
+			t.Errorf("the child was told %d times that its roots changed, want once: the same answer again changes nothing", n)
+		}
+	})
+	t.Run("no answer in time", func(t *testing.T) {
+		t.Cleanup(pool.SetRootsAskTimeout(300 * time.Millisecond))
+		logPath := filepath.Join(shortTempDir(t), "child.log")
+		tp := newTestPool(t, nil, ownRootsServer(logPath))
+		a := tp.dial(t, "fs")
+		a.initialize("a", `{"roots":{"listChanged":true}}`)
+		eventually(t, "the child's roots/list at start to be answered", func() bool { return rootsAnswered(t, logPath) })
+		if m := a.recv(); m.Method != "roots/list" {
+			t.Fatalf("want the pool's roots/list, got %s", m.raw)
+		}
+		a.childsOwnRoots("1") // held until the ask runs out
+		if n := countMethod(childLog(t, logPath), "notifications/roots/list_changed"); n != 0 {
+			t.Errorf("the child was told %d times that its roots changed, want never: they are none still", n)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package pool
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -466,12 +467,18 @@ func (s *session) rootsAnswered(id string, roots []string, names rootNames) {
 		return // answered already, or a newer ask is out
 	}
 	s.rootsAsk = ""
+	// An answer the same as the last (or an ask that ran out with none
+	// known) leaves the session's own child alone: a notice would make
+	// it ask again, and hold the session's calls behind that.
+	changed := !slices.Equal(s.roots, roots) || !maps.Equal(s.rootNames, names)
 	s.roots, s.rootNames = roots, names
 	running := s.replaying // an ask made by a held message, answered while they go on
 	s.replaying = true
 	s.mu.Unlock()
 	from := s.srv.move(s)
-	s.srv.rootsChanged(s)
+	if changed {
+		s.srv.rootsChanged(s)
+	}
 	s.carryStakes(from)
 	if !running {
 		s.replayHeld()
