@@ -288,7 +288,7 @@ func TestHistorySwitchedWhileRunning(t *testing.T) {
 	}
 	inst, logs := startIn(t, Options{})
 	stop := stopInstance(t, inst)
-	c := dialSession(t, inst.Paths.PoolSocket(), "a")                          // initialize: id 1
+	c := dialSession(t, inst.Paths.PoolSocket(), "a")                          // initialize: id 1, which waits for the child to start
 	c.pid()                                                                    // 2
 	slow := c.send("tools/call", `{"name":"sleep","arguments":{"ms":600000}}`) // 3
 	eventually(t, 5*time.Second, "the slow call in flight", func() bool { return len(inst.Status().InFlight) == 1 })
@@ -312,7 +312,7 @@ func TestHistorySwitchedWhileRunning(t *testing.T) {
 	c.pid() // 5
 	c.close()
 	stop()
-	if got, want := recordedIDs(t), []string{"2 ok", "3 cancelled", "5 ok"}; !slices.Equal(got, want) {
+	if got, want := recordedIDs(t), []string{"1 ok", "2 ok", "3 cancelled", "5 ok"}; !slices.Equal(got, want) {
 		t.Errorf("the history holds %q, want %q", got, want)
 	}
 }
@@ -360,7 +360,7 @@ func TestBrokenConfigSwitchesHistoryOff(t *testing.T) {
 	}
 	inst, logs := startIn(t, Options{})
 	stop := stopInstance(t, inst)
-	c := dialSession(t, inst.Paths.PoolSocket(), "a") // initialize: id 1
+	c := dialSession(t, inst.Paths.PoolSocket(), "a") // initialize: id 1, which waits for the child to start
 	c.pid()                                           // 2
 	write := func(extra map[string]any) {
 		t.Helper()
@@ -394,7 +394,7 @@ func TestBrokenConfigSwitchesHistoryOff(t *testing.T) {
 	c.pid() // 6
 	c.close()
 	stop()
-	if got, want := recordedIDs(t), []string{"2 ok", "3 ok", "6 ok"}; !slices.Equal(got, want) {
+	if got, want := recordedIDs(t), []string{"1 ok", "2 ok", "3 ok", "6 ok"}; !slices.Equal(got, want) {
 		t.Errorf("the history holds %q, want %q", got, want)
 	}
 }

@@ -66,6 +66,11 @@ type backend struct {
 	badLines, orphaned atomic.Uint64
 	// Client notifications dropped past their bound (sendNotification).
 	notesDropped atomic.Uint64
+	// lateProbe is the pool id of the handshake's probe it stopped
+	// waiting for (server/discover once initialize answered, or the
+	// reverse), set by handshake: the child's late answer to it is the
+	// pool's own affair, taken by readLoop without counting an orphan.
+	lateProbe atomic.Uint64
 
 	// mu guards the groups below.
 	mu sync.Mutex
@@ -92,6 +97,7 @@ type backend struct {
 	hsErr       error         // why the backend cannot serve (failed, stopped)
 	restarts    int
 	startedAt   time.Time
+	handshaking time.Time // when the running handshake began; zero when none runs
 	lastErr     string
 	stopErr     error
 	draining    bool
@@ -733,6 +739,10 @@ func (b *backend) onResponse(msg *jsonrpc.Message, batch *outBatch) {
 			return
 		}
 	}
+	if ok && id != 0 && b.lateProbe.CompareAndSwap(id, 0) {
+		b.log.Debug("a late answer to its handshake probe, no longer waited for", "poolID", id)
+		return
+	}
 	b.orphaned.Add(1)
 	b.p.orphaned.Add(1)
 	b.p.emit(&Event{Kind: EventOrphan, Server: b.srv.name, OriginalID: string(msg.IDBytes()), Status: StatusOrphaned})
@@ -1182,6 +1192,14 @@ func (b *backend) snapshot(now time.Time) (BackendInfo, []RequestInfo) {
 	}
 	if b.owner != nil {
 		info.Session = b.owner.id
+	}
+	if !b.handshaking.IsZero() {
+		waited := now.Sub(b.handshaking).Milliseconds()
+		info.HandshakeWaitMs = &waited
+		if info.StateReason == "" {
+			info.StateReason = fmt.Sprintf("waiting for its handshake (server/discover, initialize): restarted after %s without an answer",
+				b.p.opts.HandshakeTimeout)
+		}
 	}
 	childPID := info.PID
 	b.mu.Unlock()

@@ -37,7 +37,13 @@
 //   - Each child is initialized once (server/discover, else initialize); a
 //     client's initialize, server/discover and ping are answered from the
 //     cached result: [backend.handshake], [session.initialize],
-//     [handshake.initializeResult], [handshake.discoverResult].
+//     [handshake.initializeResult], [handshake.discoverResult]. A
+//     client's initialize that waits for the handshake is in flight on
+//     the child meanwhile, never written to it, and ends by finish like
+//     any request: [session.awaitHandshakeFor], [backend.registerWait],
+//     [backend.endWait]. The child's late answer to the probe the pool
+//     stopped waiting for (server/discover, once initialize answered) is
+//     no orphan: [backend.dropProbe], [backend.onResponse].
 //   - A modern client of a legacy child gets 2026-07-28 answers, each
 //     result naming the child in _meta as server/discover does; a legacy
 //     client of a modern child gets the _meta the stateless revision

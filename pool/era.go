@@ -90,13 +90,21 @@ func (c clientCaps) capabilitiesJSON() string {
 
 // probeTimeout is how long the pool waits for an answer to server/discover
 // before also trying initialize: some legacy servers never answer a
-// request that comes before initialize.
-const probeTimeout = 5 * time.Second
+// request that comes before initialize. (A variable for tests.)
+var probeTimeout = 5 * time.Second
 
 // handshake probes the child with server/discover and falls back to the
 // legacy initialize, as the 2026-07-28 revision's backward-compatibility
 // rules describe, then caches the era and the result.
 func (b *backend) handshake(c *child) (*handshake, error) {
+	b.mu.Lock()
+	b.handshaking = time.Now() // shown while it runs (snapshot)
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.handshaking = time.Time{}
+		b.mu.Unlock()
+	}()
 	info, _ := json.Marshal(b.p.opts.ClientInfo)
 	poolCapabilities := b.caps.capabilitiesJSON()
 	discover := b.probe(Modern, "server/discover", []byte(`{"_meta":{"`+metaProtocolVersion+`":"`+Modern+
@@ -124,7 +132,7 @@ func (b *backend) handshake(c *child) (*handshake, error) {
 			if ok {
 				if hs, err := parseDiscover(raw); err == nil {
 					if initialize != nil {
-						b.finish(initialize, outcome{kind: endDropped})
+						b.dropProbe(initialize)
 					}
 					return hs, nil
 				}
@@ -138,7 +146,7 @@ func (b *backend) handshake(c *child) (*handshake, error) {
 			if err != nil {
 				return nil, fmt.Errorf("initialize %s: %w", b.srv.name, err)
 			}
-			b.finish(discover, outcome{kind: endDropped})
+			b.dropProbe(discover)
 			// Ahead of any client request queued while the child started.
 			b.mu.Lock()
 			b.queue = append([]outItem{{line: jsonrpc.AppendNotification(nil, "notifications/initialized", nil), early: true}}, b.queue...)
@@ -193,6 +201,19 @@ func (b *backend) probe(version, method string, params []byte) *pending {
 	b.mu.Unlock()
 	b.signal()
 	return p
+}
+
+// dropProbe ends a probe of the handshake that is no longer needed: the
+// other one was answered. A child that answers it late (a legacy one
+// that refuses server/discover only after answering the initialize sent
+// once probeTimeout passed, or a modern one that answers that initialize
+// after server/discover) is not answering a client's call that ended:
+// its answer is no orphan. Only the last probe dropped is remembered: a
+// child has one handshake.
+func (b *backend) dropProbe(p *pending) {
+	if b.finish(p, outcome{kind: endDropped}) {
+		b.lateProbe.Store(p.id)
+	}
 }
 
 func resultOf(raw []byte) ([]byte, error) {

@@ -22,6 +22,8 @@ const (
 	endDropped                     // the pool's own request, no longer needed (a handshake probe): nothing
 	endNotForChild                 // a subscription change the child need not hear (others still hold it, or it is not ready): the pool answers {}, or the child's refusal of the subscribe it relied on
 	endByChild                     // the child ended it unanswered (the pool's subscriptions/listen, named in its notifications/cancelled): nobody to tell
+	endInitialized                 // a client's initialize that waited for its child's handshake (initwait.go): the pool answers from the handshake
+	endGivenBack                   // a client's initialize that waited for its child's handshake goes back to its shim (handback.go): no answer; the next pool answers
 )
 
 // endRule is what ending a request of a kind does.
@@ -45,6 +47,8 @@ var endRules = [...]endRule{
 	endDropped:      {},
 	endNotForChild:  {status: StatusOK},
 	endByChild:      {status: StatusCancelled},
+	endInitialized:  {status: StatusOK},
+	endGivenBack:    {status: StatusCancelled},
 }
 
 // outcome is how one request ended, with what its kind needs: the
@@ -58,7 +62,8 @@ type outcome struct {
 	args   []any           // err's message arguments
 	extra  map[string]any  // err's extra data members
 	rpcErr *jsonrpc.Error  // an error already made (a refusal: hsErr, a busy server)
-	reason string          // what the child is told (tellChild); endByClient: also history's Err
+	reason string          // what the child is told (tellChild); endByClient, endGivenBack: also history's Err
+	result []byte          // endInitialized: the result the pool answers with
 	batch  *outBatch       // endAnswered: the child's reader's batch the answer may wait in
 }
 
@@ -166,6 +171,8 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		line = b.responseFor(&o.answer, p.method, e)
 	case o.kind == endNotForChild:
 		line = jsonrpc.AppendResponse(nil, e.origID, []byte("{}"))
+	case o.kind == endInitialized:
+		line = jsonrpc.AppendResponse(nil, e.origID, o.result)
 	case rule.answers:
 		rpcErr := o.rpcErr
 		if rpcErr == nil {

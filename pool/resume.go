@@ -26,7 +26,7 @@ func (s *session) resume(r *wire.Resume) {
 		s.deliver(nil)
 	}
 	if len(r.Initialize) > 0 {
-		if _, err := s.adoptInitialize(r.Initialize); err != nil {
+		if _, err := s.adoptInitialize(r.Initialize, nil); err != nil {
 			s.p.log.Warn("a reattached session's initialize was not adopted", "session", s.id, "err", err)
 		} else {
 			if s.keepState != nil {

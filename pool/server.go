@@ -352,7 +352,9 @@ func (s *server) stopReclaimed(b *backend) {
 // legacy client's initialize before its roots are known: the last one any
 // child completed, else the "no roots" partition's child's, started for it
 // (it is idle-reaped after its warm-up grace if no session joins it).
-func (s *server) handshake(sess *session) (*handshake, error) {
+// The client's initialize waits in flight on that child as w (nil: a
+// resumed session's, which nobody waits for).
+func (s *server) handshake(sess *session, w *handshakeWait) (*handshake, error) {
 	if hs := s.hs.Load(); hs != nil {
 		return hs, nil
 	}
@@ -361,7 +363,7 @@ func (s *server) handshake(sess *session) (*handshake, error) {
 		if err != nil {
 			return nil, err
 		}
-		return sess.awaitHandshake(b)
+		return sess.awaitHandshakeFor(b, w)
 	}
 	s.mu.Lock()
 	if s.removed || s.cfg.Disabled {
@@ -377,7 +379,7 @@ func (s *server) handshake(sess *session) (*handshake, error) {
 	if made {
 		b.takeStakes()
 	}
-	return sess.awaitHandshake(b)
+	return sess.awaitHandshakeFor(b, w)
 }
 
 // reconfigure applies a changed config. Pool-side settings apply at once;

@@ -275,7 +275,7 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 	}
 	switch msg.Method {
 	case "initialize":
-		s.initialize(id, params, x)
+		s.initialize(&handshakeWait{raw: msg.Raw, id: id, x: x}, params)
 		return
 	case "ping":
 		s.replyTo(x, id, []byte("{}"))
@@ -394,15 +394,22 @@ func (s *session) refusedSubscribe(b *backend, uri string) {
 }
 
 // initialize answers a legacy client from the child's cached handshake:
-// the pool initialized the child once, itself.
-func (s *session) initialize(id, params []byte, x *exchange) {
-	result, err := s.adoptInitialize(params)
-	if err != nil {
-		s.replyErrorTo(x, id, err)
-		return
+// the pool initialized the child once, itself. One that waited for the
+// handshake was in flight on the child meanwhile, and ends as any
+// request does (initwait.go).
+func (s *session) initialize(w *handshakeWait, params []byte) {
+	result, err := s.adoptInitialize(params, w)
+	switch {
+	case w.p != nil:
+		if !w.p.b.endWait(w.p, result, err) {
+			return // another ending (a stop, a user's cancel) answered it
+		}
+	case err != nil:
+		s.replyErrorTo(w.x, w.id, err)
+	default:
+		s.replyTo(w.x, w.id, result)
 	}
-	s.replyTo(x, id, result)
-	if s.keepState != nil {
+	if err == nil && s.keepState != nil {
 		s.keepState(s, wire.State{Initialize: params}) // for a resume with another pool
 	}
 }
@@ -410,8 +417,9 @@ func (s *session) initialize(id, params []byte, x *exchange) {
 // adoptInitialize makes the session what the client's initialize params
 // declare (era, client, capabilities, protocol version) and returns the
 // initialize result. A resumed session adopts its earlier initialize
-// without answering it again.
-func (s *session) adoptInitialize(params []byte) (json.RawMessage, error) {
+// without answering it again (w nil); a client's waits for the child's
+// handshake as w.
+func (s *session) adoptInitialize(params []byte, w *handshakeWait) (json.RawMessage, error) {
 	var req struct {
 		ProtocolVersion string                     `json:"protocolVersion"`
 		Capabilities    map[string]json.RawMessage `json:"capabilities"` // only checked here: clientCapsOf reads them
@@ -427,7 +435,7 @@ func (s *session) adoptInitialize(params []byte) (json.RawMessage, error) {
 	s.clientName, s.clientVersion = req.ClientInfo.Name, req.ClientInfo.Version
 	s.caps = caps
 	s.mu.Unlock()
-	hs, err := s.srv.handshake(s)
+	hs, err := s.srv.handshake(s, w)
 	if err != nil {
 		return nil, err
 	}

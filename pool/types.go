@@ -236,6 +236,10 @@ type BackendInfo struct {
 	// the child was not reading what it had been sent (its queue past a
 	// session's 1 MiB or all sessions' 16 MiB of notifications).
 	DroppedNotifications uint64 `json:"droppedNotifications"`
+	// HandshakeWaitMs is how long the child has been waiting to answer
+	// the pool's handshake (server/discover, initialize), while it
+	// does; nil otherwise. Options.HandshakeTimeout ends the wait.
+	HandshakeWaitMs *int64 `json:"handshakeWaitMs,omitempty"`
 }
 
 // RequestInfo is one request in flight.

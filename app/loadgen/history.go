@@ -74,7 +74,8 @@ type HistorySoak struct {
 	// Result.Answered counts every answer the load got, warm-up and the
 	// drain after the run included: every one is a request the pool
 	// recorded.
-	// Recorded is the rows the history holds after the pool stopped.
+	// Recorded is the rows of the load's calls the history holds after
+	// the pool stopped.
 	Recorded int64 `json:"recorded"`
 	// Dropped is the pool's own count (status --json history.dropped),
 	// read at the end of the run.
@@ -204,7 +205,7 @@ func soak(ctx context.Context, o BenchOptions) (*HistorySoak, error) {
 	}
 	s.Dropped = st.History.Dropped
 	db := p.stopKeepingHistory()
-	if s.Recorded, err = countRows(ctx, db); err != nil {
+	if s.Recorded, err = countCalls(ctx, db); err != nil {
 		return nil, err
 	}
 	s.DatabaseBytes = databaseBytes(db)
@@ -285,13 +286,24 @@ func sampleRows(ctx context.Context, path string) (most int64, samples int, err 
 // requests table (or view), read-only, so that any schema version reads
 // (the bench measures other builds too).
 func countRows(ctx context.Context, path string) (int64, error) {
+	return countWhere(ctx, path, "")
+}
+
+// countCalls is countRows without the clients' initializes the history
+// holds (one that waited for its child to start is recorded): the rows
+// of the load's calls.
+func countCalls(ctx context.Context, path string) (int64, error) {
+	return countWhere(ctx, path, ` WHERE method != 'initialize'`)
+}
+
+func countWhere(ctx context.Context, path, where string) (int64, error) {
 	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
 	if err != nil {
 		return 0, fmt.Errorf("bench: %w", err)
 	}
 	defer db.Close()
 	var n int64
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM requests`).Scan(&n); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM requests`+where).Scan(&n); err != nil {
 		return 0, fmt.Errorf("bench: count the history's requests: %w", err)
 	}
 	return n, nil

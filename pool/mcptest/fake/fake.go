@@ -73,6 +73,7 @@ type options struct {
 	logging        string
 	rootsApply     time.Duration
 	mcpHeader      bool
+	discoverDelay  time.Duration
 }
 
 // Main runs the fake server with command-line args (without the program
@@ -100,6 +101,7 @@ func Main(args []string) {
 	fs.BoolVar(&o.endListens, "end-listens", false, "end every subscriptions/listen with a result right after acknowledging it, as a server that cannot hold a stream open does")
 	fs.BoolVar(&o.exitOnStdinEOF, "exit-on-stdin-eof", true, "exit 0 when stdin closes")
 	fs.DurationVar(&o.startupDelay, "startup-delay", 0, "wait this long before reading stdin")
+	fs.DurationVar(&o.discoverDelay, "discover-delay", 0, "answer server/discover (a legacy server's Method not found included) this long after it came, other requests at once, as a server busy starting answers a probe after the initialize that followed it")
 	fs.StringVar(&o.stderrLine, "stderr", "", "write this `line` to stderr at start")
 	fs.IntVar(&o.stderrLong, "stderr-long", 0, "write a line of `N` bytes to stderr at start, before -stderr's, as a server that logs a whole payload does")
 	fs.BoolVar(&o.closeStdout, "close-stdout-after-init", false, "close stdout once initialize or server/discover is answered, and run on, reading stdin and answering nowhere, as a server that closes fd 1 or puts /dev/null in its place does")
@@ -628,6 +630,13 @@ type echoStructured struct {
 func (s *server) handle(r *request) {
 	if s.o.noInit && (r.method == "initialize" || r.method == "server/discover") {
 		return
+	}
+	if r.method == "server/discover" && s.o.discoverDelay > 0 {
+		select {
+		case <-time.After(s.o.discoverDelay):
+		case <-r.ctx.Done():
+			return
+		}
 	}
 	if len(r.params) > 0 && string(r.params) != "null" {
 		var p struct {
