@@ -371,17 +371,15 @@ func (hs *handshake) discoverResult() []byte {
 }
 
 // versions are the revisions the pool serves for this child, newest
-// first: the child's modern ones (2026-07-28 alone for a legacy child, which
-// the pool bridges), then the legacy revisions an initialize can get: up to
-// the child's own for a legacy child, all of them for a modern one (the
-// pool adds the _meta it needs).
+// first: 2026-07-28 (the one modern revision the pool speaks, to every
+// child and client: a newer one a modern child also speaks would be
+// refused per request, -32022), then the legacy revisions an initialize
+// can get: up to the child's own for a legacy child, all of them for a
+// modern one (the pool adds the _meta it needs).
 func (hs *handshake) versions() []string {
 	out := []string{Modern}
 	legacy := newestFirst(legacyVersions)
 	if hs.era == EraModern {
-		if len(hs.supported) > 0 {
-			out = slices.DeleteFunc(slices.Clone(hs.supported), func(v string) bool { return slices.Contains(legacyVersions, v) })
-		}
 		return append(out, legacy...)
 	}
 	for _, v := range legacy {

@@ -401,9 +401,15 @@ func TestHandshakeResults(t *testing.T) {
 	if !bytes.Contains(legacy.discoverResult(), []byte(`"supportedVersions":["2026-07-28","2025-06-18","2025-03-26","2024-11-05"]`)) {
 		t.Fatalf("discover from a legacy child: %s", legacy.discoverResult())
 	}
-	modern, err := parseDiscover([]byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"m","version":"2"}}}}`))
+	modern, err := parseDiscover([]byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2027-01-01","2026-07-28"],"capabilities":{},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"m","version":"2"}}}}`))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The pool speaks 2026-07-28 to the child and refuses any other
+	// revision per request (-32022): a newer one the child also speaks is
+	// not the pool's to offer.
+	if !bytes.Contains(modern.discoverResult(), []byte(`"supportedVersions":["2026-07-28","2025-11-25",`)) {
+		t.Fatalf("discover from a modern child that speaks a newer revision too: %s", modern.discoverResult())
 	}
 	_ = json.Unmarshal(modern.initializeResult("2025-06-18"), &init)
 	if init.ProtocolVersion != "2025-06-18" || !bytes.Contains(modern.initializeResult("x"), []byte(`"name":"m"`)) {
