@@ -299,6 +299,31 @@ func TestUnsetVariableStopsOnlyItsServer(t *testing.T) {
 		return slices.Equal(inst.Pool.Servers(), []string{"a", "b", "gh"})
 	})
 	check("a", "b")
+	// A client of it is told why, not that it is disabled: the user did
+	// not disable it.
+	if got, want := refusal(t, inst.Paths.PoolSocket(), "gh"), `server "gh" is not started: mcpServers.gh.args[1]: environment variable SB_TEST_UNSET_TOKEN is not set`; got != want {
+		t.Errorf("a session of gh is refused with %q, want %q", got, want)
+	}
+}
+
+// refusal is the error of the pool's Welcome to a session of server.
+func refusal(t *testing.T, sock, server string) string {
+	t.Helper()
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "{\"server\":%q}\n", server)
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("hello %s: %v", server, err)
+	}
+	var w struct{ Error string }
+	if err := json.Unmarshal(line, &w); err != nil {
+		t.Fatalf("hello %s: %s", server, line)
+	}
+	return w.Error
 }
 
 // TestUnsetVariableOfADottedServer: server names may hold '.'. A dotted

@@ -1283,7 +1283,7 @@ var (
 	errIdle          = errors.New("stopped after being idle")
 	errMadeRoom      = errors.New("it had no session left, and its place went to the child of other roots")
 	errConfigChanged = errors.New("the server's configuration changed")
-	errServerRemoved = errors.New("the server was removed from the configuration")
+	errServerRemoved = &finalStop{msg: "the server was removed from the configuration"}
 )
 
 func truncate(s string, n int) string {

@@ -13,7 +13,9 @@ import (
 // request may have run on a child (mayHaveExecuted: it had reached one),
 // whether sending it again may work (retryable), and the server; the
 // caller says whether it may have run, the row says the rest, so no two
-// ways of ending a request can disagree about it (TestErrorTable).
+// ways of ending a request can disagree about it (TestErrorTable). Only a
+// stop reason after which the server takes no requests (finalStop: it was
+// removed or disabled) makes an error that quotes it not retryable.
 
 // poolError names a row of the table.
 type poolError uint8
@@ -51,6 +53,8 @@ const (
 	errParse             // a line that is not JSON
 	errInvalid           // JSON that is not a JSON-RPC message the pool accepts
 	errServerUnavailable // the child could not be started or handshaken: why
+	errServerDisabled    // the server is disabled, or not started for a value it lacks (ServerConfig.NotStarted)
+	errNotConfigured     // the server is no longer in the config
 	errStartTimeout      // the child did not finish its handshake within the request timeout
 	errServerGone        // the server stopped: what its later requests get
 	errRootsChildren     // the server runs its limit of children, one per set of roots, each with sessions
@@ -126,7 +130,10 @@ var errorTable = [...]errorRow{
 	errBadParams:         {code: jsonrpc.CodeInvalidParams, format: "%s: %v"},
 	errParse:             {code: jsonrpc.CodeParseError, format: "%v"},
 	errInvalid:           {code: jsonrpc.CodeInvalidRequest, format: "%v"},
-	errServerUnavailable: {code: jsonrpc.CodeBackendUnavailable, format: "%v"},
+	errServerUnavailable: {code: jsonrpc.CodeBackendUnavailable, format: "%v", aboutRequest: true, retryable: true},
+	// Not until the config changes: sending it again cannot work.
+	errServerDisabled: {code: jsonrpc.CodeBackendUnavailable, format: "%v", aboutRequest: true, retryable: false},
+	errNotConfigured:  {code: jsonrpc.CodeBackendUnavailable, format: "%v", aboutRequest: true, retryable: false},
 	errStartTimeout: {code: jsonrpc.CodeRequestTimeout, format: "server %q did not finish starting within %s%s; nothing was sent to it, try again",
 		aboutRequest: true, retryable: true},
 	errServerGone: {code: jsonrpc.CodeBackendUnavailable, format: "server %q stopped: %v", aboutRequest: true, retryable: true},
@@ -156,7 +163,7 @@ func newErrorData(kind poolError, ran bool, server string, extra map[string]any,
 	if row.aboutRequest || extra != nil {
 		data := make(map[string]any, len(extra)+3)
 		if row.aboutRequest {
-			data["retryable"] = row.retryable
+			data["retryable"] = row.retryable && !quotesFinalStop(args)
 			data["mayHaveExecuted"] = ran
 			data["server"] = server
 		}
@@ -168,13 +175,71 @@ func newErrorData(kind poolError, ran bool, server string, extra map[string]any,
 	return e
 }
 
-// asRPCError is err as the error a client gets: a table row already, or
-// the backend's own failure (a child that could not start, a handshake
-// that failed) as "unavailable".
-func asRPCError(err error) *jsonrpc.Error {
+// asRPCError is err, about a request of server's that did not reach a
+// child, as the error a client gets: a table row already, the server
+// disabled or gone, or the backend's own failure (a child that could not
+// start, a handshake that failed) as "unavailable".
+func asRPCError(err error, server string) *jsonrpc.Error {
 	var e *jsonrpc.Error
-	if errors.As(err, &e) {
+	switch {
+	case errors.As(err, &e):
 		return e
+	case errors.Is(err, ErrDisabled):
+		return newError(errServerDisabled, false, server, err)
+	case errors.Is(err, ErrUnknownServer):
+		return newError(errNotConfigured, false, server, err)
 	}
-	return newError(errServerUnavailable, false, "", err)
+	return newError(errServerUnavailable, false, server, err)
+}
+
+// disabledError is why server cfg takes no sessions or requests:
+// disabled in the config, or not started for a value it lacks.
+func disabledError(cfg ServerConfig) error {
+	if cfg.NotStarted != "" {
+		return &notStartedError{name: cfg.Name, why: cfg.NotStarted}
+	}
+	return fmt.Errorf("%w: %q", ErrDisabled, cfg.Name)
+}
+
+// notStartedError is a server the config holds back although the user
+// did not disable it (ServerConfig.NotStarted): it says why, not
+// "disabled". It is an ErrDisabled.
+type notStartedError struct{ name, why string }
+
+func (e *notStartedError) Error() string {
+	return fmt.Sprintf("server %q is not started: %s", e.name, e.why)
+}
+
+func (e *notStartedError) Is(target error) bool { return target == ErrDisabled }
+
+// removedError is a server removed from the config, to a session that
+// was in it.
+func removedError(name string) error {
+	return fmt.Errorf("%w %q (it was removed from the config)", ErrUnknownServer, name)
+}
+
+// finalStop is a reason a server's children are stopped for after which
+// the server takes no requests: sending one again cannot work.
+type finalStop struct{ msg string }
+
+func (e *finalStop) Error() string { return e.msg }
+
+// disabledStop is the reason the children of server cfg, disabled by a
+// reload, are stopped for.
+func disabledStop(cfg ServerConfig) error {
+	if cfg.NotStarted != "" {
+		return &finalStop{msg: "the server can no longer be started: " + cfg.NotStarted}
+	}
+	return &finalStop{msg: "the server was disabled in the config"}
+}
+
+// quotesFinalStop reports whether one of an error's args is a finalStop.
+func quotesFinalStop(args []any) bool {
+	for _, a := range args {
+		var f *finalStop
+		if err, ok := a.(error); ok && errors.As(err, &f) {
+			return true
+		}
+	}
+	return false
 }

@@ -43,6 +43,8 @@ func TestErrorTable(t *testing.T) {
 		errParse:               {jsonrpc.ErrParse},
 		errInvalid:             {jsonrpc.ErrInvalid},
 		errServerUnavailable:   {"start srv: exec: not found"},
+		errServerDisabled:      {`server is disabled: "srv"`},
+		errNotConfigured:       {`no such server "srv" (it was removed from the config)`},
 		errStartTimeout:        {"srv", "1m0s", " (the last child: exit status 1)"},
 		errServerGone:          {"srv", "removed from the configuration"},
 		errRootsChildren:       {"srv", 32},
@@ -89,6 +91,54 @@ func TestErrorTable(t *testing.T) {
 	e := newErrorData(errServerFailed, true, "srv", map[string]any{"state": StateFailed}, args[errServerFailed]...)
 	if d := e.Data.(map[string]any); d["state"] != StateFailed || d["mayHaveExecuted"] != true {
 		t.Errorf("extra data: %v", d)
+	}
+}
+
+// An error that quotes a stop reason after which the server takes no
+// requests (removed, disabled) says it is not retryable, whatever its
+// row says; other reasons leave the row's word.
+func TestFinalStopIsNotRetryable(t *testing.T) {
+	for _, tc := range []struct {
+		kind      poolError
+		args      []any
+		retryable bool
+	}{
+		{errServerGone, []any{"srv", errServerRemoved}, false},
+		{errServerStopped, []any{"srv", errServerRemoved, "tools/call"}, false},
+		{errChildStopped, []any{"srv", disabledStop(ServerConfig{Name: "srv", Disabled: true}), "tools/call"}, false},
+		{errChildStopped, []any{"srv", disabledStop(ServerConfig{Name: "srv", Disabled: true, NotStarted: "no K"}), "tools/call"}, false},
+		{errServerGone, []any{"srv", errIdle}, true},
+		{errChildStopped, []any{"srv", errConfigChanged, "tools/call"}, true},
+	} {
+		e := newError(tc.kind, false, "srv", tc.args...)
+		if d := e.Data.(map[string]any); d["retryable"] != tc.retryable {
+			t.Errorf("%s: retryable %v, want %v", e.Message, d["retryable"], tc.retryable)
+		}
+	}
+}
+
+// A server disabled, held back or removed refuses a request with an
+// error that says, in its data, that it did not run and cannot be sent
+// again with success, and names the server; other failures to reach a
+// child keep their word and name it too.
+func TestAsRPCErrorSaysWhetherToRetry(t *testing.T) {
+	for _, tc := range []struct {
+		err       error
+		msg       string
+		retryable bool
+	}{
+		{disabledError(ServerConfig{Name: "srv", Disabled: true}), `server is disabled: "srv"`, false},
+		{disabledError(ServerConfig{Name: "srv", Disabled: true, NotStarted: "mcpServers.srv.env.K: environment variable K is not set"}),
+			`server "srv" is not started: mcpServers.srv.env.K: environment variable K is not set`, false},
+		{removedError("srv"), `no such server "srv" (it was removed from the config)`, false},
+		{fmt.Errorf("server %q is not running", "srv"), `server "srv" is not running`, true},
+	} {
+		e := asRPCError(tc.err, "srv")
+		d, _ := e.Data.(map[string]any)
+		if e.Message != tc.msg || e.Code != jsonrpc.CodeBackendUnavailable ||
+			d["retryable"] != tc.retryable || d["mayHaveExecuted"] != false || d["server"] != "srv" {
+			t.Errorf("%v: %d %q %v", tc.err, e.Code, e.Message, d)
+		}
 	}
 }
 

@@ -171,7 +171,7 @@ func (s *session) replyErrorTo(x *exchange, id []byte, err error) {
 	if errors.Is(err, errGivenBack) {
 		return // the request goes back to the shim unanswered: the next pool answers it (handback.go)
 	}
-	e := asRPCError(err)
+	e := asRPCError(err, s.srv.name)
 	s.respond(x, jsonrpc.AppendErrorResponse(nil, id, e), e.Code)
 }
 

@@ -64,7 +64,7 @@ func (b *backend) endWait(p *pending, result []byte, err error) bool {
 	case errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.CodeRequestTimeout:
 		o = outcome{kind: endTimedOut, rpcErr: rpcErr} // did not finish starting within the request timeout
 	default:
-		o = outcome{kind: endRefused, rpcErr: asRPCError(err)}
+		o = outcome{kind: endRefused, rpcErr: asRPCError(err, b.srv.name)}
 	}
 	return b.finish(p, o)
 }

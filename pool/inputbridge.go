@@ -254,6 +254,6 @@ func (x *inputRound) retry() {
 		Method: next.method, Name: next.name, OriginalID: string(x.origID), Size: len(line),
 		Payload: x.b.capture(line)})
 	if err := x.b.send(next); err != nil { // (ended meanwhile: finish does nothing)
-		x.b.finish(next, outcome{kind: endRefused, rpcErr: asRPCError(err)})
+		x.b.finish(next, outcome{kind: endRefused, rpcErr: asRPCError(err, s.srv.name)})
 	}
 }

@@ -395,8 +395,8 @@ func (p *Pool) lookupServer(name string) (*server, error) {
 		}
 		return nil, fmt.Errorf("%w %q (configured: %s)", ErrUnknownServer, name, strings.Join(p.namesLocked(), ", "))
 	}
-	if s.config().Disabled {
-		return nil, fmt.Errorf("%w: %q", ErrDisabled, name)
+	if cfg := s.config(); cfg.Disabled {
+		return nil, disabledError(cfg)
 	}
 	return s, nil
 }

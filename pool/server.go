@@ -2,7 +2,6 @@ package pool
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -74,7 +73,7 @@ func (s *server) join(sess *session) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.removed {
-		return fmt.Errorf("%w %q (it was removed from the config)", ErrUnknownServer, s.name)
+		return removedError(s.name)
 	}
 	s.sessions[sess] = struct{}{}
 	return nil
@@ -239,10 +238,10 @@ func (s *server) backendAs(sess *session, caps *clientCaps) (*backend, error) {
 // once it has let go of s.mu.
 func (s *server) backendAsLocked(sess *session, roots []string, names rootNames, caps *clientCaps) (b, reclaimed *backend, made bool, err error) {
 	if s.removed {
-		return nil, nil, false, fmt.Errorf("server %q was removed from the config", s.name)
+		return nil, nil, false, removedError(s.name)
 	}
 	if s.cfg.Disabled {
-		return nil, nil, false, fmt.Errorf("%w: %q", ErrDisabled, s.name)
+		return nil, nil, false, disabledError(s.cfg)
 	}
 	if _, ok := s.sessions[sess]; !ok {
 		return nil, nil, false, errSessionEnded
@@ -366,9 +365,14 @@ func (s *server) handshake(sess *session, w *handshakeWait) (*handshake, error) 
 		return sess.awaitHandshakeFor(b, w)
 	}
 	s.mu.Lock()
-	if s.removed || s.cfg.Disabled {
+	switch {
+	case s.removed:
 		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: %q", ErrDisabled, s.name)
+		return nil, removedError(s.name)
+	case s.cfg.Disabled:
+		err := disabledError(s.cfg)
+		s.mu.Unlock()
+		return nil, err
 	}
 	b, reclaimed, made, err := s.currentLocked(s.partLocked("", nil, nil), sess.capabilities())
 	s.mu.Unlock()
@@ -440,9 +444,13 @@ func (s *server) reconfigure(cfg ServerConfig) {
 	s.failure = ""
 	s.hs.Store(nil)
 	s.mu.Unlock()
+	reason := errConfigChanged
+	if cfg.Disabled {
+		reason = disabledStop(cfg) // its requests get nowhere if sent again
+	}
 	for _, b := range retire {
 		s.p.log.Info("server changed: draining the old child", "server", s.name, "pid", b.pid())
-		b.drain(errConfigChanged)
+		b.drain(reason)
 	}
 	for _, b := range keep {
 		b.setConfig(cfg)

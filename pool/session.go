@@ -583,7 +583,7 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 	case errors.Is(err, errNotForChild):
 		b.answerCounted(p)
 	default: // (one ended as it was sent was answered by whoever ended it: finish does nothing)
-		b.finish(p, outcome{kind: endRefused, rpcErr: asRPCError(err)})
+		b.finish(p, outcome{kind: endRefused, rpcErr: asRPCError(err, s.srv.name)})
 		return false
 	}
 	return true
@@ -711,7 +711,7 @@ func (s *session) answerIn(batch *outBatch, x *exchange, line []byte, code int, 
 
 // answerError is answer with err.
 func (s *session) answerError(x *exchange, id []byte, err error, slot int32) {
-	e := asRPCError(err)
+	e := asRPCError(err, s.srv.name)
 	s.answer(x, jsonrpc.AppendErrorResponse(nil, id, e), e.Code, slot)
 }
 

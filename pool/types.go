@@ -45,6 +45,10 @@ type ServerConfig struct {
 	// child declared readOnlyHint or idempotentHint after the child died.
 	TrustAnnotations bool
 	Disabled         bool
+	// NotStarted, set with Disabled for a server the user did not
+	// disable, says why it cannot run (a ${VAR} it needs is not set): what
+	// its sessions and requests are refused with.
+	NotStarted string
 	// Restart overrides the pool's crash-loop policy for this server; zero
 	// fields keep the pool's values.
 	Restart RestartPolicy
@@ -89,7 +93,7 @@ func (c ServerConfig) shownResolved(resolved []string) []string {
 func (c ServerConfig) unchanged(o ServerConfig) bool {
 	return c.sameProcess(o) && slices.Equal(c.Shown, o.Shown) && c.IdleTimeout == o.IdleTimeout &&
 		c.RequestTimeout == o.RequestTimeout && c.TrustAnnotations == o.TrustAnnotations &&
-		c.Disabled == o.Disabled && c.Restart == o.Restart
+		c.Disabled == o.Disabled && c.NotStarted == o.NotStarted && c.Restart == o.Restart
 }
 
 // sameProcess reports whether two configs start the same child, so that a

@@ -180,11 +180,14 @@ func (f *File) poolServers(lookup func(string) (string, bool), p *problems, unse
 		c.Cwd = ServerDir(expand(ep, miss, at+".cwd", s.Cwd, lookup))
 		if len(miss.list) > 0 && !s.Disabled {
 			c.Disabled = true
+			why := make([]string, 0, len(miss.list))
 			for _, m := range miss.list {
+				why = append(why, m.String())
 				if unset != nil {
 					unset[name] = append(unset[name], Problem{Field: m.Field, Msg: m.Msg + "; the server is not started"})
 				}
 			}
+			c.NotStarted = strings.Join(why, "; ") // what its clients are told
 		}
 		c.Shown = append([]string{s.Command}, s.Args...)
 		switch s.Share {

@@ -2,6 +2,7 @@ package shim
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"time"
 
@@ -96,8 +97,11 @@ func answerLost(dst []byte, lost []wire.Lost, server string, cause error) []byte
 // answerInput appends an error answer for each request in input, the
 // client's bytes no pool has handled (a line cut short at its end is
 // no request yet). answered lists ids answered already, which are not
-// answered twice.
+// answered twice. A pool's refusal of the session (no such server, the
+// server disabled) does not clear by sending the request again.
 func answerInput(dst, input []byte, server string, cause error, answered map[string]bool) []byte {
+	var refused refusedError
+	retryable := !errors.As(cause, &refused)
 	for len(input) > 0 {
 		i := bytes.IndexByte(input, '\n')
 		if i < 0 {
@@ -112,7 +116,7 @@ func answerInput(dst, input []byte, server string, cause error, answered map[str
 		answered[string(m.IDBytes())] = true
 		e := &jsonrpc.Error{Code: jsonrpc.CodeBackendUnavailable,
 			Message: fmt.Sprintf("Switchboard cannot serve this session of server %q: %v; the request did not run", server, cause),
-			Data:    map[string]any{"retryable": true, "mayHaveExecuted": false, "server": server}}
+			Data:    map[string]any{"retryable": retryable, "mayHaveExecuted": false, "server": server}}
 		dst = append(jsonrpc.AppendErrorResponse(dst, m.IDBytes(), e), '\n')
 	}
 	return dst

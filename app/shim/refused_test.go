@@ -62,16 +62,27 @@ func refusingPool(t *testing.T) (home string, refused <-chan struct{}) {
 }
 
 // checkRefusalAnswer checks that out is one answer to request 1, an error
-// that gives the pool's reason.
+// that gives the pool's reason and says, in its data, that it did not
+// run and that sending it again cannot work: the pool refused the
+// session (no such server, the server disabled) and would again.
 func checkRefusalAnswer(t *testing.T, out []byte) {
 	t.Helper()
 	var a struct {
 		ID    json.RawMessage `json:"id"`
-		Error struct{ Message string }
+		Error struct {
+			Message string
+			Data    struct {
+				Retryable       *bool `json:"retryable"`
+				MayHaveExecuted *bool `json:"mayHaveExecuted"`
+			}
+		}
 	}
 	line, rest, _ := bytes.Cut(out, []byte("\n"))
 	if err := json.Unmarshal(line, &a); err != nil || string(a.ID) != "1" || !strings.Contains(a.Error.Message, "the config file does not load") || len(rest) > 0 {
 		t.Fatalf("the client got %q; want one error answer to its initialize that says why", out)
+	}
+	if d := a.Error.Data; d.Retryable == nil || *d.Retryable || d.MayHaveExecuted == nil || *d.MayHaveExecuted {
+		t.Errorf("the client got %q; want data saying retryable false, mayHaveExecuted false", out)
 	}
 }
 
