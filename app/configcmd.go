@@ -34,8 +34,11 @@ type ConfigCheck struct {
 	// NotStarted are warnings, not problems: servers that would not start
 	// because a ${VAR} of theirs is not set; the others run.
 	NotStarted []config.Problem
-	Remote     []string // URL servers, kept but not pooled
-	Unknown    []string // fields kept but not used
+	// Warnings are other reasons a server would not start (a cwd that
+	// does not exist), checked on this machine now.
+	Warnings []config.Problem
+	Remote   []string // URL servers, kept but not pooled
+	Unknown  []string // fields kept but not used
 	// Running is the pool running now, if any.
 	Running *RunningConfig
 }
@@ -95,6 +98,11 @@ func CheckConfig(ctx context.Context, file string) (ConfigCheck, error) {
 	servers, _ := f.PoolServers(os.LookupEnv)
 	for _, s := range servers {
 		chk.Servers = append(chk.Servers, s.Name)
+		if e := f.Servers[s.Name]; e.Cwd != "" && !s.Disabled {
+			if why := dirProblem(s.Cwd); why != "" {
+				chk.Warnings = append(chk.Warnings, config.Problem{Field: "mcpServers." + s.Name + ".cwd", Msg: why})
+			}
+		}
 	}
 	chk.NotStarted = f.NotStarted(os.LookupEnv)
 	chk.EnvChecked = len(chk.NotStarted) > 0
@@ -109,6 +117,20 @@ func CheckConfig(ctx context.Context, file string) (ConfigCheck, error) {
 	}
 	chk.Running.Source, chk.Running.Diff = source, config.Diff(old, f)
 	return chk, nil
+}
+
+// dirProblem says why dir cannot be a server's working directory, or "".
+func dirProblem(dir string) string {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "directory " + dir + " does not exist; the server cannot start until it does"
+	case err != nil:
+		return fmt.Sprintf("%v; the server cannot start in it", err)
+	case !fi.IsDir():
+		return dir + " is not a directory; the server cannot start in it"
+	}
+	return ""
 }
 
 // runningStatus asks the running pool for its status, briefly: no pool is

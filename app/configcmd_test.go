@@ -107,6 +107,11 @@ func TestCheckConfig(t *testing.T) {
 		{name: "unset variable", file: `{"mcpServers": {"memory": {"command": "npx"}, "gh": {"command": "npx", "env": {"K": "${SB_TEST_UNSET}"}}}}`,
 			want: ConfigCheck{File: "$FILE", EnvChecked: true, Servers: []string{"gh", "memory"}, NotStarted: []config.Problem{
 				{Field: "mcpServers.gh.env.K", Msg: "environment variable SB_TEST_UNSET is not set; the server is not started"}}}},
+		// A cwd that does not exist keeps its server from starting: a
+		// warning, since the directory may be made before it starts.
+		{name: "missing cwd", file: `{"mcpServers": {"memory": {"command": "npx", "cwd": "/nonexistent-sb-dir/x"}, "off": {"command": "npx", "cwd": "/nonexistent-sb-dir/y", "disabled": true}}}`,
+			want: ConfigCheck{File: "$FILE", Servers: []string{"memory", "off"}, Warnings: []config.Problem{
+				{Field: "mcpServers.memory.cwd", Msg: "directory /nonexistent-sb-dir/x does not exist; the server cannot start until it does"}}}},
 		{name: "invalid with a pool running", running: 1, file: `{"mcpServers": {"m": }}`,
 			want: ConfigCheck{File: "$FILE", Problems: []config.Problem{{Msg: "line 1, column 22: unexpected '}'"}},
 				Running: &RunningConfig{PID: -1}},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
@@ -100,6 +101,11 @@ func startChild(cfg ServerConfig, env []string, on StartOn) (*child, error) {
 	if cfg.Command == "" {
 		return nil, errors.New("no command configured")
 	}
+	// Checked here: a failed chdir reads as the command's failure
+	// ("fork/exec CMD: no such file or directory").
+	if err := checkDir(cfg.Cwd); err != nil {
+		return nil, err
+	}
 	var files []*os.File
 	closeAll := func() {
 		for _, f := range files {
@@ -149,6 +155,32 @@ func startChild(cfg ServerConfig, env []string, on StartOn) (*child, error) {
 	outW.Close()
 	errW.Close()
 	return c, nil
+}
+
+// cannotStartError is why no child of a server can start as configured
+// (its working directory is missing): starting it again cannot help
+// until the user acts, so the server fails at once (backend.noteCrash)
+// and is tried again when restarted or reconfigured.
+type cannotStartError struct{ msg string }
+
+func (e *cannotStartError) Error() string { return e.msg }
+
+// checkDir says why dir cannot be a child's working directory, if it
+// cannot.
+func checkDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &cannotStartError{msg: "working directory " + dir + " does not exist"}
+	case err != nil:
+		return &cannotStartError{msg: fmt.Sprintf("working directory %s cannot be used: %v", dir, err)}
+	case !fi.IsDir():
+		return &cannotStartError{msg: "working directory " + dir + " is not a directory"}
+	}
+	return nil
 }
 
 // run starts the process and waits for it, on one locked OS thread (the

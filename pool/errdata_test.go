@@ -2,8 +2,11 @@ package pool_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool"
 )
@@ -72,5 +75,48 @@ func TestNotStartedServerSaysWhy(t *testing.T) {
 	wantRefusal(t, m, want, "needvar")
 	if _, err := tp.tryDial(t, "needvar"); err == nil || !strings.Contains(err.Error(), `"error":"`+strings.ReplaceAll(want, `"`, `\"`)) {
 		t.Errorf("a new session: %v; want it refused with %q", err, want)
+	}
+}
+
+// TestMissingWorkingDirectoryFailsAtOnce: a server whose cwd does not
+// exist cannot start. The error says so (a failed chdir used to read as
+// the command's own failure: "fork/exec FAKEMCP: no such file or
+// directory", about a binary that exists), and the server is failed at
+// once: no child ever ran, and no restart can make one run until the
+// directory exists. A restart then starts it.
+func TestMissingWorkingDirectoryFailsAtOnce(t *testing.T) {
+	dir := filepath.Join(shortTempDir(t), "nonexistent-dir")
+	cfg := fake("badcwd")
+	cfg.Cwd = dir
+	tp := newTestPool(t, &pool.Options{Restart: pool.RestartPolicy{MaxRestarts: 3, MinBackoff: 10 * time.Millisecond}}, cfg)
+	c := tp.dial(t, "badcwd")
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	m, _ := c.recvID("1")
+	wantRefusal(t, m, `server "badcwd" cannot start: working directory `+dir+` does not exist`, "badcwd")
+	if strings.Contains(m.Error.Message, "fork/exec") || strings.Contains(m.Error.Message, "exited") {
+		t.Errorf("the error blames the command or counts exits: %s", m.Error.Message)
+	}
+	st := tp.Snapshot()
+	if st.Servers[0].State != pool.StateFailed || !strings.Contains(st.Servers[0].Error, "does not exist") {
+		t.Errorf("the server: %+v; want it failed, saying why", st.Servers[0])
+	}
+	for _, b := range st.Backends {
+		if b.Restarts != 0 {
+			t.Errorf("the backend was restarted %d times for a directory that does not exist", b.Restarts)
+		}
+	}
+
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Restart("badcwd"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the restarted server to be ready", func() bool { return tp.Snapshot().Servers[0].State == pool.StateReady })
+	d := tp.dial(t, "badcwd")
+	d.initialize("d", "")
+	d.call("2", "pid", `{}`)
+	if r, _ := d.recvID("2"); r.Error != nil {
+		t.Errorf("a call once the directory exists: %s", r.raw)
 	}
 }

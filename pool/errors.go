@@ -55,6 +55,7 @@ const (
 	errServerUnavailable // the child could not be started or handshaken: why
 	errServerDisabled    // the server is disabled, or not started for a value it lacks (ServerConfig.NotStarted)
 	errNotConfigured     // the server is no longer in the config
+	errCannotStart       // the child cannot be started at all (no working directory): fails fast until restarted
 	errStartTimeout      // the child did not finish its handshake within the request timeout
 	errServerGone        // the server stopped: what its later requests get
 	errRootsChildren     // the server runs its limit of children, one per set of roots, each with sessions
@@ -134,6 +135,9 @@ var errorTable = [...]errorRow{
 	// Not until the config changes: sending it again cannot work.
 	errServerDisabled: {code: jsonrpc.CodeBackendUnavailable, format: "%v", aboutRequest: true, retryable: false},
 	errNotConfigured:  {code: jsonrpc.CodeBackendUnavailable, format: "%v", aboutRequest: true, retryable: false},
+	errCannotStart: {code: jsonrpc.CodeBackendUnavailable,
+		format:       "server %q cannot start: %v; it is not tried again until it is restarted or its config changes",
+		aboutRequest: true, retryable: false},
 	errStartTimeout: {code: jsonrpc.CodeRequestTimeout, format: "server %q did not finish starting within %s%s; nothing was sent to it, try again",
 		aboutRequest: true, retryable: true},
 	errServerGone: {code: jsonrpc.CodeBackendUnavailable, format: "server %q stopped: %v", aboutRequest: true, retryable: true},

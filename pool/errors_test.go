@@ -45,6 +45,7 @@ func TestErrorTable(t *testing.T) {
 		errServerUnavailable:   {"start srv: exec: not found"},
 		errServerDisabled:      {`server is disabled: "srv"`},
 		errNotConfigured:       {`no such server "srv" (it was removed from the config)`},
+		errCannotStart:         {"srv", "working directory /x does not exist"},
 		errStartTimeout:        {"srv", "1m0s", " (the last child: exit status 1)"},
 		errServerGone:          {"srv", "removed from the configuration"},
 		errRootsChildren:       {"srv", 32},

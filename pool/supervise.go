@@ -357,10 +357,10 @@ func (b *backend) reap(c *child, stopped error) {
 }
 
 // noteCrash records why the last child ended (or could not start) in the
-// budget. It reports whether the budget is spent, in which case the
-// backend is now failed and every pending request has been answered;
-// otherwise wait is the backoff before the next child. A restart the
-// user asked for spends nothing.
+// budget. It reports whether the budget is spent, or no child can start
+// at all (cannotStartError), in which case the backend is now failed and
+// every pending request has been answered; otherwise wait is the backoff
+// before the next child. A restart the user asked for spends nothing.
 func (b *backend) noteCrash(cause error, budget *restartBudget) (failed bool, wait time.Duration) {
 	b.mu.Lock()
 	b.lastErr = cause.Error()
@@ -370,20 +370,25 @@ func (b *backend) noteCrash(cause error, budget *restartBudget) (failed bool, wa
 		return false, budget.nextWait()
 	}
 	failed, exits, wait := budget.exited(b.p.clock.Now())
-	if !failed {
+	cs := (*cannotStartError)(nil)
+	never := errors.As(cause, &cs) // no child ran: the next would not either, until the user acts
+	if !failed && !never {
 		b.restarts++
 		b.mu.Unlock()
 		b.emitState()
 		return false, wait
 	}
-	note := stderrNote(b.stderr.tail(5))
-	if sf := (*startFailure)(nil); errors.As(cause, &sf) && sf.saysStderr {
-		note = "" // the cause quotes it already
+	kind, args := errCannotStart, []any{b.srv.name, cs}
+	if !never {
+		note := stderrNote(b.stderr.tail(5))
+		if sf := (*startFailure)(nil); errors.As(cause, &sf) && sf.saysStderr {
+			note = "" // the cause quotes it already
+		}
+		kind, args = errServerFailed, []any{b.srv.name, exits, budget.pol.Window, cause, note}
 	}
-	args := []any{b.srv.name, exits, budget.pol.Window, cause, note}
 	state := map[string]any{"state": StateFailed}
 	b.state = StateFailed
-	b.hsErr = newErrorData(errServerFailed, false, b.srv.name, state, args...) // what later requests are refused with
+	b.hsErr = newErrorData(kind, false, b.srv.name, state, args...) // what later requests are refused with
 	if ch := b.hsDone; ch != nil {
 		select {
 		case <-ch:
@@ -398,7 +403,7 @@ func (b *backend) noteCrash(cause error, budget *restartBudget) (failed bool, wa
 	for _, p := range all {
 		// Whether each may have run is its own: a request re-queued after
 		// reaching an earlier child (safe to repeat) may have run there.
-		o := failure(endChildGone, errServerFailed, args...)
+		o := failure(endChildGone, kind, args...)
 		o.extra = state
 		b.finish(p, o)
 	}

@@ -66,6 +66,9 @@ func writeConfigCheck(w io.Writer, chk app.ConfigCheck) error {
 	if len(chk.NotStarted) > 0 && chk.EnvChecked {
 		fmt.Fprintln(bw, "(${VAR} references were checked against this shell's environment; Switchboard expands them from its own.)")
 	}
+	for _, p := range chk.Warnings {
+		fmt.Fprintf(bw, "  warning: %s\n", p)
+	}
 	if len(chk.Remote) > 0 {
 		fmt.Fprintf(bw, "  remote (URL) servers, not pooled: %s\n", strings.Join(chk.Remote, ", "))
 	}

@@ -67,6 +67,12 @@ func TestConfigCheckText(t *testing.T) {
 (${VAR} references were checked against this shell's environment; Switchboard expands them from its own.)
 No Switchboard is running; nothing to compare with.
 `},
+		{"a cwd that does not exist", app.ConfigCheck{File: "c.json", Servers: []string{"memory"}, Warnings: []config.Problem{
+			{Field: "mcpServers.memory.cwd", Msg: "directory /x does not exist; the server cannot start until it does"}}},
+			`c.json: valid, 1 server (memory)
+  warning: mcpServers.memory.cwd: directory /x does not exist; the server cannot start until it does
+No Switchboard is running; nothing to compare with.
+`},
 		// A file's text reaches the terminal escaped: a server name with an
 		// OSC sequence does not retitle it.
 		{"escape sequences in the file", app.ConfigCheck{File: "c.json", Problems: []config.Problem{
