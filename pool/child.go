@@ -148,6 +148,9 @@ func startChild(cfg ServerConfig, env []string, on StartOn) (*child, error) {
 	}
 	if err := <-started; err != nil {
 		closeAll()
+		if errors.Is(err, exec.ErrNotFound) {
+			return nil, notOnPath(cfg.Command)
+		}
 		return nil, err
 	}
 	// The child has its own copies of its ends.
@@ -181,6 +184,19 @@ func checkDir(dir string) error {
 		return &cannotStartError{msg: "working directory " + dir + " is not a directory"}
 	}
 	return nil
+}
+
+// notOnPath is a command exec did not find on the pool's PATH. A pool
+// that a client started has the client's PATH, often a short one (GUI
+// clients), and keeps it for its life.
+func notOnPath(command string) error {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "empty"
+	}
+	return fmt.Errorf("command %q is not on Switchboard's PATH (%s): write its absolute path in the config, "+
+		"or start Switchboard with your shell's PATH (for a pool that a client starts, `switchboard setup CLIENT` "+
+		"puts it in the client's entry) and restart Switchboard", command, path)
 }
 
 // run starts the process and waits for it, on one locked OS thread (the

@@ -120,3 +120,24 @@ func TestMissingWorkingDirectoryFailsAtOnce(t *testing.T) {
 		t.Errorf("a call once the directory exists: %s", r.raw)
 	}
 }
+
+// TestCommandNotOnPathSaysWhichPath: a command exec cannot find is
+// reported with the PATH that was searched (a pool that a GUI client
+// started has that client's short PATH for its life) and what to do;
+// on the first edition the error was Go's `exec: "npx": executable file
+// not found in $PATH`.
+func TestCommandNotOnPathSaysWhichPath(t *testing.T) {
+	dir := shortTempDir(t)
+	t.Setenv("PATH", dir) // the short PATH of a pool a GUI client started
+	cfg := pool.ServerConfig{Name: "nopath", Command: "sb-test-no-such-command"}
+	tp := newTestPool(t, &pool.Options{Restart: pool.RestartPolicy{MaxRestarts: 1}}, cfg)
+	c := tp.dial(t, "nopath")
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	m, _ := c.recvID("1")
+	for _, want := range []string{`command "sb-test-no-such-command" is not on Switchboard's PATH (` + dir + `)`,
+		"absolute path", "switchboard setup"} {
+		if m.Error == nil || !strings.Contains(m.Error.Message, want) {
+			t.Errorf("got %s; want the error to say %q", m.raw, want)
+		}
+	}
+}
