@@ -2,6 +2,7 @@ package pool
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -229,6 +230,43 @@ func (c *child) runOn(on StartOn, started chan<- error) {
 	c.state = c.cmd.ProcessState
 	release(c.pid)
 	close(c.exited)
+}
+
+// RunHelper runs cmd, a short-lived helper of the pool's (npm fetching a
+// package for a Resolver), to its end as the pool runs a child: in a
+// process group of its own (a Job Object on Windows) with no console
+// window, killed with the pool (Linux's Pdeathsig, from a thread locked
+// until it has been waited for). If ctx ends first its whole group is
+// killed; once it has exited, so is what it left in its group. It
+// replaces cmd's SysProcAttr.
+func RunHelper(ctx context.Context, cmd *exec.Cmd) error {
+	cmd.SysProcAttr = sysProcAttr()
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		done <- runHelper(ctx, cmd)
+	}()
+	return <-done
+}
+
+// runHelper is RunHelper on its locked thread.
+func runHelper(ctx context.Context, cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	pid := cmd.Process.Pid
+	if err := adopt(pid); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { killOrphans(pid) }) // the group: the helper and what it started
+	err := cmd.Wait()
+	stop()
+	release(pid)
+	killOrphans(pid)
+	return err
 }
 
 // exitCode is the child's exit code, or -1 if it was killed by a signal.

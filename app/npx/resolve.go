@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/app/launch"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
 
@@ -87,14 +86,16 @@ func (Resolver) Resolve(ctx context.Context, cfg pool.ServerConfig) (pool.Resolu
 // installedDir has npm install spec's package (as npx does) and returns
 // the package's directory. Its errors quote the package as configured.
 func installedDir(ctx context.Context, npm string, spec Spec, name, cwd string, env []string) (string, error) {
-	cmd := exec.CommandContext(ctx, npm, "exec", "--yes", "--package="+spec.Package, "--",
+	cmd := exec.Command(npm, "exec", "--yes", "--package="+spec.Package, "--",
 		"node", "-e", "process.stdout.write(process.env.PATH)")
 	cmd.Dir, cmd.Env = cwd, env
-	cmd.SysProcAttr = launch.HiddenAttr()
 	cmd.WaitDelay = 2 * time.Second // a grandchild holding the pipes cannot hang us
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// As the pool runs a child: npm and what it starts end with the
+	// resolution (the pool closing, the timeout) and with the pool.
+	err := pool.RunHelper(ctx, cmd)
+	out := stdout.Bytes()
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
