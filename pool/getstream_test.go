@@ -420,19 +420,7 @@ func TestHTTPClientsRootsAskedWhenItsStreamOpens(t *testing.T) {
 	tp := newTestPool(t, nil, fake("srv"))
 	c := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
 	c.initializeWith("c", `{"roots":{"listChanged":true}}`)
-	st := openGetStream(t, c.url, c.sid, "")
-	if st == nil {
-		t.Fatal("GET: not 200")
-	}
-	_, ask := st.event()
-	if ask.Method != "roots/list" {
-		t.Fatalf("the stream's first event is %s, want roots/list", ask.raw)
-	}
-	r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[{"uri":"file:///work/h"}]}}`, ask.ID))
-	r.Body.Close()
-	if r.StatusCode != http.StatusAccepted {
-		t.Fatalf("the roots answer: %s, want 202", r.Status)
-	}
+	answerRootsOnStream(t, c, "file:///work/h")
 	m := c.call(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask","arguments":{"kind":"roots"}}}`)
 	if got := m.text(); !strings.Contains(got, "file:///work/h") {
 		t.Errorf("the session's child was given roots %q, want file:///work/h", got)
@@ -482,4 +470,24 @@ func TestRootsOwedAsTheStreamOpensAreAsked(t *testing.T) {
 	if _, ask := st.event(); ask.Method != "roots/list" {
 		t.Fatalf("the stream's first event is %s, want roots/list", ask.raw)
 	}
+}
+
+// answerRootsOnStream opens c's GET stream, expects the pool's roots/list
+// as its first event, and answers it with the one root uri.
+func answerRootsOnStream(t *testing.T, c *httpClient, uri string) *getStream {
+	t.Helper()
+	st := openGetStream(t, c.url, c.sid, "")
+	if st == nil {
+		t.Fatal("GET: not 200")
+	}
+	_, ask := st.event()
+	if ask.Method != "roots/list" {
+		t.Fatalf("the stream's first event is %s, want roots/list", ask.raw)
+	}
+	r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[{"uri":%q}]}}`, ask.ID, uri))
+	r.Body.Close()
+	if r.StatusCode != http.StatusAccepted {
+		t.Fatalf("the roots answer: %s, want 202", r.Status)
+	}
+	return st
 }

@@ -3,8 +3,6 @@
 package pool_test
 
 import (
-	"fmt"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,19 +64,7 @@ func TestHTTPOwnChildsFirstCallSeesItsSessionsRoots(t *testing.T) {
 	c := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/fs"}
 	c.initializeWith("c", `{"roots":{"listChanged":true}}`)
 	eventually(t, "the child's roots/list at start to be answered", func() bool { return rootsAnswered(t, logPath) })
-	st := openGetStream(t, c.url, c.sid, "")
-	if st == nil {
-		t.Fatal("GET: not 200")
-	}
-	_, ask := st.event()
-	if ask.Method != "roots/list" {
-		t.Fatalf("the stream's first event is %s, want roots/list", ask.raw)
-	}
-	r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[{"uri":"file:///work/h"}]}}`, ask.ID))
-	r.Body.Close()
-	if r.StatusCode != http.StatusAccepted {
-		t.Fatalf("the roots answer: %s, want 202", r.Status)
-	}
+	answerRootsOnStream(t, c, "file:///work/h")
 	m := c.call(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"roots","arguments":{}}}`)
 	if got := m.text(); !strings.Contains(got, "file:///work/h") {
 		t.Errorf("the session's first call ran with roots %s, want file:///work/h", got)

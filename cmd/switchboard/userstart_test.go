@@ -55,15 +55,7 @@ func testReattachWithoutAutostart(t *testing.T, kill, relay, back bool) {
 		})
 	}
 	gone := time.Now()
-	sig := syscall.SIGTERM
-	if kill {
-		sig = syscall.SIGKILL
-	}
-	if err := first.cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	err := <-first.done
-	first.done <- err
+	goAway(t, first, kill)
 	s.send(`{"jsonrpc":"2.0","id":"after","method":"tools/call","params":{"name":"echo","arguments":{"text":"after"}}}`)
 	answered := func() bool {
 		_, a := answers.get(`"after"`)
