@@ -21,6 +21,8 @@ func readHello(conn net.Conn) (line, rest []byte, files []*os.File, err error) {
 	oob := make([]byte, syscall.CmsgSpace(4*4))
 	for {
 		n, oobn, _, _, err := uc.ReadMsgUnix(buf[len(buf):cap(buf)], oob)
+		// With an error (a deadline, a close) the counts can be -1.
+		n, oobn = max(n, 0), max(oobn, 0)
 		buf = buf[:len(buf)+n]
 		files = append(files, rightsOf(oob[:oobn])...)
 		if i := indexNL(buf); i >= 0 {
