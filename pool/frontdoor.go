@@ -46,20 +46,74 @@ func (p *Pool) ServeStdio(l net.Listener) error {
 		case <-stop:
 		}
 	}()
+	var backoff acceptBackoff
 	for {
 		conn, err := l.Accept()
 		if err != nil {
 			if isClosed(p.closing) || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
+			if temporaryAccept(err) {
+				// Out of descriptors (a flood of connections, say): the
+				// pool serves on once some are closed, and stops only
+				// when it is told to.
+				if backoff.wait(p, err) {
+					continue
+				}
+				return nil
+			}
 			return fmt.Errorf("accept: %w", err)
 		}
+		backoff.delay = 0
 		if !p.goUnlessClosed(func() { p.serveShim(conn) }) {
 			// The pool began to stop after this connection came in: its
 			// shim finds the next pool (an upgrade's new program).
 			writeLine(conn, Welcome{Error: ErrPoolClosed.Error(), Stopping: true})
 			conn.Close()
 		}
+	}
+}
+
+// temporaryAccept reports whether an accept error is one the listener
+// recovers from: the process or system out of descriptors or memory, or a
+// connection gone before it was taken.
+func temporaryAccept(err error) bool {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return false
+	}
+	switch errno {
+	case syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EINTR:
+		return true
+	}
+	return false
+}
+
+// acceptBackoff paces an accept loop through temporaryAccept errors as
+// net/http's Server.Serve does: 5 ms, doubling up to 1 s. It warns at
+// most every 10 s.
+type acceptBackoff struct {
+	delay  time.Duration
+	warned time.Time
+	failed int // since the last warning
+}
+
+// wait sleeps before the next accept after err. It reports false if the
+// pool began to close meanwhile.
+func (b *acceptBackoff) wait(p *Pool, err error) bool {
+	b.delay = min(max(2*b.delay, 5*time.Millisecond), time.Second)
+	b.failed++
+	if now := time.Now(); now.Sub(b.warned) >= 10*time.Second {
+		p.log.Warn("cannot accept a connection; retrying", "err", err, "failures", b.failed, "wait", b.delay)
+		b.warned, b.failed = now, 0
+	}
+	t := time.NewTimer(b.delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-p.closing:
+		return false
 	}
 }
 
