@@ -210,7 +210,10 @@
 //     queue only as it handles it, and a hand-back takes to the shim those
 //     it has not taken: [session.holdForRoots], [session.rootsAnswered],
 //     [session.replayHeld], [session.takeHeld], [server.backendFor],
-//     [rootsListResult]. A legacy child told of roots gets no client line
+//     [rootsListResult]. The roots/list_changed held behind an ask count
+//     as one: however many came, the client is asked once more; a client
+//     that closed its input is asked nothing, and an open ask ends then
+//     with the roots last answered: [session.inputEnded], [session.askRoots]. A legacy child told of roots gets no client line
 //     until it asked roots/list (the answer goes ahead of every client
 //     line) and rootsSettle more (a quarter of the time it took to start,
 //     when longer, up to 1 s), for it to apply them; the pool's own

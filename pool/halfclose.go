@@ -34,6 +34,7 @@ func (s *session) halfClose(peer syscall.RawConn) {
 	if peer != nil {
 		s.p.wg.Go(func() { s.watchPeer(peer) })
 	}
+	s.inputEnded() // its roots' answer cannot come now
 	s.closeWhenIdle(errInputClosed)
 }
 

@@ -173,7 +173,7 @@ func (hb *handBack) stopped(lr *lineReader, s *session) bool {
 func (s *session) takeHeld() []byte {
 	s.mu.Lock()
 	held := s.held
-	s.held, s.heldBytes = nil, 0
+	s.held, s.heldBytes, s.changeHeld = nil, 0, false
 	s.mu.Unlock()
 	var lines []byte
 	for _, h := range held {

@@ -400,10 +400,15 @@ var testHookStreamOpened func(*session)
 
 // askRoots sends the client roots/list and holds its requests until the
 // answer (or rootsAskTimeout). The reader goes on reading: the answer
-// comes through it.
+// comes through it. A client that closed its input is not asked: it
+// cannot answer (inputEnded).
 func (s *session) askRoots() {
 	id := `"switchboard-roots-` + strconv.FormatUint(s.p.nextID.Add(1), 10) + `"`
 	s.mu.Lock()
+	if s.inputDone {
+		s.mu.Unlock()
+		return
+	}
 	s.rootsAsk = id
 	s.mu.Unlock()
 	time.AfterFunc(rootsAskTimeout, func() { s.rootsAnswered(id, nil, nil) })
@@ -413,8 +418,23 @@ func (s *session) askRoots() {
 // heldMessage is a message held while the session's roots are asked,
 // and the exchange that carried it (HTTP), which gets what answers it.
 type heldMessage struct {
-	line []byte
-	x    *exchange
+	line   []byte
+	x      *exchange
+	change bool // a notifications/roots/list_changed
+}
+
+// inputEnded is told that the client closed its input: it can answer no
+// roots/list any more. None is asked from now on, and an open ask ends at
+// once with the roots last answered (none, if none was), so that what is
+// held goes on now rather than after rootsAskTimeout.
+func (s *session) inputEnded() {
+	s.mu.Lock()
+	s.inputDone, s.rootsOwed = true, false
+	id, roots, names := s.rootsAsk, s.roots, s.rootNames
+	s.mu.Unlock()
+	if id != "" {
+		s.rootsAnswered(id, roots, names)
+	}
 }
 
 // holdForRoots queues a message while the session's roots are being
@@ -422,18 +442,24 @@ type heldMessage struct {
 // session's bytes (Options.MaxSessionBytes), so that a client that does
 // not answer cannot pile up messages without end: past them it refuses
 // the message (a notification is dropped, a request answered with the
-// refusal).
-func (s *session) holdForRoots(line []byte, x *exchange) (held bool, refusal *jsonrpc.Error) {
+// refusal). A roots/list_changed behind one still held is one already:
+// the ask it makes reads the roots as they are then, so however many
+// came, the client is asked once more.
+func (s *session) holdForRoots(line []byte, x *exchange, change bool) (held bool, refusal *jsonrpc.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rootsAsk == "" && !s.replaying {
 		return false, nil
 	}
+	if change && s.changeHeld {
+		return true, nil
+	}
 	if limit := s.p.opts.MaxSessionBytes; s.heldBytes > 0 && s.heldBytes+len(line) > limit {
 		return false, newError(errHeldForRoots, false, "", s.heldBytes, len(line), limit)
 	}
-	s.held = append(s.held, heldMessage{append([]byte(nil), line...), x})
+	s.held = append(s.held, heldMessage{append([]byte(nil), line...), x, change})
 	s.heldBytes += len(line)
+	s.changeHeld = s.changeHeld || change
 	return true, nil
 }
 
@@ -509,6 +535,9 @@ func (s *session) replayHeld() {
 		s.held[0] = heldMessage{}
 		s.held = s.held[1:]
 		s.heldBytes -= len(h.line)
+		if h.change {
+			s.changeHeld = false
+		}
 		s.mu.Unlock()
 		if testHookReplaying != nil {
 			testHookReplaying(s)

@@ -80,6 +80,8 @@ type session struct {
 	rootsAsk        string        // id of the pool's roots/list to the client, while unanswered
 	rootsOwed       bool          // the client's roots are to be asked once it can receive a request (streamOpened)
 	held            []heldMessage // messages waiting for that answer
+	changeHeld      bool          // held has a roots/list_changed: one more is dropped (holdForRoots)
+	inputDone       bool          // the client closed its input: it is asked nothing more (inputEnded)
 	replaying       bool          // the held messages are being handled: new ones still wait their turn
 	heldBytes       int           // the bytes of held, bounded by Options.MaxSessionBytes
 	logLevel        int           // logSeverity of its logging/setLevel (loglevel.go)
@@ -237,7 +239,7 @@ func (s *session) handleMessage(msg *jsonrpc.Message, x *exchange) {
 	s.lastActive = time.Now()
 	s.mu.Unlock()
 	if msg.Kind != jsonrpc.KindResponse && msg.Method != "initialize" && msg.Method != "ping" {
-		held, refusal := s.holdForRoots(line, x)
+		held, refusal := s.holdForRoots(line, x, msg.Method == "notifications/roots/list_changed")
 		if refusal != nil && msg.Kind == jsonrpc.KindRequest {
 			s.replyErrorTo(x, msg.IDBytes(), refusal)
 		}
