@@ -436,9 +436,11 @@ func (s *session) drain(o *sessionOut) {
 				// Closed meanwhile, or handed back (its write was cut
 				// short: handBackSessions): the closer writes what is left.
 			case isTimeout(err):
-				s.p.evicted.Add(1)
-				s.p.log.Warn("evicting a session that stopped reading", "session", s.id, "server", s.srv.name)
-				s.close(errEvicted)
+				if s.evictOnce() {
+					s.endEvicted()
+				} else {
+					s.close(errEvicted) // evicted meanwhile by a delivery: it is counted
+				}
 			default:
 				s.close(nil)
 			}

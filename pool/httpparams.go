@@ -267,14 +267,77 @@ func paramMatches(val []byte, header string) bool {
 	case c == 't' || c == 'f':
 		return got == string(val)
 	case c == '-' || c >= '0' && c <= '9':
-		if got == "" || got[0] != '-' && (got[0] < '0' || got[0] > '9') || !jsonrpc.Valid([]byte(got)) {
-			return false
-		}
-		a, errA := strconv.ParseFloat(string(val), 64)
-		b, errB := strconv.ParseFloat(got, 64)
-		return errA == nil && errB == nil && a == b
+		a, okA := parseDecimal(string(val))
+		b, okB := parseDecimal(got)
+		return okA && okB && a == b
 	}
 	return false // an object or an array has no header form
+}
+
+// decimal is a JSON number's exact value, 0.digits × 10^point: its
+// significant digits, without leading or trailing zeros. Zero has none,
+// and no sign. Compared as float64, 9007199254740993 would equal
+// 9007199254740992 and 1e-400 would equal 0.
+type decimal struct {
+	neg    bool
+	digits string
+	point  int64
+}
+
+// parseDecimal reads s, a JSON number, in time linear in its length
+// whatever its exponent (both sides are a client's). False if s is not
+// one, or its exponent does not fit in 32 bits.
+func parseDecimal(s string) (decimal, bool) {
+	digitsFrom := func(i int) int {
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	neg := strings.HasPrefix(s, "-")
+	i := 0
+	if neg {
+		i++
+	}
+	j := digitsFrom(i)
+	whole := s[i:j]
+	if whole == "" || len(whole) > 1 && whole[0] == '0' {
+		return decimal{}, false
+	}
+	var frac string
+	if j < len(s) && s[j] == '.' {
+		k := digitsFrom(j + 1)
+		if frac = s[j+1 : k]; frac == "" {
+			return decimal{}, false
+		}
+		j = k
+	}
+	var exp int64
+	if j < len(s) && (s[j] == 'e' || s[j] == 'E') {
+		k := j + 1
+		if k < len(s) && (s[k] == '+' || s[k] == '-') {
+			k++
+		}
+		end := digitsFrom(k)
+		if end == k {
+			return decimal{}, false
+		}
+		e, err := strconv.ParseInt(s[j+1:end], 10, 32)
+		if err != nil {
+			return decimal{}, false
+		}
+		exp, j = e, end
+	}
+	if j != len(s) {
+		return decimal{}, false
+	}
+	digits := whole + frac
+	trimmed := strings.TrimLeft(digits, "0")
+	point := int64(len(whole)) + exp - int64(len(digits)-len(trimmed))
+	if trimmed = strings.TrimRight(trimmed, "0"); trimmed == "" {
+		return decimal{}, true // 0, -0.0, 0e99: one value
+	}
+	return decimal{neg: neg, digits: trimmed, point: point}, true
 }
 
 // bodyText is a body value as an error message quotes it: a string's

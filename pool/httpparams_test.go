@@ -78,6 +78,8 @@ func TestHTTPMcpParamValidation(t *testing.T) {
 				{"integer", `"limit":42`, []string{"Mcp-Param-Limit", "42"}, true},
 				{"integer compared as a number", `"limit":42`, []string{"Mcp-Param-Limit", "42.0"}, true},
 				{"integer mismatch", `"limit":42`, []string{"Mcp-Param-Limit", "43"}, false},
+				{"integer beyond a float64's precision", `"limit":9007199254740993`, []string{"Mcp-Param-Limit", "9007199254740992"}, false},
+				{"tiny number is not zero", `"limit":1e-400`, []string{"Mcp-Param-Limit", "0"}, false},
 				{"integer omitted", `"limit":42`, nil, false},
 				{"boolean", `"dry_run":true`, []string{"Mcp-Param-Dry-Run", "true"}, true},
 				{"boolean mismatch", `"dry_run":true`, []string{"Mcp-Param-Dry-Run", "false"}, false},

@@ -14,7 +14,9 @@ import (
 // a burst of large messages a desktop pool would keep hundreds of MB it no
 // longer uses. The pool therefore asks for it back, once, when large
 // buffers have stopped being let go for trimDelay. Small messages never
-// trigger it.
+// trigger it, but for one case: a session evicted for not reading
+// (endEvicted) may have piled up hundreds of MB of small ones, garbage
+// once it is gone, that an idle pool would not collect for minutes.
 //
 // The trim waits for the large messages to stop, not only for the first
 // to be let go: memory handed back is faulted in again, page by page, by

@@ -39,3 +39,29 @@ func TestTrimWaitsForTheLargeMessagesToStop(t *testing.T) {
 		}
 	})
 }
+
+// A session evicted for not reading is counted once, however many
+// deliveries find its queue full before it has closed, and what it piled
+// up, though every line of it was small, is asked back (a trim).
+func TestEvictionCountedOnceAndTrimmed(t *testing.T) {
+	p := New(&Options{SessionQueue: 4})
+	defer p.Close()
+	if err := p.Apply([]ServerConfig{{Name: "x", Command: "/bin/true"}}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.newSession("x", sessionSetup{transport: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No output is started: nothing takes the queue, as a client that
+	// stopped reading. Every delivery past the fourth finds it full.
+	line := []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{}}`)
+	for range 100 {
+		s.deliver(line)
+	}
+	waitUntil(t, "the session to close", func() bool { return isClosed(s.closed) })
+	if n := p.evicted.Load(); n != 1 {
+		t.Errorf("evicted counted %d times, want 1", n)
+	}
+	waitUntil(t, "a trim after the eviction", func() bool { return p.trim.done.Load() == 1 })
+}

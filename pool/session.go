@@ -48,6 +48,7 @@ type session struct {
 	connOnce  sync.Once
 
 	handingBack atomic.Bool // handBackSessions is ending the session: writes to the client end at once (writeDeadline)
+	evicting    atomic.Bool // the session is being evicted: counted and logged once (evictOnce)
 
 	owedMu sync.Mutex // guards owed; taken after sessionOut.mu, never before
 	owed   []int32    // ledger slots of answers queued or cut short, in order (owe)
@@ -874,15 +875,34 @@ func (s *session) deliverOwing(line []byte, slot int32) {
 			o.kick(s)
 		}
 	default:
-		if !isClosed(s.closed) {
-			s.p.evicted.Add(1)
-			s.p.log.Warn("evicting a session that stopped reading", "session", s.id, "server", s.srv.name, "queued", len(s.out))
-			s.p.wg.Go(func() { s.close(errEvicted) })
+		if !isClosed(s.closed) && s.evictOnce("queued", len(s.out)) {
+			s.p.wg.Go(s.endEvicted)
 		}
 	}
 }
 
 var errEvicted = errors.New("evicted: the client stopped reading its messages")
+
+// evictOnce reports whether the caller is the first to evict s, counting
+// and logging the eviction then: every delivery that finds the queue full
+// before the session has closed would otherwise count it again.
+func (s *session) evictOnce(detail ...any) bool {
+	if !s.evicting.CompareAndSwap(false, true) {
+		return false
+	}
+	s.p.evicted.Add(1)
+	s.p.log.Warn("evicting a session that stopped reading", append([]any{"session", s.id, "server", s.srv.name}, detail...)...)
+	return true
+}
+
+// endEvicted closes an evicted session, then asks for its memory back:
+// what a client that stopped reading piled up (the requests it kept
+// sending, their answers) is garbage now, though no single line of it
+// was large, and an idle pool would not collect it for minutes.
+func (s *session) endEvicted() {
+	s.close(errEvicted)
+	s.p.releasedLarge()
+}
 
 // owe notes the ledger slot of an answer queued, or cut short, for the
 // client: the writer releases it once the answer is written. The slot is
