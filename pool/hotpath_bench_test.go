@@ -38,6 +38,23 @@ func BenchmarkRewriteRequest(b *testing.B) {
 	}
 }
 
+// BenchmarkRewriteRequestForModernChild: the same request from a legacy
+// client to a 2026-07-28 child, which gets the pool's _meta members too.
+func BenchmarkRewriteRequestForModernChild(b *testing.B) {
+	meta := []byte(`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}`)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchRequest)))
+	for i := 0; b.Loop(); i++ {
+		msg, err := jsonrpc.ParseStrict(benchRequest)
+		if err != nil || jsonrpc.Strict(&msg) != nil {
+			b.Fatal(err)
+		}
+		if in := rewriteRequest(&msg, uint64(i), meta); len(in.line) == 0 {
+			b.Fatal("empty")
+		}
+	}
+}
+
 // BenchmarkRewriteLargeRequest: the same for a tools/call carrying 100 KiB
 // of text, with the strict check every client message gets: the cost of
 // reading every byte of a large message. "code" is a source file (a

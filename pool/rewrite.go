@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
@@ -79,8 +80,10 @@ type inbound struct {
 // token for a pool token (progress tokens collide across clients like
 // ids do; the pool id, unique too, serves as the token), and adds meta,
 // the _meta members a modern child needs, when a legacy client talks to
-// one. Everything else is forwarded byte for byte. The line and the
-// client's token share one allocation.
+// one: they take the place of the client's own members of those keys,
+// and of a _meta that is not an object, so that each key reaches the
+// child once, as the pool set it. Everything else is forwarded byte for
+// byte. The line and the client's token share one allocation.
 func rewriteRequest(msg *jsonrpc.Message, poolID uint64, meta []byte) inbound {
 	raw := msg.Raw
 	var in inbound
@@ -101,20 +104,36 @@ func rewriteRequest(msg *jsonrpc.Message, poolID uint64, meta []byte) inbound {
 		}
 		if metaSpan.Present() && params[metaSpan.Start] == '{' {
 			m := metaSpan.Of(params)
-			if tok := jsonrpc.Member(m, "progressToken"); tok.Present() {
+			tok := jsonrpc.Member(m, "progressToken")
+			if tok.Present() {
 				token = tok.Of(m)
-				edits[n] = edit{jsonrpc.Span{Start: base + metaSpan.Start + tok.Start, End: base + metaSpan.Start + tok.End}, pool}
-				n++
 			}
-			if meta != nil {
-				pos := base + metaSpan.Start + 1
-				val := meta
-				if !emptyObject(m) {
-					val = append(append(make([]byte, 0, len(meta)+1), meta...), ',')
+			if meta != nil && namesPoolMeta(m) {
+				// The client names a member the pool sets: the _meta is
+				// made anew, so that each key is in it once, the pool's.
+				edits[n] = edit{msg.Meta, mergeMeta(m, meta, pool)}
+				n++
+			} else {
+				if tok.Present() {
+					edits[n] = edit{jsonrpc.Span{Start: base + metaSpan.Start + tok.Start, End: base + metaSpan.Start + tok.End}, pool}
+					n++
 				}
-				edits[n] = edit{jsonrpc.Span{Start: pos, End: pos}, val}
-				n++
+				if meta != nil {
+					pos := base + metaSpan.Start + 1
+					val := meta
+					if !emptyObject(m) {
+						val = append(append(make([]byte, 0, len(meta)+1), meta...), ',')
+					}
+					edits[n] = edit{jsonrpc.Span{Start: pos, End: pos}, val}
+					n++
+				}
 			}
+		} else if meta != nil && metaSpan.Present() {
+			// A _meta that is not an object (null): the pool's takes its
+			// place, rather than standing beside it as a second _meta.
+			val := append(append(append(make([]byte, 0, len(meta)+2), '{'), meta...), '}')
+			edits[n] = edit{msg.Meta, val}
+			n++
 		} else if meta != nil {
 			pos := base + 1
 			val := append(append([]byte(`"_meta":{`), meta...), '}')
@@ -142,6 +161,65 @@ func rewriteRequest(msg *jsonrpc.Message, poolID uint64, meta []byte) inbound {
 		in.origToken = out[size:]
 	}
 	return in
+}
+
+// poolMetaKeys are the _meta members the pool may add for a legacy
+// client of a modern child (session.meta, logsAsked): every key that can
+// be in rewriteRequest's meta must be here.
+var poolMetaKeys = [...]string{metaProtocolVersion, metaClientCapabilities, metaClientInfo, metaLogLevel}
+
+// namesPoolMeta reports whether a client's _meta object m has a member the
+// pool may add. Rare: it costs a look, not an allocation.
+func namesPoolMeta(m []byte) bool {
+	for _, k := range poolMetaKeys {
+		if jsonrpc.Member(m, k).Present() {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeMeta is the _meta object a child gets when the client's own, m,
+// names a member the pool sets: the pool's members (meta), then the
+// client's others in their order, progressToken as pool, the pool token.
+// A member the pool does not set this time (the client's own logLevel)
+// stays the client's.
+func mergeMeta(m, meta, pool []byte) []byte {
+	ours := map[string]bool{}
+	eachMember(append(append([]byte{'{'}, meta...), '}'), func(key string, _ json.RawMessage) { ours[key] = true })
+	out := append(append(make([]byte, 0, len(m)+len(meta)+2), '{'), meta...)
+	eachMember(m, func(key string, v json.RawMessage) {
+		if ours[key] {
+			return
+		}
+		if key == "progressToken" {
+			v = pool
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(appendJSONString(out, key), ':')
+		out = append(out, v...)
+	})
+	return append(out, '}')
+}
+
+// eachMember calls fn with each member of the JSON object obj, its key
+// unescaped and its value as it is written.
+func eachMember(obj []byte, fn func(key string, v json.RawMessage)) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		var v json.RawMessage
+		if err != nil || !ok || dec.Decode(&v) != nil {
+			return
+		}
+		fn(key, v)
+	}
 }
 
 // notificationForChild re-writes a client's notification from its parsed

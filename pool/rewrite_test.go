@@ -48,10 +48,42 @@ func TestRewriteRequest(t *testing.T) {
 			want:  `{"id":10,"params":{"_meta":{` + meta + `,"progressToken":10},"name":"t"},"jsonrpc":"2.0","method":"tools/call"}`,
 			token: `5`, about: "t"},
 	}
+	// A legacy client's own _meta members of the keys the pool sets give
+	// way to the pool's, as does a _meta that is not an object: a child
+	// takes the last of two keys.
+	const pv, cc, ci = `"io.modelcontextprotocol/protocolVersion"`, `"io.modelcontextprotocol/clientCapabilities"`,
+		`"io.modelcontextprotocol/clientInfo"`
+	full := pv + `:"2026-07-28",` + cc + `:{},` + ci + `:{"name":"c","version":"1"}`
+	tests = append(tests, []struct{ name, in, meta, want, token, about string }{
+		{name: "the pool's members replace the client's", meta: full,
+			in:    `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{` + cc + `:{"elicitation":{"form":{}},"sampling":{}},"progressToken":"p",` + pv + `:"2026-07-28"}}}`,
+			want:  `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"t","_meta":{` + full + `,"progressToken":10}}}`,
+			token: `"p"`, about: "t"},
+		{name: "the client's other members stay, in order", meta: full,
+			in:   `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"a":1, ` + ci + ` : {"name":"evil"}, "b":[2,{"c":3}]}}}`,
+			want: `{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"_meta":{` + full + `,"a":1,"b":[2,{"c":3}]}}}`},
+		{name: "a key written with escapes is the same key", meta: full,
+			in:   `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol\/clientInfo":{}}}}`,
+			want: `{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"_meta":{` + full + `}}}`},
+		{name: "a member the pool does not set stays the client's", meta: full,
+			in:   `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/logLevel":"debug",` + pv + `:"x"}}}`,
+			want: `{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"_meta":{` + full + `,"io.modelcontextprotocol/logLevel":"debug"}}}`},
+		{name: "without meta the client's members are its own", in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` + pv + `:"x"}}}`,
+			want: `{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"_meta":{` + pv + `:"x"}}}`},
+		{name: "_meta null is replaced", meta: full, in: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":null}}`,
+			want: `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"t","_meta":{` + full + `}}}`, about: "t"},
+		{name: "_meta not an object is replaced", meta: meta, in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta" : [1,2] ,"a":"b"}}`,
+			want: `{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"_meta" : {` + meta + `} ,"a":"b"}}`},
+		{name: "_meta a string is replaced", meta: meta, in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":"{}"}}`,
+			want: `{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"_meta":{` + meta + `}}}`},
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			msg, err := jsonrpc.Parse([]byte(tt.in))
 			if err != nil {
+				t.Fatal(err)
+			}
+			if err := jsonrpc.Strict(&msg); err != nil {
 				t.Fatal(err)
 			}
 			before := string(msg.Raw)
@@ -65,6 +97,9 @@ func TestRewriteRequest(t *testing.T) {
 			}
 			if !json.Valid(in.line) {
 				t.Fatal("invalid JSON")
+			}
+			if err := duplicateKey(in.line); err != nil {
+				t.Fatal(err)
 			}
 			if string(in.origToken) != tt.token || in.name != tt.about {
 				t.Fatalf("token %q name %q", in.origToken, in.name)
@@ -286,6 +321,12 @@ func TestHotPathRewritesAllocate(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { rewriteRequest(&msg, 12345, nil) }); n > 2 {
 		t.Errorf("rewriteRequest: %.0f allocations, want at most 2 (the line, the name)", n)
+	}
+	// For a modern child, whose _meta members the client's does not name:
+	// the members with their comma, no more.
+	meta := []byte(`"io.modelcontextprotocol/protocolVersion":"2026-07-28"`)
+	if n := testing.AllocsPerRun(100, func() { rewriteRequest(&msg, 12345, meta) }); n > 3 {
+		t.Errorf("rewriteRequest with meta: %.0f allocations, want at most 3", n)
 	}
 	resp, err := jsonrpc.Parse(benchResponse)
 	if err != nil {
