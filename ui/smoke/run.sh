@@ -409,6 +409,12 @@ shot "$TMP/before.png"
 xdotool mousemove --window "$WID" 905 240
 for _ in 1 2 3 4 5 6 7; do xdotool click 4; done
 waitfor "the zoom on the crash" 5 changed "$TMP/before.png"
+# The pointer on the abandoned call's bar, which runs up to the crash:
+# its hover tip opens. (Where the pointer rested as the plot zoomed
+# depends on the traffic of the run.)
+shot "$TMP/before.png"
+xdotool mousemove --window "$WID" 880 183
+waitfor "the abandoned call's hover tip" 5 changed "$TMP/before.png"
 # The pointer leaves the bars (their hover tip closes).
 shot "$TMP/before.png"
 xdotool mousemove --window "$WID" 120 400
