@@ -90,6 +90,21 @@ type instance struct {
 	done chan error
 }
 
+// goAway stops in's pool, with SIGKILL when kill is set, else SIGTERM,
+// and waits for it to exit.
+func goAway(t *testing.T, in *instance, kill bool) {
+	t.Helper()
+	sig := syscall.SIGTERM
+	if kill {
+		sig = syscall.SIGKILL
+	}
+	if err := in.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	err := <-in.done
+	in.done <- err
+}
+
 func homeDir(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "sbh")
@@ -541,11 +556,7 @@ func TestServeSIGKILLLeavesNoChild(t *testing.T) {
 	s := in.connect(t, "fake")
 	s.initialize("c")
 	child := readPID(t, pidfile)
-	if err := in.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	err := <-in.done
-	in.done <- err
+	goAway(t, in, true)
 	waitFor(t, "the child to die with the pool", func() bool { return !alive(child) })
 }
 

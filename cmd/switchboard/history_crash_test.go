@@ -89,11 +89,7 @@ func TestHistoryAnswersWhatAKilledPoolOwed(t *testing.T) {
 		h := first.status().History
 		return h.Journaled == young+1 && h.JournaledWritten == young+1
 	})
-	if err := first.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	err := <-first.done
-	first.done <- err
+	goAway(t, first, true)
 
 	second := serveHome(t, first.home)
 	s2, _ := rawSession(t, first.home, wire.Hello{Server: "fake",

@@ -101,11 +101,7 @@ func TestHangsShowsSleepingCall(t *testing.T) {
 	}
 
 	// The pool dies: the database still tells.
-	if err := in.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	err := <-in.done
-	in.done <- err
+	goAway(t, in, true)
 	// It had waited under a second when its run was last seen alive (the
 	// run's heartbeat, every 10 s, had yet to come): only --over 0s lists
 	// it (its age no longer grows with the clock).

@@ -391,11 +391,7 @@ func TestLeakedGrandchildFoundByMarker(t *testing.T) {
 	if l := leakOf(leaksJSON(t, in.home), gp); l != nil {
 		t.Fatalf("the live run's grandchild %d is reported: %+v", gp, l)
 	}
-	if err := in.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	err := <-in.done
-	in.done <- err
+	goAway(t, in, true)
 	if !alive(gp) {
 		t.Skip("the grandchild died with the pool; nothing leaked to find")
 	}
@@ -425,11 +421,7 @@ func TestLeaksStayInTheirHome(t *testing.T) {
 	s.initialize("c")
 	gp := readPID(t, gpFile)
 	t.Cleanup(func() { _ = syscall.Kill(gp, syscall.SIGKILL) })
-	if err := b.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	err := <-b.done
-	b.done <- err
+	goAway(t, b, true)
 	if !alive(gp) {
 		t.Skip("the grandchild died with the pool; nothing leaked to find")
 	}

@@ -144,11 +144,7 @@ func testSessionSurvivesPoolKill(t *testing.T, relay bool) {
 		}
 		return slow && last
 	})
-	if err := first.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	err := <-first.done
-	first.done <- err
+	goAway(t, first, true)
 
 	started := time.Now()
 	second := serveHome(t, home)
@@ -446,11 +442,7 @@ func testLedgerAnswersWhatAKilledPoolOwed(t *testing.T, relay bool) {
 		}
 		return false
 	})
-	if err := first.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	err := <-first.done
-	first.done <- err
+	goAway(t, first, true)
 	serveHome(t, first.home)
 	waitFor(t, "the slow call's at-most-once error", func() bool { _, ok := answers.get(`"slow"`); return ok })
 	if slow, _ := answers.get(`"slow"`); !strings.Contains(slow.line, `"mayHaveExecuted":true`) {

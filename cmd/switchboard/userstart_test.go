@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -123,21 +122,6 @@ func testReattachWithoutAutostart(t *testing.T, kill, relay, back bool) {
 		t.Fatal("connect did not exit after answering")
 	}
 	t.Logf("stderr: %s", strings.TrimSpace(s.errb.String()))
-}
-
-// goAway stops in's pool, with SIGKILL when kill is set, else SIGTERM,
-// and waits for it to exit.
-func goAway(t *testing.T, in *instance, kill bool) {
-	t.Helper()
-	sig := syscall.SIGTERM
-	if kill {
-		sig = syscall.SIGKILL
-	}
-	if err := in.cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	err := <-in.done
-	in.done <- err
 }
 
 // With autostart.fromClients off, an idle session (nothing in flight)
