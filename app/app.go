@@ -379,19 +379,9 @@ func (inst *Instance) Run(ctx context.Context) error {
 		g.Go(func() error { inst.exitWhenIdleLoop(gctx, stop); return nil })
 	}
 	if front != nil {
-		g.Go(func() error {
-			if err := front.Serve(frontLn); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("HTTP front door: %w", err)
-			}
-			return nil
-		})
+		g.Go(func() error { return serveHTTP(front, frontLn, "HTTP front door") })
 	}
-	g.Go(func() error {
-		if err := ctl.Serve(ctlLn); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("control API: %w", err)
-		}
-		return nil
-	})
+	g.Go(func() error { return serveHTTP(ctl, ctlLn, "control API") })
 	g.Go(func() error {
 		<-gctx.Done()
 		inst.mu.Lock()

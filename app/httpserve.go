@@ -1,8 +1,12 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
+
+	"github.com/switchboard-mcp/switchboard/internal/accept"
 )
 
 // listenHTTP opens the HTTP front door's listener. It listens on loopback
@@ -21,4 +25,15 @@ func listenHTTP(addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("HTTP front door: %w", err)
 	}
 	return ln, nil
+}
+
+// serveHTTP serves srv (the HTTP front door, the control API) on ln until
+// srv is shut down. An accept error the listener recovers from (out of
+// descriptors, buffers or memory) is waited out: an error returned here
+// ends Run, and the pool with it.
+func serveHTTP(srv *http.Server, ln net.Listener, what string) error {
+	if err := srv.Serve(accept.Retrying(ln)); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/accept"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
@@ -53,7 +54,7 @@ func (p *Pool) ServeStdio(l net.Listener) error {
 			if isClosed(p.closing) || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			if temporaryAccept(err) {
+			if accept.Temporary(err) {
 				// Out of descriptors (a flood of connections, say): the
 				// pool serves on once some are closed, and stops only
 				// when it is told to.
@@ -74,22 +75,7 @@ func (p *Pool) ServeStdio(l net.Listener) error {
 	}
 }
 
-// temporaryAccept reports whether an accept error is one the listener
-// recovers from: the process or system out of descriptors or memory, or a
-// connection gone before it was taken.
-func temporaryAccept(err error) bool {
-	var errno syscall.Errno
-	if !errors.As(err, &errno) {
-		return false
-	}
-	switch errno {
-	case syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EINTR:
-		return true
-	}
-	return false
-}
-
-// acceptBackoff paces an accept loop through temporaryAccept errors as
+// acceptBackoff paces an accept loop through accept.Temporary errors as
 // net/http's Server.Serve does: 5 ms, doubling up to 1 s. It warns at
 // most every 10 s.
 type acceptBackoff struct {
