@@ -6,7 +6,7 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/switchboard-mcp/switchboard/internal/accept"
+	"github.com/switchboard-mcp/switchboard/pool/accept"
 )
 
 // listenHTTP opens the HTTP front door's listener. It listens on loopback

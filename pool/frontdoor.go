@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/accept"
+	"github.com/switchboard-mcp/switchboard/pool/accept"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
