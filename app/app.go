@@ -360,13 +360,15 @@ func (inst *Instance) Run(ctx context.Context) error {
 		}
 		// No ReadTimeout: the pool bounds each request body itself, and
 		// answers a refusal at once, whatever body comes (pool/httpauth.go).
-		front = &http.Server{Handler: inst.Pool.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: frontDoorIdleTimeout}
+		front = &http.Server{Handler: inst.Pool.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: frontDoorIdleTimeout,
+			ErrorLog: serverLog(inst.log, "HTTP front door")}
 		inst.mu.Lock()
 		inst.httpAddr = frontLn.Addr().String()
 		inst.mu.Unlock()
 		inst.log.Info("HTTP front door", "url", "http://"+frontLn.Addr().String()+"/mcp/NAME")
 	}
-	ctl := &http.Server{Handler: inst.controlHandler(), ReadHeaderTimeout: 5 * time.Second}
+	ctl := &http.Server{Handler: inst.controlHandler(), ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog: serverLog(inst.log, "control API")}
 	inst.log.Info("switchboard serving", "config", inst.configPath, "socket", poolLn.Addr().String(), // a named pipe on Windows
 		"servers", inst.Pool.Servers())
 

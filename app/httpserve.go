@@ -3,6 +3,8 @@ package app
 import (
 	"errors"
 	"fmt"
+	"log"
+	"log/slog"
 	"net"
 	"net/http"
 
@@ -36,4 +38,12 @@ func serveHTTP(srv *http.Server, ln net.Listener, what string) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// serverLog is the error log of a net/http server of the app (what it
+// says when an accept fails and it retries, or a connection's handler
+// panics): the app's log at Warn, naming the server, rather than the
+// standard logger's stderr.
+func serverLog(l *slog.Logger, what string) *log.Logger {
+	return slog.NewLogLogger(l.With("server", what).Handler(), slog.LevelWarn)
 }

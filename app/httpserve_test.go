@@ -2,10 +2,11 @@ package app
 
 import (
 	"io"
-	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -47,9 +48,10 @@ func TestServeHTTPOutOfBuffersRetries(t *testing.T) {
 			}
 			t.Cleanup(func() { ln.Close() }) // a request still waiting ends
 			fl := &failingListener{Listener: ln, errno: errno, fails: 3}
+			var logged syncBuffer
 			srv := &http.Server{
 				Handler:  http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "served") }),
-				ErrorLog: log.New(io.Discard, "", 0), // its "retrying in 5ms" lines
+				ErrorLog: serverLog(slog.New(slog.NewTextHandler(&logged, nil)), "HTTP front door"),
 			}
 			served := make(chan error, 1)
 			go func() { served <- serveHTTP(srv, fl, "HTTP front door") }()
@@ -87,6 +89,11 @@ func TestServeHTTPOutOfBuffersRetries(t *testing.T) {
 			srv.Close()
 			if err := <-served; err != nil {
 				t.Fatalf("serveHTTP after Close: %v", err)
+			}
+			// The retries are in the app's log, naming the server.
+			if out := logged.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, `server="HTTP front door"`) ||
+				!strings.Contains(out, errno.Error()) || !strings.Contains(out, "retrying") {
+				t.Errorf("the app's log says of the retries:\n%s", out)
 			}
 		})
 	}
