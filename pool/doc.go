@@ -38,12 +38,20 @@
 //     client's initialize, server/discover and ping are answered from the
 //     cached result: [backend.handshake], [session.initialize],
 //     [handshake.initializeResult], [handshake.discoverResult]. A
-//     client's initialize that waits for the handshake is in flight on
-//     the child meanwhile, never written to it, and ends by finish like
-//     any request: [session.awaitHandshakeFor], [backend.registerWait],
-//     [backend.endWait]. The child's late answer to the probe the pool
-//     stopped waiting for (server/discover, once initialize answered) is
-//     no orphan: [backend.dropProbe], [backend.onResponse].
+//     client's request that waits for the handshake (initialize,
+//     server/discover, logging/setLevel, subscriptions/listen) is in
+//     flight on the child meanwhile, never written to it, and its wait
+//     ends by finish like any request, once: answered (from the
+//     handshake, or the pool's own answer to a setLevel), or gone on (a
+//     setLevel sent on to the child, a request of its own; a listen
+//     opened), or as the wait ended (timed out, refused, the session
+//     ended, handed back, stopped, cancelled by the user):
+//     [session.awaitHandshakeFor], [session.handshaken],
+//     [backend.registerWait], [backend.endWait], [handshakeWait.goOn],
+//     [session.setLogLevel], [session.listen]. The child's late answer
+//     to the probe the pool stopped waiting for (server/discover, once
+//     initialize answered) is no orphan: [backend.dropProbe],
+//     [backend.onResponse].
 //   - A modern client of a legacy child gets 2026-07-28 answers, each
 //     result naming the child in _meta as server/discover does; a legacy
 //     client of a modern child gets the _meta the stateless revision

@@ -175,15 +175,16 @@ func (s *session) replyErrorTo(x *exchange, id []byte, err error) {
 	s.respond(x, jsonrpc.AppendErrorResponse(nil, id, e), e.Code)
 }
 
-// handshaken is the backend a request of the session, carried by x, goes
-// to, with its child's handshake once there is one (the first child may
-// still be starting), or the error to answer.
-func (s *session) handshaken(x *exchange) (*backend, *handshake, error) {
-	b, err := s.backend(x)
+// handshaken is the backend a request of the session goes to, with its
+// child's handshake once there is one (the first child may still be
+// starting: the request waits in flight on it as w), or the error to
+// answer.
+func (s *session) handshaken(w *handshakeWait) (*backend, *handshake, error) {
+	b, err := s.backend(w.x)
 	if err != nil {
 		return nil, nil, err
 	}
-	hs, err := s.awaitHandshake(b)
+	hs, err := s.awaitHandshakeFor(b, w)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -22,8 +22,9 @@ const (
 	endDropped                     // the pool's own request, no longer needed (a handshake probe): nothing
 	endNotForChild                 // a subscription change the child need not hear (others still hold it, or it is not ready): the pool answers {}, or the child's refusal of the subscribe it relied on
 	endByChild                     // the child ended it unanswered (the pool's subscriptions/listen, named in its notifications/cancelled): nobody to tell
-	endInitialized                 // a client's initialize that waited for its child's handshake (initwait.go): the pool answers from the handshake
-	endGivenBack                   // a client's initialize that waited for its child's handshake goes back to its shim (handback.go): no answer; the next pool answers
+	endWaitAnswered                // a client's request that waited for its child's handshake (initwait.go), answered by the pool: initialize and server/discover from the handshake, logging/setLevel itself
+	endWentOn                      // a client's request that waited for its child's handshake goes on past the wait (initwait.go): a logging/setLevel sent on to the child, a subscriptions/listen opened; nothing to answer now
+	endGivenBack                   // a client's request that waited for its child's handshake goes back to its shim (handback.go): no answer; the next pool answers
 )
 
 // endRule is what ending a request of a kind does.
@@ -47,7 +48,8 @@ var endRules = [...]endRule{
 	endDropped:      {},
 	endNotForChild:  {status: StatusOK},
 	endByChild:      {status: StatusCancelled},
-	endInitialized:  {status: StatusOK},
+	endWaitAnswered: {status: StatusOK},
+	endWentOn:       {status: StatusOK},
 	endGivenBack:    {status: StatusCancelled},
 }
 
@@ -63,7 +65,7 @@ type outcome struct {
 	extra  map[string]any  // err's extra data members
 	rpcErr *jsonrpc.Error  // an error already made (a refusal: hsErr, a busy server)
 	reason string          // what the child is told (tellChild); endByClient, endGivenBack: also history's Err
-	result []byte          // endInitialized: the result the pool answers with
+	result []byte          // endWaitAnswered: the result the pool answers with
 	batch  *outBatch       // endAnswered: the child's reader's batch the answer may wait in
 }
 
@@ -171,7 +173,7 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		line = b.responseFor(&o.answer, p.method, e)
 	case o.kind == endNotForChild:
 		line = jsonrpc.AppendResponse(nil, e.origID, []byte("{}"))
-	case o.kind == endInitialized:
+	case o.kind == endWaitAnswered:
 		line = jsonrpc.AppendResponse(nil, e.origID, o.result)
 	case rule.answers:
 		rpcErr := o.rpcErr
@@ -193,6 +195,7 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		e.sess.deliverResponse(p, e.origID, e.x, line, 0, o.batch)
 	case line != nil:
 		e.sess.deliverResponse(p, e.origID, e.x, line, ev.ErrCode, o.batch)
+	case o.kind == endWentOn: // the request goes on: its POST, if any, still waits for what follows
 	default:
 		e.sess.forget(p, e.origID, e.x)
 	}

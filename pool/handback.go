@@ -37,8 +37,8 @@ import (
 // other: a request carried there runs there, so it must not have run
 // here. A message therefore goes back only while nothing has acted on it:
 // its handling waits for the child's handshake, and nothing before that
-// wait reaches a child, the client or the ledger (history records an
-// initialize waiting, and ends it handed back: endGivenBack). Whether it
+// wait reaches a child, the client or the ledger (history records a
+// request waiting, and ends it handed back: endGivenBack). Whether it
 // goes back is decided once, by its wait as the wait ends: the handshake
 // came first, and it goes on and is answered here; the hand-back's stop
 // came first, and this pool answers nothing of it. The reader then

@@ -8,24 +8,34 @@ import (
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
 
-// handshakeWait is a client's initialize, which the pool answers from
-// its child's handshake. While the child has not finished the handshake
-// (it starts, an npx server installs itself), the initialize is in flight
-// on it like any request (p): the snapshot lists it, not written (status,
-// hangs, the dashboard), history records it, and finish ends it, once,
-// whoever ends it (its answer, the wait's timeout, the session's end, a
-// hand-back, a stop, a crash loop, a user's cancel). It is never written
-// to the child, and has no deadline in the request table: the wait
-// times itself (backend.handshakeResult).
+// handshakeWait is a client's request that the pool answers, or decides
+// on, from its child's handshake: initialize and server/discover
+// (answered from it), logging/setLevel (answered by the pool, or sent on
+// to the child, as the child's era and capabilities say) and
+// subscriptions/listen (opened by the pool). While the child has not
+// finished the handshake (it starts, an npx server installs itself),
+// the request is in flight on it like any request (p): the snapshot
+// lists it, not written (status, hangs, the dashboard), history records
+// it, and finish ends its wait, once, whoever ends it (its answer, the
+// wait's timeout, the session's end, a hand-back, a stop, a crash loop,
+// a user's cancel). It is never written to the child, and has no
+// deadline in the request table: the wait times itself
+// (backend.handshakeResult).
 type handshakeWait struct {
+	method  string    // the request's, as the snapshot and history name it
 	raw, id []byte    // the client's message, and its id
 	x       *exchange // the HTTP POST that carried it, if any
 	p       *pending  // set once it waits: in flight on the backend
 }
 
-// awaitHandshakeFor is awaitHandshake for a client's initialize (w; nil
-// for a resumed session's, which its shim answered long ago): while the
-// child has not finished its handshake, w waits in flight on b.
+// waitOf is the wait of msg, a client's request with id, carried by x.
+func waitOf(msg *jsonrpc.Message, id []byte, x *exchange) *handshakeWait {
+	return &handshakeWait{method: msg.Method, raw: msg.Raw, id: id, x: x}
+}
+
+// awaitHandshakeFor is awaitHandshake for a client's request (w; nil
+// for a resumed session's initialize, which its shim answered long ago):
+// while the child has not finished its handshake, w waits in flight on b.
 func (s *session) awaitHandshakeFor(b *backend, w *handshakeWait) (*handshake, error) {
 	if w != nil && w.p == nil && !isClosed(b.hsDone) {
 		w.p = b.registerWait(s, w)
@@ -38,16 +48,20 @@ func (s *session) awaitHandshakeFor(b *backend, w *handshakeWait) (*handshake, e
 // a cached initialize), it does not count in Counters.Requests, the
 // requests forwarded to children.
 func (b *backend) registerWait(s *session, w *handshakeWait) *pending {
-	p := &pending{id: b.p.nextID.Add(1), b: b, sess: s, origID: w.id, x: w.x, method: "initialize", received: time.Now()}
+	p := &pending{id: b.p.nextID.Add(1), b: b, sess: s, origID: w.id, x: w.x, method: w.method, received: time.Now()}
 	// Received first, as every request's: a snapshot that lists it
 	// follows the event that says it came.
-	b.p.emit(&Event{Kind: EventRequestReceived, Time: p.received, Server: b.srv.name, Session: s.id, PoolID: p.id,
-		Method: p.method, OriginalID: string(w.id), Size: len(w.raw), Payload: b.capture(w.raw)})
+	ev := Event{Kind: EventRequestReceived, Time: p.received, Server: b.srv.name, Session: s.id, PoolID: p.id,
+		Method: p.method, OriginalID: string(w.id), Size: len(w.raw), Payload: b.capture(w.raw)}
+	if w.x != nil && w.x.stateless {
+		ev.ClientName, ev.ClientVersion = w.x.client.Name, w.x.client.Version
+	}
+	b.p.emit(&ev)
 	b.reqs.register(p, math.MaxInt, 0) // never refused; no deadline: its wait has its own
 	return p
 }
 
-// endWait ends a client's initialize that waited for its child's
+// endWait ends a client's request that waited for its child's
 // handshake: answered with result, or as err, how the wait ended, says.
 // It reports false when another ending came first (a stop, a crash loop,
 // a user's cancel): that one answered the client.
@@ -56,7 +70,7 @@ func (b *backend) endWait(p *pending, result []byte, err error) bool {
 	var rpcErr *jsonrpc.Error
 	switch {
 	case err == nil:
-		o = outcome{kind: endInitialized, result: result}
+		o = outcome{kind: endWaitAnswered, result: result}
 	case errors.Is(err, errGivenBack):
 		o = outcome{kind: endGivenBack, reason: "handed back to its shim unanswered, for the next Switchboard to answer"}
 	case errors.Is(err, errSessionEnded):
@@ -67,4 +81,42 @@ func (b *backend) endWait(p *pending, result []byte, err error) bool {
 		o = outcome{kind: endRefused, rpcErr: asRPCError(err, b.srv.name)}
 	}
 	return b.finish(p, o)
+}
+
+// answer answers the request with result: by its wait's end if it
+// waited in flight, else at once.
+func (w *handshakeWait) answer(s *session, result []byte) {
+	if w.p != nil {
+		w.p.b.endWait(w.p, result, nil)
+		return
+	}
+	s.replyTo(w.x, w.id, result)
+}
+
+// refuse answers the request with err (nothing for errGivenBack, nor,
+// after a wait, for errSessionEnded): by its wait's end if it waited in
+// flight, else at once.
+func (w *handshakeWait) refuse(s *session, err error) {
+	if w.p != nil {
+		w.p.b.endWait(w.p, nil, err)
+		return
+	}
+	s.replyErrorTo(w.x, w.id, err)
+}
+
+// ended reports whether another ending (a stop, a user's cancel) ended
+// the request's wait, and answered it: the request must not act.
+func (w *handshakeWait) ended() bool {
+	return w.p != nil && w.p.b.reqs.lookup(w.p.id) != w.p
+}
+
+// goOn ends the wait of a request that goes on past it, once the
+// handshake came: a logging/setLevel the child answers (its forward is
+// in flight, and in history, as a request of its own), a
+// subscriptions/listen the pool opened (answered when it ends). It
+// reports false when another ending came first (a stop, a user's
+// cancel): that one answered the client, and the request goes no
+// further.
+func (w *handshakeWait) goOn() bool {
+	return w.p == nil || w.p.b.finish(w.p, outcome{kind: endWentOn})
 }

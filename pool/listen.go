@@ -84,18 +84,21 @@ type filter struct {
 // listen answers a modern client's subscriptions/listen itself; the
 // request stays open until the client cancels it or goes away, or the
 // pool closes its session (closeListens). x, when not nil, is the
-// exchange whose response is the listen's stream.
-func (s *session) listen(id, params []byte, x *exchange) {
-	b, hs, err := s.handshaken(x)
+// exchange whose response is the listen's stream. While the child has
+// not finished its handshake, the listen waits in flight on it as w
+// (initwait.go): the wait ends as the listen is opened, or refused.
+func (s *session) listen(w *handshakeWait, params []byte) {
+	id, x := w.id, w.x
+	b, hs, err := s.handshaken(w)
 	if err != nil {
-		s.replyErrorTo(x, id, err)
+		w.refuse(s, err)
 		return
 	}
 	var p struct {
 		Notifications filter `json:"notifications"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
-		s.replyErrorTo(x, id, newError(errBadParams, false, "", "subscriptions/listen", err))
+		w.refuse(s, newError(errBadParams, false, "", "subscriptions/listen", err))
 		return
 	}
 	honored := hs.honor(p.Notifications)
@@ -113,15 +116,20 @@ func (s *session) listen(id, params []byte, x *exchange) {
 		s.listens[key] = l
 	}
 	s.mu.Unlock()
-	if closed {
-		return // nobody would end the listen: it holds nothing
-	}
-	if refusal != nil {
-		s.replyErrorTo(x, id, refusal)
+	switch {
+	case closed && w.p != nil:
+		w.refuse(s, errSessionEnded) // its wait ends with the session: nothing answered
 		return
-	}
-	if dup {
-		s.replyErrorTo(x, id, newError(errDuplicateID, false, "", id))
+	case closed:
+		return // nobody would end the listen: it holds nothing
+	case refusal != nil:
+		w.refuse(s, refusal)
+		return
+	case dup:
+		w.refuse(s, newError(errDuplicateID, false, "", id))
+		return
+	case !w.goOn():
+		s.endListen(key) // a stop or a user's cancel ended its wait first, and answered it
 		return
 	}
 	var subs []*subWait // a legacy child's subscribes the acknowledgement waits for: its own, or another holder's on its way

@@ -51,26 +51,30 @@ func levelName(sev int) string {
 // declared logging, the pool keeps the level (a legacy child is set to it,
 // a modern one hears it with each of the session's requests); a modern
 // child, which has no setLevel, is never sent one: the pool refuses what
-// it cannot take. Otherwise the child answers (levelAnswered).
-func (s *session) setLogLevel(b *backend, hs *handshake, id, params []byte, x *exchange) bool {
+// it cannot take. Otherwise the child answers (levelAnswered). An answer
+// of the pool's ends the request's wait for the handshake, if it waited.
+func (s *session) setLogLevel(b *backend, hs *handshake, w *handshakeWait, params []byte) bool {
 	level, ok := jsonrpc.String(params, jsonrpc.Member(params, "level"))
 	sev, known := logSeverity[level]
 	modern := hs.era == EraModern
 	switch {
 	case (!ok || !known) && modern:
-		s.replyErrorTo(x, id, newError(errBadParams, false, "", "logging/setLevel", fmt.Errorf("unknown level %q", level)))
+		w.refuse(s, newError(errBadParams, false, "", "logging/setLevel", fmt.Errorf("unknown level %q", level)))
 		return true
 	case !ok || !known:
 		return false // the child explains the bad params
 	case !jsonrpc.Member(hs.capabilities, "logging").Present() && modern:
-		s.replyErrorTo(x, id, newError(errNoLogging, false, "", b.srv.name))
+		w.refuse(s, newError(errNoLogging, false, "", b.srv.name))
 		return true
 	case !jsonrpc.Member(hs.capabilities, "logging").Present():
 		return false // the child answers: its acceptance sets the level (levelAnswered)
 	}
+	if w.ended() {
+		return true // a stop or a user's cancel ended its wait, and answered it: the level stays
+	}
 	s.setLevel(sev)
 	b.syncLogLevel()
-	s.replyTo(x, id, []byte("{}"))
+	w.answer(s, []byte("{}"))
 	return true
 }
 

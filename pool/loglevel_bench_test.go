@@ -36,7 +36,7 @@ func BenchmarkModernChildLogMeta(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if !r.s.setLogLevel(r.b, hs, []byte("1"), []byte(`{"level":"warning"}`), nil) {
+	if !r.s.setLogLevel(r.b, hs, &handshakeWait{id: []byte("1")}, []byte(`{"level":"warning"}`)) {
 		b.Fatal("the pool did not take the level")
 	}
 	msg, err := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}`))

@@ -278,19 +278,19 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 	}
 	switch msg.Method {
 	case "initialize":
-		s.initialize(&handshakeWait{raw: msg.Raw, id: id, x: x}, params)
+		s.initialize(waitOf(msg, id, x), params)
 		return
 	case "ping":
 		s.replyTo(x, id, []byte("{}"))
 		return
 	case "server/discover":
 		s.noteModern(msg)
-		_, hs, err := s.handshaken(x)
-		if err != nil {
-			s.replyErrorTo(x, id, err)
-			return
+		w := waitOf(msg, id, x)
+		if _, hs, err := s.handshaken(w); err != nil {
+			w.refuse(s, err)
+		} else {
+			w.answer(s, hs.discoverResult())
 		}
-		s.replyTo(x, id, hs.discoverResult())
 		return
 	case "logging/setLevel":
 		b, err := s.backend(x)
@@ -298,9 +298,19 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 			s.replyErrorTo(x, id, err)
 			return
 		}
-		if hs, err := s.awaitHandshake(b); err == nil && s.setLogLevel(b, hs, id, params, x) || errors.Is(err, errGivenBack) {
-			return // answered, or handed back unanswered (handback.go)
+		w := waitOf(msg, id, x)
+		hs, err := s.awaitHandshakeFor(b, w)
+		switch {
+		case err == nil && s.setLogLevel(b, hs, w, params):
+			return // answered
+		case err != nil && (w.p != nil || errors.Is(err, errGivenBack)):
+			w.refuse(s, err) // as its wait ended (handed back: unanswered, handback.go)
+			return
+		case !w.goOn():
+			return // a stop or a user's cancel ended its wait, and answered it
 		}
+		// The child answers it (or, failed before it came, the pool
+		// refuses it as it refuses any request).
 	case "resources/subscribe", "resources/unsubscribe":
 		if s.subscription(msg, id, params, x) {
 			return
@@ -311,7 +321,7 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 		}
 	case "subscriptions/listen":
 		s.noteModern(msg)
-		s.listen(id, params, x)
+		s.listen(waitOf(msg, id, x), params)
 		return
 	}
 	s.forward(msg, id, x)

@@ -62,6 +62,7 @@ type options struct {
 	ignoreSIGTERM  bool
 	exitOnStdinEOF bool
 	startupDelay   time.Duration
+	startWhile     string
 	stderrLine     string
 	stderrLong     int
 	closeStdout    bool
@@ -101,6 +102,7 @@ func Main(args []string) {
 	fs.BoolVar(&o.endListens, "end-listens", false, "end every subscriptions/listen with a result right after acknowledging it, as a server that cannot hold a stream open does")
 	fs.BoolVar(&o.exitOnStdinEOF, "exit-on-stdin-eof", true, "exit 0 when stdin closes")
 	fs.DurationVar(&o.startupDelay, "startup-delay", 0, "wait this long before reading stdin")
+	fs.StringVar(&o.startWhile, "start-while", "", "after -startup-delay, wait while this `file` exists before reading stdin, as a server busy starting does until a test lets it start")
 	fs.DurationVar(&o.discoverDelay, "discover-delay", 0, "answer server/discover (a legacy server's Method not found included) this long after it came, other requests at once, as a server busy starting answers a probe after the initialize that followed it")
 	fs.StringVar(&o.stderrLine, "stderr", "", "write this `line` to stderr at start")
 	fs.IntVar(&o.stderrLong, "stderr-long", 0, "write a line of `N` bytes to stderr at start, before -stderr's, as a server that logs a whole payload does")
@@ -161,6 +163,9 @@ func Main(args []string) {
 		s.out.write([]byte("{still not\n"))
 	}
 	time.Sleep(o.startupDelay)
+	for o.startWhile != "" && exists(o.startWhile) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	log.Printf("ready: pid %d, era %s", os.Getpid(), o.era)
 	s.serve(os.Stdin)
 	if o.exitOnStdinEOF {
@@ -1524,5 +1529,11 @@ func (s *server) refusing() bool {
 		return true
 	}
 	_, err := os.Stat(s.o.refuseWhile)
+	return err == nil
+}
+
+// exists reports whether path names a file.
+func exists(path string) bool {
+	_, err := os.Stat(path)
 	return err == nil
 }
