@@ -305,8 +305,10 @@
 //     [outBatch.flush], [outBatch.writeQueued].
 //   - A request times out (its deadline set where it is registered, one
 //     timer per table for all of them) with an error to its client and a
-//     cancellation to the child: [requestTable.register],
-//     [requestTable.sweepDue], [backend.expire].
+//     cancellation to the child; a changed requestTimeout applies to
+//     requests registered after it, and the error names the timeout the
+//     request ran under: [requestTable.register],
+//     [requestTable.sweepDue], [backend.expire], [requestTable.timeoutOf].
 //   - At most once: when a child dies, what it had not been written is
 //     re-queued, what it had is answered with mayHaveExecuted (once retried
 //     if declared safe to repeat, and still "may have run" after that);

@@ -219,9 +219,10 @@ func (b *backend) responseFor(msg *jsonrpc.Message, method string, e ended) []by
 }
 
 // expire is the request timeout: the client gets an error, the child a
-// cancellation.
+// cancellation. The error names the timeout p ran under, not the
+// server's current one.
 func (b *backend) expire(p *pending) {
-	b.finish(p, outcome{kind: endTimedOut, err: errTimeout, args: []any{b.srv.name, p.method, b.requestTimeout()},
+	b.finish(p, outcome{kind: endTimedOut, err: errTimeout, args: []any{b.srv.name, p.method, b.reqs.timeoutOf(p)},
 		reason: "request timed out in switchboard"})
 }
 

@@ -44,7 +44,7 @@ type pending struct {
 	line      []byte // the request as written to the child
 	token     uint64 // pool progress token, 0 if none
 	origToken []byte
-	received  time.Time
+	received  time.Time   // when the pool took it: its timeout runs from then
 	reply     chan []byte // the pool's own requests: the raw answer, or closed when it failed
 
 	// Guarded by the backend's request table (requestTable.update).
@@ -55,7 +55,7 @@ type pending struct {
 	x            *exchange // the HTTP POST waiting for its answer (exchange.go); nil: the session's output
 	held         *mrtrHold
 	written      time.Time     // when it was last fully written
-	deadline     time.Duration // when it times out, as time since its table's base; 0 for none (set by register)
+	deadline     time.Duration // when it times out, as time since its table's base: received plus its timeout; 0 for none (set by register)
 	progressSeen float64       // the last progress value its client was sent: a retried call's progress never goes back
 
 	// slot is the request's ledger slot + 1 (ledger.go), 0 if none:
@@ -163,8 +163,10 @@ const (
 
 // register adds a new request, queued, and returns its session as
 // registered. n is how many requests were waiting before it. A timeout
-// above zero gives the request a deadline, after which the table's
-// expire is called for it unless it ended first.
+// above zero gives the request a deadline, timeout after it was received,
+// after which the table's expire is called for it unless it ended first.
+// The deadline is set once: a later change of the server's timeout
+// applies to requests registered after it (timeoutOf).
 func (t *requestTable) register(p *pending, limit int, timeout time.Duration) (r registration, sess *session, n int) {
 	t.update(func(in *inFlight) {
 		n = len(in.pending)
@@ -181,7 +183,7 @@ func (t *requestTable) register(p *pending, limit int, timeout time.Duration) (r
 			}
 			if timeout > 0 {
 				now := time.Since(t.base)
-				p.deadline = now + timeout
+				p.deadline = p.received.Sub(t.base) + timeout
 				if in.nextDeadline == 0 || p.deadline < in.nextDeadline {
 					t.armLocked(in, p.deadline, now)
 				}
@@ -190,6 +192,17 @@ func (t *requestTable) register(p *pending, limit int, timeout time.Duration) (r
 		}
 	})
 	return r, sess, n
+}
+
+// timeoutOf is the timeout p's deadline was set from, 0 if none: the
+// one it ran under, which the config may have changed since.
+func (t *requestTable) timeoutOf(p *pending) (d time.Duration) {
+	t.update(func(*inFlight) {
+		if p.deadline != 0 {
+			d = p.deadline - p.received.Sub(t.base)
+		}
+	})
+	return d
 }
 
 // armLocked sets the sweep timer to fire at deadline.

@@ -196,7 +196,7 @@ func TestRequestTableExpiresEachRequestAtItsDeadline(t *testing.T) {
 		})
 		reqs := map[uint64]*pending{}
 		register := func(id uint64, timeout time.Duration) {
-			reqs[id] = &pending{id: id}
+			reqs[id] = &pending{id: id, received: time.Now()}
 			if r, _, _ := tab.register(reqs[id], 100, timeout); r != registered {
 				t.Fatalf("register %d: %v", id, r)
 			}
@@ -250,7 +250,7 @@ func TestRequestTableTimeoutsUnderChurn(t *testing.T) {
 	for w := range 4 {
 		wg.Go(func() {
 			for id := uint64(w + 1); id <= n; id += 4 {
-				p := &pending{id: id}
+				p := &pending{id: id, received: time.Now()}
 				tab.register(p, n, time.Duration(id%7+1)*time.Millisecond)
 				if id%3 == 0 {
 					_, ended[id] = tab.end(p)
