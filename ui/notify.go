@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -11,50 +13,88 @@ import (
 	"github.com/switchboard-mcp/switchboard/pool"
 )
 
-// maxHangNotes is how many hung requests get a notification each in one
-// check; beyond it they share one, so a stuck server does not bury the
-// desktop in bubbles.
+// Hung requests are announced per server, once per hang: the check that
+// first finds requests of a server past the threshold sends one bubble,
+// which counts them; more of its requests passing the threshold while any
+// is still past it send nothing. Once none is, the server has recovered,
+// and its next hang is announced again, but not within hangNoteEvery of
+// its last bubble: a server that hangs and recovers in turn sends one
+// bubble every few minutes at most. The tray icon and the In flight tab
+// show every hung request all along.
+const hangNoteEvery = 5 * time.Minute
+
+// maxHangNotes is how many servers that start hanging in one check get a
+// bubble each; beyond it they share one.
 const maxHangNotes = 3
 
 // notifier decides which desktop notifications a new snapshot deserves:
-// one per request that passed the hang threshold, one per backend that
-// entered the failed state. It remembers what it announced so nothing is
-// said twice, and forgets requests and backends that are gone. It is owned
-// by the event loop's goroutine.
+// one when a server starts hanging (see hangNoteEvery), one per backend
+// that entered the failed state. It remembers what it announced so
+// nothing is said twice, and forgets servers and backends that recovered.
+// It is owned by the event loop's goroutine.
 type notifier struct {
-	hung   map[uint64]bool
+	hung   map[string]bool      // servers with a request past the threshold at the last check
+	noted  map[string]time.Time // when a server's last hang bubble went out, within hangNoteEvery
 	failed map[string]bool
 }
 
 func newNotifier() *notifier {
-	return &notifier{hung: map[uint64]bool{}, failed: map[string]bool{}}
+	return &notifier{hung: map[string]bool{}, noted: map[string]time.Time{}, failed: map[string]bool{}}
 }
 
 // check returns the notifications for s at now.
 func (n *notifier) check(s pool.Snapshot, now time.Time, hang time.Duration) []*fyne.Notification {
 	var out []*fyne.Notification
-	var fresh []pool.RequestInfo
-	live := make(map[uint64]bool, len(n.hung))
+	hung := map[string][]pool.RequestInfo{} // by server, the requests past the threshold
 	for _, r := range s.InFlight {
-		if hang <= 0 || requestAge(r, s.TakenAt, now) < hang {
-			continue
-		}
-		live[r.PoolID] = true
-		if !n.hung[r.PoolID] {
-			fresh = append(fresh, r)
+		if hang > 0 && requestAge(r, s.TakenAt, now) >= hang {
+			hung[r.Server] = append(hung[r.Server], r)
 		}
 	}
-	n.hung = live
-	if len(fresh) > maxHangNotes {
-		out = append(out, fyne.NewNotification(fmt.Sprintf("%d requests hung", len(fresh)),
-			fmt.Sprintf("%d requests have waited longer than %s; open the dashboard's In flight tab.",
-				len(fresh), formatAge(hang))))
-	} else {
-		for _, r := range fresh {
-			out = append(out, fyne.NewNotification("Request hung on "+r.Server,
-				fmt.Sprintf("%s (session %s, PID %s) has waited %s; written to the child: %s.",
-					requestWhat(r.Method, r.Name), r.Session, pidText(r.PID), formatAge(requestAge(r, s.TakenAt, now)), yesNo(r.WrittenToChild))))
+	for srv, at := range n.noted {
+		if now.Sub(at) >= hangNoteEvery {
+			delete(n.noted, srv)
 		}
+	}
+	var due []string // servers that started hanging and were not announced lately
+	for srv := range hung {
+		if _, lately := n.noted[srv]; !n.hung[srv] && !lately {
+			due = append(due, srv)
+		}
+	}
+	slices.Sort(due)
+	n.hung = make(map[string]bool, len(hung))
+	for srv := range hung {
+		n.hung[srv] = true
+	}
+	for _, srv := range due {
+		n.noted[srv] = now
+	}
+	if len(due) > maxHangNotes {
+		k := 0
+		for _, srv := range due {
+			k += len(hung[srv])
+		}
+		out = append(out, fyne.NewNotification(fmt.Sprintf("%d requests hung on %d servers", k, len(due)),
+			fmt.Sprintf("Requests on %s have waited longer than %s; open the dashboard's In flight tab.",
+				strings.Join(due, ", "), formatAge(hang))))
+		due = nil
+	}
+	for _, srv := range due {
+		rs := hung[srv]
+		oldest := slices.MinFunc(rs, func(a, b pool.RequestInfo) int {
+			return cmp.Compare(requestAge(b, s.TakenAt, now), requestAge(a, s.TakenAt, now))
+		})
+		what := fmt.Sprintf("%s (session %s, PID %s)", requestWhat(oldest.Method, oldest.Name), oldest.Session, pidText(oldest.PID))
+		age := formatAge(requestAge(oldest, s.TakenAt, now))
+		if len(rs) == 1 {
+			out = append(out, fyne.NewNotification("Request hung on "+srv,
+				fmt.Sprintf("%s has waited %s; written to the child: %s.", what, age, yesNo(oldest.WrittenToChild))))
+			continue
+		}
+		out = append(out, fyne.NewNotification(fmt.Sprintf("%d requests hung on %s", len(rs), srv),
+			fmt.Sprintf("%d requests have waited longer than %s; the oldest, %s, has waited %s. Open the dashboard's In flight tab.",
+				len(rs), formatAge(hang), what, age)))
 	}
 
 	failed := map[string]bool{}
