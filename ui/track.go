@@ -30,8 +30,12 @@ type tracker struct {
 	// unfilled are markers of child exits still waiting for the stderr
 	// tail the next snapshot shows.
 	unfilled []int
-	reloads  uint64 // the last config reload made a marker
-	changed  bool   // something to publish
+	// dropped is when the newest ended request trim let go ended: before
+	// it, done may miss requests (the count cap drops them inside the
+	// retention).
+	dropped time.Time
+	reloads uint64 // the last config reload made a marker
+	changed bool   // something to publish
 }
 
 // trackedSession is what the tracker knows of a session.
@@ -346,6 +350,9 @@ func (t *tracker) trim(now time.Time) {
 	t.done.dropWhile(func(r *wfReq) bool {
 		if r.Answered.Before(cut) || n > t.maxDone {
 			n--
+			if r.Answered.After(t.dropped) {
+				t.dropped = r.Answered
+			}
 			return true
 		}
 		return false
@@ -408,6 +415,15 @@ func (t *tracker) publish(now time.Time) *wfSource {
 	}
 	slices.SortFunc(src.Open, func(a, b wfReq) int { return a.Received.Compare(b.Received) })
 	src.Markers = slices.Clone(t.markers)
+	// Under load the count cap lets requests go well inside the
+	// retention: the source knows only from the newest one's end, and
+	// the waterfall marks there where its bars stop.
+	if t.dropped.After(src.Since) {
+		src.Since, src.Trimmed = t.dropped, true
+		src.Markers = append(src.Markers, wfMarker{At: t.dropped, Kind: markGap, Title: "older requests are in History",
+			Detail: fmt.Sprintf("The live waterfall keeps the last %d requests; those that ended before %s are read from the history "+
+				"(History in the mode list).", t.maxDone, t.dropped.In(displayZone).Format("15:04:05.000"))})
+	}
 	pids := map[string][]int{}
 	for _, c := range t.children {
 		src.Children = append(src.Children, *c)

@@ -158,6 +158,50 @@ func TestTrackerPublishedSourcesStayPut(t *testing.T) {
 	}
 }
 
+// countCapped is a tracker that took in more requests than it keeps:
+// 1,000 in the last 10 s, 100 kept. The 900 dropped ended before the
+// 100 kept; the last dropped was received at t0-1.01s and ended 1 ms
+// later (countCappedAt).
+var countCappedAt = t0.Add(-1010*time.Millisecond + time.Millisecond)
+
+func countCapped() *tracker {
+	tr := newTracker(t0.Add(-time.Hour))
+	tr.maxDone = 100
+	for i := range uint64(1000) {
+		at := -10*time.Second + time.Duration(i)*10*time.Millisecond
+		tr.event(recvEv(at, i+1, "notes", "s1", "tools/call", "echo"))
+		tr.event(doneEv(at+time.Millisecond, i+1, pool.StatusOK, ""))
+	}
+	tr.trim(t0)
+	return tr
+}
+
+// TestTrackerCountCapMovesSince: when the count cap, not the retention,
+// drops bars, the source says it knows only from the last dropped one's
+// end, and marks there that older requests are in the history.
+func TestTrackerCountCapMovesSince(t *testing.T) {
+	src := countCapped().publish(t0)
+	if n := src.Done.Len(); n != 100 {
+		t.Fatalf("kept %d requests, want 100", n)
+	}
+	lastDropped := countCappedAt
+	if !src.Trimmed || !src.Since.Equal(lastDropped) {
+		t.Errorf("since = %v (trimmed %v), want %v (true): the view claims bars it dropped",
+			src.Since.Sub(t0), src.Trimmed, lastDropped.Sub(t0))
+	}
+	if d := cmp.Diff([]mark{{lastDropped.Sub(t0), markGap, "older requests are in History"}}, marksOf(src, t0)); d != "" {
+		t.Errorf("markers (-want +got):\n%s", d)
+	}
+	// Within the retention and under the cap, nothing is marked.
+	tr := newTracker(t0.Add(-time.Hour))
+	tr.event(recvEv(-time.Second, 1, "notes", "s1", "tools/call", "echo"))
+	tr.event(doneEv(-time.Second+time.Millisecond, 1, pool.StatusOK, ""))
+	tr.trim(t0)
+	if src := tr.publish(t0); len(src.Markers) != 0 || !src.Since.Equal(t0.Add(-tr.retain)) {
+		t.Errorf("under the cap: since %v, markers %v", src.Since.Sub(t0), marksOf(src, t0))
+	}
+}
+
 func TestTrackerChildrenAndMarkers(t *testing.T) {
 	tr := newTracker(t0.Add(-time.Hour))
 	for _, e := range []pool.Event{

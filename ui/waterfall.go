@@ -169,7 +169,7 @@ func (w *waterfallView) apply(f *wfFrame) {
 			note = append(note, "the window holds more than were loaded: narrow it")
 		}
 		if f.src.live && f.src.Trimmed && from.Before(f.src.Since) {
-			note = append(note, "older requests are in History")
+			note = append(note, "requests that ended before "+clockLabel(f.src.Since, time.Second)+" are in History")
 		}
 	}
 	setText(w.note, strings.Join(note, " · "))

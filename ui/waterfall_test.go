@@ -138,6 +138,26 @@ func TestWaterfallLiveRenders(t *testing.T) {
 	goldenPNG(t, "waterfall-live.png", u.dash.win.Canvas())
 }
 
+// TestWaterfallSaysWhereTheCountCapCut: the live waterfall kept only its
+// last requests (the count cap); a 2-minute view reaching before them
+// says that older requests are in History, and from when.
+func TestWaterfallSaysWhereTheCountCapCut(t *testing.T) {
+	tr := countCapped()
+	u := showWaterfall(t, newFake(pool.Snapshot{TakenAt: t0}), func(u *UI) {
+		u.track = tr
+		u.wfLive.Store(tr.publish(t0))
+	})
+	w := u.dash.waterfall
+	w.setView(wfView{To: t0, Span: 2 * time.Minute, Follow: true})
+	if w.frame == nil || w.frame.Drawn == 0 {
+		t.Fatal("no frame drawn")
+	}
+	want := "requests that ended before " + clockLabel(countCappedAt, time.Second) + " are in History"
+	if !strings.Contains(w.note.Text, want) {
+		t.Errorf("note = %q, want it to say %q", w.note.Text, want)
+	}
+}
+
 func findReq(t *testing.T, src *wfSource, name string) wfReq {
 	t.Helper()
 	for _, list := range [][]wfReq{src.Open, src.Done.slice()} {
