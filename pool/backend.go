@@ -311,7 +311,7 @@ func (b *backend) send(p *pending) error {
 	if p.sub != nil && p.sub.add {
 		b.subscribingLocked(p)
 	}
-	if c := b.child; c != nil && c.direct != nil && c.ready && !c.rootsWait && !b.writing && len(b.queue) == 0 {
+	if c := b.child; c != nil && c.direct != nil && c.ready && !c.rootsWait && !b.writing && len(b.queue) == 0 && !(p.bare && c.modern) {
 		// Nothing is queued and nobody is writing: this goroutine writes
 		// the request itself, without a hand-off to writeLoop.
 		var ok bool
@@ -555,6 +555,9 @@ func (b *backend) writeLoop(c *child) {
 								continue
 							}
 							ledger = append(ledger, sess)
+							if it.p.bare && c.modern {
+								it.line = fitLine(it.p) // rare: a legacy client's request its modern child was not known for
+							}
 						}
 						out.add(it.line)
 						out.addByte('\n')
@@ -940,6 +943,9 @@ func (b *backend) leftBy(s *session) {
 	}
 	b.mu.Unlock()
 	b.syncLogLevel()
+	if s.promisesChanges() {
+		b.syncUpstream() // without the list changes it was promised
+	}
 }
 
 // takeStakes carries to b, a backend just made for sessions whose child
@@ -971,6 +977,9 @@ func (b *backend) detach(s *session, subs []string) {
 		b.changeSubscription(s, uri, false)
 	}
 	b.syncLogLevel() // s is closed: the child goes back to what the others asked
+	if s.promisesChanges() {
+		b.syncUpstream() // the same for the list changes it was promised
+	}
 }
 
 // internalRequest sends a request of the pool's own whose answer nobody

@@ -40,8 +40,9 @@ type child struct {
 	detach     chan struct{}    // closed to stop the loops without touching the process (carry.go)
 	leftover   chan []byte      // cap 1: readLoop's unhandled output when it stops for a detach
 
-	ready bool   // handshake done; guarded by backend.mu
-	ended string // why the pool ended it while it ran (runUntilExit), for describeExit; supervisor only
+	ready  bool   // handshake done; guarded by backend.mu
+	modern bool   // its handshake said 2026-07-28; set with ready
+	ended  string // why the pool ended it while it ran (runUntilExit), for describeExit; supervisor only
 	// Guarded by backend.mu (roots.go): clients' lines wait for the child
 	// to have its roots (awaitRoots); it asked for them since it was last
 	// told them (answerRootsList, tellRootsChanged); the timer that ends

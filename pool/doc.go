@@ -56,7 +56,16 @@
 //     result naming the child in _meta as server/discover does; a legacy
 //     client of a modern child gets the _meta the stateless revision
 //     requires: [backend.responseFor], [modernResponse],
-//     [serverInfoMember], [session.noteModern], [rewriteRequest].
+//     [serverInfoMember], [session.noteModern], [rewriteRequest]. The
+//     child a legacy client's request is written to decides, not the one
+//     its session met at its initialize (a config change or a restart
+//     can change the era): one made while that child was not known to
+//     be modern is fitted as it is written to one: [session.forwardCounted],
+//     [backend.readyModern], [fitLine]. What its initialize said of list
+//     changes holds: those a legacy child declared come, from a modern
+//     successor untagged through the pool's listen; after a modern
+//     child, which offered none, none comes: [handshake.legacyChanges],
+//     [session.deliverChange], [backend.union].
 //   - A client's notifications/cancelled ends its request; the child is
 //     told with the pool id. A session that ends has what it had in flight
 //     cancelled the same way, and late answers are orphans:
@@ -148,7 +157,8 @@
 //     child answered the subscribes it relies on, its own or another
 //     holder's of the same resource still on its way, promising none it
 //     refused; a refused subscribe takes back the stake of every holder
-//     that relied on it: [subscribed], [backend.subscribeEnded]. A legacy session of the child gets none of it:
+//     that relied on it: [subscribed], [backend.subscribeEnded]. A legacy session of the child gets none of it
+//     but the list changes its initialize declared (above):
 //     [session.deliverChange]. With the server's annotations trusted it
 //     also asks for tool changes, and one forgets the tools' hints as a
 //     legacy child's does: [backend.watchesTools], [backend.forgetHintsIf].

@@ -309,6 +309,16 @@ func (hs *handshake) initializeResult(requested string) []byte {
 	return out
 }
 
+// legacyChanges are the list changes initializeResult declares a legacy
+// client gets: a legacy child's own (listChanged), none of a modern one's
+// (legacyView).
+func (hs *handshake) legacyChanges() filter {
+	if hs.era == EraModern {
+		return filter{}
+	}
+	return hs.honor(filter{ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true})
+}
+
 // legacyView is a 2026-07-28 child's capabilities as a legacy client of
 // it may rely on them: without what the legacy revisions promise through
 // methods and notifications the child no longer has and the pool does not

@@ -240,7 +240,7 @@ func (x *inputRound) retry() {
 	id := x.b.p.nextID.Add(1)
 	line := jsonrpc.AppendRequest(nil, id, p.method, raw)
 	next := &pending{id: id, sess: s, b: x.b, origID: x.origID, x: x.to, method: p.method, name: p.name, line: line,
-		token: p.token, origToken: p.origToken, received: time.Now(), inputRounds: p.inputRounds + 1, logs: p.logs}
+		token: p.token, origToken: p.origToken, received: time.Now(), inputRounds: p.inputRounds + 1, logs: p.logs, bare: p.bare}
 	x.b.reqs.carryProgress(p, next)
 	key := keyOf(x.origID, x.to)
 	s.mu.Lock()

@@ -400,13 +400,18 @@ func (l *listener) wants(method, uri string) bool {
 }
 
 // deliverChange hands a child's change notification to a session: a
-// legacy session as it came (resource updates only if it subscribed), a
-// modern one once per listen that asked for it, tagged with the listen's
-// id. tagged says it came on a modern child's upstream listen: a legacy
-// session was promised none of those (legacyView).
+// legacy session a legacy child's as they came (resource updates only if
+// it subscribed, list changes only if its initialize offered them:
+// toldNone), and of those that came on a modern child's upstream listen
+// (tagged) the list changes its initialize declared (promised),
+// untagged; a modern one once per listen that asked for it, tagged with
+// the listen's id. What a legacy client was told at its initialize holds
+// for the session's life: a config change or a restart may give it a
+// child of the other era.
 func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string, tagged bool) {
 	s.mu.Lock()
 	modern := s.era == EraModern
+	promised, toldNone := s.promised, s.toldNone
 	var to, unacked []*listener
 	for _, l := range s.listens {
 		switch {
@@ -420,7 +425,16 @@ func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string, ta
 	_, subscribed := s.subs[uri]
 	s.mu.Unlock()
 	if !modern {
-		if !tagged && (msg.Method != "notifications/resources/updated" || subscribed) {
+		switch {
+		case msg.Method == "notifications/resources/updated":
+			if !tagged && subscribed {
+				s.deliver(append([]byte(nil), msg.Raw...))
+			}
+		case tagged:
+			if promised.listsChange(msg.Method) {
+				s.deliver(jsonrpc.AppendNotification(nil, msg.Method, nil)) // a list change has no params but the tag
+			}
+		case !toldNone:
 			s.deliver(append([]byte(nil), msg.Raw...))
 		}
 		return
@@ -512,11 +526,18 @@ func (b *backend) isModern() bool {
 	return b.hs != nil && b.hs.era == EraModern
 }
 
-// union is what the child's listeners ask for together.
+// union is what the child's listeners ask for together, with the list
+// changes its open legacy sessions were promised (deliverChange) that the
+// child declares.
 func (b *backend) union() filter {
-	var u filter
+	var u, promised filter
 	for _, s := range b.sessions() {
 		s.mu.Lock()
+		if s.era == EraLegacy && !isClosed(s.closed) {
+			promised.ToolsListChanged = promised.ToolsListChanged || s.promised.ToolsListChanged
+			promised.PromptsListChanged = promised.PromptsListChanged || s.promised.PromptsListChanged
+			promised.ResourcesListChanged = promised.ResourcesListChanged || s.promised.ResourcesListChanged
+		}
 		for _, l := range s.listens {
 			if l.b == b {
 				u.ToolsListChanged = u.ToolsListChanged || l.tools
@@ -529,7 +550,39 @@ func (b *backend) union() filter {
 	}
 	slices.Sort(u.ResourceSubscriptions)
 	u.ResourceSubscriptions = slices.Compact(u.ResourceSubscriptions)
+	if !promised.empty() {
+		b.mu.Lock()
+		hs := b.hs
+		b.mu.Unlock()
+		if hs != nil {
+			promised = hs.honor(promised)
+		}
+		u.ToolsListChanged = u.ToolsListChanged || promised.ToolsListChanged
+		u.PromptsListChanged = u.PromptsListChanged || promised.PromptsListChanged
+		u.ResourcesListChanged = u.ResourcesListChanged || promised.ResourcesListChanged
+	}
 	return u
+}
+
+// promisesChanges reports whether the session is a legacy client promised
+// list changes, which its modern child's upstream listen asks for (union).
+func (s *session) promisesChanges() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.era == EraLegacy && !s.promised.empty()
+}
+
+// listsChange reports whether f asks for the list change method.
+func (f filter) listsChange(method string) bool {
+	switch method {
+	case "notifications/tools/list_changed":
+		return f.ToolsListChanged
+	case "notifications/prompts/list_changed":
+		return f.PromptsListChanged
+	case "notifications/resources/list_changed":
+		return f.ResourcesListChanged
+	}
+	return false
 }
 
 func (f filter) empty() bool {

@@ -80,24 +80,17 @@ func (s *session) setLogLevel(b *backend, hs *handshake, w *handshakeWait, param
 
 // logsAsked is what a request asks of the child's log messages, as
 // pending.logs: a 2026-07-28 request's own _meta level (passed on as is);
-// for a legacy session of a modern child (meta, the _meta the pool adds,
-// not nil), the level the session set, added to meta; for a setLevel the
-// child answers itself, the level it names.
-func (s *session) logsAsked(msg *jsonrpc.Message, meta []byte) (logs uint8, _ []byte) {
-	if msg.Method == "logging/setLevel" {
-		params := msg.Params.Of(msg.Raw)
-		level, _ := jsonrpc.String(params, jsonrpc.Member(params, "level"))
-		return logsAt(level), meta
+// for a legacy session's (legacy), the level the session set, added to
+// meta, the _meta the pool adds for a modern child, when not nil (for a
+// legacy child the level is the child's: syncLogLevel; a modern child a
+// bare request reaches is told it as the line is fitted: fitLine); for a
+// setLevel the child answers itself, the level it names.
+func (s *session) logsAsked(msg *jsonrpc.Message, legacy bool, meta []byte) (logs uint8, _ []byte) {
+	if level, own := ownLogLevel(msg); own {
+		return level, meta
 	}
-	if msg.Meta.Present() {
-		m := msg.Meta.Of(msg.Raw)
-		if sp := jsonrpc.Member(m, metaLogLevel); sp.Present() {
-			level, _ := jsonrpc.String(m, sp)
-			return logsAt(level), meta
-		}
-	}
-	if meta == nil {
-		return 0, nil // a legacy child: the session's level is the child's (syncLogLevel)
+	if !legacy {
+		return 0, meta
 	}
 	s.mu.Lock()
 	on, sev, member := s.logs, s.logLevel, s.logMember
@@ -105,7 +98,28 @@ func (s *session) logsAsked(msg *jsonrpc.Message, meta []byte) (logs uint8, _ []
 	if !on {
 		return 0, meta
 	}
+	if meta == nil {
+		return uint8(sev + 1), nil
+	}
 	return uint8(sev + 1), append(meta[:len(meta):len(meta)], member...)
+}
+
+// ownLogLevel is the level a request names itself, as pending.logs: a
+// logging/setLevel's, or its own _meta's.
+func ownLogLevel(msg *jsonrpc.Message) (logs uint8, own bool) {
+	if msg.Method == "logging/setLevel" {
+		params := msg.Params.Of(msg.Raw)
+		level, _ := jsonrpc.String(params, jsonrpc.Member(params, "level"))
+		return logsAt(level), true
+	}
+	if msg.Meta.Present() {
+		m := msg.Meta.Of(msg.Raw)
+		if sp := jsonrpc.Member(m, metaLogLevel); sp.Present() {
+			level, _ := jsonrpc.String(m, sp)
+			return logsAt(level), true
+		}
+	}
+	return 0, false
 }
 
 // setLevel makes sev the session's log level, with the _meta member that

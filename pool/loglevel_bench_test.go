@@ -47,7 +47,7 @@ func BenchmarkModernChildLogMeta(b *testing.B) {
 	var out []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		_, out = r.s.logsAsked(&msg, meta)
+		_, out = r.s.logsAsked(&msg, true, meta)
 	}
 	if want := `,"io.modelcontextprotocol/logLevel":"warning"`; string(out[len(meta):]) != want {
 		b.Fatalf("added %s, want %s", out[len(meta):], want)

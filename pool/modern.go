@@ -1,5 +1,7 @@
 package pool
 
+import "github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+
 // A legacy child answers in its own revision; a 2026-07-28 client reading
 // that answer needs what its revision requires of every result. The pool
 // adds it on the way back, so a modern client of a legacy child sees a
@@ -45,4 +47,43 @@ func (b *backend) legacyInfo() (infoMeta []byte, legacy bool) {
 		return nil, true
 	}
 	return b.hs.infoMeta, b.hs.era == EraLegacy
+}
+
+// A legacy client's request needs, on a 2026-07-28 child, the _meta the
+// pool adds for it (session.meta), and on a legacy child nothing: which
+// one the request reaches is the child's that writes it, not the one
+// the session met at its initialize. A config change or a restart (a
+// package that resolves to another version) gives the session's next
+// requests a child of the other era.
+
+// readyModern reports whether a request queued now goes to a child known
+// to speak 2026-07-28: a ready one whose handshake said so. Otherwise (a
+// legacy child, or one still starting) a legacy client's request is made
+// bare, and fitted by the writer should a modern child write it.
+func (b *backend) readyModern() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state == StateReady && b.hs != nil && b.hs.era == EraModern
+}
+
+// fitLine is a bare request's line as its modern child needs it: with the
+// _meta its session's requests carry to such a child, the log level the
+// request asked (logsAsked) included. Called by the writer, with p's
+// table locked; rare (a child whose era changed under requests made for
+// it), so the line is parsed again rather than kept twice.
+func fitLine(p *pending) []byte {
+	var meta []byte
+	if p.sess != nil {
+		if m := p.sess.meta.Load(); m != nil {
+			meta = *m
+		}
+	}
+	msg, err := jsonrpc.Parse(p.line)
+	if meta == nil || err != nil {
+		return p.line // (it was parsed when made)
+	}
+	if _, own := ownLogLevel(&msg); !own && p.logs > 0 {
+		meta = append(meta[:len(meta):len(meta)], `,"`+metaLogLevel+`":"`+levelName(int(p.logs)-1)+`"`...)
+	}
+	return rewriteRequest(&msg, p.id, meta).line
 }

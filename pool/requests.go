@@ -72,6 +72,7 @@ type pending struct {
 	progressSent bool       // progressSeen is set
 	open         bool       // set when made: it stays open until cancelled (the pool's subscriptions/listen), no timeout
 	logs         uint8      // set when made: 1 + the logSeverity its request asks logs at, 0 if none (loglevel.go)
+	bare         bool       // set when made: a legacy client's line without the _meta a modern child needs, fitted for one as written (fitLine)
 
 	// sub is set when made for a resources/subscribe or unsubscribe that
 	// changes what the sessions hold: send counts it as it queues it

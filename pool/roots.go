@@ -612,6 +612,9 @@ func (s *session) carryStakes(from *backend) {
 	if pt := s.part.Load(); pt != nil {
 		if to := pt.current.Load(); to != nil && to != from {
 			to.syncLogLevel()
+			if s.promisesChanges() {
+				to.syncUpstream() // with the list changes it was promised
+			}
 		}
 	}
 	s.mu.Lock()

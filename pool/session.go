@@ -59,6 +59,12 @@ type session struct {
 	// each made under mu: a release moveStakes decided counts only if none
 	// came since (backend.send).
 	subChanges atomic.Uint64
+	// meta is the _meta members a modern child needs, for a legacy
+	// client (adoptInitialize): its requests carry them to whichever of
+	// its server's children speaks 2026-07-28, whatever the child it met
+	// at its initialize spoke (forwardCounted, fitLine). nil for a modern
+	// client.
+	meta atomic.Pointer[[]byte]
 
 	mu              sync.Mutex          // guards the fields below
 	inflight        map[string]*pending // client's original id bytes -> request
@@ -72,7 +78,6 @@ type session struct {
 	subs            map[string]*backend  // subscribed resource URIs
 	listens         map[string]*listener // open subscriptions/listen, by request id (listen.go)
 	lastActive      time.Time
-	meta            []byte        // _meta members a modern child needs, for a legacy client
 	quiet           chan struct{} // closed when inflight empties and nothing is answering, for closeWhenIdle
 	answering       int           // answers between their request's end and their delivery (answer)
 	closeReason     error
@@ -87,6 +92,14 @@ type session struct {
 	heldBytes       int           // the bytes of held, bounded by Options.MaxSessionBytes
 	logLevel        int           // logSeverity of its logging/setLevel (loglevel.go)
 	logMember       []byte        // that level as the _meta member a modern child is sent (logsAsked)
+	// What a legacy client's initialize result said of list changes
+	// holds for the session's life, whatever its child's era later
+	// (deliverChange): those a legacy child declared (promised) are
+	// bridged from a modern child that replaces it (union); none was
+	// offered by a modern child (toldNone: legacyView), and a legacy
+	// child that replaces it sends them in vain.
+	promised filter
+	toldNone bool
 }
 
 // sessionSetup is what a front door says of a session's transport. It is
@@ -452,20 +465,23 @@ func (s *session) adoptInitialize(params []byte, w *handshakeWait) (json.RawMess
 	if err != nil {
 		return nil, err
 	}
+	// For whichever child is modern, this one or one a config change or
+	// a restart gives the session later; stored before the era that
+	// makes forwardCounted read it.
+	declared, _ := json.Marshal(rawOrEmpty(mustRaw(params, "capabilities")))
+	info, _ := json.Marshal(req.ClientInfo)
+	meta := []byte(`"` + metaProtocolVersion + `":"` + Modern + `","` + metaClientCapabilities + `":` +
+		string(declared) + `,"` + metaClientInfo + `":` + string(info))
+	s.meta.Store(&meta)
 	s.mu.Lock()
 	s.era = EraLegacy
+	s.promised, s.toldNone = hs.legacyChanges(), hs.era == EraModern
 	result := hs.initializeResult(req.ProtocolVersion)
 	var v struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
 	_ = json.Unmarshal(result, &v)
 	s.protocolVersion = v.ProtocolVersion
-	if hs.era == EraModern {
-		caps, _ := json.Marshal(rawOrEmpty(mustRaw(params, "capabilities")))
-		info, _ := json.Marshal(req.ClientInfo)
-		s.meta = []byte(`"` + metaProtocolVersion + `":"` + Modern + `","` + metaClientCapabilities + `":` +
-			string(caps) + `,"` + metaClientInfo + `":` + string(info))
-	}
 	s.mu.Unlock()
 	if !s.asksRoots() {
 		s.srv.move(s) // its partition is known now: no roots to ask
@@ -541,7 +557,7 @@ func (s *session) forward(msg *jsonrpc.Message, id []byte, x *exchange) {
 func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, sub *subChange) (admitted bool) {
 	s.p.requests.Add(1)
 	s.mu.Lock()
-	era, meta := s.era, s.meta
+	era := s.era
 	s.mu.Unlock()
 	if era != EraLegacy {
 		s.noteModern(msg)
@@ -554,11 +570,25 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 		s.replyErrorTo(x, id, err)
 		return false
 	}
+	// A legacy client's request carries the _meta a modern child needs
+	// when its child is one; made for a child not known to be one (it is
+	// legacy, or still starting), it is bare, and fitted as it is
+	// written if the child turns out modern (fitLine).
+	var meta []byte
+	legacy, bare := false, false
+	if m := s.meta.Load(); m != nil && era == EraLegacy {
+		legacy = true
+		if b.readyModern() {
+			meta = *m
+		} else {
+			bare = true
+		}
+	}
 	poolID := s.p.nextID.Add(1)
-	logs, meta := s.logsAsked(msg, meta)
+	logs, meta := s.logsAsked(msg, legacy, meta)
 	in := rewriteRequest(msg, poolID, meta)
 	p := &pending{id: poolID, sess: s, b: b, origID: id, x: x, method: msg.Method, name: in.name, line: in.line,
-		origToken: in.origToken, received: time.Now(), modern: era == EraModern, sub: sub, logs: logs}
+		origToken: in.origToken, received: time.Now(), modern: era == EraModern, sub: sub, logs: logs, bare: bare}
 	if p.modern {
 		p.caps = s.requestCaps(msg, x)
 	}

@@ -184,7 +184,7 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 	b.hs = hs
 	b.state = StateReady
 	b.hsErr = nil
-	c.ready = true
+	c.ready, c.modern = true, hs.era == EraModern
 	// What the sessions subscribed to until now, taken with the state: a
 	// subscribe or unsubscribe counted from here on is forwarded instead
 	// (countLocked). A legacy child's subscribes are queued
