@@ -79,8 +79,8 @@ type Instance struct {
 	upgrade       *upgradePlan
 
 	// Set by Start, then only read.
-	started      config.File // the config the pool started with: its settings read only at start run until a restart
-	httpOverride bool        // Options.HTTPListen was set: http.listen is not the config's
+	started    config.File // the config the pool started with: its settings read only at start run until a restart
+	httpListen string      // Options.HTTPListen: the address in place of the config's http.listen; "" if none
 
 	startOn  pool.StartOn         // Options.startOn: set, children can be carried over an upgrade
 	upgraded *control.UpgradeInfo // what this program took over from the one it upgraded; nil if none
@@ -236,7 +236,7 @@ func Start(opts Options) (*Instance, error) {
 	}
 	if opts.HTTPListen != "" {
 		inst.cfg.HTTP.Listen = opts.HTTPListen
-		inst.httpOverride = true
+		inst.httpListen = opts.HTTPListen
 	}
 	inst.started = *inst.cfg
 	return inst, nil

@@ -115,7 +115,10 @@ func CheckConfig(ctx context.Context, file string) (ConfigCheck, error) {
 		chk.Running.ReadErr = err
 		return chk, nil
 	}
-	chk.Running.Source, chk.Running.Diff = source, config.Diff(old, f)
+	// Both sides as the pool runs them: an --http address stands in for
+	// either file's http.listen.
+	chk.Running.Source = source
+	chk.Running.Diff = config.Diff(old.WithHTTPListen(st.HTTPListen), f.WithHTTPListen(st.HTTPListen), os.LookupEnv)
 	return chk, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -295,5 +296,43 @@ func TestConnectShim(t *testing.T) {
 		if got := connectShim(tc.goos, tc.exe); got != tc.want {
 			t.Errorf("connectShim(%s, %s) = %q, want %q", tc.goos, tc.exe, got, tc.want)
 		}
+	}
+}
+
+// TestHTTPOverrideIsNoChange: in a pool started with --http, http.listen
+// is the override's, whatever the file says: `config check` of the file
+// it runs and its reloads name no http.listen change, as status names no
+// restart needed. On the first edition both compared the file's
+// http.listen with the override and reported "http.listen" every time.
+func TestHTTPOverrideIsNoChange(t *testing.T) {
+	paths := sbHome(t)
+	if err := os.WriteFile(paths.Config, configWith(t, map[string][]string{"a": nil},
+		map[string]any{"http": map[string]any{"listen": "127.0.0.1:1"}}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst, logs := startIn(t, Options{HTTPListen: "127.0.0.1:0"})
+	runInstance(t, inst)
+	eventually(t, 5*time.Second, "the control API answers", func() bool {
+		_, err := FetchStatus(context.Background())
+		return err == nil
+	})
+	chk, err := CheckConfig(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chk.Running == nil || chk.Running.ReadErr != nil || !chk.Running.Diff.Empty() {
+		t.Fatalf("config check of the running file: %+v, want no changes", chk.Running)
+	}
+	if err := config.WriteFile(paths.Config, fakeServers(t, "a", "b"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the edit applied", func() bool {
+		return slices.Equal(inst.Pool.Servers(), []string{"a", "b"})
+	})
+	if want := `changes="added: b; unchanged: 1"`; !strings.Contains(logs.String(), want) {
+		t.Errorf("no %s in the log:\n%s", want, logs.String())
+	}
+	if st := inst.Status(); len(st.RestartNeeded) != 0 || st.HTTPListen != "127.0.0.1:0" {
+		t.Errorf("status restartNeeded %q, httpListen %q; want none, and the override", st.RestartNeeded, st.HTTPListen)
 	}
 }

@@ -30,6 +30,7 @@ func (inst *Instance) Status() control.Status {
 	st.Upgrade = inst.upgraded
 	inst.mu.Lock()
 	st.RestartNeeded = inst.restartNeeded
+	st.HTTPListen = inst.httpListen
 	if inst.httpAddr != "" {
 		st.HTTP = &control.HTTPStatus{Listen: inst.httpAddr, URL: "http://" + inst.httpAddr + "/mcp/NAME"}
 	}

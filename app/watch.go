@@ -279,10 +279,11 @@ func configMissing(path string, none bool) error {
 }
 
 // applyConfig makes the pool run f, which follows old (nil at start), and
-// says what changed. Servers whose entry did not change are not touched;
-// changed ones get a new child while the old one drains; removed ones
-// finish what they have in flight and stop (pool.Apply). On error the
-// pool is unchanged.
+// says what changed, both as the pool runs them (with an --http address in
+// place of http.listen). Servers whose entry did not change are not
+// touched; changed ones get a new child while the old one drains; removed
+// ones finish what they have in flight and stop (pool.Apply). On error
+// the pool is unchanged.
 func applyConfig(p *pool.Pool, old, f *config.File) (config.DiffResult, error) {
 	servers, err := f.PoolServers(os.LookupEnv)
 	if err != nil {
@@ -291,7 +292,7 @@ func applyConfig(p *pool.Pool, old, f *config.File) (config.DiffResult, error) {
 	if err := p.Apply(withResolvers(servers, f)); err != nil {
 		return config.DiffResult{}, fmt.Errorf("apply config: %w", err)
 	}
-	return config.Diff(old, f), nil
+	return config.Diff(old, f, os.LookupEnv), nil
 }
 
 // noteReload keeps a config reload for the dashboard's live waterfall
@@ -312,7 +313,7 @@ func (inst *Instance) startOnlyChanges(f *config.File) []string {
 			out = append(out, name)
 		}
 	}
-	add(!inst.httpOverride && f.HTTP.Listen != s.HTTP.Listen, "http.listen")
+	add(inst.httpListen == "" && f.HTTP.Listen != s.HTTP.Listen, "http.listen")
 	add(!slices.Equal(f.HTTP.AllowedOrigins, s.HTTP.AllowedOrigins), "http.allowedOrigins")
 	add(f.MaxInFlightPerSession != s.MaxInFlightPerSession, "maxInFlightPerSession")
 	add(f.MaxInFlightMiBPerSession != s.MaxInFlightMiBPerSession, "maxInFlightMiBPerSession")
@@ -332,7 +333,7 @@ func (inst *Instance) reloadConfig(f *config.File, err error) {
 	inst.mu.Unlock()
 	var d config.DiffResult
 	if err == nil {
-		d, err = applyConfig(inst.Pool, old, f)
+		d, err = applyConfig(inst.Pool, old, f.WithHTTPListen(inst.httpListen))
 	}
 	if err != nil {
 		inst.mu.Lock()

@@ -703,3 +703,56 @@ func TestWatchConfigDirRecreated(t *testing.T) {
 		t.Fatalf("edit after re-creation: %v %v", r.err, r.f)
 	}
 }
+
+// TestHotReloadSaysWhatThePoolDoes: the reload's log line says what the
+// pool does. An env value rewritten from ${VAR} to what it expands to
+// changes nothing (the pool keeps the child); a server disabled has its
+// requests refused, not sent to a new child, while the call in flight on
+// its child gets its answer. On the first edition the line compared the
+// text: "a (env.T; new child)" with the child kept, and "(disabled; new
+// child)".
+func TestHotReloadSaysWhatThePoolDoes(t *testing.T) {
+	t.Setenv("SB_TEST_T", "v1")
+	bin, err := fakeBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := func(v, extra string) []byte {
+		return fmt.Appendf(nil, `{"mcpServers": {"a": {"command": %q, "env": {"T": %q}%s}}}`, bin, v, extra)
+	}
+	rig := newReloadRig(t, conf("${SB_TEST_T}", ""))
+	a := dialSession(t, rig.sock, "a")
+	pid := a.pid()
+	if err := os.WriteFile(rig.path, conf("v1", ""), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := next(t, rig.reports, 2*time.Second); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !strings.Contains(rig.log.String(), `changes="unchanged: 1"`) {
+		t.Errorf("the reload of a value rewritten as it expands is not logged as no change:\n%s", rig.log.String())
+	}
+	if got := a.pid(); got != pid {
+		t.Errorf("a's child changed: %s -> %s", pid, got)
+	}
+
+	slow := a.send("tools/call", `{"name":"sleep","arguments":{"ms":300}}`)
+	eventually(t, 5*time.Second, "the sleep call reaches a's child", func() bool {
+		return slices.ContainsFunc(rig.inst.Pool.Snapshot().InFlight, func(r pool.RequestInfo) bool {
+			return r.Server == "a" && r.Method == "tools/call" && r.WrittenToChild
+		})
+	})
+	if err := os.WriteFile(rig.path, conf("v1", `, "disabled": true`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := next(t, rig.reports, 2*time.Second); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if want := `changes="changed: a (disabled; requests refused, in-flight ones finish); unchanged: 0"`; !strings.Contains(rig.log.String(), want) {
+		t.Errorf("no %s in the log:\n%s", want, rig.log.String())
+	}
+	a.result(slow, 5*time.Second)
+	if got := refusal(t, rig.sock, "a"); !strings.Contains(got, "disabled") {
+		t.Errorf("a new session of a is refused with %q, want it disabled", got)
+	}
+}

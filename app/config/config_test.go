@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/switchboard-mcp/switchboard/pool"
 )
@@ -401,7 +403,7 @@ func TestDiff(t *testing.T) {
 		"extra": {"command": "x", "note": 2},
 		"npx": {"command": "npx", "args": ["-y", "p"], "resolve": false}
 	}, "http": {"listen": "127.0.0.1:2"}, "history": {"retainDays": 3}, "hangThreshold": "30s"}`)
-	got := Diff(old, new)
+	got := Diff(old, new, env(nil))
 	want := DiffResult{
 		Added:   []string{"new"},
 		Removed: []string{"gone"},
@@ -410,7 +412,7 @@ func TestDiff(t *testing.T) {
 			{Name: "env", Fields: []string{"env.B", "env.C"}, Restarts: true},
 			{Name: "idle", Fields: []string{"idleTimeout", "restart.window"}},
 			{Name: "npx", Fields: []string{"resolve"}, Restarts: true}, // how the child is started: the pool starts a new one
-			{Name: "off", Fields: []string{"disabled"}, Restarts: true},
+			{Name: "off", Fields: []string{"disabled"}, Stops: true},   // its requests are refused, not sent to a new child
 		},
 		Unchanged: []string{"extra", "same"},
 		Settings:  []string{"http.listen", "history.retainDays"},
@@ -418,14 +420,92 @@ func TestDiff(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Diff (-want +got):\n%s", diff)
 	}
-	if s := got.String(); s != "added: new; removed: gone; changed: args (args; new child), env (env.B, env.C; new child), idle (idleTimeout, restart.window), npx (resolve; new child), off (disabled; new child); settings: http.listen, history.retainDays; unchanged: 2" {
+	if s := got.String(); s != "added: new; removed: gone; changed: args (args; new child), env (env.B, env.C; new child), idle (idleTimeout, restart.window), npx (resolve; new child), off (disabled; requests refused, in-flight ones finish); settings: http.listen, history.retainDays; unchanged: 2" {
 		t.Errorf("String = %s", s)
 	}
-	if !Diff(old, old).Empty() || Diff(nil, old).Empty() {
+	if !Diff(old, old, env(nil)).Empty() || Diff(nil, old, env(nil)).Empty() {
 		t.Error("Empty is wrong")
 	}
-	if got := Diff(nil, old).Added; len(got) != 8 {
+	if got := Diff(nil, old, env(nil)).Added; len(got) != 8 {
 		t.Errorf("Diff(nil, old).Added = %v", got)
+	}
+}
+
+// TestDiffAsThePoolRuns: the diff compares what the pool compares on a
+// reload, ${VAR}s expanded by the config's expander: a value rewritten to
+// what it expands to gives no new child, and env or cwd rewritten so is
+// no change at all (the pool keeps the server as it is). A server that
+// stops running is said to stop, not to get a new child; and under an
+// --http override http.listen is the override's on both sides. On the
+// first edition the diff compared the text: "env.T changed; new child"
+// while the pool kept the child, "http.listen" on every reload of a pool
+// started with --http, "(disabled; new child)" for a server whose
+// requests are refused.
+func TestDiffAsThePoolRuns(t *testing.T) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip("no home directory:", err)
+	}
+	lookup := env(map[string]string{"TOKEN": "t0k", "DIR": "/srv/x", "BIN": "/usr/bin/srv", "EMPTY": ""})
+	tests := []struct {
+		name     string
+		old, new string // the entry of server "s", or the whole file when it starts with "{\"mcpServers\""
+		http     string // the --http override, applied to both sides
+		want     DiffResult
+		str      string
+	}{
+		{name: "env rewritten to its value", old: `{"command": "x", "env": {"T": "${TOKEN}"}}`, new: `{"command": "x", "env": {"T": "t0k"}}`,
+			want: DiffResult{Unchanged: []string{"s"}}, str: "unchanged: 1"},
+		{name: "env default rewritten to its value", old: `{"command": "x", "env": {"T": "${EMPTY:-d}"}}`, new: `{"command": "x", "env": {"T": "d"}}`,
+			want: DiffResult{Unchanged: []string{"s"}}},
+		{name: "cwd rewritten to its value", old: `{"command": "x", "cwd": "${DIR}"}`, new: `{"command": "x", "cwd": "/srv/x"}`,
+			want: DiffResult{Unchanged: []string{"s"}}},
+		{name: "no cwd and the home directory", old: `{"command": "x"}`, new: `{"command": "x", "cwd": ` + strconv.Quote(home) + `}`,
+			want: DiffResult{Unchanged: []string{"s"}}},
+		{name: "share spelled out", old: `{"command": "x"}`, new: `{"command": "x", "share": "shared"}`,
+			want: DiffResult{Unchanged: []string{"s"}}},
+		{name: "resolve spelled out", old: `{"command": "npx", "args": ["-y", "p"]}`, new: `{"command": "npx", "args": ["-y", "p"], "resolve": true}`,
+			want: DiffResult{Unchanged: []string{"s"}}},
+		// The pool shows the command line as written: that changes, the
+		// child does not.
+		{name: "command and args rewritten to their values", old: `{"command": "${BIN}", "args": ["--t", "${TOKEN}"]}`, new: `{"command": "/usr/bin/srv", "args": ["--t", "t0k"]}`,
+			want: DiffResult{Changed: []Change{{Name: "s", Fields: []string{"command", "args"}}}}, str: "changed: s (command, args); unchanged: 0"},
+		{name: "env value changed", old: `{"command": "x", "env": {"T": "${TOKEN}"}}`, new: `{"command": "x", "env": {"T": "other"}}`,
+			want: DiffResult{Changed: []Change{{Name: "s", Fields: []string{"env.T"}, Restarts: true}}}, str: "changed: s (env.T; new child); unchanged: 0"},
+		{name: "disabled", old: `{"command": "x"}`, new: `{"command": "x", "disabled": true}`,
+			want: DiffResult{Changed: []Change{{Name: "s", Fields: []string{"disabled"}, Stops: true}}},
+			str:  "changed: s (disabled; requests refused, in-flight ones finish); unchanged: 0"},
+		{name: "a variable now unset", old: `{"command": "x", "env": {"T": "${TOKEN}"}}`, new: `{"command": "x", "env": {"T": "${NOT_SET}"}}`,
+			want: DiffResult{Changed: []Change{{Name: "s", Fields: []string{"env.T"}, Stops: true}}}},
+		{name: "a disabled server's command", old: `{"command": "x", "disabled": true}`, new: `{"command": "y", "disabled": true}`,
+			want: DiffResult{Changed: []Change{{Name: "s", Fields: []string{"command"}}}}},
+		{name: "http.listen under --http", http: "127.0.0.1:7777",
+			old: `{"mcpServers": {}, "http": {"listen": "127.0.0.1:1"}}`, new: `{"mcpServers": {}}`,
+			want: DiffResult{}, str: "unchanged: 0"},
+		{name: "http.listen without --http", old: `{"mcpServers": {}, "http": {"listen": "127.0.0.1:1"}}`, new: `{"mcpServers": {}}`,
+			want: DiffResult{Settings: []string{"http.listen"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := func(s string) *File {
+				t.Helper()
+				if !strings.HasPrefix(s, `{"mcpServers"`) {
+					s = `{"mcpServers": {"s": ` + s + `}}`
+				}
+				f, err := Decode([]byte(s))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return f.WithHTTPListen(tt.http)
+			}
+			got := Diff(file(tt.old), file(tt.new), lookup)
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Diff (-want +got):\n%s", diff)
+			}
+			if tt.str != "" && got.String() != tt.str {
+				t.Errorf("String = %q, want %q", got.String(), tt.str)
+			}
+		})
 	}
 }
 
@@ -543,7 +623,7 @@ func TestAutostartSettings(t *testing.T) {
 func TestAutostartDiffAndMarshal(t *testing.T) {
 	a, _ := Parse([]byte(`{"mcpServers": {}}`))
 	b, _ := Parse([]byte(`{"mcpServers": {}, "autostart": {"fromClients": false}}`))
-	if d := Diff(a, b); !slices.Contains(d.Settings, "autostart.fromClients") {
+	if d := Diff(a, b, env(nil)); !slices.Contains(d.Settings, "autostart.fromClients") {
 		t.Errorf("Diff settings = %v, want autostart.fromClients", d.Settings)
 	}
 	out, err := a.Marshal()

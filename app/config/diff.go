@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -27,18 +28,23 @@ type Change struct {
 	// Fields are the changed fields: "args", "env.API_KEY" (names only,
 	// never values), "restart.window".
 	Fields []string
-	// Restarts says whether the change gives the server a new child: its
-	// command, args, env, cwd or sharing changed, or it was disabled. The
-	// old child finishes what it has in flight.
+	// Restarts says whether the change gives the server a new child: what
+	// its child runs (command, args, env, cwd, sharing, resolve) changed,
+	// with ${VAR} references expanded. The old child finishes what it has
+	// in flight.
 	Restarts bool
+	// Stops says the server stops running: it was disabled, or a ${VAR} of
+	// it is unset now. Its requests are refused, saying why, and its old
+	// child finishes what it has in flight, then stops.
+	Stops bool
 }
 
-// processFields are the fields whose change starts a new child: how it
-// is started (resolve: an npx command run as resolved, or as written).
-var processFields = []string{"command", "args", "env", "cwd", "share", "resolve"}
-
-// Diff compares two configs; old may be nil (everything is added).
-func Diff(old, new *File) DiffResult {
+// Diff compares two configs as the pool runs them, with ${VAR}
+// references expanded from lookup as PoolServers expands them: a value
+// rewritten to what it expanded to is no change. old may be nil
+// (everything is added). Settings that an override replaces (`serve
+// --http`) are to be replaced on both sides first (WithHTTPListen).
+func Diff(old, new *File, lookup func(string) (string, bool)) DiffResult {
 	if old == nil {
 		old = &File{}
 	}
@@ -52,18 +58,18 @@ func Diff(old, new *File) DiffResult {
 			d.Added = append(d.Added, name)
 			continue
 		}
-		n := new.Servers[name]
-		fields := fieldDiff("", reflect.ValueOf(o), reflect.ValueOf(n))
+		ro, rn := asRun(o, lookup), asRun(new.Servers[name], lookup)
+		fields := fieldDiff("", reflect.ValueOf(ro.entry), reflect.ValueOf(rn.entry))
 		if len(fields) == 0 {
 			d.Unchanged = append(d.Unchanged, name)
 			continue
 		}
-		c := Change{Name: name, Fields: fields, Restarts: n.Disabled && !o.Disabled}
-		for _, f := range fields {
-			top, _, _ := strings.Cut(f, ".")
-			if slices.Contains(processFields, top) {
-				c.Restarts = true
-			}
+		c := Change{Name: name, Fields: fields}
+		switch {
+		case rn.off:
+			c.Stops = !ro.off
+		case !ro.off:
+			c.Restarts = !rn.sameProcess(ro)
 		}
 		d.Changed = append(d.Changed, c)
 	}
@@ -94,6 +100,68 @@ func Diff(old, new *File) DiffResult {
 	d.Settings = append(d.Settings, fieldDiff("history", reflect.ValueOf(old.History), reflect.ValueOf(new.History))...)
 	d.Settings = append(d.Settings, fieldDiff("autostart", reflect.ValueOf(old.Autostart), reflect.ValueOf(new.Autostart))...)
 	return d
+}
+
+// WithHTTPListen is f with addr in place of its http.listen, as a pool
+// started with `--http ADDR` runs it; f itself when addr is "".
+func (f *File) WithHTTPListen(addr string) *File {
+	if f == nil || addr == "" {
+		return f
+	}
+	g := *f
+	g.HTTP.Listen = addr
+	return &g
+}
+
+// run is a server entry as the pool compares it on a reload
+// (pool.ServerConfig: what it shows, what it runs, whether it runs).
+type run struct {
+	// entry is the entry with env and cwd expanded, cwd the directory the
+	// server starts in, share and resolve by their meaning. Command and
+	// args stay as written: the pool shows them so.
+	entry Server
+	line  []string // command and args expanded: what the child runs
+	off   bool     // disabled, or not started for an unset ${VAR}
+}
+
+// asRun is s as the pool runs it, its ${VAR}s expanded from lookup by the
+// config's one expander. A value with an unset variable stays as written:
+// its server is not started, and what it waits for is the reference.
+func asRun(s Server, lookup func(string) (string, bool)) run {
+	r := run{entry: s, off: s.Disabled}
+	exp := func(v string) string {
+		out, missing := substitute(v, lookup)
+		if len(missing) > 0 {
+			r.off = true
+			return v
+		}
+		return out
+	}
+	r.line = append(r.line, exp(s.Command))
+	for _, a := range s.Args {
+		r.line = append(r.line, exp(a))
+	}
+	if len(s.Env) > 0 {
+		r.entry.Env = make(map[string]string, len(s.Env))
+		for k, v := range s.Env {
+			r.entry.Env[k] = exp(v)
+		}
+	}
+	r.entry.Cwd = ServerDir(exp(s.Cwd))
+	if s.Share == "" {
+		r.entry.Share = "shared"
+	}
+	if s.Resolve != nil && *s.Resolve {
+		r.entry.Resolve = nil // the default
+	}
+	return r
+}
+
+// sameProcess reports whether r and o start the same child: the pool
+// then keeps the running one.
+func (r run) sameProcess(o run) bool {
+	return slices.Equal(r.line, o.line) && maps.Equal(r.entry.Env, o.entry.Env) && r.entry.Cwd == o.entry.Cwd &&
+		r.entry.Share == o.entry.Share && (r.entry.Resolve == nil) == (o.entry.Resolve == nil)
 }
 
 // pooled lists the stdio servers of f, sorted.
@@ -168,7 +236,8 @@ func (d DiffResult) Empty() bool {
 }
 
 // String is the one-line summary a reload logs: "added: a; removed: b;
-// changed: c (args, env.KEY; new child); unchanged: 2".
+// changed: c (args, env.KEY; new child), d (disabled; requests refused,
+// in-flight ones finish); unchanged: 2".
 func (d DiffResult) String() string {
 	var parts []string
 	if len(d.Added) > 0 {
@@ -193,8 +262,11 @@ func (d DiffResult) String() string {
 
 func (c Change) String() string {
 	s := c.Name + " (" + strings.Join(c.Fields, ", ")
-	if c.Restarts {
+	switch {
+	case c.Restarts:
 		s += "; new child"
+	case c.Stops:
+		s += "; requests refused, in-flight ones finish"
 	}
 	return s + ")"
 }

@@ -59,6 +59,9 @@ type Status struct {
 	Counters         pool.Counters      `json:"counters"`
 	History          HistoryStatus      `json:"history"`
 	HTTP             *HTTPStatus        `json:"http,omitempty"` // the HTTP front door, when it listens
+	// HTTPListen is the address --http gave, which the pool uses in place
+	// of the config's http.listen; "" when none did.
+	HTTPListen string `json:"httpListen,omitempty"`
 	// RestartNeeded lists the settings of the running config (as
 	// "http.listen", "history.retainDays") that differ from those the
 	// pool started with and take effect when it restarts.

@@ -103,8 +103,11 @@ func writeDiff(w io.Writer, d config.DiffResult) {
 	}
 	for _, c := range d.Changed {
 		how := "applies at once, the child keeps running"
-		if c.Restarts {
+		switch {
+		case c.Restarts:
 			how = "new child for new requests; the old one finishes what is in flight"
+		case c.Stops:
+			how = "its requests are refused, saying why; the old child finishes what is in flight, then stops"
 		}
 		fmt.Fprintf(w, "  ~ %s: %s changed; %s\n", c.Name, strings.Join(c.Fields, ", "), how)
 	}

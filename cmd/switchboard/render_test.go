@@ -46,7 +46,8 @@ func TestImportReport(t *testing.T) {
 func TestConfigCheckText(t *testing.T) {
 	msg := "the pool's own error"
 	diff := config.DiffResult{Added: []string{"new"}, Removed: []string{"old"},
-		Changed:   []config.Change{{Name: "memory", Fields: []string{"args"}, Restarts: true}, {Name: "slow", Fields: []string{"idleTimeout"}}},
+		Changed: []config.Change{{Name: "memory", Fields: []string{"args"}, Restarts: true}, {Name: "off", Fields: []string{"disabled"}, Stops: true},
+			{Name: "slow", Fields: []string{"idleTimeout"}}},
 		Unchanged: []string{"time"}, Settings: []string{"hangThreshold"}}
 	tests := []struct {
 		name string
@@ -100,6 +101,7 @@ Compared with the running Switchboard (pid 7, its running config):
   + new: new server
   - old: removed; takes no new sessions, finishes what is in flight, then stops
   ~ memory: args changed; new child for new requests; the old one finishes what is in flight
+  ~ off: disabled changed; its requests are refused, saying why; the old child finishes what is in flight, then stops
   ~ slow: idleTimeout changed; applies at once, the child keeps running
   = unchanged: time
   settings changed: hangThreshold
