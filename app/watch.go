@@ -34,8 +34,9 @@ const DefaultDebounce = 100 * time.Millisecond
 //
 // It watches the file's directory, not the file, because editors and
 // atomic writers replace the file by renaming another one over it, which
-// ends a watch on the file itself; a symlinked config also watches its
-// target's directory. A directory that does not exist yet is waited
+// ends a watch on the file itself; a symlinked config also watches the
+// directory of each link on the way and of the file they lead to, so
+// that repointing any link is seen. A directory that does not exist yet is waited
 // for: the deepest ancestor of it that exists is watched, and the file is
 // read once it is made. Setup happens before WatchConfig returns, so no
 // write after it is missed. One goroutine reads the events and calls
@@ -101,22 +102,26 @@ type configWatch struct {
 	w        *fsnotify.Watcher
 	onChange func(*config.File, error)
 	watched  map[string]bool // directories added to w
-	names    []string        // the config's path and its symlink target's
+	names    []string        // the config's path, the symlinks it goes through and the file they lead to
 	last     []byte          // content of the last good report (or the start)
 	lastErr  string          // the last error reported, "" after a good file
 	none     bool            // no good file yet, nor a config to keep
 }
 
-// watchTargets watches the directories of the config path and, if it is
-// a symlink, of the file it points to now.
+// watchTargets watches the directory of the config path, of each symlink
+// on the way from it to the file (a link to a link, a linked directory),
+// and of the file: replacing any of those links changes the file read.
+// The chain is resolved again on each reload, so a link repointed
+// elsewhere moves the watch with it; directories no longer on it are
+// let go.
 func (cw *configWatch) watchTargets() error {
-	names := []string{cw.path}
-	if real, err := filepath.EvalSymlinks(cw.path); err == nil && real != cw.path {
-		names = append(names, real)
-	}
-	cw.names = names
-	for _, n := range names {
+	names := append([]string{cw.path}, symlinkChain(cw.path)...)
+	slices.Sort(names)
+	cw.names = slices.Compact(names)
+	want := map[string]bool{}
+	for _, n := range cw.names {
 		dir := filepath.Dir(n)
+		want[dir] = true
 		if cw.watched[dir] {
 			continue
 		}
@@ -125,7 +130,62 @@ func (cw *configWatch) watchTargets() error {
 		}
 		cw.watched[dir] = true
 	}
+	// Every directory is watched: those watched on the way to a missing
+	// one (watchTowards), or for a link the chain no longer goes through,
+	// are not needed now.
+	for dir := range cw.watched {
+		if !want[dir] {
+			_ = cw.w.Remove(dir)
+			delete(cw.watched, dir)
+		}
+	}
 	return nil
+}
+
+// maxLinks bounds the symlinks followed from the config path, as the
+// kernel's 40 do (ELOOP).
+const maxLinks = 40
+
+// symlinkChain resolves path (absolute and clean) as the kernel does, a
+// component at a time, and returns each symlink it goes through, as the
+// path it was found at, then the path it reaches. A missing component
+// ends nothing: the rest is taken as named. Past maxLinks (a loop) it
+// stops there; reading the file then says why.
+func symlinkChain(path string) []string {
+	sep := string(filepath.Separator)
+	vol := filepath.VolumeName(path)
+	cur, rest := vol+sep, strings.Split(path[len(vol):], sep)
+	var chain []string
+	for len(rest) > 0 {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		target, err := os.Readlink(next)
+		if err != nil { // not a link, or not there
+			cur = next
+			continue
+		}
+		if len(chain) == maxLinks {
+			return chain
+		}
+		chain = append(chain, next)
+		if filepath.IsAbs(target) {
+			v := filepath.VolumeName(target)
+			cur, target = v+sep, target[len(v):]
+		}
+		rest = append(strings.Split(target, sep), rest...)
+	}
+	if len(chain) == 0 {
+		return nil
+	}
+	return append(chain, cur)
 }
 
 // dirGone handles the removal of a watched directory (the kernel dropped

@@ -465,15 +465,25 @@ func fakeConfig(t *testing.T, servers map[string][]string) []byte {
 
 func newReloadRig(t *testing.T, initial []byte) *reloadRig {
 	t.Helper()
+	return newReloadRigWith(t, func(dir string) string {
+		path := filepath.Join(dir, "config.json")
+		if err := os.WriteFile(path, initial, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	})
+}
+
+// newReloadRigWith is newReloadRig with the config that write puts in
+// the rig's directory, returning its path.
+func newReloadRigWith(t *testing.T, write func(dir string) string) *reloadRig {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "sb")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "config.json")
-	if err := os.WriteFile(path, initial, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := write(dir)
 	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -754,5 +764,101 @@ func TestHotReloadSaysWhatThePoolDoes(t *testing.T) {
 	a.result(slow, 5*time.Second)
 	if got := refusal(t, rig.sock, "a"); !strings.Contains(got, "disabled") {
 		t.Errorf("a new session of a is refused with %q, want it disabled", got)
+	}
+}
+
+// TestHotReloadLinkInTheMiddle: the config is a link to a link to the
+// file (config.json -> chain/mid/link.json -> real/r1.json), and the
+// middle link is repointed atomically (a new link renamed over it), as
+// `ln -sfn` to a temporary name and a rename do: the file it now leads
+// to is applied. On the first edition only the directories of the config
+// path and of the file were watched: nothing was reloaded, and the pool
+// ran the first file for good.
+func TestHotReloadLinkInTheMiddle(t *testing.T) {
+	var link string
+	rig := newReloadRigWith(t, func(dir string) string {
+		for _, d := range []string{"chain/mid", "real"} {
+			if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for name, arg := range map[string]string{"r1.json": "c1", "r2.json": "c2"} {
+			if err := os.WriteFile(filepath.Join(dir, "real", name), fakeConfig(t, map[string][]string{"a": {"-stderr", arg}}), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		link = filepath.Join(dir, "chain", "mid", "link.json")
+		path := filepath.Join(dir, "config.json")
+		if err := os.Symlink(filepath.Join("..", "..", "real", "r1.json"), link); err != nil {
+			t.Skip("no symlinks:", err)
+		}
+		if err := os.Symlink(link, path); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	})
+	// An edit of the file, seen by every edition, so that the repointing
+	// below comes after the watch's first look at the file.
+	r1 := filepath.Join(filepath.Dir(rig.path), "real", "r1.json")
+	if err := os.WriteFile(r1, fakeConfig(t, map[string][]string{"a": {"-stderr", "c1b"}}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := next(t, rig.reports, 2*time.Second); r.err != nil {
+		t.Fatal(r.err)
+	}
+	a := dialSession(t, rig.sock, "a")
+	pid := a.pid()
+	tmp := link + ".tmp"
+	if err := os.Symlink(filepath.Join("..", "..", "real", "r2.json"), tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		t.Fatal(err)
+	}
+	if r := next(t, rig.reports, 2*time.Second); r.err != nil || !slices.Equal(r.f.Servers["a"].Args, []string{"-stderr", "c2"}) {
+		t.Fatalf("after repointing the middle link: %v %+v, want the second file", r.err, r.f)
+	}
+	if got := a.pid(); got == pid {
+		t.Errorf("a still runs the child of the first file, %s", pid)
+	}
+}
+
+// TestSymlinkChain: the links on the way from the config path to the
+// file, a linked directory and a relative target with ".." too, as the
+// kernel follows them; a loop stops after maxLinks.
+func TestSymlinkChain(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(p string) string { return filepath.Join(root, p) }
+	for _, d := range []string{"real/sub", "chain"} {
+		if err := os.MkdirAll(at(d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(at("real/sub/c.json"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"chain/dir":  at("real"),              // a linked directory
+		"chain/file": "dir/sub/../sub/c.json", // relative, through it
+		"config":     at("chain/file"),        // the config path
+		"loop1":      "loop2",                 // a loop
+		"loop2":      "loop1",
+	} {
+		if err := os.Symlink(target, at(link)); err != nil {
+			t.Skip("no symlinks:", err)
+		}
+	}
+	if got := symlinkChain(at("real/sub/c.json")); got != nil {
+		t.Errorf("a file that is no link: %q", got)
+	}
+	want := []string{at("config"), at("chain/file"), at("chain/dir"), at("real/sub/c.json")}
+	if got := symlinkChain(at("config")); !slices.Equal(got, want) {
+		t.Errorf("chain %q, want %q", got, want)
+	}
+	if got := symlinkChain(at("loop1")); len(got) != maxLinks {
+		t.Errorf("a loop: %d links, want %d", len(got), maxLinks)
 	}
 }
