@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // DiffResult is what a new config changes, server by server. `config
@@ -78,7 +79,7 @@ func Diff(old, new *File, lookup func(string) (string, bool)) DiffResult {
 			d.Removed = append(d.Removed, name)
 		}
 	}
-	if old.HangThreshold != new.HangThreshold {
+	if sameDuration(old.HangThreshold) != sameDuration(new.HangThreshold) {
 		d.Settings = append(d.Settings, "hangThreshold")
 	}
 	if old.MaxInFlightPerSession != new.MaxInFlightPerSession {
@@ -93,7 +94,7 @@ func Diff(old, new *File, lookup func(string) (string, bool)) DiffResult {
 	if old.MaxChildrenPerServer != new.MaxChildrenPerServer {
 		d.Settings = append(d.Settings, "maxChildrenPerServer")
 	}
-	if old.EvictSlowClientsAfter != new.EvictSlowClientsAfter {
+	if sameDuration(old.EvictSlowClientsAfter) != sameDuration(new.EvictSlowClientsAfter) {
 		d.Settings = append(d.Settings, "evictSlowClientsAfter")
 	}
 	d.Settings = append(d.Settings, fieldDiff("http", reflect.ValueOf(old.HTTP), reflect.ValueOf(new.HTTP))...)
@@ -154,7 +155,24 @@ func asRun(s Server, lookup func(string) (string, bool)) run {
 	if s.Resolve != nil && *s.Resolve {
 		r.entry.Resolve = nil // the default
 	}
+	r.entry.IdleTimeout = sameDuration(s.IdleTimeout)
+	r.entry.RequestTimeout = sameDuration(s.RequestTimeout)
+	if s.Restart != nil {
+		rs := *s.Restart
+		rs.Window, rs.MinBackoff, rs.MaxBackoff = sameDuration(rs.Window), sameDuration(rs.MinBackoff), sameDuration(rs.MaxBackoff)
+		r.entry.Restart = &rs
+	}
 	return r
+}
+
+// sameDuration is a duration setting as the pool reads it: "1m" and
+// "60s" are one value. What does not parse (empty, "never", a mistake)
+// stays as written.
+func sameDuration(v string) string {
+	if d, err := time.ParseDuration(v); err == nil {
+		return d.String()
+	}
+	return v
 }
 
 // sameProcess reports whether r and o start the same child: the pool
