@@ -330,9 +330,11 @@
 //     comes back first keeps it, and a call it still answers (for a
 //     session that moved to other roots) is not cut short; a changed
 //     idleTimeout applies to a child already idle, counted from when its
-//     last session left: [idlePolicy.stopAfter], [server.armIdleLocked],
+//     last session left; a failed child is kept (its server failed until
+//     restarted or reconfigured), and restarted with no session counts
+//     from then: [idlePolicy.stopAfter], [server.armIdleLocked],
 //     [server.idleTimerLocked], [server.reapIdle], [server.reconfigure],
-//     [requestTable.serving].
+//     [server.revived], [requestTable.serving].
 //   - A shared server runs at most MaxRootsChildren children: new roots
 //     past it take the place of a child with no session (one with no call
 //     to answer first), else they are refused: [server.currentLocked],

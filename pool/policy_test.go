@@ -20,7 +20,9 @@ func TestIdleReaping(t *testing.T) {
 		// in flight on the child, then answered; idleTimeout DURATION (or
 		// never): the config applied with that idleTimeout; fire: the idle
 		// timer armed before fires late, as one that fired just as it was
-		// stopped or re-armed does.
+		// stopped or re-armed does; fail: the child's crash loop failed
+		// the server; restart: the user restarts it, the supervisor
+		// telling the server (revived).
 		op  string
 		who string
 	}
@@ -78,6 +80,16 @@ func TestIdleReaping(t *testing.T) {
 			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}, {5 * time.Second, "join", "b"}, {8 * time.Second, "leave", "b"},
 				{11 * time.Second, "fire", ""}},
 			18 * time.Second},
+		{"a failed child is kept: its server stays failed until restarted", 10 * time.Second, -1,
+			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}, {2 * time.Second, "fail", ""}}, never},
+		{"a failed child no session joined is kept past its grace", 10 * time.Second, time.Minute,
+			[]step{{time.Second, "fail", ""}}, never},
+		{"a failed child restarted with no session is stopped an idle period after the restart", 10 * time.Second, -1,
+			[]step{{0, "join", "a"}, {time.Second, "fail", ""}, {2 * time.Second, "leave", "a"}, {time.Hour, "restart", ""}},
+			time.Hour + 10*time.Second},
+		{"a failed child restarted with a session in it is stopped an idle period after it leaves", 10 * time.Second, -1,
+			[]step{{0, "join", "a"}, {time.Second, "fail", ""}, {time.Minute, "restart", ""}, {2 * time.Minute, "leave", "a"}},
+			2*time.Minute + 10*time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,6 +148,13 @@ func TestIdleReaping(t *testing.T) {
 						}
 					case "fire":
 						srv.reapIdle(pt, b)
+					case "fail", "restart":
+						b.mu.Lock()
+						b.state = map[string]string{"fail": StateFailed, "restart": StateStarting}[st.op]
+						b.mu.Unlock()
+						if st.op == "restart" {
+							srv.revived(b)
+						}
 					}
 					synctest.Wait()
 				}

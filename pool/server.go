@@ -170,10 +170,18 @@ func (s *server) idlePolicyLocked() idlePolicy {
 // the timer may have fired as it was stopped or re-armed (a changed
 // idleTimeout, a session that came and left again). A child still
 // answering a call of a session that moved to other roots is looked at
-// again an idle period later: the call is not cut short.
+// again an idle period later: the call is not cut short. A failed one is
+// kept: it runs no process, and the server stays failed, its requests
+// failing fast with the reason, until it is restarted or its config
+// changes (revived arms the timer again then).
 func (s *server) reapIdle(pt *partition, b *backend) {
 	s.mu.Lock()
 	if len(pt.members) > 0 || pt.current.Load() != b {
+		s.mu.Unlock()
+		return
+	}
+	if b.failed() {
+		pt.idle = nil
 		s.mu.Unlock()
 		return
 	}
@@ -191,6 +199,20 @@ func (s *server) reapIdle(pt *partition, b *backend) {
 	s.mu.Unlock()
 	s.p.log.Info("stopping idle child", "server", s.name, "pid", b.pid(), "roots", pt.roots)
 	b.stop(errIdle)
+}
+
+// revived is told by b's supervisor that b, failed, starts again (a
+// restart, a config change that kept its process): with no session in
+// its partition, it is stopped an idle period from now, as a child
+// started with none is, since reapIdle kept it while it was failed.
+func (s *server) revived(b *backend) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, pt := range s.parts {
+		if pt.current.Load() == b && len(pt.members) == 0 && !s.removed {
+			s.armIdleLocked(pt)
+		}
+	}
 }
 
 // retireLocked takes pt's child out of the server and returns it, for the
@@ -598,6 +620,10 @@ func (s *server) membersOf(b *backend) []*session {
 	return nil
 }
 
+// info sums up the server's children, its partitions' and its sessions'
+// own (share "session") alike, as ServerInfo says: ready when one is,
+// else as the newest is; its error is why the newest failed one failed.
+// Children a config change replaced, still draining, do not count.
 func (s *server) info() ServerInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -606,15 +632,24 @@ func (s *server) info() ServerInfo {
 	if info.Share == "" {
 		info.Share = ShareShared
 	}
-	// With several partitions, the server is as ready as its best child.
-	for _, b := range s.currentsLocked() {
+	children := s.currentsLocked()
+	for _, b := range s.perSession {
+		children = append(children, b)
+	}
+	var newest, newestFailed uint64 // backend ids grow with each child slot made
+	ready := false
+	for _, b := range children {
 		st := b.stateName()
-		if info.State == StateStopped || st == StateReady {
-			info.State = st
+		ready = ready || st == StateReady
+		if b.id > newest {
+			newest, info.State = b.id, st
 		}
-		if msg := b.failureMessage(); msg != "" {
-			info.Error = msg
+		if msg := b.failureMessage(); msg != "" && b.id > newestFailed {
+			newestFailed, info.Error = b.id, msg
 		}
+	}
+	if ready {
+		info.State = StateReady
 	}
 	if s.cfg.Disabled {
 		info.State = "disabled"

@@ -64,6 +64,7 @@ func (b *backend) supervise() {
 				b.hsErr = nil
 				b.mu.Unlock()
 				b.emitState()
+				b.srv.revived(b)
 				continue
 			}
 		}

@@ -142,7 +142,15 @@ type ServerInfo struct {
 	Name     string `json:"name"`
 	Share    Share  `json:"share"`
 	Disabled bool   `json:"disabled"`
-	State    string `json:"state"`
+	// State sums up the server's children, shared (one per roots
+	// partition) or its sessions' own (share "session") alike: ready
+	// when one of them is; else the state of the newest (starting,
+	// restarting, failed, stopping); stopped when it has none; disabled
+	// when it is disabled. A failed child is kept, runs no process and
+	// fails its requests fast until restarted or its config changes.
+	State string `json:"state"`
+	// Error is why its newest failed child failed, when one did (beside
+	// ready too, when another child is ready).
 	Error    string `json:"error,omitempty"`
 	Draining bool   `json:"draining,omitempty"`
 }
