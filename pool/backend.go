@@ -62,6 +62,10 @@ type backend struct {
 	// requests to clients: their own lock (requests.go).
 	reqs *requestTable
 
+	// retired is closed once by retire, when the server is removed or
+	// disabled: a wait for the handshake ends (handshakeResult).
+	retired chan struct{}
+
 	// Counted by readLoop, read by snapshots.
 	badLines, orphaned atomic.Uint64
 	// Client notifications dropped past their bound (sendNotification).
@@ -101,6 +105,7 @@ type backend struct {
 	lastErr     string
 	stopErr     error
 	draining    bool
+	retiredBy   error    // the final reason it drains for (the server removed or disabled), once retire set it
 	reason      string   // why the state is what it is, when not obvious (resolve.go)
 	resolved    []string // what the child was started as, when resolved; nil: as configured
 	resolveNote string
@@ -173,6 +178,7 @@ func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string,
 		done:     make(chan struct{}),
 		state:    StateStarting,
 		hsDone:   make(chan struct{}),
+		retired:  make(chan struct{}),
 		subs:     map[string]int{},
 		holds:    map[subHold]struct{}{},
 		subWaits: map[string]*subWait{},
@@ -246,7 +252,9 @@ func (b *backend) failureMessage() string {
 // initialize or server/discover needs it.
 // A client waits no longer than the request timeout: a child that never
 // finishes its handshake is restarted only at the handshake timeout, and
-// a slow crash loop may never spend the restart budget.
+// a slow crash loop may never spend the restart budget. Nor past its
+// server's removal or disable (retire): the child's handshake would
+// answer for a server that takes no more requests.
 func (b *backend) handshakeResult(cancel <-chan struct{}) (*handshake, error) {
 	b.mu.Lock()
 	ch := b.hsDone
@@ -261,6 +269,11 @@ func (b *backend) handshakeResult(cancel <-chan struct{}) (*handshake, error) {
 		case <-ch:
 		case <-cancel:
 			return nil, errSessionEnded
+		case <-b.retired:
+			b.mu.Lock()
+			why := b.retiredBy
+			b.mu.Unlock()
+			return nil, newError(errServerGone, false, b.srv.name, b.srv.name, why)
 		case <-t.C:
 			b.mu.Lock()
 			last := b.lastErr

@@ -45,10 +45,11 @@
 //     handshake, or the pool's own answer to a setLevel), or gone on (a
 //     setLevel sent on to the child, a request of its own; a listen
 //     opened), or as the wait ended (timed out, refused, the session
-//     ended, handed back, stopped, cancelled by the user):
-//     [session.awaitHandshakeFor], [session.handshaken],
+//     ended, handed back, stopped, cancelled by the user, its server
+//     removed or disabled, answered so before a removed server's session
+//     ends): [session.awaitHandshakeFor], [session.handshaken],
 //     [backend.registerWait], [backend.endWait], [handshakeWait.goOn],
-//     [session.setLogLevel], [session.listen]. The child's late answer
+//     [backend.retire], [session.setLogLevel], [session.listen]. The child's late answer
 //     to the probe the pool stopped waiting for (server/discover, once
 //     initialize answered) is no orphan: [backend.dropProbe],
 //     [backend.onResponse].

@@ -52,7 +52,8 @@ type waiting struct {
 	c    *client   // its session, dialled; or
 	a    *attached // its session, attached as `switchboard connect` attaches it
 	r    pool.RequestInfo
-	gate string // its removal lets the child start
+	gate string            // its removal lets the child start
+	cfg  pool.ServerConfig // its server's
 }
 
 // startWaiting opens a session (attached, or dialled) of a server whose
@@ -74,7 +75,8 @@ func startWaiting(t *testing.T, rq waitingRequest, attach bool, opts *pool.Optio
 		hold()
 	}
 	flags = append(append([]string{"-start-while", w.gate}, rq.flags...), flags...)
-	tp := newTestPool(t, opts, fake("slow", flags...))
+	w.cfg = fake("slow", flags...)
+	tp := newTestPool(t, opts, w.cfg)
 	w.tp = tp
 	send := func(line string) {
 		if _, err := w.a.in.WriteString(line + "\n"); err != nil {

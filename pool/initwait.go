@@ -61,6 +61,29 @@ func (b *backend) registerWait(s *session, w *handshakeWait) *pending {
 	return p
 }
 
+// retire ends the waits for the child's handshake on a backend drained
+// because its server was removed or disabled (reason): such a server
+// takes no more requests, so its child's handshake answers none, and no
+// wait reached the child. Each is answered now that the server stopped,
+// and why, before the caller goes on: a removed server's sessions end
+// once idle (server.remove), after these answers. A wait that comes
+// later ends at once (handshakeResult).
+func (b *backend) retire(reason error) {
+	b.mu.Lock()
+	if b.retiredBy != nil {
+		b.mu.Unlock()
+		return
+	}
+	b.retiredBy = reason
+	close(b.retired)
+	b.mu.Unlock()
+	for _, p := range b.reqs.all() {
+		if p.line == nil && p.reply == nil { // a wait: nothing to write (registerWait)
+			b.finish(p, failure(endChildGone, errServerStopped, b.srv.name, reason, p.method))
+		}
+	}
+}
+
 // endWait ends a client's request that waited for its child's
 // handshake: answered with result, or as err, how the wait ended, says.
 // It reports false when another ending came first (a stop, a crash loop,

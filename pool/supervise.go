@@ -474,12 +474,16 @@ func (b *backend) restartNow() {
 }
 
 // drain stops the backend once nothing is pending, or after the request
-// timeout at the latest.
+// timeout at the latest. For a final reason (the server removed or
+// disabled) the waits for the child's handshake end first (retire).
 func (b *backend) drain(reason error) {
 	b.mu.Lock()
 	b.draining = true
 	timeout := b.requestTimeoutLocked()
 	b.mu.Unlock()
+	if f := (*finalStop)(nil); errors.As(reason, &f) {
+		b.retire(reason)
+	}
 	idle := b.reqs.whenIdle()
 	b.p.wg.Go(func() {
 		t := time.NewTimer(timeout)
