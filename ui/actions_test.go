@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/switchboard-mcp/switchboard/pool"
@@ -43,6 +45,7 @@ func TestBackendRowRestartsItsChildOnly(t *testing.T) {
 	u := newTestUIAsync(t, fake, tabBackends, true)
 	u.dash.win.Resize(fyne.NewSize(1000, 660))
 	test.Tap(button(t, rowCells(u.dash.backends, "per [s1]"), rowRestart))
+	test.Tap(dialogButton(t, u.dash.win, rowRestart))
 	waitCalls(t, fake, "restart backend 5")
 	if got := fake.recorded(); slices.Contains(got, "restart per") || slices.Contains(got, "restart backend 6") {
 		t.Fatalf("alice's row restarted more than her child: %q", got)
@@ -55,6 +58,7 @@ func TestBackendRowRestartsItsChildOnly(t *testing.T) {
 		t.Errorf("the card of a server with two children says %q, want %q", card.restart.Text, cardRestartAll)
 	}
 	test.Tap(card.restart)
+	test.Tap(dialogButton(t, u.dash.win, cardRestartAll))
 	waitCalls(t, fake, "restart backend 5", "restart per")
 }
 
@@ -343,5 +347,323 @@ func TestHistoryWindowReadAfterGoingLiveIsDropped(t *testing.T) {
 	}
 	if w.hist != nil {
 		t.Errorf("a history window read before going live replaced the live view (%v..%v)", w.hist.Since, w.hist.Until)
+	}
+}
+
+// confirmBefore taps b and checks what the dialog it opens says: each of
+// want, and that nothing was done yet.
+func confirmBefore(t *testing.T, u *UI, fake *fakeCtrl, b *widget.Button, want ...string) {
+	t.Helper()
+	before := len(fake.recorded())
+	test.Tap(b)
+	if got := fake.recorded(); len(got) != before {
+		t.Fatalf("acted before asking: %q", got[before:])
+	}
+	msg := dialogText(t, u.dash.win)
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("the confirmation reads %q; want it to say %q", msg, w)
+		}
+	}
+}
+
+// Every row button and server restart asks first, naming what it acts on
+// and what happens, and the confirmed action acts on what was named even
+// when the rows moved meanwhile. On the first edition Cancel, Kill,
+// Restart child, a card's Restart (all) and the tray's Restart and Stop
+// acted at the click, on whatever row the button drawn under the pointer
+// stood for by then.
+func TestActionsAskFirstAndActOnWhatWasConfirmed(t *testing.T) {
+	snap := fixture()
+	snap.Backends[0].ID, snap.Backends[1].ID = 17, 18
+	fake := newFake(snap)
+	u := newTestUI(t, fake, tabInFlight)
+	u.dash.win.Resize(fyne.NewSize(1000, 660))
+	u.render(fake.Snapshot(), t0)
+	win := u.dash.win
+
+	// Cancel of the hung request; it ends and the next row moves up
+	// before the user confirms: the confirmed one is cancelled.
+	confirmBefore(t, u, fake, button(t, rowCells(u.dash.inflight, "sleep"), "Cancel"),
+		"tools/call sleep", "s2 (cursor)", "fake")
+	fake.update(func(s *pool.Snapshot) { s.InFlight = s.InFlight[1:] })
+	u.render(fake.Snapshot(), t0)
+	test.Tap(dialogButton(t, win, "Cancel request"))
+	waitCalls(t, fake, "cancel 9")
+	if slices.Contains(fake.recorded(), "cancel 7") {
+		t.Error("the confirmed Cancel cancelled the row that moved under it")
+	}
+
+	// Kill and Restart child of a Backends row, while another child's row
+	// comes before it.
+	u.dash.selectTab(tabBackends)
+	u.render(fake.Snapshot(), t0)
+	confirmBefore(t, u, fake, button(t, rowCells(u.dash.backends, "fake"), "Kill"),
+		"fake (PID 4242)", "3 requests in flight")
+	fake.update(func(s *pool.Snapshot) {
+		s.Backends = append([]pool.BackendInfo{{ID: 16, Server: "alpha", PID: 4000, State: pool.StateReady}}, s.Backends...)
+	})
+	u.render(fake.Snapshot(), t0)
+	test.Tap(dialogButton(t, win, "Kill"))
+	waitCalls(t, fake, "kill 4242")
+	confirmBefore(t, u, fake, button(t, rowCells(u.dash.backends, "fake"), rowRestart), "fake (PID 4242)")
+	test.Tap(dialogButton(t, win, "Restart child"))
+	waitCalls(t, fake, "restart backend 17")
+	if got := fake.recorded(); slices.Contains(got, "kill 4000") || slices.Contains(got, "restart backend 16") {
+		t.Errorf("acted on the row that came first: %q", got)
+	}
+
+	// No is no.
+	confirmBefore(t, u, fake, button(t, rowCells(u.dash.backends, "alpha"), "Kill"), "alpha (PID 4000)")
+	test.Tap(dialogButton(t, win, "No"))
+	if slices.Contains(fake.recorded(), "kill 4000") {
+		t.Error("killed after No")
+	}
+
+	// A leak's Kill.
+	u.dash.selectTab(tabLeaks)
+	u.render(fake.Snapshot(), t0)
+	confirmBefore(t, u, fake, button(t, rowCells(u.dash.leaks, "778"), "Kill"), "PID 778", "fake")
+	test.Tap(dialogButton(t, win, "Kill"))
+	waitCalls(t, fake, "killleak 778")
+
+	// The overview card's Restart.
+	u.dash.selectTab(tabOverview)
+	u.render(fake.Snapshot(), t0)
+	confirmBefore(t, u, fake, u.dash.overview.cards[0].restart, "Restart fake", "stopped gracefully")
+	test.Tap(dialogButton(t, win, "Restart"))
+	waitCalls(t, fake, "restart fake")
+
+	// The tray's Restart and Stop ask on the dashboard, as Kill leaked
+	// backends does.
+	u.hideDashboard()
+	u.menuDo(menuAction{Kind: actRestart, Server: "memory"})
+	if !u.dashOpen.Load() {
+		t.Fatal("the tray's Restart did not open the dashboard to ask")
+	}
+	if msg := dialogText(t, win); !strings.Contains(msg, "Restart memory") || slices.Contains(fake.recorded(), "restart memory") {
+		t.Errorf("the tray's Restart asks %q; calls so far %q", msg, fake.recorded())
+	}
+	test.Tap(dialogButton(t, win, "Restart"))
+	waitCalls(t, fake, "restart memory")
+	u.menuDo(menuAction{Kind: actStop, Server: "fake"})
+	if msg := dialogText(t, win); !strings.Contains(msg, "Stop fake") || !strings.Contains(msg, "2 requests in flight get an error") {
+		t.Errorf("the tray's Stop asks %q", msg)
+	}
+	test.Tap(dialogButton(t, win, "Stop"))
+	waitCalls(t, fake, "stop fake")
+}
+
+// A Restart child confirmed for one process restarts nothing when that
+// process is gone by then: the slot's next child is not what was asked.
+func TestRestartChildOfAGoneProcessRestartsNothing(t *testing.T) {
+	snap := fixture()
+	snap.Backends[0].ID = 17
+	fake := newFake(snap)
+	u := newTestUI(t, fake, tabBackends)
+	u.dash.win.Resize(fyne.NewSize(1000, 660))
+	u.render(fake.Snapshot(), t0)
+	confirmBefore(t, u, fake, button(t, rowCells(u.dash.backends, "fake"), rowRestart), "fake (PID 4242)")
+	fake.update(func(s *pool.Snapshot) { s.Backends[0].PID = 4343 }) // it crashed and was restarted
+	test.Tap(dialogButton(t, u.dash.win, "Restart child"))
+	if got := fake.recorded(); slices.Contains(got, "restart backend 17") {
+		t.Errorf("restarted PID 4343 after the user confirmed PID 4242: %q", got)
+	}
+	if msg := dialogText(t, u.dash.win); !strings.Contains(msg, "4242") {
+		t.Errorf("the dialog after the confirmation reads %q; want it to say PID 4242 is gone", msg)
+	}
+}
+
+// A child slot with no process (a failed server's, PID —) has no Kill:
+// there is nothing to kill. Its Restart child stays: it starts the child
+// again with a fresh restart budget. On the first edition Kill was there
+// and answered "pid 0 is not a child of this pool".
+func TestNoKillWithoutAProcess(t *testing.T) {
+	snap := fixture()
+	snap.Backends[1].ID = 18
+	fake := newFake(snap)
+	u := newTestUI(t, fake, tabBackends)
+	u.dash.win.Resize(fyne.NewSize(1000, 660))
+	u.render(fake.Snapshot(), t0)
+	row := rowCells(u.dash.backends, "memory")
+	for _, c := range row {
+		if c.btn.Visible() && c.btn.Text == "Kill" {
+			t.Error("a slot with no process has a Kill button")
+		}
+	}
+	confirmBefore(t, u, fake, button(t, row, rowRestart), "memory", "fresh restart budget")
+	test.Tap(dialogButton(t, u.dash.win, "Restart child"))
+	waitCalls(t, fake, "restart backend 18")
+}
+
+// A column of ages keeps its width as they tick: a button after it
+// stays where the pointer is. On the first edition "9m56s" becoming
+// "10m00s" widened the column, and a click aimed at a Kill missed.
+func TestTickingColumnsKeepTheirWidth(t *testing.T) {
+	test.NewTempApp(t)
+	at := func(age time.Duration) pool.Snapshot {
+		s := fixture()
+		for i := range s.InFlight {
+			s.InFlight[i].ReceivedAt = t0.Add(-age)
+		}
+		for i := range s.Backends {
+			s.Backends[i].StartedAt = t0.Add(-age)
+		}
+		for i := range s.Sessions {
+			s.Sessions[i].ConnectedAt = t0.Add(-age)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		cols []column
+		rows func(s pool.Snapshot) []row
+	}{
+		{"in flight", inflightColumns, func(s pool.Snapshot) []row { return inflightRows(s, t0, time.Hour) }},
+		{"backends", backendColumns, func(s pool.Snapshot) []row {
+			return backendRows(s, t0, map[int]procStat{4242: {RSS: 9 << 20, CPU: 3}})
+		}},
+		{"sessions", sessionColumns, func(s pool.Snapshot) []row { return sessionRows(s, t0) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := newTable(tc.cols, "empty")
+			for _, age := range []time.Duration{7 * time.Second, 9*time.Minute + 56*time.Second} {
+				tb.setRows(tc.rows(at(age)))
+			}
+			before := slices.Clone(tb.widths)
+			for _, age := range []time.Duration{10 * time.Minute, 59*time.Minute + 59*time.Second, time.Hour, 23*time.Hour + 59*time.Minute} {
+				tb.setRows(tc.rows(at(age)))
+				if !slices.Equal(tb.widths, before) {
+					t.Errorf("at age %v the widths are %v, were %v", age, tb.widths, before)
+				}
+			}
+		})
+	}
+}
+
+// tabTitleShown says whether the tab bar shows the title of tab name
+// whole, within the window.
+func tabTitleShown(d *dashboard, name string) bool {
+	width := d.win.Canvas().Size().Width
+	for _, o := range visible(d.tabs) {
+		if txt, ok := o.(*canvas.Text); ok && txt.Text == d.tabOf[name].Text && absRight(txt, txt.MinSize().Width) <= width {
+			return true
+		}
+	}
+	return false
+}
+
+// inView says whether the row's button reading text is drawn, within
+// the window's width.
+func inView(d *dashboard, row []*cell, text string) bool {
+	for _, c := range row {
+		if b := c.btn; b.Visible() && b.Text == text {
+			x := fyne.CurrentApp().Driver().AbsolutePositionForObject(b).X
+			return x >= 0 && x+b.Size().Width <= d.win.Canvas().Size().Width
+		}
+	}
+	return false
+}
+
+// In a small window (560 x 380) the selected view's tab is in the tab
+// bar, every row's buttons are in view, and the waterfall does not ask
+// for a larger window. On the first edition the tabs folded into "…"
+// (the selected one with them), Cancel and Kill lay right of the window
+// behind a scroll, and choosing the waterfall made the window 876 x 462.
+func TestDashboardFitsASmallWindow(t *testing.T) {
+	fake := newFake(fixture())
+	u := newTestUI(t, fake, tabInFlight)
+	d := u.dash
+	small := fyne.NewSize(560, 380)
+	d.win.Resize(small)
+	u.render(fake.Snapshot(), t0)
+	if !tabTitleShown(d, tabInFlight) {
+		t.Errorf("the selected tab's title %q is not in the tab bar", d.tabOf[tabInFlight].Text)
+	}
+	for _, name := range []string{"sleep", "search"} {
+		if !inView(d, rowCells(d.inflight, name), "Cancel") {
+			t.Errorf("the Cancel of %s is out of view", name)
+		}
+	}
+
+	d.selectTab(tabBackends)
+	u.render(fake.Snapshot(), t0)
+	if !tabTitleShown(d, tabBackends) {
+		t.Errorf("the selected tab's title %q is not in the tab bar", d.tabOf[tabBackends].Text)
+	}
+	row := rowCells(d.backends, "fake")
+	for _, text := range []string{rowRestart, "Kill"} {
+		if !inView(d, row, text) {
+			t.Errorf("the %s of fake's row is out of view", text)
+		}
+	}
+
+	d.selectTab(tabLeaks)
+	u.render(fake.Snapshot(), t0)
+	if !inView(d, rowCells(d.leaks, "778"), "Kill") {
+		t.Error("a leak's Kill is out of view")
+	}
+
+	for _, name := range []string{tabOverview, tabWaterfall, tabSessions, tabInFlight, tabBackends, tabHistory, tabLeaks} {
+		d.selectTab(name)
+		u.render(fake.Snapshot(), t0)
+		if m := d.win.Content().MinSize(); m.Width > small.Width || m.Height > small.Height {
+			t.Errorf("with %s shown the window asks to be at least %v, more than %v", name, m, small)
+		}
+	}
+}
+
+// A failed server's reason is cut to its card, with an ellipsis. On the
+// first edition it was cut at 66 characters, wider than the card: it ran
+// under the card's edge, cut mid-word.
+func TestCardNoteFitsItsCard(t *testing.T) {
+	snap := fixture()
+	snap.Servers[1].Error = `server "memory" failed: it exited 5 times in 1m0s (last: start memory: exec: "server-memory": not found)`
+	fake := newFake(snap)
+	u := newTestUI(t, fake, tabOverview)
+	u.dash.win.Resize(fyne.NewSize(1000, 660))
+	u.render(fake.Snapshot(), t0)
+	card := u.dash.overview.cards[1]
+	var note *canvas.Text
+	for _, l := range card.children {
+		if l.Text != "" && l.Color == theme.Color(theme.ColorNameError) {
+			note = l
+		}
+	}
+	if note == nil {
+		t.Fatal("the failed server's card shows no reason")
+	}
+	room := cardSize.Width - 2*cardPad
+	if w := fyne.MeasureText(note.Text, note.TextSize, note.TextStyle).Width; w > room || !strings.HasSuffix(note.Text, "…") {
+		t.Errorf("the reason %q is %.0f wide in a card with room for %.0f; want it cut to fit, with an ellipsis", note.Text, w, room)
+	}
+}
+
+// A dashboard shown again shows the pool as it is from its first frame.
+// On the first edition it showed the tables as they were when it was
+// closed until the loop's next frame: a session closed meanwhile was
+// listed, a new one missing.
+func TestReopenedDashboardShowsTheCurrentState(t *testing.T) {
+	fake := newFake(fixture())
+	u := newTestUI(t, fake, tabSessions)
+	u.hideDashboard()
+	fake.update(func(s *pool.Snapshot) {
+		s.Sessions = append(s.Sessions[1:], pool.SessionInfo{ID: "s4", Server: "fake", ClientName: "zed", ConnectedAt: t0})
+		s.InFlight = nil
+	})
+	u.apply(u.frameFor(fake.Snapshot(), t0, u.dashOpen.Load())) // the loop's, while closed: no rows
+	u.showDashboard("")
+	var ids []string
+	for _, r := range u.dash.sessions.rows {
+		ids = append(ids, r.cells[6])
+	}
+	if want := []string{"s2", "s3", "s4"}; !slices.Equal(ids, want) {
+		t.Errorf("the reopened dashboard lists sessions %q, want %q", ids, want)
+	}
+	if n := len(u.dash.inflight.rows); n != 0 || u.dash.tabOf[tabInFlight].Text != tabInFlight {
+		t.Errorf("the reopened dashboard shows %d requests in flight, titled %q; want none", n, u.dash.tabOf[tabInFlight].Text)
+	}
+	if got := u.dash.overview.header.text.Text; !strings.HasPrefix(got, "3 sessions") {
+		t.Errorf("the reopened overview's header is %q, want 3 sessions", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
@@ -37,6 +39,9 @@ type dashboard struct {
 
 	tabs   *container.AppTabs
 	tabOf  map[string]*container.TabItem
+	nameOf map[*container.TabItem]string
+	counts map[string][2]int // the count and hung count each tab's title shows
+	tabsW  float32           // the tab bar's width as laid out (0: not yet)
 	banner *fyne.Container
 	bannerText,
 	status *widget.Label
@@ -52,7 +57,7 @@ type dashboard struct {
 }
 
 func newDashboard(u *UI) *dashboard {
-	d := &dashboard{u: u, tabOf: map[string]*container.TabItem{}}
+	d := &dashboard{u: u, tabOf: map[string]*container.TabItem{}, nameOf: map[*container.TabItem]string{}, counts: map[string][2]int{}}
 	d.win = u.app.NewWindow("Switchboard")
 	d.win.SetCloseIntercept(u.hideDashboard)
 
@@ -61,9 +66,7 @@ func newDashboard(u *UI) *dashboard {
 
 	d.inflight = newTable(inflightColumns, "Nothing in flight. Requests show here while a child works on them;\n"+
 		"the Waterfall tab shows them over time.")
-	d.inflight.onButton = func(_ column, r row) {
-		u.act(fmt.Sprintf("cancel request %d", r.poolID), func(context.Context) error { return u.ctrl.Cancel(r.poolID) })
-	}
+	d.inflight.onButton = func(_ column, r row) { d.confirmCancel(r) }
 	d.hangNote = widget.NewLabel("")
 	d.hangNote.Wrapping = fyne.TextWrapWord
 
@@ -75,10 +78,9 @@ func newDashboard(u *UI) *dashboard {
 	d.backends.onButton = func(c column, r row) {
 		switch c.button {
 		case rowRestart: // this row's child only: the server's others run on
-			u.act(fmt.Sprintf("restart %s (PID %s)", r.cells[0], pidText(r.pid)),
-				func(context.Context) error { return u.ctrl.RestartBackend(r.backend) })
+			d.confirmRestartChild(r)
 		case "Kill":
-			u.act(fmt.Sprintf("kill %s (PID %d)", r.server, r.pid), func(context.Context) error { return u.ctrl.KillChild(r.pid) })
+			d.confirmKillChild(r)
 		}
 	}
 	d.backends.onSelect = func(r row) {
@@ -92,12 +94,7 @@ func newDashboard(u *UI) *dashboard {
 	}
 
 	d.leaks = newTable(leakColumns, "Nothing to clean up.")
-	d.leaks.onButton = func(_ column, r row) {
-		u.act(fmt.Sprintf("kill leaked %s (PID %d)", r.server, r.pid), func(ctx context.Context) error {
-			defer u.pollLeaksNow()
-			return u.ctrl.KillLeak(ctx, r.pid)
-		})
-	}
+	d.leaks.onButton = func(_ column, r row) { d.confirmKillLeak(r) }
 	d.leakDetail = widget.NewLabel("Select a process to see why it is a leak, and its command.")
 	d.leakDetail.Wrapping = fyne.TextWrapWord
 	d.leaks.onSelect = func(r row) { d.leakDetail.SetText(r.detail) }
@@ -117,15 +114,19 @@ func newDashboard(u *UI) *dashboard {
 	leaksView.Offset = 0.75
 	d.tabs = container.NewAppTabs(
 		d.tab(tabOverview, theme.HomeIcon(), d.overview.view),
-		d.tab(tabWaterfall, theme.ListIcon(), d.waterfall.view),
+		// The waterfall needs more room than a small window has: there it
+		// scrolls rather than make the window grow (the plot's own wheel
+		// and drag still zoom and pan it).
+		d.tab(tabWaterfall, theme.ListIcon(), container.NewScroll(d.waterfall.view)),
 		d.tab(tabSessions, theme.AccountIcon(), d.sessions.view),
 		d.tab(tabInFlight, theme.HistoryIcon(), container.NewBorder(d.hangNote, nil, nil, nil, d.inflight.view)),
 		d.tab(tabBackends, theme.ComputerIcon(), backendsView),
-		d.tab(tabHistory, theme.ListIcon(), d.history.view),
+		d.tab(tabHistory, theme.StorageIcon(), d.history.view),
 		d.tab(tabLeaks, theme.WarningIcon(), container.NewBorder(
 			container.NewBorder(nil, nil, nil, d.killAll, d.leakNote), nil, nil, nil, leaksView)),
 	)
 	d.tabs.OnSelected = func(t *container.TabItem) {
+		d.retitle() // a compact tab bar names the selected tab in full
 		u.wfShown.Store(t == d.tabOf[tabWaterfall] && u.dashOpen.Load())
 		switch t {
 		case d.tabOf[tabWaterfall]:
@@ -154,7 +155,9 @@ func newDashboard(u *UI) *dashboard {
 	d.status = widget.NewLabel("")
 	d.status.Truncation = fyne.TextTruncateEllipsis
 
-	d.win.SetContent(container.NewBorder(d.banner, d.status, nil, nil, d.tabs))
+	content := container.NewBorder(d.banner, d.status, nil, nil, d.tabs)
+	content.Layout = tabsLayout{content.Layout, d}
+	d.win.SetContent(content)
 	d.restore()
 	d.shortcuts()
 	return d
@@ -188,7 +191,93 @@ func (d *dashboard) selectIndex(i int) {
 func (d *dashboard) tab(name string, icon fyne.Resource, content fyne.CanvasObject) *container.TabItem {
 	t := container.NewTabItemWithIcon(name, icon, content)
 	d.tabOf[name] = t
+	d.nameOf[t] = name
 	return t
+}
+
+// minCap is a layout that asks for at most max, whatever its content
+// asks: what does not fit is cut rather than make the window grow.
+type minCap struct{ max fyne.Size }
+
+func (l minCap) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	layout.NewStackLayout().Layout(objs, size)
+}
+
+func (l minCap) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	m := layout.NewStackLayout().MinSize(objs)
+	return fyne.NewSize(min(m.Width, l.max.Width), min(m.Height, l.max.Height))
+}
+
+// tabsLayout is the window's layout (border, with the tabs full width):
+// it makes the tabs' titles compact when the window is too narrow for
+// them whole, where the toolkit would fold the tabs that do not fit into
+// a menu, the selected one with them.
+type tabsLayout struct {
+	border fyne.Layout
+	d      *dashboard
+}
+
+func (l tabsLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	if size.Width != l.d.tabsW {
+		l.d.tabsW = size.Width
+		l.d.retitle()
+	}
+	l.border.Layout(objs, size)
+}
+
+func (l tabsLayout) MinSize(objs []fyne.CanvasObject) fyne.Size { return l.border.MinSize(objs) }
+
+// tabTitle is a tab's title: its name and counts, "In flight (12, 1
+// hung)"; compact, its counts only, "12, 1 hung", or nothing (the tab
+// shows its icon).
+func tabTitle(name string, n, hung int, compact bool) string {
+	counts := ""
+	switch {
+	case hung > 0:
+		counts = fmt.Sprintf("%d, %d hung", n, hung)
+	case n > 0:
+		counts = strconv.Itoa(n)
+	}
+	switch {
+	case compact:
+		return counts
+	case counts != "":
+		return name + " (" + counts + ")"
+	}
+	return name
+}
+
+// tabWidth is how wide the tab bar draws a tab titled title.
+func tabWidth(title string) float32 {
+	w := theme.IconInlineSize() + 2*theme.InnerPadding() + theme.Padding()
+	if title != "" {
+		w += theme.Padding() + fyne.MeasureText(title, theme.TextSize(), fyne.TextStyle{Bold: true}).Width + theme.InnerPadding()
+	}
+	return w
+}
+
+// retitle sets the tabs' titles from their counts: whole when they fit
+// the tab bar, else compact but for the selected tab's. It redraws the
+// tab bar only when a title changed.
+func (d *dashboard) retitle() {
+	var whole float32
+	for _, t := range d.tabs.Items {
+		c := d.counts[d.nameOf[t]]
+		whole += tabWidth(tabTitle(d.nameOf[t], c[0], c[1], false))
+	}
+	compact := d.tabsW > 0 && whole > d.tabsW
+	changed := false
+	for _, t := range d.tabs.Items {
+		name := d.nameOf[t]
+		c := d.counts[name]
+		if title := tabTitle(name, c[0], c[1], compact && t != d.tabs.Selected()); t.Text != title {
+			t.Text = title
+			changed = true
+		}
+	}
+	if changed {
+		d.tabs.Refresh()
+	}
 }
 
 func withAlpha(c color.Color, a uint8) color.Color {
@@ -258,17 +347,9 @@ func setText(l *widget.Label, s string) {
 // setTitle puts a count in a tab's title ("In flight (12, 1 hung)") and
 // redraws the tab bar only when it changed.
 func (d *dashboard) setTitle(name string, n, hung int) {
-	t := d.tabOf[name]
-	title := name
-	switch {
-	case hung > 0:
-		title = fmt.Sprintf("%s (%d, %d hung)", name, n, hung)
-	case n > 0:
-		title = fmt.Sprintf("%s (%d)", name, n)
-	}
-	if t.Text != title {
-		t.Text = title
-		d.tabs.Refresh()
+	if c := [2]int{n, hung}; d.counts[name] != c {
+		d.counts[name] = c
+		d.retitle()
 	}
 }
 
@@ -379,7 +460,10 @@ func newHistoryView(u *UI) *historyView {
 	h.results = newTable(historyColumns, "No requests match. Widen the time range or clear the filters.")
 	h.results.onSelect = h.showTimeline
 	h.timeline = newTimelineList(func() []TimelineEntry { return h.steps }, "—")
-	filters := container.NewGridWithColumns(6, h.server, h.session, h.status, h.method, h.since, search)
+	// In a narrow window the filters narrow too (their text cut) rather
+	// than make the window grow.
+	filters := container.New(minCap{fyne.NewSize(400, math.MaxFloat32)},
+		container.NewGridWithColumns(6, h.server, h.session, h.status, h.method, h.since, search))
 	h.inWaterfall = widget.NewButtonWithIcon("Show in the waterfall", theme.ListIcon(), func() {
 		u.showDashboard(tabWaterfall)
 		u.dash.waterfall.openAround(h.selected)

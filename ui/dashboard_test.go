@@ -264,19 +264,24 @@ func TestTapCancelRestartKill(t *testing.T) {
 	snap.Backends[0].ID, snap.Backends[1].ID = 17, 18
 	fake := newFake(snap)
 	u := newTestUIAsync(t, fake, tabInFlight, true) // the actions touch no widget
-	test.Tap(button(t, rowCells(u.dash.inflight, "tools/call"), "Cancel"))
+	tap := func(b *widget.Button, verb string) {
+		t.Helper()
+		test.Tap(b)
+		test.Tap(dialogButton(t, u.dash.win, verb))
+	}
+	tap(button(t, rowCells(u.dash.inflight, "sleep"), "Cancel"), "Cancel request")
 	waitCalls(t, fake, "cancel 9")
 
 	u.dash.selectTab(tabBackends)
 	u.render(fake.Snapshot(), t0)
 	row := rowCells(u.dash.backends, "fake")
-	test.Tap(button(t, row, rowRestart))
-	test.Tap(button(t, row, "Kill"))
+	tap(button(t, row, rowRestart), rowRestart)
+	tap(button(t, row, "Kill"), "Kill")
 	waitCalls(t, fake, "restart backend 17", "kill 4242") // the row's child, not the server
 
 	u.dash.selectTab(tabLeaks)
 	u.render(fake.Snapshot(), t0)
-	test.Tap(button(t, rowCells(u.dash.leaks, "778"), "Kill"))
+	tap(button(t, rowCells(u.dash.leaks, "778"), "Kill"), "Kill")
 	waitCalls(t, fake, "killleak 778")
 	if slices.Contains(fake.recorded(), "killleak 777") {
 		t.Error("Kill on one leak killed another")
@@ -329,7 +334,9 @@ func TestTrayMenuActionsReachTheController(t *testing.T) {
 	fake := newFake(fixture())
 	u := newTestUI(t, fake, tabSessions)
 	u.menuDo(menuAction{Kind: actRestart, Server: "memory"})
+	test.Tap(dialogButton(t, u.dash.win, "Restart"))
 	u.menuDo(menuAction{Kind: actStop, Server: "fake"})
+	test.Tap(dialogButton(t, u.dash.win, "Stop"))
 	waitCalls(t, fake, "restart memory", "stop fake")
 	u.menuDo(menuAction{Kind: actQuit})
 	if fake.quits.Load() != 1 {

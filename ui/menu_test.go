@@ -236,6 +236,9 @@ type fakeHost struct {
 	items  []*fakeItem
 	resets int
 	log    []string
+	// clicks are the actions of the items clicked, for the test
+	// goroutine to run (the app runs them on the UI goroutine).
+	clicks chan menuAction
 }
 
 type fakeItem struct {
@@ -302,8 +305,27 @@ func testTray(t *testing.T, fake *fakeCtrl) (*UI, *tray, *fakeTray, *fakeHost, *
 	desk, host := &fakeTray{}, &fakeHost{}
 	var tips []string
 	tr := u.newTray(desk, host, func(s string) bool { tips = append(tips, s); return true })
+	host.clicks = make(chan menuAction, 16)
+	tr.menu.do = func(a menuAction) { host.clicks <- a }
 	t.Cleanup(func() { tr.menu.close(); u.wg.Wait(); fake.wg.Wait() })
 	return u, tr, desk, host, &tips
+}
+
+// runClick runs the action of the next item clicked, and says Restart or
+// Stop to the question it asks.
+func runClick(t *testing.T, u *UI, host *fakeHost) {
+	t.Helper()
+	select {
+	case a := <-host.clicks:
+		u.menuDo(a)
+		verb := "Restart"
+		if a.Kind == actStop {
+			verb = "Stop"
+		}
+		test.Tap(dialogButton(t, u.dash.win, verb))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the click did nothing")
+	}
 }
 
 // TestTrayMenuUpdatesInPlace: counts change while the menu is open and a
@@ -335,6 +357,7 @@ func TestTrayMenuUpdatesInPlace(t *testing.T) {
 	}
 	// The click on the item built before the change still restarts.
 	restart.ch <- struct{}{}
+	runClick(t, u, host)
 	waitCalls(t, fake, "restart fake")
 
 	// Hung: the waterfall item leads to it, the tooltip says so.
@@ -570,6 +593,7 @@ func TestTrayMenuReloadReplacingAServer(t *testing.T) {
 		}
 		before := len(fake.recorded())
 		it.ch <- struct{}{}
+		runClick(t, u, host)
 		waitUntil(t, 5*time.Second, "the click to act", func() bool { return len(fake.recorded()) > before })
 	}
 	for _, c := range fake.recorded() {
@@ -581,5 +605,6 @@ func TestTrayMenuReloadReplacingAServer(t *testing.T) {
 	// The new server's own items act on it.
 	host.find(t, "git — ready")
 	host.find(t, "Restart").ch <- struct{}{}
+	runClick(t, u, host)
 	waitCalls(t, fake, "restart git")
 }

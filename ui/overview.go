@@ -16,7 +16,7 @@ import (
 // server's rolling figures and the sampler's measurements, computed off
 // the UI goroutine.
 type overview struct {
-	Header string // "5 sessions · 2 children · 212 MiB saved by sharing"
+	Header string // "1 request hung · 5 sessions · 2 children · 212 MiB saved by sharing"
 	Sub    string // what the figures mean, and over how long
 	Cards  []serverCard
 }
@@ -127,12 +127,14 @@ func overviewFor(s pool.Snapshot, now time.Time, hang time.Duration, figures fun
 		totalSaved += c.Saved
 		ov.Cards = append(ov.Cards, c)
 	}
-	parts := []string{plural(totalSessions, "session"), plural(totalChildren, "child", "children")}
-	if totalSaved > 0 {
-		parts = append(parts, formatBytes(totalSaved)+" saved by sharing")
-	}
+	// Hung requests first: a narrow window cuts the end of the line.
+	var parts []string
 	if n := sumValues(hung); n > 0 {
 		parts = append(parts, plural(n, "request")+" hung")
+	}
+	parts = append(parts, plural(totalSessions, "session"), plural(totalChildren, "child", "children"))
+	if totalSaved > 0 {
+		parts = append(parts, formatBytes(totalSaved)+" saved by sharing")
 	}
 	ov.Header = strings.Join(parts, " · ")
 	window := statWindow

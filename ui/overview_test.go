@@ -134,7 +134,7 @@ func TestOverviewFor(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("cards (-want +got):\n%s", d)
 	}
-	if want := "8 sessions · 5 children · 234.0 MiB saved by sharing · 1 request hung"; ov.Header != want {
+	if want := "1 request hung · 8 sessions · 5 children · 234.0 MiB saved by sharing"; ov.Header != want {
 		t.Errorf("header = %q, want %q", ov.Header, want)
 	}
 }

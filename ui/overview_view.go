@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"context"
 	"image/color"
 
 	"fyne.io/fyne/v2"
@@ -24,20 +23,18 @@ const cardPad = 12
 type overviewView struct {
 	u      *UI
 	view   fyne.CanvasObject
-	header *canvas.Text
-	sub    *canvas.Text
+	header *cutLine
+	sub    *cutLine
 	grid   *fyne.Container
 	cards  []*cardView
 	empty  *fyne.Container
+	shown  overview
 }
 
 func newOverviewView(u *UI) *overviewView {
 	o := &overviewView{u: u}
-	o.header = canvas.NewText("", theme.Color(theme.ColorNameForeground))
-	o.header.TextStyle.Bold = true
-	o.header.TextSize = 18
-	o.sub = canvas.NewText("", theme.Color(theme.ColorNamePlaceHolder))
-	o.sub.TextSize = 12
+	o.header = newCutLine(18, true)
+	o.sub = newCutLine(12, false)
 	o.grid = container.NewGridWrap(cardSize)
 	openCfg := widget.NewButtonWithIcon("Open config file", theme.DocumentIcon(), u.openConfig)
 	msg := widget.NewLabelWithStyle("No servers configured. Add one to the mcpServers object of the config file:\n"+
@@ -45,7 +42,7 @@ func newOverviewView(u *UI) *overviewView {
 		fyne.TextAlignCenter, fyne.TextStyle{Italic: true})
 	o.empty = container.NewCenter(container.NewVBox(msg, container.NewCenter(openCfg)))
 	o.empty.Hide()
-	top := container.New(layout.NewCustomPaddedLayout(8, 4, 12, 12), container.NewVBox(o.header, o.sub))
+	top := container.New(layout.NewCustomPaddedLayout(8, 4, 12, 12), container.NewVBox(o.header.view, o.sub.view))
 	o.view = container.NewBorder(top, nil, nil, nil,
 		container.NewStack(container.NewVScroll(container.New(layout.NewCustomPaddedLayout(4, 8, 8, 8), o.grid)), o.empty))
 	return o
@@ -53,8 +50,9 @@ func newOverviewView(u *UI) *overviewView {
 
 // apply shows ov.
 func (o *overviewView) apply(ov overview) {
-	setCanvasText(o.header, ov.Header, theme.Color(theme.ColorNameForeground))
-	setCanvasText(o.sub, ov.Sub, theme.Color(theme.ColorNamePlaceHolder))
+	o.shown = ov
+	o.header.set(ov.Header, theme.Color(theme.ColorNameForeground))
+	o.sub.set(ov.Sub, theme.Color(theme.ColorNamePlaceHolder))
 	for len(o.cards) < len(ov.Cards) {
 		o.cards = append(o.cards, newCardView(o.u))
 	}
@@ -76,9 +74,62 @@ func (o *overviewView) apply(ov overview) {
 	}
 }
 
+// cutLine is a line of text cut to its width, with an ellipsis: it asks
+// for no width, so that a long header never widens the window (what
+// matters most comes first in it).
+type cutLine struct {
+	text  *canvas.Text
+	view  *fyne.Container
+	full  string
+	width float32 // as laid out; 0: not yet
+}
+
+func newCutLine(size float32, bold bool) *cutLine {
+	l := &cutLine{text: canvas.NewText("", theme.Color(theme.ColorNameForeground))}
+	l.text.TextSize, l.text.TextStyle.Bold = size, bold
+	l.view = container.New(l, l.text)
+	return l
+}
+
+// set shows s in colour c, cut to the width.
+func (l *cutLine) set(s string, c color.Color) {
+	l.full = s
+	shown := s
+	if l.width > 0 {
+		shown = fitText(s, l.text.TextSize, l.text.TextStyle, l.width)
+	}
+	setCanvasText(l.text, shown, c)
+}
+
+// Layout cuts the text to the new width.
+func (l *cutLine) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	if size.Width != l.width {
+		l.width = size.Width
+		l.set(l.full, l.text.Color)
+	}
+	objs[0].Resize(size)
+}
+
+// MinSize is the text's height, and no width.
+func (l *cutLine) MinSize([]fyne.CanvasObject) fyne.Size {
+	return fyne.NewSize(0, fyne.MeasureText("Mg", l.text.TextSize, l.text.TextStyle).Height)
+}
+
+// figures are server's rolling figures as last shown: what a frame made
+// off the loop's goroutine, which owns the tracker, shows until the
+// loop's next frame.
+func (o *overviewView) figures(server string) serverFigures {
+	for _, c := range o.shown.Cards {
+		if c.Name == server {
+			return c.Figures
+		}
+	}
+	return serverFigures{}
+}
+
 // cardView is one server's card.
 type cardView struct {
-	server   string
+	card     serverCard // as shown: what its Restart asks about
 	box      *fyne.Container
 	bg       *canvas.Rectangle
 	name     *canvas.Text
@@ -130,9 +181,9 @@ func newCardView(u *UI) *cardView {
 	c.latCap, c.inCap = text(10, false), text(10, false)
 	c.latCap.Text, c.inCap.Text = "latency p50, 15 s buckets", "most in flight at once"
 	c.restart = widget.NewButtonWithIcon(cardRestart, theme.ViewRefreshIcon(), func() {
-		u.act("restart "+c.server, func(context.Context) error { return u.ctrl.Restart(c.server) })
+		u.dash.confirmRestartServer(c.card, c.restart.Text)
 	})
-	waterfall := widget.NewButtonWithIcon("Waterfall", theme.ListIcon(), func() { u.showWaterfallAt(c.server, wfKey{}) })
+	waterfall := widget.NewButtonWithIcon("Waterfall", theme.ListIcon(), func() { u.showWaterfallAt(c.card.Name, wfKey{}) })
 	c.restart.Importance, waterfall.Importance = widget.LowImportance, widget.LowImportance
 	dot := container.New(layout.NewCustomPaddedLayout(0, 0, 4, 0), container.NewGridWrap(fyne.NewSquareSize(9), c.dot))
 	c.badges = container.NewHBox(container.NewCenter(dot), container.NewCenter(c.state), container.NewCenter(c.share))
@@ -184,7 +235,7 @@ func setCanvasText(t *canvas.Text, s string, c color.Color) {
 }
 
 func (c *cardView) apply(sc serverCard) {
-	c.server = sc.Name
+	c.card = sc
 	fg := theme.Color(theme.ColorNameForeground)
 	dim := theme.Color(theme.ColorNamePlaceHolder)
 	border := theme.Color(theme.ColorNameSeparator)
@@ -235,7 +286,7 @@ func (c *cardView) apply(sc serverCard) {
 			line = lines[i]
 		}
 		if sc.Note != "" && i == len(lines)-1 {
-			line, col = truncate(line, 66), theme.Color(theme.ColorNameError)
+			line, col = fitText(line, t.TextSize, t.TextStyle, cardSize.Width-2*cardPad), theme.Color(theme.ColorNameError)
 		}
 		setCanvasText(t, line, col)
 	}

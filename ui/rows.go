@@ -35,6 +35,13 @@ type row struct {
 	poolID  uint64
 	pid     int
 	backend uint64
+	// what names the target for a confirmation ("fake (PID 4242)",
+	// "tools/call sleep from s2 (cursor) on fake"); state, age and
+	// inflight say what acting on it does.
+	what     string
+	state    string
+	age      string
+	inflight int
 	// detail is shown under the table when the row is selected (a
 	// backend's stderr tail, a history row's error).
 	detail string
@@ -43,15 +50,31 @@ type row struct {
 }
 
 // column is one column of a table. A column with a button shows that
-// button in every row instead of text. Widths fit the content (table.go).
+// button in every row instead of text, but in rows show refuses (nil:
+// every row). Button columns come first: they stay in view, the other
+// columns scroll under them. Widths fit the content (table.go).
 type column struct {
 	title  string
 	button string
+	show   func(r row) bool
 	// max caps a column of free text (stderr, errors, commands) so that
 	// the columns after it stay in view; the cell shows the rest on
 	// selection. Zero: the table's cap.
 	max float32
+	// fit are the widest texts a column of ticking figures (ages, memory)
+	// takes: it is as wide as them from the start, so that it does not
+	// widen as they tick.
+	fit []string
 }
+
+// Widest texts of ticking figures, for column.fit: formatAge's forms,
+// clockAndAge's, formatBytes' and a CPU share.
+var (
+	fitAge   = []string{"00m00s", "00h00m", "00d00h"}
+	fitClock = []string{"00:00:00 (00m00s ago)", "00:00:00 (00h00m ago)", "Mmm 00 00:00 (00d00h ago)"}
+	fitBytes = []string{"0000 KiB", "000.0 MiB", "00.00 GiB"}
+	fitCPU   = []string{"000%"}
+)
 
 // displayZone is the zone times are shown in; tests pin it.
 var displayZone = time.Local
@@ -61,7 +84,7 @@ var sessionColumns = []column{
 	{title: "Version"},
 	{title: "Transport"},
 	{title: "Server"},
-	{title: "Since"},
+	{title: "Since", fit: fitClock},
 	{title: "In flight"},
 	{title: "Session"},
 	{title: "Client PID"},
@@ -98,14 +121,14 @@ func reattachedDetail(ss pool.SessionInfo) string {
 }
 
 var inflightColumns = []column{
+	{title: "", button: "Cancel"},
 	{title: "Method"},
 	{title: "Tool"},
 	{title: "Session"},
 	{title: "Server"},
 	{title: "Child PID"},
-	{title: "Age"},
+	{title: "Age", fit: fitAge},
 	{title: "Written"},
-	{title: "", button: "Cancel"},
 }
 
 // inflightRows lists requests in flight, oldest first. Ages run from
@@ -130,9 +153,10 @@ func inflightRows(s pool.Snapshot, now time.Time, hang time.Duration) []row {
 		if c := clients[r.Session]; c != "" {
 			sess += " (" + c + ")"
 		}
-		out = append(out, row{level: lv, server: r.Server, poolID: r.PoolID, pid: r.PID, cells: []string{
-			r.Method, r.Name, sess, r.Server, pidText(r.PID), formatAge(age), yesNo(r.WrittenToChild),
-		}})
+		out = append(out, row{level: lv, server: r.Server, poolID: r.PoolID, pid: r.PID,
+			what: requestWhat(r.Method, r.Name) + " from " + sess + " on " + r.Server, age: formatAge(age), cells: []string{
+				r.Method, r.Name, sess, r.Server, pidText(r.PID), formatAge(age), yesNo(r.WrittenToChild),
+			}})
 	}
 	return out
 }
@@ -175,18 +199,28 @@ func (st procStat) memoryText() string {
 const rowRestart = "Restart child"
 
 var backendColumns = []column{
+	{title: "", button: rowRestart, show: restartable},
+	{title: "", button: "Kill", show: hasProcess},
 	{title: "Server", max: 260}, // with its session or roots: the rest on selection
 	{title: "Era"},
 	{title: "PID"},
 	{title: "State"},
-	{title: "Uptime"},
-	{title: "Memory"},
-	{title: "CPU"},
+	{title: "Uptime", fit: fitAge},
+	{title: "Memory", fit: fitBytes},
+	{title: "CPU", fit: fitCPU},
 	{title: "Sessions"},
 	{title: "Restarts"},
 	{title: "Stderr (last line)", max: 220},
-	{title: "", button: rowRestart},
-	{title: "", button: "Kill"},
+}
+
+// hasProcess: a Backends row's Kill needs a process to kill.
+func hasProcess(r row) bool { return r.pid > 0 }
+
+// restartable: a Backends row's Restart child restarts its process, or
+// starts a failed slot's again (with a fresh restart budget) or a slot
+// waiting out its backoff at once.
+func restartable(r row) bool {
+	return r.pid > 0 || r.state == pool.StateFailed || r.state == pool.StateRestart
 }
 
 // backendRows lists child slots by server. stats holds the sampler's
@@ -241,10 +275,15 @@ func backendRows(s pool.Snapshot, now time.Time, stats map[int]procStat) []row {
 			pid += " (carried over)" // started by the program this one upgraded
 			detail = "carried over an in-place upgrade: the process kept running\n\n" + detail
 		}
-		out = append(out, row{level: lv, server: b.Server, pid: b.PID, backend: b.ID, detail: strings.TrimSpace(detail), cells: []string{
-			name, b.Era, pid, b.State, uptime, mem, cpu,
-			strconv.Itoa(b.Sessions), strconv.Itoa(b.Restarts), last,
-		}})
+		what := name
+		if b.PID > 0 {
+			what += " (PID " + strconv.Itoa(b.PID) + ")"
+		}
+		out = append(out, row{level: lv, server: b.Server, pid: b.PID, backend: b.ID, detail: strings.TrimSpace(detail),
+			what: what, state: b.State, inflight: b.InFlight, cells: []string{
+				name, b.Era, pid, b.State, uptime, mem, cpu,
+				strconv.Itoa(b.Sessions), strconv.Itoa(b.Restarts), last,
+			}})
 	}
 	return out
 }
@@ -260,13 +299,13 @@ func rootsLabel(roots []string) string {
 }
 
 var leakColumns = []column{
+	{title: "", button: "Kill"},
 	{title: "PID"},
 	{title: "Server"},
-	{title: "Memory"},
-	{title: "Started"},
+	{title: "Memory", fit: fitBytes},
+	{title: "Started", fit: fitClock},
 	{title: "Why it is a leak", max: 260},
 	{title: "Command", max: 240},
-	{title: "", button: "Kill"},
 }
 
 // leakRows lists leaked backends in the order the detector gave them.
@@ -278,9 +317,10 @@ func leakRows(leaks []Leak, now time.Time) []row {
 			lv = levelNormal
 		}
 		detail := fmt.Sprintf("PID %d (%s): %s\n\ncommand: %s", l.PID, l.Server, l.Reason, l.Command)
-		out = append(out, row{level: lv, server: l.Server, pid: l.PID, detail: detail, cells: []string{
-			strconv.Itoa(l.PID), l.Server, formatBytes(l.RSSBytes), clockAndAge(l.StartedAt, now), l.Reason, l.Command,
-		}})
+		out = append(out, row{level: lv, server: l.Server, pid: l.PID, detail: detail,
+			what: fmt.Sprintf("leaked %s (PID %d)", l.Server, l.PID), cells: []string{
+				strconv.Itoa(l.PID), l.Server, formatBytes(l.RSSBytes), clockAndAge(l.StartedAt, now), l.Reason, l.Command,
+			}})
 	}
 	return out
 }

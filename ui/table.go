@@ -17,6 +17,7 @@ import (
 // goroutine.
 type table struct {
 	cols   []column
+	cellOf []int // each column's index in row.cells; -1 for a button
 	rows   []row
 	w      *widget.Table
 	empty  *widget.Label
@@ -35,12 +36,22 @@ type table struct {
 // has no rows.
 func newTable(cols []column, emptyText string) *table {
 	t := &table{cols: cols}
+	n := 0
+	for _, c := range cols {
+		if c.button != "" {
+			t.cellOf = append(t.cellOf, -1)
+			continue
+		}
+		t.cellOf = append(t.cellOf, n)
+		n++
+	}
 	t.w = widget.NewTableWithHeaders(
 		func() (int, int) { return len(t.rows), len(t.cols) },
 		t.createCell,
 		t.updateCell,
 	)
 	t.w.ShowHeaderColumn = false
+	t.w.StickyColumnCount = t.buttons() // the buttons stay in view, at the same place
 	t.w.CreateHeader = func() fyne.CanvasObject {
 		l := widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		l.Truncation = fyne.TextTruncateEllipsis
@@ -61,6 +72,16 @@ func newTable(cols []column, emptyText string) *table {
 	t.empty = widget.NewLabelWithStyle(emptyText, fyne.TextAlignCenter, fyne.TextStyle{Italic: true})
 	t.view = container.New(fitLayout{t}, t.w, container.NewCenter(t.empty))
 	return t
+}
+
+// buttons counts the button columns at the start.
+func (t *table) buttons() int {
+	for i, c := range t.cols {
+		if c.button == "" {
+			return i
+		}
+	}
+	return len(t.cols)
 }
 
 // fitLayout stacks a table's parts, and fits its columns again when its
@@ -112,6 +133,14 @@ func (t *table) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 		c.bg.FillColor = bg
 		c.bg.Refresh()
 	}
+	if col.button != "" && col.show != nil && !col.show(r) {
+		c.btn.Hide()
+		if c.label.Text != "" {
+			c.label.SetText("")
+		}
+		c.label.Show()
+		return
+	}
 	if col.button != "" {
 		c.label.Hide()
 		c.btn.OnTapped = func() {
@@ -132,8 +161,8 @@ func (t *table) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 	}
 	c.btn.Hide()
 	text := ""
-	if id.Col < len(r.cells) {
-		text = r.cells[id.Col]
+	if ci := t.cellOf[id.Col]; ci < len(r.cells) {
+		text = r.cells[ci]
 	}
 	imp := widget.MediumImportance
 	if r.level == levelHung {
@@ -195,13 +224,15 @@ func (t *table) refresh() {
 	}
 }
 
-// Column widths: each column as wide as its widest text (header or
-// cell), within bounds, so that nothing is cut that could be shown and no
-// room is wasted. Growing follows the content at once; shrinking waits
-// until a column would lose a fifth, so widths do not twitch as ages tick.
-// When the columns are wider than the table, the free-text ones (those
-// with a max) give up the difference, down to minFree, so that the
-// buttons at the end stay in view; selecting a row shows its text whole.
+// Column widths: each column as wide as its widest text (header, cell,
+// or the widest form of its ticking figures), within bounds, so that
+// nothing is cut that could be shown and no room is wasted. Growing
+// follows the content at once; shrinking waits until a column would lose
+// a fifth, so widths do not twitch. When the columns are wider than the
+// table, the free-text ones (those with a max) give up the difference,
+// down to minFree, so that more columns stay in view; selecting a row
+// shows its text whole. The buttons, first and sticky, are always in
+// view.
 const (
 	minColumn = 44
 	maxColumn = 420
@@ -264,7 +295,7 @@ func (t *table) contentWidths() []float32 {
 			w = buttonWidth(c.button)
 		default:
 			w = fyne.MeasureText(c.title, theme.TextSize(), fyne.TextStyle{Bold: true}).Width + pad
-			for _, s := range longestCells(t.rows, ci, 2) {
+			for _, s := range append(longestCells(t.rows, t.cellOf[ci], 2), c.fit...) {
 				// Bold: a hung row's cells are.
 				w = max(w, fyne.MeasureText(s, theme.TextSize(), fyne.TextStyle{Bold: true}).Width+pad)
 			}

@@ -201,8 +201,20 @@ type frame struct {
 
 // frameFor computes the frame for snapshot s at now. It reads the
 // controller's cheap getters and the sampler's and leak poller's latest
-// results.
+// results, and with rows the tracker's figures: the loop's goroutine only
+// (or a test's, without one).
 func (u *UI) frameFor(s pool.Snapshot, now time.Time, withRows bool) *frame {
+	var figures func(server string) serverFigures
+	if withRows {
+		figures = func(server string) serverFigures { return u.track.figures(server, now) }
+	}
+	return u.frameWith(s, now, figures)
+}
+
+// frameWith is frameFor with each server's figures from figures; nil
+// makes a frame without table rows.
+func (u *UI) frameWith(s pool.Snapshot, now time.Time, figures func(server string) serverFigures) *frame {
+	withRows := figures != nil
 	u.mu.Lock()
 	leaks, leaksErr, stats := u.leaks, u.leaksErr, u.stats
 	u.mu.Unlock()
@@ -242,7 +254,7 @@ func (u *UI) frameFor(s pool.Snapshot, now time.Time, withRows bool) *frame {
 		f.leakNote = plural(len(leaks), "leaked backend") + ": MCP server processes nobody uses any more."
 	}
 	if withRows {
-		f.overview = overviewFor(s, now, hang, func(server string) serverFigures { return u.track.figures(server, now) }, stats)
+		f.overview = overviewFor(s, now, hang, figures, stats)
 		f.sessions = sessionRows(s, now)
 		f.inflight = inflightRows(s, now, hang)
 		f.backends = backendRows(s, now, stats)
@@ -369,10 +381,16 @@ func (u *UI) menuDo(a menuAction) {
 		} else {
 			u.showWaterfallAt("", wfKey{})
 		}
-	case actRestart:
-		u.act("restart "+a.Server, func(context.Context) error { return u.ctrl.Restart(a.Server) })
-	case actStop:
-		u.act("stop "+a.Server, func(context.Context) error { return u.ctrl.Stop(a.Server) })
+	case actRestart, actStop:
+		// The tray has no dialogs of its own: the dashboard asks, as for
+		// Kill leaked backends.
+		u.showDashboard("")
+		c := serverCardOf(u.ctrl.Snapshot(), a.Server, time.Now(), u.ctrl.HangThreshold())
+		if a.Kind == actRestart {
+			u.dash.confirmRestartServer(c, "Restart")
+		} else {
+			u.dash.confirmStop(c)
+		}
 	case actKillLeaks:
 		u.showDashboard(tabLeaks)
 		u.dash.confirmKillAll()
@@ -424,14 +442,16 @@ func (u *UI) showDashboard(tab string) {
 		u.dash = newDashboard(u)
 	}
 	if !u.dashOpen.Swap(true) {
-		// The loop skips the tables while nobody looks: draw them now.
+		// The loop skips the tables while nobody looks: draw them now,
+		// from a fresh snapshot, so that the first frame shown is not
+		// the one the window was closed on; the loop's next frame follows.
+		u.apply(u.frameWith(u.ctrl.Snapshot(), time.Now(), u.dash.overview.figures))
 		u.requestRedraw()
 		select {
 		case u.leaksNow <- struct{}{}:
 		default:
 		}
-	}
-	if u.last != nil {
+	} else if u.last != nil {
 		if u.last.withRows {
 			u.dash.apply(u.last)
 		} else {

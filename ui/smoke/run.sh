@@ -318,7 +318,7 @@ shotwin "$ARTIFACTS/dashboard.png"
 notblank "$ARTIFACTS/dashboard.png" 64
 view 5 # Backends
 cp "$TMP/after.png" "$TMP/before.png"
-xdotool mousemove --window "$WID" 40 98 click 1 # select the first backend: its stderr shows below
+xdotool mousemove --window "$WID" 200 98 click 1 # select the first backend (its name, right of its buttons): its stderr shows below
 waitfor "the backend's stderr" 5 changed "$TMP/before.png"
 shotwin "$ARTIFACTS/dashboard-backends.png"
 notblank "$ARTIFACTS/dashboard-backends.png" 64
