@@ -303,10 +303,12 @@
 //     is let go, and a request its client cancelled ends its POST
 //     unanswered: [exchange.relate], [postOut.await], [postOut.write],
 //     [session.forget], [session.endListen].
-//   - A client that closes its input gets its answers before its session
-//     ends; one that stops reading is evicted and stalls no one; one that
-//     piles up requests is refused past its share: [session.halfClose],
-//     [session.closeWhenIdle], [session.deliver], [session.drain],
+//   - A client that closes its input, or whose server is removed, gets
+//     its answers before its session ends, those queued for it written
+//     out, unless a write waited EvictAfter for it; one that stops reading
+//     is evicted and stalls no one; one that piles up requests is refused
+//     past its share: [session.halfClose], [session.closeWhenIdle],
+//     [flushes], [session.finishOutput], [session.deliver], [session.drain],
 //     [session.overLimitLocked].
 //   - The answers that one read from a child brought reach each stdio
 //     session in one write, behind anything queued for it before and

@@ -377,6 +377,10 @@ type sessionOut struct {
 	mu   sync.Mutex
 	cut  bool
 	rest []byte
+	// stalled: a write waited EvictAfter for the client and timed out.
+	// A client that reads nothing is written nothing more, not even a
+	// graceful end's last answers (finishOutput). Guarded by mu.
+	stalled bool
 }
 
 // kick makes sure a drain goroutine runs for what is queued.
@@ -409,6 +413,9 @@ func (s *session) drain(o *sessionOut) {
 			err = s.writeQueued(o.conn, bw, o)
 			if wrote = err == nil; wrote {
 				s.ledger.midLine(false) // what was queued ended with a whole line
+			}
+			if isTimeout(err) && !s.handingBack.Load() {
+				o.stalled = true
 			}
 		}
 		o.mu.Unlock()
@@ -445,16 +452,20 @@ func (s *session) drain(o *sessionOut) {
 }
 
 // finishOutput writes the last answers of a session that ended
-// gracefully, releases their ledger slots, then closes its transport.
+// gracefully, releases their ledger slots, then closes its transport. A
+// client that let a write time out (stalled) gets none: it would be
+// evicted, and is not given EvictAfter again.
 func (s *session) finishOutput(o *sessionOut) {
 	bw := writers.Get().(*bufio.Writer)
 	bw.Reset(o.conn)
 	o.mu.Lock()
-	owed := s.owedCount()
-	s.ledger.midLine(true)
-	if s.flushQueued(o.conn, bw, o) == nil {
-		s.ledger.midLine(false)
-		s.releaseOwed(owed)
+	if !o.stalled {
+		owed := s.owedCount()
+		s.ledger.midLine(true)
+		if s.flushQueued(o.conn, bw, o) == nil {
+			s.ledger.midLine(false)
+			s.releaseOwed(owed)
+		}
 	}
 	o.mu.Unlock()
 	bw.Reset(nil)

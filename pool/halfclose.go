@@ -56,9 +56,10 @@ func (s *session) watchPeer(peer syscall.RawConn) {
 	}
 }
 
-// drained reports whether close should leave the transport to the writer,
-// which first writes out what is queued (a half-close, a hand-back), then
-// closes it.
+// drained reports whether a session ended for reason ended as its client
+// or its shim expects (a half-close, a hand-back), not for a reason its
+// Farewell names. Either way close leaves the transport to the writer
+// (flushes), which first writes out what is queued, then closes it.
 func drained(reason error) bool {
 	return errors.Is(reason, errInputClosed) || errors.Is(reason, errHandedBack)
 }

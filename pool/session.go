@@ -999,10 +999,10 @@ func (s *session) close(reason error) {
 		s.subs = map[string]*backend{}
 		led := s.ledger
 		s.mu.Unlock()
-		// Closing lines for listens are written out before the transport
-		// closes, as a graceful end's last answers are (flushQueued bounds
+		// A graceful end's last answers, and closing lines for listens,
+		// are written out before the transport closes (flushQueued bounds
 		// the wait), not dropped or cut mid-line.
-		if o := s.stream.Load(); o != nil && (drained(reason) || told) {
+		if o := s.stream.Load(); o != nil && (flushes(reason) || told) {
 			s.p.wg.Go(func() {
 				s.finishOutput(o) // the last answers first, and their slots released
 				led.close()
@@ -1037,6 +1037,15 @@ func (s *session) close(reason error) {
 		s.srv.leave(s)
 		s.p.emit(&Event{Kind: EventSessionClosed, Server: s.srv.name, Session: s.id, Err: why})
 	})
+}
+
+// flushes reports whether a session closed for reason writes out what
+// is queued for its client before its transport closes: a graceful end,
+// whose requests were answered rather than cancelled (a half-close, a
+// hand-back, a removed server's session once idle: closeWhenIdle), owes
+// the client those answers.
+func flushes(reason error) bool {
+	return drained(reason) || errors.Is(reason, errServerRemoved)
 }
 
 // dropQueued empties the queue of a session that will write no more: its
