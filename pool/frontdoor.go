@@ -555,8 +555,13 @@ func (s *session) writeQueued(conn deadlineWriter, bw *bufio.Writer, o *sessionO
 // in between is cut short here).
 func (s *session) writeDeadline(conn deadlineWriter) {
 	_ = conn.SetWriteDeadline(time.Now().Add(s.p.opts.EvictAfter))
-	if s.handingBack.Load() {
+	switch {
+	case s.handingBack.Load():
 		_ = conn.SetWriteDeadline(time.Now())
+	case isClosed(s.p.closing) && s.p.opts.StopGrace < s.p.opts.EvictAfter:
+		// The pool is stopping: the last writes of a session that ended
+		// before it get StopGrace (beginClose cut the write under way).
+		_ = conn.SetWriteDeadline(time.Now().Add(s.p.opts.StopGrace))
 	}
 }
 
@@ -574,11 +579,7 @@ func (s *session) buffer(conn deadlineWriter, bw *bufio.Writer, b []byte) error 
 // answers a half-closed client is owed. It reports whether all of it was
 // written.
 func (s *session) flushQueued(conn deadlineWriter, bw *bufio.Writer, o *sessionOut) error {
-	wait := s.p.opts.EvictAfter
-	if isClosed(s.p.closing) {
-		wait = min(wait, s.p.opts.StopGrace) // the pool is stopping: no client holds it up
-	}
-	_ = conn.SetWriteDeadline(time.Now().Add(wait))
+	s.p.lastWriteDeadline(conn)
 	if o.cut {
 		bw.Write(o.rest)
 		bw.WriteByte('\n')
@@ -595,6 +596,39 @@ func (s *session) flushQueued(conn deadlineWriter, bw *bufio.Writer, o *sessionO
 		break
 	}
 	return bw.Flush()
+}
+
+// lastWriteDeadline gives the client of a session that ended
+// gracefully EvictAfter to take its last answers (flushQueued), or
+// StopGrace at most once the pool is stopping.
+func (p *Pool) lastWriteDeadline(conn deadlineWriter) {
+	wait := p.opts.EvictAfter
+	if isClosed(p.closing) {
+		wait = min(wait, p.opts.StopGrace) // the pool is stopping: no client holds it up
+	}
+	_ = conn.SetWriteDeadline(time.Now().Add(wait))
+}
+
+// writingOut enters conn, the output of a session that ended and writes
+// out its last answers, among those a stop cuts short to StopGrace
+// (beginClose); the pool already stopping, it is cut short here. Either
+// the stop sees conn here, or this sees the pool closed. done removes
+// it once written.
+func (p *Pool) writingOut(conn deadlineWriter) (done func()) {
+	p.mu.Lock()
+	closed := p.closed
+	if !closed {
+		p.flushing[conn] = struct{}{}
+	}
+	p.mu.Unlock()
+	if closed {
+		_ = conn.SetWriteDeadline(time.Now().Add(p.opts.StopGrace))
+	}
+	return func() {
+		p.mu.Lock()
+		delete(p.flushing, conn)
+		p.mu.Unlock()
+	}
 }
 
 // deadlineWriter is a session's output: a shim's connection, or the

@@ -266,6 +266,7 @@ type Pool struct {
 	servers  map[string]*server
 	draining []*server // removed from the config, finishing their requests
 	sessions map[*session]struct{}
+	flushing map[deadlineWriter]struct{} // outputs of ended sessions writing out their last answers (writingOut)
 	closed   bool
 }
 
@@ -281,6 +282,7 @@ func New(opts *Options) *Pool {
 		trim:     trimmer{kick: make(chan struct{}, 1)},
 		servers:  map[string]*server{},
 		sessions: map[*session]struct{}{},
+		flushing: map[deadlineWriter]struct{}{},
 		carried:  o.Carried,
 	}
 	if o.Carried != nil {
@@ -450,11 +452,14 @@ func (p *Pool) Close() error {
 var errPoolClosing = errors.New("switchboard is shutting down")
 
 // beginClose marks the pool closed and returns its sessions; ok is false
-// if it was closed already.
+// if it was closed already. Sessions that ended before may still be
+// writing out their last answers, each within EvictAfter: those writes
+// now have StopGrace at most, so that a client that does not read holds
+// the stop up no longer than one of the pool's own sessions would.
 func (p *Pool) beginClose() (sessions []*session, ok bool) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return nil, false
 	}
 	p.closed = true
@@ -463,6 +468,14 @@ func (p *Pool) beginClose() (sessions []*session, ok bool) {
 	sessions = make([]*session, 0, len(p.sessions))
 	for s := range p.sessions {
 		sessions = append(sessions, s)
+	}
+	flushing := make([]deadlineWriter, 0, len(p.flushing))
+	for w := range p.flushing {
+		flushing = append(flushing, w)
+	}
+	p.mu.Unlock()
+	for _, w := range flushing {
+		_ = w.SetWriteDeadline(time.Now().Add(p.opts.StopGrace))
 	}
 	return sessions, true
 }

@@ -164,3 +164,32 @@ func TestRemovedServersSilentClientIsLetGo(t *testing.T) {
 	}
 	a.rest(t) // its output ended
 }
+
+// A stop does not wait EvictAfter for a client that does not read the
+// last answers of a session that ended before it (its server removed):
+// those writes get StopGrace at most, as the stop's own sessions' do.
+func TestStopCutsShortAnEndedSessionsLastWrites(t *testing.T) {
+	const evictAfter = 5 * time.Minute
+	var rec recorder
+	tp := newTestPool(t, &pool.Options{EvictAfter: evictAfter, StopGrace: 100 * time.Millisecond, Record: rec.record}, fake("srv"))
+	a := tp.attach(t, "srv")
+	a.initialize()
+	for i, size := range []int{256 << 10, 64 << 10, 64 << 10} {
+		a.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"big","arguments":{"bytes":%d}}}`, i+1, size))
+	}
+	rec.waitDone(t, "big", 3)
+	if err := tp.Apply(nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the session to end", func() bool { return len(tp.Snapshot().Sessions) == 0 })
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		tp.Close()
+	}()
+	select {
+	case <-closed:
+	case <-time.After(evictAfter / 10):
+		t.Fatalf("the stop still waits, %s on, for a client that does not read an ended session's answers", evictAfter/10)
+	}
+}

@@ -1003,7 +1003,9 @@ func (s *session) close(reason error) {
 		// are written out before the transport closes (flushQueued bounds
 		// the wait), not dropped or cut mid-line.
 		if o := s.stream.Load(); o != nil && (flushes(reason) || told) {
+			done := s.p.writingOut(o.conn)
 			s.p.wg.Go(func() {
+				defer done()
 				s.finishOutput(o) // the last answers first, and their slots released
 				led.close()
 			})
