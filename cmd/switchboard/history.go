@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchboard-mcp/switchboard/app"
 )
@@ -99,7 +100,7 @@ func printHistory(w io.Writer, entries []app.HistoryEntry, now time.Time) error 
 			errText = oneLine(*e.Error, 60)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", fmtWhen(e.ReceivedAt, now), e.Run, term(e.Server), term(e.Session),
-			term(e.Method), dash(term(e.Name)), e.Status, dur, pidText(e.PID), term(errText))
+			methodCell(e.Method), nameCell(e.Name), e.Status, dur, pidText(e.PID), term(errText))
 	}
 	return tw.Flush()
 }
@@ -127,7 +128,7 @@ func printHangs(w io.Writer, entries []app.HistoryEntry, over time.Duration) err
 		if e.Abandoned {
 			state = fmt.Sprintf("abandoned (run %d)", e.Run)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", age, term(e.Server), term(e.Session), term(e.Method), dash(term(e.Name)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", age, term(e.Server), term(e.Session), methodCell(e.Method), nameCell(e.Name),
 			pidText(e.PID), written, state)
 	}
 	return tw.Flush()
@@ -158,6 +159,29 @@ func pidText(pid int) string {
 	return fmt.Sprint(pid)
 }
 
+// The widest a request's method and name are in a table (--json has them
+// whole): a session chooses them, and a resources/read of a deep URI
+// (kept up to 1 KiB) would otherwise widen every row past the screen.
+const (
+	methodWidth = 24 // resources/templates/list, the longest method an MCP client sends
+	nameWidth   = 40
+)
+
+// methodCell is a request's method as a table prints it.
+func methodCell(m string) string { return clip(term(m), methodWidth) }
+
+// nameCell is a request's tool, prompt or resource name as a table
+// prints it, cut in its middle: a URI's scheme and host, and its file's
+// name at the end, tell rows apart better than a long common start. A
+// name the history cut (over 1 KiB: it ends with "… [cut from N
+// bytes]") has no end to show, and is cut at its end.
+func nameCell(n string) string {
+	if strings.Contains(n, "… [cut from ") {
+		return clip(term(n), nameWidth)
+	}
+	return dash(clipMiddle(term(n), nameWidth))
+}
+
 func dash(s string) string {
 	if s == "" {
 		return "-"
@@ -165,10 +189,24 @@ func dash(s string) string {
 	return s
 }
 
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
+func oneLine(s string, n int) string { return clip(strings.Join(strings.Fields(s), " "), n) }
+
+// clip is s in at most n characters: cut with an ellipsis at its end.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
 	}
-	return s
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// clipMiddle is s in at most n characters: cut with an ellipsis in its
+// middle.
+func clipMiddle(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	tail := (n - 1) / 2
+	return string(r[:n-1-tail]) + "…" + string(r[len(r)-tail:])
 }

@@ -58,13 +58,6 @@ func printLeaks(w io.Writer, ls []leaks.Leak, now time.Time) error {
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
-}
-
 type killCmd struct {
 	PID       int    `arg:"" optional:"" help:"PID of a leaked backend (see switchboard leaks), or of a running child of the pool (a hung one: the pool starts a new one)."`
 	AllLeaked bool   `name:"all-leaked" help:"Kill every leaked backend."`
