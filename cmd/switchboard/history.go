@@ -19,11 +19,13 @@ type historyCmd struct {
 	Server  string `help:"Only requests to this server."`
 	Session string `help:"Only requests of this session (as in status, e.g. s3; each run numbers its sessions from s1 again: add --run)."`
 	// RunID is --run: Run is the command's method.
-	RunID  int64         `name:"run" placeholder:"ID" help:"Only requests of this run of Switchboard (the run in --json and in the table)."`
-	Status string        `help:"Only requests with this status: ${historyStatuses}."`
-	Method string        `help:"Only requests with this method, e.g. tools/call."`
-	Since  time.Duration `help:"Only requests received within this long, e.g. 1h or 15m."`
-	Limit  int           `default:"100" help:"At most this many requests, newest first."`
+	RunID  int64  `name:"run" placeholder:"ID" help:"Only requests of this run of Switchboard (the run in --json and in the table)."`
+	Status string `help:"Only requests with this status: ${historyStatuses}."`
+	Method string `help:"Only requests with this method, e.g. tools/call."`
+	// Since is a pointer so that --since 0s (a usage error) differs from
+	// no --since.
+	Since *time.Duration `help:"Only requests received within this long, e.g. 1h or 15m."`
+	Limit int            `default:"100" help:"At most this many requests, newest first."`
 }
 
 // Validate makes a filter no request can match a usage error (exit 2),
@@ -38,12 +40,18 @@ func (c *historyCmd) Validate() error {
 	if c.Limit < 1 {
 		return fmt.Errorf("--limit %d: want 1 or more", c.Limit)
 	}
+	if c.Since != nil && *c.Since <= 0 {
+		return fmt.Errorf("--since %s: want a positive duration, e.g. 1h or 15m", *c.Since)
+	}
 	return nil
 }
 
 func (c *historyCmd) Run(ctx context.Context) error {
-	entries, err := app.History(ctx, app.HistoryQuery{Server: c.Server, Session: c.Session, Status: c.Status,
-		Method: c.Method, Run: c.RunID, Since: c.Since, Limit: c.Limit})
+	q := app.HistoryQuery{Server: c.Server, Session: c.Session, Status: c.Status, Method: c.Method, Run: c.RunID, Limit: c.Limit}
+	if c.Since != nil {
+		q.Since = *c.Since
+	}
+	entries, err := app.History(ctx, q)
 	if err != nil {
 		return err
 	}
