@@ -230,12 +230,13 @@ func (j *journal) reset(run int64) {
 }
 
 // take journals a received request and returns its slot + 1, or 0 when
-// no slot is free. Texts longer than the slot holds are cut (fit).
+// no slot is free. Its name is redacted as its row's is (redactName);
+// texts longer than the slot holds are cut (fit).
 func (j *journal) take(r *reqRow) int32 {
 	if j == nil || j.mem == nil {
 		return 0
 	}
-	texts := [5]string{r.session, r.server, r.method, r.name, r.originalID}
+	texts := [5]string{r.session, r.server, r.method, redactName(r.name), r.originalID}
 	total, longest := 0, 0
 	for _, t := range texts {
 		total, longest = total+len(t), max(longest, len(t))

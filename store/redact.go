@@ -344,3 +344,16 @@ func redactText(s string) string {
 	}
 	return string(b)
 }
+
+// redactName is what the history keeps of a request's name (a tool's, a
+// prompt's, or a resource's URI, which may carry a password or a token):
+// its first maxNameBytes redacted as a root's are (redactText), to be cut
+// to maxNameBytes by the caller. A name with none of the characters
+// redactText needs to find something (most names: a tool's) is kept as
+// it is, without its cost.
+func redactName(n string) string {
+	if !strings.ContainsAny(n, "=@\" \t\n\f\r") {
+		return n
+	}
+	return redactText(prefix(n, maxNameBytes))
+}

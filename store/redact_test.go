@@ -1,10 +1,15 @@
 package store
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/switchboard-mcp/switchboard/pool"
 )
 
 func TestRedact(t *testing.T) {
@@ -98,4 +103,92 @@ func TestRedactText(t *testing.T) {
 			t.Errorf("redactText(%q)\n got %q\nwant %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// A request's name is a resource's URI for a resources/read, and a URI
+// may carry a password or a token: the history keeps it redacted as a
+// root, with payload capture off, in the row of a request that ended, of
+// one in flight, and of one a crash left in the journal (and hangs, which
+// reads the journal of a live run). A tool's name keeps every byte, even
+// one that speaks of keys or tokens.
+func TestRequestNamesAreRedacted(t *testing.T) {
+	const secretURI = "https://bob:s3cret@host/doc?access_token=abc123"
+	const want = "https://" + Redacted + "@host/doc?access_token=" + Redacted
+	plain := []string{"get_api_key", "create_token", "password-reset", "file:///home/u/a@b/notes.md", "x=1"}
+	path := dbPath(t)
+	s := openT(t, path, &Options{FlushInterval: time.Hour})
+	ctx := context.Background()
+	now := time.Now()
+	s.Record(received(1, "s1", "resources/read", secretURI, now))
+	s.Record(done(1, "s1", "resources/read", secretURI, pool.StatusOK, 7, now))
+	for i, n := range plain {
+		id := uint64(10 + i)
+		s.Record(received(id, "s1", "tools/call", n, now))
+		s.Record(done(id, "s1", "tools/call", n, pool.StatusOK, 7, now))
+	}
+	s.Record(received(2, "s1", "resources/read", secretURI, now)) // in flight: journaled
+	s.Record(received(3, "s1", "resources/subscribe", secretURI, now))
+	crash(t, s)
+	ro, err := OpenReadOnly(path) // hangs after the crash, before a start records the journal
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := ro.Hangs(ctx, 0, now.Add(time.Minute))
+	ro.Close()
+	if err != nil || len(hs) != 2 {
+		t.Fatalf("hangs: %+v, %v; want the two in flight", hs, err)
+	}
+	for _, h := range hs {
+		if h.Name != want {
+			t.Errorf("hangs: request %d is named %q, want %q", h.PoolID, h.Name, want)
+		}
+	}
+
+	s2 := openT(t, path, &Options{InFlightAfter: time.Nanosecond})
+	s2.Record(received(4, "s2", "resources/read", secretURI, now)) // in flight past InFlightAfter: a row of its own
+	if err := s2.flush(); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s2.Requests(ctx, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rs {
+		names = append(names, r.Name)
+		if r.Method != "tools/call" && r.Name != want {
+			t.Errorf("%s request %d (%s) is named %q, want %q", r.Status, r.PoolID, r.Method, r.Name, want)
+		}
+	}
+	for _, n := range plain {
+		if !slices.Contains(names, n) {
+			t.Errorf("the tool %q is not kept whole: names %q", n, names)
+		}
+	}
+	var raw int
+	if err := s2.rdb.QueryRow(`SELECT count(*) FROM names WHERE instr(text, 's3cret') > 0 OR instr(text, 'abc123') > 0`).Scan(&raw); err != nil || raw != 0 {
+		t.Errorf("the names dictionary holds the secret %d times (%v)", raw, err)
+	}
+	if len(rs) != len(plain)+4 {
+		t.Errorf("%d requests, want %d", len(rs), len(plain)+4)
+	}
+}
+
+// redactName skips redactText for a name with nothing it could redact:
+// never for one it would change.
+func TestRedactNameSkipsOnlyWhatNeedsNothing(t *testing.T) {
+	parts := []string{"a", "token", "=", "@", "https://", `"`, ` `, "\t", "Bearer ", "x:y", `\"`, "key", ":", "é"}
+	var walk func(s string, depth int)
+	walk = func(s string, depth int) {
+		if got, want := redactName(s), redactText(s); got != want {
+			t.Errorf("redactName(%q) = %q, want %q", s, got, want)
+		}
+		if depth == 0 {
+			return
+		}
+		for _, p := range parts {
+			walk(s+p, depth-1)
+		}
+	}
+	walk("", 4)
 }

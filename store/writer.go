@@ -573,7 +573,7 @@ func (w *writer) rowArgs(args []driver.NamedValue, r *reqRow) ([]driver.NamedVal
 	if err != nil {
 		return nil, err
 	}
-	name, err := w.name(cut(r.name, maxNameBytes, len(r.name)))
+	name, err := w.name(cut(redactName(r.name), maxNameBytes, len(r.name)))
 	if err != nil {
 		return nil, err
 	}
