@@ -14,3 +14,10 @@ func isCorrupt(err error) bool {
 	var se sqlite3.Error
 	return errors.As(err, &se) && (se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB)
 }
+
+// isReadOnly reports whether SQLite refused to write, or to make a file
+// it needs (a WAL database's -shm), in a read-only place.
+func isReadOnly(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrReadonly || se.Code == sqlite3.ErrCantOpen)
+}

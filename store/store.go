@@ -361,14 +361,19 @@ func openReadOnly(path string, oldest int) (*Store, error) {
 	}
 	s := &Store{path: path, opts: (*Options)(nil).withDefaults()}
 	s.log = s.opts.Logger
-	if err := s.openReaders(); err != nil {
+	v, err := s.readerVersion(readerParams)
+	if _, noWAL := os.Lstat(path + "-wal"); err != nil && isReadOnly(err) && errors.Is(noWAL, fs.ErrNotExist) {
+		// SQLite reads a WAL database with its -shm, which it makes
+		// beside it: in a directory the user cannot write it cannot. With
+		// no -wal (its run stopped cleanly) the file alone is the
+		// database, and a writer would make a -wal first: it is read as
+		// an immutable file.
+		s.closeDBs()
+		v, err = s.readerVersion(readerParams + "&immutable=1")
+	}
+	if err != nil {
 		s.closeDBs()
 		return nil, err
-	}
-	var v int
-	if err := s.rdb.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
-		s.closeDBs()
-		return nil, s.wrap(err)
 	}
 	switch n := len(migrations); {
 	case v > n:
@@ -381,9 +386,27 @@ func openReadOnly(path string, oldest int) (*Store, error) {
 	return s, nil
 }
 
-func (s *Store) openReaders() error {
+// readerVersion opens the readers with params and reads the database's
+// schema version.
+func (s *Store) readerVersion(params string) (int, error) {
+	if err := s.openReadersAs(params); err != nil {
+		return 0, err
+	}
+	var v int
+	if err := s.rdb.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		return 0, s.wrap(err)
+	}
+	return v, nil
+}
+
+// readerParams are the readers' connection parameters: read-only.
+const readerParams = "mode=ro&_busy_timeout=5000&_txlock=deferred"
+
+func (s *Store) openReaders() error { return s.openReadersAs(readerParams) }
+
+func (s *Store) openReadersAs(params string) error {
 	var err error
-	if s.rdb, err = sql.Open("sqlite3", dsn(s.path, "mode=ro&_busy_timeout=5000&_txlock=deferred")); err != nil {
+	if s.rdb, err = sql.Open("sqlite3", dsn(s.path, params)); err != nil {
 		return fmt.Errorf("history %s: %w", s.path, err)
 	}
 	s.rdb.SetMaxOpenConns(4)
