@@ -108,9 +108,12 @@ func (s *Store) record(e pool.Event) {
 		if q := r.open[e.PoolID]; q != nil {
 			q.row.written, q.row.pid = e.Time.UnixMicro(), e.PID
 			r.journal.written(q.slot, q.row.written, e.PID)
-			if q.rowed && q.slot == 0 {
-				// No journal says it reached a child: its row must, as an
-				// update of the in-flight row already queued or written.
+			if q.rowed {
+				// Its in-flight row is queued or written already (it has
+				// been in flight past InFlightAfter, or has no journal
+				// slot): the row must say it reached a child too, as an
+				// update. A request that ends sooner has no row yet and
+				// costs nothing more here.
 				row := q.row
 				row.exists = true
 				ok = r.addRowLocked(row, o.QueueSize)

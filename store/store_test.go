@@ -1037,6 +1037,39 @@ func TestWrittenWithoutAJournalIsRecorded(t *testing.T) {
 	}
 }
 
+// A journaled request in flight past InFlightAfter has its row; when it
+// reaches a child after that (it waited for a child to start), the row
+// says so, with the child and when: `history --status in-flight` must not
+// tell the user no child got a request that one has. A request that
+// reaches its child while young queues nothing: its row comes at its end.
+func TestWrittenAfterItsInFlightRowIsRecorded(t *testing.T) {
+	s := openT(t, dbPath(t), &Options{FlushInterval: time.Hour})
+	ctx := context.Background()
+	now := time.Now()
+	s.Record(received(1, "s1", "tools/call", "sleep", now.Add(-2*time.Second)))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Requests(ctx, Filter{})
+	if err != nil || len(rs) != 1 || rs[0].Status != StatusInFlight || rs[0].WrittenToChild() {
+		t.Fatalf("requests after a flush: %+v, %v; want request 1 in flight, not written", rs, err)
+	}
+	s.Record(received(2, "s1", "tools/call", "echo", now))
+	s.Record(written(2, "s1", 41, now))
+	if n := s.rec.pending(); n != 0 {
+		t.Errorf("a young request's write queued %d rows, want none", n)
+	}
+	s.Record(written(1, "s1", 40, now.Add(time.Millisecond)))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	rs, err = s.Requests(ctx, Filter{Status: StatusInFlight})
+	if err != nil || len(rs) != 1 || rs[0].PoolID != 1 || !rs[0].WrittenToChild() || rs[0].PID != 40 ||
+		!rs[0].Written.Equal(now.Add(time.Millisecond).Truncate(time.Microsecond)) {
+		t.Fatalf("in flight after its write: %+v, %v; want request 1 written to child 40 at %v", rs, err, now.Add(time.Millisecond))
+	}
+}
+
 // openWithoutJournal opens a store whose journal file cannot be made (a
 // directory stands in its place).
 func openWithoutJournal(t *testing.T) *Store {
