@@ -26,8 +26,9 @@ import (
 // it loses SQLite's last transactions (synchronous=NORMAL).
 //
 // Layout (little-endian): a header of journalHeader bytes (magic, layout
-// version, the run that writes it, the slot count, the slot size), then
-// journalSlots slots of journalSlotSize bytes:
+// version, the run that writes it, the slot size, the slot count, and at
+// journalStoppedAt the stop mark), then journalSlots slots of
+// journalSlotSize bytes:
 //
 //	0  state      uint32  slotFree, slotTaken, slotWritten or slotAnswered; stored last
 //	4  pid        int32   the child it was written to
@@ -55,6 +56,13 @@ const (
 	// cutMark ends a text the journal cut, as its reader gives it.
 	cutMark = "…"
 )
+
+// journalStoppedAt is where the header holds its stop mark (int64 Unix
+// µs; 0 for none): the run it names stopped cleanly then, but could not
+// mark itself ended in the database (another program held it locked), so
+// that the next Open ends it as stopped rather than crashed. Builds that
+// predate it ignore it (reset clears it).
+const journalStoppedAt = 24
 
 // Slot states. A reader trusts a slot's other fields only when its state
 // is not free; the writer stores the state last, atomically.
@@ -386,3 +394,64 @@ func (j *journal) slot(i int32) []byte {
 // word is the uint32 at off, for atomic stores (off is 4-aligned, and so
 // is the mapping).
 func (j *journal) word(off int) *uint32 { return (*uint32)(unsafe.Pointer(&j.mem[off])) }
+
+// journalStop is a journal's stop mark: the run it names stopped cleanly
+// At (Unix µs) without marking itself ended.
+type journalStop struct{ Run, At int64 }
+
+// readJournalStop is the stop mark of the journal of the database at db;
+// the zero journalStop when it has none (or no journal).
+func readJournalStop(db string) journalStop {
+	f, err := os.Open(journalPath(db))
+	if err != nil {
+		return journalStop{}
+	}
+	defer f.Close()
+	head := make([]byte, journalHeader)
+	if _, err := io.ReadFull(f, head); err != nil {
+		return journalStop{}
+	}
+	le := binary.LittleEndian
+	if le.Uint32(head) != journalMagic || le.Uint32(head[16:]) != journalSlotSize {
+		return journalStop{}
+	}
+	at := int64(le.Uint64(head[journalStoppedAt:]))
+	if at == 0 {
+		return journalStop{}
+	}
+	return journalStop{Run: int64(le.Uint64(head[8:])), At: at}
+}
+
+// markStopped records in the journal that its run stopped cleanly at
+// (Unix µs); false when it is not mapped (markStoppedFile then).
+func (j *journal) markStopped(at int64) bool {
+	if j == nil || j.mem == nil {
+		return false
+	}
+	binary.LittleEndian.PutUint64(j.mem[journalStoppedAt:], uint64(at))
+	return true
+}
+
+// markStoppedFile records in the journal file of the database at db that
+// run stopped cleanly at (Unix µs), if its header names run.
+func markStoppedFile(db string, run, at int64) error {
+	f, err := os.OpenFile(journalPath(db), os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, journalHeader)
+	if _, err := io.ReadFull(f, head); err != nil {
+		return fmt.Errorf("journal %s: %w", journalPath(db), err)
+	}
+	le := binary.LittleEndian
+	if le.Uint32(head) != journalMagic || int64(le.Uint64(head[8:])) != run {
+		return fmt.Errorf("journal %s: not this run's", journalPath(db))
+	}
+	var mark [8]byte
+	le.PutUint64(mark[:], uint64(at))
+	if _, err := f.WriteAt(mark[:], journalStoppedAt); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}

@@ -100,8 +100,10 @@ func migrate(db *sql.DB) error {
 
 // startRun closes the books on earlier runs that never ended (their
 // in-flight rows become abandoned, with the requests their journal lists,
-// and the runs crashed) and starts a new run, in one transaction.
-func startRun(db *sql.DB, version string, now time.Time, listed []journaled) (run int64, err error) {
+// and the runs crashed) and starts a new run, in one transaction. The run
+// the journal's stop mark names stopped cleanly without marking itself
+// ended: it is ended as a clean stop would have, not crashed.
+func startRun(db *sql.DB, version string, now time.Time, listed []journaled, stop journalStop) (run int64, err error) {
 	tx, err := db.Begin()
 	if err != nil {
 		return 0, err
@@ -113,9 +115,18 @@ func startRun(db *sql.DB, version string, now time.Time, listed []journaled) (ru
 			return 0, err
 		}
 		if owed {
-			if err := recordJournaled(tx, listed); err != nil {
+			if err := recordJournaled(tx, listed, stop.Run == listed[0].Run); err != nil {
 				return 0, err
 			}
+		}
+	}
+	if stop.At != 0 {
+		if _, err := tx.Exec(`UPDATE request_log SET status = ?, error = ? WHERE run = ? AND status = 0`,
+			statusCodes[StatusUnknown], unknownError, stop.Run); err != nil {
+			return 0, fmt.Errorf("close the requests of run %d: %w", stop.Run, err)
+		}
+		if _, err := tx.Exec(`UPDATE runs SET ended = ? WHERE id = ? AND ended IS NULL`, stop.At, stop.Run); err != nil {
+			return 0, fmt.Errorf("end run %d: %w", stop.Run, err)
 		}
 	}
 	if _, err := tx.Exec(`UPDATE request_log SET status = 7,
@@ -147,7 +158,9 @@ func nameSQL(p string) string {
 // those answered whose end was not committed as answered, their outcome
 // unknown. A row the run had written already (it was in flight past
 // InFlightAfter) is brought up to date: the journal saw its last moment.
-func recordJournaled(tx *sql.Tx, listed []journaled) error {
+// stopped says the run stopped cleanly, its last writes failed: it did
+// not crash.
+func recordJournaled(tx *sql.Tx, listed []journaled, stopped bool) error {
 	st, err := tx.Prepare(`INSERT INTO request_log (id, run, session, server, method, name, original_id,
 		received, written, status, pid, answered, error)
 		VALUES (?1, ?2, ?3, ` + nameSQL("?4") + `, ` + nameSQL("?5") + `, ` + nameSQL("?6") + `, ?7, ?8, ?9, ?11, ?10, ?12, ?13)
@@ -169,6 +182,9 @@ func recordJournaled(tx *sql.Tx, listed []journaled) error {
 		status := statusCodes[StatusInFlight]
 		if e.Answered != 0 {
 			status, answered, errText = statusCodes[StatusUnknown], e.Answered-e.Received, answeredError(e.Run)
+			if stopped {
+				errText = unwrittenError(e.Run)
+			}
 		}
 		if _, err := st.Exec(e.ID, e.Run, sessionValue(e.Session), e.Server, e.Method, e.Name, idValue(e.OriginalID),
 			e.Received, written, pid, status, answered, errText); err != nil {

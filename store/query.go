@@ -845,6 +845,12 @@ func abandonedError(run int64) string {
 	return fmt.Sprintf("Switchboard stopped (run %d) before this request was answered", run)
 }
 
+// unwrittenError is the error of a request of run that was answered when
+// run stopped cleanly but could not write its last rows.
+func unwrittenError(run int64) string {
+	return fmt.Sprintf("answered, but Switchboard stopped (run %d) unable to record the outcome (the history database was locked or failing)", run)
+}
+
 // answeredError is the error of a request of run that was answered when
 // run crashed before its end was recorded.
 func answeredError(run int64) string {

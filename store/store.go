@@ -276,7 +276,7 @@ func createPrivate(path string) error {
 
 func (s *Store) openWritable() error {
 	var err error
-	if s.wdb, err = sql.Open("sqlite3", dsn(s.path, "_journal_mode=WAL&_sync=1&_fk=1&_txlock=immediate&_busy_timeout=5000")); err != nil {
+	if s.wdb, err = sql.Open("sqlite3", dsn(s.path, fmt.Sprintf("_journal_mode=WAL&_sync=1&_fk=1&_txlock=immediate&_busy_timeout=%d", busyTimeout.Milliseconds()))); err != nil {
 		return fmt.Errorf("history %s: %w", s.path, err)
 	}
 	s.wdb.SetMaxOpenConns(1)
@@ -311,7 +311,7 @@ func (s *Store) openWritable() error {
 			"path", s.path, "err", err)
 		s.journalErr = err
 	}
-	if s.run, err = startRun(s.wdb, s.opts.Version, time.Now(), listed); err != nil {
+	if s.run, err = startRun(s.wdb, s.opts.Version, time.Now(), listed, readJournalStop(s.path)); err != nil {
 		j.close()
 		return s.wrap(err)
 	}
@@ -570,6 +570,11 @@ func (s *Store) closeDBs() error {
 	}
 	return nil
 }
+
+// busyTimeout is how long a write waits for another program's lock on
+// the database (a DB browser's transaction), and how long a stop may wait
+// for it in all (writer.finish); a variable so that tests need not wait.
+var busyTimeout = 5 * time.Second
 
 // lockWait is how long Open waits for another writer's lock; a variable
 // so that tests need not wait.

@@ -367,30 +367,68 @@ func (w *writer) write(free bool) bool {
 // finish writes what waits, ends the requests still in flight (a clean
 // stop ends every request, so one still open lost its end: unknown, not
 // abandoned, which would report a hang that never was), ends the run and
-// empties the journal.
+// empties the journal. It waits for another program's lock on the
+// database (a DB browser's open transaction) busyTimeout in all, not at
+// each statement: a stop must not hang on it. A run it cannot mark ended
+// is marked stopped in the journal, so that the next start ends it
+// rather than blame a crash.
 func (w *writer) finish() {
 	defer w.close()
 	if w.s.killed.Load() {
 		return // as a killed process: nothing more
 	}
+	deadline := time.Now().Add(busyTimeout)
 	w.s.rec.take(w, time.Time{}) // no in-flight rows: takeOpen ends every open request
 	w.rows = w.s.rec.takeOpen(w.rows)
+	w.waitUntil(deadline)
 	ok := w.write(false)
+	w.waitUntil(deadline)
 	if _, err := w.exec(`UPDATE request_log SET status = ?, error = ? WHERE run = ? AND status = 0`,
 		statusCodes[StatusUnknown], unknownError, w.run); err != nil {
 		w.fail(fmt.Errorf("close the run's requests: %w", err), 0)
 		ok = false
 	}
-	if _, err := w.exec(`UPDATE runs SET ended = ? WHERE id = ?`, time.Now().UnixMicro(), w.run); err != nil {
+	w.waitUntil(deadline)
+	stopped := time.Now()
+	if _, err := w.exec(`UPDATE runs SET ended = ? WHERE id = ?`, stopped.UnixMicro(), w.run); err != nil {
 		w.fail(fmt.Errorf("end the run: %w", err), 0)
 		ok = false
+		if merr := w.markStopped(stopped); merr != nil {
+			w.s.log.Error("history: this run could not be marked as stopped (another program holds the database locked, or it fails): the next start will report it as crashed",
+				"path", w.s.path, "err", err, "journal", merr)
+		} else {
+			w.s.log.Warn("history: this run could not be marked as stopped (another program holds the database locked, or it fails): its journal records the clean stop for the next start",
+				"path", w.s.path, "err", err)
+		}
 	}
 	if ok { // else the journal is the record of what was in flight
 		w.s.rec.mu.Lock()
 		w.s.rec.journal.reset(w.run)
 		w.s.rec.mu.Unlock()
 	}
-	_, _ = w.exec(`PRAGMA optimize`)
+	if w.waitUntil(deadline) {
+		_, _ = w.exec(`PRAGMA optimize`)
+	}
+}
+
+// waitUntil makes the next statements wait for a lock at most until
+// deadline, and says whether any time is left.
+func (w *writer) waitUntil(deadline time.Time) bool {
+	left := max(time.Until(deadline), 0)
+	_, _ = w.exec(fmt.Sprintf("PRAGMA busy_timeout = %d", left.Milliseconds()))
+	return left > 0
+}
+
+// markStopped records in the journal that this run stopped cleanly at.
+func (w *writer) markStopped(at time.Time) error {
+	r := &w.s.rec
+	r.mu.Lock()
+	mapped := r.journal.markStopped(at.UnixMicro())
+	r.mu.Unlock()
+	if mapped {
+		return nil
+	}
+	return markStoppedFile(w.s.path, w.run, at.UnixMicro())
 }
 
 func (w *writer) fail(err error, lost int) {
