@@ -175,7 +175,7 @@ func TestCrashMidWrite(t *testing.T) {
 
 	s := openT(t, path, nil)
 	var total, abandoned, stillInFlight, unknown int
-	if err := s.rdb.QueryRow(`SELECT count(*), count(*) FILTER (WHERE status = 7),
+	if err := s.rdb().QueryRow(`SELECT count(*), count(*) FILTER (WHERE status = 7),
 		count(*) FILTER (WHERE status = 0), count(*) FILTER (WHERE status = 8) FROM request_log WHERE run = ?`, run).
 		Scan(&total, &abandoned, &stillInFlight, &unknown); err != nil {
 		t.Fatal(err)
@@ -254,13 +254,13 @@ func TestRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n, minPool, sessions, backends, runs int
-	if err := s.rdb.QueryRow(`SELECT count(*), min(pool_id) FROM requests`).Scan(&n, &minPool); err != nil {
+	if err := s.rdb().QueryRow(`SELECT count(*), min(pool_id) FROM requests`).Scan(&n, &minPool); err != nil {
 		t.Fatal(err)
 	}
 	if n != 50 || minPool != 130 {
 		t.Errorf("kept %d requests from pool id %d, want the newest 50 (from 130)", n, minPool)
 	}
-	if err := s.rdb.QueryRow(`SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM backends),
+	if err := s.rdb().QueryRow(`SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM backends),
 		(SELECT count(*) FROM runs)`).Scan(&sessions, &backends, &runs); err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestRetentionUnderLoad(t *testing.T) {
 	}
 	oldRows := func() int {
 		var n int
-		if err := s.rdb.QueryRow(`SELECT count(*) FROM request_log WHERE received < ?`,
+		if err := s.rdb().QueryRow(`SELECT count(*) FROM request_log WHERE received < ?`,
 			time.Now().Add(-24*time.Hour).UnixMicro()).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
@@ -315,7 +315,7 @@ func TestRetentionUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	if err := s.rdb.QueryRow(`SELECT count(*) FROM request_log WHERE id >= ? AND id < ?`,
+	if err := s.rdb().QueryRow(`SELECT count(*) FROM request_log WHERE id >= ? AND id < ?`,
 		rowID(s.Run(), 1000), rowID(s.Run(), id)).Scan(&n); err != nil {
 		t.Fatal(err)
 	}

@@ -78,10 +78,11 @@ const (
 type journal struct {
 	mem       []byte
 	unmap     func() error
-	free      []int32 // released slots, reused first (fewer pages touched)
-	next      int32   // the first slot never used in this run
-	nWritten  int     // slots in state slotWritten
-	nAnswered int     // slots in state slotAnswered
+	file      os.FileInfo // the file mapped, to tell when another takes its path; the writer's alone
+	free      []int32     // released slots, reused first (fewer pages touched)
+	next      int32       // the first slot never used in this run
+	nWritten  int         // slots in state slotWritten
+	nAnswered int         // slots in state slotAnswered
 }
 
 // journaled is one request a journal lists.
@@ -123,11 +124,15 @@ func openJournal(db string) (*journal, []journaled, error) {
 	if err := reserve(f, had, int64(n)); err != nil {
 		return nil, listed, fmt.Errorf("journal %s: reserve %d bytes: %w", path, journalSize, err)
 	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, listed, fmt.Errorf("journal %s: %w", path, err)
+	}
 	mem, unmap, err := mapFile(f, journalSize)
 	if err != nil {
 		return nil, listed, fmt.Errorf("journal %s: %w", path, err)
 	}
-	return &journal{mem: mem, unmap: unmap}, listed, nil
+	return &journal{mem: mem, unmap: unmap, file: fi}, listed, nil
 }
 
 // rewrite gives f, size bytes long, every block of the journalSize bytes
@@ -375,6 +380,16 @@ func (j *journal) release(slot int32) {
 	}
 	atomic.StoreUint32(state, slotFree)
 	j.free = append(j.free, slot-1)
+}
+
+// moveTo makes j write into fresh, a journal just mapped from the file
+// that took the place of j's, with all that j lists. It returns the unmap
+// of j's old mapping, for the caller to call once the lock is released.
+func (j *journal) moveTo(fresh *journal) (unmap func() error) {
+	copy(fresh.mem, j.mem)
+	unmap = j.unmap
+	j.mem, j.unmap, j.file = fresh.mem, fresh.unmap, fresh.file
+	return unmap
 }
 
 // close unmaps the journal, leaving the file as it is.

@@ -186,7 +186,7 @@ func TestIDAndErrorAreBoundedAndRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stored int64
-	if err := s.rdb.QueryRow(`SELECT sum(length(CAST(original_id AS BLOB))) + sum(length(CAST(error AS BLOB))) FROM request_log`).
+	if err := s.rdb().QueryRow(`SELECT sum(length(CAST(original_id AS BLOB))) + sum(length(CAST(error AS BLOB))) FROM request_log`).
 		Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestReasonsAreBoundedAndRedacted(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var kept string
-			if err := s.rdb.QueryRow("SELECT " + c.column + " FROM " + c.table).Scan(&kept); err != nil {
+			if err := s.rdb().QueryRow("SELECT " + c.column + " FROM " + c.table).Scan(&kept); err != nil {
 				t.Fatal(err)
 			}
 			whole := len(huge(c.prefix))
@@ -372,7 +372,7 @@ func TestClientTextsAreBounded(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var kept string
-			if err := s.rdb.QueryRow("SELECT " + c.column + " FROM " + c.table).Scan(&kept); err != nil {
+			if err := s.rdb().QueryRow("SELECT " + c.column + " FROM " + c.table).Scan(&kept); err != nil {
 				t.Fatal(err)
 			}
 			if len(kept) > c.bound || !utf8.ValidString(kept) {
@@ -389,7 +389,7 @@ func TestClientTextsAreBounded(t *testing.T) {
 	}
 	t.Run("roots", func(t *testing.T) {
 		var kept string
-		if err := s.rdb.QueryRow("SELECT roots FROM backends").Scan(&kept); err != nil {
+		if err := s.rdb().QueryRow("SELECT roots FROM backends").Scan(&kept); err != nil {
 			t.Fatal(err)
 		}
 		var got []string
@@ -486,7 +486,7 @@ func TestRequestsQueryPlans(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rows, err := s.rdb.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
+			rows, err := s.rdb().QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
 			if err != nil {
 				t.Fatal(err)
 			}

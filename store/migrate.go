@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -129,13 +130,8 @@ func startRun(db *sql.DB, version string, now time.Time, listed []journaled, sto
 			return 0, fmt.Errorf("end run %d: %w", stop.Run, err)
 		}
 	}
-	if _, err := tx.Exec(`UPDATE request_log SET status = 7,
-		error = 'Switchboard stopped (run ' || run || ' crashed or was killed) before this request was answered'
-		WHERE status = 0 AND run IN (SELECT id FROM runs WHERE ended IS NULL)`); err != nil {
-		return 0, fmt.Errorf("mark abandoned requests: %w", err)
-	}
-	if _, err := tx.Exec(`UPDATE runs SET crashed = 1 WHERE ended IS NULL`); err != nil {
-		return 0, fmt.Errorf("mark crashed runs: %w", err)
+	if err := endCrashedRuns(tx, 0); err != nil {
+		return 0, err
 	}
 	res, err := tx.Exec(`INSERT INTO runs (started, pid, version) VALUES (?, ?, ?)`, now.UnixMicro(), os.Getpid(), version)
 	if err != nil {
@@ -145,6 +141,79 @@ func startRun(db *sql.DB, version string, now time.Time, listed []journaled, sto
 		return 0, err
 	}
 	return run, tx.Commit()
+}
+
+// endCrashedRuns marks the runs that never ended, but except, crashed,
+// and their in-flight requests abandoned.
+func endCrashedRuns(tx *sql.Tx, except int64) error {
+	if _, err := tx.Exec(`UPDATE request_log SET status = 7,
+		error = 'Switchboard stopped (run ' || run || ' crashed or was killed) before this request was answered'
+		WHERE status = 0 AND run IN (SELECT id FROM runs WHERE ended IS NULL AND id != ?)`, except); err != nil {
+		return fmt.Errorf("mark abandoned requests: %w", err)
+	}
+	if _, err := tx.Exec(`UPDATE runs SET crashed = 1 WHERE ended IS NULL AND id != ?`, except); err != nil {
+		return fmt.Errorf("mark crashed runs: %w", err)
+	}
+	return nil
+}
+
+// restartRun records run, which started at started, in a database file
+// that took the place of its own while it ran (db): as startRun does, it
+// closes the books on the file's runs that never ended, then records run
+// under its own id (its rows' ids carry it) with what it has open, c. A
+// file that holds run already (a copy of its own, put back) is carried
+// on; one with another run of that id, or a later run, is refused: their
+// rows would mix.
+func restartRun(db *sql.DB, run int64, started time.Time, version string, c carried) error {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var later int
+	if err := tx.QueryRow(`SELECT count(*) FROM runs WHERE id > ?`, run).Scan(&later); err != nil {
+		return fmt.Errorf("read its runs: %w", err)
+	}
+	var had int64
+	err = tx.QueryRow(`SELECT started FROM runs WHERE id = ?`, run).Scan(&had)
+	own := err == nil
+	switch {
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("read its runs: %w", err)
+	case later > 0 || own && had != started.UnixMicro():
+		return fmt.Errorf("the file now there is another history: it has run %d, or later ones", run)
+	}
+	if err := endCrashedRuns(tx, run); err != nil {
+		return err
+	}
+	if !own {
+		if _, err := tx.Exec(`INSERT INTO runs (id, started, pid, version) VALUES (?, ?, ?, ?)`,
+			run, started.UnixMicro(), os.Getpid(), version); err != nil {
+			return fmt.Errorf("record the run: %w", err)
+		}
+	}
+	for _, b := range c.backends {
+		if _, err := tx.Exec(`INSERT INTO backends (`+carriedBackendCols+`) SELECT `+params(len(b))+`
+			WHERE NOT EXISTS (SELECT 1 FROM backends WHERE run = ?1 AND pid = ?4 AND started = ?7)`, b...); err != nil {
+			return fmt.Errorf("record a child: %w", err)
+		}
+	}
+	for _, r := range c.sessions {
+		if _, err := tx.Exec(`INSERT INTO sessions (`+carriedSessionCols+`) VALUES (`+params(len(r))+`)
+			ON CONFLICT (run, id) DO NOTHING`, r...); err != nil {
+			return fmt.Errorf("record a session: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
+// params is n numbered SQL parameters, ?1 to ?n.
+func params(n int) string {
+	p := make([]string, n)
+	for i := range p {
+		p[i] = "?" + strconv.Itoa(i+1)
+	}
+	return strings.Join(p, ", ")
 }
 
 // nameSQL is what request_log stores for the name in parameter p, in SQL

@@ -68,6 +68,9 @@ func (w *writer) capNow() (deleted bool, err error) {
 // (more to do). A backend that never recorded an exit is kept: it may be
 // a leaked process.
 func (w *writer) pruneStep(now time.Time) (more bool, err error) {
+	if w.conn == nil {
+		return false, w.noDB
+	}
 	o := w.s.opts
 	n := int64(o.PruneBatch)
 	// step deletes one batch and returns how many rows went.

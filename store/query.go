@@ -267,7 +267,7 @@ func nullMicros(n sql.NullInt64) time.Time {
 // has not ended and a Switchboard holds the database (its writer lock);
 // else 0. Requests in flight in any other run read as abandoned.
 func (s *Store) LiveRun(ctx context.Context) (int64, error) {
-	if s.wdb != nil {
+	if s.run != 0 { // writable
 		return s.run, nil
 	}
 	if !writerAlive(s.path + ".lock") {
@@ -275,7 +275,7 @@ func (s *Store) LiveRun(ctx context.Context) (int64, error) {
 	}
 	var id int64
 	var ended sql.NullInt64
-	err := s.rdb.QueryRowContext(ctx, "SELECT id, ended FROM runs ORDER BY id DESC LIMIT 1").Scan(&id, &ended)
+	err := s.rdb().QueryRowContext(ctx, "SELECT id, ended FROM runs ORDER BY id DESC LIMIT 1").Scan(&id, &ended)
 	if errors.Is(err, sql.ErrNoRows) || ended.Valid {
 		return 0, nil
 	}
@@ -324,7 +324,7 @@ func (s *Store) requestsQuery(ctx context.Context, live int64, f Filter) (string
 	var both, reqs, orph clauses
 	orph.add("status_code = 6") // request_log_orphaned
 	if f.After != (Cursor{}) {
-		below, err := idAfter(ctx, s.rdb, f.After.Received)
+		below, err := idAfter(ctx, s.rdb(), f.After.Received)
 		if err != nil {
 			return "", nil, err
 		}
@@ -412,7 +412,7 @@ func (s *Store) nameRef(ctx context.Context, text string) (any, error) {
 		return int64(0), nil
 	}
 	var id int64
-	err := s.rdb.QueryRowContext(ctx, `SELECT id FROM names WHERE text = ?`, text).Scan(&id)
+	err := s.rdb().QueryRowContext(ctx, `SELECT id FROM names WHERE text = ?`, text).Scan(&id)
 	switch {
 	case err == nil:
 		return id, nil
@@ -441,7 +441,7 @@ func (s *Store) idBefore(ctx context.Context, t time.Time) (int64, error) {
 		return 0, nil
 	}
 	var id sql.NullInt64
-	if err := s.rdb.QueryRowContext(ctx, `SELECT id FROM request_log WHERE id % 64 = 0 AND id & ? = 0 AND received < ?
+	if err := s.rdb().QueryRowContext(ctx, `SELECT id FROM request_log WHERE id % 64 = 0 AND id & ? = 0 AND received < ?
 		ORDER BY received DESC LIMIT 1`, orphanBase, t.Add(-arrivalMargin).UnixMicro()).Scan(&id); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("history: find the requests since %s: %w", t.Format(time.RFC3339), err)
 	}
@@ -475,7 +475,7 @@ func positiveOr(n, def int) int {
 }
 
 func (s *Store) queryRequests(ctx context.Context, live int64, q string, args ...any) ([]Request, error) {
-	return queryAll(ctx, s.rdb, "query requests", func(sc scanner) (Request, error) { return scanRequest(sc, live) }, q, args...)
+	return queryAll(ctx, s.rdb(), "query requests", func(sc scanner) (Request, error) { return scanRequest(sc, live) }, q, args...)
 }
 
 // withRunEnds sets RunEnded on the abandoned requests of rows, reading
@@ -543,7 +543,7 @@ func (s *Store) CountsByStatus(ctx context.Context, since time.Time) (map[string
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT status, status = 0 AND run != ?, count(*) FROM request_log
+	rows, err := s.rdb().QueryContext(ctx, `SELECT status, status = 0 AND run != ?, count(*) FROM request_log
 		WHERE id > ? AND received >= ? GROUP BY 1, 2`, live, after, since.UnixMicro())
 	if err != nil {
 		return nil, fmt.Errorf("history: count by status: %w", err)
@@ -568,7 +568,7 @@ func (s *Store) CountsByStatus(ctx context.Context, since time.Time) (map[string
 
 // Runs lists the newest runs first. limit <= 0 means 100.
 func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
-	return queryAll(ctx, s.rdb, "list runs", scanRun,
+	return queryAll(ctx, s.rdb(), "list runs", scanRun,
 		"SELECT "+runCols+" FROM runs ORDER BY id DESC LIMIT ?", positiveOr(limit, 100))
 }
 
@@ -594,7 +594,7 @@ func (s *Store) ChildrenOfEarlierRuns(ctx context.Context) ([]ChildRecord, error
 	if err != nil {
 		return nil, err
 	}
-	return queryAll(ctx, s.rdb, "children of earlier runs", func(sc scanner) (ChildRecord, error) {
+	return queryAll(ctx, s.rdb(), "children of earlier runs", func(sc scanner) (ChildRecord, error) {
 		var c ChildRecord
 		var cmdJSON string
 		var start, run int64
@@ -646,14 +646,14 @@ func (s *Store) timeline(ctx context.Context, id int64, what string) (Timeline, 
 			}
 		}
 	}
-	if t.Run, err = scanRun(s.rdb.QueryRowContext(ctx, "SELECT "+runCols+" FROM runs WHERE id = ?", runID)); err != nil {
+	if t.Run, err = scanRun(s.rdb().QueryRowContext(ctx, "SELECT "+runCols+" FROM runs WHERE id = ?", runID)); err != nil {
 		return t, fmt.Errorf("history: run %d: %w", runID, err)
 	}
 	var sess Session
 	var peer, disc sql.NullInt64
 	var connected int64
 	var reason sql.NullString
-	err = s.rdb.QueryRowContext(ctx, `SELECT run, id, server, client_name, client_version, transport, peer_pid,
+	err = s.rdb().QueryRowContext(ctx, `SELECT run, id, server, client_name, client_version, transport, peer_pid,
 		connected, disconnected, close_reason FROM sessions WHERE run = ? AND id = ?`, runID, r.Session).
 		Scan(&sess.Run, &sess.ID, &sess.Server, &sess.ClientName, &sess.ClientVersion, &sess.Transport, &peer,
 			&connected, &disc, &reason)
@@ -665,7 +665,7 @@ func (s *Store) timeline(ctx context.Context, id int64, what string) (Timeline, 
 		return t, fmt.Errorf("history: session %s: %w", r.Session, err)
 	}
 	if r.PID != 0 {
-		b, err := scanBackend(s.rdb.QueryRowContext(ctx, "SELECT "+backendCols+
+		b, err := scanBackend(s.rdb().QueryRowContext(ctx, "SELECT "+backendCols+
 			` FROM backends WHERE run = ? AND pid = ? ORDER BY id DESC LIMIT 1`, runID, r.PID))
 		switch {
 		case err == nil:
@@ -680,7 +680,7 @@ func (s *Store) timeline(ctx context.Context, id int64, what string) (Timeline, 
 
 // requestByID reads the row id, a request or an orphaned response.
 func (s *Store) requestByID(ctx context.Context, live, id int64) (Request, error) {
-	return scanRequest(s.rdb.QueryRowContext(ctx, "SELECT "+requestCols+" FROM requests WHERE id = ?", id), live)
+	return scanRequest(s.rdb().QueryRowContext(ctx, "SELECT "+requestCols+" FROM requests WHERE id = ?", id), live)
 }
 
 // steps tells a request's life in order.
@@ -786,7 +786,7 @@ func inTimeOrder(out []Step) []Step {
 // answered (the run ended under them), oldest first: what a client that
 // kept its session across a pool restart still waits for.
 func (s *Store) Unanswered(ctx context.Context, run int64, session string) ([]pool.Unanswered, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT original_id, method, name, written IS NOT NULL, received, id FROM requests
+	rows, err := s.rdb().QueryContext(ctx, `SELECT original_id, method, name, written IS NOT NULL, received, id FROM requests
 		WHERE status_code = 0 AND run = ?1 AND session = ?2 AND answered IS NULL
 		UNION ALL SELECT original_id, method, name, written IS NOT NULL, received, id FROM requests
 		WHERE status_code = 7 AND run = ?1 AND session = ?2 AND answered IS NULL`, run, session)
@@ -879,14 +879,14 @@ func journalOwed(ctx context.Context, q interface {
 // one: its journal lists them. Those it lists as answered are no hangs.
 // A writable Store has recorded its journal's at Open.
 func (s *Store) withJournal(ctx context.Context, live int64, rows []Request) ([]Request, error) {
-	if s.wdb != nil {
+	if s.run != 0 { // writable
 		return rows, nil
 	}
 	listed, err := readJournalFile(s.path)
 	if err != nil || len(listed) == 0 || listed[0].Run == live {
 		return rows, err
 	}
-	if owed, err := journalOwed(ctx, s.rdb, listed[0].Run); err != nil || !owed {
+	if owed, err := journalOwed(ctx, s.rdb(), listed[0].Run); err != nil || !owed {
 		return rows, err
 	}
 	have := map[int64]int{}
@@ -902,7 +902,7 @@ func (s *Store) withJournal(ctx context.Context, live int64, rows []Request) ([]
 	}
 	idsJSON, _ := json.Marshal(ids)
 	ended := map[int64]bool{}
-	q, err := s.rdb.QueryContext(ctx, `SELECT id FROM request_log WHERE id IN (SELECT value FROM json_each(?)) AND status != 0`,
+	q, err := s.rdb().QueryContext(ctx, `SELECT id FROM request_log WHERE id IN (SELECT value FROM json_each(?)) AND status != 0`,
 		string(idsJSON))
 	if err != nil {
 		return nil, fmt.Errorf("history: the journal's requests: %w", err)

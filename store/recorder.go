@@ -326,6 +326,20 @@ func (r *recorder) rearm() bool {
 	return r.armed
 }
 
+// requeueRowed queues again the in-flight rows handed to the writer: a
+// recreated database file has none of them.
+func (r *recorder) requeueRowed() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, q := range r.open {
+		if q.rowed {
+			row := q.row
+			row.exists = true // updated, else inserted
+			r.rows = append(r.rows, row)
+		}
+	}
+}
+
 // inFlight says whether requests are in flight: the writer records its
 // run's heartbeat while they are.
 func (r *recorder) inFlight() bool {

@@ -166,7 +166,7 @@ func TestRequestNamesAreRedacted(t *testing.T) {
 		}
 	}
 	var raw int
-	if err := s2.rdb.QueryRow(`SELECT count(*) FROM names WHERE instr(text, 's3cret') > 0 OR instr(text, 'abc123') > 0`).Scan(&raw); err != nil || raw != 0 {
+	if err := s2.rdb().QueryRow(`SELECT count(*) FROM names WHERE instr(text, 's3cret') > 0 OR instr(text, 'abc123') > 0`).Scan(&raw); err != nil || raw != 0 {
 		t.Errorf("the names dictionary holds the secret %d times (%v)", raw, err)
 	}
 	if len(rs) != len(plain)+4 {

@@ -62,7 +62,7 @@ func TestRowCapCountsAnUpdatedRowOnce(t *testing.T) {
 				t.Fatalf("dropped %d records", s.Dropped())
 			}
 			var n, minPool, notOK int
-			if err := s.rdb.QueryRow(`SELECT count(*), coalesce(min(pool_id), 0), count(*) FILTER (WHERE status != 'ok')
+			if err := s.rdb().QueryRow(`SELECT count(*), coalesce(min(pool_id), 0), count(*) FILTER (WHERE status != 'ok')
 				FROM requests`).Scan(&n, &minPool, &notOK); err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +99,7 @@ func TestRowCapKeepsTheLiveRunsHangs(t *testing.T) {
 	check := func(when string, hung bool, wantMin int) {
 		t.Helper()
 		var n, minOther int
-		if err := s.rdb.QueryRow(`SELECT count(*), coalesce(min(pool_id) FILTER (WHERE pool_id != 1), 0) FROM requests`).
+		if err := s.rdb().QueryRow(`SELECT count(*), coalesce(min(pool_id) FILTER (WHERE pool_id != 1), 0) FROM requests`).
 			Scan(&n, &minOther); err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +162,7 @@ func TestRowCapWhenHangsFillIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n, inFlight int
-	if err := s.rdb.QueryRow(`SELECT count(*), count(*) FILTER (WHERE status = 'in-flight') FROM requests`).
+	if err := s.rdb().QueryRow(`SELECT count(*), count(*) FILTER (WHERE status = 'in-flight') FROM requests`).
 		Scan(&n, &inFlight); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestRowCapCountsAnEndWhoseRowIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n, minPool int
-	if err := s.rdb.QueryRow(`SELECT count(*), min(pool_id) FROM requests`).Scan(&n, &minPool); err != nil {
+	if err := s.rdb().QueryRow(`SELECT count(*), min(pool_id) FROM requests`).Scan(&n, &minPool); err != nil {
 		t.Fatal(err)
 	}
 	if n != maxRows || minPool != 2 {

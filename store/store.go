@@ -176,12 +176,16 @@ type Store struct {
 	path string
 	opts Options
 	log  *slog.Logger
-	rdb  *sql.DB // queries; several connections, read-only
+	// readDB answers queries (rdb): several connections, read-only. A
+	// writable Store's writer replaces it when it recreates the database
+	// file (writer.reopen).
+	readDB atomic.Pointer[sql.DB]
 
 	// Set for a writable Store only.
-	wdb  *sql.DB   // the writer's single connection
-	lock io.Closer // held while open: one writer per database
-	run  int64
+	wdb     *sql.DB   // the writer's single connection; the writer's alone once it runs
+	lock    io.Closer // held while open: one writer per database
+	run     int64
+	started time.Time // when the run started
 	// journalErr says why this writable Store has no journal; nil when it
 	// has one.
 	journalErr error
@@ -197,8 +201,13 @@ type Store struct {
 	pruneReq chan chan error // tests: run retention to completion now
 	flushReq chan chan error // tests: write everything queued now
 
+	recheck chan struct{} // Err -> writer: the file at path is not the one open
+
 	errMu   sync.Mutex
 	lastErr error // the writer's last failure; nil after a good flush
+	// dbFile is the database file open for writing: when the file at
+	// path is no longer it (deleted, replaced), the writer recreates it.
+	dbFile os.FileInfo
 
 	closeOnce sync.Once
 	closeErr  error
@@ -232,6 +241,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	s.wake = make(chan struct{}, 1)
 	s.full = make(chan struct{}, 1)
+	s.recheck = make(chan struct{}, 1)
 	s.stop = make(chan struct{})
 	s.done = make(chan struct{})
 	s.pruneReq = make(chan chan error)
@@ -276,30 +286,8 @@ func createPrivate(path string) error {
 
 func (s *Store) openWritable() error {
 	var err error
-	if s.wdb, err = sql.Open("sqlite3", dsn(s.path, fmt.Sprintf("_journal_mode=WAL&_sync=1&_fk=1&_txlock=immediate&_busy_timeout=%d", busyTimeout.Milliseconds()))); err != nil {
-		return fmt.Errorf("history %s: %w", s.path, err)
-	}
-	s.wdb.SetMaxOpenConns(1)
-	s.wdb.SetMaxIdleConns(1)
-	s.wdb.SetConnMaxLifetime(0)
-	var mode string
-	if err := s.wdb.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
-		return s.wrap(err)
-	}
-	if mode != "wal" {
-		return fmt.Errorf("history %s: journal mode is %q, want wal", s.path, mode)
-	}
-	// Damage in the middle of the file shows nowhere else until a query
-	// reaches it: check the whole file once, at open.
-	var check string
-	if err := s.wdb.QueryRow("PRAGMA quick_check").Scan(&check); err != nil {
-		return s.wrap(err)
-	}
-	if check != "ok" {
-		return fmt.Errorf("history %s: %w: quick_check: %s", s.path, ErrCorrupt, check)
-	}
-	if err := migrate(s.wdb); err != nil {
-		return s.wrap(err)
+	if s.wdb, err = s.openWriteDB(); err != nil {
+		return err
 	}
 	// The journal says what a run that did not stop had in flight; once
 	// that is in the database, it records this run.
@@ -311,7 +299,8 @@ func (s *Store) openWritable() error {
 			"path", s.path, "err", err)
 		s.journalErr = err
 	}
-	if s.run, err = startRun(s.wdb, s.opts.Version, time.Now(), listed, readJournalStop(s.path)); err != nil {
+	s.started = time.Now()
+	if s.run, err = startRun(s.wdb, s.opts.Version, s.started, listed, readJournalStop(s.path)); err != nil {
 		j.close()
 		return s.wrap(err)
 	}
@@ -328,6 +317,55 @@ func (s *Store) openWritable() error {
 	s.rec.init(s.run, j)
 	return s.openReaders()
 }
+
+// openWriteDB opens the database file at s.path for writing, in WAL
+// mode, checked and migrated, and notes which file it is (dbFile).
+func (s *Store) openWriteDB() (_ *sql.DB, err error) {
+	db, err := sql.Open("sqlite3", dsn(s.path,
+		fmt.Sprintf("_journal_mode=WAL&_sync=1&_fk=1&_txlock=immediate&_busy_timeout=%d", busyTimeout.Milliseconds())))
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", s.path, err)
+	}
+	defer func() {
+		if err != nil {
+			db.Close()
+		}
+	}()
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		return nil, s.wrap(err)
+	}
+	if mode != "wal" {
+		return nil, fmt.Errorf("history %s: journal mode is %q, want wal", s.path, mode)
+	}
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", s.path, err)
+	}
+	_ = os.SameFile(fi, fi) // where a file's identity is read lazily (Windows), read it now
+	// Damage in the middle of the file shows nowhere else until a query
+	// reaches it: check the whole file once, at open.
+	var check string
+	if err := db.QueryRow("PRAGMA quick_check").Scan(&check); err != nil {
+		return nil, s.wrap(err)
+	}
+	if check != "ok" {
+		return nil, fmt.Errorf("history %s: %w: quick_check: %s", s.path, ErrCorrupt, check)
+	}
+	if err := migrate(db); err != nil {
+		return nil, s.wrap(err)
+	}
+	s.errMu.Lock()
+	s.dbFile = fi
+	s.errMu.Unlock()
+	return db, nil
+}
+
+// rdb is the read-only connections that answer queries.
+func (s *Store) rdb() *sql.DB { return s.readDB.Load() }
 
 // OpenReadOnly opens the history database at path for queries only, while
 // another process may be writing it. A missing database is an error
@@ -393,7 +431,7 @@ func (s *Store) readerVersion(params string) (int, error) {
 		return 0, err
 	}
 	var v int
-	if err := s.rdb.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+	if err := s.rdb().QueryRow("PRAGMA user_version").Scan(&v); err != nil {
 		return 0, s.wrap(err)
 	}
 	return v, nil
@@ -405,15 +443,17 @@ const readerParams = "mode=ro&_busy_timeout=5000&_txlock=deferred"
 func (s *Store) openReaders() error { return s.openReadersAs(readerParams) }
 
 func (s *Store) openReadersAs(params string) error {
-	var err error
-	if s.rdb, err = sql.Open("sqlite3", dsn(s.path, params)); err != nil {
+	db, err := sql.Open("sqlite3", dsn(s.path, params))
+	if err != nil {
 		return fmt.Errorf("history %s: %w", s.path, err)
 	}
-	s.rdb.SetMaxOpenConns(4)
-	s.rdb.SetMaxIdleConns(2)
-	if err := s.rdb.Ping(); err != nil {
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(2)
+	if err := db.Ping(); err != nil {
+		db.Close()
 		return s.wrap(err)
 	}
+	s.readDB.Store(db)
 	return nil
 }
 
@@ -490,10 +530,38 @@ func (s *Store) RecordConfigReload(c ConfigReload) {
 func (s *Store) Dropped() uint64 { return s.dropped.Load() }
 
 // Err is the writer's last error, or nil once a later write succeeded.
+// When the database file was deleted or replaced while it was open, it
+// says so until the writer has recreated it (it is asked to at once).
 func (s *Store) Err() error {
 	s.errMu.Lock()
-	defer s.errMu.Unlock()
-	return s.lastErr
+	err := s.lastErr
+	s.errMu.Unlock()
+	if err != nil || s.recheck == nil || !s.fileGone() {
+		return err
+	}
+	notify(s.recheck)
+	return fmt.Errorf("history %s: %w: recreating it", s.path, errFileGone)
+}
+
+// errFileGone says the database file open for writing is no longer at
+// its path: deleted, or replaced by another file.
+var errFileGone = errors.New("the database file was deleted or replaced while Switchboard runs")
+
+// fileGone says whether the file at s.path is not the database file open
+// for writing (dbFile): there is none, or another one. A path it cannot
+// look at (no permission) tells nothing.
+func (s *Store) fileGone() bool {
+	s.errMu.Lock()
+	open := s.dbFile
+	s.errMu.Unlock()
+	if open == nil {
+		return false
+	}
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	return !os.SameFile(open, fi)
 }
 
 func (s *Store) setErr(err error) {
@@ -556,8 +624,8 @@ func (s *Store) closeDBs() error {
 	s.rec.mu.Lock()
 	errs = append(errs, s.rec.journal.close())
 	s.rec.mu.Unlock()
-	if s.rdb != nil {
-		errs = append(errs, s.rdb.Close())
+	if db := s.rdb(); db != nil {
+		errs = append(errs, db.Close())
 	}
 	if s.wdb != nil {
 		errs = append(errs, s.wdb.Close())

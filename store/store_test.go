@@ -381,7 +381,7 @@ func TestMigrateFromV4(t *testing.T) {
 		t.Errorf("request 6 (in flight at run 3's crash) = %+v", r)
 	}
 	var longInNames int
-	if err := s.rdb.QueryRow(`SELECT count(*) FROM names WHERE text = ?`, long).Scan(&longInNames); err != nil || longInNames != 0 {
+	if err := s.rdb().QueryRow(`SELECT count(*) FROM names WHERE text = ?`, long).Scan(&longInNames); err != nil || longInNames != 0 {
 		t.Errorf("the long name in the dictionary: %d %v", longInNames, err)
 	}
 	for _, f := range []Filter{{Server: "fs"}, {Method: "tools/list"}, {Status: StatusAbandoned}, {Status: pool.StatusOrphaned}} {
@@ -866,7 +866,7 @@ func kill(s *Store) {
 		close(s.stop)
 		<-s.done
 		s.wdb.Close()
-		s.rdb.Close()
+		s.rdb().Close()
 		s.lock.Close()
 		s.rec.mu.Lock()
 		s.rec.journal.close() // its memory stays in the file, as a killed process's does
@@ -1281,7 +1281,7 @@ func TestChildrenOnlyRecordsChildrenAlone(t *testing.T) {
 		t.Errorf("children of the earlier run: %+v %v", kids, err)
 	}
 	var sessions int
-	if err := next.rdb.QueryRow(`SELECT count(*) FROM sessions`).Scan(&sessions); err != nil || sessions != 0 {
+	if err := next.rdb().QueryRow(`SELECT count(*) FROM sessions`).Scan(&sessions); err != nil || sessions != 0 {
 		t.Errorf("sessions recorded with history off: %d %v", sessions, err)
 	}
 }

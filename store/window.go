@@ -143,7 +143,7 @@ func (s *Store) Window(ctx context.Context, from, until time.Time, limit int) (W
 
 // windowReloads lists the config reloads of [from, until], oldest first.
 func (s *Store) windowReloads(ctx context.Context, from, until time.Time) ([]ConfigReload, error) {
-	return queryAll(ctx, s.rdb, "query config reloads", func(sc scanner) (ConfigReload, error) {
+	return queryAll(ctx, s.rdb(), "query config reloads", func(sc scanner) (ConfigReload, error) {
 		var c ConfigReload
 		var at int64
 		var msg sql.NullString
@@ -168,7 +168,7 @@ func runEnd(r WindowRun) time.Time {
 
 // windowRuns lists the runs alive at some moment of [from, until].
 func (s *Store) windowRuns(ctx context.Context, live int64, from, until time.Time) ([]WindowRun, error) {
-	runs, err := queryAll(ctx, s.rdb, "runs of a window", scanRun, "SELECT "+runCols+` FROM runs
+	runs, err := queryAll(ctx, s.rdb(), "runs of a window", scanRun, "SELECT "+runCols+` FROM runs
 		WHERE started <= ? AND (ended IS NULL OR ended >= ?) ORDER BY id`, until.UnixMicro(), from.UnixMicro())
 	if err != nil {
 		return nil, err
@@ -194,7 +194,7 @@ func (s *Store) windowRuns(ctx context.Context, live int64, from, until time.Tim
 
 // windowRun reads one run, with its last moment if it ended unstopped.
 func (s *Store) windowRun(ctx context.Context, id int64) (WindowRun, error) {
-	r, err := scanRun(s.rdb.QueryRowContext(ctx, "SELECT "+runCols+" FROM runs WHERE id = ?", id))
+	r, err := scanRun(s.rdb().QueryRowContext(ctx, "SELECT "+runCols+" FROM runs WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return WindowRun{Run: Run{ID: id}}, nil // pruned: its requests outlived it
 	}
@@ -219,14 +219,14 @@ func (s *Store) windowRun(ctx context.Context, id int64) (WindowRun, error) {
 func (s *Store) lastSeen(ctx context.Context, run int64) (time.Time, error) {
 	var rcv, wr, ans, started, exited, alive sql.NullInt64
 	first, orphans, end := run<<runShift, run<<runShift|orphanBase, (run+1)<<runShift
-	err := s.rdb.QueryRowContext(ctx, `SELECT max(received), max(written), max(answered) FROM
+	err := s.rdb().QueryRowContext(ctx, `SELECT max(received), max(written), max(answered) FROM
 		(SELECT * FROM (SELECT received, written, answered FROM requests WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT 256)
 		UNION ALL SELECT * FROM (SELECT received, written, answered FROM requests WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT 1))`,
 		first, orphans, orphans, end).Scan(&rcv, &wr, &ans)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("history: last moment of run %d: %w", run, err)
 	}
-	err = s.rdb.QueryRowContext(ctx, `SELECT max(started), max(exited), (SELECT alive FROM runs WHERE id = ?1)
+	err = s.rdb().QueryRowContext(ctx, `SELECT max(started), max(exited), (SELECT alive FROM runs WHERE id = ?1)
 		FROM backends WHERE run = ?1`, run).Scan(&started, &exited, &alive)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("history: last moment of run %d: %w", run, err)
@@ -239,7 +239,7 @@ func (s *Store) lastSeen(ctx context.Context, run int64) (time.Time, error) {
 	}
 	if last == 0 {
 		var st int64
-		if err := s.rdb.QueryRowContext(ctx, `SELECT started FROM runs WHERE id = ?`, run).Scan(&st); err == nil {
+		if err := s.rdb().QueryRowContext(ctx, `SELECT started FROM runs WHERE id = ?`, run).Scan(&st); err == nil {
 			last = st
 		}
 	}
@@ -250,7 +250,7 @@ func (s *Store) lastSeen(ctx context.Context, run int64) (time.Time, error) {
 // until]: exited in or after it, or never seen exiting in a run that
 // lasted into it.
 func (s *Store) windowBackends(ctx context.Context, from, until time.Time, runLasts func(int64) (bool, error)) ([]Backend, error) {
-	all, err := queryAll(ctx, s.rdb, "children of a window", scanBackend, "SELECT "+backendCols+` FROM backends
+	all, err := queryAll(ctx, s.rdb(), "children of a window", scanBackend, "SELECT "+backendCols+` FROM backends
 		WHERE started <= ? AND (exited IS NULL OR exited >= ?) ORDER BY started, id`, until.UnixMicro(), from.UnixMicro())
 	if err != nil {
 		return nil, err
@@ -315,7 +315,7 @@ func (s *Store) windowSessions(ctx context.Context, reqs []Request) ([]Session, 
 		var peer, disc sql.NullInt64
 		var connected int64
 		var reason sql.NullString
-		err := s.rdb.QueryRowContext(ctx, `SELECT run, id, server, client_name, client_version, transport, peer_pid,
+		err := s.rdb().QueryRowContext(ctx, `SELECT run, id, server, client_name, client_version, transport, peer_pid,
 			connected, disconnected, close_reason FROM sessions WHERE run = ? AND id = ?`, k.run, k.id).
 			Scan(&sess.Run, &sess.ID, &sess.Server, &sess.ClientName, &sess.ClientVersion, &sess.Transport, &peer,
 				&connected, &disc, &reason)

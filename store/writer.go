@@ -7,6 +7,7 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,20 @@ type writer struct {
 	args    []driver.NamedValue
 
 	lastErr, lastErrKept string // errText's last error, and what it kept
+
+	// checked is when the writer last looked whether its database file
+	// is still at its path (checkFile). noDB says why it has no database
+	// (conn nil): the file was deleted or replaced, and could not be
+	// recreated yet.
+	checked time.Time
+	noDB    error
+	carried carried // what the file that left had open, until a new one holds it
+	// refused is the file at the path when it could not be made the
+	// database (nil: none was there), at refusedAt.
+	refused   os.FileInfo
+	refusedAt time.Time
+	// journalErr is why the journal could not be made again, last said.
+	journalErr string
 }
 
 // rawInserts are the row inserts, prepared on the driver connection dc
@@ -145,10 +160,21 @@ const (
 	sqlAddName = `INSERT INTO names (text) VALUES (?) ON CONFLICT (text) DO UPDATE SET text = excluded.text RETURNING id`
 )
 
-func newWriter(s *Store) (w *writer, err error) {
-	w = &writer{s: s, ctx: context.Background(), run: s.run, names: map[string]int64{}}
+func newWriter(s *Store) (*writer, error) {
+	w := &writer{s: s, ctx: context.Background(), run: s.run}
+	if err := w.attach(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// attach makes the writer write s.wdb: its connection, statements, names
+// and row count.
+func (w *writer) attach() (err error) {
+	s := w.s
+	w.names, w.raw = map[string]int64{}, rawInserts{}
 	if w.conn, err = s.wdb.Conn(w.ctx); err != nil {
-		return nil, fmt.Errorf("the write connection: %w", err)
+		return fmt.Errorf("the write connection: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -166,35 +192,36 @@ func newWriter(s *Store) (w *writer, err error) {
 	} {
 		st, err := w.conn.PrepareContext(w.ctx, p.sql)
 		if err != nil {
-			return nil, fmt.Errorf("prepare: %w", err)
+			return fmt.Errorf("prepare: %w", err)
 		}
 		*p.st = st
 	}
 	rows, err := w.conn.QueryContext(w.ctx, `SELECT id, text FROM names ORDER BY id LIMIT ?`, maxNames)
 	if err != nil {
-		return nil, fmt.Errorf("read names: %w", err)
+		return fmt.Errorf("read names: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id int64
 		var text string
 		if err := rows.Scan(&id, &text); err != nil {
-			return nil, fmt.Errorf("read names: %w", err)
+			return fmt.Errorf("read names: %w", err)
 		}
 		w.names[text] = id
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read names: %w", err)
+		return fmt.Errorf("read names: %w", err)
 	}
 	rows.Close()
-	if err := w.recount(); err != nil {
-		return nil, err
-	}
-	return w, nil
+	return w.recount()
 }
 
-// close releases the statements and the pinned connection.
+// close releases the statements and the pinned connection: the writer
+// has none until it attaches again.
 func (w *writer) close() {
+	if w.conn == nil {
+		return
+	}
 	for _, st := range []*sql.Stmt{w.insOneSafe, w.update, w.sessOpen, w.sessClose, w.backStart, w.backExit, w.addName} {
 		if st != nil {
 			st.Close()
@@ -209,15 +236,24 @@ func (w *writer) close() {
 		return nil
 	})
 	w.conn.Close()
+	w.conn = nil
+	w.insOneSafe, w.update, w.sessOpen, w.sessClose, w.backStart, w.backExit, w.addName = nil, nil, nil, nil, nil, nil, nil
+	w.raw = rawInserts{}
 }
 
 // exec runs q on the write connection.
 func (w *writer) exec(q string, args ...any) (sql.Result, error) {
+	if w.conn == nil {
+		return nil, w.noDB
+	}
 	return w.conn.ExecContext(w.ctx, q, args...)
 }
 
 // recount reads how many requests the database holds into w.count.
 func (w *writer) recount() error {
+	if w.conn == nil {
+		return w.noDB
+	}
 	if err := w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM request_log`).Scan(&w.count); err != nil {
 		return fmt.Errorf("count the requests: %w", err)
 	}
@@ -237,9 +273,12 @@ var alwaysReady = func() chan struct{} { c := make(chan struct{}); close(c); ret
 // then every PruneInterval) it deletes old rows one small step at a time:
 // back to back while it has no work, else one step after each batch
 // (under steady load it always has), so neither pruning nor a burst holds
-// the write lock long, and neither waits for the other to end. It ends
-// when Store.Close closes stop, after writing what waits. Open runs it at
-// lower priority (runAtLowerPriority).
+// the write lock long, and neither waits for the other to end. At a
+// batch, a heartbeat or a retention tick, at most every
+// fileCheckInterval, and when Err finds the file gone, it makes sure its
+// files are still at their paths (checkFile). It ends when Store.Close
+// closes stop, after writing what waits. Open runs it at lower priority
+// (runAtLowerPriority).
 func (w *writer) loop() {
 	defer close(w.s.done)
 	o := w.s.opts
@@ -296,7 +335,10 @@ func (w *writer) loop() {
 			beating = false
 			w.heartbeat(time.Now())
 			beatIfInFlight()
+		case <-w.s.recheck:
+			w.checkFile(time.Now(), true)
 		case <-prune.C:
+			w.checkFile(time.Now(), false)
 			pruneDue = true
 		case <-firstPrune.C:
 			pruneDue = true
@@ -328,6 +370,7 @@ func (w *writer) loop() {
 // heartbeat records that the run is alive at now. A failure is logged
 // and not counted as a drop: the next heartbeat tries again.
 func (w *writer) heartbeat(now time.Time) {
+	w.checkFile(now, false)
 	if _, err := w.exec(`UPDATE runs SET alive = ? WHERE id = ?`, now.UnixMicro(), w.run); err != nil {
 		w.s.log.Warn("history: record the run's heartbeat", "path", w.s.path, "err", err)
 	}
@@ -337,6 +380,7 @@ func (w *writer) heartbeat(now time.Time) {
 // transaction. A failed batch is lost: its rows and events count as
 // dropped and Err reports why.
 func (w *writer) batch(now time.Time) {
+	w.checkFile(now, false)
 	w.s.rec.take(w, now.Add(-w.s.opts.InFlightAfter))
 	w.write(true)
 }
@@ -377,6 +421,7 @@ func (w *writer) finish() {
 	if w.s.killed.Load() {
 		return // as a killed process: nothing more
 	}
+	w.checkFile(time.Now(), true) // the last writes must go into the file at the path
 	deadline := time.Now().Add(busyTimeout)
 	w.s.rec.take(w, time.Time{}) // no in-flight rows: takeOpen ends every open request
 	w.rows = w.s.rec.takeOpen(w.rows)

@@ -1,0 +1,209 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// readRequests is what `switchboard history` shows: the file at path,
+// opened read-only.
+func readRequests(t *testing.T, path string) map[uint64]Request {
+	t.Helper()
+	ro, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	rs, err := ro.Requests(context.Background(), Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint64]Request{}
+	for _, r := range rs {
+		got[r.PoolID] = r
+	}
+	return got
+}
+
+// A database file deleted while the store runs (alone, or with its WAL,
+// shared memory and journal) is said to be gone (Err), and made again at
+// its path with the run and what it has open: the child it runs (leak
+// detection's record of it), the request in flight with its row; what is
+// recorded next goes into it, and a crash finds the journal there too.
+// It used to go on writing into the deleted file, saying nothing, until
+// the stop took everything with it.
+func TestDeletedFileIsRecreated(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		suffixes []string
+	}{
+		{"database", []string{""}},
+		{"all", []string{"", "-wal", "-shm", "-inflight"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := dbPath(t)
+			ctx := context.Background()
+			s := openT(t, path, &Options{FlushInterval: time.Hour})
+			now := time.Now()
+			s.Record(pool.Event{Kind: pool.EventBackendStarted, Time: now, Server: "srv", PID: 4242, ProcessStart: now,
+				Command: []string{"srv-mcp"}})
+			s.Record(pool.Event{Kind: pool.EventSessionOpened, Time: now, Server: "srv", Session: "s1", ClientName: "claude-code"})
+			s.Record(received(1, "s1", "tools/call", "slow", now.Add(-2*time.Second))) // in flight, with its row
+			s.Record(received(2, "s1", "tools/call", "before", now))
+			s.Record(done(2, "s1", "tools/call", "before", pool.StatusOK, 4242, now))
+			if err := s.flush(); err != nil {
+				t.Fatal(err)
+			}
+			for _, suffix := range tc.suffixes {
+				if err := os.Remove(path + suffix); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			if err := s.Err(); !errors.Is(err, errFileGone) {
+				t.Errorf("Err after the file was deleted: %v, want it to say so", err)
+			}
+			waitFor(t, "the database file made again", func() bool {
+				_, err := os.Stat(path)
+				return err == nil && s.Err() == nil
+			})
+			if err := s.flush(); err != nil {
+				t.Fatal(err)
+			}
+			got := readRequests(t, path)
+			if r, ok := got[1]; !ok || r.Status != StatusInFlight || r.Run != s.Run() {
+				t.Errorf("the request in flight in the new file: %+v (%v), want in flight, of run %d", r, ok, s.Run())
+			}
+			if _, ok := got[2]; ok {
+				t.Error("a request recorded before the deletion is in the new file")
+			}
+
+			s.Record(written(1, "s1", 4242, now))
+			s.Record(done(1, "s1", "tools/call", "slow", pool.StatusOK, 4242, now.Add(time.Millisecond)))
+			s.Record(received(3, "s1", "tools/call", "after", now))
+			s.Record(done(3, "s1", "tools/call", "after", pool.StatusOK, 4242, now))
+			s.Record(received(4, "s1", "tools/call", "stuck", now)) // in flight at the crash: the journal's
+			if err := s.flush(); err != nil {
+				t.Fatal(err)
+			}
+			got = readRequests(t, path)
+			for _, id := range []uint64{1, 3} {
+				if r := got[id]; r.Status != pool.StatusOK || r.PID != 4242 {
+					t.Errorf("request %d in the new file: %+v, want ok, from child 4242", id, r)
+				}
+			}
+			if listed, err := readJournalFile(path); err != nil || len(listed) != 1 || listed[0].PoolID != 4 {
+				t.Errorf("the journal at the path lists %+v (%v), want request 4", listed, err)
+			}
+			if sess, err := s.rdb().Query(`SELECT 1 FROM sessions WHERE run = ? AND id = 's1' AND client_name = 'claude-code'`, s.Run()); err != nil || !sess.Next() {
+				t.Errorf("the open session is not in the new file (%v)", err)
+			} else {
+				sess.Close()
+			}
+
+			crash(t, s)
+			children, err := ReadChildrenOfEarlierRuns(ctx, path)
+			if err != nil || len(children) != 1 || children[0].PID != 4242 {
+				t.Errorf("children of earlier runs after a crash: %+v, %v; want child 4242, never seen to exit", children, err)
+			}
+			next := openT(t, path, nil)
+			if rs, err := next.Requests(ctx, Filter{Status: StatusAbandoned}); err != nil || len(rs) != 1 || rs[0].PoolID != 4 {
+				t.Errorf("abandoned after the crash: %+v, %v; want request 4, from the journal", rs, err)
+			}
+		})
+	}
+}
+
+// A stop with the database file deleted, asked nothing before, writes
+// its last rows and the run's end into a file made at the path, not into
+// the deleted one.
+func TestStopAfterTheFileWasDeleted(t *testing.T) {
+	path := dbPath(t)
+	s := openT(t, path, &Options{FlushInterval: time.Hour})
+	run := s.Run()
+	now := time.Now()
+	s.Record(pool.Event{Kind: pool.EventBackendStarted, Time: now, Server: "srv", PID: 4242, Command: []string{"srv-mcp"}})
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	s.Record(received(1, "s1", "tools/call", "last", now))
+	s.Record(done(1, "s1", "tools/call", "last", pool.StatusOK, 4242, now))
+	s.Record(pool.Event{Kind: pool.EventBackendExited, Time: now, Server: "srv", PID: 4242})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := readRequests(t, path)[1]; r.Status != pool.StatusOK {
+		t.Errorf("the last request in the file at the path: %+v, want ok", r)
+	}
+	ro, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	runs, err := ro.Runs(context.Background(), 10)
+	if err != nil || len(runs) != 1 || runs[0].ID != run || runs[0].Ended.IsZero() || runs[0].Crashed {
+		t.Errorf("runs in the file at the path: %+v, %v; want run %d, ended", runs, err, run)
+	}
+	if children, err := ro.ChildrenOfEarlierRuns(context.Background()); err != nil || len(children) != 0 {
+		t.Errorf("children never seen to exit: %+v, %v; want none (child 4242 exited)", children, err)
+	}
+}
+
+// Another history's file put in the database file's place (it has later
+// runs: its rows and this run's would mix) is left as it is: the store
+// records nothing meanwhile and says why, and makes its own file again
+// once the path is free.
+func TestReplacedByAnotherHistory(t *testing.T) {
+	path, other := dbPath(t), dbPath(t)
+	s := openT(t, path, &Options{FlushInterval: time.Hour})
+	for range 3 {
+		o := openT(t, other, nil)
+		if err := o.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Rename(other, path); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the store to refuse the file", func() bool {
+		err := s.Err()
+		return err != nil && strings.Contains(err.Error(), "cannot be made again")
+	})
+	now := time.Now()
+	s.Record(received(1, "s1", "tools/call", "lost", now))
+	s.Record(done(1, "s1", "tools/call", "lost", pool.StatusOK, 0, now))
+	if err := s.flush(); err == nil || s.Dropped() == 0 {
+		t.Errorf("a batch with no file to write: %v, %d dropped; want an error and drops", err, s.Dropped())
+	}
+	ro, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := ro.Runs(context.Background(), 10)
+	ro.Close()
+	if err != nil || len(runs) != 3 || runs[0].Crashed || runs[0].ID != 3 {
+		t.Errorf("the other history's runs: %+v, %v; want its 3 runs as they were", runs, err)
+	}
+
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the file made again", func() bool { return s.flush() == nil })
+	s.Record(received(2, "s1", "tools/call", "kept", now))
+	s.Record(done(2, "s1", "tools/call", "kept", pool.StatusOK, 0, now))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if r := readRequests(t, path)[2]; r.Status != pool.StatusOK || r.Run != s.Run() {
+		t.Errorf("request 2 in the file made again: %+v, want ok, of run %d", r, s.Run())
+	}
+}
