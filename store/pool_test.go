@@ -261,3 +261,54 @@ func TestPoolCloseEndsRun(t *testing.T) {
 		t.Errorf("after a clean shutdown: requests %+v, runs %+v, unexited children %+v", reqs, runs, kids)
 	}
 }
+
+// TestPoolRecordsWriteAfterInFlightRow: a call that waits for its child
+// to start again (the last one crashed) is in flight past InFlightAfter,
+// its row written, not yet written to a child; once the new child takes
+// it, the row says so, with that child's pid, as the live status does.
+// The row used to keep saying no child had it until the call ended.
+func TestPoolRecordsWriteAfterInFlightRow(t *testing.T) {
+	path := dbPath(t)
+	s := openT(t, path, &Options{InFlightAfter: 50 * time.Millisecond})
+	hold := filepath.Join(t.TempDir(), "hold")
+	p, sock := servePool(t, &pool.Options{Record: s.Record}, "-start-while", hold)
+	c := dialPool(t, sock)
+	first := p.ChildPIDs()
+	if err := os.WriteFile(hold, nil, 0o600); err != nil { // the next child waits to start
+		t.Fatal(err)
+	}
+	c.send(t, `{"jsonrpc":"2.0","id":"crash-1","method":"tools/call","params":{"name":"crash","arguments":{}}}`)
+	c.recv(t) // its failure
+	c.send(t, `{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"sleep","arguments":{"ms":60000}}}`)
+
+	ctx := context.Background()
+	inFlight := func() Request {
+		t.Helper()
+		if err := s.flush(); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := s.Requests(ctx, Filter{Status: StatusInFlight})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) != 1 {
+			return Request{}
+		}
+		return rs[0]
+	}
+	waitFor(t, "the waiting call's in-flight row", func() bool { return inFlight().Name == "sleep" })
+	if r := inFlight(); r.WrittenToChild() || r.PID != 0 {
+		t.Fatalf("the call waiting for its child: %+v, want it not written to any", r)
+	}
+	if err := os.Remove(hold); err != nil { // the child starts
+		t.Fatal(err)
+	}
+	var r Request
+	waitFor(t, "the in-flight row to say the child has the call", func() bool {
+		r = inFlight()
+		return r.WrittenToChild()
+	})
+	if pids := p.ChildPIDs(); len(pids) != 1 || r.PID != pids[0] || slices.Equal(pids, first) || r.Written.Before(r.Received) {
+		t.Errorf("the call written to its child: %+v, child PIDs %v (the first %v)", r, pids, first)
+	}
+}
