@@ -229,7 +229,17 @@
 //     queue only as it handles it, and a hand-back takes to the shim those
 //     it has not taken: [session.holdForRoots], [session.rootsAnswered],
 //     [session.replayHeld], [session.takeHeld], [server.backendFor],
-//     [rootsListResult]. The roots/list_changed held behind an ask count
+//     [rootsListResult]. A request held is taken as it is read (its
+//     arrival), as any request is: in flight in the snapshot, with why
+//     it waits, and owed in its shim's ledger; the request it becomes as
+//     it goes on (a forward, a wait for the handshake) takes over its
+//     pool id and arrival time, its history and timeout counting from
+//     then, and a forward its ledger slot; a slot nobody took leaves the
+//     ledger once the pool's own answer is written, and a hand-back's at
+//     once (the shim gets the line back, not a debt):
+//     [session.heldInfos], [arrival.take], [arrival.takeSlot],
+//     [session.forwardCounted], [backend.registerWait],
+//     [session.releaseWhenWritten]. The roots/list_changed held behind an ask count
 //     as one: however many came, the client is asked once more; a client
 //     that closed its input is asked nothing, and an open ask ends then
 //     with the roots last answered: [session.inputEnded], [session.askRoots]. A legacy child told of roots gets no client line

@@ -274,7 +274,7 @@ func TestRefusedRequestEndsOnce(t *testing.T) {
 	r.b.hsErr = newErrorData(errServerFailed, false, "x", map[string]any{"state": StateFailed}, "x", 5, "1m0s", "exit 3", "")
 	r.b.mu.Unlock()
 	msg, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t"}}`))
-	r.s.forward(&msg, []byte("7"), nil)
+	r.s.forward(&msg, []byte("7"), nil, nil)
 	r.p.events.record.flush()
 	got := r.answers()
 	if len(got) != 1 || !strings.Contains(got[0], `"mayHaveExecuted":false`) || !strings.Contains(got[0], `"id":7`) {

@@ -19,8 +19,9 @@ import (
 // for is left unanswered:
 //
 //   - the reader stops at once: what it had read and not handled (a
-//     partial line, buffered lines, lines held for a roots answer) goes
-//     back to the shim with the Farewell, for the next pool to read first;
+//     partial line, buffered lines, lines held for a roots answer, whose
+//     requests leave the ledger as they go: takeHeld) goes back to the
+//     shim with the Farewell, for the next pool to read first;
 //   - what is in flight gets StopGrace to be answered, and the answers are
 //     written out; so does a message whose handling waits for its child's
 //     handshake (an initialize while an npx server installs itself);
@@ -169,7 +170,9 @@ func (hb *handBack) stopped(lr *lineReader, s *session) bool {
 }
 
 // takeHeld takes the messages held for the session's roots answer, as
-// lines.
+// lines. The requests among them leave the ledger: they go back to the
+// shim unanswered, for the next pool to read as the client's input, so
+// they are not owed as well (at most once).
 func (s *session) takeHeld() []byte {
 	s.mu.Lock()
 	held := s.held
@@ -178,6 +181,9 @@ func (s *session) takeHeld() []byte {
 	var lines []byte
 	for _, h := range held {
 		lines = append(append(lines, h.line...), '\n')
+		if h.req != nil {
+			s.ledger.release(h.req.takeSlot())
+		}
 	}
 	return lines
 }

@@ -3,7 +3,6 @@ package pool
 import (
 	"errors"
 	"math"
-	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
@@ -25,12 +24,14 @@ type handshakeWait struct {
 	method  string    // the request's, as the snapshot and history name it
 	raw, id []byte    // the client's message, and its id
 	x       *exchange // the HTTP POST that carried it, if any
+	at      *arrival  // its arrival, when it was held for its session's roots (roots.go)
 	p       *pending  // set once it waits: in flight on the backend
 }
 
-// waitOf is the wait of msg, a client's request with id, carried by x.
-func waitOf(msg *jsonrpc.Message, id []byte, x *exchange) *handshakeWait {
-	return &handshakeWait{method: msg.Method, raw: msg.Raw, id: id, x: x}
+// waitOf is the wait of msg, a client's request with id, carried by x,
+// that arrived as a says (nil: now).
+func waitOf(msg *jsonrpc.Message, id []byte, x *exchange, a *arrival) *handshakeWait {
+	return &handshakeWait{method: msg.Method, raw: msg.Raw, id: id, x: x, at: a}
 }
 
 // awaitHandshakeFor is awaitHandshake for a client's request (w; nil
@@ -48,7 +49,8 @@ func (s *session) awaitHandshakeFor(b *backend, w *handshakeWait) (*handshake, e
 // a cached initialize), it does not count in Counters.Requests, the
 // requests forwarded to children.
 func (b *backend) registerWait(s *session, w *handshakeWait) *pending {
-	p := &pending{id: b.p.nextID.Add(1), b: b, sess: s, origID: w.id, x: w.x, method: w.method, received: time.Now()}
+	id, received := w.at.take(b.p)
+	p := &pending{id: id, b: b, sess: s, origID: w.id, x: w.x, method: w.method, received: received}
 	// Received first, as every request's: a snapshot that lists it
 	// follows the event that says it came.
 	ev := Event{Kind: EventRequestReceived, Time: p.received, Server: b.srv.name, Session: s.id, PoolID: p.id,

@@ -499,6 +499,7 @@ func (p *Pool) Snapshot() Snapshot {
 
 	for _, s := range sessions {
 		snap.Sessions = append(snap.Sessions, s.info())
+		snap.InFlight = append(snap.InFlight, s.heldInfos(now)...) // held for its roots: at no child yet
 	}
 	for _, b := range backends {
 		info, inflight := b.snapshot(now)

@@ -143,11 +143,7 @@ func rewriteRequest(msg *jsonrpc.Message, poolID uint64, meta []byte) inbound {
 			edits[n] = edit{jsonrpc.Span{Start: pos, End: pos}, val}
 			n++
 		}
-		if s, ok := jsonrpc.String(params, jsonrpc.Member(params, "name")); ok {
-			in.name = s
-		} else if s, ok := jsonrpc.String(params, jsonrpc.Member(params, "uri")); ok {
-			in.name = s
-		}
+		in.name = aboutName(params)
 	} else if meta != nil && !msg.Params.Present() {
 		// No params: add them just before the closing brace.
 		end := lastBrace(raw)
@@ -167,6 +163,16 @@ func rewriteRequest(msg *jsonrpc.Message, poolID uint64, meta []byte) inbound {
 // client of a modern child (session.meta, logsAsked): every key that can
 // be in rewriteRequest's meta must be here.
 var poolMetaKeys = [...]string{metaProtocolVersion, metaClientCapabilities, metaClientInfo, metaLogLevel}
+
+// aboutName is the tool, prompt or resource a request's params are
+// about: their name, else their uri; "" for neither.
+func aboutName(params []byte) string {
+	if s, ok := jsonrpc.String(params, jsonrpc.Member(params, "name")); ok {
+		return s
+	}
+	s, _ := jsonrpc.String(params, jsonrpc.Member(params, "uri"))
+	return s
+}
 
 // namesPoolMeta reports whether a client's _meta object m has a member the
 // pool may add. Rare: it costs a look, not an allocation.

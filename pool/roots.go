@@ -420,7 +420,83 @@ func (s *session) askRoots() {
 type heldMessage struct {
 	line   []byte
 	x      *exchange
-	change bool // a notifications/roots/list_changed
+	change bool     // a notifications/roots/list_changed
+	req    *arrival // a request's arrival; nil for a notification
+}
+
+// arrival is a client's request as the pool took it while no pending
+// can carry it yet (its session's roots, being asked, decide the child):
+// its pool id, when it came, and its ledger slot (ledger.go), taken as it
+// was read. The request is owed from then, as one in flight is: the
+// snapshot lists it (heldInfos), a shim whose pool is killed finds it in
+// its ledger (the next pool answers it as not run), and a hand-back
+// takes it back unanswered (takeHeld). The pending made for it when it
+// goes on takes the three over (take, takeSlot), so that its history
+// and its timeout count from its arrival; a slot no pending took is
+// released once the pool's own answer to it is written (replayHeld).
+// Only the goroutine that holds it (the session's, under s.mu, while it
+// is held; then the replay's) touches it.
+type arrival struct {
+	id       uint64
+	received time.Time
+	slot     int32
+	method   string
+	name     string // the tool, prompt or resource
+	origID   []byte // the client's id bytes
+}
+
+// take gives the pending made for the request its pool id and arrival
+// time, once. A nil arrival, or one taken (a logging/setLevel that
+// waited for its child's handshake goes on as a request of its own),
+// gives a new id and now.
+func (a *arrival) take(p *Pool) (uint64, time.Time) {
+	if a == nil || a.id == 0 {
+		return p.nextID.Add(1), time.Now()
+	}
+	id, at := a.id, a.received
+	a.id = 0
+	return id, at
+}
+
+// takeSlot gives the pending made for the request its ledger slot, once.
+func (a *arrival) takeSlot() int32 {
+	if a == nil {
+		return 0
+	}
+	slot := a.slot
+	a.slot = 0
+	return slot
+}
+
+// heldReason is the stateReason of a request held for its session's
+// roots, as the snapshot shows it.
+const heldReason = "waiting for the client's answer to roots/list: its roots decide which child runs it"
+
+// heldInfos lists the session's requests held for its roots answer, in
+// flight as the snapshot shows them: not yet at any child.
+func (s *session) heldInfos(now time.Time) []RequestInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []RequestInfo
+	for _, h := range s.held {
+		if a := h.req; a != nil {
+			out = append(out, RequestInfo{PoolID: a.id, Session: s.id, Server: s.srv.name, Method: a.method, Name: a.name,
+				OriginalID: string(a.origID), ReceivedAt: a.received, AgeMs: now.Sub(a.received).Milliseconds(),
+				StateReason: heldReason})
+		}
+	}
+	return out
+}
+
+// heldRequestsLocked counts the requests among the held messages.
+func (s *session) heldRequestsLocked() int {
+	n := 0
+	for _, h := range s.held {
+		if h.req != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // inputEnded is told that the client closed its input: it can answer no
@@ -444,8 +520,10 @@ func (s *session) inputEnded() {
 // the message (a notification is dropped, a request answered with the
 // refusal). A roots/list_changed behind one still held is one already:
 // the ask it makes reads the roots as they are then, so however many
-// came, the client is asked once more.
-func (s *session) holdForRoots(line []byte, x *exchange, change bool) (held bool, refusal *jsonrpc.Error) {
+// came, the client is asked once more. A request held is taken as it is
+// read (its arrival): owed and in flight from then.
+func (s *session) holdForRoots(msg *jsonrpc.Message, x *exchange) (held bool, refusal *jsonrpc.Error) {
+	line, change := msg.Raw, msg.Method == "notifications/roots/list_changed"
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rootsAsk == "" && !s.replaying {
@@ -457,7 +535,13 @@ func (s *session) holdForRoots(line []byte, x *exchange, change bool) (held bool
 	if limit := s.p.opts.MaxSessionBytes; s.heldBytes > 0 && s.heldBytes+len(line) > limit {
 		return false, newError(errHeldForRoots, false, "", s.heldBytes, len(line), limit)
 	}
-	s.held = append(s.held, heldMessage{append([]byte(nil), line...), x, change})
+	h := heldMessage{line: append([]byte(nil), line...), x: x, change: change}
+	if msg.Kind == jsonrpc.KindRequest {
+		id := append([]byte(nil), msg.IDBytes()...)
+		h.req = &arrival{id: s.p.nextID.Add(1), received: time.Now(), slot: s.ledger.take(id),
+			method: msg.Method, name: aboutName(msg.Params.Of(msg.Raw)), origID: id}
+	}
+	s.held = append(s.held, h)
 	s.heldBytes += len(line)
 	s.changeHeld = s.changeHeld || change
 	return true, nil
@@ -543,7 +627,10 @@ func (s *session) replayHeld() {
 			testHookReplaying(s)
 		}
 		if msg, err := jsonrpc.Parse(h.line); err == nil { // it was, when it was held
-			s.dispatch(&msg, h.x)
+			s.dispatch(&msg, h.x, h.req)
+		}
+		if h.req != nil {
+			s.releaseWhenWritten(h.req.takeSlot()) // no pending took it: the pool answered it itself
 		}
 		if testHookReplayed != nil {
 			testHookReplayed(s)

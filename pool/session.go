@@ -238,7 +238,6 @@ func (s *session) handleFrom(line []byte, x *exchange) {
 
 // handleMessage is handleFrom for a message its caller parsed.
 func (s *session) handleMessage(msg *jsonrpc.Message, x *exchange) {
-	line := msg.Raw
 	if err := jsonrpc.Strict(msg); err != nil {
 		// What reaches a child must be what the pool classified.
 		s.p.parseErrors.Add(1)
@@ -253,7 +252,7 @@ func (s *session) handleMessage(msg *jsonrpc.Message, x *exchange) {
 	s.lastActive = time.Now()
 	s.mu.Unlock()
 	if msg.Kind != jsonrpc.KindResponse && msg.Method != "initialize" && msg.Method != "ping" {
-		held, refusal := s.holdForRoots(line, x, msg.Method == "notifications/roots/list_changed")
+		held, refusal := s.holdForRoots(msg, x)
 		if refusal != nil && msg.Kind == jsonrpc.KindRequest {
 			s.replyErrorTo(x, msg.IDBytes(), refusal)
 		}
@@ -261,14 +260,15 @@ func (s *session) handleMessage(msg *jsonrpc.Message, x *exchange) {
 			return // its roots decide which child it goes to (roots.go)
 		}
 	}
-	s.dispatch(msg, x)
+	s.dispatch(msg, x, nil)
 }
 
-// dispatch takes a message the session classified, by its kind.
-func (s *session) dispatch(msg *jsonrpc.Message, x *exchange) {
+// dispatch takes a message the session classified, by its kind; a, when
+// not nil, is a held request's arrival (roots.go).
+func (s *session) dispatch(msg *jsonrpc.Message, x *exchange, a *arrival) {
 	switch msg.Kind {
 	case jsonrpc.KindRequest:
-		s.onRequest(msg, x)
+		s.onRequest(msg, x, a)
 	case jsonrpc.KindNotification:
 		s.onNotification(msg)
 	case jsonrpc.KindResponse:
@@ -279,8 +279,10 @@ func (s *session) dispatch(msg *jsonrpc.Message, x *exchange) {
 func (s *session) replyError(id []byte, err error) { s.replyErrorTo(nil, id, err) }
 
 // onRequest takes a client request; x, when not nil, is the exchange
-// that carried it, which gets what answers it.
-func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
+// that carried it, which gets what answers it; a, when not nil, is its
+// arrival, taken as it was read and held: the pending made for it takes
+// it over.
+func (s *session) onRequest(msg *jsonrpc.Message, x *exchange, a *arrival) {
 	id := append([]byte(nil), msg.IDBytes()...)
 	params := msg.Params.Of(msg.Raw)
 	if (x == nil || !x.stateless) && modernMeta(msg.Raw, *msg) { // a 2026-07-28 request: checked as the HTTP front door checks it (a stateless exchange was, at the door)
@@ -291,14 +293,14 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 	}
 	switch msg.Method {
 	case "initialize":
-		s.initialize(waitOf(msg, id, x), params)
+		s.initialize(waitOf(msg, id, x, a), params)
 		return
 	case "ping":
 		s.replyTo(x, id, []byte("{}"))
 		return
 	case "server/discover":
 		s.noteModern(msg)
-		w := waitOf(msg, id, x)
+		w := waitOf(msg, id, x, a)
 		if _, hs, err := s.handshaken(w); err != nil {
 			w.refuse(s, err)
 		} else {
@@ -311,7 +313,7 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 			s.replyErrorTo(x, id, err)
 			return
 		}
-		w := waitOf(msg, id, x)
+		w := waitOf(msg, id, x, a)
 		hs, err := s.awaitHandshakeFor(b, w)
 		switch {
 		case err == nil && s.setLogLevel(b, hs, w, params):
@@ -325,7 +327,7 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 		// The child answers it (or, failed before it came, the pool
 		// refuses it as it refuses any request).
 	case "resources/subscribe", "resources/unsubscribe":
-		if s.subscription(msg, id, params, x) {
+		if s.subscription(msg, id, params, x, a) {
 			return
 		}
 	case "tools/call", "prompts/get", "resources/read":
@@ -334,10 +336,10 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 		}
 	case "subscriptions/listen":
 		s.noteModern(msg)
-		s.listen(waitOf(msg, id, x), params)
+		s.listen(waitOf(msg, id, x, a), params)
 		return
 	}
-	s.forward(msg, id, x)
+	s.forward(msg, id, x, a)
 }
 
 // subscription reference-counts resource subscriptions so the child sees
@@ -345,7 +347,7 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange) {
 // in what the session holds is forwarded for the backend to count as it
 // queues it (backend.countLocked), and answered by the pool when the
 // child need not hear it. It reports whether it handled the request.
-func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *exchange) bool {
+func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *exchange, a *arrival) bool {
 	uri, ok := jsonrpc.String(params, jsonrpc.Member(params, "uri"))
 	if !ok {
 		return false // let the child explain the bad params
@@ -383,7 +385,7 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 		s.replyTo(x, id, []byte("{}")) // no change: the session held it, or did not
 		return true
 	}
-	if !s.forwardCounted(msg, id, x, &subChange{uri: uri, add: add, holder: s}) {
+	if !s.forwardCounted(msg, id, x, &subChange{uri: uri, add: add, holder: s}, a) {
 		s.undoSubscription(b, uri, add)
 	}
 	return true
@@ -546,15 +548,17 @@ func (s *session) requestCaps(msg *jsonrpc.Message, x *exchange) clientCaps {
 
 // forward sends a client request to the child with a pool-unique id. x,
 // when not nil, is the exchange that carried it: the request's record
-// keeps it, and everything that answers the request goes there.
-func (s *session) forward(msg *jsonrpc.Message, id []byte, x *exchange) {
-	s.forwardCounted(msg, id, x, nil)
+// keeps it, and everything that answers the request goes there. a, when
+// not nil, is its arrival (a request held for the session's roots): its
+// pool id, arrival time and ledger slot become the request's.
+func (s *session) forward(msg *jsonrpc.Message, id []byte, x *exchange, a *arrival) {
+	s.forwardCounted(msg, id, x, nil, a)
 }
 
 // forwardCounted is forward of a request that changes what the session
 // subscribes to (sub; nil for any other request). It reports whether the
 // request was admitted: false when it was refused (and answered why).
-func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, sub *subChange) (admitted bool) {
+func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, sub *subChange, a *arrival) (admitted bool) {
 	s.p.requests.Add(1)
 	s.mu.Lock()
 	era := s.era
@@ -584,11 +588,11 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 			bare = true
 		}
 	}
-	poolID := s.p.nextID.Add(1)
+	poolID, received := a.take(s.p)
 	logs, meta := s.logsAsked(msg, legacy, meta)
 	in := rewriteRequest(msg, poolID, meta)
 	p := &pending{id: poolID, sess: s, b: b, origID: id, x: x, method: msg.Method, name: in.name, line: in.line,
-		origToken: in.origToken, received: time.Now(), modern: era == EraModern, sub: sub, logs: logs, bare: bare}
+		origToken: in.origToken, received: received, modern: era == EraModern, sub: sub, logs: logs, bare: bare}
 	if p.modern {
 		p.caps = s.requestCaps(msg, x)
 	}
@@ -612,6 +616,7 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 		s.replyErrorTo(x, id, refusal)
 		return false
 	}
+	p.slot.Store(a.takeSlot()) // owed since it was read, if it was held; else trackLocked takes one
 	s.trackLocked(key, id, p)
 	s.mu.Unlock()
 
@@ -957,6 +962,24 @@ func (s *session) owe(slot int32) {
 	s.owedMu.Unlock()
 }
 
+// releaseWhenWritten releases slot, the ledger slot of a request the
+// pool answered itself (a held one that no pending took over: roots.go),
+// once what is queued for the client, its answer with it, is written: a
+// pool killed before that leaves the request owed. The session's writer
+// releases it as it does the slots of queued answers (owe).
+func (s *session) releaseWhenWritten(slot int32) {
+	if slot <= 0 {
+		return
+	}
+	o := s.stream.Load()
+	if o == nil {
+		s.ledger.release(slot)
+		return
+	}
+	s.owe(slot)
+	o.kick(s)
+}
+
 // owedCount is how many answers' slots wait for their answers' writes.
 func (s *session) owedCount() int {
 	s.owedMu.Lock()
@@ -1150,6 +1173,6 @@ func (s *session) info() SessionInfo {
 	defer s.mu.Unlock()
 	return SessionInfo{ID: s.id, Server: s.srv.name, ClientName: s.clientName, ClientVersion: s.clientVersion,
 		ProtocolVersion: s.protocolVersion, Transport: s.transport, ConnectedAt: s.connectedAt,
-		LastActiveAt: s.lastActive, InFlight: len(s.inflight), PID: s.peerPID, Attached: s.attached,
+		LastActiveAt: s.lastActive, InFlight: len(s.inflight) + s.heldRequestsLocked(), PID: s.peerPID, Attached: s.attached,
 		ReattachedFrom: s.resumed, Stateless: s.stateless}
 }

@@ -157,7 +157,7 @@ func TestADeadChildsSubscriptionsAreToldOnceToTheNext(t *testing.T) {
 	b.state = StateReady // no child: what is sent waits in the queue
 	b.mu.Unlock()
 	msg, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":"s","method":"resources/subscribe","params":{"uri":"fake://x"}}`))
-	r.s.subscription(&msg, []byte(`"s"`), msg.Params.Of(msg.Raw), nil)
+	r.s.subscription(&msg, []byte(`"s"`), msg.Params.Of(msg.Raw), nil, nil)
 	if got := subscriptionsQueued(b); !slices.Equal(got, []string{"resources/subscribe"}) {
 		t.Fatalf("queued for the child: %v", got)
 	}

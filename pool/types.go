@@ -271,6 +271,10 @@ type RequestInfo struct {
 	// the requests of every 2026-07-28 client of its server), the
 	// clientInfo name its own _meta gave.
 	Client string `json:"client,omitempty"`
+	// StateReason says why a request that is at no child yet waits, when
+	// no child is what it waits for: held until its client answers the
+	// pool's roots/list (its roots decide its child). PID is then 0.
+	StateReason string `json:"stateReason,omitempty"`
 }
 
 // Counters are pool-wide totals since start.
