@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"time"
 )
 
@@ -22,6 +24,9 @@ type Resolver interface {
 type Resolution struct {
 	Command string
 	Args    []string
+	// Env is added to the child's environment after the server's own
+	// env: what the wrapper would have set for the command (npx's PATH).
+	Env map[string]string
 	// Note says what was resolved, for people: "npx -y pkg@latest: pkg
 	// 1.2.3, bin pkg".
 	Note string
@@ -133,7 +138,31 @@ func (b *backend) launchConfig(cfg ServerConfig) (run ServerConfig, ok bool) {
 	}
 	b.mu.Unlock()
 	if j.res.Command != "" {
-		cfg.Command, cfg.Args = j.res.Command, j.res.Args
+		cfg.Command, cfg.Args, cfg.Env = j.res.Command, j.res.Args, overlayEnv(cfg.Env, j.res.Env)
 	}
 	return cfg, true
+}
+
+// overlayEnv is env with over's values in place of its own, as a new map
+// (env is the configuration's). On Windows a name replaces the same name
+// in any case (Path and PATH are one variable).
+func overlayEnv(env, over map[string]string) map[string]string {
+	if len(over) == 0 {
+		return env
+	}
+	out := make(map[string]string, len(env)+len(over))
+	for k, v := range env {
+		out[k] = v
+	}
+	for k, v := range over {
+		if runtime.GOOS == "windows" {
+			for old := range out {
+				if strings.EqualFold(old, k) {
+					delete(out, old)
+				}
+			}
+		}
+		out[k] = v
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ type stubResolver struct {
 	calls   atomic.Int32
 	release chan struct{} // when set, Resolve waits for it
 	err     error
+	res     *pool.Resolution // when set, the resolution instead of the fake
 }
 
 func (r *stubResolver) Resolve(ctx context.Context, cfg pool.ServerConfig) (pool.Resolution, error) {
@@ -30,6 +32,9 @@ func (r *stubResolver) Resolve(ctx context.Context, cfg pool.ServerConfig) (pool
 	}
 	if r.err != nil {
 		return pool.Resolution{}, r.err
+	}
+	if r.res != nil {
+		return *r.res, nil
 	}
 	return pool.Resolution{Command: fakeBin, Args: cfg.Args, Note: "resolved to the fake"}, nil
 }
@@ -77,6 +82,30 @@ func TestResolvedCommandIsWhatRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the restart to resolve again", func() bool { return r.calls.Load() == 2 })
+}
+
+// A resolution's environment (npx's PATH) is the child's, over the
+// server's own env, whose other values stay; the configuration keeps its
+// own. The first edition had no way to carry it to the child.
+func TestResolvedEnvReachesTheChild(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the check is a shell script")
+	}
+	env := map[string]string{"SB_A": "configured", "SB_B": "kept"}
+	cfg := pool.ServerConfig{Name: "srv", Command: "/nonexistent/npx", Env: env, Resolver: &stubResolver{res: &pool.Resolution{
+		Command: "/bin/sh", Args: []string{"-c", `[ "$SB_A" = resolved ] && [ "$SB_B" = kept ] && exec "$0"`, fakeBin},
+		Env: map[string]string{"SB_A": "resolved"},
+	}}}
+	tp := newTestPool(t, nil, cfg)
+	c := tp.dial(t, "srv")
+	c.initialize("c", "")
+	c.call("1", "echo", `{"text":"with the resolution's env"}`)
+	if m, _ := c.recvID("1"); m.text() != "with the resolution's env" {
+		t.Fatalf("call: %s", m.raw)
+	}
+	if env["SB_A"] != "configured" {
+		t.Errorf("the server's env became %q", env)
+	}
 }
 
 // A resolver that fails leaves the command as written, and says why.
