@@ -1,6 +1,7 @@
 // Package npx starts servers configured as `npx -y PACKAGE ARGS…` without
 // npx: it resolves the package once, through npm itself, to the script
-// its bin entry names, and the pool runs `node SCRIPT ARGS…`. npx stays
+// its bin entry names (or to the bin npx finds before installing), and
+// the pool runs `node SCRIPT ARGS…` with npx's PATH (launch.go). npx stays
 // alive as the parent of the real server (an `npm exec` process of about
 // 55 MiB beside every server) and answers the first request several times
 // later than node on the same script.
@@ -30,6 +31,10 @@ type Spec struct {
 	// shownPackage and shownBin are Package and Bin as configured, their
 	// ${VAR} references unexpanded: what notes quote.
 	shownPackage, shownBin string
+	// yes is what the command line said about installing without asking,
+	// the last of -y/--yes ("--yes") and --no/--no-yes ("--no"); "" for
+	// nothing.
+	yes string
 }
 
 // IsNPX reports whether command is npx (by its base name), the only
@@ -62,6 +67,9 @@ flags:
 			i++
 			break flags
 		case a == "-y" || a == "--yes":
+			spec.yes = "--yes"
+		case a == "--no" || a == "--no-yes":
+			spec.yes = "--no"
 		case a == "-q" || a == "--quiet" || a == "--silent":
 		case a == "-p" || a == "--package":
 			if i+1 >= len(args) {
@@ -76,7 +84,7 @@ flags:
 		case a == "-c" || a == "--call" || strings.HasPrefix(a, "--call="):
 			return Spec{}, fmt.Errorf("npx %s runs a shell command, not a package's bin", shown[i])
 		case strings.HasPrefix(a, "-"):
-			return Spec{}, fmt.Errorf("npx flag %q is not one that is resolved (-y, --yes, -p, --package, -q)", shown[i])
+			return Spec{}, fmt.Errorf("npx flag %q is not one that is resolved (-y, --yes, --no, -p, --package, -q)", shown[i])
 		default:
 			break flags
 		}

@@ -100,18 +100,6 @@ func TestManifestBins(t *testing.T) {
 	}
 }
 
-func TestIsNodeScript(t *testing.T) {
-	for path, ok := range map[string]bool{
-		"testdata/many-bins/bin/b":     true, // #!/usr/bin/env node
-		"testdata/many-bins/bin/a.mjs": true, // a module, no #! line
-		"testdata/shell-bin/run.sh":    false,
-	} {
-		if err := isNodeScript(path); (err == nil) != ok {
-			t.Errorf("isNodeScript(%s) = %v", path, err)
-		}
-	}
-}
-
 // Through npm itself, against the real registry and npx cache: the
 // package's script, started with node; and an unresolvable command line
 // is refused with its reason.

@@ -1,7 +1,6 @@
 package npx
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -41,14 +41,23 @@ func (Resolver) Resolve(ctx context.Context, cfg pool.ServerConfig) (pool.Resolu
 	}
 	name, _ := PackageName(spec.Package) // Parse checked it
 	env := childEnv(cfg.Env)
-	path := lookupEnv(env, "PATH")
-	node, err := lookPath("node", path)
-	if err != nil {
-		return pool.Resolution{}, errors.New("no node on the server's PATH")
-	}
-	npm, err := npmFor(cfg.Command, path)
+	path, pathext := lookupEnv(env, "PATH"), lookupEnv(env, "PATHEXT")
+	l, err := launchFor(cfg.Cwd, path, pathext)
 	if err != nil {
 		return pool.Resolution{}, err
+	}
+	if _, err := findIn(l.goos, "node", filepath.SplitList(l.pathFor("")), pathext); err != nil {
+		return pool.Resolution{}, errors.New("no node on the server's PATH")
+	}
+	npm, err := npmFor(cfg.Command, path, pathext)
+	if err != nil {
+		return pool.Resolution{}, err
+	}
+	l.gypBin = nodeGypBin(npm)
+	if spec.Bin == "" {
+		if res, ok, err := l.found(ctx, npm, spec, name, env); ok {
+			return res, err
+		}
 	}
 	dir, err := installedDir(ctx, npm, spec, name, cfg.Cwd, env)
 	if err != nil {
@@ -73,21 +82,29 @@ func (Resolver) Resolve(ctx context.Context, cfg pool.ServerConfig) (pool.Resolu
 	if r, err := filepath.Rel(dir, script); err != nil || strings.HasPrefix(r, "..") {
 		return pool.Resolution{}, fmt.Errorf("bin %s points outside its package (%s)", shownBin, rel)
 	}
-	if err := isNodeScript(script); err != nil {
+	res, err := l.command(script, l.installBin(dir, name), spec.Args)
+	if err != nil {
 		return pool.Resolution{}, err
 	}
-	return pool.Resolution{
-		Command: node,
-		Args:    append([]string{script}, spec.Args...),
-		Note:    fmt.Sprintf("npx %s resolved to %s %s, bin %s", spec.shownPackage, name, manifest.Version, shownBin),
-	}, nil
+	res.Note = fmt.Sprintf("npx %s resolved to %s %s, bin %s", spec.shownPackage, name, manifest.Version, shownBin)
+	return res, nil
+}
+
+// launchFor is how npx starts bins for a server with working directory
+// cwd ("": the pool's) and PATH.
+func launchFor(cwd, path, pathext string) (launch, error) {
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return launch{}, fmt.Errorf("working directory: %w", err)
+	}
+	return launch{goos: runtime.GOOS, cwd: abs, path: path, pathext: pathext}, nil
 }
 
 // installedDir has npm install spec's package (as npx does) and returns
 // the package's directory. Its errors quote the package as configured.
 func installedDir(ctx context.Context, npm string, spec Spec, name, cwd string, env []string) (string, error) {
-	cmd := exec.Command(npm, "exec", "--yes", "--package="+spec.Package, "--",
-		"node", "-e", "process.stdout.write(process.env.PATH)")
+	args := append(append([]string{"exec"}, yesFlag(spec)...), "--package="+spec.Package, "--")
+	cmd := exec.Command(npm, append(args, "node", "-e", "process.stdout.write(process.env.PATH)")...)
 	cmd.Dir, cmd.Env = cwd, env
 	cmd.WaitDelay = 2 * time.Second // a grandchild holding the pipes cannot hang us
 	var stdout, stderr bytes.Buffer
@@ -97,10 +114,7 @@ func installedDir(ctx context.Context, npm string, spec Spec, name, cwd string, 
 	err := pool.RunHelper(ctx, cmd)
 	out := stdout.Bytes()
 	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
-			msg = msg[i+1:]
-		}
+		msg := npmReason(stderr.String())
 		if spec.shownPackage != spec.Package {
 			// npm's words may quote the package, or part of it, as expanded.
 			msg = "npm's message is left out: it may quote what the package's ${…} expanded to"
@@ -157,38 +171,15 @@ func readManifest(dir string) (manifest, error) {
 	return m, nil
 }
 
-// isNodeScript accepts a JavaScript file or a script whose #! line runs
-// node; anything else (a shell script, a native binary) is not started
-// with node.
-func isNodeScript(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	switch {
-	case strings.HasPrefix(line, "#!"):
-		if strings.Contains(line, "node") {
-			return nil
-		}
-		return fmt.Errorf("%s is not a node script (%s)", filepath.Base(path), strings.TrimSpace(line))
-	case strings.HasSuffix(path, ".js"), strings.HasSuffix(path, ".mjs"), strings.HasSuffix(path, ".cjs"):
-		return nil
-	}
-	return fmt.Errorf("%s is not a node script", filepath.Base(path))
-}
-
 // npmFor finds the npm that belongs to npx: beside it when npx is given
 // as a path, else on PATH.
-func npmFor(npx, path string) (string, error) {
+func npmFor(npx, path, pathext string) (string, error) {
 	if filepath.IsAbs(npx) {
-		npm := filepath.Join(filepath.Dir(npx), "npm")
-		if _, err := os.Stat(npm); err == nil {
+		if npm, err := findIn(runtime.GOOS, "npm", []string{filepath.Dir(npx)}, pathext); err == nil {
 			return npm, nil
 		}
 	}
-	npm, err := lookPath("npm", path)
+	npm, err := lookPath("npm", path, pathext)
 	if err != nil {
 		return "", errors.New("no npm on the server's PATH")
 	}
@@ -205,26 +196,14 @@ func childEnv(extra map[string]string) []string {
 	return env
 }
 
+// lookupEnv is key's value in env, as exec reads it: the last entry, and
+// on Windows in any case (Path is PATH).
 func lookupEnv(env []string, key string) string {
 	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+		k, v, _ := strings.Cut(env[i], "=")
+		if k == key || (runtime.GOOS == "windows" && strings.EqualFold(k, key)) {
 			return v
 		}
 	}
 	return ""
-}
-
-// lookPath is exec.LookPath against a given PATH (the child's, which the
-// server's env may change).
-func lookPath(file, path string) (string, error) {
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			continue
-		}
-		p := filepath.Join(dir, file)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", exec.ErrNotFound
 }

@@ -64,7 +64,7 @@ func TestResolveNoteKeepsNPMSecretsOut(t *testing.T) {
 	bin := t.TempDir()
 	for name, script := range map[string]string{
 		"node": "#!/bin/sh\nexit 0\n",
-		"npm":  "#!/bin/sh\necho \"npm error notarget No matching version found for ${3#--package=}; tag ${3##*@}\" >&2\nexit 1\n",
+		"npm":  "#!/bin/sh\n[ \"$1\" = prefix ] && { echo /nonexistent; exit 0; }\necho \"npm error notarget No matching version found for ${3#--package=}; tag ${3##*@}\" >&2\nexit 1\n",
 	} {
 		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
 			t.Fatal(err)

@@ -69,7 +69,7 @@ func TestNPXServerRunsWithoutItsWrapper(t *testing.T) {
 				t.Errorf("written: resolved %q note %q tree %q", b.ResolvedCommand, b.ResolveNote, tree)
 			}
 		case "fallback":
-			if len(b.ResolvedCommand) != 0 || b.ResolveNote != `started as written: npx flag "--prefer-offline" is not one that is resolved (-y, --yes, -p, --package, -q)` || !wrapped {
+			if len(b.ResolvedCommand) != 0 || b.ResolveNote != `started as written: npx flag "--prefer-offline" is not one that is resolved (-y, --yes, --no, -p, --package, -q)` || !wrapped {
 				t.Errorf("fallback: resolved %q note %q tree %q", b.ResolvedCommand, b.ResolveNote, tree)
 			}
 		}
