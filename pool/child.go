@@ -238,8 +238,11 @@ func (c *child) runOn(on StartOn, started chan<- error) {
 // process group of its own (a Job Object on Windows) with no console
 // window, killed with the pool (Linux's Pdeathsig, from a thread locked
 // until it has been waited for). If ctx ends first its whole group is
-// killed; once it has exited, so is what it left in its group. It
-// replaces cmd's SysProcAttr.
+// asked to end (SIGTERM, twice), and killed if it has not within
+// sigtermGrace: npm removes the lock it holds on a cache folder when it
+// is terminated, never when it is killed, and the next npm would wait
+// that lock out. Once it has exited, what it left in its group is killed.
+// It replaces cmd's SysProcAttr.
 func RunHelper(ctx context.Context, cmd *exec.Cmd) error {
 	cmd.SysProcAttr = sysProcAttr()
 	done := make(chan error, 1)
@@ -262,12 +265,45 @@ func runHelper(ctx context.Context, cmd *exec.Cmd) error {
 		_ = cmd.Wait()
 		return err
 	}
-	stop := context.AfterFunc(ctx, func() { killOrphans(pid) }) // the group: the helper and what it started
+	exited, stopped := make(chan struct{}), make(chan struct{})
+	stop := context.AfterFunc(ctx, func() { // ends once the helper exited, or killed
+		defer close(stopped)
+		// The group: the helper and what it started. In the middle of an
+		// install npm takes the first SIGTERM to roll it back, and exits
+		// only once its downloads end; it exits at the second.
+		terminateGroup(pid)
+		if closedWithin(exited, helperTermAgain) {
+			return
+		}
+		terminateGroup(pid)
+		if !closedWithin(exited, sigtermGrace) {
+			killOrphans(pid)
+		}
+	})
 	err := cmd.Wait()
-	stop()
+	close(exited)
+	if !stop() {
+		<-stopped // it ran: its end is this function's
+	}
 	release(pid)
 	killOrphans(pid)
 	return err
+}
+
+// helperTermAgain is how long a helper has to end at the first SIGTERM
+// before the second (RunHelper).
+const helperTermAgain = 500 * time.Millisecond
+
+// closedWithin reports whether ch is closed within d.
+func closedWithin(ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // exitCode is the child's exit code, or -1 if it was killed by a signal.

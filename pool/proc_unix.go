@@ -37,6 +37,14 @@ func killOrphans(pid int) {
 	}
 }
 
+// terminateGroup asks what is left of a helper's process group to end,
+// the group only, as killOrphans does.
+func terminateGroup(pid int) {
+	if pid > 0 {
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+	}
+}
+
 // Grace periods of the MCP stdio shutdown: after closing stdin, and after
 // SIGTERM.
 var (

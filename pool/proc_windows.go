@@ -95,6 +95,9 @@ func killTree(pid int) error {
 func terminate(pid int) error { return killTree(pid) }
 func kill(pid int) error      { return killTree(pid) }
 
+// terminateGroup ends a helper's tree: Windows has no SIGTERM.
+func terminateGroup(pid int) { _ = killTree(pid) }
+
 // killOrphans ends what is left of a child's tree: its job object.
 func killOrphans(pid int) { _ = killTree(pid) }
 
