@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/app/leaks"
 	"github.com/switchboard-mcp/switchboard/app/localsock"
 	"github.com/switchboard-mcp/switchboard/app/mainthread"
+	"github.com/switchboard-mcp/switchboard/app/npx"
 	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
@@ -82,6 +83,7 @@ type Instance struct {
 	started    config.File // the config the pool started with: its settings read only at start run until a restart
 	httpListen string      // Options.HTTPListen: the address in place of the config's http.listen; "" if none
 
+	resolver npx.Resolver         // npx servers' resolver: their packages installed under Paths.PackagesDir
 	startOn  pool.StartOn         // Options.startOn: set, children can be carried over an upgrade
 	upgraded *control.UpgradeInfo // what this program took over from the one it upgraded; nil if none
 	carried  *pool.Carried        // what Run's end handed over, for ExecUpgrade
@@ -131,7 +133,7 @@ func Start(opts Options) (*Instance, error) {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	inst := &Instance{Paths: paths, log: log, configPath: paths.Config, exitWhenIdle: opts.ExitWhenIdle, startOn: opts.startOn,
-		tokenTurn: make(chan struct{}, 1)}
+		tokenTurn: make(chan struct{}, 1), resolver: npx.NewResolver(paths.PackagesDir())}
 	if opts.ConfigPath != "" {
 		inst.configPath = opts.ConfigPath
 	}
@@ -217,7 +219,7 @@ func Start(opts Options) (*Instance, error) {
 		Carried:            carried,
 	})
 	servers, _ := cfg.PoolServers(os.LookupEnv)
-	if err := inst.Pool.Apply(withResolvers(servers, cfg)); err != nil {
+	if err := inst.Pool.Apply(withResolvers(servers, cfg, inst.resolver)); err != nil {
 		inst.Pool.Close()
 		inst.history.close()
 		inst.lock.Unlock()

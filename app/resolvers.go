@@ -6,10 +6,10 @@ import (
 	"github.com/switchboard-mcp/switchboard/pool"
 )
 
-// withResolvers gives every npx server the npx resolver, so that its
+// withResolvers gives every npx server the npx resolver r, so that its
 // children run `node SCRIPT` instead of npx, unless its entry says
 // "resolve": false. It changes servers in place and returns them.
-func withResolvers(servers []pool.ServerConfig, f *config.File) []pool.ServerConfig {
+func withResolvers(servers []pool.ServerConfig, f *config.File, r npx.Resolver) []pool.ServerConfig {
 	for i := range servers {
 		s := &servers[i]
 		if !npx.IsNPX(s.Command) {
@@ -18,7 +18,7 @@ func withResolvers(servers []pool.ServerConfig, f *config.File) []pool.ServerCon
 		if e, ok := f.Servers[s.Name]; ok && e.Resolve != nil && !*e.Resolve {
 			continue
 		}
-		s.Resolver = npx.Resolver{}
+		s.Resolver = r
 	}
 	return servers
 }

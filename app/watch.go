@@ -14,6 +14,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/npx"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
 
@@ -344,12 +345,12 @@ func configMissing(path string, none bool) error {
 // touched; changed ones get a new child while the old one drains; removed
 // ones finish what they have in flight and stop (pool.Apply). On error
 // the pool is unchanged.
-func applyConfig(p *pool.Pool, old, f *config.File) (config.DiffResult, error) {
+func applyConfig(p *pool.Pool, r npx.Resolver, old, f *config.File) (config.DiffResult, error) {
 	servers, err := f.PoolServers(os.LookupEnv)
 	if err != nil {
 		return config.DiffResult{}, err
 	}
-	if err := p.Apply(withResolvers(servers, f)); err != nil {
+	if err := p.Apply(withResolvers(servers, f, r)); err != nil {
 		return config.DiffResult{}, fmt.Errorf("apply config: %w", err)
 	}
 	return config.Diff(old, f, os.LookupEnv), nil
@@ -393,7 +394,7 @@ func (inst *Instance) reloadConfig(f *config.File, err error) {
 	inst.mu.Unlock()
 	var d config.DiffResult
 	if err == nil {
-		d, err = applyConfig(inst.Pool, old, f.WithHTTPListen(inst.httpListen))
+		d, err = applyConfig(inst.Pool, inst.resolver, old, f.WithHTTPListen(inst.httpListen))
 	}
 	if err != nil {
 		inst.mu.Lock()

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/npx"
 	"github.com/switchboard-mcp/switchboard/pool"
 	"github.com/switchboard-mcp/switchboard/pool/mcptest"
 )
@@ -491,7 +492,7 @@ func newReloadRigWith(t *testing.T, write func(dir string) string) *reloadRig {
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	p := pool.New(&pool.Options{Logger: log})
-	if _, err := applyConfig(p, nil, cfg); err != nil {
+	if _, err := applyConfig(p, npx.Resolver{}, nil, cfg); err != nil {
 		t.Fatal(err)
 	}
 	sock := mcptest.Serve(t, p, dir)

@@ -40,6 +40,10 @@ func (p Paths) PoolLog() string { return filepath.Join(p.Logs, "pool.log") }
 // LockFile holds the single-instance lock.
 func (p Paths) LockFile() string { return filepath.Join(p.Run, "switchboard.lock") }
 
+// PackagesDir holds the npx packages the servers run, one folder per
+// package version (app/npx), beside the history.
+func (p Paths) PackagesDir() string { return filepath.Join(filepath.Dir(p.History), "npx") }
+
 // DashboardFile keeps the dashboard's size, view and waterfall zoom
 // across runs, beside the history.
 func (p Paths) DashboardFile() string {

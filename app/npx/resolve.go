@@ -21,10 +21,12 @@ import (
 // rules, same cache, a download only when npx would download), and runs
 // node with the package's bin directory on PATH, which is how the package
 // is found. Its package.json names the script. It is a pool.Resolver.
-type Resolver struct{}
+type Resolver struct {
+	installs *installs // nil: packages run from npx's cache (NewResolver)
+}
 
 // Resolve implements pool.Resolver.
-func (Resolver) Resolve(ctx context.Context, cfg pool.ServerConfig) (pool.Resolution, error) {
+func (r Resolver) Resolve(ctx context.Context, cfg pool.ServerConfig) (pool.Resolution, error) {
 	if !IsNPX(cfg.Command) {
 		return pool.Resolution{}, fmt.Errorf("%s is not npx", cfg.Command)
 	}
@@ -61,6 +63,9 @@ func (Resolver) Resolve(ctx context.Context, cfg pool.ServerConfig) (pool.Resolu
 	}
 	dir, err := installedDir(ctx, npm, spec, name, cfg.Cwd, env)
 	if err != nil {
+		return pool.Resolution{}, err
+	}
+	if dir, err = r.installs.own(ctx, npm, spec, name, dir, env); err != nil {
 		return pool.Resolution{}, err
 	}
 	manifest, err := readManifest(dir)

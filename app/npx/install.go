@@ -1,0 +1,185 @@
+package npx
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// NewResolver is a Resolver that runs each package from a folder of its
+// own under dir, one per package version, installed there by npm and
+// never changed after: npx's cache is shared by every `npx PACKAGE` on the
+// machine, and npm updates a package there in place when its `latest`
+// moves, under a child that a crash restart would start again. Resolver{}
+// runs packages from npx's cache.
+func NewResolver(dir string) Resolver {
+	return Resolver{installs: &installs{dir: dir, used: map[string]bool{}}}
+}
+
+// installs is a folder of package versions the pool runs (NewResolver).
+type installs struct {
+	dir string
+
+	mu   sync.Mutex
+	used map[string]bool // versions (folder names) this process ran: never pruned by it
+}
+
+// pruneAfter is how long a version no server of this process uses is
+// kept after its last use: a pool that restarts finds its servers'
+// versions in place, and a child carried over an upgrade its files.
+const pruneAfter = 7 * 24 * time.Hour
+
+// own returns the directory of the package that npm exec installed in
+// dir, or of the same version installed for good, when dir is in npx's
+// cache: the pool runs its own copy from then on, and reuses it for every
+// server of that version. A package npx found elsewhere (the project's
+// node_modules, a global install) is the user's, and is run where it is.
+func (in *installs) own(ctx context.Context, npm string, spec Spec, name, dir string, env []string) (string, error) {
+	nodeModules := strings.TrimSuffix(dir, string(filepath.Separator)+filepath.FromSlash(name))
+	if in == nil || filepath.Base(nodeModules) != "node_modules" || filepath.Base(filepath.Dir(filepath.Dir(nodeModules))) != "_npx" {
+		return dir, nil
+	}
+	m, err := readManifest(dir)
+	if err != nil {
+		return "", err
+	}
+	key, err := versionKey(name, m.Version, integrity(nodeModules, name))
+	if err != nil {
+		return "", err
+	}
+	in.mu.Lock()
+	in.used[key] = true // before it is looked for: a prune running now leaves it
+	in.mu.Unlock()
+	final := filepath.Join(in.dir, key)
+	pkgDir := filepath.Join(final, "node_modules", filepath.FromSlash(name))
+	if _, err := os.Stat(filepath.Join(pkgDir, "package.json")); err == nil {
+		now := time.Now()
+		_ = os.Chtimes(final, now, now) // its last use, for prune
+		return pkgDir, nil
+	}
+	if err := in.install(ctx, npm, spec, name+"@"+m.Version, final, env); err != nil {
+		return "", err
+	}
+	in.prune()
+	return pkgDir, nil
+}
+
+// install has npm install pkg into final: into a new folder beside it,
+// renamed into place once complete, so that final is either absent or
+// whole. npm runs with the server's environment: the user's npm config
+// (registry, auth, proxy) applies, and the files come from npm's cache,
+// where npm exec just put them.
+func (in *installs) install(ctx context.Context, npm string, spec Spec, pkg, final string, env []string) error {
+	if err := os.MkdirAll(in.dir, 0o755); err != nil {
+		return fmt.Errorf("install %s: %w", spec.shownPackage, err)
+	}
+	tmp, err := os.MkdirTemp(in.dir, ".new-")
+	if err != nil {
+		return fmt.Errorf("install %s: %w", spec.shownPackage, err)
+	}
+	defer os.RemoveAll(tmp) // gone once renamed
+	cmd := exec.Command(npm, "install", "--prefix", tmp, "--no-save", "--prefer-offline",
+		"--no-audit", "--no-fund", "--loglevel=error", pkg)
+	cmd.Dir, cmd.Env = tmp, env
+	cmd.WaitDelay = 2 * time.Second
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := pool.RunHelper(ctx, cmd); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("npm install %s into %s: %w", spec.shownPackage, in.dir, ctx.Err())
+		}
+		msg := npmReason(stderr.String())
+		if spec.shownPackage != spec.Package {
+			msg = "npm's message is left out: it may quote what the package's ${…} expanded to"
+		}
+		return fmt.Errorf("npm install %s into %s: %v: %s", spec.shownPackage, in.dir, err, msg)
+	}
+	err = os.Rename(tmp, final)
+	if err != nil {
+		// Another server of the same version installed it meanwhile.
+		if _, statErr := os.Stat(final); statErr == nil {
+			return nil
+		}
+		return fmt.Errorf("install %s: %w", spec.shownPackage, err)
+	}
+	now := time.Now()
+	_ = os.Chtimes(final, now, now) // its first use
+	return nil
+}
+
+// prune removes the versions in the folder that no server of this process
+// has run and none has run for pruneAfter, and what an earlier process
+// left half-made. It runs after an install, when the folder grows.
+func (in *installs) prune() {
+	entries, err := os.ReadDir(in.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) < pruneAfter {
+			continue
+		}
+		old := filepath.Join(in.dir, e.Name())
+		gone := filepath.Join(in.dir, ".old-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+		// Checked and moved aside under the lock (two renames of local
+		// metadata, no waiting on a process): a resolution that picks this
+		// version marks it used first, then finds it whole or absent.
+		in.mu.Lock()
+		if in.used[e.Name()] {
+			in.mu.Unlock()
+			continue
+		}
+		err = os.Rename(old, gone)
+		in.mu.Unlock()
+		if err == nil {
+			_ = os.RemoveAll(gone)
+		}
+	}
+}
+
+// versionKey names a version's folder: the package (its scope's slash
+// made a +), its version, and a digest of its tarball's integrity as npm
+// recorded it, when it did: the same name and version from another
+// registry is another package.
+func versionKey(name, version, integrity string) (string, error) {
+	if version == "" || strings.ContainsAny(version, `/\:`) || strings.Contains(version, "..") {
+		return "", fmt.Errorf("package %s has a version that cannot name a folder: %q", name, version)
+	}
+	key := strings.ReplaceAll(name, "/", "+") + "@" + version
+	if integrity != "" {
+		sum := sha256.Sum256([]byte(integrity))
+		key += "-" + hex.EncodeToString(sum[:6])
+	}
+	return key, nil
+}
+
+// integrity is the package's tarball integrity in the hidden lockfile npm
+// keeps in a node_modules folder; empty when there is none.
+func integrity(nodeModules, name string) string {
+	b, err := os.ReadFile(filepath.Join(nodeModules, ".package-lock.json"))
+	if err != nil {
+		return ""
+	}
+	var lock struct {
+		Packages map[string]struct {
+			Integrity string `json:"integrity"`
+		} `json:"packages"`
+	}
+	if json.Unmarshal(b, &lock) != nil {
+		return ""
+	}
+	return lock.Packages["node_modules/"+name].Integrity
+}

@@ -1,0 +1,115 @@
+package npx
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/npx/npxtest"
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// A prune, after an install, removes the versions this process has not
+// run and none has run for pruneAfter, and what an earlier process left
+// half-made; the others stay.
+func TestPruneKeepsWhatRunsAndWhatRanLately(t *testing.T) {
+	dir := t.TempDir()
+	in := NewResolver(dir).installs
+	long := time.Now().Add(-pruneAfter - time.Hour)
+	for name, mtime := range map[string]time.Time{
+		"unused@1.0.0": long, "running@1.0.0": long, "lately@1.0.0": time.Now(), ".new-123": long,
+	} {
+		path := filepath.Join(dir, name, "node_modules")
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(filepath.Join(dir, name), mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in.used["running@1.0.0"] = true
+	in.prune()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if want := []string{"lately@1.0.0", "running@1.0.0"}; !slices.Equal(left, want) {
+		t.Errorf("left %q, want %q", left, want)
+	}
+}
+
+func TestVersionKey(t *testing.T) {
+	for _, tc := range []struct{ name, version, integrity, want string }{
+		{"pkg", "1.2.3", "", "pkg@1.2.3"},
+		{"@scope/pkg", "1.2.3-beta.1+build", "", "@scope+pkg@1.2.3-beta.1+build"},
+		{"pkg", "1.2.3", "sha512-abc", "pkg@1.2.3-"},
+		{"pkg", "../1", "", ""},
+		{"pkg", "", "", ""},
+	} {
+		got, err := versionKey(tc.name, tc.version, tc.integrity)
+		switch {
+		case tc.want == "":
+			if err == nil {
+				t.Errorf("versionKey(%q, %q) = %q, want an error", tc.name, tc.version, got)
+			}
+		case tc.integrity != "":
+			if len(got) != len(tc.want)+12 || got[:len(tc.want)] != tc.want {
+				t.Errorf("versionKey(%q, %q, %q) = %q, want %s and 12 hex digits", tc.name, tc.version, tc.integrity, got, tc.want)
+			}
+		case got != tc.want || err != nil:
+			t.Errorf("versionKey(%q, %q) = %q, %v, want %q", tc.name, tc.version, got, err, tc.want)
+		}
+	}
+}
+
+// A package npx installed in its cache runs from the resolver's own
+// install of that version, which the next resolution of the version
+// reuses as it is. An install that cannot be made is the resolution's
+// error: the command runs as written.
+func TestResolverRunsItsOwnInstall(t *testing.T) {
+	npxtest.NeedNPM(t)
+	reg := npxtest.NewRegistry(t)
+	reg.Publish(t, "@sbt/own", "1.0.0", map[string]string{
+		"package.json": `{"name":"@sbt/own","version":"1.0.0","bin":{"own":"server.js"}}`,
+		"server.js":    npxtest.Server,
+	})
+	cfg := pool.ServerConfig{Name: "own", Command: "npx", Args: []string{"-y", "@sbt/own", "--flag"}, Env: reg.Env(t.TempDir())}
+	dir := t.TempDir()
+	res, err := NewResolver(dir).Resolve(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := filepath.Join(dir, "@sbt+own@1.0.0-")
+	if len(res.Args) != 2 || !strings.HasPrefix(res.Args[0], folder) || res.Args[1] != "--flag" ||
+		!strings.HasSuffix(res.Args[0], filepath.Join("node_modules", "@sbt", "own", "server.js")) {
+		t.Fatalf("resolution %+v, want the script in %s…", res, folder)
+	}
+	first, err := os.Stat(filepath.Dir(res.Args[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := NewResolver(dir).Resolve(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(filepath.Dir(again.Args[0])); err != nil || !os.SameFile(first, st) || again.Args[0] != res.Args[0] {
+		t.Errorf("the version was installed again: %q after %q", again.Args[0], res.Args[0])
+	}
+
+	blocked := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewResolver(filepath.Join(blocked, "npx")).Resolve(context.Background(), cfg); err == nil ||
+		!strings.Contains(err.Error(), "install @sbt/own") {
+		t.Errorf("an install that cannot be made: %v", err)
+	}
+}
