@@ -20,12 +20,16 @@ func (p *Pool) Restart(server string) error {
 	s.mu.Lock()
 	s.forgetResolutionLocked() // a restart looks the package up again
 	s.startResolvingLocked()
+	resolving := s.resolution != nil
 	s.mu.Unlock()
 	bs := s.backends()
 	if len(bs) == 0 {
 		return nil // nothing running: the next session starts it
 	}
 	for _, b := range bs {
+		if resolving {
+			b.showResolvingAgain()
+		}
 		b.restartNow()
 	}
 	return nil

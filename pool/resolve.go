@@ -46,8 +46,13 @@ type resolveJob struct {
 
 var errStoppedWhileResolving = errors.New("stopped while resolving the command")
 
-// resolvingReason is the state reason while a child waits for its resolution.
-const resolvingReason = "resolving the package to start it without its package-manager wrapper (npm may be downloading it)"
+// resolvingReason is the state reason while a child waits for its
+// resolution; resolvingAgainReason from a user's restart until the next
+// child starts, while status still shows the command resolved before.
+const (
+	resolvingReason      = "resolving the package to start it without its package-manager wrapper (npm may be downloading it)"
+	resolvingAgainReason = "resolving the package again for the restart (npm may be downloading another version); the resolved command shown is the one before"
+)
 
 // resolveJobLocked returns the server's resolution of cfg, starting it
 // when there is none. Nil when cfg has no resolver. Callers hold s.mu.
@@ -103,6 +108,15 @@ func (s *server) startResolvingLocked() {
 // up again then, and only then). Callers hold s.mu.
 func (s *server) forgetResolutionLocked() { s.resolution = nil }
 
+// showResolvingAgain shows, from a user's restart until the next child
+// starts, that the server's package is being looked up again.
+func (b *backend) showResolvingAgain() {
+	b.mu.Lock()
+	b.reason = resolvingAgainReason
+	b.mu.Unlock()
+	b.emitState()
+}
+
 // launchConfig is cfg as the next child is started: resolved when cfg has
 // a resolver, after waiting for it (the backend shows starting with the
 // reason meanwhile). ok is false when the backend was stopped while
@@ -118,7 +132,11 @@ func (b *backend) launchConfig(cfg ServerConfig) (run ServerConfig, ok bool) {
 	case <-j.done:
 	default:
 		b.mu.Lock()
-		b.reason = resolvingReason
+		if b.resolveNote == "" {
+			b.reason = resolvingReason
+		} else {
+			b.reason = resolvingAgainReason // a restart's: the first is done
+		}
 		b.mu.Unlock()
 		b.emitState()
 		select {
@@ -126,11 +144,9 @@ func (b *backend) launchConfig(cfg ServerConfig) (run ServerConfig, ok bool) {
 		case <-b.stopReq:
 			return cfg, false
 		}
-		b.mu.Lock()
-		b.reason = ""
-		b.mu.Unlock()
 	}
 	b.mu.Lock()
+	b.reason = ""
 	b.resolveNote = j.note
 	b.resolved = nil
 	if j.res.Command != "" {

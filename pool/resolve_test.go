@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -151,4 +152,55 @@ func TestResolvingShowsAsStarting(t *testing.T) {
 	if b := backendInfo(tp, "srv"); b.StateReason != "" || b.State != pool.StateReady {
 		t.Fatalf("after resolving: state %s reason %q", b.State, b.StateReason)
 	}
+}
+
+// gatedResolver resolves at once the first time, and waits for gate
+// after that.
+type gatedResolver struct {
+	calls atomic.Int32
+	gate  chan struct{}
+}
+
+func (r *gatedResolver) Resolve(ctx context.Context, cfg pool.ServerConfig) (pool.Resolution, error) {
+	if r.calls.Add(1) > 1 {
+		select {
+		case <-r.gate:
+		case <-ctx.Done():
+			return pool.Resolution{}, ctx.Err()
+		}
+	}
+	return pool.Resolution{Command: fakeBin, Args: cfg.Args, Note: fmt.Sprintf("resolution %d", r.calls.Load())}, nil
+}
+
+// From a user's restart until its new child starts, status shows that
+// the package is being looked up again, beside the command resolved
+// before: a download of a new version can take a while. It used to show
+// the old child ready, then restarting, with no reason.
+func TestRestartShowsItResolvesAgain(t *testing.T) {
+	r := &gatedResolver{gate: make(chan struct{})}
+	cfg := fake("srv")
+	cfg.Resolver = r
+	tp := newTestPool(t, nil, cfg)
+	c := tp.dial(t, "srv")
+	c.initialize("c", "")
+	c.call("1", "echo", `{"text":"first"}`)
+	if m, _ := c.recvID("1"); m.text() != "first" {
+		t.Fatalf("call: %s", m.raw)
+	}
+	if err := tp.Restart("srv"); err != nil {
+		t.Fatal(err)
+	}
+	again := func() bool { return strings.Contains(backendInfo(tp, "srv").StateReason, "again") }
+	if b := backendInfo(tp, "srv"); !again() {
+		t.Fatalf("right after the restart: state %s, reason %q", b.State, b.StateReason)
+	}
+	eventually(t, "the old child to be gone", func() bool { return backendInfo(tp, "srv").State == pool.StateStarting })
+	if b := backendInfo(tp, "srv"); !again() || b.ResolveNote != "resolution 1" {
+		t.Fatalf("waiting for the resolution: reason %q, note %q", b.StateReason, b.ResolveNote)
+	}
+	close(r.gate)
+	eventually(t, "the new child", func() bool {
+		b := backendInfo(tp, "srv")
+		return b.State == pool.StateReady && b.StateReason == "" && b.ResolveNote == "resolution 2"
+	})
 }
