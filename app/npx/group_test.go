@@ -35,7 +35,8 @@ func hangingNPM(t *testing.T, bin, pids string) pool.ServerConfig {
 		Env: map[string]string{"PATH": bin + ":/usr/bin:/bin", "SB_TEST_NPM_PIDS": pids}}
 }
 
-// readPIDs waits for the hanging npm's PIDs.
+// readPIDs waits for the hanging npm's PIDs; both are killed when the
+// test ends.
 func readPIDs(t *testing.T, file string) (npm, child int) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -45,6 +46,7 @@ func readPIDs(t *testing.T, file string) (npm, child int) {
 			if len(f) == 2 {
 				npm, _ = strconv.Atoi(f[0])
 				child, _ = strconv.Atoi(f[1])
+				t.Cleanup(func() { syscall.Kill(npm, syscall.SIGKILL); syscall.Kill(child, syscall.SIGKILL) })
 				return npm, child
 			}
 		}
@@ -52,6 +54,41 @@ func readPIDs(t *testing.T, file string) (npm, child int) {
 			t.Fatal("npm did not start")
 		}
 		time.Sleep(5 * time.Millisecond) // poll interval
+	}
+}
+
+// resolution is a Resolve running in the background until it returns,
+// its error then on done.
+type resolution struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// resolveInBackground starts Resolve on cfg; it is cancelled when the
+// test ends, if not before.
+func resolveInBackground(t *testing.T, cfg pool.ServerConfig) *resolution {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	r := &resolution{cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		_, err := Resolver{}.Resolve(ctx, cfg)
+		r.done <- err
+	}()
+	return r
+}
+
+// cancelAndWait cancels the resolution and waits for Resolve to return,
+// which it must do promptly and with the cancellation as its error.
+func (r *resolution) cancelAndWait(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Resolve = %v, want it cancelled", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Resolve did not return once cancelled")
 	}
 }
 
@@ -92,25 +129,9 @@ func waitGone(t *testing.T, what string, pids ...int) {
 // killed, and what it had started ran on.
 func TestResolveCancelledEndsNPMAndItsChildren(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "pids")
-	cfg := hangingNPM(t, t.TempDir(), file)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := Resolver{}.Resolve(ctx, cfg)
-		done <- err
-	}()
+	res := resolveInBackground(t, hangingNPM(t, t.TempDir(), file))
 	npm, child := readPIDs(t, file)
-	t.Cleanup(func() { syscall.Kill(npm, syscall.SIGKILL); syscall.Kill(child, syscall.SIGKILL) })
-	cancel()
-	select {
-	case err := <-done:
-		if err == nil || !errors.Is(err, context.Canceled) {
-			t.Errorf("Resolve = %v, want it cancelled", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Resolve did not return once cancelled")
-	}
+	res.cancelAndWait(t)
 	waitGone(t, "after the resolution was cancelled", npm, child)
 }
 
@@ -134,8 +155,7 @@ func TestResolvingNPMDiesWithThePool(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	npm, child := readPIDs(t, file)
-	t.Cleanup(func() { syscall.Kill(npm, syscall.SIGKILL); syscall.Kill(child, syscall.SIGKILL) })
+	npm, _ := readPIDs(t, file)
 	cmd.Process.Kill()
 	_ = cmd.Wait()
 	waitGone(t, "after the pool was killed", npm)

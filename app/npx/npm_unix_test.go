@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/app/npx/npxtest"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
 
@@ -23,16 +24,14 @@ import (
 // npmWorld is an npm of its own for a test: the fake registry, an empty
 // cache, a global prefix and a user npmrc (npmrc's lines) of its own.
 type npmWorld struct {
-	reg    *fakeRegistry
+	reg    *npxtest.Registry
 	env    map[string]string
 	global string
 }
 
 func newNPMWorld(t *testing.T, npmrc string) *npmWorld {
 	t.Helper()
-	if os.Getenv("SWITCHBOARD_NPX") == "" {
-		t.Skip("SWITCHBOARD_NPX is not set")
-	}
+	npxtest.NeedNPM(t)
 	if _, err := exec.LookPath("npx"); err != nil {
 		t.Skip("npx not found")
 	}
@@ -41,12 +40,10 @@ func newNPMWorld(t *testing.T, npmrc string) *npmWorld {
 	if err := os.WriteFile(userconfig, []byte(npmrc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w := &npmWorld{reg: newFakeRegistry(t), global: filepath.Join(dir, "global")}
-	w.env = map[string]string{
-		"npm_config_registry": w.reg.URL(), "npm_config_cache": filepath.Join(dir, "cache"),
-		"npm_config_userconfig": userconfig, "npm_config_prefix": w.global,
-		"npm_config_update_notifier": "false", "npm_config_audit": "false", "npm_config_fund": "false",
-	}
+	w := &npmWorld{reg: npxtest.NewRegistry(t), global: filepath.Join(dir, "global")}
+	w.env = w.reg.Env(filepath.Join(dir, "cache"))
+	w.env["npm_config_userconfig"] = userconfig
+	w.env["npm_config_prefix"] = w.global
 	return w
 }
 
@@ -77,7 +74,7 @@ func (w *npmWorld) publish(t *testing.T, name, version, bin, shebang string, dep
 	if deps != nil {
 		m["dependencies"] = deps
 	}
-	w.reg.add(t, m, map[string]string{"cli.js": reporter(shebang, name+"@"+version)})
+	w.reg.PublishManifest(t, m, map[string]string{"cli.js": reporter(shebang, name+"@"+version)})
 }
 
 // install writes a package into root/node_modules as npm installs it,
@@ -167,7 +164,7 @@ func sameAsNPX(t *testing.T, cfg pool.ServerConfig) report {
 // those folders.
 func TestResolvedChildHasNPXPath(t *testing.T) {
 	w := newNPMWorld(t, "")
-	w.reg.add(t, map[string]any{"name": "sbt-helper", "version": "1.0.0", "bin": "helper.js"},
+	w.reg.PublishManifest(t, map[string]any{"name": "sbt-helper", "version": "1.0.0", "bin": "helper.js"},
 		map[string]string{"helper.js": "#!/usr/bin/env node\nconsole.log('helper ran')\n"})
 	w.publish(t, "sbt-spawner", "1.0.0", "sbt-spawner", "#!/usr/bin/env node", map[string]string{"sbt-helper": "1.0.0"})
 	node, err := exec.LookPath("node")
@@ -199,7 +196,7 @@ func TestResolvedChildHasNPXPath(t *testing.T) {
 func TestResolvedBinKeepsItsShebang(t *testing.T) {
 	w := newNPMWorld(t, "")
 	w.publish(t, "sbt-flags", "1.0.0", "sbt-flags", "#!/usr/bin/env -S node --expose-gc --max-old-space-size=64", nil)
-	w.reg.add(t, map[string]any{"name": "sbt-tsnode", "version": "1.0.0", "bin": "cli.ts"},
+	w.reg.PublishManifest(t, map[string]any{"name": "sbt-tsnode", "version": "1.0.0", "bin": "cli.ts"},
 		map[string]string{"cli.ts": "#!/usr/bin/env ts-node\nconsole.log('ts')\n"})
 	got := sameAsNPX(t, w.cfg(t.TempDir(), "-y", "sbt-flags"))
 	if got.GC != "function" || strings.Join(got.ExecArgv, " ") != "--expose-gc --max-old-space-size=64" {
@@ -254,7 +251,7 @@ func TestResolveRunsTheBinNPXFinds(t *testing.T) {
 		t.Errorf("sbt-tool@latest: %v; want it run as written", err)
 	}
 	for _, name := range []string{"scoped-server", "sbt-echo"} {
-		if w.reg.askedFor(name) {
+		if w.reg.AskedFor(name) {
 			t.Errorf("the registry was asked for %s", name)
 		}
 	}

@@ -4,10 +4,8 @@ package npx
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,16 +30,10 @@ func TestStoppedResolutionLeavesNoNPMLock(t *testing.T) {
 	locks := filepath.Join(cache, "_npx", "*", "concurrency.lock")
 
 	held := reg.Hold()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := Resolver{}.Resolve(ctx, cfg)
-		done <- err
-	}()
+	res := resolveInBackground(t, cfg)
 	select {
 	case <-held:
-	case err := <-done:
+	case err := <-res.done:
 		t.Fatalf("Resolve ended before npm downloaded: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("npm did not download the package")
@@ -49,22 +41,14 @@ func TestStoppedResolutionLeavesNoNPMLock(t *testing.T) {
 	if held, _ := filepath.Glob(locks); len(held) == 0 {
 		t.Skip("this npm keeps no lock on its npx cache folder")
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("Resolve = %v, want it cancelled", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Resolve did not return once cancelled")
-	}
+	res.cancelAndWait(t)
 	if left, _ := filepath.Glob(locks); len(left) != 0 {
 		t.Errorf("npm's lock is left behind: %q", left)
 	}
 
 	// The next npm goes on at once.
 	reg.Release()
-	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := (Resolver{}).Resolve(ctx, cfg); err != nil {
 		t.Fatalf("the next resolution: %v", err)
@@ -80,23 +64,8 @@ func TestResolveCancelledKillsNPMDeafToSIGTERM(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "npm"), []byte(deaf), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := Resolver{}.Resolve(ctx, cfg)
-		done <- err
-	}()
+	res := resolveInBackground(t, cfg)
 	npm, child := readPIDs(t, file)
-	t.Cleanup(func() { syscall.Kill(npm, syscall.SIGKILL); syscall.Kill(child, syscall.SIGKILL) })
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Resolve = %v, want it cancelled", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Resolve did not return once cancelled")
-	}
+	res.cancelAndWait(t)
 	waitGone(t, "after the grace", npm, child)
 }

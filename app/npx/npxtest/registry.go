@@ -1,7 +1,7 @@
 // Package npxtest serves a fake npm registry for tests that run the real
 // npm against it: packages published from files in memory, a `latest` tag
-// that can be moved, and tarball downloads that can be held, as a slow
-// network holds them.
+// that can be moved, tarball downloads that can be held, as a slow network
+// holds them, and a record of what was asked for.
 package npxtest
 
 import (
@@ -13,11 +13,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -45,9 +47,13 @@ type Registry struct {
 
 	mu       sync.Mutex
 	packages map[string]*pkg
+	asked    []string      // paths asked for, unescaped
 	hold     chan struct{} // non-nil: tarball downloads wait for it to close
 	waiting  chan struct{} // closed when a held download arrives
 }
+
+// tarballs is where tarball paths start: tarballs + "NAME@VERSION.tgz".
+const tarballs = "/-/tarballs/"
 
 type pkg struct {
 	latest   string
@@ -93,10 +99,42 @@ func (r *Registry) Publish(t testing.TB, name, ver string, files map[string]stri
 	if err := json.Unmarshal([]byte(files["package.json"]), &manifest); err != nil {
 		t.Fatalf("%s@%s: package.json: %v", name, ver, err)
 	}
+	if manifest["name"] != name || manifest["version"] != ver {
+		t.Fatalf("%s@%s: package.json is that of %v@%v", name, ver, manifest["name"], manifest["version"])
+	}
+	r.publish(t, manifest, files)
+}
+
+// PublishManifest adds the version manifest (its package.json: name,
+// version, bin, dependencies) describes, with files as its other files,
+// and makes it latest.
+func (r *Registry) PublishManifest(t testing.TB, manifest map[string]any, files map[string]string) {
+	t.Helper()
+	pj, err := json.Marshal(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := maps.Clone(files)
+	if all == nil {
+		all = map[string]string{}
+	}
+	all["package.json"] = string(pj)
+	r.publish(t, maps.Clone(manifest), all)
+}
+
+// publish adds manifest's version with files, package.json among them.
+func (r *Registry) publish(t testing.TB, manifest map[string]any, files map[string]string) {
+	t.Helper()
+	name, _ := manifest["name"].(string)
+	ver, _ := manifest["version"].(string)
+	if name == "" || ver == "" {
+		t.Fatalf("package.json has no name or version: %v", manifest)
+	}
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)
-	for path, body := range files {
+	for _, path := range slices.Sorted(maps.Keys(files)) {
+		body := files[path]
 		mode := int64(0o644)
 		if strings.HasPrefix(body, "#!") {
 			mode = 0o755
@@ -117,7 +155,7 @@ func (r *Registry) Publish(t testing.TB, name, ver string, files map[string]stri
 	sum512, sum1 := sha512.Sum512(buf.Bytes()), sha1.Sum(buf.Bytes())
 	manifest["_id"] = name + "@" + ver
 	manifest["dist"] = map[string]any{
-		"tarball":   r.srv.URL + "/-/tarballs/" + url.PathEscape(name+"@"+ver) + ".tgz",
+		"tarball":   r.srv.URL + tarballs + url.PathEscape(name+"@"+ver) + ".tgz",
 		"integrity": "sha512-" + base64.StdEncoding.EncodeToString(sum512[:]),
 		"shasum":    hex.EncodeToString(sum1[:]),
 	}
@@ -130,6 +168,16 @@ func (r *Registry) Publish(t testing.TB, name, ver string, files map[string]stri
 	}
 	p.versions[ver] = version{manifest: manifest, tarball: buf.Bytes()}
 	p.latest = ver
+}
+
+// AskedFor reports whether name's packument or one of its tarballs was
+// asked for.
+func (r *Registry) AskedFor(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.ContainsFunc(r.asked, func(path string) bool {
+		return path == "/"+name || strings.HasPrefix(path, tarballs+name+"@")
+	})
 }
 
 // SetLatest moves name's latest tag to ver.
@@ -164,7 +212,10 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if id, ok := strings.CutPrefix(path, "/-/tarballs/"); ok {
+	r.mu.Lock()
+	r.asked = append(r.asked, path)
+	r.mu.Unlock()
+	if id, ok := strings.CutPrefix(path, tarballs); ok {
 		r.mu.Lock()
 		hold, waiting := r.hold, r.waiting
 		if hold != nil {
