@@ -49,7 +49,11 @@
 //     removed or disabled, answered so before a removed server's session
 //     ends): [session.awaitHandshakeFor], [session.handshaken],
 //     [backend.registerWait], [backend.endWait], [handshakeWait.goOn],
-//     [backend.retire], [session.setLogLevel], [session.listen]. The child's late answer
+//     [backend.retire], [session.setLogLevel], [session.listen]. It is
+//     owed in its shim's ledger while it waits, though not in its
+//     session's table: its slot leaves once its answer is written, at once
+//     when it is handed back, and goes on with a setLevel sent on to the
+//     child: [session.ending], [session.forget]. The child's late answer
 //     to the probe the pool stopped waiting for (server/discover, once
 //     initialize answered) is no orphan: [backend.dropProbe],
 //     [backend.onResponse].
@@ -234,7 +238,7 @@
 //     it waits, and owed in its shim's ledger; the request it becomes as
 //     it goes on (a forward, a wait for the handshake) takes over its
 //     pool id and arrival time, its history and timeout counting from
-//     then, and a forward its ledger slot; a slot nobody took leaves the
+//     then, and its ledger slot; a slot nobody took leaves the
 //     ledger once the pool's own answer is written, and a hand-back's at
 //     once (the shim gets the line back, not a debt):
 //     [session.heldInfos], [arrival.take], [arrival.takeSlot],

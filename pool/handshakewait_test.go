@@ -65,6 +65,13 @@ type waiting struct {
 // flight.
 func startWaiting(t *testing.T, rq waitingRequest, attach bool, opts *pool.Options, flags ...string) *waiting {
 	t.Helper()
+	return startWaitingLedger(t, rq, attach, nil, opts, flags...)
+}
+
+// startWaitingLedger is startWaiting with an attached session's ledger
+// in file (attachLedger), when file is not nil.
+func startWaitingLedger(t *testing.T, rq waitingRequest, attach bool, file *os.File, opts *pool.Options, flags ...string) *waiting {
+	t.Helper()
 	w := &waiting{gate: filepath.Join(t.TempDir(), "starting")}
 	hold := func() {
 		if err := os.WriteFile(w.gate, nil, 0o600); err != nil {
@@ -84,7 +91,7 @@ func startWaiting(t *testing.T, rq waitingRequest, attach bool, opts *pool.Optio
 		}
 	}
 	if attach {
-		w.a = tp.attach(t, "slow")
+		w.a = tp.attachLedger(t, "slow", file)
 	} else {
 		w.c = tp.dial(t, "slow")
 		send = func(line string) { w.c.send(line) }

@@ -17,14 +17,18 @@ import (
 // lists it, not written (status, hangs, the dashboard), history records
 // it, and finish ends its wait, once, whoever ends it (its answer, the
 // wait's timeout, the session's end, a hand-back, a stop, a crash loop,
-// a user's cancel). It is never written to the child, and has no
-// deadline in the request table: the wait times itself
+// a user's cancel). It is owed in its shim's ledger meanwhile, as a
+// request in flight is, so that a pool killed during the wait leaves it
+// for the next pool to answer: its slot is released once its answer is
+// written, at once when it goes back to the shim unanswered, and goes on
+// with a request that goes on (goOn). It is never written to the child,
+// and has no deadline in the request table: the wait times itself
 // (backend.handshakeResult).
 type handshakeWait struct {
 	method  string    // the request's, as the snapshot and history name it
 	raw, id []byte    // the client's message, and its id
 	x       *exchange // the HTTP POST that carried it, if any
-	at      *arrival  // its arrival, when it was held for its session's roots (roots.go)
+	at      *arrival  // its arrival, when it was held for its session's roots (roots.go); its ledger slot once it went on (goOn)
 	p       *pending  // set once it waits: in flight on the backend
 }
 
@@ -45,12 +49,20 @@ func (s *session) awaitHandshakeFor(b *backend, w *handshakeWait) (*handshake, e
 }
 
 // registerWait enters w in b's request table, as a request of session s
-// that no child is sent. Like the pool's other answers of its own (ping,
-// a cached initialize), it does not count in Counters.Requests, the
-// requests forwarded to children.
+// that no child is sent, owed in the session's ledger (the slot it held
+// since it was read, if it was held for the session's roots). It is not
+// in the session's table of requests in flight: answered, it releases
+// its slot as it ends (session.ending, session.forget). Like the pool's
+// other answers of its own (ping, a cached initialize), it does not
+// count in Counters.Requests, the requests forwarded to children.
 func (b *backend) registerWait(s *session, w *handshakeWait) *pending {
 	id, received := w.at.take(b.p)
 	p := &pending{id: id, b: b, sess: s, origID: w.id, x: w.x, method: w.method, received: received}
+	slot := w.at.takeSlot()
+	if slot == 0 {
+		slot = s.ledger.take(w.id)
+	}
+	p.slot.Store(slot)
 	// Received first, as every request's: a snapshot that lists it
 	// follows the event that says it came.
 	ev := Event{Kind: EventRequestReceived, Time: p.received, Server: b.srv.name, Session: s.id, PoolID: p.id,
@@ -141,7 +153,20 @@ func (w *handshakeWait) ended() bool {
 // subscriptions/listen the pool opened (answered when it ends). It
 // reports false when another ending came first (a stop, a user's
 // cancel): that one answered the client, and the request goes no
-// further.
+// further. The wait's ledger slot goes on in w.at, for the caller: a
+// forward takes it over, so the request stays owed without a gap.
 func (w *handshakeWait) goOn() bool {
-	return w.p == nil || w.p.b.finish(w.p, outcome{kind: endWentOn})
+	if w.p == nil {
+		return true
+	}
+	if !w.p.b.finish(w.p, outcome{kind: endWentOn}) {
+		return false
+	}
+	if slot := w.p.slot.Swap(0); slot != 0 { // nobody else ends p now
+		if w.at == nil {
+			w.at = &arrival{}
+		}
+		w.at.slot = slot
+	}
+	return true
 }

@@ -325,7 +325,12 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange, a *arrival) {
 			return // a stop or a user's cancel ended its wait, and answered it
 		}
 		// The child answers it (or, failed before it came, the pool
-		// refuses it as it refuses any request).
+		// refuses it as it refuses any request), owed in the ledger
+		// slot its wait held (goOn); refused before its forward took
+		// the slot, it is owed until the refusal is written.
+		s.forward(msg, id, x, w.at)
+		s.releaseWhenWritten(w.at.takeSlot())
+		return
 	case "resources/subscribe", "resources/unsubscribe":
 		if s.subscription(msg, id, params, x, a) {
 			return
@@ -336,7 +341,9 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange, a *arrival) {
 		}
 	case "subscriptions/listen":
 		s.noteModern(msg)
-		s.listen(waitOf(msg, id, x, a), params)
+		w := waitOf(msg, id, x, a)
+		s.listen(w, params)
+		s.releaseWhenWritten(w.at.takeSlot()) // opened after its wait (goOn): an open listen is owed nothing
 		return
 	}
 	s.forward(msg, id, x, a)
@@ -716,6 +723,8 @@ func (s *session) ending(p *pending, id []byte, x *exchange) (slot int32) {
 	s.mu.Lock()
 	if s.inflight[key] == p {
 		slot = s.dropLocked(key, p)
+	} else {
+		slot = p.slot.Swap(0) // a wait for its child's handshake, owed outside inflight (registerWait); else none
 	}
 	s.answering++
 	s.mu.Unlock()
@@ -795,6 +804,8 @@ func (s *session) forget(p *pending, id []byte, x *exchange) {
 	s.mu.Lock()
 	if s.inflight[key] == p {
 		s.untrackLocked(key, p)
+	} else {
+		s.ledger.release(p.slot.Swap(0)) // a wait for its child's handshake (registerWait): handed back, or its session ended
 	}
 	s.mu.Unlock()
 	if x != nil {
