@@ -80,7 +80,20 @@ func (p *Pool) Stop(server string) error {
 
 // Cancel ends one in-flight request: the client gets an error saying it
 // was cancelled in Switchboard, the child gets notifications/cancelled.
+// A request held for its session's roots answer, at no child yet, leaves
+// the held queue (session.cancelHeld).
 func (p *Pool) Cancel(poolID uint64) error {
+	p.mu.Lock()
+	sessions := make([]*session, 0, len(p.sessions))
+	for s := range p.sessions {
+		sessions = append(sessions, s)
+	}
+	p.mu.Unlock()
+	for _, s := range sessions {
+		if s.cancelHeld(poolID) {
+			return nil
+		}
+	}
 	for _, s := range p.allServers() {
 		for _, b := range s.backends() {
 			pd := b.reqs.lookup(poolID)

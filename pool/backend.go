@@ -774,8 +774,11 @@ func progressValue(params []byte) (float64, bool) {
 	return v, err == nil
 }
 
-func (b *backend) capture(line []byte) []byte {
-	n := b.p.opts.CapturePayloads
+func (b *backend) capture(line []byte) []byte { return b.p.capture(line) }
+
+// capture is the part of line history keeps (Options.CapturePayloads).
+func (p *Pool) capture(line []byte) []byte {
+	n := p.opts.CapturePayloads
 	if n <= 0 {
 		return nil
 	}

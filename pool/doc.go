@@ -243,7 +243,10 @@
 //     once (the shim gets the line back, not a debt):
 //     [session.heldInfos], [arrival.take], [arrival.takeSlot],
 //     [session.forwardCounted], [backend.registerWait],
-//     [session.releaseWhenWritten]. The roots/list_changed held behind an ask count
+//     [session.releaseWhenWritten]. A user's cancel of a held request
+//     takes it out of the queue, the rest held in order, and answers it
+//     as finish answers a user's cancel of a request no child had:
+//     [Pool.Cancel], [session.cancelHeld]. The roots/list_changed held behind an ask count
 //     as one: however many came, the client is asked once more; a client
 //     that closed its input is asked nothing, and an open ask ends then
 //     with the roots last answered: [session.inputEnded], [session.askRoots]. A legacy child told of roots gets no client line

@@ -140,7 +140,10 @@ func TestRequestStateMachine(t *testing.T) {
 
 // One function ends requests: nothing but finish takes a request out of
 // the table (requestTable.end) or records a request's end
-// (EventRequestDone), so that every way of ending agrees.
+// (EventRequestDone), so that every way of ending agrees. The one other
+// end recorded is a user's cancel of a request held for its session's
+// roots (session.cancelHeld), which no table holds: it follows finish's
+// rule for a user's cancel.
 func TestOnlyFinishEndsRequests(t *testing.T) {
 	fset, files := packageSources(t)
 	ends, dones := 0, 0
@@ -152,6 +155,7 @@ func TestOnlyFinishEndsRequests(t *testing.T) {
 				continue
 			}
 			inFinish := name == "finish.go" && fn.Name.Name == "finish"
+			heldEnd := name == "roots.go" && fn.Name.Name == "cancelHeld"
 			ast.Inspect(fn.Body, func(n ast.Node) bool {
 				switch n := n.(type) {
 				case *ast.CallExpr:
@@ -164,7 +168,7 @@ func TestOnlyFinishEndsRequests(t *testing.T) {
 				case *ast.Ident:
 					if n.Name == "EventRequestDone" {
 						dones++
-						if !inFinish {
+						if !inFinish && !heldEnd {
 							t.Errorf("%s: %s records a request's end itself; only finish does", fset.Position(n.Pos()), fn.Name.Name)
 						}
 					}
@@ -173,8 +177,8 @@ func TestOnlyFinishEndsRequests(t *testing.T) {
 			})
 		}
 	}
-	if ends != 1 || dones != 1 {
-		t.Errorf("finish ends requests %d times and records %d ends; want one of each", ends, dones)
+	if ends != 1 || dones != 2 {
+		t.Errorf("finish ends requests %d times and records %d ends (with cancelHeld's); want one and two", ends, dones)
 	}
 }
 

@@ -435,7 +435,8 @@ type heldMessage struct {
 // and its timeout count from its arrival; a slot no pending took is
 // released once the pool's own answer to it is written (replayHeld).
 // Only the goroutine that holds it (the session's, under s.mu, while it
-// is held; then the replay's) touches it.
+// is held; then the replay's, or a user's cancel's: cancelHeld) touches
+// it.
 type arrival struct {
 	id       uint64
 	received time.Time
@@ -486,6 +487,47 @@ func (s *session) heldInfos(now time.Time) []RequestInfo {
 		}
 	}
 	return out
+}
+
+// cancelHeld is a user's cancel (Pool.Cancel) of the request held for
+// the session's roots answer whose pool id is poolID, if the session
+// holds it: it leaves the queue (the rest stay held, in order) and is
+// answered as a user's cancel of any request no child was written is
+// (finish, by endByUser's rule): the same error, mayHaveExecuted false,
+// the same count and history status; its ledger slot is released once
+// that answer is written, and history records it once: received as it
+// arrived, ended cancelled. It is the one end of a request besides
+// finish's: a held request is in no backend's table, since its roots,
+// still asked, decide its child. It reports whether the session held
+// it.
+func (s *session) cancelHeld(poolID uint64) bool {
+	s.mu.Lock()
+	i := slices.IndexFunc(s.held, func(h heldMessage) bool { return h.req != nil && h.req.id == poolID })
+	if i < 0 {
+		s.mu.Unlock()
+		return false
+	}
+	h := s.held[i]
+	s.held = slices.Delete(s.held, i, i+1)
+	s.heldBytes -= len(h.line)
+	s.answering++ // until its answer is queued (answer)
+	s.mu.Unlock()
+
+	a, name, rule := h.req, s.srv.name, endRules[endByUser]
+	rpcErr := newErrorData(errCancelledByUser, false, name, nil, name, a.method)
+	line := jsonrpc.AppendErrorResponse(nil, a.origID, rpcErr)
+	rule.counter(s.p)
+	s.p.errorsN.Add(1)
+	received := Event{Kind: EventRequestReceived, Time: a.received, Server: name, Session: s.id, PoolID: a.id,
+		Method: a.method, Name: a.name, OriginalID: string(a.origID), Size: len(h.line), Payload: s.p.capture(h.line)}
+	if h.x != nil && h.x.stateless {
+		received.ClientName, received.ClientVersion = h.x.client.Name, h.x.client.Version
+	}
+	s.p.emit(&received)
+	s.answer(h.x, line, rpcErr.Code, a.takeSlot())
+	s.p.emit(&Event{Kind: EventRequestDone, Server: name, Session: s.id, PoolID: a.id, Method: a.method, Name: a.name,
+		Status: rule.status, ErrCode: rpcErr.Code, Err: rpcErr.Message, Size: len(line), Payload: s.p.capture(line)})
+	return true
 }
 
 // heldRequestsLocked counts the requests among the held messages.
