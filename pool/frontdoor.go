@@ -418,10 +418,10 @@ func (s *session) drain(o *sessionOut) {
 				o.stalled = true
 			}
 		}
-		o.mu.Unlock()
 		if wrote {
 			s.releaseOwed(owed) // their answers were queued or cut short before the count
 		}
+		o.mu.Unlock()
 		if err != nil {
 			o.active.Store(false)
 			switch {
@@ -488,10 +488,16 @@ func (o *sessionOut) tryWrite(s *session, line []byte, slot int32) bool {
 	}
 	n, _ := o.w.writeNow(line) // an error comes back to drain's write of the queued line
 	cut := n > 0 && n <= len(line)
-	if cut {
+	switch {
+	case cut:
 		o.cut, o.rest = true, line[n:]
 		s.owe(slot) // under mu: the drain that writes the rest counts it
 		s.ledger.midLine(true)
+	case n > 0:
+		// Under mu, as every release of a written answer's slot: a
+		// client that has read a later line of this output knows this
+		// one's request is owed no more, even if the pool dies now.
+		s.ledger.release(slot)
 	}
 	o.mu.Unlock()
 	if n == 0 {
@@ -499,8 +505,6 @@ func (o *sessionOut) tryWrite(s *session, line []byte, slot int32) bool {
 	}
 	if cut {
 		o.kick(s)
-	} else {
-		s.ledger.release(slot)
 	}
 	if len(line) > keepBuf {
 		s.p.releasedLarge()

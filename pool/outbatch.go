@@ -117,6 +117,8 @@ func (bt *outBatch) writeQueued(s *session, o *sessionOut) {
 		if n > 0 {
 			s.ledger.midLine(true)
 		}
+	} else {
+		s.releaseOwed(owed) // their answers were queued before the count, so are written; under mu, as tryWrite's
 	}
 	o.mu.Unlock()
 	for _, line := range lines {
@@ -130,7 +132,6 @@ func (bt *outBatch) writeQueued(s *session, o *sessionOut) {
 		o.kick(s)
 		return
 	}
-	s.releaseOwed(owed) // their answers were queued before the count, so are written
 	if s.owedCount() > 0 {
 		o.kick(s) // slots owed after the count: the drain counts again
 	}

@@ -138,6 +138,7 @@ func TestIdleSessionOutwaitsCrashWithoutAutostart(t *testing.T) {
 			s := connectAs(t, first, "fake", mode == "relayed")
 			s.initialize("idle")
 			answers := readAnswers(s)
+			settled(t, s, answers)
 			goAway(t, first, true)
 			select {
 			case err := <-s.done:
@@ -167,7 +168,7 @@ func TestCleanEOFWithoutPool(t *testing.T) {
 				first := serve(t, noClientStarts(fakeConfig(t)))
 				s := connectAs(t, first, "fake", mode == "relayed")
 				s.initialize("finishing")
-				readAnswers(s)
+				settled(t, s, readAnswers(s))
 				goAway(t, first, how == "killed")
 				s.stdin.Close()
 				select {
@@ -230,4 +231,15 @@ func TestRelayedHalfCloseAnswersOwed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// settled waits until the pool owes the session nothing: a ping's answer,
+// read after the initialize's, is written only once the initialize's
+// ledger slot is released. Without it a kill in the microseconds between
+// that answer's write and its release leaves the initialize owed, and the
+// shim waits for a pool to answer it.
+func settled(t *testing.T, s *shim, answers *answerLog) {
+	t.Helper()
+	s.send(`{"jsonrpc":"2.0","id":"settled","method":"ping"}`)
+	waitFor(t, "the ping's answer", func() bool { _, ok := answers.get(`"settled"`); return ok })
 }
