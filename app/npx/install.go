@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,12 +43,20 @@ type installs struct {
 // versions in place, and a child carried over an upgrade its files.
 const pruneAfter = 7 * 24 * time.Hour
 
+// npmAt is where and how npx ran npm for a server: its working directory
+// ("": the pool's), npm's local prefix there (the project, whose .npmrc is
+// read; "" when npm did not say), and the environment.
+type npmAt struct {
+	cwd, project string
+	env          []string
+}
+
 // own returns the directory of the package that npm exec installed in
 // dir, or of the same version installed for good, when dir is in npx's
 // cache: the pool runs its own copy from then on, and reuses it for every
 // server of that version. A package npx found elsewhere (the project's
 // node_modules, a global install) is the user's, and is run where it is.
-func (in *installs) own(ctx context.Context, npm string, spec Spec, name, dir string, env []string) (string, error) {
+func (in *installs) own(ctx context.Context, npm string, spec Spec, name, dir string, at npmAt) (string, error) {
 	nodeModules := strings.TrimSuffix(dir, string(filepath.Separator)+filepath.FromSlash(name))
 	if in == nil || filepath.Base(nodeModules) != "node_modules" || filepath.Base(filepath.Dir(filepath.Dir(nodeModules))) != "_npx" {
 		return dir, nil
@@ -69,7 +79,7 @@ func (in *installs) own(ctx context.Context, npm string, spec Spec, name, dir st
 		_ = os.Chtimes(final, now, now) // its last use, for prune
 		return pkgDir, nil
 	}
-	if err := in.install(ctx, npm, spec, name+"@"+m.Version, final, env); err != nil {
+	if err := in.install(ctx, npm, spec, name+"@"+m.Version, final, at); err != nil {
 		return "", err
 	}
 	in.prune()
@@ -78,10 +88,15 @@ func (in *installs) own(ctx context.Context, npm string, spec Spec, name, dir st
 
 // install has npm install pkg into final: into a new folder beside it,
 // renamed into place once complete, so that final is either absent or
-// whole. npm runs with the server's environment: the user's npm config
-// (registry, auth, proxy) applies, and the files come from npm's cache,
-// where npm exec just put them.
-func (in *installs) install(ctx context.Context, npm string, spec Spec, pkg, final string, env []string) error {
+// whole. npm runs with the npm config npx had (registry, scopes, auth,
+// proxy), and the files come from npm's cache, where npm exec just put
+// them: npm_config_* in the server's environment, the user's and global
+// npmrc, and the project's .npmrc. npm reads a project's config from its
+// local prefix, which --prefix makes the new folder: the project's file is
+// copied there for the install, and removed before the folder is renamed
+// into place (it may hold tokens). npm runs in the server's working
+// directory, against which it resolves relative paths in its config.
+func (in *installs) install(ctx context.Context, npm string, spec Spec, pkg, final string, at npmAt) error {
 	if err := os.MkdirAll(in.dir, 0o755); err != nil {
 		return fmt.Errorf("install %s: %w", spec.shownPackage, err)
 	}
@@ -90,9 +105,18 @@ func (in *installs) install(ctx context.Context, npm string, spec Spec, pkg, fin
 		return fmt.Errorf("install %s: %w", spec.shownPackage, err)
 	}
 	defer os.RemoveAll(tmp) // gone once renamed
+	projectConfig := filepath.Join(tmp, ".npmrc")
+	if at.project != "" {
+		// Unreadable, it is left out, as npm leaves it out.
+		if b, err := os.ReadFile(filepath.Join(at.project, ".npmrc")); err == nil {
+			if err := os.WriteFile(projectConfig, b, 0o600); err != nil {
+				return fmt.Errorf("install %s: %w", spec.shownPackage, err)
+			}
+		}
+	}
 	cmd := exec.Command(npm, "install", "--prefix", tmp, "--no-save", "--prefer-offline",
 		"--no-audit", "--no-fund", "--loglevel=error", pkg)
-	cmd.Dir, cmd.Env = tmp, env
+	cmd.Dir, cmd.Env = at.cwd, at.env
 	cmd.WaitDelay = 2 * time.Second
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -105,6 +129,9 @@ func (in *installs) install(ctx context.Context, npm string, spec Spec, pkg, fin
 			msg = "npm's message is left out: it may quote what the package's ${…} expanded to"
 		}
 		return fmt.Errorf("npm install %s into %s: %v: %s", spec.shownPackage, in.dir, err, msg)
+	}
+	if err := os.Remove(projectConfig); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("install %s: %w", spec.shownPackage, err)
 	}
 	err = os.Rename(tmp, final)
 	if err != nil {

@@ -113,3 +113,83 @@ func TestResolverRunsItsOwnInstall(t *testing.T) {
 		t.Errorf("an install that cannot be made: %v", err)
 	}
 }
+
+// userNPM is the environment of a user whose npm config (npmrc files of
+// the test's own) names reg as the registry, of every scope too, with an
+// npm cache of the test's own.
+func userNPM(t *testing.T, reg *npxtest.Registry) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	env := reg.Env(filepath.Join(dir, "cache"))
+	delete(env, "npm_config_registry")
+	env["npm_config_userconfig"] = filepath.Join(dir, "npmrc")
+	env["npm_config_globalconfig"] = filepath.Join(dir, "global-npmrc")
+	if err := os.WriteFile(env["npm_config_userconfig"], []byte("registry="+reg.URL()+"\n@sbt:registry="+reg.URL()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// publishFrom publishes name 1.0.0, an MCP server whose file "from" says
+// which registry it came from.
+func publishFrom(t *testing.T, reg *npxtest.Registry, name, from string) {
+	t.Helper()
+	reg.PublishManifest(t, map[string]any{"name": name, "version": "1.0.0", "bin": map[string]string{"sbt-private": "server.js"}},
+		map[string]string{"server.js": npxtest.Server, "from": from})
+}
+
+// installedFrom resolves cfg with a resolver whose folder is dir and says
+// which registry the package the child runs came from.
+func installedFrom(t *testing.T, dir string, cfg pool.ServerConfig) string {
+	t.Helper()
+	res, err := NewResolver(dir).Resolve(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	if len(res.Args) == 0 || !strings.HasPrefix(res.Args[0], dir) {
+		t.Fatalf("resolution %+v, want the script in %s", res, dir)
+	}
+	from, err := os.ReadFile(filepath.Join(filepath.Dir(res.Args[0]), "from"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(from)
+}
+
+// A version's own install reads the npm config npx read: the project's
+// .npmrc (npm's local prefix's: the nearest folder up from the working
+// directory with a package.json), here naming the registry of the
+// package's scope, above the user's. The first edition installed with the
+// user's config alone: another package of the same name and version, from
+// the user's registry, ran in the folder named after the one npx found.
+func TestOwnInstallReadsTheProjectNPMRC(t *testing.T) {
+	npxtest.NeedNPM(t)
+	project, user := npxtest.NewRegistry(t), npxtest.NewRegistry(t)
+	publishFrom(t, project, "@sbt/private", "project")
+	publishFrom(t, user, "@sbt/private", "user")
+	root := t.TempDir()
+	for name, body := range map[string]string{
+		"package.json": `{"name": "app", "version": "1.0.0"}`,
+		".npmrc":       "@sbt:registry=" + project.URL() + "\n",
+	} {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cwd := filepath.Join(root, "src")
+	if err := os.Mkdir(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := pool.ServerConfig{Name: "private", Command: "npx", Args: []string{"-y", "@sbt/private"}, Cwd: cwd, Env: userNPM(t, user)}
+	dir := t.TempDir()
+	if from := installedFrom(t, dir, cfg); from != "project" {
+		t.Errorf("the child runs the package from the %s's registry, want the project's", from)
+	}
+	if user.AskedFor("@sbt/private") {
+		t.Error("the user's registry was asked for the package")
+	}
+	// The project's config, copied for the install, is not kept.
+	if left, _ := filepath.Glob(filepath.Join(dir, "*", ".npmrc")); len(left) > 0 {
+		t.Errorf("left behind: %q", left)
+	}
+}

@@ -61,11 +61,11 @@ func (r Resolver) Resolve(ctx context.Context, cfg pool.ServerConfig) (pool.Reso
 			return res, err
 		}
 	}
-	dir, err := installedDir(ctx, npm, spec, name, cfg.Cwd, env)
+	dir, project, err := installedDir(ctx, npm, spec, name, cfg.Cwd, env)
 	if err != nil {
 		return pool.Resolution{}, err
 	}
-	if dir, err = r.installs.own(ctx, npm, spec, name, dir, env); err != nil {
+	if dir, err = r.installs.own(ctx, npm, spec, name, dir, npmAt{cwd: cfg.Cwd, project: project, env: env}); err != nil {
 		return pool.Resolution{}, err
 	}
 	manifest, err := readManifest(dir)
@@ -106,18 +106,22 @@ func launchFor(cwd, path, pathext string) (launch, error) {
 }
 
 // installedDir has npm install spec's package (as npx does) and returns
-// the package's directory. Its errors quote the package as configured.
-func installedDir(ctx context.Context, npm string, spec Spec, name, cwd string, env []string) (string, error) {
+// the package's directory, and npm's local prefix there: the project,
+// whose .npmrc npm read. Its errors quote the package as configured.
+func installedDir(ctx context.Context, npm string, spec Spec, name, cwd string, env []string) (dir, project string, err error) {
 	args := append(append([]string{"exec"}, yesFlag(spec)...), "--package="+spec.Package, "--")
-	cmd := exec.Command(npm, append(args, "node", "-e", "process.stdout.write(process.env.PATH)")...)
+	// npm gives what it runs its PATH and its local prefix
+	// (npm_config_local_prefix, since npm 7; null before). No spaces or
+	// quotes: npm passes the words on through a shell.
+	const report = "process.stdout.write(JSON.stringify([process.env.PATH,process.env.npm_config_local_prefix]))"
+	cmd := exec.Command(npm, append(args, "node", "-e", report)...)
 	cmd.Dir, cmd.Env = cwd, env
 	cmd.WaitDelay = 2 * time.Second // a grandchild holding the pipes cannot hang us
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// As the pool runs a child: npm and what it starts end with the
 	// resolution (the pool closing, the timeout) and with the pool.
-	err := pool.RunHelper(ctx, cmd)
-	out := stdout.Bytes()
+	err = pool.RunHelper(ctx, cmd)
 	if err != nil {
 		msg := npmReason(stderr.String())
 		if spec.shownPackage != spec.Package {
@@ -125,21 +129,25 @@ func installedDir(ctx context.Context, npm string, spec Spec, name, cwd string, 
 			msg = "npm's message is left out: it may quote what the package's ${…} expanded to"
 		}
 		if ctx.Err() != nil {
-			return "", fmt.Errorf("npm exec --package=%s: %w", spec.shownPackage, ctx.Err())
+			return "", "", fmt.Errorf("npm exec --package=%s: %w", spec.shownPackage, ctx.Err())
 		}
-		return "", fmt.Errorf("npm exec --package=%s: %v: %s", spec.shownPackage, err, msg)
+		return "", "", fmt.Errorf("npm exec --package=%s: %v: %s", spec.shownPackage, err, msg)
+	}
+	var out [2]string
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		return "", "", fmt.Errorf("npm exec --package=%s: unexpected output: %w", spec.shownPackage, err)
 	}
 	// npm exec puts the .bin directories of what it installed first.
-	for _, entry := range filepath.SplitList(string(out)) {
+	for _, entry := range filepath.SplitList(out[0]) {
 		if filepath.Base(entry) != ".bin" || filepath.Base(filepath.Dir(entry)) != "node_modules" {
 			continue
 		}
 		dir := filepath.Join(filepath.Dir(entry), filepath.FromSlash(name))
 		if _, err := os.Stat(filepath.Join(dir, "package.json")); err == nil {
-			return dir, nil
+			return dir, out[1], nil
 		}
 	}
-	return "", fmt.Errorf("npm exec --package=%s: the package's directory is not on the PATH it gave", spec.shownPackage)
+	return "", "", fmt.Errorf("npm exec --package=%s: the package's directory is not on the PATH it gave", spec.shownPackage)
 }
 
 type manifest struct {
