@@ -193,3 +193,34 @@ func TestOwnInstallReadsTheProjectNPMRC(t *testing.T) {
 		t.Errorf("left behind: %q", left)
 	}
 }
+
+// npm_config_* in the server's env, or the pool's own, configure the npm
+// that installs the version as they configure npx's: above the npmrc
+// files, the project's among them.
+func TestOwnInstallReadsNPMConfigFromTheEnv(t *testing.T) {
+	npxtest.NeedNPM(t)
+	for _, where := range []string{"server", "pool"} {
+		t.Run(where, func(t *testing.T) {
+			chosen, user := npxtest.NewRegistry(t), npxtest.NewRegistry(t)
+			publishFrom(t, chosen, "sbt-private", "env")
+			publishFrom(t, user, "sbt-private", "user")
+			env := userNPM(t, user)
+			if where == "server" {
+				env["npm_config_registry"] = chosen.URL()
+			} else {
+				t.Setenv("npm_config_registry", chosen.URL())
+			}
+			project := t.TempDir()
+			if err := os.WriteFile(filepath.Join(project, ".npmrc"), []byte("registry="+user.URL()+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg := pool.ServerConfig{Name: "private", Command: "npx", Args: []string{"-y", "sbt-private"}, Cwd: project, Env: env}
+			if from := installedFrom(t, t.TempDir(), cfg); from != "env" {
+				t.Errorf("the child runs the package from the %s's registry, want the env's", from)
+			}
+			if user.AskedFor("sbt-private") {
+				t.Error("the user's registry was asked for the package")
+			}
+		})
+	}
+}
