@@ -163,6 +163,11 @@ func Start(opts Options) (*Instance, error) {
 		carried = handover.Carried
 		inst.upgraded = &control.UpgradeInfo{From: handover.From, At: time.Now(), CarriedChildren: []int{}}
 	}
+	if carried != nil {
+		for _, cc := range carried.Children {
+			inst.resolver.Keep(cc.Resolved) // its package version is not pruned under it
+		}
+	}
 	var handedOver []byte
 	if handover != nil {
 		handedOver = handover.Config

@@ -1,8 +1,16 @@
 package app
 
 import (
+	"encoding/json"
 	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/npx/npxtest"
+	"github.com/switchboard-mcp/switchboard/pool"
 )
 
 // TestExecutable: what an upgrade or the tray's restart accepts as a
@@ -28,5 +36,69 @@ func TestExecutable(t *testing.T) {
 		if got := executable(tc.goos, tc.path, tc.mode); got != tc.want {
 			t.Errorf("executable(%s, %s, %v) = %v, want %v", tc.goos, tc.path, tc.mode, got, tc.want)
 		}
+	}
+}
+
+// The package version a child carried over an upgrade runs from is kept
+// while the new program runs, however long ago a start last used it: the
+// prune after another version's install leaves it (and removes a version
+// nothing runs). On the first edition only versions the new program had
+// resolved itself were kept: the carried child's folder, last used at its
+// start by the earlier program 8 days before, was deleted under it.
+func TestUpgradeKeepsTheCarriedChildsPackage(t *testing.T) {
+	npxtest.NeedNPM(t)
+	paths := sbHome(t)
+	reg := npxtest.NewRegistry(t)
+	reg.Publish(t, "@sbt/fresh", "1.0.0", map[string]string{
+		"package.json": `{"name":"@sbt/fresh","version":"1.0.0","bin":{"fresh":"server.js"}}`,
+		"server.js":    npxtest.Server,
+	})
+	// Two versions the earlier program installed, unused by a start for
+	// 8 days: one runs in its carried child, the other in nothing.
+	lastStart := time.Now().Add(-8 * 24 * time.Hour)
+	folder := func(name string) string {
+		dir := filepath.Join(paths.PackagesDir(), "@sbt+"+name+"@1.0.0-0123456789ab")
+		pkg := filepath.Join(dir, "node_modules", "@sbt", name)
+		if err := os.MkdirAll(pkg, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pkg, "server.js"), []byte(npxtest.Server), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(dir, lastStart, lastStart); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	carried, unused := folder("carried"), folder("unused")
+	running, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"fresh": map[string]any{"command": "npx", "args": []string{"-y", "@sbt/fresh"}, "env": reg.Env(t.TempDir())},
+	}})
+	if err := os.WriteFile(paths.Config, running, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The child is described as the earlier program hands it over; it is
+	// not a process of this test (no pid: it is not adopted).
+	script := filepath.Join(carried, "node_modules", "@sbt", "carried", "server.js")
+	hf, _ := json.Marshal(map[string]any{"format": HandoverFormat, "from": map[string]string{"version": "0.0.1"}, "lockFD": -1,
+		"config": running, "carried": pool.Carried{Children: []pool.CarriedChild{
+			{Server: "carried", Process: "of the earlier program", Resolved: []string{"/usr/bin/node", script, "--flag"}},
+		}}})
+	hpath := filepath.Join(paths.Run, "handover-test.json")
+	if err := os.WriteFile(hpath, hf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(HandoverEnv, hpath)
+	inst, logs := startIn(t, Options{})
+	runInstance(t, inst)
+	eventually(t, 2*time.Minute, "@sbt/fresh resolved", func() bool { return strings.Contains(logs.String(), "server command resolved") })
+	if !strings.Contains(logs.String(), "resolved to @sbt/fresh 1.0.0") {
+		t.Fatalf("not resolved:\n%s", logs.String())
+	}
+	if _, err := os.Stat(unused); err == nil {
+		t.Fatalf("the version nothing runs is still there: no prune ran")
+	}
+	if _, err := os.Stat(script); err != nil {
+		t.Errorf("the carried child's package: %v", err)
 	}
 }

@@ -34,14 +34,35 @@ func NewResolver(dir string) Resolver {
 type installs struct {
 	dir string
 
-	mu   sync.Mutex
-	used map[string]bool // versions (folder names) this process ran: never pruned by it
+	mu sync.Mutex
+	// used are the versions (folder names) this process ran, or runs in a
+	// child carried over an upgrade (Keep): never pruned by it.
+	used map[string]bool
 }
 
 // pruneAfter is how long a version no server of this process uses is
 // kept after its last use: a pool that restarts finds its servers'
-// versions in place, and a child carried over an upgrade its files.
+// versions in place.
 const pruneAfter = 7 * 24 * time.Hour
+
+// Keep marks the version that command, a child's resolved command line
+// (node and a script in the resolver's folder), runs from as in use: this
+// process never prunes it. An upgraded program calls it for the children
+// carried over to it: the earlier program resolved them, and they run on,
+// however long ago a start last used their version.
+func (r Resolver) Keep(command []string) {
+	in := r.installs
+	if in == nil {
+		return
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, word := range command {
+		if rel, err := filepath.Rel(in.dir, word); err == nil && rel != "." && filepath.IsLocal(rel) {
+			in.used[strings.SplitN(filepath.ToSlash(rel), "/", 2)[0]] = true
+		}
+	}
+}
 
 // npmAt is where and how npx ran npm for a server: its working directory
 // ("": the pool's), npm's local prefix there (the project, whose .npmrc is

@@ -14,14 +14,15 @@ import (
 )
 
 // A prune, after an install, removes the versions this process has not
-// run and none has run for pruneAfter, and what an earlier process left
-// half-made; the others stay.
+// run (nor runs in a child carried over to it) and none has run for
+// pruneAfter, and what an earlier process left half-made; the others stay.
 func TestPruneKeepsWhatRunsAndWhatRanLately(t *testing.T) {
 	dir := t.TempDir()
-	in := NewResolver(dir).installs
+	r := NewResolver(dir)
+	in := r.installs
 	long := time.Now().Add(-pruneAfter - time.Hour)
 	for name, mtime := range map[string]time.Time{
-		"unused@1.0.0": long, "running@1.0.0": long, "lately@1.0.0": time.Now(), ".new-123": long,
+		"unused@1.0.0": long, "running@1.0.0": long, "carried@1.0.0": long, "lately@1.0.0": time.Now(), ".new-123": long,
 	} {
 		path := filepath.Join(dir, name, "node_modules")
 		if err := os.MkdirAll(path, 0o755); err != nil {
@@ -32,6 +33,8 @@ func TestPruneKeepsWhatRunsAndWhatRanLately(t *testing.T) {
 		}
 	}
 	in.used["running@1.0.0"] = true
+	r.Keep([]string{"/usr/bin/node", filepath.Join(dir, "carried@1.0.0", "node_modules", "carried", "cli.js"),
+		filepath.Join(dir, "..", "unused@1.0.0"), dir})
 	in.prune()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -41,7 +44,7 @@ func TestPruneKeepsWhatRunsAndWhatRanLately(t *testing.T) {
 	for _, e := range entries {
 		left = append(left, e.Name())
 	}
-	if want := []string{"lately@1.0.0", "running@1.0.0"}; !slices.Equal(left, want) {
+	if want := []string{"carried@1.0.0", "lately@1.0.0", "running@1.0.0"}; !slices.Equal(left, want) {
 		t.Errorf("left %q, want %q", left, want)
 	}
 }
