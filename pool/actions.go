@@ -81,7 +81,9 @@ func (p *Pool) Stop(server string) error {
 // Cancel ends one in-flight request: the client gets an error saying it
 // was cancelled in Switchboard, the child gets notifications/cancelled.
 // A request held for its session's roots answer, at no child yet, leaves
-// the held queue (session.cancelHeld).
+// the held queue (session.cancelHeld); one the replay of that queue has
+// taken and no request table has yet is ended as it reaches one
+// (session.handedOn).
 func (p *Pool) Cancel(poolID uint64) error {
 	p.mu.Lock()
 	sessions := make([]*session, 0, len(p.sessions))
@@ -100,15 +102,21 @@ func (p *Pool) Cancel(poolID uint64) error {
 			if pd == nil || pd.reply != nil {
 				continue
 			}
-			o := failure(endByUser, errCancelledByUser, b.srv.name, pd.method)
-			o.reason = "cancelled in Switchboard"
-			if !b.finish(pd, o) {
+			if !b.finish(pd, userCancel(b.srv.name, pd.method)) {
 				return fmt.Errorf("request %d: %w (it just ended)", poolID, ErrNotFound)
 			}
 			return nil
 		}
 	}
 	return fmt.Errorf("request %d: %w", poolID, ErrNotFound)
+}
+
+// userCancel is how a user's cancel (Pool.Cancel) ends a request of
+// server's.
+func userCancel(server, method string) outcome {
+	o := failure(endByUser, errCancelledByUser, server, method)
+	o.reason = "cancelled in Switchboard"
+	return o
 }
 
 // KillChild kills one of the pool's own children (its whole process

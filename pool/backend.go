@@ -360,6 +360,8 @@ func (b *backend) registerLocked(p *pending) (*session, error) {
 	switch r {
 	case alreadyEnded:
 		return nil, errAlreadyEnded
+	case cancelledByUser, cancelledByClient:
+		return nil, &cancelledHandingOn{r}
 	case tableFull:
 		return nil, newError(errServerBusy, false, b.srv.name, b.srv.name, n)
 	}
@@ -372,6 +374,14 @@ func (b *backend) registerLocked(p *pending) (*session, error) {
 // errAlreadyEnded refuses to queue a request that was ended before it
 // reached its backend: whoever ended it answered it.
 var errAlreadyEnded = errors.New("the request ended before it was queued")
+
+// cancelledHandingOn refuses to queue a request whose user or client
+// cancelled it as its session handed it on from its held messages
+// (session.handedOn, r): its sender ends it as that cancel
+// (handOnCancel).
+type cancelledHandingOn struct{ r registration }
+
+func (*cancelledHandingOn) Error() string { return "the request was cancelled before it was queued" }
 
 // writeDirect is send's own write of p to c, begun with writing set.
 // What the pipe does not take at once goes to the front of the queue

@@ -245,8 +245,14 @@
 //     [session.forwardCounted], [backend.registerWait],
 //     [session.releaseWhenWritten]. A user's cancel of a held request
 //     takes it out of the queue, the rest held in order, and answers it
-//     as finish answers a user's cancel of a request no child had:
-//     [Pool.Cancel], [session.cancelHeld]. The roots/list_changed held behind an ask count
+//     as finish answers a user's cancel of a request no child had; one a
+//     replay has taken and no request table has yet is marked, and the
+//     table refuses it, its taker ending it so, never written. A client's
+//     notifications/cancelled held behind a request it names, still held
+//     or so taken, marks it the same way: it ends as its client's cancel,
+//     never written: [Pool.Cancel], [session.cancelHeld],
+//     [session.clientCancelsLocked], [session.handedOn],
+//     [requestTable.register], [handOnCancel]. The roots/list_changed held behind an ask count
 //     as one: however many came, the client is asked once more; a client
 //     that closed its input is asked nothing, and an open ask ends then
 //     with the roots last answered: [session.inputEnded], [session.askRoots]. A legacy child told of roots gets no client line

@@ -92,6 +92,22 @@ func PauseAfterReplayed() (paused <-chan struct{}, resume, restore func()) {
 	return stopped, sync.OnceFunc(func() { close(resumed) }), func() { testHookReplayed = nil }
 }
 
+// PauseReplaying makes the pool stop a roots replay after it took its
+// first held message from the queue and before it handles it, until
+// resume is called; taken is closed when it stops. Until restore is
+// called (after the pool closed).
+func PauseReplaying() (taken <-chan struct{}, resume, restore func()) {
+	stopped, resumed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	testHookReplaying = func(*session) {
+		once.Do(func() {
+			close(stopped)
+			<-resumed
+		})
+	}
+	return stopped, sync.OnceFunc(func() { close(resumed) }), func() { testHookReplaying = nil }
+}
+
 // SetCarryingHook runs hook with the client name of each session whose
 // stakes moveStakes is moving, between their record and their count at
 // the new child; until restore is called (after the pool closed).

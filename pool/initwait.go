@@ -71,7 +71,12 @@ func (b *backend) registerWait(s *session, w *handshakeWait) *pending {
 		ev.ClientName, ev.ClientVersion = w.x.client.Name, w.x.client.Version
 	}
 	b.p.emit(&ev)
-	b.reqs.register(p, math.MaxInt, 0) // never refused; no deadline: its wait has its own
+	// Refused only for a cancel that came as its session handed it on
+	// from its held messages (session.handedOn): ended so now. No
+	// deadline: its wait has its own.
+	if r, _, _ := b.reqs.register(p, math.MaxInt, 0); r == cancelledByUser || r == cancelledByClient {
+		b.finish(p, handOnCancel(r, b.srv.name, p.method))
+	}
 	return p
 }
 

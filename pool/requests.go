@@ -157,9 +157,11 @@ func (t *requestTable) update(f func(*inFlight)) {
 type registration uint8
 
 const (
-	registered   registration = iota // queued in the table
-	alreadyEnded                     // ended before it could be registered (its session closed)
-	tableFull                        // the backend has its limit of requests waiting
+	registered        registration = iota // queued in the table
+	alreadyEnded                          // ended before it could be registered (its session closed)
+	cancelledByUser                       // a user's cancel came as its session handed it on from its held messages (session.handedOn)
+	cancelledByClient                     // its client's cancel came as its session held it, or handed it on
+	tableFull                             // the backend has its limit of requests waiting
 )
 
 // register adds a new request, queued, and returns its session as
@@ -171,9 +173,11 @@ const (
 func (t *requestTable) register(p *pending, limit int, timeout time.Duration) (r registration, sess *session, n int) {
 	t.update(func(in *inFlight) {
 		n = len(in.pending)
+		r = p.sess.handedOn(p.id) // a cancel came first, or it goes on
 		switch {
 		case p.state != stNew:
 			r = alreadyEnded
+		case r != registered:
 		case n >= limit:
 			r = tableFull
 		default:

@@ -422,6 +422,9 @@ type heldMessage struct {
 	x      *exchange
 	change bool     // a notifications/roots/list_changed
 	req    *arrival // a request's arrival; nil for a notification
+	// cancelled: its client's notifications/cancelled came while it was
+	// held (clientCancelsLocked).
+	cancelled bool
 }
 
 // arrival is a client's request as the pool took it while no pending
@@ -498,14 +501,21 @@ func (s *session) heldInfos(now time.Time) []RequestInfo {
 // that answer is written, and history records it once: received as it
 // arrived, ended cancelled. It is the one end of a request besides
 // finish's: a held request is in no backend's table, since its roots,
-// still asked, decide its child. It reports whether the session held
-// it.
+// still asked, decide its child. One the replay took from the queue and
+// no request table took yet is marked cancelled instead, under the same
+// hold of s.mu that finds the queue without it: the table refuses it,
+// and its taker ends it so (handedOn). It reports whether the session
+// held it, or was handing it on.
 func (s *session) cancelHeld(poolID uint64) bool {
 	s.mu.Lock()
 	i := slices.IndexFunc(s.held, func(h heldMessage) bool { return h.req != nil && h.req.id == poolID })
 	if i < 0 {
+		// Marked already (by its client): it ends so, a cancel all the same.
+		v := s.handingOn.Load()
+		marked := poolID != 0 && v&^handOnCancels == poolID &&
+			(v != poolID || s.handingOn.CompareAndSwap(poolID, poolID|handOnByUser))
 		s.mu.Unlock()
-		return false
+		return marked
 	}
 	h := s.held[i]
 	s.held = slices.Delete(s.held, i, i+1)
@@ -528,6 +538,74 @@ func (s *session) cancelHeld(poolID uint64) bool {
 	s.p.emit(&Event{Kind: EventRequestDone, Server: name, Session: s.id, PoolID: a.id, Method: a.method, Name: a.name,
 		Status: rule.status, ErrCode: rpcErr.Code, Err: rpcErr.Message, Size: len(line), Payload: s.p.capture(line)})
 	return true
+}
+
+// The marks of session.handingOn (pool ids never reach them): a cancel
+// of the request being handed on came, by its user (cancelHeld) or its
+// client (holdForRoots).
+const (
+	handOnByUser   = 1 << 63
+	handOnByClient = 1 << 62
+	handOnCancels  = handOnByUser | handOnByClient
+)
+
+// handedOn is told, under a request table's lock, that the table takes
+// the request id of the session (nil: the pool's own). It says
+// registered, unless id is the held request the replay is handing on
+// (replayHeld) and a cancel came first: then the table refuses it
+// (cancelledByUser, cancelledByClient), and its taker ends it as that
+// cancel (handOnCancel), never written. Either way it is no longer
+// handed on: a cancel from now finds it in the table, or ended.
+func (s *session) handedOn(id uint64) registration {
+	if s == nil || id == 0 {
+		return registered
+	}
+	for {
+		v := s.handingOn.Load()
+		switch {
+		case v&^handOnCancels != id:
+			return registered
+		case !s.handingOn.CompareAndSwap(v, 0):
+			continue // a cancel marked it meanwhile
+		case v&handOnByUser != 0:
+			return cancelledByUser
+		case v&handOnByClient != 0:
+			return cancelledByClient
+		}
+		return registered
+	}
+}
+
+// handOnCancel is how a request ends that its table refused as r says
+// (handedOn): as a user's cancel (answered), or as its client's.
+func handOnCancel(r registration, server, method string) outcome {
+	if r == cancelledByClient {
+		return outcome{kind: endByClient, reason: "cancelled by the client"}
+	}
+	return userCancel(server, method)
+}
+
+// clientCancelsLocked takes a client's notifications/cancelled as it is
+// held: a request it names that is held too, or that the replay has in
+// hand (not yet in a request table), is marked, and ends as its client
+// cancelled it when it goes on (handedOn), never written. The
+// notification stays held all the same: a request the replay sent on
+// before the mark is cancelled by it in order.
+func (s *session) clientCancelsLocked(msg *jsonrpc.Message) {
+	params := msg.Params.Of(msg.Raw)
+	rid := jsonrpc.Member(params, "requestId")
+	if !rid.Present() {
+		return
+	}
+	key := string(rid.Of(params))
+	for i, h := range s.held {
+		if h.req != nil && keyOf(h.req.origID, h.x) == key {
+			s.held[i].cancelled = true
+		}
+	}
+	if v := s.handingOn.Load(); v != 0 && v&handOnCancels == 0 && s.handingOnKey == key {
+		s.handingOn.CompareAndSwap(v, v|handOnByClient) // else a table took it: the notification cancels it there
+	}
 }
 
 // heldRequestsLocked counts the requests among the held messages.
@@ -563,7 +641,9 @@ func (s *session) inputEnded() {
 // refusal). A roots/list_changed behind one still held is one already:
 // the ask it makes reads the roots as they are then, so however many
 // came, the client is asked once more. A request held is taken as it is
-// read (its arrival): owed and in flight from then.
+// read (its arrival): owed and in flight from then. A client's
+// notifications/cancelled held marks the request it names, held or
+// being handed on (clientCancelsLocked).
 func (s *session) holdForRoots(msg *jsonrpc.Message, x *exchange) (held bool, refusal *jsonrpc.Error) {
 	line, change := msg.Raw, msg.Method == "notifications/roots/list_changed"
 	s.mu.Lock()
@@ -576,6 +656,9 @@ func (s *session) holdForRoots(msg *jsonrpc.Message, x *exchange) (held bool, re
 	}
 	if limit := s.p.opts.MaxSessionBytes; s.heldBytes > 0 && s.heldBytes+len(line) > limit {
 		return false, newError(errHeldForRoots, false, "", s.heldBytes, len(line), limit)
+	}
+	if msg.Method == "notifications/cancelled" {
+		s.clientCancelsLocked(msg)
 	}
 	h := heldMessage{line: append([]byte(nil), line...), x: x, change: change}
 	if msg.Kind == jsonrpc.KindRequest {
@@ -664,6 +747,14 @@ func (s *session) replayHeld() {
 		if h.change {
 			s.changeHeld = false
 		}
+		if h.req != nil { // a cancel finds it until a request table has it (cancelHeld, clientCancelsLocked)
+			v := h.req.id
+			if h.cancelled {
+				v |= handOnByClient
+			}
+			s.handingOn.Store(v)
+			s.handingOnKey = keyOf(h.req.origID, h.x)
+		}
 		s.mu.Unlock()
 		if testHookReplaying != nil {
 			testHookReplaying(s)
@@ -671,6 +762,7 @@ func (s *session) replayHeld() {
 		if msg, err := jsonrpc.Parse(h.line); err == nil { // it was, when it was held
 			s.dispatch(&msg, h.x, h.req)
 		}
+		s.handingOn.Store(0) // taken by a table, or answered by the pool itself
 		if h.req != nil {
 			s.releaseWhenWritten(h.req.takeSlot()) // no pending took it: the pool answered it itself
 		}

@@ -49,6 +49,10 @@ type session struct {
 
 	handingBack atomic.Bool // handBackSessions is ending the session: writes to the client end at once (writeDeadline)
 	evicting    atomic.Bool // the session is being evicted: counted and logged once (evictOnce)
+	// handingOn is the pool id of the held request replayHeld took from
+	// the queue, until a request table takes it (handedOn), with the mark
+	// of a cancel that came first (handOnByUser, handOnByClient).
+	handingOn atomic.Uint64
 
 	owedMu sync.Mutex // guards owed; taken after sessionOut.mu, never before
 	owed   []int32    // ledger slots of answers queued or cut short, in order (owe)
@@ -89,6 +93,7 @@ type session struct {
 	changeHeld      bool          // held has a roots/list_changed: one more is dropped (holdForRoots)
 	inputDone       bool          // the client closed its input: it is asked nothing more (inputEnded)
 	replaying       bool          // the held messages are being handled: new ones still wait their turn
+	handingOnKey    string        // the key of the request handingOn names (keyOf)
 	heldBytes       int           // the bytes of held, bounded by Options.MaxSessionBytes
 	logLevel        int           // logSeverity of its logging/setLevel (loglevel.go)
 	logMember       []byte        // that level as the _meta member a modern child is sent (logsAsked)
@@ -633,10 +638,14 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 		ev.ClientName, ev.ClientVersion = x.client.Name, x.client.Version
 	}
 	s.p.emit(&ev)
+	var cancelled *cancelledHandingOn
 	switch err := b.send(p); {
 	case err == nil:
 	case errors.Is(err, errNotForChild):
 		b.answerCounted(p)
+	case errors.As(err, &cancelled):
+		b.finish(p, handOnCancel(cancelled.r, s.srv.name, p.method))
+		return false
 	default: // (one ended as it was sent was answered by whoever ended it: finish does nothing)
 		b.finish(p, outcome{kind: endRefused, rpcErr: asRPCError(err, s.srv.name)})
 		return false

@@ -1,0 +1,230 @@
+//go:build unix
+
+package pool_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// childGot reports whether the fake's -log at path shows a tools/call
+// whose arguments' text is text.
+func childGot(t *testing.T, path, text string) bool {
+	t.Helper()
+	for _, m := range childLog(t, path) {
+		params, _ := m["params"].(map[string]any)
+		args, _ := params["arguments"].(map[string]any)
+		if m["method"] == "tools/call" && args["text"] == text {
+			return true
+		}
+	}
+	return false
+}
+
+// A user's cancel (the dashboard's Cancel on an In flight row) of a call
+// held for its client's roots answer, coming as the answer's replay has
+// taken the call from the held messages and before the call is in a
+// request table, ends it as a cancel of a held call does: once, -32007,
+// mayHaveExecuted false, never written to the child. Before, the cancel
+// found the call in neither place and answered "not found", and the
+// call then ran.
+func TestUserCancelsACallAsItsHoldEnds(t *testing.T) {
+	t.Cleanup(pool.SetRootsAskTimeout(time.Minute)) // the hold ends when the client answers
+	taken, resume, restore := pool.PauseReplaying()
+	t.Cleanup(restore)
+	var rec recorder
+	logPath := filepath.Join(shortTempDir(t), "child.log")
+	tp := newTestPool(t, &pool.Options{Record: rec.record}, fake("fs", "-log", logPath))
+	t.Cleanup(resume) // before the pool closes: the replay must not stay paused
+
+	c := tp.dial(t, "fs")
+	c.initialize("a", `{"roots":{"listChanged":true}}`)
+	ask := c.recv()
+	if ask.Method != "roots/list" {
+		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
+	}
+	c.call(`"c"`, "echo", `{"text":"cancelled"}`)
+	var held pool.RequestInfo
+	eventually(t, "the held call in flight", func() (ok bool) { held, ok = heldInFlight(tp, `"c"`); return ok })
+
+	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, ask.ID)
+	select { // the replay took the call, and waits
+	case <-taken:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the held call was not replayed")
+	}
+	if err := tp.Cancel(held.PoolID); err != nil {
+		t.Errorf("cancel of the call the replay has in hand: %v", err)
+	}
+	resume()
+
+	m, _ := c.recvID(`"c"`)
+	if code, data := errorData(t, m); code != -32007 || *data.MayHaveExecuted {
+		t.Errorf("the cancelled call's answer: %s; want -32007, mayHaveExecuted false", m.raw)
+	}
+	if err := tp.Cancel(held.PoolID); !errors.Is(err, pool.ErrNotFound) {
+		t.Errorf("a second cancel of the call: %v, want not found", err)
+	}
+	// A call behind it runs: the child, which reads in order, would have
+	// had the cancelled one before it.
+	c.call(`"d"`, "echo", `{"text":"after"}`)
+	m, other := c.recvID(`"d"`)
+	if m.text() != "after" {
+		t.Fatalf("the call after the cancelled one: %s", m.raw)
+	}
+	for _, o := range other {
+		if string(o.ID) == `"c"` {
+			t.Errorf("the cancelled call was answered again: %s", o.raw)
+		}
+	}
+	if childGot(t, logPath, "cancelled") {
+		t.Error("the child was written the cancelled call")
+	}
+	rec.waitFor(t, "the call after it in history", func(e pool.Event) bool {
+		return e.Kind == pool.EventRequestDone && e.Method == "tools/call" && e.Status == pool.StatusOK
+	})
+	done := rec.find(func(e pool.Event) bool { return e.Kind == pool.EventRequestDone && e.PoolID == held.PoolID })
+	if len(done) != 1 || done[0].Status != pool.StatusCancelled || done[0].Written || done[0].ErrCode != -32007 {
+		t.Errorf("the cancelled call's ends in history: %+v; want one, cancelled, not written, -32007", done)
+	}
+	if w := rec.find(func(e pool.Event) bool { return e.Kind == pool.EventRequestWritten && e.PoolID == held.PoolID }); len(w) != 0 {
+		t.Errorf("history says the cancelled call was written: %+v", w)
+	}
+}
+
+// The same cancel of a request that goes on to wait for its child's
+// handshake (a logging/setLevel, for a child still starting) ends its
+// wait as it would begin: -32007, mayHaveExecuted false, one end in
+// history.
+func TestUserCancelsAWaitAsItsHoldEnds(t *testing.T) {
+	t.Cleanup(pool.SetRootsAskTimeout(time.Minute)) // the hold ends when the client answers
+	taken, resume, restore := pool.PauseReplaying()
+	t.Cleanup(restore)
+	var rec recorder
+	gate := filepath.Join(t.TempDir(), "starting")
+	tp := newTestPool(t, &pool.Options{Record: rec.record}, fake("fs", "-start-while", gate))
+	t.Cleanup(resume) // before the pool closes: the replay must not stay paused
+
+	c := tp.dial(t, "fs")
+	c.initialize("a", `{"roots":{"listChanged":true}}`) // on a child that starts at once
+	ask := c.recv()
+	if ask.Method != "roots/list" {
+		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
+	}
+	// The next child is held in its start: the request waits for it.
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Stop("fs"); err != nil {
+		t.Fatal(err)
+	}
+	c.send(`{"jsonrpc":"2.0","id":"l","method":"logging/setLevel","params":{"level":"debug"}}`)
+	var held pool.RequestInfo
+	eventually(t, "the held request in flight", func() (ok bool) { held, ok = heldInFlight(tp, `"l"`); return ok })
+
+	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, ask.ID)
+	select { // the replay took the request, and waits
+	case <-taken:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the held request was not replayed")
+	}
+	if err := tp.Cancel(held.PoolID); err != nil {
+		t.Errorf("cancel of the request the replay has in hand: %v", err)
+	}
+	resume()
+
+	m, _ := c.recvID(`"l"`)
+	if code, data := errorData(t, m); code != -32007 || *data.MayHaveExecuted {
+		t.Errorf("the cancelled request's answer: %s; want -32007, mayHaveExecuted false", m.raw)
+	}
+	rec.waitFor(t, "the request's end in history", func(e pool.Event) bool {
+		return e.Kind == pool.EventRequestDone && e.PoolID == held.PoolID
+	})
+	if _, still := heldInFlight(tp, `"l"`); still {
+		t.Errorf("the cancelled request is still in flight: %+v", tp.Snapshot().InFlight)
+	}
+	done := rec.find(func(e pool.Event) bool { return e.Kind == pool.EventRequestDone && e.PoolID == held.PoolID })
+	if len(done) != 1 || done[0].Status != pool.StatusCancelled || done[0].ErrCode != -32007 {
+		t.Errorf("the cancelled request's ends in history: %+v; want one, cancelled, -32007", done)
+	}
+}
+
+// A client's notifications/cancelled of a call held for its roots answer
+// ends it, never written to the child, whether the call is still held or
+// the replay of what was held (here on the ask's timer, the reader
+// reading on) has taken it and not yet sent it on. Its client gets no
+// answer (MCP: a cancelled request is not answered); history records one
+// end, cancelled. Before, the cancel waited behind the call, which went
+// on to the child, ran, and was answered before the cancel came to it.
+func TestClientCancelsACallHeldForRoots(t *testing.T) {
+	t.Cleanup(pool.SetRootsAskTimeout(500 * time.Millisecond))
+	taken, resume, restore := pool.PauseReplaying()
+	t.Cleanup(restore)
+	var rec recorder
+	logPath := filepath.Join(shortTempDir(t), "child.log")
+	tp := newTestPool(t, &pool.Options{Record: rec.record}, fake("fs", "-log", logPath))
+	t.Cleanup(resume) // before the pool closes: the replay must not stay paused
+
+	c := tp.dial(t, "fs")
+	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"a","version":"1"}}}`)
+	c.recvID(`"init"`)
+	// One write: the reader holds the calls and h's cancel at once, well
+	// before the ask that initialized starts times out.
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"echo","arguments":{"text":"taken"}}}`,
+		`{"jsonrpc":"2.0","id":"h","method":"tools/call","params":{"name":"echo","arguments":{"text":"held"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"h","reason":"gave up"}}`)
+	if ask := c.recv(); ask.Method != "roots/list" {
+		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
+	}
+	select { // the ask timed out; the replay took w, and waits
+	case <-taken:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the held call was not replayed")
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w","reason":"gave up"}}`,
+		`{"jsonrpc":"2.0","id":"p","method":"ping"}`) // answered at once: the cancel before it was read
+	c.recvID(`"p"`)
+	resume()
+
+	var ids []uint64
+	for _, id := range []string{`"w"`, `"h"`} {
+		r := rec.waitFor(t, "the call's arrival in history", func(e pool.Event) bool {
+			return e.Kind == pool.EventRequestReceived && e.OriginalID == id
+		})
+		e := rec.waitFor(t, "the cancelled call's end in history", func(e pool.Event) bool {
+			return e.Kind == pool.EventRequestDone && e.PoolID == r.PoolID
+		})
+		if e.Status != pool.StatusCancelled || e.Written {
+			t.Errorf("the call %s ended %+v; want cancelled, not written", id, e)
+		}
+		ids = append(ids, r.PoolID)
+	}
+	// A call behind them runs: the child, which reads in order, would
+	// have had the cancelled ones before it.
+	c.call(`"d"`, "echo", `{"text":"after"}`)
+	m, other := c.recvID(`"d"`)
+	if m.text() != "after" {
+		t.Fatalf("the call after the cancelled ones: %s", m.raw)
+	}
+	for _, o := range other {
+		if string(o.ID) == `"w"` || string(o.ID) == `"h"` {
+			t.Errorf("a call its client cancelled was answered: %s", o.raw)
+		}
+	}
+	for _, text := range []string{"taken", "held"} {
+		if childGot(t, logPath, text) {
+			t.Errorf("the child was written the cancelled call %q", text)
+		}
+	}
+	for _, id := range ids {
+		if done := rec.find(func(e pool.Event) bool { return e.Kind == pool.EventRequestDone && e.PoolID == id }); len(done) != 1 {
+			t.Errorf("the call %d ended %d times in history: %+v", id, len(done), done)
+		}
+	}
+}
