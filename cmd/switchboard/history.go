@@ -68,9 +68,18 @@ type hangsCmd struct {
 	Over *time.Duration `help:"Only requests in flight at least this long (default: the config's hangThreshold, 30s unless set); an abandoned request's age ends with its run."`
 }
 
+// Validate makes a negative --over a usage error (exit 2), not the
+// threshold in its place.
+func (c *hangsCmd) Validate() error {
+	if c.Over != nil && *c.Over < 0 {
+		return fmt.Errorf("--over %s: want 0s (every request) or more, e.g. 1m", *c.Over)
+	}
+	return nil
+}
+
 func (c *hangsCmd) Run(ctx context.Context) error {
 	var over time.Duration
-	if c.Over != nil && *c.Over >= 0 {
+	if c.Over != nil {
 		over = *c.Over
 	} else {
 		over = app.HangThreshold(ctx)
