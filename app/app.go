@@ -437,11 +437,13 @@ func notStarted(f *config.File, log *slog.Logger) map[string]string {
 }
 
 // snapshot is the pool's snapshot with the reason each server the config
-// disables for an unset ${VAR} is not started, as its error: what status,
-// the tray and the dashboard show.
+// disables for an unset ${VAR} is not started, as its error, and its
+// request names and roots redacted as the history keeps them: what
+// status, the tray and the dashboard show.
 func (inst *Instance) snapshot() pool.Snapshot {
 	snap := inst.Pool.Snapshot()
 	inst.explain(&snap)
+	redactSnapshot(&snap)
 	return snap
 }
 

@@ -197,7 +197,8 @@ var _ ui.Controller = (*trayController)(nil)
 func (c *trayController) Subscribe(ctx context.Context, buffer int) (pool.Snapshot, <-chan pool.Event) {
 	snap, events := c.inst.Pool.Subscribe(ctx, buffer)
 	c.inst.explain(&snap)
-	return snap, events
+	redactSnapshot(&snap)
+	return snap, redactEvents(ctx, events)
 }
 
 func (c *trayController) Snapshot() pool.Snapshot     { return c.inst.snapshot() }

@@ -345,6 +345,16 @@ func redactText(s string) string {
 	return string(b)
 }
 
+// RedactName is a request's name as the history keeps it: redacted
+// (redactName) and cut to 1 KiB. The live views (status, hangs, the
+// dashboard) show it so too, never more than the history holds.
+func RedactName(n string) string { return cut(redactName(n), maxNameBytes, len(n)) }
+
+// RedactRoot is one root's URI as the history keeps it: redacted (it may
+// carry a password or a token) and cut to maxRootBytes. The live views
+// show it so too.
+func RedactRoot(r string) string { return redactedCut(r, maxRootBytes) }
+
 // redactName is what the history keeps of a request's name (a tool's, a
 // prompt's, or a resource's URI, which may carry a password or a token):
 // its first maxNameBytes redacted as a root's are (redactText), to be cut

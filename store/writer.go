@@ -656,7 +656,7 @@ func (w *writer) rowArgs(args []driver.NamedValue, r *reqRow) ([]driver.NamedVal
 	if err != nil {
 		return nil, err
 	}
-	name, err := w.name(cut(redactName(r.name), maxNameBytes, len(r.name)))
+	name, err := w.name(RedactName(r.name))
 	if err != nil {
 		return nil, err
 	}
@@ -812,7 +812,7 @@ func rootsText(roots []string) any {
 	var kept [][]byte
 	size := 1 // "[", and "," or "]" after each
 	for _, r := range roots {
-		b, _ := json.Marshal(redactedCut(r, maxRootBytes))
+		b, _ := json.Marshal(RedactRoot(r))
 		if size+len(b)+1 <= maxRootsBytes {
 			kept, size = append(kept, b), size+len(b)+1
 			continue
