@@ -368,6 +368,9 @@ func (c *trayController) ConfigPath() string     { return c.inst.configPath }
 func (c *trayController) ConfigError() error     { return c.inst.ConfigError() }
 func (c *trayController) HistoryDropped() uint64 { return c.inst.history.status().Dropped }
 
+// HistoryOn reports whether the history records requests now.
+func (c *trayController) HistoryOn() bool { return c.inst.history.requests() != nil }
+
 func (c *trayController) HangThreshold() time.Duration {
 	c.inst.mu.Lock()
 	defer c.inst.mu.Unlock()

@@ -150,6 +150,9 @@ func TestTrayControllerHistory(t *testing.T) {
 	if off.HistoryDropped() != 0 {
 		t.Error("drops without a store")
 	}
+	if off.HistoryOn() {
+		t.Error("history on without a store")
+	}
 
 	st, err := store.Open(filepath.Join(t.TempDir(), "history.db"), nil)
 	if err != nil {
@@ -167,6 +170,13 @@ func TestTrayControllerHistory(t *testing.T) {
 		st.Record(e)
 	}
 	c := &trayController{inst: &Instance{history: &historyState{st: st}}}
+	if !c.HistoryOn() {
+		t.Error("history off with a store recording")
+	}
+	switched := &trayController{inst: &Instance{history: &historyState{st: st}}}
+	if switched.inst.history.switchOff(); switched.HistoryOn() {
+		t.Error("history on once the config switched it off")
+	}
 	var rows []ui.HistoryRow
 	waitHistory(t, "two requests", func() bool {
 		rows, err = c.History(ctx, ui.HistoryFilter{Server: "fake"})

@@ -68,6 +68,10 @@ type Controller interface {
 	// HistoryDropped counts events the history store dropped because its
 	// queue was full.
 	HistoryDropped() uint64
+	// HistoryOn reports whether the history records requests now (cheap:
+	// the loop asks it for every frame): when it does not, what the live
+	// waterfall lets go is kept nowhere.
+	HistoryOn() bool
 	// HangThreshold is the age at which an in-flight request counts as
 	// hung.
 	HangThreshold() time.Duration

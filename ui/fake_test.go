@@ -35,6 +35,7 @@ type fakeCtrl struct {
 	hang      time.Duration
 	configErr error
 	dropped   uint64
+	noHistory bool // the history records no requests
 	atLogin   bool
 	wg        sync.WaitGroup
 }
@@ -188,6 +189,12 @@ func (f *fakeCtrl) HistoryDropped() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.dropped
+}
+
+func (f *fakeCtrl) HistoryOn() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.noHistory
 }
 
 func (f *fakeCtrl) HangThreshold() time.Duration { return f.hang }

@@ -30,6 +30,7 @@ func (u *UI) loop(ctx context.Context) {
 			fresh = false
 		}
 		u.track.reloaded(u.ctrl.ConfigReloads())
+		u.track.setHistory(u.ctrl.HistoryOn())
 		u.track.trim(now)
 		open := u.dashOpen.Load()
 		if open && (u.track.changed || u.wfLive.Load() == nil) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -128,6 +129,59 @@ func TestLaggingSubscriptionResubscribes(t *testing.T) {
 	before := u.Frames()
 	fake.emit(pool.Event{Kind: pool.EventSessionOpened})
 	waitUntil(t, 5*time.Second, "frames after resubscribing", func() bool { return u.Frames() > before })
+}
+
+// TestLiveWaterfallCountCapWithoutHistory: with the history off, the
+// live waterfall's mark where its count cap let requests go says they are
+// kept nowhere, not that History has them; with it on, that History has
+// them.
+func TestLiveWaterfallCountCapWithoutHistory(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(map[bool]string{false: "off", true: "on"}[on], func(t *testing.T) {
+			fake := newFake(fixture())
+			fake.noHistory = !on
+			u := New(test.NewTempApp(t), fake, &Options{MinRedraw: 10 * time.Millisecond, Tick: 50 * time.Millisecond,
+				LeakPoll: time.Hour, sample: func([]int, time.Time) map[int]procStat { return nil }})
+			u.track.maxDone = 10
+			u.showDashboard(tabWaterfall)
+			ctx, cancel := context.WithCancel(context.Background())
+			u.Start(ctx)
+			t.Cleanup(func() {
+				cancel()
+				u.Wait()
+				fake.wg.Wait()
+			})
+			waitUntil(t, 5*time.Second, "the subscription", func() bool { return fake.subscribes.Load() == 1 })
+			start := time.Now() // after the tracker began: it knows from then
+			for i := range uint64(30) {
+				at := start.Add(time.Duration(i) * time.Microsecond)
+				fake.emit(pool.Event{Kind: pool.EventRequestReceived, Time: at, PoolID: i + 1, Server: "memory", Session: "s1",
+					Method: "tools/call", Name: "echo"})
+				fake.emit(pool.Event{Kind: pool.EventRequestDone, Time: at.Add(time.Microsecond), PoolID: i + 1, Status: pool.StatusOK})
+			}
+			var gap *wfMarker
+			waitUntil(t, 5*time.Second, "the count cap's mark", func() bool {
+				src := u.wfLive.Load()
+				if src == nil {
+					return false
+				}
+				for i := range src.Markers {
+					if src.Markers[i].Kind == markGap {
+						gap = &src.Markers[i]
+						return true
+					}
+				}
+				return false
+			})
+			text := gap.Title + "\n" + gap.Detail
+			if points := strings.Contains(text, "History"); points != on {
+				t.Errorf("history on %v; the mark says:\n%s\nwant it to point to History: %v", on, text, on)
+			}
+			if !on && !strings.Contains(gap.Title, "not kept") {
+				t.Errorf("history off; the mark's title is %q, want it to say older requests are not kept", gap.Title)
+			}
+		})
+	}
 }
 
 // TestAgesTickWithoutEvents: with a quiet pool the ticker still redraws,

@@ -35,7 +35,10 @@ type tracker struct {
 	// retention).
 	dropped time.Time
 	reloads uint64 // the last config reload made a marker
-	changed bool   // something to publish
+	// noHistory says the history records no requests: those trim lets go
+	// are kept nowhere.
+	noHistory bool
+	changed   bool // something to publish
 }
 
 // trackedSession is what the tracker knows of a session.
@@ -401,9 +404,17 @@ func (t *tracker) figures(server string, now time.Time) serverFigures {
 	return s.figures(now, t.since)
 }
 
+// setHistory tells the tracker whether the history records requests
+// (Controller.HistoryOn), which decides what its gap mark says.
+func (t *tracker) setHistory(on bool) {
+	if t.noHistory == on {
+		t.noHistory, t.changed = !on, true
+	}
+}
+
 // publish builds the immutable source the live waterfall draws at now.
 func (t *tracker) publish(now time.Time) *wfSource {
-	src := &wfSource{live: true, Since: now.Add(-t.retain), Done: t.done.snapshot()}
+	src := &wfSource{live: true, Since: now.Add(-t.retain), Done: t.done.snapshot(), NoHistory: t.noHistory}
 	if t.since.After(src.Since) {
 		src.Since = t.since
 	} else {
@@ -420,9 +431,15 @@ func (t *tracker) publish(now time.Time) *wfSource {
 	// the waterfall marks there where its bars stop.
 	if t.dropped.After(src.Since) {
 		src.Since, src.Trimmed = t.dropped, true
-		src.Markers = append(src.Markers, wfMarker{At: t.dropped, Kind: markGap, Title: "older requests are in History",
+		m := wfMarker{At: t.dropped, Kind: markGap, Title: "older requests are in History",
 			Detail: fmt.Sprintf("The live waterfall keeps the last %d requests; those that ended before %s are read from the history "+
-				"(History in the mode list).", t.maxDone, t.dropped.In(displayZone).Format("15:04:05.000"))})
+				"(History in the mode list).", t.maxDone, t.dropped.In(displayZone).Format("15:04:05.000"))}
+		if t.noHistory {
+			m.Title = "older requests are not kept"
+			m.Detail = fmt.Sprintf("The live waterfall keeps the last %d requests; those that ended before %s are not kept: "+
+				"the history is off, and records none.", t.maxDone, t.dropped.In(displayZone).Format("15:04:05.000"))
+		}
+		src.Markers = append(src.Markers, m)
 	}
 	pids := map[string][]int{}
 	for _, c := range t.children {

@@ -178,7 +178,8 @@ func countCapped() *tracker {
 
 // TestTrackerCountCapMovesSince: when the count cap, not the retention,
 // drops bars, the source says it knows only from the last dropped one's
-// end, and marks there that older requests are in the history.
+// end, and marks there that older requests are in the history; or, with
+// the history off, that they are not kept.
 func TestTrackerCountCapMovesSince(t *testing.T) {
 	src := countCapped().publish(t0)
 	if n := src.Done.Len(); n != 100 {
@@ -191,6 +192,13 @@ func TestTrackerCountCapMovesSince(t *testing.T) {
 	}
 	if d := cmp.Diff([]mark{{lastDropped.Sub(t0), markGap, "older requests are in History"}}, marksOf(src, t0)); d != "" {
 		t.Errorf("markers (-want +got):\n%s", d)
+	}
+	off := countCapped()
+	off.setHistory(false)
+	if src := off.publish(t0); !src.NoHistory || len(src.Markers) != 1 || strings.Contains(src.Markers[0].Detail, "History") {
+		t.Errorf("history off: source (no history %v) marks %+v; want a mark that does not point to History", src.NoHistory, src.Markers)
+	} else if d := cmp.Diff([]mark{{lastDropped.Sub(t0), markGap, "older requests are not kept"}}, marksOf(src, t0)); d != "" {
+		t.Errorf("history off: markers (-want +got):\n%s", d)
 	}
 	// Within the retention and under the cap, nothing is marked.
 	tr := newTracker(t0.Add(-time.Hour))

@@ -169,7 +169,11 @@ func (w *waterfallView) apply(f *wfFrame) {
 			note = append(note, "the window holds more than were loaded: narrow it")
 		}
 		if f.src.live && f.src.Trimmed && from.Before(f.src.Since) {
-			note = append(note, "requests that ended before "+clockLabel(f.src.Since, time.Second)+" are in History")
+			where := " are in History"
+			if f.src.NoHistory {
+				where = " are not kept (the history is off)"
+			}
+			note = append(note, "requests that ended before "+clockLabel(f.src.Since, time.Second)+where)
 		}
 	}
 	setText(w.note, strings.Join(note, " · "))

@@ -158,6 +158,29 @@ func TestWaterfallSaysWhereTheCountCapCut(t *testing.T) {
 	}
 }
 
+// TestWaterfallCountCapWithoutHistory: with the history off, the same
+// view says that the older requests are not kept, not that History has
+// them.
+func TestWaterfallCountCapWithoutHistory(t *testing.T) {
+	tr := countCapped()
+	tr.setHistory(false)
+	fake := newFake(pool.Snapshot{TakenAt: t0})
+	fake.noHistory = true
+	u := showWaterfall(t, fake, func(u *UI) {
+		u.track = tr
+		u.wfLive.Store(tr.publish(t0))
+	})
+	w := u.dash.waterfall
+	w.setView(wfView{To: t0, Span: 2 * time.Minute, Follow: true})
+	if w.frame == nil || w.frame.Drawn == 0 {
+		t.Fatal("no frame drawn")
+	}
+	want := "requests that ended before " + clockLabel(countCappedAt, time.Second) + " are not kept (the history is off)"
+	if !strings.Contains(w.note.Text, want) || strings.Contains(w.note.Text, "in History") {
+		t.Errorf("note = %q, want it to say %q", w.note.Text, want)
+	}
+}
+
 func findReq(t *testing.T, src *wfSource, name string) wfReq {
 	t.Helper()
 	for _, list := range [][]wfReq{src.Open, src.Done.slice()} {

@@ -148,6 +148,9 @@ type wfSource struct {
 	// Truncated says the window held more requests than were loaded;
 	// Trimmed that a live source has let requests older than Since go.
 	Truncated, Trimmed bool
+	// NoHistory says, of a live source, that the history records no
+	// requests: those it let go are kept nowhere.
+	NoHistory bool
 	// Note explains an empty or partial source (history is off, ...).
 	Note string
 }
