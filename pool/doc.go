@@ -381,7 +381,15 @@
 //     acted on it); the next pool resumes it and answers what the last one
 //     owed (the shim's ledger, or the history): [Pool.handBackSessions],
 //     [handBack.handle], [session.awaitHandshake], [session.handOverRelay],
-//     [session.resume], [mergeLost], [ledger.take].
+//     [session.resume], [mergeLost], [ledger.take]. An attached session's
+//     open subscriptions/listen is owed in its ledger while it is open
+//     (listens hold at most maxLedgerListens slots: the rest are the
+//     requests'), released as it ends (cancelled, closed with its result
+//     once that is written, its session gone); a pool killed with it
+//     open leaves it for the next, which answers it once with an error
+//     saying its stream ended, so that its client listens again:
+//     [session.oweListen], [ledger.listen], [session.endListen],
+//     [session.closeListens], [session.endListens], [session.resume].
 //   - An upgrade carries ready shared children over the exec to the next
 //     program, which adopts them without a handshake: [Pool.Handover],
 //     [backend.carry], [server.adoptCarriedLocked], [backend.adoptChild].

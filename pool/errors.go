@@ -28,6 +28,7 @@ const (
 	errServerFailed                             // a crash loop: the server fails fast until restarted
 	errServerStopped                            // the server stopped (by the user, idle, reconfigured) before answering
 	errPoolRestarting                           // the pool stopped and handed the session back before the child answered
+	errListenRestarted                          // an open subscriptions/listen whose pool died: its stream ended with it
 	errCancelledByUser                          // the user cancelled it in Switchboard (Pool.Cancel)
 	errAnswerTooLarge                           // the child's answer was over the size limit
 	errMissingCapability                        // the child needs a capability the client did not declare (2026-07-28)
@@ -94,6 +95,9 @@ var errorTable = [...]errorRow{
 	errPoolRestarting: {code: jsonrpc.CodeBackendDied,
 		format:       "Switchboard restarted while %[2]s was in flight on server %[1]q; it was not re-sent because it may have executed",
 		notRun:       "Switchboard restarted before %[2]s reached server %[1]q; it did not run, send it again",
+		aboutRequest: true, retryable: true},
+	errListenRestarted: {code: jsonrpc.CodeBackendDied,
+		format:       "Switchboard restarted and this subscriptions/listen stream on server %q ended with it (changes since then were not sent): listen again",
 		aboutRequest: true, retryable: true},
 	errCancelledByUser: {code: jsonrpc.CodeRequestCancelled, format: "request cancelled in Switchboard (%[2]s on server %[1]q)",
 		aboutRequest: true, retryable: true},

@@ -21,6 +21,7 @@ func TestErrorTable(t *testing.T) {
 		errServerFailed:        {"srv", 5, time.Minute, "exit status 3", ""},
 		errServerStopped:       {"srv", errIdle, "tools/call"},
 		errPoolRestarting:      {"srv", "tools/call"},
+		errListenRestarted:     {"srv"},
 		errCancelledByUser:     {"srv", "tools/call"},
 		errAnswerTooLarge:      {"srv", 70 << 20, 64 << 20},
 		errMissingCapability:   {"srv", "sampling"},

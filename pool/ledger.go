@@ -13,12 +13,24 @@ import (
 // for. Every operation is a few stores under a mutex that nothing else
 // takes; no I/O.
 type ledger struct {
-	mu   sync.Mutex
-	mem  []byte  // the shared mapping; nil once closed
-	free []int32 // released slots, reused first (fewer pages touched)
-	next int32   // the first slot never used
-	drop func()  // unmaps mem
+	mu      sync.Mutex
+	mem     []byte  // the shared mapping; nil once closed
+	free    []int32 // released slots, reused first (fewer pages touched)
+	next    int32   // the first slot never used
+	listens int     // slots marked wire.LedgerListen, at most maxLedgerListens
+	drop    func()  // unmaps mem
 }
+
+// maxLedgerListens bounds the slots a session's open listens hold. A
+// listen holds its slot for as long as it is open, a request only until
+// it is answered; the ledger has no more slots (wire.LedgerStreamSlot)
+// than a session may have requests in flight (Options.MaxSessionInFlight,
+// 8192 by default), and a session may hold thousands of listens
+// (Options.MaxSessionSubscriptions). So listens get a small share that
+// leaves the requests nearly all of it: a client opens one or a few. A
+// listen past it is not recorded: a pool killed with it open leaves its
+// client untold.
+const maxLedgerListens = 64
 
 // take records a request in a free slot and returns the slot + 1, or 0
 // when none is free or the id is too long to record.
@@ -68,6 +80,24 @@ func (l *ledger) midLine(on bool) {
 	l.set(wire.LedgerStreamSlot+1, state, false)
 }
 
+// listen marks slot, taken for a subscriptions/listen, as an open listen
+// (wire.LedgerListen): owed the end of its stream until it is released.
+// It reports false, and marks nothing, when the listens hold their share
+// (maxLedgerListens): the caller releases the slot.
+func (l *ledger) listen(slot int32) bool {
+	if l == nil || slot <= 0 {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mem == nil || l.listens >= maxLedgerListens {
+		return false
+	}
+	binary.LittleEndian.PutUint32(l.mem[int(slot-1)*wire.LedgerSlotSize:], wire.LedgerListen)
+	l.listens++
+	return true
+}
+
 // release frees slot: its answer was written to the client, or it was
 // cancelled.
 func (l *ledger) release(slot int32) { l.set(slot, wire.LedgerFree, true) }
@@ -81,7 +111,11 @@ func (l *ledger) set(slot int32, state uint32, free bool) {
 	if l.mem == nil {
 		return
 	}
-	binary.LittleEndian.PutUint32(l.mem[int(slot-1)*wire.LedgerSlotSize:], state)
+	b := l.mem[int(slot-1)*wire.LedgerSlotSize:]
+	if free && binary.LittleEndian.Uint32(b) == wire.LedgerListen {
+		l.listens-- // only the pool writes the ledger while it runs
+	}
+	binary.LittleEndian.PutUint32(b, state)
 	if free {
 		l.free = append(l.free, slot-1)
 	}

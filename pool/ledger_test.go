@@ -82,3 +82,47 @@ func TestLedgerMidLine(t *testing.T) {
 		}
 	}
 }
+
+// Open listens are listed as such, and hold at most maxLedgerListens
+// slots: a listen holds its slot for as long as it is open, and more
+// would crowd out the requests. A listen released gives its place to
+// the next, and the requests keep every other slot.
+func TestLedgerListensHoldASmallShare(t *testing.T) {
+	l := &ledger{mem: make([]byte, wire.LedgerSize), drop: func() {}}
+	var first int32
+	for i := range maxLedgerListens {
+		slot := l.take([]byte(`"L"`))
+		if !l.listen(slot) {
+			t.Fatalf("listen %d refused", i)
+		}
+		if i == 0 {
+			first = slot
+		}
+	}
+	over := l.take([]byte(`"over"`))
+	if l.listen(over) {
+		t.Fatalf("a listen past the %d open took a slot", maxLedgerListens)
+	}
+	l.release(over)
+	l.release(first)
+	if again := l.take([]byte(`"again"`)); !l.listen(again) {
+		t.Error("a released listen did not give its place to the next")
+	}
+	for i := range wire.LedgerStreamSlot - maxLedgerListens {
+		if l.take([]byte{'1'}) == 0 {
+			t.Fatalf("request %d refused beside the open listens", i)
+		}
+	}
+	listens := 0
+	for _, lost := range wire.ReadLedger(l.mem) {
+		if lost.Listen {
+			listens++
+			if lost.ID != `"L"` && lost.ID != `"again"` || lost.Written {
+				t.Errorf("the ledger lists %+v as an open listen", lost)
+			}
+		}
+	}
+	if listens != maxLedgerListens {
+		t.Errorf("the ledger lists %d open listens, want %d", listens, maxLedgerListens)
+	}
+}

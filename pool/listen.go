@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
@@ -53,6 +54,7 @@ type listener struct {
 	s                         *session
 	tools, prompts, resources bool
 	uris                      []string
+	slot                      atomic.Int32 // its ledger slot + 1 while it is open and owed there (oweListen); 0: none
 
 	// Guarded by the session's mu. b is the child the listen watches: the
 	// session's, which it follows to the child made after a stop or a
@@ -132,6 +134,7 @@ func (s *session) listen(w *handshakeWait, params []byte) {
 		s.endListen(key) // a stop or a user's cancel ended its wait first, and answered it
 		return
 	}
+	s.oweListen(l, w.at)
 	var subs []*subWait // a legacy child's subscribes the acknowledgement waits for: its own, or another holder's on its way
 	if hs.era == EraModern {
 		b.syncUpstream()
@@ -160,6 +163,34 @@ func (s *session) listen(w *handshakeWait, params []byte) {
 		s.p.wg.Go(func() { s.acknowledge(l, subscribed(subs, honored)) })
 	default:
 		s.acknowledge(l, honored)
+	}
+}
+
+// oweListen keeps an open listen owed in the session's ledger (an
+// attached session's: ledger.listen), in the slot its wait held (goOn),
+// else a new one: a pool killed while it is open leaves it for the next
+// pool, which tells the client its stream ended (session.resume), so
+// that the client listens again rather than wait for changes that never
+// come. The listen's end releases the slot: its cancel, or its session's
+// close, at once; its closing result once written (closeListens). One
+// that ended before it was counted is released here.
+func (s *session) oweListen(l *listener, a *arrival) {
+	slot := a.takeSlot()
+	if slot == 0 {
+		slot = s.ledger.take(l.id)
+	}
+	if !s.ledger.listen(slot) {
+		s.ledger.release(slot) // past the listens' share of the ledger (or none): not owed there
+		return
+	}
+	s.mu.Lock()
+	open := s.listens[keyOf(l.id, l.to)] == l
+	if open {
+		l.slot.Store(slot)
+	}
+	s.mu.Unlock()
+	if !open {
+		s.ledger.release(slot)
 	}
 }
 
@@ -262,6 +293,7 @@ func (s *session) endListen(key string) bool {
 	if l.to != nil {
 		l.to.unanswered() // its stream was the POST's response: it ends
 	}
+	s.ledger.release(l.slot.Swap(0)) // cancelled: owed nothing
 	l.release()
 	return true
 }
@@ -295,6 +327,7 @@ func (s *session) closeListens(why error) (told bool) {
 			told = true
 		}
 		l.sending.Unlock()
+		s.releaseWhenWritten(l.slot.Swap(0)) // owed until its closing lines are written
 		l.release()
 	}
 	return told
@@ -307,6 +340,7 @@ func (s *session) endListens() {
 	s.listens = nil
 	s.mu.Unlock()
 	for _, l := range ls {
+		s.ledger.release(l.slot.Swap(0)) // its session ended: owed nothing
 		l.release()
 	}
 }

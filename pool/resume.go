@@ -16,7 +16,9 @@ const unansweredTimeout = 5 * time.Second
 // client's initialize is adopted without a new handshake, so its next
 // request simply works, and the requests the earlier pool took and never
 // answered are answered now with the at-most-once error: mayHaveExecuted
-// when they had reached a child. It runs before the session's reader.
+// when they had reached a child. A subscriptions/listen the ledger lists
+// as open is told its stream ended, so that its client listens again. It
+// runs before the session's reader.
 func (s *session) resume(r *wire.Resume) {
 	from := resumedFrom(r)
 	s.p.log.Info("session reattached", "session", s.id, "server", s.srv.name, "from", from)
@@ -38,11 +40,21 @@ func (s *session) resume(r *wire.Resume) {
 		}
 	}
 	reqs := mergeLost(r, s.lostRequests(r, from))
+	listens := map[string]bool{}
+	for _, l := range r.Lost {
+		if l.Listen {
+			listens[l.ID] = true
+		}
+	}
 	for _, u := range reqs {
 		if u.Method == "" {
 			u.Method = "a request"
 		}
-		s.replyError([]byte(u.OriginalID), newError(errPoolRestarting, u.Written, s.srv.name, s.srv.name, u.Method))
+		err := newError(errPoolRestarting, u.Written, s.srv.name, s.srv.name, u.Method)
+		if listens[u.OriginalID] { // an open listen: its stream ended with the pool
+			err = newError(errListenRestarted, false, s.srv.name, s.srv.name)
+		}
+		s.replyError([]byte(u.OriginalID), err)
 	}
 	if len(reqs) > 0 {
 		s.p.log.Info("answered a reattached session's lost requests", "session", s.id, "count", len(reqs))

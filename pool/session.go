@@ -348,7 +348,7 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange, a *arrival) {
 		s.noteModern(msg)
 		w := waitOf(msg, id, x, a)
 		s.listen(w, params)
-		s.releaseWhenWritten(w.at.takeSlot()) // opened after its wait (goOn): an open listen is owed nothing
+		s.releaseWhenWritten(w.at.takeSlot()) // not opened: owed until its refusal is written (an open listen took the slot: oweListen)
 		return
 	}
 	s.forward(msg, id, x, a)

@@ -16,7 +16,8 @@ import (
 // shim's ledger lists it, not written, so that a pool killed during the
 // wait (an npx server installing itself) leaves it for the next pool to
 // answer as not run. It leaves the ledger as its wait ends: answered (a
-// setLevel the child answers, once the child did), cancelled by the user
+// setLevel the child answers, once the child did; a listen, once its
+// client cancels it: open, it is owed the end of its stream), cancelled by the user
 // (once the cancel's error is written), or handed back to the shim
 // unanswered (before the Farewell: the next pool reads it as input, and
 // must not answer it as owed too). Before, such a wait had no ledger
@@ -51,7 +52,16 @@ func TestLedgerOwesARequestWaitingForItsChild(t *testing.T) {
 					for {
 						m := w.a.next(t)
 						if rq.method == "subscriptions/listen" && m.Method == "notifications/subscriptions/acknowledged" {
-							break // open: nothing owed
+							// Open: owed the end of its stream, in the
+							// same slot, until the client cancels it.
+							eventually(t, "the open listen in the ledger", func() bool {
+								l, ok := listed()
+								return ok && l.Listen && !l.Written && len(ledger()) == 1
+							}, func() string { return fmt.Sprintf("it lists %+v", ledger()) })
+							if _, err := w.a.in.WriteString(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + rq.id + `}}` + "\n"); err != nil {
+								t.Fatal(err)
+							}
+							break
 						}
 						if m.Method == "" && string(m.ID) == rq.id {
 							if m.Error != nil || !strings.Contains(m.raw, rq.answer) {

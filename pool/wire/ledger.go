@@ -17,8 +17,8 @@ import "encoding/binary"
 // Where there is no memfd (not Linux) there is no ledger.
 //
 // Layout: LedgerSlots slots of LedgerSlotSize bytes. A slot is a
-// little-endian uint32 state (LedgerFree, LedgerTaken, LedgerWritten), a
-// uint32 id length, then the client's id as JSON. The pool writes the id
+// little-endian uint32 state (LedgerFree, LedgerTaken, LedgerWritten,
+// LedgerListen), a uint32 id length, then the client's id as JSON. The pool writes the id
 // before the state, and the state atomically. The last slot is no
 // request's: its state is LedgerMidLine while the client's output may end
 // inside a line the pool has not finished writing, and its id length is
@@ -38,6 +38,10 @@ const (
 	LedgerTaken                 // received; not (yet) written to a child
 	LedgerWritten               // written to a child: it may have run
 	LedgerMidLine               // the stream slot: the client's output may end inside a line
+	// LedgerListen is an open subscriptions/listen: it is owed the end
+	// of its stream, for as long as it is open. A reader that knows only
+	// requests takes it for one not written, which it answers as not run.
+	LedgerListen
 )
 
 // LedgerStreamSlot is the slot that says whether the client's output may
@@ -58,6 +62,9 @@ func LedgerMidLineAt(mem []byte) bool {
 type Lost struct {
 	ID      string `json:"id"` // the client's id, as JSON
 	Written bool   `json:"written,omitempty"`
+	// Listen says it is an open subscriptions/listen (LedgerListen),
+	// whose stream ended with the pool.
+	Listen bool `json:"listen,omitempty"`
 }
 
 // ReadLedger lists the requests a ledger records as in flight.
@@ -69,7 +76,7 @@ func ReadLedger(mem []byte) []Lost {
 		if state == LedgerFree || n <= 0 || n > LedgerMaxID {
 			continue
 		}
-		out = append(out, Lost{ID: string(mem[off+8 : off+8+n]), Written: state == LedgerWritten})
+		out = append(out, Lost{ID: string(mem[off+8 : off+8+n]), Written: state == LedgerWritten, Listen: state == LedgerListen})
 	}
 	return out
 }
