@@ -408,7 +408,10 @@ func (s *session) drain(o *sessionOut) {
 		o.mu.Lock()
 		var err error
 		owed, wrote := s.owedCount(), false
-		if !isClosed(s.closed) {
+		// Handed back, or closed: what is queued now (a listen's closing
+		// lines) is finishOutput's, under its own deadline; a write here
+		// would meet the hand-back's cut and lose what it took.
+		if !isClosed(s.closed) && !s.handingBack.Load() {
 			s.ledger.midLine(true) // a write that blocks may stop anywhere
 			err = s.writeQueued(o.conn, bw, o)
 			if wrote = err == nil; wrote {
@@ -443,7 +446,7 @@ func (s *session) drain(o *sessionOut) {
 		// A line offered since the queue was last seen empty found this
 		// goroutine still active: look again.
 		o.mu.Lock()
-		more := (len(s.out) > 0 || o.cut || s.owedCount() > 0) && !isClosed(s.closed)
+		more := (len(s.out) > 0 || o.cut || s.owedCount() > 0) && !isClosed(s.closed) && !s.handingBack.Load()
 		o.mu.Unlock()
 		if !more || !o.active.CompareAndSwap(false, true) {
 			return
