@@ -142,9 +142,33 @@ for lib in $(readelf -d "$tree/bin/switchboard" | sed -n 's/.*Shared library: \[
   [ -n "$pkg" ] || pkg=$(dpkg -S "/lib/x86_64-linux-gnu/$lib" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
   [ -n "$pkg" ] || fail "no package owns $lib"
   case ", $depends," in
-    *", $pkg,"*) echo "  $lib: $pkg" ;;
+    *", $pkg,"* | *", $pkg ("*) echo "  $lib: $pkg" ;;
     *) fail "$lib comes from $pkg, which is not in Depends: $depends" ;;
   esac
+done
+
+step "Depends holds what dpkg-shlibdeps finds, versions too (glibc, Wayland)"
+# dpkg-shlibdeps wants a source tree; an empty control file is one.
+mkdir -p "$work/shlibs/debian" && : >"$work/shlibs/debian/control"
+bin=$(readlink -f "$tree/bin/switchboard")
+shlibs=$(cd "$work/shlibs" && dpkg-shlibdeps -O -e "$bin" 2>/dev/null |
+  sed -n 's/^shlibs:Depends=//p')
+[ -n "$shlibs" ] || fail "dpkg-shlibdeps found no dependencies of $tree/bin/switchboard"
+IFS=, read -ra needs <<<"$shlibs"
+for need in "${needs[@]}"; do
+  need=$(echo $need) # trimmed
+  pkg=${need%% *}
+  have=$(tr ',' '\n' <<<"$depends" | sed 's/^ *//' | grep -E "^$pkg( |\$)" | head -n 1 || true)
+  [ -n "$have" ] || fail "the binary needs $need (dpkg-shlibdeps), which is not in Depends: $depends"
+  case "$need" in
+    *"(>= "*)
+      want=${need#*(>= } want=${want%)}
+      got=$(sed -n 's/.*(>= \(.*\))/\1/p' <<<"$have")
+      [ -n "$got" ] && dpkg --compare-versions "$got" ge "$want" ||
+        fail "the binary needs $need (dpkg-shlibdeps); Depends has $have"
+      ;;
+  esac
+  echo "  $need: $have"
 done
 
 step "per-user install from the tarball"
@@ -252,6 +276,18 @@ for lib in $(readelf -d "$tree/bin/switchboard" | sed -n 's/.*Shared library: \[
   echo "$requires" | grep -qxF "$lib()(64bit)" || fail "$lib is linked but not required by the .rpm: $(echo $requires)"
   echo "  $lib: required"
 done
+# The newest GLIBC_x.y of each glibc library the binary needs: without
+# it the loader refuses to start it ("GLIBC_2.34 not found").
+while read -r lib v; do
+  echo "$requires" | grep -qxF "$lib(GLIBC_$v)(64bit)" ||
+    fail "the binary needs $lib version GLIBC_$v, which the .rpm does not require: $(echo $requires)"
+  echo "  $lib(GLIBC_$v)(64bit): required"
+done < <(readelf -V --wide "$tree/bin/switchboard" | awk '
+  /^Version needs section/ { needs = 1; next }
+  /^Version / { needs = 0 }
+  needs && /File:/ { for (i = 1; i < NF; i++) if ($i == "File:") lib = $(i + 1) }
+  needs && /Name: GLIBC_[0-9]/ { for (i = 1; i < NF; i++) if ($i == "Name:") { v = $(i + 1); sub(/^GLIBC_/, "", v); print lib, v } }' |
+  sort -k1,1 -k2,2V | awk '{ newest[$1] = $2 } END { for (l in newest) print l, newest[l] }')
 
 if [ "$(id -u)" = 0 ]; then
   step "the .rpm installed into a throwaway root, run, erased"

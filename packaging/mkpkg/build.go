@@ -41,15 +41,19 @@ var iconSizes = []int{16, 22, 24, 32, 48, 64, 128, 256}
 // debDepends are the Debian packages of the libraries the binary links
 // (libGL, libwayland-client; `readelf -d`) and of those its windowing
 // code loads at run time (X11 and its extensions, EGL, xkbcommon; the
-// sonames in the binary). The install test checks the linked ones.
+// sonames in the binary). libc6 comes first, with the version the built
+// binaries need (glibcNeeds). libwayland-client0 is 1.20 or newer for
+// wl_proxy_marshal_flags, which GLFW calls. The package test checks the
+// linked ones, and these versions against dpkg-shlibdeps.
 var debDepends = []string{
-	"libc6", "libgl1", "libegl1", "libwayland-client0", "libwayland-cursor0", "libwayland-egl1",
+	"libgl1", "libegl1", "libwayland-client0 (>= 1.20.0)", "libwayland-cursor0", "libwayland-egl1",
 	"libxkbcommon0", "libx11-6", "libxcursor1", "libxext6", "libxi6", "libxinerama1", "libxrandr2",
 	"libxrender1", "libxxf86vm1",
 }
 
 // rpmRequires are the same libraries by soname, which every RPM
-// distribution's packages provide whatever their names.
+// distribution's packages provide whatever their names; glibc's come
+// first, by the versions the built binaries need (glibcNeeds).
 var rpmRequires = []string{
 	"libGL.so.1()(64bit)", "libEGL.so.1()(64bit)", "libwayland-client.so.0()(64bit)",
 	"libwayland-cursor.so.0()(64bit)", "libwayland-egl.so.1()(64bit)", "libxkbcommon.so.0()(64bit)",
@@ -83,9 +87,13 @@ func build(o options) ([]string, error) {
 	if err := stage(o, filepath.Join(root, "usr"), "/usr/bin/switchboard", "/usr/bin/switchboard"); err != nil {
 		return nil, err
 	}
+	needs, err := glibcNeeds(filepath.Join(o.binDir, "switchboard"), filepath.Join(o.binDir, "switchboard-connect"))
+	if err != nil {
+		return nil, err
+	}
 	made := []string{tree, tarball}
 	for _, format := range []string{"deb", "rpm"} {
-		f, err := pack(o, root, format)
+		f, err := pack(o, root, format, needs)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", format, err)
 		}
@@ -170,8 +178,9 @@ func writeIcons(src, hicolor string) error {
 	return nil
 }
 
-// pack builds one package of the system tree root.
-func pack(o options, root, format string) (string, error) {
+// pack builds one package of the system tree root, requiring the glibc
+// versions of needs.
+func pack(o options, root, format string, needs map[string]string) (string, error) {
 	var contents files.Contents
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -218,9 +227,9 @@ func pack(o options, root, format string) (string, error) {
 		},
 	}
 	if format == "deb" {
-		info.Depends = debDepends
+		info.Depends = append([]string{debGlibc(needs)}, debDepends...)
 	} else {
-		info.Depends = rpmRequires
+		info.Depends = append(rpmGlibc(needs), rpmRequires...)
 	}
 	info = nfpm.WithDefaults(info)
 	if err := nfpm.PrepareForPackager(info, format); err != nil {
