@@ -15,7 +15,7 @@
 #      root without dependency resolution or scriptlets (there is no RPM
 #      system here to resolve against), `version` and a real MCP exchange
 #      through `serve` and `connect` run from that root, its scriptlets
-#      parse, and `rpm -e` leaves none of its files;
+#      parse, and `rpm -e` leaves none of its files and directories;
 #   5. as root with apt (CI): `apt-get install ./switchboard_*.deb`, then
 #      `switchboard version`, `serve` and `connect` from /usr/bin answer a
 #      real MCP exchange, and `apt-get purge` leaves none of its files.
@@ -266,8 +266,14 @@ command -v rpm >/dev/null 2>&1 || fail "rpm is not installed (make deps installs
 rpm -K --nosignature "$rpmfile" >/dev/null || fail "rpm -K $rpmfile"
 debfiles=$(dpkg-deb -c "$deb" | grep -v '^d' | awk '{print $6}' | sed 's#^\./#/#' |
   sed 's#^/usr/share/doc/switchboard/copyright$#/usr/share/licenses/switchboard/LICENSE#' | sort)
-rpmfiles=$(rpm -qpl "$rpmfile" 2>/dev/null | sort)
+rpmlist=$(rpm -qp --qf '[%{FILEMODES:perms} %{FILENAMES}\n]' "$rpmfile" 2>/dev/null)
+rpmfiles=$(sed -n 's/^[^d][^ ]* //p' <<<"$rpmlist" | sort)
 [ "$debfiles" = "$rpmfiles" ] || fail "the .rpm and the .deb install different files: $(diff <(echo "$debfiles") <(echo "$rpmfiles") | tr '\n' ' ')"
+# Its own directories are the package's too, so that rpm -e removes them
+# (rpm removes only what a package owns); the system's are not.
+rpmdirs=$(sed -n 's/^d[^ ]* //p' <<<"$rpmlist" | sort)
+wantdirs=$(printf '%s\n' /usr/share/licenses/switchboard /usr/share/switchboard /usr/share/switchboard/autostart)
+[ "$rpmdirs" = "$wantdirs" ] || fail "the .rpm owns the directories [$(echo $rpmdirs)], want [$(echo $wantdirs)]"
 requires=$(rpm -qp --requires "$rpmfile" 2>/dev/null)
 for lib in $(readelf -d "$tree/bin/switchboard" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
   case "$lib" in
@@ -305,6 +311,8 @@ if [ "$(id -u)" = 0 ]; then
   rpm --root "$root" -e --noscripts switchboard 2>>"$work/rpm.log" || { cat "$work/rpm.log"; fail "rpm -e"; }
   left=$(find "$root/usr" -type f 2>/dev/null | head -n 5)
   [ -z "$left" ] || fail "rpm -e left $left"
+  left=$(find "$root/usr" -path '*switchboard*' 2>/dev/null | head -n 5)
+  [ -z "$left" ] || fail "rpm -e left $(echo $left)"
 fi
 
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then

@@ -8,9 +8,12 @@ import (
 	"image/png"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/goreleaser/nfpm/v2"
@@ -204,6 +207,13 @@ func pack(o options, root, format string, needs map[string]string) (string, erro
 	if err != nil {
 		return "", err
 	}
+	if format == "rpm" {
+		// rpm -e removes only the directories a package owns: without
+		// these its own would stay behind, empty.
+		for _, dir := range ownDirs(contents) {
+			contents = append(contents, &files.Content{Destination: dir, Type: files.TypeDir, FileInfo: &files.ContentFileInfo{Mode: 0o755}})
+		}
+	}
 	scripts := filepath.Join(o.out, "scripts")
 	refresh := filepath.Join(scripts, "refresh-desktop-caches.sh")
 	if err := writeFile(refresh, []byte(refreshScript), 0o755); err != nil {
@@ -249,6 +259,21 @@ func pack(o options, root, format string, needs map[string]string) (string, erro
 		return "", err
 	}
 	return path, f.Close()
+}
+
+// ownDirs are the directories of contents that are Switchboard's own
+// (a "switchboard" in their path: /usr/share/switchboard/autostart), not
+// the system's (/usr/bin, /usr/share/icons/…), sorted.
+func ownDirs(contents files.Contents) []string {
+	own := map[string]bool{}
+	for _, c := range contents {
+		for dir := path.Dir(c.Destination); dir != "/"; dir = path.Dir(dir) {
+			if strings.Contains(dir+"/", "/switchboard/") {
+				own[dir] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(own))
 }
 
 // refreshScript runs after install and removal: desktops find the new
