@@ -78,7 +78,9 @@ type XDG struct{ Dir string }
 func (x XDG) path() string { return filepath.Join(x.Dir, "switchboard.desktop") }
 
 // DesktopEntry is the autostart .desktop file that starts exe (the tray
-// app) at login, through env(1) when env has variables to set.
+// app) at login, through env(1) when env has variables to set. TryExec
+// names exe too: once it is gone (uninstalled), desktops skip the item
+// instead of failing to start it at every login.
 func DesktopEntry(exe string, env map[string]string) string {
 	exec := desktopExec(exe)
 	if len(env) > 0 {
@@ -93,6 +95,7 @@ func DesktopEntry(exe string, env map[string]string) string {
 		"Name=Switchboard\n" +
 		"Comment=One shared copy of each MCP server for all your AI coding sessions\n" +
 		"Exec=" + exec + "\n" +
+		"TryExec=" + desktopString(exe) + "\n" +
 		"Icon=io.switchboard.app\n" + // the icon the packages and install.sh install
 		"Terminal=false\n" +
 		"X-GNOME-Autostart-enabled=true\n"
@@ -116,6 +119,12 @@ func desktopExec(arg string) string {
 	}
 	b.WriteByte('"')
 	return strings.ReplaceAll(b.String(), `\`, `\\`)
+}
+
+// desktopString escapes a string value (TryExec's): a backslash and the
+// control characters that would end or bend the line.
+func desktopString(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "\n", `\n`, "\t", `\t`, "\r", `\r`).Replace(s)
 }
 
 // splitExec is the arguments of an Exec value, its escaping and quoting

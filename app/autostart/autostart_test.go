@@ -125,6 +125,25 @@ func TestDesktopEntryValidates(t *testing.T) {
 	}
 }
 
+// TryExec names the binary, odd path and all, whether Exec starts it
+// directly or through env(1): a desktop skips the item once the binary
+// is gone, instead of failing to start it at every login.
+func TestDesktopEntryTryExecIsTheBinary(t *testing.T) {
+	exe := "/opt/My Apps/switch\"board%$\\/switchboard"
+	unescape := strings.NewReplacer(`\\`, `\`, `\n`, "\n", `\t`, "\t", `\r`, "\r", `\s`, " ")
+	for _, env := range []map[string]string{nil, {"SWITCHBOARD_HOME": "/home/me/sb"}} {
+		var tryExec []string
+		for _, line := range strings.Split(DesktopEntry(exe, env), "\n") {
+			if v, ok := strings.CutPrefix(line, "TryExec="); ok {
+				tryExec = append(tryExec, unescape.Replace(v))
+			}
+		}
+		if len(tryExec) != 1 || tryExec[0] != exe {
+			t.Errorf("env %v: TryExec %q, want [%q]", env, tryExec, exe)
+		}
+	}
+}
+
 // A program run through env(1) must not look like a variable to set.
 func TestDesktopEntryRefusesAnExeWithEquals(t *testing.T) {
 	x := XDG{Dir: t.TempDir()}

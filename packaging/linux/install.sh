@@ -195,6 +195,22 @@ desktop_exec() {
   printf '%s' "${q//\\/\\\\}"
 }
 
+# login_starts_ours FILE: the login item FILE starts this install's
+# binary, as `switchboard autostart on` writes it: Exec=BIN, or, when it
+# pins a Switchboard home, Exec=env "K=V"… BIN. BIN is named as called
+# or with links resolved (a HOME or PREFIX through a symlink).
+login_starts_ours() {
+  local line p q
+  line=$(grep -m 1 '^Exec=' "$1") || return 1
+  for p in "$real_bin" "$bindir/switchboard"; do
+    q=$(desktop_exec "$p")
+    case "$line" in
+      "Exec=$q" | "Exec=env "*" $q") return 0 ;;
+    esac
+  done
+  return 1
+}
+
 if [ $uninstall = 1 ]; then
   # The pool is found while the binary can be asked, and stopped (the
   # user unit's too) once the files are gone: a `connect` whose session
@@ -207,11 +223,9 @@ if [ $uninstall = 1 ]; then
   fi
   [ $service = 0 ] || rm -f "$DESTDIR$unitdir/switchboard.service"
   # The login item `switchboard autostart on` made for this binary: left,
-  # it would start a program that is gone at every login. It names the
-  # binary with links resolved (a HOME or PREFIX through a symlink).
+  # it would start a program that is gone at every login.
   login=${XDG_CONFIG_HOME:-$HOME/.config}/autostart/switchboard.desktop
-  if [ -z "$DESTDIR" ] && [ -f "$login" ] &&
-    grep -qxF -e "Exec=$(desktop_exec "$real_bin")" -e "Exec=$(desktop_exec "$bindir/switchboard")" "$login"; then
+  if [ -z "$DESTDIR" ] && [ -f "$login" ] && login_starts_ours "$login"; then
     rm -f "$login"
   fi
   rmdir "$DESTDIR$PREFIX/share/switchboard/autostart" "$DESTDIR$PREFIX/share/switchboard" \
@@ -241,7 +255,7 @@ for f in "${relfiles[@]}"; do
   install -D -m "$mode" "$TREE/$f" "$DESTDIR$PREFIX/$f"
 done
 for f in "share/applications/$id.desktop" "share/switchboard/autostart/$id.desktop"; do
-  sed -i "s|^Exec=.*|Exec=$exec_quoted|" "$DESTDIR$PREFIX/$f"
+  sed -i -e "s|^Exec=.*|Exec=$exec_quoted|" -e "s|^TryExec=.*|TryExec=$exec_path|" "$DESTDIR$PREFIX/$f"
 done
 sed -i "s|^ExecStart=.*|ExecStart=$exec_quoted serve|" "$DESTDIR$PREFIX/share/switchboard/switchboard.service"
 if [ $service = 1 ]; then

@@ -8,7 +8,9 @@
 #      not stop, a failure that names its PID; a client at work, whose
 #      `connect` would start the next pool, starts none from the removed
 #      binary and gets an error answer; the login item goes also when
-#      HOME is reached through a symlink;
+#      HOME is reached through a symlink, and when it starts the binary
+#      through env(1) with a Switchboard home pinned (another copy's
+#      stays), and it names the binary in TryExec too;
 #   4. the .rpm's digests verify, it installs the .deb's files (its
 #      licence where Fedora keeps licences) and requires every library the
 #      binary links; as root, rpm (Debian's) installs it into a throwaway
@@ -260,6 +262,31 @@ login=$work/linkhome/.config/autostart/switchboard.desktop
 "${linked_env[@]}" bash "$work/unpack/$(basename "$tree")/install.sh" --uninstall >"$work/uninstall.log" 2>&1 ||
   { cat "$work/uninstall.log"; fail "uninstall (linked HOME) failed"; }
 [ ! -e "$login" ] || fail "uninstall under a linked HOME left the login item $login: $(grep ^Exec= "$login")"
+
+step "per-user uninstall removes the login item that pins a Switchboard home, and no other"
+inst=$work/unpack/$(basename "$tree")/install.sh
+as_user PREFIX="$prefix" bash "$inst" >/dev/null
+grep -qxF "TryExec=$prefix/bin/switchboard" "$prefix/share/switchboard/autostart/$id.desktop" ||
+  fail "the installed autostart template's TryExec is not $prefix/bin/switchboard: $(grep ^TryExec= "$prefix/share/switchboard/autostart/$id.desktop" || echo none)"
+login=$work/home/.config/autostart/switchboard.desktop
+as_user SWITCHBOARD_HOME="$work/pinned" "$prefix/bin/switchboard" autostart on >/dev/null || fail "autostart on (SWITCHBOARD_HOME)"
+grep -q '^Exec=env ' "$login" || fail "autostart on with SWITCHBOARD_HOME wrote no env(1) Exec: $(grep ^Exec= "$login")"
+# Where the binary is gone, desktops skip the item instead of failing to
+# start it at every login.
+grep -qxF "TryExec=$prefix/bin/switchboard" "$login" ||
+  fail "the login item's TryExec is not the binary: $(grep ^TryExec= "$login" || echo none)"
+as_user PREFIX="$prefix" bash "$inst" --uninstall >"$work/uninstall.log" 2>&1 ||
+  { cat "$work/uninstall.log"; fail "uninstall failed"; }
+[ ! -e "$login" ] || fail "uninstall left the login item $login, which starts a program that is gone: $(grep ^Exec= "$login")"
+# Another copy's login item is not this install's to remove.
+mkdir -p "$work/other"
+cp "$tree/bin/switchboard" "$work/other/switchboard"
+as_user SWITCHBOARD_HOME="$work/pinned" "$work/other/switchboard" autostart on >/dev/null || fail "autostart on (another copy)"
+as_user PREFIX="$prefix" bash "$inst" >/dev/null
+as_user PREFIX="$prefix" bash "$inst" --uninstall >"$work/uninstall.log" 2>&1 ||
+  { cat "$work/uninstall.log"; fail "uninstall failed"; }
+[ -e "$login" ] || fail "uninstall removed the login item of another copy of Switchboard ($work/other/switchboard)"
+rm -f "$login"
 
 step "the .rpm: digests, files, requires"
 command -v rpm >/dev/null 2>&1 || fail "rpm is not installed (make deps installs it)"
