@@ -29,8 +29,8 @@ import (
 )
 
 // AppID is the fyne application ID (preferences, notifications, the
-// desktop file's StartupWMClass).
-const AppID = "io.github.switchboard_mcp.switchboard"
+// Wayland app_id that ties the dashboard to its desktop entry).
+const AppID = version.AppID
 
 // RunTray is `switchboard`: the tray app with the pool in-process. It runs
 // the fyne app on the calling goroutine, which must be main's. If another

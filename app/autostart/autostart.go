@@ -16,11 +16,12 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/switchboard-mcp/switchboard/app/version"
 )
 
-// Label names the login item: the LaunchAgent label, the Run value's name
-// and the .desktop file's base name.
-const Label = "io.github.switchboard_mcp.switchboard"
+// Label names the LaunchAgent (its label and file name): the app's ID.
+const Label = version.AppID
 
 // Status says whether Switchboard starts at login, and how.
 type Status struct {
@@ -96,7 +97,7 @@ func DesktopEntry(exe string, env map[string]string) string {
 		"Comment=One shared copy of each MCP server for all your AI coding sessions\n" +
 		"Exec=" + exec + "\n" +
 		"TryExec=" + desktopString(exe) + "\n" +
-		"Icon=io.switchboard.app\n" + // the icon the packages and install.sh install
+		"Icon=" + version.AppID + "\n" + // the icon the packages and install.sh install
 		"Terminal=false\n" +
 		"X-GNOME-Autostart-enabled=true\n"
 }

@@ -12,6 +12,13 @@ import (
 	"runtime/debug"
 )
 
+// AppID is Switchboard's one application ID: fyne's app ID (which it
+// gives Wayland as a window's app_id), FyneApp.toml's ID (the macOS
+// bundle's), the name of the Linux desktop entry and icon, and the
+// LaunchAgent's label. A desktop ties a window to its launcher by this
+// name; packaging/mkpkg's tests check that every file says the same.
+const AppID = "io.github.switchboard_mcp.switchboard"
+
 // Set by the linker: -X github.com/switchboard-mcp/switchboard/app/version.Version=...
 var (
 	Version   = "dev"

@@ -5,8 +5,8 @@
 # `make package-linux` stages in dist/.
 #
 #   PREFIX/bin/switchboard, PREFIX/bin/switchboard-connect
-#   PREFIX/share/applications/io.switchboard.app.desktop
-#   PREFIX/share/icons/hicolor/NxN/apps/io.switchboard.app.png
+#   PREFIX/share/applications/io.github.switchboard_mcp.switchboard.desktop
+#   PREFIX/share/icons/hicolor/NxN/apps/io.github.switchboard_mcp.switchboard.png
 #   PREFIX/share/switchboard/ (the autostart entry template, the user unit)
 #   PREFIX/share/doc/switchboard/copyright
 #   and with --service the systemd user unit switchboard.service
@@ -51,7 +51,7 @@ PREFIX=${PREFIX:-$HOME/.local}
 PREFIX=${PREFIX%/}
 DESTDIR=${DESTDIR:-}
 DESTDIR=${DESTDIR%/}
-id=io.switchboard.app
+id=io.github.switchboard_mcp.switchboard
 
 bindir=$PREFIX/bin
 appdir=$PREFIX/share/applications
@@ -66,6 +66,14 @@ relfiles=(bin/switchboard bin/switchboard-connect "share/applications/$id.deskto
   share/doc/switchboard/copyright)
 for n in 16 22 24 32 48 64 128 256; do
   relfiles+=("share/icons/hicolor/${n}x$n/apps/$id.png")
+done
+# What an install from before the app's ID named these files installed
+# instead: installing over it, or removing it, removes them too (a second
+# menu entry otherwise).
+oldid=io.switchboard.app
+oldfiles=("share/applications/$oldid.desktop" "share/switchboard/autostart/$oldid.desktop")
+for n in 16 22 24 32 48 64 128 256; do
+  oldfiles+=("share/icons/hicolor/${n}x$n/apps/$oldid.png")
 done
 
 refresh_caches() {
@@ -217,7 +225,7 @@ if [ $uninstall = 1 ]; then
   # the stop hands back then finds no binary to start the next pool from.
   pid=
   [ -n "$DESTDIR" ] || pid=$(pool_pid)
-  for f in "${relfiles[@]}"; do rm -f "$DESTDIR$PREFIX/$f"; done
+  for f in "${relfiles[@]}" "${oldfiles[@]}"; do rm -f "$DESTDIR$PREFIX/$f"; done
   if [ $service = 1 ] && [ -z "$DESTDIR" ] && command -v systemctl >/dev/null 2>&1; then
     systemctl --user disable --now switchboard.service 2>/dev/null || true
   fi
@@ -249,6 +257,7 @@ case "$exec_path" in
   *) exec_quoted=$exec_path ;;
 esac
 
+for f in "${oldfiles[@]}"; do rm -f "$DESTDIR$PREFIX/$f"; done
 for f in "${relfiles[@]}"; do
   mode=0644
   case "$f" in bin/*) mode=0755 ;; esac

@@ -10,7 +10,9 @@
 #      binary and gets an error answer; the login item goes also when
 #      HOME is reached through a symlink, and when it starts the binary
 #      through env(1) with a Switchboard home pinned (another copy's
-#      stays), and it names the binary in TryExec too;
+#      stays), and it names the binary in TryExec too; installed over an
+#      install from before the app's ID, it removes that one's desktop
+#      entry and icons;
 #   4. the .rpm's digests verify, it installs the .deb's files (its
 #      licence where Fedora keeps licences) and requires every library the
 #      binary links; as root, rpm (Debian's) installs it into a throwaway
@@ -27,7 +29,7 @@ set -euo pipefail
 
 dist=${1:?usage: test-packages.sh DIST FAKEMCP}
 fake=${2:?usage: test-packages.sh DIST FAKEMCP}
-id=io.switchboard.app
+id=io.github.switchboard_mcp.switchboard
 # The newest version's (0.10.0 after 0.9.0: sorted as versions).
 deb=$(ls "$dist"/switchboard_*_amd64.deb | sort -V | tail -n 1)
 rpmfile=$(ls "$dist"/switchboard-*.x86_64.rpm | sort -V | tail -n 1)
@@ -287,6 +289,13 @@ as_user PREFIX="$prefix" bash "$inst" --uninstall >"$work/uninstall.log" 2>&1 ||
   { cat "$work/uninstall.log"; fail "uninstall failed"; }
 [ -e "$login" ] || fail "uninstall removed the login item of another copy of Switchboard ($work/other/switchboard)"
 rm -f "$login"
+
+step "installing over an install from before the app's ID removes its desktop entry and icons"
+olds=("$prefix/share/applications/io.switchboard.app.desktop" "$prefix/share/icons/hicolor/48x48/apps/io.switchboard.app.png")
+for f in "${olds[@]}"; do mkdir -p "$(dirname "$f")" && : >"$f"; done
+as_user PREFIX="$prefix" bash "$inst" >/dev/null
+for f in "${olds[@]}"; do [ ! -e "$f" ] || fail "installing left $f of the earlier install (a second menu entry)"; done
+as_user PREFIX="$prefix" bash "$inst" --uninstall >/dev/null 2>&1 || fail "uninstall failed"
 
 step "the .rpm: digests, files, requires"
 command -v rpm >/dev/null 2>&1 || fail "rpm is not installed (make deps installs it)"

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/image/draw"
 
 	"github.com/switchboard-mcp/switchboard/app/autostart"
+	"github.com/switchboard-mcp/switchboard/app/version"
 )
 
 type options struct {
@@ -34,8 +35,9 @@ type options struct {
 	license  string
 }
 
-// appID names the desktop entry and the icon (FyneApp.toml's ID).
-const appID = "io.switchboard.app"
+// appID names the desktop entry and the icon: the app's ID, which is
+// FyneApp.toml's too.
+const appID = version.AppID
 
 // iconSizes are the hicolor sizes the icon is installed at, made from
 // the one PNG in assets.

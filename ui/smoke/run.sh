@@ -10,7 +10,8 @@
 # one that crashes its child, one hung in a long tool call) and reloads the
 # config, and then checks, keeping the evidence in $ARTIFACTS:
 #   - one desktop notification (seen on D-Bus) for the hung request;
-#   - the dashboard window appears; screenshots of its views are not blank:
+#   - the dashboard window appears, its WM_CLASS the desktop entry's
+#     StartupWMClass; screenshots of its views are not blank:
 #     overview.png (a card per server), waterfall.png (the live waterfall,
 #     opened by a click on the hung tray icon at the hung request, with the
 #     child's crash and restart and the config reload as markers),
@@ -202,6 +203,12 @@ dashboard_window() { xdotool search --onlyvisible --name '^Switchboard$'; }
 waitfor "the dashboard window" 20 dashboard_window
 WID=$(dashboard_window | head -n 1)
 log "dashboard window $WID"
+# The launcher ties this window to itself on X11 by its StartupWMClass,
+# the class in the window's WM_CLASS (GLFW takes it from the title).
+wm_class=$(xprop -id "$WID" WM_CLASS | sed -n 's/^WM_CLASS(STRING) = ".*", "\(.*\)"$/\1/p')
+startup_class=$(sed -n 's/^StartupWMClass=//p' "$ROOT/packaging/linux/switchboard.desktop")
+[ -n "$wm_class" ] && [ "$wm_class" = "$startup_class" ] ||
+	fail "the dashboard window's WM_CLASS class is \"$wm_class\", the desktop entry's StartupWMClass \"$startup_class\""
 
 # ---- three sessions, one hung -------------------------------------------------------
 
