@@ -1,6 +1,8 @@
 # Switchboard. `make run` builds and runs the app, `make test` runs every
 # check CI runs (.ci/run is `make test`); both install the system packages
-# they need the first time (packaging/linux/deps.sh).
+# they need the first time (packaging/linux/deps.sh): `make build`, `run`
+# and `install` only the cgo headers building needs (deps-build), the
+# checks and the Windows packages the rest too (deps).
 #
 # Everything here runs without a terminal: CI=true with no stdin is fine.
 
@@ -64,25 +66,33 @@ NPM_TOOLS_DEP := $(NPM_TOOLS_OK)
 export SWITCHBOARD_NPM_TOOLS := $(CURDIR)/$(NPM_TOOLS)
 endif
 
-.PHONY: all deps build run install test test-go test-gui bench bench-bins bench-latency vet crossbuild staticcheck fmt clean npm-tools fuzz tidy package package-linux test-package package-windows test-windows
+.PHONY: all deps deps-build build run install test test-go test-gui bench bench-bins bench-latency vet crossbuild staticcheck fmt clean npm-tools fuzz tidy package package-linux test-package package-windows test-windows
 
 all: build
 
 # ---- setup ------------------------------------------------------------------
 
-# deps.sh is idempotent but asks dpkg about every package; the stamp makes it
-# run once per checkout (and again when the script changes).
+# deps.sh is idempotent but asks dpkg about every package; the stamps make
+# it run once per checkout (and again when the script changes). Building
+# needs only the cgo headers (deps-build); the checks, the GUI smoke test
+# and the packages' tests need the rest (deps), which covers building too.
+bin/.deps-build-ok: packaging/linux/deps.sh
+	@mkdir -p $(@D)
+	@bash packaging/linux/deps.sh build
+	@touch $@
+
 bin/.deps-ok: packaging/linux/deps.sh
 	@mkdir -p $(@D)
 	@bash packaging/linux/deps.sh
-	@touch $@
+	@touch $@ bin/.deps-build-ok
 
+deps-build: bin/.deps-build-ok
 deps: bin/.deps-ok
 
 # ---- build and run ----------------------------------------------------------
 
 # Always hand the build to go: its cache decides what is stale.
-build: deps
+build: deps-build
 	$(GO) build -tags $(TAGS) -ldflags '$(LDFLAGS_VERSION)' -o $(BIN) ./cmd/switchboard
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(LDFLAGS_VERSION)' -o $(BIN)-connect ./cmd/switchboard-connect
 
@@ -103,7 +113,7 @@ DIST        := dist
 RELEASE_BIN := bin/release
 package: package-linux package-windows
 
-package-linux: deps
+package-linux: deps-build
 	$(GO) build -tags $(TAGS) -ldflags '-s -w $(LDFLAGS_VERSION)' -o $(RELEASE_BIN)/switchboard ./cmd/switchboard
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(LDFLAGS_VERSION)' -o $(RELEASE_BIN)/switchboard-connect ./cmd/switchboard-connect
 	GOFLAGS= $(GO) run ./packaging/mkpkg -version $(VERSION) -bin $(RELEASE_BIN) -out $(DIST)
@@ -141,7 +151,7 @@ test-windows: package-windows
 # desktop-file-validate, Depends against the linked libraries, the tarball's
 # install.sh, and as root (CI) apt install, serve/connect from /usr/bin and
 # apt purge.
-test-package: package-linux
+test-package: package-linux deps
 	GOFLAGS= $(GO) build -o $(DIST)/test/fakemcp ./pool/mcptest/fakemcp
 	bash packaging/linux/test-packages.sh $(DIST) "$(CURDIR)/$(DIST)/test/fakemcp"
 
@@ -232,7 +242,7 @@ test-go: deps $(NPM_TOOLS_DEP)
 # A real window and a real tray under Xvfb and a private D-Bus session. Uses
 # the normal (non-race) binary: the race detector flags fyne.io/systray as
 # soon as a tray host reads the menu (TOOLCHAIN.md).
-test-gui: build
+test-gui: build deps
 	@mkdir -p $(ARTIFACTS)
 	SWITCHBOARD_BIN="$(CURDIR)/$(BIN)" ARTIFACTS="$(CURDIR)/$(ARTIFACTS)" \
 		dbus-run-session -- xvfb-run -a -s '-screen 0 1024x768x24' bash ui/smoke/run.sh
@@ -240,7 +250,7 @@ test-gui: build
 # Benchmarks and the load tool; numbers, never part of `make test`. What
 # the load tool measures is built without -race, whatever GOFLAGS says.
 BENCH_GOFLAGS := -tags=$(TAGS)
-bench-bins: deps
+bench-bins: deps-build
 	GOFLAGS="$(BENCH_GOFLAGS)" $(GO) build -ldflags '$(LDFLAGS_VERSION)' -o $(BIN) ./cmd/switchboard
 	GOFLAGS= CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(LDFLAGS_VERSION)' -o $(BIN)-connect ./cmd/switchboard-connect
 	GOFLAGS= $(GO) build -o bin/switchboard-bench ./cmd/switchboard-bench

@@ -1,32 +1,47 @@
 #!/usr/bin/env bash
-# Installs the system packages that building and testing Switchboard needs on
-# Debian or Ubuntu: the cgo headers fyne and go-sqlite3 compile against, Xvfb,
-# a D-Bus session and a StatusNotifierItem tray host for the GUI smoke test,
-# and mingw-w64, NSIS and Wine for the Windows build, installer and its tests.
+# Installs the system packages Switchboard needs on Debian or Ubuntu.
+#
+#   deps.sh build   what building and running it need: the cgo headers fyne
+#                   and go-sqlite3 compile against (`make build`, `make run`,
+#                   `make install`)
+#   deps.sh         those, and what the checks and the other packages need
+#                   (`make test`): Xvfb, a D-Bus session and a
+#                   StatusNotifierItem tray host for the GUI smoke test,
+#                   desktop-file-utils, rpm and dpkg-dev for the package
+#                   test, and mingw-w64, NSIS and Wine for the Windows build,
+#                   installer and its tests
 #
 # Idempotent: it asks dpkg which packages are missing and only then runs
 # `apt-get update` (once) and `apt-get install`. It waits for another apt or
 # dpkg holding the lock instead of failing (DEPS_LOCK_TIMEOUT seconds, default
 # 900). It prints one line saying what it did; warnings go to stderr.
 #
-# It also checks that Go 1.26 or newer is on PATH (fatal) and that node and
-# npm are (a warning: only the integration tests against real npm MCP
-# servers need them).
+# It also checks that Go 1.26 or newer is on PATH (fatal) and, for the
+# checks, that node and npm are (a warning: only the integration tests
+# against real npm MCP servers need them).
 #
 # Never add dbus-x11 here: it leaves a stray dbus-daemon running.
 # SWITCHBOARD_SKIP_SYSTEM_DEPS=1 skips the package step (other distributions:
-# install the equivalents of the list below yourself).
+# install the equivalents of the lists below yourself).
 set -euo pipefail
 
-pkgs=(
+build_pkgs=(
   gcc libc6-dev pkg-config
   libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev
   libxi-dev libxxf86vm-dev libwayland-dev libxkbcommon-dev
+)
+check_pkgs=(
   xvfb xauth dbus imagemagick xdotool x11-utils
   haskell-status-notifier-item-utils haskell-gtk-sni-tray-utils
-  desktop-file-utils rpm
+  desktop-file-utils rpm dpkg-dev
   gcc-mingw-w64-x86-64 nsis wine64
 )
+group=${1:-all}
+case "$group" in
+  build) pkgs=("${build_pkgs[@]}") for="for building" ;;
+  all) pkgs=("${build_pkgs[@]}" "${check_pkgs[@]}") for="for building and the checks" ;;
+  *) echo "usage: deps.sh [build]" >&2; exit 2 ;;
+esac
 min_go_minor=26 # Go 1.26
 
 die() { echo "deps: error: $*" >&2; exit 1; }
@@ -48,13 +63,15 @@ case "$gov" in
   *) die "cannot parse the Go version \"$gov\"" ;;
 esac
 
-# --- node / npm (warn only) -------------------------------------------------
-nodeless=()
-for tool in node npm npx; do
-  command -v "$tool" >/dev/null 2>&1 || nodeless+=("$tool")
-done
-[ ${#nodeless[@]} -eq 0 ] ||
-  warn "${nodeless[*]} not found; the integration tests that start real npm MCP servers will be skipped (apt-get install nodejs npm)"
+# --- node / npm (warn only, for the checks) -----------------------------------
+if [ "$group" = all ]; then
+  nodeless=()
+  for tool in node npm npx; do
+    command -v "$tool" >/dev/null 2>&1 || nodeless+=("$tool")
+  done
+  [ ${#nodeless[@]} -eq 0 ] ||
+    warn "${nodeless[*]} not found; the integration tests that start real npm MCP servers will be skipped (apt-get install nodejs npm)"
+fi
 
 # --- system packages --------------------------------------------------------
 if [ "${SWITCHBOARD_SKIP_SYSTEM_DEPS:-}" = 1 ]; then
@@ -78,7 +95,7 @@ for p in "${pkgs[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "deps: $gov; all ${#pkgs[@]} system packages already installed"
+  echo "deps: $gov; all ${#pkgs[@]} system packages $for already installed"
   exit 0
 fi
 
