@@ -170,6 +170,17 @@ func TestVersion(t *testing.T) {
 	t.Logf("switchboard.exe %s (%s)", v.Version, v.Go)
 }
 
+// The named pipe's own tests (app/localsock, built for Windows): the
+// pool's pipe is the user's, and a pipe of its name that another owner
+// created first is refused by the client and by the pool.
+func TestLocalsock(t *testing.T) {
+	out, err := run(t, nil, filepath.Join(helpers, "localsock.test.exe"), "-test.v")
+	if err != nil || !strings.Contains(out, "\nPASS") {
+		t.Fatalf("localsock tests under Wine: %v\n%s", err, out)
+	}
+	t.Log(out)
+}
+
 // serve with the Windows fake MCP server, `switchboard-connect.exe`
 // through the named pipe, a call answered; then the pool is killed
 // (SIGKILL of its process) and its child dies with it: the kill-on-close
