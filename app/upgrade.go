@@ -309,8 +309,10 @@ func Upgrade(ctx context.Context, binary string) (control.UpgradeAccepted, contr
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		st, err := c.Status(ctx)
-		if err == nil && st.Upgrade != nil && !st.Upgrade.At.Before(asked) {
-			return acc, st, nil
+		if err == nil {
+			if done, err := upgradeOutcome(acc, st, asked); done || err != nil {
+				return acc, st, err
+			}
 		}
 		if time.Now().After(deadline) {
 			return acc, st, errors.New("upgrade: the new program did not answer within 2 minutes (see the pool log)")
@@ -321,4 +323,31 @@ func Upgrade(ctx context.Context, binary string) (control.UpgradeAccepted, contr
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// upgradeOutcome reads a status taken while `switchboard upgrade` waits
+// for the upgrade pool acc.PID accepted at asked: done once the new
+// program answers, an error once another pool answers in its place. An
+// exec keeps the PID: until then the old program answers, with no newer
+// upgrade. A successor spawned instead (Windows) has a PID of its own and
+// says what it took over. A pool of another PID that took over nothing
+// was started afresh after the upgrading one exited (a client starts one
+// at once): the new program did not come and will not.
+func upgradeOutcome(acc control.UpgradeAccepted, st control.Status, asked time.Time) (bool, error) {
+	if st.Upgrade != nil && !st.Upgrade.At.Before(asked) {
+		return true, nil
+	}
+	if st.PID == acc.PID {
+		return false, nil
+	}
+	runs := "version " + st.Version
+	switch {
+	case acc.To.Version == acc.From.Version:
+	case st.Version == acc.To.Version:
+		runs = "the new program, " + runs
+	case st.Version == acc.From.Version:
+		runs = "the old program, " + runs
+	}
+	return false, fmt.Errorf("upgrade: pool %d exited during the upgrade and %s did not take over (see the pool log); a new pool (pid %d) runs %s",
+		acc.PID, acc.Binary, st.PID, runs)
 }

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/app/npx/npxtest"
+	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
 
@@ -100,5 +102,38 @@ func TestUpgradeKeepsTheCarriedChildsPackage(t *testing.T) {
 	}
 	if _, err := os.Stat(script); err != nil {
 		t.Errorf("the carried child's package: %v", err)
+	}
+}
+
+// What `switchboard upgrade` makes of each status while it waits: the old
+// program (same PID, no newer upgrade) is waited on; the new one, by exec
+// (same PID) or spawned (Windows: a PID of its own), ends the wait; a
+// pool of another PID that took nothing over means the upgrading pool
+// exited and the new program will not come.
+func TestUpgradeOutcome(t *testing.T) {
+	asked := time.Now()
+	acc := control.UpgradeAccepted{PID: 100, Binary: "/opt/sb/switchboard",
+		From: version.Info{Version: "1.0.0"}, To: version.Info{Version: "2.0.0"}}
+	fresh := &control.UpgradeInfo{From: acc.From, At: asked.Add(time.Second)}
+	stale := &control.UpgradeInfo{From: version.Info{Version: "0.9.0"}, At: asked.Add(-time.Hour)}
+	for _, tc := range []struct {
+		name    string
+		st      control.Status
+		done    bool
+		wantErr string
+	}{
+		{"the old program, before its exec", control.Status{PID: 100, Version: "1.0.0"}, false, ""},
+		{"the old program, itself upgraded before", control.Status{PID: 100, Version: "1.0.0", Upgrade: stale}, false, ""},
+		{"the new program, by exec", control.Status{PID: 100, Version: "2.0.0", Upgrade: fresh}, true, ""},
+		{"the new program, spawned", control.Status{PID: 200, Version: "2.0.0", Upgrade: fresh}, true, ""},
+		{"a pool started afresh", control.Status{PID: 200, Version: "1.0.0"},
+			false, "pool 100 exited during the upgrade and /opt/sb/switchboard did not take over (see the pool log); a new pool (pid 200) runs the old program, version 1.0.0"},
+		{"a pool started afresh, that upgraded before", control.Status{PID: 200, Version: "2.0.0", Upgrade: stale},
+			false, "a new pool (pid 200) runs the new program, version 2.0.0"},
+	} {
+		done, err := upgradeOutcome(acc, tc.st, asked)
+		if done != tc.done || (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%s: done %v, err %v; want done %v, err with %q", tc.name, done, err, tc.done, tc.wantErr)
+		}
 	}
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -576,4 +577,58 @@ func TestUpgradeWithABrokenConfigKeepsTheChildren(t *testing.T) {
 	if got := toolText(s.recvID("3")); got != child {
 		t.Fatalf("after the fix the session reached child %q, want %s", got, child)
 	}
+}
+
+// An upgrade to a binary that answers `version --json` but cannot serve:
+// the pool execs it and is gone, a client starts a new pool (another PID,
+// not an upgraded one), and `switchboard upgrade` says so at once, naming
+// the new pool. On the first edition it waited for an upgraded program
+// that could no longer come, and failed only after 2 minutes.
+func TestUpgradeToABinaryThatCannotStartFailsAtOnce(t *testing.T) {
+	bad := filepath.Join(shortDir(t), "switchboard")
+	script := "#!/bin/sh\nif [ \"$1\" = version ]; then echo '{\"version\":\"0.0.3-cannot-serve\",\"handover\":0}'; exit 0; fi\necho 'this binary cannot serve' >&2\nexit 1\n"
+	if err := os.WriteFile(bad, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home := coldHome(t, `{"idleExit": "1m"}`)
+	s := coldShim(t, home)
+	s.initialize("through-a-failed-upgrade")
+	pools := poolsOf(home)
+	if len(pools) != 1 {
+		t.Fatalf("pools: %v", pools)
+	}
+	// Well short of the 2 minutes the command would wait for an upgraded
+	// program.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	up := exec.CommandContext(ctx, sbBin, "upgrade", "--binary", bad)
+	up.Env = clientEnv(home)
+	var upOut syncBuffer
+	up.Stdout, up.Stderr = &upOut, &upOut
+	start := time.Now()
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	upDone := make(chan error, 1)
+	go func() { upDone <- up.Wait() }()
+	waitFor(t, "the pool to exit into the binary that cannot serve", func() bool { return !alive(pools[0]) })
+	// The client sends on: it starts a pool of its own.
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+	if got := toolText(s.recvID("1")); got != "hi" {
+		t.Fatalf("echo through the pool the client started: %q", got)
+	}
+	now := poolsOf(home)
+	if len(now) != 1 || now[0] == pools[0] {
+		t.Fatalf("pools after the failed upgrade: %v (the upgraded one: %d)", now, pools[0])
+	}
+	err := <-upDone
+	took := time.Since(start)
+	if ctx.Err() != nil {
+		t.Fatalf("switchboard upgrade still waited after %s (killed): %s", took.Round(time.Millisecond), upOut.String())
+	}
+	want := fmt.Sprintf("a new pool (pid %d)", now[0])
+	if err == nil || !strings.Contains(upOut.String(), "exited during the upgrade") || !strings.Contains(upOut.String(), want) {
+		t.Fatalf("switchboard upgrade: %v after %s, said %q; want an error naming %q", err, took.Round(time.Millisecond), upOut.String(), want)
+	}
+	t.Logf("switchboard upgrade failed after %s: %s", took.Round(time.Millisecond), strings.TrimSpace(upOut.String()))
 }
