@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
 	"github.com/switchboard-mcp/switchboard/app/control"
@@ -63,7 +62,10 @@ type RunningConfig struct {
 // For a file with problems it returns the check and an error wrapping
 // ErrInvalidConfig.
 func CheckConfig(ctx context.Context, file string) (ConfigCheck, error) {
-	st, running := runningStatus(ctx)
+	st, running, err := runningStatus(ctx)
+	if err != nil {
+		return ConfigCheck{File: file}, fmt.Errorf("config check: cannot compare with the running Switchboard: %w", err)
+	}
 	if file == "" {
 		if running && st.Config != "" {
 			file = st.Config
@@ -136,13 +138,21 @@ func dirProblem(dir string) string {
 	return ""
 }
 
-// runningStatus asks the running pool for its status, briefly: no pool is
-// a normal answer here.
-func runningStatus(ctx context.Context) (control.Status, bool) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	st, err := FetchStatus(ctx)
-	return st, err == nil
+// runningStatus asks the running pool for its status: running is false,
+// with no error, when no pool runs (no one listens on the control socket:
+// a normal answer here). A pool that runs but does not answer within the
+// question's bound (stopped, stuck) is an error that Is
+// control.ErrUnresponsive: which config it runs is unknown, so it is no
+// more "no pool" than a pool of another config is.
+func runningStatus(ctx context.Context) (st control.Status, running bool, err error) {
+	st, err = FetchStatus(ctx)
+	switch {
+	case err == nil:
+		return st, true, nil
+	case errors.Is(err, ErrNoPool):
+		return control.Status{}, false, nil
+	}
+	return control.Status{}, false, err
 }
 
 // runningConfig is the config the pool runs: from the control API's
@@ -198,7 +208,11 @@ func Import(ctx context.Context, opts ImportOptions) (*importer.Result, error) {
 	}
 	cfg := opts.Config
 	if cfg == "" {
-		if st, ok := runningStatus(ctx); ok && st.Config != "" {
+		st, ok, err := runningStatus(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("import changed nothing: it adds the servers to the running Switchboard's config, and %w", err)
+		}
+		if ok && st.Config != "" {
 			cfg = st.Config
 		} else {
 			paths, err := ResolvePaths()

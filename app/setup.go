@@ -81,13 +81,18 @@ func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 // so that a client started from the desktop reaches the pool of paths'
 // config, and this shell's PATH, which a pool the shim starts needs to
 // find npx. A pool running here with another config than paths' is
-// refused (otherPoolError); cmd names the command for its message.
+// refused (otherPoolError), and so is one that does not answer, whose
+// config is unknown; cmd names the command for its message.
 func connectThisBinary(ctx context.Context, paths Paths, cmd string, opts *importer.Options) error {
 	pin, err := home.Env()
 	if err != nil {
 		return err
 	}
-	if st, ok := runningStatus(ctx); ok && st.Config != "" && !samePath(st.Config, paths.Config) {
+	st, ok, err := runningStatus(ctx)
+	if err != nil {
+		return fmt.Errorf("%s changed nothing: it must know which config the running Switchboard runs, and %w", cmd, err)
+	}
+	if ok && st.Config != "" && !samePath(st.Config, paths.Config) {
 		return otherPoolError(st, paths.Config, pin, cmd)
 	}
 	exe, err := stableBinary(os.Args[0])

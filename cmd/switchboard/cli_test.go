@@ -136,8 +136,15 @@ func serveHome(t *testing.T, home string) *instance {
 // to its environment.
 func serveBinary(t *testing.T, binary, home string, env ...string) *instance {
 	t.Helper()
+	return serveWith(t, exec.Command(binary, "serve"), home, env...)
+}
+
+// serveWith starts cmd, a `switchboard serve` with its arguments, on an
+// existing home, with env added to its environment.
+func serveWith(t *testing.T, cmd *exec.Cmd, home string, env ...string) *instance {
+	t.Helper()
 	in := &instance{t: t, home: home, log: &syncBuffer{}, done: make(chan error, 1)}
-	in.cmd = exec.Command(binary, "serve")
+	in.cmd = cmd
 	in.cmd.Env = append(append(os.Environ(), "SWITCHBOARD_HOME="+home), env...)
 	in.cmd.Stdout, in.cmd.Stderr = in.log, in.log
 	// If the test binary dies (a timeout panic), the pool dies with it.

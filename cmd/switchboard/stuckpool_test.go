@@ -1,0 +1,83 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// A pool that runs but does not answer (stopped with SIGSTOP here; stuck,
+// in life) is not "no pool": setup, import and config check cannot tell
+// which config it runs, so they change nothing and fail, saying it did not
+// answer. Taken for no pool, setup would add the servers to this home's
+// config.json, which a pool started with --config does not read, and point
+// the client at it: the refusal a pool of another config gets when it
+// answers would be bypassed by its being slow.
+func TestCommandsRefuseAPoolThatDoesNotAnswer(t *testing.T) {
+	home := homeDir(t)
+	user := t.TempDir()
+	other := filepath.Join(home, "other.json")
+	if err := os.WriteFile(other, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clientFile := filepath.Join(user, ".cursor", "mcp.json")
+	orig := `{"mcpServers": {"fake": {"command": "` + fakeBin + `", "args": ["a"]}}}`
+	if err := os.MkdirAll(filepath.Dir(clientFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(clientFile, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := serveWith(t, exec.Command(sbBin, "serve", "--config", other), home)
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command(sbBin, args...)
+		cmd.Env = append(clientEnv(home), "HOME="+user)
+		cmd.Dir = user
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Errorf("%v: %v", args, err)
+		}
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	// Answering, the pool of another config is refused.
+	if out, code := run("setup", "cursor"); code != 1 || !strings.Contains(out, "runs the config "+other) {
+		t.Fatalf("setup cursor with a pool of another config: exit %d\n%s", code, out)
+	}
+	defaultConfig := filepath.Join(home, "config.json")
+	before, beforeErr := os.ReadFile(defaultConfig)
+
+	if err := in.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.cmd.Process.Signal(syscall.SIGCONT) })
+	// Together: each waits out the question's bound.
+	cmds := [][]string{{"setup", "cursor"}, {"import", "--from", "cursor"}, {"config", "check"}}
+	outs, codes := make([]string, len(cmds)), make([]int, len(cmds))
+	var wg sync.WaitGroup
+	for i, args := range cmds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], codes[i] = run(args...)
+		}()
+	}
+	wg.Wait()
+	for i, args := range cmds {
+		if codes[i] != 1 || !strings.Contains(outs[i], "the running Switchboard did not answer") {
+			t.Errorf("%s with the pool stopped: exit %d, want 1 saying it did not answer:\n%s", strings.Join(args, " "), codes[i], outs[i])
+		}
+	}
+	if data, _ := os.ReadFile(clientFile); string(data) != orig {
+		t.Errorf("the client file was rewritten:\n%s", data)
+	}
+	after, afterErr := os.ReadFile(defaultConfig)
+	if string(after) != string(before) || (beforeErr == nil) != (afterErr == nil) {
+		t.Errorf("%s was written (before: %v, after: %v):\n%s", defaultConfig, beforeErr, afterErr, after)
+	}
+}
