@@ -206,29 +206,24 @@ func Import(ctx context.Context, opts ImportOptions) (*importer.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	paths, err := ResolvePaths()
+	if err != nil {
+		return nil, err
+	}
 	cfg := opts.Config
 	if cfg == "" {
 		st, ok, err := runningStatus(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("import changed nothing: it adds the servers to the running Switchboard's config, and %w", err)
 		}
+		cfg = paths.Config
 		if ok && st.Config != "" {
 			cfg = st.Config
-		} else {
-			paths, err := ResolvePaths()
-			if err != nil {
-				return nil, err
-			}
-			cfg = paths.Config
 		}
 	}
 	iopts := importer.Options{Client: client, File: opts.File, Config: cfg, Env: env,
 		DryRun: opts.DryRun, RewriteClient: opts.RewriteClient}
 	if opts.RewriteClient {
-		paths, err := ResolvePaths()
-		if err != nil {
-			return nil, err
-		}
 		if err := connectThisBinary(ctx, paths, "import --rewrite-client", &iopts); err != nil {
 			return nil, err
 		}
@@ -240,6 +235,13 @@ func Import(ctx context.Context, opts ImportOptions) (*importer.Result, error) {
 				"import into %s without --rewrite-client, or run it from the environment whose config that is", paths.Config, cfg, cfg)
 		}
 	}
+	// Another setup or import at once would write the config from what
+	// it read before this one's servers were added.
+	lock, err := lockEdits(paths)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
 	return importer.Import(iopts)
 }
 

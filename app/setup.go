@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/app/config"
 	"github.com/switchboard-mcp/switchboard/app/control"
+	"github.com/switchboard-mcp/switchboard/app/flock"
 	"github.com/switchboard-mcp/switchboard/app/home"
 	"github.com/switchboard-mcp/switchboard/app/importer"
 )
@@ -63,6 +64,11 @@ func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 	if err := connectThisBinary(ctx, paths, "setup", &opts); err != nil {
 		return nil, err
 	}
+	lock, err := lockEdits(paths)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
 	res, err := importer.Import(opts)
 	if res != nil && len(res.Rewrites) > 0 {
 		if rerr := remember(setupRecordPath(paths, client), client, res.Rewrites); rerr != nil && err == nil {
@@ -177,6 +183,34 @@ func stableBinary(argv0 string) (string, error) {
 	return called, nil
 }
 
+// editLockWait bounds the wait for another setup, import or undo of
+// this home to finish its edits: each takes a moment.
+const editLockWait = 30 * time.Second
+
+// lockEdits takes this home's edit lock (Paths.EditLockFile), waiting for
+// another setup, import or undo to finish: each reads Switchboard's
+// config, client files and setup's records and writes them back, and two
+// at once would lose what the other added (a server one imported, which
+// its client is then pointed at all the same).
+func lockEdits(paths Paths) (*flock.Lock, error) {
+	if err := paths.EnsureRunDir(); err != nil {
+		return nil, err
+	}
+	l, err := flock.Wait(paths.EditLockFile(), time.Now().Add(editLockWait))
+	if errors.Is(err, flock.ErrHeld) {
+		return nil, fmt.Errorf("another setup, import or setup --undo has been changing this Switchboard's config or a client's for %s (lock %s, held by pid %d): run this again once it is done",
+			editLockWait, paths.EditLockFile(), flock.ReadPID(paths.EditLockFile()))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := l.WritePID(); err != nil {
+		l.Unlock()
+		return nil, fmt.Errorf("lock %s: %w", paths.EditLockFile(), err)
+	}
+	return l, nil
+}
+
 // remember adds rewrites to the client's setup record. Each keeps its
 // own backup: a file rewritten again (entries added since the first
 // setup) has entries from before each.
@@ -216,6 +250,11 @@ func UndoSetup(from string) ([]importer.Undone, error) {
 	if err != nil {
 		return nil, err
 	}
+	lock, err := lockEdits(paths)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
 	path := setupRecordPath(paths, client)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {

@@ -34,6 +34,11 @@ func (p Paths) ChildrenFile() string { return filepath.Join(p.Run, "children.jso
 // StartLockFile serialises clients starting the pool (package launch).
 func (p Paths) StartLockFile() string { return filepath.Join(p.Run, "start.lock") }
 
+// EditLockFile serialises the commands that edit Switchboard's config
+// and clients' files (setup, import, setup --undo): each reads a file and
+// writes it back, and two at once would lose one's changes.
+func (p Paths) EditLockFile() string { return filepath.Join(p.Run, "edit.lock") }
+
 // PoolLog is where a pool started by a client writes its log.
 func (p Paths) PoolLog() string { return filepath.Join(p.Logs, "pool.log") }
 
