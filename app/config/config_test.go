@@ -516,6 +516,62 @@ func TestDiffAsThePoolRuns(t *testing.T) {
 	}
 }
 
+// TestDiffEmptyIsAbsent: an empty list or object is no value, as the pool
+// reads it: "args": [] and no args are one entry. `config check` compares
+// the file with the running config as GET /v1/config sends it, which
+// leaves empty lists out, and said "args changed" of every entry written
+// with "args": [] (as clients write them).
+func TestDiffEmptyIsAbsent(t *testing.T) {
+	tests := []struct {
+		name, old, new string
+		want           DiffResult
+	}{
+		{name: "empty args", old: `{"mcpServers": {"s": {"command": "x", "args": []}}}`, new: `{"mcpServers": {"s": {"command": "x"}}}`,
+			want: DiffResult{Unchanged: []string{"s"}}},
+		{name: "empty env", old: `{"mcpServers": {"s": {"command": "x", "env": {}}}}`, new: `{"mcpServers": {"s": {"command": "x"}}}`,
+			want: DiffResult{Unchanged: []string{"s"}}},
+		{name: "empty allowedOrigins", old: `{"mcpServers": {}, "http": {"allowedOrigins": []}}`, new: `{"mcpServers": {}}`},
+		{name: "empty restart", old: `{"mcpServers": {"s": {"command": "x", "restart": {}}}}`, new: `{"mcpServers": {"s": {"command": "x"}}}`,
+			want: DiffResult{Unchanged: []string{"s"}}},
+		{name: "args emptied", old: `{"mcpServers": {"s": {"command": "x", "args": ["1"]}}}`, new: `{"mcpServers": {"s": {"command": "x", "args": []}}}`,
+			want: DiffResult{Changed: []Change{{Name: "s", Fields: []string{"args"}, Restarts: true}}}},
+		{name: "origins emptied", old: `{"mcpServers": {}, "http": {"allowedOrigins": ["http://a"]}}`, new: `{"mcpServers": {}, "http": {"allowedOrigins": []}}`,
+			want: DiffResult{Settings: []string{"http.allowedOrigins"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, err := Decode([]byte(tt.old))
+			if err != nil {
+				t.Fatal(err)
+			}
+			new, err := Decode([]byte(tt.new))
+			if err != nil {
+				t.Fatal(err)
+			}
+			opt := cmpopts.EquateEmpty()
+			if diff := cmp.Diff(tt.want, Diff(old, new, env(nil)), opt); diff != "" {
+				t.Errorf("Diff (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.want, Diff(new, old, env(nil)), opt, cmpopts.IgnoreFields(DiffResult{}, "Changed")); diff != "" {
+				t.Errorf("Diff the other way (-want +got):\n%s", diff)
+			}
+			// Through GET /v1/config, as `config check` sees the running
+			// config: no change.
+			data, err := json.Marshal(old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sent File
+			if err := json.Unmarshal(data, &sent); err != nil {
+				t.Fatal(err)
+			}
+			if d := Diff(&sent, old, env(nil)); len(d.Changed)+len(d.Settings) > 0 {
+				t.Errorf("the running config as sent differs from the file it came from: %s", d)
+			}
+		})
+	}
+}
+
 // WritePrivateFile leaves the file readable by its owner alone: a new
 // one 0600, an existing one without its group and other bits, through a
 // link too (the target's).

@@ -196,6 +196,7 @@ func pooled(f *File) []string {
 
 // fieldDiff lists the JSON paths at which two structs of the same type
 // differ. Unknown fields (Extra) do not count: Switchboard ignores them.
+// An empty list or object is the same as none (maps compare key by key).
 func fieldDiff(prefix string, a, b reflect.Value) []string {
 	var out []string
 	t := a.Type()
@@ -239,6 +240,12 @@ func fieldDiff(prefix string, a, b reflect.Value) []string {
 				zb = fb.Elem()
 			}
 			out = append(out, fieldDiff(path, za, zb)...)
+		case reflect.Slice:
+			// Empty is none: the pool reads "args": [] as no args, and
+			// the running config as GET /v1/config sends it leaves it out.
+			if (fa.Len() > 0 || fb.Len() > 0) && !reflect.DeepEqual(fa.Interface(), fb.Interface()) {
+				out = append(out, path)
+			}
 		default:
 			if !reflect.DeepEqual(fa.Interface(), fb.Interface()) {
 				out = append(out, path)
