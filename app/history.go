@@ -380,26 +380,18 @@ func History(ctx context.Context, q HistoryQuery) ([]HistoryEntry, error) {
 	return out, nil
 }
 
-// HangThreshold is the configured hangThreshold of the running pool's
-// config (else the config at the default location), or 30s.
-func HangThreshold(ctx context.Context) time.Duration {
-	paths, err := ResolvePaths()
-	if err != nil {
-		return config.DefaultHangThreshold
-	}
-	path := paths.Config
-	if st, err := FetchStatus(ctx); err == nil && st.Config != "" {
-		path = st.Config
-	}
+// hangThreshold is the hangThreshold of the config at path; set says
+// the file sets one, else it is 30s.
+func hangThreshold(path string) (d time.Duration, set bool) {
 	data, err := config.ReadFile(path)
 	if err != nil {
-		return config.DefaultHangThreshold
+		return config.DefaultHangThreshold, false
 	}
 	f, err := config.Decode(data)
-	if err != nil {
-		return config.DefaultHangThreshold
+	if err != nil || f.HangThreshold == "" {
+		return config.DefaultHangThreshold, false
 	}
-	return f.Hang()
+	return f.Hang(), true
 }
 
 // Hangs lists requests in flight for at least over, oldest first: those
@@ -408,37 +400,73 @@ func HangThreshold(ctx context.Context) time.Duration {
 // history only; without a history, the pool only. notes say what could
 // not be read, for stderr.
 func Hangs(ctx context.Context, over time.Duration) (entries []HistoryEntry, notes []string, err error) {
+	entries, _, notes, err = hangs(ctx, &over)
+	return entries, notes, err
+}
+
+// HangsOverThreshold is Hangs over the hangThreshold of the running
+// pool's config (of the config at the default location when none
+// answers), which it returns.
+func HangsOverThreshold(ctx context.Context) (entries []HistoryEntry, threshold time.Duration, notes []string, err error) {
+	return hangs(ctx, nil)
+}
+
+// hangs is Hangs over over, or with over nil HangsOverThreshold. The pool
+// is asked once, within the question's bound, for both the config whose
+// threshold applies and the requests: one that does not answer is not
+// waited on twice.
+func hangs(ctx context.Context, over *time.Duration) (entries []HistoryEntry, threshold time.Duration, notes []string, err error) {
 	paths, err := ResolvePaths()
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
-	now := time.Now()
 	var live *control.Status
-	switch st, err := FetchStatus(ctx); {
-	case err == nil:
+	st, serr := FetchStatus(ctx)
+	switch {
+	case serr == nil:
 		live = &st
-	case errors.Is(err, ErrNoPool):
+	case errors.Is(serr, ErrNoPool):
 		notes = append(notes, "no Switchboard is running: showing what the history recorded")
 	default:
-		notes = append(notes, fmt.Sprintf("could not ask the running Switchboard (%v): showing what the history recorded", err))
+		notes = append(notes, fmt.Sprintf("could not ask the running Switchboard (%v): showing what the history recorded", serr))
 	}
+	if over != nil {
+		threshold = *over
+	} else {
+		from := paths.Config
+		if live != nil && live.Config != "" {
+			from = live.Config
+		}
+		var set bool
+		threshold, set = hangThreshold(from)
+		if live == nil && !errors.Is(serr, ErrNoPool) {
+			// The pool that did not answer may run another config
+			// (--config): say where the threshold comes from.
+			whose := "the hangThreshold of " + from
+			if !set {
+				whose = "the default (" + from + " sets no hangThreshold)"
+			}
+			notes = append(notes, fmt.Sprintf("the threshold, %s, is %s; the running Switchboard may run another config, with another; --over sets one", threshold, whose))
+		}
+	}
+	now := time.Now()
 	var rows []store.Request
 	var liveRun int64
 	db, err := store.OpenReadOnly(paths.History)
 	if err == nil {
 		defer db.Close()
-		if rows, err = db.Hangs(ctx, over, now); err == nil {
+		if rows, err = db.Hangs(ctx, threshold, now); err == nil {
 			liveRun, err = db.LiveRun(ctx)
 		}
 	}
 	switch {
 	case err == nil, errors.Is(err, fs.ErrNotExist):
 	case live == nil:
-		return nil, notes, fmt.Errorf("read the history: %w", err)
+		return nil, threshold, notes, fmt.Errorf("read the history: %w", err)
 	default:
 		notes = append(notes, fmt.Sprintf("history unavailable (%v): showing the running pool's requests only", err))
 	}
-	return mergeHangs(live, liveRun, rows, over, now), notes, nil
+	return mergeHangs(live, liveRun, rows, threshold, now), threshold, notes, nil
 }
 
 // mergeHangs combines the running pool's in-flight requests (authoritative

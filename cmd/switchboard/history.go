@@ -78,13 +78,16 @@ func (c *hangsCmd) Validate() error {
 }
 
 func (c *hangsCmd) Run(ctx context.Context) error {
-	var over time.Duration
+	var entries []app.HistoryEntry
+	var threshold time.Duration
+	var notes []string
+	var err error
 	if c.Over != nil {
-		over = *c.Over
+		threshold = *c.Over
+		entries, notes, err = app.Hangs(ctx, threshold)
 	} else {
-		over = app.HangThreshold(ctx)
+		entries, threshold, notes, err = app.HangsOverThreshold(ctx)
 	}
-	entries, notes, err := app.Hangs(ctx, over)
 	for _, n := range notes {
 		fmt.Fprintf(os.Stderr, "switchboard: %s\n", n)
 	}
@@ -94,7 +97,7 @@ func (c *hangsCmd) Run(ctx context.Context) error {
 	if c.JSON {
 		return printJSON(os.Stdout, entries)
 	}
-	return printHangs(os.Stdout, entries, over)
+	return printHangs(os.Stdout, entries, threshold)
 }
 
 func printHistory(w io.Writer, entries []app.HistoryEntry, now time.Time) error {

@@ -2,13 +2,17 @@ package main
 
 import (
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+
+	homepkg "github.com/switchboard-mcp/switchboard/app/home"
 )
 
 // A pool that runs but does not answer (stopped with SIGSTOP here; stuck,
@@ -79,5 +83,87 @@ func TestCommandsRefuseAPoolThatDoesNotAnswer(t *testing.T) {
 	after, afterErr := os.ReadFile(defaultConfig)
 	if string(after) != string(before) || (beforeErr == nil) != (afterErr == nil) {
 		t.Errorf("%s was written (before: %v, after: %v):\n%s", defaultConfig, beforeErr, afterErr, after)
+	}
+}
+
+// silentControlSocket listens on home's control socket as a pool that
+// takes questions and never answers does (one stopped, or stuck), and
+// counts the connections made to it.
+func silentControlSocket(t *testing.T, home string) (asked func() int) {
+	t.Helper()
+	paths, err := homepkg.ResolveIn(runtime.GOOS, func(k string) string {
+		if k == "SWITCHBOARD_HOME" {
+			return home
+		}
+		return os.Getenv(k)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := paths.EnsureRunDir(); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", paths.ControlSocket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(conns)
+	}
+}
+
+// `hangs` with a pool that does not answer asks it once, waiting the
+// question's 15 s, not once for the threshold and again for the requests
+// (30 s); and, the threshold then read from this home's config, which a
+// pool started with --config does not run, it says so.
+func TestHangsAsksAPoolThatDoesNotAnswerOnce(t *testing.T) {
+	home := homeDir(t)
+	cfg := filepath.Join(home, "config.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}, "hangThreshold": "45s"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	asked := silentControlSocket(t, home)
+	cmd := exec.Command(sbBin, "hangs")
+	cmd.Env = clientEnv(home)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("hangs: %v\n%s", err, stderr.String())
+	}
+	if n := asked(); n != 1 {
+		t.Errorf("hangs asked the pool %d times, want once", n)
+	}
+	if !strings.Contains(stderr.String(), "did not answer") ||
+		!strings.Contains(stderr.String(), "the threshold, 45s, is the hangThreshold of "+cfg+"; the running Switchboard may run another config") {
+		t.Errorf("hangs does not say the pool did not answer and where the threshold comes from:\n%s", stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "nothing in flight for 45s or more") {
+		t.Errorf("hangs output:\n%s", stdout.String())
 	}
 }
