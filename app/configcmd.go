@@ -221,8 +221,9 @@ func Import(ctx context.Context, opts ImportOptions) (*importer.Result, error) {
 			cfg = st.Config
 		}
 	}
+	// Rewriting, a project's file is left alone unless named, as setup does.
 	iopts := importer.Options{Client: client, File: opts.File, Config: cfg, Env: env,
-		DryRun: opts.DryRun, RewriteClient: opts.RewriteClient}
+		DryRun: opts.DryRun, RewriteClient: opts.RewriteClient, UserOnly: opts.RewriteClient}
 	if opts.RewriteClient {
 		if err := connectThisBinary(ctx, paths, "import --rewrite-client", &iopts); err != nil {
 			return nil, err

@@ -59,7 +59,7 @@ func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 		return nil, err
 	}
 	opts := importer.Options{
-		Client: client, File: file, Config: paths.Config, Env: env, RewriteClient: true, UpdateConnected: true,
+		Client: client, File: file, Config: paths.Config, Env: env, RewriteClient: true, UpdateConnected: true, UserOnly: true,
 	}
 	if err := connectThisBinary(ctx, paths, "setup", &opts); err != nil {
 		return nil, err

@@ -35,6 +35,12 @@ type Options struct {
 	Client Client
 	// File reads only this file instead of the client's known locations.
 	File string
+	// UserOnly leaves alone the project's files among the client's known
+	// locations (.mcp.json, .cursor/mcp.json, .vscode/mcp.json in
+	// Env.Cwd), which a repository may share: rewritten, they would hold
+	// this machine's paths. They are not read, and Notes say so. A File is
+	// read wherever it is (a project's rewritten gets a warning in Notes).
+	UserOnly bool
 	// Config is Switchboard's config file; it is created if missing.
 	Config string
 	Env    Env
@@ -155,23 +161,40 @@ func Import(opts Options) (*Result, error) {
 	if opts.File == "" {
 		locs = nil
 		var seen []os.FileInfo
+		var left []Location
 		for _, l := range Locations(opts.Client, opts.Env) {
 			fi, err := os.Stat(l.Path)
 			// One file at two locations (~/.cursor/mcp.json is the
 			// project's too when run from the home directory, a link) is
 			// read once, as the first: read twice, its entries would
 			// match themselves and its rewrite back up a rewritten file.
-			if err == nil && !slices.ContainsFunc(seen, func(s os.FileInfo) bool { return os.SameFile(s, fi) }) {
-				seen = append(seen, fi)
-				locs = append(locs, l)
+			if err != nil || slices.ContainsFunc(seen, func(s os.FileInfo) bool { return os.SameFile(s, fi) }) {
+				continue
 			}
+			seen = append(seen, fi)
+			if opts.UserOnly && opts.Env.shared(l) {
+				left = append(left, l)
+				continue
+			}
+			locs = append(locs, l)
 		}
 		if len(locs) == 0 {
 			var looked []string
 			for _, l := range Locations(opts.Client, opts.Env) {
-				looked = append(looked, l.Path)
+				if !opts.UserOnly || !opts.Env.shared(l) {
+					looked = append(looked, l.Path)
+				}
+			}
+			if len(left) > 0 {
+				return nil, fmt.Errorf("no %s config of your own found (looked in %s); %s is the project's own config, left alone: "+
+					"rewritten, it would hold this machine's paths, and its repository may share it; name it with --file %s to point it at Switchboard all the same",
+					opts.Client, strings.Join(looked, ", "), left[0].Path, left[0].Path)
 			}
 			return nil, fmt.Errorf("no %s config found (looked in %s); name one with --file", opts.Client, strings.Join(looked, ", "))
+		}
+		for _, l := range left {
+			res.Notes = append(res.Notes, fmt.Sprintf("Left %s as it is: it is the project's own config (%s), which its repository may share, "+
+				"and rewritten it would hold this machine's paths; name it with --file %s to point it at Switchboard all the same.", l.Path, l.Project, l.Path))
 		}
 	}
 
@@ -234,6 +257,15 @@ func Import(opts Options) (*Result, error) {
 			}
 			if rw != nil {
 				res.Rewrites = append(res.Rewrites, *rw)
+				if opts.Env.shared(cf.loc) {
+					hold, is := "hold", "is"
+					if opts.DryRun {
+						hold, is = "would hold", "would be"
+					}
+					res.Notes = append(res.Notes, fmt.Sprintf("Warning: %s is the project's own config (%s), which its repository may share: "+
+						"its rewritten entries %s this machine's paths (the switchboard binary, PATH, where Switchboard's files are), and its backup %s beside it: "+
+						"keep both out of commits.", cf.loc.Path, cf.loc.Project, hold, is))
+				}
 			}
 		}
 		// Entries were copied into res before the rewrite marked them.

@@ -109,6 +109,13 @@ func Locations(c Client, e Env) []Location {
 	return nil
 }
 
+// shared says l is a project's own file, which the project's repository
+// may share with others: not one of the user's home directory itself
+// (~/.cursor/mcp.json is Cursor's user config, whatever its shape).
+func (e Env) shared(l Location) bool {
+	return l.Project != "" && filepath.Clean(l.Project) != filepath.Clean(e.Home)
+}
+
 // appConfigDir is where desktop apps keep their settings: XDG config on
 // Linux, Application Support on macOS, %APPDATA% on Windows.
 func (e Env) appConfigDir() string {

@@ -148,7 +148,7 @@ func reportImport(res *importer.Result, err error) error {
 type setupCmd struct {
 	Client string `arg:"" enum:"claude-code,claude-desktop,cursor,vscode" help:"claude-code, claude-desktop, cursor or vscode."`
 	Undo   bool   `help:"Put back, from the backup setup made, the entries setup rewrote; the rest of the client's config stays as it is now."`
-	File   string `help:"The client's config file to point at Switchboard, instead of the client's known locations (e.g. a workspace's .vscode/mcp.json)." type:"path"`
+	File   string `help:"The client's config file to point at Switchboard, instead of the client's known locations (e.g. a workspace's .vscode/mcp.json); a project's file in the current directory is rewritten only when named so." type:"path"`
 }
 
 func (c *setupCmd) Run(ctx context.Context) error {
