@@ -54,6 +54,9 @@ type RunningConfig struct {
 	ReadErr error
 	// ConfigError is the running pool's own config error, if any.
 	ConfigError *string
+	// RunsFile says the pool runs the checked file: one with problems
+	// leaves it on its last good config.
+	RunsFile bool
 }
 
 // CheckConfig is `switchboard config check [FILE]`: it validates file
@@ -66,26 +69,29 @@ func CheckConfig(ctx context.Context, file string) (ConfigCheck, error) {
 	if err != nil {
 		return ConfigCheck{File: file}, fmt.Errorf("config check: cannot compare with the running Switchboard: %w", err)
 	}
+	paths, err := ResolvePaths()
+	if err != nil {
+		return ConfigCheck{}, err
+	}
 	if file == "" {
+		file = paths.Config
 		if running && st.Config != "" {
 			file = st.Config
-		} else {
-			paths, err := ResolvePaths()
-			if err != nil {
-				return ConfigCheck{}, err
-			}
-			file = paths.Config
 		}
 	}
 	chk := ConfigCheck{File: file}
 	if running {
-		chk.Running = &RunningConfig{PID: st.PID, ConfigError: st.ConfigError}
+		chk.Running = &RunningConfig{PID: st.PID, ConfigError: st.ConfigError, RunsFile: st.Config != "" && samePath(st.Config, file)}
 	}
 	f, err := config.Load(file)
 	if err != nil {
 		var ce *config.Error
 		if errors.Is(err, os.ErrNotExist) {
-			return chk, fmt.Errorf("config check: no config at %s (Switchboard writes a starter config there on its first start)", file)
+			if samePath(file, paths.Config) {
+				// Only there: a pool started with --config writes none.
+				return chk, fmt.Errorf("config check: no config at %s (Switchboard writes a starter config there when it starts without one)", file)
+			}
+			return chk, fmt.Errorf("config check: no config at %s", file)
 		}
 		if !errors.As(err, &ce) {
 			return chk, fmt.Errorf("config check: %w", err)

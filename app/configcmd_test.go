@@ -129,7 +129,7 @@ func TestCheckConfig(t *testing.T) {
 				Running: &RunningConfig{PID: -1, Source: "its config file $HOME/config.json as it is on disk now", Diff: diff}}},
 		{name: "default file is the running one", running: 1,
 			want: ConfigCheck{File: "$HOME/config.json", Servers: []string{"memory", "old", "slow"},
-				Running: &RunningConfig{PID: -1, Source: "its running config from $HOME/config.json",
+				Running: &RunningConfig{PID: -1, Source: "its running config from $HOME/config.json", RunsFile: true,
 					Diff: config.DiffResult{Unchanged: []string{"memory", "old", "slow"}}}}},
 	}
 	for _, tt := range tests {

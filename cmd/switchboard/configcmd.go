@@ -50,7 +50,7 @@ func writeConfigCheck(w io.Writer, chk app.ConfigCheck) error {
 		if chk.EnvChecked {
 			fmt.Fprintln(bw, "(${VAR} references were checked against this shell's environment; Switchboard expands them from its own.)")
 		}
-		if chk.Running != nil {
+		if chk.Running != nil && chk.Running.RunsFile {
 			fmt.Fprintln(bw, "The running Switchboard keeps its last good config until this file is fixed.")
 		}
 		return bw.Flush()

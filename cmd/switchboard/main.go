@@ -29,7 +29,7 @@ type cli struct {
 	Tray      trayCmd      `cmd:"" default:"withargs" help:"Run the tray app with the pool in-process (the default)."`
 	Serve     serveCmd     `cmd:"" help:"Run the pool headless, for servers, CI and tests."`
 	Connect   connectCmd   `cmd:"" help:"Relay stdin/stdout to server NAME of the running pool (what MCP clients start)."`
-	Status    statusCmd    `cmd:"" help:"Show sessions, backends and requests in flight."`
+	Status    statusCmd    `cmd:"" help:"Show backends with counts of sessions and requests in flight."`
 	Leaks     leaksCmd     `cmd:"" help:"List leaked MCP backends: earlier runs' children still alive, orphans matching a configured server."`
 	Kill      killCmd      `cmd:"" help:"Kill a leaked MCP backend with its process group (or all of them with --all-leaked)."`
 	Config    configCmd    `cmd:"" help:"Check the config file."`
@@ -117,7 +117,7 @@ func (c *connectCmd) Run(release signalRelease) error {
 type signalRelease func()
 
 type statusCmd struct {
-	JSON bool `name:"json" help:"Print JSON (stable; see the README)."`
+	JSON bool `name:"json" help:"Print JSON (stable; see the README), which lists each session and request in flight."`
 }
 
 func (c *statusCmd) Run(ctx context.Context) error {

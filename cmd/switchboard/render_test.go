@@ -82,10 +82,16 @@ No Switchboard is running; nothing to compare with.
   mcpServers.x\x1b]0;PWNED\x07y.command: want a string
 `},
 		{"one problem, a pool running", app.ConfigCheck{File: "c.json", Problems: []config.Problem{{Msg: "bad"}},
-			Running: &app.RunningConfig{PID: 7}},
+			Running: &app.RunningConfig{PID: 7, RunsFile: true}},
 			`c.json: 1 problem:
   bad
 The running Switchboard keeps its last good config until this file is fixed.
+`},
+		// A file the pool does not run changes nothing in it.
+		{"one problem, a pool running another file", app.ConfigCheck{File: "other.json", Problems: []config.Problem{{Msg: "bad"}},
+			Running: &app.RunningConfig{PID: 7}},
+			`other.json: 1 problem:
+  bad
 `},
 		{"valid, no pool", app.ConfigCheck{File: "c.json", Servers: []string{"memory"}, Remote: []string{"linear"},
 			Unknown: []string{"mcpServers.slow.idleTimout"}},
