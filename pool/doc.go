@@ -381,7 +381,13 @@
 //     acted on it); the next pool resumes it and answers what the last one
 //     owed (the shim's ledger, or the history): [Pool.handBackSessions],
 //     [handBack.handle], [session.awaitHandshake], [session.handOverRelay],
-//     [session.resume], [mergeLost], [ledger.take]. An attached session's
+//     [session.resume], [mergeLost], [ledger.take]. A write to the client
+//     that the stop cuts short keeps what it did not write: the session's
+//     last flush writes it first, from inside the line the cut left, and
+//     an answer not written whole stays owed in the ledger, which says
+//     when the client's output ends inside a line (the next pool ends
+//     it): [session.writeQueued], [taken.cut], [session.finishOutput],
+//     [session.releaseWritten]. An attached session's
 //     open subscriptions/listen is owed in its ledger while it is open
 //     (listens hold at most maxLedgerListens slots: the rest are the
 //     requests'), released as it ends (cancelled, closed with its result

@@ -79,8 +79,8 @@ func (r *endingRig) answers() []string {
 	var out []string
 	for {
 		select {
-		case l := <-r.s.out:
-			out = append(out, string(l))
+		case q := <-r.s.out:
+			out = append(out, string(q.line))
 		default:
 			return out
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -371,12 +372,16 @@ type sessionOut struct {
 	w      *directWriter // nil: every line goes through drain
 	active atomic.Bool   // a drain goroutine runs
 
-	// A line a deliverer began writing and the client took only part
-	// of: its end and newline go first. rest is a part of the line, not
-	// a copy (a delivered line is the session's). Guarded by mu.
+	// What a write began and the client took only part of: rest and a
+	// newline go first. rest is the end of a line or of several (a
+	// batch's, a cut drain's: a copy), or of one line a deliverer wrote
+	// (not a copy: a delivered line is the session's); ends are the
+	// lines in it that answer requests, their slots released once they
+	// are written. Guarded by mu.
 	mu   sync.Mutex
 	cut  bool
 	rest []byte
+	ends []lineEnd
 	// stalled: a write waited EvictAfter for the client and timed out.
 	// A client that reads nothing is written nothing more, not even a
 	// graceful end's last answers (finishOutput). Guarded by mu.
@@ -392,28 +397,67 @@ func (o *sessionOut) kick(s *session) {
 
 // writers are the buffers drain goroutines write through: only a session
 // with a backlog holds one.
-var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+var writers = sync.Pool{New: func() any { return &taken{bw: bufio.NewWriterSize(nil, 64<<10)} }}
+
+// writerFor is a buffer from writers that writes to conn; putWriter
+// gives it back.
+func writerFor(conn deadlineWriter) *taken {
+	t := writers.Get().(*taken)
+	t.bw.Reset(conn)
+	return t
+}
+
+func putWriter(t *taken) {
+	t.reset()
+	t.bw.Reset(nil)
+	writers.Put(t)
+}
+
+// outLine is a line queued for the client, and the ledger slot of the
+// request it answers (0: none), released once the line is written.
+type outLine struct {
+	line []byte
+	slot int32
+}
+
+// lineEnd is where a line that answers a request ends in what a writer
+// writes (the offset just past its newline), and the request's ledger
+// slot.
+type lineEnd struct {
+	at   int
+	slot int32
+}
+
+// releaseWritten releases the slots of the lines of ends that the first
+// n bytes written complete, and returns the others, moved back by n.
+func (s *session) releaseWritten(ends []lineEnd, n int) []lineEnd {
+	i := 0
+	for ; i < len(ends) && ends[i].at <= n; i++ {
+		s.ledger.release(ends[i].slot)
+	}
+	left := ends[i:]
+	for j := range left {
+		left[j].at -= n
+	}
+	return left
+}
 
 // drain writes what is queued for the client until nothing is, then
 // exits; every write must be taken within EvictAfter, or the session is
 // evicted. Once the session has closed, its last answers are flushQueued's.
 func (s *session) drain(o *sessionOut) {
-	bw := writers.Get().(*bufio.Writer)
-	bw.Reset(o.conn)
-	defer func() {
-		bw.Reset(nil)
-		writers.Put(bw)
-	}()
+	t := writerFor(o.conn)
+	defer putWriter(t)
 	for {
 		o.mu.Lock()
 		var err error
 		owed, wrote := s.owedCount(), false
 		// Handed back, or closed: what is queued now (a listen's closing
 		// lines) is finishOutput's, under its own deadline; a write here
-		// would meet the hand-back's cut and lose what it took.
+		// would only meet the hand-back's cut.
 		if !isClosed(s.closed) && !s.handingBack.Load() {
 			s.ledger.midLine(true) // a write that blocks may stop anywhere
-			err = s.writeQueued(o.conn, bw, o)
+			err = s.writeQueued(o.conn, t, o)
 			if wrote = err == nil; wrote {
 				s.ledger.midLine(false) // what was queued ended with a whole line
 			}
@@ -422,7 +466,7 @@ func (s *session) drain(o *sessionOut) {
 			}
 		}
 		if wrote {
-			s.releaseOwed(owed) // their answers were queued or cut short before the count
+			s.releaseOwed(owed) // their answers were queued before the count, so are written
 		}
 		o.mu.Unlock()
 		if err != nil {
@@ -459,20 +503,18 @@ func (s *session) drain(o *sessionOut) {
 // client that let a write time out (stalled) gets none: it would be
 // evicted, and is not given EvictAfter again.
 func (s *session) finishOutput(o *sessionOut) {
-	bw := writers.Get().(*bufio.Writer)
-	bw.Reset(o.conn)
+	t := writerFor(o.conn)
 	o.mu.Lock()
 	if !o.stalled {
 		owed := s.owedCount()
 		s.ledger.midLine(true)
-		if s.flushQueued(o.conn, bw, o) == nil {
+		if s.flushQueued(o.conn, t, o) == nil {
 			s.ledger.midLine(false)
 			s.releaseOwed(owed)
 		}
 	}
 	o.mu.Unlock()
-	bw.Reset(nil)
-	writers.Put(bw)
+	putWriter(t)
 	s.closeTransport()
 	s.dropQueued() // what the client did not take in time
 }
@@ -494,7 +536,9 @@ func (o *sessionOut) tryWrite(s *session, line []byte, slot int32) bool {
 	switch {
 	case cut:
 		o.cut, o.rest = true, line[n:]
-		s.owe(slot) // under mu: the drain that writes the rest counts it
+		if slot > 0 {
+			o.ends = []lineEnd{{at: len(line) - n + 1, slot: slot}} // released by the writer of the rest
+		}
 		s.ledger.midLine(true)
 	case n > 0:
 		// Under mu, as every release of a written answer's slot: a
@@ -515,45 +559,127 @@ func (o *sessionOut) tryWrite(s *session, line []byte, slot int32) bool {
 	return true
 }
 
-// writeQueued writes the end of a line cut short, then everything queued,
-// in writes of up to 48 KiB that each must be taken within EvictAfter.
-func (s *session) writeQueued(conn deadlineWriter, bw *bufio.Writer, o *sessionOut) error {
+// writeQueued writes the end of a write cut short, then everything
+// queued, in writes of up to 48 KiB that each must be taken within
+// EvictAfter. A write that fails (a hand-back cut it short) leaves what
+// it did not write to go first (taken.cut): the session's last flush
+// (finishOutput) writes it, or its requests stay owed.
+func (s *session) writeQueued(conn deadlineWriter, t *taken, o *sessionOut) error {
+	err := s.bufferQueued(conn, t, o)
+	if err != nil {
+		t.cut(s, o)
+	}
+	return err
+}
+
+// bufferQueued is writeQueued's writing, through t.
+func (s *session) bufferQueued(conn deadlineWriter, t *taken, o *sessionOut) error {
 	if o.cut {
-		err := s.buffer(conn, bw, o.rest)
-		if err == nil {
-			err = bw.WriteByte('\n')
-		}
-		o.cut, o.rest = false, nil
-		if err != nil {
+		rest, ends := o.rest, o.ends
+		o.cut, o.rest, o.ends = false, nil, nil
+		if err := s.buffer(conn, t, rest, ends...); err != nil {
 			return err
 		}
 	}
 	for {
 		select {
-		case line := <-s.out:
-			err := s.buffer(conn, bw, line)
-			if err == nil {
-				err = bw.WriteByte('\n')
-			}
-			if len(line) > keepBuf {
+		case q := <-s.out:
+			err := s.buffer(conn, t, q.line, lineEnd{at: len(q.line) + 1, slot: q.slot})
+			if len(q.line) > keepBuf {
 				s.p.releasedLarge()
 			}
 			if err != nil {
 				return err
 			}
-			if bw.Buffered() < 48<<10 {
+			if t.bw.Buffered() < 48<<10 {
 				continue
 			}
 		default:
-			if bw.Buffered() == 0 {
+			if t.bw.Buffered() == 0 {
+				t.written(s)
 				return nil
 			}
 		}
 		s.writeDeadline(conn)
-		if err := bw.Flush(); err != nil {
+		if err := t.flush(s); err != nil {
 			return err
 		}
 	}
+}
+
+// taken is what a writer took for the client (the rest of a write cut
+// short, queued lines) and gave its buffer since the buffer was last
+// empty: the ledger slot of each line is released once the buffer has
+// written the line's last byte, and a write that fails leaves what it
+// did not write to be written first (cut).
+type taken struct {
+	bw       *bufio.Writer
+	pieces   [][]byte  // in order, each followed by a newline
+	ends     []lineEnd // where the lines among them that answer requests end
+	size     int       // the pieces' bytes, their newlines included
+	accepted int       // how many of those bw took
+}
+
+// put gives bw piece and a newline; ends are the lines in them that
+// answer requests (slot 0: none).
+func (t *taken) put(piece []byte, ends ...lineEnd) error {
+	for _, e := range ends {
+		if e.slot > 0 {
+			t.ends = append(t.ends, lineEnd{at: t.size + e.at, slot: e.slot})
+		}
+	}
+	t.pieces = append(t.pieces, piece)
+	t.size += len(piece) + 1
+	n, err := t.bw.Write(piece)
+	t.accepted += n
+	if err == nil {
+		if err = t.bw.WriteByte('\n'); err == nil {
+			t.accepted++
+		}
+	}
+	return err
+}
+
+// flush writes what bw holds; then everything taken is written.
+func (t *taken) flush(s *session) error {
+	err := t.bw.Flush()
+	if err == nil {
+		t.written(s)
+	}
+	return err
+}
+
+// written releases the slots of the lines taken, all written, and
+// forgets them.
+func (t *taken) written(s *session) {
+	s.releaseWritten(t.ends, t.size)
+	t.reset()
+}
+
+func (t *taken) reset() {
+	clear(t.pieces)
+	t.pieces, t.ends, t.size, t.accepted = t.pieces[:0], t.ends[:0], 0, 0
+}
+
+// cut is for a write that failed: the slots of the lines it wrote whole
+// are released (under o.mu, as every release of a written answer's
+// slot), and what it did not write goes first when o is written next,
+// those lines' slots with it.
+func (t *taken) cut(s *session, o *sessionOut) {
+	n := t.accepted - t.bw.Buffered() // what reached the client
+	ends := s.releaseWritten(t.ends, n)
+	if n < t.size {
+		rest := make([]byte, 0, t.size-n)
+		off := 0
+		for _, p := range t.pieces {
+			if end := off + len(p) + 1; end > n {
+				rest = append(append(rest, p[max(0, n-off):]...), '\n')
+			}
+			off += len(p) + 1
+		}
+		o.cut, o.rest, o.ends = true, rest[:len(rest)-1], slices.Clone(ends)
+	}
+	t.reset()
 }
 
 // writeDeadline gives the client EvictAfter to take the next write, or
@@ -572,37 +698,40 @@ func (s *session) writeDeadline(conn deadlineWriter) {
 	}
 }
 
-// buffer adds b to bw. Bytes that do not fit go to conn at once, so the
-// client gets EvictAfter from here to take them.
-func (s *session) buffer(conn deadlineWriter, bw *bufio.Writer, b []byte) error {
-	if len(b) > bw.Available() {
+// buffer adds b and a newline to t (ends: taken.put). Bytes that do not
+// fit go to conn at once, so the client gets EvictAfter from here to
+// take them.
+func (s *session) buffer(conn deadlineWriter, t *taken, b []byte, ends ...lineEnd) error {
+	if len(b) > t.bw.Available() {
 		s.writeDeadline(conn)
 	}
-	_, err := bw.Write(b)
-	return err
+	return t.put(b, ends...)
 }
 
 // flushQueued writes what is still queued after a graceful end: the last
-// answers a half-closed client is owed. It reports whether all of it was
-// written.
-func (s *session) flushQueued(conn deadlineWriter, bw *bufio.Writer, o *sessionOut) error {
+// answers a half-closed client is owed, the end of a write cut short
+// first. It reports whether all of it was written; if not, the answers
+// it did not write whole stay owed.
+func (s *session) flushQueued(conn deadlineWriter, t *taken, o *sessionOut) error {
 	s.p.lastWriteDeadline(conn)
 	if o.cut {
-		bw.Write(o.rest)
-		bw.WriteByte('\n')
-		o.cut, o.rest = false, nil
+		_ = t.put(o.rest, o.ends...) // an error comes back from the flush
+		o.cut, o.rest, o.ends = false, nil, nil
 	}
 	for {
 		select {
-		case line := <-s.out:
-			bw.Write(line)
-			bw.WriteByte('\n')
+		case q := <-s.out:
+			_ = t.put(q.line, lineEnd{at: len(q.line) + 1, slot: q.slot})
 			continue
 		default:
 		}
 		break
 	}
-	return bw.Flush()
+	err := t.flush(s)
+	if err != nil {
+		t.cut(s, o)
+	}
+	return err
 }
 
 // lastWriteDeadline gives the client of a session that ended

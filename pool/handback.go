@@ -296,8 +296,8 @@ func (s *session) handBackBy(deadline time.Time) {
 	// A writer blocked on a client that does not read would hold the
 	// output, and the stop, for up to EvictAfter: its write ends now,
 	// before the close, and the last flush gets StopGrace
-	// (finishOutput). What is not written stays owed, for the next
-	// pool to answer.
+	// (finishOutput), the rest of what the cut write took first. What
+	// is not written stays owed, for the next pool to answer.
 	s.handingBack.Store(true)
 	if o := s.stream.Load(); o != nil {
 		_ = o.conn.SetWriteDeadline(time.Now())

@@ -19,7 +19,8 @@ type outBatch struct {
 	more     bool       // lines of the same read wait after the one being handled
 	sessions []*session // sessions with answers queued by this batch, in order
 	buf      []byte     // flush's scratch: a session's queued lines, joined
-	lines    [][]byte   // flush's scratch: the lines taken from a queue
+	lines    []outLine  // flush's scratch: the lines taken from a queue
+	ends     []lineEnd  // flush's scratch: where the lines that answer requests end in buf
 }
 
 // batchable is the size below which an answer may wait for the rest of
@@ -43,11 +44,10 @@ func (bt *outBatch) holds(s *session, line []byte) bool {
 // when s's queue is full (the caller delivers it, which evicts s).
 func (bt *outBatch) queue(s *session, line []byte, slot int32) bool {
 	select {
-	case s.out <- line:
+	case s.out <- outLine{line: line, slot: slot}:
 	default:
 		return false
 	}
-	s.owe(slot)
 	if !slices.Contains(bt.sessions, s) {
 		bt.sessions = append(bt.sessions, s)
 	}
@@ -90,39 +90,49 @@ func (bt *outBatch) writeQueued(s *session, o *sessionOut) {
 	lines := bt.lines[:0]
 	for more := true; more; {
 		select {
-		case line := <-s.out:
-			lines = append(lines, line)
+		case q := <-s.out:
+			lines = append(lines, q)
 		default:
 			more = false
 		}
 	}
 	// One line goes as it lies; several are joined, each but the last
 	// with its newline (writeNow adds the last).
-	joined := lines[0]
+	joined := lines[0].line
 	if len(lines) > 1 {
 		bt.buf = bt.buf[:0]
-		for i, line := range lines {
+		for i, q := range lines {
 			if i > 0 {
 				bt.buf = append(bt.buf, '\n')
 			}
-			bt.buf = append(bt.buf, line...)
+			bt.buf = append(bt.buf, q.line...)
 		}
 		joined = bt.buf
 	}
-	n, _ := o.w.writeNow(joined) // an error comes back to drain's write of the rest
+	ends, at := bt.ends[:0], 0
+	for _, q := range lines {
+		at += len(q.line) + 1
+		if q.slot > 0 {
+			ends = append(ends, lineEnd{at: at, slot: q.slot})
+		}
+	}
+	n, _ := o.w.writeNow(joined)      // an error comes back to drain's write of the rest
+	left := s.releaseWritten(ends, n) // the answers written whole; under mu, as tryWrite's
 	if n <= len(joined) {
 		// Short: the rest, a copy (the scratch is the batch's), goes
-		// first when the drain writes next.
-		o.cut, o.rest = true, append([]byte(nil), joined[n:]...)
+		// first when the drain writes next, with the slots of the
+		// answers in it.
+		o.cut, o.rest, o.ends = true, append([]byte(nil), joined[n:]...), slices.Clone(left)
 		if n > 0 {
 			s.ledger.midLine(true)
 		}
 	} else {
-		s.releaseOwed(owed) // their answers were queued before the count, so are written; under mu, as tryWrite's
+		s.releaseOwed(owed) // their answers were queued before the count, so are written
 	}
 	o.mu.Unlock()
-	for _, line := range lines {
-		if len(line) > keepBuf {
+	bt.ends = ends[:0]
+	for _, q := range lines {
+		if len(q.line) > keepBuf {
 			s.p.releasedLarge() // taken from the queue by another deliverer's offer
 		}
 	}

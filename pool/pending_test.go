@@ -46,7 +46,7 @@ func TestEndingSaysWhatMayHaveRun(t *testing.T) {
 			}
 			want := map[string]string{`"queued"`: `"mayHaveExecuted":false`, `"written"`: `"mayHaveExecuted":true`, `"requeued"`: `"mayHaveExecuted":true`}
 			for range want {
-				line := string(<-s.out)
+				line := string((<-s.out).line)
 				for id, flag := range want {
 					if strings.Contains(line, `"id":`+id) && !strings.Contains(line, flag) {
 						t.Errorf("%s answered %s, want %s", id, line, flag)

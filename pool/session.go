@@ -41,7 +41,7 @@ type session struct {
 	resumed     string                     // "run R session S" a reattached client came from
 	sink        func([]byte)               // takes each message for the client itself (HTTP); nil: out and its writer do
 	stateless   bool                       // a server's stateless HTTP session: its requests' own _meta, never the session's, speak for their clients
-	out         chan []byte                // to the client; never closed (senders may race with close)
+	out         chan outLine               // to the client; never closed (senders may race with close)
 	closed      chan struct{}              // closed by close
 
 	closeOnce sync.Once
@@ -55,7 +55,7 @@ type session struct {
 	handingOn atomic.Uint64
 
 	owedMu sync.Mutex // guards owed; taken after sessionOut.mu, never before
-	owed   []int32    // ledger slots of answers queued or cut short, in order (owe)
+	owed   []int32    // ledger slots released once what was queued before them is written (owe)
 
 	stream atomic.Pointer[sessionOut] // a byte stream's output (startOutput); nil for HTTP
 	part   atomic.Pointer[partition]  // the roots partition its requests go to (server.backendFor)
@@ -195,7 +195,7 @@ func (p *Pool) newSession(name string, setup sessionSetup) (*session, error) {
 		subs:      map[string]*backend{},
 	}
 	if s.sink == nil {
-		s.out = make(chan []byte, p.opts.SessionQueue)
+		s.out = make(chan outLine, p.opts.SessionQueue)
 	}
 	if s.stateless {
 		s.era, s.protocolVersion, s.clientName, s.clientVersion = EraModern, Modern, statelessClient, Modern
@@ -919,7 +919,8 @@ func (s *session) quietLocked() {
 func (s *session) deliver(line []byte) { s.deliverOwing(line, 0) }
 
 // deliverOwing is deliver for the answer to a request whose ledger slot
-// is slot: released once the answer is written (owe).
+// is slot: released once the answer is written (a queued line carries
+// it: outLine).
 func (s *session) deliverOwing(line []byte, slot int32) {
 	if s.sink != nil {
 		s.sink(line)
@@ -931,8 +932,7 @@ func (s *session) deliverOwing(line []byte, slot int32) {
 		return
 	}
 	select {
-	case s.out <- line:
-		s.owe(slot)
+	case s.out <- outLine{line: line, slot: slot}:
 		if o == nil {
 			o = s.stream.Load() // an output set meanwhile may have looked at the queue already
 		}
@@ -969,10 +969,10 @@ func (s *session) endEvicted() {
 	s.p.releasedLarge()
 }
 
-// owe notes the ledger slot of an answer queued, or cut short, for the
-// client: the writer releases it once the answer is written. The slot is
-// noted after its line is queued, so a writer that counted it has the
-// line queued or written already (releaseOwed).
+// owe notes slot, the ledger slot of a request whose answer is queued
+// or written already, for the writer to release once what is queued
+// is written: a writer that counted it has the answer queued or written
+// (releaseOwed).
 func (s *session) owe(slot int32) {
 	if slot <= 0 {
 		return
@@ -1101,8 +1101,8 @@ func (s *session) dropQueued() {
 	n := 0
 	for {
 		select {
-		case line := <-s.out:
-			n += len(line)
+		case q := <-s.out:
+			n += len(q.line)
 		default:
 			if n > keepBuf {
 				s.p.releasedLarge()
