@@ -177,10 +177,12 @@ func (inst *Instance) giveTokenTurn() { <-inst.tokenTurn }
 var replaceTokenFile = replaceToken
 
 // RotateHTTPToken replaces the HTTP front door's token, at once
-// (control.Backend). Rotations take turns from writing the file to
-// storing the token, so that two at once leave the file and the pool
-// holding the same token; the pool's token is never locked (the front
-// door reads it at every request).
+// (control.Backend): what the old token let in (legacy sessions, their
+// GET streams, 2026-07-28 requests and listens) is ended. Rotations take
+// turns from writing the file to ending what the old token let in, so
+// that two at once leave the file and the pool holding the same token;
+// the pool's token is never locked (the front door reads it at every
+// request).
 func (inst *Instance) RotateHTTPToken(ctx context.Context) (string, error) {
 	if err := inst.takeTokenTurn(ctx); err != nil {
 		return "", err
@@ -191,6 +193,9 @@ func (inst *Instance) RotateHTTPToken(ctx context.Context) (string, error) {
 		return "", err
 	}
 	inst.httpToken.Store(&tok)
+	if inst.Pool != nil {
+		inst.Pool.HTTPTokenRotated()
+	}
 	return tok, nil
 }
 

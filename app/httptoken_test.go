@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -268,5 +270,72 @@ func TestHTTPTokenOfAPoolThatDoesNotAnswer(t *testing.T) {
 	got, err := HTTPToken(ctx, false)
 	if err != nil || got != want {
 		t.Errorf("http-token with a pool that does not answer: %.8q, %v; want the file's token %.8s…", got, err, want)
+	}
+}
+
+// TestRotationEndsOldTokenSessions: `http-token --rotate` cuts off a
+// client of the running pool let in with the old token, at once: its
+// GET stream ends and its session with it. On the first edition the
+// rotation only stored the new token: the stream went on carrying the
+// session's messages.
+func TestRotationEndsOldTokenSessions(t *testing.T) {
+	paths := sbHome(t)
+	if err := os.WriteFile(paths.Config, fakeServers(t, "a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := startIn(t, Options{HTTPListen: "127.0.0.1:0"})
+	runInstance(t, inst)
+	var addr string
+	eventually(t, 5*time.Second, "the front door listening", func() bool {
+		if st := inst.Status(); st.HTTP != nil {
+			addr = st.HTTP.Listen
+		}
+		return addr != ""
+	})
+	url, old := "http://"+addr+"/mcp/a", inst.currentToken()
+	send := func(method, sid, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+old)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	opened := send(http.MethodPost, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`)
+	io.Copy(io.Discard, opened.Body)
+	sid := opened.Header.Get("Mcp-Session-Id")
+	if opened.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %s, session %q", opened.Status, sid)
+	}
+	stream := send(http.MethodGet, sid, "")
+	if stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %s", stream.Status)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, stream.Body)
+		ended <- err
+	}()
+	if _, err := inst.RotateHTTPToken(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatalf("the GET stream: %v, want its end", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the GET stream opened with the old token goes on after the rotation")
+	}
+	if n := len(inst.Pool.Snapshot().Sessions); n != 0 {
+		t.Fatalf("%d sessions after the rotation, want the old token's ended", n)
 	}
 }

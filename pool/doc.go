@@ -325,7 +325,11 @@
 //     client that falls behind, or takes no write for streamWriteTimeout,
 //     is let go, and a request its client cancelled ends its POST
 //     unanswered: [exchange.relate], [postOut.await], [postOut.write],
-//     [session.forget], [session.endListen].
+//     [session.forget], [session.endListen]. A rotation of the token ends
+//     at once what the old one let in: the legacy sessions opened with it
+//     (streams, POSTs, their share of the child) and the 2026-07-28
+//     requests that carried it, cancelled at the child:
+//     [Pool.HTTPTokenRotated], [httpFront.rotated], [grant.revoked].
 //   - A client that closes its input, or whose server is removed, gets
 //     its answers before its session ends, those queued for it written
 //     out, unless a write waited EvictAfter for it; one that stops reading

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"crypto/subtle"
+	"errors"
 	"mime"
 	"net/http"
 	"slices"
@@ -48,22 +49,24 @@ var httpBodyTimeout = time.Minute
 const refusalDrain = time.Second
 
 // gate checks a request; it writes the refusal, or the answer to a
-// preflight, and reports false.
-func (h *httpFront) gate(w http.ResponseWriter, r *http.Request) bool {
+// preflight, and reports false. A request let in has the token it
+// carried ("" when the gate asks for none) in its grant.
+func (h *httpFront) gate(w http.ResponseWriter, r *http.Request) (*grant, bool) {
+	g := &grant{h: h, cut: h.rotation()} // before the token is read: a rotation after that closes cut
 	if why := notLocal(r); why != "" {
 		h.refuse(w, r, http.StatusForbidden, why)
-		return false
+		return nil, false
 	}
 	origin := r.Header.Get("Origin")
 	if origin != "" && !h.originAllowed(origin, r) {
 		h.refuse(w, r, http.StatusForbidden,
 			"forbidden: Origin "+origin+" is not this server's (list it in http.allowedOrigins to allow it)")
-		return false
+		return nil, false
 	}
 	if origin != "" && h.originListed(origin) && cors(w, r, origin) {
 		dropBody(w, r)
 		w.WriteHeader(http.StatusNoContent)
-		return false
+		return nil, false
 	}
 	if h.p.opts.HTTPToken != nil {
 		want := h.p.opts.HTTPToken()
@@ -72,17 +75,18 @@ func (h *httpFront) gate(w http.ResponseWriter, r *http.Request) bool {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 			h.refuse(w, r, http.StatusUnauthorized,
 				"unauthorized: send Authorization: Bearer <token> (`switchboard http-token` prints it)")
-			return false
+			return nil, false
 		}
+		g.token = want
 	}
 	if r.Method == http.MethodPost {
 		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 			h.refuse(w, r, http.StatusUnsupportedMediaType, "unsupported media type: a POST body must be application/json")
-			return false
+			return nil, false
 		}
 	}
 	boundBody(w, r)
-	return true
+	return g, true
 }
 
 // bearerToken is the credentials of an Authorization header of the Bearer
@@ -193,4 +197,85 @@ func httpToken(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// HTTPTokenRotated ends what the HTTP front door let in under an earlier
+// token: each legacy session opened with one (its GET stream and POSTs
+// end, and its share of the child and its turn to answer the child's
+// questions go with it; its id is unknown from then on), and each
+// 2026-07-28 request carried with one, cancelled at the child as a
+// closed response would be. A client holding the old token gets 401 from
+// then on. Call it once Options.HTTPToken returns the new token; calls
+// must not overlap.
+func (p *Pool) HTTPTokenRotated() {
+	if h := p.front.Load(); h != nil {
+		h.rotated()
+	}
+}
+
+// errTokenRotated ends what a rotated token had let in.
+var errTokenRotated = errors.New("the HTTP token was rotated: the token this client was let in with opens nothing any more")
+
+// grant is what a request passed the gate with: the token it carried,
+// and cut, closed at the next rotation after the gate checked it.
+type grant struct {
+	h     *httpFront
+	token string
+	cut   <-chan struct{}
+}
+
+// revoked reports, once g.cut is closed, whether g's token was rotated
+// away; if not (the rotation came between the gate's look at the cut and
+// its look at the token, which was already the new one), g.cut becomes
+// the next rotation's.
+func (g *grant) revoked() bool {
+	cut := g.h.rotation()
+	if g.h.token() != g.token {
+		return true
+	}
+	g.cut = cut
+	return false
+}
+
+// rotation is closed at the next rotation of the token.
+func (h *httpFront) rotation() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cut
+}
+
+// token is the token the gate takes now, "" when it asks for none.
+func (h *httpFront) token() string {
+	if h.p.opts.HTTPToken == nil {
+		return ""
+	}
+	return h.p.opts.HTTPToken()
+}
+
+// rotated ends the legacy sessions opened with another token than the
+// current one, and wakes the requests in flight to check theirs (grant).
+// A session opened as this runs is checked by open itself.
+func (h *httpFront) rotated() {
+	now := h.token()
+	h.mu.Lock()
+	close(h.cut)
+	h.cut = make(chan struct{})
+	var old []*httpSession
+	for sid, hs := range h.sessions {
+		if hs.token != now {
+			delete(h.sessions, sid)
+			old = append(old, hs)
+		}
+	}
+	h.mu.Unlock()
+	for _, hs := range old {
+		hs.s.close(errTokenRotated)
+	}
+}
+
+// tokenRotated answers a request whose token was rotated away while it
+// was served, as the gate answers a wrong token.
+func tokenRotated(w http.ResponseWriter, id []byte) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
+	httpError(w, http.StatusUnauthorized, id, jsonrpc.CodeInvalidRequest, "unauthorized: "+errTokenRotated.Error())
 }

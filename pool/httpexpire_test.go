@@ -52,7 +52,7 @@ func TestHTTPSessionsExpire(t *testing.T) {
 	}
 	h.release(next)
 
-	hs, sid, err := h.open("x")
+	hs, sid, err := h.open("x", "")
 	if err != nil {
 		t.Fatal(err)
 	}

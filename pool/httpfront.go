@@ -45,7 +45,8 @@ const statelessLinger = time.Minute
 // not loopback get 403. Call it once per pool; serve it on a loopback
 // listener only.
 func (p *Pool) HTTPHandler() http.Handler {
-	h := &httpFront{p: p, sessions: map[string]*httpSession{}, stateless: map[string]*statelessHTTP{}}
+	h := &httpFront{p: p, sessions: map[string]*httpSession{}, stateless: map[string]*statelessHTTP{}, cut: make(chan struct{})}
+	p.front.Store(h)
 	p.wg.Go(h.expire)
 	return h
 }
@@ -58,6 +59,7 @@ type httpFront struct {
 	mu        sync.Mutex
 	sessions  map[string]*httpSession
 	stateless map[string]*statelessHTTP // by server name
+	cut       chan struct{}             // closed at the token's next rotation, then replaced (grant)
 	nextKey   atomic.Uint64             // the stateless exchanges' keys
 }
 
@@ -72,6 +74,7 @@ type httpFront struct {
 // waits only Options.QuestionGrace for it (takeBack).
 type httpSession struct {
 	s     *session      // set once the session exists, before hs is shared
+	token string        // the token its initialize carried: a rotation ends the session
 	limit int           // Options.SessionQueue: the bound of waiting, and of asked
 	grace time.Duration // Options.QuestionGrace
 	wake  chan struct{}
@@ -111,7 +114,8 @@ type statelessHTTP struct {
 }
 
 func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.gate(w, r) { // httpauth.go
+	g, ok := h.gate(w, r) // httpauth.go
+	if !ok {
 		return
 	}
 	name, ok := strings.CutPrefix(r.URL.Path, "/mcp/")
@@ -131,7 +135,7 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodPost:
-		h.post(w, r, srv, sid)
+		h.post(w, r, srv, sid, g)
 	case http.MethodGet, http.MethodDelete:
 		if sid == "" { // 2026-07-28: no sessions, no GET stream
 			w.Header().Set("Allow", http.MethodPost)
@@ -156,7 +160,7 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // post serves one JSON-RPC message.
-func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, sid string) {
+func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, sid string, g *grant) {
 	limit := h.p.opts.MaxMessageBytes
 	body, err := readBody(r, limit)
 	if err != nil {
@@ -193,7 +197,11 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 		}
 		h.legacy(w, r, hs, &msg)
 	case msg.Kind == jsonrpc.KindRequest && msg.Method == "initialize" && !modernHTTP(r, body, msg):
-		hs, sid, err := h.open(name)
+		hs, sid, err := h.open(name, g.token)
+		if errors.Is(err, errTokenRotated) {
+			tokenRotated(w, msg.IDBytes())
+			return
+		}
 		if err != nil {
 			httpError(w, http.StatusServiceUnavailable, msg.IDBytes(), jsonrpc.CodeBackendUnavailable, err.Error())
 			return
@@ -209,7 +217,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 			bad.write(w, msg.IDBytes())
 			return
 		}
-		h.exchange(w, r, srv, &msg)
+		h.exchange(w, r, srv, &msg, g)
 	default:
 		httpError(w, http.StatusBadRequest, msg.IDBytes(), jsonrpc.CodeInvalidRequest,
 			"missing Mcp-Session-Id: initialize first, or send a 2026-07-28 request with _meta")
@@ -253,15 +261,16 @@ func (h *httpFront) legacy(w http.ResponseWriter, r *http.Request, hs *httpSessi
 	hs.touch(1)
 	defer hs.touch(-1)
 	hs.s.handleMessage(msg, x)
-	if end := h.await(w, r, hs.s, x, false); end == awaitGone || end == awaitSlow {
+	if end := h.await(w, r, hs.s, x, nil); end == awaitGone || end == awaitSlow {
 		hs.s.endExchange(x, false, "") // its listen, if it was one: the stream was its response
 	}
 }
 
 // exchange serves a 2026-07-28 request as an exchange on the server's
 // stateless session, under a key of its own; closing its response before
-// the answer cancels it at the child.
-func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server, msg *jsonrpc.Message) {
+// the answer cancels it at the child, and so does a rotation of the token
+// it carried (g).
+func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server, msg *jsonrpc.Message, g *grant) {
 	st, err := h.statelessFor(srv)
 	if err != nil {
 		httpError(w, http.StatusServiceUnavailable, msg.IDBytes(), jsonrpc.CodeBackendUnavailable, err.Error())
@@ -271,11 +280,13 @@ func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server
 	key := "x" + strconv.FormatUint(h.nextKey.Add(1), 10) // no client id looks like this: ids are JSON
 	x := newStatelessExchange(key, takesStream(r, msg), &h.p.opts, msg.Meta.Of(msg.Raw))
 	st.s.handleMessage(msg, x)
-	switch h.await(w, r, st.s, x, true) {
+	switch h.await(w, r, st.s, x, g) {
 	case awaitGone:
 		st.s.endExchange(x, true, "the client closed its HTTP response")
 	case awaitSlow:
 		st.s.endExchange(x, true, errSlowHTTPClient.Error())
+	case awaitRevoked:
+		st.s.endExchange(x, true, errTokenRotated.Error())
 	}
 	if msg.Method == "tools/call" {
 		srv.askToolParams(st.s) // once, before any tools/list answer was seen: the next calls are checked
@@ -298,6 +309,7 @@ const (
 	awaitCancelled                 // the request ended unanswered, by its client's cancel
 	awaitGone                      // the client went away, or the session ended
 	awaitSlow                      // the client did not take what its response had to say (errSlowHTTPClient)
+	awaitRevoked                   // the token the request carried was rotated away (errTokenRotated)
 )
 
 // errSlowHTTPClient is why a POST's response is ended before its answer
@@ -312,11 +324,14 @@ var errSlowHTTPClient = errors.New("the client did not read its HTTP response in
 // GET stream's: a client that does not read holds neither the handler
 // nor its session (which does not expire while a POST waits). A request
 // its client cancelled ends the response unanswered: an event stream
-// ends, and a response not yet begun is 202 with no body.
-func (h *httpFront) await(w http.ResponseWriter, r *http.Request, s *session, x *exchange, modern bool) awaitEnd {
+// ends, and a response not yet begun is 202 with no body. A 2026-07-28
+// request's grant g ends it when its token is rotated away (a legacy
+// session's requests end with their session then): g nil is a legacy
+// one.
+func (h *httpFront) await(w http.ResponseWriter, r *http.Request, s *session, x *exchange, g *grant) awaitEnd {
 	o := &postOut{w: w, rc: http.NewResponseController(w)}
 	defer func() { _ = o.rc.SetWriteDeadline(time.Time{}) }() // a kept-alive connection's next request has its own
-	end := o.await(r, s, x, modern)
+	end := o.await(r, s, x, g)
 	if end == awaitSlow {
 		h.p.log.Warn("ending an HTTP response whose client stopped reading",
 			"session", s.id, "server", s.srv.name, "request", x.key)
@@ -325,13 +340,26 @@ func (h *httpFront) await(w http.ResponseWriter, r *http.Request, s *session, x 
 }
 
 // await is httpFront.await's loop, on the response o.
-func (o *postOut) await(r *http.Request, s *session, x *exchange, modern bool) awaitEnd {
+func (o *postOut) await(r *http.Request, s *session, x *exchange, g *grant) awaitEnd {
+	modern := g != nil
 	var wake chan struct{}
 	if x.related != nil {
 		wake = x.related.wake
 	}
+	var cut <-chan struct{}
+	if modern {
+		cut = g.cut
+	}
 	for {
 		select {
+		case <-cut:
+			if g.revoked() {
+				if !o.sse {
+					tokenRotated(o.w, nil)
+				}
+				return awaitRevoked
+			}
+			cut = g.cut
 		case a := <-x.answered:
 			if a.line == nil && isClosed(s.closed) {
 				return o.sessionEnded()
@@ -548,15 +576,16 @@ func (h *httpFront) listen(w http.ResponseWriter, r *http.Request, hs *httpSessi
 	}
 }
 
-// open starts a legacy HTTP session with a fresh, unguessable id.
-func (h *httpFront) open(name string) (*httpSession, string, error) {
+// open starts a legacy HTTP session with a fresh, unguessable id, for a
+// client let in with token.
+func (h *httpFront) open(name, token string) (*httpSession, string, error) {
 	// One open at a time: the cap holds under a flood of initializes.
 	h.opening.Lock()
 	defer h.opening.Unlock()
 	if err := h.makeRoom(name); err != nil {
 		return nil, "", err
 	}
-	hs := &httpSession{limit: h.p.opts.SessionQueue, grace: h.p.opts.QuestionGrace, wake: make(chan struct{}, 1), lastUsed: time.Now()}
+	hs := &httpSession{token: token, limit: h.p.opts.SessionQueue, grace: h.p.opts.QuestionGrace, wake: make(chan struct{}, 1), lastUsed: time.Now()}
 	s, err := h.p.newSession(name, sessionSetup{transport: "http", receiver: hs.streaming, sink: hs.toStream})
 	if err != nil {
 		return nil, "", err
@@ -568,6 +597,10 @@ func (h *httpFront) open(name string) (*httpSession, string, error) {
 	h.mu.Lock()
 	h.sessions[sid] = hs // an ended session is forgotten by the next lookup, makeRoom or expire
 	h.mu.Unlock()
+	if token != h.token() { // rotated since the gate let it in, and rotated missed it
+		s.close(errTokenRotated)
+		return nil, "", errTokenRotated
+	}
 	return hs, sid, nil
 }
 

@@ -262,6 +262,8 @@ type Pool struct {
 	trim    trimmer       // memtrim.go
 	wg      sync.WaitGroup
 
+	front atomic.Pointer[httpFront] // the HTTP front door, once HTTPHandler made it
+
 	mu       sync.Mutex // guards the fields below; never held across I/O
 	servers  map[string]*server
 	draining []*server // removed from the config, finishing their requests
