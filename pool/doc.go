@@ -306,11 +306,14 @@
 //     event with an id; with no stream open a notification is dropped and
 //     a request waits for the next stream (a child's question only
 //     Options.QuestionGrace: above). A stream that ends leaves to
-//     the next what it had not written whole, and the requests it wrote
-//     that still wait for their answers, except what a resuming client's
-//     Last-Event-ID says it has; past Options.SessionQueue notifications
-//     are dropped, and a request that finds no room is answered in the
-//     client's place with an error: [httpSession.toStream],
+//     the next what it had not written whole (notifications only up to
+//     endedStreamBytes), and the requests it wrote that still wait for
+//     their answers, except what a resuming client's Last-Event-ID says
+//     it has; past Options.SessionQueue notifications are dropped, and a
+//     request that finds no room is answered in the client's place with
+//     an error; past Options.MaxMessageBytes waiting the client has
+//     fallen behind: its stream ends, its notifications dropped:
+//     [httpSession.dropNotificationsLocked], [httpSession.toStream],
 //     [httpSession.refuse], [httpSession.startStream],
 //     [httpSession.keepAsked], [httpSession.endStream], [stillAsked]. Every
 //     2026-07-28 request POSTed to a server is an exchange on that

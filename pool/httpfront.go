@@ -67,21 +67,25 @@ type httpFront struct {
 // answered on the POST that carried it (its exchange); everything else
 // goes to the GET stream. Its queue outlives each stream: a client whose
 // stream ends (it stopped reading, it went away) gets on its next one
-// what that stream had not written whole, and again the requests it had
-// written that are still unanswered, for a request lost with a stream
-// leaves its asker waiting. With no stream open, a notification is
-// dropped; a request waits for the next stream, and a child's question
-// waits only Options.QuestionGrace for it (takeBack).
+// what that stream had not written whole (its notifications up to
+// endedStreamBytes), and again the requests it had written that are
+// still unanswered, for a request lost with a stream leaves its asker
+// waiting. With no stream open, a notification is dropped; a request
+// waits for the next stream, and a child's question waits only
+// Options.QuestionGrace for it (takeBack).
 type httpSession struct {
 	s     *session      // set once the session exists, before hs is shared
 	token string        // the token its initialize carried: a rotation ends the session
 	limit int           // Options.SessionQueue: the bound of waiting, and of asked
+	bound int           // Options.MaxMessageBytes: the bytes waiting may hold while a stream is open
 	grace time.Duration // Options.QuestionGrace
 	wake  chan struct{}
 
 	mu        sync.Mutex
 	stream    bool         // a GET stream is open
+	behind    bool         // the open stream's client fell past bound: the stream ends, its notifications dropped
 	waiting   []streamLine // for the GET stream, not yet written whole, in order
+	size      int          // the bytes of waiting's lines
 	asked     []streamLine // requests the open stream wrote and the client has not answered
 	lastEvent uint64       // the last SSE event id given out
 	posts     int          // POSTs waiting for their answers
@@ -505,9 +509,10 @@ func (o *postOut) answer(x *exchange, a response, modern bool) awaitEnd {
 
 // listen is a legacy client's GET stream: the session's messages that
 // answer no POST, each an SSE event with an id. A stream that ends (its
-// client went away, or took nothing for streamWriteTimeout) leaves what
-// it had not written whole, and the requests it wrote that are still
-// unanswered, to the session's next stream (endStream): an event cut
+// client went away, took nothing for streamWriteTimeout, or fell behind:
+// toStream) leaves what it had not written whole, and the requests it
+// wrote that are still unanswered, to the session's next stream
+// (endStream): an event cut
 // short may have reached the client, or not, and so may one the client
 // never read, and a request lost would leave its asker waiting. Sent
 // again they may arrive twice; the client answers by id, and only the
@@ -555,6 +560,9 @@ func (h *httpFront) listen(w http.ResponseWriter, r *http.Request, hs *httpSessi
 			return
 		default:
 		}
+		if hs.fellBehind() {
+			return
+		}
 		e, ok := hs.next()
 		if !ok {
 			select {
@@ -585,7 +593,7 @@ func (h *httpFront) open(name, token string) (*httpSession, string, error) {
 	if err := h.makeRoom(name); err != nil {
 		return nil, "", err
 	}
-	hs := &httpSession{token: token, limit: h.p.opts.SessionQueue, grace: h.p.opts.QuestionGrace, wake: make(chan struct{}, 1), lastUsed: time.Now()}
+	hs := &httpSession{token: token, limit: h.p.opts.SessionQueue, bound: h.p.opts.MaxMessageBytes, grace: h.p.opts.QuestionGrace, wake: make(chan struct{}, 1), lastUsed: time.Now()}
 	s, err := h.p.newSession(name, sessionSetup{transport: "http", receiver: hs.streaming, sink: hs.toStream})
 	if err != nil {
 		return nil, "", err
@@ -712,6 +720,10 @@ func (hs *httpSession) streaming() bool {
 // its asker picked the session) waits for the next stream. Past the
 // queue's bound notifications are dropped, the oldest queued first to
 // make room for a request; a request that still finds no room is refused.
+// A client whose stream has more than hs.bound bytes waiting (one
+// message always fits) has fallen behind, as a POST's would (exchange):
+// its notifications are dropped, those waiting and those to come, and
+// its stream ends; the requests wait for the next.
 func (hs *httpSession) toStream(line []byte) {
 	e := streamLine{line: line}
 	if msg, err := jsonrpc.Parse(line); err == nil && msg.Kind == jsonrpc.KindRequest {
@@ -720,6 +732,22 @@ func (hs *httpSession) toStream(line []byte) {
 	hs.mu.Lock()
 	if !hs.stream && e.reqID == "" {
 		hs.mu.Unlock()
+		return
+	}
+	if e.reqID == "" && (hs.behind || len(hs.waiting) > 0 && hs.size+len(line) > hs.bound) {
+		first := !hs.behind
+		if first {
+			hs.behind = true
+			hs.dropNotificationsLocked(0)
+		}
+		size := hs.size
+		hs.mu.Unlock()
+		if first {
+			s := hs.s // a notification reaches the queue only once a stream opened: s is set
+			s.p.log.Warn("ending the GET stream of an HTTP client that fell behind: its notifications are dropped",
+				"session", s.id, "server", s.srv.name, "limitBytes", hs.bound, "stillQueuedBytes", size)
+			hs.poke()
+		}
 		return
 	}
 	if len(hs.waiting) >= hs.limit {
@@ -731,19 +759,53 @@ func (hs *httpSession) toStream(line []byte) {
 			}
 			return
 		}
+		hs.size -= len(hs.waiting[i].line)
 		hs.waiting = slices.Delete(hs.waiting, i, i+1)
 	}
 	hs.lastEvent++
 	e.id = hs.lastEvent
 	hs.waiting = append(hs.waiting, e)
+	hs.size += len(line)
 	if !hs.stream {
 		hs.parkLocked() // the stream ended since its asker picked the session
 	}
 	hs.mu.Unlock()
+	hs.poke()
+}
+
+// poke wakes the GET stream, if it waits.
+func (hs *httpSession) poke() {
 	select {
 	case hs.wake <- struct{}{}:
 	default:
 	}
+}
+
+// dropNotificationsLocked drops the notifications waiting past the first
+// keep bytes of them, and keeps the requests, whose askers wait.
+func (hs *httpSession) dropNotificationsLocked(keep int) (dropped int) {
+	kept := 0
+	hs.waiting = slices.DeleteFunc(hs.waiting, func(e streamLine) bool {
+		if e.reqID != "" {
+			return false
+		}
+		if kept+len(e.line) <= keep {
+			kept += len(e.line)
+			return false
+		}
+		hs.size -= len(e.line)
+		dropped++
+		return true
+	})
+	return dropped
+}
+
+// fellBehind reports whether the open stream's client fell behind: the
+// stream ends.
+func (hs *httpSession) fellBehind() bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.behind
 }
 
 // refuse answers a request the GET stream has no room for, in its
@@ -772,14 +834,26 @@ func (hs *httpSession) startStream(last uint64) bool {
 		return false
 	}
 	hs.stream = true
+	hs.behind = false
 	if hs.park != nil { // the client is back within the grace: its questions stay its own
 		hs.park.Stop()
 		hs.park = nil
 	}
 	if last > 0 && last <= hs.lastEvent { // one of this session's ids
-		hs.waiting = slices.DeleteFunc(hs.waiting, func(e streamLine) bool { return e.id <= last })
+		hs.dropWaitingLocked(func(e streamLine) bool { return e.id <= last })
 	}
 	return true
+}
+
+// dropWaitingLocked takes out of waiting the lines f picks.
+func (hs *httpSession) dropWaitingLocked(f func(streamLine) bool) {
+	hs.waiting = slices.DeleteFunc(hs.waiting, func(e streamLine) bool {
+		if f(e) {
+			hs.size -= len(e.line)
+			return true
+		}
+		return false
+	})
 }
 
 // next takes the stream's next line to write.
@@ -792,6 +866,7 @@ func (hs *httpSession) next() (streamLine, bool) {
 	e := hs.waiting[0]
 	hs.waiting[0] = streamLine{}
 	hs.waiting = hs.waiting[1:]
+	hs.size -= len(e.line)
 	return e, true
 }
 
@@ -822,8 +897,9 @@ func (hs *httpSession) putBack(e streamLine) {
 		return
 	}
 	hs.mu.Lock()
-	if len(hs.waiting) < hs.limit {
+	if len(hs.waiting) < hs.limit && !hs.behind {
 		hs.waiting = slices.Insert(hs.waiting, 0, e)
+		hs.size += len(e.line)
 	}
 	hs.mu.Unlock()
 }
@@ -831,22 +907,39 @@ func (hs *httpSession) putBack(e streamLine) {
 // endStream closes the GET stream: the requests it wrote whose answers
 // have not come go back ahead of what waits, for the next stream to
 // write again (keepAsked skips those whose askers stop waiting), and the
-// grace for the client to open it starts.
+// grace for the client to open it starts. Of the notifications it left
+// unwritten the next stream gets the first endedStreamBytes: a client
+// back after a blip misses nothing, and one gone for good (a session
+// lasts HTTPSessionIdle without a stream) holds little.
 func (hs *httpSession) endStream() {
 	hs.mu.Lock()
-	defer hs.mu.Unlock()
 	if hs.s.alive() {
 		hs.waiting = append(hs.asked, hs.waiting...)
+		for _, e := range hs.asked {
+			hs.size += len(e.line)
+		}
 	} else {
-		hs.waiting = nil
+		hs.waiting, hs.size = nil, 0
 	}
+	dropped := hs.dropNotificationsLocked(endedStreamBytes)
 	hs.asked = nil
 	hs.stream = false
+	hs.behind = false
 	hs.lastUsed = time.Now()
 	if slices.ContainsFunc(hs.waiting, func(e streamLine) bool { return e.reqID != "" }) {
 		hs.parkLocked()
 	}
+	hs.mu.Unlock()
+	if dropped > 0 {
+		s := hs.s
+		s.p.log.Warn("dropping notifications an ended GET stream left unwritten past what the next one gets",
+			"session", s.id, "server", s.srv.name, "dropped", dropped, "keptBytes", endedStreamBytes)
+	}
 }
+
+// endedStreamBytes bounds the notifications a GET stream that ended
+// leaves to the session's next one.
+const endedStreamBytes = 1 << 20
 
 // parkLocked arms the grace for the requests that wait with no stream
 // open, unless it is armed: it counts from the stream's end.
@@ -911,7 +1004,7 @@ func (hs *httpSession) answered(id string) {
 	defer hs.mu.Unlock()
 	mine := func(e streamLine) bool { return e.reqID == id }
 	hs.asked = slices.DeleteFunc(hs.asked, mine)
-	hs.waiting = slices.DeleteFunc(hs.waiting, mine)
+	hs.dropWaitingLocked(mine)
 }
 
 // stillAsked reports whether s's client is still waited on for its answer

@@ -1,0 +1,26 @@
+package pool
+
+import "net/http"
+
+// HTTPStreamQueuedBytes is what the messages waiting for legacy HTTP
+// session sid's GET stream hold, in bytes.
+func HTTPStreamQueuedBytes(h http.Handler, sid string) int {
+	f := h.(*httpFront)
+	f.mu.Lock()
+	hs := f.sessions[sid]
+	f.mu.Unlock()
+	if hs == nil {
+		return 0
+	}
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	n := 0
+	for _, e := range hs.waiting {
+		n += len(e.line)
+	}
+	return n
+}
+
+// EndedStreamBytes is what a GET stream that ended leaves to the next of
+// its notifications.
+const EndedStreamBytes = endedStreamBytes
