@@ -328,7 +328,11 @@
 //     client that falls behind, or takes no write for streamWriteTimeout,
 //     is let go, and a request its client cancelled ends its POST
 //     unanswered: [exchange.relate], [postOut.await], [postOut.write],
-//     [session.forget], [session.endListen]. A rotation of the token ends
+//     [session.forget], [session.endListen]. A legacy session's id goes
+//     out with the successful answer to the initialize that opened it,
+//     and the session is kept only once that answer is written: one
+//     whose initialize failed, or whose client left first, is closed:
+//     [httpFront.legacy], [httpFront.drop]. A rotation of the token ends
 //     at once what the old one let in: the legacy sessions opened with it
 //     (streams, POSTs, their share of the child) and the 2026-07-28
 //     requests that carried it, cancelled at the child:

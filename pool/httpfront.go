@@ -2,6 +2,7 @@ package pool
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -199,7 +200,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 			httpError(w, http.StatusNotFound, msg.IDBytes(), jsonrpc.CodeInvalidRequest, "unknown or expired session: initialize again")
 			return
 		}
-		h.legacy(w, r, hs, &msg)
+		h.legacy(w, r, hs, &msg, "")
 	case msg.Kind == jsonrpc.KindRequest && msg.Method == "initialize" && !modernHTTP(r, body, msg):
 		hs, sid, err := h.open(name, g.token)
 		if errors.Is(err, errTokenRotated) {
@@ -210,8 +211,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 			httpError(w, http.StatusServiceUnavailable, msg.IDBytes(), jsonrpc.CodeBackendUnavailable, err.Error())
 			return
 		}
-		w.Header().Set("Mcp-Session-Id", sid)
-		h.legacy(w, r, hs, &msg)
+		h.legacy(w, r, hs, &msg, sid)
 	case msg.Kind != jsonrpc.KindRequest:
 		// 2026-07-28 defines no client notifications over HTTP; a
 		// legacy one without its session is dropped too.
@@ -251,7 +251,14 @@ func readBody(r *http.Request, limit int) ([]byte, error) {
 // by that id, which ends the POST unanswered); closing the response
 // cancels nothing (the legacy transport says a disconnect is not a
 // cancellation), and the answer is then dropped.
-func (h *httpFront) legacy(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message) {
+//
+// The initialize that opened the session (newID, its id) is the
+// exception: the id goes out only with its answer, and only with a
+// successful one, so the session is kept only once that answer is
+// written. One whose initialize failed, or whose client left before the
+// answer (the child slow to start, say), is closed, its child with it
+// when the session had its own: no client could ever reach it.
+func (h *httpFront) legacy(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, newID string) {
 	if msg.Kind != jsonrpc.KindRequest {
 		hs.touch(0)
 		if msg.Kind == jsonrpc.KindResponse {
@@ -264,10 +271,39 @@ func (h *httpFront) legacy(w http.ResponseWriter, r *http.Request, hs *httpSessi
 	x := newExchange(string(msg.IDBytes()), takesStream(r, msg), &h.p.opts)
 	hs.touch(1)
 	defer hs.touch(-1)
+	stop := func() bool { return false }
+	if newID != "" { // an initialize waits for the child's handshake in handleMessage: a client that leaves meanwhile ends it
+		stop = context.AfterFunc(r.Context(), func() { hs.s.close(errInitializeLeft) })
+	}
 	hs.s.handleMessage(msg, x)
-	if end := h.await(w, r, hs.s, x, nil); end == awaitGone || end == awaitSlow {
+	stop()
+	o := newPostOut(w, newID)
+	end := h.await(o, r, hs.s, x, nil)
+	switch {
+	case newID != "" && end != awaitAnswered:
+		h.drop(newID, hs, errInitializeLeft)
+	case newID != "" && o.code != 0:
+		h.drop(newID, hs, errInitializeFailed)
+	case end == awaitGone, end == awaitSlow:
 		hs.s.endExchange(x, false, "") // its listen, if it was one: the stream was its response
 	}
+}
+
+// Why a session is closed when the initialize that opened it did not
+// hand its client the session's id.
+var (
+	errInitializeLeft   = errors.New("its client left before the answer to its initialize, which names the session")
+	errInitializeFailed = errors.New("its initialize failed: the client was given no session")
+)
+
+// drop forgets and closes session sid, hs, for reason.
+func (h *httpFront) drop(sid string, hs *httpSession, reason error) {
+	h.mu.Lock()
+	if h.sessions[sid] == hs {
+		delete(h.sessions, sid)
+	}
+	h.mu.Unlock()
+	hs.s.close(reason)
 }
 
 // exchange serves a 2026-07-28 request as an exchange on the server's
@@ -284,7 +320,7 @@ func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server
 	key := "x" + strconv.FormatUint(h.nextKey.Add(1), 10) // no client id looks like this: ids are JSON
 	x := newStatelessExchange(key, takesStream(r, msg), &h.p.opts, msg.Meta.Of(msg.Raw))
 	st.s.handleMessage(msg, x)
-	switch h.await(w, r, st.s, x, g) {
+	switch h.await(newPostOut(w, ""), r, st.s, x, g) {
 	case awaitGone:
 		st.s.endExchange(x, true, "the client closed its HTTP response")
 	case awaitSlow:
@@ -332,8 +368,7 @@ var errSlowHTTPClient = errors.New("the client did not read its HTTP response in
 // request's grant g ends it when its token is rotated away (a legacy
 // session's requests end with their session then): g nil is a legacy
 // one.
-func (h *httpFront) await(w http.ResponseWriter, r *http.Request, s *session, x *exchange, g *grant) awaitEnd {
-	o := &postOut{w: w, rc: http.NewResponseController(w)}
+func (h *httpFront) await(o *postOut, r *http.Request, s *session, x *exchange, g *grant) awaitEnd {
 	defer func() { _ = o.rc.SetWriteDeadline(time.Time{}) }() // a kept-alive connection's next request has its own
 	end := o.await(r, s, x, g)
 	if end == awaitSlow {
@@ -401,10 +436,18 @@ func (o *postOut) sessionEnded() awaitEnd {
 
 // postOut is a POST's response as await writes it.
 type postOut struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	sse bool   // the response is an event stream
-	buf []byte // the events of one write
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	sid  string // the Mcp-Session-Id to hand out with a successful answer: the initialize's that opened it; else ""
+	code int    // the answer's JSON-RPC error code, once answer has it (0: a result)
+	sse  bool   // the response is an event stream
+	buf  []byte // the events of one write
+}
+
+// newPostOut is the response w, which hands out session id sid with a
+// successful answer, when sid is not "".
+func newPostOut(w http.ResponseWriter, sid string) *postOut {
+	return &postOut{w: w, rc: http.NewResponseController(w), sid: sid}
 }
 
 // related writes everything x's queue holds, in one write and one flush;
@@ -437,6 +480,9 @@ func (o *postOut) events(lines [][]byte, last []byte) awaitEnd {
 	if !o.sse {
 		o.sse = true
 		h := o.w.Header()
+		if o.sid != "" && o.code == 0 { // an event stream's headers go before its answer: a failure there leaves the id unknown
+			h.Set("Mcp-Session-Id", o.sid)
+		}
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
 		h.Set("X-Accel-Buffering", "no") // 2026-07-28: proxies must not hold events back
@@ -489,6 +535,7 @@ func (o *postOut) answer(x *exchange, a response, modern bool) awaitEnd {
 			return o.behind()
 		}
 	}
+	o.code = a.code
 	switch {
 	case a.line == nil:
 		if !o.sse {
@@ -499,6 +546,9 @@ func (o *postOut) answer(x *exchange, a response, modern bool) awaitEnd {
 		return o.events(lines, a.line)
 	}
 	h := o.w.Header()
+	if o.sid != "" && a.code == 0 {
+		h.Set("Mcp-Session-Id", o.sid)
+	}
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(a.line))) // written and flushed here, within the deadline: not chunked for that
 	if modern {
