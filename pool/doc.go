@@ -219,7 +219,10 @@
 //     legacy client asked through a modern child answers the child's
 //     questions as requests of the pool's, a URL elicitation with the
 //     elicitationId its revision requires; a call the client cancelled
-//     meanwhile gets nothing more: [backend.askLegacyClient],
+//     meanwhile gets nothing more; one whose client did not declare what
+//     a question needs, or cannot be sent it now (an HTTP session with no
+//     GET stream open: retryable), fails at once with -32006:
+//     [backend.askLegacyClient], [session.answerable],
 //     [urlQuestionForLegacy], [session.answerRound], [session.answerIfCurrent].
 //   - roots/list is never asked of a client by a child: sessions that
 //     declare different roots get different children, and the pool answers

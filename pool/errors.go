@@ -37,6 +37,7 @@ const (
 	errQuestionsUnanswered                      // a legacy client did not answer a modern child's questions in time
 	errQuestionRefused                          // a legacy client answered a modern child's question with an error
 	errCannotAsk                                // the child's question needs what this legacy client did not declare
+	errNoStreamToAsk                            // the child's question is for a legacy HTTP client with no GET stream open
 	errCannotRetry                              // the call could not be retried with the client's answers
 	errTooManyRounds                            // a modern child asked for input more rounds than any call needs
 
@@ -115,6 +116,8 @@ var errorTable = [...]errorRow{
 		aboutRequest: true, retryable: false},
 	errCannotAsk: {code: jsonrpc.CodeNoClient, format: "server %q needs %s, which this client did not declare",
 		aboutRequest: true, retryable: false},
+	errNoStreamToAsk: {code: jsonrpc.CodeNoClient, format: "server %q needs %s, and this client has no GET stream open to be asked it on: open one and call again",
+		aboutRequest: true, retryable: true},
 	errCannotRetry: {code: jsonrpc.CodeInternalError, format: "cannot retry the call with the client's answers",
 		aboutRequest: true, retryable: false},
 	errTooManyRounds: {code: jsonrpc.CodeInternalError, format: "server %q asked for input %d times in one call; the call was given up",

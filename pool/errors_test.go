@@ -30,6 +30,7 @@ func TestErrorTable(t *testing.T) {
 		errQuestionsUnanswered: {"srv", 2 * time.Second},
 		errQuestionRefused:     {"srv", "no"},
 		errCannotAsk:           {"srv", "sampling/createMessage"},
+		errNoStreamToAsk:       {"srv", "elicitation/create"},
 		errCannotRetry:         nil,
 		errTooManyRounds:       {"srv", 32},
 		errSessionBusy:         {8192},

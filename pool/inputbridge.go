@@ -106,8 +106,14 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 		return false, newError(errTooManyRounds, true, b.srv.name, b.srv.name, p.inputRounds)
 	}
 	for _, q := range r.InputRequests {
-		if q.Method != "roots/list" && !sess.canAnswer(q.Method, q.Params) {
+		if q.Method == "roots/list" {
+			continue
+		}
+		switch declared, receives := sess.answerable(q.Method, q.Params); {
+		case !declared:
 			return false, newError(errCannotAsk, true, b.srv.name, b.srv.name, q.Method)
+		case !receives: // as a legacy child's question with nobody to ask: at once, not at the timeout
+			return false, newError(errNoStreamToAsk, true, b.srv.name, b.srv.name, q.Method)
 		}
 	}
 	x := &inputRound{b: b, sess: sess, call: p, origID: origID, to: e.x, state: r.RequestState, left: map[uint64]string{},

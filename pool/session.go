@@ -1158,15 +1158,27 @@ func (s *session) alive() bool { return !isClosed(s.closed) }
 // canAnswer reports whether the client can be asked a child's request
 // (method, with params) now.
 func (s *session) canAnswer(method string, params []byte) bool {
+	declared, receives := s.answerable(method, params)
+	return declared && receives
+}
+
+// answerable reports whether the client declared what a child's request
+// (method, with params) needs, and whether it can be sent a request now
+// (an HTTP session with no stream open cannot: the child would wait for
+// nothing).
+func (s *session) answerable(method string, params []byte) (declared, receives bool) {
 	need := questionNeeds(method, params) // before the lock: it reads params
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.era == EraModern {
-		return false // 2026-07-28 has no server-to-client requests: MRTR carries them (mrtr.go)
+		return false, false // 2026-07-28 has no server-to-client requests: MRTR carries them (mrtr.go)
 	}
-	if !s.receivesLocked() {
-		return false // an HTTP session with no stream open: the child would wait for nothing
-	}
+	return s.declaresLocked(method, need), s.receivesLocked()
+}
+
+// declaresLocked reports whether the client declared what a child's
+// request of method needs (need: questionNeeds).
+func (s *session) declaresLocked(method, need string) bool {
 	switch method {
 	case "sampling/createMessage":
 		return s.caps.sampling
