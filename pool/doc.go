@@ -306,13 +306,15 @@
 //     reaches the POST that carried it from the request's own record, its
 //     exchange: nothing is parsed again to find who asked. A legacy
 //     session's other messages go to its GET stream, in order, each an
-//     event with an id; with no stream open a notification is dropped and
+//     event with an id; with no stream open a notification is dropped,
+//     but for a list change (one of each kind waits: [listChange]), and
 //     a request waits for the next stream (a child's question only
 //     Options.QuestionGrace: above). A stream that ends leaves to
 //     the next what it had not written whole (notifications only up to
-//     endedStreamBytes), and the requests it wrote that still wait for
-//     their answers, except what a resuming client's Last-Event-ID says
-//     it has; past Options.SessionQueue notifications are dropped, and a
+//     endedStreamBytes, and a list change of each kind), and the
+//     requests it wrote that still wait for their answers, except what a
+//     resuming client's Last-Event-ID says it has; past
+//     Options.SessionQueue notifications are dropped, and a
 //     request that finds no room is answered in the client's place with
 //     an error; past Options.MaxMessageBytes waiting the client has
 //     fallen behind: its stream ends, its notifications dropped:
@@ -330,7 +332,9 @@
 //     it in a queue bounded by bytes, written in one write each time; a
 //     client that falls behind, or takes no write for streamWriteTimeout,
 //     is let go, and a request its client cancelled ends its POST
-//     unanswered: [exchange.relate], [postOut.await], [postOut.write],
+//     unanswered; an event stream, a POST's or a GET, with nothing to
+//     say for streamKeepAlive is sent a comment: [exchange.relate],
+//     [postOut.await], [postOut.write], [httpFront.listen],
 //     [session.forget], [session.endListen]. A legacy session's id goes
 //     out with the successful answer to the initialize that opened it,
 //     and the session is kept only once that answer is written: one

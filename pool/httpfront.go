@@ -30,6 +30,15 @@ const HTTPSessionIdle = 30 * time.Minute
 // events), before that response is ended.
 var streamWriteTimeout = 30 * time.Second
 
+// streamKeepAlive is how long an event stream (a GET stream, a POST's
+// once it is one) goes without a write before it is sent a comment, so
+// that a client that ends a body silent for minutes (Node's fetch: 300 s)
+// does not, nor anything between.
+const streamKeepAlive = 30 * time.Second
+
+// keepAliveComment is the keep-alive: an SSE comment, which clients skip.
+const keepAliveComment = ": keep-alive\n\n"
+
 // statelessLinger is how long a server's stateless HTTP session stays
 // after its last exchange ended: it is a partition's member while it
 // lives, and a child is reaped only once its partition has none.
@@ -46,7 +55,7 @@ const statelessLinger = time.Minute
 // not loopback get 403. Call it once per pool; serve it on a loopback
 // listener only.
 func (p *Pool) HTTPHandler() http.Handler {
-	h := &httpFront{p: p, sessions: map[string]*httpSession{}, stateless: map[string]*statelessHTTP{}, cut: make(chan struct{})}
+	h := &httpFront{p: p, sessions: map[string]*httpSession{}, stateless: map[string]*statelessHTTP{}, cut: make(chan struct{}), keepAlive: streamKeepAlive}
 	p.front.Store(h)
 	p.wg.Go(h.expire)
 	return h
@@ -61,6 +70,7 @@ type httpFront struct {
 	sessions  map[string]*httpSession
 	stateless map[string]*statelessHTTP // by server name
 	cut       chan struct{}             // closed at the token's next rotation, then replaced (grant)
+	keepAlive time.Duration             // streamKeepAlive; tests set it before serving
 	nextKey   atomic.Uint64             // the stateless exchanges' keys
 }
 
@@ -71,9 +81,11 @@ type httpFront struct {
 // what that stream had not written whole (its notifications up to
 // endedStreamBytes), and again the requests it had written that are
 // still unanswered, for a request lost with a stream leaves its asker
-// waiting. With no stream open, a notification is dropped; a request
-// waits for the next stream, and a child's question waits only
-// Options.QuestionGrace for it (takeBack).
+// waiting. With no stream open, a notification is dropped (a list
+// change waits, one of each kind); a request waits for the next stream,
+// and a child's question waits only Options.QuestionGrace for it
+// (takeBack). A stream with nothing to say for streamKeepAlive is sent a
+// comment.
 type httpSession struct {
 	s     *session      // set once the session exists, before hs is shared
 	token string        // the token its initialize carried: a rotation ends the session
@@ -101,7 +113,7 @@ type streamLine struct {
 	id      uint64
 	line    []byte
 	reqID   string // a request's id bytes; "" for a notification
-	method  string // a request's method
+	method  string // its method
 	written bool   // a request a stream wrote before (keepAsked)
 }
 
@@ -370,7 +382,7 @@ var errSlowHTTPClient = errors.New("the client did not read its HTTP response in
 // one.
 func (h *httpFront) await(o *postOut, r *http.Request, s *session, x *exchange, g *grant) awaitEnd {
 	defer func() { _ = o.rc.SetWriteDeadline(time.Time{}) }() // a kept-alive connection's next request has its own
-	end := o.await(r, s, x, g)
+	end := o.await(r, s, x, g, h.keepAlive)
 	if end == awaitSlow {
 		h.p.log.Warn("ending an HTTP response whose client stopped reading",
 			"session", s.id, "server", s.srv.name, "request", x.key)
@@ -378,8 +390,9 @@ func (h *httpFront) await(o *postOut, r *http.Request, s *session, x *exchange, 
 	return end
 }
 
-// await is httpFront.await's loop, on the response o.
-func (o *postOut) await(r *http.Request, s *session, x *exchange, g *grant) awaitEnd {
+// await is httpFront.await's loop, on the response o. An event stream
+// that has nothing to say for keepAlive is sent a comment.
+func (o *postOut) await(r *http.Request, s *session, x *exchange, g *grant, keepAlive time.Duration) awaitEnd {
 	modern := g != nil
 	var wake chan struct{}
 	if x.related != nil {
@@ -389,8 +402,17 @@ func (o *postOut) await(r *http.Request, s *session, x *exchange, g *grant) awai
 	if modern {
 		cut = g.cut
 	}
+	idle := time.NewTimer(keepAlive)
+	defer idle.Stop()
 	for {
 		select {
+		case <-idle.C:
+			if o.sse {
+				if end := o.write([]byte(keepAliveComment)); end != awaitAnswered {
+					return end
+				}
+			}
+			idle.Reset(keepAlive)
 		case <-cut:
 			if g.revoked() {
 				if !o.sse {
@@ -408,6 +430,7 @@ func (o *postOut) await(r *http.Request, s *session, x *exchange, g *grant) awai
 			if end := o.related(x); end != awaitAnswered {
 				return end
 			}
+			idle.Reset(keepAlive)
 		case <-r.Context().Done():
 			// 2026-07-28: a closed response is the cancellation (the
 			// caller cancels it). A legacy client's disconnect cancels
@@ -587,21 +610,23 @@ func (h *httpFront) listen(w http.ResponseWriter, r *http.Request, hs *httpSessi
 	// it does not take within streamWriteTimeout ends the stream.
 	rc := http.NewResponseController(w)
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
-	send := func(e *streamLine) bool {
+	write := func(put func() error) bool { // put's write, flushed
 		if err := rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return false
 		}
-		if e != nil {
-			if _, err := fmt.Fprintf(w, "id: %d\nevent: message\ndata: %s\n\n", e.id, e.line); err != nil {
-				return false
-			}
-		}
-		return rc.Flush() == nil
+		return put() == nil && rc.Flush() == nil
 	}
-	if !send(nil) {
+	headers := func() error { return nil }
+	keepAlive := func() error {
+		_, err := io.WriteString(w, keepAliveComment)
+		return err
+	}
+	if !write(headers) {
 		return
 	}
 	hs.s.streamOpened()
+	idle := time.NewTimer(h.keepAlive) // a stream with nothing to say for it is sent a comment
+	defer idle.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
@@ -617,6 +642,11 @@ func (h *httpFront) listen(w http.ResponseWriter, r *http.Request, hs *httpSessi
 		if !ok {
 			select {
 			case <-hs.wake:
+			case <-idle.C:
+				if !write(keepAlive) {
+					return
+				}
+				idle.Reset(h.keepAlive)
 			case <-r.Context().Done():
 				return
 			case <-hs.s.closed:
@@ -627,10 +657,15 @@ func (h *httpFront) listen(w http.ResponseWriter, r *http.Request, hs *httpSessi
 		if e.reqID != "" && !hs.keepAsked(e) {
 			continue // written before, and nothing waits for its answer now
 		}
-		if !send(&e) {
+		event := func() error {
+			_, err := fmt.Fprintf(w, "id: %d\nevent: message\ndata: %s\n\n", e.id, e.line)
+			return err
+		}
+		if !write(event) {
 			hs.putBack(e)
 			return
 		}
+		idle.Reset(h.keepAlive)
 	}
 }
 
@@ -766,8 +801,9 @@ func (hs *httpSession) streaming() bool {
 
 // toStream is a legacy session's output: a message that answers no POST
 // is queued for the GET stream without blocking. With no stream open, a
-// notification is dropped, and a request (one a stream was open for when
-// its asker picked the session) waits for the next stream. Past the
+// notification is dropped (a list change waits unless one of its kind
+// does), and a request (one a stream was open for when its asker picked
+// the session) waits for the next stream. Past the
 // queue's bound notifications are dropped, the oldest queued first to
 // make room for a request; a request that still finds no room is refused.
 // A client whose stream has more than hs.bound bytes waiting (one
@@ -776,29 +812,29 @@ func (hs *httpSession) streaming() bool {
 // its stream ends; the requests wait for the next.
 func (hs *httpSession) toStream(line []byte) {
 	e := streamLine{line: line}
-	if msg, err := jsonrpc.Parse(line); err == nil && msg.Kind == jsonrpc.KindRequest {
-		e.reqID, e.method = string(msg.IDBytes()), msg.Method
+	if msg, err := jsonrpc.Parse(line); err == nil {
+		e.method = msg.Method
+		if msg.Kind == jsonrpc.KindRequest {
+			e.reqID = string(msg.IDBytes())
+		}
 	}
 	hs.mu.Lock()
-	if !hs.stream && e.reqID == "" {
-		hs.mu.Unlock()
-		return
-	}
-	if e.reqID == "" && (hs.behind || len(hs.waiting) > 0 && hs.size+len(line) > hs.bound) {
-		first := !hs.behind
-		if first {
-			hs.behind = true
+	fellBehind := false
+	if e.reqID == "" {
+		if hs.stream && !hs.behind && len(hs.waiting) > 0 && hs.size+len(line) > hs.bound {
+			hs.behind, fellBehind = true, true
 			hs.dropNotificationsLocked(0)
 		}
-		size := hs.size
-		hs.mu.Unlock()
-		if first {
-			s := hs.s // a notification reaches the queue only once a stream opened: s is set
-			s.p.log.Warn("ending the GET stream of an HTTP client that fell behind: its notifications are dropped",
-				"session", s.id, "server", s.srv.name, "limitBytes", hs.bound, "stillQueuedBytes", size)
-			hs.poke()
+		// With no stream to take it, or one that fell behind, it is
+		// dropped, but for a list change none like it waits for: the
+		// client, back, lists again rather than miss a change.
+		if (!hs.stream || hs.behind) && (!listChange(e.method) || hs.waitsLocked(e.method)) {
+			hs.mu.Unlock()
+			if fellBehind {
+				hs.behindLog()
+			}
+			return
 		}
-		return
 	}
 	if len(hs.waiting) >= hs.limit {
 		i := slices.IndexFunc(hs.waiting, func(q streamLine) bool { return q.reqID == "" })
@@ -816,11 +852,36 @@ func (hs *httpSession) toStream(line []byte) {
 	e.id = hs.lastEvent
 	hs.waiting = append(hs.waiting, e)
 	hs.size += len(line)
-	if !hs.stream {
+	if !hs.stream && e.reqID != "" {
 		hs.parkLocked() // the stream ended since its asker picked the session
 	}
 	hs.mu.Unlock()
+	if fellBehind {
+		hs.behindLog()
+	}
 	hs.poke()
+}
+
+// behindLog says that the stream's client fell behind.
+func (hs *httpSession) behindLog() {
+	s := hs.s // a stream is open: s is set
+	s.p.log.Warn("ending the GET stream of an HTTP client that fell behind: its notifications are dropped",
+		"session", s.id, "server", s.srv.name, "limitBytes", hs.bound)
+}
+
+// listChange reports whether a notification's method says a list
+// changed: a client that missed one, and no other, lists again.
+func listChange(method string) bool {
+	switch method {
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+		return true
+	}
+	return false
+}
+
+// waitsLocked reports whether a notification of method waits.
+func (hs *httpSession) waitsLocked(method string) bool {
+	return slices.ContainsFunc(hs.waiting, func(e streamLine) bool { return e.reqID == "" && e.method == method })
 }
 
 // poke wakes the GET stream, if it waits.
@@ -832,11 +893,18 @@ func (hs *httpSession) poke() {
 }
 
 // dropNotificationsLocked drops the notifications waiting past the first
-// keep bytes of them, and keeps the requests, whose askers wait.
+// keep bytes of them, but for the first list change of each kind (the
+// client lists again; later ones say nothing more), and keeps the
+// requests, whose askers wait.
 func (hs *httpSession) dropNotificationsLocked(keep int) (dropped int) {
 	kept := 0
+	var changes []string
 	hs.waiting = slices.DeleteFunc(hs.waiting, func(e streamLine) bool {
 		if e.reqID != "" {
+			return false
+		}
+		if listChange(e.method) && !slices.Contains(changes, e.method) {
+			changes = append(changes, e.method)
 			return false
 		}
 		if kept+len(e.line) <= keep {
@@ -947,7 +1015,7 @@ func (hs *httpSession) putBack(e streamLine) {
 		return
 	}
 	hs.mu.Lock()
-	if len(hs.waiting) < hs.limit && !hs.behind {
+	if len(hs.waiting) < hs.limit && (!hs.behind || listChange(e.method) && !hs.waitsLocked(e.method)) {
 		hs.waiting = slices.Insert(hs.waiting, 0, e)
 		hs.size += len(e.line)
 	}

@@ -1,6 +1,9 @@
 package pool
 
-import "net/http"
+import (
+	"net/http"
+	"time"
+)
 
 // HTTPStreamQueuedBytes is what the messages waiting for legacy HTTP
 // session sid's GET stream hold, in bytes.
@@ -24,3 +27,17 @@ func HTTPStreamQueuedBytes(h http.Handler, sid string) int {
 // EndedStreamBytes is what a GET stream that ended leaves to the next of
 // its notifications.
 const EndedStreamBytes = endedStreamBytes
+
+// SetHTTPKeepAlive sets how long the event streams of front door h go
+// idle before a keep-alive comment. Call it before h serves.
+func SetHTTPKeepAlive(h http.Handler, d time.Duration) { h.(*httpFront).keepAlive = d }
+
+// HTTPStreamOpen reports whether legacy HTTP session sid has its GET
+// stream open.
+func HTTPStreamOpen(h http.Handler, sid string) bool {
+	f := h.(*httpFront)
+	f.mu.Lock()
+	hs := f.sessions[sid]
+	f.mu.Unlock()
+	return hs != nil && hs.streaming()
+}
