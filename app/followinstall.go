@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/switchboard-mcp/switchboard/app/fileid"
 )
 
 // installSettle is how long the binary must stay unchanged after an event
@@ -27,7 +29,9 @@ func (inst *Instance) followInstalls(ctx context.Context) {
 	if resolved, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = resolved
 	}
-	running, err := os.Stat(exe)
+	// Its identity now: os.Stat's, on Windows, would be read at the first
+	// comparison, from the file installed by then.
+	running, err := fileid.Stat(exe)
 	if err != nil {
 		return
 	}
@@ -60,7 +64,7 @@ func (inst *Instance) followInstalls(ctx context.Context) {
 				settle.Reset(installSettle)
 			}
 		case <-settle.C:
-			now, err := os.Stat(exe)
+			now, err := fileid.Stat(exe)
 			if err != nil || os.SameFile(now, running) {
 				continue // removed (for now), or only touched
 			}

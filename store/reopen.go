@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/fileid"
 )
 
 // A database file deleted (or replaced) while the store runs would take
@@ -58,7 +60,7 @@ func (w *writer) checkFile(now time.Time, force bool) {
 
 // stillThere says whether the file at the path is f.
 func (w *writer) stillThere(f os.FileInfo) bool {
-	fi, err := os.Stat(w.s.path)
+	fi, err := fileid.Stat(w.s.path)
 	return err == nil && os.SameFile(f, fi)
 }
 
@@ -93,7 +95,7 @@ func (w *writer) reopen(now time.Time) {
 			s.log.Error("history: recording nothing until the database file can be made again", "err", err)
 		}
 		w.noDB = err
-		w.refused, _ = os.Stat(s.path)
+		w.refused, _ = fileid.Stat(s.path)
 		w.refusedAt = now
 		s.setErr(err)
 		return
@@ -181,7 +183,7 @@ func (w *writer) checkJournal() {
 	if j == nil || j.file == nil {
 		return // none, or not mapped (history off)
 	}
-	fi, err := os.Stat(journalPath(w.s.path))
+	fi, err := fileid.Stat(journalPath(w.s.path))
 	if err == nil && os.SameFile(j.file, fi) || err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return
 	}

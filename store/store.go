@@ -37,6 +37,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
 
+	"github.com/switchboard-mcp/switchboard/app/fileid"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
 
@@ -341,11 +342,10 @@ func (s *Store) openWriteDB() (_ *sql.DB, err error) {
 	if mode != "wal" {
 		return nil, fmt.Errorf("history %s: journal mode is %q, want wal", s.path, mode)
 	}
-	fi, err := os.Stat(s.path)
+	fi, err := fileid.Stat(s.path)
 	if err != nil {
 		return nil, fmt.Errorf("history %s: %w", s.path, err)
 	}
-	_ = os.SameFile(fi, fi) // where a file's identity is read lazily (Windows), read it now
 	// Damage in the middle of the file shows nowhere else until a query
 	// reaches it: check the whole file once, at open.
 	var check string
@@ -557,7 +557,7 @@ func (s *Store) fileGone() bool {
 	if open == nil {
 		return false
 	}
-	fi, err := os.Stat(s.path)
+	fi, err := fileid.Stat(s.path)
 	if err != nil {
 		return errors.Is(err, fs.ErrNotExist)
 	}
