@@ -13,6 +13,7 @@
 //	POST /v1/restart, /v1/stop  ServerAction
 //	POST /v1/upgrade            UpgradeRequest -> UpgradeAccepted
 //	POST /v1/make-way           MakeWayRequest -> MakeWayAccepted: stop for the tray app that asks (409 unless a client started this headless pool)
+//	POST /v1/quit               QuitAccepted: stop as the tray's Quit does (409 while an upgrade is under way)
 //	GET  /v1/stacks             every goroutine's stack, as text
 package control
 
@@ -195,4 +196,10 @@ type UpgradeAccepted struct {
 	CarryChildren bool         `json:"carryChildren"`
 	// Why says why the children will restart, when they will.
 	Why string `json:"why,omitempty"`
+}
+
+// QuitAccepted is the answer to POST /v1/quit: the pool is stopping, and
+// its process, PID, exits once it has.
+type QuitAccepted struct {
+	PID int `json:"pid"`
 }

@@ -127,6 +127,15 @@ func (c *Client) MakeWay(ctx context.Context, req MakeWayRequest) (MakeWayAccept
 	return acc, err
 }
 
+// Quit is POST /v1/quit: the pool stops as the tray's Quit does; its
+// process exits once it has. An error that Is ErrConflict says why it
+// does not.
+func (c *Client) Quit(ctx context.Context) (QuitAccepted, error) {
+	var acc QuitAccepted
+	err := c.do(ctx, http.MethodPost, "/v1/quit", struct{}{}, &acc)
+	return acc, err
+}
+
 // Stacks is GET /v1/stacks: the running pool's goroutine stacks, copied
 // to w as they arrive.
 func (c *Client) Stacks(ctx context.Context, w io.Writer) error {

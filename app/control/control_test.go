@@ -33,6 +33,7 @@ type fakeBackend struct {
 	asked    []string
 	started  chan struct{}
 	madeWay  chan struct{}
+	quit     chan struct{}
 }
 
 func (f *fakeBackend) note(s string) {
@@ -95,6 +96,13 @@ func (f *fakeBackend) MakeWay(req MakeWayRequest) (MakeWayAccepted, func(), erro
 	return MakeWayAccepted{Env: append([]string{"TOKEN=from the pool"}, req.Desktop...)}, func() { close(f.madeWay) }, nil
 }
 
+func (f *fakeBackend) Quit() (QuitAccepted, func(), error) {
+	if f.busy {
+		return QuitAccepted{}, nil, fmt.Errorf("%w: an upgrade is under way", ErrConflict)
+	}
+	return QuitAccepted{PID: 42}, func() { close(f.quit) }, nil
+}
+
 // serve runs the control API for b on a real unix socket, as the
 // instance does, and returns a client of it.
 func serve(t *testing.T, b Backend) *Client {
@@ -127,7 +135,7 @@ func serveHandler(t *testing.T, h http.Handler) *Client {
 
 func TestClientAndServer(t *testing.T) {
 	ctx := context.Background()
-	b := &fakeBackend{started: make(chan struct{}), madeWay: make(chan struct{})}
+	b := &fakeBackend{started: make(chan struct{}), madeWay: make(chan struct{}), quit: make(chan struct{})}
 	c := serve(t, b)
 
 	st, err := c.Status(ctx)
@@ -174,6 +182,10 @@ func TestClientAndServer(t *testing.T) {
 		t.Fatalf("MakeWay = %q, %v", acc.Env, err)
 	}
 	<-b.madeWay // stopping once the answer was out
+	if acc, err := c.Quit(ctx); err != nil || acc.PID != 42 {
+		t.Fatalf("Quit = %+v, %v", acc, err)
+	}
+	<-b.quit // stopping once the answer was out
 	var stacks strings.Builder
 	if err := c.Stacks(ctx, &stacks); err != nil || !strings.Contains(stacks.String(), "control.TestClientAndServer") {
 		t.Errorf("Stacks = %v and %d bytes without this test's own goroutine:\n%.2000s", err, stacks.Len(), stacks.String())
@@ -194,6 +206,9 @@ func TestClientErrors(t *testing.T) {
 	}
 	if _, err := c.Upgrade(ctx, "/opt/switchboard"); !errors.Is(err, ErrConflict) {
 		t.Errorf("Upgrade while one is under way = %v, want ErrConflict", err)
+	}
+	if _, err := c.Quit(ctx); !errors.Is(err, ErrConflict) {
+		t.Errorf("Quit while an upgrade is under way = %v, want ErrConflict", err)
 	}
 	if _, err := c.MakeWay(ctx, MakeWayRequest{}); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "headless on purpose") {
 		t.Errorf("MakeWay from a pool that does not = %v, want ErrConflict with the reason", err)

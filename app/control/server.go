@@ -36,6 +36,10 @@ type Backend interface {
 	// environment the app's pool is to run with, and returns stop, which
 	// ends the pool once the answer is out.
 	MakeWay(req MakeWayRequest) (acc MakeWayAccepted, stop func(), err error)
+	// Quit accepts to stop as the tray's Quit does (an error that Is
+	// ErrConflict when it cannot now) and returns stop, which ends the
+	// pool once the answer is out.
+	Quit() (acc QuitAccepted, stop func(), err error)
 }
 
 // Handler serves the control API for b.
@@ -129,6 +133,19 @@ func Handler(b Backend) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, acc)
 		go stop() // the instance stops its control server gracefully: this answer goes out
+	})
+	mux.HandleFunc("POST /v1/quit", func(w http.ResponseWriter, r *http.Request) {
+		acc, stop, err := b.Quit()
+		switch {
+		case errors.Is(err, ErrConflict):
+			writeError(w, http.StatusConflict, err.Error())
+			return
+		case err != nil:
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, acc)
+		go stop() // as for make-way: this answer goes out
 	})
 	return mux
 }

@@ -43,6 +43,7 @@ type cli struct {
 	Autostart autostartCmd `cmd:"" help:"Start Switchboard at login: on, off or status."`
 	Stacks    stacksCmd    `cmd:"" help:"Print the running pool's goroutine stacks: what each part of it waits on, for a bug report about a hang."`
 	Upgrade   upgradeCmd   `cmd:"" help:"Replace the running pool's program with a new binary in place: children keep running, sessions resume."`
+	Quit      quitCmd      `cmd:"" help:"Stop the running pool as the tray's Quit does, and wait for its process to exit."`
 	Version   versionCmd   `cmd:"" help:"Print the version, commit, build date and Go version."`
 }
 
@@ -142,6 +143,21 @@ type stopCmd struct {
 }
 
 func (c *stopCmd) Run(ctx context.Context) error { return app.StopServer(ctx, c.Name) }
+
+type quitCmd struct{}
+
+func (quitCmd) Run(ctx context.Context) error {
+	pid, err := app.Quit(ctx)
+	if errors.Is(err, app.ErrNoPool) {
+		fmt.Println("no Switchboard is running: nothing to quit")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Switchboard (pid %d) has quit\n", pid)
+	return nil
+}
 
 type stacksCmd struct{}
 
