@@ -135,16 +135,20 @@ package-windows: deps
 # The Windows build under Wine (packaging/windows/wine_test.go): version,
 # serve with a Windows build of the fake MCP server, connect through the
 # named pipe, the child killed by its Job Object with the pool, the
-# installer, start at login and uninstaller round trip, and the tray app in
-# an Xvfb of its own (tray icon, its menu, the dashboard, Quit; screenshots
-# in $(ARTIFACTS)/windows), and the named pipe's own tests (app/localsock).
-# The helpers are test-only: the fake server, those tests, and a
-# bcryptprimitives.dll Wine 8 lacks.
+# installer, start at login and uninstaller round trip, the next version's
+# installer and the uninstaller while a pool and a session run from the
+# installed programs (and the installer while another program holds one),
+# and the tray app in an Xvfb of its own (tray icon, its menu, the
+# dashboard, Quit; screenshots in $(ARTIFACTS)/windows), and the tests of
+# the named pipe (app/localsock) and of file identity (app/fileid). The
+# helpers are test-only: the fake server, those tests built for Windows,
+# and a bcryptprimitives.dll Wine 8 lacks.
 WIN_TEST := $(DIST)/windows-test
 test-windows: package-windows
 	@mkdir -p $(WIN_TEST)
 	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 GOFLAGS= $(GO) build -o $(WIN_TEST)/fakemcp.exe ./pool/mcptest/fakemcp
 	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 GOFLAGS= $(GO) test -c -o $(WIN_TEST)/localsock.test.exe ./app/localsock
+	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 GOFLAGS= $(GO) test -c -o $(WIN_TEST)/fileid.test.exe ./app/fileid
 	$(WIN_CC) -O2 -shared -o $(WIN_TEST)/bcryptprimitives.dll packaging/windows/wine/bcryptprimitives.c -ladvapi32
 	SWITCHBOARD_WINE_DIST=$(CURDIR)/$(WIN_DIST) SWITCHBOARD_WINE_HELPERS=$(CURDIR)/$(WIN_TEST) \
 		ARTIFACTS=$(CURDIR)/$(ARTIFACTS) GOFLAGS= $(GO) test -count=1 -timeout 5m -v ./packaging/windows

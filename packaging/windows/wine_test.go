@@ -181,6 +181,16 @@ func TestLocalsock(t *testing.T) {
 	t.Log(out)
 }
 
+// Package app/fileid's tests, built for Windows (make test-windows), run
+// under Wine: a file put in another's place at a path is another file, and
+// a file mapped for writing (the history's journal) is itself.
+func TestFileIdentityUnderWine(t *testing.T) {
+	out, err := run(t, nil, filepath.Join(helpers, "fileid.test.exe"), "-test.v")
+	if err != nil {
+		t.Fatalf("fileid.test.exe: %v\n%s", err, out)
+	}
+}
+
 // serve with the Windows fake MCP server, `switchboard-connect.exe`
 // through the named pipe, a call answered; then the pool is killed
 // (SIGKILL of its process) and its child dies with it: the kill-on-close
