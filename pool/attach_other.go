@@ -9,7 +9,7 @@ import (
 
 // readHello reads the shim's hello line; descriptors cannot be passed
 // here, so every shim relays.
-func readHello(conn net.Conn) (line, rest []byte, files []*os.File, err error) {
-	line, rest, err = readLine(conn)
+func readHello(conn net.Conn, limit int) (line, rest []byte, files []*os.File, err error) {
+	line, rest, err = readLine(conn, limit)
 	return line, rest, nil, err
 }

@@ -10,26 +10,29 @@ import (
 
 // readHello reads the shim's hello line from conn, with the file
 // descriptors a shim that attaches sends along with it (SCM_RIGHTS). It
-// returns the line without its newline and any bytes read after it.
-func readHello(conn net.Conn) (line, rest []byte, files []*os.File, err error) {
+// returns the line without its newline (at most limit bytes) and any
+// bytes read after it.
+func readHello(conn net.Conn, limit int) (line, rest []byte, files []*os.File, err error) {
 	uc, ok := conn.(*net.UnixConn)
 	if !ok {
-		line, rest, err = readLine(conn)
+		line, rest, err = readLine(conn, limit)
 		return line, rest, nil, err
 	}
-	buf := make([]byte, 0, maxHello)
+	var buf []byte
 	oob := make([]byte, syscall.CmsgSpace(4*4))
 	for {
+		if buf, err = growLine(buf, limit); err != nil {
+			closeFiles(files)
+			return nil, nil, nil, err
+		}
 		n, oobn, _, _, err := uc.ReadMsgUnix(buf[len(buf):cap(buf)], oob)
 		// With an error (a deadline, a close) the counts can be -1.
 		n, oobn = max(n, 0), max(oobn, 0)
+		seen := len(buf)
 		buf = buf[:len(buf)+n]
 		files = append(files, rightsOf(oob[:oobn])...)
-		if i := indexNL(buf); i >= 0 {
-			return buf[:i], buf[i+1:], files, nil
-		}
-		if err == nil && len(buf) == cap(buf) {
-			err = errHelloTooLong
+		if i := indexNL(buf[seen:]); i >= 0 {
+			return buf[:seen+i], buf[seen+i+1:], files, nil
 		}
 		if err != nil {
 			closeFiles(files)

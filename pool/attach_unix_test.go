@@ -47,7 +47,7 @@ func TestSilentConnectionsHelloEndsWithoutPanic(t *testing.T) {
 	t.Run("deadline", func(t *testing.T) {
 		p, _ := unixPair(t)
 		_ = p.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-		if _, _, _, err := readHello(p); !errors.Is(err, os.ErrDeadlineExceeded) {
+		if _, _, _, err := readHello(p, 4<<10); !errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatalf("readHello past its deadline: %v, want the deadline's error", err)
 		}
 	})
@@ -58,7 +58,7 @@ func TestSilentConnectionsHelloEndsWithoutPanic(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			_, _, _, err := readHello(p)
+			_, _, _, err := readHello(p, 4<<10)
 			done <- err
 		}()
 		_ = p.SetReadDeadline(time.Now().Add(20 * time.Millisecond))

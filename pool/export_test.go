@@ -142,3 +142,6 @@ func PauseReplayUntilHandBackWaits() (taken <-chan struct{}, restore func()) {
 	testHookWaitingIdle = func(*session) { waited() }
 	return stopped, func() { testHookReplaying, testHookWaitingIdle = nil, nil }
 }
+
+// HelloLimit is the longest hello line p takes.
+func (p *Pool) HelloLimit() int { return p.helloLimit() }

@@ -3,6 +3,7 @@ package pool
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,10 +31,42 @@ type (
 // EndEOF is a Farewell for a session whose client closed its input.
 const EndEOF = wire.EndEOF
 
-// maxHello bounds the hello line.
-const maxHello = 4 << 10
+// helloLimit bounds a shim's hello line. A resuming shim's carries what
+// its session was: the client's initialize params (one message, as
+// base64) and a lost entry for each request the dead pool owed (as many
+// as a session may have in flight, or a ledger holds).
+func (p *Pool) helloLimit() int {
+	return helloRest + base64.StdEncoding.EncodedLen(p.opts.MaxMessageBytes) +
+		max(p.opts.MaxSessionInFlight, wire.LedgerSlots)*maxLostEntry
+}
 
-var errHelloTooLong = errors.New("hello line too long")
+// helloRest is room for a hello's other fields; maxLostEntry is one lost
+// request as JSON: an id a ledger can hold, each byte escaped at worst
+// (\u003c), and its fields.
+const (
+	helloRest    = 16 << 10
+	maxLostEntry = 6*wire.LedgerMaxID + 64
+)
+
+// helloTooLongError is a hello line longer than the pool takes.
+type helloTooLongError struct{ limit int }
+
+func (e *helloTooLongError) Error() string {
+	return fmt.Sprintf("the hello is longer than this pool takes (%d bytes)", e.limit)
+}
+
+// growLine makes room in buf, the part of a line read so far, for more of
+// it, up to limit bytes in all.
+func growLine(buf []byte, limit int) ([]byte, error) {
+	if len(buf) < cap(buf) {
+		return buf, nil
+	}
+	if len(buf) >= limit {
+		return buf, &helloTooLongError{limit}
+	}
+	n := min(max(cap(buf), 4<<10), limit-len(buf))
+	return slices.Grow(buf, n)[: len(buf) : len(buf)+n], nil
+}
 
 // ServeStdio accepts shim connections on l until l is closed or the pool
 // closes. Each connection names its server in a Hello line and then
@@ -121,9 +154,15 @@ func (p *Pool) goUnlessClosed(f func()) bool {
 // this goroutine and its writer in another.
 func (p *Pool) serveShim(conn net.Conn) {
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	line, rest, files, err := readHello(conn)
+	line, rest, files, err := readHello(conn, p.helloLimit())
 	if err != nil {
 		p.log.Warn("a connection ended before its hello", "err", err)
+		// A shim whose hello the pool cannot take is told why: it ends
+		// its session rather than try the next pool.
+		var tooLong *helloTooLongError
+		if errors.As(err, &tooLong) {
+			writeLine(conn, Welcome{Error: err.Error()})
+		}
 		conn.Close()
 		return
 	}
@@ -297,18 +336,19 @@ func writeLine(conn net.Conn, v any) error {
 	return err
 }
 
-// readLine reads conn up to the first newline and returns the line
-// without it, and whatever was read after it as rest.
-func readLine(conn net.Conn) (line, rest []byte, err error) {
-	buf := make([]byte, 0, maxHello)
+// readLine reads conn up to the first newline, at most limit bytes, and
+// returns the line without it, and whatever was read after it as rest.
+func readLine(conn net.Conn, limit int) (line, rest []byte, err error) {
+	var buf []byte
 	for {
-		n, err := conn.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if i := indexNL(buf); i >= 0 {
-			return buf[:i], buf[i+1:], nil
+		if buf, err = growLine(buf, limit); err != nil {
+			return nil, nil, err
 		}
-		if err == nil && len(buf) == cap(buf) {
-			err = errHelloTooLong
+		n, err := conn.Read(buf[len(buf):cap(buf)])
+		seen := len(buf)
+		buf = buf[:len(buf)+n]
+		if i := indexNL(buf[seen:]); i >= 0 {
+			return buf[:seen+i], buf[seen+i+1:], nil
 		}
 		if err != nil {
 			return nil, nil, err

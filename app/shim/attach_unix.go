@@ -43,7 +43,10 @@ func writeHello(conn net.Conn, hello []byte, attach bool, ledger *os.File) error
 	if ledger != nil {
 		fds = append(fds, int(ledger.Fd()))
 	}
-	_, _, err := uc.WriteMsgUnix(hello, syscall.UnixRights(fds...), nil)
+	n, _, err := uc.WriteMsgUnix(hello, syscall.UnixRights(fds...), nil)
+	if err == nil && n < len(hello) {
+		_, err = conn.Write(hello[n:]) // a long hello: what the socket did not take at once
+	}
 	return err
 }
 

@@ -46,6 +46,36 @@ func (b *startBackoff) failed() (giveUp bool) {
 // succeeded starts the count again.
 func (b *startBackoff) succeeded() { *b = startBackoff{} }
 
+// A resuming shim whose hello a pool does not answer (it closed the
+// connection: it went away as the hello came, or could not take it; or
+// it did not answer in time) tries the next after the same growing wait,
+// and after maxFailedStarts such pools in a row gives up as above: a pool
+// that is gone at once, over and over, must not be tried again at full
+// speed for ever while the client waits.
+
+// helloBackoff paces a resuming shim's hellos. The zero value allows one
+// at once.
+type helloBackoff struct{ startBackoff }
+
+// next judges err, a hello that did not take the session: nil to try the
+// next pool once ready, or the error the session ends with. A pool that
+// is stopping is passed after reattachPoll (the next one takes the
+// session); one that refused the session ends it.
+func (h *helloBackoff) next(err error) error {
+	var gone *poolGoneError
+	var refused refusedError
+	switch {
+	case errors.As(err, &gone) && gone.stopping:
+		h.startBackoff.next = time.Now().Add(reattachPoll)
+		return nil
+	case errors.As(err, &refused):
+		return fmt.Errorf("the restarted pool did not take the session back: %w", err)
+	case h.failed():
+		return fmt.Errorf("%d pools in a row did not answer the session's hello; the last: %w", maxFailedStarts, err)
+	}
+	return nil
+}
+
 // A shim that needs a pool where clients may not start one
 // (autostart.fromClients is false) waits for the user to start it, but
 // not for ever: its client waits for answers (what the dead pool owed,

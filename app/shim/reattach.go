@@ -93,10 +93,12 @@ func (a *attached) wait(conn net.Conn, br *bufio.Reader) error {
 // when the client is gone (nothing to keep), when a pool refuses the
 // session (its server was removed from the config meanwhile, or the pool
 // runs without it because its config does not load), when no pool can be
-// started (maxFailedStarts, backing off between them), or when clients
-// may not start one and none came in userStartWait; then it answers what
-// the client waits for (giveUp). planned says the last pool stopped on
-// purpose: a new one is started only for a client that sends something.
+// started (maxFailedStarts, backing off between them), when as many pools
+// in a row took the connection and did not answer its hello (helloBackoff),
+// or when clients may not start one and none came in userStartWait; then
+// it answers what the client waits for (giveUp). planned says the last
+// pool stopped on purpose: a new one is started only for a client that
+// sends something.
 // After a crash one is started at once; where clients may not start one,
 // it is waited for (userStartWait) only once the client is owed answers
 // (it sent a request): an idle session waits for the user as long as it
@@ -106,6 +108,7 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 	dial := func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) }
 	var backoff startBackoff
 	var user userStart
+	var unanswered helloBackoff
 	var lost []wire.Lost
 	midLine, fresh, eof, asked := false, true, false, false
 	for {
@@ -127,6 +130,10 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 		owed := len(lost) > 0 || asked || (!planned && a.ledger == nil)
 		if eof && !owed {
 			return nil, nil, errClientGone // the client finished, and waits for nothing
+		}
+		if !unanswered.ready() {
+			time.Sleep(reattachPoll)
+			continue
 		}
 		conn, err := dial()
 		if err != nil && backoff.ready() && (!planned || owed || len(a.pending) > 0) {
@@ -150,37 +157,19 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 		hello, _ := json.Marshal(wire.Hello{Server: a.name, PID: os.Getpid(), Attach: true, Ledger: a.ledger != nil,
 			Resume: &wire.Resume{Run: a.run, Session: a.session, Initialize: a.init, PendingBytes: len(a.pending),
 				Lost: lost, Ledger: a.ledger != nil, MidLine: midLine}})
-		err = writeHello(conn, append(hello, '\n'), true, a.ledger)
+		// The pool may start the child before it answers.
+		br, w, err := greet(conn, append(hello, '\n'), a.pending, true, a.ledger, time.Minute)
 		fresh = true // a pool that read it may have taken requests before it went
-		if err == nil && len(a.pending) > 0 {
-			_, err = conn.Write(a.pending)
-		}
 		if err != nil {
 			conn.Close()
-			time.Sleep(reattachPoll)
+			if err := unanswered.next(err); err != nil {
+				return nil, nil, a.giveUp(err, lost, midLine)
+			}
 			continue
 		}
-		br := bufio.NewReaderSize(conn, bufSize)
-		_ = conn.SetReadDeadline(time.Now().Add(time.Minute)) // the pool may start the child first
-		line, err := br.ReadBytes('\n')
-		_ = conn.SetReadDeadline(time.Time{})
-		if err != nil {
+		if !w.Attached {
 			conn.Close()
-			continue // that pool went away too
-		}
-		var w wire.Welcome
-		if err := json.Unmarshal(line, &w); err != nil {
-			conn.Close()
-			return nil, nil, fmt.Errorf("the pool answered something unexpected: %q", line)
-		}
-		if w.Stopping {
-			conn.Close()
-			time.Sleep(reattachPoll)
-			continue // that pool is stopping too: the next one takes the session
-		}
-		if w.Error != "" || !w.Attached {
-			conn.Close()
-			return nil, nil, a.giveUp(fmt.Errorf("the restarted pool did not take the session back: %s", w.Error), lost, midLine)
+			return nil, nil, a.giveUp(errors.New("the restarted pool did not take the session back: it did not take the client's pipes"), lost, midLine)
 		}
 		a.run, a.session = w.Run, w.Session
 		a.pending = nil

@@ -251,7 +251,8 @@ func (r *relayed) control(line []byte, drain chan<- struct{}) (poolEnd, bool) {
 // reconnect finds the next pool and resumes the session there, sending
 // the held input first. After a planned stop it starts a pool only for a
 // client that has sent something since. Like an attached shim's reattach
-// it backs off between failed starts and gives up after maxFailedStarts,
+// it backs off between failed starts, and between pools that did not
+// answer its hello, and gives up after maxFailedStarts of either in a row,
 // when a pool refuses the session, or when clients may not start one and
 // none came in userStartWait, answering what the client waits for
 // (giveUp). That wait starts once the client is owed answers (it sent a
@@ -263,6 +264,7 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 	dial := func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) }
 	var backoff startBackoff
 	var user userStart
+	var unanswered helloBackoff
 	// After a crash, what was sent and not answered is owed. After a
 	// planned stop the pool answered everything it took, and what it did
 	// not take comes back in held, to be sent again: nothing is owed.
@@ -277,6 +279,10 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 		owed := len(lost) > 0 || asked
 		if r.clientEOF.Load() && !owed {
 			return nil, nil, errClientGone // the client finished, and waits for nothing
+		}
+		if !unanswered.ready() {
+			time.Sleep(reattachPoll)
+			continue
 		}
 		conn, err := dial()
 		if err != nil && backoff.ready() && (!planned || owed || len(r.held) > 0) {
@@ -299,32 +305,13 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 		}
 		hello, _ := json.Marshal(wire.Hello{Server: r.name, PID: os.Getpid(), Resumable: true,
 			Resume: &wire.Resume{Run: r.run, Session: r.session, Initialize: r.init, Lost: lost, Counted: true}})
-		if _, err := conn.Write(append(append(hello, '\n'), r.held...)); err != nil {
-			conn.Close()
-			time.Sleep(reattachPoll)
-			continue
-		}
-		br := bufio.NewReaderSize(conn, bufSize)
-		_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
-		line, err := br.ReadBytes('\n')
-		_ = conn.SetReadDeadline(time.Time{})
+		br, w, err := greet(conn, append(hello, '\n'), r.held, false, nil, time.Minute)
 		if err != nil {
 			conn.Close()
+			if err := unanswered.next(err); err != nil {
+				return nil, nil, r.giveUp(err, lost)
+			}
 			continue
-		}
-		var w wire.Welcome
-		if err := json.Unmarshal(line, &w); err != nil {
-			conn.Close()
-			return nil, nil, fmt.Errorf("the pool answered something unexpected: %q", line)
-		}
-		if w.Stopping {
-			conn.Close()
-			time.Sleep(reattachPoll)
-			continue // that pool is stopping too: the next one takes the session
-		}
-		if w.Error != "" {
-			conn.Close()
-			return nil, nil, r.giveUp(fmt.Errorf("the restarted pool did not take the session back: %s", w.Error), lost)
 		}
 		r.count.sent(r.held) // this pool has them now
 		r.run, r.session, r.held = w.Run, w.Session, nil

@@ -60,7 +60,7 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		if conn, err = dialPool(paths); err != nil {
 			return answerRefused(attach, in, out, name, err)
 		}
-		if br, w, err = greet(conn, append(hello, '\n'), attach, ledger); err == nil {
+		if br, w, err = greet(conn, append(hello, '\n'), nil, attach, ledger, 10*time.Second); err == nil {
 			break
 		}
 		conn.Close()
@@ -70,7 +70,7 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 			return answerRefused(attach, in, out, name, err)
 		}
 		if !errors.As(err, &gone) || time.Now().After(deadline) {
-			return err
+			return err // alive but stuck, or something unexpected: not retried
 		}
 		if !gone.stopping {
 			if died++; died == 3 {
@@ -116,24 +116,32 @@ type poolGoneError struct {
 func (e *poolGoneError) Error() string { return "the pool did not answer: " + e.err.Error() }
 func (e *poolGoneError) Unwrap() error { return e.err }
 
-// greet sends the hello and reads the pool's Welcome.
-func greet(conn net.Conn, hello []byte, attach bool, ledger *os.File) (*bufio.Reader, wire.Welcome, error) {
+// greet sends the hello, then extra (input the session carries to this
+// pool), and reads the pool's Welcome within wait.
+func greet(conn net.Conn, hello, extra []byte, attach bool, ledger *os.File, wait time.Duration) (*bufio.Reader, wire.Welcome, error) {
 	var w wire.Welcome
-	if err := writeHello(conn, hello, attach, ledger); err != nil {
-		// A pool that began to stop as this connection came in answers
-		// before the hello, and closes it: its Welcome says so.
+	_ = conn.SetWriteDeadline(time.Now().Add(wait)) // a pool that reads nothing is stuck
+	err := writeHello(conn, hello, attach, ledger)
+	if err == nil && len(extra) > 0 {
+		_, err = conn.Write(extra)
+	}
+	_ = conn.SetWriteDeadline(time.Time{})
+	if err != nil {
+		// A pool that began to stop as this connection came in, or that
+		// refused the hello, answers why before it closes the connection,
+		// maybe before it read all of it.
 		_ = conn.SetReadDeadline(time.Now().Add(time.Second))
 		line, _ := bufio.NewReader(conn).ReadBytes('\n')
-		if json.Unmarshal(line, &w) == nil && w.Stopping {
-			return nil, w, &poolGoneError{err: errors.New(w.Error), stopping: true}
+		if json.Unmarshal(line, &w) == nil && w.Error != "" {
+			return nil, w, welcomeError(w)
 		}
 		return nil, w, &poolGoneError{err: err}
 	}
 	br := bufio.NewReaderSize(conn, bufSize)
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(wait))
 	line, err := br.ReadBytes('\n')
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
-		return nil, w, fmt.Errorf("the pool did not answer within 10 s: %w", err) // alive but stuck: not retried
+		return nil, w, fmt.Errorf("the pool did not answer within %s: %w", wait, err) // alive but stuck
 	}
 	if err != nil {
 		return nil, w, &poolGoneError{err: err}
@@ -142,13 +150,20 @@ func greet(conn net.Conn, hello []byte, attach bool, ledger *os.File) (*bufio.Re
 	if err := json.Unmarshal(line, &w); err != nil {
 		return nil, w, fmt.Errorf("the pool answered something unexpected: %q", line)
 	}
-	if w.Stopping {
-		return nil, w, &poolGoneError{err: errors.New(w.Error), stopping: true} // the next pool, or the upgraded one, takes it
-	}
 	if w.Error != "" {
-		return nil, w, refusedError(w.Error)
+		return nil, w, welcomeError(w)
 	}
 	return br, w, nil
+}
+
+// welcomeError is the error of a Welcome that did not take the session:
+// a pool that is stopping (the next pool, or the upgraded one, takes it)
+// or one that refused it.
+func welcomeError(w wire.Welcome) error {
+	if w.Stopping {
+		return &poolGoneError{err: errors.New(w.Error), stopping: true}
+	}
+	return refusedError(w.Error)
 }
 
 // refusedError is a pool's Welcome refusing the session (no such server):
