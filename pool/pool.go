@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
 // Options tune a Pool. The zero value (or nil) gives the defaults.
@@ -162,7 +164,7 @@ func (o *Options) withDefaults() Options {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
 	if r.MaxMessageBytes <= 0 {
-		r.MaxMessageBytes = 64 << 20
+		r.MaxMessageBytes = wire.MaxMessageBytes
 	}
 	if r.SessionQueue <= 0 {
 		r.SessionQueue = 4096

@@ -17,8 +17,8 @@ import (
 type unanswered struct {
 	mu   sync.Mutex
 	ids  map[string]struct{}
-	in   []byte // a partial line from the client
-	outp []byte // a partial line from the pool
+	in   lineBuf // a partial line from the client
+	outp lineBuf // a partial line from the pool
 }
 
 func newUnanswered() *unanswered { return &unanswered{ids: map[string]struct{}{}} }
@@ -29,7 +29,7 @@ func newUnanswered() *unanswered { return &unanswered{ids: map[string]struct{}{}
 func (u *unanswered) sent(b []byte) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.in = eachLine(u.in, b, func(line []byte) {
+	u.in.each(b, func(line []byte) {
 		m, err := jsonrpc.Parse(line)
 		switch {
 		case err != nil:
@@ -48,7 +48,7 @@ func (u *unanswered) sent(b []byte) {
 func (u *unanswered) received(b []byte) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.outp = eachLine(u.outp, b, func(line []byte) {
+	u.outp.each(b, func(line []byte) {
 		if m, err := jsonrpc.Parse(line); err == nil && m.Kind == jsonrpc.KindResponse {
 			delete(u.ids, string(m.IDBytes()))
 		}
@@ -75,28 +75,41 @@ func (u *unanswered) lost() []wire.Lost {
 	return out
 }
 
-// eachLine calls f on every line completed by b after the partial line
-// part, and returns the new partial line. A partial line longer than
-// maxCounted is dropped: the count is for ordinary requests, not for
-// megabyte payloads it would otherwise hold.
-func eachLine(part, b []byte, f func([]byte)) []byte {
+// lineBuf frames a stream into lines for the count.
+type lineBuf struct {
+	part []byte // the line under way
+	skip bool   // the line under way is longer than maxCounted
+}
+
+// each calls f on every line completed by b. A line of any size the
+// pool takes is counted whole: its id may come after megabytes of params
+// or result. One longer than that (maxCounted) is the pool's to refuse,
+// and is skipped to its end.
+func (lb *lineBuf) each(b []byte, f func([]byte)) {
 	for {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
-			if len(part)+len(b) > maxCounted {
-				return part[:0]
+			if lb.skip || len(lb.part)+len(b) > maxCounted {
+				lb.part, lb.skip = nil, true
+				return
 			}
-			return append(part, b...)
+			lb.part = append(lb.part, b...)
+			return
 		}
 		line := b[:i]
-		if len(part) > 0 {
-			line = append(part, line...)
-			part = part[:0]
+		if len(lb.part) > 0 {
+			line = append(lb.part, line...)
 		}
-		f(line)
+		if !lb.skip && len(line) <= maxCounted {
+			f(line)
+		}
+		lb.part, lb.skip = lb.part[:0], false
+		if cap(lb.part) > bufSize {
+			lb.part = nil // a large line's buffer is not kept
+		}
 		b = b[i+1:]
 	}
 }
 
-// maxCounted bounds the partial line the count keeps.
-const maxCounted = 1 << 20
+// maxCounted bounds a line the count frames: the pool's largest message.
+const maxCounted = wire.MaxMessageBytes

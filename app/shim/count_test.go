@@ -2,6 +2,7 @@ package shim
 
 import (
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -37,5 +38,27 @@ func TestUnansweredCount(t *testing.T) {
 	}
 	if again := u.lost(); len(again) != 0 {
 		t.Errorf("lost() did not forget: %v", again)
+	}
+}
+
+// The count follows messages of any size the pool takes, in the chunks
+// the relay moves (64 KiB): a request of 1.5 MB is owed until answered,
+// and an answer of 2 MB settles its request. On the first edition lines
+// over 1 MiB went uncounted: after a crash the pool answered such a
+// request never, and the request of such an answer a second time.
+func TestUnansweredCountsLargeMessages(t *testing.T) {
+	u := newUnanswered()
+	feed := func(f func([]byte), s string) {
+		for i := 0; i < len(s); i += bufSize {
+			f([]byte(s[i:min(i+bufSize, len(s))]))
+		}
+	}
+	big := strings.Repeat("x", 1_500_000)
+	feed(u.sent, `{"jsonrpc":"2.0","id":"answered","method":"tools/call","params":{"name":"big"}}`+"\n"+
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"text":"`+big+`"}},"id":"large"}`+"\n")
+	feed(u.received, `{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"`+strings.Repeat("y", 2_000_000)+`"}]},"id":"answered"}`+"\n")
+	lost := u.lost()
+	if len(lost) != 1 || lost[0].ID != `"large"` {
+		t.Errorf("unanswered: %+v, want the large request alone", lost)
 	}
 }

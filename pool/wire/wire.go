@@ -6,6 +6,11 @@
 // program stays small.
 package wire
 
+// MaxMessageBytes is the largest JSON-RPC message a pool takes, unless
+// told otherwise (pool.Options.MaxMessageBytes): a relaying shim counts
+// the messages it relays up to this size.
+const MaxMessageBytes = 64 << 20
+
 // Hello is the first line a `switchboard connect` shim sends on the local
 // socket, before relaying its client's bytes.
 type Hello struct {
