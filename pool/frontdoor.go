@@ -268,12 +268,18 @@ func (p *Pool) serveShim(conn net.Conn) {
 		s.readFrom(io.MultiReader(bytes.NewReader(rest), newRawReader(conn)), rawConn(conn), s.hb)
 		return
 	}
-	if err := writeLine(conn, Welcome{Session: s.id, Attached: true, Run: p.opts.RunID}); err != nil {
+	if err := writeLine(conn, Welcome{Session: s.id, Attached: true, Run: p.opts.RunID, Ledger: setup.ledger != nil}); err != nil {
 		s.close(err)
 		return
 	}
-	if hello.Resume != nil {
-		s.resume(hello.Resume)
+	if r := hello.Resume; r != nil {
+		if r.Ledger && setup.ledger == nil {
+			// A ledger this pool refuses, the last one likely refused too
+			// (a shim from before Welcome.Ledger says it has one all the
+			// same): it may list nothing. The history says what was owed.
+			r.Ledger = false
+		}
+		s.resume(r)
 	}
 	s.startOutput(out)
 	// The shim sends nothing more: its connection ending means it exited

@@ -73,9 +73,22 @@ func resumedFrom(r *wire.Resume) string {
 // mergeLost is what the client still waits for: with a ledger (an
 // attached shim's) or a count (a relaying shim's), the requests it lists,
 // named from the history where it knows them; with neither, what the
-// earlier run's history lists.
+// earlier run's history lists, and what the shim lists besides (a ledger
+// the earlier pool may not have written all of).
 func mergeLost(r *wire.Resume, history []Unanswered) []Unanswered {
 	if !r.Ledger && !r.Counted {
+		at := map[string]int{}
+		for i, h := range history {
+			at[h.OriginalID] = i
+		}
+		for _, l := range r.Lost {
+			if i, ok := at[l.ID]; ok {
+				history[i].Written = history[i].Written || l.Written
+				continue
+			}
+			at[l.ID] = len(history)
+			history = append(history, Unanswered{OriginalID: l.ID, Written: l.Written})
+		}
 		return history
 	}
 	known := map[string]Unanswered{}

@@ -28,6 +28,12 @@ func TestMergeLostNeverUnsaysWritten(t *testing.T) {
 		{"ledger: written, the history lags", wire.Resume{Ledger: true, Lost: []wire.Lost{{ID: "7", Written: true}}},
 			[]Unanswered{{OriginalID: "7", Method: "tools/call", Written: false}}, true},
 		{"relayed: unknown to the history", wire.Resume{Counted: true, Lost: []wire.Lost{{ID: "9", Written: true}}}, nil, true},
+		// A ledger the pool does not take the word of: the history, and
+		// what the ledger lists besides.
+		{"no trusted ledger: the history lags", wire.Resume{Lost: []wire.Lost{{ID: "7", Written: true}}},
+			[]Unanswered{{OriginalID: "7", Method: "tools/call", Written: false}}, true},
+		{"no trusted ledger: unknown to the history", wire.Resume{Lost: []wire.Lost{{ID: "9", Written: true}}}, nil, true},
+		{"no trusted ledger: the history alone", wire.Resume{}, []Unanswered{{OriginalID: "7", Method: "tools/call", Written: true}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := mergeLost(&tc.resume, tc.history)

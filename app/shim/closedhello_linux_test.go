@@ -176,3 +176,31 @@ func clientStdout(t *testing.T) func() []byte {
 		return <-got
 	})
 }
+
+// TestResumeClaimsALedgerThePoolTook: a shim says its ledger lists what
+// a dead pool owed only when that pool said it took the ledger: a pool
+// that refused it (or could not map it) wrote nothing there, and the next
+// pool must go by the history. On the first edition a shim claimed its
+// ledger whenever it had one, and after a crash its calls in flight went
+// unanswered.
+func TestResumeClaimsALedgerThePoolTook(t *testing.T) {
+	quietClient(t)
+	paths, hellos := poolsThatWelcome(t,
+		`{"session":"s2","attached":true,"run":"r2"}`, // took the pipes, not the ledger
+		`{"session":"s3","attached":true,"run":"r3","ledger":true}`,
+		`{"session":"s4","attached":true,"run":"r4"}`)
+	a := &attached{paths: paths, name: "fake", run: "r1", session: "s1", init: []byte(`{}`), ledger: ledgerOwing(t, "7"), ledgerTaken: true}
+	for range 3 {
+		conn, _, err := a.reattach(true)
+		if err != nil {
+			t.Fatalf("reattach: %v", err)
+		}
+		conn.Close()
+	}
+	for i, want := range []bool{true, false, true} {
+		h := <-hellos
+		if !h.Ledger || h.Resume == nil || h.Resume.Ledger != want {
+			t.Errorf("hello %d: %+v, want the ledger sent and claimed: %v", i+1, h, want)
+		}
+	}
+}

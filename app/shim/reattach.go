@@ -39,6 +39,9 @@ type attached struct {
 	init    []byte   // the client's initialize params, from a State line
 	pending []byte   // the client's input the last pool handed back unread
 	ledger  *os.File // the session's ledger (wire.Ledger), nil without one
+	// ledgerTaken says the pool the session is on maps the ledger
+	// (Welcome.Ledger): only then does it list what that pool owes.
+	ledgerTaken bool
 }
 
 var errClientGone = errors.New("the client went away")
@@ -125,9 +128,9 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 			asked = waitsForAnswer(a.pending)
 		}
 		// The client is owed answers to what the dead pool took and to the
-		// requests it sent since. Without a ledger a crash may have left
-		// any request unanswered: it counts as owing.
-		owed := len(lost) > 0 || asked || (!planned && a.ledger == nil)
+		// requests it sent since. Without a ledger that pool wrote, a crash
+		// may have left any request unanswered: it counts as owing.
+		owed := len(lost) > 0 || asked || (!planned && !a.ledgerTaken)
 		if eof && !owed {
 			return nil, nil, errClientGone // the client finished, and waits for nothing
 		}
@@ -156,7 +159,7 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 		}
 		hello, _ := json.Marshal(wire.Hello{Server: a.name, PID: os.Getpid(), Attach: true, Ledger: a.ledger != nil,
 			Resume: &wire.Resume{Run: a.run, Session: a.session, Initialize: a.init, PendingBytes: len(a.pending),
-				Lost: lost, Ledger: a.ledger != nil, MidLine: midLine}})
+				Lost: lost, Ledger: a.ledgerTaken, MidLine: midLine}})
 		// The pool may start the child before it answers.
 		br, w, err := greet(conn, append(hello, '\n'), a.pending, true, a.ledger, time.Minute)
 		fresh = true // a pool that read it may have taken requests before it went
@@ -171,7 +174,7 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 			conn.Close()
 			return nil, nil, a.giveUp(errors.New("the restarted pool did not take the session back: it did not take the client's pipes"), lost, midLine)
 		}
-		a.run, a.session = w.Run, w.Session
+		a.run, a.session, a.ledgerTaken = w.Run, w.Session, w.Ledger
 		a.pending = nil
 		return conn, br, nil
 	}

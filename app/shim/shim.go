@@ -81,7 +81,7 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 	}
 	defer conn.Close()
 	if w.Attached {
-		return (&attached{paths: paths, name: name, run: w.Run, session: w.Session, ledger: ledger}).wait(conn, br)
+		return (&attached{paths: paths, name: name, run: w.Run, session: w.Session, ledger: ledger, ledgerTaken: w.Ledger}).wait(conn, br)
 	}
 	return startRelay(paths, name, w, in, out).relay(conn, br)
 }

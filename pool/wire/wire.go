@@ -53,8 +53,9 @@ type Resume struct {
 	// Lost are the requests the session's ledger lists as in flight when
 	// the earlier pool died: the new pool answers them.
 	Lost []Lost `json:"lost,omitempty"`
-	// Ledger says Lost comes from a ledger, so it is complete: the new
-	// pool answers what it lists, and nothing else.
+	// Ledger says Lost comes from a ledger the earlier pool took
+	// (Welcome.Ledger), so it is complete: the new pool answers what it
+	// lists, and nothing else.
 	Ledger bool `json:"ledger,omitempty"`
 	// Counted says Lost is a relaying shim's own count: exact about what
 	// was answered, not about what reached a child (Written is always
@@ -85,6 +86,10 @@ type Welcome struct {
 	Stopping bool `json:"stopping,omitempty"`
 	// Run identifies the pool's run (its history run id), for a Resume.
 	Run string `json:"run,omitempty"`
+	// Ledger, with Attached, says the pool maps the ledger sent with the
+	// hello and records the session's requests there: only then does the
+	// shim's Resume say its ledger lists what a dead pool owed.
+	Ledger bool `json:"ledger,omitempty"`
 }
 
 // Farewell is the last line on an attached shim's connection: why the
