@@ -50,6 +50,18 @@ func writeHello(conn net.Conn, hello []byte, attach bool, ledger *os.File) error
 	return err
 }
 
+// ownStdio puts this process's stdin and stdout back in blocking mode,
+// for the shim to read and write its client itself with no pool holding
+// them. A pool that took the client's pipes made them non-blocking (the
+// flag is on the open pipe, which this process shares), and they stay so
+// after it is gone: os.Stdin and os.Stdout, opened blocking, would fail
+// at once where the pipe is empty or full, and cut the answers short.
+func ownStdio() {
+	for _, fd := range []int{0, 1} {
+		_ = unix.SetNonblock(fd, false)
+	}
+}
+
 // clientGone reports whether the client stopped reading its stdout (our
 // fd 1): a pipe whose reader closed polls as an error.
 func clientGone() bool {

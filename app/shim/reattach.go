@@ -187,6 +187,7 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 // the shim to print as it exits. lost and midLine are what the ledger
 // said already.
 func (a *attached) giveUp(cause error, lost []wire.Lost, midLine bool) error {
+	ownStdio()
 	more, cut := takeLedger(a.ledger)
 	lost = mergeLost(lost, more)
 	var out []byte

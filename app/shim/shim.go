@@ -80,6 +80,9 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		time.Sleep(reattachPoll)
 	}
 	defer conn.Close()
+	if attach && !w.Attached {
+		ownStdio() // the pool relays, and did not keep the pipes it was sent
+	}
 	if w.Attached {
 		return (&attached{paths: paths, name: name, run: w.Run, session: w.Session, ledger: ledger, ledgerTaken: w.Ledger}).wait(conn, br)
 	}
@@ -185,6 +188,8 @@ func answerRefused(attach bool, in io.Reader, out io.Writer, name string, err er
 	deadline := time.Now().Add(refusedWait)
 	var input []byte
 	if attach {
+		// A pool that refused the session had the pipes.
+		ownStdio()
 		input = readUntilRequest(maxGiveUpInput, deadline) // our fd 0: in is os.Stdin
 	} else {
 		input = readRequest(in, maxGiveUpInput, deadline)
