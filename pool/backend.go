@@ -364,6 +364,8 @@ func (b *backend) registerLocked(p *pending) (*session, error) {
 		return nil, &cancelledHandingOn{r}
 	case tableFull:
 		return nil, newError(errServerBusy, false, b.srv.name, b.srv.name, n)
+	case pastDeadline:
+		return nil, errPastDeadline
 	}
 	if sess != nil {
 		b.lastClient = sess
@@ -374,6 +376,10 @@ func (b *backend) registerLocked(p *pending) (*session, error) {
 // errAlreadyEnded refuses to queue a request that was ended before it
 // reached its backend: whoever ended it answered it.
 var errAlreadyEnded = errors.New("the request ended before it was queued")
+
+// errPastDeadline refuses to queue a request whose timeout ran out before
+// it came (held for its session's roots): its sender expires it.
+var errPastDeadline = errors.New("the request's timeout ran out before it was queued")
 
 // cancelledHandingOn refuses to queue a request whose user or client
 // cancelled it as its session handed it on from its held messages

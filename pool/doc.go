@@ -255,7 +255,13 @@
 //     or so taken, marks it the same way: it ends as its client's cancel,
 //     never written: [Pool.Cancel], [session.cancelHeld],
 //     [session.clientCancelsLocked], [session.handedOn],
-//     [requestTable.register], [handOnCancel]. The roots/list_changed held behind an ask count
+//     [requestTable.register], [handOnCancel]. A held request ends at its
+//     requestTimeout (its server's as it came) even while held, as finish
+//     ends one no child was written: -32001, mayHaveExecuted false; one
+//     whose deadline passed as it goes on is refused by its table and
+//     expired, never written: [session.expireWhenDue],
+//     [session.expireHeld], [session.endHeldLocked],
+//     [requestTable.register], [backend.expire]. The roots/list_changed held behind an ask count
 //     as one: however many came, the client is asked once more; a client
 //     that closed its input is asked nothing, and an open ask ends then
 //     with the roots last answered: [session.inputEnded], [session.askRoots]. A legacy child told of roots gets no client line
@@ -361,7 +367,9 @@
 //     timer per table for all of them) with an error to its client and a
 //     cancellation to the child; a changed requestTimeout applies to
 //     requests registered after it, and the error names the timeout the
-//     request ran under: [requestTable.register],
+//     request ran under; a request whose deadline passed before it came
+//     (held for its session's roots) is refused, never queued:
+//     [requestTable.register],
 //     [requestTable.sweepDue], [backend.expire], [requestTable.timeoutOf].
 //   - At most once: when a child dies, what it had not been written is
 //     re-queued, what it had is answered with mayHaveExecuted (once retried

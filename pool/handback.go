@@ -181,6 +181,9 @@ func (s *session) takeHeld() []byte {
 	var lines []byte
 	for _, h := range held {
 		lines = append(append(lines, h.line...), '\n')
+		if h.expiry != nil {
+			h.expiry.Stop() // the next pool times it
+		}
 		if h.req != nil {
 			s.ledger.release(h.req.takeSlot())
 		}

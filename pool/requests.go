@@ -162,6 +162,7 @@ const (
 	cancelledByUser                       // a user's cancel came as its session handed it on from its held messages (session.handedOn)
 	cancelledByClient                     // its client's cancel came as its session held it, or handed it on
 	tableFull                             // the backend has its limit of requests waiting
+	pastDeadline                          // its timeout ran out before it came here (held for its session's roots): its sender expires it
 )
 
 // register adds a new request, queued, and returns its session as
@@ -169,7 +170,9 @@ const (
 // above zero gives the request a deadline, timeout after it was received,
 // after which the table's expire is called for it unless it ended first.
 // The deadline is set once: a later change of the server's timeout
-// applies to requests registered after it (timeoutOf).
+// applies to requests registered after it (timeoutOf). A request whose
+// deadline has passed already is refused, never queued, with its
+// deadline set for timeoutOf.
 func (t *requestTable) register(p *pending, limit int, timeout time.Duration) (r registration, sess *session, n int) {
 	t.update(func(in *inFlight) {
 		n = len(in.pending)
@@ -178,6 +181,9 @@ func (t *requestTable) register(p *pending, limit int, timeout time.Duration) (r
 		case p.state != stNew:
 			r = alreadyEnded
 		case r != registered:
+		case timeout > 0 && p.received.Sub(t.base)+timeout <= time.Since(t.base):
+			p.deadline = p.received.Sub(t.base) + timeout
+			r = pastDeadline
 		case n >= limit:
 			r = tableFull
 		default:

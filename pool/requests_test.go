@@ -141,9 +141,9 @@ func TestRequestStateMachine(t *testing.T) {
 // One function ends requests: nothing but finish takes a request out of
 // the table (requestTable.end) or records a request's end
 // (EventRequestDone), so that every way of ending agrees. The one other
-// end recorded is a user's cancel of a request held for its session's
-// roots (session.cancelHeld), which no table holds: it follows finish's
-// rule for a user's cancel.
+// end recorded is of a request held for its session's roots, which no
+// table holds (session.endHeldLocked: a user's cancel, its timeout): it
+// follows finish's rule for its kind.
 func TestOnlyFinishEndsRequests(t *testing.T) {
 	fset, files := packageSources(t)
 	ends, dones := 0, 0
@@ -155,7 +155,7 @@ func TestOnlyFinishEndsRequests(t *testing.T) {
 				continue
 			}
 			inFinish := name == "finish.go" && fn.Name.Name == "finish"
-			heldEnd := name == "roots.go" && fn.Name.Name == "cancelHeld"
+			heldEnd := name == "roots.go" && fn.Name.Name == "endHeldLocked"
 			ast.Inspect(fn.Body, func(n ast.Node) bool {
 				switch n := n.(type) {
 				case *ast.CallExpr:
@@ -178,7 +178,7 @@ func TestOnlyFinishEndsRequests(t *testing.T) {
 		}
 	}
 	if ends != 1 || dones != 2 {
-		t.Errorf("finish ends requests %d times and records %d ends (with cancelHeld's); want one and two", ends, dones)
+		t.Errorf("finish ends requests %d times and records %d ends (with endHeldLocked's); want one and two", ends, dones)
 	}
 }
 
@@ -255,7 +255,10 @@ func TestRequestTableTimeoutsUnderChurn(t *testing.T) {
 		wg.Go(func() {
 			for id := uint64(w + 1); id <= n; id += 4 {
 				p := &pending{id: id, received: time.Now()}
-				tab.register(p, n, time.Duration(id%7+1)*time.Millisecond)
+				if r, _, _ := tab.register(p, n, time.Duration(id%7+1)*time.Millisecond); r == pastDeadline {
+					ended[id] = true // refused, its deadline past already: never in the table
+					continue
+				}
 				if id%3 == 0 {
 					_, ended[id] = tab.end(p)
 				}

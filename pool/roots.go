@@ -425,6 +425,10 @@ type heldMessage struct {
 	// cancelled: its client's notifications/cancelled came while it was
 	// held (clientCancelsLocked).
 	cancelled bool
+	// expiry ends a request at its requestTimeout while it is still held
+	// (expireHeld); set and read under s.mu, stopped as it leaves the
+	// queue.
+	expiry *time.Timer
 }
 
 // arrival is a client's request as the pool took it while no pending
@@ -499,9 +503,9 @@ func (s *session) heldInfos(now time.Time) []RequestInfo {
 // (finish, by endByUser's rule): the same error, mayHaveExecuted false,
 // the same count and history status; its ledger slot is released once
 // that answer is written, and history records it once: received as it
-// arrived, ended cancelled. It is the one end of a request besides
-// finish's: a held request is in no backend's table, since its roots,
-// still asked, decide its child. One the replay took from the queue and
+// arrived, ended cancelled. It and expireHeld are the ends of a request
+// besides finish's: a held request is in no backend's table, since its
+// roots, still asked, decide its child. One the replay took from the queue and
 // no request table took yet is marked cancelled instead, under the same
 // hold of s.mu that finds the queue without it: the table refuses it,
 // and its taker ends it so (handedOn). It reports whether the session
@@ -517,14 +521,44 @@ func (s *session) cancelHeld(poolID uint64) bool {
 		s.mu.Unlock()
 		return marked
 	}
+	s.endHeldLocked(i, endByUser, newErrorData(errCancelledByUser, false, s.srv.name, nil, s.srv.name, s.held[i].req.method))
+	return true
+}
+
+// expireHeld ends the request held for the session's roots answer whose
+// pool id is id at its requestTimeout (timeout, the server's when it
+// came), as finish ends a request no child was written at its timeout:
+// -32001, mayHaveExecuted false, history's timeout. A request no longer
+// held has gone on (its table refuses it past its deadline:
+// requestTable.register), been cancelled or handed back; one its client
+// cancelled stays, to end as that cancel when it goes on; nothing is
+// answered to a closed session.
+func (s *session) expireHeld(id uint64, timeout time.Duration) {
+	s.mu.Lock()
+	i := slices.IndexFunc(s.held, func(h heldMessage) bool { return h.req != nil && h.req.id == id })
+	if i < 0 || s.held[i].cancelled || isClosed(s.closed) {
+		s.mu.Unlock()
+		return
+	}
+	s.endHeldLocked(i, endTimedOut, newErrorData(errTimeout, false, s.srv.name, nil, s.srv.name, s.held[i].req.method, timeout))
+}
+
+// endHeldLocked ends s.held[i], a request, as kind says, answering rpcErr
+// (an error for a request that did not run): it leaves the queue, the
+// rest held in order, its ledger slot is released once the answer is
+// written, and history records it once: received as it arrived, and its
+// end. Called with s.mu held, which it lets go.
+func (s *session) endHeldLocked(i int, kind endKind, rpcErr *jsonrpc.Error) {
 	h := s.held[i]
 	s.held = slices.Delete(s.held, i, i+1)
 	s.heldBytes -= len(h.line)
 	s.answering++ // until its answer is queued (answer)
 	s.mu.Unlock()
+	if h.expiry != nil {
+		h.expiry.Stop()
+	}
 
-	a, name, rule := h.req, s.srv.name, endRules[endByUser]
-	rpcErr := newErrorData(errCancelledByUser, false, name, nil, name, a.method)
+	a, name, rule := h.req, s.srv.name, endRules[kind]
 	line := jsonrpc.AppendErrorResponse(nil, a.origID, rpcErr)
 	rule.counter(s.p)
 	s.p.errorsN.Add(1)
@@ -537,7 +571,6 @@ func (s *session) cancelHeld(poolID uint64) bool {
 	s.answer(h.x, line, rpcErr.Code, a.takeSlot())
 	s.p.emit(&Event{Kind: EventRequestDone, Server: name, Session: s.id, PoolID: a.id, Method: a.method, Name: a.name,
 		Status: rule.status, ErrCode: rpcErr.Code, Err: rpcErr.Message, Size: len(line), Payload: s.p.capture(line)})
-	return true
 }
 
 // The marks of session.handingOn (pool ids never reach them): a cancel
@@ -641,20 +674,22 @@ func (s *session) inputEnded() {
 // refusal). A roots/list_changed behind one still held is one already:
 // the ask it makes reads the roots as they are then, so however many
 // came, the client is asked once more. A request held is taken as it is
-// read (its arrival): owed and in flight from then. A client's
-// notifications/cancelled held marks the request it names, held or
-// being handed on (clientCancelsLocked).
+// read (its arrival): owed and in flight from then, and timed from then
+// too (expireWhenDue). A client's notifications/cancelled held marks the
+// request it names, held or being handed on (clientCancelsLocked).
 func (s *session) holdForRoots(msg *jsonrpc.Message, x *exchange) (held bool, refusal *jsonrpc.Error) {
 	line, change := msg.Raw, msg.Method == "notifications/roots/list_changed"
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.rootsAsk == "" && !s.replaying {
+		s.mu.Unlock()
 		return false, nil
 	}
 	if change && s.changeHeld {
+		s.mu.Unlock()
 		return true, nil
 	}
 	if limit := s.p.opts.MaxSessionBytes; s.heldBytes > 0 && s.heldBytes+len(line) > limit {
+		s.mu.Unlock()
 		return false, newError(errHeldForRoots, false, "", s.heldBytes, len(line), limit)
 	}
 	if msg.Method == "notifications/cancelled" {
@@ -669,7 +704,34 @@ func (s *session) holdForRoots(msg *jsonrpc.Message, x *exchange) (held bool, re
 	s.held = append(s.held, h)
 	s.heldBytes += len(line)
 	s.changeHeld = s.changeHeld || change
+	var id uint64
+	var received time.Time
+	if h.req != nil { // read now: once s.mu is let go, the replay may take the arrival over
+		id, received = h.req.id, h.req.received
+	}
+	s.mu.Unlock()
+	if id != 0 {
+		s.expireWhenDue(id, received)
+	}
 	return true, nil
+}
+
+// expireWhenDue arms the timer that ends the held request id, received
+// at received, at its server's requestTimeout (expireHeld), unless it is
+// no longer held. The config is read with s.mu let go: a server's lock
+// is taken before a session's (backendAsLocked), not under it.
+func (s *session) expireWhenDue(id uint64, received time.Time) {
+	timeout := s.srv.requestTimeout()
+	t := time.AfterFunc(time.Until(received.Add(timeout)), func() { s.expireHeld(id, timeout) })
+	s.mu.Lock()
+	i := slices.IndexFunc(s.held, func(h heldMessage) bool { return h.req != nil && h.req.id == id })
+	if i >= 0 {
+		s.held[i].expiry = t
+	}
+	s.mu.Unlock()
+	if i < 0 {
+		t.Stop() // it went on meanwhile: its table times it
+	}
 }
 
 // answerRoots takes the client's answer to the pool's roots/list.
@@ -744,6 +806,9 @@ func (s *session) replayHeld() {
 		s.held[0] = heldMessage{}
 		s.held = s.held[1:]
 		s.heldBytes -= len(h.line)
+		if h.expiry != nil {
+			h.expiry.Stop() // its table times it from now (requestTable.register)
+		}
 		if h.change {
 			s.changeHeld = false
 		}

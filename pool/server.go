@@ -68,6 +68,16 @@ func (s *server) config() ServerConfig {
 	return s.cfg
 }
 
+// requestTimeout is how long a request that comes now may take, from its
+// arrival: the config's requestTimeout, or the default (as
+// backend.requestTimeoutLocked reads its own copy of the config).
+func (s *server) requestTimeout() time.Duration {
+	if t := s.config().RequestTimeout; t > 0 {
+		return t
+	}
+	return defaultRequestTimeout
+}
+
 // join adds a session. It joins a partition with its first request.
 func (s *server) join(sess *session) error {
 	s.mu.Lock()

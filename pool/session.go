@@ -646,6 +646,9 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 	case errors.As(err, &cancelled):
 		b.finish(p, handOnCancel(cancelled.r, s.srv.name, p.method))
 		return false
+	case errors.Is(err, errPastDeadline):
+		b.expire(p) // never written
+		return false
 	default: // (one ended as it was sent was answered by whoever ended it: finish does nothing)
 		b.finish(p, outcome{kind: endRefused, rpcErr: asRPCError(err, s.srv.name)})
 		return false
