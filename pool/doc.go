@@ -378,13 +378,15 @@
 //     [backend.reap], [requestTable.afterExit], [backend.safeToRepeatLocked],
 //     [backend.noteCrash], [backend.finishStop].
 //   - A shared child with no session for its idleTimeout is stopped, a
-//     freshly started one not before its warm-up grace; a session that
+//     freshly started one not before its warm-up grace, and one no
+//     session joined (started for a client's initialize before its roots
+//     were known) after its warm-up grace alone; a session that
 //     comes back first keeps it, and a call it still answers (for a
 //     session that moved to other roots) is not cut short; a changed
 //     idleTimeout applies to a child already idle, counted from when its
 //     last session left; a failed child is kept (its server failed until
 //     restarted or reconfigured), and restarted with no session counts
-//     from then: [idlePolicy.stopAfter], [server.armIdleLocked],
+//     from then: [idlePolicy.stopAfter], [server.startedLocked], [server.armIdleLocked],
 //     [server.idleTimerLocked], [server.reapIdle], [server.reconfigure],
 //     [server.revived], [requestTable.serving].
 //   - A shared server runs at most MaxRootsChildren children: new roots

@@ -37,9 +37,14 @@ func (systemClock) NewTimer(d time.Duration) *time.Timer            { return tim
 // outlasts an idleTimeout shorter than it on purpose: capped at the
 // idleTimeout, it would never keep a child at all, since the idle time
 // counts from when the last session left, never before the child started.
+// A child no session joined (started for a client's initialize before
+// its roots were known, which then took the client elsewhere) is kept for
+// its grace alone, in the idleTimeout's place: nobody is there to come
+// back to it.
 type idlePolicy struct {
-	idle   time.Duration // the server's idleTimeout; 0 means the default, negative never
-	warmup time.Duration // Options.WarmupGrace; negative means none
+	idle     time.Duration // the server's idleTimeout; 0 means the default, negative never
+	warmup   time.Duration // Options.WarmupGrace; negative means none
+	unjoined bool          // no session joined the child (server.startedLocked)
 }
 
 // stopAfter is how long after now a child started at started, whose last
@@ -53,6 +58,9 @@ func (pol idlePolicy) stopAfter(started, left, now time.Time) (wait time.Duratio
 	}
 	if idle < 0 {
 		return 0, false
+	}
+	if pol.unjoined && pol.warmup >= 0 {
+		idle = pol.warmup
 	}
 	wait = left.Add(idle).Sub(now)
 	if grace := started.Add(pol.warmup).Sub(now); grace > wait {

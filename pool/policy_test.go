@@ -17,7 +17,9 @@ func TestIdleReaping(t *testing.T) {
 	type step struct {
 		at time.Duration
 		// join NAME, leave NAME; call NAME, answer NAME: a call of NAME's
-		// in flight on the child, then answered; idleTimeout DURATION (or
+		// in flight on the child, then answered; initialize NAME: a new
+		// session NAME's initialize in flight on the child (answer NAME
+		// answers it), the session in no partition; idleTimeout DURATION (or
 		// never): the config applied with that idleTimeout; fire: the idle
 		// timer armed before fires late, as one that fired just as it was
 		// stopped or re-armed does; fail: the child's crash loop failed
@@ -48,6 +50,16 @@ func TestIdleReaping(t *testing.T) {
 			[]step{{0, "join", "a"}, {0, "join", "b"}, {time.Minute, "leave", "a"}, {3 * time.Minute, "leave", "b"}},
 			4 * time.Minute},
 		{"a child no session joined is reaped after its grace", 10 * time.Second, time.Minute, nil, time.Minute},
+		{"a child no session joined (started for a client's initialize, before its roots were known) is reaped after its grace, not its idleTimeout",
+			10 * time.Minute, time.Minute, nil, time.Minute},
+		{"a child no session joined is reaped after its grace under the default idleTimeout", 0, time.Minute, nil, time.Minute},
+		{"a session that joins it makes it a child like any other", 10 * time.Minute, time.Minute,
+			[]step{{10 * time.Second, "join", "a"}, {20 * time.Second, "leave", "a"}}, 10*time.Minute + 20*time.Second},
+		{"an initialize a child no session joined still answers is not cut short: it is looked at again a grace later", 10 * time.Minute, time.Minute,
+			[]step{{0, "initialize", "a"}, {90 * time.Second, "answer", "a"}}, 2 * time.Minute},
+		{"a failed child no session joined, restarted, is stopped a grace after the restart", 10 * time.Minute, time.Minute,
+			[]step{{time.Second, "fail", ""}, {time.Hour, "restart", ""}}, time.Hour + time.Minute},
+		{"a child no session joined is kept under an idleTimeout of never", -1, time.Minute, nil, never},
 		{"a negative idleTimeout never reaps", -1, time.Minute,
 			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}}, never},
 		{"a call the child still answers is not cut short: it is looked at again an idle period later", 10 * time.Second, -1,
@@ -109,8 +121,7 @@ func TestIdleReaping(t *testing.T) {
 				}()
 				srv.mu.Lock()
 				pt := srv.partLocked("", nil, nil)
-				pt.current.Store(b)
-				srv.armIdleLocked(pt) // as currentLocked does for a child started with no member
+				srv.startedLocked(pt, b) // as currentLocked does for the child it starts, here with no member
 				srv.mu.Unlock()
 
 				sessions := map[string]*session{}
@@ -127,7 +138,14 @@ func TestIdleReaping(t *testing.T) {
 						srv.move(s)
 					case "leave":
 						srv.leave(sessions[st.who])
-					case "call":
+					case "call", "initialize":
+						if st.op == "initialize" { // a session's initialize waits for the child's handshake: the session is in no partition
+							s, err := p.newSession("x", sessionSetup{transport: "test"})
+							if err != nil {
+								t.Fatal(err)
+							}
+							sessions[st.who] = s
+						}
 						c := &pending{id: uint64(len(calls) + 1), b: b, sess: sessions[st.who]}
 						if r, _, _ := b.reqs.register(c, 1, 0); r != registered {
 							t.Fatalf("registering the call: %v", r)
@@ -287,6 +305,11 @@ func TestIdlePolicyStopAfter(t *testing.T) {
 		{idlePolicy{idle: time.Minute, warmup: -1}, 0, 5 * time.Minute, 0, false},
 		{idlePolicy{idle: 5 * time.Second, warmup: time.Minute}, 2 * time.Second, 10 * time.Second, 48 * time.Second, false},
 		{idlePolicy{idle: -1, warmup: -1}, 0, time.Hour, 0, true},
+		{idlePolicy{idle: 10 * time.Minute, warmup: time.Minute, unjoined: true}, 0, 0, time.Minute, false},
+		{idlePolicy{idle: 10 * time.Second, warmup: time.Minute, unjoined: true}, 0, 0, time.Minute, false},
+		{idlePolicy{idle: 10 * time.Minute, warmup: time.Minute, unjoined: true}, time.Hour, 0, time.Minute, false},
+		{idlePolicy{idle: 10 * time.Minute, warmup: -1, unjoined: true}, 0, 0, 10 * time.Minute, false},
+		{idlePolicy{idle: -1, warmup: time.Minute, unjoined: true}, 0, 0, 0, true},
 	}
 	for _, tt := range tests {
 		left := t0.Add(tt.age)

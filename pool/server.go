@@ -55,6 +55,7 @@ type partition struct {
 	members   map[*session]struct{}
 	idle      *time.Timer // stops current when no member is left
 	idleSince time.Time   // when the last member left, or current started with none
+	unjoined  bool        // current started with no member, and none came since: kept for its warm-up grace alone (idlePolicy)
 }
 
 func newServer(p *Pool, cfg ServerConfig) *server {
@@ -138,6 +139,7 @@ func (s *server) enterLocked(sess *session, pt *partition) {
 	}
 	pt.members[sess] = struct{}{}
 	sess.part.Store(pt)
+	pt.unjoined = false
 	if pt.idle != nil {
 		pt.idle.Stop()
 		pt.idle = nil
@@ -164,26 +166,27 @@ func (s *server) idleTimerLocked(pt *partition, left time.Time) {
 		pt.idle.Stop()
 		pt.idle = nil
 	}
-	wait, ok := s.idlePolicyLocked().stopAfter(b.createdAt, left, s.p.clock.Now())
+	wait, ok := s.idlePolicyLocked(pt).stopAfter(b.createdAt, left, s.p.clock.Now())
 	if !ok {
 		return
 	}
 	pt.idle = s.p.clock.AfterFunc(wait, func() { s.reapIdle(pt, b) })
 }
 
-func (s *server) idlePolicyLocked() idlePolicy {
-	return idlePolicy{idle: s.cfg.IdleTimeout, warmup: s.p.opts.WarmupGrace}
+func (s *server) idlePolicyLocked(pt *partition) idlePolicy {
+	return idlePolicy{idle: s.cfg.IdleTimeout, warmup: s.p.opts.WarmupGrace, unjoined: pt.unjoined}
 }
 
 // reapIdle stops pt's child b, armed by armIdleLocked, unless a session
 // came back meanwhile or b was replaced. The policy is asked again, as
 // the timer may have fired as it was stopped or re-armed (a changed
 // idleTimeout, a session that came and left again). A child still
-// answering a call of a session that moved to other roots is looked at
-// again an idle period later: the call is not cut short. A failed one is
-// kept: it runs no process, and the server stays failed, its requests
-// failing fast with the reason, until it is restarted or its config
-// changes (revived arms the timer again then).
+// answering a call of a session that moved to other roots (or, one no
+// session joined, the initialize it was started for) is looked at again
+// an idle period later (its grace, for the latter): the call is not cut
+// short. A failed one is kept: it runs no process, and the server stays
+// failed, its requests failing fast with the reason, until it is
+// restarted or its config changes (revived arms the timer again then).
 func (s *server) reapIdle(pt *partition, b *backend) {
 	s.mu.Lock()
 	if len(pt.members) > 0 || pt.current.Load() != b {
@@ -195,7 +198,7 @@ func (s *server) reapIdle(pt *partition, b *backend) {
 		s.mu.Unlock()
 		return
 	}
-	if wait, ok := s.idlePolicyLocked().stopAfter(b.createdAt, pt.idleSince, s.p.clock.Now()); !ok || wait > 0 {
+	if wait, ok := s.idlePolicyLocked(pt).stopAfter(b.createdAt, pt.idleSince, s.p.clock.Now()); !ok || wait > 0 {
 		s.idleTimerLocked(pt, pt.idleSince)
 		s.mu.Unlock()
 		return
@@ -320,11 +323,20 @@ func (s *server) currentLocked(pt *partition, caps clientCaps) (b, reclaimed *ba
 		reclaimed = s.retireLocked(spare)
 	}
 	b = newBackend(s, s.cfg, nil, pt.roots, pt.names, caps)
+	s.startedLocked(pt, b)
+	return b, reclaimed, true, nil
+}
+
+// startedLocked makes b, a child just started, pt's current one. Started
+// with no session in pt (for a client's initialize, before its roots are
+// known: handshake), it is idle from its start, and stopped after its
+// warm-up grace unless a session joins it (idlePolicy).
+func (s *server) startedLocked(pt *partition, b *backend) {
 	pt.current.Store(b)
-	if len(pt.members) == 0 {
+	pt.unjoined = len(pt.members) == 0
+	if pt.unjoined {
 		s.armIdleLocked(pt)
 	}
-	return b, reclaimed, true, nil
 }
 
 // runningLocked is how many children the server's partitions run.
