@@ -30,23 +30,16 @@ func TestMain(m *testing.M) {
 	fakeBin, err = mcptest.Build(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "build fake MCP server:", err)
+		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := 0
-	func() {
-		defer os.RemoveAll(dir)
-		goleak.VerifyTestMain(&exitCatcher{m: m, code: &code})
-	}()
-	os.Exit(code)
+	// goleak exits from inside VerifyTestMain, so the directory goes in
+	// its cleanup, which must then exit itself.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
-
-// exitCatcher lets TestMain clean up after goleak's check.
-type exitCatcher struct {
-	m    *testing.M
-	code *int
-}
-
-func (e *exitCatcher) Run() int { *e.code = e.m.Run(); return *e.code }
 
 // Problem 1 of DESIGN.md: every client numbers its requests from 1. With
 // 64 sessions x 8 in flight, ids colliding across sessions, numeric and
