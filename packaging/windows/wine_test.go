@@ -179,6 +179,9 @@ func TestLocalsock(t *testing.T) {
 		t.Fatalf("localsock tests under Wine: %v\n%s", err, out)
 	}
 	t.Log(out)
+	checkSkips(t, out, map[string]string{
+		"TestListenTwiceSaysTheUserHoldsIt": "Wine 8 does not enforce FILE_FLAG_FIRST_PIPE_INSTANCE (a second Listen joins the pipe); only real Windows can check it",
+	})
 }
 
 // Package app/fileid's tests, built for Windows (make test-windows), run
@@ -189,6 +192,7 @@ func TestFileIdentityUnderWine(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fileid.test.exe: %v\n%s", err, out)
 	}
+	checkSkips(t, out, nil)
 }
 
 // serve with the Windows fake MCP server, `switchboard-connect.exe`
@@ -288,6 +292,25 @@ func linuxPIDsOf(s string) []string {
 		out = append(out, filepath.Base(d))
 	}
 	return out
+}
+
+// checkSkips fails the test for each test a Windows test binary's -test.v
+// output says it skipped, unless allowed names it with the reason Wine
+// cannot run it; those are logged. A "PASS" alone hides skips.
+func checkSkips(t *testing.T, out string, allowed map[string]string) {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		name, ok := strings.CutPrefix(strings.TrimSpace(line), "--- SKIP: ")
+		if !ok {
+			continue
+		}
+		name, _, _ = strings.Cut(name, " (")
+		if why, ok := allowed[name]; ok {
+			t.Logf("%s skipped under Wine, allowed: %s", name, why)
+		} else {
+			t.Errorf("%s skipped under Wine (its reason is in the output above); run it, or allow it here with why Wine cannot", name)
+		}
+	}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
