@@ -228,8 +228,18 @@ $(NPM_TOOLS_OK):
 npm-tools: $(NPM_TOOLS_OK)
 
 # The race tests, through gotestsum for a JUnit report when it installs,
-# else plain go test (same flags, same pass/fail).
+# else plain go test (same flags, same pass/fail). Without node, npm and npx
+# the npm-backed tests skip: said loudly here, and in CI (CI=true) an error,
+# so that CI never passes without them.
 test-go: deps $(NPM_TOOLS_DEP)
+	@missing=; for tool in node npm npx; do command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
+	[ -n "$(SWITCHBOARD_NPX)" ] || missing="$$missing SWITCHBOARD_NPX"; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$CI" = true ]; then \
+			echo "test-go: error: missing:$$missing; CI must run the npm-backed integration tests, not skip them (apt-get install nodejs npm)" >&2; exit 1; \
+		fi; \
+		echo "test-go: warning: missing:$$missing; the npm-backed integration tests (app/npx, cmd/switchboard's npx and era tests) will SKIP (apt-get install nodejs npm)" >&2; \
+	fi
 	@mkdir -p $(ARTIFACTS)
 	@[ -x $(GOTESTSUM) ] || GOFLAGS= GOBIN="$(CURDIR)/$(dir $(GOTESTSUM))" \
 		$(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION) || \
