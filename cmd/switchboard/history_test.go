@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,9 +48,6 @@ func (in *instance) hangs(args ...string) []hangJSON {
 // `history --json` lists it in flight. After a SIGKILL of the pool it
 // is still there, abandoned, read from the database alone.
 func TestHangsShowsSleepingCall(t *testing.T) {
-	if out, err := exec.Command(sbBin, "hangs", "--help").CombinedOutput(); err != nil {
-		t.Skipf("this build has no `hangs` command yet (main.go does not wire it): %s", out)
-	}
 	// Its connect must not start the next pool when this one is killed
 	// below (it would reattach): the database alone is asked then.
 	in := serve(t, noClientStarts(fakeConfig(t)))
