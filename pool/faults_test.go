@@ -20,7 +20,9 @@ import (
 
 // Kill -9 a child with 32 calls in flight across 8 sessions: every call
 // ends, with the retryable "may have executed" error, and is never re-sent;
-// calls sent while the child restarts run on the new child, once.
+// calls sent while the child restarts run on the new child, once. The
+// calls would run a minute and time out after two: each ends within the
+// client's patience, with the child's death as its reason, or not at all.
 func TestChildKilledAtMostOnce(t *testing.T) {
 	dir := shortTempDir(t)
 	counter := filepath.Join(dir, "count")
@@ -48,7 +50,6 @@ func TestChildKilledAtMostOnce(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	killed := time.Now()
 	var wg sync.WaitGroup
 	for i, c := range clients {
 		wg.Go(func() {
@@ -61,16 +62,13 @@ func TestChildKilledAtMostOnce(t *testing.T) {
 				if m.Error != nil {
 					_ = json.Unmarshal(m.Error.Data, &data)
 				}
-				if m.Error == nil || m.Error.Code != -32003 || !data.Retryable || !data.MayHaveExecuted {
+				if m.Error == nil || m.Error.Code != -32003 || !strings.Contains(m.Error.Message, "exited") || !data.Retryable || !data.MayHaveExecuted {
 					t.Errorf("session %d: want the retryable may-have-executed error, got %s", i, m.raw)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if d := time.Since(killed); d > 2*time.Second {
-		t.Errorf("calls ended %s after the kill, want within 2s", d)
-	}
 	// New calls during the restart are queued and run once on the new child.
 	for i, c := range clients {
 		c.call(`"after"`, "count", fmt.Sprintf(`{"file":%q,"text":"a-%d"}`, counter, i))

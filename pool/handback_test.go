@@ -170,15 +170,15 @@ func TestHandBackCarriesAResumingSessionsInput(t *testing.T) {
 // back sessions of a share "session" server stop side by side, as
 // Pool.Close stops every other session's: each may take its stop's graces
 // (here the child ignores both its stdin closing and SIGTERM), and one
-// after another they held the stop up for the sum of them.
+// after another they held the stop up for the sum of them. Side by side,
+// every child's stop begins before any of them ends; one after another,
+// the first ends before the next begins.
 func TestHandBackStopsSessionsOwnChildrenTogether(t *testing.T) {
-	const (
-		k        = 4
-		perChild = 4 * time.Second // the stdin grace, then the SIGTERM grace, before the SIGKILL
-	)
+	const k = 4
 	cfg := fake("own", "-exit-on-stdin-eof=false", "-ignore-sigterm")
 	cfg.Share = pool.ShareSession
-	tp := newTestPool(t, &pool.Options{StopGrace: 200 * time.Millisecond}, cfg)
+	var rec recorder
+	tp := newTestPool(t, &pool.Options{StopGrace: 200 * time.Millisecond, Record: rec.record}, cfg)
 	var sessions []*attached
 	for range k {
 		a := tp.attach(t, "own")
@@ -199,8 +199,17 @@ func TestHandBackStopsSessionsOwnChildrenTogether(t *testing.T) {
 			t.Errorf("farewell %q: not handed back", end)
 		}
 	}
-	if limit := k * perChild / 2; took >= limit {
-		t.Fatalf("the stop took %s with %d sessions' own children to stop, over %s: one after another", took, k, limit)
+	stops := rec.find(func(e pool.Event) bool { return e.Kind == pool.EventBackendState && e.State == pool.StateStopping })
+	exits := rec.find(func(e pool.Event) bool { return e.Kind == pool.EventBackendExited })
+	if len(stops) != k || len(exits) != k {
+		t.Fatalf("%d children stopping and %d exited, want %d of each", len(stops), len(exits), k)
+	}
+	for _, stop := range stops {
+		for _, exit := range exits {
+			if exit.Time.Before(stop.Time) {
+				t.Fatalf("child %d exited before child %d began to stop: one after another", exit.PID, stop.PID)
+			}
+		}
 	}
 	t.Logf("%d sessions handed back, their children stopped in %s", k, took)
 }
