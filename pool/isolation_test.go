@@ -349,10 +349,19 @@ func TestConcurrentLevelChangesLeaveTheChildRight(t *testing.T) {
 				want = min(want, levelIndex(level(i)))
 			}
 		}
-		eventually(t, "the child at "+levels[want], func() bool {
+		eventually(t, "the leavers gone and the child at "+levels[want], func() bool {
 			seen := childLevels(t, logPath)
-			return len(seen) > 0 && seen[len(seen)-1] == levels[want]
+			return len(tp.Snapshot().Sessions) == len(clients)/2 && len(seen) > 0 && seen[len(seen)-1] == levels[want]
 		}, func() string { return fmt.Sprintf("round %d: the child was set to %v", round, childLevels(t, logPath)) })
+		// And it stays there: a call the child answers after that went to
+		// it after any level change still queued for it.
+		clients[1].call(`"after"`, "echo", `{"text":"after"}`)
+		if m, _ := clients[1].recvID(`"after"`); m.Error != nil {
+			t.Fatalf("round %d: the call after: %s", round, m.raw)
+		}
+		if seen := childLevels(t, logPath); seen[len(seen)-1] != levels[want] {
+			t.Errorf("round %d: the child was set to %v after it was at %s", round, seen, levels[want])
+		}
 	}
 }
 
