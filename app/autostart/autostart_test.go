@@ -2,6 +2,7 @@ package autostart
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // fakeRegistry is the Run key in memory.
 type fakeRegistry map[string]string
@@ -97,12 +100,18 @@ func TestFileContents(t *testing.T) {
 		{LaunchAgentPlist("/Applications/Switchboard.app/Contents/MacOS/switchboard", nil), Label + ".plist"},
 		{LaunchAgentPlist("/Applications/Switchboard.app/Contents/MacOS/switchboard", home), Label + "-home.plist"},
 	} {
-		want, err := os.ReadFile(filepath.Join("testdata", tc.golden))
+		path := filepath.Join("testdata", tc.golden)
+		if *update {
+			if err := os.WriteFile(path, []byte(tc.got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if tc.got != string(want) {
-			t.Errorf("%s:\n%s\nwant:\n%s", tc.golden, tc.got, want)
+			t.Errorf("%s differs (go test -update rewrites it, if the change is intended):\n%s\nwant:\n%s", tc.golden, tc.got, want)
 		}
 	}
 }
