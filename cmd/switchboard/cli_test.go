@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/switchboard-mcp/switchboard/pool/mcptest"
 )
 
@@ -53,6 +55,14 @@ func TestMain(m *testing.M) {
 		if left := stopLeftoverPools(sbBin); len(left) > 0 {
 			fmt.Fprintf(os.Stderr, "pools the tests left running, stopped now: %v\n", left)
 			code = max(code, 1)
+		}
+		if code == 0 {
+			// fyne's process-wide event queue, started as the package
+			// loads (app imports fyne); it has no way to stop.
+			if err := goleak.Find(goleak.IgnoreTopFunction("fyne.io/fyne/v2/internal/async.(*UnboundedChan[...]).processing")); err != nil {
+				fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+				code = 1
+			}
 		}
 		return code
 	}()
