@@ -29,22 +29,22 @@ import (
 func TestReattachBacksOffAPoolThatClosesTheHello(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		reattach func(t *testing.T, paths home.Paths) (err error, out func() []byte)
+		reattach func(t *testing.T, paths home.Paths) (out func() []byte, err error)
 	}{
-		{"attached", func(t *testing.T, paths home.Paths) (error, func() []byte) {
+		{"attached", func(t *testing.T, paths home.Paths) (func() []byte, error) {
 			quietClient(t)
 			out := clientStdout(t)
 			a := &attached{paths: paths, name: "fake", run: "r1", session: "s1", init: []byte(`{}`), ledger: ledgerOwing(t, "7")}
 			_, _, err := a.reattach(false)
-			return err, out
+			return out, err
 		}},
-		{"relayed", func(t *testing.T, paths home.Paths) (error, func() []byte) {
+		{"relayed", func(t *testing.T, paths home.Paths) (func() []byte, error) {
 			var out bytes.Buffer
 			r := &relayed{paths: paths, name: "fake", run: "r1", session: "s1", init: []byte(`{}`), out: &out,
 				fromClient: make(chan []byte), clientErr: make(chan error, 1), count: newUnanswered()}
 			r.count.sent([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}` + "\n"))
 			_, _, err := r.reconnect(false)
-			return err, out.Bytes
+			return out.Bytes, err
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,7 +55,7 @@ func TestReattachBacksOffAPoolThatClosesTheHello(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				err, out := tc.reattach(t, paths)
+				out, err := tc.reattach(t, paths)
 				done <- result{err, out}
 			}()
 			var res result
