@@ -236,6 +236,10 @@ func (cw *configWatch) loop(ctx context.Context, debounce time.Duration) {
 	// too, debounced like any other.
 	timer := time.NewTimer(debounce)
 	defer timer.Stop()
+	// waitedOnEmpty: the file read empty once since the last event. An
+	// empty file is what a truncate-then-write looks like in between, so
+	// it is read once more a debounce later before it is reported.
+	waitedOnEmpty := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -257,6 +261,7 @@ func (cw *configWatch) loop(ctx context.Context, debounce time.Duration) {
 			case ev.Op == fsnotify.Chmod || !slices.Contains(cw.names, name):
 				continue
 			}
+			waitedOnEmpty = false
 			timer.Reset(debounce)
 		case err, ok := <-cw.w.Errors:
 			if !ok {
@@ -270,20 +275,26 @@ func (cw *configWatch) loop(ctx context.Context, debounce time.Duration) {
 			if ctx.Err() != nil {
 				return
 			}
-			cw.reload()
+			if cw.reload(!waitedOnEmpty) {
+				waitedOnEmpty = true
+				timer.Reset(debounce)
+				continue
+			}
+			waitedOnEmpty = false
 		}
 	}
 }
 
 // reload reads the file and reports it, unless nothing changed since the
-// last report.
-func (cw *configWatch) reload() {
+// last report. With waitOnEmpty, a file that reads empty is not reported:
+// reload says so, and the caller reads it again later.
+func (cw *configWatch) reload(waitOnEmpty bool) (empty bool) {
 	// The symlink may point elsewhere now; a failure to watch the new
 	// target's directory is reported like a broken file.
 	if err := cw.watchTargets(); err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			cw.report(nil, nil, err)
-			return
+			return false
 		}
 		cw.watchTowards() // the file is reported gone below
 	}
@@ -293,10 +304,13 @@ func (cw *configWatch) reload() {
 			err = configMissing(cw.path, cw.none)
 		}
 		cw.report(nil, nil, err)
-		return
+		return false
+	}
+	if waitOnEmpty && len(bytes.TrimSpace(data)) == 0 {
+		return true
 	}
 	if cw.lastErr == "" && bytes.Equal(data, cw.last) {
-		return
+		return false
 	}
 	f, err := config.Parse(data)
 	if err != nil {
@@ -306,6 +320,7 @@ func (cw *configWatch) reload() {
 		}
 	}
 	cw.report(data, f, err)
+	return false
 }
 
 func (cw *configWatch) report(data []byte, f *config.File, err error) {

@@ -193,10 +193,12 @@ func TestWatchConfigBurst(t *testing.T) {
 	start := time.Now()
 	var last time.Time
 	for i := range 20 {
+		// The last write's events come after it begins, not after it
+		// returns: the debounce runs from then.
+		last = time.Now()
 		if err := os.WriteFile(path, serversConfig(fmt.Sprintf("s%02d", i)), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		last = time.Now()
 	}
 	r := next(t, ch, time.Second)
 	if r.err != nil || !slices.Equal(names(r.f), []string{"s19"}) {
@@ -207,6 +209,33 @@ func TestWatchConfigBurst(t *testing.T) {
 	}
 	t.Logf("20 writes in %v, one report %v after the last", last.Sub(start).Round(time.Microsecond), r.at.Sub(last).Round(time.Millisecond))
 	quiet(t, ch, 3*debounce)
+}
+
+// TestWatchConfigEmptyIsReadAgain: an editor that truncates the file and
+// writes it a while later leaves it empty in between. An empty file is
+// read again one debounce later before it is reported, so the truncation
+// alone reports nothing; a file left empty is then reported as such.
+func TestWatchConfigEmptyIsReadAgain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	os.WriteFile(path, serversConfig("a"), 0o600)
+	const debounce = 100 * time.Millisecond
+	ch := watch(t, path, debounce, nil)
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	quiet(t, ch, debounce*3/2)
+	if err := os.WriteFile(path, serversConfig("b"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := next(t, ch, 5*time.Second); r.err != nil || !slices.Equal(names(r.f), []string{"b"}) {
+		t.Fatalf("after the truncate-then-write: %v %v, want b", r.err, r.f)
+	}
+	if err := os.WriteFile(path, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := next(t, ch, 5*time.Second); r.err == nil || !strings.Contains(r.err.Error(), "the file is empty") {
+		t.Fatalf("a file left empty: %v %v, want \"the file is empty\"", r.err, r.f)
+	}
 }
 
 // TestWatchConfigBroken: a broken file, an invalid file and a missing
