@@ -60,7 +60,8 @@
 //   - A modern client of a legacy child gets 2026-07-28 answers, each
 //     result naming the child in _meta as server/discover does; a legacy
 //     client of a modern child gets the _meta the stateless revision
-//     requires: [backend.responseFor], [modernResponse],
+//     requires, and a read of a missing resource as its revision says
+//     it: [backend.responseFor], [modernResponse], [legacyResponse],
 //     [serverInfoMember], [session.noteModern], [rewriteRequest]. The
 //     child a legacy client's request is written to decides, not the one
 //     its session met at its initialize (a config change or a restart

@@ -208,12 +208,16 @@ func (b *backend) finish(p *pending, o outcome) bool {
 
 // responseFor is the child's answer as the client gets it: its own id
 // back, and for a 2026-07-28 client of a legacy child what that revision
-// requires of the result.
+// requires of the result; for a legacy client of a 2026-07-28 child, a
+// read of a missing resource in its own revision's words.
 func (b *backend) responseFor(msg *jsonrpc.Message, method string, e ended) []byte {
-	if e.modern {
+	switch {
+	case e.modern:
 		if info, legacy := b.legacyInfo(); legacy {
 			return modernResponse(msg, method, e.origID, info)
 		}
+	case method == "resources/read" && msg.Error.Present() && !b.childIsLegacy():
+		return legacyResponse(msg, method, e.origID)
 	}
 	return responseForClient(nil, msg, e.origID)
 }

@@ -309,3 +309,29 @@ func TestLegacyClientOfModernChildIsPromisedWhatItGets(t *testing.T) {
 		t.Errorf("tools, which it serves, not offered: %s", m.raw)
 	}
 }
+
+// A legacy client of a 2026-07-28 child that reads a resource the child
+// does not have gets 2025-11-25's "resource not found", -32002, with the
+// child's message and data: the child says -32602 with the uri in its
+// data (SEP-2164), which a legacy client takes for a malformed request.
+// Another -32602 of the child's stays what it is, and a modern client
+// gets the child's answer as the child wrote it.
+func TestLegacyClientOfModernChildGetsResourceNotFound(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern"))
+	legacy := tp.dial(t, "srv")
+	legacy.initialize("old", "")
+	legacy.send(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"nope://x"}}`)
+	m, _ := legacy.recvID("1")
+	if m.Error == nil || m.Error.Code != -32002 || !strings.Contains(string(m.Error.Data), `"uri":"nope://x"`) {
+		t.Errorf("a legacy client's read of a missing resource: want -32002 naming the uri, got %s", m.raw)
+	}
+	legacy.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"no_such_tool"}}`)
+	if m, _ := legacy.recvID("2"); m.Error == nil || m.Error.Code != -32602 {
+		t.Errorf("another -32602 of the child's: want it as it is, got %s", m.raw)
+	}
+	modern := tp.dial(t, "srv")
+	modern.send(`{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"nope://x",` + modernMeta + `}}`)
+	if m, _ := modern.recvID("3"); m.Error == nil || m.Error.Code != -32602 {
+		t.Errorf("a modern client's read of a missing resource: want -32602, got %s", m.raw)
+	}
+}

@@ -3,6 +3,7 @@ package pool
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
@@ -24,7 +25,8 @@ import (
 //
 //	response           the client's exact id back (responseForClient); for a modern client
 //	                   of a legacy child, what 2026-07-28 requires too (modernResponse), and
-//	                   its -32042 as input_required (urlElicitationResponse)
+//	                   its -32042 as input_required (urlElicitationResponse); for a legacy
+//	                   client of a modern child, resource not found as -32002 (legacyResponse)
 //	progress           the client's own token back (poolTokenOf, progressForClient)
 //	child's request    its id -> a pool id (requestForClient)
 //	modern child's     a URL-mode elicitation gets an elicitationId for a legacy client
@@ -323,6 +325,43 @@ func modernResponse(msg *jsonrpc.Message, method string, clientID, infoMeta []by
 	}
 	return applyEdits(nil, raw, edits[:n], nil)
 }
+
+// legacyResponse rewrites a 2026-07-28 child's response for a legacy
+// client: the client's id in place of the pool's, and a resources/read
+// refused because the resource does not exist back to 2025-11-25's
+// -32002. The child says so with -32602 and the uri in its data
+// (SEP-2164), or, leaving the data out, with "Resource not found" as its
+// message; any other -32602 stays a -32602. Message and data stay the
+// child's.
+func legacyResponse(msg *jsonrpc.Message, method string, clientID []byte) []byte {
+	edits := [2]edit{{msg.ID, clientID}}
+	n := 1
+	if method == "resources/read" && msg.Error.Present() && msg.Raw[msg.Error.Start] == '{' {
+		errObj := msg.Error.Of(msg.Raw)
+		code := jsonrpc.Member(errObj, "code")
+		if v, ok := parseInt(code.Of(errObj)); ok && v == jsonrpc.CodeInvalidParams && namesMissingResource(errObj) {
+			at := jsonrpc.Span{Start: msg.Error.Start + code.Start, End: msg.Error.Start + code.End}
+			edits[n] = edit{at, []byte("-32002")}
+			n++
+		}
+	}
+	return applyEdits(nil, msg.Raw, edits[:n], nil)
+}
+
+// namesMissingResource reports whether a -32602 error object is
+// 2026-07-28's "resource not found": data naming the uri, or that
+// message.
+func namesMissingResource(errObj []byte) bool {
+	if d := jsonrpc.Member(errObj, "data"); d.Present() && errObj[d.Start] == '{' &&
+		jsonrpc.Member(d.Of(errObj), "uri").Present() {
+		return true
+	}
+	m, _ := jsonrpc.String(errObj, jsonrpc.Member(errObj, "message"))
+	return len(m) >= len(resourceNotFound) && strings.EqualFold(m[:len(resourceNotFound)], resourceNotFound)
+}
+
+// resourceNotFound is how SEP-2164's example words the error.
+const resourceNotFound = "resource not found"
 
 // What modernResponse inserts, each ending in the comma that the next
 // member needs.
