@@ -61,6 +61,9 @@ type backend struct {
 	// The requests in flight, the progress tokens and the child's own
 	// requests to clients: their own lock (requests.go).
 	reqs *requestTable
+	// The progress tokens of the tasks a session's own child made of its
+	// calls: their own lock (tasks.go).
+	tasks taskTokens
 
 	// retired is closed once by retire, when the server is removed or
 	// disabled: a wait for the handshake ends (handshakeResult).
@@ -819,6 +822,9 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 		progress, hasValue := progressValue(params)
 		to, x, origToken := b.reqs.progress(token, progress, hasValue)
 		if to == nil {
+			to, origToken = b.taskProgress(token) // its call was answered with its task (tasks.go)
+		}
+		if to == nil {
 			return // the request ended (its client no longer cares), waits for a retry, or went back
 		}
 		to.relate(x, progressForClient(msg, at, origToken))
@@ -843,6 +849,8 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 		b.elicitationCompleted(msg) // to the one session asked it (elicitcomplete.go)
 	case "notifications/message":
 		b.routeLog(msg, params)
+	case "notifications/tasks/status":
+		b.taskStatus(msg, params) // its one session's task; a shared child's are no one's (tasks.go)
 	default:
 		if strings.HasSuffix(msg.Method, "/list_changed") {
 			b.forgetHintsIf(msg.Method)

@@ -72,6 +72,22 @@
 //     successor untagged through the pool's listen; after a modern
 //     child, which offered none, none comes: [handshake.legacyChanges],
 //     [session.deliverChange], [backend.union].
+//   - A child's tasks (2025-11-25; a 2026-07-28 extension) are offered
+//     only to a session whose child is its own (share "session", but not
+//     the stateless HTTP session, every modern HTTP client's): a shared
+//     child has one client, the pool, and would let every session list,
+//     read and cancel every other's. For a shared child the capability is
+//     left out of initialize and server/discover, a task-augmented
+//     request loses its task (the child runs it as a plain call, as a
+//     server that offers no tasks must) and a tasks/ request is refused
+//     (-32601) before it reaches the child: [session.offersTasks],
+//     [backend.offersTasks], [backend.untasked], [withoutTask],
+//     [untaskedView], [handshake.initializeResult],
+//     [handshake.discoverResult]. An own child's pass through: its
+//     notifications/tasks/status go to its session, and a call answered
+//     with its task keeps its progress token for the task's life (until
+//     a terminal status, its ttl, or room is needed):
+//     [backend.keepTaskToken], [backend.taskProgress], [backend.taskStatus].
 //   - A client's notifications/cancelled ends its request; the child is
 //     told with the pool id. A session that ends has what it had in flight
 //     cancelled the same way, and late answers are orphans:

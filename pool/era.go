@@ -285,7 +285,8 @@ func parseInitialize(raw []byte) (*handshake, error) {
 // child's and decides, as the spec's negotiation rule says. A modern
 // child is presented to legacy clients as the newest legacy revision, and
 // the pool adds the _meta such a child needs to each forwarded request.
-func (hs *handshake) initializeResult(requested string) []byte {
+// tasks says whether the child's tasks are offered (session.offersTasks).
+func (hs *handshake) initializeResult(requested string, tasks bool) []byte {
 	version := hs.protocolVersion
 	if slices.Contains(legacyVersions, requested) && requested < version {
 		version = requested // revisions are dates: they order as strings
@@ -299,6 +300,9 @@ func (hs *handshake) initializeResult(requested string) []byte {
 	caps := rawOrEmpty(hs.capabilities)
 	if hs.era == EraModern {
 		caps = legacyView(caps)
+	}
+	if !tasks {
+		caps = untaskedView(caps)
 	}
 	r := map[string]any{"protocolVersion": version, "capabilities": caps,
 		"serverInfo": rawOrDefault(hs.serverInfo, `{"name":"switchboard","version":"dev"}`)}
@@ -363,15 +367,19 @@ func (hs *handshake) modernView() json.RawMessage {
 // or bridged by the pool for a legacy child: modern.go, mrtr.go) and the
 // legacy revisions a client may initialize with. The cache hints 2026-07-28
 // requires are the child's, or "do not cache" (ttlMs 0, private) for a
-// legacy child.
-func (hs *handshake) discoverResult() []byte {
+// legacy child. tasks is as initializeResult's.
+func (hs *handshake) discoverResult(tasks bool) []byte {
 	scope := hs.cacheScope
 	if scope != "public" {
 		scope = "private"
 	}
+	caps := hs.modernView()
+	if !tasks {
+		caps = untaskedView(caps)
+	}
 	r := map[string]any{"resultType": "complete", "supportedVersions": hs.versions(),
 		"ttlMs": hs.ttlMs, "cacheScope": scope,
-		"capabilities": hs.modernView(),
+		"capabilities": caps,
 		"_meta":        map[string]any{metaServerInfo: rawOrDefault(hs.serverInfo, `{"name":"switchboard","version":"dev"}`)}}
 	if hs.instructions != "" {
 		r["instructions"] = hs.instructions

@@ -62,6 +62,7 @@ const (
 	errServerGone        // the server stopped: what its later requests get
 	errRootsChildren     // the server runs its limit of children, one per set of roots, each with sessions
 	errNoLogging         // a legacy client's logging/setLevel for a modern child that offers no logging
+	errNoTasks           // a tasks/* request for a child other clients share, whose tasks are not offered
 
 	// Answering a child's request to a client.
 	errNoClient         // no connected client can answer it
@@ -152,6 +153,7 @@ var errorTable = [...]errorRow{
 		format: "server %q runs its limit of children (%d), one for each set of client roots, and every one has sessions: requests with other roots are refused until one of them is left (sessions with those roots are not affected)"},
 
 	errNoLogging:        {code: jsonrpc.CodeMethodNotFound, format: "method not found: server %q offers no logging"},
+	errNoTasks:          {code: jsonrpc.CodeMethodNotFound, format: "method not found: server %q is shared by other clients, whose tasks this client would see and they its, so Switchboard offers none of its tasks (share \"session\" gives each session a child of its own, and its tasks)"},
 	errNoClient:         {code: jsonrpc.CodeNoClient, format: "no connected client can answer %s"},
 	errAskedClientLeft:  {code: jsonrpc.CodeNoClient, format: "the client that was asked disconnected"},
 	errClientUndeclared: {code: jsonrpc.CodeNoClient, format: "the client did not declare %s"},

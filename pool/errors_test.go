@@ -52,6 +52,7 @@ func TestErrorTable(t *testing.T) {
 		errServerGone:          {"srv", "removed from the configuration"},
 		errRootsChildren:       {"srv", 32},
 		errNoLogging:           {"srv"},
+		errNoTasks:             {"srv"},
 		errNoClient:            {"sampling/createMessage"},
 		errAskedClientLeft:     nil,
 		errClientUndeclared:    {"sampling"},

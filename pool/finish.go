@@ -99,6 +99,9 @@ func (b *backend) finish(p *pending, o outcome) bool {
 	if o.kind == endAnswered && p.method == "logging/setLevel" && e.sess != nil {
 		e.sess.levelAnswered(p, &o.answer) // before the client reads the answer
 	}
+	if o.kind == endAnswered && p.token != 0 && p.method == "tools/call" && e.held == nil && b.offersTasks() {
+		b.keepTaskToken(p, &o.answer) // answered with its task: its progress goes on (tasks.go)
+	}
 	if p.sub != nil && p.sub.add { // a session's, a listen's, or the pool's own for them (carried, or a ready child's)
 		var refusal *jsonrpc.Message
 		if o.kind == endAnswered && o.answer.Error.Present() {

@@ -16,7 +16,8 @@ import (
 //
 // Client to child:
 //
-//	request            id -> pool id, progress token -> pool token, _meta for a modern child (rewriteRequest)
+//	request            id -> pool id, progress token -> pool token, _meta for a modern child (rewriteRequest);
+//	                   its task taken out for a child whose tasks are not offered (withoutTask)
 //	notification       re-written from its parsed members (notificationForChild)
 //	cancellation       the pool's own, for the pool id (cancelForChild)
 //	answer to a child  the child's own id back (answerForChild)
@@ -160,6 +161,34 @@ func rewriteRequest(msg *jsonrpc.Message, poolID uint64, meta []byte) inbound {
 	}
 	return in
 }
+
+// withoutTask is a client's request without its params' task member
+// (msg.Task), parsed again: 2025-11-25's task augmentation, taken out for
+// a child whose tasks the pool does not offer (backend.untasked), so that
+// the child runs the request as a plain one, as a server that offers no
+// tasks must. The comma that joined the member to its neighbour goes
+// with it. Rare: a client that asks what it was not offered.
+func withoutTask(msg *jsonrpc.Message) *jsonrpc.Message {
+	raw, cut := msg.Raw, msg.Task
+	before := cut.Start - 1
+	for before > 0 && isBlank(raw[before]) {
+		before--
+	}
+	after := skipBlanks(raw, cut.End)
+	switch {
+	case raw[before] == ',':
+		cut.Start = before
+	case after < len(raw) && raw[after] == ',':
+		cut.End = after + 1
+	}
+	m, err := jsonrpc.Parse(applyEdits(nil, raw, []edit{{cut, nil}}, nil))
+	if err != nil {
+		return msg // cannot be: a member and its comma out of a valid object
+	}
+	return &m
+}
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // poolMetaKeys are the _meta members the pool may add for a legacy
 // client of a modern child (session.meta, logsAsked): every key that can

@@ -142,6 +142,22 @@ func TestRewrites(t *testing.T) {
 			notificationForChild, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed","params":{"a":1}}`},
 		{"a notification without params", `{"jsonrpc":"2.0","method":"notifications/x"}`,
 			notificationForChild, `{"jsonrpc":"2.0","method":"notifications/x"}`},
+		{"a task-augmented request loses its task: the last member",
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","task":{"ttl":60000}}}`,
+			func(m *jsonrpc.Message) []byte { return withoutTask(m).Raw },
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}`},
+		{"a task-augmented request loses its task: the first member, spaced",
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{ "task" : {} , "name":"t"}}`,
+			func(m *jsonrpc.Message) []byte { return withoutTask(m).Raw },
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{  "name":"t"}}`},
+		{"a task-augmented request loses its task: between two, key escaped",
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","t\u0061sk":{"ttl":1},"_meta":{"progressToken":1}}}`,
+			func(m *jsonrpc.Message) []byte { return withoutTask(m).Raw },
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":1}}}`},
+		{"a task-augmented request loses its task: the only member",
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"task":{}}}`,
+			func(m *jsonrpc.Message) []byte { return withoutTask(m).Raw },
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`},
 		{"the pool's cancellation names the pool id", ``,
 			func(*jsonrpc.Message) []byte { return cancelForChild(42, `client "a" left`) },
 			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":42,"reason":"client \"a\" left"}}`},
@@ -447,20 +463,20 @@ func TestHandshakeResults(t *testing.T) {
 		ProtocolVersion string `json:"protocolVersion"`
 		Instructions    string `json:"instructions"`
 	}
-	_ = json.Unmarshal(legacy.initializeResult("2025-11-25"), &init)
+	_ = json.Unmarshal(legacy.initializeResult("2025-11-25", false), &init)
 	if init.ProtocolVersion != "2025-06-18" || init.Instructions != "hi" {
 		t.Fatalf("legacy initialize result: %+v", init)
 	}
 	for requested, want := range map[string]string{"2025-03-26": "2025-03-26", "2024-11-05": "2024-11-05",
 		"2025-06-18": "2025-06-18", "2099-01-01": "2025-06-18", "": "2025-06-18"} {
 		init.ProtocolVersion = ""
-		_ = json.Unmarshal(legacy.initializeResult(requested), &init)
+		_ = json.Unmarshal(legacy.initializeResult(requested, false), &init)
 		if init.ProtocolVersion != want {
 			t.Errorf("client asks %q of a 2025-06-18 child: answered %q, want %q", requested, init.ProtocolVersion, want)
 		}
 	}
-	if !bytes.Contains(legacy.discoverResult(), []byte(`"supportedVersions":["2026-07-28","2025-06-18","2025-03-26","2024-11-05"]`)) {
-		t.Fatalf("discover from a legacy child: %s", legacy.discoverResult())
+	if !bytes.Contains(legacy.discoverResult(false), []byte(`"supportedVersions":["2026-07-28","2025-06-18","2025-03-26","2024-11-05"]`)) {
+		t.Fatalf("discover from a legacy child: %s", legacy.discoverResult(false))
 	}
 	modern, err := parseDiscover([]byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2027-01-01","2026-07-28"],"capabilities":{},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"m","version":"2"}}}}`))
 	if err != nil {
@@ -469,15 +485,32 @@ func TestHandshakeResults(t *testing.T) {
 	// The pool speaks 2026-07-28 to the child and refuses any other
 	// revision per request (-32022): a newer one the child also speaks is
 	// not the pool's to offer.
-	if !bytes.Contains(modern.discoverResult(), []byte(`"supportedVersions":["2026-07-28","2025-11-25",`)) {
-		t.Fatalf("discover from a modern child that speaks a newer revision too: %s", modern.discoverResult())
+	if !bytes.Contains(modern.discoverResult(false), []byte(`"supportedVersions":["2026-07-28","2025-11-25",`)) {
+		t.Fatalf("discover from a modern child that speaks a newer revision too: %s", modern.discoverResult(false))
 	}
-	_ = json.Unmarshal(modern.initializeResult("2025-06-18"), &init)
-	if init.ProtocolVersion != "2025-06-18" || !bytes.Contains(modern.initializeResult("x"), []byte(`"name":"m"`)) {
-		t.Fatalf("legacy view of a modern child: %s", modern.initializeResult("2025-06-18"))
+	_ = json.Unmarshal(modern.initializeResult("2025-06-18", false), &init)
+	if init.ProtocolVersion != "2025-06-18" || !bytes.Contains(modern.initializeResult("x", false), []byte(`"name":"m"`)) {
+		t.Fatalf("legacy view of a modern child: %s", modern.initializeResult("2025-06-18", false))
 	}
 	if _, err := parseDiscover([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`)); err == nil {
 		t.Fatal("an error answer to server/discover must mean legacy")
+	}
+
+	// Tasks are offered only to a session whose child is its own: 2025-11-25's
+	// capability, and 2026-07-28's extension, other extensions staying.
+	tasks, err := parseInitialize([]byte(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"list":{}},"extensions":{"io.modelcontextprotocol/tasks":{},"x/y":{}}},"serverInfo":{"name":"s"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range [][]byte{tasks.initializeResult("2025-11-25", false), tasks.discoverResult(false)} {
+		if bytes.Contains(res, []byte(`"tasks"`)) || bytes.Contains(res, []byte(`io.modelcontextprotocol/tasks`)) || !bytes.Contains(res, []byte(`"extensions":{"x/y":{}}`)) {
+			t.Errorf("a shared child's tasks offered: %s", res)
+		}
+	}
+	for _, res := range [][]byte{tasks.initializeResult("2025-11-25", true), tasks.discoverResult(true)} {
+		if !bytes.Contains(res, []byte(`"tasks":{"list":{}}`)) || !bytes.Contains(res, []byte(`io.modelcontextprotocol/tasks`)) {
+			t.Errorf("a session's own child's tasks not offered: %s", res)
+		}
 	}
 }
 

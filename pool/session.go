@@ -309,7 +309,7 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange, a *arrival) {
 		if _, hs, err := s.handshaken(w); err != nil {
 			w.refuse(s, err)
 		} else {
-			w.answer(s, hs.discoverResult())
+			w.answer(s, hs.discoverResult(s.offersTasks()))
 		}
 		return
 	case "logging/setLevel":
@@ -490,7 +490,7 @@ func (s *session) adoptInitialize(params []byte, w *handshakeWait) (json.RawMess
 	s.mu.Lock()
 	s.era = EraLegacy
 	s.promised, s.toldNone = hs.legacyChanges(), hs.era == EraModern
-	result := hs.initializeResult(req.ProtocolVersion)
+	result := hs.initializeResult(req.ProtocolVersion, s.offersTasks())
 	var v struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
@@ -586,6 +586,11 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 		s.replyErrorTo(x, id, err)
 		return false
 	}
+	fwd, err := b.untasked(msg) // a shared child's tasks are offered to no client (tasks.go)
+	if err != nil {
+		s.replyErrorTo(x, id, err)
+		return false
+	}
 	// A legacy client's request carries the _meta a modern child needs
 	// when its child is one; made for a child not known to be one (it is
 	// legacy, or still starting), it is bare, and fitted as it is
@@ -602,7 +607,7 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 	}
 	poolID, received := a.take(s.p)
 	logs, meta := s.logsAsked(msg, legacy, meta)
-	in := rewriteRequest(msg, poolID, meta)
+	in := rewriteRequest(fwd, poolID, meta)
 	p := &pending{id: poolID, sess: s, b: b, origID: id, x: x, method: msg.Method, name: in.name, line: in.line,
 		origToken: in.origToken, received: received, modern: era == EraModern, sub: sub, logs: logs, bare: bare}
 	if p.modern {

@@ -87,6 +87,33 @@ func TestParseFindsMeta(t *testing.T) {
 	}
 }
 
+// TestParseFindsTask: Task is a request's params.task member, key and
+// value, as Parse and ParseStrict find it, however its key is written;
+// not one nested in arguments or _meta, nor a notification's.
+func TestParseFindsTask(t *testing.T) {
+	tests := []struct{ name, in, task string }{
+		{"last", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"n","_meta":{},"task":{"ttl":60000}}}`, `"task":{"ttl":60000}`},
+		{"first, spaced", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{ "task" : {} ,"name":"n"}}`, `"task" : {}`},
+		{"escaped key", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"t\u0061sk":{"ttl":1}}}`, `"t\u0061sk":{"ttl":1}`},
+		{"only nested", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"task":{}},"_meta":{"task":{}}}}`, ``},
+		{"a notification's", `{"jsonrpc":"2.0","method":"x","params":{"task":{}}}`, ``},
+		{"array params", `{"jsonrpc":"2.0","id":1,"method":"x","params":[{"task":{}}]}`, ``},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for how, parse := range map[string]func([]byte) (Message, error){"Parse": Parse, "ParseStrict": ParseStrict} {
+				m, err := parse([]byte(tt.in))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := string(m.Task.Of(m.Raw)); got != tt.task {
+					t.Fatalf("%s: Task = %q, want %q", how, got, tt.task)
+				}
+			}
+		})
+	}
+}
+
 func TestSpliceRestoresExactID(t *testing.T) {
 	for _, id := range []string{`1`, `"1"`, `1.0`, `-0`, `"\u00e9"`, `1e3`} {
 		in := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"a":[1,2]}}`

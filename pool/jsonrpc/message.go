@@ -53,6 +53,11 @@ type Message struct {
 	// read up to five times per request: finding it once here saves as
 	// many scans of params, arguments and all.
 	Meta Span
+	// Task is a request's params.task, from its key to the end of its
+	// value, when params is an object that has it: 2025-11-25's task
+	// augmentation, which a server that offers no tasks ignores, so the
+	// pool takes it out for a child whose tasks it does not offer.
+	Task Span
 
 	// keys is what ParseStrict found, on its one pass, for Strict to
 	// report.
@@ -125,7 +130,7 @@ func ParseStrict(b []byte) (Message, error) {
 		e.member(&m, k, esc, v)
 		return true
 	}, &e.end)
-	if err := e.finish(&m, err, &ps.meta); err != nil {
+	if err := e.finish(&m, err, &ps); err != nil {
 		return m, err
 	}
 	// What Strict reports, found on the way: the first key refused in
@@ -189,9 +194,9 @@ func (e *envelope) member(m *Message, k Span, esc bool, v Span) {
 }
 
 // finish checks what the walk (which ended with err) found and gives m
-// its kind, method and _meta: meta, when the walk found it, else looked
-// up in params.
-func (e *envelope) finish(m *Message, err error, meta *Span) error {
+// its kind, method, _meta and task: ps's, when the walk looked into
+// params, else looked up in params.
+func (e *envelope) finish(m *Message, err error, ps *paramsScan) error {
 	b := m.Raw
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrParse, err)
@@ -229,10 +234,18 @@ func (e *envelope) finish(m *Message, err error, meta *Span) error {
 			return fmt.Errorf("%w: params must be an object or an array", ErrInvalid)
 		}
 		if m.Params.Present() && b[m.Params.Start] == '{' {
-			if meta != nil {
-				m.Meta = *meta
-			} else if s := Member(m.Params.Of(b), "_meta"); s.Present() {
-				m.Meta = Span{m.Params.Start + s.Start, m.Params.Start + s.End}
+			switch {
+			case ps != nil:
+				m.Meta = ps.meta
+				if m.ID.Present() {
+					m.Task = ps.task
+				}
+			case m.ID.Present():
+				m.Meta, m.Task = metaAndTask(b, m.Params.Start)
+			default:
+				if s := Member(m.Params.Of(b), "_meta"); s.Present() {
+					m.Meta = Span{m.Params.Start + s.Start, m.Params.Start + s.End}
+				}
 			}
 		}
 		if m.ID.Present() {

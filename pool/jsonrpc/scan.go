@@ -321,6 +321,22 @@ func Member(obj []byte, name string) Span {
 	return found
 }
 
+// metaAndTask finds, in one walk of the params object at b[at], its
+// first _meta's value and its first task member, key and value (as
+// ParseStrict's pass finds them).
+func metaAndTask(b []byte, at int) (meta, task Span) {
+	membersValid(b, at, func(k Span, esc bool, v Span) bool {
+		switch {
+		case !meta.Present() && keyIs(b, k, esc, "_meta"):
+			meta = v
+		case !task.Present() && keyIs(b, k, esc, "task"):
+			task = Span{k.Start, v.End}
+		}
+		return true
+	})
+	return meta, task
+}
+
 // The skipping scanner. Parse validates every byte of a message once;
 // what reads the message after that (Member, Strict) only needs to find
 // where values end, which is a matter of strings and brackets. On invalid

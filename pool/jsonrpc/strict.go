@@ -55,7 +55,7 @@ func Strict(m *Message) error {
 var (
 	envelopeKeys = []string{"jsonrpc", "id", "method", "params", "result", "error"}
 	paramsKeys   = []string{"_meta", "name", "uri", "requestId", "progressToken", "level", "reason",
-		"arguments", "protocolVersion", "capabilities", "clientInfo", "requestState", "inputResponses"}
+		"arguments", "protocolVersion", "capabilities", "clientInfo", "requestState", "inputResponses", "task"}
 	metaKeys = []string{"progressToken", "io.modelcontextprotocol/protocolVersion",
 		"io.modelcontextprotocol/clientCapabilities", "io.modelcontextprotocol/clientInfo",
 		"io.modelcontextprotocol/logLevel"}
@@ -134,9 +134,11 @@ func keyText(b []byte, k Span, esc bool) ([]byte, bool) {
 }
 
 // paramsScan is what Parse finds in one params object on its way through
-// it: where _meta is, and the first params and _meta keys Strict refuses.
+// it: where _meta and task are, and the first params and _meta keys
+// Strict refuses.
 type paramsScan struct {
 	meta               Span // the first _meta, of any type
+	task               Span // the first task member, key and value (Message.Task)
 	paramsBad, metaBad error
 }
 
@@ -160,8 +162,11 @@ func (ps *paramsScan) scan(b []byte, at int) (int, error) {
 		return skipValue(b, v, 2)
 	}, func(k Span, esc bool, v Span) bool {
 		pc.add(b, k, esc)
-		if !ps.meta.Present() && keyIs(b, k, esc, "_meta") {
+		switch {
+		case !ps.meta.Present() && keyIs(b, k, esc, "_meta"):
 			ps.meta = v
+		case !ps.task.Present() && keyIs(b, k, esc, "task"):
+			ps.task = Span{k.Start, v.End}
 		}
 		return true
 	}, &end)

@@ -26,6 +26,7 @@ func TestStrict(t *testing.T) {
 		{"duplicate _meta", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{},"_meta":{"progressToken":5}}}`, false},
 		{"duplicate progressToken", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":1,"progressToken":5}}}`, false},
 		{"duplicate name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ro","name":"delete"}}`, false},
+		{"case-folded task", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","Task":{"ttl":1}}}`, false},
 		{"duplicate unknown params key", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":1,"a":2}}`, false},
 		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"\xff\"}}", false},
 	} {
@@ -76,7 +77,7 @@ func FuzzStrict(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ParseStrict(b)
 		walked, werr := Parse(b)
-		if fmt.Sprint(err) != fmt.Sprint(werr) || err == nil && (m.Meta != walked.Meta || m.Params != walked.Params) {
+		if fmt.Sprint(err) != fmt.Sprint(werr) || err == nil && (m.Meta != walked.Meta || m.Task != walked.Task || m.Params != walked.Params) {
 			t.Fatalf("ParseStrict(%q) = %+v, %v; Parse %+v, %v", b, m, err, walked, werr)
 		}
 		if err != nil {

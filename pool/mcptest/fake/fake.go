@@ -75,6 +75,7 @@ type options struct {
 	rootsApply     time.Duration
 	mcpHeader      bool
 	discoverDelay  time.Duration
+	tasks          bool
 }
 
 // Main runs the fake server with command-line args (without the program
@@ -114,6 +115,7 @@ func Main(args []string) {
 	fs.DurationVar(&o.rootsApply, "roots-apply-delay", 0, "take -roots-after-init's answer this long after it came, as server-filesystem takes its roots only once it has checked each folder on disk")
 	fs.BoolVar(&o.rootsOnce, "roots-once", false, "ask -roots-after-init's roots/list only after notifications/initialized, not again after notifications/roots/list_changed, as a server that takes its roots once does")
 	fs.StringVar(&o.logging, "logging", "declared", "declared: the logging capability; undeclared: none, though logging/setLevel works and the log tool logs; refused: none, logging/setLevel is Method not found and the log tool logs anyway, as servers that log without saying so do")
+	fs.BoolVar(&o.tasks, "tasks", false, "offer 2025-11-25 tasks: a tools/call of echo or progress with a task in its params answers with the task and runs in the background (its progress under the call's token, then notifications/tasks/status), and tasks/list, tasks/get, tasks/result and tasks/cancel see every task, whoever made it, as a server that cannot tell its clients apart does")
 	fs.BoolVar(&o.mcpHeader, "mcp-header", false, "also list the sql tool, whose properties a 2026-07-28 client mirrors into Mcp-Param headers (x-mcp-header)")
 	_ = fs.Parse(args) // ExitOnError: exits on a bad flag
 	log.SetFlags(0)
@@ -379,11 +381,13 @@ type server struct {
 	rootsAsk    int64                           // the ask (s.asks) roots answers
 	minLevel    int                             // legacy logging/setLevel
 	subscribed  map[string]bool                 // legacy resources/subscribe
+	tasks       map[string]*task                // -tasks: every task, by id
 }
 
 func newServer(o options, stdout io.Writer) *server {
 	return &server{o: o, out: &writer{w: stdout}, inflight: map[string]*request{},
-		answers: map[string]chan json.RawMessage{}, subs: map[string]*subscription{}, subscribed: map[string]bool{}}
+		answers: map[string]chan json.RawMessage{}, subs: map[string]*subscription{}, subscribed: map[string]bool{},
+		tasks: map[string]*task{}}
 }
 
 // envelope is any JSON-RPC message. A nil ID means absent; "null" is null.
@@ -708,6 +712,12 @@ func (s *server) handle(r *request) {
 		s.reply(r, s.cacheable(r, map[string]any{"prompts": []any{}}))
 	case "tools/call":
 		s.call(r)
+	case "tasks/list", "tasks/get", "tasks/result", "tasks/cancel":
+		if !s.o.tasks {
+			s.fail(r, codeMethodNotFound, "Method not found", nil)
+			return
+		}
+		s.taskRequest(r)
 	default:
 		s.fail(r, codeMethodNotFound, "Method not found", nil)
 	}
@@ -741,16 +751,22 @@ func (s *server) initialize(r *request) {
 	}
 }
 
-// capabilities are the server's, logging only when -logging says so.
+// capabilities are the server's, logging only when -logging says so,
+// tasks only under -tasks.
 func (s *server) capabilities() map[string]any {
-	if s.o.logging == "" || s.o.logging == "declared" {
+	logs := s.o.logging == "" || s.o.logging == "declared"
+	if logs && !s.o.tasks {
 		return capabilities
 	}
-	out := make(map[string]any, len(capabilities))
+	out := make(map[string]any, len(capabilities)+1)
 	for k, v := range capabilities {
-		if k != "logging" {
+		if k != "logging" || logs {
 			out[k] = v
 		}
+	}
+	if s.o.tasks {
+		out["tasks"] = map[string]any{"list": map[string]any{}, "cancel": map[string]any{},
+			"requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}}}
 	}
 	return out
 }
@@ -1077,6 +1093,7 @@ func (s *server) call(r *request) {
 		Arguments      json.RawMessage            `json:"arguments"`
 		InputResponses map[string]json.RawMessage `json:"inputResponses"`
 		RequestState   string                     `json:"requestState"`
+		Task           json.RawMessage            `json:"task"`
 	}
 	var a args
 	err := json.Unmarshal(r.params, &p)
@@ -1085,6 +1102,10 @@ func (s *server) call(r *request) {
 	}
 	if err != nil {
 		s.fail(r, codeInvalidParams, "Invalid params: "+err.Error(), nil)
+		return
+	}
+	if p.Task != nil && s.o.tasks && (p.Name == "echo" || p.Name == "progress") {
+		s.startTask(r, p.Name, a)
 		return
 	}
 	switch p.Name {
@@ -1536,4 +1557,114 @@ func (s *server) refusing() bool {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// task is one -tasks task (2025-11-25). Its fields are guarded by the
+// server's mu; done is closed when it reaches a terminal status.
+type task struct {
+	id, status, created string
+	result              map[string]any
+	done                chan struct{}
+}
+
+// view is the task as tasks/get, tasks/list and notifications/tasks/status
+// show it.
+func (t *task) view() map[string]any {
+	return map[string]any{"taskId": t.id, "status": t.status, "createdAt": t.created,
+		"lastUpdatedAt": time.Now().UTC().Format(time.RFC3339Nano), "ttl": 60000, "pollInterval": 100}
+}
+
+// startTask answers a task-augmented call with its task, then runs the
+// tool in the background: echo's text, or progress's steps under the
+// call's token (which stays valid for the task's life), and says when
+// it is done.
+func (s *server) startTask(r *request, name string, a args) {
+	t := &task{id: fmt.Sprintf("task-%d", s.asks.Add(1)), status: "working",
+		created: time.Now().UTC().Format(time.RFC3339Nano), done: make(chan struct{})}
+	s.mu.Lock()
+	s.tasks[t.id] = t
+	created := t.view()
+	s.mu.Unlock()
+	s.reply(r, map[string]any{"task": created})
+	go func() {
+		result := text(a.Text)
+		if name == "progress" {
+			for i := 1; i <= a.Steps; i++ {
+				if !sleep(context.Background(), a.Ms) {
+					return
+				}
+				if r.meta.ProgressToken != nil {
+					s.out.send(notification("notifications/progress", map[string]any{"progressToken": r.meta.ProgressToken,
+						"progress": i, "total": a.Steps}))
+				}
+			}
+			result = text("done")
+		}
+		s.mu.Lock()
+		if t.status != "working" { // cancelled meanwhile
+			s.mu.Unlock()
+			return
+		}
+		t.status, t.result = "completed", result
+		status := t.view()
+		close(t.done)
+		s.mu.Unlock()
+		s.out.send(notification("notifications/tasks/status", status))
+	}()
+}
+
+// taskRequest answers tasks/list, tasks/get, tasks/result and
+// tasks/cancel, for any task, whoever made it.
+func (s *server) taskRequest(r *request) {
+	var p struct {
+		TaskID string `json:"taskId"`
+	}
+	_ = json.Unmarshal(r.params, &p)
+	s.mu.Lock()
+	if r.method == "tasks/list" {
+		all := make([]any, 0, len(s.tasks))
+		for _, t := range s.tasks {
+			all = append(all, t.view())
+		}
+		s.mu.Unlock()
+		s.reply(r, map[string]any{"tasks": all})
+		return
+	}
+	t := s.tasks[p.TaskID]
+	if t == nil {
+		s.mu.Unlock()
+		s.fail(r, codeInvalidParams, "Failed to retrieve task: Task not found", nil)
+		return
+	}
+	switch r.method {
+	case "tasks/get":
+		v := t.view()
+		s.mu.Unlock()
+		s.reply(r, v)
+	case "tasks/cancel":
+		if t.status != "working" {
+			s.mu.Unlock()
+			s.fail(r, codeInvalidParams, "Cannot cancel a task in status "+t.status, nil)
+			return
+		}
+		t.status = "cancelled"
+		close(t.done)
+		v := t.view()
+		s.mu.Unlock()
+		s.reply(r, v)
+	case "tasks/result":
+		s.mu.Unlock()
+		select {
+		case <-t.done:
+		case <-r.ctx.Done():
+			return
+		}
+		s.mu.Lock()
+		res := map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/related-task": map[string]any{"taskId": t.id}}}
+		for k, v := range t.result {
+			res[k] = v
+		}
+		s.mu.Unlock()
+		s.reply(r, res)
+	}
 }
