@@ -385,9 +385,13 @@
 //     cancellation to the child; a changed requestTimeout applies to
 //     requests registered after it, and the error names the timeout the
 //     request ran under; a request whose deadline passed before it came
-//     (held for its session's roots) is refused, never queued:
-//     [requestTable.register],
-//     [requestTable.sweepDue], [backend.expire], [requestTable.timeoutOf].
+//     (held for its session's roots) is refused, never queued; a call
+//     held for a 2026-07-28 client's answer to its child's question has
+//     its timeout paused from the question to the answer, a wait bounded
+//     by how long a held call is kept for its retry, past which it ends
+//     saying the client did not answer: [requestTable.register],
+//     [requestTable.sweepDue], [backend.expire], [requestTable.timeoutOf],
+//     [requestTable.hold], [requestTable.takeOver].
 //   - At most once: when a child dies, what it had not been written is
 //     re-queued, what it had is answered with mayHaveExecuted (once retried
 //     if declared safe to repeat, and still "may have run" after that);

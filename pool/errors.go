@@ -34,7 +34,7 @@ const (
 	errMissingCapability                        // the child needs a capability the client did not declare (2026-07-28)
 	errServerBusy                               // the server has its limit of requests waiting
 	errHeldCallEnded                            // a held call (MRTR) ended before the client's retry came back
-	errQuestionsUnanswered                      // a legacy client did not answer a modern child's questions in time
+	errQuestionsUnanswered                      // a client did not answer a child's questions in time (MRTR, either way)
 	errQuestionRefused                          // a legacy client answered a modern child's question with an error
 	errCannotAsk                                // the child's question needs what this legacy client did not declare
 	errNoStreamToAsk                            // the child's question is for a legacy HTTP client with no GET stream open

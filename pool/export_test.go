@@ -23,6 +23,15 @@ func SetStreamWriteTimeout(d time.Duration) (restore func()) {
 	return func() { streamWriteTimeout = old }
 }
 
+// SetHoldKeep sets how long a call held for a 2026-07-28 client's retry
+// waits for it, until the returned restore is called (after the pool
+// closed).
+func SetHoldKeep(d time.Duration) (restore func()) {
+	old := holdKeep
+	holdKeep = d
+	return func() { holdKeep = old }
+}
+
 // HTTPStreamWaiting is how many messages wait for legacy HTTP session
 // sid's GET stream to write them.
 func HTTPStreamWaiting(h http.Handler, sid string) int {

@@ -227,10 +227,17 @@ func (b *backend) responseFor(msg *jsonrpc.Message, method string, e ended) []by
 
 // expire is the request timeout: the client gets an error, the child a
 // cancellation. The error names the timeout p ran under, not the
-// server's current one.
+// server's current one; a call held for its client's answer past how
+// long a hold is kept (mrtr.go) says the client did not answer.
 func (b *backend) expire(p *pending) {
-	b.finish(p, outcome{kind: endTimedOut, err: errTimeout, args: []any{b.srv.name, p.method, b.reqs.timeoutOf(p)},
-		reason: "request timed out in switchboard"})
+	d, held := b.reqs.timeoutOf(p)
+	o := outcome{kind: endTimedOut, err: errTimeout, args: []any{b.srv.name, p.method, d},
+		reason: "request timed out in switchboard"}
+	if held {
+		o.err, o.args = errQuestionsUnanswered, []any{b.srv.name, holdKeep}
+		o.reason = "the client did not answer the server's question in time"
+	}
+	b.finish(p, o)
 }
 
 // cancel ends p because its client cancelled it or went away. The client

@@ -85,6 +85,10 @@ type mrtrHold struct {
 	// kept is closed with final set: a retry that finds the call ended a
 	// moment before its answer was kept waits for it.
 	kept chan struct{}
+	// Guarded by b's request table: the call's request timeout, which
+	// waits while the call is held, and when the wait began (since the
+	// table's base; requestTable.hold, takeOver).
+	timeout, waitFrom time.Duration
 }
 
 // mrtrHolds are the holds waiting for their retry, by requestState.
@@ -100,8 +104,9 @@ type mrtrHolds struct {
 	n atomic.Int64
 }
 
-// holdKeep is how long an ended call's answer waits for its retry.
-const holdKeep = 10 * time.Minute
+// holdKeep is how long an ended call's answer waits for its retry. (A
+// variable for tests.)
+var holdKeep = 10 * time.Minute
 
 // put registers x, unless its owner holds its share of calls waiting for
 // a retry already (Options.MaxSessionInFlight): a held call has left the

@@ -151,22 +151,49 @@ func TestMRTRKeepsAnAnswerForTheRetry(t *testing.T) {
 	}
 }
 
-// TestMRTRHeldCallTimesOut: a held call still has its request timeout. A
-// client that never comes back leaves nothing running at the child; one
-// that comes back late gets the timeout error, not a hang.
-func TestMRTRHeldCallTimesOut(t *testing.T) {
+// TestMRTRHeldCallWaitsForItsClient: a person may take minutes to answer
+// a child's question, longer than the server's request timeout. While a
+// call is held for its client's answer its timeout waits too: the answer
+// that comes after three timeouts still reaches the child, and the retry
+// gets the call's result. The wait is bounded by how long the pool keeps
+// a held call for its retry: a client that never comes back leaves
+// nothing running at the child, and one that comes back after that gets
+// an error saying it did not answer in time (here the pool keeps it 2 s,
+// not 10 minutes). On the first edition the held call timed out under
+// the person, and the retry got -32001 for the child's silence.
+func TestMRTRHeldCallWaitsForItsClient(t *testing.T) {
+	const timeout, keep = 100 * time.Millisecond, 2 * time.Second
+	t.Cleanup(pool.SetHoldKeep(keep)) // restored once the pool has closed
 	cfg := fake("srv")
-	cfg.RequestTimeout = 100 * time.Millisecond
+	cfg.RequestTimeout = timeout
 	tp := newTestPool(t, nil, cfg)
 	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
 	first := readResult(t, h.call(askCall("1", "sampling", "")))
 	if first.ResultType != "input_required" {
 		t.Fatalf("first answer: %+v", first)
 	}
-	eventually(t, "the held call to time out", func() bool { return len(tp.Snapshot().InFlight) == 0 })
-	m := h.call(askCall("2", "sampling", `,"requestState":"`+first.RequestState+`","inputResponses":{}`))
-	if m.Error == nil || m.Error.Code != -32001 {
-		t.Fatalf("retry after the timeout: %s", m.raw)
+	start := time.Now()
+	eventually(t, "three request timeouts to pass, the call held", func() bool {
+		if len(tp.Snapshot().InFlight) != 1 {
+			t.Fatalf("the held call ended while its client's person answered")
+		}
+		return time.Since(start) > 3*timeout
+	})
+	var key string
+	for k := range first.InputRequests {
+		key = k
+	}
+	answer := `{"` + key + `":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`
+	done := readResult(t, h.call(askCall("2", "sampling", `,"requestState":"`+first.RequestState+`","inputResponses":`+answer)))
+	if done.ResultType != "complete" || len(done.Content) != 1 || !strings.Contains(done.Content[0].Text, "forty-two") {
+		t.Fatalf("the retry after three timeouts: %+v", done)
+	}
+
+	first = readResult(t, h.call(askCall("3", "sampling", "")))
+	eventually(t, "a held call to end once its hold is no longer kept", func() bool { return len(tp.Snapshot().InFlight) == 0 })
+	m := h.call(askCall("4", "sampling", `,"requestState":"`+first.RequestState+`","inputResponses":{}`))
+	if m.Error == nil || m.Error.Code != -32001 || !strings.Contains(m.Error.Message, "the client did not answer") {
+		t.Fatalf("retry after the hold was let go: %s", m.raw)
 	}
 }
 

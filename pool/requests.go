@@ -132,6 +132,11 @@ type inFlight struct {
 	// the first.
 	elicited map[string]elicited
 
+	// waited: a call that waited for its client's answer to a child's
+	// question (mrtr.go) has its deadline moved by as long as it waited:
+	// its pool id -> that time, for timeoutOf. Made by the first.
+	waited map[uint64]time.Duration
+
 	// nextDeadline is when the sweep timer fires, zero when it is not
 	// armed. Once it has passed, a sweep is on its way and will look at
 	// every request, so a later deadline needs no arming.
@@ -206,14 +211,19 @@ func (t *requestTable) register(p *pending, limit int, timeout time.Duration) (r
 }
 
 // timeoutOf is the timeout p's deadline was set from, 0 if none: the
-// one it ran under, which the config may have changed since.
-func (t *requestTable) timeoutOf(p *pending) (d time.Duration) {
-	t.update(func(*inFlight) {
-		if p.deadline != 0 {
-			d = p.deadline - p.received.Sub(t.base)
+// one it ran under, which the config may have changed since. held: p
+// waits for its client's answer, its deadline the hold's (hold).
+func (t *requestTable) timeoutOf(p *pending) (d time.Duration, held bool) {
+	t.update(func(in *inFlight) {
+		switch {
+		case p.deadline == 0:
+		case p.held != nil:
+			d, held = p.held.timeout, true
+		default:
+			d = p.deadline - p.received.Sub(t.base) - in.waited[p.id]
 		}
 	})
-	return d
+	return d, held
 }
 
 // armLocked sets the sweep timer to fire at deadline.
@@ -437,6 +447,7 @@ func (in *inFlight) endLocked(p *pending) ended {
 		if p.token != 0 {
 			delete(in.tokens, p.token)
 		}
+		delete(in.waited, p.id)
 		in.checkIdleLocked()
 	}
 	p.everWritten = e.mayHaveRun // what it was when it ended, for good
@@ -732,14 +743,21 @@ func (t *requestTable) mrtrCarrier(capability string) (p *pending, sess *session
 
 // hold makes x the hold of its call if the call is still in flight and
 // not held already; it returns the call's session, exchange and client
-// id.
+// id. Its timeout waits while it is held (a person may take minutes to
+// answer): until the client's answer comes (takeOver), it is due when a
+// hold is no longer kept for its retry (holdKeep).
 func (t *requestTable) hold(x *mrtrHold) (sess *session, ex *exchange, origID []byte, ok bool) {
 	p := x.p
-	t.update(func(*inFlight) {
+	t.update(func(in *inFlight) {
 		if p.state == stDone || p.held != nil || p.sess == nil {
 			return
 		}
 		p.held = x
+		if p.deadline != 0 {
+			now := time.Since(t.base)
+			x.timeout = p.deadline - p.received.Sub(t.base) - in.waited[p.id]
+			x.waitFrom, p.deadline = now, now+holdKeep // later: the armed sweep re-arms for it
+		}
 		sess, ex, origID, ok = p.sess, p.x, p.origID, true
 	})
 	return sess, ex, origID, ok
@@ -775,17 +793,29 @@ func (t *requestTable) retryState(x *mrtrHold) (final []byte, done, mine bool) {
 // (token; none without one: a progress notification names a token of an
 // active request), and the child's next question is judged by the
 // retry's capabilities (caps); answered releases the hold (the child gets
-// the client's input next). final and done are as retryState reports
+// the client's input next), and the call's timeout goes on from where it
+// was when the hold began. final and done are as retryState reports
 // them.
 func (t *requestTable) takeOver(x *mrtrHold, s *session, id []byte, ex *exchange, answered bool, caps clientCaps, token []byte) (final []byte, done bool) {
 	p := x.p
-	t.update(func(*inFlight) {
+	t.update(func(in *inFlight) {
 		final, done = x.final, p.state == stDone
 		if !done || final != nil {
 			p.sess, p.origID, p.x, p.modern, p.caps, p.origToken = s, id, ex, true, caps, token
 		}
 		if !done && answered && p.held == x {
 			p.held = nil
+			if p.deadline != 0 {
+				now := time.Since(t.base)
+				if in.waited == nil {
+					in.waited = map[uint64]time.Duration{}
+				}
+				in.waited[p.id] += now - x.waitFrom
+				p.deadline = p.received.Sub(t.base) + x.timeout + in.waited[p.id]
+				if in.nextDeadline == 0 || p.deadline < in.nextDeadline {
+					t.armLocked(in, p.deadline, now)
+				}
+			}
 		}
 	})
 	return final, done
