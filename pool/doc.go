@@ -62,7 +62,12 @@
 //     client of a modern child gets the _meta the stateless revision
 //     requires, and a read of a missing resource as its revision says
 //     it: [backend.responseFor], [modernResponse], [legacyResponse],
-//     [serverInfoMember], [session.noteModern], [rewriteRequest]. The
+//     [serverInfoMember], [session.noteModern], [rewriteRequest]. A
+//     request's era is its own: an initialize makes its session legacy
+//     for good, and a request carrying the 2026-07-28 _meta in a legacy
+//     session is served as a modern request, on its own, changing
+//     nothing the session's other requests get: [session.forwardCounted],
+//     [session.noteModern]. The
 //     child a legacy client's request is written to decides, not the one
 //     its session met at its initialize (a config change or a restart
 //     can change the era): one made while that child was not known to
@@ -155,8 +160,8 @@
 //     the closing result tagged with the listen's id, then on stdio
 //     notifications/cancelled naming it, both written out (bounded as a
 //     graceful end's last answers are) before its transport closes; an
-//     HTTP listen's stream ends with that result; a legacy session has
-//     no listen, and gets nothing: [session.closeListens],
+//     HTTP listen's stream ends with that result; a session with no
+//     listen gets nothing: [session.closeListens],
 //     [session.finishOutput]. A listen is acknowledged once the
 //     child watches what it asks for: at once when the current upstream
 //     listen covers it, else when the child acknowledges the one that
@@ -180,8 +185,8 @@
 //     holder's of the same resource still on its way, promising none it
 //     refused; a refused subscribe takes back the stake of every holder
 //     that relied on it: [subscribed], [backend.subscribeEnded]. A legacy session of the child gets none of it
-//     but the list changes its initialize declared (above):
-//     [session.deliverChange]. With the server's annotations trusted it
+//     but the list changes its initialize declared (above), and what its
+//     own listens ask for: [session.deliverChange]. With the server's annotations trusted it
 //     also asks for tool changes, and one forgets the tools' hints as a
 //     legacy child's does: [backend.watchesTools], [backend.forgetHintsIf].
 //   - The child's own requests (sampling, elicitation) go to one session

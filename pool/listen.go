@@ -438,10 +438,11 @@ func (l *listener) wants(method, uri string) bool {
 // it subscribed, list changes only if its initialize offered them:
 // toldNone), and of those that came on a modern child's upstream listen
 // (tagged) the list changes its initialize declared (promised),
-// untagged; a modern one once per listen that asked for it, tagged with
-// the listen's id. What a legacy client was told at its initialize holds
-// for the session's life: a config change or a restart may give it a
-// child of the other era.
+// untagged; and once per listen that asked for it, tagged with the
+// listen's id (a legacy session's listen is a 2026-07-28 request of its
+// client's, served as one). What a legacy client was told at its
+// initialize holds for the session's life: a config change or a restart
+// may give it a child of the other era.
 func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string, tagged bool) {
 	s.mu.Lock()
 	modern := s.era == EraModern
@@ -471,7 +472,6 @@ func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string, ta
 		case !toldNone:
 			s.deliver(append([]byte(nil), msg.Raw...))
 		}
-		return
 	}
 	for _, l := range to {
 		s.relate(l.to, tagNotification(msg, l.id))

@@ -514,9 +514,13 @@ func mustRaw(obj []byte, key string) json.RawMessage {
 	return json.RawMessage(sp.Of(obj))
 }
 
-// noteModern records what a modern request says about its client. A
-// stateless session's requests speak for their own clients only
-// (exchange.go): nothing of theirs becomes the session's.
+// noteModern records what a modern request says about its client, in a
+// session no initialize made legacy. A stateless session's requests
+// speak for their own clients only (exchange.go), and so do a legacy
+// session's modern requests (2026-07-28 basic/versioning: initialize
+// selects legacy semantics for the session, and a request carrying the
+// modern _meta is served on its own): nothing of theirs becomes the
+// session's.
 func (s *session) noteModern(msg *jsonrpc.Message) {
 	if s.stateless || !msg.Meta.Present() {
 		return
@@ -528,7 +532,7 @@ func (s *session) noteModern(msg *jsonrpc.Message) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.era == EraModern && s.protocolVersion == v {
+	if s.era == EraLegacy || (s.era == EraModern && s.protocolVersion == v) {
 		return
 	}
 	s.era, s.protocolVersion = EraModern, v
@@ -575,11 +579,14 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 	s.mu.Lock()
 	era := s.era
 	s.mu.Unlock()
-	if era != EraLegacy {
+	switch {
+	case era != EraLegacy:
 		s.noteModern(msg)
 		s.mu.Lock()
 		era = s.era
 		s.mu.Unlock()
+	case modernMeta(msg.Raw, *msg):
+		era = EraModern // a 2026-07-28 request of a legacy session: served as one, the session's other requests legacy still
 	}
 	b, err := s.backend(x)
 	if err != nil {
