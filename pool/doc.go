@@ -350,10 +350,11 @@
 //     [httpSession.refuse], [httpSession.startStream],
 //     [httpSession.keepAsked], [httpSession.endStream], [stillAsked]. Every
 //     2026-07-28 request POSTed to a server is an exchange on that
-//     server's one stateless session, under a key of its own (clients'
+//     server's one stateless session, an Mcp-Session-Id it carries
+//     ignored, under a key of its own (clients'
 //     ids and tokens collide there), its own _meta deciding era bridging
 //     and MRTR for it alone; closing its response cancels it and nothing
-//     else: [httpFront.legacy], [httpFront.exchange], [httpFront.await],
+//     else: [modernHTTP], [httpFront.legacy], [httpFront.exchange], [httpFront.await],
 //     [session.respond], [session.relate], [requestTable.progress],
 //     [session.requestCaps], [requestTable.mrtrCarrier], [session.endExchange],
 //     [httpFront.expireIdle]. What relates to a POST's request waits for

@@ -146,14 +146,14 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
-	if why := sessionVersionRefused(r, sid); why != "" {
-		httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, why)
-		return
-	}
 	switch r.Method {
 	case http.MethodPost:
 		h.post(w, r, srv, sid, g)
 	case http.MethodGet, http.MethodDelete:
+		if why := sessionVersionRefused(r, sid); why != "" {
+			httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, why)
+			return
+		}
 		if sid == "" { // 2026-07-28: no sessions, no GET stream
 			w.Header().Set("Allow", http.MethodPost)
 			httpError(w, http.StatusMethodNotAllowed, nil, jsonrpc.CodeInvalidRequest, r.Method+" needs an Mcp-Session-Id")
@@ -206,14 +206,24 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 	jsonrpc.OneLine(body) // a body may span lines; a child reads a message per line
 	name := srv.name
 	switch {
+	case msg.Kind == jsonrpc.KindRequest && modernHTTP(r, body, msg, sid): // its session id ignored
+		if bad := validateModern(r.Header, body, msg, srv.toolParams()); bad != nil {
+			bad.write(w, msg.IDBytes())
+			return
+		}
+		h.exchange(w, r, srv, &msg, g)
 	case sid != "":
+		if why := sessionVersionRefused(r, sid); why != "" {
+			httpError(w, http.StatusBadRequest, msg.IDBytes(), jsonrpc.CodeInvalidRequest, why)
+			return
+		}
 		hs := h.lookup(sid, name)
 		if hs == nil {
 			httpError(w, http.StatusNotFound, msg.IDBytes(), jsonrpc.CodeInvalidRequest, "unknown or expired session: initialize again")
 			return
 		}
 		h.legacy(w, r, hs, &msg, "")
-	case msg.Kind == jsonrpc.KindRequest && msg.Method == "initialize" && !modernHTTP(r, body, msg):
+	case msg.Kind == jsonrpc.KindRequest && msg.Method == "initialize":
 		hs, sid, err := h.open(name, g.token)
 		if errors.Is(err, errTokenRotated) {
 			tokenRotated(w, msg.IDBytes())
@@ -228,12 +238,6 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 		// 2026-07-28 defines no client notifications over HTTP; a
 		// legacy one without its session is dropped too.
 		w.WriteHeader(http.StatusAccepted)
-	case modernHTTP(r, body, msg):
-		if bad := validateModern(r.Header, body, msg, srv.toolParams()); bad != nil {
-			bad.write(w, msg.IDBytes())
-			return
-		}
-		h.exchange(w, r, srv, &msg, g)
 	default:
 		httpError(w, http.StatusBadRequest, msg.IDBytes(), jsonrpc.CodeInvalidRequest,
 			"missing Mcp-Session-Id: initialize first, or send a 2026-07-28 request with _meta")

@@ -44,14 +44,22 @@ func refuse(status, code int, format string, args ...any) *httpRefusal {
 	return &httpRefusal{status: status, err: &jsonrpc.Error{Code: code, Message: fmt.Sprintf(format, args...)}}
 }
 
-// modernHTTP reports whether a request without a session speaks
-// 2026-07-28: server/discover, _meta naming a version, or the version
-// header naming a modern revision.
-func modernHTTP(r *http.Request, body []byte, msg jsonrpc.Message) bool {
+// modernHTTP reports whether a request speaks 2026-07-28:
+// server/discover, _meta naming a version, or the version header naming a
+// modern revision. Such a request is served statelessly, the session id
+// sid it carries, if any, ignored (2026-07-28 streamable-http, Backward
+// Compatibility). With a session id, the header alone makes it modern
+// only when it names 2026-07-28: a legacy session's request naming a
+// revision the pool does not serve is refused as the session's
+// (sessionVersionRefused).
+func modernHTTP(r *http.Request, body []byte, msg jsonrpc.Message, sid string) bool {
 	if msg.Method == "server/discover" || modernMeta(body, msg) {
 		return true
 	}
 	v := r.Header.Get("MCP-Protocol-Version")
+	if sid != "" {
+		return v == Modern
+	}
 	return v != "" && v >= Modern // revisions are dates: they order as strings
 }
 

@@ -1,6 +1,9 @@
 package pool_test
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -93,4 +96,44 @@ func sameSet(got, want []string) bool {
 	slices.Sort(got)
 	slices.Sort(want)
 	return slices.Equal(got, want)
+}
+
+// A 2026-07-28 request over HTTP is served statelessly whatever
+// Mcp-Session-Id it carries (2026-07-28 streamable-http, Backward
+// Compatibility: the header is ignored): with a live legacy session's
+// id it is checked as any modern request is (its headers, its version:
+// 400 with the modern error) and answered as one; with an id the pool
+// does not know, it is served, not told to initialize again. (Before,
+// the id was looked at first: a live one had the request served in the
+// legacy session, unchecked, a refusal coming with HTTP 200; a stale one
+// got 404.)
+func TestModernRequestIgnoresTheSessionID(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	c := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	c.initialize("old")
+	const list = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`
+	refused := func(what string, resp *http.Response, status, code int) {
+		t.Helper()
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var m msg
+		if err := json.Unmarshal(b, &m); err != nil || resp.StatusCode != status || m.Error == nil || m.Error.Code != code {
+			t.Errorf("%s: %s %.200s, want %d with %d", what, resp.Status, b, status, code)
+		}
+	}
+	refused("a live session's id, no Mcp-Method", c.post(list, "Mcp-Method", ""), http.StatusBadRequest, -32020)
+	refused("a live session's id, a legacy version in _meta", c.postRaw(
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		"MCP-Protocol-Version", "2025-06-18", "Mcp-Method", "tools/list"), http.StatusBadRequest, -32022)
+	refused("a live session's id, the 2026-07-28 header, no _meta", c.postRaw(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list"), http.StatusBadRequest, -32602)
+	for _, sid := range []string{c.sid, "stale"} {
+		c := &httpClient{t: t, url: c.url, sid: sid}
+		resp := c.post(list)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"resultType":"complete"`) || resp.Header.Get("Mcp-Session-Id") != "" {
+			t.Errorf("session id %q: %s, session id %q, %.200s; want a 2026-07-28 result and no session id", sid, resp.Status, resp.Header.Get("Mcp-Session-Id"), b)
+		}
+	}
 }
