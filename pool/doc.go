@@ -37,7 +37,11 @@
 //   - Each child is initialized once (server/discover, else initialize); a
 //     client's initialize, server/discover and ping are answered from the
 //     cached result: [backend.handshake], [session.initialize],
-//     [handshake.initializeResult], [handshake.discoverResult]. A
+//     [handshake.initializeResult], [handshake.discoverResult]. Only
+//     revisions whose rules the pool keeps are agreed to or listed: not
+//     2025-03-26, whose batches the pool refuses (a client asking for it
+//     gets 2024-11-05, a child speaking it is presented as 2025-06-18):
+//     [handshake.legacyVersion]. A
 //     client's request that waits for the handshake (initialize,
 //     server/discover, logging/setLevel, subscriptions/listen) is in
 //     flight on the child meanwhile, never written to it, and its wait

@@ -25,9 +25,12 @@ const (
 	EraModern = "modern"
 )
 
-// legacyVersions are the revisions that use the initialize handshake,
-// oldest first.
-var legacyVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", LatestLegacy}
+// legacyVersions are the revisions that use the initialize handshake
+// that the pool serves, oldest first. Not 2025-03-26: it requires
+// receiving JSON-RPC batches, which the pool refuses (a message per line,
+// per POST). A client asking for it gets 2024-11-05, a child speaking it
+// is presented as 2025-06-18 (initializeResult).
+var legacyVersions = []string{"2024-11-05", "2025-06-18", LatestLegacy}
 
 // The _meta keys every modern request carries.
 const (
@@ -278,23 +281,23 @@ func parseInitialize(raw []byte) (*handshake, error) {
 }
 
 // initializeResult answers a legacy client's initialize. The version is
-// the older of the client's request and the child's: a client asking for
-// an older known revision than the child speaks gets its own (clients
-// disconnect on a version they do not know, and later revisions only add
-// to the wire format), one asking for a newer or unknown one gets the
-// child's and decides, as the spec's negotiation rule says. A modern
-// child is presented to legacy clients as the newest legacy revision, and
-// the pool adds the _meta such a child needs to each forwarded request.
-// tasks says whether the child's tasks are offered (session.offersTasks).
+// the older of the client's request and the child's (legacyVersion): a
+// client asking for an older revision the pool serves than the child
+// speaks gets its own (clients disconnect on a version they do not know,
+// and later revisions only add to the wire format), one asking for an
+// older one the pool does not serve (2025-03-26) the newest served before
+// it (the SDKs that send it speak that one too), one asking for a newer
+// or unknown one the child's, and decides, as the spec's negotiation rule
+// says. The pool adds the _meta a modern child needs to each forwarded
+// request. tasks says whether the child's tasks are offered
+// (session.offersTasks).
 func (hs *handshake) initializeResult(requested string, tasks bool) []byte {
-	version := hs.protocolVersion
-	if slices.Contains(legacyVersions, requested) && requested < version {
-		version = requested // revisions are dates: they order as strings
-	}
-	if hs.era == EraModern {
-		version = LatestLegacy
-		if slices.Contains(legacyVersions, requested) {
-			version = requested
+	version := hs.legacyVersion()
+	if requested < version { // revisions are dates: they order as strings
+		for _, v := range legacyVersions {
+			if v <= requested {
+				version = v
+			}
 		}
 	}
 	caps := rawOrEmpty(hs.capabilities)
@@ -311,6 +314,23 @@ func (hs *handshake) initializeResult(requested string, tasks bool) []byte {
 	}
 	out, _ := json.Marshal(r)
 	return out
+}
+
+// legacyVersion is the newest legacy revision the pool presents the
+// child as: a modern child as LatestLegacy; a legacy child as its own
+// when the pool serves it, else as the oldest served one after it (a
+// 2025-03-26 child as 2025-06-18: later revisions only add to the wire
+// format), else as LatestLegacy.
+func (hs *handshake) legacyVersion() string {
+	if hs.era == EraModern {
+		return LatestLegacy
+	}
+	for _, v := range legacyVersions {
+		if v >= hs.protocolVersion {
+			return v
+		}
+	}
+	return LatestLegacy
 }
 
 // legacyChanges are the list changes initializeResult declares a legacy
@@ -392,16 +412,12 @@ func (hs *handshake) discoverResult(tasks bool) []byte {
 // first: 2026-07-28 (the one modern revision the pool speaks, to every
 // child and client: a newer one a modern child also speaks would be
 // refused per request, -32022), then the legacy revisions an initialize
-// can get: up to the child's own for a legacy child, all of them for a
-// modern one (the pool adds the _meta it needs).
+// can get: up to the one the child is presented as (legacyVersion), all
+// of them for a modern child (the pool adds the _meta it needs).
 func (hs *handshake) versions() []string {
 	out := []string{Modern}
-	legacy := newestFirst(legacyVersions)
-	if hs.era == EraModern {
-		return append(out, legacy...)
-	}
-	for _, v := range legacy {
-		if v <= hs.protocolVersion {
+	for _, v := range newestFirst(legacyVersions) {
+		if v <= hs.legacyVersion() {
 			out = append(out, v)
 		}
 	}

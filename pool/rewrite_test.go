@@ -467,7 +467,7 @@ func TestHandshakeResults(t *testing.T) {
 	if init.ProtocolVersion != "2025-06-18" || init.Instructions != "hi" {
 		t.Fatalf("legacy initialize result: %+v", init)
 	}
-	for requested, want := range map[string]string{"2025-03-26": "2025-03-26", "2024-11-05": "2024-11-05",
+	for requested, want := range map[string]string{"2025-03-26": "2024-11-05", "2024-11-05": "2024-11-05",
 		"2025-06-18": "2025-06-18", "2099-01-01": "2025-06-18", "": "2025-06-18"} {
 		init.ProtocolVersion = ""
 		_ = json.Unmarshal(legacy.initializeResult(requested, false), &init)
@@ -475,7 +475,7 @@ func TestHandshakeResults(t *testing.T) {
 			t.Errorf("client asks %q of a 2025-06-18 child: answered %q, want %q", requested, init.ProtocolVersion, want)
 		}
 	}
-	if !bytes.Contains(legacy.discoverResult(false), []byte(`"supportedVersions":["2026-07-28","2025-06-18","2025-03-26","2024-11-05"]`)) {
+	if !bytes.Contains(legacy.discoverResult(false), []byte(`"supportedVersions":["2026-07-28","2025-06-18","2024-11-05"]`)) {
 		t.Fatalf("discover from a legacy child: %s", legacy.discoverResult(false))
 	}
 	modern, err := parseDiscover([]byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2027-01-01","2026-07-28"],"capabilities":{},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"m","version":"2"}}}}`))

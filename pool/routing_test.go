@@ -537,7 +537,7 @@ func TestModernChildServesBothEras(t *testing.T) {
 	}
 	modern := tp.dial(t, "srv")
 	modern.send(`{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
-	if m, _ := modern.recvID(`"d"`); !strings.Contains(string(m.Result), `"supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`) {
+	if m, _ := modern.recvID(`"d"`); !strings.Contains(string(m.Result), `"supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2024-11-05"]`) {
 		t.Fatalf("discover: %s", m.raw)
 	}
 	var call map[string]any

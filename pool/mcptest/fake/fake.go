@@ -76,6 +76,7 @@ type options struct {
 	mcpHeader      bool
 	discoverDelay  time.Duration
 	tasks          bool
+	version        string
 }
 
 // Main runs the fake server with command-line args (without the program
@@ -116,6 +117,7 @@ func Main(args []string) {
 	fs.BoolVar(&o.rootsOnce, "roots-once", false, "ask -roots-after-init's roots/list only after notifications/initialized, not again after notifications/roots/list_changed, as a server that takes its roots once does")
 	fs.StringVar(&o.logging, "logging", "declared", "declared: the logging capability; undeclared: none, though logging/setLevel works and the log tool logs; refused: none, logging/setLevel is Method not found and the log tool logs anyway, as servers that log without saying so do")
 	fs.BoolVar(&o.tasks, "tasks", false, "offer 2025-11-25 tasks: a tools/call of echo or progress with a task in its params answers with the task and runs in the background (its progress under the call's token, then notifications/tasks/status), and tasks/list, tasks/get, tasks/result and tasks/cancel see every task, whoever made it, as a server that cannot tell its clients apart does")
+	fs.StringVar(&o.version, "protocol-version", "", "answer initialize with this legacy `revision` whatever the client asked, as a server built on an SDK of that revision does")
 	fs.BoolVar(&o.mcpHeader, "mcp-header", false, "also list the sql tool, whose properties a 2026-07-28 client mirrors into Mcp-Param headers (x-mcp-header)")
 	_ = fs.Parse(args) // ExitOnError: exits on a bad flag
 	log.SetFlags(0)
@@ -743,6 +745,9 @@ func (s *server) initialize(r *request) {
 	v := p.ProtocolVersion
 	if !legacyVersions[v] {
 		v = latestLegacy
+	}
+	if s.o.version != "" {
+		v = s.o.version
 	}
 	s.reply(r, map[string]any{"protocolVersion": v, "capabilities": s.capabilities(),
 		"serverInfo": serverInfo, "instructions": instructions})
