@@ -53,7 +53,7 @@ func refuse(status, code int, format string, args ...any) *httpRefusal {
 // revision the pool does not serve is refused as the session's
 // (sessionVersionRefused).
 func modernHTTP(r *http.Request, body []byte, msg jsonrpc.Message, sid string) bool {
-	if msg.Method == "server/discover" || modernMeta(body, msg) {
+	if modernRequest(body, msg) {
 		return true
 	}
 	v := r.Header.Get("MCP-Protocol-Version")
@@ -63,10 +63,18 @@ func modernHTTP(r *http.Request, body []byte, msg jsonrpc.Message, sid string) b
 	return v != "" && v >= Modern // revisions are dates: they order as strings
 }
 
+// modernRequest reports whether a request's body speaks 2026-07-28:
+// server/discover (the revision's own method), or _meta naming a
+// version. Both front doors check such a request with checkModern.
+func modernRequest(body []byte, msg jsonrpc.Message) bool {
+	return msg.Method == "server/discover" || modernMeta(body, msg)
+}
+
 // validateModern checks a modern request as the spec's server validation
 // says, in this order: the required _meta fields (400, -32602), the headers
 // against the body (400, -32020), the version (400, -32022), methods the
-// revision removed (404, -32601), and last, for a tools/call of a tool
+// revision removed (404, -32601), a log level that names no level (400,
+// -32602), and last, for a tools/call of a tool
 // that annotates its properties, the Mcp-Param headers against its
 // arguments (400, -32020; httpparams.go). nil means serve it.
 func validateModern(h http.Header, body []byte, msg jsonrpc.Message, tools toolParams) *httpRefusal {
@@ -117,6 +125,18 @@ func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bo
 	}
 	if removedInModern[msg.Method] {
 		return refuse(http.StatusNotFound, jsonrpc.CodeMethodNotFound, "method not found: %s is not part of %s", msg.Method, Modern)
+	}
+	if sp := jsonrpc.Member(meta, metaLogLevel); sp.Present() {
+		// Checked here, not by the child: a legacy child never sees it
+		// (the pool asks for the call's messages itself).
+		if level, ok := jsonrpc.String(meta, sp); !ok || logsAt(level) == 0 {
+			names := make([]string, len(logSeverity))
+			for name, sev := range logSeverity {
+				names[sev] = name
+			}
+			return refuse(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: %s %s is not a log level (%s)",
+				metaLogLevel, sp.Of(meta), strings.Join(names, ", "))
+		}
 	}
 	return nil
 }

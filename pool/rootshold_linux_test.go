@@ -65,7 +65,7 @@ func TestLedgerForgetsHeldRequestsOnceAnswered(t *testing.T) {
 		t.Fatalf("want the pool's roots/list, got %q, %v", line, err)
 	}
 	a.send(`{"jsonrpc":"2.0","id":"call","method":"tools/call","params":{"name":"echo","arguments":{"text":"held"}}}`)
-	a.send(`{"jsonrpc":"2.0","id":"discover","method":"server/discover"}`)
+	a.send(`{"jsonrpc":"2.0","id":"discover","method":"server/discover","params":{` + modernMeta + `}}`)
 	eventually(t, "both held requests in the ledger", func() bool {
 		return lists(ledger(), `"call"`) && lists(ledger(), `"discover"`)
 	})

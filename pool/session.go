@@ -290,7 +290,7 @@ func (s *session) replyError(id []byte, err error) { s.replyErrorTo(nil, id, err
 func (s *session) onRequest(msg *jsonrpc.Message, x *exchange, a *arrival) {
 	id := append([]byte(nil), msg.IDBytes()...)
 	params := msg.Params.Of(msg.Raw)
-	if (x == nil || !x.stateless) && modernMeta(msg.Raw, *msg) { // a 2026-07-28 request: checked as the HTTP front door checks it (a stateless exchange was, at the door)
+	if (x == nil || !x.stateless) && modernRequest(msg.Raw, *msg) { // a 2026-07-28 request: checked as the HTTP front door checks it (a stateless exchange was, at the door)
 		if bad := checkModern(nil, msg.Raw, *msg, false); bad != nil {
 			s.replyErrorTo(x, id, bad.err)
 			return
