@@ -70,8 +70,9 @@
 //     request's era is its own: an initialize makes its session legacy
 //     for good, and a request carrying the 2026-07-28 _meta in a legacy
 //     session is served as a modern request, on its own, changing
-//     nothing the session's other requests get: [session.forwardCounted],
-//     [session.noteModern]. The
+//     nothing the session's other requests get; one of neither era (no
+//     initialize before it, no such _meta) is refused: [session.onRequest],
+//     [session.forwardCounted], [session.noteModern]. The
 //     child a legacy client's request is written to decides, not the one
 //     its session met at its initialize (a config change or a restart
 //     can change the era): one made while that child was not known to

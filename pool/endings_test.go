@@ -71,7 +71,7 @@ func TestStopAnswersAQueuedRequestAsNotRun(t *testing.T) {
 	var rec recorder
 	tp := newTestPool(t, &pool.Options{Record: rec.record}, fake("srv", "-startup-delay", "30s"))
 	c := tp.dial(t, "srv")
-	c.call("1", "echo", `{"text":"never sent"}`) // no initialize: it waits for the child's handshake
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"never sent"},` + modernMeta + `}}`) // no initialize: it waits for the child's handshake
 	eventually(t, "the call queued for the starting child", func() bool { return len(tp.Snapshot().InFlight) == 1 })
 	if err := tp.Stop("srv"); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestCrashLoopAnswersARetriedRequestAsMayHaveRun(t *testing.T) {
 	cfg.Restart = pool.RestartPolicy{MaxRestarts: 2, MinBackoff: 10 * time.Millisecond}
 	tp := newTestPool(t, &pool.Options{Record: rec.record}, cfg)
 	c := tp.dial(t, "srv")
-	c.send(`{"jsonrpc":"2.0","id":"list","method":"tools/list"}`)
+	c.send(`{"jsonrpc":"2.0","id":"list","method":"tools/list","params":{` + modernMeta + `}}`)
 	written := rec.waitFor(t, "tools/list written to the first child", func(e pool.Event) bool { return e.Kind == pool.EventRequestWritten })
 	if err := syscall.Kill(written.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -51,6 +51,7 @@ const (
 	errNotOurState     // a requestState of another call
 	errUnreadableHeld  // a held call's kept answer could not be read back
 	errBadParams       // params the pool reads itself (initialize, subscriptions/listen) are malformed
+	errNotInitialized  // a request of neither era: no initialize before it, no 2026-07-28 _meta in it
 
 	errParse             // a line that is not JSON
 	errInvalid           // JSON that is not a JSON-RPC message the pool accepts
@@ -137,6 +138,7 @@ var errorTable = [...]errorRow{
 	errNotOurState:       {code: jsonrpc.CodeInvalidParams, format: "requestState does not belong to this request"},
 	errUnreadableHeld:    {code: jsonrpc.CodeInternalError, format: "the held call's answer is unreadable"},
 	errBadParams:         {code: jsonrpc.CodeInvalidParams, format: "%s: %v"},
+	errNotInitialized:    {code: jsonrpc.CodeInvalidParams, format: "invalid params: %s came with no initialize before it and no 2026-07-28 _meta: a legacy client sends initialize first; a 2026-07-28 request names its protocolVersion and clientCapabilities in params._meta"},
 	errParse:             {code: jsonrpc.CodeParseError, format: "%v"},
 	errInvalid:           {code: jsonrpc.CodeInvalidRequest, format: "%v"},
 	errServerUnavailable: {code: jsonrpc.CodeBackendUnavailable, format: "%v", aboutRequest: true, retryable: true},

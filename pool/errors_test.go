@@ -42,6 +42,7 @@ func TestErrorTable(t *testing.T) {
 		errNotOurState:         nil,
 		errUnreadableHeld:      nil,
 		errBadParams:           {"initialize", "unexpected end of JSON input"},
+		errNotInitialized:      {"tools/list"},
 		errParse:               {jsonrpc.ErrParse},
 		errInvalid:             {jsonrpc.ErrInvalid},
 		errServerUnavailable:   {"start srv: exec: not found"},

@@ -28,7 +28,7 @@ func TestUserCancelsACallHeldForRoots(t *testing.T) {
 
 	// The cancel of a call queued for a starting child, to compare with.
 	q := tp.dial(t, "slow")
-	q.call("7", "echo", `{"text":"queued"}`) // no initialize: it waits for the child's handshake
+	q.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"queued"},` + modernMeta + `}}`) // no initialize: it waits for the child's handshake
 	var queued pool.RequestInfo
 	eventually(t, "the call queued for the starting child", func() (ok bool) { queued, ok = heldInFlight(tp, "7"); return ok })
 	if err := tp.Cancel(queued.PoolID); err != nil {

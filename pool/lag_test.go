@@ -29,6 +29,7 @@ func TestLaggedSubscriptionsLetGoOfTheirGoroutines(t *testing.T) {
 	for i := range 20 {
 		_, events := tp.Subscribe(ctx, 1)
 		c := tp.dial(t, "f") // a session's opening is more than one event
+		c.initialize("c", "")
 		c.call("1", "echo", `{"text":"a"}`)
 		c.recvID("1")
 		lagged := false

@@ -465,6 +465,7 @@ func (rc *routingCase) finish() {
 		rc.close(name)
 	}
 	b := rc.tp.dial(t, "srv")
+	b.initialize("barrier", "")
 	b.send(`{"jsonrpc":"2.0","id":"barrier","method":"test/barrier"}`)
 	if m, _ := b.recvID(`"barrier"`); m.Error != nil {
 		t.Fatalf("barrier: %s", m.raw)

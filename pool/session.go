@@ -290,11 +290,20 @@ func (s *session) replyError(id []byte, err error) { s.replyErrorTo(nil, id, err
 func (s *session) onRequest(msg *jsonrpc.Message, x *exchange, a *arrival) {
 	id := append([]byte(nil), msg.IDBytes()...)
 	params := msg.Params.Of(msg.Raw)
-	if (x == nil || !x.stateless) && modernRequest(msg.Raw, *msg) { // a 2026-07-28 request: checked as the HTTP front door checks it (a stateless exchange was, at the door)
+	switch {
+	case x != nil && x.stateless: // checked at the door
+	case modernRequest(msg.Raw, *msg): // a 2026-07-28 request: checked as the HTTP front door checks it
 		if bad := checkModern(nil, msg.Raw, *msg, false); bad != nil {
 			s.replyErrorTo(x, id, bad.err)
 			return
 		}
+	case msg.Method != "initialize" && msg.Method != "ping" && !s.choseLegacy():
+		// Of neither era: no initialize chose legacy for the session, and
+		// it lacks the _meta of 2026-07-28 (basic/versioning: how the
+		// client opens decides). Served as legacy, it would get what
+		// neither era's client expects.
+		s.replyErrorTo(x, id, newError(errNotInitialized, false, "", msg.Method))
+		return
 	}
 	switch msg.Method {
 	case "initialize":
@@ -477,6 +486,14 @@ func (s *session) adoptInitialize(params []byte, w *handshakeWait) (json.RawMess
 	s.mu.Unlock()
 	hs, err := s.srv.handshake(s, w)
 	if err != nil {
+		// The client chose legacy all the same: its next requests are
+		// legacy ones (answered, or refused for what failed this one,
+		// as its server disabled), and a resumed session whose
+		// initialize could not be adopted now is served once its child
+		// is.
+		s.mu.Lock()
+		s.era = EraLegacy
+		s.mu.Unlock()
 		return nil, err
 	}
 	// For whichever child is modern, this one or one a config change or
@@ -512,6 +529,14 @@ func mustRaw(obj []byte, key string) json.RawMessage {
 		return nil
 	}
 	return json.RawMessage(sp.Of(obj))
+}
+
+// choseLegacy reports whether the client's initialize made the session
+// legacy.
+func (s *session) choseLegacy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.era == EraLegacy
 }
 
 // noteModern records what a modern request says about its client, in a

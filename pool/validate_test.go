@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -47,5 +49,46 @@ func TestModernValidationIsTheSameEverywhere(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// On stdio a request of neither era (no initialize before it, no
+// 2026-07-28 _meta in it) is refused with -32602 saying what each era's
+// client sends, and reaches no child: served as legacy, it got an answer
+// neither era's client expects. A session that opened with modern
+// requests is no more legacy for one without _meta. ping, which a legacy
+// client may send before its initialize, is answered; once initialized,
+// the same request is served. (Before, such a request went to the child
+// and was answered in legacy shape.)
+func TestRequestOfNeitherEraIsRefused(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-log", logPath))
+	c := tp.dial(t, "srv")
+	refused := func(id string) {
+		t.Helper()
+		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"}`)
+		if m, _ := c.recvID(id); m.Error == nil || m.Error.Code != -32602 || !strings.Contains(m.Error.Message, "initialize first") {
+			t.Errorf("tools/list %s of neither era: %.200s, want -32602 saying to initialize first", id, m.raw)
+		}
+	}
+	refused("1")
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if m, _ := c.recvID("2"); m.Error != nil || string(m.Result) != "{}" {
+		t.Errorf("ping before initialize: %s", m.raw)
+	}
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{` + modernMeta + `}}`)
+	if m, _ := c.recvID("3"); !strings.Contains(string(m.Result), `"resultType":"complete"`) {
+		t.Errorf("a modern tools/list: %.200s", m.raw)
+	}
+	refused("4")
+
+	c = tp.dial(t, "srv")
+	c.initialize("old", "")
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/list"}`)
+	if m, _ := c.recvID("5"); m.Error != nil || strings.Contains(m.raw, "resultType") {
+		t.Errorf("an initialized session's tools/list: %.200s", m.raw)
+	}
+	if n := countMethod(childLog(t, logPath), "tools/list"); n != 2 {
+		t.Errorf("the child saw %d tools/list, want 2: the modern one and the initialized session's", n)
 	}
 }
