@@ -57,6 +57,10 @@ type backend struct {
 	// adopts it instead of starting its first child.
 	carried   *child
 	carriedHS *handshake
+	// crashed is what the last child's crash left to answer (reap), for
+	// noteCrash: whether they may be sent again depends on whether the
+	// server restarts, which the restart budget decides.
+	crashed crashedCalls
 
 	// The requests in flight, the progress tokens and the child's own
 	// requests to clients: their own lock (requests.go).

@@ -406,9 +406,12 @@
 //   - At most once: when a child dies, what it had not been written is
 //     re-queued, what it had is answered with mayHaveExecuted (once retried
 //     if declared safe to repeat, and still "may have run" after that);
-//     a crash loop or a stop answers the rest as their state says:
-//     [backend.reap], [requestTable.afterExit], [backend.safeToRepeatLocked],
-//     [backend.noteCrash], [backend.finishStop].
+//     a crash loop or a stop answers the rest as their state says. What
+//     a crash had is answered once the restart budget decided: retryable
+//     if the server restarts, with the failure (not retryable) if that
+//     crash failed it: [backend.reap], [requestTable.afterExit],
+//     [backend.safeToRepeatLocked], [backend.noteCrash],
+//     [backend.answerCrashed], [backend.finishStop].
 //   - A shared child with no session for its idleTimeout is stopped, a
 //     freshly started one not before its warm-up grace, and one no
 //     session joined (started for a client's initialize before its roots

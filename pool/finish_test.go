@@ -147,8 +147,18 @@ func TestEveryEndingAgrees(t *testing.T) {
 				panic("one exit did not spend a budget of one")
 			}
 		}, want{answered: true, code: jsonrpc.CodeBackendUnavailable, status: StatusFailed}},
-		{"child died", func(r *endingRig, _ *pending) { r.b.reap(deadChild(t), nil) },
-			want{answered: true, code: jsonrpc.CodeBackendDied, status: StatusFailed}},
+		{"child died", func(r *endingRig, _ *pending) {
+			r.b.reap(deadChild(t), nil)
+			if failed, _ := r.b.noteCrash(errors.New("exited for the test"), newRestartBudget(RestartPolicy{MaxRestarts: 5, Window: time.Minute})); failed {
+				panic("one exit spent a budget of five")
+			}
+		}, want{answered: true, code: jsonrpc.CodeBackendDied, status: StatusFailed}},
+		{"child died, failing the server", func(r *endingRig, _ *pending) {
+			r.b.reap(deadChild(t), nil)
+			if failed, _ := r.b.noteCrash(errors.New("exited for the test"), newRestartBudget(RestartPolicy{MaxRestarts: 1, Window: time.Minute})); !failed {
+				panic("one exit did not spend a budget of one")
+			}
+		}, want{answered: true, code: jsonrpc.CodeBackendUnavailable, status: StatusFailed}},
 	}
 	states := []struct {
 		name  string

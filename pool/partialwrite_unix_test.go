@@ -4,11 +4,13 @@ package pool
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // writeTakenInPart has writeLoop write one tools/call of size bytes to a
@@ -63,6 +65,9 @@ func writeTakenInPart(t *testing.T, size int, take func(t *testing.T, r *os.File
 
 	close(c.exited)
 	b.reap(c, nil) // the child is gone: at-most-once decides
+	if failed, _ := b.noteCrash(errors.New("exited for the test"), newRestartBudget(RestartPolicy{MaxRestarts: 5, Window: time.Minute})); failed {
+		t.Fatal("one exit spent a budget of five")
+	}
 	got := rig.answers()
 	if len(got) != 1 || !strings.Contains(got[0], `"id":"a"`) || !strings.Contains(got[0], `"mayHaveExecuted":true`) {
 		t.Fatalf("the client's answer after its child died: %q; want one error with mayHaveExecuted true", got)

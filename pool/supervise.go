@@ -297,9 +297,11 @@ func (b *backend) stopIfMute(c *child) {
 //   - not yet written: stays queued for the next child;
 //   - written and safe to repeat, not yet retried: queued again, once;
 //   - written otherwise: never re-sent; the client gets an error saying it
-//     may have executed and may be retried by the user, and why the child
-//     ended: stopped, when the pool stopped it (stopped is why), else its
-//     exit.
+//     may have executed, and why the child ended: stopped, when the pool
+//     stopped it (stopped is why), else its exit. After a crash (stopped
+//     is nil) they are answered once the restart budget decided whether
+//     the server restarts (noteCrash): sending them again can work only
+//     if it does.
 func (b *backend) reap(c *child, stopped error) {
 	<-c.exited
 	// What is left of the child's process group outlived it: orphans,
@@ -347,27 +349,49 @@ func (b *backend) reap(c *child, stopped error) {
 	for _, p := range settled {
 		b.finish(p, outcome{kind: endNotForChild})
 	}
+	if stopped == nil {
+		b.crashed = crashedCalls{reqs: failed, exit: exit, tail: tail}
+	}
 	for _, p := range failed {
-		o := failure(endChildGone, errChildDied, b.srv.name, exit, p.method, stderrNote(tail))
 		if stopped != nil {
-			o = failure(endChildGone, errChildStopped, b.srv.name, stopped, p.method)
+			b.finish(p, failure(endChildGone, errChildStopped, b.srv.name, stopped, p.method))
 		}
-		b.finish(p, o)
 	}
 	b.signal()
+}
+
+// crashedCalls are the requests a crashed child had been written that are
+// not sent again, and why it ended.
+type crashedCalls struct {
+	reqs []*pending
+	exit string
+	tail []string
+}
+
+// answerCrashed answers the calls the last crash left, for a server that
+// restarts: they may have run, and may be sent again.
+func (b *backend) answerCrashed(cc crashedCalls) {
+	for _, p := range cc.reqs {
+		b.finish(p, failure(endChildGone, errChildDied, b.srv.name, cc.exit, p.method, stderrNote(cc.tail)))
+	}
 }
 
 // noteCrash records why the last child ended (or could not start) in the
 // budget. It reports whether the budget is spent, or no child can start
 // at all (cannotStartError), in which case the backend is now failed and
-// every pending request has been answered; otherwise wait is the backoff
-// before the next child. A restart the user asked for spends nothing.
+// every pending request has been answered, those the crash left with the
+// failure's error (not retryable); otherwise wait is the backoff before
+// the next child, and what the crash left is answered as may have run,
+// retryable. A restart the user asked for spends nothing.
 func (b *backend) noteCrash(cause error, budget *restartBudget) (failed bool, wait time.Duration) {
+	crashed := b.crashed
+	b.crashed = crashedCalls{}
 	b.mu.Lock()
 	b.lastErr = cause.Error()
 	if errors.Is(cause, errUserRestart) {
 		b.restarts++
 		b.mu.Unlock()
+		b.answerCrashed(crashed) // (none: reap answered what the restart's stop left)
 		return false, budget.nextWait()
 	}
 	failed, exits, wait := budget.exited(b.p.clock.Now())
@@ -376,6 +400,7 @@ func (b *backend) noteCrash(cause error, budget *restartBudget) (failed bool, wa
 	if !failed && !never {
 		b.restarts++
 		b.mu.Unlock()
+		b.answerCrashed(crashed)
 		b.emitState()
 		return false, wait
 	}
@@ -402,8 +427,9 @@ func (b *backend) noteCrash(cause error, budget *restartBudget) (failed bool, wa
 	b.log.Error("server failed", "reason", b.hsErr.Error())
 	b.emitState()
 	for _, p := range all {
-		// Whether each may have run is its own: a request re-queued after
-		// reaching an earlier child (safe to repeat) may have run there.
+		// Whether each may have run is its own: one the crash left was
+		// written, and a request re-queued after reaching an earlier
+		// child (safe to repeat) may have run there.
 		o := failure(endChildGone, kind, args...)
 		o.extra = state
 		b.finish(p, o)
