@@ -95,7 +95,8 @@ type backend struct {
 	// count (unqueuedLocked, notesGoneLocked).
 	child      *child
 	queue      []outItem
-	writing    bool // a write to the child's stdin is under way: writeLoop's or a sender's (send)
+	writing    bool      // a write to the child's stdin is under way: writeLoop's or a sender's (send), or writeLoop waits for room
+	stalled    time.Time // since when the child has taken none of what writeLoop has for it; zero: it takes it (stalledLocked)
 	notes      map[*session]int
 	notesBytes int
 
@@ -538,10 +539,15 @@ func (b *backend) signal() {
 
 // writeLoop writes the child's stdin whenever a sender did not (send): it
 // takes what is queued, in order, up to maxBatch bytes (a longer line
-// alone), writes it with one Write, and marks a request written only when
-// Write reports all of its bytes (and newline) taken: at-most-once
+// alone), writes it with one write, and marks a request written only when
+// the write reports all of its bytes (and newline) taken: at-most-once
 // depends on that bit. A request the child took any byte of before a
 // write failed may have run, and is never queued again as if it had not.
+// Where the write never waits (writeOut), what a full pipe did not take
+// goes back to the front of the queue, the rest of a line the child has
+// part of first, and the writer waits for room: a request the child
+// takes nothing of, because it does not read, is queued meanwhile, not
+// being written (its snapshot says why it waits: requestTable.infos).
 // The ledger hears "written" before the write, so a pool killed mid-write
 // never under-reports. It exits when the child exits or a write fails.
 func (b *backend) writeLoop(c *child) {
@@ -554,6 +560,7 @@ func (b *backend) writeLoop(c *child) {
 		wrote  []*pending
 		whose  []*session
 		ledger []*session // whose ledgers hear of batch's requests, in batch order (nil: none)
+		vec    [][]byte   // the batch's pieces, for one writev
 	)
 	for {
 		batch, ends, ledger = batch[:0], ends[:0], ledger[:0]
@@ -605,6 +612,9 @@ func (b *backend) writeLoop(c *child) {
 			clear(b.queue[len(keep):])
 			b.queue = keep
 			b.writing = len(batch) > 0
+			if len(batch) == 0 {
+				b.stalled = time.Time{} // nothing waits for the child
+			}
 			i := 0
 			for _, it := range batch {
 				b.unqueuedLocked(&it)
@@ -626,37 +636,57 @@ func (b *backend) writeLoop(c *child) {
 				return
 			}
 		}
-		n, err := out.writeTo(c.stdin)
+		n, full, err := b.writeOut(c, &out, &vec)
 		now := time.Now()
 		wrote, whose, ledger = wrote[:0], whose[:0], ledger[:0]
 		var requeue []outItem
 		b.mu.Lock()
-		b.writing = false
+		b.writing = full // a full pipe: senders queue behind the writer while it waits for room
+		b.stalledLocked(full, n, now)
 		b.reqs.update(func(in *inFlight) {
 			for i, it := range batch {
+				start := startOf(ends, i)
 				switch {
-				case it.p == nil:
 				case ends[i] <= n:
+					if it.p == nil {
+						continue
+					}
 					if ok, sess := in.wroteLocked(it.p, now, c.pid); ok && sess != nil {
 						wrote, whose = append(wrote, it.p), append(whose, sess)
 					}
-				case it.restFor == nil && startOf(ends, i) >= n:
-					// (Only after a failed write: the child is gone.) None
-					// of it was taken: the next child may have it.
+				case start >= n && it.restFor == nil && it.p != nil:
+					// None of it was taken: the pipe was full, or a write
+					// failed (the child is gone). It goes back to the
+					// queue as it was, for this child or the next;
+					// ended meanwhile, it is dropped.
 					if requeued, untake := in.unwriteLocked(it.p); requeued {
 						requeue, ledger = append(requeue, it), append(ledger, untake)
 					}
+				case !full:
+					// (After a failed write: the child is gone.) A line
+					// for it is void; a request it took part of, maybe
+					// all but its newline, may have run (a streaming
+					// decoder needs no newline): it stays being written,
+					// as writeDirect leaves a request the pipe took part
+					// of, and its child's death answers it as may have
+					// run.
+				case start >= n:
+					// A line none of which was taken (its bytes no
+					// longer counted: a batch's worth at most), or the
+					// end of one the child has the start of.
+					it.from = nil
+					requeue, ledger = append(requeue, it), append(ledger, nil)
 				default:
-					// The child took part of it, maybe all but its
-					// newline, and may have run it (a streaming decoder
-					// needs no newline): it stays being written, as
-					// writeDirect leaves a request the pipe took part of,
-					// and its child's death answers it as may have run.
+					// The child has the start of it: the rest goes
+					// first, and the request stays being written.
+					requeue, ledger = append(requeue, restOf(it, n-start, c)), append(ledger, nil)
 				}
 			}
 		})
 		for i, it := range requeue {
-			ledger[i].ledgerTaken(it.p)
+			if ledger[i] != nil {
+				ledger[i].ledgerTaken(it.p)
+			}
 		}
 		if len(requeue) > 0 {
 			b.queue = append(requeue, b.queue...)
@@ -672,10 +702,59 @@ func (b *backend) writeLoop(c *child) {
 			b.p.releasedLarge() // the memory trim waits for large requests to stop
 		}
 		out.reset() // while it waits, the writer holds no request
+		if err == nil && full {
+			err = c.direct.awaitRoom()
+			b.mu.Lock()
+			b.writing = false
+			if err != nil {
+				b.stalled = time.Time{} // stdin closed: the child is gone
+			}
+			b.mu.Unlock()
+		}
 		if err != nil {
 			b.log.Debug("write to child failed", "pid", c.pid, "err", err)
 			return
 		}
+	}
+}
+
+// writeOut writes a batch to the child. Where stdin can be written
+// without waiting (directWriter), it never waits: full says the pipe took
+// only the first n bytes, and writeLoop puts back what it did not take
+// before it waits for room. A request the child took no byte of is then
+// queued, not being written, however long the child leaves its input
+// unread: ended meanwhile, it never ran. Elsewhere the write waits, and
+// every request in it counts as may have run until it returns.
+func (b *backend) writeOut(c *child, out *gather, vec *[][]byte) (n int, full bool, err error) {
+	if c.direct == nil {
+		n, err = out.writeTo(c.stdin)
+		return n, false, err
+	}
+	*vec = out.pieces((*vec)[:0])
+	n, err = c.direct.writevNow(*vec)
+	clear(*vec)
+	return n, err == nil && n < out.size, err
+}
+
+// restOf is the rest of batch item it, of which the child took k bytes
+// (fewer than all, newline included): written first, to c alone.
+func restOf(it outItem, k int, c *child) outItem {
+	from := it.line
+	if it.restFor != nil {
+		from = it.rest
+	}
+	return outItem{p: it.p, line: it.line, rest: from[min(k, len(from)):], restFor: c}
+}
+
+// stalledLocked notes whether the child takes what the writer has for
+// it: a write that left bytes in the pipe starts a stall, unless one runs
+// and the child took none since it began; a write taken whole ends it.
+func (b *backend) stalledLocked(full bool, n int, now time.Time) {
+	switch {
+	case !full:
+		b.stalled = time.Time{}
+	case n > 0 || b.stalled.IsZero():
+		b.stalled = now
 	}
 }
 
@@ -1255,10 +1334,11 @@ func (b *backend) snapshot(now time.Time) (BackendInfo, []RequestInfo) {
 		}
 	}
 	childPID := info.PID
+	st := b.stallLocked(now)
 	b.mu.Unlock()
 	info.LastError, info.BadLines, info.Orphaned = lastErr, b.badLines.Load(), b.orphaned.Load()
 	info.DroppedNotifications = b.notesDropped.Load()
-	reqs := b.reqs.infos(b.srv.name, childPID, now)
+	reqs := b.reqs.infos(b.srv.name, childPID, now, st)
 	info.InFlight = len(reqs)
 	info.StderrTail = b.stderr.tail(20)
 	if b.owner != nil {
@@ -1268,6 +1348,52 @@ func (b *backend) snapshot(now time.Time) (BackendInfo, []RequestInfo) {
 	}
 	info.Roots = b.roots
 	return info, reqs
+}
+
+// stallShown is how long a child must have taken none of its input
+// before a snapshot says so: a child that reads takes a large request in
+// many pipefuls, the writer waiting for room before each.
+const stallShown = time.Second
+
+// stall is what a snapshot says of a child that does not read its input
+// (requestTable.infos): for how long it has taken none (0: it reads, or
+// not for stallShown yet), and the line ahead, the one it has the start
+// of: its request (nil: not a request, or none), and how many of its
+// bytes the child has, of all of them (0 of 0: none).
+type stall struct {
+	none        time.Duration
+	p           *pending
+	taken, size int
+}
+
+// stallLocked is the child's stall, for a snapshot at now.
+func (b *backend) stallLocked(now time.Time) (st stall) {
+	if b.child == nil || b.stalled.IsZero() || now.Sub(b.stalled) < stallShown {
+		return st
+	}
+	st.none = now.Sub(b.stalled)
+	if len(b.queue) > 0 && b.queue[0].restFor == b.child {
+		it := b.queue[0]
+		st.p, st.taken, st.size = it.p, len(it.line)-len(it.rest), len(it.line)+1
+	}
+	return st
+}
+
+// reasons are the stateReasons of the requests a stalled child holds up:
+// the one it has part of, and those queued.
+func (st stall) reasons() (writing, waiting string) {
+	if st.none == 0 {
+		return "", ""
+	}
+	none := st.none.Round(time.Second)
+	if st.size == 0 {
+		return "", fmt.Sprintf("waiting: the child is not reading its input (nothing taken for %s)", none)
+	}
+	writing = fmt.Sprintf("being written: the child is not reading its input (nothing taken for %s; %d of its %d bytes written)",
+		none, st.taken, st.size)
+	waiting = fmt.Sprintf("waiting: the child is not reading its input (nothing taken for %s; %d of the %d bytes of the message ahead written)",
+		none, st.taken, st.size)
+	return writing, waiting
 }
 
 // learnHints records which tools the child declared safe to repeat, from a

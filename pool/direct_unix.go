@@ -83,6 +83,42 @@ func (d *directWriter) writeNow(line []byte) (n int, err error) {
 	return n, err
 }
 
+// writevNow writes bufs, in order, with one writev that never waits for
+// the reader. n counts the bytes taken: below their length with a nil
+// error, the pipe was full (awaitRoom waits for room).
+func (d *directWriter) writevNow(bufs [][]byte) (n int, err error) {
+	cerr := d.rc.Write(func(fd uintptr) bool {
+		for {
+			n, err = unix.Writev(int(fd), bufs)
+			if !errors.Is(err, unix.EINTR) {
+				break
+			}
+		}
+		return true // never wait: the caller decides what waits
+	})
+	if errors.Is(err, unix.EAGAIN) {
+		n, err = 0, nil
+	}
+	n = max(n, 0)
+	if err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
+// awaitRoom waits until the descriptor can take a write again, or its
+// reader is gone (the next write says so); an error means it was closed.
+// Whether it has room is asked inside the wait: the poller forgets, as
+// the wait begins, the room the reader made since the last write, and
+// a reader that emptied the pipe makes no more.
+func (d *directWriter) awaitRoom() error {
+	return d.rc.Write(func(fd uintptr) bool {
+		fds := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+		n, err := unix.Poll(fds[:], 0)
+		return err != nil || n > 0 // false: wait in the runtime's poller until it is writable
+	})
+}
+
 // write is writeNow's system call, on the descriptor d.rc lends it.
 func (d *directWriter) write(fd uintptr) bool {
 	for {

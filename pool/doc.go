@@ -411,7 +411,14 @@
 //     if the server restarts, with the failure (not retryable) if that
 //     crash failed it: [backend.reap], [requestTable.afterExit],
 //     [backend.safeToRepeatLocked], [backend.noteCrash],
-//     [backend.answerCrashed], [backend.finishStop].
+//     [backend.answerCrashed], [backend.finishStop]. A request is being
+//     written only while a write offers it to the child (on Unix one that
+//     never waits): what a full pipe did not take goes back to the queue,
+//     the rest of a line the child has part of first, so that a request
+//     a child that stopped reading took nothing of is still queued: ended
+//     then, it did not run, and it is never written after. Its snapshot
+//     says why it waits, as does the one the child has part of:
+//     [backend.writeLoop], [backend.writeOut], [requestTable.infos].
 //   - A shared child with no session for its idleTimeout is stopped, a
 //     freshly started one not before its warm-up grace, and one no
 //     session joined (started for a client's initialize before its roots

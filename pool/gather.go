@@ -61,6 +61,23 @@ func (g *gather) writeTo(w io.Writer) (int, error) {
 	return n, write(g.buf[from:])
 }
 
+// pieces appends to dst the pieces to write, in order, none empty: for
+// one writev.
+func (g *gather) pieces(dst [][]byte) [][]byte {
+	from := 0
+	for i, ref := range g.refs {
+		if g.at[i] > from {
+			dst = append(dst, g.buf[from:g.at[i]])
+		}
+		dst = append(dst, ref)
+		from = g.at[i]
+	}
+	if len(g.buf) > from {
+		dst = append(dst, g.buf[from:])
+	}
+	return dst
+}
+
 // reset empties g for the next write, keeping buf's memory and letting
 // the large pieces go.
 func (g *gather) reset() {

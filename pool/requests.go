@@ -822,9 +822,12 @@ func (t *requestTable) takeOver(x *mrtrHold, s *session, id []byte, ex *exchange
 }
 
 // infos lists the client requests in flight for a snapshot. childPID is
-// the child running now, shown for requests not yet written.
-func (t *requestTable) infos(server string, childPID int, now time.Time) []RequestInfo {
+// the child running now, shown for requests not yet written; st says
+// whether that child reads its input: when it does not, the request it
+// has part of, and those queued behind it, say so.
+func (t *requestTable) infos(server string, childPID int, now time.Time, st stall) []RequestInfo {
 	var out []RequestInfo
+	writing, waiting := st.reasons()
 	t.update(func(in *inFlight) {
 		out = make([]RequestInfo, 0, len(in.pending))
 		for _, p := range in.pending {
@@ -841,6 +844,12 @@ func (t *requestTable) infos(server string, childPID int, now time.Time) []Reque
 				ri.WrittenAt = p.written
 			} else {
 				ri.PID = childPID
+			}
+			switch {
+			case p.state == stQueued:
+				ri.StateReason = waiting
+			case p.state == stWriting && p == st.p:
+				ri.StateReason = writing
 			}
 			out = append(out, ri)
 		}

@@ -321,8 +321,9 @@ func (b *backend) reap(c *child, stopped error) {
 	// Subscription changes, written or not, are counted already, and the
 	// next child is told what is held once it is ready (becomeReady): none
 	// is sent again, each is done. Lines meant for the dead child
-	// (cancellations, answers to its requests) mean nothing to the next
-	// one; its requests to clients are void (afterExit forgot them).
+	// (cancellations, answers to its requests, the rest of a line it had
+	// part of) mean nothing to the next one; its requests to clients are
+	// void (afterExit forgot them).
 	var settled []*pending
 	isSub := func(p *pending) bool {
 		if p.sub != nil {
@@ -332,7 +333,7 @@ func (b *backend) reap(c *child, stopped error) {
 	}
 	retry = slices.DeleteFunc(retry, isSub)
 	failed = slices.DeleteFunc(failed, isSub)
-	b.queue = slices.DeleteFunc(b.queue, func(it outItem) bool { return it.p == nil || isSub(it.p) })
+	b.queue = slices.DeleteFunc(b.queue, func(it outItem) bool { return it.p == nil || it.restFor != nil || isSub(it.p) })
 	b.notesGoneLocked()
 	requeue := make([]outItem, 0, len(retry))
 	for _, p := range retry {

@@ -273,7 +273,10 @@ type RequestInfo struct {
 	Client string `json:"client,omitempty"`
 	// StateReason says why a request that is at no child yet waits, when
 	// no child is what it waits for: held until its client answers the
-	// pool's roots/list (its roots decide its child). PID is then 0.
+	// pool's roots/list (its roots decide its child; PID is then 0). Or
+	// its child is not reading its input (it has taken none for a second
+	// or more): the request is queued behind the one the child has part
+	// of ("waiting: …"), or is that one ("being written: …").
 	StateReason string `json:"stateReason,omitempty"`
 }
 
