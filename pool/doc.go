@@ -384,7 +384,10 @@
 //     is evicted and stalls no one; one that piles up requests is refused
 //     past its share: [session.halfClose], [session.closeWhenIdle],
 //     [flushes], [session.finishOutput], [session.deliver], [session.drain],
-//     [session.overLimitLocked].
+//     [session.overLimitLocked]. One that goes away is cancelled at once:
+//     an attached client's shim that hangs up, or its output that loses
+//     its reader (one poller watches them all), or a write to its output
+//     that fails: [hangups.watch], [hangups.poll], [readerGone].
 //   - The answers that one read from a child brought reach each stdio
 //     session in one write, behind anything queued for it before and
 //     ahead of anything after; a read's only answer is written at once,

@@ -284,7 +284,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 	s.startOutput(out)
 	// The shim sends nothing more: its connection ending means it exited
 	// (or was killed), and its client with it.
-	if !p.hangups.watch(p, s, conn) {
+	if !p.hangups.watch(p, s, conn, out) {
 		p.wg.Go(func() {
 			_, _ = conn.Read(make([]byte, 1))
 			s.close(nil)

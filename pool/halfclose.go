@@ -12,7 +12,8 @@ import (
 // itself does. So EOF on a client's input ends its session only after its
 // in-flight requests are answered (each bounded by its request timeout)
 // and those answers are written out; a client that goes away (its output
-// has no reader any more) is still cancelled at once.
+// has no reader any more) is still cancelled at once. (An attached
+// client's output is watched all along, input open or not: hangups.)
 
 // errInputClosed ends a session whose client closed its input and got
 // every answer it was owed.

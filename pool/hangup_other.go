@@ -8,5 +8,5 @@ import "net"
 // caller waits on each connection itself.
 type hangups struct{}
 
-func (*hangups) watch(*Pool, *session, net.Conn) bool { return false }
-func (*hangups) forget(*session)                      {}
+func (*hangups) watch(*Pool, *session, net.Conn, any) bool { return false }
+func (*hangups) forget(*session)                           {}
