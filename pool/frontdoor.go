@@ -174,6 +174,13 @@ func (p *Pool) serveShim(conn net.Conn) {
 		conn.Close()
 		return
 	}
+	if why, ok := p.ended.take(hello.Resume, p.opts.RunID, hello.PID); ok {
+		p.log.Info("a shim came back to resume a session this pool evicted; told it so", "session", hello.Resume.Session, "pid", hello.PID)
+		closeFiles(files)
+		writeLine(conn, Welcome{Error: why, Ended: true})
+		conn.Close()
+		return
+	}
 	var in, out, ledgerFile *os.File
 	var carried []byte // what the shim's earlier pool had read and not handled
 	want := 2
@@ -210,8 +217,13 @@ func (p *Pool) serveShim(conn net.Conn) {
 		setup.hb = newHandBack(conn)
 		setup.keepState = func(s *session, st wire.State) { s.deliver(controlLine(st)) }
 		setup.closeConn = func(s *session) {
-			if errors.Is(s.closeReason, errHandedBack) {
+			switch {
+			case errors.Is(s.closeReason, errHandedBack):
 				s.handOverRelay(conn)
+			case errors.Is(s.closeReason, errEvicted):
+				// Its stream is full: no Farewell gets through. The
+				// shim is told when it comes back to resume it.
+				p.ended.add(s.id, hello.PID, s.closeReason)
 			}
 			conn.Close()
 		}

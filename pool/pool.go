@@ -258,6 +258,7 @@ type Pool struct {
 	requests, errorsN, timeouts, cancelled, orphaned, evicted, parseErrors atomic.Uint64
 
 	hangups hangups       // attached sessions' shim connections, polled by one goroutine (hangup_unix.go)
+	ended   endedSessions // relayed sessions it evicted, for their shims' resumes (resume.go)
 	holds   mrtrHolds     // child questions carried to modern clients (mrtr.go)
 	rounds  inputRounds   // a modern child's questions asked of legacy clients (inputbridge.go)
 	closing chan struct{} // closed by Close

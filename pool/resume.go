@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/wire"
@@ -133,4 +134,57 @@ func (s *session) lostRequests(r *wire.Resume, from string) []Unanswered {
 		s.p.log.Warn("the history of a reattached session's requests is unavailable", "session", s.id, "from", from, "err", err)
 	}
 	return known
+}
+
+// endedSessions are the relayed sessions this pool evicted. Their shims
+// were not told: the stream a Farewell would have gone on was full, so a
+// shim reads on to the stream's end and takes it for a crash. One that
+// comes back to resume its session is told it ended instead
+// (Welcome.Ended), and exits as after the Farewell. A session is named by
+// its run, its id and its shim's PID (unique among the running shims: a
+// shim of an earlier pool whose session had the same id is not taken for
+// it, with or without a run id). The record holds the last
+// maxEndedSessions; a shim comes back as soon as its client has read what
+// was written before the eviction.
+type endedSessions struct {
+	mu   sync.Mutex
+	why  map[endedSession]string
+	ring [maxEndedSessions]endedSession // the recorded, oldest at next once full
+	next int
+}
+
+// maxEndedSessions bounds endedSessions: a few tens of kilobytes.
+const maxEndedSessions = 1024
+
+type endedSession struct {
+	session string
+	pid     int
+}
+
+// add records that session id, whose shim is pid, ended for reason.
+func (e *endedSessions) add(id string, pid int, reason error) {
+	k := endedSession{session: id, pid: pid}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.why == nil {
+		e.why = map[endedSession]string{}
+	}
+	delete(e.why, e.ring[e.next]) // the oldest, once the ring is full
+	e.ring[e.next] = k
+	e.next = (e.next + 1) % maxEndedSessions
+	e.why[k] = reason.Error()
+}
+
+// take reports why the session a shim (pid) resumes with r ended, if this
+// pool (run) ended it, and forgets it.
+func (e *endedSessions) take(r *wire.Resume, run string, pid int) (string, bool) {
+	if r == nil || r.Run != run {
+		return "", false
+	}
+	k := endedSession{session: r.Session, pid: pid}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	why, ok := e.why[k]
+	delete(e.why, k)
+	return why, ok
 }

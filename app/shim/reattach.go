@@ -165,6 +165,9 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 		fresh = true // a pool that read it may have taken requests before it went
 		if err != nil {
 			conn.Close()
+			if sessionEnded(err) {
+				return nil, nil, err
+			}
 			if err := unanswered.next(err); err != nil {
 				return nil, nil, a.giveUp(err, lost, midLine)
 			}

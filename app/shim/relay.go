@@ -26,7 +26,10 @@ import (
 // and then a Farewell with the input it had not handled. The shim then
 // holds what the client sends, finds the next pool, resumes the session
 // there and sends the held input first. After a crash (the stream ends
-// with no Farewell) it does the same at once.
+// with no Farewell) it does the same at once. A stream that ends with no
+// Farewell may also be an eviction (the pool could not write the Farewell
+// to a full stream): the pool then refuses the resume saying so
+// (Welcome.Ended), and the shim exits with that, as after the Farewell.
 type relayed struct {
 	paths   home.Paths
 	name    string
@@ -40,6 +43,9 @@ type relayed struct {
 	clientEOF  atomic.Bool   // the client's input ended; set by the relay loop
 	held       []byte        // the client's input no pool has taken yet; the relay loop's
 	count      *unanswered   // the client's requests not answered yet
+	// cutLine says the client's output ends inside a line a pool did not
+	// finish (it went away while writing an answer); the relay loop's.
+	cutLine bool
 }
 
 // poolEnd is how a pool connection's stream ended.
@@ -47,6 +53,7 @@ type poolEnd struct {
 	end     relayEnd
 	err     error  // the pool ended the session with this error
 	pending []byte // with relayPlanned: the input the pool hands back
+	cutLine bool   // the stream ended inside a line of the client's
 }
 
 // How a pool connection ended.
@@ -149,6 +156,7 @@ func (r *relayed) serve(conn net.Conn, br *bufio.Reader) (relayEnd, error) {
 			if e.end == relayPlanned {
 				r.held = append(e.pending, r.held...) // the pool had taken these first
 			}
+			r.cutLine = e.cutLine
 			return e.end, e.err
 		}
 	}
@@ -161,20 +169,16 @@ func halfClose(conn net.Conn) bool {
 }
 
 // copyFromPool copies the pool's stream to the client, taking out the
-// control lines, and says how the stream ended. A pool that ends inside
-// a line (it died while writing an answer) leaves part of it: the line is
-// ended before the next pool writes, so that the client reads one
-// unreadable line and then whole answers.
+// control lines, and says how the stream ended, and whether it ended
+// inside a line: a pool that died while writing an answer leaves part of
+// it, which the relay ends before anything else is written to the client
+// (endCutLine), and only then. A session that ended there (evicted) leaves
+// it as it is: a newline would pass the broken line off as whole.
 func (r *relayed) copyFromPool(br *bufio.Reader, drain chan<- struct{}) (end poolEnd) {
 	var ctl []byte // a control line being read
 	inCtl := false
 	midLine := false // the client's output ends inside a line
-	defer func() {
-		if midLine && end.end != relayDone {
-			r.count.received([]byte{'\n'}) // the broken line is no answer
-			_, _ = r.out.Write([]byte{'\n'})
-		}
-	}()
+	defer func() { end.cutLine = midLine && end.end != relayDone }()
 	buf := make([]byte, bufSize)
 	for {
 		n, err := br.Read(buf)
@@ -308,11 +312,16 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 		br, w, err := greet(conn, append(hello, '\n'), r.held, false, nil, time.Minute)
 		if err != nil {
 			conn.Close()
+			if sessionEnded(err) {
+				return nil, nil, err // evicted: the pool ended the session, and nobody owes the client anything
+			}
 			if err := unanswered.next(err); err != nil {
 				return nil, nil, r.giveUp(err, lost)
 			}
 			continue
 		}
+		// This pool writes next: the line the last one cut off ends first.
+		r.endCutLine()
 		r.count.sent(r.held) // this pool has them now
 		r.run, r.session, r.held = w.Run, w.Session, nil
 		return conn, br, nil
@@ -342,10 +351,23 @@ func (r *relayed) takeInput() {
 // as it exits.
 func (r *relayed) giveUp(cause error, lost []wire.Lost) error {
 	r.takeInput()
+	r.endCutLine()
 	out := answerLost(nil, lost, r.name, cause)
 	out = answerInput(out, r.held, r.name, cause, lostIDs(lost))
 	if len(out) > 0 {
 		_, _ = r.out.Write(out)
 	}
 	return cause
+}
+
+// endCutLine ends the line a pool that went away left unfinished on the
+// client's output, before more is written there: the client reads one
+// unreadable line, then whole answers, not the next one glued to it.
+func (r *relayed) endCutLine() {
+	if !r.cutLine {
+		return
+	}
+	r.cutLine = false
+	r.count.received([]byte{'\n'}) // the broken line is no answer
+	_, _ = r.out.Write([]byte{'\n'})
 }

@@ -163,10 +163,27 @@ func greet(conn net.Conn, hello, extra []byte, attach bool, ledger *os.File, wai
 // a pool that is stopping (the next pool, or the upgraded one, takes it)
 // or one that refused it.
 func welcomeError(w wire.Welcome) error {
-	if w.Stopping {
+	switch {
+	case w.Stopping:
 		return &poolGoneError{err: errors.New(w.Error), stopping: true}
+	case w.Ended:
+		return endedError(w.Error)
 	}
 	return refusedError(w.Error)
+}
+
+// endedError is a pool's Welcome saying that the session the shim came to
+// resume ended there (Welcome.Ended): the shim exits with it, and tells
+// its client nothing more, as after a Farewell with that reason.
+type endedError string
+
+func (e endedError) Error() string { return string(e) }
+
+// sessionEnded reports whether err, a failed resume, says the session
+// ended.
+func sessionEnded(err error) bool {
+	var ended endedError
+	return errors.As(err, &ended)
 }
 
 // refusedError is a pool's Welcome refusing the session (no such server):

@@ -90,6 +90,12 @@ type Welcome struct {
 	// hello and records the session's requests there: only then does the
 	// shim's Resume say its ledger lists what a dead pool owed.
 	Ledger bool `json:"ledger,omitempty"`
+	// Ended, with Error, answers a Resume of a session that this pool
+	// ended without telling its relaying shim: it evicted a client that
+	// stopped reading, and the stream a Farewell would have gone on was
+	// full. Error is the Farewell's reason: the shim exits with it, as
+	// after that Farewell, and tells its client nothing.
+	Ended bool `json:"ended,omitempty"`
 }
 
 // Farewell is the last line on an attached shim's connection: why the
