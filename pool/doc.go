@@ -457,7 +457,13 @@
 //     acted on it); the next pool resumes it and answers what the last one
 //     owed (the shim's ledger, or the history): [Pool.handBackSessions],
 //     [handBack.handle], [session.awaitHandshake], [session.handOverRelay],
-//     [session.resume], [mergeLost], [ledger.take]. A write to the client
+//     [session.resume], [mergeLost], [ledger.take]. What the client set
+//     up in the session (its log level, its resource subscriptions) is
+//     sent to the shim as it changes, in order, no one waiting for the
+//     shim, and the next pool takes it up before the client's next
+//     message, after a stop or a crash: [session.keep],
+//     [session.keptSubscription], [shimLines.keep],
+//     [session.resumeStakes]. A write to the client
 //     that the stop cuts short keeps what it did not write: the session's
 //     last flush writes it first, from inside the line the cut left, and
 //     an answer not written whole stays owed in the ledger, which says

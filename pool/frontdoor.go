@@ -33,19 +33,23 @@ const EndEOF = wire.EndEOF
 
 // helloLimit bounds a shim's hello line. A resuming shim's carries what
 // its session was: the client's initialize params (one message, as
-// base64) and a lost entry for each request the dead pool owed (as many
-// as a session may have in flight, or a ledger holds).
+// base64), a lost entry for each request the dead pool owed (as many
+// as a session may have in flight, or a ledger holds) and the
+// subscriptions it keeps (wire.MaxKeptSubscriptions at most).
 func (p *Pool) helloLimit() int {
 	return helloRest + base64.StdEncoding.EncodedLen(p.opts.MaxMessageBytes) +
-		max(p.opts.MaxSessionInFlight, wire.LedgerSlots)*maxLostEntry
+		max(p.opts.MaxSessionInFlight, wire.LedgerSlots)*maxLostEntry +
+		wire.MaxKeptSubscriptions*maxKeptEntry
 }
 
 // helloRest is room for a hello's other fields; maxLostEntry is one lost
 // request as JSON: an id a ledger can hold, each byte escaped at worst
-// (\u003c), and its fields.
+// (\u003c), and its fields; maxKeptEntry one subscription, its URI
+// escaped at worst.
 const (
 	helloRest    = 16 << 10
 	maxLostEntry = 6*wire.LedgerMaxID + 64
+	maxKeptEntry = 6*wire.MaxKeptURI + 3
 )
 
 // helloTooLongError is a hello line longer than the pool takes.
@@ -208,7 +212,6 @@ func (p *Pool) serveShim(conn net.Conn) {
 	// Everything the session's transport is, is decided before the session
 	// is published: a Pool.Close racing with this start must find it whole.
 	setup := sessionSetup{transport: "stdio", peerPID: hello.PID, resumed: resumedFrom(hello.Resume)}
-	var connMu sync.Mutex // State lines and the Farewell of an attached session
 	setup.closeConn = func(*session) { conn.Close() }
 	switch {
 	case in == nil && hello.Resumable:
@@ -238,11 +241,8 @@ func (p *Pool) serveShim(conn net.Conn) {
 				p.log.Warn("a shim's ledger is unusable; its session's requests are not recorded there", "pid", hello.PID, "err", err)
 			}
 		}
-		setup.keepState = func(_ *session, st wire.State) {
-			connMu.Lock()
-			defer connMu.Unlock()
-			_ = writeLine(conn, st)
-		}
+		lines := &shimLines{p: p, conn: conn}
+		setup.keepState = func(_ *session, st wire.State) { lines.keep(st) }
 		setup.closeConn = func(s *session) {
 			p.hangups.forget(s) // before conn closes: its descriptor may be reused
 			in.Close()
@@ -254,9 +254,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 			case s.closeReason != nil && !drained(s.closeReason):
 				bye.End = s.closeReason.Error()
 			}
-			connMu.Lock()
-			writeLine(conn, bye)
-			connMu.Unlock()
+			lines.end(bye)
 			conn.Close()
 		}
 	}
@@ -309,6 +307,89 @@ func (p *Pool) serveShim(conn net.Conn) {
 	s.readFrom(input, rawConn(out), s.hb)
 }
 
+// shimLines are the lines an attached session's connection carries to its
+// shim: State lines as the session's state changes, then the Farewell.
+// Whoever changes the state (the session's reader, a child's reader that
+// hears a log level accepted) only makes its line and queues it (what it
+// says may be in a buffer the caller reuses), never waits on the shim:
+// one goroutine at a time writes what is queued, in order, and the
+// Farewell goes after all of it.
+type shimLines struct {
+	p    *Pool
+	conn net.Conn
+
+	writing sync.Mutex // held by whoever writes to conn
+
+	mu     sync.Mutex // guards the fields below; never held across I/O
+	queue  [][]byte   // lines, each with its newline
+	active bool       // a goroutine writes the queue
+	ended  bool       // the Farewell is written or on its way: nothing more is queued
+}
+
+// keep queues st for the shim.
+func (l *shimLines) keep(st wire.State) {
+	line, _ := json.Marshal(st)
+	line = append(line, '\n')
+	l.mu.Lock()
+	if l.ended {
+		l.mu.Unlock()
+		return
+	}
+	l.queue = append(l.queue, line)
+	start := !l.active
+	l.active = true
+	l.mu.Unlock()
+	if start {
+		l.p.wg.Go(l.write)
+	}
+}
+
+// write writes what is queued until nothing is.
+func (l *shimLines) write() {
+	if testHookShimLines != nil {
+		testHookShimLines()
+	}
+	l.writing.Lock()
+	defer l.writing.Unlock()
+	for {
+		l.mu.Lock()
+		q := l.queue
+		l.queue = nil
+		if len(q) == 0 {
+			l.active = false
+		}
+		l.mu.Unlock()
+		if len(q) == 0 {
+			return
+		}
+		l.writeLines(q)
+	}
+}
+
+// end writes what is still queued, then the Farewell bye: after a write
+// under way, which took its lines before these.
+func (l *shimLines) end(bye Farewell) {
+	l.mu.Lock()
+	q := l.queue
+	l.queue, l.ended = nil, true
+	l.mu.Unlock()
+	l.writing.Lock()
+	defer l.writing.Unlock()
+	l.writeLines(q)
+	_ = writeLine(l.conn, bye)
+}
+
+// testHookShimLines, when set, runs as a goroutine begins to write an
+// attached session's State lines, before it takes them from the queue.
+var testHookShimLines func()
+
+// writeLines writes lines to the shim.
+func (l *shimLines) writeLines(lines [][]byte) {
+	for _, line := range lines {
+		_ = writeBytes(l.conn, line)
+	}
+}
+
 // resumedBytes is how many bytes of its earlier pool's unread input a
 // resuming shim sends after its hello.
 func resumedBytes(h Hello) int {
@@ -348,8 +429,13 @@ func rawConn(c any) syscall.RawConn {
 // writeLine writes v as one JSON line to a shim's connection.
 func writeLine(conn net.Conn, v any) error {
 	b, _ := json.Marshal(v)
+	return writeBytes(conn, append(b, '\n'))
+}
+
+// writeBytes writes b to a shim's connection, giving it 5 s to take them.
+func writeBytes(conn net.Conn, b []byte) error {
 	_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	_, err := conn.Write(append(b, '\n'))
+	_, err := conn.Write(b)
 	_ = conn.SetWriteDeadline(time.Time{})
 	return err
 }

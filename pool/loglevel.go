@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
 // Log levels: a log message reaches only the session it belongs to.
@@ -129,6 +130,7 @@ func (s *session) setLevel(sev int) {
 	s.mu.Lock()
 	s.logs, s.logLevel, s.logMember = true, sev, member
 	s.mu.Unlock()
+	s.keep(wire.State{LogLevel: levelName(sev)}) // for a resume with another pool
 }
 
 // asksLogs reports whether a 2026-07-28 request asks for log messages.

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -32,9 +33,8 @@ func (s *session) resume(r *wire.Resume) {
 		if _, err := s.adoptInitialize(r.Initialize, nil); err != nil {
 			s.p.log.Warn("a reattached session's initialize was not adopted", "session", s.id, "err", err)
 		} else {
-			if s.keepState != nil {
-				s.keepState(s, wire.State{Initialize: r.Initialize}) // for the next pool, too
-			}
+			s.keep(wire.State{Initialize: r.Initialize}) // for the next pool, too
+			s.resumeStakes(r)
 			if s.asksRoots() {
 				s.askRoots() // as after notifications/initialized
 			}
@@ -59,6 +59,86 @@ func (s *session) resume(r *wire.Resume) {
 	}
 	if len(reqs) > 0 {
 		s.p.log.Info("answered a reattached session's lost requests", "session", s.id, "count", len(reqs))
+	}
+}
+
+// resumeStakes takes up what the client set up in its session with the
+// earlier pool: its resource subscriptions, held at the child the session
+// routes to now (started for them, as when a session with subscriptions
+// moves: carryStakes), and its log level, which that child, or the one
+// its next request starts, is set to. A child hears both ahead of the
+// client's next request, as after a restart of its own. Past the
+// session's share of subscriptions the rest are not taken up.
+func (s *session) resumeStakes(r *wire.Resume) {
+	s.resumeSubscriptions(r.Subscriptions[:min(len(r.Subscriptions), wire.MaxKeptSubscriptions)])
+	if sev, ok := logSeverity[r.LogLevel]; ok {
+		s.setLevel(sev)
+		if pt := s.part.Load(); pt != nil {
+			if b := pt.current.Load(); b != nil {
+				b.syncLogLevel() // one not ready yet is set as it becomes ready
+			}
+		}
+	}
+}
+
+// resumeSubscriptions is resumeStakes' for the subscriptions, uris.
+func (s *session) resumeSubscriptions(uris []string) {
+	if len(uris) == 0 {
+		return
+	}
+	b, err := s.srv.backendFor(s)
+	if err != nil {
+		s.p.log.Warn("a reattached session's subscriptions were not taken up", "session", s.id, "count", len(uris), "err", err)
+		return
+	}
+	left := 0
+	for _, uri := range uris {
+		if len(uri) > wire.MaxKeptURI {
+			continue
+		}
+		s.mu.Lock()
+		_, had := s.subs[uri]
+		refusal := s.overSubscribedLocked(!had, 1)
+		take := !had && refusal == nil
+		if take {
+			s.subs[uri] = b
+			s.subChanges.Add(1)
+		}
+		s.mu.Unlock()
+		if refusal != nil {
+			left++
+		}
+		if !take {
+			continue
+		}
+		if err := b.send(b.newSubscriptionChange(s, uri, true)); err != nil && !errors.Is(err, errNotForChild) {
+			s.refusedSubscribe(b, uri) // b stopped, or is full: the session holds nothing there
+		}
+	}
+	if left > 0 {
+		s.p.log.Warn("a reattached session's subscriptions past its share were not taken up", "session", s.id, "count", left)
+	}
+}
+
+// keep tells the session's shim st, a change in what it keeps to resume
+// the session with another pool; a session with no such shim has none.
+func (s *session) keep(st wire.State) {
+	if s.keepState != nil {
+		s.keepState(s, st)
+	}
+}
+
+// keptSubscription tells the session's shim that the session now holds a
+// subscription to uri (add), or no longer does. One to a URI longer than
+// wire.MaxKeptURI is not carried.
+func (s *session) keptSubscription(uri string, add bool) {
+	if s.keepState == nil || len(uri) > wire.MaxKeptURI {
+		return
+	}
+	if add {
+		s.keep(wire.State{Subscribed: &uri})
+	} else {
+		s.keep(wire.State{Unsubscribed: &uri})
 	}
 }
 

@@ -399,6 +399,7 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 		// subscribe goes on to the child it routes to now.
 		holder.changeSubscription(s, uri, false)
 		if !add {
+			s.keptSubscription(uri, false)
 			s.replyTo(x, id, []byte("{}"))
 			return true
 		}
@@ -406,8 +407,10 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 		s.replyTo(x, id, []byte("{}")) // no change: the session held it, or did not
 		return true
 	}
+	s.keptSubscription(uri, add) // before its answer can be written
 	if !s.forwardCounted(msg, id, x, &subChange{uri: uri, add: add, holder: s}, a) {
 		s.undoSubscription(b, uri, add)
+		s.keptSubscription(uri, !add)
 	}
 	return true
 }

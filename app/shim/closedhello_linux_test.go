@@ -34,13 +34,13 @@ func TestReattachBacksOffAPoolThatClosesTheHello(t *testing.T) {
 		{"attached", func(t *testing.T, paths home.Paths) (func() []byte, error) {
 			quietClient(t)
 			out := clientStdout(t)
-			a := &attached{paths: paths, name: "fake", run: "r1", session: "s1", init: []byte(`{}`), ledger: ledgerOwing(t, "7")}
+			a := &attached{paths: paths, name: "fake", run: "r1", session: "s1", kept: kept{init: []byte(`{}`)}, ledger: ledgerOwing(t, "7")}
 			_, _, err := a.reattach(false)
 			return out, err
 		}},
 		{"relayed", func(t *testing.T, paths home.Paths) (func() []byte, error) {
 			var out bytes.Buffer
-			r := &relayed{paths: paths, name: "fake", run: "r1", session: "s1", init: []byte(`{}`), out: &out,
+			r := &relayed{paths: paths, name: "fake", run: "r1", session: "s1", kept: kept{init: []byte(`{}`)}, out: &out,
 				fromClient: make(chan []byte), clientErr: make(chan error, 1), count: newUnanswered()}
 			r.count.sent([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}` + "\n"))
 			_, _, err := r.reconnect(false)
@@ -189,7 +189,7 @@ func TestResumeClaimsALedgerThePoolTook(t *testing.T) {
 		`{"session":"s2","attached":true,"run":"r2"}`, // took the pipes, not the ledger
 		`{"session":"s3","attached":true,"run":"r3","ledger":true}`,
 		`{"session":"s4","attached":true,"run":"r4"}`)
-	a := &attached{paths: paths, name: "fake", run: "r1", session: "s1", init: []byte(`{}`), ledger: ledgerOwing(t, "7"), ledgerTaken: true}
+	a := &attached{paths: paths, name: "fake", run: "r1", session: "s1", kept: kept{init: []byte(`{}`)}, ledger: ledgerOwing(t, "7"), ledgerTaken: true}
 	for range 3 {
 		conn, _, err := a.reattach(true)
 		if err != nil {

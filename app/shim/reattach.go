@@ -36,7 +36,7 @@ type attached struct {
 	name    string
 	run     string
 	session string
-	init    []byte   // the client's initialize params, from a State line
+	kept             // what a resume carries, from State lines
 	pending []byte   // the client's input the last pool handed back unread
 	ledger  *os.File // the session's ledger (wire.Ledger), nil without one
 	// ledgerTaken says the pool the session is on maps the ledger
@@ -86,8 +86,8 @@ func (a *attached) wait(conn net.Conn, br *bufio.Reader) error {
 				return errors.New(*msg.End)
 			}
 			return nil
-		case msg.Initialize != nil:
-			a.init = msg.Initialize
+		default:
+			a.note(msg.State)
 		}
 	}
 }
@@ -157,9 +157,9 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 			time.Sleep(reattachPoll)
 			continue
 		}
-		hello, _ := json.Marshal(wire.Hello{Server: a.name, PID: os.Getpid(), Attach: true, Ledger: a.ledger != nil,
-			Resume: &wire.Resume{Run: a.run, Session: a.session, Initialize: a.init, PendingBytes: len(a.pending),
-				Lost: lost, Ledger: a.ledgerTaken, MidLine: midLine}})
+		resume := a.resume(a.run, a.session)
+		resume.PendingBytes, resume.Lost, resume.Ledger, resume.MidLine = len(a.pending), lost, a.ledgerTaken, midLine
+		hello, _ := json.Marshal(wire.Hello{Server: a.name, PID: os.Getpid(), Attach: true, Ledger: a.ledger != nil, Resume: resume})
 		// The pool may start the child before it answers.
 		br, w, err := greet(conn, append(hello, '\n'), a.pending, true, a.ledger, time.Minute)
 		fresh = true // a pool that read it may have taken requests before it went

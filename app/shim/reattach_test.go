@@ -30,12 +30,12 @@ func TestReattachPassesAPoolThatIsStopping(t *testing.T) {
 	}{
 		{"attached", func(paths home.Paths) (net.Conn, string, string, error) {
 			quietClient(t)
-			a := &attached{paths: paths, name: "fake", run: "r1", session: "s1", init: []byte(`{}`)}
+			a := &attached{paths: paths, name: "fake", run: "r1", session: "s1", kept: kept{init: []byte(`{}`)}}
 			conn, _, err := a.reattach(true)
 			return conn, a.session, a.run, err
 		}, true},
 		{"relayed", func(paths home.Paths) (net.Conn, string, string, error) {
-			r := &relayed{paths: paths, name: "fake", run: "r1", session: "s1", init: []byte(`{}`),
+			r := &relayed{paths: paths, name: "fake", run: "r1", session: "s1", kept: kept{init: []byte(`{}`)},
 				fromClient: make(chan []byte), clientErr: make(chan error, 1), count: newUnanswered()}
 			conn, _, err := r.reconnect(true)
 			return conn, r.session, r.run, err

@@ -35,7 +35,7 @@ type relayed struct {
 	name    string
 	run     string
 	session string
-	init    []byte // the client's initialize params, from a State line
+	kept    // what a resume carries, from control lines (State)
 	out     io.Writer
 
 	fromClient <-chan []byte // the client's input, by readClient; closed at its end
@@ -246,8 +246,8 @@ func (r *relayed) control(line []byte, drain chan<- struct{}) (poolEnd, bool) {
 		return poolEnd{end: relayDone, err: errors.New(*msg.End)}, true
 	case msg.End != nil:
 		return poolEnd{end: relayDone}, true
-	case msg.Initialize != nil:
-		r.init = msg.Initialize
+	default:
+		r.note(msg.State)
 	}
 	return poolEnd{}, false
 }
@@ -307,8 +307,9 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 			time.Sleep(reattachPoll)
 			continue
 		}
-		hello, _ := json.Marshal(wire.Hello{Server: r.name, PID: os.Getpid(), Resumable: true,
-			Resume: &wire.Resume{Run: r.run, Session: r.session, Initialize: r.init, Lost: lost, Counted: true}})
+		resume := r.resume(r.run, r.session)
+		resume.Lost, resume.Counted = lost, true
+		hello, _ := json.Marshal(wire.Hello{Server: r.name, PID: os.Getpid(), Resumable: true, Resume: resume})
 		br, w, err := greet(conn, append(hello, '\n'), r.held, false, nil, time.Minute)
 		if err != nil {
 			conn.Close()

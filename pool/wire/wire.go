@@ -46,6 +46,12 @@ type Resume struct {
 	// 2025 client), from the earlier pool's State line; absent for a
 	// stateless 2026-07-28 client.
 	Initialize []byte `json:"initialize,omitempty"`
+	// LogLevel and Subscriptions are what the client set up in the
+	// session (its logging/setLevel, the resources it holds a
+	// subscription to), from the State lines: the new pool takes them up
+	// before it reads the client's next message.
+	LogLevel      string   `json:"logLevel,omitempty"`
+	Subscriptions []string `json:"subscriptions,omitempty"`
 	// PendingBytes is the length of the raw bytes that follow the hello
 	// line: the Farewell's Pending, the client's input the earlier pool
 	// had read and not handled, to be read before the client's pipe.
@@ -68,9 +74,23 @@ type Resume struct {
 
 // State is a line the pool sends an attached shim while the session
 // runs: what the shim must keep to resume the session with another pool.
+// Each line says what changed: the client's initialize params, the level
+// its logging/setLevel set, or one resource it came to hold a
+// subscription to (resources/subscribe) or let go of. A shim keeps the
+// subscriptions of URIs up to MaxKeptURI bytes, at most
+// MaxKeptSubscriptions of them: the rest are not carried.
 type State struct {
-	Initialize []byte `json:"initialize,omitempty"`
+	Initialize   []byte  `json:"initialize,omitempty"`
+	LogLevel     string  `json:"logLevel,omitempty"`
+	Subscribed   *string `json:"subscribed,omitempty"`
+	Unsubscribed *string `json:"unsubscribed,omitempty"`
 }
+
+// The bounds of the subscriptions a resume carries (State).
+const (
+	MaxKeptURI           = 1 << 10
+	MaxKeptSubscriptions = 1024
+)
 
 // Welcome is the pool's one-line answer to a Hello. Error set means the
 // connection closes; the shim prints it and exits non-zero, unless

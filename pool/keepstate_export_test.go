@@ -1,0 +1,13 @@
+package pool
+
+import "sync"
+
+// PauseShimLines makes the first goroutine that writes an attached
+// session's State lines wait, before it takes them from the queue, until
+// resume is called. Until restore is called (after the pool closed).
+func PauseShimLines() (resume, restore func()) {
+	resumed := make(chan struct{})
+	var once sync.Once
+	testHookShimLines = func() { once.Do(func() { <-resumed }) }
+	return sync.OnceFunc(func() { close(resumed) }), func() { testHookShimLines = nil }
+}
