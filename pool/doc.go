@@ -387,10 +387,10 @@
 //     [session.overLimitLocked]. One that goes away is cancelled at once:
 //     an attached client's shim that hangs up, or its output that loses
 //     its reader (one poller watches them all), or a write to its output
-//     that fails: [hangups.watch], [hangups.poll], [readerGone].
-//     A relaying shim, whose full stream no
-//     Farewell gets through, is told of its eviction when it comes back
-//     to resume the session: [endedSessions.add], [endedSessions.take].
+//     that fails: [hangups.watch], [hangups.poll], [readerGone]. A
+//     relaying shim, whose full stream no Farewell gets through, is told
+//     of its eviction when it comes back to resume the session:
+//     [endedSessions.add], [endedSessions.take].
 //   - The answers that one read from a child brought reach each stdio
 //     session in one write, behind anything queued for it before and
 //     ahead of anything after; a read's only answer is written at once,
