@@ -105,16 +105,7 @@ func Handler(b Backend) http.Handler {
 			return
 		}
 		acc, start, err := b.Upgrade(r.Context(), req.Binary)
-		switch {
-		case errors.Is(err, ErrConflict):
-			writeError(w, http.StatusConflict, err.Error())
-			return
-		case err != nil:
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		writeJSON(w, http.StatusOK, acc)
-		go start() // the instance stops its control server gracefully: this answer goes out
+		acceptThen(w, acc, start, err, http.StatusBadRequest)
 	})
 	mux.HandleFunc("POST /v1/make-way", func(w http.ResponseWriter, r *http.Request) {
 		var req MakeWayRequest
@@ -123,35 +114,34 @@ func Handler(b Backend) http.Handler {
 			return
 		}
 		acc, stop, err := b.MakeWay(req)
-		switch {
-		case errors.Is(err, ErrConflict):
-			writeError(w, http.StatusConflict, err.Error())
-			return
-		case err != nil:
-			writeError(w, http.StatusInternalServerError, err.Error())
-			return
-		}
-		writeJSON(w, http.StatusOK, acc)
-		go stop() // the instance stops its control server gracefully: this answer goes out
+		acceptThen(w, acc, stop, err, http.StatusInternalServerError)
 	})
 	mux.HandleFunc("POST /v1/quit", func(w http.ResponseWriter, r *http.Request) {
 		acc, stop, err := b.Quit()
-		switch {
-		case errors.Is(err, ErrConflict):
-			writeError(w, http.StatusConflict, err.Error())
-			return
-		case err != nil:
-			writeError(w, http.StatusInternalServerError, err.Error())
-			return
-		}
-		writeJSON(w, http.StatusOK, acc)
-		go stop() // as for make-way: this answer goes out
+		acceptThen(w, acc, stop, err, http.StatusInternalServerError)
 	})
 	return mux
 }
 
 // serverAction serves POST /v1/restart and /v1/stop: the same pool
 // actions as the tray's per-server menu.
+// acceptThen answers an action that ends with the pool going away
+// (upgrade, make-way, quit): a conflict is 409, another error the given
+// status; an accepted one is answered first and then carried out, so the
+// answer goes out before the instance stops its control server gracefully.
+func acceptThen(w http.ResponseWriter, acc any, then func(), err error, errStatus int) {
+	switch {
+	case errors.Is(err, ErrConflict):
+		writeError(w, http.StatusConflict, err.Error())
+		return
+	case err != nil:
+		writeError(w, errStatus, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, acc)
+	go then()
+}
+
 func serverAction(act func(string) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req ServerAction
