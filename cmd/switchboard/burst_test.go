@@ -18,7 +18,7 @@ func TestStalledClientsBacklogIsHandedBack(t *testing.T) {
 		t.Skip("queues 64 MiB in the pool")
 	}
 	cfg := fmt.Sprintf(`{"evictSlowClientsAfter": "2s", "history": {"disabled": true}, "mcpServers":{"fake":{"command":%q}}}`, fakeBin)
-	in := serve(t, cfg)
+	in := servePlain(t, cfg) // its RSS is measured: no race detector
 	pid := in.cmd.Process.Pid
 
 	healthy := in.connect(t, "fake")

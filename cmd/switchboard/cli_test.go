@@ -33,16 +33,19 @@ func TestMain(m *testing.M) {
 	code := func() int {
 		defer os.RemoveAll(dir)
 		sbBin = filepath.Join(dir, "switchboard")
-		build := exec.Command("go", "build", "-tags", "sqlite_omit_load_extension", "-o", sbBin, ".")
-		build.Env = append(os.Environ(), "GOFLAGS=")
+		// With -race when this test binary has it: the pools, shims and
+		// CLI processes the tests start are checked for data races too.
+		build := goBuild(raceBuild, "-tags", "sqlite_omit_load_extension", "-o", sbBin, ".")
 		if out, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build switchboard: %v\n%s", err, out)
 			return 1
 		}
 		// As `make build` does: the small relay next to the binary, which
-		// `switchboard connect` runs.
-		small := exec.Command("go", "build", "-o", filepath.Join(dir, "switchboard-connect"), "../switchboard-connect")
-		small.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
+		// `switchboard connect` runs; with cgo only for -race.
+		small := goBuild(raceBuild, "-o", filepath.Join(dir, "switchboard-connect"), "../switchboard-connect")
+		if !raceBuild {
+			small.Env = append(small.Env, "CGO_ENABLED=0")
+		}
 		if out, err := small.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build switchboard-connect: %v\n%s", err, out)
 			return 1
@@ -51,9 +54,29 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		if raceBuild {
+			races := filepath.Join(dir, "races")
+			if err := os.Mkdir(races, 0o700); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			if err := setRaceLogs(races); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
 		code := m.Run()
-		if left := stopLeftoverPools(sbBin); len(left) > 0 {
+		left := stopLeftoverPools(sbBin)
+		if plain.bin != "" {
+			left = append(left, stopLeftoverPools(plain.bin)...)
+		}
+		if len(left) > 0 {
 			fmt.Fprintf(os.Stderr, "pools the tests left running, stopped now: %v\n", left)
+			code = max(code, 1)
+		}
+		// Reports no test claimed: written after every test had ended.
+		for _, r := range newRaceReports("") {
+			fmt.Fprintf(os.Stderr, "DATA RACE in a process the tests started: %s\n", r)
 			code = max(code, 1)
 		}
 		if code == 0 {
@@ -117,6 +140,7 @@ func goAway(t *testing.T, in *instance, kill bool) {
 
 func homeDir(t *testing.T) string {
 	t.Helper()
+	watchRaces(t)
 	dir, err := os.MkdirTemp("", "sbh")
 	if err != nil {
 		t.Fatal(err)

@@ -20,9 +20,22 @@ import (
 // deadline.
 func TestScripts(t *testing.T) {
 	bin := filepath.Dir(sbBin)
+	watchRaces(t)
+	if raceBuild {
+		// After every script, and so every process a script started, has
+		// ended.
+		t.Cleanup(func() {
+			for _, r := range newRaceReports("script-") {
+				t.Errorf("DATA RACE in a process a script started: %s", r)
+			}
+		})
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
+			if raceBuild {
+				env.Setenv("GORACE", scriptRaceLog(filepath.Base(env.WorkDir)))
+			}
 			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("SWITCHBOARD_HOME", filepath.Join(env.WorkDir, "home"))
 			env.Setenv("FAKEMCP", fakeBin)

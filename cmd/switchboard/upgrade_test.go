@@ -27,9 +27,8 @@ const upgradeVersion = "9.9.9-upgraded"
 func newBuild(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(shortDir(t), "switchboard")
-	build := exec.Command("go", "build", "-tags", "sqlite_omit_load_extension",
+	build := goBuild(raceBuild, "-tags", "sqlite_omit_load_extension",
 		"-ldflags", "-X github.com/switchboard-mcp/switchboard/app/version.Version="+upgradeVersion, "-o", bin, ".")
-	build.Env = append(os.Environ(), "GOFLAGS=")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the new switchboard: %v\n%s", err, out)
 	}
@@ -38,6 +37,7 @@ func newBuild(t *testing.T) string {
 
 func shortDir(t *testing.T) string {
 	t.Helper()
+	watchRaces(t)
 	dir, err := os.MkdirTemp("", "sbu")
 	if err != nil {
 		t.Fatal(err)
