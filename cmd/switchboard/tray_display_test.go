@@ -381,8 +381,11 @@ func xServer(t *testing.T) string {
 	}
 	defer r.Close()
 	// -displayfd: it picks a free display and writes its number once it
-	// accepts clients.
-	cmd := exec.Command(xvfb, "-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp")
+	// accepts clients. -noreset: an X server resets when its last client
+	// leaves, closing the connections still being set up, so the app's
+	// could fail ("X11: Failed to open display") when a polling xdotool
+	// left at that moment.
+	cmd := exec.Command(xvfb, "-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp", "-noreset")
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	done, err := startPinned(cmd)
