@@ -11,17 +11,43 @@ import (
 // a request's name and a child's roots as the history keeps them:
 // redacted, since a resource's URI or a root may carry a password or a
 // token. The pool keeps them whole: a child is told its real roots.
+//
+// They show the error texts the history keeps (a request's error, why a
+// server, a child or a session ended) and a child's stderr lines, which
+// those errors quote, redacted as the history redacts its error texts
+// (store.RedactText), though not cut: a child may print a token it was
+// given, or log a request with its credentials.
 
-// redactSnapshot redacts snap's request names and roots in place. Its
-// slices of requests and backends are its own; the roots of a backend
-// are the pool's, and are replaced, never written to.
+// redactSnapshot redacts snap's request names, roots and error texts in
+// place. Its slices of servers, requests and backends are its own; the
+// roots and stderr lines of a backend are the pool's, and are replaced,
+// never written to.
 func redactSnapshot(snap *pool.Snapshot) {
+	for i := range snap.Servers {
+		snap.Servers[i].Error = store.RedactText(snap.Servers[i].Error)
+	}
 	for i := range snap.InFlight {
 		snap.InFlight[i].Name = store.RedactName(snap.InFlight[i].Name)
 	}
 	for i := range snap.Backends {
-		snap.Backends[i].Roots = redactRoots(snap.Backends[i].Roots)
+		b := &snap.Backends[i]
+		b.Roots = redactRoots(b.Roots)
+		b.LastError, b.ResolveNote = store.RedactText(b.LastError), store.RedactText(b.ResolveNote)
+		b.StderrTail = redactLines(b.StderrTail)
 	}
+}
+
+// redactLines is lines redacted as the history redacts an error text
+// quoting them; lines itself when empty (a tail is [], not null).
+func redactLines(lines []string) []string {
+	if len(lines) == 0 {
+		return lines
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = store.RedactText(l)
+	}
+	return out
 }
 
 // redactRoots is roots as the history keeps each; nil for none.
@@ -36,9 +62,9 @@ func redactRoots(roots []string) []string {
 	return out
 }
 
-// redactEvents relays a subscription's events with their request names
-// and roots redacted. Its goroutine ends when events closes (the pool
-// closes it when ctx ends, when the pool closes, and after an
+// redactEvents relays a subscription's events with their request names,
+// roots and errors redacted. Its goroutine ends when events closes (the
+// pool closes it when ctx ends, when the pool closes, and after an
 // EventLagged), or when ctx ends; the channel it returns closes then.
 func redactEvents(ctx context.Context, events <-chan pool.Event) <-chan pool.Event {
 	out := make(chan pool.Event, cap(events))
@@ -49,6 +75,7 @@ func redactEvents(ctx context.Context, events <-chan pool.Event) <-chan pool.Eve
 				e.Name = store.RedactName(e.Name)
 			}
 			e.Roots = redactRoots(e.Roots)
+			e.Err = store.RedactText(e.Err)
 			select {
 			case out <- e:
 			case <-ctx.Done():

@@ -4,13 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/pool/mcptest"
+	"github.com/switchboard-mcp/switchboard/ui"
 )
 
 // A resource's URI with a password and a token, and the same as the
@@ -183,5 +191,187 @@ func awaitEvent(t *testing.T, events <-chan pool.Event, match func(pool.Event) b
 		case <-deadline:
 			t.Fatal("no such event within 10 s")
 		}
+	}
+}
+
+// What a child writes to stderr at start, with a bearer token and an API
+// key, and the same as the history keeps it.
+const (
+	stderrSecret   = "Authorization: Bearer sk-live-123456 --api-key=key-789xyz"
+	stderrRedacted = "Authorization: Bearer [REDACTED] --api-key=[REDACTED]"
+)
+
+// leaksSecret reports whether s holds a byte of stderrSecret's secrets.
+func leaksSecret(s string) bool {
+	return strings.Contains(s, "sk-live-123456") || strings.Contains(s, "key-789xyz")
+}
+
+// notingApp is a fyne app that hands the notifications it is asked to
+// show to a channel.
+type notingApp struct {
+	fyne.App
+	notes chan *fyne.Notification
+}
+
+func (a notingApp) SendNotification(n *fyne.Notification) {
+	select {
+	case a.notes <- n:
+	default:
+	}
+}
+
+// TestLiveViewsRedactChildErrors: a real child writes a bearer token and
+// an --api-key= to stderr and exits, until its server fails. The history
+// keeps such a text, quoted in a request's error or why a child or a
+// session ended, redacted (here the initialize's error). The live views
+// show it so too: the control
+// API's status (what `status --json` prints: a server's error, a
+// child's lastError and stderrTail), the dashboard's controller (its
+// snapshots and its events' errors) and the dashboard's notification
+// that the server failed. Before, every one of them showed the secrets.
+func TestLiveViewsRedactChildErrors(t *testing.T) {
+	paths := sbHome(t)
+	bin, err := fakeBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The secret is in the child's environment, which no view shows, and
+	// the child prints it. Two exits make the server fail: the second
+	// child's failure quotes the first one's stderr.
+	data, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"leaky": map[string]any{
+		"command": "/bin/sh", "args": []string{"-c", `exec "$0" -stderr "$LEAK" -exit-at-start 1`, bin},
+		"env":     map[string]string{"LEAK": stderrSecret},
+		"restart": map[string]any{"maxRestarts": 2, "minBackoff": "1ms", "maxBackoff": "1ms"},
+	}}})
+	if err := config.WriteFile(paths.Config, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := startIn(t, Options{})
+	stopInstance(t, inst)
+	ctrl := &trayController{inst: inst}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, events := ctrl.Subscribe(ctx, 0)
+
+	// The dashboard, over the same controller, says when a server fails.
+	app := notingApp{App: test.NewTempApp(t), notes: make(chan *fyne.Notification, 16)}
+	u := ui.New(app, ctrl, &ui.Options{MinRedraw: 20 * time.Millisecond, Tick: 20 * time.Millisecond, LeakPoll: time.Hour})
+	uctx, stopUI := context.WithCancel(ctx)
+	u.Start(uctx)
+	defer func() { stopUI(); u.Wait() }()
+
+	conn, err := net.Dial("unix", inst.Paths.PoolSocket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := mcptest.Attach(conn, "leaky", "c"); err == nil || !strings.Contains(err.Error(), "failed") {
+		t.Fatalf("initialize of the crashing server: %v, want its failure", err)
+	}
+	conn.Close()
+
+	failed := func(bs []pool.BackendInfo) bool {
+		return len(bs) == 1 && bs[0].State == pool.StateFailed && bs[0].LastError != "" && len(bs[0].StderrTail) > 0
+	}
+	var st control.Status
+	eventually(t, 10*time.Second, "status to show the failed child", func() bool {
+		st, err = FetchStatus(ctx)
+		return err == nil && failed(st.Backends)
+	})
+	b, _ := json.Marshal(st)
+	if leaksSecret(string(b)) || !strings.Contains(string(b), stderrRedacted) {
+		t.Errorf("status (control API) shows a secret, or not the child's stderr as %q:\n%s", stderrRedacted, b)
+	}
+	if s := st.Servers[0]; leaksSecret(s.Error) || !strings.Contains(s.Error, "[REDACTED]") {
+		t.Errorf("status server error %q, want it redacted", s.Error)
+	}
+	if bk := st.Backends[0]; leaksSecret(bk.LastError) || !strings.Contains(bk.LastError, stderrRedacted) ||
+		bk.StderrTail[len(bk.StderrTail)-1] != stderrRedacted {
+		t.Errorf("status backend lastError %q, stderrTail %q, want them redacted", bk.LastError, bk.StderrTail)
+	}
+	if snap := ctrl.Snapshot(); !failed(snap.Backends) {
+		t.Errorf("dashboard snapshot backends %+v, want the failed child", snap.Backends)
+	} else if b, _ := json.Marshal(snap); leaksSecret(string(b)) {
+		t.Errorf("dashboard snapshot shows a secret:\n%s", b)
+	}
+	sctx, scancel := context.WithCancel(ctx)
+	if snap, _ := ctrl.Subscribe(sctx, 0); !failed(snap.Backends) {
+		t.Errorf("dashboard subscription's snapshot backends %+v, want the failed child", snap.Backends)
+	} else if b, _ := json.Marshal(snap); leaksSecret(string(b)) {
+		t.Errorf("dashboard subscription's snapshot shows a secret:\n%s", b)
+	}
+	scancel()
+	// The pool's own texts are whole.
+	if bs := inst.Pool.Snapshot().Backends; len(bs) != 1 || !slices.Contains(bs[0].StderrTail, stderrSecret) {
+		t.Errorf("the pool's stderr tail %+v, want the child's line whole", bs)
+	}
+
+	// Every event with an error, up to the session's end, has it redacted;
+	// the initialize's failure quotes the stderr.
+	var quoted bool
+	awaitEvent(t, events, func(e pool.Event) bool {
+		if leaksSecret(e.Err) {
+			t.Errorf("dashboard event %v: error %q shows a secret", e.Kind, e.Err)
+		}
+		quoted = quoted || strings.Contains(e.Err, stderrRedacted)
+		return e.Kind == pool.EventSessionClosed
+	})
+	if !quoted {
+		t.Errorf("no event's error quoted the child's stderr, redacted")
+	}
+
+	// The history keeps the initialize's error, which quotes the stderr,
+	// redacted so.
+	var recorded []ui.HistoryRow
+	eventually(t, 10*time.Second, "the history to record the failed initialize", func() bool {
+		recorded, err = ctrl.History(ctx, ui.HistoryFilter{Server: "leaky", Method: "initialize"})
+		return err == nil && len(recorded) == 1 && recorded[0].Error != ""
+	})
+	if e := recorded[0].Error; leaksSecret(e) || !strings.Contains(e, stderrRedacted) {
+		t.Errorf("history error %q, want the stderr it quotes as %q", e, stderrRedacted)
+	}
+
+	select {
+	case n := <-app.notes:
+		if !strings.Contains(n.Title, "leaky failed") || leaksSecret(n.Content) || !strings.Contains(n.Content, stderrRedacted) {
+			t.Errorf("dashboard notification %q: %q, want the failure with the secrets redacted", n.Title, n.Content)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("no notification that the server failed within 10 s")
+	}
+}
+
+// TestRedactSnapshotErrorTexts: every error text of a snapshot and of an
+// event is redacted (a resolution's note too: why npm failed may quote a
+// registry's URL with its token), and the pool's own stderr lines are
+// left whole: the snapshot's are replaced, not written to.
+func TestRedactSnapshotErrorTexts(t *testing.T) {
+	const secret, redacted = stderrSecret, stderrRedacted
+	tail := []string{"listening", secret}
+	snap := pool.Snapshot{
+		Servers: []pool.ServerInfo{{Name: "a", Error: "failed; last stderr: " + secret}},
+		Backends: []pool.BackendInfo{{Server: "a", LastError: "exited (stderr: " + strconv.Quote(secret) + ")", StderrTail: tail,
+			ResolveNote: "started as written: npm install x: exit status 1: GET https://bob:s3cret@registry.test/x"}},
+	}
+	redactSnapshot(&snap)
+	want := pool.Snapshot{
+		Servers: []pool.ServerInfo{{Name: "a", Error: "failed; last stderr: " + redacted}},
+		Backends: []pool.BackendInfo{{Server: "a", LastError: "exited (stderr: " + strconv.Quote(redacted) + ")", StderrTail: []string{"listening", redacted},
+			ResolveNote: "started as written: npm install x: exit status 1: GET https://[REDACTED]@registry.test/x"}},
+	}
+	if b, w := fmt.Sprintf("%+v", snap), fmt.Sprintf("%+v", want); b != w {
+		t.Errorf("redacted snapshot\n got %s\nwant %s", b, w)
+	}
+	if tail[1] != secret {
+		t.Errorf("the pool's stderr tail was written to: %q", tail)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := make(chan pool.Event, 1)
+	events <- pool.Event{Kind: pool.EventRequestDone, Err: "server failed; last stderr: " + secret}
+	close(events)
+	if e := <-redactEvents(ctx, events); e.Err != "server failed; last stderr: "+redacted {
+		t.Errorf("redacted event error %q", e.Err)
 	}
 }

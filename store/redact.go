@@ -331,13 +331,19 @@ func RedactArgs(argv []string) []string {
 	return out
 }
 
-// redactText redacts free text (a child's error message, a root's URI)
+// RedactText redacts free text (a child's error message, a root's URI)
 // as Redact does a payload, wherever the text holds what Redact looks
 // for: the values of secret keys in JSON it quotes, and, in its JSON
 // strings and outside them, bearer credentials, secret name=value pairs
 // and secret keys of escaped JSON. It also redacts the user information
-// of URLs (https://user:password@host).
-func redactText(s string) string {
+// of URLs (https://user:password@host). It is what the history does to
+// every error text it keeps, before cutting it, and what the live views
+// (status, the dashboard) do to the error texts and stderr lines they
+// show, whole.
+func RedactText(s string) string {
+	if s == "" {
+		return s
+	}
 	b := redactInString(Redact([]byte(s)))
 	if bytes.Contains(b, []byte("://")) {
 		b = userinfoRE.ReplaceAll(b, []byte("${1}"+Redacted+"@"))
@@ -357,13 +363,13 @@ func RedactRoot(r string) string { return redactedCut(r, maxRootBytes) }
 
 // redactName is what the history keeps of a request's name (a tool's, a
 // prompt's, or a resource's URI, which may carry a password or a token):
-// its first maxNameBytes redacted as a root's are (redactText), to be cut
+// its first maxNameBytes redacted as a root's are (RedactText), to be cut
 // to maxNameBytes by the caller. A name with none of the characters
-// redactText needs to find something (most names: a tool's) is kept as
+// RedactText needs to find something (most names: a tool's) is kept as
 // it is, without its cost.
 func redactName(n string) string {
 	if !strings.ContainsAny(n, "=@\" \t\n\f\r") {
 		return n
 	}
-	return redactText(prefix(n, maxNameBytes))
+	return RedactText(prefix(n, maxNameBytes))
 }

@@ -90,17 +90,30 @@ func TestRedactArgs(t *testing.T) {
 
 // Free text (an error, a root's URI) also loses a URL's user information,
 // which may be a password or a token; an address or a URL without any
-// keeps its every byte.
+// keeps its every byte. A child's stderr line, or an error quoting it,
+// loses its bearer credentials, secret flags and assignments and the
+// secret values of JSON it logs; the rest of it is kept.
 func TestRedactText(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
+		{"Authorization: Bearer sk-live-123456", "Authorization: Bearer " + Redacted},
+		{"proxy: basic dXNlcjpwYXNz rejected", "proxy: basic " + Redacted + " rejected"},
+		{"usage: srv --token=abc123 --api-key=k-9 --port=8080", "usage: srv --token=" + Redacted + " --api-key=" + Redacted + " --port=8080"},
+		{"GITHUB_TOKEN=ghp_x AWS_SECRET_ACCESS_KEY=aws1 HOME=/home/u", "GITHUB_TOKEN=" + Redacted + " AWS_SECRET_ACCESS_KEY=" + Redacted + " HOME=/home/u"},
+		{`config: {"apiKey": "sk-1", "model": "m"}`, `config: {"apiKey": "` + Redacted + `", "model": "m"}`},
+		{`server "x": the child exited (stderr: "Authorization: Bearer sk-2 --api-key=k-3")`,
+			`server "x": the child exited (stderr: "Authorization: Bearer ` + Redacted + ` --api-key=` + Redacted + `")`},
+		{`last stderr: ["token=t1" "ok"]`, `last stderr: ["token=` + Redacted + `" "ok"]`},
+		{"fetch https://api.test/v1?access_token=t2&q=1: 401", "fetch https://api.test/v1?access_token=" + Redacted + "&q=1: 401"},
+		{"Error: ENOENT: no such file, open '/home/u/.config/x.json'", "Error: ENOENT: no such file, open '/home/u/.config/x.json'"},
+		{"", ""},
 		{"dial postgres://app:s3cret@db:5432/x: refused", "dial postgres://" + Redacted + "@db:5432/x: refused"},
 		{"https://ghp_abc123@github.com/o/r.git", "https://" + Redacted + "@github.com/o/r.git"},
 		{`{"uri":"https://u:p@h/a?token=t"}`, `{"uri":"https://` + Redacted + `@h/a?token=` + Redacted + `"}`},
 		{"file:///home/u/a@b/c", "file:///home/u/a@b/c"},
 		{"mail bob@example.com about https://example.com/a@b", "mail bob@example.com about https://example.com/a@b"},
 	} {
-		if got := redactText(tc.in); got != tc.want {
-			t.Errorf("redactText(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		if got := RedactText(tc.in); got != tc.want {
+			t.Errorf("RedactText(%q)\n got %q\nwant %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -174,13 +187,13 @@ func TestRequestNamesAreRedacted(t *testing.T) {
 	}
 }
 
-// redactName skips redactText for a name with nothing it could redact:
+// redactName skips RedactText for a name with nothing it could redact:
 // never for one it would change.
 func TestRedactNameSkipsOnlyWhatNeedsNothing(t *testing.T) {
 	parts := []string{"a", "token", "=", "@", "https://", `"`, ` `, "\t", "Bearer ", "x:y", `\"`, "key", ":", "é"}
 	var walk func(s string, depth int)
 	walk = func(s string, depth int) {
-		if got, want := redactName(s), redactText(s); got != want {
+		if got, want := redactName(s), RedactText(s); got != want {
 			t.Errorf("redactName(%q) = %q, want %q", s, got, want)
 		}
 		if depth == 0 {

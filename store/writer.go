@@ -789,11 +789,11 @@ func (w *writer) errText(s string) string {
 	return kept
 }
 
-// redactedCut is s redacted (redactText) and cut to max bytes. Only the
+// redactedCut is s redacted (RedactText) and cut to max bytes. Only the
 // part that can be kept is redacted (Redact is made for prefixes cut
 // anywhere).
 func redactedCut(s string, max int) string {
-	return cut(redactText(prefix(s, max)), max, len(s))
+	return cut(RedactText(prefix(s, max)), max, len(s))
 }
 
 // methodText is what a row keeps of a request's method, and so what a
