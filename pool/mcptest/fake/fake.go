@@ -76,6 +76,7 @@ type options struct {
 	mcpHeader      bool
 	discoverDelay  time.Duration
 	tasks          bool
+	tasksUnasked   bool
 	version        string
 }
 
@@ -116,7 +117,8 @@ func Main(args []string) {
 	fs.DurationVar(&o.rootsApply, "roots-apply-delay", 0, "take -roots-after-init's answer this long after it came, as server-filesystem takes its roots only once it has checked each folder on disk")
 	fs.BoolVar(&o.rootsOnce, "roots-once", false, "ask -roots-after-init's roots/list only after notifications/initialized, not again after notifications/roots/list_changed, as a server that takes its roots once does")
 	fs.StringVar(&o.logging, "logging", "declared", "declared: the logging capability; undeclared: none, though logging/setLevel works and the log tool logs; refused: none, logging/setLevel is Method not found and the log tool logs anyway, as servers that log without saying so do")
-	fs.BoolVar(&o.tasks, "tasks", false, "offer 2025-11-25 tasks: a tools/call of echo or progress with a task in its params answers with the task and runs in the background (its progress under the call's token, then notifications/tasks/status), and tasks/list, tasks/get, tasks/result and tasks/cancel see every task, whoever made it, as a server that cannot tell its clients apart does")
+	fs.BoolVar(&o.tasks, "tasks", false, "offer 2025-11-25 tasks: a tools/call of echo or progress with a task in its params answers with the task and runs in the background (its progress under the call's token, then notifications/tasks/status), and tasks/list, tasks/get, tasks/result and tasks/cancel see every task, whoever made it, as a server that cannot tell its clients apart does; 2026-07-28 (its tasks extension): such a call whose _meta's clientCapabilities declare the extension answers with its task (resultType \"task\"), and tasks/get reads it, its result once completed")
+	fs.BoolVar(&o.tasksUnasked, "tasks-unasked", false, "with -tasks, answer a call of echo or progress with a task even when it did not ask for one (no task member; 2026-07-28: no tasks extension declared), as a server that ignores what its client declared does")
 	fs.StringVar(&o.version, "protocol-version", "", "answer initialize with this legacy `revision` whatever the client asked, as a server built on an SDK of that revision does")
 	fs.BoolVar(&o.mcpHeader, "mcp-header", false, "also list the sql tool, whose properties a 2026-07-28 client mirrors into Mcp-Param headers (x-mcp-header)")
 	_ = fs.Parse(args) // ExitOnError: exits on a bad flag
@@ -230,6 +232,7 @@ const (
 	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
 	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+	tasksExtension         = "io.modelcontextprotocol/tasks"
 )
 
 // JSON-RPC and MCP error codes.
@@ -757,7 +760,7 @@ func (s *server) initialize(r *request) {
 }
 
 // capabilities are the server's, logging only when -logging says so,
-// tasks only under -tasks.
+// tasks (2025-11-25's, and 2026-07-28's extension) only under -tasks.
 func (s *server) capabilities() map[string]any {
 	logs := s.o.logging == "" || s.o.logging == "declared"
 	if logs && !s.o.tasks {
@@ -772,6 +775,7 @@ func (s *server) capabilities() map[string]any {
 	if s.o.tasks {
 		out["tasks"] = map[string]any{"list": map[string]any{}, "cancel": map[string]any{},
 			"requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}}}
+		out["extensions"] = map[string]any{tasksExtension: map[string]any{}}
 	}
 	return out
 }
@@ -1109,7 +1113,7 @@ func (s *server) call(r *request) {
 		s.fail(r, codeInvalidParams, "Invalid params: "+err.Error(), nil)
 		return
 	}
-	if p.Task != nil && s.o.tasks && (p.Name == "echo" || p.Name == "progress") {
+	if s.o.tasks && (p.Name == "echo" || p.Name == "progress") && s.wantsTask(r, p.Task) {
 		s.startTask(r, p.Name, a)
 		return
 	}
@@ -1564,6 +1568,22 @@ func exists(path string) bool {
 	return err == nil
 }
 
+// wantsTask reports whether a call may be answered with a task: a legacy
+// one that is task-augmented, a 2026-07-28 one whose client declared the
+// tasks extension on it (the server decides; this one always does), any
+// under -tasks-unasked.
+func (s *server) wantsTask(r *request, task json.RawMessage) bool {
+	switch {
+	case s.o.tasksUnasked:
+		return true
+	case r.modern:
+		var ext map[string]json.RawMessage
+		_ = json.Unmarshal(r.meta.ClientCapabilities["extensions"], &ext)
+		return ext[tasksExtension] != nil
+	}
+	return task != nil
+}
+
 // task is one -tasks task (2025-11-25). Its fields are guarded by the
 // server's mu; done is closed when it reaches a terminal status.
 type task struct {
@@ -1579,6 +1599,18 @@ func (t *task) view() map[string]any {
 		"lastUpdatedAt": time.Now().UTC().Format(time.RFC3339Nano), "ttl": 60000, "pollInterval": 100}
 }
 
+// modernView is the task as the 2026-07-28 tasks extension shows it: a
+// CreateTaskResult's members (its resultType set by the caller), and for
+// tasks/get its result once completed.
+func (t *task) modernView() map[string]any {
+	v := map[string]any{"taskId": t.id, "status": t.status, "createdAt": t.created,
+		"lastUpdatedAt": time.Now().UTC().Format(time.RFC3339Nano), "ttlMs": 60000, "pollIntervalMs": 100}
+	if t.status == "completed" {
+		v["result"] = t.result
+	}
+	return v
+}
+
 // startTask answers a task-augmented call with its task, then runs the
 // tool in the background: echo's text, or progress's steps under the
 // call's token (which stays valid for the task's life), and says when
@@ -1588,9 +1620,13 @@ func (s *server) startTask(r *request, name string, a args) {
 		created: time.Now().UTC().Format(time.RFC3339Nano), done: make(chan struct{})}
 	s.mu.Lock()
 	s.tasks[t.id] = t
-	created := t.view()
+	created := map[string]any{"task": t.view()}
+	if r.modern {
+		created = t.modernView()
+		created["resultType"] = "task"
+	}
 	s.mu.Unlock()
-	s.reply(r, map[string]any{"task": created})
+	s.reply(r, created)
 	go func() {
 		result := text(a.Text)
 		if name == "progress" {
@@ -1614,7 +1650,9 @@ func (s *server) startTask(r *request, name string, a args) {
 		status := t.view()
 		close(t.done)
 		s.mu.Unlock()
-		s.out.send(notification("notifications/tasks/status", status))
+		if !r.modern { // 2026-07-28 tells a task's status only on a listen's stream
+			s.out.send(notification("notifications/tasks/status", status))
+		}
 	}()
 }
 
@@ -1644,6 +1682,9 @@ func (s *server) taskRequest(r *request) {
 	switch r.method {
 	case "tasks/get":
 		v := t.view()
+		if r.modern {
+			v = t.modernView()
+		}
 		s.mu.Unlock()
 		s.reply(r, v)
 	case "tasks/cancel":
