@@ -89,9 +89,14 @@
 //     read and cancel every other's. For a shared child the capability is
 //     left out of initialize and server/discover, a task-augmented
 //     request loses its task (the child runs it as a plain call, as a
-//     server that offers no tasks must) and a tasks/ request is refused
-//     (-32601) before it reaches the child: [session.offersTasks],
-//     [backend.offersTasks], [backend.untasked], [withoutTask],
+//     server that offers no tasks must), a request declares no tasks in
+//     its _meta's client capabilities (2026-07-28's extension, which lets
+//     a server answer any call with a task; a legacy session's, added by
+//     the pool, neither), an answer that is a task all the same is an
+//     error (-32603), and a tasks/ request is refused (-32601) before it
+//     reaches the child: [session.offersTasks], [backend.offersTasks],
+//     [backend.untasked], [withoutTask], [declaresTasks],
+//     [withoutTasksDeclared], [untaskedCaps], [backend.unaskedTask],
 //     [untaskedView], [handshake.initializeResult],
 //     [handshake.discoverResult]. An own child's pass through: its
 //     notifications/tasks/status go to its session, and a call answered

@@ -40,6 +40,7 @@ const (
 	errNoStreamToAsk                            // the child's question is for a legacy HTTP client with no GET stream open
 	errCannotRetry                              // the call could not be retried with the client's answers
 	errTooManyRounds                            // a modern child asked for input more rounds than any call needs
+	errUnaskedTask                              // a child other clients share answered with a task, though none was asked
 
 	// Refusing a client's request before it reaches a child.
 	errSessionBusy     // the session has its share of requests in flight
@@ -123,6 +124,8 @@ var errorTable = [...]errorRow{
 	errCannotRetry: {code: jsonrpc.CodeInternalError, format: "cannot retry the call with the client's answers",
 		aboutRequest: true, retryable: false},
 	errTooManyRounds: {code: jsonrpc.CodeInternalError, format: "server %q asked for input %d times in one call; the call was given up",
+		aboutRequest: true, retryable: false},
+	errUnaskedTask: {code: jsonrpc.CodeInternalError, format: "server %q answered %s with a task, though none was asked: it is shared by other clients, whose tasks this client would see and they its, so Switchboard passes none of its tasks on (share \"session\" gives each session a child of its own, and its tasks)",
 		aboutRequest: true, retryable: false},
 
 	errSessionBusy: {code: jsonrpc.CodeOverloaded,

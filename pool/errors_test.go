@@ -33,6 +33,7 @@ func TestErrorTable(t *testing.T) {
 		errNoStreamToAsk:       {"srv", "elicitation/create"},
 		errCannotRetry:         nil,
 		errTooManyRounds:       {"srv", 32},
+		errUnaskedTask:         {"srv", "tools/call"},
 		errSessionBusy:         {8192},
 		errSessionBytes:        {100, 200, 250},
 		errSessionSubs:         {4096, 1, 4096},

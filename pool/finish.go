@@ -150,6 +150,9 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		if !asked && refusal == nil && e.modern && e.held == nil {
 			input, refusal = b.urlElicitationForModern(p.method, e.origID, e.caps, &o.answer)
 		}
+		if !asked && refusal == nil && input == nil {
+			refusal = b.unaskedTask(p.method, &o.answer) // a shared child's task is no client's (tasks.go)
+		}
 		switch {
 		case refusal != nil:
 			line = jsonrpc.AppendErrorResponse(nil, e.origID, refusal)

@@ -17,7 +17,8 @@ import (
 // Client to child:
 //
 //	request            id -> pool id, progress token -> pool token, _meta for a modern child (rewriteRequest);
-//	                   its task taken out for a child whose tasks are not offered (withoutTask)
+//	                   its task taken out for a child whose tasks are not offered (withoutTask),
+//	                   and the tasks its _meta's client capabilities declare (withoutTasksDeclared)
 //	notification       re-written from its parsed members (notificationForChild)
 //	cancellation       the pool's own, for the pool id (cancelForChild)
 //	answer to a child  the child's own id back (answerForChild)
@@ -186,6 +187,24 @@ func withoutTask(msg *jsonrpc.Message) *jsonrpc.Message {
 		return msg // cannot be: a member and its comma out of a valid object
 	}
 	return &m
+}
+
+// withoutTasksDeclared is a client's request whose _meta declares its
+// client capabilities (msg.Meta, an object that has them), declaring
+// them without tasks (untaskedCaps), parsed again: for a child whose
+// tasks the pool does not offer (backend.untasked), as 2026-07-28 lets a
+// server answer any call of a client that declared its tasks extension
+// with a task, and a request's _meta is otherwise the client's, byte for
+// byte. Rare: a modern client that declares what it was not offered.
+func withoutTasksDeclared(msg *jsonrpc.Message) *jsonrpc.Message {
+	m := msg.Meta.Of(msg.Raw)
+	sp := jsonrpc.Member(m, metaClientCapabilities)
+	at := jsonrpc.Span{Start: msg.Meta.Start + sp.Start, End: msg.Meta.Start + sp.End}
+	out, err := jsonrpc.Parse(applyEdits(nil, msg.Raw, []edit{{at, untaskedCaps(sp.Of(m))}}, nil))
+	if err != nil {
+		return msg // cannot be: a valid object in place of another
+	}
+	return &out
 }
 
 func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }

@@ -503,6 +503,9 @@ func (s *session) adoptInitialize(params []byte, w *handshakeWait) (json.RawMess
 	// a restart gives the session later; stored before the era that
 	// makes forwardCounted read it.
 	declared, _ := json.Marshal(rawOrEmpty(mustRaw(params, "capabilities")))
+	if !s.offersTasks() {
+		declared = untaskedCaps(declared) // a shared child's tasks are offered to no client (tasks.go)
+	}
 	info, _ := json.Marshal(req.ClientInfo)
 	meta := []byte(`"` + metaProtocolVersion + `":"` + Modern + `","` + metaClientCapabilities + `":` +
 		string(declared) + `,"` + metaClientInfo + `":` + string(info))

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -15,9 +16,12 @@ import (
 // several clients through the pool has one client, the pool. So a shared
 // child's tasks are offered to no client, and what would reach them is
 // kept from it: a task-augmented request runs as a plain one (a server
-// that offers no tasks ignores the augmentation), and a tasks/ request
-// is refused. A session's own child (share "session") serves one client,
-// whose tasks they all are: they pass through, as do its
+// that offers no tasks ignores the augmentation), a request declares no
+// tasks to it (2026-07-28 declares the extension in each request's
+// _meta, and a server may answer any call of a client that did with a
+// task), a task it answers with all the same is an error, and a tasks/
+// request is refused. A session's own child (share "session") serves one
+// client, whose tasks they all are: they pass through, as do its
 // notifications/tasks/status, and a task-augmented call's progress goes
 // on reaching its client once the call is answered with its task, as
 // 2025-11-25 keeps its token valid for the task's life (taskTokens). The
@@ -37,17 +41,91 @@ func (s *session) offersTasks() bool { return s.ownChild && !s.stateless }
 func (b *backend) offersTasks() bool { return b.owner != nil && b.owner.offersTasks() }
 
 // untasked is a client's request as the child gets it: one for a child
-// whose tasks are not offered without its task (withoutTask), or, a
-// tasks/ request, refused.
+// whose tasks are not offered without its task (withoutTask) and without
+// tasks in the client capabilities its _meta declares
+// (withoutTasksDeclared), or, a tasks/ request, refused.
 func (b *backend) untasked(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
-	ofTasks := strings.HasPrefix(msg.Method, "tasks/")
-	switch {
-	case !ofTasks && !msg.Task.Present() || b.offersTasks():
+	if b.offersTasks() {
 		return msg, nil
-	case ofTasks:
+	}
+	if strings.HasPrefix(msg.Method, "tasks/") {
 		return nil, newError(errNoTasks, false, "", b.srv.name)
 	}
-	return withoutTask(msg), nil
+	if msg.Task.Present() {
+		msg = withoutTask(msg)
+	}
+	if declaresTasks(msg) {
+		msg = withoutTasksDeclared(msg)
+	}
+	return msg, nil
+}
+
+// declaresTasks reports whether a request's _meta may declare tasks in
+// its client capabilities: they name "tasks", or have an escape that
+// could spell it. A look at the capabilities alone, as every 2026-07-28
+// request to a shared child has some.
+func declaresTasks(msg *jsonrpc.Message) bool {
+	if !msg.Meta.Present() || msg.Raw[msg.Meta.Start] != '{' {
+		return false
+	}
+	m := msg.Meta.Of(msg.Raw)
+	sp := jsonrpc.Member(m, metaClientCapabilities)
+	if !sp.Present() {
+		return false
+	}
+	caps := sp.Of(m)
+	return bytes.Contains(caps, []byte("tasks")) || bytes.IndexByte(caps, '\\') >= 0
+}
+
+// untaskedCaps is a client's capabilities as a child whose tasks are not
+// offered is told them: without 2025-11-25's tasks member and
+// 2026-07-28's tasks extension. They are written anew, so that a key the
+// client wrote twice, or with escapes, goes too. Not an object: as they
+// are.
+func untaskedCaps(caps []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(caps, &m) != nil || m == nil {
+		return caps
+	}
+	delete(m, "tasks")
+	var ext map[string]json.RawMessage
+	if json.Unmarshal(m["extensions"], &ext) == nil && ext != nil {
+		delete(ext, tasksExtension)
+		m["extensions"], _ = json.Marshal(ext)
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return caps
+	}
+	return out
+}
+
+// quotedTask is what every task a child answers with names: 2026-07-28's
+// resultType "task", 2025-11-25's "task" member.
+var quotedTask = []byte(`"task"`)
+
+// unaskedTask is the error a client gets for a request that a child whose
+// tasks are not offered answered with a task all the same: a
+// CreateTaskResult, 2026-07-28's (resultType "task") or 2025-11-25's
+// (a task member with its taskId), though the request it got asked for
+// none (untasked). No one could follow that task (tasks/ requests are
+// refused), and the client must not take another client's task for its
+// own. nil: the answer is not such a task.
+func (b *backend) unaskedTask(method string, answer *jsonrpc.Message) *jsonrpc.Error {
+	if !answer.Result.Present() || b.offersTasks() {
+		return nil
+	}
+	res := answer.Result.Of(answer.Raw)
+	if !bytes.Contains(res, quotedTask) { // most results: one quick look
+		return nil
+	}
+	if rt, _ := jsonrpc.String(res, jsonrpc.Member(res, "resultType")); rt != "task" {
+		task := jsonrpc.Member(res, "task")
+		if !task.Present() || !jsonrpc.Member(task.Of(res), "taskId").Present() {
+			return nil
+		}
+	}
+	return newError(errUnaskedTask, true, b.srv.name, b.srv.name, method)
 }
 
 // untaskedView is capabilities without tasks: 2025-11-25's tasks member
