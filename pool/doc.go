@@ -372,8 +372,12 @@
 //     client that falls behind, or takes no write for streamWriteTimeout,
 //     is let go, and a request its client cancelled ends its POST
 //     unanswered; an event stream, a POST's or a GET, with nothing to
-//     say for streamKeepAlive is sent a comment: [exchange.relate],
-//     [postOut.await], [postOut.write], [httpFront.listen],
+//     say for streamKeepAlive is sent a comment, and a POST whose answer
+//     has not come by then turns into one when its client accepts it (but
+//     for the initialize that opens a session), ending as its JSON would
+//     have (a session that ends under it, or a rotation of its token,
+//     answers it with an error event): [exchange.relate], [postOut.await], [postOut.begin],
+//     [postOut.failEarly], [postOut.write], [httpFront.listen],
 //     [session.forget], [session.endListen]. A legacy session's id goes
 //     out with the successful answer to the initialize that opened it,
 //     and the session is kept only once that answer is written: one

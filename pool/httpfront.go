@@ -33,7 +33,10 @@ var streamWriteTimeout = 30 * time.Second
 // streamKeepAlive is how long an event stream (a GET stream, a POST's
 // once it is one) goes without a write before it is sent a comment, so
 // that a client that ends a body silent for minutes (Node's fetch: 300 s)
-// does not, nor anything between.
+// does not, nor anything between; and how long a POST's answer may take
+// before its response turns into an event stream, kept alive until the
+// answer, when its client accepts one (Node's fetch waits 300 s for
+// headers, too).
 const streamKeepAlive = 30 * time.Second
 
 // keepAliveComment is the keep-alive: an SSE comment, which clients skip.
@@ -293,7 +296,7 @@ func (h *httpFront) legacy(w http.ResponseWriter, r *http.Request, hs *httpSessi
 	}
 	hs.s.handleMessage(msg, x)
 	stop()
-	o := newPostOut(w, newID)
+	o := newPostOut(w, newID, msg.IDBytes())
 	end := h.await(o, r, hs.s, x, nil)
 	switch {
 	case newID != "" && end != awaitAnswered:
@@ -336,7 +339,7 @@ func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server
 	key := "x" + strconv.FormatUint(h.nextKey.Add(1), 10) // no client id looks like this: ids are JSON
 	x := newStatelessExchange(key, takesStream(r, msg), &h.p.opts, msg.Meta.Of(msg.Raw))
 	st.s.handleMessage(msg, x)
-	switch h.await(newPostOut(w, ""), r, st.s, x, g) {
+	switch h.await(newPostOut(w, "", msg.IDBytes()), r, st.s, x, g) {
 	case awaitGone:
 		st.s.endExchange(x, true, "the client closed its HTTP response")
 	case awaitSlow:
@@ -376,14 +379,21 @@ var errSlowHTTPClient = errors.New("the client did not read its HTTP response in
 // await writes to the POST's response what the pool hands x: related
 // messages as SSE events (the response turns into an event stream at the
 // first), each time everything queued in one write and one flush, then
-// the answer. Every write must be taken within streamWriteTimeout, as a
-// GET stream's: a client that does not read holds neither the handler
-// nor its session (which does not expire while a POST waits). A request
-// its client cancelled ends the response unanswered: an event stream
-// ends, and a response not yet begun is 202 with no body. A 2026-07-28
-// request's grant g ends it when its token is rotated away (a legacy
-// session's requests end with their session then): g nil is a legacy
-// one.
+// the answer. An answer that has not come within keepAlive comes on an
+// event stream too, when the client accepts one: the response turns into
+// it then, and is kept alive until the answer, for a client may end a
+// response whose headers, or body, it waits minutes for (Node's fetch:
+// 300 s); a fast answer, or one for a client that accepts only JSON, is
+// the JSON body. The initialize that opens a legacy session stays JSON:
+// its session id goes out with a successful answer only (which comes
+// within the server's request timeout). Every write must be taken within
+// streamWriteTimeout, as a GET stream's: a client that does not read
+// holds neither the handler nor its session (which does not expire while
+// a POST waits). A request its client cancelled ends the response
+// unanswered: an event stream ends, and a response not yet begun is 202
+// with no body. A 2026-07-28 request's grant g ends it when its token is
+// rotated away (a legacy session's requests end with their session
+// then): g nil is a legacy one.
 func (h *httpFront) await(o *postOut, r *http.Request, s *session, x *exchange, g *grant) awaitEnd {
 	defer func() { _ = o.rc.SetWriteDeadline(time.Time{}) }() // a kept-alive connection's next request has its own
 	end := o.await(r, s, x, g, h.keepAlive)
@@ -411,6 +421,10 @@ func (o *postOut) await(r *http.Request, s *session, x *exchange, g *grant, keep
 	for {
 		select {
 		case <-idle.C:
+			if !o.sse && o.sid == "" && acceptsSSE(r) { // a slow answer: the headers go now
+				o.begin()
+				o.early = true
+			}
 			if o.sse {
 				if end := o.write([]byte(keepAliveComment)); end != awaitAnswered {
 					return end
@@ -421,6 +435,8 @@ func (o *postOut) await(r *http.Request, s *session, x *exchange, g *grant, keep
 			if g.revoked() {
 				if !o.sse {
 					tokenRotated(o.w, nil)
+				} else {
+					o.failEarly(jsonrpc.CodeInvalidRequest, "unauthorized: "+errTokenRotated.Error())
 				}
 				return awaitRevoked
 			}
@@ -455,26 +471,41 @@ func (o *postOut) await(r *http.Request, s *session, x *exchange, g *grant, keep
 
 // sessionEnded ends a POST's response whose session ended first.
 func (o *postOut) sessionEnded() awaitEnd {
+	const why = "the session ended"
 	if !o.sse {
-		httpError(o.w, http.StatusServiceUnavailable, nil, jsonrpc.CodeBackendUnavailable, "the session ended")
+		httpError(o.w, http.StatusServiceUnavailable, nil, jsonrpc.CodeBackendUnavailable, why)
+	} else {
+		o.failEarly(jsonrpc.CodeBackendUnavailable, why)
 	}
 	return awaitGone
 }
 
-// postOut is a POST's response as await writes it.
-type postOut struct {
-	w    http.ResponseWriter
-	rc   *http.ResponseController
-	sid  string // the Mcp-Session-Id to hand out with a successful answer: the initialize's that opened it; else ""
-	code int    // the answer's JSON-RPC error code, once answer has it (0: a result)
-	sse  bool   // the response is an event stream
-	buf  []byte // the events of one write
+// failEarly ends a response that the keep-alive alone made an event
+// stream with the error its JSON body would have been, as an event
+// answering the request: its client waits for that answer (a stream's
+// client asked for it, and knows it ended).
+func (o *postOut) failEarly(code int, message string) {
+	if o.early {
+		o.events(nil, jsonrpc.AppendErrorResponse(nil, o.id, &jsonrpc.Error{Code: code, Message: message}))
+	}
 }
 
-// newPostOut is the response w, which hands out session id sid with a
-// successful answer, when sid is not "".
-func newPostOut(w http.ResponseWriter, sid string) *postOut {
-	return &postOut{w: w, rc: http.NewResponseController(w), sid: sid}
+// postOut is a POST's response as await writes it.
+type postOut struct {
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	sid   string // the Mcp-Session-Id to hand out with a successful answer: the initialize's that opened it; else ""
+	id    []byte // the request's id, which an error in its answer's stead names (failEarly)
+	code  int    // the answer's JSON-RPC error code, once answer has it (0: a result)
+	sse   bool   // the response is an event stream
+	early bool   // the keep-alive alone made it one: the answer was slow
+	buf   []byte // the events of one write
+}
+
+// newPostOut is the response w to request id, which hands out session id
+// sid with a successful answer, when sid is not "".
+func newPostOut(w http.ResponseWriter, sid string, id []byte) *postOut {
+	return &postOut{w: w, rc: http.NewResponseController(w), sid: sid, id: id}
 }
 
 // related writes everything x's queue holds, in one write and one flush;
@@ -505,15 +536,7 @@ func (o *postOut) events(lines [][]byte, last []byte) awaitEnd {
 		return awaitAnswered
 	}
 	if !o.sse {
-		o.sse = true
-		h := o.w.Header()
-		if o.sid != "" && o.code == 0 { // an event stream's headers go before its answer: a failure there leaves the id unknown
-			h.Set("Mcp-Session-Id", o.sid)
-		}
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no") // 2026-07-28: proxies must not hold events back
-		o.w.WriteHeader(http.StatusOK)
+		o.begin()
 	}
 	b := o.buf[:0]
 	for _, line := range lines {
@@ -527,6 +550,20 @@ func (o *postOut) events(lines [][]byte, last []byte) awaitEnd {
 		o.buf = nil // a burst's buffer is not kept for the rest of a long stream
 	}
 	return o.write(b)
+}
+
+// begin turns the response into an event stream: its headers, which go
+// out with its first write.
+func (o *postOut) begin() {
+	o.sse = true
+	h := o.w.Header()
+	if o.sid != "" && o.code == 0 { // an event stream's headers go before its answer: a failure there leaves the id unknown
+		h.Set("Mcp-Session-Id", o.sid)
+	}
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // 2026-07-28: proxies must not hold events back
+	o.w.WriteHeader(http.StatusOK)
 }
 
 // write writes and flushes b, within streamWriteTimeout.
