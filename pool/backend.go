@@ -991,7 +991,7 @@ func (b *backend) ask(msg *jsonrpc.Message, childID []byte) bool {
 		if testHookPicked != nil {
 			testHookPicked(target)
 		}
-		if b.reqs.addQuestion(id, childID, target, elicitationID) {
+		if b.reqs.addQuestion(id, childID, target, elicitationID, personAnswers(msg.Method)) {
 			// Should target close from now on, its close answers the child.
 			target.deliver(requestForClient(msg, id))
 			return true
@@ -1010,6 +1010,15 @@ func (b *backend) askAgain(childID, line []byte) {
 	if msg, err := jsonrpc.Parse(line); err != nil || !b.ask(&msg, childID) { // the pool made line: it parses
 		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errAskedClientLeft, false, "")))
 	}
+}
+
+// personAnswers reports whether a person may take minutes over a child's
+// question of method: an elicitation, a sampling (which the client may
+// show its user to approve). The timeouts of the calls it may be for
+// wait for its answer (requestTable.addQuestion). roots/list is not
+// one: the pool answers it itself, at once (answerRootsList).
+func personAnswers(method string) bool {
+	return method == "elicitation/create" || method == "sampling/createMessage"
 }
 
 // testHookPicked, when set, runs between the pick of the session to ask

@@ -417,7 +417,16 @@
 //     by how long a held call is kept for its retry, past which it ends
 //     saying the client did not answer: [requestTable.register],
 //     [requestTable.sweepDue], [backend.expire], [requestTable.timeoutOf],
-//     [requestTable.hold], [requestTable.takeOver].
+//     [requestTable.hold], [requestTable.takeOver]. A legacy child's
+//     elicitation or sampling relayed to a legacy session pauses the
+//     same way, with the same bound, the timeouts of that session's
+//     calls written to the child (the question names no call), until it
+//     is answered, withdrawn by the child, dropped with its session or
+//     voided by the child's death; overlapping questions pause until the
+//     last ends; roots/list, which the pool answers at once, pauses
+//     nothing: [personAnswers], [requestTable.addQuestion],
+//     [requestTable.pauseCallsLocked], [requestTable.forgetQuestionLocked],
+//     [requestTable.pauseLocked], [requestTable.resumeLocked].
 //   - At most once: when a child dies, what it had not been written is
 //     re-queued, what it had is answered with mayHaveExecuted (once retried
 //     if declared safe to repeat, and still "may have run" after that);

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"fmt"
 	"maps"
 	"sync"
 	"testing"
@@ -72,5 +73,121 @@ func TestHeldCallsTimeoutWaitsForTheAnswer(t *testing.T) {
 			t.Errorf("expired %v, want %v", expired, want)
 		}
 		tab.stopTimer()
+	})
+}
+
+// A legacy client's question that a person answers (an elicitation, a
+// sampling) pauses the timeouts of the asked session's calls written to
+// the child, which it may be for, the same way: from the question to its
+// answer, or its withdrawal by the child, or the session's leaving, or
+// the child's death; calls with questions overlapping wait until the
+// last ends. A call not yet written, another session's call, and a
+// question no person answers pause nothing. A question nobody answers is
+// waited for as long as a held call is kept.
+func TestLegacyQuestionsPauseTheAskedSessionsCalls(t *testing.T) {
+	type expiry struct {
+		at, timeout time.Duration
+		held        bool
+	}
+	// table is a request table whose expiries are recorded, with a call
+	// registered per session (timeout 1 s), written unless queued.
+	table := func(t *testing.T, start time.Time, sessions []*session, queued map[int]bool) (*requestTable, func() map[uint64]expiry) {
+		var mu sync.Mutex
+		expired := map[uint64]expiry{}
+		var tab *requestTable
+		tab = newRequestTable(func(p *pending) {
+			d, held := tab.timeoutOf(p)
+			if _, won := tab.end(p); won {
+				mu.Lock()
+				expired[p.id] = expiry{time.Since(start), d, held}
+				mu.Unlock()
+			}
+		})
+		for i, s := range sessions {
+			p := &pending{id: uint64(i), sess: s, received: time.Now()}
+			if r, _, _ := tab.register(p, 100, time.Second); r != registered {
+				t.Fatalf("register %d: %v", i, r)
+			}
+			if !queued[i] {
+				tab.update(func(in *inFlight) {
+					in.startWriteLocked(p, 1)
+					in.wroteLocked(p, time.Now(), 1)
+				})
+			}
+		}
+		return tab, func() map[uint64]expiry {
+			mu.Lock()
+			defer mu.Unlock()
+			return maps.Clone(expired)
+		}
+	}
+	newSession := func() *session { return &session{closed: make(chan struct{})} }
+
+	t.Run("answered, withdrawn, left, unanswered", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			a, b, c, d := newSession(), newSession(), newSession(), newSession()
+			tab, expired := table(t, start, []*session{a, a, b, c, d}, map[int]bool{1: true})
+			ask := func(id uint64, s *session, wait bool) {
+				if !tab.addQuestion(id, []byte(fmt.Sprint(id)), s, "", wait) {
+					t.Fatalf("question %d not recorded", id)
+				}
+			}
+
+			time.Sleep(400 * time.Millisecond)
+			ask(100, a, true)  // pauses call 0, not 1, queued
+			ask(101, b, false) // no person answers it: call 2 goes on
+			ask(102, c, true)  // call 3
+			ask(103, d, true)  // call 4, never answered
+			time.Sleep(time.Minute)
+			ask(104, a, true) // call 0 again, with the first still open
+			time.Sleep(time.Minute)
+			if _, ok := tab.takeAnswer(100, a); !ok {
+				t.Fatal("the answer to 100 found no question")
+			}
+			tab.dropQuestionsOf(c) // call 3 goes on
+			time.Sleep(time.Minute)
+			if id, _ := tab.withdrawQuestion([]byte("104")); id != 104 {
+				t.Fatalf("withdrew %d, want 104", id)
+			}
+			time.Sleep(time.Hour)
+			synctest.Wait()
+
+			want := map[uint64]expiry{
+				0: {time.Second + 3*time.Minute, time.Second, false},
+				1: {time.Second, time.Second, false},
+				2: {time.Second, time.Second, false},
+				3: {time.Second + 2*time.Minute, time.Second, false},
+				4: {400*time.Millisecond + holdKeep, time.Second, true},
+			}
+			if got := expired(); !maps.Equal(got, want) {
+				t.Errorf("expired %v, want %v", got, want)
+			}
+			tab.stopTimer()
+		})
+	})
+
+	// The child's death voids its questions: the calls it re-queues, and
+	// those it fails, have their timeouts go on.
+	t.Run("child died", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			a := newSession()
+			tab, expired := table(t, start, []*session{a, a}, nil)
+			time.Sleep(400 * time.Millisecond)
+			tab.addQuestion(100, []byte("100"), a, "", true)
+			time.Sleep(time.Minute)
+			tab.afterExit(func(p *pending) bool { return p.id == 0 })
+			time.Sleep(time.Hour)
+			synctest.Wait()
+			want := map[uint64]expiry{
+				0: {time.Second + time.Minute, time.Second, false},
+				1: {time.Second + time.Minute, time.Second, false},
+			}
+			if got := expired(); !maps.Equal(got, want) {
+				t.Errorf("expired %v, want %v", got, want)
+			}
+			tab.stopTimer()
+		})
 	})
 }

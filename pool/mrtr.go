@@ -85,10 +85,6 @@ type mrtrHold struct {
 	// kept is closed with final set: a retry that finds the call ended a
 	// moment before its answer was kept waits for it.
 	kept chan struct{}
-	// Guarded by b's request table: the call's request timeout, which
-	// waits while the call is held, and when the wait began (since the
-	// table's base; requestTable.hold, takeOver).
-	timeout, waitFrom time.Duration
 }
 
 // mrtrHolds are the holds waiting for their retry, by requestState.

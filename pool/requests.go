@@ -91,6 +91,7 @@ func (p *pending) mayHaveRunLocked() bool {
 type reverseEntry struct {
 	childID []byte
 	sess    *session
+	paused  []uint64 // the pool ids of the calls whose timeouts wait for its answer (addQuestion)
 }
 
 // requestTable is a backend's requests in flight: its pending requests by
@@ -132,10 +133,10 @@ type inFlight struct {
 	// the first.
 	elicited map[string]elicited
 
-	// waited: a call that waited for its client's answer to a child's
-	// question (mrtr.go) has its deadline moved by as long as it waited:
-	// its pool id -> that time, for timeoutOf. Made by the first.
-	waited map[uint64]time.Duration
+	// paused: the requests whose timeouts waited, or wait, for a
+	// client's answer to a child's question, by pool id (pauseLocked).
+	// Made by the first.
+	paused map[uint64]timeoutPause
 
 	// nextDeadline is when the sweep timer fires, zero when it is not
 	// armed. Once it has passed, a sweep is on its way and will look at
@@ -212,18 +213,72 @@ func (t *requestTable) register(p *pending, limit int, timeout time.Duration) (r
 
 // timeoutOf is the timeout p's deadline was set from, 0 if none: the
 // one it ran under, which the config may have changed since. held: p
-// waits for its client's answer, its deadline the hold's (hold).
+// waits for its client's answer, its deadline the pause's bound
+// (pauseLocked).
 func (t *requestTable) timeoutOf(p *pending) (d time.Duration, held bool) {
 	t.update(func(in *inFlight) {
+		w, paused := in.paused[p.id]
 		switch {
 		case p.deadline == 0:
-		case p.held != nil:
-			d, held = p.held.timeout, true
+		case paused:
+			d, held = w.timeout, w.n > 0
 		default:
-			d = p.deadline - p.received.Sub(t.base) - in.waited[p.id]
+			d = p.deadline - p.received.Sub(t.base)
 		}
 	})
 	return d, held
+}
+
+// timeoutPause is a request's timeout while a person may be answering
+// its child's questions: a 2026-07-28 client's held call (hold), a
+// legacy client's question relayed during the call (addQuestion). It
+// waits from the first question to the last answer, each such wait
+// bounded by how long a held call is kept for its retry (holdKeep), then
+// goes on with what was left.
+type timeoutPause struct {
+	timeout time.Duration // the timeout its deadline was set from
+	waited  time.Duration // how long it waited in the waits that ended
+	from    time.Duration // when the wait under way began, since the table's base
+	n       int           // the questions it waits for: it waits while n > 0
+}
+
+// pauseLocked makes p's timeout wait, at now, for one more question:
+// the first moves its deadline to the wait's bound, later than the armed
+// sweep, which re-arms for it. A request without a timeout has none to
+// pause.
+func (t *requestTable) pauseLocked(in *inFlight, p *pending, now time.Duration) {
+	if p.deadline == 0 {
+		return
+	}
+	if in.paused == nil {
+		in.paused = map[uint64]timeoutPause{}
+	}
+	w, again := in.paused[p.id]
+	if !again {
+		w.timeout = p.deadline - p.received.Sub(t.base)
+	}
+	if w.n++; w.n == 1 {
+		w.from, p.deadline = now, now+holdKeep
+	}
+	in.paused[p.id] = w
+}
+
+// resumeLocked ends, at now, one question p's timeout waits for (one
+// pauseLocked counted): after the last its deadline moves on by as long
+// as it waited.
+func (t *requestTable) resumeLocked(in *inFlight, p *pending, now time.Duration) {
+	w, ok := in.paused[p.id]
+	if !ok || w.n == 0 {
+		return
+	}
+	if w.n--; w.n == 0 {
+		w.waited += now - w.from
+		p.deadline = p.received.Sub(t.base) + w.timeout + w.waited
+		if in.nextDeadline == 0 || p.deadline < in.nextDeadline {
+			t.armLocked(in, p.deadline, now)
+		}
+	}
+	in.paused[p.id] = w
 }
 
 // armLocked sets the sweep timer to fire at deadline.
@@ -447,7 +502,7 @@ func (in *inFlight) endLocked(p *pending) ended {
 		if p.token != 0 {
 			delete(in.tokens, p.token)
 		}
-		delete(in.waited, p.id)
+		delete(in.paused, p.id)
 		in.checkIdleLocked()
 	}
 	p.everWritten = e.mayHaveRun // what it was when it ended, for good
@@ -493,9 +548,14 @@ func (t *requestTable) all() []*pending {
 // died (reap): what it had not been written stays queued; what it had
 // is re-queued once if safe(p) says it may be repeated, and otherwise
 // listed in failed, for the caller to finish. Both lists are in pool-id
-// order. The dead child's questions to clients are forgotten.
+// order. The dead child's questions to clients are forgotten, and the
+// timeouts they paused go on.
 func (t *requestTable) afterExit(safe func(*pending) bool) (retry, failed []*pending) {
 	t.update(func(in *inFlight) {
+		now := time.Since(t.base)
+		for k, e := range in.reverse { // the dead child's questions to clients are void
+			t.forgetQuestionLocked(in, k, e, now)
+		}
 		for _, p := range in.pending {
 			if p.state != stWritten && p.state != stWriting {
 				continue
@@ -509,7 +569,6 @@ func (t *requestTable) afterExit(safe func(*pending) bool) (retry, failed []*pen
 			}
 			failed = append(failed, p)
 		}
-		clear(in.reverse) // the dead child's questions to clients are void
 	})
 	slices.SortFunc(retry, cmpID)
 	slices.SortFunc(failed, cmpID)
@@ -590,17 +649,58 @@ func (t *requestTable) askers() []*session {
 // elicitation's elicitationID (else "") is remembered with it, for the
 // child's completion of it: past the question's answer, until the
 // completion, elicitationTTL or maxElicitations.
-func (t *requestTable) addQuestion(id uint64, childID []byte, sess *session, elicitationID string) (ok bool) {
-	now := time.Since(t.base)
+//
+// A question a person answers (wait) pauses the timeouts of the calls it
+// may be for, as a 2026-07-28 client's held call's is paused (hold),
+// until it is answered, withdrawn or void (forgetQuestionLocked). A
+// legacy child's question names no call: over stdio nothing in it says
+// which request it serves (a progressToken in its _meta would be the
+// question's own, not its call's). So it pauses every call of sess
+// written to this child and not answered yet: the asked client's calls,
+// one of which the child is likely waiting in (the question went to the
+// session with the oldest call here). A call of sess it is not for may
+// then wait longer than its timeout, never longer than the pause's
+// bound; other sessions' calls keep theirs, their clients not being
+// asked.
+func (t *requestTable) addQuestion(id uint64, childID []byte, sess *session, elicitationID string, wait bool) (ok bool) {
 	t.update(func(in *inFlight) {
+		now := time.Since(t.base)
 		if ok = sess.alive(); ok { // a look at a channel: no lock, no wait
-			in.reverse[id] = reverseEntry{childID: childID, sess: sess}
+			e := reverseEntry{childID: childID, sess: sess}
+			if wait {
+				e.paused = t.pauseCallsLocked(in, sess, now)
+			}
+			in.reverse[id] = e
 			if elicitationID != "" {
 				in.elicit(elicitationID, sess, now)
 			}
 		}
 	})
 	return ok
+}
+
+// pauseCallsLocked pauses, at now, the timeouts of sess's calls written
+// to the child and not answered yet, and lists their pool ids.
+func (t *requestTable) pauseCallsLocked(in *inFlight, sess *session, now time.Duration) (ids []uint64) {
+	for _, p := range in.pending {
+		if p.sess == sess && p.deadline != 0 && (p.state == stWriting || p.state == stWritten) {
+			t.pauseLocked(in, p, now)
+			ids = append(ids, p.id)
+		}
+	}
+	return ids
+}
+
+// forgetQuestionLocked forgets the child's question k, e its entry, at
+// now: the timeouts it paused go on (resumeLocked), those of calls that
+// ended meanwhile aside.
+func (t *requestTable) forgetQuestionLocked(in *inFlight, k uint64, e reverseEntry, now time.Duration) {
+	delete(in.reverse, k)
+	for _, id := range e.paused {
+		if p := in.pending[id]; p != nil {
+			t.resumeLocked(in, p, now)
+		}
+	}
 }
 
 // elicited is a URL-mode elicitation the pool asked a session.
@@ -654,7 +754,7 @@ func (t *requestTable) elicitationAsker(id string) (sess *session) {
 func (t *requestTable) takeAnswer(id uint64, from *session) (childID []byte, ok bool) {
 	t.update(func(in *inFlight) {
 		if e, found := in.reverse[id]; found && e.sess == from {
-			delete(in.reverse, id)
+			t.forgetQuestionLocked(in, id, e, time.Since(t.base))
 			childID, ok = e.childID, true
 		}
 	})
@@ -678,7 +778,7 @@ func (t *requestTable) withdrawQuestion(childID []byte) (id uint64, sess *sessio
 		for k, e := range in.reverse {
 			if string(e.childID) == string(childID) {
 				id, sess = k, e.sess
-				delete(in.reverse, k)
+				t.forgetQuestionLocked(in, k, e, time.Since(t.base))
 				return
 			}
 		}
@@ -691,10 +791,11 @@ func (t *requestTable) withdrawQuestion(childID []byte) (id uint64, sess *sessio
 // to be answered with an error.
 func (t *requestTable) dropQuestionsOf(s *session) (childIDs [][]byte) {
 	t.update(func(in *inFlight) {
+		now := time.Since(t.base)
 		for k, e := range in.reverse {
 			if e.sess == s {
 				childIDs = append(childIDs, e.childID)
-				delete(in.reverse, k)
+				t.forgetQuestionLocked(in, k, e, now)
 			}
 		}
 		for k, e := range in.elicited {
@@ -745,7 +846,7 @@ func (t *requestTable) mrtrCarrier(capability string) (p *pending, sess *session
 // not held already; it returns the call's session, exchange and client
 // id. Its timeout waits while it is held (a person may take minutes to
 // answer): until the client's answer comes (takeOver), it is due when a
-// hold is no longer kept for its retry (holdKeep).
+// hold is no longer kept for its retry (holdKeep; pauseLocked).
 func (t *requestTable) hold(x *mrtrHold) (sess *session, ex *exchange, origID []byte, ok bool) {
 	p := x.p
 	t.update(func(in *inFlight) {
@@ -753,11 +854,7 @@ func (t *requestTable) hold(x *mrtrHold) (sess *session, ex *exchange, origID []
 			return
 		}
 		p.held = x
-		if p.deadline != 0 {
-			now := time.Since(t.base)
-			x.timeout = p.deadline - p.received.Sub(t.base) - in.waited[p.id]
-			x.waitFrom, p.deadline = now, now+holdKeep // later: the armed sweep re-arms for it
-		}
+		t.pauseLocked(in, p, time.Since(t.base))
 		sess, ex, origID, ok = p.sess, p.x, p.origID, true
 	})
 	return sess, ex, origID, ok
@@ -805,17 +902,7 @@ func (t *requestTable) takeOver(x *mrtrHold, s *session, id []byte, ex *exchange
 		}
 		if !done && answered && p.held == x {
 			p.held = nil
-			if p.deadline != 0 {
-				now := time.Since(t.base)
-				if in.waited == nil {
-					in.waited = map[uint64]time.Duration{}
-				}
-				in.waited[p.id] += now - x.waitFrom
-				p.deadline = p.received.Sub(t.base) + x.timeout + in.waited[p.id]
-				if in.nextDeadline == 0 || p.deadline < in.nextDeadline {
-					t.armLocked(in, p.deadline, now)
-				}
-			}
+			t.resumeLocked(in, p, time.Since(t.base))
 		}
 	})
 	return final, done

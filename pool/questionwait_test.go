@@ -1,0 +1,63 @@
+package pool_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// TestLegacyQuestionPausesItsCallsTimeout: a legacy child asks its legacy
+// client a question during a call (an elicitation, a sampling), and a
+// person takes longer than the server's request timeout to answer it.
+// The call's timeout waits while the question does: the answer still
+// reaches the child and the call gets the child's result. Another
+// session's call, whose client was not asked, keeps its timeout (made
+// after the question, it times out later than the asked call would have:
+// the wait for it is the wait past that call's own timeout). The wait is
+// bounded as a 2026-07-28 client's is (here 2 s, not 10 minutes): a
+// question nobody answers ends its call saying the client did not answer.
+// On the first edition the call got -32001 at its request timeout while
+// the child still waited for the person, and the answer was lost.
+func TestLegacyQuestionPausesItsCallsTimeout(t *testing.T) {
+	const timeout, keep = 200 * time.Millisecond, 2 * time.Second
+	t.Cleanup(pool.SetHoldKeep(keep)) // restored once the pool has closed
+	cfg := fake("srv")
+	cfg.RequestTimeout = timeout
+	tp := newTestPool(t, nil, cfg)
+	c, other := tp.dial(t, "srv"), tp.dial(t, "srv")
+	c.initialize("person", `{"elicitation":{},"sampling":{}}`)
+	other.initialize("other", "")
+
+	for i, q := range []struct{ kind, method, answer, want string }{
+		{"elicitation", "elicitation/create", `{"action":"accept","content":{"name":"Ada"}}`, "Ada"},
+		{"sampling", "sampling/createMessage", `{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}`, "forty-two"},
+	} {
+		id := `"` + q.kind + `"`
+		c.call(id, "ask", `{"kind":"`+q.kind+`"}`)
+		asked := c.recv()
+		if asked.Method != q.method {
+			t.Fatalf("%s: want the child's question, got %s", q.kind, asked.raw)
+		}
+		sleeper := `"sleep` + string(rune('0'+i)) + `"`
+		other.call(sleeper, "sleep", `{"ms":20000}`)
+		if m, _ := other.recvID(sleeper); m.Error == nil || m.Error.Code != -32001 {
+			t.Fatalf("%s: the other session's call: want -32001 at its timeout, got %s", q.kind, m.raw)
+		}
+		c.sendf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, asked.ID, q.answer)
+		res, extra := c.recvID(id)
+		if !strings.Contains(res.text(), q.want) || len(extra) != 0 {
+			t.Fatalf("%s: the call answered after its timeout: %s (before it: %v)", q.kind, res.raw, extra)
+		}
+	}
+
+	c.call(`"unanswered"`, "ask", `{"kind":"elicitation"}`)
+	if asked := c.recv(); asked.Method != "elicitation/create" {
+		t.Fatalf("want the child's question, got %s", asked.raw)
+	}
+	m, _ := c.recvID(`"unanswered"`)
+	if m.Error == nil || m.Error.Code != -32001 || !strings.Contains(m.Error.Message, "the client did not answer") {
+		t.Fatalf("a question nobody answers: want -32001 saying the client did not answer, got %s", m.raw)
+	}
+}
