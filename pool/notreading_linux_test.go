@@ -34,16 +34,7 @@ func TestRequestTheChildTookNothingOfDidNotRun(t *testing.T) {
 	if size*15/8 > 256<<10 {
 		t.Skipf("a pipe holds %d bytes: three requests of 5/8 of it do not go in one write", size)
 	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	c := deadChild(t) // its pipes, its channels; exited and done are reset below
-	c.stdin.Close()
-	c.stdin, c.direct = pw, newDirectWriter(pw)
-	c.exited, c.writerDone = make(chan struct{}), make(chan struct{})
-	c.ready = true
+	c, pr, pw := pipedChild(t)
 
 	var reqs []*pending
 	b.mu.Lock()

@@ -13,6 +13,25 @@ import (
 	"time"
 )
 
+// pipedChild is a ready child, for a writeLoop to write to, whose stdin
+// is a new pipe: r is the child's end, which reads only as the test does
+// (closed as the test ends), w the pool's. Its exited and writerDone are
+// open.
+func pipedChild(t *testing.T) (c *child, r, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	c = deadChild(t) // its pipes, its channels; exited and done are reset below
+	c.stdin.Close()
+	c.stdin, c.direct = w, newDirectWriter(w)
+	c.exited, c.writerDone = make(chan struct{}), make(chan struct{})
+	c.ready = true
+	return c, r, w
+}
+
 // writeTakenInPart has writeLoop write one tools/call of size bytes to a
 // child whose stdin pipe takes part of it and then breaks: take is the
 // child's end, which reads what it will and then closes. The child then
@@ -24,16 +43,7 @@ func writeTakenInPart(t *testing.T, size int, take func(t *testing.T, r *os.File
 	t.Helper()
 	rig := newEndingRig(t)
 	b := rig.b
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	c := deadChild(t) // its pipes, its channels; exited and done are reset below
-	c.stdin.Close()
-	c.stdin, c.direct = pw, newDirectWriter(pw)
-	c.exited, c.writerDone = make(chan struct{}), make(chan struct{})
-	c.ready = true
+	c, pr, _ := pipedChild(t)
 
 	head := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t","arguments":{"text":"`
 	tail := `"}}}`

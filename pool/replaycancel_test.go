@@ -26,6 +26,48 @@ func childGot(t *testing.T, path, text string) bool {
 	return false
 }
 
+// pausedReplayPool starts a pool of server whose replay of what a roots
+// answer held stops after it takes its first message, until resume;
+// taken is closed when it stops. Held messages wait rootsAsk for the
+// client's answer.
+func pausedReplayPool(t *testing.T, rootsAsk time.Duration, rec *recorder, server pool.ServerConfig) (tp *testPool, taken <-chan struct{}, resume func()) {
+	t.Helper()
+	t.Cleanup(pool.SetRootsAskTimeout(rootsAsk))
+	taken, resume, restore := pool.PauseReplaying()
+	t.Cleanup(restore)
+	tp = newTestPool(t, &pool.Options{Record: rec.record}, server)
+	t.Cleanup(resume) // before the pool closes: the replay must not stay paused
+	return tp, taken, resume
+}
+
+// cancelAsReplayTakes cancels the held request id (what names it in
+// failures: "call", "request") as the user does, at the moment the replay
+// that c's answer to ask starts has taken it, then lets the replay go on
+// and checks id's answer: -32007, mayHaveExecuted false. It returns the
+// request as it was in flight.
+func cancelAsReplayTakes(t *testing.T, tp *testPool, taken <-chan struct{}, resume func(), c *client, ask msg, id, what string) pool.RequestInfo {
+	t.Helper()
+	var held pool.RequestInfo
+	eventually(t, "the held "+what+" in flight", func() (ok bool) { held, ok = heldInFlight(tp, id); return ok })
+
+	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, ask.ID)
+	select { // the replay took the request, and waits
+	case <-taken:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the held %s was not replayed", what)
+	}
+	if err := tp.Cancel(held.PoolID); err != nil {
+		t.Errorf("cancel of the %s the replay has in hand: %v", what, err)
+	}
+	resume()
+
+	m, _ := c.recvID(id)
+	if code, data := errorData(t, m); code != -32007 || *data.MayHaveExecuted {
+		t.Errorf("the cancelled %s's answer: %s; want -32007, mayHaveExecuted false", what, m.raw)
+	}
+	return held
+}
+
 // A user's cancel (the dashboard's Cancel on an In flight row) of a call
 // held for its client's roots answer, coming as the answer's replay has
 // taken the call from the held messages and before the call is in a
@@ -34,13 +76,10 @@ func childGot(t *testing.T, path, text string) bool {
 // found the call in neither place and answered "not found", and the
 // call then ran.
 func TestUserCancelsACallAsItsHoldEnds(t *testing.T) {
-	t.Cleanup(pool.SetRootsAskTimeout(time.Minute)) // the hold ends when the client answers
-	taken, resume, restore := pool.PauseReplaying()
-	t.Cleanup(restore)
 	var rec recorder
 	logPath := filepath.Join(shortTempDir(t), "child.log")
-	tp := newTestPool(t, &pool.Options{Record: rec.record}, fake("fs", "-log", logPath))
-	t.Cleanup(resume) // before the pool closes: the replay must not stay paused
+	// The hold ends when the client answers.
+	tp, taken, resume := pausedReplayPool(t, time.Minute, &rec, fake("fs", "-log", logPath))
 
 	c := tp.dial(t, "fs")
 	c.initialize("a", `{"roots":{"listChanged":true}}`)
@@ -49,24 +88,7 @@ func TestUserCancelsACallAsItsHoldEnds(t *testing.T) {
 		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
 	}
 	c.call(`"c"`, "echo", `{"text":"cancelled"}`)
-	var held pool.RequestInfo
-	eventually(t, "the held call in flight", func() (ok bool) { held, ok = heldInFlight(tp, `"c"`); return ok })
-
-	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, ask.ID)
-	select { // the replay took the call, and waits
-	case <-taken:
-	case <-time.After(15 * time.Second):
-		t.Fatal("the held call was not replayed")
-	}
-	if err := tp.Cancel(held.PoolID); err != nil {
-		t.Errorf("cancel of the call the replay has in hand: %v", err)
-	}
-	resume()
-
-	m, _ := c.recvID(`"c"`)
-	if code, data := errorData(t, m); code != -32007 || *data.MayHaveExecuted {
-		t.Errorf("the cancelled call's answer: %s; want -32007, mayHaveExecuted false", m.raw)
-	}
+	held := cancelAsReplayTakes(t, tp, taken, resume, c, ask, `"c"`, "call")
 	if err := tp.Cancel(held.PoolID); !errors.Is(err, pool.ErrNotFound) {
 		t.Errorf("a second cancel of the call: %v, want not found", err)
 	}
@@ -102,13 +124,10 @@ func TestUserCancelsACallAsItsHoldEnds(t *testing.T) {
 // wait as it would begin: -32007, mayHaveExecuted false, one end in
 // history.
 func TestUserCancelsAWaitAsItsHoldEnds(t *testing.T) {
-	t.Cleanup(pool.SetRootsAskTimeout(time.Minute)) // the hold ends when the client answers
-	taken, resume, restore := pool.PauseReplaying()
-	t.Cleanup(restore)
 	var rec recorder
 	gate := filepath.Join(t.TempDir(), "starting")
-	tp := newTestPool(t, &pool.Options{Record: rec.record}, fake("fs", "-start-while", gate))
-	t.Cleanup(resume) // before the pool closes: the replay must not stay paused
+	// The hold ends when the client answers.
+	tp, taken, resume := pausedReplayPool(t, time.Minute, &rec, fake("fs", "-start-while", gate))
 
 	c := tp.dial(t, "fs")
 	c.initialize("a", `{"roots":{"listChanged":true}}`) // on a child that starts at once
@@ -124,24 +143,7 @@ func TestUserCancelsAWaitAsItsHoldEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.send(`{"jsonrpc":"2.0","id":"l","method":"logging/setLevel","params":{"level":"debug"}}`)
-	var held pool.RequestInfo
-	eventually(t, "the held request in flight", func() (ok bool) { held, ok = heldInFlight(tp, `"l"`); return ok })
-
-	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, ask.ID)
-	select { // the replay took the request, and waits
-	case <-taken:
-	case <-time.After(15 * time.Second):
-		t.Fatal("the held request was not replayed")
-	}
-	if err := tp.Cancel(held.PoolID); err != nil {
-		t.Errorf("cancel of the request the replay has in hand: %v", err)
-	}
-	resume()
-
-	m, _ := c.recvID(`"l"`)
-	if code, data := errorData(t, m); code != -32007 || *data.MayHaveExecuted {
-		t.Errorf("the cancelled request's answer: %s; want -32007, mayHaveExecuted false", m.raw)
-	}
+	held := cancelAsReplayTakes(t, tp, taken, resume, c, ask, `"l"`, "request")
 	rec.waitFor(t, "the request's end in history", func(e pool.Event) bool {
 		return e.Kind == pool.EventRequestDone && e.PoolID == held.PoolID
 	})
@@ -162,13 +164,9 @@ func TestUserCancelsAWaitAsItsHoldEnds(t *testing.T) {
 // end, cancelled. Before, the cancel waited behind the call, which went
 // on to the child, ran, and was answered before the cancel came to it.
 func TestClientCancelsACallHeldForRoots(t *testing.T) {
-	t.Cleanup(pool.SetRootsAskTimeout(500 * time.Millisecond))
-	taken, resume, restore := pool.PauseReplaying()
-	t.Cleanup(restore)
 	var rec recorder
 	logPath := filepath.Join(shortTempDir(t), "child.log")
-	tp := newTestPool(t, &pool.Options{Record: rec.record}, fake("fs", "-log", logPath))
-	t.Cleanup(resume) // before the pool closes: the replay must not stay paused
+	tp, taken, resume := pausedReplayPool(t, 500*time.Millisecond, &rec, fake("fs", "-log", logPath))
 
 	c := tp.dial(t, "fs")
 	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"a","version":"1"}}}`)

@@ -33,19 +33,7 @@ func testReattachManyInFlight(t *testing.T, relay bool) {
 	s.initialize("busy")
 	answers := readAnswers(s)
 	const calls = 400
-	for i := 1; i <= calls; i++ {
-		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":60000,"text":"never"}}}`, i))
-	}
-	waitFor(t, "every call to reach the child", func() bool {
-		written := 0
-		for _, r := range first.status().InFlight {
-			if r.WrittenToChild {
-				written++
-			}
-		}
-		return written == calls
-	})
-	goAway(t, first, true)
+	killWithCallsInFlight(t, first, s, calls)
 	second := serveHome(t, first.home)
 	waitFor(t, "an answer to every call in flight at the kill", func() bool { return answers.count() == calls })
 	for i := 1; i <= calls; i++ {
@@ -100,4 +88,30 @@ func checkResumed(t *testing.T, in *instance, client string) {
 		st.Sessions[0].ClientName != client || !strings.HasPrefix(st.Sessions[0].ReattachedFrom, "run ") {
 		t.Errorf("status after the restart: %v %s", err, out)
 	}
+}
+
+// killWithCallsInFlight sends calls tools/calls on s that sleep a
+// minute, waits for in's child to have every one, and kills in.
+func killWithCallsInFlight(t *testing.T, in *instance, s *shim, calls int) {
+	t.Helper()
+	for i := 1; i <= calls; i++ {
+		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":60000,"text":"never"}}}`, i))
+	}
+	waitWrittenToChild(t, in, "every call to reach the child", calls)
+	goAway(t, in, true)
+}
+
+// waitWrittenToChild waits until n of the requests in flight at in have
+// been written to its child.
+func waitWrittenToChild(t *testing.T, in *instance, what string, n int) {
+	t.Helper()
+	waitFor(t, what, func() bool {
+		written := 0
+		for _, r := range in.status().InFlight {
+			if r.WrittenToChild {
+				written++
+			}
+		}
+		return written == n
+	})
 }

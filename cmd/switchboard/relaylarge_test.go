@@ -23,15 +23,7 @@ func TestRelayCountsLargeMessagesAcrossAKill(t *testing.T) {
 	waitFor(t, "the 2 MB answer", func() bool { _, ok := answers.get(`"big"`); return ok })
 	s.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":60000,"text":"never"}}}`)
 	s.send(`{"jsonrpc":"2.0","id":"large","method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":60000,"text":"` + strings.Repeat("y", 1_500_000) + `"}}}`)
-	waitFor(t, "both calls to reach the child", func() bool {
-		written := 0
-		for _, r := range first.status().InFlight {
-			if r.WrittenToChild {
-				written++
-			}
-		}
-		return written == 2
-	})
+	waitWrittenToChild(t, first, "both calls to reach the child", 2)
 	goAway(t, first, true)
 	serveHome(t, first.home)
 	// The next pool answers what it owed before anything the client sends

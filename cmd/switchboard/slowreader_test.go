@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -32,19 +31,7 @@ func TestGiveUpAnswersASlowReader(t *testing.T) {
 	s, stdout := connectOwnPipe(t, first)
 	s.initialize("slow-reader")
 	const calls = 400
-	for i := 1; i <= calls; i++ {
-		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":60000,"text":"never"}}}`, i))
-	}
-	waitFor(t, "every call to reach the child", func() bool {
-		written := 0
-		for _, r := range first.status().InFlight {
-			if r.WrittenToChild {
-				written++
-			}
-		}
-		return written == calls
-	})
-	goAway(t, first, true)
+	killWithCallsInFlight(t, first, s, calls)
 	// The client reads nothing until connect has filled its pipe.
 	waitForWithin(t, userStartWait+30*time.Second, "connect to fill its client's pipe", func() bool {
 		return pipeHolds(t, stdout) >= 60<<10
