@@ -385,8 +385,10 @@
 //     [httpFront.legacy], [httpFront.drop]. A rotation of the token ends
 //     at once what the old one let in: the legacy sessions opened with it
 //     (streams, POSTs, their share of the child) and the 2026-07-28
-//     requests that carried it, cancelled at the child:
-//     [Pool.HTTPTokenRotated], [httpFront.rotated], [grant.revoked].
+//     requests that carried it, cancelled at the child, a call held for
+//     its client's retry (MRTR) included, whose requestState is unknown
+//     from then on: [Pool.HTTPTokenRotated], [httpFront.rotated],
+//     [grant.revoked], [mrtrHolds.revoke], [mrtrHolds.put].
 //   - A client that closes its input, or whose server is removed, gets
 //     its answers before its session ends, those queued for it written
 //     out, unless a write waited EvictAfter for it; one that stops reading

@@ -30,6 +30,7 @@ type exchange struct {
 	stateless bool   // a 2026-07-28 request on a stateless session: caps and client are its own
 	caps      clientCaps
 	client    Implementation
+	gate      *grant // a 2026-07-28 HTTP request's: the token it carried, whose rotation ends its call held for a retry (mrtr.go)
 
 	answered chan response // cap 1: the answer (a request has one), or none (line nil): the client cancelled it
 	related  *relatedQueue // stream only: what comes before the answer
@@ -84,6 +85,15 @@ func newStatelessExchange(key string, stream bool, o *Options, m []byte) *exchan
 		x.client.Version, _ = jsonrpc.String(info, jsonrpc.Member(info, "version"))
 	}
 	return x
+}
+
+// gateOf is what x's request was let in with by the HTTP front door's
+// gate; nil for none (stdio, a legacy session's request).
+func gateOf(x *exchange) *grant {
+	if x == nil {
+		return nil
+	}
+	return x.gate
 }
 
 // respond hands the caller the answer. It never blocks; a second answer

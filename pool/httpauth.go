@@ -204,9 +204,11 @@ func httpToken(s string) bool {
 // end, and its share of the child and its turn to answer the child's
 // questions go with it; its id is unknown from then on), and each
 // 2026-07-28 request carried with one, cancelled at the child as a
-// closed response would be. A client holding the old token gets 401 from
-// then on. Call it once Options.HTTPToken returns the new token; calls
-// must not overlap.
+// closed response would be, its call held for the client's retry (MRTR)
+// included: a retry with its requestState is answered as one with a
+// requestState the pool never gave out. A client holding the old token
+// gets 401 from then on. Call it once Options.HTTPToken returns the new
+// token; calls must not overlap.
 func (p *Pool) HTTPTokenRotated() {
 	if h := p.front.Load(); h != nil {
 		h.rotated()
@@ -237,6 +239,12 @@ func (g *grant) revoked() bool {
 	return false
 }
 
+// rotatedAway reports whether g's token is no longer the one the gate
+// takes; never for nil, a request that came by no HTTP gate.
+func (g *grant) rotatedAway() bool {
+	return g != nil && g.h.token() != g.token
+}
+
 // rotation is closed at the next rotation of the token.
 func (h *httpFront) rotation() <-chan struct{} {
 	h.mu.Lock()
@@ -253,8 +261,10 @@ func (h *httpFront) token() string {
 }
 
 // rotated ends the legacy sessions opened with another token than the
-// current one, and wakes the requests in flight to check theirs (grant).
-// A session opened as this runs is checked by open itself.
+// current one and the calls held for the retries of requests that
+// carried another (cancelled at the child), and wakes the requests in
+// flight to check theirs (grant). A session opened as this runs is
+// checked by open itself, a call held as this runs by mrtrHolds.put.
 func (h *httpFront) rotated() {
 	now := h.token()
 	h.mu.Lock()
@@ -270,6 +280,9 @@ func (h *httpFront) rotated() {
 	h.mu.Unlock()
 	for _, hs := range old {
 		hs.s.close(errTokenRotated)
+	}
+	for _, x := range h.p.holds.revoke(now) {
+		x.b.cancel(x.p, errTokenRotated.Error())
 	}
 }
 

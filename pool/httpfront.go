@@ -328,7 +328,8 @@ func (h *httpFront) drop(sid string, hs *httpSession, reason error) {
 // exchange serves a 2026-07-28 request as an exchange on the server's
 // stateless session, under a key of its own; closing its response before
 // the answer cancels it at the child, and so does a rotation of the token
-// it carried (g).
+// it carried (g), even once its call is held for the client's retry
+// (mrtr.go).
 func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server, msg *jsonrpc.Message, g *grant) {
 	st, err := h.statelessFor(srv)
 	if err != nil {
@@ -338,6 +339,7 @@ func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server
 	defer h.release(st)
 	key := "x" + strconv.FormatUint(h.nextKey.Add(1), 10) // no client id looks like this: ids are JSON
 	x := newStatelessExchange(key, takesStream(r, msg), &h.p.opts, msg.Meta.Of(msg.Raw))
+	x.gate = g
 	st.s.handleMessage(msg, x)
 	switch h.await(newPostOut(w, "", msg.IDBytes()), r, st.s, x, g) {
 	case awaitGone:

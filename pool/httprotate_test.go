@@ -3,8 +3,11 @@ package pool_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -175,4 +178,112 @@ func (c *httpClient) callWith(body string, header []string) {
 	if resp.StatusCode != http.StatusOK {
 		c.t.Fatalf("POST %s: %s %s", body, resp.Status, b)
 	}
+}
+
+// TestHTTPRotationEndsHeldCalls: a 2026-07-28 client let in with the old
+// token calls a tool whose legacy child asks for sampling; the pool
+// answers input_required and holds the call at the child for the
+// client's retry (MRTR). The rotation ends that call as it ends the old
+// token's requests in flight: the child is told it was cancelled, and a
+// retry with the new token and the old requestState is answered as one
+// whose requestState the pool never gave out. A stdio client's held
+// call, which no token let in, goes on and completes. On the first
+// edition the rotation reached only POSTs waiting for their answers: the
+// held call ran on, and the new token's retry completed it.
+func TestHTTPRotationEndsHeldCalls(t *testing.T) {
+	var token atomic.Pointer[string]
+	old, fresh := "old-token", "new-token"
+	token.Store(&old)
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, &pool.Options{HTTPToken: func() string { return *token.Load() }}, fake("srv", "-log", logPath))
+	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	call := func(body, tok string) msg {
+		t.Helper()
+		resp := h.post(body, "Authorization", "Bearer "+tok)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var m msg
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("POST %s: %s %q", body, resp.Status, b)
+		}
+		m.raw = resp.Status + " " + string(b)
+		return m
+	}
+	answer := func(r inputRequiredResult) string {
+		for key := range r.InputRequests {
+			return `,"requestState":"` + r.RequestState + `","inputResponses":{"` + key +
+				`":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`
+		}
+		t.Fatalf("no question in %+v", r)
+		return ""
+	}
+
+	stdio := tp.dial(t, "srv")
+	stdio.send(askCall("11", "sampling", ""))
+	m, _ := stdio.recvID("11")
+	kept := readResult(t, m)
+	if kept.ResultType != "input_required" || len(tp.Snapshot().InFlight) != 1 {
+		t.Fatalf("the stdio client's call: %s; in flight: %+v", m.raw, tp.Snapshot().InFlight)
+	}
+	stdioCall := tp.Snapshot().InFlight[0].PoolID
+	held := readResult(t, call(askCall("1", "sampling", ""), old))
+	if held.ResultType != "input_required" {
+		t.Fatalf("the old token's call: %+v", held)
+	}
+	var heldCall uint64
+	for _, r := range tp.Snapshot().InFlight {
+		if r.PoolID != stdioCall {
+			heldCall = r.PoolID
+		}
+	}
+
+	token.Store(&fresh)
+	tp.HTTPTokenRotated()
+
+	cancelled := func() []string {
+		var ids []string
+		for _, m := range childLog(t, logPath) {
+			if m["method"] == "notifications/cancelled" {
+				params, _ := m["params"].(map[string]any)
+				ids = append(ids, fmt.Sprint(params["requestId"]))
+			}
+		}
+		return ids
+	}
+	eventually(t, "the old token's held call to be cancelled at the child", func() bool { return len(cancelled()) > 0 },
+		func() string { return fmt.Sprintf("in flight: %+v", tp.Snapshot().InFlight) })
+	if ids := cancelled(); len(ids) != 1 || ids[0] != fmt.Sprint(heldCall) {
+		t.Fatalf("the child was told to cancel %v, want the old token's held call %d alone", ids, heldCall)
+	}
+	if in := tp.Snapshot().InFlight; len(in) != 1 || in[0].PoolID != stdioCall {
+		t.Fatalf("in flight after the rotation: %+v, want the stdio client's held call alone", in)
+	}
+
+	retry := call(askCall("2", "sampling", answer(held)), fresh)
+	unknown := call(askCall("3", "sampling", strings.Replace(answer(held), held.RequestState, "sb1."+strings.Repeat("0", 32), 1)), fresh)
+	if strings.Contains(retry.raw, "forty-two") {
+		t.Fatalf("the held call of the rotated token completed for the new token's retry: %s", retry.raw)
+	}
+	if outcome(retry) != outcome(unknown) {
+		t.Fatalf("the retry with the rotated-away requestState: %s; with an unknown one: %s", retry.raw, unknown.raw)
+	}
+
+	stdio.send(askCall("12", "sampling", answer(kept)))
+	m, _ = stdio.recvID("12")
+	if done := readResult(t, m); done.ResultType != "complete" || len(done.Content) != 1 || !strings.Contains(done.Content[0].Text, "forty-two") {
+		t.Fatalf("the stdio client's retry after the rotation: %s", m.raw)
+	}
+}
+
+// outcome is what kind of answer m is: an error's code, or a result's
+// resultType.
+func outcome(m msg) string {
+	if m.Error != nil {
+		return fmt.Sprint("error ", m.Error.Code)
+	}
+	var r struct {
+		ResultType string `json:"resultType"`
+	}
+	_ = json.Unmarshal(m.Result, &r)
+	return "result " + r.ResultType
 }

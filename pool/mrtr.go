@@ -68,6 +68,7 @@ func requiredCapability(capability string) (data map[string]any, name string) {
 type mrtrHold struct {
 	state   string   // the requestState the client must echo; unguessable
 	owner   *session // the session whose call it holds: its share counts it (mrtrHolds.put)
+	gate    *grant   // what the HTTP request whose call it holds was let in with: a rotation of its token ends the hold (revoke); nil off HTTP
 	key     string   // the inputRequests key
 	b       *backend
 	p       *pending
@@ -107,7 +108,10 @@ var holdKeep = 10 * time.Minute
 // put registers x, unless its owner holds its share of calls waiting for
 // a retry already (Options.MaxSessionInFlight): a held call has left the
 // session's requests in flight, and a client that never comes back must
-// not pile them up on the child without end. Now and then it forgets
+// not pile them up on the child without end. Nor does it register a hold
+// whose request's token was rotated away (x.gate): the rotation may have
+// looked for the old token's holds already (revoke), and its request,
+// ended by the rotation, is not to be retried. Now and then it forgets
 // holds whose call ended unanswered or whose answer waited too long:
 // clients need not come back.
 func (h *mrtrHolds) put(x *mrtrHold) bool {
@@ -124,7 +128,7 @@ func (h *mrtrHolds) put(x *mrtrHold) bool {
 			}
 		}
 	}
-	if h.per[x.owner] >= x.owner.p.opts.MaxSessionInFlight {
+	if h.per[x.owner] >= x.owner.p.opts.MaxSessionInFlight || x.gate.rotatedAway() {
 		return false
 	}
 	h.m[x.state] = x
@@ -179,6 +183,20 @@ func (h *mrtrHolds) dropLocked(state string) *mrtrHold {
 	return x
 }
 
+// revoke takes out the holds of requests let in with another token than
+// now, the HTTP front door's since its rotation, for the caller to end:
+// what the old token let in ends with it.
+func (h *mrtrHolds) revoke(now string) (old []*mrtrHold) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for state, x := range h.m {
+		if x.gate != nil && x.gate.token != now {
+			old = append(old, h.dropLocked(state))
+		}
+	}
+	return old
+}
+
 // none reports, without the lock, that no hold waits: a retry can only
 // follow the answer that named its hold, and that answer is sent after
 // put.
@@ -198,7 +216,7 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 	// declare); a call that did not is failed for it (-32021) only when it
 	// is the one call that can have asked: no other modern call, no
 	// legacy client to ask.
-	p, owner, _, only := b.reqs.mrtrCarrier(capability)
+	p, owner, ex, only := b.reqs.mrtrCarrier(capability)
 	if p == nil {
 		if only == nil || b.pickSession(msg) != nil {
 			return false // asked as a legacy child's question is (onChildRequest)
@@ -211,12 +229,12 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 		b.finish(only, o)
 		return true
 	}
-	x := &mrtrHold{state: newRequestState(), owner: owner, key: "sb-" + strconv.FormatUint(b.p.nextID.Add(1), 10), b: b, p: p,
+	x := &mrtrHold{state: newRequestState(), owner: owner, gate: gateOf(ex), key: "sb-" + strconv.FormatUint(b.p.nextID.Add(1), 10), b: b, p: p,
 		childID: childID, server: b.srv.name, method: p.method, name: p.name, created: time.Now(),
 		request: questionOf(msg), kept: make(chan struct{})}
 	if !b.p.holds.put(x) {
-		// The client has its share of calls waiting for its answers: this
-		// question cannot reach it.
+		// The client has its share of calls waiting for its answers, or
+		// its token was rotated away: this question cannot reach it.
 		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errNoClient, false, "", msg.Method)))
 		return true
 	}
@@ -384,8 +402,14 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 		// The client did not answer: ask again, as the spec prefers to
 		// an error. The question is the same; only the state is new.
 		slot := s.ending(p, id, ex)
-		x.state, x.owner = newRequestState(), s
-		if !s.p.holds.put(x) { // another question took the room this retry gave back
+		x.state, x.owner, x.gate = newRequestState(), s, gateOf(ex)
+		if !s.p.holds.put(x) {
+			if x.gate.rotatedAway() { // as the retry came: its call ends as the rotation ended the token's others
+				b.cancel(p, errTokenRotated.Error())
+				s.answerError(ex, id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "unauthorized: " + errTokenRotated.Error()}, slot)
+				return true
+			}
+			// another question took the room this retry gave back
 			s.answerError(ex, id, newError(errSessionBusy, false, "", s.p.opts.MaxSessionInFlight), slot)
 			return true
 		}
