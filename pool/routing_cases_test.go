@@ -33,7 +33,8 @@ import (
 // A case's sections:
 //
 //	-- setup --     the clients (client NAME [sampling]), and optionally
-//	                timeout DURATION (the server's request timeout)
+//	                timeout DURATION (the server's request timeout, for
+//	                the steps: see below)
 //	-- steps --     in order: NAME: LINE sends LINE as client NAME;
 //	                child: LINE writes LINE as the child (LINE || LINE ...
 //	                writes several with one write, an empty one a blank
@@ -53,7 +54,11 @@ import (
 // same names. The child's handshake and each client's initialize happen
 // before the steps and are not shown. After the steps every client is
 // closed, in order, and a last request passes through the child's queue,
-// so that everything the pool sent is shown.
+// so that everything the pool sent is shown. The case's timeout is the
+// steps' only: the start and the last request run under the default, as
+// a slow machine may take longer than a short timeout to start the child
+// (a wait for its handshake is bounded by the request timeout too), and
+// a case is about the steps.
 //
 // go test ./pool -run TestRouting -update writes the .out sections from
 // what happened.
@@ -214,6 +219,7 @@ type routingCase struct {
 	child   *party
 	childW  chan net.Conn
 	barrier chan struct{}
+	cfg     pool.ServerConfig // the server as started and as the barrier finds it: the default request timeout
 
 	connMu sync.Mutex // the child's connection, set once it started; writes
 	conn   net.Conn
@@ -255,11 +261,12 @@ func runRoutingCase(t *testing.T, file string) {
 		caps string
 	}
 	var decls []clientDecl
+	var timeout time.Duration
 	for _, line := range lines(sections["setup"]) {
 		f := strings.Fields(line)
 		switch {
 		case f[0] == "timeout" && len(f) == 2:
-			if cfg.RequestTimeout, err = time.ParseDuration(f[1]); err != nil {
+			if timeout, err = time.ParseDuration(f[1]); err != nil {
 				t.Fatal(err)
 			}
 		case f[0] == "client" && len(f) >= 2:
@@ -272,6 +279,7 @@ func runRoutingCase(t *testing.T, file string) {
 			t.Fatalf("setup: %q", line)
 		}
 	}
+	rc.cfg = cfg
 	rc.tp = newTestPool(t, nil, cfg)
 
 	for i, d := range decls {
@@ -289,6 +297,13 @@ func runRoutingCase(t *testing.T, file string) {
 				pt.add(pt.normalize([]byte(m.raw)))
 			}
 		}()
+	}
+	if timeout != 0 {
+		// The child has started and answered its handshake: the case's
+		// timeout, a setting a reload changes on the running child,
+		// bounds the steps' requests, not the start.
+		cfg.RequestTimeout = timeout
+		rc.apply(cfg)
 	}
 	for _, step := range lines(sections["steps"]) {
 		rc.step(step)
@@ -456,14 +471,25 @@ func (rc *routingCase) close(name string) {
 	<-rc.parties[name].eof
 }
 
+// apply makes cfg the pool's config.
+func (rc *routingCase) apply(cfg pool.ServerConfig) {
+	rc.t.Helper()
+	if err := rc.tp.Apply([]pool.ServerConfig{cfg}); err != nil {
+		rc.t.Fatalf("apply: %v", err)
+	}
+}
+
 // finish closes the clients still open, in order, then passes a barrier
 // request through the child's queue, so that everything queued for the
-// child before it has reached the child, then stops the pool.
+// child before it has reached the child, then stops the pool. The
+// barrier runs under the default request timeout: it is the test's, not
+// the case's.
 func (rc *routingCase) finish() {
 	t := rc.t
 	for _, name := range rc.order {
 		rc.close(name)
 	}
+	rc.apply(rc.cfg)
 	b := rc.tp.dial(t, "srv")
 	b.initialize("barrier", "")
 	b.send(`{"jsonrpc":"2.0","id":"barrier","method":"test/barrier"}`)
