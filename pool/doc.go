@@ -428,7 +428,15 @@
 //     last ends; roots/list, which the pool answers at once, pauses
 //     nothing: [personAnswers], [requestTable.addQuestion],
 //     [requestTable.pauseCallsLocked], [requestTable.forgetQuestionLocked],
-//     [requestTable.pauseLocked], [requestTable.resumeLocked].
+//     [requestTable.pauseLocked], [requestTable.resumeLocked]. A legacy
+//     client's call to a 2026-07-28 child keeps one timeout over its
+//     rounds of questions: while the pool asks the client an elicitation
+//     or a sampling it waits, with the same bound, past which the call
+//     ends saying the client did not answer; the retry with the answers
+//     goes on with what was left, and its error names the call's timeout;
+//     the questions end with the call (cancelled, its client gone):
+//     [backend.askLegacyClient], [requestTable.carry], [inputRound.retry],
+//     [backend.cancel].
 //   - At most once: when a child dies, what it had not been written is
 //     re-queued, what it had is answered with mayHaveExecuted (once retried
 //     if declared safe to repeat, and still "may have run" after that);

@@ -154,3 +154,11 @@ func PauseReplayUntilHandBackWaits() (taken <-chan struct{}, restore func()) {
 
 // HelloLimit is the longest hello line p takes.
 func (p *Pool) HelloLimit() int { return p.helloLimit() }
+
+// BridgedQuestions is how many of 2026-07-28 children's questions the
+// pool has put to legacy clients and still waits to hear answered.
+func BridgedQuestions(p *Pool) int {
+	p.rounds.mu.Lock()
+	defer p.rounds.mu.Unlock()
+	return len(p.rounds.m)
+}

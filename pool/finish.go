@@ -246,7 +246,12 @@ func (b *backend) expire(p *pending) {
 // cancel ends p because its client cancelled it or went away. The client
 // gets no answer (MCP: a cancelled request is not answered); the child
 // gets notifications/cancelled if it saw the request. Late answers are
-// orphans.
+// orphans. A call the child answered with questions for its client ends
+// with them (inputbridge.go).
 func (b *backend) cancel(p *pending, reason string) {
-	b.finish(p, outcome{kind: endByClient, reason: reason})
+	if !b.finish(p, outcome{kind: endByClient, reason: reason}) {
+		if x := b.p.rounds.of(p); x != nil {
+			x.end(nil)
+		}
+	}
 }

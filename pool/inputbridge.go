@@ -2,6 +2,7 @@ package pool
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"time"
@@ -17,6 +18,12 @@ import (
 // the child's requestState; the client sees one call and one result.
 // A roots/list among the questions is never the client's: the pool
 // answers it from the roots it gives a legacy child (roots.go).
+//
+// The call keeps one timeout over its rounds, the one it came with: a
+// question a person answers (an elicitation, a sampling: personAnswers)
+// pauses it, as a legacy child's question pauses its calls', bounded by
+// holdKeep, and the retry goes on with what was left (requestTable.carry).
+// The round ends with its call: cancelled, or its client gone.
 
 // inputRound is one input_required answer being turned into questions to
 // a legacy client.
@@ -27,6 +34,14 @@ type inputRound struct {
 	origID []byte          // the client's id of the call
 	to     *exchange       // the HTTP POST waiting for the call's answer; nil: the session's output
 	state  json.RawMessage // the child's requestState, echoed back; nil if none
+
+	// The call's timeout (which its errors name), what was left of it
+	// when the child asked, and when that was; person: a question waits
+	// for a person, and the call's timeout with it.
+	timeout, remaining time.Duration
+	asked              time.Time
+	person             bool
+
 	timer  *time.Timer
 	mu     sync.Mutex
 	left   map[uint64]string // question id -> inputRequests key, not yet answered
@@ -48,6 +63,18 @@ func (r *inputRounds) add(id uint64, x *inputRound) {
 		r.m = map[uint64]*inputRound{}
 	}
 	r.m[id] = x
+}
+
+// of is the round of call p that waits for its client's answers, if any.
+func (r *inputRounds) of(p *pending) *inputRound {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, x := range r.m {
+		if x.call == p {
+			return x
+		}
+	}
+	return nil
 }
 
 func (r *inputRounds) take(id uint64) *inputRound {
@@ -117,7 +144,10 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 		}
 	}
 	x := &inputRound{b: b, sess: sess, call: p, origID: origID, to: e.x, state: r.RequestState, left: map[uint64]string{},
-		answer: map[string]json.RawMessage{}}
+		answer: map[string]json.RawMessage{}, timeout: e.timeout, remaining: b.reqs.timeLeft(e.deadline), asked: time.Now()}
+	if x.timeout == 0 { // (a client's call always has one)
+		x.timeout, x.remaining = b.requestTimeout(), b.requestTimeout()
+	}
 	questions := make([][]byte, 0, len(r.InputRequests))
 	ids := make([]uint64, 0, len(r.InputRequests))
 	for key, q := range r.InputRequests {
@@ -127,6 +157,7 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 		}
 		id := b.p.nextID.Add(1)
 		x.left[id] = key
+		x.person = x.person || personAnswers(q.Method)
 		ids = append(ids, id)
 		params := q.Params
 		if q.Method == "elicitation/create" {
@@ -140,18 +171,27 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 	}
 	// The round is complete before it is shared; its timer is armed once
 	// it is (so that an end by the timer finds every question to take
-	// back), under its lock, unless an answer already ended it.
+	// back), under its lock, unless an answer already ended it. A call
+	// its client cancelled meanwhile (untracked before its cancel looks
+	// for its round) asks nothing.
 	for _, id := range ids {
 		b.p.rounds.add(id, x)
 	}
-	timeout := b.requestTimeout()
+	wait, named := x.remaining, x.timeout // the call's timeout runs on
+	if x.person {
+		wait, named = holdKeep, holdKeep
+	}
 	x.mu.Lock()
 	if !x.over {
-		x.timer = time.AfterFunc(timeout, func() {
-			x.end(newError(errQuestionsUnanswered, true, b.srv.name, b.srv.name, timeout))
+		x.timer = time.AfterFunc(wait, func() {
+			x.end(newError(errQuestionsUnanswered, true, b.srv.name, b.srv.name, named))
 		})
 	}
 	x.mu.Unlock()
+	if !sess.tracks(p, origID, e.x) {
+		x.end(nil)
+		return true, nil
+	}
 	for _, q := range questions {
 		sess.deliver(q)
 	}
@@ -205,7 +245,8 @@ func stopTimer(t *time.Timer) {
 }
 
 // end gives up the round: the client gets err for its call, unless it
-// cancelled the call meanwhile (its id may be another request's now).
+// cancelled the call meanwhile (its id may be another request's now), or
+// err is nil (the call ended unanswered).
 func (x *inputRound) end(err *jsonrpc.Error) {
 	x.mu.Lock()
 	if x.over {
@@ -221,11 +262,22 @@ func (x *inputRound) end(err *jsonrpc.Error) {
 	for id := range left {
 		x.b.p.rounds.take(id)
 	}
-	x.sess.answerIfCurrent(x.call, x.origID, x.to, jsonrpc.AppendErrorResponse(nil, x.origID, err), err.Code)
+	if err != nil {
+		x.sess.answerIfCurrent(x.call, x.origID, x.to, jsonrpc.AppendErrorResponse(nil, x.origID, err), err.Code)
+	}
+}
+
+// tracks reports whether p is still the session's request of the client's
+// id, carried by x: not cancelled, its session not gone.
+func (s *session) tracks(p *pending, id []byte, x *exchange) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight[keyOf(id, x)] == p && !isClosed(s.closed)
 }
 
 // retry sends the call to the child again, as the same client request,
-// with the answers and the child's requestState.
+// with the answers and the child's requestState, and what was left of
+// the call's timeout.
 func (x *inputRound) retry() {
 	p, s := x.call, x.sess
 	msg, err := jsonrpc.Parse(p.line)
@@ -256,10 +308,18 @@ func (x *inputRound) retry() {
 	}
 	s.trackLocked(key, x.origID, next)
 	s.mu.Unlock()
+	left := x.remaining
+	if !x.person { // nobody was waited for: the call's timeout ran on
+		left -= time.Since(x.asked)
+	}
+	x.b.reqs.carry(next, x.timeout, x.timeout-left)
 	s.p.emit(&Event{Kind: EventRequestReceived, Time: next.received, Server: s.srv.name, Session: s.id, PoolID: id,
 		Method: next.method, Name: next.name, OriginalID: string(x.origID), Size: len(line),
 		Payload: x.b.capture(line)})
-	if err := x.b.send(next); err != nil { // (ended meanwhile: finish does nothing)
+	switch err := x.b.send(next); {
+	case errors.Is(err, errPastDeadline): // nothing was left of the call's timeout
+		x.b.expire(next)
+	case err != nil: // (ended meanwhile: finish does nothing)
 		x.b.finish(next, outcome{kind: endRefused, rpcErr: asRPCError(err, s.srv.name)})
 	}
 }

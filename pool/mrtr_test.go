@@ -269,13 +269,16 @@ func TestMRTRHoldsAreBounded(t *testing.T) {
 	}
 }
 
-// A legacy client that never answers the pool's questions gets -32001 at
-// the request timeout. A client that cancelled its call meanwhile and
-// gave the id to a new request gets that request's answer only: the
-// abandoned round ends without a word. (Under -race the first case also
-// checks that the round's timer is armed only once the round is whole.)
+// A legacy client that never answers the pool's questions gets -32001,
+// saying it did not answer, once the wait for a person is over (here the
+// pool waits 1 s, not 10 minutes), not at the request timeout. A client
+// that cancelled its call meanwhile and gave the id to a new request gets
+// that request's answer only: the abandoned round ends without a word.
+// (Under -race the first case also checks that the round's timer is
+// armed only once the round is whole.)
 func TestUnansweredQuestions(t *testing.T) {
-	const timeout = 500 * time.Millisecond
+	const timeout, keep = 200 * time.Millisecond, time.Second
+	t.Cleanup(pool.SetHoldKeep(keep)) // restored once the pool has closed
 	cfg := fake("srv", "-era", "modern")
 	cfg.RequestTimeout = timeout
 	tp := newTestPool(t, nil, cfg)
@@ -286,8 +289,13 @@ func TestUnansweredQuestions(t *testing.T) {
 	if q := c.recv(); q.Method != "sampling/createMessage" {
 		t.Fatalf("want the child's question, got %s", q.raw)
 	}
-	if m, _ := c.recvID(`"call"`); m.Error == nil || m.Error.Code != -32001 {
-		t.Fatalf("unanswered questions: want -32001, got %s", m.raw)
+	asked := time.Now()
+	m, _ := c.recvID(`"call"`)
+	if m.Error == nil || m.Error.Code != -32001 || !strings.Contains(m.Error.Message, "the client did not answer") {
+		t.Fatalf("unanswered questions: want -32001 saying the client did not answer, got %s", m.raw)
+	}
+	if waited := time.Since(asked); waited < keep-100*time.Millisecond {
+		t.Fatalf("unanswered questions ended after %s, before the wait for a person (%s)", waited, keep)
 	}
 
 	d := tp.dial(t, "srv")
@@ -296,14 +304,14 @@ func TestUnansweredQuestions(t *testing.T) {
 	if q := d.recv(); q.Method != "sampling/createMessage" {
 		t.Fatalf("want the child's question, got %s", q.raw)
 	}
-	asked := time.Now()
+	asked = time.Now()
 	d.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"call","reason":"user"}}`)
 	d.call(`"call"`, "echo", `{"text":"mine"}`) // the same id, a new request
 	if m, _ := d.recvID(`"call"`); m.text() != "mine" {
 		t.Fatalf("the new request: %s", m.raw)
 	}
-	// Until past the abandoned round's timeout, nothing else may come.
-	for i := 0; time.Since(asked) < timeout+100*time.Millisecond; i++ {
+	// Until past the abandoned round's wait, nothing else may come.
+	for i := 0; time.Since(asked) < keep+100*time.Millisecond; i++ {
 		d.call(fmt.Sprint(i), "sleep", `{"ms":100}`)
 		if m, other := d.recvID(fmt.Sprint(i)); m.Error != nil || len(other) != 0 {
 			t.Fatalf("while the abandoned round ran out: %s, and before it %d more: %v", m.raw, len(other), other)

@@ -134,8 +134,9 @@ type inFlight struct {
 	elicited map[string]elicited
 
 	// paused: the requests whose timeouts waited, or wait, for a
-	// client's answer to a child's question, by pool id (pauseLocked).
-	// Made by the first.
+	// client's answer to a child's question, by pool id (pauseLocked),
+	// and the retries that carry their calls' timeouts (carry). Made by
+	// the first.
 	paused map[uint64]timeoutPause
 
 	// nextDeadline is when the sweep timer fires, zero when it is not
@@ -176,19 +177,27 @@ const (
 // above zero gives the request a deadline, timeout after it was received,
 // after which the table's expire is called for it unless it ended first.
 // The deadline is set once: a later change of the server's timeout
-// applies to requests registered after it (timeoutOf). A request whose
-// deadline has passed already is refused, never queued, with its
-// deadline set for timeoutOf.
+// applies to requests registered after it (timeoutOf). A call's retry
+// with its client's answers goes on with what was left of the call's
+// timeout instead (carry). A request whose deadline has passed already
+// is refused, never queued, with its deadline set for timeoutOf.
 func (t *requestTable) register(p *pending, limit int, timeout time.Duration) (r registration, sess *session, n int) {
 	t.update(func(in *inFlight) {
 		n = len(in.pending)
 		r = p.sess.handedOn(p.id) // a cancel came first, or it goes on
+		// Its deadline, 0 for none: a carried timeout's, or timeout's.
+		var deadline time.Duration
+		if w, carried := in.paused[p.id]; carried {
+			deadline = p.received.Sub(t.base) + w.timeout - w.used
+		} else if timeout > 0 {
+			deadline = p.received.Sub(t.base) + timeout
+		}
 		switch {
 		case p.state != stNew:
 			r = alreadyEnded
 		case r != registered:
-		case timeout > 0 && p.received.Sub(t.base)+timeout <= time.Since(t.base):
-			p.deadline = p.received.Sub(t.base) + timeout
+		case deadline != 0 && deadline <= time.Since(t.base):
+			p.deadline = deadline
 			r = pastDeadline
 		case n >= limit:
 			r = tableFull
@@ -198,9 +207,9 @@ func (t *requestTable) register(p *pending, limit int, timeout time.Duration) (r
 			if p.token != 0 {
 				in.tokens[p.token] = p
 			}
-			if timeout > 0 {
+			if deadline != 0 {
 				now := time.Since(t.base)
-				p.deadline = p.received.Sub(t.base) + timeout
+				p.deadline = deadline
 				if in.nextDeadline == 0 || p.deadline < in.nextDeadline {
 					t.armLocked(in, p.deadline, now)
 				}
@@ -216,17 +225,47 @@ func (t *requestTable) register(p *pending, limit int, timeout time.Duration) (r
 // waits for its client's answer, its deadline the pause's bound
 // (pauseLocked).
 func (t *requestTable) timeoutOf(p *pending) (d time.Duration, held bool) {
-	t.update(func(in *inFlight) {
-		w, paused := in.paused[p.id]
-		switch {
-		case p.deadline == 0:
-		case paused:
-			d, held = w.timeout, w.n > 0
-		default:
-			d = p.deadline - p.received.Sub(t.base)
-		}
-	})
+	t.update(func(in *inFlight) { d, held = t.timeoutLocked(in, p) })
 	return d, held
+}
+
+// timeoutLocked is timeoutOf under the table's lock.
+func (t *requestTable) timeoutLocked(in *inFlight, p *pending) (d time.Duration, held bool) {
+	w, paused := in.paused[p.id]
+	switch {
+	case p.deadline == 0:
+	case paused:
+		d, held = w.timeout, w.n > 0
+	default:
+		d = p.deadline - p.received.Sub(t.base)
+	}
+	return d, held
+}
+
+// carry makes p, a call's retry with its client's answers to the child's
+// questions (inputbridge.go), go on with what was left of the call's
+// timeout rather than with a timeout of its own: timeout is the call's,
+// used what its earlier requests took of it. p's error names timeout.
+// Called before p is sent; nothing once p has ended.
+func (t *requestTable) carry(p *pending, timeout, used time.Duration) {
+	if timeout <= 0 {
+		return
+	}
+	t.update(func(in *inFlight) {
+		if p.state != stNew {
+			return
+		}
+		if in.paused == nil {
+			in.paused = map[uint64]timeoutPause{}
+		}
+		in.paused[p.id] = timeoutPause{timeout: timeout, used: used}
+	})
+}
+
+// timeLeft is what is left, now, of a timeout that ends at deadline
+// (ended.deadline).
+func (t *requestTable) timeLeft(deadline time.Duration) time.Duration {
+	return deadline - time.Since(t.base)
 }
 
 // timeoutPause is a request's timeout while a person may be answering
@@ -234,9 +273,11 @@ func (t *requestTable) timeoutOf(p *pending) (d time.Duration, held bool) {
 // legacy client's question relayed during the call (addQuestion). It
 // waits from the first question to the last answer, each such wait
 // bounded by how long a held call is kept for its retry (holdKeep), then
-// goes on with what was left.
+// goes on with what was left. A call's retry carries its call's timeout
+// in one (carry).
 type timeoutPause struct {
 	timeout time.Duration // the timeout its deadline was set from
+	used    time.Duration // what the call's earlier requests took of it (carry)
 	waited  time.Duration // how long it waited in the waits that ended
 	from    time.Duration // when the wait under way began, since the table's base
 	n       int           // the questions it waits for: it waits while n > 0
@@ -273,7 +314,7 @@ func (t *requestTable) resumeLocked(in *inFlight, p *pending, now time.Duration)
 	}
 	if w.n--; w.n == 0 {
 		w.waited += now - w.from
-		p.deadline = p.received.Sub(t.base) + w.timeout + w.waited
+		p.deadline = p.received.Sub(t.base) + w.timeout - w.used + w.waited
 		if in.nextDeadline == 0 || p.deadline < in.nextDeadline {
 			t.armLocked(in, p.deadline, now)
 		}
@@ -478,7 +519,9 @@ type ended struct {
 	mayHaveRun bool // it may have reached a child
 	writing    bool // it ended while being written: its writer had not yet marked it written
 	pid        int
-	caps       clientCaps // a modern request's own: what the child may ask of its client (mrtr.go)
+	caps       clientCaps    // a modern request's own: what the child may ask of its client (mrtr.go)
+	timeout    time.Duration // the timeout it ran under, 0 if none (timeoutOf)
+	deadline   time.Duration // when it was due (pending.deadline): a retry goes on with what was left (carry)
 }
 
 // end takes p out of the table. Exactly one caller wins, whatever state p
@@ -489,22 +532,25 @@ func (t *requestTable) end(p *pending) (e ended, won bool) {
 		if p.state == stDone {
 			return
 		}
+		timeout, _ := t.timeoutLocked(in, p) // before endLocked forgets its pause
 		e, won = in.endLocked(p), true
+		e.timeout = timeout
 	})
 	return e, won
 }
 
 func (in *inFlight) endLocked(p *pending) ended {
 	e := ended{sess: p.sess, origID: p.origID, x: p.x, held: p.held, modern: p.modern, caps: p.caps,
-		mayHaveRun: p.mayHaveRunLocked(), writing: p.state == stWriting, pid: int(p.pid)}
+		mayHaveRun: p.mayHaveRunLocked(), writing: p.state == stWriting, pid: int(p.pid), deadline: p.deadline}
 	if in.pending[p.id] == p {
 		delete(in.pending, p.id)
 		if p.token != 0 {
 			delete(in.tokens, p.token)
 		}
-		delete(in.paused, p.id)
 		in.checkIdleLocked()
 	}
+	// Registered or not: a retry's carried timeout is there before it is.
+	delete(in.paused, p.id)
 	p.everWritten = e.mayHaveRun // what it was when it ended, for good
 	p.state = stDone
 	return e

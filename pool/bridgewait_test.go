@@ -1,0 +1,107 @@
+package pool_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// TestBridgedQuestionPausesItsCallsTimeout: a 2026-07-28 child answers a
+// legacy client's call with input_required, and the pool asks the client
+// the child's question (an elicitation, a sampling). A person takes
+// longer than the server's request timeout to answer it: the call's
+// timeout waits while the question does, as it waits for a legacy
+// child's question, so the answer still reaches the child and the call
+// gets the child's result. Another session's call, made after the
+// question and whose client was not asked, keeps its timeout: the wait
+// for it is the wait past the asked call's own timeout. On the first
+// edition the client had the request timeout to answer: the call got
+// -32001 under the person, and the answer was lost.
+func TestBridgedQuestionPausesItsCallsTimeout(t *testing.T) {
+	const timeout, keep = 200 * time.Millisecond, 2 * time.Second
+	t.Cleanup(pool.SetHoldKeep(keep)) // restored once the pool has closed
+	cfg := fake("srv", "-era", "modern")
+	cfg.RequestTimeout = timeout
+	tp := newTestPool(t, nil, cfg)
+	c, other := tp.dial(t, "srv"), tp.dial(t, "srv")
+	c.initialize("person", `{"elicitation":{},"sampling":{}}`)
+	other.initialize("other", "")
+
+	for i, q := range []struct{ kind, method, answer, want string }{
+		{"elicitation", "elicitation/create", `{"action":"accept","content":{"name":"Ada"}}`, "Ada"},
+		{"sampling", "sampling/createMessage", `{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}`, "forty-two"},
+	} {
+		id := `"` + q.kind + `"`
+		c.call(id, "ask", `{"kind":"`+q.kind+`"}`)
+		asked := c.recv()
+		if asked.Method != q.method {
+			t.Fatalf("%s: want the child's question, got %s", q.kind, asked.raw)
+		}
+		sleeper := `"sleep` + string(rune('0'+i)) + `"`
+		other.call(sleeper, "sleep", `{"ms":20000}`)
+		if m, _ := other.recvID(sleeper); m.Error == nil || m.Error.Code != -32001 {
+			t.Fatalf("%s: the other session's call: want -32001 at its timeout, got %s", q.kind, m.raw)
+		}
+		c.sendf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, asked.ID, q.answer)
+		res, extra := c.recvID(id)
+		if !strings.Contains(res.text(), q.want) || len(extra) != 0 {
+			t.Fatalf("%s: the call answered after its timeout: %s (before it: %v)", q.kind, res.raw, extra)
+		}
+	}
+}
+
+// TestBridgedCallGoesOnWithWhatWasLeft: the pause stops a bridged call's
+// timeout, it does not start it again. A 2026-07-28 child that takes 1 s
+// over each round of a call whose timeout is 1.5 s has used 1 s of it
+// when it asks; the client answers at once, and the child's 1 s over the
+// retry is past what was left: the call gets -32001, naming the timeout
+// it ran under. On the first edition the retry had a timeout of its own,
+// so a call could run for as many timeouts as the child had rounds.
+func TestBridgedCallGoesOnWithWhatWasLeft(t *testing.T) {
+	const timeout = 1500 * time.Millisecond
+	cfg := fake("srv", "-era", "modern", "-delay", "1s")
+	cfg.RequestTimeout = timeout
+	tp := newTestPool(t, nil, cfg)
+	c := tp.dial(t, "srv")
+	c.initialize("quick", `{"sampling":{}}`)
+	c.call(`"call"`, "ask", `{"kind":"sampling"}`)
+	asked := c.recv()
+	if asked.Method != "sampling/createMessage" {
+		t.Fatalf("want the child's question within the call's timeout, got %s", asked.raw)
+	}
+	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`, asked.ID)
+	m, _ := c.recvID(`"call"`)
+	if m.Error == nil || m.Error.Code != -32001 || !strings.Contains(m.Error.Message, "within 1.5s") {
+		t.Fatalf("a call past its timeout over two rounds: want -32001 naming 1.5s, got %s", m.raw)
+	}
+}
+
+// TestBridgedQuestionsEndWithTheirCall: the pool's questions for a call
+// end when the call does: its client cancels it, or leaves. They are not
+// kept for as long as a person may take to answer (here a minute). On
+// the first edition they were kept until their round's timer ran out.
+func TestBridgedQuestionsEndWithTheirCall(t *testing.T) {
+	t.Cleanup(pool.SetHoldKeep(time.Minute)) // restored once the pool has closed
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern"))
+	open := func() int { return pool.BridgedQuestions(tp.Pool) }
+
+	c := tp.dial(t, "srv")
+	c.initialize("canceller", `{"elicitation":{}}`)
+	c.call(`"call"`, "ask", `{"kind":"elicitation"}`)
+	if q := c.recv(); q.Method != "elicitation/create" || open() != 1 {
+		t.Fatalf("want the child's question, open, got %s (%d open)", q.raw, open())
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"call","reason":"user"}}`)
+	eventually(t, "the cancelled call's question to end", func() bool { return open() == 0 })
+
+	d := tp.dial(t, "srv")
+	d.initialize("leaver", `{"elicitation":{}}`)
+	d.call(`"call"`, "ask", `{"kind":"elicitation"}`)
+	if q := d.recv(); q.Method != "elicitation/create" || open() != 1 {
+		t.Fatalf("want the child's question, open, got %s (%d open)", q.raw, open())
+	}
+	d.close()
+	eventually(t, "the question of a client that left to end", func() bool { return open() == 0 })
+}
