@@ -407,7 +407,12 @@ func (h *httpFront) await(o *postOut, r *http.Request, s *session, x *exchange, 
 }
 
 // await is httpFront.await's loop, on the response o. An event stream
-// that has nothing to say for keepAlive is sent a comment.
+// that has nothing to say for keepAlive is sent a comment. Its timer is
+// armed only while it can do something: from the start when a slow
+// answer would turn the response into an event stream (a client that
+// accepts one, no session id to hand out), else once the response is
+// one. A timer in the select costs a request its allocation and a place
+// in the runtime's timer heap each time the handler waits.
 func (o *postOut) await(r *http.Request, s *session, x *exchange, g *grant, keepAlive time.Duration) awaitEnd {
 	modern := g != nil
 	var wake chan struct{}
@@ -418,19 +423,26 @@ func (o *postOut) await(r *http.Request, s *session, x *exchange, g *grant, keep
 	if modern {
 		cut = g.cut
 	}
-	idle := time.NewTimer(keepAlive)
-	defer idle.Stop()
+	var idle *time.Timer
+	var idleC <-chan time.Time // nil while the timer could do nothing
+	if o.sid == "" && acceptsSSE(r) {
+		idle = time.NewTimer(keepAlive)
+		idleC = idle.C
+	}
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
 	for {
 		select {
-		case <-idle.C:
-			if !o.sse && o.sid == "" && acceptsSSE(r) { // a slow answer: the headers go now
+		case <-idleC:
+			if !o.sse { // a slow answer: the headers go now
 				o.begin()
 				o.early = true
 			}
-			if o.sse {
-				if end := o.write([]byte(keepAliveComment)); end != awaitAnswered {
-					return end
-				}
+			if end := o.write([]byte(keepAliveComment)); end != awaitAnswered {
+				return end
 			}
 			idle.Reset(keepAlive)
 		case <-cut:
@@ -452,7 +464,13 @@ func (o *postOut) await(r *http.Request, s *session, x *exchange, g *grant, keep
 			if end := o.related(x); end != awaitAnswered {
 				return end
 			}
-			idle.Reset(keepAlive)
+			switch {
+			case idle != nil:
+				idle.Reset(keepAlive)
+			case o.sse:
+				idle = time.NewTimer(keepAlive)
+				idleC = idle.C
+			}
 		case <-r.Context().Done():
 			// 2026-07-28: a closed response is the cancellation (the
 			// caller cancels it). A legacy client's disconnect cancels

@@ -33,6 +33,15 @@ func TestHTTPIdleStreamsAreKeptAlive(t *testing.T) {
 		`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},`+modernMeta+`}}`)
 	untilLine(t, "the listen", listen, "notifications/subscriptions/acknowledged")
 	untilLine(t, "the idle listen", listen, ": keep-alive")
+
+	// A listen's stream is its response even for a client that names only
+	// JSON in Accept; that response's keep-alive timer is armed only once
+	// it is an event stream (a plain answer for such a client needs none).
+	jsonOnly := streamLines(t, http.MethodPost, srv.URL+"/mcp/mod",
+		`{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},`+modernMeta+`}}`,
+		"Accept", "application/json")
+	untilLine(t, "the JSON-only client's listen", jsonOnly, "notifications/subscriptions/acknowledged")
+	untilLine(t, "the JSON-only client's idle listen", jsonOnly, ": keep-alive")
 }
 
 // TestHTTPListChangeWaitsForTheNextStream: a list change that comes while
