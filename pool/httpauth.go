@@ -80,13 +80,22 @@ func (h *httpFront) gate(w http.ResponseWriter, r *http.Request) (*grant, bool) 
 		g.token = want
 	}
 	if r.Method == http.MethodPost {
-		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		if ct := r.Header.Get("Content-Type"); ct != "application/json" && !jsonMediaType(ct) {
 			h.refuse(w, r, http.StatusUnsupportedMediaType, "unsupported media type: a POST body must be application/json")
 			return nil, false
 		}
 	}
 	boundBody(w, r)
 	return g, true
+}
+
+// jsonMediaType reports whether a Content-Type header names
+// application/json, with any parameters. A client's plain
+// "application/json", the usual case, is taken without parsing (which
+// makes a map for the parameters, on every request).
+func jsonMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }
 
 // bearerToken is the credentials of an Authorization header of the Bearer

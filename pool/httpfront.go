@@ -337,7 +337,8 @@ func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server
 		return
 	}
 	defer h.release(st)
-	key := "x" + strconv.FormatUint(h.nextKey.Add(1), 10) // no client id looks like this: ids are JSON
+	var kb [24]byte
+	key := string(strconv.AppendUint(append(kb[:0], 'x'), h.nextKey.Add(1), 10)) // no client id looks like this: ids are JSON
 	x := newStatelessExchange(key, takesStream(r, msg), &h.p.opts, msg.Meta.Of(msg.Raw))
 	x.gate = g
 	st.s.handleMessage(msg, x)
@@ -510,22 +511,27 @@ func (o *postOut) failEarly(code int, message string) {
 	}
 }
 
+// jsonContentType is an answer's Content-Type, shared by every response
+// (net/http copies a header's values as the response begins; Set would
+// make the slice anew for each).
+var jsonContentType = []string{"application/json"}
+
 // postOut is a POST's response as await writes it.
 type postOut struct {
 	w     http.ResponseWriter
-	rc    *http.ResponseController
-	sid   string // the Mcp-Session-Id to hand out with a successful answer: the initialize's that opened it; else ""
-	id    []byte // the request's id, which an error in its answer's stead names (failEarly)
-	code  int    // the answer's JSON-RPC error code, once answer has it (0: a result)
-	sse   bool   // the response is an event stream
-	early bool   // the keep-alive alone made it one: the answer was slow
-	buf   []byte // the events of one write
+	rc    http.ResponseController // by value: one allocation fewer a request
+	sid   string                  // the Mcp-Session-Id to hand out with a successful answer: the initialize's that opened it; else ""
+	id    []byte                  // the request's id, which an error in its answer's stead names (failEarly)
+	code  int                     // the answer's JSON-RPC error code, once answer has it (0: a result)
+	sse   bool                    // the response is an event stream
+	early bool                    // the keep-alive alone made it one: the answer was slow
+	buf   []byte                  // the events of one write
 }
 
 // newPostOut is the response w to request id, which hands out session id
 // sid with a successful answer, when sid is not "".
 func newPostOut(w http.ResponseWriter, sid string, id []byte) *postOut {
-	return &postOut{w: w, rc: http.NewResponseController(w), sid: sid, id: id}
+	return &postOut{w: w, rc: *http.NewResponseController(w), sid: sid, id: id}
 }
 
 // related writes everything x's queue holds, in one write and one flush;
@@ -633,8 +639,8 @@ func (o *postOut) answer(x *exchange, a response, modern bool) awaitEnd {
 	if o.sid != "" && a.code == 0 {
 		h.Set("Mcp-Session-Id", o.sid)
 	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(a.line))) // written and flushed here, within the deadline: not chunked for that
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(a.line))} // written and flushed here, within the deadline: not chunked for that
 	if modern {
 		o.w.WriteHeader(modernStatus(a.code))
 	}
