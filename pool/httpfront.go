@@ -260,6 +260,9 @@ func readBody(r *http.Request, limit int) ([]byte, error) {
 		if _, err := io.ReadFull(r.Body, body); err != nil {
 			return nil, err
 		}
+		// Read to its end: closing it now spares net/http looking for
+		// more of it (a copy to io.Discard) as the response begins.
+		_ = r.Body.Close()
 		return body, nil
 	}
 	return readAll(io.LimitReader(r.Body, int64(limit)+1))
