@@ -159,6 +159,11 @@ func (t *tracker) event(e pool.Event) {
 	case pool.EventSessionOpened:
 		s := t.session(e.Session, e.Server, e.Time)
 		s.transport, s.closed = e.Transport, time.Time{}
+		// The pool sends it again once the client named itself: a
+		// session that ends before the next snapshot has no other name.
+		if e.ClientName != "" {
+			s.client, s.version = e.ClientName, e.ClientVersion
+		}
 	case pool.EventSessionClosed:
 		if s := t.sessions[e.Session]; s != nil {
 			s.closed = e.Time

@@ -291,6 +291,34 @@ func TestTrackerAfterLagging(t *testing.T) {
 	}
 }
 
+// TestTrackerNamesAShortSessionFromItsEvents: the pool announces a
+// session again once its client named itself; a session that opens,
+// calls and closes between two snapshots takes its lane's name from
+// that event.
+func TestTrackerNamesAShortSessionFromItsEvents(t *testing.T) {
+	tr := newTracker(t0.Add(-time.Hour))
+	tr.start(pool.Snapshot{TakenAt: t0, Servers: []pool.ServerInfo{{Name: "notes"}}})
+	for _, e := range []pool.Event{
+		{Kind: pool.EventSessionOpened, Time: t0, Server: "notes", Session: "s7", Transport: "stdio"},
+		{Kind: pool.EventSessionOpened, Time: t0, Server: "notes", Session: "s7", Transport: "stdio",
+			ClientName: "claude-code", ClientVersion: "2.0"},
+		recvEv(time.Millisecond, 1, "notes", "s7", "tools/call", "echo"),
+		doneEv(2*time.Millisecond, 1, pool.StatusOK, ""),
+		{Kind: pool.EventSessionClosed, Time: t0.Add(3 * time.Millisecond), Server: "notes", Session: "s7"},
+	} {
+		tr.event(e)
+	}
+	var got []string
+	for _, l := range tr.publish(t0.Add(time.Second)).Lanes {
+		if l.Session != "" {
+			got = append(got, l.Title+" / "+l.Sub)
+		}
+	}
+	if d := cmp.Diff([]string{"claude-code 2.0 / s7 · stdio"}, got); d != "" {
+		t.Errorf("session lanes (-want +got):\n%s", d)
+	}
+}
+
 func TestLaneRows(t *testing.T) {
 	reqs := []wfReq{
 		{Session: "a", Received: t0, Answered: t0.Add(time.Second)},
