@@ -53,8 +53,13 @@ type gap struct {
 	// many of them the history told.
 	done   map[uint64]bool
 	filled int
-	reads  int  // history reads started
-	closed bool // read for the last time
+	// sessions and children are those the next snapshot no longer had:
+	// they closed or exited in the gap. They end at until, then when the
+	// history says.
+	sessions []string
+	children []int
+	reads    int  // history reads started
+	closed   bool // read for the last time
 }
 
 // gapRead is a history read for a gap, handed back to the loop.
@@ -89,10 +94,54 @@ func (t *tracker) openGap(from, until time.Time, s pool.Snapshot) *gap {
 		st := t.serverStats(r.Server)
 		st.inFlight = max(st.inFlight-1, 0)
 	}
+	t.endMissing(g, s)
 	t.markers = append(t.markers, wfMarker{At: from, Kind: markGap, Title: "the dashboard fell behind the pool's events",
 		Detail: g.note("Requests that ended then are being read back from the history.")})
 	t.changed = true
 	return g
+}
+
+// endMissing ends the sessions and children s no longer has at g's end:
+// their close or exit was in the gap. Else they would stay connected,
+// and alive in their server's header, for good (trim keeps them).
+func (t *tracker) endMissing(g *gap, s pool.Snapshot) {
+	sessions := make(map[string]bool, len(s.Sessions))
+	for _, ss := range s.Sessions {
+		sessions[ss.ID] = true
+	}
+	for id, ts := range t.sessions {
+		if ts.closed.IsZero() && !sessions[id] {
+			ts.closed = g.until
+			g.sessions = append(g.sessions, id)
+		}
+	}
+	pids := make(map[int]bool, len(s.Backends))
+	for _, b := range s.Backends {
+		pids[b.PID] = true
+	}
+	for pid, c := range t.children {
+		if c.Exited.IsZero() && !pids[pid] {
+			c.Exited = g.until
+			g.children = append(g.children, pid)
+		}
+	}
+}
+
+// endedAsRecorded moves the ends of the sessions and children g ended
+// to when the history recorded them, within g.
+func (t *tracker) endedAsRecorded(g *gap, w HistoryWindow, run int64) {
+	in := func(at time.Time) bool { return !at.IsZero() && !at.After(g.until) }
+	for _, hs := range w.Sessions {
+		if s := t.sessions[hs.ID]; s != nil && hs.Run == run && in(hs.Disconnected) && slices.Contains(g.sessions, hs.ID) {
+			s.closed = hs.Disconnected
+		}
+	}
+	for _, hc := range w.Children {
+		if c := t.children[hc.PID]; c != nil && hc.Run == run && c.Server == hc.Server && in(hc.Exited) &&
+			slices.Contains(g.children, hc.PID) {
+			c.Exited = hc.Exited
+		}
+	}
 }
 
 // note is the detail of g's marker: when the gap was, then what.
@@ -247,6 +296,9 @@ rows:
 	for id, reqs := range added {
 		s := t.sessions[id]
 		s.mostOpen = max(s.mostOpen, laneRows(reqs, g.until)[id])
+	}
+	if run != 0 {
+		t.endedAsRecorded(g, w, run)
 	}
 	t.changed = true
 	if g.reads < len(gapReads) {

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -196,6 +197,68 @@ func TestGapWithoutHistory(t *testing.T) {
 		if !strings.Contains(d, want) {
 			t.Errorf("gap marker %q does not say %q", d, want)
 		}
+	}
+}
+
+// TestGapEndsTheSessionsAndChildrenThatEndedInIt: a session closes and
+// a child exits (another replacing it) while the dashboard is behind the
+// pool's events. They end when the history recorded it, or, without the
+// history, at the gap's end: the lane is shown closed, the server's
+// header names the live child only, and both are let go once older than
+// the retention.
+func TestGapEndsTheSessionsAndChildrenThatEndedInIt(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		w     HistoryWindow
+		err   error
+		ended time.Duration
+	}{
+		{name: "recorded", ended: -4 * time.Second, w: HistoryWindow{Runs: []HistoryRun{{ID: 12}},
+			Sessions: []HistorySession{{Run: 12, ID: "s1", Server: "notes", ClientName: "claude-code",
+				Connected: t0.Add(-time.Minute), Disconnected: t0.Add(-4 * time.Second)}},
+			Children: []HistoryChild{{Run: 12, Server: "notes", PID: 100, Started: t0.Add(-time.Minute), Exited: t0.Add(-4 * time.Second)},
+				{Run: 12, Server: "notes", PID: 200, Started: t0.Add(-3 * time.Second)}}}},
+		{name: "history off", ended: -time.Second, err: fmt.Errorf("%w: history is off in the config", ErrUnavailable)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			withGapReads(t)
+			tr := newTracker(t0.Add(-time.Hour))
+			tr.start(pool.Snapshot{TakenAt: t0.Add(-time.Minute), Servers: []pool.ServerInfo{{Name: "notes"}},
+				Sessions: []pool.SessionInfo{{ID: "s1", Server: "notes", ClientName: "claude-code"}},
+				Backends: []pool.BackendInfo{{Server: "notes", PID: 100, StartedAt: t0.Add(-time.Minute)}}})
+			snap := pool.Snapshot{TakenAt: t0.Add(-time.Second), Servers: []pool.ServerInfo{{Name: "notes"}},
+				Backends: []pool.BackendInfo{{Server: "notes", PID: 200, StartedAt: t0.Add(-3 * time.Second)}}}
+			g := tr.openGap(t0.Add(-5*time.Second), t0.Add(-time.Second), snap)
+			tr.start(snap)
+			g.reads = len(gapReads)
+			tr.refill(g, []*gap{g}, tc.w, tc.err)
+
+			tr.trim(t0)
+			src := tr.publish(t0)
+			var lanes []string
+			for _, l := range src.Lanes {
+				lanes = append(lanes, fmt.Sprintf("%s %s closed=%v", l.Title, l.Sub, l.Closed))
+			}
+			want := []string{"notes PID 200 closed=false", "claude-code s1 closed=true"}
+			if d := cmp.Diff(want, lanes); d != "" {
+				t.Errorf("lanes (-want +got):\n%s", d)
+			}
+			if s := tr.sessions["s1"]; s == nil || !s.closed.Equal(t0.Add(tc.ended)) {
+				t.Errorf("s1 = %+v, want it closed at %v", s, tc.ended)
+			}
+			if c := tr.children[100]; c == nil || !c.Exited.Equal(t0.Add(tc.ended)) {
+				t.Errorf("child 100 = %+v, want it exited at %v", c, tc.ended)
+			}
+			if c := tr.children[200]; c == nil || !c.Exited.IsZero() {
+				t.Errorf("child 200 = %+v, want it running", c)
+			}
+
+			later := t0.Add(liveRetain + time.Minute)
+			tr.trim(later)
+			if _, ok := tr.sessions["s1"]; ok || tr.children[100] != nil || len(tr.children) != 1 {
+				t.Errorf("past the retention, the tracker keeps session s1 (%v) or children %v", ok, slices.Collect(maps.Keys(tr.children)))
+			}
+		})
 	}
 }
 
