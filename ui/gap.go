@@ -15,7 +15,8 @@ import (
 // again: the events in between are lost. Requests in flight before and
 // still in flight after are in the new snapshot; the ones that ended in
 // between are read back from the history, which records every event, and
-// the gap is marked in the waterfall.
+// the gap is marked in the waterfall. The stretch before the process
+// began (an upgrade, a restart, a crash) is such a gap too (startGap).
 
 // eventBuffer is the loop's subscription buffer: what arrives while the
 // loop draws a frame must fit. A burst of 100 sessions sending 100 calls
@@ -60,6 +61,7 @@ type gap struct {
 	children []int
 	reads    int  // history reads started
 	closed   bool // read for the last time
+	start    bool // the stretch before tracking began (startGap)
 }
 
 // gapRead is a history read for a gap, handed back to the loop.
@@ -223,6 +225,9 @@ func liveGaps(gaps []*gap, now time.Time) []*gap {
 // never saw are added to the figures and the waterfall. It reports
 // whether g should be read again.
 func (t *tracker) refill(g *gap, gaps []*gap, w HistoryWindow, err error) (again bool) {
+	if g.start {
+		return t.fillStart(g, w, err)
+	}
 	switch {
 	case errors.Is(err, ErrUnavailable):
 		t.closeGap(g, "the history is not available ("+unavailableReason(err)+")")
@@ -316,6 +321,125 @@ rows:
 		return false
 	}
 	t.closeGap(g, "")
+	return false
+}
+
+// startGap is the stretch before tracking began that the live
+// waterfall's retention covers: this run before the loop subscribed (s
+// is its snapshot), and the run an upgrade, a restart or a crash ended.
+// The history fills it in (fillStart); until it has, or without it,
+// publish marks it as not seen by this run.
+func (t *tracker) startGap(s pool.Snapshot) *gap {
+	return &gap{from: t.since.Add(-t.retain), until: cmpOr(s.TakenAt, t.since), start: true,
+		held: map[uint64]wfReq{}, done: map[uint64]bool{}}
+}
+
+// fillStart takes in the history read of the start gap g as the History
+// view shows it: earlier runs' requests, sessions (closed), children and
+// markers under their runs, and this run's requests the tracker did not
+// see as live ones. A read that failed, or holds only part of the
+// stretch, leaves it marked.
+func (t *tracker) fillStart(g *gap, w HistoryWindow, err error) (again bool) {
+	if err != nil && !errors.Is(err, ErrUnavailable) && g.reads < len(gapReads) {
+		return true
+	}
+	g.closed = true
+	if err != nil || w.Truncated {
+		return false
+	}
+	run := liveRun(w.Runs)
+	src := historySource(w, g.until)
+	seen := map[uint64]bool{}
+	t.done.each(func(_ int, r *wfReq) {
+		if r.Run == 0 {
+			seen[r.PoolID] = true
+		}
+	})
+	var reqs []wfReq
+	first, last := map[string]time.Time{}, map[string]time.Time{} // of this run's sessions' requests
+	src.Done.each(func(_ int, r *wfReq) {
+		if run == 0 || r.Run != run {
+			reqs = append(reqs, *r)
+			return
+		}
+		// One that ended after the snapshot was in it, or came after:
+		// the tracker has it, or a later gap holds it.
+		if r.PoolID == 0 || r.Answered.After(g.until) || seen[r.PoolID] || t.open[r.PoolID] != nil {
+			return
+		}
+		g.done[r.PoolID] = true // its events may still come
+		r.Run = 0
+		reqs = append(reqs, *r)
+		if !r.Answered.Before(t.since) {
+			t.serverStats(r.Server).ended(r.Answered, r.Answered.Sub(r.Received), r.Status, false)
+		}
+		if f, ok := first[r.Session]; !ok || r.Received.Before(f) {
+			first[r.Session] = r.Received
+		}
+		if r.Answered.After(last[r.Session]) {
+			last[r.Session] = r.Answered
+		}
+	})
+	sessions := map[string]HistorySession{}
+	var runStart time.Time
+	for _, s := range w.Sessions {
+		if s.Run == run {
+			sessions[s.ID] = s
+		}
+	}
+	for _, r := range w.Runs {
+		if r.ID == run {
+			runStart = r.Started
+		}
+	}
+	for _, l := range src.Lanes {
+		switch {
+		case l.Session == "":
+		case run == 0 || l.Run != run:
+			l.Closed = true // its run is over
+			t.past = append(t.past, l)
+		default:
+			_, known := t.sessions[l.Session]
+			if !known && first[l.Session].IsZero() {
+				continue
+			}
+			hs := sessions[l.Session]
+			s := t.session(l.Session, l.Server, cmpOr(hs.Connected, first[l.Session]))
+			s.mostOpen = max(s.mostOpen, l.Rows)
+			if !known { // the snapshot did not have it: it closed before
+				s.client, s.version, s.transport = hs.ClientName, hs.ClientVersion, hs.Transport
+				s.closed = cmpOr(hs.Disconnected, last[l.Session])
+			}
+		}
+	}
+	// Children still running are the snapshot's.
+	for _, c := range src.Children {
+		if !c.Exited.IsZero() && t.children[c.PID] == nil {
+			t.children[c.PID] = &c
+		}
+	}
+	// This run's config reloads come from ConfigReloads, and a child's
+	// event the subscription brought is marked already.
+	marks := slices.DeleteFunc(src.Markers, func(m wfMarker) bool {
+		if (m.Kind == markReload || m.Kind == markReloadFailed) && run != 0 && !m.At.Before(runStart) {
+			return true
+		}
+		return m.PID != 0 && slices.ContainsFunc(t.markers, func(o wfMarker) bool {
+			return o.PID == m.PID && o.Server == m.Server && o.At.Equal(m.At)
+		})
+	})
+	t.markers = append(marks, t.markers...)
+	for i := range t.unfilled {
+		t.unfilled[i] += len(marks)
+	}
+	// done is in the order requests ended: the stretch's come first.
+	slices.SortFunc(reqs, func(a, b wfReq) int { return a.Answered.Compare(b.Answered) })
+	var done reqList
+	for _, r := range reqs {
+		done.add(r)
+	}
+	t.done.each(func(_ int, r *wfReq) { done.add(*r) })
+	t.done, t.from, t.changed = done, g.from, true
 	return false
 }
 

@@ -262,6 +262,180 @@ func TestGapEndsTheSessionsAndChildrenThatEndedInIt(t *testing.T) {
 	}
 }
 
+// upgradeWindow is what the history holds of the 15 minutes before an
+// upgrade at t0-2s: run 11 served s1 and s2 with children 90 (which
+// crashed) and 100 (carried over), and reloaded its config; run 12, the
+// live one, started at t0-1s and, before the dashboard subscribed at
+// t0+200ms, answered 1 in s1, 2 in s3 (which came and went) and 3, and
+// reloaded its config too; 4 was in flight then (the dashboard follows
+// it: a lag's gap may hold it).
+func upgradeWindow() HistoryWindow {
+	return HistoryWindow{
+		Runs: []HistoryRun{{ID: 11, Started: t0.Add(-time.Hour), Ended: t0.Add(-2 * time.Second), Version: "1.0", PID: 50},
+			{ID: 12, Started: t0.Add(-time.Second), Version: "1.1", PID: 51}},
+		Requests: []HistoryRow{
+			histRow(11, 1, "s1", pool.StatusOK, -5*time.Minute, time.Second),
+			histRow(11, 2, "s2", pool.StatusError, -3*time.Minute, 2*time.Second),
+			histRow(11, 3, "s1", "", -10*time.Second, -1), // the upgrade abandoned it
+			histRow(12, 1, "s1", pool.StatusOK, -500*time.Millisecond, 100*time.Millisecond),
+			histRow(12, 2, "s3", pool.StatusOK, -800*time.Millisecond, 100*time.Millisecond),
+			histRow(12, 3, "s1", pool.StatusOK, 50*time.Millisecond, 50*time.Millisecond),
+			histRow(12, 4, "s1", pool.StatusOK, 100*time.Millisecond, 200*time.Millisecond), // in flight at the snapshot
+		},
+		Sessions: []HistorySession{
+			{Run: 11, ID: "s1", Server: "notes", ClientName: "claude-code", ClientVersion: "2.0", Connected: t0.Add(-time.Hour)},
+			{Run: 11, ID: "s2", Server: "notes", ClientName: "cursor", ClientVersion: "1.7", Connected: t0.Add(-time.Hour),
+				Disconnected: t0.Add(-time.Minute)},
+			{Run: 12, ID: "s1", Server: "notes", ClientName: "claude-code", ClientVersion: "2.0", Connected: t0.Add(-900 * time.Millisecond)},
+			{Run: 12, ID: "s3", Server: "notes", ClientName: "cursor", ClientVersion: "1.7", Connected: t0.Add(-850 * time.Millisecond),
+				Disconnected: t0.Add(-600 * time.Millisecond)},
+		},
+		Children: []HistoryChild{
+			{Run: 11, Server: "notes", PID: 90, Started: t0.Add(-20 * time.Minute), Exited: t0.Add(-8 * time.Minute), ExitCode: 1},
+			{Run: 11, Server: "notes", PID: 100, Started: t0.Add(-20 * time.Minute)},
+			{Run: 12, Server: "notes", PID: 100, Started: t0.Add(-20 * time.Minute)},
+		},
+		Reloads: []ConfigReload{{At: t0.Add(-4 * time.Minute), Changes: "notes: changed (args)"},
+			{At: t0.Add(-500 * time.Millisecond), Changes: "memory: added"}},
+	}
+}
+
+// upgradeSnapshot is the live run's at t0+200ms: s1 resumed, child 100
+// carried over.
+func upgradeSnapshot() pool.Snapshot {
+	return pool.Snapshot{TakenAt: t0.Add(200 * time.Millisecond), Servers: []pool.ServerInfo{{Name: "notes"}},
+		Sessions: []pool.SessionInfo{{ID: "s1", Server: "notes", ClientName: "claude-code", ClientVersion: "2.0",
+			ConnectedAt: t0.Add(-900 * time.Millisecond)}},
+		Backends: []pool.BackendInfo{{Server: "notes", PID: 100, StartedAt: t0.Add(-20 * time.Minute), CarriedOver: true}}}
+}
+
+// TestStartFilledInFromHistory: after an upgrade the live waterfall's
+// 15 minutes are filled in from the history, as the History view shows
+// them: the earlier run's requests, sessions, children and markers
+// under its run, and what this run did before the dashboard subscribed
+// as live. They go as they age past the retention.
+func TestStartFilledInFromHistory(t *testing.T) {
+	withGapReads(t)
+	tr := newTracker(t0)
+	snap := upgradeSnapshot()
+	tr.start(snap)
+	g := tr.startGap(snap)
+	g.reads = 1
+	w := upgradeWindow()
+	w.From, w.Until = g.from.Add(-gapSlack), g.until // as readGap reads it
+	if tr.refill(g, []*gap{g}, w, nil) {
+		t.Error("the start is read again")
+	}
+	now := t0.Add(time.Second)
+	tr.trim(now)
+	src := tr.publish(now)
+	if !src.Since.Equal(now.Add(-liveRetain)) {
+		t.Errorf("since %v, want the retention", src.Since.Sub(t0))
+	}
+	var reqs []string
+	src.Done.each(func(_ int, r *wfReq) {
+		reqs = append(reqs, fmt.Sprintf("run %d #%d %s %s %v..%v", r.Run, r.PoolID, r.Session, r.Status, r.Received.Sub(t0), r.Answered.Sub(t0)))
+	})
+	want := []string{
+		"run 11 #1 s1 ok -5m0s..-4m59s",
+		"run 11 #2 s2 error -3m0s..-2m58s",
+		"run 11 #3 s1 abandoned -10s..-2s",
+		"run 0 #2 s3 ok -800ms..-700ms",
+		"run 0 #1 s1 ok -500ms..-400ms",
+		"run 0 #3 s1 ok 50ms..100ms",
+	}
+	if d := cmp.Diff(want, reqs); d != "" {
+		t.Errorf("ended requests (-want +got):\n%s", d)
+	}
+	var lanes []string
+	for _, l := range src.Lanes {
+		lanes = append(lanes, fmt.Sprintf("%d %s | %s | closed=%v", l.Run, l.Title, l.Sub, l.Closed))
+	}
+	wantLanes := []string{
+		"0 notes | PID 100 | closed=false",
+		"11 claude-code 2.0 | s1 · run 11 | closed=true",
+		"11 cursor 1.7 | s2 · run 11 | closed=true",
+		"0 claude-code 2.0 | s1 | closed=false",
+		"0 cursor 1.7 | s3 | closed=true",
+	}
+	if d := cmp.Diff(wantLanes, lanes); d != "" {
+		t.Errorf("lanes (-want +got):\n%s", d)
+	}
+	wantMarks := []mark{
+		{-8 * time.Minute, markChildCrash, "notes: child PID 90 crashed (exit code 1)"},
+		{-4 * time.Minute, markReload, "config reloaded"},
+		{-2 * time.Second, markAppStop, "Switchboard 1.0 (run 11, PID 50) stopped"},
+		{-time.Second, markAppStart, "Switchboard 1.1 (run 12, PID 51) started"},
+	}
+	if d := cmp.Diff(wantMarks, marksOf(src, t0)); d != "" {
+		t.Errorf("markers (-want +got):\n%s", d)
+	}
+	var children []string
+	for _, c := range src.Children {
+		end := "running"
+		if !c.Exited.IsZero() {
+			end = c.Exited.Sub(t0).String()
+		}
+		children = append(children, fmt.Sprintf("%d %v..%s", c.PID, c.Started.Sub(t0), end))
+	}
+	slices.Sort(children)
+	if d := cmp.Diff([]string{"100 -20m0s..running", "90 -20m0s..-8m0s"}, children); d != "" {
+		t.Errorf("children (-want +got):\n%s", d)
+	}
+	if f := tr.figures("notes", now); f.Calls != 1 {
+		t.Errorf("the overview counts %d calls since the start, want 1 (run 12's 3)", f.Calls)
+	}
+	if !tr.gapEvent(doneEv(100*time.Millisecond, 3, pool.StatusOK, ""), []*gap{g}) {
+		t.Error("the late event of a request read back is taken in again")
+	}
+
+	later := t0.Add(liveRetain + time.Minute)
+	tr.trim(later)
+	src = tr.publish(later)
+	if n := src.Done.Len(); n != 0 || len(src.Markers) != 0 || len(src.Children) != 1 || len(src.Lanes) != 2 {
+		t.Errorf("past the retention: %d requests, markers %v, %d children, lanes %+v", n, marksOf(src, t0), len(src.Children), src.Lanes)
+	}
+}
+
+// TestLoopFillsInTheStretchBeforeItsStart: the loop reads the 15 minutes
+// before it started from the history, so that after an upgrade the live
+// waterfall shows the earlier run's requests, not a blank; with the
+// history off it marks the stretch as not kept, and reads nothing.
+func TestLoopFillsInTheStretchBeforeItsStart(t *testing.T) {
+	withGapReads(t)
+	now := time.Now()
+	s := pool.Snapshot{TakenAt: now, Servers: []pool.ServerInfo{{Name: "notes", State: pool.StateReady}},
+		Backends: []pool.BackendInfo{{Server: "notes", PID: 100, StartedAt: now.Add(-time.Hour), CarriedOver: true}}}
+	t.Run("history on", func(t *testing.T) {
+		fake := newFake(s)
+		fake.window = HistoryWindow{Runs: []HistoryRun{{ID: 11, Ended: now.Add(-time.Second)}, {ID: 12, Started: now.Add(-time.Second)}},
+			Requests: []HistoryRow{{Run: 11, PoolID: 1, Server: "notes", Session: "s1", Method: "tools/call", Name: "echo",
+				Status: pool.StatusOK, ReceivedAt: now.Add(-time.Minute), Duration: time.Second, AnsweredAt: now.Add(-59 * time.Second)}}}
+		u := startLive(t, fake, tabWaterfall)
+		waitUntil(t, 5*time.Second, "run 11's request in the live waterfall, the start not marked", func() bool {
+			src := u.liveSource()
+			if src == nil || src.Done.Len() != 1 || src.Done.At(0).Run != 11 {
+				return false
+			}
+			return !slices.ContainsFunc(src.Markers, func(m wfMarker) bool { return m.Kind == markGap })
+		})
+	})
+	t.Run("history off", func(t *testing.T) {
+		fake := newFake(s)
+		fake.noHistory = true
+		u := startLive(t, fake, tabWaterfall)
+		waitUntil(t, 5*time.Second, "the start marked", func() bool {
+			src := u.liveSource()
+			return src != nil && slices.ContainsFunc(src.Markers, func(m wfMarker) bool {
+				return m.Kind == markGap && m.Title == "not seen by this run: what came before is not kept"
+			})
+		})
+		if got := fake.recorded(); len(got) != 0 {
+			t.Errorf("with the history off the loop called %q", got)
+		}
+	})
+}
+
 // TestLoopFillsInWhatItMissedWhileLagging: the loop's subscription lags;
 // the loop subscribes again, reads the gap from the history and shows
 // the requests that began and ended in it in the live waterfall, the gap

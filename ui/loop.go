@@ -21,8 +21,17 @@ import (
 func (u *UI) loop(ctx context.Context) {
 	notes := newNotifier()
 	snap, events := u.ctrl.Subscribe(ctx, eventBuffer)
-	u.track.start(snap) // and syncs the tracker with it
-	fresh := false      // a snapshot taken since the tracker last synced
+	u.track.start(snap)         // and syncs the tracker with it
+	fresh := false              // a snapshot taken since the tracker last synced
+	var gaps []*gap             // gaps the history fills in, and has lately
+	reads := make(chan gapRead) // history reads for gaps, from readGap
+	if u.ctrl.HistoryOn() {
+		// The retention before this run began (an upgrade, a restart):
+		// the history has it.
+		g := u.track.startGap(snap)
+		gaps = append(gaps, g)
+		u.readGap(ctx, g, reads)
+	}
 	draw := func() {
 		now := time.Now()
 		if fresh {
@@ -62,9 +71,7 @@ func (u *UI) loop(ctx context.Context) {
 		}
 	}
 	lagged := false
-	var lagAt time.Time         // the EventLagged's: every event before it was read
-	var gaps []*gap             // gaps the history fills in, and has lately
-	reads := make(chan gapRead) // history reads for gaps, from readGap
+	var lagAt time.Time // the EventLagged's: every event before it was read
 	for {
 		select {
 		case <-ctx.Done():

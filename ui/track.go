@@ -18,6 +18,9 @@ type tracker struct {
 	since   time.Time // when tracking began: the overview's window is shorter before statWindow has passed
 	retain  time.Duration
 	maxDone int
+	// from is the oldest moment the live waterfall knows: since, until
+	// the history filled in the retention before it (fillStart).
+	from time.Time
 
 	stats map[string]*serverStats
 
@@ -27,6 +30,9 @@ type tracker struct {
 	sessions map[string]*trackedSession
 	children map[int]*wfChild
 	servers  []string // the configured servers, in config order, from the last snapshot
+	// past are the lanes of earlier runs' sessions fillStart read back;
+	// each goes once trim let its requests go.
+	past []wfLane
 	// unfilled are markers of child exits still waiting for the stderr
 	// tail the next snapshot shows.
 	unfilled []int
@@ -58,7 +64,7 @@ const (
 )
 
 func newTracker(now time.Time) *tracker {
-	return &tracker{since: now, retain: liveRetain, maxDone: liveMaxDone,
+	return &tracker{since: now, from: now, retain: liveRetain, maxDone: liveMaxDone,
 		stats: map[string]*serverStats{}, open: map[uint64]*wfReq{},
 		sessions: map[string]*trackedSession{}, children: map[int]*wfChild{}}
 }
@@ -355,6 +361,7 @@ func stderrDetail(b pool.BackendInfo) string {
 func (t *tracker) trim(now time.Time) {
 	cut := now.Add(-t.retain)
 	n := t.done.Len()
+	before := n
 	t.done.dropWhile(func(r *wfReq) bool {
 		if r.Answered.Before(cut) || n > t.maxDone {
 			n--
@@ -380,6 +387,15 @@ func (t *tracker) trim(now time.Time) {
 		if !c.Exited.IsZero() && c.Exited.Before(cut) {
 			delete(t.children, pid)
 		}
+	}
+	if len(t.past) > 0 && t.done.Len() < before {
+		left := map[laneKey]bool{}
+		t.done.each(func(_ int, r *wfReq) {
+			if r.Run != 0 {
+				left[laneKey{r.Run, r.Session}] = true
+			}
+		})
+		t.past = slices.DeleteFunc(t.past, func(l wfLane) bool { return !left[laneKey{l.Run, l.Session}] })
 	}
 	// Closed sessions past the cut are dropped once no ended request of
 	// theirs is left; the requests are read only when there is one.
@@ -419,18 +435,20 @@ func (t *tracker) setHistory(on bool) {
 
 // publish builds the immutable source the live waterfall draws at now.
 func (t *tracker) publish(now time.Time) *wfSource {
-	src := &wfSource{live: true, Since: now.Add(-t.retain), Done: t.done.snapshot(), NoHistory: t.noHistory}
-	if t.since.After(src.Since) {
-		src.Since = t.since
-	} else {
-		src.Trimmed = true
-	}
+	src := &wfSource{live: true, Since: now.Add(-t.retain), Done: t.done.snapshot(), NoHistory: t.noHistory, Trimmed: true}
 	src.Open = make([]wfReq, 0, len(t.open))
 	for _, r := range t.open {
 		src.Open = append(src.Open, *r)
 	}
 	slices.SortFunc(src.Open, func(a, b wfReq) int { return a.Received.Compare(b.Received) })
 	src.Markers = slices.Clone(t.markers)
+	// Until the history filled in what came before tracking began (an
+	// upgrade, a restart, a crash left it blank), the source knows from
+	// then on only, and marks it.
+	if t.from.After(src.Since) {
+		src.Since = t.from
+		src.Markers = append(src.Markers, t.startMarker())
+	}
 	// Under load the count cap lets requests go well inside the
 	// retention: the source knows only from the newest one's end, and
 	// the waterfall marks there where its bars stop.
@@ -459,9 +477,22 @@ func (t *tracker) publish(now time.Time) *wfSource {
 	return src
 }
 
+// startMarker marks where the live waterfall begins when that is where
+// tracking began: what came before is in the history, or kept nowhere.
+func (t *tracker) startMarker() wfMarker {
+	seen := "The live waterfall shows what this run of Switchboard has seen, since " + t.from.In(displayZone).Format("15:04:05.000")
+	m := wfMarker{At: t.from, Kind: markGap, Title: "not seen by this run: what came before is in History",
+		Detail: seen + "; what came before (an earlier run's requests) is read from the history (History in the mode list)."}
+	if t.noHistory {
+		m.Title = "not seen by this run: what came before is not kept"
+		m.Detail = seen + "; what came before is not kept: the history is off, and records none."
+	}
+	return m
+}
+
 // lanes orders the lanes: the configured servers in config order, then
-// any other server seen; each server's header, then its sessions by
-// first sight.
+// any other server seen; each server's header, then earlier runs'
+// sessions, then its sessions by first sight.
 func (t *tracker) lanes(pids map[string][]int) []wfLane {
 	bySrv := map[string][]*trackedSession{}
 	var extra []string
@@ -476,12 +507,22 @@ func (t *tracker) lanes(pids map[string][]int) []wfLane {
 			extra = append(extra, srv)
 		}
 	}
+	for _, l := range t.past {
+		if !slices.Contains(t.servers, l.Server) && !slices.Contains(extra, l.Server) {
+			extra = append(extra, l.Server)
+		}
+	}
 	slices.Sort(extra)
 	var out []wfLane
 	for _, srv := range append(slices.Clone(t.servers), extra...) {
 		ps := pids[srv]
 		slices.Sort(ps)
 		out = append(out, wfLane{Server: srv, Title: srv, Sub: pidList(ps), Rows: 1})
+		for _, l := range t.past {
+			if l.Server == srv {
+				out = append(out, l)
+			}
+		}
 		ss := bySrv[srv]
 		slices.SortFunc(ss, func(a, b *trackedSession) int {
 			if c := a.firstSeen.Compare(b.firstSeen); c != 0 {

@@ -319,6 +319,36 @@ func TestTrackerNamesAShortSessionFromItsEvents(t *testing.T) {
 	}
 }
 
+// TestTrackerMarksWhatCameBeforeItsStart: after an upgrade, a restart
+// or a crash the live waterfall starts empty; until the history fills
+// the retention before its start in, it knows from its start only and
+// marks there that what came before is in History, or, with the history
+// off, not kept.
+func TestTrackerMarksWhatCameBeforeItsStart(t *testing.T) {
+	tr := newTracker(t0)
+	tr.start(pool.Snapshot{TakenAt: t0, Servers: []pool.ServerInfo{{Name: "notes"}},
+		Backends: []pool.BackendInfo{{Server: "notes", PID: 100, StartedAt: t0.Add(-time.Hour), CarriedOver: true}}})
+	src := tr.publish(t0.Add(time.Minute))
+	if !src.Since.Equal(t0) || !src.Trimmed {
+		t.Errorf("since %v (trimmed %v), want the start (true)", src.Since.Sub(t0), src.Trimmed)
+	}
+	if d := cmp.Diff([]mark{{0, markGap, "not seen by this run: what came before is in History"}}, marksOf(src, t0)); d != "" {
+		t.Errorf("markers (-want +got):\n%s", d)
+	}
+	tr.setHistory(false)
+	src = tr.publish(t0.Add(time.Minute))
+	if d := cmp.Diff([]mark{{0, markGap, "not seen by this run: what came before is not kept"}}, marksOf(src, t0)); d != "" {
+		t.Errorf("history off: markers (-want +got):\n%s", d)
+	}
+	if len(src.Markers) == 1 && (strings.Contains(src.Markers[0].Detail, "History") || !strings.Contains(src.Markers[0].Detail, "the history is off")) {
+		t.Errorf("history off: the marker says %q", src.Markers[0].Detail)
+	}
+	// Once the retention has passed the start, nothing is marked.
+	if src := tr.publish(t0.Add(liveRetain + time.Second)); len(src.Markers) != 0 || !src.Since.Equal(t0.Add(time.Second)) {
+		t.Errorf("past the retention: since %v, markers %v", src.Since.Sub(t0), marksOf(src, t0))
+	}
+}
+
 func TestLaneRows(t *testing.T) {
 	reqs := []wfReq{
 		{Session: "a", Received: t0, Answered: t0.Add(time.Second)},

@@ -146,7 +146,8 @@ type wfSource struct {
 	Children     []wfChild
 	Lanes        []wfLane
 	// Truncated says the window held more requests than were loaded;
-	// Trimmed that a live source has let requests older than Since go.
+	// Trimmed that a source lacks requests older than Since: a live one
+	// always does (let go, or before this run began).
 	Truncated, Trimmed bool
 	// NoHistory says, of a live source, that the history records no
 	// requests: those it let go are kept nowhere.
