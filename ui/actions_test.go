@@ -68,7 +68,7 @@ func TestBackendRowRestartsItsChildOnly(t *testing.T) {
 // and stopped as planned, and the restarting state a user's restart
 // emits first made the exit a crash.
 func TestUserRestartIsNotACrash(t *testing.T) {
-	tr := newTracker(t0)
+	tr := newTracker(t0.Add(-time.Hour)) // long running: its start is not marked
 	tr.event(pool.Event{Kind: pool.EventBackendStarted, Time: t0, Server: "per", PID: 100})
 	tr.event(pool.Event{Kind: pool.EventBackendState, Time: t0.Add(time.Second), Server: "per", PID: 100, State: pool.StateRestart})
 	tr.event(pool.Event{Kind: pool.EventBackendExited, Time: t0.Add(2 * time.Second), Server: "per", PID: 100, Err: "exit status 0"})
