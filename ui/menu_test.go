@@ -178,7 +178,8 @@ func TestNotifierOncePerHangAndFailure(t *testing.T) {
 	if got := n.check(s, t0.Add(29*time.Second), hang); len(got) != 0 {
 		t.Errorf("a server still hung notified again: %v", titles(got))
 	}
-	// memory recovers, then fails again: a new notification.
+	// memory recovers, then fails again past the quiet time: a new
+	// notification.
 	ok := fixture()
 	ok.Backends[1].State = pool.StateReady
 	ok.InFlight = nil
@@ -187,7 +188,7 @@ func TestNotifierOncePerHangAndFailure(t *testing.T) {
 	}
 	failed := fixture()
 	failed.InFlight = nil
-	if d := cmp.Diff([]string{"Server memory failed"}, titles(n.check(failed, t0, hang))); d != "" {
+	if d := cmp.Diff([]string{"Server memory failed"}, titles(n.check(failed, t0.Add(failNoteEvery), hang))); d != "" {
 		t.Errorf("second failure (-want +got):\n%s", d)
 	}
 	// Many hung at once share one notification.

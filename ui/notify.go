@@ -23,23 +23,35 @@ import (
 // show every hung request all along.
 const hangNoteEvery = 5 * time.Minute
 
-// maxHangNotes is how many servers that start hanging in one check get a
-// bubble each; beyond it they share one.
-const maxHangNotes = 3
+// A failed server is announced the same way, once per failure: the check
+// that first finds a failed child of it sends one bubble, however many of
+// its children fail (a share "session" server has one per session, and
+// each new session's fails too); none more while any of them is still
+// failed. Once none is (restarted, replaced by a config change, or gone
+// with its sessions), its next failure is announced again, but not within
+// failNoteEvery of its last bubble. The tray icon, the overview and the
+// Backends tab show every failed child all along.
+const failNoteEvery = hangNoteEvery
+
+// maxServerNotes is how many servers that start hanging, or fail, in one
+// check get a bubble each; beyond it they share one.
+const maxServerNotes = 3
 
 // notifier decides which desktop notifications a new snapshot deserves:
-// one when a server starts hanging (see hangNoteEvery), one per backend
-// that entered the failed state. It remembers what it announced so
-// nothing is said twice, and forgets servers and backends that recovered.
-// It is owned by the event loop's goroutine.
+// one when a server starts hanging (see hangNoteEvery), one when a
+// server's children start failing (see failNoteEvery). It remembers what
+// it announced so nothing is said twice, and forgets servers that
+// recovered. It is owned by the event loop's goroutine.
 type notifier struct {
-	hung   map[string]bool      // servers with a request past the threshold at the last check
-	noted  map[string]time.Time // when a server's last hang bubble went out, within hangNoteEvery
-	failed map[string]bool
+	hung      map[string]bool      // servers with a request past the threshold at the last check
+	noted     map[string]time.Time // when a server's last hang bubble went out, within hangNoteEvery
+	failed    map[string]bool      // servers with a failed child at the last check
+	failNoted map[string]time.Time // when a server's last failure bubble went out, within failNoteEvery
 }
 
 func newNotifier() *notifier {
-	return &notifier{hung: map[string]bool{}, noted: map[string]time.Time{}, failed: map[string]bool{}}
+	return &notifier{hung: map[string]bool{}, noted: map[string]time.Time{}, failed: map[string]bool{},
+		failNoted: map[string]time.Time{}}
 }
 
 // check returns the notifications for s at now.
@@ -70,7 +82,7 @@ func (n *notifier) check(s pool.Snapshot, now time.Time, hang time.Duration) []*
 	for _, srv := range due {
 		n.noted[srv] = now
 	}
-	if len(due) > maxHangNotes {
+	if len(due) > maxServerNotes {
 		k := 0
 		for _, srv := range due {
 			k += len(hung[srv])
@@ -96,24 +108,53 @@ func (n *notifier) check(s pool.Snapshot, now time.Time, hang time.Duration) []*
 			fmt.Sprintf("%d requests have waited longer than %s; the oldest, %s, has waited %s. Open the dashboard's In flight tab.",
 				len(rs), formatAge(hang), what, age)))
 	}
+	return append(out, n.failures(s, now)...)
+}
 
-	failed := map[string]bool{}
+// failures returns the bubbles for servers whose children started failing
+// (see failNoteEvery).
+func (n *notifier) failures(s pool.Snapshot, now time.Time) []*fyne.Notification {
+	failed := map[string]string{} // by server, the last error of its first failed child
 	for _, b := range s.Backends {
 		if b.State != pool.StateFailed {
 			continue
 		}
-		key := b.Server + "\x00" + b.Session
-		failed[key] = true
-		if n.failed[key] {
-			continue
+		if why, seen := failed[b.Server]; !seen || why == "" {
+			failed[b.Server] = b.LastError
 		}
-		msg := "It keeps crashing; requests fail fast until you restart it or change its config."
-		if b.LastError != "" {
-			msg = b.LastError + ". " + msg
-		}
-		out = append(out, fyne.NewNotification("Server "+b.Server+" failed", msg))
 	}
-	n.failed = failed
+	for srv, at := range n.failNoted {
+		if now.Sub(at) >= failNoteEvery {
+			delete(n.failNoted, srv)
+		}
+	}
+	var due []string // servers that started failing and were not announced lately
+	for srv := range failed {
+		if _, lately := n.failNoted[srv]; !n.failed[srv] && !lately {
+			due = append(due, srv)
+		}
+	}
+	slices.Sort(due)
+	n.failed = make(map[string]bool, len(failed))
+	for srv := range failed {
+		n.failed[srv] = true
+	}
+	for _, srv := range due {
+		n.failNoted[srv] = now
+	}
+	if len(due) > maxServerNotes {
+		return []*fyne.Notification{fyne.NewNotification(fmt.Sprintf("%d servers failed", len(due)),
+			fmt.Sprintf("%s keep crashing; their requests fail fast until you restart them or change their config. "+
+				"Open the dashboard's Backends tab.", strings.Join(due, ", ")))}
+	}
+	var out []*fyne.Notification
+	for _, srv := range due {
+		msg := "It keeps crashing; requests fail fast until you restart it or change its config."
+		if why := failed[srv]; why != "" {
+			msg = why + ". " + msg
+		}
+		out = append(out, fyne.NewNotification("Server "+srv+" failed", msg))
+	}
 	return out
 }
 

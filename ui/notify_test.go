@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/pool/mcptest"
 )
 
 // slowCalls is a snapshot at now of a session of server that sends a
@@ -87,7 +90,7 @@ func TestNotifierHungServerRecoversAndHangsAgain(t *testing.T) {
 }
 
 // TestNotifierHungServersEachOnce: servers that hang together get a
-// bubble each, up to maxHangNotes; beyond, one bubble names them all.
+// bubble each, up to maxServerNotes; beyond, one bubble names them all.
 func TestNotifierHungServersEachOnce(t *testing.T) {
 	hang := 5 * time.Second
 	now := t0.Add(time.Minute)
@@ -104,13 +107,129 @@ func TestNotifierHungServersEachOnce(t *testing.T) {
 		t.Errorf("two servers (-want +got):\n%s", d)
 	}
 	n := newNotifier()
-	got := n.check(snap(maxHangNotes+1), now, hang)
-	if d := cmp.Diff([]string{fmt.Sprintf("%d requests hung on %d servers", 2*(maxHangNotes+1), maxHangNotes+1)}, noteTitles(got)); d != "" {
+	got := n.check(snap(maxServerNotes+1), now, hang)
+	if d := cmp.Diff([]string{fmt.Sprintf("%d requests hung on %d servers", 2*(maxServerNotes+1), maxServerNotes+1)}, noteTitles(got)); d != "" {
 		t.Errorf("many servers (-want +got):\n%s", d)
-	} else if !strings.Contains(got[0].Content, "server-0") || !strings.Contains(got[0].Content, fmt.Sprintf("server-%d", maxHangNotes)) {
+	} else if !strings.Contains(got[0].Content, "server-0") || !strings.Contains(got[0].Content, fmt.Sprintf("server-%d", maxServerNotes)) {
 		t.Errorf("the shared bubble does not name the servers: %q", got[0].Content)
 	}
-	if got := n.check(snap(maxHangNotes+1), now.Add(time.Second), hang); len(got) != 0 {
+	if got := n.check(snap(maxServerNotes+1), now.Add(time.Second), hang); len(got) != 0 {
 		t.Errorf("still hung, notified again: %v", noteTitles(got))
+	}
+}
+
+// failedSessions is a snapshot at now of a share "session" server whose
+// sessions' children failed, k of them (ids from first).
+func failedSessions(server string, now time.Time, first, k int, state string) pool.Snapshot {
+	s := pool.Snapshot{TakenAt: now}
+	for i := first; i < first+k; i++ {
+		s.Backends = append(s.Backends, pool.BackendInfo{ID: uint64(i), Server: server, Session: fmt.Sprintf("s%d", i),
+			State: state, LastError: "exit status 1"})
+	}
+	return s
+}
+
+// TestNotifierOnceWhileAServerFails: a share "session" server whose child
+// exits at start fails once per session, and each new session's fails
+// too; the user hears about it once, not once per session. Restarted (no
+// child failed any more), it is announced again when it fails again, but
+// not within failNoteEvery of its last bubble.
+func TestNotifierOnceWhileAServerFails(t *testing.T) {
+	n := newNotifier()
+	steps := []struct {
+		why  string
+		s    pool.Snapshot
+		at   time.Duration
+		want []string
+	}{
+		{"the first session's child failed", failedSessions("notes", t0, 1, 1, pool.StateFailed), 0, []string{"Server notes failed"}},
+		{"twelve sessions' children failed", failedSessions("notes", t0, 1, 12, pool.StateFailed), time.Second, nil},
+		{"a new session's child failed too", failedSessions("notes", t0, 1, 13, pool.StateFailed), time.Minute, nil},
+		{"restarted: every child starting", failedSessions("notes", t0, 1, 13, pool.StateStarting), 2 * time.Minute, nil},
+		{"fails again soon after", failedSessions("notes", t0, 1, 13, pool.StateFailed), 3 * time.Minute, nil},
+		{"restarted again", failedSessions("notes", t0, 1, 13, pool.StateStarting), failNoteEvery + time.Minute, nil},
+		{"fails again past the quiet time", failedSessions("notes", t0, 1, 2, pool.StateFailed), failNoteEvery + 2*time.Minute,
+			[]string{"Server notes failed"}},
+	}
+	for _, st := range steps {
+		if d := cmp.Diff(st.want, noteTitles(n.check(st.s, t0.Add(st.at), 5*time.Second))); d != "" {
+			t.Errorf("%s (-want +got):\n%s", st.why, d)
+		}
+	}
+}
+
+// TestNotifierFailedServersShareABubble: servers that fail together get a
+// bubble each, up to maxServerNotes, as hung ones do; beyond, one bubble
+// names them all.
+func TestNotifierFailedServersShareABubble(t *testing.T) {
+	snap := func(servers int) pool.Snapshot {
+		s := pool.Snapshot{TakenAt: t0}
+		for i := range servers {
+			s.Backends = append(s.Backends, failedSessions(fmt.Sprintf("server-%d", i), t0, 1, 3, pool.StateFailed).Backends...)
+		}
+		return s
+	}
+	want := []string{"Server server-0 failed", "Server server-1 failed"}
+	if d := cmp.Diff(want, noteTitles(newNotifier().check(snap(2), t0, 0))); d != "" {
+		t.Errorf("two servers (-want +got):\n%s", d)
+	}
+	n := newNotifier()
+	got := n.check(snap(maxServerNotes+1), t0, 0)
+	if d := cmp.Diff([]string{fmt.Sprintf("%d servers failed", maxServerNotes+1)}, noteTitles(got)); d != "" {
+		t.Errorf("many servers (-want +got):\n%s", d)
+	} else if !strings.Contains(got[0].Content, "server-0") || !strings.Contains(got[0].Content, fmt.Sprintf("server-%d", maxServerNotes)) {
+		t.Errorf("the shared bubble does not name the servers: %q", got[0].Content)
+	}
+}
+
+// TestNotifierOneBubbleForARealFailingSessionServer: twelve sessions
+// connect to a real pool's share "session" server whose child exits at
+// start; each session's child fails in turn. Checked on every snapshot
+// meanwhile, as the loop does, the notifier sends one bubble.
+func TestNotifierOneBubbleForARealFailingSessionServer(t *testing.T) {
+	const sessions = 12
+	dir, err := os.MkdirTemp("", "sbui")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	p := pool.New(&pool.Options{Restart: pool.RestartPolicy{MaxRestarts: 1, MinBackoff: time.Millisecond}})
+	if err := p.Apply([]pool.ServerConfig{{Name: "broken", Command: "/bin/sh", Args: []string{"-c", "echo no config >&2; exit 1"},
+		Share: pool.ShareSession}}); err != nil {
+		t.Fatal(err)
+	}
+	sock := mcptest.Serve(t, p, dir)
+	n := newNotifier()
+	var titles []string
+	check := func() pool.Snapshot {
+		s := p.Snapshot()
+		for _, x := range n.check(s, time.Now(), 0) {
+			titles = append(titles, x.Title)
+		}
+		return s
+	}
+	for i := range sessions {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		// The session's initialize starts its child, which fails: the
+		// error answers it, and the session stays open.
+		if err := mcptest.Attach(c, "broken", fmt.Sprintf("client-%d", i)); err == nil {
+			t.Fatalf("session %d: the initialize of a failing child succeeded", i)
+		}
+		waitUntil(t, 10*time.Second, fmt.Sprintf("the child of session %d to fail", i+1), func() bool {
+			k := 0
+			for _, b := range check().Backends {
+				if b.State == pool.StateFailed {
+					k++
+				}
+			}
+			return k == i+1
+		})
+	}
+	if d := cmp.Diff([]string{"Server broken failed"}, titles); d != "" {
+		t.Errorf("%d sessions' children failed (-want +got):\n%s", sessions, d)
 	}
 }
