@@ -48,6 +48,7 @@ type dashboard struct {
 
 	sessions, inflight, backends, leaks *table
 	hangNote, backendDetail, leakNote   *widget.Label
+	inflightDetail                      *widget.Label
 	leakDetail                          *widget.Label
 	killAll                             *widget.Button
 
@@ -67,6 +68,9 @@ func newDashboard(u *UI) *dashboard {
 	d.inflight = newTable(inflightColumns, "Nothing in flight. Requests show here while a child works on them;\n"+
 		"the Waterfall tab shows them over time.")
 	d.inflight.onButton = func(_ column, r row) { d.confirmCancel(r) }
+	d.inflightDetail = widget.NewLabel("Select a request to see what it waits for.")
+	d.inflightDetail.Wrapping = fyne.TextWrapWord
+	d.inflight.onSelect = func(r row) { d.inflightDetail.SetText(r.detail) }
 	d.hangNote = widget.NewLabel("")
 	d.hangNote.Wrapping = fyne.TextWrapWord
 
@@ -108,6 +112,8 @@ func newDashboard(u *UI) *dashboard {
 	d.overview = newOverviewView(u)
 	d.waterfall = newWaterfallView(u)
 
+	inflightView := container.NewVSplit(d.inflight.view, container.NewVScroll(d.inflightDetail))
+	inflightView.Offset = 0.8
 	backendsView := container.NewVSplit(d.backends.view, container.NewVScroll(d.backendDetail))
 	backendsView.Offset = 0.75
 	leaksView := container.NewVSplit(d.leaks.view, container.NewVScroll(d.leakDetail))
@@ -119,7 +125,7 @@ func newDashboard(u *UI) *dashboard {
 		// and drag still zoom and pan it).
 		d.tab(tabWaterfall, theme.ListIcon(), container.NewScroll(d.waterfall.view)),
 		d.tab(tabSessions, theme.AccountIcon(), d.sessions.view),
-		d.tab(tabInFlight, theme.HistoryIcon(), container.NewBorder(d.hangNote, nil, nil, nil, d.inflight.view)),
+		d.tab(tabInFlight, theme.HistoryIcon(), container.NewBorder(d.hangNote, nil, nil, nil, inflightView)),
 		d.tab(tabBackends, theme.ComputerIcon(), backendsView),
 		d.tab(tabHistory, theme.StorageIcon(), d.history.view),
 		d.tab(tabLeaks, theme.WarningIcon(), container.NewBorder(

@@ -780,3 +780,49 @@ func TestHistoryTimelineIsTheSelectedRequests(t *testing.T) {
 		t.Errorf("a search cleared the timeline, then it shows %q", got)
 	}
 }
+
+// shownWhole says whether a visible label of the window shows text whole:
+// it contains it and does not cut its text.
+func shownWhole(w fyne.Window, text string) bool {
+	for _, o := range visible(w.Canvas().Content()) {
+		if l, ok := o.(*widget.Label); ok && l.Truncation == fyne.TextTruncateOff && strings.Contains(l.Text, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestInFlightShowsWhyARequestWaits: a request its child does not read
+// (status --json's stateReason) says so in its row, and whole once
+// selected: what tells a stuck child from a Switchboard bug.
+func TestInFlightShowsWhyARequestWaits(t *testing.T) {
+	const why = "being written: the child is not reading its input (nothing taken for 40s; 24576 of its 40112 bytes written)"
+	s := fixture()
+	s.InFlight[2].StateReason = why // resources/read, not written
+	u := newTestUI(t, newFake(s), tabInFlight)
+	row := rowCells(u.dash.inflight, "resources/read")
+	if !slices.ContainsFunc(row, func(c *cell) bool { return c.label.Visible() && c.label.Text == why }) {
+		t.Error("the row does not say why the request waits")
+	}
+	u.dash.inflight.w.Select(widget.TableCellID{Row: 2, Col: 1})
+	if !shownWhole(u.dash.win, why) {
+		t.Error("selecting the row does not show why the request waits, whole")
+	}
+}
+
+// TestBackendsShowWhyAChildIsInItsState: a child's stateReason (starting:
+// waiting for its handshake) shows whole when its row is selected, beside
+// its stderr.
+func TestBackendsShowWhyAChildIsInItsState(t *testing.T) {
+	const why = "waiting for its handshake (server/discover, initialize): restarted after 1m0s without an answer"
+	s := fixture()
+	s.Backends[0].State, s.Backends[0].StateReason = pool.StateStarting, why
+	u := newTestUI(t, newFake(s), tabBackends)
+	u.dash.backends.w.Select(widget.TableCellID{Row: 0, Col: 2})
+	if !shownWhole(u.dash.win, why) {
+		t.Errorf("selecting the row shows %q, not why the child is starting", u.dash.backendDetail.Text)
+	}
+	if !strings.Contains(u.dash.backendDetail.Text, "fake: ready") {
+		t.Errorf("the reason replaced the stderr: %q", u.dash.backendDetail.Text)
+	}
+}

@@ -129,11 +129,14 @@ var inflightColumns = []column{
 	{title: "Child PID"},
 	{title: "Age", fit: fitAge},
 	{title: "Written"},
+	{title: "Why it waits", max: 320}, // the request's stateReason: the rest on selection
 }
 
 // inflightRows lists requests in flight, oldest first. Ages run from
 // ReceivedAt to now, so they tick between snapshots; a request older than
-// hang is levelHung, one not yet written to its child levelWarn.
+// hang is levelHung, one not yet written to its child levelWarn. Why one
+// waits, when the pool knows (its child does not read its input, its
+// session's roots are asked for), is its last cell and its detail.
 func inflightRows(s pool.Snapshot, now time.Time, hang time.Duration) []row {
 	clients := make(map[string]string, len(s.Sessions))
 	for _, ss := range s.Sessions {
@@ -153,12 +156,25 @@ func inflightRows(s pool.Snapshot, now time.Time, hang time.Duration) []row {
 		if c := clients[r.Session]; c != "" {
 			sess += " (" + c + ")"
 		}
-		out = append(out, row{level: lv, server: r.Server, poolID: r.PoolID, pid: r.PID,
-			what: requestWhat(r.Method, r.Name) + " from " + sess + " on " + r.Server, age: formatAge(age), cells: []string{
-				r.Method, r.Name, sess, r.Server, pidText(r.PID), formatAge(age), yesNo(r.WrittenToChild),
+		what := requestWhat(r.Method, r.Name) + " from " + sess + " on " + r.Server
+		out = append(out, row{level: lv, server: r.Server, poolID: r.PoolID, pid: r.PID, detail: what + "\n\n" + waitsFor(r),
+			what: what, age: formatAge(age), cells: []string{
+				r.Method, r.Name, sess, r.Server, pidText(r.PID), formatAge(age), yesNo(r.WrittenToChild), r.StateReason,
 			}})
 	}
 	return out
+}
+
+// waitsFor says what a request in flight waits for: its stateReason when
+// it has one, else what writtenToChild means.
+func waitsFor(r pool.RequestInfo) string {
+	switch {
+	case r.StateReason != "":
+		return r.StateReason
+	case r.WrittenToChild:
+		return "written to child PID " + pidText(r.PID) + ": waiting for its answer"
+	}
+	return "not yet written to a child: its child is starting or restarting"
 }
 
 // requestAge is how old a request is at now. ReceivedAt is the truth; a
@@ -263,6 +279,7 @@ func backendRows(s pool.Snapshot, now time.Time, stats map[int]procStat) []row {
 		}
 		if b.StateReason != "" {
 			last = b.StateReason
+			detail = b.State + ": " + b.StateReason + "\n" + detail
 		}
 		if len(b.ResolvedCommand) > 0 {
 			detail = "configured: " + strings.Join(b.Command, " ") + "\nstarted as: " + strings.Join(b.ResolvedCommand, " ") +

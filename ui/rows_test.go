@@ -102,27 +102,27 @@ func TestInflightRows(t *testing.T) {
 		{
 			name: "at the snapshot", now: t0, hang: 30 * time.Second,
 			cells: [][]string{
-				{"tools/call", "sleep", "s2 (cursor)", "fake", "4242", "1m35s", "yes"},
-				{"tools/call", "search", "s1 (claude-code)", "fake", "4242", "2s", "yes"},
-				{"resources/read", "", "s1 (claude-code)", "fake", "4242", "0s", "no"},
+				{"tools/call", "sleep", "s2 (cursor)", "fake", "4242", "1m35s", "yes", ""},
+				{"tools/call", "search", "s1 (claude-code)", "fake", "4242", "2s", "yes", ""},
+				{"resources/read", "", "s1 (claude-code)", "fake", "4242", "0s", "no", ""},
 			},
 			levels: []level{levelHung, levelNormal, levelWarn},
 		},
 		{
 			name: "ages tick from the snapshot's timestamps", now: t0.Add(29 * time.Second), hang: 30 * time.Second,
 			cells: [][]string{
-				{"tools/call", "sleep", "s2 (cursor)", "fake", "4242", "2m04s", "yes"},
-				{"tools/call", "search", "s1 (claude-code)", "fake", "4242", "31s", "yes"},
-				{"resources/read", "", "s1 (claude-code)", "fake", "4242", "29s", "no"},
+				{"tools/call", "sleep", "s2 (cursor)", "fake", "4242", "2m04s", "yes", ""},
+				{"tools/call", "search", "s1 (claude-code)", "fake", "4242", "31s", "yes", ""},
+				{"resources/read", "", "s1 (claude-code)", "fake", "4242", "29s", "no", ""},
 			},
 			levels: []level{levelHung, levelHung, levelWarn},
 		},
 		{
 			name: "no threshold", now: t0, hang: 0,
 			cells: [][]string{
-				{"tools/call", "sleep", "s2 (cursor)", "fake", "4242", "1m35s", "yes"},
-				{"tools/call", "search", "s1 (claude-code)", "fake", "4242", "2s", "yes"},
-				{"resources/read", "", "s1 (claude-code)", "fake", "4242", "0s", "no"},
+				{"tools/call", "sleep", "s2 (cursor)", "fake", "4242", "1m35s", "yes", ""},
+				{"tools/call", "search", "s1 (claude-code)", "fake", "4242", "2s", "yes", ""},
+				{"resources/read", "", "s1 (claude-code)", "fake", "4242", "0s", "no", ""},
 			},
 			levels: []level{levelNormal, levelNormal, levelWarn},
 		},
