@@ -122,13 +122,17 @@ func serverMenu(s pool.Snapshot, sv pool.ServerInfo) menuItem {
 	case len(pids) > 1:
 		pidLabel = "PIDs: " + strings.Join(pids, ", ")
 	}
+	// The error is part of the state's label, not an item of its own: a
+	// server failing or recovering keeps the menu's shape, so the menu is
+	// updated in place and a click on it opened just before still lands.
+	state := "State: " + sv.State
+	if sv.Error != "" {
+		state += " (error: " + truncate(sv.Error, 80) + ")"
+	}
 	children := []menuItem{
-		{Label: "State: " + sv.State, Disabled: true},
+		{Label: state, Disabled: true},
 		{Label: pidLabel, Disabled: true},
 		{Label: "Sessions: " + strconv.Itoa(sessions), Disabled: true},
-	}
-	if sv.Error != "" {
-		children = append(children, menuItem{Label: "Error: " + truncate(sv.Error, 80), Disabled: true})
 	}
 	off := sv.Disabled || sv.Draining
 	children = append(children, menuItem{Separator: true},

@@ -39,10 +39,9 @@ func TestTrayMenu(t *testing.T) {
 			{Label: "Stop", Action: menuAction{Kind: actStop, Server: "fake"}},
 		}},
 		{Label: "memory — failed", Children: []menuItem{
-			{Label: "State: failed", Disabled: true},
+			{Label: "State: failed (error: crashed 5 times in 60s)", Disabled: true},
 			{Label: "PID: —", Disabled: true},
 			{Label: "Sessions: 1", Disabled: true}, // s3, with no child to count it
-			{Label: "Error: crashed 5 times in 60s", Disabled: true},
 			sep,
 			{Label: "Restart", Action: menuAction{Kind: actRestart, Server: "memory"}},
 			{Label: "Stop", Disabled: true, Action: menuAction{Kind: actStop, Server: "memory"}},
@@ -398,6 +397,36 @@ func TestTrayMenuUpdatesInPlace(t *testing.T) {
 		t.Errorf("after an outside reset: %d builds, want 3", tr.menu.rebuilds)
 	}
 	host.find(t, "Quit")
+}
+
+// TestTrayMenuKeepsItsShapeWhenAServerFails: a server failing and
+// recovering changes labels in place; the menu is not built again, so a
+// click on a menu opened just before still lands.
+func TestTrayMenuKeepsItsShapeWhenAServerFails(t *testing.T) {
+	fake := newFake(fixture())
+	u, tr, _, host, _ := testTray(t, fake)
+	ok := fixture()
+	ok.Servers[1].State, ok.Servers[1].Error = pool.StateReady, ""
+	ok.Backends[1].State, ok.Backends[1].LastError, ok.Backends[1].PID = pool.StateReady, "", 4343
+	tr.apply(u, u.frameFor(ok, t0, false))
+	if tr.menu.rebuilds != 1 {
+		t.Fatalf("first menu: %d built", tr.menu.rebuilds)
+	}
+	restart := host.find(t, "Restart") // fake's Restart, in its submenu
+
+	tr.apply(u, u.frameFor(fixture(), t0.Add(time.Second), false)) // memory failed
+	if tr.menu.rebuilds != 1 || host.resets != 1 {
+		t.Errorf("a server failing rebuilt the menu (%d builds, %d resets)", tr.menu.rebuilds, host.resets)
+	}
+	host.find(t, "State: failed (error: crashed 5 times in 60s)")
+	restart.ch <- struct{}{}
+	runClick(t, u, host)
+	waitCalls(t, fake, "restart fake")
+
+	tr.apply(u, u.frameFor(ok, t0.Add(2*time.Second), false)) // memory recovered
+	if tr.menu.rebuilds != 1 || host.resets != 1 {
+		t.Errorf("a server recovering rebuilt the menu (%d builds, %d resets)", tr.menu.rebuilds, host.resets)
+	}
 }
 
 func TestTrayIconAndTap(t *testing.T) {
