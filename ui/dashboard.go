@@ -501,9 +501,13 @@ func unavailableReason(err error) string {
 	return strings.TrimPrefix(err.Error(), ErrUnavailable.Error()+": ")
 }
 
+// historyLimit is how many requests the History tab shows at most, the
+// latest. It asks for one more, to know whether more match.
+const historyLimit = 1000
+
 // filter reads the filter widgets.
 func (h *historyView) filter(now time.Time) HistoryFilter {
-	f := HistoryFilter{Session: strings.TrimSpace(h.session.Text), Method: strings.TrimSpace(h.method.Text), Limit: 1000}
+	f := HistoryFilter{Session: strings.TrimSpace(h.session.Text), Method: strings.TrimSpace(h.method.Text), Limit: historyLimit + 1}
 	if s := h.server.Selected; s != anyServer {
 		f.Server = s
 	}
@@ -551,6 +555,9 @@ func (h *historyView) query() {
 // show puts a query's answer on screen.
 func (h *historyView) show(rows []HistoryRow, err error) {
 	switch {
+	case err == nil && len(rows) > historyLimit:
+		rows = rows[:historyLimit]
+		h.note.SetText(fmt.Sprintf("The latest %d requests (more match: narrow the filter). Select one to see its timeline.", historyLimit))
 	case err == nil:
 		h.note.SetText(fmt.Sprintf("%s. Select one to see its timeline.", plural(len(rows), "request")))
 	case isUnavailable(err):

@@ -426,6 +426,34 @@ func TestHistoryFiltersAndTimeline(t *testing.T) {
 	}
 }
 
+// TestHistorySaysWhenTheLimitCutTheAnswer: 1,500 requests match, the
+// query loads at most historyLimit; the note says that more match, and
+// does not give the limit as the total.
+func TestHistorySaysWhenTheLimitCutTheAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		matching int
+		want     string
+	}{
+		{2, "2 requests. Select one to see its timeline."},
+		{1000, "1000 requests. Select one to see its timeline."},
+		{1500, "The latest 1000 requests (more match: narrow the filter). Select one to see its timeline."},
+	} {
+		fake := newFake(fixture())
+		for i := range tc.matching {
+			fake.history = append(fake.history, HistoryRow{ID: int64(tc.matching - i), Server: "fake", Session: "s1",
+				Method: "tools/call", Name: "echo", Status: "ok", ReceivedAt: t0.Add(-time.Duration(i) * time.Second)})
+		}
+		u := newTestUI(t, fake, tabHistory)
+		h := u.dash.history
+		if n := min(tc.matching, 1000); len(h.results.rows) != n {
+			t.Errorf("%d matching: the table has %d rows, want %d", tc.matching, len(h.results.rows), n)
+		}
+		if h.note.Text != tc.want {
+			t.Errorf("%d matching: the note reads %q, want %q", tc.matching, h.note.Text, tc.want)
+		}
+	}
+}
+
 func TestHistoryNotAvailable(t *testing.T) {
 	fake := &unavailableHistory{newFake(fixture())}
 	a := test.NewTempApp(t)

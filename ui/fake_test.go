@@ -149,7 +149,11 @@ func (f *fakeCtrl) History(_ context.Context, hf HistoryFilter) ([]HistoryRow, e
 	_ = f.record("history server=%q status=%q", hf.Server, hf.Status)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return slices.Clone(f.history), nil
+	h := f.history
+	if hf.Limit > 0 && len(h) > hf.Limit {
+		h = h[:hf.Limit] // as the store pages
+	}
+	return slices.Clone(h), nil
 }
 
 func (f *fakeCtrl) Timeline(_ context.Context, r HistoryRow) (RequestDetail, error) {
