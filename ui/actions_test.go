@@ -423,9 +423,9 @@ func TestActionsAskFirstAndActOnWhatWasConfirmed(t *testing.T) {
 	// A leak's Kill.
 	u.dash.selectTab(tabLeaks)
 	u.render(fake.Snapshot(), t0)
-	confirmBefore(t, u, fake, button(t, rowCells(u.dash.leaks, "778"), "Kill"), "PID 778", "fake")
+	confirmBefore(t, u, fake, button(t, rowCells(u.dash.leaks, "777"), "Kill"), "PID 777", "memory")
 	test.Tap(dialogButton(t, win, "Kill"))
-	waitCalls(t, fake, "killleak 778")
+	waitCalls(t, fake, "killleak 777")
 
 	// The overview card's Restart.
 	u.dash.selectTab(tabOverview)
@@ -600,7 +600,7 @@ func TestDashboardFitsASmallWindow(t *testing.T) {
 
 	d.selectTab(tabLeaks)
 	u.render(fake.Snapshot(), t0)
-	if !inView(d, rowCells(d.leaks, "778"), "Kill") {
+	if !inView(d, rowCells(d.leaks, "777"), "Kill") {
 		t.Error("a leak's Kill is out of view")
 	}
 

@@ -234,11 +234,14 @@ func (l tabsLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
 func (l tabsLayout) MinSize(objs []fyne.CanvasObject) fyne.Size { return l.border.MinSize(objs) }
 
 // tabTitle is a tab's title: its name and counts, "In flight (12, 1
-// hung)"; compact, its counts only, "12, 1 hung", or nothing (the tab
-// shows its icon).
+// hung)", "Leaks (3, 1 suspect)"; compact, its counts only, "12, 1 hung",
+// or nothing (the tab shows its icon). The second count, of the first's
+// rows, is the hung requests, or for Leaks the suspects.
 func tabTitle(name string, n, hung int, compact bool) string {
 	counts := ""
 	switch {
+	case hung > 0 && name == tabLeaks:
+		counts = fmt.Sprintf("%d, %s", n, plural(hung, "suspect"))
 	case hung > 0:
 		counts = fmt.Sprintf("%d, %d hung", n, hung)
 	case n > 0:
@@ -320,7 +323,7 @@ func (d *dashboard) apply(f *frame) {
 	d.setTitle(tabSessions, len(f.sessions), 0)
 	d.setTitle(tabInFlight, len(f.inflight), f.sum.Hung)
 	d.setTitle(tabBackends, len(f.backends), 0)
-	d.setTitle(tabLeaks, len(f.leaks), 0)
+	d.setTitle(tabLeaks, len(f.leaks), f.sum.suspects())
 	d.sessions.setRows(f.sessions)
 	d.inflight.setRows(f.inflight)
 	d.backends.setRows(f.backends)

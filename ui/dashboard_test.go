@@ -281,9 +281,9 @@ func TestTapCancelRestartKill(t *testing.T) {
 
 	u.dash.selectTab(tabLeaks)
 	u.render(fake.Snapshot(), t0)
-	tap(button(t, rowCells(u.dash.leaks, "778"), "Kill"), "Kill")
-	waitCalls(t, fake, "killleak 778")
-	if slices.Contains(fake.recorded(), "killleak 777") {
+	tap(button(t, rowCells(u.dash.leaks, "777"), "Kill"), "Kill")
+	waitCalls(t, fake, "killleak 777")
+	if slices.Contains(fake.recorded(), "killleak 778") {
 		t.Error("Kill on one leak killed another")
 	}
 }
@@ -852,5 +852,42 @@ func TestBackendsShowWhyAChildIsInItsState(t *testing.T) {
 	}
 	if !strings.Contains(u.dash.backendDetail.Text, "fake: ready") {
 		t.Errorf("the reason replaced the stderr: %q", u.dash.backendDetail.Text)
+	}
+}
+
+// TestLeaksTellProvenFromSuspects: Switchboard kills only the leaks it
+// proves its own (app/leaks refuses a suspect), so a suspect's row offers
+// no Kill and says why; the Leaks tab's header, its title, the status bar
+// and the tray count the proven leaks and the suspects apart.
+func TestLeaksTellProvenFromSuspects(t *testing.T) {
+	fake := newFake(fixture())
+	u := newTestUI(t, fake, tabLeaks) // 777 proven, 778 a suspect
+	d := u.dash
+	if !slices.ContainsFunc(rowCells(d.leaks, "777"), func(c *cell) bool { return c.btn.Visible() && c.btn.Text == "Kill" }) {
+		t.Error("a proven leak offers no Kill")
+	}
+	suspect := rowCells(d.leaks, "778")
+	if slices.ContainsFunc(suspect, func(c *cell) bool { return c.btn.Visible() }) {
+		t.Error("a suspect offers Kill, which would be refused")
+	}
+	if !slices.ContainsFunc(suspect, func(c *cell) bool {
+		return c.label.Visible() && strings.HasPrefix(c.label.Text, "Suspect, never killed")
+	}) {
+		t.Error("a suspect's row does not say why it has no Kill")
+	}
+	d.leaks.w.Select(widget.TableCellID{Row: 1, Col: 1})
+	if got := d.leakDetail.Text; !strings.Contains(got, "kill 778") {
+		t.Errorf("a selected suspect's detail does not say how to end it: %q", got)
+	}
+	for _, c := range []struct{ what, got, want string }{
+		{"header", d.leakNote.Text, "1 leaked backend: an MCP server process nobody uses any more. " +
+			"1 suspect: maybe a leaked backend, but Switchboard cannot prove it its own, so it lists it and never kills it."},
+		{"tab", d.tabOf[tabLeaks].Text, "Leaks (2, 1 suspect)"},
+		{"status bar", d.status.Text, "3 sessions · 3 in flight (1 hung) · 1 child · 1 leak, 1 suspect · failed: memory"},
+		{"tray", trayMenu(fixture(), u.last.sum)[3].Label, "Leaked backends: 1, suspects: 1"},
+	} {
+		if c.got != c.want {
+			t.Errorf("the %s reads %q, want %q", c.what, c.got, c.want)
+		}
 	}
 }

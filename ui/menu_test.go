@@ -25,7 +25,7 @@ func TestTrayMenu(t *testing.T) {
 		{Label: "Sessions: 3", Disabled: true},
 		{Label: "In flight: 3 (1 hung)", Disabled: true},
 		{Label: "Children: 1", Disabled: true},
-		{Label: "Leaked backends: 2", Disabled: true},
+		{Label: "Leaked backends: 1, suspects: 1", Disabled: true},
 		sep,
 		{Label: "Open dashboard", Action: menuAction{Kind: actDashboard}},
 		{Label: "Show hung request: tools/call sleep on fake, 1m35s", Action: menuAction{Kind: actWaterfall}},

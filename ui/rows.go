@@ -35,6 +35,9 @@ type row struct {
 	poolID  uint64
 	pid     int
 	backend uint64
+	// proven is a Leaks row's leak that Switchboard proves its own: only
+	// those have a Kill (app/leaks refuses a suspect).
+	proven bool
 	// what names the target for a confirmation ("fake (PID 4242)",
 	// "tools/call sleep from s2 (cursor) on fake"); state, age and
 	// inflight say what acting on it does.
@@ -316,7 +319,7 @@ func rootsLabel(roots []string) string {
 }
 
 var leakColumns = []column{
-	{title: "", button: "Kill"},
+	{title: "", button: "Kill", show: func(r row) bool { return r.proven }},
 	{title: "PID"},
 	{title: "Server"},
 	{title: "Memory", fit: fitBytes},
@@ -325,18 +328,21 @@ var leakColumns = []column{
 	{title: "Command", max: 240},
 }
 
-// leakRows lists leaked backends in the order the detector gave them.
+// leakRows lists leaked backends in the order the detector gave them. A
+// suspect has no Kill, and its row says why.
 func leakRows(leaks []Leak, now time.Time) []row {
 	out := make([]row, 0, len(leaks))
 	for _, l := range leaks {
-		lv := levelWarn
-		if !l.Proven {
-			lv = levelNormal
-		}
+		lv, why := levelWarn, l.Reason
 		detail := fmt.Sprintf("PID %d (%s): %s\n\ncommand: %s", l.PID, l.Server, l.Reason, l.Command)
-		out = append(out, row{level: lv, server: l.Server, pid: l.PID, detail: detail,
+		if !l.Proven {
+			lv, why = levelNormal, "Suspect, never killed: "+l.Reason
+			detail += fmt.Sprintf("\n\nA suspect: it may be a leaked backend, but Switchboard cannot prove it its own "+
+				"(it may be another program's), so it lists it and never kills it. If you know it is one, end it yourself (kill %d).", l.PID)
+		}
+		out = append(out, row{level: lv, server: l.Server, pid: l.PID, proven: l.Proven, detail: detail,
 			what: fmt.Sprintf("leaked %s (PID %d)", l.Server, l.PID), cells: []string{
-				strconv.Itoa(l.PID), l.Server, formatBytes(l.RSSBytes), clockAndAge(l.StartedAt, now), l.Reason, l.Command,
+				strconv.Itoa(l.PID), l.Server, formatBytes(l.RSSBytes), clockAndAge(l.StartedAt, now), why, l.Command,
 			}})
 	}
 	return out
@@ -401,13 +407,21 @@ type summary struct {
 	HungWhat   string // "tools/call sleep on browser, 1m35s"
 }
 
-// leakCount shows the number of leaks, or "unknown".
+// leakCount shows the number of proven leaks and of suspects, or
+// "unknown".
 func (s summary) leakCount() string {
-	if s.Leaks < 0 {
+	switch {
+	case s.Leaks < 0:
 		return "unknown"
+	case s.suspects() > 0:
+		return fmt.Sprintf("%d, suspects: %d", s.Killable, s.suspects())
 	}
-	return strconv.Itoa(s.Leaks)
+	return strconv.Itoa(s.Killable)
 }
+
+// suspects counts the leaks found that are not proven: listed, never
+// killed.
+func (s summary) suspects() int { return max(s.Leaks-s.Killable, 0) }
 
 // killCount shows the number of leaks Kill would kill, or "unknown".
 func (s summary) killCount() string {
@@ -455,7 +469,10 @@ func (s summary) String() string {
 	if s.Leaks < 0 {
 		b.WriteString(" · leaks unknown")
 	} else {
-		fmt.Fprintf(&b, " · %s", plural(s.Leaks, "leak"))
+		fmt.Fprintf(&b, " · %s", plural(s.Killable, "leak"))
+		if n := s.suspects(); n > 0 {
+			fmt.Fprintf(&b, ", %s", plural(n, "suspect"))
+		}
 	}
 	if len(s.Failed) > 0 {
 		fmt.Fprintf(&b, " · failed: %s", strings.Join(s.Failed, ", "))

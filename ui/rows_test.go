@@ -178,7 +178,7 @@ func TestBackendRows(t *testing.T) {
 
 func TestLeakAndHistoryRows(t *testing.T) {
 	leaks := leakRows([]Leak{{PID: 777, Server: "memory", Command: "node server-memory", StartedAt: t0.Add(-3 * time.Hour),
-		RSSBytes: 3 << 30, Reason: "child of an earlier run (pid 12) that is gone"}}, t0)
+		RSSBytes: 3 << 30, Reason: "child of an earlier run (pid 12) that is gone", Proven: true}}, t0)
 	if d := cmp.Diff([][]string{{"777", "memory", "3.00 GiB", "06:26:53 (3h00m ago)",
 		"child of an earlier run (pid 12) that is gone", "node server-memory"}}, cells(leaks)); d != "" {
 		t.Errorf("leakRows (-want +got):\n%s", d)
@@ -241,7 +241,12 @@ func TestSummary(t *testing.T) {
 	if d := cmp.Diff(want, sum); d != "" {
 		t.Errorf("summary (-want +got):\n%s", d)
 	}
+	sum.Killable = 2
 	if got, w := sum.String(), "3 sessions · 3 in flight (1 hung) · 1 child · 2 leaks · failed: memory"; got != w {
+		t.Errorf("summary = %q, want %q", got, w)
+	}
+	sum.Killable = 1 // the other is a suspect
+	if got, w := sum.String(), "3 sessions · 3 in flight (1 hung) · 1 child · 1 leak, 1 suspect · failed: memory"; got != w {
 		t.Errorf("summary = %q, want %q", got, w)
 	}
 }

@@ -251,7 +251,7 @@ func (u *UI) frameWith(s pool.Snapshot, now time.Time, figures func(server strin
 	case len(leaks) == 0:
 		f.leakNote = "No leaked backends: every MCP server process found belongs to a live pool."
 	default:
-		f.leakNote = plural(len(leaks), "leaked backend") + ": MCP server processes nobody uses any more."
+		f.leakNote = leakNote(f.sum.Killable, f.sum.suspects())
 	}
 	if withRows {
 		f.overview = overviewFor(s, now, hang, figures, stats)
@@ -261,6 +261,25 @@ func (u *UI) frameWith(s pool.Snapshot, now time.Time, figures func(server strin
 		f.leaks = leakRows(leaks, now)
 	}
 	return f
+}
+
+// leakNote heads the Leaks tab: the proven leaks and the suspects,
+// counted apart.
+func leakNote(proven, suspects int) string {
+	var out []string
+	switch {
+	case proven == 1:
+		out = append(out, "1 leaked backend: an MCP server process nobody uses any more.")
+	case proven > 1:
+		out = append(out, fmt.Sprintf("%d leaked backends: MCP server processes nobody uses any more.", proven))
+	}
+	switch {
+	case suspects == 1:
+		out = append(out, "1 suspect: maybe a leaked backend, but Switchboard cannot prove it its own, so it lists it and never kills it.")
+	case suspects > 1:
+		out = append(out, fmt.Sprintf("%d suspects: maybe leaked backends, but Switchboard cannot prove them its own, so it lists them and never kills them.", suspects))
+	}
+	return strings.Join(out, " ")
 }
 
 // killableLeaks is what "Kill all" and the tray's "Kill leaked backends"
