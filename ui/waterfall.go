@@ -82,7 +82,7 @@ func newWaterfallView(u *UI) *waterfallView {
 	w.rangeLbl = widget.NewLabel("")
 	w.rangeLbl.TextStyle.Monospace = true
 	w.note = widget.NewLabel("")
-	w.note.Truncation = fyne.TextTruncateEllipsis
+	w.note.Wrapping = fyne.TextWrapWord // beside the legend, a long note takes two lines rather than be cut
 	w.note.Alignment = fyne.TextAlignTrailing
 	bar := container.NewHBox(container.NewGridWrap(fyne.NewSize(230, w.mode.MinSize().Height), w.mode), w.followBtn,
 		back, zoomOut, zoomIn, fwd, lastCrash, w.rangeLbl)

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/switchboard-mcp/switchboard/pool"
 )
@@ -156,6 +158,21 @@ func TestWaterfallSaysWhereTheCountCapCut(t *testing.T) {
 	if !strings.Contains(w.note.Text, want) {
 		t.Errorf("note = %q, want it to say %q", w.note.Text, want)
 	}
+	if shown := labelShows(w.note); shown != w.note.Text {
+		t.Errorf("at the default width the note shows %q, not %q", shown, w.note.Text)
+	}
+}
+
+// labelShows is the text a label draws within its bounds, its lines
+// joined by spaces: its text, unless it was cut.
+func labelShows(l *widget.Label) string {
+	var lines []string
+	for _, o := range visible(l) {
+		if txt, ok := o.(*canvas.Text); ok && txt.Text != "" && txt.Position().Y+txt.Size().Height <= l.Size().Height {
+			lines = append(lines, strings.TrimSpace(txt.Text))
+		}
+	}
+	return strings.Join(lines, " ")
 }
 
 // TestWaterfallCountCapWithoutHistory: with the history off, the same
