@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"regexp"
 	"strings"
 	"unicode"
@@ -17,10 +18,11 @@ const Redacted = "[REDACTED]"
 // not need the JSON to be complete or valid: captured payloads are
 // prefixes cut at any byte, and a value cut off mid-way is redacted too.
 //
-// Inside string values it also redacts "Bearer ..." credentials,
-// "name=value" pairs with a secret-looking name (query strings,
-// environment assignments) and the values of secret keys in JSON that was
-// stringified into a string (escaped quotes).
+// Inside string values it also redacts what RedactText finds in free
+// text: "Bearer ..." and "Basic ..." credentials, "name=value" pairs with
+// a secret-looking name (query strings, environment assignments) and the
+// values of secret keys in JSON that was stringified into a string
+// (escaped quotes).
 func Redact(b []byte) []byte {
 	out := make([]byte, 0, len(b)+16)
 	for i := 0; i < len(b); {
@@ -32,7 +34,7 @@ func Redact(b []byte) []byte {
 		end, closed := scanString(b, i)
 		colon := skipSpace(b, end)
 		if !closed || colon >= len(b) || b[colon] != ':' {
-			out = append(out, redactInString(b[i:end])...)
+			out = append(out, redactInString(b[i:end], !closed)...)
 			i = end
 			continue
 		}
@@ -125,10 +127,8 @@ func unquote(lit []byte) string {
 }
 
 var (
-	// bearerRE matches HTTP credentials inside a string.
-	bearerRE = regexp.MustCompile(`(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]+`)
-	// assignRE matches name=value inside a string (query strings, env).
-	assignRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9_.-]*)=([^&\s"\\,;]+)`)
+	// credentialRE matches an HTTP credential after its scheme's name.
+	credentialRE = regexp.MustCompile(`(?i)\b(?:bearer|basic)\s+([A-Za-z0-9._~+/-]+=*)`)
 	// escapedKeyRE matches "key": in JSON stringified into a string.
 	escapedKeyRE = regexp.MustCompile(`\\"((?:[^"\\]|\\[^"])*)\\"(\s*:\s*)`)
 	// userinfoRE matches a URL's user information ("user:password@" or
@@ -137,28 +137,31 @@ var (
 )
 
 // redactInString redacts credentials inside one JSON string literal
-// (quotes included, possibly unterminated).
-func redactInString(lit []byte) []byte {
+// (quotes included, possibly unterminated), or in free text. cut says
+// lit is the prefix of a longer one (see cutAt).
+func redactInString(lit []byte, cut bool) []byte {
 	if len(lit) < 8 {
 		return lit
 	}
 	out := lit
-	if containsFold(out, "bearer") || containsFold(out, "basic") {
-		out = bearerRE.ReplaceAll(out, []byte("${1}${2}"+Redacted))
-	}
 	if bytes.IndexByte(out, '=') >= 0 {
-		out = assignRE.ReplaceAllFunc(out, func(m []byte) []byte {
-			name, _, _ := strings.Cut(string(m), "=")
-			if !isSecretKey(name) {
-				return m
-			}
-			return []byte(name + "=" + Redacted)
-		})
+		out = redactAssignments(out, cut)
+	}
+	if containsFold(out, "bearer") || containsFold(out, "basic") {
+		out = redactCredentials(out, cut)
 	}
 	if bytes.Contains(out, []byte(`\"`)) {
-		out = redactEscaped(out)
+		out = redactEscaped(out, cut)
 	}
 	return out
+}
+
+// cutAt reports whether a token that ends at b[i] may have been cut
+// there, and so be the start of a credential whatever its shape: b ends
+// there and is the prefix of a longer text (cut), or the "…" that marks
+// a cut stderr line follows.
+func cutAt(b []byte, i int, cut bool) bool {
+	return i == len(b) && cut || bytes.HasPrefix(b[i:], []byte("…"))
 }
 
 // containsFold reports whether b contains the lower-case ASCII word w in
@@ -176,54 +179,402 @@ func containsFold(b []byte, w string) bool {
 	return false
 }
 
-// redactEscaped replaces the values of secret keys in stringified JSON:
-// \"password\": \"x\" becomes \"password\": \"[REDACTED]\".
-func redactEscaped(lit []byte) []byte {
-	locs := escapedKeyRE.FindAllSubmatchIndex(lit, -1)
-	if locs == nil {
-		return lit
-	}
+// redactAssignments replaces the values of name=value pairs with a
+// secret name (isSecretName): query strings, environment assignments,
+// flags. A quoted value ("x", 'x', or \"x\" in a JSON string) loses what
+// its quotes hold; another ends at its own end (valueEnd). A bare "key"
+// (?key=AIza...) is a secret unless its value is a word of fewer than 8
+// letters ("key=value").
+// Names are found from each '=', not left to right: "a=TOKEN=x" hides
+// nothing.
+func redactAssignments(b []byte, cut bool) []byte {
 	var out []byte
 	last := 0
-	for _, l := range locs {
-		if l[0] < last || !isSecretKey(string(lit[l[2]:l[3]])) {
+	for p := 0; p < len(b); p++ {
+		if b[p] != '=' {
 			continue
 		}
-		out = append(out, lit[last:l[1]]...)
-		v := l[1]
-		end := escapedValueEnd(lit, v)
-		out = append(out, `\"`+Redacted+`\"`...)
-		last = end
+		n := p
+		for n > last && isNameByte(b[n-1]) {
+			n--
+		}
+		for n < p && !isLetter(b[n]) {
+			n++
+		}
+		if n == p || !isSecretName(string(b[n:p])) {
+			continue
+		}
+		start, end := assignedValue(b, p+1)
+		if start == end || bytes.HasPrefix(b[start:], []byte(Redacted)) {
+			continue
+		}
+		if strings.EqualFold(string(b[n:p]), "key") && !cutAt(b, end, cut) && !looksLikeCredential(b[start:end], 8) {
+			continue
+		}
+		out = append(append(out, b[last:start]...), Redacted...)
+		last, p = end, end-1
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
+}
+
+func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+
+func isNameByte(c byte) bool {
+	return isLetter(c) || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
+}
+
+// assignedValue returns where the value assigned at b[v] starts and
+// ends: inside its quotes when quoted (up to the line's end when they do
+// not close on it), else up to valueEnd. A quote that a name follows
+// once closed, as in {"env":"TOKEN=","n":1}, ends a JSON string that the
+// pair ends: the value is empty.
+func assignedValue(b []byte, v int) (start, end int) {
+	if v >= len(b) {
+		return v, v
+	}
+	switch {
+	case b[v] == '"':
+		end, closed := scanString(b, v)
+		if closed && end < len(b) && isNameByte(b[end]) {
+			return v, v
+		}
+		if closed {
+			end--
+		}
+		return v + 1, lineEnd(b, v+1, end)
+	case b[v] == '\'':
+		end := len(b)
+		if i := bytes.IndexByte(b[v+1:], '\''); i >= 0 {
+			end = v + 1 + i
+		}
+		return v + 1, lineEnd(b, v+1, end)
+	case quoteLen(b, v, true) == 2:
+		end, closed := stringEnd(b, v, true)
+		if closed && end < len(b) && isNameByte(b[end]) {
+			return v, v
+		}
+		if closed {
+			end -= 2
+		}
+		return v + 2, lineEnd(b, v+2, end)
+	}
+	return v, valueEnd(b, v)
+}
+
+// lineEnd is where the first line of b[start:end] ends.
+func lineEnd(b []byte, start, end int) int {
+	if i := bytes.IndexByte(b[start:end], '\n'); i >= 0 {
+		return start + i
+	}
+	return end
+}
+
+// valueEnd returns the end of a bare value starting at b[i]: the next
+// space, quote, backslash, &, comma or semicolon, or a closing ) ] } or '
+// that the end of the text, a space or punctuation follows: the text's
+// own, as in "(--api-key=x)". One that more of the value follows, as in
+// "pa)ss", is the value's.
+func valueEnd(b []byte, i int) int {
+	for j := i; j < len(b); j++ {
+		switch b[j] {
+		case ' ', '\t', '\n', '\r', '\f', '\v', '"', '\\', '&', ',', ';':
+			return j
+		case ')', ']', '}', '\'':
+			k := j + 1
+			for k < len(b) && strings.IndexByte(")]}'", b[k]) >= 0 {
+				k++
+			}
+			if k == len(b) || strings.IndexByte(" \t\n\r\f\v\"\\&,;.:", b[k]) >= 0 {
+				return j
+			}
+			j = k - 1
+		}
+	}
+	return len(b)
+}
+
+// looksLikeCredential reports whether tok, found where a credential may
+// be, is shaped like one rather than like a word: it holds a digit, a
+// symbol or a byte that is not ASCII, mixes capitals into lower case, or
+// has at least minWord letters. "health", "Tokens" and "NONE" are words;
+// "sk-2", "dXNlcjpwYXNz" and, for minWord 8, "abcdefghijk" are not.
+func looksLikeCredential(tok []byte, minWord int) bool {
+	upper := 0
+	for _, c := range tok {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			upper++
+		case c < 'a' || c > 'z':
+			return true
+		}
+	}
+	word := upper == 0 || upper == len(tok) || upper == 1 && tok[0] <= 'Z'
+	return !word || len(tok) >= minWord
+}
+
+// credentialWords follow "Bearer" or "Basic" in prose, and are no
+// credential whatever their length.
+var credentialWords = map[string]bool{"authentication": true, "authorization": true,
+	"credential": true, "credentials": true}
+
+// redactCredentials replaces the credential after "Bearer" or "Basic":
+// a token shaped like one (looksLikeCredential, from 8 letters on), one
+// with base64's padding, or, where the text may have been cut in it
+// (cutAt), any. A Basic credential is the base64 of
+// user:password, never a word; one cut short or mangled would not
+// decode, so its shape is what counts, as a Bearer token's. "Running
+// basic health checks", "Bearer tokens" and the parameter of "Bearer
+// realm=..." keep their words.
+func redactCredentials(b []byte, cut bool) []byte {
+	var out []byte
+	last := 0
+	for _, l := range credentialRE.FindAllSubmatchIndex(b, -1) {
+		tok, end := b[l[2]:l[3]], l[3]
+		word := bytes.TrimRight(tok, "=")
+		param := len(tok)-len(word) == 1 && end < len(b) && (b[end] == '"' || isNameByte(b[end]))
+		if credentialWords[strings.ToLower(string(tok))] ||
+			!cutAt(b, end, cut) && !looksLikeCredential(word, 8) && (param || len(word) == len(tok)) {
+			continue
+		}
+		out = append(append(out, b[last:l[2]]...), Redacted...)
+		last = l[3]
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
+}
+
+// redactEscaped replaces the values of secret keys in stringified JSON:
+// \"password\": \"x\" becomes \"password\": \"[REDACTED]\" (see
+// secretValue).
+func redactEscaped(lit []byte, cut bool) []byte {
+	var out []byte
+	last, resume, budget := 0, 0, scanBudget(lit)
+	for _, l := range escapedKeyRE.FindAllSubmatchIndex(lit, -1) {
+		if l[0] < resume || !isSecretName(string(lit[l[2]:l[3]])) {
+			continue
+		}
+		end, redact := secretValue(lit, l[1], true, cut, &budget)
+		if !redact {
+			continue
+		}
+		out = append(append(out, lit[last:l[1]]...), `\"`+Redacted+`\"`...)
+		last, resume = end, end
+		if _, closed := stringEnd(lit, l[1], true); closed && lit[l[1]] == '\\' {
+			resume = end - 2 // the closing quote may open the next key
+		}
+	}
+	if out == nil {
+		return lit
 	}
 	return append(out, lit[last:]...)
 }
 
-// escapedValueEnd finds the end of an escaped JSON value starting at i
-// inside a string literal: an escaped string \"...\", or anything up to
-// the next , } ] or the literal's closing quote.
-func escapedValueEnd(lit []byte, i int) int {
-	if i+1 < len(lit) && lit[i] == '\\' && lit[i+1] == '"' {
-		for j := i + 2; j < len(lit); j++ {
-			if lit[j] == '\\' && j+1 < len(lit) {
-				if lit[j+1] == '"' {
-					return j + 2
-				}
-				j++
-				continue
+// maxKeyBytes bounds a quoted key in free text.
+const maxKeyBytes = 256
+
+// scanBudget is how many bytes the objects and arrays of secret keys in
+// b may be looked through for their ends, in all: twice b, so that the
+// work stays linear in b however it is made. An object looked for past
+// it is taken as cut off (redacted to the end, if JSON).
+func scanBudget(b []byte) int { return 2*len(b) + 4096 }
+
+// redactTextJSON replaces the values of secret keys (isSecretName) in
+// JSON that free text quotes ("apiKey": "sk-1"). Unlike Redact it reads
+// prose that may hold JSON: a key may start at any quote (a stray quote
+// before it hides nothing), and only what is a value (secretValue) is
+// redacted, never the rest of a sentence ("password": must be ...).
+func redactTextJSON(b []byte, cut bool) []byte {
+	var out []byte
+	last, budget := 0, scanBudget(b)
+	for i := 0; i < len(b); i++ {
+		if b[i] != '"' {
+			continue
+		}
+		end, ok := keyEnd(b, i)
+		if !ok {
+			continue
+		}
+		colon := skipSpace(b, end)
+		if colon >= len(b) || b[colon] != ':' {
+			continue
+		}
+		v := skipSpace(b, colon+1)
+		vend, redact := 0, false
+		if isSecretName(unquote(b[i:end])) {
+			vend, redact = secretValue(b, v, false, cut, &budget)
+		}
+		if !redact {
+			i = colon
+			continue
+		}
+		out = append(append(out, b[last:v]...), `"`+Redacted+`"`...)
+		last, i = vend, vend-1
+		if _, closed := scanString(b, v); closed && b[v] == '"' {
+			i = vend - 2 // the closing quote may open the next key
+		}
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
+}
+
+// keyEnd returns the index after a key's closing quote, for a quote at
+// b[i] that opens one: a string closed within maxKeyBytes, on one line.
+func keyEnd(b []byte, i int) (int, bool) {
+	for j := i + 1; j < len(b) && j <= i+maxKeyBytes; j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '\n':
+			return 0, false
+		case '"':
+			return j + 1, true
+		}
+	}
+	return 0, false
+}
+
+// secretValue returns the end of the value at b[v] of a secret key in
+// free text, and whether it is one to redact: a non-empty string (to its
+// closing quote, or cut off, to the end; not one a colon follows: that
+// is the next key), a number, true or false; an
+// object or array to its closing bracket (and what sticks to it, as in
+// "{SSHA}hash"), or, cut off, to the end; and anything else, up to its
+// own end (valueEnd), only if it is shaped like a credential ("hunter2",
+// not "must" or "{missing") or may have been cut (cutAt). null is kept.
+// With esc, the JSON is stringified: its quotes are \" and an unescaped
+// quote ends it. budget is what is left of scanBudget.
+func secretValue(b []byte, v int, esc, cut bool, budget *int) (end int, redact bool) {
+	if v >= len(b) {
+		return v, false
+	}
+	if q := quoteLen(b, v, esc); q > 0 {
+		end, closed := stringEnd(b, v, esc)
+		if c := skipSpace(b, end); closed && c < len(b) && b[c] == ':' {
+			return v, false // the next key: this one has no value
+		}
+		return end, end-v > q && !(closed && end-v == 2*q)
+	}
+	if b[v] == '{' || b[v] == '[' {
+		if m, ok := matchBracket(b, v, esc, budget); ok {
+			return valueEnd(b, m), true
+		}
+		if jsonShaped(b, v, esc) {
+			return jsonEnd(b, v, esc), true
+		}
+	}
+	end = valueEnd(b, v)
+	switch tok := string(b[v:end]); {
+	case tok == "":
+		return v, false
+	case tok == "null":
+		return end, false
+	case tok == "true" || tok == "false" || tok[0] >= '0' && tok[0] <= '9' || len(tok) > 1 && tok[0] == '-' && tok[1] >= '0' && tok[1] <= '9':
+		return end, true
+	}
+	return end, cutAt(b, end, cut) || looksLikeCredential(bytes.TrimLeft(b[v:end], "{['"), math.MaxInt)
+}
+
+// quoteLen is the length of the quote at b[i]: 1 for ", or 2 for \" in
+// stringified JSON (esc); 0 for none.
+func quoteLen(b []byte, i int, esc bool) int {
+	switch {
+	case !esc && i < len(b) && b[i] == '"':
+		return 1
+	case esc && i+1 < len(b) && b[i] == '\\' && b[i+1] == '"':
+		return 2
+	}
+	return 0
+}
+
+// stringEnd returns the index after the string whose quote (quoteLen) is
+// at b[i] and whether it closed; cut off, its end is the end of b or,
+// stringified (esc), the unescaped quote that ends the JSON.
+func stringEnd(b []byte, i int, esc bool) (int, bool) {
+	if !esc {
+		return scanString(b, i)
+	}
+	for j := i + 2; j < len(b); j++ {
+		switch {
+		case b[j] == '"':
+			return j, false
+		case b[j] != '\\' || j+1 == len(b):
+		case b[j+1] == '"':
+			return j + 2, true
+		case b[j+1] == '\\' && j+2 < len(b) && b[j+2] == '\\':
+			j += 3 // \\\" or \\\\: an escape of the string itself
+		default:
+			j++
+		}
+	}
+	return len(b), false
+}
+
+// matchBracket returns the index after the bracket that closes the one
+// at b[i], if one does within budget bytes, and takes those it looked
+// through from budget; strings are skipped.
+func matchBracket(b []byte, i int, esc bool, budget *int) (int, bool) {
+	lim := min(len(b), i+max(*budget, 0))
+	depth, j, ok := 0, i, false
+loop:
+	for ; j < lim; j++ {
+		if quoteLen(b, j, esc) > 0 {
+			end, closed := stringEnd(b, j, esc)
+			if j = end - 1; !closed {
+				break
 			}
-			if lit[j] == '"' {
-				return j // the literal ends: the value was cut off
+			continue
+		}
+		switch b[j] {
+		case '"':
+			break loop // esc: the stringified JSON ends
+		case '\\':
+			j++
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				ok = true
+				break loop
 			}
 		}
-		return len(lit)
 	}
-	for j := i; j < len(lit); j++ {
-		switch lit[j] {
-		case ',', '}', ']', '"':
+	*budget -= j + 1 - i
+	return j + 1, ok
+}
+
+// jsonShaped reports whether the bracket at b[i] opens JSON, which the
+// text was cut in: a member, an element or the close follows it (or
+// nothing), not prose such as "{missing field".
+func jsonShaped(b []byte, i int, esc bool) bool {
+	j := skipSpace(b, i+1)
+	if j >= len(b) || quoteLen(b, j, esc) > 0 {
+		return true
+	}
+	if b[i] == '{' {
+		return b[j] == '}'
+	}
+	return strings.IndexByte("[{]-0123456789", b[j]) >= 0
+}
+
+// jsonEnd is where JSON cut off at b[i] ends: the end of the text, or,
+// stringified (esc), the unescaped quote that ends the JSON.
+func jsonEnd(b []byte, i int, esc bool) int {
+	for j := i; esc && j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
 			return j
 		}
 	}
-	return len(lit)
+	return len(b)
 }
 
 // secretParts are substrings of a normalized key (lower case, separators
@@ -236,10 +587,24 @@ var secretParts = []string{"token", "secret", "passw", "passphrase", "apikey", "
 // "primaryKey" and "auth" are, "monkey" and "author" are not.
 var secretWords = map[string]bool{"key": true, "auth": true, "pass": true}
 
+// plainKeys are words that, before "key", say it names no secret: a key
+// of a table, an index, a map or a store ("primary_key", "sortKey").
+var plainKeys = map[string]bool{"primary": true, "foreign": true, "sort": true, "partition": true,
+	"range": true, "hash": true, "cluster": true, "clustering": true, "unique": true, "composite": true,
+	"index": true, "lookup": true, "cache": true, "row": true, "object": true, "routing": true,
+	"idempotency": true, "public": true}
+
 // isSecretKey reports whether a key names something secret. It errs on
 // the side of redacting, except for MCP's own progressToken and token
 // counts (maxTokens), which are not secrets and help when reading a hang.
-func isSecretKey(key string) bool {
+func isSecretKey(key string) bool { return secretKey(key, false) }
+
+// isSecretName is isSecretKey for a name in free text (name=value, a
+// quoted "name": value), where "key" is as often a table's or a map's:
+// a name secret only for a "key" that plainKeys qualifies is not.
+func isSecretName(name string) bool { return secretKey(name, true) }
+
+func secretKey(key string, text bool) bool {
 	words := splitWords(key)
 	norm := strings.Join(words, "")
 	if norm == "" || norm == "progresstoken" || strings.HasSuffix(norm, "tokens") {
@@ -250,8 +615,8 @@ func isSecretKey(key string) bool {
 			return true
 		}
 	}
-	for _, w := range words {
-		if secretWords[w] {
+	for i, w := range words {
+		if secretWords[w] && !(text && w == "key" && i > 0 && plainKeys[words[i-1]]) {
 			return true
 		}
 	}
@@ -326,25 +691,33 @@ func RedactArgs(argv []string) []string {
 			}
 			continue
 		}
-		out[i] = string(redactInString([]byte(a)))
+		out[i] = string(redactInString([]byte(a), false))
 	}
 	return out
 }
 
-// RedactText redacts free text (a child's error message, a root's URI)
-// as Redact does a payload, wherever the text holds what Redact looks
-// for: the values of secret keys in JSON it quotes, and, in its JSON
-// strings and outside them, bearer credentials, secret name=value pairs
-// and secret keys of escaped JSON. It also redacts the user information
-// of URLs (https://user:password@host). It is what the history does to
-// every error text it keeps, before cutting it, and what the live views
-// (status, the dashboard) do to the error texts and stderr lines they
-// show, whole.
-func RedactText(s string) string {
+// RedactText redacts free text (a child's error message or stderr line,
+// a root's URI): the values of secret keys in JSON it quotes, plain or
+// stringified (escaped quotes), bearer and basic credentials, the values
+// of secret name=value pairs and the user information of URLs
+// (https://user:password@host). Unlike Redact it reads prose, which names
+// secrets without holding them, and keeps the rest of each sentence: a
+// secret key's value goes only when it is one ("password": "x", 12,
+// {...}, or a token shaped like a credential, not "password": must be
+// ...), a name=value pair's value up to its own end, and what follows
+// Bearer or Basic only when shaped like a credential. It is what the
+// history does to every error text it keeps, before cutting it, and what
+// the live views (status, the dashboard) do to the error texts and
+// stderr lines they show, whole.
+func RedactText(s string) string { return redactText(s, false) }
+
+// redactText is RedactText for s, which is the prefix of a longer text
+// if cut: a token at its end may be part of a credential.
+func redactText(s string, cut bool) string {
 	if s == "" {
 		return s
 	}
-	b := redactInString(Redact([]byte(s)))
+	b := redactInString(redactTextJSON([]byte(s), cut), cut)
 	if bytes.Contains(b, []byte("://")) {
 		b = userinfoRE.ReplaceAll(b, []byte("${1}"+Redacted+"@"))
 	}
@@ -371,5 +744,5 @@ func redactName(n string) string {
 	if !strings.ContainsAny(n, "=@\" \t\n\f\r") {
 		return n
 	}
-	return RedactText(prefix(n, maxNameBytes))
+	return redactText(prefix(n, maxNameBytes), len(n) > maxNameBytes)
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,156 @@ func TestRedactText(t *testing.T) {
 			t.Errorf("RedactText(%q)\n got %q\nwant %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// A child's stderr and errors are prose, which names secrets ("auth",
+// "key", "password", "Basic") without holding any: each line keeps every
+// byte of what a user needs to see why the child failed, and the secret
+// that the same line could carry, in the row after it, still goes. A
+// JSON value of a secret key goes when it is one (a string, a number,
+// true or false, a balanced object or array, or a token shaped like a
+// credential), a name=value pair's value when the name is secret, up to
+// its own end, and what follows Bearer or Basic when it is shaped like a
+// credential.
+func TestRedactTextKeepsProse(t *testing.T) {
+	const r = Redacted
+	for _, tc := range []struct{ in, want string }{
+		{`config error in "auth": {missing field "issuer" in /home/u/app.yaml; see docs`,
+			`config error in "auth": {missing field "issuer" in /home/u/app.yaml; see docs`},
+		{`config error in "auth": {"issuer": "x", "secret": "s3"}; see docs`, `config error in "auth": "` + r + `"; see docs`},
+		{`config error in "auth": {"issuer": "x", "secret": "s3`, `config error in "auth": "` + r + `"`}, // cut off in it
+		{`config error in "auth": {SSHA}a9Yx2w==; see docs`, `config error in "auth": "` + r + `"; see docs`},
+		{`config error in "auth": ["k1", "k2"] unused`, `config error in "auth": "` + r + `" unused`},
+
+		{`Error: invalid "key": expected string, got number`, `Error: invalid "key": expected string, got number`},
+		{`Error: invalid "key": "AIzaSyA-1" for project p`, `Error: invalid "key": "` + r + `" for project p`},
+		{`Error: invalid "api_key": 12345, "secret": true, "token": null, "password": ""`,
+			`Error: invalid "api_key": "` + r + `", "secret": "` + r + `", "token": null, "password": ""`},
+
+		{`warn: "password": must be at least 8 chars`, `warn: "password": must be at least 8 chars`},
+		{`warn: "password": hunter2 is too weak`, `warn: "password": "` + r + `" is too weak`},
+
+		{"Running basic health checks", "Running basic health checks"},
+		{"Bearer authentication failed: Bearer tokens expire", "Bearer authentication failed: Bearer tokens expire"},
+		{`WWW-Authenticate: Bearer realm="api", error="invalid_token"`, `WWW-Authenticate: Bearer realm="api", error="invalid_token"`},
+		{"Running basic dXNlcjpwYXNzd29yZA== checks", "Running basic " + r + " checks"},
+		{"proxy: Basic YTpi rejected", "proxy: Basic " + r + " rejected"},
+		{"(Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.c2ln)", "(Authorization: Bearer " + r + ")"},
+
+		{"Listening key=value pairs: primary_key=id sort_key=ts foreign_key=user_id", "Listening key=value pairs: primary_key=id sort_key=ts foreign_key=user_id"},
+		{"Listening key=AIzaSyA1 api_key=sk-1 private_key=k secret_key=s client_secret=c primary_key=id",
+			"Listening key=" + r + " api_key=" + r + " private_key=" + r + " secret_key=" + r + " client_secret=" + r + " primary_key=id"},
+		{"bad flag (--api-key=x): unknown; [token=t1] {password=p}", "bad flag (--api-key=" + r + "): unknown; [token=" + r + "] {password=" + r + "}"},
+		{"login: password=pa)ss'w0rd]x rejected", "login: password=" + r + " rejected"},
+
+		{"GET https://bob:pw@api.test/v1?access_token=t0k&page=2 failed", "GET https://" + r + "@api.test/v1?access_token=" + r + "&page=2 failed"},
+		{"GET https://maps.test/api?key=AIzaSyXYZ&alt=json (403)", "GET https://maps.test/api?key=" + r + "&alt=json (403)"},
+		{"env: AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY AWS_REGION=us-east-1 PWD=/home/u",
+			"env: AWS_SECRET_ACCESS_KEY=" + r + " AWS_REGION=us-east-1 PWD=/home/u"},
+		{`export PGPASSWORD="p@ss word"; TOKEN='a b' psql`, `export PGPASSWORD="` + r + `"; TOKEN='` + r + `' psql`},
+
+		{`{"level":"error","req":{"headers":{"authorization":"Bearer x.y.z","cookie":"sid=1"},"url":"/a?token=t9"},"auth":{"user":"bob","pass":"pw"},"msg":"denied: primary_key=id"}`,
+			`{"level":"error","req":{"headers":{"authorization":"` + r + `","cookie":"` + r + `"},"url":"/a?token=` + r + `"},"auth":"` + r + `","msg":"denied: primary_key=id"}`},
+		{`time=1 "msg" "password": "x" then "token": "t"`, `time=1 "msg" "password": "` + r + `" then "token": "` + r + `"`},
+
+		// A %q-quoted stderr line: its JSON is stringified.
+		{"child said " + strconv.Quote(`warn: "password": must be at least 8 chars`), "child said " + strconv.Quote(`warn: "password": must be at least 8 chars`)},
+		{"child said " + strconv.Quote(`{"level":"warn","auth":{"user":"bob","password":"hunter2"},"msg":"login failed","key":expected}`),
+			"child said " + strconv.Quote(`{"level":"warn","auth":"`+r+`","msg":"login failed","key":expected}`)},
+		{`{"arguments":"{\"token\":\"a"}`, `{"arguments":"{\"token\":\"` + r + `\""}`}, // cut after a byte of it
+		{`{"env":"TOKEN=","n":1} TOKEN="" x`, `{"env":"TOKEN=","n":1} TOKEN="" x`},
+		{`"password": "token": sk-1`, `"password": "token": "` + r + `"`},
+	} {
+		if got := RedactText(tc.in); got != tc.want {
+			t.Errorf("RedactText(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+
+	// The end of a text cut from a longer one (the history's, at 1 KiB), or
+	// a stderr line's "…" (cut at 512 bytes), may be inside a credential:
+	// what could be one goes, whatever its shape.
+	for _, tc := range []struct{ in, whole, cut string }{
+		{`warn: "password": must`, `warn: "password": must`, `warn: "password": "` + r + `"`},
+		{"Authorization: Bearer abcd", "Authorization: Bearer abcd", "Authorization: Bearer " + r},
+		{"GET /x?key=abcd", "GET /x?key=abcd", "GET /x?key=" + r},
+		{"Authorization: Bearer abcd…", "Authorization: Bearer " + r + "…", "Authorization: Bearer " + r + "…"},
+	} {
+		if got := RedactText(tc.in); got != tc.whole {
+			t.Errorf("RedactText(%q)\n got %q\nwant %q", tc.in, got, tc.whole)
+		}
+		if got := redactText(tc.in, true); got != tc.cut {
+			t.Errorf("redactText(%q, cut)\n got %q\nwant %q", tc.in, got, tc.cut)
+		}
+	}
+}
+
+// FuzzRedactText plants a secret, in each form a child's stderr or error
+// carries one, between random texts, or at the end of a text cut in it
+// (a history text is cut at 1 KiB, a stderr line at 512 bytes and marked
+// "…"): no four bytes of it survive, and the text grows by no more than the markers
+// that replace secrets. (A URL cut before the @ of its user information
+// does not show it has any: those forms are not cut.)
+func FuzzRedactText(f *testing.F) {
+	const secret = "S3cr3tV4lu3"
+	const uncut = 3 // forms[:uncut]
+	forms := []string{
+		"https://bob:%s@db.test:5432/x",
+		"git clone https://%s@github.test/o/r.git",
+		"dial postgres://app:%s@db:5432/x: refused",
+		"password=%s",
+		"(--api-key=%s)",
+		"AWS_SECRET_ACCESS_KEY=%s",
+		"export PGPASSWORD='%s';",
+		"Authorization: Bearer %s",
+		"Proxy-Authorization: Basic %s",
+		`{"apiKey": "%s", "model": "m"}`,
+		`"token": %s,`,
+		`{"level":"info","auth":{"user":"bob","pass":"%s"},"msg":"ok"}`,
+		`{"level":"info","auth":{"user":"bob","pass":"%s"`,
+		"https://api.test/v1?q=1&access_token=%s&page=2",
+		"https://maps.test/api?key=%s",
+		"stderr: " + strconv.Quote(`{"secret":"%s","n":1}`),
+		"stderr: " + strconv.Quote(`{"auth":{"password":"%s"}}`),
+		`{"arguments":"{\"token\":\"%s\"}"}`,
+		`"password": "token": %s`,
+	}
+	for _, s := range [][2]string{
+		{"", ""},
+		{"Running basic health checks", `config error in "auth": {missing field "issuer"`},
+		{`warn: "password": must be`, "Listening key=value pairs: primary_key=id"},
+		{`"x`, `\"`},
+		{`{"a":"b`, `"}]`},
+		{`"password": "abc {`, `"}`},
+	} {
+		for form := range len(forms) {
+			f.Add(s[0], s[1], uint8(form))
+			f.Add(s[0], s[1], uint8(128+form))
+		}
+	}
+	f.Fuzz(func(t *testing.T, before, after string, form uint8) {
+		if strings.Contains(before+after, secret[:4]) {
+			return
+		}
+		planted := strings.ReplaceAll(forms[int(form)%len(forms)], "%s", secret)
+		in := before + " " + planted + " " + after
+		got := ""
+		switch at := strings.Index(planted, secret) + 4 + len(after)%(len(secret)-3); { // cut after 4 bytes of the secret or more
+		case form < 128 || int(form)%len(forms) < uncut:
+			got = RedactText(in)
+		case len(after)%2 == 0:
+			in = before + " " + planted[:at]
+			got = redactText(in, true)
+		default:
+			in = before + " " + planted[:at] + "…"
+			got = RedactText(in)
+		}
+		if strings.Contains(got, secret[:4]) {
+			t.Fatalf("RedactText(%q) leaks:\n%q", in, got)
+		}
+		if grown, most := len(got)-len(in), strings.Count(got, Redacted)*len(`\"`+Redacted+`\"`); grown > most {
+			t.Fatalf("RedactText(%q) grew by %d bytes, more than its markers (%d):\n%q", in, grown, most, got)
+		}
+	})
 }
 
 // A request's name is a resource's URI for a resources/read, and a URI

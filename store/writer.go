@@ -790,10 +790,10 @@ func (w *writer) errText(s string) string {
 }
 
 // redactedCut is s redacted (RedactText) and cut to max bytes. Only the
-// part that can be kept is redacted (Redact is made for prefixes cut
-// anywhere).
+// part that can be kept is redacted, told it was cut when it was: a token
+// at its end may be the start of a credential.
 func redactedCut(s string, max int) string {
-	return cut(RedactText(prefix(s, max)), max, len(s))
+	return cut(redactText(prefix(s, max), len(s) > max), max, len(s))
 }
 
 // methodText is what a row keeps of a request's method, and so what a
