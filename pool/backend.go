@@ -1257,7 +1257,7 @@ func (b *backend) subscribeEnded(p *pending, refusal *jsonrpc.Message) {
 	}
 	for _, h := range lost {
 		if s, ok := h.(*session); ok {
-			s.refusedSubscribe(b, c.uri)
+			s.dropSubscription(b, c.uri)
 		}
 	}
 }

@@ -123,7 +123,8 @@
 //     change the pool refuses, or a subscribe the child refuses (the
 //     pool's own too: one carrying a session's stake to another child, or
 //     a ready child's for every holder of the URI), leaves its holder
-//     holding nothing, so its next subscribe reaches the child; a
+//     holding nothing, so its next subscribe reaches the child; a session
+//     that loses a stake forgets it, and so does its shim; a
 //     session's subscribe counted while another holder's of the URI is on
 //     its way to the child is answered once the child answered that one,
 //     with its refusal if it refused it; a session's stakes follow it to
@@ -150,7 +151,7 @@
 //     [backend.onChildNotification], [session.deliverChange],
 //     [session.subscription], [session.undoSubscription],
 //     [backend.countLocked], [backend.subscribeEnded], [backend.answerCounted],
-//     [session.refusedSubscribe], [session.carryStakes],
+//     [session.dropSubscription], [session.carryStakes],
 //     [server.currentLocked], [backend.takeStakes], [session.moveStakes],
 //     [server.startForStakes], [backend.send], [backend.changeSubscription],
 //     [backend.becomeReady], [backend.reap].
@@ -489,9 +490,12 @@
 //     up in the session (its log level, its resource subscriptions) is
 //     sent to the shim as it changes, in order, no one waiting for the
 //     shim, and the next pool takes it up before the client's next
-//     message, after a stop or a crash: [session.keep],
+//     message, after a stop or a crash; a subscription the session loses
+//     (the child refused it, the pool refused it, a resume did not take
+//     it up) is taken back from the shim as it is lost: [session.keep],
 //     [session.keptSubscription], [shimLines.keep],
-//     [session.resumeStakes]. A write to the client
+//     [session.resumeStakes], [session.dropSubscription],
+//     [session.undoSubscription], [session.resumeSubscriptions]. A write to the client
 //     that the stop cuts short keeps what it did not write: the session's
 //     last flush writes it first, from inside the line the cut left, and
 //     an answer not written whole stays owed in the ledger, which says

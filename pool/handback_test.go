@@ -219,9 +219,8 @@ func TestHandBackStopsSessionsOwnChildrenTogether(t *testing.T) {
 func (a *attached) goodbye(within time.Duration) pool.Farewell {
 	a.t.Helper()
 	_ = a.conn.SetReadDeadline(time.Now().Add(within))
-	r := bufio.NewReader(a.conn)
 	for {
-		line, err := r.ReadBytes('\n')
+		line, err := a.shim.ReadBytes('\n')
 		var bye pool.Farewell
 		if err != nil || json.Unmarshal(line, &bye) != nil {
 			a.t.Fatalf("farewell: %q, %v", line, err)

@@ -23,7 +23,8 @@ import (
 type attached struct {
 	t       testing.TB
 	conn    *net.UnixConn
-	in      *os.File // the client's input, written here
+	shim    *bufio.Reader // conn, read past the welcome
+	in      *os.File      // the client's input, written here
 	out     *bufio.Reader
 	outFile *os.File // what out reads: the client's output
 }
@@ -85,12 +86,13 @@ func (tp *testPool) attachHello(t testing.TB, hello []byte, extra []int, pending
 	}
 	inR.Close()
 	outW.Close() // the pool holds the only other copies
-	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	shim := bufio.NewReader(conn)
+	line, err := shim.ReadBytes('\n')
 	var w pool.Welcome
 	if err != nil || json.Unmarshal(line, &w) != nil || !w.Attached {
 		t.Fatalf("welcome: %q %v", line, err)
 	}
-	a := &attached{t: t, conn: conn, in: inW, out: bufio.NewReader(outR), outFile: outR}
+	a := &attached{t: t, conn: conn, shim: shim, in: inW, out: bufio.NewReader(outR), outFile: outR}
 	t.Cleanup(a.close)
 	return a
 }

@@ -81,7 +81,10 @@ func (s *session) resumeStakes(r *wire.Resume) {
 	}
 }
 
-// resumeSubscriptions is resumeStakes' for the subscriptions, uris.
+// resumeSubscriptions is resumeStakes' for the subscriptions, uris. One
+// not taken up is one the session does not hold: its shim is told, so
+// that it keeps it no longer (the client's unsubscribe of it, no change
+// here, would not tell it).
 func (s *session) resumeSubscriptions(uris []string) {
 	if len(uris) == 0 {
 		return
@@ -89,6 +92,9 @@ func (s *session) resumeSubscriptions(uris []string) {
 	b, err := s.srv.backendFor(s)
 	if err != nil {
 		s.p.log.Warn("a reattached session's subscriptions were not taken up", "session", s.id, "count", len(uris), "err", err)
+		for _, uri := range uris {
+			s.keptSubscription(uri, false)
+		}
 		return
 	}
 	left := 0
@@ -107,12 +113,13 @@ func (s *session) resumeSubscriptions(uris []string) {
 		s.mu.Unlock()
 		if refusal != nil {
 			left++
+			s.keptSubscription(uri, false)
 		}
 		if !take {
 			continue
 		}
 		if err := b.send(b.newSubscriptionChange(s, uri, true)); err != nil && !errors.Is(err, errNotForChild) {
-			s.refusedSubscribe(b, uri) // b stopped, or is full: the session holds nothing there
+			s.dropSubscription(b, uri) // b stopped, or is full: the session holds nothing there
 		}
 	}
 	if left > 0 {

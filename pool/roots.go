@@ -964,7 +964,7 @@ func (s *session) moveStakes(to *backend) {
 	for _, m := range moved {
 		m.from.changeSubscription(s, m.uri, false)
 		if err := to.send(to.newSubscriptionChange(s, m.uri, true)); err != nil && !errors.Is(err, errNotForChild) {
-			s.refusedSubscribe(to, m.uri) // to stopped, or is full: the session holds nothing there
+			s.dropSubscription(to, m.uri) // to stopped, or is full: the session holds nothing there
 		}
 	}
 	// Meanwhile the session may have let a stake go (its unsubscribe found

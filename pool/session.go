@@ -407,42 +407,63 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 		s.replyTo(x, id, []byte("{}")) // no change: the session held it, or did not
 		return true
 	}
+	// The shim is told as the session's subscriptions change, before the
+	// child answers, and told again by whatever takes the change back
+	// (undoSubscription, dropSubscription), rather than once the child
+	// accepted: the client's {} is written after the shim's line, so a
+	// crash never leaves a client told it is subscribed with a shim that
+	// does not keep it. A crash before the child's refusal leaves the
+	// shim one its client was never answered (the next pool answers it
+	// as may have run, and subscribes it again: a refusal then drops it).
 	s.keptSubscription(uri, add) // before its answer can be written
 	if !s.forwardCounted(msg, id, x, &subChange{uri: uri, add: add, holder: s}, a) {
 		s.undoSubscription(b, uri, add)
-		s.keptSubscription(uri, !add)
 	}
 	return true
 }
 
 // undoSubscription puts back what the session held of uri before a
-// change the pool refused (it was answered with why). A session that
-// closed meanwhile released what it held then, without uri: its stake,
-// if the backend counts one, is released now.
+// change the pool refused (it was answered with why), and tells its shim
+// (if uri changed meanwhile, as its stakes moved, the shim has what it
+// holds now). A session that closed meanwhile released what it held
+// then, without uri: its stake, if the backend counts one, is released
+// now.
 func (s *session) undoSubscription(b *backend, uri string, add bool) {
 	s.mu.Lock()
-	closed := isClosed(s.closed)
+	closed, undone := isClosed(s.closed), false
 	if !closed {
 		if add && s.subs[uri] == b {
 			delete(s.subs, uri)
+			undone = true
 		} else if _, held := s.subs[uri]; !add && !held {
 			s.subs[uri] = b
+			undone = true
 		}
 	}
 	s.mu.Unlock()
+	if undone || closed {
+		s.keptSubscription(uri, !add)
+	}
 	if closed && !add {
 		b.changeSubscription(s, uri, false)
 	}
 }
 
-// refusedSubscribe forgets a subscription the child refused: the
-// session holds nothing of uri on b.
-func (s *session) refusedSubscribe(b *backend, uri string) {
+// dropSubscription forgets a subscription of uri the session holds
+// nothing of on b (the child refused it, the pool gave up on it, or b
+// could not take it), and tells its shim: every way a subscription is
+// lost goes through here, so that a resume never takes up one the
+// session did not hold.
+func (s *session) dropSubscription(b *backend, uri string) {
 	s.mu.Lock()
-	if s.subs[uri] == b {
+	held := s.subs[uri] == b
+	if held {
 		delete(s.subs, uri)
 	}
 	s.mu.Unlock()
+	if held {
+		s.keptSubscription(uri, false)
+	}
 }
 
 // initialize answers a legacy client from the child's cached handshake:
