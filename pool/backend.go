@@ -119,12 +119,13 @@ type backend struct {
 	resolveNote string
 
 	// What the child's sessions share on it.
-	subs       map[string]int       // resource URI -> its holders (sessions, listens)
-	holds      map[subHold]struct{} // which holder holds which URI: each counts once (countLocked)
-	subWaits   map[string]*subWait  // resource URI -> a legacy child's subscribe of it not answered yet
-	hints      map[string]bool      // tools the child declared safe to repeat
-	lastClient *session             // most recently active session, for server-to-client requests
-	childLevel string               // the log level the pool set on the child; "" never set (loglevel.go)
+	subs       map[string]int      // resource URI -> its holders (sessions, listens)
+	holds      map[subHold]uint64  // which holder holds which URI (each counts once), and the stake it took it with (countLocked)
+	stakes     uint64              // the last stake countLocked gave
+	subWaits   map[string]*subWait // resource URI -> a legacy child's subscribe of it not answered yet
+	hints      map[string]bool     // tools the child declared safe to repeat
+	lastClient *session            // most recently active session, for server-to-client requests
+	childLevel string              // the log level the pool set on the child; "" never set (loglevel.go)
 
 	up upstream // a modern child's one subscriptions/listen, for all listeners (listen.go); own lock
 
@@ -188,7 +189,7 @@ func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string,
 		hsDone:   make(chan struct{}),
 		retired:  make(chan struct{}),
 		subs:     map[string]int{},
-		holds:    map[subHold]struct{}{},
+		holds:    map[subHold]uint64{},
 		subWaits: map[string]*subWait{},
 		hints:    map[string]bool{},
 		detachQ:  make(chan struct{}),
@@ -1146,6 +1147,7 @@ type subChange struct {
 	add    bool
 	holder any      // *session or *listener
 	wait   *subWait // set by send on a subscribe: the child's subscribe of uri on its way, if any
+	stake  uint64   // set by countLocked on a subscribe that took its holder's stake: which one it took
 	// changes, if set, is the holder session's count of its own changes
 	// (session.subChanges), gen what it was when the change was decided:
 	// send counts the change only if it is still that (else errSubChanged).
@@ -1161,8 +1163,23 @@ type subChange struct {
 type subWait struct {
 	p       *pending
 	done    chan struct{}   // closed once p ended
-	refused bool            // set before done is closed: the child answered p with an error
-	refusal jsonrpc.Message // refused: the child's answer (its own copy), which the holders that relied on p get too
+	refused bool            // set before done is closed: the holders that relied on p hold nothing (the child refused p, or the pool gave up on p, its own)
+	refusal jsonrpc.Message // refused by the child: its answer (its own copy), which the holders that relied on p get too
+	failed  *outcome        // refused as the pool gave up on p: how, which the subscribes that relied on p end with too
+	gaveUp  bool            // set before done is closed: the pool gave up on p, a holder's own, and that holder's stake went with it
+	next    *subWait        // set before done is closed: the subscribe sent in p's place (gaveUp) for the holders that relied on p
+}
+
+// last waits for w's subscribe to end, and for each one sent again in
+// its place, and returns the one whose end the holders that relied on w
+// go by.
+func (w *subWait) last() *subWait {
+	<-w.done
+	for w.next != nil {
+		w = w.next
+		<-w.done
+	}
+	return w
 }
 
 // subscribingLocked records p, a subscribe the child is to hear, as the
@@ -1195,7 +1212,8 @@ func (b *backend) countLocked(c *subChange) (tell bool) {
 	}
 	n := b.subs[c.uri]
 	if c.add {
-		b.holds[k] = struct{}{}
+		b.stakes++
+		c.stake, b.holds[k] = b.stakes, b.stakes
 		n++
 	} else {
 		delete(b.holds, k)
@@ -1211,19 +1229,31 @@ func (b *backend) countLocked(c *subChange) (tell bool) {
 }
 
 // subscribeEnded is told how a subscribe of the pool's or a session's
-// ended (finish). One the child answered with an error takes back the
-// stakes that relied on it: they hold nothing. Those are every holder of
-// its URI while it is the one on its way (subWaits: the holders counted
-// after its first relied on it, as every holder does on a ready child's,
-// becomeReady's), else its own holder's alone. A session that held it
-// forgets it too, so that its next subscribe reaches the child (whose
-// own answer it then gets) and is not taken for one it holds. The
-// listens and subscribes that waited for it are then let go (done).
-// refusal is the child's error answer, nil if it did not refuse p.
-func (b *backend) subscribeEnded(p *pending, refusal *jsonrpc.Message) {
+// ended (finish, with o). One the child answered with an error takes
+// back the stakes that relied on it: they hold nothing. Those are every
+// holder of its URI while it is the one on its way (subWaits: the
+// holders counted after its first relied on it, as every holder does on
+// a ready child's, becomeReady's), else its own holder's alone. So does
+// one the pool gave up on (its timeout, a cancel, a stop: the kinds that
+// tell the child, which drops it, if it saw it at all), with one
+// difference: a holder's own (a session's or a listen's) takes back its
+// holder's stake alone, so that nothing one holder's request does
+// releases another's; the holders that relied on it keep theirs, and a
+// ready child hears the pool's own subscribe for them in its place,
+// which they rely on next (subWait.next), and which is not sent again if
+// the pool gives up on it too. A holder's own stake goes only if it is
+// still the one the subscribe took (subChange.stake), not one taken
+// again since. A session that lost its stake forgets it too, shim
+// included (dropSubscription), so that its next subscribe reaches the
+// child (whose own answer it then gets) and is not taken for one it
+// holds. The listens and subscribes that waited for it are then let go
+// (done).
+func (b *backend) subscribeEnded(p *pending, o *outcome) {
 	c := p.sub
-	refused := refusal != nil
+	refused := o.kind == endAnswered && o.answer.Error.Present()
+	gaveUp := endRules[o.kind].tellChild // the pool ended it unanswered, its child alive: told to drop it, if it saw it
 	var lost []any
+	var unsent error
 	b.mu.Lock()
 	w := c.wait
 	if w != nil && w.p != p {
@@ -1233,27 +1263,52 @@ func (b *backend) subscribeEnded(p *pending, refusal *jsonrpc.Message) {
 	if current {
 		delete(b.subWaits, c.uri)
 	}
-	switch _, held := b.holds[subHold{uri: c.uri, holder: c.holder}]; {
-	case !refused:
-	case current:
+	stake := b.holds[subHold{uri: c.uri, holder: c.holder}]
+	own := c.holder != nil && stake != 0 && stake == c.stake
+	switch {
+	case current && (refused || gaveUp && c.holder == nil):
 		for k := range b.holds {
 			if k.uri == c.uri {
 				lost = append(lost, k.holder)
 			}
 		}
-	case held && c.holder != nil:
+	case (refused || gaveUp) && own:
 		lost = []any{c.holder}
 	}
 	for _, h := range lost {
 		b.countLocked(&subChange{uri: c.uri, holder: h})
 	}
-	if w != nil && refused {
-		w.refused, w.refusal = true, *refusal
-		w.refusal.Raw = append([]byte(nil), refusal.Raw...) // the reader's buffer is reused
+	switch {
+	case w == nil:
+	case refused:
+		w.refused, w.refusal = true, o.answer
+		w.refusal.Raw = append([]byte(nil), o.answer.Raw...) // the reader's buffer is reused
+	case gaveUp && c.holder == nil:
+		failed := *o
+		w.refused, w.failed = true, &failed
+	case gaveUp:
+		w.gaveUp = own
+		// Queued under the lock that counts, as becomeReady's are: an
+		// unsubscribe counted after it reaches the child after it. (A
+		// stop gives up on what is in flight: the next pool subscribes
+		// its sessions again.)
+		if current && b.subs[c.uri] > 0 && b.state == StateReady && o.kind != endPoolStops {
+			again := b.newSubscriptionChange(nil, c.uri, true)
+			if unsent = b.queueLocked(again); unsent == nil {
+				b.subscribingLocked(again)
+				w.next = again.sub.wait
+			}
+		}
 	}
 	b.mu.Unlock()
 	if w != nil {
+		if w.next != nil {
+			b.signal()
+		}
 		close(w.done)
+	}
+	if unsent != nil {
+		b.log.Warn("the child is not subscribed to a resource its sessions hold", "err", unsent)
 	}
 	for _, h := range lost {
 		if s, ok := h.(*session); ok {
@@ -1265,9 +1320,11 @@ func (b *backend) subscribeEnded(p *pending, refusal *jsonrpc.Message) {
 // answerCounted answers a session's subscription change the child need
 // not hear (errNotForChild): {}, but a subscribe that relies on another
 // holder's still on its way (a legacy child's) is answered once the child
-// answered that one, and with its refusal if it refused it. The wait is
-// not the session's reader's: it exits once that subscribe ended (its
-// answer, its child's death, its timeout, the pool's stop).
+// answered that one, or the one sent in its place, and with its refusal
+// if it refused it (or the pool's error, if the pool gave up on the one
+// sent in its place). The wait is not the session's reader's: it exits
+// once that subscribe ended (its answer, its child's death, its timeout,
+// the pool's stop).
 func (b *backend) answerCounted(p *pending) {
 	w := p.sub.wait
 	if w == nil {
@@ -1275,9 +1332,11 @@ func (b *backend) answerCounted(p *pending) {
 		return
 	}
 	b.p.wg.Go(func() {
-		<-w.done
 		o := outcome{kind: endNotForChild}
-		if w.refused {
+		switch w = w.last(); {
+		case w.failed != nil:
+			o = *w.failed
+		case w.refused:
 			o.answer = w.refusal
 		}
 		b.finish(p, o) // (one the client cancelled meanwhile is ended: finish does nothing)

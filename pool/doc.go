@@ -123,11 +123,19 @@
 //     change the pool refuses, or a subscribe the child refuses (the
 //     pool's own too: one carrying a session's stake to another child, or
 //     a ready child's for every holder of the URI), leaves its holder
-//     holding nothing, so its next subscribe reaches the child; a session
-//     that loses a stake forgets it, and so does its shim; a
-//     session's subscribe counted while another holder's of the URI is on
-//     its way to the child is answered once the child answered that one,
-//     with its refusal if it refused it; a session's stakes follow it to
+//     holding nothing, so its next subscribe reaches the child; so does
+//     a subscribe the pool gave up on (its timeout, a cancel, a stop: the
+//     child is told to drop it), a holder's own for that holder alone,
+//     while the holders that relied on it keep theirs and a ready child
+//     hears the pool's own subscribe for them in its place, which they
+//     wait for next (one of the pool's own it gives up on takes back
+//     every stake that relied on it, as a refusal does, and is not sent
+//     again); a holder loses only the stake the ended subscribe took, not
+//     one taken again since; a session that loses a stake forgets it,
+//     and so does its shim; a session's subscribe counted while another
+//     holder's of the URI is on its way to the child is answered once the
+//     child answered that one (or the one sent in its place), with its
+//     refusal if it refused it; a session's stakes follow it to
 //     the child of its new roots, and to the
 //     child made for it after its child was stopped or replaced (a stop, a
 //     config change): counted there as the child is made, by whichever of
@@ -147,11 +155,12 @@
 //     subscribed until then, queued under the lock that makes it ready,
 //     and only a ready child is told of a change as it is made; the
 //     changes a dead child was sent are answered, not sent again; so each
-//     child hears of each URI once and in order:
+//     child hears of each URI once (a subscribe it was told to drop
+//     aside) and in order:
 //     [backend.onChildNotification], [session.deliverChange],
 //     [session.subscription], [session.undoSubscription],
 //     [backend.countLocked], [backend.subscribeEnded], [backend.answerCounted],
-//     [session.dropSubscription], [session.carryStakes],
+//     [session.dropSubscription], [subWait.last], [session.carryStakes],
 //     [server.currentLocked], [backend.takeStakes], [session.moveStakes],
 //     [server.startForStakes], [backend.send], [backend.changeSubscription],
 //     [backend.becomeReady], [backend.reap].
@@ -194,8 +203,9 @@
 //     [listener.releaseAt]. On a legacy child it is acknowledged once the
 //     child answered the subscribes it relies on, its own or another
 //     holder's of the same resource still on its way, promising none it
-//     refused; a refused subscribe takes back the stake of every holder
-//     that relied on it: [subscribed], [backend.subscribeEnded]. A legacy session of the child gets none of it
+//     refused, nor one of its own the pool gave up on; a refused
+//     subscribe takes back the stake of every holder that relied on it:
+//     [subscribed], [backend.subscribeEnded]. A legacy session of the child gets none of it
 //     but the list changes its initialize declared (above), and what its
 //     own listens ask for: [session.deliverChange]. With the server's annotations trusted it
 //     also asks for tool changes, and one forgets the tools' hints as a
@@ -491,9 +501,9 @@
 //     sent to the shim as it changes, in order, no one waiting for the
 //     shim, and the next pool takes it up before the client's next
 //     message, after a stop or a crash; a subscription the session loses
-//     (the child refused it, the pool refused it, a resume did not take
-//     it up) is taken back from the shim as it is lost: [session.keep],
-//     [session.keptSubscription], [shimLines.keep],
+//     (the child refused it, the pool gave up on it or refused it, a
+//     resume did not take it up) is taken back from the shim as it is
+//     lost: [session.keep], [session.keptSubscription], [shimLines.keep],
 //     [session.resumeStakes], [session.dropSubscription],
 //     [session.undoSubscription], [session.resumeSubscriptions]. A write to the client
 //     that the stop cuts short keeps what it did not write: the session's

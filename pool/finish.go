@@ -102,12 +102,8 @@ func (b *backend) finish(p *pending, o outcome) bool {
 	if o.kind == endAnswered && p.token != 0 && p.method == "tools/call" && e.held == nil && b.offersTasks() {
 		b.keepTaskToken(p, &o.answer) // answered with its task: its progress goes on (tasks.go)
 	}
-	if p.sub != nil && p.sub.add { // a session's, a listen's, or the pool's own for them (carried, or a ready child's)
-		var refusal *jsonrpc.Message
-		if o.kind == endAnswered && o.answer.Error.Present() {
-			refusal = &o.answer
-		}
-		b.subscribeEnded(p, refusal)
+	if p.sub != nil && p.sub.add { // a session's, a listen's, or the pool's own for them (carried, a ready child's, one in another's place)
+		b.subscribeEnded(p, &o)
 	}
 	if p.open { // the pool's upstream listen: the child may have ended it
 		b.upstreamEnded(p, o.kind)

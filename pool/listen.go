@@ -160,7 +160,7 @@ func (s *session) listen(w *handshakeWait, params []byte) {
 	case len(subs) > 0:
 		// Exits once the child answered each subscribe, or it ended
 		// otherwise (its child died, its timeout, the pool stops).
-		s.p.wg.Go(func() { s.acknowledge(l, subscribed(subs, honored)) })
+		s.p.wg.Go(func() { s.acknowledge(l, subscribed(l, subs, honored)) })
 	default:
 		s.acknowledge(l, honored)
 	}
@@ -228,17 +228,19 @@ func (s *session) listening(l *listener) bool {
 	return s.listens[keyOf(l.id, l.to)] == l
 }
 
-// subscribed waits for a legacy child's answers to the subscribes a
-// listen relies on (its own, or another holder's of the same resource
-// still on its way), and is what its acknowledgement promises: honored,
-// less the resources the child refused (subscribeEnded took back the
-// listen's stake in those).
-func subscribed(subs []*subWait, honored filter) filter {
+// subscribed waits for a legacy child's answers to the subscribes listen
+// l relies on (its own, or another holder's of the same resource still
+// on its way, or one sent again in its place), and is what its
+// acknowledgement promises: honored, less the resources the child
+// refused, and those of its own subscribes the pool gave up on
+// (subscribeEnded took back the listen's stake in those).
+func subscribed(l *listener, subs []*subWait, honored filter) filter {
 	uris := make([]string, 0, len(honored.ResourceSubscriptions))
 	refused := map[string]bool{}
 	for _, w := range subs {
-		<-w.done // ended unanswered (its child died): the restarted child is subscribed again
-		if w.refused {
+		// One ended unanswered as its child died: the restarted child is
+		// subscribed again.
+		if w.last().refused || w.gaveUp && w.p.sub.holder == any(l) {
 			refused[w.p.sub.uri] = true
 		}
 	}

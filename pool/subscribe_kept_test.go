@@ -121,3 +121,20 @@ func TestResumeTellsTheShimWhatItDidNotTakeUp(t *testing.T) {
 		t.Errorf("the shim keeps %q, want only the subscription the resume took up", kept)
 	}
 }
+
+// A subscribe that timed out is not kept by the shim: the session holds
+// nothing of it, and the next pool does not subscribe it.
+func TestSubscribeThatTimedOutIsNotKeptForAResume(t *testing.T) {
+	cfg := fake("srv", "-subscribe-delay", "1m")
+	cfg.RequestTimeout = 300 * time.Millisecond
+	tp := newTestPool(t, &pool.Options{StopGrace: time.Second}, cfg)
+	a := tp.attach(t, "srv")
+	a.initialize()
+	a.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if got := a.roundTrip(`{"jsonrpc":"2.0","id":"s","method":"resources/subscribe","params":{"uri":"fake://counter"}}`); !strings.Contains(got, `"code":-32001`) {
+		t.Fatalf("the subscribe got %s, want the timeout", got)
+	}
+	if kept, _ := stopKept(t, tp, a); len(kept) > 0 {
+		t.Errorf("the shim keeps %q, whose subscribe timed out", kept)
+	}
+}
