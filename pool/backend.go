@@ -1301,19 +1301,22 @@ func (b *backend) subscribeEnded(p *pending, o *outcome) {
 		}
 	}
 	b.mu.Unlock()
+	if unsent != nil {
+		b.log.Warn("the child is not subscribed to a resource its sessions hold", "err", unsent)
+	}
+	// Forgotten before the subscribes that waited are answered: a
+	// session's next subscribe, once it read the answer, reaches the
+	// child.
+	for _, h := range lost {
+		if s, ok := h.(*session); ok {
+			s.dropSubscription(b, c.uri)
+		}
+	}
 	if w != nil {
 		if w.next != nil {
 			b.signal()
 		}
 		close(w.done)
-	}
-	if unsent != nil {
-		b.log.Warn("the child is not subscribed to a resource its sessions hold", "err", unsent)
-	}
-	for _, h := range lost {
-		if s, ok := h.(*session); ok {
-			s.dropSubscription(b, c.uri)
-		}
 	}
 }
 
