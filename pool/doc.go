@@ -304,7 +304,16 @@
 //     whose deadline passed as it goes on is refused by its table and
 //     expired, never written: [session.expireWhenDue],
 //     [session.expireHeld], [session.endHeldLocked],
-//     [requestTable.register], [backend.expire]. The roots/list_changed held behind an ask count
+//     [requestTable.register], [backend.expire]. Held requests are in
+//     flight, so they count against the session's share of requests in
+//     flight with those at its children: one past it, or under an id in
+//     flight, held or not, is refused as it comes, as any request is
+//     (-32004, -32600); their lines count against its bytes. The queue
+//     finds a held request by pool id, by key or by deadline without
+//     looking through the others, and one timer per session, at the
+//     earliest deadline, times them all: [session.heldRefusalLocked],
+//     [session.overCountLocked], [heldQueue.push], [heldQueue.remove],
+//     [heldQueue.setDue], [session.armHeldLocked]. The roots/list_changed held behind an ask count
 //     as one: however many came, the client is asked once more; a client
 //     that closed its input is asked nothing, and an open ask ends then
 //     with the roots last answered: [session.inputEnded], [session.askRoots]. A legacy child told of roots gets no client line

@@ -175,15 +175,12 @@ func (hb *handBack) stopped(lr *lineReader, s *session) bool {
 // they are not owed as well (at most once).
 func (s *session) takeHeld() []byte {
 	s.mu.Lock()
-	held := s.held
-	s.held, s.heldBytes, s.changeHeld = nil, 0, false
+	first := s.held.takeAll() // and stops its timer: the next pool times them
+	s.heldBytes, s.changeHeld = 0, false
 	s.mu.Unlock()
 	var lines []byte
-	for _, h := range held {
+	for h := first; h != nil; h = h.next {
 		lines = append(append(lines, h.line...), '\n')
-		if h.expiry != nil {
-			h.expiry.Stop() // the next pool times it
-		}
 		if h.req != nil {
 			s.ledger.release(h.req.takeSlot())
 		}

@@ -63,7 +63,8 @@ type Options struct {
 	MaxPending int
 	// MaxSessionInFlight bounds one session's requests in flight, so that
 	// one client cannot fill a child's MaxPending and starve the others:
-	// past it only that session gets -32004. Default MaxPending/8.
+	// past it only that session gets -32004. Its requests held for its
+	// answer to the pool's roots/list count too. Default MaxPending/8.
 	MaxSessionInFlight int
 	// MaxSessionBytes bounds the bytes one session's requests in flight
 	// hold in the pool (a request waits in memory until its child answers,

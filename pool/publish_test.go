@@ -14,14 +14,16 @@ import (
 // request table's lock, before anyone can end the request and stop it),
 // a round of questions' timer (armed once the round is registered, so
 // that its end finds every question to take back, and so set and read
-// only under the round's lock). An assignment anywhere else is a field
-// set after publication: a data race waiting for a schedule.
+// only under the round's lock), a session's timer for its held requests
+// (made by the first it holds, under the session's lock, as it is read).
+// An assignment anywhere else is a field set after publication: a data
+// race waiting for a schedule.
 func TestFieldsSetBeforePublication(t *testing.T) {
 	// field -> the functions that may assign it (by "file:func").
 	allowed := map[string][]string{
 		"closeConn": nil, "attached": nil, "hb": nil, "ledger": nil, "keepState": nil, "receiver": nil, "resumed": nil,
 		"sink": nil, "stateless": {"exchange.go:newStatelessExchange"}, "out": {"session.go:newSession"},
-		"timer": {"requests.go:register", "inputbridge.go:askLegacyClient"},
+		"timer": {"requests.go:register", "inputbridge.go:askLegacyClient", "roots.go:armHeldLocked"},
 	}
 	fset, files := packageSources(t)
 	for _, f := range files {

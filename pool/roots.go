@@ -416,19 +416,15 @@ func (s *session) askRoots() {
 }
 
 // heldMessage is a message held while the session's roots are asked,
-// and the exchange that carried it (HTTP), which gets what answers it.
+// and the exchange that carried it (HTTP), which gets what answers it;
+// its session's heldQueue links it, under s.mu.
 type heldMessage struct {
 	line   []byte
 	x      *exchange
 	change bool     // a notifications/roots/list_changed
 	req    *arrival // a request's arrival; nil for a notification
-	// cancelled: its client's notifications/cancelled came while it was
-	// held (clientCancelsLocked).
-	cancelled bool
-	// expiry ends a request at its requestTimeout while it is still held
-	// (expireHeld); set and read under s.mu, stopped as it leaves the
-	// queue.
-	expiry *time.Timer
+
+	prev, next *heldMessage // arrival order (heldQueue)
 }
 
 // arrival is a client's request as the pool took it while no pending
@@ -451,6 +447,16 @@ type arrival struct {
 	method   string
 	name     string // the tool, prompt or resource
 	origID   []byte // the client's id bytes
+
+	// While it is held (heldQueue): its key among its session's requests
+	// (keyOf), the requestTimeout it ends at (its server's as it came:
+	// expireHeld), its place among the held by deadline (heldDue; -1
+	// while in none), and whether its client's notifications/cancelled
+	// came (clientCancelsLocked).
+	key       string
+	timeout   time.Duration
+	at        int
+	cancelled bool
 }
 
 // take gives the pending made for the request its pool id and arrival
@@ -486,7 +492,7 @@ func (s *session) heldInfos(now time.Time) []RequestInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []RequestInfo
-	for _, h := range s.held {
+	for h := s.held.first; h != nil; h = h.next {
 		if a := h.req; a != nil {
 			out = append(out, RequestInfo{PoolID: a.id, Session: s.id, Server: s.srv.name, Method: a.method, Name: a.name,
 				OriginalID: string(a.origID), ReceivedAt: a.received, AgeMs: now.Sub(a.received).Milliseconds(),
@@ -512,8 +518,8 @@ func (s *session) heldInfos(now time.Time) []RequestInfo {
 // held it, or was handing it on.
 func (s *session) cancelHeld(poolID uint64) bool {
 	s.mu.Lock()
-	i := slices.IndexFunc(s.held, func(h heldMessage) bool { return h.req != nil && h.req.id == poolID })
-	if i < 0 {
+	h := s.held.byID[poolID]
+	if h == nil {
 		// Marked already (by its client): it ends so, a cancel all the same.
 		v := s.handingOn.Load()
 		marked := poolID != 0 && v&^handOnCancels == poolID &&
@@ -521,42 +527,46 @@ func (s *session) cancelHeld(poolID uint64) bool {
 		s.mu.Unlock()
 		return marked
 	}
-	s.endHeldLocked(i, endByUser, newErrorData(errCancelledByUser, false, s.srv.name, nil, s.srv.name, s.held[i].req.method))
+	s.endHeldLocked(h, endByUser, newErrorData(errCancelledByUser, false, s.srv.name, nil, s.srv.name, h.req.method))
 	return true
 }
 
-// expireHeld ends the request held for the session's roots answer whose
-// pool id is id at its requestTimeout (timeout, the server's when it
-// came), as finish ends a request no child was written at its timeout:
-// -32001, mayHaveExecuted false, history's timeout. A request no longer
-// held has gone on (its table refuses it past its deadline:
-// requestTable.register), been cancelled or handed back; one its client
-// cancelled stays, to end as that cancel when it goes on; nothing is
-// answered to a closed session.
-func (s *session) expireHeld(id uint64, timeout time.Duration) {
-	s.mu.Lock()
-	i := slices.IndexFunc(s.held, func(h heldMessage) bool { return h.req != nil && h.req.id == id })
-	if i < 0 || s.held[i].cancelled || isClosed(s.closed) {
-		s.mu.Unlock()
-		return
+// expireHeld runs on the session's one timer for its held requests
+// (heldQueue): it ends each whose requestTimeout (its server's when it
+// came) has passed, earliest first, as finish ends a request no child
+// was written at its timeout: -32001, mayHaveExecuted false, history's
+// timeout; then it arms the timer for the earliest deadline left. A
+// request no longer held has gone on (its table refuses it past its
+// deadline: requestTable.register), been cancelled or handed back; one
+// its client cancelled is not timed, and ends as that cancel when it
+// goes on; nothing is answered to a closed session.
+func (s *session) expireHeld() {
+	for {
+		s.mu.Lock()
+		if len(s.held.due) == 0 || isClosed(s.closed) {
+			s.mu.Unlock()
+			return
+		}
+		h := s.held.due[0]
+		if wait := time.Until(h.req.deadline()); wait > 0 {
+			s.held.timer.Reset(wait)
+			s.mu.Unlock()
+			return
+		}
+		s.endHeldLocked(h, endTimedOut, newErrorData(errTimeout, false, s.srv.name, nil, s.srv.name, h.req.method, h.req.timeout))
 	}
-	s.endHeldLocked(i, endTimedOut, newErrorData(errTimeout, false, s.srv.name, nil, s.srv.name, s.held[i].req.method, timeout))
 }
 
-// endHeldLocked ends s.held[i], a request, as kind says, answering rpcErr
+// endHeldLocked ends h, a request held, as kind says, answering rpcErr
 // (an error for a request that did not run): it leaves the queue, the
 // rest held in order, its ledger slot is released once the answer is
 // written, and history records it once: received as it arrived, and its
 // end. Called with s.mu held, which it lets go.
-func (s *session) endHeldLocked(i int, kind endKind, rpcErr *jsonrpc.Error) {
-	h := s.held[i]
-	s.held = slices.Delete(s.held, i, i+1)
+func (s *session) endHeldLocked(h *heldMessage, kind endKind, rpcErr *jsonrpc.Error) {
+	s.held.remove(h)
 	s.heldBytes -= len(h.line)
 	s.answering++ // until its answer is queued (answer)
 	s.mu.Unlock()
-	if h.expiry != nil {
-		h.expiry.Stop()
-	}
 
 	a, name, rule := h.req, s.srv.name, endRules[kind]
 	line := jsonrpc.AppendErrorResponse(nil, a.origID, rpcErr)
@@ -631,25 +641,13 @@ func (s *session) clientCancelsLocked(msg *jsonrpc.Message) {
 		return
 	}
 	key := string(rid.Of(params))
-	for i, h := range s.held {
-		if h.req != nil && keyOf(h.req.origID, h.x) == key {
-			s.held[i].cancelled = true
-		}
+	if h := s.held.byKey[key]; h != nil {
+		h.req.cancelled = true
+		s.held.undue(h) // it ends as that cancel when it goes on, not at its timeout
 	}
 	if v := s.handingOn.Load(); v != 0 && v&handOnCancels == 0 && s.handingOnKey == key {
 		s.handingOn.CompareAndSwap(v, v|handOnByClient) // else a table took it: the notification cancels it there
 	}
-}
-
-// heldRequestsLocked counts the requests among the held messages.
-func (s *session) heldRequestsLocked() int {
-	n := 0
-	for _, h := range s.held {
-		if h.req != nil {
-			n++
-		}
-	}
-	return n
 }
 
 // inputEnded is told that the client closed its input: it can answer no
@@ -667,16 +665,19 @@ func (s *session) inputEnded() {
 }
 
 // holdForRoots queues a message while the session's roots are being
-// asked; it reports whether it did. What it holds counts against the
-// session's bytes (Options.MaxSessionBytes), so that a client that does
-// not answer cannot pile up messages without end: past them it refuses
-// the message (a notification is dropped, a request answered with the
-// refusal). A roots/list_changed behind one still held is one already:
-// the ask it makes reads the roots as they are then, so however many
-// came, the client is asked once more. A request held is taken as it is
+// asked; it reports whether it did. A request held is taken as it is
 // read (its arrival): owed and in flight from then, and timed from then
-// too (expireWhenDue). A client's notifications/cancelled held marks the
-// request it names, held or being handed on (clientCancelsLocked).
+// too (expireWhenDue); so it is refused as any request in flight past
+// the session's share is (overCountLocked), or under an id the session
+// has in flight. What it holds counts against the session's bytes
+// (Options.MaxSessionBytes), so that a client that does not answer
+// cannot pile up messages without end: past them it refuses the message
+// (a notification is dropped, a request answered with the refusal). A
+// roots/list_changed behind one still held is one already: the ask it
+// makes reads the roots as they are then, so however many came, the
+// client is asked once more. A client's notifications/cancelled held
+// marks the request it names, held or being handed on
+// (clientCancelsLocked).
 func (s *session) holdForRoots(msg *jsonrpc.Message, x *exchange) (held bool, refusal *jsonrpc.Error) {
 	line, change := msg.Raw, msg.Method == "notifications/roots/list_changed"
 	s.mu.Lock()
@@ -688,6 +689,14 @@ func (s *session) holdForRoots(msg *jsonrpc.Message, x *exchange) (held bool, re
 		s.mu.Unlock()
 		return true, nil
 	}
+	var key string
+	if msg.Kind == jsonrpc.KindRequest {
+		key = keyOf(msg.IDBytes(), x)
+		if refusal := s.heldRefusalLocked(key, msg.IDBytes()); refusal != nil {
+			s.mu.Unlock()
+			return false, refusal
+		}
+	}
 	if limit := s.p.opts.MaxSessionBytes; s.heldBytes > 0 && s.heldBytes+len(line) > limit {
 		s.mu.Unlock()
 		return false, newError(errHeldForRoots, false, "", s.heldBytes, len(line), limit)
@@ -695,43 +704,63 @@ func (s *session) holdForRoots(msg *jsonrpc.Message, x *exchange) (held bool, re
 	if msg.Method == "notifications/cancelled" {
 		s.clientCancelsLocked(msg)
 	}
-	h := heldMessage{line: append([]byte(nil), line...), x: x, change: change}
+	h := &heldMessage{line: append([]byte(nil), line...), x: x, change: change}
 	if msg.Kind == jsonrpc.KindRequest {
 		id := append([]byte(nil), msg.IDBytes()...)
 		h.req = &arrival{id: s.p.nextID.Add(1), received: time.Now(), slot: s.ledger.take(id),
-			method: msg.Method, name: aboutName(msg.Params.Of(msg.Raw)), origID: id}
+			method: msg.Method, name: aboutName(msg.Params.Of(msg.Raw)), origID: id, key: key, at: -1}
 	}
-	s.held = append(s.held, h)
+	s.held.push(h)
 	s.heldBytes += len(line)
 	s.changeHeld = s.changeHeld || change
 	var id uint64
-	var received time.Time
 	if h.req != nil { // read now: once s.mu is let go, the replay may take the arrival over
-		id, received = h.req.id, h.req.received
+		id = h.req.id
 	}
 	s.mu.Unlock()
 	if id != 0 {
-		s.expireWhenDue(id, received)
+		s.expireWhenDue(h, id)
 	}
 	return true, nil
 }
 
-// expireWhenDue arms the timer that ends the held request id, received
-// at received, at its server's requestTimeout (expireHeld), unless it is
-// no longer held. The config is read with s.mu let go: a server's lock
-// is taken before a session's (backendAsLocked), not under it.
-func (s *session) expireWhenDue(id uint64, received time.Time) {
+// heldRefusalLocked refuses a request to be held under key (its id is
+// id) as the session refuses any request it takes (forwardCounted): one
+// under a key in flight, held or at a child, or one past its share of
+// requests in flight.
+func (s *session) heldRefusalLocked(key string, id []byte) *jsonrpc.Error {
+	if _, dup := s.inflight[key]; dup || s.held.byKey[key] != nil {
+		return newError(errDuplicateID, false, "", id)
+	}
+	return s.overCountLocked()
+}
+
+// expireWhenDue times h, the request held under pool id id, from its
+// arrival to its server's requestTimeout (expireHeld), unless it is no
+// longer held or its client cancelled it. The config is read with s.mu
+// let go: a server's lock is taken before a session's (backendAsLocked),
+// not under it.
+func (s *session) expireWhenDue(h *heldMessage, id uint64) {
 	timeout := s.srv.requestTimeout()
-	t := time.AfterFunc(time.Until(received.Add(timeout)), func() { s.expireHeld(id, timeout) })
 	s.mu.Lock()
-	i := slices.IndexFunc(s.held, func(h heldMessage) bool { return h.req != nil && h.req.id == id })
-	if i >= 0 {
-		s.held[i].expiry = t
+	defer s.mu.Unlock()
+	if s.held.byID[id] != h || h.req.cancelled {
+		return // it went on meanwhile (its table times it), or ended
 	}
-	s.mu.Unlock()
-	if i < 0 {
-		t.Stop() // it went on meanwhile: its table times it
+	if s.held.setDue(h, timeout) {
+		s.armHeldLocked()
 	}
+}
+
+// armHeldLocked sets the session's timer for its held requests to fire at
+// the earliest deadline among them.
+func (s *session) armHeldLocked() {
+	wait := time.Until(s.held.due[0].req.deadline())
+	if s.held.timer == nil {
+		s.held.timer = time.AfterFunc(wait, s.expireHeld)
+		return
+	}
+	s.held.timer.Reset(wait)
 }
 
 // answerRoots takes the client's answer to the pool's roots/list.
@@ -794,31 +823,26 @@ func (s *session) rootsAnswered(id string, roots []string, names rootNames) {
 func (s *session) replayHeld() {
 	for {
 		s.mu.Lock()
-		if s.rootsAsk != "" || len(s.held) == 0 {
-			if len(s.held) == 0 {
-				s.held = nil
-			}
+		s.held.inHand = nil // the last one taken is in the session's table of requests in flight, or ended
+		h := s.held.first
+		if s.rootsAsk != "" || h == nil {
 			s.replaying = false
 			s.mu.Unlock()
 			return
 		}
-		h := s.held[0]
-		s.held[0] = heldMessage{}
-		s.held = s.held[1:]
+		s.held.remove(h) // its table times it from now (requestTable.register)
 		s.heldBytes -= len(h.line)
-		if h.expiry != nil {
-			h.expiry.Stop() // its table times it from now (requestTable.register)
-		}
 		if h.change {
 			s.changeHeld = false
 		}
 		if h.req != nil { // a cancel finds it until a request table has it (cancelHeld, clientCancelsLocked)
+			s.held.inHand = h.req // in flight all the same (forwardCounted)
 			v := h.req.id
-			if h.cancelled {
+			if h.req.cancelled {
 				v |= handOnByClient
 			}
 			s.handingOn.Store(v)
-			s.handingOnKey = keyOf(h.req.origID, h.x)
+			s.handingOnKey = h.req.key
 		}
 		s.mu.Unlock()
 		if testHookReplaying != nil {

@@ -85,18 +85,18 @@ type session struct {
 	quiet           chan struct{} // closed when inflight empties and nothing is answering, for closeWhenIdle
 	answering       int           // answers between their request's end and their delivery (answer)
 	closeReason     error
-	roots           []string      // declared roots, sorted (roots.go)
-	rootNames       rootNames     // and the name it gave each
-	rootsAsk        string        // id of the pool's roots/list to the client, while unanswered
-	rootsOwed       bool          // the client's roots are to be asked once it can receive a request (streamOpened)
-	held            []heldMessage // messages waiting for that answer
-	changeHeld      bool          // held has a roots/list_changed: one more is dropped (holdForRoots)
-	inputDone       bool          // the client closed its input: it is asked nothing more (inputEnded)
-	replaying       bool          // the held messages are being handled: new ones still wait their turn
-	handingOnKey    string        // the key of the request handingOn names (keyOf)
-	heldBytes       int           // the bytes of held, bounded by Options.MaxSessionBytes
-	logLevel        int           // logSeverity of its logging/setLevel (loglevel.go)
-	logMember       []byte        // that level as the _meta member a modern child is sent (logsAsked)
+	roots           []string  // declared roots, sorted (roots.go)
+	rootNames       rootNames // and the name it gave each
+	rootsAsk        string    // id of the pool's roots/list to the client, while unanswered
+	rootsOwed       bool      // the client's roots are to be asked once it can receive a request (streamOpened)
+	held            heldQueue // messages waiting for that answer
+	changeHeld      bool      // held has a roots/list_changed: one more is dropped (holdForRoots)
+	inputDone       bool      // the client closed its input: it is asked nothing more (inputEnded)
+	replaying       bool      // the held messages are being handled: new ones still wait their turn
+	handingOnKey    string    // the key of the request handingOn names (keyOf)
+	heldBytes       int       // the bytes of held, bounded by Options.MaxSessionBytes
+	logLevel        int       // logSeverity of its logging/setLevel (loglevel.go)
+	logMember       []byte    // that level as the _meta member a modern child is sent (logsAsked)
 	// What a legacy client's initialize result said of list changes
 	// holds for the session's life, whatever its child's era later
 	// (deliverChange): those a legacy child declared (promised) are
@@ -678,6 +678,9 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 
 	key := keyOf(id, x)
 	s.mu.Lock()
+	if a != nil && s.held.inHand == a {
+		s.held.inHand = nil // the replay's: it counts as any request in flight from here, if it is admitted
+	}
 	if _, dup := s.inflight[key]; dup {
 		s.mu.Unlock()
 		s.replyErrorTo(x, id, newError(errDuplicateID, false, "", id))
@@ -891,15 +894,27 @@ func (s *session) forget(p *pending, id []byte, x *exchange) {
 
 // overLimitLocked says why one more request of size bytes would take this
 // session past its fair share of the server: its count of requests in
-// flight, or the bytes they hold in the pool. A single request is always
-// admitted when the session has nothing else in flight (the framing limit
-// bounds it), so the byte limit refuses only piling up.
+// flight (overCountLocked), or the bytes they hold in the pool. A single
+// request is always admitted when the session has nothing else in flight
+// (the framing limit bounds it), so the byte limit refuses only piling
+// up.
 func (s *session) overLimitLocked(size int) *jsonrpc.Error {
-	if limit := s.p.opts.MaxSessionInFlight; len(s.inflight) >= limit {
-		return newError(errSessionBusy, false, "", limit)
+	if refusal := s.overCountLocked(); refusal != nil {
+		return refusal
 	}
 	if limit := s.p.opts.MaxSessionBytes; s.inflightBytes > 0 && s.inflightBytes+size > limit {
 		return newError(errSessionBytes, false, "", s.inflightBytes, size, limit)
+	}
+	return nil
+}
+
+// overCountLocked refuses one more request past the session's share of
+// requests in flight (Options.MaxSessionInFlight): those in its table and
+// those held for its roots answer (heldQueue.counted), in flight from
+// their arrival.
+func (s *session) overCountLocked() *jsonrpc.Error {
+	if limit := s.p.opts.MaxSessionInFlight; len(s.inflight)+s.held.counted() >= limit {
+		return newError(errSessionBusy, false, "", limit)
 	}
 	return nil
 }
@@ -1272,6 +1287,6 @@ func (s *session) info() SessionInfo {
 	defer s.mu.Unlock()
 	return SessionInfo{ID: s.id, Server: s.srv.name, ClientName: s.clientName, ClientVersion: s.clientVersion,
 		ProtocolVersion: s.protocolVersion, Transport: s.transport, ConnectedAt: s.connectedAt,
-		LastActiveAt: s.lastActive, InFlight: len(s.inflight) + s.heldRequestsLocked(), PID: s.peerPID, Attached: s.attached,
+		LastActiveAt: s.lastActive, InFlight: len(s.inflight) + len(s.held.byID), PID: s.peerPID, Attached: s.attached,
 		ReattachedFrom: s.resumed, Stateless: s.stateless}
 }
