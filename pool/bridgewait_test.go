@@ -105,3 +105,25 @@ func TestBridgedQuestionsEndWithTheirCall(t *testing.T) {
 	d.close()
 	eventually(t, "the question of a client that left to end", func() bool { return open() == 0 })
 }
+
+// TestBridgedQuestionNeverShortensATimeout: the pause of a bridged call's
+// timeout while a person answers is bounded by holdKeep (here 300 ms), but
+// never ends before the call's own timeout would (here 3 s): a question
+// nobody answers ends the call at its timeout, naming it. On the first
+// edition the round ended at the bound, 300 ms after the question.
+func TestBridgedQuestionNeverShortensATimeout(t *testing.T) {
+	t.Cleanup(pool.SetHoldKeep(300 * time.Millisecond)) // restored once the pool has closed
+	cfg := fake("srv", "-era", "modern")
+	cfg.RequestTimeout = 3 * time.Second
+	tp := newTestPool(t, nil, cfg)
+	c := tp.dial(t, "srv")
+	c.initialize("slow", `{"elicitation":{}}`)
+	c.call(`"call"`, "ask", `{"kind":"elicitation"}`)
+	if asked := c.recv(); asked.Method != "elicitation/create" {
+		t.Fatalf("want the child's question, got %s", asked.raw)
+	}
+	m, _ := c.recvID(`"call"`)
+	if m.Error == nil || m.Error.Code != -32001 || !strings.Contains(m.Error.Message, "questions within 3s") {
+		t.Fatalf("an unanswered question: want -32001 at the call's own timeout, naming 3s, got %s", m.raw)
+	}
+}

@@ -437,7 +437,10 @@
 //     held for a 2026-07-28 client's answer to its child's question has
 //     its timeout paused from the question to the answer, a wait bounded
 //     by how long a held call is kept for its retry, past which it ends
-//     saying the client did not answer: [requestTable.register],
+//     saying the client did not answer, or by its own timeout if that
+//     ends later: a pause never brings a deadline forward, and a call
+//     that reaches its own deadline paused ends with the usual timeout
+//     error: [requestTable.register],
 //     [requestTable.sweepDue], [backend.expire], [requestTable.timeoutOf],
 //     [requestTable.hold], [requestTable.takeOver]. A legacy child's
 //     elicitation or sampling relayed to a legacy session pauses the
@@ -448,7 +451,8 @@
 //     last ends; roots/list, which the pool answers at once, pauses
 //     nothing: [personAnswers], [requestTable.addQuestion],
 //     [requestTable.pauseCallsLocked], [requestTable.forgetQuestionLocked],
-//     [requestTable.pauseLocked], [requestTable.resumeLocked]. A legacy
+//     [requestTable.pauseLocked], [requestTable.resumeLocked],
+//     [requestTable.ownDeadline]. A legacy
 //     client's call to a 2026-07-28 child keeps one timeout over its
 //     rounds of questions: while the pool asks the client an elicitation
 //     or a sampling it waits, with the same bound, past which the call

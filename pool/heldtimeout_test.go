@@ -191,3 +191,82 @@ func TestLegacyQuestionsPauseTheAskedSessionsCalls(t *testing.T) {
 		})
 	})
 }
+
+// A pause never brings a deadline forward. A call whose own timeout ends
+// later than the pause's bound (a requestTimeout of 30 minutes, holdKeep
+// 10) keeps its own deadline while paused, and ends there with its own
+// timeout's error, not the bound's "did not answer": a question that waits
+// for a person gives its calls more time, never less. The sweep, armed
+// for another request's later deadline, is not overtaken: on the first
+// edition the pause moved such a call's deadline to the bound without
+// re-arming the sweep, and the call was cut at whatever sweep came next
+// (here at 30 minutes, saying the client did not answer), though its own
+// timeout ran 5 minutes more. A call of the same session whose timeout
+// ends before the bound still waits until the bound, and says so.
+func TestPauseNeverBringsADeadlineForward(t *testing.T) {
+	const long = 30 * time.Minute
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		type expiry struct {
+			at, timeout time.Duration
+			held        bool
+		}
+		var mu sync.Mutex
+		expired := map[uint64]expiry{}
+		var tab *requestTable
+		tab = newRequestTable(func(p *pending) {
+			d, held := tab.timeoutOf(p)
+			if _, won := tab.end(p); won {
+				mu.Lock()
+				expired[p.id] = expiry{time.Since(start), d, held}
+				mu.Unlock()
+			}
+		})
+		newSession := func() *session { return &session{closed: make(chan struct{})} }
+		calls := map[uint64]*pending{}
+		call := func(id uint64, s *session, timeout time.Duration) {
+			calls[id] = &pending{id: id, sess: s, received: time.Now()}
+			if r, _, _ := tab.register(calls[id], 100, timeout); r != registered {
+				t.Fatalf("register %d: %v", id, r)
+			}
+			tab.update(func(in *inFlight) {
+				in.startWriteLocked(calls[id], 1)
+				in.wroteLocked(calls[id], time.Now(), 1)
+			})
+		}
+		asked, answered, held, other := newSession(), newSession(), newSession(), newSession()
+
+		call(0, other, long) // the sweep is armed for 30 minutes
+		tab.end(calls[0])
+		time.Sleep(5 * time.Minute)
+		call(1, asked, long)        // due at 35 minutes
+		call(2, asked, time.Minute) // due at 6 minutes
+		call(3, answered, long)     // due at 35 minutes
+		call(4, held, long)         // due at 35 minutes
+		time.Sleep(30 * time.Second)
+		tab.addQuestion(100, []byte("100"), asked, "", true) // pauses 1 and 2, never answered
+		tab.addQuestion(101, []byte("101"), answered, "", true)
+		if _, _, _, ok := tab.hold(&mrtrHold{p: calls[4], kept: make(chan struct{})}); !ok { // never answered
+			t.Fatal("hold 4")
+		}
+		time.Sleep(14*time.Minute + 30*time.Second) // 20 minutes in
+		if _, ok := tab.takeAnswer(101, answered); !ok {
+			t.Fatal("the answer to 101 found no question")
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+
+		want := map[uint64]expiry{
+			1: {5*time.Minute + long, long, false},
+			2: {5*time.Minute + 30*time.Second + holdKeep, time.Minute, true},
+			3: {5*time.Minute + long + 14*time.Minute + 30*time.Second, long, false},
+			4: {5*time.Minute + long, long, false},
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !maps.Equal(expired, want) {
+			t.Errorf("expired %v, want %v", expired, want)
+		}
+		tab.stopTimer()
+	})
+}

@@ -22,7 +22,8 @@ import (
 // The call keeps one timeout over its rounds, the one it came with: a
 // question a person answers (an elicitation, a sampling: personAnswers)
 // pauses it, as a legacy child's question pauses its calls', bounded by
-// holdKeep, and the retry goes on with what was left (requestTable.carry).
+// holdKeep or what was left of it, whichever is longer, and the retry
+// goes on with what was left (requestTable.carry).
 // The round ends with its call: cancelled, or its client gone.
 
 // inputRound is one input_required answer being turned into questions to
@@ -178,7 +179,7 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 		b.p.rounds.add(id, x)
 	}
 	wait, named := x.remaining, x.timeout // the call's timeout runs on
-	if x.person {
+	if x.person && holdKeep > wait {      // paused, bounded; never shorter than what was left
 		wait, named = holdKeep, holdKeep
 	}
 	x.mu.Lock()

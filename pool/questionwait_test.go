@@ -61,3 +61,43 @@ func TestLegacyQuestionPausesItsCallsTimeout(t *testing.T) {
 		t.Fatalf("a question nobody answers: want -32001 saying the client did not answer, got %s", m.raw)
 	}
 }
+
+// TestLegacyQuestionNeverShortensATimeout: a question pauses the asked
+// session's calls' timeouts, bounded by how long a person is waited for
+// (holdKeep, here 300 ms); a call whose own timeout ends later than that
+// bound keeps it. Here the server's request timeout is 5 s: another
+// session's call arms the pool's timeout sweep for 5 s, then, 2 s in, the
+// asked session starts a 4 s build and a call whose question nobody
+// answers. The build gets its result at 6 s, within its own timeout; the
+// unanswered call ends at its own 7 s deadline with the plain timeout
+// error, as it would have without the question. On the first edition the
+// question moved both deadlines to the bound, and the sweep armed for 5 s
+// cut both there (-32001 "the client did not answer … within 300ms"), a
+// second before the build finished.
+func TestLegacyQuestionNeverShortensATimeout(t *testing.T) {
+	const timeout, keep = 5 * time.Second, 300 * time.Millisecond
+	t.Cleanup(pool.SetHoldKeep(keep)) // restored once the pool has closed
+	cfg := fake("srv")
+	cfg.RequestTimeout = timeout
+	tp := newTestPool(t, nil, cfg)
+	c, other := tp.dial(t, "srv"), tp.dial(t, "srv")
+	c.initialize("person", `{"elicitation":{}}`)
+	other.initialize("other", "")
+
+	other.call(`"first"`, "sleep", `{"ms":2000}`) // arms the sweep for 5 s; 2 s pass
+	if m, _ := other.recvID(`"first"`); m.Error != nil {
+		t.Fatalf("first: %s", m.raw)
+	}
+	c.call(`"build"`, "sleep", `{"ms":4000}`) // due at 7 s, done at 6 s
+	c.call(`"ask"`, "ask", `{"kind":"elicitation"}`)
+	if asked := c.recv(); asked.Method != "elicitation/create" {
+		t.Fatalf("want the child's question, got %s", asked.raw)
+	}
+	if m, _ := c.recvID(`"build"`); m.Error != nil || m.text() != "slept 4000" {
+		t.Fatalf("a call within its timeout, paused by a question: want its result, got %s", m.raw)
+	}
+	m, _ := c.recvID(`"ask"`)
+	if m.Error == nil || m.Error.Code != -32001 || !strings.Contains(m.Error.Message, "did not answer tools/call within 5s") {
+		t.Fatalf("an unanswered question's call past its own timeout: want -32001 naming 5s, got %s", m.raw)
+	}
+}

@@ -223,7 +223,7 @@ func (t *requestTable) register(p *pending, limit int, timeout time.Duration) (r
 // timeoutOf is the timeout p's deadline was set from, 0 if none: the
 // one it ran under, which the config may have changed since. held: p
 // waits for its client's answer, its deadline the pause's bound
-// (pauseLocked).
+// (pauseLocked), not its own timeout's.
 func (t *requestTable) timeoutOf(p *pending) (d time.Duration, held bool) {
 	t.update(func(in *inFlight) { d, held = t.timeoutLocked(in, p) })
 	return d, held
@@ -235,7 +235,7 @@ func (t *requestTable) timeoutLocked(in *inFlight, p *pending) (d time.Duration,
 	switch {
 	case p.deadline == 0:
 	case paused:
-		d, held = w.timeout, w.n > 0
+		d, held = w.timeout, w.n > 0 && p.deadline > t.ownDeadline(p, w)
 	default:
 		d = p.deadline - p.received.Sub(t.base)
 	}
@@ -272,9 +272,9 @@ func (t *requestTable) timeLeft(deadline time.Duration) time.Duration {
 // its child's questions: a 2026-07-28 client's held call (hold), a
 // legacy client's question relayed during the call (addQuestion). It
 // waits from the first question to the last answer, each such wait
-// bounded by how long a held call is kept for its retry (holdKeep), then
-// goes on with what was left. A call's retry carries its call's timeout
-// in one (carry).
+// bounded by how long a held call is kept for its retry (holdKeep), or
+// by its own timeout if that ends later, then goes on with what was
+// left. A call's retry carries its call's timeout in one (carry).
 type timeoutPause struct {
 	timeout time.Duration // the timeout its deadline was set from
 	used    time.Duration // what the call's earlier requests took of it (carry)
@@ -284,9 +284,10 @@ type timeoutPause struct {
 }
 
 // pauseLocked makes p's timeout wait, at now, for one more question:
-// the first moves its deadline to the wait's bound, later than the armed
-// sweep, which re-arms for it. A request without a timeout has none to
-// pause.
+// the first moves its deadline to the wait's bound, unless its own
+// timeout ends later: a pause never brings a deadline forward, so the
+// armed sweep, never later than p's deadline was, need not re-arm. A
+// request without a timeout has none to pause.
 func (t *requestTable) pauseLocked(in *inFlight, p *pending, now time.Duration) {
 	if p.deadline == 0 {
 		return
@@ -299,9 +300,15 @@ func (t *requestTable) pauseLocked(in *inFlight, p *pending, now time.Duration) 
 		w.timeout = p.deadline - p.received.Sub(t.base)
 	}
 	if w.n++; w.n == 1 {
-		w.from, p.deadline = now, now+holdKeep
+		w.from, p.deadline = now, max(p.deadline, now+holdKeep)
 	}
 	in.paused[p.id] = w
+}
+
+// ownDeadline is when p's own timeout ends, w its pause, the wait under
+// way not counted: its deadline when not paused.
+func (t *requestTable) ownDeadline(p *pending, w timeoutPause) time.Duration {
+	return p.received.Sub(t.base) + w.timeout - w.used + w.waited
 }
 
 // resumeLocked ends, at now, one question p's timeout waits for (one
@@ -314,7 +321,7 @@ func (t *requestTable) resumeLocked(in *inFlight, p *pending, now time.Duration)
 	}
 	if w.n--; w.n == 0 {
 		w.waited += now - w.from
-		p.deadline = p.received.Sub(t.base) + w.timeout - w.used + w.waited
+		p.deadline = t.ownDeadline(p, w) // earlier than the bound, maybe
 		if in.nextDeadline == 0 || p.deadline < in.nextDeadline {
 			t.armLocked(in, p.deadline, now)
 		}
