@@ -267,6 +267,8 @@
 //     GET stream open: retryable), fails at once with -32006:
 //     [backend.askLegacyClient], [session.answerable],
 //     [urlQuestionForLegacy], [session.answerRound], [session.answerIfCurrent].
+//     An answer from a session that was not asked the question leaves it
+//     as it is, for its own client's answer: [inputRounds.takeFrom].
 //   - roots/list is never asked of a client by a child: sessions that
 //     declare different roots get different children, and the pool answers
 //     roots/list from the partition, with the names the session that made

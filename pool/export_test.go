@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -161,4 +162,44 @@ func BridgedQuestions(p *Pool) int {
 	p.rounds.mu.Lock()
 	defer p.rounds.mu.Unlock()
 	return len(p.rounds.m)
+}
+
+// EndRoundAsAnswered makes the pool end the round of the question arm
+// names, as its timer would, as an answer to that question is read, once
+// the pool has looked the round up, until restore is called (after the
+// pool closed). Call it before the pool is made.
+func EndRoundAsAnswered() (arm func(p *Pool, id uint64), restore func()) {
+	var armed atomic.Pointer[inputRound]
+	var armedID atomic.Uint64
+	testHookRoundLookedUp = func(id uint64) {
+		if x := armed.Load(); x != nil && id == armedID.Load() {
+			x.end(newError(errQuestionsUnanswered, true, x.b.srv.name, x.b.srv.name, holdKeep))
+		}
+	}
+	arm = func(p *Pool, id uint64) {
+		p.rounds.mu.Lock()
+		x := p.rounds.m[id]
+		p.rounds.mu.Unlock()
+		armedID.Store(id)
+		armed.Store(x)
+	}
+	return arm, func() { testHookRoundLookedUp = nil }
+}
+
+// PauseFirstAnswerLookup makes the pool's reader of the first answer to
+// the question arm names wait, once the pool has looked the question's
+// round up, until release is called; looked is closed as it starts
+// waiting. Until restore is called (after the pool closed; release
+// before). Call it before the pool is made.
+func PauseFirstAnswerLookup() (arm func(id uint64), looked <-chan struct{}, release, restore func()) {
+	var armedID atomic.Uint64
+	var fired atomic.Bool
+	lookedC, released := make(chan struct{}), make(chan struct{})
+	testHookRoundLookedUp = func(id uint64) {
+		if id == armedID.Load() && fired.CompareAndSwap(false, true) {
+			close(lookedC)
+			<-released
+		}
+	}
+	return armedID.Store, lookedC, sync.OnceFunc(func() { close(released) }), func() { testHookRoundLookedUp = nil }
 }

@@ -86,6 +86,20 @@ func (r *inputRounds) take(id uint64) *inputRound {
 	return x
 }
 
+// takeFrom takes the round of question id if from was asked it: an
+// answer from another session leaves it where it is, for its own
+// client's answer (and for an end of the round meanwhile to take).
+func (r *inputRounds) takeFrom(id uint64, from *session) *inputRound {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	x := r.m[id]
+	if x == nil || x.sess != from {
+		return nil
+	}
+	delete(r.m, id)
+	return x
+}
+
 // asks reports whether sess was asked question id of a round that still
 // waits for its answer.
 func (r *inputRounds) asks(id uint64, sess *session) bool {
@@ -206,12 +220,11 @@ func (s *session) answerRound(msg *jsonrpc.Message) bool {
 	if !ok {
 		return false
 	}
-	x := s.p.rounds.take(id)
-	if x == nil {
-		return false
+	x := s.p.rounds.takeFrom(id, s)
+	if testHookRoundLookedUp != nil {
+		testHookRoundLookedUp(id)
 	}
-	if x.sess != s {
-		s.p.rounds.add(id, x) // not this client's to answer
+	if x == nil { // none, or not this client's to answer
 		return false
 	}
 	if msg.Error.Present() {
@@ -237,6 +250,10 @@ func (s *session) answerRound(msg *jsonrpc.Message) bool {
 	}
 	return true
 }
+
+// testHookRoundLookedUp, when set, runs as answerRound has looked up
+// the round of the question a client answered.
+var testHookRoundLookedUp func(id uint64)
 
 // stopTimer stops t, if the round had armed it.
 func stopTimer(t *time.Timer) {
