@@ -1030,7 +1030,7 @@ var testHookPicked func(*session)
 // can answer it (session.canAnswer), as onChildRequest prefers them.
 func (b *backend) pickSession(msg *jsonrpc.Message) *session {
 	params := msg.Params.Of(msg.Raw)
-	can := func(s *session) bool { return s != nil && s.alive() && s.canAnswer(msg.Method, params) }
+	can := func(s *session) bool { return s != nil && s.askable() && s.canAnswer(msg.Method, params) }
 	for _, s := range b.reqs.askers() {
 		if can(s) {
 			return s

@@ -417,7 +417,12 @@
 //     is evicted and stalls no one; one that piles up requests is refused
 //     past its share: [session.halfClose], [session.closeWhenIdle],
 //     [flushes], [session.finishOutput], [session.deliver], [session.drain],
-//     [session.overLimitLocked]. One that goes away is cancelled at once:
+//     [session.overLimitLocked]. The questions put to a client that closed
+//     its input, which it cannot answer, end at once (a legacy child's is
+//     answered with an error, a 2026-07-28 child's ends its call), and it
+//     is asked no more: [session.unanswerable], [session.askable],
+//     [requestTable.dropQuestionsTo], [inputRounds.askedOf]. One that
+//     goes away is cancelled at once:
 //     an attached client's shim that hangs up, or its output that loses
 //     its reader (one poller watches them all), or a write to its output
 //     that fails: [hangups.watch], [hangups.poll], [readerGone]. A

@@ -41,6 +41,7 @@ const (
 	errCannotRetry                              // the call could not be retried with the client's answers
 	errTooManyRounds                            // a modern child asked for input more rounds than any call needs
 	errUnaskedTask                              // a child other clients share answered with a task, though none was asked
+	errClosedInputAsked                         // a legacy client that closed its input was to answer a modern child's questions
 
 	// Refusing a client's request before it reaches a child.
 	errSessionBusy     // the session has its share of requests in flight
@@ -70,6 +71,7 @@ const (
 	errNoClient         // no connected client can answer it
 	errAskedClientLeft  // the client asked disconnected before answering
 	errClientUndeclared // the client did not declare the capability (2026-07-28)
+	errAskedClosedInput // the client asked closed its input: it cannot answer
 )
 
 // errorRow is one row of the table.
@@ -127,6 +129,8 @@ var errorTable = [...]errorRow{
 		aboutRequest: true, retryable: false},
 	errUnaskedTask: {code: jsonrpc.CodeInternalError, format: "server %q answered %s with a task, though none was asked: it is shared by other clients, whose tasks this client would see and they its, so Switchboard passes none of its tasks on (share \"session\" gives each session a child of its own, and its tasks)",
 		aboutRequest: true, retryable: false},
+	errClosedInputAsked: {code: jsonrpc.CodeNoClient, format: "server %q asked this client questions, and the client closed its input: it cannot answer them",
+		aboutRequest: true, retryable: true},
 
 	errSessionBusy: {code: jsonrpc.CodeOverloaded,
 		format: "this session has %d requests in flight, its limit: wait for answers before sending more (other sessions are not affected)"},
@@ -162,6 +166,7 @@ var errorTable = [...]errorRow{
 	errNoClient:         {code: jsonrpc.CodeNoClient, format: "no connected client can answer %s"},
 	errAskedClientLeft:  {code: jsonrpc.CodeNoClient, format: "the client that was asked disconnected"},
 	errClientUndeclared: {code: jsonrpc.CodeNoClient, format: "the client did not declare %s"},
+	errAskedClosedInput: {code: jsonrpc.CodeNoClient, format: "the client that was asked closed its input: it cannot answer"},
 }
 
 // newError builds row kind's error. ran says whether the request it is

@@ -34,6 +34,7 @@ func TestErrorTable(t *testing.T) {
 		errCannotRetry:         nil,
 		errTooManyRounds:       {"srv", 32},
 		errUnaskedTask:         {"srv", "tools/call"},
+		errClosedInputAsked:    {"srv"},
 		errSessionBusy:         {8192},
 		errSessionBytes:        {100, 200, 250},
 		errSessionSubs:         {4096, 1, 4096},
@@ -58,6 +59,7 @@ func TestErrorTable(t *testing.T) {
 		errNoClient:            {"sampling/createMessage"},
 		errAskedClientLeft:     nil,
 		errClientUndeclared:    {"sampling"},
+		errAskedClosedInput:    nil,
 	}
 	for kind := poolError(1); int(kind) < len(errorTable); kind++ {
 		a, ok := args[kind]

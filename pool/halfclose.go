@@ -4,6 +4,8 @@ import (
 	"errors"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
 
 // Half-close: a client that closes its input has finished sending, not
@@ -36,7 +38,27 @@ func (s *session) halfClose(peer syscall.RawConn) {
 		s.p.wg.Go(func() { s.watchPeer(peer) })
 	}
 	s.inputEnded() // its roots' answer cannot come now
+	s.unanswerable()
 	s.closeWhenIdle(errInputClosed)
+}
+
+// unanswerable ends the questions put to the session, whose client
+// closed its input and can answer none: a legacy child's is answered
+// with the pool's error (the child answers its call, and the timeouts it
+// paused go on); a 2026-07-28 child's, put to it for a call, ends the
+// call with an error. The session is asked nothing more (askable): the
+// flag is set before the questions are looked for, and each question is
+// recorded before its asker looks at the flag, so none is missed.
+func (s *session) unanswerable() {
+	s.noInput.Store(true)
+	for _, b := range s.srv.backendsOf(s) {
+		for _, id := range b.reqs.dropQuestionsTo(s) {
+			b.sendRaw(jsonrpc.AppendErrorResponse(nil, id, newError(errAskedClosedInput, false, "")))
+		}
+	}
+	for _, x := range s.p.rounds.askedOf(s) {
+		x.end(newError(errClosedInputAsked, true, x.b.srv.name, x.b.srv.name))
+	}
 }
 
 // watchPeer closes the session at once if the client goes away while it

@@ -3,6 +3,7 @@ package pool
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -84,6 +85,18 @@ func (r *inputRounds) take(id uint64) *inputRound {
 	x := r.m[id]
 	delete(r.m, id)
 	return x
+}
+
+// askedOf lists the rounds that wait for sess's answers.
+func (r *inputRounds) askedOf(sess *session) (rounds []*inputRound) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, x := range r.m {
+		if x.sess == sess && !slices.Contains(rounds, x) {
+			rounds = append(rounds, x)
+		}
+	}
+	return rounds
 }
 
 // takeFrom takes the round of question id if from was asked it: an
@@ -203,8 +216,12 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 		})
 	}
 	x.mu.Unlock()
-	if !sess.tracks(p, origID, e.x) {
+	switch {
+	case !sess.tracks(p, origID, e.x):
 		x.end(nil)
+		return true, nil
+	case sess.noInput.Load(): // its client can answer nothing (session.unanswerable)
+		x.end(newError(errClosedInputAsked, true, b.srv.name, b.srv.name))
 		return true, nil
 	}
 	for _, q := range questions {

@@ -718,7 +718,7 @@ func (t *requestTable) askers() []*session {
 func (t *requestTable) addQuestion(id uint64, childID []byte, sess *session, elicitationID string, wait bool) (ok bool) {
 	t.update(func(in *inFlight) {
 		now := time.Since(t.base)
-		if ok = sess.alive(); ok { // a look at a channel: no lock, no wait
+		if ok = sess.askable(); ok { // no lock, no wait
 			e := reverseEntry{childID: childID, sess: sess}
 			if wait {
 				e.paused = t.pauseCallsLocked(in, sess, now)
@@ -844,19 +844,34 @@ func (t *requestTable) withdrawQuestion(childID []byte) (id uint64, sess *sessio
 // to be answered with an error.
 func (t *requestTable) dropQuestionsOf(s *session) (childIDs [][]byte) {
 	t.update(func(in *inFlight) {
-		now := time.Since(t.base)
-		for k, e := range in.reverse {
-			if e.sess == s {
-				childIDs = append(childIDs, e.childID)
-				t.forgetQuestionLocked(in, k, e, now)
-			}
-		}
+		childIDs = t.dropQuestionsToLocked(in, s)
 		for k, e := range in.elicited {
 			if e.sess == s {
 				delete(in.elicited, k)
 			}
 		}
 	})
+	return childIDs
+}
+
+// dropQuestionsTo forgets the child's requests to a session whose client
+// closed its input, which can answer none, and returns their child ids,
+// to be answered with an error. The elicitations it was asked stay: it
+// still reads their completions.
+func (t *requestTable) dropQuestionsTo(s *session) (childIDs [][]byte) {
+	t.update(func(in *inFlight) { childIDs = t.dropQuestionsToLocked(in, s) })
+	return childIDs
+}
+
+// dropQuestionsToLocked is dropQuestionsTo under the table's lock.
+func (t *requestTable) dropQuestionsToLocked(in *inFlight, s *session) (childIDs [][]byte) {
+	now := time.Since(t.base)
+	for k, e := range in.reverse {
+		if e.sess == s {
+			childIDs = append(childIDs, e.childID)
+			t.forgetQuestionLocked(in, k, e, now)
+		}
+	}
 	return childIDs
 }
 

@@ -49,6 +49,7 @@ type session struct {
 
 	handingBack atomic.Bool // handBackSessions is ending the session: writes to the client end at once (writeDeadline)
 	evicting    atomic.Bool // the session is being evicted: counted and logged once (evictOnce)
+	noInput     atomic.Bool // the client closed its input: it can answer no question (unanswerable)
 	// handingOn is the pool id of the held request replayHeld took from
 	// the queue, until a request table takes it (handedOn), with the mark
 	// of a cancel that came first (handOnByUser, handOnByClient).
@@ -1236,6 +1237,11 @@ func isClosed(ch chan struct{}) bool {
 }
 
 func (s *session) alive() bool { return !isClosed(s.closed) }
+
+// askable reports whether the session's client can still answer a
+// child's question: it is open and its input is (a look at a channel and
+// a flag: no lock, no wait).
+func (s *session) askable() bool { return s.alive() && !s.noInput.Load() }
 
 // canAnswer reports whether the client can be asked a child's request
 // (method, with params) now.
