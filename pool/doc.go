@@ -464,10 +464,12 @@
 //     rounds of questions: while the pool asks the client an elicitation
 //     or a sampling it waits, with the same bound, past which the call
 //     ends saying the client did not answer; the retry with the answers
-//     goes on with what was left, and its error names the call's timeout;
+//     goes on with what was left, and its error names the call's timeout
+//     and, though the retry may not have reached the child, says the call
+//     may have executed (its first round did);
 //     the questions end with the call (cancelled, its client gone):
 //     [backend.askLegacyClient], [requestTable.carry], [inputRound.retry],
-//     [backend.cancel].
+//     [backend.finish], [mayHaveExecuted], [backend.cancel].
 //   - At most once: when a child dies, what it had not been written is
 //     re-queued, what it had is answered with mayHaveExecuted (once retried
 //     if declared safe to repeat, and still "may have run" after that);

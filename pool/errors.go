@@ -3,6 +3,7 @@ package pool
 import (
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
@@ -213,6 +214,21 @@ func asRPCError(err error, server string) *jsonrpc.Error {
 		return newError(errNotConfigured, false, server, err)
 	}
 	return newError(errServerUnavailable, false, server, err)
+}
+
+// mayHaveExecuted is e, a refusal of a request that did not reach a
+// child, for one whose call did (a retry with its client's answers): an
+// error about a request says the call may have executed.
+func mayHaveExecuted(e *jsonrpc.Error) *jsonrpc.Error {
+	data, ok := e.Data.(map[string]any)
+	if _, about := data["mayHaveExecuted"]; !ok || !about {
+		return e
+	}
+	c := *e
+	data = maps.Clone(data)
+	data["mayHaveExecuted"] = true
+	c.Data = data
+	return &c
 }
 
 // disabledError is why server cfg takes no sessions or requests:

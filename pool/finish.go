@@ -178,9 +178,15 @@ func (b *backend) finish(p *pending, o outcome) bool {
 	case o.kind == endWaitAnswered:
 		line = jsonrpc.AppendResponse(nil, e.origID, o.result)
 	case rule.answers:
+		// A retry with its client's answers (inputbridge.go) that never
+		// reached the child is still a call whose first round ran there.
+		ran := e.mayHaveRun || p.inputRounds > 0
 		rpcErr := o.rpcErr
-		if rpcErr == nil {
-			rpcErr = newErrorData(o.err, e.mayHaveRun, b.srv.name, o.extra, o.args...)
+		switch {
+		case rpcErr == nil:
+			rpcErr = newErrorData(o.err, ran, b.srv.name, o.extra, o.args...)
+		case ran && !e.mayHaveRun:
+			rpcErr = mayHaveExecuted(rpcErr)
 		}
 		b.p.errorsN.Add(1)
 		line = jsonrpc.AppendErrorResponse(nil, e.origID, rpcErr)
