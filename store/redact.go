@@ -20,9 +20,11 @@ const Redacted = "[REDACTED]"
 //
 // Inside string values it also redacts what RedactText finds in free
 // text: "Bearer ..." and "Basic ..." credentials, "name=value" pairs with
-// a secret-looking name (query strings, environment assignments) and the
-// values of secret keys in JSON that was stringified into a string
-// (escaped quotes).
+// a secret-looking name (query strings, environment assignments), the
+// user information of URLs (postgres://app:password@db, with its slashes
+// escaped or not) and the values of secret keys in JSON that was
+// stringified into a string (escaped quotes). A string cut off in what
+// may be a URL's user information loses the rest of it.
 func Redact(b []byte) []byte {
 	out := make([]byte, 0, len(b)+16)
 	for i := 0; i < len(b); {
@@ -131,19 +133,18 @@ var (
 	credentialRE = regexp.MustCompile(`(?i)\b(?:bearer|basic)\s+([A-Za-z0-9._~+/-]+=*)`)
 	// escapedKeyRE matches "key": in JSON stringified into a string.
 	escapedKeyRE = regexp.MustCompile(`\\"((?:[^"\\]|\\[^"])*)\\"(\s*:\s*)`)
-	// userinfoRE matches a URL's user information ("user:password@" or
-	// "token@"): all of it may be secret.
-	userinfoRE = regexp.MustCompile(`\b([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@"\\]+@`)
 )
 
 // redactInString redacts credentials inside one JSON string literal
 // (quotes included, possibly unterminated), or in free text. cut says
 // lit is the prefix of a longer one (see cutAt).
 func redactInString(lit []byte, cut bool) []byte {
-	if len(lit) < 8 {
-		return lit
+	// URLs first: a scheme taken for a credential ("Bearer postgres://")
+	// would hide its user information.
+	out := redactUserinfo(lit, cut)
+	if len(out) < 8 {
+		return out
 	}
-	out := lit
 	if bytes.IndexByte(out, '=') >= 0 {
 		out = redactAssignments(out, cut)
 	}
@@ -155,6 +156,71 @@ func redactInString(lit []byte, cut bool) []byte {
 	}
 	return out
 }
+
+// redactUserinfo replaces the user information of the URLs in b
+// ("user:password@" or "token@": all of it may be secret) and, if b is
+// cut from a longer text, what may be the start of it at its end: an
+// authority that is all there is after its scheme. "postgres://app:pw@db"
+// becomes "postgres://[REDACTED]@db", and "postgres://app:p", cut,
+// "postgres://[REDACTED]". A URL in JSON may have its slashes escaped
+// (https:\/\/). It scans each byte a bounded number of times: payloads
+// are long strings full of URLs.
+func redactUserinfo(b []byte, cut bool) []byte {
+	var out []byte
+	last := 0
+	for i := 0; i < len(b); i++ {
+		c := bytes.IndexByte(b[i:], ':')
+		if c < 0 {
+			break
+		}
+		i += c
+		start := authorityStart(b, last, i)
+		if start < 0 {
+			continue
+		}
+		end := start
+		for end < len(b) && strings.IndexByte(" \t\n\f\r/?#@\"\\", b[end]) < 0 {
+			end++
+		}
+		if end == start || !(end < len(b) && b[end] == '@' || end == len(b) && cut) {
+			continue
+		}
+		out = append(append(out, b[last:start]...), Redacted...)
+		last, i = end, end
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
+}
+
+// authorityStart returns where the authority of a URL starts whose
+// scheme ends at b[i] == ':' ("https://", or "https:\/\/" in JSON): a
+// letter at a word's start, then letters, digits, '+', '.' or '-', none
+// before b[from]. It returns -1 for no URL.
+func authorityStart(b []byte, from, i int) int {
+	var start int
+	switch {
+	case bytes.HasPrefix(b[i+1:], []byte("//")):
+		start = i + 3
+	case bytes.HasPrefix(b[i+1:], []byte(`\/\/`)):
+		start = i + 5
+	default:
+		return -1
+	}
+	j := i
+	for j > from && (isLetter(b[j-1]) || b[j-1] >= '0' && b[j-1] <= '9' || strings.IndexByte("+.-", b[j-1]) >= 0) {
+		j--
+	}
+	for p := j; p < i; p++ {
+		if isLetter(b[p]) && (p == 0 || !isWordByte(b[p-1])) {
+			return start
+		}
+	}
+	return -1
+}
+
+func isWordByte(c byte) bool { return isLetter(c) || c >= '0' && c <= '9' || c == '_' }
 
 // cutAt reports whether a token that ends at b[i] may have been cut
 // there, and so be the start of a credential whatever its shape: b ends
@@ -669,9 +735,11 @@ func isSimpleKey(s string) (string, bool) {
 
 // RedactArgs returns a copy of a command line with secret-looking flag
 // values ("--token X", "--api-key=X"), environment assignments
-// ("API_KEY=X") and bearer credentials replaced. Arguments can carry
-// expanded ${VAR} values from the config, which must not reach the
-// database.
+// ("API_KEY=X"), bearer credentials, the user information of URLs
+// ("postgres://app:pw@db") and the values of secret headers
+// ("--header 'Authorization: token X'", see redactHeader) replaced.
+// Arguments can carry expanded ${VAR} values from the config, which must
+// not reach the database.
 func RedactArgs(argv []string) []string {
 	out := make([]string, len(argv))
 	copy(out, argv)
@@ -679,14 +747,24 @@ func RedactArgs(argv []string) []string {
 		a := out[i]
 		if strings.HasPrefix(a, "-") {
 			name := strings.TrimLeft(a, "-")
-			if k, _, ok := strings.Cut(name, "="); ok {
+			if k, v, ok := strings.Cut(name, "="); ok {
 				if isSecretKey(k) {
 					out[i] = a[:len(a)-len(name)] + k + "=" + Redacted
+				} else if h, ok := redactHeader(v); ok && isHeaderFlag(k) {
+					out[i] = a[:len(a)-len(v)] + h
+				} else {
+					out[i] = string(redactInString([]byte(a), false))
 				}
 				continue
 			}
-			if isSecretKey(name) && i+1 < len(out) && !strings.HasPrefix(out[i+1], "-") {
+			if i+1 == len(out) || strings.HasPrefix(out[i+1], "-") {
+				continue
+			}
+			if isSecretKey(name) {
 				out[i+1] = Redacted
+				i++
+			} else if h, ok := redactHeader(out[i+1]); ok && isHeaderFlag(name) {
+				out[i+1] = h
 				i++
 			}
 			continue
@@ -694,6 +772,47 @@ func RedactArgs(argv []string) []string {
 		out[i] = string(redactInString([]byte(a), false))
 	}
 	return out
+}
+
+// isHeaderFlag reports whether a flag's value is an HTTP header: curl's
+// -H, mcp-remote's --header.
+func isHeaderFlag(name string) bool { return name == "header" || name == "H" }
+
+// redactHeader returns an HTTP header ("Name: value") with the value of
+// a secret-looking one (isSecretKey: Authorization, Cookie, X-API-Key,
+// ...) replaced; an Authorization header keeps its scheme ("Bearer
+// [REDACTED]", "token [REDACTED]"). ok is false for h that is no secret
+// header.
+func redactHeader(h string) (string, bool) {
+	name, _, found := strings.Cut(h, ":")
+	if !found || name == "" || strings.ContainsAny(name, " \t") || !isSecretKey(name) {
+		return h, false
+	}
+	v := skipBlanks(h, len(name)+1)
+	if strings.Contains(strings.ToLower(name), "authorization") {
+		s := v
+		for s < len(h) && isNameByte(h[s]) {
+			s++
+		}
+		if s > v && s < len(h) && h[s] == ' ' {
+			if c := skipBlanks(h, s); c < len(h) {
+				v = c
+			}
+		}
+	}
+	if v == len(h) {
+		return h, true
+	}
+	return h[:v] + Redacted, true
+}
+
+// skipBlanks returns the index of the first byte of s from i on that is
+// no space or tab.
+func skipBlanks(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	return i
 }
 
 // RedactText redacts free text (a child's error message or stderr line,
@@ -717,11 +836,7 @@ func redactText(s string, cut bool) string {
 	if s == "" {
 		return s
 	}
-	b := redactInString(redactTextJSON([]byte(s), cut), cut)
-	if bytes.Contains(b, []byte("://")) {
-		b = userinfoRE.ReplaceAll(b, []byte("${1}"+Redacted+"@"))
-	}
-	return string(b)
+	return string(redactInString(redactTextJSON([]byte(s), cut), cut))
 }
 
 // RedactName is a request's name as the history keeps it: redacted

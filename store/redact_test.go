@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +52,21 @@ func TestRedact(t *testing.T) {
 		{"stringified JSON, number", `{"arguments":"{\"pin\":1,\"token\":42}"}`, `{"arguments":"{\"pin\":1,\"token\":\"[REDACTED]\"}"}`},
 		{"stringified JSON cut off", `{"arguments":"{\"secret\":\"abc`, `{"arguments":"{\"secret\":\"[REDACTED]\"`},
 		{"not JSON at all", `hello password=x`, `hello password=x`},
+
+		// A URL's user information, in any string value.
+		{"resource URI", `{"method":"resources/read","params":{"uri":"https://bob:pw@host/doc?access_token=abc"}}`,
+			`{"method":"resources/read","params":{"uri":"https://[REDACTED]@host/doc?access_token=[REDACTED]"}}`},
+		{"DSN argument", `{"arguments":{"dsn":"postgres://app:Hunter2@db/prod"}}`, `{"arguments":{"dsn":"postgres://[REDACTED]@db/prod"}}`},
+		{"password only", `{"arguments":{"url":"redis://:hunter2@cache:6379/0"}}`, `{"arguments":{"url":"redis://[REDACTED]@cache:6379/0"}}`},
+		{"token as user", `["git clone https://ghp_abc123@github.com/o/r.git"]`, `["git clone https://[REDACTED]@github.com/o/r.git"]`},
+		{"escaped slashes", `{"uri":"https:\/\/bob:pw@host\/doc"}`, `{"uri":"https:\/\/[REDACTED]@host\/doc"}`},
+		{"URL in stringified JSON", `{"arguments":"{\"dsn\":\"postgres://app:Hunter2@db/prod\"}"}`,
+			`{"arguments":"{\"dsn\":\"postgres://[REDACTED]@db/prod\"}"}`},
+		{"cut in the user information", `{"arguments":{"dsn":"postgres://app:Hunt`, `{"arguments":{"dsn":"postgres://[REDACTED]`},
+		{"cut after it", `{"arguments":{"dsn":"postgres://app:Hunter2@d`, `{"arguments":{"dsn":"postgres://[REDACTED]@d`},
+		{"addresses and URLs without any", `{"a":"https://host/path","b":"git@github.com:org/repo.git","c":"user@example.com","d":"https://example.com/a@b","e":"file:///home/u/a@b"}`,
+			`{"a":"https://host/path","b":"git@github.com:org/repo.git","c":"user@example.com","d":"https://example.com/a@b","e":"file:///home/u/a@b"}`},
+		{"cut in a path", `{"a":"https://host/pa`, `{"a":"https://host/pa`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := string(Redact([]byte(tc.in))); got != tc.want {
@@ -65,7 +81,8 @@ func TestRedact(t *testing.T) {
 func TestRedactEveryPrefix(t *testing.T) {
 	in := `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"deploy","arguments":` +
 		`{"env":{"API_KEY":"SECRET-ONE"},"headers":{"Authorization":"Bearer SECRET-TWO"},"password":"SECRET-THREE",` +
-		`"note":"use Bearer SECRET-FOUR-LONG","url":"https://h/?token=SECRET-FIVE","json":"{\"secret\":\"SECRET-SIX\"}"}}}`
+		`"note":"use Bearer SECRET-FOUR-LONG","url":"https://h/?token=SECRET-FIVE","json":"{\"secret\":\"SECRET-SIX\"}",` +
+		`"dsn":"postgres://app:SECRET-SEVEN@db/prod","json2":"{\"url\":\"redis://:SECRET-EIGHT@cache\"}"}}}`
 	for n := range len(in) + 1 {
 		got := string(Redact([]byte(in[:n])))
 		if i := strings.Index(got, "SECRET-"); i >= 0 {
@@ -82,6 +99,26 @@ func TestRedactArgs(t *testing.T) {
 		{[]string{"env", "GITHUB_TOKEN=ghp_x", "srv"}, []string{"env", "GITHUB_TOKEN=" + Redacted, "srv"}},
 		{[]string{"srv", "--header", "Authorization: Bearer abcdefghijk"}, []string{"srv", "--header", "Authorization: Bearer " + Redacted}},
 		{[]string{"srv", "--password"}, []string{"srv", "--password"}},
+
+		// A URL's user information, in any argument.
+		{[]string{"srv", "postgresql://user:s3cret@localhost/db"}, []string{"srv", "postgresql://" + Redacted + "@localhost/db"}},
+		{[]string{"srv", "--url", "redis://:hunter2@cache:6379/0"}, []string{"srv", "--url", "redis://" + Redacted + "@cache:6379/0"}},
+		{[]string{"srv", "--dsn=postgres://app:Hunter2@db/prod"}, []string{"srv", "--dsn=postgres://" + Redacted + "@db/prod"}},
+		{[]string{"srv", "-e", "DATABASE_URL=mysql://root:pw@127.0.0.1/app"}, []string{"srv", "-e", "DATABASE_URL=mysql://" + Redacted + "@127.0.0.1/app"}},
+		// A secret header's value: an Authorization header keeps its scheme.
+		{[]string{"srv", "--header", "Authorization: token ghp_abc123"}, []string{"srv", "--header", "Authorization: token " + Redacted}},
+		{[]string{"srv", "-H", "Authorization: Basic dXNlcjpwYXNz"}, []string{"srv", "-H", "Authorization: Basic " + Redacted}},
+		{[]string{"mcp-remote", "https://x.test/mcp", "--header", "Authorization:Bearer abc"},
+			[]string{"mcp-remote", "https://x.test/mcp", "--header", "Authorization:Bearer " + Redacted}},
+		{[]string{"srv", "--header=Authorization: Bearer abc", "-v"}, []string{"srv", "--header=Authorization: Bearer " + Redacted, "-v"}},
+		{[]string{"srv", "--header", "Authorization: ghp_abc123"}, []string{"srv", "--header", "Authorization: " + Redacted}},
+		{[]string{"srv", "-H", "X-API-Key: abcdef", "-H", "Cookie: sid=1; theme=dark"},
+			[]string{"srv", "-H", "X-API-Key: " + Redacted, "-H", "Cookie: " + Redacted}},
+		// Nearby, nothing secret.
+		{[]string{"srv", "--header", "Accept: application/json", "-H", "localhost", "https://host/path"},
+			[]string{"srv", "--header", "Accept: application/json", "-H", "localhost", "https://host/path"}},
+		{[]string{"git", "clone", "git@github.com:org/repo.git", "--author", "user@example.com", "--base=https://host/path"},
+			[]string{"git", "clone", "git@github.com:org/repo.git", "--author", "user@example.com", "--base=https://host/path"}},
 	} {
 		if got := RedactArgs(tc.in); !cmp.Equal(got, tc.want) {
 			t.Errorf("RedactArgs(%q) = %q, want %q", tc.in, got, tc.want)
@@ -205,10 +242,11 @@ func TestRedactTextKeepsProse(t *testing.T) {
 // (a history text is cut at 1 KiB, a stderr line at 512 bytes and marked
 // "…"): no four bytes of it survive, and the text grows by no more than the markers
 // that replace secrets. (A URL cut before the @ of its user information
-// does not show it has any: those forms are not cut.)
+// does not show it has any: those forms are cut only as the history cuts
+// a text, which says it was, not as a stderr line is.)
 func FuzzRedactText(f *testing.F) {
 	const secret = "S3cr3tV4lu3"
-	const uncut = 3 // forms[:uncut]
+	const urls = 3 // forms[:urls]
 	forms := []string{
 		"https://bob:%s@db.test:5432/x",
 		"git clone https://%s@github.test/o/r.git",
@@ -251,11 +289,13 @@ func FuzzRedactText(f *testing.F) {
 		in := before + " " + planted + " " + after
 		got := ""
 		switch at := strings.Index(planted, secret) + 4 + len(after)%(len(secret)-3); { // cut after 4 bytes of the secret or more
-		case form < 128 || int(form)%len(forms) < uncut:
+		case form < 128:
 			got = RedactText(in)
 		case len(after)%2 == 0:
 			in = before + " " + planted[:at]
 			got = redactText(in, true)
+		case int(form)%len(forms) < urls:
+			got = RedactText(in)
 		default:
 			in = before + " " + planted[:at] + "…"
 			got = RedactText(in)
@@ -265,6 +305,72 @@ func FuzzRedactText(f *testing.F) {
 		}
 		if grown, most := len(got)-len(in), strings.Count(got, Redacted)*len(`\"`+Redacted+`\"`); grown > most {
 			t.Fatalf("RedactText(%q) grew by %d bytes, more than its markers (%d):\n%q", in, grown, most, got)
+		}
+	})
+}
+
+// FuzzRedact plants a URL's user information, in each form a captured
+// payload carries one, in a string value between random texts: a value,
+// one beside other members, one of stringified JSON, or one whose slashes
+// are escaped (\/). The payload is whole or cut at any byte from the
+// secret's fifth on (the pool captures a prefix): no four bytes of it
+// survive, and the payload grows by no more than the markers.
+func FuzzRedact(f *testing.F) {
+	const secret = "S3cr3tV4lu3"
+	forms := []string{
+		"https://bob:%s@host/doc?access_token=x",
+		"postgres://app:%s@db/prod",
+		"redis://:%s@cache:6379/0",
+		"git clone https://%s@github.test/o/r.git",
+		"DATABASE_URL=mysql://root:%s@127.0.0.1/app",
+	}
+	for _, s := range [][2]string{
+		{"", ""},
+		{"Bearer", "x"},
+		{`password="`, `"`},
+		{`{"a":"b`, `"}]`},
+		{"https://", "@"},
+		{`a\`, "é"},
+	} {
+		for form := range 4 * len(forms) {
+			f.Add(s[0], s[1], uint8(form/len(forms)*64+form%len(forms)), uint16(0))
+			f.Add(s[0], s[1], uint8(form/len(forms)*64+form%len(forms)), uint16(form+1))
+		}
+	}
+	q := func(s string) string {
+		b, err := json.Marshal(s)
+		if err != nil {
+			panic(err)
+		}
+		return string(b)
+	}
+	f.Fuzz(func(t *testing.T, before, after string, form uint8, cut uint16) {
+		if strings.Contains(before+after, secret[:4]) {
+			return
+		}
+		planted := strings.ReplaceAll(forms[int(form)%len(forms)], "%s", secret)
+		v := q(before + " " + planted + " " + after)
+		var in string
+		switch form / 64 {
+		case 0:
+			in = `{"params":{"uri":` + v + `}}`
+		case 1:
+			in = `{"arguments":{"note":` + q(before) + `,"dsn":` + v + `,"n":1}}`
+		case 2:
+			in = `{"arguments":` + q(`{"dsn":`+v+`}`) + `}`
+		default:
+			in = `[` + strings.ReplaceAll(v, "/", `\/`) + `]`
+		}
+		if cut > 0 {
+			at := strings.Index(in, secret) + 4
+			in = in[:at+int(cut-1)%(len(in)-at+1)]
+		}
+		got := string(Redact([]byte(in)))
+		if strings.Contains(got, secret[:4]) {
+			t.Fatalf("Redact(%s) leaks:\n%s", in, got)
+		}
+		if grown, most := len(got)-len(in), strings.Count(got, Redacted)*len(`\"`+Redacted+`\"`); grown > most {
+			t.Fatalf("Redact(%s) grew by %d bytes, more than its markers (%d):\n%s", in, grown, most, got)
 		}
 	})
 }
@@ -335,6 +441,57 @@ func TestRequestNamesAreRedacted(t *testing.T) {
 	}
 	if len(rs) != len(plain)+4 {
 		t.Errorf("%d requests, want %d", len(rs), len(plain)+4)
+	}
+}
+
+// With payload capture on, a resource's URI loses its user information in
+// the captured request as it does in the name, and an argument carrying a
+// database URL loses its password; a child's command line, recorded with
+// every start, loses the password of a URL it is given and the value of a
+// secret header.
+func TestCapturedPayloadsAndCommandsLoseURLCredentials(t *testing.T) {
+	const uri = "https://bob:pw1Secret@host/doc?access_token=abc123"
+	s := openT(t, dbPath(t), &Options{CapturePayloads: true, FlushInterval: time.Hour})
+	now := time.Now()
+	s.Record(pool.Event{Kind: pool.EventBackendStarted, Time: now, Server: "srv", PID: 4242,
+		Command:         []string{"npx", "srv-mcp", "postgresql://user:s3cret@localhost/db", "--header", "Authorization: token ghp_tok3n"},
+		ResolvedCommand: []string{"node", "srv.js", "redis://:hunter2@cache:6379", "-H", "X-API-Key: k3y"}})
+	r := received(1, "s1", "resources/read", uri, now)
+	r.Payload = []byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"` + uri + `"}}`)
+	s.Record(r)
+	c := received(2, "s1", "tools/call", "query", now)
+	c.Payload = []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"query","arguments":{"dsn":"postgres://app:Hunter2@db/prod"}}}`)
+	s.Record(c)
+	s.Record(done(1, "s1", "resources/read", uri, pool.StatusOK, 4242, now))
+	s.Record(done(2, "s1", "tools/call", "query", pool.StatusOK, 4242, now))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Requests(context.Background(), Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64]string{
+		1: `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"https://[REDACTED]@host/doc?access_token=[REDACTED]"}}`,
+		2: `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"query","arguments":{"dsn":"postgres://[REDACTED]@db/prod"}}}`,
+	}
+	for _, r := range rs {
+		if r.RequestPayload != want[r.PoolID] {
+			t.Errorf("request %d captured\n %s\nwant %s", r.PoolID, r.RequestPayload, want[r.PoolID])
+		}
+	}
+	if len(rs) != 2 {
+		t.Errorf("%d requests, want 2", len(rs))
+	}
+	var cmd, resolved string
+	if err := s.rdb().QueryRow(`SELECT command, resolved_command FROM backends`).Scan(&cmd, &resolved); err != nil {
+		t.Fatal(err)
+	}
+	if want := `["npx","srv-mcp","postgresql://[REDACTED]@localhost/db","--header","Authorization: token [REDACTED]"]`; cmd != want {
+		t.Errorf("command %s, want %s", cmd, want)
+	}
+	if want := `["node","srv.js","redis://[REDACTED]@cache:6379","-H","X-API-Key: [REDACTED]"]`; resolved != want {
+		t.Errorf("resolved command %s, want %s", resolved, want)
 	}
 }
 
