@@ -118,7 +118,12 @@ func (in *installs) own(ctx context.Context, npm string, spec Spec, name, dir st
 // into place (it may hold tokens). npm runs in the server's working
 // directory, against which it resolves relative paths in its config.
 func (in *installs) install(ctx context.Context, npm string, spec Spec, pkg, final string, at npmAt) error {
-	if err := os.MkdirAll(in.dir, 0o755); err != nil {
+	// Private, as every directory Switchboard makes; one an earlier
+	// version made 0755 is made private too.
+	if err := os.MkdirAll(in.dir, 0o700); err != nil {
+		return fmt.Errorf("install %s: %w", spec.shownPackage, err)
+	}
+	if err := os.Chmod(in.dir, 0o700); err != nil {
 		return fmt.Errorf("install %s: %w", spec.shownPackage, err)
 	}
 	tmp, err := os.MkdirTemp(in.dir, ".new-")

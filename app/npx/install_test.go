@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -225,5 +226,49 @@ func TestOwnInstallReadsNPMConfigFromTheEnv(t *testing.T) {
 				t.Error("the user's registry was asked for the package")
 			}
 		})
+	}
+}
+
+// The folder of npx packages, and the state directory above it when it
+// makes that too, are private to the user (0700), as every directory
+// Switchboard makes is: the packages run as the user's servers. The
+// first edition made them 0755; a folder it made is made private at the
+// next install. Here npm is a script that installs an empty package.
+func TestOwnInstallFoldersArePrivate(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no Unix modes")
+	}
+	npm := filepath.Join(t.TempDir(), "npm")
+	script := "#!/bin/sh\nmkdir -p \"$3/node_modules/pkg\" && echo '{}' > \"$3/node_modules/pkg/package.json\"\n"
+	if err := os.WriteFile(npm, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	install := func(dir string) string {
+		t.Helper()
+		final := filepath.Join(dir, "pkg@1.0.0")
+		if err := NewResolver(dir).installs.install(context.Background(), npm, Spec{Package: "pkg", shownPackage: "pkg"}, "pkg@1.0.0", final, npmAt{}); err != nil {
+			t.Fatalf("install: %v", err)
+		}
+		return final
+	}
+	state := filepath.Join(t.TempDir(), "state")
+	dir := filepath.Join(state, "npx")
+	final := install(dir)
+	earlier := filepath.Join(t.TempDir(), "npx")
+	if err := os.Mkdir(earlier, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(earlier, 0o755); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	install(earlier)
+	for _, d := range []string{state, dir, final, earlier} {
+		fi, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := fi.Mode().Perm(); perm != 0o700 {
+			t.Errorf("%s is %#o, want 0700", d, perm)
+		}
 	}
 }
