@@ -418,9 +418,10 @@ func (inst *Instance) Run(ctx context.Context) error {
 	return err
 }
 
-// notStarted is why each of f's servers with a ${VAR} the pool's
-// environment lacks is not started (config.File.NotStarted), logged once
-// per load. The other servers run.
+// notStarted is why each of f's servers that the config holds back is
+// not started (config.File.NotStarted: a ${VAR} the pool's environment
+// lacks, a name clients cannot use), logged once per load. The other
+// servers run.
 func notStarted(f *config.File, log *slog.Logger) map[string]string {
 	why := map[string]string{}
 	for name, ps := range f.NotStartedBy(os.LookupEnv) {
@@ -431,15 +432,19 @@ func notStarted(f *config.File, log *slog.Logger) map[string]string {
 		why[name] = strings.Join(msgs, "; ")
 	}
 	for _, name := range slices.Sorted(maps.Keys(why)) {
-		log.Warn("server not started: a variable it needs is not set in Switchboard's environment", "server", name, "err", why[name])
+		msg := "server not started"
+		if strings.Contains(why[name], "environment variable") {
+			msg += ": a variable it needs is not set in Switchboard's environment"
+		}
+		log.Warn(msg, "server", name, "err", why[name])
 	}
 	return why
 }
 
 // snapshot is the pool's snapshot with the reason each server the config
-// disables for an unset ${VAR} is not started, as its error, and its
-// request names and roots redacted as the history keeps them: what
-// status, the tray and the dashboard show.
+// holds back (an unset ${VAR}, a name clients cannot use) is not started,
+// as its error, and its request names and roots redacted as the history
+// keeps them: what status, the tray and the dashboard show.
 func (inst *Instance) snapshot() pool.Snapshot {
 	snap := inst.Pool.Snapshot()
 	inst.explain(&snap)
@@ -447,8 +452,8 @@ func (inst *Instance) snapshot() pool.Snapshot {
 	return snap
 }
 
-// explain sets the error of the servers in snap that are not started
-// because of an unset ${VAR}.
+// explain sets the error of the servers in snap that the config holds
+// back (notStarted).
 func (inst *Instance) explain(snap *pool.Snapshot) {
 	inst.mu.Lock()
 	why := inst.notStarted

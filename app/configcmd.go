@@ -31,7 +31,8 @@ type ConfigCheck struct {
 	EnvChecked bool
 	Servers    []string // the pooled servers the file declares
 	// NotStarted are warnings, not problems: servers that would not start
-	// because a ${VAR} of theirs is not set; the others run.
+	// because a ${VAR} of theirs is not set, or their name is not one
+	// clients can use (saying what to name them); the others run.
 	NotStarted []config.Problem
 	// Warnings are other reasons a server would not start (a cwd that
 	// does not exist), checked on this machine now.
@@ -113,7 +114,9 @@ func CheckConfig(ctx context.Context, file string) (ConfigCheck, error) {
 		}
 	}
 	chk.NotStarted = f.NotStarted(os.LookupEnv)
-	chk.EnvChecked = len(chk.NotStarted) > 0
+	for _, p := range chk.NotStarted {
+		chk.EnvChecked = chk.EnvChecked || strings.Contains(p.Msg, "environment variable")
+	}
 	chk.Remote, chk.Unknown = f.Remote(), f.Unknown()
 	if !running {
 		return chk, nil

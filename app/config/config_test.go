@@ -86,7 +86,6 @@ func TestValidationProblems(t *testing.T) {
 			`history.maxRows: expected a whole number, found a number`,
 			`mcpServers.a.share: "all" is not "shared", "session" or "global"`,
 			`mcpServers.b.command: missing (a stdio server needs a command; a remote one needs url)`,
-			`mcpServers.c d: the name may use letters, digits, '.', '_' and '-' only`,
 			`mcpServers.e.idleTimeout: "-1m" must be more than zero (use "never" to keep the child running)`,
 			`mcpServers.e.requestTimeout: "0s" must be more than zero`,
 			`mcpServers.e.restart.maxRestarts: -1 is negative`,
@@ -121,7 +120,6 @@ func TestValidationProblems(t *testing.T) {
 		}`, []string{
 			`mcpServers.a.share: "all" is not "shared", "session" or "global"`,
 			`mcpServers.b.command: missing (a stdio server needs a command; a remote one needs url)`,
-			`mcpServers.c d: the name may use letters, digits, '.', '_' and '-' only`,
 			`mcpServers.e.idleTimeout: "-1m" must be more than zero (use "never" to keep the child running)`,
 			`mcpServers.e.requestTimeout: "0s" must be more than zero`,
 			`mcpServers.e.restart.maxRestarts: -1 is negative`,
@@ -779,5 +777,67 @@ func TestNotStartedByDottedName(t *testing.T) {
 		Msg: "environment variable UNSET_TOKEN is not set; the server is not started"}}}
 	if diff := cmp.Diff(want, f.NotStartedBy(env(nil))); diff != "" {
 		t.Errorf("NotStartedBy (-want +got):\n%s", diff)
+	}
+}
+
+// TestBadNameHoldsBackOnlyItsEntry: an entry whose name clients cannot
+// use (copied from a client that takes any key, "My Server") is held back
+// as a server with an unset ${VAR} is: disabled, saying why and the name
+// import would give it (one no other entry has); the file still loads and
+// every other server runs. A disabled entry is off by choice, and quiet;
+// one with no name at all is not given to the pool, which has no server
+// without one. On the first edition the name made the whole file invalid.
+func TestBadNameHoldsBackOnlyItsEntry(t *testing.T) {
+	doc := []byte(`{"mcpServers": {
+		"fake": {"command": "x"},
+		"My Server": {"command": "y", "share": "session"},
+		"Desktop Thing": {"command": "z"},
+		"Desktop-Thing": {"command": "z"},
+		"off one": {"command": "x", "disabled": true},
+		"": {"command": "x"}
+	}}`)
+	f, err := parse(doc, env(nil))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	servers, err := f.PoolServers(env(nil))
+	if err != nil {
+		t.Fatalf("PoolServers: %v", err)
+	}
+	type held struct {
+		Disabled   bool
+		NotStarted string
+	}
+	got := map[string]held{}
+	for _, s := range servers {
+		got[s.Name] = held{s.Disabled, s.NotStarted}
+	}
+	rule := "the name may use letters, digits, '.', '_' and '-' only: rename the entry to "
+	want := map[string]held{
+		"fake":          {},
+		"Desktop-Thing": {},
+		"My Server":     {true, "mcpServers.My Server: " + rule + `"My-Server"`},
+		"Desktop Thing": {true, "mcpServers.Desktop Thing: " + rule + `"Desktop-Thing-2"`},
+		"off one":       {Disabled: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("servers (-want +got):\n%s", diff)
+	}
+	wantNS := map[string][]Problem{
+		"":              {{Field: "mcpServers.", Msg: rule + `"server"; the server is not started`}},
+		"Desktop Thing": {{Field: "mcpServers.Desktop Thing", Msg: rule + `"Desktop-Thing-2"; the server is not started`}},
+		"My Server":     {{Field: "mcpServers.My Server", Msg: rule + `"My-Server"; the server is not started`}},
+	}
+	if diff := cmp.Diff(wantNS, f.NotStartedBy(env(nil))); diff != "" {
+		t.Errorf("NotStartedBy (-want +got):\n%s", diff)
+	}
+	// Its changes start no child: it runs none.
+	g, err := parse([]byte(`{"mcpServers": {"fake": {"command": "x"}, "My Server": {"command": "y2"}}}`), env(nil))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	want2 := []Change{{Name: "My Server", Fields: []string{"command", "share"}}}
+	if diff := cmp.Diff(want2, Diff(f, g, env(nil)).Changed); diff != "" {
+		t.Errorf("Diff (-want +got):\n%s", diff)
 	}
 }

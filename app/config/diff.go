@@ -60,6 +60,9 @@ func Diff(old, new *File, lookup func(string) (string, bool)) DiffResult {
 			continue
 		}
 		ro, rn := asRun(o, lookup), asRun(new.Servers[name], lookup)
+		if !ValidName(name) { // held back, whatever its entry says
+			ro.off, rn.off = true, true
+		}
 		fields := fieldDiff("", reflect.ValueOf(ro.entry), reflect.ValueOf(rn.entry))
 		if len(fields) == 0 {
 			d.Unchanged = append(d.Unchanged, name)
@@ -122,7 +125,7 @@ type run struct {
 	// args stay as written: the pool shows them so.
 	entry Server
 	line  []string // command and args expanded: what the child runs
-	off   bool     // disabled, or not started for an unset ${VAR}
+	off   bool     // disabled, or not started for an unset ${VAR} (or a name clients cannot use: Diff)
 }
 
 // asRun is s as the pool runs it, its ${VAR}s expanded from lookup by the

@@ -66,8 +66,9 @@ func (f *File) validate(lookup func(string) (string, bool), p *problems) {
 
 // PoolServers validates the servers and turns them into the pool's
 // configs, with ${VAR} expanded from lookup. Remote entries are skipped.
-// A server with a ${VAR} that lookup does not have is disabled (NotStarted
-// says why); the others run. Its error is an *Error listing every problem.
+// A server with a ${VAR} that lookup does not have, or a name clients
+// cannot use, is disabled (NotStarted says why); the others run. Its
+// error is an *Error listing every problem.
 func (f *File) PoolServers(lookup func(string) (string, bool)) ([]pool.ServerConfig, error) {
 	var p problems
 	out := f.poolServers(lookup, &p, nil)
@@ -77,11 +78,13 @@ func (f *File) PoolServers(lookup func(string) (string, bool)) ([]pool.ServerCon
 	return out, nil
 }
 
-// NotStarted lists the servers PoolServers disables because a ${VAR} of
-// theirs is not set in lookup's environment, each at the field, naming
-// the variable and never a value. Such a server does not make the file
-// invalid: a pool started at login often lacks the shell's exports, and
-// one missing token must not stop every other server.
+// NotStarted lists the servers PoolServers disables although their
+// entries do not: a ${VAR} of theirs is not set in lookup's environment
+// (each at the field, naming the variable and never a value), or their
+// name is not one clients can use (saying what to name the entry). Such
+// a server does not make the file invalid: a pool started at login often
+// lacks the shell's exports, an entry copied from another client may have
+// any name, and one of them must not stop every other server.
 func (f *File) NotStarted(lookup func(string) (string, bool)) []Problem {
 	by := f.NotStartedBy(lookup)
 	var out []Problem
@@ -94,9 +97,9 @@ func (f *File) NotStarted(lookup func(string) (string, bool)) []Problem {
 // NotStartedBy is NotStarted by server name. A server name may hold
 // '.', so the name is not to be read back from a problem's field path.
 func (f *File) NotStartedBy(lookup func(string) (string, bool)) map[string][]Problem {
-	unset := map[string][]Problem{}
-	f.poolServers(lookup, &problems{}, unset)
-	return unset
+	held := map[string][]Problem{}
+	f.poolServers(lookup, &problems{}, held)
+	return held
 }
 
 // ServerDir is the directory a server with cwd (expanded) starts in:
@@ -121,10 +124,11 @@ func ServerDir(cwd string) string {
 	return filepath.Join(home, cwd)
 }
 
-// poolServers adds the servers' problems to p, and to unset (when not
-// nil), by server, those of a server that runs but has a ${VAR} lookup
-// lacks: that server comes back disabled.
-func (f *File) poolServers(lookup func(string) (string, bool), p *problems, unset map[string][]Problem) []pool.ServerConfig {
+// poolServers adds the servers' problems to p, and to held (when not
+// nil), by server, those of a server that would run but is held back: a
+// ${VAR} lookup lacks, or a name clients cannot use. That server comes
+// back disabled, saying why (NotStarted).
+func (f *File) poolServers(lookup func(string) (string, bool), p *problems, held map[string][]Problem) []pool.ServerConfig {
 	names := make([]string, 0, len(f.Servers))
 	for n := range f.Servers {
 		names = append(names, n)
@@ -144,7 +148,20 @@ func (f *File) poolServers(lookup func(string) (string, bool), p *problems, unse
 			continue
 		}
 		if !validName.MatchString(name) {
-			p.add(at, "the name may use letters, digits, '.', '_' and '-' only")
+			// Clients reach a server by its name: the entry is not run
+			// under another one, but held back, saying what to name it,
+			// while the others run. Its other fields wait for that name.
+			c := pool.ServerConfig{Name: name, Disabled: true, Shown: append([]string{s.Command}, s.Args...)}
+			if !s.Disabled {
+				why := Problem{Field: at, Msg: fmt.Sprintf("the name may use letters, digits, '.', '_' and '-' only: rename the entry to %q", f.freeName(name))}
+				c.NotStarted = why.String()
+				if held != nil {
+					held[name] = append(held[name], Problem{Field: at, Msg: why.Msg + "; the server is not started"})
+				}
+			}
+			if name != "" { // the pool has no server without a name
+				out = append(out, c)
+			}
 			continue
 		}
 		if t := strings.ToLower(s.Type); t != "" && t != "stdio" {
@@ -183,8 +200,8 @@ func (f *File) poolServers(lookup func(string) (string, bool), p *problems, unse
 			why := make([]string, 0, len(miss.list))
 			for _, m := range miss.list {
 				why = append(why, m.String())
-				if unset != nil {
-					unset[name] = append(unset[name], Problem{Field: m.Field, Msg: m.Msg + "; the server is not started"})
+				if held != nil {
+					held[name] = append(held[name], Problem{Field: m.Field, Msg: m.Msg + "; the server is not started"})
 				}
 			}
 			c.NotStarted = strings.Join(why, "; ") // what its clients are told
@@ -236,11 +253,43 @@ func (f *File) poolServers(lookup func(string) (string, bool), p *problems, unse
 	return out
 }
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+var (
+	validName        = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	invalidNameChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+)
 
 // ValidName says whether name can be a server name: it travels on command
 // lines (`switchboard connect NAME`) and in URLs (/mcp/NAME).
 func ValidName(name string) bool { return validName.MatchString(name) }
+
+// NameFor is the server name for an entry another client names name, which
+// may not be a valid one: name itself when it is, else name with each run
+// of other characters made '-' and the ends trimmed ("My Server" is
+// "My-Server"; "server" when nothing is left). import and setup name the
+// entries they bring in so.
+func NameFor(name string) string {
+	if ValidName(name) {
+		return name
+	}
+	s := strings.Trim(invalidNameChars.ReplaceAllString(name, "-"), "-")
+	if s == "" {
+		return "server"
+	}
+	return s
+}
+
+// freeName is the name to suggest for an entry whose name clients cannot
+// use: NameFor's, numbered when another entry has that one already.
+func (f *File) freeName(name string) string {
+	base := NameFor(name)
+	free := base
+	for i := 2; ; i++ {
+		if _, taken := f.Servers[free]; !taken {
+			return free
+		}
+		free = fmt.Sprintf("%s-%d", base, i)
+	}
+}
 
 // parseDuration reads a Go duration that must be positive; the problem
 // suggests what the user probably meant.

@@ -532,7 +532,7 @@ func (im *importer) plan(cf *clientFile, g group, m jsonedit.Member) *plan {
 
 	name := m.Key
 	if !config.ValidName(name) {
-		name = sanitize(name)
+		name = config.NameFor(name)
 		e.Notes = append(e.Notes, fmt.Sprintf("named %q in Switchboard (names use letters, digits, '.', '_' and '-')", name))
 	}
 	e.As = name
@@ -736,16 +736,6 @@ func safeURL(s string) string {
 	}
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	return u.String()
-}
-
-var invalidNameChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-
-func sanitize(name string) string {
-	s := strings.Trim(invalidNameChars.ReplaceAllString(name, "-"), "-")
-	if s == "" {
-		return "server"
-	}
-	return s
 }
 
 func pathKey(k string) string {
