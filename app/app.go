@@ -173,11 +173,15 @@ func Start(opts Options) (*Instance, error) {
 		handedOver = handover.Config
 	}
 	cfg, runs, startErr := inst.loadStartConfig(opts.ConfigPath == "", handedOver)
-	var history *config.History // nil: no config loaded
+	var history *config.History // nil: not known
 	if cfg == nil {
 		// The settings read only at start are their defaults, but for the
-		// history, which records nothing until a config loads.
+		// history: the file's when they read although the rest does not,
+		// else none, which records nothing until a config loads.
 		cfg, inst.noConfig = &config.File{}, true
+		if ce := (*config.Error)(nil); errors.As(startErr, &ce) {
+			history = ce.History
+		}
 	} else {
 		history = &cfg.History
 	}
@@ -270,12 +274,14 @@ func lockInstance(paths Paths) (*flock.Lock, error) {
 // loadStartConfig is the config a starting pool runs: the file's (the
 // starter config on a first run at the default location); or, when the
 // file cannot be loaded, the config the program this one upgrades ran
-// (handedOver), else none (nil); runs says which of those two. The error is
-// the file's, reported as when a running pool's file breaks: a broken
-// file never keeps the pool from starting (its clients would start pools
-// in a loop, and an upgrade would lose the children it carries). It also
-// sets the watcher's baseline to what it loaded, not to what the file
-// holds when Run begins, so that an edit in between is applied.
+// (handedOver), else none (nil); runs says which of those two, and of
+// none, whether the file's history settings read (config.Error.History).
+// The error is the file's, reported as when a running pool's file
+// breaks: a broken file never keeps the pool from starting (its clients
+// would start pools in a loop, and an upgrade would lose the children it
+// carries). It also sets the watcher's baseline to what it loaded, not to
+// what the file holds when Run begins, so that an edit in between is
+// applied.
 func (inst *Instance) loadStartConfig(isDefault bool, handedOver []byte) (cfg *config.File, runs string, err error) {
 	path := inst.configPath
 	if abs, err := filepath.Abs(path); err == nil {
@@ -308,6 +314,9 @@ func (inst *Instance) loadStartConfig(isDefault bool, handedOver []byte) (cfg *c
 		err = configMissing(path, true) // as the watcher says it, so that it is not reported twice
 	}
 	inst.watchBase = watchBase{err: err.Error(), none: true}
+	if ce := (*config.Error)(nil); errors.As(err, &ce) && ce.History != nil {
+		return nil, "no servers (the request history as the file sets it)", err
+	}
 	return nil, "no servers, and no request history,", err
 }
 

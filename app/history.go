@@ -52,10 +52,12 @@ var (
 )
 
 // openHistory opens the history database for a running instance, as h
-// says; h nil means no config loaded (a broken file, nothing handed
-// over). The database then keeps every row (the file's retention is not
-// known), captures no payload, and records no request until a config
-// with history on loads: the user may have switched it off. When it
+// says; h nil means its settings are not known: no config loaded (a
+// broken file, nothing handed over), and the file's history section does
+// not read either (config.Error.History). The database then keeps every
+// row (the file's retention is not known), captures no payload, and
+// records no request until a config with history on loads: the user may
+// have switched it off. When it
 // cannot be opened (a newer or corrupt file, another instance holds it),
 // it logs and returns a state that records nothing and reports the error.
 func openHistory(path string, h *config.History, log *slog.Logger) *historyState {

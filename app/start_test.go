@@ -403,17 +403,17 @@ func recordedIDs(t *testing.T) []string {
 }
 
 // TestBrokenStartRecordsNoHistory: a pool that starts while its file is
-// broken, with nothing handed over, does not know whether the file
-// switches history off: it records no request until a config loads, and
-// says so. Once the file is fixed, history follows it at once, off or on;
-// the other settings read only at start are listed as waiting for a
-// restart, and an upgrade hands over no config while none has loaded. On
-// the first edition the pool ran an empty config with history on, and
-// kept recording, also after the file (with "history": {"disabled":
-// true}) was fixed.
+// broken, its history section too (here maxRows), with nothing handed
+// over, does not know whether the file switches history off: it records
+// no request until a config loads, and says so. Once the file is fixed,
+// history follows it at once, off or on; the other settings read only at
+// start are listed as waiting for a restart, and an upgrade hands over no
+// config while none has loaded. On the first edition the pool ran an
+// empty config with history on, and kept recording, also after the file
+// (with "history": {"disabled": true}) was fixed.
 func TestBrokenStartRecordsNoHistory(t *testing.T) {
 	paths := sbHome(t)
-	broken := `{"history": {"disabled": true}, "hangThreshold": "30 seconds", "mcpServers": {}}`
+	broken := `{"history": {"disabled": true, "maxRows": "many"}, "hangThreshold": "30 seconds", "mcpServers": {}}`
 	if err := os.WriteFile(paths.Config, []byte(broken), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -471,6 +471,64 @@ func TestBrokenStartRecordsNoHistory(t *testing.T) {
 	if got, want := recordedIDs(t), []string{"3 ok"}; !slices.Equal(got, want) {
 		t.Errorf("the history holds %q, want %q: only what came once the file switched history on", got, want)
 	}
+}
+
+// TestBrokenStartKeepsTheFilesHistory: a pool that starts while its file
+// is broken elsewhere than in its history section records as that
+// section says, at once: with history on, from the start and with the
+// file's retention (nothing waits for a restart once the file is fixed);
+// with history off, off by choice, not for want of a config. Until then
+// the pool's history was off for any problem of the file, as if the file
+// might switch it off.
+func TestBrokenStartKeepsTheFilesHistory(t *testing.T) {
+	t.Run("on", func(t *testing.T) {
+		paths := sbHome(t)
+		broken := `{"history": {"retainDays": 3}, "hangThreshold": "30 seconds", "mcpServers": {}}`
+		if err := os.WriteFile(paths.Config, []byte(broken), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		inst, logs := startIn(t, Options{})
+		if inst.ConfigError() == nil {
+			t.Fatal("the file should not load")
+		}
+		if h := inst.Status().History; !h.Enabled || h.Error != nil {
+			t.Errorf("history status %+v, want on, as the file says", h)
+		}
+		if l := logs.String(); strings.Contains(l, "no request history") || !strings.Contains(l, "the request history as the file sets it") {
+			t.Errorf("the log of a start with the file's history:\n%s", l)
+		}
+		stop := stopInstance(t, inst)
+		servers := map[string][]string{"a": nil}
+		fixed := configWith(t, servers, map[string]any{"history": map[string]any{"retainDays": 3}})
+		if err := config.WriteFile(paths.Config, fixed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 5*time.Second, "the fixed file applied", func() bool {
+			return inst.ConfigError() == nil && slices.Contains(inst.Pool.Servers(), "a")
+		})
+		if st := inst.Status(); len(st.RestartNeeded) != 0 {
+			t.Errorf("restartNeeded %q, want none: the history runs as the file says", st.RestartNeeded)
+		}
+		c := dialSession(t, inst.Paths.PoolSocket(), "a") // initialize: id 1
+		c.pid()                                           // 2
+		c.close()
+		stop()
+		if got := recordedIDs(t); !slices.Contains(got, "2 ok") {
+			t.Errorf("the history holds %q, want the call (2 ok)", got)
+		}
+	})
+	t.Run("off", func(t *testing.T) {
+		paths := sbHome(t)
+		broken := `{"history": {"disabled": true}, "hangThreshold": "30 seconds", "mcpServers": {}}`
+		if err := os.WriteFile(paths.Config, []byte(broken), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		inst, _ := startIn(t, Options{})
+		stopInstance(t, inst)
+		if h := inst.Status().History; h.Enabled || h.Error != nil {
+			t.Errorf("history status %+v, want off by choice, as the file says", h)
+		}
+	})
 }
 
 // TestConfigInADirectoryMadeLater: `serve --config` names a file in a

@@ -196,11 +196,18 @@ func parse(data []byte, lookup func(string) (string, bool)) (*File, error) {
 		}
 	}
 	if len(p.list) > 0 {
-		off := f.History.Disabled
+		off, known := f.History.Disabled, true
 		for _, pr := range p.list {
 			off = off && pr.Field != "history" && pr.Field != "history.disabled"
+			top, _, _ := strings.Cut(pr.Field, ".")
+			known = known && pr.Field != "" && !strings.EqualFold(top, "history")
 		}
-		return nil, &Error{Problems: p.list, HistoryOff: off}
+		e := &Error{Problems: p.list, HistoryOff: off}
+		if known {
+			h := f.History
+			e.History = &h
+		}
+		return nil, e
 	}
 	return f, nil
 }

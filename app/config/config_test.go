@@ -185,20 +185,28 @@ func TestErrorText(t *testing.T) {
 
 // TestBrokenFileSwitchingHistoryOff: of a file that does not load, only
 // a clean history.disabled: true is read (Error.HistoryOff); a history
-// section at fault, or a file that is no JSON, switches nothing.
+// section at fault, or a file that is no JSON, switches nothing. Its
+// history settings are known (Error.History) when its JSON reads and no
+// problem is in its history section: the problems are elsewhere.
 func TestBrokenFileSwitchingHistoryOff(t *testing.T) {
 	for _, tc := range []struct {
 		name, doc string
 		off       bool
+		history   *History
 	}{
-		{"off, a problem elsewhere", `{"hangThreshold": "soon", "history": {"disabled": true}}`, true},
-		{"off, another history field at fault", `{"history": {"disabled": true, "maxRows": "many"}}`, true},
-		{"on, a problem elsewhere", `{"hangThreshold": "soon", "history": {"disabled": false}}`, false},
-		{"not said", `{"hangThreshold": "soon"}`, false},
-		{"disabled at fault", `{"hangThreshold": "soon", "history": {"disabled": "yes"}}`, false},
-		{"disabled said twice", `{"hangThreshold": "soon", "history": {"disabled": true, "disabled": false}}`, false},
-		{"history at fault", `{"hangThreshold": "soon", "history": true}`, false},
-		{"no JSON", `{"history": {"disabled": true}`, false},
+		{"off, a problem elsewhere", `{"hangThreshold": "soon", "history": {"disabled": true}}`, true, &History{Disabled: true}},
+		{"off, another history field at fault", `{"history": {"disabled": true, "maxRows": "many"}}`, true, nil},
+		{"on, a problem elsewhere", `{"hangThreshold": "soon", "history": {"disabled": false, "retainDays": 3}}`, false, &History{RetainDays: 3}},
+		{"not said", `{"hangThreshold": "soon"}`, false, &History{}},
+		{"a server at fault", `{"mcpServers": {"a": {"args": []}}, "history": {"capturePayloads": true}}`, false, &History{CapturePayloads: true}},
+		{"disabled at fault", `{"hangThreshold": "soon", "history": {"disabled": "yes"}}`, false, nil},
+		{"disabled said twice", `{"hangThreshold": "soon", "history": {"disabled": true, "disabled": false}}`, false, nil},
+		{"history at fault", `{"hangThreshold": "soon", "history": true}`, false, nil},
+		{"history said twice", `{"history": {}, "history": {"disabled": true}}`, false, nil},
+		{"history misspelt", `{"History": {"disabled": true}}`, false, nil},
+		{"history field misspelt", `{"history": {"Disabled": true}}`, false, nil},
+		{"no object", `[{"history": {}}]`, false, nil},
+		{"no JSON", `{"history": {"disabled": true}`, false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.doc))
@@ -208,6 +216,9 @@ func TestBrokenFileSwitchingHistoryOff(t *testing.T) {
 			}
 			if ce.HistoryOff != tc.off {
 				t.Errorf("HistoryOff = %v, want %v (problems %q)", ce.HistoryOff, tc.off, ce.Problems)
+			}
+			if diff := cmp.Diff(tc.history, ce.History); diff != "" {
+				t.Errorf("History (-want +got), problems %q:\n%s", ce.Problems, diff)
 			}
 		})
 	}

@@ -34,8 +34,16 @@ type Error struct {
 	// request history off: history.disabled reads true, free of problems
 	// of its own. A running pool applies that at once (what a user turns
 	// off for privacy must not wait for a typo elsewhere to be fixed);
-	// nothing else of a broken file applies, and nothing that records more.
+	// nothing else of a broken file applies to it, and nothing that
+	// records more (a pool that starts on it reads History instead).
 	HistoryOff bool
+	// History is the file's history settings when they read although the
+	// file does not load: its JSON reads, and no problem is in its history
+	// section (nor at the file as a whole, nor at a key that differs from
+	// "history" in case only). A pool that starts on such a file, with no
+	// other config to run, records as they say; nil when they are not
+	// known, and nothing is recorded until a config loads.
+	History *History
 }
 
 func (e *Error) Error() string {
