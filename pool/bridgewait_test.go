@@ -24,11 +24,11 @@ func TestBridgedQuestionPausesItsCallsTimeout(t *testing.T) {
 	const timeout, keep = 200 * time.Millisecond, 2 * time.Second
 	t.Cleanup(pool.SetHoldKeep(keep)) // restored once the pool has closed
 	cfg := fake("srv", "-era", "modern")
-	cfg.RequestTimeout = timeout
 	tp := newTestPool(t, nil, cfg)
 	c, other := tp.dial(t, "srv"), tp.dial(t, "srv")
 	c.initialize("person", `{"elicitation":{},"sampling":{}}`)
 	other.initialize("other", "")
+	tp.applyRequestTimeout(t, &cfg, timeout)
 
 	for i, q := range []struct{ kind, method, answer, want string }{
 		{"elicitation", "elicitation/create", `{"action":"accept","content":{"name":"Ada"}}`, "Ada"},
@@ -63,10 +63,10 @@ func TestBridgedQuestionPausesItsCallsTimeout(t *testing.T) {
 func TestBridgedCallGoesOnWithWhatWasLeft(t *testing.T) {
 	const timeout = 1500 * time.Millisecond
 	cfg := fake("srv", "-era", "modern", "-delay", "1s")
-	cfg.RequestTimeout = timeout
 	tp := newTestPool(t, nil, cfg)
 	c := tp.dial(t, "srv")
 	c.initialize("quick", `{"sampling":{}}`)
+	tp.applyRequestTimeout(t, &cfg, timeout)
 	c.call(`"call"`, "ask", `{"kind":"sampling"}`)
 	asked := c.recv()
 	if asked.Method != "sampling/createMessage" {

@@ -142,10 +142,10 @@ func processAlive(pid int) bool {
 func TestHandoverDoesNotWaitForAChildThatStoppedReading(t *testing.T) {
 	on := oneThread(t)
 	cfg := fake("fake", "-stop-reading-after", "2")
-	cfg.RequestTimeout = 500 * time.Millisecond
 	p := newTestPool(t, &pool.Options{StartOn: on, StopGrace: 300 * time.Millisecond}, cfg)
 	c := p.dial(t, "fake")
 	c.initialize("x", "")
+	p.applyRequestTimeout(t, &cfg, 500*time.Millisecond)
 	pid := p.Snapshot().Backends[0].PID
 	c.call("1", "echo", `{"text":"`+strings.Repeat("x", 512<<10)+`"}`)
 	if m, _ := c.recvID("1"); m.Error == nil {

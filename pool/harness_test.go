@@ -65,6 +65,27 @@ func fake(name string, flags ...string) pool.ServerConfig {
 	return pool.ServerConfig{Name: name, Command: fakeBin, Args: flags}
 }
 
+// applyRequestTimeout makes d (zero: the default) the request timeout of
+// cfg, tp's server, once its child has started. A test of what a short
+// request timeout does starts the pool with the default and starts the
+// child (its first client's initialize, say) before it applies the short
+// one: the wait for the child's handshake is bounded by the request
+// timeout too, and a loaded machine can take longer than a short one to
+// start the child (the race-built fake). A reload that changes only the
+// timeout keeps the running child.
+func (tp *testPool) applyRequestTimeout(t testing.TB, cfg *pool.ServerConfig, d time.Duration) {
+	t.Helper()
+	for _, s := range tp.Snapshot().Servers {
+		if s.Name == cfg.Name && s.State != pool.StateReady {
+			t.Fatalf("server %q is %s: start its child before applying a short request timeout", s.Name, s.State)
+		}
+	}
+	cfg.RequestTimeout = d
+	if err := tp.Apply([]pool.ServerConfig{*cfg}); err != nil {
+		t.Fatalf("apply requestTimeout %v: %v", d, err)
+	}
+}
+
 // msg is one JSON-RPC message as a client sees it.
 type msg struct {
 	raw    string

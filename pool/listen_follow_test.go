@@ -151,10 +151,10 @@ func TestListenUnacknowledgedByTheChildIsBounded(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "child.log")
 	logs := &logBuffer{}
 	cfg := fake("srv", "-era", "modern", "-log", logPath, "-ack-listens", "1")
-	cfg.RequestTimeout = time.Second
 	tp := newTestPool(t, &pool.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}, cfg)
 	a, b, other := tp.dial(t, "srv"), tp.dial(t, "srv"), tp.dial(t, "srv")
-	openListen(t, a, `"a"`, `{"toolsListChanged":true}`)
+	openListen(t, a, `"a"`, `{"toolsListChanged":true}`) // starts the child, under the default timeout
+	tp.applyRequestTimeout(t, &cfg, time.Second)
 	b.send(`{"jsonrpc":"2.0","id":"b","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true},` + modernMeta + `}}`)
 	b.patience = 10 * time.Second
 	if ack := b.recv(); ack.Method != "notifications/subscriptions/acknowledged" ||

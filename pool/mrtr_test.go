@@ -165,9 +165,14 @@ func TestMRTRHeldCallWaitsForItsClient(t *testing.T) {
 	const timeout, keep = 100 * time.Millisecond, 2 * time.Second
 	t.Cleanup(pool.SetHoldKeep(keep)) // restored once the pool has closed
 	cfg := fake("srv")
-	cfg.RequestTimeout = timeout
 	tp := newTestPool(t, nil, cfg)
 	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	// The child starts under the default timeout: the test's is the held
+	// call's (applyRequestTimeout).
+	if m := h.call(`{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"echo","arguments":{"text":"up"},` + samplingMeta + `}}`); m.text() != "up" {
+		t.Fatalf("the call that starts the child: %s", m.raw)
+	}
+	tp.applyRequestTimeout(t, &cfg, timeout)
 	first := readResult(t, h.call(askCall("1", "sampling", "")))
 	if first.ResultType != "input_required" {
 		t.Fatalf("first answer: %+v", first)
@@ -280,11 +285,11 @@ func TestUnansweredQuestions(t *testing.T) {
 	const timeout, keep = 200 * time.Millisecond, time.Second
 	t.Cleanup(pool.SetHoldKeep(keep)) // restored once the pool has closed
 	cfg := fake("srv", "-era", "modern")
-	cfg.RequestTimeout = timeout
 	tp := newTestPool(t, nil, cfg)
 
 	c := tp.dial(t, "srv")
 	c.initialize("old", `{"sampling":{}}`)
+	tp.applyRequestTimeout(t, &cfg, timeout)
 	c.call(`"call"`, "ask", `{"kind":"sampling"}`)
 	if q := c.recv(); q.Method != "sampling/createMessage" {
 		t.Fatalf("want the child's question, got %s", q.raw)

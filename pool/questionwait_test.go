@@ -24,11 +24,11 @@ func TestLegacyQuestionPausesItsCallsTimeout(t *testing.T) {
 	const timeout, keep = 200 * time.Millisecond, 2 * time.Second
 	t.Cleanup(pool.SetHoldKeep(keep)) // restored once the pool has closed
 	cfg := fake("srv")
-	cfg.RequestTimeout = timeout
 	tp := newTestPool(t, nil, cfg)
 	c, other := tp.dial(t, "srv"), tp.dial(t, "srv")
 	c.initialize("person", `{"elicitation":{},"sampling":{}}`)
 	other.initialize("other", "")
+	tp.applyRequestTimeout(t, &cfg, timeout)
 
 	for i, q := range []struct{ kind, method, answer, want string }{
 		{"elicitation", "elicitation/create", `{"action":"accept","content":{"name":"Ada"}}`, "Ada"},

@@ -45,16 +45,17 @@ func heldTimedOut(t *testing.T, c *client, rec *recorder, logPath string, held p
 // heldTimeoutPool is a pool whose server fs logs what its child reads and
 // times requests out after timeout, and a client of it that declared
 // roots, with the pool's roots/list unanswered and the call "held" held
-// behind it.
+// behind it. The timeout is the call's: the child starts under the
+// default (applyRequestTimeout).
 func heldTimeoutPool(t *testing.T, rec *recorder, timeout time.Duration) (tp *testPool, c *client, logPath string, ask msg, held pool.RequestInfo) {
 	t.Helper()
 	logPath = filepath.Join(shortTempDir(t), "child.log")
 	cfg := fake("fs", "-log", logPath)
-	cfg.RequestTimeout = timeout
 	tp = newTestPool(t, &pool.Options{Record: rec.record}, cfg)
 	c = tp.dial(t, "fs")
 	c.patience = 5 * time.Second // the hold lasts a minute: a call still held at the end of this has waited far past its timeout
 	c.initialize("a", `{"roots":{"listChanged":true}}`)
+	tp.applyRequestTimeout(t, &cfg, timeout)
 	if ask = c.recv(); ask.Method != "roots/list" {
 		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
 	}

@@ -378,10 +378,10 @@ func TestDuplicateInFlightIDRefused(t *testing.T) {
 func TestRequestTimeout(t *testing.T) {
 	log := filepath.Join(shortTempDir(t), "child.log")
 	cfg := fake("srv", "-log", log)
-	cfg.RequestTimeout = 200 * time.Millisecond
 	tp := newTestPool(t, nil, cfg)
 	c := tp.dial(t, "srv")
 	c.initialize("c", "")
+	tp.applyRequestTimeout(t, &cfg, 200*time.Millisecond)
 	c.call("1", "sleep", `{"ms":20000}`)
 	m := c.recv()
 	if m.Error == nil || m.Error.Code != -32001 {
@@ -398,10 +398,10 @@ func TestRequestTimeout(t *testing.T) {
 // time out, at its own deadline, not the answered call's.
 func TestTimeoutOfACallMadeAfterAnAnsweredOne(t *testing.T) {
 	cfg := fake("srv")
-	cfg.RequestTimeout = 400 * time.Millisecond
 	tp := newTestPool(t, nil, cfg)
 	c := tp.dial(t, "srv")
 	c.initialize("c", "")
+	tp.applyRequestTimeout(t, &cfg, 400*time.Millisecond)
 	c.call(`"fast"`, "echo", `{"text":"ok"}`)
 	if m, _ := c.recvID(`"fast"`); m.text() != "ok" {
 		t.Fatalf("the fast call: %s", m.raw)

@@ -82,19 +82,16 @@ func TestSubscribeCancelledByItsClientHoldsNothing(t *testing.T) {
 func TestSubscribeThatTimedOutHoldsNothing(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "child.log")
 	cfg := fake("srv", "-log", logPath, "-subscribe-delay", "1s")
-	cfg.RequestTimeout = 300 * time.Millisecond
 	tp := newTestPool(t, nil, cfg)
 	a, b := tp.dial(t, "srv"), tp.dial(t, "srv")
 	a.initialize("a", "")
 	b.initialize("b", "")
+	tp.applyRequestTimeout(t, &cfg, 300*time.Millisecond)
 	askSubscribe(a, `"a1"`)
 	if m, _ := a.recvID(`"a1"`); m.Error == nil || m.Error.Code != -32001 {
 		t.Fatalf("a's subscribe: %s, want the timeout", m.raw)
 	}
-	cfg.RequestTimeout = 30 * time.Second // for the subscribes from here on
-	if err := tp.Apply([]pool.ServerConfig{cfg}); err != nil {
-		t.Fatal(err)
-	}
+	tp.applyRequestTimeout(t, &cfg, 30*time.Second) // for the subscribes from here on
 	askSubscribe(b, `"b1"`)
 	subscribedNow(t, b, "b", `"b1"`, `"b2"`)
 	askSubscribe(a, `"a2"`)
@@ -140,18 +137,21 @@ func TestSubscribeSentInAnothersPlaceThatTimesOutFailsThoseWaiting(t *testing.T)
 func TestListensSubscribeThatTimedOutIsNotPromised(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "child.log")
 	cfg := fake("srv", "-log", logPath, "-subscribe-delay", "1s")
-	cfg.RequestTimeout = 300 * time.Millisecond
 	tp := newTestPool(t, nil, cfg)
 	l1, l2 := tp.dial(t, "srv"), tp.dial(t, "srv")
+	// The child starts under the default timeout: the test's is the
+	// subscribe's (applyRequestTimeout).
+	l1.send(`{"jsonrpc":"2.0","id":"up","method":"tools/call","params":{"name":"echo","arguments":{"text":"up"},` + modernMeta + `}}`)
+	if m, _ := l1.recvID(`"up"`); m.text() != "up" {
+		t.Fatalf("the call that starts the child: %s", m.raw)
+	}
+	tp.applyRequestTimeout(t, &cfg, 300*time.Millisecond)
 	const listen = `{"jsonrpc":"2.0","id":%q,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["fake://counter"]},` + modernMeta + `}}`
 	l1.sendf(listen, "L1")
 	if ack := l1.recv(); ack.Method != "notifications/subscriptions/acknowledged" || strings.Contains(ack.raw, "fake://counter") {
 		t.Fatalf("L1: %s, want an acknowledgement without the resource whose subscribe timed out", ack.raw)
 	}
-	cfg.RequestTimeout = 30 * time.Second
-	if err := tp.Apply([]pool.ServerConfig{cfg}); err != nil {
-		t.Fatal(err)
-	}
+	tp.applyRequestTimeout(t, &cfg, 30*time.Second)
 	l2.sendf(listen, "L2")
 	if ack := l2.recv(); ack.Method != "notifications/subscriptions/acknowledged" || !strings.Contains(ack.raw, "fake://counter") {
 		t.Fatalf("L2: %s", ack.raw)

@@ -126,10 +126,10 @@ func TestResumeTellsTheShimWhatItDidNotTakeUp(t *testing.T) {
 // nothing of it, and the next pool does not subscribe it.
 func TestSubscribeThatTimedOutIsNotKeptForAResume(t *testing.T) {
 	cfg := fake("srv", "-subscribe-delay", "1m")
-	cfg.RequestTimeout = 300 * time.Millisecond
 	tp := newTestPool(t, &pool.Options{StopGrace: time.Second}, cfg)
 	a := tp.attach(t, "srv")
 	a.initialize()
+	tp.applyRequestTimeout(t, &cfg, 300*time.Millisecond)
 	a.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	if got := a.roundTrip(`{"jsonrpc":"2.0","id":"s","method":"resources/subscribe","params":{"uri":"fake://counter"}}`); !strings.Contains(got, `"code":-32001`) {
 		t.Fatalf("the subscribe got %s, want the timeout", got)

@@ -17,10 +17,10 @@ import (
 func TestTimeoutRaisedInFlightNamesTheTimeoutItRanUnder(t *testing.T) {
 	var rec recorder
 	cfg := fake("srv")
-	cfg.RequestTimeout = time.Second
 	tp := newTestPool(t, &pool.Options{Record: rec.record}, cfg)
 	c := tp.dial(t, "srv")
 	c.initialize("c", "")
+	tp.applyRequestTimeout(t, &cfg, time.Second)
 	c.call("1", "sleep", `{"ms":60000}`)
 	eventually(t, "the call written", func() bool {
 		s := tp.Snapshot()
