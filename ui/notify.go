@@ -97,18 +97,32 @@ func (n *notifier) check(s pool.Snapshot, now time.Time, hang time.Duration) []*
 		oldest := slices.MinFunc(rs, func(a, b pool.RequestInfo) int {
 			return cmp.Compare(requestAge(b, s.TakenAt, now), requestAge(a, s.TakenAt, now))
 		})
-		what := fmt.Sprintf("%s (session %s, PID %s)", requestWhat(oldest.Method, oldest.Name), oldest.Session, pidText(oldest.PID))
+		// The name is cut so that why it waits fits in the bubble.
+		what := fmt.Sprintf("%s (session %s, PID %s)", truncate(requestWhat(oldest.Method, oldest.Name), maxNoteWhat),
+			oldest.Session, pidText(oldest.PID))
 		age := formatAge(requestAge(oldest, s.TakenAt, now))
+		why := whySentence(hungWhy(s, oldest))
 		if len(rs) == 1 {
 			out = append(out, fyne.NewNotification("Request hung on "+srv,
-				fmt.Sprintf("%s has waited %s; written to the child: %s.", what, age, yesNo(oldest.WrittenToChild))))
+				fmt.Sprintf("%s has waited %s; written to the child: %s.%s", what, age, yesNo(oldest.WrittenToChild), why)))
 			continue
 		}
 		out = append(out, fyne.NewNotification(fmt.Sprintf("%d requests hung on %s", len(rs), srv),
-			fmt.Sprintf("%d requests have waited longer than %s; the oldest, %s, has waited %s. Open the dashboard's In flight tab.",
-				len(rs), formatAge(hang), what, age)))
+			fmt.Sprintf("%d requests have waited longer than %s; the oldest, %s, has waited %s.%s Open the dashboard's In flight tab.",
+				len(rs), formatAge(hang), what, age, why)))
 	}
 	return append(out, n.failures(s, now)...)
+}
+
+// whySentence is why a hung request waits (hungWhy) as a sentence to
+// follow another, or "" when the pool does not say: it tells a child that
+// does not read its input, or has not started, from a request the child
+// has and does not answer.
+func whySentence(why string) string {
+	if why == "" {
+		return ""
+	}
+	return " Why it waits: " + why + "."
 }
 
 // failures returns the bubbles for servers whose children started failing
@@ -160,9 +174,12 @@ func (n *notifier) failures(s pool.Snapshot, now time.Time) []*fyne.Notification
 
 // Notification text limits, in runes: a method or tool name can be as long
 // as a message, and a bubble shows a few lines.
+// A hang bubble cuts the request's method and name to maxNoteWhat, so
+// that why it waits (at most maxWhy) fits in its content.
 const (
 	maxNoteTitle   = 120
 	maxNoteContent = 400
+	maxNoteWhat    = 100
 )
 
 // desktopNote is n as goos's desktop shows it safely: each text cut to its

@@ -233,3 +233,48 @@ func TestNotifierOneBubbleForARealFailingSessionServer(t *testing.T) {
 		t.Errorf("%d sessions' children failed (-want +got):\n%s", sessions, d)
 	}
 }
+
+// TestHangBubbleSaysWhyItWaits: a hang bubble says why the request waits
+// when the pool knows (its stateReason, or, not yet at its child, the
+// child's), whole however long the request's name, within the bubble's
+// limits: it tells a child that does not read its input, or has not
+// started, from a request the child has and does not answer.
+func TestHangBubbleSaysWhyItWaits(t *testing.T) {
+	const stalled = "being written: the child is not reading its input (nothing taken for 40s; 24576 of its 40112 bytes written)"
+	const resolving = "resolving the package to start it without its package-manager wrapper (npm may be downloading it)"
+	hang := 5 * time.Second
+	now := t0.Add(time.Minute)
+	long := strings.Repeat("n", 3*maxNoteContent) // a session names its tool
+	req := func(id uint64, server, name string, pid int, written bool, why string) pool.RequestInfo {
+		return pool.RequestInfo{PoolID: id, Server: server, Session: "s1", Method: "tools/call", Name: name, PID: pid,
+			ReceivedAt: t0, WrittenToChild: written, StateReason: why}
+	}
+	s := pool.Snapshot{TakenAt: now, Backends: []pool.BackendInfo{
+		{Server: "notes", PID: 4242, State: pool.StateReady},
+		{Server: "npxed", State: pool.StateStarting, StateReason: resolving}, // no process yet
+		{Server: "other", PID: 777, State: pool.StateReady},
+	}, InFlight: []pool.RequestInfo{
+		req(1, "notes", "search", 4242, false, stalled),
+		req(2, "npxed", long, 0, false, ""),
+		req(3, "npxed", "b", 0, false, ""),
+		req(4, "other", "sleep", 777, true, ""), // the child has it: nothing to say
+	}}
+	want := map[string]string{"Request hung on notes": stalled, "2 requests hung on npxed": resolving, "Request hung on other": ""}
+	got := newNotifier().check(s, now, hang)
+	if d := cmp.Diff([]string{"Request hung on notes", "2 requests hung on npxed", "Request hung on other"}, noteTitles(got)); d != "" {
+		t.Fatalf("bubbles (-want +got):\n%s", d)
+	}
+	for _, n := range got {
+		shown := desktopNote("linux", n).Content
+		if why := want[n.Title]; why == "" && strings.Contains(shown, "Why it waits") {
+			t.Errorf("%s: a reason where the pool gives none: %q", n.Title, shown)
+		} else if why != "" && !strings.Contains(shown, "Why it waits: "+why+".") {
+			t.Errorf("%s: the bubble does not say why the request waits, whole: %q", n.Title, shown)
+		}
+	}
+
+	tip := trayTooltip(summarize(s, now, hang, 0))
+	if !strings.Contains(tip, "Hung: tools/call search on notes, 1m00s. Why it waits: "+stalled+".") {
+		t.Errorf("the tooltip does not say why the hung request waits: %q", tip)
+	}
+}

@@ -180,6 +180,38 @@ func waitsFor(r pool.RequestInfo) string {
 	return "not yet written to a child: its child is starting or restarting"
 }
 
+// maxWhy is how much of why a hung request waits its bubble and the
+// tooltip show: the pool's reasons fit whole.
+const maxWhy = 140
+
+// hungWhy is why r waits, short, for its hang bubble and the tooltip: its
+// stateReason, or while no child has it, its child's (resolving its
+// package, waiting for its handshake); "" when the pool does not say.
+func hungWhy(s pool.Snapshot, r pool.RequestInfo) string {
+	why := r.StateReason
+	if why == "" && !r.WrittenToChild {
+		why = childOf(s, r).StateReason
+	}
+	return truncate(why, maxWhy)
+}
+
+// childOf is the child a request not yet written waits for: the one with
+// its PID, or, before a process runs (PID 0), the one child of its server
+// without a process that may serve its session; none when that is not
+// one.
+func childOf(s pool.Snapshot, r pool.RequestInfo) pool.BackendInfo {
+	var found []pool.BackendInfo
+	for _, b := range s.Backends {
+		if b.Server == r.Server && b.PID == r.PID && (r.PID > 0 || b.Session == "" || b.Session == r.Session) {
+			found = append(found, b)
+		}
+	}
+	if len(found) != 1 {
+		return pool.BackendInfo{}
+	}
+	return found[0]
+}
+
 // requestAge is how old a request is at now. ReceivedAt is the truth; a
 // snapshot without it (a decoded status) falls back to AgeMs plus the time
 // since the snapshot.
@@ -405,6 +437,7 @@ type summary struct {
 	HungServer string
 	HungKey    wfKey
 	HungWhat   string // "tools/call sleep on browser, 1m35s"
+	HungWhy    string // why it waits, when the pool says (hungWhy)
 }
 
 // leakCount shows the number of proven leaks and of suspects, or
@@ -444,6 +477,7 @@ func summarize(s pool.Snapshot, now time.Time, hang time.Duration, leaks int) su
 			oldest = age
 			sum.HungServer, sum.HungKey = r.Server, wfKey{PoolID: r.PoolID}
 			sum.HungWhat = requestWhat(r.Method, r.Name) + " on " + r.Server + ", " + formatAge(age)
+			sum.HungWhy = hungWhy(s, r)
 		}
 	}
 	for _, b := range s.Backends {

@@ -136,11 +136,11 @@ func (t *tray) apply(u *UI, f *frame) {
 	}
 }
 
-// trayTooltip sums the state up: the counts, and what is hung.
+// trayTooltip sums the state up: the counts, and what is hung and why.
 func trayTooltip(sum summary) string {
 	tip := "Switchboard: " + sum.String()
 	if sum.Hung > 0 {
-		tip += "\nHung: " + sum.HungWhat + ". Click to see it in the waterfall."
+		tip += "\nHung: " + sum.HungWhat + "." + whySentence(sum.HungWhy) + " Click to see it in the waterfall."
 	}
 	return tip
 }
