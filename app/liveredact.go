@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 
 	"github.com/switchboard-mcp/switchboard/pool"
 	"github.com/switchboard-mcp/switchboard/store"
@@ -17,6 +18,12 @@ import (
 // those errors quote, redacted as the history redacts its error texts
 // (store.RedactText), though not cut: a child may print a token it was
 // given, or log a request with its credentials.
+//
+// So are the config's errors (configError and configWatchError in
+// status, why a reload was not applied on the dashboard), which the
+// history keeps redacted too: a problem may quote the value it is about
+// (an origin with a password, a ${...} holding a token). The log keeps
+// them whole.
 
 // redactSnapshot redacts snap's request names, roots and error texts in
 // place. Its slices of servers, requests and backends are its own; the
@@ -84,4 +91,25 @@ func redactEvents(ctx context.Context, events <-chan pool.Event) <-chan pool.Eve
 		}
 	}()
 	return out
+}
+
+// redactErr is err's text as the live views show it; err is not nil.
+func redactErr(err error) string { return store.RedactText(err.Error()) }
+
+// redactedError is err as the dashboard shows it: its text redacted; nil
+// for nil.
+func redactedError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return errors.New(redactErr(err))
+}
+
+// redactReloads redacts why each reload of rs, the instance's copy, was
+// not applied, in place.
+func redactReloads(rs []configReload) []configReload {
+	for i := range rs {
+		rs[i].Err = store.RedactText(rs[i].Err)
+	}
+	return rs
 }

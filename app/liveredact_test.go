@@ -375,3 +375,84 @@ func TestRedactSnapshotErrorTexts(t *testing.T) {
 		t.Errorf("redacted event error %q", e.Err)
 	}
 }
+
+// TestLiveViewsRedactConfigErrors: the config file is edited into one
+// that does not load, and its problems quote a URL with a password and
+// a ${...} holding a token. The live views show the error redacted as
+// the history keeps it: the control API's status (what `status --json`
+// prints: configError, and configWatchError), the refusal to restart a
+// server of the file, and the dashboard's controller (the banner's
+// error, the waterfall's reloads). The log keeps it whole. Before, every
+// live view showed the secrets.
+func TestLiveViewsRedactConfigErrors(t *testing.T) {
+	const password, token = "hunter2pw", "sk-live-4f9a8b7c6d5e4f3a2b1c"
+	leaks := func(s string) bool { return strings.Contains(s, password) || strings.Contains(s, token) }
+	paths := sbHome(t)
+	if err := config.WriteFile(paths.Config, fakeConfig(t, map[string][]string{"a": nil}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst, logs := startIn(t, Options{})
+	stopInstance(t, inst)
+	ctrl := &trayController{inst: inst}
+	ctx := context.Background()
+
+	bin, err := fakeBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := json.Marshal(map[string]any{
+		"mcpServers": map[string]any{
+			"a":   map[string]any{"command": bin},
+			"api": map[string]any{"command": bin, "args": []string{"${API_TOKEN=" + token + "}"}}, // the shell's form
+		},
+		"http": map[string]any{"listen": "http://me:" + password + "@127.0.0.1:7777"}, // a URL where host:port belongs
+	})
+	if err := config.WriteFile(paths.Config, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var st control.Status
+	eventually(t, 10*time.Second, "status to show the config error", func() bool {
+		st, err = FetchStatus(ctx)
+		return err == nil && st.ConfigError != nil
+	})
+	if e := *st.ConfigError; leaks(e) || !strings.Contains(e, "${API_TOKEN=[REDACTED]}") ||
+		!strings.Contains(e, "http://[REDACTED]@127.0.0.1:7777") {
+		t.Errorf("status (control API) configError %q, want both problems with their secrets redacted", e)
+	}
+	cl, err := Control()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.RestartServer(ctx, "api"); err == nil || leaks(err.Error()) || !strings.Contains(err.Error(), "[REDACTED]") {
+		t.Errorf("restart (control API) of a server of the broken file: %v, want the config error redacted", err)
+	}
+	if err := ctrl.ConfigError(); err == nil || err.Error() != *st.ConfigError {
+		t.Errorf("dashboard config error %v, want %q", err, *st.ConfigError)
+	}
+	rs := ctrl.ConfigReloads()
+	if len(rs) == 0 || rs[len(rs)-1].Err != *st.ConfigError {
+		t.Errorf("dashboard reloads %+v, want the last one's error %q", rs, *st.ConfigError)
+	}
+	// As the history keeps it, for the waterfall after the fact.
+	waitHistory(t, "the failed reload in the history", func() bool {
+		w, err := ctrl.Window(ctx, time.Now().Add(-time.Minute), time.Now().Add(time.Minute))
+		return err == nil && len(w.Reloads) > 0 && w.Reloads[len(w.Reloads)-1].Err == *st.ConfigError
+	})
+	// The log keeps the error whole.
+	if l := logs.String(); !strings.Contains(l, password) || !strings.Contains(l, token) {
+		t.Errorf("the log lost the config error's text:\n%s", l)
+	}
+
+	// Why the file is not watched names its path, which may hold a token.
+	inst.mu.Lock()
+	inst.watchErr = fmt.Errorf("watch /home/u/sync/token=%s/config.json: no space left on device", token)
+	inst.mu.Unlock()
+	if st, err = FetchStatus(ctx); err != nil {
+		t.Fatal(err)
+	} else if st.ConfigWatchError == nil || leaks(*st.ConfigWatchError) {
+		t.Errorf("status (control API) configWatchError %v, want it redacted", st.ConfigWatchError)
+	}
+	if b, _ := json.Marshal(st); leaks(string(b)) {
+		t.Errorf("status holds a secret: %s", b)
+	}
+}

@@ -20,11 +20,11 @@ func (inst *Instance) Status() control.Status {
 	// One drop counter: the events the history could not record.
 	st.Counters.DroppedEvents = st.History.Dropped
 	if err := inst.ConfigError(); err != nil {
-		msg := err.Error()
+		msg := redactErr(err)
 		st.ConfigError = &msg
 	}
 	if err := inst.watchError(); err != nil {
-		msg := err.Error()
+		msg := redactErr(err)
 		st.ConfigWatchError = &msg
 	}
 	st.Upgrade = inst.upgraded
@@ -68,7 +68,7 @@ func (inst *Instance) StopServer(name string) error {
 func (inst *Instance) withConfigProblem(err error) error {
 	if errors.Is(err, pool.ErrUnknownServer) {
 		if cause := inst.ConfigError(); cause != nil {
-			return fmt.Errorf("%w; the config file does not load, and the pool runs without what it lists until it is fixed: %v", err, cause)
+			return fmt.Errorf("%w; the config file does not load, and the pool runs without what it lists until it is fixed: %s", err, redactErr(cause))
 		}
 	}
 	return err

@@ -356,7 +356,7 @@ func (c *trayController) Window(ctx context.Context, from, until time.Time) (ui.
 
 // ConfigReloads are the instance's latest config reloads.
 func (c *trayController) ConfigReloads() []ui.ConfigReload {
-	rs := c.inst.reloads.list()
+	rs := redactReloads(c.inst.reloads.list())
 	out := make([]ui.ConfigReload, len(rs))
 	for i, r := range rs {
 		out[i] = ui.ConfigReload{Seq: r.Seq, At: r.At, Changes: r.Changes, Err: r.Err}
@@ -365,7 +365,7 @@ func (c *trayController) ConfigReloads() []ui.ConfigReload {
 }
 
 func (c *trayController) ConfigPath() string     { return c.inst.configPath }
-func (c *trayController) ConfigError() error     { return c.inst.ConfigError() }
+func (c *trayController) ConfigError() error     { return redactedError(c.inst.ConfigError()) }
 func (c *trayController) HistoryDropped() uint64 { return c.inst.history.status().Dropped }
 
 // HistoryOn reports whether the history records requests now.
