@@ -212,6 +212,9 @@ func (p *Pool) serveShim(conn net.Conn) {
 	// Everything the session's transport is, is decided before the session
 	// is published: a Pool.Close racing with this start must find it whole.
 	setup := sessionSetup{transport: "stdio", peerPID: hello.PID, resumed: resumedFrom(hello.Resume)}
+	if hello.Resume != nil {
+		setup.began = hello.Resume.Began
+	}
 	setup.closeConn = func(*session) { conn.Close() }
 	switch {
 	case in == nil && hello.Resumable:

@@ -158,6 +158,15 @@ func resumedFrom(r *wire.Resume) string {
 	return fmt.Sprintf("run %s session %s", r.Run, r.Session)
 }
 
+// resumedBegan is when a resumed session began, as its shim says: zero
+// when it does not, or says a time after now, which no session began at.
+func resumedBegan(began, now time.Time) time.Time {
+	if began.After(now) {
+		return time.Time{}
+	}
+	return began
+}
+
 // mergeLost is what the client still waits for: with a ledger (an
 // attached shim's) or a count (a relaying shim's), the requests it lists,
 // named from the history where it knows them; with neither, what the

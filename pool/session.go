@@ -39,6 +39,7 @@ type session struct {
 	keepState   func(*session, wire.State) // tells the shim what to keep for a resume; nil: nothing
 	receiver    func() bool                // can the client be sent a request now (HTTP: an open stream); nil: always
 	resumed     string                     // "run R session S" a reattached client came from
+	began       time.Time                  // when a reattached client's session began, if its shim said
 	sink        func([]byte)               // takes each message for the client itself (HTTP); nil: out and its writer do
 	stateless   bool                       // a server's stateless HTTP session: its requests' own _meta, never the session's, speak for their clients
 	out         chan outLine               // to the client; never closed (senders may race with close)
@@ -121,6 +122,7 @@ type sessionSetup struct {
 	keepState func(*session, wire.State) // what the shim keeps for a resume
 	receiver  func() bool                // whether the client can be sent a request now
 	resumed   string                     // "run R session S", for a session its shim resumes
+	began     time.Time                  // when the session its shim resumes began (wire.Resume.Began)
 	sink      func([]byte)               // takes each message for the client (HTTP), instead of a queue and a writer
 	stateless bool                       // a server's stateless HTTP session (httpfront.go)
 }
@@ -189,6 +191,7 @@ func (p *Pool) newSession(name string, setup sessionSetup) (*session, error) {
 		id:        "s" + strconv.FormatUint(p.nextSession.Add(1), 10),
 		closeConn: setup.closeConn, attached: setup.attached, hb: setup.hb, ledger: setup.ledger,
 		keepState: setup.keepState, receiver: setup.receiver, resumed: setup.resumed, sink: setup.sink,
+		began:     resumedBegan(setup.began, now),
 		stateless: setup.stateless,
 		ownChild:  srv.config().Share == ShareSession,
 		closed:    make(chan struct{}),
@@ -1294,5 +1297,5 @@ func (s *session) info() SessionInfo {
 	return SessionInfo{ID: s.id, Server: s.srv.name, ClientName: s.clientName, ClientVersion: s.clientVersion,
 		ProtocolVersion: s.protocolVersion, Transport: s.transport, ConnectedAt: s.connectedAt,
 		LastActiveAt: s.lastActive, InFlight: len(s.inflight) + len(s.held.byID), PID: s.peerPID, Attached: s.attached,
-		ReattachedFrom: s.resumed, Stateless: s.stateless}
+		ReattachedFrom: s.resumed, BeganAt: s.began, Stateless: s.stateless}
 }

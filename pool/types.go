@@ -173,6 +173,10 @@ type SessionInfo struct {
 	// ReattachedFrom is set for a session a client kept across a pool
 	// restart: "run R session S" of the earlier pool.
 	ReattachedFrom string `json:"reattachedFrom,omitempty"`
+	// BeganAt is, for a reattached session, when its client's session
+	// began, with the first pool (ConnectedAt is when it reattached to
+	// this one); zero when its shim did not say (an older connect).
+	BeganAt time.Time `json:"beganAt,omitzero"`
 	// Stateless marks a server's stateless HTTP session: the one session
 	// that carries the 2026-07-28 requests POSTed to that server, each an
 	// exchange of its own (its requests name their clients). It lasts

@@ -105,9 +105,13 @@ func sessionRows(s pool.Snapshot, now time.Time) []row {
 		if ss.ReattachedFrom != "" {
 			transport += " (reattached)" // kept across a pool restart
 		}
-		r := row{server: ss.Server, pid: ss.PID, detail: reattachedDetail(ss), cells: []string{
+		since := ss.ConnectedAt
+		if !ss.BeganAt.IsZero() {
+			since = ss.BeganAt // the client's session, not its reattach
+		}
+		r := row{server: ss.Server, pid: ss.PID, detail: reattachedDetail(ss, now), cells: []string{
 			name, ss.ClientVersion, transport, ss.Server,
-			clockAndAge(ss.ConnectedAt, now), strconv.Itoa(ss.InFlight), ss.ID, pidText(ss.PID),
+			clockAndAge(since, now), strconv.Itoa(ss.InFlight), ss.ID, pidText(ss.PID),
 		}}
 		out = append(out, r)
 	}
@@ -115,12 +119,12 @@ func sessionRows(s pool.Snapshot, now time.Time) []row {
 }
 
 // reattachedDetail says where a session kept across a pool restart came
-// from.
-func reattachedDetail(ss pool.SessionInfo) string {
+// from, and when it reattached.
+func reattachedDetail(ss pool.SessionInfo, now time.Time) string {
 	if ss.ReattachedFrom == "" {
 		return ""
 	}
-	return "kept across a pool restart: was " + ss.ReattachedFrom
+	return "kept across a pool restart: was " + ss.ReattachedFrom + ", reattached " + clockAndAge(ss.ConnectedAt, now)
 }
 
 var inflightColumns = []column{

@@ -310,18 +310,30 @@ func BenchmarkRows(b *testing.B) {
 	})
 }
 
-// A session kept across a pool restart says so in its transport cell and
-// says where it came from in its detail.
+// A session kept across a pool restart says so in its transport cell,
+// shows since when its client has had it (not when it reattached, which
+// its detail says, with where it came from). One whose shim did not say
+// when it began shows when it reattached.
 func TestReattachedSessionRow(t *testing.T) {
+	now := t0.Add(time.Minute)
 	rows := sessionRows(pool.Snapshot{Sessions: []pool.SessionInfo{
-		{ID: "s1", Server: "fake", ClientName: "claude-code", Transport: "stdio", ConnectedAt: t0, ReattachedFrom: "run 7 session s3"},
+		{ID: "s1", Server: "fake", ClientName: "claude-code", Transport: "stdio", ConnectedAt: t0, ReattachedFrom: "run 7 session s3",
+			BeganAt: t0.Add(-2 * time.Hour)},
 		{ID: "s2", Server: "fake", ClientName: "cursor", Transport: "stdio", ConnectedAt: t0},
-	}}, t0)
+		{ID: "s3", Server: "fake", ClientName: "zed", Transport: "stdio", ConnectedAt: t0, ReattachedFrom: "run 7 session s4"},
+	}}, now)
 	if got := rows[0].cells[2]; got != "stdio (reattached)" {
 		t.Errorf("transport cell %q", got)
 	}
-	if rows[0].detail != "kept across a pool restart: was run 7 session s3" || rows[1].detail != "" || rows[1].cells[2] != "stdio" {
-		t.Errorf("rows %+v", rows)
+	if got, want := rows[0].cells[4], "07:26:53 (2h01m ago)"; got != want {
+		t.Errorf("a reattached session's Since %q, want when it began, %q", got, want)
+	}
+	if got, want := rows[2].cells[4], "09:26:53 (1m00s ago)"; got != want {
+		t.Errorf("a reattached session's Since without when it began %q, want when it reattached, %q", got, want)
+	}
+	if want := "kept across a pool restart: was run 7 session s3, reattached 09:26:53 (1m00s ago)"; rows[0].detail != want ||
+		rows[1].detail != "" || rows[1].cells[2] != "stdio" {
+		t.Errorf("rows %+v, want the first one's detail %q", rows, want)
 	}
 }
 

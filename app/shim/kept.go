@@ -3,6 +3,7 @@ package shim
 import (
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
@@ -13,6 +14,7 @@ import (
 // the session is on, so a crash loses only a change the pool made in its
 // last instant.
 type kept struct {
+	began time.Time           // when the first pool welcomed the session
 	init  []byte              // the client's initialize params
 	level string              // the level its logging/setLevel set
 	subs  map[string]struct{} // the resources it holds a subscription to, wire.MaxKeptSubscriptions at most
@@ -40,5 +42,5 @@ func (k *kept) note(st wire.State) {
 // resume is the Resume of the session run, session, with what was kept.
 func (k *kept) resume(run, session string) *wire.Resume {
 	return &wire.Resume{Run: run, Session: session, Initialize: k.init, LogLevel: k.level,
-		Subscriptions: slices.Sorted(maps.Keys(k.subs))}
+		Subscriptions: slices.Sorted(maps.Keys(k.subs)), Began: k.began}
 }

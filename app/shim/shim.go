@@ -80,13 +80,17 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		time.Sleep(reattachPoll)
 	}
 	defer conn.Close()
+	k := kept{began: time.Now()} // the session began: the next pools are told when
 	if attach && !w.Attached {
 		ownStdio() // the pool relays, and did not keep the pipes it was sent
 	}
 	if w.Attached {
-		return (&attached{paths: paths, name: name, run: w.Run, session: w.Session, ledger: ledger, ledgerTaken: w.Ledger}).wait(conn, br)
+		return (&attached{paths: paths, name: name, run: w.Run, session: w.Session, kept: k, ledger: ledger,
+			ledgerTaken: w.Ledger}).wait(conn, br)
 	}
-	return startRelay(paths, name, w, in, out).relay(conn, br)
+	r := startRelay(paths, name, w, in, out)
+	r.kept = k
+	return r.relay(conn, br)
 }
 
 // dialPool connects to the pool, starting it when none runs and clients

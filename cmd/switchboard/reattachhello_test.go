@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A connect takes its session to the next pool in its hello: the client's
@@ -29,6 +30,7 @@ func TestReattachCarriesALargeHello(t *testing.T) {
 
 func testReattachManyInFlight(t *testing.T, relay bool) {
 	first := serve(t, noClientStarts(fakeConfig(t)))
+	began := time.Now()
 	s := connectAs(t, first, "fake", relay)
 	s.initialize("busy")
 	answers := readAnswers(s)
@@ -46,11 +48,12 @@ func testReattachManyInFlight(t *testing.T, relay bool) {
 	if a, _ := answers.get(`"after"`); !strings.Contains(a.line, `"text":"same session"`) {
 		t.Errorf("the call after the kill: %s", a.line)
 	}
-	checkResumed(t, second, "busy")
+	checkResumed(t, second, "busy", began)
 }
 
 func testReattachLargeInitialize(t *testing.T, relay bool, size int) {
 	first := serve(t, noClientStarts(fakeConfig(t)))
+	began := time.Now()
 	s := connectAs(t, first, "fake", relay)
 	pad := strings.Repeat("p", size)
 	s.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"experimental":{"pad":"` + pad + `"}},"clientInfo":{"name":"wordy","version":"1.0"}}}`)
@@ -70,23 +73,30 @@ func testReattachLargeInitialize(t *testing.T, relay bool, size int) {
 	if a, _ := answers.get("2"); !strings.Contains(a.line, `"text":"same session"`) {
 		t.Errorf("the call after the stop: %s", a.line)
 	}
-	checkResumed(t, second, "wordy")
+	checkResumed(t, second, "wordy", began)
 }
 
 // checkResumed checks that in has one session, the client's, resumed
-// from an earlier pool with its initialize.
-func checkResumed(t *testing.T, in *instance, client string) {
+// from an earlier pool with its initialize, and that it says the session
+// began with that pool, after began, not when it reattached.
+func checkResumed(t *testing.T, in *instance, client string, began time.Time) {
 	t.Helper()
 	var st struct {
 		Sessions []struct {
-			ClientName     string `json:"clientName"`
-			ReattachedFrom string `json:"reattachedFrom"`
+			ClientName     string    `json:"clientName"`
+			ReattachedFrom string    `json:"reattachedFrom"`
+			ConnectedAt    time.Time `json:"connectedAt"`
+			BeganAt        time.Time `json:"beganAt"`
 		} `json:"sessions"`
 	}
 	out, err := in.run("status", "--json")
 	if err != nil || json.Unmarshal([]byte(out), &st) != nil || len(st.Sessions) != 1 ||
 		st.Sessions[0].ClientName != client || !strings.HasPrefix(st.Sessions[0].ReattachedFrom, "run ") {
-		t.Errorf("status after the restart: %v %s", err, out)
+		t.Fatalf("status after the restart: %v %s", err, out)
+	}
+	if s := st.Sessions[0]; s.BeganAt.Before(began) || !s.BeganAt.Before(s.ConnectedAt) {
+		t.Errorf("the resumed session began at %v, reattached at %v; want it begun after %v, before it reattached",
+			s.BeganAt, s.ConnectedAt, began)
 	}
 }
 

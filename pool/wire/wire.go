@@ -6,6 +6,8 @@
 // program stays small.
 package wire
 
+import "time"
+
 // MaxMessageBytes is the largest JSON-RPC message a pool takes, unless
 // told otherwise (pool.Options.MaxMessageBytes): a relaying shim counts
 // the messages it relays up to this size.
@@ -70,6 +72,10 @@ type Resume struct {
 	// MidLine says the client's output may end inside a line the earlier
 	// pool did not finish (LedgerStreamSlot): the new pool ends it first.
 	MidLine bool `json:"midLine,omitempty"`
+	// Began is when the client's session began, with the first pool the
+	// shim was welcomed by, however many it was on since; zero from a shim
+	// before it (the pool then knows only when the session reattached).
+	Began time.Time `json:"began,omitzero"`
 }
 
 // State is a line the pool sends an attached shim while the session
