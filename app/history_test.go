@@ -274,6 +274,27 @@ func TestHistoryStatusSaysWithoutAJournal(t *testing.T) {
 	}
 }
 
+// TestHistoryStatusSaysWhenItsJournalIsTruncated: the journal truncated
+// in place while the pool runs (`: > file`, logrotate's copytruncate) is
+// said in status (journalError) until the pool has made it again. Status
+// used to say nothing: it was the same file, shorter.
+func TestHistoryStatusSaysWhenItsJournalIsTruncated(t *testing.T) {
+	paths := sbHome(t)
+	h := openHistory(paths.History, &config.History{}, slog.New(slog.DiscardHandler))
+	defer h.close()
+
+	if err := os.Truncate(paths.History+"-inflight", 0); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.status(); st.Error != nil || st.JournalError == nil || !strings.Contains(*st.JournalError, "truncated") {
+		t.Errorf("status after the journal was truncated: %+v; want no error, and a journalError that says so", st)
+	}
+	waitHistory(t, "the journal made again", func() bool {
+		fi, err := os.Stat(paths.History + "-inflight")
+		return h.status().JournalError == nil && err == nil && fi.Size() > 0
+	})
+}
+
 // TestHistorySwitchedWhileRunning: a config that switches history off
 // applies at once: no request is recorded from then on, while one in
 // flight then still gets its end recorded (no row left in flight); one

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime/debug"
 	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
@@ -75,14 +76,97 @@ const (
 
 // journal is the mapped file. Its methods are called with the Store's
 // recorder lock held (one writer at a time); a nil *journal does nothing.
+//
+// A file truncated in place under its mapping (`: > file`, cp over it,
+// logrotate's copytruncate) makes a load or store past its new end
+// SIGBUS, which would kill the process: every method that touches the
+// mapping does so with the goroutine's SetPanicOnFault on, and a fault
+// there loses the journal (guard) instead. A lost journal does nothing
+// until the writer maps its file again (moveTo).
 type journal struct {
-	mem       []byte
+	path      string
+	mem       []byte // nil once lost (or closed)
 	unmap     func() error
 	file      os.FileInfo // the file mapped, to tell when another takes its path; the writer's alone
 	free      []int32     // released slots, reused first (fewer pages touched)
 	next      int32       // the first slot never used in this run
 	nWritten  int         // slots in state slotWritten
 	nAnswered int         // slots in state slotAnswered
+	run       int64       // the run reset named
+	// gen counts the mappings lost: a slot handle carries the gen it was
+	// taken in (handle), so that one of a lost mapping, still held by
+	// a request or a row, is none of the mapping that replaced it.
+	gen int32
+	// lost says why the mapping faulted; nil while it works. remapErr
+	// says why the writer could not map the file at the path again.
+	lost, remapErr error
+	// onLose is called, the lock held, when the mapping is lost: the
+	// requests it listed need their rows (a crash must find them).
+	onLose func()
+}
+
+// A slot handle, as take gives it and the other methods take it, is the
+// slot + 1 in its low slotBits, and the journal's gen above them: never
+// 0, which is no slot.
+const (
+	slotBits = 15 // room for journalSlots
+	genMask  = 1<<(31-slotBits) - 1
+)
+
+// handle is slot's handle in this mapping.
+func (j *journal) handle(slot int32) int32 { return j.gen<<slotBits | (slot + 1) }
+
+// index is the slot of handle h, or -1 for none or one of a lost mapping.
+func (j *journal) index(h int32) int32 {
+	if h <= 0 || h>>slotBits != j.gen {
+		return -1
+	}
+	return h&(1<<slotBits-1) - 1
+}
+
+// guard is deferred, with debug.SetPanicOnFault(true), by each method
+// that touches the mapping: it restores the goroutine's setting, and
+// turns a fault on the mapping (its file shrank under it) into the
+// journal's loss. Any other panic goes on.
+func (j *journal) guard(was bool) {
+	debug.SetPanicOnFault(was)
+	if p := recover(); p != nil {
+		if !faultIn(p, j.mem) {
+			panic(p)
+		}
+		j.lose(errShrunk(j.path))
+	}
+}
+
+// errShrunk is why the journal at path was lost: its file shrank under
+// the mapping.
+func errShrunk(path string) error {
+	return fmt.Errorf("journal %s: its file shrank under Switchboard (was it truncated?)", path)
+}
+
+// faultIn says whether p is the panic of a fault (SetPanicOnFault) at an
+// address within mem.
+func faultIn(p any, mem []byte) bool {
+	f, ok := p.(interface{ Addr() uintptr })
+	if !ok || len(mem) == 0 {
+		return false
+	}
+	return f.Addr()-uintptr(unsafe.Pointer(unsafe.SliceData(mem))) < uintptr(len(mem))
+}
+
+// lose stops using the mapping, for why: every slot is forgotten, and the
+// handles given before are none of the next mapping's. The mapping itself
+// stays until the writer unmaps it (moveTo, close).
+func (j *journal) lose(why error) {
+	if j.mem == nil {
+		return
+	}
+	j.mem, j.lost = nil, why
+	j.gen = (j.gen + 1) & genMask
+	j.free, j.next, j.nWritten, j.nAnswered = j.free[:0], 0, 0, 0
+	if j.onLose != nil {
+		j.onLose()
+	}
 }
 
 // journaled is one request a journal lists.
@@ -132,7 +216,7 @@ func openJournal(db string) (*journal, []journaled, error) {
 	if err != nil {
 		return nil, listed, fmt.Errorf("journal %s: %w", path, err)
 	}
-	return &journal{mem: mem, unmap: unmap, file: fi}, listed, nil
+	return &journal{path: path, mem: mem, unmap: unmap, file: fi}, listed, nil
 }
 
 // rewrite gives f, size bytes long, every block of the journalSize bytes
@@ -232,6 +316,8 @@ func (j *journal) reset(run int64) {
 	if j == nil || j.mem == nil {
 		return
 	}
+	defer j.guard(debug.SetPanicOnFault(true))
+	j.run = run
 	clear(j.mem)
 	le := binary.LittleEndian
 	le.PutUint32(j.mem[4:], journalVersion)
@@ -242,13 +328,15 @@ func (j *journal) reset(run int64) {
 	atomic.StoreUint32(j.word(0), journalMagic) // last: a reader sees a whole header or none
 }
 
-// take journals a received request and returns its slot + 1, or 0 when
-// no slot is free. Its name is redacted as its row's is (redactName);
-// texts longer than the slot holds are cut (fit).
-func (j *journal) take(r *reqRow) int32 {
+// take journals a received request and returns its slot's handle, or 0
+// when no slot is free (or the mapping is lost). Its name is redacted as
+// its row's is (redactName); texts longer than the slot holds are cut
+// (fit).
+func (j *journal) take(r *reqRow) (handle int32) {
 	if j == nil || j.mem == nil {
 		return 0
 	}
+	defer j.guard(debug.SetPanicOnFault(true))
 	texts := [5]string{r.session, r.server, r.method, redactName(r.name), r.originalID}
 	total, longest := 0, 0
 	for _, t := range texts {
@@ -284,7 +372,7 @@ func (j *journal) take(r *reqRow) int32 {
 	}
 	b[53] = cut
 	atomic.StoreUint32(j.word(journalHeader+int(slot)*journalSlotSize), slotTaken) // after the fields
-	return slot + 1
+	return j.handle(slot)
 }
 
 // fit cuts texts to fit a slot: journalTexts bytes in all, none over
@@ -328,34 +416,44 @@ func (j *journal) short() bool {
 	return j != nil && int(j.next)-len(j.free) > journalSlots*3/4
 }
 
-// written marks slot's request as written to child pid at µs.
-func (j *journal) written(slot int32, at int64, pid int) {
-	if j == nil || j.mem == nil || slot <= 0 {
+// written marks handle's request as written to child pid at µs.
+func (j *journal) written(handle int32, at int64, pid int) {
+	if j == nil || j.mem == nil {
 		return
 	}
-	b := j.slot(slot - 1)
+	slot := j.index(handle)
+	if slot < 0 {
+		return
+	}
+	defer j.guard(debug.SetPanicOnFault(true))
+	b := j.slot(slot)
 	binary.LittleEndian.PutUint64(b[32:], uint64(at))
 	binary.LittleEndian.PutUint32(b[4:], uint32(int32(pid)))
-	state := j.word(journalHeader + int(slot-1)*journalSlotSize)
+	state := j.word(journalHeader + int(slot)*journalSlotSize)
 	if atomic.LoadUint32(state) != slotWritten {
 		j.nWritten++
 	}
 	atomic.StoreUint32(state, slotWritten)
 }
 
-// answered marks slot's request as answered at µs, and as written to
+// answered marks handle's request as answered at µs, and as written to
 // child pid at written (0: never written): a crash before its end is
 // committed records it as answered, its outcome unknown, not as owed.
-func (j *journal) answered(slot int32, written, at int64, pid int) {
-	if j == nil || j.mem == nil || slot <= 0 {
+func (j *journal) answered(handle int32, written, at int64, pid int) {
+	if j == nil || j.mem == nil {
 		return
 	}
-	b := j.slot(slot - 1)
+	slot := j.index(handle)
+	if slot < 0 {
+		return
+	}
+	defer j.guard(debug.SetPanicOnFault(true))
+	b := j.slot(slot)
 	le := binary.LittleEndian
 	le.PutUint64(b[32:], uint64(written))
 	le.PutUint64(b[40:], uint64(at))
 	le.PutUint32(b[4:], uint32(int32(pid)))
-	state := j.word(journalHeader + int(slot-1)*journalSlotSize)
+	state := j.word(journalHeader + int(slot)*journalSlotSize)
 	switch atomic.LoadUint32(state) {
 	case slotAnswered:
 		return
@@ -366,12 +464,17 @@ func (j *journal) answered(slot int32, written, at int64, pid int) {
 	atomic.StoreUint32(state, slotAnswered)
 }
 
-// release frees slot: its request ended.
-func (j *journal) release(slot int32) {
-	if j == nil || j.mem == nil || slot <= 0 {
+// release frees handle's slot: its request ended.
+func (j *journal) release(handle int32) {
+	if j == nil || j.mem == nil {
 		return
 	}
-	state := j.word(journalHeader + int(slot-1)*journalSlotSize)
+	slot := j.index(handle)
+	if slot < 0 {
+		return
+	}
+	defer j.guard(debug.SetPanicOnFault(true))
+	state := j.word(journalHeader + int(slot)*journalSlotSize)
 	switch atomic.LoadUint32(state) {
 	case slotWritten:
 		j.nWritten--
@@ -379,26 +482,51 @@ func (j *journal) release(slot int32) {
 		j.nAnswered--
 	}
 	atomic.StoreUint32(state, slotFree)
-	j.free = append(j.free, slot-1)
+	j.free = append(j.free, slot)
 }
 
 // moveTo makes j write into fresh, a journal just mapped from the file
-// that took the place of j's, with all that j lists. It returns the unmap
-// of j's old mapping, for the caller to call once the lock is released.
+// at its path: with all that j lists, or, when j's mapping is lost (or
+// faults as it is copied), empty for its run. It returns the unmap of
+// j's old mapping, for the caller to call once the lock is released.
 func (j *journal) moveTo(fresh *journal) (unmap func() error) {
-	copy(fresh.mem, j.mem)
+	kept := j.copyTo(fresh.mem)
 	unmap = j.unmap
-	j.mem, j.unmap, j.file = fresh.mem, fresh.unmap, fresh.file
+	j.mem, j.unmap, j.file, j.lost, j.remapErr = fresh.mem, fresh.unmap, fresh.file, nil, nil
+	if !kept {
+		j.reset(j.run)
+	}
 	return unmap
 }
 
-// close unmaps the journal, leaving the file as it is.
+// copyTo copies the mapping to mem, and says whether it could: not when
+// it is lost, or faults.
+func (j *journal) copyTo(mem []byte) (ok bool) {
+	if j.mem == nil {
+		return false
+	}
+	was := debug.SetPanicOnFault(true)
+	defer func() { // guard's, for either mapping
+		debug.SetPanicOnFault(was)
+		if p := recover(); p != nil {
+			if !faultIn(p, j.mem) && !faultIn(p, mem) {
+				panic(p)
+			}
+			j.lose(errShrunk(j.path))
+		}
+	}()
+	copy(mem, j.mem)
+	return true
+}
+
+// close unmaps the journal, lost or not, leaving the file as it is.
 func (j *journal) close() error {
-	if j == nil || j.mem == nil {
+	if j == nil || j.unmap == nil {
 		return nil
 	}
-	j.mem = nil
-	return j.unmap()
+	unmap := j.unmap
+	j.mem, j.unmap = nil, nil
+	return unmap()
 }
 
 func (j *journal) slot(i int32) []byte {
@@ -439,10 +567,11 @@ func readJournalStop(db string) journalStop {
 
 // markStopped records in the journal that its run stopped cleanly at
 // (Unix µs); false when it is not mapped (markStoppedFile then).
-func (j *journal) markStopped(at int64) bool {
+func (j *journal) markStopped(at int64) (mapped bool) {
 	if j == nil || j.mem == nil {
 		return false
 	}
+	defer j.guard(debug.SetPanicOnFault(true))
 	binary.LittleEndian.PutUint64(j.mem[journalStoppedAt:], uint64(at))
 	return true
 }

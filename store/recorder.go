@@ -38,7 +38,7 @@ type recorder struct {
 // openReq is a request in flight.
 type openReq struct {
 	row  reqRow
-	slot int32 // journal slot + 1; 0 if not journaled
+	slot int32 // journal slot handle (journal.take); 0 if not journaled
 	// rowed says its in-flight row has been handed to the writer: its
 	// end updates that row.
 	rowed      bool
@@ -60,9 +60,9 @@ type reqRow struct {
 	// exists says the row may be in the database already (an in-flight
 	// row): the writer updates it.
 	exists bool
-	// slot is the ended request's journal slot + 1, freed once its row is
-	// committed: until then the journal says it was answered, so a crash
-	// before the commit leaves it recorded as answered (its outcome
+	// slot is the ended request's journal slot handle, freed once its row
+	// is committed: until then the journal says it was answered, so a
+	// crash before the commit leaves it recorded as answered (its outcome
 	// unknown) rather than lost.
 	slot int32
 }
@@ -193,6 +193,21 @@ func (r *recorder) receivedLocked(e pool.Event) bool {
 	}
 	r.waitTail = q
 	return true
+}
+
+// journalLostLocked gives the requests the journal listed that have no
+// row yet (those on the waiting list) their in-flight rows now, as
+// receivedLocked does for one without a slot: the journal lost them, and
+// a crash must find them. It returns how many it could not queue.
+func (r *recorder) journalLostLocked() (dropped int) {
+	for q := r.waitHead; q != nil; q = r.waitHead {
+		r.unwaitLocked(q)
+		q.rowed = true
+		if !r.addRowLocked(q.row, maxOpen) {
+			dropped++
+		}
+	}
+	return dropped
 }
 
 // endedLocked is the row of a request that ended with e.

@@ -174,34 +174,53 @@ func (w *writer) readRows(q string) ([][]any, error) {
 	return out, rows.Err()
 }
 
-// checkJournal maps the journal again from a file made at its path when
-// its file left it (deleted, replaced), with all it lists: a crash must
-// find it there. What a file put in its place listed is not this run's.
+// checkJournal maps the journal again from the file at its path when
+// that is not the file mapped whole: deleted, replaced, or truncated in
+// place (a store past its new end would fault), or when a store faulted
+// already (the mapping is lost): a crash must find it there. What the
+// journal listed goes with it into the new file, unless its mapping is
+// lost or shrank (its requests then got their rows: journalLostLocked);
+// what a file put in its place listed is not this run's.
 func (w *writer) checkJournal() {
 	r := &w.s.rec
 	j := r.journal
 	if j == nil || j.file == nil {
 		return // none, or not mapped (history off)
 	}
-	fi, err := fileid.Stat(journalPath(w.s.path))
-	if err == nil && os.SameFile(j.file, fi) || err != nil && !errors.Is(err, fs.ErrNotExist) {
+	r.mu.Lock()
+	lost := j.lost != nil
+	r.mu.Unlock()
+	path := journalPath(w.s.path)
+	fi, err := fileid.Stat(path)
+	same := err == nil && os.SameFile(j.file, fi)
+	shrunk := same && fi.Size() < journalSize
+	if !lost && !shrunk && (same || err != nil && !errors.Is(err, fs.ErrNotExist)) {
 		return
 	}
+	if (lost || shrunk) && w.journalErr == "" { // said once, not at each try
+		w.s.log.Warn("history: the journal of requests in flight shrank while Switchboard runs (was it truncated?): the requests it listed get their rows, and it is made again",
+			"path", path)
+	}
 	fresh, _, err := openJournal(w.s.path)
+	r.mu.Lock()
+	if shrunk {
+		j.lose(errShrunk(path)) // the next store past its end would fault
+	}
 	if err != nil {
+		j.remapErr = err
+		r.mu.Unlock()
 		if w.journalErr != err.Error() {
-			w.s.log.Warn("history: the journal of requests in flight was deleted and cannot be made again: a crash loses those of the last batch",
+			w.s.log.Warn("history: the journal of requests in flight was deleted, replaced or truncated and cannot be made again: a crash loses those of the last batch",
 				"err", err)
 		}
 		w.journalErr = err.Error()
 		return
 	}
-	w.journalErr = ""
-	r.mu.Lock()
 	unmap := j.moveTo(fresh)
 	r.mu.Unlock()
+	w.journalErr = ""
 	if err := unmap(); err != nil {
-		w.s.log.Warn("history: unmap the journal that was deleted", "err", err)
+		w.s.log.Warn("history: unmap the journal that was deleted, replaced or truncated", "err", err)
 	}
-	w.s.log.Info("history: recreated the journal of requests in flight", "path", journalPath(w.s.path))
+	w.s.log.Info("history: recreated the journal of requests in flight", "path", path)
 }

@@ -21,6 +21,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -316,6 +317,14 @@ func (s *Store) openWritable() error {
 		j = nil
 	}
 	s.rec.init(s.run, j)
+	if j != nil {
+		j.onLose = func() { // the lock held
+			s.dropped.Add(uint64(s.rec.journalLostLocked()))
+			if s.rec.wakeLocked() {
+				notify(s.wake)
+			}
+		}
+	}
 	return s.openReaders()
 }
 
@@ -585,8 +594,43 @@ func (s *Store) Journaled() (listed, written int) {
 // JournalErr says why the Store records without its journal of the
 // requests in flight (its file cannot be made, or the disk has no room
 // for it): a crash then loses the requests that had no row yet. Nil when
-// it has one, and for a read-only Store.
-func (s *Store) JournalErr() error { return s.journalErr }
+// it has one, and for a read-only Store. When the journal's file was
+// deleted, replaced or truncated while the Store runs, it says so until
+// the writer has made it again (it is asked to at once); meanwhile each
+// request in flight gets its row at the next batch.
+func (s *Store) JournalErr() error {
+	if s.journalErr != nil {
+		return s.journalErr
+	}
+	r := &s.rec
+	r.mu.Lock()
+	j := r.journal
+	var mapped os.FileInfo
+	var err, remapErr error
+	if j != nil && j.unmap != nil {
+		mapped, remapErr = j.file, j.remapErr
+		err = cmp.Or(remapErr, j.lost)
+	}
+	r.mu.Unlock()
+	if mapped == nil {
+		return nil
+	}
+	if err == nil {
+		fi, serr := fileid.Stat(journalPath(s.path))
+		if serr == nil && os.SameFile(mapped, fi) && fi.Size() >= journalSize || serr != nil && !errors.Is(serr, fs.ErrNotExist) {
+			return nil
+		}
+		err = fmt.Errorf("journal %s: %w", journalPath(s.path), errJournalGone)
+	}
+	if remapErr == nil && s.recheck != nil { // a failed try is tried again at the writer's next check
+		notify(s.recheck)
+	}
+	return fmt.Errorf("history: without the journal of requests in flight until it is made again: %w", err)
+}
+
+// errJournalGone says the journal's file is not the one mapped whole:
+// deleted, replaced, or truncated in place.
+var errJournalGone = errors.New("the file was deleted, replaced or truncated while Switchboard runs")
 
 // Run is this Store's run id; 0 for a read-only Store.
 func (s *Store) Run() int64 { return s.run }

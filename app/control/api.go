@@ -87,8 +87,10 @@ type HistoryStatus struct {
 	// JournaledWritten of Journaled were written to a child.
 	JournaledWritten int `json:"journaledWritten"`
 	// JournalError, when set, says why requests are recorded without the
-	// crash journal (no room on the disk for it, say): a crash then loses
-	// the requests in flight that had no row yet.
+	// crash journal (no room on the disk for it, say; or its file was
+	// deleted, replaced or truncated while the pool runs, until the pool
+	// has made it again): a crash then loses the requests in flight that
+	// had no row yet.
 	JournalError *string `json:"journalError,omitempty"`
 }
 
