@@ -274,11 +274,13 @@ func TestHistoryStatusSaysWithoutAJournal(t *testing.T) {
 	}
 }
 
-// TestHistoryStatusSaysWhenItsJournalIsTruncated: the journal truncated
-// in place while the pool runs (`: > file`, logrotate's copytruncate) is
-// said in status (journalError) until the pool has made it again. Status
-// used to say nothing: it was the same file, shorter.
-func TestHistoryStatusSaysWhenItsJournalIsTruncated(t *testing.T) {
+// TestHistoryStatusSaysWhenItsFilesAreTruncated: the journal or the
+// database truncated in place while the pool runs (`: > file`,
+// logrotate's copytruncate) is said in status (journalError, error) until
+// the pool has made it again, and `history` refuses the empty database
+// (deleting nothing) rather than call it an older schema. Status used to
+// say nothing of either: both were the same files, shorter.
+func TestHistoryStatusSaysWhenItsFilesAreTruncated(t *testing.T) {
 	paths := sbHome(t)
 	h := openHistory(paths.History, &config.History{}, slog.New(slog.DiscardHandler))
 	defer h.close()
@@ -293,6 +295,20 @@ func TestHistoryStatusSaysWhenItsJournalIsTruncated(t *testing.T) {
 		fi, err := os.Stat(paths.History + "-inflight")
 		return h.status().JournalError == nil && err == nil && fi.Size() > 0
 	})
+
+	if err := os.Truncate(paths.History, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := History(context.Background(), HistoryQuery{}); err == nil || !strings.Contains(err.Error(), "empty or damaged (was it truncated?)") {
+		t.Errorf("history of the truncated database: %v; want it refused as empty", err)
+	}
+	if st := h.status(); st.Error == nil || !strings.Contains(*st.Error, "truncated") {
+		t.Errorf("status after the database was truncated: %+v; want an error that says so", st)
+	}
+	waitHistory(t, "the database made again", func() bool { return h.status().Error == nil })
+	if got, err := History(context.Background(), HistoryQuery{}); err != nil || len(got) != 0 {
+		t.Errorf("history of the database made again: %v, %v; want no request, no error", got, err)
+	}
 }
 
 // TestHistorySwitchedWhileRunning: a config that switches history off

@@ -69,13 +69,23 @@ func (w *writer) stillThere(f os.FileInfo) bool {
 func (w *writer) reopen(now time.Time) {
 	s := w.s
 	if w.conn != nil {
-		s.log.Warn("history: the database file was deleted or replaced while Switchboard runs: making it again at its path (what it held is not in the new one)",
+		s.log.Warn("history: the database file was deleted, replaced or truncated while Switchboard runs: making it again at its path (what it held is not in the new one)",
 			"path", s.path)
 		c, err := w.carry()
 		if err != nil {
 			s.log.Warn("history: the children and sessions open cannot be read from the file that left: the new one lacks them", "err", err)
 		}
 		w.carried = c
+		if s.fileTruncated() {
+			// Still at its path, it is one SQLite would write its WAL's
+			// pages back into as it closes it, making a damaged file there:
+			// moved aside, it is one that left, which SQLite leaves as it is.
+			if aside, err := moveAside(s.path, now, "", "-wal", "-shm"); err != nil {
+				s.log.Warn("history: move the truncated database file aside", "err", err)
+			} else {
+				s.log.Warn("history: moved what is left of the truncated database file aside", "aside", aside)
+			}
+		}
 		w.close()
 		s.rdb().Close()
 		s.wdb.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +206,68 @@ func TestReplacedByAnotherHistory(t *testing.T) {
 	}
 	if r := readRequests(t, path)[2]; r.Status != pool.StatusOK || r.Run != s.Run() {
 		t.Errorf("request 2 in the file made again: %+v, want ok, of run %d", r, s.Run())
+	}
+}
+
+// A database file truncated in place while the store runs (`: > file`,
+// logrotate's copytruncate) is the same file, with nothing in it: it is
+// said to be gone, what is left of it is moved aside (SQLite would write
+// its WAL's pages back into it as it closed it), and a new one is made at
+// the path with the run and what it has open. A read-only open of it
+// meanwhile (`switchboard history`) refuses it as it is, and deletes
+// nothing: SQLite reads a file with no page as an empty database and
+// deletes the WAL beside it, the running store's. It used to say nothing
+// (the same file), the read-only open said "older schema (schema version
+// 0)" and deleted the WAL, and what the store wrote from then on went into
+// the deleted WAL, lost at the stop.
+func TestTruncatedFileIsRecreated(t *testing.T) {
+	path := dbPath(t)
+	s := openT(t, path, &Options{FlushInterval: time.Hour})
+	now := time.Now()
+	s.Record(pool.Event{Kind: pool.EventBackendStarted, Time: now, Server: "srv", PID: 4242, ProcessStart: now,
+		Command: []string{"srv-mcp"}})
+	s.Record(received(1, "s1", "tools/call", "before", now))
+	s.Record(done(1, "s1", "tools/call", "before", pool.StatusOK, 4242, now))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	wal, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	const refused = "history.db is empty or damaged (was it truncated?)"
+	if _, err := OpenReadOnly(path); err == nil || !strings.Contains(err.Error(), refused) {
+		t.Errorf("read-only open of the truncated file: %v; want %q", err, refused)
+	}
+	if now, err := os.Stat(path + "-wal"); err != nil || !os.SameFile(wal, now) {
+		t.Errorf("the WAL after a read-only open of the truncated file: %v; want it left as it was", err)
+	}
+	if _, err := ReadChildrenOfEarlierRuns(context.Background(), path); err == nil || !strings.Contains(err.Error(), refused) {
+		t.Errorf("children of earlier runs from the truncated file: %v; want %q", err, refused)
+	}
+
+	if err := s.Err(); !errors.Is(err, errFileGone) || !strings.Contains(err.Error(), "truncated") {
+		t.Errorf("Err after the file was truncated: %v, want it to say so", err)
+	}
+	waitFor(t, "the database file made again", func() bool { return s.Err() == nil })
+	aside, _ := filepath.Glob(path + ".damaged-*")
+	if len(aside) == 0 {
+		t.Error("what was left of the truncated file was not moved aside")
+	}
+	s.Record(received(2, "s1", "tools/call", "after", now))
+	s.Record(done(2, "s1", "tools/call", "after", pool.StatusOK, 4242, now))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := readRequests(t, path)
+	if r := got[2]; r.Status != pool.StatusOK || r.Run != s.Run() {
+		t.Errorf("the request recorded after the truncation: %+v, want ok, of run %d", r, s.Run())
+	}
+	if children, err := ReadChildrenOfEarlierRuns(context.Background(), path); err != nil || len(children) != 1 || children[0].PID != 4242 {
+		t.Errorf("children of earlier runs in the new file: %+v, %v; want child 4242, never seen to exit", children, err)
 	}
 }

@@ -261,8 +261,13 @@ func Open(path string, opts *Options) (*Store, error) {
 // PATH.damaged-TIME, so that a fresh one can start where it was and the
 // old one stays for inspection. It returns the new name.
 func MoveAside(path string, now time.Time) (string, error) {
+	return moveAside(path, now, "", "-wal", "-shm", "-inflight")
+}
+
+// moveAside is MoveAside of the files of path with suffixes.
+func moveAside(path string, now time.Time, suffixes ...string) (string, error) {
 	aside := path + ".damaged-" + now.Format("20060102-150405")
-	for _, suffix := range []string{"", "-wal", "-shm", "-inflight"} {
+	for _, suffix := range suffixes {
 		if err := os.Rename(path+suffix, aside+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("move the damaged history aside: %w", err)
 		}
@@ -403,8 +408,15 @@ func ReadChildrenOfEarlierRuns(ctx context.Context, path string) ([]ChildRecord,
 // openReadOnly is OpenReadOnly accepting any schema version from oldest
 // on; the caller reads only what that version already had.
 func openReadOnly(path string, oldest int) (*Store, error) {
-	if _, err := os.Stat(path); err != nil {
+	fi, err := os.Stat(path)
+	if err != nil {
 		return nil, fmt.Errorf("history %s: %w", path, err)
+	}
+	if fi.Size() < minDBSize {
+		// SQLite reads a file with no page as an empty database (schema
+		// version 0), and deletes the WAL beside it: a running writer's,
+		// whose writes would go on into the deleted file.
+		return nil, fmt.Errorf("history: %s is empty or damaged (was it truncated?): %d bytes, no database", path, fi.Size())
 	}
 	s := &Store{path: path, opts: (*Options)(nil).withDefaults()}
 	s.log = s.opts.Logger
@@ -539,8 +551,9 @@ func (s *Store) RecordConfigReload(c ConfigReload) {
 func (s *Store) Dropped() uint64 { return s.dropped.Load() }
 
 // Err is the writer's last error, or nil once a later write succeeded.
-// When the database file was deleted or replaced while it was open, it
-// says so until the writer has recreated it (it is asked to at once).
+// When the database file was deleted, replaced or truncated while it was
+// open, it says so until the writer has recreated it (it is asked to at
+// once).
 func (s *Store) Err() error {
 	s.errMu.Lock()
 	err := s.lastErr
@@ -553,24 +566,47 @@ func (s *Store) Err() error {
 }
 
 // errFileGone says the database file open for writing is no longer at
-// its path: deleted, or replaced by another file.
-var errFileGone = errors.New("the database file was deleted or replaced while Switchboard runs")
+// its path whole: deleted, replaced by another file, or truncated in
+// place.
+var errFileGone = errors.New("the database file was deleted, replaced or truncated while Switchboard runs")
+
+// minDBSize is the size of the smallest database file that holds a page
+// (SQLite's smallest page size): a shorter one has lost its header.
+const minDBSize = 512
 
 // fileGone says whether the file at s.path is not the database file open
-// for writing (dbFile): there is none, or another one. A path it cannot
-// look at (no permission) tells nothing.
+// for writing (dbFile) whole: there is none, another one, or it was
+// truncated in place (fileTruncated). A path it cannot look at (no
+// permission) tells nothing.
 func (s *Store) fileGone() bool {
+	gone, _ := s.fileLeft()
+	return gone
+}
+
+// fileTruncated says whether the file at s.path is the database file open
+// for writing, truncated in place (`: > file`, logrotate's copytruncate):
+// too short to hold its header.
+func (s *Store) fileTruncated() bool {
+	_, truncated := s.fileLeft()
+	return truncated
+}
+
+func (s *Store) fileLeft() (gone, truncated bool) {
 	s.errMu.Lock()
 	open := s.dbFile
 	s.errMu.Unlock()
 	if open == nil {
-		return false
+		return false, false
 	}
 	fi, err := fileid.Stat(s.path)
 	if err != nil {
-		return errors.Is(err, fs.ErrNotExist)
+		return errors.Is(err, fs.ErrNotExist), false
 	}
-	return !os.SameFile(open, fi)
+	if !os.SameFile(open, fi) {
+		return true, false
+	}
+	truncated = fi.Size() < minDBSize
+	return truncated, truncated
 }
 
 func (s *Store) setErr(err error) {

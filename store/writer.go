@@ -47,8 +47,8 @@ type writer struct {
 
 	// checked is when the writer last looked whether its database file
 	// is still at its path (checkFile). noDB says why it has no database
-	// (conn nil): the file was deleted or replaced, and could not be
-	// recreated yet.
+	// (conn nil): the file was deleted, replaced or truncated, and could
+	// not be recreated yet.
 	checked time.Time
 	noDB    error
 	carried carried // what the file that left had open, until a new one holds it
