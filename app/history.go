@@ -262,6 +262,10 @@ func (h *historyState) status() control.HistoryStatus {
 			msg := jerr.Error()
 			hs.JournalError = &msg
 		}
+		if rerr := st.Repaired(); rerr != nil {
+			msg := rerr.Error()
+			hs.Repaired = &msg
+		}
 		err = st.Err()
 	} else if why := h.off.Load(); why == &historyOffUntilLoaded {
 		if err == nil {

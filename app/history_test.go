@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -252,6 +253,32 @@ func TestOpenHistory(t *testing.T) {
 	var none *historyState
 	if none.status().Enabled || none.record() != nil || none.close() != nil {
 		t.Error("a nil history is not off")
+	}
+}
+
+// TestOpenHistoryMovesAsideAFileMarkedDamaged: a history that the last
+// run found damaged beyond rebuilding its indexes (it leaves PATH-damaged)
+// is moved aside at the next start, and a fresh one records.
+func TestOpenHistoryMovesAsideAFileMarkedDamaged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.db")
+	st, err := store.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if err := os.WriteFile(path+"-damaged", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := openHistory(path, &config.History{}, slog.New(slog.DiscardHandler))
+	defer h.close()
+	if s := h.status(); !s.Enabled || s.Error != nil {
+		t.Errorf("status %+v, error %v, want a fresh history on", s, s.Error)
+	}
+	if aside, _ := filepath.Glob(path + ".damaged-*"); len(aside) == 0 {
+		t.Error("the file marked damaged was not moved aside")
+	}
+	if _, err := os.Stat(path + "-damaged"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the mark is left: %v", err)
 	}
 }
 

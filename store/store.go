@@ -205,8 +205,9 @@ type Store struct {
 
 	recheck chan struct{} // Err -> writer: the file at path is not the one open
 
-	errMu   sync.Mutex
-	lastErr error // the writer's last failure; nil after a good flush
+	errMu    sync.Mutex
+	lastErr  error // the writer's last failure; nil after a good flush
+	repaired error // why the writer last rebuilt the indexes (Repaired)
 	// dbFile is the database file open for writing: when the file at
 	// path is no longer it (deleted, replaced), the writer recreates it.
 	dbFile os.FileInfo
@@ -235,6 +236,10 @@ func Open(path string, opts *Options) (*Store, error) {
 	if err := createPrivate(path); err != nil {
 		lk.Close()
 		return nil, fmt.Errorf("history %s: %w", path, err)
+	}
+	if _, err := os.Stat(path + damagedSuffix); err == nil {
+		lk.Close()
+		return nil, fmt.Errorf("history %s: %w: an earlier run found damage that rebuilding its indexes did not mend", path, ErrCorrupt)
 	}
 	s := &Store{path: path, opts: o, log: o.Logger, lock: lk}
 	if err := s.openWritable(); err != nil {
@@ -272,8 +277,16 @@ func moveAside(path string, now time.Time, suffixes ...string) (string, error) {
 			return "", fmt.Errorf("move the damaged history aside: %w", err)
 		}
 	}
+	if err := os.Remove(path + damagedSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("move the damaged history aside: %w", err)
+	}
 	return aside, nil
 }
+
+// damagedSuffix names the marker beside a database that the writer found
+// damaged beyond what rebuilding its indexes mends: the next Open reports
+// it as ErrCorrupt, and the app moves it aside (MoveAside removes it).
+const damagedSuffix = "-damaged" // beside the database
 
 // createPrivate creates path 0600 if it does not exist, and makes an
 // existing one 0600 (earlier versions created it 0644).
@@ -607,6 +620,16 @@ func (s *Store) fileLeft() (gone, truncated bool) {
 	}
 	truncated = fi.Size() < minDBSize
 	return truncated, truncated
+}
+
+// Repaired says why the writer rebuilt the database's indexes this run
+// (SQLite found it damaged where quick_check at open does not look: an
+// index entry that no longer matches its row), or nil if it did not.
+// Requests are recorded again after it; status shows it.
+func (s *Store) Repaired() error {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.repaired
 }
 
 func (s *Store) setErr(err error) {

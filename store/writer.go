@@ -58,6 +58,11 @@ type writer struct {
 	refusedAt time.Time
 	// journalErr is why the journal could not be made again, last said.
 	journalErr string
+	// rowsFailed: the last failed batch carried requests; only a batch
+	// that records requests again clears its error (an events-only
+	// batch can succeed on a file whose request rows cannot be written).
+	rowsFailed bool
+	reindexed  bool // the writer rebuilt the indexes once (repair)
 }
 
 // rawInserts are the row inserts, prepared on the driver connection dc
@@ -394,10 +399,15 @@ func (w *writer) write(free bool) bool {
 		return true
 	}
 	err := w.writeTx()
+	if err != nil && isCorrupt(err) {
+		err = w.repair(err)
+	}
 	if err != nil {
 		w.fail(err, len(w.rows)+len(w.events)+len(w.reloads))
-	} else {
+		w.rowsFailed = w.rowsFailed || len(w.rows) > 0
+	} else if len(w.rows) > 0 || !w.rowsFailed {
 		w.s.setErr(nil)
+		w.rowsFailed = false
 	}
 	if err == nil || free {
 		w.s.rec.committed(w.rows)
@@ -474,6 +484,44 @@ func (w *writer) markStopped(at time.Time) error {
 		return nil
 	}
 	return markStoppedFile(w.s.path, w.run, at.UnixMicro())
+}
+
+// repair answers SQLite finding the file damaged (cause) while writing a
+// batch. The common damage, an index entry that no longer matches its
+// row, passes quick_check at open and fails every delete that reaches it
+// (the row cap's, each batch): rebuilding the indexes, once a run, mends
+// it, and the batch is written again. Damage it does not mend marks the
+// file to be moved aside at the next start (damagedSuffix).
+func (w *writer) repair(cause error) error {
+	if w.reindexed || w.conn == nil {
+		return w.markDamaged(cause)
+	}
+	w.reindexed = true
+	if _, err := w.exec("REINDEX"); err != nil {
+		return w.markDamaged(fmt.Errorf("%w; rebuild the indexes: %w", cause, err))
+	}
+	if err := w.writeTx(); err != nil {
+		if isCorrupt(err) {
+			return w.markDamaged(fmt.Errorf("after rebuilding the indexes: %w", err))
+		}
+		return err
+	}
+	w.s.log.Warn("history: the database was damaged: rebuilt its indexes, and recording goes on",
+		"path", w.s.path, "err", cause)
+	w.s.errMu.Lock()
+	w.s.repaired = fmt.Errorf("history %s: rebuilt the indexes at %s after: %w", w.s.path,
+		time.Now().Format(time.RFC3339), cause)
+	w.s.errMu.Unlock()
+	return nil
+}
+
+// markDamaged leaves the marker that makes the next start move the file
+// aside, and returns err saying so.
+func (w *writer) markDamaged(err error) error {
+	if merr := os.WriteFile(w.s.path+damagedSuffix, nil, 0o600); merr != nil {
+		return fmt.Errorf("%w (the file could not be marked to be moved aside: %v)", err, merr)
+	}
+	return fmt.Errorf("%w (it will be moved aside at the next start)", err)
 }
 
 func (w *writer) fail(err error, lost int) {

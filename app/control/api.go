@@ -92,6 +92,10 @@ type HistoryStatus struct {
 	// has made it again): a crash then loses the requests in flight that
 	// had no row yet.
 	JournalError *string `json:"journalError,omitempty"`
+	// Repaired, when set, says that the database was found damaged this
+	// run and its indexes were rebuilt, after which requests are recorded
+	// again.
+	Repaired *string `json:"repaired,omitempty"`
 }
 
 // HTTPStatus is the "http" object of Status.
