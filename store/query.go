@@ -45,10 +45,10 @@ type Request struct {
 	// Abandoned says the request will never be answered: its run ended
 	// (or crashed) with it in flight.
 	Abandoned bool
-	// RunEnded is, for an abandoned request, when its run stopped or,
-	// for one that crashed, its last recorded moment (its last event or
-	// heartbeat, whichever is later): where the request stopped waiting.
-	// Zero when unknown (the run was pruned).
+	// RunEnded is, for an abandoned or unknown request (endsWithRun),
+	// when its run stopped or, for one that crashed, its last recorded
+	// moment (its last event or heartbeat, whichever is later): where the
+	// request stopped waiting. Zero when not known (the run was pruned).
 	RunEnded time.Time
 }
 
@@ -57,13 +57,13 @@ type Request struct {
 func (r Request) WrittenToChild() bool { return !r.Written.IsZero() }
 
 // Age is how long the request waited for an answer: until its answer;
-// for an abandoned one until its run ended (it does not age in a run
-// that is gone); else until now.
+// for an abandoned or unknown one until its run ended (it does not age in
+// a run that is gone); else until now.
 func (r Request) Age(now time.Time) time.Duration {
 	if d, ok := r.Duration(); ok {
 		return d
 	}
-	if !r.Abandoned {
+	if !r.endsWithRun() {
 		return now.Sub(r.Received)
 	}
 	// Its own moments are the least the run lived (the journal can know
@@ -76,6 +76,11 @@ func (r Request) Age(now time.Time) time.Duration {
 	}
 	return end.Sub(r.Received)
 }
+
+// endsWithRun says whether the request stopped waiting when its run
+// ended: abandoned (a crash, or a stop with it in flight), or unknown (a
+// clean stop lost its end).
+func (r Request) endsWithRun() bool { return r.Abandoned || r.Status == StatusUnknown }
 
 // Duration is how long the request took, if it was answered.
 func (r Request) Duration() (time.Duration, bool) {
@@ -478,13 +483,13 @@ func (s *Store) queryRequests(ctx context.Context, live int64, q string, args ..
 	return queryAll(ctx, s.rdb(), "query requests", func(sc scanner) (Request, error) { return scanRequest(sc, live) }, q, args...)
 }
 
-// withRunEnds sets RunEnded on the abandoned requests of rows, reading
-// each run's end once.
+// withRunEnds sets RunEnded on the requests of rows that ended with their
+// run (endsWithRun), reading each run's end once.
 func (s *Store) withRunEnds(ctx context.Context, rows []Request) error {
 	ends := map[int64]time.Time{}
 	for i := range rows {
 		r := &rows[i]
-		if !r.Abandoned {
+		if !r.endsWithRun() {
 			continue
 		}
 		end, ok := ends[r.Run]

@@ -132,3 +132,40 @@ func TestStopUnderAnotherProgramsLockChildrenOnly(t *testing.T) {
 		}
 	}
 }
+
+// A request still open at a clean stop is unknown: it waited until its
+// run stopped, not for ever. Its age is bounded by the run's end, as an
+// abandoned request's is.
+func TestUnknownRequestAgesUntilItsRunEnded(t *testing.T) {
+	path := dbPath(t)
+	ctx := context.Background()
+	s := openT(t, path, &Options{FlushInterval: time.Hour})
+	run := s.Run()
+	s.Record(received(1, "s1", "tools/call", "endless", time.Now().Add(-time.Second)))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next := openT(t, path, nil)
+	runs, err := next.Runs(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ended time.Time
+	for _, r := range runs {
+		if r.ID == run {
+			ended = r.Ended
+		}
+	}
+	rs, err := next.Requests(ctx, Filter{Run: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Status != StatusUnknown || ended.IsZero() {
+		t.Fatalf("requests %+v, run ended %v; want one unknown request of an ended run", rs, ended)
+	}
+	r := rs[0]
+	want := ended.Sub(r.Received)
+	if got := r.Age(time.Now().Add(time.Hour)); got != want {
+		t.Errorf("an unknown request's age an hour on: %v, want %v (until its run ended)", got, want)
+	}
+}
