@@ -35,10 +35,12 @@ func dbValue(t *testing.T, path, q string, dst any) {
 	}
 }
 
-// damageIndex changes the first key of index (a one-page index) in the
-// file at path, so that its entry no longer matches its row: damage that
-// quick_check does not look for.
-func damageIndex(t *testing.T, path, index string) {
+// damageIndex changes the key of row's entry in index (a one-page index)
+// in the file at path, so that the entry no longer matches its row:
+// damage that quick_check does not look for. The store may have the file
+// open: the checkpoint moves every page into the file, and makes its
+// connections read them again.
+func damageIndex(t *testing.T, path, index string, row int64) {
 	t.Helper()
 	execSQL(t, path, "PRAGMA wal_checkpoint(TRUNCATE)")
 	var pageSize, root int64
@@ -56,19 +58,31 @@ func damageIndex(t *testing.T, path, index string) {
 	if page[0] != 0x0a {
 		t.Fatalf("page %d of %s is of type %#x, want a leaf index page (0x0a)", root, index, page[0])
 	}
-	// The first cell: its payload size (one byte here), the record's
-	// header size and the first column's serial type (an integer), then
-	// that column: its last byte changes.
-	cell := int(page[8])<<8 | int(page[9])
-	hdr, typ := int(page[cell+1]), page[cell+2]
-	size := map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 6, 6: 8}[typ]
-	if page[cell] >= 0x80 || size == 0 {
-		t.Fatalf("unexpected cell in %s: payload %#x, serial type %d", index, page[cell], typ)
+	// Each cell: its payload size (one byte here), then a record of two
+	// integers, the key and the row id: its header size and their serial
+	// types, then their values, big-endian.
+	size := map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 6, 6: 8}
+	for i := range int(page[3])<<8 | int(page[4]) {
+		cell := int(page[8+2*i])<<8 | int(page[9+2*i])
+		hdr, keySize, idSize := int(page[cell+1]), size[page[cell+2]], size[page[cell+3]]
+		if page[cell] >= 0x80 || hdr != 3 || keySize == 0 || idSize == 0 {
+			t.Fatalf("unexpected cell in %s: % x", index, page[cell:cell+4])
+		}
+		key := cell + 1 + hdr
+		var id int64
+		for _, b := range page[key+keySize : key+keySize+idSize] {
+			id = id<<8 | int64(b)
+		}
+		if id != row {
+			continue
+		}
+		last := key + keySize - 1
+		if _, err := f.WriteAt([]byte{page[last] ^ 0x01}, (root-1)*pageSize+int64(last)); err != nil {
+			t.Fatal(err)
+		}
+		return
 	}
-	off := (root-1)*pageSize + int64(cell+1+hdr+size-1)
-	if _, err := f.WriteAt([]byte{page[cell+1+hdr+size-1] ^ 0x01}, off); err != nil {
-		t.Fatal(err)
-	}
+	t.Fatalf("row %d is not in %s", row, index)
 }
 
 // An index entry that no longer matches its row passes quick_check at
@@ -83,8 +97,9 @@ func TestWriterRebuildsADamagedIndex(t *testing.T) {
 	if err := recordRequests(t, s, 1, maxRows); err != nil {
 		t.Fatal(err)
 	}
+	run := s.Run()
 	s.Close()
-	damageIndex(t, path, "request_log_time")
+	damageIndex(t, path, "request_log_time", run<<40|64) // the oldest row in the index: the first the cap deletes
 	var check string
 	dbValue(t, path, "PRAGMA integrity_check", &check)
 	if !strings.Contains(check, "missing from index request_log_time") {
@@ -163,4 +178,38 @@ func TestOpenReportsAFileMarkedDamaged(t *testing.T) {
 		t.Errorf("the mark is left after moving the file aside: %v", err)
 	}
 	openT(t, path, nil).Close()
+}
+
+// Damage that rebuilding the indexes does not mend (here, damage again
+// after a rebuild, in the same run) keeps its error in Err, batches of
+// events only included, and marks the file: the next Open reports it as
+// ErrCorrupt, for the app to move it aside.
+func TestWriterMarksDamageARebuildDoesNotMend(t *testing.T) {
+	path := dbPath(t)
+	const maxRows = 256
+	s := openT(t, path, &Options{MaxRows: maxRows, FlushInterval: time.Hour, BatchSize: 1 << 20})
+	run := s.Run()
+	if err := recordRequests(t, s, 1, maxRows); err != nil {
+		t.Fatal(err)
+	}
+	damageIndex(t, path, "request_log_time", run<<40|64)
+	if err := recordRequests(t, s, maxRows+1, maxRows+64); err != nil {
+		t.Fatalf("recording after the first damage: %v, want the indexes rebuilt", err)
+	}
+	damageIndex(t, path, "request_log_time", run<<40|128)
+	err := recordRequests(t, s, maxRows+65, maxRows+128)
+	if err == nil || !strings.Contains(err.Error(), "malformed") || !strings.Contains(err.Error(), "moved aside at the next start") {
+		t.Fatalf("recording after damage again: %v, want it malformed, to be moved aside", err)
+	}
+	s.Record(pool.Event{Kind: pool.EventSessionOpened, Time: at(time.Second), Server: "srv", Session: "s2"})
+	if err := s.flush(); err == nil || !strings.Contains(err.Error(), "malformed") {
+		t.Errorf("after a batch of events only: %v, want the damage still said", err)
+	}
+	s.Close()
+	if s, err := Open(path, nil); !errors.Is(err, ErrCorrupt) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open of the file found damaged: %v, want ErrCorrupt", err)
+	}
 }
