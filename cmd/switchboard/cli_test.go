@@ -210,11 +210,15 @@ func serveWith(t *testing.T, cmd *exec.Cmd, home string, env ...string) *instanc
 	return in
 }
 
-// run runs the CLI against this instance.
+// run runs the CLI against this instance. A failure's error carries
+// what the command said on stderr, for the test's message.
 func (in *instance) run(args ...string) (string, error) {
 	cmd := exec.Command(sbBin, args...)
 	cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+in.home)
 	out, err := cmd.Output()
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && len(ee.Stderr) > 0 {
+		err = fmt.Errorf("%w; stderr: %s", err, bytes.TrimSpace(ee.Stderr))
+	}
 	return string(out), err
 }
 

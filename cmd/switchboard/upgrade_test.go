@@ -377,12 +377,24 @@ func copyFile(t *testing.T, from, to string) {
 // SWITCHBOARD_UPGRADE_SPAWN) and no child is carried, an upgrade starts the
 // new binary as a process of its own and the old one exits: the new one
 // takes the instance lock, the sessions resume with it, no call fails.
+// The new program starts slowly, as a race-built one on a loaded machine
+// does: well after the old one has exited.
 func TestUpgradeBySpawningANewProcess(t *testing.T) {
-	other := filepath.Join(shortDir(t), "switchboard")
-	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = version ]; then echo '{\"version\":\"0.0.2-spawned\",\"handover\":0}'; exit 0; fi\nexec %s \"$@\"\n", sbBin)
+	dir := shortDir(t)
+	other, spawnedLog := filepath.Join(dir, "switchboard"), filepath.Join(dir, "spawned.log")
+	// The new program writes its log to a file: the old one's output is a
+	// pipe the test stops reading a second after the old one exits
+	// (serveWith's WaitDelay), and a Go program whose log write finds that
+	// pipe closed dies of SIGPIPE.
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = version ]; then echo '{\"version\":\"0.0.2-spawned\",\"handover\":0}'; exit 0; fi\nsleep 2\nexec %s \"$@\" >>%s 2>&1\n", sbBin, spawnedLog)
 	if err := os.WriteFile(other, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { // last, once the new pool has stopped
+		if b, _ := os.ReadFile(spawnedLog); t.Failed() {
+			t.Logf("the new program's log:\n%s", b)
+		}
+	})
 	home := homeDir(t)
 	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(noClientStarts(fakeConfig(t))), 0o600); err != nil {
 		t.Fatal(err)
