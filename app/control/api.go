@@ -15,6 +15,14 @@
 //	POST /v1/make-way           MakeWayRequest -> MakeWayAccepted: stop for the tray app that asks (409 unless a client started this headless pool)
 //	POST /v1/quit               QuitAccepted: stop as the tray's Quit does (409 while an upgrade is under way)
 //	GET  /v1/stacks             every goroutine's stack, as text
+//
+// Every POST is an action. The client sends with it the time by which
+// the pool must begin it (the Switchboard-Deadline header, RFC 3339); the
+// pool answers such a request 102 Processing as it reads it, and refuses
+// it (408, not done) when that time has passed, is further ahead of its
+// clock than a client sets, or the client has gone. A client with no
+// answer by then has given up, saying nothing was done: a pool stopped
+// or stuck reads the request only when it runs again.
 package control
 
 import (

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/leaks"
@@ -23,10 +24,9 @@ type Client struct {
 }
 
 // NewClient is a client of the control socket at sock. Nothing is dialled
-// until a call.
+// until a call. Each call is bounded by its own rule (question, act).
 func NewClient(sock string) *Client {
 	return &Client{hc: &http.Client{
-		Timeout: time.Minute,
 		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			c, err := localsock.Dial(ctx, sock)
 			if err != nil {
@@ -141,7 +141,7 @@ func (c *Client) Quit(ctx context.Context) (QuitAccepted, error) {
 func (c *Client) Stacks(ctx context.Context, w io.Writer) error {
 	ctx, cancel := question(ctx, "/v1/stacks")
 	defer cancel()
-	resp, err := c.send(ctx, http.MethodGet, "/v1/stacks", nil)
+	resp, err := c.send(ctx, http.MethodGet, "/v1/stacks", nil, time.Time{})
 	if err != nil {
 		return unanswered(ctx, err)
 	}
@@ -150,14 +150,15 @@ func (c *Client) Stacks(ctx context.Context, w io.Writer) error {
 	return unanswered(ctx, err)
 }
 
-// do sends body (GET: none) and decodes a 200 answer into v.
+// do sends body (GET: none) and decodes a 200 answer into v: a question
+// (GET) or an action (POST, act).
 func (c *Client) do(ctx context.Context, method, path string, body, v any) error {
-	if method == http.MethodGet {
-		var cancel context.CancelFunc
-		ctx, cancel = question(ctx, path)
-		defer cancel()
+	if method != http.MethodGet {
+		return c.act(ctx, path, body, v)
 	}
-	resp, err := c.send(ctx, method, path, body)
+	ctx, cancel := question(ctx, path)
+	defer cancel()
+	resp, err := c.send(ctx, method, path, body, time.Time{})
 	if err != nil {
 		return unanswered(ctx, err)
 	}
@@ -166,10 +167,55 @@ func (c *Client) do(ctx context.Context, method, path string, body, v any) error
 }
 
 // QuestionTimeout bounds a question to the pool (status, config, leaks,
-// stacks): a pool that works answers at once, and one that is stuck must
-// not hold the user at the command it runs to find out why. Actions
-// (kill, upgrade) have the client's minute. A var for tests.
+// stacks), and the wait for it to take an action (act): a pool that works
+// answers at once, and one that is stuck must not hold the user at the
+// command it runs to find out why. A var for tests.
 var QuestionTimeout = 15 * time.Second
+
+// actionTimeout bounds an action the pool has taken (an upgrade checks
+// the new binary first, a kill gives the process 2 s to exit).
+const actionTimeout = time.Minute
+
+// deadlineHeader carries an action's deadline: the wall-clock time (RFC
+// 3339) after which the pool must not begin it. A time, not a timeout: a
+// pool stopped (SIGSTOP) or stuck reads the request only when it runs
+// again, and must then see that its client gave up on it.
+const deadlineHeader = "Switchboard-Deadline"
+
+// act sends an action (POST path) and decodes a 200 answer into v. The
+// pool answers 102 Processing as it reads the request, and refuses it,
+// not done, after the deadline it carries (action, server side). With no
+// answer within QuestionTimeout (or ctx's deadline, when sooner) the
+// client gives up: the pool has not read the request, and will not do
+// it when it does. The deadline is an eighth of that wait earlier, time
+// for the 102 of a request read just before it to come back. An action
+// the pool has taken is waited for up to actionTimeout.
+func (c *Client) act(ctx context.Context, path string, body, v any) error {
+	sent := time.Now()
+	wait := QuestionTimeout
+	if d, ok := ctx.Deadline(); ok && d.Sub(sent) < wait {
+		wait = d.Sub(sent)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, actionTimeout,
+		fmt.Errorf("%w: it took POST %s and gave no answer within %s; it may have been done", ErrUnresponsive, path, actionTimeout))
+	defer cancel()
+	ctx, giveUp := context.WithCancelCause(ctx)
+	defer giveUp(nil)
+	untaken := time.AfterFunc(wait, func() {
+		giveUp(fmt.Errorf("%w: it did not take POST %s within %s; nothing was done, and the pool will not do it later", ErrUnresponsive, path, wait))
+	})
+	defer untaken.Stop()
+	// The first byte of an answer (the 102, or an answer from a pool
+	// older than deadlines) means the pool has the request: no giving up
+	// after that (a Stop that comes too late finds ctx given up).
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { untaken.Stop() }})
+	resp, err := c.send(ctx, http.MethodPost, path, body, sent.Add(wait-wait/8))
+	if err != nil {
+		return unanswered(ctx, err)
+	}
+	defer resp.Body.Close()
+	return unanswered(ctx, json.NewDecoder(resp.Body).Decode(v))
+}
 
 // question is ctx bounded by QuestionTimeout, whose expiry says the pool
 // did not answer path.
@@ -191,8 +237,8 @@ func unanswered(ctx context.Context, err error) error {
 
 // send sends body (GET: none) and returns a 200 answer for the caller to
 // read and close; another status becomes an apiError with the server's
-// message.
-func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+// message. A deadline that is not zero is sent in deadlineHeader.
+func (c *Client) send(ctx context.Context, method, path string, body any, deadline time.Time) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -207,6 +253,9 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if !deadline.IsZero() {
+		req.Header.Set(deadlineHeader, deadline.UTC().Format(time.RFC3339Nano))
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

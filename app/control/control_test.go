@@ -30,6 +30,7 @@ type fakeBackend struct {
 	mu       sync.Mutex
 	headless bool
 	busy     bool // an upgrade is under way
+	slowKill time.Duration
 	asked    []string
 	started  chan struct{}
 	madeWay  chan struct{}
@@ -54,6 +55,7 @@ func (f *fakeBackend) Config() any { return map[string]any{"mcpServers": map[str
 
 func (f *fakeBackend) Kill(_ context.Context, req KillRequest) ([]KillResult, error) {
 	f.note(fmt.Sprintf("kill %d %v", req.PID, req.AllLeaked))
+	time.Sleep(f.slowKill) // the work of a kill that takes time (a process given 2 s to exit)
 	if req.PID == 1 {
 		return []KillResult{{PID: 1, Refused: true, Error: "PID 1 is not an MCP backend"}}, nil
 	}
@@ -68,7 +70,10 @@ func (f *fakeBackend) ShowDashboard() error {
 	return nil
 }
 
-func (f *fakeBackend) RotateHTTPToken(context.Context) (string, error) { return "new-token", nil }
+func (f *fakeBackend) RotateHTTPToken(context.Context) (string, error) {
+	f.note("rotate")
+	return "new-token", nil
+}
 
 func (f *fakeBackend) CurrentHTTPToken(context.Context) (string, error) { return "the-token", nil }
 
@@ -86,6 +91,7 @@ func (f *fakeBackend) Upgrade(_ context.Context, binary string) (UpgradeAccepted
 	if f.busy {
 		return UpgradeAccepted{}, nil, fmt.Errorf("%w: an upgrade is under way", ErrConflict)
 	}
+	f.note("upgrade")
 	return UpgradeAccepted{PID: 42, Binary: binary}, func() { close(f.started) }, nil
 }
 
@@ -93,6 +99,7 @@ func (f *fakeBackend) MakeWay(req MakeWayRequest) (MakeWayAccepted, func(), erro
 	if f.busy {
 		return MakeWayAccepted{}, nil, fmt.Errorf("%w: it runs headless on purpose", ErrConflict)
 	}
+	f.note("make-way")
 	return MakeWayAccepted{Env: append([]string{"TOKEN=from the pool"}, req.Desktop...)}, func() { close(f.madeWay) }, nil
 }
 
@@ -100,6 +107,7 @@ func (f *fakeBackend) Quit() (QuitAccepted, func(), error) {
 	if f.busy {
 		return QuitAccepted{}, nil, fmt.Errorf("%w: an upgrade is under way", ErrConflict)
 	}
+	f.note("quit")
 	return QuitAccepted{PID: 42}, func() { close(f.quit) }, nil
 }
 
@@ -114,6 +122,12 @@ func serve(t *testing.T, b Backend) *Client {
 // length, and returns a client of it.
 func serveHandler(t *testing.T, h http.Handler) *Client {
 	t.Helper()
+	return serveOn(t, h, func(ln net.Listener) net.Listener { return ln })
+}
+
+// serveOn is serveHandler with the control socket's listener wrapped.
+func serveOn(t *testing.T, h http.Handler, wrap func(net.Listener) net.Listener) *Client {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "ctl")
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +140,7 @@ func serveHandler(t *testing.T, h http.Handler) *Client {
 	}
 	srv := &http.Server{Handler: h}
 	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ln) }()
+	go func() { defer close(done); _ = srv.Serve(wrap(ln)) }()
 	t.Cleanup(func() { srv.Close(); <-done })
 	c := NewClient(sock)
 	t.Cleanup(c.hc.CloseIdleConnections)
@@ -191,7 +205,7 @@ func TestClientAndServer(t *testing.T) {
 		t.Errorf("Stacks = %v and %d bytes without this test's own goroutine:\n%.2000s", err, stacks.Len(), stacks.String())
 	}
 
-	want := []string{"kill 1 false", "kill 99 false", "dashboard", "restart memory"}
+	want := []string{"kill 1 false", "kill 99 false", "dashboard", "rotate", "restart memory", "upgrade", "make-way", "quit"}
 	if d := cmp.Diff(want, b.asked); d != "" {
 		t.Errorf("the backend was asked (-want +got):\n%s", d)
 	}
@@ -251,5 +265,172 @@ func TestQuestionToAStuckPool(t *testing.T) {
 	}
 	if err := c.Stacks(ctx, io.Discard); !errors.Is(err, ErrUnresponsive) {
 		t.Errorf("Stacks of a stuck pool = %v, want ErrUnresponsive", err)
+	}
+}
+
+// actions calls each action of the control API with c, each within
+// wait, for the tests of a pool that does not answer: the name of each,
+// and its error.
+func actions(c *Client, wait time.Duration) map[string]error {
+	errs := map[string]error{}
+	do := func(name string, act func(context.Context) error) {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		errs[name] = act(ctx)
+	}
+	do("kill", func(ctx context.Context) error { _, err := c.Kill(ctx, KillRequest{PID: 99}); return err })
+	do("dashboard", c.ShowDashboard)
+	do("rotate", func(ctx context.Context) error { _, err := c.RotateHTTPToken(ctx); return err })
+	do("restart", func(ctx context.Context) error { return c.RestartServer(ctx, "memory") })
+	do("stop", func(ctx context.Context) error { return c.StopServer(ctx, "memory") })
+	do("upgrade", func(ctx context.Context) error { _, err := c.Upgrade(ctx, "/opt/switchboard"); return err })
+	do("make-way", func(ctx context.Context) error { _, err := c.MakeWay(ctx, MakeWayRequest{}); return err })
+	do("quit", func(ctx context.Context) error { _, err := c.Quit(ctx); return err })
+	return errs
+}
+
+// An action sent to a pool that takes it and does not begin it (stuck)
+// fails within QuestionTimeout with ErrUnresponsive, saying it was not
+// done, as a question does. On the first edition each waited for the
+// client's minute and failed with Go's HTTP timeout, telling nothing of
+// whether it would still be done (it was, once the pool ran again).
+func TestActionToAStuckPool(t *testing.T) {
+	old := QuestionTimeout
+	QuestionTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { QuestionTimeout = old })
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // last, after the server closed: its blocked handlers return
+	c := serveHandler(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+
+	for name, err := range actions(c, 2*time.Second) { // the old minute, cut short
+		if !errors.Is(err, ErrUnresponsive) || !strings.Contains(err.Error(), "nothing was done") {
+			t.Errorf("%s on a stuck pool = %v, want ErrUnresponsive saying nothing was done", name, err)
+		}
+	}
+}
+
+// An action the pool has taken is waited for past QuestionTimeout: the
+// pool said it had it (102) as it read it.
+func TestTakenActionIsWaitedFor(t *testing.T) {
+	old := QuestionTimeout
+	QuestionTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { QuestionTimeout = old })
+	c := serve(t, &fakeBackend{slowKill: 3 * QuestionTimeout})
+	if res, err := c.Kill(context.Background(), KillRequest{PID: 99}); err != nil || len(res) != 1 || !res[0].Killed {
+		t.Errorf("a kill that takes longer than the wait for the pool to take it = %+v, %v", res, err)
+	}
+}
+
+// heldListener accepts no connection until release is closed: a pool
+// stopped with SIGSTOP, whose socket takes connections (and the requests
+// written to them) that it reads once it runs again.
+type heldListener struct {
+	net.Listener
+	release <-chan struct{}
+	closed  chan struct{}
+	once    sync.Once
+}
+
+func (l *heldListener) Accept() (net.Conn, error) {
+	select {
+	case <-l.release:
+		return l.Listener.Accept()
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *heldListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+// An action its client gave up on, as the pool did not take it in time,
+// is not done when the pool reads it later: here a pool stopped until
+// the client has given up on every action. On the first edition each was
+// done then, after the client had said it failed.
+func TestGivenUpActionIsNotDoneLater(t *testing.T) {
+	old := QuestionTimeout
+	QuestionTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { QuestionTimeout = old })
+	b := &fakeBackend{started: make(chan struct{}), madeWay: make(chan struct{}), quit: make(chan struct{})}
+	release := make(chan struct{})
+	const n = 8 // the actions asked
+	handled := make(chan struct{}, n)
+	h := Handler(b)
+	c := serveOn(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { handled <- struct{}{} }()
+		h.ServeHTTP(w, r)
+	}), func(ln net.Listener) net.Listener {
+		return &heldListener{Listener: ln, release: release, closed: make(chan struct{})}
+	})
+
+	errs := actions(c, 2*time.Second)
+	if len(errs) != n {
+		t.Fatalf("%d actions asked, want %d", len(errs), n)
+	}
+	for name, err := range errs {
+		if err == nil {
+			t.Errorf("%s succeeded on a stopped pool", name)
+		}
+	}
+	close(release) // the pool runs again, and reads what it was sent
+	for i := range n {
+		select {
+		case <-handled:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of the %d requests reached the pool", i, n)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.asked) > 0 {
+		t.Errorf("the pool did what its clients had given up on: %q", b.asked)
+	}
+}
+
+// A request for an action read after the deadline it carries, or with
+// one further ahead than a client sets (the clock was set back as it was
+// sent, or a stale request), is refused and not done; one without a
+// deadline (a client from before deadlines) is done.
+func TestActionDeadline(t *testing.T) {
+	b := &fakeBackend{}
+	c := serve(t, b)
+	post := func(deadline string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, "http://switchboard/v1/restart", strings.NewReader(`{"server": "memory"}`))
+		if deadline != "" {
+			req.Header.Set(deadlineHeader, deadline)
+		}
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	now := time.Now()
+	for _, d := range []time.Time{now.Add(-time.Second), now.Add(-time.Hour), now.Add(time.Hour)} {
+		if code, body := post(d.Format(time.RFC3339Nano)); code != http.StatusRequestTimeout || !strings.Contains(body, "not done") {
+			t.Errorf("restart with deadline %s (now %s): %d %s; want 408 saying it was not done", d, now, code, body)
+		}
+	}
+	if code, body := post("soon"); code != http.StatusBadRequest {
+		t.Errorf("restart with a deadline that is no time: %d %s, want 400", code, body)
+	}
+	b.mu.Lock()
+	if len(b.asked) > 0 {
+		t.Errorf("the pool did what it refused: %q", b.asked)
+	}
+	b.mu.Unlock()
+	if code, body := post(now.Add(10 * time.Second).Format(time.RFC3339Nano)); code != http.StatusOK {
+		t.Errorf("restart within its deadline: %d %s", code, body)
+	}
+	if code, body := post(""); code != http.StatusOK {
+		t.Errorf("restart without a deadline: %d %s", code, body)
+	}
+	if d := cmp.Diff([]string{"restart memory", "restart memory"}, b.asked); d != "" {
+		t.Errorf("the backend was asked (-want +got):\n%s", d)
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"runtime/pprof"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/leaks"
 	"github.com/switchboard-mcp/switchboard/pool"
@@ -45,6 +47,8 @@ type Backend interface {
 // Handler serves the control API for b.
 func Handler(b Backend) http.Handler {
 	mux := http.NewServeMux()
+	// Every POST does something: it is begun only within its deadline.
+	post := func(path string, h http.HandlerFunc) { mux.HandleFunc("POST "+path, action(h)) }
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, b.Status())
 	})
@@ -64,7 +68,7 @@ func Handler(b Backend) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, cfg)
 	})
-	mux.HandleFunc("POST /v1/kill", func(w http.ResponseWriter, r *http.Request) {
+	post("/v1/kill", func(w http.ResponseWriter, r *http.Request) {
 		// 200 with the results whether or not the kill was refused; the
 		// CLI turns refusals into a non-zero exit.
 		var req KillRequest
@@ -81,7 +85,7 @@ func Handler(b Backend) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, KillResponse{Results: res})
 	})
-	mux.HandleFunc("POST /v1/dashboard", func(w http.ResponseWriter, r *http.Request) {
+	post("/v1/dashboard", func(w http.ResponseWriter, r *http.Request) {
 		if err := b.ShowDashboard(); err != nil {
 			writeError(w, http.StatusConflict, err.Error())
 			return
@@ -89,16 +93,16 @@ func Handler(b Backend) http.Handler {
 		writeJSON(w, http.StatusOK, map[string]bool{"shown": true})
 	})
 	mux.HandleFunc("GET /v1/http-token", tokenAction(b.CurrentHTTPToken))
-	mux.HandleFunc("POST /v1/http-token/rotate", tokenAction(b.RotateHTTPToken))
+	post("/v1/http-token/rotate", tokenAction(b.RotateHTTPToken))
 	// A pool that seems stuck: what each of its goroutines is waiting on,
 	// for a bug report (the format of a Go panic's trace).
 	mux.HandleFunc("GET /v1/stacks", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_ = pprof.Lookup("goroutine").WriteTo(w, 2)
 	})
-	mux.HandleFunc("POST /v1/restart", serverAction(b.RestartServer))
-	mux.HandleFunc("POST /v1/stop", serverAction(b.StopServer))
-	mux.HandleFunc("POST /v1/upgrade", func(w http.ResponseWriter, r *http.Request) {
+	post("/v1/restart", serverAction(b.RestartServer))
+	post("/v1/stop", serverAction(b.StopServer))
+	post("/v1/upgrade", func(w http.ResponseWriter, r *http.Request) {
 		var req UpgradeRequest
 		if err := json.NewDecoder(io.LimitReader(r.Body, 8192)).Decode(&req); err != nil || req.Binary == "" {
 			writeError(w, http.StatusBadRequest, `the body must be {"binary": ABSOLUTE_PATH}`)
@@ -107,7 +111,7 @@ func Handler(b Backend) http.Handler {
 		acc, start, err := b.Upgrade(r.Context(), req.Binary)
 		acceptThen(w, acc, start, err, http.StatusBadRequest)
 	})
-	mux.HandleFunc("POST /v1/make-way", func(w http.ResponseWriter, r *http.Request) {
+	post("/v1/make-way", func(w http.ResponseWriter, r *http.Request) {
 		var req MakeWayRequest
 		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
 			writeError(w, http.StatusBadRequest, `the body must be {"desktop": ["NAME=value", ...]}`)
@@ -116,15 +120,57 @@ func Handler(b Backend) http.Handler {
 		acc, stop, err := b.MakeWay(req)
 		acceptThen(w, acc, stop, err, http.StatusInternalServerError)
 	})
-	mux.HandleFunc("POST /v1/quit", func(w http.ResponseWriter, r *http.Request) {
+	post("/v1/quit", func(w http.ResponseWriter, r *http.Request) {
 		acc, stop, err := b.Quit()
 		acceptThen(w, acc, stop, err, http.StatusInternalServerError)
 	})
 	return mux
 }
 
-// serverAction serves POST /v1/restart and /v1/stop: the same pool
-// actions as the tray's per-server menu.
+// maxDeadlineAhead bounds how far ahead of the pool's clock an action's
+// deadline may be: clients set one at most QuestionTimeout ahead. One
+// further is not a deadline this pool's clock can judge (the clock was set
+// back after it was sent, by how much and how long ago unknown): it is
+// refused, and the client's next request carries one of the clock now.
+const maxDeadlineAhead = time.Minute
+
+// action guards a route that does something. A request with a deadline
+// (deadlineHeader; clients from before it send none, and are served as
+// before) is answered 102 Processing as soon as it is read, which tells
+// its client to wait for the answer; then it is refused, not done, when
+// its client has gone (the 102 could not be written) or its deadline has
+// passed: a pool stopped (SIGSTOP) or stuck reads its requests when it
+// runs again, after their clients gave up saying they were not done.
+func action(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v := r.Header.Get(deadlineHeader)
+		if v == "" {
+			h(w, r)
+			return
+		}
+		deadline, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("the %s header must be an RFC 3339 time: %q", deadlineHeader, v))
+			return
+		}
+		w.WriteHeader(http.StatusProcessing)
+		now := time.Now()
+		switch {
+		case r.Context().Err() != nil:
+			return // no one to answer
+		case now.After(deadline):
+			writeError(w, http.StatusRequestTimeout, fmt.Sprintf("not done: the pool read this request at %s, after its deadline, %s",
+				now.Format(time.RFC3339Nano), deadline.Format(time.RFC3339Nano)))
+			return
+		case deadline.Sub(now) > maxDeadlineAhead:
+			writeError(w, http.StatusRequestTimeout, fmt.Sprintf("not done: its deadline, %s, is more than %s after the pool's clock, %s (was the clock changed?); ask again",
+				deadline.Format(time.RFC3339Nano), maxDeadlineAhead, now.Format(time.RFC3339Nano)))
+			return
+		}
+		h(w, r)
+	}
+}
+
 // acceptThen answers an action that ends with the pool going away
 // (upgrade, make-way, quit): a conflict is 409, another error the given
 // status; an accepted one is answered first and then carried out, so the
@@ -142,6 +188,8 @@ func acceptThen(w http.ResponseWriter, acc any, then func(), err error, errStatu
 	go then()
 }
 
+// serverAction serves POST /v1/restart and /v1/stop: the same pool
+// actions as the tray's per-server menu.
 func serverAction(act func(string) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req ServerAction
