@@ -52,6 +52,7 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 	// for a moment) is no pool: try again, which finds or starts the
 	// next, up to three times. One that says it is stopping (an upgrade
 	// in place, a restart) is tried again until the next one answers.
+	// Giving up, the shim answers what its client sent (answerRefused).
 	var conn net.Conn
 	var br *bufio.Reader
 	var w wire.Welcome
@@ -70,11 +71,12 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 			return answerRefused(attach, in, out, name, err)
 		}
 		if !errors.As(err, &gone) || time.Now().After(deadline) {
-			return err // alive but stuck, or something unexpected: not retried
+			// Alive but stuck, or something unexpected: not retried.
+			return answerRefused(attach, in, out, name, err)
 		}
 		if !gone.stopping {
 			if died++; died == 3 {
-				return err
+				return answerRefused(attach, in, out, name, err)
 			}
 		}
 		time.Sleep(reattachPoll)
@@ -203,8 +205,10 @@ const refusedWait = 3 * time.Second
 
 // answerRefused answers the requests the client has sent, its initialize
 // at least (waited for up to refusedWait), with err, when no pool took
-// its pipes, so that it sees why as an answer and not only as the shim's
-// exit; and returns err.
+// its session (none runs, one refused it, or one did not answer the
+// hello: stopped, stuck), so that it sees why as an answer and not only
+// as the shim's exit; and returns err. No pool read those requests: they
+// did not run.
 func answerRefused(attach bool, in io.Reader, out io.Writer, name string, err error) error {
 	deadline := time.Now().Add(refusedWait)
 	var input []byte

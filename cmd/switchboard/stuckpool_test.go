@@ -1,16 +1,19 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	homepkg "github.com/switchboard-mcp/switchboard/app/home"
 )
@@ -165,5 +168,116 @@ func TestHangsAsksAPoolThatDoesNotAnswerOnce(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "nothing in flight for 45s or more") {
 		t.Errorf("hangs output:\n%s", stdout.String())
+	}
+}
+
+// An action sent to a pool that is stopped (SIGSTOP; stuck, in life)
+// fails within the question's 15 s, exit 1, saying the pool did not
+// answer and that nothing was done, and is not done once the pool runs
+// again; a `connect` started meanwhile answers its client's requests
+// with why before it exits. On the first edition `kill` and `quit`
+// waited a minute, failed with Go's HTTP timeout, and were carried out
+// when the pool ran again (its child killed, the pool gone), and
+// `connect` exited answering nothing.
+func TestStoppedPoolDoesNotActLater(t *testing.T) {
+	in := serve(t, fakeConfig(t))
+	s := in.connect(t, "fake")
+	s.initialize("first")
+	var child int
+	waitFor(t, "the child", func() bool {
+		for _, b := range in.status().Backends {
+			if b.State == "ready" {
+				child = b.PID
+			}
+		}
+		return child > 0
+	})
+
+	if err := in.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	cont := func() {
+		if stopped {
+			stopped = false
+			_ = in.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(cont)
+	late := in.connect(t, "fake")
+	late.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"late","version":"1"}}}`)
+	late.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
+	lines := make(chan map[string]string, 1) // what connect wrote, by id
+	go func() {
+		answers := map[string]string{}
+		for {
+			line, err := late.out.ReadString('\n') // ends as connect's exit closes its stdout here
+			if err != nil {
+				lines <- answers
+				return
+			}
+			var r reply
+			if json.Unmarshal([]byte(line), &r) == nil {
+				answers[string(r.ID)] = line
+			}
+		}
+	}()
+	// Together: each waits out the bound.
+	cmds := [][]string{{"kill", strconv.Itoa(child)}, {"quit"}}
+	outs, codes := make([]string, len(cmds)), make([]int, len(cmds))
+	took := make([]time.Duration, len(cmds))
+	var wg sync.WaitGroup
+	for i, args := range cmds {
+		wg.Go(func() {
+			cmd := exec.Command(sbBin, args...)
+			cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+in.home)
+			start := time.Now()
+			out, _ := cmd.CombinedOutput()
+			outs[i], codes[i], took[i] = string(out), cmd.ProcessState.ExitCode(), time.Since(start)
+		})
+	}
+	select {
+	case err := <-late.done:
+		late.done <- err // for the cleanup
+		if code := late.cmd.ProcessState.ExitCode(); code != 1 {
+			t.Errorf("connect to the stopped pool: exit %d, want 1; stderr:\n%s", code, late.errb.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Errorf("connect to the stopped pool did not exit")
+	}
+	answers := <-lines
+	for _, id := range []string{"1", "2"} {
+		var r struct {
+			Error struct {
+				Message string `json:"message"`
+				Data    struct {
+					MayHaveExecuted *bool `json:"mayHaveExecuted"`
+				} `json:"data"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(answers[id]), &r); err != nil || !strings.Contains(r.Error.Message, "the pool did not answer") ||
+			r.Error.Data.MayHaveExecuted == nil || *r.Error.Data.MayHaveExecuted {
+			t.Errorf("connect to the stopped pool answered request %s with %q; want an error saying the pool did not answer, mayHaveExecuted false", id, answers[id])
+		}
+	}
+	wg.Wait()
+	for i, args := range cmds {
+		if codes[i] != 1 || !strings.Contains(outs[i], "the running Switchboard did not answer") ||
+			!strings.Contains(outs[i], "nothing was done, and the pool will not do it later") || took[i] > 30*time.Second {
+			t.Errorf("%s with the pool stopped: exit %d after %s, want 1 within the question's bound, saying it did not answer and nothing was done:\n%s",
+				strings.Join(args, " "), codes[i], took[i].Round(time.Second), outs[i])
+		}
+	}
+
+	cont()
+	st := in.status() // the pool has read what was sent while it was stopped
+	if len(st.Backends) != 1 || st.Backends[0].PID != child || !alive(child) {
+		t.Errorf("the child %d was killed once the pool ran again: backends %+v", child, st.Backends)
+	}
+	select {
+	case err := <-in.done:
+		in.done <- err // for the cleanup
+		t.Errorf("the pool quit once it ran again: %v", err)
+	default:
 	}
 }
