@@ -19,9 +19,14 @@ import (
 // question and whose client was not asked, keeps its timeout: the wait
 // for it is the wait past the asked call's own timeout. On the first
 // edition the client had the request timeout to answer: the call got
-// -32001 under the person, and the answer was lost.
+// -32001 under the person, and the answer was lost. The claim is about
+// order (the answer comes after the call's own timeout would have ended
+// it), so no step of it races a short timeout: the timeout (2 s) is large
+// next to the child's asking and its result after the answer, which
+// share it, and the wait for a person (4 s) ends well after the other
+// session's call times out and the answer goes.
 func TestBridgedQuestionPausesItsCallsTimeout(t *testing.T) {
-	const timeout, keep = 200 * time.Millisecond, 2 * time.Second
+	const timeout, keep = 2 * time.Second, 4 * time.Second
 	t.Cleanup(pool.SetHoldKeep(keep)) // restored once the pool has closed
 	cfg := fake("srv", "-era", "modern")
 	tp := newTestPool(t, nil, cfg)
@@ -54,15 +59,18 @@ func TestBridgedQuestionPausesItsCallsTimeout(t *testing.T) {
 }
 
 // TestBridgedCallGoesOnWithWhatWasLeft: the pause stops a bridged call's
-// timeout, it does not start it again. A 2026-07-28 child that takes 1 s
-// over each round of a call whose timeout is 1.5 s has used 1 s of it
-// when it asks; the client answers at once, and the child's 1 s over the
+// timeout, it does not start it again. A 2026-07-28 child that takes 2 s
+// over each round of a call whose timeout is 3 s has used 2 s of it
+// when it asks; the client answers at once, and the child's 2 s over the
 // retry is past what was left: the call gets -32001, naming the timeout
 // it ran under. On the first edition the retry had a timeout of its own,
 // so a call could run for as many timeouts as the child had rounds.
+// Neither side depends on speed: the child asks 2 s into a 3 s timeout (a
+// second for the pool and the client to pass the question on), and its
+// 2 s over the retry exceed the at most 1 s left however fast it runs.
 func TestBridgedCallGoesOnWithWhatWasLeft(t *testing.T) {
-	const timeout = 1500 * time.Millisecond
-	cfg := fake("srv", "-era", "modern", "-delay", "1s")
+	const timeout = 3 * time.Second
+	cfg := fake("srv", "-era", "modern", "-delay", "2s")
 	tp := newTestPool(t, nil, cfg)
 	c := tp.dial(t, "srv")
 	c.initialize("quick", `{"sampling":{}}`)
@@ -74,8 +82,8 @@ func TestBridgedCallGoesOnWithWhatWasLeft(t *testing.T) {
 	}
 	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`, asked.ID)
 	m, _ := c.recvID(`"call"`)
-	if m.Error == nil || m.Error.Code != -32001 || !strings.Contains(m.Error.Message, "within 1.5s") {
-		t.Fatalf("a call past its timeout over two rounds: want -32001 naming 1.5s, got %s", m.raw)
+	if m.Error == nil || m.Error.Code != -32001 || !strings.Contains(m.Error.Message, "within 3s") {
+		t.Fatalf("a call past its timeout over two rounds: want -32001 naming 3s, got %s", m.raw)
 	}
 }
 

@@ -16,12 +16,17 @@ import (
 // session's call, whose client was not asked, keeps its timeout (made
 // after the question, it times out later than the asked call would have:
 // the wait for it is the wait past that call's own timeout). The wait is
-// bounded as a 2026-07-28 client's is (here 2 s, not 10 minutes): a
+// bounded as a 2026-07-28 client's is (here 4 s, not 10 minutes): a
 // question nobody answers ends its call saying the client did not answer.
 // On the first edition the call got -32001 at its request timeout while
-// the child still waited for the person, and the answer was lost.
+// the child still waited for the person, and the answer was lost. The
+// claim is about order (the answer comes after the call's own timeout
+// would have ended it), so no step of it races a short timeout: the
+// timeout (2 s) is large next to the child's asking and its result after
+// the answer, which share it, and the wait for a person (4 s) ends well
+// after the other session's call times out and the answer goes.
 func TestLegacyQuestionPausesItsCallsTimeout(t *testing.T) {
-	const timeout, keep = 200 * time.Millisecond, 2 * time.Second
+	const timeout, keep = 2 * time.Second, 4 * time.Second
 	t.Cleanup(pool.SetHoldKeep(keep)) // restored once the pool has closed
 	cfg := fake("srv")
 	tp := newTestPool(t, nil, cfg)
