@@ -976,7 +976,8 @@ func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 
 // ask routes the child's question msg, the child's request childID: to a
 // modern call that can carry it (carryAsMRTR), else to one session that
-// can answer it, under a pool id of its own (pickSession). False: nobody
+// can answer it, under a pool id of its own (pickSession); one for a
+// client that closed its input is answered -32006 here. False: nobody
 // could be asked, and the caller answers the child.
 func (b *backend) ask(msg *jsonrpc.Message, childID []byte) bool {
 	if b.carryAsMRTR(msg, childID) {
@@ -985,7 +986,11 @@ func (b *backend) ask(msg *jsonrpc.Message, childID []byte) bool {
 	id := b.p.nextID.Add(1)
 	elicitationID := urlElicitationID(msg)
 	for {
-		target := b.pickSession(msg)
+		target, inputClosed := b.pickSession(msg)
+		if inputClosed {
+			b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errAskedClosedInput, false, "")))
+			return true
+		}
 		if target == nil {
 			return false
 		}
@@ -1028,19 +1033,26 @@ var testHookPicked func(*session)
 
 // pickSession is the session to ask the child's request msg: one that
 // can answer it (session.canAnswer), as onChildRequest prefers them.
-func (b *backend) pickSession(msg *jsonrpc.Message) *session {
+// inputClosed: the session with the oldest request here that could, the
+// one the question is likely for, closed its input (session.askable); the
+// question is its own, which it cannot answer, and no other session's
+// client is asked it (its answer would become that call's result).
+func (b *backend) pickSession(msg *jsonrpc.Message) (target *session, inputClosed bool) {
 	params := msg.Params.Of(msg.Raw)
 	can := func(s *session) bool { return s != nil && s.askable() && s.canAnswer(msg.Method, params) }
 	for _, s := range b.reqs.askers() {
-		if can(s) {
-			return s
+		if s.alive() && s.canAnswer(msg.Method, params) {
+			if !s.askable() {
+				return nil, true
+			}
+			return s, false
 		}
 	}
 	b.mu.Lock()
 	last := b.lastClient
 	b.mu.Unlock()
 	if can(last) {
-		return last
+		return last, false
 	}
 	var best *session
 	for _, s := range b.sessions() {
@@ -1048,7 +1060,7 @@ func (b *backend) pickSession(msg *jsonrpc.Message) *session {
 			best = s
 		}
 	}
-	return best
+	return best, false
 }
 
 // answerChild routes a client's answer to one of the child's requests back

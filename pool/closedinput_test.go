@@ -64,6 +64,50 @@ func TestClosedInputEndsLegacyChildsQuestion(t *testing.T) {
 	})
 }
 
+// A question a legacy child asks for the call of a client whose input
+// closed is that client's, not another session's: it ends -32006 "closed
+// its input", and another session of the child that declared elicitation
+// is asked nothing (it would see a form for a call it never made, and its
+// answer would become the piped client's result). The child starts slowly,
+// so it asks after the piped client's input closed, as in a pipe.
+func TestClosedInputQuestionIsNotAskedOfAnotherSession(t *testing.T) {
+	t.Cleanup(pool.SetHoldKeep(time.Minute)) // restored once the pools have closed
+	tp := newTestPool(t, nil, fake("srv", "-startup-delay", "1s"))
+	other := tp.dial(t, "srv")
+	other.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"person","version":"1.0"}}}`)
+	piped := tp.dial(t, "srv")
+	piped.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"piped","version":"1.0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"ask","arguments":{"kind":"elicitation"}}}`)
+	piped.closeInput()
+	other.recvID(`"init"`)
+	other.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case m := <-other.in:
+			if m.Method == "elicitation/create" {
+				t.Errorf("another session was asked the piped client's question: %s", m.raw)
+				other.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":"Mallory"}}}`, m.ID)
+			}
+		case m, ok := <-piped.in:
+			if !ok {
+				t.Fatal("the piped session ended before its call's answer")
+			}
+			if string(m.ID) != `"ask"` || m.Method != "" {
+				continue
+			}
+			if !strings.Contains(m.text(), "closed its input") {
+				t.Fatalf("want the child's answer with the pool's error (-32006, closed its input), got %s", m.raw)
+			}
+			return
+		case <-deadline:
+			t.Fatal("no answer to the piped client's call")
+		}
+	}
+}
+
 func TestClosedInputEndsBridgedQuestion(t *testing.T) {
 	t.Cleanup(pool.SetHoldKeep(time.Minute)) // restored once the pools have closed
 

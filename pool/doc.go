@@ -420,7 +420,9 @@
 //     [session.overLimitLocked]. The questions put to a client that closed
 //     its input, which it cannot answer, end at once (a legacy child's is
 //     answered with an error, a 2026-07-28 child's ends its call), and it
-//     is asked no more: [session.unanswerable], [session.askable],
+//     is asked no more, nor is another session a legacy child's question
+//     that would go to it (it ends -32006): [session.unanswerable],
+//     [session.askable], [backend.pickSession],
 //     [requestTable.dropQuestionsTo], [inputRounds.askedOf]. One that
 //     goes away is cancelled at once:
 //     an attached client's shim that hangs up, or its output that loses

@@ -218,7 +218,7 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 	// legacy client to ask.
 	p, owner, ex, only := b.reqs.mrtrCarrier(capability)
 	if p == nil {
-		if only == nil || b.pickSession(msg) != nil {
+		if target, inputClosed := b.pickSession(msg); only == nil || target != nil || inputClosed {
 			return false // asked as a legacy child's question is (onChildRequest)
 		}
 		data, name := requiredCapability(capability)
