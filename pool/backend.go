@@ -1256,15 +1256,17 @@ func (b *backend) countLocked(c *subChange) (tell bool) {
 // the pool gives up on it too. A holder's own stake goes only if it is
 // still the one the subscribe took (subChange.stake), not one taken
 // again since. A session that lost its stake forgets it too, shim
-// included (dropSubscription), so that its next subscribe reaches the
-// child (whose own answer it then gets) and is not taken for one it
-// holds. The listens and subscribes that waited for it are then let go
+// included (dropSubscriptionSince), so that its next subscribe reaches
+// the child (whose own answer it then gets) and is not taken for one it
+// holds, unless it changed its subscriptions since: a stake it took again
+// meanwhile is kept. The listens and subscribes that waited for it are then let go
 // (done).
 func (b *backend) subscribeEnded(p *pending, o *outcome) {
 	c := p.sub
 	refused := o.kind == endAnswered && o.answer.Error.Present()
 	gaveUp := endRules[o.kind].tellChild // the pool ended it unanswered, its child alive: told to drop it, if it saw it
 	var lost []any
+	var gens []uint64 // of each lost session's subChanges as its stake went: its drop is void if it changed since
 	var unsent error
 	b.mu.Lock()
 	w := c.wait
@@ -1289,6 +1291,9 @@ func (b *backend) subscribeEnded(p *pending, o *outcome) {
 	}
 	for _, h := range lost {
 		b.countLocked(&subChange{uri: c.uri, holder: h})
+		if s, ok := h.(*session); ok {
+			gens = append(gens, s.subChanges.Load())
+		}
 	}
 	switch {
 	case w == nil:
@@ -1316,12 +1321,18 @@ func (b *backend) subscribeEnded(p *pending, o *outcome) {
 	if unsent != nil {
 		b.log.Warn("the child is not subscribed to a resource its sessions hold", "err", unsent)
 	}
+	if testHookLosingStakes != nil && len(gens) > 0 {
+		testHookLosingStakes()
+	}
 	// Forgotten before the subscribes that waited are answered: a
 	// session's next subscribe, once it read the answer, reaches the
-	// child.
+	// child. One that changed its subscriptions since its stake went
+	// (an unsubscribe, and a subscribe that took a new stake) keeps what
+	// it holds now.
 	for _, h := range lost {
 		if s, ok := h.(*session); ok {
-			s.dropSubscription(b, c.uri)
+			s.dropSubscriptionSince(b, c.uri, gens[0])
+			gens = gens[1:]
 		}
 	}
 	if w != nil {
@@ -1331,6 +1342,10 @@ func (b *backend) subscribeEnded(p *pending, o *outcome) {
 		close(w.done)
 	}
 }
+
+// testHookLosingStakes, when set, runs in subscribeEnded between the
+// count that took back sessions' stakes and the sessions' drop of them.
+var testHookLosingStakes func()
 
 // answerCounted answers a session's subscription change the child need
 // not hear (errNotForChild): {}, but a subscribe that relies on another

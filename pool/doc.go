@@ -132,7 +132,9 @@
 //     every stake that relied on it, as a refusal does, and is not sent
 //     again); a holder loses only the stake the ended subscribe took, not
 //     one taken again since; a session that loses a stake forgets it,
-//     and so does its shim; a session's subscribe counted while another
+//     and so does its shim (unless the session changed its subscriptions
+//     since the loss: a stake it took again is kept); a session's
+//     subscribe counted while another
 //     holder's of the URI is on its way to the child is answered once the
 //     child answered that one (or the one sent in its place), with its
 //     refusal if it refused it; a session's stakes follow it to
@@ -160,7 +162,8 @@
 //     [backend.onChildNotification], [session.deliverChange],
 //     [session.subscription], [session.undoSubscription],
 //     [backend.countLocked], [backend.subscribeEnded], [backend.answerCounted],
-//     [session.dropSubscription], [subWait.last], [session.carryStakes],
+//     [session.dropSubscription], [session.dropSubscriptionSince],
+//     [subWait.last], [session.carryStakes],
 //     [server.currentLocked], [backend.takeStakes], [session.moveStakes],
 //     [server.startForStakes], [backend.send], [backend.changeSubscription],
 //     [backend.becomeReady], [backend.reap].

@@ -470,6 +470,22 @@ func (s *session) dropSubscription(b *backend, uri string) {
 	}
 }
 
+// dropSubscriptionSince is dropSubscription for a stake the backend took
+// back when the session's subChanges was gen: unless the session changed
+// its subscriptions since (under mu, as every change is), which a late
+// drop would undo, forgetting a stake counted since.
+func (s *session) dropSubscriptionSince(b *backend, uri string, gen uint64) {
+	s.mu.Lock()
+	held := s.subs[uri] == b && s.subChanges.Load() == gen
+	if held {
+		delete(s.subs, uri)
+	}
+	s.mu.Unlock()
+	if held {
+		s.keptSubscription(uri, false)
+	}
+}
+
 // initialize answers a legacy client from the child's cached handshake:
 // the pool initialized the child once, itself. One that waited for the
 // handshake was in flight on the child meanwhile, and ends as any

@@ -13,3 +13,11 @@ func SetReleasingHook(hook func(clientName string)) (restore func()) {
 	}
 	return func() { testHookReleasing = nil }
 }
+
+// SetLosingStakesHook runs hook in the end of a subscribe that took back
+// sessions' stakes, between that count and the sessions' drop of them;
+// until restore is called (after the pool closed).
+func SetLosingStakesHook(hook func()) (restore func()) {
+	testHookLosingStakes = hook
+	return func() { testHookLosingStakes = nil }
+}

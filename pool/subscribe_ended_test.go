@@ -4,9 +4,11 @@ package pool_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,4 +161,56 @@ func TestListensSubscribeThatTimedOutIsNotPromised(t *testing.T) {
 	if n := countInLog(t, logPath, "resources/subscribe"); n != 2 {
 		t.Errorf("the child had %d subscribes, want 2 (L1's that timed out, L2's)", n)
 	}
+}
+
+// A session whose stake the child's refusal took back, and which let it
+// go and subscribed again before the pool forgot the lost one, keeps the
+// new stake: the late drop of the lost one forgets nothing the session
+// holds now. On the first edition it forgot the new subscription (the
+// session got no updates though told {} and subscribed at the child), and
+// the session's unsubscribe then changed nothing, so the child never
+// heard it while the backend counted the stake for ever.
+func TestLateDropKeepsANewerStake(t *testing.T) {
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "child.log")
+	gate := filepath.Join(dir, "refuse")
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	t.Cleanup(pool.SetLosingStakesHook(func() {
+		once.Do(func() { // the first refusal's drop waits for the session's new stake
+			close(reached)
+			<-release
+		})
+	}))
+	tp := newTestPool(t, nil, fake("srv", "-log", logPath, "-refuse-subscribe", "fake://counter", "-refuse-while", gate))
+	a := tp.dial(t, "srv")
+	a.initialize("a", "")
+	askSubscribe(a, `"refused"`)
+	select {
+	case <-reached:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the child did not refuse the subscribe")
+	}
+	if err := os.Remove(gate); err != nil {
+		t.Fatal(err)
+	}
+	a.send(`{"jsonrpc":"2.0","id":"let-go","method":"resources/unsubscribe","params":{"uri":"fake://counter"}}`)
+	if m, _ := a.recvID(`"let-go"`); m.Error != nil {
+		t.Fatalf("the unsubscribe: %s", m.raw)
+	}
+	askSubscribe(a, `"again"`)
+	eventually(t, "the new subscribe at the child", func() bool { return countInLog(t, logPath, "resources/subscribe") == 2 })
+	close(release)
+	if m, _ := a.recvID(`"refused"`); m.Error == nil {
+		t.Fatalf("the first subscribe: %s, want the child's refusal", m.raw)
+	}
+	subscribedNow(t, a, "a", `"again"`, `"n"`)
+	a.send(`{"jsonrpc":"2.0","id":"u","method":"resources/unsubscribe","params":{"uri":"fake://counter"}}`)
+	a.recvID(`"u"`)
+	eventually(t, "the child to hear the unsubscribe of its only holder", func() bool {
+		return countInLog(t, logPath, "resources/unsubscribe") == 1
+	})
 }
