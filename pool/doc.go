@@ -305,10 +305,12 @@
 //     [session.clientCancelsLocked], [session.handedOn],
 //     [requestTable.register], [handOnCancel]. A held request ends at its
 //     requestTimeout (its server's as it came) even while held, as finish
-//     ends one no child was written: -32001, mayHaveExecuted false; one
-//     whose deadline passed as it goes on is refused by its table and
-//     expired, never written: [session.expireWhenDue],
+//     ends one no child was written: -32001, mayHaveExecuted false; it
+//     goes on under that timeout, from its arrival, whatever the config
+//     says then, and one whose deadline passed as it goes on is refused
+//     by its table and expired, never written: [session.expireWhenDue],
 //     [session.expireHeld], [session.endHeldLocked],
+//     [session.forwardCounted], [requestTable.carry],
 //     [requestTable.register], [backend.expire]. Held requests are in
 //     flight, so they count against the session's share of requests in
 //     flight with those at its children: one past it, or under an id in

@@ -161,6 +161,40 @@ func TestHeldRequestsEndAtTheirOwnDeadlines(t *testing.T) {
 	}
 }
 
+// A held request keeps its own requestTimeout once its client's roots
+// answer lets it go on: the child's table times it by the timeout it came
+// under, not by the server's as it goes on. On the first edition the one
+// held under a minute went on under the 300 ms applied while it was held,
+// and ended at once, timed out, never written.
+func TestHeldRequestGoesOnUnderItsOwnTimeout(t *testing.T) {
+	t.Cleanup(pool.SetRootsAskTimeout(time.Minute)) // the hold ends when the client answers
+	cfg := fake("fs")
+	cfg.RequestTimeout = time.Minute
+	tp := newTestPool(t, nil, cfg)
+	c := tp.dial(t, "fs")
+	c.initialize("a", `{"roots":{"listChanged":true}}`)
+	ask := c.recv()
+	if ask.Method != "roots/list" {
+		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
+	}
+	c.call(`"long"`, "echo", `{"text":"long"}`)
+	eventually(t, "the call held", func() bool { _, ok := heldInFlight(tp, `"long"`); return ok })
+	cfg.RequestTimeout = 300 * time.Millisecond
+	if err := tp.Apply([]pool.ServerConfig{cfg}); err != nil {
+		t.Fatal(err)
+	}
+	// A call held under the lower timeout ends at it: past that, from
+	// the first call's arrival too.
+	c.call(`"short"`, "echo", `{"text":"short"}`)
+	if m, _ := c.recvID(`"short"`); m.Error == nil || m.Error.Code != -32001 {
+		t.Fatalf("the call held under the lower timeout: %s; want -32001", m.raw)
+	}
+	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, ask.ID)
+	if m, _ := c.recvID(`"long"`); m.text() != "long" {
+		t.Fatalf("the call held under a minute, once the client answered: %s; want its answer", m.raw)
+	}
+}
+
 // The held request a replay has taken and not yet handed on still counts
 // against the session's share: a request that comes meanwhile, past the
 // share, is refused as it comes, and the replay hands on all it held

@@ -179,7 +179,8 @@ const (
 // The deadline is set once: a later change of the server's timeout
 // applies to requests registered after it (timeoutOf). A call's retry
 // with its client's answers goes on with what was left of the call's
-// timeout instead (carry). A request whose deadline has passed already
+// timeout instead (carry), and a request held for its session's roots
+// with the one it came under. A request whose deadline has passed already
 // is refused, never queued, with its deadline set for timeoutOf.
 func (t *requestTable) register(p *pending, limit int, timeout time.Duration) (r registration, sess *session, n int) {
 	t.update(func(in *inFlight) {
@@ -245,7 +246,9 @@ func (t *requestTable) timeoutLocked(in *inFlight, p *pending) (d time.Duration,
 // carry makes p, a call's retry with its client's answers to the child's
 // questions (inputbridge.go), go on with what was left of the call's
 // timeout rather than with a timeout of its own: timeout is the call's,
-// used what its earlier requests took of it. p's error names timeout.
+// used what its earlier requests took of it. A request held for its
+// session's roots goes on so with the timeout it came under (used 0).
+// p's error names timeout.
 // Called before p is sent; nothing once p has ended.
 func (t *requestTable) carry(p *pending, timeout, used time.Duration) {
 	if timeout <= 0 {

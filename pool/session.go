@@ -697,7 +697,11 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 	}
 
 	key := keyOf(id, x)
+	var heldFor time.Duration
 	s.mu.Lock()
+	if a != nil {
+		heldFor = a.timeout // set while it was held: the server's as it came (expireWhenDue)
+	}
 	if a != nil && s.held.inHand == a {
 		s.held.inHand = nil // the replay's: it counts as any request in flight from here, if it is admitted
 	}
@@ -725,6 +729,11 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 		ev.ClientName, ev.ClientVersion = x.client.Name, x.client.Version
 	}
 	s.p.emit(&ev)
+	// A request held for its session's roots goes on under the timeout
+	// it came under, from its arrival, not under the server's as it goes
+	// on (a config applied meanwhile), as a call's retry goes on with its
+	// call's.
+	b.reqs.carry(p, heldFor, 0)
 	var cancelled *cancelledHandingOn
 	switch err := b.send(p); {
 	case err == nil:
