@@ -26,14 +26,7 @@ const refusal = `unknown server "notes"; the config file does not load, and the 
 // to answer its client.
 func refusingPool(t *testing.T) (home string, refused <-chan struct{}) {
 	t.Helper()
-	home, err := os.MkdirTemp("", "sbr") // a short path: a Unix socket's name is short
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	if err := os.Mkdir(home+"/run", 0o700); err != nil {
-		t.Fatal(err)
-	}
+	home = shortHome(t)
 	ln, err := net.Listen("unix", home+"/run/pool.sock")
 	if err != nil {
 		t.Fatal(err)
@@ -61,22 +54,25 @@ func refusingPool(t *testing.T) (home string, refused <-chan struct{}) {
 	return home, sent
 }
 
+// errorAnswer is an error answer as the shim writes it to its client.
+type errorAnswer struct {
+	ID    json.RawMessage `json:"id"`
+	Error struct {
+		Message string
+		Data    struct {
+			Retryable       *bool `json:"retryable"`
+			MayHaveExecuted *bool `json:"mayHaveExecuted"`
+		}
+	}
+}
+
 // checkRefusalAnswer checks that out is one answer to request 1, an error
 // that gives the pool's reason and says, in its data, that it did not
 // run and that sending it again cannot work: the pool refused the
 // session (no such server, the server disabled) and would again.
 func checkRefusalAnswer(t *testing.T, out []byte) {
 	t.Helper()
-	var a struct {
-		ID    json.RawMessage `json:"id"`
-		Error struct {
-			Message string
-			Data    struct {
-				Retryable       *bool `json:"retryable"`
-				MayHaveExecuted *bool `json:"mayHaveExecuted"`
-			}
-		}
-	}
+	var a errorAnswer
 	line, rest, _ := bytes.Cut(out, []byte("\n"))
 	if err := json.Unmarshal(line, &a); err != nil || string(a.ID) != "1" || !strings.Contains(a.Error.Message, "the config file does not load") || len(rest) > 0 {
 		t.Fatalf("the client got %q; want one error answer to its initialize that says why", out)

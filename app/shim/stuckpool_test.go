@@ -6,13 +6,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/app/control/controltest"
 )
 
 // silentPool listens on the pool socket of a new SWITCHBOARD_HOME as a
@@ -21,7 +21,15 @@ import (
 // carried with them.
 func silentPool(t *testing.T) (home string, drop func()) {
 	t.Helper()
-	home, err := os.MkdirTemp("", "sbs") // a short path: a Unix socket's name is short
+	home = shortHome(t)
+	return home, controltest.ListenSilent(t, home+"/run/pool.sock").Close
+}
+
+// shortHome makes a new SWITCHBOARD_HOME with its run directory, removed
+// when the test ends. Its path is short: a Unix socket's name is short.
+func shortHome(t *testing.T) string {
+	t.Helper()
+	home, err := os.MkdirTemp("", "sbs")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,36 +37,7 @@ func silentPool(t *testing.T) (home string, drop func()) {
 	if err := os.Mkdir(home+"/run", 0o700); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("unix", home+"/run/pool.sock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held, never read
-			mu.Unlock()
-		}
-	}()
-	drop = sync.OnceFunc(func() {
-		ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	t.Cleanup(drop)
-	return home, drop
+	return home
 }
 
 // TestConnectToAStuckPoolAnswersItsClient: a `connect` whose pool takes
@@ -133,16 +112,7 @@ func checkStuckAnswers(t *testing.T, out []byte, ids ...string) {
 		t.Fatalf("the client got %q; want an error answer to each of %q", out, ids)
 	}
 	for i, line := range lines {
-		var a struct {
-			ID    json.RawMessage `json:"id"`
-			Error struct {
-				Message string
-				Data    struct {
-					Retryable       *bool `json:"retryable"`
-					MayHaveExecuted *bool `json:"mayHaveExecuted"`
-				}
-			}
-		}
+		var a errorAnswer
 		if err := json.Unmarshal(line, &a); err != nil || string(a.ID) != ids[i] || !strings.Contains(a.Error.Message, "the pool did not answer") {
 			t.Errorf("answer %d: %s; want an error to request %s saying the pool did not answer", i+1, line, ids[i])
 			continue

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/app/control/controltest"
 	homepkg "github.com/switchboard-mcp/switchboard/app/home"
 )
 
@@ -106,39 +106,7 @@ func silentControlSocket(t *testing.T, home string) (asked func() int) {
 	if err := paths.EnsureRunDir(); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("unix", paths.ControlSocket())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held, never answered
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(conns)
-	}
+	return controltest.ListenSilent(t, paths.ControlSocket()).Conns
 }
 
 // `hangs` with a pool that does not answer asks it once, waiting the
