@@ -247,17 +247,30 @@ func TestClientErrors(t *testing.T) {
 	}
 }
 
+// cutQuestionTimeout sets QuestionTimeout to 200 ms until the test ends.
+func cutQuestionTimeout(t *testing.T) {
+	old := QuestionTimeout
+	QuestionTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { QuestionTimeout = old })
+}
+
+// stuckPool serves, until the test ends, a control API that takes each
+// request and never answers it (a stuck pool), with QuestionTimeout cut
+// to 200 ms, and returns its client.
+func stuckPool(t *testing.T) *Client {
+	t.Helper()
+	cutQuestionTimeout(t)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // last, after the server closed: its blocked handlers return
+	return serveHandler(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+}
+
 // A pool that takes a question and never answers it (stuck) makes the
 // question fail within QuestionTimeout with ErrUnresponsive, which says
 // so, rather than hold the user for the client's minute and print a Go
 // HTTP error.
 func TestQuestionToAStuckPool(t *testing.T) {
-	old := QuestionTimeout
-	QuestionTimeout = 200 * time.Millisecond
-	t.Cleanup(func() { QuestionTimeout = old })
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) }) // last, after the server closed: its blocked handlers return
-	c := serveHandler(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	c := stuckPool(t)
 
 	ctx := context.Background()
 	if _, err := c.Status(ctx); !errors.Is(err, ErrUnresponsive) || !strings.Contains(err.Error(), "/v1/status") {
@@ -295,12 +308,7 @@ func actions(c *Client, wait time.Duration) map[string]error {
 // client's minute and failed with Go's HTTP timeout, telling nothing of
 // whether it would still be done (it was, once the pool ran again).
 func TestActionToAStuckPool(t *testing.T) {
-	old := QuestionTimeout
-	QuestionTimeout = 200 * time.Millisecond
-	t.Cleanup(func() { QuestionTimeout = old })
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) }) // last, after the server closed: its blocked handlers return
-	c := serveHandler(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	c := stuckPool(t)
 
 	for name, err := range actions(c, 2*time.Second) { // the old minute, cut short
 		if !errors.Is(err, ErrUnresponsive) || !strings.Contains(err.Error(), "nothing was done") {
@@ -312,9 +320,7 @@ func TestActionToAStuckPool(t *testing.T) {
 // An action the pool has taken is waited for past QuestionTimeout: the
 // pool said it had it (102) as it read it.
 func TestTakenActionIsWaitedFor(t *testing.T) {
-	old := QuestionTimeout
-	QuestionTimeout = 200 * time.Millisecond
-	t.Cleanup(func() { QuestionTimeout = old })
+	cutQuestionTimeout(t)
 	c := serve(t, &fakeBackend{slowKill: 3 * QuestionTimeout})
 	if res, err := c.Kill(context.Background(), KillRequest{PID: 99}); err != nil || len(res) != 1 || !res[0].Killed {
 		t.Errorf("a kill that takes longer than the wait for the pool to take it = %+v, %v", res, err)
@@ -350,9 +356,7 @@ func (l *heldListener) Close() error {
 // the client has given up on every action. On the first edition each was
 // done then, after the client had said it failed.
 func TestGivenUpActionIsNotDoneLater(t *testing.T) {
-	old := QuestionTimeout
-	QuestionTimeout = 200 * time.Millisecond
-	t.Cleanup(func() { QuestionTimeout = old })
+	cutQuestionTimeout(t)
 	b := &fakeBackend{started: make(chan struct{}), madeWay: make(chan struct{}), quit: make(chan struct{})}
 	release := make(chan struct{})
 	const n = 8 // the actions asked
