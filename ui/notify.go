@@ -63,25 +63,8 @@ func (n *notifier) check(s pool.Snapshot, now time.Time, hang time.Duration) []*
 			hung[r.Server] = append(hung[r.Server], r)
 		}
 	}
-	for srv, at := range n.noted {
-		if now.Sub(at) >= hangNoteEvery {
-			delete(n.noted, srv)
-		}
-	}
 	var due []string // servers that started hanging and were not announced lately
-	for srv := range hung {
-		if _, lately := n.noted[srv]; !n.hung[srv] && !lately {
-			due = append(due, srv)
-		}
-	}
-	slices.Sort(due)
-	n.hung = make(map[string]bool, len(hung))
-	for srv := range hung {
-		n.hung[srv] = true
-	}
-	for _, srv := range due {
-		n.noted[srv] = now
-	}
+	due, n.hung = dueNotes(hung, n.hung, n.noted, now, hangNoteEvery)
 	if len(due) > maxServerNotes {
 		k := 0
 		for _, srv := range due {
@@ -114,6 +97,31 @@ func (n *notifier) check(s pool.Snapshot, now time.Time, hang time.Duration) []*
 	return append(out, n.failures(s, now)...)
 }
 
+// dueNotes returns, sorted, the servers of cur that were not in last and
+// got no bubble within every, the ones due a bubble now: it forgets in
+// noted the bubbles older than every and records those due at now. It
+// returns with them the servers of cur, to be last at the next check.
+func dueNotes[V any](cur map[string]V, last map[string]bool, noted map[string]time.Time, now time.Time,
+	every time.Duration) (due []string, seen map[string]bool) {
+	for srv, at := range noted {
+		if now.Sub(at) >= every {
+			delete(noted, srv)
+		}
+	}
+	seen = make(map[string]bool, len(cur))
+	for srv := range cur {
+		seen[srv] = true
+		if _, lately := noted[srv]; !last[srv] && !lately {
+			due = append(due, srv)
+		}
+	}
+	slices.Sort(due)
+	for _, srv := range due {
+		noted[srv] = now
+	}
+	return due, seen
+}
+
 // whySentence is why a hung request waits (hungWhy) as a sentence to
 // follow another, or "" when the pool does not say: it tells a child that
 // does not read its input, or has not started, from a request the child
@@ -137,25 +145,8 @@ func (n *notifier) failures(s pool.Snapshot, now time.Time) []*fyne.Notification
 			failed[b.Server] = b.LastError
 		}
 	}
-	for srv, at := range n.failNoted {
-		if now.Sub(at) >= failNoteEvery {
-			delete(n.failNoted, srv)
-		}
-	}
 	var due []string // servers that started failing and were not announced lately
-	for srv := range failed {
-		if _, lately := n.failNoted[srv]; !n.failed[srv] && !lately {
-			due = append(due, srv)
-		}
-	}
-	slices.Sort(due)
-	n.failed = make(map[string]bool, len(failed))
-	for srv := range failed {
-		n.failed[srv] = true
-	}
-	for _, srv := range due {
-		n.failNoted[srv] = now
-	}
+	due, n.failed = dueNotes(failed, n.failed, n.failNoted, now, failNoteEvery)
 	if len(due) > maxServerNotes {
 		return []*fyne.Notification{fyne.NewNotification(fmt.Sprintf("%d servers failed", len(due)),
 			fmt.Sprintf("%s keep crashing; their requests fail fast until you restart them or change their config. "+
