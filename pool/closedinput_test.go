@@ -28,19 +28,41 @@ func (c *client) closeInput() {
 	}
 }
 
+// closeInputAsked starts a call that sleeps 300 ms and one whose child
+// asks the client a question, and closes the client's input once the
+// question has come.
+func closeInputAsked(t *testing.T, tp *testPool) *client {
+	t.Helper()
+	c := tp.dial(t, "srv")
+	c.initialize("piped", `{"elicitation":{}}`)
+	c.call(`"slow"`, "sleep", `{"ms":300}`)
+	c.call(`"ask"`, "ask", `{"kind":"elicitation"}`)
+	if q := c.recv(); q.Method != "elicitation/create" {
+		t.Fatalf("want the child's question, got %s", q.raw)
+	}
+	c.closeInput()
+	return c
+}
+
+// closeInputBeforeAsked sends, as a piped client does, the initialize and
+// a call whose child asks the client a question, and closes the client's
+// input at once, before the question has come.
+func closeInputBeforeAsked(t *testing.T, tp *testPool) *client {
+	t.Helper()
+	c := tp.dial(t, "srv")
+	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"piped","version":"1.0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"ask","arguments":{"kind":"elicitation"}}}`)
+	c.closeInput()
+	return c
+}
+
 func TestClosedInputEndsLegacyChildsQuestion(t *testing.T) {
 	t.Cleanup(pool.SetHoldKeep(time.Minute)) // restored once the pools have closed
 
 	t.Run("asked before", func(t *testing.T) {
 		tp := newTestPool(t, nil, fake("srv"))
-		c := tp.dial(t, "srv")
-		c.initialize("piped", `{"elicitation":{}}`)
-		c.call(`"slow"`, "sleep", `{"ms":300}`)
-		c.call(`"ask"`, "ask", `{"kind":"elicitation"}`)
-		if q := c.recv(); q.Method != "elicitation/create" {
-			t.Fatalf("want the child's question, got %s", q.raw)
-		}
-		c.closeInput()
+		c := closeInputAsked(t, tp)
 		m, _ := c.recvID(`"ask"`)
 		if !strings.Contains(m.text(), "closed its input") {
 			t.Fatalf("the call whose question can no longer be answered: want the child's answer with the pool's error, got %s", m.raw)
@@ -52,11 +74,7 @@ func TestClosedInputEndsLegacyChildsQuestion(t *testing.T) {
 
 	t.Run("asked after", func(t *testing.T) {
 		tp := newTestPool(t, nil, fake("srv"))
-		c := tp.dial(t, "srv")
-		c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"piped","version":"1.0"}}}`,
-			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-			`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"ask","arguments":{"kind":"elicitation"}}}`)
-		c.closeInput()
+		c := closeInputBeforeAsked(t, tp)
 		m, _ := c.recvID(`"ask"`)
 		if !strings.Contains(m.text(), "closed its input") && !strings.Contains(m.text(), "no connected client") {
 			t.Fatalf("a question to a client whose input closed: want the child's answer with the pool's error, got %s", m.raw)
@@ -113,14 +131,7 @@ func TestClosedInputEndsBridgedQuestion(t *testing.T) {
 
 	t.Run("asked before", func(t *testing.T) {
 		tp := newTestPool(t, nil, fake("srv", "-era", "modern"))
-		c := tp.dial(t, "srv")
-		c.initialize("piped", `{"elicitation":{}}`)
-		c.call(`"slow"`, "sleep", `{"ms":300}`)
-		c.call(`"ask"`, "ask", `{"kind":"elicitation"}`)
-		if q := c.recv(); q.Method != "elicitation/create" {
-			t.Fatalf("want the child's question, got %s", q.raw)
-		}
-		c.closeInput()
+		c := closeInputAsked(t, tp)
 		m, _ := c.recvID(`"ask"`)
 		if m.Error == nil || !strings.Contains(m.Error.Message, "closed its input") {
 			t.Fatalf("the call whose question can no longer be answered: want the pool's error, got %s", m.raw)
@@ -135,11 +146,7 @@ func TestClosedInputEndsBridgedQuestion(t *testing.T) {
 
 	t.Run("asked after", func(t *testing.T) {
 		tp := newTestPool(t, nil, fake("srv", "-era", "modern"))
-		c := tp.dial(t, "srv")
-		c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"piped","version":"1.0"}}}`,
-			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-			`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"ask","arguments":{"kind":"elicitation"}}}`)
-		c.closeInput()
+		c := closeInputBeforeAsked(t, tp)
 		m, _ := c.recvID(`"ask"`)
 		if m.Error == nil || !strings.Contains(m.Error.Message, "closed its input") {
 			t.Fatalf("a question to a client whose input closed: want the pool's error, got %s", m.raw)

@@ -299,6 +299,20 @@ func childLog(t testing.TB, path string) []map[string]any {
 	return lines
 }
 
+// cancelledAtChild returns the request ids of the cancellations in the
+// fake's -log file at path, in the order the child received them.
+func cancelledAtChild(t testing.TB, path string) []string {
+	t.Helper()
+	var ids []string
+	for _, m := range childLog(t, path) {
+		if m["method"] == "notifications/cancelled" {
+			params, _ := m["params"].(map[string]any)
+			ids = append(ids, fmt.Sprint(params["requestId"]))
+		}
+	}
+	return ids
+}
+
 // countMethod counts the messages with method in a child log.
 func countMethod(log []map[string]any, method string) int {
 	n := 0

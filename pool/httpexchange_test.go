@@ -177,20 +177,10 @@ func TestHTTPStatelessCloseCancelsOnlyItsOwn(t *testing.T) {
 	if len(in) != 2 || in[0].Session != in[1].Session {
 		t.Fatalf("in flight: %+v, want both calls on the stateless session", in)
 	}
-	cancelled := func() []string {
-		var ids []string
-		for _, m := range childLog(t, logPath) {
-			if m["method"] == "notifications/cancelled" {
-				params, _ := m["params"].(map[string]any)
-				ids = append(ids, fmt.Sprint(params["requestId"]))
-			}
-		}
-		return ids
-	}
 	leave()
 	<-left
-	eventually(t, "the leaver's call to be cancelled at the child", func() bool { return len(cancelled()) > 0 })
-	if ids := cancelled(); len(ids) != 1 || ids[0] != fmt.Sprint(leaver.PoolID) {
+	eventually(t, "the leaver's call to be cancelled at the child", func() bool { return len(cancelledAtChild(t, logPath)) > 0 })
+	if ids := cancelledAtChild(t, logPath); len(ids) != 1 || ids[0] != fmt.Sprint(leaver.PoolID) {
 		t.Fatalf("the child was told to cancel %v, want the leaver's %d alone", ids, leaver.PoolID)
 	}
 	progress() // the other call goes on, its progress still its own
@@ -201,8 +191,8 @@ func TestHTTPStatelessCloseCancelsOnlyItsOwn(t *testing.T) {
 	}
 	stayerID := in[0].PoolID
 	stayer.close()
-	eventually(t, "the stayer's call to be cancelled when it closes", func() bool { return len(cancelled()) == 2 })
-	if ids := cancelled(); ids[1] != fmt.Sprint(stayerID) {
+	eventually(t, "the stayer's call to be cancelled when it closes", func() bool { return len(cancelledAtChild(t, logPath)) == 2 })
+	if ids := cancelledAtChild(t, logPath); ids[1] != fmt.Sprint(stayerID) {
 		t.Fatalf("cancelled %v, want the stayer's %d second", ids, stayerID)
 	}
 	eventually(t, "nothing in flight", func() bool { return len(tp.Snapshot().InFlight) == 0 })

@@ -240,19 +240,9 @@ func TestHTTPRotationEndsHeldCalls(t *testing.T) {
 	token.Store(&fresh)
 	tp.HTTPTokenRotated()
 
-	cancelled := func() []string {
-		var ids []string
-		for _, m := range childLog(t, logPath) {
-			if m["method"] == "notifications/cancelled" {
-				params, _ := m["params"].(map[string]any)
-				ids = append(ids, fmt.Sprint(params["requestId"]))
-			}
-		}
-		return ids
-	}
-	eventually(t, "the old token's held call to be cancelled at the child", func() bool { return len(cancelled()) > 0 },
+	eventually(t, "the old token's held call to be cancelled at the child", func() bool { return len(cancelledAtChild(t, logPath)) > 0 },
 		func() string { return fmt.Sprintf("in flight: %+v", tp.Snapshot().InFlight) })
-	if ids := cancelled(); len(ids) != 1 || ids[0] != fmt.Sprint(heldCall) {
+	if ids := cancelledAtChild(t, logPath); len(ids) != 1 || ids[0] != fmt.Sprint(heldCall) {
 		t.Fatalf("the child was told to cancel %v, want the old token's held call %d alone", ids, heldCall)
 	}
 	if in := tp.Snapshot().InFlight; len(in) != 1 || in[0].PoolID != stdioCall {
