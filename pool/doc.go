@@ -308,7 +308,7 @@
 //     ends one no child was written: -32001, mayHaveExecuted false; it
 //     goes on under that timeout, from its arrival, whatever the config
 //     says then, and one whose deadline passed as it goes on is refused
-//     by its table and expired, never written: [session.expireWhenDue],
+//     by its table and expired, never written: [session.holdForRoots],
 //     [session.expireHeld], [session.endHeldLocked],
 //     [session.forwardCounted], [requestTable.carry],
 //     [requestTable.register], [backend.expire]. Held requests are in

@@ -118,6 +118,22 @@ func PauseReplaying() (taken <-chan struct{}, resume, restore func()) {
 	return stopped, sync.OnceFunc(func() { close(resumed) }), func() { testHookReplaying = nil }
 }
 
+// PauseHolding makes the pool stop a session's reader once the first
+// request it held for its roots is in the queue, listed in flight,
+// until resume is called; held is closed when it stops. Until restore
+// is called (after the pool closed).
+func PauseHolding() (held <-chan struct{}, resume, restore func()) {
+	stopped, resumed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	testHookHeld = func(*session) {
+		once.Do(func() {
+			close(stopped)
+			<-resumed
+		})
+	}
+	return stopped, sync.OnceFunc(func() { close(resumed) }), func() { testHookHeld = nil }
+}
+
 // SetCarryingHook runs hook with the client name of each session whose
 // stakes moveStakes is moving, between their record and their count at
 // the new child; until restore is called (after the pool closed).

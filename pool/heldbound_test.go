@@ -161,6 +161,51 @@ func TestHeldRequestsEndAtTheirOwnDeadlines(t *testing.T) {
 	}
 }
 
+// A held request is timed by its server's requestTimeout as it is read:
+// once the snapshot lists it held, a config applied does not change it.
+// Before, the reader read the timeout only after the request showed as
+// held, so a lower timeout applied in between timed the one that came
+// under a minute too, and it ended with the call that came after.
+func TestHeldRequestTakesItsTimeoutAsItIsRead(t *testing.T) {
+	t.Cleanup(pool.SetRootsAskTimeout(time.Minute)) // the hold ends when the client answers
+	held, resume, restore := pool.PauseHolding()    // the reader, once "long" is held
+	t.Cleanup(restore)
+	cfg := fake("fs")
+	cfg.RequestTimeout = time.Minute
+	tp := newTestPool(t, nil, cfg)
+	t.Cleanup(resume) // before the pool closes: the reader must not stay paused
+	c := tp.dial(t, "fs")
+	c.initialize("a", `{"roots":{"listChanged":true}}`)
+	if ask := c.recv(); ask.Method != "roots/list" {
+		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
+	}
+	c.call(`"long"`, "echo", `{"text":"long"}`)
+	select {
+	case <-held:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the call was not held")
+	}
+	if _, ok := heldInFlight(tp, `"long"`); !ok {
+		t.Fatalf("the held call is not in flight: %+v", tp.Snapshot().InFlight)
+	}
+	cfg.RequestTimeout = 300 * time.Millisecond
+	if err := tp.Apply([]pool.ServerConfig{cfg}); err != nil {
+		t.Fatal(err)
+	}
+	resume()
+	c.call(`"short"`, "echo", `{"text":"short"}`)
+	m, before := c.recvID(`"short"`)
+	if m.Error == nil || m.Error.Code != -32001 {
+		t.Fatalf("the call held under the lower timeout: %s; want -32001", m.raw)
+	}
+	if m, ok := refusedBefore(before, `"long"`); ok {
+		t.Fatalf("the call held under a minute was answered first: %s", m.raw)
+	}
+	if _, ok := heldInFlight(tp, `"long"`); !ok {
+		t.Fatalf("the call held under a minute ended with it: in flight %+v", tp.Snapshot().InFlight)
+	}
+}
+
 // A held request keeps its own requestTimeout once its client's roots
 // answer lets it go on: the child's table times it by the timeout it came
 // under, not by the server's as it goes on. On the first edition the one

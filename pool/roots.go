@@ -667,9 +667,11 @@ func (s *session) inputEnded() {
 // holdForRoots queues a message while the session's roots are being
 // asked; it reports whether it did. A request held is taken as it is
 // read (its arrival): owed and in flight from then, and timed from then
-// too (expireWhenDue); so it is refused as any request in flight past
-// the session's share is (overCountLocked), or under an id the session
-// has in flight. What it holds counts against the session's bytes
+// too, by its server's requestTimeout as it is read, set before it is
+// listed in flight, so that a config applied once it shows held does not
+// change it (expireHeld, forwardCounted); so it is refused as any
+// request in flight past the session's share is (overCountLocked), or
+// under an id the session has in flight. What it holds counts against the session's bytes
 // (Options.MaxSessionBytes), so that a client that does not answer
 // cannot pile up messages without end: past them it refuses the message
 // (a notification is dropped, a request answered with the refusal). A
@@ -680,6 +682,10 @@ func (s *session) inputEnded() {
 // (clientCancelsLocked).
 func (s *session) holdForRoots(msg *jsonrpc.Message, x *exchange) (held bool, refusal *jsonrpc.Error) {
 	line, change := msg.Raw, msg.Method == "notifications/roots/list_changed"
+	var timeout time.Duration
+	if msg.Kind == jsonrpc.KindRequest {
+		timeout = s.srv.requestTimeout() // before s.mu: a server's lock is taken before a session's (backendAsLocked)
+	}
 	s.mu.Lock()
 	if s.rootsAsk == "" && !s.replaying {
 		s.mu.Unlock()
@@ -711,18 +717,21 @@ func (s *session) holdForRoots(msg *jsonrpc.Message, x *exchange) (held bool, re
 			method: msg.Method, name: aboutName(msg.Params.Of(msg.Raw)), origID: id, key: key, at: -1}
 	}
 	s.held.push(h)
+	if h.req != nil && s.held.setDue(h, timeout) {
+		s.armHeldLocked()
+	}
 	s.heldBytes += len(line)
 	s.changeHeld = s.changeHeld || change
-	var id uint64
-	if h.req != nil { // read now: once s.mu is let go, the replay may take the arrival over
-		id = h.req.id
-	}
 	s.mu.Unlock()
-	if id != 0 {
-		s.expireWhenDue(h, id)
+	if h.req != nil && testHookHeld != nil {
+		testHookHeld(s)
 	}
 	return true, nil
 }
+
+// testHookHeld, when set, runs in holdForRoots once a request it held
+// is in the queue (listed in flight) and its lock let go.
+var testHookHeld func(*session)
 
 // heldRefusalLocked refuses a request to be held under key (its id is
 // id) as the session refuses any request it takes (forwardCounted): one
@@ -733,23 +742,6 @@ func (s *session) heldRefusalLocked(key string, id []byte) *jsonrpc.Error {
 		return newError(errDuplicateID, false, "", id)
 	}
 	return s.overCountLocked()
-}
-
-// expireWhenDue times h, the request held under pool id id, from its
-// arrival to its server's requestTimeout (expireHeld), unless it is no
-// longer held or its client cancelled it. The config is read with s.mu
-// let go: a server's lock is taken before a session's (backendAsLocked),
-// not under it.
-func (s *session) expireWhenDue(h *heldMessage, id uint64) {
-	timeout := s.srv.requestTimeout()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.held.byID[id] != h || h.req.cancelled {
-		return // it went on meanwhile (its table times it), or ended
-	}
-	if s.held.setDue(h, timeout) {
-		s.armHeldLocked()
-	}
 }
 
 // armHeldLocked sets the session's timer for its held requests to fire at

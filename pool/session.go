@@ -700,7 +700,7 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 	var heldFor time.Duration
 	s.mu.Lock()
 	if a != nil {
-		heldFor = a.timeout // set while it was held: the server's as it came (expireWhenDue)
+		heldFor = a.timeout // set while it was held: the server's as it came (holdForRoots)
 	}
 	if a != nil && s.held.inHand == a {
 		s.held.inHand = nil // the replay's: it counts as any request in flight from here, if it is admitted
