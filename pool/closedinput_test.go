@@ -3,7 +3,9 @@
 package pool_test
 
 import (
+	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +153,81 @@ func TestClosedInputEndsBridgedQuestion(t *testing.T) {
 		if m.Error == nil || !strings.Contains(m.Error.Message, "closed its input") {
 			t.Fatalf("a question to a client whose input closed: want the pool's error, got %s", m.raw)
 		}
+	})
+}
+
+// A 2026-07-28 client over stdio whose call the pool answered with
+// input_required, holding the child's call for its retry (MRTR), and that
+// then closes its input can send no retry: the held call is cancelled at
+// the child at once, not kept the 10 minutes (here a minute) a person is
+// given to answer. So is the held call of a client that goes away. A
+// call held for an HTTP client, whose retry may come on any request, is
+// kept, and its retry completes it. A question the child asks once the
+// client's input closed is not carried to it: the child gets -32006 and
+// answers the call (or, asked as the input closed, the call it holds is
+// cancelled as above). On the first edition the held calls ran on at the
+// child, and held its place there, until the hold was let go.
+func TestClosedInputEndsHeldCalls(t *testing.T) {
+	t.Cleanup(pool.SetHoldKeep(time.Minute)) // restored once the pools have closed
+	for _, how := range []string{"closes its input", "goes away"} {
+		t.Run(how, func(t *testing.T) {
+			logPath := filepath.Join(t.TempDir(), "child.log")
+			tp := newTestPool(t, nil, fake("srv", "-log", logPath))
+			h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+			kept := readResult(t, h.call(askCall("1", "sampling", "")))
+			if kept.ResultType != "input_required" || len(tp.Snapshot().InFlight) != 1 {
+				t.Fatalf("the HTTP client's call: %+v; in flight: %+v", kept, tp.Snapshot().InFlight)
+			}
+			httpCall := tp.Snapshot().InFlight[0].PoolID
+
+			c := tp.dial(t, "srv")
+			c.send(askCall("2", "sampling", ""))
+			if m, _ := c.recvID("2"); readResult(t, m).ResultType != "input_required" {
+				t.Fatalf("the stdio client's call: %s", m.raw)
+			}
+			var held uint64
+			for _, r := range tp.Snapshot().InFlight {
+				if r.PoolID != httpCall {
+					held = r.PoolID
+				}
+			}
+			if held == 0 {
+				t.Fatalf("the stdio client's call is not held: in flight %+v", tp.Snapshot().InFlight)
+			}
+			if how == "closes its input" {
+				c.closeInput()
+			} else {
+				c.close()
+			}
+
+			eventually(t, "the held call to be cancelled at the child", func() bool { return len(cancelledAtChild(t, logPath)) > 0 },
+				func() string { return fmt.Sprintf("in flight: %+v", tp.Snapshot().InFlight) })
+			if ids := cancelledAtChild(t, logPath); len(ids) != 1 || ids[0] != fmt.Sprint(held) {
+				t.Fatalf("the child was told to cancel %v, want the stdio client's held call %d alone", ids, held)
+			}
+			if in := tp.Snapshot().InFlight; len(in) != 1 || in[0].PoolID != httpCall {
+				t.Fatalf("in flight: %+v, want the HTTP client's held call alone", in)
+			}
+			for key := range kept.InputRequests {
+				done := readResult(t, h.call(askCall("3", "sampling", `,"requestState":"`+kept.RequestState+`","inputResponses":{"`+key+
+					`":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`)))
+				if done.ResultType != "complete" || len(done.Content) != 1 || !strings.Contains(done.Content[0].Text, "forty-two") {
+					t.Fatalf("the HTTP client's retry: %+v", done)
+				}
+			}
+		})
+	}
+
+	t.Run("asked after", func(t *testing.T) {
+		tp := newTestPool(t, nil, fake("srv"))
+		c := tp.dial(t, "srv")
+		c.send(askCall("1", "sampling", ""))
+		c.closeInput()
+		m, _ := c.recvID("1")
+		if !strings.Contains(m.raw, "input_required") && !strings.Contains(m.text(), "closed its input") {
+			t.Fatalf("a question for a client whose input closed: want the child's answer with the pool's error, got %s", m.raw)
+		}
+		eventually(t, "nothing to be left in flight", func() bool { return len(tp.Snapshot().InFlight) == 0 },
+			func() string { return fmt.Sprintf("in flight: %+v", tp.Snapshot().InFlight) })
 	})
 }

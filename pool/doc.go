@@ -428,7 +428,12 @@
 //     is asked no more, nor is another session a legacy child's question
 //     that would go to it (it ends -32006): [session.unanswerable],
 //     [session.askable], [backend.pickSession],
-//     [requestTable.dropQuestionsTo], [inputRounds.askedOf]. One that
+//     [requestTable.dropQuestionsTo], [inputRounds.askedOf]. A
+//     2026-07-28 stdio client that closes its input, or leaves, can send
+//     no retry of a call held for it (MRTR; over HTTP a retry may come on
+//     any connection): the held calls are cancelled at the child at once,
+//     and none is held for it after: [session.endHolds],
+//     [mrtrHolds.revokeOf], [session.canRetry], [mrtrHolds.put]. One that
 //     goes away is cancelled at once:
 //     an attached client's shim that hangs up, or its output that loses
 //     its reader (one poller watches them all), or a write to its output

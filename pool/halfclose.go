@@ -46,7 +46,8 @@ func (s *session) halfClose(peer syscall.RawConn) {
 // closed its input and can answer none: a legacy child's is answered
 // with the pool's error (the child answers its call, and the timeouts it
 // paused go on); a 2026-07-28 child's, put to it for a call, ends the
-// call with an error. The session is asked nothing more (askable): the
+// call with an error; a call held for its retry (mrtr.go) is cancelled at
+// the child. The session is asked nothing more (askable): the
 // flag is set before the questions are looked for, and each question is
 // recorded before its asker looks at the flag, so none is missed.
 func (s *session) unanswerable() {
@@ -59,6 +60,7 @@ func (s *session) unanswerable() {
 	for _, x := range s.p.rounds.askedOf(s) {
 		x.end(newError(errClosedInputAsked, true, x.b.srv.name, x.b.srv.name))
 	}
+	s.endHolds(errInputClosed.Error()) // a 2026-07-28 client's retry cannot come now
 }
 
 // watchPeer closes the session at once if the client goes away while it

@@ -111,7 +111,9 @@ var holdKeep = 10 * time.Minute
 // not pile them up on the child without end. Nor does it register a hold
 // whose request's token was rotated away (x.gate): the rotation may have
 // looked for the old token's holds already (revoke), and its request,
-// ended by the rotation, is not to be retried. Now and then it forgets
+// ended by the rotation, is not to be retried. Nor one for a stdio
+// session that can send no retry (canRetry): its end may have looked for
+// its holds already (endHolds). Now and then it forgets
 // holds whose call ended unanswered or whose answer waited too long:
 // clients need not come back.
 func (h *mrtrHolds) put(x *mrtrHold) bool {
@@ -128,7 +130,7 @@ func (h *mrtrHolds) put(x *mrtrHold) bool {
 			}
 		}
 	}
-	if h.per[x.owner] >= x.owner.p.opts.MaxSessionInFlight || x.gate.rotatedAway() {
+	if h.per[x.owner] >= x.owner.p.opts.MaxSessionInFlight || x.gate.rotatedAway() || !x.owner.canRetry() {
 		return false
 	}
 	h.m[x.state] = x
@@ -197,6 +199,41 @@ func (h *mrtrHolds) revoke(now string) (old []*mrtrHold) {
 	return old
 }
 
+// revokeOf takes out the holds owned by owner, for the caller to end.
+func (h *mrtrHolds) revokeOf(owner *session) (old []*mrtrHold) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.per[owner] == 0 {
+		return nil
+	}
+	for state, x := range h.m {
+		if x.owner == owner {
+			old = append(old, h.dropLocked(state))
+		}
+	}
+	return old
+}
+
+// canRetry reports whether a retry of a call held for the session can
+// still come: not from a stdio client whose input closed or whose session
+// ended, as its retry could come on that connection alone. Over HTTP a
+// retry is a request of its own, on any connection.
+func (s *session) canRetry() bool { return s.transport != "stdio" || s.askable() }
+
+// endHolds cancels at the child the calls held for the retries of the
+// session's client once it can send none (canRetry: its input closed,
+// or it ended), rather than keep them the 10 minutes (holdKeep) a person
+// is given. The flag canRetry reads is set before the holds are looked
+// for, and put looks at it under the holds' lock, so none is missed.
+func (s *session) endHolds(reason string) {
+	if s.canRetry() {
+		return
+	}
+	for _, x := range s.p.holds.revokeOf(s) {
+		x.b.cancel(x.p, reason)
+	}
+}
+
 // none reports, without the lock, that no hold waits: a retry can only
 // follow the answer that named its hold, and that answer is sent after
 // put.
@@ -234,8 +271,13 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 		request: questionOf(msg), kept: make(chan struct{})}
 	if !b.p.holds.put(x) {
 		// The client has its share of calls waiting for its answers, or
-		// its token was rotated away: this question cannot reach it.
-		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errNoClient, false, "", msg.Method)))
+		// its token was rotated away, or it closed its input or left:
+		// this question cannot reach it.
+		refusal := newError(errNoClient, false, "", msg.Method)
+		if owner.noInput.Load() {
+			refusal = newError(errAskedClosedInput, false, "")
+		}
+		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, refusal))
 		return true
 	}
 	sess, ex, origID, ok := b.reqs.hold(x)
@@ -404,9 +446,14 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 		slot := s.ending(p, id, ex)
 		x.state, x.owner, x.gate = newRequestState(), s, gateOf(ex)
 		if !s.p.holds.put(x) {
-			if x.gate.rotatedAway() { // as the retry came: its call ends as the rotation ended the token's others
+			switch {
+			case x.gate.rotatedAway(): // as the retry came: its call ends as the rotation ended the token's others
 				b.cancel(p, errTokenRotated.Error())
 				s.answerError(ex, id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "unauthorized: " + errTokenRotated.Error()}, slot)
+				return true
+			case !s.canRetry(): // its stdio client left as the retry came: no other retry can come
+				b.cancel(p, "the client can send no retry")
+				s.answerError(ex, id, newError(errClosedInputAsked, true, s.srv.name, s.srv.name), slot)
 				return true
 			}
 			// another question took the room this retry gave back

@@ -1175,6 +1175,7 @@ func (s *session) close(reason error) {
 		for _, p := range inflight {
 			p.b.cancel(p, why)
 		}
+		s.endHolds(why) // a stdio client's: its retries could come on this connection alone
 		s.endListens()
 		bySub := map[*backend][]string{}
 		for uri, b := range subs {
