@@ -83,7 +83,9 @@ func (p *Pool) Stop(server string) error {
 // A request held for its session's roots answer, at no child yet, leaves
 // the held queue (session.cancelHeld); one the replay of that queue has
 // taken and no request table has yet is ended as it reaches one
-// (session.handedOn).
+// (session.handedOn). A legacy client's call whose 2026-07-28 child's
+// questions wait for its client's answers (inputbridge.go), at no child
+// now, ends with its questions.
 func (p *Pool) Cancel(poolID uint64) error {
 	p.mu.Lock()
 	sessions := make([]*session, 0, len(p.sessions))
@@ -95,6 +97,13 @@ func (p *Pool) Cancel(poolID uint64) error {
 		if s.cancelHeld(poolID) {
 			return nil
 		}
+	}
+	if x := p.rounds.ofCall(poolID); x != nil { // its questions wait for its client: no child has it now
+		if !x.end(newError(errCancelledByUser, true, x.b.srv.name, x.b.srv.name, x.call.method)) {
+			return fmt.Errorf("request %d: %w (it just ended)", poolID, ErrNotFound)
+		}
+		p.cancelled.Add(1)
+		return nil
 	}
 	for _, s := range p.allServers() {
 		for _, b := range s.backends() {

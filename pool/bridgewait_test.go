@@ -222,3 +222,47 @@ func TestForeignAnswerDoesNotStealARound(t *testing.T) {
 		t.Fatalf("the asked client answered: want the child's result, got %s", res.raw)
 	}
 }
+
+// TestBridgedCallIsListedAndCancellable: while the pool's questions for a
+// legacy client's call (a 2026-07-28 child's input_required) wait for
+// the client's answer, the call is in flight as the snapshot shows it
+// (the dashboard, `switchboard status` and `hangs`), saying what it
+// waits for, and the user can cancel it there (Pool.Cancel): the client
+// gets the error a user's cancel answers, the questions end, and an
+// answer that comes after changes nothing. On the first edition the call
+// was in no list while a person answered, and Pool.Cancel did not find
+// it.
+func TestBridgedCallIsListedAndCancellable(t *testing.T) {
+	t.Cleanup(pool.SetHoldKeep(time.Minute)) // restored once the pool has closed
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern"))
+	c := tp.dial(t, "srv")
+	c.initialize("person", `{"elicitation":{}}`)
+	c.call(`"call"`, "ask", `{"kind":"elicitation"}`)
+	q := c.recv()
+	if q.Method != "elicitation/create" {
+		t.Fatalf("want the child's question, got %s", q.raw)
+	}
+	snap := tp.Snapshot()
+	in := snap.InFlight
+	if len(in) != 1 || in[0].Method != "tools/call" || in[0].Name != "ask" || in[0].OriginalID != `"call"` ||
+		in[0].Session != snap.Sessions[0].ID || !in[0].WrittenToChild ||
+		!strings.Contains(in[0].StateReason, "client's answer") || !strings.Contains(in[0].StateReason, "elicitation/create") {
+		t.Fatalf("while its question waits for the client: in flight %+v, want the call, waiting for the client's answer", in)
+	}
+
+	if err := tp.Cancel(in[0].PoolID); err != nil {
+		t.Fatalf("cancel of the call whose question waits: %v", err)
+	}
+	m, _ := c.recvID(`"call"`)
+	if m.Error == nil || m.Error.Code != -32007 || !strings.Contains(m.Error.Message, "cancelled in Switchboard") {
+		t.Fatalf("a call the user cancelled: want the user's cancel (-32007), got %s", m.raw)
+	}
+	if n, in := pool.BridgedQuestions(tp.Pool), tp.Snapshot().InFlight; n != 0 || len(in) != 0 {
+		t.Fatalf("after the cancel: %d questions open, in flight %+v", n, in)
+	}
+	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":"Ada"}}}`, q.ID)
+	c.call(`"after"`, "echo", `{"text":"next"}`)
+	if m, other := c.recvID(`"after"`); m.text() != "next" || len(other) != 0 {
+		t.Fatalf("after a late answer to the cancelled call's question: %s, and before it %v", m.raw, other)
+	}
+}

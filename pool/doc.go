@@ -481,7 +481,12 @@
 //     may have executed (its first round did);
 //     the questions end with the call (cancelled, its client gone):
 //     [backend.askLegacyClient], [requestTable.carry], [inputRound.retry],
-//     [backend.finish], [mayHaveExecuted], [backend.cancel].
+//     [backend.finish], [mayHaveExecuted], [backend.cancel]. While they
+//     wait, no child has the call, but it is in flight in the snapshot
+//     under its last round's pool id, saying it waits for the client's
+//     answer, and a user's cancel ends it as its questions' end does,
+//     answering the user's cancel: [inputRounds.infos],
+//     [inputRounds.ofCall], [inputRound.end], [Pool.Cancel].
 //   - At most once: when a child dies, what it had not been written is
 //     re-queued, what it had is answered with mayHaveExecuted (once retried
 //     if declared safe to repeat, and still "may have run" after that);

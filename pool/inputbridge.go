@@ -3,8 +3,10 @@ package pool
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +38,8 @@ type inputRound struct {
 	origID []byte          // the client's id of the call
 	to     *exchange       // the HTTP POST waiting for the call's answer; nil: the session's output
 	state  json.RawMessage // the child's requestState, echoed back; nil if none
+	pid    int             // the child that asked
+	asking string          // the methods of the questions the client is asked, for the snapshot (infos)
 
 	// The call's timeout (which its errors name), what was left of it
 	// when the child asked, and when that was; person: a question waits
@@ -97,6 +101,53 @@ func (r *inputRounds) askedOf(sess *session) (rounds []*inputRound) {
 		}
 	}
 	return rounds
+}
+
+// ofCall is the round that waits for its client's answers for the call
+// whose last round had pool id id (what the snapshot lists: infos), if
+// any.
+func (r *inputRounds) ofCall(id uint64) *inputRound {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, x := range r.m {
+		if x.call.id == id {
+			return x
+		}
+	}
+	return nil
+}
+
+// waitReason is the stateReason of a call whose questions wait for its
+// client's answers, as the snapshot shows it; asking names them.
+const waitReason = "waiting for the client's answer to %s: the server asked it during this call"
+
+// infos lists the calls whose questions wait for their clients' answers,
+// in flight as the snapshot shows them: no child has them now (the child
+// answered their last round with the questions), but their clients wait
+// for their answers, and a user may cancel them (Pool.Cancel).
+func (r *inputRounds) infos(now time.Time) []RequestInfo {
+	r.mu.Lock()
+	var rounds []*inputRound
+	for _, x := range r.m {
+		if !slices.Contains(rounds, x) {
+			rounds = append(rounds, x)
+		}
+	}
+	r.mu.Unlock()
+	out := make([]RequestInfo, 0, len(rounds))
+	for _, x := range rounds {
+		x.mu.Lock()
+		over := x.over
+		x.mu.Unlock()
+		if over {
+			continue
+		}
+		p := x.call
+		out = append(out, RequestInfo{PoolID: p.id, Session: x.sess.id, Server: x.b.srv.name, Method: p.method, Name: p.name,
+			OriginalID: string(x.origID), PID: x.pid, ReceivedAt: p.received, AgeMs: now.Sub(p.received).Milliseconds(),
+			WrittenToChild: true, StateReason: fmt.Sprintf(waitReason, x.asking)})
+	}
+	return out
 }
 
 // takeFrom takes the round of question id if from was asked it: an
@@ -171,13 +222,14 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 			return false, newError(errNoStreamToAsk, true, b.srv.name, b.srv.name, q.Method)
 		}
 	}
-	x := &inputRound{b: b, sess: sess, call: p, origID: origID, to: e.x, state: r.RequestState, left: map[uint64]string{},
+	x := &inputRound{b: b, sess: sess, call: p, origID: origID, to: e.x, state: r.RequestState, pid: e.pid, left: map[uint64]string{},
 		answer: map[string]json.RawMessage{}, timeout: e.timeout, remaining: b.reqs.timeLeft(e.deadline), asked: time.Now()}
 	if x.timeout == 0 { // (a client's call always has one)
 		x.timeout, x.remaining = b.requestTimeout(), b.requestTimeout()
 	}
 	questions := make([][]byte, 0, len(r.InputRequests))
 	ids := make([]uint64, 0, len(r.InputRequests))
+	var methods []string
 	for key, q := range r.InputRequests {
 		if q.Method == "roots/list" { // never a client's: the pool answers it, as it does a legacy child's
 			x.answer[key] = b.rootsResult()
@@ -187,6 +239,7 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 		x.left[id] = key
 		x.person = x.person || personAnswers(q.Method)
 		ids = append(ids, id)
+		methods = append(methods, q.Method)
 		params := q.Params
 		if q.Method == "elicitation/create" {
 			params = urlQuestionForLegacy(params, strconv.FormatUint(id, 10))
@@ -197,6 +250,8 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 		x.retry()
 		return true, nil
 	}
+	slices.Sort(methods)
+	x.asking = strings.Join(slices.Compact(methods), ", ")
 	// The round is complete before it is shared; its timer is armed once
 	// it is (so that an end by the timer finds every question to take
 	// back), under its lock, unless an answer already ended it. A call
@@ -281,12 +336,13 @@ func stopTimer(t *time.Timer) {
 
 // end gives up the round: the client gets err for its call, unless it
 // cancelled the call meanwhile (its id may be another request's now), or
-// err is nil (the call ended unanswered).
-func (x *inputRound) end(err *jsonrpc.Error) {
+// err is nil (the call ended unanswered). It reports whether it ended the
+// round (false: its answers, or another end, came first).
+func (x *inputRound) end(err *jsonrpc.Error) bool {
 	x.mu.Lock()
 	if x.over {
 		x.mu.Unlock()
-		return
+		return false
 	}
 	x.over = true
 	left := x.left
@@ -300,6 +356,7 @@ func (x *inputRound) end(err *jsonrpc.Error) {
 	if err != nil {
 		x.sess.answerIfCurrent(x.call, x.origID, x.to, jsonrpc.AppendErrorResponse(nil, x.origID, err), err.Code)
 	}
+	return true
 }
 
 // tracks reports whether p is still the session's request of the client's

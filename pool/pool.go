@@ -507,6 +507,7 @@ func (p *Pool) Snapshot() Snapshot {
 		snap.Sessions = append(snap.Sessions, s.info())
 		snap.InFlight = append(snap.InFlight, s.heldInfos(now)...) // held for its roots: at no child yet
 	}
+	snap.InFlight = append(snap.InFlight, p.rounds.infos(now)...) // asking their clients: at no child now
 	for _, b := range backends {
 		info, inflight := b.snapshot(now)
 		snap.Backends = append(snap.Backends, info)

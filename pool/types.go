@@ -278,6 +278,9 @@ type RequestInfo struct {
 	// StateReason says why a request that is at no child yet waits, when
 	// no child is what it waits for: held until its client answers the
 	// pool's roots/list (its roots decide its child; PID is then 0). Or
+	// its 2026-07-28 child answered it with questions the pool put to its
+	// legacy client, whose answers it waits for (PID is the child that
+	// asked; the pool id its last round's). Or
 	// its child is not reading its input (it has taken none for a second
 	// or more): the request is queued behind the one the child has part
 	// of ("waiting: …"), or is that one ("being written: …").
