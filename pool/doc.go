@@ -535,10 +535,14 @@
 //     acted on it); the next pool resumes it and answers what the last one
 //     owed (the shim's ledger, or the history): [Pool.handBackSessions],
 //     [handBack.handle], [session.awaitHandshake], [session.handOverRelay],
-//     [session.resume], [mergeLost], [ledger.take]. What the client set
-//     up in the session (its log level, its resource subscriptions) is
-//     sent to the shim as it changes, in order, no one waiting for the
-//     shim, and the next pool takes it up before the client's next
+//     [session.resume], [mergeLost], [ledger.take]. The client's
+//     initialize is sent to the shim before its answer is written (an
+//     attached shim's line is written by then), and a resume that owes
+//     it answers it with its result: [session.initialize],
+//     [shimLines.flush], [session.answerLostInitialize]. What the client
+//     set up in the session since (its log level, its resource
+//     subscriptions) is sent to the shim as it changes, in order, no one
+//     waiting for the shim, and the next pool takes it up before the client's next
 //     message, after a stop or a crash; a subscription the session loses
 //     (the child refused it, the pool gave up on it or refused it, a
 //     resume did not take it up) is taken back from the shim as it is

@@ -245,7 +245,12 @@ func (p *Pool) serveShim(conn net.Conn) {
 			}
 		}
 		lines := &shimLines{p: p, conn: conn}
-		setup.keepState = func(_ *session, st wire.State) { lines.keep(st) }
+		setup.keepState = func(_ *session, st wire.State) {
+			lines.keep(st)
+			if st.Initialize != nil {
+				lines.flush() // before the initialize's answer (session.initialize)
+			}
+		}
 		setup.closeConn = func(s *session) {
 			p.hangups.forget(s) // before conn closes: its descriptor may be reused
 			in.Close()
@@ -367,6 +372,22 @@ func (l *shimLines) write() {
 		}
 		l.writeLines(q)
 	}
+}
+
+// flush writes what is queued now, on the caller's goroutine, and
+// returns once it is written: after a write under way, which took its
+// lines first. Only the initialize waits so (its State line must reach
+// the shim before its answer reaches the client): a State line is small,
+// the shim reads its connection all along, and writeBytes bounds the
+// wait all the same.
+func (l *shimLines) flush() {
+	l.writing.Lock()
+	defer l.writing.Unlock()
+	l.mu.Lock()
+	q := l.queue
+	l.queue = nil
+	l.mu.Unlock()
+	l.writeLines(q)
 }
 
 // end writes what is still queued, then the Farewell bye: after a write

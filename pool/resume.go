@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,7 +19,8 @@ const unansweredTimeout = 5 * time.Second
 // client's initialize is adopted without a new handshake, so its next
 // request simply works, and the requests the earlier pool took and never
 // answered are answered now with the at-most-once error: mayHaveExecuted
-// when they had reached a child. A subscriptions/listen the ledger lists
+// when they had reached a child; the initialize itself, if owed, with
+// its result (answerLostInitialize). A subscriptions/listen the ledger lists
 // as open is told its stream ended, so that its client listens again. It
 // runs before the session's reader.
 func (s *session) resume(r *wire.Resume) {
@@ -29,18 +31,20 @@ func (s *session) resume(r *wire.Resume) {
 		// before anything else, so that what follows is read whole.
 		s.deliver(nil)
 	}
+	reqs := mergeLost(r, s.lostRequests(r, from))
+	answered := len(reqs)
 	if len(r.Initialize) > 0 {
-		if _, err := s.adoptInitialize(r.Initialize, nil); err != nil {
+		if result, err := s.adoptInitialize(r.Initialize, nil); err != nil {
 			s.p.log.Warn("a reattached session's initialize was not adopted", "session", s.id, "err", err)
 		} else {
-			s.keep(wire.State{Initialize: r.Initialize}) // for the next pool, too
+			s.keep(wire.State{Initialize: r.Initialize, InitializeID: r.InitializeID}) // for the next pool, too
+			reqs = s.answerLostInitialize(r, reqs, result)
 			s.resumeStakes(r)
 			if s.asksRoots() {
 				s.askRoots() // as after notifications/initialized
 			}
 		}
 	}
-	reqs := mergeLost(r, s.lostRequests(r, from))
 	listens := map[string]bool{}
 	for _, l := range r.Lost {
 		if l.Listen {
@@ -57,9 +61,40 @@ func (s *session) resume(r *wire.Resume) {
 		}
 		s.replyError([]byte(u.OriginalID), err)
 	}
-	if len(reqs) > 0 {
-		s.p.log.Info("answered a reattached session's lost requests", "session", s.id, "count", len(reqs))
+	if answered > 0 {
+		s.p.log.Info("answered a reattached session's lost requests", "session", s.id, "count", answered)
 	}
+}
+
+// answerLostInitialize answers the initialize among reqs, the requests
+// a resumed session's client still waits for, with result, the
+// initialize the session adopted from its shim (r), and returns the
+// others. The earlier pool told the shim of the initialize before it
+// answered it, and released its ledger slot after: a client whose
+// initialize is owed may not have had its answer. It gets the result,
+// as the session stands initialized, not an error for an initialize
+// that succeeded; one that had it reads a second success for that id,
+// which clients ignore, where no answer would leave one that had not
+// waiting for ever.
+func (s *session) answerLostInitialize(r *wire.Resume, reqs []Unanswered, result []byte) []Unanswered {
+	return slices.DeleteFunc(reqs, func(u Unanswered) bool {
+		if !isInitialize(r, u) {
+			return false
+		}
+		s.replyTo(nil, []byte(u.OriginalID), result)
+		return true
+	})
+}
+
+// isInitialize reports whether u, a request a resumed session's client
+// still waits for, is the initialize its shim carries (r): by the id
+// the shim kept with it, or, from a shim that keeps none, by the
+// history's name for it.
+func isInitialize(r *wire.Resume, u Unanswered) bool {
+	if r.InitializeID != "" {
+		return u.OriginalID == r.InitializeID
+	}
+	return u.Method == "initialize"
 }
 
 // resumeStakes takes up what the client set up in its session with the

@@ -490,8 +490,22 @@ func (s *session) dropSubscriptionSince(b *backend, uri string, gen uint64) {
 // the pool initialized the child once, itself. One that waited for the
 // handshake was in flight on the child meanwhile, and ends as any
 // request does (initwait.go).
+//
+// Its shim is told the params before the client gets the answer (an
+// attached shim's State line is written by then): a pool killed after
+// the answer leaves a shim that resumes the session initialized, and one
+// killed between the two an initialize owed, which the next pool answers
+// with its result (session.answerLostInitialize). Told after, a kill
+// between the two left a client that had initialized with a session the
+// next pool took for one that had not.
 func (s *session) initialize(w *handshakeWait, params []byte) {
 	result, err := s.adoptInitialize(params, w)
+	// A wait a stop or a cancel answered is not kept; one they answer
+	// from here on is, and a resume initializes a session its client
+	// would initialize again.
+	if err == nil && !w.ended() {
+		s.keep(wire.State{Initialize: params, InitializeID: keptID(w.id)})
+	}
 	switch {
 	case w.p != nil:
 		if !w.p.b.endWait(w.p, result, err) {
@@ -502,9 +516,15 @@ func (s *session) initialize(w *handshakeWait, params []byte) {
 	default:
 		s.replyTo(w.x, w.id, result)
 	}
-	if err == nil && s.keepState != nil {
-		s.keepState(s, wire.State{Initialize: params}) // for a resume with another pool
+}
+
+// keptID is id as a State line carries it: one longer than a ledger slot
+// holds is not carried (no ledger lists it).
+func keptID(id []byte) string {
+	if len(id) > wire.LedgerMaxID {
+		return ""
 	}
+	return string(id)
 }
 
 // adoptInitialize makes the session what the client's initialize params

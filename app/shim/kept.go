@@ -14,16 +14,17 @@ import (
 // the session is on, so a crash loses only a change the pool made in its
 // last instant.
 type kept struct {
-	began time.Time           // when the first pool welcomed the session
-	init  []byte              // the client's initialize params
-	level string              // the level its logging/setLevel set
-	subs  map[string]struct{} // the resources it holds a subscription to, wire.MaxKeptSubscriptions at most
+	began  time.Time           // when the first pool welcomed the session
+	init   []byte              // the client's initialize params
+	initID string              // that initialize's id, as JSON
+	level  string              // the level its logging/setLevel set
+	subs   map[string]struct{} // the resources it holds a subscription to, wire.MaxKeptSubscriptions at most
 }
 
 // note applies a State line.
 func (k *kept) note(st wire.State) {
 	if st.Initialize != nil {
-		k.init = st.Initialize
+		k.init, k.initID = st.Initialize, st.InitializeID
 	}
 	if st.LogLevel != "" {
 		k.level = st.LogLevel
@@ -41,6 +42,6 @@ func (k *kept) note(st wire.State) {
 
 // resume is the Resume of the session run, session, with what was kept.
 func (k *kept) resume(run, session string) *wire.Resume {
-	return &wire.Resume{Run: run, Session: session, Initialize: k.init, LogLevel: k.level,
+	return &wire.Resume{Run: run, Session: session, Initialize: k.init, InitializeID: k.initID, LogLevel: k.level,
 		Subscriptions: slices.Sorted(maps.Keys(k.subs)), Began: k.began}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // A shim keeps what the pool's State lines say of its session, for the
-// next pool: the last initialize and log level, and the subscriptions
+// next pool: the last initialize (with its id) and log level, and the subscriptions
 // the session holds (an unsubscribe lets one go), within their bounds: a
 // URI longer than wire.MaxKeptURI, or one past wire.MaxKeptSubscriptions,
 // is not kept.
@@ -18,19 +18,19 @@ func TestKeptFollowsTheStateLines(t *testing.T) {
 	uri := func(s string) *string { return &s }
 	var k kept
 	for _, st := range []wire.State{
-		{Initialize: []byte(`{"a":1}`)},
+		{Initialize: []byte(`{"a":1}`), InitializeID: "0"},
 		{LogLevel: "debug"},
 		{Subscribed: uri("fake://a")},
 		{Subscribed: uri("fake://b")},
 		{Subscribed: uri("fake://" + strings.Repeat("x", wire.MaxKeptURI))},
 		{Unsubscribed: uri("fake://a")},
 		{LogLevel: "error"},
-		{Initialize: []byte(`{"a":2}`)},
+		{Initialize: []byte(`{"a":2}`), InitializeID: `"again"`},
 	} {
 		k.note(st)
 	}
 	r := k.resume("r1", "s1")
-	if r.Run != "r1" || r.Session != "s1" || string(r.Initialize) != `{"a":2}` || r.LogLevel != "error" ||
+	if r.Run != "r1" || r.Session != "s1" || string(r.Initialize) != `{"a":2}` || r.InitializeID != `"again"` || r.LogLevel != "error" ||
 		!slices.Equal(r.Subscriptions, []string{"fake://b"}) {
 		t.Errorf("resume = %+v (initialize %s)", r, r.Initialize)
 	}

@@ -48,6 +48,10 @@ type Resume struct {
 	// 2025 client), from the earlier pool's State line; absent for a
 	// stateless 2026-07-28 client.
 	Initialize []byte `json:"initialize,omitempty"`
+	// InitializeID is that initialize request's id, as JSON (State): a
+	// Lost entry with it is the initialize, which the new pool answers
+	// with its result (the client may not have had it).
+	InitializeID string `json:"initializeId,omitempty"`
 	// LogLevel and Subscriptions are what the client set up in the
 	// session (its logging/setLevel, the resources it holds a
 	// subscription to), from the State lines: the new pool takes them up
@@ -84,9 +88,13 @@ type Resume struct {
 // its logging/setLevel set, or one resource it came to hold a
 // subscription to (resources/subscribe) or let go of. A shim keeps the
 // subscriptions of URIs up to MaxKeptURI bytes, at most
-// MaxKeptSubscriptions of them: the rest are not carried.
+// MaxKeptSubscriptions of them: the rest are not carried. The initialize
+// line comes before the initialize's answer, with the request's id (up
+// to LedgerMaxID bytes): a client that has its answer has a shim that
+// can resume its session.
 type State struct {
 	Initialize   []byte  `json:"initialize,omitempty"`
+	InitializeID string  `json:"initializeId,omitempty"`
 	LogLevel     string  `json:"logLevel,omitempty"`
 	Subscribed   *string `json:"subscribed,omitempty"`
 	Unsubscribed *string `json:"unsubscribed,omitempty"`
