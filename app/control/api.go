@@ -15,6 +15,7 @@
 //	POST /v1/make-way           MakeWayRequest -> MakeWayAccepted: stop for the tray app that asks (409 unless a client started this headless pool)
 //	POST /v1/quit               QuitAccepted: stop as the tray's Quit does (409 while an upgrade is under way)
 //	GET  /v1/stacks             every goroutine's stack, as text
+//	GET  /v1/ping               204, at once: a client asks it before an action
 //
 // Every POST is an action. The client sends with it the time by which
 // the pool must begin it (the Switchboard-Deadline header, RFC 3339); the
@@ -22,7 +23,13 @@
 // it (408, not done) when that time has passed, is further ahead of its
 // clock than a client sets, or the client has gone. A client with no
 // answer by then has given up, saying nothing was done: a pool stopped
-// or stuck reads the request only when it runs again.
+// or stuck reads the request only when it runs again. Every answer
+// carries Switchboard-Honours-Deadline. A pool from before deadlines
+// (still running after a newer CLI is installed, until it upgrades) sets
+// none and does an action whenever it reads it: the client asks GET
+// /v1/ping before each action to learn which it talks to, sends nothing
+// to a pool that does not answer that, and giving up on an old pool says
+// it may still do the action.
 package control
 
 import (

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/leaks"
@@ -182,14 +183,22 @@ const actionTimeout = time.Minute
 // again, and must then see that its client gave up on it.
 const deadlineHeader = "Switchboard-Deadline"
 
-// act sends an action (POST path) and decodes a 200 answer into v. The
-// pool answers 102 Processing as it reads the request, and refuses it,
-// not done, after the deadline it carries (action, server side). With no
-// answer within QuestionTimeout (or ctx's deadline, when sooner) the
-// client gives up: the pool has not read the request, and will not do
-// it when it does. The deadline is an eighth of that wait earlier, time
-// for the 102 of a request read just before it to come back. An action
-// the pool has taken is waited for up to actionTimeout.
+// honoursHeader, in an answer, says the pool honours deadlineHeader: it
+// refuses an action it reads after the deadline. A pool from before
+// deadlines sets none, and may carry out an action its client gave up on.
+const honoursHeader = "Switchboard-Honours-Deadline"
+
+// act sends an action (POST path) and decodes a 200 answer into v. It
+// first asks the pool whether it honours deadlines (ping), and sends the
+// action once it has the answer. The pool answers 102 Processing as it
+// reads the action, and refuses it, not done, after the deadline it
+// carries (action, server side). With no answer within QuestionTimeout
+// (or ctx's deadline, when sooner) the client gives up: nothing was done,
+// and the pool will not do it later, as it was not sent or the pool
+// honours its deadline; a pool from before deadlines may still do it.
+// The deadline is an eighth of that wait earlier, time for the 102 of a
+// request read just before it to come back. An action the pool has taken
+// is waited for up to actionTimeout.
 func (c *Client) act(ctx context.Context, path string, body, v any) error {
 	sent := time.Now()
 	wait := QuestionTimeout
@@ -201,10 +210,20 @@ func (c *Client) act(ctx context.Context, path string, body, v any) error {
 	defer cancel()
 	ctx, giveUp := context.WithCancelCause(ctx)
 	defer giveUp(nil)
+	var mayDoLater atomic.Bool // set before the action goes to a pool that does not honour its deadline
 	untaken := time.AfterFunc(wait, func() {
-		giveUp(fmt.Errorf("%w: it did not take POST %s within %s; nothing was done, and the pool will not do it later", ErrUnresponsive, path, wait))
+		what := "nothing was done, and the pool will not do it later"
+		if mayDoLater.Load() {
+			what = "it was not done yet, but the pool may still do it later: it is from before actions carried a deadline"
+		}
+		giveUp(fmt.Errorf("%w: it did not take POST %s within %s; %s", ErrUnresponsive, path, wait, what))
 	})
 	defer untaken.Stop()
+	honours, err := c.ping(ctx)
+	if err != nil {
+		return unanswered(ctx, err)
+	}
+	mayDoLater.Store(!honours)
 	// The first byte of an answer (the 102, or an answer from a pool
 	// older than deadlines) means the pool has the request: no giving up
 	// after that (a Stop that comes too late finds ctx given up).
@@ -215,6 +234,26 @@ func (c *Client) act(ctx context.Context, path string, body, v any) error {
 	}
 	defer resp.Body.Close()
 	return unanswered(ctx, json.NewDecoder(resp.Body).Decode(v))
+}
+
+// ping is GET /v1/ping: whether the pool honours an action's deadline,
+// which its answer says (honoursHeader); a pool from before deadlines
+// answers 404, without it.
+func (c *Client) ping(ctx context.Context) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://switchboard/v1/ping", nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if errors.Is(err, ErrNoPool) {
+			return false, ErrNoPool
+		}
+		return false, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096)) // for the connection to be used again
+	resp.Body.Close()
+	return resp.Header.Get(honoursHeader) != "", nil
 }
 
 // question is ctx bounded by QuestionTimeout, whose expiry says the pool

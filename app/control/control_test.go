@@ -438,3 +438,75 @@ func TestActionDeadline(t *testing.T) {
 		t.Errorf("the backend was asked (-want +got):\n%s", d)
 	}
 }
+
+// A pool that answers the ping and then does not read the action in time
+// (stopped or stuck just then): the client gives up, and what it says of
+// the action depends on whether the pool showed it honours its deadline.
+// One that does (this package's server) refuses the action when it reads
+// it. One from before deadlines (an older pool the newer CLI talks to
+// until it upgrades: it answers the ping 404 and ignores the deadline)
+// does it then, so the client must not say it will not; on the first
+// edition it said so of both.
+func TestGivenUpActionAfterPing(t *testing.T) {
+	for _, old := range []bool{false, true} {
+		t.Run(map[bool]string{false: "honours deadlines", true: "from before deadlines"}[old], func(t *testing.T) {
+			cutQuestionTimeout(t)
+			b := &fakeBackend{}
+			release := make(chan struct{})
+			handled := make(chan struct{}, 1)
+			h := Handler(b)
+			c := serveHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodGet {
+					if old {
+						http.NotFound(w, r) // no /v1/ping, no honoursHeader
+						return
+					}
+					h.ServeHTTP(w, r)
+					return
+				}
+				defer func() { handled <- struct{}{} }()
+				<-release // the pool runs again, and reads the action
+				if old {
+					r.Header.Del(deadlineHeader) // an old pool does not look at it
+				}
+				h.ServeHTTP(w, r)
+			}))
+
+			err := c.RestartServer(context.Background(), "memory")
+			if !errors.Is(err, ErrUnresponsive) {
+				t.Fatalf("restart on a pool that does not take it = %v, want ErrUnresponsive", err)
+			}
+			switch {
+			case !old && !strings.Contains(err.Error(), "nothing was done, and the pool will not do it later"):
+				t.Errorf("restart given up on a pool that honours deadlines = %v, want it to say the pool will not do it later", err)
+			case old && (strings.Contains(err.Error(), "will not do it") || !strings.Contains(err.Error(), "may still do it")):
+				t.Errorf("restart given up on a pool from before deadlines = %v, want it to say the pool may still do it", err)
+			}
+			close(release)
+			select {
+			case <-handled:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the action did not reach the pool")
+			}
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if done := len(b.asked) > 0; done != old {
+				t.Errorf("the pool did the restart given up on: %v, want %v (%q)", done, old, b.asked)
+			}
+		})
+	}
+}
+
+// Every answer of the control API, the ping's included, says it honours
+// action deadlines.
+func TestPingSaysDeadlinesAreHonoured(t *testing.T) {
+	c := serve(t, &fakeBackend{})
+	honours, err := c.ping(context.Background())
+	if err != nil || !honours {
+		t.Errorf("ping = %v, %v; want true", honours, err)
+	}
+	old := serveHandler(t, http.NotFoundHandler())
+	if honours, err := old.ping(context.Background()); err != nil || honours {
+		t.Errorf("ping of a pool without it = %v, %v; want false", honours, err)
+	}
+}

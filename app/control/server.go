@@ -49,6 +49,7 @@ func Handler(b Backend) http.Handler {
 	mux := http.NewServeMux()
 	// Every POST does something: it is begun only within its deadline.
 	post := func(path string, h http.HandlerFunc) { mux.HandleFunc("POST "+path, action(h)) }
+	mux.HandleFunc("GET /v1/ping", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, b.Status())
 	})
@@ -124,7 +125,12 @@ func Handler(b Backend) http.Handler {
 		acc, stop, err := b.Quit()
 		acceptThen(w, acc, stop, err, http.StatusInternalServerError)
 	})
-	return mux
+	// Every answer says that actions here honour their deadline: a
+	// client that gives up on one says so only to a pool that does.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(honoursHeader, "1")
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // maxDeadlineAhead bounds how far ahead of the pool's clock an action's
