@@ -315,7 +315,11 @@
 //     flight, so they count against the session's share of requests in
 //     flight with those at its children: one past it, or under an id in
 //     flight, held or not, is refused as it comes, as any request is
-//     (-32004, -32600); their lines count against its bytes. The queue
+//     (-32004, -32600); their lines count against its bytes, as the
+//     held notifications' do, and those count against
+//     maxHeldNotifications: past either bound a notification is dropped,
+//     a request refused, and the pool says so once a session:
+//     [session.heldOverLocked]. The queue
 //     finds a held request by pool id, by key or by deadline without
 //     looking through the others, and one timer per session, at the
 //     earliest deadline, times them all: [session.heldRefusalLocked],

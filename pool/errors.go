@@ -49,6 +49,7 @@ const (
 	errSessionBytes    // the session's requests in flight hold its share of bytes
 	errSessionSubs     // the session holds its share of resource subscriptions
 	errHeldForRoots    // the session's messages held until it answers roots/list hold its share of bytes
+	errHeldNotes       // and its notifications held, its share of them
 	errDuplicateID     // the id is already in flight in this session
 	errMessageTooLarge // the client's message was over the size limit
 	errNotOurState     // a requestState of another call
@@ -141,6 +142,8 @@ var errorTable = [...]errorRow{
 		format: "this session holds %d subscriptions (resources and listens) and this request asks for %d more, past its limit of %d: unsubscribe or end a listen before subscribing to more (other sessions are not affected)"},
 	errHeldForRoots: {code: jsonrpc.CodeOverloaded,
 		format: "this session sent %d bytes that wait for its answer to the pool's roots/list, and this message has %d, past its limit of %d: answer roots/list (other sessions are not affected)"},
+	errHeldNotes: {code: jsonrpc.CodeOverloaded,
+		format: "this session sent %d notifications that wait for its answer to the pool's roots/list, its limit: answer roots/list (other sessions are not affected)"},
 	errDuplicateID:       {code: jsonrpc.CodeInvalidRequest, format: "request id %s is already in flight in this session"},
 	errMessageTooLarge:   {code: jsonrpc.CodeMessageTooLarge, format: "message of %d bytes exceeds the %d-byte limit"},
 	errNotOurState:       {code: jsonrpc.CodeInvalidParams, format: "requestState does not belong to this request"},

@@ -39,6 +39,7 @@ func TestErrorTable(t *testing.T) {
 		errSessionBytes:        {100, 200, 250},
 		errSessionSubs:         {4096, 1, 4096},
 		errHeldForRoots:        {100, 200, 250},
+		errHeldNotes:           {4096},
 		errDuplicateID:         {[]byte(`"1"`)},
 		errMessageTooLarge:     {70 << 20, 64 << 20},
 		errNotOurState:         nil,

@@ -11,10 +11,12 @@ import (
 // and by deadline, so that a cancel, an expiry or the replay finds one
 // without looking through the others, however many are held. The
 // requests held count against the session's share of requests in flight
-// (session.overCountLocked), their lines against its bytes
+// (session.overCountLocked), the notifications against
+// maxHeldNotifications, and the lines of all against its bytes
 // (holdForRoots).
 type heldQueue struct {
 	first, last *heldMessage            // arrival order, linked by next and prev
+	notes       int                     // the notifications held
 	byID        map[uint64]*heldMessage // the requests, by pool id (cancelHeld)
 	byKey       map[string]*heldMessage // and by key (clientCancelsLocked): one each, a duplicate is refused
 	due         heldDue                 // those timed (setDue), not cancelled by their client: a heap by deadline
@@ -46,6 +48,7 @@ func (q *heldQueue) push(h *heldMessage) {
 	}
 	q.last = h
 	if h.req == nil {
+		q.notes++
 		return
 	}
 	if q.byID == nil {
@@ -77,7 +80,9 @@ func (q *heldQueue) remove(h *heldMessage) {
 		h.next.prev = h.prev
 	}
 	h.prev, h.next = nil, nil
-	if h.req != nil {
+	if h.req == nil {
+		q.notes--
+	} else {
 		delete(q.byID, h.req.id)
 		delete(q.byKey, h.req.key)
 		q.undue(h)

@@ -672,9 +672,11 @@ func (s *session) inputEnded() {
 // change it (expireHeld, forwardCounted); so it is refused as any
 // request in flight past the session's share is (overCountLocked), or
 // under an id the session has in flight. What it holds counts against the session's bytes
-// (Options.MaxSessionBytes), so that a client that does not answer
-// cannot pile up messages without end: past them it refuses the message
-// (a notification is dropped, a request answered with the refusal). A
+// (Options.MaxSessionBytes), and its notifications against
+// maxHeldNotifications, so that a client that does not answer cannot
+// pile up messages without end: past them it refuses the message (a
+// notification is dropped, a request answered with the refusal), and
+// says so in the log, once a session. A
 // roots/list_changed behind one still held is one already: the ask it
 // makes reads the roots as they are then, so however many came, the
 // client is asked once more. A client's notifications/cancelled held
@@ -703,9 +705,15 @@ func (s *session) holdForRoots(msg *jsonrpc.Message, x *exchange) (held bool, re
 			return false, refusal
 		}
 	}
-	if limit := s.p.opts.MaxSessionBytes; s.heldBytes > 0 && s.heldBytes+len(line) > limit {
+	if refusal := s.heldOverLocked(msg.Kind, len(line)); refusal != nil {
+		first := !s.heldRefused
+		s.heldRefused = true
 		s.mu.Unlock()
-		return false, newError(errHeldForRoots, false, "", s.heldBytes, len(line), limit)
+		if first {
+			s.p.log.Warn("refusing what a client sends while it does not answer the pool's roots/list: notifications dropped, requests refused (said once a session)",
+				"session", s.id, "server", s.srv.name, "why", refusal.Message)
+		}
+		return false, refusal
 	}
 	if msg.Method == "notifications/cancelled" {
 		s.clientCancelsLocked(msg)
@@ -727,6 +735,27 @@ func (s *session) holdForRoots(msg *jsonrpc.Message, x *exchange) (held bool, re
 		testHookHeld(s)
 	}
 	return true, nil
+}
+
+// maxHeldNotifications bounds the notifications a session holds while
+// its roots are asked, beside their bytes (Options.MaxSessionBytes; its
+// requests have their own count, overCountLocked): a tiny notification
+// (30 bytes) costs the pool 96 bytes held, so by bytes alone a client
+// could hold 4 million, 400 MB, where its bytes allow 128 MiB. A client
+// sends a few while it is asked (initialized, cancelled, progress).
+const maxHeldNotifications = 4096
+
+// heldOverLocked refuses a message of size bytes, of kind, that the
+// session would hold past its bounds: its bytes, or for a notification
+// maxHeldNotifications.
+func (s *session) heldOverLocked(kind jsonrpc.Kind, size int) *jsonrpc.Error {
+	if limit := s.p.opts.MaxSessionBytes; s.heldBytes > 0 && s.heldBytes+size > limit {
+		return newError(errHeldForRoots, false, "", s.heldBytes, size, limit)
+	}
+	if kind == jsonrpc.KindNotification && s.held.notes >= maxHeldNotifications {
+		return newError(errHeldNotes, false, "", s.held.notes)
+	}
+	return nil
 }
 
 // testHookHeld, when set, runs in holdForRoots once a request it held

@@ -97,6 +97,7 @@ type session struct {
 	replaying       bool      // the held messages are being handled: new ones still wait their turn
 	handingOnKey    string    // the key of the request handingOn names (keyOf)
 	heldBytes       int       // the bytes of held, bounded by Options.MaxSessionBytes
+	heldRefused     bool      // holdForRoots refused a message past its bounds: logged once
 	logLevel        int       // logSeverity of its logging/setLevel (loglevel.go)
 	logMember       []byte    // that level as the _meta member a modern child is sent (logsAsked)
 	// What a legacy client's initialize result said of list changes
