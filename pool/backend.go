@@ -1259,9 +1259,14 @@ func (b *backend) countLocked(c *subChange) (tell bool) {
 // included (dropSubscriptionSince), so that its next subscribe reaches
 // the child (whose own answer it then gets) and is not taken for one it
 // holds, unless it changed its subscriptions since: a stake it took again
-// meanwhile is kept. The listens and subscribes that waited for it are then let go
+// meanwhile is kept. One given up on after it was written (written) may
+// have been carried out, the cancel coming too late: if it was its URI's
+// one on its way and nobody holds the URI now, the child hears the pool's
+// own unsubscribe of it, queued under the lock that counts, so that a
+// subscribe counted after reaches the child after it and leaves it
+// subscribed. The listens and subscribes that waited for it are then let go
 // (done).
-func (b *backend) subscribeEnded(p *pending, o *outcome) {
+func (b *backend) subscribeEnded(p *pending, o *outcome, written bool) {
 	c := p.sub
 	refused := o.kind == endAnswered && o.answer.Error.Present()
 	gaveUp := endRules[o.kind].tellChild // the pool ended it unanswered, its child alive: told to drop it, if it saw it
@@ -1317,9 +1322,20 @@ func (b *backend) subscribeEnded(p *pending, o *outcome) {
 			}
 		}
 	}
+	var unsubscribed bool
+	var stray error // the child may stay subscribed: its unsubscribe was not queued
+	if gaveUp && written && current && b.subs[c.uri] == 0 && b.state == StateReady && b.stopErr == nil && o.kind != endPoolStops {
+		// No holder's: counted nowhere; dropped with the other
+		// subscription changes if the child dies (reap).
+		stray = b.queueLocked(b.newSubscriptionChange(nil, c.uri, false))
+		unsubscribed = stray == nil
+	}
 	b.mu.Unlock()
 	if unsent != nil {
 		b.log.Warn("the child is not subscribed to a resource its sessions hold", "err", unsent)
+	}
+	if stray != nil {
+		b.log.Warn("the child may stay subscribed to a resource nobody holds", "err", stray)
 	}
 	if testHookLosingStakes != nil && len(gens) > 0 {
 		testHookLosingStakes()
@@ -1334,6 +1350,9 @@ func (b *backend) subscribeEnded(p *pending, o *outcome) {
 			s.dropSubscriptionSince(b, c.uri, gens[0])
 			gens = gens[1:]
 		}
+	}
+	if unsubscribed {
+		b.signal()
 	}
 	if w != nil {
 		if w.next != nil {

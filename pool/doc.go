@@ -124,8 +124,12 @@
 //     pool's own too: one carrying a session's stake to another child, or
 //     a ready child's for every holder of the URI), leaves its holder
 //     holding nothing, so its next subscribe reaches the child; so does
-//     a subscribe the pool gave up on (its timeout, a cancel, a stop: the
-//     child is told to drop it), a holder's own for that holder alone,
+//     a subscribe the pool gave up on (its timeout, a cancel, its
+//     session's end, a stop: the child is told to drop it, and, as it may
+//     have carried it out, one written to a ready child that leaves
+//     nobody holding its URI is followed by the pool's own unsubscribe,
+//     queued as changes are counted, so that a subscribe counted after it
+//     leaves the child subscribed), a holder's own for that holder alone,
 //     while the holders that relied on it keep theirs and a ready child
 //     hears the pool's own subscribe for them in its place, which they
 //     wait for next (one of the pool's own it gives up on takes back
@@ -157,8 +161,8 @@
 //     subscribed until then, queued under the lock that makes it ready,
 //     and only a ready child is told of a change as it is made; the
 //     changes a dead child was sent are answered, not sent again; so each
-//     child hears of each URI once (a subscribe it was told to drop
-//     aside) and in order:
+//     child hears of each URI once (a subscribe it was told to drop,
+//     and the pool's unsubscribe undoing it, aside) and in order:
 //     [backend.onChildNotification], [session.deliverChange],
 //     [session.subscription], [session.undoSubscription],
 //     [backend.countLocked], [backend.subscribeEnded], [backend.answerCounted],

@@ -103,7 +103,7 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		b.keepTaskToken(p, &o.answer) // answered with its task: its progress goes on (tasks.go)
 	}
 	if p.sub != nil && p.sub.add { // a session's, a listen's, or the pool's own for them (carried, a ready child's, one in another's place)
-		b.subscribeEnded(p, &o)
+		b.subscribeEnded(p, &o, e.mayHaveRun)
 	}
 	if p.open { // the pool's upstream listen: the child may have ended it
 		b.upstreamEnded(p, o.kind)

@@ -58,6 +58,7 @@ type options struct {
 	notifyOnListen string
 	endListens     bool
 	subscribeDelay time.Duration
+	unansweredSubs int
 	ackListens     int
 	ignoreSIGTERM  bool
 	exitOnStdinEOF bool
@@ -101,6 +102,7 @@ func Main(args []string) {
 	fs.StringVar(&o.refuseWhile, "refuse-while", "", "refuse (-refuse-subscribe) only while this `file` exists, as a server whose resource appears later does")
 	fs.StringVar(&o.notifyOnListen, "notify-on-listen", "", "on each subscriptions/listen, send a `kind` change (as the notify tool does) to the subscriptions already open before acknowledging it, and to them and it after: a change made while a client replaces its subscription")
 	fs.DurationVar(&o.subscribeDelay, "subscribe-delay", 0, "wait this long before taking a subscriptions/listen (acknowledging it) or a resources/subscribe (subscribing), as a server slow to start watching does")
+	fs.IntVar(&o.unansweredSubs, "unanswered-subscribes", 0, "take the first `N` resources/subscribe at once, in arrival order, and never answer them, as a server that subscribes but is too slow to say so does (a cancel comes too late to undo them); answer the later ones; without -delay or -subscribe-delay")
 	fs.IntVar(&o.ackListens, "ack-listens", -1, "acknowledge only the first `N` subscriptions/listen; hold the later ones open without a word (never acknowledged nor answered) until cancelled, as a server that never says it watches does; -1: all")
 	fs.BoolVar(&o.endListens, "end-listens", false, "end every subscriptions/listen with a result right after acknowledging it, as a server that cannot hold a stream open does")
 	fs.BoolVar(&o.exitOnStdinEOF, "exit-on-stdin-eof", true, "exit 0 when stdin closes")
@@ -374,7 +376,8 @@ type server struct {
 
 	retooled atomic.Bool // the retool tool ran: no tool is annotated any more
 
-	listens atomic.Int64 // subscriptions/listen taken, for -ack-listens
+	listens   atomic.Int64 // subscriptions/listen taken, for -ack-listens
+	subsTaken atomic.Int64 // resources/subscribe taken, for -unanswered-subscribes
 
 	mu          sync.Mutex
 	inflight    map[string]*request             // raw id -> running request
@@ -565,6 +568,10 @@ func (s *server) start(m envelope) {
 		// that takes its time.
 		r.ctx, r.cancel = context.WithCancel(context.Background())
 		defer r.cancel()
+		if m.Method == "resources/subscribe" && s.subsTaken.Add(1) <= int64(s.o.unansweredSubs) {
+			log.Printf("taking resources/subscribe %s without answering it (-unanswered-subscribes)", m.ID)
+			r.cancel() // taken below, never answered
+		}
 		s.handle(r)
 		return
 	}
