@@ -1258,8 +1258,8 @@ func (b *backend) countLocked(c *subChange) (tell bool) {
 // again since. A session that lost its stake forgets it too, shim
 // included (dropSubscriptionSince), so that its next subscribe reaches
 // the child (whose own answer it then gets) and is not taken for one it
-// holds, unless it changed its subscriptions since: a stake it took again
-// meanwhile is kept. One given up on after it was written (written) may
+// holds, unless it subscribed to the URI again since: a stake it took
+// again meanwhile is kept. One given up on after it was written (written) may
 // have been carried out, the cancel coming too late: if it was its URI's
 // one on its way and nobody holds the URI now, the child hears the pool's
 // own unsubscribe of it, queued under the lock that counts, so that a
@@ -1271,7 +1271,7 @@ func (b *backend) subscribeEnded(p *pending, o *outcome, written bool) {
 	refused := o.kind == endAnswered && o.answer.Error.Present()
 	gaveUp := endRules[o.kind].tellChild // the pool ended it unanswered, its child alive: told to drop it, if it saw it
 	var lost []any
-	var gens []uint64 // of each lost session's subChanges as its stake went: its drop is void if it changed since
+	var gens []uint64 // of each lost session's subChanges as its stake went: its drop is void if it subscribed to the URI again since
 	var unsent error
 	b.mu.Lock()
 	w := c.wait
@@ -1342,7 +1342,7 @@ func (b *backend) subscribeEnded(p *pending, o *outcome, written bool) {
 	}
 	// Forgotten before the subscribes that waited are answered: a
 	// session's next subscribe, once it read the answer, reaches the
-	// child. One that changed its subscriptions since its stake went
+	// child. One that subscribed to the URI again since its stake went
 	// (an unsubscribe, and a subscribe that took a new stake) keeps what
 	// it holds now.
 	for _, h := range lost {

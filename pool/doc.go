@@ -136,8 +136,10 @@
 //     every stake that relied on it, as a refusal does, and is not sent
 //     again); a holder loses only the stake the ended subscribe took, not
 //     one taken again since; a session that loses a stake forgets it,
-//     and so does its shim (unless the session changed its subscriptions
-//     since the loss: a stake it took again is kept); a session's
+//     and so does its shim (unless the session subscribed to that URI
+//     again since the loss: a stake it took again is kept; a subscribe
+//     again while it still held it, no change, or a change of another
+//     URI keeps nothing); a session's
 //     subscribe counted while another
 //     holder's of the URI is on its way to the child is answered once the
 //     child answered that one (or the one sent in its place), with its

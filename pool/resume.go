@@ -142,8 +142,7 @@ func (s *session) resumeSubscriptions(uris []string) {
 		refusal := s.overSubscribedLocked(!had, 1)
 		take := !had && refusal == nil
 		if take {
-			s.subs[uri] = b
-			s.subChanges.Add(1)
+			s.subs[uri], s.subSince[uri] = b, s.subChanges.Add(1)
 		}
 		s.mu.Unlock()
 		if refusal != nil {

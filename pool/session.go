@@ -63,7 +63,8 @@ type session struct {
 	part   atomic.Pointer[partition]  // the roots partition its requests go to (server.backendFor)
 	// subChanges counts the session's own changes of subs (subscription),
 	// each made under mu: a release moveStakes decided counts only if none
-	// came since (backend.send).
+	// came since (backend.send), and a late drop of a lost stake only if
+	// the session did not subscribe to its URI again since (subSince).
 	subChanges atomic.Uint64
 	// meta is the _meta members a modern child needs, for a legacy
 	// client (adoptInitialize): its requests carry them to whichever of
@@ -82,6 +83,7 @@ type session struct {
 	caps            clientCaps
 	logs            bool
 	subs            map[string]*backend  // subscribed resource URIs
+	subSince        map[string]uint64    // of each URI in subs the session subscribed to, subChanges as it did (dropSubscriptionSince)
 	listens         map[string]*listener // open subscriptions/listen, by request id (listen.go)
 	lastActive      time.Time
 	quiet           chan struct{} // closed when inflight empties and nothing is answering, for closeWhenIdle
@@ -198,6 +200,7 @@ func (p *Pool) newSession(name string, setup sessionSetup) (*session, error) {
 		closed:    make(chan struct{}),
 		inflight:  map[string]*pending{},
 		subs:      map[string]*backend{},
+		subSince:  map[string]uint64{},
 	}
 	if s.sink == nil {
 		s.out = make(chan outLine, p.opts.SessionQueue)
@@ -391,12 +394,17 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 		s.replyErrorTo(x, id, refusal)
 		return true
 	}
-	if add {
-		s.subs[uri] = b
-	} else {
-		delete(s.subs, uri)
+	// A subscribe again, or an unsubscribe of what it does not hold, is
+	// no change: it leaves a late drop of a stake lost meanwhile its due.
+	if add != had || had && holder != b {
+		n := s.subChanges.Add(1)
+		if add {
+			s.subs[uri], s.subSince[uri] = b, n
+		} else {
+			delete(s.subs, uri)
+			delete(s.subSince, uri)
+		}
 	}
-	s.subChanges.Add(1)
 	s.mu.Unlock()
 	if had && holder != b {
 		// Held at a child the session no longer routes to (of roots it
@@ -439,6 +447,7 @@ func (s *session) undoSubscription(b *backend, uri string, add bool) {
 	if !closed {
 		if add && s.subs[uri] == b {
 			delete(s.subs, uri)
+			delete(s.subSince, uri)
 			undone = true
 		} else if _, held := s.subs[uri]; !add && !held {
 			s.subs[uri] = b
@@ -464,6 +473,7 @@ func (s *session) dropSubscription(b *backend, uri string) {
 	held := s.subs[uri] == b
 	if held {
 		delete(s.subs, uri)
+		delete(s.subSince, uri)
 	}
 	s.mu.Unlock()
 	if held {
@@ -472,14 +482,18 @@ func (s *session) dropSubscription(b *backend, uri string) {
 }
 
 // dropSubscriptionSince is dropSubscription for a stake the backend took
-// back when the session's subChanges was gen: unless the session changed
-// its subscriptions since (under mu, as every change is), which a late
-// drop would undo, forgetting a stake counted since.
+// back when the session's subChanges was gen: unless the session
+// subscribed to uri again since (under mu, as every change is), which a
+// late drop would undo, forgetting a stake counted since. Its other
+// changes since, and a subscribe again that changed nothing (it still
+// held uri), leave the drop its due: else the session would keep uri
+// with no stake in it, its next subscribe of it taken for no change.
 func (s *session) dropSubscriptionSince(b *backend, uri string, gen uint64) {
 	s.mu.Lock()
-	held := s.subs[uri] == b && s.subChanges.Load() == gen
+	held := s.subs[uri] == b && s.subSince[uri] <= gen
 	if held {
 		delete(s.subs, uri)
+		delete(s.subSince, uri)
 	}
 	s.mu.Unlock()
 	if held {
@@ -1171,7 +1185,7 @@ func (s *session) close(reason error) {
 		s.inflightBytes = 0
 		s.quietLocked()
 		subs := s.subs
-		s.subs = map[string]*backend{}
+		s.subs, s.subSince = map[string]*backend{}, map[string]uint64{}
 		led := s.ledger
 		s.mu.Unlock()
 		// A graceful end's last answers, and closing lines for listens,
