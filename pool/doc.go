@@ -496,7 +496,13 @@
 //     under its last round's pool id, saying it waits for the client's
 //     answer, and a user's cancel ends it as its questions' end does,
 //     answering the user's cancel: [inputRounds.infos],
-//     [inputRounds.ofCall], [inputRound.end], [Pool.Cancel].
+//     [inputRounds.ofCall], [inputRound.end], [Pool.Cancel]. However the
+//     round ends without the client's answers (that cancel, its timer,
+//     the client's cancel, the pool closing the session while the client
+//     is there), the questions still open are withdrawn at the client
+//     with notifications/cancelled, after they went out; the round's row
+//     in history ends with the round, as it ended: [inputRound.giveUp],
+//     [inputRound.withdraw], [session.dropRounds], [inputRound.retry].
 //   - At most once: when a child dies, what it had not been written is
 //     re-queued, what it had is answered with mayHaveExecuted (once retried
 //     if declared safe to repeat, and still "may have run" after that);

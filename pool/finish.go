@@ -142,7 +142,7 @@ func (b *backend) finish(p *pending, o outcome) bool {
 			ev.ErrCode, ev.Err = errorFields(o.answer.Error.Of(o.answer.Raw))
 			b.p.errorsN.Add(1)
 		}
-		asked, refusal := b.askLegacyClient(p, e, &o.answer)
+		asked, refusal := b.askLegacyClient(p, e, &o.answer, &ev)
 		if !asked && refusal == nil && e.modern && e.held == nil {
 			input, refusal = b.urlElicitationForModern(p.method, e.origID, e.caps, &o.answer)
 		}
@@ -155,9 +155,8 @@ func (b *backend) finish(p *pending, o outcome) bool {
 			ev.Status, ev.ErrCode, ev.Err = StatusFailed, refusal.Code, refusal.Message
 		case asked:
 			// Its questions went to the client; the call goes on as a
-			// new request with the answers (inputbridge.go).
-			ev.Size, ev.Payload = len(o.answer.Raw), b.capture(o.answer.Raw)
-			b.p.emit(&ev)
+			// new request with the answers, and this round ends, in
+			// history too, when the round does (inputbridge.go).
 			return true
 		case input != nil:
 			line = input // the client's retry is a new call (mrtr.go)
@@ -253,7 +252,7 @@ func (b *backend) expire(p *pending) {
 func (b *backend) cancel(p *pending, reason string) {
 	if !b.finish(p, outcome{kind: endByClient, reason: reason}) {
 		if x := b.p.rounds.of(p); x != nil {
-			x.end(nil)
+			x.drop(reason)
 		}
 	}
 }

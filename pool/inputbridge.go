@@ -28,6 +28,13 @@ import (
 // holdKeep or what was left of it, whichever is longer, and the retry
 // goes on with what was left (requestTable.carry).
 // The round ends with its call: cancelled, or its client gone.
+//
+// A round that ends without the client's answers withdraws the questions
+// still open at the client (MCP: the sender of a request may cancel it),
+// so that no form or prompt waits there for an answer nobody will use;
+// its call's row in history, in flight while the client is asked (as the
+// snapshot lists it), ends with the round: ok when the answers came, else
+// as the round ended (the user's cancel: cancelled, as any cancelled call).
 
 // inputRound is one input_required answer being turned into questions to
 // a legacy client.
@@ -48,11 +55,19 @@ type inputRound struct {
 	asked              time.Time
 	person             bool
 
+	done Event // the call's EventRequestDone for this round: emitted as the round ends (retry, giveUp)
+
+	// sending is held by the asker from before the round is shared until
+	// its questions are delivered (a delivery never waits), so that an
+	// end withdraws them after them, never before.
+	sending sync.Mutex
+
 	timer  *time.Timer
 	mu     sync.Mutex
 	left   map[uint64]string // question id -> inputRequests key, not yet answered
 	answer map[string]json.RawMessage
 	over   bool
+	posed  bool // its questions go to the client: an end withdraws those left
 }
 
 // inputRounds are the rounds waiting for a legacy client's answers, by the
@@ -180,8 +195,9 @@ const maxInputRounds = 32
 // askLegacyClient turns a modern child's input_required answer to a
 // legacy client's call into questions to that client. It reports whether
 // it took the answer (false: deliver it as it is), or the error the
-// client gets instead when it cannot answer the questions.
-func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (asked bool, refusal *jsonrpc.Error) {
+// client gets instead when it cannot answer the questions. Once it took
+// it, the round emits done, the call's end of this round, as it ends.
+func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message, done *Event) (asked bool, refusal *jsonrpc.Error) {
 	sess, origID := e.sess, e.origID
 	if e.modern || e.held != nil || sess == nil || !msg.Result.Present() {
 		return false, nil
@@ -223,7 +239,8 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 		}
 	}
 	x := &inputRound{b: b, sess: sess, call: p, origID: origID, to: e.x, state: r.RequestState, pid: e.pid, left: map[uint64]string{},
-		answer: map[string]json.RawMessage{}, timeout: e.timeout, remaining: b.reqs.timeLeft(e.deadline), asked: time.Now()}
+		answer: map[string]json.RawMessage{}, timeout: e.timeout, remaining: b.reqs.timeLeft(e.deadline), asked: time.Now(), done: *done}
+	x.done.Size, x.done.Payload = len(msg.Raw), b.capture(msg.Raw)
 	if x.timeout == 0 { // (a client's call always has one)
 		x.timeout, x.remaining = b.requestTimeout(), b.requestTimeout()
 	}
@@ -257,6 +274,7 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 	// back), under its lock, unless an answer already ended it. A call
 	// its client cancelled meanwhile (untracked before its cancel looks
 	// for its round) asks nothing.
+	x.sending.Lock()
 	for _, id := range ids {
 		b.p.rounds.add(id, x)
 	}
@@ -273,15 +291,21 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message) (as
 	x.mu.Unlock()
 	switch {
 	case !sess.tracks(p, origID, e.x):
-		x.end(nil)
+		x.sending.Unlock()
+		x.drop("the client cancelled the call")
 		return true, nil
 	case sess.noInput.Load(): // its client can answer nothing (session.unanswerable)
+		x.sending.Unlock()
 		x.end(newError(errClosedInputAsked, true, b.srv.name, b.srv.name))
 		return true, nil
 	}
+	x.mu.Lock()
+	x.posed = true
+	x.mu.Unlock()
 	for _, q := range questions {
 		sess.deliver(q)
 	}
+	x.sending.Unlock()
 	return true, nil
 }
 
@@ -300,6 +324,9 @@ func (s *session) answerRound(msg *jsonrpc.Message) bool {
 		return false
 	}
 	if msg.Error.Present() {
+		x.mu.Lock()
+		delete(x.left, id) // answered: not withdrawn
+		x.mu.Unlock()
 		_, m := errorFields(msg.Error.Of(msg.Raw))
 		x.end(newError(errQuestionRefused, true, x.b.srv.name, x.b.srv.name, m))
 		return true
@@ -335,10 +362,19 @@ func stopTimer(t *time.Timer) {
 }
 
 // end gives up the round: the client gets err for its call, unless it
-// cancelled the call meanwhile (its id may be another request's now), or
-// err is nil (the call ended unanswered). It reports whether it ended the
-// round (false: its answers, or another end, came first).
-func (x *inputRound) end(err *jsonrpc.Error) bool {
+// cancelled the call meanwhile (its id may be another request's now). It
+// reports whether it ended the round (false: its answers, or another
+// end, came first).
+func (x *inputRound) end(err *jsonrpc.Error) bool { return x.giveUp(err, err.Message) }
+
+// drop gives up the round of a call that ended unanswered, for why: its
+// client cancelled it, or the session ends. It reports what end does.
+func (x *inputRound) drop(why string) bool { return x.giveUp(nil, why) }
+
+// giveUp is end (err) and drop (nil): the questions still open at the
+// client are withdrawn, history records the call's round as ended for
+// why, and the client gets err, if any.
+func (x *inputRound) giveUp(err *jsonrpc.Error, why string) bool {
 	x.mu.Lock()
 	if x.over {
 		x.mu.Unlock()
@@ -347,16 +383,65 @@ func (x *inputRound) end(err *jsonrpc.Error) bool {
 	x.over = true
 	left := x.left
 	x.left = nil
+	posed := x.posed
 	timer := x.timer
 	x.mu.Unlock()
 	stopTimer(timer)
 	for id := range left {
 		x.b.p.rounds.take(id)
 	}
+	if posed && len(left) > 0 {
+		x.sending.Lock() // once they are out
+		x.withdraw(left, why)
+		x.sending.Unlock()
+	}
+	ev := x.done
+	ev.Status, ev.Err = StatusCancelled, why // the client cancelled the call, or left (endByClient)
+	if err != nil {
+		ev.Status, ev.ErrCode = roundStatus(err.Code), err.Code
+	}
+	x.b.p.emit(&ev)
 	if err != nil {
 		x.sess.answerIfCurrent(x.call, x.origID, x.to, jsonrpc.AppendErrorResponse(nil, x.origID, err), err.Code)
 	}
 	return true
+}
+
+// roundStatus is the history's status of a call whose round ended with
+// an error of code: a user's cancel, a client that did not answer in
+// time, or one that cannot answer.
+func roundStatus(code int) string {
+	switch code {
+	case jsonrpc.CodeRequestCancelled:
+		return StatusCancelled
+	case jsonrpc.CodeRequestTimeout:
+		return StatusTimeout
+	}
+	return StatusFailed
+}
+
+// withdraw sends the client notifications/cancelled for the questions
+// nobody waits for now, by their ids, for why (the notification the pool
+// sends a child for its request: cancelForChild), unless its session has
+// closed (its output takes nothing more).
+func (x *inputRound) withdraw(questions map[uint64]string, why string) {
+	if isClosed(x.sess.closed) {
+		return
+	}
+	for id := range questions {
+		x.sess.deliver(cancelForChild(id, why))
+	}
+}
+
+// dropRounds ends the rounds that wait for the answers of a session the
+// pool closes while its client is still there, for why: their questions
+// are withdrawn while its output takes them. It reports whether it sent
+// any.
+func (s *session) dropRounds(why error) (told bool) {
+	for _, x := range s.p.rounds.askedOf(s) {
+		told = x.drop(why.Error()) || told
+	}
+	return told
 }
 
 // tracks reports whether p is still the session's request of the client's
@@ -372,6 +457,7 @@ func (s *session) tracks(p *pending, id []byte, x *exchange) bool {
 // the call's timeout.
 func (x *inputRound) retry() {
 	p, s := x.call, x.sess
+	x.b.p.emit(&x.done) // this round ended answered
 	msg, err := jsonrpc.Parse(p.line)
 	if err != nil || !msg.Params.Present() {
 		e := newError(errCannotRetry, true, x.b.srv.name)
