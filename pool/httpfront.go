@@ -415,8 +415,9 @@ func (h *httpFront) await(o *postOut, r *http.Request, s *session, x *exchange, 
 // armed only while it can do something: from the start when a slow
 // answer would turn the response into an event stream (a client that
 // accepts one, no session id to hand out), else once the response is
-// one. A timer in the select costs a request its allocation and a place
-// in the runtime's timer heap each time the handler waits.
+// one. A timer in the select costs a request a place in the runtime's
+// timer heap each time the handler waits (the timer itself is reused:
+// keepAliveTimers).
 func (o *postOut) await(r *http.Request, s *session, x *exchange, g *grant, keepAlive time.Duration) awaitEnd {
 	modern := g != nil
 	var wake chan struct{}
@@ -430,12 +431,13 @@ func (o *postOut) await(r *http.Request, s *session, x *exchange, g *grant, keep
 	var idle *time.Timer
 	var idleC <-chan time.Time // nil while the timer could do nothing
 	if o.sid == "" && acceptsSSE(r) {
-		idle = time.NewTimer(keepAlive)
+		idle = keepAliveTimer(keepAlive)
 		idleC = idle.C
 	}
 	defer func() {
 		if idle != nil {
 			idle.Stop()
+			keepAliveTimers.Put(idle)
 		}
 	}()
 	for {
@@ -472,7 +474,7 @@ func (o *postOut) await(r *http.Request, s *session, x *exchange, g *grant, keep
 			case idle != nil:
 				idle.Reset(keepAlive)
 			case o.sse:
-				idle = time.NewTimer(keepAlive)
+				idle = keepAliveTimer(keepAlive)
 				idleC = idle.C
 			}
 		case <-r.Context().Done():
@@ -491,6 +493,21 @@ func (o *postOut) await(r *http.Request, s *session, x *exchange, g *grant, keep
 			return o.sessionEnded()
 		}
 	}
+}
+
+// keepAliveTimers holds await's stopped keep-alive timers for reuse: a
+// legacy POST's is armed for every request, and one made anew costs
+// each its allocations. (A stopped timer's channel holds no stale tick.)
+var keepAliveTimers sync.Pool
+
+// keepAliveTimer is a keep-alive timer armed for d, a stopped one reused
+// when there is one.
+func keepAliveTimer(d time.Duration) *time.Timer {
+	if t, ok := keepAliveTimers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
 }
 
 // sessionEnded ends a POST's response whose session ended first.
