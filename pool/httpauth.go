@@ -50,23 +50,25 @@ const refusalDrain = time.Second
 
 // gate checks a request; it writes the refusal, or the answer to a
 // preflight, and reports false. A request let in has the token it
-// carried ("" when the gate asks for none) in its grant.
-func (h *httpFront) gate(w http.ResponseWriter, r *http.Request) (*grant, bool) {
-	g := &grant{h: h, cut: h.rotation()} // before the token is read: a rotation after that closes cut
+// carried ("" when the gate asks for none) in its grant, a value: only
+// a 2026-07-28 request keeps it (exchange), and a legacy one allocates
+// none.
+func (h *httpFront) gate(w http.ResponseWriter, r *http.Request) (grant, bool) {
+	g := grant{h: h, cut: h.rotation()} // before the token is read: a rotation after that closes cut
 	if why := notLocal(r); why != "" {
 		h.refuse(w, r, http.StatusForbidden, why)
-		return nil, false
+		return grant{}, false
 	}
 	origin := r.Header.Get("Origin")
 	if origin != "" && !h.originAllowed(origin, r) {
 		h.refuse(w, r, http.StatusForbidden,
 			"forbidden: Origin "+origin+" is not this server's (list it in http.allowedOrigins to allow it)")
-		return nil, false
+		return grant{}, false
 	}
 	if origin != "" && h.originListed(origin) && cors(w, r, origin) {
 		dropBody(w, r)
 		w.WriteHeader(http.StatusNoContent)
-		return nil, false
+		return grant{}, false
 	}
 	if h.p.opts.HTTPToken != nil {
 		want := h.p.opts.HTTPToken()
@@ -75,14 +77,14 @@ func (h *httpFront) gate(w http.ResponseWriter, r *http.Request) (*grant, bool) 
 			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 			h.refuse(w, r, http.StatusUnauthorized,
 				"unauthorized: send Authorization: Bearer <token> (`switchboard http-token` prints it)")
-			return nil, false
+			return grant{}, false
 		}
 		g.token = want
 	}
 	if r.Method == http.MethodPost {
 		if ct := r.Header.Get("Content-Type"); ct != "application/json" && !jsonMediaType(ct) {
 			h.refuse(w, r, http.StatusUnsupportedMediaType, "unsupported media type: a POST body must be application/json")
-			return nil, false
+			return grant{}, false
 		}
 	}
 	boundBody(w, r)

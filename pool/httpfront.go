@@ -180,7 +180,7 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // post serves one JSON-RPC message.
-func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, sid string, g *grant) {
+func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, sid string, g grant) {
 	limit := h.p.opts.MaxMessageBytes
 	body, err := readBody(r, limit)
 	if err != nil {
@@ -333,7 +333,7 @@ func (h *httpFront) drop(sid string, hs *httpSession, reason error) {
 // the answer cancels it at the child, and so does a rotation of the token
 // it carried (g), even once its call is held for the client's retry
 // (mrtr.go).
-func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server, msg *jsonrpc.Message, g *grant) {
+func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server, msg *jsonrpc.Message, g grant) {
 	st, err := h.statelessFor(srv)
 	if err != nil {
 		httpError(w, http.StatusServiceUnavailable, msg.IDBytes(), jsonrpc.CodeBackendUnavailable, err.Error())
@@ -343,9 +343,9 @@ func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server
 	var kb [24]byte
 	key := string(strconv.AppendUint(append(kb[:0], 'x'), h.nextKey.Add(1), 10)) // no client id looks like this: ids are JSON
 	x := newStatelessExchange(key, takesStream(r, msg), &h.p.opts, msg.Meta.Of(msg.Raw))
-	x.gate = g
+	x.gate = &g
 	st.s.handleMessage(msg, x)
-	switch h.await(newPostOut(w, "", msg.IDBytes()), r, st.s, x, g) {
+	switch h.await(newPostOut(w, "", msg.IDBytes()), r, st.s, x, &g) {
 	case awaitGone:
 		st.s.endExchange(x, true, "the client closed its HTTP response")
 	case awaitSlow:
@@ -1334,13 +1334,18 @@ func (hs *httpSession) idleAt(now time.Time, d time.Duration) bool {
 // 400. A request without the header is served (clients older than the
 // header send none).
 func sessionVersionRefused(r *http.Request, sid string) string {
-	v := r.Header.Get("MCP-Protocol-Version")
+	v := r.Header.Get(protocolVersionHeader)
 	if sid == "" || v == "" || v == Modern || slices.Contains(legacyVersions, v) {
 		return ""
 	}
 	return fmt.Sprintf("bad request: unsupported MCP-Protocol-Version %q (supported: %s, %s)",
 		v, Modern, strings.Join(newestFirst(legacyVersions), ", "))
 }
+
+// protocolVersionHeader is the MCP-Protocol-Version header's name as
+// net/http keeps it: looked up in this form, a header's name is not
+// copied into its canonical one on every request.
+const protocolVersionHeader = "Mcp-Protocol-Version"
 
 // notLocal says why a request may not use the front door: a DNS-rebound
 // name (the Host header). A browser's Origin is the gate's to judge: the

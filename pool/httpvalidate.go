@@ -56,7 +56,7 @@ func modernHTTP(r *http.Request, body []byte, msg jsonrpc.Message, sid string) b
 	if modernRequest(body, msg) {
 		return true
 	}
-	v := r.Header.Get("MCP-Protocol-Version")
+	v := r.Header.Get(protocolVersionHeader)
 	if sid != "" {
 		return v == Modern
 	}
@@ -143,7 +143,7 @@ func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bo
 
 // checkHeaders compares the mirrored headers with the body.
 func checkHeaders(h http.Header, params []byte, method, version string) *httpRefusal {
-	if hv := h.Values("MCP-Protocol-Version"); len(hv) != 1 || hv[0] != version {
+	if hv := h.Values(protocolVersionHeader); len(hv) != 1 || hv[0] != version {
 		return headerMismatch("MCP-Protocol-Version", hv, version)
 	}
 	if hv := h.Values("Mcp-Method"); len(hv) != 1 || hv[0] != method {
