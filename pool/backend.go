@@ -398,6 +398,17 @@ type cancelledHandingOn struct{ r registration }
 
 func (*cancelledHandingOn) Error() string { return "the request was cancelled before it was queued" }
 
+// handingOnCancelled is err's cancelledHandingOn, nil for none: apart
+// from forwardCounted, which would otherwise allocate errors.As's target
+// for every request it sends, answered or not.
+func handingOnCancelled(err error) *cancelledHandingOn {
+	var c *cancelledHandingOn
+	if errors.As(err, &c) {
+		return c
+	}
+	return nil
+}
+
 // writeDirect is send's own write of p to c, begun with writing set.
 // What the pipe does not take at once goes to the front of the queue
 // for writeLoop: the whole request when nothing was taken, else the rest

@@ -769,13 +769,12 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 	// on (a config applied meanwhile), as a call's retry goes on with its
 	// call's.
 	b.reqs.carry(p, heldFor, 0)
-	var cancelled *cancelledHandingOn
 	switch err := b.send(p); {
 	case err == nil:
 	case errors.Is(err, errNotForChild):
 		b.answerCounted(p)
-	case errors.As(err, &cancelled):
-		b.finish(p, handOnCancel(cancelled.r, s.srv.name, p.method))
+	case handingOnCancelled(err) != nil:
+		b.finish(p, handOnCancel(handingOnCancelled(err).r, s.srv.name, p.method))
 		return false
 	case errors.Is(err, errPastDeadline):
 		b.expire(p) // never written
