@@ -994,7 +994,7 @@ func (b *backend) ask(msg *jsonrpc.Message, childID []byte) bool {
 	if b.carryAsMRTR(msg, childID) {
 		return true
 	}
-	id := b.p.nextID.Add(1)
+	id := b.p.newAskID()
 	elicitationID := urlElicitationID(msg)
 	for {
 		target, inputClosed := b.pickSession(msg)

@@ -224,9 +224,11 @@
 //     form, the mode of one that names none, or URL; an empty
 //     elicitation capability is form mode only) and can receive now,
 //     the one with the oldest request in flight on that child first,
-//     under a pool id; the
-//     answer returns under the child's id, and the child's cancellation
-//     names the pool id; with nobody able, the child gets -32006 at once.
+//     under a pool id that no other run gives ([Pool.newAskID]: a
+//     resumed session's late answer to a question of a pool gone reaches
+//     nothing); the answer returns under the child's id, and the
+//     child's cancellation names the pool id; with nobody able, the
+//     child gets -32006 at once.
 //     The question is recorded only while its session is open, checked
 //     under the lock its close drops the session's questions under: a
 //     session closing as it is picked is passed over, and one that closes

@@ -252,7 +252,7 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message, don
 			x.answer[key] = b.rootsResult()
 			continue
 		}
-		id := b.p.nextID.Add(1)
+		id := b.p.newAskID()
 		x.left[id] = key
 		x.person = x.person || personAnswers(q.Method)
 		ids = append(ids, id)

@@ -251,7 +251,8 @@ type Pool struct {
 	events hub
 	clock  clock // the timing policies' (policy.go)
 
-	nextID      atomic.Uint64 // pool-unique request ids, shared by all backends
+	nextID      atomic.Uint64 // pool-unique ids of its requests to children, shared by all backends
+	nextAskID   atomic.Uint64 // ids of its requests to clients (newAskID)
 	carried     *Carried      // Options.Carried until the first Apply; guarded by mu
 	nextSession atomic.Uint64
 	nextBackend atomic.Uint64 // BackendInfo.ID: names one child slot for RestartBackend
@@ -291,11 +292,25 @@ func New(opts *Options) *Pool {
 		flushing: map[deadlineWriter]struct{}{},
 		carried:  o.Carried,
 	}
+	p.nextAskID.Store(uint64(time.Now().UnixMicro()))
 	if o.Carried != nil {
 		p.nextID.Store(o.Carried.NextID)
 	}
 	return p
 }
+
+// newAskID is an id for a request of the pool's own to a client: a
+// child's question it puts to the client, its roots/list. A session
+// outlives its pool (its shim resumes it on the next one, after a stop,
+// an upgrade or a crash), so these ids never repeat across runs: a
+// client's late answer to a question of a pool gone would answer the next
+// pool's question of the same id, and reach its child. A run counts them
+// from its start in microseconds since 1970: an earlier run started
+// earlier, and gave fewer ids than microseconds passed since. Below 2^53
+// until the year 2255, they stay numbers any client reads exactly. Ids to
+// children stay small (nextID): a child lives in one run (a carried one
+// keeps its count: Carried.NextID).
+func (p *Pool) newAskID() uint64 { return p.nextAskID.Add(1) }
 
 // Apply makes cfgs the configured servers. New servers become available;
 // removed ones take no new requests, let those in flight finish and then

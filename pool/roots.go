@@ -403,7 +403,7 @@ var testHookStreamOpened func(*session)
 // comes through it. A client that closed its input is not asked: it
 // cannot answer (inputEnded).
 func (s *session) askRoots() {
-	id := `"switchboard-roots-` + strconv.FormatUint(s.p.nextID.Add(1), 10) + `"`
+	id := `"switchboard-roots-` + strconv.FormatUint(s.p.newAskID(), 10) + `"`
 	s.mu.Lock()
 	if s.inputDone {
 		s.mu.Unlock()

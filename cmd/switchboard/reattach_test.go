@@ -587,3 +587,57 @@ func testBacklogSurvivesPoolKill(t *testing.T, relay bool, stop syscall.Signal) 
 	}
 	t.Logf("%d calls waiting for a client that did not read when the pool was %v: %d answered, %d with the at-most-once error, %d line cut off", calls, stop, ok, owed, unreadable)
 }
+
+// TestLateAnswerToAGonePoolsQuestion: a child's question (an elicitation)
+// put to the client by a pool that then dies (SIGKILL) or stops (SIGTERM)
+// stays open at the client while a person fills in the form; the session
+// goes on with the next pool, whose child asks questions of its own. The
+// late answer to the gone pool's question reaches nothing: the next
+// pool's questions have other ids, and each call gets the answer given to
+// its own question. Before, every pool numbered its questions from 1:
+// the next one asked under the open question's id, and the late answer
+// became the new call's result. Attached and relayed.
+func TestLateAnswerToAGonePoolsQuestion(t *testing.T) {
+	for _, mode := range []string{"attached", "relayed", "attached-sigterm"} {
+		t.Run(mode, func(t *testing.T) {
+			first := serve(t, noClientStarts(fakeConfig(t)))
+			s := connectAs(t, first, "fake", mode == "relayed")
+			s.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"person","version":"1.0"}}}`)
+			s.recvID("0")
+			s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			question := func() string {
+				t.Helper()
+				for {
+					line, err := s.out.ReadString('\n')
+					if err != nil {
+						t.Fatalf("read from shim: %v (stderr: %s)", err, s.errb.String())
+					}
+					var r reply
+					_ = json.Unmarshal([]byte(line), &r)
+					if r.Method == "elicitation/create" {
+						return string(r.ID)
+					}
+				}
+			}
+			s.send(`{"jsonrpc":"2.0","id":"first","method":"tools/call","params":{"name":"ask","arguments":{"kind":"elicitation"}}}`)
+			old := question()
+			goAway(t, first, mode != "attached-sigterm")
+			serveHome(t, first.home)
+			s.send(`{"jsonrpc":"2.0","id":"list","method":"tools/list"}`) // the client goes on with its work
+			s.recvID(`"list"`)
+			for k := range 5 {
+				id := fmt.Sprintf(`"next-%d"`, k)
+				s.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"ask","arguments":{"kind":"elicitation"}}}`)
+				asked := question()
+				if asked == old {
+					t.Errorf("question %d of the next pool has id %s, the gone pool's open question's", k, asked)
+				}
+				s.send(`{"jsonrpc":"2.0","id":` + old + `,"result":{"action":"accept","content":{"name":"late"}}}`)
+				s.send(`{"jsonrpc":"2.0","id":` + asked + `,"result":{"action":"accept","content":{"name":"fresh"}}}`)
+				if r := s.recvID(id); !strings.Contains(toolText(r), "fresh") {
+					t.Fatalf("call %s: %s; want the answer to its own question (fresh), not the late one to the gone pool's", id, r.raw)
+				}
+			}
+		})
+	}
+}
