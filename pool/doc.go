@@ -452,7 +452,11 @@
 //     that fails: [hangups.watch], [hangups.poll], [readerGone]. A
 //     relaying shim, whose full stream no Farewell gets through, is told
 //     of its eviction when it comes back to resume the session:
-//     [endedSessions.add], [endedSessions.take].
+//     [endedSessions.add], [endedSessions.take]. An attached shim that
+//     stops reading its connection is as a client that stops reading: the
+//     first line it does not take (shimWriteTimeout) evicts its session,
+//     no more is written to it, and a flush or a stop waits for one such
+//     write at most: [shimLines.writeLines], [shimLines.hurry].
 //   - The answers that one read from a child brought reach each stdio
 //     session in one write, behind anything queued for it before and
 //     ahead of anything after; a read's only answer is written at once,

@@ -245,10 +245,10 @@ func (p *Pool) serveShim(conn net.Conn) {
 			}
 		}
 		lines := &shimLines{p: p, conn: conn}
-		setup.keepState = func(_ *session, st wire.State) {
-			lines.keep(st)
+		setup.keepState = func(s *session, st wire.State) {
+			lines.keep(s, st)
 			if st.Initialize != nil {
-				lines.flush() // before the initialize's answer (session.initialize)
+				lines.flush(s) // before the initialize's answer (session.initialize)
 			}
 		}
 		setup.closeConn = func(s *session) {
@@ -262,7 +262,11 @@ func (p *Pool) serveShim(conn net.Conn) {
 			case s.closeReason != nil && !drained(s.closeReason):
 				bye.End = s.closeReason.Error()
 			}
-			lines.end(bye)
+			if !lines.end(s, bye) && errors.Is(s.closeReason, errEvicted) {
+				// No Farewell got through (its shim stopped reading): it
+				// is told when it comes back to resume the session.
+				p.ended.add(s.id, hello.PID, s.closeReason)
+			}
 			conn.Close()
 		}
 	}
@@ -321,7 +325,10 @@ func (p *Pool) serveShim(conn net.Conn) {
 // hears a log level accepted) only makes its line and queues it (what it
 // says may be in a buffer the caller reuses), never waits on the shim:
 // one goroutine at a time writes what is queued, in order, and the
-// Farewell goes after all of it.
+// Farewell goes after all of it. A shim that takes no line for
+// shimWriteTimeout has stopped reading: the link is broken (a line may be
+// cut), nothing more is written, and the session is evicted, as one whose
+// client stops reading is.
 type shimLines struct {
 	p    *Pool
 	conn net.Conn
@@ -332,14 +339,20 @@ type shimLines struct {
 	queue  [][]byte   // lines, each with its newline
 	active bool       // a goroutine writes the queue
 	ended  bool       // the Farewell is written or on its way: nothing more is queued
+	broken bool       // a write failed: nothing more is written
+	by     time.Time  // when someone waiting (flush, end) needs the writes done; zero if no one
 }
 
-// keep queues st for the shim.
-func (l *shimLines) keep(st wire.State) {
+// shimWriteTimeout is how long a shim has to take one line from its
+// session, and all a flush or an end waits for.
+var shimWriteTimeout = 5 * time.Second
+
+// keep queues st for s's shim.
+func (l *shimLines) keep(s *session, st wire.State) {
 	line, _ := json.Marshal(st)
 	line = append(line, '\n')
 	l.mu.Lock()
-	if l.ended {
+	if l.ended || l.broken {
 		l.mu.Unlock()
 		return
 	}
@@ -348,12 +361,12 @@ func (l *shimLines) keep(st wire.State) {
 	l.active = true
 	l.mu.Unlock()
 	if start {
-		l.p.wg.Go(l.write)
+		l.p.wg.Go(func() { l.write(s) })
 	}
 }
 
 // write writes what is queued until nothing is.
-func (l *shimLines) write() {
+func (l *shimLines) write(s *session) {
 	if testHookShimLines != nil {
 		testHookShimLines()
 	}
@@ -370,48 +383,94 @@ func (l *shimLines) write() {
 		if len(q) == 0 {
 			return
 		}
-		l.writeLines(q)
+		l.writeLines(s, q)
 	}
 }
 
 // flush writes what is queued now, on the caller's goroutine, and
 // returns once it is written: after a write under way, which took its
 // lines first. Only the initialize waits so (its State line must reach
-// the shim before its answer reaches the client): a State line is small,
-// the shim reads its connection all along, and writeBytes bounds the
-// wait all the same.
-func (l *shimLines) flush() {
+// the shim before its answer reaches the client), and for
+// shimWriteTimeout at most: a write under way that has not ended by then
+// breaks the link.
+func (l *shimLines) flush(s *session) {
+	by := l.hurry()
 	l.writing.Lock()
 	defer l.writing.Unlock()
 	l.mu.Lock()
 	q := l.queue
 	l.queue = nil
 	l.mu.Unlock()
-	l.writeLines(q)
+	l.writeLines(s, q)
+	l.mu.Lock()
+	if l.by.Equal(by) && !l.ended {
+		l.by = time.Time{}
+	}
+	l.mu.Unlock()
 }
 
 // end writes what is still queued, then the Farewell bye: after a write
-// under way, which took its lines before these.
-func (l *shimLines) end(bye Farewell) {
+// under way, which took its lines before these. It waits shimWriteTimeout
+// at most, and reports whether bye was written.
+func (l *shimLines) end(s *session, bye Farewell) bool {
+	l.hurry()
 	l.mu.Lock()
 	q := l.queue
 	l.queue, l.ended = nil, true
 	l.mu.Unlock()
 	l.writing.Lock()
 	defer l.writing.Unlock()
-	l.writeLines(q)
-	_ = writeLine(l.conn, bye)
+	l.writeLines(s, q)
+	b, _ := json.Marshal(bye)
+	return l.writeLines(s, [][]byte{append(b, '\n')})
+}
+
+// hurry has every write from now on end within shimWriteTimeout, and
+// returns when they must.
+func (l *shimLines) hurry() time.Time {
+	by := time.Now().Add(shimWriteTimeout)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.by.IsZero() || by.Before(l.by) {
+		l.by = by
+	}
+	return l.by
 }
 
 // testHookShimLines, when set, runs as a goroutine begins to write an
 // attached session's State lines, before it takes them from the queue.
 var testHookShimLines func()
 
-// writeLines writes lines to the shim.
-func (l *shimLines) writeLines(lines [][]byte) {
+// writeLines writes lines to s's shim, each within shimWriteTimeout and
+// all by the time someone waiting needs them (hurry), and reports whether
+// they were written. The first that is not breaks the link and evicts s
+// (unless it is closing already): what is queued, and what would be, is
+// dropped.
+func (l *shimLines) writeLines(s *session, lines [][]byte) bool {
 	for _, line := range lines {
-		_ = writeBytes(l.conn, line)
+		l.mu.Lock()
+		broken, by := l.broken, l.by
+		l.mu.Unlock()
+		if broken {
+			return false
+		}
+		if d := time.Now().Add(shimWriteTimeout); by.IsZero() || d.Before(by) {
+			by = d
+		}
+		_ = l.conn.SetWriteDeadline(by)
+		_, err := l.conn.Write(line)
+		_ = l.conn.SetWriteDeadline(time.Time{})
+		if err != nil {
+			l.mu.Lock()
+			l.broken, l.queue = true, nil
+			l.mu.Unlock()
+			if !isClosed(s.closed) && s.evictOnce("shim", err) {
+				s.p.wg.Go(s.endEvicted)
+			}
+			return false
+		}
 	}
+	return true
 }
 
 // resumedBytes is how many bytes of its earlier pool's unread input a

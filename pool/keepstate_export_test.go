@@ -1,6 +1,9 @@
 package pool
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // PauseShimLines makes the first goroutine that writes an attached
 // session's State lines wait, before it takes them from the queue, until
@@ -10,4 +13,13 @@ func PauseShimLines() (resume, restore func()) {
 	var once sync.Once
 	testHookShimLines = func() { once.Do(func() { <-resumed }) }
 	return sync.OnceFunc(func() { close(resumed) }), func() { testHookShimLines = nil }
+}
+
+// SetShimWriteTimeout sets how long an attached session's shim has to
+// take a line, until the returned restore is called (after the pool
+// closed).
+func SetShimWriteTimeout(d time.Duration) (restore func()) {
+	old := shimWriteTimeout
+	shimWriteTimeout = d
+	return func() { shimWriteTimeout = old }
 }
