@@ -37,10 +37,7 @@ func BenchmarkHoldRequests(b *testing.B) {
 			for range b.N {
 				c := tp.dial(b, "fs")
 				c.patience = 10 * time.Minute
-				c.initialize("holder", `{"roots":{"listChanged":true}}`)
-				if ask := c.recv(); ask.Method != "roots/list" {
-					b.Fatalf("want the pool's roots/list, got %s", ask.raw)
-				}
+				c.initRootsAsked("holder")
 				start, cpuStart := time.Now(), cpuTime()
 				c.send(lines.String())
 				if m, _ := c.recvID(`"p"`); m.Error != nil {

@@ -38,18 +38,11 @@ func TestHeldRequestsCountAgainstTheSessionsInFlight(t *testing.T) {
 	busy := fmt.Sprintf("this session has %d requests in flight, its limit: wait for answers before sending more (other sessions are not affected)", limit)
 	tp := newTestPool(t, &pool.Options{MaxSessionInFlight: limit}, fake("fs"))
 	c := tp.dial(t, "fs")
-	c.initialize("holder", `{"roots":{"listChanged":true}}`)
-	ask := c.recv()
-	if ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
-	}
-	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, ask.ID)
+	c.initRoots("holder")
 	c.call(`"s1"`, "sleep", `{"ms":60000}`) // at the child until the pool closes
 	c.call(`"s2"`, "sleep", `{"ms":60000}`)
 	c.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	if ask = c.recv(); ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list again, got %s", ask.raw)
-	}
+	ask := c.rootsAsk() // asked again
 
 	c.call(`"h1"`, "echo", `{"text":"h1"}`) // held: with s1 and s2, the bound
 	c.call(`"h2"`, "echo", `{"text":"h2"}`)
@@ -73,7 +66,7 @@ func TestHeldRequestsCountAgainstTheSessionsInFlight(t *testing.T) {
 		}
 	}
 
-	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, ask.ID)
+	c.answerRootsAsk(ask)
 	answered := map[string]string{}
 	for range 2 { // the held calls, answered in any order
 		m := c.recv()
@@ -101,17 +94,10 @@ func TestHeldRequestWithAnIDInFlightIsRefused(t *testing.T) {
 	t.Cleanup(pool.SetRootsAskTimeout(time.Minute)) // the hold ends when the client answers
 	tp := newTestPool(t, nil, fake("fs"))
 	c := tp.dial(t, "fs")
-	c.initialize("dup", `{"roots":{"listChanged":true}}`)
-	ask := c.recv()
-	if ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
-	}
-	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, ask.ID)
+	c.initRoots("dup")
 	c.call(`"s"`, "sleep", `{"ms":60000}`) // at the child until the pool closes
 	c.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	if ask = c.recv(); ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list again, got %s", ask.raw)
-	}
+	ask := c.rootsAsk() // asked again
 	c.call(`"d"`, "echo", `{"text":"first"}`)
 	c.call(`"d"`, "echo", `{"text":"second"}`)
 	c.call(`"s"`, "echo", `{"text":"again"}`)
@@ -123,7 +109,7 @@ func TestHeldRequestWithAnIDInFlightIsRefused(t *testing.T) {
 			t.Errorf("a held request under id %s in flight: %s (answers before a ping behind it: %v); want -32600 already in flight", id, m.raw, before)
 		}
 	}
-	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, ask.ID)
+	c.answerRootsAsk(ask)
 	if m, _ := c.recvID(`"d"`); m.text() != "first" {
 		t.Fatalf("the held call once the client answered: %s", m.raw)
 	}
@@ -139,11 +125,7 @@ func TestHeldRequestsEndAtTheirOwnDeadlines(t *testing.T) {
 	cfg.RequestTimeout = time.Minute
 	tp := newTestPool(t, nil, cfg)
 	c := tp.dial(t, "fs")
-	c.initialize("a", `{"roots":{"listChanged":true}}`)
-	ask := c.recv()
-	if ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
-	}
+	c.initRootsAsked("a")
 	c.call(`"long"`, "echo", `{"text":"long"}`)
 	eventually(t, "the first call held", func() bool { _, ok := heldInFlight(tp, `"long"`); return ok })
 	const short = 300 * time.Millisecond
@@ -175,10 +157,7 @@ func TestHeldRequestTakesItsTimeoutAsItIsRead(t *testing.T) {
 	tp := newTestPool(t, nil, cfg)
 	t.Cleanup(resume) // before the pool closes: the reader must not stay paused
 	c := tp.dial(t, "fs")
-	c.initialize("a", `{"roots":{"listChanged":true}}`)
-	if ask := c.recv(); ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
-	}
+	c.initRootsAsked("a")
 	c.call(`"long"`, "echo", `{"text":"long"}`)
 	select {
 	case <-held:
@@ -217,11 +196,7 @@ func TestHeldRequestGoesOnUnderItsOwnTimeout(t *testing.T) {
 	cfg.RequestTimeout = time.Minute
 	tp := newTestPool(t, nil, cfg)
 	c := tp.dial(t, "fs")
-	c.initialize("a", `{"roots":{"listChanged":true}}`)
-	ask := c.recv()
-	if ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
-	}
+	ask := c.initRootsAsked("a")
 	c.call(`"long"`, "echo", `{"text":"long"}`)
 	eventually(t, "the call held", func() bool { _, ok := heldInFlight(tp, `"long"`); return ok })
 	cfg.RequestTimeout = 300 * time.Millisecond
@@ -234,7 +209,7 @@ func TestHeldRequestGoesOnUnderItsOwnTimeout(t *testing.T) {
 	if m, _ := c.recvID(`"short"`); m.Error == nil || m.Error.Code != -32001 {
 		t.Fatalf("the call held under the lower timeout: %s; want -32001", m.raw)
 	}
-	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, ask.ID)
+	c.answerRootsAsk(ask)
 	if m, _ := c.recvID(`"long"`); m.text() != "long" {
 		t.Fatalf("the call held under a minute, once the client answered: %s; want its answer", m.raw)
 	}
@@ -254,17 +229,10 @@ func TestHeldRequestBeingReplayedStillCounts(t *testing.T) {
 	tp := newTestPool(t, &pool.Options{MaxSessionInFlight: limit}, fake("fs"))
 	t.Cleanup(resume) // before the pool closes: the replay must not stay paused
 	c := tp.dial(t, "fs")
-	c.initialize("holder", `{"roots":{"listChanged":true}}`)
-	ask := c.recv()
-	if ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
-	}
-	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, ask.ID) // or it ran out: no roots either way
-	c.call(`"s1"`, "sleep", `{"ms":60000}`)                            // at the child until the pool closes
+	c.initRoots("holder")                   // or it ran out: no roots either way
+	c.call(`"s1"`, "sleep", `{"ms":60000}`) // at the child until the pool closes
 	c.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	if ask = c.recv(); ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list again, got %s", ask.raw)
-	}
+	c.rootsAsk()                            // asked again
 	c.call(`"h1"`, "echo", `{"text":"h1"}`) // held: with s1, the bound
 	c.call(`"h2"`, "echo", `{"text":"h2"}`)
 	select { // the ask ran out: the replay took h1, and waits

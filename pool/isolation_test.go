@@ -20,26 +20,46 @@ import (
 )
 
 // initRoots initializes a client that declares roots, and answers the
-// pool's roots/list with uris. It returns the id the pool asked under.
+// pool's roots/list with uris.
 func (c *client) initRoots(name string, uris ...string) {
 	c.t.Helper()
-	c.initialize(name, `{"roots":{"listChanged":true}}`)
-	c.answerRoots(uris...)
+	c.answerRootsAsk(c.initRootsAsked(name), uris...)
 }
 
-// answerRoots reads the pool's roots/list request and answers it.
-func (c *client) answerRoots(uris ...string) {
+// initRootsAsked initializes a client that declares roots and returns the
+// pool's roots/list request, left for the test to answer (or not).
+func (c *client) initRootsAsked(name string) msg {
+	c.t.Helper()
+	c.initialize(name, `{"roots":{"listChanged":true}}`)
+	return c.rootsAsk()
+}
+
+// rootsAsk reads the next message, which must be the pool's roots/list.
+func (c *client) rootsAsk() msg {
 	c.t.Helper()
 	req := c.recv()
 	if req.Method != "roots/list" {
 		c.t.Fatalf("want the pool's roots/list, got %s", req.raw)
 	}
+	return req
+}
+
+// answerRoots reads the pool's roots/list request and answers it.
+func (c *client) answerRoots(uris ...string) {
+	c.t.Helper()
+	c.answerRootsAsk(c.rootsAsk(), uris...)
+}
+
+// answerRootsAsk answers the pool's roots/list request ask with uris
+// (none: an empty list).
+func (c *client) answerRootsAsk(ask msg, uris ...string) {
+	c.t.Helper()
 	roots := make([]map[string]string, 0, len(uris))
 	for _, u := range uris {
 		roots = append(roots, map[string]string{"uri": u, "name": filepath.Base(u)})
 	}
 	res, _ := json.Marshal(map[string]any{"roots": roots})
-	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, res)
+	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, ask.ID, res)
 }
 
 // pidOf asks the session's child its PID.
@@ -504,11 +524,7 @@ func TestMessagesHeldForRootsAreBounded(t *testing.T) {
 	const limit = 4 << 10
 	tp := newTestPool(t, &pool.Options{MaxSessionBytes: limit}, fake("fs"))
 	c := tp.dial(t, "fs")
-	c.initialize("slow", `{"roots":{"listChanged":true}}`)
-	ask := c.recv() // the pool's roots/list, left unanswered for now
-	if ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
-	}
+	ask := c.initRootsAsked("slow") // the pool's roots/list, left unanswered for now
 	text := strings.Repeat("x", 1<<10)
 	for i := range 3 { // about 3.3 KiB: held
 		c.call(fmt.Sprint(i), "echo", fmt.Sprintf(`{"text":%q}`, text))

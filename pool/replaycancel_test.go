@@ -50,7 +50,7 @@ func cancelAsReplayTakes(t *testing.T, tp *testPool, taken <-chan struct{}, resu
 	var held pool.RequestInfo
 	eventually(t, "the held "+what+" in flight", func() (ok bool) { held, ok = heldInFlight(tp, id); return ok })
 
-	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, ask.ID)
+	c.answerRootsAsk(ask)
 	select { // the replay took the request, and waits
 	case <-taken:
 	case <-time.After(15 * time.Second):
@@ -82,11 +82,7 @@ func TestUserCancelsACallAsItsHoldEnds(t *testing.T) {
 	tp, taken, resume := pausedReplayPool(t, time.Minute, &rec, fake("fs", "-log", logPath))
 
 	c := tp.dial(t, "fs")
-	c.initialize("a", `{"roots":{"listChanged":true}}`)
-	ask := c.recv()
-	if ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
-	}
+	ask := c.initRootsAsked("a")
 	c.call(`"c"`, "echo", `{"text":"cancelled"}`)
 	held := cancelAsReplayTakes(t, tp, taken, resume, c, ask, `"c"`, "call")
 	if err := tp.Cancel(held.PoolID); !errors.Is(err, pool.ErrNotFound) {
@@ -130,11 +126,7 @@ func TestUserCancelsAWaitAsItsHoldEnds(t *testing.T) {
 	tp, taken, resume := pausedReplayPool(t, time.Minute, &rec, fake("fs", "-start-while", gate))
 
 	c := tp.dial(t, "fs")
-	c.initialize("a", `{"roots":{"listChanged":true}}`) // on a child that starts at once
-	ask := c.recv()
-	if ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
-	}
+	ask := c.initRootsAsked("a") // on a child that starts at once
 	// The next child is held in its start: the request waits for it.
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -177,9 +169,7 @@ func TestClientCancelsACallHeldForRoots(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"echo","arguments":{"text":"taken"}}}`,
 		`{"jsonrpc":"2.0","id":"h","method":"tools/call","params":{"name":"echo","arguments":{"text":"held"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"h","reason":"gave up"}}`)
-	if ask := c.recv(); ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
-	}
+	c.rootsAsk()
 	select { // the ask timed out; the replay took w, and waits
 	case <-taken:
 	case <-time.After(15 * time.Second):

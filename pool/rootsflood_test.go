@@ -32,11 +32,7 @@ func TestRootsChangesDuringAnAskAskOnceMore(t *testing.T) {
 	t.Cleanup(pool.SetRootsAskTimeout(3 * time.Second))
 	tp := newTestPool(t, nil, fake("fs"))
 	c := tp.dial(t, "fs")
-	c.initialize("flood", `{"roots":{"listChanged":true}}`)
-	ask := c.recv()
-	if ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
-	}
+	ask := c.initRootsAsked("flood")
 	for range 5 {
 		c.send(rootsChanged)
 	}

@@ -34,11 +34,7 @@ func TestHeldCallIsInFlightFromItsArrival(t *testing.T) {
 	var rec recorder
 	tp := newTestPool(t, &pool.Options{Record: rec.record}, fake("fs"))
 	c := tp.dial(t, "fs")
-	c.initialize("slow-roots", `{"roots":{"listChanged":true}}`)
-	ask := c.recv()
-	if ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
-	}
+	ask := c.initRootsAsked("slow-roots")
 	sent := time.Now()
 	c.call("1", "echo", `{"text":"held"}`)
 
@@ -63,7 +59,7 @@ func TestHeldCallIsInFlightFromItsArrival(t *testing.T) {
 		return ok && time.Duration(r.AgeMs)*time.Millisecond >= hold
 	})
 
-	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, ask.ID)
+	c.answerRootsAsk(ask)
 	if m, _ := c.recvID("1"); m.text() != "held" {
 		t.Fatalf("the held call's answer: %s", m.raw)
 	}

@@ -51,11 +51,7 @@ func TestFirstCallAfterARootsChildStartsSeesItsRoots(t *testing.T) {
 	}
 
 	a2 := tp.dial(t, "fs")
-	a2.initialize("a2", `{"roots":{"listChanged":true}}`)
-	q := a2.recv()
-	if q.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list, got %s", q.raw)
-	}
+	q := a2.initRootsAsked("a2")
 	a2.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[{"uri":"file:///work/a","name":"other"}]}}`, q.ID)
 	if pa, pa2 := a.pidOf("2"), a2.pidOf("1"); pa != pa2 {
 		t.Fatalf("same roots, different children: %s and %s", pa, pa2)

@@ -56,9 +56,7 @@ func heldTimeoutPool(t *testing.T, rec *recorder, timeout time.Duration) (tp *te
 	c.patience = 5 * time.Second // the hold lasts a minute: a call still held at the end of this has waited far past its timeout
 	c.initialize("a", `{"roots":{"listChanged":true}}`)
 	tp.applyRequestTimeout(t, &cfg, timeout)
-	if ask = c.recv(); ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
-	}
+	ask = c.rootsAsk()
 	c.call(`"held"`, "echo", `{"text":"held"}`)
 	eventually(t, "the held call in flight", func() (ok bool) { held, ok = heldInFlight(tp, `"held"`); return ok })
 	return tp, c, logPath, ask, held
@@ -81,7 +79,7 @@ func TestHeldCallEndsAtItsRequestTimeout(t *testing.T) {
 	if _, still := heldInFlight(tp, `"held"`); still {
 		t.Errorf("the timed-out call is still in flight: %+v", tp.Snapshot().InFlight)
 	}
-	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, ask.ID)
+	c.answerRootsAsk(ask)
 	heldTimedOut(t, c, &rec, logPath, held, timeout, m)
 }
 
@@ -101,7 +99,7 @@ func TestHeldCallPastItsDeadlineAsItGoesOnIsNeverWritten(t *testing.T) {
 	_, c, logPath, ask, held := heldTimeoutPool(t, &rec, timeout)
 	t.Cleanup(resume) // before the pool closes: the replay must not stay paused
 
-	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, ask.ID)
+	c.answerRootsAsk(ask)
 	select { // the replay took the call, and waits
 	case <-taken:
 	case <-time.After(15 * time.Second):
