@@ -26,36 +26,7 @@ import (
 // share it, and the wait for a person (4 s) ends well after the other
 // session's call times out and the answer goes.
 func TestBridgedQuestionPausesItsCallsTimeout(t *testing.T) {
-	const timeout, keep = 2 * time.Second, 4 * time.Second
-	t.Cleanup(pool.SetHoldKeep(keep)) // restored once the pool has closed
-	cfg := fake("srv", "-era", "modern")
-	tp := newTestPool(t, nil, cfg)
-	c, other := tp.dial(t, "srv"), tp.dial(t, "srv")
-	c.initialize("person", `{"elicitation":{},"sampling":{}}`)
-	other.initialize("other", "")
-	tp.applyRequestTimeout(t, &cfg, timeout)
-
-	for i, q := range []struct{ kind, method, answer, want string }{
-		{"elicitation", "elicitation/create", `{"action":"accept","content":{"name":"Ada"}}`, "Ada"},
-		{"sampling", "sampling/createMessage", `{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}`, "forty-two"},
-	} {
-		id := `"` + q.kind + `"`
-		c.call(id, "ask", `{"kind":"`+q.kind+`"}`)
-		asked := c.recv()
-		if asked.Method != q.method {
-			t.Fatalf("%s: want the child's question, got %s", q.kind, asked.raw)
-		}
-		sleeper := `"sleep` + string(rune('0'+i)) + `"`
-		other.call(sleeper, "sleep", `{"ms":20000}`)
-		if m, _ := other.recvID(sleeper); m.Error == nil || m.Error.Code != -32001 {
-			t.Fatalf("%s: the other session's call: want -32001 at its timeout, got %s", q.kind, m.raw)
-		}
-		c.sendf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, asked.ID, q.answer)
-		res, extra := c.recvID(id)
-		if !strings.Contains(res.text(), q.want) || len(extra) != 0 {
-			t.Fatalf("%s: the call answered after its timeout: %s (before it: %v)", q.kind, res.raw, extra)
-		}
-	}
+	questionPausesItsCallsTimeout(t, fake("srv", "-era", "modern"))
 }
 
 // TestBridgedCallGoesOnWithWhatWasLeft: the pause stops a bridged call's

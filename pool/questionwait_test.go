@@ -26,9 +26,29 @@ import (
 // the answer, which share it, and the wait for a person (4 s) ends well
 // after the other session's call times out and the answer goes.
 func TestLegacyQuestionPausesItsCallsTimeout(t *testing.T) {
+	c := questionPausesItsCallsTimeout(t, fake("srv"))
+
+	c.call(`"unanswered"`, "ask", `{"kind":"elicitation"}`)
+	if asked := c.recv(); asked.Method != "elicitation/create" {
+		t.Fatalf("want the child's question, got %s", asked.raw)
+	}
+	m, _ := c.recvID(`"unanswered"`)
+	if m.Error == nil || m.Error.Code != -32001 || !strings.Contains(m.Error.Message, "the client did not answer") {
+		t.Fatalf("a question nobody answers: want -32001 saying the client did not answer, got %s", m.raw)
+	}
+}
+
+// questionPausesItsCallsTimeout runs the claim TestLegacyQuestionPausesItsCallsTimeout
+// and TestBridgedQuestionPausesItsCallsTimeout share, on the child cfg
+// (legacy or 2026-07-28): under a 2 s request timeout and a 4 s wait for a
+// person, the child asks an elicitation, then a sampling; each is answered
+// only after another session's call, made after the question, times out,
+// and its call must still get the child's result. It returns the asked
+// client.
+func questionPausesItsCallsTimeout(t *testing.T, cfg pool.ServerConfig) *client {
+	t.Helper()
 	const timeout, keep = 2 * time.Second, 4 * time.Second
 	t.Cleanup(pool.SetHoldKeep(keep)) // restored once the pool has closed
-	cfg := fake("srv")
 	tp := newTestPool(t, nil, cfg)
 	c, other := tp.dial(t, "srv"), tp.dial(t, "srv")
 	c.initialize("person", `{"elicitation":{},"sampling":{}}`)
@@ -57,14 +77,7 @@ func TestLegacyQuestionPausesItsCallsTimeout(t *testing.T) {
 		}
 	}
 
-	c.call(`"unanswered"`, "ask", `{"kind":"elicitation"}`)
-	if asked := c.recv(); asked.Method != "elicitation/create" {
-		t.Fatalf("want the child's question, got %s", asked.raw)
-	}
-	m, _ := c.recvID(`"unanswered"`)
-	if m.Error == nil || m.Error.Code != -32001 || !strings.Contains(m.Error.Message, "the client did not answer") {
-		t.Fatalf("a question nobody answers: want -32001 saying the client did not answer, got %s", m.raw)
-	}
+	return c
 }
 
 // TestLegacyQuestionNeverShortensATimeout: a question pauses the asked
