@@ -120,18 +120,7 @@ func TestForeignAnswerLeavesTheRound(t *testing.T) {
 	arm, restore := pool.EndRoundAsAnswered()
 	t.Cleanup(restore) // after the pool closed: cleanups run last first
 	tp := newTestPool(t, nil, fake("srv", "-era", "modern"))
-	a, b := tp.dial(t, "srv"), tp.dial(t, "srv")
-	a.initialize("asked", `{"sampling":{}}`)
-	b.initialize("other", "")
-	a.call(`"call"`, "ask", `{"kind":"sampling"}`)
-	q := a.recv()
-	if q.Method != "sampling/createMessage" {
-		t.Fatalf("want the child's question, got %s", q.raw)
-	}
-	id, err := strconv.ParseUint(string(q.ID), 10, 64)
-	if err != nil {
-		t.Fatalf("the question's id %s: %v", q.ID, err)
-	}
+	a, b, _, id := askedAndOther(t, tp)
 	arm(tp.Pool, id)
 	b.sendf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, id)
 	b.send(`{"jsonrpc":"2.0","id":"ping","method":"ping"}`) // answered once the answer before it was read
@@ -144,6 +133,26 @@ func TestForeignAnswerLeavesTheRound(t *testing.T) {
 	if n := pool.BridgedQuestions(tp.Pool); n != 0 {
 		t.Fatalf("%d questions still waiting for an answer after their round ended", n)
 	}
+}
+
+// askedAndOther dials two sessions to tp's srv: a, whose call "call" has
+// the child ask it a sampling, and b, which was not asked. It returns them,
+// the question and the pool id it was asked under.
+func askedAndOther(t *testing.T, tp *testPool) (a, b *client, q msg, id uint64) {
+	t.Helper()
+	a, b = tp.dial(t, "srv"), tp.dial(t, "srv")
+	a.initialize("asked", `{"sampling":{}}`)
+	b.initialize("other", "")
+	a.call(`"call"`, "ask", `{"kind":"sampling"}`)
+	q = a.recv()
+	if q.Method != "sampling/createMessage" {
+		t.Fatalf("want the child's question, got %s", q.raw)
+	}
+	id, err := strconv.ParseUint(string(q.ID), 10, 64)
+	if err != nil {
+		t.Fatalf("the question's id %s: %v", q.ID, err)
+	}
+	return a, b, q, id
 }
 
 // TestForeignAnswerDoesNotStealARound: a session sends an answer under the
@@ -164,18 +173,7 @@ func TestForeignAnswerDoesNotStealARound(t *testing.T) {
 	cfg.RequestTimeout = 2 * time.Second
 	tp := newTestPool(t, nil, cfg)
 	t.Cleanup(release) // before the pool closes
-	a, b := tp.dial(t, "srv"), tp.dial(t, "srv")
-	a.initialize("asked", `{"sampling":{}}`)
-	b.initialize("other", "")
-	a.call(`"call"`, "ask", `{"kind":"sampling"}`)
-	q := a.recv()
-	if q.Method != "sampling/createMessage" {
-		t.Fatalf("want the child's question, got %s", q.raw)
-	}
-	id, err := strconv.ParseUint(string(q.ID), 10, 64)
-	if err != nil {
-		t.Fatalf("the question's id %s: %v", q.ID, err)
-	}
+	a, b, q, id := askedAndOther(t, tp)
 	arm(id)
 	b.sendf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, id)
 	<-looked // the foreign answer is being looked at
