@@ -9,6 +9,33 @@ import (
 	"time"
 )
 
+// expiry is how a request in a table from expiringTable ended: when
+// (since start), under which timeout, and whether it was held.
+type expiry struct {
+	at, timeout time.Duration
+	held        bool
+}
+
+// expiringTable is a request table that ends each request as it expires
+// and records the expiry; expired returns a copy of those recorded.
+func expiringTable(start time.Time) (tab *requestTable, expired func() map[uint64]expiry) {
+	var mu sync.Mutex
+	got := map[uint64]expiry{}
+	tab = newRequestTable(func(p *pending) {
+		d, held := tab.timeoutOf(p)
+		if _, won := tab.end(p); won {
+			mu.Lock()
+			got[p.id] = expiry{time.Since(start), d, held}
+			mu.Unlock()
+		}
+	})
+	return tab, func() map[uint64]expiry {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(got)
+	}
+}
+
 // A call held for its client's answer (MRTR) does not time out while the
 // person answers: its timeout waits from the hold to the answer, then goes
 // on with what was left, and the error still names the timeout it ran
@@ -18,21 +45,7 @@ import (
 func TestHeldCallsTimeoutWaitsForTheAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		type expiry struct {
-			at, timeout time.Duration
-			held        bool
-		}
-		var mu sync.Mutex
-		expired := map[uint64]expiry{}
-		var tab *requestTable
-		tab = newRequestTable(func(p *pending) {
-			d, held := tab.timeoutOf(p)
-			if _, won := tab.end(p); won {
-				mu.Lock()
-				expired[p.id] = expiry{time.Since(start), d, held}
-				mu.Unlock()
-			}
-		})
+		tab, expired := expiringTable(start)
 		sess := &session{closed: make(chan struct{})}
 		calls := map[uint64]*pending{}
 		for id := range uint64(3) {
@@ -67,10 +80,8 @@ func TestHeldCallsTimeoutWaitsForTheAnswer(t *testing.T) {
 			1: {400*time.Millisecond + 5*time.Minute + time.Minute + 600*time.Millisecond, time.Second, false},
 			2: {400*time.Millisecond + holdKeep, time.Second, true},
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if !maps.Equal(expired, want) {
-			t.Errorf("expired %v, want %v", expired, want)
+		if got := expired(); !maps.Equal(got, want) {
+			t.Errorf("expired %v, want %v", got, want)
 		}
 		tab.stopTimer()
 	})
@@ -85,24 +96,10 @@ func TestHeldCallsTimeoutWaitsForTheAnswer(t *testing.T) {
 // question no person answers pause nothing. A question nobody answers is
 // waited for as long as a held call is kept.
 func TestLegacyQuestionsPauseTheAskedSessionsCalls(t *testing.T) {
-	type expiry struct {
-		at, timeout time.Duration
-		held        bool
-	}
 	// table is a request table whose expiries are recorded, with a call
 	// registered per session (timeout 1 s), written unless queued.
 	table := func(t *testing.T, start time.Time, sessions []*session, queued map[int]bool) (*requestTable, func() map[uint64]expiry) {
-		var mu sync.Mutex
-		expired := map[uint64]expiry{}
-		var tab *requestTable
-		tab = newRequestTable(func(p *pending) {
-			d, held := tab.timeoutOf(p)
-			if _, won := tab.end(p); won {
-				mu.Lock()
-				expired[p.id] = expiry{time.Since(start), d, held}
-				mu.Unlock()
-			}
-		})
+		tab, expired := expiringTable(start)
 		for i, s := range sessions {
 			p := &pending{id: uint64(i), sess: s, received: time.Now()}
 			if r, _, _ := tab.register(p, 100, time.Second); r != registered {
@@ -115,11 +112,7 @@ func TestLegacyQuestionsPauseTheAskedSessionsCalls(t *testing.T) {
 				})
 			}
 		}
-		return tab, func() map[uint64]expiry {
-			mu.Lock()
-			defer mu.Unlock()
-			return maps.Clone(expired)
-		}
+		return tab, expired
 	}
 	newSession := func() *session { return &session{closed: make(chan struct{})} }
 
@@ -207,21 +200,7 @@ func TestPauseNeverBringsADeadlineForward(t *testing.T) {
 	const long = 30 * time.Minute
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		type expiry struct {
-			at, timeout time.Duration
-			held        bool
-		}
-		var mu sync.Mutex
-		expired := map[uint64]expiry{}
-		var tab *requestTable
-		tab = newRequestTable(func(p *pending) {
-			d, held := tab.timeoutOf(p)
-			if _, won := tab.end(p); won {
-				mu.Lock()
-				expired[p.id] = expiry{time.Since(start), d, held}
-				mu.Unlock()
-			}
-		})
+		tab, expired := expiringTable(start)
 		newSession := func() *session { return &session{closed: make(chan struct{})} }
 		calls := map[uint64]*pending{}
 		call := func(id uint64, s *session, timeout time.Duration) {
@@ -262,10 +241,8 @@ func TestPauseNeverBringsADeadlineForward(t *testing.T) {
 			3: {5*time.Minute + long + 14*time.Minute + 30*time.Second, long, false},
 			4: {5*time.Minute + long, long, false},
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if !maps.Equal(expired, want) {
-			t.Errorf("expired %v, want %v", expired, want)
+		if got := expired(); !maps.Equal(got, want) {
+			t.Errorf("expired %v, want %v", got, want)
 		}
 		tab.stopTimer()
 	})
