@@ -67,11 +67,7 @@ func TestHeldRequestsCountAgainstTheSessionsInFlight(t *testing.T) {
 	}
 
 	c.answerRootsAsk(ask)
-	answered := map[string]string{}
-	for range 2 { // the held calls, answered in any order
-		m := c.recv()
-		answered[string(m.ID)] = m.text()
-	}
+	answered := textsOfNext(c, 2) // the held calls, answered in any order
 	if want := map[string]string{`"h1"`: "h1", `"h2"`: "h2"}; !maps.Equal(answered, want) {
 		t.Fatalf("the held calls once the client answered: %v, want %v", answered, want)
 	}
@@ -120,19 +116,8 @@ func TestHeldRequestWithAnIDInFlightIsRefused(t *testing.T) {
 // timeout was applied ends first, and the one before it, under the
 // higher, is still held then.
 func TestHeldRequestsEndAtTheirOwnDeadlines(t *testing.T) {
-	t.Cleanup(pool.SetRootsAskTimeout(time.Minute)) // the hold ends when the client answers
-	cfg := fake("fs")
-	cfg.RequestTimeout = time.Minute
-	tp := newTestPool(t, nil, cfg)
-	c := tp.dial(t, "fs")
-	c.initRootsAsked("a")
-	c.call(`"long"`, "echo", `{"text":"long"}`)
-	eventually(t, "the first call held", func() bool { _, ok := heldInFlight(tp, `"long"`); return ok })
 	const short = 300 * time.Millisecond
-	cfg.RequestTimeout = short
-	if err := tp.Apply([]pool.ServerConfig{cfg}); err != nil {
-		t.Fatal(err)
-	}
+	tp, c, _ := heldLongThenLower(t, short)
 	c.call(`"short"`, "echo", `{"text":"short"}`)
 	m, _ := c.recvID(`"short"`)
 	if want := fmt.Sprintf("server %q did not answer tools/call within %v", "fs", short); m.Error == nil || m.Error.Code != -32001 || m.Error.Message != want {
@@ -141,6 +126,27 @@ func TestHeldRequestsEndAtTheirOwnDeadlines(t *testing.T) {
 	if _, ok := heldInFlight(tp, `"long"`); !ok {
 		t.Fatalf("the call held under the higher timeout ended with it: in flight %+v", tp.Snapshot().InFlight)
 	}
+}
+
+// heldLongThenLower starts a pool whose fs has a requestTimeout of a
+// minute, and a client that declares roots and leaves the pool's
+// roots/list (returned) unanswered; its call "long" is held for the
+// answer, and then the server's requestTimeout is lowered to lower.
+func heldLongThenLower(t *testing.T, lower time.Duration) (*testPool, *client, msg) {
+	t.Helper()
+	t.Cleanup(pool.SetRootsAskTimeout(time.Minute)) // the hold ends when the client answers
+	cfg := fake("fs")
+	cfg.RequestTimeout = time.Minute
+	tp := newTestPool(t, nil, cfg)
+	c := tp.dial(t, "fs")
+	ask := c.initRootsAsked("a")
+	c.call(`"long"`, "echo", `{"text":"long"}`)
+	eventually(t, "the call held", func() bool { _, ok := heldInFlight(tp, `"long"`); return ok })
+	cfg.RequestTimeout = lower
+	if err := tp.Apply([]pool.ServerConfig{cfg}); err != nil {
+		t.Fatal(err)
+	}
+	return tp, c, ask
 }
 
 // A held request is timed by its server's requestTimeout as it is read:
@@ -191,18 +197,7 @@ func TestHeldRequestTakesItsTimeoutAsItIsRead(t *testing.T) {
 // held under a minute went on under the 300 ms applied while it was held,
 // and ended at once, timed out, never written.
 func TestHeldRequestGoesOnUnderItsOwnTimeout(t *testing.T) {
-	t.Cleanup(pool.SetRootsAskTimeout(time.Minute)) // the hold ends when the client answers
-	cfg := fake("fs")
-	cfg.RequestTimeout = time.Minute
-	tp := newTestPool(t, nil, cfg)
-	c := tp.dial(t, "fs")
-	ask := c.initRootsAsked("a")
-	c.call(`"long"`, "echo", `{"text":"long"}`)
-	eventually(t, "the call held", func() bool { _, ok := heldInFlight(tp, `"long"`); return ok })
-	cfg.RequestTimeout = 300 * time.Millisecond
-	if err := tp.Apply([]pool.ServerConfig{cfg}); err != nil {
-		t.Fatal(err)
-	}
+	_, c, ask := heldLongThenLower(t, 300*time.Millisecond)
 	// A call held under the lower timeout ends at it: past that, from
 	// the first call's arrival too.
 	c.call(`"short"`, "echo", `{"text":"short"}`)
@@ -248,12 +243,19 @@ func TestHeldRequestBeingReplayedStillCounts(t *testing.T) {
 		t.Fatalf("a request past the bound while the replay has one in hand: %s (answers before a ping behind it: %v); want -32004", m.raw, before)
 	}
 	resume()
-	answered := map[string]string{}
-	for range 2 { // the held calls, answered in any order
-		m := c.recv()
-		answered[string(m.ID)] = m.text()
-	}
+	answered := textsOfNext(c, 2) // the held calls, answered in any order
 	if want := map[string]string{`"h1"`: "h1", `"h2"`: "h2"}; !maps.Equal(answered, want) {
 		t.Fatalf("the held calls once the ask ran out: %v, want %v", answered, want)
 	}
+}
+
+// textsOfNext reads c's next n messages and returns each one's text by id.
+func textsOfNext(c *client, n int) map[string]string {
+	c.t.Helper()
+	texts := map[string]string{}
+	for range n {
+		m := c.recv()
+		texts[string(m.ID)] = m.text()
+	}
+	return texts
 }
