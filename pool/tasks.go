@@ -83,21 +83,35 @@ func declaresTasks(msg *jsonrpc.Message) bool {
 // client wrote twice, or with escapes, goes too. Not an object: as they
 // are.
 func untaskedCaps(caps []byte) []byte {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(caps, &m) != nil || m == nil {
+	m, _ := withoutTasks(caps)
+	if m == nil {
 		return caps
-	}
-	delete(m, "tasks")
-	var ext map[string]json.RawMessage
-	if json.Unmarshal(m["extensions"], &ext) == nil && ext != nil {
-		delete(ext, tasksExtension)
-		m["extensions"], _ = json.Marshal(ext)
 	}
 	out, err := json.Marshal(m)
 	if err != nil {
 		return caps
 	}
 	return out
+}
+
+// withoutTasks is capabilities caps decoded, without 2025-11-25's tasks
+// member and 2026-07-28's tasks extension; extensions that are an object
+// are written anew. found: either was there. nil: caps is not an object.
+func withoutTasks(caps []byte) (m map[string]json.RawMessage, found bool) {
+	if json.Unmarshal(caps, &m) != nil || m == nil {
+		return nil, false
+	}
+	_, found = m["tasks"]
+	delete(m, "tasks")
+	var ext map[string]json.RawMessage
+	if json.Unmarshal(m["extensions"], &ext) == nil && ext != nil {
+		if _, ok := ext[tasksExtension]; ok {
+			found = true
+		}
+		delete(ext, tasksExtension)
+		m["extensions"], _ = json.Marshal(ext)
+	}
+	return m, found
 }
 
 // quotedTask is what every task a child answers with names: 2026-07-28's
@@ -129,21 +143,12 @@ func (b *backend) unaskedTask(method string, answer *jsonrpc.Message) *jsonrpc.E
 }
 
 // untaskedView is capabilities without tasks: 2025-11-25's tasks member
-// and 2026-07-28's tasks extension.
+// and 2026-07-28's tasks extension. Unlike untaskedCaps, capabilities
+// with neither are left as they are.
 func untaskedView(caps json.RawMessage) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(caps, &m) != nil {
+	m, found := withoutTasks(caps)
+	if !found {
 		return caps
-	}
-	var ext map[string]json.RawMessage
-	_ = json.Unmarshal(m["extensions"], &ext)
-	if m["tasks"] == nil && ext[tasksExtension] == nil {
-		return caps
-	}
-	delete(m, "tasks")
-	if ext[tasksExtension] != nil {
-		delete(ext, tasksExtension)
-		m["extensions"], _ = json.Marshal(ext)
 	}
 	out, err := json.Marshal(m)
 	if err != nil {
