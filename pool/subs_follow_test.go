@@ -55,17 +55,41 @@ func reloadFS(tp *testPool, cfg pool.ServerConfig) error {
 	return tp.Apply([]pool.ServerConfig{cfg})
 }
 
+// subscribedOnRefusingServer starts a pool of refusingThirdChild's server
+// and a session a of roots file:///work/a subscribed to fake://counter;
+// first is the pid of its child.
+func subscribedOnRefusingServer(t *testing.T) (tp *testPool, a *client, first, logPath, marker string) {
+	t.Helper()
+	cfg, logPath, marker := refusingThirdChild(t)
+	tp = newTestPool(t, nil, cfg)
+	a = tp.dial(t, "fs")
+	a.initRoots("a", "file:///work/a")
+	first = a.pidOf("1")
+	subscribeCounter(t, a, "2")
+	return tp, a, first, logPath, marker
+}
+
+// movedToTheRefusingChild moves a, subscribed as by
+// subscribedOnRefusingServer, to roots file:///work/b, checks the pid of
+// its child there with checkPID, and returns once that child (the third
+// started) has heard a's carried subscribe and refused it.
+func movedToTheRefusingChild(t *testing.T, a *client, logPath, marker string, checkPID func(string)) {
+	t.Helper()
+	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+	a.answerRoots("file:///work/b")
+	checkPID(a.pidOf("3"))
+	eventually(t, "the carried subscribe to reach the child of a's new roots", func() bool {
+		return countMethod(childLog(t, logPath), "resources/subscribe") == 2
+	})
+	a.pidOf("4") // the child's refusal is ahead of this answer on its stdout
+	wantChildrenStarted(t, marker, "3")
+}
+
 // A session's subscription carried to the child of its new roots, which
 // refuses it, is held by nobody there: another session's subscribe of the
 // same URI reaches that child and gets its refusal, not the pool's {}.
 func TestRefusedCarriedSubscribeLeavesNoStake(t *testing.T) {
-	cfg, logPath, marker := refusingThirdChild(t)
-	tp := newTestPool(t, nil, cfg)
-
-	a := tp.dial(t, "fs")
-	a.initRoots("a", "file:///work/a")
-	first := a.pidOf("1")
-	subscribeCounter(t, a, "2")
+	tp, a, first, logPath, marker := subscribedOnRefusingServer(t)
 
 	c := tp.dial(t, "fs")
 	c.initRoots("c", "file:///work/b")
@@ -75,16 +99,11 @@ func TestRefusedCarriedSubscribeLeavesNoStake(t *testing.T) {
 	}
 
 	// a moves to c's roots: its stake goes to c's child, which refuses it.
-	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	a.answerRoots("file:///work/b")
-	if got := a.pidOf("3"); got != second {
-		t.Fatalf("a's new roots are c's: want child %s, got %s", second, got)
-	}
-	eventually(t, "the carried subscribe to reach c's child", func() bool {
-		return countMethod(childLog(t, logPath), "resources/subscribe") == 2
+	movedToTheRefusingChild(t, a, logPath, marker, func(got string) {
+		if got != second {
+			t.Fatalf("a's new roots are c's: want child %s, got %s", second, got)
+		}
 	})
-	a.pidOf("4") // the child's refusal is ahead of this answer on its stdout
-	wantChildrenStarted(t, marker, "3")
 
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
 	if m, _ := c.recvID("2"); m.Error == nil {
@@ -98,24 +117,13 @@ func TestRefusedCarriedSubscribeLeavesNoStake(t *testing.T) {
 // child refuses it, the session holds nothing, and its next subscribe
 // reaches the child (and gets its refusal) instead of the pool's {}.
 func TestRefusedReadySubscribeLeavesNoStake(t *testing.T) {
-	cfg, logPath, marker := refusingThirdChild(t)
-	tp := newTestPool(t, nil, cfg)
+	_, a, first, logPath, marker := subscribedOnRefusingServer(t)
 
-	a := tp.dial(t, "fs")
-	a.initRoots("a", "file:///work/a")
-	first := a.pidOf("1")
-	subscribeCounter(t, a, "2")
-
-	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	a.answerRoots("file:///work/b")
-	if second := a.pidOf("3"); second == first {
-		t.Fatalf("new roots, same child %s", second)
-	}
-	eventually(t, "the carried subscribe to reach the new child", func() bool {
-		return countMethod(childLog(t, logPath), "resources/subscribe") == 2
+	movedToTheRefusingChild(t, a, logPath, marker, func(second string) {
+		if second == first {
+			t.Fatalf("new roots, same child %s", second)
+		}
 	})
-	a.pidOf("4") // the child's refusal is ahead of this answer on its stdout
-	wantChildrenStarted(t, marker, "3")
 
 	a.send(`{"jsonrpc":"2.0","id":5,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
 	if m, _ := a.recvID("5"); m.Error == nil {
@@ -184,10 +192,7 @@ func TestSessionClosingAsItsStakesAreCarriedLeavesNone(t *testing.T) {
 	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
 	a.answerRoots("file:///work/b")
 
-	count := func() (subs, unsubs int) {
-		log := childLog(t, logPath)
-		return countMethod(log, "resources/subscribe"), countMethod(log, "resources/unsubscribe")
-	}
+	count := func() (subs, unsubs int) { return subscribeCounts(t, logPath) }
 	eventually(t, "each child to hear a's unsubscribe after its subscribe", func() bool {
 		subs, unsubs := count()
 		return subs == 2 && unsubs == 2
@@ -350,12 +355,7 @@ func TestSubscriptionsFollowOnlyTheirSession(t *testing.T) {
 // it, is held by nobody there: the session's next subscribe reaches the
 // child and gets its refusal, not the pool's {}.
 func TestRefusedSubscribeAfterStopLeavesNoStake(t *testing.T) {
-	cfg, logPath, marker := refusingThirdChild(t)
-	tp := newTestPool(t, nil, cfg)
-	a := tp.dial(t, "fs")
-	a.initRoots("a", "file:///work/a")
-	first := a.pidOf("1")
-	subscribeCounter(t, a, "2")
+	tp, a, first, logPath, marker := subscribedOnRefusingServer(t)
 	if err := tp.Stop("fs"); err != nil {
 		t.Fatal(err)
 	}
@@ -401,10 +401,7 @@ func TestUnsubscribeWhileStakesMoveLeavesNoStake(t *testing.T) {
 	<-done
 	a.close()
 	b.pidOf("4")
-	count := func() (subs, unsubs int) {
-		log := childLog(t, logPath)
-		return countMethod(log, "resources/subscribe"), countMethod(log, "resources/unsubscribe")
-	}
+	count := func() (subs, unsubs int) { return subscribeCounts(t, logPath) }
 	eventually(t, "the new child to hold no subscription for a, who unsubscribed and left", func() bool {
 		subs, unsubs := count()
 		return subs-unsubs <= 1 // the first child's subscribe, never unsubscribed (it was stopped)
@@ -436,4 +433,12 @@ func subscribedThenStopped(t *testing.T, arm func(a *client)) (a, b *client, log
 		t.Fatalf("same child after stop")
 	}
 	return a, b, logPath
+}
+
+// subscribeCounts is how many subscribes and unsubscribes the children
+// logging to logPath heard in all.
+func subscribeCounts(t *testing.T, logPath string) (subs, unsubs int) {
+	t.Helper()
+	log := childLog(t, logPath)
+	return countMethod(log, "resources/subscribe"), countMethod(log, "resources/unsubscribe")
 }
