@@ -37,11 +37,7 @@ func TestHandBackCarriesAMessageWaitingForAStartingChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the initialize to start the child it waits for", func() bool { return len(tp.Snapshot().Backends) == 1 })
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tp.Close()
-	}()
+	stopped := closeInBackground(tp)
 	bye := a.goodbye(10 * time.Second)
 	<-stopped
 	if bye.End != wire.EndPoolStopping {
@@ -92,11 +88,7 @@ func TestHandBackOfARelayedSessionCarriesAMessageWaitingForAStartingChild(t *tes
 		t.Fatal(err)
 	}
 	eventually(t, "the initialize to start the child it waits for", func() bool { return len(tp.Snapshot().Backends) == 1 })
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tp.Close()
-	}()
+	stopped := closeInBackground(tp)
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var bye pool.Farewell
 	for bye.End == "" {
@@ -231,16 +223,24 @@ func (a *attached) goodbye(within time.Duration) pool.Farewell {
 	}
 }
 
-// closeExpectingHandBack closes tp, as a stop does, and checks that a's
-// session goes back to its shim with pending as Pending, within the wait,
-// and that the stopped pool answered nothing of it.
-func closeExpectingHandBack(t *testing.T, tp *testPool, a *attached, within time.Duration, pending string) {
-	t.Helper()
+// closeInBackground starts tp.Close on a goroutine of its own (the pool
+// waits for its sessions to go back), and returns a channel closed once
+// it has returned.
+func closeInBackground(tp *testPool) <-chan struct{} {
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
 		tp.Close()
 	}()
+	return stopped
+}
+
+// closeExpectingHandBack closes tp, as a stop does, and checks that a's
+// session goes back to its shim with pending as Pending, within the wait,
+// and that the stopped pool answered nothing of it.
+func closeExpectingHandBack(t *testing.T, tp *testPool, a *attached, within time.Duration, pending string) {
+	t.Helper()
+	stopped := closeInBackground(tp)
 	bye := a.goodbye(within)
 	<-stopped
 	if bye.End != wire.EndPoolStopping || string(bye.Pending) != pending {
@@ -308,11 +308,7 @@ func TestHandBackTakesWhatAReplayLeavesHeld(t *testing.T) {
 		t.Fatal("the held messages were not replayed")
 	}
 
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tp.Close()
-	}()
+	stopped := closeInBackground(tp)
 	bye := a.goodbye(10 * time.Second)
 	resume()
 	<-stopped
@@ -355,11 +351,7 @@ func TestHandBackWaitsForAReplayedMessage(t *testing.T) {
 		t.Fatal("the held call was not replayed")
 	}
 
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tp.Close()
-	}()
+	stopped := closeInBackground(tp)
 	bye := a.goodbye(15 * time.Second)
 	<-stopped
 	answered := strings.Contains(a.rest(t), `"id":7`)

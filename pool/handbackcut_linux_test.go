@@ -52,11 +52,7 @@ func TestHandBackCutWriteKeepsEveryAnswer(t *testing.T) {
 			}
 			rec.waitDone(t, "big", len(sizes))
 
-			stopped := make(chan struct{})
-			go func() {
-				defer close(stopped)
-				tp.Close()
-			}()
+			stopped := closeInBackground(tp)
 			// The session leaves the pool once the hand-back has cut its
 			// write short.
 			eventually(t, "the session to be handed back", func() bool { return len(tp.Snapshot().Sessions) == 0 })

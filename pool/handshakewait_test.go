@@ -267,11 +267,7 @@ func TestHandedBackWaitEndsInHistory(t *testing.T) {
 		t.Run(rq.String(), func(t *testing.T) {
 			var rec recorder
 			w := startWaiting(t, rq, true, &pool.Options{Record: rec.record, StopGrace: 300 * time.Millisecond})
-			stopped := make(chan struct{})
-			go func() {
-				defer close(stopped)
-				w.tp.Close()
-			}()
+			stopped := closeInBackground(w.tp)
 			bye := w.a.goodbye(10 * time.Second)
 			letStart(t, w.gate) // it reads its closed input, and exits: no wait for its stop
 			<-stopped           // every event is recorded once Close returns

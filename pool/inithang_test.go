@@ -183,11 +183,7 @@ func TestHandedBackInitializeEndsInHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the initialize in flight", func() bool { return len(tp.Snapshot().InFlight) == 1 })
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tp.Close()
-	}()
+	stopped := closeInBackground(tp)
 	bye := a.goodbye(10 * time.Second)
 	<-stopped // every event is recorded once Close returns
 	if string(bye.Pending) != handBackInit+"\n" {
