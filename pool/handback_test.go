@@ -291,17 +291,9 @@ func TestHandBackTakesWhatAReplayLeavesHeld(t *testing.T) {
 	t.Cleanup(resume) // before the pool closes: the replay must not stay paused
 
 	a := tp.attach(t, "fs")
-	a.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"a","version":"1"}}}`)
 	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pid","arguments":{}}}`
-	// One write: the reader holds what follows initialized at once, well
-	// before the ask that initialized starts times out.
-	if _, err := a.in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
-		`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}` + "\n" + call + "\n"); err != nil {
-		t.Fatal(err)
-	}
-	if line, err := a.out.ReadString('\n'); err != nil || !strings.Contains(line, `"roots/list"`) {
-		t.Fatalf("want the pool's roots/list, got %q, %v", line, err)
-	}
+	// With initialized: held at once, well before the ask times out.
+	a.initRootsAsked(t, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`, call)
 	select { // the ask timed out; list_changed, replayed, asked again
 	case <-paused:
 	case <-time.After(15 * time.Second):
@@ -335,16 +327,9 @@ func TestHandBackWaitsForAReplayedMessage(t *testing.T) {
 	tp := newTestPool(t, &pool.Options{StopGrace: 5 * time.Second}, fake("fs"))
 
 	a := tp.attach(t, "fs")
-	a.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"a","version":"1"}}}`)
 	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pid","arguments":{}}}`
-	// One write: the reader holds the call at once, well before the ask
-	// that initialized starts times out.
-	if _, err := a.in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" + call + "\n"); err != nil {
-		t.Fatal(err)
-	}
-	if line, err := a.out.ReadString('\n'); err != nil || !strings.Contains(line, `"roots/list"`) {
-		t.Fatalf("want the pool's roots/list, got %q, %v", line, err)
-	}
+	// With initialized: held at once, well before the ask times out.
+	a.initRootsAsked(t, call)
 	select { // the ask timed out; the replay took the call, and waits for the hand-back
 	case <-taken:
 	case <-time.After(15 * time.Second):

@@ -115,6 +115,22 @@ func (a *attached) initialize() {
 	a.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"a","version":"1"}}}`)
 }
 
+// initRootsAsked initializes a as a client that declares roots, sends its
+// initialized with lines after it in one write (so the reader holds them
+// at once, well before the pool's roots/list can time out), and returns
+// that roots/list, left for the test to answer (or not).
+func (a *attached) initRootsAsked(t *testing.T, lines ...string) msg {
+	t.Helper()
+	a.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"a","version":"1"}}}`)
+	a.send(strings.Join(append([]string{`{"jsonrpc":"2.0","method":"notifications/initialized"}`}, lines...), "\n"))
+	ask := a.next(t)
+	_ = a.outFile.SetReadDeadline(time.Time{}) // next's deadline was for this read alone
+	if ask.Method != "roots/list" {
+		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
+	}
+	return ask
+}
+
 // TestIdleAttachedSessionsCostOneGoroutineEach: an attached session that
 // is idle costs the pool its reader alone: answers are written by the
 // goroutine that has them, and one poller watches every shim.

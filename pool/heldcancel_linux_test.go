@@ -38,12 +38,7 @@ func TestUserCancelsACallHeldForRoots(t *testing.T) {
 
 	file, ledger := newLedger(t)
 	a := tp.attachLedger(t, "fs", file)
-	a.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"a","version":"1"}}}`)
-	a.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	ask := a.next(t)
-	if ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list, got %s", ask.raw)
-	}
+	ask := a.initRootsAsked(t)
 	for _, id := range []string{"a", "b", "c"} {
 		a.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, id, id))
 	}

@@ -5,7 +5,6 @@ package pool_test
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,11 +25,7 @@ func TestLedgerOwesACallHeldForRoots(t *testing.T) {
 	tp := newTestPool(t, &pool.Options{StopGrace: 300 * time.Millisecond}, fake("fs"))
 	file, ledger := newLedger(t)
 	a := tp.attachLedger(t, "fs", file)
-	a.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"a","version":"1"}}}`)
-	a.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	if line, err := a.out.ReadString('\n'); err != nil || !strings.Contains(line, `"roots/list"`) {
-		t.Fatalf("want the pool's roots/list, got %q, %v", line, err)
-	}
+	a.initRootsAsked(t)
 	const call = `{"jsonrpc":"2.0","id":"held","method":"tools/call","params":{"name":"echo","arguments":{"text":"held"}}}`
 	a.send(call)
 
@@ -57,13 +52,7 @@ func TestLedgerForgetsHeldRequestsOnceAnswered(t *testing.T) {
 	tp := newTestPool(t, nil, fake("fs"))
 	file, ledger := newLedger(t)
 	a := tp.attachLedger(t, "fs", file)
-	a.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"a","version":"1"}}}`)
-	a.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	line, err := a.out.ReadString('\n')
-	var ask msg
-	if err != nil || json.Unmarshal([]byte(line), &ask) != nil || ask.Method != "roots/list" {
-		t.Fatalf("want the pool's roots/list, got %q, %v", line, err)
-	}
+	ask := a.initRootsAsked(t)
 	a.send(`{"jsonrpc":"2.0","id":"call","method":"tools/call","params":{"name":"echo","arguments":{"text":"held"}}}`)
 	a.send(`{"jsonrpc":"2.0","id":"discover","method":"server/discover","params":{` + modernMeta + `}}`)
 	eventually(t, "both held requests in the ledger", func() bool {
