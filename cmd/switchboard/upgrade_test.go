@@ -105,6 +105,48 @@ func startLoad(t *testing.T, s *shim, name string, inFlight int) *loadClient {
 	return c
 }
 
+// startLoads connects n sessions to in's fake server, each keeping
+// inFlight calls running (startLoad).
+func startLoads(t *testing.T, in *instance, n, inFlight int) []*loadClient {
+	t.Helper()
+	var load []*loadClient
+	for i := range n {
+		s := in.connect(t, "fake")
+		s.initialize(fmt.Sprintf("client-%d", i))
+		load = append(load, startLoad(t, s, fmt.Sprintf("s%d", i), inFlight))
+	}
+	return load
+}
+
+// answeredIn is how many calls the load's sessions have had answered.
+func answeredIn(load []*loadClient) (n int64) {
+	for _, c := range load {
+		n += c.answered.Load()
+	}
+	return n
+}
+
+// stopLoads stops the load's calls, waits until each call made is
+// answered, and reports any answer that was not its call's own.
+func stopLoads(t *testing.T, load []*loadClient) {
+	t.Helper()
+	for _, c := range load {
+		c.stop.Store(true)
+	}
+	for _, c := range load {
+		waitFor(t, "every call answered", func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return len(c.pending) == 0
+		})
+		c.mu.Lock()
+		if len(c.bad) > 0 {
+			t.Errorf("bad answers: %q", c.bad)
+		}
+		c.mu.Unlock()
+	}
+}
+
 // An upgrade to a newly built binary while 16 sessions keep 4 calls each
 // in flight: the pool's program is replaced in place (same PID, the new
 // binary), the child is the same process before and after (and after a
@@ -113,19 +155,8 @@ func TestUpgradeKeepsChildrenAndSessions(t *testing.T) {
 	newBin := newBuild(t)
 	in := serve(t, noClientStarts(fakeConfig(t)))
 	const sessions, inFlight = 16, 4
-	var load []*loadClient
-	for i := range sessions {
-		s := in.connect(t, "fake")
-		s.initialize(fmt.Sprintf("client-%d", i))
-		load = append(load, startLoad(t, s, fmt.Sprintf("s%d", i), inFlight))
-	}
-	total := func() int64 {
-		var n int64
-		for _, c := range load {
-			n += c.answered.Load()
-		}
-		return n
-	}
+	load := startLoads(t, in, sessions, inFlight)
+	total := func() int64 { return answeredIn(load) }
 	waitFor(t, "calls before the upgrade", func() bool { return total() >= 500 })
 	before := in.status()
 	if len(before.Backends) != 1 || before.Backends[0].PID == 0 {
@@ -159,21 +190,7 @@ func TestUpgradeKeepsChildrenAndSessions(t *testing.T) {
 	}
 	mark = total()
 	waitFor(t, "calls after the second upgrade", func() bool { return total() >= mark+500 })
-	for _, c := range load {
-		c.stop.Store(true)
-	}
-	for _, c := range load {
-		waitFor(t, "every call answered", func() bool {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			return len(c.pending) == 0
-		})
-		c.mu.Lock()
-		if len(c.bad) > 0 {
-			t.Errorf("bad answers: %q", c.bad)
-		}
-		c.mu.Unlock()
-	}
+	stopLoads(t, load)
 
 	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", poolPID))
 	if exe != newBin {
@@ -266,18 +283,8 @@ func TestUpgradeToAnIncompatibleBinaryRestartsChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := serve(t, noClientStarts(fakeConfig(t)))
-	var load []*loadClient
-	for i := range 4 {
-		s := in.connect(t, "fake")
-		s.initialize(fmt.Sprintf("client-%d", i))
-		load = append(load, startLoad(t, s, fmt.Sprintf("s%d", i), 2))
-	}
-	total := func() (n int64) {
-		for _, c := range load {
-			n += c.answered.Load()
-		}
-		return n
-	}
+	load := startLoads(t, in, 4, 2)
+	total := func() int64 { return answeredIn(load) }
 	waitFor(t, "calls before the upgrade", func() bool { return total() >= 100 })
 	child := in.status().Backends[0].PID
 	out, err := in.run("upgrade", "--binary", other, "--json")
@@ -291,21 +298,7 @@ func TestUpgradeToAnIncompatibleBinaryRestartsChildren(t *testing.T) {
 	}
 	mark := total()
 	waitFor(t, "calls after the upgrade", func() bool { return total() >= mark+100 })
-	for _, c := range load {
-		c.stop.Store(true)
-	}
-	for _, c := range load {
-		waitFor(t, "every call answered", func() bool {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			return len(c.pending) == 0
-		})
-		c.mu.Lock()
-		if len(c.bad) > 0 {
-			t.Errorf("bad answers: %q", c.bad)
-		}
-		c.mu.Unlock()
-	}
+	stopLoads(t, load)
 	if st := in.status(); len(st.Backends) != 1 || st.Backends[0].PID == child {
 		t.Errorf("backends after the upgrade: %+v (child before: %d)", st.Backends, child)
 	}
@@ -323,12 +316,7 @@ func TestInstallingANewBinaryUpgradesThePool(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := serveBinary(t, installed, home)
-	var load []*loadClient
-	for i := range 4 {
-		s := in.connect(t, "fake")
-		s.initialize(fmt.Sprintf("client-%d", i))
-		load = append(load, startLoad(t, s, fmt.Sprintf("s%d", i), 2))
-	}
+	load := startLoads(t, in, 4, 2)
 	waitFor(t, "calls before the install", func() bool { return load[0].answered.Load() >= 20 })
 	child := in.status().Backends[0].PID
 
@@ -342,21 +330,7 @@ func TestInstallingANewBinaryUpgradesThePool(t *testing.T) {
 	})
 	mark := load[0].answered.Load()
 	waitFor(t, "calls after the install", func() bool { return load[0].answered.Load() >= mark+20 })
-	for _, c := range load {
-		c.stop.Store(true)
-	}
-	for _, c := range load {
-		waitFor(t, "every call answered", func() bool {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			return len(c.pending) == 0
-		})
-		c.mu.Lock()
-		if len(c.bad) > 0 {
-			t.Errorf("bad answers: %q", c.bad)
-		}
-		c.mu.Unlock()
-	}
+	stopLoads(t, load)
 	if st := in.status(); len(st.Backends) != 1 || st.Backends[0].PID != child {
 		t.Errorf("backends after the install: %+v, want child %d", st.Backends, child)
 	}
@@ -406,12 +380,7 @@ func TestUpgradeBySpawningANewProcess(t *testing.T) {
 		waitFor(t, "the spawned pool to stop", func() bool { return len(poolsOf(home)) == 0 })
 	})
 	in := serveBinary(t, sbBin, home, "SWITCHBOARD_UPGRADE_SPAWN=1")
-	var load []*loadClient
-	for i := range 4 {
-		s := in.connect(t, "fake")
-		s.initialize(fmt.Sprintf("client-%d", i))
-		load = append(load, startLoad(t, s, fmt.Sprintf("s%d", i), 2))
-	}
+	load := startLoads(t, in, 4, 2)
 	waitFor(t, "calls before the upgrade", func() bool { return load[0].answered.Load() >= 20 })
 	old := in.cmd.Process.Pid
 	if out, err := in.run("upgrade", "--binary", other, "--json"); err != nil || !strings.Contains(out, `"carryChildren": false`) {
@@ -425,21 +394,7 @@ func TestUpgradeBySpawningANewProcess(t *testing.T) {
 	}
 	mark := load[0].answered.Load()
 	waitFor(t, "calls after the upgrade", func() bool { return load[0].answered.Load() >= mark+20 })
-	for _, c := range load {
-		c.stop.Store(true)
-	}
-	for _, c := range load {
-		waitFor(t, "every call answered", func() bool {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			return len(c.pending) == 0
-		})
-		c.mu.Lock()
-		if len(c.bad) > 0 {
-			t.Errorf("bad answers: %q", c.bad)
-		}
-		c.mu.Unlock()
-	}
+	stopLoads(t, load)
 	if pools := poolsOf(home); len(pools) != 1 || pools[0] == old {
 		t.Errorf("pools after the upgrade: %v (the old one: %d)", pools, old)
 	}
