@@ -75,6 +75,53 @@ func (a *answerLog) count() int {
 	return len(a.byID)
 }
 
+// waitAll waits until calls 1 to n have each been answered.
+func (a *answerLog) waitAll(t *testing.T, n int) {
+	t.Helper()
+	waitFor(t, "an answer to every call", func() bool {
+		for i := 1; i <= n; i++ {
+			if _, ok := a.get(fmt.Sprint(i)); !ok {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// stillConnected fails the test if the client's stdout (read into
+// answers) has closed or its connect s has exited.
+func stillConnected(t *testing.T, s *shim, answers *answerLog) {
+	t.Helper()
+	select {
+	case err := <-answers.done:
+		t.Fatalf("the client's stdout closed: %v", err)
+	case err := <-s.done:
+		t.Fatalf("connect exited: %v (stderr: %s)", err, s.errb.String())
+	default:
+	}
+}
+
+// slowCallInChild sends s's call "slow" (30 s of sleep_echo) and waits
+// until in's status shows it written to the child at least minAgeMs ago.
+func slowCallInChild(t *testing.T, in *instance, s *shim, minAgeMs int64) {
+	t.Helper()
+	s.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":30000,"text":"never"}}}`)
+	waitFor(t, "the slow call to reach the child", func() bool {
+		for _, r := range in.status().InFlight {
+			if r.Name == "sleep_echo" && r.WrittenToChild && r.AgeMs >= minAgeMs {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// historyOffConfig is the fake server's config, clients not starting a
+// pool, with the history off.
+func historyOffConfig(t *testing.T) string {
+	return strings.TrimSuffix(noClientStarts(fakeConfig(t)), "}") + `, "history": {"disabled": true}}`
+}
+
 // A client connected through `switchboard connect`, calling every 100 ms,
 // keeps its session when the pool is SIGKILLed and started again: no new
 // handshake and no closed pipe; the call that was running in the child at
@@ -126,15 +173,7 @@ func testSessionSurvivesPoolKill(t *testing.T, relay bool) {
 		}
 	}()
 	// A call that is surely running in the child when the pool dies.
-	s.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":30000,"text":"never"}}}`)
-	waitFor(t, "the slow call to reach the child", func() bool {
-		for _, r := range first.status().InFlight {
-			if r.Name == "sleep_echo" && r.WrittenToChild {
-				return true
-			}
-		}
-		return false
-	})
+	slowCallInChild(t, first, s, 0)
 	pause.Lock()
 	waitFor(t, "the history to record the calls so far", func() bool {
 		out, err := first.run("history", "--json", "--limit", "1000")
@@ -166,14 +205,7 @@ func testSessionSurvivesPoolKill(t *testing.T, relay bool) {
 	waitFor(t, "calls answered by the new pool", func() bool { return answers.count() >= mark+5 })
 	close(stop)
 	n = <-sent
-	waitFor(t, "an answer to every call", func() bool {
-		for i := 1; i <= n; i++ {
-			if _, ok := got(fmt.Sprint(i)); !ok {
-				return false
-			}
-		}
-		return true
-	})
+	answers.waitAll(t, n)
 	ok, failed := 0, 0
 	for i := 1; i <= n; i++ {
 		a, _ := got(fmt.Sprint(i))
@@ -200,13 +232,7 @@ func testSessionSurvivesPoolKill(t *testing.T, relay bool) {
 	t.Logf("%d calls: %d answered, %d at-most-once errors; the slow call's error %s after the new pool started",
 		n, ok, failed, slow.at.Sub(started).Round(time.Millisecond))
 
-	select {
-	case err := <-answers.done:
-		t.Fatalf("the client's stdout closed: %v", err)
-	case err := <-s.done:
-		t.Fatalf("connect exited: %v (stderr: %s)", err, s.errb.String())
-	default:
-	}
+	stillConnected(t, s, answers)
 	var st struct {
 		Sessions []struct {
 			ClientName     string `json:"clientName"`
@@ -294,15 +320,7 @@ func testSessionSurvivesPoolStop(t *testing.T, relay bool) {
 			}
 		}
 	}()
-	s.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":30000,"text":"never"}}}`)
-	waitFor(t, "the slow call to reach the child", func() bool {
-		for _, r := range first.status().InFlight {
-			if r.Name == "sleep_echo" && r.WrittenToChild {
-				return true
-			}
-		}
-		return false
-	})
+	slowCallInChild(t, first, s, 0)
 	waitFor(t, "calls answered before the stop", func() bool { _, ok := answers.get("3"); return ok })
 	// Half a call is in the pool's input buffer at the stop: the pool hands
 	// it back, the next pool reads the rest.
@@ -333,14 +351,7 @@ func testSessionSurvivesPoolStop(t *testing.T, relay bool) {
 	waitFor(t, "calls answered by the next pool", func() bool { return answers.count() >= mark+5 })
 	close(stop)
 	n := <-sent
-	waitFor(t, "an answer to every call", func() bool {
-		for i := 1; i <= n; i++ {
-			if _, ok := answers.get(fmt.Sprint(i)); !ok {
-				return false
-			}
-		}
-		return true
-	})
+	answers.waitAll(t, n)
 	waitFor(t, "the call split across the stop", func() bool { _, ok := answers.get(`"half"`); return ok })
 	if a, _ := answers.get(`"half"`); !strings.Contains(a.line, `"text":"whole"`) {
 		t.Errorf("the call split across the stop: %s", a.line)
@@ -351,13 +362,7 @@ func testSessionSurvivesPoolStop(t *testing.T, relay bool) {
 			t.Errorf("call %d: %s", i, a.line)
 		}
 	}
-	select {
-	case err := <-answers.done:
-		t.Fatalf("the client's stdout closed: %v", err)
-	case err := <-s.done:
-		t.Fatalf("connect exited: %v (stderr: %s)", err, s.errb.String())
-	default:
-	}
+	stillConnected(t, s, answers)
 	st := second.status()
 	if len(st.Sessions) != 1 || st.Sessions[0].ClientName != "survivor" || st.Sessions[0].Attached == relay {
 		t.Errorf("sessions after the restart: %+v", st.Sessions)
@@ -421,8 +426,7 @@ func TestLedgerAnswersWhatAKilledPoolOwed(t *testing.T) {
 }
 
 func testLedgerAnswersWhatAKilledPoolOwed(t *testing.T, relay bool) {
-	config := strings.TrimSuffix(noClientStarts(fakeConfig(t)), "}") + `, "history": {"disabled": true}}`
-	first := serve(t, config)
+	first := serve(t, historyOffConfig(t))
 	s := connectAs(t, first, "fake", relay)
 	s.initialize("no-history")
 	answers := readAnswers(s)
@@ -443,15 +447,7 @@ func testLedgerAnswersWhatAKilledPoolOwed(t *testing.T, relay bool) {
 			}
 		}
 	}()
-	s.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":30000,"text":"never"}}}`)
-	waitFor(t, "the slow call to reach the child", func() bool {
-		for _, r := range first.status().InFlight {
-			if r.Name == "sleep_echo" && r.WrittenToChild && r.AgeMs > 100 {
-				return true
-			}
-		}
-		return false
-	})
+	slowCallInChild(t, first, s, 101) // more than 100 ms in the child
 	goAway(t, first, true)
 	serveHome(t, first.home)
 	waitFor(t, "the slow call's at-most-once error", func() bool { _, ok := answers.get(`"slow"`); return ok })
@@ -462,14 +458,7 @@ func testLedgerAnswersWhatAKilledPoolOwed(t *testing.T, relay bool) {
 	waitFor(t, "calls answered by the new pool", func() bool { return answers.count() >= mark+10 })
 	close(stop)
 	n := <-sent
-	waitFor(t, "an answer to every call", func() bool {
-		for i := 1; i <= n; i++ {
-			if _, ok := answers.get(fmt.Sprint(i)); !ok {
-				return false
-			}
-		}
-		return true
-	})
+	answers.waitAll(t, n)
 	ok, lost := 0, 0
 	for i := 1; i <= n; i++ {
 		a, _ := answers.get(fmt.Sprint(i))
@@ -506,8 +495,7 @@ func TestBacklogSurvivesPoolKill(t *testing.T) {
 }
 
 func testBacklogSurvivesPoolKill(t *testing.T, relay bool, stop syscall.Signal) {
-	config := strings.TrimSuffix(noClientStarts(fakeConfig(t)), "}") + `, "history": {"disabled": true}}`
-	first := serve(t, config)
+	first := serve(t, historyOffConfig(t))
 	s := connectAs(t, first, "fake", relay)
 	s.initialize("slow-reader")
 
