@@ -98,10 +98,7 @@ func TestBridgedQuestionNeverShortensATimeout(t *testing.T) {
 	tp := newTestPool(t, nil, cfg)
 	c := tp.dial(t, "srv")
 	c.initialize("slow", `{"elicitation":{}}`)
-	c.call(`"call"`, "ask", `{"kind":"elicitation"}`)
-	if asked := c.recv(); asked.Method != "elicitation/create" {
-		t.Fatalf("want the child's question, got %s", asked.raw)
-	}
+	c.question(`"call"`, "elicitation")
 	m, _ := c.recvID(`"call"`)
 	if m.Error == nil || m.Error.Code != -32001 || !strings.Contains(m.Error.Message, "questions within 3s") {
 		t.Fatalf("an unanswered question: want -32001 at the call's own timeout, naming 3s, got %s", m.raw)
@@ -143,11 +140,7 @@ func askedAndOther(t *testing.T, tp *testPool) (a, b *client, q msg, id uint64) 
 	a, b = tp.dial(t, "srv"), tp.dial(t, "srv")
 	a.initialize("asked", `{"sampling":{}}`)
 	b.initialize("other", "")
-	a.call(`"call"`, "ask", `{"kind":"sampling"}`)
-	q = a.recv()
-	if q.Method != "sampling/createMessage" {
-		t.Fatalf("want the child's question, got %s", q.raw)
-	}
+	q = a.question(`"call"`, "sampling")
 	id, err := strconv.ParseUint(string(q.ID), 10, 64)
 	if err != nil {
 		t.Fatalf("the question's id %s: %v", q.ID, err)

@@ -38,10 +38,7 @@ func closeInputAsked(t *testing.T, tp *testPool) *client {
 	c := tp.dial(t, "srv")
 	c.initialize("piped", `{"elicitation":{}}`)
 	c.call(`"slow"`, "sleep", `{"ms":300}`)
-	c.call(`"ask"`, "ask", `{"kind":"elicitation"}`)
-	if q := c.recv(); q.Method != "elicitation/create" {
-		t.Fatalf("want the child's question, got %s", q.raw)
-	}
+	c.question(`"ask"`, "elicitation")
 	c.closeInput()
 	return c
 }

@@ -28,10 +28,7 @@ import (
 func TestLegacyQuestionPausesItsCallsTimeout(t *testing.T) {
 	c := questionPausesItsCallsTimeout(t, fake("srv"))
 
-	c.call(`"unanswered"`, "ask", `{"kind":"elicitation"}`)
-	if asked := c.recv(); asked.Method != "elicitation/create" {
-		t.Fatalf("want the child's question, got %s", asked.raw)
-	}
+	c.question(`"unanswered"`, "elicitation")
 	m, _ := c.recvID(`"unanswered"`)
 	if m.Error == nil || m.Error.Code != -32001 || !strings.Contains(m.Error.Message, "the client did not answer") {
 		t.Fatalf("a question nobody answers: want -32001 saying the client did not answer, got %s", m.raw)
@@ -55,16 +52,12 @@ func questionPausesItsCallsTimeout(t *testing.T, cfg pool.ServerConfig) *client 
 	other.initialize("other", "")
 	tp.applyRequestTimeout(t, &cfg, timeout)
 
-	for i, q := range []struct{ kind, method, answer, want string }{
-		{"elicitation", "elicitation/create", `{"action":"accept","content":{"name":"Ada"}}`, "Ada"},
-		{"sampling", "sampling/createMessage", `{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}`, "forty-two"},
+	for i, q := range []struct{ kind, answer, want string }{
+		{"elicitation", `{"action":"accept","content":{"name":"Ada"}}`, "Ada"},
+		{"sampling", `{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}`, "forty-two"},
 	} {
 		id := `"` + q.kind + `"`
-		c.call(id, "ask", `{"kind":"`+q.kind+`"}`)
-		asked := c.recv()
-		if asked.Method != q.method {
-			t.Fatalf("%s: want the child's question, got %s", q.kind, asked.raw)
-		}
+		asked := c.question(id, q.kind)
 		sleeper := `"sleep` + string(rune('0'+i)) + `"`
 		other.call(sleeper, "sleep", `{"ms":20000}`)
 		if m, _ := other.recvID(sleeper); m.Error == nil || m.Error.Code != -32001 {
@@ -107,10 +100,7 @@ func TestLegacyQuestionNeverShortensATimeout(t *testing.T) {
 		t.Fatalf("first: %s", m.raw)
 	}
 	c.call(`"build"`, "sleep", `{"ms":4000}`) // due at 7 s, done at 6 s
-	c.call(`"ask"`, "ask", `{"kind":"elicitation"}`)
-	if asked := c.recv(); asked.Method != "elicitation/create" {
-		t.Fatalf("want the child's question, got %s", asked.raw)
-	}
+	c.question(`"ask"`, "elicitation")
 	if m, _ := c.recvID(`"build"`); m.Error != nil || m.text() != "slept 4000" {
 		t.Fatalf("a call within its timeout, paused by a question: want its result, got %s", m.raw)
 	}
@@ -118,4 +108,17 @@ func TestLegacyQuestionNeverShortensATimeout(t *testing.T) {
 	if m.Error == nil || m.Error.Code != -32001 || !strings.Contains(m.Error.Message, "did not answer tools/call within 5s") {
 		t.Fatalf("an unanswered question's call past its own timeout: want -32001 naming 5s, got %s", m.raw)
 	}
+}
+
+// question has c call the fake's ask tool as id, for a question of kind
+// ("elicitation" or "sampling"), and returns the child's question, which
+// must be the next message c gets.
+func (c *client) question(id, kind string) msg {
+	c.t.Helper()
+	c.call(id, "ask", `{"kind":"`+kind+`"}`)
+	q := c.recv()
+	if want := map[string]string{"elicitation": "elicitation/create", "sampling": "sampling/createMessage"}[kind]; q.Method != want {
+		c.t.Fatalf("want the child's question, got %s", q.raw)
+	}
+	return q
 }
