@@ -32,6 +32,17 @@ func ownRootsServer(logPath string) pool.ServerConfig {
 	return cfg
 }
 
+// ownRootsSession dials tp's fs as a client that declares roots, and
+// waits until the child's own roots/list at start (its log at logPath)
+// was answered: what comes next is the pool's roots/list to the client.
+func ownRootsSession(t *testing.T, tp *testPool, logPath string) *client {
+	t.Helper()
+	a := tp.dial(t, "fs")
+	a.initialize("a", `{"roots":{"listChanged":true}}`)
+	eventually(t, "the child's roots/list at start to be answered", func() bool { return rootsAnswered(t, logPath) })
+	return a
+}
+
 // A session's own child (share "session") runs its session's first call
 // with its session's roots. The child starts while the client's
 // initialize is answered, and asks its roots at start, before the pool
@@ -42,9 +53,7 @@ func ownRootsServer(logPath string) pool.ServerConfig {
 func TestOwnChildsFirstCallSeesItsSessionsRoots(t *testing.T) {
 	logPath := filepath.Join(shortTempDir(t), "child.log")
 	tp := newTestPool(t, nil, ownRootsServer(logPath))
-	a := tp.dial(t, "fs")
-	a.initialize("a", `{"roots":{"listChanged":true}}`)
-	eventually(t, "the child's roots/list at start to be answered", func() bool { return rootsAnswered(t, logPath) })
+	a := ownRootsSession(t, tp, logPath)
 	a.answerRoots("file:///work/a")
 	if got := a.childsOwnRoots("1"); !strings.Contains(got, "file:///work/a") {
 		t.Fatalf("the session's first call ran with roots %s, want file:///work/a", got)
@@ -113,9 +122,7 @@ func TestOwnChildsMissedAskAgainTeachesNothing(t *testing.T) {
 	cfg := ownRootsServer(logPath)
 	cfg.Args = append(cfg.Args, "-roots-once")
 	tp := newTestPool(t, &pool.Options{RootsWait: 300 * time.Millisecond}, cfg)
-	a := tp.dial(t, "fs")
-	a.initialize("a", `{"roots":{"listChanged":true}}`)
-	eventually(t, "the child's roots/list at start to be answered", func() bool { return rootsAnswered(t, logPath) })
+	a := ownRootsSession(t, tp, logPath)
 	a.answerRoots("file:///work/a")
 	start := time.Now()
 	a.childsOwnRoots("1") // its roots at start: none, for good
@@ -138,9 +145,7 @@ func TestOwnChildIsToldOnlyOfRootsThatChanged(t *testing.T) {
 	t.Run("the same roots again", func(t *testing.T) {
 		logPath := filepath.Join(shortTempDir(t), "child.log")
 		tp := newTestPool(t, nil, ownRootsServer(logPath))
-		a := tp.dial(t, "fs")
-		a.initialize("a", `{"roots":{"listChanged":true}}`)
-		eventually(t, "the child's roots/list at start to be answered", func() bool { return rootsAnswered(t, logPath) })
+		a := ownRootsSession(t, tp, logPath)
 		a.answerRoots("file:///work/a")
 		a.childsOwnRoots("1")
 		if n := countMethod(childLog(t, logPath), "notifications/roots/list_changed"); n != 1 {
@@ -159,9 +164,7 @@ func TestOwnChildIsToldOnlyOfRootsThatChanged(t *testing.T) {
 		t.Cleanup(pool.SetRootsAskTimeout(300 * time.Millisecond))
 		logPath := filepath.Join(shortTempDir(t), "child.log")
 		tp := newTestPool(t, nil, ownRootsServer(logPath))
-		a := tp.dial(t, "fs")
-		a.initialize("a", `{"roots":{"listChanged":true}}`)
-		eventually(t, "the child's roots/list at start to be answered", func() bool { return rootsAnswered(t, logPath) })
+		a := ownRootsSession(t, tp, logPath)
 		a.rootsAsk()
 		a.childsOwnRoots("1") // held until the ask runs out
 		if n := countMethod(childLog(t, logPath), "notifications/roots/list_changed"); n != 0 {
