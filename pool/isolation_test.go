@@ -62,6 +62,14 @@ func (c *client) answerRootsAsk(ask msg, uris ...string) {
 	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, ask.ID, res)
 }
 
+// changeRoots tells the pool the client's roots changed, and answers its
+// roots/list with uris.
+func (c *client) changeRoots(uris ...string) {
+	c.t.Helper()
+	c.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+	c.answerRoots(uris...)
+}
+
 // pidOf asks the session's child its PID.
 func (c *client) pidOf(id string) string {
 	c.t.Helper()
@@ -152,8 +160,7 @@ func TestRootsChangeMovesTheSession(t *testing.T) {
 	a.initRoots("a", "file:///work/a")
 	b.initRoots("b", "file:///work/b")
 	pa, pb := a.pidOf("1"), b.pidOf("1")
-	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	a.answerRoots("file:///work/b")
+	a.changeRoots("file:///work/b")
 	if got := a.pidOf("2"); got != pb || got == pa {
 		t.Fatalf("after moving to b's roots a reaches %s (a's child %s, b's %s)", got, pa, pb)
 	}
@@ -485,8 +492,7 @@ func TestRootsChildrenAreBounded(t *testing.T) {
 	hostile.initRoots("hostile", "file:///work/0")
 	for i := 1; i <= 5; i++ {
 		hostile.pidOf(fmt.Sprint(i))
-		hostile.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-		hostile.answerRoots(fmt.Sprintf("file:///work/%d", i))
+		hostile.changeRoots(fmt.Sprintf("file:///work/%d", i))
 		if n := len(tp.Snapshot().Backends); n > 2 {
 			t.Fatalf("after %d changes of roots the server runs %d children, past its limit of 2", i, n)
 		}
@@ -561,8 +567,7 @@ func TestRootsChildrenLetAMovedSessionsCallFinish(t *testing.T) {
 	if question.Method != "sampling/createMessage" {
 		t.Fatalf("want the child's sampling request, got %s", question.raw)
 	}
-	mover.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	mover.answerRoots("file:///work/b")
+	mover.changeRoots("file:///work/b")
 	mover.pidOf("1")
 	// A visitor's child, younger than a's, is left with no session and
 	// nothing to answer.
@@ -697,8 +702,7 @@ func TestOwnChildFollowsItsSessionsRoots(t *testing.T) {
 	// It heard one already if it started before its session's roots were
 	// known: it may have asked them then.
 	told := countMethod(childLog(t, logPath), "notifications/roots/list_changed")
-	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	a.answerRoots("file:///work/b")
+	a.changeRoots("file:///work/b")
 	eventually(t, "the child to hear that its roots changed", func() bool {
 		return countMethod(childLog(t, logPath), "notifications/roots/list_changed") == told+1
 	})
@@ -724,8 +728,7 @@ func TestSubscriptionsFollowTheSessionsRoots(t *testing.T) {
 	if m, _ := a.recvID("2"); m.Error != nil {
 		t.Fatalf("subscribe: %s", m.raw)
 	}
-	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	a.answerRoots("file:///work/b")
+	a.changeRoots("file:///work/b")
 	if second := a.pidOf("3"); second == first {
 		t.Fatalf("new roots, same child %s", second)
 	}
@@ -766,8 +769,7 @@ func TestLogLevelFollowsTheSessionsRoots(t *testing.T) {
 	setLevel(b, "1", "error")
 	a.initRoots("a", "file:///work/a")
 	setLevel(a, "1", "debug")
-	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	a.answerRoots("file:///work/b")
+	a.changeRoots("file:///work/b")
 	// The child handles the pool's setLevel and a's call on goroutines of
 	// their own: a's info message comes once the level is set.
 	n := 0

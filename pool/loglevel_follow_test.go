@@ -45,8 +45,7 @@ func TestLogLevelFollowsToAFreshChild(t *testing.T) {
 		t.Fatalf("setLevel: %s", m.raw)
 	}
 	waitDebugLevels(t, logPath, 1) // the pool answered; the first child hears it
-	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	a.answerRoots("file:///work/b")
+	a.changeRoots("file:///work/b")
 	if second := a.pidOf("3"); second == first {
 		t.Fatalf("new roots, same child %s", second)
 	}

@@ -58,8 +58,7 @@ func TestOwnChildsFirstCallSeesItsSessionsRoots(t *testing.T) {
 	if got := a.childsOwnRoots("1"); !strings.Contains(got, "file:///work/a") {
 		t.Fatalf("the session's first call ran with roots %s, want file:///work/a", got)
 	}
-	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	a.answerRoots("file:///work/b")
+	a.changeRoots("file:///work/b")
 	if got := a.childsOwnRoots("2"); !strings.Contains(got, "file:///work/b") || strings.Contains(got, "/work/a") {
 		t.Fatalf("the first call after the session's roots changed ran with roots %s, want file:///work/b", got)
 	}
@@ -99,8 +98,7 @@ func TestOwnChildThatNeverAsksRootsIsWaitedForOnce(t *testing.T) {
 	if took := firstCall(a, "1"); took > bound+5*time.Second {
 		t.Errorf("the first call to a child that never asks its roots took %s, past the bound %s", took, bound)
 	}
-	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	a.answerRoots("file:///work/b")
+	a.changeRoots("file:///work/b")
 	if took := firstCall(a, "2"); took >= bound {
 		t.Errorf("the first call after the roots changed took %s: the child was waited for again", took)
 	}
@@ -151,8 +149,7 @@ func TestOwnChildIsToldOnlyOfRootsThatChanged(t *testing.T) {
 		if n := countMethod(childLog(t, logPath), "notifications/roots/list_changed"); n != 1 {
 			t.Fatalf("the child was told %d times that its roots changed, want once: none to file:///work/a", n)
 		}
-		a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-		a.answerRoots("file:///work/a")
+		a.changeRoots("file:///work/a")
 		if got := a.childsOwnRoots("2"); !strings.Contains(got, "file:///work/a") {
 			t.Fatalf("the call ran with roots %s, want file:///work/a", got)
 		}

@@ -75,8 +75,7 @@ func subscribedOnRefusingServer(t *testing.T) (tp *testPool, a *client, first, l
 // started) has heard a's carried subscribe and refused it.
 func movedToTheRefusingChild(t *testing.T, a *client, logPath, marker string, checkPID func(string)) {
 	t.Helper()
-	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	a.answerRoots("file:///work/b")
+	a.changeRoots("file:///work/b")
 	checkPID(a.pidOf("3"))
 	eventually(t, "the carried subscribe to reach the child of a's new roots", func() bool {
 		return countMethod(childLog(t, logPath), "resources/subscribe") == 2
@@ -189,8 +188,7 @@ func TestSessionClosingAsItsStakesAreCarriedLeavesNone(t *testing.T) {
 	a.initRoots("a", "file:///work/a")
 	a.pidOf("1") // its child runs: it hears a's subscribe
 	subscribeCounter(t, a, "2")
-	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	a.answerRoots("file:///work/b")
+	a.changeRoots("file:///work/b")
 
 	count := func() (subs, unsubs int) { return subscribeCounts(t, logPath) }
 	eventually(t, "each child to hear a's unsubscribe after its subscribe", func() bool {
@@ -222,8 +220,7 @@ func TestUncarriedSubscribeLeavesNoStake(t *testing.T) {
 	a.initRoots("a", "file:///work/a")
 	a.pidOf("1")
 	subscribeCounter(t, a, "2")
-	a.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	a.answerRoots("file:///work/b")
+	a.changeRoots("file:///work/b")
 	a.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`) // read after a's stakes moved
 	a.recvID("3")
 
