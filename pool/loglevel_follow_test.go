@@ -69,24 +69,13 @@ func TestLogLevelFollowsToTheChildAfterStop(t *testing.T) {
 		{"reload/shared", pool.ShareShared, reloadFS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			logPath := filepath.Join(shortTempDir(t), "child.log")
-			cfg := fake("fs", "-log", logPath)
-			cfg.Share = tc.share
-			tp := newTestPool(t, nil, cfg)
-			a := tp.dial(t, "fs")
-			a.initialize("a", "")
-			first := a.pidOf("1")
-			a.send(`{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`)
-			if m, _ := a.recvID("2"); m.Error != nil {
-				t.Fatalf("setLevel: %s", m.raw)
-			}
-			waitDebugLevels(t, logPath, 1) // the pool answered; the first child hears it, before it is stopped
-			if err := tc.stop(tp, cfg); err != nil {
-				t.Fatal(err)
-			}
-			if second := a.pidOf("3"); second == first {
-				t.Fatalf("stopped, same child %s", second)
-			}
+			a, logPath := newChildAfterStop(t, tc.share, tc.stop, func(a *client, logPath string) {
+				a.send(`{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`)
+				if m, _ := a.recvID("2"); m.Error != nil {
+					t.Fatalf("setLevel: %s", m.raw)
+				}
+				waitDebugLevels(t, logPath, 1) // the pool answered; the first child hears it, before it is stopped
+			})
 			a.pidOf("4") // what the new child was queued as it became ready is ahead of this
 			if n := debugLevels(t, logPath); n < 2 {
 				t.Errorf("the child started after the stop was never set to debug: %d setLevel debug in all the children's logs, want 2", n)

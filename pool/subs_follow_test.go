@@ -84,6 +84,29 @@ func movedToTheRefusingChild(t *testing.T, a *client, logPath, marker string, ch
 	wantChildrenStarted(t, marker, "3")
 }
 
+// newChildAfterStop starts a pool of server fs (share share, its children
+// logging to logPath) and a session a; once a's call 1 has started a
+// child, it runs before(a, logPath), stops the server with stop, and
+// returns when a's call 3 has started a new child.
+func newChildAfterStop(t *testing.T, share pool.Share, stop func(*testPool, pool.ServerConfig) error, before func(a *client, logPath string)) (a *client, logPath string) {
+	t.Helper()
+	logPath = filepath.Join(shortTempDir(t), "child.log")
+	cfg := fake("fs", "-log", logPath)
+	cfg.Share = share
+	tp := newTestPool(t, nil, cfg)
+	a = tp.dial(t, "fs")
+	a.initialize("a", "")
+	first := a.pidOf("1")
+	before(a, logPath)
+	if err := stop(tp, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if second := a.pidOf("3"); second == first {
+		t.Fatalf("stopped, same child %s", second)
+	}
+	return a, logPath
+}
+
 // A session's subscription carried to the child of its new roots, which
 // refuses it, is held by nobody there: another session's subscribe of the
 // same URI reaches that child and gets its refusal, not the pool's {}.
@@ -146,20 +169,7 @@ func TestResubscribeAfterStopReachesTheNewChild(t *testing.T) {
 		{"reload/shared", pool.ShareShared, reloadFS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			logPath := filepath.Join(shortTempDir(t), "child.log")
-			cfg := fake("fs", "-log", logPath)
-			cfg.Share = tc.share
-			tp := newTestPool(t, nil, cfg)
-			a := tp.dial(t, "fs")
-			a.initialize("a", "")
-			first := a.pidOf("1")
-			subscribeCounter(t, a, "2")
-			if err := tc.stop(tp, cfg); err != nil {
-				t.Fatal(err)
-			}
-			if second := a.pidOf("3"); second == first {
-				t.Fatalf("stopped, same child %s", second)
-			}
+			a, logPath := newChildAfterStop(t, tc.share, tc.stop, func(a *client, _ string) { subscribeCounter(t, a, "2") })
 			subscribeCounter(t, a, "4")
 			a.call("5", "notify", `{"kind":"updated"}`)
 			_, other := a.recvID("5")
