@@ -47,12 +47,8 @@ func TestLiveViewsRedactAsHistory(t *testing.T) {
 	if err := config.WriteFile(paths.Config, fakeConfig(t, map[string][]string{"a": nil}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	inst, _ := startIn(t, Options{})
-	stopInstance(t, inst)
-	ctrl := &trayController{inst: inst}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, events := ctrl.Subscribe(ctx, 0)
+	inst, ctrl, events := subscribedInstance(t)
+	ctx := t.Context()
 
 	// A client that declares no roots keeps the "no roots" child; one that
 	// declares roots and does not answer the pool's roots/list yet has its
@@ -175,6 +171,18 @@ func awaitPoolAnswer(t *testing.T, c *rpc, id string) {
 	}
 }
 
+// subscribedInstance starts an instance of the config written, served
+// until the test ends, and a dashboard controller over it subscribed to
+// its events until then.
+func subscribedInstance(t *testing.T) (*Instance, *trayController, <-chan pool.Event) {
+	t.Helper()
+	inst, _ := startIn(t, Options{})
+	stopInstance(t, inst)
+	ctrl := &trayController{inst: inst}
+	_, events := ctrl.Subscribe(t.Context(), 0)
+	return inst, ctrl, events
+}
+
 // awaitEvent reads events until one matches, for at most 10 s.
 func awaitEvent(t *testing.T, events <-chan pool.Event, match func(pool.Event) bool) pool.Event {
 	t.Helper()
@@ -246,12 +254,8 @@ func TestLiveViewsRedactChildErrors(t *testing.T) {
 	if err := config.WriteFile(paths.Config, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	inst, _ := startIn(t, Options{})
-	stopInstance(t, inst)
-	ctrl := &trayController{inst: inst}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, events := ctrl.Subscribe(ctx, 0)
+	inst, ctrl, events := subscribedInstance(t)
+	ctx := t.Context()
 
 	// The dashboard, over the same controller, says when a server fails.
 	app := notingApp{App: test.NewTempApp(t), notes: make(chan *fyne.Notification, 16)}
