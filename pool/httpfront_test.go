@@ -96,6 +96,25 @@ func mirrorModernHeaders(h http.Header, body string) {
 	}
 }
 
+// deleteSession ends c's session with a DELETE carrying header (name,
+// value pairs), which must answer 204.
+func (c *httpClient) deleteSession(header ...string) {
+	c.t.Helper()
+	del, _ := http.NewRequest(http.MethodDelete, c.url, nil)
+	del.Header.Set("Mcp-Session-Id", c.sid)
+	for i := 0; i+1 < len(header); i += 2 {
+		del.Header.Set(header[i], header[i+1])
+	}
+	r, err := http.DefaultClient.Do(del)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusNoContent {
+		c.t.Fatalf("DELETE: %s", r.Status)
+	}
+}
+
 // call posts a request and decodes its JSON answer.
 func (c *httpClient) call(body string) msg {
 	c.t.Helper()
@@ -436,18 +455,9 @@ func TestHTTPGetStreamAndDelete(t *testing.T) {
 	if sc.Err() != nil {
 		t.Fatal(sc.Err())
 	}
-	del, _ := http.NewRequest(http.MethodDelete, c.url, nil)
-	del.Header.Set("Mcp-Session-Id", c.sid)
-	r, err := http.DefaultClient.Do(del)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Body.Close()
-	if r.StatusCode != http.StatusNoContent {
-		t.Fatalf("DELETE: %s", r.Status)
-	}
+	c.deleteSession()
 	eventually(t, "the session to end", func() bool { return len(tp.Snapshot().Sessions) == 0 })
-	r = c.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	r := c.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
 	r.Body.Close()
 	if r.StatusCode != http.StatusNotFound {
 		t.Fatalf("after DELETE: %s, want 404", r.Status)

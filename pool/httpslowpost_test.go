@@ -211,17 +211,7 @@ func TestHTTPSlowAnswerStreamEndsAsItsJSONWould(t *testing.T) {
 	call := postLines(t.Context(), t, c.url, `{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"sleep","arguments":{"ms":60000}}}`,
 		append([]string{"Mcp-Session-Id", c.sid}, auth...)...)
 	untilLine(t, "the slow call's stream", call, ": keep-alive")
-	del, _ := http.NewRequest(http.MethodDelete, c.url, nil)
-	del.Header.Set("Mcp-Session-Id", c.sid)
-	del.Header.Set(auth[0], auth[1])
-	r, err := http.DefaultClient.Do(del)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Body.Close()
-	if r.StatusCode != http.StatusNoContent {
-		t.Fatalf("DELETE: %s", r.Status)
-	}
+	c.deleteSession(auth...)
 	if m := answerEvent(t, "the slow call's stream", call); string(m.ID) != `"long"` || m.Error == nil || m.Error.Code != jsonrpc.CodeBackendUnavailable {
 		t.Fatalf("the slow call's last event as its session ended: %s, want its error answer", m.raw)
 	}
