@@ -86,20 +86,27 @@ func SetRootsAskTimeout(d time.Duration) (restore func()) {
 	return func() { rootsAskTimeout = old }
 }
 
-// PauseAfterReplayed makes the pool stop after the first message it
-// replays of those a session's roots answer held, until resume is called;
-// paused is closed when it stops. Until restore is called (after the pool
-// closed).
-func PauseAfterReplayed() (paused <-chan struct{}, resume, restore func()) {
+// pauseOnce sets *hook to stop the goroutine that runs it, the first time
+// only, until resume is called; paused is closed when it stops. restore
+// unsets *hook (after the pool closed).
+func pauseOnce(hook *func(*session)) (paused <-chan struct{}, resume, restore func()) {
 	stopped, resumed := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	testHookReplayed = func(*session) {
+	*hook = func(*session) {
 		once.Do(func() {
 			close(stopped)
 			<-resumed
 		})
 	}
-	return stopped, sync.OnceFunc(func() { close(resumed) }), func() { testHookReplayed = nil }
+	return stopped, sync.OnceFunc(func() { close(resumed) }), func() { *hook = nil }
+}
+
+// PauseAfterReplayed makes the pool stop after the first message it
+// replays of those a session's roots answer held, until resume is called;
+// paused is closed when it stops. Until restore is called (after the pool
+// closed).
+func PauseAfterReplayed() (paused <-chan struct{}, resume, restore func()) {
+	return pauseOnce(&testHookReplayed)
 }
 
 // PauseReplaying makes the pool stop a roots replay after it took its
@@ -107,15 +114,7 @@ func PauseAfterReplayed() (paused <-chan struct{}, resume, restore func()) {
 // resume is called; taken is closed when it stops. Until restore is
 // called (after the pool closed).
 func PauseReplaying() (taken <-chan struct{}, resume, restore func()) {
-	stopped, resumed := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	testHookReplaying = func(*session) {
-		once.Do(func() {
-			close(stopped)
-			<-resumed
-		})
-	}
-	return stopped, sync.OnceFunc(func() { close(resumed) }), func() { testHookReplaying = nil }
+	return pauseOnce(&testHookReplaying)
 }
 
 // PauseHolding makes the pool stop a session's reader once the first
@@ -123,15 +122,7 @@ func PauseReplaying() (taken <-chan struct{}, resume, restore func()) {
 // until resume is called; held is closed when it stops. Until restore
 // is called (after the pool closed).
 func PauseHolding() (held <-chan struct{}, resume, restore func()) {
-	stopped, resumed := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	testHookHeld = func(*session) {
-		once.Do(func() {
-			close(stopped)
-			<-resumed
-		})
-	}
-	return stopped, sync.OnceFunc(func() { close(resumed) }), func() { testHookHeld = nil }
+	return pauseOnce(&testHookHeld)
 }
 
 // SetCarryingHook runs hook with the client name of each session whose
