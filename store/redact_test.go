@@ -300,13 +300,20 @@ func FuzzRedactText(f *testing.F) {
 			in = before + " " + planted[:at] + "…"
 			got = RedactText(in)
 		}
-		if strings.Contains(got, secret[:4]) {
-			t.Fatalf("RedactText(%q) leaks:\n%q", in, got)
-		}
-		if grown, most := len(got)-len(in), strings.Count(got, Redacted)*len(`\"`+Redacted+`\"`); grown > most {
-			t.Fatalf("RedactText(%q) grew by %d bytes, more than its markers (%d):\n%q", in, grown, most, got)
-		}
+		wantRedacted(t, "RedactText", in, got, secret)
 	})
+}
+
+// wantRedacted fails t if got, what fn made of in, keeps four bytes of
+// secret, or grew by more than its markers.
+func wantRedacted(t *testing.T, fn, in, got, secret string) {
+	t.Helper()
+	if strings.Contains(got, secret[:4]) {
+		t.Fatalf("%s(%q) leaks:\n%q", fn, in, got)
+	}
+	if grown, most := len(got)-len(in), strings.Count(got, Redacted)*len(`\"`+Redacted+`\"`); grown > most {
+		t.Fatalf("%s(%q) grew by %d bytes, more than its markers (%d):\n%q", fn, in, grown, most, got)
+	}
 }
 
 // FuzzRedact plants a URL's user information, in each form a captured
@@ -366,12 +373,7 @@ func FuzzRedact(f *testing.F) {
 			in = in[:at+int(cut-1)%(len(in)-at+1)]
 		}
 		got := string(Redact([]byte(in)))
-		if strings.Contains(got, secret[:4]) {
-			t.Fatalf("Redact(%s) leaks:\n%s", in, got)
-		}
-		if grown, most := len(got)-len(in), strings.Count(got, Redacted)*len(`\"`+Redacted+`\"`); grown > most {
-			t.Fatalf("Redact(%s) grew by %d bytes, more than its markers (%d):\n%s", in, grown, most, got)
-		}
+		wantRedacted(t, "Redact", in, got, secret)
 	})
 }
 
