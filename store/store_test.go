@@ -1194,17 +1194,12 @@ func TestSinceAfterOrphans(t *testing.T) {
 	}
 }
 
-// A child's roots partition is recorded with it and told in the timeline
-// of a request it served.
-func TestBackendRootsRecorded(t *testing.T) {
-	s := openT(t, dbPath(t), &Options{InFlightAfter: time.Nanosecond}) // a row for a request in flight at once
-	now := time.Now()
-	for _, e := range []pool.Event{
-		{Kind: pool.EventBackendStarted, Time: now, Server: "fs", PID: 4321, ProcessStart: now, Command: []string{"fs-server"},
-			Roots: []string{"file:///work/a", "file:///work/b"}},
-		{Kind: pool.EventRequestReceived, Time: now, Server: "fs", Session: "s1", PoolID: 7, Method: "tools/call", Name: "read"},
-		{Kind: pool.EventRequestWritten, Time: now, Server: "fs", Session: "s1", PoolID: 7, PID: 4321},
-	} {
+// inFlightTimeline records events in a new store that lists a request in
+// flight at once, and returns the timeline of its request 7.
+func inFlightTimeline(t *testing.T, events []pool.Event) Timeline {
+	t.Helper()
+	s := openT(t, dbPath(t), &Options{InFlightAfter: time.Nanosecond})
+	for _, e := range events {
 		s.Record(e)
 	}
 	if err := s.flush(); err != nil {
@@ -1214,14 +1209,28 @@ func TestBackendRootsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tl
+}
+
+// stepSays reports whether a step of tl says what.
+func stepSays(tl Timeline, what string) bool {
+	return slices.ContainsFunc(tl.Steps, func(st Step) bool { return strings.Contains(st.What, what) })
+}
+
+// A child's roots partition is recorded with it and told in the timeline
+// of a request it served.
+func TestBackendRootsRecorded(t *testing.T) {
+	now := time.Now()
+	tl := inFlightTimeline(t, []pool.Event{
+		{Kind: pool.EventBackendStarted, Time: now, Server: "fs", PID: 4321, ProcessStart: now, Command: []string{"fs-server"},
+			Roots: []string{"file:///work/a", "file:///work/b"}},
+		{Kind: pool.EventRequestReceived, Time: now, Server: "fs", Session: "s1", PoolID: 7, Method: "tools/call", Name: "read"},
+		{Kind: pool.EventRequestWritten, Time: now, Server: "fs", Session: "s1", PoolID: 7, PID: 4321},
+	})
 	if tl.Backend == nil || strings.Join(tl.Backend.Roots, " ") != "file:///work/a file:///work/b" {
 		t.Fatalf("backend %+v", tl.Backend)
 	}
-	found := false
-	for _, st := range tl.Steps {
-		found = found || strings.Contains(st.What, "(roots file:///work/a, file:///work/b)")
-	}
-	if !found {
+	if !stepSays(tl, "(roots file:///work/a, file:///work/b)") {
 		t.Errorf("the timeline does not name the roots: %+v", tl.Steps)
 	}
 }
@@ -1230,32 +1239,18 @@ func TestBackendRootsRecorded(t *testing.T) {
 // node), is recorded beside the configured command and told in the
 // timeline of a request it served.
 func TestBackendResolvedCommandRecorded(t *testing.T) {
-	s := openT(t, dbPath(t), &Options{InFlightAfter: time.Nanosecond}) // a row for a request in flight at once
 	now := time.Now()
-	for _, e := range []pool.Event{
+	tl := inFlightTimeline(t, []pool.Event{
 		{Kind: pool.EventBackendStarted, Time: now, Server: "seq", PID: 4321, ProcessStart: now,
 			Command:         []string{"npx", "-y", "@modelcontextprotocol/server-sequential-thinking"},
 			ResolvedCommand: []string{"/usr/bin/node", "/cache/node_modules/@modelcontextprotocol/server-sequential-thinking/dist/index.js"}},
 		{Kind: pool.EventRequestReceived, Time: now, Server: "seq", Session: "s1", PoolID: 7, Method: "tools/list"},
 		{Kind: pool.EventRequestWritten, Time: now, Server: "seq", Session: "s1", PoolID: 7, PID: 4321},
-	} {
-		s.Record(e)
-	}
-	if err := s.flush(); err != nil {
-		t.Fatal(err)
-	}
-	tl, err := s.Timeline(context.Background(), s.run, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	if tl.Backend == nil || tl.Backend.Command[0] != "npx" || len(tl.Backend.ResolvedCommand) != 2 || tl.Backend.ResolvedCommand[0] != "/usr/bin/node" {
 		t.Fatalf("backend %+v", tl.Backend)
 	}
-	found := false
-	for _, st := range tl.Steps {
-		found = found || strings.Contains(st.What, "started as /usr/bin/node /cache/node_modules/")
-	}
-	if !found {
+	if !stepSays(tl, "started as /usr/bin/node /cache/node_modules/") {
 		t.Errorf("the timeline does not say what the child was started as: %+v", tl.Steps)
 	}
 }
