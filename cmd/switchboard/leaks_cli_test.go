@@ -81,36 +81,6 @@ func sbIn(home string, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
-// serveIn starts `switchboard serve` on an existing home.
-func serveIn(t *testing.T, home string) *instance {
-	t.Helper()
-	in := &instance{t: t, home: home, log: &syncBuffer{}, done: make(chan error, 1)}
-	in.cmd = exec.Command(sbBin, "serve")
-	in.cmd.Env = append(os.Environ(), "SWITCHBOARD_HOME="+home)
-	in.cmd.Stdout, in.cmd.Stderr = in.log, in.log
-	if err := in.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { in.done <- in.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = in.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-in.done:
-		case <-time.After(15 * time.Second):
-			_ = in.cmd.Process.Kill()
-			<-in.done
-		}
-		if t.Failed() {
-			t.Logf("serve log:\n%s", in.log.String())
-		}
-	})
-	waitFor(t, "the control socket", func() bool {
-		_, err := in.run("status", "--json")
-		return err == nil
-	})
-	return in
-}
-
 // plantDetached leaves a process behind the way a crashed pool's child
 // is left: re-parented to init, leading its own process group.
 func plantDetached(t *testing.T, pidfile string, args ...string) int {
@@ -211,7 +181,7 @@ func TestLeaksAcrossRuns(t *testing.T) {
 	}
 
 	// The next run sees it too, and never its own child.
-	second := serveIn(t, home)
+	second := serveHome(t, home)
 	s2 := second.connect(t, "fake")
 	s2.initialize("c")
 	own := readPID(t, childFile)
