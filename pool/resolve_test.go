@@ -49,6 +49,18 @@ func backendInfo(tp *testPool, server string) pool.BackendInfo {
 	return pool.BackendInfo{}
 }
 
+// firstCallEchoes dials tp's server srv, and checks that the session's
+// first call, an echo of text, is answered with it.
+func firstCallEchoes(t *testing.T, tp *testPool, text string) {
+	t.Helper()
+	c := tp.dial(t, "srv")
+	c.initialize("c", "")
+	c.call("1", "echo", `{"text":"`+text+`"}`)
+	if m, _ := c.recvID("1"); m.text() != text {
+		t.Fatalf("call: %s", m.raw)
+	}
+}
+
 // A resolved server's children run the resolved command (the configured
 // one does not even exist here), once per configuration: a crash restarts
 // the child without resolving again; a user's Restart resolves again.
@@ -57,12 +69,7 @@ func TestResolvedCommandIsWhatRuns(t *testing.T) {
 	r := &stubResolver{}
 	cfg := pool.ServerConfig{Name: "srv", Command: "/nonexistent/npx", Resolver: r}
 	tp := newTestPool(t, nil, cfg)
-	c := tp.dial(t, "srv")
-	c.initialize("c", "")
-	c.call("1", "echo", `{"text":"through the resolved command"}`)
-	if m, _ := c.recvID("1"); m.text() != "through the resolved command" {
-		t.Fatalf("call: %s", m.raw)
-	}
+	firstCallEchoes(t, tp, "through the resolved command")
 	b := backendInfo(tp, "srv")
 	if strings.Join(b.Command, " ") != "/nonexistent/npx" || len(b.ResolvedCommand) == 0 || b.ResolvedCommand[0] != fakeBin ||
 		b.ResolveNote != "resolved to the fake" {
@@ -98,12 +105,7 @@ func TestResolvedEnvReachesTheChild(t *testing.T) {
 		Env: map[string]string{"SB_A": "resolved"},
 	}}}
 	tp := newTestPool(t, nil, cfg)
-	c := tp.dial(t, "srv")
-	c.initialize("c", "")
-	c.call("1", "echo", `{"text":"with the resolution's env"}`)
-	if m, _ := c.recvID("1"); m.text() != "with the resolution's env" {
-		t.Fatalf("call: %s", m.raw)
-	}
+	firstCallEchoes(t, tp, "with the resolution's env")
 	if env["SB_A"] != "configured" {
 		t.Errorf("the server's env became %q", env)
 	}
@@ -114,12 +116,7 @@ func TestUnresolvedCommandRunsAsWritten(t *testing.T) {
 	cfg := fake("srv")
 	cfg.Resolver = &stubResolver{err: errors.New("npx flag \"--foo\" is not one that is resolved")}
 	tp := newTestPool(t, nil, cfg)
-	c := tp.dial(t, "srv")
-	c.initialize("c", "")
-	c.call("1", "echo", `{"text":"as written"}`)
-	if m, _ := c.recvID("1"); m.text() != "as written" {
-		t.Fatalf("call: %s", m.raw)
-	}
+	firstCallEchoes(t, tp, "as written")
 	b := backendInfo(tp, "srv")
 	if len(b.ResolvedCommand) != 0 || b.ResolveNote != `started as written: npx flag "--foo" is not one that is resolved` {
 		t.Fatalf("status: resolved %q note %q", b.ResolvedCommand, b.ResolveNote)
@@ -181,12 +178,7 @@ func TestRestartShowsItResolvesAgain(t *testing.T) {
 	cfg := fake("srv")
 	cfg.Resolver = r
 	tp := newTestPool(t, nil, cfg)
-	c := tp.dial(t, "srv")
-	c.initialize("c", "")
-	c.call("1", "echo", `{"text":"first"}`)
-	if m, _ := c.recvID("1"); m.text() != "first" {
-		t.Fatalf("call: %s", m.raw)
-	}
+	firstCallEchoes(t, tp, "first")
 	if err := tp.Restart("srv"); err != nil {
 		t.Fatal(err)
 	}
