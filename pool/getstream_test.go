@@ -56,6 +56,12 @@ type getStream struct {
 // stream is still open).
 func openGetStream(t *testing.T, url, sid, lastEventID string) *getStream {
 	t.Helper()
+	return startGetStream(t, dialHost(t, url), url, sid, lastEventID)
+}
+
+// dialHost opens a TCP connection to url's host.
+func dialHost(t *testing.T, url string) net.Conn {
+	t.Helper()
 	u, err := neturl.Parse(url)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +70,7 @@ func openGetStream(t *testing.T, url, sid, lastEventID string) *getStream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startGetStream(t, conn, url, sid, lastEventID)
+	return conn
 }
 
 // openStalledStream is openGetStream on a connection that takes in little

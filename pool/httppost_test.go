@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	neturl "net/url"
 	"strings"
 	"testing"
 	"time"
@@ -149,14 +148,7 @@ func TestHTTPListenTakesEveryChange(t *testing.T) {
 // test reads the response when it likes.
 func rawPost(t *testing.T, url, sid, body string) (net.Conn, *http.Request) {
 	t.Helper()
-	u, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := dialHost(t, url)
 	t.Cleanup(func() { conn.Close() })
 	_ = conn.(*net.TCPConn).SetReadBuffer(16 << 10)
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
