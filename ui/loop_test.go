@@ -90,11 +90,7 @@ func TestUIKeepsUpdatingWhile64SessionsHammer(t *testing.T) {
 	}
 	start := time.Now()
 	f0 := u.Frames()
-	for round := range 5 {
-		before := u.Frames()
-		waitUntil(t, 10*time.Second, fmt.Sprintf("frames to keep coming (round %d, %d frames so far)", round, before),
-			func() bool { return u.Frames() >= before+3 })
-	}
+	framesKeepComing(t, "frames", u.Frames)
 	close(stop)
 	hammer.Wait()
 	elapsed := time.Since(start)
@@ -280,11 +276,7 @@ func TestWaterfallKeepsDrawingWhile64SessionsHammer(t *testing.T) {
 	}
 	start := time.Now()
 	f0 := u.WaterfallFrames()
-	for round := range 5 {
-		before := u.WaterfallFrames()
-		waitUntil(t, 10*time.Second, fmt.Sprintf("waterfall frames to keep coming (round %d, %d so far)", round, before),
-			func() bool { return u.WaterfallFrames() >= before+3 })
-	}
+	framesKeepComing(t, "waterfall frames", u.WaterfallFrames)
 	waitUntil(t, 10*time.Second, "the live waterfall to hold the traffic", func() bool {
 		src := u.liveSource()
 		return src != nil && src.Done.Len() > 1000 && len(src.Open) > 0
@@ -298,5 +290,16 @@ func TestWaterfallKeepsDrawingWhile64SessionsHammer(t *testing.T) {
 		src.Done.Len(), len(src.Open), fake.subscribes.Load())
 	if n := len(src.Open); n > sessions*perSession {
 		t.Errorf("%d requests in flight in the waterfall, more than the %d the sessions had", n, sessions*perSession)
+	}
+}
+
+// framesKeepComing waits, five rounds over, for three more frames (what
+// they are) each round, as frames counts them.
+func framesKeepComing(t *testing.T, what string, frames func() uint64) {
+	t.Helper()
+	for round := range 5 {
+		before := frames()
+		waitUntil(t, 10*time.Second, fmt.Sprintf("%s to keep coming (round %d, %d so far)", what, round, before),
+			func() bool { return frames() >= before+3 })
 	}
 }
