@@ -89,16 +89,7 @@ func TestInsert(t *testing.T) {
 				obj = root.Get(tt.path)
 			}
 			e, err := Insert(doc, std, obj, "new", val)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := Apply(doc, e)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
+			got := wantEdited(t, doc, e, err, tt.want)
 			if _, err := Parse(Standardize(got)); err != nil {
 				t.Errorf("result does not parse: %v", err)
 			}
@@ -114,17 +105,8 @@ func TestReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, err := Replace(std, root.Get("mcpServers").Get("a"), ObjectOf(KV{"command", []byte(`"switchboard"`)}, KV{"args", []byte(`["connect","a"]`)}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Apply(doc, e)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := "{\n  // keep me\n  \"mcpServers\": {\n    \"a\": {\n      \"command\": \"switchboard\",\n      \"args\": [\n        \"connect\",\n        \"a\"\n      ]\n    },\n    \"b\": {\"url\": \"https://x\"}\n  },\n  \"other\": [1,2]\n}\n"
-	if diff := cmp.Diff(want, string(got)); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
+	wantEdited(t, doc, e, err, want)
 	if _, err := Apply(doc, Edit{Start: 5, End: 10}, Edit{Start: 8, End: 12}); err == nil {
 		t.Error("overlapping edits were applied")
 	}
@@ -186,16 +168,24 @@ func TestReplaceWith(t *testing.T) {
 				t.Fatal(err)
 			}
 			e, err := ReplaceWith(doc, std, root.Get("s").Get("a"), srcDoc, srcStd, from.Get("s").Get("a"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := Apply(doc, e)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
+			wantEdited(t, doc, e, err, tt.want)
 		})
 	}
+}
+
+// wantEdited applies e (made with err) to doc, and reports where the
+// result is not want; it returns the result.
+func wantEdited(t *testing.T, doc []byte, e Edit, err error, want string) []byte {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Apply(doc, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	return got
 }
