@@ -226,6 +226,22 @@ func (f *fake) call(id, tool, args string) (msg, []msg) {
 	return f.request(id, "tools/call", fmt.Sprintf(`{"name":%q,"arguments":%s}`, tool, args))
 }
 
+// callModern sends a 2026-07-28 tools/call and waits for its response.
+func (f *fake) callModern(id, tool, args string) (msg, []msg) {
+	f.t.Helper()
+	return f.request(id, "tools/call", `{"name":"`+tool+`","arguments":`+args+`,`+modernMeta+`}`)
+}
+
+// listenTools opens a 2026-07-28 listen (id "a") for tools list changes
+// and checks it is acknowledged (what: which listen, for the failure).
+func (f *fake) listenTools(what string) {
+	f.t.Helper()
+	f.send(`{"jsonrpc":"2.0","id":"a","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
+	if m := f.recv(); m.Method != "notifications/subscriptions/acknowledged" {
+		f.t.Fatalf("%s: %s", what, m.raw)
+	}
+}
+
 // exitCode waits for the process to end: its exit code, or -1 if a signal
 // ended it.
 func (f *fake) exitCode() int {
@@ -1168,10 +1184,7 @@ func TestFlags(t *testing.T) {
 			return []string{"-era", "modern", "-subscribe-delay", "200ms"}
 		}, func(t *testing.T, f *fake, _ string) {
 			sent := time.Now()
-			f.send(`{"jsonrpc":"2.0","id":"a","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
-			if m := f.recv(); m.Method != "notifications/subscriptions/acknowledged" {
-				t.Fatalf("listen: %s", m.raw)
-			}
+			f.listenTools("listen")
 			if d := time.Since(sent); d < 200*time.Millisecond {
 				t.Fatalf("acknowledged %s after the listen was sent", d)
 			}
@@ -1179,10 +1192,7 @@ func TestFlags(t *testing.T) {
 		{"-ack-listens", func(string) []string {
 			return []string{"-era", "modern", "-ack-listens", "1"}
 		}, func(t *testing.T, f *fake, _ string) {
-			f.send(`{"jsonrpc":"2.0","id":"a","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
-			if m := f.recv(); m.Method != "notifications/subscriptions/acknowledged" {
-				t.Fatalf("the first listen: %s", m.raw)
-			}
+			f.listenTools("the first listen")
 			f.send(`{"jsonrpc":"2.0","id":"b","method":"subscriptions/listen","params":{"notifications":{"promptsListChanged":true},` + modernMeta + `}}`)
 			eventually(t, "the second listen held", func() bool {
 				return strings.Contains(f.stderr.String(), `holding subscriptions/listen "b"`)
@@ -1198,14 +1208,8 @@ func TestFlags(t *testing.T) {
 		{"end_listens and retool", func(string) []string {
 			return []string{"-era", "modern"}
 		}, func(t *testing.T, f *fake, _ string) {
-			f.send(`{"jsonrpc":"2.0","id":"a","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
-			if m := f.recv(); m.Method != "notifications/subscriptions/acknowledged" {
-				t.Fatalf("listen: %s", m.raw)
-			}
-			call := func(id, tool, args string) (msg, []msg) {
-				return f.request(id, "tools/call", `{"name":"`+tool+`","arguments":`+args+`,`+modernMeta+`}`)
-			}
-			m, notes := call("1", "retool", `{}`)
+			f.listenTools("listen")
+			m, notes := f.callModern("1", "retool", `{}`)
 			if m.text() != "retooled" || len(notes) != 1 || notes[0].Method != "notifications/tools/list_changed" {
 				t.Fatalf("retool: %s after %v", m.raw, notes)
 			}
@@ -1213,39 +1217,30 @@ func TestFlags(t *testing.T) {
 				t.Fatalf("tools/list after retool: %s", m.raw)
 			}
 			// The listen's answer comes before end_listens' own.
-			if m, notes := call("3", "end_listens", `{}`); m.text() != "1" || len(notes) != 1 || string(notes[0].ID) != `"a"` || notes[0].Result == nil {
+			if m, notes := f.callModern("3", "end_listens", `{}`); m.text() != "1" || len(notes) != 1 || string(notes[0].ID) != `"a"` || notes[0].Result == nil {
 				t.Fatalf("end_listens: %s after %v", m.raw, notes)
 			}
-			if m, notes := call("4", "notify", `{"kind":"tools"}`); m.text() != "notified" || len(notes) != 0 {
+			if m, notes := f.callModern("4", "notify", `{"kind":"tools"}`); m.text() != "notified" || len(notes) != 0 {
 				t.Fatalf("an ended listen still got %v (%s)", notes, m.raw)
 			}
 		}},
 		{"end_listens cancelled", func(string) []string {
 			return []string{"-era", "modern"}
 		}, func(t *testing.T, f *fake, _ string) {
-			f.send(`{"jsonrpc":"2.0","id":"a","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
-			if m := f.recv(); m.Method != "notifications/subscriptions/acknowledged" {
-				t.Fatalf("listen: %s", m.raw)
-			}
-			call := func(id, tool, args string) (msg, []msg) {
-				return f.request(id, "tools/call", `{"name":"`+tool+`","arguments":`+args+`,`+modernMeta+`}`)
-			}
+			f.listenTools("listen")
 			// The listen is named in notifications/cancelled, unanswered.
-			if m, notes := call("1", "end_listens", `{"kind":"cancelled"}`); m.text() != "1" || len(notes) != 1 ||
+			if m, notes := f.callModern("1", "end_listens", `{"kind":"cancelled"}`); m.text() != "1" || len(notes) != 1 ||
 				notes[0].Method != "notifications/cancelled" || !strings.Contains(string(notes[0].Params), `"requestId":"a"`) {
 				t.Fatalf("end_listens: %s after %v", m.raw, notes)
 			}
-			if m, notes := call("2", "notify", `{"kind":"tools"}`); m.text() != "notified" || len(notes) != 0 {
+			if m, notes := f.callModern("2", "notify", `{"kind":"tools"}`); m.text() != "notified" || len(notes) != 0 {
 				t.Fatalf("an ended listen still got %v (%s)", notes, m.raw)
 			}
 		}},
 		{"-end-listens", func(string) []string {
 			return []string{"-era", "modern", "-end-listens"}
 		}, func(t *testing.T, f *fake, _ string) {
-			f.send(`{"jsonrpc":"2.0","id":"a","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
-			if m := f.recv(); m.Method != "notifications/subscriptions/acknowledged" {
-				t.Fatalf("first: %s", m.raw)
-			}
+			f.listenTools("first")
 			if m := f.recv(); string(m.ID) != `"a"` || m.Result == nil {
 				t.Fatalf("then: %s", m.raw)
 			}
