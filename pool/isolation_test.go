@@ -73,7 +73,15 @@ func (c *client) changeRoots(uris ...string) {
 // pidOf asks the session's child its PID.
 func (c *client) pidOf(id string) string {
 	c.t.Helper()
-	c.call(id, "pid", `{}`)
+	return c.askChild(id, "pid")
+}
+
+// askChild calls the child's tool (no arguments) as id and returns the
+// answer's text, failing if a child's roots/list reached the client
+// meanwhile.
+func (c *client) askChild(id, tool string) string {
+	c.t.Helper()
+	c.call(id, tool, `{}`)
 	m, other := c.recvID(id)
 	for _, o := range other {
 		if o.Method == "roots/list" {

@@ -17,14 +17,7 @@ import (
 // initialized (-roots-after-init): "none" until it had them.
 func (c *client) childsOwnRoots(id string) string {
 	c.t.Helper()
-	c.call(id, "roots", `{}`)
-	m, other := c.recvID(id)
-	for _, o := range other {
-		if o.Method == "roots/list" {
-			c.t.Fatalf("the pool handed a child's roots/list to a client: %s", o.raw)
-		}
-	}
-	return m.text()
+	return c.askChild(id, "roots")
 }
 
 // The first request of a session whose roots start a child reaches the
