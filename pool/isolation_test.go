@@ -719,6 +719,25 @@ func TestOwnChildFollowsItsSessionsRoots(t *testing.T) {
 	}
 }
 
+// movedToAFreshChild starts a pool of server fs (its children logging to
+// logPath) and a session a of roots file:///work/a; once a's call 1 has
+// started a child, it runs before(a, logPath), moves a to roots
+// file:///work/b, and returns when a's call 3 has started another child.
+func movedToAFreshChild(t *testing.T, before func(a *client, logPath string)) (a *client, logPath string) {
+	t.Helper()
+	logPath = filepath.Join(shortTempDir(t), "child.log")
+	tp := newTestPool(t, nil, fake("fs", "-log", logPath))
+	a = tp.dial(t, "fs")
+	a.initRoots("a", "file:///work/a")
+	first := a.pidOf("1")
+	before(a, logPath)
+	a.changeRoots("file:///work/b")
+	if second := a.pidOf("3"); second == first {
+		t.Fatalf("new roots, same child %s", second)
+	}
+	return a, logPath
+}
+
 // A session's subscriptions follow it to the child of its new roots: the
 // child of the roots it left is unsubscribed (when nobody else holds the
 // resource there), the child of its new roots subscribed, so updates keep
@@ -727,19 +746,7 @@ func TestOwnChildFollowsItsSessionsRoots(t *testing.T) {
 // nothing; the old child stayed subscribed for good, and the session got
 // no update from the new one.
 func TestSubscriptionsFollowTheSessionsRoots(t *testing.T) {
-	logPath := filepath.Join(shortTempDir(t), "child.log")
-	tp := newTestPool(t, nil, fake("fs", "-log", logPath))
-	a := tp.dial(t, "fs")
-	a.initRoots("a", "file:///work/a")
-	first := a.pidOf("1")
-	a.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
-	if m, _ := a.recvID("2"); m.Error != nil {
-		t.Fatalf("subscribe: %s", m.raw)
-	}
-	a.changeRoots("file:///work/b")
-	if second := a.pidOf("3"); second == first {
-		t.Fatalf("new roots, same child %s", second)
-	}
+	a, logPath := movedToAFreshChild(t, func(a *client, _ string) { subscribeCounter(t, a, "2") })
 	a.call("4", "notify", `{"kind":"updated"}`)
 	if _, other := a.recvID("4"); !slices.ContainsFunc(other, func(m msg) bool { return m.Method == "notifications/resources/updated" }) {
 		t.Errorf("no resources/updated from the child of the session's new roots")

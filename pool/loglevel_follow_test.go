@@ -4,7 +4,6 @@ package pool_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/pool"
@@ -35,20 +34,13 @@ func waitDebugLevels(t *testing.T, logPath string, n int) {
 // is the first there: the child its next request starts is set to the
 // level the session asked for.
 func TestLogLevelFollowsToAFreshChild(t *testing.T) {
-	logPath := filepath.Join(shortTempDir(t), "child.log")
-	tp := newTestPool(t, nil, fake("fs", "-log", logPath))
-	a := tp.dial(t, "fs")
-	a.initRoots("a", "file:///work/a")
-	first := a.pidOf("1")
-	a.send(`{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`)
-	if m, _ := a.recvID("2"); m.Error != nil {
-		t.Fatalf("setLevel: %s", m.raw)
-	}
-	waitDebugLevels(t, logPath, 1) // the pool answered; the first child hears it
-	a.changeRoots("file:///work/b")
-	if second := a.pidOf("3"); second == first {
-		t.Fatalf("new roots, same child %s", second)
-	}
+	a, logPath := movedToAFreshChild(t, func(a *client, logPath string) {
+		a.send(`{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`)
+		if m, _ := a.recvID("2"); m.Error != nil {
+			t.Fatalf("setLevel: %s", m.raw)
+		}
+		waitDebugLevels(t, logPath, 1) // the pool answered; the first child hears it
+	})
 	a.pidOf("4") // what the new child was queued as it became ready is ahead of this
 	if n := debugLevels(t, logPath); n < 2 {
 		t.Errorf("the child of a's new roots was never set to debug: %d setLevel debug in all the children's logs, want 2", n)
