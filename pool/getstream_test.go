@@ -59,6 +59,17 @@ func openGetStream(t *testing.T, url, sid, lastEventID string) *getStream {
 	return startGetStream(t, dialHost(t, url), url, sid, lastEventID)
 }
 
+// openedGetStream is openGetStream with no Last-Event-ID, which must be
+// answered 200.
+func openedGetStream(t *testing.T, url, sid string) *getStream {
+	t.Helper()
+	st := openGetStream(t, url, sid, "")
+	if st == nil {
+		t.Fatal("GET: not 200")
+	}
+	return st
+}
+
 // dialHost opens a TCP connection to url's host.
 func dialHost(t *testing.T, url string) net.Conn {
 	t.Helper()
@@ -77,14 +88,7 @@ func dialHost(t *testing.T, url string) net.Conn {
 // while the test does not read it.
 func openStalledStream(t *testing.T, url, sid string) *getStream {
 	t.Helper()
-	u, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := dialHost(t, url)
 	_ = conn.(*net.TCPConn).SetReadBuffer(16 << 10)
 	st := startGetStream(t, conn, url, sid, "")
 	if st == nil {
@@ -293,10 +297,7 @@ func TestHTTPStreamResumesAfterLastEventID(t *testing.T) {
 	c := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
 	c.initializeWith("c", `{"elicitation":{}}`)
 	notify := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"notify","arguments":{"kind":"tools"}}}`
-	st := openGetStream(t, c.url, c.sid, "")
-	if st == nil {
-		t.Fatal("GET: not 200")
-	}
+	st := openedGetStream(t, c.url, c.sid)
 	c.call(notify)
 	changed, n := st.event()
 	if n.Method != "notifications/tools/list_changed" {
@@ -389,10 +390,7 @@ func TestHTTPQuestionWaitingForStreamEndsWithSession(t *testing.T) {
 	t.Cleanup(http.DefaultClient.CloseIdleConnections)
 	c := &httpClient{t: t, url: srv.URL + "/mcp/srv"}
 	c.initializeWith("c", `{"elicitation":{}}`)
-	st := openGetStream(t, c.url, c.sid, "")
-	if st == nil {
-		t.Fatal("GET: not 200")
-	}
+	st := openedGetStream(t, c.url, c.sid)
 	ctx, cancel := context.WithCancel(t.Context())
 	call := goCall(ctx, c, legacyAskCall(2, "elicitation"))
 	if _, q := st.event(); q.Method != "elicitation/create" {
@@ -482,10 +480,7 @@ func TestRootsOwedAsTheStreamOpensAreAsked(t *testing.T) {
 // as its first event, and answers it with the one root uri.
 func answerRootsOnStream(t *testing.T, c *httpClient, uri string) *getStream {
 	t.Helper()
-	st := openGetStream(t, c.url, c.sid, "")
-	if st == nil {
-		t.Fatal("GET: not 200")
-	}
+	st := openedGetStream(t, c.url, c.sid)
 	_, ask := st.event()
 	if ask.Method != "roots/list" {
 		t.Fatalf("the stream's first event is %s, want roots/list", ask.raw)

@@ -167,10 +167,7 @@ func TestHTTPBodyDeadlineSparesStreams(t *testing.T) {
 	tp := newTestPool(t, nil, fake("srv"))
 	c := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
 	c.initialize("c")
-	st := openGetStream(t, c.url, c.sid, "")
-	if st == nil {
-		t.Fatal("GET: not 200")
-	}
+	st := openedGetStream(t, c.url, c.sid)
 	// Its progress comes at once, its answer after the deadline.
 	resp := c.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"progress","arguments":{"steps":4,"ms":150},"_meta":{"progressToken":"p"}}}`)
 	b, err := io.ReadAll(resp.Body)

@@ -128,10 +128,7 @@ func TestRetiredOwnChildsQuestionOverHTTP(t *testing.T) {
 		url = newHTTPFront(t, tp) + "/mcp/own"
 		a = &httpClient{t: t, url: url}
 		a.initializeWith("a", `{"elicitation":{}}`)
-		st := openGetStream(t, url, a.sid, "")
-		if st == nil {
-			t.Fatal("GET: not 200")
-		}
+		st := openedGetStream(t, url, a.sid)
 		call = goCall(t.Context(), a, legacyAskCall(2, "elicitation"))
 		if _, q = st.event(); q.Method != "elicitation/create" {
 			t.Fatalf("the stream's first event: %s, want the child's question", q.raw)

@@ -46,19 +46,13 @@ func TestHTTPQuestionTakenBackFromClientThatLeft(t *testing.T) {
 	a.initializeWith("a", `{"elicitation":{}}`)
 	b := &httpClient{t: t, url: url}
 	b.initializeWith("b", `{"elicitation":{}}`)
-	stA := openGetStream(t, url, a.sid, "")
-	if stA == nil {
-		t.Fatal("GET: not 200")
-	}
+	stA := openedGetStream(t, url, a.sid)
 	call := goCall(t.Context(), b, legacyAskCall(2, "elicitation"))
 	_, q := stA.event() // b has no stream: a, the one that can receive, is asked
 	if q.Method != "elicitation/create" {
 		t.Fatalf("a's first event: %s, want the child's question", q.raw)
 	}
-	stB := openGetStream(t, url, b.sid, "")
-	if stB == nil {
-		t.Fatal("GET: not 200")
-	}
+	stB := openedGetStream(t, url, b.sid)
 	stA.conn.Close() // a leaves without a DELETE
 	_, again := stB.event()
 	if again.Method != "elicitation/create" || string(again.ID) == string(q.ID) {
@@ -97,13 +91,8 @@ func TestHTTPQuestionTakenBackNoOneElse(t *testing.T) {
 	a.initializeWith("a", `{"elicitation":{}}`)
 	b := &httpClient{t: t, url: url}
 	b.initializeWith("b", `{}`)
-	stA := openGetStream(t, url, a.sid, "")
-	if stA == nil {
-		t.Fatal("GET: not 200")
-	}
-	if stB := openGetStream(t, url, b.sid, ""); stB == nil { // it can receive, but not answer a form
-		t.Fatal("GET: not 200")
-	}
+	stA := openedGetStream(t, url, a.sid)
+	openedGetStream(t, url, b.sid) // it can receive, but not answer a form
 	call := goCall(t.Context(), b, legacyAskCall(2, "elicitation"))
 	if _, q := stA.event(); q.Method != "elicitation/create" {
 		t.Fatalf("a's first event: %s, want the child's question", q.raw)
@@ -134,10 +123,7 @@ func TestHTTPQuestionKeptForClientBackWithinGrace(t *testing.T) {
 	b := &httpClient{t: t, url: url}
 	b.initializeWith("b", `{"elicitation":{}}`)
 	notify := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"notify","arguments":{"kind":"tools"}}}`
-	stA := openGetStream(t, url, a.sid, "")
-	if stA == nil {
-		t.Fatal("GET: not 200")
-	}
+	stA := openedGetStream(t, url, a.sid)
 	a.call(fmt.Sprintf(notify, 2))
 	changed, n := stA.event()
 	if n.Method != "notifications/tools/list_changed" {
@@ -148,10 +134,7 @@ func TestHTTPQuestionKeptForClientBackWithinGrace(t *testing.T) {
 	if q.Method != "elicitation/create" {
 		t.Fatalf("a's second event: %s, want the child's question", q.raw)
 	}
-	stB := openGetStream(t, url, b.sid, "")
-	if stB == nil {
-		t.Fatal("GET: not 200")
-	}
+	stB := openedGetStream(t, url, b.sid)
 	stA.conn.Close()
 	eventually(t, "the question parked for a's return", func() bool { return pool.HTTPQuestionsParked(h, a.sid) })
 	stA = reopen(t, url, a.sid, changed)
