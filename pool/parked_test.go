@@ -29,6 +29,22 @@ func childAnswers(t *testing.T, logPath, id string) (n int, code float64) {
 	return n, code
 }
 
+// askablePair starts a pool whose srv (its child logging to logPath)
+// takes a question back after 100 ms (QuestionGrace), and two legacy HTTP
+// sessions of it at url: a, which can answer a form, and b, which
+// declares bCaps.
+func askablePair(t *testing.T, bCaps string) (url, logPath string, a, b *httpClient) {
+	t.Helper()
+	logPath = filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, &pool.Options{QuestionGrace: 100 * time.Millisecond}, fake("srv", "-log", logPath))
+	url = newHTTPFront(t, tp) + "/mcp/srv"
+	a = &httpClient{t: t, url: url}
+	a.initializeWith("a", `{"elicitation":{}}`)
+	b = &httpClient{t: t, url: url}
+	b.initializeWith("b", bCaps)
+	return url, logPath, a, b
+}
+
 // TestHTTPQuestionTakenBackFromClientThatLeft: a child's question asked
 // of a legacy HTTP session whose GET stream then ends, with no DELETE
 // (the TypeScript SDK's close()), and does not come back within
@@ -39,13 +55,7 @@ func childAnswers(t *testing.T, logPath, id string) (n int, code float64) {
 // first edition the question waited for the first client's next stream,
 // and the call for its timeout.
 func TestHTTPQuestionTakenBackFromClientThatLeft(t *testing.T) {
-	logPath := filepath.Join(t.TempDir(), "child.log")
-	tp := newTestPool(t, &pool.Options{QuestionGrace: 100 * time.Millisecond}, fake("srv", "-log", logPath))
-	url := newHTTPFront(t, tp) + "/mcp/srv"
-	a := &httpClient{t: t, url: url}
-	a.initializeWith("a", `{"elicitation":{}}`)
-	b := &httpClient{t: t, url: url}
-	b.initializeWith("b", `{"elicitation":{}}`)
+	url, logPath, a, b := askablePair(t, `{"elicitation":{}}`)
 	stA := openedGetStream(t, url, a.sid)
 	call := goCall(t.Context(), b, legacyAskCall(2, "elicitation"))
 	_, q := stA.event() // b has no stream: a, the one that can receive, is asked
@@ -84,13 +94,7 @@ func TestHTTPQuestionTakenBackFromClientThatLeft(t *testing.T) {
 // call that caused it gets what the child makes of that, long before its
 // request timeout. On the first edition both waited for the timeout.
 func TestHTTPQuestionTakenBackNoOneElse(t *testing.T) {
-	logPath := filepath.Join(t.TempDir(), "child.log")
-	tp := newTestPool(t, &pool.Options{QuestionGrace: 100 * time.Millisecond}, fake("srv", "-log", logPath))
-	url := newHTTPFront(t, tp) + "/mcp/srv"
-	a := &httpClient{t: t, url: url}
-	a.initializeWith("a", `{"elicitation":{}}`)
-	b := &httpClient{t: t, url: url}
-	b.initializeWith("b", `{}`)
+	url, logPath, a, b := askablePair(t, `{}`)
 	stA := openedGetStream(t, url, a.sid)
 	openedGetStream(t, url, b.sid) // it can receive, but not answer a form
 	call := goCall(t.Context(), b, legacyAskCall(2, "elicitation"))
