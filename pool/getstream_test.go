@@ -385,10 +385,8 @@ func TestHTTPQuestionWaitingForStreamEndsWithSession(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "child.log")
 	tp := newTestPool(t, nil, fake("srv", "-log", logPath))
 	h := tp.HTTPHandler()
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	t.Cleanup(http.DefaultClient.CloseIdleConnections)
-	c := &httpClient{t: t, url: srv.URL + "/mcp/srv"}
+	front := newHTTPFrontOf(t, h)
+	c := &httpClient{t: t, url: front + "/mcp/srv"}
 	c.initializeWith("c", `{"elicitation":{}}`)
 	st := openedGetStream(t, c.url, c.sid)
 	ctx, cancel := context.WithCancel(t.Context())

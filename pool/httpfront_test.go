@@ -26,7 +26,12 @@ type httpClient struct {
 }
 
 func newHTTPFront(t testing.TB, tp *testPool) string {
-	srv := httptest.NewServer(tp.HTTPHandler())
+	return newHTTPFrontOf(t, tp.HTTPHandler())
+}
+
+// newHTTPFrontOf serves h until the test ends, and returns its URL.
+func newHTTPFrontOf(t testing.TB, h http.Handler) string {
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	t.Cleanup(http.DefaultClient.CloseIdleConnections) // before srv.Close
 	return srv.URL
@@ -538,10 +543,8 @@ func TestHTTPStalledStreamIsLetGo(t *testing.T) {
 	t.Cleanup(pool.SetStreamWriteTimeout(200 * time.Millisecond)) // runs last: after the pool closed
 	tp := newTestPool(t, nil, fake("srv"))
 	handler := tp.HTTPHandler()
-	srv := httptest.NewServer(handler)
-	t.Cleanup(srv.Close)
-	t.Cleanup(http.DefaultClient.CloseIdleConnections)
-	c := &httpClient{t: t, url: srv.URL + "/mcp/srv"}
+	front := newHTTPFrontOf(t, handler)
+	c := &httpClient{t: t, url: front + "/mcp/srv"}
 	c.initialize("c")
 	if m := c.call(`{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`); m.Error != nil {
 		t.Fatalf("setLevel: %s", m.raw)

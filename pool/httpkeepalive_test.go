@@ -3,7 +3,6 @@ package pool_test
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -20,16 +19,14 @@ func TestHTTPIdleStreamsAreKeptAlive(t *testing.T) {
 	tp := newTestPool(t, nil, fake("srv"), fake("mod", "-era", "modern"))
 	h := tp.HTTPHandler()
 	pool.SetHTTPKeepAlive(h, 50*time.Millisecond)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	t.Cleanup(http.DefaultClient.CloseIdleConnections)
+	front := newHTTPFrontOf(t, h)
 
-	c := &httpClient{t: t, url: srv.URL + "/mcp/srv"}
+	c := &httpClient{t: t, url: front + "/mcp/srv"}
 	c.initialize("c")
 	get := streamLines(t, http.MethodGet, c.url, "", "Mcp-Session-Id", c.sid)
 	untilLine(t, "the idle GET stream", get, ": keep-alive")
 
-	listen := streamLines(t, http.MethodPost, srv.URL+"/mcp/mod",
+	listen := streamLines(t, http.MethodPost, front+"/mcp/mod",
 		`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},`+modernMeta+`}}`)
 	untilLine(t, "the listen", listen, "notifications/subscriptions/acknowledged")
 	untilLine(t, "the idle listen", listen, ": keep-alive")
@@ -37,7 +34,7 @@ func TestHTTPIdleStreamsAreKeptAlive(t *testing.T) {
 	// A listen's stream is its response even for a client that names only
 	// JSON in Accept; that response's keep-alive timer is armed only once
 	// it is an event stream (a plain answer for such a client needs none).
-	jsonOnly := streamLines(t, http.MethodPost, srv.URL+"/mcp/mod",
+	jsonOnly := streamLines(t, http.MethodPost, front+"/mcp/mod",
 		`{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},`+modernMeta+`}}`,
 		"Accept", "application/json")
 	untilLine(t, "the JSON-only client's listen", jsonOnly, "notifications/subscriptions/acknowledged")
@@ -53,10 +50,8 @@ func TestHTTPIdleStreamsAreKeptAlive(t *testing.T) {
 func TestHTTPListChangeWaitsForTheNextStream(t *testing.T) {
 	tp := newTestPool(t, nil, fake("srv"))
 	h := tp.HTTPHandler()
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	t.Cleanup(http.DefaultClient.CloseIdleConnections)
-	c := &httpClient{t: t, url: srv.URL + "/mcp/srv"}
+	front := newHTTPFrontOf(t, h)
+	c := &httpClient{t: t, url: front + "/mcp/srv"}
 	c.initialize("c")
 	if m := c.call(`{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`); m.Error != nil {
 		t.Fatalf("setLevel: %s", m.raw)

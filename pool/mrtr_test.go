@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -345,10 +343,8 @@ func TestMRTRHoldOutlivesAQuietMinute(t *testing.T) {
 			cfg.Share = share
 			tp := newTestPool(t, nil, cfg)
 			handler := tp.HTTPHandler()
-			srv := httptest.NewServer(handler)
-			t.Cleanup(srv.Close)
-			t.Cleanup(http.DefaultClient.CloseIdleConnections)
-			h := &httpClient{t: t, url: srv.URL + "/mcp/srv"}
+			front := newHTTPFrontOf(t, handler)
+			h := &httpClient{t: t, url: front + "/mcp/srv"}
 
 			first := readResult(t, h.call(askCall("1", "sampling", "")))
 			if first.ResultType != "input_required" {

@@ -2,8 +2,6 @@ package pool_test
 
 import (
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,10 +116,8 @@ func TestHTTPQuestionTakenBackNoOneElse(t *testing.T) {
 func TestHTTPQuestionKeptForClientBackWithinGrace(t *testing.T) {
 	tp := newTestPool(t, &pool.Options{QuestionGrace: time.Minute}, fake("srv"))
 	h := tp.HTTPHandler()
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	t.Cleanup(http.DefaultClient.CloseIdleConnections)
-	url := srv.URL + "/mcp/srv"
+	front := newHTTPFrontOf(t, h)
+	url := front + "/mcp/srv"
 	a := &httpClient{t: t, url: url}
 	a.initializeWith("a", `{"elicitation":{}}`)
 	b := &httpClient{t: t, url: url}
