@@ -48,6 +48,27 @@ func (r *batchRig) answerPadded(t *testing.T, bt *outBatch, pe *pending, more bo
 	r.b.onResponse(&msg, bt)
 }
 
+// fillPipeBut fills the client's pipe, through a writer of its own, but
+// for room bytes, ending with a line of its own; fill is that line's
+// length, without its newline.
+func (r *batchRig) fillPipeBut(t *testing.T, room int) (fill int) {
+	t.Helper()
+	d := newDirectWriter(r.out)
+	filler := bytes.Repeat([]byte("f"), 1<<20)
+	capacity, err := d.writeNow(filler)
+	if err != nil || capacity <= 0 || capacity > len(filler) {
+		t.Fatalf("filling the pipe: %d, %v", capacity, err)
+	}
+	if got := r.written(t); len(got) != capacity {
+		t.Fatalf("read back %d bytes of the filler, want %d", len(got), capacity)
+	}
+	fill = capacity - room - 1
+	if n, err := d.writeNow(filler[:fill]); n != fill+1 || err != nil {
+		t.Fatalf("writing the filler line: %d, %v", n, err)
+	}
+	return fill
+}
+
 // written is what the client can read now, without waiting.
 func (r *batchRig) written(t *testing.T) string {
 	t.Helper()
@@ -184,19 +205,7 @@ func TestBatchShortWriteIsFinishedInOrder(t *testing.T) {
 			r := newBatchRig(t)
 			bt := &outBatch{}
 			// Fill the client's pipe but for room, with a line of its own.
-			d := newDirectWriter(r.out)
-			filler := bytes.Repeat([]byte("f"), 1<<20)
-			capacity, err := d.writeNow(filler)
-			if err != nil || capacity <= 0 || capacity > len(filler) {
-				t.Fatalf("filling the pipe: %d, %v", capacity, err)
-			}
-			if got := r.written(t); len(got) != capacity {
-				t.Fatalf("read back %d bytes of the filler, want %d", len(got), capacity)
-			}
-			fill := capacity - tc.room - 1
-			if n, err := d.writeNow(filler[:fill]); n != fill+1 || err != nil {
-				t.Fatalf("writing the filler line: %d, %v", n, err)
-			}
+			fill := r.fillPipeBut(t, tc.room)
 			var ps []*pending
 			for i := range 4 {
 				ps = append(ps, r.add(uint64(10+i), fmt.Sprint(i), stWritten, true))

@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"slices"
@@ -32,19 +31,7 @@ func TestBatchShortWriteOwesWhatItDidNotWrite(t *testing.T) {
 	}
 	// Fill the client's pipe but for a page and a half: the batch's
 	// write takes the first answer whole and part of the second.
-	d := newDirectWriter(r.out)
-	filler := bytes.Repeat([]byte("f"), 1<<20)
-	capacity, err := d.writeNow(filler)
-	if err != nil || capacity <= 0 || capacity > len(filler) {
-		t.Fatalf("filling the pipe: %d, %v", capacity, err)
-	}
-	if got := r.written(t); len(got) != capacity {
-		t.Fatalf("read back %d bytes of the filler, want %d", len(got), capacity)
-	}
-	fill := capacity - 2*os.Getpagesize() - 1
-	if n, err := d.writeNow(filler[:fill]); n != fill+1 || err != nil {
-		t.Fatalf("writing the filler line: %d, %v", n, err)
-	}
+	fill := r.fillPipeBut(t, 2*os.Getpagesize())
 	pad := `,"pad":"` + strings.Repeat("p", 3000) + `"`
 	bt := &outBatch{}
 	var ps []*pending
