@@ -140,8 +140,16 @@ func goAway(t *testing.T, in *instance, kill bool) {
 
 func homeDir(t *testing.T) string {
 	t.Helper()
+	return shortTempDir(t, "sbh")
+}
+
+// shortTempDir is a new directory of a short path (a socket's path must
+// be short) below the system's temporary one, removed when the test ends;
+// it also watches the test for races (watchRaces).
+func shortTempDir(t *testing.T, prefix string) string {
+	t.Helper()
 	watchRaces(t)
-	dir, err := os.MkdirTemp("", "sbh")
+	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}

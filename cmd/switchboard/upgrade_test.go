@@ -37,13 +37,7 @@ func newBuild(t *testing.T) string {
 
 func shortDir(t *testing.T) string {
 	t.Helper()
-	watchRaces(t)
-	dir, err := os.MkdirTemp("", "sbu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
+	return shortTempDir(t, "sbu")
 }
 
 // loadClient keeps inFlight calls of one session running: each answer
