@@ -1011,6 +1011,11 @@ func (b *backend) ask(msg *jsonrpc.Message, childID []byte) bool {
 		if b.reqs.addQuestion(id, childID, target, elicitationID, personAnswers(msg.Method)) {
 			// Should target close from now on, its close answers the child.
 			target.deliver(requestForClient(msg, id))
+			if why, void := b.reqs.posed(id); void {
+				// Voided as it went out (its session closes, the child
+				// died): withdrawn after it, never before.
+				withdrawVoid([]openQuestion{{id: id, sess: target}}, why)
+			}
 			return true
 		}
 		// target closed since the pick, and is never picked again: pick
@@ -1135,6 +1140,38 @@ func (b *backend) detach(s *session, subs []string) {
 	b.syncLogLevel() // s is closed: the child goes back to what the others asked
 	if s.promisesChanges() {
 		b.syncUpstream() // the same for the list changes it was promised
+	}
+}
+
+// withdrawQuestions ends the legacy children's questions to s, which
+// will answer none of them now, for why: each child gets the pool's
+// error kind (it answers its call, and the timeouts the question paused
+// go on), and s's client notifications/cancelled for each, so that no
+// form or prompt stays open there for an answer nobody will use (MCP:
+// the sender of a request may cancel it). The caller makes sure s is not
+// closed yet: its output still takes the withdrawals. told: it sent any.
+func (s *session) withdrawQuestions(kind poolError, why string) (told bool) {
+	for _, b := range s.srv.backendsOf(s) {
+		childIDs, ids := b.reqs.voidQuestionsTo(s, why)
+		for _, id := range childIDs {
+			b.sendRaw(jsonrpc.AppendErrorResponse(nil, id, newError(kind, false, "")))
+		}
+		for _, id := range ids {
+			s.deliver(cancelForChild(id, why))
+		}
+		told = told || len(ids) > 0
+	}
+	return told
+}
+
+// withdrawVoid withdraws at their clients the questions of a child that
+// died (reap), for why, but at sessions closed already, whose output
+// takes nothing more.
+func withdrawVoid(void []openQuestion, why string) {
+	for _, q := range void {
+		if !isClosed(q.sess.closed) {
+			q.sess.deliver(cancelForChild(q.id, why))
+		}
 	}
 }
 

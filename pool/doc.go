@@ -237,7 +237,17 @@
 //     [requestTable.askers], [requestTable.addQuestion], [backend.detach],
 //     [requestForClient], [backend.answerChild], [answerForChild],
 //     [childCancelTarget], [cancelledForClient], [session.canAnswer],
-//     [questionNeeds], [clientCapsOf]. The child's completion of a URL
+//     [questionNeeds], [clientCapsOf]. However the pool drops a question
+//     without its client's answer (the child exits, is killed or
+//     stopped; the session closes while its client is there, a hand-back
+//     before its Farewell included; its client closes its input), it
+//     withdraws it there with notifications/cancelled naming its id,
+//     once, and not at a session closed already; one voided while its
+//     asker still delivers it is withdrawn by the asker, after it:
+//     [requestTable.afterExit], [backend.reap], [withdrawVoid],
+//     [session.withdrawQuestions], [requestTable.voidQuestionsTo],
+//     [requestTable.voidLocked], [requestTable.posed], [cancelForChild].
+//     The child's completion of a URL
 //     elicitation goes, once, to the session asked it, by its
 //     elicitationId, remembered a bounded time, a bounded number and
 //     while that session lasts; one no session was asked (a modern
@@ -440,7 +450,7 @@
 //     is asked no more, nor is another session a legacy child's question
 //     that would go to it (it ends -32006): [session.unanswerable],
 //     [session.askable], [backend.pickSession],
-//     [requestTable.dropQuestionsTo], [inputRounds.askedOf]. A
+//     [requestTable.voidQuestionsTo], [inputRounds.askedOf]. A
 //     2026-07-28 stdio client that closes its input, or leaves, can send
 //     no retry of a call held for it (MRTR; over HTTP a retry may come on
 //     any connection): the held calls are cancelled at the child at once,

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"syscall"
 	"time"
-
-	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
 
 // Half-close: a client that closes its input has finished sending, not
@@ -45,18 +43,14 @@ func (s *session) halfClose(peer syscall.RawConn) {
 // unanswerable ends the questions put to the session, whose client
 // closed its input and can answer none: a legacy child's is answered
 // with the pool's error (the child answers its call, and the timeouts it
-// paused go on); a 2026-07-28 child's, put to it for a call, ends the
-// call with an error; a call held for its retry (mrtr.go) is cancelled at
-// the child. The session is asked nothing more (askable): the
+// paused go on) and withdrawn at the client, which may still show it; a
+// 2026-07-28 child's, put to it for a call, ends the call with an error;
+// a call held for its retry (mrtr.go) is cancelled at the child. The session is asked nothing more (askable): the
 // flag is set before the questions are looked for, and each question is
 // recorded before its asker looks at the flag, so none is missed.
 func (s *session) unanswerable() {
 	s.noInput.Store(true)
-	for _, b := range s.srv.backendsOf(s) {
-		for _, id := range b.reqs.dropQuestionsTo(s) {
-			b.sendRaw(jsonrpc.AppendErrorResponse(nil, id, newError(errAskedClosedInput, false, "")))
-		}
-	}
+	s.withdrawQuestions(errAskedClosedInput, errInputClosed.Error())
 	for _, x := range s.p.rounds.askedOf(s) {
 		x.end(newError(errClosedInputAsked, true, x.b.srv.name, x.b.srv.name))
 	}

@@ -170,7 +170,7 @@ func TestLegacyQuestionsPauseTheAskedSessionsCalls(t *testing.T) {
 			time.Sleep(400 * time.Millisecond)
 			tab.addQuestion(100, []byte("100"), a, "", true)
 			time.Sleep(time.Minute)
-			tab.afterExit(func(p *pending) bool { return p.id == 0 })
+			tab.afterExit(func(p *pending) bool { return p.id == 0 }, "exited")
 			time.Sleep(time.Hour)
 			synctest.Wait()
 			want := map[uint64]expiry{

@@ -92,6 +92,15 @@ type reverseEntry struct {
 	childID []byte
 	sess    *session
 	paused  []uint64 // the pool ids of the calls whose timeouts wait for its answer (addQuestion)
+	posing  bool     // recorded, not yet delivered to sess: a withdrawal meanwhile is its asker's (posed)
+}
+
+// openQuestion is a child's question the pool forgot without its
+// client's answer: the session asked it and the pool id it was asked
+// under, for the notifications/cancelled that withdraws it there.
+type openQuestion struct {
+	id   uint64
+	sess *session
 }
 
 // requestTable is a backend's requests in flight: its pending requests by
@@ -138,6 +147,11 @@ type inFlight struct {
 	// and the retries that carry their calls' timeouts (carry). Made by
 	// the first.
 	paused map[uint64]timeoutPause
+
+	// unposed: the questions voided while their askers were still
+	// delivering them, by pool id, with why: each asker withdraws its
+	// own once it is out (posed). Made by the first.
+	unposed map[uint64]string
 
 	// nextDeadline is when the sweep timer fires, zero when it is not
 	// armed. Once it has passed, a sweep is on its way and will look at
@@ -605,12 +619,15 @@ func (t *requestTable) all() []*pending {
 // is re-queued once if safe(p) says it may be repeated, and otherwise
 // listed in failed, for the caller to finish. Both lists are in pool-id
 // order. The dead child's questions to clients are forgotten, and the
-// timeouts they paused go on.
-func (t *requestTable) afterExit(safe func(*pending) bool) (retry, failed []*pending) {
+// timeouts they paused go on; void lists those the caller withdraws at
+// their clients, for why (voidLocked).
+func (t *requestTable) afterExit(safe func(*pending) bool, why string) (retry, failed []*pending, void []openQuestion) {
 	t.update(func(in *inFlight) {
 		now := time.Since(t.base)
 		for k, e := range in.reverse { // the dead child's questions to clients are void
-			t.forgetQuestionLocked(in, k, e, now)
+			if t.voidLocked(in, k, e, why, now) {
+				void = append(void, openQuestion{id: k, sess: e.sess})
+			}
 		}
 		for _, p := range in.pending {
 			if p.state != stWritten && p.state != stWriting {
@@ -628,7 +645,7 @@ func (t *requestTable) afterExit(safe func(*pending) bool) (retry, failed []*pen
 	})
 	slices.SortFunc(retry, cmpID)
 	slices.SortFunc(failed, cmpID)
-	return retry, failed
+	return retry, failed, void
 }
 
 func cmpID(x, y *pending) int { return cmpUint(x.id, y.id) }
@@ -722,7 +739,7 @@ func (t *requestTable) addQuestion(id uint64, childID []byte, sess *session, eli
 	t.update(func(in *inFlight) {
 		now := time.Since(t.base)
 		if ok = sess.askable(); ok { // no lock, no wait
-			e := reverseEntry{childID: childID, sess: sess}
+			e := reverseEntry{childID: childID, sess: sess, posing: true}
 			if wait {
 				e.paused = t.pauseCallsLocked(in, sess, now)
 			}
@@ -757,6 +774,38 @@ func (t *requestTable) forgetQuestionLocked(in *inFlight, k uint64, e reverseEnt
 			t.resumeLocked(in, p, now)
 		}
 	}
+}
+
+// voidLocked forgets the question k, e its entry, at now, which its
+// client is not to answer now, for why. It reports whether the caller
+// withdraws it at the client: one its asker is still delivering is left
+// to the asker (posed), so that the withdrawal follows the question.
+func (t *requestTable) voidLocked(in *inFlight, k uint64, e reverseEntry, why string, now time.Duration) bool {
+	t.forgetQuestionLocked(in, k, e, now)
+	if !e.posing {
+		return true
+	}
+	if in.unposed == nil {
+		in.unposed = map[uint64]string{}
+	}
+	in.unposed[k] = why
+	return false
+}
+
+// posed notes that the question id has been delivered to its client.
+// void: it was voided meanwhile (voidLocked), and the caller, its asker,
+// now withdraws it at the client, for why.
+func (t *requestTable) posed(id uint64) (why string, void bool) {
+	t.update(func(in *inFlight) {
+		if e, ok := in.reverse[id]; ok {
+			e.posing = false
+			in.reverse[id] = e
+			return
+		}
+		why, void = in.unposed[id]
+		delete(in.unposed, id)
+	})
+	return why, void
 }
 
 // elicited is a URL-mode elicitation the pool asked a session.
@@ -857,16 +906,29 @@ func (t *requestTable) dropQuestionsOf(s *session) (childIDs [][]byte) {
 	return childIDs
 }
 
-// dropQuestionsTo forgets the child's requests to a session whose client
-// closed its input, which can answer none, and returns their child ids,
-// to be answered with an error. The elicitations it was asked stay: it
-// still reads their completions.
-func (t *requestTable) dropQuestionsTo(s *session) (childIDs [][]byte) {
-	t.update(func(in *inFlight) { childIDs = t.dropQuestionsToLocked(in, s) })
-	return childIDs
+// voidQuestionsTo forgets the child's requests to a session that will
+// answer none (its client closed its input, or the pool closes it while
+// its client is there), for why, and returns their child ids, to be
+// answered with an error, and the pool ids the caller withdraws at the
+// session (voidLocked). The elicitations it was asked stay: it may still
+// read their completions.
+func (t *requestTable) voidQuestionsTo(s *session, why string) (childIDs [][]byte, withdraw []uint64) {
+	t.update(func(in *inFlight) {
+		now := time.Since(t.base)
+		for k, e := range in.reverse {
+			if e.sess == s {
+				childIDs = append(childIDs, e.childID)
+				if t.voidLocked(in, k, e, why, now) {
+					withdraw = append(withdraw, k)
+				}
+			}
+		}
+	})
+	return childIDs, withdraw
 }
 
-// dropQuestionsToLocked is dropQuestionsTo under the table's lock.
+// dropQuestionsToLocked forgets the child's requests to s, under the
+// table's lock, and returns their child ids.
 func (t *requestTable) dropQuestionsToLocked(in *inFlight, s *session) (childIDs [][]byte) {
 	now := time.Since(t.base)
 	for k, e := range in.reverse {

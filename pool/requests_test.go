@@ -103,7 +103,7 @@ func TestRequestStateMachine(t *testing.T) {
 				case "unwrite":
 					tab.update(func(in *inFlight) { ok, _ = in.unwriteLocked(p) })
 				case "requeue", "fail":
-					retry, failed := tab.afterExit(func(*pending) bool { return st.move == "requeue" })
+					retry, failed, _ := tab.afterExit(func(*pending) bool { return st.move == "requeue" }, "exited")
 					ok = len(retry) == 1
 					if st.move == "fail" && len(failed) == 1 {
 						lastEnd, ok = tab.end(failed[0])

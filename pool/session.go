@@ -1173,6 +1173,7 @@ func (s *session) close(reason error) {
 		if reason != nil && !errors.Is(reason, errEvicted) {
 			told = s.closeListens(reason) // the client is still there: while its output takes them
 			told = s.dropRounds(reason) || told
+			told = s.withdrawQuestions(errAskedClientLeft, reason.Error()) || told
 		}
 		s.mu.Lock()
 		s.closeReason = reason

@@ -314,16 +314,21 @@ func (b *backend) reap(c *child, stopped error) {
 	c.closeReaders()
 
 	tail := b.stderr.tail(5)
+	exit := c.describeExit()
+	why := fmt.Sprintf("server %q exited (%s)", b.srv.name, exit)
+	if stopped != nil {
+		why = fmt.Sprintf("server %q was stopped (%v)", b.srv.name, stopped)
+	}
 	b.mu.Lock()
 	b.child = nil
 	b.state = StateRestart
-	retry, failed := b.reqs.afterExit(b.safeToRepeatLocked)
+	retry, failed, void := b.reqs.afterExit(b.safeToRepeatLocked, why)
 	// Subscription changes, written or not, are counted already, and the
 	// next child is told what is held once it is ready (becomeReady): none
 	// is sent again, each is done. Lines meant for the dead child
 	// (cancellations, answers to its requests, the rest of a line it had
 	// part of) mean nothing to the next one; its requests to clients are
-	// void (afterExit forgot them).
+	// void (afterExit forgot them), and withdrawn at their clients below.
 	var settled []*pending
 	isSub := func(p *pending) bool {
 		if p.sub != nil {
@@ -343,8 +348,8 @@ func (b *backend) reap(c *child, stopped error) {
 	// b.subs stays: the sessions still hold those subscriptions, and the
 	// next child is subscribed again once ready (becomeReady).
 	b.mu.Unlock()
+	withdrawVoid(void, why)
 
-	exit := c.describeExit()
 	b.log.Info("child exited", "pid", c.pid, "exit", exit, "failedRequests", len(failed), "retried", len(retry))
 	b.p.emit(&Event{Kind: EventBackendExited, Server: b.srv.name, PID: c.pid, ExitCode: c.exitCode(), Err: exit, Session: b.ownerID()})
 	for _, p := range settled {
