@@ -600,19 +600,25 @@ func TestRootsChildrenLetAMovedSessionsCallFinish(t *testing.T) {
 // When every child without sessions owes an answer, the oldest makes room
 // anyway, and only the hanging call's own session pays for it: its call
 // gets the at-most-once error, saying the pool stopped the child and why
-// (not that the child exited, as it said before).
+// (not that the child exited, as it said before), and the child's
+// question its call waited on is withdrawn at its client.
 func TestHangingCallsDoNotHoldChildrenAgainstNewRoots(t *testing.T) {
 	tp := newTestPool(t, &pool.Options{MaxRootsChildren: 2}, fake("fs"))
 	hostile, settled := tp.dial(t, "fs"), tp.dial(t, "fs")
 	hostile.initialize("hostile", `{"roots":{"listChanged":true},"sampling":{}}`)
 	hostile.answerRoots("file:///work/0")
 	ended := map[string]msg{} // the hanging calls' answers, whenever they come
+	var asked, gone []msg     // the children's questions, and their withdrawals
 	hanging := func(m msg) bool {
-		if m.Method == "" && strings.HasPrefix(string(m.ID), `"hang`) {
+		switch {
+		case m.Method == "" && strings.HasPrefix(string(m.ID), `"hang`):
 			ended[string(m.ID)] = m
-			return true
+		case m.Method == "notifications/cancelled":
+			gone = append(gone, m)
+		default:
+			return false
 		}
-		return false
+		return true
 	}
 	next := func(what string, want func(msg) bool) msg {
 		t.Helper()
@@ -629,7 +635,7 @@ func TestHangingCallsDoNotHoldChildrenAgainstNewRoots(t *testing.T) {
 	}
 	for i := 1; i <= 3; i++ { // a call left hanging on the child of each roots it leaves
 		hostile.call(fmt.Sprintf(`"hang%d"`, i), "ask", `{"kind":"sampling"}`)
-		next("the child's sampling request", func(m msg) bool { return m.Method == "sampling/createMessage" })
+		asked = append(asked, next("the child's sampling request", func(m msg) bool { return m.Method == "sampling/createMessage" }))
 		hostile.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
 		ask := next("the pool's roots/list", func(m msg) bool { return m.Method == "roots/list" })
 		hostile.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[{"uri":"file:///work/%d"}]}}`, ask.ID, i)
@@ -655,6 +661,13 @@ func TestHangingCallsDoNotHoldChildrenAgainstNewRoots(t *testing.T) {
 			!strings.Contains(m.Error.Message, "its place went to the child of other roots") || !strings.Contains(string(m.Error.Data), `"mayHaveExecuted":true`) {
 			t.Errorf("hanging call %s: %s", id, m.raw)
 		}
+	}
+	var want []string // a stopped child's question is withdrawn before its call fails
+	for _, q := range asked {
+		want = append(want, string(q.ID))
+	}
+	if ids := withdrawn(gone); !slices.Equal(slices.Sorted(slices.Values(ids)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("questions %v withdrawn as %v, want each once", want, ids)
 	}
 }
 
