@@ -3,6 +3,7 @@ package pool
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -469,16 +470,7 @@ func (s *session) undoSubscription(b *backend, uri string, add bool) {
 // lost goes through here, so that a resume never takes up one the
 // session did not hold.
 func (s *session) dropSubscription(b *backend, uri string) {
-	s.mu.Lock()
-	held := s.subs[uri] == b
-	if held {
-		delete(s.subs, uri)
-		delete(s.subSince, uri)
-	}
-	s.mu.Unlock()
-	if held {
-		s.keptSubscription(uri, false)
-	}
+	s.dropSubscriptionSince(b, uri, math.MaxUint64) // whenever it subscribed
 }
 
 // dropSubscriptionSince is dropSubscription for a stake the backend took
