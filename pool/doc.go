@@ -567,7 +567,13 @@
 //     acted on it); the next pool resumes it and answers what the last one
 //     owed (the shim's ledger, or the history): [Pool.handBackSessions],
 //     [handBack.handle], [session.awaitHandshake], [session.handOverRelay],
-//     [session.resume], [mergeLost], [ledger.take]. The client's
+//     [session.resume], [mergeLost], [ledger.take]. An attached shim
+//     forgets what it carried once welcomed, so the next pool lists it in
+//     the ledger before its Welcome (the owed requests until answered, a
+//     cut line until ended, the carried input's requests until the reader
+//     handled or handed them back), and answers the owed ones before it
+//     waits for a child: [session.claimResume], [resumeClaim.release],
+//     [session.answerLost]. The client's
 //     initialize is sent to the shim before its answer is written (an
 //     attached shim's line is written by then), and a resume that owes
 //     it answers it with its result: [session.initialize],

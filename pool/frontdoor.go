@@ -283,17 +283,25 @@ func (p *Pool) serveShim(conn net.Conn) {
 			s.close(err)
 			return
 		}
+		s.startOutput(conn) // a resume's answers need no child: they go out as it waits for one
 		if hello.Resume != nil {
-			s.resume(hello.Resume)
+			s.resume(hello.Resume, nil)
 		}
-		s.startOutput(conn)
 		s.readFrom(io.MultiReader(bytes.NewReader(rest), newRawReader(conn)), rawConn(conn), s.hb)
 		return
+	}
+	var claim *resumeClaim
+	if r := hello.Resume; r != nil {
+		// The shim forgets what it carried once welcomed: the ledger
+		// lists it first.
+		claim = s.claimResume(r, carried)
+		setup.hb.claim = claim
 	}
 	if err := writeLine(conn, Welcome{Session: s.id, Attached: true, Run: p.opts.RunID, Ledger: setup.ledger != nil}); err != nil {
 		s.close(err)
 		return
 	}
+	s.startOutput(out) // a resume's answers need no child: they go out as it waits for one
 	if r := hello.Resume; r != nil {
 		if r.Ledger && setup.ledger == nil {
 			// A ledger this pool refuses, the last one likely refused too
@@ -301,9 +309,8 @@ func (p *Pool) serveShim(conn net.Conn) {
 			// same): it may list nothing. The history says what was owed.
 			r.Ledger = false
 		}
-		s.resume(r)
+		s.resume(r, claim)
 	}
-	s.startOutput(out)
 	// The shim sends nothing more: its connection ending means it exited
 	// (or was killed), and its client with it.
 	if !p.hangups.watch(p, s, conn, out) {
@@ -313,7 +320,9 @@ func (p *Pool) serveShim(conn net.Conn) {
 		})
 	}
 	input := newRawReader(in)
-	if len(carried) > 0 {
+	if claim != nil {
+		input = io.MultiReader(claim.reader(carried), input)
+	} else if len(carried) > 0 {
 		input = io.MultiReader(bytes.NewReader(carried), input)
 	}
 	s.readFrom(input, rawConn(out), s.hb)

@@ -94,6 +94,9 @@ type handBack struct {
 	handling atomic.Bool // the reader is inside session.handle
 	gaveBack atomic.Bool // its message goes back: no part of it was acted on
 	kept     []byte      // the reader's: messages it did not handle, in order, for the shim
+	// claim lists the input a resume carried in the ledger until the
+	// reader has handled it; the reader's (resumeClaim.release).
+	claim *resumeClaim
 }
 
 // deadliner is an input whose reads a deadline interrupts.
@@ -165,6 +168,7 @@ func (hb *handBack) stopped(lr *lineReader, s *session) bool {
 	}
 	rest := append(append(s.takeHeld(), hb.kept...), lr.unread()...)
 	hb.kept = nil
+	hb.claim.release() // rest goes back: owed in the ledger too, it would be answered twice
 	hb.rest <- rest
 	return true
 }

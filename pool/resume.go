@@ -1,13 +1,16 @@
 package pool
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
@@ -22,8 +25,12 @@ const unansweredTimeout = 5 * time.Second
 // when they had reached a child; the initialize itself, if owed, with
 // its result (answerLostInitialize). A subscriptions/listen the ledger lists
 // as open is told its stream ended, so that its client listens again. It
-// runs before the session's reader.
-func (s *session) resume(r *wire.Resume) {
+// runs before the session's reader. The errors go out first: they need no
+// child, and the initialize may wait for one to start (an npx server takes
+// seconds). c is what the session's ledger lists for the shim since
+// before the Welcome (claimResume): the answers release it as they are
+// written.
+func (s *session) resume(r *wire.Resume, c *resumeClaim) {
 	from := resumedFrom(r)
 	s.p.log.Info("session reattached", "session", s.id, "server", s.srv.name, "from", from)
 	if r.MidLine {
@@ -33,18 +40,34 @@ func (s *session) resume(r *wire.Resume) {
 	}
 	reqs := mergeLost(r, s.lostRequests(r, from))
 	answered := len(reqs)
+	var init []Unanswered
+	if len(r.Initialize) > 0 {
+		init = slices.DeleteFunc(slices.Clone(reqs), func(u Unanswered) bool { return !isInitialize(r, u) })
+		reqs = slices.DeleteFunc(reqs, func(u Unanswered) bool { return isInitialize(r, u) })
+	}
+	s.answerLost(r, reqs, c)
 	if len(r.Initialize) > 0 {
 		if result, err := s.adoptInitialize(r.Initialize, nil); err != nil {
 			s.p.log.Warn("a reattached session's initialize was not adopted", "session", s.id, "err", err)
+			s.answerLost(r, init, c)
 		} else {
 			s.keep(wire.State{Initialize: r.Initialize, InitializeID: r.InitializeID}) // for the next pool, too
-			reqs = s.answerLostInitialize(r, reqs, result)
+			s.answerLostInitialize(init, result, c)
 			s.resumeStakes(r)
 			if s.asksRoots() {
 				s.askRoots() // as after notifications/initialized
 			}
 		}
 	}
+	if answered > 0 {
+		s.p.log.Info("answered a reattached session's lost requests", "session", s.id, "count", answered)
+	}
+}
+
+// answerLost answers reqs, requests a resumed session's client still
+// waits for (r), with the at-most-once error; an open listen with the
+// error saying its stream ended.
+func (s *session) answerLost(r *wire.Resume, reqs []Unanswered, c *resumeClaim) {
 	listens := map[string]bool{}
 	for _, l := range r.Lost {
 		if l.Listen {
@@ -59,31 +82,24 @@ func (s *session) resume(r *wire.Resume) {
 		if listens[u.OriginalID] { // an open listen: its stream ended with the pool
 			err = newError(errListenRestarted, false, s.srv.name, s.srv.name)
 		}
-		s.replyError([]byte(u.OriginalID), err)
-	}
-	if answered > 0 {
-		s.p.log.Info("answered a reattached session's lost requests", "session", s.id, "count", answered)
+		line := jsonrpc.AppendErrorResponse(nil, []byte(u.OriginalID), asRPCError(err, s.srv.name))
+		s.deliverOwing(line, c.take(u.OriginalID))
 	}
 }
 
-// answerLostInitialize answers the initialize among reqs, the requests
-// a resumed session's client still waits for, with result, the
-// initialize the session adopted from its shim (r), and returns the
-// others. The earlier pool told the shim of the initialize before it
-// answered it, and released its ledger slot after: a client whose
-// initialize is owed may not have had its answer. It gets the result,
-// as the session stands initialized, not an error for an initialize
-// that succeeded; one that had it reads a second success for that id,
-// which clients ignore, where no answer would leave one that had not
-// waiting for ever.
-func (s *session) answerLostInitialize(r *wire.Resume, reqs []Unanswered, result []byte) []Unanswered {
-	return slices.DeleteFunc(reqs, func(u Unanswered) bool {
-		if !isInitialize(r, u) {
-			return false
-		}
-		s.replyTo(nil, []byte(u.OriginalID), result)
-		return true
-	})
+// answerLostInitialize answers init, the initialize a resumed session's
+// client still waits for (isInitialize), with result, the initialize the
+// session adopted from its shim. The earlier pool told the shim of the
+// initialize before it answered it, and released its ledger slot after:
+// a client whose initialize is owed may not have had its answer. It gets
+// the result, as the session stands initialized, not an error for an
+// initialize that succeeded; one that had it reads a second success for
+// that id, which clients ignore, where no answer would leave one that had
+// not waiting for ever.
+func (s *session) answerLostInitialize(init []Unanswered, result []byte, c *resumeClaim) {
+	for _, u := range init {
+		s.deliverOwing(jsonrpc.AppendResponse(nil, []byte(u.OriginalID), result), c.take(u.OriginalID))
+	}
 }
 
 // isInitialize reports whether u, a request a resumed session's client
@@ -95,6 +111,117 @@ func isInitialize(r *wire.Resume, u Unanswered) bool {
 		return u.OriginalID == r.InitializeID
 	}
 	return u.Method == "initialize"
+}
+
+// resumeClaim is what a resumed attached session's ledger lists for its
+// shim from before the pool's Welcome: an attached shim forgets what it
+// carried once welcomed, so the ledger must list it by then, or a kill
+// while the resume waits (for the history, for a child that starts
+// slowly) would leave nothing owing it. It lists the requests the earlier
+// pool owed (Resume.Lost, an open listen as one), each until its answer
+// is written; whether the client's output ends inside a line
+// (Resume.MidLine), until the pool ends that line; and the requests among
+// the client's input the shim carried, until the session's reader has
+// handled them (each then has a slot of its own, or its answer) or handed
+// them back (release). For a session without a ledger it is empty.
+type resumeClaim struct {
+	s       *session
+	lost    map[string][]int32 // Resume.Lost's slots, by id
+	carried []int32            // the slots of the carried requests; the session's reader's
+}
+
+// claimResume lists in s's ledger what a resume (r) with the input
+// carried hands the pool, before the Welcome tells the shim it may
+// forget them.
+func (s *session) claimResume(r *wire.Resume, carried []byte) *resumeClaim {
+	c := &resumeClaim{s: s, lost: map[string][]int32{}}
+	if s.ledger == nil {
+		return c
+	}
+	if r.MidLine {
+		// Ended first, queued before the output starts: the writer that
+		// writes it (drain) clears the mark once the line is whole.
+		s.ledger.midLine(true)
+		s.deliver(nil)
+		r.MidLine = false // for resume: ended already
+	}
+	for _, l := range r.Lost {
+		slot := s.ledger.take([]byte(l.ID))
+		if slot == 0 {
+			continue
+		}
+		switch {
+		case l.Listen:
+			s.ledger.listen(slot) // past the listens' share, it is owed as a request
+		case l.Written:
+			s.ledger.written(slot)
+		}
+		c.lost[l.ID] = append(c.lost[l.ID], slot)
+	}
+	for len(carried) > 0 {
+		line, rest, whole := bytes.Cut(carried, []byte{'\n'})
+		if !whole {
+			break // the head of a line the client is still writing: see README
+		}
+		carried = rest
+		if m, err := jsonrpc.Parse(line); err == nil && m.Kind == jsonrpc.KindRequest {
+			if slot := s.ledger.take(m.IDBytes()); slot != 0 {
+				c.carried = append(c.carried, slot)
+			}
+		}
+	}
+	return c
+}
+
+// take is the slot that lists the lost request id, for its answer to
+// release once written; 0 when none does.
+func (c *resumeClaim) take(id string) int32 {
+	if c == nil {
+		return 0
+	}
+	slots := c.lost[id]
+	if len(slots) == 0 {
+		return 0
+	}
+	for _, extra := range slots[1:] { // an id the ledger listed twice is answered once
+		c.s.ledger.release(extra)
+	}
+	delete(c.lost, id)
+	return slots[0]
+}
+
+// reader is carried as the session's reader reads it: once that has read
+// all of it, and so handled every line in it (a line's handling takes its
+// request a slot of its own), the carried requests' slots are released.
+func (c *resumeClaim) reader(carried []byte) io.Reader {
+	return &claimedReader{r: bytes.NewReader(carried), c: c}
+}
+
+// release frees the slots of the carried requests: the session's reader
+// has handled them, or hands them back to the shim unanswered (at a
+// planned stop, before its Farewell), for the next pool to read again.
+// Only the session's reader calls it.
+func (c *resumeClaim) release() {
+	if c == nil {
+		return
+	}
+	for _, slot := range c.carried {
+		c.s.ledger.release(slot)
+	}
+	c.carried = nil
+}
+
+type claimedReader struct {
+	r *bytes.Reader
+	c *resumeClaim
+}
+
+func (cr *claimedReader) Read(p []byte) (int, error) {
+	n, err := cr.r.Read(p)
+	if err != nil {
+		cr.c.release() // asked for more: every line read before is handled
+	}
+	return n, err
 }
 
 // resumeStakes takes up what the client set up in its session with the

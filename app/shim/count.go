@@ -62,8 +62,9 @@ func (u *unanswered) owed() bool {
 	return len(u.ids) > 0
 }
 
-// lost lists the requests still unanswered, and forgets them: the next
-// pool answers them.
+// lost lists the requests still unanswered, for the next pool to answer.
+// They stay counted until their answers pass back (received): a pool that
+// dies before it answered them leaves them owed, for the one after it.
 func (u *unanswered) lost() []wire.Lost {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -71,8 +72,30 @@ func (u *unanswered) lost() []wire.Lost {
 	for id := range u.ids {
 		out = append(out, wire.Lost{ID: id, Written: true})
 	}
-	clear(u.ids)
 	return out
+}
+
+// handedBack forgets what a pool that stopped on purpose hands back: it
+// answered every request it took, and the input it had not handled, the
+// head of a line included, comes back to be sent, and counted, again.
+func (u *unanswered) handedBack() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	clear(u.ids)
+	u.in.part, u.in.skip = nil, false
+}
+
+// head is the start of the line the client is writing, which the pool
+// the shim sent it to read: one that died with it leaves the next pool to
+// read it first, whole with its end. nil when the line is longer than
+// the count frames (the pool refuses it anyway).
+func (u *unanswered) head() []byte {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.in.skip {
+		return nil
+	}
+	return append([]byte(nil), u.in.part...)
 }
 
 // lineBuf frames a stream into lines for the count.

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
 // The count follows requests out and answers back across arbitrary chunk
@@ -36,8 +38,14 @@ func TestUnansweredCount(t *testing.T) {
 	if len(got) != 1 || got[0] != `"two"` {
 		t.Errorf("unanswered: %v, want [\"two\"]", got)
 	}
+	// Owed until answered, whichever pool answers it; a planned stop's
+	// pool answered all it took.
+	if again := u.lost(); len(again) != 1 {
+		t.Errorf("lost() forgot what no pool answered yet: %v", again)
+	}
+	u.handedBack()
 	if again := u.lost(); len(again) != 0 {
-		t.Errorf("lost() did not forget: %v", again)
+		t.Errorf("owed after a hand-back: %v", again)
 	}
 }
 
@@ -60,5 +68,55 @@ func TestUnansweredCountsLargeMessages(t *testing.T) {
 	lost := u.lost()
 	if len(lost) != 1 || lost[0].ID != `"large"` {
 		t.Errorf("unanswered: %+v, want the large request alone", lost)
+	}
+}
+
+// A request line split across a planned stop: the pool hands its head
+// back with what it had not handled, and the shim sends it again. Counted
+// once, the line is whole and its id owed.
+func TestCountHandedBackHalfLine(t *testing.T) {
+	u := newUnanswered()
+	head := []byte(`{"jsonrpc":"2.0","id":"split","method":"tools/call",`)
+	u.sent(head) // relayed to the pool that stops
+	u.handedBack()
+	held := append(append([]byte(nil), head...), `"params":{}}`+"\n"...) // the Farewell's pending, then the tail
+	u.sent(held)
+	if lost := u.lost(); len(lost) != 1 || lost[0].ID != `"split"` {
+		t.Fatalf("owed after the hand-back: %v; want the split call", lost)
+	}
+}
+
+// A pool killed with the head of a line read: the head goes to the next
+// pool first, then the tail, and the whole line is counted once. What was
+// owed stays owed until its answer passes back, however many pools die
+// before one answers it.
+func TestCountKeepsWhatNoPoolAnswered(t *testing.T) {
+	u := newUnanswered()
+	u.sent([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}` + "\n" + `{"jsonrpc":"2.0","id":"half",`))
+	if lost := u.lost(); len(lost) != 1 || lost[0].ID != "1" {
+		t.Fatalf("owed at the first kill: %v", lost)
+	}
+	if head := string(u.head()); head != `{"jsonrpc":"2.0","id":"half",` {
+		t.Fatalf("the head to send the next pool: %q", head)
+	}
+	u.sent([]byte(`"method":"ping"}` + "\n")) // the tail, to the next pool
+	if lost := u.lost(); len(lost) != 2 {
+		t.Fatalf("owed at the second kill: %v; want 1 and the half line's", lost)
+	}
+	u.received([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32003,"message":"restarted"}}` + "\n"))
+	if lost := u.lost(); len(lost) != 1 || lost[0].ID != `"half"` {
+		t.Fatalf("owed once 1 was answered: %v", lost)
+	}
+}
+
+// A pool that died before its Welcome may have listed in the ledger the
+// requests of the input the shim carried to it: that input goes to the
+// next pool, which answers them, so they are not owed twice.
+func TestLostLeavesOutWhatTheShimCarries(t *testing.T) {
+	lost := []wire.Lost{{ID: `"carried"`}, {ID: `"owed"`}, {ID: `"ran"`, Written: true}}
+	carried := []byte(`{"jsonrpc":"2.0","id":"carried","method":"tools/call","params":{}}` + "\n" + `{"jsonrpc":"2.0","id":"ran","method":"tools/call","params":{}}` + "\n" + `{"jsonrpc":"2.0","id":"owed",`)
+	got := notCarried(lost, carried)
+	if len(got) != 2 || got[0].ID != `"owed"` || got[1].ID != `"ran"` {
+		t.Fatalf("owed besides the carried input: %v; want \"owed\" (its line is not whole) and \"ran\" (it reached a child)", got)
 	}
 }

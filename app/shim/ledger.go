@@ -30,6 +30,7 @@ func mergeLost(lost, more []wire.Lost) []wire.Lost {
 	for _, m := range more {
 		if i, ok := at[m.ID]; ok {
 			lost[i].Written = lost[i].Written || m.Written
+			lost[i].Listen = lost[i].Listen || m.Listen
 			continue
 		}
 		at[m.ID] = len(lost)

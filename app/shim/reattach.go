@@ -2,16 +2,19 @@ package shim
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/home"
 	"github.com/switchboard-mcp/switchboard/app/launch"
 	"github.com/switchboard-mcp/switchboard/app/localsock"
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
@@ -117,7 +120,7 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 	for {
 		if fresh { // what the last pool owed; kept until a pool has taken the session
 			more, cut := takeLedger(a.ledger)
-			lost, midLine, fresh = mergeLost(lost, more), midLine || cut, false
+			lost, midLine, fresh = mergeLost(lost, notCarried(more, a.pending)), midLine || cut, false
 		}
 		if clientGone() {
 			return nil, nil, errClientGone
@@ -203,6 +206,28 @@ func (a *attached) giveUp(cause error, lost []wire.Lost, midLine bool) error {
 		_, _ = os.Stdout.Write(out)
 	}
 	return cause
+}
+
+// notCarried is lost without the requests the ledger lists only because
+// a pool that died before its Welcome had taken the input the shim
+// carried to it (a pool lists them before it welcomes the shim): that
+// input goes to the next pool, which answers them.
+func notCarried(lost []wire.Lost, carried []byte) []wire.Lost {
+	if len(lost) == 0 || len(carried) == 0 {
+		return lost
+	}
+	ids := map[string]bool{}
+	for len(carried) > 0 {
+		line, rest, whole := bytes.Cut(carried, []byte{'\n'})
+		if !whole {
+			break
+		}
+		carried = rest
+		if m, err := jsonrpc.Parse(line); err == nil && m.Kind == jsonrpc.KindRequest {
+			ids[string(m.IDBytes())] = true
+		}
+	}
+	return slices.DeleteFunc(lost, func(l wire.Lost) bool { return ids[l.ID] && !l.Written && !l.Listen })
 }
 
 // maxGiveUpInput bounds the client's input a shim reads to answer it when

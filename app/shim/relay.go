@@ -269,12 +269,16 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 	var backoff startBackoff
 	var user userStart
 	var unanswered helloBackoff
-	// After a crash, what was sent and not answered is owed. After a
-	// planned stop the pool answered everything it took, and what it did
-	// not take comes back in held, to be sent again: nothing is owed.
-	lost := r.count.lost()
+	// After a crash, what was sent and not answered is owed, and the
+	// head of a line the dead pool had read goes to the next first. After
+	// a planned stop the pool answered everything it took, and what it
+	// did not take comes back in held, to be sent again: nothing is owed.
+	var lost []wire.Lost
+	var head []byte
 	if planned {
-		lost = nil
+		r.count.handedBack()
+	} else {
+		lost, head = r.count.lost(), r.count.head()
 	}
 	asked := false
 	for {
@@ -294,11 +298,11 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 			switch {
 			case errors.Is(err, launch.ErrDisabled):
 				if owed && user.over() { // the user did not start one meanwhile
-					return nil, nil, r.giveUp(noPoolCame(r.paths, err), lost)
+					return nil, nil, r.giveUp(noPoolCame(r.paths, err), lost, head)
 				}
 			case err != nil && backoff.failed():
 				return nil, nil, r.giveUp(fmt.Errorf("%w (no pool socket at %s) and starting one failed %d times; the last time: %v",
-					ErrNoPool, sock, maxFailedStarts, err), lost)
+					ErrNoPool, sock, maxFailedStarts, err), lost, head)
 			case err == nil:
 				backoff.succeeded()
 			}
@@ -310,20 +314,20 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 		resume := r.resume(r.run, r.session)
 		resume.Lost, resume.Counted = lost, true
 		hello, _ := json.Marshal(wire.Hello{Server: r.name, PID: os.Getpid(), Resumable: true, Resume: resume})
-		br, w, err := greet(conn, append(hello, '\n'), r.held, false, nil, time.Minute)
+		br, w, err := greet(conn, append(hello, '\n'), append(head[:len(head):len(head)], r.held...), false, nil, time.Minute)
 		if err != nil {
 			conn.Close()
 			if sessionEnded(err) {
 				return nil, nil, err // evicted: the pool ended the session, and nobody owes the client anything
 			}
 			if err := unanswered.next(err); err != nil {
-				return nil, nil, r.giveUp(err, lost)
+				return nil, nil, r.giveUp(err, lost, head)
 			}
 			continue
 		}
 		// This pool writes next: the line the last one cut off ends first.
 		r.endCutLine()
-		r.count.sent(r.held) // this pool has them now
+		r.count.sent(r.held) // this pool has them now (head is counted already)
 		r.run, r.session, r.held = w.Run, w.Session, nil
 		return conn, br, nil
 	}
@@ -348,13 +352,14 @@ func (r *relayed) takeInput() {
 
 // giveUp ends a session that no pool will take: it answers what the
 // client waits for with an error naming cause (lost, which a dead pool
-// took; the input no pool took) and returns cause, for the shim to print
-// as it exits.
-func (r *relayed) giveUp(cause error, lost []wire.Lost) error {
+// took; the input no pool took, after head, the start of its first line
+// that a dead pool read) and returns cause, for the shim to print as it
+// exits.
+func (r *relayed) giveUp(cause error, lost []wire.Lost, head []byte) error {
 	r.takeInput()
 	r.endCutLine()
 	out := answerLost(nil, lost, r.name, cause)
-	out = answerInput(out, r.held, r.name, cause, lostIDs(lost))
+	out = answerInput(out, append(head[:len(head):len(head)], r.held...), r.name, cause, lostIDs(lost))
 	if len(out) > 0 {
 		_, _ = r.out.Write(out)
 	}
