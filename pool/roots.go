@@ -632,8 +632,9 @@ func handOnCancel(r registration, server, method string) outcome {
 // held: a request it names that is held too, or that the replay has in
 // hand (not yet in a request table), is marked, and ends as its client
 // cancelled it when it goes on (handedOn), never written. The
-// notification stays held all the same: a request the replay sent on
-// before the mark is cancelled by it in order.
+// notification stays held all the same, within the session's bounds: a
+// request the replay sent on before the mark is cancelled by it in order
+// (past them it goes on at once: holdForRoots).
 func (s *session) clientCancelsLocked(msg *jsonrpc.Message) {
 	params := msg.Params.Of(msg.Raw)
 	rid := jsonrpc.Member(params, "requestId")
@@ -676,11 +677,13 @@ func (s *session) inputEnded() {
 // maxHeldNotifications, so that a client that does not answer cannot
 // pile up messages without end: past them it refuses the message (a
 // notification is dropped, a request answered with the refusal), and
-// says so in the log, once a session. A
+// says so in the log, once a session; but a notifications/cancelled,
+// which frees rather than costs, is not held then: it goes on at once,
+// to the request it names at its child. A
 // roots/list_changed behind one still held is one already: the ask it
 // makes reads the roots as they are then, so however many came, the
-// client is asked once more. A client's notifications/cancelled held
-// marks the request it names, held or being handed on
+// client is asked once more. A client's notifications/cancelled, held
+// or not, marks the request it names, held or being handed on
 // (clientCancelsLocked).
 func (s *session) holdForRoots(msg *jsonrpc.Message, x *exchange) (held bool, refusal *jsonrpc.Error) {
 	line, change := msg.Raw, msg.Method == "notifications/roots/list_changed"
@@ -705,7 +708,15 @@ func (s *session) holdForRoots(msg *jsonrpc.Message, x *exchange) (held bool, re
 			return false, refusal
 		}
 	}
+	cancel := msg.Method == "notifications/cancelled"
+	if cancel {
+		s.clientCancelsLocked(msg)
+	}
 	if refusal := s.heldOverLocked(msg.Kind, len(line)); refusal != nil {
+		if cancel { // it frees rather than costs: it goes on now (onNotification), the request it names if held marked
+			s.mu.Unlock()
+			return false, nil
+		}
 		first := !s.heldRefused
 		s.heldRefused = true
 		s.mu.Unlock()
@@ -714,9 +725,6 @@ func (s *session) holdForRoots(msg *jsonrpc.Message, x *exchange) (held bool, re
 				"session", s.id, "server", s.srv.name, "why", refusal.Message)
 		}
 		return false, refusal
-	}
-	if msg.Method == "notifications/cancelled" {
-		s.clientCancelsLocked(msg)
 	}
 	h := &heldMessage{line: append([]byte(nil), line...), x: x, change: change}
 	if msg.Kind == jsonrpc.KindRequest {
