@@ -85,7 +85,9 @@ func (p *Pool) Stop(server string) error {
 // taken and no request table has yet is ended as it reaches one
 // (session.handedOn). A legacy client's call whose 2026-07-28 child's
 // questions wait for its client's answers (inputbridge.go), at no child
-// now, ends with its questions.
+// now, ends with its questions; once its client answered them, it is
+// found under the pool id it was listed with as it waited, and its next
+// round is cancelled (goneOn).
 func (p *Pool) Cancel(poolID uint64) error {
 	p.mu.Lock()
 	sessions := make([]*session, 0, len(p.sessions))
@@ -98,8 +100,14 @@ func (p *Pool) Cancel(poolID uint64) error {
 			return nil
 		}
 	}
+	if id := goneOn(sessions, poolID); id != 0 {
+		poolID = id // listed as it waited for its client's answers, which came: it goes on as its next round
+	}
 	if x := p.rounds.ofCall(poolID); x != nil { // its questions wait for its client: no child has it now
 		if !x.end(newError(errCancelledByUser, true, x.b.srv.name, x.b.srv.name, x.call.method)) {
+			if id := goneOn(sessions, poolID); id != 0 { // answered just now, and already sent on
+				return p.Cancel(id)
+			}
 			return fmt.Errorf("request %d: %w (it just ended)", poolID, ErrNotFound)
 		}
 		p.cancelled.Add(1)

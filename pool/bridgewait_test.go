@@ -228,3 +228,46 @@ func TestBridgedCallIsListedAndCancellable(t *testing.T) {
 		t.Fatalf("after a late answer to the cancelled call's question: %s, and before it %v", m.raw, other)
 	}
 }
+
+// TestBridgedCallListedAsOneCall: a legacy client's call whose 2026-07-28
+// child asks again on each retry is listed, round after round, as the
+// client's one call: received when the client sent it and written when
+// the pool first wrote it, not as young as its last retry; and a user's
+// cancel under the pool id it was listed with while it waited still
+// finds it once the client answered and it went on. Before, each round
+// showed its retry's time and no write time (while WrittenToChild was
+// true), and the cancel said "not found".
+func TestBridgedCallListedAsOneCall(t *testing.T) {
+	t.Cleanup(pool.SetHoldKeep(time.Minute))
+	tp := newTestPool(t, nil, fake("srv", "-era", "modern"))
+	c := tp.dial(t, "srv")
+	c.initialize("person", `{"elicitation":{}}`)
+	c.call(`"call"`, "ask", `{"kind":"elicitation","again":true}`)
+	q := c.recv()
+	if q.Method != "elicitation/create" {
+		t.Fatalf("want the child's question, got %s", q.raw)
+	}
+	first := tp.Snapshot().InFlight
+	if len(first) != 1 {
+		t.Fatalf("the first round: in flight %+v, want the call", first)
+	}
+	if first[0].WrittenAt.IsZero() || first[0].WrittenAt.Before(first[0].ReceivedAt) {
+		t.Errorf("the first round: in flight %+v, want it written after it came", first)
+	}
+	c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":"Ada"}}}`, q.ID)
+	if q = c.recv(); q.Method != "elicitation/create" {
+		t.Fatalf("want the child's second question, got %s", q.raw)
+	}
+	second := tp.Snapshot().InFlight
+	if len(second) != 1 || !second[0].ReceivedAt.Equal(first[0].ReceivedAt) || !second[0].WrittenAt.Equal(first[0].WrittenAt) {
+		t.Errorf("the second round: in flight %+v, want it received and written as the call was (%v, %v)",
+			second, first[0].ReceivedAt, first[0].WrittenAt)
+	}
+	if err := tp.Cancel(first[0].PoolID); err != nil {
+		t.Fatalf("cancel under the id the call was listed with before its client answered: %v", err)
+	}
+	m, _ := c.recvID(`"call"`)
+	if m.Error == nil || m.Error.Code != -32007 {
+		t.Fatalf("a call the user cancelled: want the user's cancel (-32007), got %s", m.raw)
+	}
+}

@@ -509,10 +509,12 @@
 //     [backend.askLegacyClient], [requestTable.carry], [inputRound.retry],
 //     [backend.finish], [mayHaveExecuted], [backend.cancel]. While they
 //     wait, no child has the call, but it is in flight in the snapshot
-//     under its last round's pool id, saying it waits for the client's
-//     answer, and a user's cancel ends it as its questions' end does,
-//     answering the user's cancel: [inputRounds.infos],
-//     [inputRounds.ofCall], [inputRound.end], [Pool.Cancel]. However the
+//     under its last round's pool id, received and written as its
+//     client's call first was, saying it waits for the client's answer,
+//     and a user's cancel ends it as its questions' end does, answering
+//     the user's cancel, or, under that id once the client answered, its
+//     next round: [inputRounds.infos], [inputRounds.ofCall],
+//     [inputRound.end], [Pool.Cancel], [goneOn]. However the
 //     round ends without the client's answers (that cancel, its timer,
 //     the client's cancel, the pool closing the session while the client
 //     is there), the questions still open are withdrawn at the client

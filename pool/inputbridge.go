@@ -47,6 +47,7 @@ type inputRound struct {
 	state  json.RawMessage // the child's requestState, echoed back; nil if none
 	pid    int             // the child that asked
 	asking string          // the methods of the questions the client is asked, for the snapshot (infos)
+	start  bridgedCall     // the client's call, over all its rounds, for the snapshot
 
 	// The call's timeout (which its errors name), what was left of it
 	// when the child asked, and when that was; person: a question waits
@@ -68,6 +69,16 @@ type inputRound struct {
 	answer map[string]json.RawMessage
 	over   bool
 	posed  bool // its questions go to the client: an end withdraws those left
+}
+
+// bridgedCall is a legacy client's call as its rounds of a 2026-07-28
+// child's questions go: each round's retry is a request of its own, but
+// the snapshot shows when the client's call came and was first written,
+// and a user's cancel finds it under the pool id it was last listed with
+// (session.bridged, Pool.Cancel).
+type bridgedCall struct {
+	received, written time.Time
+	listed            uint64 // the pool id of the round its client's answers ended
 }
 
 // inputRounds are the rounds waiting for a legacy client's answers, by the
@@ -132,6 +143,23 @@ func (r *inputRounds) ofCall(id uint64) *inputRound {
 	return nil
 }
 
+// goneOn returns the pool id a legacy client's call goes on under, now
+// that its client answered the round it was listed with as poolID (0 if
+// none of sessions has such a call).
+func goneOn(sessions []*session, poolID uint64) uint64 {
+	for _, s := range sessions {
+		s.mu.Lock()
+		for key, c := range s.bridged {
+			if p := s.inflight[key]; c.listed == poolID && p != nil {
+				s.mu.Unlock()
+				return p.id
+			}
+		}
+		s.mu.Unlock()
+	}
+	return 0
+}
+
 // waitReason is the stateReason of a call whose questions wait for its
 // client's answers, as the snapshot shows it; asking names them.
 const waitReason = "waiting for the client's answer to %s: the server asked it during this call"
@@ -159,8 +187,8 @@ func (r *inputRounds) infos(now time.Time) []RequestInfo {
 		}
 		p := x.call
 		out = append(out, RequestInfo{PoolID: p.id, Session: x.sess.id, Server: x.b.srv.name, Method: p.method, Name: p.name,
-			OriginalID: string(x.origID), PID: x.pid, ReceivedAt: p.received, AgeMs: now.Sub(p.received).Milliseconds(),
-			WrittenToChild: true, StateReason: fmt.Sprintf(waitReason, x.asking)})
+			OriginalID: string(x.origID), PID: x.pid, ReceivedAt: x.start.received, AgeMs: now.Sub(x.start.received).Milliseconds(),
+			WrittenToChild: true, WrittenAt: x.start.written, StateReason: fmt.Sprintf(waitReason, x.asking)})
 	}
 	return out
 }
@@ -241,6 +269,12 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message, don
 	x := &inputRound{b: b, sess: sess, call: p, origID: origID, to: e.x, state: r.RequestState, pid: e.pid, left: map[uint64]string{},
 		answer: map[string]json.RawMessage{}, timeout: e.timeout, remaining: b.reqs.timeLeft(e.deadline), asked: time.Now(), done: *done}
 	x.done.Size, x.done.Payload = len(msg.Raw), b.capture(msg.Raw)
+	x.start = bridgedCall{received: p.received, written: e.written}
+	sess.mu.Lock()
+	if c, ok := sess.bridged[keyOf(origID, e.x)]; ok { // a round after the first
+		x.start = c
+	}
+	sess.mu.Unlock()
 	if x.timeout == 0 { // (a client's call always has one)
 		x.timeout, x.remaining = b.requestTimeout(), b.requestTimeout()
 	}
@@ -485,6 +519,10 @@ func (x *inputRound) retry() {
 		return // the client cancelled or went away meanwhile
 	}
 	s.trackLocked(key, x.origID, next)
+	if s.bridged == nil {
+		s.bridged = map[string]bridgedCall{}
+	}
+	s.bridged[key] = bridgedCall{received: x.start.received, written: x.start.written, listed: p.id} // until the call ends (dropLocked)
 	s.mu.Unlock()
 	left := x.remaining
 	if !x.person { // nobody was waited for: the call's timeout ran on

@@ -546,6 +546,7 @@ type ended struct {
 	caps       clientCaps    // a modern request's own: what the child may ask of its client (mrtr.go)
 	timeout    time.Duration // the timeout it ran under, 0 if none (timeoutOf)
 	deadline   time.Duration // when it was due (pending.deadline): a retry goes on with what was left (carry)
+	written    time.Time     // when it was last fully written (pending.written)
 }
 
 // end takes p out of the table. Exactly one caller wins, whatever state p
@@ -565,7 +566,7 @@ func (t *requestTable) end(p *pending) (e ended, won bool) {
 
 func (in *inFlight) endLocked(p *pending) ended {
 	e := ended{sess: p.sess, origID: p.origID, x: p.x, held: p.held, modern: p.modern, caps: p.caps,
-		mayHaveRun: p.mayHaveRunLocked(), writing: p.state == stWriting, pid: int(p.pid), deadline: p.deadline}
+		mayHaveRun: p.mayHaveRunLocked(), writing: p.state == stWriting, pid: int(p.pid), deadline: p.deadline, written: p.written}
 	if in.pending[p.id] == p {
 		delete(in.pending, p.id)
 		if p.token != 0 {

@@ -74,9 +74,10 @@ type session struct {
 	// client.
 	meta atomic.Pointer[[]byte]
 
-	mu              sync.Mutex          // guards the fields below
-	inflight        map[string]*pending // client's original id bytes -> request
-	inflightBytes   int                 // sum of the inflight requests' lines (fair shares)
+	mu              sync.Mutex             // guards the fields below
+	inflight        map[string]*pending    // client's original id bytes -> request
+	bridged         map[string]bridgedCall // by inflight's key: a legacy client's call past its first round of a child's questions (inputbridge.go)
+	inflightBytes   int                    // sum of the inflight requests' lines (fair shares)
 	era             string
 	clientName      string
 	clientVersion   string
@@ -1017,6 +1018,7 @@ func (s *session) untrackLocked(id string, p *pending) {
 // returns p's ledger slot, still taken, for the answer to release.
 func (s *session) dropLocked(id string, p *pending) (slot int32) {
 	delete(s.inflight, id)
+	delete(s.bridged, id)
 	s.inflightBytes -= len(p.line)
 	s.quietLocked()
 	if len(p.line) > keepBuf {
