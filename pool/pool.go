@@ -306,7 +306,8 @@ func New(opts *Options) *Pool {
 // client's late answer to a question of a pool gone would answer the next
 // pool's question of the same id, and reach its child. A run counts them
 // from its start in microseconds since 1970: an earlier run started
-// earlier, and gave fewer ids than microseconds passed since. Below 2^53
+// earlier, and gave fewer ids than microseconds passed since (unless the
+// clock was set back between the two: the README says so). Below 2^53
 // until the year 2255, they stay numbers any client reads exactly. Ids to
 // children stay small (nextID): a child lives in one run (a carried one
 // keeps its count: Carried.NextID).
