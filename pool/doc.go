@@ -223,7 +223,9 @@
 //     that declared the capability (for an elicitation, in its mode:
 //     form, the mode of one that names none, or URL; an empty
 //     elicitation capability is form mode only) and can receive now,
-//     the one with the oldest request in flight on that child first,
+//     the one with the oldest request in flight on that child first
+//     (written to it: a wait for its handshake, or a request still
+//     queued, is no request of the child's),
 //     under a pool id that no other run gives ([Pool.newAskID]: a
 //     resumed session's late answer to a question of a pool gone reaches
 //     nothing); the answer returns under the child's id, and the

@@ -690,8 +690,11 @@ func (t *requestTable) progress(token uint64, value float64, hasValue bool) (to 
 	return to, x, origToken
 }
 
-// askers lists the sessions with requests in flight here, the one with
-// the oldest request first: a child's question goes to one of them first.
+// askers lists the sessions with requests in flight here that may have
+// reached the child, the one with the oldest request first: a child's
+// question goes to one of them first. A request the child never got (a
+// wait for its handshake, answered by the pool; one queued) cannot be
+// what it asks about.
 func (t *requestTable) askers() []*session {
 	type ask struct {
 		id   uint64
@@ -700,7 +703,7 @@ func (t *requestTable) askers() []*session {
 	var asks []ask
 	t.update(func(in *inFlight) {
 		for _, p := range in.pending {
-			if p.sess != nil {
+			if p.sess != nil && p.mayHaveRunLocked() {
 				asks = append(asks, ask{p.id, p.sess})
 			}
 		}
