@@ -583,12 +583,14 @@
 //     it answers it with its result: [session.initialize],
 //     [shimLines.flush], [session.answerLostInitialize]. What the client
 //     set up in the session since (its log level, its resource
-//     subscriptions) is sent to the shim as it changes, in order, no one
-//     waiting for the shim, and the next pool takes it up before the client's next
+//     subscriptions) is sent to the shim as it changes, in the order of
+//     the changes (queued under the session's mu: [session.keepLocked],
+//     [session.queueLine]), no one waiting for the shim, and the next
+//     pool takes it up before the client's next
 //     message, after a stop or a crash; a subscription the session loses
 //     (the child refused it, the pool gave up on it or refused it, a
 //     resume did not take it up) is taken back from the shim as it is
-//     lost: [session.keep], [session.keptSubscription], [shimLines.keep],
+//     lost: [session.keep], [session.keptSubscriptionLocked], [shimLines.keep],
 //     [session.resumeStakes], [session.dropSubscription],
 //     [session.undoSubscription], [session.resumeSubscriptions]. A write to the client
 //     that the stop cuts short keeps what it did not write: the session's

@@ -221,7 +221,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 		// The shim relays, and reads control lines: it keeps what it needs
 		// to resume the session, and takes it back when the pool stops.
 		setup.hb = newHandBack(conn)
-		setup.keepState = func(s *session, st wire.State) { s.deliver(controlLine(st)) }
+		setup.keepState = func(s *session, st wire.State) func() { return s.queueLine(controlLine(st)) }
 		setup.closeConn = func(s *session) {
 			switch {
 			case errors.Is(s.closeReason, errHandedBack):
@@ -245,11 +245,12 @@ func (p *Pool) serveShim(conn net.Conn) {
 			}
 		}
 		lines := &shimLines{p: p, conn: conn}
-		setup.keepState = func(s *session, st wire.State) {
+		setup.keepState = func(s *session, st wire.State) func() {
 			lines.keep(s, st)
 			if st.Initialize != nil {
-				lines.flush(s) // before the initialize's answer (session.initialize)
+				return func() { lines.flush(s) } // before the initialize's answer (session.initialize)
 			}
+			return nil
 		}
 		setup.closeConn = func(s *session) {
 			p.hangups.forget(s) // before conn closes: its descriptor may be reused
@@ -356,7 +357,8 @@ type shimLines struct {
 // session, and all a flush or an end waits for.
 var shimWriteTimeout = 5 * time.Second
 
-// keep queues st for s's shim.
+// keep queues st for s's shim. It never waits: its caller holds s.mu
+// (session.keepLocked).
 func (l *shimLines) keep(s *session, st wire.State) {
 	line, _ := json.Marshal(st)
 	line = append(line, '\n')

@@ -3,6 +3,8 @@ package pool
 import (
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
 // PauseShimLines makes the first goroutine that writes an attached
@@ -22,4 +24,12 @@ func SetShimWriteTimeout(d time.Duration) (restore func()) {
 	old := shimWriteTimeout
 	shimWriteTimeout = d
 	return func() { shimWriteTimeout = old }
+}
+
+// SetKeptHook runs hook with each State line a session tells its shim of
+// a change, as the change is done with, after the session's lock is
+// released; until restore is called (after the pool closed).
+func SetKeptHook(hook func(wire.State)) (restore func()) {
+	testHookKept = hook
+	return func() { testHookKept = nil }
 }

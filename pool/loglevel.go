@@ -129,8 +129,9 @@ func (s *session) setLevel(sev int) {
 	member := []byte(`,"` + metaLogLevel + `":"` + levelName(sev) + `"`)
 	s.mu.Lock()
 	s.logs, s.logLevel, s.logMember = true, sev, member
+	kept := s.keepLocked(wire.State{LogLevel: levelName(sev)}) // for a resume with another pool, in the order of the changes
 	s.mu.Unlock()
-	s.keep(wire.State{LogLevel: levelName(sev)}) // for a resume with another pool
+	kept()
 }
 
 // asksLogs reports whether a 2026-07-28 request asks for log messages.

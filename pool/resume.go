@@ -255,7 +255,10 @@ func (s *session) resumeSubscriptions(uris []string) {
 	if err != nil {
 		s.p.log.Warn("a reattached session's subscriptions were not taken up", "session", s.id, "count", len(uris), "err", err)
 		for _, uri := range uris {
-			s.keptSubscription(uri, false)
+			s.mu.Lock()
+			kept := s.keptSubscriptionLocked(uri, false)
+			s.mu.Unlock()
+			kept()
 		}
 		return
 	}
@@ -268,14 +271,15 @@ func (s *session) resumeSubscriptions(uris []string) {
 		_, had := s.subs[uri]
 		refusal := s.overSubscribedLocked(!had, 1)
 		take := !had && refusal == nil
+		kept := noKept
 		if take {
 			s.subs[uri], s.subSince[uri] = b, s.subChanges.Add(1)
+		} else if refusal != nil {
+			left++
+			kept = s.keptSubscriptionLocked(uri, false)
 		}
 		s.mu.Unlock()
-		if refusal != nil {
-			left++
-			s.keptSubscription(uri, false)
-		}
+		kept()
 		if !take {
 			continue
 		}
@@ -291,23 +295,58 @@ func (s *session) resumeSubscriptions(uris []string) {
 // keep tells the session's shim st, a change in what it keeps to resume
 // the session with another pool; a session with no such shim has none.
 func (s *session) keep(st wire.State) {
-	if s.keepState != nil {
-		s.keepState(s, st)
+	s.mu.Lock()
+	kept := s.keepLocked(st)
+	s.mu.Unlock()
+	kept()
+}
+
+// keepLocked is keep for a change made under s.mu, which the caller
+// holds: the line is queued before mu is released, so that the shim
+// hears the session's changes in the order they were made (a drop of a
+// subscription and the client's subscribe again, told after mu, could
+// reach it the other way round, and a resume restore what the session
+// no longer held). The queue never waits. It returns what is left to do
+// once mu is released (a flush, a writer's start), for the caller to
+// call then.
+func (s *session) keepLocked(st wire.State) (kept func()) {
+	if s.keepState == nil {
+		return noKept
+	}
+	after := s.keepState(s, st)
+	return func() {
+		if testHookKept != nil {
+			testHookKept(st)
+		}
+		if after != nil {
+			after()
+		}
 	}
 }
 
-// keptSubscription tells the session's shim that the session now holds a
-// subscription to uri (add), or no longer does. One to a URI longer than
-// wire.MaxKeptURI is not carried.
-func (s *session) keptSubscription(uri string, add bool) {
+// stateKeeper queues st for s's shim, never waiting (its caller holds
+// s.mu: session.keepLocked), and returns what is left to do once mu is
+// released, or nil.
+type stateKeeper func(s *session, st wire.State) func()
+
+// noKept is keepLocked's nothing left to do.
+func noKept() {}
+
+// testHookKept, when set, runs as a change the session told its shim of
+// is done with, after s.mu is released.
+var testHookKept func(wire.State)
+
+// keptSubscriptionLocked is keepLocked telling the session's shim that
+// the session now holds a subscription to uri (add), or no longer does.
+// One to a URI longer than wire.MaxKeptURI is not carried.
+func (s *session) keptSubscriptionLocked(uri string, add bool) (kept func()) {
 	if s.keepState == nil || len(uri) > wire.MaxKeptURI {
-		return
+		return noKept
 	}
 	if add {
-		s.keep(wire.State{Subscribed: &uri})
-	} else {
-		s.keep(wire.State{Unsubscribed: &uri})
+		return s.keepLocked(wire.State{Subscribed: &uri})
 	}
+	return s.keepLocked(wire.State{Unsubscribed: &uri})
 }
 
 // resumedFrom names the session a resuming shim comes back with, or ""

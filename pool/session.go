@@ -33,18 +33,18 @@ type session struct {
 	ownChild    bool // share "session": this session has its own child
 	connectedAt time.Time
 	peerPID     int
-	closeConn   func(*session)             // ends the transport; call closeTransport
-	attached    bool                       // the transport is the client's own pipes, handed over by its shim
-	hb          *handBack                  // how the session goes back to its shim when the pool stops; nil: it does not
-	ledger      *ledger                    // its requests in flight, in memory its shim shares; nil: none
-	keepState   func(*session, wire.State) // tells the shim what to keep for a resume; nil: nothing
-	receiver    func() bool                // can the client be sent a request now (HTTP: an open stream); nil: always
-	resumed     string                     // "run R session S" a reattached client came from
-	began       time.Time                  // when a reattached client's session began, if its shim said
-	sink        func([]byte)               // takes each message for the client itself (HTTP); nil: out and its writer do
-	stateless   bool                       // a server's stateless HTTP session: its requests' own _meta, never the session's, speak for their clients
-	out         chan outLine               // to the client; never closed (senders may race with close)
-	closed      chan struct{}              // closed by close
+	closeConn   func(*session) // ends the transport; call closeTransport
+	attached    bool           // the transport is the client's own pipes, handed over by its shim
+	hb          *handBack      // how the session goes back to its shim when the pool stops; nil: it does not
+	ledger      *ledger        // its requests in flight, in memory its shim shares; nil: none
+	keepState   stateKeeper    // tells the shim what to keep for a resume; nil: nothing
+	receiver    func() bool    // can the client be sent a request now (HTTP: an open stream); nil: always
+	resumed     string         // "run R session S" a reattached client came from
+	began       time.Time      // when a reattached client's session began, if its shim said
+	sink        func([]byte)   // takes each message for the client itself (HTTP); nil: out and its writer do
+	stateless   bool           // a server's stateless HTTP session: its requests' own _meta, never the session's, speak for their clients
+	out         chan outLine   // to the client; never closed (senders may race with close)
+	closed      chan struct{}  // closed by close
 
 	closeOnce sync.Once
 	connOnce  sync.Once
@@ -120,16 +120,16 @@ type session struct {
 type sessionSetup struct {
 	transport string
 	peerPID   int
-	closeConn func(*session)             // ends the transport, once
-	attached  bool                       // the client's own pipes (an attached shim)
-	hb        *handBack                  // the way back to its shim, for a resumable session
-	ledger    *ledger                    // the shim's ledger of its requests in flight
-	keepState func(*session, wire.State) // what the shim keeps for a resume
-	receiver  func() bool                // whether the client can be sent a request now
-	resumed   string                     // "run R session S", for a session its shim resumes
-	began     time.Time                  // when the session its shim resumes began (wire.Resume.Began)
-	sink      func([]byte)               // takes each message for the client (HTTP), instead of a queue and a writer
-	stateless bool                       // a server's stateless HTTP session (httpfront.go)
+	closeConn func(*session) // ends the transport, once
+	attached  bool           // the client's own pipes (an attached shim)
+	hb        *handBack      // the way back to its shim, for a resumable session
+	ledger    *ledger        // the shim's ledger of its requests in flight
+	keepState stateKeeper    // what the shim keeps for a resume
+	receiver  func() bool    // whether the client can be sent a request now
+	resumed   string         // "run R session S", for a session its shim resumes
+	began     time.Time      // when the session its shim resumes began (wire.Resume.Began)
+	sink      func([]byte)   // takes each message for the client (HTTP), instead of a queue and a writer
+	stateless bool           // a server's stateless HTTP session (httpfront.go)
 }
 
 // statelessClient is what a stateless HTTP session shows as its client
@@ -398,30 +398,7 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 	}
 	// A subscribe again, or an unsubscribe of what it does not hold, is
 	// no change: it leaves a late drop of a stake lost meanwhile its due.
-	if add != had || had && holder != b {
-		n := s.subChanges.Add(1)
-		if add {
-			s.subs[uri], s.subSince[uri] = b, n
-		} else {
-			delete(s.subs, uri)
-			delete(s.subSince, uri)
-		}
-	}
-	s.mu.Unlock()
-	if had && holder != b {
-		// Held at a child the session no longer routes to (of roots it
-		// left, or one stopped or replaced since): released there; a
-		// subscribe goes on to the child it routes to now.
-		holder.changeSubscription(s, uri, false)
-		if !add {
-			s.keptSubscription(uri, false)
-			s.replyTo(x, id, []byte("{}"))
-			return true
-		}
-	} else if add == had {
-		s.replyTo(x, id, []byte("{}")) // no change: the session held it, or did not
-		return true
-	}
+	//
 	// The shim is told as the session's subscriptions change, before the
 	// child answers, and told again by whatever takes the change back
 	// (undoSubscription, dropSubscription), rather than once the child
@@ -430,7 +407,32 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 	// does not keep it. A crash before the child's refusal leaves the
 	// shim one its client was never answered (the next pool answers it
 	// as may have run, and subscribes it again: a refusal then drops it).
-	s.keptSubscription(uri, add) // before its answer can be written
+	kept := noKept
+	if add != had || had && holder != b {
+		n := s.subChanges.Add(1)
+		if add {
+			s.subs[uri], s.subSince[uri] = b, n
+		} else {
+			delete(s.subs, uri)
+			delete(s.subSince, uri)
+		}
+		kept = s.keptSubscriptionLocked(uri, add) // before its answer can be written
+	}
+	s.mu.Unlock()
+	kept()
+	if had && holder != b {
+		// Held at a child the session no longer routes to (of roots it
+		// left, or one stopped or replaced since): released there; a
+		// subscribe goes on to the child it routes to now.
+		holder.changeSubscription(s, uri, false)
+		if !add {
+			s.replyTo(x, id, []byte("{}"))
+			return true
+		}
+	} else if add == had {
+		s.replyTo(x, id, []byte("{}")) // no change: the session held it, or did not
+		return true
+	}
 	if !s.forwardCounted(msg, id, x, &subChange{uri: uri, add: add, holder: s}, a) {
 		s.undoSubscription(b, uri, add)
 	}
@@ -456,10 +458,12 @@ func (s *session) undoSubscription(b *backend, uri string, add bool) {
 			undone = true
 		}
 	}
-	s.mu.Unlock()
+	kept := noKept
 	if undone || closed {
-		s.keptSubscription(uri, !add)
+		kept = s.keptSubscriptionLocked(uri, !add)
 	}
+	s.mu.Unlock()
+	kept()
 	if closed && !add {
 		b.changeSubscription(s, uri, false)
 	}
@@ -483,15 +487,14 @@ func (s *session) dropSubscription(b *backend, uri string) {
 // with no stake in it, its next subscribe of it taken for no change.
 func (s *session) dropSubscriptionSince(b *backend, uri string, gen uint64) {
 	s.mu.Lock()
-	held := s.subs[uri] == b && s.subSince[uri] <= gen
-	if held {
+	kept := noKept
+	if s.subs[uri] == b && s.subSince[uri] <= gen {
 		delete(s.subs, uri)
 		delete(s.subSince, uri)
+		kept = s.keptSubscriptionLocked(uri, false)
 	}
 	s.mu.Unlock()
-	if held {
-		s.keptSubscription(uri, false)
-	}
+	kept()
 }
 
 // initialize answers a legacy client from the child's cached handshake:
@@ -1081,6 +1084,27 @@ func (s *session) deliverOwing(line []byte, slot int32) {
 	default:
 		if !isClosed(s.closed) && s.evictOnce("queued", len(s.out)) {
 			s.p.wg.Go(s.endEvicted)
+		}
+	}
+}
+
+// queueLine queues line for the client behind what is queued, as
+// deliver does, but never writes it, nor waits: its caller may hold
+// s.mu (session.keepLocked). It returns what is left to do once mu is
+// released: start the writer, or evict a session whose queue is full.
+func (s *session) queueLine(line []byte) (after func()) {
+	select {
+	case s.out <- outLine{line: line}:
+		return func() {
+			if o := s.stream.Load(); o != nil { // else the output, once set, looks at the queue
+				o.kick(s)
+			}
+		}
+	default:
+		return func() {
+			if !isClosed(s.closed) && s.evictOnce("queued", len(s.out)) {
+				s.p.wg.Go(s.endEvicted)
+			}
 		}
 	}
 }

@@ -3,12 +3,16 @@
 package pool_test
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -136,5 +140,148 @@ func TestSubscribeThatTimedOutIsNotKeptForAResume(t *testing.T) {
 	}
 	if kept, _ := stopKept(t, tp, a); len(kept) > 0 {
 		t.Errorf("the shim keeps %q, whose subscribe timed out", kept)
+	}
+}
+
+// A subscription the pool drops (the child refused it) and the client's
+// subscribe of it again, made while the drop is being told to the shim,
+// reach the shim in the order they were made: it keeps what the session
+// holds. (Each was told after the session's lock was released: the
+// drop's line could follow the subscribe's, and a resume after a crash
+// lose the subscription.)
+func TestShimHearsSubscriptionChangesInTheirOrder(t *testing.T) {
+	for _, shim := range []string{"attached", "relayed"} {
+		t.Run(shim, func(t *testing.T) {
+			dir := shortTempDir(t)
+			logPath := filepath.Join(dir, "child.log")
+			gate := filepath.Join(dir, "refuse")
+			if err := os.WriteFile(gate, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			reached, unblock := make(chan struct{}), make(chan struct{})
+			release := sync.OnceFunc(func() { close(unblock) })
+			var once sync.Once
+			t.Cleanup(pool.SetKeptHook(func(st wire.State) {
+				if st.Unsubscribed != nil {
+					once.Do(func() { // the drop waits for the client's subscribe again
+						close(reached)
+						<-unblock
+					})
+				}
+			}))
+			cfg := fake("srv", "-log", logPath, "-refuse-subscribe", "fake://counter", "-refuse-while", gate)
+			tp := newTestPool(t, &pool.Options{StopGrace: time.Second}, cfg)
+			t.Cleanup(release) // before the pool closes
+			var send func(string)
+			var kept func() []string // what the shim keeps once both subscribes are answered
+			if shim == "attached" {
+				a := tp.attach(t, "srv")
+				a.initialize()
+				send = a.send
+				kept = func() []string {
+					answered(t, a.next)
+					subs, _ := stopKept(t, tp, a)
+					return subs
+				}
+			} else {
+				send, kept = relayedKept(t, tp)
+			}
+			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			send(`{"jsonrpc":"2.0","id":"refused","method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
+			select {
+			case <-reached:
+			case <-time.After(15 * time.Second):
+				t.Fatal("the child's refusal was not dropped")
+			}
+			if err := os.Remove(gate); err != nil {
+				t.Fatal(err)
+			}
+			send(`{"jsonrpc":"2.0","id":"again","method":"resources/subscribe","params":{"uri":"fake://counter"}}`)
+			eventually(t, "the subscribe again at the child", func() bool { return countInLog(t, logPath, "resources/subscribe") == 2 })
+			release()
+			if got := kept(); !slices.Equal(got, []string{"fake://counter"}) {
+				t.Errorf("the shim keeps %q, want the subscription the session holds", got)
+			}
+		})
+	}
+}
+
+// answered reads the client's messages from next until the subscribes
+// "refused" (the child's refusal) and "again" ({}) are answered.
+func answered(t *testing.T, next func(*testing.T) msg) {
+	t.Helper()
+	for n := 0; n < 2; {
+		m := next(t)
+		switch string(m.ID) {
+		case `"refused"`:
+			if m.Error == nil {
+				t.Fatalf("the first subscribe got %s, want the child's refusal", m.raw)
+			}
+			n++
+		case `"again"`:
+			if m.Error != nil {
+				t.Fatalf("the subscribe again got %s, want {}", m.raw)
+			}
+			n++
+		}
+	}
+}
+
+// relayedKept starts an initialized session with tp's "srv" whose shim
+// relays, and returns how to send it a line and what its shim keeps (the
+// subscriptions its stream's State lines tell) once the subscribes
+// "refused" and "again" are answered.
+func relayedKept(t *testing.T, tp *testPool) (send func(string), kept func() []string) {
+	conn, err := net.Dial("unix", tp.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	br := bufio.NewReader(conn)
+	send = func(line string) {
+		if _, err := conn.Write([]byte(line + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := map[string]bool{}
+	next := func(t *testing.T) msg {
+		t.Helper()
+		for {
+			_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+			line, err := br.ReadBytes('\n')
+			if err != nil {
+				t.Fatalf("the stream ended: %q, %v", line, err)
+			}
+			if len(line) > 0 && line[0] == wire.Control {
+				var st wire.State
+				if err := json.Unmarshal(line[1:], &st); err != nil {
+					t.Fatalf("the stream carried %q: %v", line, err)
+				}
+				switch {
+				case st.Unsubscribed != nil:
+					delete(held, *st.Unsubscribed)
+				case st.Subscribed != nil:
+					held[*st.Subscribed] = true
+				}
+				continue
+			}
+			m := msg{raw: string(bytes.TrimSpace(line))}
+			if err := json.Unmarshal(line, &m); err != nil {
+				t.Fatalf("the client got %q: %v", line, err)
+			}
+			return m
+		}
+	}
+	send(`{"server":"srv","resumable":true}`)
+	if line, err := br.ReadBytes('\n'); err != nil || !strings.Contains(string(line), `"session"`) {
+		t.Fatalf("welcome: %q, %v", line, err)
+	}
+	send(`{"jsonrpc":"2.0","id":"init-1","method":"initialize","params":` + keptInitParams + `}`)
+	if m := next(t); string(m.ID) != `"init-1"` || m.Error != nil {
+		t.Fatalf("initialize answered %s", m.raw)
+	}
+	return send, func() []string {
+		answered(t, next)
+		return slices.Sorted(maps.Keys(held))
 	}
 }
