@@ -1052,12 +1052,13 @@ var testHookPicked func(*session)
 // inputClosed: the session with the oldest request here that could, the
 // one the question is likely for, closed its input (session.askable); the
 // question is its own, which it cannot answer, and no other session's
-// client is asked it (its answer would become that call's result).
+// client is asked it (its answer would become that call's result). A
+// session that closes is passed over, as a closed one.
 func (b *backend) pickSession(msg *jsonrpc.Message) (target *session, inputClosed bool) {
 	params := msg.Params.Of(msg.Raw)
 	can := func(s *session) bool { return s != nil && s.askable() && s.canAnswer(msg.Method, params) }
 	for _, s := range b.reqs.askers() {
-		if s.alive() && s.canAnswer(msg.Method, params) {
+		if s.alive() && !s.closing.Load() && s.canAnswer(msg.Method, params) {
 			if !s.askable() {
 				return nil, true
 			}

@@ -231,11 +231,12 @@
 //     nothing); the answer returns under the child's id, and the
 //     child's cancellation names the pool id; with nobody able, the
 //     child gets -32006 at once.
-//     The question is recorded only while its session is open, checked
-//     under the lock its close drops the session's questions under: a
-//     session closing as it is picked is passed over, and one that closes
-//     later answers the child with an error as it goes:
-//     [backend.onChildRequest], [backend.pickSession],
+//     The question is recorded only while its session is open and not
+//     closing (marked before its close drops the session's questions),
+//     checked under the lock that drop takes: a session closing as it is
+//     picked is passed over, and one that closes later answers the child
+//     with an error as it goes:
+//     [backend.onChildRequest], [backend.pickSession], [session.askable],
 //     [requestTable.askers], [requestTable.addQuestion], [backend.detach],
 //     [requestForClient], [backend.answerChild], [answerForChild],
 //     [childCancelTarget], [cancelledForClient], [session.canAnswer],
@@ -396,8 +397,11 @@
 //     exchange: nothing is parsed again to find who asked. A legacy
 //     session's other messages go to its GET stream, in order, each an
 //     event with an id; with no stream open a notification is dropped,
-//     but for a list change (one of each kind waits: [listChange]), and
-//     a request waits for the next stream (a child's question only
+//     but for a list change (one of each kind waits: [listChange]) and a
+//     withdrawal of a request a stream wrote (one of a request no stream
+//     wrote takes that request out instead:
+//     [httpSession.dropUnwrittenLocked]), and a request waits for the next
+//     stream (a child's question only
 //     Options.QuestionGrace: above). A stream that ends leaves to
 //     the next what it had not written whole (notifications only up to
 //     endedStreamBytes, and a list change of each kind), and the
@@ -520,7 +524,8 @@
 //     round ends without the client's answers (that cancel, its timer,
 //     the client's cancel, the pool closing the session while the client
 //     is there), the questions still open are withdrawn at the client
-//     with notifications/cancelled, after they went out; the round's row
+//     with notifications/cancelled, after they went out; those of a round
+//     that ended before they went out are not sent; the round's row
 //     in history ends with the round, as it ended: [inputRound.giveUp],
 //     [inputRound.withdraw], [session.dropRounds], [inputRound.retry].
 //   - At most once: when a child dies, what it had not been written is

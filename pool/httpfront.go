@@ -85,7 +85,8 @@ type httpFront struct {
 // endedStreamBytes), and again the requests it had written that are
 // still unanswered, for a request lost with a stream leaves its asker
 // waiting. With no stream open, a notification is dropped (a list
-// change waits, one of each kind); a request waits for the next stream,
+// change waits, one of each kind, and a withdrawal of a request a stream
+// wrote); a request waits for the next stream,
 // and a child's question waits only Options.QuestionGrace for it
 // (takeBack). A stream with nothing to say for streamKeepAlive is sent a
 // comment.
@@ -889,7 +890,8 @@ func (hs *httpSession) streaming() bool {
 // toStream is a legacy session's output: a message that answers no POST
 // is queued for the GET stream without blocking. With no stream open, a
 // notification is dropped (a list change waits unless one of its kind
-// does), and a request (one a stream was open for when its asker picked
+// does; a withdrawal waits if a stream wrote its request, else the
+// request goes with it), and a request (one a stream was open for when its asker picked
 // the session) waits for the next stream. Past the
 // queue's bound notifications are dropped, the oldest queued first to
 // make room for a request; a request that still finds no room is refused.
@@ -899,10 +901,15 @@ func (hs *httpSession) streaming() bool {
 // its stream ends; the requests wait for the next.
 func (hs *httpSession) toStream(line []byte) {
 	e := streamLine{line: line}
+	withdraws := "" // the request a notifications/cancelled withdraws
 	if msg, err := jsonrpc.Parse(line); err == nil {
 		e.method = msg.Method
 		if msg.Kind == jsonrpc.KindRequest {
 			e.reqID = string(msg.IDBytes())
+		}
+		if e.method == "notifications/cancelled" {
+			params := msg.Params.Of(msg.Raw)
+			withdraws = string(jsonrpc.Member(params, "requestId").Of(params))
 		}
 	}
 	hs.mu.Lock()
@@ -914,13 +921,20 @@ func (hs *httpSession) toStream(line []byte) {
 		}
 		// With no stream to take it, or one that fell behind, it is
 		// dropped, but for a list change none like it waits for: the
-		// client, back, lists again rather than miss a change.
-		if (!hs.stream || hs.behind) && (!listChange(e.method) || hs.waitsLocked(e.method)) {
-			hs.mu.Unlock()
-			if fellBehind {
-				hs.behindLog()
+		// client, back, lists again rather than miss a change; and for a
+		// withdrawal of a request a stream wrote, which the client may
+		// show still: it waits as the request did. One never written
+		// goes instead, unasked.
+		if !hs.stream || hs.behind {
+			kept := listChange(e.method) && !hs.waitsLocked(e.method) ||
+				withdraws != "" && !hs.dropUnwrittenLocked(withdraws)
+			if !kept {
+				hs.mu.Unlock()
+				if fellBehind {
+					hs.behindLog()
+				}
+				return
 			}
-			return
 		}
 	}
 	if len(hs.waiting) >= hs.limit {
@@ -1047,6 +1061,18 @@ func (hs *httpSession) startStream(last uint64) bool {
 	if last > 0 && last <= hs.lastEvent { // one of this session's ids
 		hs.dropWaitingLocked(func(e streamLine) bool { return e.id <= last })
 	}
+	return true
+}
+
+// dropUnwrittenLocked takes request id out of waiting if no stream has
+// written it, and reports whether it did.
+func (hs *httpSession) dropUnwrittenLocked(id string) bool {
+	i := slices.IndexFunc(hs.waiting, func(e streamLine) bool { return e.reqID == id && !e.written })
+	if i < 0 {
+		return false
+	}
+	hs.size -= len(hs.waiting[i].line)
+	hs.waiting = slices.Delete(hs.waiting, i, i+1)
 	return true
 }
 

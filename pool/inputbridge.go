@@ -323,6 +323,9 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message, don
 		})
 	}
 	x.mu.Unlock()
+	if testHookRoundShared != nil {
+		testHookRoundShared(x)
+	}
 	switch {
 	case !sess.tracks(p, origID, e.x):
 		x.sending.Unlock()
@@ -333,9 +336,17 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message, don
 		x.end(newError(errClosedInputAsked, true, b.srv.name, b.srv.name))
 		return true, nil
 	}
+	// An end meanwhile (a close's dropRounds before its session is marked
+	// closed, a user's cancel) saw nothing posed, and withdraws nothing:
+	// then nothing is asked.
 	x.mu.Lock()
-	x.posed = true
+	over := x.over
+	x.posed = !over
 	x.mu.Unlock()
+	if over {
+		x.sending.Unlock()
+		return true, nil
+	}
 	for _, q := range questions {
 		sess.deliver(q)
 	}
@@ -383,6 +394,10 @@ func (s *session) answerRound(msg *jsonrpc.Message) bool {
 	}
 	return true
 }
+
+// testHookRoundShared, when set, runs in askLegacyClient once the round
+// x is shared, before its questions are posed.
+var testHookRoundShared func(x *inputRound)
 
 // testHookRoundLookedUp, when set, runs as answerRound has looked up
 // the round of the question a client answered.

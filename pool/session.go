@@ -52,6 +52,7 @@ type session struct {
 	handingBack atomic.Bool // handBackSessions is ending the session: writes to the client end at once (writeDeadline)
 	evicting    atomic.Bool // the session is being evicted: counted and logged once (evictOnce)
 	noInput     atomic.Bool // the client closed its input: it can answer no question (unanswerable)
+	closing     atomic.Bool // close has begun: no question is recorded for it now (askable)
 	// handingOn is the pool id of the held request replayHeld took from
 	// the queue, until a request table takes it (handedOn), with the mark
 	// of a cancel that came first (handOnByUser, handOnByClient).
@@ -1187,11 +1188,17 @@ func (s *session) releaseOwed(n int) {
 // requests and subscriptions is released, and the transport is closed.
 func (s *session) close(reason error) {
 	s.closeOnce.Do(func() {
+		// Before its questions are looked for (withdrawQuestions): none is
+		// recorded after them, unwithdrawn.
+		s.closing.Store(true)
 		told := false // a listen's closing lines are queued for the output
 		if reason != nil && !errors.Is(reason, errEvicted) {
 			told = s.closeListens(reason) // the client is still there: while its output takes them
 			told = s.dropRounds(reason) || told
 			told = s.withdrawQuestions(errAskedClientLeft, reason.Error()) || told
+		}
+		if testHookClosing != nil {
+			testHookClosing(s)
 		}
 		s.mu.Lock()
 		s.closeReason = reason
@@ -1322,9 +1329,9 @@ func isClosed(ch chan struct{}) bool {
 func (s *session) alive() bool { return !isClosed(s.closed) }
 
 // askable reports whether the session's client can still answer a
-// child's question: it is open and its input is (a look at a channel and
-// a flag: no lock, no wait).
-func (s *session) askable() bool { return s.alive() && !s.noInput.Load() }
+// child's question: it is open, not closing, and its input is (a look at
+// a channel and flags: no lock, no wait).
+func (s *session) askable() bool { return s.alive() && !s.closing.Load() && !s.noInput.Load() }
 
 // canAnswer reports whether the client can be asked a child's request
 // (method, with params) now.
@@ -1379,3 +1386,7 @@ func (s *session) info() SessionInfo {
 		LastActiveAt: s.lastActive, InFlight: len(s.inflight) + len(s.held.byID), PID: s.peerPID, Attached: s.attached,
 		ReattachedFrom: s.resumed, BeganAt: s.began, Stateless: s.stateless}
 }
+
+// testHookClosing, when set, runs in close once the session's rounds and
+// questions are ended, before it is marked closed.
+var testHookClosing func(*session)

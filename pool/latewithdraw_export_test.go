@@ -1,0 +1,72 @@
+package pool
+
+import "sync"
+
+// HoldBridgedAskerForClose holds the asker of a 2026-07-28 child's
+// input_required round once the round is shared, before it poses the
+// questions, until its session's close has ended the session's rounds
+// and questions; that close then waits for the asker to be done before
+// it marks the session closed. shared is closed once the asker is held.
+// restore is called after the pool closed.
+func HoldBridgedAskerForClose() (shared <-chan struct{}, restore func()) {
+	held, ended := make(chan struct{}), make(chan struct{})
+	var x *inputRound // set before held is closed
+	var asker, closer sync.Once
+	testHookRoundShared = func(r *inputRound) {
+		asker.Do(func() {
+			x = r
+			close(held)
+			<-ended
+		})
+	}
+	testHookClosing = func(s *session) {
+		select {
+		case <-held:
+		default:
+			return
+		}
+		if x.sess != s {
+			return
+		}
+		closer.Do(func() {
+			close(ended)
+			x.sending.Lock() // the asker holds it until its questions are out, or it posed none
+			x.sending.Unlock()
+		})
+	}
+	return held, func() { testHookRoundShared, testHookClosing = nil, nil }
+}
+
+// HoldPicked holds the asker of a legacy child's question once it
+// picked the session to ask, before it records the question, until goOn
+// is called. picked is closed once the asker is held. restore is called
+// after the pool closed.
+func HoldPicked() (picked <-chan struct{}, goOn, restore func()) {
+	held, went := make(chan struct{}), make(chan struct{})
+	var asker, goer sync.Once
+	testHookPicked = func(*session) {
+		asker.Do(func() {
+			close(held)
+			<-went
+		})
+	}
+	goOn = func() { goer.Do(func() { close(went) }) }
+	return held, goOn, func() { testHookPicked = nil }
+}
+
+// HoldClosing holds the first session close once it has ended the
+// session's rounds and questions, before it marks the session closed,
+// until goOn is called. closing is closed once the close is held.
+// restore is called after the pool closed.
+func HoldClosing() (closing <-chan struct{}, goOn, restore func()) {
+	held, went := make(chan struct{}), make(chan struct{})
+	var closer, goer sync.Once
+	testHookClosing = func(*session) {
+		closer.Do(func() {
+			close(held)
+			<-went
+		})
+	}
+	goOn = func() { goer.Do(func() { close(went) }) }
+	return held, goOn, func() { testHookClosing = nil }
+}
