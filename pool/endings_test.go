@@ -6,47 +6,12 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool"
 )
-
-// recorder keeps the events a pool records (Options.Record), as the
-// history store receives them.
-type recorder struct {
-	mu     sync.Mutex
-	events []pool.Event
-}
-
-func (r *recorder) record(e pool.Event) {
-	r.mu.Lock()
-	r.events = append(r.events, e)
-	r.mu.Unlock()
-}
-
-// find returns the events that match.
-func (r *recorder) find(match func(pool.Event) bool) []pool.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []pool.Event
-	for _, e := range r.events {
-		if match(e) {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// waitFor waits for an event that matches and returns the first.
-func (r *recorder) waitFor(t *testing.T, what string, match func(pool.Event) bool) pool.Event {
-	t.Helper()
-	var got []pool.Event
-	eventually(t, what, func() bool { got = r.find(match); return len(got) > 0 })
-	return got[0]
-}
 
 // errorData reads an error answer's data.
 func errorData(t *testing.T, m msg) (code int, data struct {

@@ -30,16 +30,6 @@ func legacyAsked(t *testing.T, tp *testPool) (*client, msg) {
 	return c, q
 }
 
-// childPID is the PID of tp's one child.
-func childPID(t *testing.T, tp *testPool) int {
-	t.Helper()
-	bs := tp.Snapshot().Backends
-	if len(bs) != 1 || bs[0].PID == 0 {
-		t.Fatalf("backends %+v, want one running child", bs)
-	}
-	return bs[0].PID
-}
-
 // withdrawnOnce fails the test unless ms withdraw question q once.
 func withdrawnOnce(t *testing.T, q msg, ms []msg) {
 	t.Helper()
