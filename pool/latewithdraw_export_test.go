@@ -30,7 +30,10 @@ func HoldBridgedAskerForClose() (shared <-chan struct{}, restore func()) {
 		}
 		closer.Do(func() {
 			close(ended)
-			x.sending.Lock() // the asker holds it until its questions are out, or it posed none
+			// The asker holds sending until its questions are out, or it
+			// posed none: taking it waits for that.
+			x.sending.Lock()
+			//lint:ignore SA2001 the critical section is the wait
 			x.sending.Unlock()
 		})
 	}
