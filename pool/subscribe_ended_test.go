@@ -171,29 +171,7 @@ func TestListensSubscribeThatTimedOutIsNotPromised(t *testing.T) {
 // the session's unsubscribe then changed nothing, so the child never
 // heard it while the backend counted the stake for ever.
 func TestLateDropKeepsANewerStake(t *testing.T) {
-	dir := t.TempDir()
-	logPath := filepath.Join(dir, "child.log")
-	gate := filepath.Join(dir, "refuse")
-	if err := os.WriteFile(gate, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reached, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	t.Cleanup(pool.SetLosingStakesHook(func() {
-		once.Do(func() { // the first refusal's drop waits for the session's new stake
-			close(reached)
-			<-release
-		})
-	}))
-	tp := newTestPool(t, nil, fake("srv", "-log", logPath, "-refuse-subscribe", "fake://counter", "-refuse-while", gate))
-	a := tp.dial(t, "srv")
-	a.initialize("a", "")
-	askSubscribe(a, `"refused"`)
-	select {
-	case <-reached:
-	case <-time.After(15 * time.Second):
-		t.Fatal("the child did not refuse the subscribe")
-	}
+	a, logPath, gate, release := refusedStakeHeld(t) // the first refusal's drop waits for the session's new stake
 	if err := os.Remove(gate); err != nil {
 		t.Fatal(err)
 	}
@@ -213,4 +191,36 @@ func TestLateDropKeepsANewerStake(t *testing.T) {
 	eventually(t, "the child to hear the unsubscribe of its only holder", func() bool {
 		return countInLog(t, logPath, "resources/unsubscribe") == 1
 	})
+}
+
+// refusedStakeHeld dials session "a" to a child that refuses subscribes of
+// fake://counter while gate exists, has it subscribe ("refused"), and
+// holds the pool's drop of the refused stake at the losing-stakes hook
+// until release is closed, so the test can act before the drop.
+func refusedStakeHeld(t *testing.T) (a *client, logPath, gate string, release chan struct{}) {
+	t.Helper()
+	dir := t.TempDir()
+	logPath = filepath.Join(dir, "child.log")
+	gate = filepath.Join(dir, "refuse")
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	t.Cleanup(pool.SetLosingStakesHook(func() {
+		once.Do(func() {
+			close(reached)
+			<-release
+		})
+	}))
+	tp := newTestPool(t, nil, fake("srv", "-log", logPath, "-refuse-subscribe", "fake://counter", "-refuse-while", gate))
+	a = tp.dial(t, "srv")
+	a.initialize("a", "")
+	askSubscribe(a, `"refused"`)
+	select {
+	case <-reached:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the child did not refuse the subscribe")
+	}
+	return a, logPath, gate, release
 }

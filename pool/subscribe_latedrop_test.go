@@ -5,12 +5,7 @@ package pool_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"sync"
 	"testing"
-	"time"
-
-	"github.com/switchboard-mcp/switchboard/pool"
 )
 
 // A session whose stake the child's refusal took back forgets it even if,
@@ -24,29 +19,7 @@ import (
 func TestLateDropOfALostStakeOutlivesOtherChanges(t *testing.T) {
 	for _, meanwhile := range []string{"the same again", "another resource"} {
 		t.Run(meanwhile, func(t *testing.T) {
-			dir := t.TempDir()
-			logPath := filepath.Join(dir, "child.log")
-			gate := filepath.Join(dir, "refuse")
-			if err := os.WriteFile(gate, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			reached, release := make(chan struct{}), make(chan struct{})
-			var once sync.Once
-			t.Cleanup(pool.SetLosingStakesHook(func() {
-				once.Do(func() { // the refusal's drop waits for the session's change
-					close(reached)
-					<-release
-				})
-			}))
-			tp := newTestPool(t, nil, fake("srv", "-log", logPath, "-refuse-subscribe", "fake://counter", "-refuse-while", gate))
-			a := tp.dial(t, "srv")
-			a.initialize("a", "")
-			askSubscribe(a, `"refused"`)
-			select {
-			case <-reached:
-			case <-time.After(15 * time.Second):
-				t.Fatal("the child did not refuse the subscribe")
-			}
+			a, logPath, gate, release := refusedStakeHeld(t) // the refusal's drop waits for the session's change
 			switch meanwhile {
 			case "the same again":
 				askSubscribe(a, `"again"`)
