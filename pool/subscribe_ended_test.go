@@ -41,6 +41,25 @@ func handled(c *client, id string) {
 	c.recvID(id)
 }
 
+// cancelAroundAnothersSubscribe has a subscribe ("a1") and cancel it once
+// the child has it, and b subscribe ("b1") while a's is on its way
+// (meanwhile) or after the cancel; b must be told {} and get the updates.
+func cancelAroundAnothersSubscribe(t *testing.T, a, b *client, logPath string, meanwhile bool) {
+	t.Helper()
+	askSubscribe(a, `"a1"`)
+	eventually(t, "the child to have a's subscribe", func() bool { return countInLog(t, logPath, "resources/subscribe") == 1 })
+	if meanwhile {
+		askSubscribe(b, `"b1"`)
+		handled(b, `"bp"`) // counted: it relies on a's
+	}
+	a.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a1","reason":"changed my mind"}}`)
+	handled(a, `"ap"`) // the cancel ended a's subscribe
+	if !meanwhile {
+		askSubscribe(b, `"b1"`)
+	}
+	subscribedNow(t, b, "b", `"b1"`, `"b2"`)
+}
+
 // A subscribe its client cancelled holds nothing, and takes nothing from
 // another session's subscribe of the same resource, whether that one
 // relied on it (sent while it was on its way) or came after: the child,
@@ -57,18 +76,7 @@ func TestSubscribeCancelledByItsClientHoldsNothing(t *testing.T) {
 			a, b := tp.dial(t, "srv"), tp.dial(t, "srv")
 			a.initialize("a", "")
 			b.initialize("b", "")
-			askSubscribe(a, `"a1"`)
-			eventually(t, "the child to have a's subscribe", func() bool { return countInLog(t, logPath, "resources/subscribe") == 1 })
-			if meanwhile {
-				askSubscribe(b, `"b1"`)
-				handled(b, `"bp"`) // counted: it relies on a's
-			}
-			a.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a1","reason":"changed my mind"}}`)
-			handled(a, `"ap"`)
-			if !meanwhile {
-				askSubscribe(b, `"b1"`)
-			}
-			subscribedNow(t, b, "b", `"b1"`, `"b2"`)
+			cancelAroundAnothersSubscribe(t, a, b, logPath, meanwhile)
 			askSubscribe(a, `"a2"`) // a holds nothing: this one is no "no change"
 			subscribedNow(t, a, "a", `"a2"`, `"a3"`)
 			if n := countInLog(t, logPath, "notifications/cancelled"); n != 1 {

@@ -97,18 +97,7 @@ func TestGivenUpSubscribeUndoneBeforeAnothersSubscribe(t *testing.T) {
 			a, b := tp.dial(t, "srv"), tp.dial(t, "srv")
 			a.initialize("a", "")
 			b.initialize("b", "")
-			askSubscribe(a, `"a1"`)
-			waitSubscriptionLog(t, logPath, "the child to take a's subscribe", "subscribe")
-			if meanwhile {
-				askSubscribe(b, `"b1"`)
-				handled(b, `"bp"`) // counted: it relies on a's
-			}
-			a.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a1"}}`)
-			handled(a, `"ap"`) // the cancel ended a's subscribe
-			if !meanwhile {
-				askSubscribe(b, `"b1"`)
-			}
-			subscribedNow(t, b, "b", `"b1"`, `"b2"`)
+			cancelAroundAnothersSubscribe(t, a, b, logPath, meanwhile)
 			want := []string{"subscribe", "unsubscribe", "subscribe"} // a's, the pool's undoing it, b's
 			if meanwhile {
 				want = []string{"subscribe", "subscribe"} // a's, the pool's in its place
