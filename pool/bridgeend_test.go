@@ -23,7 +23,7 @@ func withdrawn(ms []msg) (ids []string) {
 	return ids
 }
 
-// askedOnce starts a call whose 2026-07-28 child asks the client an
+// askedOnce starts a call whose child (of any era) asks the client an
 // elicitation, and returns the question as the client got it.
 func askedOnce(t *testing.T, tp *testPool) (*client, msg) {
 	t.Helper()

@@ -197,13 +197,7 @@ func TestForeignAnswerDoesNotStealARound(t *testing.T) {
 func TestBridgedCallIsListedAndCancellable(t *testing.T) {
 	t.Cleanup(pool.SetHoldKeep(time.Minute)) // restored once the pool has closed
 	tp := newTestPool(t, nil, fake("srv", "-era", "modern"))
-	c := tp.dial(t, "srv")
-	c.initialize("person", `{"elicitation":{}}`)
-	c.call(`"call"`, "ask", `{"kind":"elicitation"}`)
-	q := c.recv()
-	if q.Method != "elicitation/create" {
-		t.Fatalf("want the child's question, got %s", q.raw)
-	}
+	c, q := askedOnce(t, tp)
 	snap := tp.Snapshot()
 	in := snap.InFlight
 	if len(in) != 1 || in[0].Method != "tools/call" || in[0].Name != "ask" || in[0].OriginalID != `"call"` ||

@@ -16,20 +16,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
-// legacyAsked starts a call whose legacy child asks the client an
-// elicitation, and returns the question as the client got it.
-func legacyAsked(t *testing.T, tp *testPool) (*client, msg) {
-	t.Helper()
-	c := tp.dial(t, "srv")
-	c.initialize("person", `{"elicitation":{}}`)
-	c.call(`"call"`, "ask", `{"kind":"elicitation"}`)
-	q := c.recv()
-	if q.Method != "elicitation/create" {
-		t.Fatalf("want the child's question, got %s", q.raw)
-	}
-	return c, q
-}
-
 // withdrawnOnce fails the test unless ms withdraw question q once.
 func withdrawnOnce(t *testing.T, q msg, ms []msg) {
 	t.Helper()
@@ -74,7 +60,7 @@ func TestLegacyQuestionWithdrawnWhenDropped(t *testing.T) {
 	} {
 		t.Run(end.name, func(t *testing.T) {
 			tp := newTestPool(t, nil, fake("srv"))
-			c, q := legacyAsked(t, tp)
+			c, q := askedOnce(t, tp)
 			end.end(t, tp, c)
 			m, others := c.recvID(`"call"`)
 			if m.Error == nil {
@@ -86,7 +72,7 @@ func TestLegacyQuestionWithdrawnWhenDropped(t *testing.T) {
 
 	t.Run("the pool closing the session", func(t *testing.T) {
 		tp := newTestPool(t, nil, fake("srv"))
-		c, q := legacyAsked(t, tp)
+		c, q := askedOnce(t, tp)
 		closed := make(chan error, 1)
 		go func() { closed <- tp.Close() }()
 		got := c.rest()
@@ -98,14 +84,14 @@ func TestLegacyQuestionWithdrawnWhenDropped(t *testing.T) {
 
 	t.Run("its client closing its input", func(t *testing.T) {
 		tp := newTestPool(t, nil, fake("srv"))
-		c, q := legacyAsked(t, tp)
+		c, q := askedOnce(t, tp)
 		c.closeInput()
 		withdrawnOnce(t, q, c.rest())
 	})
 
 	t.Run("answered", func(t *testing.T) {
 		tp := newTestPool(t, nil, fake("srv"))
-		c, q := legacyAsked(t, tp)
+		c, q := askedOnce(t, tp)
 		c.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":"Ada"}}}`, q.ID)
 		m, others := c.recvID(`"call"`)
 		if !strings.Contains(m.text(), "Ada") {
