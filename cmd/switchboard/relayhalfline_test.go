@@ -18,15 +18,7 @@ import (
 func TestRelayedHalfLineSurvivesPoolKill(t *testing.T) {
 	const head = `{"jsonrpc":"2.0","id":"half","method":"tools/call",`
 	t.Run("killed", func(t *testing.T) {
-		first := serve(t, strings.TrimSuffix(noClientStarts(fakeConfig(t)), "}")+`, "history": {"disabled": true}}`)
-		s := connectAs(t, first, "fake", true)
-		s.initialize("half-line")
-		answers := readAnswers(s)
-		if _, err := io.WriteString(s.stdin, head); err != nil {
-			t.Fatal(err)
-		}
-		first.status() // a round trip: the pool has had time to read the head
-		goAway(t, first, true)
+		first, s, answers := poolGoneWithHead(t, head, true)
 		s.send(`"params":{"name":"echo","arguments":{"text":"whole"}}}`)
 		serveHome(t, first.home)
 		waitFor(t, "the half line's answer", func() bool { _, ok := answers.get(`"half"`); return ok })
@@ -35,15 +27,7 @@ func TestRelayedHalfLineSurvivesPoolKill(t *testing.T) {
 		}
 	})
 	t.Run("stopped, then killed", func(t *testing.T) {
-		first := serve(t, strings.TrimSuffix(noClientStarts(fakeConfig(t)), "}")+`, "history": {"disabled": true}}`)
-		s := connectAs(t, first, "fake", true)
-		s.initialize("half-line")
-		answers := readAnswers(s)
-		if _, err := io.WriteString(s.stdin, head); err != nil {
-			t.Fatal(err)
-		}
-		first.status() // a round trip: the pool has had time to read the head
-		goAway(t, first, false)
+		first, s, answers := poolGoneWithHead(t, head, false)
 		s.send(`"params":{"name":"sleep_echo","arguments":{"ms":30000,"text":"never"}}}`)
 		second := serveHome(t, first.home)
 		waitFor(t, "the split call to reach the child", func() bool {
@@ -61,4 +45,21 @@ func TestRelayedHalfLineSurvivesPoolKill(t *testing.T) {
 			t.Errorf("the call the killed pool owed was answered %s; want the at-most-once error, once", a.line)
 		}
 	})
+}
+
+// poolGoneWithHead starts a pool and a relaying `connect` session to it,
+// writes head (the start of a request line) and, once the pool has read
+// it, has the pool go away (killed or stopped on purpose).
+func poolGoneWithHead(t *testing.T, head string, kill bool) (*instance, *shim, *answerLog) {
+	t.Helper()
+	first := serve(t, strings.TrimSuffix(noClientStarts(fakeConfig(t)), "}")+`, "history": {"disabled": true}}`)
+	s := connectAs(t, first, "fake", true)
+	s.initialize("half-line")
+	answers := readAnswers(s)
+	if _, err := io.WriteString(s.stdin, head); err != nil {
+		t.Fatal(err)
+	}
+	first.status() // a round trip: the pool has had time to read the head
+	goAway(t, first, kill)
+	return first, s, answers
 }
