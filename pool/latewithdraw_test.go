@@ -1,6 +1,7 @@
 package pool_test
 
 import (
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -82,6 +83,20 @@ func TestLegacyQuestionNotAskedOfAClosingSession(t *testing.T) {
 	}
 }
 
+// legacyWithStream starts a pool (questions kept a minute) whose child's
+// questions go to legacy HTTP client "a", which takes elicitations and
+// has its GET stream open.
+func legacyWithStream(t *testing.T) (*testPool, http.Handler, string, *httpClient, *getStream) {
+	t.Helper()
+	tp := newTestPool(t, &pool.Options{QuestionGrace: time.Minute}, fake("srv"))
+	h := tp.HTTPHandler()
+	url := newHTTPFrontOf(t, h) + "/mcp/srv"
+	a := &httpClient{t: t, url: url}
+	a.initializeWith("a", `{"elicitation":{}}`)
+	st := openedGetStream(t, url, a.sid)
+	return tp, h, url, a, st
+}
+
 // A legacy HTTP client's GET stream shows a child's question, ends, and
 // comes back past it (Last-Event-ID) only to end again (a network blip,
 // within QuestionGrace); the child is killed meanwhile. Its withdrawal
@@ -89,12 +104,7 @@ func TestLegacyQuestionNotAskedOfAClosingSession(t *testing.T) {
 // edition it was dropped, a notification with no stream open, and the
 // client's form stayed open.
 func TestHTTPWithdrawalWaitsWhileStreamDown(t *testing.T) {
-	tp := newTestPool(t, &pool.Options{QuestionGrace: time.Minute}, fake("srv"))
-	h := tp.HTTPHandler()
-	url := newHTTPFrontOf(t, h) + "/mcp/srv"
-	a := &httpClient{t: t, url: url}
-	a.initializeWith("a", `{"elicitation":{}}`)
-	st := openedGetStream(t, url, a.sid)
+	tp, h, url, a, st := legacyWithStream(t)
 	call := goCall(t.Context(), a, legacyAskCall(2, "elicitation"))
 	evID, q := st.event()
 	if q.Method != "elicitation/create" {
@@ -126,12 +136,7 @@ func TestHTTPUnwrittenQuestionGoesWhenWithdrawn(t *testing.T) {
 	picked, asks, restore := pool.HoldPicked()
 	t.Cleanup(restore) // after the pool closed: cleanups run last first
 	t.Cleanup(asks)
-	tp := newTestPool(t, &pool.Options{QuestionGrace: time.Minute}, fake("srv"))
-	h := tp.HTTPHandler()
-	url := newHTTPFrontOf(t, h) + "/mcp/srv"
-	a := &httpClient{t: t, url: url}
-	a.initializeWith("a", `{"elicitation":{}}`)
-	st := openedGetStream(t, url, a.sid)
+	tp, h, _, a, st := legacyWithStream(t)
 	call := goCall(t.Context(), a, legacyAskCall(2, "elicitation"))
 	<-picked
 	st.conn.Close()
