@@ -99,17 +99,7 @@ func TestHandBackOfARelayedSessionCarriesAMessageWaitingForAStartingChild(t *tes
 		if len(line) == 0 || line[0] != wire.Control {
 			t.Fatalf("the stopped pool answered %q, and hands it back too", line)
 		}
-		var ctl struct {
-			Drain bool `json:"drain"`
-			pool.Farewell
-		}
-		if err := json.Unmarshal(line[1:], &ctl); err != nil {
-			t.Fatalf("control line %q: %v", line, err)
-		}
-		if ctl.Drain {
-			conn.Write([]byte(wire.ControlDone)) // as the shim: nothing more comes
-		}
-		bye = ctl.Farewell
+		bye = shimControl(t, conn, line)
 	}
 	<-stopped
 	if bye.End != wire.EndPoolStopping || string(bye.Pending) != sent {
@@ -345,4 +335,22 @@ func TestHandBackWaitsForAReplayedMessage(t *testing.T) {
 		t.Errorf("farewell %q with Pending %q, call answered %t: want %q, and the call either answered or handed back",
 			bye.End, bye.Pending, answered, wire.EndPoolStopping)
 	}
+}
+
+// shimControl reads one of the pool's control lines as a shim does,
+// answering a drain (nothing more comes), and returns the farewell it
+// carries, if any.
+func shimControl(t *testing.T, conn net.Conn, line []byte) pool.Farewell {
+	t.Helper()
+	var ctl struct {
+		Drain bool `json:"drain"`
+		pool.Farewell
+	}
+	if err := json.Unmarshal(line[1:], &ctl); err != nil {
+		t.Fatalf("control line %q: %v", line, err)
+	}
+	if ctl.Drain {
+		conn.Write([]byte(wire.ControlDone)) // as the shim: nothing more comes
+	}
+	return ctl.Farewell
 }

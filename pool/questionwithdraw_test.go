@@ -204,19 +204,9 @@ func TestLegacyQuestionWithdrawnBeforeHandBack(t *testing.T) {
 				before = append(before, m)
 				continue
 			}
-			var ctl struct {
-				Drain bool `json:"drain"`
-				pool.Farewell
-			}
-			if err := json.Unmarshal(line[1:], &ctl); err != nil {
-				t.Fatalf("control line %q: %v", line, err)
-			}
-			if ctl.Drain {
-				conn.Write([]byte(wire.ControlDone)) // as the shim: nothing more comes
-			}
-			if ctl.End != "" {
-				if ctl.End != wire.EndPoolStopping {
-					t.Fatalf("farewell %q: not handed back", ctl.End)
+			if bye := shimControl(t, conn, line); bye.End != "" {
+				if bye.End != wire.EndPoolStopping {
+					t.Fatalf("farewell %q: not handed back", bye.End)
 				}
 				break
 			}
