@@ -16,14 +16,19 @@ import (
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
-// stuckShim attaches a session to tp whose shim reads nothing after the
-// pool's welcome, and has the session queue 3,000 State lines for it
-// (log levels, each answered at once) while the pool's writer waits
-// (pool.PauseShimLines, set by the caller before tp was made): far more
-// than the connection's buffer takes. It returns the session's client
-// and what lets the writer go.
-func stuckShim(t *testing.T, tp *testPool, resume func()) *attached {
+// stuckShim starts a pool whose shim writes time out after timeout and
+// attaches a session to it whose shim reads nothing after the pool's
+// welcome, and has the session queue 3,000 State lines for it (log
+// levels, each answered at once) while the pool's writer waits
+// (pool.PauseShimLines): far more than the connection's buffer takes.
+// It returns the pool and the session's client, the writer let go.
+func stuckShim(t *testing.T, timeout time.Duration) (*testPool, *attached) {
 	t.Helper()
+	t.Cleanup(pool.SetShimWriteTimeout(timeout))
+	resume, restore := pool.PauseShimLines()
+	t.Cleanup(restore)
+	tp := newTestPool(t, nil, fake("srv"))
+	t.Cleanup(resume)
 	a := tp.attach(t, "srv")
 	a.initialize()
 	levels := []string{"debug", "info"}
@@ -34,7 +39,7 @@ func stuckShim(t *testing.T, tp *testPool, resume func()) *attached {
 		}
 	}
 	resume()
-	return a
+	return tp, a
 }
 
 const reinitialize = `{"jsonrpc":"2.0","id":"again","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"a","version":"2"}}}`
@@ -48,12 +53,7 @@ const reinitialize = `{"jsonrpc":"2.0","id":"again","method":"initialize","param
 // all of them: 5 s a line.
 func TestAStuckShimEvictsItsSession(t *testing.T) {
 	const timeout = 500 * time.Millisecond
-	t.Cleanup(pool.SetShimWriteTimeout(timeout))
-	resume, restore := pool.PauseShimLines()
-	t.Cleanup(restore)
-	tp := newTestPool(t, nil, fake("srv"))
-	t.Cleanup(resume)
-	a := stuckShim(t, tp, resume)
+	tp, a := stuckShim(t, timeout)
 	sid := tp.Snapshot().Sessions[0].ID
 
 	start := time.Now()
@@ -109,12 +109,7 @@ func TestCloseWithAStuckShim(t *testing.T) {
 		t.Run(fmt.Sprint("reinit=", reinit), func(t *testing.T) {
 			// Long enough for the stop to come while a write waits.
 			const timeout = 2 * time.Second
-			t.Cleanup(pool.SetShimWriteTimeout(timeout))
-			resume, restore := pool.PauseShimLines()
-			t.Cleanup(restore)
-			tp := newTestPool(t, nil, fake("srv"))
-			t.Cleanup(resume)
-			a := stuckShim(t, tp, resume)
+			tp, a := stuckShim(t, timeout)
 			if reinit {
 				if _, err := a.in.WriteString(reinitialize + "\n"); err != nil {
 					t.Fatal(err)
