@@ -41,11 +41,17 @@ func handled(c *client, id string) {
 	c.recvID(id)
 }
 
-// cancelAroundAnothersSubscribe has a subscribe ("a1") and cancel it once
-// the child has it, and b subscribe ("b1") while a's is on its way
+// cancelAroundAnothersSubscribe starts a pool whose child (given flags)
+// logs to logPath, has session a subscribe ("a1") and cancel it once the
+// child has it, and session b subscribe ("b1") while a's is on its way
 // (meanwhile) or after the cancel; b must be told {} and get the updates.
-func cancelAroundAnothersSubscribe(t *testing.T, a, b *client, logPath string, meanwhile bool) {
+func cancelAroundAnothersSubscribe(t *testing.T, meanwhile bool, flags ...string) (a *client, logPath string) {
 	t.Helper()
+	logPath = filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, nil, fake("srv", append([]string{"-log", logPath}, flags...)...))
+	a, b := tp.dial(t, "srv"), tp.dial(t, "srv")
+	a.initialize("a", "")
+	b.initialize("b", "")
 	askSubscribe(a, `"a1"`)
 	eventually(t, "the child to have a's subscribe", func() bool { return countInLog(t, logPath, "resources/subscribe") == 1 })
 	if meanwhile {
@@ -58,6 +64,7 @@ func cancelAroundAnothersSubscribe(t *testing.T, a, b *client, logPath string, m
 		askSubscribe(b, `"b1"`)
 	}
 	subscribedNow(t, b, "b", `"b1"`, `"b2"`)
+	return a, logPath
 }
 
 // A subscribe its client cancelled holds nothing, and takes nothing from
@@ -71,12 +78,7 @@ func TestSubscribeCancelledByItsClientHoldsNothing(t *testing.T) {
 	for _, meanwhile := range []bool{true, false} {
 		name := map[bool]string{true: "another subscribes meanwhile", false: "another subscribes after"}[meanwhile]
 		t.Run(name, func(t *testing.T) {
-			logPath := filepath.Join(t.TempDir(), "child.log")
-			tp := newTestPool(t, nil, fake("srv", "-log", logPath, "-subscribe-delay", "1s"))
-			a, b := tp.dial(t, "srv"), tp.dial(t, "srv")
-			a.initialize("a", "")
-			b.initialize("b", "")
-			cancelAroundAnothersSubscribe(t, a, b, logPath, meanwhile)
+			a, logPath := cancelAroundAnothersSubscribe(t, meanwhile, "-subscribe-delay", "1s")
 			askSubscribe(a, `"a2"`) // a holds nothing: this one is no "no change"
 			subscribedNow(t, a, "a", `"a2"`, `"a3"`)
 			if n := countInLog(t, logPath, "notifications/cancelled"); n != 1 {

@@ -92,12 +92,7 @@ func TestGivenUpSubscribeUndoneBeforeAnothersSubscribe(t *testing.T) {
 	for _, meanwhile := range []bool{false, true} {
 		name := map[bool]string{false: "another subscribes after", true: "another subscribes meanwhile"}[meanwhile]
 		t.Run(name, func(t *testing.T) {
-			logPath := filepath.Join(t.TempDir(), "child.log")
-			tp := newTestPool(t, nil, fake("srv", "-log", logPath, "-unanswered-subscribes", "1"))
-			a, b := tp.dial(t, "srv"), tp.dial(t, "srv")
-			a.initialize("a", "")
-			b.initialize("b", "")
-			cancelAroundAnothersSubscribe(t, a, b, logPath, meanwhile)
+			_, logPath := cancelAroundAnothersSubscribe(t, meanwhile, "-unanswered-subscribes", "1")
 			want := []string{"subscribe", "unsubscribe", "subscribe"} // a's, the pool's undoing it, b's
 			if meanwhile {
 				want = []string{"subscribe", "subscribe"} // a's, the pool's in its place
