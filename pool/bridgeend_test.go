@@ -37,6 +37,19 @@ func askedOnce(t *testing.T, tp *testPool) (*client, msg) {
 	return c, q
 }
 
+// restAsPoolCloses closes tp and returns what c got until its session
+// ended with it.
+func restAsPoolCloses(t *testing.T, tp *testPool, c *client) []msg {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- tp.Close() }()
+	got := c.rest()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 // settle returns what the client got up to the answer to a ping sent now,
 // others being what it got before: with the call's end, the withdrawal
 // of its question may come before it or after.
@@ -112,12 +125,7 @@ func TestBridgedQuestionWithdrawnWhenItsCallEnds(t *testing.T) {
 		t.Cleanup(pool.SetHoldKeep(time.Minute)) // restored once the pool has closed
 		tp := newTestPool(t, nil, fake("srv", "-era", "modern"))
 		c, q := askedOnce(t, tp)
-		closed := make(chan error, 1)
-		go func() { closed <- tp.Close() }()
-		got := c.rest()
-		if err := <-closed; err != nil {
-			t.Fatal(err)
-		}
+		got := restAsPoolCloses(t, tp, c)
 		if ids := withdrawn(got); len(ids) != 1 || ids[0] != string(q.ID) {
 			t.Fatalf("question %s withdrawn as %v before the session closed (it got %v), want once", q.ID, ids, got)
 		}

@@ -35,12 +35,7 @@ func TestBridgedQuestionNotPosedAfterItsRoundEnded(t *testing.T) {
 	c.initialize("person", `{"elicitation":{}}`)
 	c.call(`"call"`, "ask", `{"kind":"elicitation"}`)
 	<-shared
-	closed := make(chan error, 1)
-	go func() { closed <- tp.Close() }()
-	got := c.rest()
-	if err := <-closed; err != nil {
-		t.Fatal(err)
-	}
+	got := restAsPoolCloses(t, tp, c)
 	if asked := questionsIn(got); len(asked) > 0 {
 		t.Fatalf("the client was asked %v after the round ended (withdrawn: %v)", asked, withdrawn(got))
 	}

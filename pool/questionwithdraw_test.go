@@ -73,12 +73,7 @@ func TestLegacyQuestionWithdrawnWhenDropped(t *testing.T) {
 	t.Run("the pool closing the session", func(t *testing.T) {
 		tp := newTestPool(t, nil, fake("srv"))
 		c, q := askedOnce(t, tp)
-		closed := make(chan error, 1)
-		go func() { closed <- tp.Close() }()
-		got := c.rest()
-		if err := <-closed; err != nil {
-			t.Fatal(err)
-		}
+		got := restAsPoolCloses(t, tp, c)
 		withdrawnOnce(t, q, got)
 	})
 
