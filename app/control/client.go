@@ -244,6 +244,10 @@ func (c *Client) ping(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	// The action goes on a connection of its own: on a Windows named
+	// pipe (under Wine) one kept from the ping failed the action with
+	// EOF, and a POST is not retried.
+	req.Close = true
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if errors.Is(err, ErrNoPool) {
@@ -251,7 +255,6 @@ func (c *Client) ping(ctx context.Context) (bool, error) {
 		}
 		return false, err
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096)) // for the connection to be used again
 	resp.Body.Close()
 	return resp.Header.Get(honoursHeader) != "", nil
 }
