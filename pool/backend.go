@@ -997,9 +997,9 @@ func (b *backend) ask(msg *jsonrpc.Message, childID []byte) bool {
 	id := b.p.newAskID()
 	elicitationID := urlElicitationID(msg)
 	for {
-		target, inputClosed := b.pickSession(msg)
-		if inputClosed {
-			b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errAskedClosedInput, false, "")))
+		target, refusal := b.pickSession(msg)
+		if refusal != 0 {
+			b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(refusal, false, "")))
 			return true
 		}
 		if target == nil {
@@ -1049,27 +1049,30 @@ var testHookPicked func(*session)
 
 // pickSession is the session to ask the child's request msg: one that
 // can answer it (session.canAnswer), as onChildRequest prefers them.
-// inputClosed: the session with the oldest request here that could, the
-// one the question is likely for, closed its input (session.askable); the
-// question is its own, which it cannot answer, and no other session's
-// client is asked it (its answer would become that call's result). A
-// session that closes is passed over, as a closed one.
-func (b *backend) pickSession(msg *jsonrpc.Message) (target *session, inputClosed bool) {
+// refusal: the session with the oldest request here that could, the one
+// the question is likely for, cannot answer (session.askable): it closed
+// its input, or it closes or closed; the question is its own, and no
+// other session's client is asked it (its answer would become that
+// call's result): the child gets refusal (-32006).
+func (b *backend) pickSession(msg *jsonrpc.Message) (target *session, refusal poolError) {
 	params := msg.Params.Of(msg.Raw)
 	can := func(s *session) bool { return s != nil && s.askable() && s.canAnswer(msg.Method, params) }
 	for _, s := range b.reqs.askers() {
-		if s.alive() && !s.closing.Load() && s.canAnswer(msg.Method, params) {
-			if !s.askable() {
-				return nil, true
+		if s.canAnswer(msg.Method, params) {
+			switch {
+			case s.closing.Load(): // (a closed session was closing)
+				return nil, errAskedClientLeft
+			case !s.askable():
+				return nil, errAskedClosedInput
 			}
-			return s, false
+			return s, 0
 		}
 	}
 	b.mu.Lock()
 	last := b.lastClient
 	b.mu.Unlock()
 	if can(last) {
-		return last, false
+		return last, 0
 	}
 	var best *session
 	for _, s := range b.sessions() {
@@ -1077,7 +1080,7 @@ func (b *backend) pickSession(msg *jsonrpc.Message) (target *session, inputClose
 			best = s
 		}
 	}
-	return best, false
+	return best, 0
 }
 
 // answerChild routes a client's answer to one of the child's requests back

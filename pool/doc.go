@@ -234,8 +234,9 @@
 //     The question is recorded only while its session is open and not
 //     closing (marked before its close drops the session's questions),
 //     checked under the lock that drop takes: a session closing as it is
-//     picked is passed over, and one that closes later answers the child
-//     with an error as it goes:
+//     picked is picked no more (a question for its call goes to no other
+//     session: the child gets -32006), and one that closes later answers
+//     the child with an error as it goes:
 //     [backend.onChildRequest], [backend.pickSession], [session.askable],
 //     [requestTable.askers], [requestTable.addQuestion], [backend.detach],
 //     [requestForClient], [backend.answerChild], [answerForChild],

@@ -484,10 +484,17 @@ func (x *inputRound) withdraw(questions map[uint64]string, why string) {
 
 // dropRounds ends the rounds that wait for the answers of a session the
 // pool closes while its client is still there, for why: their questions
-// are withdrawn while its output takes them. It reports whether it sent
-// any.
+// are withdrawn while its output takes them. At a stop (a hand-back, a
+// shutdown) the call then gets what every call still running gets,
+// "restarted" (abandon): it ran at the child. It reports whether it
+// sent anything.
 func (s *session) dropRounds(why error) (told bool) {
+	stops := errors.Is(why, errHandedBack) || errors.Is(why, errPoolClosing)
 	for _, x := range s.p.rounds.askedOf(s) {
+		if stops {
+			told = x.end(newError(errPoolRestarting, true, s.srv.name, s.srv.name, x.call.method)) || told
+			continue
+		}
 		told = x.drop(why.Error()) || told
 	}
 	return told

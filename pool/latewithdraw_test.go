@@ -44,8 +44,8 @@ func TestBridgedQuestionNotPosedAfterItsRoundEnded(t *testing.T) {
 // A legacy child asks a question as the pool closes the session it picked
 // to ask (a stop): the close has withdrawn the session's questions and
 // not yet marked it closed. The question is not recorded for it, and the
-// child gets the pool's "no connected client" (nobody else can answer),
-// not "closed its input". On the first edition it was recorded and
+// child gets the pool's "the client that was asked disconnected", not
+// "closed its input". On the first edition it was recorded and
 // delivered, and the close's flush wrote it to the client, never
 // withdrawn.
 func TestLegacyQuestionNotAskedOfAClosingSession(t *testing.T) {
@@ -73,8 +73,8 @@ func TestLegacyQuestionNotAskedOfAClosingSession(t *testing.T) {
 	if asked := questionsIn(got); len(asked) > 0 {
 		t.Fatalf("the closing session's client was asked %v (withdrawn: %v)", asked, withdrawn(got))
 	}
-	if string(first.ID) != `"call"` || !strings.Contains(first.raw, "no connected client") {
-		t.Fatalf("want the call to report the pool's no-client error, got %s", first.raw)
+	if string(first.ID) != `"call"` || !strings.Contains(first.raw, "the client that was asked disconnected") {
+		t.Fatalf("want the call to report the pool's client-gone error, got %s", first.raw)
 	}
 }
 

@@ -255,7 +255,7 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 	// legacy client to ask.
 	p, owner, ex, only := b.reqs.mrtrCarrier(capability)
 	if p == nil {
-		if target, inputClosed := b.pickSession(msg); only == nil || target != nil || inputClosed {
+		if target, refusal := b.pickSession(msg); only == nil || target != nil || refusal != 0 {
 			return false // asked as a legacy child's question is (onChildRequest)
 		}
 		data, name := requiredCapability(capability)
