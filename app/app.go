@@ -207,6 +207,7 @@ func Start(opts Options) (*Instance, error) {
 	}
 	inst.Pool = pool.New(&pool.Options{
 		Logger:             log,
+		AskIDFloor:         reserveAskIDs(paths.AskIDsFile(), time.Now(), log), // under the instance lock, before the pool asks
 		ChildEnv:           []string{leaks.RunEnv + "=" + marker},
 		ProcessStart:       func(pid int) (time.Time, error) { return leaks.StartTime(context.Background(), pid) },
 		EvictAfter:         cfg.EvictAfter(),          // applies from the next start

@@ -4,6 +4,7 @@ package pool_test
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +72,41 @@ func TestQuestionIDsDoNotRepeatAcrossPools(t *testing.T) {
 			}
 			break
 		}
+	}
+}
+
+// TestQuestionIDsStartAboveTheFloor: the pool's own requests to a client
+// (its roots/list, a child's question) have ids above Options.AskIDFloor,
+// whatever the clock says. The floor is the high-water mark the previous
+// run of the home left; here it lies a day ahead of the clock, as it does
+// after the clock was set back a day across a restart. Before, the pool
+// counted from its clock alone and asked under ids below the mark: ids
+// the previous run may have asked under, whose late answers the client
+// still owes.
+func TestQuestionIDsStartAboveTheFloor(t *testing.T) {
+	floor := uint64(time.Now().Add(24 * time.Hour).UnixMicro())
+	tp := newTestPool(t, &pool.Options{AskIDFloor: floor}, fake("srv"))
+	a := tp.attach(t, "srv")
+	a.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{},"elicitation":{}},"clientInfo":{"name":"person","version":"1"}}}`)
+	a.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	roots := a.next(t)
+	if roots.Method != "roots/list" {
+		t.Fatalf("want the pool's roots/list, got %s", roots.raw)
+	}
+	n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(string(roots.ID), `"switchboard-roots-`), `"`), 10, 64)
+	if err != nil || n <= floor {
+		t.Errorf("roots/list id %s: want switchboard-roots-N with N above the floor %d", roots.ID, floor)
+	}
+	a.send(`{"jsonrpc":"2.0","id":` + string(roots.ID) + `,"result":{"roots":[]}}`)
+	a.send(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"ask","arguments":{"kind":"elicitation"}}}`)
+	for {
+		m := a.next(t)
+		if m.Method != "elicitation/create" {
+			continue
+		}
+		if q, err := strconv.ParseUint(string(m.ID), 10, 64); err != nil || q <= floor || q > 1<<53-1 {
+			t.Errorf("question id %s: want a number above the floor %d and below 2^53", m.ID, floor)
+		}
+		break
 	}
 }

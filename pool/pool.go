@@ -138,6 +138,16 @@ type Options struct {
 	// the clock leak detection compares recorded children with. nil, or
 	// an error: the time the pool saw the child start.
 	ProcessStart func(pid int) (time.Time, error)
+	// AskIDFloor, when set, is where the ids of the pool's own requests
+	// to clients (newAskID) count from, in place of the clock: its owner
+	// makes sure that no earlier run of the same home gave an id above
+	// it, and that the next run counts from above what this one gives
+	// (the app keeps a high-water mark in a file, app/askids.go), so that
+	// they do not repeat across runs even when the system clock was set
+	// back. Leave room below 2^53 for the ids a run gives: clients read
+	// them as JavaScript numbers. Zero: the time of New in microseconds
+	// since 1970.
+	AskIDFloor uint64
 }
 
 // Implementation names a client or server, as in MCP's clientInfo.
@@ -292,7 +302,7 @@ func New(opts *Options) *Pool {
 		flushing: map[deadlineWriter]struct{}{},
 		carried:  o.Carried,
 	}
-	p.nextAskID.Store(uint64(time.Now().UnixMicro()))
+	p.nextAskID.Store(askIDSeed(o.AskIDFloor, time.Now()))
 	if o.Carried != nil {
 		p.nextID.Store(o.Carried.NextID)
 	}
@@ -305,13 +315,24 @@ func New(opts *Options) *Pool {
 // an upgrade or a crash), so these ids never repeat across runs: a
 // client's late answer to a question of a pool gone would answer the next
 // pool's question of the same id, and reach its child. A run counts them
-// from its start in microseconds since 1970: an earlier run started
-// earlier, and gave fewer ids than microseconds passed since (unless the
-// clock was set back between the two: the README says so). Below 2^53
-// until the year 2255, they stay numbers any client reads exactly. Ids to
-// children stay small (nextID): a child lives in one run (a carried one
-// keeps its count: Carried.NextID).
+// from Options.AskIDFloor, above every id an earlier run of the home
+// could give, whatever the clock says (askIDSeed). Ids to children stay
+// small (nextID): a child lives in one run (a carried one keeps its
+// count: Carried.NextID).
 func (p *Pool) newAskID() uint64 { return p.nextAskID.Add(1) }
+
+// askIDSeed is where a run's ids of its requests to clients count from:
+// the floor its owner gives; with none (tests, embedders), the time in
+// microseconds since 1970, which is above the ids of an earlier run as
+// long as the clock was not set back (an earlier run started earlier,
+// and gave fewer ids than microseconds passed since) and stays below
+// 2^53, where clients read ids exactly, until the year 2255.
+func askIDSeed(floor uint64, now time.Time) uint64 {
+	if floor != 0 {
+		return floor
+	}
+	return uint64(now.UnixMicro())
+}
 
 // Apply makes cfgs the configured servers. New servers become available;
 // removed ones take no new requests, let those in flight finish and then

@@ -39,6 +39,11 @@ func (p Paths) StartLockFile() string { return filepath.Join(p.Run, "start.lock"
 // writes it back, and two at once would lose one's changes.
 func (p Paths) EditLockFile() string { return filepath.Join(p.Run, "edit.lock") }
 
+// AskIDsFile keeps the high-water mark of the ids of the pool's own
+// requests to clients, so that a run never asks under an id an earlier
+// one did, whatever the clock says (app/askids.go).
+func (p Paths) AskIDsFile() string { return filepath.Join(p.Run, "ask-ids") }
+
 // PoolLog is where a pool started by a client writes its log.
 func (p Paths) PoolLog() string { return filepath.Join(p.Logs, "pool.log") }
 
