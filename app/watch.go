@@ -50,6 +50,10 @@ func WatchConfig(ctx context.Context, path string, debounce time.Duration, onCha
 // newWatcher is fsnotify.NewWatcher; tests make it fail.
 var newWatcher = fsnotify.NewWatcher
 
+// readConfig is config.ReadFile; tests make it fail as a file the
+// process may not read does (which root never sees).
+var readConfig = config.ReadFile
+
 // watchBase is what a watcher compares the file with at first: the
 // content of the config in use, or the error the file gave (then the
 // next good file is reported whatever it holds, and the same error is
@@ -258,7 +262,7 @@ func (cw *configWatch) loop(ctx context.Context, debounce time.Duration) {
 				// (or what exists of the way down) and read the file,
 				// which may have been written before the watch was added.
 				cw.watchTowards()
-			case ev.Op == fsnotify.Chmod || !slices.Contains(cw.names, name):
+			case !cw.concerns(name, ev.Op):
 				continue
 			}
 			waitedOnEmpty = false
@@ -285,6 +289,17 @@ func (cw *configWatch) loop(ctx context.Context, debounce time.Duration) {
 	}
 }
 
+// concerns reports whether an event on name may change what reading the
+// config gives. A chmod or chown of the file can make it readable again
+// (or not), and so can one of a watched directory while the file could
+// not be read; reload reports nothing when the content is the same.
+func (cw *configWatch) concerns(name string, op fsnotify.Op) bool {
+	if slices.Contains(cw.names, name) {
+		return true
+	}
+	return op == fsnotify.Chmod && cw.lastErr != "" && cw.watched[name]
+}
+
 // reload reads the file and reports it, unless nothing changed since the
 // last report. With waitOnEmpty, a file that reads empty is not reported:
 // reload says so, and the caller reads it again later.
@@ -298,7 +313,7 @@ func (cw *configWatch) reload(waitOnEmpty bool) (empty bool) {
 		}
 		cw.watchTowards() // the file is reported gone below
 	}
-	data, err := config.ReadFile(cw.path)
+	data, err := readConfig(cw.path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			err = configMissing(cw.path, cw.none)
