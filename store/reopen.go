@@ -1,6 +1,8 @@
 package store
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -51,11 +53,23 @@ func (w *writer) checkFile(now time.Time, force bool) {
 	w.checked = now
 	switch {
 	case w.conn != nil && !w.s.fileGone():
+		w.armMarker()
 	case w.conn == nil && w.refused != nil && now.Sub(w.refusedAt) < refusedRetry && w.stillThere(w.refused):
 	default:
 		w.reopen(now)
 	}
 	w.checkJournal()
+}
+
+// armMarker arms the check of the database file's marker once a
+// checkpoint has written it there (Store.markFile).
+func (w *writer) armMarker() {
+	w.s.errMu.Lock()
+	armed := w.s.armed || w.s.marker == 0
+	w.s.errMu.Unlock()
+	if !armed {
+		w.s.armMarker(w.conn)
+	}
 }
 
 // stillThere says whether the file at the path is f.
@@ -87,8 +101,15 @@ func (w *writer) reopen(now time.Time) {
 			}
 		}
 		w.close()
-		s.rdb().Close()
-		s.wdb.Close()
+		if s.fileOverwritten() {
+			// The file at the path is this one, with another content:
+			// closed last, the write connection would write its WAL's
+			// pages into it. A reader's lock keeps it from that.
+			s.closeWriterFirst()
+		} else {
+			s.rdb().Close()
+			s.wdb.Close()
+		}
 		// SQLite leaves a moved file's WAL and shared memory at its path
 		// when it closes it (they go by name, and could be another file's
 		// by then): they are the old file's, and the file now there, or
@@ -116,6 +137,26 @@ func (w *writer) reopen(now time.Time) {
 	s.log.Info("history: recreated the database file", "path", s.path, "run", s.run)
 }
 
+// closeWriterFirst closes the write connection while a reader holds a
+// read transaction open, then the readers: SQLite writes the WAL back into
+// the database file (a checkpoint) as the last connection to it closes,
+// and read-only ones never write.
+func (s *Store) closeWriterFirst() {
+	ctx := context.Background()
+	rdb := s.rdb()
+	defer rdb.Close()
+	tx, err := rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err == nil {
+		var v int64
+		err = tx.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&v)
+		defer tx.Rollback()
+	}
+	if err != nil {
+		s.log.Warn("history: hold the file copied over the database while closing it (the WAL may be written into it)", "err", err)
+	}
+	s.wdb.Close()
+}
+
 // recreate makes a database file at the path for this run and attaches
 // the writer and the readers to it.
 func (w *writer) recreate() error {
@@ -135,6 +176,7 @@ func (w *writer) recreate() error {
 		return s.wrap(err)
 	}
 	s.wdb = db
+	s.markFile(db)
 	if err := w.attach(); err != nil {
 		db.Close()
 		return err

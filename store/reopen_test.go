@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -270,4 +271,141 @@ func TestTruncatedFileIsRecreated(t *testing.T) {
 	if children, err := ReadChildrenOfEarlierRuns(context.Background(), path); err != nil || len(children) != 1 || children[0].PID != 4242 {
 		t.Errorf("children of earlier runs in the new file: %+v, %v; want child 4242, never seen to exit", children, err)
 	}
+}
+
+// copyInPlace writes the file at from over the file at to, as `cp` does:
+// the same file (inode), its content replaced. It writes before it cuts
+// the length, so the file is never short of a header meanwhile.
+func copyInPlace(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(to, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// integrity is what SQLite's integrity_check says of the file at path.
+func integrity(t *testing.T, path string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite3", dsn(path, "mode=ro"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var out string
+	if err := db.QueryRow("PRAGMA integrity_check").Scan(&out); err != nil {
+		return err.Error()
+	}
+	return out
+}
+
+// A whole database copied over the database file in place while the
+// store runs (`cp old.db history.db`: the same file, another content)
+// is noticed: SQLite would read its pages mixed with the WAL's, the
+// running store's, and both histories would be damaged. An older copy of
+// the same history takes the running run on; another history's is left
+// as it is, and Err says why. It used to go unnoticed: the file was
+// "malformed" from then on, Err said nothing, and the next start moved it
+// all aside.
+func TestCopiedOverInPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		other bool
+	}{{"older copy of the same history", false}, {"another history", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := dbPath(t)
+			old := filepath.Join(t.TempDir(), "old.db")
+			src := path
+			if tc.other {
+				src = old
+			}
+			for i := range 3 {
+				if i == 2 && !tc.other { // the copy is older than the file
+					copyInPlace(t, path, createdFile(t, old))
+				}
+				o := openT(t, src, nil)
+				o.Record(received(1, "s1", "tools/call", "earlier", time.Now()))
+				o.Record(done(1, "s1", "tools/call", "earlier", pool.StatusOK, 0, time.Now()))
+				if err := o.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := openT(t, path, &Options{FlushInterval: time.Hour})
+			now := time.Now()
+			for i := range 2000 { // many pages, some of them written back into the file
+				s.Record(received(uint64(100+i), "s1", "tools/call", strings.Repeat("x", 100), now))
+				s.Record(done(uint64(100+i), "s1", "tools/call", strings.Repeat("x", 100), pool.StatusOK, 0, now))
+				if i%500 == 0 {
+					if err := s.flush(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := s.flush(); err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := os.Stat(old); err != nil || fi.Size() <= minDBSize {
+				t.Fatalf("the copy: %v, %v; want a whole database", fi, err)
+			}
+			copyInPlace(t, old, path)
+
+			if err := s.Err(); !errors.Is(err, errFileGone) {
+				t.Errorf("Err after a database was copied over the file: %v, want it to say so", err)
+			}
+			if tc.other {
+				waitFor(t, "the store to refuse the file", func() bool {
+					err := s.Err()
+					return err != nil && strings.Contains(err.Error(), "cannot be made again")
+				})
+			} else {
+				waitFor(t, "the database file made again", func() bool { return s.Err() == nil })
+				s.Record(received(9999, "s1", "tools/call", "after", now))
+				s.Record(done(9999, "s1", "tools/call", "after", pool.StatusOK, 0, now))
+			}
+			if err := s.Close(); err != nil && !tc.other {
+				t.Fatal(err)
+			}
+			if got := integrity(t, path); got != "ok" {
+				t.Fatalf("integrity of the file at the path: %s", got)
+			}
+			ro, err := OpenReadOnly(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs, err := ro.Runs(context.Background(), 10)
+			ro.Close()
+			if tc.other {
+				if err != nil || len(runs) != 3 || runs[0].ID != 3 {
+					t.Errorf("the other history's runs: %+v, %v; want its 3 runs as they were", runs, err)
+				}
+				return
+			}
+			if err != nil || len(runs) != 3 || runs[0].ID != s.Run() {
+				t.Errorf("runs: %+v, %v; want the 2 of the copy and run %d", runs, err, s.Run())
+			}
+			if r := readRequests(t, path)[9999]; r.Status != pool.StatusOK || r.Run != s.Run() {
+				t.Errorf("the request recorded after the copy: %+v, want ok, of run %d", r, s.Run())
+			}
+		})
+	}
+}
+
+// createdFile makes an empty file at path and returns path.
+func createdFile(t *testing.T, path string) string {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

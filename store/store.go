@@ -24,11 +24,13 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -211,6 +213,12 @@ type Store struct {
 	// dbFile is the database file open for writing: when the file at
 	// path is no longer it (deleted, replaced), the writer recreates it.
 	dbFile os.FileInfo
+	// marker is the value this Store puts in the header of each database
+	// file it writes (markFile), armed once the file itself holds it:
+	// then another value there is another file's content copied over it
+	// in place (fileLeft).
+	marker int32
+	armed  bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -329,6 +337,7 @@ func (s *Store) openWritable() error {
 		// no later start lists it again, and give its blocks back.
 		_ = os.Truncate(journalPath(s.path), 0)
 	}
+	s.markFile(s.wdb)
 	j.reset(s.run)
 	if s.opts.ChildrenOnly {
 		j.close() // no requests to journal
@@ -386,9 +395,67 @@ func (s *Store) openWriteDB() (_ *sql.DB, err error) {
 		return nil, s.wrap(err)
 	}
 	s.errMu.Lock()
-	s.dbFile = fi
+	s.dbFile, s.armed = fi, false
 	s.errMu.Unlock()
 	return db, nil
+}
+
+// markerOffset is where SQLite keeps the application ID in a database
+// file's header (PRAGMA application_id): the store's marker.
+const markerOffset = 68
+
+// markFile writes the Store's marker into the header of the database
+// file db writes, once it is the run's (another history's is left as it
+// is), and arms the check of it. The header reaches the file itself at a
+// checkpoint: one is asked for now, and until it is there the writer asks
+// again (armMarker). A file copied over the database in place (`cp`, the
+// same file with another content) then holds another value, or none:
+// SQLite would read its pages mixed with the WAL's, the running store's,
+// and damage both, so the writer makes the file again (fileLeft). A
+// failure leaves the check unarmed: a file replaced otherwise is still
+// noticed.
+func (s *Store) markFile(db *sql.DB) {
+	s.errMu.Lock()
+	if s.marker == 0 {
+		s.marker = int32(rand.Uint32()>>1) + 1 // positive: never 0, SQLite's default
+	}
+	marker := s.marker
+	s.errMu.Unlock()
+	if _, err := db.Exec(fmt.Sprintf("PRAGMA application_id = %d", marker)); err != nil {
+		s.log.Warn("history: mark the database file (a copy put over it in place will not be noticed)", "err", err)
+		return
+	}
+	s.armMarker(db)
+}
+
+// armMarker checkpoints the WAL (as far as readers let it) and arms the
+// check of the marker once the database file holds it.
+func (s *Store) armMarker(q interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}) {
+	if _, err := q.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+		return
+	}
+	v, err := readMarker(s.path)
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	if err == nil && v == s.marker {
+		s.armed = true
+	}
+}
+
+// readMarker reads the marker in the header of the file at path.
+func readMarker(path string) (int32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var b [4]byte
+	if _, err := f.ReadAt(b[:], markerOffset); err != nil {
+		return 0, err
+	}
+	return int32(binary.BigEndian.Uint32(b[:])), nil
 }
 
 // rdb is the read-only connections that answer queries.
@@ -588,9 +655,10 @@ var errFileGone = errors.New("the database file was deleted, replaced or truncat
 const minDBSize = 512
 
 // fileGone says whether the file at s.path is not the database file open
-// for writing (dbFile) whole: there is none, another one, or it was
-// truncated in place (fileTruncated). A path it cannot look at (no
-// permission) tells nothing.
+// for writing (dbFile) whole: there is none, another one, it was
+// truncated in place (fileTruncated), or another database was copied over
+// it in place (fileOverwritten). A path it cannot look at (no permission)
+// tells nothing.
 func (s *Store) fileGone() bool {
 	gone, _ := s.fileLeft()
 	return gone
@@ -604,9 +672,28 @@ func (s *Store) fileTruncated() bool {
 	return truncated
 }
 
-func (s *Store) fileLeft() (gone, truncated bool) {
+// fileOverwritten says whether the file at s.path is the database file
+// open for writing with another database's content copied over it in
+// place (`cp old.db history.db`): its header lacks the Store's marker.
+func (s *Store) fileOverwritten() bool {
+	gone, truncated := s.fileLeft()
+	return gone && !truncated && s.stillOpen()
+}
+
+// stillOpen says whether the file at s.path is the database file open
+// for writing.
+func (s *Store) stillOpen() bool {
 	s.errMu.Lock()
 	open := s.dbFile
+	s.errMu.Unlock()
+	fi, err := fileid.Stat(s.path)
+	return open != nil && err == nil && os.SameFile(open, fi)
+}
+
+// fileLeft is fileGone and fileTruncated at one look.
+func (s *Store) fileLeft() (gone, truncated bool) {
+	s.errMu.Lock()
+	open, armed, marker := s.dbFile, s.armed, s.marker
 	s.errMu.Unlock()
 	if open == nil {
 		return false, false
@@ -618,8 +705,14 @@ func (s *Store) fileLeft() (gone, truncated bool) {
 	if !os.SameFile(open, fi) {
 		return true, false
 	}
-	truncated = fi.Size() < minDBSize
-	return truncated, truncated
+	if fi.Size() < minDBSize {
+		return true, true
+	}
+	if !armed {
+		return false, false
+	}
+	v, err := readMarker(s.path)
+	return err == nil && v != marker, false
 }
 
 // Repaired says why the writer rebuilt the database's indexes this run
