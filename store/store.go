@@ -85,8 +85,10 @@ type Options struct {
 	// RetainDays keeps requests this many days. Default 14; negative keeps
 	// them forever.
 	RetainDays int
-	// MaxRows keeps at most this many requests, newest first. Default
-	// 1,000,000; negative means no cap.
+	// MaxRows keeps at most this many requests, newest first, but never
+	// prunes a request of the running run still in flight: with more of
+	// those than MaxRows, it keeps them all. Default 1,000,000; negative
+	// means no cap.
 	MaxRows int
 	// CapturePayloads stores a bounded, redacted prefix of each request
 	// and response. Off by default.
