@@ -78,7 +78,21 @@ var (
 	// ErrNeedsUpgrade means a read-only open found an older schema; the
 	// next writable open (the next start of the app) upgrades it.
 	ErrNeedsUpgrade = errors.New("has an older schema; start Switchboard once to upgrade it")
+	// ErrUpgrading means a read-only open found an older schema, or none
+	// yet, while a running Switchboard holds the database for writing: it
+	// is upgrading or creating it, and a read moments later finds it done.
+	// It wraps ErrNeedsUpgrade.
+	ErrUpgrading error = upgrading{}
 )
+
+// upgrading is ErrUpgrading.
+type upgrading struct{}
+
+func (upgrading) Error() string {
+	return "is being created or upgraded by the running Switchboard"
+}
+
+func (upgrading) Unwrap() error { return ErrNeedsUpgrade }
 
 // Options tune a Store. Nil or zero fields give the defaults.
 type Options struct {
@@ -498,7 +512,11 @@ func openReadOnly(path string, oldest int) (*Store, error) {
 		// SQLite reads a file with no page as an empty database (schema
 		// version 0), and deletes the WAL beside it: a running writer's,
 		// whose writes would go on into the deleted file.
-		return nil, fmt.Errorf("history: %s is empty or damaged (was it truncated?): %d bytes, no database", path, fi.Size())
+		err := fmt.Errorf("history: %s is empty or damaged (was it truncated?): %d bytes, no database", path, fi.Size())
+		if writerAlive(path + ".lock") {
+			err = fmt.Errorf("%w; the running Switchboard makes it (again) within a second: try again", err)
+		}
+		return nil, err
 	}
 	s := &Store{path: path, opts: (*Options)(nil).withDefaults()}
 	s.log = s.opts.Logger
@@ -520,6 +538,9 @@ func openReadOnly(path string, oldest int) (*Store, error) {
 	case v > n:
 		s.closeDBs()
 		return nil, fmt.Errorf("history %s: %w (schema version %d, this build knows %d)", path, ErrTooNew, v, n)
+	case v < oldest && writerAlive(path+".lock"):
+		s.closeDBs()
+		return nil, fmt.Errorf("history %s: %w (schema version %d of %d): try again in a moment", path, ErrUpgrading, v, n)
 	case v < oldest:
 		s.closeDBs()
 		return nil, fmt.Errorf("history %s: %w (schema version %d of %d)", path, ErrNeedsUpgrade, v, n)
