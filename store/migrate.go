@@ -115,6 +115,11 @@ func startRun(db *sql.DB, version string, now time.Time, listed []journaled, sto
 		if err != nil {
 			return 0, err
 		}
+		if !owed {
+			if owed, err = adoptJournalRun(tx, listed); err != nil {
+				return 0, err
+			}
+		}
 		if owed {
 			if err := recordJournaled(tx, listed, stop.Run == listed[0].Run); err != nil {
 				return 0, err
@@ -141,6 +146,32 @@ func startRun(db *sql.DB, version string, now time.Time, listed []journaled, sto
 		return 0, err
 	}
 	return run, tx.Commit()
+}
+
+// adoptJournalRun records the run of a journal whose database has no
+// row of it, nor of any later run: the file the run wrote was lost (found
+// damaged and moved aside, or deleted) but its journal stayed at the
+// path, so what it had in flight when it crashed is recorded here, of a
+// run known only by its id (the earliest request it lists for its start,
+// no pid), which endCrashedRuns then marks crashed. A journal of a run
+// older than the database's runs is none of its news.
+func adoptJournalRun(tx *sql.Tx, listed []journaled) (bool, error) {
+	run := listed[0].Run
+	var later bool
+	if err := tx.QueryRow(`SELECT EXISTS (SELECT 1 FROM runs WHERE id >= ?)`, run).Scan(&later); err != nil {
+		return false, fmt.Errorf("history: the journal's run: %w", err)
+	}
+	if later || run <= 0 {
+		return false, nil
+	}
+	started := listed[0].Received
+	for _, e := range listed {
+		started = min(started, e.Received)
+	}
+	if _, err := tx.Exec(`INSERT INTO runs (id, started, pid) VALUES (?, ?, 0)`, run, started); err != nil {
+		return false, fmt.Errorf("record the journal's run %d: %w", run, err)
+	}
+	return true, nil
 }
 
 // endCrashedRuns marks the runs that never ended, but except, crashed,

@@ -288,9 +288,29 @@ func Open(path string, opts *Options) (*Store, error) {
 
 // MoveAside renames a damaged database (and its -wal and -shm files) to
 // PATH.damaged-TIME, so that a fresh one can start where it was and the
-// old one stays for inspection. It returns the new name.
+// old one stays for inspection. It returns the new name. The journal of
+// the requests in flight is copied there, and stays at its path too: the
+// fresh database records what a crashed run listed in it as abandoned.
 func MoveAside(path string, now time.Time) (string, error) {
-	return moveAside(path, now, "", "-wal", "-shm", "-inflight")
+	aside, err := moveAside(path, now, "", "-wal", "-shm")
+	if err != nil {
+		return "", err
+	}
+	// A copy for inspection only: the journal stays at its path whatever
+	// happens to it, and a failure (no room) must not keep the fresh
+	// history from starting.
+	_ = copyFile(journalPath(path), journalPath(aside))
+	return aside, nil
+}
+
+// copyFile copies the file at from to a new file at to, private to the
+// user.
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o600)
 }
 
 // moveAside is MoveAside of the files of path with suffixes.
