@@ -243,6 +243,26 @@ func (b *backend) stateName() string {
 	return b.state
 }
 
+// shownState is the backend's state and why it is that, as a snapshot
+// shows them (BackendInfo.State, StateReason).
+func (b *backend) shownState() (state, reason string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state, b.stateReasonLocked()
+}
+
+// stateReasonLocked is why the state is what it is, when that is not
+// obvious: the reason set with it (resolving the package: resolve.go),
+// else, while a started child has not answered the pool's handshake,
+// that it waits for it.
+func (b *backend) stateReasonLocked() string {
+	if b.reason == "" && !b.handshaking.IsZero() {
+		return fmt.Sprintf("waiting for its handshake (server/discover, initialize): restarted after %s without an answer",
+			b.p.opts.HandshakeTimeout)
+	}
+	return b.reason
+}
+
 func (b *backend) failed() bool { return b.stateName() == StateFailed }
 
 func (b *backend) failureMessage() string {
@@ -1497,11 +1517,8 @@ func (b *backend) snapshot(now time.Time) (BackendInfo, []RequestInfo) {
 	if !b.handshaking.IsZero() {
 		waited := now.Sub(b.handshaking).Milliseconds()
 		info.HandshakeWaitMs = &waited
-		if info.StateReason == "" {
-			info.StateReason = fmt.Sprintf("waiting for its handshake (server/discover, initialize): restarted after %s without an answer",
-				b.p.opts.HandshakeTimeout)
-		}
 	}
+	info.StateReason = b.stateReasonLocked()
 	childPID := info.PID
 	st := b.stallLocked(now)
 	b.mu.Unlock()

@@ -17,7 +17,7 @@ const (
 	EventSessionClosed
 	EventBackendStarted // a child process started: PID, ProcessStart, Command
 	EventBackendExited  // a child process ended: ExitCode, Err
-	EventBackendState   // a backend changed State
+	EventBackendState   // a backend changed State; with no PID, maybe the server's (its package being resolved before any child)
 	EventRequestReceived
 	EventRequestWritten // the request's bytes were fully written to the child
 	EventRequestDone    // answered, failed, timed out or cancelled: Status

@@ -67,6 +67,8 @@ func (s *server) resolveJobLocked(cfg ServerConfig) *resolveJob {
 	s.resolution = j
 	p := s.p
 	p.wg.Go(func() {
+		s.emitState()       // starting, with no child yet: its package is resolved
+		defer s.emitState() // after done is closed: no longer, when no child waits for it
 		defer close(j.done)
 		ctx, cancel := context.WithTimeout(context.Background(), ResolveTimeout)
 		defer cancel()
@@ -101,6 +103,28 @@ func (s *server) startResolvingLocked() {
 	if !s.cfg.Disabled {
 		s.resolveJobLocked(s.cfg)
 	}
+}
+
+// resolvingLocked reports whether the server's command is being resolved
+// now. Callers hold s.mu.
+func (s *server) resolvingLocked() bool {
+	if s.resolution == nil {
+		return false
+	}
+	select {
+	case <-s.resolution.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// emitState tells subscribers the server's state as info sums it up
+// (Event.State), where no backend's change of state does: a resolution
+// that begins or ends before any child, which shows as starting. A
+// dashboard that takes a snapshot at each event shows it then.
+func (s *server) emitState() {
+	s.p.emit(&Event{Kind: EventBackendState, Server: s.name, State: s.info().State})
 }
 
 // forgetResolutionLocked drops the resolution so the next child start

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool"
 )
@@ -195,4 +196,43 @@ func TestRestartShowsItResolvesAgain(t *testing.T) {
 		b := backendInfo(tp, "srv")
 		return b.State == pool.StateReady && b.StateReason == "" && b.ResolveNote == "resolution 2"
 	})
+}
+
+// The resolution that runs at config load, before any client asks, shows
+// as the server starting with the reason, though it has no child yet;
+// once it is done the server has none running, and shows stopped. It used
+// to show stopped throughout, with no reason: a client that timed out on
+// its first call while npm downloaded the package was not told why.
+func TestResolvingAtLoadShowsTheServerStarting(t *testing.T) {
+	r := &stubResolver{release: make(chan struct{})}
+	cfg := fake("srv")
+	cfg.Resolver = r
+	tp := newTestPool(t, nil, cfg)
+	eventually(t, "the resolution to begin", func() bool { return r.calls.Load() == 1 })
+	s := serverInfo(t, tp, "srv")
+	if s.State != pool.StateStarting || !strings.Contains(s.StateReason, "resolving the package") {
+		t.Fatalf("while resolving, no child yet: state %q, reason %q", s.State, s.StateReason)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, events := tp.Subscribe(ctx, 16)
+	close(r.release)
+	// A dashboard takes a snapshot when told something changed: it is
+	// told, or it would show starting until the next event.
+	deadline := time.After(10 * time.Second)
+	for told := false; !told; {
+		select {
+		case e := <-events:
+			told = e.Kind == pool.EventBackendState && e.Server == "srv" && e.State == pool.StateStopped
+		case <-deadline:
+			t.Fatalf("no event told the resolution's end: the server shows %+v", serverInfo(t, tp, "srv"))
+		}
+	}
+	if s := serverInfo(t, tp, "srv"); s.State != pool.StateStopped || s.StateReason != "" {
+		t.Fatalf("resolved, no child yet: state %q, reason %q", s.State, s.StateReason)
+	}
+	firstCallEchoes(t, tp, "after the resolution at load")
+	if s := serverInfo(t, tp, "srv"); s.State != pool.StateReady || s.StateReason != "" {
+		t.Fatalf("after the first call: state %q, reason %q", s.State, s.StateReason)
+	}
 }

@@ -644,8 +644,11 @@ func (s *server) membersOf(b *backend) []*session {
 
 // info sums up the server's children, its partitions' and its sessions'
 // own (share "session") alike, as ServerInfo says: ready when one is,
-// else as the newest is; its error is why the newest failed one failed.
-// Children a config change replaced, still draining, do not count.
+// else as the newest is, with its reason; its error is why the newest
+// failed one failed. Children a config change replaced, still draining,
+// do not count. With none, a server whose package is being resolved (at
+// config load, before any client asked) is starting, and says so: its
+// first client waits for that resolution.
 func (s *server) info() ServerInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -661,20 +664,22 @@ func (s *server) info() ServerInfo {
 	var newest, newestFailed uint64 // backend ids grow with each child slot made
 	ready := false
 	for _, b := range children {
-		st := b.stateName()
+		st, why := b.shownState()
 		ready = ready || st == StateReady
 		if b.id > newest {
-			newest, info.State = b.id, st
+			newest, info.State, info.StateReason = b.id, st, why
 		}
 		if msg := b.failureMessage(); msg != "" && b.id > newestFailed {
 			newestFailed, info.Error = b.id, msg
 		}
 	}
-	if ready {
-		info.State = StateReady
-	}
-	if s.cfg.Disabled {
-		info.State = "disabled"
+	switch {
+	case s.cfg.Disabled:
+		info.State, info.StateReason = "disabled", ""
+	case ready:
+		info.State, info.StateReason = StateReady, ""
+	case len(children) == 0 && s.resolvingLocked():
+		info.State, info.StateReason = StateStarting, resolvingReason
 	}
 	return info
 }

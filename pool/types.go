@@ -151,8 +151,12 @@ type ServerInfo struct {
 	State string `json:"state"`
 	// Error is why its newest failed child failed, when one did (beside
 	// ready too, when another child is ready).
-	Error    string `json:"error,omitempty"`
-	Draining bool   `json:"draining,omitempty"`
+	Error string `json:"error,omitempty"`
+	// StateReason says why the state is what it is, while that is not
+	// obvious: the reason of the child whose state it shows, or, before
+	// any child, that its package is being resolved (starting).
+	StateReason string `json:"stateReason,omitempty"`
+	Draining    bool   `json:"draining,omitempty"`
 }
 
 // SessionInfo is one connected client session.

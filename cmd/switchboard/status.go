@@ -21,8 +21,9 @@ const stderrLines = 5
 // printStatus writes `switchboard status` as text: the backends' table,
 // with a row for each server that has no child (not started yet, or
 // disabled), then, for each failed server, why it failed and what its
-// child last wrote on stderr (the table alone says only "failed"), and for
-// each server not started for an unset ${VAR}, why.
+// child last wrote on stderr (the table alone says only "failed"), for
+// each server not started for an unset ${VAR}, why, and for each server
+// whose state has a reason (starting while its package is resolved), that.
 func printStatus(w io.Writer, st control.Status, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if st.ConfigError != nil {
@@ -59,6 +60,10 @@ func printStatus(w io.Writer, st control.Status, now time.Time) error {
 		case s.Disabled && s.Error != "":
 			// Not started: a ${VAR} it needs is not set.
 			fmt.Fprintf(w, "\n%s: %s\n", term(s.Name), term(s.Error))
+		case s.StateReason != "":
+			// Starting for longer than a client may wait: npm resolving
+			// its package, a child that does not answer its handshake.
+			fmt.Fprintf(w, "\n%s: %s: %s\n", term(s.Name), s.State, term(s.StateReason))
 		}
 	}
 	_, err := fmt.Fprintf(w, "\n%d sessions, %d requests in flight\n", len(st.Sessions), len(st.InFlight))

@@ -139,3 +139,27 @@ func TestStatusTextShowsServersNotStarted(t *testing.T) {
 	}
 	golden(t, filepath.Join("testdata", "status", "notstarted.golden"), out.String())
 }
+
+// TestStatusTextSaysWhyAServerIsStarting: a server that is starting says
+// why after the table, as status --json does: its npx package being
+// resolved before any child ran (npm may take a minute or more to
+// download it, longer than a client waits for its first answer), a child
+// that has not answered its handshake. The table alone said "stopped",
+// then "starting", and nothing about why.
+func TestStatusTextSaysWhyAServerIsStarting(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	st := statusFixture(now)
+	st.Servers, st.Backends = st.Servers[:1], st.Backends[:1]
+	resolving := "resolving the package to start it without its package-manager wrapper (npm may be downloading it)"
+	handshake := "waiting for its handshake (server/discover, initialize): restarted after 1m0s without an answer"
+	st.Servers = append(st.Servers,
+		pool.ServerInfo{Name: "notes", Share: pool.ShareShared, State: pool.StateStarting, StateReason: resolving},
+		pool.ServerInfo{Name: "slow", Share: pool.ShareShared, State: pool.StateStarting, StateReason: handshake})
+	st.Backends = append(st.Backends, pool.BackendInfo{Server: "slow", PID: 5002, State: pool.StateStarting,
+		StartedAt: now.Add(-20 * time.Second), Command: []string{"slow-mcp"}, StateReason: handshake})
+	var out bytes.Buffer
+	if err := printStatus(&out, st, now); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, filepath.Join("testdata", "status", "starting.golden"), out.String())
+}
