@@ -109,6 +109,7 @@ type backend struct {
 	hsErr       error         // why the backend cannot serve (failed, stopped)
 	restarts    int
 	startedAt   time.Time
+	warmFrom    time.Time // when its warm-up began, on the pool's clock: its current process's start, a carried child's adoption; zero before its first (idlePolicy)
 	handshaking time.Time // when the running handshake began; zero when none runs
 	lastErr     string
 	stopErr     error
@@ -198,6 +199,9 @@ func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string,
 	if adopt != nil {
 		b.carried, b.carriedHS = adopt.child, adopt.hs
 		b.child, b.startedAt = adopt.child, adopt.child.started // shown at once; supervise makes it ready
+		// Its warm-up from now: its clients come back to it now, as to a
+		// fresh child.
+		b.warmFrom = b.createdAt
 		b.childLevel, b.resolved = adopt.logLevel, adopt.resolved
 	}
 	return b
@@ -235,6 +239,13 @@ func (b *backend) pid() int {
 		return 0
 	}
 	return b.child.pid
+}
+
+// warmupFrom is when the backend's warm-up began (backend.warmFrom).
+func (b *backend) warmupFrom() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.warmFrom
 }
 
 func (b *backend) stateName() string {

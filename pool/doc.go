@@ -546,7 +546,9 @@
 //     says why it waits, as does the one the child has part of:
 //     [backend.writeLoop], [backend.writeOut], [requestTable.infos].
 //   - A shared child with no session for its idleTimeout is stopped, a
-//     freshly started one not before its warm-up grace, and one no
+//     freshly started one not before its warm-up grace (counted from its
+//     process's start, not its slot's: a resolution or a backoff before
+//     it does not use it up; each new process gets its own), and one no
 //     session joined (started for a client's initialize before its roots
 //     were known) after its warm-up grace alone; a session that
 //     comes back first keeps it, and a call it still answers (for a
@@ -554,7 +556,7 @@
 //     idleTimeout applies to a child already idle, counted from when its
 //     last session left; a failed child is kept (its server failed until
 //     restarted or reconfigured), and restarted with no session counts
-//     from then: [idlePolicy.stopAfter], [server.startedLocked], [server.armIdleLocked],
+//     from then: [idlePolicy.stopAfter], [server.startedLocked], [server.armIdleLocked], [server.processStarted],
 //     [server.idleTimerLocked], [server.reapIdle], [server.reconfigure],
 //     [server.revived], [requestTable.serving].
 //   - A shared server runs at most MaxRootsChildren children: new roots

@@ -31,9 +31,13 @@ func (systemClock) AfterFunc(d time.Duration, f func()) *time.Timer { return tim
 func (systemClock) NewTimer(d time.Duration) *time.Timer            { return time.NewTimer(d) }
 
 // idlePolicy says when a shared child whose last session left is
-// stopped: after idle without a session, but not before warmup since it
-// was started has passed (starting an npx server costs seconds, and a
-// client that reconnects right away should find it warm). The grace
+// stopped: after idle without a session, but not before warmup since its
+// process started has passed (starting an npx server costs seconds, and a
+// client that reconnects right away should find it warm). The warm-up
+// counts from the process's start, not from when its slot was made: a
+// package resolution or a crash's backoff before it, which can take a
+// minute or more, does not use it up, and each restarted process gets its
+// own. The grace
 // outlasts an idleTimeout shorter than it on purpose: capped at the
 // idleTimeout, it would never keep a child at all, since the idle time
 // counts from when the last session left, never before the child started.
@@ -47,16 +51,18 @@ type idlePolicy struct {
 	unjoined bool          // no session joined the child (server.startedLocked)
 }
 
-// stopAfter is how long after now a child started at started, whose last
-// session left at left, is stopped (0: at once); ok is false when it
-// never is. left is before now when the policy changed meanwhile (a
-// config reload): the new idleTimeout counts from then too.
+// stopAfter is how long after now a child whose process started at
+// started, whose last session left at left, is stopped (0: at once); ok
+// is false when it never is, or not until its process starts (started
+// zero, with a warm-up: it has not begun), when it is asked again. left
+// is before now when the policy changed meanwhile (a config reload): the
+// new idleTimeout counts from then too.
 func (pol idlePolicy) stopAfter(started, left, now time.Time) (wait time.Duration, ok bool) {
 	idle := pol.idle
 	if idle == 0 {
 		idle = defaultIdleTimeout
 	}
-	if idle < 0 {
+	if idle < 0 || started.IsZero() && pol.warmup >= 0 {
 		return 0, false
 	}
 	if pol.unjoined && pol.warmup >= 0 {

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -24,7 +25,9 @@ func TestIdleReaping(t *testing.T) {
 		// timer armed before fires late, as one that fired just as it was
 		// stopped or re-armed does; fail: the child's crash loop failed
 		// the server; restart: the user restarts it, the supervisor
-		// telling the server (revived).
+		// telling the server (revived); spawn: the child's process
+		// starts, as supervise starts it once the command is resolved,
+		// and again after a crash (without a spawn step, at 0).
 		op  string
 		who string
 	}
@@ -102,6 +105,20 @@ func TestIdleReaping(t *testing.T) {
 		{"a failed child restarted with a session in it is stopped an idle period after it leaves", 10 * time.Second, -1,
 			[]step{{0, "join", "a"}, {time.Second, "fail", ""}, {time.Minute, "restart", ""}, {2 * time.Minute, "leave", "a"}},
 			2*time.Minute + 10*time.Second},
+		// The warm-up counts from the process's start, not the slot's:
+		// a package resolved for 70 s, a crash restart, must not eat
+		// into it. A child started after a 66 s resolution used to be
+		// stopped as idle 21 s after its process started.
+		{"a child no session joined, whose process started long after its slot was made, runs its whole warm-up", 10 * time.Minute, time.Minute,
+			[]step{{70 * time.Second, "spawn", ""}}, 130 * time.Second},
+		{"a child no session joined is not stopped before its process starts", 10 * time.Second, time.Minute,
+			[]step{{3 * time.Minute, "spawn", ""}}, 4 * time.Minute},
+		{"a child whose sessions left while its command was resolved runs its whole warm-up", 10 * time.Second, time.Minute,
+			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}, {70 * time.Second, "spawn", ""}}, 130 * time.Second},
+		{"a child restarted after a crash gets a fresh warm-up", 10 * time.Second, time.Minute,
+			[]step{{0, "spawn", ""}, {0, "join", "a"}, {time.Second, "leave", "a"}, {50 * time.Second, "spawn", ""}}, 110 * time.Second},
+		{"a restarted child's fresh warm-up does not restart its idle time", 5 * time.Minute, time.Minute,
+			[]step{{0, "spawn", ""}, {0, "join", "a"}, {time.Minute, "leave", "a"}, {5 * time.Minute, "spawn", ""}}, 6 * time.Minute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,6 +140,9 @@ func TestIdleReaping(t *testing.T) {
 				pt := srv.partLocked("", nil, nil)
 				srv.startedLocked(pt, b) // as currentLocked does for the child it starts, here with no member
 				srv.mu.Unlock()
+				if !slices.ContainsFunc(tt.steps, func(st step) bool { return st.op == "spawn" }) {
+					b.childStarted(&child{started: time.Now()})
+				}
 
 				sessions := map[string]*session{}
 				calls := map[string]*pending{}
@@ -164,6 +184,8 @@ func TestIdleReaping(t *testing.T) {
 						if err := p.Apply([]ServerConfig{{Name: "x", Command: "/bin/true", IdleTimeout: idle}}); err != nil {
 							t.Fatal(err)
 						}
+					case "spawn":
+						b.childStarted(&child{started: time.Now()})
 					case "fire":
 						srv.reapIdle(pt, b)
 					case "fail", "restart":
@@ -318,5 +340,14 @@ func TestIdlePolicyStopAfter(t *testing.T) {
 			t.Errorf("%+v, child %v old, asked %v after its last session left: stop after %v (%v), want %v (never: %v)",
 				tt.pol, tt.age, tt.asked, got, ok, tt.want, tt.wantNone)
 		}
+	}
+	// A child whose process has not started (its package resolved) is
+	// not stopped until it has: its warm-up has not begun. Without a
+	// warm-up, the idle time alone counts.
+	if got, ok := (idlePolicy{idle: time.Second, warmup: time.Minute}).stopAfter(time.Time{}, t0, t0.Add(time.Hour)); ok {
+		t.Errorf("a child whose process has not started: stop after %v, want not until it starts", got)
+	}
+	if got, ok := (idlePolicy{idle: time.Second, warmup: -1}).stopAfter(time.Time{}, t0, t0.Add(time.Hour)); !ok || got != 0 {
+		t.Errorf("a child whose process has not started, no warm-up: stop after %v (%v), want at once", got, ok)
 	}
 }

@@ -50,6 +50,18 @@ func backendInfo(tp *testPool, server string) pool.BackendInfo {
 	return pool.BackendInfo{}
 }
 
+// serverInfo is the snapshot's entry of the server named name.
+func serverInfo(t *testing.T, tp *testPool, name string) pool.ServerInfo {
+	t.Helper()
+	for _, s := range tp.Snapshot().Servers {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no server %q in the snapshot", name)
+	return pool.ServerInfo{}
+}
+
 // firstCallEchoes dials tp's server srv, and checks that the session's
 // first call, an echo of text, is answered with it.
 func firstCallEchoes(t *testing.T, tp *testPool, text string) {

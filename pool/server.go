@@ -166,9 +166,9 @@ func (s *server) idleTimerLocked(pt *partition, left time.Time) {
 		pt.idle.Stop()
 		pt.idle = nil
 	}
-	wait, ok := s.idlePolicyLocked(pt).stopAfter(b.createdAt, left, s.p.clock.Now())
+	wait, ok := s.idlePolicyLocked(pt).stopAfter(b.warmupFrom(), left, s.p.clock.Now())
 	if !ok {
-		return
+		return // never, or not before its process starts, which arms it (processStarted)
 	}
 	pt.idle = s.p.clock.AfterFunc(wait, func() { s.reapIdle(pt, b) })
 }
@@ -198,7 +198,7 @@ func (s *server) reapIdle(pt *partition, b *backend) {
 		s.mu.Unlock()
 		return
 	}
-	if wait, ok := s.idlePolicyLocked(pt).stopAfter(b.createdAt, pt.idleSince, s.p.clock.Now()); !ok || wait > 0 {
+	if wait, ok := s.idlePolicyLocked(pt).stopAfter(b.warmupFrom(), pt.idleSince, s.p.clock.Now()); !ok || wait > 0 {
 		s.idleTimerLocked(pt, pt.idleSince)
 		s.mu.Unlock()
 		return
@@ -224,6 +224,22 @@ func (s *server) revived(b *backend) {
 	for _, pt := range s.parts {
 		if pt.current.Load() == b && len(pt.members) == 0 && !s.removed {
 			s.armIdleLocked(pt)
+		}
+	}
+}
+
+// processStarted is told by b's supervisor that a process of b's
+// started: its warm-up counts from now. With no session in its
+// partition, the idle timer armed before (when the slot was made, when
+// its last session left: maybe while its package was resolved, or its
+// last process crashed) is armed again, still counting the idle time from
+// when the last session left.
+func (s *server) processStarted(b *backend) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, pt := range s.parts {
+		if pt.current.Load() == b && len(pt.members) == 0 && !s.removed {
+			s.idleTimerLocked(pt, pt.idleSince)
 		}
 	}
 }

@@ -14,18 +14,6 @@ import (
 
 const stateInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
 
-// serverInfo is the snapshot's entry of the server named name.
-func serverInfo(t *testing.T, tp *testPool, name string) pool.ServerInfo {
-	t.Helper()
-	for _, s := range tp.Snapshot().Servers {
-		if s.Name == name {
-			return s
-		}
-	}
-	t.Fatalf("no server %q in the snapshot", name)
-	return pool.ServerInfo{}
-}
-
 // A share "session" server's state is its sessions' children's: ready
 // while a session's own child is, failed with the reason when the
 // session's child failed, stopped with no child at all. The dashboard,

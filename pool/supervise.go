@@ -133,10 +133,7 @@ func (b *backend) startAndHandshake() (*child, error) {
 			c.started = t // the OS's clock, which leak detection compares with
 		}
 	}
-	b.mu.Lock()
-	b.child = c
-	b.startedAt = c.started
-	b.mu.Unlock()
+	b.childStarted(c)
 	b.log.Info("child started", "pid", c.pid, "command", cfg.Command)
 	configured := b.config()
 	ev := Event{Kind: EventBackendStarted, Server: cfg.Name, PID: c.pid, ProcessStart: c.started,
@@ -157,6 +154,19 @@ func (b *backend) startAndHandshake() (*child, error) {
 	b.awaitRoots(c, hs, time.Since(spawned))
 	b.becomeReady(c, hs)
 	return c, nil
+}
+
+// childStarted makes c, whose process just started, the backend's child.
+// Its warm-up begins now, whatever came before (a resolution, a crash's
+// backoff, a handshake that timed out): the server arms its idle timer
+// again.
+func (b *backend) childStarted(c *child) {
+	b.mu.Lock()
+	b.child = c
+	b.startedAt = c.started
+	b.warmFrom = b.p.clock.Now()
+	b.mu.Unlock()
+	b.srv.processStarted(b)
 }
 
 // startLoops starts the goroutines that read and write a child's pipes.
