@@ -662,7 +662,9 @@ func (s *server) membersOf(b *backend) []*session {
 // own (share "session") alike, as ServerInfo says: ready when one is,
 // else as the newest is, with its reason; its error is why the newest
 // failed one failed. Children a config change replaced, still draining,
-// do not count. With none, a server whose package is being resolved (at
+// do not count, but for a removed server those are all it has: its
+// state is theirs while they finish what they have in flight
+// (Draining). With none, a server whose package is being resolved (at
 // config load, before any client asked) is starting, and says so: its
 // first client waits for that resolution.
 func (s *server) info() ServerInfo {
@@ -676,6 +678,9 @@ func (s *server) info() ServerInfo {
 	children := s.currentsLocked()
 	for _, b := range s.perSession {
 		children = append(children, b)
+	}
+	if s.removed {
+		children = append(children, s.old...)
 	}
 	var newest, newestFailed uint64 // backend ids grow with each child slot made
 	ready := false

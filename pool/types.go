@@ -156,7 +156,11 @@ type ServerInfo struct {
 	// obvious: the reason of the child whose state it shows, or, before
 	// any child, that its package is being resolved (starting).
 	StateReason string `json:"stateReason,omitempty"`
-	Draining    bool   `json:"draining,omitempty"`
+	// Draining marks a server removed from the config that still has
+	// children finishing the requests in flight (bounded by their
+	// timeout): it takes no new sessions or requests, its State is its
+	// children's, and it leaves the snapshot once they have stopped.
+	Draining bool `json:"draining,omitempty"`
 }
 
 // SessionInfo is one connected client session.

@@ -23,7 +23,9 @@ const stderrLines = 5
 // disabled), then, for each failed server, why it failed and what its
 // child last wrote on stderr (the table alone says only "failed"), for
 // each server not started for an unset ${VAR}, why, and for each server
-// whose state has a reason (starting while its package is resolved), that.
+// whose state has a reason (starting while its package is resolved), that,
+// and for each server removed from the config whose children still finish
+// calls (its rows marked draining), what that means.
 func printStatus(w io.Writer, st control.Status, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if st.ConfigError != nil {
@@ -37,17 +39,22 @@ func printStatus(w io.Writer, st control.Status, now time.Time) error {
 		fmt.Fprintf(tw, "RESTART NEEDED: the config file changed %s; they take effect when Switchboard restarts\n\n",
 			term(strings.Join(st.RestartNeeded, ", ")))
 	}
+	draining := map[string]bool{}
+	for _, s := range st.Servers {
+		draining[s.Name] = s.Draining
+	}
 	fmt.Fprintln(tw, "SERVER\tSTATE\tPID\tSESSIONS\tIN FLIGHT\tRESTARTS\tSTARTED")
 	for _, b := range st.Backends {
 		started := ""
 		if !b.StartedAt.IsZero() {
 			started = now.Sub(b.StartedAt).Round(time.Second).String() + " ago"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", term(b.Server), b.State, pidText(b.PID), b.Sessions, b.InFlight, b.Restarts, started)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", term(b.Server), stateText(b.State, draining[b.Server]),
+			pidText(b.PID), b.Sessions, b.InFlight, b.Restarts, started)
 	}
 	for _, s := range st.Servers {
 		if !slices.ContainsFunc(st.Backends, func(b pool.BackendInfo) bool { return b.Server == s.Name }) {
-			fmt.Fprintf(tw, "%s\t%s\t-\t0\t0\t0\t\n", term(s.Name), s.State)
+			fmt.Fprintf(tw, "%s\t%s\t-\t0\t0\t0\t\n", term(s.Name), stateText(s.State, s.Draining))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -60,6 +67,15 @@ func printStatus(w io.Writer, st control.Status, now time.Time) error {
 		case s.Disabled && s.Error != "":
 			// Not started: a ${VAR} it needs is not set.
 			fmt.Fprintf(w, "\n%s: %s\n", term(s.Name), term(s.Error))
+		case s.Draining:
+			n := 0
+			for _, r := range st.InFlight {
+				if r.Server == s.Name {
+					n++
+				}
+			}
+			fmt.Fprintf(w, "\n%s: removed from the config, draining: it takes no new requests, finishes the %d in flight (each by its timeout at most), then stops\n",
+				term(s.Name), n)
 		case s.StateReason != "":
 			// Starting for longer than a client may wait: npm resolving
 			// its package, a child that does not answer its handshake.
@@ -68,6 +84,15 @@ func printStatus(w io.Writer, st control.Status, now time.Time) error {
 	}
 	_, err := fmt.Fprintf(w, "\n%d sessions, %d requests in flight\n", len(st.Sessions), len(st.InFlight))
 	return err
+}
+
+// stateText is a state as the table shows it: a removed server's
+// children, which finish their calls and stop, are marked draining.
+func stateText(state string, draining bool) string {
+	if draining {
+		return state + ", draining"
+	}
+	return state
 }
 
 // writeFailure says why server s failed: the pool's reason (else its

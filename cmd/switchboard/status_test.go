@@ -163,3 +163,21 @@ func TestStatusTextSaysWhyAServerIsStarting(t *testing.T) {
 	}
 	golden(t, filepath.Join("testdata", "status", "starting.golden"), out.String())
 }
+
+// TestStatusTextSaysAServerDrains: a server removed from the config
+// whose child still finishes calls is marked draining in its rows, and
+// a line after the table says what that means; its rows showed "ready"
+// alone, as if it were still configured.
+func TestStatusTextSaysAServerDrains(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	st := statusFixture(now)
+	st.Servers = append(st.Servers[:1], pool.ServerInfo{Name: "hang", Share: pool.ShareShared, State: pool.StateReady, Draining: true})
+	st.Backends = append(st.Backends[:1], pool.BackendInfo{Server: "hang", PID: 6001, State: pool.StateReady,
+		StartedAt: now.Add(-10 * time.Second), InFlight: 2, Command: []string{"hang-mcp"}})
+	st.InFlight = []pool.RequestInfo{{Server: "hang", Method: "tools/call"}, {Server: "hang", Method: "tools/call"}}
+	var out bytes.Buffer
+	if err := printStatus(&out, st, now); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, filepath.Join("testdata", "status", "draining.golden"), out.String())
+}
