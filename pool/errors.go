@@ -24,6 +24,7 @@ type poolError uint8
 const (
 	// Ending a client's request.
 	errTimeout             poolError = iota + 1 // the child did not answer within the request timeout
+	errTimeoutRetired                           // the same, on a child whose server was removed or disabled meanwhile
 	errChildDied                                // the child exited with the request written: never re-sent
 	errChildStopped                             // the pool stopped the child with the request written: never re-sent
 	errServerFailed                             // a crash loop: the server fails fast until restarted
@@ -92,6 +93,8 @@ type errorRow struct {
 var errorTable = [...]errorRow{
 	errTimeout: {code: jsonrpc.CodeRequestTimeout, format: "server %q did not answer %s within %s",
 		aboutRequest: true, retryable: true},
+	errTimeoutRetired: {code: jsonrpc.CodeRequestTimeout, format: "server %q did not answer %s within %s, and takes no more requests: %v",
+		aboutRequest: true, retryable: false},
 	errChildDied: {code: jsonrpc.CodeBackendDied, format: "server %q exited (%s) while handling %s; it was not re-sent because it may have executed%s",
 		aboutRequest: true, retryable: true},
 	errChildStopped: {code: jsonrpc.CodeBackendDied, format: "server %q was stopped (%v) while handling %s; it was not re-sent because it may have executed",

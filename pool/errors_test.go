@@ -16,6 +16,7 @@ import (
 func TestErrorTable(t *testing.T) {
 	args := map[poolError][]any{
 		errTimeout:             {"srv", "tools/call", 2 * time.Second},
+		errTimeoutRetired:      {"srv", "tools/call", 2 * time.Second, errServerRemoved},
 		errChildDied:           {"srv", "exit status 3", "tools/call", "; last stderr: boom"},
 		errChildStopped:        {"srv", errMadeRoom, "tools/call"},
 		errServerFailed:        {"srv", 5, time.Minute, "exit status 3", ""},

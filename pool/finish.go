@@ -237,6 +237,14 @@ func (b *backend) expire(p *pending) {
 	d, held := b.reqs.timeoutOf(p)
 	o := outcome{kind: endTimedOut, err: errTimeout, args: []any{b.srv.name, p.method, d},
 		reason: "request timed out in switchboard"}
+	b.mu.Lock()
+	retired := b.retiredBy
+	b.mu.Unlock()
+	if retired != nil {
+		// Its server was removed or disabled meanwhile: sending it
+		// again cannot work, and the error says why.
+		o.err, o.args = errTimeoutRetired, append(o.args, retired)
+	}
 	if held {
 		o.err, o.args = errQuestionsUnanswered, []any{b.srv.name, holdKeep}
 		o.reason = "the client did not answer the server's question in time"
