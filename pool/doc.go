@@ -447,7 +447,11 @@
 //     [grant.revoked], [mrtrHolds.revoke], [mrtrHolds.put].
 //   - A client that closes its input, or whose server is removed, gets
 //     its answers before its session ends, those queued for it written
-//     out, unless a write waited EvictAfter for it; one that stops reading
+//     out, unless a write waited EvictAfter for it; each removed server's
+//     session waits for its own requests alone, and its shim, attached or
+//     relaying, is told why it ended (a Farewell), so that it does not
+//     take the end for a pool that went away: [server.remove],
+//     [endsForGood]. One that stops reading
 //     is evicted and stalls no one; one that piles up requests is refused
 //     past its share: [session.halfClose], [session.closeWhenIdle],
 //     [flushes], [session.finishOutput], [session.deliver], [session.drain],
@@ -467,9 +471,9 @@
 //     an attached client's shim that hangs up, or its output that loses
 //     its reader (one poller watches them all), or a write to its output
 //     that fails: [hangups.watch], [hangups.poll], [readerGone]. A
-//     relaying shim, whose full stream no Farewell gets through, is told
-//     of its eviction when it comes back to resume the session:
-//     [endedSessions.add], [endedSessions.take]. An attached shim that
+//     shim whose full stream no Farewell gets through is told of its
+//     eviction, or its server's removal, when it comes back to resume the
+//     session: [endedSessions.add], [endedSessions.take]. An attached shim that
 //     stops reading its connection is as a client that stops reading: the
 //     first line it does not take (shimWriteTimeout) evicts its session,
 //     no more is written to it, and a flush or a stop waits for one such

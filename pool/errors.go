@@ -263,6 +263,17 @@ func removedError(name string) error {
 	return fmt.Errorf("%w %q (it was removed from the config)", ErrUnknownServer, name)
 }
 
+// removedEnd is why a removed server's session ended, as its shim prints
+// it (the Farewell, Welcome.Ended): it names the server, and is an
+// errServerRemoved.
+type removedEnd struct{ server string }
+
+func (e removedEnd) Error() string {
+	return fmt.Sprintf("the session ended: server %q was removed from the configuration", e.server)
+}
+
+func (e removedEnd) Unwrap() error { return errServerRemoved }
+
 // finalStop is a reason a server's children are stopped for after which
 // the server takes no requests: sending one again cannot work.
 type finalStop struct{ msg string }

@@ -230,6 +230,14 @@ func (p *Pool) serveShim(conn net.Conn) {
 				// Its stream is full: no Farewell gets through. The
 				// shim is told when it comes back to resume it.
 				p.ended.add(s.id, hello.PID, s.closeReason)
+			case endsForGood(s.closeReason):
+				// After the last answers (finishOutput): the shim exits
+				// saying why, as an attached one does. One whose stream
+				// does not take it is told when it comes back.
+				p.farewellDeadline(conn)
+				if writeControl(conn, Farewell{End: s.closeReason.Error()}) != nil {
+					p.ended.add(s.id, hello.PID, s.closeReason)
+				}
 			}
 			conn.Close()
 		}
@@ -263,7 +271,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 			case s.closeReason != nil && !drained(s.closeReason):
 				bye.End = s.closeReason.Error()
 			}
-			if !lines.end(s, bye) && errors.Is(s.closeReason, errEvicted) {
+			if !lines.end(s, bye) && (errors.Is(s.closeReason, errEvicted) || endsForGood(s.closeReason)) {
 				// No Farewell got through (its shim stopped reading): it
 				// is told when it comes back to resume the session.
 				p.ended.add(s.id, hello.PID, s.closeReason)
@@ -275,7 +283,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 	if err != nil {
 		setup.ledger.close()
 		closeFiles(files)
-		writeLine(conn, Welcome{Error: err.Error(), Stopping: errors.Is(err, ErrPoolClosed)})
+		writeLine(conn, Welcome{Error: err.Error(), Stopping: errors.Is(err, ErrPoolClosed), Run: p.opts.RunID})
 		conn.Close()
 		return
 	}
@@ -1002,6 +1010,18 @@ func (p *Pool) writingOut(conn deadlineWriter) (done func()) {
 		p.mu.Lock()
 		delete(p.flushing, conn)
 		p.mu.Unlock()
+	}
+}
+
+// farewellDeadline bounds the write of a relayed session's Farewell, on
+// a stream its last answers were written to (writingOut): a shim has
+// shimWriteTimeout to take it, and StopGrace once the pool stops. A stop
+// that begins after this sets its own deadline (beginClose), which wins;
+// one that began before is seen here.
+func (p *Pool) farewellDeadline(conn net.Conn) {
+	_ = conn.SetWriteDeadline(time.Now().Add(shimWriteTimeout))
+	if isClosed(p.closing) {
+		_ = conn.SetWriteDeadline(time.Now().Add(min(shimWriteTimeout, p.opts.StopGrace)))
 	}
 }
 

@@ -270,7 +270,7 @@ type Pool struct {
 	requests, errorsN, timeouts, cancelled, orphaned, evicted, parseErrors atomic.Uint64
 
 	hangups hangups       // attached sessions' shim connections, polled by one goroutine (hangup_unix.go)
-	ended   endedSessions // relayed sessions it evicted, for their shims' resumes (resume.go)
+	ended   endedSessions // sessions it ended without telling their shims, for their resumes (resume.go)
 	holds   mrtrHolds     // child questions carried to modern clients (mrtr.go)
 	rounds  inputRounds   // a modern child's questions asked of legacy clients (inputbridge.go)
 	closing chan struct{} // closed by Close
@@ -282,6 +282,9 @@ type Pool struct {
 	mu       sync.Mutex // guards the fields below; never held across I/O
 	servers  map[string]*server
 	draining []*server // removed from the config, finishing their requests
+	// removed names the servers removed from the config this run and not
+	// configured since: a session asked of one is refused saying so.
+	removed  map[string]bool
 	sessions map[*session]struct{}
 	flushing map[deadlineWriter]struct{} // outputs of ended sessions writing out their last answers (writingOut)
 	closed   bool
@@ -298,6 +301,7 @@ func New(opts *Options) *Pool {
 		closing:  make(chan struct{}),
 		trim:     trimmer{kick: make(chan struct{}, 1)},
 		servers:  map[string]*server{},
+		removed:  map[string]bool{},
 		sessions: map[*session]struct{}{},
 		flushing: map[deadlineWriter]struct{}{},
 		carried:  o.Carried,
@@ -361,9 +365,11 @@ func (p *Pool) Apply(cfgs []ServerConfig) error {
 			removed = append(removed, s)
 			delete(p.servers, name)
 			p.draining = append(p.draining, s)
+			p.removed[name] = true
 		}
 	}
 	for _, c := range cfgs {
+		delete(p.removed, c.Name)
 		if s, ok := p.servers[c.Name]; ok {
 			kept = append(kept, s)
 			continue
@@ -435,10 +441,14 @@ func (p *Pool) lookupServer(name string) (*server, error) {
 	}
 	s, ok := p.servers[name]
 	if !ok {
-		if len(p.servers) == 0 {
-			return nil, fmt.Errorf("%w %q (no servers are configured)", ErrUnknownServer, name)
+		configured := "no servers are configured"
+		if len(p.servers) > 0 {
+			configured = "configured: " + strings.Join(p.namesLocked(), ", ")
 		}
-		return nil, fmt.Errorf("%w %q (configured: %s)", ErrUnknownServer, name, strings.Join(p.namesLocked(), ", "))
+		if p.removed[name] {
+			configured = "it was removed from the config; " + configured
+		}
+		return nil, fmt.Errorf("%w %q (%s)", ErrUnknownServer, name, configured)
 	}
 	if cfg := s.config(); cfg.Disabled {
 		return nil, disabledError(cfg)

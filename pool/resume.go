@@ -432,9 +432,10 @@ func (s *session) lostRequests(r *wire.Resume, from string) []Unanswered {
 	return known
 }
 
-// endedSessions are the relayed sessions this pool evicted. Their shims
-// were not told: the stream a Farewell would have gone on was full, so a
-// shim reads on to the stream's end and takes it for a crash. One that
+// endedSessions are the stdio sessions this pool ended without telling
+// their shims: it evicted them, or their server was removed, and the
+// stream a Farewell would have gone on was full, so a shim reads on to
+// the stream's end and takes it for a crash. One that
 // comes back to resume its session is told it ended instead
 // (Welcome.Ended), and exits as after the Farewell. A session is named by
 // its run, its id and its shim's PID (unique among the running shims: a

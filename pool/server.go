@@ -574,13 +574,14 @@ func (s *server) remove() {
 	for _, b := range all {
 		b.drain(errServerRemoved)
 	}
-	go func() {
-		// Sessions end once nothing of theirs is in flight, so a removal
-		// never cuts off an answer already on its way.
-		for _, sess := range sessions {
-			sess.closeWhenIdle(errServerRemoved)
-		}
-	}()
+	// Each session ends once nothing of its own is in flight, so a
+	// removal never cuts off an answer already on its way, and an idle
+	// session does not wait for the calls of a busy one. Each wait ends
+	// with its session.
+	why := removedEnd{server: s.name}
+	for _, sess := range sessions {
+		s.p.wg.Go(func() { sess.closeWhenIdle(why) })
+	}
 	s.maybeDrained()
 }
 

@@ -1266,6 +1266,16 @@ func flushes(reason error) bool {
 	return drained(reason) || errors.Is(reason, errServerRemoved)
 }
 
+// endsForGood reports whether a stdio session closed for reason ends for a
+// reason no other pool would undo (its server removed from the config):
+// its shim is told (a Farewell naming it, or Welcome.Ended when it comes
+// back) and exits saying so. A relayed session's stream that ends with no
+// Farewell is a pool that went away, whose session the shim resumes
+// with the next: a removal must not look like that.
+func endsForGood(reason error) bool {
+	return errors.Is(reason, errServerRemoved)
+}
+
 // dropQueued empties the queue of a session that will write no more: its
 // lines are nobody's now. A backlog that matters (a client that stopped
 // reading while its answers piled up) is handed back to the system at

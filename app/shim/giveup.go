@@ -60,8 +60,9 @@ type helloBackoff struct{ startBackoff }
 // next judges err, a hello that did not take the session: nil to try the
 // next pool once ready, or the error the session ends with. A pool that
 // is stopping is passed after reattachPoll (the next one takes the
-// session); one that refused the session ends it.
-func (h *helloBackoff) next(err error) error {
+// session); one that refused the session ends it (refusedResume: w is
+// its Welcome, wasOn the run the session was on).
+func (h *helloBackoff) next(err error, w wire.Welcome, wasOn string) error {
 	var gone *poolGoneError
 	var refused refusedError
 	switch {
@@ -69,11 +70,27 @@ func (h *helloBackoff) next(err error) error {
 		h.startBackoff.next = time.Now().Add(reattachPoll)
 		return nil
 	case errors.As(err, &refused):
-		return fmt.Errorf("the restarted pool did not take the session back: %w", err)
+		return refusedResume(err, w.Run, wasOn)
 	case h.failed():
 		return fmt.Errorf("%d pools in a row did not answer the session's hello; the last: %w", maxFailedStarts, err)
 	}
 	return nil
+}
+
+// refusedResume is the error a session ends with when a pool refused to
+// take it back (its server was removed from the config, say): it says a
+// pool restarted only when the one that refused is another run than the
+// one the session was on (Welcome.Run). The same pool ended the session
+// with no word the shim read; a pool that names no run (history off)
+// might be either.
+func refusedResume(err error, refusedBy, wasOn string) error {
+	switch {
+	case refusedBy != "" && refusedBy != wasOn:
+		return fmt.Errorf("the restarted pool did not take the session back: %w", err)
+	case refusedBy != "":
+		return fmt.Errorf("the pool ended the session and did not take it back: %w", err)
+	}
+	return fmt.Errorf("the pool did not take the session back: %w", err)
 }
 
 // A shim that needs a pool where clients may not start one

@@ -171,7 +171,7 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 			if sessionEnded(err) {
 				return nil, nil, err
 			}
-			if err := unanswered.next(err); err != nil {
+			if err := unanswered.next(err, w, a.run); err != nil {
 				return nil, nil, a.giveUp(err, lost, midLine)
 			}
 			continue

@@ -320,7 +320,7 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 			if sessionEnded(err) {
 				return nil, nil, err // evicted: the pool ended the session, and nobody owes the client anything
 			}
-			if err := unanswered.next(err); err != nil {
+			if err := unanswered.next(err, w, r.run); err != nil {
 				return nil, nil, r.giveUp(err, lost, head)
 			}
 			continue

@@ -119,23 +119,28 @@ type Welcome struct {
 	// finds the next pool, as after EndPoolStopping, rather than fail.
 	Stopping bool `json:"stopping,omitempty"`
 	// Run identifies the pool's run (its history run id), for a Resume.
+	// With Error, it tells a resuming shim whether the pool that refused
+	// the session is the one the session was on, or another (restarted).
 	Run string `json:"run,omitempty"`
 	// Ledger, with Attached, says the pool maps the ledger sent with the
 	// hello and records the session's requests there: only then does the
 	// shim's Resume say its ledger lists what a dead pool owed.
 	Ledger bool `json:"ledger,omitempty"`
 	// Ended, with Error, answers a Resume of a session that this pool
-	// ended without telling its relaying shim: it evicted a client that
-	// stopped reading, and the stream a Farewell would have gone on was
-	// full. Error is the Farewell's reason: the shim exits with it, as
-	// after that Farewell, and tells its client nothing.
+	// ended without telling its shim: it evicted a client that stopped
+	// reading, or the session's server was removed from the config, and
+	// the stream a Farewell would have gone on was full. Error is the
+	// Farewell's reason: the shim exits with it, as after that Farewell,
+	// and tells its client nothing.
 	Ended bool `json:"ended,omitempty"`
 }
 
-// Farewell is the last line on an attached shim's connection: why the
-// session ended. EndEOF means the client closed its stdin (exit 0);
-// anything else the shim prints and exits non-zero. No farewell before
-// the connection closes means the pool went away.
+// Farewell is the last line on an attached shim's connection (a control
+// line of a relaying shim's stream): why the session ended. EndEOF means
+// the client closed its stdin (exit 0); EndPoolStopping, a hand-back;
+// anything else (the session's server was removed from the config, say)
+// the shim prints and exits non-zero. No farewell before the connection
+// closes means the pool went away.
 type Farewell struct {
 	End string `json:"end"`
 	// Pending, with EndPoolStopping, is the client's input the pool had
