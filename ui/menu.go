@@ -111,7 +111,11 @@ func serverMenu(s pool.Snapshot, sv pool.ServerInfo) menuItem {
 			sessions++
 		}
 	}
-	label := sv.Name + " — " + sv.State
+	stateWord := sv.State
+	if sv.Draining { // removed from the config, finishing its calls
+		stateWord += ", draining"
+	}
+	label := sv.Name + " — " + stateWord
 	if len(pids) == 1 {
 		label += ", PID " + pids[0]
 	}
@@ -125,7 +129,7 @@ func serverMenu(s pool.Snapshot, sv pool.ServerInfo) menuItem {
 	// The error is part of the state's label, not an item of its own: a
 	// server failing or recovering keeps the menu's shape, so the menu is
 	// updated in place and a click on it opened just before still lands.
-	state := "State: " + sv.State
+	state := "State: " + stateWord
 	if sv.Error != "" {
 		state += " (error: " + truncate(sv.Error, 80) + ")"
 	}

@@ -87,6 +87,21 @@ func TestServerMenuCountsSessionsOfAStoppedServer(t *testing.T) {
 	}
 }
 
+// TestServerMenuSaysAServerDrains: a server removed from the config
+// whose child still finishes calls is labelled draining beside its
+// state, as `switchboard status` marks it: "ready" alone read as a
+// server still configured.
+func TestServerMenuSaysAServerDrains(t *testing.T) {
+	s := pool.Snapshot{
+		Servers:  []pool.ServerInfo{{Name: "hang", Share: pool.ShareShared, State: pool.StateReady, Draining: true}},
+		Backends: []pool.BackendInfo{{Server: "hang", PID: 4300, State: pool.StateReady, InFlight: 2}},
+	}
+	m := serverMenu(s, s.Servers[0])
+	if m.Label != "hang — ready, draining, PID 4300" || m.Children[0].Label != "State: ready, draining" {
+		t.Errorf("menu %q, state %q; want the server marked draining", m.Label, m.Children[0].Label)
+	}
+}
+
 func TestTrayMenuEmptyPool(t *testing.T) {
 	got := trayMenu(pool.Snapshot{}, summary{})
 	var labels []string
