@@ -342,6 +342,9 @@ func (b *backend) handshakeResult(cancel <-chan struct{}) (*handshake, error) {
 // errSubChanged that its holder changed what it holds since it was decided.
 func (b *backend) send(p *pending) error {
 	b.mu.Lock()
+	if p.sub != nil {
+		p.sub.turn.end() // counted (or not) below, before anyone else can count: the session's next change of the URI comes after
+	}
 	if c := p.sub; c != nil && c.changes != nil && c.changes.Load() != c.gen {
 		b.mu.Unlock()
 		return errSubChanged
@@ -1248,6 +1251,10 @@ type subChange struct {
 	// send counts the change only if it is still that (else errSubChanged).
 	changes *atomic.Uint64
 	gen     uint64
+	// turn, if set, is its session's turn for uri (session.subscription):
+	// send ends it as it counts the change, so that the session's next
+	// change of uri is counted after it.
+	turn *subTurn
 }
 
 // subWait is a legacy child's resources/subscribe of a URI on its way:

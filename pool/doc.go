@@ -158,7 +158,10 @@
 //     session next subscribes or unsubscribes, a subscribe going on to the
 //     child it routes to now; a session that closes as its stakes move
 //     leaves none; a change is counted as it is queued, under one lock, so
-//     the child hears the changes in the order they were counted; a child
+//     the child hears the changes in the order they were counted, and a
+//     session's changes of one URI (an HTTP client's concurrent POSTs)
+//     are counted in the order the session decided them, each waiting,
+//     no lock held, for the one before it to be counted; a child
 //     becoming ready (the first, or a restarted one) is told what was
 //     subscribed until then, queued under the lock that makes it ready,
 //     and only a ready child is told of a change as it is made; the
@@ -166,7 +169,7 @@
 //     child hears of each URI once (a subscribe it was told to drop,
 //     and the pool's unsubscribe undoing it, aside) and in order:
 //     [backend.onChildNotification], [session.deliverChange],
-//     [session.subscription], [session.undoSubscription],
+//     [session.subscription], [session.awaitSubTurnLocked], [session.undoSubscription],
 //     [backend.countLocked], [backend.subscribeEnded], [backend.answerCounted],
 //     [session.dropSubscription], [session.dropSubscriptionSince],
 //     [subWait.last], [session.carryStakes],

@@ -87,6 +87,7 @@ type session struct {
 	logs            bool
 	subs            map[string]*backend  // subscribed resource URIs
 	subSince        map[string]uint64    // of each URI in subs the session subscribed to, subChanges as it did (dropSubscriptionSince)
+	subTurns        map[string]*subTurn  // the change of each URI between its decision and its count (awaitSubTurnLocked)
 	listens         map[string]*listener // open subscriptions/listen, by request id (listen.go)
 	lastActive      time.Time
 	quiet           chan struct{} // closed when inflight empties and nothing is answering, for closeWhenIdle
@@ -391,6 +392,8 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 	}
 	add := msg.Method == "resources/subscribe"
 	s.mu.Lock()
+	turn := s.awaitSubTurnLocked(uri)
+	defer s.endSubTurn(uri, turn)
 	holder, had := s.subs[uri]
 	if refusal := s.overSubscribedLocked(add && !had, 1); refusal != nil {
 		s.mu.Unlock()
@@ -434,10 +437,69 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 		s.replyTo(x, id, []byte("{}")) // no change: the session held it, or did not
 		return true
 	}
-	if !s.forwardCounted(msg, id, x, &subChange{uri: uri, add: add, holder: s}, a) {
+	if !s.forwardCounted(msg, id, x, &subChange{uri: uri, add: add, holder: s, turn: turn}, a) {
 		s.undoSubscription(b, uri, add)
 	}
 	return true
+}
+
+// subTurn is one change of a URI by a session, from its decision (under
+// the session's mu) until its backend counted it (send, under the
+// backend's mu) or it was refused before. An HTTP client's POSTs run at
+// once: two changes of one URI decided in one order and counted in the
+// other would leave the session holding the URI with no stake at the
+// child (which may be unsubscribed, its updates lost), or a stake for a
+// session that holds nothing (the child subscribed for nobody). A change
+// of a URI waits for the one before it to be counted, and no lock is
+// held meanwhile.
+type subTurn struct {
+	done chan struct{}
+	once sync.Once
+}
+
+// end lets the next change of the turn's URI be decided; it is called
+// once the change was counted, or will never be.
+func (t *subTurn) end() {
+	if t != nil {
+		t.once.Do(func() { close(t.done) })
+	}
+}
+
+// awaitSubTurnLocked waits, mu released meanwhile, until no change of
+// uri by this session is between its decision and its count, and takes
+// the turn for the change about to be decided. The wait is short: the
+// turn ends as its change is counted, before anything is written to the
+// child.
+func (s *session) awaitSubTurnLocked(uri string) *subTurn {
+	for {
+		t := s.subTurns[uri]
+		if t == nil {
+			break
+		}
+		s.mu.Unlock()
+		<-t.done
+		s.mu.Lock()
+		if s.subTurns[uri] == t {
+			delete(s.subTurns, uri)
+		}
+	}
+	if s.subTurns == nil {
+		s.subTurns = map[string]*subTurn{}
+	}
+	t := &subTurn{done: make(chan struct{})}
+	s.subTurns[uri] = t
+	return t
+}
+
+// endSubTurn ends t, uri's turn, if its change has not ended it yet
+// (refused before it was counted, or no change to count), and forgets it.
+func (s *session) endSubTurn(uri string, t *subTurn) {
+	t.end()
+	s.mu.Lock()
+	if s.subTurns[uri] == t {
+		delete(s.subTurns, uri)
+	}
+	s.mu.Unlock()
 }
 
 // undoSubscription puts back what the session held of uri before a
