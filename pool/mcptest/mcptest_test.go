@@ -364,7 +364,7 @@ func TestLegacyMethods(t *testing.T) {
 				}
 				annotations[tool.Name] = string(tool.Annotations)
 			}
-			want := "echo sleep_echo sleep count idem_count ro_count crash progress ro_progress ask big notify log pid end_listens roots retool"
+			want := "echo sleep_echo sleep count idem_count ro_count crash progress ro_progress ask big notify log flood pid end_listens roots retool"
 			if got := strings.Join(names, " "); got != want {
 				t.Errorf("tools %q, want %q", got, want)
 			}
@@ -633,6 +633,17 @@ func TestTools(t *testing.T) {
 			}
 			if _, notes := f.call("4", "log", `{"level":"critical","data":"x"}`); len(notes) != 1 {
 				t.Fatalf("above the level: %v", notes)
+			}
+		}},
+		{"flood sends its tiny logs, then answers, and honours logging/setLevel", func(t *testing.T, f *fake) {
+			m, notes := f.call("1", "flood", `{"steps":2500}`)
+			if m.text() != "flooded 2500" || len(notes) != 2500 {
+				t.Fatalf("%s after %d notifications, want flooded 2500 after 2500", m.raw, len(notes))
+			}
+			wantJSON(t, "a flood's log params", notes[2499].Params, `{"level":"info","data":0}`)
+			f.request("2", "logging/setLevel", `{"level":"error"}`)
+			if m, notes := f.call("3", "flood", `{"steps":10}`); m.text() != "flooded 0" || len(notes) > 0 {
+				t.Fatalf("below the level: %s after %d notifications", m.raw, len(notes))
 			}
 		}},
 		{"pid", func(t *testing.T, f *fake) {

@@ -1048,6 +1048,7 @@ var tools = []map[string]any{
 	tool("big", "Answer a text of bytes 'x' characters", props{"bytes": "integer"}, nil),
 	tool("notify", "Send notifications/<kind>/list_changed (tools, resources, prompts), or resources/updated (updated)", props{"kind": "string"}, nil),
 	tool("log", "Send notifications/message with level and data", props{"level": "string", "data": ""}, nil),
+	tool("flood", "Send steps notifications/message of a few bytes each (level, default info; data 0), written in large batches, as a server stuck in a logging loop does; answer \"flooded N\" with how many were sent (0 below the client's level)", props{"steps": "integer", "level": "string"}, nil),
 	tool("pid", "Answer the server's process id", props{}, nil),
 	tool("end_listens", "End every open subscriptions/listen with a result, as a server closing its streams does, or (kind cancelled) with notifications/cancelled naming it, as a 2026-07-28 server tears one down on stdio; answer how many", props{"kind": "string"}, nil),
 	tool("roots", "Answer the roots the server took from its client after notifications/initialized (-roots-after-init), as the JSON of the client's answer, or \"none\" until then", props{}, nil),
@@ -1189,6 +1190,8 @@ func (s *server) call(r *request) {
 	case "log":
 		s.logMessage(r, a)
 		s.reply(r, text("logged"))
+	case "flood":
+		s.reply(r, text(fmt.Sprintf("flooded %d", s.flood(r, a))))
 	case "pid":
 		s.reply(r, text(strconv.Itoa(os.Getpid())))
 	case "end_listens":
@@ -1492,18 +1495,7 @@ func declaresURL(caps map[string]json.RawMessage) bool {
 // level: legacy through logging/setLevel (default: everything), modern
 // only through the request's _meta log level.
 func (s *server) logMessage(r *request, a args) {
-	floor := 0
-	if r.modern {
-		if r.meta.LogLevel == "" {
-			return
-		}
-		floor = levelRank(r.meta.LogLevel)
-	} else {
-		s.mu.Lock()
-		floor = s.minLevel
-		s.mu.Unlock()
-	}
-	if levelRank(a.Level) < floor {
+	if !s.logs(r, a.Level) {
 		return
 	}
 	data := a.Data
@@ -1511,6 +1503,42 @@ func (s *server) logMessage(r *request, a args) {
 		data = json.RawMessage("null")
 	}
 	s.out.send(notification("notifications/message", map[string]any{"level": a.Level, "logger": "fakemcp", "data": data}))
+}
+
+// logs reports whether r's client takes a log message at level: a
+// 2026-07-28 request's only when its _meta asks for logs.
+func (s *server) logs(r *request, level string) bool {
+	floor := 0
+	if r.modern {
+		if r.meta.LogLevel == "" {
+			return false
+		}
+		floor = levelRank(r.meta.LogLevel)
+	} else {
+		s.mu.Lock()
+		floor = s.minLevel
+		s.mu.Unlock()
+	}
+	return levelRank(level) >= floor
+}
+
+// flood is the flood tool: a.Steps tiny notifications/message, the same
+// line each, written a thousand at a time; it returns how many it sent.
+func (s *server) flood(r *request, a args) int {
+	level := a.Level
+	if level == "" {
+		level = "info"
+	}
+	if a.Steps <= 0 || !s.logs(r, level) {
+		return 0
+	}
+	line := encodeLine(notification("notifications/message", map[string]any{"level": level, "data": 0}))
+	const per = 1000
+	batch := bytes.Repeat(line, per)
+	for left := a.Steps; left > 0; left -= per {
+		s.out.write(batch[:min(left, per)*len(line)])
+	}
+	return a.Steps
 }
 
 func text(s string) map[string]any {
