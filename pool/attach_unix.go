@@ -3,9 +3,11 @@
 package pool
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"syscall"
+	"time"
 )
 
 // readHello reads the shim's hello line from conn, with the file
@@ -62,4 +64,23 @@ func rightsOf(oob []byte) []*os.File {
 		}
 	}
 	return files
+}
+
+// writeLineWith writes v as one JSON line to a shim's connection, as
+// writeLine does, with f's descriptor along with it (SCM_RIGHTS) when f
+// is set: a Welcome's head mirror (wire.Welcome.Head).
+func writeLineWith(conn net.Conn, v any, f *os.File) error {
+	uc, ok := conn.(*net.UnixConn)
+	if f == nil || !ok {
+		return writeLine(conn, v)
+	}
+	b, _ := json.Marshal(v)
+	b = append(b, '\n')
+	_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	defer conn.SetWriteDeadline(time.Time{})
+	n, _, err := uc.WriteMsgUnix(b, syscall.UnixRights(int(f.Fd())), nil)
+	if err == nil && n < len(b) {
+		_, err = conn.Write(b[n:])
+	}
+	return err
 }

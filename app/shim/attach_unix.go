@@ -3,9 +3,12 @@
 package shim
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"net"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -48,6 +51,61 @@ func writeHello(conn net.Conn, hello []byte, attach bool, ledger *os.File) error
 		_, err = conn.Write(hello[n:]) // a long hello: what the socket did not take at once
 	}
 	return err
+}
+
+// readWelcome reads the pool's Welcome line from conn, with the
+// descriptors that come with it (SCM_RIGHTS: a head mirror,
+// wire.Welcome.Head), and returns the line, its newline included, and
+// what was read after it.
+func readWelcome(conn net.Conn) (line, rest []byte, files []*os.File, err error) {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		line, rest, err = readWelcomePlain(conn)
+		return line, rest, nil, err
+	}
+	buf := make([]byte, 0, 4<<10)
+	oob := make([]byte, syscall.CmsgSpace(4*4))
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) >= maxWelcome {
+				closeAll(files)
+				return nil, nil, nil, fmt.Errorf("the pool's welcome is longer than %d bytes", maxWelcome)
+			}
+			buf = slices.Grow(buf, cap(buf))
+		}
+		n, oobn, _, _, rerr := uc.ReadMsgUnix(buf[len(buf):cap(buf)], oob)
+		n, oobn = max(n, 0), max(oobn, 0) // -1 with an error
+		seen := len(buf)
+		buf = buf[:seen+n]
+		files = append(files, rightsOf(oob[:oobn])...)
+		if i := bytes.IndexByte(buf[seen:], '\n'); i >= 0 {
+			return buf[:seen+i+1], buf[seen+i+1:], files, nil
+		}
+		if rerr != nil {
+			closeAll(files)
+			return nil, nil, nil, rerr
+		}
+	}
+}
+
+// rightsOf turns the descriptors in a control message into files.
+func rightsOf(oob []byte) []*os.File {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var files []*os.File
+	for _, m := range msgs {
+		fds, err := syscall.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			syscall.CloseOnExec(fd)
+			files = append(files, os.NewFile(uintptr(fd), "switchboard-head"))
+		}
+	}
+	return files
 }
 
 // ownStdio puts this process's stdin and stdout back in blocking mode,
