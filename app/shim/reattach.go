@@ -195,7 +195,7 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 			return nil, nil, a.giveUp(errors.New("the restarted pool did not take the session back: it did not take the client's pipes"), lost, midLine)
 		}
 		a.run, a.session, a.ledgerTaken, a.head = w.Run, w.Session, w.Ledger, head
-		a.pending = nil // the pool keeps the head of a line it ends with (head)
+		a.pending = nil // the pool lists its requests (ledger) and keeps its unended line (head) from its Welcome on
 		return conn, br, nil
 	}
 }
