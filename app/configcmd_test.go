@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -334,5 +335,56 @@ func TestHTTPOverrideIsNoChange(t *testing.T) {
 	}
 	if st := inst.Status(); len(st.RestartNeeded) != 0 || st.HTTPListen != "127.0.0.1:0" {
 		t.Errorf("status restartNeeded %q, httpListen %q; want none, and the override", st.RestartNeeded, st.HTTPListen)
+	}
+}
+
+// TestDefaultsSpelledOutAreNoChange: a config that writes out settings at
+// their default values runs as the one that leaves them out: `config
+// check` shows no change, the reload's log line names none, and no
+// setting waits for a restart. On the first edition `config check` said
+// "~ a: idleTimeout, requestTimeout changed" and the reload listed
+// history.retainDays as waiting for a restart, for a removed
+// "retainDays": 14.
+func TestDefaultsSpelledOutAreNoChange(t *testing.T) {
+	paths := sbHome(t)
+	bin, err := fakeBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(servers map[string]any, top map[string]any) {
+		t.Helper()
+		m := map[string]any{"mcpServers": servers}
+		maps.Copy(m, top)
+		b, _ := json.MarshalIndent(m, "", "  ")
+		if err := config.WriteFile(paths.Config, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(map[string]any{"a": map[string]any{"command": bin}}, map[string]any{"history": map[string]any{"retainDays": 14}})
+	inst, logs := startIn(t, Options{})
+	runInstance(t, inst)
+	eventually(t, 5*time.Second, "the control API answers", func() bool {
+		_, err := FetchStatus(context.Background())
+		return err == nil
+	})
+	spelled := map[string]any{"command": bin, "idleTimeout": "10m", "requestTimeout": "120s", "restart": map[string]any{"maxRestarts": 5}}
+	defaults := map[string]any{"hangThreshold": "30s", "evictSlowClientsAfter": "30s", "maxChildrenPerServer": 32}
+	write(map[string]any{"a": spelled}, defaults)
+	chk, err := CheckConfig(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chk.Running == nil || chk.Running.ReadErr != nil || !chk.Running.Diff.Empty() {
+		t.Errorf("config check of the defaults written out: %+v, want no changes", chk.Running)
+	}
+	write(map[string]any{"a": spelled, "b": map[string]any{"command": bin}}, defaults)
+	eventually(t, 5*time.Second, "the edit applied", func() bool {
+		return slices.Equal(inst.Pool.Servers(), []string{"a", "b"})
+	})
+	if want := `changes="added: b; unchanged: 1"`; !strings.Contains(logs.String(), want) {
+		t.Errorf("no %s in the log:\n%s", want, logs.String())
+	}
+	if st := inst.Status(); len(st.RestartNeeded) != 0 {
+		t.Errorf("status restartNeeded %q, want none", st.RestartNeeded)
 	}
 }

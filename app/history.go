@@ -212,7 +212,8 @@ func (h *historyState) apply(c config.History) (restart []string) {
 	if h.st == nil {
 		return restart // nothing runs that the settings could change
 	}
-	o := h.opened
+	// As they run: a setting written out at its default is no change.
+	o, c := h.opened.Effective(), c.Effective()
 	if c.RetainDays != o.RetainDays {
 		restart = append(restart, "history.retainDays")
 	}

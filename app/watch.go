@@ -396,8 +396,11 @@ func (inst *Instance) noteReload(at time.Time, changes string, err error) {
 // startOnlyChanges lists the settings of f, other than the history's
 // (historyState.apply), that the pool reads only when it starts and that
 // differ from those it started with (config.Diff's names).
+// Both as the pool runs them (config.File.Effective): a setting written
+// out at its default is no change.
 func (inst *Instance) startOnlyChanges(f *config.File) []string {
-	s := &inst.started
+	s := inst.started.Effective()
+	f = f.Effective()
 	var out []string
 	add := func(changed bool, name string) {
 		if changed {

@@ -226,10 +226,7 @@ func (b *backend) requestTimeout() time.Duration {
 }
 
 func (b *backend) requestTimeoutLocked() time.Duration {
-	if b.cfg.RequestTimeout > 0 {
-		return b.cfg.RequestTimeout
-	}
-	return defaultRequestTimeout
+	return b.cfg.requestTimeout()
 }
 
 func (b *backend) pid() int {

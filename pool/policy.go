@@ -60,7 +60,7 @@ type idlePolicy struct {
 func (pol idlePolicy) stopAfter(started, left, now time.Time) (wait time.Duration, ok bool) {
 	idle := pol.idle
 	if idle == 0 {
-		idle = defaultIdleTimeout
+		idle = DefaultIdleTimeout
 	}
 	if idle < 0 || started.IsZero() && pol.warmup >= 0 {
 		return 0, false

@@ -321,7 +321,7 @@ func TestIdlePolicyStopAfter(t *testing.T) {
 		{idlePolicy{idle: time.Minute, warmup: -1}, 0, 0, time.Minute, false},
 		{idlePolicy{idle: time.Minute, warmup: 5 * time.Minute}, time.Minute, 0, 4 * time.Minute, false},
 		{idlePolicy{idle: time.Minute, warmup: 5 * time.Minute}, 10 * time.Minute, 0, time.Minute, false},
-		{idlePolicy{idle: 0, warmup: -1}, 0, 0, defaultIdleTimeout, false},
+		{idlePolicy{idle: 0, warmup: -1}, 0, 0, DefaultIdleTimeout, false},
 		{idlePolicy{idle: -1, warmup: time.Minute}, 0, 0, 0, true},
 		{idlePolicy{idle: time.Minute, warmup: -1}, 0, 20 * time.Second, 40 * time.Second, false},
 		{idlePolicy{idle: time.Minute, warmup: -1}, 0, 5 * time.Minute, 0, false},

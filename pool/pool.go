@@ -166,6 +166,24 @@ type RestartPolicy struct {
 	MaxBackoff time.Duration
 }
 
+// or is r with def's value in place of each zero (or negative) field: a
+// server's overrides over the pool's policy.
+func (r RestartPolicy) or(def RestartPolicy) RestartPolicy {
+	if r.MaxRestarts <= 0 {
+		r.MaxRestarts = def.MaxRestarts
+	}
+	if r.Window <= 0 {
+		r.Window = def.Window
+	}
+	if r.MinBackoff <= 0 {
+		r.MinBackoff = def.MinBackoff
+	}
+	if r.MaxBackoff <= 0 {
+		r.MaxBackoff = def.MaxBackoff
+	}
+	return r
+}
+
 func (o *Options) withDefaults() Options {
 	var r Options
 	if o != nil {
@@ -220,16 +238,16 @@ func (o *Options) withDefaults() Options {
 		r.ClientInfo = Implementation{Name: "switchboard", Version: "dev"}
 	}
 	if r.Restart.MaxRestarts <= 0 {
-		r.Restart.MaxRestarts = 5
+		r.Restart.MaxRestarts = DefaultMaxRestarts
 	}
 	if r.Restart.Window <= 0 {
-		r.Restart.Window = 60 * time.Second
+		r.Restart.Window = DefaultRestartWindow
 	}
 	if r.Restart.MinBackoff <= 0 {
-		r.Restart.MinBackoff = 100 * time.Millisecond
+		r.Restart.MinBackoff = DefaultMinBackoff
 	}
 	if r.Restart.MaxBackoff <= 0 {
-		r.Restart.MaxBackoff = 10 * time.Second
+		r.Restart.MaxBackoff = DefaultMaxBackoff
 	}
 	return r
 }
@@ -241,9 +259,16 @@ func (o *Options) withDefaults() Options {
 // seconds, not its request timeout.
 const DefaultQuestionGrace = 5 * time.Second
 
+// Defaults of a ServerConfig's zero fields and of Options.Restart's: the
+// app's config compares values with them applied, so that a setting
+// written out at its default is no change.
 const (
-	defaultRequestTimeout = 120 * time.Second
-	defaultIdleTimeout    = 10 * time.Minute
+	DefaultRequestTimeout = 120 * time.Second
+	DefaultIdleTimeout    = 10 * time.Minute
+	DefaultMaxRestarts    = 5
+	DefaultRestartWindow  = 60 * time.Second
+	DefaultMinBackoff     = 100 * time.Millisecond
+	DefaultMaxBackoff     = 10 * time.Second
 )
 
 // Sentinel errors callers branch on.

@@ -76,7 +76,7 @@ func (s *server) requestTimeout() time.Duration {
 	if t := s.config().RequestTimeout; t > 0 {
 		return t
 	}
-	return defaultRequestTimeout
+	return DefaultRequestTimeout
 }
 
 // join adds a session. It joins a partition with its first request.
@@ -453,7 +453,7 @@ func (s *server) handshake(sess *session, w *handshakeWait) (*handshake, error) 
 func (s *server) reconfigure(cfg ServerConfig) {
 	s.mu.Lock()
 	old := s.cfg
-	if cfg.unchanged(old) {
+	if cfg.unchanged(old, s.p.opts.Restart) {
 		s.mu.Unlock()
 		return
 	}
@@ -480,7 +480,7 @@ func (s *server) reconfigure(cfg ServerConfig) {
 			}
 		default:
 			keep = append(keep, b)
-			if cfg.IdleTimeout != old.IdleTimeout && len(pt.members) == 0 {
+			if cfg.idleTimeout() != old.idleTimeout() && len(pt.members) == 0 {
 				s.idleTimerLocked(pt, pt.idleSince) // it counts from when the last session left
 			}
 		}

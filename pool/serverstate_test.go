@@ -98,3 +98,46 @@ func TestFailedServerStaysFailedPastItsIdleTimeout(t *testing.T) {
 		t.Fatalf("the next request started %d children of the failed server: want it to fail fast", n-before)
 	}
 }
+
+// A reload that writes out a failed server's defaults (idleTimeout,
+// requestTimeout, the restart policy the pool runs) changes nothing the
+// server runs with: it stays failed, with its reason, and the next
+// request fails fast, starting no child. The values used to be compared
+// as given: 0 and the default differed, and such a reload cleared the
+// failure, so the next request went through a whole crash loop again.
+func TestDefaultsWrittenOutLeaveAFailedServerFailed(t *testing.T) {
+	marker := filepath.Join(shortTempDir(t), "started")
+	cfg := fake("broken")
+	cfg.Command, cfg.Args = "/bin/sh", []string{"-c", `echo x >> "$0"; exec "$1" -stderr "KeyError: TOKEN" -exit-at-start 3`, marker, fakeBin}
+	restart := pool.RestartPolicy{MaxRestarts: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
+	tp := newTestPool(t, &pool.Options{WarmupGrace: -1, Restart: restart}, cfg)
+	c := tp.dial(t, "broken")
+	c.send(stateInitialize)
+	if m := c.recv(); m.Error == nil {
+		t.Fatalf("want the failure, got %s", m.raw)
+	}
+	failed := serverInfo(t, tp, "broken")
+	if failed.State != pool.StateFailed {
+		t.Fatalf("after the crash loop: %+v, want failed", failed)
+	}
+	started := func() int { b, _ := os.ReadFile(marker); return strings.Count(string(b), "x") }
+	before := started()
+
+	spelled := cfg
+	spelled.IdleTimeout, spelled.RequestTimeout = pool.DefaultIdleTimeout, pool.DefaultRequestTimeout
+	spelled.Restart = pool.RestartPolicy{MaxRestarts: 2, Window: pool.DefaultRestartWindow}
+	if err := tp.Apply([]pool.ServerConfig{spelled}); err != nil {
+		t.Fatal(err)
+	}
+	if s := serverInfo(t, tp, "broken"); s != failed {
+		t.Fatalf("after a reload with its defaults written out: %+v, want it still %+v", s, failed)
+	}
+	c2 := tp.dial(t, "broken")
+	c2.send(stateInitialize)
+	if m := c2.recv(); m.Error == nil || !strings.Contains(m.Error.Message, "KeyError: TOKEN") {
+		t.Fatalf("the next session's initialize: want the failure with its reason, got %s", m.raw)
+	}
+	if n := started(); n != before {
+		t.Fatalf("the next request started %d children of the failed server: want it to fail fast", n-before)
+	}
+}

@@ -567,19 +567,5 @@ func (b *backend) emitState() {
 
 // restartPolicy is the pool's policy with the server's overrides.
 func (b *backend) restartPolicy() RestartPolicy {
-	pol := b.p.opts.Restart
-	o := b.config().Restart
-	if o.MaxRestarts > 0 {
-		pol.MaxRestarts = o.MaxRestarts
-	}
-	if o.Window > 0 {
-		pol.Window = o.Window
-	}
-	if o.MinBackoff > 0 {
-		pol.MinBackoff = o.MinBackoff
-	}
-	if o.MaxBackoff > 0 {
-		pol.MaxBackoff = o.MaxBackoff
-	}
-	return pol
+	return b.config().Restart.or(b.p.opts.Restart)
 }

@@ -90,10 +90,29 @@ func (c ServerConfig) shownResolved(resolved []string) []string {
 // unchanged reports whether o is c again, as a reload of the whole file
 // hands every server its entry: such a server is not touched (its child,
 // its failure, its handshake stay as they are).
-func (c ServerConfig) unchanged(o ServerConfig) bool {
-	return c.sameProcess(o) && slices.Equal(c.Shown, o.Shown) && c.IdleTimeout == o.IdleTimeout &&
-		c.RequestTimeout == o.RequestTimeout && c.TrustAnnotations == o.TrustAnnotations &&
-		c.Disabled == o.Disabled && c.NotStarted == o.NotStarted && c.Restart == o.Restart
+// Values compare as they run, defaults applied (def: the pool's restart
+// policy): a default written out is no change.
+func (c ServerConfig) unchanged(o ServerConfig, def RestartPolicy) bool {
+	return c.sameProcess(o) && slices.Equal(c.Shown, o.Shown) && c.idleTimeout() == o.idleTimeout() &&
+		c.requestTimeout() == o.requestTimeout() && c.TrustAnnotations == o.TrustAnnotations &&
+		c.Disabled == o.Disabled && c.NotStarted == o.NotStarted && c.Restart.or(def) == o.Restart.or(def)
+}
+
+// idleTimeout is IdleTimeout as the pool applies it: zero is the default.
+func (c ServerConfig) idleTimeout() time.Duration {
+	if c.IdleTimeout == 0 {
+		return DefaultIdleTimeout
+	}
+	return c.IdleTimeout
+}
+
+// requestTimeout is RequestTimeout as the pool applies it: zero (or
+// less) is the default.
+func (c ServerConfig) requestTimeout() time.Duration {
+	if c.RequestTimeout > 0 {
+		return c.RequestTimeout
+	}
+	return DefaultRequestTimeout
 }
 
 // sameProcess reports whether two configs start the same child, so that a

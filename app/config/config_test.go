@@ -405,7 +405,7 @@ func TestDiff(t *testing.T) {
 		"same": {"command": "x", "args": ["1"]},
 		"args": {"command": "x", "args": ["2"]},
 		"env": {"command": "x", "env": {"A": "1", "C": "2"}},
-		"idle": {"command": "x", "idleTimeout": "2m", "restart": {"window": "1m"}},
+		"idle": {"command": "x", "idleTimeout": "2m", "restart": {"window": "2m"}},
 		"off": {"command": "x", "disabled": true},
 		"new": {"command": "y"},
 		"remote2": {"url": "https://y"},
@@ -850,5 +850,54 @@ func TestBadNameHoldsBackOnlyItsEntry(t *testing.T) {
 	want2 := []Change{{Name: "My Server", Fields: []string{"command", "share"}}}
 	if diff := cmp.Diff(want2, Diff(f, g, env(nil)).Changed); diff != "" {
 		t.Errorf("Diff (-want +got):\n%s", diff)
+	}
+}
+
+// TestDiffDefaultSpelledOut: a setting written out at its default value
+// is the setting left out, as the pool runs it: no change, and no new
+// child. Before, `config check` printed "~ memory: idleTimeout changed"
+// for "idleTimeout": "10m" added to a running config, and "settings
+// changed: history.retainDays" for a removed "retainDays": 14.
+func TestDiffDefaultSpelledOut(t *testing.T) {
+	bare := `{"mcpServers": {"s": {"command": "x"}}}`
+	tests := []struct{ name, spelled string }{
+		{"idleTimeout", `{"mcpServers": {"s": {"command": "x", "idleTimeout": "10m"}}}`},
+		{"idleTimeout in seconds", `{"mcpServers": {"s": {"command": "x", "idleTimeout": "600s"}}}`},
+		{"requestTimeout", `{"mcpServers": {"s": {"command": "x", "requestTimeout": "120s"}}}`},
+		{"restart", `{"mcpServers": {"s": {"command": "x", "restart": {"maxRestarts": 5, "window": "1m", "minBackoff": "100ms", "maxBackoff": "10s"}}}}`},
+		{"share", `{"mcpServers": {"s": {"command": "x", "share": "shared"}}}`},
+		{"resolve", `{"mcpServers": {"s": {"command": "x", "resolve": true}}}`},
+		{"hangThreshold", `{"mcpServers": {"s": {"command": "x"}}, "hangThreshold": "30s"}`},
+		{"evictSlowClientsAfter", `{"mcpServers": {"s": {"command": "x"}}, "evictSlowClientsAfter": "30s"}`},
+		{"limits", `{"mcpServers": {"s": {"command": "x"}}, "maxInFlightPerSession": 8192, "maxInFlightMiBPerSession": 128,
+			"maxSubscriptionsPerSession": 4096, "maxChildrenPerServer": 32}`},
+		{"history", `{"mcpServers": {"s": {"command": "x"}}, "history": {"retainDays": 14, "maxRows": 1000000, "captureBytes": 4096}}`},
+		{"autostart", `{"mcpServers": {"s": {"command": "x"}}, "autostart": {"fromClients": true, "idleExit": "10m", "followInstall": true}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, err := Decode([]byte(bare))
+			if err != nil {
+				t.Fatal(err)
+			}
+			spelled, err := Decode([]byte(tt.spelled))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := DiffResult{Unchanged: []string{"s"}}
+			if diff := cmp.Diff(want, Diff(old, spelled, env(nil))); diff != "" {
+				t.Errorf("Diff(bare, spelled out) (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(want, Diff(spelled, old, env(nil))); diff != "" {
+				t.Errorf("Diff(spelled out, bare) (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// A value other than the default is still a change.
+	old, _ := Decode([]byte(bare))
+	other, _ := Decode([]byte(`{"mcpServers": {"s": {"command": "x", "idleTimeout": "11m"}}, "history": {"retainDays": 15}}`))
+	want := DiffResult{Changed: []Change{{Name: "s", Fields: []string{"idleTimeout"}}}, Settings: []string{"history.retainDays"}}
+	if diff := cmp.Diff(want, Diff(old, other, env(nil))); diff != "" {
+		t.Errorf("Diff(bare, other) (-want +got):\n%s", diff)
 	}
 }

@@ -40,7 +40,8 @@ type Change struct {
 	Stops bool
 }
 
-// Diff compares two configs as the pool runs them, with ${VAR}
+// Diff compares two configs as the pool runs them (Effective: a
+// setting written out at its default is no change), with ${VAR}
 // references expanded from lookup as PoolServers expands them: a value
 // rewritten to what it expanded to is no change. old may be nil
 // (everything is added). Settings that an override replaces (`serve
@@ -52,6 +53,7 @@ func Diff(old, new *File, lookup func(string) (string, bool)) DiffResult {
 	if new == nil {
 		new = &File{}
 	}
+	old, new = old.Effective(), new.Effective()
 	var d DiffResult
 	for _, name := range pooled(new) {
 		o, ok := old.Servers[name]
@@ -82,7 +84,7 @@ func Diff(old, new *File, lookup func(string) (string, bool)) DiffResult {
 			d.Removed = append(d.Removed, name)
 		}
 	}
-	if sameDuration(old.HangThreshold) != sameDuration(new.HangThreshold) {
+	if old.HangThreshold != new.HangThreshold {
 		d.Settings = append(d.Settings, "hangThreshold")
 	}
 	if old.MaxInFlightPerSession != new.MaxInFlightPerSession {
@@ -97,7 +99,7 @@ func Diff(old, new *File, lookup func(string) (string, bool)) DiffResult {
 	if old.MaxChildrenPerServer != new.MaxChildrenPerServer {
 		d.Settings = append(d.Settings, "maxChildrenPerServer")
 	}
-	if sameDuration(old.EvictSlowClientsAfter) != sameDuration(new.EvictSlowClientsAfter) {
+	if old.EvictSlowClientsAfter != new.EvictSlowClientsAfter {
 		d.Settings = append(d.Settings, "evictSlowClientsAfter")
 	}
 	d.Settings = append(d.Settings, fieldDiff("http", reflect.ValueOf(old.HTTP), reflect.ValueOf(new.HTTP))...)
@@ -158,13 +160,8 @@ func asRun(s Server, lookup func(string) (string, bool)) run {
 	if s.Resolve != nil && *s.Resolve {
 		r.entry.Resolve = nil // the default
 	}
-	r.entry.IdleTimeout = sameDuration(s.IdleTimeout)
-	r.entry.RequestTimeout = sameDuration(s.RequestTimeout)
-	if s.Restart != nil {
-		rs := *s.Restart
-		rs.Window, rs.MinBackoff, rs.MaxBackoff = sameDuration(rs.Window), sameDuration(rs.MinBackoff), sameDuration(rs.MaxBackoff)
-		r.entry.Restart = &rs
-	}
+	e := effectiveServer(s)
+	r.entry.IdleTimeout, r.entry.RequestTimeout, r.entry.Restart = e.IdleTimeout, e.RequestTimeout, e.Restart
 	return r
 }
 
