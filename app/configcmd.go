@@ -23,7 +23,8 @@ var ErrInvalidConfig = errors.New("the config is not valid")
 // pool. cmd/switchboard renders it.
 type ConfigCheck struct {
 	File string
-	// Problems is set when the file is not valid; the rest then stays empty.
+	// Problems is set when the file is not valid; the rest then stays
+	// empty but Unknown, as far as the file reads, and Running.
 	Problems []config.Problem
 	// EnvChecked says a problem or NotStarted came from a ${VAR}
 	// reference, which was checked against this shell's environment, not
@@ -97,7 +98,7 @@ func CheckConfig(ctx context.Context, file string) (ConfigCheck, error) {
 		if !errors.As(err, &ce) {
 			return chk, fmt.Errorf("config check: %w", err)
 		}
-		chk.Problems = ce.Problems
+		chk.Problems, chk.Unknown = ce.Problems, ce.Unknown
 		for _, p := range ce.Problems {
 			chk.EnvChecked = chk.EnvChecked || strings.Contains(p.Msg, "environment variable")
 		}

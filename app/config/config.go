@@ -202,7 +202,7 @@ func parse(data []byte, lookup func(string) (string, bool)) (*File, error) {
 			top, _, _ := strings.Cut(pr.Field, ".")
 			known = known && pr.Field != "" && !strings.EqualFold(top, "history")
 		}
-		e := &Error{Problems: p.list, HistoryOff: off}
+		e := &Error{Problems: p.list, HistoryOff: off, Unknown: f.Unknown()}
 		if known {
 			h := f.History
 			e.History = &h

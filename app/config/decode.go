@@ -44,6 +44,10 @@ type Error struct {
 	// other config to run, records as they say; nil when they are not
 	// known, and nothing is recorded until a config loads.
 	History *History
+	// Unknown lists the fields Switchboard does not know (File.Unknown),
+	// as far as the file reads: a misspelled field is often what is
+	// wrong, and `config check` shows them with the problems.
+	Unknown []string
 }
 
 func (e *Error) Error() string {

@@ -50,6 +50,7 @@ func writeConfigCheck(w io.Writer, chk app.ConfigCheck) error {
 		if chk.EnvChecked {
 			fmt.Fprintln(bw, "(${VAR} references were checked against this shell's environment; Switchboard expands them from its own.)")
 		}
+		writeUnknown(bw, chk.Unknown)
 		if chk.Running != nil && chk.Running.RunsFile {
 			fmt.Fprintln(bw, "The running Switchboard keeps its last good config until this file is fixed.")
 		}
@@ -72,9 +73,7 @@ func writeConfigCheck(w io.Writer, chk app.ConfigCheck) error {
 	if len(chk.Remote) > 0 {
 		fmt.Fprintf(bw, "  remote (URL) servers, not pooled: %s\n", strings.Join(chk.Remote, ", "))
 	}
-	for _, u := range chk.Unknown {
-		fmt.Fprintf(bw, "  unknown field, kept but not used: %s\n", u)
-	}
+	writeUnknown(bw, chk.Unknown)
 	switch r := chk.Running; {
 	case r == nil:
 		fmt.Fprintln(bw, "No Switchboard is running; nothing to compare with.")
@@ -88,6 +87,14 @@ func writeConfigCheck(w io.Writer, chk app.ConfigCheck) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// writeUnknown lists the fields Switchboard does not know: a misspelled
+// one lands there, so they are shown whether the file is valid or not.
+func writeUnknown(w io.Writer, unknown []string) {
+	for _, u := range unknown {
+		fmt.Fprintf(w, "  unknown field, kept but not used: %s\n", u)
+	}
 }
 
 func writeDiff(w io.Writer, d config.DiffResult) {
