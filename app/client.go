@@ -32,5 +32,7 @@ func FetchStatus(ctx context.Context) (control.Status, error) {
 	if err != nil {
 		return control.Status{}, err
 	}
-	return c.Status(ctx)
+	st, err := c.Status(ctx)
+	st.Running = err == nil // a pool from before the field answers without it
+	return st, err
 }

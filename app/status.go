@@ -14,7 +14,7 @@ import (
 // Status builds the status from a fresh snapshot.
 func (inst *Instance) Status() control.Status {
 	snap := inst.snapshot()
-	st := control.Status{Version: version.Version, Build: version.Get(), PID: pidSelf(), Config: inst.configPath, Servers: snap.Servers,
+	st := control.Status{Running: true, Version: version.Version, Build: version.Get(), PID: pidSelf(), Config: inst.configPath, Servers: snap.Servers,
 		Sessions: snap.Sessions, Backends: snap.Backends, InFlight: snap.InFlight, Counters: snap.Counters,
 		History: inst.history.status(), Goroutines: runtime.NumGoroutine()}
 	// One drop counter: the events the history could not record.
@@ -72,4 +72,13 @@ func (inst *Instance) withConfigProblem(err error) error {
 		}
 	}
 	return err
+}
+
+// NoPoolStatus is what `status --json` prints when no pool runs for
+// paths: Running false, the config a pool would read, and empty lists
+// and zeros (no pool's version, pid or counters), so that a script reads
+// it as it reads a pool's status.
+func NoPoolStatus(paths Paths) control.Status {
+	return control.Status{Config: paths.Config,
+		Servers: []pool.ServerInfo{}, Sessions: []pool.SessionInfo{}, Backends: []pool.BackendInfo{}, InFlight: []pool.RequestInfo{}}
 }

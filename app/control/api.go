@@ -59,6 +59,9 @@ var ErrHeadless = errors.New("this switchboard runs headless (`switchboard serve
 
 // Status is the JSON of `switchboard status --json` and of GET /v1/status.
 type Status struct {
+	// Running is true in a running pool's status; `status --json` prints
+	// a status with it false, and no pool's fields, when none runs.
+	Running     bool         `json:"running"`
 	Version     string       `json:"version"`
 	Build       version.Info `json:"build"`
 	PID         int          `json:"pid"`

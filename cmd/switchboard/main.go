@@ -123,6 +123,9 @@ type statusCmd struct {
 
 func (c *statusCmd) Run(ctx context.Context) error {
 	st, err := app.FetchStatus(ctx)
+	if errors.Is(err, app.ErrNoPool) {
+		return c.noPool()
+	}
 	if err != nil {
 		return err
 	}
@@ -131,6 +134,33 @@ func (c *statusCmd) Run(ctx context.Context) error {
 	}
 	return printStatus(os.Stdout, st, time.Now())
 }
+
+// noPool is status with no pool running for this home: a line on stderr
+// that says which home, and with --json an object a script can read on
+// stdout as well (running false, no sessions, backends or requests);
+// exit 3 either way (exitCode).
+func (c *statusCmd) noPool() error {
+	paths, err := app.ResolvePaths()
+	if err != nil {
+		return fmt.Errorf("%w, and %w", app.ErrNoPool, err)
+	}
+	if c.JSON {
+		if err := printJSON(os.Stdout, app.NoPoolStatus(paths)); err != nil {
+			return err
+		}
+	}
+	where := "the config " + paths.Config
+	if h := os.Getenv("SWITCHBOARD_HOME"); h != "" {
+		where = "SWITCHBOARD_HOME=" + h
+	}
+	return noPoolError("no Switchboard is running for " + where + " (start one with `switchboard serve` or the tray app)")
+}
+
+// noPoolError is app.ErrNoPool said for the user: exit 3 (exitCode).
+type noPoolError string
+
+func (e noPoolError) Error() string { return string(e) }
+func (e noPoolError) Unwrap() error { return app.ErrNoPool }
 
 type restartCmd struct {
 	Name string `arg:"" help:"Server name from the config."`
