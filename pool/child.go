@@ -150,8 +150,12 @@ func startChild(cfg ServerConfig, env []string, on StartOn) (*child, error) {
 	}
 	if err := <-started; err != nil {
 		closeAll()
-		if errors.Is(err, exec.ErrNotFound) {
+		switch {
+		case errors.Is(err, exec.ErrNotFound):
 			return nil, notOnPath(cfg.Command)
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+			// No process ran: starting it again cannot help.
+			return nil, &cannotStartError{msg: err.Error()}
 		}
 		return nil, err
 	}
@@ -163,7 +167,8 @@ func startChild(cfg ServerConfig, env []string, on StartOn) (*child, error) {
 }
 
 // cannotStartError is why no child of a server can start as configured
-// (its working directory is missing): starting it again cannot help
+// (its working directory or its command is missing, or may not be run):
+// no process ran, starting it again cannot help
 // until the user acts, so the server fails at once (backend.noteCrash)
 // and is tried again when restarted or reconfigured.
 type cannotStartError struct{ msg string }
@@ -191,14 +196,15 @@ func checkDir(dir string) error {
 // notOnPath is a command exec did not find on the pool's PATH. A pool
 // that a client started has the client's PATH, often a short one (GUI
 // clients), and keeps it for its life.
+// No process ran: it is a cannotStartError, not a crash.
 func notOnPath(command string) error {
 	path := os.Getenv("PATH")
 	if path == "" {
 		path = "empty"
 	}
-	return fmt.Errorf("command %q is not on Switchboard's PATH (%s): write its absolute path in the config, "+
+	return &cannotStartError{msg: fmt.Sprintf("command %q is not on Switchboard's PATH (%s): write its absolute path in the config, "+
 		"or start Switchboard with your shell's PATH (for a pool that a client starts, `switchboard setup CLIENT` "+
-		"puts it in the client's entry) and restart Switchboard", command, path)
+		"puts it in the client's entry) and restart Switchboard", command, path)}
 }
 
 // run starts the process and waits for it, on one locked OS thread (the

@@ -141,3 +141,23 @@ func TestCommandNotOnPathSaysWhichPath(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandNotOnPathIsNoRun: a command exec cannot find never ran: the
+// server fails at once, saying it cannot start, with no restarts counted
+// and no second try until it is restarted or its entry changes. It used
+// to be tried as a crash loop: "it exited 5 times in 1m0s", 4 restarts.
+func TestCommandNotOnPathIsNoRun(t *testing.T) {
+	t.Setenv("PATH", shortTempDir(t))
+	cfg := pool.ServerConfig{Name: "nopath", Command: "sb-test-no-such-command"}
+	tp := newTestPool(t, &pool.Options{Restart: pool.RestartPolicy{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}, cfg)
+	c := tp.dial(t, "nopath")
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	m, _ := c.recvID("1")
+	if m.Error == nil || !strings.Contains(m.Error.Message, `server "nopath" cannot start: command "sb-test-no-such-command" is not on Switchboard's PATH`) ||
+		strings.Contains(m.Error.Message, "exited") {
+		t.Errorf("got %s; want it to say the server cannot start, not that it exited", m.raw)
+	}
+	if b := backendInfo(tp, "nopath"); b.State != pool.StateFailed || b.Restarts != 0 {
+		t.Errorf("backend %+v; want failed with 0 restarts", b)
+	}
+}

@@ -28,8 +28,9 @@ func statusFixture(now time.Time) control.Status {
 			{Server: "crashy", State: pool.StateFailed, StartedAt: now.Add(-2 * time.Second), Restarts: 4,
 				Command: []string{"crashy-mcp"}, LastError: "the child exited before answering",
 				StderrTail: []string{"one", "two", "Traceback (most recent call last):", "  File \"srv.py\", line 3", "KeyError: 'TOKEN'", "exiting"}},
-			{Server: "nopath", State: pool.StateFailed, Restarts: 4, Command: []string{"npx-not-here"},
-				LastError: `start nopath: exec: "npx-not-here": executable file not found in $PATH`},
+			{Server: "nopath", State: pool.StateFailed, Command: []string{"npx-not-here"},
+				LastError: `start nopath: command "npx-not-here" is not on Switchboard's PATH (/usr/bin:/bin): write its absolute path in the config, ` +
+					"or start Switchboard with your shell's PATH (for a pool that a client starts, `switchboard setup CLIENT` puts it in the client's entry) and restart Switchboard"},
 		},
 		Sessions: []pool.SessionInfo{{ID: "s1", ConnectedAt: now, LastActiveAt: now}, {ID: "s2", ConnectedAt: now, LastActiveAt: now}},
 	}
