@@ -36,8 +36,8 @@ func printStatus(w io.Writer, st control.Status, now time.Time) error {
 			term(*st.ConfigWatchError))
 	}
 	if len(st.RestartNeeded) > 0 {
-		fmt.Fprintf(tw, "RESTART NEEDED: the config file changed %s; they take effect when Switchboard restarts\n\n",
-			term(strings.Join(st.RestartNeeded, ", ")))
+		fmt.Fprintf(tw, "RESTART NEEDED: the config file changed %s; %s when Switchboard restarts\n\n",
+			term(strings.Join(st.RestartNeeded, ", ")), plural(len(st.RestartNeeded), "it takes effect", "they take effect"))
 	}
 	draining := map[string]bool{}
 	for _, s := range st.Servers {
@@ -82,7 +82,8 @@ func printStatus(w io.Writer, st control.Status, now time.Time) error {
 			fmt.Fprintf(w, "\n%s: %s: %s\n", term(s.Name), s.State, term(s.StateReason))
 		}
 	}
-	_, err := fmt.Fprintf(w, "\n%d sessions, %d requests in flight\n", len(st.Sessions), len(st.InFlight))
+	_, err := fmt.Fprintf(w, "\n%d %s, %d %s in flight\n", len(st.Sessions), plural(len(st.Sessions), "session", "sessions"),
+		len(st.InFlight), plural(len(st.InFlight), "request", "requests"))
 	return err
 }
 

@@ -182,3 +182,23 @@ func TestStatusTextSaysAServerDrains(t *testing.T) {
 	}
 	golden(t, filepath.Join("testdata", "status", "draining.golden"), out.String())
 }
+
+// TestStatusTextSaysOneInTheSingular: one session, one request, one
+// setting waiting for a restart read as one ("1 session", "it takes
+// effect"), not "1 sessions" and "they take effect".
+func TestStatusTextSaysOneInTheSingular(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	st := statusFixture(now)
+	st.Servers, st.Backends, st.Sessions = st.Servers[:1], st.Backends[:1], st.Sessions[:1]
+	st.InFlight = []pool.RequestInfo{{Session: "s1", Server: "memory", Method: "tools/call", ReceivedAt: now}}
+	st.RestartNeeded = []string{"http.listen"}
+	var out bytes.Buffer
+	if err := printStatus(&out, st, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\n1 session, 1 request in flight\n", "the config file changed http.listen; it takes effect when Switchboard restarts"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status does not say %q:\n%s", want, out.String())
+		}
+	}
+}
