@@ -197,3 +197,24 @@ func TestHandedBackInitializeEndsInHistory(t *testing.T) {
 		t.Fatalf("ends recorded: %+v; want one, cancelled, handed back", done)
 	}
 }
+
+// A session whose initialize waits for its child's handshake counts it in
+// its own inFlight, as the pool's inFlight lists it (and the text status
+// counts it): the two used to disagree, the session showing 0.
+func TestWaitingInitializeCountsInItsSession(t *testing.T) {
+	cfg := fake("mute", "-no-init")
+	tp := newTestPool(t, &pool.Options{HandshakeTimeout: time.Hour}, cfg)
+	c := tp.dial(t, "mute")
+	c.send(initializeLine)
+	var snap pool.Snapshot
+	eventually(t, "the initialize in flight", func() bool {
+		snap = tp.Snapshot()
+		return len(snap.InFlight) == 1 && len(snap.Sessions) == 1
+	}, func() string { return fmt.Sprintf("%+v", snap) })
+	if r := snap.InFlight[0]; r.Method != "initialize" || r.Session != snap.Sessions[0].ID {
+		t.Fatalf("in flight: %+v; want the session's initialize", r)
+	}
+	if n := snap.Sessions[0].InFlight; n != 1 {
+		t.Errorf("session %+v: inFlight %d, want 1, its initialize", snap.Sessions[0], n)
+	}
+}

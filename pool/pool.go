@@ -585,6 +585,7 @@ func (p *Pool) Snapshot() Snapshot {
 		snap.Backends = append(snap.Backends, info)
 		snap.InFlight = append(snap.InFlight, inflight...)
 	}
+	countSessionsInFlight(snap.Sessions, snap.InFlight)
 	sort.Slice(snap.Servers, func(i, j int) bool { return snap.Servers[i].Name < snap.Servers[j].Name })
 	sort.Slice(snap.Sessions, func(i, j int) bool { return snap.Sessions[i].ConnectedAt.Before(snap.Sessions[j].ConnectedAt) })
 	sort.Slice(snap.Backends, func(i, j int) bool {
@@ -616,6 +617,20 @@ func (p *Pool) Snapshot() Snapshot {
 		snap.Servers = []ServerInfo{}
 	}
 	return snap
+}
+
+// countSessionsInFlight sets each session's InFlight to how many of
+// inflight are its own, so that the two agree: a request that waits for
+// its child's handshake (initialize) or for its client's answers is
+// listed, though the session's own table does not hold it.
+func countSessionsInFlight(sessions []SessionInfo, inflight []RequestInfo) {
+	n := make(map[string]int, len(sessions))
+	for _, r := range inflight {
+		n[r.Session]++
+	}
+	for i := range sessions {
+		sessions[i].InFlight = n[sessions[i].ID]
+	}
 }
 
 // emit hands e to the recorder and the subscribers, stamped with the
