@@ -11,8 +11,13 @@ var ErrNotFound = errors.New("not found")
 
 // Restart restarts the server's children: a failed server gets a fresh
 // restart budget, a running child is shut down gracefully and started
-// again (its written requests follow the at-most-once rule).
+// again (its written requests follow the at-most-once rule). A closed
+// pool restarts nothing: ErrPoolClosed.
 func (p *Pool) Restart(server string) error {
+	if !p.enter() {
+		return ErrPoolClosed
+	}
+	defer p.leave()
 	s, err := p.anyServer(server)
 	if err != nil {
 		return err

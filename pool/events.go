@@ -159,14 +159,20 @@ func (h *hub) closeRecord() {
 // Subscribe returns the current snapshot and a channel of every event after
 // it. The snapshot is taken with the subscription registered, so no event
 // falls between the two. The channel closes when ctx ends, when the pool
-// closes, or after an EventLagged when the reader fell behind (then
-// subscribe again): it holds buffer events, and every event before an
-// EventLagged. buffer <= 0 means 1024.
+// closes (of a closed pool it is closed already), or after an
+// EventLagged when the reader fell behind (then subscribe again): it holds
+// buffer events, and every event before an EventLagged. buffer <= 0 means
+// 1024.
 func (p *Pool) Subscribe(ctx context.Context, buffer int) (Snapshot, <-chan Event) {
 	if buffer <= 0 {
 		buffer = 1024
 	}
 	ch := make(chan Event, buffer+1) // the last slot is EventLagged's
+	if !p.enter() {
+		close(ch)
+		return p.Snapshot(), ch
+	}
+	defer p.leave()
 	dropped := make(chan struct{})
 	p.events.mu.Lock()
 	if p.events.subs == nil {

@@ -302,6 +302,14 @@ type Pool struct {
 	trim    trimmer       // memtrim.go
 	wg      sync.WaitGroup
 
+	// open is held for reading by the calls from outside the pool's
+	// goroutines that start some of them (Apply, Restart, Subscribe:
+	// enter), and for writing by beginClose. Each such call has started
+	// its goroutines before the pool closes, so before Close or Handover
+	// waits on wg, or finds the pool closed and starts none: a goroutine
+	// added as wg is waited on, or after, is one nothing waits for.
+	open sync.RWMutex
+
 	front atomic.Pointer[httpFront] // the HTTP front door, once HTTPHandler made it
 
 	mu       sync.Mutex // guards the fields below; never held across I/O
@@ -378,13 +386,13 @@ func (p *Pool) Apply(cfgs []ServerConfig) error {
 		}
 		seen[c.Name] = true
 	}
+	if !p.enter() {
+		return ErrPoolClosed
+	}
+	defer p.leave()
 	var removed, kept []*server
 	var added []ServerConfig
 	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return ErrPoolClosed
-	}
 	for name, s := range p.servers {
 		if !seen[name] {
 			removed = append(removed, s)
@@ -529,19 +537,38 @@ func (p *Pool) Close() error {
 
 var errPoolClosing = errors.New("switchboard is shutting down")
 
+// enter keeps the pool from closing until leave, for a call from outside
+// its goroutines that starts some (Pool.open); ok is false, and nothing
+// is held, when the pool is closed. What runs entered must not wait for
+// anything the closing does.
+func (p *Pool) enter() (ok bool) {
+	p.open.RLock()
+	if isClosed(p.closing) {
+		p.open.RUnlock()
+		return false
+	}
+	return true
+}
+
+// leave ends what enter began.
+func (p *Pool) leave() { p.open.RUnlock() }
+
 // beginClose marks the pool closed and returns its sessions; ok is false
 // if it was closed already. Sessions that ended before may still be
 // writing out their last answers, each within EvictAfter: those writes
 // now have StopGrace at most, so that a client that does not read holds
 // the stop up no longer than one of the pool's own sessions would.
 func (p *Pool) beginClose() (sessions []*session, ok bool) {
+	p.open.Lock() // waits out the entered calls (enter)
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
+		p.open.Unlock()
 		return nil, false
 	}
 	p.closed = true
 	close(p.closing)
+	p.open.Unlock()
 	p.trim.stop()
 	sessions = make([]*session, 0, len(p.sessions))
 	for s := range p.sessions {
