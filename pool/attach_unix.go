@@ -8,6 +8,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
 // readHello reads the shim's hello line from conn, with the file
@@ -32,7 +34,7 @@ func readHello(conn net.Conn, limit int) (line, rest []byte, files []*os.File, e
 		n, oobn = max(n, 0), max(oobn, 0)
 		seen := len(buf)
 		buf = buf[:len(buf)+n]
-		files = append(files, rightsOf(oob[:oobn])...)
+		files = append(files, wire.Rights(oob[:oobn], "client", true)...)
 		if i := indexNL(buf[seen:]); i >= 0 {
 			return buf[:seen+i], buf[seen+i+1:], files, nil
 		}
@@ -41,29 +43,6 @@ func readHello(conn net.Conn, limit int) (line, rest []byte, files []*os.File, e
 			return nil, nil, nil, err
 		}
 	}
-}
-
-// rightsOf turns the descriptors in a control message into files, set
-// non-blocking so that reads and writes go through the runtime's poller
-// (and can be interrupted by Close and deadlines).
-func rightsOf(oob []byte) []*os.File {
-	msgs, err := syscall.ParseSocketControlMessage(oob)
-	if err != nil {
-		return nil
-	}
-	var files []*os.File
-	for _, m := range msgs {
-		fds, err := syscall.ParseUnixRights(&m)
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			syscall.CloseOnExec(fd)
-			_ = syscall.SetNonblock(fd, true)
-			files = append(files, os.NewFile(uintptr(fd), "client"))
-		}
-	}
-	return files
 }
 
 // writeLineWith writes v as one JSON line to a shim's connection, as

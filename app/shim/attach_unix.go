@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
 // attachable reports whether the client's stdin and stdout are pipes or
@@ -77,7 +79,7 @@ func readWelcome(conn net.Conn) (line, rest []byte, files []*os.File, err error)
 		n, oobn = max(n, 0), max(oobn, 0) // -1 with an error
 		seen := len(buf)
 		buf = buf[:seen+n]
-		files = append(files, rightsOf(oob[:oobn])...)
+		files = append(files, wire.Rights(oob[:oobn], "switchboard-head", false)...)
 		if i := bytes.IndexByte(buf[seen:], '\n'); i >= 0 {
 			return buf[:seen+i+1], buf[seen+i+1:], files, nil
 		}
@@ -86,26 +88,6 @@ func readWelcome(conn net.Conn) (line, rest []byte, files []*os.File, err error)
 			return nil, nil, nil, rerr
 		}
 	}
-}
-
-// rightsOf turns the descriptors in a control message into files.
-func rightsOf(oob []byte) []*os.File {
-	msgs, err := syscall.ParseSocketControlMessage(oob)
-	if err != nil {
-		return nil
-	}
-	var files []*os.File
-	for _, m := range msgs {
-		fds, err := syscall.ParseUnixRights(&m)
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			syscall.CloseOnExec(fd)
-			files = append(files, os.NewFile(uintptr(fd), "switchboard-head"))
-		}
-	}
-	return files
 }
 
 // ownStdio puts this process's stdin and stdout back in blocking mode,
