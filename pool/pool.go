@@ -408,10 +408,12 @@ func (p *Pool) Apply(cfgs []ServerConfig) error {
 			continue
 		}
 		s := newServer(p, c)
-		s.startResolvingLocked() // s is not shared yet
+		// s is not shared yet: nothing else locks it until the resolution
+		// starts, whose goroutine reads it (emitState), so it starts last.
 		if p.carried != nil {
 			p.carried.Children = s.adoptCarriedLocked(p.carried.Children)
 		}
+		s.startResolvingLocked()
 		p.servers[c.Name] = s
 		added = append(added, c)
 	}
