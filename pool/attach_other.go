@@ -13,7 +13,3 @@ func readHello(conn net.Conn, limit int) (line, rest []byte, files []*os.File, e
 	line, rest, err = readLine(conn, limit)
 	return line, rest, nil, err
 }
-
-// writeLineWith is writeLine: no descriptor goes along here (there is
-// none to send: newHeadMirror makes none).
-func writeLineWith(conn net.Conn, v any, _ *os.File) error { return writeLine(conn, v) }

@@ -3,13 +3,9 @@
 package pool
 
 import (
-	"encoding/json"
 	"net"
 	"os"
 	"syscall"
-	"time"
-
-	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
 // readHello reads the shim's hello line from conn, with the file
@@ -34,7 +30,7 @@ func readHello(conn net.Conn, limit int) (line, rest []byte, files []*os.File, e
 		n, oobn = max(n, 0), max(oobn, 0)
 		seen := len(buf)
 		buf = buf[:len(buf)+n]
-		files = append(files, wire.Rights(oob[:oobn], "client", true)...)
+		files = append(files, rightsOf(oob[:oobn])...)
 		if i := indexNL(buf[seen:]); i >= 0 {
 			return buf[:seen+i], buf[seen+i+1:], files, nil
 		}
@@ -45,21 +41,25 @@ func readHello(conn net.Conn, limit int) (line, rest []byte, files []*os.File, e
 	}
 }
 
-// writeLineWith writes v as one JSON line to a shim's connection, as
-// writeLine does, with f's descriptor along with it (SCM_RIGHTS) when f
-// is set: a Welcome's head mirror (wire.Welcome.Head).
-func writeLineWith(conn net.Conn, v any, f *os.File) error {
-	uc, ok := conn.(*net.UnixConn)
-	if f == nil || !ok {
-		return writeLine(conn, v)
+// rightsOf turns the descriptors in a control message into files, set
+// non-blocking so that reads and writes go through the runtime's poller
+// (and can be interrupted by Close and deadlines).
+func rightsOf(oob []byte) []*os.File {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
 	}
-	b, _ := json.Marshal(v)
-	b = append(b, '\n')
-	_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	defer conn.SetWriteDeadline(time.Time{})
-	n, _, err := uc.WriteMsgUnix(b, syscall.UnixRights(int(f.Fd())), nil)
-	if err == nil && n < len(b) {
-		_, err = conn.Write(b[n:])
+	var files []*os.File
+	for _, m := range msgs {
+		fds, err := syscall.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			syscall.CloseOnExec(fd)
+			_ = syscall.SetNonblock(fd, true)
+			files = append(files, os.NewFile(uintptr(fd), "client"))
+		}
 	}
-	return err
+	return files
 }

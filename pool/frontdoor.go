@@ -306,18 +306,7 @@ func (p *Pool) serveShim(conn net.Conn) {
 		claim = s.claimResume(r, carried)
 		setup.hb.claim = claim
 	}
-	head, headFile := p.headMirror(hello, s)
-	defer head.close() // once the reader, its only user, has returned
-	// The head of a line the carried input ends with is kept before the
-	// Welcome, for the same reason, and the client's pipe adds to it.
-	if head != nil {
-		head.set(tailOf(carried))
-	}
-	err = writeLineWith(conn, Welcome{Session: s.id, Attached: true, Run: p.opts.RunID, Ledger: setup.ledger != nil, Head: head != nil}, headFile)
-	if headFile != nil {
-		headFile.Close() // the shim has its own; the mapping stays
-	}
-	if err != nil {
+	if err := writeLine(conn, Welcome{Session: s.id, Attached: true, Run: p.opts.RunID, Ledger: setup.ledger != nil}); err != nil {
 		s.close(err)
 		return
 	}
@@ -339,29 +328,13 @@ func (p *Pool) serveShim(conn net.Conn) {
 			s.close(nil)
 		})
 	}
-	input := mirrorHead(newRawReader(in), head)
+	input := newRawReader(in)
 	if claim != nil {
 		input = io.MultiReader(claim.reader(carried), input)
 	} else if len(carried) > 0 {
 		input = io.MultiReader(bytes.NewReader(carried), input)
 	}
 	s.readFrom(input, rawConn(out), s.hb)
-}
-
-// headMirror is the head mirror of s, a session attached by hello
-// (wire.HeadOffset), and the file to send its shim with the Welcome; nil
-// when its shim did not ask for one (it does not know them), or none can
-// be made here.
-func (p *Pool) headMirror(hello Hello, s *session) (*headMirror, *os.File) {
-	if !hello.Head {
-		return nil, nil
-	}
-	m, f, err := newHeadMirror(min(p.opts.MaxMessageBytes, wire.MaxMessageBytes))
-	if err != nil {
-		p.log.Debug("no head mirror for an attached session", "session", s.id, "err", err)
-		return nil, nil
-	}
-	return m, f
 }
 
 // shimLines are the lines an attached session's connection carries to its

@@ -161,7 +161,7 @@ func (s *session) claimResume(r *wire.Resume, carried []byte) *resumeClaim {
 	for len(carried) > 0 {
 		line, rest, whole := bytes.Cut(carried, []byte{'\n'})
 		if !whole {
-			break // the head of a line the client is still writing: kept in the head mirror (head.go)
+			break // the head of a line the client is still writing: see README
 		}
 		carried = rest
 		if m, err := jsonrpc.Parse(line); err == nil && m.Kind == jsonrpc.KindRequest {

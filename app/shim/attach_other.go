@@ -16,13 +16,6 @@ func writeHello(conn net.Conn, hello []byte, _ bool, _ *os.File) error {
 	return err
 }
 
-// readWelcome reads the pool's Welcome line: no descriptor comes with it
-// here.
-func readWelcome(conn net.Conn) (line, rest []byte, files []*os.File, err error) {
-	line, rest, err = readWelcomePlain(conn)
-	return line, rest, nil, err
-}
-
 // ownStdio: nothing here changes how the client's pipes block.
 func ownStdio() {}
 

@@ -3,18 +3,13 @@
 package shim
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"net"
 	"os"
-	"slices"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
 
 // attachable reports whether the client's stdin and stdout are pipes or
@@ -53,41 +48,6 @@ func writeHello(conn net.Conn, hello []byte, attach bool, ledger *os.File) error
 		_, err = conn.Write(hello[n:]) // a long hello: what the socket did not take at once
 	}
 	return err
-}
-
-// readWelcome reads the pool's Welcome line from conn, with the
-// descriptors that come with it (SCM_RIGHTS: a head mirror,
-// wire.Welcome.Head), and returns the line, its newline included, and
-// what was read after it.
-func readWelcome(conn net.Conn) (line, rest []byte, files []*os.File, err error) {
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		line, rest, err = readWelcomePlain(conn)
-		return line, rest, nil, err
-	}
-	buf := make([]byte, 0, 4<<10)
-	oob := make([]byte, syscall.CmsgSpace(4*4))
-	for {
-		if len(buf) == cap(buf) {
-			if len(buf) >= maxWelcome {
-				closeAll(files)
-				return nil, nil, nil, fmt.Errorf("the pool's welcome is longer than %d bytes", maxWelcome)
-			}
-			buf = slices.Grow(buf, cap(buf))
-		}
-		n, oobn, _, _, rerr := uc.ReadMsgUnix(buf[len(buf):cap(buf)], oob)
-		n, oobn = max(n, 0), max(oobn, 0) // -1 with an error
-		seen := len(buf)
-		buf = buf[:seen+n]
-		files = append(files, wire.Rights(oob[:oobn], "switchboard-head", false)...)
-		if i := bytes.IndexByte(buf[seen:], '\n'); i >= 0 {
-			return buf[:seen+i+1], buf[seen+i+1:], files, nil
-		}
-		if rerr != nil {
-			closeAll(files)
-			return nil, nil, nil, rerr
-		}
-	}
 }
 
 // ownStdio puts this process's stdin and stdout back in blocking mode,

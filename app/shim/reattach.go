@@ -45,11 +45,6 @@ type attached struct {
 	// ledgerTaken says the pool the session is on maps the ledger
 	// (Welcome.Ledger): only then does it list what that pool owes.
 	ledgerTaken bool
-	// head is the memfd in which the pool the session is on keeps the
-	// head of a line its client has not ended (wire.HeadOffset), nil
-	// without one: a pool that goes away without a Farewell leaves it
-	// for the next pool to read first.
-	head *os.File
 }
 
 var errClientGone = errors.New("the client went away")
@@ -81,9 +76,7 @@ func (a *attached) wait(conn net.Conn, br *bufio.Reader) error {
 		switch {
 		case msg.End != nil && *msg.End == wire.EndPoolStopping:
 			conn.Close()
-			a.pending = msg.Pending // the head the pool kept included
-			dropHead(a.head)
-			a.head = nil
+			a.pending = msg.Pending
 			if conn, br, err = a.reattach(true); err != nil {
 				if errors.Is(err, errClientGone) {
 					return nil
@@ -126,12 +119,6 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 	midLine, fresh, eof, asked := false, true, false, false
 	for {
 		if fresh { // what the last pool owed; kept until a pool has taken the session
-			// The head of a line the client is writing, which the last
-			// pool read from its pipe: ahead of the rest of the line.
-			if head := takeHead(a.head); len(head) > 0 {
-				a.pending = append(head, a.pending...)
-			}
-			a.head = nil
 			more, cut := takeLedger(a.ledger)
 			lost, midLine, fresh = mergeLost(lost, notCarried(more, a.pending)), midLine || cut, false
 		}
@@ -175,9 +162,9 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 		}
 		resume := a.resume(a.run, a.session)
 		resume.PendingBytes, resume.Lost, resume.Ledger, resume.MidLine = len(a.pending), lost, a.ledgerTaken, midLine
-		hello, _ := json.Marshal(wire.Hello{Server: a.name, PID: os.Getpid(), Attach: true, Ledger: a.ledger != nil, Head: a.ledger != nil, Resume: resume})
+		hello, _ := json.Marshal(wire.Hello{Server: a.name, PID: os.Getpid(), Attach: true, Ledger: a.ledger != nil, Resume: resume})
 		// The pool may start the child before it answers.
-		br, w, head, err := greet(conn, append(hello, '\n'), a.pending, true, a.ledger, time.Minute)
+		br, w, err := greet(conn, append(hello, '\n'), a.pending, true, a.ledger, time.Minute)
 		fresh = true // a pool that read it may have taken requests before it went
 		if err != nil {
 			conn.Close()
@@ -191,11 +178,10 @@ func (a *attached) reattach(planned bool) (net.Conn, *bufio.Reader, error) {
 		}
 		if !w.Attached {
 			conn.Close()
-			dropHead(head)
 			return nil, nil, a.giveUp(errors.New("the restarted pool did not take the session back: it did not take the client's pipes"), lost, midLine)
 		}
-		a.run, a.session, a.ledgerTaken, a.head = w.Run, w.Session, w.Ledger, head
-		a.pending = nil // the pool lists its requests (ledger) and keeps its unended line (head) from its Welcome on
+		a.run, a.session, a.ledgerTaken = w.Run, w.Session, w.Ledger
+		a.pending = nil
 		return conn, br, nil
 	}
 }

@@ -314,7 +314,7 @@ func (r *relayed) reconnect(planned bool) (net.Conn, *bufio.Reader, error) {
 		resume := r.resume(r.run, r.session)
 		resume.Lost, resume.Counted = lost, true
 		hello, _ := json.Marshal(wire.Hello{Server: r.name, PID: os.Getpid(), Resumable: true, Resume: resume})
-		br, w, _, err := greet(conn, append(hello, '\n'), append(head[:len(head):len(head)], r.held...), false, nil, time.Minute)
+		br, w, err := greet(conn, append(hello, '\n'), append(head[:len(head):len(head)], r.held...), false, nil, time.Minute)
 		if err != nil {
 			conn.Close()
 			if sessionEnded(err) {

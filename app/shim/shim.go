@@ -47,7 +47,7 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 	if attach {
 		ledger = newLedger()
 	}
-	hello, _ := json.Marshal(wire.Hello{Server: name, PID: os.Getpid(), Attach: attach, Ledger: ledger != nil, Head: ledger != nil, Resumable: !attach})
+	hello, _ := json.Marshal(wire.Hello{Server: name, PID: os.Getpid(), Attach: attach, Ledger: ledger != nil, Resumable: !attach})
 	// A pool that dies as this shim connects (its socket still accepts
 	// for a moment) is no pool: try again, which finds or starts the
 	// next, up to three times. One that says it is stopping (an upgrade
@@ -56,13 +56,12 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 	var conn net.Conn
 	var br *bufio.Reader
 	var w wire.Welcome
-	var head *os.File
 	deadline := time.Now().Add(launch.StartTimeout)
 	for died := 0; ; {
 		if conn, err = dialPool(paths); err != nil {
 			return answerRefused(attach, in, out, name, err)
 		}
-		if br, w, head, err = greet(conn, append(hello, '\n'), nil, attach, ledger, 10*time.Second); err == nil {
+		if br, w, err = greet(conn, append(hello, '\n'), nil, attach, ledger, 10*time.Second); err == nil {
 			break
 		}
 		conn.Close()
@@ -89,9 +88,8 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 	}
 	if w.Attached {
 		return (&attached{paths: paths, name: name, run: w.Run, session: w.Session, kept: k, ledger: ledger,
-			ledgerTaken: w.Ledger, head: head}).wait(conn, br)
+			ledgerTaken: w.Ledger}).wait(conn, br)
 	}
-	dropHead(head) // not attached: there is none
 	r := startRelay(paths, name, w, in, out)
 	r.kept = k
 	return r.relay(conn, br)
@@ -128,20 +126,8 @@ func (e *poolGoneError) Error() string { return "the pool did not answer: " + e.
 func (e *poolGoneError) Unwrap() error { return e.err }
 
 // greet sends the hello, then extra (input the session carries to this
-// pool), and reads the pool's Welcome within wait. An attaching shim with
-// a ledger offers to take a head mirror (wire.Hello.Head): head is the
-// one the Welcome came with, nil if none did.
-func greet(conn net.Conn, hello, extra []byte, attach bool, ledger *os.File, wait time.Duration) (br *bufio.Reader, w wire.Welcome, head *os.File, err error) {
-	br, w, files, err := greetFor(conn, hello, extra, attach, ledger, wait)
-	if err == nil && w.Attached && w.Head && len(files) > 0 {
-		head, files = files[0], files[1:]
-	}
-	closeAll(files)
-	return br, w, head, err
-}
-
-// greetFor is greet, with the descriptors that came with the Welcome.
-func greetFor(conn net.Conn, hello, extra []byte, attach bool, ledger *os.File, wait time.Duration) (*bufio.Reader, wire.Welcome, []*os.File, error) {
+// pool), and reads the pool's Welcome within wait.
+func greet(conn net.Conn, hello, extra []byte, attach bool, ledger *os.File, wait time.Duration) (*bufio.Reader, wire.Welcome, error) {
 	var w wire.Welcome
 	_ = conn.SetWriteDeadline(time.Now().Add(wait)) // a pool that reads nothing is stuck
 	err := writeHello(conn, hello, attach, ledger)
@@ -156,66 +142,27 @@ func greetFor(conn net.Conn, hello, extra []byte, attach bool, ledger *os.File, 
 		_ = conn.SetReadDeadline(time.Now().Add(time.Second))
 		line, _ := bufio.NewReader(conn).ReadBytes('\n')
 		if json.Unmarshal(line, &w) == nil && w.Error != "" {
-			return nil, w, nil, welcomeError(w)
+			return nil, w, welcomeError(w)
 		}
-		return nil, w, nil, &poolGoneError{err: err}
+		return nil, w, &poolGoneError{err: err}
 	}
+	br := bufio.NewReaderSize(conn, bufSize)
 	_ = conn.SetReadDeadline(time.Now().Add(wait))
-	var br *bufio.Reader
-	var line []byte
-	var files []*os.File
-	if attach && ledger != nil { // it offered to take a head mirror, which comes with the Welcome
-		var rest []byte
-		line, rest, files, err = readWelcome(conn)
-		br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), conn), bufSize)
-	} else {
-		br = bufio.NewReaderSize(conn, bufSize)
-		line, err = br.ReadBytes('\n')
-	}
+	line, err := br.ReadBytes('\n')
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
-		return nil, w, files, fmt.Errorf("the pool did not answer within %s: %w", wait, err) // alive but stuck
+		return nil, w, fmt.Errorf("the pool did not answer within %s: %w", wait, err) // alive but stuck
 	}
 	if err != nil {
-		return nil, w, files, &poolGoneError{err: err}
+		return nil, w, &poolGoneError{err: err}
 	}
 	_ = conn.SetReadDeadline(time.Time{})
 	if err := json.Unmarshal(line, &w); err != nil {
-		return nil, w, files, fmt.Errorf("the pool answered something unexpected: %q", line)
+		return nil, w, fmt.Errorf("the pool answered something unexpected: %q", line)
 	}
 	if w.Error != "" {
-		return nil, w, files, welcomeError(w)
+		return nil, w, welcomeError(w)
 	}
-	return br, w, files, nil
-}
-
-// maxWelcome bounds the pool's Welcome line.
-const maxWelcome = 1 << 20
-
-// readWelcomePlain reads the pool's Welcome line from conn, where no
-// descriptor comes with it, and returns the line, its newline included,
-// and what was read after it.
-func readWelcomePlain(conn net.Conn) (line, rest []byte, err error) {
-	var buf []byte
-	chunk := make([]byte, 4<<10)
-	for len(buf) < maxWelcome {
-		n, rerr := conn.Read(chunk)
-		seen := len(buf)
-		buf = append(buf, chunk[:n]...)
-		if i := bytes.IndexByte(buf[seen:], '\n'); i >= 0 {
-			return buf[:seen+i+1], buf[seen+i+1:], nil
-		}
-		if rerr != nil {
-			return nil, nil, rerr
-		}
-	}
-	return nil, nil, fmt.Errorf("the pool's welcome is longer than %d bytes", maxWelcome)
-}
-
-// closeAll closes files.
-func closeAll(files []*os.File) {
-	for _, f := range files {
-		f.Close()
-	}
+	return br, w, nil
 }
 
 // welcomeError is the error of a Welcome that did not take the session:

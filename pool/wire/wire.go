@@ -27,10 +27,6 @@ type Hello struct {
 	// ledger (ledger.go), LedgerSize bytes of memory the shim owns, a
 	// memfd sealed at that size.
 	Ledger bool `json:"ledger,omitempty"`
-	// Head, with Attach, offers to take a head (head.go) with the
-	// Welcome: the shim reads the Welcome line with the descriptors that
-	// come with it. A pool that does not know it sends none.
-	Head bool `json:"head,omitempty"`
 	// Resumable, from a relaying shim, says it reads control lines in the
 	// pool's stream (Control) and can resume the session with another
 	// pool: the pool then hands the session back when it stops on purpose.
@@ -130,10 +126,6 @@ type Welcome struct {
 	// hello and records the session's requests there: only then does the
 	// shim's Resume say its ledger lists what a dead pool owed.
 	Ledger bool `json:"ledger,omitempty"`
-	// Head, with Attached, says a descriptor came with this line (a shim
-	// asked for it: Hello.Head): the memfd in which the pool keeps the
-	// head of a line its client has not ended (head.go).
-	Head bool `json:"head,omitempty"`
 	// Ended, with Error, answers a Resume of a session that this pool
 	// ended without telling its shim: it evicted a client that stopped
 	// reading, or the session's server was removed from the config, and
