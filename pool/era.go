@@ -170,8 +170,8 @@ func (b *backend) handshake(c *child) (*handshake, error) {
 
 func (b *backend) handshakeFailure(c *child, what string) error {
 	msg := fmt.Sprintf("server %q: %s", b.srv.name, what)
-	// The ring holds this child's lines alone (reset as it started); a
-	// child that repeats a line has it quoted once.
+	// The ring outlives a child: a crash loop's children often wrote the
+	// same line, which is quoted once.
 	tail := slices.Compact(b.stderr.tail(3))
 	switch len(tail) {
 	case 0:

@@ -4,9 +4,7 @@ import "sync"
 
 // ring keeps the last lines a child wrote to stderr, so that a crash can be
 // explained in status and in the error clients get. It has its own lock
-// because the stderr reader must never wait for the backend's. A backend
-// empties it as each child starts (reset): what it holds is that child's
-// own, never its predecessors'.
+// because the stderr reader must never wait for the backend's.
 type ring struct {
 	mu    sync.Mutex
 	lines []string
@@ -47,12 +45,4 @@ func (r *ring) tail(n int) []string {
 		out = append(out, r.lines[(r.next-i+len(r.lines))%len(r.lines)])
 	}
 	return out
-}
-
-// reset forgets every line, for a new child.
-func (r *ring) reset() {
-	r.mu.Lock()
-	clear(r.lines)
-	r.next, r.full = 0, false
-	r.mu.Unlock()
 }

@@ -123,10 +123,6 @@ func (b *backend) startAndHandshake() (*child, error) {
 	if !ok {
 		return nil, errStoppedWhileResolving
 	}
-	// The last child's lines were its own: this one's tail starts empty,
-	// and so does what a failure to start it quotes. (The last child's
-	// stderr reader ended as it was reaped.)
-	b.stderr.reset()
 	spawned := time.Now()
 	c, err := startChild(cfg, b.p.opts.ChildEnv, b.p.opts.StartOn)
 	if err != nil {
