@@ -133,6 +133,7 @@ func (w *writer) reopen(now time.Time) {
 	}
 	w.noDB, w.carried, w.refused = nil, carried{}, nil
 	s.setErr(nil)
+	w.wrote() // a failure of the new file is news
 	s.rec.requeueRowed()
 	s.log.Info("history: recreated the database file", "path", s.path, "run", s.run)
 }

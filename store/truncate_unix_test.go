@@ -3,13 +3,11 @@
 package store
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,24 +37,6 @@ func inChild(t *testing.T) bool {
 	}
 	t.Logf("%s, run in a child process:\n%s", t.Name(), out)
 	return true
-}
-
-// logBuffer is a log the test reads while the writer writes it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }

@@ -45,6 +45,12 @@ type writer struct {
 
 	lastErr, lastErrKept string // errText's last error, and what it kept
 
+	// The write failure the log last said, when, and the events lost
+	// since that it has not said (fail).
+	failSaid   string
+	failSaidAt time.Time
+	failUnsaid int
+
 	// checked is when the writer last looked whether its database file
 	// is still at its path (checkFile). noDB says why it has no database
 	// (conn nil): the file was deleted, replaced or truncated, and could
@@ -407,6 +413,7 @@ func (w *writer) write(free bool) bool {
 		w.rowsFailed = w.rowsFailed || len(w.rows) > 0
 	} else if len(w.rows) > 0 || !w.rowsFailed {
 		w.s.setErr(nil)
+		w.wrote()
 		w.rowsFailed = false
 	}
 	if err == nil || free {
@@ -524,12 +531,29 @@ func (w *writer) markDamaged(err error) error {
 	return fmt.Errorf("%w (it will be moved aside at the next start)", err)
 }
 
+// fail records a failed write: its lost events count as dropped, and
+// Err says why. The log says it when the failure is new, and again at
+// most every failRepeat while it lasts, with the events lost since: a
+// file the writer cannot use (another history's) fails every batch
+// alike, one every FlushInterval.
 func (w *writer) fail(err error, lost int) {
 	w.s.dropped.Add(uint64(lost))
 	err = fmt.Errorf("history %s: %w", w.s.path, err)
 	w.s.setErr(err)
-	w.s.log.Warn("history write failed", "err", err, "lostEvents", lost)
+	w.failUnsaid += lost
+	now := time.Now()
+	if msg := err.Error(); msg != w.failSaid || now.Sub(w.failSaidAt) >= failRepeat {
+		w.s.log.Warn("history write failed", "err", err, "lostEvents", w.failUnsaid)
+		w.failSaid, w.failSaidAt, w.failUnsaid = msg, now, 0
+	}
 }
+
+// failRepeat is how often, at most, the log says again a write failure
+// that has not changed.
+const failRepeat = time.Minute
+
+// wrote says the last batch was written: a failure after it is new.
+func (w *writer) wrote() { w.failSaid = "" }
 
 func (w *writer) writeTx() (err error) {
 	if _, err := w.exec("BEGIN IMMEDIATE"); err != nil {
