@@ -78,14 +78,33 @@ func (a *answerLog) count() int {
 // waitAll waits until calls 1 to n have each been answered.
 func (a *answerLog) waitAll(t *testing.T, n int) {
 	t.Helper()
-	waitFor(t, "an answer to every call", func() bool {
-		for i := 1; i <= n; i++ {
-			if _, ok := a.get(fmt.Sprint(i)); !ok {
-				return false
-			}
+	if missing := a.waitAnswers(n); len(missing) > 0 {
+		t.Fatalf("timed out waiting for an answer to every call: %d of %d unanswered: %v", len(missing), n, missing)
+	}
+}
+
+// waitAnswers waits up to 20 s until calls 1 to n have each been
+// answered, and returns those that were not.
+func (a *answerLog) waitAnswers(n int) []int {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		missing := a.missing(n)
+		if len(missing) == 0 || time.Now().After(deadline) {
+			return missing
 		}
-		return true
-	})
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// missing lists the calls 1 to n not answered yet.
+func (a *answerLog) missing(n int) []int {
+	var out []int
+	for i := 1; i <= n; i++ {
+		if _, ok := a.get(fmt.Sprint(i)); !ok {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // stillConnected fails the test if the client's stdout (read into
@@ -415,7 +434,10 @@ func TestStoppedPoolStartsOnTheNextCall(t *testing.T) {
 // owed: a client calling every 100 ms, with no pause around the kill,
 // gets exactly one answer to every call (the result, or the at-most-once
 // error for what was in flight), and the call running in the child at the
-// kill is reported as possibly executed.
+// kill is reported as possibly executed. The one exception is the
+// attached session's documented limit: a line the killed pool had read
+// and not yet handled is lost (readUnhandled), rarely, on a loaded
+// machine, where its reader may wait to run after a read.
 //
 // A relaying shim has no ledger; its own count of unanswered requests
 // does the same (every byte passes through it).
@@ -432,6 +454,7 @@ func testLedgerAnswersWhatAKilledPoolOwed(t *testing.T, relay bool) {
 	answers := readAnswers(s)
 	stop := make(chan struct{})
 	sent := make(chan int, 1)
+	var sending atomic.Int64 // the call being sent, or last sent
 	go func() {
 		n := 0
 		defer func() { sent <- n }()
@@ -443,12 +466,14 @@ func testLedgerAnswersWhatAKilledPoolOwed(t *testing.T, relay bool) {
 				return
 			case <-tick.C:
 				n++
+				sending.Store(int64(n))
 				s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":50,"text":"call %d"}}}`, n, n))
 			}
 		}
 	}()
 	slowCallInChild(t, first, s, 101) // more than 100 ms in the child
 	goAway(t, first, true)
+	killed, sentByKill := time.Now(), int(sending.Load())
 	serveHome(t, first.home)
 	waitFor(t, "the slow call's at-most-once error", func() bool { _, ok := answers.get(`"slow"`); return ok })
 	if slow, _ := answers.get(`"slow"`); !strings.Contains(slow.line, `"mayHaveExecuted":true`) {
@@ -458,7 +483,12 @@ func testLedgerAnswersWhatAKilledPoolOwed(t *testing.T, relay bool) {
 	waitFor(t, "calls answered by the new pool", func() bool { return answers.count() >= mark+10 })
 	close(stop)
 	n := <-sent
-	answers.waitAll(t, n)
+	if missing := answers.waitAnswers(n); len(missing) > 0 {
+		if relay {
+			t.Fatalf("%d of %d calls unanswered: %v", len(missing), n, missing)
+		}
+		readUnhandled(t, answers, missing, killed, sentByKill)
+	}
 	ok, lost := 0, 0
 	for i := 1; i <= n; i++ {
 		a, _ := answers.get(fmt.Sprint(i))
@@ -473,7 +503,31 @@ func testLedgerAnswersWhatAKilledPoolOwed(t *testing.T, relay bool) {
 			t.Errorf("call %d: %s", i, a.line)
 		}
 	}
-	t.Logf("%d calls across the kill, history off: %d answered, %d answered with the at-most-once error, none unanswered", n, ok, lost)
+	t.Logf("%d calls across the kill, history off: %d answered, %d answered with the at-most-once error", n, ok, lost)
+}
+
+// readUnhandled fails the test unless every call in missing (unanswered)
+// is one the attached session's documented limit loses: a line the killed
+// pool had read and not yet handled. Such a line was sent before the kill,
+// and after every call that pool handled, as its reader handles lines in
+// order: after each call it answered before the kill, and each it owed
+// (answered by the next pool with the at-most-once error, from the
+// ledger).
+func readUnhandled(t *testing.T, answers *answerLog, missing []int, killed time.Time, sentByKill int) {
+	t.Helper()
+	handled := 0
+	for i := 1; i <= sentByKill; i++ {
+		if a, ok := answers.get(fmt.Sprint(i)); ok && (a.at.Before(killed) || strings.Contains(a.line, `"mayHaveExecuted"`)) {
+			handled = i
+		}
+	}
+	for _, i := range missing {
+		if i > sentByKill || i <= handled {
+			t.Fatalf("call %d unanswered (unanswered: %v; %d calls sent by the kill, the killed pool handled up to call %d): only a line the killed pool had read and not handled may be lost",
+				i, missing, sentByKill, handled)
+		}
+	}
+	t.Logf("calls %v were read by the killed pool and not yet handled: lost, as documented for an attached session", missing)
 }
 
 // A client that stops reading has its answers waiting in the pool, and a
