@@ -244,8 +244,9 @@ func TestLiveViewsRedactChildErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The secret is in the child's environment, which no view shows, and
-	// the child prints it. Two exits make the server fail: the second
-	// child's failure quotes the first one's stderr.
+	// the child prints it. Two exits make the server fail: the failure
+	// quotes the second child's stderr, read to its end first, though the
+	// child writes it and exits at once.
 	data, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"leaky": map[string]any{
 		"command": "/bin/sh", "args": []string{"-c", `exec "$0" -stderr "$LEAK" -exit-at-start 1`, bin},
 		"env":     map[string]string{"LEAK": stderrSecret},

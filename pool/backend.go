@@ -26,7 +26,7 @@ import (
 //   - writeLoop (one per child) writes the child's stdin, except that a
 //     sender whose request finds nothing queued and nobody writing
 //     writes it itself, without waiting (send); writing says who writes;
-//   - stderrLoop (one per child) fills the stderr ring.
+//   - stderrLoop (one per child) fills the child's stderr tail.
 //
 // Its fields are grouped by what owns them, as x/net/http2's serverConn
 // does: set once, owned by supervise, the request table (its own lock),
@@ -44,7 +44,6 @@ type backend struct {
 	caps      clientCaps // what the pool declares to the child: roots only with roots, sampling/elicitation only when its first session has them
 	createdAt time.Time
 	log       *slog.Logger
-	stderr    *ring         // its own lock: the stderr reader never waits for mu
 	wake      chan struct{} // cap 1: the write queue changed
 	stopReq   chan struct{} // closed by stop
 	restartQ  chan struct{} // cap 1: the user asked for a restart
@@ -82,6 +81,11 @@ type backend struct {
 	// reverse), set by handshake: the child's late answer to it is the
 	// pool's own affair, taken by readLoop without counting an orphan.
 	lateProbe atomic.Uint64
+	// stderr is the stderr tail status shows: its current child's, or
+	// while none runs its last one's; set by supervise as each child's
+	// loops start (startLoops), read by snapshots. Its own lock: the
+	// stderr reader never waits for mu.
+	stderr atomic.Pointer[ring]
 
 	// mu guards the groups below.
 	mu sync.Mutex
@@ -181,7 +185,6 @@ func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string,
 		p: srv.p, srv: srv, owner: owner, roots: roots, caps: caps, cfg: cfg, createdAt: srv.p.clock.Now(),
 		id:       srv.p.nextBackend.Add(1),
 		log:      srv.p.log.With("server", cfg.Name),
-		stderr:   newRing(64),
 		wake:     make(chan struct{}, 1),
 		stopReq:  make(chan struct{}),
 		restartQ: make(chan struct{}, 1),
@@ -195,6 +198,7 @@ func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string,
 		hints:    map[string]bool{},
 		detachQ:  make(chan struct{}),
 	}
+	b.stderr.Store(newRing(1))         // no child yet: an empty tail
 	b.reqs = newRequestTable(b.expire) // before b is shared: its timeouts expire through b
 	if adopt != nil {
 		b.carried, b.carriedHS = adopt.child, adopt.hs
@@ -1541,7 +1545,7 @@ func (b *backend) snapshot(now time.Time) (BackendInfo, []RequestInfo) {
 	info.DroppedNotifications = b.notesDropped.Load()
 	reqs := b.reqs.infos(b.srv.name, childPID, now, st)
 	info.InFlight = len(reqs)
-	info.StderrTail = b.stderr.tail(20)
+	info.StderrTail = b.stderr.Load().tail(20)
 	if b.owner != nil {
 		info.Sessions = 1
 	} else {

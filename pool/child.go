@@ -37,6 +37,7 @@ type child struct {
 	outEnded   chan struct{}    // closed by readLoop when stdout ends (EOF, a read error), not for a detach
 	writerDone chan struct{}    // closed by writeLoop
 	stderrDone chan struct{}    // closed by stderrLoop
+	errTail    *ring            // the last lines it wrote to stderr, its own (stderrLoop fills it)
 	detach     chan struct{}    // closed to stop the loops without touching the process (carry.go)
 	leftover   chan []byte      // cap 1: readLoop's unhandled output when it stops for a detach
 
@@ -65,6 +66,7 @@ func newChildState(c *child) *child {
 	c.exited, c.readerDone, c.outEnded = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	c.writerDone, c.stderrDone = make(chan struct{}), make(chan struct{})
 	c.detach, c.leftover = make(chan struct{}), make(chan []byte, 1)
+	c.errTail = newRing(stderrTailLines)
 	c.direct = newDirectWriter(c.stdin)
 	c.output = newRawReader(c.stdout)
 	return c
@@ -359,10 +361,17 @@ func (c *child) shutdown() {
 	killOrphans(c.pid)
 }
 
+// readersGrace is how long the pool waits for a child's readers to read
+// what the child left in its pipes, once it is gone or, for the message
+// of a failed handshake, once it exited. A grandchild that holds a pipe
+// open keeps the reader from the pipe's end: it delays the pool no longer
+// than this.
+const readersGrace = 500 * time.Millisecond
+
 // closeReaders makes the reader goroutines return once the process is
 // gone: output already in the pipes gets a moment to be read first.
 func (c *child) closeReaders() {
-	t := time.NewTimer(500 * time.Millisecond)
+	t := time.NewTimer(readersGrace)
 	defer t.Stop()
 	for _, done := range []chan struct{}{c.readerDone, c.stderrDone} {
 		select {
@@ -376,14 +385,26 @@ func (c *child) closeReaders() {
 	<-c.stderrDone
 }
 
+// awaitStderr waits, for readersGrace at most, until the child's stderr
+// has been read to its end, so that its tail holds what it wrote last: a
+// child that writes and exits at once is seen to exit before its reader
+// has read it. The caller holds no lock.
+func (c *child) awaitStderr() { closedWithin(c.stderrDone, readersGrace) }
+
+// stderrTailLines is how many of a child's last stderr lines it keeps.
+const stderrTailLines = 64
+
 // maxStderrLine bounds a stderr line as the pool reads it: the start of a
 // longer one is kept, marked cut, and the rest of it skipped.
 const maxStderrLine = 64 << 10
 
-// stderrLoop copies the child's stderr into the ring buffer. It exits at
-// EOF or when closeReaders closes the pipe.
-func stderrLoop(c *child, r *ring, logLine func(string)) {
+// stderrLoop copies the child's stderr into its tail. It exits at EOF or
+// when closeReaders closes the pipe.
+func stderrLoop(c *child, logLine func(string)) {
 	defer close(c.stderrDone)
+	if testHookStderrReader != nil {
+		testHookStderrReader(c)
+	}
 	br := bufio.NewReaderSize(c.stderr, maxStderrLine)
 	for {
 		b, err := br.ReadSlice('\n')
@@ -395,7 +416,7 @@ func stderrLoop(c *child, r *ring, logLine func(string)) {
 				line += " … (cut: over 64 KiB)"
 				err = skipLine(br)
 			}
-			r.add(line)
+			c.errTail.add(line)
 			logLine(line)
 		}
 		if err != nil {
@@ -403,6 +424,10 @@ func stderrLoop(c *child, r *ring, logLine func(string)) {
 		}
 	}
 }
+
+// testHookStderrReader, when set, runs as a child's stderr reader starts,
+// before its first read.
+var testHookStderrReader func(*child)
 
 // skipLine reads up to and including the next newline. It returns nil
 // when it found one.

@@ -143,6 +143,7 @@ func (b *backend) handshake(c *child) (*handshake, error) {
 			sendInitialize()
 		case raw, ok := <-initReply:
 			if !ok {
+				c.awaitStderr()
 				return nil, b.handshakeFailure(c, "the child exited during initialize")
 			}
 			hs, err := parseInitialize(raw)
@@ -159,6 +160,7 @@ func (b *backend) handshake(c *child) (*handshake, error) {
 		case <-probe.C:
 			sendInitialize()
 		case <-c.exited:
+			c.awaitStderr()
 			return nil, b.handshakeFailure(c, "the child exited before answering server/discover or initialize")
 		case <-deadline.C:
 			return nil, b.handshakeFailure(c, fmt.Sprintf("no answer to server/discover or initialize within %s", b.p.opts.HandshakeTimeout))
@@ -168,11 +170,14 @@ func (b *backend) handshake(c *child) (*handshake, error) {
 	}
 }
 
+// handshakeFailure is why c's handshake failed, quoting its last stderr
+// lines: its own, never an earlier child's. A caller whose child exited
+// waits for its stderr to be read first (awaitStderr): the exit is often
+// seen before the reader has read what the child wrote last, its cause.
 func (b *backend) handshakeFailure(c *child, what string) error {
 	msg := fmt.Sprintf("server %q: %s", b.srv.name, what)
-	// The ring outlives a child: a crash loop's children often wrote the
-	// same line, which is quoted once.
-	tail := slices.Compact(b.stderr.tail(3))
+	// A child that repeats a line has it quoted once.
+	tail := slices.Compact(c.errTail.tail(3))
 	switch len(tail) {
 	case 0:
 	case 1:

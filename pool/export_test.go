@@ -210,3 +210,11 @@ func PauseFirstAnswerLookup() (arm func(id uint64), looked <-chan struct{}, rele
 	}
 	return armedID.Store, lookedC, sync.OnceFunc(func() { close(released) }), func() { testHookRoundLookedUp = nil }
 }
+
+// HoldStderrReaders makes each child's stderr reader start reading only
+// once the child has exited, as a reader the scheduler runs late does,
+// until restore is called (after the pool closed).
+func HoldStderrReaders() (restore func()) {
+	testHookStderrReader = func(c *child) { <-c.exited }
+	return func() { testHookStderrReader = nil }
+}

@@ -3,8 +3,10 @@ package pool
 import "sync"
 
 // ring keeps the last lines a child wrote to stderr, so that a crash can be
-// explained in status and in the error clients get. It has its own lock
-// because the stderr reader must never wait for the backend's.
+// explained in status and in the error clients get. Each child has its
+// own (child.errTail): what it holds is that child's, never the lines of
+// the one it took the place of. It has its own lock because the stderr
+// reader must never wait for the backend's.
 type ring struct {
 	mu    sync.Mutex
 	lines []string

@@ -171,10 +171,11 @@ func (b *backend) childStarted(c *child) {
 
 // startLoops starts the goroutines that read and write a child's pipes.
 func (b *backend) startLoops(c *child) {
+	b.stderr.Store(c.errTail) // status shows this child's lines alone from now on
 	b.p.wg.Go(func() { b.readLoop(c) })
 	b.p.wg.Go(func() { b.writeLoop(c) })
 	b.p.wg.Go(func() {
-		stderrLoop(c, b.stderr, func(l string) { b.log.Debug("child stderr", "pid", c.pid, "line", l) })
+		stderrLoop(c, func(l string) { b.log.Debug("child stderr", "pid", c.pid, "line", l) })
 	})
 }
 
@@ -323,7 +324,7 @@ func (b *backend) reap(c *child, stopped error) {
 	<-c.writerDone
 	c.closeReaders()
 
-	tail := b.stderr.tail(5)
+	tail := c.errTail.tail(5) // read to its end, or for readersGrace (closeReaders)
 	exit := c.describeExit()
 	why := fmt.Sprintf("server %q exited (%s)", b.srv.name, exit)
 	if stopped != nil {
@@ -422,7 +423,7 @@ func (b *backend) noteCrash(cause error, budget *restartBudget) (failed bool, wa
 	}
 	kind, args := errCannotStart, []any{b.srv.name, cs}
 	if !never {
-		note := stderrNote(b.stderr.tail(5))
+		note := stderrNote(crashed.tail) // the last child's own (reap); none when none started
 		if sf := (*startFailure)(nil); errors.As(cause, &sf) && sf.saysStderr {
 			note = "" // the cause quotes it already
 		}

@@ -262,9 +262,12 @@ type BackendInfo struct {
 	ResolveNote     string   `json:"resolveNote,omitempty"`
 	// StateReason says why the state is what it is, while that is not
 	// obvious (starting: resolving the package).
-	StateReason string   `json:"stateReason,omitempty"`
-	LastError   string   `json:"lastError,omitempty"`
-	StderrTail  []string `json:"stderrTail"`
+	StateReason string `json:"stateReason,omitempty"`
+	LastError   string `json:"lastError,omitempty"`
+	// StderrTail is the last lines its current child (while none runs,
+	// its last one) wrote to stderr: that child's own, never the lines
+	// of one it took the place of.
+	StderrTail []string `json:"stderrTail"`
 	// Session is set for a child owned by one session (share: session).
 	Session string `json:"session,omitempty"`
 	// Roots are the roots this child serves: the partition of the

@@ -1138,6 +1138,15 @@ func TestFlags(t *testing.T) {
 				t.Fatalf("stderr: %d bytes, want %d", len(f.stderr.String()), len(want))
 			}
 		}},
+		{"-stderr-lines name the process, before -stderr", func(string) []string {
+			return []string{"-stderr-lines", "2", "-stderr", "cannot open database", "-exit-at-start", "4"}
+		}, func(t *testing.T, f *fake, _ string) {
+			f.exitCode()
+			pid := f.cmd.Process.Pid
+			if want := fmt.Sprintf("stderr line 1 of 2, pid %d\nstderr line 2 of 2, pid %d\ncannot open database\n", pid, pid); f.stderr.String() != want {
+				t.Fatalf("stderr %q, want %q", f.stderr, want)
+			}
+		}},
 		{"-close-stdout-after-init", func(dir string) []string {
 			return []string{"-close-stdout-after-init", "-log", filepath.Join(dir, "log")}
 		}, func(t *testing.T, f *fake, dir string) {

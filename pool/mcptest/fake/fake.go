@@ -66,6 +66,7 @@ type options struct {
 	startWhile     string
 	stderrLine     string
 	stderrLong     int
+	stderrLines    int
 	closeStdout    bool
 	exitAtStart    int
 	askTimeout     time.Duration
@@ -111,6 +112,7 @@ func Main(args []string) {
 	fs.DurationVar(&o.discoverDelay, "discover-delay", 0, "answer server/discover (a legacy server's Method not found included) this long after it came, other requests at once, as a server busy starting answers a probe after the initialize that followed it")
 	fs.StringVar(&o.stderrLine, "stderr", "", "write this `line` to stderr at start")
 	fs.IntVar(&o.stderrLong, "stderr-long", 0, "write a line of `N` bytes to stderr at start, before -stderr's, as a server that logs a whole payload does")
+	fs.IntVar(&o.stderrLines, "stderr-lines", 0, "write `N` lines to stderr at start, in one write, after -stderr-long's and before -stderr's, each naming this process (\"stderr line I of N, pid P\"), as a server that logs a lot as it starts does: each child of a crash loop says something of its own")
 	fs.BoolVar(&o.closeStdout, "close-stdout-after-init", false, "close stdout once initialize or server/discover is answered, and run on, reading stdin and answering nowhere, as a server that closes fd 1 or puts /dev/null in its place does")
 	fs.IntVar(&o.exitAtStart, "exit-at-start", -1, "exit at once with this `code` (after -stderr)")
 	fs.DurationVar(&o.askTimeout, "ask-timeout", 0, "the ask tool gives up waiting for its client after this long and answers \"no answer\"")
@@ -141,6 +143,9 @@ func Main(args []string) {
 
 	if o.stderrLong > 0 {
 		fmt.Fprintln(os.Stderr, strings.Repeat("z", o.stderrLong))
+	}
+	if o.stderrLines > 0 {
+		writeStderrLines(o.stderrLines)
 	}
 	if o.stderrLine != "" {
 		fmt.Fprintln(os.Stderr, o.stderrLine)
@@ -180,6 +185,16 @@ func Main(args []string) {
 		os.Exit(0) // the stdio transport: a closed stdin means shut down
 	}
 	sleepForever()
+}
+
+// writeStderrLines writes -stderr-lines's n lines in one write: a child
+// that exits right after it leaves them all in the pipe, unread.
+func writeStderrLines(n int) {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "stderr line %d of %d, pid %d\n", i, n, os.Getpid())
+	}
+	_, _ = os.Stderr.WriteString(b.String())
 }
 
 // sleepForever blocks without tripping the runtime's deadlock detector,
