@@ -378,7 +378,7 @@ func (inst *Instance) Run(ctx context.Context) error {
 		// No ReadTimeout: the pool bounds each request body itself, and
 		// answers a refusal at once, whatever body comes (pool/httpauth.go).
 		front = &http.Server{Handler: inst.Pool.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: frontDoorIdleTimeout,
-			ErrorLog: serverLog(inst.log, "HTTP front door")}
+			MaxHeaderBytes: frontDoorMaxHeaderBytes, ErrorLog: serverLog(inst.log, "HTTP front door")}
 		inst.mu.Lock()
 		inst.httpAddr = frontLn.Addr().String()
 		inst.mu.Unlock()
@@ -487,6 +487,14 @@ func (inst *Instance) ConfigError() error {
 // (of clients without the token, say) do not hold a goroutine and a
 // descriptor for ever. A var for tests.
 var frontDoorIdleTimeout = 2 * time.Minute
+
+// frontDoorMaxHeaderBytes bounds a request's headers on the HTTP front
+// door. They are read before the token is checked, so any local process
+// may send them; net/http's default (1 MB) let a few thousand unfinished
+// requests hold gigabytes. A bearer token, an Origin and an MCP client's
+// few headers take well under 1 KiB; a browser's cookies for localhost
+// could take more, and are still far below this.
+const frontDoorMaxHeaderBytes = 64 << 10
 
 // lockProbeWait is how long a starting pool tries for the instance lock
 // before it says another one runs: longer than a client's probe holds it.

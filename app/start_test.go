@@ -241,6 +241,51 @@ func TestFrontDoorClosesIdleConnections(t *testing.T) {
 	}
 }
 
+// TestFrontDoorRefusesLargeHeaders: the front door reads a request's
+// headers before it can check the token, so any local process could make
+// it hold up to net/http's default of 1 MB per connection (a flood of 2000
+// unfinished ones took 1.1 GB). Headers past frontDoorMaxHeaderBytes are
+// refused with 431 instead.
+func TestFrontDoorRefusesLargeHeaders(t *testing.T) {
+	paths := sbHome(t)
+	if err := os.WriteFile(paths.Config, fakeServers(t, "a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := startIn(t, Options{HTTPListen: "127.0.0.1:0"})
+	runInstance(t, inst)
+	var addr string
+	eventually(t, 5*time.Second, "the front door listening", func() bool {
+		if st := inst.Status(); st.HTTP != nil {
+			addr = st.HTTP.Listen
+		}
+		return addr != ""
+	})
+	for _, tc := range []struct {
+		size int
+		want int
+	}{
+		{size: frontDoorMaxHeaderBytes / 2, want: http.StatusUnauthorized}, // read whole, then refused for want of a token
+		{size: 2 * frontDoorMaxHeaderBytes, want: http.StatusRequestHeaderFieldsTooLarge},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "GET /mcp/a HTTP/1.1\r\nHost: %s\r\nX-Pad: %s\r\n\r\n", addr, strings.Repeat("x", tc.size))
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			conn.Close()
+			t.Fatalf("a header of %d bytes: %v", tc.size, err)
+		}
+		resp.Body.Close()
+		conn.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("a header of %d bytes: %d, want %d", tc.size, resp.StatusCode, tc.want)
+		}
+	}
+}
+
 // TestUnsetVariableStopsOnlyItsServer: a pool started at login lacks the
 // shell's exports. A server whose ${VAR} is not set then is not started,
 // and status and the tray say why; the file is not rejected, so every
