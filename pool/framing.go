@@ -223,10 +223,17 @@ func (lr *lineReader) reset(r io.Reader) {
 // readAll is io.ReadAll with a buffer that doubles when full: append and
 // io.ReadAll grow a large slice by a quarter, so a 1 MiB body took 24
 // buffers, each a copy of all before it into fresh memory; this takes 13.
-func readAll(r io.Reader) ([]byte, error) {
+// grow, when set, is asked before each growth, from the buffer's old
+// capacity to its new one; its error ends the read.
+func readAll(r io.Reader, grow func(from, to int) error) ([]byte, error) {
 	b := make([]byte, 0, 512)
 	for {
 		if len(b) == cap(b) {
+			if grow != nil {
+				if err := grow(cap(b), 2*cap(b)); err != nil {
+					return b, err
+				}
+			}
 			b = append(make([]byte, 0, 2*cap(b)), b...)
 		}
 		n, err := r.Read(b[len(b):cap(b)])

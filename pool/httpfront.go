@@ -58,7 +58,8 @@ const statelessLinger = time.Minute
 // not loopback get 403. Call it once per pool; serve it on a loopback
 // listener only.
 func (p *Pool) HTTPHandler() http.Handler {
-	h := &httpFront{p: p, sessions: map[string]*httpSession{}, stateless: map[string]*statelessHTTP{}, cut: make(chan struct{}), keepAlive: streamKeepAlive}
+	h := &httpFront{p: p, sessions: map[string]*httpSession{}, stateless: map[string]*statelessHTTP{}, cut: make(chan struct{}), keepAlive: streamKeepAlive,
+		bodies: bodyBudgetOf(p.opts.MaxMessageBytes)}
 	p.front.Store(h)
 	p.wg.Go(h.expire)
 	return h
@@ -75,6 +76,7 @@ type httpFront struct {
 	cut       chan struct{}             // closed at the token's next rotation, then replaced (grant)
 	keepAlive time.Duration             // streamKeepAlive; tests set it before serving
 	nextKey   atomic.Uint64             // the stateless exchanges' keys
+	bodies    *bodyBudget               // for the large bodies being read
 }
 
 // httpSession is a legacy pool session over HTTP: each request is
@@ -183,7 +185,13 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // post serves one JSON-RPC message.
 func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, sid string, g grant) {
 	limit := h.p.opts.MaxMessageBytes
-	body, err := readBody(r, limit)
+	body, err := readBody(r, limit, h.bodies)
+	if errors.Is(err, errBodyBudget) {
+		w.Header().Set("Connection", "close") // the rest of its body is not read
+		w.Header().Set("Retry-After", "1")
+		httpError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeOverloaded, err.Error())
+		return
+	}
 	if err != nil {
 		httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "read body: "+err.Error())
 		return
@@ -246,27 +254,6 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 		httpError(w, http.StatusBadRequest, msg.IDBytes(), jsonrpc.CodeInvalidRequest,
 			"missing Mcp-Session-Id: initialize first, or send a 2026-07-28 request with _meta")
 	}
-}
-
-// readBody reads a POST's body, up to limit+1 bytes (one more than the
-// limit says it is too large). A small body whose length the request
-// declares, as clients' are, is read into a buffer of that size, in one
-// allocation; a large one grows as its bytes arrive (doubling: see
-// readAll), so that a caller cannot make the pool hold what it only
-// announced.
-func readBody(r *http.Request, limit int) ([]byte, error) {
-	const sizedUpTo = 64 << 10
-	if n := r.ContentLength; n >= 0 && n <= int64(min(limit, sizedUpTo)) {
-		body := make([]byte, n) // net/http ends the body at its declared length
-		if _, err := io.ReadFull(r.Body, body); err != nil {
-			return nil, err
-		}
-		// Read to its end: closing it now spares net/http looking for
-		// more of it (a copy to io.Discard) as the response begins.
-		_ = r.Body.Close()
-		return body, nil
-	}
-	return readAll(io.LimitReader(r.Body, int64(limit)+1))
 }
 
 // legacy serves a message of a legacy session: a request is an exchange

@@ -589,17 +589,17 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 func TestReadAllDoubles(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
 	for _, n := range []int{0, 1, 511, 512, 513, 100 << 10, len(data)} {
-		got, err := readAll(iotest.OneByteReader(bytes.NewReader(data[:min(n, 4096)])))
+		got, err := readAll(iotest.OneByteReader(bytes.NewReader(data[:min(n, 4096)])), nil)
 		if err != nil || !bytes.Equal(got, data[:min(n, 4096)]) {
 			t.Fatalf("one byte at a time, %d bytes: read %d, %v", min(n, 4096), len(got), err)
 		}
-		got, err = readAll(bytes.NewReader(data[:n]))
+		got, err = readAll(bytes.NewReader(data[:n]), nil)
 		if err != nil || !bytes.Equal(got, data[:n]) {
 			t.Fatalf("%d bytes: read %d, %v", n, len(got), err)
 		}
 	}
 	allocs := testing.AllocsPerRun(10, func() {
-		if b, _ := readAll(bytes.NewReader(data)); len(b) != len(data) {
+		if b, _ := readAll(bytes.NewReader(data), nil); len(b) != len(data) {
 			t.Fatalf("read %d bytes", len(b))
 		}
 	})
@@ -614,7 +614,7 @@ func TestReadAllDoubles(t *testing.T) {
 		t.Fatalf("%v allocations to read 1 MiB, io.ReadAll %v", allocs, std)
 	}
 	want := errors.New("connection reset")
-	if _, err := readAll(iotest.ErrReader(want)); !errors.Is(err, want) {
+	if _, err := readAll(iotest.ErrReader(want), nil); !errors.Is(err, want) {
 		t.Fatalf("a failed read: %v", err)
 	}
 }
