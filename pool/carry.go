@@ -123,7 +123,7 @@ func (p *Pool) Handover() (*Carried, error) {
 		}
 	}
 	wg.Wait()
-	p.wg.Wait()
+	p.waitGoroutines()
 	p.events.closeRecord()
 	out.NextID = p.nextID.Load() + 1
 	return out, nil

@@ -154,6 +154,23 @@ func (p *Pool) goUnlessClosed(f func()) bool {
 	return true
 }
 
+// joinUnlessClosed counts its caller, a goroutine that is not the pool's
+// (an HTTP handler's), among those Close waits for, as goUnlessClosed
+// counts one it starts, until the caller calls p.wg.Done: what it starts
+// meanwhile is started before Close waits. It reports false, counting
+// nothing, once the pool is closing: the caller must then leave the pool
+// alone. What runs counted must end once the pool's sessions and
+// children have (Close ends them before it waits).
+func (p *Pool) joinUnlessClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.wg.Add(1)
+	return true
+}
+
 // serveShim runs one shim connection: hello, then the session's reader in
 // this goroutine and its writer in another.
 func (p *Pool) serveShim(conn net.Conn) {
@@ -1013,6 +1030,47 @@ func (p *Pool) writingOut(conn deadlineWriter) (done func()) {
 	}
 }
 
+// cutAtStop enters rc, the response of an HTTP request Close waits for
+// (joinUnlessClosed), among those whose writes a stop cuts short to
+// StopGrace (beginClose), until uncut: a client that does not read it
+// holds the stop up no longer than one of the pool's own sessions would.
+// The pool already stopping, it is cut short here. Each write sets its
+// own deadline (stopDeadline), which must not undo the stop's.
+func (p *Pool) cutAtStop(rc writeDeadliner) {
+	p.mu.Lock()
+	closed := p.closed
+	if !closed {
+		if p.responses == nil {
+			p.responses = map[writeDeadliner]struct{}{}
+		}
+		p.responses[rc] = struct{}{}
+	}
+	p.mu.Unlock()
+	if closed {
+		_ = rc.SetWriteDeadline(time.Now().Add(p.opts.StopGrace))
+	}
+}
+
+// uncut ends what cutAtStop began: once it returns, the stop leaves rc
+// alone (the handler may return, and its response be done with).
+func (p *Pool) uncut(rc writeDeadliner) {
+	p.mu.Lock()
+	delete(p.responses, rc)
+	p.mu.Unlock()
+}
+
+// stopDeadline gives the next write to rc, an output entered with
+// cutAtStop, d, or StopGrace once the pool is stopping. It looks at the
+// pool after it set d: a stop that began before the look is seen, and
+// one that began after cuts rc itself (beginClose), later.
+func (p *Pool) stopDeadline(rc writeDeadliner, d time.Duration) error {
+	err := rc.SetWriteDeadline(time.Now().Add(d))
+	if isClosed(p.closing) && p.opts.StopGrace < d {
+		err = rc.SetWriteDeadline(time.Now().Add(p.opts.StopGrace))
+	}
+	return err
+}
+
 // farewellDeadline bounds the write of a relayed session's Farewell, on
 // a stream its last answers were written to (writingOut): a shim has
 // shimWriteTimeout to take it, and StopGrace once the pool stops. A stop
@@ -1029,6 +1087,12 @@ func (p *Pool) farewellDeadline(conn net.Conn) {
 // client's own stdout pipe when the shim attached.
 type deadlineWriter interface {
 	io.Writer
+	writeDeadliner
+}
+
+// writeDeadliner is an output whose writes can be cut short: a
+// connection, an HTTP response's controller.
+type writeDeadliner interface {
 	SetWriteDeadline(time.Time) error
 }
 

@@ -61,7 +61,10 @@ func (p *Pool) HTTPHandler() http.Handler {
 	h := &httpFront{p: p, sessions: map[string]*httpSession{}, stateless: map[string]*statelessHTTP{}, cut: make(chan struct{}), keepAlive: streamKeepAlive,
 		bodies: bodyBudgetOf(p.opts.MaxMessageBytes)}
 	p.front.Store(h)
-	p.wg.Go(h.expire)
+	if p.enter() { // closed: nothing is left to expire
+		p.wg.Go(h.expire)
+		p.leave()
+	}
 	return h
 }
 
@@ -156,6 +159,11 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 		h.post(w, r, srv, sid, g)
 	case http.MethodGet, http.MethodDelete:
+		if !h.p.joinUnlessClosed() {
+			httpError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeBackendUnavailable, errPoolClosing.Error())
+			return
+		}
+		defer h.p.wg.Done() // joinUnlessClosed
 		if why := sessionVersionRefused(r, sid); why != "" {
 			httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, why)
 			return
@@ -216,6 +224,13 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 		return
 	}
 	jsonrpc.OneLine(body) // a body may span lines; a child reads a message per line
+	// Counted from here, once its body is read (a client's pace), not
+	// before: Close waits for what it starts.
+	if !h.p.joinUnlessClosed() {
+		httpError(w, http.StatusServiceUnavailable, msg.IDBytes(), jsonrpc.CodeBackendUnavailable, errPoolClosing.Error())
+		return
+	}
+	defer h.p.wg.Done() // joinUnlessClosed
 	name := srv.name
 	switch {
 	case msg.Kind == jsonrpc.KindRequest && modernHTTP(r, body, msg, sid): // its session id ignored
@@ -282,12 +297,19 @@ func (h *httpFront) legacy(w http.ResponseWriter, r *http.Request, hs *httpSessi
 	hs.touch(1)
 	defer hs.touch(-1)
 	stop := func() bool { return false }
-	if newID != "" { // an initialize waits for the child's handshake in handleMessage: a client that leaves meanwhile ends it
-		stop = context.AfterFunc(r.Context(), func() { hs.s.close(errInitializeLeft) })
+	var left chan struct{} // closed once the close below is done
+	if newID != "" {       // an initialize waits for the child's handshake in handleMessage: a client that leaves meanwhile ends it
+		left = make(chan struct{})
+		stop = context.AfterFunc(r.Context(), func() {
+			defer close(left)
+			hs.s.close(errInitializeLeft)
+		})
 	}
 	hs.s.handleMessage(msg, x)
-	stop()
-	o := newPostOut(w, newID, msg.IDBytes())
+	if left != nil && !stop() {
+		<-left // the close is this request's: Close waits for it (joinUnlessClosed)
+	}
+	o := newPostOut(h.p, w, newID, msg.IDBytes())
 	end := h.await(o, r, hs.s, x, nil)
 	switch {
 	case newID != "" && end != awaitAnswered:
@@ -333,7 +355,7 @@ func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server
 	x := newStatelessExchange(key, takesStream(r, msg), &h.p.opts, msg.Meta.Of(msg.Raw))
 	x.gate = &g
 	st.s.handleMessage(msg, x)
-	switch h.await(newPostOut(w, "", msg.IDBytes()), r, st.s, x, &g) {
+	switch h.await(newPostOut(h.p, w, "", msg.IDBytes()), r, st.s, x, &g) {
 	case awaitGone:
 		st.s.endExchange(x, true, "the client closed its HTTP response")
 	case awaitSlow:
@@ -390,6 +412,8 @@ var errSlowHTTPClient = errors.New("the client did not read its HTTP response in
 // then): g nil is a legacy one.
 func (h *httpFront) await(o *postOut, r *http.Request, s *session, x *exchange, g *grant) awaitEnd {
 	defer func() { _ = o.rc.SetWriteDeadline(time.Time{}) }() // a kept-alive connection's next request has its own
+	h.p.cutAtStop(&o.rc)
+	defer h.p.uncut(&o.rc)
 	end := o.await(r, s, x, g, h.keepAlive)
 	if end == awaitSlow {
 		h.p.log.Warn("ending an HTTP response whose client stopped reading",
@@ -528,6 +552,7 @@ var jsonContentType = []string{"application/json"}
 type postOut struct {
 	w     http.ResponseWriter
 	rc    http.ResponseController // by value: one allocation fewer a request
+	p     *Pool                   // whose stop cuts its writes short (cutAtStop)
 	sid   string                  // the Mcp-Session-Id to hand out with a successful answer: the initialize's that opened it; else ""
 	id    []byte                  // the request's id, which an error in its answer's stead names (failEarly)
 	code  int                     // the answer's JSON-RPC error code, once answer has it (0: a result)
@@ -537,9 +562,9 @@ type postOut struct {
 }
 
 // newPostOut is the response w to request id, which hands out session id
-// sid with a successful answer, when sid is not "".
-func newPostOut(w http.ResponseWriter, sid string, id []byte) *postOut {
-	return &postOut{w: w, rc: *http.NewResponseController(w), sid: sid, id: id}
+// sid with a successful answer, when sid is not "", for pool p.
+func newPostOut(p *Pool, w http.ResponseWriter, sid string, id []byte) *postOut {
+	return &postOut{w: w, rc: *http.NewResponseController(w), p: p, sid: sid, id: id}
 }
 
 // related writes everything x's queue holds, in one write and one flush;
@@ -602,7 +627,7 @@ func (o *postOut) begin() {
 
 // write writes and flushes b, within streamWriteTimeout.
 func (o *postOut) write(b []byte) awaitEnd {
-	err := o.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	err := o.p.stopDeadline(&o.rc, streamWriteTimeout)
 	if err == nil || errors.Is(err, http.ErrNotSupported) {
 		_, err = o.w.Write(b)
 	}
@@ -685,8 +710,10 @@ func (h *httpFront) listen(w http.ResponseWriter, r *http.Request, hs *httpSessi
 	// it does not take within streamWriteTimeout ends the stream.
 	rc := http.NewResponseController(w)
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	h.p.cutAtStop(rc)
+	defer h.p.uncut(rc)
 	write := func(put func() error) bool { // put's write, flushed
-		if err := rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		if err := h.p.stopDeadline(rc, streamWriteTimeout); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return false
 		}
 		return put() == nil && rc.Flush() == nil
@@ -1028,7 +1055,10 @@ func (hs *httpSession) refuse(e streamLine) {
 	s := hs.s // a request comes after the stream its asker saw open: s is set
 	s.p.log.Warn("refusing a request to an HTTP client whose GET stream has too much waiting",
 		"session", s.id, "server", s.srv.name, "method", e.method)
-	s.p.wg.Go(func() { s.onResponse(&msg) })
+	// Its caller may be none of the pool's goroutines (an HTTP client's
+	// request that asks the client's roots, a timer taking a question
+	// back to ask it again): once the pool closes, the asker ends with it.
+	s.p.goUnlessClosed(func() { s.onResponse(&msg) })
 }
 
 // startStream opens the session's GET stream, unless one is open. A

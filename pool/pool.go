@@ -303,11 +303,13 @@ type Pool struct {
 	wg      sync.WaitGroup
 
 	// open is held for reading by the calls from outside the pool's
-	// goroutines that start some of them (Apply, Restart, Subscribe:
-	// enter), and for writing by beginClose. Each such call has started
-	// its goroutines before the pool closes, so before Close or Handover
-	// waits on wg, or finds the pool closed and starts none: a goroutine
-	// added as wg is waited on, or after, is one nothing waits for.
+	// goroutines that start some of them (Apply, Restart, Subscribe,
+	// HTTPHandler: enter), and for writing by beginClose. Each such call
+	// has started its goroutines before the pool closes, so before Close
+	// or Handover waits on wg, or finds the pool closed and starts none:
+	// a goroutine added as wg is waited on, or after, is one nothing
+	// waits for. An HTTP request, which may wait for its answer as long
+	// as the pool runs, is counted in wg instead (joinUnlessClosed).
 	open sync.RWMutex
 
 	front atomic.Pointer[httpFront] // the HTTP front door, once HTTPHandler made it
@@ -321,6 +323,10 @@ type Pool struct {
 	sessions map[*session]struct{}
 	flushing map[deadlineWriter]struct{} // outputs of ended sessions writing out their last answers (writingOut)
 	closed   bool
+
+	// responses are the HTTP responses of the requests Close waits for
+	// (joinUnlessClosed), whose writes it cuts short (cutAtStop).
+	responses map[writeDeadliner]struct{}
 }
 
 // New returns a pool with no servers; give it some with Apply.
@@ -515,7 +521,7 @@ func (p *Pool) drained(s *server) {
 func (p *Pool) Close() error {
 	sessions, ok := p.beginClose()
 	if !ok {
-		p.wg.Wait()
+		p.waitGoroutines()
 		return nil
 	}
 	var closing sync.WaitGroup
@@ -532,10 +538,15 @@ func (p *Pool) Close() error {
 		}
 	}
 	wg.Wait()
-	p.wg.Wait()
+	p.waitGoroutines()
 	p.events.closeRecord()
 	return nil
 }
+
+// waitGoroutines waits for every goroutine the pool counts (p.wg): the
+// last wait of Close (and Handover), once the pool is marked closed and
+// no goroutine but the pool's own can start another.
+func (p *Pool) waitGoroutines() { p.wg.Wait() }
 
 var errPoolClosing = errors.New("switchboard is shutting down")
 
@@ -557,9 +568,11 @@ func (p *Pool) leave() { p.open.RUnlock() }
 
 // beginClose marks the pool closed and returns its sessions; ok is false
 // if it was closed already. Sessions that ended before may still be
-// writing out their last answers, each within EvictAfter: those writes
-// now have StopGrace at most, so that a client that does not read holds
-// the stop up no longer than one of the pool's own sessions would.
+// writing out their last answers, each within EvictAfter, and HTTP
+// requests writing their responses, each within streamWriteTimeout:
+// those writes now have StopGrace at most, so that a client that does
+// not read holds the stop up no longer than one of the pool's own
+// sessions would.
 func (p *Pool) beginClose() (sessions []*session, ok bool) {
 	p.open.Lock() // waits out the entered calls (enter)
 	p.mu.Lock()
@@ -579,6 +592,11 @@ func (p *Pool) beginClose() (sessions []*session, ok bool) {
 	flushing := make([]deadlineWriter, 0, len(p.flushing))
 	for w := range p.flushing {
 		flushing = append(flushing, w)
+	}
+	// Under mu, for a response is the handler's until uncut: setting a
+	// deadline waits for no client.
+	for rc := range p.responses {
+		_ = rc.SetWriteDeadline(time.Now().Add(p.opts.StopGrace))
 	}
 	p.mu.Unlock()
 	for _, w := range flushing {
