@@ -139,3 +139,24 @@ func TestApplyAcrossClose(t *testing.T) {
 		t.Fatalf("Apply after Close: %v, want %v", err, pool.ErrPoolClosed)
 	}
 }
+
+// The config watcher removes a server (and configures it again) while
+// the pool closes, a session of it busy with a call: what the removal
+// starts (the drain of its child, the end of its sessions once idle) is
+// started before Close waits, Apply being entered (Pool.open), and ends
+// with the sessions and children Close ends.
+func TestApplyRemovalAcrossClose(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	c := tp.dial(t, "srv")
+	c.initialize("c", "")
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":60000}}}`)
+	eventually(t, "the call in flight", func() bool { return len(tp.Snapshot().InFlight) == 1 })
+	acrossClose(t, tp, func(i int) {
+		if i%2 == 0 {
+			_ = tp.Apply(nil)
+		} else {
+			_ = tp.Apply([]pool.ServerConfig{fake("srv")})
+		}
+	})
+	noPoolGoroutines(t)
+}
