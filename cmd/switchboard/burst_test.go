@@ -17,7 +17,9 @@ func TestStalledClientsBacklogIsHandedBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("queues 64 MiB in the pool")
 	}
-	cfg := fmt.Sprintf(`{"evictSlowClientsAfter": "2s", "history": {"disabled": true}, "mcpServers":{"fake":{"command":%q}}}`, fakeBin)
+	// Long enough for the child to answer all of it on a loaded machine
+	// before the eviction (2 s was not, once: the peak was 12 MiB).
+	cfg := fmt.Sprintf(`{"evictSlowClientsAfter": "6s", "history": {"disabled": true}, "mcpServers":{"fake":{"command":%q}}}`, fakeBin)
 	in := servePlain(t, cfg) // its RSS is measured: no race detector
 	pid := in.cmd.Process.Pid
 
