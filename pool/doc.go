@@ -429,9 +429,13 @@
 //     [httpFront.expireIdle]. What relates to a POST's request waits for
 //     it in a queue bounded by bytes, written in one write each time; a
 //     client that falls behind, or takes no write for streamWriteTimeout,
-//     is let go, and a request its client cancelled ends its POST
-//     unanswered; an event stream, a POST's or a GET, with nothing to
-//     say for streamKeepAlive is sent a comment, and a POST whose answer
+//     is let go; a legacy session's POSTs together hold at most twice
+//     Options.MaxMessageBytes unread (answers and related messages, until
+//     written), and a response whose message would pass that is let go
+//     the same way: [heldBudget.admit], [exchange.settle]. A request its
+//     client cancelled ends its POST unanswered; an event stream, a
+//     POST's or a GET, with nothing to say for streamKeepAlive is sent a
+//     comment, and a POST whose answer
 //     has not come by then turns into one when its client accepts it (but
 //     for the initialize that opens a session), ending as its JSON would
 //     have (a session that ends under it, or a rotation of its token,

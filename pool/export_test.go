@@ -218,3 +218,16 @@ func HoldStderrReaders() (restore func()) {
 	testHookStderrReader = func(c *child) { <-c.exited }
 	return func() { testHookStderrReader = nil }
 }
+
+// HTTPPostsHeld is the bytes legacy HTTP session sid's POST responses
+// hold unread together (its heldBudget's count).
+func HTTPPostsHeld(h http.Handler, sid string) int {
+	f := h.(*httpFront)
+	f.mu.Lock()
+	hs := f.sessions[sid]
+	f.mu.Unlock()
+	if hs == nil {
+		return 0
+	}
+	return hs.held.held()
+}

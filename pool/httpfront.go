@@ -102,6 +102,7 @@ type httpSession struct {
 	bound int           // Options.MaxMessageBytes: the bytes waiting may hold while a stream is open
 	grace time.Duration // Options.QuestionGrace
 	wake  chan struct{}
+	held  *heldBudget // what its POSTs' responses hold together (sessionHeldBound)
 
 	mu        sync.Mutex
 	stream    bool         // a GET stream is open
@@ -293,7 +294,7 @@ func (h *httpFront) legacy(w http.ResponseWriter, r *http.Request, hs *httpSessi
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	x := newExchange(string(msg.IDBytes()), takesStream(r, msg), &h.p.opts)
+	x := newExchange(string(msg.IDBytes()), takesStream(r, msg), &h.p.opts, hs.held)
 	hs.touch(1)
 	defer hs.touch(-1)
 	stop := func() bool { return false }
@@ -415,9 +416,10 @@ func (h *httpFront) await(o *postOut, r *http.Request, s *session, x *exchange, 
 	h.p.cutAtStop(&o.rc)
 	defer h.p.uncut(&o.rc)
 	end := o.await(r, s, x, g, h.keepAlive)
+	x.settle()
 	if end == awaitSlow {
 		h.p.log.Warn("ending an HTTP response whose client stopped reading",
-			"session", s.id, "server", s.srv.name, "request", x.key)
+			"session", s.id, "server", s.srv.name, "request", x.key, "reason", o.why)
 	}
 	return end
 }
@@ -558,6 +560,7 @@ type postOut struct {
 	code  int                     // the answer's JSON-RPC error code, once answer has it (0: a result)
 	sse   bool                    // the response is an event stream
 	early bool                    // the keep-alive alone made it one: the answer was slow
+	why   error                   // why the response was ended before its answer (behind)
 	buf   []byte                  // the events of one write
 }
 
@@ -570,19 +573,21 @@ func newPostOut(p *Pool, w http.ResponseWriter, sid string, id []byte) *postOut 
 // related writes everything x's queue holds, in one write and one flush;
 // it reports awaitAnswered when the response goes on.
 func (o *postOut) related(x *exchange) awaitEnd {
-	lines, cut := x.related.take()
-	if cut {
-		return o.behind()
+	lines, size, cut := x.related.take()
+	defer x.budget.release(size) // written, or let go
+	if cut != nil {
+		return o.behind(cut)
 	}
 	return o.events(lines, nil)
 }
 
-// behind ends the response of a client that fell behind its stream: an
-// event stream just ends, as a GET stream does; one not yet begun says
-// why.
-func (o *postOut) behind() awaitEnd {
+// behind ends the response of a client that fell behind its stream, or
+// whose session's responses hold too much unread (why): an event stream
+// just ends, as a GET stream does; one not yet begun says why.
+func (o *postOut) behind(why error) awaitEnd {
+	o.why = why
 	if !o.sse {
-		httpError(o.w, http.StatusServiceUnavailable, nil, jsonrpc.CodeOverloaded, errSlowHTTPClient.Error())
+		httpError(o.w, http.StatusServiceUnavailable, nil, jsonrpc.CodeOverloaded, why.Error())
 	}
 	return awaitSlow
 }
@@ -638,6 +643,7 @@ func (o *postOut) write(b []byte) awaitEnd {
 	case err == nil, errors.Is(err, http.ErrNotSupported):
 		return awaitAnswered
 	case isTimeout(err):
+		o.why = errSlowHTTPClient
 		return awaitSlow
 	default:
 		return awaitGone
@@ -649,17 +655,22 @@ func (o *postOut) write(b []byte) awaitEnd {
 // code); no answer (the client cancelled the request) ends an event
 // stream, or is 202 with no body. A client that fell behind its stream
 // (its queue was cut off) is let go without it, as it would have been
-// had the answer come a moment later.
+// had the answer come a moment later; so is one whose answer would have
+// taken its session's responses past their budget (a.over).
 func (o *postOut) answer(x *exchange, a response, modern bool) awaitEnd {
 	var lines [][]byte
+	var size int
+	var cut error
 	if x.related != nil {
-		var cut bool
-		if lines, cut = x.related.take(); cut { // what was related before the answer goes first
-			return o.behind()
-		}
+		lines, size, cut = x.related.take() // what was related before the answer goes first
 	}
+	defer x.budget.release(size + a.held()) // written, or let go
 	o.code = a.code
 	switch {
+	case cut != nil:
+		return o.behind(cut)
+	case a.over:
+		return o.behind(x.budget.over)
 	case a.line == nil:
 		if !o.sse {
 			o.w.WriteHeader(http.StatusAccepted)
@@ -780,7 +791,8 @@ func (h *httpFront) open(name, token string) (*httpSession, string, error) {
 	if err := h.makeRoom(name); err != nil {
 		return nil, "", err
 	}
-	hs := &httpSession{token: token, limit: h.p.opts.SessionQueue, bound: h.p.opts.MaxMessageBytes, grace: h.p.opts.QuestionGrace, wake: make(chan struct{}, 1), lastUsed: time.Now()}
+	hs := &httpSession{token: token, limit: h.p.opts.SessionQueue, bound: h.p.opts.MaxMessageBytes, grace: h.p.opts.QuestionGrace, wake: make(chan struct{}, 1), lastUsed: time.Now(),
+		held: newHeldBudget(sessionHeldBound(h.p.opts.MaxMessageBytes))}
 	s, err := h.p.newSession(name, sessionSetup{transport: "http", receiver: hs.streaming, sink: hs.toStream})
 	if err != nil {
 		return nil, "", err
