@@ -91,12 +91,11 @@ func Latency(ctx context.Context, cfg LatencyConfig, open Opener) (LatencyResult
 	// not a slow round trip.
 	var measureFrom, stopAt time.Time
 	var (
-		lat           []time.Duration
-		before, after schedStat
-		wBefore       schedStat // of cfg.Watch alone
-		pids          []int
-		began         time.Time
-		line          []byte
+		lat             []time.Duration
+		before, wBefore schedTasks // wBefore: of cfg.Watch alone
+		pids            []int
+		began           time.Time
+		line            []byte
 	)
 	for n := 1; ; n++ {
 		now := time.Now()
@@ -105,7 +104,7 @@ func Latency(ctx context.Context, cfg LatencyConfig, open Opener) (LatencyResult
 		}
 		if began.IsZero() && !stopAt.IsZero() && !now.Before(measureFrom) {
 			pids = withDescendants(roots)
-			before, wBefore = readSched(pids), readSched(cfg.Watch)
+			before, wBefore = readSchedTasks(pids), readSchedTasks(cfg.Watch)
 			began = time.Now()
 		}
 		id, token := requestID(n), "s0/"+strconv.Itoa(n)
@@ -138,18 +137,18 @@ func Latency(ctx context.Context, cfg LatencyConfig, open Opener) (LatencyResult
 	if began.IsZero() {
 		return res, fmt.Errorf("the stream failed before the measured window (%d hung, %d errors, %d misrouted)", res.Hung, res.Errors, res.Misrouted)
 	}
-	after, wAfter := readSched(pids), readSched(cfg.Watch)
+	used, wUsed := readSchedTasks(pids).since(before), readSchedTasks(cfg.Watch).since(wBefore)
 	elapsed := time.Since(began)
 
 	res.setLatencies(lat, elapsed)
 	if len(lat) > 0 {
 		per := func(x float64) float64 { return x / float64(len(lat)) }
-		res.CPUPerRequestUs = per(micros(after.cpu - before.cpu))
-		res.WakeupsPerRequest = per(float64(after.slices - before.slices))
-		res.RunWaitPerRequestUs = per(micros(after.wait - before.wait))
+		res.CPUPerRequestUs = per(micros(used.cpu))
+		res.WakeupsPerRequest = per(float64(used.slices))
+		res.RunWaitPerRequestUs = per(micros(used.wait))
 		if len(cfg.Watch) > 0 {
-			res.WatchedCPUPerRequestUs = per(micros(wAfter.cpu - wBefore.cpu))
-			res.WatchedWakeupsPerRequest = per(float64(wAfter.slices - wBefore.slices))
+			res.WatchedCPUPerRequestUs = per(micros(wUsed.cpu))
+			res.WatchedWakeupsPerRequest = per(float64(wUsed.slices))
 		}
 	}
 	res.Processes = len(pids)

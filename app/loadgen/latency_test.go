@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -171,5 +172,50 @@ func TestRaceBuiltIsNoticed(t *testing.T) {
 	}
 	if raceBuilt(os.DevNull) {
 		t.Fatal("a file that is no Go binary was taken for a race build")
+	}
+}
+
+// TestSchedSinceOutlivesEndedProcesses: a process behind the client that
+// ends within the measured window (a child the pool stops, say) takes
+// none of its CPU time off the others'. Taking one sum from the other
+// did: a child that had run for a while and exited made the window's CPU
+// time negative, and a ratio of 0 failed TestBenchHTTPOnly on a loaded CI
+// run.
+func TestSchedSinceOutlivesEndedProcesses(t *testing.T) {
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("no /proc")
+	}
+	// A child that burns CPU until a file exists.
+	stop := filepath.Join(t.TempDir(), "stop")
+	busy := exec.Command("sh", "-c", `while [ ! -e "$1" ]; do :; done`, "sh", stop)
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = busy.Process.Kill(); _ = busy.Wait() }()
+	self := []int{os.Getpid()}
+	roots := []int{os.Getpid(), busy.Process.Pid}
+	deadline := time.Now().Add(10 * time.Second)
+	for readSched(roots[1:]).cpu < 50*time.Millisecond {
+		if time.Now().After(deadline) {
+			t.Fatal("the busy child did not run")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := readSchedTasks(roots)
+	if err := os.WriteFile(stop, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := busy.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	after := readSchedTasks(roots)
+	mine := schedTasks{}
+	for k, v := range after {
+		if k[0] == self[0] {
+			mine[k] = v
+		}
+	}
+	if got, mine := after.since(before), mine.since(before); got.cpu < 0 || got.cpu != mine.cpu {
+		t.Errorf("with a process that ended in the window: %v of CPU, want this process's %v alone", got.cpu, mine.cpu)
 	}
 }

@@ -16,10 +16,14 @@ type schedStat struct {
 	slices    uint64
 }
 
-// readSched reads pids' threads now; what it cannot read counts zero
-// (not Linux, or a process that has exited).
-func readSched(pids []int) schedStat {
-	var sum schedStat
+// schedTasks is one reading of threads' scheduler figures, by process
+// and thread id.
+type schedTasks map[[2]int]schedStat
+
+// readSchedTasks reads pids' threads now; what it cannot read is left
+// out (not Linux, or a process that has exited).
+func readSchedTasks(pids []int) schedTasks {
+	out := schedTasks{}
 	for _, pid := range pids {
 		dir := "/proc/" + strconv.Itoa(pid) + "/task"
 		tasks, err := os.ReadDir(dir)
@@ -27,6 +31,10 @@ func readSched(pids []int) schedStat {
 			continue
 		}
 		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil {
+				continue
+			}
 			b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
 			if err != nil {
 				continue
@@ -38,13 +46,34 @@ func readSched(pids []int) schedStat {
 			cpu, _ := strconv.ParseUint(f[0], 10, 64)
 			wait, _ := strconv.ParseUint(f[1], 10, 64)
 			n, _ := strconv.ParseUint(f[2], 10, 64)
-			sum.cpu += time.Duration(cpu)
-			sum.wait += time.Duration(wait)
-			sum.slices += n
+			out[[2]int{pid, tid}] = schedStat{cpu: time.Duration(cpu), wait: time.Duration(wait), slices: n}
 		}
+	}
+	return out
+}
+
+// since is what the threads of after did since before: a thread in both
+// counts what it added, one that came since counts all it did, and one
+// gone since counts nothing. Summing each reading and taking one sum
+// from the other took the whole life of a thread or process that ended
+// in between off the others' (a child that exited, a Go thread that
+// ended), and could come out below zero.
+func (after schedTasks) since(before schedTasks) schedStat {
+	var sum schedStat
+	for k, a := range after {
+		b := before[k]
+		if a.cpu < b.cpu || a.slices < b.slices { // the id was reused: another thread
+			b = schedStat{}
+		}
+		sum.cpu += a.cpu - b.cpu
+		sum.wait += max(a.wait-b.wait, 0)
+		sum.slices += a.slices - b.slices
 	}
 	return sum
 }
+
+// readSched sums pids' threads now.
+func readSched(pids []int) schedStat { return readSchedTasks(pids).since(nil) }
 
 // withDescendants is roots and every process below them, from /proc's
 // parent links (Linux; elsewhere just roots).
@@ -91,19 +120,21 @@ type cpuWindow struct {
 	complete     bool          // the window ran to its end
 }
 
-// sampleCPU reads the CPU time of roots, with their descendants as they
-// are at from, and of this process, at from and at to. It gives up,
+// sampleCPU reads the CPU time of roots, with their descendants, and of
+// this process, at from and at to (schedTasks.since). It gives up,
 // incomplete, when quit is closed first (the run ended early).
 func sampleCPU(roots []int, from, to time.Time, quit <-chan struct{}) cpuWindow {
 	if !sleepUntil(from, quit) {
 		return cpuWindow{}
 	}
-	pids, self := withDescendants(roots), []int{os.Getpid()}
-	behind, mine := readSched(pids), readSched(self)
+	self := []int{os.Getpid()}
+	behind, mine := readSchedTasks(withDescendants(roots)), readSchedTasks(self)
 	if !sleepUntil(to, quit) {
 		return cpuWindow{}
 	}
-	return cpuWindow{behind: readSched(pids).cpu - behind.cpu, self: readSched(self).cpu - mine.cpu, complete: true}
+	// The processes behind the client as they are now: a child started
+	// in the window counts too.
+	return cpuWindow{behind: readSchedTasks(withDescendants(roots)).since(behind).cpu, self: readSchedTasks(self).since(mine).cpu, complete: true}
 }
 
 // sleepUntil waits until t; false when quit is closed before t. (A run
