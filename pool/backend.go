@@ -1002,9 +1002,11 @@ func (b *backend) sessions() []*session {
 }
 
 // onChildRequest routes a server-to-client request (sampling, elicitation)
-// to one live session: the one whose request is oldest in flight here,
-// else the most recently active; a session that closes as it is picked is
-// passed over. Ping and roots/list are answered here.
+// to one live session: while requests are in flight here, to the caller
+// whose request is oldest among those that can answer; when none can, or
+// none is in flight, to the most recently active session that can
+// (routeQuestion); a session that closes as it is picked is passed over.
+// Ping and roots/list are answered here.
 func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 	childID := append([]byte(nil), msg.IDBytes()...)
 	if msg.Method == "ping" {
@@ -1020,26 +1022,31 @@ func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 	}
 }
 
-// ask routes the child's question msg, the child's request childID: to a
-// modern call that can carry it (carryAsMRTR), else to one session that
-// can answer it, under a pool id of its own (pickSession); one for a
-// client that closed its input is answered -32006 here. False: nobody
-// could be asked, and the caller answers the child.
+// ask routes the child's question msg, the child's request childID, as
+// routeQuestion picks: to a modern call that carries it (carryAsMRTR),
+// or to one session under a pool id of its own; one for a client that
+// closed its input is answered -32006 here, and one that only an
+// undeclared modern call can be for fails that call (failUndeclared).
+// False: nobody could be asked, and the caller answers the child.
 func (b *backend) ask(msg *jsonrpc.Message, childID []byte) bool {
-	if b.carryAsMRTR(msg, childID) {
-		return true
-	}
 	id := b.p.newAskID()
 	elicitationID := urlElicitationID(msg)
 	for {
-		target, refusal := b.pickSession(msg)
-		if refusal != 0 {
-			b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(refusal, false, "")))
+		r := b.routeQuestion(msg)
+		switch {
+		case r.refusal != 0:
+			b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(r.refusal, false, "")))
 			return true
-		}
-		if target == nil {
+		case r.carrier != nil:
+			b.carryAsMRTR(msg, childID, r.carrier)
+			return true
+		case r.undeclared != nil:
+			b.failUndeclared(msg, childID, r.undeclared)
+			return true
+		case r.target == nil:
 			return false
 		}
+		target := r.target
 		if testHookPicked != nil {
 			testHookPicked(target)
 		}
@@ -1082,32 +1089,83 @@ func personAnswers(method string) bool {
 // a child's question and the question's record.
 var testHookPicked func(*session)
 
-// pickSession is the session to ask the child's request msg: one that
-// can answer it (session.canAnswer), as onChildRequest prefers them.
-// refusal: the session with the oldest request here that could, the one
-// the question is likely for, cannot answer (session.askable): it closed
-// its input, or it closes or closed; the question is its own, and no
-// other session's client is asked it (its answer would become that
-// call's result): the child gets refusal (-32006).
-func (b *backend) pickSession(msg *jsonrpc.Message) (target *session, refusal poolError) {
+// questionRoute is where a child's question goes (routeQuestion): at most
+// one of its fields is set; none: nobody can be asked, and the child gets
+// -32006.
+type questionRoute struct {
+	target     *session  // the legacy session to ask
+	carrier    *caller   // the modern call to carry it to its client (MRTR)
+	undeclared *pending  // the one modern call it can be for, which did not declare what it needs
+	refusal    poolError // the child's answer instead, at once
+}
+
+// routeQuestion picks where the child's question msg goes. A legacy
+// child does not say which call asks, so while any client's request is
+// in flight on it (requestTable.callers) the question is one of theirs,
+// and goes to the oldest of those callers that can answer it, of either
+// era: a legacy session that declared what it needs and can receive now
+// (session.canAnswer), or a modern call whose own request declared it
+// (2026-07-28: a server must not ask what the client did not declare),
+// carried as input_required; a younger call never takes an older one's
+// question. When the oldest caller that declared it cannot answer any
+// more (session.askable: it closed its input, or it closes or closed),
+// the question is its own, and the child gets refusal (-32006). When no
+// caller can answer, or none is in flight (the server asks on its own),
+// the most recently active session that can answer it is asked
+// (recentAnswerer), as the routing contract says: it may have no call
+// here, and is then shown another client's question. Only when there is
+// none is the one modern call that can carry a question, if there is
+// exactly one, failed for it (-32021: it did not declare what its own
+// question needs); else the child gets -32006.
+func (b *backend) routeQuestion(msg *jsonrpc.Message) questionRoute {
 	params := msg.Params.Of(msg.Raw)
-	can := func(s *session) bool { return s != nil && s.askable() && s.canAnswer(msg.Method, params) }
-	for _, s := range b.reqs.askers() {
-		if s.canAnswer(msg.Method, params) {
-			switch {
-			case s.closing.Load(): // (a closed session was closing)
-				return nil, errAskedClientLeft
-			case !s.askable():
-				return nil, errAskedClosedInput
+	callers := b.reqs.callers(questionNeeds(msg.Method, params))
+	if len(callers) == 0 {
+		return questionRoute{target: b.recentAnswerer(msg.Method, params)}
+	}
+	var carriers []*pending
+	for i := range callers {
+		c := &callers[i]
+		switch {
+		case c.modern && c.declared:
+			return questionRoute{carrier: c}
+		case c.modern:
+			if c.canCarry {
+				carriers = append(carriers, c.p)
 			}
-			return s, 0
+		case c.sess.canAnswer(msg.Method, params):
+			switch {
+			case c.sess.closing.Load(): // (a closed session was closing)
+				return questionRoute{refusal: errAskedClientLeft}
+			case !c.sess.askable():
+				return questionRoute{refusal: errAskedClosedInput}
+			}
+			return questionRoute{target: c.sess}
 		}
 	}
+	// None of the callers can answer: another session that can is asked
+	// (the routing contract: a session that declared the capability and
+	// can receive now, a caller preferred), and only then is the one
+	// modern call that can carry a question failed for it.
+	if s := b.recentAnswerer(msg.Method, params); s != nil {
+		return questionRoute{target: s}
+	}
+	if len(carriers) == 1 {
+		return questionRoute{undeclared: carriers[0]}
+	}
+	return questionRoute{}
+}
+
+// recentAnswerer is the session to ask a child's question (method, with
+// params) that no request in flight can be for: the most recently active
+// one that can answer it now, or nil.
+func (b *backend) recentAnswerer(method string, params []byte) *session {
+	can := func(s *session) bool { return s != nil && s.askable() && s.canAnswer(method, params) }
 	b.mu.Lock()
 	last := b.lastClient
 	b.mu.Unlock()
 	if can(last) {
-		return last, 0
+		return last
 	}
 	var best *session
 	for _, s := range b.sessions() {
@@ -1115,7 +1173,7 @@ func (b *backend) pickSession(msg *jsonrpc.Message) (target *session, refusal po
 			best = s
 		}
 	}
-	return best, 0
+	return best
 }
 
 // answerChild routes a client's answer to one of the child's requests back

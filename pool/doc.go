@@ -225,10 +225,18 @@
 //   - The child's own requests (sampling, elicitation) go to one session
 //     that declared the capability (for an elicitation, in its mode:
 //     form, the mode of one that names none, or URL; an empty
-//     elicitation capability is form mode only) and can receive now,
-//     the one with the oldest request in flight on that child first
-//     (written to it: a wait for its handshake, or a request still
-//     queued, is no request of the child's),
+//     elicitation capability is form mode only) and can receive now.
+//     A legacy child's question names no call: while any client's
+//     request is in flight on that child (written to it: a wait for its
+//     handshake, or a request still queued, is no request of the
+//     child's), it goes to the caller whose request is the oldest among
+//     those that can answer it, of either era (a 2026-07-28 call carries
+//     it when its own request declared what it needs, below; a younger
+//     call never takes an older one's question); when none can, or none
+//     is in flight, to the most recently active session that can answer
+//     (the routing contract's fallback: that session may have no call
+//     on the child): [backend.routeQuestion], [requestTable.callers],
+//     [backend.recentAnswerer]. It goes
 //     under a pool id that no other run gives ([Pool.newAskID]: a
 //     resumed session's late answer to a question of a pool gone reaches
 //     nothing); the answer returns under the child's id, and the
@@ -240,7 +248,7 @@
 //     picked is picked no more (a question for its call goes to no other
 //     session: the child gets -32006), and one that closes later answers
 //     the child with an error as it goes:
-//     [backend.onChildRequest], [backend.pickSession], [session.askable],
+//     [backend.onChildRequest], [backend.routeQuestion], [session.askable],
 //     [requestTable.askers], [requestTable.addQuestion], [backend.detach],
 //     [requestForClient], [backend.answerChild], [answerForChild],
 //     [childCancelTarget], [cancelledForClient], [session.canAnswer],
@@ -277,10 +285,14 @@
 //     started it declared (form mode alone as {}), and a hand-over keeps
 //     what it was told: [clientCaps.capabilitiesJSON],
 //     [CarriedChild.caps]. A modern client asked through a legacy child
-//     gets an input-required result and retries; a question needing what the call's own request did
+//     gets an input-required result and retries, when its call is the
+//     oldest in flight on the child that can answer the question (a
+//     younger modern call never carries an older legacy call's
+//     question); a question needing what the call's own request did
 //     not declare (an elicitation's mode included) fails the call with
-//     -32021 when no one else can answer it:
-//     [backend.carryAsMRTR], [requestTable.mrtrCarrier],
+//     -32021 when it is the one modern call in flight that can carry a
+//     question and no session can answer it:
+//     [backend.carryAsMRTR], [backend.failUndeclared], [requestTable.callers],
 //     [requiredCapability], [session.resumeMRTR]. A
 //     legacy child's -32042 (URL elicitation required, retired by
 //     2026-07-28) reaches a modern client's call as an input-required
@@ -425,7 +437,7 @@
 //     and MRTR for it alone; closing its response cancels it and nothing
 //     else: [modernHTTP], [httpFront.legacy], [httpFront.exchange], [httpFront.await],
 //     [session.respond], [session.relate], [requestTable.progress],
-//     [session.requestCaps], [requestTable.mrtrCarrier], [session.endExchange],
+//     [session.requestCaps], [requestTable.callers], [session.endExchange],
 //     [httpFront.expireIdle]. What relates to a POST's request waits for
 //     it in a queue bounded by bytes, written in one write each time; a
 //     client that falls behind, or takes no write for streamWriteTimeout,
@@ -467,7 +479,7 @@
 //     answered with an error, a 2026-07-28 child's ends its call), and it
 //     is asked no more, nor is another session a legacy child's question
 //     that would go to it (it ends -32006): [session.unanswerable],
-//     [session.askable], [backend.pickSession],
+//     [session.askable], [backend.routeQuestion],
 //     [requestTable.voidQuestionsTo], [inputRounds.askedOf]. A
 //     2026-07-28 stdio client that closes its input, or leaves, can send
 //     no retry of a call held for it (MRTR; over HTTP a retry may come on

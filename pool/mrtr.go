@@ -239,33 +239,25 @@ func (s *session) endHolds(reason string) {
 // put.
 func (h *mrtrHolds) none() bool { return h.n.Load() == 0 }
 
-// carryAsMRTR answers a child's question through a modern client's call,
-// if one of the modern calls in flight on this child can carry it. It
-// reports whether it took the question.
-func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
-	capability := questionNeeds(msg.Method, msg.Params.Of(msg.Raw))
-	if capability == "" {
-		return false
-	}
-	// A legacy child does not say which call asks. Only a call whose own
-	// request declared the capability (and the mode) may carry the
-	// question (2026-07-28: a server must not ask what the client did not
-	// declare); a call that did not is failed for it (-32021) only when it
-	// is the one call that can have asked: no other modern call, no
-	// legacy client to ask.
-	p, owner, ex, only := b.reqs.mrtrCarrier(capability)
-	if p == nil {
-		if target, refusal := b.pickSession(msg); only == nil || target != nil || refusal != 0 {
-			return false // asked as a legacy child's question is (onChildRequest)
-		}
-		data, name := requiredCapability(capability)
-		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errClientUndeclared, false, "", name)))
-		o := failure(endClientCannot, errMissingCapability, b.srv.name, name)
-		o.extra = data
-		o.reason = "the client did not declare " + name
-		b.finish(only, o)
-		return true
-	}
+// failUndeclared fails the one modern call a child's question can be
+// for, only, whose own request did not declare what the question needs
+// (routeQuestion): -32021 (2026-07-28: a server must not ask what the
+// client did not declare), and the child is told so.
+func (b *backend) failUndeclared(msg *jsonrpc.Message, childID []byte, only *pending) {
+	data, name := requiredCapability(questionNeeds(msg.Method, msg.Params.Of(msg.Raw)))
+	b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errClientUndeclared, false, "", name)))
+	o := failure(endClientCannot, errMissingCapability, b.srv.name, name)
+	o.extra = data
+	o.reason = "the client did not declare " + name
+	b.finish(only, o)
+}
+
+// carryAsMRTR answers a child's question through the modern client's
+// call c that routeQuestion chose: an input_required result to the
+// call's client, the call held for its retry; or the child gets -32006
+// when the question cannot reach that client.
+func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte, c *caller) {
+	p, owner, ex := c.p, c.sess, c.x
 	x := &mrtrHold{state: newRequestState(), owner: owner, gate: gateOf(ex), key: "sb-" + strconv.FormatUint(b.p.nextID.Add(1), 10), b: b, p: p,
 		childID: childID, server: b.srv.name, method: p.method, name: p.name, created: time.Now(),
 		request: questionOf(msg), kept: make(chan struct{})}
@@ -278,18 +270,17 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte) bool {
 			refusal = newError(errAskedClosedInput, false, "")
 		}
 		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, refusal))
-		return true
+		return
 	}
 	sess, ex, origID, ok := b.reqs.hold(x)
 	if !ok {
 		// The call ended (or another question took it) meanwhile.
 		b.p.holds.take(x.state)
 		b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errNoClient, false, "", msg.Method)))
-		return true
+		return
 	}
 	// The call no longer belongs to the session: its end must not cancel it.
 	sess.deliverResponse(p, origID, ex, jsonrpc.AppendResponse(nil, origID, inputRequired(x)), 0, nil)
-	return true
 }
 
 // urlElicitationForModern answers a 2026-07-28 client's call that a

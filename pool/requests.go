@@ -691,28 +691,16 @@ func (t *requestTable) progress(token uint64, value float64, hasValue bool) (to 
 }
 
 // askers lists the sessions with requests in flight here that may have
-// reached the child, the one with the oldest request first: a child's
-// question goes to one of them first. A request the child never got (a
-// wait for its handshake, answered by the pool; one queued) cannot be
-// what it asks about.
+// reached the child, the one with the oldest request first (callers,
+// each session once): while there is one, a child's question goes to one
+// of them or to nobody (backend.routeQuestion). A request the child
+// never got (a wait for its handshake, answered by the pool; one queued)
+// cannot be what it asks about.
 func (t *requestTable) askers() []*session {
-	type ask struct {
-		id   uint64
-		sess *session
-	}
-	var asks []ask
-	t.update(func(in *inFlight) {
-		for _, p := range in.pending {
-			if p.sess != nil && p.mayHaveRunLocked() {
-				asks = append(asks, ask{p.id, p.sess})
-			}
-		}
-	})
-	slices.SortFunc(asks, func(x, y ask) int { return cmpUint(x.id, y.id) })
-	out := make([]*session, 0, len(asks))
-	for _, a := range asks {
-		if !slices.Contains(out, a.sess) {
-			out = append(out, a.sess)
+	var out []*session
+	for _, c := range t.callers("") {
+		if !slices.Contains(out, c.sess) {
+			out = append(out, c.sess)
 		}
 	}
 	return out
@@ -951,32 +939,39 @@ func (t *requestTable) alive(p *pending) bool {
 	return ok
 }
 
-// mrtrCarrier is the oldest modern call in flight that can carry a
-// child's question needing capability to its client (mrtr.go): one whose
-// own request declared it; nil if none did. only is the one modern call
-// that could carry a question, when there is exactly one and it did not
-// declare capability.
-func (t *requestTable) mrtrCarrier(capability string) (p *pending, sess *session, x *exchange, only *pending) {
+// caller is a client's request in flight on the child, as a child's
+// question may be for it (backend.routeQuestion).
+type caller struct {
+	p    *pending
+	sess *session
+	x    *exchange // its HTTP POST, for a modern call carrying a question
+	// modern: a 2026-07-28 request, which answers a question only by
+	// carrying it to its client (mrtr.go); canCarry: one that can carry
+	// one now (a call of an MRTR method, not held already); declared:
+	// its own request declared what the question needs.
+	modern, canCarry, declared bool
+}
+
+// callers lists, oldest first, the client requests that may have reached
+// the child (askers), as a child's question needing capability
+// (questionNeeds; "" for none a modern call can carry) finds them.
+func (t *requestTable) callers(capability string) []caller {
+	var out []caller
 	t.update(func(in *inFlight) {
-		n := 0
-		for _, q := range in.pending {
-			if q.sess == nil || !q.modern || q.held != nil || !mrtrMethods[q.method] {
+		for _, p := range in.pending {
+			if p.sess == nil || !p.mayHaveRunLocked() {
 				continue
 			}
-			n++
-			only = q
-			if q.caps.has(capability) && (p == nil || q.id < p.id) {
-				p = q
+			c := caller{p: p, sess: p.sess, x: p.x, modern: p.modern}
+			if p.modern {
+				c.canCarry = capability != "" && p.held == nil && mrtrMethods[p.method]
+				c.declared = c.canCarry && p.caps.has(capability)
 			}
-		}
-		if p != nil {
-			sess, x = p.sess, p.x
-		}
-		if p != nil || n != 1 {
-			only = nil
+			out = append(out, c)
 		}
 	})
-	return p, sess, x, only
+	slices.SortFunc(out, func(x, y caller) int { return cmpUint(x.p.id, y.p.id) })
+	return out
 }
 
 // hold makes x the hold of its call if the call is still in flight and
