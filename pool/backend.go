@@ -200,6 +200,7 @@ func buildBackend(srv *server, cfg ServerConfig, owner *session, roots []string,
 	}
 	b.stderr.Store(newRing(1))         // no child yet: an empty tail
 	b.reqs = newRequestTable(b.expire) // before b is shared: its timeouts expire through b
+	b.reqs.after = srv.p.afterFunc     // its sweep is the pool's work: Close waits for it
 	if adopt != nil {
 		b.carried, b.carriedHS = adopt.child, adopt.hs
 		b.child, b.startedAt = adopt.child, adopt.child.started // shown at once; supervise makes it ready

@@ -231,3 +231,10 @@ func HTTPPostsHeld(h http.Handler, sid string) int {
 	}
 	return hs.held.held()
 }
+
+// OnReplaying runs f each time a roots replay takes a held message, before
+// it handles it, until restore is called (after the pool closed).
+func OnReplaying(f func()) (restore func()) {
+	testHookReplaying = func(*session) { f() }
+	return func() { testHookReplaying = nil }
+}

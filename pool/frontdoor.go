@@ -171,6 +171,31 @@ func (p *Pool) joinUnlessClosed() bool {
 	return true
 }
 
+// goBeforeWait runs f in a goroutine Close waits for, unless Close (or
+// Handover) waits for them already, and reports whether it did. It is
+// for work that the pool's timers, whose goroutines are not the pool's,
+// hand it: that work goes on while the pool closes (a hand-back's grace,
+// the children's stop), and is done with once Close waits, for the
+// sessions are closed and the children stopped by then.
+func (p *Pool) goBeforeWait(f func()) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.waiting {
+		return false
+	}
+	p.wg.Go(f)
+	return true
+}
+
+// afterFunc is the clock's AfterFunc for the pool's timers: f runs in a
+// goroutine Close waits for, or not at all once it waits (goBeforeWait).
+// What a timer's own goroutine started, or did, as Close waits would be
+// a goroutine Close does not wait for, or, added from none as Close
+// waits, a misuse of its WaitGroup.
+func (p *Pool) afterFunc(d time.Duration, f func()) *time.Timer {
+	return p.clock.AfterFunc(d, func() { p.goBeforeWait(f) })
+}
+
 // serveShim runs one shim connection: hello, then the session's reader in
 // this goroutine and its writer in another.
 func (p *Pool) serveShim(conn net.Conn) {

@@ -318,7 +318,7 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message, don
 	}
 	x.mu.Lock()
 	if !x.over {
-		x.timer = time.AfterFunc(wait, func() {
+		x.timer = b.p.afterFunc(wait, func() {
 			x.end(newError(errQuestionsUnanswered, true, b.srv.name, b.srv.name, named))
 		})
 	}

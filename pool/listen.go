@@ -801,7 +801,7 @@ func (b *backend) syncUpstream() {
 	timeout := b.requestTimeout()
 	b.up.mu.Lock()
 	if b.up.next == p {
-		b.up.ackTimer = b.p.clock.AfterFunc(timeout, func() { b.unacknowledged(p, timeout) })
+		b.up.ackTimer = b.p.afterFunc(timeout, func() { b.unacknowledged(p, timeout) })
 	}
 	b.up.mu.Unlock()
 }

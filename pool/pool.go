@@ -323,6 +323,7 @@ type Pool struct {
 	sessions map[*session]struct{}
 	flushing map[deadlineWriter]struct{} // outputs of ended sessions writing out their last answers (writingOut)
 	closed   bool
+	waiting  bool // Close (or Handover) waits for p.wg: the timers start nothing (goBeforeWait)
 
 	// responses are the HTTP responses of the requests Close waits for
 	// (joinUnlessClosed), whose writes it cuts short (cutAtStop).
@@ -521,7 +522,7 @@ func (p *Pool) drained(s *server) {
 func (p *Pool) Close() error {
 	sessions, ok := p.beginClose()
 	if !ok {
-		p.waitGoroutines()
+		p.wg.Wait() // as the first Close (or Handover) does, which may not wait yet
 		return nil
 	}
 	var closing sync.WaitGroup
@@ -545,8 +546,14 @@ func (p *Pool) Close() error {
 
 // waitGoroutines waits for every goroutine the pool counts (p.wg): the
 // last wait of Close (and Handover), once the pool is marked closed and
-// no goroutine but the pool's own can start another.
-func (p *Pool) waitGoroutines() { p.wg.Wait() }
+// no goroutine but the pool's own can start another; from now on, the
+// pool's timers start none either (goBeforeWait).
+func (p *Pool) waitGoroutines() {
+	p.mu.Lock()
+	p.waiting = true
+	p.mu.Unlock()
+	p.wg.Wait()
+}
 
 var errPoolClosing = errors.New("switchboard is shutting down")
 

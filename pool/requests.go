@@ -125,9 +125,10 @@ type openQuestion struct {
 type requestTable struct {
 	mu     sync.Mutex
 	in     inFlight
-	expire func(*pending) // called, without the lock, for each request past its deadline
-	sweep  *time.Timer    // runs sweepDue at in.nextDeadline; made by the first register with a timeout
-	base   time.Time      // deadlines are durations since base (8 bytes in pending, not a time.Time's 24)
+	expire func(*pending)                          // called, without the lock, for each request past its deadline
+	sweep  *time.Timer                             // runs sweepDue at in.nextDeadline; made by the first register with a timeout
+	after  func(time.Duration, func()) *time.Timer // makes sweep: time.AfterFunc, or the pool's (Pool.afterFunc)
+	base   time.Time                               // deadlines are durations since base (8 bytes in pending, not a time.Time's 24)
 }
 
 // inFlight is the table's state, reached only through update.
@@ -163,7 +164,7 @@ type inFlight struct {
 // request of this table has a timeout).
 func newRequestTable(expire func(*pending)) *requestTable {
 	return &requestTable{in: inFlight{pending: map[uint64]*pending{}, tokens: map[uint64]*pending{},
-		reverse: map[uint64]reverseEntry{}}, expire: expire, base: time.Now()}
+		reverse: map[uint64]reverseEntry{}}, expire: expire, after: time.AfterFunc, base: time.Now()}
 }
 
 // update runs f with the table's state under its mutex. f must not block,
@@ -350,7 +351,7 @@ func (t *requestTable) resumeLocked(in *inFlight, p *pending, now time.Duration)
 func (t *requestTable) armLocked(in *inFlight, deadline, now time.Duration) {
 	in.nextDeadline = deadline
 	if t.sweep == nil {
-		t.sweep = time.AfterFunc(deadline-now, t.sweepDue)
+		t.sweep = t.after(deadline-now, t.sweepDue)
 		return
 	}
 	t.sweep.Reset(deadline - now)

@@ -187,7 +187,7 @@ func (b *backend) holdForRootsLocked(c *child, asked bool, wait time.Duration) {
 	c.rootsWait = true
 	c.rootsRound++
 	round := c.rootsRound
-	c.rootsTimer = b.p.clock.AfterFunc(wait, func() { b.rootsWaited(c, round, asked, wait) })
+	c.rootsTimer = b.p.afterFunc(wait, func() { b.rootsWaited(c, round, asked, wait) })
 }
 
 // tellRootsChanged tells b's child, a session's own, that its session's
@@ -411,7 +411,7 @@ func (s *session) askRoots() {
 	}
 	s.rootsAsk = id
 	s.mu.Unlock()
-	time.AfterFunc(rootsAskTimeout, func() { s.rootsAnswered(id, nil, nil) })
+	s.p.afterFunc(rootsAskTimeout, func() { s.rootsAnswered(id, nil, nil) })
 	s.deliver([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"roots/list"}`))
 }
 
@@ -786,7 +786,7 @@ func (s *session) heldRefusalLocked(key string, id []byte) *jsonrpc.Error {
 func (s *session) armHeldLocked() {
 	wait := time.Until(s.held.due[0].req.deadline())
 	if s.held.timer == nil {
-		s.held.timer = time.AfterFunc(wait, s.expireHeld)
+		s.held.timer = s.p.afterFunc(wait, s.expireHeld)
 		return
 	}
 	s.held.timer.Reset(wait)

@@ -170,7 +170,7 @@ func (s *server) idleTimerLocked(pt *partition, left time.Time) {
 	if !ok {
 		return // never, or not before its process starts, which arms it (processStarted)
 	}
-	pt.idle = s.p.clock.AfterFunc(wait, func() { s.reapIdle(pt, b) })
+	pt.idle = s.p.afterFunc(wait, func() { s.reapIdle(pt, b) })
 }
 
 func (s *server) idlePolicyLocked(pt *partition) idlePolicy {
