@@ -1145,9 +1145,7 @@ func (s *session) deliverOwing(line []byte, slot int32) {
 			o.kick(s)
 		}
 	default:
-		if !isClosed(s.closed) && s.evictOnce("queued", len(s.out)) {
-			s.p.wg.Go(s.endEvicted)
-		}
+		s.evictFull()
 	}
 }
 
@@ -1164,13 +1162,27 @@ func (s *session) queueLine(line []byte) (after func()) {
 			}
 		}
 	default:
-		return func() {
-			if !isClosed(s.closed) && s.evictOnce("queued", len(s.out)) {
-				s.p.wg.Go(s.endEvicted)
-			}
-		}
+		return s.evictFull
 	}
 }
+
+// evictFull evicts s, whose queue is full, unless it closed. Its callers
+// run in goroutines of the pool's and in others (an HTTP handler's): the
+// end (endEvicted) is started in a goroutine Close waits for, or not at
+// all once Close waits, which it does once it closed s itself.
+func (s *session) evictFull() {
+	if isClosed(s.closed) || !s.evictOnce("queued", len(s.out)) {
+		return
+	}
+	if testHookEvicting != nil {
+		testHookEvicting(s)
+	}
+	s.p.goBeforeWait(s.endEvicted)
+}
+
+// testHookEvicting, when set, runs as evictFull is about to end the
+// session it evicts.
+var testHookEvicting func(*session)
 
 var errEvicted = errors.New("evicted: the client stopped reading its messages")
 
