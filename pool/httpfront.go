@@ -1209,7 +1209,7 @@ func (hs *httpSession) parkLocked() {
 	}
 	hs.parkGen++
 	gen := hs.parkGen
-	hs.park = time.AfterFunc(hs.grace, func() { hs.takeBack(gen) })
+	hs.park = hs.s.p.afterFunc(hs.grace, func() { hs.takeBack(gen) })
 }
 
 // takeBack runs when the grace of park gen has passed with no stream
