@@ -252,19 +252,7 @@ func TestHTTPTokenOfAPoolThatDoesNotAnswer(t *testing.T) {
 // rotation only stored the new token: the stream went on carrying the
 // session's messages.
 func TestRotationEndsOldTokenSessions(t *testing.T) {
-	paths := sbHome(t)
-	if err := os.WriteFile(paths.Config, fakeServers(t, "a"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	inst, _ := startIn(t, Options{HTTPListen: "127.0.0.1:0"})
-	runInstance(t, inst)
-	var addr string
-	eventually(t, 5*time.Second, "the front door listening", func() bool {
-		if st := inst.Status(); st.HTTP != nil {
-			addr = st.HTTP.Listen
-		}
-		return addr != ""
-	})
+	inst, addr := runFrontDoor(t)
 	url, old := "http://"+addr+"/mcp/a", inst.currentToken()
 	send := func(method, sid, body string) *http.Response {
 		t.Helper()

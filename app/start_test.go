@@ -197,14 +197,10 @@ func TestStarterConfigIsWrittenWhole(t *testing.T) {
 	}
 }
 
-// TestFrontDoorClosesIdleConnections: a keep-alive connection left idle
-// on the HTTP front door (a client without the token, say) is closed
-// after the idle timeout, instead of holding a goroutine and a descriptor
-// for ever.
-func TestFrontDoorClosesIdleConnections(t *testing.T) {
-	old := frontDoorIdleTimeout
-	frontDoorIdleTimeout = 200 * time.Millisecond
-	t.Cleanup(func() { frontDoorIdleTimeout = old })
+// runFrontDoor runs an instance serving the fake server "a" with its HTTP
+// front door on a loopback port, and returns it and the port's address.
+func runFrontDoor(t *testing.T) (*Instance, string) {
+	t.Helper()
 	paths := sbHome(t)
 	if err := os.WriteFile(paths.Config, fakeServers(t, "a"), 0o600); err != nil {
 		t.Fatal(err)
@@ -218,6 +214,18 @@ func TestFrontDoorClosesIdleConnections(t *testing.T) {
 		}
 		return addr != ""
 	})
+	return inst, addr
+}
+
+// TestFrontDoorClosesIdleConnections: a keep-alive connection left idle
+// on the HTTP front door (a client without the token, say) is closed
+// after the idle timeout, instead of holding a goroutine and a descriptor
+// for ever.
+func TestFrontDoorClosesIdleConnections(t *testing.T) {
+	old := frontDoorIdleTimeout
+	frontDoorIdleTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { frontDoorIdleTimeout = old })
+	_, addr := runFrontDoor(t)
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -247,19 +255,7 @@ func TestFrontDoorClosesIdleConnections(t *testing.T) {
 // unfinished ones took 1.1 GB). Headers past frontDoorMaxHeaderBytes are
 // refused with 431 instead.
 func TestFrontDoorRefusesLargeHeaders(t *testing.T) {
-	paths := sbHome(t)
-	if err := os.WriteFile(paths.Config, fakeServers(t, "a"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	inst, _ := startIn(t, Options{HTTPListen: "127.0.0.1:0"})
-	runInstance(t, inst)
-	var addr string
-	eventually(t, 5*time.Second, "the front door listening", func() bool {
-		if st := inst.Status(); st.HTTP != nil {
-			addr = st.HTTP.Listen
-		}
-		return addr != ""
-	})
+	_, addr := runFrontDoor(t)
 	for _, tc := range []struct {
 		size int
 		want int

@@ -36,10 +36,7 @@ func SetHoldKeep(d time.Duration) (restore func()) {
 // HTTPStreamWaiting is how many messages wait for legacy HTTP session
 // sid's GET stream to write them.
 func HTTPStreamWaiting(h http.Handler, sid string) int {
-	f := h.(*httpFront)
-	f.mu.Lock()
-	hs := f.sessions[sid]
-	f.mu.Unlock()
+	hs := httpSessionOf(h, sid)
 	if hs == nil {
 		return 0
 	}
@@ -222,10 +219,7 @@ func HoldStderrReaders() (restore func()) {
 // HTTPPostsHeld is the bytes legacy HTTP session sid's POST responses
 // hold unread together (its heldBudget's count).
 func HTTPPostsHeld(h http.Handler, sid string) int {
-	f := h.(*httpFront)
-	f.mu.Lock()
-	hs := f.sessions[sid]
-	f.mu.Unlock()
+	hs := httpSessionOf(h, sid)
 	if hs == nil {
 		return 0
 	}
@@ -238,3 +232,14 @@ func OnReplaying(f func()) (restore func()) {
 	testHookReplaying = func(*session) { f() }
 	return func() { testHookReplaying = nil }
 }
+
+// httpSessionOf is the front door h's legacy HTTP session sid, or nil.
+func httpSessionOf(h http.Handler, sid string) *httpSession {
+	f := h.(*httpFront)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sessions[sid]
+}
+
+// AllStacks is every goroutine's stack (goroutineStacks).
+func AllStacks() string { return goroutineStacks() }

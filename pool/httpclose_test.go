@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,7 +106,7 @@ func isClosed(ch <-chan struct{}) bool {
 
 // goroutineIn reports whether a goroutine runs fn (a function's name as
 // stack traces give it) just now.
-func goroutineIn(fn string) bool { return strings.Contains(allStacks(), fn+"(") }
+func goroutineIn(fn string) bool { return strings.Contains(pool.AllStacks(), fn+"(") }
 
 // HTTP clients hammer the front door while the pool closes, and after:
 // calls, listens and legacy sessions opened and deleted. Every goroutine
@@ -214,24 +213,12 @@ func noPoolGoroutines(t *testing.T) {
 // (a method of the pool's types), "" if none does.
 func poolGoroutines() string {
 	var out []string
-	for _, g := range strings.Split(allStacks(), "\n\n") {
+	for _, g := range strings.Split(pool.AllStacks(), "\n\n") {
 		if strings.Contains(g, "switchboard/pool.(*") {
 			out = append(out, g)
 		}
 	}
 	return strings.Join(out, "\n\n")
-}
-
-// allStacks is every goroutine's stack.
-func allStacks() string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return string(buf[:n])
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 }
 
 // Close waits for the HTTP requests under way (they are in the pool),
@@ -252,7 +239,7 @@ func TestHTTPStalledStreamHoldsCloseUpToStopGrace(t *testing.T) {
 		t.Fatalf("flood: %s", m.raw)
 	}
 	eventually(t, "the GET stream's write to wait for its client", func() bool {
-		for _, g := range strings.Split(allStacks(), "\n\n") {
+		for _, g := range strings.Split(pool.AllStacks(), "\n\n") {
 			if strings.Contains(g, "pool.(*httpFront).listen(") && strings.Contains(g, "internal/poll.(*FD).Write(") {
 				return true
 			}

@@ -66,7 +66,7 @@ func TestHTTPStalledPostsOfOneSessionAreBoundedTogether(t *testing.T) {
 			before := heapAlloc()
 			conns := make([]net.Conn, posts)
 			for i := range conns {
-				conns[i] = stalledPost(t, url, hostile.sid, tc.call(10+i))
+				conns[i], _ = rawPost(t, url, hostile.sid, tc.call(10+i))
 			}
 			// Every call answered at the child and handed to its POST:
 			// what the pool holds for the session is what it keeps.
@@ -139,24 +139,7 @@ func TestHTTPStalledPostsOfOneSessionAreBoundedTogether(t *testing.T) {
 	}
 }
 
-// stalledPost POSTs body for session sid on a connection of its own,
-// with a small receive buffer, and reads nothing of the response.
-func stalledPost(t *testing.T, url, sid, body string) net.Conn {
-	t.Helper()
-	conn := dialHost(t, url)
-	t.Cleanup(func() { conn.Close() })
-	_ = conn.(*net.TCPConn).SetReadBuffer(16 << 10)
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", sid)
-	if err := req.Write(conn); err != nil {
-		t.Fatal(err)
-	}
-	return conn
-}
-
-// readStalled reads the response a stalledPost left unread, whole.
+// readStalled reads the response a rawPost left unread, whole.
 func readStalled(conn net.Conn) (status int, body string, err error) {
 	_ = conn.(*net.TCPConn).SetReadBuffer(1 << 20)
 	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))

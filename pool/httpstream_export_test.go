@@ -8,10 +8,7 @@ import (
 // HTTPStreamQueuedBytes is what the messages waiting for legacy HTTP
 // session sid's GET stream hold, in bytes.
 func HTTPStreamQueuedBytes(h http.Handler, sid string) int {
-	f := h.(*httpFront)
-	f.mu.Lock()
-	hs := f.sessions[sid]
-	f.mu.Unlock()
+	hs := httpSessionOf(h, sid)
 	if hs == nil {
 		return 0
 	}
@@ -35,9 +32,6 @@ func SetHTTPKeepAlive(h http.Handler, d time.Duration) { h.(*httpFront).keepAliv
 // HTTPStreamOpen reports whether legacy HTTP session sid has its GET
 // stream open.
 func HTTPStreamOpen(h http.Handler, sid string) bool {
-	f := h.(*httpFront)
-	f.mu.Lock()
-	hs := f.sessions[sid]
-	f.mu.Unlock()
+	hs := httpSessionOf(h, sid)
 	return hs != nil && hs.streaming()
 }

@@ -6,10 +6,7 @@ import "net/http"
 // requests waiting for a GET stream under a grace (Options.QuestionGrace)
 // that has not passed.
 func HTTPQuestionsParked(h http.Handler, sid string) bool {
-	f := h.(*httpFront)
-	f.mu.Lock()
-	hs := f.sessions[sid]
-	f.mu.Unlock()
+	hs := httpSessionOf(h, sid)
 	if hs == nil {
 		return false
 	}

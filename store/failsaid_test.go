@@ -17,20 +17,10 @@ import (
 // one every FlushInterval), and says again when the failure changes.
 // It used to warn at each batch.
 func TestRefusedFileIsLoggedOnce(t *testing.T) {
-	path, other := dbPath(t), dbPath(t)
+	path := dbPath(t)
 	var logged logBuffer
 	s := openT(t, path, &Options{FlushInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
-	o := openT(t, other, nil)
-	if err := o.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(other, path); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the store to refuse the file", func() bool {
-		err := s.Err()
-		return err != nil && strings.Contains(err.Error(), "cannot be made again")
-	})
+	putAnotherHistory(t, s, path, 1)
 	now := time.Now()
 	for i := range uint64(5) {
 		s.Record(received(i+1, "s1", "tools/call", "lost", now))

@@ -160,14 +160,12 @@ func TestStopAfterTheFileWasDeleted(t *testing.T) {
 	}
 }
 
-// Another history's file put in the database file's place (it has later
-// runs: its rows and this run's would mix) is left as it is: the store
-// records nothing meanwhile and says why, and makes its own file again
-// once the path is free.
-func TestReplacedByAnotherHistory(t *testing.T) {
-	path, other := dbPath(t), dbPath(t)
-	s := openT(t, path, &Options{FlushInterval: time.Hour})
-	for range 3 {
+// putAnotherHistory moves a history that has had runs runs of its own to
+// path, the file of s, and waits until s refuses it.
+func putAnotherHistory(t *testing.T, s *Store, path string, runs int) {
+	t.Helper()
+	other := dbPath(t)
+	for range runs {
 		o := openT(t, other, nil)
 		if err := o.Close(); err != nil {
 			t.Fatal(err)
@@ -180,6 +178,16 @@ func TestReplacedByAnotherHistory(t *testing.T) {
 		err := s.Err()
 		return err != nil && strings.Contains(err.Error(), "cannot be made again")
 	})
+}
+
+// Another history's file put in the database file's place (it has later
+// runs: its rows and this run's would mix) is left as it is: the store
+// records nothing meanwhile and says why, and makes its own file again
+// once the path is free.
+func TestReplacedByAnotherHistory(t *testing.T) {
+	path := dbPath(t)
+	s := openT(t, path, &Options{FlushInterval: time.Hour})
+	putAnotherHistory(t, s, path, 3)
 	now := time.Now()
 	s.Record(received(1, "s1", "tools/call", "lost", now))
 	s.Record(done(1, "s1", "tools/call", "lost", pool.StatusOK, 0, now))
