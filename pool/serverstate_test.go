@@ -89,14 +89,7 @@ func TestFailedServerStaysFailedPastItsIdleTimeout(t *testing.T) {
 		}
 	}
 
-	c2 := tp.dial(t, "broken")
-	c2.send(stateInitialize)
-	if m := c2.recv(); m.Error == nil || !strings.Contains(m.Error.Message, "KeyError: TOKEN") {
-		t.Fatalf("the next session's initialize: want the failure with its reason, got %s", m.raw)
-	}
-	if n := started(); n != before {
-		t.Fatalf("the next request started %d children of the failed server: want it to fail fast", n-before)
-	}
+	failsFast(t, tp, func() int { return started() - before })
 }
 
 // A reload that writes out a failed server's defaults (idleTimeout,
@@ -132,12 +125,20 @@ func TestDefaultsWrittenOutLeaveAFailedServerFailed(t *testing.T) {
 	if s := serverInfo(t, tp, "broken"); s != failed {
 		t.Fatalf("after a reload with its defaults written out: %+v, want it still %+v", s, failed)
 	}
-	c2 := tp.dial(t, "broken")
-	c2.send(stateInitialize)
-	if m := c2.recv(); m.Error == nil || !strings.Contains(m.Error.Message, "KeyError: TOKEN") {
+	failsFast(t, tp, func() int { return started() - before })
+}
+
+// failsFast checks that a new session of the failed server "broken" is
+// refused with the failure's reason and that no child was started for it
+// (startedSince counts the children started since the failure).
+func failsFast(t *testing.T, tp *testPool, startedSince func() int) {
+	t.Helper()
+	c := tp.dial(t, "broken")
+	c.send(stateInitialize)
+	if m := c.recv(); m.Error == nil || !strings.Contains(m.Error.Message, "KeyError: TOKEN") {
 		t.Fatalf("the next session's initialize: want the failure with its reason, got %s", m.raw)
 	}
-	if n := started(); n != before {
-		t.Fatalf("the next request started %d children of the failed server: want it to fail fast", n-before)
+	if n := startedSince(); n != 0 {
+		t.Fatalf("the next request started %d children of the failed server: want it to fail fast", n)
 	}
 }
