@@ -1033,12 +1033,16 @@ func (p *Pool) lastWriteDeadline(conn deadlineWriter) {
 	_ = conn.SetWriteDeadline(time.Now().Add(wait))
 }
 
-// writingOut enters conn, the output of a session that ended and writes
-// out its last answers, among those a stop cuts short to StopGrace
-// (beginClose); the pool already stopping, it is cut short here. Either
-// the stop sees conn here, or this sees the pool closed. done removes
-// it once written.
-func (p *Pool) writingOut(conn deadlineWriter) (done func()) {
+// writingOut enters conn, an output whose writes a stop cuts short to
+// StopGrace (beginClose), so that a client that does not read holds the
+// stop up no longer than one of the pool's own sessions would: the
+// output of a session that ended and writes out its last answers, or
+// the response of an HTTP request Close waits for (joinUnlessClosed).
+// The pool already stopping, it is cut short here. Either the stop sees
+// conn here, or this sees the pool closed. done removes it once written;
+// from then on the stop leaves it alone (a response is done with once
+// its handler returns).
+func (p *Pool) writingOut(conn writeDeadliner) (done func()) {
 	p.mu.Lock()
 	closed := p.closed
 	if !closed {
@@ -1055,37 +1059,8 @@ func (p *Pool) writingOut(conn deadlineWriter) (done func()) {
 	}
 }
 
-// cutAtStop enters rc, the response of an HTTP request Close waits for
-// (joinUnlessClosed), among those whose writes a stop cuts short to
-// StopGrace (beginClose), until uncut: a client that does not read it
-// holds the stop up no longer than one of the pool's own sessions would.
-// The pool already stopping, it is cut short here. Each write sets its
-// own deadline (stopDeadline), which must not undo the stop's.
-func (p *Pool) cutAtStop(rc writeDeadliner) {
-	p.mu.Lock()
-	closed := p.closed
-	if !closed {
-		if p.responses == nil {
-			p.responses = map[writeDeadliner]struct{}{}
-		}
-		p.responses[rc] = struct{}{}
-	}
-	p.mu.Unlock()
-	if closed {
-		_ = rc.SetWriteDeadline(time.Now().Add(p.opts.StopGrace))
-	}
-}
-
-// uncut ends what cutAtStop began: once it returns, the stop leaves rc
-// alone (the handler may return, and its response be done with).
-func (p *Pool) uncut(rc writeDeadliner) {
-	p.mu.Lock()
-	delete(p.responses, rc)
-	p.mu.Unlock()
-}
-
 // stopDeadline gives the next write to rc, an output entered with
-// cutAtStop, d, or StopGrace once the pool is stopping. It looks at the
+// writingOut, d, or StopGrace once the pool is stopping. It looks at the
 // pool after it set d: a stop that began before the look is seen, and
 // one that began after cuts rc itself (beginClose), later.
 func (p *Pool) stopDeadline(rc writeDeadliner, d time.Duration) error {

@@ -413,8 +413,7 @@ var errSlowHTTPClient = errors.New("the client did not read its HTTP response in
 // then): g nil is a legacy one.
 func (h *httpFront) await(o *postOut, r *http.Request, s *session, x *exchange, g *grant) awaitEnd {
 	defer func() { _ = o.rc.SetWriteDeadline(time.Time{}) }() // a kept-alive connection's next request has its own
-	h.p.cutAtStop(&o.rc)
-	defer h.p.uncut(&o.rc)
+	defer h.p.writingOut(&o.rc)()
 	end := o.await(r, s, x, g, h.keepAlive)
 	x.settle()
 	if end == awaitSlow {
@@ -554,7 +553,7 @@ var jsonContentType = []string{"application/json"}
 type postOut struct {
 	w     http.ResponseWriter
 	rc    http.ResponseController // by value: one allocation fewer a request
-	p     *Pool                   // whose stop cuts its writes short (cutAtStop)
+	p     *Pool                   // whose stop cuts its writes short (writingOut)
 	sid   string                  // the Mcp-Session-Id to hand out with a successful answer: the initialize's that opened it; else ""
 	id    []byte                  // the request's id, which an error in its answer's stead names (failEarly)
 	code  int                     // the answer's JSON-RPC error code, once answer has it (0: a result)
@@ -721,8 +720,7 @@ func (h *httpFront) listen(w http.ResponseWriter, r *http.Request, hs *httpSessi
 	// it does not take within streamWriteTimeout ends the stream.
 	rc := http.NewResponseController(w)
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
-	h.p.cutAtStop(rc)
-	defer h.p.uncut(rc)
+	defer h.p.writingOut(rc)()
 	write := func(put func() error) bool { // put's write, flushed
 		if err := h.p.stopDeadline(rc, streamWriteTimeout); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return false

@@ -321,13 +321,13 @@ type Pool struct {
 	// configured since: a session asked of one is refused saying so.
 	removed  map[string]bool
 	sessions map[*session]struct{}
-	flushing map[deadlineWriter]struct{} // outputs of ended sessions writing out their last answers (writingOut)
+	// flushing are the outputs whose writes a stop cuts short
+	// (writingOut): ended sessions writing out their last answers, and
+	// the responses of the HTTP requests Close waits for.
+	flushing map[writeDeadliner]struct{}
 	closed   bool
 	waiting  bool // Close (or Handover) waits for p.wg: the timers start nothing (goBeforeWait)
 
-	// responses are the HTTP responses of the requests Close waits for
-	// (joinUnlessClosed), whose writes it cuts short (cutAtStop).
-	responses map[writeDeadliner]struct{}
 }
 
 // New returns a pool with no servers; give it some with Apply.
@@ -343,7 +343,7 @@ func New(opts *Options) *Pool {
 		servers:  map[string]*server{},
 		removed:  map[string]bool{},
 		sessions: map[*session]struct{}{},
-		flushing: map[deadlineWriter]struct{}{},
+		flushing: map[writeDeadliner]struct{}{},
 		carried:  o.Carried,
 	}
 	p.nextAskID.Store(askIDSeed(o.AskIDFloor, time.Now()))
@@ -596,19 +596,12 @@ func (p *Pool) beginClose() (sessions []*session, ok bool) {
 	for s := range p.sessions {
 		sessions = append(sessions, s)
 	}
-	flushing := make([]deadlineWriter, 0, len(p.flushing))
+	// Under mu, for an HTTP response is its handler's only until its
+	// writingOut is done; setting a deadline waits for no client.
 	for w := range p.flushing {
-		flushing = append(flushing, w)
-	}
-	// Under mu, for a response is the handler's until uncut: setting a
-	// deadline waits for no client.
-	for rc := range p.responses {
-		_ = rc.SetWriteDeadline(time.Now().Add(p.opts.StopGrace))
-	}
-	p.mu.Unlock()
-	for _, w := range flushing {
 		_ = w.SetWriteDeadline(time.Now().Add(p.opts.StopGrace))
 	}
+	p.mu.Unlock()
 	return sessions, true
 }
 
