@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/switchboard-mcp/switchboard/pool/accept"
 )
 
@@ -26,8 +28,17 @@ func listenHTTP(addr string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("HTTP front door: %w", err)
 	}
-	return ln, nil
+	return netutil.LimitListener(ln, frontDoorMaxConns), nil
 }
+
+// frontDoorMaxConns bounds the HTTP front door's open connections. Any
+// local process can open them, the token is checked only after a
+// request's headers, and each holds one of the pool's file descriptors:
+// unbounded, a flood of them took every descriptor, and with them the
+// stdio sessions, new children and the history. Past the bound a new
+// connection waits in the kernel's backlog until one closes. The load
+// tool's 64 sessions × 8 in flight take about 600. A var for tests.
+var frontDoorMaxConns = 1024
 
 // serveHTTP serves srv (the HTTP front door, the control API) on ln until
 // srv is shut down. An accept error the listener recovers from (out of

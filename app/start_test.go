@@ -225,14 +225,15 @@ func TestFrontDoorClosesIdleConnections(t *testing.T) {
 	old := frontDoorIdleTimeout
 	frontDoorIdleTimeout = 200 * time.Millisecond
 	t.Cleanup(func() { frontDoorIdleTimeout = old })
-	_, addr := runFrontDoor(t)
+	inst, addr := runFrontDoor(t)
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	// Without a body: a refused request with one has its connection closed.
-	fmt.Fprintf(conn, "GET /mcp/a HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
+	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	fmt.Fprintf(conn, "POST /mcp/a HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
+		addr, inst.currentToken(), len(initialize), initialize)
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
@@ -240,12 +241,108 @@ func TestFrontDoorClosesIdleConnections(t *testing.T) {
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized || resp.Close {
-		t.Fatalf("without the token: %d, close %v; want 401 on a kept-alive connection", resp.StatusCode, resp.Close)
+	if resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("initialize: %d, close %v; want 200 on a kept-alive connection", resp.StatusCode, resp.Close)
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
 		t.Fatalf("the idle connection: %v, want it closed by the front door", err)
+	}
+}
+
+// TestFrontDoorClosesRefusedConnections: a request the front door
+// refuses (no token, a page's Origin) gets its answer, and its connection
+// is closed with it, instead of staying open for the idle timeout: a
+// client that does not have the token holds none of the front door's
+// counted connections by sending one request.
+func TestFrontDoorClosesRefusedConnections(t *testing.T) {
+	_, addr := runFrontDoor(t)
+	for _, tc := range []struct {
+		name, headers string
+		want          int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"a page's Origin", "Origin: https://evil.example\r\n", http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "GET /mcp/a HTTP/1.1\r\nHost: %s\r\n%s\r\n", addr, tc.headers)
+			br := bufio.NewReader(conn)
+			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("%d, want %d", resp.StatusCode, tc.want)
+			}
+			if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+				t.Fatalf("after the refusal: %v, want the connection closed by the front door", err)
+			}
+		})
+	}
+}
+
+// TestFrontDoorBoundsItsConnections: any local process can open
+// connections to the front door, and each took one of the pool's file
+// descriptors, without bound: a flood of them left none for the stdio
+// sessions, new children or the history. Past frontDoorMaxConns a
+// connection waits unaccepted until one closes.
+func TestFrontDoorBoundsItsConnections(t *testing.T) {
+	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
+		t.Skip("needs /proc/self/fd to count descriptors:", err)
+	}
+	old := frontDoorMaxConns
+	frontDoorMaxConns = 8
+	t.Cleanup(func() { frontDoorMaxConns = old })
+	_, addr := runFrontDoor(t)
+	openFDs := func() int {
+		fds, _ := os.ReadDir("/proc/self/fd")
+		return len(fds)
+	}
+	before := openFDs()
+	const flood = 64
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	for range flood {
+		c, err := net.Dial("tcp", addr) // the kernel completes the handshake, accepted or not
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	// The test's own ends of the flood are descriptors of this process
+	// too; past them, the pool may hold frontDoorMaxConns.
+	limit := before + flood + frontDoorMaxConns
+	eventually(t, 5*time.Second, "the pool to accept what it may", func() bool { return openFDs() >= limit })
+	if n := openFDs(); n > limit+4 {
+		t.Fatalf("%d descriptors open after %d connections to a front door bounded at %d, from %d: the pool took %d",
+			n, flood, frontDoorMaxConns, before, n-before-flood)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+	// Once they are gone, a client is served.
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/mcp/a", nil)
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("after the flood ended: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("after the flood ended: %d, want 401", resp.StatusCode)
 	}
 }
 

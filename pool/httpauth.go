@@ -111,8 +111,13 @@ func bearerToken(h string) (string, bool) {
 	return strings.TrimSpace(cred), true
 }
 
-// refuse answers a request the gate turns away.
+// refuse answers a request the gate turns away, and closes its
+// connection: a client without the token, or from a page it is not for,
+// does not keep a connection of the front door open for its idle timeout
+// (the front door's connections are counted, and any local process can
+// open them).
 func (h *httpFront) refuse(w http.ResponseWriter, r *http.Request, status int, why string) {
+	w.Header().Set("Connection", "close")
 	dropBody(w, r)
 	httpError(w, status, nil, jsonrpc.CodeInvalidRequest, why)
 }
