@@ -92,8 +92,18 @@ func (p *Pool) Stop(server string) error {
 // questions wait for its client's answers (inputbridge.go), at no child
 // now, ends with its questions; once its client answered them, it is
 // found under the pool id it was listed with as it waited, and its next
-// round is cancelled (goneOn).
+// round is cancelled (goneOn). The client's error is delivered from the
+// caller's goroutine, which may start the session's writer: a closed pool
+// cancels nothing (ErrPoolClosed), and Close waits for a Cancel under way.
 func (p *Pool) Cancel(poolID uint64) error {
+	if !p.enter() {
+		return ErrPoolClosed
+	}
+	defer p.leave()
+	return p.cancel(poolID)
+}
+
+func (p *Pool) cancel(poolID uint64) error {
 	p.mu.Lock()
 	sessions := make([]*session, 0, len(p.sessions))
 	for s := range p.sessions {
@@ -111,7 +121,7 @@ func (p *Pool) Cancel(poolID uint64) error {
 	if x := p.rounds.ofCall(poolID); x != nil { // its questions wait for its client: no child has it now
 		if !x.end(newError(errCancelledByUser, true, x.b.srv.name, x.b.srv.name, x.call.method)) {
 			if id := goneOn(sessions, poolID); id != 0 { // answered just now, and already sent on
-				return p.Cancel(id)
+				return p.cancel(id)
 			}
 			return fmt.Errorf("request %d: %w (it just ended)", poolID, ErrNotFound)
 		}

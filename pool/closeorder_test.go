@@ -89,6 +89,20 @@ func TestRestartAfterCloseStartsNothing(t *testing.T) {
 	}
 }
 
+// A user's cancel delivers its error from the caller's goroutine, which
+// may start the session's writer: after Close there is none to cancel,
+// and it is refused rather than looked for.
+func TestCancelAfterCloseIsRefused(t *testing.T) {
+	tp := newTestPool(t, nil, pool.ServerConfig{Name: "srv", Command: fakeBin})
+	tp.dial(t, "srv").initialize("c", "")
+	if err := tp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Cancel(1); !errors.Is(err, pool.ErrPoolClosed) {
+		t.Fatalf("Cancel after Close: %v, want %v", err, pool.ErrPoolClosed)
+	}
+}
+
 // Restarts while the pool closes: each one starts its resolution before
 // Close waits, or is refused.
 func TestRestartAcrossClose(t *testing.T) {

@@ -676,7 +676,9 @@ type sessionOut struct {
 	stalled bool
 }
 
-// kick makes sure a drain goroutine runs for what is queued.
+// kick makes sure a drain goroutine runs for what is queued. Its callers
+// are the pool's goroutines and calls that entered it (Pool.Cancel), so
+// the drain is counted before Close waits.
 func (o *sessionOut) kick(s *session) {
 	if o.active.CompareAndSwap(false, true) {
 		s.p.wg.Go(func() { s.drain(o) })
