@@ -54,6 +54,7 @@ const (
 	errDuplicateID     // the id is already in flight in this session
 	errMessageTooLarge // the client's message was over the size limit
 	errNotOurState     // a requestState of another call
+	errUnknownState    // a requestState of the pool's that it holds no call for
 	errUnreadableHeld  // a held call's kept answer could not be read back
 	errBadParams       // params the pool reads itself (initialize, subscriptions/listen) are malformed
 	errNotInitialized  // a request of neither era: no initialize before it, no 2026-07-28 _meta in it
@@ -147,9 +148,11 @@ var errorTable = [...]errorRow{
 		format: "this session sent %d bytes that wait for its answer to the pool's roots/list, and this message has %d, past its limit of %d: answer roots/list (other sessions are not affected)"},
 	errHeldNotes: {code: jsonrpc.CodeOverloaded,
 		format: "this session sent %d notifications that wait for its answer to the pool's roots/list, its limit: answer roots/list (other sessions are not affected)"},
-	errDuplicateID:       {code: jsonrpc.CodeInvalidRequest, format: "request id %s is already in flight in this session"},
-	errMessageTooLarge:   {code: jsonrpc.CodeMessageTooLarge, format: "message of %d bytes exceeds the %d-byte limit"},
-	errNotOurState:       {code: jsonrpc.CodeInvalidParams, format: "requestState does not belong to this request"},
+	errDuplicateID:     {code: jsonrpc.CodeInvalidRequest, format: "request id %s is already in flight in this session"},
+	errMessageTooLarge: {code: jsonrpc.CodeMessageTooLarge, format: "message of %d bytes exceeds the %d-byte limit"},
+	errNotOurState:     {code: jsonrpc.CodeInvalidParams, format: "requestState does not belong to this request"},
+	errUnknownState: {code: jsonrpc.CodeInvalidParams,
+		format: "requestState is not one Switchboard holds a call for: it was used already, its call ended, or it was given out before Switchboard restarted; send the call again without it"},
 	errUnreadableHeld:    {code: jsonrpc.CodeInternalError, format: "the held call's answer is unreadable"},
 	errBadParams:         {code: jsonrpc.CodeInvalidParams, format: "%s: %v"},
 	errNotInitialized:    {code: jsonrpc.CodeInvalidParams, format: "invalid params: %s came with no initialize before it and no 2026-07-28 _meta: a legacy client sends initialize first; a 2026-07-28 request names its protocolVersion and clientCapabilities in params._meta"},

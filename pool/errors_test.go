@@ -44,6 +44,7 @@ func TestErrorTable(t *testing.T) {
 		errDuplicateID:         {[]byte(`"1"`)},
 		errMessageTooLarge:     {70 << 20, 64 << 20},
 		errNotOurState:         nil,
+		errUnknownState:        nil,
 		errUnreadableHeld:      nil,
 		errBadParams:           {"initialize", "unexpected end of JSON input"},
 		errNotInitialized:      {"tools/list"},

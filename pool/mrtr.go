@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/rand"
 	"encoding/hex"
@@ -347,7 +348,24 @@ func inputRequired(x *mrtrHold) []byte {
 func newRequestState() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return "sb1." + hex.EncodeToString(b[:])
+	return statePrefix + hex.EncodeToString(b[:])
+}
+
+// statePrefix begins every requestState the pool gives out; stateMark
+// finds one in a message without parsing it.
+const statePrefix = "sb1."
+
+var stateMark = []byte(`"` + statePrefix)
+
+// isPoolState reports whether state has the shape of one the pool gives
+// out (newRequestState), as no child's state plausibly has.
+func isPoolState(state string) bool {
+	h, ok := strings.CutPrefix(state, statePrefix)
+	if !ok || len(h) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil && strings.ToLower(h) == h
 }
 
 // heldAnswerWait bounds how long a retry waits for the answer of a call
@@ -358,7 +376,7 @@ const heldAnswerWait = time.Second
 // input_required, carried by ex when not nil. It reports whether the
 // request was such a retry (and is answered or under way).
 func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool {
-	if !mrtrMethods[msg.Method] || s.p.holds.none() {
+	if !mrtrMethods[msg.Method] || s.p.holds.none() && !bytes.Contains(msg.Raw, stateMark) {
 		return false // and the params need no scan
 	}
 	params := msg.Params.Of(msg.Raw)
@@ -368,7 +386,14 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 	}
 	x := s.p.holds.take(state)
 	if x == nil {
-		return false // not ours: the child's own requestState, or stale
+		if !isPoolState(state) {
+			return false // the child's own requestState
+		}
+		// Spent, expired, or given out by a pool that has stopped. As a
+		// new call it would run the legacy child's tool again, which may
+		// have done its work before it asked.
+		s.replyErrorTo(ex, id, newError(errUnknownState, false, ""))
+		return true
 	}
 	name, _ := jsonrpc.String(params, jsonrpc.Member(params, "name"))
 	if name == "" {

@@ -102,6 +102,43 @@ func TestMRTRBridgesLegacyChildQuestions(t *testing.T) {
 	}
 }
 
+// TestMRTRUnknownStateIsRefused: a retry whose requestState the pool gave
+// out and no longer holds (spent by an earlier retry, or given out by a
+// pool that has since stopped) is refused with -32602. Passed on as a new
+// call, it ran the legacy child's tool again: a replayed retry re-ran a
+// call that may have done its work before it asked.
+func TestMRTRUnknownStateIsRefused(t *testing.T) {
+	tp := newTestPool(t, nil, fake("srv"))
+	roundTrip, _ := roundTrips(t, tp)
+	answer := func(key string) string {
+		return `,"inputResponses":{"` + key + `":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`
+	}
+	refused := func(t *testing.T, what string, m msg) {
+		t.Helper()
+		if m.Error == nil || m.Error.Code != -32602 || !strings.Contains(m.Error.Message, "requestState") {
+			t.Fatalf("%s: %s, want -32602 naming the requestState", what, m.raw)
+		}
+	}
+	for _, how := range []string{"http", "stdio"} {
+		t.Run(how, func(t *testing.T) {
+			send := roundTrip[how]
+			// No call held anywhere: a state of the pool's shape from another run.
+			refused(t, "a state no pool of this run gave out",
+				send("1", askCall("1", "sampling", `,"requestState":"sb1.00112233445566778899aabbccddeeff"`+answer("q"))))
+			first := readResult(t, send("2", askCall("2", "sampling", "")))
+			var key string
+			for k := range first.InputRequests {
+				key = k
+			}
+			done := readResult(t, send("3", askCall("3", "sampling", `,"requestState":"`+first.RequestState+`"`+answer(key))))
+			if done.ResultType != "complete" {
+				t.Fatalf("the retry: %+v", done)
+			}
+			refused(t, "the same retry again", send("4", askCall("4", "sampling", `,"requestState":"`+first.RequestState+`"`+answer(key))))
+		})
+	}
+}
+
 // TestMRTRRefusesWhatTheClientCannotAnswer: a modern client that did not
 // declare sampling gets -32021 (HTTP 400) for a call whose legacy child
 // asks for sampling, and the child's question is refused; a requestState
