@@ -74,6 +74,16 @@ func (inst *Instance) withConfigProblem(err error) error {
 	return err
 }
 
+// UnresponsiveStatus is what `status --json` prints when the pool that
+// holds the home did not answer (why): Running true, Unresponsive saying
+// so, and empty lists and zeros, as NoPoolStatus has, so that a script
+// reads it as it reads a pool's status.
+func UnresponsiveStatus(why error) control.Status {
+	msg := why.Error()
+	return control.Status{Running: true, Unresponsive: &msg,
+		Servers: []pool.ServerInfo{}, Sessions: []pool.SessionInfo{}, Backends: []pool.BackendInfo{}, InFlight: []pool.RequestInfo{}}
+}
+
 // NoPoolStatus is what `status --json` prints when no pool runs for
 // paths: Running false, the config a pool would read, and empty lists
 // and zeros (no pool's version, pid or counters), so that a script reads

@@ -61,12 +61,17 @@ var ErrHeadless = errors.New("this switchboard runs headless (`switchboard serve
 type Status struct {
 	// Running is true in a running pool's status; `status --json` prints
 	// a status with it false, and no pool's fields, when none runs.
-	Running     bool         `json:"running"`
-	Version     string       `json:"version"`
-	Build       version.Info `json:"build"`
-	PID         int          `json:"pid"`
-	Config      string       `json:"config"`
-	ConfigError *string      `json:"configError"`
+	Running bool `json:"running"`
+	// Unresponsive, set, is why `status --json` has no more to say of a
+	// pool that holds this home and did not answer in time (stopped, or
+	// stuck): a script then reads running true and this, rather than
+	// nothing at all.
+	Unresponsive *string      `json:"unresponsive,omitempty"`
+	Version      string       `json:"version"`
+	Build        version.Info `json:"build"`
+	PID          int          `json:"pid"`
+	Config       string       `json:"config"`
+	ConfigError  *string      `json:"configError"`
 	// ConfigWatchError, set, says why the config file is not watched:
 	// edits to it wait until the pool can watch it again (it tries every
 	// 30 s) or restarts.

@@ -126,6 +126,11 @@ func (c *statusCmd) Run(ctx context.Context) error {
 	if errors.Is(err, app.ErrNoPool) {
 		return c.noPool()
 	}
+	if errors.Is(err, control.ErrUnresponsive) && c.JSON {
+		if perr := printJSON(os.Stdout, app.UnresponsiveStatus(err)); perr != nil {
+			return perr
+		}
+	}
 	if err != nil {
 		return err
 	}

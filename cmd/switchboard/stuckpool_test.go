@@ -249,3 +249,33 @@ func TestStoppedPoolDoesNotActLater(t *testing.T) {
 	default:
 	}
 }
+
+// `status --json` with a pool that does not answer prints what a script
+// can read: running true, and why there is nothing more (exit 1). It
+// printed nothing on stdout, so a script reading .running read no input.
+func TestStatusJSONOfAPoolThatDoesNotAnswer(t *testing.T) {
+	home := homeDir(t)
+	silentControlSocket(t, home)
+	cmd := exec.Command(sbBin, "status", "--json")
+	cmd.Env = clientEnv(home)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != 1 {
+		t.Fatalf("status --json: %v, exit %d, want 1\n%s", err, code, stderr.String())
+	}
+	var st struct {
+		Running      *bool   `json:"running"`
+		Unresponsive *string `json:"unresponsive"`
+		Sessions     []any   `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &st); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%q", err, stdout.String())
+	}
+	if st.Running == nil || !*st.Running || st.Unresponsive == nil || !strings.Contains(*st.Unresponsive, "did not answer") || st.Sessions == nil {
+		t.Fatalf("status --json of a pool that does not answer:\n%s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "did not answer") {
+		t.Errorf("stderr does not say the pool did not answer:\n%s", stderr.String())
+	}
+}
