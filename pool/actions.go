@@ -12,7 +12,9 @@ var ErrNotFound = errors.New("not found")
 // Restart restarts the server's children: a failed server gets a fresh
 // restart budget, a running child is shut down gracefully and started
 // again (its written requests follow the at-most-once rule). A closed
-// pool restarts nothing: ErrPoolClosed.
+// pool restarts nothing: ErrPoolClosed. Nor does a server the config
+// holds back: an ErrDisabled saying why, its children left to finish
+// their calls.
 func (p *Pool) Restart(server string) error {
 	if !p.enter() {
 		return ErrPoolClosed
@@ -23,6 +25,12 @@ func (p *Pool) Restart(server string) error {
 		return err
 	}
 	s.mu.Lock()
+	if s.cfg.Disabled {
+		// It starts no child; those it has finish their calls and stop.
+		err := disabledError(s.cfg)
+		s.mu.Unlock()
+		return err
+	}
 	s.forgetResolutionLocked() // a restart looks the package up again
 	s.startResolvingLocked()
 	resolving := s.resolution != nil
@@ -50,6 +58,13 @@ func (p *Pool) RestartBackend(id uint64) error {
 	for _, s := range p.allServers() {
 		for _, b := range s.backends() {
 			if b.id == id {
+				s.mu.Lock()
+				held := s.cfg.Disabled
+				cfg := s.cfg
+				s.mu.Unlock()
+				if held {
+					return disabledError(cfg)
+				}
 				b.restartNow()
 				return nil
 			}
