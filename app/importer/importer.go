@@ -217,7 +217,16 @@ func Import(opts Options) (*Result, error) {
 		}
 	}
 
-	im := &importer{opts: opts, sb: sb, taken: map[string]*plan{}}
+	im := &importer{opts: opts, sb: sb, taken: map[string]*plan{}, own: map[string]bool{}}
+	for _, cf := range files {
+		for _, g := range cf.groups {
+			for _, m := range g.obj.Members {
+				if config.ValidName(m.Key) {
+					im.own[m.Key] = true
+				}
+			}
+		}
+	}
 	for _, cf := range files {
 		for _, g := range cf.groups {
 			for _, m := range g.obj.Members {
@@ -478,6 +487,9 @@ type importer struct {
 	sb    *switchboardFile
 	taken map[string]*plan // Switchboard names claimed by this import
 	added []*plan
+	// own are the client entries' names Switchboard can use as they are:
+	// an entry renamed for Switchboard is not given one of them.
+	own map[string]bool
 }
 
 // clientEntry is the part of a client's entry that says how to start it.
@@ -531,9 +543,9 @@ func (im *importer) plan(cf *clientFile, g group, m jsonedit.Member) *plan {
 	}
 
 	name := m.Key
-	if !config.ValidName(name) {
+	renamed := !config.ValidName(name)
+	if renamed {
 		name = config.NameFor(name)
-		e.Notes = append(e.Notes, fmt.Sprintf("named %q in Switchboard (names use letters, digits, '.', '_' and '-')", name))
 	}
 	e.As = name
 
@@ -613,6 +625,11 @@ func (im *importer) plan(cf *clientFile, g group, m jsonedit.Member) *plan {
 		return p
 	}
 	p.server = f.Servers[name]
+	if renamed {
+		name = im.freeName(name, p.server)
+		e.As = name
+		e.Notes = append(e.Notes, fmt.Sprintf("named %q in Switchboard (names use letters, digits, '.', '_' and '-')", name))
+	}
 
 	// Notes about how it would be imported matter only if it is.
 	defer func() {
@@ -654,6 +671,35 @@ func (im *importer) plan(cf *clientFile, g group, m jsonedit.Member) *plan {
 	im.taken[name] = p
 	im.added = append(im.added, p)
 	return p
+}
+
+// freeName is the name for an entry renamed for Switchboard (base, from
+// config.NameFor) that starts srv: base, or base-2, base-3… past the names
+// another server has, in Switchboard's config or this import, and the
+// client entries' own. A name whose server starts the same process is
+// the entry's: imported again, it is found there.
+func (im *importer) freeName(base string, srv config.Server) string {
+	for i := 1; ; i++ {
+		name := base
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+		if ex, ok := im.sb.file.Servers[name]; ok {
+			if len(launchDiff(ex, srv)) == 0 {
+				return name
+			}
+			continue
+		}
+		if prev, ok := im.taken[name]; ok {
+			if len(launchDiff(prev.server, srv)) == 0 {
+				return name
+			}
+			continue
+		}
+		if !im.own[name] {
+			return name
+		}
+	}
 }
 
 // launchDiff names the fields that make two entries start different

@@ -988,3 +988,64 @@ func TestUpdateLeavesAnotherHomesEntries(t *testing.T) {
 		})
 	}
 }
+
+// An entry whose client name Switchboard cannot use is imported under
+// the name NameFor gives it, numbered (My-Server-2) when that name is
+// another server's: Switchboard's, or a client entry's that has it as
+// its own. It was reported as a clash and not imported, or took the
+// name of the client's own My-Server, which was then the clash.
+func TestImportNumbersARenamedEntryWhoseNameIsTaken(t *testing.T) {
+	for _, tc := range []struct {
+		name, sb, client string
+		want             map[string]string // client name -> outcome as
+	}{
+		{"taken in Switchboard",
+			`{"mcpServers": {"My-Server": {"command": "a"}}}`,
+			`{"mcpServers": {"My Server": {"command": "b"}}}`,
+			map[string]string{"My Server": "imported My-Server-2"}},
+		{"taken by the client's own entry",
+			`{"mcpServers": {}}`,
+			`{"mcpServers": {"My Server": {"command": "b"}, "My-Server": {"command": "c"}}}`,
+			map[string]string{"My Server": "imported My-Server-2", "My-Server": "imported My-Server"}},
+		{"the same server under the name",
+			`{"mcpServers": {"My-Server": {"command": "b"}}}`,
+			`{"mcpServers": {"My Server": {"command": "b"}}}`,
+			map[string]string{"My Server": "present My-Server"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			sbFile, clientFile := filepath.Join(dir, "config.json"), filepath.Join(dir, "mcp.json")
+			if err := os.WriteFile(sbFile, []byte(tc.sb), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(clientFile, []byte(tc.client), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			opts := Options{Client: Cursor, Config: sbFile, File: clientFile,
+				Env: Env{Home: dir, Cwd: dir, GOOS: "linux", Lookup: func(string) (string, bool) { return "", false }},
+				Now: func() time.Time { return stamp }}
+			outcomes := func() map[string]string {
+				res, err := Import(opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[string]string{}
+				for _, e := range res.Entries {
+					got[e.Name] = string(e.Outcome) + " " + e.As
+				}
+				return got
+			}
+			if diff := cmp.Diff(tc.want, outcomes()); diff != "" {
+				t.Fatalf("import (-want +got):\n%s", diff)
+			}
+			// Again: what was imported is there now, under the same name.
+			again := map[string]string{}
+			for k, v := range tc.want {
+				again[k] = strings.Replace(v, "imported ", "present ", 1)
+			}
+			if diff := cmp.Diff(again, outcomes()); diff != "" {
+				t.Fatalf("the import again (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
