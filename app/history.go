@@ -357,18 +357,28 @@ func HistoryStatuses() []string { return store.Statuses() }
 
 // History reads the request history, newest first, from the database
 // (read-only: it works while the pool runs and when it does not). No
-// database yet means no requests.
-func History(ctx context.Context, q HistoryQuery) ([]HistoryEntry, error) {
+// database yet means no requests. notes, for stderr, say when a running
+// pool is not recording what the database shows (recordingNote); it is
+// asked for no longer than recordingAsk, so that a stuck pool does not
+// hold up the history a hang is looked into with.
+func History(ctx context.Context, q HistoryQuery) (entries []HistoryEntry, notes []string, err error) {
 	paths, err := ResolvePaths()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	askCtx, cancel := context.WithTimeout(ctx, recordingAsk)
+	if live, err := FetchStatus(askCtx); err == nil {
+		if n := recordingNote(live.History, paths.History); n != "" {
+			notes = append(notes, n)
+		}
+	}
+	cancel()
 	st, err := store.OpenReadOnly(paths.History)
 	if errors.Is(err, fs.ErrNotExist) {
-		return []HistoryEntry{}, nil
+		return []HistoryEntry{}, notes, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, notes, err
 	}
 	defer st.Close()
 	now := time.Now()
@@ -378,13 +388,35 @@ func History(ctx context.Context, q HistoryQuery) ([]HistoryEntry, error) {
 	}
 	reqs, err := st.Requests(ctx, f)
 	if err != nil {
-		return nil, err
+		return nil, notes, err
 	}
 	out := make([]HistoryEntry, 0, len(reqs))
 	for _, r := range reqs {
 		out = append(out, entryOf(r, now))
 	}
-	return out, nil
+	return out, notes, nil
+}
+
+// recordingAsk bounds how long `history` asks the running pool whether
+// it records.
+const recordingAsk = 2 * time.Second
+
+// recordingNote says, for stderr, that the running pool's history status
+// h does not match the database at read: it records nothing (switched
+// off, or its file could not be opened), its writes fail, or it records
+// into another file. "" when it records into read.
+func recordingNote(h control.HistoryStatus, read string) string {
+	switch {
+	case !h.Enabled && h.Error != nil:
+		return "the running Switchboard is not recording history (" + *h.Error + "): what is shown was recorded before"
+	case !h.Enabled:
+		return "the running Switchboard records no history (history.disabled in its config): what is shown was recorded before"
+	case h.Error != nil:
+		return "the running Switchboard's history writes fail (" + *h.Error + "): its latest requests may be missing"
+	case h.Path != "" && h.Path != read:
+		return "the running Switchboard records into " + h.Path + ", not " + read
+	}
+	return ""
 }
 
 // hangThreshold is the hangThreshold of the config at path; set says
@@ -432,6 +464,9 @@ func hangs(ctx context.Context, over *time.Duration) (entries []HistoryEntry, th
 	switch {
 	case serr == nil:
 		live = &st
+		if n := recordingNote(st.History, paths.History); n != "" {
+			notes = append(notes, n)
+		}
 	case errors.Is(serr, ErrNoPool):
 		notes = append(notes, "no Switchboard is running: showing what the history recorded")
 	default:

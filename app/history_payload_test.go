@@ -54,7 +54,7 @@ func TestNoPayloadRecordedAfterHistoryOff(t *testing.T) {
 	}
 	c.close()
 	stop()
-	entries, err := History(context.Background(), HistoryQuery{Limit: 100})
+	entries, _, err := History(context.Background(), HistoryQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

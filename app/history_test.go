@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,8 +85,8 @@ func TestHangsAndHistory(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	if got, err := History(ctx, HistoryQuery{}); err != nil || len(got) != 0 || got == nil {
-		t.Fatalf("History without a database = %v, %v; want an empty list", got, err)
+	if got, notes, err := History(ctx, HistoryQuery{}); err != nil || len(got) != 0 || got == nil || len(notes) != 0 {
+		t.Fatalf("History without a database = %v, %q, %v; want an empty list", got, notes, err)
 	}
 
 	now := time.Now()
@@ -127,7 +128,7 @@ func TestHangsAndHistory(t *testing.T) {
 		st2.Record(e)
 	}
 	waitHistory(t, "run 2 to be written", func() bool {
-		got, err := History(ctx, HistoryQuery{})
+		got, _, err := History(ctx, HistoryQuery{})
 		return err == nil && len(got) == 3
 	})
 
@@ -148,8 +149,10 @@ func TestHangsAndHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var liveHistory atomic.Pointer[control.HistoryStatus]
+	liveHistory.Store(&control.HistoryStatus{Enabled: true, Path: paths.History})
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(control.Status{InFlight: []pool.RequestInfo{liveReq}})
+		_ = json.NewEncoder(w).Encode(control.Status{Running: true, InFlight: []pool.RequestInfo{liveReq}, History: *liveHistory.Load()})
 	})}
 	go srv.Serve(ln)
 	defer srv.Close()
@@ -161,14 +164,51 @@ func TestHangsAndHistory(t *testing.T) {
 		t.Errorf("hangs with a pool = %+v, notes %q", hangs, notes)
 	}
 
-	hist, err := History(ctx, HistoryQuery{Status: "error", Since: time.Hour})
+	hist, notes, err := History(ctx, HistoryQuery{Status: "error", Since: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hist) != 1 || hist[0].Error == nil || *hist[0].Error != "boom" || hist[0].DurationMs == nil || *hist[0].DurationMs != 1.5 {
-		t.Errorf("history of errors = %+v", hist)
+	if len(hist) != 1 || hist[0].Error == nil || *hist[0].Error != "boom" || hist[0].DurationMs == nil || *hist[0].DurationMs != 1.5 || len(notes) != 0 {
+		t.Errorf("history of errors = %+v, notes %q", hist, notes)
 	}
 	checkHistoryKeys(t, hist, "server", "session", "method", "name", "status", "receivedAt", "durationMs", "pid", "error")
+
+	// The pool records no history now (its database was locked as it
+	// started, say): history and hangs show what was recorded before,
+	// and say so, rather than pass it off as the running pool's.
+	locked := "open history.db: database is locked"
+	liveHistory.Store(&control.HistoryStatus{Enabled: false, Error: &locked})
+	for what, notes := range map[string][]string{
+		"history": func() []string { _, n, _ := History(ctx, HistoryQuery{}); return n }(),
+		"hangs":   func() []string { _, n, _ := Hangs(ctx, 30*time.Second); return n }(),
+	} {
+		if len(notes) != 1 || !strings.Contains(notes[0], "not recording history") || !strings.Contains(notes[0], locked) {
+			t.Errorf("%s with a pool that records nothing: notes %q", what, notes)
+		}
+	}
+}
+
+func TestRecordingNote(t *testing.T) {
+	failing := "disk I/O error"
+	for _, tc := range []struct {
+		name string
+		h    control.HistoryStatus
+		want string // in the note; "" for none
+	}{
+		{"recording", control.HistoryStatus{Enabled: true, Path: "/h/history.db"}, ""},
+		{"path not reported", control.HistoryStatus{Enabled: true}, ""},
+		{"switched off", control.HistoryStatus{}, "records no history"},
+		{"could not open", control.HistoryStatus{Error: &failing}, "not recording history (disk I/O error)"},
+		{"writes fail", control.HistoryStatus{Enabled: true, Error: &failing}, "writes fail (disk I/O error)"},
+		{"another file", control.HistoryStatus{Enabled: true, Path: "/other/history.db"}, "records into /other/history.db, not /h/history.db"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := recordingNote(tc.h, "/h/history.db")
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("recordingNote = %q, want %q in it", got, tc.want)
+			}
+		})
+	}
 }
 
 // checkKeys asserts the JSON interface contract: every entry has the keys.
@@ -331,7 +371,7 @@ func TestHistoryStatusSaysWhenItsFilesAreTruncated(t *testing.T) {
 		if err := os.Truncate(paths.History, 0); err != nil {
 			t.Fatal(err)
 		}
-		_, err := History(context.Background(), HistoryQuery{})
+		_, _, err := History(context.Background(), HistoryQuery{})
 		st := h.status()
 		refused := err != nil && strings.Contains(err.Error(), "empty or damaged (was it truncated?)")
 		if refused && st.Error != nil && strings.Contains(*st.Error, "truncated") {
@@ -342,7 +382,7 @@ func TestHistoryStatusSaysWhenItsFilesAreTruncated(t *testing.T) {
 		}
 	}
 	waitHistory(t, "the database made again", func() bool { return h.status().Error == nil })
-	if got, err := History(context.Background(), HistoryQuery{}); err != nil || len(got) != 0 {
+	if got, _, err := History(context.Background(), HistoryQuery{}); err != nil || len(got) != 0 {
 		t.Errorf("history of the database made again: %v, %v; want no request, no error", got, err)
 	}
 }

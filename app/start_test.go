@@ -529,7 +529,7 @@ func stopInstance(t *testing.T, inst *Instance) (stop func()) {
 // oldest first.
 func recordedIDs(t *testing.T) []string {
 	t.Helper()
-	entries, err := History(context.Background(), HistoryQuery{Limit: 1000})
+	entries, _, err := History(context.Background(), HistoryQuery{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

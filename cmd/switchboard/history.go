@@ -51,7 +51,10 @@ func (c *historyCmd) Run(ctx context.Context) error {
 	if c.Since != nil {
 		q.Since = *c.Since
 	}
-	entries, err := app.History(ctx, q)
+	entries, notes, err := app.History(ctx, q)
+	for _, n := range notes {
+		fmt.Fprintf(os.Stderr, "switchboard: %s\n", n)
+	}
 	if err != nil {
 		return err
 	}
