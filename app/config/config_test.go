@@ -867,6 +867,8 @@ func TestDiffDefaultSpelledOut(t *testing.T) {
 		{"restart", `{"mcpServers": {"s": {"command": "x", "restart": {"maxRestarts": 5, "window": "1m", "minBackoff": "100ms", "maxBackoff": "10s"}}}}`},
 		{"share", `{"mcpServers": {"s": {"command": "x", "share": "shared"}}}`},
 		{"resolve", `{"mcpServers": {"s": {"command": "x", "resolve": true}}}`},
+		{"type", `{"mcpServers": {"s": {"command": "x", "type": "stdio"}}}`},
+		{"type in capitals", `{"mcpServers": {"s": {"command": "x", "type": "STDIO"}}}`},
 		{"hangThreshold", `{"mcpServers": {"s": {"command": "x"}}, "hangThreshold": "30s"}`},
 		{"evictSlowClientsAfter", `{"mcpServers": {"s": {"command": "x"}}, "evictSlowClientsAfter": "30s"}`},
 		{"limits", `{"mcpServers": {"s": {"command": "x"}}, "maxInFlightPerSession": 8192, "maxInFlightMiBPerSession": 128,

@@ -157,6 +157,9 @@ func asRun(s Server, lookup func(string) (string, bool)) run {
 	if s.Share == "" {
 		r.entry.Share = "shared"
 	}
+	if strings.EqualFold(s.Type, "stdio") {
+		r.entry.Type = "" // the default: what a command runs over
+	}
 	if s.Resolve != nil && *s.Resolve {
 		r.entry.Resolve = nil // the default
 	}
