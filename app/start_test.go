@@ -13,10 +13,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -744,7 +746,7 @@ func TestConfigWatchFailureIsShownAndRetried(t *testing.T) {
 	fail.Store(true)
 	newWatcher = func() (*fsnotify.Watcher, error) {
 		if fail.Load() {
-			return nil, errors.New("too many open files")
+			return nil, syscall.EMFILE // as fsnotify reports inotify_init1's
 		}
 		return fsnotify.NewWatcher()
 	}
@@ -760,6 +762,9 @@ func TestConfigWatchFailureIsShownAndRetried(t *testing.T) {
 		st := inst.Status()
 		return st.ConfigWatchError != nil && strings.Contains(*st.ConfigWatchError, "too many open files")
 	})
+	if st := inst.Status(); runtime.GOOS == "linux" && !strings.Contains(*st.ConfigWatchError, "fs.inotify.max_user_instances") {
+		t.Errorf("status configWatchError = %q, want it to say which limit to raise", *st.ConfigWatchError)
+	}
 	if err := config.WriteFile(paths.Config, fakeServers(t, "a", "b"), 0o600); err != nil {
 		t.Fatal(err)
 	}

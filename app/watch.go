@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -482,6 +484,26 @@ func (inst *Instance) reloadConfig(f *config.File, err error) {
 // for tests.
 var watchRetry = 30 * time.Second
 
+// withWatchLimitHint is err, a watch that could not be set up, with what
+// to do when a limit of the system's was reached: on Linux, inotify
+// reports its instances used up (fs.inotify.max_user_instances, 128 by
+// default, which editors and file-syncing tools share) as too many open
+// files, and its watches used up as no space left on the device.
+func withWatchLimitHint(err error) error {
+	if err == nil || runtime.GOOS != "linux" {
+		return err
+	}
+	switch {
+	case errors.Is(err, syscall.EMFILE):
+		return fmt.Errorf("%w (the user's inotify instances, or the pool's file descriptors, are used up: "+
+			"raise fs.inotify.max_user_instances, e.g. sudo sysctl fs.inotify.max_user_instances=512, or end programs that watch files)", err)
+	case errors.Is(err, syscall.ENOSPC):
+		return fmt.Errorf("%w (the user's inotify watches are used up: "+
+			"raise fs.inotify.max_user_watches, e.g. sudo sysctl fs.inotify.max_user_watches=524288, or end programs that watch files)", err)
+	}
+	return err
+}
+
 // keepWatching watches the config for the running instance until ctx
 // ends. A watch that cannot be set up is shown in status (and the log)
 // and tried again every watchRetry, so hot reload is never off for good;
@@ -489,6 +511,7 @@ var watchRetry = 30 * time.Second
 func (inst *Instance) keepWatching(ctx context.Context) {
 	for {
 		done, err := watchConfig(ctx, inst.configPath, DefaultDebounce, inst.watchBase, inst.reloadConfig)
+		err = withWatchLimitHint(err)
 		inst.mu.Lock()
 		was := inst.watchErr
 		inst.watchErr = err
