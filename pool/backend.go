@@ -1051,7 +1051,7 @@ func (b *backend) ask(msg *jsonrpc.Message, childID []byte) bool {
 		if testHookPicked != nil {
 			testHookPicked(target)
 		}
-		if b.reqs.addQuestion(id, childID, target, elicitationID, personAnswers(msg.Method)) {
+		if b.reqs.addQuestion(id, childID, target, elicitationID, personAnswers(msg.Method), progressKey(progressTokenOf(msg))) {
 			// Should target close from now on, its close answers the child.
 			target.deliver(requestForClient(msg, id))
 			if why, void := b.reqs.posed(id); void {

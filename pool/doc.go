@@ -309,6 +309,9 @@
 //     [urlQuestionForLegacy], [session.answerRound], [session.answerIfCurrent].
 //     An answer from a session that was not asked the question leaves it
 //     as it is, for its own client's answer: [inputRounds.takeFrom].
+//     Progress a client reports under a question's progressToken reaches
+//     a shared child only from the session asked, while the question
+//     waits for its answer: [requestTable.progressAsked], [progressKey].
 //   - roots/list is never asked of a client by a child: sessions that
 //     declare different roots get different children, and the pool answers
 //     roots/list from the partition, with the names the session that made

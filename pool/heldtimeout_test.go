@@ -122,7 +122,7 @@ func TestLegacyQuestionsPauseTheAskedSessionsCalls(t *testing.T) {
 			a, b, c, d := newSession(), newSession(), newSession(), newSession()
 			tab, expired := table(t, start, []*session{a, a, b, c, d}, map[int]bool{1: true})
 			ask := func(id uint64, s *session, wait bool) {
-				if !tab.addQuestion(id, []byte(fmt.Sprint(id)), s, "", wait) {
+				if !tab.addQuestion(id, []byte(fmt.Sprint(id)), s, "", wait, "") {
 					t.Fatalf("question %d not recorded", id)
 				}
 			}
@@ -168,7 +168,7 @@ func TestLegacyQuestionsPauseTheAskedSessionsCalls(t *testing.T) {
 			a := newSession()
 			tab, expired := table(t, start, []*session{a, a}, nil)
 			time.Sleep(400 * time.Millisecond)
-			tab.addQuestion(100, []byte("100"), a, "", true)
+			tab.addQuestion(100, []byte("100"), a, "", true, "")
 			time.Sleep(time.Minute)
 			tab.afterExit(func(p *pending) bool { return p.id == 0 }, "exited")
 			time.Sleep(time.Hour)
@@ -223,8 +223,8 @@ func TestPauseNeverBringsADeadlineForward(t *testing.T) {
 		call(3, answered, long)     // due at 35 minutes
 		call(4, held, long)         // due at 35 minutes
 		time.Sleep(30 * time.Second)
-		tab.addQuestion(100, []byte("100"), asked, "", true) // pauses 1 and 2, never answered
-		tab.addQuestion(101, []byte("101"), answered, "", true)
+		tab.addQuestion(100, []byte("100"), asked, "", true, "") // pauses 1 and 2, never answered
+		tab.addQuestion(101, []byte("101"), answered, "", true, "")
 		if _, _, _, ok := tab.hold(&mrtrHold{p: calls[4], kept: make(chan struct{})}); !ok { // never answered
 			t.Fatal("hold 4")
 		}

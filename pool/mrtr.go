@@ -323,6 +323,36 @@ func progressTokenOf(msg *jsonrpc.Message) []byte {
 	return nil
 }
 
+// progressTokenIn is the progressToken of a progress notification's
+// params, nil if it has none.
+func progressTokenIn(msg *jsonrpc.Message) []byte {
+	if !msg.Params.Present() {
+		return nil
+	}
+	params := msg.Params.Of(msg.Raw)
+	if tok := jsonrpc.Member(params, "progressToken"); tok.Present() {
+		return tok.Of(params)
+	}
+	return nil
+}
+
+// progressKey is a progress token (its JSON) as one token compares with
+// another however it was written: a string by its value (escapes read),
+// a number by its text. "" for none.
+func progressKey(raw []byte) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	if raw[0] == '"' {
+		var v string
+		if json.Unmarshal(raw, &v) != nil {
+			return ""
+		}
+		return "s" + v
+	}
+	return "n" + string(raw)
+}
+
 // questionOf is a child's request as an inputRequests entry.
 func questionOf(msg *jsonrpc.Message) json.RawMessage {
 	req := map[string]any{"method": msg.Method}

@@ -16,7 +16,7 @@ func TestQuestionVoidedAsItGoesOutIsWithdrawnAfterIt(t *testing.T) {
 	a, b := &session{closed: make(chan struct{})}, &session{closed: make(chan struct{})}
 	ask := func(id uint64, s *session) {
 		t.Helper()
-		if !tab.addQuestion(id, []byte("c"), s, "", true) {
+		if !tab.addQuestion(id, []byte("c"), s, "", true, "") {
 			t.Fatalf("question %d not recorded", id)
 		}
 	}

@@ -93,6 +93,9 @@ type reverseEntry struct {
 	sess    *session
 	paused  []uint64 // the pool ids of the calls whose timeouts wait for its answer (addQuestion)
 	posing  bool     // recorded, not yet delivered to sess: a withdrawal meanwhile is its asker's (posed)
+	// progress is the question's progressToken (progressKey), "" for
+	// none: progress under it is taken from sess alone (progressAsked).
+	progress string
 }
 
 // openQuestion is a child's question the pool forgot without its
@@ -728,11 +731,11 @@ func (t *requestTable) askers() []*session {
 // then wait longer than its timeout, never longer than the pause's
 // bound; other sessions' calls keep theirs, their clients not being
 // asked.
-func (t *requestTable) addQuestion(id uint64, childID []byte, sess *session, elicitationID string, wait bool) (ok bool) {
+func (t *requestTable) addQuestion(id uint64, childID []byte, sess *session, elicitationID string, wait bool, progress string) (ok bool) {
 	t.update(func(in *inFlight) {
 		now := time.Since(t.base)
 		if ok = sess.askable(); ok { // no lock, no wait
-			e := reverseEntry{childID: childID, sess: sess, posing: true}
+			e := reverseEntry{childID: childID, sess: sess, posing: true, progress: progress}
 			if wait {
 				e.paused = t.pauseCallsLocked(in, sess, now)
 			}
@@ -865,6 +868,24 @@ func (t *requestTable) asks(id uint64, sess *session) (ok bool) {
 	t.update(func(in *inFlight) {
 		e, found := in.reverse[id]
 		ok = found && e.sess == sess
+	})
+	return ok
+}
+
+// progressAsked reports whether sess was asked a question of the child's
+// that waits for its answer and carries the progress token key
+// (progressKey): progress under it is that client's to report.
+func (t *requestTable) progressAsked(sess *session, key string) (ok bool) {
+	if key == "" {
+		return false
+	}
+	t.update(func(in *inFlight) {
+		for _, e := range in.reverse {
+			if e.sess == sess && e.progress == key {
+				ok = true
+				return
+			}
+		}
 	})
 	return ok
 }

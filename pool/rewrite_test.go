@@ -642,3 +642,25 @@ func TestRewritesStayInRewriteGo(t *testing.T) {
 		}
 	}
 }
+
+func TestProgressKey(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{`"q-tok"`, `"q-tok"`, true},
+		{`"q-tok"`, `"q\u002dtok"`, true}, // one string, written two ways
+		{`7`, `7`, true},
+		{`"7"`, `7`, false}, // a string is not the number
+		{`"q"`, `"r"`, false},
+	} {
+		if got := progressKey([]byte(tc.a)) == progressKey([]byte(tc.b)); got != tc.same {
+			t.Errorf("progressKey(%s) == progressKey(%s): %v, want %v", tc.a, tc.b, got, tc.same)
+		}
+	}
+	for _, raw := range []string{"", `"unterminated`} {
+		if k := progressKey([]byte(raw)); k != "" {
+			t.Errorf("progressKey(%q) = %q, want none", raw, k)
+		}
+	}
+}

@@ -882,10 +882,16 @@ func (s *session) onNotification(msg *jsonrpc.Message) {
 		}
 		return
 	}
-	// Other notifications (roots/list_changed, progress for a child's
-	// request) concern the child as a whole.
+	// Other notifications (progress for a child's question, ones the
+	// pool does not know) concern the child as a whole.
 	b, err := s.srv.backendFor(s)
 	if err != nil {
+		return
+	}
+	if msg.Method == "notifications/progress" && !s.ownChild && !b.reqs.progressAsked(s, progressKey(progressTokenIn(msg))) {
+		// Progress for a question this session was not asked (another
+		// session's, its token guessed): not its to report.
+		s.p.log.Debug("dropping progress for a question this session was not asked", "server", s.srv.name, "session", s.id)
 		return
 	}
 	b.sendNotification(s, notificationForChild(msg))

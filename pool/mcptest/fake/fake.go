@@ -1058,8 +1058,8 @@ var tools = []map[string]any{
 	tool("crash", "Exit at once with code (default 3), without answering", props{"code": "integer"}, nil),
 	tool("progress", "Send steps progress notifications, ms apart, then answer \"done\"", props{"steps": "integer", "ms": "integer"}, nil),
 	tool("ro_progress", "progress, annotated read-only", props{"steps": "integer", "ms": "integer"}, map[string]any{"readOnlyHint": true}),
-	tool("ask", "Ask the client (sampling, elicitation, elicitation_url: an elicitation in URL mode, or roots) and answer with its result as JSON text; legacy: steps progress notifications after the answer; 2026-07-28: steps progress notifications on every round, from 1, and again asks again on every retry, answered or not; kind url: until file exists, ask the client to visit a URL (legacy: error -32042, after asking the first question if any; modern: input_required), then answer \"authorized\"; legacy elicitation_url with complete: notifications/elicitation/complete for it between the client's answer and the result",
-		props{"kind": "string", "steps": "integer", "again": "boolean", "file": "string", "first": "string", "complete": "boolean"}, nil),
+	tool("ask", "Ask the client (sampling, elicitation, elicitation_url: an elicitation in URL mode, or roots; legacy: with questionToken as the question's progressToken) and answer with its result as JSON text; legacy: steps progress notifications after the answer; 2026-07-28: steps progress notifications on every round, from 1, and again asks again on every retry, answered or not; kind url: until file exists, ask the client to visit a URL (legacy: error -32042, after asking the first question if any; modern: input_required), then answer \"authorized\"; legacy elicitation_url with complete: notifications/elicitation/complete for it between the client's answer and the result",
+		props{"kind": "string", "steps": "integer", "again": "boolean", "file": "string", "first": "string", "complete": "boolean", "questionToken": "string"}, nil),
 	tool("big", "Answer a text of bytes 'x' characters", props{"bytes": "integer"}, nil),
 	tool("notify", "Send notifications/<kind>/list_changed (tools, resources, prompts), or resources/updated (updated)", props{"kind": "string"}, nil),
 	tool("log", "Send notifications/message with level and data", props{"level": "string", "data": ""}, nil),
@@ -1117,6 +1117,10 @@ type args struct {
 	Bytes        int             `json:"bytes"`
 	Level        string          `json:"level"`
 	Data         json.RawMessage `json:"data"`
+	// QuestionToken, set, is the progressToken of ask's question to
+	// the client (its params' _meta), for progress the client sends
+	// while it answers.
+	QuestionToken string `json:"questionToken"`
 }
 
 func (s *server) call(r *request) {
@@ -1334,7 +1338,7 @@ func (s *server) ask(r *request, a args) {
 		s.fail(r, codeInvalidParams, "Invalid params: kind must be sampling, elicitation, elicitation_url or roots", nil)
 		return
 	}
-	answer, answered, ok, key := s.question(r, kind)
+	answer, answered, ok, key := s.question(r, kind, a.QuestionToken)
 	switch {
 	case !ok:
 	case !answered:
@@ -1360,7 +1364,7 @@ func (s *server) ask(r *request, a args) {
 // {"error":...}. answered is false when -ask-timeout ran out first; ok is
 // false when r was cancelled meanwhile (it gets no answer). key is the
 // request's id, and a URL-mode elicitation's elicitationId.
-func (s *server) question(r *request, kind string) (answer json.RawMessage, answered, ok bool, key string) {
+func (s *server) question(r *request, kind, token string) (answer json.RawMessage, answered, ok bool, key string) {
 	key = fmt.Sprintf("srv-%d", s.asks.Add(1))
 	id, _ := json.Marshal(key)
 	ch := make(chan json.RawMessage, 1)
@@ -1369,6 +1373,14 @@ func (s *server) question(r *request, kind string) (answer json.RawMessage, answ
 	s.mu.Unlock()
 	msg := map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": askKinds[kind].method}
 	if p := askParams(kind, key); p != nil {
+		msg["params"] = p
+	}
+	if token != "" {
+		p, _ := msg["params"].(map[string]any)
+		if p == nil {
+			p = map[string]any{}
+		}
+		p["_meta"] = map[string]any{"progressToken": token}
 		msg["params"] = p
 	}
 	s.out.send(msg)
@@ -1473,7 +1485,7 @@ func (s *server) askURL(r *request, a args) {
 		return
 	}
 	if a.First != "" && !r.modern {
-		if _, _, ok, _ := s.question(r, a.First); !ok {
+		if _, _, ok, _ := s.question(r, a.First, ""); !ok {
 			return
 		}
 	}
