@@ -187,12 +187,15 @@ func Start(opts Options) (*Instance, error) {
 	}
 	inst.cfg, inst.configErr = cfg, startErr
 	inst.notStarted = notStarted(cfg, log)
-	tok, err := loadOrCreateToken(HTTPTokenFile(paths))
-	if err != nil {
-		inst.lock.Unlock()
-		return nil, err
+	if tok, err := loadOrCreateToken(HTTPTokenFile(paths)); err == nil {
+		inst.httpToken.Store(&tok)
+	} else {
+		// Not a reason to leave clients without a pool (a config dir
+		// that is a link to a checkout not made yet, say): the front
+		// door, which needs it, refuses every request, and
+		// `http-token` makes it once it can.
+		log.Warn("the HTTP front door refuses every request until its token file can be made", "err", err)
 	}
-	inst.httpToken.Store(&tok)
 	inst.history = openHistory(paths.History, history, log)
 	if startErr != nil {
 		// As a running pool reports a file that broke: in status
@@ -323,12 +326,18 @@ func (inst *Instance) loadStartConfig(isDefault bool, handedOver []byte) (cfg *c
 
 // writeStarterConfig gives a first run a working config, only at the
 // default location and only if there is none. It is written atomically:
-// a reader (the watcher, a client starting) sees all of it or none.
+// a reader (the watcher, a client starting) sees all of it or none. A
+// config that is a symlink gets it where the link leads, and stays a
+// link; a link to a directory that does not exist (dotfiles not checked
+// out yet) gets none, nor the directory: reading the file then says why.
 func writeStarterConfig(path string, isDefault bool) error {
 	if !isDefault {
 		return nil
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if config.DanglingLink(path) != nil {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/switchboard-mcp/switchboard/app/config"
 	"github.com/switchboard-mcp/switchboard/app/control"
 )
 
@@ -32,6 +33,9 @@ func HTTPTokenFile(paths Paths) string {
 // complete, synced temporary file into place, so a failed write leaves
 // no empty file behind.
 func loadOrCreateToken(path string) (string, error) {
+	if err := config.DanglingLink(path); err != nil {
+		return "", fmt.Errorf("make the HTTP token file: %w", err)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
@@ -119,6 +123,9 @@ func replaceToken(path, tok string) (string, error) {
 func writeTokenTemp(path, tok string) (string, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
+		if dangling := config.DanglingLink(path); dangling != nil {
+			err = dangling
+		}
 		return "", fmt.Errorf("write the HTTP token: %w", err)
 	}
 	_, werr := f.WriteString(tok + "\n")
@@ -209,6 +216,16 @@ func (inst *Instance) CurrentHTTPToken(ctx context.Context) (string, error) {
 	defer inst.giveTokenTurn()
 	tok := inst.currentToken()
 	path := HTTPTokenFile(inst.Paths)
+	if tok == "" {
+		// None could be made at start (its directory missing): make it
+		// now if it can be, and the front door takes it.
+		tok, err := loadOrCreateToken(path)
+		if err != nil {
+			return "", err
+		}
+		inst.httpToken.Store(&tok)
+		return tok, nil
+	}
 	switch held, err := readToken(path); {
 	case err == nil && held != "":
 		// Kept as it is, also when it differs (written by hand, for the

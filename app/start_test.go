@@ -776,3 +776,136 @@ func TestConfigWatchFailureIsShownAndRetried(t *testing.T) {
 		t.Errorf("status configWatchError = %q once watched", *st.ConfigWatchError)
 	}
 }
+
+// TestStarterConfigThroughADanglingLink: a config that is a symlink into
+// a dotfiles directory that does not hold the file yet gets the starter
+// config there at first start, and the link stays, so that hot reload
+// follows the dotfiles file. A link whose target's directory is missing
+// (the dotfiles not cloned yet) is left alone, nothing is made on its far
+// side, and the pool starts with no servers and says why; once the
+// directory and the file are made, the file is applied. On the first
+// edition the starter was renamed over the link.
+func TestStarterConfigThroughADanglingLink(t *testing.T) {
+	paths := sbHome(t)
+	dot := t.TempDir()
+	target := filepath.Join(dot, "config.json")
+	if err := os.Symlink(target, paths.Config); err != nil {
+		t.Skip("no symlinks:", err)
+	}
+	inst, _ := startIn(t, Options{})
+	stopInstance(t, inst)()
+	if fi, err := os.Lstat(paths.Config); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the config link was replaced (%v)", err)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != config.Starter {
+		t.Errorf("the link's target holds %q, %v; want the starter config", b, err)
+	}
+
+	missing := filepath.Join(dot, "not-cloned")
+	target = filepath.Join(missing, "config.json")
+	if err := os.Remove(paths.Config); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, paths.Config); err != nil {
+		t.Fatal(err)
+	}
+	inst, _ = startIn(t, Options{})
+	why := paths.Config + " is a symlink to " + target + ", and " + missing + " does not exist"
+	if err := inst.ConfigError(); err == nil || !strings.Contains(err.Error(), why) {
+		t.Errorf("ConfigError = %v, want it to say %q", err, why)
+	}
+	if got := inst.Pool.Servers(); len(got) != 0 {
+		t.Errorf("servers %v, want none", got)
+	}
+	if fi, err := os.Lstat(paths.Config); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the config link was replaced (%v)", err)
+	}
+	if _, err := os.Lstat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the link's missing directory was made (%v)", err)
+	}
+	runInstance(t, inst)
+	if err := os.Mkdir(missing, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(target, fakeServers(t, "a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the dotfiles config applied", func() bool {
+		return slices.Equal(inst.Pool.Servers(), []string{"a"}) && inst.ConfigError() == nil
+	})
+}
+
+// TestStartWithTheConfigDirADanglingLink: a config directory that is a
+// symlink to a directory that does not exist (dotfiles not cloned yet)
+// does not keep the pool from starting: it runs no servers and says why;
+// the HTTP token, kept beside the config, cannot be made meanwhile, and
+// `http-token` says why; once the directory is made, its config is
+// applied and the token made. On the first edition Start failed
+// ("mkdir …: file exists"), and so did every client's start of a pool.
+func TestStartWithTheConfigDirADanglingLink(t *testing.T) {
+	switch runtime.GOOS {
+	case "windows", "darwin", "ios", "plan9":
+		t.Skip("the config dir follows XDG_CONFIG_HOME only on other systems")
+	}
+	root, err := os.MkdirTemp("", "sb") // short: the sockets live under it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	t.Setenv("SWITCHBOARD_HOME", "")
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(root, "xdg"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(root, "state"))
+	dotfiles := filepath.Join(root, "dotfiles")
+	link := filepath.Join(root, "xdg", "switchboard")
+	if err := os.Mkdir(filepath.Join(root, "xdg"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dotfiles, link); err != nil {
+		t.Skip("no symlinks:", err)
+	}
+	paths, err := ResolvePaths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if paths.Config != filepath.Join(link, "config.json") {
+		t.Fatalf("config at %s, want it in %s", paths.Config, link)
+	}
+	inst, logs := startIn(t, Options{})
+	why := link + " is a symlink to " + dotfiles + ", and " + dotfiles + " does not exist"
+	if err := inst.ConfigError(); err == nil || !strings.Contains(err.Error(), why) {
+		t.Errorf("ConfigError = %v, want it to say %q", err, why)
+	}
+	if got := inst.Pool.Servers(); len(got) != 0 {
+		t.Errorf("servers %v, want none", got)
+	}
+	if !strings.Contains(logs.String(), "HTTP front door refuses every request") {
+		t.Errorf("the log does not say the front door is shut:\n%s", logs.String())
+	}
+	runInstance(t, inst)
+	eventually(t, 5*time.Second, "the control API answers", func() bool {
+		_, err := FetchStatus(context.Background())
+		return err == nil
+	})
+	if tok, err := HTTPToken(context.Background(), false); err == nil || !strings.Contains(err.Error(), why) {
+		t.Errorf("http-token = %.8s…, %v; want an error saying %q", tok, err, why)
+	}
+	if _, err := os.Lstat(dotfiles); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the link's missing directory was made (%v)", err)
+	}
+	if err := os.Mkdir(dotfiles, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dotfiles, "config.json"), fakeServers(t, "a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the dotfiles config applied", func() bool {
+		return slices.Equal(inst.Pool.Servers(), []string{"a"}) && inst.ConfigError() == nil
+	})
+	tok, err := HTTPToken(context.Background(), false)
+	if err != nil || tok == "" || inst.currentToken() != tok {
+		t.Fatalf("http-token = %.8s…, %v; the pool takes %.8s…", tok, err, inst.currentToken())
+	}
+	if held, err := readToken(filepath.Join(dotfiles, "http-token")); held != tok {
+		t.Errorf("the token file holds %.8s… (%v), want %.8s…", held, err, tok)
+	}
+}

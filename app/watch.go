@@ -122,7 +122,7 @@ type configWatch struct {
 // elsewhere moves the watch with it; directories no longer on it are
 // let go.
 func (cw *configWatch) watchTargets() error {
-	names := append([]string{cw.path}, symlinkChain(cw.path)...)
+	names := append([]string{cw.path}, config.SymlinkChain(cw.path)...)
 	slices.Sort(names)
 	cw.names = slices.Compact(names)
 	want := map[string]bool{}
@@ -147,52 +147,6 @@ func (cw *configWatch) watchTargets() error {
 		}
 	}
 	return nil
-}
-
-// maxLinks bounds the symlinks followed from the config path, as the
-// kernel's 40 do (ELOOP).
-const maxLinks = 40
-
-// symlinkChain resolves path (absolute and clean) as the kernel does, a
-// component at a time, and returns each symlink it goes through, as the
-// path it was found at, then the path it reaches. A missing component
-// ends nothing: the rest is taken as named. Past maxLinks (a loop) it
-// stops there; reading the file then says why.
-func symlinkChain(path string) []string {
-	sep := string(filepath.Separator)
-	vol := filepath.VolumeName(path)
-	cur, rest := vol+sep, strings.Split(path[len(vol):], sep)
-	var chain []string
-	for len(rest) > 0 {
-		c := rest[0]
-		rest = rest[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
-		}
-		next := filepath.Join(cur, c)
-		target, err := os.Readlink(next)
-		if err != nil { // not a link, or not there
-			cur = next
-			continue
-		}
-		if len(chain) == maxLinks {
-			return chain
-		}
-		chain = append(chain, next)
-		if filepath.IsAbs(target) {
-			v := filepath.VolumeName(target)
-			cur, target = v+sep, target[len(v):]
-		}
-		rest = append(strings.Split(target, sep), rest...)
-	}
-	if len(chain) == 0 {
-		return nil
-	}
-	return append(chain, cur)
 }
 
 // dirGone handles the removal of a watched directory (the kernel dropped
@@ -362,13 +316,18 @@ func (cw *configWatch) report(data []byte, f *config.File, err error) {
 // configMissing is the error of a config file that does not exist: with
 // none, no config was ever loaded, and the pool runs no servers until the
 // file is made; otherwise the file is gone, and the last good config
-// keeps running.
+// keeps running. A symlink on the way that leads to a directory that is
+// missing (dotfiles not checked out yet) is named: that is what to make.
 func configMissing(path string, none bool) error {
+	why := ""
+	if err := config.DanglingLink(path); err != nil {
+		why = ": " + err.Error()
+	}
 	if none {
 		// os.ErrNotExist reads "file does not exist".
-		return fmt.Errorf("%s: the config %w (the pool runs with no servers until it does)", path, os.ErrNotExist)
+		return fmt.Errorf("%s: the config %w%s (the pool runs with no servers until it does)", path, os.ErrNotExist, why)
 	}
-	return fmt.Errorf("%s: the config file is gone (keeping the last good config until it is back)", path)
+	return fmt.Errorf("%s: the config file is gone%s (keeping the last good config until it is back)", path, why)
 }
 
 // applyConfig makes the pool run f, which follows old (nil at start), and

@@ -903,3 +903,100 @@ func TestDiffDefaultSpelledOut(t *testing.T) {
 		t.Errorf("Diff(bare, other) (-want +got):\n%s", diff)
 	}
 }
+
+// TestWriteFileThroughDanglingLink: a config that is a symlink to a file
+// not made yet (a dotfiles checkout without it), through a second link
+// too, gets the file made where the links lead, and the links stay; a
+// link whose target's directory is missing is left as it is, the write
+// failing and saying so, no directory made. On the first edition the
+// file was renamed over the link.
+func TestWriteFileThroughDanglingLink(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(p string) string { return filepath.Join(root, p) }
+	if err := os.Mkdir(at("dot"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"config.json": at("middle.json"),
+		"middle.json": "dot/config.json", // relative, to a file not there
+		"gone.json":   at("nodir/config.json"),
+		"loop1":       "loop2",
+		"loop2":       "loop1",
+	} {
+		if err := os.Symlink(target, at(link)); err != nil {
+			t.Skip("no symlinks:", err)
+		}
+	}
+	isLink := func(name string) {
+		t.Helper()
+		if fi, err := os.Lstat(at(name)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("%s is no longer a symlink (%v)", name, err)
+		}
+	}
+	if err := WritePrivateFile(at("config.json"), []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	isLink("config.json")
+	isLink("middle.json")
+	if b, err := os.ReadFile(at("dot/config.json")); err != nil || string(b) != "one" {
+		t.Errorf("the link's target holds %q, %v; want %q", b, err, "one")
+	}
+
+	err = WriteFile(at("gone.json"), []byte("two"), 0o600)
+	if err == nil || !strings.Contains(err.Error(), at("gone.json")+" is a symlink to "+at("nodir/config.json")+", and "+at("nodir")+" does not exist") {
+		t.Errorf("write through a link to a missing directory: %v", err)
+	}
+	isLink("gone.json")
+	if _, err := os.Lstat(at("nodir")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the missing directory was made: %v", err)
+	}
+
+	if err := WriteFile(at("loop1"), []byte("three"), 0o600); err == nil {
+		t.Error("a write through a loop of links succeeded")
+	}
+	isLink("loop1")
+	isLink("loop2")
+}
+
+// TestSymlinkChain: the links on the way from the config path to the
+// file, a linked directory and a relative target with ".." too, as the
+// kernel follows them; a loop stops after MaxLinks.
+func TestSymlinkChain(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(p string) string { return filepath.Join(root, p) }
+	for _, d := range []string{"real/sub", "chain"} {
+		if err := os.MkdirAll(at(d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(at("real/sub/c.json"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"chain/dir":  at("real"),              // a linked directory
+		"chain/file": "dir/sub/../sub/c.json", // relative, through it
+		"config":     at("chain/file"),        // the config path
+		"loop1":      "loop2",                 // a loop
+		"loop2":      "loop1",
+	} {
+		if err := os.Symlink(target, at(link)); err != nil {
+			t.Skip("no symlinks:", err)
+		}
+	}
+	if got := SymlinkChain(at("real/sub/c.json")); got != nil {
+		t.Errorf("a file that is no link: %q", got)
+	}
+	want := []string{at("config"), at("chain/file"), at("chain/dir"), at("real/sub/c.json")}
+	if got := SymlinkChain(at("config")); !slices.Equal(got, want) {
+		t.Errorf("chain %q, want %q", got, want)
+	}
+	if got := SymlinkChain(at("loop1")); len(got) != MaxLinks {
+		t.Errorf("a loop: %d links, want %d", len(got), MaxLinks)
+	}
+}

@@ -13,7 +13,9 @@ import (
 // path, so that a reader (the config watcher, a client starting up) sees
 // the old file or the new one, never half of one. The file keeps its
 // mode; a new file gets perm. When path is a symlink (dotfile managers),
-// the link's target is replaced and the link stays.
+// through however many links, the file they lead to is replaced, or made
+// when it does not exist yet, and the links stay; a link whose target's
+// directory does not exist is an error (DanglingLink), not replaced.
 func WriteFile(path string, data []byte, perm fs.FileMode) error {
 	return writeFile(path, data, perm, false)
 }
@@ -27,8 +29,10 @@ func WritePrivateFile(path string, data []byte) error {
 }
 
 func writeFile(path string, data []byte, perm fs.FileMode, private bool) error {
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
+	linked := path
+	path, err := followLinks(path)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", linked, err)
 	}
 	mode := perm
 	if fi, err := os.Stat(path); err == nil {
@@ -45,6 +49,9 @@ func writeFile(path string, data []byte, perm fs.FileMode, private bool) error {
 	}
 	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
+		if dangling := DanglingLink(linked); dangling != nil {
+			return fmt.Errorf("write %s: %w", linked, dangling)
+		}
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	done := false

@@ -248,6 +248,9 @@ func Import(opts Options) (*Result, error) {
 			return nil, err
 		}
 		if !opts.DryRun {
+			if err := config.DanglingLink(opts.Config); err != nil {
+				return nil, fmt.Errorf("write the config: %w", err)
+			}
 			if err := os.MkdirAll(filepath.Dir(opts.Config), 0o700); err != nil {
 				return nil, fmt.Errorf("create the config dir: %w", err)
 			}

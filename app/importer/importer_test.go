@@ -2,6 +2,7 @@ package importer
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -1047,5 +1048,47 @@ func TestImportNumbersARenamedEntryWhoseNameIsTaken(t *testing.T) {
 				t.Fatalf("the import again (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestImportThroughADanglingLink: a config that is a symlink to a file
+// not made yet gets the imported servers there, and stays a link; a
+// config directory that is a link to a directory not made yet (dotfiles
+// not checked out) is an error saying so, and nothing is made on its far
+// side. On the first edition the first link was replaced by a file and
+// the second failed with "mkdir …: file exists".
+func TestImportThroughADanglingLink(t *testing.T) {
+	work, opts := setup(t, importCases[0])
+	opts.RewriteClient = false
+	dot := filepath.Join(work, "dot")
+	if err := os.Mkdir(dot, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	opts.Config = filepath.Join(work, "config.json")
+	if err := os.Symlink(filepath.Join(dot, "config.json"), opts.Config); err != nil {
+		t.Skip("no symlinks:", err)
+	}
+	if _, err := Import(opts); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(opts.Config); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the config link was replaced (%v)", err)
+	}
+	if f, err := config.Load(filepath.Join(dot, "config.json")); err != nil || len(f.Servers) == 0 {
+		t.Errorf("the link's target: %v", err)
+	}
+
+	missing := filepath.Join(work, "not-cloned")
+	link := filepath.Join(work, "sbdir")
+	if err := os.Symlink(missing, link); err != nil {
+		t.Fatal(err)
+	}
+	opts.Config = filepath.Join(link, "config.json")
+	_, err := Import(opts)
+	if why := link + " is a symlink to " + missing + ", and " + missing + " does not exist"; err == nil || !strings.Contains(err.Error(), why) {
+		t.Errorf("import into a dangling config dir: %v, want it to say %q", err, why)
+	}
+	if _, err := os.Lstat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the link's missing directory was made (%v)", err)
 	}
 }
