@@ -52,8 +52,10 @@ const (
 	// without answering it: the app crashed, was killed, or the store lost
 	// the request's end (see Dropped).
 	StatusAbandoned = "abandoned"
-	// StatusUnknown is a request of a run that stopped cleanly whose end
-	// was not recorded (history dropped it under load): not a hang.
+	// StatusUnknown is a request whose end was not recorded: of a run
+	// that stopped cleanly (history dropped it under load), or answered
+	// when its end was lost (a failed write, a crash before its batch):
+	// not a hang.
 	StatusUnknown = "unknown"
 )
 

@@ -69,6 +69,12 @@ type writer struct {
 	// batch can succeed on a file whose request rows cannot be written).
 	rowsFailed bool
 	reindexed  bool // the writer rebuilt the indexes once (repair)
+	// unrecorded are the requests answered whose end a failed batch lost,
+	// as rows answered with their outcome unknown (unrecordedEnd): their
+	// journal slots stay answered, so that a crash records them so, not
+	// as abandoned hangs, and the next batch writes them, freeing the
+	// slots once it is committed. At most one per journal slot.
+	unrecorded []reqRow
 }
 
 // rawInserts are the row inserts, prepared on the driver connection dc
@@ -389,40 +395,71 @@ func (w *writer) heartbeat(now time.Time) {
 
 // batch writes what waits, and the in-flight rows due at now, in one
 // transaction. A failed batch is lost: its rows and events count as
-// dropped and Err reports why.
+// dropped and Err reports why; but an answered request it carried is
+// recorded by the next batch as answered, its outcome unknown (write).
 func (w *writer) batch(now time.Time) {
 	w.checkFile(now, false)
 	w.s.rec.take(w, now.Add(-w.s.opts.InFlightAfter))
 	w.write(true)
 }
 
-// write writes the rows and events taken, and frees the journal slots of
-// the requests whose end it recorded, and of all of them when the batch
-// failed and free is set (they are lost; the journal would report them
-// as hangs).
-func (w *writer) write(free bool) bool {
-	if len(w.rows)+len(w.events)+len(w.reloads) == 0 {
+// write writes the rows and events taken, with the ends earlier failed
+// batches lost (unrecorded), and frees the journal slots of the requests
+// whose end it recorded. When it fails, the answered requests whose end
+// it carried keep their slots, answered (a crash records them as
+// answered, their outcome unknown, not as hangs), and with keep set
+// they wait in unrecorded for the next batch; the rest of the batch is
+// lost.
+func (w *writer) write(keep bool) bool {
+	taken := len(w.rows) + len(w.events) + len(w.reloads)
+	if taken+len(w.unrecorded) == 0 {
 		return true
 	}
+	w.rows = append(w.rows, w.unrecorded...)
+	clear(w.unrecorded)
+	w.unrecorded = w.unrecorded[:0]
 	err := w.writeTx()
 	if err != nil && isCorrupt(err) {
 		err = w.repair(err)
 	}
 	if err != nil {
-		w.fail(err, len(w.rows)+len(w.events)+len(w.reloads))
+		w.fail(err, taken)
 		w.rowsFailed = w.rowsFailed || len(w.rows) > 0
 	} else if len(w.rows) > 0 || !w.rowsFailed {
 		w.s.setErr(nil)
 		w.wrote()
 		w.rowsFailed = false
 	}
-	if err == nil || free {
+	switch {
+	case err == nil:
 		w.s.rec.committed(w.rows)
+	case keep:
+		w.keepUnrecorded()
 	}
 	clear(w.rows) // let texts and payloads go
 	clear(w.events)
 	w.rows, w.events, w.reloads = w.rows[:0], w.events[:0], w.reloads[:0]
 	return err == nil
+}
+
+// keepUnrecorded keeps, of the rows of a failed batch, the ends of the
+// requests that hold a journal slot (answered), for the next batch.
+func (w *writer) keepUnrecorded() {
+	for i := range w.rows {
+		if w.rows[i].slot != 0 {
+			w.unrecorded = append(w.unrecorded, unrecordedEnd(&w.rows[i]))
+		}
+	}
+}
+
+// unrecordedEnd is the row of an answered request whose end was lost:
+// answered, its outcome unknown. It updates the request's in-flight row,
+// or is inserted when there is none; it keeps no payload.
+func unrecordedEnd(r *reqRow) reqRow {
+	return reqRow{id: r.id, poolID: r.poolID, session: r.session, server: r.server, method: r.method, name: r.name,
+		originalID: r.originalID, received: r.received, written: r.written, answered: r.answered,
+		status: StatusUnknown, err: lostEndError, reqSize: r.reqSize, respSize: r.respSize, pid: r.pid,
+		exists: true, slot: r.slot}
 }
 
 // finish writes what waits, ends the requests still in flight (a clean
@@ -936,3 +973,9 @@ func nullTime(t time.Time) any {
 	}
 	return t.UnixMicro()
 }
+
+// lostEndError is the error of a request answered whose end a failed
+// batch lost (the database locked by another program past busyTimeout,
+// or the disk full): the next batch records it answered, its outcome
+// unknown.
+const lostEndError = "answered, but its outcome was not recorded: a write of the history database failed (locked by another program, or the disk full?)"
