@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,8 +32,11 @@ import (
 // it off applies at once), and on again when the database was opened to
 // record requests: with history on, or with no config loaded.
 type historyState struct {
-	st     *store.Store   // nil when unavailable
-	err    error          // why it could not be opened
+	// st is the database, nil while unavailable: it may open after the
+	// start when another program held it locked then (retryOpen).
+	st     atomic.Pointer[store.Store]
+	errMu  sync.Mutex
+	err    error          // why it could not be opened (errMu)
 	opened config.History // the settings st was opened with, which run until a restart
 	// switchable: st was opened to record requests, so that they can be
 	// recorded or not as the config says. Opened with history off, it
@@ -43,6 +47,18 @@ type historyState struct {
 
 	recMu    sync.Mutex          // guards recorded; taken by the pool's recorder only, never across I/O
 	recorded map[uint64]struct{} // requests recorded as received whose end is to be recorded
+
+	// While another program holds the database locked at the start,
+	// retryOpen (its goroutine, which close stops and waits for) opens it
+	// again: opening says one was started, so that the pool is given a
+	// recorder; the events that come before it opens are counted in
+	// droppedOpening.
+	opening        bool
+	captureOpening int // the payload bytes the database will capture (captureBytes)
+	droppedOpening atomic.Uint64
+	stopOpening    chan struct{} // closed by close
+	openingDone    chan struct{} // closed by retryOpen as it returns
+	closeOnce      sync.Once
 }
 
 // Why requests are not recorded (historyState.off).
@@ -77,10 +93,32 @@ func openHistory(path string, h *config.History, log *slog.Logger) *historyState
 	opts := &store.Options{RetainDays: o.RetainDays, MaxRows: o.MaxRows, ChildrenOnly: o.Disabled,
 		CapturePayloads: o.CapturePayloads && !o.Disabled, CaptureBytes: o.CaptureBytes, Version: version.Version, Logger: log,
 		HeartbeatInterval: historyHeartbeat(log)}
+	st, err := openStore(path, opts, log)
+	switch {
+	case err == nil:
+		hs.st.Store(st)
+	case store.IsBusy(err):
+		log.Warn("another program holds the history database locked: recording from when it lets go (opening it again until then); events meanwhile are dropped, and children started meanwhile are found by their run marker only", "err", err)
+		hs.err = openingError(err)
+		hs.opening = true
+		if opts.CapturePayloads {
+			hs.captureOpening = cmp.Or(max(opts.CaptureBytes, 0), store.DefaultCaptureBytes)
+		}
+		hs.stopOpening, hs.openingDone = make(chan struct{}), make(chan struct{})
+		go hs.retryOpen(path, opts, log)
+	default:
+		log.Warn("running without the history database: no request history, and children this run leaves behind are found by their run marker only", "err", err)
+		hs.err = err
+	}
+	return hs
+}
+
+// openStore opens the history database at path. A damaged one must not
+// cost the user their history from now on: it is kept aside for
+// inspection and a fresh one starts.
+func openStore(path string, opts *store.Options, log *slog.Logger) (*store.Store, error) {
 	st, err := store.Open(path, opts)
 	if errors.Is(err, store.ErrCorrupt) {
-		// A damaged history must not cost the user their history from now
-		// on: keep it aside for inspection and start a fresh one.
 		aside, merr := store.MoveAside(path, time.Now())
 		if merr == nil {
 			log.Error("the request history was damaged: moved it aside and started a fresh one",
@@ -88,13 +126,78 @@ func openHistory(path string, h *config.History, log *slog.Logger) *historyState
 			st, err = store.Open(path, opts)
 		}
 	}
-	if err != nil {
-		log.Warn("running without the history database: no request history, and children this run leaves behind are found by their run marker only", "err", err)
-		hs.err = err
-		return hs
+	return st, err
+}
+
+// openingError is what status says while the database, locked by another
+// program (err), is opened again.
+func openingError(err error) error {
+	return fmt.Errorf("%w (opening it again until that program lets go; events until then are dropped)", err)
+}
+
+// How long retryOpen waits before it opens the database again: first,
+// then doubling up to the last. Each try itself waits for the lock a few
+// seconds (the store's busy timeout).
+var (
+	historyRetryFirst = time.Second
+	historyRetryMax   = time.Minute
+)
+
+// retryOpen opens the history database again, with backoff, while another
+// program holds it locked, until it opens, fails otherwise, or close stops
+// it; once it opens, events are recorded as usual. It is the goroutine of
+// a historyState opening: close waits for it, and closes a database it
+// opened.
+func (h *historyState) retryOpen(path string, opts *store.Options, log *slog.Logger) {
+	defer close(h.openingDone)
+	wait := time.NewTimer(historyRetryFirst)
+	defer wait.Stop()
+	next := historyRetryFirst
+	for {
+		select {
+		case <-h.stopOpening:
+			return
+		case <-wait.C:
+		}
+		st, err := openStore(path, opts, log)
+		if err == nil {
+			h.setErr(nil)
+			h.st.Store(st)
+			log.Info("the history database opened: recording requests from now on", "path", path,
+				"droppedMeanwhile", h.droppedOpening.Load())
+			return
+		}
+		if !store.IsBusy(err) {
+			log.Warn("running without the history database: no request history, and children this run leaves behind are found by their run marker only", "err", err)
+			h.setErr(err)
+			return
+		}
+		h.setErr(openingError(err))
+		next = min(2*next, historyRetryMax)
+		wait.Reset(next)
 	}
-	hs.st = st
-	return hs
+}
+
+// setErr records why the database is not open; nil once it is.
+func (h *historyState) setErr(err error) {
+	h.errMu.Lock()
+	h.err = err
+	h.errMu.Unlock()
+}
+
+// openErr is why the database is not open.
+func (h *historyState) openErr() error {
+	h.errMu.Lock()
+	defer h.errMu.Unlock()
+	return h.err
+}
+
+// db is the database; nil while it is not open.
+func (h *historyState) db() *store.Store {
+	if h == nil {
+		return nil
+	}
+	return h.st.Load()
 }
 
 // HistoryHeartbeatEnv, a Go duration, is how often the running pool
@@ -135,18 +238,29 @@ func (h *historyState) requests() *store.Store {
 	if h == nil || h.off.Load() != nil {
 		return nil
 	}
-	return h.st
+	return h.st.Load()
 }
 
-// record is pool.Options.Record: nil when nothing records.
+// record is pool.Options.Record: nil when nothing records (nor will:
+// the database is neither open nor being opened).
 func (h *historyState) record() func(pool.Event) {
 	switch {
-	case h == nil || h.st == nil:
+	case h == nil || h.db() == nil && !h.opening:
 		return nil
 	case !h.switchable:
-		return h.st.Record // children only, for good
+		return h.put // children only, for good
 	}
 	return h.recordSwitched
+}
+
+// put hands e to the database; while it is not open yet, e is dropped
+// and counted.
+func (h *historyState) put(e pool.Event) {
+	if st := h.st.Load(); st != nil {
+		st.Record(e)
+		return
+	}
+	h.droppedOpening.Add(1)
 }
 
 // recordSwitched is the store's Record, with requests and sessions held
@@ -180,7 +294,7 @@ func (h *historyState) recordSwitched(e pool.Event) {
 			return
 		}
 	}
-	h.st.Record(e) // written requests and closed sessions it does not know, it leaves alone
+	h.put(e) // written requests and closed sessions it does not know, it leaves alone
 }
 
 // switchOff stops recording requests, as a config that switches history
@@ -206,10 +320,10 @@ func (h *historyState) apply(c config.History) (restart []string) {
 		h.switchOff()
 	case h.switchable:
 		h.off.Store(nil)
-	case h.st != nil:
+	case h.db() != nil:
 		restart = append(restart, "history.disabled")
 	}
-	if h.st == nil {
+	if h.db() == nil {
 		return restart // nothing runs that the settings could change
 	}
 	// As they run: a setting written out at its default is no change.
@@ -243,9 +357,14 @@ func (h *historyState) configReloaded(at time.Time, changes string, err error) {
 }
 
 // captureBytes is pool.Options.CapturePayloads.
+// While the database is being opened, it is what the database will
+// capture once open: the pool's setting is read at its start only.
 func (h *historyState) captureBytes() int {
 	if st := h.requests(); st != nil {
 		return st.CaptureBytes()
+	}
+	if h != nil && h.opening && h.off.Load() == nil {
+		return h.captureOpening
 	}
 	return 0
 }
@@ -255,9 +374,11 @@ func (h *historyState) status() control.HistoryStatus {
 	if h == nil {
 		return hs
 	}
-	err := h.err
+	err := h.openErr()
+	hs.Dropped = h.droppedOpening.Load()
 	if st := h.requests(); st != nil {
-		hs.Enabled, hs.Path, hs.Dropped = true, st.Path(), st.Dropped()
+		hs.Enabled, hs.Path = true, st.Path()
+		hs.Dropped += st.Dropped()
 		hs.Journaled, hs.JournaledWritten = st.Journaled()
 		if jerr := st.JournalErr(); jerr != nil {
 			msg := jerr.Error()
@@ -282,22 +403,32 @@ func (h *historyState) status() control.HistoryStatus {
 	return hs
 }
 
-// close flushes and ends the run; call it after the pool has closed, so
-// that the pool's last events are recorded.
+// close stops opening the database, if it was, then flushes and ends
+// the run; call it after the pool has closed, so that the pool's last
+// events are recorded.
 func (h *historyState) close() error {
-	if h == nil || h.st == nil {
+	if h == nil {
 		return nil
 	}
-	return h.st.Close()
+	h.closeOnce.Do(func() {
+		if h.opening {
+			close(h.stopOpening)
+			<-h.openingDone
+		}
+	})
+	if st := h.db(); st != nil {
+		return st.Close()
+	}
+	return nil
 }
 
 // leakSource gives leak detection the children that earlier runs recorded
 // and never saw exit; nil without a database.
 func (h *historyState) leakSource() leaks.Source {
-	if h == nil || h.st == nil {
-		return nil
+	if st := h.db(); st != nil {
+		return st
 	}
-	return h.st
+	return nil
 }
 
 // HistoryEntry is one request as `switchboard history --json` and

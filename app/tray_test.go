@@ -169,11 +169,11 @@ func TestTrayControllerHistory(t *testing.T) {
 	} {
 		st.Record(e)
 	}
-	c := &trayController{inst: &Instance{history: &historyState{st: st}}}
+	c := &trayController{inst: &Instance{history: historyWith(st)}}
 	if !c.HistoryOn() {
 		t.Error("history off with a store recording")
 	}
-	switched := &trayController{inst: &Instance{history: &historyState{st: st}}}
+	switched := &trayController{inst: &Instance{history: historyWith(st)}}
 	if switched.inst.history.switchOff(); switched.HistoryOn() {
 		t.Error("history on once the config switched it off")
 	}
@@ -224,7 +224,7 @@ func TestTrayControllerOrphanTimeline(t *testing.T) {
 	} {
 		st.Record(e)
 	}
-	c := &trayController{inst: &Instance{history: &historyState{st: st}}}
+	c := &trayController{inst: &Instance{history: historyWith(st)}}
 	var rows []ui.HistoryRow
 	waitHistory(t, "the request and the orphan", func() bool {
 		rows, err = c.History(ctx, ui.HistoryFilter{})
@@ -369,7 +369,7 @@ func TestTrayControllerWindowAndPayloads(t *testing.T) {
 	} {
 		st.Record(e)
 	}
-	inst := &Instance{history: &historyState{st: st}}
+	inst := &Instance{history: historyWith(st)}
 	c := &trayController{inst: inst}
 	var w ui.HistoryWindow
 	waitHistory(t, "the request in a window", func() bool {

@@ -21,3 +21,12 @@ func isReadOnly(err error) bool {
 	var se sqlite3.Error
 	return errors.As(err, &se) && (se.Code == sqlite3.ErrReadonly || se.Code == sqlite3.ErrCantOpen)
 }
+
+// IsBusy reports whether err is SQLite finding the database locked by
+// another connection past the store's wait for it (a DB browser's or
+// sqlite3's open transaction): a passing state, after which an Open may
+// be tried again.
+func IsBusy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
+}

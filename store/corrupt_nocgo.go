@@ -8,3 +8,6 @@ func isCorrupt(error) bool { return false }
 
 // isReadOnly: nothing is classified without cgo (see isCorrupt).
 func isReadOnly(error) bool { return false }
+
+// IsBusy: nothing is classified without cgo (see isCorrupt).
+func IsBusy(error) bool { return false }

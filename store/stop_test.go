@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +168,30 @@ func TestUnknownRequestAgesUntilItsRunEnded(t *testing.T) {
 	want := ended.Sub(r.Received)
 	if got := r.Age(time.Now().Add(time.Hour)); got != want {
 		t.Errorf("an unknown request's age an hour on: %v, want %v (until its run ended)", got, want)
+	}
+}
+
+// Open under another program's lock fails with an error IsBusy tells
+// from the others: the lock passes, and the app opens the history again
+// once it has (a user reading history.db in sqlite3 while a client starts
+// the pool). A damaged or foreign file is not busy.
+func TestOpenUnderAnotherProgramsLockIsBusy(t *testing.T) {
+	old := busyTimeout
+	busyTimeout = 100 * time.Millisecond
+	t.Cleanup(func() { busyTimeout = old })
+	path := dbPath(t)
+	s := openT(t, path, nil)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	release := holdLocked(t, path)
+	_, err := Open(path, nil)
+	if err == nil || !IsBusy(err) {
+		t.Fatalf("Open under another program's lock: %v; want an error IsBusy says is busy", err)
+	}
+	release()
+	openT(t, path, nil)
+	if IsBusy(fmt.Errorf("history: %w", ErrCorrupt)) || IsBusy(nil) {
+		t.Error("IsBusy says a corrupt file, or no error, is busy")
 	}
 }
