@@ -93,12 +93,30 @@ func (c clientCaps) capabilitiesJSON() string {
 
 // probeTimeout is how long the pool waits for an answer to server/discover
 // before also trying initialize: some legacy servers never answer a
-// request that comes before initialize. (A variable for tests.)
+// request that comes before initialize. Only the wait for initialize
+// ends then: server/discover may still answer, until the handshake
+// timeout. (A variable for tests.)
 var probeTimeout = 5 * time.Second
 
 // handshake probes the child with server/discover and falls back to the
 // legacy initialize, as the 2026-07-28 revision's backward-compatibility
-// rules describe, then caches the era and the result.
+// rules describe, then caches the era and the result. initialize is sent
+// once server/discover failed, or probeTimeout passed without its answer;
+// the first of the two to succeed decides the era, the other is dropped.
+//
+// A child that answers initialize first is legacy for its life, one of
+// both eras too whose DiscoverResult comes later: it was initialized, and
+// has a legacy session on its stdio; the pool bridges modern clients to it.
+// Waiting on for a DiscoverResult after a successful initialize would
+// delay every legacy child that never answers server/discover (the reason
+// for probeTimeout) by the whole handshake timeout.
+//
+// A refused initialize fails nothing while server/discover may still
+// answer: a modern child slow to answer the probe refuses initialize at
+// once. One that refuses it naming only modern revisions after
+// server/discover failed is asked server/discover once more. The
+// handshake fails when both failed, saying why each did, or at
+// HandshakeTimeout.
 func (b *backend) handshake(c *child) (*handshake, error) {
 	b.mu.Lock()
 	b.handshaking = time.Now() // shown while it runs (snapshot)
@@ -110,64 +128,177 @@ func (b *backend) handshake(c *child) (*handshake, error) {
 	}()
 	info, _ := json.Marshal(b.p.opts.ClientInfo)
 	poolCapabilities := b.caps.capabilitiesJSON()
-	discover := b.probe(Modern, "server/discover", []byte(`{"_meta":{"`+metaProtocolVersion+`":"`+Modern+
-		`","`+metaClientCapabilities+`":`+poolCapabilities+`,"`+metaClientInfo+`":`+string(info)+`}}`))
+	h := &handshakeRun{b: b, c: c,
+		discoverParams: []byte(`{"_meta":{"` + metaProtocolVersion + `":"` + Modern +
+			`","` + metaClientCapabilities + `":` + poolCapabilities + `,"` + metaClientInfo + `":` + string(info) + `}}`),
+		initializeParams: []byte(`{"protocolVersion":"` + LatestLegacy +
+			`","capabilities":` + poolCapabilities + `,"clientInfo":` + string(info) + `}`)}
+	h.sendDiscover()
 	deadline := time.NewTimer(b.p.opts.HandshakeTimeout)
 	defer deadline.Stop()
 	probe := time.NewTimer(probeTimeout)
 	defer probe.Stop()
-
-	var initialize *pending
-	sendInitialize := func() {
-		if initialize == nil {
-			initialize = b.probe(LatestLegacy, "initialize", []byte(`{"protocolVersion":"`+LatestLegacy+
-				`","capabilities":`+poolCapabilities+`,"clientInfo":`+string(info)+`}`))
-		}
-	}
-	var initReply <-chan []byte
 	for {
-		if initialize != nil {
-			initReply = initialize.reply
-		}
+		var hs *handshake
+		var err error
 		select {
-		case raw, ok := <-discover.reply:
-			discover.reply = nil // a nil channel blocks: wait for the others
-			if ok {
-				if hs, err := parseDiscover(raw); err == nil {
-					if initialize != nil {
-						b.dropProbe(initialize)
-					}
-					return hs, nil
-				}
-			}
-			sendInitialize()
-		case raw, ok := <-initReply:
-			if !ok {
-				c.awaitStderr()
-				return nil, b.handshakeFailure(c, "the child exited during initialize")
-			}
-			hs, err := parseInitialize(raw)
-			if err != nil {
-				return nil, fmt.Errorf("initialize %s: %w", b.srv.name, err)
-			}
-			b.dropProbe(discover)
-			// Ahead of any client request queued while the child started.
-			b.mu.Lock()
-			b.queue = append([]outItem{{line: jsonrpc.AppendNotification(nil, "notifications/initialized", nil), early: true}}, b.queue...)
-			b.mu.Unlock()
-			b.signal()
-			return hs, nil
+		case raw, ok := <-h.discoverReply:
+			hs, err = h.discoverAnswered(raw, ok)
+		case raw, ok := <-h.initReply:
+			hs, err = h.initializeAnswered(raw, ok)
 		case <-probe.C:
-			sendInitialize()
+			h.sendInitialize()
 		case <-c.exited:
 			c.awaitStderr()
-			return nil, b.handshakeFailure(c, "the child exited before answering server/discover or initialize")
+			err = b.handshakeFailure(c, h.exitReason())
 		case <-deadline.C:
-			return nil, b.handshakeFailure(c, fmt.Sprintf("no answer to server/discover or initialize within %s", b.p.opts.HandshakeTimeout))
+			err = b.handshakeFailure(c, h.timeoutReason(b.p.opts.HandshakeTimeout))
 		case <-b.stopReq:
-			return nil, errors.New("stopped during the handshake")
+			err = errors.New("stopped during the handshake")
+		}
+		if hs != nil || err != nil {
+			return hs, err
 		}
 	}
+}
+
+// handshakeRun is one child's handshake under way: its two requests, the
+// answers still waited for (nil once taken: a nil channel blocks), and why
+// each request failed, once it did.
+type handshakeRun struct {
+	b *backend
+	c *child
+
+	discoverParams, initializeParams []byte
+
+	discover, initialize     *pending
+	discoverReply, initReply <-chan []byte
+	discoverErr, initErr     error
+	reprobed                 bool // server/discover was sent again (initializeAnswered)
+}
+
+// sendDiscover sends server/discover: first, and once more to a child
+// that refused initialize as a modern one does (initializeAnswered).
+func (h *handshakeRun) sendDiscover() {
+	h.discover = h.b.probe(Modern, "server/discover", h.discoverParams)
+	h.discoverReply = h.discover.reply
+}
+
+// sendInitialize sends initialize once: when server/discover failed, or
+// was not answered within probeTimeout.
+func (h *handshakeRun) sendInitialize() {
+	if h.initialize == nil {
+		h.initialize = h.b.probe(LatestLegacy, "initialize", h.initializeParams)
+		h.initReply = h.initialize.reply
+	}
+}
+
+// discoverAnswered takes server/discover's answer (ok false: its request
+// ended unanswered): the modern handshake, the handshake's failure when
+// initialize failed too, or neither while initialize is yet to answer.
+func (h *handshakeRun) discoverAnswered(raw []byte, ok bool) (*handshake, error) {
+	h.discoverReply = nil
+	hs, err := discoverOutcome(raw, ok)
+	if err == nil {
+		if h.initialize != nil {
+			h.b.dropProbe(h.initialize) // (a no-op once it was answered)
+		}
+		return hs, nil
+	}
+	h.discoverErr = err
+	if h.initErr != nil {
+		return nil, h.b.handshakeFailure(h.c, h.bothFailed())
+	}
+	h.sendInitialize()
+	return nil, nil
+}
+
+// initializeAnswered takes initialize's answer (ok false: its request
+// ended unanswered): the legacy handshake, the handshake's failure, or
+// neither while server/discover may still answer, or was asked again of a
+// child that refused initialize as a modern one does.
+func (h *handshakeRun) initializeAnswered(raw []byte, ok bool) (*handshake, error) {
+	h.initReply = nil
+	b := h.b
+	if !ok {
+		h.c.awaitStderr()
+		return nil, b.handshakeFailure(h.c, "the child exited during initialize")
+	}
+	hs, err := parseInitialize(raw)
+	if err == nil {
+		b.dropProbe(h.discover)
+		// Ahead of any client request queued while the child started.
+		b.mu.Lock()
+		b.queue = append([]outItem{{line: jsonrpc.AppendNotification(nil, "notifications/initialized", nil), early: true}}, b.queue...)
+		b.mu.Unlock()
+		b.signal()
+		return hs, nil
+	}
+	h.initErr = err
+	switch {
+	case h.discoverReply != nil:
+		b.log.Info("initialize refused while server/discover is unanswered: waiting for it", "err", err)
+	case !h.reprobed && refusedAsModern(raw):
+		b.log.Info("initialize refused by a child that speaks only modern revisions: asking server/discover again",
+			"discoverErr", h.discoverErr, "err", err)
+		h.reprobed, h.discoverErr = true, nil
+		h.sendDiscover()
+	default:
+		return nil, b.handshakeFailure(h.c, h.bothFailed())
+	}
+	return nil, nil
+}
+
+// bothFailed says why a handshake whose server/discover and initialize
+// both failed did.
+func (h *handshakeRun) bothFailed() string {
+	return fmt.Sprintf("server/discover failed (%v), and initialize failed (%v)", h.discoverErr, h.initErr)
+}
+
+// exitReason says why a handshake whose child exited failed.
+func (h *handshakeRun) exitReason() string {
+	if h.initErr != nil {
+		return fmt.Sprintf("the child exited before answering server/discover (initialize failed: %v)", h.initErr)
+	}
+	return "the child exited before answering server/discover or initialize"
+}
+
+// timeoutReason says why a handshake that reached its timeout failed:
+// after initialize failed, server/discover was not answered.
+func (h *handshakeRun) timeoutReason(timeout time.Duration) string {
+	if h.initErr != nil {
+		return fmt.Sprintf("no answer to server/discover within %s, and initialize failed (%v)", timeout, h.initErr)
+	}
+	return fmt.Sprintf("no answer to server/discover or initialize within %s", timeout)
+}
+
+// discoverOutcome is the handshake server/discover's answer gives, or why
+// it gives none. ok false: its request ended unanswered.
+func discoverOutcome(raw []byte, ok bool) (*handshake, error) {
+	if !ok {
+		return nil, errors.New("ended without an answer")
+	}
+	return parseDiscover(raw)
+}
+
+// refusedAsModern says whether raw, an answer to initialize, is an error
+// whose data.supported names 2026-07-28 and no legacy revision, as a
+// 2026-07-28-only child refuses initialize: a modern child, worth asking
+// server/discover again.
+func refusedAsModern(raw []byte) bool {
+	msg, err := jsonrpc.Parse(raw)
+	if err != nil || !msg.Error.Present() {
+		return false
+	}
+	var e struct {
+		Data struct {
+			Supported []string `json:"supported"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(msg.Error.Of(raw), &e) != nil || !slices.Contains(e.Data.Supported, Modern) {
+		return false
+	}
+	return !slices.ContainsFunc(e.Data.Supported, func(v string) bool { return v < Modern }) // revisions are dates
 }
 
 // handshakeFailure is why c's handshake failed, quoting its last stderr
@@ -214,8 +345,9 @@ func (b *backend) probe(version, method string, params []byte) *pending {
 // dropProbe ends a probe of the handshake that is no longer needed: the
 // other one was answered. A child that answers it late (a legacy one
 // that refuses server/discover only after answering the initialize sent
-// once probeTimeout passed, or a modern one that answers that initialize
-// after server/discover) is not answering a client's call that ended:
+// once probeTimeout passed, one of both eras whose DiscoverResult comes
+// after that initialize's answer, or a modern one that answers that
+// initialize after server/discover) is not answering a client's call that ended:
 // its answer is no orphan. Only the last probe dropped is remembered: a
 // child has one handshake.
 func (b *backend) dropProbe(p *pending) {

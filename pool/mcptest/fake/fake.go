@@ -77,6 +77,7 @@ type options struct {
 	rootsApply     time.Duration
 	mcpHeader      bool
 	discoverDelay  time.Duration
+	discoverRefuse int
 	tasks          bool
 	tasksUnasked   bool
 	version        string
@@ -110,6 +111,7 @@ func Main(args []string) {
 	fs.DurationVar(&o.startupDelay, "startup-delay", 0, "wait this long before reading stdin")
 	fs.StringVar(&o.startWhile, "start-while", "", "after -startup-delay, wait while this `file` exists before reading stdin, as a server busy starting does until a test lets it start")
 	fs.DurationVar(&o.discoverDelay, "discover-delay", 0, "answer server/discover (a legacy server's Method not found included) this long after it came, other requests at once, as a server busy starting answers a probe after the initialize that followed it")
+	fs.IntVar(&o.discoverRefuse, "discover-refusals", 0, "answer the first `N` server/discover with an internal error (-32603), after -discover-delay, as a server not ready for it yet does")
 	fs.StringVar(&o.stderrLine, "stderr", "", "write this `line` to stderr at start")
 	fs.IntVar(&o.stderrLong, "stderr-long", 0, "write a line of `N` bytes to stderr at start, before -stderr's, as a server that logs a whole payload does")
 	fs.IntVar(&o.stderrLines, "stderr-lines", 0, "write `N` lines to stderr at start, in one write, after -stderr-long's and before -stderr's, each naming this process (\"stderr line I of N, pid P\"), as a server that logs a lot as it starts does: each child of a crash loop says something of its own")
@@ -392,6 +394,7 @@ type server struct {
 	retooled atomic.Bool // the retool tool ran: no tool is annotated any more
 
 	listens   atomic.Int64 // subscriptions/listen taken, for -ack-listens
+	discovers atomic.Int64 // server/discover received, for -discover-refusals
 	subsTaken atomic.Int64 // resources/subscribe taken, for -unanswered-subscribes
 
 	mu          sync.Mutex
@@ -673,6 +676,10 @@ func (s *server) handle(r *request) {
 		case <-r.ctx.Done():
 			return
 		}
+	}
+	if r.method == "server/discover" && s.discovers.Add(1) <= int64(s.o.discoverRefuse) {
+		s.fail(r, codeInternal, "Internal error: not ready to answer server/discover yet", nil)
+		return
 	}
 	if len(r.params) > 0 && string(r.params) != "null" {
 		var p struct {
