@@ -45,15 +45,15 @@ func refuse(status, code int, format string, args ...any) *httpRefusal {
 }
 
 // modernHTTP reports whether a request speaks 2026-07-28:
-// server/discover, _meta naming a version, or the version header naming a
-// modern revision. Such a request is served statelessly, the session id
-// sid it carries, if any, ignored (2026-07-28 streamable-http, Backward
-// Compatibility). With a session id, the header alone makes it modern
-// only when it names 2026-07-28: a legacy session's request naming a
-// revision the pool does not serve is refused as the session's
-// (sessionVersionRefused).
+// server/discover, _meta naming a version (with a session id, a modern
+// one: modernIn), or the version header naming a modern revision. Such a
+// request is served statelessly, the session id sid it carries, if any,
+// ignored (2026-07-28 streamable-http, Backward Compatibility). With a
+// session id, the header alone makes it modern only when it names
+// 2026-07-28: a legacy session's request naming a revision the pool does
+// not serve is refused as the session's (sessionVersionRefused).
 func modernHTTP(r *http.Request, body []byte, msg jsonrpc.Message, sid string) bool {
-	if modernRequest(body, msg) {
+	if modernIn(body, msg, sid != "") {
 		return true
 	}
 	v := r.Header.Get(protocolVersionHeader)
@@ -70,13 +70,62 @@ func modernRequest(body []byte, msg jsonrpc.Message) bool {
 	return msg.Method == "server/discover" || modernMeta(body, msg)
 }
 
+// modernIn is modernRequest for a request of a session that an
+// initialize made legacy (legacy true) or not: in a legacy session, _meta
+// naming a legacy revision (the session's own or another) leaves the
+// request the session's, since only 2026-07-28 and later carry the
+// version in _meta (basic/versioning, Terminology) and a legacy revision
+// gives the key no meaning; the revision the session's initialize
+// negotiated governs it, as it governs a request whose
+// MCP-Protocol-Version header names another served legacy revision.
+func modernIn(body []byte, msg jsonrpc.Message, legacy bool) bool {
+	if msg.Method == "server/discover" {
+		return true
+	}
+	return modernMeta(body, msg) && !(legacy && metaNamesLegacy(body, msg))
+}
+
+// metaNamesLegacy reports whether a request's _meta names a legacy
+// revision: a version string before 2026-07-28 (revisions are dates).
+func metaNamesLegacy(body []byte, msg jsonrpc.Message) bool {
+	v, ok := metaVersion(body, msg)
+	return ok && v < Modern
+}
+
+// metaVersion is the version a request's _meta names, if it names one as
+// a non-empty string.
+func metaVersion(body []byte, msg jsonrpc.Message) (string, bool) {
+	if !msg.Meta.Present() || body[msg.Meta.Start] != '{' {
+		return "", false
+	}
+	meta := msg.Meta.Of(body)
+	v, ok := jsonrpc.String(meta, jsonrpc.Member(meta, metaProtocolVersion))
+	return v, ok && v != ""
+}
+
+// requestVersion is the revision a request names: its _meta's, else
+// (withHeaders) its MCP-Protocol-Version header's; "" when neither names
+// one.
+func requestVersion(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bool) string {
+	if v, ok := metaVersion(body, msg); ok {
+		return v
+	}
+	if withHeaders {
+		return h.Get(protocolVersionHeader)
+	}
+	return ""
+}
+
 // validateModern checks a modern request as the spec's server validation
-// says, in this order: the required _meta fields (400, -32602), the headers
-// against the body (400, -32020), the version (400, -32022), methods the
-// revision removed (404, -32601), a log level that names no level (400,
-// -32602), and last, for a tools/call of a tool
-// that annotates its properties, the Mcp-Param headers against its
-// arguments (400, -32020; httpparams.go). nil means serve it.
+// says, in this order: first the version it names (from _meta, else the
+// header), since a request in a revision the pool does not serve per
+// request is not 2026-07-28's to judge by its other rules (400, -32022;
+// basic/versioning); then the required _meta fields (400, -32602), the
+// headers against the body (400, -32020), methods the revision removed
+// (404, -32601), a log level that names no level (400, -32602), and last,
+// for a tools/call of a tool that annotates its properties, the Mcp-Param
+// headers against its arguments (400, -32020; httpparams.go). nil means
+// serve it.
 func validateModern(h http.Header, body []byte, msg jsonrpc.Message, tools toolParams) *httpRefusal {
 	if bad := checkModern(h, body, msg, true); bad != nil {
 		return bad
@@ -90,6 +139,9 @@ func validateModern(h http.Header, body []byte, msg jsonrpc.Message, tools toolP
 // checkModern is validateModern; the stdio front door has no headers to
 // check (withHeaders false).
 func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bool) *httpRefusal {
+	if v := requestVersion(h, body, msg, withHeaders); v != "" && v != Modern {
+		return unsupportedVersion(v)
+	}
 	var params []byte
 	if msg.Params.Present() {
 		params = msg.Params.Of(body)
@@ -113,16 +165,6 @@ func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bo
 			return bad
 		}
 	}
-	if version != Modern {
-		r := refuse(http.StatusBadRequest, codeUnsupportedVersion,
-			"unsupported protocol version %q: this endpoint serves %s per request (legacy clients initialize first)", version, Modern)
-		// supported is what a retry of this request can use (the client
-		// retries in one, rather than falling back: basic/versioning):
-		// 2026-07-28 alone. Not a child's other modern revisions, nor the
-		// legacy ones, which only an initialize gets; never the refused one.
-		r.err.Data = map[string]any{"supported": []string{Modern}, "requested": version}
-		return r
-	}
 	if removedInModern[msg.Method] {
 		return refuse(http.StatusNotFound, jsonrpc.CodeMethodNotFound, "method not found: %s is not part of %s", msg.Method, Modern)
 	}
@@ -139,6 +181,21 @@ func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bo
 		}
 	}
 	return nil
+}
+
+// unsupportedVersion refuses a request in a revision the pool does not
+// serve per request. supported is what a retry of the request can use
+// (the client retries with one, rather than falling back:
+// basic/versioning): 2026-07-28 alone. Not the legacy revisions
+// server/discover also lists: a request naming one is refused here too
+// (only an initialize reaches them, and which of them a child allows is
+// known only once it ran); nor a modern child's other revisions, which
+// the pool refuses; never the refused one.
+func unsupportedVersion(version string) *httpRefusal {
+	r := refuse(http.StatusBadRequest, codeUnsupportedVersion,
+		"unsupported protocol version %q: this endpoint serves %s per request (legacy clients initialize first)", version, Modern)
+	r.err.Data = map[string]any{"supported": []string{Modern}, "requested": version}
+	return r
 }
 
 // checkHeaders compares the mirrored headers with the body.

@@ -304,7 +304,7 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange, a *arrival) {
 	params := msg.Params.Of(msg.Raw)
 	switch {
 	case x != nil && x.stateless: // checked at the door
-	case modernRequest(msg.Raw, *msg): // a 2026-07-28 request: checked as the HTTP front door checks it
+	case s.modernRequest(msg): // a 2026-07-28 request: checked as the HTTP front door checks it
 		if bad := checkModern(nil, msg.Raw, *msg, false); bad != nil {
 			s.replyErrorTo(x, id, bad.err)
 			return
@@ -680,6 +680,17 @@ func (s *session) choseLegacy() bool {
 	return s.era == EraLegacy
 }
 
+// modernRequest reports whether msg is a 2026-07-28 request of the
+// session (modernIn): in a session an initialize made legacy, _meta
+// naming a legacy revision leaves it the session's. The session's era,
+// behind its lock, is asked only of such a request.
+func (s *session) modernRequest(msg *jsonrpc.Message) bool {
+	if !metaNamesLegacy(msg.Raw, *msg) {
+		return modernRequest(msg.Raw, *msg)
+	}
+	return modernIn(msg.Raw, *msg, s.choseLegacy())
+}
+
 // noteModern records what a modern request says about its client, in a
 // session no initialize made legacy. A stateless session's requests
 // speak for their own clients only (exchange.go), and so do a legacy
@@ -751,7 +762,7 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 		s.mu.Lock()
 		era = s.era
 		s.mu.Unlock()
-	case modernMeta(msg.Raw, *msg):
+	case modernIn(msg.Raw, *msg, true):
 		era = EraModern // a 2026-07-28 request of a legacy session: served as one, the session's other requests legacy still
 	}
 	b, err := s.backend(x)

@@ -122,9 +122,9 @@ func TestModernRequestIgnoresTheSessionID(t *testing.T) {
 		}
 	}
 	refused("a live session's id, no Mcp-Method", c.post(list, "Mcp-Method", ""), http.StatusBadRequest, -32020)
-	refused("a live session's id, a legacy version in _meta", c.postRaw(
-		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18","io.modelcontextprotocol/clientCapabilities":{}}}}`,
-		"MCP-Protocol-Version", "2025-06-18", "Mcp-Method", "tools/list"), http.StatusBadRequest, -32022)
+	refused("a live session's id, a newer version in _meta", c.postRaw(
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		"MCP-Protocol-Version", "2099-01-01", "Mcp-Method", "tools/list"), http.StatusBadRequest, -32022)
 	refused("a live session's id, the 2026-07-28 header, no _meta", c.postRaw(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
 		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list"), http.StatusBadRequest, -32602)
 	for _, sid := range []string{c.sid, "stale"} {
