@@ -158,6 +158,7 @@ func Start(opts Options) (*Instance, error) {
 			return nil, err
 		}
 	}
+	recordConfig(paths, opts.ConfigPath, log)
 	var carried *pool.Carried
 	if handover != nil {
 		carried = handover.Carried
@@ -273,6 +274,27 @@ func lockInstance(paths Paths) (*flock.Lock, error) {
 	}
 	_ = l.WritePID()
 	return l, nil
+}
+
+// recordConfig notes, under the instance lock, the config file this pool
+// runs (home.Paths.ConfigRecordFile): a client that finds no pool once it
+// has stopped starts the next with that file (launch.RecordedConfig). The
+// default file is no record. A failure costs only that, and is logged.
+func recordConfig(paths Paths, configPath string, log *slog.Logger) {
+	record := paths.ConfigRecordFile()
+	if configPath == "" {
+		if err := os.Remove(record); err != nil && !errors.Is(err, os.ErrNotExist) {
+			log.Warn("a pool a client starts may run another config than this one", "err", err)
+		}
+		return
+	}
+	abs, err := filepath.Abs(configPath)
+	if err == nil {
+		err = config.WritePrivateFile(record, []byte(abs+"\n"))
+	}
+	if err != nil {
+		log.Warn("a pool a client starts will run another config than this one", "config", configPath, "err", err)
+	}
 }
 
 // loadStartConfig is the config a starting pool runs: the file's (the

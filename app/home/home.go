@@ -47,6 +47,14 @@ func (p Paths) AskIDsFile() string { return filepath.Join(p.Run, "ask-ids") }
 // PoolLog is where a pool started by a client writes its log.
 func (p Paths) PoolLog() string { return filepath.Join(p.Logs, "pool.log") }
 
+// ConfigRecordFile names the config file the pool that started last
+// runs (`serve --config FILE`, `tray --config FILE`), one absolute path;
+// there is none while that pool runs the default file. A client that
+// finds no pool starts one with that file (package launch), so that a
+// pool the user started with a file of their own comes back as it ran
+// after a crash, a quit or an upgrade, not with the default file.
+func (p Paths) ConfigRecordFile() string { return filepath.Join(p.Run, "config-path") }
+
 // LockFile holds the single-instance lock.
 func (p Paths) LockFile() string { return filepath.Join(p.Run, "switchboard.lock") }
 

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -60,6 +61,38 @@ func Allowed(path string) bool {
 	return v == nil || string(v.Raw(doc)) != "false"
 }
 
+// maxRecordBytes bounds the config record read here: one path.
+const maxRecordBytes = 64 << 10
+
+// RecordedConfig is the config file the pool that started last ran, when
+// it ran one other than the default and that file still exists
+// (home.Paths.ConfigRecordFile); else "", the default file. A pool a
+// client starts runs that file, and whether clients may start one is
+// that file's to say.
+func RecordedConfig(paths home.Paths) string {
+	data, err := safefile.Read(paths.ConfigRecordFile(), maxRecordBytes)
+	if err != nil {
+		return ""
+	}
+	path := strings.TrimRight(string(data), "\r\n")
+	if path == "" || !filepath.IsAbs(path) || path == paths.Config {
+		return ""
+	}
+	if fi, err := os.Stat(path); err != nil || fi.IsDir() {
+		return ""
+	}
+	return path
+}
+
+// ConfigOf is the config file a pool a client starts would run: the one
+// the last pool ran (RecordedConfig), else the default.
+func ConfigOf(paths home.Paths) string {
+	if path := RecordedConfig(paths); path != "" {
+		return path
+	}
+	return paths.Config
+}
+
 // runningWait bounds how long a client waits for a pool that holds the
 // instance lock but does not answer yet: an upgrade in place takes well
 // under a second, a start a second or two.
@@ -81,7 +114,7 @@ func Ensure(paths home.Paths, dial func() (net.Conn, error)) (net.Conn, error) {
 	if c, ok := awaitRunning(paths, dial, deadline); ok {
 		return c, nil
 	}
-	if !Allowed(paths.Config) {
+	if !Allowed(ConfigOf(paths)) {
 		return nil, ErrDisabled
 	}
 	if err := paths.EnsureRunDir(); err != nil {
@@ -214,7 +247,7 @@ func start(paths home.Paths) (*started, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start the pool: %w", err)
 	}
-	cmd := exec.Command(bin, Args()...)
+	cmd := exec.Command(bin, Args(RecordedConfig(paths))...)
 	cmd.Env = os.Environ()
 	for k, v := range homeEnv {
 		cmd.Env = append(cmd.Env, k+"="+v) // the last of a name wins
@@ -250,12 +283,17 @@ func poolDir() string {
 // Args is how a client starts the pool: the tray app where a desktop
 // session can show it, else the headless pool, which stops by itself
 // after autostart.idleExit without a session, as the tray does if it
-// finds it cannot open the display after all.
-func Args() []string {
+// finds it cannot open the display after all. It runs config, the file
+// the last pool ran (RecordedConfig), or with "" the default file.
+func Args(config string) []string {
+	args := []string{"serve", "--exit-when-idle"}
 	if desktopSession() {
-		return []string{"tray", "--started-by-client"}
+		args = []string{"tray", "--started-by-client"}
 	}
-	return []string{"serve", "--exit-when-idle"}
+	if config != "" {
+		args = append(args, "--config", config)
+	}
+	return args
 }
 
 // desktopSession reports whether a tray icon could be shown. On Linux

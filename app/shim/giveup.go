@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/home"
+	"github.com/switchboard-mcp/switchboard/app/launch"
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pool/wire"
 )
@@ -122,7 +123,7 @@ func (w *userStart) over() bool {
 // userStartWait: disabled says why it did not start one.
 func noPoolCame(paths home.Paths, disabled error) error {
 	return fmt.Errorf("%w (no pool socket at %s; none came within %s) and %v in %s: start it with `switchboard` (tray) or `switchboard serve`, or turn autostart.fromClients on",
-		ErrNoPool, paths.PoolSocket(), userStartWait, disabled, paths.Config)
+		ErrNoPool, paths.PoolSocket(), userStartWait, disabled, launch.ConfigOf(paths))
 }
 
 // answerLost appends an error answer for each request a pool took and

@@ -107,7 +107,7 @@ func dialPool(paths home.Paths) (net.Conn, error) {
 	// would otherwise have to before every client.
 	conn, err = launch.Ensure(paths, func() (net.Conn, error) { return localsock.DialTimeout(sock, time.Second) })
 	if errors.Is(err, launch.ErrDisabled) {
-		return nil, fmt.Errorf("%w (no pool socket at %s) and %v in %s: start it with `switchboard` (tray) or `switchboard serve`, or turn autostart.fromClients on", ErrNoPool, sock, err, paths.Config)
+		return nil, fmt.Errorf("%w (no pool socket at %s) and %v in %s: start it with `switchboard` (tray) or `switchboard serve`, or turn autostart.fromClients on", ErrNoPool, sock, err, launch.ConfigOf(paths))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w (no pool socket at %s) and starting one failed: %v", ErrNoPool, sock, err)
