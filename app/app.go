@@ -100,26 +100,73 @@ func Serve(ctx context.Context, opts Options) error {
 	if onMain {
 		opts.startOn = mainthread.Do
 	}
-	inst, err := Start(opts)
+	inst, startLock, err := startServing(ctx, opts)
 	if err != nil {
 		return err
 	}
+	released := letClientsInOnceServing(ctx, startLock)
 	if !onMain {
-		if err := inst.Run(ctx); err != nil {
-			return err
-		}
-		return inst.ExecUpgrade()
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
 		err = inst.Run(ctx)
-	}()
-	mainthread.Serve(done)
+	} else {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			err = inst.Run(ctx)
+		}()
+		mainthread.Serve(done)
+	}
+	<-released
 	if err != nil {
 		return err
 	}
 	return inst.ExecUpgrade()
+}
+
+// startServing is Start for Serve. A pool started by hand (not
+// ExitWhenIdle) that finds a headless pool a client started holding the
+// instance lock asks it to make way, as the tray app does, and takes its
+// place: that pool's sessions resume with this one. The start lock it
+// then holds (nil otherwise) keeps clients from starting a pool meanwhile.
+// A pool that will not make way (one started by hand, a tray app) keeps
+// running, and the error, ErrAlreadyRunning, says why.
+func startServing(ctx context.Context, opts Options) (*Instance, *flock.Lock, error) {
+	inst, err := Start(opts)
+	if !errors.Is(err, ErrAlreadyRunning) || opts.ExitWhenIdle || opts.lock != nil {
+		return inst, nil, err
+	}
+	p, perr := takePlace(ctx, false)
+	if perr != nil {
+		why := perr.Error()
+		if errors.Is(perr, control.ErrConflict) {
+			why = strings.TrimPrefix(why, control.ErrConflict.Error()+": ")
+		}
+		return nil, nil, fmt.Errorf("%w, and it did not make way: %s", err, why)
+	}
+	fmt.Fprintln(os.Stderr, "switchboard: the headless pool a client started made way; running it here")
+	opts.lock = p.lock
+	if inst, err = Start(opts); err != nil {
+		p.start.Unlock()
+		return nil, nil, err
+	}
+	return inst, p.start, nil
+}
+
+// letClientsInOnceServing lets go of startLock (none when nil) once this
+// home's pool answers, or after a while: the clients waiting on it then
+// find the pool that took the place of theirs, and start none. The
+// channel closes once it has.
+func letClientsInOnceServing(ctx context.Context, startLock *flock.Lock) <-chan struct{} {
+	released := make(chan struct{})
+	if startLock == nil {
+		close(released)
+		return released
+	}
+	go func() {
+		defer close(released)
+		awaitControl(ctx, 5*time.Second)
+		startLock.Unlock()
+	}()
+	return released
 }
 
 // Start loads the config and prepares the pool, without serving yet.

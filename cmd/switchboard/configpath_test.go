@@ -129,3 +129,45 @@ func TestFromClientsOffInTheLastPoolsConfig(t *testing.T) {
 		t.Fatalf("a client started a pool: %v", pools)
 	}
 }
+
+// `switchboard serve` started by hand while a pool a client started runs
+// (headless, stopping when idle) takes that pool's place, as the tray app
+// does, instead of exiting "already running": the client's session goes
+// on with it. Before, it exited 4, and the service manager or the user
+// was left with the client's pool.
+func TestServeTakesTheClientStartedPoolsPlace(t *testing.T) {
+	home := homeDir(t)
+	file := elsewhereConfig(t, home, `{"idleExit": "1m"}`)
+	first := serveConfig(t, home, file)
+	s := startShim(t, "b", clientEnv(home))
+	s.initialize("keeps-its-session")
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if r := s.recvID("1"); r.Error != nil {
+		t.Fatalf("tools/list: %s", r.raw)
+	}
+	quitPool(t, first)
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"client's pool"}}}`)
+	if r := s.recvID("2"); toolText(r) != "client's pool" {
+		t.Fatalf("the call after the quit: %s (stderr: %s)", r.raw, s.errb.String())
+	}
+	_, clients := statusConfig(t, home)
+	second := serveConfig(t, home, file)
+	waitFor(t, "the pool started by hand to serve", func() bool {
+		select {
+		case err := <-second.done:
+			second.done <- err
+			t.Fatalf("serve exited: %v", err)
+		default:
+		}
+		_, pid, err := poolConfig(home)
+		return err == nil && pid == second.cmd.Process.Pid
+	})
+	waitFor(t, "the client's pool to exit", func() bool { return !alive(clients) })
+	s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"same session"}}}`)
+	if r := s.recvID("3"); toolText(r) != "same session" {
+		t.Fatalf("the call after the takeover: %s (stderr: %s)", r.raw, s.errb.String())
+	}
+	if log := second.log.String(); !strings.Contains(log, "made way") {
+		t.Errorf("serve's log says nothing of the pool that made way:\n%s", log)
+	}
+}
