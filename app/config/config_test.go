@@ -81,7 +81,7 @@ func TestValidationProblems(t *testing.T) {
 			"history": {"retainDays": -1, "maxRows": 1.5}
 		}`, []string{
 			`mcpServers.a.args[1]: expected a string, found a number (write "3")`,
-			`mcpServers.a.env.PORT: expected a string, found a number (write "8080")`,
+			`mcpServers.a.env.PORT: expected a string, found a number (write it as a string, in quotes)`,
 			`mcpServers.h.disabled: expected true or false, found a string`,
 			`history.maxRows: expected a whole number, found a number`,
 			`mcpServers.a.share: "all" is not "shared", "session" or "global"`,
@@ -161,6 +161,40 @@ func TestValidationProblems(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestProblemsNeverQuoteEnvValues: a config's problems reach the log,
+// `status`, `config check` and the history whole or nearly so, and an
+// env value is a secret more often than not (a token written as a
+// number), so a problem at an env field names the field, never its value.
+func TestProblemsNeverQuoteEnvValues(t *testing.T) {
+	const secret = "987654321123"
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"a number", `{"mcpServers": {"b": {"command": "x", "env": {"TOKEN": 987654321123}}}}`,
+			[]string{`mcpServers.b.env.TOKEN: expected a string, found a number (write it as a string, in quotes)`}},
+		{"a boolean", `{"mcpServers": {"b": {"command": "x", "env": {"DEBUG": true}}}}`,
+			[]string{`mcpServers.b.env.DEBUG: expected a string, found a boolean (write it as a string, in quotes)`}},
+		{"a duration's name", `{"mcpServers": {"b": {"command": "x", "env": {"window": 987654321123}}}}`,
+			[]string{`mcpServers.b.env.window: expected a string, found a number (write it as a string, in quotes)`}},
+		{"a reference that is none", `{"mcpServers": {"b": {"command": "x", "env": {"TOKEN": "${987654321123 }"}}}}`,
+			[]string{`mcpServers.b.env.TOKEN: a ${...} that is not a ${VAR} or ${VAR:-default} reference`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parse([]byte(tt.in), env(nil))
+			got := problemsOf(err)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+			if err != nil && strings.Contains(err.Error(), secret) {
+				t.Errorf("the error quotes the env value: %v", err)
 			}
 		})
 	}
@@ -731,7 +765,7 @@ func TestExpandVarsMatchesTheConfig(t *testing.T) {
 			t.Errorf("ExpandVars(%q) = %q, want %q", in, got, want)
 		}
 		p := &problems{}
-		if got := expand(p, p, "f", in, lookup); got != want {
+		if got := expand(p, p, "f", in, lookup, false); got != want {
 			t.Errorf("expand(%q) = %q, want %q", in, got, want)
 		}
 	}

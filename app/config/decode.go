@@ -228,13 +228,19 @@ func decodeField(at string, doc []byte, v *jsonedit.Value, f reflect.Value, p *p
 			decodeField(fmt.Sprintf("%s[%d]", at, i), doc, e, reflect.ValueOf(&out[i]).Elem(), p)
 		}
 		f.Set(reflect.ValueOf(out))
-	case reflect.Map: // map[string]string
+	case reflect.Map: // map[string]string: env, whose values are secrets
 		if v.Kind != jsonedit.Object {
 			p.add(at, "expected an object of strings, found %s", article(v.Kind))
 			return
 		}
 		out := make(map[string]string, len(v.Members))
 		for _, m := range v.Members {
+			if m.Value.Kind == jsonedit.Number || m.Value.Kind == jsonedit.Bool {
+				// A token written as a number: the problem goes to the
+				// log and the history, so its hint must not echo it.
+				p.add(at+"."+m.Key, "expected a string, found %s (write it as a string, in quotes)", article(m.Value.Kind))
+				continue
+			}
 			var s string
 			decodeField(at+"."+m.Key, doc, m.Value, reflect.ValueOf(&s).Elem(), p)
 			out[m.Key] = s
@@ -256,8 +262,10 @@ func decodeField(at string, doc []byte, v *jsonedit.Value, f reflect.Value, p *p
 }
 
 // quoteHint suggests quoting a number or boolean where a string belongs
-// (an env value of 8080). It shows the value only for those kinds; for a
-// duration field a number gets a unit ("30s"), since "30" is no duration.
+// (an args element of 8080). It shows the value only for those kinds; for
+// a duration field a number gets a unit ("30s"), since "30" is no
+// duration. An env value never comes here: it may be a secret, and its
+// problem says to quote it without echoing it.
 func quoteHint(at string, v *jsonedit.Value, raw []byte) string {
 	switch {
 	case v.Kind == jsonedit.Number && durationFields[at[strings.LastIndex(at, ".")+1:]]:

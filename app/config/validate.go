@@ -179,9 +179,9 @@ func (f *File) poolServers(lookup func(string) (string, bool), p *problems, held
 		if s.Disabled {
 			ep = &problems{}
 		}
-		c.Command = expand(ep, miss, at+".command", s.Command, lookup)
+		c.Command = expand(ep, miss, at+".command", s.Command, lookup, false)
 		for i, a := range s.Args {
-			c.Args = append(c.Args, expand(ep, miss, fmt.Sprintf("%s.args[%d]", at, i), a, lookup))
+			c.Args = append(c.Args, expand(ep, miss, fmt.Sprintf("%s.args[%d]", at, i), a, lookup, false))
 		}
 		if len(s.Env) > 0 {
 			c.Env = make(map[string]string, len(s.Env))
@@ -191,10 +191,10 @@ func (f *File) poolServers(lookup func(string) (string, bool), p *problems, held
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				c.Env[k] = expand(ep, miss, at+".env."+k, s.Env[k], lookup)
+				c.Env[k] = expand(ep, miss, at+".env."+k, s.Env[k], lookup, true)
 			}
 		}
-		c.Cwd = ServerDir(expand(ep, miss, at+".cwd", s.Cwd, lookup))
+		c.Cwd = ServerDir(expand(ep, miss, at+".cwd", s.Cwd, lookup, false))
 		if len(miss.list) > 0 && !s.Disabled {
 			c.Disabled = true
 			why := make([]string, 0, len(miss.list))
@@ -386,8 +386,9 @@ var (
 // the variable, never the value: it keeps its server from starting, not
 // the file from loading. Other ${...} forms (VS Code's ${input:id},
 // ${env:NAME}, ${workspaceFolder}) are problems in p: nothing would ever
-// fill them in.
-func expand(p, miss *problems, at, s string, lookup func(string) (string, bool)) string {
+// fill them in. A secret field's (env's) malformed ${...} is not quoted:
+// what it holds may be the value itself, pasted between the braces.
+func expand(p, miss *problems, at, s string, lookup func(string) (string, bool), secret bool) string {
 	if !strings.Contains(s, "${") {
 		return s
 	}
@@ -399,6 +400,8 @@ func expand(p, miss *problems, at, s string, lookup func(string) (string, bool))
 			p.add(at, "%s is a VS Code input; write its value or a ${VAR} reference here", ref)
 		case strings.HasPrefix(inner, "env:"):
 			p.add(at, "write ${%s} instead of %s", strings.TrimPrefix(inner, "env:"), ref)
+		case secret:
+			p.add(at, "a ${...} that is not a ${VAR} or ${VAR:-default} reference")
 		default:
 			p.add(at, "%s is not a ${VAR} or ${VAR:-default} reference", ref)
 		}
