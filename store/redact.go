@@ -14,21 +14,28 @@ const Redacted = "[REDACTED]"
 
 // Redact returns a copy of a JSON text with the values of keys that look
 // secret (token, secret, password, key, authorization, cookie,
-// credential, ...) replaced by "[REDACTED]", whatever their type. It does
+// credential, pwd, signature, ...) replaced by "[REDACTED]", whatever
+// their type, and so is the "value" of an object whose "name" or "key"
+// names a secret ({"name": "GITHUB_TOKEN", "value": "ghp_..."}). It does
 // not need the JSON to be complete or valid: captured payloads are
 // prefixes cut at any byte, and a value cut off mid-way is redacted too.
 //
 // Inside string values it also redacts what RedactText finds in free
 // text: "Bearer ..." and "Basic ..." credentials, "name=value" pairs with
-// a secret-looking name (query strings, environment assignments), the
-// user information of URLs (postgres://app:password@db, with its slashes
-// escaped or not) and the values of secret keys in JSON that was
-// stringified into a string (escaped quotes). A string cut off in what
-// may be a URL's user information loses the rest of it.
+// a secret-looking name (query strings, a presigned URL's signature,
+// environment assignments), the user information of URLs
+// (postgres://app:password@db, with its slashes escaped or not), the
+// values of secret keys in JSON that was stringified into a string
+// (escaped quotes) and providers' tokens standing alone (redactTokens). A
+// string cut off in what may be a URL's user information loses the rest
+// of it.
 func Redact(b []byte) []byte {
 	out := make([]byte, 0, len(b)+16)
+	var objs objects
+	budget := scanBudget(b)
 	for i := 0; i < len(b); {
 		if b[i] != '"' {
+			objs.see(b[i], i)
 			out = append(out, b[i])
 			i++
 			continue
@@ -44,7 +51,7 @@ func Redact(b []byte) []byte {
 		out = append(out, b[i:colon+1]...)
 		key := unquote(b[i:end])
 		i = colon + 1
-		if !isSecretKey(key) {
+		if !isSecretKey(key) && !(isValueKey(key) && objs.named(b, &budget)) {
 			continue
 		}
 		v := skipSpace(b, i)
@@ -56,6 +63,82 @@ func Redact(b []byte) []byte {
 	}
 	return out
 }
+
+// objects follows the objects Redact is inside, innermost last, so that
+// a "value" member can be judged by its siblings: {"name": "GITHUB_TOKEN",
+// "value": "ghp_..."} holds a secret, which no key names.
+type objects []object
+
+type object struct {
+	start int  // its '{'
+	known bool // named is computed
+	named bool // a "name" or "key" member names a secret
+}
+
+// see follows the structure: c is a byte of b at i outside any string.
+func (o *objects) see(c byte, i int) {
+	switch {
+	case c == '{':
+		*o = append(*o, object{start: i})
+	case c == '}' && len(*o) > 0:
+		*o = (*o)[:len(*o)-1]
+	}
+}
+
+// named reports whether the innermost object has a "name" or "key"
+// member whose string value names a secret (isSecretName), wherever it
+// stands among the members. An object cut off before that is known may
+// have one: it counts as named. The answer is kept for the object's other
+// "value" keys; budget bounds the bytes looked through, in all, past which
+// an object counts as named too.
+func (o objects) named(b []byte, budget *int) bool {
+	if len(o) == 0 {
+		return false
+	}
+	top := &o[len(o)-1]
+	if !top.known {
+		top.named, top.known = siblingNames(b, top.start, budget), true
+	}
+	return top.named
+}
+
+// siblingNames reads the members of the object at b[start] (see named).
+func siblingNames(b []byte, start int, budget *int) bool {
+	i := start + 1
+	for {
+		i = skipSpace(b, i)
+		if i >= len(b) || *budget <= 0 {
+			return true // cut off (or too much to read): it may be named
+		}
+		if b[i] != '"' {
+			return false // '}', or no JSON
+		}
+		end, _ := scanString(b, i)
+		colon := skipSpace(b, end)
+		if colon >= len(b) {
+			return true
+		}
+		if b[colon] != ':' {
+			return false
+		}
+		v := skipSpace(b, colon+1)
+		next := skipValue(b, v)
+		*budget -= next - i
+		if k := unquote(b[i:end]); v < len(b) && b[v] == '"' && (strings.EqualFold(k, "name") || strings.EqualFold(k, "key")) {
+			vend, closed := scanString(b, v)
+			if !closed || isSecretName(unquote(b[v:vend])) {
+				return true
+			}
+		}
+		if i = skipSpace(b, next); i < len(b) && b[i] == ',' {
+			i++
+		}
+	}
+}
+
+// isValueKey reports whether key holds a value that a sibling may name
+// ("value", "Value"), as in an environment list or a form's fields.
+func isValueKey(key string) bool { return strings.EqualFold(key, "value") }
 
 // scanString returns the index after the string starting at b[i] == '"'
 // and whether it was closed before the end of b.
@@ -154,7 +237,116 @@ func redactInString(lit []byte, cut bool) []byte {
 	if bytes.Contains(out, []byte(`\"`)) {
 		out = redactEscaped(out, cut)
 	}
-	return out
+	return redactTokens(out, cut)
+}
+
+// tokenShape is how a provider's token looks: its fixed prefix, then a
+// random part of at least min bytes that are all of its alphabet (exactly
+// min with exact), holding a digit if digit says so. The prefix keeps
+// the rest of a word from being taken for one ("sk-learn-extension" has
+// no digit, "task-1234..." no word start).
+type tokenShape struct {
+	prefix string
+	alpha  func(byte) bool
+	min    int
+	exact  bool
+	digit  bool
+}
+
+var tokenShapes = []tokenShape{
+	{prefix: "ghp_", alpha: isAlnum, min: 30}, // GitHub: personal, OAuth, user, server, refresh
+	{prefix: "gho_", alpha: isAlnum, min: 30},
+	{prefix: "ghu_", alpha: isAlnum, min: 30},
+	{prefix: "ghs_", alpha: isAlnum, min: 30},
+	{prefix: "ghr_", alpha: isAlnum, min: 30},
+	{prefix: "github_pat_", alpha: isWordByte, min: 22},             // GitHub's fine-grained token
+	{prefix: "xoxb-", alpha: isAlnumDashByte, min: 16, digit: true}, // Slack: bot, user, app, refresh, legacy
+	{prefix: "xoxp-", alpha: isAlnumDashByte, min: 16, digit: true},
+	{prefix: "xoxa-", alpha: isAlnumDashByte, min: 16, digit: true},
+	{prefix: "xoxr-", alpha: isAlnumDashByte, min: 16, digit: true},
+	{prefix: "xoxs-", alpha: isAlnumDashByte, min: 16, digit: true},
+	{prefix: "AKIA", alpha: isUpperDigit, min: 16, exact: true}, // AWS access key ids, long-lived and temporary
+	{prefix: "ASIA", alpha: isUpperDigit, min: 16, exact: true},
+	{prefix: "sk-", alpha: isWordDashByte, min: 20, digit: true}, // OpenAI, Anthropic (sk-ant-), and the like
+	{prefix: "sk_live_", alpha: isAlnum, min: 16},                // Stripe
+	{prefix: "sk_test_", alpha: isAlnum, min: 16},
+}
+
+func isAlnum(c byte) bool         { return isLetter(c) || c >= '0' && c <= '9' }
+func isUpperDigit(c byte) bool    { return c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+func isAlnumDashByte(c byte) bool { return isAlnum(c) || c == '-' }
+func isWordDashByte(c byte) bool  { return isWordByte(c) || c == '-' }
+
+// redactTokens replaces the random part of the providers' tokens
+// (tokenShapes) that b holds bare, with no key or name=value to say so
+// (a child's "401 Bad credentials for ghp_..."), and keeps the prefix,
+// which says whose token it was: "ghp_[REDACTED]". A token must start a
+// word; where b may have been cut in it (cutAt), its prefix and one byte
+// are enough.
+func redactTokens(b []byte, cut bool) []byte {
+	var out []byte
+	last := 0
+	for i := 0; i < len(b); i++ {
+		if !tokenStarts[b[i]] || !startsWord(b, i) {
+			continue
+		}
+		start, end, ok := tokenAt(b, i, cut)
+		if !ok {
+			continue
+		}
+		out = append(append(out, b[last:start]...), Redacted...)
+		last, i = end, end-1
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
+}
+
+// startsWord reports whether a word may start at b[i]: after no letter,
+// digit, '_' or '-', or after a JSON escape such as the \n of a logged
+// line.
+func startsWord(b []byte, i int) bool {
+	switch {
+	case i == 0 || !isWordByte(b[i-1]) && b[i-1] != '-':
+		return true
+	case i >= 2 && b[i-2] == '\\':
+		return strings.IndexByte("nrtbf", b[i-1]) >= 0
+	}
+	return false
+}
+
+// tokenStarts holds the first byte of each tokenShapes prefix.
+var tokenStarts = func() (t [256]bool) {
+	for _, s := range tokenShapes {
+		t[s.prefix[0]] = true
+	}
+	return t
+}()
+
+// tokenAt returns the random part of the token at b[i], if one starts
+// there (see redactTokens).
+func tokenAt(b []byte, i int, cut bool) (start, end int, ok bool) {
+	for _, t := range tokenShapes {
+		if b[i] != t.prefix[0] || !bytes.HasPrefix(b[i:], []byte(t.prefix)) {
+			continue
+		}
+		start = i + len(t.prefix)
+		end, digit := start, false
+		for end < len(b) && t.alpha(b[end]) {
+			digit = digit || b[end] >= '0' && b[end] <= '9'
+			end++
+		}
+		n := end - start
+		switch {
+		case n == 0:
+		case cutAt(b, end, cut) && (!t.exact || n <= t.min):
+			return start, end, true
+		case n >= t.min && (!t.exact || n == t.min) && (!t.digit || digit):
+			return start, end, true
+		}
+	}
+	return 0, 0, false
 }
 
 // redactUserinfo replaces the user information of the URLs in b
@@ -250,7 +442,8 @@ func containsFold(b []byte, w string) bool {
 // flags. A quoted value ("x", 'x', or \"x\" in a JSON string) loses what
 // its quotes hold; another ends at its own end (valueEnd). A bare "key"
 // (?key=AIza...) is a secret unless its value is a word of fewer than 8
-// letters ("key=value").
+// letters ("key=value"), and so are "sig" and "signature"; "pwd" unless
+// its value is a path (keptValue).
 // Names are found from each '=', not left to right: "a=TOKEN=x" hides
 // nothing.
 func redactAssignments(b []byte, cut bool) []byte {
@@ -274,7 +467,7 @@ func redactAssignments(b []byte, cut bool) []byte {
 		if start == end || bytes.HasPrefix(b[start:], []byte(Redacted)) {
 			continue
 		}
-		if strings.EqualFold(string(b[n:p]), "key") && !cutAt(b, end, cut) && !looksLikeCredential(b[start:end], 8) {
+		if !cutAt(b, end, cut) && keptValue(b[n:p], b[start:end], b[start:]) {
 			continue
 		}
 		out = append(append(out, b[last:start]...), Redacted...)
@@ -284,6 +477,34 @@ func redactAssignments(b []byte, cut bool) []byte {
 		return b
 	}
 	return append(out, b[last:]...)
+}
+
+// keptValue reports whether the value of a secret-looking name=value
+// pair is what prose or a shell puts there rather than a secret: a word
+// of fewer than 8 letters after "key", "sig" or "signature"
+// ("key=value", "signature=invalid"), and a path after "pwd" (the
+// shell's PWD=/home/u, not ODBC's Pwd=hunter2). rest is the text from
+// the value on: a Windows path's backslash ends a bare value.
+func keptValue(name, value, rest []byte) bool {
+	switch n := string(name); {
+	case strings.EqualFold(n, "key") || strings.EqualFold(n, "sig") || strings.EqualFold(n, "signature"):
+		return !looksLikeCredential(value, 8)
+	case strings.EqualFold(n, "pwd"):
+		return isPath(rest)
+	}
+	return false
+}
+
+// isPath reports whether v starts as an absolute path does: "/", "~/",
+// "~" alone, or a drive's "C:\" or "C:/".
+func isPath(v []byte) bool {
+	switch {
+	case len(v) == 0:
+		return false
+	case v[0] == '/' || v[0] == '~' && (len(v) == 1 || v[1] == '/'):
+		return true
+	}
+	return len(v) >= 3 && isLetter(v[0]) && v[1] == ':' && (v[2] == '\\' || v[2] == '/')
 }
 
 func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
@@ -457,6 +678,7 @@ func scanBudget(b []byte) int { return 2*len(b) + 4096 }
 func redactTextJSON(b []byte, cut bool) []byte {
 	var out []byte
 	last, budget := 0, scanBudget(b)
+	named := -1 // the end of the member before, if it named a secret
 	for i := 0; i < len(b); i++ {
 		if b[i] != '"' {
 			continue
@@ -470,9 +692,14 @@ func redactTextJSON(b []byte, cut bool) []byte {
 			continue
 		}
 		v := skipSpace(b, colon+1)
+		key := unquote(b[i:end])
 		vend, redact := 0, false
-		if isSecretName(unquote(b[i:end])) {
+		if isSecretName(key) || isValueKey(key) && (named >= 0 && nextMember(b, named) == i || namesNext(b, v)) {
 			vend, redact = secretValue(b, v, false, cut, &budget)
+		}
+		named = -1
+		if e, ok := namesSecret(b, i); ok {
+			named = e
 		}
 		if !redact {
 			i = colon
@@ -488,6 +715,58 @@ func redactTextJSON(b []byte, cut bool) []byte {
 		return b
 	}
 	return append(out, b[last:]...)
+}
+
+// namesSecret reports whether the member at b[i] is a "name" or "key"
+// whose string value names a secret (isSecretName), as "GITHUB_TOKEN"
+// does in {"name": "GITHUB_TOKEN", "value": "ghp_..."}, and where that
+// value ends.
+func namesSecret(b []byte, i int) (int, bool) {
+	end, ok := keyEnd(b, i)
+	if !ok {
+		return 0, false
+	}
+	if k := unquote(b[i:end]); !strings.EqualFold(k, "name") && !strings.EqualFold(k, "key") {
+		return 0, false
+	}
+	colon := skipSpace(b, end)
+	if colon >= len(b) || b[colon] != ':' {
+		return 0, false
+	}
+	v := skipSpace(b, colon+1)
+	vend, ok := keyEnd(b, v)
+	if v >= len(b) || b[v] != '"' || !ok || !isSecretName(unquote(b[v:vend])) {
+		return 0, false
+	}
+	return vend, true
+}
+
+// nextMember returns where the member after a value ending at b[i]
+// starts: past a comma and spaces; -1 for none.
+func nextMember(b []byte, i int) int {
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != ',' {
+		return -1
+	}
+	return skipSpace(b, i+1)
+}
+
+// namesNext reports whether the member after the value at b[v], a
+// string, names a secret (namesSecret): {"value": "x", "name": "TOKEN"}.
+func namesNext(b []byte, v int) bool {
+	if v >= len(b) || b[v] != '"' {
+		return false
+	}
+	end, closed := scanString(b, v)
+	if !closed {
+		return false
+	}
+	n := nextMember(b, end)
+	if n < 0 || n >= len(b) || b[n] != '"' {
+		return false
+	}
+	_, ok := namesSecret(b, n)
+	return ok
 }
 
 // keyEnd returns the index after a key's closing quote, for a quote at
@@ -650,8 +929,8 @@ var secretParts = []string{"token", "secret", "passw", "passphrase", "apikey", "
 	"jwt", "bearer"}
 
 // secretWords are whole words of a key that make it secret: "api_key",
-// "primaryKey" and "auth" are, "monkey" and "author" are not.
-var secretWords = map[string]bool{"key": true, "auth": true, "pass": true}
+// "primaryKey", "auth" and "db_pwd" are, "monkey" and "author" are not.
+var secretWords = map[string]bool{"key": true, "auth": true, "pass": true, "pwd": true}
 
 // plainKeys are words that, before "key", say it names no secret: a key
 // of a table, an index, a map or a store ("primary_key", "sortKey").
@@ -686,7 +965,16 @@ func secretKey(key string, text bool) bool {
 			return true
 		}
 	}
-	return false
+	return isSignature(words)
+}
+
+// isSignature reports whether a key's words name a signature, the
+// credential of a presigned URL: "sig" (Azure's SAS) as the whole key,
+// or "signature" as its last word ("X-Amz-Signature", "Signature",
+// "webhookSignature"); not "signed", "sigma", "SignatureVersion" or
+// "signatureHelp".
+func isSignature(words []string) bool {
+	return len(words) == 1 && words[0] == "sig" || len(words) > 0 && words[len(words)-1] == "signature"
 }
 
 // splitWords splits a key into lower-case words at separators and at
@@ -818,8 +1106,11 @@ func skipBlanks(s string, i int) int {
 // RedactText redacts free text (a child's error message or stderr line,
 // a root's URI): the values of secret keys in JSON it quotes, plain or
 // stringified (escaped quotes), bearer and basic credentials, the values
-// of secret name=value pairs and the user information of URLs
-// (https://user:password@host). Unlike Redact it reads prose, which names
+// of secret name=value pairs, the user information of URLs
+// (https://user:password@host) and providers' tokens standing alone
+// (ghp_..., xoxb-..., AKIA..., sk-...). The "value" of a quoted JSON
+// object goes when the member just before or after it is a "name" or
+// "key" naming a secret. Unlike Redact it reads prose, which names
 // secrets without holding them, and keeps the rest of each sentence: a
 // secret key's value goes only when it is one ("password": "x", 12,
 // {...}, or a token shaped like a credential, not "password": must be
@@ -839,6 +1130,16 @@ func redactText(s string, cut bool) string {
 	return string(redactInString(redactTextJSON([]byte(s), cut), cut))
 }
 
+// mayHoldToken reports whether s holds a tokenShapes prefix.
+func mayHoldToken(s string) bool {
+	for _, t := range tokenShapes {
+		if strings.Contains(s, t.prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // RedactName is a request's name as the history keeps it: redacted
 // (redactName) and cut to 1 KiB. The live views (status, hangs, the
 // dashboard) show it so too, never more than the history holds.
@@ -856,7 +1157,7 @@ func RedactRoot(r string) string { return redactedCut(r, maxRootBytes) }
 // RedactText needs to find something (most names: a tool's) is kept as
 // it is, without its cost.
 func redactName(n string) string {
-	if !strings.ContainsAny(n, "=@\" \t\n\f\r") {
+	if !strings.ContainsAny(n, "=@\" \t\n\f\r") && !mayHoldToken(n) {
 		return n
 	}
 	return redactText(prefix(n, maxNameBytes), len(n) > maxNameBytes)

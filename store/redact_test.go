@@ -14,6 +14,9 @@ import (
 	"github.com/switchboard-mcp/switchboard/pool"
 )
 
+// ghToken is shaped as a GitHub personal access token is.
+const ghToken = "ghp_0123456789abcdefghijABCDEFGHIJklmnop"
+
 func TestRedact(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		{"nothing secret", `{"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
@@ -31,7 +34,38 @@ func TestRedact(t *testing.T) {
 			`{"progressToken":"p1","maxTokens":100,"author":"me","monkey":"banana","keyboard":"qwerty","nextCursor":"c"}`},
 		{"words", `{"primaryKey":"k","AWS_SECRET_ACCESS_KEY":"a","basicAuth":"b","auth":"c"}`,
 			`{"primaryKey":"[REDACTED]","AWS_SECRET_ACCESS_KEY":"[REDACTED]","basicAuth":"[REDACTED]","auth":"[REDACTED]"}`},
-		{"a key that is a value", `{"name":"password","value":"x"}`, `{"name":"password","value":"x"}`},
+		{"a key that is a value", `{"name":"password","type":"string"}`, `{"name":"password","type":"string"}`},
+		{"pwd", `{"user":"sa","pwd":"Hunter2","db_pwd":"x","cwd":"/home/u"}`, `{"user":"sa","pwd":"[REDACTED]","db_pwd":"[REDACTED]","cwd":"/home/u"}`},
+
+		// A value that a sibling names: an environment list, a form's fields.
+		{"name and value", `{"env":[{"name":"GITHUB_TOKEN","value":"` + ghToken + `"},{"name":"HOME","value":"/home/u"}]}`,
+			`{"env":[{"name":"GITHUB_TOKEN","value":"[REDACTED]"},{"name":"HOME","value":"/home/u"}]}`},
+		{"value before name", `[{"value":"hunter2","type":"password","name":"DB_PASSWORD"},{"value":"8080","name":"PORT"}]`,
+			`[{"value":"[REDACTED]","type":"password","name":"DB_PASSWORD"},{"value":"8080","name":"PORT"}]`},
+		// (A "key" member is itself a secret key: its value goes too.)
+		{"Key and Value", `{"Environment":[{"Key":"api_key","Value":{"v":1}},{"Key":"primary_key","Value":"id"}]}`,
+			`{"Environment":[{"Key":"[REDACTED]","Value":"[REDACTED]"},{"Key":"[REDACTED]","Value":"id"}]}`},
+		{"nested names are not siblings", `{"value":"v","meta":{"name":"token"},"items":[{"name":"password"}]}`,
+			`{"value":"v","meta":{"name":"token"},"items":[{"name":"password"}]}`},
+		{"a pair cut in its value", `{"env":[{"name":"GITHUB_TOKEN","value":"ghp_ab`, `{"env":[{"name":"GITHUB_TOKEN","value":"[REDACTED]"`},
+		{"a value cut before its name", `{"env":[{"value":"hunter2","na`, `{"env":[{"value":"[REDACTED]","na`},
+
+		// Presigned URLs: the signature is the credential.
+		{"S3 presigned", `{"uri":"https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20260101%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-SignedHeaders=host&X-Amz-Signature=fe5f80f77d5fa3beca038a248ff027d0445342fe2855ddc963176630326f1024"}`,
+			`{"uri":"https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=[REDACTED]&X-Amz-SignedHeaders=host&X-Amz-Signature=[REDACTED]"}`},
+		{"Azure SAS", `{"uri":"https://a.blob.core.windows.net/c/b?sv=2022-11-02&se=2026-01-01&sr=b&sp=r&sig=AbC%2Bdef123%3D"}`,
+			`{"uri":"https://a.blob.core.windows.net/c/b?sv=2022-11-02&se=2026-01-01&sr=b&sp=r&sig=[REDACTED]"}`},
+		{"GCS and CloudFront", `["https://storage.googleapis.com/b/o?X-Goog-Signature=0a1b2c3d4e5f","https://d1.cloudfront.net/v.mp4?Expires=1&Signature=Nq8Zy~Ab1-&Key-Pair-Id=K2"]`,
+			`["https://storage.googleapis.com/b/o?X-Goog-Signature=[REDACTED]","https://d1.cloudfront.net/v.mp4?Expires=1&Signature=[REDACTED]&Key-Pair-Id=[REDACTED]"]`},
+		{"signature keys", `{"signature":"MEUCIQ","sig":"x","X-Amz-Signature":"y","webhookSignature":"z"}`,
+			`{"signature":"[REDACTED]","sig":"[REDACTED]","X-Amz-Signature":"[REDACTED]","webhookSignature":"[REDACTED]"}`},
+		{"not signatures", `{"signatureHelp":{"label":"f(x)"},"signed":true,"design":"d","sigma":1,"signal":"SIGTERM","signatureVersion":"4","signedHeaders":"host"}`,
+			`{"signatureHelp":{"label":"f(x)"},"signed":true,"design":"d","sigma":1,"signal":"SIGTERM","signatureVersion":"4","signedHeaders":"host"}`},
+
+		// A provider's token needs no key to be known.
+		{"a token after an escaped newline", `{"log":"start\n` + ghToken + `\tok"}`, `{"log":"start\nghp_[REDACTED]\tok"}`},
+		{"bare tokens", `{"text":"use ` + ghToken + ` or AKIAIOSFODNN7EXAMPLE","error":"bad key sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8t"}`,
+			`{"text":"use ghp_[REDACTED] or AKIA[REDACTED]","error":"bad key sk-[REDACTED]"}`},
 
 		// Cut off anywhere: never a secret byte out.
 		{"cut in the secret", `{"params":{"password":"hunt`, `{"params":{"password":"[REDACTED]"`},
@@ -82,7 +116,8 @@ func TestRedactEveryPrefix(t *testing.T) {
 	in := `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"deploy","arguments":` +
 		`{"env":{"API_KEY":"SECRET-ONE"},"headers":{"Authorization":"Bearer SECRET-TWO"},"password":"SECRET-THREE",` +
 		`"note":"use Bearer SECRET-FOUR-LONG","url":"https://h/?token=SECRET-FIVE","json":"{\"secret\":\"SECRET-SIX\"}",` +
-		`"dsn":"postgres://app:SECRET-SEVEN@db/prod","json2":"{\"url\":\"redis://:SECRET-EIGHT@cache\"}"}}}`
+		`"dsn":"postgres://app:SECRET-SEVEN@db/prod","json2":"{\"url\":\"redis://:SECRET-EIGHT@cache\"}",` +
+		`"vars":[{"name":"GITHUB_TOKEN","value":"SECRET-NINE"}],"get":"https://b/k?X-Amz-Signature=SECRET-TEN&sig=SECRET-ELEVEN"}}}`
 	for n := range len(in) + 1 {
 		got := string(Redact([]byte(in[:n])))
 		if i := strings.Index(got, "SECRET-"); i >= 0 {
@@ -149,6 +184,29 @@ func TestRedactText(t *testing.T) {
 		{`{"uri":"https://u:p@h/a?token=t"}`, `{"uri":"https://` + Redacted + `@h/a?token=` + Redacted + `"}`},
 		{"file:///home/u/a@b/c", "file:///home/u/a@b/c"},
 		{"mail bob@example.com about https://example.com/a@b", "mail bob@example.com about https://example.com/a@b"},
+
+		// Presigned URLs, and an ODBC connection string's Pwd.
+		{"GET https://b.s3.amazonaws.com/k?X-Amz-Signature=fe5f80f77d5f&X-Amz-Expires=60 failed: 403 Forbidden",
+			"GET https://b.s3.amazonaws.com/k?X-Amz-Signature=" + Redacted + "&X-Amz-Expires=60 failed: 403 Forbidden"},
+		{"blob https://a.blob.core.windows.net/c/b?sp=r&sig=AbC%2Bdef123%3D expired", "blob https://a.blob.core.windows.net/c/b?sp=r&sig=" + Redacted + " expired"},
+		{"login failed: Server=db;Uid=sa;Pwd=Hunter2;Database=x", "login failed: Server=db;Uid=sa;Pwd=" + Redacted + ";Database=x"},
+		{`{"user":"sa","pwd":"Hunter2"}`, `{"user":"sa","pwd":"` + Redacted + `"}`},
+
+		// A provider's token, bare in a child's error: its prefix says
+		// which it was.
+		{"401 Bad credentials for " + ghToken, "401 Bad credentials for ghp_" + Redacted},
+		{"token github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUV expired",
+			"token github_pat_" + Redacted + " expired"},
+		{"slack: invalid_auth (xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx)", "slack: invalid_auth (xoxb-" + Redacted + ")"},
+		{"user xoxp-1234567890-1234567890-1234567890-0123456789abcdef0123456789abcdef", "user xoxp-" + Redacted},
+		{"InvalidAccessKeyId: AKIAIOSFODNN7EXAMPLE, ASIAY34FZKBOKMUTVV7A.", "InvalidAccessKeyId: AKIA" + Redacted + ", ASIA" + Redacted + "."},
+		{"openai: Incorrect API key provided: sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", "openai: Incorrect API key provided: sk-" + Redacted},
+		{"anthropic: invalid x-api-key sk-ant-api03-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z-AAAA", "anthropic: invalid x-api-key sk-" + Redacted},
+		{"stripe: No such key sk_live_51Hx0123456789abcdefABCDEF", "stripe: No such key sk_live_" + Redacted},
+		{`vars: [{"name":"GITHUB_TOKEN","value":"` + ghToken + `"}]`, `vars: [{"name":"GITHUB_TOKEN","value":"` + Redacted + `"}]`},
+		{`vars: [{"name":"DB_PASSWORD","value":"hunter2"}, {"name":"PORT","value":"80"}]`,
+			`vars: [{"name":"DB_PASSWORD","value":"` + Redacted + `"}, {"name":"PORT","value":"80"}]`},
+		{`vars: [{"value":"hunter2", "name":"DB_PASSWORD"}]`, `vars: [{"value":"` + Redacted + `", "name":"DB_PASSWORD"}]`},
 	} {
 		if got := RedactText(tc.in); got != tc.want {
 			t.Errorf("RedactText(%q)\n got %q\nwant %q", tc.in, got, tc.want)
@@ -213,6 +271,19 @@ func TestRedactTextKeepsProse(t *testing.T) {
 		{`{"arguments":"{\"token\":\"a"}`, `{"arguments":"{\"token\":\"` + r + `\""}`}, // cut after a byte of it
 		{`{"env":"TOKEN=","n":1} TOKEN="" x`, `{"env":"TOKEN=","n":1} TOKEN="" x`},
 		{`"password": "token": sk-1`, `"password": "token": "` + r + `"`},
+
+		// Near misses: words that hold "sig", a signature check's verdict,
+		// the shell's PWD, short or word-shaped token look-alikes.
+		{"design=simple signal=SIGTERM signed=true sigma=2 SignatureVersion=2 signatureHelp=on",
+			"design=simple signal=SIGTERM signed=true sigma=2 SignatureVersion=2 signatureHelp=on"},
+		{"webhook: signature=invalid sig=none", "webhook: signature=invalid sig=none"},
+		{"cd: PWD=/home/u/src OLDPWD=~/x pwd=C:\\Users\\u", "cd: PWD=/home/u/src OLDPWD=~/x pwd=C:\\Users\\u"},
+		{"task-1234567890abcdefghijKLMN risk-0123456789abcdefghijklmn", "task-1234567890abcdefghijKLMN risk-0123456789abcdefghijklmn"},
+		{"pip install sk-learn-extension-toolkit-for-models", "pip install sk-learn-extension-toolkit-for-models"},
+		{"ghp_short xoxb- xoxb-help AKIA AKIAIOSFODNN7EXAMPL BAKIAIOSFODNN7EXAMPLE AKIAIOSFODNN7EXAMPLEX",
+			"ghp_short xoxb- xoxb-help AKIA AKIAIOSFODNN7EXAMPL BAKIAIOSFODNN7EXAMPLE AKIAIOSFODNN7EXAMPLEX"},
+		{`vars: [{"name":"HOME","value":"/home/u"}, {"value":"x"}, {"name":"TOKEN_TTL"}]`,
+			`vars: [{"name":"HOME","value":"/home/u"}, {"value":"x"}, {"name":"TOKEN_TTL"}]`},
 	} {
 		if got := RedactText(tc.in); got != tc.want {
 			t.Errorf("RedactText(%q)\n got %q\nwant %q", tc.in, got, tc.want)
@@ -227,6 +298,8 @@ func TestRedactTextKeepsProse(t *testing.T) {
 		{"Authorization: Bearer abcd", "Authorization: Bearer abcd", "Authorization: Bearer " + r},
 		{"GET /x?key=abcd", "GET /x?key=abcd", "GET /x?key=" + r},
 		{"Authorization: Bearer abcd…", "Authorization: Bearer " + r + "…", "Authorization: Bearer " + r + "…"},
+		{"bad token ghp_0123", "bad token ghp_0123", "bad token ghp_" + r},
+		{"bad key AKIAIOSF…", "bad key AKIA" + r + "…", "bad key AKIA" + r + "…"},
 	} {
 		if got := RedactText(tc.in); got != tc.whole {
 			t.Errorf("RedactText(%q)\n got %q\nwant %q", tc.in, got, tc.whole)
@@ -267,6 +340,14 @@ func FuzzRedactText(f *testing.F) {
 		"stderr: " + strconv.Quote(`{"auth":{"password":"%s"}}`),
 		`{"arguments":"{\"token\":\"%s\"}"}`,
 		`"password": "token": %s`,
+		"https://b.s3.test/k?X-Amz-Signature=%s&X-Amz-Expires=60",
+		"https://a.blob.test/c?sp=r&sig=%s",
+		"Server=db;Uid=sa;Pwd=%s;",
+		`[{"name":"GITHUB_TOKEN","value":"%s"}]`,
+		"401 for ghp_%s0123456789abcdefghijklmnopqrstuv",
+		"(github_pat_11ABCDEFG0%s_abcdefghijklmnopqrstuvwxyz0123456789)",
+		"slack xoxb-1234567890-%s-AbCdEfGhIjKlMnOpQrStUvWx",
+		"bad key sk-proj-%sAb3dEf6hIj9kLm2nOp5qRs8t",
 	}
 	for _, s := range [][2]string{
 		{"", ""},
@@ -500,7 +581,7 @@ func TestCapturedPayloadsAndCommandsLoseURLCredentials(t *testing.T) {
 // redactName skips RedactText for a name with nothing it could redact:
 // never for one it would change.
 func TestRedactNameSkipsOnlyWhatNeedsNothing(t *testing.T) {
-	parts := []string{"a", "token", "=", "@", "https://", `"`, ` `, "\t", "Bearer ", "x:y", `\"`, "key", ":", "é"}
+	parts := []string{"a", "token", "=", "@", "https://", `"`, ` `, "\t", "Bearer ", "x:y", `\"`, "key", ":", "é", ghToken, "AKIAIOSFODNN7EXAMPLE"}
 	var walk func(s string, depth int)
 	walk = func(s string, depth int) {
 		if got, want := redactName(s), RedactText(s); got != want {
@@ -514,4 +595,21 @@ func TestRedactNameSkipsOnlyWhatNeedsNothing(t *testing.T) {
 		}
 	}
 	walk("", 4)
+}
+
+// A resources/read of a presigned URL names it: the history and the live
+// views keep the name without its signature, and a name that is a bare
+// token without the token.
+func TestRedactNameLosesSignaturesAndTokens(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://b.s3.amazonaws.com/k?X-Amz-Expires=60&X-Amz-Signature=fe5f80f77d5f": "https://b.s3.amazonaws.com/k?X-Amz-Expires=60&X-Amz-Signature=" + Redacted,
+		"https://a.blob.core.windows.net/c/b?sp=r&sig=AbC%2Bdef123%3D":               "https://a.blob.core.windows.net/c/b?sp=r&sig=" + Redacted,
+		"secrets://" + ghToken:         "secrets://ghp_" + Redacted,
+		"get_signature_help":           "get_signature_help",
+		"https://host/doc?signed=true": "https://host/doc?signed=true",
+	} {
+		if got := RedactName(in); got != want {
+			t.Errorf("RedactName(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
