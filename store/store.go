@@ -227,6 +227,7 @@ type Store struct {
 
 	errMu    sync.Mutex
 	lastErr  error // the writer's last failure; nil after a good flush
+	walErr   error // a write-ahead log no checkpoint can fold in (checkWAL); nil once it can
 	repaired error // why the writer last rebuilt the indexes (Repaired)
 	// dbFile is the database file open for writing: when the file at
 	// path is no longer it (deleted, replaced), the writer recreates it.
@@ -415,6 +416,11 @@ func (s *Store) openWriteDB() (_ *sql.DB, err error) {
 	}
 	if mode != "wal" {
 		return nil, fmt.Errorf("history %s: journal mode is %q, want wal", s.path, mode)
+	}
+	// A log a burst grew is cut back to this when it is next reset,
+	// instead of keeping its size on the disk.
+	if _, err := db.Exec("PRAGMA journal_size_limit = 67108864"); err != nil {
+		return nil, s.wrap(err)
 	}
 	fi, err := fileid.Stat(s.path)
 	if err != nil {
@@ -681,7 +687,7 @@ func (s *Store) Dropped() uint64 { return s.dropped.Load() }
 // once).
 func (s *Store) Err() error {
 	s.errMu.Lock()
-	err := s.lastErr
+	err := cmp.Or(s.lastErr, s.walErr)
 	s.errMu.Unlock()
 	if err != nil || s.recheck == nil || !s.fileGone() {
 		return err
@@ -774,6 +780,14 @@ func (s *Store) setErr(err error) {
 	s.errMu.Lock()
 	s.lastErr = err
 	s.errMu.Unlock()
+}
+
+// setWALErr sets what checkWAL found, and returns what it found before.
+func (s *Store) setWALErr(err error) (was error) {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	was, s.walErr = s.walErr, err
+	return was
 }
 
 // Journaled is how many requests in flight the journal lists now, and how

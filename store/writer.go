@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -57,7 +58,10 @@ type writer struct {
 	// not be recreated yet.
 	checked time.Time
 	noDB    error
-	carried carried // what the file that left had open, until a new one holds it
+	// walChecked is when the writer last looked whether its
+	// write-ahead log can be folded into the database (checkWAL).
+	walChecked time.Time
+	carried    carried // what the file that left had open, until a new one holds it
 	// refused is the file at the path when it could not be made the
 	// database (nil: none was there), at refusedAt.
 	refused   os.FileInfo
@@ -401,6 +405,46 @@ func (w *writer) batch(now time.Time) {
 	w.checkFile(now, false)
 	w.s.rec.take(w, now.Add(-w.s.opts.InFlightAfter))
 	w.write(true)
+	w.checkWAL(now)
+}
+
+// walCheckInterval is how often, at most, a batch checks the write-ahead
+// log (checkWAL); walStuckBytes is the size past which a log a checkpoint
+// cannot fold in is reported. SQLite folds the log in every 1000 pages
+// (4 MiB), so a healthy log stays far below it. Vars for tests.
+var (
+	walCheckInterval       = 10 * time.Second
+	walStuckBytes    int64 = 64 << 20
+)
+
+// checkWAL checkpoints the write-ahead log as far as readers let it and
+// reports, as the store's error (Err), a log that has grown past
+// walStuckBytes with pages the checkpoint could not fold into the
+// database: a program that holds a read transaction on the file open
+// (a database browser left in one), or a database file that cannot be
+// written. Such a log grows with every batch, unseen: its rows are
+// recorded, but the disk fills. The report ends once the log is folded
+// in.
+func (w *writer) checkWAL(now time.Time) {
+	if w.conn == nil || now.Sub(w.walChecked) < walCheckInterval {
+		return
+	}
+	w.walChecked = now
+	var busy, frames, folded int
+	if err := w.conn.QueryRowContext(w.ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &folded); err != nil {
+		return // the batches' own errors say what is wrong
+	}
+	var stuck error
+	if fi, err := os.Stat(w.s.path + "-wal"); err == nil && fi.Size() > walStuckBytes && folded < frames {
+		stuck = fmt.Errorf("history %s: its write-ahead log (%s-wal) is %d MiB and a checkpoint folded %d of its %d pages into the database: "+
+			"another program may hold a read transaction open on it (a database browser), or the database file cannot be written",
+			w.s.path, filepath.Base(w.s.path), fi.Size()>>20, folded, frames)
+	}
+	if was := w.s.setWALErr(stuck); stuck != nil && was == nil {
+		w.s.log.Warn("history: the write-ahead log is not folded into the database", "err", stuck)
+	} else if stuck == nil && was != nil {
+		w.s.log.Info("history: the write-ahead log is folded into the database again", "path", w.s.path)
+	}
 }
 
 // write writes the rows and events taken, with the ends earlier failed
