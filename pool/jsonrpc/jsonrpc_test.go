@@ -178,10 +178,33 @@ func TestMember(t *testing.T) {
 	}
 }
 
+// ParseUint takes the decimal forms AppendUint writes and nothing else: a
+// number past 2^64-1 is no id of the pool's, and must not wrap round to
+// one ("18446744073709551673" read as 57 would route a stranger's answer
+// to the pool's request 57).
 func TestParseUint(t *testing.T) {
-	for in, want := range map[string]bool{"0": true, "42": true, "042": false, "-1": false, `"1"`: false, "1.0": false, "": false, "18446744073709551615": true} {
-		if _, ok := ParseUint([]byte(in)); ok != want {
-			t.Errorf("ParseUint(%q) ok = %v", in, ok)
+	for _, tc := range []struct {
+		in   string
+		want uint64
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"42", 42, true},
+		{"042", 0, false},
+		{"-1", 0, false},
+		{`"1"`, 0, false},
+		{"1.0", 0, false},
+		{"", 0, false},
+		{"18446744073709551615", 1<<64 - 1, true},
+		{"18446744073709551616", 0, false},
+		{"18446744073709551673", 0, false},
+		{"19999999999999999999", 0, false},
+		{"99999999999999999999", 0, false},
+		{"100000000000000000000", 0, false},
+		{"10000000000000000000", 1e19, true},
+	} {
+		if got, ok := ParseUint([]byte(tc.in)); ok != tc.ok || got != tc.want {
+			t.Errorf("ParseUint(%q) = %d, %v, want %d, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -338,7 +339,8 @@ func Splice(dst, b []byte, s Span, val []byte) []byte {
 func AppendUint(dst []byte, n uint64) []byte { return strconv.AppendUint(dst, n, 10) }
 
 // ParseUint reads an id or token the pool wrote with AppendUint. Anything
-// else (a string, a fraction, a sign) is not one of the pool's.
+// else (a string, a fraction, a sign, a number past 2^64-1, which must not
+// wrap round to one of the pool's) is not one of the pool's.
 func ParseUint(b []byte) (uint64, bool) {
 	if len(b) == 0 || len(b) > 20 {
 		return 0, false
@@ -348,7 +350,11 @@ func ParseUint(b []byte) (uint64, bool) {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		n = n*10 + uint64(c-'0')
+		d := uint64(c - '0')
+		if n > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
 	}
 	if len(b) > 1 && b[0] == '0' {
 		return 0, false
