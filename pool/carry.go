@@ -289,11 +289,14 @@ func (cc CarriedChild) caps() clientCaps {
 
 // adoptCarriedLocked gives a new server the children carried for it: each
 // becomes the current backend of its roots partition. It returns the ones
-// it could not take.
+// it could not take, among them a child of roots this pool takes from no
+// session (validRootURI), which an earlier pool may have let through: no
+// session could join it.
 func (s *server) adoptCarriedLocked(ccs []CarriedChild) (rest []CarriedChild) {
 	key := processKey(s.cfg)
 	for _, cc := range ccs {
-		if cc.Server != s.name || cc.Process != key || s.cfg.Share == ShareSession || s.cfg.Disabled {
+		if cc.Server != s.name || cc.Process != key || s.cfg.Share == ShareSession || s.cfg.Disabled ||
+			(s.cfg.Share != ShareGlobal && !validRoots(cc.Roots)) {
 			rest = append(rest, cc)
 			continue
 		}

@@ -117,6 +117,36 @@ func TestCarriedChildOfAChangedServerStops(t *testing.T) {
 	}
 }
 
+// A carried child whose roots hold a URI with a control character (an
+// earlier pool took such a root from a client) is stopped, not adopted:
+// this pool takes no such root from a session, so none could join it, and
+// sessions with the roots it seems to list get a child of their own.
+func TestCarriedChildWithAControlCharacterInItsRootsStops(t *testing.T) {
+	on := oneThread(t)
+	first := newTestPool(t, &pool.Options{StartOn: on}, fake("fake"))
+	first.dial(t, "fake").initialize("before", "")
+	pid := first.Snapshot().Backends[0].PID
+	carried, err := first.Handover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(carried.Children) != 1 || carried.Children[0].PID != pid {
+		t.Fatalf("carried %+v, want the child %d", carried.Children, pid)
+	}
+	carried.Children[0].Roots = []string{"file:///work/a\nfile:///work/b"}
+
+	second := newTestPool(t, &pool.Options{StartOn: on, Carried: carried}, fake("fake"))
+	eventually(t, "the carried child to stop", func() bool { return !processAlive(pid) })
+	c := second.dial(t, "fake")
+	c.initRoots("after", "file:///work/a", "file:///work/b")
+	if got := c.pidOf("1"); got == strconv.Itoa(pid) {
+		t.Fatalf("a session with roots a and b reached the carried child %s", got)
+	}
+	if got := c.childRoots("2"); strings.Contains(got, `\n`) {
+		t.Fatalf("the session's child was given %s", got)
+	}
+}
+
 // Without StartOn, children die with any exec: Handover refuses.
 func TestHandoverNeedsStartOn(t *testing.T) {
 	p := newTestPool(t, nil, fake("fake"))

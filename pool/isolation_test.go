@@ -177,6 +177,30 @@ func TestRootsChangeMovesTheSession(t *testing.T) {
 	}
 }
 
+// A root URI holding a line break (a JSON "\n", which no URI may hold)
+// neither joins the partition of the URIs it seems to list nor reaches a
+// child. On the first edition the partition key was the URIs joined by
+// line breaks: b's roots "file:///work/a\nfile:///work/b" and
+// "file:///work/c" named the partition of a's three, a shared b's child,
+// and a's child was told b's roots.
+func TestRootsWithALineBreakShareNoChild(t *testing.T) {
+	tp := newTestPool(t, nil, fake("fs"))
+	b := tp.dial(t, "fs")
+	b.initRoots("b", "file:///work/a\nfile:///work/b", "file:///work/c")
+	pb := b.pidOf("1")
+	a := tp.dial(t, "fs")
+	a.initRoots("a", "file:///work/a", "file:///work/b", "file:///work/c")
+	if pa := a.pidOf("1"); pa == pb {
+		t.Errorf("a's three roots and b's two, one with a line break, share the child %s", pa)
+	}
+	if got := a.childRoots("2"); strings.Contains(got, `\n`) || strings.Count(got, "file:///work/") != 3 {
+		t.Errorf("a's child was given %s, want a's three roots", got)
+	}
+	if got := b.childRoots("2"); strings.Contains(got, `\n`) || strings.Contains(got, "/work/a") || !strings.Contains(got, "file:///work/c") {
+		t.Errorf("b's child was given %s, want only file:///work/c", got)
+	}
+}
+
 // share "global": one child whatever the roots, told of none, and the
 // pool does not ask clients for roots.
 func TestShareGlobalIgnoresRoots(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
@@ -33,8 +34,48 @@ import (
 // A variable for tests.
 var rootsAskTimeout = 10 * time.Second
 
-// rootsKey names a partition: the sorted, distinct URIs.
-func rootsKey(roots []string) string { return strings.Join(roots, "\n") }
+// rootsKey names a partition: its sorted, distinct URIs, each after its
+// length in bytes ("12:file:///work"), so that no two sets of URIs name
+// one partition whatever bytes the URIs hold. (URIs joined by a line
+// break did: the one URI "file:///a\nfile:///b" named the partition of
+// the two.) "No roots" is the empty key. The key lives in one pool: a
+// hand-over carries a child's roots, not its key (CarriedChild.Roots).
+func rootsKey(roots []string) string {
+	size := 0
+	for _, r := range roots {
+		size += len(r) + 4
+	}
+	var b strings.Builder
+	b.Grow(size)
+	var digits [20]byte
+	for _, r := range roots {
+		b.Write(strconv.AppendInt(digits[:0], int64(len(r)), 10))
+		b.WriteByte(':')
+		b.WriteString(r)
+	}
+	return b.String()
+}
+
+// validRootURI reports whether u may be a root: not empty, and without
+// a control character, which no URI holds (RFC 3986 and RFC 3987 allow
+// none). A client's roots/list answer is a response, which the pool
+// cannot answer with an error: a root it refuses is left out of the
+// session's roots, and the others stand.
+func validRootURI(u string) bool {
+	return u != "" && !strings.ContainsFunc(u, unicode.IsControl)
+}
+
+// validRoots reports whether every one of roots may be a root: a
+// carried child's roots were taken by an earlier pool, which may have let
+// through what this one refuses (adoptCarriedLocked).
+func validRoots(roots []string) bool {
+	for _, u := range roots {
+		if !validRootURI(u) {
+			return false
+		}
+	}
+	return true
+}
 
 // rootNames are the names a client gave its roots, by URI. A name is a
 // label for the child (MCP's Root.name); the URIs alone decide the
@@ -44,8 +85,9 @@ func rootsKey(roots []string) string { return strings.Join(roots, "\n") }
 type rootNames map[string]string
 
 // parseRoots reads a roots/list result into sorted, distinct URIs and
-// their names (the first a URI is given, when it comes twice).
-func parseRoots(result []byte) ([]string, rootNames) {
+// their names (the first a URI is given, when it comes twice), leaving
+// out what is no URI (validRootURI): refused counts those.
+func parseRoots(result []byte) (roots []string, names rootNames, refused int) {
 	var v struct {
 		Roots []struct {
 			URI  string `json:"uri"`
@@ -53,15 +95,16 @@ func parseRoots(result []byte) ([]string, rootNames) {
 		} `json:"roots"`
 	}
 	if json.Unmarshal(result, &v) != nil {
-		return nil, nil
+		return nil, nil, 0
 	}
-	var out []string
-	var names rootNames
 	for _, r := range v.Roots {
-		if r.URI == "" {
+		if !validRootURI(r.URI) {
+			if r.URI != "" {
+				refused++
+			}
 			continue
 		}
-		out = append(out, r.URI)
+		roots = append(roots, r.URI)
 		if _, ok := names[r.URI]; r.Name != "" && !ok {
 			if names == nil {
 				names = rootNames{}
@@ -69,8 +112,8 @@ func parseRoots(result []byte) ([]string, rootNames) {
 			names[r.URI] = r.Name
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out), names
+	slices.Sort(roots)
+	return slices.Compact(roots), names, refused
 }
 
 // rootsListResult is the pool's answer to a child's roots/list: its
@@ -804,7 +847,12 @@ func (s *session) answerRoots(msg *jsonrpc.Message) bool {
 	var roots []string
 	var names rootNames
 	if msg.Result.Present() {
-		roots, names = parseRoots(msg.Result.Of(msg.Raw))
+		var refused int
+		roots, names, refused = parseRoots(msg.Result.Of(msg.Raw))
+		if refused > 0 {
+			s.p.log.Warn("a client declared roots that are no URIs (a control character): left out of its roots",
+				"session", s.id, "server", s.srv.name, "refused", refused)
+		}
 	}
 	s.rootsAnswered(id, roots, names)
 	return true

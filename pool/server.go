@@ -2,6 +2,7 @@ package pool
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -627,16 +628,13 @@ func (s *server) backends() []*backend {
 }
 
 // currentsLocked lists the partitions' current backends, sorted by
-// partition so that snapshots are stable.
+// their roots so that snapshots are stable.
 func (s *server) currentsLocked() []*backend {
-	keys := make([]string, 0, len(s.parts))
-	for k := range s.parts {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	parts := slices.Collect(maps.Values(s.parts))
+	slices.SortFunc(parts, func(a, b *partition) int { return slices.Compare(a.roots, b.roots) })
 	var out []*backend
-	for _, k := range keys {
-		if b := s.parts[k].current.Load(); b != nil {
+	for _, pt := range parts {
+		if b := pt.current.Load(); b != nil {
 			out = append(out, b)
 		}
 	}
