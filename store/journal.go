@@ -65,6 +65,14 @@ const (
 // predate it ignore it (reset clears it).
 const journalStoppedAt = 24
 
+// journalAliveAt is where the header holds the run's last sign of life
+// (int64 Unix µs; 0 for none): the writer's heartbeats store it whether
+// or not the database takes their writes, so that a crash
+// while the database refused them (locked by another program, the disk
+// full) still ages its abandoned requests from about when the run died
+// (startRun). Builds that predate it ignore it (reset clears it).
+const journalAliveAt = 32
+
 // Slot states. A reader trusts a slot's other fields only when its state
 // is not free; the writer stores the state last, atomically.
 const (
@@ -538,9 +546,10 @@ func (j *journal) slot(i int32) []byte {
 // is the mapping).
 func (j *journal) word(off int) *uint32 { return (*uint32)(unsafe.Pointer(&j.mem[off])) }
 
-// journalStop is a journal's stop mark: the run it names stopped cleanly
-// At (Unix µs) without marking itself ended.
-type journalStop struct{ Run, At int64 }
+// journalStop is a journal's marks: the run it names stopped cleanly At
+// (Unix µs; 0: it did not, or marked itself ended) without marking itself
+// ended, and was last alive at Alive (Unix µs; 0: not known).
+type journalStop struct{ Run, At, Alive int64 }
 
 // readJournalStop is the stop mark of the journal of the database at db;
 // the zero journalStop when it has none (or no journal).
@@ -558,11 +567,20 @@ func readJournalStop(db string) journalStop {
 	if le.Uint32(head) != journalMagic || le.Uint32(head[16:]) != journalSlotSize {
 		return journalStop{}
 	}
-	at := int64(le.Uint64(head[journalStoppedAt:]))
-	if at == 0 {
+	at, alive := int64(le.Uint64(head[journalStoppedAt:])), int64(le.Uint64(head[journalAliveAt:]))
+	if at == 0 && alive == 0 {
 		return journalStop{}
 	}
-	return journalStop{Run: int64(le.Uint64(head[8:])), At: at}
+	return journalStop{Run: int64(le.Uint64(head[8:])), At: at, Alive: alive}
+}
+
+// markAlive records in the journal that its run was alive at (Unix µs).
+func (j *journal) markAlive(at int64) {
+	if j == nil || j.mem == nil {
+		return
+	}
+	defer j.guard(debug.SetPanicOnFault(true))
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&j.mem[journalAliveAt])), uint64(at))
 }
 
 // markStopped records in the journal that its run stopped cleanly at

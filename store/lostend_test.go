@@ -84,3 +84,41 @@ func TestLostEndIsRecordedUnknownByTheNextBatch(t *testing.T) {
 		t.Errorf("request 1 after a crash: %+v; want unknown, not abandoned", r)
 	}
 }
+
+// A run that crashes while another program holds the database locked
+// (or the disk is full) cannot record its heartbeats there: the journal
+// keeps its last sign of life, and the next start ages its abandoned
+// requests up to it. They were aged up to the run's last write the
+// database took, which can be the request's own arrival: a call that
+// hung for half a minute showed as 0 s old, and `hangs` left it out.
+func TestCrashUnderALockAgesFromTheJournal(t *testing.T) {
+	old := busyTimeout
+	busyTimeout = 50 * time.Millisecond
+	t.Cleanup(func() { busyTimeout = old })
+	path := dbPath(t)
+	s := openT(t, path, &Options{FlushInterval: time.Hour, HeartbeatInterval: 20 * time.Millisecond})
+	at := time.Now().Add(-2 * time.Second) // past InFlightAfter: a row of its own
+	s.Record(received(1, "s1", "tools/call", "hung", at))
+	s.Record(written(1, "s1", 40, at))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	release := holdLocked(t, path)
+	locked := time.Now()
+	// Heartbeats the database refuses, for a while.
+	const held = 400 * time.Millisecond
+	waitFor(t, "the journal's sign of life past the lock's first moments", func() bool {
+		return readJournalStop(path).Alive >= locked.Add(held).UnixMicro()
+	})
+	kill(s)
+	release()
+
+	next := openT(t, path, nil)
+	hangs, err := next.Hangs(context.Background(), 0, time.Now())
+	if err != nil || len(hangs) != 1 || !hangs[0].Abandoned {
+		t.Fatalf("Hangs = %+v, %v; want request 1 abandoned", hangs, err)
+	}
+	if age, want := hangs[0].Age(time.Now()), locked.Add(held).Sub(at); age < want {
+		t.Errorf("request 1 aged %s, want at least %s: until the journal's last sign of life", age, want)
+	}
+}

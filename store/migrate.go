@@ -121,7 +121,7 @@ func startRun(db *sql.DB, version string, now time.Time, listed []journaled, sto
 			}
 		}
 		if owed {
-			if err := recordJournaled(tx, listed, stop.Run == listed[0].Run); err != nil {
+			if err := recordJournaled(tx, listed, stop.At != 0 && stop.Run == listed[0].Run); err != nil {
 				return 0, err
 			}
 		}
@@ -133,6 +133,13 @@ func startRun(db *sql.DB, version string, now time.Time, listed []journaled, sto
 		}
 		if _, err := tx.Exec(`UPDATE runs SET ended = ? WHERE id = ? AND ended IS NULL`, stop.At, stop.Run); err != nil {
 			return 0, fmt.Errorf("end run %d: %w", stop.Run, err)
+		}
+	}
+	if stop.Alive != 0 {
+		// The journal saw the run alive later than its database did: a
+		// crash while the database refused the run's writes.
+		if _, err := tx.Exec(`UPDATE runs SET alive = ?1 WHERE id = ?2 AND ended IS NULL AND coalesce(alive, 0) < ?1`, stop.Alive, stop.Run); err != nil {
+			return 0, fmt.Errorf("age run %d: %w", stop.Run, err)
 		}
 	}
 	if err := endCrashedRuns(tx, 0); err != nil {

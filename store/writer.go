@@ -392,6 +392,7 @@ func (w *writer) loop() {
 // and not counted as a drop: the next heartbeat tries again.
 func (w *writer) heartbeat(now time.Time) {
 	w.checkFile(now, false)
+	w.markAlive(now)
 	if _, err := w.exec(`UPDATE runs SET alive = ? WHERE id = ?`, now.UnixMicro(), w.run); err != nil {
 		w.s.log.Warn("history: record the run's heartbeat", "path", w.s.path, "err", err)
 	}
@@ -560,6 +561,15 @@ func (w *writer) waitUntil(deadline time.Time) bool {
 	left := max(time.Until(deadline), 0)
 	_, _ = w.exec(fmt.Sprintf("PRAGMA busy_timeout = %d", left.Milliseconds()))
 	return left > 0
+}
+
+// markAlive records in the journal that this run was alive at now,
+// whether or not the database takes the heartbeat that follows.
+func (w *writer) markAlive(now time.Time) {
+	r := &w.s.rec
+	r.mu.Lock()
+	r.journal.markAlive(now.UnixMicro())
+	r.mu.Unlock()
 }
 
 // markStopped records in the journal that this run stopped cleanly at.
