@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/app/config"
 	"github.com/switchboard-mcp/switchboard/app/control"
 	"github.com/switchboard-mcp/switchboard/app/importer"
+	"github.com/switchboard-mcp/switchboard/app/launch"
 )
 
 // ErrInvalidConfig means `config check` found problems; ConfigCheck.Problems
@@ -76,7 +77,7 @@ func CheckConfig(ctx context.Context, file string) (ConfigCheck, error) {
 		return ConfigCheck{}, err
 	}
 	if file == "" {
-		file = paths.Config
+		file = launch.ConfigOf(paths) // what the next pool would run
 		if running && st.Config != "" {
 			file = st.Config
 		}

@@ -389,3 +389,25 @@ func TestDefaultsSpelledOutAreNoChange(t *testing.T) {
 		t.Errorf("status restartNeeded %q, want none", st.RestartNeeded)
 	}
 }
+
+// With no pool running, config check, and status --json's config, name
+// the file the next pool would run: the one the last pool ran, recorded
+// in the home (a `serve --config FILE` that has stopped), not the
+// default file, which that pool would not read.
+func TestNoPoolMeansTheRecordedConfig(t *testing.T) {
+	paths := sbHome(t)
+	other := filepath.Join(t.TempDir(), "other.json")
+	if err := os.WriteFile(other, []byte(`{"mcpServers": {"b": {"command": "x"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(paths.ConfigRecordFile(), []byte(other+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chk, err := CheckConfig(context.Background(), "")
+	if err != nil || chk.File != other || !slices.Equal(chk.Servers, []string{"b"}) {
+		t.Errorf("config check with no pool: %+v, %v; want %s checked", chk, err, other)
+	}
+	if got := NoPoolStatus(paths).Config; got != other {
+		t.Errorf("status --json with no pool names %s, want %s", got, other)
+	}
+}

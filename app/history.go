@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/app/config"
 	"github.com/switchboard-mcp/switchboard/app/control"
+	"github.com/switchboard-mcp/switchboard/app/launch"
 	"github.com/switchboard-mcp/switchboard/app/leaks"
 	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
@@ -606,7 +607,7 @@ func hangs(ctx context.Context, over *time.Duration) (entries []HistoryEntry, th
 	if over != nil {
 		threshold = *over
 	} else {
-		from := paths.Config
+		from := launch.ConfigOf(paths)
 		if live != nil && live.Config != "" {
 			from = live.Config
 		}

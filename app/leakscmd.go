@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/app/config"
 	"github.com/switchboard-mcp/switchboard/app/control"
+	"github.com/switchboard-mcp/switchboard/app/launch"
 	"github.com/switchboard-mcp/switchboard/app/leaks"
 	"github.com/switchboard-mcp/switchboard/pool"
 	"github.com/switchboard-mcp/switchboard/store"
@@ -296,7 +297,7 @@ func direct(configPath string, warn func(string)) (string, leaks.Source, []pool.
 		return "", nil, nil, err
 	}
 	if configPath == "" {
-		configPath = paths.Config
+		configPath = launch.ConfigOf(paths)
 	}
 	var servers []pool.ServerConfig
 	data, err := config.ReadFile(configPath)

@@ -7,6 +7,7 @@ import (
 	"runtime"
 
 	"github.com/switchboard-mcp/switchboard/app/control"
+	"github.com/switchboard-mcp/switchboard/app/launch"
 	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
@@ -89,6 +90,6 @@ func UnresponsiveStatus(why error) control.Status {
 // and zeros (no pool's version, pid or counters), so that a script reads
 // it as it reads a pool's status.
 func NoPoolStatus(paths Paths) control.Status {
-	return control.Status{Config: paths.Config,
+	return control.Status{Config: launch.ConfigOf(paths),
 		Servers: []pool.ServerInfo{}, Sessions: []pool.SessionInfo{}, Backends: []pool.BackendInfo{}, InFlight: []pool.RequestInfo{}}
 }
