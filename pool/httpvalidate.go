@@ -117,8 +117,9 @@ func requestVersion(h http.Header, body []byte, msg jsonrpc.Message, withHeaders
 }
 
 // validateModern checks a modern request as the spec's server validation
-// says, in this order: first the version it names (from _meta, else the
-// header), since a request in a revision the pool does not serve per
+// says, in this order: first an MCP-Protocol-Version header that names
+// another version than _meta does (400, -32020); then the version it
+// names (from _meta, else the header), since a request in a revision the pool does not serve per
 // request is not 2026-07-28's to judge by its other rules (400, -32022;
 // basic/versioning); then the required _meta fields (400, -32602), the
 // headers against the body (400, -32020), methods the revision removed
@@ -139,6 +140,17 @@ func validateModern(h http.Header, body []byte, msg jsonrpc.Message, tools toolP
 // checkModern is validateModern; the stdio front door has no headers to
 // check (withHeaders false).
 func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bool) *httpRefusal {
+	if withHeaders {
+		// A header that names another version than the body's is a
+		// mismatch before either version is judged: the conformance
+		// suite's server-stateless (v999.0.0 in _meta, 2026-07-28 in
+		// the header: -32020).
+		if mv, ok := metaVersion(body, msg); ok {
+			if hv := h.Values(protocolVersionHeader); len(hv) > 0 && (len(hv) != 1 || hv[0] != mv) {
+				return headerMismatch("MCP-Protocol-Version", hv, mv)
+			}
+		}
+	}
 	if v := requestVersion(h, body, msg, withHeaders); v != "" && v != Modern {
 		return unsupportedVersion(v)
 	}

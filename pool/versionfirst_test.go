@@ -14,8 +14,9 @@ import (
 // version is read first, from _meta, else from the MCP-Protocol-Version
 // header (basic/versioning: a server that does not implement the version
 // MUST answer UnsupportedProtocolVersionError; that revision's other rules
-// are not the request's). What names 2026-07-28 is judged by its rules as
-// before. (Before, a 2027-01-01 request without clientCapabilities got
+// are not the request's), but after an MCP-Protocol-Version header that
+// names another version than _meta (-32020, as the conformance suite
+// has it). What names 2026-07-28 is judged by its rules as before. (Before, a 2027-01-01 request without clientCapabilities got
 // -32602, one without Mcp-Method -32020, and a 2099-01-01 header over a
 // body without _meta -32602.)
 func TestUnsupportedVersionIsRefusedFirst(t *testing.T) {
@@ -43,8 +44,11 @@ func TestUnsupportedVersionIsRefusedFirst(t *testing.T) {
 		{"a newer version, no Mcp-Method header", list(version("2027-01-01") + "," + caps),
 			[]string{"MCP-Protocol-Version", "2027-01-01"}, false, -32022, "2027-01-01"},
 		{"a newer version, no headers at all", list(version("2027-01-01") + "," + caps), nil, false, -32022, "2027-01-01"},
+		// The header against the body comes first (the conformance
+		// suite's server-stateless: v999.0.0 in _meta under a 2026-07-28
+		// header is -32020).
 		{"a newer version in _meta, 2026-07-28 in the header", list(version("2099-01-01") + "," + caps),
-			[]string{"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list"}, false, -32022, "2099-01-01"},
+			[]string{"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list"}, true, -32020, ""},
 		{"a legacy version per request, no session", list(version("2025-11-25")),
 			[]string{"MCP-Protocol-Version", "2025-11-25", "Mcp-Method", "tools/list"}, false, -32022, "2025-11-25"},
 		{"a newer version header, a body without _meta", list(""),
