@@ -138,6 +138,7 @@ type backend struct {
 	// to queueing the child's: the level the child hears last is the one
 	// computed last. Taken before mu, never while a session's is held.
 	levelSync sync.Mutex
+	levelGen  uint64 // guarded by levelSync: counts the levels decided for the child (levelEnded)
 }
 
 // outItem is one line for the child: a request, or (p == nil) a

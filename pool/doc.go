@@ -390,9 +390,11 @@
 //     verbose level any session asked for, a child its sessions come to
 //     (new roots, a stop, a config change) as it becomes ready, and each
 //     session only the messages its own level admits; a setLevel the
-//     child answers itself counts once the child accepted it:
-//     [session.setLogLevel], [backend.syncLogLevel], [backend.becomeReady],
-//     [session.carryStakes], [session.admitsLog], [session.levelAnswered].
+//     child answers itself (it declared no logging) is sent it naming
+//     that level, not the session's, and counts once the child accepted
+//     it: [session.setLogLevel], [backend.syncLogLevel],
+//     [backend.sendLevel], [backend.levelEnded], [backend.becomeReady],
+//     [session.carryStakes], [session.admitsLog].
 //     A legacy child's messages name no request: a 2026-07-28 client is
 //     offered no logging by one and gets none of them, and nobody gets
 //     one sent while every client request the child runs is a 2026-07-28

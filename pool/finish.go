@@ -96,8 +96,8 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		b.learnHints(o.answer.Result.Of(o.answer.Raw)) // a client's, or the pool's own (listToolsForHints)
 		b.srv.learnToolParams(o.answer.Result.Of(o.answer.Raw))
 	}
-	if o.kind == endAnswered && p.method == "logging/setLevel" && e.sess != nil {
-		e.sess.levelAnswered(p, &o.answer) // before the client reads the answer
+	if p.method == "logging/setLevel" && p.logs != 0 && e.sess != nil { // one its child answers (sendLevel)
+		b.levelEnded(e.sess, p, &o) // before the client reads the answer
 	}
 	if o.kind == endAnswered && p.token != 0 && p.method == "tools/call" && e.held == nil && b.offersTasks() {
 		b.keepTaskToken(p, &o.answer) // answered with its task: its progress goes on (tasks.go)

@@ -356,27 +356,25 @@ func TestLogLevelPerSession(t *testing.T) {
 	}, func() string { return fmt.Sprintf("the child was set to %v", childLevels(t, logPath)) })
 }
 
-// childLevels lists the levels a fake child's log shows it was set to.
-func childLevels(t *testing.T, logPath string) []string {
-	var seen []string
-	for _, m := range childLog(t, logPath) {
-		if m["method"] == "logging/setLevel" {
-			seen = append(seen, fmt.Sprint(m["params"].(map[string]any)["level"]))
-		}
-	}
-	return seen
-}
-
 // Sessions that set their levels and leave all at once leave the child
 // at the level the remaining ones need. The attack: two level changes
 // decided in one order and queued in the other, which left the child at
-// a stale level while the pool believed it had set another.
+// a stale level while the pool believed it had set another. A child
+// that declares no logging, whose answer to a session's setLevel is the
+// session's, is set the same way: on the first edition it heard each
+// session's level as it came, and ended at whichever came last.
 func TestConcurrentLevelChangesLeaveTheChildRight(t *testing.T) {
+	for _, mode := range []string{"declared", "undeclared"} {
+		t.Run(mode, func(t *testing.T) { concurrentLevelChanges(t, mode) })
+	}
+}
+
+func concurrentLevelChanges(t *testing.T, mode string) {
 	levels := []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 	for round := range 4 {
 		dir := shortTempDir(t)
 		logPath := filepath.Join(dir, "child.log")
-		tp := newTestPool(t, nil, fake("srv", "-log", logPath))
+		tp := newTestPool(t, nil, fake("srv", "-logging", mode, "-log", logPath))
 		clients := make([]*client, 12)
 		for i := range clients {
 			clients[i] = tp.dial(t, "srv")

@@ -49,16 +49,21 @@ func TestLogLevelFollowsToAFreshChild(t *testing.T) {
 
 // After the user stops a server, or a config change replaces its child,
 // the child a session's next request starts (its own, or its roots'
-// shared one) is set to the level it asked for.
+// shared one) is set to the level it asked for; so is one that declares
+// no logging but took the session's level (on the first edition such a
+// child was set to nothing).
 func TestLogLevelFollowsToTheChildAfterStop(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		share pool.Share
 		stop  func(*testPool, pool.ServerConfig) error
+		flags []string
 	}{
-		{string(pool.ShareSession), pool.ShareSession, stopFS},
-		{string(pool.ShareShared), pool.ShareShared, stopFS},
-		{"reload/shared", pool.ShareShared, reloadFS},
+		{string(pool.ShareSession), pool.ShareSession, stopFS, nil},
+		{string(pool.ShareShared), pool.ShareShared, stopFS, nil},
+		{"reload/shared", pool.ShareShared, reloadFS, nil},
+		{"undeclared/shared", pool.ShareShared, stopFS, []string{"-logging", "undeclared"}},
+		{"undeclared/session", pool.ShareSession, stopFS, []string{"-logging", "undeclared"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, logPath := newChildAfterStop(t, tc.share, tc.stop, func(a *client, logPath string) {
@@ -67,7 +72,7 @@ func TestLogLevelFollowsToTheChildAfterStop(t *testing.T) {
 					t.Fatalf("setLevel: %s", m.raw)
 				}
 				waitDebugLevels(t, logPath, 1) // the pool answered; the first child hears it, before it is stopped
-			})
+			}, tc.flags...)
 			a.pidOf("4") // what the new child was queued as it became ready is ahead of this
 			if n := debugLevels(t, logPath); n < 2 {
 				t.Errorf("the child started after the stop was never set to debug: %d setLevel debug in all the children's logs, want 2", n)

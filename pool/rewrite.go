@@ -593,3 +593,51 @@ func parseInt(b []byte) (int64, bool) {
 	}
 	return int64(n), true
 }
+
+// levelSlot is the room a carried level takes in a session's
+// logging/setLevel for its child (sendLevel): the longest level's,
+// quoted, so that the line's length, counted as it was made
+// (session.trackLocked), holds whichever level it carries.
+const levelSlot = len(`"emergency"`)
+
+// carrierLine is line, a session's logging/setLevel for its child, with
+// room for any level where it names its own, for carryLevel; a line
+// that names no level (which setLogLevel refused) is left as it is.
+func carrierLine(line []byte) []byte {
+	sp := levelSpan(line)
+	if !sp.Present() {
+		return line
+	}
+	room := make([]byte, levelSlot)
+	fillLevel(room, quietest)
+	return jsonrpc.Splice(nil, line, sp, room)
+}
+
+// carryLevel writes level where line, a carrierLine, has room for it,
+// in place.
+func carryLevel(line []byte, level string) {
+	if sp := levelSpan(line); sp.End-sp.Start == levelSlot {
+		fillLevel(line[sp.Start:sp.End], level)
+	}
+}
+
+// levelSpan is where line, a logging/setLevel, names its level.
+func levelSpan(line []byte) jsonrpc.Span {
+	msg, err := jsonrpc.Parse(line)
+	if err != nil || !msg.Params.Present() {
+		return jsonrpc.Span{}
+	}
+	sp := jsonrpc.Member(msg.Params.Of(line), "level")
+	if !sp.Present() {
+		return sp
+	}
+	return jsonrpc.Span{Start: sp.Start + msg.Params.Start, End: sp.End + msg.Params.Start}
+}
+
+// fillLevel writes level, quoted, in slot, padded with spaces.
+func fillLevel(slot []byte, level string) {
+	n := copy(slot, `"`+level+`"`)
+	for i := n; i < len(slot); i++ {
+		slot[i] = ' '
+	}
+}

@@ -106,6 +106,8 @@ type session struct {
 	heldRefused     bool      // holdForRoots refused a message past its bounds: logged once
 	logLevel        int       // logSeverity of its logging/setLevel (loglevel.go)
 	logMember       []byte    // that level as the _meta member a modern child is sent (logsAsked)
+	// Its logging/setLevels its child answers, until they end (tryLevel).
+	levelTries []levelTry
 	// What a legacy client's initialize result said of list changes
 	// holds for the session's life, whatever its child's era later
 	// (deliverChange): those a legacy child declared (promised) are
@@ -792,6 +794,10 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 	poolID, received := a.take(s.p)
 	logs, meta := s.logsAsked(msg, legacy, meta)
 	in := rewriteRequest(fwd, poolID, meta)
+	carrier := msg.Method == "logging/setLevel" && logs != 0
+	if carrier {
+		in.line = carrierLine(in.line) // the child is sent the pool's level, not the session's (sendLevel)
+	}
 	p := &pending{id: poolID, sess: s, b: b, origID: id, x: x, method: msg.Method, name: in.name, line: in.line,
 		origToken: in.origToken, received: received, modern: era == EraModern, sub: sub, logs: logs, bare: bare}
 	if p.modern {
@@ -839,7 +845,11 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 	// on (a config applied meanwhile), as a call's retry goes on with its
 	// call's.
 	b.reqs.carry(p, heldFor, 0)
-	switch err := b.send(p); {
+	send := b.send
+	if carrier {
+		send = b.sendLevel
+	}
+	switch err := send(p); {
 	case err == nil:
 	case errors.Is(err, errNotForChild):
 		b.answerCounted(p)

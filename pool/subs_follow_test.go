@@ -88,10 +88,10 @@ func movedToTheRefusingChild(t *testing.T, a *client, logPath, marker string, ch
 // logging to logPath) and a session a; once a's call 1 has started a
 // child, it runs before(a, logPath), stops the server with stop, and
 // returns when a's call 3 has started a new child.
-func newChildAfterStop(t *testing.T, share pool.Share, stop func(*testPool, pool.ServerConfig) error, before func(a *client, logPath string)) (a *client, logPath string) {
+func newChildAfterStop(t *testing.T, share pool.Share, stop func(*testPool, pool.ServerConfig) error, before func(a *client, logPath string), flags ...string) (a *client, logPath string) {
 	t.Helper()
 	logPath = filepath.Join(shortTempDir(t), "child.log")
-	cfg := fake("fs", "-log", logPath)
+	cfg := fake("fs", append([]string{"-log", logPath}, flags...)...)
 	cfg.Share = share
 	tp := newTestPool(t, nil, cfg)
 	a = tp.dial(t, "fs")

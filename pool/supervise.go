@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
 
 // supervise alone starts, handshakes, waits for and restarts the backend's
@@ -185,11 +183,13 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 	b.mu.Lock()
 	fresh := b.childLevel == ""
 	b.mu.Unlock()
-	if fresh && hs.era != EraModern && jsonrpc.Member(hs.capabilities, "logging").Present() {
+	if fresh && hs.era != EraModern {
 		// A new child its sessions came to (new roots, a stop, a config
 		// change) without one's level asked of it yet: the level they ask
 		// for, recorded now (the child is not ready: nothing is sent) and
-		// queued below with the ready state, ahead of any request.
+		// queued below with the ready state, ahead of any request. One
+		// that declared no logging is set as well: a level its sessions
+		// hold is one a child of the server took (levelEnded).
 		b.syncLogLevel()
 	}
 	b.mu.Lock()
