@@ -235,14 +235,18 @@ func Start(opts Options) (*Instance, error) {
 	}
 	inst.cfg, inst.configErr = cfg, startErr
 	inst.notStarted = notStarted(cfg, log)
-	if tok, err := loadOrCreateToken(HTTPTokenFile(paths)); err == nil {
+	switch tok, err := loadOrCreateToken(HTTPTokenFile(paths)); {
+	case err == nil:
 		inst.httpToken.Store(&tok)
-	} else {
-		// Not a reason to leave clients without a pool (a config dir
-		// that is a link to a checkout not made yet, say): the front
-		// door, which needs it, refuses every request, and
-		// `http-token` makes it once it can.
+	case config.DanglingLink(HTTPTokenFile(paths)) != nil:
+		// Not a reason to leave clients without a pool: the config dir
+		// is a link to a checkout not made yet, which is the user's to
+		// make. The front door, which needs the token, refuses every
+		// request, and `http-token` makes it once it can.
 		log.Warn("the HTTP front door refuses every request until its token file can be made", "err", err)
+	default:
+		inst.lock.Unlock() // a token file that cannot be read or made otherwise: the user's to mend
+		return nil, err
 	}
 	inst.history = openHistory(paths.History, history, log)
 	if startErr != nil {
