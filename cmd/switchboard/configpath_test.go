@@ -87,20 +87,7 @@ func poolConfig(home string) (string, int, error) {
 // server answers, and the home gets no starter config of its own. Before,
 // the client's pool ran the home's config.json: "no such server".
 func TestClientStartRunsTheLastPoolsConfig(t *testing.T) {
-	home := homeDir(t)
-	file := elsewhereConfig(t, home, `{"idleExit": "1m"}`)
-	first := serveConfig(t, home, file)
-	s := startShim(t, "b", clientEnv(home))
-	s.initialize("keeps-its-session")
-	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-	if r := s.recvID("1"); r.Error != nil {
-		t.Fatalf("tools/list: %s", r.raw)
-	}
-	quitPool(t, first)
-	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"same session"}}}`)
-	if r := s.recvID("2"); toolText(r) != "same session" {
-		t.Fatalf("the call after the quit: %s (stderr: %s)", r.raw, s.errb.String())
-	}
+	home, file, first, _ := sessionAcrossQuit(t)
 	config, pid := statusConfig(t, home)
 	if config != file || pid == first.cmd.Process.Pid {
 		t.Errorf("the pool the client started (pid %d) runs %s, want %s", pid, config, file)
@@ -108,6 +95,28 @@ func TestClientStartRunsTheLastPoolsConfig(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, "config.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the home got a config.json of its own: %v", err)
 	}
+}
+
+// sessionAcrossQuit serves a config FILE outside a new home, opens a
+// session of its server b, quits that pool, and calls again: the pool
+// the client starts then answers, or the test fails.
+func sessionAcrossQuit(t *testing.T) (home, file string, first *instance, s *shim) {
+	t.Helper()
+	home = homeDir(t)
+	file = elsewhereConfig(t, home, `{"idleExit": "1m"}`)
+	first = serveConfig(t, home, file)
+	s = startShim(t, "b", clientEnv(home))
+	s.initialize("keeps-its-session")
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if r := s.recvID("1"); r.Error != nil {
+		t.Fatalf("tools/list: %s", r.raw)
+	}
+	quitPool(t, first)
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after the quit"}}}`)
+	if r := s.recvID("2"); toolText(r) != "after the quit" {
+		t.Fatalf("the call after the quit: %s (stderr: %s)", r.raw, s.errb.String())
+	}
+	return home, file, first, s
 }
 
 // `"autostart": {"fromClients": false}` in the file a pool ran with
@@ -136,20 +145,7 @@ func TestFromClientsOffInTheLastPoolsConfig(t *testing.T) {
 // on with it. Before, it exited 4, and the service manager or the user
 // was left with the client's pool.
 func TestServeTakesTheClientStartedPoolsPlace(t *testing.T) {
-	home := homeDir(t)
-	file := elsewhereConfig(t, home, `{"idleExit": "1m"}`)
-	first := serveConfig(t, home, file)
-	s := startShim(t, "b", clientEnv(home))
-	s.initialize("keeps-its-session")
-	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-	if r := s.recvID("1"); r.Error != nil {
-		t.Fatalf("tools/list: %s", r.raw)
-	}
-	quitPool(t, first)
-	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"client's pool"}}}`)
-	if r := s.recvID("2"); toolText(r) != "client's pool" {
-		t.Fatalf("the call after the quit: %s (stderr: %s)", r.raw, s.errb.String())
-	}
+	home, file, _, s := sessionAcrossQuit(t)
 	_, clients := statusConfig(t, home)
 	second := serveConfig(t, home, file)
 	waitFor(t, "the pool started by hand to serve", func() bool {
