@@ -269,7 +269,13 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message, don
 	x := &inputRound{b: b, sess: sess, call: p, origID: origID, to: e.x, state: r.RequestState, pid: e.pid, left: map[uint64]string{},
 		answer: map[string]json.RawMessage{}, timeout: e.timeout, remaining: b.reqs.timeLeft(e.deadline), asked: time.Now(), done: *done}
 	x.done.Size, x.done.Payload = len(msg.Raw), b.capture(msg.Raw)
-	x.start = bridgedCall{received: p.received, written: e.written}
+	written := e.written
+	if written.IsZero() {
+		// The child answered before the writer marked the call written
+		// (e.writing): it was written by now.
+		written = time.Now()
+	}
+	x.start = bridgedCall{received: p.received, written: written}
 	sess.mu.Lock()
 	if c, ok := sess.bridged[keyOf(origID, e.x)]; ok { // a round after the first
 		x.start = c
