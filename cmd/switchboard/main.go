@@ -326,14 +326,24 @@ func main() {
 		kong.Bind(signalRelease(stop)),
 		kong.Vars{"historyStatuses": strings.Join(app.HistoryStatuses(), ", ")},
 	)
-	k, err := parser.Parse(os.Args[1:])
+	args := helpAsFlag(os.Args[1:])
+	k, err := parser.Parse(args)
 	if err != nil {
-		os.Exit(usageError(parser, os.Args[1:], err))
+		os.Exit(usageError(parser, args, err))
 	}
 	if err := k.Run(); err != nil {
 		fmt.Fprintf(os.Stderr, "switchboard: %v\n", err)
 		os.Exit(exitCode(err))
 	}
+}
+
+// helpAsFlag reads `switchboard help [COMMAND…]`, which people type as
+// they do for git and go, as `switchboard [COMMAND…] --help`.
+func helpAsFlag(args []string) []string {
+	if len(args) == 0 || args[0] != "help" {
+		return args
+	}
+	return append(slices.Clone(args[1:]), "--help")
 }
 
 // exitUsage is the exit code of a command line that does not parse: 2,
