@@ -271,7 +271,7 @@ func (b *backend) shownState() (state, reason string) {
 // that it waits for it.
 func (b *backend) stateReasonLocked() string {
 	if b.reason == "" && !b.handshaking.IsZero() {
-		return fmt.Sprintf("waiting for its handshake (server/discover, initialize): restarted after %s without an answer",
+		return fmt.Sprintf("waiting for its handshake (server/discover, initialize): restarted if it does not answer within %s",
 			b.p.opts.HandshakeTimeout)
 	}
 	return b.reason

@@ -842,7 +842,7 @@ func TestInFlightShowsWhyARequestWaits(t *testing.T) {
 // waiting for its handshake) shows whole when its row is selected, beside
 // its stderr.
 func TestBackendsShowWhyAChildIsInItsState(t *testing.T) {
-	const why = "waiting for its handshake (server/discover, initialize): restarted after 1m0s without an answer"
+	const why = "waiting for its handshake (server/discover, initialize): restarted if it does not answer within 1m0s"
 	s := fixture()
 	s.Backends[0].State, s.Backends[0].StateReason = pool.StateStarting, why
 	u := newTestUI(t, newFake(s), tabBackends)

@@ -152,7 +152,7 @@ func TestStatusTextSaysWhyAServerIsStarting(t *testing.T) {
 	st := statusFixture(now)
 	st.Servers, st.Backends = st.Servers[:1], st.Backends[:1]
 	resolving := "resolving the package to start it without its package-manager wrapper (npm may be downloading it)"
-	handshake := "waiting for its handshake (server/discover, initialize): restarted after 1m0s without an answer"
+	handshake := "waiting for its handshake (server/discover, initialize): restarted if it does not answer within 1m0s"
 	st.Servers = append(st.Servers,
 		pool.ServerInfo{Name: "notes", Share: pool.ShareShared, State: pool.StateStarting, StateReason: resolving},
 		pool.ServerInfo{Name: "slow", Share: pool.ShareShared, State: pool.StateStarting, StateReason: handshake})
