@@ -234,7 +234,7 @@ func Start(opts Options) (*Instance, error) {
 		history = &cfg.History
 	}
 	inst.cfg, inst.configErr = cfg, startErr
-	inst.notStarted = notStarted(cfg, log)
+	inst.notStarted = notStarted(cfg, nil, log)
 	switch tok, err := loadOrCreateToken(HTTPTokenFile(paths)); {
 	case err == nil:
 		inst.httpToken.Store(&tok)
@@ -512,9 +512,11 @@ func (inst *Instance) Run(ctx context.Context) error {
 
 // notStarted is why each of f's servers that the config holds back is
 // not started (config.File.NotStarted: a ${VAR} the pool's environment
-// lacks, a name clients cannot use), logged once per load. The other
+// lacks, a name clients cannot use), logged when a server is held back,
+// or for another reason, than in before (the last load's): a reload of a
+// file that still holds it back does not say it again. The other
 // servers run.
-func notStarted(f *config.File, log *slog.Logger) map[string]string {
+func notStarted(f *config.File, before map[string]string, log *slog.Logger) map[string]string {
 	why := map[string]string{}
 	for name, ps := range f.NotStartedBy(os.LookupEnv) {
 		msgs := make([]string, len(ps))
@@ -524,6 +526,9 @@ func notStarted(f *config.File, log *slog.Logger) map[string]string {
 		why[name] = strings.Join(msgs, "; ")
 	}
 	for _, name := range slices.Sorted(maps.Keys(why)) {
+		if was, ok := before[name]; ok && was == why[name] {
+			continue // said when it was held back, and status says it still
+		}
 		msg := "server not started"
 		if strings.Contains(why[name], "environment variable") {
 			msg += ": a variable it needs is not set in Switchboard's environment"

@@ -439,6 +439,11 @@ func TestUnsetVariableStopsOnlyItsServer(t *testing.T) {
 		return slices.Equal(inst.Pool.Servers(), []string{"a", "b", "gh"})
 	})
 	check("a", "b")
+	// Said once: a reload of a file that still holds it back for the
+	// same reason does not say it again (it did, at every reload).
+	if n := strings.Count(logs.String(), "server not started"); n != 1 {
+		t.Errorf("the log says %d times that gh is not started, want once:\n%s", n, logs.String())
+	}
 	// A client of it is told why, not that it is disabled: the user did
 	// not disable it.
 	if got, want := refusal(t, inst.Paths.PoolSocket(), "gh"), `server "gh" is not started: mcpServers.gh.args[1]: environment variable SB_TEST_UNSET_TOKEN is not set`; got != want {

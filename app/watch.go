@@ -412,7 +412,10 @@ func (inst *Instance) reloadConfig(f *config.File, err error) {
 	if old != nil {
 		running.HTTP = old.HTTP
 	}
-	why := notStarted(f, inst.log)
+	inst.mu.Lock()
+	before := inst.notStarted
+	inst.mu.Unlock()
+	why := notStarted(f, before, inst.log)
 	recording := inst.history.requests() != nil
 	restart := append(inst.startOnlyChanges(f), inst.history.apply(f.History)...)
 	inst.mu.Lock()
