@@ -73,7 +73,7 @@ func Kill(ctx context.Context, home string, pid int, proof []Leak) error {
 		return fmt.Errorf("kill PID %d: list processes: %w", pid, err)
 	}
 	p := tab.procs[pid]
-	if p == nil || p.isZombie(ctx) {
+	if p == nil || p.exited(ctx) {
 		return nil // already gone
 	}
 	if !sameStart(p.start, leak.StartedAt) {
@@ -173,7 +173,7 @@ func running(ctx context.Context, pid int) bool {
 		return false
 	}
 	p, err := lookup(ctx, pid)
-	return err != nil || !p.isZombie(ctx) // unreadable: say running, and refuse it
+	return err != nil || !p.exited(ctx) // unreadable: say running, and refuse it
 }
 
 // still reports whether t is running: the same process (same start
@@ -183,7 +183,7 @@ func still(ctx context.Context, t *proc) bool {
 	if err != nil {
 		return false
 	}
-	return sameStart(now.start, t.start) && !now.isZombie(ctx)
+	return sameStart(now.start, t.start) && !now.exited(ctx)
 }
 
 // waitGone polls until no target is still running, or d passes.

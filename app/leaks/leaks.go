@@ -245,7 +245,7 @@ func Find(ctx context.Context, home string, src Source, configured []pool.Server
 
 	for _, r := range recs {
 		p := tab.procs[r.PID]
-		if p == nil || skip[r.PID] || found[r.PID] || !sameStart(p.start, r.StartedAt) || p.isZombie(ctx) {
+		if p == nil || skip[r.PID] || found[r.PID] || !sameStart(p.start, r.StartedAt) || p.exited(ctx) {
 			continue
 		}
 		add(p, r.Server, KindRecorded, fmt.Sprintf("recorded child of an earlier run (pid %d started at %s) is still running",
@@ -257,7 +257,7 @@ func Find(ctx context.Context, home string, src Source, configured []pool.Server
 	// helper it still uses.
 	live := map[string]int{}
 	for _, pid := range own {
-		if p := tab.procs[pid]; p != nil && !p.isZombie(ctx) {
+		if p := tab.procs[pid]; p != nil && !p.exited(ctx) {
 			if _, s := markerOf(p.environ(ctx)); s != "" && (live[s] == 0 || pid < live[s]) {
 				live[s] = pid
 			}
@@ -291,14 +291,14 @@ func Find(ctx context.Context, home string, src Source, configured []pool.Server
 		// A run that has exited and awaits its parent's wait (a zombie)
 		// has ended.
 		rp := tab.procs[m.pid]
-		runAlive := rp != nil && sameStart(rp.start, m.start) && !rp.isZombie(ctx)
+		runAlive := rp != nil && sameStart(rp.start, m.start) && !rp.exited(ctx)
 		thisRun := runAlive && m.pid == self
 		if runAlive && (!thisRun || !tab.reaperParent(ctx, p)) {
 			// Another live Switchboard's, or this one's and still
 			// inside a live child's tree.
 			continue
 		}
-		if p.isZombie(ctx) {
+		if p.exited(ctx) {
 			continue
 		}
 		if m.home == "" && !thisRun {
@@ -342,7 +342,7 @@ func Find(ctx context.Context, home string, src Source, configured []pool.Server
 		argv := p.argv(ctx)
 		for _, c := range configured {
 			if matches(argv, c, resolveLink) {
-				if !p.isZombie(ctx) {
+				if !p.exited(ctx) {
 					add(p, c.Name, KindOrphan, fmt.Sprintf("matches configured server %s and its parent is %s; it carries no Switchboard run marker, so it may be another program's: listed, never killed", c.Name, tab.parentName(ctx, p)))
 				}
 				break

@@ -678,7 +678,7 @@ func TestZombieRunHasEnded(t *testing.T) {
 	if err := run.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the run to be a zombie", func() bool { return rp.isZombie(ctx) })
+	waitFor(t, 5*time.Second, "the run to be a zombie", func() bool { return rp.exited(ctx) })
 	ls, err = Find(ctx, thisHome, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -812,4 +812,27 @@ func TestAnotherHomesProcessesAreNotThisHomes(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the other home's leftover to exit", func() bool { return !ended.alive() })
+}
+
+// A process that exits and is reaped between the process table's read
+// and the look at its state is gone, not running: leaks listed such a
+// process as a live leak (its RSS 0), a moment after it was killed.
+func TestGoneProcessHasExited(t *testing.T) {
+	cmd := exec.Command("sleep", "100")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p, err := lookup(ctx, cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.exited(ctx) {
+		t.Fatal("a running process reads as exited")
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait() // reaped: its /proc entry is gone
+	if !p.exited(ctx) {
+		t.Error("a process killed and reaped reads as running")
+	}
 }

@@ -49,9 +49,16 @@ func lookup(ctx context.Context, pid int) (*proc, error) {
 	return &proc{pid: pid, ppid: int(ppid), start: time.UnixMilli(ms), gp: gp}, nil
 }
 
-func (p *proc) isZombie(ctx context.Context) bool {
+// exited reports whether the process has exited since it was looked up:
+// a zombie waiting for its parent's wait, or gone (reaped, its /proc
+// entry with it). A state that cannot be read otherwise says running.
+func (p *proc) exited(ctx context.Context) bool {
 	st, err := p.gp.StatusWithContext(ctx)
-	return err == nil && slices.Contains(st, process.Zombie)
+	if err != nil {
+		running, rerr := p.gp.IsRunningWithContext(ctx)
+		return rerr == nil && !running
+	}
+	return slices.Contains(st, process.Zombie)
 }
 
 // uid is the real user id of the process.
