@@ -124,7 +124,12 @@ type BenchReport struct {
 	// size, ShimIdleCPU its CPU time over IdleWindow with nothing to relay.
 	ShimPSSBytes uint64        `json:"shimPssBytes,omitempty"`
 	ShimIdleCPU  time.Duration `json:"shimIdleCpuNs,omitempty"`
-	IdleWindow   time.Duration `json:"idleWindowNs,omitempty"`
+	// ShimsPSSBytes is the mean proportional set size of Shims idle
+	// shims running at once, as a client with that many sessions runs
+	// them: they share the binary's pages, which PSS divides among them.
+	Shims         int           `json:"shims,omitempty"`
+	ShimsPSSBytes uint64        `json:"shimsPssBytes,omitempty"`
+	IdleWindow    time.Duration `json:"idleWindowNs,omitempty"`
 	// IdleSessions sessions held open with nothing in flight cost the pool
 	// IdleBytesPerSession each (RSS growth / sessions).
 	IdleSessions        int     `json:"idleSessions,omitempty"`
@@ -539,23 +544,20 @@ func (p *benchPool) measure(f func() (Result, error)) (ModeResult, error) {
 		PoolSyscallsPerRequest: float64(after.Syscalls-before.Syscalls) / float64(max(res.Answered, 1))}, err
 }
 
+// benchShims is how many idle shims idleShim runs at once after the one
+// alone: a client with that many sessions open.
+const benchShims = 10
+
 // idleShim opens one session, lets it sit idle, and reads its shim's
-// PSS and CPU time.
+// PSS and CPU time; then it opens benchShims-1 more and reads their mean
+// PSS.
 func (p *benchPool) idleShim(ctx context.Context, r *BenchReport) error {
-	pids := make(chan int, 1)
-	st, err := p.connect(serverFake, pids)(ctx, 0)
+	st, err := p.pingedShim(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	pid := <-pids
-	// One answered request, so the relay has done its work once.
-	if _, err := io.WriteString(st.W, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"); err != nil {
-		return err
-	}
-	if _, err := st.R.Read(make([]byte, 4096)); err != nil {
-		return err
-	}
+	pid := st.PID
 	before := ReadProc(pid)
 	select {
 	case <-time.After(r.IdleWindow):
@@ -567,7 +569,39 @@ func (p *benchPool) idleShim(ctx context.Context, r *BenchReport) error {
 	if after.PSS == 0 {
 		return errors.New("no PSS reading (/proc/PID/smaps_rollup)")
 	}
+	pids := []int{pid}
+	for range benchShims - 1 {
+		st, err := p.pingedShim(ctx)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		pids = append(pids, st.PID)
+	}
+	var sum uint64
+	for _, pid := range pids {
+		sum += ReadProc(pid).PSS
+	}
+	r.Shims, r.ShimsPSSBytes = len(pids), sum/uint64(len(pids))
 	return nil
+}
+
+// pingedShim opens a session through a shim and has one ping answered,
+// so that its relay has done its work once.
+func (p *benchPool) pingedShim(ctx context.Context) (*Stream, error) {
+	st, err := p.connect(serverFake, nil)(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.WriteString(st.W, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if _, err := st.R.Read(make([]byte, 4096)); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
 }
 
 // idleSessions opens n sessions straight on the pool socket (what a shim
@@ -734,7 +768,11 @@ func writeConnectTable(out io.Writer, o BenchOptions, r BenchReport) {
 		fmt.Fprintf(out, "history on / off, p99 at 1 x 1: %.0f / %.0f µs (%+.0f%%)\n", c.P99, r.HistoryOffLatencyP99Us, pct(c.P99, r.HistoryOffLatencyP99Us))
 	}
 	fmt.Fprintln(out)
-	fmt.Fprintf(out, "one connect shim: PSS %.2f MiB, CPU %v over %v idle\n", float64(r.ShimPSSBytes)/(1<<20), r.ShimIdleCPU, r.IdleWindow)
+	fmt.Fprintf(out, "one connect shim: PSS %.2f MiB, CPU %v over %v idle", float64(r.ShimPSSBytes)/(1<<20), r.ShimIdleCPU, r.IdleWindow)
+	if r.Shims > 0 {
+		fmt.Fprintf(out, "; %d idle shims at once: PSS %.2f MiB each", r.Shims, float64(r.ShimsPSSBytes)/(1<<20))
+	}
+	fmt.Fprintln(out)
 	if r.IdleSessions > 0 {
 		fmt.Fprintf(out, "%d idle sessions: %.1f KiB of pool memory and %.2f goroutines each\n", r.IdleSessions, r.IdleBytesPerSession/1024, r.IdleGoroutinesPerSession)
 	}

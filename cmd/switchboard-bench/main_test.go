@@ -127,6 +127,8 @@ func TestBenchJSON(t *testing.T) {
 		ConnectCPURatios       []float64 `json:"connectCpuRatios"`
 		HTTPCPURatios          []float64 `json:"httpCpuRatios"`
 		ShimPSSBytes           int64     `json:"shimPssBytes"`
+		Shims                  int       `json:"shims"`
+		ShimsPSSBytes          int64     `json:"shimsPssBytes"`
 		IdleBytesPerSession    float64   `json:"idleBytesPerSession"`
 		HistoryOffP99Us        float64   `json:"historyOffP99Us"`
 		HistoryOffLatencyP99Us float64   `json:"historyOffLatencyP99Us"`
@@ -174,7 +176,7 @@ func TestBenchJSON(t *testing.T) {
 		t.Errorf("throughput rounds: connect %v (%v), http %v (%v)", r.ConnectRatios, r.ConnectRatio, r.HTTPRatios, r.HTTPRatio)
 	}
 	if r.PipeP50Us <= 0 || r.AddedP50Us == 0 || r.ConnectRatio <= 0 || r.HTTPRatio <= 0 || r.ShimPSSBytes == 0 ||
-		r.IdleBytesPerSession == 0 || r.HistoryOffP99Us <= 0 || r.HistoryOffLatencyP99Us <= 0 {
+		r.Shims != 10 || r.ShimsPSSBytes == 0 || r.IdleBytesPerSession == 0 || r.HistoryOffP99Us <= 0 || r.HistoryOffLatencyP99Us <= 0 {
 		t.Errorf("report: %s", out)
 	}
 	h := r.History
