@@ -14,6 +14,7 @@ import (
 )
 
 func main() {
+	oneProc()
 	if len(os.Args) != 2 || os.Args[1] == "" || os.Args[1][0] == '-' {
 		fmt.Fprintln(os.Stderr, "usage: switchboard-connect NAME\n\nRelays stdin and stdout to server NAME of the running Switchboard pool.")
 		os.Exit(2)

@@ -307,9 +307,15 @@ func startShim(t testing.TB, server string, env []string) *shim {
 // startShimIn is startShim run in the working directory dir.
 func startShimIn(t testing.TB, server string, env []string, dir string) *shim {
 	t.Helper()
-	s := &shim{t: t, errb: &syncBuffer{}, done: make(chan error, 1)}
-	s.cmd = exec.Command(sbBin, "connect", server)
-	s.cmd.Env, s.cmd.Dir = env, dir
+	cmd := exec.Command(sbBin, "connect", server)
+	cmd.Env, cmd.Dir = env, dir
+	return startShimCmd(t, cmd)
+}
+
+// startShimCmd is startShim for cmd, a shim's command line.
+func startShimCmd(t testing.TB, cmd *exec.Cmd) *shim {
+	t.Helper()
+	s := &shim{t: t, errb: &syncBuffer{}, done: make(chan error, 1), cmd: cmd}
 	s.cmd.Stderr = s.errb
 	var err error
 	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
