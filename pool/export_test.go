@@ -3,6 +3,7 @@ package pool
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -243,3 +244,35 @@ func httpSessionOf(h http.Handler, sid string) *httpSession {
 
 // AllStacks is every goroutine's stack (goroutineStacks).
 func AllStacks() string { return goroutineStacks() }
+
+// LetTheWaitsReaderEndIt sets up the race in which a server's removal
+// (retire) and a request waiting for its child's handshake end that wait
+// at once: retire lets the wait's own reader claim its end first (it
+// waits up to 2 s for that), and the reader, once it has, holds its
+// answer until its session closes or a second passes. readerFirst
+// reports whether the reader claimed it. Call restore after the pool
+// closed.
+func LetTheWaitsReaderEndIt() (readerFirst func() bool, restore func()) {
+	var first, retiring atomic.Bool
+	testHookRetired = func(b *backend) {
+		retiring.Store(true)
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if !slices.ContainsFunc(b.reqs.all(), func(p *pending) bool { return p.wait }) {
+				first.Store(true)
+				return
+			}
+		}
+	}
+	testHookWaitClaimed = func(s *session) {
+		if !retiring.Load() {
+			return
+		}
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		select {
+		case <-s.closed:
+		case <-t.C:
+		}
+	}
+	return first.Load, func() { testHookRetired, testHookWaitClaimed = nil, nil }
+}

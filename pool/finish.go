@@ -84,9 +84,23 @@ func failure(kind endKind, err poolError, args ...any) outcome {
 // modern client's retry, or answers the pool's own waiter), counts it,
 // and emits its one EventRequestDone. Nothing here runs under a lock.
 func (b *backend) finish(p *pending, o outcome) bool {
+	if p.wait {
+		// A wait is in neither its session's requests in flight nor its
+		// count of answers under way: counted before it is claimed, its
+		// session cannot look idle, and end (closeWhenIdle), between the
+		// claim and the answer. The loser of a race to end it (the
+		// wait's own reader against retire) finds the winner counted.
+		p.sess.answerComing()
+	}
 	e, won := b.reqs.end(p)
 	if !won {
+		if p.wait {
+			p.sess.answerGone()
+		}
 		return false
+	}
+	if p.wait && testHookWaitClaimed != nil {
+		testHookWaitClaimed(p.sess)
 	}
 	rule := endRules[o.kind]
 	if rule.tellChild && e.mayHaveRun {
@@ -203,6 +217,7 @@ func (b *backend) finish(p *pending, o outcome) bool {
 	case line != nil:
 		e.sess.deliverResponse(p, e.origID, e.x, line, ev.ErrCode, o.batch)
 	case o.kind == endWentOn: // the request goes on: its POST, if any, still waits for what follows
+		e.sess.answerGone() // (a wait: nothing to answer now)
 	default:
 		e.sess.forget(p, e.origID, e.x)
 	}

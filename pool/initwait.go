@@ -57,7 +57,7 @@ func (s *session) awaitHandshakeFor(b *backend, w *handshakeWait) (*handshake, e
 // count in Counters.Requests, the requests forwarded to children.
 func (b *backend) registerWait(s *session, w *handshakeWait) *pending {
 	id, received := w.at.take(b.p)
-	p := &pending{id: id, b: b, sess: s, origID: w.id, x: w.x, method: w.method, received: received}
+	p := &pending{id: id, b: b, sess: s, origID: w.id, x: w.x, method: w.method, received: received, wait: true}
 	slot := w.at.takeSlot()
 	if slot == 0 {
 		slot = s.ledger.take(w.id)
@@ -96,12 +96,19 @@ func (b *backend) retire(reason error) {
 	b.retiredBy = reason
 	close(b.retired)
 	b.mu.Unlock()
+	if testHookRetired != nil {
+		testHookRetired(b)
+	}
 	for _, p := range b.reqs.all() {
 		if p.line == nil && p.reply == nil { // a wait: nothing to write (registerWait)
 			b.finish(p, failure(endChildGone, errServerStopped, b.srv.name, reason, p.method))
 		}
 	}
 }
+
+// testHookRetired, when set, runs once retire has said the backend is
+// retired, before it ends the waits left.
+var testHookRetired func(*backend)
 
 // endWait ends a client's request that waited for its child's
 // handshake: answered with result, or as err, how the wait ended, says.

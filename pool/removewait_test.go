@@ -99,3 +99,36 @@ func (a *attached) next(t *testing.T) msg {
 	}
 	return m
 }
+
+// A removal and the wait's own reader both end a request waiting for its
+// child's handshake, and the reader wins: the session, which ends once
+// idle, waits for the reader's answer. Before, the claimed wait was in
+// neither the session's requests in flight nor its answers under way,
+// so the session closed first and the client's output ended with no
+// answer (seen once in CI, for a logging/setLevel).
+func TestARemovedServersWaitAnsweredByItsReaderIsDelivered(t *testing.T) {
+	for _, rq := range []waitingRequest{
+		{method: "initialize", id: "7", line: initializeLine},
+		waitingRequests[2], // logging/setLevel, answered by the pool
+	} {
+		t.Run(rq.String(), func(t *testing.T) {
+			readerFirst, restore := pool.LetTheWaitsReaderEndIt()
+			t.Cleanup(restore) // after the pool closed: cleanups run last first
+			w := startWaiting(t, rq, true, nil)
+			if err := w.tp.Apply(nil); err != nil {
+				t.Fatal(err)
+			}
+			m := w.a.next(t)
+			if string(m.ID) != rq.id || m.Error == nil || !strings.Contains(m.Error.Message, "removed from the configuration") {
+				t.Fatalf("the client got %s; want %s answered that the server was removed", m.raw, rq.method)
+			}
+			if !readerFirst() {
+				t.Fatal("the removal ended the wait before its reader: the race was not run")
+			}
+			if bye := w.a.goodbye(10 * time.Second); !strings.Contains(bye.End, "removed from the configuration") {
+				t.Errorf("farewell %+v; want the session ended as its server was removed", bye)
+			}
+			letStart(t, w.gate)
+		})
+	}
+}

@@ -46,6 +46,7 @@ type pending struct {
 	origToken []byte
 	received  time.Time   // when the pool took it: its timeout runs from then
 	reply     chan []byte // the pool's own requests: the raw answer, or closed when it failed
+	wait      bool        // a client's request waiting for its child's handshake (registerWait): sess never changes
 
 	// Guarded by the backend's request table (requestTable.update).
 	// sess, origID and x change only when a modern client's retry takes

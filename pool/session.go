@@ -954,9 +954,28 @@ func (s *session) ending(p *pending, id []byte, x *exchange) (slot int32) {
 	} else {
 		slot = p.slot.Swap(0) // a wait for its child's handshake, owed outside inflight (registerWait); else none
 	}
-	s.answering++
+	if !p.wait { // a wait's answer was counted as it was claimed (finish)
+		s.answering++
+	}
 	s.mu.Unlock()
 	return slot
+}
+
+// answerComing counts an answer under way (answering) for a wait for
+// its child's handshake that is about to be claimed (finish).
+func (s *session) answerComing() {
+	s.mu.Lock()
+	s.answering++
+	s.mu.Unlock()
+}
+
+// answerGone takes back answerComing's count: the wait was another's to
+// end, or ended with nothing to answer.
+func (s *session) answerGone() {
+	s.mu.Lock()
+	s.answering--
+	s.quietLocked()
+	s.mu.Unlock()
 }
 
 // answer gives the client line, the answer to a request the caller ended
@@ -1004,6 +1023,10 @@ func (s *session) answerError(x *exchange, id []byte, err error, slot int32) {
 // answer.
 var testHookAnswering func(*session)
 
+// testHookWaitClaimed, when set, runs as soon as a wait for a child's
+// handshake is claimed by the ending that answers it (finish).
+var testHookWaitClaimed func(*session)
+
 // answerIfCurrent is deliverResponse for an answer the pool makes up for
 // a call whose own answer already ended it (a round of questions, held
 // for the client): it is delivered only while p is still what the
@@ -1034,6 +1057,10 @@ func (s *session) forget(p *pending, id []byte, x *exchange) {
 		s.untrackLocked(key, p)
 	} else {
 		s.ledger.release(p.slot.Swap(0)) // a wait for its child's handshake (registerWait): handed back, or its session ended
+	}
+	if p.wait {
+		s.answering-- // counted as it was claimed (finish)
+		s.quietLocked()
 	}
 	s.mu.Unlock()
 	if x != nil {
