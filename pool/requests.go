@@ -46,7 +46,6 @@ type pending struct {
 	origToken []byte
 	received  time.Time   // when the pool took it: its timeout runs from then
 	reply     chan []byte // the pool's own requests: the raw answer, or closed when it failed
-	wait      bool        // a client's request waiting for its child's handshake (registerWait): sess never changes
 
 	// Guarded by the backend's request table (requestTable.update).
 	// sess, origID and x change only when a modern client's retry takes
@@ -74,6 +73,7 @@ type pending struct {
 	open         bool       // set when made: it stays open until cancelled (the pool's subscriptions/listen), no timeout
 	logs         uint8      // set when made: 1 + the logSeverity its request asks logs at, 0 if none (loglevel.go)
 	bare         bool       // set when made: a legacy client's line without the _meta a modern child needs, fitted for one as written (fitLine)
+	wait         bool       // set when made: a client's request waiting for its child's handshake (registerWait), whose sess never changes
 
 	// sub is set when made for a resources/subscribe or unsubscribe that
 	// changes what the sessions hold: send counts it as it queues it
