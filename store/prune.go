@@ -18,12 +18,17 @@ import (
 // not ended (its end, if it came in this batch, is written already): that
 // is a hang the user is looking for (Requests by status, Hangs,
 // Unanswered), however many requests came after it. It deletes the
-// oldest other rows instead, so the count stays at the cap unless those
-// hangs alone exceed it: the count is at most the larger of MaxRows and
-// the run's hangs. Those are bounded by what is in flight (the pool's
-// MaxPending a child, the recorder's maxOpen) plus the ends history
-// dropped under load, until the run stops: in practice a few, against
-// the tenth of the cap (100,000 rows by default) the README allows over.
+// requests earlier runs left unanswered (abandoned, unknown) last, once
+// no other row is left: those are the hangs a restart after a crash is
+// for finding, which a client flooding calls after it would otherwise
+// push out within a minute (they are bounded on their own: MaxAbandoned,
+// pruneStep). It deletes the oldest other rows instead, so the count
+// stays at the cap unless the run's hangs alone exceed it: the count is
+// at most the larger of MaxRows and the run's hangs. Those are bounded by
+// what is in flight (the pool's MaxPending a child, the recorder's
+// maxOpen) plus the ends history dropped under load, until the run stops:
+// in practice a few, against the tenth of the cap (100,000 rows by
+// default) the README allows over.
 func (w *writer) capRows(count int64) (int64, error) {
 	o := w.s.opts
 	over := count - int64(o.MaxRows)
@@ -33,14 +38,29 @@ func (w *writer) capRows(count int64) (int64, error) {
 	n := min(over, int64(max(o.PruneBatch, 2*len(w.rows))))
 	// Fewer than n other rows: all of them (the max).
 	res, err := w.exec(`DELETE FROM request_log WHERE id <= coalesce((SELECT id FROM request_log
-		WHERE NOT (status = 0 AND run = ?1) ORDER BY id LIMIT 1 OFFSET ?2), (SELECT max(id) FROM request_log))
-		AND NOT (status = 0 AND run = ?1)`, w.run, n-1)
+		WHERE `+capped+` ORDER BY id LIMIT 1 OFFSET ?2), (SELECT max(id) FROM request_log))
+		AND `+capped, w.run, n-1)
 	if err != nil {
 		return count, fmt.Errorf("keep %d requests: %w", o.MaxRows, err)
 	}
 	deleted, _ := res.RowsAffected()
+	if deleted < n { // no other row left: the oldest unanswered of earlier runs
+		res, err = w.exec(`DELETE FROM request_log WHERE id IN (SELECT id FROM request_log
+			WHERE status IN (7, 8) AND run != ? ORDER BY id LIMIT ?)`, w.run, n-deleted)
+		if err != nil {
+			return count, fmt.Errorf("keep %d requests: %w", o.MaxRows, err)
+		}
+		k, _ := res.RowsAffected()
+		deleted += k
+	}
 	return count - deleted, nil
 }
+
+// capped selects the rows capRows deletes first, given the live run as
+// ?1: not its requests in flight (status 0), which it never deletes, nor
+// earlier runs' abandoned (7) and unknown (8) requests, which it deletes
+// last.
+const capped = `NOT (status = 0 AND run = ?1) AND NOT (status IN (7, 8) AND run != ?1)`
 
 // capNow runs capRows in a transaction of its own, and says whether it
 // deleted anything.
@@ -62,7 +82,8 @@ func (w *writer) capNow() (deleted bool, err error) {
 }
 
 // pruneStep deletes at most PruneBatch rows from each table in its own
-// short statement: requests and orphaned responses older than
+// short statement: the requests earlier runs left unanswered beyond the
+// newest MaxAbandoned, requests and orphaned responses older than
 // RetainDays, then sessions and backends that ended before the cutoff,
 // then runs that have nothing left. It reports whether a step was full
 // (more to do). A backend that never recorded an exit is kept: it may be
@@ -88,6 +109,16 @@ func (w *writer) pruneStep(now time.Time) (more bool, err error) {
 			more = true
 		}
 		return k
+	}
+	if o.MaxAbandoned >= 0 && !w.abandonedKept {
+		// Earlier runs' rows only change when the writer attaches (a
+		// start): this walk of the table (no index has the unknown rows)
+		// runs until they are within the bound, then no more.
+		k := step("unanswered requests of earlier runs", `DELETE FROM request_log WHERE id IN
+			(SELECT id FROM request_log WHERE status IN (7, 8) AND run != ?1 ORDER BY id DESC LIMIT ?3 OFFSET ?2)`,
+			w.run, o.MaxAbandoned)
+		w.count -= k
+		w.abandonedKept = err == nil && k < n
 	}
 	if o.RetainDays > 0 {
 		at := now.Add(-time.Duration(o.RetainDays) * 24 * time.Hour)

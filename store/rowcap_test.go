@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -207,5 +209,102 @@ func TestRowCapCountsAnEndWhoseRowIsGone(t *testing.T) {
 	}
 	if n != maxRows || minPool != 2 {
 		t.Errorf("kept %d requests from pool id %d; want %d, from 2", n, minPool, maxRows)
+	}
+}
+
+// The requests earlier runs left unanswered (abandoned by a crash,
+// unknown after a stop that lost their ends) are what the hang forensics
+// look at after a restart: the cap deletes every other row before them,
+// however many requests come after them.
+func TestRowCapKeepsEarlierRunsAbandoned(t *testing.T) {
+	path := dbPath(t)
+	ctx := context.Background()
+	// Run 1 crashes with three calls in flight: abandoned.
+	s1 := openT(t, path, nil)
+	for id := uint64(1); id <= 3; id++ {
+		s1.Record(received(id, "s1", "tools/call", "hung", at(time.Duration(id)*time.Second)))
+		s1.Record(written(id, "s1", 7, at(time.Duration(id)*time.Second)))
+	}
+	crash(t, s1)
+	// Run 2 stops with one in flight: unknown.
+	s2 := openT(t, path, nil)
+	s2.Record(received(1, "s1", "tools/call", "open", at(10*time.Second)))
+	if err := s2.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	const maxRows = 50
+	s := openT(t, path, &Options{MaxRows: maxRows, FlushInterval: time.Hour, BatchSize: 1 << 20})
+	for id := uint64(1); id <= 3*maxRows; id++ {
+		s.Record(received(id, "s1", "tools/list", "", at(time.Minute+time.Duration(id)*time.Millisecond)))
+		s.Record(done(id, "s1", "tools/list", "", pool.StatusOK, 7, at(time.Minute+time.Duration(id)*time.Millisecond)))
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.prune(); err != nil {
+		t.Fatal(err)
+	}
+	var n, abandoned, unknown, minOK int
+	if err := s.rdb().QueryRow(`SELECT count(*), count(*) FILTER (WHERE status = 'abandoned'),
+		count(*) FILTER (WHERE status = 'unknown'), coalesce(min(pool_id) FILTER (WHERE status = 'ok'), 0)
+		FROM requests`).Scan(&n, &abandoned, &unknown, &minOK); err != nil {
+		t.Fatal(err)
+	}
+	if want := 3*maxRows - (maxRows - 4) + 1; n != maxRows || abandoned != 3 || unknown != 1 || minOK != want {
+		t.Errorf("kept %d requests: %d abandoned, %d unknown, the others from pool id %d; want %d: 3, 1, from %d",
+			n, abandoned, unknown, minOK, maxRows, want)
+	}
+	hangs, err := s.Hangs(ctx, 0, time.Now())
+	if err != nil || len(hangs) != 3 {
+		t.Errorf("Hangs = %d, %v; want the three abandoned calls", len(hangs), err)
+	}
+}
+
+// The unanswered requests of earlier runs are bounded on their own
+// (MaxAbandoned, the newest kept), so that they cannot fill the history
+// themselves, crash after crash; and when they alone exceed MaxRows, the
+// cap deletes the oldest of them.
+func TestMaxAbandonedKeepsTheNewest(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want []string
+	}{
+		{"MaxAbandoned", Options{MaxAbandoned: 5, MaxRows: 100}, []string{"hung14", "hung21", "hung22", "hung23", "hung24"}},
+		{"MaxRows", Options{MaxRows: 3}, []string{"hung22", "hung23", "hung24"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := dbPath(t)
+			for run := range 3 {
+				s := openT(t, path, nil)
+				for i := uint64(1); i <= 4; i++ {
+					when := at(time.Duration(run)*time.Minute + time.Duration(i)*time.Second)
+					s.Record(received(i, "s1", "tools/call", fmt.Sprintf("hung%d%d", run, i), when))
+				}
+				crash(t, s)
+			}
+			s := openT(t, path, &tc.opts)
+			if err := s.prune(); err != nil {
+				t.Fatal(err)
+			}
+			rs, err := s.Requests(context.Background(), Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, r := range rs {
+				if r.Status != StatusAbandoned {
+					t.Errorf("%s: %s, want abandoned", r.Name, r.Status)
+				}
+				names = append(names, r.Name)
+			}
+			slices.Sort(names)
+			if !slices.Equal(names, tc.want) {
+				t.Errorf("kept the abandoned %v; want the newest %d, %v", names, len(tc.want), tc.want)
+			}
+		})
 	}
 }

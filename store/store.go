@@ -61,8 +61,10 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultRetainDays   = 14
-	DefaultMaxRows      = 1_000_000
+	DefaultRetainDays = 14
+	DefaultMaxRows    = 1_000_000
+	// DefaultMaxAbandoned is Options.MaxAbandoned's default.
+	DefaultMaxAbandoned = 1000
 	DefaultCaptureBytes = 4096
 	// DefaultHeartbeatInterval is Options.HeartbeatInterval's default.
 	DefaultHeartbeatInterval = 10 * time.Second
@@ -102,10 +104,17 @@ type Options struct {
 	// them forever.
 	RetainDays int
 	// MaxRows keeps at most this many requests, newest first, but never
-	// prunes a request of the running run still in flight: with more of
-	// those than MaxRows, it keeps them all. Default 1,000,000; negative
-	// means no cap.
+	// prunes a request of the running run still in flight (with more of
+	// those than MaxRows, it keeps them all), and prunes the requests
+	// earlier runs left unanswered (MaxAbandoned) only once no other is
+	// left. Default 1,000,000; negative means no cap.
 	MaxRows int
+	// MaxAbandoned keeps at most this many of the requests earlier runs
+	// left unanswered (abandoned by a crash, or unknown), newest first:
+	// the hangs a restart is for finding, which MaxRows prunes last, bounded
+	// on their own so that crash after crash cannot fill the history with
+	// them. Default 1000; negative means no bound.
+	MaxAbandoned int
 	// CapturePayloads stores a bounded, redacted prefix of each request
 	// and response. Off by default.
 	CapturePayloads bool
@@ -160,6 +169,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.MaxRows == 0 {
 		r.MaxRows = DefaultMaxRows
+	}
+	if r.MaxAbandoned == 0 {
+		r.MaxAbandoned = DefaultMaxAbandoned
 	}
 	if r.CaptureBytes <= 0 {
 		r.CaptureBytes = DefaultCaptureBytes

@@ -37,6 +37,10 @@ type writer struct {
 	newNames []string         // added to names by the batch being written
 	// count is how many requests the database holds (MaxRows).
 	count int64
+	// abandonedKept: the requests earlier runs left unanswered are within
+	// MaxAbandoned (pruneStep). Those rows change only when a run starts
+	// or the writer attaches to another file, which clears it.
+	abandonedKept bool
 
 	// Reused by every batch.
 	rows    []reqRow
@@ -194,6 +198,7 @@ func newWriter(s *Store) (*writer, error) {
 func (w *writer) attach() (err error) {
 	s := w.s
 	w.names, w.raw = map[string]int64{}, rawInserts{}
+	w.abandonedKept = false
 	if w.conn, err = s.wdb.Conn(w.ctx); err != nil {
 		return fmt.Errorf("the write connection: %w", err)
 	}
