@@ -85,7 +85,8 @@ func (w *writer) capNow() (deleted bool, err error) {
 // short statement: the requests earlier runs left unanswered beyond the
 // newest MaxAbandoned, requests and orphaned responses older than
 // RetainDays, then sessions and backends that ended before the cutoff,
-// then runs that have nothing left. It reports whether a step was full
+// then runs that have nothing left, then ended sessions and backends
+// beyond MaxSessions and MaxBackends (capSessions, capBackends). It reports whether a step was full
 // (more to do). A backend that never recorded an exit is kept: it may be
 // a leaked process.
 func (w *writer) pruneStep(now time.Time) (more bool, err error) {
@@ -151,7 +152,24 @@ func (w *writer) pruneStep(now time.Time) (more bool, err error) {
 			AND NOT EXISTS (SELECT 1 FROM backends WHERE run = r.id)
 			AND NOT EXISTS (SELECT 1 FROM config_reloads WHERE run = r.id) LIMIT ?)`, w.run, cutoff)
 	}
+	w.capTables(now, &more, &err)
 	return more, err
+}
+
+// capTables runs a step of the sessions and children caps, after any
+// error of the steps before it, and notes whether either has more to do.
+func (w *writer) capTables(now time.Time, more *bool, err *error) {
+	for _, capStep := range []func() (bool, error){
+		func() (bool, error) { return w.capSessions(now) },
+		func() (bool, error) { return w.capBackends(now) },
+	} {
+		if *err != nil {
+			return
+		}
+		m, e := capStep()
+		*more = *more || m
+		*err = e
+	}
 }
 
 // pruneAll runs pruning steps until nothing is left to delete, and brings

@@ -208,10 +208,15 @@ const requestCols = `id, run, pool_id, session, server, method, name, original_i
 
 type scanner interface{ Scan(dest ...any) error }
 
-// queryAll runs q on the read pool and scans every row with scan; what
-// names the query in errors. The rows are closed before it returns, so a
-// caller may query again for each.
-func queryAll[T any](ctx context.Context, db *sql.DB, what string, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+// rowsQuerier is the read pool, or the writer's connection.
+type rowsQuerier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// queryAll runs q on db (the read pool, or the writer's connection) and
+// scans every row with scan; what names the query in errors. The rows
+// are closed before it returns, so a caller may query again for each.
+func queryAll[T any](ctx context.Context, db rowsQuerier, what string, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("history: %s: %w", what, err)

@@ -115,6 +115,14 @@ type Options struct {
 	// on their own so that crash after crash cannot fill the history with
 	// them. Default 1000; negative means no bound.
 	MaxAbandoned int
+	// MaxSessions keeps at most this many sessions, and MaxBackends this
+	// many children, the oldest ended first: a client can open sessions
+	// without end, and start a child with each. Neither deletes a row
+	// still open (a child never seen exiting may be a leak) nor one a
+	// kept request refers to: with more of those, it keeps them all.
+	// Default a tenth of MaxRows, at least 1,000 (no cap when MaxRows is
+	// negative); negative means no cap.
+	MaxSessions, MaxBackends int
 	// CapturePayloads stores a bounded, redacted prefix of each request
 	// and response. Off by default.
 	CapturePayloads bool
@@ -172,6 +180,14 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.MaxAbandoned == 0 {
 		r.MaxAbandoned = DefaultMaxAbandoned
+	}
+	for _, m := range []*int{&r.MaxSessions, &r.MaxBackends} {
+		if *m == 0 {
+			*m = -1
+			if r.MaxRows > 0 {
+				*m = max(r.MaxRows/10, 1000)
+			}
+		}
 	}
 	if r.CaptureBytes <= 0 {
 		r.CaptureBytes = DefaultCaptureBytes

@@ -41,6 +41,11 @@ type writer struct {
 	// MaxAbandoned (pruneStep). Those rows change only when a run starts
 	// or the writer attaches to another file, which clears it.
 	abandonedKept bool
+	// The sessions and children caps (capSessions, capBackends): their
+	// counts, and where each goes on from.
+	sessCap, backCap capState
+	sessAfter        sessionCursor
+	backAfter        int64
 
 	// Reused by every batch.
 	rows    []reqRow
@@ -199,6 +204,8 @@ func (w *writer) attach() (err error) {
 	s := w.s
 	w.names, w.raw = map[string]int64{}, rawInserts{}
 	w.abandonedKept = false
+	w.sessAfter, w.backAfter = startCursor, 0
+	w.sessCap, w.backCap = capState{}, capState{}
 	if w.conn, err = s.wdb.Conn(w.ctx); err != nil {
 		return fmt.Errorf("the write connection: %w", err)
 	}
@@ -239,6 +246,10 @@ func (w *writer) attach() (err error) {
 		return fmt.Errorf("read names: %w", err)
 	}
 	rows.Close()
+	if err := w.conn.QueryRowContext(w.ctx, `SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM backends)`).
+		Scan(&w.sessCap.count, &w.backCap.count); err != nil {
+		return fmt.Errorf("count the sessions and children: %w", err)
+	}
 	return w.recount()
 }
 
@@ -296,7 +307,8 @@ var alwaysReady = func() chan struct{} { c := make(chan struct{}); close(c); ret
 // of its last batch: a request's receipt and its end each bring one) it
 // records its run's heartbeat every HeartbeatInterval; while none is, it
 // does not wake for it. While retention is due (a minute after start,
-// then every PruneInterval) it deletes old rows one small step at a time:
+// then every PruneInterval, and once a batch takes the sessions or the
+// children over their caps) it deletes old rows one small step at a time:
 // back to back while it has no work, else one step after each batch
 // (under steady load it always has), so neither pruning nor a burst holds
 // the write lock long, and neither waits for the other to end. At a
@@ -334,6 +346,9 @@ func (w *writer) loop() {
 	batch := func() {
 		w.batch(time.Now())
 		batched = true
+		if w.overCaps() { // sessions or children over their caps: prune them now
+			pruneDue = true
+		}
 		timing = w.s.rec.rearm()
 		if timing {
 			flush.Reset(o.FlushInterval)
@@ -877,6 +892,7 @@ func (w *writer) writeEvent(e *pool.Event) error {
 		_, err = w.sessOpen.ExecContext(w.ctx, w.run, e.Session, e.Server, cut(e.ClientName, maxClientBytes, len(e.ClientName)),
 			cut(e.ClientVersion, maxClientBytes, len(e.ClientVersion)), cut(e.Transport, maxClientBytes, len(e.Transport)),
 			nullInt(e.PID), e.Time.UnixMicro())
+		w.sessCap.count++
 	case pool.EventSessionClosed:
 		_, err = w.sessClose.ExecContext(w.ctx, e.Time.UnixMicro(), nullStr(w.errText(e.Err)), w.run, e.Session)
 	case pool.EventBackendStarted:
@@ -888,6 +904,7 @@ func (w *writer) writeEvent(e *pool.Event) error {
 		}
 		_, err = w.backStart.ExecContext(w.ctx, w.run, e.Server, e.Session, e.PID, nullTime(e.ProcessStart),
 			string(cmdJSON), e.Time.UnixMicro(), rootsText(e.Roots), resolved)
+		w.backCap.count++
 	case pool.EventBackendExited:
 		_, err = w.backExit.ExecContext(w.ctx, e.Time.UnixMicro(), e.ExitCode, nullStr(w.errText(e.Err)), w.run, e.PID)
 	}
