@@ -173,6 +173,24 @@ func (h *mrtrHolds) take(state string) *mrtrHold {
 	return h.dropLocked(state)
 }
 
+// takeIf is take for a client's retry: the hold for state, removed only
+// when belongs says the retry is its call's (the same server, method and
+// tool, prompt or URI), so that a retry naming another call (a client's
+// mistake, or a guess) does not spend the state its own retry needs.
+// held reports whether state names a hold at all.
+func (h *mrtrHolds) takeIf(state string, belongs func(*mrtrHold) bool) (x *mrtrHold, held bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	x = h.m[state]
+	if x == nil {
+		return nil, false
+	}
+	if !belongs(x) {
+		return nil, true
+	}
+	return h.dropLocked(state), true
+}
+
 func (h *mrtrHolds) dropLocked(state string) *mrtrHold {
 	x := h.m[state]
 	if x == nil {
@@ -414,23 +432,25 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 	if !ok {
 		return false
 	}
-	x := s.p.holds.take(state)
-	if x == nil {
-		if !isPoolState(state) {
-			return false // the child's own requestState
-		}
-		// Spent, expired, or given out by a pool that has stopped. As a
-		// new call it would run the legacy child's tool again, which may
-		// have done its work before it asked.
-		s.replyErrorTo(ex, id, newError(errUnknownState, false, ""))
-		return true
-	}
 	name, _ := jsonrpc.String(params, jsonrpc.Member(params, "name"))
 	if name == "" {
 		name, _ = jsonrpc.String(params, jsonrpc.Member(params, "uri"))
 	}
-	if x.server != s.srv.name || x.method != msg.Method || x.name != name {
+	x, held := s.p.holds.takeIf(state, func(x *mrtrHold) bool {
+		return x.server == s.srv.name && x.method == msg.Method && x.name == name
+	})
+	switch {
+	case x == nil && held:
+		// Another call's state: the hold stays for its own retry.
 		s.replyErrorTo(ex, id, newError(errNotOurState, false, ""))
+		return true
+	case x == nil && !isPoolState(state):
+		return false // the child's own requestState
+	case x == nil:
+		// Spent, expired, or given out by a pool that has stopped. As a
+		// new call it would run the legacy child's tool again, which may
+		// have done its work before it asked.
+		s.replyErrorTo(ex, id, newError(errUnknownState, false, ""))
 		return true
 	}
 	s.noteModern(msg)
