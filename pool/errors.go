@@ -49,6 +49,10 @@ const (
 	errSessionBusy     // the session has its share of requests in flight
 	errSessionBytes    // the session's requests in flight hold its share of bytes
 	errSessionSubs     // the session holds its share of resource subscriptions
+	errStatelessBusy   // errSessionBusy of a server's stateless session, which its stateless clients share
+	errStatelessBytes  // errSessionBytes of a server's stateless session
+	errStatelessSubs   // errSessionSubs of a server's stateless session
+	errListenTooLarge  // a subscriptions/listen asks for more resources than one listen may hold
 	errHeldForRoots    // the session's messages held until it answers roots/list hold its share of bytes
 	errHeldNotes       // and its notifications held, its share of them
 	errDuplicateID     // the id is already in flight in this session
@@ -144,6 +148,14 @@ var errorTable = [...]errorRow{
 		format: "this session's requests in flight hold %d bytes and this one has %d, past its limit of %d: wait for answers before sending more (other sessions are not affected)"},
 	errSessionSubs: {code: jsonrpc.CodeOverloaded,
 		format: "this session holds %d subscriptions (resources and listens) and this request asks for %d more, past its limit of %d: unsubscribe or end a listen before subscribing to more (other sessions are not affected)"},
+	errStatelessBusy: {code: jsonrpc.CodeOverloaded,
+		format: "stateless requests to server %q have %d requests in flight, their limit, which every stateless client of the server shares: wait for answers before sending more (sessions are not affected)"},
+	errStatelessBytes: {code: jsonrpc.CodeOverloaded,
+		format: "stateless requests to server %q in flight hold %d bytes and this one has %d, past their limit of %d, which every stateless client of the server shares: wait for answers before sending more (sessions are not affected)"},
+	errStatelessSubs: {code: jsonrpc.CodeOverloaded,
+		format: "stateless requests to server %q hold %d subscriptions (listens and their resources) and this request asks for %d more, past their limit of %d, which every stateless client of the server shares: end a listen before listening to more (sessions are not affected)"},
+	errListenTooLarge: {code: jsonrpc.CodeInvalidParams,
+		format: "subscriptions/listen asks for %d resources, more than the %d one listen may hold (a quarter of a session's %d subscriptions): listen to fewer"},
 	errHeldForRoots: {code: jsonrpc.CodeOverloaded,
 		format: "this session sent %d bytes that wait for its answer to the pool's roots/list, and this message has %d, past its limit of %d: answer roots/list (other sessions are not affected)"},
 	errHeldNotes: {code: jsonrpc.CodeOverloaded,

@@ -83,6 +83,17 @@ type filter struct {
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
 }
 
+// listenResourcesLimit is how many resources one subscriptions/listen
+// may ask for: a quarter of a session's subscriptions (sessionLimit,
+// Options.MaxSessionSubscriptions; 1,024 of the default 4,096), at least
+// one. A server's stateless session is shared by every stateless HTTP
+// client of the server, so without it one client's one listen could
+// take the whole share, and every other client's listen would be
+// refused for as long as it stays open. A quarter leaves the others
+// most of it, and is far more than a client watching the resources it
+// shows asks for.
+func listenResourcesLimit(sessionLimit int) int { return max(sessionLimit/4, 1) }
+
 // listen answers a modern client's subscriptions/listen itself; the
 // request stays open until the client cancels it or goes away, or the
 // pool closes its session (closeListens). x, when not nil, is the
@@ -101,6 +112,10 @@ func (s *session) listen(w *handshakeWait, params []byte) {
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
 		w.refuse(s, newError(errBadParams, false, "", "subscriptions/listen", err))
+		return
+	}
+	if n, most := len(p.Notifications.ResourceSubscriptions), listenResourcesLimit(s.p.opts.MaxSessionSubscriptions); n > most {
+		w.refuse(s, newError(errListenTooLarge, false, "", n, most, s.p.opts.MaxSessionSubscriptions))
 		return
 	}
 	honored := hs.honor(p.Notifications)

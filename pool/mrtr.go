@@ -523,7 +523,7 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 				return true
 			}
 			// another question took the room this retry gave back
-			s.answerError(ex, id, newError(errSessionBusy, false, "", s.p.opts.MaxSessionInFlight), slot)
+			s.answerError(ex, id, s.shareError(errSessionBusy, s.p.opts.MaxSessionInFlight), slot)
 			return true
 		}
 		s.answer(ex, jsonrpc.AppendResponse(nil, id, inputRequired(x)), 0, slot)

@@ -1079,7 +1079,7 @@ func (s *session) overLimitLocked(size int) *jsonrpc.Error {
 		return refusal
 	}
 	if limit := s.p.opts.MaxSessionBytes; s.inflightBytes > 0 && s.inflightBytes+size > limit {
-		return newError(errSessionBytes, false, "", s.inflightBytes, size, limit)
+		return s.shareError(errSessionBytes, s.inflightBytes, size, limit)
 	}
 	return nil
 }
@@ -1090,7 +1090,7 @@ func (s *session) overLimitLocked(size int) *jsonrpc.Error {
 // their arrival.
 func (s *session) overCountLocked() *jsonrpc.Error {
 	if limit := s.p.opts.MaxSessionInFlight; len(s.inflight)+s.held.counted() >= limit {
-		return newError(errSessionBusy, false, "", limit)
+		return s.shareError(errSessionBusy, limit)
 	}
 	return nil
 }
@@ -1108,9 +1108,28 @@ func (s *session) overSubscribedLocked(adding bool, n int) *jsonrpc.Error {
 		held += 1 + len(l.uris)
 	}
 	if limit := s.p.opts.MaxSessionSubscriptions; held+n > limit {
-		return newError(errSessionSubs, false, "", held, n, limit)
+		return s.shareError(errSessionSubs, held, n, limit)
 	}
 	return nil
+}
+
+// statelessShare is each of a session's -32004s (shareError) as a
+// server's stateless session says it: every stateless client of the
+// server shares that session's limits, so "other sessions are not
+// affected" would tell such a client that other clients are not.
+var statelessShare = map[poolError]poolError{
+	errSessionBusy: errStatelessBusy, errSessionBytes: errStatelessBytes, errSessionSubs: errStatelessSubs,
+}
+
+// shareError is the -32004 of a session past its share, kind
+// (errSessionBusy, errSessionBytes, errSessionSubs) filled with args; a
+// server's stateless session's names the server and says its stateless
+// clients share the limit (statelessShare).
+func (s *session) shareError(kind poolError, args ...any) *jsonrpc.Error {
+	if twin, ok := statelessShare[kind]; ok && s.stateless {
+		return newError(twin, false, "", append([]any{s.srv.name}, args...)...)
+	}
+	return newError(kind, false, "", args...)
 }
 
 // trackLocked and untrackLocked are the only writers of inflight and
