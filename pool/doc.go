@@ -408,10 +408,12 @@
 //     [session.logsAsked], [requestTable.logOwner], [session.relate],
 //     [takesStream].
 //   - What reaches a child is what the pool classified: malformed lines,
-//     ambiguous keys and duplicate in-flight ids get an error for that
-//     client only; oversize lines are skipped and answered; notifications
-//     are re-written from their parsed members: [session.handle],
-//     [session.readFrom], [session.forward], [notificationForChild].
+//     ambiguous keys and duplicate in-flight ids (of a request sent on,
+//     or one the pool answers itself) get an error for that client only;
+//     oversize lines are skipped and answered; notifications are
+//     re-written from their parsed members: [session.handle],
+//     [session.readFrom], [session.forward], [session.refusedInFlightID],
+//     [notificationForChild].
 //   - Over HTTP, a request's answer, and what relates to it (its progress
 //     when the POST takes an event stream, a listen's notifications),
 //     reaches the POST that carried it from the request's own record, its

@@ -815,10 +815,10 @@ var testHookHeld func(*session)
 
 // heldRefusalLocked refuses a request to be held under key (its id is
 // id) as the session refuses any request it takes (forwardCounted): one
-// under a key in flight, held or at a child, or one past its share of
-// requests in flight.
+// under a key in flight (held, at a child, an open listen), or one past
+// its share of requests in flight.
 func (s *session) heldRefusalLocked(key string, id []byte) *jsonrpc.Error {
-	if _, dup := s.inflight[key]; dup || s.held.byKey[key] != nil {
+	if s.idInFlightLocked(key) || s.held.byKey[key] != nil {
 		return newError(errDuplicateID, false, "", id)
 	}
 	return s.overCountLocked()

@@ -319,6 +319,9 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange, a *arrival) {
 		s.replyErrorTo(x, id, newError(errNotInitialized, false, "", msg.Method))
 		return
 	}
+	if poolMayAnswer[msg.Method] && s.refusedInFlightID(x, id) {
+		return
+	}
 	switch msg.Method {
 	case "initialize":
 		s.initialize(waitOf(msg, id, x, a), params)
@@ -375,6 +378,38 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange, a *arrival) {
 		return
 	}
 	s.forward(msg, id, x, a)
+}
+
+// poolMayAnswer are the methods whose requests the pool answers itself,
+// or may (a subscribe that changes nothing at the child, a setLevel the
+// pool keeps): no request table of a child's is there to refuse one under
+// an id already in flight, as forward refuses one it sends on, so the
+// session refuses it first. Answered, the client would get two answers
+// for one id.
+var poolMayAnswer = map[string]bool{"initialize": true, "ping": true, "server/discover": true,
+	"logging/setLevel": true, "resources/subscribe": true, "resources/unsubscribe": true, "subscriptions/listen": true}
+
+// refusedInFlightID refuses request id, carried by x, when a request of
+// the session under its key is in flight (at a child, held for its
+// roots, or an open listen), and reports whether it did.
+func (s *session) refusedInFlightID(x *exchange, id []byte) bool {
+	s.mu.Lock()
+	dup := s.idInFlightLocked(keyOf(id, x)) || s.held.byKey[keyOf(id, x)] != nil
+	s.mu.Unlock()
+	if dup {
+		s.replyErrorTo(x, id, newError(errDuplicateID, false, "", id))
+	}
+	return dup
+}
+
+// idInFlightLocked says whether a request of the session under key is in
+// its table of requests in flight, or is an open listen: a request under
+// it is refused. Those held for the session's roots are in held.byKey,
+// which heldRefusalLocked and refusedInFlightID check as well.
+func (s *session) idInFlightLocked(key string) bool {
+	_, dup := s.inflight[key]
+	_, listening := s.listens[key]
+	return dup || listening
 }
 
 // subscription reference-counts resource subscriptions so the child sees
@@ -816,7 +851,7 @@ func (s *session) forwardCounted(msg *jsonrpc.Message, id []byte, x *exchange, s
 	if a != nil && s.held.inHand == a {
 		s.held.inHand = nil // the replay's: it counts as any request in flight from here, if it is admitted
 	}
-	if _, dup := s.inflight[key]; dup {
+	if s.idInFlightLocked(key) {
 		s.mu.Unlock()
 		s.replyErrorTo(x, id, newError(errDuplicateID, false, "", id))
 		return false
