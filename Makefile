@@ -163,7 +163,9 @@ test-package: package-linux deps
 
 # ---- checks -----------------------------------------------------------------
 
-# Everything CI runs: vet, staticcheck, the race tests, then the GUI smoke test
+# Everything CI runs: the tidy check, vet, the cross-builds, staticcheck,
+# the race tests (and every benchmark once), bounded fuzzing, the Linux
+# package checks, the Windows tests under Wine, then the GUI smoke test
 # once ui/smoke/run.sh exists.
 test: tidy vet crossbuild staticcheck test-go fuzz test-package test-windows
 	@if [ -f ui/smoke/run.sh ]; then \
