@@ -1,63 +1,41 @@
 package pool_test
 
 import (
-	"strings"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pool"
 )
 
-// The one session able to answer a child's question closes between its
+// The session whose call asks a child's question closes between its
 // pick and the question's record: its close has dropped its questions
 // already, so the child must get the pool's error at once, not wait for
-// ever (and the call that asked with it).
+// ever (and the call that asked with it). Another session, which could
+// answer, is not asked instead: the question was the closed session's.
 func TestQuestionToASessionClosingAsPickedIsAnswered(t *testing.T) {
 	closed, restore := pool.CloseAskedSessions(1)
 	t.Cleanup(restore) // after the pool closed: cleanups run last first
-	tp := newTestPool(t, nil, fake("srv"))
-	plain, sampler := tp.dial(t, "srv"), tp.dial(t, "srv")
-	plain.initialize("plain", "")
-	sampler.initialize("sampler", `{"sampling":{}}`)
-	plain.call("1", "ask", `{"kind":"sampling"}`)
-	res, _ := plain.recvID("1")
-	if got := pickedAndClosed(t, closed); got != "sampler" {
-		t.Fatalf("the pool picked %q to ask, want sampler", got)
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	tp := newTestPool(t, nil, fake("srv", "-log", logPath))
+	asker, other := tp.dial(t, "srv"), tp.dial(t, "srv")
+	asker.initialize("asker", `{"sampling":{}}`)
+	other.initialize("other", `{"sampling":{}}`)
+	asker.call("1", "ask", `{"kind":"sampling"}`)
+	if got := pickedAndClosed(t, closed); got != "asker" {
+		t.Fatalf("the pool picked %q to ask, want asker", got)
 	}
-	if !strings.Contains(res.raw, "no connected client") {
-		t.Fatalf("want the child to report the pool's error, got %s", res.raw)
-	}
-}
-
-// With another session able to answer, the question goes to it instead.
-func TestQuestionToASessionClosingAsPickedGoesToAnother(t *testing.T) {
-	closed, restore := pool.CloseAskedSessions(1)
-	t.Cleanup(restore)
-	tp := newTestPool(t, nil, fake("srv"))
-	plain := tp.dial(t, "srv")
-	plain.initialize("plain", "")
-	samplers := map[string]*client{"a": tp.dial(t, "srv"), "b": tp.dial(t, "srv")}
-	for name, c := range samplers {
-		c.initialize(name, `{"sampling":{}}`)
-	}
-	plain.call("1", "ask", `{"kind":"sampling"}`)
-	var other *client
-	switch got := pickedAndClosed(t, closed); got {
-	case "a":
-		other = samplers["b"]
-	case "b":
-		other = samplers["a"]
-	default:
-		t.Fatalf("the pool picked %q to ask, want a sampler", got)
-	}
-	req := other.recv()
-	if req.Method != "sampling/createMessage" {
-		t.Fatalf("the sampler left got %s", req.raw)
-	}
-	other.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`, req.ID)
-	res, _ := plain.recvID("1")
-	if !strings.Contains(res.text(), "forty-two") {
-		t.Fatalf("tool result: %s", res.raw)
+	eventually(t, "the child to get the pool's error for its question", func() bool {
+		for _, line := range childLog(t, logPath) {
+			if line["id"] == "srv-1" && line["error"] != nil {
+				return true
+			}
+		}
+		return false
+	})
+	other.call("2", "echo", `{"text":"still here"}`)
+	if m, before := other.recvID("2"); m.text() != "still here" || len(before) != 0 {
+		t.Fatalf("the other session: %s, after %s", m.raw, raws(before))
 	}
 }
 

@@ -7,15 +7,18 @@ import (
 	"time"
 )
 
-// TestQuestionGoesToTheOldestCallerAcrossEras: a legacy client's call is
-// the oldest on the child, a 2026-07-28 call that declared elicitation
-// came later, and then the legacy client's call asks. The legacy client,
-// whose call is the oldest and which can answer, is asked; the modern
-// call gets its own result. On the first edition any modern call that
-// declared what the question needs carried it (input_required), however
-// young: an unrelated client saw the legacy client's question, and its
-// answer became that client's result.
-func TestQuestionGoesToTheOldestCallerAcrossEras(t *testing.T) {
+// TestQuestionAcrossErasGoesToNoCaller: a legacy client's call is the
+// oldest on the child, a 2026-07-28 call that declared elicitation came
+// later, and then the legacy client's call asks. The child does not say
+// which call asks, and the calls are two clients': neither is asked, the
+// child gets -32006 at once, the legacy client's call gets what the
+// child makes of that, and the modern call gets its own result. On the
+// first edition any modern call that declared what the question needs
+// carried it (input_required), however young: an unrelated client saw
+// the legacy client's question, and its answer became that client's
+// result; later the oldest caller was asked, which, had the modern call
+// asked, was the same leak the other way.
+func TestQuestionAcrossErasGoesToNoCaller(t *testing.T) {
 	tp := newTestPool(t, nil, fake("srv"))
 	url := newHTTPFront(t, tp) + "/mcp/srv"
 	legacy := tp.dial(t, "srv")
@@ -38,14 +41,17 @@ func TestQuestionGoesToTheOldestCallerAcrossEras(t *testing.T) {
 		in := tp.Snapshot().InFlight
 		return len(in) == 2 && in[0].WrittenToChild && in[1].WrittenToChild
 	})
-	q := legacy.question(`"ask"`, "elicitation")
-	legacy.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":"Ada"}}}`, q.ID)
-	if m, _ := legacy.recvID(`"ask"`); !strings.Contains(m.raw, "Ada") {
-		t.Errorf("the legacy call: %s, want its client's answer", m.raw)
+	legacy.call(`"ask"`, "ask", `{"kind":"elicitation"}`)
+	m, other := legacy.recvID(`"ask"`)
+	if !strings.Contains(m.text(), "-32006") || !strings.Contains(m.text(), "several clients") || len(other) != 0 {
+		t.Errorf("the legacy call: %s after %s, want the child told -32006, and no question", m.raw, raws(other))
 	}
 	got := <-modern
 	if len(got) != 1 || got[0].Error != nil || !strings.Contains(got[0].raw, "mine") {
 		t.Fatalf("the younger modern call got %s, want its own result", raws(got))
+	}
+	if m, other := legacy.recvID(`"slow"`); m.text() != "slept 3000" || len(other) != 0 {
+		t.Fatalf("the legacy client's slow call: %s after %s", m.raw, raws(other))
 	}
 }
 

@@ -76,6 +76,10 @@ type backend struct {
 	badLines, orphaned atomic.Uint64
 	// Client notifications dropped past their bound (sendNotification).
 	notesDropped atomic.Uint64
+	// ambiguousWarned is when the pool last logged a question it could
+	// put to nobody because several clients' calls were in flight
+	// (warnAmbiguous), as nanoseconds since createdAt plus one; 0: never.
+	ambiguousWarned atomic.Int64
 	// lateProbe is the pool id of the handshake's probe it stopped
 	// waiting for (server/discover once initialize answered, or the
 	// reverse), set by handshake: the child's late answer to it is the
@@ -1005,10 +1009,11 @@ func (b *backend) sessions() []*session {
 
 // onChildRequest routes a server-to-client request (sampling, elicitation)
 // to one live session: while requests are in flight here, to the caller
-// whose request is oldest among those that can answer; when none can, or
-// none is in flight, to the most recently active session that can
-// (routeQuestion); a session that closes as it is picked is passed over.
-// Ping and roots/list are answered here.
+// whose request is oldest among those that can answer, if they are all
+// one client's, else to nobody; when none is in flight, to the most
+// recently active session that can (routeQuestion), a session that
+// closes as it is picked passed over. Ping and roots/list are answered
+// here.
 func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 	childID := append([]byte(nil), msg.IDBytes()...)
 	if msg.Method == "ping" {
@@ -1027,7 +1032,8 @@ func (b *backend) onChildRequest(c *child, msg *jsonrpc.Message) {
 // ask routes the child's question msg, the child's request childID, as
 // routeQuestion picks: to a modern call that carries it (carryAsMRTR),
 // or to one session under a pool id of its own; one for a client that
-// closed its input is answered -32006 here, and one that only an
+// closed its input, or for several clients, or for a caller that closes
+// as it is picked, is answered -32006 here, and one that only an
 // undeclared modern call can be for fails that call (failUndeclared).
 // False: nobody could be asked, and the caller answers the child.
 func (b *backend) ask(msg *jsonrpc.Message, childID []byte) bool {
@@ -1037,7 +1043,7 @@ func (b *backend) ask(msg *jsonrpc.Message, childID []byte) bool {
 		r := b.routeQuestion(msg)
 		switch {
 		case r.refusal != 0:
-			b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(r.refusal, false, "")))
+			b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(r.refusal, false, "", r.args...)))
 			return true
 		case r.carrier != nil:
 			b.carryAsMRTR(msg, childID, r.carrier)
@@ -1062,8 +1068,14 @@ func (b *backend) ask(msg *jsonrpc.Message, childID []byte) bool {
 			}
 			return true
 		}
-		// target closed since the pick, and is never picked again: pick
-		// another, or answer the child.
+		if r.caller {
+			// The question was target's, whose call is in flight: its
+			// close leaves it to nobody else.
+			b.sendRaw(jsonrpc.AppendErrorResponse(nil, childID, newError(errAskedClientLeft, false, "")))
+			return true
+		}
+		// target, asked for want of a caller, closed since the pick, and
+		// is never picked again: pick another, or answer the child.
 	}
 }
 
@@ -1092,38 +1104,53 @@ func personAnswers(method string) bool {
 var testHookPicked func(*session)
 
 // questionRoute is where a child's question goes (routeQuestion): at most
-// one of its fields is set; none: nobody can be asked, and the child gets
-// -32006.
+// one of target, carrier, undeclared and refusal is set (refusal with its
+// args, target with caller); none: nobody can be asked, and the child
+// gets -32006.
 type questionRoute struct {
 	target     *session  // the legacy session to ask
 	carrier    *caller   // the modern call to carry it to its client (MRTR)
 	undeclared *pending  // the one modern call it can be for, which did not declare what it needs
 	refusal    poolError // the child's answer instead, at once
+	args       []any     // the refusal's message args
+	caller     bool      // with target: target has a call in flight here, whose question it is
 }
 
 // routeQuestion picks where the child's question msg goes. A legacy
 // child does not say which call asks, so while any client's request is
-// in flight on it (requestTable.callers) the question is one of theirs,
-// and goes to the oldest of those callers that can answer it, of either
-// era: a legacy session that declared what it needs and can receive now
+// in flight on it (requestTable.callers) the question is one of theirs.
+// When those callers are of more than one party (callerParty: clients
+// the pool keeps apart), it cannot tell whose it is, and showing it to
+// one could show that client another's question and hand the other's
+// call its answer: nobody is asked, and the child gets errAskAmbiguous
+// (-32006) at once. Every caller counts, one that could not have asked
+// (a ping, a list) too: the pool cannot tell what a call did at the
+// child, and a client must not be able to steer another's question to
+// itself by declaring nothing. When they are all one party's, it goes
+// to the oldest of its callers that can answer it, of either era: a
+// legacy session that declared what it needs and can receive now
 // (session.canAnswer), or a modern call whose own request declared it
 // (2026-07-28: a server must not ask what the client did not declare),
 // carried as input_required; a younger call never takes an older one's
 // question. When the oldest caller that declared it cannot answer any
 // more (session.askable: it closed its input, or it closes or closed),
 // the question is its own, and the child gets refusal (-32006). When no
-// caller can answer, or none is in flight (the server asks on its own),
-// the most recently active session that can answer it is asked
-// (recentAnswerer), as the routing contract says: it may have no call
-// here, and is then shown another client's question. Only when there is
-// none is the one modern call that can carry a question, if there is
-// exactly one, failed for it (-32021: it did not declare what its own
-// question needs); else the child gets -32006.
+// caller can answer, no other session is asked either (the question is
+// the party's): the one modern call that can carry a question, if there
+// is exactly one, is failed for it (-32021: it did not declare what its
+// own question needs); else the child gets -32006. Only when no request
+// is in flight (the server asks on its own) is the most recently active
+// session that can answer it asked (recentAnswerer), as the routing
+// contract says.
 func (b *backend) routeQuestion(msg *jsonrpc.Message) questionRoute {
 	params := msg.Params.Of(msg.Raw)
 	callers := b.reqs.callers(questionNeeds(msg.Method, params))
 	if len(callers) == 0 {
 		return questionRoute{target: b.recentAnswerer(msg.Method, params)}
+	}
+	if n := partiesOf(callers); n > 1 {
+		b.warnAmbiguous(msg.Method, n)
+		return questionRoute{refusal: errAskAmbiguous, args: []any{b.srv.name, msg.Method}}
 	}
 	var carriers []*pending
 	for i := range callers {
@@ -1142,20 +1169,55 @@ func (b *backend) routeQuestion(msg *jsonrpc.Message) questionRoute {
 			case !c.sess.askable():
 				return questionRoute{refusal: errAskedClosedInput}
 			}
-			return questionRoute{target: c.sess}
+			return questionRoute{target: c.sess, caller: true}
 		}
-	}
-	// None of the callers can answer: another session that can is asked
-	// (the routing contract: a session that declared the capability and
-	// can receive now, a caller preferred), and only then is the one
-	// modern call that can carry a question failed for it.
-	if s := b.recentAnswerer(msg.Method, params); s != nil {
-		return questionRoute{target: s}
 	}
 	if len(carriers) == 1 {
 		return questionRoute{undeclared: carriers[0]}
 	}
 	return questionRoute{}
+}
+
+// callerParty is the client a caller's request speaks for, as far as the
+// pool can tell: its session, one connection of one client (a legacy
+// session, stdio or HTTP; a 2026-07-28 stdio session), or, on a
+// server's stateless HTTP session, which carries every 2026-07-28 HTTP
+// client's requests, the call itself.
+func callerParty(c *caller) any {
+	if c.sess.stateless {
+		return c.p
+	}
+	return c.sess
+}
+
+// partiesOf counts the parties (callerParty) of callers.
+func partiesOf(callers []caller) int {
+	var seen []any
+	for i := range callers {
+		if k := callerParty(&callers[i]); !slices.Contains(seen, k) {
+			seen = append(seen, k)
+		}
+	}
+	return len(seen)
+}
+
+// ambiguousWarnEvery bounds how often a backend logs the questions it
+// could put to nobody (warnAmbiguous): a server that asks on every call
+// must not flood the log.
+const ambiguousWarnEvery = time.Minute
+
+// warnAmbiguous logs, at most once per ambiguousWarnEvery, that the
+// child asked method while calls of parties clients were in flight, and
+// that nobody was asked.
+func (b *backend) warnAmbiguous(method string, parties int) {
+	now := int64(b.p.clock.Now().Sub(b.createdAt)) + 1
+	last := b.ambiguousWarned.Load()
+	if last != 0 && time.Duration(now-last) < ambiguousWarnEvery || !b.ambiguousWarned.CompareAndSwap(last, now) {
+		return
+	}
+	b.log.Warn("a server's question went to no client: calls of several clients were in flight on its shared child, "+
+		"and a legacy server does not say which call asks; \"share\": \"session\" gives each session its own child",
+		"method", method, "clients", parties)
 }
 
 // recentAnswerer is the session to ask a child's question (method, with

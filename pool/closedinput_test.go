@@ -168,9 +168,12 @@ func TestClosedInputEndsHeldCalls(t *testing.T) {
 	t.Cleanup(pool.SetHoldKeep(time.Minute)) // restored once the pools have closed
 	for _, how := range []string{"closes its input", "goes away"} {
 		t.Run(how, func(t *testing.T) {
-			logPath := filepath.Join(t.TempDir(), "child.log")
-			tp := newTestPool(t, nil, fake("srv", "-log", logPath))
-			h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+			// Two servers' children: on one, a question while the other
+			// client's call is in flight could be either's, and goes to
+			// neither.
+			logPath, httpLog := filepath.Join(t.TempDir(), "child.log"), filepath.Join(t.TempDir(), "http.log")
+			tp := newTestPool(t, nil, fake("srv", "-log", logPath), fake("web", "-log", httpLog))
+			h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/web"}
 			kept := readResult(t, h.call(askCall("1", "sampling", "")))
 			if kept.ResultType != "input_required" || len(tp.Snapshot().InFlight) != 1 {
 				t.Fatalf("the HTTP client's call: %+v; in flight: %+v", kept, tp.Snapshot().InFlight)
@@ -204,6 +207,9 @@ func TestClosedInputEndsHeldCalls(t *testing.T) {
 			}
 			if in := tp.Snapshot().InFlight; len(in) != 1 || in[0].PoolID != httpCall {
 				t.Fatalf("in flight: %+v, want the HTTP client's held call alone", in)
+			}
+			if ids := cancelledAtChild(t, httpLog); len(ids) != 0 {
+				t.Fatalf("the HTTP client's child was told to cancel %v", ids)
 			}
 			for key := range kept.InputRequests {
 				done := readResult(t, h.call(askCall("3", "sampling", `,"requestState":"`+kept.RequestState+`","inputResponses":{"`+key+

@@ -229,14 +229,23 @@
 //     A legacy child's question names no call: while any client's
 //     request is in flight on that child (written to it: a wait for its
 //     handshake, or a request still queued, is no request of the
-//     child's), it goes to the caller whose request is the oldest among
-//     those that can answer it, of either era (a 2026-07-28 call carries
-//     it when its own request declared what it needs, below; a younger
-//     call never takes an older one's question); when none can, or none
-//     is in flight, to the most recently active session that can answer
-//     (the routing contract's fallback: that session may have no call
-//     on the child): [backend.routeQuestion], [requestTable.callers],
-//     [backend.recentAnswerer]. It goes
+//     child's; any other counts, a ping, a list or a held call too), it
+//     is one of those callers'. When they are of several parties (a
+//     session, but each call of the stateless HTTP session, which
+//     carries every 2026-07-28 HTTP client's requests), nobody is asked:
+//     the child gets -32006 at once saying why, and a warning is logged
+//     at most once a minute per backend. When they are one party's, it
+//     goes to the party's caller whose request is the oldest among those
+//     that can answer it, of either era (a 2026-07-28 call carries it
+//     when its own request declared what it needs, below; a younger call
+//     never takes an older one's question); when none of them can, to
+//     nobody else (the one undeclared 2026-07-28 call that could carry
+//     it gets -32021, else the child -32006). Only when none is in
+//     flight does it go to the most recently active session that can
+//     answer (the routing contract's fallback: the server asks on its
+//     own): [backend.routeQuestion], [requestTable.callers],
+//     [callerParty], [backend.warnAmbiguous], [backend.recentAnswerer].
+//     It goes
 //     under a pool id that no other run gives ([Pool.newAskID]: a
 //     resumed session's late answer to a question of a pool gone reaches
 //     nothing); the answer returns under the child's id, and the

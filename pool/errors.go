@@ -81,6 +81,7 @@ const (
 	errAskedClientLeft  // the client asked disconnected before answering
 	errClientUndeclared // the client did not declare the capability (2026-07-28)
 	errAskedClosedInput // the client asked closed its input: it cannot answer
+	errAskAmbiguous     // calls of several clients were in flight: the question may be any one's
 )
 
 // errorRow is one row of the table.
@@ -193,6 +194,8 @@ var errorTable = [...]errorRow{
 	errAskedClientLeft:  {code: jsonrpc.CodeNoClient, format: "the client that was asked disconnected"},
 	errClientUndeclared: {code: jsonrpc.CodeNoClient, format: "the client did not declare %s"},
 	errAskedClosedInput: {code: jsonrpc.CodeNoClient, format: "the client that was asked closed its input: it cannot answer"},
+	errAskAmbiguous: {code: jsonrpc.CodeNoClient, format: "no client was asked: server %q asked %s while calls of several clients were in flight on its shared child, " +
+		"and a legacy server does not say which call asks (\"share\": \"session\" gives each session its own child)"},
 }
 
 // newError builds row kind's error. ran says whether the request it is

@@ -68,6 +68,7 @@ func TestErrorTable(t *testing.T) {
 		errAskedClientLeft:     nil,
 		errClientUndeclared:    {"sampling"},
 		errAskedClosedInput:    nil,
+		errAskAmbiguous:        {"srv", "elicitation/create"},
 	}
 	for kind := poolError(1); int(kind) < len(errorTable); kind++ {
 		a, ok := args[kind]

@@ -201,7 +201,9 @@ func TestHTTPStatelessCloseCancelsOnlyItsOwn(t *testing.T) {
 // TestHTTPStatelessCapabilitiesArePerRequest: what one stateless request
 // declares in its _meta decides the MRTR bridge for that request only: a
 // call that declared no sampling is refused (-32021) before and after
-// another client's call that declared it got its question.
+// another client's call that declared it got its question (and its
+// result: while that call is in flight, a question is either client's,
+// and goes to neither).
 func TestHTTPStatelessCapabilitiesArePerRequest(t *testing.T) {
 	tp := newTestPool(t, nil, fake("srv"))
 	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
@@ -215,10 +217,16 @@ func TestHTTPStatelessCapabilitiesArePerRequest(t *testing.T) {
 		}
 	}
 	undeclared("1")
-	if first := readResult(t, h.call(askCall("2", "sampling", ""))); first.ResultType != "input_required" {
+	first := readResult(t, h.call(askCall("2", "sampling", "")))
+	if first.ResultType != "input_required" {
 		t.Fatalf("call with sampling: %+v", first)
 	}
-	undeclared("3")
+	answer := `,"requestState":"` + first.RequestState + `","inputResponses":{"` + onlyInputKey(t, first) +
+		`":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`
+	if done := readResult(t, h.call(askCall("3", "sampling", answer))); done.ResultType != "complete" {
+		t.Fatalf("the retry with the answer: %+v", done)
+	}
+	undeclared("4")
 }
 
 // TestHTTPStatelessSessionInStatus: the stateless session shows in the

@@ -187,7 +187,9 @@ func (c *httpClient) callWith(body string, header []string) {
 // token's requests in flight: the child is told it was cancelled, and a
 // retry with the new token and the old requestState is answered as one
 // whose requestState the pool never gave out. A stdio client's held
-// call, which no token let in, goes on and completes. On the first
+// call, which no token let in, goes on and completes (on another
+// server's child: on one child, a question while the other client's
+// call is in flight could be either's, and goes to neither). On the first
 // edition the rotation reached only POSTs waiting for their answers: the
 // held call ran on, and the new token's retry completed it.
 func TestHTTPRotationEndsHeldCalls(t *testing.T) {
@@ -195,7 +197,9 @@ func TestHTTPRotationEndsHeldCalls(t *testing.T) {
 	old, fresh := "old-token", "new-token"
 	token.Store(&old)
 	logPath := filepath.Join(t.TempDir(), "child.log")
-	tp := newTestPool(t, &pool.Options{HTTPToken: func() string { return *token.Load() }}, fake("srv", "-log", logPath))
+	otherLog := filepath.Join(t.TempDir(), "other.log")
+	tp := newTestPool(t, &pool.Options{HTTPToken: func() string { return *token.Load() }}, fake("srv", "-log", logPath),
+		fake("other", "-log", otherLog))
 	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
 	call := func(body, tok string) msg {
 		t.Helper()
@@ -218,7 +222,7 @@ func TestHTTPRotationEndsHeldCalls(t *testing.T) {
 		return ""
 	}
 
-	stdio := tp.dial(t, "srv")
+	stdio := tp.dial(t, "other")
 	stdio.send(askCall("11", "sampling", ""))
 	m, _ := stdio.recvID("11")
 	kept := readResult(t, m)
@@ -247,6 +251,9 @@ func TestHTTPRotationEndsHeldCalls(t *testing.T) {
 	}
 	if in := tp.Snapshot().InFlight; len(in) != 1 || in[0].PoolID != stdioCall {
 		t.Fatalf("in flight after the rotation: %+v, want the stdio client's held call alone", in)
+	}
+	if ids := cancelledAtChild(t, otherLog); len(ids) != 0 {
+		t.Fatalf("the stdio client's child was told to cancel %v", ids)
 	}
 
 	retry := call(askCall("2", "sampling", answer(held)), fresh)

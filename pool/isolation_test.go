@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -242,44 +240,29 @@ func TestChildCapabilitiesFollowTheSession(t *testing.T) {
 }
 
 // A child's sampling request never goes to an HTTP session that cannot
-// receive it (no GET stream open): with only such a session it gets
-// -32006 at once, not a timeout; with a capable stdio session present,
-// that session answers. A question given to the HTTP session would wait
-// the question grace, an hour here, for its stream: a -32006 within the
-// client's patience was not.
+// receive it (no GET stream open): asked during that session's own call,
+// it gets -32006 at once, not a timeout; a capable stdio session's own
+// call is asked, and answered. A question given to the HTTP session
+// would wait the question grace, an hour here, for its stream: a -32006
+// within the client's patience was not.
 func TestChildRequestOnlyToSessionsThatCanReceive(t *testing.T) {
 	tp := newTestPool(t, &pool.Options{QuestionGrace: time.Hour}, fake("srv"))
-	srv := httptest.NewServer(tp.HTTPHandler())
-	t.Cleanup(srv.Close)
 	// An HTTP client that declared sampling and opened no stream.
-	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"h","version":"1"}}}`
-	req, _ := http.NewRequest("POST", srv.URL+"/mcp/srv", strings.NewReader(init))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") == "" {
-		t.Fatalf("HTTP initialize: %s", resp.Status)
-	}
-	c := tp.dial(t, "srv")
-	c.initialize("no-sampling", "")
-	c.call("1", "ask", `{"kind":"sampling"}`)
-	m, _ := c.recvID("1")
+	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
+	h.initializeWith("h", `{"sampling":{}}`)
+	m := h.call(legacyAskCall(1, "sampling"))
 	if !strings.Contains(m.raw, "no connected client") || !strings.Contains(m.raw, "32006") {
 		t.Fatalf("want -32006 from the pool, got %s", m.raw)
 	}
 	sampler := tp.dial(t, "srv")
 	sampler.initialize("sampler", `{"sampling":{}}`)
-	c.call("2", "ask", `{"kind":"sampling"}`)
+	sampler.call("2", "ask", `{"kind":"sampling"}`)
 	q := sampler.recv()
 	if q.Method != "sampling/createMessage" {
 		t.Fatalf("sampler got %s", q.raw)
 	}
 	sampler.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"42"},"model":"m"}}`, q.ID)
-	if m, _ := c.recvID("2"); !strings.Contains(m.text(), "42") {
+	if m, _ := sampler.recvID("2"); !strings.Contains(m.text(), "42") {
 		t.Fatalf("answered by the stdio session: %s", m.raw)
 	}
 }

@@ -26,6 +26,18 @@ type inputRequiredResult struct {
 	} `json:"content"`
 }
 
+// onlyInputKey is the key of r's one input request.
+func onlyInputKey(t *testing.T, r inputRequiredResult) string {
+	t.Helper()
+	if len(r.InputRequests) != 1 {
+		t.Fatalf("want one input request: %+v", r)
+	}
+	for k := range r.InputRequests {
+		return k
+	}
+	return ""
+}
+
 func readResult(t *testing.T, m msg) inputRequiredResult {
 	t.Helper()
 	var r inputRequiredResult
@@ -276,11 +288,14 @@ func TestLegacyClientOfModernChildAnswersInputRequired(t *testing.T) {
 // on the child without end. Each session holds at most its share
 // (MaxSessionInFlight): past it the child's question is answered with an
 // error and the call goes on without the client, while another session
-// still gets its questions, and a retry gives the room back.
+// still gets its questions (of another server's child: on this one, the
+// greedy session's held calls are in flight, so a question there could be
+// either session's, and goes to neither), and a retry gives the room
+// back.
 func TestMRTRHoldsAreBounded(t *testing.T) {
 	const share = 2
-	tp := newTestPool(t, &pool.Options{MaxSessionInFlight: share}, fake("srv"))
-	greedy, other := tp.dial(t, "srv"), tp.dial(t, "srv")
+	tp := newTestPool(t, &pool.Options{MaxSessionInFlight: share}, fake("srv"), fake("srv2"))
+	greedy, other := tp.dial(t, "srv"), tp.dial(t, "srv2")
 	var states []string
 	for i := range share {
 		id := fmt.Sprint(i)
@@ -408,33 +423,62 @@ func TestMRTRHoldOutlivesAQuietMinute(t *testing.T) {
 }
 
 // A legacy child's question goes only to a modern call whose own request
-// declared what it needs, and never fails a call that declared nothing
-// while another could answer. On the first edition the oldest modern call
+// declared what it needs, and never fails a call that declared nothing:
+// of one client's calls (a 2026-07-28 stdio session), the asker that
+// declared it carries it. Two stateless HTTP calls are two clients'
+// calls: neither gets the question, the child gets -32006, and the
+// bystander its own result. On the first edition the oldest modern call
 // on the child carried any question, whoever sent it: a call that needed
 // nothing was failed with -32021, and the client whose call asked got an
 // error for its own question.
 func TestMRTRQuestionGoesToACallThatDeclaredIt(t *testing.T) {
-	tp := newTestPool(t, nil, fake("srv"))
-	url := newHTTPFront(t, tp) + "/mcp/srv"
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	bystander := make(chan []msg, 1)
-	go func() {
-		m, _ := postStream(ctx, t, url, modernCall("1", "", "M", "sleep_echo", `{"ms":1500,"text":"mine"}`))
-		bystander <- m
-	}()
-	eventually(t, "the bystander's call to reach the child", func() bool {
-		in := tp.Snapshot().InFlight
-		return len(in) == 1 && in[0].WrittenToChild
-	})
-	h := &httpClient{t: t, url: url}
-	first := readResult(t, h.call(askCall("2", "sampling", "")))
-	if first.ResultType != "input_required" || len(first.InputRequests) != 1 {
-		t.Fatalf("the asker got %+v, want its own question", first)
-	}
-	got := <-bystander
-	if len(got) != 1 || got[0].Error != nil || !strings.Contains(got[0].raw, "mine") {
-		t.Fatalf("the bystander, which declared nothing and needed nothing, got %+v", got)
+	for _, how := range []string{"stdio", "http"} {
+		t.Run(how, func(t *testing.T) {
+			tp := newTestPool(t, nil, fake("srv"))
+			url := newHTTPFront(t, tp) + "/mcp/srv"
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			bystanderCall := modernCall(`"by"`, "", "M", "sleep_echo", `{"ms":1500,"text":"mine"}`)
+			var bystander func() msg
+			var asker func() msg
+			if how == "stdio" {
+				c := tp.dial(t, "srv")
+				c.send(bystanderCall)
+				bystander = func() msg { m, _ := c.recvID(`"by"`); return m }
+				asker = func() msg { c.send(askCall("2", "sampling", "")); m, _ := c.recvID("2"); return m }
+			} else {
+				got := make(chan []msg, 1)
+				go func() {
+					m, _ := postStream(ctx, t, url, bystanderCall)
+					got <- m
+				}()
+				bystander = func() msg {
+					m := <-got
+					if len(m) != 1 {
+						t.Fatalf("the bystander got %s", raws(m))
+					}
+					return m[0]
+				}
+				h := &httpClient{t: t, url: url}
+				asker = func() msg { return h.call(askCall("2", "sampling", "")) }
+			}
+			eventually(t, "the bystander's call to reach the child", func() bool {
+				in := tp.Snapshot().InFlight
+				return len(in) == 1 && in[0].WrittenToChild
+			})
+			m := asker()
+			first := readResult(t, m)
+			switch {
+			case how == "stdio" && (first.ResultType != "input_required" || len(first.InputRequests) != 1):
+				t.Fatalf("the asker got %s, want its own question", m.raw)
+			case how == "http" && (first.ResultType != "complete" || len(first.Content) != 1 ||
+				!strings.Contains(first.Content[0].Text, "-32006") || !strings.Contains(first.Content[0].Text, "several clients")):
+				t.Fatalf("the asker got %s, want the child told -32006: two clients' calls were in flight", m.raw)
+			}
+			if got := bystander(); got.Error != nil || !strings.Contains(got.raw, "mine") {
+				t.Fatalf("the bystander, which declared nothing and needed nothing, got %s", got.raw)
+			}
+		})
 	}
 }
 
@@ -450,8 +494,16 @@ func TestMRTRStdioCapabilitiesArePerRequest(t *testing.T) {
 	a.recvID("1")
 	a.send(askCall("2", "sampling", ""))
 	m, _ := a.recvID("2")
-	if r := readResult(t, m); r.ResultType != "input_required" {
-		t.Errorf("a request declaring sampling after one that did not: %s", m.raw)
+	r := readResult(t, m)
+	if r.ResultType != "input_required" {
+		t.Fatalf("a request declaring sampling after one that did not: %s", m.raw)
+	}
+	// Answered, its call ends: while it is in flight, another client's
+	// question could be either's, and goes to neither.
+	a.send(askCall("3", "sampling", `,"requestState":"`+r.RequestState+`","inputResponses":{"`+onlyInputKey(t, r)+
+		`":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`))
+	if m, _ := a.recvID("3"); readResult(t, m).ResultType != "complete" {
+		t.Fatalf("the retry with the answer: %s", m.raw)
 	}
 
 	b := tp.dial(t, "srv")

@@ -44,31 +44,32 @@ func askablePair(t *testing.T, bCaps string) (url, logPath string, a, b *httpCli
 }
 
 // TestHTTPQuestionTakenBackFromClientThatLeft: a child's question asked
-// of a legacy HTTP session whose GET stream then ends, with no DELETE
-// (the TypeScript SDK's close()), and does not come back within
-// Options.QuestionGrace, is asked again of another session that can
-// answer it, here the one whose call caused it, which opened its stream
-// meanwhile. The first client, coming back late, is not asked it again,
-// and its answer from the old stream does not reach the child. On the
-// first edition the question waited for the first client's next stream,
-// and the call for its timeout.
+// of a legacy HTTP session, whose call caused it, whose GET stream then
+// ends, with no DELETE (the TypeScript SDK's close()), and does not come
+// back within Options.QuestionGrace, is taken back and answered -32006
+// to the child, as a DELETE would have it, and the call gets what the
+// child makes of that, long before its request timeout. It is asked of
+// no other session, though one can answer it and has its stream open:
+// the question is the caller's. The client, coming back late, is not
+// asked it again, and its answer from the old stream does not reach the
+// child. On the first edition the question waited for the client's next
+// stream, and the call for its timeout; later it was asked again of
+// another session that could answer it.
 func TestHTTPQuestionTakenBackFromClientThatLeft(t *testing.T) {
 	url, logPath, a, b := askablePair(t, `{"elicitation":{}}`)
 	stA := openedGetStream(t, url, a.sid)
-	call := goCall(t.Context(), b, legacyAskCall(2, "elicitation"))
-	_, q := stA.event() // b has no stream: a, the one that can receive, is asked
+	stB := openedGetStream(t, url, b.sid)
+	call := goCall(t.Context(), a, legacyAskCall(2, "elicitation"))
+	_, q := stA.event()
 	if q.Method != "elicitation/create" {
 		t.Fatalf("a's first event: %s, want the child's question", q.raw)
 	}
-	stB := openedGetStream(t, url, b.sid)
 	stA.conn.Close() // a leaves without a DELETE
-	_, again := stB.event()
-	if again.Method != "elicitation/create" || string(again.ID) == string(q.ID) {
-		t.Fatalf("b's first event: %s, want the question asked anew (a had id %s)", again.raw, q.ID)
+	if m := result(t, "a's call", call); !strings.Contains(m.text(), "the client that was asked disconnected") {
+		t.Fatalf("a's call: %s, want the child's question refused", m.raw)
 	}
-	answerQuestion(t, b, again, "Bea")
-	if m := result(t, "b's call", call); !strings.Contains(m.text(), "Bea") {
-		t.Fatalf("b's call: %s, want b's answer", m.raw)
+	if n, code := childAnswers(t, logPath, "srv-1"); n != 1 || code != -32006 {
+		t.Fatalf("the child got %d answers to its question, the last with code %v; want one, -32006", n, code)
 	}
 	// a comes back: the question is no longer its.
 	stA = reopen(t, url, a.sid, "")
@@ -77,40 +78,42 @@ func TestHTTPQuestionTakenBackFromClientThatLeft(t *testing.T) {
 	if c.Error != nil {
 		t.Fatalf("notify: %s", c.raw)
 	}
-	if _, m := stA.event(); m.Method != "notifications/tools/list_changed" {
-		t.Fatalf("a's stream after it came back: %.200s, want only what came next", m.raw)
+	for who, st := range map[string]*getStream{"a, back,": stA, "b": stB} {
+		if _, m := st.event(); m.Method != "notifications/tools/list_changed" {
+			t.Fatalf("%s got %.200s, want only the change", who, m.raw)
+		}
 	}
-	if n, code := childAnswers(t, logPath, "srv-1"); n != 1 || code != 0 {
-		t.Fatalf("the child got %d answers to its question (the last with code %v), want b's alone", n, code)
+	if n, code := childAnswers(t, logPath, "srv-1"); n != 1 || code != -32006 {
+		t.Fatalf("the child got %d answers to its question (the last with code %v), want the pool's alone", n, code)
 	}
 }
 
-// TestHTTPQuestionTakenBackNoOneElse: a child's question that a legacy
-// HTTP client left on its ended GET stream past the grace, with no other
-// session able to answer it (the caller declared no elicitation), is
-// answered to the child with -32006, as a DELETE would have it, and the
-// call that caused it gets what the child makes of that, long before its
-// request timeout. On the first edition both waited for the timeout.
-func TestHTTPQuestionTakenBackNoOneElse(t *testing.T) {
+// TestHTTPQuestionOfACallerThatCannotAnswerGoesToNoOne: a legacy HTTP
+// client that declared no elicitation calls a tool that elicits, while
+// another session, which declared it, has its GET stream open. The
+// question is the caller's, which cannot answer it: the child gets
+// -32006 at once, and the other session is asked nothing. Before, the
+// other session was asked: any client could put a question of its own
+// making to another's user.
+func TestHTTPQuestionOfACallerThatCannotAnswerGoesToNoOne(t *testing.T) {
 	url, logPath, a, b := askablePair(t, `{}`)
 	stA := openedGetStream(t, url, a.sid)
 	openedGetStream(t, url, b.sid) // it can receive, but not answer a form
-	call := goCall(t.Context(), b, legacyAskCall(2, "elicitation"))
-	if _, q := stA.event(); q.Method != "elicitation/create" {
-		t.Fatalf("a's first event: %s, want the child's question", q.raw)
-	}
-	stA.conn.Close()
-	if m := result(t, "b's call", call); !strings.Contains(m.text(), "the client that was asked disconnected") {
+	if m := result(t, "b's call", goCall(t.Context(), b, legacyAskCall(2, "elicitation"))); !strings.Contains(m.text(), "no connected client") {
 		t.Fatalf("b's call: %s, want the child's question refused", m.raw)
 	}
 	if n, code := childAnswers(t, logPath, "srv-1"); n != 1 || code != -32006 {
 		t.Fatalf("the child got %d answers to its question, the last with code %v; want one, -32006", n, code)
 	}
+	a.call(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"notify","arguments":{"kind":"tools"}}}`)
+	if _, m := stA.event(); m.Method != "notifications/tools/list_changed" {
+		t.Fatalf("a's first event: %.200s, want only the change", m.raw)
+	}
 }
 
 // TestHTTPQuestionKeptForClientBackWithinGrace: a client whose GET stream
 // ends and that resumes it with Last-Event-ID within the grace is asked
-// the child's question again, as its own (no other session is), and its
+// the child's question of its call again (no other session is), and its
 // answer completes the call; its return ends the grace, so a grace
 // counted from its stream's end takes nothing from it.
 func TestHTTPQuestionKeptForClientBackWithinGrace(t *testing.T) {
@@ -129,7 +132,7 @@ func TestHTTPQuestionKeptForClientBackWithinGrace(t *testing.T) {
 	if n.Method != "notifications/tools/list_changed" {
 		t.Fatalf("a's first event: %s, want list_changed", n.raw)
 	}
-	call := goCall(t.Context(), b, legacyAskCall(2, "elicitation"))
+	call := goCall(t.Context(), a, legacyAskCall(4, "elicitation"))
 	asked, q := stA.event()
 	if q.Method != "elicitation/create" {
 		t.Fatalf("a's second event: %s, want the child's question", q.raw)
@@ -145,8 +148,8 @@ func TestHTTPQuestionKeptForClientBackWithinGrace(t *testing.T) {
 		t.Fatalf("a resumed after event %s: event %s %s, want the question again (event %s)", changed, id, again.raw, asked)
 	}
 	answerQuestion(t, a, q, "Ada")
-	if m := result(t, "b's call", call); !strings.Contains(m.text(), "Ada") {
-		t.Fatalf("b's call: %s, want a's answer", m.raw)
+	if m := result(t, "a's call", call); !strings.Contains(m.text(), "Ada") {
+		t.Fatalf("a's call: %s, want a's answer", m.raw)
 	}
 	b.call(fmt.Sprintf(notify, 3))
 	if _, m := stB.event(); m.Method != "notifications/tools/list_changed" {

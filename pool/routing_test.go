@@ -294,14 +294,16 @@ func TestListChangedFansOut(t *testing.T) {
 	}
 }
 
-// A server-to-client request goes to a session that can answer it, under a
-// pool id, and the answer returns to the child under the child's id.
+// A server-to-client request goes to the session whose call asks, when it
+// can answer it, under a pool id, and the answer returns to the child
+// under the child's id; another session, whose client declared nothing,
+// is not in the way.
 func TestServerToClientRequestRoundTrip(t *testing.T) {
 	tp := newTestPool(t, nil, fake("srv"))
 	plain, sampler := tp.dial(t, "srv"), tp.dial(t, "srv")
 	plain.initialize("plain", "")
 	sampler.initialize("sampler", `{"sampling":{}}`)
-	plain.call("1", "ask", `{"kind":"sampling"}`)
+	sampler.call("1", "ask", `{"kind":"sampling"}`)
 	req := sampler.recv()
 	if req.Method != "sampling/createMessage" {
 		t.Fatalf("sampler got %s", req.raw)
@@ -310,7 +312,7 @@ func TestServerToClientRequestRoundTrip(t *testing.T) {
 		t.Errorf("the child's id leaked to the client: %s", req.ID)
 	}
 	sampler.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`, req.ID)
-	res, _ := plain.recvID("1")
+	res, _ := sampler.recvID("1")
 	if !strings.Contains(res.text(), "forty-two") {
 		t.Fatalf("tool result: %s", res.raw)
 	}

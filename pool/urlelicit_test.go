@@ -214,33 +214,40 @@ func TestLegacyChildHearsElicitationModes(t *testing.T) {
 
 // A legacy child's elicitation in URL mode goes only to a session that
 // declared URL mode (2025-11-25: a server must not ask in a mode its
-// client did not declare), even when a form-only session asks it in its
-// own call; with only form-only sessions the child gets -32006 and no
-// client is asked. On the first edition the form-only session whose call
-// asked got the question.
+// client did not declare): the caller that did is asked it; a form-only
+// session's call that asks it gets the child's -32006, and no client is
+// asked, not even one that declared URL mode (the question is the
+// caller's). On the first edition the form-only session whose call asked
+// got the question; later the URL-mode session was asked it in the
+// form-only session's stead.
 func TestURLElicitationOnlyToClientsThatDeclaredURLMode(t *testing.T) {
 	tp := newTestPool(t, nil, fake("mixed"), fake("form"))
 	signIn := tp.dial(t, "mixed")
 	signIn.initialize("sign-in", `{"elicitation":{"form":{},"url":{}}}`)
 	form := tp.dial(t, "mixed")
 	form.initialize("form", `{"elicitation":{}}`)
+	signIn.call("1", "ask", `{"kind":"elicitation_url"}`)
+	q := signIn.recv()
+	var p struct {
+		Mode string `json:"mode"`
+	}
+	if err := json.Unmarshal(q.Params, &p); err != nil || q.Method != "elicitation/create" || p.Mode != "url" {
+		t.Fatalf("the URL-mode session got %s, want the URL-mode elicitation", q.raw)
+	}
+	signIn.send(`{"jsonrpc":"2.0","id":` + string(q.ID) + `,"result":{"action":"accept"}}`)
+	if m, other := signIn.recvID("1"); m.text() != `{"action":"accept"}` || len(other) > 0 {
+		t.Fatalf("the call: %s after %v, want the URL-mode session's answer", m.raw, other)
+	}
 	form.call("1", "ask", `{"kind":"elicitation_url"}`)
 	select {
-	case m := <-form.in:
-		t.Fatalf("the form-only session got %s, want nothing before the URL-mode session's answer", m.raw)
 	case q := <-signIn.in:
-		var p struct {
-			Mode string `json:"mode"`
+		t.Fatalf("the URL-mode session got %s, a question of the form-only session's call", q.raw)
+	case m := <-form.in:
+		if string(m.ID) != "1" || m.Method != "" || !strings.Contains(m.text(), "no connected client") || !strings.Contains(m.text(), "32006") {
+			t.Fatalf("the form-only session got %s, want its call's answer with the child's -32006", m.raw)
 		}
-		if err := json.Unmarshal(q.Params, &p); err != nil || q.Method != "elicitation/create" || p.Mode != "url" {
-			t.Fatalf("the URL-mode session got %s, want the URL-mode elicitation", q.raw)
-		}
-		signIn.send(`{"jsonrpc":"2.0","id":` + string(q.ID) + `,"result":{"action":"accept"}}`)
 	case <-time.After(15 * time.Second):
-		t.Fatal("nobody was asked the child's question")
-	}
-	if m, other := form.recvID("1"); m.text() != `{"action":"accept"}` || len(other) > 0 {
-		t.Fatalf("the call: %s after %v, want the URL-mode session's answer", m.raw, other)
+		t.Fatal("the form-only session's call got no answer")
 	}
 
 	asker, other := tp.dial(t, "form"), tp.dial(t, "form")
