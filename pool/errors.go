@@ -44,7 +44,6 @@ const (
 	errTooManyRounds                            // a modern child asked for input more rounds than any call needs
 	errUnaskedTask                              // a child other clients share answered with a task, though none was asked
 	errClosedInputAsked                         // a legacy client that closed its input was to answer a modern child's questions
-	errHeldDisplaced                            // a held call of stateless requests was let go for a newer question (MRTR)
 
 	// Refusing a client's request before it reaches a child.
 	errSessionBusy     // the session has its share of requests in flight
@@ -142,9 +141,6 @@ var errorTable = [...]errorRow{
 	errUnaskedTask: {code: jsonrpc.CodeInternalError, format: "server %q answered %s with a task, though none was asked: it is shared by other clients, whose tasks this client would see and they its, so Switchboard passes none of its tasks on (share \"session\" gives each session a child of its own, and its tasks)",
 		aboutRequest: true, retryable: false},
 	errClosedInputAsked: {code: jsonrpc.CodeNoClient, format: "server %q asked this client questions, and the client closed its input: it cannot answer them",
-		aboutRequest: true, retryable: true},
-	errHeldDisplaced: {code: jsonrpc.CodeRequestTimeout,
-		format:       "the call waited for the client's input on server %q, and it (or its answer) was let go before the retry came: stateless requests to a server share its %d calls held for a retry, and when they are all held, a newer question takes the place of the oldest; call again",
 		aboutRequest: true, retryable: true},
 
 	errSessionBusy: {code: jsonrpc.CodeOverloaded,

@@ -36,7 +36,6 @@ func TestErrorTable(t *testing.T) {
 		errTooManyRounds:       {"srv", 32},
 		errUnaskedTask:         {"srv", "tools/call"},
 		errClosedInputAsked:    {"srv"},
-		errHeldDisplaced:       {"srv", 8192},
 		errSessionBusy:         {8192},
 		errSessionBytes:        {100, 200, 250},
 		errSessionSubs:         {4096, 1, 4096},

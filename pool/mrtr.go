@@ -100,13 +100,6 @@ type mrtrHolds struct {
 	// n is len(m), for none: every tools/call, prompts/get and
 	// resources/read asks, and almost always there is no hold to find.
 	n atomic.Int64
-	// displaced are the states of holds a newer question took the place
-	// of (makeRoomLocked), so that their late retries are told why; at
-	// most as many as a session may hold, the oldest forgotten first
-	// (ring, next).
-	displaced map[string]bool
-	ring      []string
-	next      int
 }
 
 // holdKeep is how long an ended call's answer waits for its retry. (A
@@ -116,23 +109,15 @@ var holdKeep = 10 * time.Minute
 // put registers x, unless its owner holds its share of calls waiting for
 // a retry already (Options.MaxSessionInFlight): a held call has left the
 // session's requests in flight, and a client that never comes back must
-// not pile them up on the child without end. A server's stateless
-// session is the owner of every stateless client's holds, and there is
-// no telling those clients apart: refused, one client that never
-// retries would keep every other's questions out. So there x takes the
-// place of the oldest hold, which put returns (displaced) for the caller
-// to end at the child; its late retry is told why (wasDisplaced). A
-// client that does not retry within the time the others' questions take
-// to fill the share loses its call, not the others theirs.
-//
-// Nor does put register a hold whose request's token was rotated away
-// (x.gate): the rotation may have looked for the old token's holds
-// already (revoke), and its request, ended by the rotation, is not to be
-// retried. Nor one for a stdio session that can send no retry
-// (canRetry): its end may have looked for its holds already (endHolds).
-// Now and then it forgets holds whose call ended unanswered or whose
-// answer waited too long: clients need not come back.
-func (h *mrtrHolds) put(x *mrtrHold) (ok bool, displaced *mrtrHold) {
+// not pile them up on the child without end. Nor does it register a hold
+// whose request's token was rotated away (x.gate): the rotation may have
+// looked for the old token's holds already (revoke), and its request,
+// ended by the rotation, is not to be retried. Nor one for a stdio
+// session that can send no retry (canRetry): its end may have looked for
+// its holds already (endHolds). Now and then it forgets
+// holds whose call ended unanswered or whose answer waited too long:
+// clients need not come back.
+func (h *mrtrHolds) put(x *mrtrHold) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m == nil {
@@ -146,66 +131,13 @@ func (h *mrtrHolds) put(x *mrtrHold) (ok bool, displaced *mrtrHold) {
 			}
 		}
 	}
-	if x.gate.rotatedAway() || !x.owner.canRetry() {
-		return false, nil
-	}
-	if limit := x.owner.p.opts.MaxSessionInFlight; h.per[x.owner] >= limit {
-		if !x.owner.stateless {
-			return false, nil
-		}
-		displaced = h.makeRoomLocked(x.owner, limit)
+	if h.per[x.owner] >= x.owner.p.opts.MaxSessionInFlight || x.gate.rotatedAway() || !x.owner.canRetry() {
+		return false
 	}
 	h.m[x.state] = x
 	h.per[x.owner]++
 	h.n.Store(int64(len(h.m)))
-	return true, displaced
-}
-
-// makeRoomLocked takes out owner's oldest hold, for a newer question to
-// take its place (put), and remembers its state for its late retry (at
-// most limit states, the oldest forgotten first).
-func (h *mrtrHolds) makeRoomLocked(owner *session, limit int) *mrtrHold {
-	var oldest *mrtrHold
-	for _, x := range h.m {
-		if x.owner == owner && (oldest == nil || x.created.Before(oldest.created)) {
-			oldest = x
-		}
-	}
-	if oldest == nil {
-		return nil
-	}
-	h.dropLocked(oldest.state)
-	if h.displaced == nil {
-		h.displaced, h.ring = map[string]bool{}, make([]string, max(limit, 1))
-	}
-	if h.next >= len(h.ring) {
-		h.next = 0
-	}
-	delete(h.displaced, h.ring[h.next])
-	h.ring[h.next] = oldest.state
-	h.next++
-	h.displaced[oldest.state] = true
-	return oldest
-}
-
-// wasDisplaced reports, once, whether state was a hold a newer question
-// took the place of (makeRoomLocked).
-func (h *mrtrHolds) wasDisplaced(state string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.displaced[state] {
-		return false
-	}
-	delete(h.displaced, state)
 	return true
-}
-
-// endDisplaced ends at the child the call of a hold a newer question took
-// the place of (put), if any.
-func endDisplaced(x *mrtrHold) {
-	if x != nil {
-		x.b.cancel(x.p, "a newer question of a stateless request took the place of this held call")
-	}
 }
 
 // spent reports whether, at now, x waits for no retry any more: its call
@@ -348,9 +280,7 @@ func (b *backend) carryAsMRTR(msg *jsonrpc.Message, childID []byte, c *caller) {
 	x := &mrtrHold{state: newRequestState(), owner: owner, gate: gateOf(ex), key: "sb-" + strconv.FormatUint(b.p.nextID.Add(1), 10), b: b, p: p,
 		childID: childID, server: b.srv.name, method: p.method, name: p.name, created: time.Now(),
 		request: questionOf(msg), kept: make(chan struct{})}
-	ok, displaced := b.p.holds.put(x)
-	endDisplaced(displaced)
-	if !ok {
+	if !b.p.holds.put(x) {
 		// The client has its share of calls waiting for its answers, or
 		// its token was rotated away, or it closed its input or left:
 		// this question cannot reach it.
@@ -516,9 +446,6 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 		return true
 	case x == nil && !isPoolState(state):
 		return false // the child's own requestState
-	case x == nil && s.p.holds.wasDisplaced(state):
-		s.replyErrorTo(ex, id, newError(errHeldDisplaced, true, s.srv.name, s.srv.name, s.p.opts.MaxSessionInFlight))
-		return true
 	case x == nil:
 		// Spent, expired, or given out by a pool that has stopped. As a
 		// new call it would run the legacy child's tool again, which may
@@ -584,9 +511,7 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 		// an error. The question is the same; only the state is new.
 		slot := s.ending(p, id, ex)
 		x.state, x.owner, x.gate = newRequestState(), s, gateOf(ex)
-		ok, displaced := s.p.holds.put(x)
-		endDisplaced(displaced)
-		if !ok {
+		if !s.p.holds.put(x) {
 			switch {
 			case x.gate.rotatedAway(): // as the retry came: its call ends as the rotation ended the token's others
 				b.cancel(p, errTokenRotated.Error())

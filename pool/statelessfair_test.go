@@ -144,39 +144,3 @@ func TestStatelessListenCannotTakeTheSharedShare(t *testing.T) {
 		t.Fatalf("a listen past the shared share: %s, want -32004 saying stateless requests share it", full.raw)
 	}
 }
-
-// TestStatelessHoldsMakeRoomForNewQuestions: calls held for stateless
-// clients' retries are held on the server's one stateless session, which
-// every stateless client shares, and there is no telling the clients
-// apart. A client that never retries filled the session's share of held
-// calls, and from then on every other client's call that asked a
-// question got the child's -32006 instead of its question. Now, with the
-// share full, a newer question takes the place of the oldest held call:
-// that call is cancelled at the child, and its late retry gets -32001
-// saying why; the other held calls stay good.
-func TestStatelessHoldsMakeRoomForNewQuestions(t *testing.T) {
-	const share = 2
-	tp := newTestPool(t, &pool.Options{MaxSessionInFlight: share}, fake("srv"))
-	h := &httpClient{t: t, url: newHTTPFront(t, tp) + "/mcp/srv"}
-	var held []inputRequiredResult
-	for i := range share { // a client that never comes back
-		r := readResult(t, h.call(askCall(fmt.Sprint(i), "sampling", "")))
-		if r.ResultType != "input_required" {
-			t.Fatalf("held call %d within the share: %+v", i, r)
-		}
-		held = append(held, r)
-	}
-	other := h.call(askCall(`"y"`, "sampling", ""))
-	if r := readResult(t, other); r.ResultType != "input_required" {
-		t.Fatalf("another client's question with the stateless holds full: %s", other.raw)
-	}
-	eventually(t, "the oldest held call to end at the child", func() bool { return len(tp.Snapshot().InFlight) == share })
-	late := h.call(askCall("10", "sampling", `,"requestState":"`+held[0].RequestState+`"`+samplingAnswer(onlyKey(t, held[0]))))
-	if late.Error == nil || late.Error.Code != -32001 || !strings.Contains(late.Error.Message, "the oldest") {
-		t.Fatalf("the retry of the call that made room: %s, want -32001 saying why", late.raw)
-	}
-	done := readResult(t, h.call(askCall("11", "sampling", `,"requestState":"`+held[1].RequestState+`"`+samplingAnswer(onlyKey(t, held[1])))))
-	if done.ResultType != "complete" || len(done.Content) != 1 || !strings.Contains(done.Content[0].Text, "forty-two") {
-		t.Fatalf("the retry of a call still held: %+v", done)
-	}
-}
