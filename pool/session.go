@@ -373,7 +373,11 @@ func (s *session) onRequest(msg *jsonrpc.Message, x *exchange, a *arrival) {
 	case "subscriptions/listen":
 		s.noteModern(msg)
 		w := waitOf(msg, id, x, a)
-		s.listen(w, params)
+		if refusal := longListenURI(params); refusal != nil {
+			w.refuse(s, refusal)
+		} else {
+			s.listen(w, params)
+		}
 		s.releaseWhenWritten(w.at.takeSlot()) // not opened: owed until its refusal is written (an open listen took the slot: oweListen)
 		return
 	}
@@ -422,12 +426,16 @@ func (s *session) subscription(msg *jsonrpc.Message, id, params []byte, x *excha
 	if !ok {
 		return false // let the child explain the bad params
 	}
+	add := msg.Method == "resources/subscribe"
+	if refusal := longSubscriptionURI(msg.Method, uri); add && refusal != nil {
+		s.replyErrorTo(x, id, refusal) // never held: an unsubscribe of it is no change, answered below
+		return true
+	}
 	b, err := s.backend(x)
 	if err != nil {
 		s.replyErrorTo(x, id, err)
 		return true
 	}
-	add := msg.Method == "resources/subscribe"
 	s.mu.Lock()
 	turn := s.awaitSubTurnLocked(uri)
 	defer s.endSubTurn(uri, turn)

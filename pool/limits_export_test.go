@@ -1,0 +1,4 @@
+package pool
+
+// MaxSubscriptionURI is maxSubscriptionURI, for tests.
+const MaxSubscriptionURI = maxSubscriptionURI
