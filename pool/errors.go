@@ -74,6 +74,7 @@ const (
 	errRootsChildren     // the server runs its limit of children, one per set of roots, each with sessions
 	errNoLogging         // a legacy client's logging/setLevel for a modern child that offers no logging
 	errNoTasks           // a tasks/* request for a child other clients share, whose tasks are not offered
+	errSessionChildren   // a share "session" server runs its limit of children, one for each session
 
 	// Answering a child's request to a client.
 	errNoClient         // no connected client can answer it
@@ -192,6 +193,8 @@ var errorTable = [...]errorRow{
 	errAskedClosedInput: {code: jsonrpc.CodeNoClient, format: "the client that was asked closed its input: it cannot answer"},
 	errAskAmbiguous: {code: jsonrpc.CodeNoClient, format: "no client was asked: server %q asked %s while calls of several clients were in flight on its shared child, " +
 		"and a legacy server does not say which call asks (\"share\": \"session\" gives each session its own child)"},
+	errSessionChildren: {code: jsonrpc.CodeOverloaded,
+		format: "server %q runs its limit of children (%d), one for each session (share \"session\"): a new session is refused until one of those sessions ends (the sessions that have a child are not affected)"},
 }
 
 // newError builds row kind's error. ran says whether the request it is

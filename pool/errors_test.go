@@ -61,6 +61,7 @@ func TestErrorTable(t *testing.T) {
 		errStartTimeout:        {"srv", "1m0s", " (the last child: exit status 1)"},
 		errServerGone:          {"srv", "removed from the configuration"},
 		errRootsChildren:       {"srv", 32},
+		errSessionChildren:     {"srv", 32},
 		errNoLogging:           {"srv"},
 		errNoTasks:             {"srv"},
 		errNoClient:            {"sampling/createMessage"},

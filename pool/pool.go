@@ -83,7 +83,10 @@ type Options struct {
 	// roots over and over cannot start child after child: a new set of
 	// roots past it first stops a child no session is in any more (however
 	// recently started; one that no call runs on first), and when every
-	// child has sessions, its requests get -32004. Default 32.
+	// child has sessions, its requests get -32004. It bounds the children
+	// of a share "session" server too, one for each session: past it a new
+	// session's requests get -32004 until one of those sessions ends.
+	// Default 32.
 	MaxRootsChildren int
 	// RunID names this pool's run to attached shims (Welcome.Run), which
 	// give it back when they resume their session with a later pool.

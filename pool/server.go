@@ -302,6 +302,12 @@ func (s *server) backendAsLocked(sess *session, roots []string, names rootNames,
 		if b := s.perSession[sess]; b != nil {
 			return b, nil, false, nil
 		}
+		// Each session's child is a process, and a thread of the pool's
+		// (child.go): a local process opening session after session must
+		// not start child after child.
+		if running := len(s.perSession); running >= s.p.opts.MaxRootsChildren {
+			return nil, nil, false, newError(errSessionChildren, false, s.name, s.name, running)
+		}
 		b := newBackend(s, s.cfg, sess, roots, nil, capsOf(sess, caps)) // its session's roots, as they are when asked
 		s.perSession[sess] = b
 		return b, nil, true, nil

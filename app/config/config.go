@@ -40,8 +40,9 @@ type File struct {
 	// MaxSubscriptionsPerSession bounds one client session's resource
 	// subscriptions and open listens (default 4096).
 	MaxSubscriptionsPerSession int `json:"maxSubscriptionsPerSession,omitempty"`
-	// MaxChildrenPerServer bounds the children one shared server runs at
-	// once, one for each set of client roots (default 32).
+	// MaxChildrenPerServer bounds the children one server runs at once:
+	// one for each set of client roots (share "shared"), or one for each
+	// session (share "session"). Default 32.
 	MaxChildrenPerServer int `json:"maxChildrenPerServer,omitempty"`
 	// Autostart says whether MCP clients may start the pool.
 	Autostart Autostart `json:"autostart,omitzero"`
