@@ -20,6 +20,11 @@ type lineReader struct {
 	r         io.Reader
 	max       int
 	onRelease func() // called when a buffer larger than keepBuf is let go
+	// onLong, when set, is called with true as the reader waits for more
+	// of a line it holds more than keepBuf bytes of, and with false once
+	// that line ended (returned, or skipped as too long).
+	onLong func(waiting bool)
+	long   bool // onLong was last called with true
 
 	buf        []byte // all of it is the reader's to fill: len(buf) == cap(buf)
 	small      []byte // the reader's own buffer of readBuf bytes; buf when lines are small
@@ -93,6 +98,7 @@ func (lr *lineReader) readLine() ([]byte, error) {
 			}
 			line := lr.buf[lr.start : from+i]
 			lr.start, lr.scanned = from+i+1, 0
+			lr.lineEnded()
 			return line, nil
 		}
 		lr.scanned = lr.end - lr.start
@@ -104,6 +110,7 @@ func (lr *lineReader) readLine() ([]byte, error) {
 		case errors.Is(lr.err, io.EOF) && lr.scanned > 0:
 			line := lr.buf[lr.start:lr.end]
 			lr.start, lr.scanned = lr.end, 0
+			lr.lineEnded()
 			return line, nil
 		default:
 			// What was read before the error stays: a session handed
@@ -116,6 +123,14 @@ func (lr *lineReader) readLine() ([]byte, error) {
 	}
 }
 
+// lineEnded tells onLong that the line it was told of ended.
+func (lr *lineReader) lineEnded() {
+	if lr.long {
+		lr.long = false
+		lr.onLong(false)
+	}
+}
+
 // fill reads more after the unfinished line, which first moves to the
 // buffer's start; a buffer the line fills doubles, so a large message is
 // read straight into the buffer that returns it.
@@ -123,6 +138,10 @@ func (lr *lineReader) fill() {
 	if lr.start > 0 {
 		lr.end = copy(lr.buf, lr.buf[lr.start:lr.end])
 		lr.start = 0
+	}
+	if lr.onLong != nil && !lr.long && lr.end > keepBuf {
+		lr.long = true
+		lr.onLong(true)
 	}
 	switch {
 	case len(lr.buf) == 0:
@@ -272,6 +291,7 @@ func (lr *lineReader) skip() error {
 		lr.start, lr.scanned = stop, 0
 		switch {
 		case i >= 0:
+			lr.lineEnded()
 			return e
 		case lr.err != nil:
 			return errors.Join(e, lr.err)

@@ -104,9 +104,15 @@ func (p *Pool) ServeStdio(l net.Listener) error {
 			return fmt.Errorf("accept: %w", err)
 		}
 		backoff.delay = 0
-		if !p.goUnlessClosed(func() { p.serveShim(conn) }) {
+		release, ok := p.local.take(p.opts.MaxLocalSessions)
+		if !ok {
+			p.refuseLocal(conn)
+			continue
+		}
+		if !p.goUnlessClosed(func() { p.serveShim(conn, release) }) {
 			// The pool began to stop after this connection came in: its
 			// shim finds the next pool (an upgrade's new program).
+			release()
 			writeLine(conn, Welcome{Error: ErrPoolClosed.Error(), Stopping: true})
 			conn.Close()
 		}
@@ -197,8 +203,17 @@ func (p *Pool) afterFunc(d time.Duration, f func()) *time.Timer {
 }
 
 // serveShim runs one shim connection: hello, then the session's reader in
-// this goroutine and its writer in another.
-func (p *Pool) serveShim(conn net.Conn) {
+// this goroutine and its writer in another. release counts the
+// connection out of MaxLocalSessions: as it closes, once its session
+// ended (which may be after this returns: a session whose client closed
+// its input still delivers its answers), or here when no session began.
+func (p *Pool) serveShim(conn net.Conn, release func()) {
+	began := false
+	defer func() {
+		if !began {
+			release()
+		}
+	}()
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	line, rest, files, err := readHello(conn, p.helloLimit())
 	if err != nil {
@@ -321,7 +336,13 @@ func (p *Pool) serveShim(conn net.Conn) {
 			conn.Close()
 		}
 	}
+	closeConn := setup.closeConn
+	setup.closeConn = func(s *session) {
+		closeConn(s)
+		release()
+	}
 	s, err := p.newSession(hello.Server, setup)
+	began = err == nil
 	if err != nil {
 		setup.ledger.close()
 		closeFiles(files)
@@ -617,7 +638,9 @@ func closeFiles(files []*os.File) {
 // and peer the output watched meanwhile. hb, when set, can stop it for a
 // hand-back (handback.go).
 func (s *session) readFrom(r io.Reader, peer syscall.RawConn, hb *handBack) {
-	lr := &lineReader{r: r, max: s.p.opts.MaxMessageBytes, onRelease: s.p.releasedLarge}
+	unfinished := &unfinishedLine{s: s}
+	defer unfinished.waiting(false)
+	lr := &lineReader{r: r, max: s.p.opts.MaxMessageBytes, onRelease: s.p.releasedLarge, onLong: unfinished.waiting}
 	for {
 		line, err := lr.next()
 		if err != nil {

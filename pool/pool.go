@@ -127,6 +127,13 @@ type Options struct {
 	// another session that can answer it, or the child gets -32006, as
 	// if the client had ended its session. Default DefaultQuestionGrace.
 	QuestionGrace time.Duration
+	// MaxLocalSessions caps the connections to the local socket open at
+	// once (shims and their sessions, and connections that have not said
+	// hello yet): each holds descriptors and memory, and a local process
+	// opening connection after connection would otherwise take every
+	// descriptor the pool has. Past it a new connection is refused in its
+	// Welcome. Default 4096.
+	MaxLocalSessions int
 	// MaxHTTPSessions caps a server's legacy HTTP sessions; past it the
 	// oldest idle one is expired, and with none idle a new one is refused
 	// (503). Default 64.
@@ -228,6 +235,9 @@ func (o *Options) withDefaults() Options {
 	if r.MaxRootsChildren <= 0 {
 		r.MaxRootsChildren = 32
 	}
+	if r.MaxLocalSessions <= 0 {
+		r.MaxLocalSessions = 4096
+	}
 	if r.MaxHTTPSessions <= 0 {
 		r.MaxHTTPSessions = 64
 	}
@@ -293,6 +303,7 @@ type Pool struct {
 	nextAskID   atomic.Uint64 // ids of its requests to clients (newAskID)
 	carried     *Carried      // Options.Carried until the first Apply; guarded by mu
 	nextSession atomic.Uint64
+	local       localSlots    // the local socket's connections open (MaxLocalSessions)
 	nextBackend atomic.Uint64 // BackendInfo.ID: names one child slot for RestartBackend
 
 	requests, errorsN, timeouts, cancelled, orphaned, evicted, parseErrors atomic.Uint64

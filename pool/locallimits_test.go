@@ -1,0 +1,91 @@
+package pool_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pool"
+)
+
+// TestLocalSessionsAreBounded: every connection to the local socket, from
+// its accept (before its hello) to its session's end, holds descriptors
+// and memory of the pool's, so a local process opening connection after
+// connection could take every descriptor the pool has, and no client
+// could connect. Past Options.MaxLocalSessions a new connection is told
+// why in its Welcome and closed; once one ends, a client connects again.
+func TestLocalSessionsAreBounded(t *testing.T) {
+	tp := newTestPool(t, &pool.Options{MaxLocalSessions: 3}, fake("srv"))
+	silent, err := net.Dial("unix", tp.sock) // no hello: it counts all the same
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	a := tp.dial(t, "srv")
+	a.initialize("a", "")
+	tp.dial(t, "srv")
+
+	conn, err := net.Dial("unix", tp.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.Write([]byte(`{"server":"srv"}` + "\n"))
+	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	var w pool.Welcome
+	if err != nil || json.Unmarshal(line, &w) != nil || w.Error == "" || !strings.Contains(w.Error, "sessions") {
+		t.Fatalf("a connection past the limit of local sessions: want a Welcome saying why, got %q, %v", line, err)
+	}
+	if w.Stopping || w.Ended {
+		t.Errorf("the refusal says the pool is stopping or the session ended: %s", line)
+	}
+	a.call("1", "echo", `{"text":"open"}`)
+	if m, _ := a.recvID("1"); m.text() != "open" {
+		t.Fatalf("a session already open, after the refusal: %.200s", m.raw)
+	}
+	silent.Close()
+	eventually(t, "a session once another connection ended", func() bool {
+		c, err := tp.tryDial(t, "srv")
+		if err != nil {
+			return false
+		}
+		c.close()
+		return true
+	})
+}
+
+// TestUnfinishedLineIsBounded: a client writes a whole message at once,
+// so a line that stays unfinished past 1 MiB holds the pool's memory for
+// nothing (forty sessions each holding 60 MB without a newline once held
+// 2.4 GB for good). Such a session is closed once its line has waited
+// unfinished for the timeout; a large message written whole is taken.
+func TestUnfinishedLineIsBounded(t *testing.T) {
+	t.Cleanup(pool.SetUnfinishedLineTimeout(time.Second)) // after the pool closed
+	tp := newTestPool(t, nil, fake("srv"))
+	whole := tp.dial(t, "srv")
+	whole.initialize("whole", "")
+	text := strings.Repeat("w", 3<<20)
+	whole.call("1", "echo", `{"text":"`+text+`"}`)
+	if m, _ := whole.recvID("1"); m.text() != text {
+		t.Fatalf("a large message written whole was not answered: %.200s", m.raw)
+	}
+
+	c := tp.dial(t, "srv")
+	c.initialize("partial", "")
+	if _, err := c.conn.Write([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 2<<20))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("a session whose 2 MiB line stayed unfinished was not closed")
+	}
+	whole.call("3", "echo", `{"text":"still"}`)
+	if m, _ := whole.recvID("3"); m.text() != "still" {
+		t.Fatalf("another session after the close: %.200s", m.raw)
+	}
+}
