@@ -274,16 +274,7 @@ type sseStream struct {
 // openStream posts body and reads its event stream until close.
 func openStream(t *testing.T, url, body string) *sseStream {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	mirrorModernHeaders(req.Header, body)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
+	resp, cancel := postOpen(t, url, body)
 	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
 		resp.Body.Close()
 		cancel()
@@ -403,4 +394,22 @@ func TestHTTPSessionCostsNoGoroutine(t *testing.T) {
 	if n := len(tp.Snapshot().Sessions); n != 21 {
 		t.Fatalf("%d sessions, want 21", n)
 	}
+}
+
+// postOpen posts body to url as a client that takes a JSON answer or an
+// event stream; cancel ends the request, whose response stays open until
+// then.
+func postOpen(t *testing.T, url, body string) (*http.Response, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	mirrorModernHeaders(req.Header, body)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return resp, cancel
 }

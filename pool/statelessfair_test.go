@@ -2,11 +2,9 @@ package pool_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -65,16 +63,7 @@ func TestMRTRMismatchedRetryKeepsTheState(t *testing.T) {
 // stays open (a listen stays open with it) until end is called.
 func firstAnswer(t *testing.T, url, body string) (first msg, end func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	mirrorModernHeaders(req.Header, body)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
+	resp, cancel := postOpen(t, url, body)
 	end = func() { cancel(); resp.Body.Close() }
 	t.Cleanup(end)
 	if resp.Header.Get("Content-Type") != "text/event-stream" {

@@ -47,32 +47,8 @@ func TestSessionsAndChildrenAreCapped(t *testing.T) {
 	if err := s.prune(); err != nil {
 		t.Fatal(err)
 	}
-	var sessions []string
-	rows, err := s.rdb().QueryContext(ctx, `SELECT id FROM sessions`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		sessions = append(sessions, id)
-	}
-	rows.Close()
-	var pids []int
-	rows, err = s.rdb().QueryContext(ctx, `SELECT pid FROM backends`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var pid int
-		if err := rows.Scan(&pid); err != nil {
-			t.Fatal(err)
-		}
-		pids = append(pids, pid)
-	}
-	rows.Close()
+	sessions := column[string](t, s, `SELECT id FROM sessions`)
+	pids := column[int](t, s, `SELECT pid FROM backends`)
 	wantSessions := []string{"s1", "s2"}
 	wantPIDs := []int{100, 200}
 	for i := flood - keep + 2; i < flood; i++ { // the newest of the flood
@@ -158,4 +134,26 @@ func TestSessionsCapKeepsACrashsHangsSession(t *testing.T) {
 	if err != nil || tl.Session == nil || tl.Session.ClientName != "client" {
 		t.Errorf("the hang's timeline: %+v, %v; want its session", tl.Session, err)
 	}
+}
+
+// column is the one column query reads from s's database, as T.
+func column[T any](t *testing.T, s *Store, query string) []T {
+	t.Helper()
+	rows, err := s.rdb().QueryContext(context.Background(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
