@@ -74,6 +74,10 @@ type BenchOptions struct {
 	History HistoryOptions
 	// HistoryOnly skips everything else.
 	HistoryOnly bool
+	// Stalled selects the stalled-readers measurement; StalledOnly skips
+	// everything else.
+	Stalled     StalledOptions
+	StalledOnly bool
 }
 
 // BenchReport is everything one `switchboard bench` run measured, against
@@ -144,6 +148,10 @@ type BenchReport struct {
 	// HTTPHistoryOff is the same on a pool with history off
 	// (--http-only).
 	HTTPHistoryOff *HTTPComparison `json:"httpVsInProcessHistoryOff,omitempty"`
+	// Stalled is the others' throughput and p99 beside sessions that stop
+	// reading while asking for large results, against the same others
+	// alone.
+	Stalled *StalledReport `json:"stalled,omitempty"`
 }
 
 // ModeResult is one throughput run and, for the pool's modes, what the
@@ -180,12 +188,20 @@ func Bench(ctx context.Context, o BenchOptions, out io.Writer) error {
 	if raceBuilt(self) {
 		r.Notes = append(r.Notes, self+" was built with -race: its figures are not the product's (build it without, e.g. GOFLAGS= make build)")
 	}
-	if !o.HistoryOnly {
+	if !o.HistoryOnly && !o.StalledOnly {
 		if err := benchConnect(ctx, o, &r); err != nil {
 			return err
 		}
 	}
-	if !o.LatencyOnly {
+	if !o.LatencyOnly && !o.HistoryOnly && o.Stalled.Rounds > 0 {
+		// Sessions that stop reading: the others must not slow down.
+		s, err := benchStalled(ctx, o)
+		if err != nil {
+			return err
+		}
+		r.Stalled = s
+	}
+	if !o.LatencyOnly && !o.StalledOnly {
 		// History: on against off, and whether the database keeps up.
 		h, err := benchHistory(ctx, o)
 		if err != nil {
@@ -716,9 +732,10 @@ func machine() string {
 
 func writeBenchTable(out io.Writer, o BenchOptions, r BenchReport) {
 	fmt.Fprintf(out, "machine: %s\n\n", r.Machine)
-	if !o.HistoryOnly {
+	if !o.HistoryOnly && !o.StalledOnly {
 		writeConnectTable(out, o, r)
 	}
+	writeStalledTable(out, r.Stalled)
 	if r.History != nil {
 		writeHistoryTable(out, r.History)
 	}

@@ -323,7 +323,10 @@ func databaseBytes(path string) int64 {
 // benchStatus is the part of `status --json` the bench reads.
 type benchStatus struct {
 	Goroutines int `json:"goroutines"`
-	History    struct {
+	Counters   struct {
+		Evicted uint64 `json:"evicted"`
+	} `json:"counters"`
+	History struct {
 		Dropped uint64 `json:"dropped"`
 	} `json:"history"`
 }

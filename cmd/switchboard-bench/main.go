@@ -52,6 +52,10 @@ type runCmd struct {
 	CapRows     int           `name:"cap-rows" default:"20000" help:"history.maxRows of a pool loaded at sessions x inflight while its row count is sampled (0 skips it)."`
 	CapLoad     time.Duration `name:"cap-load" default:"15s" help:"How long the row-cap pool is loaded."`
 	HistoryOnly bool          `name:"history-only" help:"Run only the history measurements."`
+	StallRounds int           `name:"stalled-rounds" default:"3" help:"Alternating rounds of 12 sessions at 1 in flight alone and beside 4 that ask for large results and stop reading, for the medians (0 skips them)."`
+	StallCalls  int           `name:"stalled-calls" default:"8" help:"Calls each stalled session makes, paced over warmup and duration."`
+	StallBytes  int           `name:"stalled-bytes" default:"1048576" help:"Bytes of each stalled session's results."`
+	StalledOnly bool          `name:"stalled-only" help:"Run only the stalled-readers measurement."`
 }
 
 func (c *runCmd) Run(ctx context.Context) error {
@@ -77,7 +81,9 @@ func (c *runCmd) Run(ctx context.Context) error {
 		Sessions: c.Sessions, InFlight: c.InFlight, Duration: c.Duration, Warmup: c.Warmup,
 		Rounds: c.Rounds, LatencyDuration: c.LatencyDur, LatencyWarmup: c.LatencyWarm, LatencyOnly: c.LatencyOnly,
 		HTTPRounds: c.HTTPRounds, ThroughputRounds: c.TputRounds, Idle: c.Idle, JSON: c.JSON, CPUProfile: c.Profile, Trace: c.Trace, PoolEnv: c.PoolEnv, HistoryOnly: c.HistoryOnly,
-		History: loadgen.HistoryOptions{Runs: c.HistoryRuns, Soak: c.Soak, CapRows: c.CapRows, CapLoad: c.CapLoad}}, os.Stdout)
+		Stalled:     loadgen.StalledOptions{Rounds: c.StallRounds, Stalled: 4, Others: 12, Calls: c.StallCalls, ResultBytes: c.StallBytes},
+		StalledOnly: c.StalledOnly,
+		History:     loadgen.HistoryOptions{Runs: c.HistoryRuns, Soak: c.Soak, CapRows: c.CapRows, CapLoad: c.CapLoad}}, os.Stdout)
 }
 
 type pipeEchoCmd struct{}

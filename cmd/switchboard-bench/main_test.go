@@ -103,7 +103,8 @@ func TestBenchJSON(t *testing.T) {
 	out := bench(t, "--json", "--sessions", "3", "--inflight", "2",
 		"--duration", "300ms", "--warmup", "50ms", "--rounds", "2", "--http-rounds", "1", "--throughput-rounds", "2", "--latency-duration", "100ms",
 		"--latency-warmup", "20ms", "--idle", "20",
-		"--history-runs", "2", "--soak", "1s", "--cap-rows", "300", "--cap-load", "1s")
+		"--history-runs", "2", "--soak", "1s", "--cap-rows", "300", "--cap-load", "1s",
+		"--stalled-rounds", "1", "--stalled-calls", "2", "--stalled-bytes", "262144")
 	var r struct {
 		Latency    latencyJSON
 		Throughput []struct {
@@ -148,6 +149,7 @@ func TestBenchJSON(t *testing.T) {
 				MaxRows, MaxObservedRows, Samples, Answered int
 			}
 		}
+		Stalled *stalledJSON
 	}
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("bench --json: %v\n%s", err, out)
@@ -194,6 +196,72 @@ func TestBenchJSON(t *testing.T) {
 	}
 	if c := h.Cap; c.MaxRows != 300 || c.Answered <= c.MaxRows || c.MaxObservedRows > c.MaxRows || c.Samples == 0 {
 		t.Errorf("history row cap: %+v", c)
+	}
+	checkStalled(t, r.Stalled, 1, 2*262144)
+}
+
+// stalledJSON is the stalled-readers section of the report.
+type stalledJSON struct {
+	StalledSessions, OtherSessions, Rounds int
+	Alone, Beside                          []struct{ Sessions, InFlight, Requests int }
+	ThroughputRatio, P99Ratio              float64
+	ThroughputRatios, P99Ratios            []float64
+	Misrouted, Hung, Errors                int
+	UnreadBytes                            []int64
+	UnreadBytesPerSession                  float64
+	StalledForeign, StalledLost            int
+	StalledEnded                           int
+}
+
+// checkStalled: 12 sessions ran alone and beside 4 stalled ones each
+// round, with nothing misrouted, hung or failed; the stalled sessions
+// had every answer they asked for waiting unread (at least asked bytes
+// each), then read them all back, none foreign, none lost.
+func checkStalled(t *testing.T, s *stalledJSON, rounds int, asked int64) {
+	t.Helper()
+	if s == nil {
+		t.Fatal("the report has no stalled section")
+	}
+	if s.StalledSessions != 4 || s.OtherSessions != 12 || s.Rounds != rounds || len(s.Alone) != rounds || len(s.Beside) != rounds ||
+		len(s.ThroughputRatios) != rounds || len(s.P99Ratios) != rounds || len(s.UnreadBytes) != rounds {
+		t.Fatalf("stalled: want 4 stalled beside 12, %d rounds: %+v", rounds, s)
+	}
+	for i := range rounds {
+		for _, x := range []struct{ Sessions, InFlight, Requests int }{s.Alone[i], s.Beside[i]} {
+			if x.Sessions != 12 || x.InFlight != 1 || x.Requests == 0 {
+				t.Errorf("stalled round %d: %+v, want 12 x 1 answering", i, x)
+			}
+		}
+		if s.UnreadBytes[i] < 4*asked {
+			t.Errorf("stalled round %d: %d bytes unread, want at least 4 x %d", i, s.UnreadBytes[i], asked)
+		}
+	}
+	if s.Misrouted != 0 || s.Hung != 0 || s.Errors != 0 || s.StalledForeign != 0 || s.StalledLost != 0 || s.StalledEnded != 0 {
+		t.Errorf("stalled: the 12 misrouted %d, hung %d, errors %d; the 4 foreign %d, lost %d, ended %d",
+			s.Misrouted, s.Hung, s.Errors, s.StalledForeign, s.StalledLost, s.StalledEnded)
+	}
+	if s.ThroughputRatio <= 0 || s.P99Ratio <= 0 || s.UnreadBytesPerSession < float64(asked) {
+		t.Errorf("stalled: ratios %v / %v, %v bytes unread per session", s.ThroughputRatio, s.P99Ratio, s.UnreadBytesPerSession)
+	}
+}
+
+// TestBenchStalledOnly: --stalled-only measures the stalled readers and
+// nothing else.
+func TestBenchStalledOnly(t *testing.T) {
+	out := bench(t, "--stalled-only", "--json", "--duration", "200ms", "--warmup", "50ms",
+		"--stalled-rounds", "2", "--stalled-calls", "1", "--stalled-bytes", "65536")
+	var r struct {
+		Latency    struct{ Paths []json.RawMessage }
+		Throughput []json.RawMessage
+		History    json.RawMessage
+		Stalled    *stalledJSON
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	checkStalled(t, r.Stalled, 2, 65536)
+	if r.Latency.Paths != nil || r.Throughput != nil || r.History != nil {
+		t.Errorf("--stalled-only ran more: %s", out)
 	}
 }
 
