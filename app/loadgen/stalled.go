@@ -23,7 +23,8 @@ type StalledOptions struct {
 	// Stalled sessions each ask Calls times for a result of ResultBytes
 	// bytes (the fake server's big tool), paced over the run, and read
 	// nothing until the others' run is over; Others sessions keep one
-	// echo each in flight meanwhile.
+	// echo each in flight meanwhile. A third run puts as many sessions
+	// asking the same beside the others, reading as they go.
 	Stalled, Others    int
 	Calls, ResultBytes int
 }
@@ -37,17 +38,24 @@ type StalledReport struct {
 	Rounds          int `json:"rounds"`
 	CallsPerStalled int `json:"callsPerStalledSession"`
 	ResultBytes     int `json:"resultBytes"`
-	// Alone and Beside are the others' runs, one of each per round.
-	Alone  []ModeResult `json:"alone"`
-	Beside []ModeResult `json:"beside"`
+	// Alone and Beside are the others' runs, one of each per round;
+	// Reading are their runs beside as many sessions asking for the same
+	// results that do read them: what making and carrying the results
+	// costs the others on this machine, without anything stalled.
+	Alone   []ModeResult `json:"alone"`
+	Beside  []ModeResult `json:"beside"`
+	Reading []ModeResult `json:"besideReading"`
 	// ThroughputRatios and P99Ratios are each round's beside / alone;
-	// ThroughputRatio and P99Ratio their medians.
-	ThroughputRatios []float64 `json:"throughputRatios"`
-	P99Ratios        []float64 `json:"p99Ratios"`
-	ThroughputRatio  float64   `json:"throughputRatio"`
-	P99Ratio         float64   `json:"p99Ratio"`
+	// ThroughputRatio and P99Ratio their medians. ReadingThroughputRatio
+	// and ReadingP99Ratio are the medians of reading / alone.
+	ThroughputRatios       []float64 `json:"throughputRatios"`
+	P99Ratios              []float64 `json:"p99Ratios"`
+	ThroughputRatio        float64   `json:"throughputRatio"`
+	P99Ratio               float64   `json:"p99Ratio"`
+	ReadingThroughputRatio float64   `json:"readingThroughputRatio"`
+	ReadingP99Ratio        float64   `json:"readingP99Ratio"`
 	// Misrouted, Hung and Errors add up the others' runs, alone and
-	// beside.
+	// beside either.
 	Misrouted uint64 `json:"misrouted"`
 	Hung      uint64 `json:"hung"`
 	Errors    uint64 `json:"errors"`
@@ -57,7 +65,7 @@ type StalledReport struct {
 	// median over rounds, per stalled session.
 	UnreadBytes           []int64 `json:"unreadBytes"`
 	UnreadBytesPerSession float64 `json:"unreadBytesPerSession"`
-	// StalledForeign counts answers a stalled session read that were not
+	// StalledForeign counts answers a stalled (or reading) session read that were not
 	// its own (an id it never sent, or another session's result size),
 	// StalledLost its calls never answered once it read again (within
 	// 30 s), StalledEnded the stalled sessions whose stream ended before
@@ -89,29 +97,28 @@ func benchStalled(ctx context.Context, o BenchOptions) (*StalledReport, error) {
 	}
 	r := &StalledReport{Stalled: so.Stalled, Others: so.Others, Rounds: so.Rounds, CallsPerStalled: so.Calls, ResultBytes: so.ResultBytes}
 	cfg := Config{Sessions: so.Others, InFlight: 1, Warmup: o.Warmup, Duration: o.Duration}
+	var readingTput, readingP99 []float64
 	for i := range so.Rounds {
-		var alone, beside ModeResult
-		for _, withStalled := range []bool{i%2 == 1, i%2 == 0} {
-			if !withStalled {
-				if alone, err = p.measure(func() (Result, error) {
-					return runMode(ctx, fmt.Sprintf("%d alone", so.Others), p.watched(cfg), p.connect(serverFake, nil))
-				}); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if beside, err = p.besideStalled(ctx, so, cfg, r); err != nil {
+		// Each round takes the three runs in another order, so that a
+		// machine that gets busier or quieter weighs on all alike.
+		var got [3]ModeResult
+		for k := range 3 {
+			mode := (i + k) % 3
+			if got[mode], err = p.stalledMode(ctx, mode, so, cfg, r); err != nil {
 				return nil, err
 			}
 		}
-		r.Alone, r.Beside = append(r.Alone, alone), append(r.Beside, beside)
+		alone, beside, reading := got[0], got[1], got[2]
+		r.Alone, r.Beside, r.Reading = append(r.Alone, alone), append(r.Beside, beside), append(r.Reading, reading)
 		r.ThroughputRatios = append(r.ThroughputRatios, ratio(beside.PerSecond, alone.PerSecond))
 		r.P99Ratios = append(r.P99Ratios, ratio(beside.P99, alone.P99))
-		for _, x := range []ModeResult{alone, beside} {
+		readingTput, readingP99 = append(readingTput, ratio(reading.PerSecond, alone.PerSecond)), append(readingP99, ratio(reading.P99, alone.P99))
+		for _, x := range got {
 			r.Misrouted, r.Hung, r.Errors = r.Misrouted+x.Misrouted, r.Hung+x.Hung, r.Errors+x.Errors
 		}
 	}
 	r.ThroughputRatio, r.P99Ratio = median(r.ThroughputRatios), median(r.P99Ratios)
+	r.ReadingThroughputRatio, r.ReadingP99Ratio = median(readingTput), median(readingP99)
 	unread := make([]float64, len(r.UnreadBytes))
 	for i, b := range r.UnreadBytes {
 		unread[i] = float64(b) / float64(max(so.Stalled, 1))
@@ -135,15 +142,34 @@ func (p *benchPool) evictions(ctx context.Context) (uint64, error) {
 	return st.Counters.Evicted, err
 }
 
-// besideStalled runs cfg with so.Stalled sessions beside it that ask for
-// large results and read nothing until cfg's run is over; then they read
-// everything they were sent, which r counts.
-func (p *benchPool) besideStalled(ctx context.Context, so StalledOptions, cfg Config, r *StalledReport) (ModeResult, error) {
+// The stalled-readers measurement's three runs of the others.
+const (
+	stalledAlone = iota
+	stalledBeside
+	stalledReading
+)
+
+// stalledMode runs the others (cfg) alone, beside stalled sessions, or
+// beside sessions that ask for the same results and read them.
+func (p *benchPool) stalledMode(ctx context.Context, mode int, so StalledOptions, cfg Config, r *StalledReport) (ModeResult, error) {
+	if mode == stalledAlone {
+		return p.measure(func() (Result, error) {
+			return runMode(ctx, fmt.Sprintf("%d alone", cfg.Sessions), p.watched(cfg), p.connect(serverFake, nil))
+		})
+	}
+	return p.besideAsking(ctx, so, cfg, r, mode == stalledReading)
+}
+
+// besideAsking runs cfg with so.Stalled sessions beside it that ask for
+// large results and, unless reading, read nothing until cfg's run is
+// over; then they read everything they were sent, which r counts.
+func (p *benchPool) besideAsking(ctx context.Context, so StalledOptions, cfg Config, r *StalledReport, reading bool) (ModeResult, error) {
 	held, err := Hold(ctx, so.Stalled, p.connect(serverFake, nil))
 	if err != nil {
 		return ModeResult{}, fmt.Errorf("bench stalled: %w", err)
 	}
-	defer held.Close()
+	closeHeld := sync.OnceFunc(held.Close) // Close twice would wait on an exited process
+	defer closeHeld()
 	stalled := make([]*stalledSession, len(held.sessions))
 	askCtx, stopAsking := context.WithCancel(ctx)
 	defer stopAsking()
@@ -151,27 +177,52 @@ func (p *benchPool) besideStalled(ctx context.Context, so StalledOptions, cfg Co
 	start, span := time.Now(), cfg.Warmup+cfg.Duration
 	for i, s := range held.sessions {
 		st := &stalledSession{s: s, size: so.ResultBytes + i, pending: map[string]bool{}}
+		for k := range so.Calls {
+			st.pending[requestID(k+1)] = true
+		}
 		stalled[i] = st
 		asking.Go(func() { st.ask(askCtx, so.Calls, start, span) })
 	}
+	drained := make(chan struct{})
+	if reading {
+		go func() {
+			defer close(drained)
+			drainAll(stalled, span+stalledDrainWait)
+		}()
+	}
+	label := fmt.Sprintf("%d beside %d stalled", cfg.Sessions, so.Stalled)
+	if reading {
+		label = fmt.Sprintf("%d beside %d reading", cfg.Sessions, so.Stalled)
+	}
 	res, err := p.measure(func() (Result, error) {
-		return runMode(ctx, fmt.Sprintf("%d beside %d stalled", cfg.Sessions, so.Stalled), p.watched(cfg), p.connect(serverFake, nil))
+		return runMode(ctx, label, p.watched(cfg), p.connect(serverFake, nil))
 	})
 	stopAsking() // a run cut short leaves calls unsent, not a goroutine
 	asking.Wait()
 	if err != nil {
+		closeHeld() // ends a drain waiting for calls never sent
+		if reading {
+			<-drained
+		}
 		return res, err
 	}
+	if reading {
+		<-drained
+	} else {
+		drainAll(stalled, stalledDrainWait)
+	}
 	var unread int64
-	for _, st := range drainAll(stalled, stalledDrainWait) {
+	for _, st := range stalled {
 		unread += st.read
 		r.StalledForeign += st.foreign
-		r.StalledLost += uint64(len(st.pending))
+		r.StalledLost += uint64(len(st.pending) - st.unsent)
 		if st.ended {
 			r.StalledEnded++
 		}
 	}
-	r.UnreadBytes = append(r.UnreadBytes, unread)
+	if !reading {
+		r.UnreadBytes = append(r.UnreadBytes, unread)
+	}
 	return res, nil
 }
 
@@ -182,14 +233,16 @@ func (p *benchPool) besideStalled(ctx context.Context, so StalledOptions, cfg Co
 type stalledSession struct {
 	s       *session
 	size    int
-	pending map[string]bool // ids sent and not answered yet
+	pending map[string]bool // ids to be sent or sent, not answered yet
 	read    int64           // bytes read by drain
 	foreign uint64
-	ended   bool // the stream ended before every answer came
+	ended   bool // drain: the stream ended before every answer came
+	unsent  int  // ask: calls it did not send, the stream having ended or the run stopped
 }
 
 // ask sends calls calls of the big tool, paced evenly over span from
-// start, until ctx ends.
+// start, until ctx ends. It leaves pending to drain, which may run
+// meanwhile.
 func (st *stalledSession) ask(ctx context.Context, calls int, start time.Time, span time.Duration) {
 	var buf []byte
 	for k := range calls {
@@ -197,6 +250,7 @@ func (st *stalledSession) ask(ctx context.Context, calls int, start time.Time, s
 		select {
 		case <-ctx.Done():
 			wait.Stop()
+			st.unsent = calls - k
 			return
 		case <-wait.C:
 		}
@@ -206,10 +260,8 @@ func (st *stalledSession) ask(ctx context.Context, calls int, start time.Time, s
 		buf = append(buf, `,"method":"tools/call","params":{"name":"big","arguments":{"bytes":`...)
 		buf = strconv.AppendInt(buf, int64(st.size), 10)
 		buf = append(buf, "}}}\n"...)
-		st.pending[id] = true
 		if _, err := st.s.st.W.Write(buf); err != nil {
-			delete(st.pending, id)
-			st.ended = true // the pool let the session go
+			st.unsent = calls - k // the pool let the session go
 			return
 		}
 	}
@@ -271,19 +323,21 @@ func writeStalledTable(out io.Writer, s *StalledReport) {
 	if s == nil {
 		return
 	}
-	fmt.Fprintf(out, "%d sessions at 1 in flight, alone / beside %d stalled sessions (each asking %d × %.1f MiB, reading nothing), %d alternating rounds:\n",
-		s.Others, s.Stalled, s.CallsPerStalled, float64(s.ResultBytes)/(1<<20), len(s.Alone))
+	fmt.Fprintf(out, "%d sessions at 1 in flight, alone / beside %d stalled sessions (each asking %d × %.1f MiB, reading nothing) / beside %d asking the same and reading, %d rounds in rotating order:\n",
+		s.Others, s.Stalled, s.CallsPerStalled, float64(s.ResultBytes)/(1<<20), s.Stalled, len(s.Alone))
 	for i := range s.Alone {
-		a, b := s.Alone[i], s.Beside[i]
-		fmt.Fprintf(out, "  round %d: req/s %.0f / %.0f (%.2f), p99 %.0f / %.0f µs (%.2f), max %.0f / %.0f µs, cpu %.1f / %.1f µs/req; %.1f MiB left unread\n", i+1,
-			a.PerSecond, b.PerSecond, s.ThroughputRatios[i], a.P99, b.P99, s.P99Ratios[i], a.Max, b.Max,
-			a.CPUUsPerRequest(), b.CPUUsPerRequest(), float64(s.UnreadBytes[i])/(1<<20))
+		a, b, c := s.Alone[i], s.Beside[i], s.Reading[i]
+		fmt.Fprintf(out, "  round %d: req/s %.0f / %.0f (%.2f) / %.0f, p99 %.0f / %.0f (%.2f) / %.0f µs, max %.0f / %.0f / %.0f µs, cpu %.1f / %.1f / %.1f µs/req; %.1f MiB left unread\n", i+1,
+			a.PerSecond, b.PerSecond, s.ThroughputRatios[i], c.PerSecond, a.P99, b.P99, s.P99Ratios[i], c.P99, a.Max, b.Max, c.Max,
+			a.CPUUsPerRequest(), b.CPUUsPerRequest(), c.CPUUsPerRequest(), float64(s.UnreadBytes[i])/(1<<20))
 	}
 	if len(s.Alone) > 0 {
 		fmt.Fprintf(out, "  median beside / alone: throughput %.2f (range %.2f–%.2f), p99 %.2f (range %.2f–%.2f); target: throughput ≥ 0.90, p99 ≤ 1.10\n",
 			s.ThroughputRatio, slices.Min(s.ThroughputRatios), slices.Max(s.ThroughputRatios),
 			s.P99Ratio, slices.Min(s.P99Ratios), slices.Max(s.P99Ratios))
+		fmt.Fprintf(out, "  median beside the reading ones / alone: throughput %.2f, p99 %.2f (what making and carrying the results costs, nothing stalled)\n",
+			s.ReadingThroughputRatio, s.ReadingP99Ratio)
 	}
-	fmt.Fprintf(out, "  the %d: misrouted %d, hung %d, errors %d; the stalled: %.1f MiB unread each (median), foreign %d, lost %d, evicted %d (pool: %d)\n\n",
+	fmt.Fprintf(out, "  the %d: misrouted %d, hung %d, errors %d; the stalled: %.1f MiB unread each (median); the stalled and the reading: foreign %d, lost %d, ended early %d (pool evictions: %d)\n\n",
 		s.Others, s.Misrouted, s.Hung, s.Errors, s.UnreadBytesPerSession/(1<<20), s.StalledForeign, s.StalledLost, s.StalledEnded, s.Evicted)
 }

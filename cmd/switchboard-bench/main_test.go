@@ -203,7 +203,9 @@ func TestBenchJSON(t *testing.T) {
 // stalledJSON is the stalled-readers section of the report.
 type stalledJSON struct {
 	StalledSessions, OtherSessions, Rounds int
-	Alone, Beside                          []struct{ Sessions, InFlight, Requests int }
+	Alone, Beside                          []struct{ Sessions, InFlight, Answered int }
+	Reading                                []struct{ Sessions, InFlight, Answered int } `json:"besideReading"`
+	ReadingThroughputRatio                 float64
 	ThroughputRatio, P99Ratio              float64
 	ThroughputRatios, P99Ratios            []float64
 	Misrouted, Hung, Errors                int
@@ -213,23 +215,27 @@ type stalledJSON struct {
 	StalledEnded                           int
 }
 
-// checkStalled: 12 sessions ran alone and beside 4 stalled ones each
-// round, with nothing misrouted, hung or failed; the stalled sessions
-// had every answer they asked for waiting unread (at least asked bytes
-// each), then read them all back, none foreign, none lost.
+// checkStalled: 12 sessions ran alone, beside 4 stalled ones and beside
+// 4 reading ones each round, with nothing misrouted, hung or failed; the
+// stalled sessions had every answer they asked for waiting unread (at
+// least asked bytes each), then read them all back, none foreign, none
+// lost, and so did the reading ones.
 func checkStalled(t *testing.T, s *stalledJSON, rounds int, asked int64) {
 	t.Helper()
 	if s == nil {
 		t.Fatal("the report has no stalled section")
 	}
-	if s.StalledSessions != 4 || s.OtherSessions != 12 || s.Rounds != rounds || len(s.Alone) != rounds || len(s.Beside) != rounds ||
+	if s.StalledSessions != 4 || s.OtherSessions != 12 || s.Rounds != rounds || len(s.Alone) != rounds || len(s.Beside) != rounds || len(s.Reading) != rounds ||
 		len(s.ThroughputRatios) != rounds || len(s.P99Ratios) != rounds || len(s.UnreadBytes) != rounds {
 		t.Fatalf("stalled: want 4 stalled beside 12, %d rounds: %+v", rounds, s)
 	}
 	for i := range rounds {
-		for _, x := range []struct{ Sessions, InFlight, Requests int }{s.Alone[i], s.Beside[i]} {
-			if x.Sessions != 12 || x.InFlight != 1 || x.Requests == 0 {
-				t.Errorf("stalled round %d: %+v, want 12 x 1 answering", i, x)
+		for _, x := range []struct{ Sessions, InFlight, Answered int }{s.Alone[i], s.Beside[i], s.Reading[i]} {
+			// Answered, not Requests: how many fall in a short window
+			// is timing, which the load tool measures and the test does
+			// not.
+			if x.Sessions != 12 || x.InFlight != 1 || x.Answered == 0 {
+				t.Errorf("stalled round %d: %+v, want 12 x 1 answered", i, x)
 			}
 		}
 		if s.UnreadBytes[i] < 4*asked {
@@ -240,7 +246,7 @@ func checkStalled(t *testing.T, s *stalledJSON, rounds int, asked int64) {
 		t.Errorf("stalled: the 12 misrouted %d, hung %d, errors %d; the 4 foreign %d, lost %d, ended %d",
 			s.Misrouted, s.Hung, s.Errors, s.StalledForeign, s.StalledLost, s.StalledEnded)
 	}
-	if s.ThroughputRatio <= 0 || s.P99Ratio <= 0 || s.UnreadBytesPerSession < float64(asked) {
+	if s.ThroughputRatio <= 0 || s.P99Ratio <= 0 || s.ReadingThroughputRatio <= 0 || s.UnreadBytesPerSession < float64(asked) {
 		t.Errorf("stalled: ratios %v / %v, %v bytes unread per session", s.ThroughputRatio, s.P99Ratio, s.UnreadBytesPerSession)
 	}
 }
