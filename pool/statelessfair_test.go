@@ -17,18 +17,6 @@ func samplingAnswer(key string) string {
 	return `,"inputResponses":{"` + key + `":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`
 }
 
-// onlyKey is the one inputRequests key of r.
-func onlyKey(t *testing.T, r inputRequiredResult) string {
-	t.Helper()
-	if len(r.InputRequests) != 1 {
-		t.Fatalf("want one question: %+v", r)
-	}
-	for k := range r.InputRequests {
-		return k
-	}
-	return ""
-}
-
 // TestMRTRMismatchedRetryKeepsTheState: a retry that names a held call's
 // requestState on another tool is refused with -32602, and the state
 // stays good: the call's own retry still gets its result. Before, the
@@ -44,7 +32,7 @@ func TestMRTRMismatchedRetryKeepsTheState(t *testing.T) {
 			if first.ResultType != "input_required" {
 				t.Fatalf("first answer: %+v", first)
 			}
-			key := onlyKey(t, first)
+			key := onlyInputKey(t, first)
 			wrong := send("2", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"requestState":"`+
 				first.RequestState+`"`+samplingAnswer(key)+`,`+samplingMeta+`}}`)
 			if wrong.Error == nil || wrong.Error.Code != -32602 || !strings.Contains(wrong.Error.Message, "does not belong") {
