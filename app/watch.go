@@ -16,6 +16,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/fileid"
 	"github.com/switchboard-mcp/switchboard/app/npx"
 	"github.com/switchboard-mcp/switchboard/pool"
 )
@@ -35,13 +36,15 @@ const DefaultDebounce = 100 * time.Millisecond
 // loaded: watchConfig), and the file is compared with it once the watch
 // is set up, so that a change made in between is reported too.
 //
-// It watches the file's directory, not the file, because editors and
-// atomic writers replace the file by renaming another one over it, which
-// ends a watch on the file itself; a symlinked config also watches the
+// It watches the file's directory, because editors and atomic writers
+// replace the file by renaming another one over it, which a watch on the
+// file itself does not see; a symlinked config also watches the
 // directory of each link on the way and of the file they lead to, so
-// that repointing any link is seen. A directory that does not exist yet is waited
-// for: the deepest ancestor of it that exists is watched, and the file is
-// read once it is made. Setup happens before WatchConfig returns, so no
+// that repointing any link is seen. On Linux it watches the file too
+// (watchFile), so that an edit through a hard link in another directory
+// is seen, and moves that watch to each file put in its place. A
+// directory that does not exist yet is waited for: the deepest ancestor
+// of it that exists is watched, and the file is read once it is made. Setup happens before WatchConfig returns, so no
 // write after it is missed. One goroutine reads the events and calls
 // onChange, serially; it exits when ctx ends, and done closes then.
 func WatchConfig(ctx context.Context, path string, debounce time.Duration, onChange func(*config.File, error)) (done <-chan struct{}, err error) {
@@ -51,6 +54,17 @@ func WatchConfig(ctx context.Context, path string, debounce time.Duration, onCha
 
 // newWatcher is fsnotify.NewWatcher; tests make it fail.
 var newWatcher = fsnotify.NewWatcher
+
+// watchFile is whether the file the config leads to is watched besides
+// its directory. inotify reports a write in a watched directory only when
+// made through a name in it, and a write through any link to a watched
+// file: without a watch on the file, an edit through a hard link in
+// another directory (a dotfiles checkout) goes unseen. kqueue already
+// watches each file of a watched directory by a descriptor of its own,
+// which sees writes through any link, and ReadDirectoryChangesW watches a
+// file through its directory, so elsewhere a watch on the file adds
+// nothing.
+var watchFile = runtime.GOOS == "linux" || runtime.GOOS == "android"
 
 // readConfig is config.ReadFile; tests make it fail as a file the
 // process may not read does (which root never sees).
@@ -110,6 +124,8 @@ type configWatch struct {
 	onChange func(*config.File, error)
 	watched  map[string]bool // directories added to w
 	names    []string        // the config's path, the symlinks it goes through and the file they lead to
+	file     string          // the file watched itself (watchFile), "" if none
+	fileID   os.FileInfo     // the identity of the file watched, to see another one put in its place
 	last     []byte          // content of the last good report (or the start)
 	lastErr  string          // the last error reported, "" after a good file
 	none     bool            // no good file yet, nor a config to keep
@@ -122,7 +138,13 @@ type configWatch struct {
 // elsewhere moves the watch with it; directories no longer on it are
 // let go.
 func (cw *configWatch) watchTargets() error {
-	names := append([]string{cw.path}, config.SymlinkChain(cw.path)...)
+	chain := config.SymlinkChain(cw.path)
+	file := cw.path
+	if len(chain) > 0 {
+		file = chain[len(chain)-1]
+	}
+	cw.watchTheFile(file)
+	names := append([]string{cw.path}, chain...)
 	slices.Sort(names)
 	cw.names = slices.Compact(names)
 	want := map[string]bool{}
@@ -147,6 +169,41 @@ func (cw *configWatch) watchTargets() error {
 		}
 	}
 	return nil
+}
+
+// watchTheFile watches the file at name, which the config leads to, with
+// watchFile: a watch already on it is kept, one on another file (a link
+// repointed, another file renamed over the config) moves to it. A file
+// that is missing, or may not be watched (not readable), is not watched;
+// the next reload tries again, and its directory's watch sees the rest.
+func (cw *configWatch) watchTheFile(name string) {
+	if !watchFile {
+		return
+	}
+	// The identity is read before the watch is added: a file put in its
+	// place in between is then watched under the identity of the one
+	// before, which the next reload takes for another file and watches
+	// again, rather than the other way round (a watch on a file gone,
+	// taken for one on the file there).
+	id, err := fileid.Stat(name)
+	if err == nil && name == cw.file && os.SameFile(id, cw.fileID) {
+		return
+	}
+	cw.unwatchFile()
+	if err != nil || !id.Mode().IsRegular() || cw.w.Add(name) != nil {
+		return
+	}
+	cw.file, cw.fileID = name, id
+}
+
+// unwatchFile lets go of the watch on the file, if any. fsnotify may
+// have dropped it already (the file was renamed or deleted).
+func (cw *configWatch) unwatchFile() {
+	if cw.file == "" {
+		return
+	}
+	_ = cw.w.Remove(cw.file)
+	cw.file, cw.fileID = "", nil
 }
 
 // dirGone handles the removal of a watched directory (the kernel dropped
@@ -209,6 +266,12 @@ func (cw *configWatch) loop(ctx context.Context, debounce time.Duration) {
 				return
 			}
 			name := filepath.Clean(ev.Name)
+			if ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0 && name == cw.file {
+				// Renamed or deleted, the file may be back under its name
+				// (renamed back) while fsnotify dropped its watch: reload
+				// watches it anew.
+				cw.unwatchFile()
+			}
 			switch {
 			case ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0 && cw.dirGone(name):
 				// The config's directory went away; watch upwards and

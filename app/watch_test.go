@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -319,6 +320,108 @@ func TestWatchConfigSymlink(t *testing.T) {
 	if r := next(t, ch, time.Second); r.err != nil || !slices.Equal(names(r.f), []string{"c"}) {
 		t.Fatalf("report: %v %v", r.err, r.f)
 	}
+}
+
+// TestWatchConfigHardLink: a config that is a hard link to a file in
+// another directory (a dotfiles checkout linked into the config's
+// directory) reloads when the file is edited through the other name,
+// which changes it without an event in the config's directory; also once
+// the config was replaced by another file, linked again elsewhere, and
+// once it was renamed away and back. Before the file itself was watched,
+// the edit went unseen and the pool kept the old config.
+func TestWatchConfigHardLink(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("ReadDirectoryChangesW reports a change in the directory of the name the file was written through")
+	}
+	root := t.TempDir()
+	for _, d := range []string{"dotfiles", "sb"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := filepath.Join(root, "dotfiles", "switchboard.json")
+	if err := os.WriteFile(other, serversConfig("a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, "sb", "config.json")
+	if err := os.Link(other, path); err != nil {
+		t.Skip("no hard links:", err)
+	}
+	ch := watch(t, path, 50*time.Millisecond, nil)
+	expect := func(step string, want ...string) {
+		t.Helper()
+		if r := next(t, ch, 2*time.Second); r.err != nil || !slices.Equal(names(r.f), want) {
+			t.Fatalf("%s: %v %v, want servers %v", step, r.err, r.f, want)
+		}
+	}
+	write := func(p string, servers ...string) {
+		t.Helper()
+		if err := edits[0].write(p, serversConfig(servers...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An edit through the config's own name, seen by every edition, so
+	// that the ones below come after the watch's first look at the file.
+	write(path, "a", "z")
+	expect("edited through the config's name", "a", "z")
+	write(other, "b")
+	expect("edited through the other link", "b")
+
+	// An editor in the config's directory puts another file in its
+	// place; that one is then linked from elsewhere and edited there.
+	if err := edits[1].write(path, serversConfig("c")); err != nil {
+		t.Fatal(err)
+	}
+	expect("replaced", "c")
+	again := filepath.Join(root, "dotfiles", "again.json")
+	if err := os.Link(path, again); err != nil {
+		t.Fatal(err)
+	}
+	write(again, "d")
+	expect("edited through a link to the file put in its place", "d")
+	// The file it replaced is not the config any more.
+	write(other, "x")
+	quiet(t, ch, 200*time.Millisecond)
+
+	// Renamed away and back: the same file, edited through its other link.
+	if err := os.Rename(path, path+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if r := next(t, ch, 2*time.Second); r.err == nil || !strings.Contains(r.err.Error(), "gone") {
+		t.Fatalf("renamed away: %v %v, want the file reported gone", r.err, r.f)
+	}
+	if err := os.Rename(path+".away", path); err != nil {
+		t.Fatal(err)
+	}
+	expect("renamed back", "d")
+	write(again, "e")
+	expect("edited through the other link after the rename back", "e")
+
+	// The same at once, within a debounce: no reload in between sees the
+	// file gone, and the watch fsnotify dropped at the rename must not be
+	// taken for one still there. An edit through the config's name is
+	// seen by the directory's watch; the next, through the other link,
+	// only by a watch on the file.
+	if err := os.Rename(path, path+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".away", path); err != nil {
+		t.Fatal(err)
+	}
+	write(path, "f")
+	deadline := time.After(2 * time.Second)
+	for seen := false; !seen; {
+		select {
+		case r := <-ch:
+			// A slow machine may have reloaded in between: the file gone,
+			// then back as it was.
+			seen = r.err == nil && slices.Equal(names(r.f), []string{"f"})
+		case <-deadline:
+			t.Fatal("edited through the config's name after a quick rename away and back: no report of servers [f] within 2s")
+		}
+	}
+	write(again, "g")
+	expect("edited through the other link after a quick rename away and back", "g")
 }
 
 // TestWatchConfigMissingDir: a config in a directory that does not exist
