@@ -157,3 +157,64 @@ func column[T any](t *testing.T, s *Store, query string) []T {
 	}
 	return out
 }
+
+// With history off (ChildrenOnly) the store still records every child the
+// pool starts, for leak detection: a client that makes the pool start
+// child after child (a share "session" server and session after session)
+// grows the children as much as with history on, and they are capped the
+// same, without waiting for retention; a child never seen exiting is kept.
+func TestChildrenOnlyChildrenAreCapped(t *testing.T) {
+	const keep, flood = 10, 100
+	s := openT(t, dbPath(t), &Options{ChildrenOnly: true, MaxBackends: keep, PruneBatch: 5, PruneInterval: time.Hour})
+	child := func(kind pool.EventKind, pid int, when time.Time) {
+		s.Record(pool.Event{Kind: kind, Time: when, Server: "srv", Session: "s1", PID: pid})
+	}
+	child(pool.EventBackendStarted, 100, at(0)) // the oldest, still running
+	for i := range flood {
+		when := at(time.Second + time.Duration(i)*time.Second)
+		child(pool.EventBackendStarted, 1000+i, when)
+		child(pool.EventBackendExited, 1000+i, when.Add(time.Millisecond))
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the children within their cap", func() bool {
+		var n int
+		err := s.rdb().QueryRow(`SELECT count(*) FROM backends`).Scan(&n)
+		return err == nil && n == keep
+	})
+	pids := column[int](t, s, `SELECT pid FROM backends ORDER BY pid`)
+	want := []int{100}
+	for i := flood - keep + 1; i < flood; i++ { // the newest that exited
+		want = append(want, 1000+i)
+	}
+	if !slices.Equal(pids, want) {
+		t.Errorf("kept children %v;\nwant %v", pids, want)
+	}
+}
+
+// With history off the children that exited longer than RetainDays ago go
+// as they do with history on; one never seen exiting stays, however old.
+func TestChildrenOnlyOldChildrenArePruned(t *testing.T) {
+	s := openT(t, dbPath(t), &Options{ChildrenOnly: true, RetainDays: 1, PruneInterval: time.Hour})
+	old, recent := time.Now().Add(-72*time.Hour), time.Now().Add(-time.Hour)
+	for _, e := range []pool.Event{
+		{Kind: pool.EventBackendStarted, Time: old, PID: 1}, // never seen exiting
+		{Kind: pool.EventBackendStarted, Time: old, PID: 2},
+		{Kind: pool.EventBackendExited, Time: old.Add(time.Second), PID: 2},
+		{Kind: pool.EventBackendStarted, Time: recent, PID: 3},
+		{Kind: pool.EventBackendExited, Time: recent.Add(time.Second), PID: 3},
+	} {
+		e.Server = "srv"
+		s.Record(e)
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.prune(); err != nil {
+		t.Fatal(err)
+	}
+	if pids, want := column[int](t, s, `SELECT pid FROM backends ORDER BY pid`), []int{1, 3}; !slices.Equal(pids, want) {
+		t.Errorf("kept children %v; want %v", pids, want)
+	}
+}
