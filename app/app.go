@@ -466,8 +466,7 @@ func (inst *Instance) Run(ctx context.Context) error {
 		inst.mu.Unlock()
 		inst.log.Info("HTTP front door", "url", "http://"+frontLn.Addr().String()+"/mcp/NAME")
 	}
-	ctl := &http.Server{Handler: inst.controlHandler(), ReadHeaderTimeout: 5 * time.Second,
-		ErrorLog: serverLog(inst.log, "control API")}
+	ctl := controlServer(inst.controlHandler(), inst.log)
 	inst.log.Info("switchboard serving", "config", inst.configPath, "socket", poolLn.Addr().String(), // a named pipe on Windows
 		"servers", inst.Pool.Servers())
 
@@ -482,7 +481,7 @@ func (inst *Instance) Run(ctx context.Context) error {
 	if front != nil {
 		g.Go(func() error { return serveHTTP(front, frontLn, "HTTP front door") })
 	}
-	g.Go(func() error { return serveHTTP(ctl, ctlLn, "control API") })
+	g.Go(func() error { return serveHTTP(ctl, limitControl(ctlLn), "control API") })
 	g.Go(func() error {
 		<-gctx.Done()
 		inst.mu.Lock()
