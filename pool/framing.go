@@ -20,11 +20,14 @@ type lineReader struct {
 	r         io.Reader
 	max       int
 	onRelease func() // called when a buffer larger than keepBuf is let go
-	// onLong, when set, is called with true as the reader waits for more
-	// of a line it holds more than keepBuf bytes of, and with false once
-	// that line ended (returned, or skipped as too long).
-	onLong func(waiting bool)
-	long   bool // onLong was last called with true
+	// onLong, when set, is told the buffer a line of more than keepBuf
+	// bytes needs, as the reader waits for more of it: the one the line is
+	// in, or the one it is about to grow to; and 0 once that line ended
+	// (returned, or skipped as too long). An error stops the reader before
+	// its buffer grows: readLine returns it. Smaller lines never call it.
+	onLong func(need int) error
+	long   bool // onLong was last told a line's need, not its end
+	need   int  // what onLong was last told
 
 	buf        []byte // all of it is the reader's to fill: len(buf) == cap(buf)
 	small      []byte // the reader's own buffer of readBuf bytes; buf when lines are small
@@ -126,9 +129,24 @@ func (lr *lineReader) readLine() ([]byte, error) {
 // lineEnded tells onLong that the line it was told of ended.
 func (lr *lineReader) lineEnded() {
 	if lr.long {
-		lr.long = false
-		lr.onLong(false)
+		lr.long, lr.need = false, 0
+		_ = lr.onLong(0) // giving back cannot fail
 	}
+}
+
+// holdLong tells onLong the buffer the unfinished line past keepBuf
+// needs before more of it is read: the buffer it is in, or twice that
+// when the line fills it. It tells each size once.
+func (lr *lineReader) holdLong() error {
+	need := len(lr.buf)
+	if lr.end == need {
+		need *= 2
+	}
+	if lr.long && need == lr.need {
+		return nil
+	}
+	lr.long, lr.need = true, need
+	return lr.onLong(need)
 }
 
 // fill reads more after the unfinished line, which first moves to the
@@ -139,9 +157,11 @@ func (lr *lineReader) fill() {
 		lr.end = copy(lr.buf, lr.buf[lr.start:lr.end])
 		lr.start = 0
 	}
-	if lr.onLong != nil && !lr.long && lr.end > keepBuf {
-		lr.long = true
-		lr.onLong(true)
+	if lr.onLong != nil && lr.end > keepBuf {
+		if err := lr.holdLong(); err != nil {
+			lr.err = err
+			return
+		}
 	}
 	switch {
 	case len(lr.buf) == 0:

@@ -639,8 +639,8 @@ func closeFiles(files []*os.File) {
 // hand-back (handback.go).
 func (s *session) readFrom(r io.Reader, peer syscall.RawConn, hb *handBack) {
 	unfinished := &unfinishedLine{s: s}
-	defer unfinished.waiting(false)
-	lr := &lineReader{r: r, max: s.p.opts.MaxMessageBytes, onRelease: s.p.releasedLarge, onLong: unfinished.waiting}
+	defer unfinished.hold(0)
+	lr := &lineReader{r: r, max: s.p.opts.MaxMessageBytes, onRelease: s.p.releasedLarge, onLong: unfinished.hold}
 	for {
 		line, err := lr.next()
 		if err != nil {
@@ -650,6 +650,10 @@ func (s *session) readFrom(r io.Reader, peer syscall.RawConn, hb *handBack) {
 				id, _ := findClientID(tl.head)
 				s.replyError(id, newError(errMessageTooLarge, false, "", tl.size, s.p.opts.MaxMessageBytes))
 				continue
+			}
+			if errors.Is(err, errUnfinishedBudget) {
+				s.close(err) // not handed back: the next pool would be sent the same line
+				return
 			}
 			if hb.stopped(lr, s) {
 				return // the pool is stopping; the session goes back to its shim

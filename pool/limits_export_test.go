@@ -11,3 +11,7 @@ func SetUnfinishedLineTimeout(d time.Duration) (restore func()) {
 	unfinishedLineTimeout = d
 	return func() { unfinishedLineTimeout = old }
 }
+
+// UnfinishedHeld is the bytes the pool's unfinished lines hold of
+// Options.MaxUnfinishedBytes.
+func (p *Pool) UnfinishedHeld() int64 { return p.unfinished.held.Load() }

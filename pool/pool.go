@@ -134,6 +134,14 @@ type Options struct {
 	// descriptor the pool has. Past it a new connection is refused in its
 	// Welcome. Default 4096.
 	MaxLocalSessions int
+	// MaxUnfinishedBytes bounds the memory the local sessions' unfinished
+	// lines hold together, counted from a line's first keepBuf (1 MiB)
+	// unfinished, as the size of the buffer it needs: each session may
+	// hold up to MaxMessageBytes for unfinishedLineTimeout, and thousands
+	// of sessions each doing so would take all the machine's memory. A
+	// session whose line would take the pool past it is closed, for good.
+	// Default 8 * MaxMessageBytes (512 MiB).
+	MaxUnfinishedBytes int
 	// MaxHTTPSessions caps a server's legacy HTTP sessions; past it the
 	// oldest idle one is expired, and with none idle a new one is refused
 	// (503). Default 64.
@@ -238,6 +246,9 @@ func (o *Options) withDefaults() Options {
 	if r.MaxLocalSessions <= 0 {
 		r.MaxLocalSessions = 4096
 	}
+	if r.MaxUnfinishedBytes <= 0 {
+		r.MaxUnfinishedBytes = 8 * r.MaxMessageBytes
+	}
 	if r.MaxHTTPSessions <= 0 {
 		r.MaxHTTPSessions = 64
 	}
@@ -303,8 +314,9 @@ type Pool struct {
 	nextAskID   atomic.Uint64 // ids of its requests to clients (newAskID)
 	carried     *Carried      // Options.Carried until the first Apply; guarded by mu
 	nextSession atomic.Uint64
-	local       localSlots    // the local socket's connections open (MaxLocalSessions)
-	nextBackend atomic.Uint64 // BackendInfo.ID: names one child slot for RestartBackend
+	local       localSlots       // the local socket's connections open (MaxLocalSessions)
+	unfinished  unfinishedBudget // the bytes unfinished lines hold (MaxUnfinishedBytes)
+	nextBackend atomic.Uint64    // BackendInfo.ID: names one child slot for RestartBackend
 
 	requests, errorsN, timeouts, cancelled, orphaned, evicted, parseErrors atomic.Uint64
 

@@ -1458,13 +1458,14 @@ func flushes(reason error) bool {
 
 // endsForGood reports whether a stdio session closed for reason ends for a
 // reason no other pool would undo (its server removed from the config,
-// its client's message left unfinished): its shim is told (a Farewell
-// naming it, or Welcome.Ended when it comes back) and exits saying so. A
-// relayed session's stream that ends with no Farewell is a pool that went
-// away, whose session the shim resumes with the next: such an end must
-// not look like that.
+// its client's message left unfinished too long or past the pool's
+// budget): its shim is told (a Farewell naming it, or Welcome.Ended when
+// it comes back) and exits saying so. A relayed session's stream that
+// ends with no Farewell is a pool that went away, whose session the shim
+// resumes with the next: such an end must not look like that.
 func endsForGood(reason error) bool {
-	return errors.Is(reason, errServerRemoved) || errors.Is(reason, errUnfinishedLine)
+	return errors.Is(reason, errServerRemoved) || errors.Is(reason, errUnfinishedLine) ||
+		errors.Is(reason, errUnfinishedBudget)
 }
 
 // dropQueued empties the queue of a session that will write no more: its

@@ -1,8 +1,10 @@
 package pool
 
 import (
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,7 +28,8 @@ var errUnfinishedLine = fmt.Errorf(
 // for unfinishedLineTimeout past keepBuf bytes (lineReader.onLong): the
 // session's reader arms it, and disarms it as the line ends.
 type unfinishedLine struct {
-	s *session
+	s    *session
+	held int // bytes of the pool's unfinishedBudget the line holds (hold)
 
 	mu    sync.Mutex  // guards the fields below; never held across I/O
 	armed *time.Timer // closes the session unless stopped first
@@ -57,4 +60,55 @@ func (u *unfinishedLine) waiting(on bool) {
 			u.s.close(errUnfinishedLine)
 		}
 	})
+}
+
+// errUnfinishedBudget ends a session whose unfinished line would take the
+// pool past Options.MaxUnfinishedBytes: the lines of thousands of sessions,
+// each held unfinished up to the message limit for unfinishedLineTimeout,
+// would take all the machine's memory. It ends for good (endsForGood),
+// as errUnfinishedLine does.
+var errUnfinishedBudget = errors.New("closed: the client's message stayed unfinished past 1 MiB")
+
+// unfinishedBudget counts the bytes the local sessions' unfinished lines
+// past keepBuf hold (Options.MaxUnfinishedBytes): the buffers they need.
+// Only such lines touch it, never a small one.
+type unfinishedBudget struct {
+	held atomic.Int64
+}
+
+// take counts n bytes more (n < 0 gives back), unless that would hold
+// more than limit; then it counts nothing.
+func (b *unfinishedBudget) take(n, limit int) bool {
+	if b.held.Add(int64(n)) > int64(limit) && n > 0 {
+		b.held.Add(int64(-n))
+		return false
+	}
+	return true
+}
+
+// hold is the session's lineReader.onLong: it takes from the pool's
+// budget what the unfinished line needs more than it holds, and arms the
+// timeout as the line begins to wait; need 0 (the line ended, or the
+// session's reader did) gives everything back and disarms it. A line the
+// budget does not take stops the reader with an error that closes the
+// session. The reader's goroutine is the only caller: held is its own.
+func (u *unfinishedLine) hold(need int) error {
+	budget, limit := &u.s.p.unfinished, u.s.p.opts.MaxUnfinishedBytes
+	if need == 0 {
+		budget.take(-u.held, limit)
+		u.held = 0
+		u.waiting(false)
+		return nil
+	}
+	if !budget.take(need-u.held, limit) {
+		u.s.p.log.Warn("closing a session whose unfinished message would take the pool past its budget",
+			"session", u.s.id, "need", need, "budget", limit)
+		return fmt.Errorf("%w, and needed %d MiB more of the %d MiB the pool gives the unfinished messages of all its sessions together; a client writes each message whole, ending it with a newline",
+			errUnfinishedBudget, (need-u.held)>>20, limit>>20)
+	}
+	if u.held == 0 {
+		u.waiting(true)
+	}
+	u.held = need
+	return nil
 }
