@@ -29,15 +29,19 @@ func (l *localSlots) take(limit int) (release func(), ok bool) {
 }
 
 // refuseLocal tells a connection past MaxLocalSessions why it is refused,
-// in its Welcome (its shim prints it and answers its client with it), and
-// closes it. It runs in the accept loop, so it gives the write only a
+// in its Welcome, and closes it. The Welcome says the pool is Busy: a
+// shim resuming a session tries again a moment later, rather than end
+// the session for good (a burst of shims resuming after a restart, or a
+// process that holds connections, must not end them); a new session's
+// shim tries for a moment too, then prints it and answers its client
+// with it. It runs in the accept loop, so it gives the write only a
 // moment: a fresh connection's buffer takes a Welcome at once, and a
 // connection that does not is refused all the same.
 func (p *Pool) refuseLocal(conn net.Conn) {
 	limit := p.opts.MaxLocalSessions
 	msg := fmt.Sprintf("Switchboard has %d local sessions and connections open, its limit: this one is refused; "+
 		"the sessions open are not affected (a process opening connection after connection may hold them)", limit)
-	line, _ := json.Marshal(Welcome{Error: msg, Run: p.opts.RunID})
+	line, _ := json.Marshal(Welcome{Error: msg, Busy: true, Run: p.opts.RunID})
 	_ = conn.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	_, _ = conn.Write(append(line, '\n'))
 	conn.Close()

@@ -16,7 +16,8 @@ import (
 // and memory of the pool's, so a local process opening connection after
 // connection could take every descriptor the pool has, and no client
 // could connect. Past Options.MaxLocalSessions a new connection is told
-// why in its Welcome and closed; once one ends, a client connects again.
+// why in its Welcome, which says the pool is busy (its shim tries again),
+// and closed; once one ends, a client connects again.
 func TestLocalSessionsAreBounded(t *testing.T) {
 	tp := newTestPool(t, &pool.Options{MaxLocalSessions: 3}, fake("srv"))
 	silent, err := net.Dial("unix", tp.sock) // no hello: it counts all the same
@@ -42,6 +43,9 @@ func TestLocalSessionsAreBounded(t *testing.T) {
 	}
 	if w.Stopping || w.Ended {
 		t.Errorf("the refusal says the pool is stopping or the session ended: %s", line)
+	}
+	if !w.Busy {
+		t.Errorf("the refusal does not say the pool is busy (a resuming shim would end its session): %s", line)
 	}
 	a.call("1", "echo", `{"text":"open"}`)
 	if m, _ := a.recvID("1"); m.text() != "open" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/home"
@@ -56,19 +57,31 @@ func (b *startBackoff) succeeded() { *b = startBackoff{} }
 
 // helloBackoff paces a resuming shim's hellos. The zero value allows one
 // at once.
-type helloBackoff struct{ startBackoff }
+type helloBackoff struct {
+	startBackoff
+	busy busyRetry
+}
 
 // next judges err, a hello that did not take the session: nil to try the
 // next pool once ready, or the error the session ends with. A pool that
 // is stopping is passed after reattachPoll (the next one takes the
-// session); one that refused the session ends it (refusedResume: w is
-// its Welcome, wasOn the run the session was on).
+// session); one at its limit of local connections is tried again for a
+// while (busyRetry); one that refused the session ends it
+// (refusedResume: w is its Welcome, wasOn the run the session was on).
 func (h *helloBackoff) next(err error, w wire.Welcome, wasOn string) error {
 	var gone *poolGoneError
 	var refused refusedError
+	var busy busyError
 	switch {
 	case errors.As(err, &gone) && gone.stopping:
 		h.startBackoff.next = time.Now().Add(reattachPoll)
+		return nil
+	case errors.As(err, &busy):
+		wait, err := h.busy.next(err)
+		if err != nil {
+			return err
+		}
+		h.startBackoff.next = time.Now().Add(wait)
 		return nil
 	case errors.As(err, &refused):
 		return refusedResume(err, w.Run, wasOn)
@@ -76,6 +89,45 @@ func (h *helloBackoff) next(err error, w wire.Welcome, wasOn string) error {
 		return fmt.Errorf("%d pools in a row did not answer the session's hello; the last: %w", maxFailedStarts, err)
 	}
 	return nil
+}
+
+// A pool at its limit of local connections (Options.MaxLocalSessions)
+// refuses a connection before it reads the hello (Welcome.Busy): it did
+// not refuse the session, and takes it once a connection closed. That
+// comes soon after a burst (every shim resuming at once after a restart),
+// or not while a local process holds the connections. A shim, resuming a
+// session or opening a new one, tries again after a short wait that grows
+// (with jitter: the shims refused together do not come back together),
+// and after busyWait of refusals gives up as when no pool answers: its
+// client is not left waiting for ever.
+
+// busyWait bounds how long a shim tries pools that refuse it as busy:
+// as long as it waits for a pool that does not come (userStartWait).
+const busyWait = userStartWait
+
+// maxBusyPause is the longest wait between hellos to a busy pool.
+const maxBusyPause = time.Second
+
+// busyRetry paces a shim's hellos to pools that refuse them as busy. The
+// zero value has seen no refusal.
+type busyRetry struct {
+	since time.Time // the first refusal
+	tries int
+}
+
+// next judges err, a busy refusal: the wait before the next hello, or,
+// once refusals have come for busyWait, the error the session ends with.
+func (b *busyRetry) next(err error) (time.Duration, error) {
+	now := time.Now()
+	if b.since.IsZero() {
+		b.since = now
+	}
+	if now.Sub(b.since) >= busyWait {
+		return 0, fmt.Errorf("the pool stayed at its limit of local connections for %s: %w", busyWait, err)
+	}
+	pause := min(reattachPoll<<min(b.tries, 4), maxBusyPause)
+	b.tries++
+	return pause/2 + rand.N(pause/2), nil
 }
 
 // refusedResume is the error a session ends with when a pool refused to

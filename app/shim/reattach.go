@@ -101,7 +101,9 @@ func (a *attached) wait(conn net.Conn, br *bufio.Reader) error {
 // runs without it because its config does not load), when no pool can be
 // started (maxFailedStarts, backing off between them), when as many pools
 // in a row took the connection and did not answer its hello (helloBackoff),
-// or when clients may not start one and none came in userStartWait; then
+// when pools at their limit of local connections refused it for busyWait
+// (busyRetry), or when clients may not start one and none came in
+// userStartWait; then
 // it answers what the client waits for (giveUp). planned says the last
 // pool stopped on purpose: a new one is started only for a client that
 // sends something.

@@ -257,8 +257,9 @@ func (r *relayed) control(line []byte, drain chan<- struct{}) (poolEnd, bool) {
 // client that has sent something since. Like an attached shim's reattach
 // it backs off between failed starts, and between pools that did not
 // answer its hello, and gives up after maxFailedStarts of either in a row,
-// when a pool refuses the session, or when clients may not start one and
-// none came in userStartWait, answering what the client waits for
+// when a pool refuses the session, when pools at their limit of local
+// connections refused it for busyWait, or when clients may not start one
+// and none came in userStartWait, answering what the client waits for
 // (giveUp). That wait starts once the client is owed answers (it sent a
 // request): an idle session waits for the user as long as it takes. A
 // client that closed its input is finished once it is owed nothing; until

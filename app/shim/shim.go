@@ -52,11 +52,14 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 	// for a moment) is no pool: try again, which finds or starts the
 	// next, up to three times. One that says it is stopping (an upgrade
 	// in place, a restart) is tried again until the next one answers.
-	// Giving up, the shim answers what its client sent (answerRefused).
+	// One at its limit of local connections is tried again for busyWait
+	// (busyRetry). Giving up, the shim answers what its client sent
+	// (answerRefused).
 	var conn net.Conn
 	var br *bufio.Reader
 	var w wire.Welcome
 	deadline := time.Now().Add(launch.StartTimeout)
+	var busy busyRetry
 	for died := 0; ; {
 		if conn, err = dialPool(paths); err != nil {
 			return answerRefused(attach, in, out, name, err)
@@ -69,6 +72,15 @@ func Connect(name string, in io.Reader, out io.Writer) error {
 		var refused refusedError
 		if errors.As(err, &refused) {
 			return answerRefused(attach, in, out, name, err)
+		}
+		var full busyError
+		if errors.As(err, &full) {
+			wait, err := busy.next(err)
+			if err != nil {
+				return answerRefused(attach, in, out, name, err)
+			}
+			time.Sleep(wait)
+			continue
 		}
 		if !errors.As(err, &gone) || time.Now().After(deadline) {
 			// Alive but stuck, or something unexpected: not retried.
@@ -166,17 +178,28 @@ func greet(conn net.Conn, hello, extra []byte, attach bool, ledger *os.File, wai
 }
 
 // welcomeError is the error of a Welcome that did not take the session:
-// a pool that is stopping (the next pool, or the upgraded one, takes it)
-// or one that refused it.
+// a pool that is stopping (the next pool, or the upgraded one, takes it),
+// one at its limit of connections (it may take it a moment later), or
+// one that refused it.
 func welcomeError(w wire.Welcome) error {
 	switch {
 	case w.Stopping:
 		return &poolGoneError{err: errors.New(w.Error), stopping: true}
 	case w.Ended:
 		return endedError(w.Error)
+	case w.Busy:
+		return busyError(w.Error)
 	}
 	return refusedError(w.Error)
 }
+
+// busyError is a pool's Welcome refusing the connection at its limit of
+// local connections (Welcome.Busy), before it read the hello: it did not
+// refuse the session, and may take it once a connection closed
+// (busyRetry).
+type busyError string
+
+func (e busyError) Error() string { return string(e) }
 
 // endedError is a pool's Welcome saying that the session the shim came to
 // resume ended there (Welcome.Ended): the shim exits with it, and tells

@@ -133,6 +133,13 @@ type Welcome struct {
 	// Farewell's reason: the shim exits with it, as after that Farewell,
 	// and tells its client nothing.
 	Ended bool `json:"ended,omitempty"`
+	// Busy, with Error, is a pool at its limit of local connections
+	// (Options.MaxLocalSessions) that refused the connection before it
+	// read the hello: it did not look at the session, and may take it a
+	// moment later, once a connection closed. A resuming shim tries again
+	// (for a while) rather than end the session; a shim before Busy sees
+	// the Error, a refusal, as before.
+	Busy bool `json:"busy,omitempty"`
 }
 
 // Farewell is the last line on an attached shim's connection (a control
