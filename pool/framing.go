@@ -191,18 +191,27 @@ const maxEmptyReads = 100
 
 // shrink goes back to the small buffer once a large line was returned,
 // when what follows it fits there: a session that once sent a 60 MB
-// message must not hold 60 MB for the rest of its life.
+// message must not hold 60 MB for the rest of its life. What follows
+// that does not fit, the start of a line no longer than keepBuf, goes to
+// a buffer of twice its size from a buffer larger than that: such a line
+// may stay unfinished as long as its session lasts, counted by no bound
+// (onLong counts only lines past keepBuf), so it must not keep a buffer
+// of 128 MiB.
 func (lr *lineReader) shrink() {
 	rest := lr.end - lr.start
-	if len(lr.buf) <= readBuf || rest > readBuf/2 {
+	if len(lr.buf) <= readBuf || rest > keepBuf || (rest > readBuf/2 && len(lr.buf) <= 2*keepBuf) {
 		return
 	}
 	if lr.small == nil {
 		lr.small = make([]byte, readBuf)
 	}
-	lr.end, lr.start = copy(lr.small, lr.buf[lr.start:lr.end]), 0
+	buf := lr.small
+	if rest > readBuf/2 {
+		buf = getLineBuf(2 * rest)
+	}
+	lr.end, lr.start = copy(buf, lr.buf[lr.start:lr.end]), 0
 	lr.letGo()
-	lr.buf = lr.small
+	lr.buf = buf
 }
 
 // letGo gives a large buffer, done with, to the next large line.

@@ -540,6 +540,28 @@ func TestLineReaderShrinksAfterALargeLine(t *testing.T) {
 	}
 }
 
+// Nor does it when what follows the huge message is the start of a
+// line of more than half the small buffer: that start is moved to a
+// buffer of its size. A client that sent a 64 MiB message and then 40 KiB
+// of the next, and nothing more, held 128 MiB of the pool's for as long
+// as its session lasted, counted by no bound (neither the 30 s of an
+// unfinished line past 1 MiB nor the pool's budget for such lines).
+func TestLineReaderShrinksUnderAShortLine(t *testing.T) {
+	big := strings.Repeat("x", 8<<20)
+	short := strings.Repeat("y", 40<<10)
+	lr := newLineReader(strings.NewReader(big+"\n"+short), 64<<20)
+	line, err := lr.next()
+	if err != nil || len(line) != len(big) {
+		t.Fatalf("big line: %d bytes, %v", len(line), err)
+	}
+	if line, err = lr.next(); err != nil || string(line) != short {
+		t.Fatalf("the short line: %d bytes, %v", len(line), err)
+	}
+	if c := cap(lr.buf); c > 4*len(short) {
+		t.Fatalf("the reader held a %d-byte buffer for a %d-byte line", c, len(short))
+	}
+}
+
 // A long line is read straight into the buffer that returns it, which
 // doubles when the line fills it: a 1 MiB message
 // (newline included) read 64 KiB at a time ends in a buffer of 1 MiB,

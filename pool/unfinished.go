@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -67,7 +66,7 @@ func (u *unfinishedLine) waiting(on bool) {
 // each held unfinished up to the message limit for unfinishedLineTimeout,
 // would take all the machine's memory. It ends for good (endsForGood),
 // as errUnfinishedLine does.
-var errUnfinishedBudget = errors.New("closed: the client's message stayed unfinished past 1 MiB")
+var errUnfinishedBudget = fmt.Errorf("closed: the client's message stayed unfinished past %d MiB", keepBuf>>20)
 
 // unfinishedBudget counts the bytes the local sessions' unfinished lines
 // past keepBuf hold (Options.MaxUnfinishedBytes): the buffers they need.
@@ -77,13 +76,18 @@ type unfinishedBudget struct {
 }
 
 // take counts n bytes more (n < 0 gives back), unless that would hold
-// more than limit; then it counts nothing.
+// more than limit; then it counts nothing. Two lines that would each fit
+// alone are not both refused.
 func (b *unfinishedBudget) take(n, limit int) bool {
-	if b.held.Add(int64(n)) > int64(limit) && n > 0 {
-		b.held.Add(int64(-n))
-		return false
+	for {
+		held := b.held.Load()
+		if n > 0 && held+int64(n) > int64(limit) {
+			return false
+		}
+		if b.held.CompareAndSwap(held, held+int64(n)) {
+			return true
+		}
 	}
-	return true
 }
 
 // hold is the session's lineReader.onLong: it takes from the pool's
@@ -103,8 +107,8 @@ func (u *unfinishedLine) hold(need int) error {
 	if !budget.take(need-u.held, limit) {
 		u.s.p.log.Warn("closing a session whose unfinished message would take the pool past its budget",
 			"session", u.s.id, "need", need, "budget", limit)
-		return fmt.Errorf("%w, and needed %d MiB more of the %d MiB the pool gives the unfinished messages of all its sessions together; a client writes each message whole, ending it with a newline",
-			errUnfinishedBudget, (need-u.held)>>20, limit>>20)
+		return fmt.Errorf("%w, and its %d MiB would have taken the pool past the %d MiB it gives the unfinished messages of all its sessions together; a client writes each message whole, ending it with a newline",
+			errUnfinishedBudget, need>>20, limit>>20)
 	}
 	if u.held == 0 {
 		u.waiting(true)
