@@ -187,7 +187,13 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlBackExit = `UPDATE backends SET exited = ?, exit_code = ?, exit_reason = ?
 		WHERE id = (SELECT max(id) FROM backends WHERE run = ? AND pid = ? AND exited IS NULL)`
-	sqlAddName = `INSERT INTO names (text) VALUES (?) ON CONFLICT (text) DO UPDATE SET text = excluded.text RETURNING id`
+	// sqlBackCarried ends the row of a carried child in the run that
+	// started it: the child is the new run's now, and a row of an
+	// earlier run never seen exiting is what leak detection reads as a
+	// leak. Its PID is the live child's, so any earlier row with it
+	// names a process that is this one or gone.
+	sqlBackCarried = `UPDATE backends SET exited = ?, exit_reason = ? WHERE run != ? AND pid = ? AND exited IS NULL`
+	sqlAddName     = `INSERT INTO names (text) VALUES (?) ON CONFLICT (text) DO UPDATE SET text = excluded.text RETURNING id`
 )
 
 func newWriter(s *Store) (*writer, error) {
@@ -905,6 +911,10 @@ func (w *writer) writeEvent(e *pool.Event) error {
 		_, err = w.backStart.ExecContext(w.ctx, w.run, e.Server, e.Session, e.PID, nullTime(e.ProcessStart),
 			string(cmdJSON), e.Time.UnixMicro(), rootsText(e.Roots), resolved)
 		w.backCap.count++
+		if err == nil && e.Carried {
+			_, err = w.conn.ExecContext(w.ctx, sqlBackCarried, e.Time.UnixMicro(),
+				fmt.Sprintf("carried over to run %d by an upgrade", w.run), w.run, e.PID)
+		}
 	case pool.EventBackendExited:
 		_, err = w.backExit.ExecContext(w.ctx, e.Time.UnixMicro(), e.ExitCode, nullStr(w.errText(e.Err)), w.run, e.PID)
 	}

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/app/leaks"
@@ -19,7 +21,8 @@ import (
 )
 
 // Client talks to the running pool's control API on its socket. Every
-// call returns ErrNoPool when no pool listens there.
+// call returns ErrNoPool when no pool listens there (no socket, or nobody
+// listening on it), and another error when the socket cannot be reached.
 type Client struct {
 	hc *http.Client
 }
@@ -31,11 +34,25 @@ func NewClient(sock string) *Client {
 		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			c, err := localsock.Dial(ctx, sock)
 			if err != nil {
-				return nil, fmt.Errorf("%w (no control socket at %s)", ErrNoPool, sock)
+				return nil, dialError(sock, err)
 			}
 			return c, nil
 		}},
 	}}
+}
+
+// dialError is the error of a failed dial of the control socket at sock:
+// ErrNoPool only when no pool is there (no socket, or nobody listening
+// on it). Any other failure (a pool too busy to take the connection, one
+// stopping or upgrading, a socket that may not be opened) says a pool may
+// run: a caller that went on without it (listing and killing leaks
+// without its list of its own children) would take its children for
+// leaks.
+func dialError(sock string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("%w (no control socket at %s)", ErrNoPool, sock)
+	}
+	return fmt.Errorf("dial the control socket %s: %w", sock, err)
 }
 
 // Status is GET /v1/status.

@@ -248,6 +248,12 @@ func Find(ctx context.Context, home string, src Source, configured []pool.Server
 		if p == nil || skip[r.PID] || found[r.PID] || !sameStart(p.start, r.StartedAt) || p.exited(ctx) {
 			continue
 		}
+		if tab.markedByLiveRun(ctx, p) {
+			// A live run's child: one an in-place upgrade carried over
+			// (the run that started it recorded it too, and never sees
+			// it exit), asked about without that run's own list.
+			continue
+		}
 		add(p, r.Server, KindRecorded, fmt.Sprintf("recorded child of an earlier run (pid %d started at %s) is still running",
 			r.PID, r.StartedAt.Format(time.RFC3339)))
 	}
@@ -351,6 +357,19 @@ func Find(ctx context.Context, home string, src Source, configured []pool.Server
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out, nil
+}
+
+// markedByLiveRun reports whether p carries the run marker of a
+// Switchboard run that is alive (same PID and start time, not a zombie):
+// such a process is in use by that run, whatever an earlier run recorded.
+func (t *table) markedByLiveRun(ctx context.Context, p *proc) bool {
+	run, _ := markerOf(p.environ(ctx))
+	m, ok := parseMarker(run)
+	if !ok {
+		return false
+	}
+	rp := t.procs[m.pid]
+	return rp != nil && sameStart(rp.start, m.start) && !rp.exited(ctx)
 }
 
 // markerOf finds the run marker and server name in an environment.

@@ -836,3 +836,37 @@ func TestGoneProcessHasExited(t *testing.T) {
 		t.Error("a process killed and reaped reads as running")
 	}
 }
+
+// A child that an in-place upgrade carried over to the live run is
+// recorded under the run that started it too (that run's record may
+// never see it exit): it carries the marker of a live run, so it is in
+// use, not leaked, whoever asks (the CLI asks without the pool's list of
+// its children when the pool does not answer). On the first edition it
+// was a proven recorded leak, and `kill --all-leaked` killed it.
+func TestRecordedChildOfALiveRunIsNotALeak(t *testing.T) {
+	ctx := context.Background()
+	run := startMarked(t) // the live pool
+	rp, err := lookup(ctx, run.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := itoa(rp.pid) + "@" + strconv.FormatInt(rp.start.UnixMilli(), 10) + "@" + thisHome
+	child := plantLeader(t, "env", RunEnv+"="+marker, pool.ServerEnv+"=memory", "sleep", "1000")
+	src := source{{PID: child.pid, Server: "memory", Command: []string{"sleep", "1000"}, StartedAt: child.start, Run: "earlier"}}
+	ls, err := Find(ctx, thisHome, src, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := findLeak(ls, child.pid); l != nil {
+		t.Fatalf("the carried child %d of a live run is reported: %+v", child.pid, *l)
+	}
+	// Once that run has ended, the record proves the leak.
+	_ = run.Process.Kill()
+	waitFor(t, 5*time.Second, "the run to exit", func() bool { return rp.exited(ctx) })
+	if ls, err = Find(ctx, thisHome, src, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if l := findLeak(ls, child.pid); l == nil || l.Kind != KindRecorded || !l.Proven {
+		t.Fatalf("the child %d of an ended run: %+v", child.pid, ls)
+	}
+}
