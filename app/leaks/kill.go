@@ -2,7 +2,6 @@ package leaks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -16,6 +15,14 @@ import (
 var (
 	TermGrace = 2 * time.Second
 	KillGrace = 2 * time.Second
+)
+
+// sendOne and sendGroup send SIGTERM (term) or SIGKILL to one process
+// and to a process group. Tests make them fail as a signal to another
+// user's process does (EPERM).
+var (
+	sendOne   = signalOne
+	sendGroup = signalGroup
 )
 
 // pollEvery is how often Kill looks whether its targets are gone.
@@ -32,9 +39,12 @@ const pollEvery = 20 * time.Millisecond
 //
 // A process that leads its own process group is killed with its whole
 // group (npx -> npm exec -> node chains) and its descendants outside the
-// group; otherwise the process and its descendants are. Each gets SIGTERM, then SIGKILL after TermGrace. Kill
-// returns nil once every target has exited (or is a zombie waiting for
-// its parent to reap it), and also when pid had already exited.
+// group; otherwise the process and its descendants are. Each gets
+// SIGTERM, then SIGKILL after TermGrace; a signal that cannot be sent to
+// one target (another user's) does not stop the others'. Kill returns nil
+// once every target has exited (or is a zombie waiting for its parent to
+// reap it), else an error naming those still running after KillGrace
+// and the signals that failed.
 func Kill(ctx context.Context, home string, pid int, proof []Leak) error {
 	var leak *Leak
 	for i := range proof {
@@ -108,12 +118,14 @@ func Kill(ctx context.Context, home string, pid int, proof []Leak) error {
 		}
 	}
 	// A descendant that left the group (a helper that called setsid)
-	// does not hear the group's signal: it is signalled itself.
+	// does not hear the group's signal: it is signalled itself. A signal
+	// that fails (a descendant of another user's, started through sudo)
+	// stops nothing: the others still get theirs.
 	signal := func(term bool) error {
 		var errs []error
 		if group {
-			if err := signalGroup(pid, term); err != nil {
-				errs = append(errs, err)
+			if err := sendGroup(pid, term); err != nil {
+				errs = append(errs, fmt.Errorf("process group %d: %w", pid, err))
 			}
 		}
 		for _, t := range targets {
@@ -121,36 +133,69 @@ func Kill(ctx context.Context, home string, pid int, proof []Leak) error {
 				continue // the group's signal reached it
 			}
 			if still(ctx, t) {
-				if err := signalOne(t.pid, term); err != nil {
-					errs = append(errs, err)
+				if err := sendOne(t.pid, term); err != nil {
+					errs = append(errs, fmt.Errorf("PID %d: %w", t.pid, err))
 				}
 			}
 		}
-		return errors.Join(errs...)
+		return joinErrors(errs)
 	}
 
+	var failed []error
 	if err := signal(true); err != nil {
-		return fmt.Errorf("kill PID %d: SIGTERM: %w", pid, err)
+		failed = append(failed, fmt.Errorf("SIGTERM: %w", err))
 	}
 	if waitGone(ctx, targets, TermGrace) {
 		if group {
-			_ = signalGroup(pid, false) // members that joined after the scan
+			_ = sendGroup(pid, false) // members that joined after the scan
 		}
 		return nil
 	}
 	if err := signal(false); err != nil {
-		return fmt.Errorf("kill PID %d: SIGKILL: %w", pid, err)
+		failed = append(failed, fmt.Errorf("SIGKILL: %w", err))
 	}
 	if waitGone(ctx, targets, KillGrace) {
 		return nil
 	}
+	return stillRunning(ctx, pid, targets, failed)
+}
+
+// stillRunning is Kill's error when targets outlived SIGKILL: which, and
+// the signals that could not be sent (why they outlived it).
+func stillRunning(ctx context.Context, pid int, targets []*proc, failed []error) error {
 	var left []string
 	for _, t := range targets {
 		if still(ctx, t) {
 			left = append(left, itoa(t.pid))
 		}
 	}
-	return fmt.Errorf("kill PID %d: still running %s after SIGKILL: %s", pid, KillGrace, strings.Join(left, ", "))
+	err := fmt.Errorf("kill PID %d: still running %s after SIGKILL: %s", pid, KillGrace, strings.Join(left, ", "))
+	if len(failed) > 0 {
+		return fmt.Errorf("%w; could not signal: %w", err, joinErrors(failed))
+	}
+	return err
+}
+
+// joinedErrors is errors on one line, as the CLI prints them, each still
+// found by errors.Is.
+type joinedErrors []error
+
+func (e joinedErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e joinedErrors) Unwrap() []error { return e }
+
+// joinErrors is nil for no errors, else them joined on one line.
+func joinErrors(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return joinedErrors(errs)
 }
 
 // otherHome is the home that pid's run marker names when that is not

@@ -870,3 +870,57 @@ func TestRecordedChildOfALiveRunIsNotALeak(t *testing.T) {
 		t.Fatalf("the child %d of an ended run: %+v", child.pid, ls)
 	}
 }
+
+// A target that may not be signalled (a descendant started through sudo,
+// root's) does not save the rest: every other target still gets SIGTERM,
+// then SIGKILL, and Kill reports the one left and why. On the first
+// edition Kill gave up at the first failed signal, before any SIGKILL,
+// and the leak itself, which ignores SIGTERM, survived.
+func TestKillGoesOnPastASignalItMayNotSend(t *testing.T) {
+	oldTerm, oldKill, oldSend := TermGrace, KillGrace, sendOne
+	TermGrace, KillGrace = 200*time.Millisecond, 300*time.Millisecond
+	t.Cleanup(func() { TermGrace, KillGrace, sendOne = oldTerm, oldKill, oldSend })
+	ctx := context.Background()
+	pidfile := filepath.Join(t.TempDir(), "helper.pid")
+	argv := []string{"sh", "-c", "trap '' TERM; setsid sleep 1000 & echo $! > " + pidfile + "; wait"}
+	leader := plantLeader(t, argv...)
+	var helper planted
+	waitFor(t, 5*time.Second, "the helper's pidfile", func() bool {
+		b, err := os.ReadFile(pidfile)
+		if err != nil {
+			return false
+		}
+		pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+		if err != nil {
+			return false
+		}
+		helper = track(t, pid)
+		return true
+	})
+	waitFor(t, 5*time.Second, "the helper to lead a session of its own", func() bool { return pgid(helper.pid) == helper.pid })
+	sendOne = func(pid int, term bool) error {
+		if pid == helper.pid {
+			return syscall.EPERM // another user's, as if started through sudo
+		}
+		return oldSend(pid, term)
+	}
+	src := source{{PID: leader.pid, Server: "sudo", Command: argv, StartedAt: leader.start, Run: "earlier"}}
+	ls, err := Find(ctx, thisHome, src, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := findLeak(ls, leader.pid); l == nil || !slices.Contains(l.Descendants, helper.pid) {
+		t.Fatalf("leaks %+v: want PID %d with descendant %d", ls, leader.pid, helper.pid)
+	}
+	err = Kill(ctx, thisHome, leader.pid, ls)
+	t.Logf("Kill: %v", err)
+	if leader.alive() {
+		t.Error("the leak survived a signal that failed for one of its descendants")
+	}
+	if err == nil || !strings.Contains(err.Error(), itoa(helper.pid)) || !errors.Is(err, syscall.EPERM) {
+		t.Errorf("Kill = %v, want an error naming PID %d, still running, and why (EPERM)", err, helper.pid)
+	}
+	if !helper.alive() {
+		t.Error("the helper that could not be signalled is gone: the test's injection did not hold")
+	}
+}
