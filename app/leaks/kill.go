@@ -32,10 +32,10 @@ const pollEvery = 20 * time.Millisecond
 // result of a recent Find for home): anything else, a suspect included, is
 // refused with an error that Is ErrRefused; the refusal of a process
 // whose run marker names another home says which. A PID that is not in
-// proof and that no running process has (a leak that exited since it was
-// listed) gets an error that Is ErrNotRunning: there is nothing to kill. Right before
-// signalling it checks that pid still has the start time Find saw, so a
-// PID reused in between is refused too.
+// proof and that no running process has, or a leak in proof that has
+// exited since it was listed, gets an error that Is ErrNotRunning: there
+// is nothing to kill. Right before signalling it checks that pid still
+// has the start time Find saw, so a PID reused in between is refused too.
 //
 // A process that leads its own process group is killed with its whole
 // group (npx -> npm exec -> node chains) and its descendants outside the
@@ -84,7 +84,8 @@ func Kill(ctx context.Context, home string, pid int, proof []Leak) error {
 	}
 	p := tab.procs[pid]
 	if p == nil || p.exited(ctx) {
-		return nil // already gone
+		// It exited since it was listed: nothing was killed.
+		return fmt.Errorf("PID %d is %w", pid, ErrNotRunning)
 	}
 	if !sameStart(p.start, leak.StartedAt) {
 		return &refusal{pid: pid, why: fmt.Sprintf("the PID now belongs to another process (started %s; the leaked backend started %s)",

@@ -714,6 +714,26 @@ func TestKillOfALeakThatHasExited(t *testing.T) {
 	}
 }
 
+// A leak that exits between the Find that listed it and the Kill that
+// has that list as its proof (`kill --all-leaked` kills the leaks of one
+// Find) is not running either: nothing was killed. On the first edition
+// Kill returned nil, and the CLI said "killed PID N".
+func TestKillOfAProvenLeakThatHasExitedSince(t *testing.T) {
+	ctx := context.Background()
+	argv := []string{fakeBin, "-startup-delay", "1h"}
+	child := plantLeader(t, argv...)
+	src := source{{PID: child.pid, Server: "memory", Command: argv, StartedAt: child.start, Run: "earlier"}}
+	ls, err := Find(ctx, thisHome, src, nil, nil)
+	if err != nil || findLeak(ls, child.pid) == nil {
+		t.Fatalf("planted child %d: %+v %v", child.pid, ls, err)
+	}
+	_ = syscall.Kill(-child.pid, syscall.SIGKILL)
+	waitFor(t, 5*time.Second, "the child to exit", func() bool { return !child.alive() })
+	if err := Kill(ctx, thisHome, child.pid, ls); !errors.Is(err, ErrNotRunning) || errors.Is(err, ErrRefused) {
+		t.Errorf("Kill of a listed leak that has exited since = %v, want ErrNotRunning", err)
+	}
+}
+
 // Several Switchboard homes run on one machine (two users' pools, test
 // suites side by side); each claims only its own leftovers. A process
 // carrying another home's marker is never listed, whether that home's run
