@@ -37,6 +37,15 @@ func (inst *Instance) leakSource() leaks.Source {
 	return srcs
 }
 
+// The sources of children keep every child too: a marked process is
+// proven by the group of one (leaks.ChildSource).
+var (
+	_ leaks.ChildSource = unionSource(nil)
+	_ leaks.ChildSource = everySource(nil)
+	_ leaks.ChildSource = readOnlyHistory("")
+	_ leaks.ChildSource = (*store.Store)(nil)
+)
+
 // unionSource reads several records of earlier runs' children. A source
 // that fails is skipped while another answers.
 type unionSource []leaks.Source
@@ -47,6 +56,32 @@ func (u unionSource) ChildrenOfEarlierRuns(ctx context.Context) ([]leaks.ChildRe
 	answered := false
 	for _, src := range u {
 		recs, err := src.ChildrenOfEarlierRuns(ctx)
+		if err != nil {
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		answered = true
+		out = append(out, recs...)
+	}
+	if !answered && firstErr != nil {
+		return nil, firstErr
+	}
+	return out, nil
+}
+
+// RecordedChildren is every child that the sources that keep them
+// (leaks.ChildSource) record, exited or not. A source that fails is
+// skipped while another answers.
+func (u unionSource) RecordedChildren(ctx context.Context) ([]leaks.ChildRecord, error) {
+	var out []leaks.ChildRecord
+	var firstErr error
+	answered := false
+	for _, src := range u {
+		cs, ok := src.(leaks.ChildSource)
+		if !ok {
+			continue
+		}
+		recs, err := cs.RecordedChildren(ctx)
 		if err != nil {
 			firstErr = cmp.Or(firstErr, err)
 			continue
@@ -77,6 +112,24 @@ func (e everySource) ChildrenOfEarlierRuns(ctx context.Context) ([]leaks.ChildRe
 	return out, nil
 }
 
+// RecordedChildren is every child that the sources that keep them
+// (leaks.ChildSource) record, exited or not; each must answer.
+func (e everySource) RecordedChildren(ctx context.Context) ([]leaks.ChildRecord, error) {
+	var out []leaks.ChildRecord
+	for _, src := range e {
+		cs, ok := src.(leaks.ChildSource)
+		if !ok {
+			continue
+		}
+		recs, err := cs.RecordedChildren(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read the children runs started: %w", err)
+		}
+		out = append(out, recs...)
+	}
+	return out, nil
+}
+
 // readOnlyHistory is the history database as a leaks.Source for the CLI
 // without a running pool: opened for each read, absent means no records.
 // An earlier version's schema is read as it is: the new build may not
@@ -85,6 +138,15 @@ type readOnlyHistory string
 
 func (path readOnlyHistory) ChildrenOfEarlierRuns(ctx context.Context) ([]leaks.ChildRecord, error) {
 	recs, err := store.ReadChildrenOfEarlierRuns(ctx, string(path))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return recs, err
+}
+
+// RecordedChildren is every child the database records, exited or not.
+func (path readOnlyHistory) RecordedChildren(ctx context.Context) ([]leaks.ChildRecord, error) {
+	recs, err := store.ReadRecordedChildren(ctx, string(path))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -199,6 +261,8 @@ func killFound(ctx context.Context, home string, req control.KillRequest, found 
 			switch l.Kind {
 			case leaks.KindDetached:
 				note = "a live child of server " + l.Server + " may have started it on purpose: it is left alone while that child runs"
+			case leaks.KindInherited:
+				note = "in the process group or session of no child its run started: may be a program that merely inherited the run marker, so it is left alone"
 			case leaks.KindLegacy:
 				note = "an earlier version's run marker, which names no Switchboard home: may be another home's, so it is left alone"
 			}

@@ -110,11 +110,29 @@ func plantSleep(t *testing.T, env string) int {
 	return pid
 }
 
+// childGroups is a leaks.ChildSource whose records say that a run started
+// a child leading process group pgid, at start.
+type childGroups struct {
+	pgid  int
+	start time.Time
+}
+
+func (childGroups) ChildrenOfEarlierRuns(context.Context) ([]leaks.ChildRecord, error) {
+	return nil, nil
+}
+
+func (g childGroups) RecordedChildren(context.Context) ([]leaks.ChildRecord, error) {
+	return []leaks.ChildRecord{{PID: g.pgid, Server: "memory", StartedAt: g.start, Run: "earlier"}}, nil
+}
+
 // TestKillAllLeaked: `kill --all-leaked` (and the tray's Kill all) kills
 // this home's proven leaks and leaves every suspect alone, saying why: an
 // orphan without a run marker, a process a live child of this run
-// detached (it may be the user's browser, opened for an OAuth flow), and
-// one an earlier version marked without its home. Another home's leftover
+// detached (it may be the user's browser, opened for an OAuth flow), one
+// an earlier version marked without its home, and one that carries the
+// marker of this home's ended run outside the process group of any child
+// that run started (a program that inherited it from a backend's
+// environment). Another home's leftover
 // is not this home's: never listed, never killed. Only this test's
 // processes are handed over: Find sees the whole machine.
 func TestKillAllLeaked(t *testing.T) {
@@ -135,17 +153,24 @@ func TestKillAllLeaked(t *testing.T) {
 	detached := plantSleep(t, leaks.RunEnv+"="+marker+" "+pool.ServerEnv+"=oauth")
 	legacy := plantSleep(t, leaks.RunEnv+"=1@0 "+pool.ServerEnv+"=lingering")
 	theirs := plantSleep(t, leaks.RunEnv+"=1@0@"+other+" "+pool.ServerEnv+"=memory")
+	inherited := plantSleep(t, leaks.RunEnv+"=1@0@"+home+" "+pool.ServerEnv+"=memory setsid") // in a session of its own
 	configured := []pool.ServerConfig{{Name: "lingering", Command: "sleep", Args: []string{"1000"}}}
+	// The ended run started a child that led the group marked is in.
+	start, err := leaks.StartTime(ctx, marked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := childGroups{pgid: syscallPgid(t, marked), start: start}
 
-	planted := []int{marked, orphan, detached, legacy, theirs}
+	planted := []int{marked, orphan, detached, legacy, theirs, inherited}
 	var mine []leaks.Leak
-	eventually(t, 10*time.Second, "four planted processes are listed", func() bool {
-		found, err := leaks.Find(ctx, home, nil, configured, []int{child.Process.Pid})
+	eventually(t, 10*time.Second, "five planted processes are listed", func() bool {
+		found, err := leaks.Find(ctx, home, src, configured, []int{child.Process.Pid})
 		if err != nil {
 			t.Fatal(err)
 		}
 		mine = slices.DeleteFunc(found, func(l leaks.Leak) bool { return !slices.Contains(planted, l.PID) })
-		return len(mine) >= 4 // each is listed once its sh has exited
+		return len(mine) >= 5 // each is listed once its sh has exited
 	})
 	if slices.ContainsFunc(mine, func(l leaks.Leak) bool { return l.PID == theirs }) {
 		t.Errorf("another home's leftover %d is listed: %+v", theirs, mine)
@@ -157,12 +182,13 @@ func TestKillAllLeaked(t *testing.T) {
 		{PID: orphan, Server: "lingering", Skipped: true, Note: "no Switchboard run marker: may be another program's, so it is left alone"},
 		{PID: detached, Server: "oauth", Skipped: true, Note: "a live child of server oauth may have started it on purpose: it is left alone while that child runs"},
 		{PID: legacy, Server: "lingering", Skipped: true, Note: "an earlier version's run marker, which names no Switchboard home: may be another home's, so it is left alone"},
+		{PID: inherited, Server: "memory", Skipped: true, Note: "in the process group or session of no child its run started: may be a program that merely inherited the run marker, so it is left alone"},
 	}
 	slices.SortFunc(want, func(a, b control.KillResult) int { return a.PID - b.PID })
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
-	for _, pid := range []int{orphan, detached, legacy, theirs} {
+	for _, pid := range []int{orphan, detached, legacy, theirs, inherited} {
 		if syscall.Kill(pid, 0) != nil {
 			t.Errorf("the suspect or other home's %d was killed", pid)
 		}
@@ -172,6 +198,16 @@ func TestKillAllLeaked(t *testing.T) {
 	if len(res) != 1 || !res[0].Refused || !strings.Contains(res[0].Error, "it belongs to another Switchboard home ("+other+")") {
 		t.Errorf("kill %d of another home: %+v", theirs, res)
 	}
+}
+
+// syscallPgid is pid's process group.
+func syscallPgid(t *testing.T, pid int) int {
+	t.Helper()
+	g, err := syscall.Getpgid(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 // TestSweepLogsSuspectsWithoutKillHint: the startup sweep tells the user
@@ -185,8 +221,31 @@ func TestSweepLogsSuspectsWithoutKillHint(t *testing.T) {
 	marked := plantSleep(t, leaks.RunEnv+"=1@0@"+home+" "+pool.ServerEnv+"=memory")
 	legacy := plantSleep(t, leaks.RunEnv+"=1@0 "+pool.ServerEnv+"=lingering")
 	cfg := &config.File{Servers: map[string]config.Server{"lingering": {Command: "sleep", Args: []string{"1000"}}}}
+	// The ended run recorded the child (exited since) whose group marked
+	// is in: the history proves it.
+	start, err := leaks.StartTime(ctx, marked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, err := store.Open(paths.History, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := syscallPgid(t, marked)
+	ended.Record(pool.Event{Kind: pool.EventBackendStarted, Time: start, Server: "memory", PID: g, ProcessStart: start, Command: []string{"sh"}})
+	ended.Record(pool.Event{Kind: pool.EventBackendExited, Time: start, Server: "memory", PID: g})
+	if err := ended.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(paths.History, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h := &historyState{}
+	h.st.Store(st)
 	var buf bytes.Buffer
-	inst := &Instance{Paths: paths, Pool: pool.New(nil), log: slog.New(slog.NewJSONHandler(&buf, nil)), cfg: cfg}
+	inst := &Instance{Paths: paths, Pool: pool.New(nil), log: slog.New(slog.NewJSONHandler(&buf, nil)), cfg: cfg, history: h}
 	type line struct {
 		Msg  string `json:"msg"`
 		PID  int    `json:"pid"`

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -36,5 +38,18 @@ func TestCarriedChildIsNotAChildOfAnEarlierRun(t *testing.T) {
 	}
 	if len(kids) != 1 || kids[0].PID != 4343 {
 		t.Errorf("children of earlier runs = %+v, want only 4343 (4242 was carried over to this run)", kids)
+	}
+	all, err := s2.RecordedChildren(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range all {
+		got = append(got, fmt.Sprintf("%d run %s started %s", c.PID, c.Run, c.StartedAt.Format(time.RFC3339Nano)))
+	}
+	st := started.UTC().Format(time.RFC3339Nano)
+	want := []string{"4242 run 1 started " + st, "4343 run 1 started " + st, "4242 run 2 started " + st}
+	if !slices.Equal(got, want) {
+		t.Errorf("recorded children = %q, want every child of every run, exited or not: %q", got, want)
 	}
 }

@@ -604,18 +604,31 @@ func (s *Store) ChildrenOfEarlierRuns(ctx context.Context) ([]ChildRecord, error
 	if err != nil {
 		return nil, err
 	}
-	return queryAll(ctx, s.rdb(), "children of earlier runs", func(sc scanner) (ChildRecord, error) {
-		var c ChildRecord
-		var cmdJSON string
-		var start, run int64
-		if err := sc.Scan(&c.PID, &c.Server, &cmdJSON, &start, &run); err != nil {
-			return c, err
-		}
-		_ = json.Unmarshal([]byte(cmdJSON), &c.Command)
-		c.StartedAt, c.Run = micros(start), strconv.FormatInt(run, 10)
-		return c, nil
-	}, `SELECT pid, server, command, coalesce(process_start, started), run
+	return queryAll(ctx, s.rdb(), "children of earlier runs", scanChild, `SELECT pid, server, command, coalesce(process_start, started), run
 		FROM backends WHERE exited IS NULL AND run != ? ORDER BY id`, live)
+}
+
+// RecordedChildren lists every child the database records, of any run,
+// exited or not: the evidence that a process carrying a run's marker is
+// in the process group or session of a child that run started (it makes
+// a Store a leaks.ChildSource). It selects only what schema version
+// childrenSchema had, as ChildrenOfEarlierRuns does.
+func (s *Store) RecordedChildren(ctx context.Context) ([]ChildRecord, error) {
+	return queryAll(ctx, s.rdb(), "recorded children", scanChild, `SELECT pid, server, command, coalesce(process_start, started), run
+		FROM backends ORDER BY id`)
+}
+
+// scanChild reads a ChildRecord from pid, server, command, start, run.
+func scanChild(sc scanner) (ChildRecord, error) {
+	var c ChildRecord
+	var cmdJSON string
+	var start, run int64
+	if err := sc.Scan(&c.PID, &c.Server, &cmdJSON, &start, &run); err != nil {
+		return c, err
+	}
+	_ = json.Unmarshal([]byte(cmdJSON), &c.Command)
+	c.StartedAt, c.Run = micros(start), strconv.FormatInt(run, 10)
+	return c, nil
 }
 
 // Timeline is the life of request poolID of run runID, with its session

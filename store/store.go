@@ -557,6 +557,18 @@ func ReadChildrenOfEarlierRuns(ctx context.Context, path string) ([]ChildRecord,
 	return s.ChildrenOfEarlierRuns(ctx)
 }
 
+// ReadRecordedChildren is RecordedChildren of the database at path, read
+// as ReadChildrenOfEarlierRuns reads it (an older schema too). A missing
+// database wraps fs.ErrNotExist.
+func ReadRecordedChildren(ctx context.Context, path string) ([]ChildRecord, error) {
+	s, err := openReadOnly(path, childrenSchema)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.RecordedChildren(ctx)
+}
+
 // openReadOnly is OpenReadOnly accepting any schema version from oldest
 // on; the caller reads only what that version already had.
 func openReadOnly(path string, oldest int) (*Store, error) {

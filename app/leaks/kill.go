@@ -72,6 +72,9 @@ func Kill(ctx context.Context, home string, pid int, proof []Leak) error {
 		switch leak.Kind {
 		case KindDetached:
 			why = fmt.Sprintf("server %s still has a live child, which may have started it on purpose (a browser, a daemon)", leak.Server)
+		case KindInherited:
+			why = "it carries the run marker of this home's Switchboard, but it is in the process group or session of no child that run started, " +
+				"so it may be a program that merely inherited the marker"
 		case KindLegacy:
 			why = "it carries the run marker of an earlier Switchboard version, which does not say which Switchboard home started it, " +
 				"so it may be another home's"

@@ -10,6 +10,9 @@ import (
 // pgid is 0: there are no process groups to signal here.
 func pgid(int) int { return 0 }
 
+// sid is 0: there are no sessions here.
+func sid(int) int { return 0 }
+
 // signalGroup is never called: pgid is never the PID.
 func signalGroup(int, bool) error { return errors.New("process groups are not supported on this OS") }
 

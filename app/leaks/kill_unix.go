@@ -5,6 +5,8 @@ package leaks
 import (
 	"errors"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // pgid is pid's process group, or 0 if it cannot be read.
@@ -14,6 +16,15 @@ func pgid(pid int) int {
 		return 0
 	}
 	return g
+}
+
+// sid is pid's session, or 0 if it cannot be read.
+func sid(pid int) int {
+	s, err := unix.Getsid(pid)
+	if err != nil {
+		return 0
+	}
+	return s
 }
 
 // signalGroup sends SIGTERM (term) or SIGKILL to process group pgid. A

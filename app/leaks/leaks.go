@@ -13,16 +13,19 @@
 //     reused PID never matches), or
 //   - it carries the run marker (RunEnv) of a run of this home that has
 //     ended, or of this run with init (or a subreaper) as its parent
-//     while no child of its server runs.
+//     while no child of its server runs, and it is in the process group
+//     or session of a child that run started (ChildSource): the marker
+//     alone is inherited by any program a backend's environment reaches.
 //
-// Suspects are listed and never killed: a process of this run re-parented
-// to init while a child of its server runs (that child may have detached
-// it on purpose: a browser, a daemon), a process carrying the marker of
-// an ended run of an earlier version, which does not name its home, for
-// a server this home configures (for any other server it is taken as
-// another home's), and a process whose command line matches a configured
-// server while its parent is init (PID 1, launchd) or a known subreaper
-// (systemd --user) and that carries no marker.
+// Suspects are listed and never killed: such a marked process outside
+// the groups and sessions of its run's children, a process of this run
+// re-parented to init while a child of its server runs (that child may
+// have detached it on purpose: a browser, a daemon), a process carrying
+// the marker of an ended run of an earlier version, which does not name
+// its home, for a server this home configures (for any other server it
+// is taken as another home's), and a process whose command line matches
+// a configured server while its parent is init (PID 1, launchd) or a
+// known subreaper (systemd --user) and that carries no marker.
 //
 // A process whose marker names another home is that home's: it is never
 // listed here, and Kill refuses it. The running pool's own children, and
@@ -60,6 +63,17 @@ type Source interface {
 	ChildrenOfEarlierRuns(ctx context.Context) ([]ChildRecord, error)
 }
 
+// ChildSource is a Source that also gives every child that this home's
+// runs started and that its records still hold, exited or not: the
+// evidence that a process carrying a run's marker descends from one of
+// that run's children (its process group or session is that child's),
+// not merely inherited the marker from one (a shell that imported a
+// backend's environment, an editor a backend opened).
+type ChildSource interface {
+	Source
+	RecordedChildren(ctx context.Context) ([]ChildRecord, error)
+}
+
 // Leak is one leaked backend, as `switchboard leaks --json` prints it.
 type Leak struct {
 	PID    int    `json:"pid"`
@@ -72,18 +86,21 @@ type Leak struct {
 	// Kind is "recorded" (a child of an earlier run, by PID and start
 	// time), "marked" (carries the run marker of this home's Switchboard
 	// run that has ended, or this run's with init as its parent while no
-	// child of its server runs), "detached" (carries this run's marker,
-	// its parent is init, and a child of its server runs), "legacy"
-	// (carries the marker of an ended run of an earlier version, which
-	// does not name its home, for a configured server) or "orphan"
-	// (matches a configured server, its parent is init, and it has no
-	// marker).
+	// child of its server runs, and is in the process group or session
+	// of a child that run started), "inherited" (carries such a marker
+	// but is in no such group or session), "detached" (carries this
+	// run's marker, its parent is init, and a child of its server runs),
+	// "legacy" (carries the marker of an ended run of an earlier
+	// version, which does not name its home, for a configured server) or
+	// "orphan" (matches a configured server, its parent is init, and it
+	// has no marker).
 	Kind string `json:"kind"`
 	// Proven says the process is a leaked backend of this home beyond
 	// doubt (recorded or marked): only those are killed. The others are
-	// suspects: a detached process may be a helper a live child started
-	// on purpose, a legacy one may be another home's, and any program of
-	// the same user may run a configured command line.
+	// suspects: an inherited one may be any program started from a
+	// backend's environment, a detached one a helper a live child started
+	// on purpose, a legacy one another home's, and any program of the
+	// same user may run a configured command line.
 	Proven bool `json:"proven"`
 	// PPID and PGID say what Kill will signal: the whole group when the
 	// process leads its own group (PGID == PID), else the process and
@@ -96,11 +113,12 @@ type Leak struct {
 
 // Kinds of leak.
 const (
-	KindRecorded = "recorded"
-	KindOrphan   = "orphan"
-	KindMarked   = "marked"   // carries the marker of this home's run that has ended, or this run's with no child of its server left
-	KindDetached = "detached" // carries this run's marker, re-parented, while a child of its server runs
-	KindLegacy   = "legacy"   // carries an earlier version's marker (no home) of a run that has ended, for a configured server
+	KindRecorded  = "recorded"
+	KindOrphan    = "orphan"
+	KindMarked    = "marked"    // carries the marker of this home's run that has ended, or this run's with no child of its server left, in the group or session of a child of that run
+	KindInherited = "inherited" // carries such a marker, in no group or session of a child of that run
+	KindDetached  = "detached"  // carries this run's marker, re-parented, while a child of its server runs
+	KindLegacy    = "legacy"    // carries an earlier version's marker (no home) of a run that has ended, for a configured server
 )
 
 // RunEnv is the environment variable that marks every child of a
@@ -231,6 +249,10 @@ func Find(ctx context.Context, home string, src Source, configured []pool.Server
 			return nil, fmt.Errorf("read the children of earlier runs: %w", err)
 		}
 	}
+	started, err := recordedChildren(ctx, src)
+	if err != nil {
+		return nil, err
+	}
 	tab, err := scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
@@ -319,17 +341,25 @@ func Find(ctx context.Context, home string, src Source, configured []pool.Server
 			}
 			continue
 		}
-		switch c := live[server]; {
-		case thisRun && c != 0:
+		c := live[server]
+		if thisRun && c != 0 {
 			add(p, server, KindDetached, fmt.Sprintf("carries this run's %s and its parent is %s, while server %s still has a live child (PID %d): "+
 				"it may be a helper that child started on purpose (a browser, a daemon); listed, not killed while that child runs",
 				RunEnv, tab.parentName(ctx, p), server, c))
-		case thisRun:
-			add(p, server, KindMarked, fmt.Sprintf("carries this run's %s: left behind by server %s after its child exited; its parent is %s",
-				RunEnv, server, tab.parentName(ctx, p)))
-		default:
-			add(p, server, KindMarked, fmt.Sprintf("carries %s=%s: started under server %s by a Switchboard run of this home (pid %d, started %s) that has ended",
-				RunEnv, run, server, m.pid, m.start.Format(time.RFC3339)))
+			continue
+		}
+		what := fmt.Sprintf("carries %s=%s: started under server %s by a Switchboard run of this home (pid %d, started %s) that has ended",
+			RunEnv, run, server, m.pid, m.start.Format(time.RFC3339))
+		if thisRun {
+			what = fmt.Sprintf("carries this run's %s: left behind by server %s after its child exited; its parent is %s",
+				RunEnv, server, tab.parentName(ctx, p))
+		}
+		if why, ok := descends(p, m, started); ok {
+			add(p, server, KindMarked, what+"; "+why)
+		} else {
+			add(p, server, KindInherited, what+"; but it is in the process group or session of no child that run started "+
+				"(as the records hold them), so it may be a program that merely inherited the marker (a shell that imported a backend's environment, "+
+				"an editor a backend opened): listed, never killed")
 		}
 	}
 	// Then processes that merely look like a configured server: suspects
@@ -357,6 +387,46 @@ func Find(ctx context.Context, home string, src Source, configured []pool.Server
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out, nil
+}
+
+// recordedChildren is every child src's records hold, exited or not, when
+// src keeps them (ChildSource), else none.
+func recordedChildren(ctx context.Context, src Source) ([]ChildRecord, error) {
+	cs, ok := src.(ChildSource)
+	if !ok {
+		return nil, nil
+	}
+	recs, err := cs.RecordedChildren(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the children runs started: %w", err)
+	}
+	return recs, nil
+}
+
+// descends reports whether p, which carries marker m, is in the process
+// group or the session of a child that m's run started (started between
+// the run's start and p's), and says which. Children start leading a
+// process group of their own, and a group or session id is not reused
+// while a member lives: only the child and its descendants are in it (or
+// join it; its parent, the run, aside). A process that merely inherited
+// the marker from a backend's environment is in another group.
+func descends(p *proc, m marker, started []ChildRecord) (string, bool) {
+	ids := []struct {
+		what string
+		id   int
+	}{{"process group", pgid(p.pid)}, {"session", sid(p.pid)}}
+	for _, id := range ids {
+		if id.id <= 1 {
+			continue
+		}
+		for _, c := range started {
+			if c.PID == id.id && !c.StartedAt.Before(m.start.Add(-StartTolerance)) && !c.StartedAt.After(p.start.Add(StartTolerance)) {
+				return fmt.Sprintf("it is in the %s of child PID %d (server %s, started %s)",
+					id.what, c.PID, c.Server, c.StartedAt.Format(time.RFC3339)), true
+			}
+		}
+	}
+	return "", false
 }
 
 // markedByLiveRun reports whether p carries the run marker of a

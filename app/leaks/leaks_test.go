@@ -477,9 +477,10 @@ func TestOrphanMatchingAConfiguredServerIsLeaked(t *testing.T) {
 	}
 }
 
-// A process that carries the run marker of an ended Switchboard run is a
-// proven leak, whatever its command line matches: the marker's server
-// names it, and Kill ends it. It leads no group here, so only the
+// A process that carries the run marker of an ended Switchboard run, in
+// the process group of a child that run started, is a proven leak,
+// whatever its command line matches: the marker's server names it, and
+// Kill ends it. It leads no group here, so only the
 // process and its descendants are signalled, never the group (that would
 // kill this test).
 func TestMarkedOrphanIsProvenAndKilled(t *testing.T) {
@@ -492,7 +493,7 @@ func TestMarkedOrphanIsProvenAndKilled(t *testing.T) {
 	orphan := plantOrphan(t, env+" "+fakeBin+" "+strings.Join(args, " ")+" </dev/null >/dev/null 2>&1 &", pidfile)
 	parentIsReaper(t, orphan.pid)
 	configured := []pool.ServerConfig{{Name: "fake", Command: fakeBin, Args: args}} // the command line says "fake"
-	ls, err := Find(ctx, thisHome, nil, configured, nil)
+	ls, err := Find(ctx, thisHome, groupsOf(orphan), configured, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -592,7 +593,8 @@ func startMarked(t *testing.T, env ...string) *exec.Cmd {
 // opens the user's browser for an OAuth flow, a build tool starts its
 // daemon): it carries this run's marker and its parent is init. While its
 // server still has a live child it is a suspect, which Kill refuses; once
-// no child of that server runs, it is a proven leak. On the first edition
+// no child of that server runs, it is a proven leak (in the process group
+// of a child the run started). On the first edition
 // it was a proven leak "left behind by server oauth after its child
 // exited" while that child ran, and Kill killed it.
 func TestDetachedHelperOfALiveChildIsASuspect(t *testing.T) {
@@ -630,7 +632,7 @@ func TestDetachedHelperOfALiveChildIsASuspect(t *testing.T) {
 	// A live child of another server does not vouch for it: once oauth's
 	// child has exited, the current rules apply.
 	_ = child.Process.Kill()
-	ls, err = Find(ctx, thisHome, nil, nil, own[1:])
+	ls, err = Find(ctx, thisHome, groupsOf(helper), nil, own[1:])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -679,7 +681,7 @@ func TestZombieRunHasEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the run to be a zombie", func() bool { return rp.exited(ctx) })
-	ls, err = Find(ctx, thisHome, nil, nil, nil)
+	ls, err = Find(ctx, thisHome, groupsOf(gc), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -786,7 +788,7 @@ func TestAnotherHomesProcessesAreNotThisHomes(t *testing.T) {
 
 	// This home has a server gc too, whose command line is none of these.
 	configured := []pool.ServerConfig{{Name: "gc", Command: "gc-server"}}
-	ls, err := Find(ctx, thisHome, nil, configured, nil)
+	ls, err := Find(ctx, thisHome, groupsOf(viaLink), configured, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -818,7 +820,7 @@ func TestAnotherHomesProcessesAreNotThisHomes(t *testing.T) {
 
 	// The other home finds its ended run's leftover and kills it; never
 	// this home's.
-	theirs, err := Find(ctx, other, nil, configured, nil)
+	theirs, err := Find(ctx, other, groupsOf(ended), configured, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -943,4 +945,86 @@ func TestKillGoesOnPastASignalItMayNotSend(t *testing.T) {
 	if !helper.alive() {
 		t.Error("the helper that could not be signalled is gone: the test's injection did not hold")
 	}
+}
+
+// history is a ChildSource: the children earlier runs never saw exit,
+// and every child the runs started.
+type history struct {
+	earlier, all []ChildRecord
+}
+
+func (h history) ChildrenOfEarlierRuns(context.Context) ([]ChildRecord, error) { return h.earlier, nil }
+
+func (h history) RecordedChildren(context.Context) ([]ChildRecord, error) { return h.all, nil }
+
+// groupsOf is a ChildSource whose records say that a run started, at the
+// start of each of ps, a child that led the process group that process
+// is in: the evidence a marked process needs to be proven.
+func groupsOf(ps ...planted) history {
+	var h history
+	for _, p := range ps {
+		h.all = append(h.all, ChildRecord{PID: pgid(p.pid), Server: "memory", StartedAt: p.start, Run: "earlier"})
+	}
+	return h
+}
+
+// The run marker alone does not prove a process is a backend's: any
+// program started from a backend's environment inherits it (a shell that
+// ran `systemctl --user import-environment`, an editor a backend
+// opened). A marked process is proven only in the process group (or
+// session) of a child its run started, as the records hold them; else it
+// is a suspect, which Kill refuses and --all-leaked leaves alone. On the
+// first edition every marked process of an ended run was proven, and
+// killed.
+func TestMarkerWithoutAChildsGroupIsASuspect(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	env := RunEnv + "=1@0@" + thisHome + " " + pool.ServerEnv + "=memory" // PID 1 never started at the Unix epoch: the run has ended
+	gcFile := filepath.Join(dir, "grandchild.pid")
+	// The run's child leads its group, leaves a grandchild in it, and is
+	// gone.
+	child := plantLeader(t, "sh", "-c", env+" sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > "+gcFile+"; exec sleep 1000")
+	var gc planted
+	waitFor(t, 5*time.Second, "the grandchild's pidfile", func() bool {
+		b, err := os.ReadFile(gcFile)
+		if err != nil {
+			return false
+		}
+		pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+		if err == nil {
+			gc = track(t, pid)
+		}
+		return err == nil
+	})
+	_ = syscall.Kill(child.pid, syscall.SIGKILL)
+	waitFor(t, 5*time.Second, "the child to exit", func() bool { return !child.alive() })
+	// A program that inherited the marker, in a group of its own.
+	inFile := filepath.Join(dir, "inherited.pid")
+	inherited := plantOrphan(t, "env "+env+" setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > "+inFile, inFile)
+	waitFor(t, 5*time.Second, "the program to lead a session of its own", func() bool { return pgid(inherited.pid) == inherited.pid })
+
+	src := history{all: []ChildRecord{{PID: child.pid, Server: "memory", Command: []string{"sh"}, StartedAt: child.start, Run: "earlier"}}}
+	ls, err := Find(ctx, thisHome, src, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := findLeak(ls, inherited.pid)
+	if l == nil || l.Kind != KindInherited || l.Proven {
+		t.Fatalf("PID %d, marked outside any child's group: %+v", inherited.pid, ls)
+	}
+	t.Logf("reason: %s", l.Reason)
+	if err := Kill(ctx, thisHome, inherited.pid, ls); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "inherited the marker") {
+		t.Errorf("Kill of a process that only carries the marker: %v", err)
+	}
+	if !inherited.alive() {
+		t.Fatal("the refused process died")
+	}
+	l = findLeak(ls, gc.pid)
+	if l == nil || l.Kind != KindMarked || !l.Proven || !strings.Contains(l.Reason, fmt.Sprintf("in the process group of child PID %d", child.pid)) {
+		t.Fatalf("grandchild %d in the group of the run's child %d: %+v", gc.pid, child.pid, ls)
+	}
+	if err := Kill(ctx, thisHome, gc.pid, ls); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the grandchild to exit", func() bool { return !gc.alive() })
 }
