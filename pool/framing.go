@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 )
 
 // lineReader reads newline-delimited messages, the framing of MCP's stdio
@@ -28,6 +29,9 @@ type lineReader struct {
 	onLong func(need int) error
 	long   bool // onLong was last told a line's need, not its end
 	need   int  // what onLong was last told
+	// progress, when set, is given the length of a line past keepBuf read
+	// so far, before each read of more of it.
+	progress *atomic.Int64
 
 	buf        []byte // all of it is the reader's to fill: len(buf) == cap(buf)
 	small      []byte // the reader's own buffer of readBuf bytes; buf when lines are small
@@ -158,6 +162,9 @@ func (lr *lineReader) fill() {
 		lr.start = 0
 	}
 	if lr.onLong != nil && lr.end > keepBuf {
+		if lr.progress != nil {
+			lr.progress.Store(int64(lr.end))
+		}
 		if err := lr.holdLong(); err != nil {
 			lr.err = err
 			return

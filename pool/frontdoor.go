@@ -640,7 +640,7 @@ func closeFiles(files []*os.File) {
 func (s *session) readFrom(r io.Reader, peer syscall.RawConn, hb *handBack) {
 	unfinished := &unfinishedLine{s: s}
 	defer unfinished.hold(0)
-	lr := &lineReader{r: r, max: s.p.opts.MaxMessageBytes, onRelease: s.p.releasedLarge, onLong: unfinished.hold}
+	lr := &lineReader{r: r, max: s.p.opts.MaxMessageBytes, onRelease: s.p.releasedLarge, onLong: unfinished.hold, progress: &unfinished.have}
 	for {
 		line, err := lr.next()
 		if err != nil {

@@ -66,7 +66,8 @@ func TestLocalSessionsAreBounded(t *testing.T) {
 // so a line that stays unfinished past 1 MiB holds the pool's memory for
 // nothing (forty sessions each holding 60 MB without a newline once held
 // 2.4 GB for good). Such a session is closed once its line has waited
-// unfinished for the timeout; a large message written whole is taken.
+// unfinished (no more of it) for the timeout; a large message written
+// whole is taken.
 func TestUnfinishedLineIsBounded(t *testing.T) {
 	t.Cleanup(pool.SetUnfinishedLineTimeout(time.Second)) // after the pool closed
 	tp := newTestPool(t, nil, fake("srv"))
@@ -91,5 +92,57 @@ func TestUnfinishedLineIsBounded(t *testing.T) {
 	whole.call("3", "echo", `{"text":"still"}`)
 	if m, _ := whole.recvID("3"); m.text() != "still" {
 		t.Fatalf("another session after the close: %.200s", m.raw)
+	}
+}
+
+// TestUnfinishedLineThatKeepsComingIsTaken: a large message that takes
+// longer than the timeout to arrive, but keeps coming (eight 60 MB
+// messages at once on a loaded machine took a minute), is taken and
+// answered; one that stops coming after a while is closed as before.
+func TestUnfinishedLineThatKeepsComingIsTaken(t *testing.T) {
+	const timeout = time.Second
+	t.Cleanup(pool.SetUnfinishedLineTimeout(timeout)) // after the pool closed
+	tp := newTestPool(t, nil, fake("srv"))
+	start := strings.Repeat("s", 1<<20+100<<10) // past keepBuf
+	chunk := strings.Repeat("k", 350<<10)       // four make more than keepBuf
+	head := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`
+
+	slow := tp.dial(t, "srv")
+	slow.initialize("slow", "")
+	if _, err := slow.conn.Write([]byte(head + start)); err != nil {
+		t.Fatal(err)
+	}
+	// Four chunks per timeout, for two timeouts: paced, not synchronised.
+	tick := time.NewTicker(timeout / 4)
+	defer tick.Stop()
+	const chunks = 8
+	for range chunks {
+		<-tick.C
+		if _, err := slow.conn.Write([]byte(chunk)); err != nil {
+			t.Fatalf("a line that kept coming: %v", err)
+		}
+	}
+	if _, err := slow.conn.Write([]byte("\"}}}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := slow.recvID("1"); m.text() != start+strings.Repeat(chunk, chunks) {
+		t.Fatalf("a line that kept coming for %d timeouts was not answered whole: %.200s", chunks/4, m.raw)
+	}
+
+	stalled := tp.dial(t, "srv")
+	stalled.initialize("stalled", "")
+	if _, err := stalled.conn.Write([]byte(head + start)); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		<-tick.C
+		if _, err := stalled.conn.Write([]byte(chunk)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-stalled.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("a session whose line stopped coming was not closed")
 	}
 }

@@ -7,37 +7,44 @@ import (
 	"time"
 )
 
-// unfinishedLineTimeout is how long a session's line may wait unfinished
-// once it holds more than keepBuf bytes. A client writes each message
-// whole, so the rest of a line comes at once, however large it is (64 MiB
-// through a local pipe takes well under a second); one that stays
-// unfinished holds the pool's memory, up to the message limit, for
-// nothing: forty sessions each holding 60 MB without a newline once held
-// 2.4 GB for good. The timeout bounds how long.
+// unfinishedLineTimeout is how long a session's line may go without
+// keepBuf more of it once it holds more than keepBuf bytes. A client
+// writes each message whole, so the rest of a line keeps coming, however
+// large it is (64 MiB through a local pipe takes well under a second on
+// an idle machine, and eight such lines at once on a loaded one took a
+// minute); one that stops coming holds the pool's memory, up to the
+// message limit, for nothing: forty sessions each holding 60 MB without a
+// newline once held 2.4 GB for good. The timeout bounds how long a line
+// may stall, and so, with the message limit, how long a line that
+// trickles in may be held.
 var unfinishedLineTimeout = 30 * time.Second
 
-// errUnfinishedLine ends a session whose line waited unfinished too long.
-// It ends for good (endsForGood): its shim exits saying why rather than
-// resume the session, and send the same unfinished line again.
+// errUnfinishedLine ends a session whose line stalled too long. It ends
+// for good (endsForGood): its shim exits saying why rather than resume
+// the session, and send the same unfinished line again.
 var errUnfinishedLine = fmt.Errorf(
-	"closed: the client left a message of more than %d MiB unfinished for %s; a client writes each message whole, ending it with a newline",
-	keepBuf>>20, unfinishedLineTimeout)
+	"closed: the client stopped sending a message of more than %d MiB (less than %d MiB more of it came in %s); a client writes each message whole, ending it with a newline",
+	keepBuf>>20, keepBuf>>20, unfinishedLineTimeout)
 
-// unfinishedLine closes its session once a line has waited unfinished
-// for unfinishedLineTimeout past keepBuf bytes (lineReader.onLong): the
-// session's reader arms it, and disarms it as the line ends.
+// unfinishedLine closes its session once a line past keepBuf bytes
+// (lineReader.onLong) has gone unfinishedLineTimeout without keepBuf more
+// of it: the session's reader arms it, tells it how much of the line has
+// come (lineReader.progress), and disarms it as the line ends.
 type unfinishedLine struct {
 	s    *session
-	held int // bytes of the pool's unfinishedBudget the line holds (hold)
+	held int          // bytes of the pool's unfinishedBudget the line holds (hold)
+	have atomic.Int64 // bytes of the line read so far, stored by the reader
 
-	mu    sync.Mutex  // guards the fields below; never held across I/O
-	armed *time.Timer // closes the session unless stopped first
-	gen   uint64      // counts arms and disarms: a timer that fires after one is stale
+	mu       sync.Mutex  // guards the fields below; never held across I/O
+	armed    *time.Timer // looks at the line's progress, and closes the session unless stopped first
+	gen      uint64      // counts arms and disarms: a timer that fires after one is stale
+	lastHave int64       // have when the timer was last armed
 }
 
 // waiting arms (on) or disarms the timer. The timer's goroutine is the
-// pool's (afterFunc); it ends with the session's close, or does nothing
-// if the line ended meanwhile.
+// pool's (afterFunc); it ends with the session's close, re-arms itself
+// while the line keeps coming, or does nothing if the line ended
+// meanwhile.
 func (u *unfinishedLine) waiting(on bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -46,19 +53,34 @@ func (u *unfinishedLine) waiting(on bool) {
 		u.armed.Stop()
 		u.armed = nil
 	}
-	if !on {
+	if on {
+		u.armLocked(u.gen)
+	}
+}
+
+// armLocked starts the timeout from now, for the arm gen. u.mu is held.
+func (u *unfinishedLine) armLocked(gen uint64) {
+	u.lastHave = u.have.Load()
+	u.armed = u.s.p.afterFunc(unfinishedLineTimeout, func() { u.expired(gen) })
+}
+
+// expired is the timer of the arm gen firing: a line that got keepBuf
+// more since the timer was armed gets another unfinishedLineTimeout, one
+// that stalled closes its session.
+func (u *unfinishedLine) expired(gen uint64) {
+	u.mu.Lock()
+	if u.gen != gen {
+		u.mu.Unlock()
 		return
 	}
-	gen, after := u.gen, unfinishedLineTimeout
-	u.armed = u.s.p.afterFunc(after, func() {
-		u.mu.Lock()
-		current := u.gen == gen
+	if u.have.Load()-u.lastHave >= keepBuf {
+		u.armLocked(gen)
 		u.mu.Unlock()
-		if current {
-			u.s.p.log.Warn("closing a session whose message stayed unfinished", "session", u.s.id, "after", after)
-			u.s.close(errUnfinishedLine)
-		}
-	})
+		return
+	}
+	u.mu.Unlock()
+	u.s.p.log.Warn("closing a session whose message stopped coming", "session", u.s.id, "after", unfinishedLineTimeout)
+	u.s.close(errUnfinishedLine)
 }
 
 // errUnfinishedBudget ends a session whose unfinished line would take the
