@@ -371,6 +371,19 @@ type reply struct {
 // recvID reads until the response with id, skipping notifications.
 func (s *shim) recvID(id string) reply {
 	s.t.Helper()
+	return s.recvWhere(func(r reply) bool { return r.Method == "" && string(r.ID) == id })
+}
+
+// recvMethod reads until a message with method (a notification or a
+// request), skipping the others.
+func (s *shim) recvMethod(method string) reply {
+	s.t.Helper()
+	return s.recvWhere(func(r reply) bool { return r.Method == method })
+}
+
+// recvWhere reads until a message that want takes, skipping the others.
+func (s *shim) recvWhere(want func(reply) bool) reply {
+	s.t.Helper()
 	for {
 		line, err := s.out.ReadString('\n')
 		if err != nil {
@@ -381,7 +394,7 @@ func (s *shim) recvID(id string) reply {
 			s.t.Fatalf("shim wrote invalid JSON: %q", line)
 		}
 		r.raw = line
-		if r.Method == "" && string(r.ID) == id {
+		if want(r) {
 			return r
 		}
 	}
@@ -553,11 +566,12 @@ func TestServeStopSignalsStopCleanly(t *testing.T) {
 			s := in.connect(t, "fake")
 			s.initialize("c")
 			child, grandchild := readPID(t, pidfile), readPID(t, gpidfile)
-			s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep_echo","arguments":{"ms":1000,"text":"finished"}}}`)
-			waitFor(t, "the call to reach the child", func() bool {
-				st := in.status()
-				return len(st.InFlight) == 1 && st.InFlight[0].WrittenToChild
-			})
+			// Its first progress notification says the call runs at the
+			// child; it is answered about 1.2 s later, within the grace.
+			// (Waiting for it in status, a call of a fixed length could
+			// end between two looks on a loaded machine.)
+			s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"steps":2,"ms":600},"_meta":{"progressToken":"p"}}}`)
+			s.recvMethod("notifications/progress")
 			if err := in.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -570,7 +584,7 @@ func TestServeStopSignalsStopCleanly(t *testing.T) {
 			case <-time.After(15 * time.Second):
 				t.Fatalf("serve did not exit after %v", sig)
 			}
-			if r := s.recvID("1"); toolText(r) != "finished" {
+			if r := s.recvID("1"); toolText(r) != "done" {
 				t.Errorf("the call in flight at %v was answered %s %s", sig, r.Result, r.Error)
 			}
 			for _, pid := range []int{child, grandchild} {
