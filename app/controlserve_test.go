@@ -82,39 +82,9 @@ func TestControlAPIBoundsItsConnections(t *testing.T) {
 	controlMaxConns = 8
 	t.Cleanup(func() { controlMaxConns = old })
 	inst := runControl(t)
-	openFDs := func() int {
-		fds, _ := os.ReadDir("/proc/self/fd")
-		return len(fds)
-	}
-	before := openFDs()
-	const flood = 64
-	var conns []net.Conn
-	t.Cleanup(func() {
-		for _, c := range conns {
-			c.Close()
-		}
+	floodIsBounded(t, "the control API", controlMaxConns, func() (net.Conn, error) {
+		return net.Dial("unix", inst.Paths.ControlSocket()) // the kernel queues it, accepted or not
 	})
-	for range flood {
-		c, err := net.Dial("unix", inst.Paths.ControlSocket()) // the kernel queues it, accepted or not
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-	}
-	// The test's own ends of the flood are descriptors of this process
-	// too; past them, the pool may hold controlMaxConns. A few of the
-	// pool's other descriptors may come and go meanwhile (its history,
-	// its children's pipes): hence the slack of 4 either way.
-	limit := before + flood + controlMaxConns
-	eventually(t, 5*time.Second, "the pool to accept what it may", func() bool { return openFDs() >= limit-4 })
-	if n := openFDs(); n > limit+4 {
-		t.Fatalf("%d descriptors open after %d connections to a control API bounded at %d, from %d: the pool took %d",
-			n, flood, controlMaxConns, before, n-before-flood)
-	}
-	for _, c := range conns {
-		c.Close()
-	}
-	conns = nil
 	conn, err := net.Dial("unix", inst.Paths.ControlSocket())
 	if err != nil {
 		t.Fatal(err)

@@ -51,38 +51,39 @@ var (
 type unionSource []leaks.Source
 
 func (u unionSource) ChildrenOfEarlierRuns(ctx context.Context) ([]leaks.ChildRecord, error) {
-	var out []leaks.ChildRecord
-	var firstErr error
-	answered := false
-	for _, src := range u {
+	return u.union(func(src leaks.Source) ([]leaks.ChildRecord, bool, error) {
 		recs, err := src.ChildrenOfEarlierRuns(ctx)
-		if err != nil {
-			firstErr = cmp.Or(firstErr, err)
-			continue
-		}
-		answered = true
-		out = append(out, recs...)
-	}
-	if !answered && firstErr != nil {
-		return nil, firstErr
-	}
-	return out, nil
+		return recs, true, err
+	})
 }
 
 // RecordedChildren is every child that the sources that keep them
 // (leaks.ChildSource) record, exited or not. A source that fails is
 // skipped while another answers.
 func (u unionSource) RecordedChildren(ctx context.Context) ([]leaks.ChildRecord, error) {
+	return u.union(func(src leaks.Source) ([]leaks.ChildRecord, bool, error) {
+		cs, ok := src.(leaks.ChildSource)
+		if !ok {
+			return nil, false, nil
+		}
+		recs, err := cs.RecordedChildren(ctx)
+		return recs, true, err
+	})
+}
+
+// union gathers what read gives of each source (ok false: the source
+// keeps no such records). A source that fails is skipped while another
+// answers; the first error is returned when none did.
+func (u unionSource) union(read func(leaks.Source) (recs []leaks.ChildRecord, ok bool, err error)) ([]leaks.ChildRecord, error) {
 	var out []leaks.ChildRecord
 	var firstErr error
 	answered := false
 	for _, src := range u {
-		cs, ok := src.(leaks.ChildSource)
-		if !ok {
+		recs, ok, err := read(src)
+		switch {
+		case !ok:
 			continue
-		}
-		recs, err := cs.RecordedChildren(ctx)
-		if err != nil {
+		case err != nil:
 			firstErr = cmp.Or(firstErr, err)
 			continue
 		}

@@ -278,23 +278,7 @@ func TestKillReachesDescendantsThatLeftTheGroup(t *testing.T) {
 	TermGrace = 200 * time.Millisecond
 	t.Cleanup(func() { TermGrace = old })
 	ctx := context.Background()
-	pidfile := filepath.Join(t.TempDir(), "helper.pid")
-	argv := []string{"sh", "-c", "setsid sleep 1000 & echo $! > " + pidfile + "; wait"}
-	leader := plantLeader(t, argv...)
-	var helper planted
-	waitFor(t, 5*time.Second, "the helper's pidfile", func() bool {
-		b, err := os.ReadFile(pidfile)
-		if err != nil {
-			return false
-		}
-		pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
-		if err != nil {
-			return false
-		}
-		helper = track(t, pid)
-		return true
-	})
-	waitFor(t, 5*time.Second, "the helper to lead a session of its own", func() bool { return pgid(helper.pid) == helper.pid })
+	leader, helper, argv := plantDetaching(t, "")
 	src := source{{PID: leader.pid, Server: "detaching", Command: argv, StartedAt: leader.start, Run: "earlier"}}
 	ls, err := Find(ctx, thisHome, src, nil, nil)
 	if err != nil {
@@ -903,23 +887,7 @@ func TestKillGoesOnPastASignalItMayNotSend(t *testing.T) {
 	TermGrace, KillGrace = 200*time.Millisecond, 300*time.Millisecond
 	t.Cleanup(func() { TermGrace, KillGrace, sendOne = oldTerm, oldKill, oldSend })
 	ctx := context.Background()
-	pidfile := filepath.Join(t.TempDir(), "helper.pid")
-	argv := []string{"sh", "-c", "trap '' TERM; setsid sleep 1000 & echo $! > " + pidfile + "; wait"}
-	leader := plantLeader(t, argv...)
-	var helper planted
-	waitFor(t, 5*time.Second, "the helper's pidfile", func() bool {
-		b, err := os.ReadFile(pidfile)
-		if err != nil {
-			return false
-		}
-		pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
-		if err != nil {
-			return false
-		}
-		helper = track(t, pid)
-		return true
-	})
-	waitFor(t, 5*time.Second, "the helper to lead a session of its own", func() bool { return pgid(helper.pid) == helper.pid })
+	leader, helper, argv := plantDetaching(t, "trap '' TERM; ")
 	sendOne = func(pid int, term bool) error {
 		if pid == helper.pid {
 			return syscall.EPERM // another user's, as if started through sudo
@@ -1027,4 +995,29 @@ func TestMarkerWithoutAChildsGroupIsASuspect(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the grandchild to exit", func() bool { return !gc.alive() })
+}
+
+// plantDetaching starts a leader (a shell running prelude first) that
+// starts a helper in a session of its own, as a server's detaching helper
+// does, and returns both once the helper leads its session, with the
+// leader's argv.
+func plantDetaching(t *testing.T, prelude string) (leader, helper planted, argv []string) {
+	t.Helper()
+	pidfile := filepath.Join(t.TempDir(), "helper.pid")
+	argv = []string{"sh", "-c", prelude + "setsid sleep 1000 & echo $! > " + pidfile + "; wait"}
+	leader = plantLeader(t, argv...)
+	waitFor(t, 5*time.Second, "the helper's pidfile", func() bool {
+		b, err := os.ReadFile(pidfile)
+		if err != nil {
+			return false
+		}
+		pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+		if err != nil {
+			return false
+		}
+		helper = track(t, pid)
+		return true
+	})
+	waitFor(t, 5*time.Second, "the helper to lead a session of its own", func() bool { return pgid(helper.pid) == helper.pid })
+	return leader, helper, argv
 }

@@ -31,24 +31,7 @@ const busyWelcome = `{"error":"Switchboard has 4096 local sessions and connectio
 // pool takes it; it does not end it. Both kinds of shim. On the first
 // edition the refusal ended the session for good.
 func TestReattachWaitsOutABusyPool(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		reattach func(home.Paths) (conn net.Conn, session, run string, err error)
-		attach   bool
-	}{
-		{"attached", func(paths home.Paths) (net.Conn, string, string, error) {
-			quietClient(t)
-			a := &attached{paths: paths, name: "fake", run: "r1", session: "s1", kept: kept{init: []byte(`{}`)}}
-			conn, _, err := a.reattach(true)
-			return conn, a.session, a.run, err
-		}, true},
-		{"relayed", func(paths home.Paths) (net.Conn, string, string, error) {
-			r := &relayed{paths: paths, name: "fake", run: "r1", session: "s1", kept: kept{init: []byte(`{}`)},
-				fromClient: make(chan []byte), clientErr: make(chan error, 1), count: newUnanswered()}
-			conn, _, err := r.reconnect(true)
-			return conn, r.session, r.run, err
-		}, false},
-	} {
+	for _, tc := range resumingShims(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			paths, hellos := poolsThatWelcome(t, busyWelcome, busyWelcome,
 				`{"session":"s9","attached":`+strconv.FormatBool(tc.attach)+`,"run":"r2"}`)

@@ -23,24 +23,7 @@ import (
 // session; it does not fail its client. Both kinds of shim: attached
 // (the pool holds the client's pipes) and relaying.
 func TestReattachPassesAPoolThatIsStopping(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		reattach func(home.Paths) (conn net.Conn, session, run string, err error)
-		attach   bool
-	}{
-		{"attached", func(paths home.Paths) (net.Conn, string, string, error) {
-			quietClient(t)
-			a := &attached{paths: paths, name: "fake", run: "r1", session: "s1", kept: kept{init: []byte(`{}`)}}
-			conn, _, err := a.reattach(true)
-			return conn, a.session, a.run, err
-		}, true},
-		{"relayed", func(paths home.Paths) (net.Conn, string, string, error) {
-			r := &relayed{paths: paths, name: "fake", run: "r1", session: "s1", kept: kept{init: []byte(`{}`)},
-				fromClient: make(chan []byte), clientErr: make(chan error, 1), count: newUnanswered()}
-			conn, _, err := r.reconnect(true)
-			return conn, r.session, r.run, err
-		}, false},
-	} {
+	for _, tc := range resumingShims(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			paths, hellos := poolsThatWelcome(t,
 				`{"error":"pool is closed","stopping":true}`,
@@ -146,4 +129,32 @@ func readHelloMsg(c *net.UnixConn) (wire.Hello, error) {
 	line, _, _ = bytes.Cut(line, []byte("\n"))
 	err := json.Unmarshal(line, &h)
 	return h, err
+}
+
+// resumingShim is one kind of shim resuming session s1 of run r1 on a
+// pool that welcomes it after a planned stop: reattach returns the new
+// connection and the session and run it resumed as.
+type resumingShim struct {
+	name     string
+	reattach func(home.Paths) (conn net.Conn, session, run string, err error)
+	attach   bool
+}
+
+// resumingShims are both kinds: attached (the pool holds the client's
+// pipes) and relaying.
+func resumingShims(t *testing.T) []resumingShim {
+	return []resumingShim{
+		{"attached", func(paths home.Paths) (net.Conn, string, string, error) {
+			quietClient(t)
+			a := &attached{paths: paths, name: "fake", run: "r1", session: "s1", kept: kept{init: []byte(`{}`)}}
+			conn, _, err := a.reattach(true)
+			return conn, a.session, a.run, err
+		}, true},
+		{"relayed", func(paths home.Paths) (net.Conn, string, string, error) {
+			r := &relayed{paths: paths, name: "fake", run: "r1", session: "s1", kept: kept{init: []byte(`{}`)},
+				fromClient: make(chan []byte), clientErr: make(chan error, 1), count: newUnanswered()}
+			conn, _, err := r.reconnect(true)
+			return conn, r.session, r.run, err
+		}, false},
+	}
 }
