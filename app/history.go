@@ -709,15 +709,15 @@ func (h *historyState) runID() string {
 }
 
 // unanswered is pool.Options.Unanswered: nil with no history.
-func (h *historyState) unanswered() func(ctx context.Context, run, session string) ([]pool.Unanswered, error) {
+func (h *historyState) unanswered() func(ctx context.Context, run, session string) (pool.Owed, error) {
 	st := h.requests()
 	if st == nil {
 		return nil
 	}
-	return func(ctx context.Context, run, session string) ([]pool.Unanswered, error) {
+	return func(ctx context.Context, run, session string) (pool.Owed, error) {
 		id, err := strconv.ParseInt(run, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("run %q: %w", run, err)
+			return pool.Owed{}, fmt.Errorf("run %q: %w", run, err)
 		}
 		return st.Unanswered(ctx, id, session)
 	}

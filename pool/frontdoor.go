@@ -235,8 +235,11 @@ func (p *Pool) serveShim(conn net.Conn, release func()) {
 		conn.Close()
 		return
 	}
-	if why, ok := p.ended.take(hello.Resume, p.opts.RunID, hello.PID); ok {
-		p.log.Info("a shim came back to resume a session this pool evicted; told it so", "session", hello.Resume.Session, "pid", hello.PID)
+	// The shim's PID is the socket's word where it has one: the hello's is
+	// what the shim claims, and names whose session a resume is.
+	peer := shimPeerPID(conn, hello.PID)
+	if why, ok := p.ended.take(hello.Resume, p.opts.RunID, peer); ok {
+		p.log.Info("a shim came back to resume a session this pool evicted; told it so", "session", hello.Resume.Session, "pid", peer)
 		closeFiles(files)
 		writeLine(conn, Welcome{Error: why, Ended: true})
 		conn.Close()
@@ -268,7 +271,7 @@ func (p *Pool) serveShim(conn net.Conn, release func()) {
 	}
 	// Everything the session's transport is, is decided before the session
 	// is published: a Pool.Close racing with this start must find it whole.
-	setup := sessionSetup{transport: "stdio", peerPID: hello.PID, resumed: resumedFrom(hello.Resume)}
+	setup := sessionSetup{transport: "stdio", peerPID: peer, resumed: resumedFrom(hello.Resume)}
 	if hello.Resume != nil {
 		setup.began = hello.Resume.Began
 	}
@@ -286,14 +289,14 @@ func (p *Pool) serveShim(conn net.Conn, release func()) {
 			case errors.Is(s.closeReason, errEvicted):
 				// Its stream is full: no Farewell gets through. The
 				// shim is told when it comes back to resume it.
-				p.ended.add(s.id, hello.PID, s.closeReason)
+				p.ended.add(s.id, peer, s.closeReason)
 			case endsForGood(s.closeReason):
 				// After the last answers (finishOutput): the shim exits
 				// saying why, as an attached one does. One whose stream
 				// does not take it is told when it comes back.
 				p.farewellDeadline(conn)
 				if writeControl(conn, Farewell{End: s.closeReason.Error()}) != nil {
-					p.ended.add(s.id, hello.PID, s.closeReason)
+					p.ended.add(s.id, peer, s.closeReason)
 				}
 			}
 			conn.Close()
@@ -306,7 +309,7 @@ func (p *Pool) serveShim(conn net.Conn, release func()) {
 		setup.hb = newHandBack(in)
 		if ledgerFile != nil {
 			if setup.ledger, err = openLedger(ledgerFile); err != nil {
-				p.log.Warn("a shim's ledger is unusable; its session's requests are not recorded there", "pid", hello.PID, "err", err)
+				p.log.Warn("a shim's ledger is unusable; its session's requests are not recorded there", "pid", peer, "err", err)
 			}
 		}
 		lines := &shimLines{p: p, conn: conn}
@@ -331,7 +334,7 @@ func (p *Pool) serveShim(conn net.Conn, release func()) {
 			if !lines.end(s, bye) && (errors.Is(s.closeReason, errEvicted) || endsForGood(s.closeReason)) {
 				// No Farewell got through (its shim stopped reading): it
 				// is told when it comes back to resume the session.
-				p.ended.add(s.id, hello.PID, s.closeReason)
+				p.ended.add(s.id, peer, s.closeReason)
 			}
 			conn.Close()
 		}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -105,11 +106,13 @@ func TestResumeAnswersTheInitializeItOwes(t *testing.T) {
 		{"by the history", "", []pool.Unanswered{{OriginalID: "0", Method: "initialize"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := &pool.Options{RunID: "later", Unanswered: func(context.Context, string, string) ([]pool.Unanswered, error) {
-				return tc.history, nil
+			// The history's shim of the session is this process: the
+			// socket's word on the test's own shim.
+			opts := &pool.Options{RunID: "later", Unanswered: func(context.Context, string, string) (pool.Owed, error) {
+				return pool.Owed{PeerPID: os.Getpid(), Requests: tc.history}, nil
 			}}
 			tp := newTestPool(t, opts, fake("srv"))
-			hello, _ := json.Marshal(wire.Hello{Server: "srv", Attach: true, Resume: &wire.Resume{
+			hello, _ := json.Marshal(wire.Hello{Server: "srv", PID: os.Getpid(), Attach: true, Resume: &wire.Resume{
 				Run: "earlier", Session: "s1", Initialize: []byte(keptInitParams), InitializeID: tc.initID,
 				Lost: []wire.Lost{{ID: "0"}, {ID: "5", Written: true}},
 			}})

@@ -92,10 +92,11 @@ type Options struct {
 	// give it back when they resume their session with a later pool.
 	RunID string
 	// Unanswered lists the requests a session of an earlier run had in
-	// flight when that pool went away (from its history), so that a
-	// resumed session's client gets their at-most-once errors. Nil: none
-	// are known.
-	Unanswered func(ctx context.Context, run, session string) ([]Unanswered, error)
+	// flight when that pool went away (from its history), with the PID of
+	// the session's shim, so that a resumed session's client gets their
+	// at-most-once errors: the pool gives them only to a shim that is
+	// that process (lostRequests). Nil: none are known.
+	Unanswered func(ctx context.Context, run, session string) (Owed, error)
 	// CapturePayloads, when positive, adds up to this many bytes of each
 	// request and response to its events (redaction is the recorder's job).
 	CapturePayloads int

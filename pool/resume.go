@@ -419,17 +419,48 @@ func mergeLost(r *wire.Resume, history []Unanswered) []Unanswered {
 // one answered then may be listed (its client gets a second, error answer
 // for an id it already saw, which clients ignore). The shim's ledger,
 // when it has one, is exact.
+//
+// The run and the session are the shim's word, and any local process can
+// learn them (`status --json`, a Welcome): the history is given only to
+// the process the history says was the session's shim (a shim is one
+// process for its session's whole life, across pools), as the socket
+// tells it (shimPeerPID), and never for a session this pool runs (its
+// shim is still connected). To anyone else nothing is known.
 func (s *session) lostRequests(r *wire.Resume, from string) []Unanswered {
 	if s.p.opts.Unanswered == nil || r.Run == "" || r.Session == "" {
 		return nil
 	}
+	if r.Run == s.p.opts.RunID && s.p.runsSession(r.Session) {
+		s.p.log.Warn("a resume named a session this pool runs; it is given nothing of that session's",
+			"session", s.id, "from", from, "pid", s.peerPID)
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), unansweredTimeout)
 	defer cancel()
-	known, err := s.p.opts.Unanswered(ctx, r.Run, r.Session)
+	owed, err := s.p.opts.Unanswered(ctx, r.Run, r.Session)
 	if err != nil {
 		s.p.log.Warn("the history of a reattached session's requests is unavailable", "session", s.id, "from", from, "err", err)
 	}
-	return known
+	if owed.PeerPID == 0 || owed.PeerPID != s.peerPID {
+		if owed.PeerPID != 0 || len(owed.Requests) > 0 {
+			s.p.log.Warn("a resume came from another process than the session's shim; it is given nothing of that session's",
+				"session", s.id, "from", from, "pid", s.peerPID, "shim", owed.PeerPID)
+		}
+		return nil
+	}
+	return owed.Requests
+}
+
+// runsSession reports whether a session of this pool is id.
+func (p *Pool) runsSession(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for s := range p.sessions {
+		if s.id == id {
+			return true
+		}
+	}
+	return false
 }
 
 // endedSessions are the stdio sessions this pool ended without telling
@@ -438,9 +469,11 @@ func (s *session) lostRequests(r *wire.Resume, from string) []Unanswered {
 // the stream's end and takes it for a crash. One that
 // comes back to resume its session is told it ended instead
 // (Welcome.Ended), and exits as after the Farewell. A session is named by
-// its run, its id and its shim's PID (unique among the running shims: a
-// shim of an earlier pool whose session had the same id is not taken for
-// it, with or without a run id). The record holds the last
+// its run, its id and its shim's PID, as the socket tells it
+// (shimPeerPID: unique among the running shims, so a shim of an earlier
+// pool whose session had the same id is not taken for it, with or
+// without a run id, and no other process takes the notice from the
+// session's shim). The record holds the last
 // maxEndedSessions; a shim comes back as soon as its client has read what
 // was written before the eviction.
 type endedSessions struct {

@@ -25,12 +25,12 @@ func TestResumeListsWhatItTakesBeforeItsWelcome(t *testing.T) {
 	// The history is looked up before the owed are answered: held until
 	// the ledger was read at the Welcome.
 	looked := make(chan struct{})
-	opts := &pool.Options{RunID: "later", Unanswered: func(ctx context.Context, _, _ string) ([]pool.Unanswered, error) {
+	opts := &pool.Options{RunID: "later", Unanswered: func(ctx context.Context, _, _ string) (pool.Owed, error) {
 		select {
 		case <-looked:
 		case <-ctx.Done():
 		}
-		return nil, nil
+		return pool.Owed{}, nil
 	}}
 	tp := newTestPool(t, opts, fake("srv", "-startup-delay", "1s"))
 	file, _ := newLedger(t)

@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if sock := os.Getenv(puppetEnv); sock != "" {
 		os.Exit(runPuppet(sock)) // a routing case's child (routing_cases_test.go)
 	}
+	if sock := os.Getenv(otherShimEnv); sock != "" {
+		os.Exit(runOtherShim(sock)) // a shim in a process of its own (resumepeer_test.go)
+	}
 	dir, err := os.MkdirTemp("", "fakemcp")
 	if err != nil {
 		panic(err)

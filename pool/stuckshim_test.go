@@ -50,9 +50,14 @@ const reinitialize = `{"jsonrpc":"2.0","id":"again","method":"initialize","param
 // line must reach the shim before its answer) waits no longer than that
 // write. Another session is not affected. Before, the session's writer
 // gave each queued line its own timeout, and the re-initialize waited for
-// all of them: 5 s a line.
+// all of them: 5 s a line. The shim, back, is told its session ended;
+// another process that resumes the session first, claiming the shim's
+// PID, is not, and does not take the notice from it (it did: the notice
+// was the hello's PID's).
 func TestAStuckShimEvictsItsSession(t *testing.T) {
 	const timeout = 500 * time.Millisecond
+	const shimPID, otherPID = 4242, 4343
+	peers := setPeers(t, shimPID)
 	tp, a := stuckShim(t, timeout)
 	sid := tp.Snapshot().Sessions[0].ID
 
@@ -76,21 +81,16 @@ func TestAStuckShimEvictsItsSession(t *testing.T) {
 		t.Errorf("the shim's connection: %v, a Farewell in it: %t", err, strings.Contains(string(rest), `"end"`))
 	}
 
+	// Another process, claiming the session and its shim's PID (the
+	// hello's, none), is not told it ended.
+	peers.set(otherPID)
+	if line, w := resumeWelcome(t, tp.sock, sid); w.Ended {
+		t.Errorf("another process's resume of the session was welcomed with %q, want no word of its end", line)
+	}
 	// Its shim, back to resume the session, is told it ended.
-	c, err := net.Dial("unix", tp.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	hello, _ := json.Marshal(pool.Hello{Server: "srv", Attach: true, Resume: &wire.Resume{Session: sid}})
-	if _, err := c.Write(append(hello, '\n')); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	line, err := bufio.NewReader(c).ReadBytes('\n')
-	var w pool.Welcome
-	if err != nil || json.Unmarshal(line, &w) != nil || !w.Ended {
-		t.Errorf("the shim's resume was welcomed with %q (%v), want the session's end", line, err)
+	peers.set(shimPID)
+	if line, w := resumeWelcome(t, tp.sock, sid); !w.Ended {
+		t.Errorf("the shim's resume was welcomed with %q, want the session's end", line)
 	}
 
 	b := tp.attach(t, "srv")
@@ -98,6 +98,29 @@ func TestAStuckShimEvictsItsSession(t *testing.T) {
 	if got := b.roundTrip(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`); !strings.Contains(got, `"x"`) {
 		t.Fatalf("another session's call: %q", got)
 	}
+}
+
+// resumeWelcome is the pool's Welcome to an attached shim's resume of
+// session sid, as a line and read; the connection closes as the test
+// ends.
+func resumeWelcome(t *testing.T, sock, sid string) ([]byte, pool.Welcome) {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	hello, _ := json.Marshal(pool.Hello{Server: "srv", Attach: true, Resume: &wire.Resume{Session: sid}})
+	if _, err := c.Write(append(hello, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	var w pool.Welcome
+	if err != nil || json.Unmarshal(line, &w) != nil {
+		t.Fatalf("the welcome of a resume: %q, %v", line, err)
+	}
+	return line, w
 }
 
 // TestCloseWithAStuckShim: a pool that stops waits for one write at most

@@ -220,6 +220,19 @@ type Unanswered struct {
 	Written    bool // it reached a child, so it may have run
 }
 
+// Owed is what the history knows of a session of an earlier run that a
+// shim comes back to resume: which process was the session's shim, and
+// the requests the session left unanswered. The requests go to that
+// process alone: a resume names its session by a run and a session id
+// that any local process can learn.
+type Owed struct {
+	// PeerPID is the session's shim's PID as the pool that ran the
+	// session saw it (SessionInfo.PID, the history's sessions.peer_pid);
+	// 0 when the history does not know it.
+	PeerPID  int
+	Requests []Unanswered
+}
+
 // MarshalJSON writes startedAt as null while no child has started: the
 // key is in every backend, as status --json promises, without the zero
 // time.

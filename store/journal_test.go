@@ -59,7 +59,8 @@ func TestJournalCutsLongTexts(t *testing.T) {
 	if long.Name != "echo" || long.Method != "tools/call" {
 		t.Errorf("the long id's request: %+v; want its other texts whole", long)
 	}
-	un, err := s2.Unanswered(ctx, run, "s1")
+	known, err := s2.Unanswered(ctx, run, "s1")
+	un := known.Requests
 	if d := cmp.Diff([]pool.Unanswered{{OriginalID: "1", Method: "resources/read", Name: uriReq.Name, Written: true}}, un); err != nil || d != "" {
 		t.Errorf("Unanswered (%v) (-want +got):\n%s", err, d)
 	}
@@ -115,7 +116,8 @@ func TestJournalKnowsWhatWasAnswered(t *testing.T) {
 	if slow.Status != StatusAbandoned {
 		t.Errorf("the one in flight: %s, want abandoned", slow.Status)
 	}
-	un, err := s2.Unanswered(ctx, run, "s1")
+	known, err := s2.Unanswered(ctx, run, "s1")
+	un := known.Requests
 	if err != nil || len(un) != 1 || un[0].OriginalID != "2" {
 		t.Errorf("Unanswered: %+v, %v; want request 2 alone", un, err)
 	}

@@ -231,7 +231,8 @@ func TestIDAndErrorAreBoundedAndRedacted(t *testing.T) {
 	}
 	// A client still waiting after a restart is answered by id: only an
 	// id kept whole can be.
-	owed, err := s.Unanswered(ctx, s.Run(), "s1")
+	known, err := s.Unanswered(ctx, s.Run(), "s1")
+	owed := known.Requests
 	if err != nil || len(owed) != 1 || owed[0].OriginalID != "7" {
 		t.Errorf("Unanswered = %+v, %v; want request 7 alone", owed, err)
 	}
@@ -527,4 +528,36 @@ func TestRequestsQueryPlans(t *testing.T) {
 	execSQLOn(t, db, "ANALYZE")
 	db.Close()
 	check("with statistics")
+}
+
+// A session's unanswered requests come with the PID its pool saw at the
+// other end of the session's shim connection (the session's peer): the
+// next pool gives them only to that process. A session the history
+// knows no peer of, or does not know, has 0.
+func TestUnansweredSaysWhoseTheyAre(t *testing.T) {
+	path := dbPath(t)
+	s := openT(t, path, nil)
+	run := s.Run()
+	now := time.Now()
+	s.Record(pool.Event{Kind: pool.EventSessionOpened, Time: now, Server: "srv", Session: "s1", Transport: "stdio", PID: 777})
+	s.Record(received(1, "s1", "tools/call", "echo", now))
+	s.Record(pool.Event{Kind: pool.EventSessionOpened, Time: now, Server: "srv", Session: "s2", Transport: "stdio"})
+	s.Record(received(2, "s2", "tools/call", "echo", now))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	kill(s)
+
+	s = openT(t, path, nil)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		session string
+		peer    int
+		owed    int
+	}{{"s1", 777, 1}, {"s2", 0, 1}, {"s3", 0, 0}} {
+		known, err := s.Unanswered(ctx, run, tc.session)
+		if err != nil || known.PeerPID != tc.peer || len(known.Requests) != tc.owed {
+			t.Errorf("Unanswered(%s) = %+v, %v; want peer %d and %d request(s)", tc.session, known, err, tc.peer, tc.owed)
+		}
+	}
 }

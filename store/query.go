@@ -807,8 +807,31 @@ func inTimeOrder(out []Step) []Step {
 
 // Unanswered lists the requests session took in run that were never
 // answered (the run ended under them), oldest first: what a client that
-// kept its session across a pool restart still waits for.
-func (s *Store) Unanswered(ctx context.Context, run int64, session string) ([]pool.Unanswered, error) {
+// kept its session across a pool restart still waits for. It says which
+// process was the session's shim (its peer PID, 0 when the history does
+// not know it): the pool gives the requests to that process alone.
+func (s *Store) Unanswered(ctx context.Context, run int64, session string) (pool.Owed, error) {
+	peer, err := s.sessionPeer(ctx, run, session)
+	if err != nil {
+		return pool.Owed{}, err
+	}
+	owed, err := s.unanswered(ctx, run, session)
+	return pool.Owed{PeerPID: peer, Requests: owed}, err
+}
+
+// sessionPeer is the PID of session's shim in run, as its pool saw it; 0
+// for a session the history does not know, or knows no PID of.
+func (s *Store) sessionPeer(ctx context.Context, run int64, session string) (int, error) {
+	var peer sql.NullInt64
+	err := s.rdb().QueryRowContext(ctx, `SELECT peer_pid FROM sessions WHERE run = ? AND id = ?`, run, session).Scan(&peer)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("history: the shim of run %d session %s: %w", run, session, err)
+	}
+	return int(peer.Int64), nil
+}
+
+// unanswered is Unanswered's requests.
+func (s *Store) unanswered(ctx context.Context, run int64, session string) ([]pool.Unanswered, error) {
 	rows, err := s.rdb().QueryContext(ctx, `SELECT original_id, method, name, written IS NOT NULL, received, id FROM requests
 		WHERE status_code = 0 AND run = ?1 AND session = ?2 AND answered IS NULL
 		UNION ALL SELECT original_id, method, name, written IS NOT NULL, received, id FROM requests

@@ -401,7 +401,8 @@ func TestMigrateFromV4(t *testing.T) {
 	if tl.Backend == nil || len(tl.Backend.Roots) != 1 || tl.Backend.ResolvedCommand[0] != "/usr/bin/node" || !tl.Run.Crashed {
 		t.Errorf("timeline of run 3's request: %+v", tl)
 	}
-	owed, err := s.Unanswered(ctx, 3, "s1")
+	known, err := s.Unanswered(ctx, 3, "s1")
+	owed := known.Requests
 	if err != nil || len(owed) != 1 || owed[0].OriginalID != `"b"` || !owed[0].Written || owed[0].Name != "read_text_file" {
 		t.Errorf("Unanswered(run 3, s1) = %+v, %v", owed, err)
 	}

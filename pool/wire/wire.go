@@ -17,7 +17,10 @@ const MaxMessageBytes = 64 << 20
 // socket, before relaying its client's bytes.
 type Hello struct {
 	Server string `json:"server"`
-	PID    int    `json:"pid,omitempty"` // the shim's PID, shown in status
+	// PID is the shim's PID, shown in status. It is the shim's claim: the
+	// pool goes by the socket's word where the platform gives one (Linux,
+	// macOS), and by this elsewhere.
+	PID int `json:"pid,omitempty"`
 	// Attach says the hello comes with two file descriptors (SCM_RIGHTS):
 	// the shim's stdin and stdout, its client's pipes. The pool then reads
 	// and writes them itself, and the shim only waits: no relay hop each
