@@ -145,6 +145,11 @@ func Kill(ctx context.Context, home string, pid int, proof []Leak) error {
 		return joinErrors(errs)
 	}
 
+	// Once begun, a kill runs its course, whoever asked for it stops
+	// waiting: a client that gives up (Ctrl-C on the CLI, a closed
+	// control connection) must not turn SIGTERM's grace into an
+	// immediate SIGKILL. Both graces bound it.
+	ctx = context.WithoutCancel(ctx)
 	var failed []error
 	if err := signal(true); err != nil {
 		failed = append(failed, fmt.Errorf("SIGTERM: %w", err))

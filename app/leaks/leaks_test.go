@@ -1021,3 +1021,40 @@ func plantDetaching(t *testing.T, prelude string) (leader, helper planted, argv 
 	waitFor(t, 5*time.Second, "the helper to lead a session of its own", func() bool { return pgid(helper.pid) == helper.pid })
 	return leader, helper, argv
 }
+
+// TestKillKeepsItsGraceWhenItsAskerGoesAway: a client that stops waiting
+// for a kill (Ctrl-C, a closed control connection) does not cut the
+// leak's SIGTERM grace short: the leak, which cleans up on SIGTERM,
+// still gets to. On the first edition the cancelled wait sent SIGKILL at
+// once, and the clean-up never ran.
+func TestKillKeepsItsGraceWhenItsAskerGoesAway(t *testing.T) {
+	cleaned := filepath.Join(t.TempDir(), "cleaned")
+	argv := []string{"sh", "-c", "trap 'sleep 0.3; echo yes > " + cleaned + "; exit 0' TERM; while :; do sleep 0.05; done"}
+	leader := plantLeader(t, argv...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	src := source{{PID: leader.pid, Server: "memory", Command: argv, StartedAt: leader.start, Run: "earlier"}}
+	ls, err := Find(ctx, thisHome, src, nil, nil)
+	if err != nil || findLeak(ls, leader.pid) == nil {
+		t.Fatalf("planted leader %d: %+v %v", leader.pid, ls, err)
+	}
+	oldGroup, oldOne := sendGroup, sendOne
+	t.Cleanup(func() { sendGroup, sendOne = oldGroup, oldOne })
+	// The asker goes away as soon as SIGTERM is sent.
+	thenGoAway := func(send func(int, bool) error) func(int, bool) error {
+		return func(pid int, term bool) error {
+			err := send(pid, term)
+			if term {
+				cancel()
+			}
+			return err
+		}
+	}
+	sendGroup, sendOne = thenGoAway(oldGroup), thenGoAway(oldOne)
+	if err := Kill(ctx, thisHome, leader.pid, ls); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	if b, err := os.ReadFile(cleaned); err != nil || strings.TrimSpace(string(b)) != "yes" {
+		t.Fatalf("the leak did not get its SIGTERM grace once its asker went away: %q, %v", b, err)
+	}
+}
