@@ -59,6 +59,15 @@ func (e *helloTooLongError) Error() string {
 	return fmt.Sprintf("the hello is longer than this pool takes (%d bytes)", e.limit)
 }
 
+// maxHelloFiles is the most descriptors a hello passes: a shim that
+// attaches sends its client's stdin and stdout, and its ledger.
+const maxHelloFiles = 3
+
+// errHelloFiles is a hello that passed more descriptors than a shim
+// sends. Each held one is one the pool's children and clients cannot
+// have, so the hello is refused as the first one past the bound comes.
+var errHelloFiles = fmt.Errorf("the hello passed more file descriptors than a shim sends (%d at most)", maxHelloFiles)
+
 // growLine makes room in buf, the part of a line read so far, for more of
 // it, up to limit bytes in all.
 func growLine(buf []byte, limit int) ([]byte, error) {
@@ -221,7 +230,7 @@ func (p *Pool) serveShim(conn net.Conn, release func()) {
 		// A shim whose hello the pool cannot take is told why: it ends
 		// its session rather than try the next pool.
 		var tooLong *helloTooLongError
-		if errors.As(err, &tooLong) {
+		if errors.As(err, &tooLong) || errors.Is(err, errHelloFiles) {
 			writeLine(conn, Welcome{Error: err.Error()})
 		}
 		conn.Close()
