@@ -42,6 +42,93 @@ func (p *Pool) helloLimit() int {
 		wire.MaxKeptSubscriptions*maxKeptEntry
 }
 
+// maxLost bounds the lost requests a resume lists: what a session can
+// owe. A ledger lists at most wire.LedgerSlots; a relaying shim's count
+// holds the requests in flight (MaxSessionInFlight at most) and those the
+// dead pool had not yet read, or had refused and not yet told. The
+// hello's length bounds its bytes only, and short entries are many
+// (hundreds of megabytes and seconds of CPU for a hello of 97 MiB).
+func (p *Pool) maxLost() int { return p.opts.MaxSessionInFlight + wire.LedgerSlots }
+
+// tooManyLostError is a resume that lists more lost requests than a
+// session can owe (Pool.maxLost).
+type tooManyLostError struct{ limit int }
+
+func (e *tooManyLostError) Error() string {
+	return fmt.Sprintf("bad hello: its resume lists more lost requests than a session can owe (%d)", e.limit)
+}
+
+// decodeHello decodes a hello line, refusing one whose resume lists more
+// than maxLost lost requests as the first past the bound is read (the
+// rest are never decoded).
+func decodeHello(line []byte, maxLost int) (Hello, error) {
+	in := helloJSON{Resume: resumeJSON{maxLost: maxLost}}
+	if err := json.Unmarshal(line, &in); err != nil {
+		return Hello{}, fmt.Errorf("decode the hello: %w", err)
+	}
+	in.Hello.Resume = in.Resume.r
+	return in.Hello, nil
+}
+
+// helloJSON is a Hello as decodeHello decodes it: its resume in a field
+// of its own (resumeJSON), which hides Hello's.
+type helloJSON struct {
+	Hello
+	Resume resumeJSON `json:"resume"`
+}
+
+// resumeJSON decodes a hello's resume with its lost requests bounded.
+type resumeJSON struct {
+	maxLost int
+	r       *wire.Resume // nil unless the hello has one
+}
+
+func (rj *resumeJSON) UnmarshalJSON(data []byte) error {
+	if bytes.Equal(data, []byte("null")) {
+		rj.r = nil
+		return nil
+	}
+	in := struct {
+		wire.Resume
+		Lost lostJSON `json:"lost"` // hides Resume's
+	}{Lost: lostJSON{max: rj.maxLost}}
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	in.Resume.Lost = in.Lost.list
+	rj.r = &in.Resume
+	return nil
+}
+
+// lostJSON decodes a resume's lost requests, at most max of them.
+type lostJSON struct {
+	max  int
+	list []wire.Lost
+}
+
+func (l *lostJSON) UnmarshalJSON(data []byte) error {
+	l.list = nil // as a slice is decoded: a second "lost" replaces the first
+	if bytes.Equal(data, []byte("null")) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return fmt.Errorf("the resume's lost requests are not a list: %.20s", data)
+	}
+	l.list = []wire.Lost{} // as json.Unmarshal: [] is empty, not absent
+	for dec.More() {
+		if len(l.list) == l.max {
+			return &tooManyLostError{l.max}
+		}
+		var e wire.Lost
+		if err := dec.Decode(&e); err != nil {
+			return fmt.Errorf("a lost request: %w", err)
+		}
+		l.list = append(l.list, e)
+	}
+	return nil
+}
+
 // helloRest is room for a hello's other fields; maxLostEntry is one lost
 // request as JSON: an id a ledger can hold, each byte escaped at worst
 // (\u003c), and its fields; maxKeptEntry one subscription, its URI
@@ -237,10 +324,16 @@ func (p *Pool) serveShim(conn net.Conn, release func()) {
 		return
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	var hello Hello
-	if err := json.Unmarshal(line, &hello); err != nil || hello.Server == "" {
+	hello, err := decodeHello(line, p.maxLost())
+	if err != nil || hello.Server == "" {
 		closeFiles(files)
-		writeLine(conn, Welcome{Error: "bad hello: expected {\"server\":NAME}"})
+		why := "bad hello: expected {\"server\":NAME}"
+		var tooMany *tooManyLostError
+		if errors.As(err, &tooMany) {
+			p.log.Warn("a hello was refused", "err", err)
+			why = tooMany.Error()
+		}
+		writeLine(conn, Welcome{Error: why})
 		conn.Close()
 		return
 	}

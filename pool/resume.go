@@ -66,7 +66,9 @@ func (s *session) resume(r *wire.Resume, c *resumeClaim) {
 
 // answerLost answers reqs, requests a resumed session's client still
 // waits for (r), with the at-most-once error; an open listen with the
-// error saying its stream ended.
+// error saying its stream ended. It stops once the session ends
+// (deliversNoMore): what it did not answer stays listed in the ledger,
+// for the shim.
 func (s *session) answerLost(r *wire.Resume, reqs []Unanswered, c *resumeClaim) {
 	listens := map[string]bool{}
 	for _, l := range r.Lost {
@@ -74,7 +76,11 @@ func (s *session) answerLost(r *wire.Resume, reqs []Unanswered, c *resumeClaim) 
 			listens[l.ID] = true
 		}
 	}
+	answered := 0
 	for _, u := range reqs {
+		if s.deliversNoMore() {
+			break
+		}
 		if u.Method == "" {
 			u.Method = "a request"
 		}
@@ -84,6 +90,10 @@ func (s *session) answerLost(r *wire.Resume, reqs []Unanswered, c *resumeClaim) 
 		}
 		line := jsonrpc.AppendErrorResponse(nil, []byte(u.OriginalID), asRPCError(err, s.srv.name))
 		s.deliverOwing(line, c.take(u.OriginalID))
+		answered++
+	}
+	if testHookLostAnswered != nil {
+		testHookLostAnswered(answered)
 	}
 }
 
@@ -95,12 +105,29 @@ func (s *session) answerLost(r *wire.Resume, reqs []Unanswered, c *resumeClaim) 
 // the result, as the session stands initialized, not an error for an
 // initialize that succeeded; one that had it reads a second success for
 // that id, which clients ignore, where no answer would leave one that had
-// not waiting for ever.
+// not waiting for ever. It stops once the session ends, as answerLost.
 func (s *session) answerLostInitialize(init []Unanswered, result []byte, c *resumeClaim) {
+	answered := 0
 	for _, u := range init {
+		if s.deliversNoMore() {
+			break
+		}
 		s.deliverOwing(jsonrpc.AppendResponse(nil, []byte(u.OriginalID), result), c.take(u.OriginalID))
+		answered++
+	}
+	if testHookLostAnswered != nil {
+		testHookLostAnswered(answered)
 	}
 }
+
+// deliversNoMore reports whether the session is ending (closing, or
+// being evicted as its queue filled): what it would deliver now is for
+// a client it no longer serves.
+func (s *session) deliversNoMore() bool { return s.closing.Load() || s.evicting.Load() }
+
+// testHookLostAnswered, when set, gets how many lost requests each
+// answerLost or answerLostInitialize delivered.
+var testHookLostAnswered func(answered int)
 
 // isInitialize reports whether u, a request a resumed session's client
 // still waits for, is the initialize its shim carries (r): by the id
