@@ -516,9 +516,17 @@ func (b *backend) restartNow() {
 	}
 }
 
-// drain stops the backend once nothing is pending, or after the request
-// timeout at the latest. For a final reason (the server removed or
-// disabled) the waits for the child's handshake end first (retire).
+// drainAfterTimeout is how long past the request timeout a draining
+// backend waits before it stops anyway. Its requests end by their own
+// timers first, each answered -32001 as it runs out: a backstop at the
+// very timeout raced them, and a call that ran out its time on a loaded
+// machine was answered "stopped" instead.
+const drainAfterTimeout = 5 * time.Second
+
+// drain stops the backend once nothing is pending, or a little after the
+// request timeout at the latest (drainAfterTimeout). For a final reason
+// (the server removed or disabled) the waits for the child's handshake
+// end first (retire).
 func (b *backend) drain(reason error) {
 	b.mu.Lock()
 	b.draining = true
@@ -529,7 +537,7 @@ func (b *backend) drain(reason error) {
 	}
 	idle := b.reqs.whenIdle()
 	b.p.wg.Go(func() {
-		t := time.NewTimer(timeout)
+		t := time.NewTimer(timeout + drainAfterTimeout)
 		defer t.Stop()
 		select {
 		case <-idle:
