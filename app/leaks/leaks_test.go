@@ -676,47 +676,43 @@ func TestZombieRunHasEnded(t *testing.T) {
 	reaped = true
 }
 
-// A leak that was listed and has exited since is not running: Kill says
-// so (ErrNotRunning), which is not a refusal. On the first edition it was
-// refused as "not a known MCP backend", as a PID that was never ours.
+// A leak that has exited is not running, whether the Find that Kill
+// takes as its proof listed it after the exit or before it (`kill
+// --all-leaked` kills the leaks of one Find): Kill says so
+// (ErrNotRunning), which is not a refusal, and nothing was killed. On the
+// first edition the first was refused as "not a known MCP backend", as a
+// PID that was never ours, and the second returned nil, so that the CLI
+// said "killed PID N".
 func TestKillOfALeakThatHasExited(t *testing.T) {
-	ctx := context.Background()
-	argv := []string{fakeBin, "-startup-delay", "1h"}
-	child := plantLeader(t, argv...)
-	src := source{{PID: child.pid, Server: "memory", Command: argv, StartedAt: child.start, Run: "earlier"}}
-	ls, err := Find(ctx, thisHome, src, nil, nil)
-	if err != nil || findLeak(ls, child.pid) == nil {
-		t.Fatalf("planted child %d: %+v %v", child.pid, ls, err)
-	}
-	// It exits (its owner ended it) before the user's kill.
-	_ = syscall.Kill(-child.pid, syscall.SIGKILL)
-	waitFor(t, 5*time.Second, "the child to exit", func() bool { return !child.alive() })
-	if ls, err = Find(ctx, thisHome, src, nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	err = Kill(ctx, thisHome, child.pid, ls)
-	if !errors.Is(err, ErrNotRunning) || errors.Is(err, ErrRefused) || err.Error() != fmt.Sprintf("PID %d is not running", child.pid) {
-		t.Errorf("Kill of an exited leak: %v", err)
-	}
-}
-
-// A leak that exits between the Find that listed it and the Kill that
-// has that list as its proof (`kill --all-leaked` kills the leaks of one
-// Find) is not running either: nothing was killed. On the first edition
-// Kill returned nil, and the CLI said "killed PID N".
-func TestKillOfAProvenLeakThatHasExitedSince(t *testing.T) {
-	ctx := context.Background()
-	argv := []string{fakeBin, "-startup-delay", "1h"}
-	child := plantLeader(t, argv...)
-	src := source{{PID: child.pid, Server: "memory", Command: argv, StartedAt: child.start, Run: "earlier"}}
-	ls, err := Find(ctx, thisHome, src, nil, nil)
-	if err != nil || findLeak(ls, child.pid) == nil {
-		t.Fatalf("planted child %d: %+v %v", child.pid, ls, err)
-	}
-	_ = syscall.Kill(-child.pid, syscall.SIGKILL)
-	waitFor(t, 5*time.Second, "the child to exit", func() bool { return !child.alive() })
-	if err := Kill(ctx, thisHome, child.pid, ls); !errors.Is(err, ErrNotRunning) || errors.Is(err, ErrRefused) {
-		t.Errorf("Kill of a listed leak that has exited since = %v, want ErrNotRunning", err)
+	for _, tc := range []struct {
+		name        string
+		listedAfter bool // the proof is a Find made after the exit
+	}{
+		{"listed after it exited", true},
+		{"listed before it exited", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			argv := []string{fakeBin, "-startup-delay", "1h"}
+			child := plantLeader(t, argv...)
+			src := source{{PID: child.pid, Server: "memory", Command: argv, StartedAt: child.start, Run: "earlier"}}
+			ls, err := Find(ctx, thisHome, src, nil, nil)
+			if err != nil || findLeak(ls, child.pid) == nil {
+				t.Fatalf("planted child %d: %+v %v", child.pid, ls, err)
+			}
+			// It exits (its owner ended it) before the user's kill.
+			_ = syscall.Kill(-child.pid, syscall.SIGKILL)
+			waitFor(t, 5*time.Second, "the child to exit", func() bool { return !child.alive() })
+			if tc.listedAfter {
+				if ls, err = Find(ctx, thisHome, src, nil, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = Kill(ctx, thisHome, child.pid, ls)
+			if !errors.Is(err, ErrNotRunning) || errors.Is(err, ErrRefused) || err.Error() != fmt.Sprintf("PID %d is not running", child.pid) {
+				t.Errorf("Kill of an exited leak = %v, want ErrNotRunning", err)
+			}
+		})
 	}
 }
 
