@@ -60,6 +60,14 @@ type historyState struct {
 	stopOpening    chan struct{} // closed by close
 	openingDone    chan struct{} // closed by retryOpen as it returns
 	closeOnce      sync.Once
+
+	// Once the database opens, sweepGoneChildren closes the records of
+	// earlier runs' children that are gone, on a goroutine of its own:
+	// close cancels sweepCtx, and waits for sweeps, before it closes the
+	// database. Both are set by openHistory.
+	sweepCtx    context.Context
+	sweepCancel context.CancelFunc
+	sweeps      sync.WaitGroup
 }
 
 // Why requests are not recorded (historyState.off).
@@ -79,6 +87,7 @@ var (
 // it logs and returns a state that records nothing and reports the error.
 func openHistory(path string, h *config.History, log *slog.Logger) *historyState {
 	hs := &historyState{recorded: map[uint64]struct{}{}}
+	hs.sweepCtx, hs.sweepCancel = context.WithCancel(context.Background())
 	switch {
 	case h == nil:
 		hs.opened = config.History{RetainDays: -1, MaxRows: -1}
@@ -98,6 +107,7 @@ func openHistory(path string, h *config.History, log *slog.Logger) *historyState
 	switch {
 	case err == nil:
 		hs.st.Store(st)
+		hs.sweepGoneChildren(st, log)
 	case store.IsBusy(err):
 		log.Warn("another program holds the history database locked: recording from when it lets go (opening it again until then); events meanwhile are dropped, and children started meanwhile are found by their run marker only", "err", err)
 		hs.err = openingError(err)
@@ -164,6 +174,7 @@ func (h *historyState) retryOpen(path string, opts *store.Options, log *slog.Log
 		if err == nil {
 			h.setErr(nil)
 			h.st.Store(st)
+			h.sweepGoneChildren(st, log)
 			log.Info("the history database opened: recording requests from now on", "path", path,
 				"droppedMeanwhile", h.droppedOpening.Load())
 			return
@@ -404,9 +415,9 @@ func (h *historyState) status() control.HistoryStatus {
 	return hs
 }
 
-// close stops opening the database, if it was, then flushes and ends
-// the run; call it after the pool has closed, so that the pool's last
-// events are recorded.
+// close stops opening the database, if it was, and closing the records
+// of gone children, then flushes and ends the run; call it after the pool
+// has closed, so that the pool's last events are recorded.
 func (h *historyState) close() error {
 	if h == nil {
 		return nil
@@ -416,6 +427,10 @@ func (h *historyState) close() error {
 			close(h.stopOpening)
 			<-h.openingDone
 		}
+		if h.sweepCancel != nil {
+			h.sweepCancel()
+		}
+		h.sweeps.Wait()
 	})
 	if st := h.db(); st != nil {
 		return st.Close()

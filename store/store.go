@@ -245,11 +245,12 @@ type Store struct {
 	full     chan struct{} // Record -> writer: a whole batch waits
 	dropped  atomic.Uint64
 	closed   atomic.Bool
-	killed   atomic.Bool     // tests: the writer stops as a killed process would, writing nothing more
-	stop     chan struct{}   // closed by Close: the writer drains and ends
-	done     chan struct{}   // closed by the writer when it has ended
-	pruneReq chan chan error // tests: run retention to completion now
-	flushReq chan chan error // tests: write everything queued now
+	killed   atomic.Bool      // tests: the writer stops as a killed process would, writing nothing more
+	stop     chan struct{}    // closed by Close: the writer drains and ends
+	done     chan struct{}    // closed by the writer when it has ended
+	pruneReq chan chan error  // tests: run retention to completion now
+	flushReq chan chan error  // tests: write everything queued now
+	goneReq  chan goneRequest // CloseGoneChildren -> writer: rows of gone children to close
 
 	recheck chan struct{} // Err -> writer: the file at path is not the one open
 
@@ -308,6 +309,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	s.done = make(chan struct{})
 	s.pruneReq = make(chan chan error)
 	s.flushReq = make(chan chan error)
+	s.goneReq = make(chan goneRequest)
 	w, err := newWriter(s)
 	if err != nil {
 		s.closeDBs()

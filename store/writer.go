@@ -405,6 +405,9 @@ func (w *writer) loop() {
 		case reply := <-w.s.flushReq:
 			batch()
 			reply <- w.s.Err()
+		case req := <-w.s.goneReq:
+			n, err := w.closeGone(req)
+			req.reply <- goneReply{closed: n, err: err}
 		case <-w.s.stop:
 			flush.Stop()
 			beat.Stop()

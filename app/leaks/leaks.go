@@ -46,6 +46,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shirou/gopsutil/v4/process"
+
 	"github.com/switchboard-mcp/switchboard/pool"
 	"github.com/switchboard-mcp/switchboard/store"
 )
@@ -229,6 +231,27 @@ func StartTime(ctx context.Context, pid int) (time.Time, error) {
 		return time.Time{}, err
 	}
 	return p.start, nil
+}
+
+// Gone reports whether the process recorded as pid, started at start
+// (zero when its start was not recorded), has provably ended: no process
+// has pid, or the one that has it started at another time (the PID was
+// reused). A process with pid whose start was not recorded is not
+// provably another. When it cannot tell (the process cannot be read), it
+// says not gone, and why.
+func Gone(ctx context.Context, pid int, start time.Time) (bool, error) {
+	p, err := lookup(ctx, pid)
+	if err == nil {
+		return !start.IsZero() && !sameStart(p.start, start), nil
+	}
+	if errors.Is(err, process.ErrorProcessNotRunning) {
+		return true, nil
+	}
+	// It may have ended while it was read.
+	if exists, xerr := process.PidExistsWithContext(ctx, int32(pid)); xerr == nil && !exists {
+		return true, nil
+	}
+	return false, fmt.Errorf("process %d: %w", pid, err)
 }
 
 // Find lists home's leaked backends: children of earlier runs from src

@@ -1054,3 +1054,36 @@ func TestKillKeepsItsGraceWhenItsAskerGoesAway(t *testing.T) {
 		t.Fatalf("the leak did not get its SIGTERM grace once its asker went away: %q, %v", b, err)
 	}
 }
+
+// TestGone: a process is provably gone when no process has its PID, or
+// the one that has it started at another time; a running one with the
+// same start, or with no recorded start, is not.
+func TestGone(t *testing.T) {
+	ctx := context.Background()
+	self := os.Getpid()
+	start, err := StartTime(ctx, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited := exec.Command("sh", "-c", "exit 0")
+	if err := exited.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		pid   int
+		start time.Time
+		want  bool
+	}{
+		{"running", self, start, false},
+		{"running, start within the tolerance", self, start.Add(StartTolerance / 2), false},
+		{"running, start not recorded", self, time.Time{}, false},
+		{"PID reused", self, start.Add(-time.Hour), true},
+		{"exited and reaped", exited.Process.Pid, start, true},
+		{"exited and reaped, start not recorded", exited.Process.Pid, time.Time{}, true},
+	} {
+		if got, err := Gone(ctx, tc.pid, tc.start); got != tc.want || err != nil {
+			t.Errorf("%s: Gone(%d, %s) = %v, %v; want %v", tc.name, tc.pid, tc.start, got, err, tc.want)
+		}
+	}
+}
