@@ -35,16 +35,27 @@ import (
 type historyState struct {
 	// st is the database, nil while unavailable: it may open after the
 	// start when another program held it locked then (retryOpen).
-	st     atomic.Pointer[store.Store]
-	errMu  sync.Mutex
-	err    error          // why it could not be opened (errMu)
-	opened config.History // the settings st was opened with, which run until a restart
+	st    atomic.Pointer[store.Store]
+	errMu sync.Mutex
+	err   error // why it could not be opened (errMu)
+	// opened are the settings st was opened with: its capture of
+	// payloads runs until a restart; its limits (retainDays, maxRows)
+	// follow the config that loads (limits).
+	opened config.History
 	// switchable: st was opened to record requests, so that they can be
 	// recorded or not as the config says. Opened with history off, it
 	// records children only: switching history on takes a restart.
 	switchable bool
 
 	off atomic.Pointer[string] // why requests are not recorded now; nil while they are
+
+	// limitsMu guards limits, the history settings of the config that
+	// last loaded (nil: none has), whose retainDays and maxRows the
+	// database keeps to, from a reload or, when it opens later
+	// (retryOpen), from then. Held while the store takes them
+	// (Store.SetLimits, which does no I/O), so that the last set wins.
+	limitsMu sync.Mutex
+	limits   *config.History
 
 	recMu    sync.Mutex          // guards recorded; taken by the pool's recorder only, never across I/O
 	recorded map[uint64]struct{} // requests recorded as received whose end is to be recorded
@@ -80,11 +91,12 @@ var (
 // says; h nil means its settings are not known: no config loaded (a
 // broken file, nothing handed over), and the file's history section does
 // not read either (config.Error.History). The database then keeps every
-// row (the file's retention is not known), captures no payload, and
-// records no request until a config with history on loads: the user may
-// have switched it off. When it
-// cannot be opened (a newer or corrupt file, another instance holds it),
-// it logs and returns a state that records nothing and reports the error.
+// row until a config loads (the file's retention and cap are not known;
+// the first config that loads sets them, apply), captures no payload,
+// and records no request until a config with history on loads: the user
+// may have switched it off. When it cannot be opened (a newer or corrupt
+// file, another instance holds it), it logs and returns a state that
+// records nothing and reports the error.
 func openHistory(path string, h *config.History, log *slog.Logger) *historyState {
 	hs := &historyState{recorded: map[uint64]struct{}{}}
 	hs.sweepCtx, hs.sweepCancel = context.WithCancel(context.Background())
@@ -175,6 +187,7 @@ func (h *historyState) retryOpen(path string, opts *store.Options, log *slog.Log
 			h.setErr(nil)
 			h.st.Store(st)
 			h.sweepGoneChildren(st, log)
+			h.setLimits(nil) // a config that loaded meanwhile
 			log.Info("the history database opened: recording requests from now on", "path", path,
 				"droppedMeanwhile", h.droppedOpening.Load())
 			return
@@ -318,15 +331,31 @@ func (h *historyState) switchOff() {
 	}
 }
 
+// setLimits makes the database keep to the retention and the row cap
+// of c, the history settings of a config that loaded; c nil, to those
+// of the last config that loaded, if any (the database has just opened).
+func (h *historyState) setLimits(c *config.History) {
+	h.limitsMu.Lock()
+	defer h.limitsMu.Unlock()
+	if c != nil {
+		h.limits = c
+	}
+	if st := h.db(); st != nil && h.limits != nil {
+		st.SetLimits(h.limits.RetainDays, h.limits.MaxRows)
+	}
+}
+
 // apply makes the history follow h, the history settings of a config
 // that loaded, as far as that can be done while the pool runs: switching
 // it off always; switching it on when the database was opened to record
-// requests. It returns the settings that differ from what runs and take
-// a restart (config.Diff's names).
+// requests; its retention and row cap always (setLimits). It returns the
+// settings that differ from what runs and take a restart (config.Diff's
+// names).
 func (h *historyState) apply(c config.History) (restart []string) {
 	if h == nil {
 		return nil
 	}
+	h.setLimits(&c)
 	switch {
 	case c.Disabled:
 		h.switchOff()
@@ -340,12 +369,6 @@ func (h *historyState) apply(c config.History) (restart []string) {
 	}
 	// As they run: a setting written out at its default is no change.
 	o, c := h.opened.Effective(), c.Effective()
-	if c.RetainDays != o.RetainDays {
-		restart = append(restart, "history.retainDays")
-	}
-	if c.MaxRows != o.MaxRows {
-		restart = append(restart, "history.maxRows")
-	}
 	if c.CapturePayloads != o.CapturePayloads {
 		restart = append(restart, "history.capturePayloads")
 	} else if c.CapturePayloads && c.CaptureBytes != o.CaptureBytes {

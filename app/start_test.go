@@ -26,6 +26,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/store"
 )
 
 // startIn starts an instance on the home paths (sbHome), with its log
@@ -560,7 +561,7 @@ func TestBrokenStartRecordsNoHistory(t *testing.T) {
 	if st.History.Enabled || st.History.Error != nil {
 		t.Errorf("history status %+v, want off as the config says", st.History)
 	}
-	if want := []string{"http.listen", "history.retainDays", "history.maxRows"}; !slices.Equal(st.RestartNeeded, want) {
+	if want := []string{"http.listen"}; !slices.Equal(st.RestartNeeded, want) {
 		t.Errorf("restartNeeded %q, want %q", st.RestartNeeded, want)
 	}
 	if st.HTTP != nil {
@@ -577,16 +578,81 @@ func TestBrokenStartRecordsNoHistory(t *testing.T) {
 	eventually(t, 5*time.Second, "history switched on, and the log saying so", func() bool {
 		return inst.Status().History.Enabled && strings.Contains(logs.String(), "request history switched on")
 	})
-	// Until a restart the history keeps every row: the retention it was
-	// opened with, not knowing the file's.
-	if want := []string{"history.retainDays", "history.maxRows"}; !slices.Equal(inst.Status().RestartNeeded, want) {
-		t.Errorf("restartNeeded %q, want %q", inst.Status().RestartNeeded, want)
+	// The file's retention and row cap apply at once
+	// (TestHistoryLimitsApplyLive): nothing waits for a restart.
+	if st := inst.Status(); len(st.RestartNeeded) != 0 {
+		t.Errorf("restartNeeded %q, want none", st.RestartNeeded)
 	}
 	c.pid() // 3
 	c.close()
 	stop()
 	if got, want := recordedIDs(t), []string{"3 ok"}; !slices.Equal(got, want) {
 		t.Errorf("the history holds %q, want %q: only what came once the file switched history on", got, want)
+	}
+}
+
+// TestHistoryLimitsApplyLive: a reload that sets history.maxRows and
+// history.retainDays applies them at once, to a pool that started with a
+// broken file (which kept every row, not knowing the file's limits) as
+// to one that started with a good file: the history comes down to the
+// new cap without a restart, and neither setting waits for one. Until
+// then both waited for a restart, and a pool that started with a broken
+// file ran its history uncapped until it restarted. A database another
+// program held locked at the reload takes them once it opens.
+func TestHistoryLimitsApplyLive(t *testing.T) {
+	for _, tc := range []struct {
+		name, start string
+		locked      bool // the database is locked until the reload is applied
+	}{
+		{"broken start", `{"history": {"maxRows": "many"}, "mcpServers": {}}`, false},
+		{"reload", `{"mcpServers": {}}`, false},
+		{"reload while the database is locked", `{"mcpServers": {}}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			paths := sbHome(t)
+			if err := os.WriteFile(paths.Config, []byte(tc.start), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			release := func() {}
+			if tc.locked {
+				st, err := store.Open(paths.History, nil) // the history of an earlier run
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := st.Close(); err != nil {
+					t.Fatal(err)
+				}
+				release = holdHistoryLocked(t, paths.History)
+			}
+			inst, _ := startIn(t, Options{})
+			stop := stopInstance(t, inst)
+			servers := map[string][]string{"a": nil}
+			capped := configWith(t, servers, map[string]any{"history": map[string]any{"maxRows": 3, "retainDays": 3}})
+			if err := config.WriteFile(paths.Config, capped, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 5*time.Second, "the capped file applied", func() bool {
+				return inst.ConfigError() == nil && slices.Contains(inst.Pool.Servers(), "a")
+			})
+			release()
+			eventually(t, 30*time.Second, "history on", func() bool { return inst.Status().History.Enabled })
+			if st := inst.Status(); len(st.RestartNeeded) != 0 {
+				t.Errorf("restartNeeded %q, want none: the history's limits apply at once", st.RestartNeeded)
+			}
+			c := dialSession(t, inst.Paths.PoolSocket(), "a") // initialize: id 1
+			for range 8 {                                     // 2 to 9
+				c.pid()
+			}
+			want := []string{"7 ok", "8 ok", "9 ok"}
+			eventually(t, 5*time.Second, "the history holds the newest 3 requests", func() bool {
+				return slices.Equal(recordedIDs(t), want)
+			})
+			c.close()
+			stop()
+			if got := recordedIDs(t); !slices.Equal(got, want) {
+				t.Errorf("after the stop the history holds %q, want %q", got, want)
+			}
+		})
 	}
 }
 

@@ -10,9 +10,9 @@ import (
 // batch, given that the database holds count (exactly: writeRows counts
 // only the rows it inserts): what a batch adds over the cap, the same
 // batch deletes, oldest first (row ids follow arrival). A database that
-// starts far over the cap (a lower maxRows, an upgrade) comes down by
-// PruneBatch rows a batch beyond that, so that no transaction grows large.
-// It returns the count after the deletion.
+// is far over the cap (a lower maxRows, at a start or from SetLimits; an
+// upgrade) comes down by PruneBatch rows a batch beyond that, so that no
+// transaction grows large. It returns the count after the deletion.
 //
 // It never deletes the in-flight row of a request of this run that has
 // not ended (its end, if it came in this batch, is written already): that
@@ -30,25 +30,25 @@ import (
 // in practice a few, against the tenth of the cap (100,000 rows by
 // default) the README allows over.
 func (w *writer) capRows(count int64) (int64, error) {
-	o := w.s.opts
-	over := count - int64(o.MaxRows)
-	if o.MaxRows <= 0 || over <= 0 {
+	maxRows := w.lim.maxRows
+	over := count - int64(maxRows)
+	if maxRows <= 0 || over <= 0 {
 		return count, nil
 	}
-	n := min(over, int64(max(o.PruneBatch, 2*len(w.rows))))
+	n := min(over, int64(max(w.s.opts.PruneBatch, 2*len(w.rows))))
 	// Fewer than n other rows: all of them (the max).
 	res, err := w.exec(`DELETE FROM request_log WHERE id <= coalesce((SELECT id FROM request_log
 		WHERE `+capped+` ORDER BY id LIMIT 1 OFFSET ?2), (SELECT max(id) FROM request_log))
 		AND `+capped, w.run, n-1)
 	if err != nil {
-		return count, fmt.Errorf("keep %d requests: %w", o.MaxRows, err)
+		return count, fmt.Errorf("keep %d requests: %w", maxRows, err)
 	}
 	deleted, _ := res.RowsAffected()
 	if deleted < n { // no other row left: the oldest unanswered of earlier runs
 		res, err = w.exec(`DELETE FROM request_log WHERE id IN (SELECT id FROM request_log
 			WHERE status IN (7, 8) AND run != ? ORDER BY id LIMIT ?)`, w.run, n-deleted)
 		if err != nil {
-			return count, fmt.Errorf("keep %d requests: %w", o.MaxRows, err)
+			return count, fmt.Errorf("keep %d requests: %w", maxRows, err)
 		}
 		k, _ := res.RowsAffected()
 		deleted += k
@@ -121,8 +121,8 @@ func (w *writer) pruneStep(now time.Time) (more bool, err error) {
 		w.count -= k
 		w.abandonedKept = err == nil && k < n
 	}
-	if o.RetainDays > 0 {
-		at := now.Add(-time.Duration(o.RetainDays) * 24 * time.Hour)
+	if days := w.lim.retainDays; days > 0 {
+		at := now.Add(-time.Duration(days) * 24 * time.Hour)
 		cutoff := at.UnixMicro()
 		// Row ids follow arrival: the old rows are the first ones, below a
 		// row received after the cutoff, where the search ends rather than

@@ -50,8 +50,8 @@ func (c capState) over(max, batch int) bool {
 // overCaps says whether a batch took the sessions or the children over
 // their caps: pruning is due.
 func (w *writer) overCaps() bool {
-	o := w.s.opts
-	return w.sessCap.over(o.MaxSessions, o.PruneBatch) || w.backCap.over(o.MaxBackends, o.PruneBatch)
+	batch := w.s.opts.PruneBatch
+	return w.sessCap.over(w.lim.maxSessions, batch) || w.backCap.over(w.lim.maxBackends, batch)
 }
 
 // capSessions deletes, in one step, ended sessions beyond MaxSessions
@@ -61,14 +61,14 @@ func (w *writer) overCaps() bool {
 // for arrivalMargin (the end of a request it had may come after its own).
 // It says whether there is more to do.
 func (w *writer) capSessions(now time.Time) (more bool, err error) {
-	o := w.s.opts
-	if o.MaxSessions < 0 {
+	o, limit := w.s.opts, w.lim.maxSessions
+	if limit < 0 {
 		return false, nil
 	}
 	if err := w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM sessions`).Scan(&w.sessCap.count); err != nil {
 		return false, fmt.Errorf("count the sessions: %w", err)
 	}
-	over := w.sessCap.count - int64(o.MaxSessions)
+	over := w.sessCap.count - int64(limit)
 	if over <= 0 {
 		w.sessCap.floor = 0
 		return false, nil
@@ -112,7 +112,7 @@ func (w *writer) capSessions(now time.Time) (more bool, err error) {
 	n, err := w.deleteListed(`DELETE FROM sessions WHERE (run, id) IN
 		(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))`, gone)
 	if err != nil {
-		return false, fmt.Errorf("keep %d sessions: %w", o.MaxSessions, err)
+		return false, fmt.Errorf("keep %d sessions: %w", limit, err)
 	}
 	w.sessCap.count -= n
 	if len(ended) < o.PruneBatch && n < over {
@@ -127,14 +127,14 @@ func (w *writer) capSessions(now time.Time) (more bool, err error) {
 // never seen exiting is kept (it may be a leaked process). It says
 // whether there is more to do.
 func (w *writer) capBackends(now time.Time) (more bool, err error) {
-	o := w.s.opts
-	if o.MaxBackends < 0 {
+	o, limit := w.s.opts, w.lim.maxBackends
+	if limit < 0 {
 		return false, nil
 	}
 	if err := w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM backends`).Scan(&w.backCap.count); err != nil {
 		return false, fmt.Errorf("count the children: %w", err)
 	}
-	over := w.backCap.count - int64(o.MaxBackends)
+	over := w.backCap.count - int64(limit)
 	if over <= 0 {
 		w.backCap.floor = 0
 		return false, nil
@@ -171,7 +171,7 @@ func (w *writer) capBackends(now time.Time) (more bool, err error) {
 	}
 	n, err := w.deleteListed(`DELETE FROM backends WHERE id IN (SELECT value FROM json_each(?))`, gone)
 	if err != nil {
-		return false, fmt.Errorf("keep %d children: %w", o.MaxBackends, err)
+		return false, fmt.Errorf("keep %d children: %w", limit, err)
 	}
 	w.backCap.count -= n
 	if len(exited) < o.PruneBatch && n < over {

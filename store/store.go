@@ -101,7 +101,8 @@ func (upgrading) Unwrap() error { return ErrNeedsUpgrade }
 // Options tune a Store. Nil or zero fields give the defaults.
 type Options struct {
 	// RetainDays keeps requests this many days. Default 14; negative keeps
-	// them forever.
+	// them forever. SetLimits changes it, and MaxRows, while the store
+	// runs.
 	RetainDays int
 	// MaxRows keeps at most this many requests, newest first, but never
 	// prunes a request of the running run still in flight (with more of
@@ -181,14 +182,7 @@ func (o *Options) withDefaults() Options {
 	if r.MaxAbandoned == 0 {
 		r.MaxAbandoned = DefaultMaxAbandoned
 	}
-	for _, m := range []*int{&r.MaxSessions, &r.MaxBackends} {
-		if *m == 0 {
-			*m = -1
-			if r.MaxRows > 0 {
-				*m = max(r.MaxRows/10, 1000)
-			}
-		}
-	}
+	r.MaxSessions, r.MaxBackends = tableCap(r.MaxSessions, r.MaxRows), tableCap(r.MaxBackends, r.MaxRows)
 	if r.CaptureBytes <= 0 {
 		r.CaptureBytes = DefaultCaptureBytes
 	}
@@ -217,6 +211,41 @@ func (o *Options) withDefaults() Options {
 		r.PruneBatch = 1000
 	}
 	return r
+}
+
+// tableCap is the cap of the sessions or the children given as asked
+// (Options.MaxSessions, MaxBackends) under a cap of maxRows requests,
+// after defaults: asked unless zero, else a tenth of maxRows, at least
+// 1,000, or none (-1) when maxRows is negative.
+func tableCap(asked, maxRows int) int {
+	switch {
+	case asked != 0:
+		return asked
+	case maxRows > 0:
+		return max(maxRows/10, 1000)
+	}
+	return -1
+}
+
+// limits are the bounds the writer prunes to (Options' RetainDays,
+// MaxRows, MaxSessions and MaxBackends, after defaults): Open's, until
+// SetLimits changes them.
+type limits struct {
+	retainDays, maxRows, maxSessions, maxBackends int
+}
+
+// limitsFor are the limits of retainDays and maxRows as Options gives
+// them (zero: the default), with the sessions and children caps asked
+// as Options' MaxSessions and MaxBackends.
+func limitsFor(retainDays, maxRows int, tablesAsked [2]int) limits {
+	if retainDays == 0 {
+		retainDays = DefaultRetainDays
+	}
+	if maxRows == 0 {
+		maxRows = DefaultMaxRows
+	}
+	return limits{retainDays: retainDays, maxRows: maxRows,
+		maxSessions: tableCap(tablesAsked[0], maxRows), maxBackends: tableCap(tablesAsked[1], maxRows)}
 }
 
 // Store is an open history database. A writable Store (Open) records one
@@ -253,6 +282,14 @@ type Store struct {
 	goneReq  chan goneRequest // CloseGoneChildren -> writer: rows of gone children to close
 
 	recheck chan struct{} // Err -> writer: the file at path is not the one open
+
+	// newLimits are the limits SetLimits last set, which the writer
+	// takes (and prunes to) when limitsSet wakes it; tablesAsked are
+	// Open's MaxSessions and MaxBackends as given (zero: they follow
+	// MaxRows, tableCap).
+	newLimits   atomic.Pointer[limits]
+	limitsSet   chan struct{}
+	tablesAsked [2]int
 
 	errMu    sync.Mutex
 	lastErr  error // the writer's last failure; nil after a good flush
@@ -298,6 +335,9 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("history %s: %w: an earlier run found damage that rebuilding its indexes did not mend", path, ErrCorrupt)
 	}
 	s := &Store{path: path, opts: o, log: o.Logger, lock: lk}
+	if opts != nil {
+		s.tablesAsked = [2]int{opts.MaxSessions, opts.MaxBackends}
+	}
 	if err := s.openWritable(); err != nil {
 		s.closeDBs()
 		return nil, err
@@ -305,6 +345,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	s.wake = make(chan struct{}, 1)
 	s.full = make(chan struct{}, 1)
 	s.recheck = make(chan struct{}, 1)
+	s.limitsSet = make(chan struct{}, 1)
 	s.stop = make(chan struct{})
 	s.done = make(chan struct{})
 	s.pruneReq = make(chan chan error)
@@ -898,6 +939,29 @@ func (s *Store) CaptureBytes() int {
 		return 0
 	}
 	return s.opts.CaptureBytes
+}
+
+// SetLimits changes, while the store runs, how many days it keeps
+// requests and how many it keeps at most, as Options.RetainDays and
+// MaxRows do at Open (zero: the default; negative: no limit), with the
+// sessions and children caps that follow MaxRows: a config reload must
+// not wait for a restart to bound the history, nor a pool that started
+// without knowing its config's (and so kept everything) run unbounded
+// until then. It returns at once; the writer applies the limits when it
+// next wakes, and prunes to them as it does at a start: a lower MaxRows
+// deletes, in the transaction of each batch, at most PruneBatch rows
+// beyond what the batch adds, so the count comes down as requests are
+// recorded. It does nothing on a read-only Store.
+func (s *Store) SetLimits(retainDays, maxRows int) {
+	if s.limitsSet == nil {
+		return
+	}
+	l := limitsFor(retainDays, maxRows, s.tablesAsked)
+	s.newLimits.Store(&l)
+	select {
+	case s.limitsSet <- struct{}{}:
+	default: // the writer has yet to take the earlier limits: it takes these
+	}
 }
 
 // Close writes what is queued, marks the run ended, empties the journal

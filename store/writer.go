@@ -33,6 +33,10 @@ type writer struct {
 	addName                                  *sql.Stmt
 	raw                                      rawInserts
 
+	// lim are the limits pruning keeps to: Open's, then SetLimits'
+	// (takeLimits). The writer's alone: nothing else reads them.
+	lim limits
+
 	names    map[string]int64 // the names table, while it has room
 	newNames []string         // added to names by the batch being written
 	// count is how many requests the database holds (MaxRows).
@@ -197,7 +201,9 @@ const (
 )
 
 func newWriter(s *Store) (*writer, error) {
-	w := &writer{s: s, ctx: context.Background(), run: s.run}
+	o := s.opts
+	w := &writer{s: s, ctx: context.Background(), run: s.run,
+		lim: limits{retainDays: o.RetainDays, maxRows: o.MaxRows, maxSessions: o.MaxSessions, maxBackends: o.MaxBackends}}
 	if err := w.attach(); err != nil {
 		return nil, err
 	}
@@ -384,6 +390,10 @@ func (w *writer) loop() {
 			beatIfInFlight()
 		case <-w.s.recheck:
 			w.checkFile(time.Now(), true)
+		case <-w.s.limitsSet:
+			if w.takeLimits() {
+				pruneDue = true // the new limits may leave rows to prune
+			}
 		case <-prune.C:
 			w.checkFile(time.Now(), false)
 			pruneDue = true
@@ -415,6 +425,21 @@ func (w *writer) loop() {
 			return
 		}
 	}
+}
+
+// takeLimits makes the limits SetLimits last set the ones pruning keeps
+// to. Rows over a lower MaxRows go as batches come (capRows), a step at
+// a time; a lower cap of the sessions or the children, or a shorter
+// retention, is pruning due now. It says whether the limits changed.
+func (w *writer) takeLimits() (changed bool) {
+	l := w.s.newLimits.Load()
+	if l == nil || *l == w.lim {
+		return false
+	}
+	w.s.log.Info("history: limits changed", "path", w.s.path, "retainDays", l.retainDays, "maxRows", l.maxRows,
+		"maxSessions", l.maxSessions, "maxBackends", l.maxBackends)
+	w.lim = *l
+	return true
 }
 
 // heartbeat records that the run is alive at now. A failure is logged

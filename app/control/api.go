@@ -87,7 +87,7 @@ type Status struct {
 	// of the config's http.listen; "" when none did.
 	HTTPListen string `json:"httpListen,omitempty"`
 	// RestartNeeded lists the settings of the running config (as
-	// "http.listen", "history.retainDays") that differ from those the
+	// "http.listen", "history.captureBytes") that differ from those the
 	// pool started with and take effect when it restarts.
 	RestartNeeded []string `json:"restartNeeded,omitempty"`
 	// Upgrade is set in a program that upgraded an earlier one in place.
