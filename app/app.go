@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -448,7 +447,7 @@ func (inst *Instance) Run(ctx context.Context) error {
 	httpAddr := inst.cfg.HTTP.Listen
 	inst.mu.Unlock()
 	var front *http.Server
-	var frontLn net.Listener
+	var frontLn *frontDoorListener
 	if httpAddr != "" {
 		if frontLn, err = listenHTTP(httpAddr); err != nil {
 			poolLn.Close()
@@ -457,10 +456,7 @@ func (inst *Instance) Run(ctx context.Context) error {
 			inst.history.close()
 			return err
 		}
-		// No ReadTimeout: the pool bounds each request body itself, and
-		// answers a refusal at once, whatever body comes (pool/httpauth.go).
-		front = &http.Server{Handler: inst.Pool.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: frontDoorIdleTimeout,
-			MaxHeaderBytes: frontDoorMaxHeaderBytes, ErrorLog: serverLog(inst.log, "HTTP front door")}
+		front = frontDoorServer(inst.Pool.HTTPHandler(), frontLn, inst.log)
 		inst.mu.Lock()
 		inst.httpAddr = frontLn.Addr().String()
 		inst.mu.Unlock()

@@ -23,8 +23,10 @@ var controlIdleTimeout = 30 * time.Second
 
 // controlMaxConns bounds the control API's open connections. Past it a
 // new connection waits in the kernel's backlog until one closes (at the
-// latest controlIdleTimeout later), as on the HTTP front door. A var for
-// tests.
+// latest controlIdleTimeout later). Only the user's processes reach the
+// socket; the HTTP front door, which any local process reaches, makes
+// room for the clients with the token instead (frontDoorListener). A var
+// for tests.
 var controlMaxConns = 64
 
 // controlReadTimeout bounds reading one request, headers and body (at

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"mime"
@@ -22,7 +23,8 @@ import (
 //     (Options.HTTPAllowedOrigins): a page on localhost:3000 is not the
 //     pool. A listed origin's CORS preflight is answered here (cors), with
 //     no token, since browsers send none: it opens nothing and names no
-//     server, and the real request that follows still needs the token;
+//     server, the real request that follows still needs the token, and
+//     its connection is closed, as a refusal's is;
 //   - a bearer token (Options.HTTPToken) that only the user can read: a
 //     local process of another user, or a page that got past the browser's
 //     checks, has none (401);
@@ -33,7 +35,9 @@ import (
 // passed the gate, and its body cannot hold the connection: a refusal is
 // sent at once and the connection closed (net/http would otherwise first
 // wait, with no deadline, for up to 256 KB of a body a stranger need never
-// send). A request that passes has httpBodyTimeout to send its body.
+// send). A request that passes has httpBodyTimeout to send its body, and
+// its connection is told so (WithHTTPGatePassed): the server keeps room
+// for the connections of the clients that have the token.
 
 // httpBodyTimeout bounds the reading of a request body that passed the
 // gate: a message is at most MaxMessageBytes (64 MiB), which loopback
@@ -66,6 +70,9 @@ func (h *httpFront) gate(w http.ResponseWriter, r *http.Request) (grant, bool) {
 		return grant{}, false
 	}
 	if origin != "" && h.originListed(origin) && cors(w, r, origin) {
+		// No token: the connection closes after the answer, as a
+		// refusal's does, or a preflight now and then would hold it.
+		w.Header().Set("Connection", "close")
 		dropBody(w, r)
 		w.WriteHeader(http.StatusNoContent)
 		return grant{}, false
@@ -88,7 +95,29 @@ func (h *httpFront) gate(w http.ResponseWriter, r *http.Request) (grant, bool) {
 		}
 	}
 	boundBody(w, r)
+	gatePassed(r)
 	return g, true
+}
+
+// gatePassedKey is the context key of a connection's WithHTTPGatePassed.
+type gatePassedKey struct{}
+
+// WithHTTPGatePassed is ctx, the context of a connection of the HTTP front
+// door (http.Server.ConnContext), with passed, which the gate calls each
+// time a request on that connection passes it (Host, Origin and token
+// good), before its body is read. Any local process can open the front
+// door's connections and hold them with headers it never ends; the server
+// tells by this the connections of the clients that have the token, and
+// closes the others first when it needs room.
+func WithHTTPGatePassed(ctx context.Context, passed func()) context.Context {
+	return context.WithValue(ctx, gatePassedKey{}, passed)
+}
+
+// gatePassed calls the WithHTTPGatePassed of r's connection, if any.
+func gatePassed(r *http.Request) {
+	if passed, ok := r.Context().Value(gatePassedKey{}).(func()); ok {
+		passed()
+	}
 }
 
 // jsonMediaType reports whether a Content-Type header names

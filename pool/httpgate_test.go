@@ -5,6 +5,7 @@ package pool_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -310,4 +312,60 @@ func containsFold(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestHTTPGatePassedTellsTheConnection: the gate tells a request's
+// connection (WithHTTPGatePassed) when the request passes it, and only
+// then: not for a refusal, nor for a listed origin's preflight, which
+// needs no token. The app's server closes the other connections first
+// when it needs room.
+func TestHTTPGatePassedTellsTheConnection(t *testing.T) {
+	tp := newTestPool(t, &pool.Options{
+		HTTPToken:          func() string { return testToken },
+		HTTPAllowedOrigins: []string{"http://localhost:5173"},
+	}, fake("srv"))
+	var mu sync.Mutex
+	passed := map[string]int{} // by the client's address
+	srv := httptest.NewUnstartedServer(tp.HTTPHandler())
+	srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		addr := c.RemoteAddr().String()
+		return pool.WithHTTPGatePassed(ctx, func() {
+			mu.Lock()
+			passed[addr]++
+			mu.Unlock()
+		})
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, tc := range []struct {
+		name, head string
+		want       int
+	}{
+		{"no token", "GET /mcp/srv HTTP/1.1\r\n", 0},
+		{"a page's Origin", "GET /mcp/srv HTTP/1.1\r\nOrigin: http://localhost:3000\r\nAuthorization: Bearer " + testToken + "\r\n", 0},
+		{"a listed origin's preflight", "OPTIONS /mcp/srv HTTP/1.1\r\nOrigin: http://localhost:5173\r\nAccess-Control-Request-Method: POST\r\n", 0},
+		{"the token", "GET /mcp/srv HTTP/1.1\r\nAuthorization: Bearer " + testToken + "\r\n", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "%sHost: %s\r\n\r\n", tc.head, host)
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			mu.Lock()
+			got := passed[conn.LocalAddr().String()]
+			mu.Unlock()
+			if got != tc.want {
+				t.Fatalf("%s: the connection was told %d times that a request passed, want %d", resp.Status, got, tc.want)
+			}
+		})
+	}
 }
