@@ -112,9 +112,10 @@ type httpSession struct {
 	asked     []streamLine // requests the open stream wrote and the client has not answered
 	lastEvent uint64       // the last SSE event id given out
 	posts     int          // POSTs waiting for their answers
-	lastUsed  time.Time
-	park      *time.Timer // armed while requests wait with no stream open (takeBack)
-	parkGen   uint64      // the armed park's: one stopped too late finds another
+	lastUsed  time.Time    // its last POST, or the end of its last GET stream (HTTPSessionIdle)
+	lastPost  time.Time    // its last POST: the cap evicts the session whose client has been quiet longest
+	park      *time.Timer  // armed while requests wait with no stream open (takeBack)
+	parkGen   uint64       // the armed park's: one stopped too late finds another
 }
 
 // streamLine is a message for a legacy session's GET stream, under its
@@ -781,32 +782,54 @@ func (h *httpFront) listen(w http.ResponseWriter, r *http.Request, hs *httpSessi
 }
 
 // open starts a legacy HTTP session with a fresh, unguessable id, for a
-// client let in with token.
+// client let in with token. A session the cap evicts for it is closed
+// here, out of h.opening, which every open on every server takes: its
+// own child (share "session") may take its stop's graces to exit. The
+// newcomer's initialize waits for that close, so its child starts only
+// once the evicted one is gone: a server runs no more children for its
+// legacy sessions than the cap.
 func (h *httpFront) open(name, token string) (*httpSession, string, error) {
+	hs, sid, evicted, err := h.register(name, token)
+	if evicted != nil {
+		evicted.s.close(errCapEvicted)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if token != h.token() { // rotated since the gate let it in, and rotated missed it
+		hs.s.close(errTokenRotated)
+		return nil, "", errTokenRotated
+	}
+	return hs, sid, nil
+}
+
+// register makes a new legacy session of server name and lists it under
+// a fresh id, making room for it under the cap; evicted is the session
+// that made room, taken out of the list but not closed: the caller
+// closes it, after h.opening.
+func (h *httpFront) register(name, token string) (hs *httpSession, sid string, evicted *httpSession, err error) {
 	// One open at a time: the cap holds under a flood of initializes.
 	h.opening.Lock()
 	defer h.opening.Unlock()
-	if err := h.makeRoom(name); err != nil {
-		return nil, "", err
+	evicted, err = h.makeRoom(name)
+	if err != nil {
+		return nil, "", nil, err
 	}
-	hs := &httpSession{token: token, limit: h.p.opts.SessionQueue, bound: h.p.opts.MaxMessageBytes, grace: h.p.opts.QuestionGrace, wake: make(chan struct{}, 1), lastUsed: time.Now(),
+	now := time.Now()
+	hs = &httpSession{token: token, limit: h.p.opts.SessionQueue, bound: h.p.opts.MaxMessageBytes, grace: h.p.opts.QuestionGrace, wake: make(chan struct{}, 1), lastUsed: now, lastPost: now,
 		held: newHeldBudget(sessionHeldBound(h.p.opts.MaxMessageBytes))}
 	s, err := h.p.newSession(name, sessionSetup{transport: "http", receiver: hs.streaming, sink: hs.toStream})
 	if err != nil {
-		return nil, "", err
+		return nil, "", evicted, err
 	}
 	hs.s = s // before hs is shared: the session's callbacks use only hs.mu's fields, but for a request's (refuse), which comes after a stream opened
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	sid := hex.EncodeToString(b[:])
+	sid = hex.EncodeToString(b[:])
 	h.mu.Lock()
 	h.sessions[sid] = hs // an ended session is forgotten by the next lookup, makeRoom or expire
 	h.mu.Unlock()
-	if token != h.token() { // rotated since the gate let it in, and rotated missed it
-		s.close(errTokenRotated)
-		return nil, "", errTokenRotated
-	}
-	return hs, sid, nil
+	return hs, sid, evicted, nil
 }
 
 // statelessFor returns server srv's stateless session, opening it if
@@ -857,18 +880,37 @@ func (h *httpFront) release(st *statelessHTTP) {
 // no logs, no server-to-client requests in 2026-07-28) has nowhere to go.
 func dropMessage([]byte) {}
 
-// errTooManySessions refuses a legacy HTTP session past the cap when none
-// of the server's sessions is idle.
-var errTooManySessions = errors.New("too many HTTP sessions for this server, none idle: end one (DELETE) and retry")
+// errTooManySessions refuses a legacy HTTP session past the cap when
+// every one of the server's sessions is in use: its client has a POST
+// under way or sent one in the last evictQuiet.
+var errTooManySessions = errors.New("too many HTTP sessions for this server, each in use (a request in the last second): end one (DELETE) and retry")
+
+// errCapEvicted is why a session the cap evicted for a newcomer's ended.
+var errCapEvicted = errors.New("evicted: the server's HTTP session cap was reached and this session's client had sent no request for the longest")
+
+// evictQuiet is how long a legacy session's client must have sent no
+// POST, and have none under way, before the cap may evict its session
+// for a newcomer's. A client in the midst of its work (its session just
+// opened, its calls coming one after another) is not cut off: past the
+// cap with every client that busy, the newcomer gets 503 and retries,
+// rather than every session of a flood of initializes ending before its
+// client could use it.
+var evictQuiet = time.Second
 
 // makeRoom keeps a server's legacy HTTP sessions under the cap
 // (Options.MaxHTTPSessions): clients rarely DELETE, and each session
-// otherwise lives 30 idle minutes. The oldest idle one (no stream, no
-// request waiting) is expired first.
-func (h *httpFront) makeRoom(name string) error {
+// otherwise lives 30 idle minutes. At the cap the session whose client
+// has been quiet longest (no POST, none under way) is taken out of the
+// list and returned, for the caller to close; an open GET stream does not
+// keep it, for a client may hold one open and never call. With none
+// quiet for evictQuiet, the newcomer is refused.
+func (h *httpFront) makeRoom(name string) (*httpSession, error) {
+	now := time.Now()
 	h.mu.Lock()
-	var oldest *httpSession
-	var oldestID string
+	defer h.mu.Unlock()
+	var quietest *httpSession
+	var quietestID string
+	var quietestSince time.Time
 	n := 0
 	for sid, hs := range h.sessions {
 		if !hs.s.alive() {
@@ -879,28 +921,27 @@ func (h *httpFront) makeRoom(name string) error {
 			continue
 		}
 		n++
-		if hs.idleSince(0) && (oldest == nil || hs.lastUsedAt().Before(oldest.lastUsedAt())) {
-			oldest, oldestID = hs, sid
+		since, quiet := hs.quietSince()
+		if quiet && now.Sub(since) >= evictQuiet && (quietest == nil || since.Before(quietestSince)) {
+			quietest, quietestID, quietestSince = hs, sid, since
 		}
 	}
-	if n >= h.p.opts.MaxHTTPSessions && oldest != nil {
-		delete(h.sessions, oldestID)
-	}
-	h.mu.Unlock()
 	if n < h.p.opts.MaxHTTPSessions {
-		return nil
+		return nil, nil
 	}
-	if oldest == nil {
-		return errTooManySessions
+	if quietest == nil {
+		return nil, errTooManySessions
 	}
-	oldest.s.close(errors.New("expired: the server's HTTP session cap was reached and this session was the oldest idle one"))
-	return nil
+	delete(h.sessions, quietestID) // its slot is the newcomer's
+	return quietest, nil
 }
 
-func (hs *httpSession) lastUsedAt() time.Time {
+// quietSince returns when the session's client last sent a POST, or had
+// one answered, and whether none is under way now.
+func (hs *httpSession) quietSince() (time.Time, bool) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	return hs.lastUsed
+	return hs.lastPost, hs.posts == 0
 }
 
 // streaming reports whether the session's GET stream is open: only then
@@ -1368,10 +1409,9 @@ func (hs *httpSession) touch(delta int) {
 	hs.mu.Lock()
 	hs.posts += delta
 	hs.lastUsed = time.Now()
+	hs.lastPost = hs.lastUsed
 	hs.mu.Unlock()
 }
-
-func (hs *httpSession) idleSince(d time.Duration) bool { return hs.idleAt(time.Now(), d) }
 
 // idleAt reports whether, at now, the session has had no stream and no
 // POST waiting for longer than d.

@@ -144,8 +144,9 @@ type Options struct {
 	// Default 8 * MaxMessageBytes (512 MiB).
 	MaxUnfinishedBytes int
 	// MaxHTTPSessions caps a server's legacy HTTP sessions; past it the
-	// oldest idle one is expired, and with none idle a new one is refused
-	// (503). Default 64.
+	// session whose client has sent no request for the longest is
+	// evicted, and with every client having a request under way or sent
+	// one in the last second a new one is refused (503). Default 64.
 	MaxHTTPSessions int
 	// ChildEnv is added to every child's environment, after the server's
 	// own env; descendants inherit it. The app puts its run marker here so
