@@ -1058,12 +1058,18 @@ func (b *backend) ask(msg *jsonrpc.Message, childID []byte) bool {
 		if testHookPicked != nil {
 			testHookPicked(target)
 		}
-		if b.reqs.addQuestion(id, childID, target, elicitationID, personAnswers(msg.Method), progressKey(progressTokenOf(msg))) {
-			// Should target close from now on, its close answers the child.
+		if posing := b.reqs.addQuestion(id, childID, target, elicitationID, personAnswers(msg.Method), progressKey(progressTokenOf(msg))); posing != nil {
+			// Should target close from now on, its close answers the
+			// child, and withdraws the question once it is out.
 			target.deliver(requestForClient(msg, id))
+			if testHookPosing != nil {
+				testHookPosing(b, id, target)
+			}
+			close(posing)
 			if why, void := b.reqs.posed(id); void {
-				// Voided as it went out (its session closes, the child
-				// died): withdrawn after it, never before.
+				// Voided as it went out, its child dead (a session's own
+				// void waits for it instead: withdrawQuestions):
+				// withdrawn after it, never before.
 				withdrawVoid([]openQuestion{{id: id, sess: target}}, why)
 			}
 			return true
@@ -1102,6 +1108,10 @@ func personAnswers(method string) bool {
 // testHookPicked, when set, runs between the pick of the session to ask
 // a child's question and the question's record.
 var testHookPicked func(*session)
+
+// testHookPosing, when set, runs between the delivery of a child's
+// question id to the session asked and the close of its posing.
+var testHookPosing func(b *backend, id uint64, s *session)
 
 // questionRoute is where a child's question goes (routeQuestion): at most
 // one of target, carrier, undeclared and refusal is set (refusal with its
@@ -1309,18 +1319,25 @@ func (b *backend) detach(s *session, subs []string) {
 // error kind (it answers its call, and the timeouts the question paused
 // go on), and s's client notifications/cancelled for each, so that no
 // form or prompt stays open there for an answer nobody will use (MCP:
-// the sender of a request may cancel it). The caller makes sure s is not
-// closed yet: its output still takes the withdrawals. told: it sent any.
+// the sender of a request may cancel it). A question its asker is still
+// delivering is withdrawn here too, once it is out (a brief wait: the
+// asker's delivery never blocks), not left to the asker, which could
+// find s closed: told then counts it, and close writes it out before the
+// stream ends. The caller makes sure s is not closed yet: its output
+// still takes the withdrawals. told: it sent any.
 func (s *session) withdrawQuestions(kind poolError, why string) (told bool) {
 	for _, b := range s.srv.backendsOf(s) {
-		childIDs, ids := b.reqs.voidQuestionsTo(s, why)
+		childIDs, open := b.reqs.voidQuestionsTo(s)
 		for _, id := range childIDs {
 			b.sendRaw(jsonrpc.AppendErrorResponse(nil, id, newError(kind, false, "")))
 		}
-		for _, id := range ids {
-			s.deliver(cancelForChild(id, why))
+		for _, q := range open {
+			if q.posing != nil {
+				<-q.posing // its asker delivers it without waiting: the withdrawal follows it
+			}
+			s.deliver(cancelForChild(q.id, why))
 		}
-		told = told || len(ids) > 0
+		told = told || len(open) > 0
 	}
 	return told
 }

@@ -267,7 +267,10 @@
 //     before its Farewell included; its client closes its input), it
 //     withdraws it there with notifications/cancelled naming its id,
 //     once, and not at a session closed already; one voided while its
-//     asker still delivers it is withdrawn by the asker, after it:
+//     asker still delivers it is withdrawn after it: by its session's
+//     close (or closed input), which waits for it to be out and writes
+//     the withdrawal before the stream ends, or, when its child died, by
+//     the asker:
 //     [requestTable.afterExit], [backend.reap], [withdrawVoid],
 //     [session.withdrawQuestions], [requestTable.voidQuestionsTo],
 //     [requestTable.voidLocked], [requestTable.posed], [cancelForChild].

@@ -122,7 +122,7 @@ func TestLegacyQuestionsPauseTheAskedSessionsCalls(t *testing.T) {
 			a, b, c, d := newSession(), newSession(), newSession(), newSession()
 			tab, expired := table(t, start, []*session{a, a, b, c, d}, map[int]bool{1: true})
 			ask := func(id uint64, s *session, wait bool) {
-				if !tab.addQuestion(id, []byte(fmt.Sprint(id)), s, "", wait, "") {
+				if tab.addQuestion(id, []byte(fmt.Sprint(id)), s, "", wait, "") == nil {
 					t.Fatalf("question %d not recorded", id)
 				}
 			}

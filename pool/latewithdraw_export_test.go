@@ -1,6 +1,9 @@
 package pool
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // HoldBridgedAskerForClose holds the asker of a 2026-07-28 child's
 // input_required round once the round is shared, before it poses the
@@ -72,4 +75,37 @@ func HoldClosing() (closing <-chan struct{}, goOn, restore func()) {
 	}
 	goOn = func() { goer.Do(func() { close(went) }) }
 	return held, goOn, func() { testHookClosing = nil }
+}
+
+// HoldPosingForClose holds the asker of a legacy child's first question
+// once it has delivered the question to its client, before it notes it
+// posed, until its session's close has voided the question and gone on:
+// marked the session closed, or taken the question's withdrawal from its
+// asker (the question is neither open nor left to the asker), or 10 s
+// passed. restore is called after the pool closed.
+func HoldPosingForClose() (restore func()) {
+	var asker sync.Once
+	testHookPosing = func(b *backend, id uint64, s *session) {
+		asker.Do(func() {
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !closeWentOn(b, id, s); {
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	return func() { testHookPosing = nil }
+}
+
+// closeWentOn reports whether the close of s went on past the question
+// id it voided as b's asker was posing it (HoldPosingForClose).
+func closeWentOn(b *backend, id uint64, s *session) bool {
+	if isClosed(s.closed) {
+		return true
+	}
+	var taken bool
+	b.reqs.update(func(in *inFlight) {
+		_, open := in.reverse[id]
+		_, left := in.unposed[id]
+		taken = !open && !left
+	})
+	return taken
 }

@@ -1,34 +1,38 @@
 package pool
 
 import (
-	"slices"
 	"testing"
 )
 
-// A child's question voided while its asker is still delivering it (its
-// session closing, the child dying, between the question's record and
-// its delivery) is withdrawn by that asker, after it, never by the one
-// that voided it: the client must not get the withdrawal before the
-// question, which would then stay open. Once delivered, the one that
-// voids it withdraws it; an answered question is withdrawn by nobody.
+// A child's question voided while its asker is still delivering it
+// (between the question's record and its delivery) is withdrawn after
+// it, never before: the client must not get the withdrawal before the
+// question, which would then stay open. Its session's own void (a close,
+// a closed input) takes it, with what to wait for before withdrawing it:
+// the close must write the withdrawal before the session's stream ends,
+// which the asker, finding the session closed, could not. The child's
+// death leaves it to the asker. Once delivered, the one that voids it
+// withdraws it at once; an answered question is withdrawn by nobody.
 func TestQuestionVoidedAsItGoesOutIsWithdrawnAfterIt(t *testing.T) {
 	tab := newRequestTable(nil)
 	a, b := &session{closed: make(chan struct{})}, &session{closed: make(chan struct{})}
+	posing := map[uint64]chan<- struct{}{}
 	ask := func(id uint64, s *session) {
 		t.Helper()
-		if !tab.addQuestion(id, []byte("c"), s, "", true, "") {
+		if posing[id] = tab.addQuestion(id, []byte("c"), s, "", true, ""); posing[id] == nil {
 			t.Fatalf("question %d not recorded", id)
 		}
 	}
 	posed := func(id uint64, wantVoid bool) {
 		t.Helper()
+		close(posing[id])
 		why, void := tab.posed(id)
 		if void != wantVoid || void && why != "gone" {
 			t.Fatalf("question %d delivered: void %t (%q), want %t", id, void, why, wantVoid)
 		}
 	}
 
-	ask(1, a) // voided as it goes out: its asker withdraws it
+	ask(1, a) // voided as it goes out: the voider withdraws it once it is out
 	ask(2, a) // voided once out: the voider withdraws it
 	posed(2, false)
 	ask(3, a) // answered: nobody withdraws it
@@ -36,14 +40,34 @@ func TestQuestionVoidedAsItGoesOutIsWithdrawnAfterIt(t *testing.T) {
 	if _, ok := tab.takeAnswer(3, a); !ok {
 		t.Fatal("the answer to 3 found no question")
 	}
-	childIDs, ids := tab.voidQuestionsTo(a, "gone")
-	if len(childIDs) != 2 || !slices.Equal(ids, []uint64{2}) {
-		t.Fatalf("voided %d questions, %v withdrawn by the voider; want 2, [2]", len(childIDs), ids)
+	childIDs, open := tab.voidQuestionsTo(a)
+	if len(childIDs) != 2 || len(open) != 2 {
+		t.Fatalf("voided %d questions, %+v withdrawn by the voider; want 2, 2", len(childIDs), open)
 	}
-	posed(1, true)
-	posed(1, false) // once
+	for _, q := range open {
+		switch {
+		case q.sess != a:
+			t.Fatalf("question %d withdrawn at another session", q.id)
+		case q.id == 2 && q.posing != nil:
+			t.Fatal("the delivered question 2: its withdrawal waits")
+		case q.id == 1 && q.posing == nil:
+			t.Fatal("question 1, going out: its withdrawal does not wait for it")
+		case q.id == 1:
+			select {
+			case <-q.posing:
+				t.Fatal("question 1's withdrawal may go before it is out")
+			default:
+			}
+		}
+	}
+	posed(1, false) // the voider's now, not the asker's
+	for _, q := range open {
+		if q.id == 1 {
+			<-q.posing // out
+		}
+	}
 
-	ask(4, b) // the same when the child dies
+	ask(4, b) // the child's death leaves one going out to its asker
 	ask(5, b)
 	posed(5, false)
 	_, _, void := tab.afterExit(func(*pending) bool { return false }, "gone")

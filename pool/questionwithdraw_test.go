@@ -107,6 +107,23 @@ func TestLegacyQuestionWithdrawnWhenDropped(t *testing.T) {
 	})
 }
 
+// TestLegacyQuestionWithdrawnWhenClosedAsItIsPosed: the pool closes a
+// legacy client's session (a stop) while the asker of a child's question
+// has delivered it, and the client read it, but has not yet noted it
+// posed: the close finds the question still being posed. It withdraws
+// it at the client, after the question and before the session's stream
+// ends. On the first edition the close left the withdrawal to the asker
+// and ended the stream at once, with nothing of its own to write out; the
+// asker then found the session closed, and the client's form stayed open
+// (a rare failure of TestLegacyQuestionWithdrawnWhenDropped on a busy
+// machine).
+func TestLegacyQuestionWithdrawnWhenClosedAsItIsPosed(t *testing.T) {
+	t.Cleanup(pool.HoldPosingForClose()) // after the pool closed: cleanups run last first
+	tp := newTestPool(t, nil, fake("srv"))
+	c, q := askedOnce(t, tp)
+	withdrawnOnce(t, q, restAsPoolCloses(t, tp, c))
+}
+
 // TestLegacyQuestionWithdrawnBeforeHandBack: a pool that stops (SIGTERM,
 // Quit, an upgrade) hands its attached sessions back to their shims, and
 // the next pool knows nothing of the questions this one asked: an answer

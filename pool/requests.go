@@ -93,7 +93,12 @@ type reverseEntry struct {
 	childID []byte
 	sess    *session
 	paused  []uint64 // the pool ids of the calls whose timeouts wait for its answer (addQuestion)
-	posing  bool     // recorded, not yet delivered to sess: a withdrawal meanwhile is its asker's (posed)
+	// posing is closed by its asker once it has delivered the question
+	// to sess, nil once the asker noted that (posed): a withdrawal
+	// meanwhile follows the question, by waiting for it
+	// (voidQuestionsTo) or by leaving the withdrawal to the asker
+	// (voidLocked).
+	posing <-chan struct{}
 	// progress is the question's progressToken (progressKey), "" for
 	// none: progress under it is taken from sess alone (progressAsked).
 	progress string
@@ -105,6 +110,10 @@ type reverseEntry struct {
 type openQuestion struct {
 	id   uint64
 	sess *session
+	// posing, if not nil, is closed once the question's asker has
+	// delivered it to sess: its withdrawal waits for that, and comes
+	// after it.
+	posing <-chan struct{}
 }
 
 // requestTable is a backend's requests in flight: its pending requests by
@@ -154,8 +163,9 @@ type inFlight struct {
 	paused map[uint64]timeoutPause
 
 	// unposed: the questions voided while their askers were still
-	// delivering them, by pool id, with why: each asker withdraws its
-	// own once it is out (posed). Made by the first.
+	// delivering them and left to those askers (voidLocked: the child
+	// died), by pool id, with why: each asker withdraws its own once it
+	// is out (posed). Made by the first.
 	unposed map[uint64]string
 
 	// nextDeadline is when the sweep timer fires, zero when it is not
@@ -712,7 +722,7 @@ func (t *requestTable) askers() []*session {
 }
 
 // addQuestion records that the child's request childID went to sess as
-// pool id id, unless sess has closed (false). session.close closes
+// pool id id, unless sess has closed (posing nil). session.close closes
 // s.closed before its detach drops the session's questions under this
 // mutex, so either that drop finds the question and answers the child, or
 // this sees the session closed and the caller does. A URL-mode
@@ -732,11 +742,17 @@ func (t *requestTable) askers() []*session {
 // then wait longer than its timeout, never longer than the pause's
 // bound; other sessions' calls keep theirs, their clients not being
 // asked.
-func (t *requestTable) addQuestion(id uint64, childID []byte, sess *session, elicitationID string, wait bool, progress string) (ok bool) {
+//
+// posing, nil when the question was not recorded, is for the asker to
+// close once it has delivered the question to sess: a withdrawal waits
+// for that (reverseEntry.posing), and the asker then notes it (posed).
+func (t *requestTable) addQuestion(id uint64, childID []byte, sess *session, elicitationID string, wait bool, progress string) (posing chan<- struct{}) {
 	t.update(func(in *inFlight) {
 		now := time.Since(t.base)
-		if ok = sess.askable(); ok { // no lock, no wait
-			e := reverseEntry{childID: childID, sess: sess, posing: true, progress: progress}
+		if sess.askable() { // no lock, no wait
+			ch := make(chan struct{})
+			posing = ch
+			e := reverseEntry{childID: childID, sess: sess, posing: ch, progress: progress}
 			if wait {
 				e.paused = t.pauseCallsLocked(in, sess, now)
 			}
@@ -746,7 +762,7 @@ func (t *requestTable) addQuestion(id uint64, childID []byte, sess *session, eli
 			}
 		}
 	})
-	return ok
+	return posing
 }
 
 // pauseCallsLocked pauses, at now, the timeouts of sess's calls written
@@ -779,7 +795,7 @@ func (t *requestTable) forgetQuestionLocked(in *inFlight, k uint64, e reverseEnt
 // to the asker (posed), so that the withdrawal follows the question.
 func (t *requestTable) voidLocked(in *inFlight, k uint64, e reverseEntry, why string, now time.Duration) bool {
 	t.forgetQuestionLocked(in, k, e, now)
-	if !e.posing {
+	if e.posing == nil {
 		return true
 	}
 	if in.unposed == nil {
@@ -789,13 +805,15 @@ func (t *requestTable) voidLocked(in *inFlight, k uint64, e reverseEntry, why st
 	return false
 }
 
-// posed notes that the question id has been delivered to its client.
-// void: it was voided meanwhile (voidLocked), and the caller, its asker,
-// now withdraws it at the client, for why.
+// posed notes that the question id has been delivered to its client,
+// once its asker closed the question's posing. void: it was voided
+// meanwhile and left to the asker (voidLocked), which now withdraws it
+// at the client, for why; one voidQuestionsTo took is withdrawn by its
+// caller.
 func (t *requestTable) posed(id uint64) (why string, void bool) {
 	t.update(func(in *inFlight) {
 		if e, ok := in.reverse[id]; ok {
-			e.posing = false
+			e.posing = nil
 			in.reverse[id] = e
 			return
 		}
@@ -923,19 +941,20 @@ func (t *requestTable) dropQuestionsOf(s *session) (childIDs [][]byte) {
 
 // voidQuestionsTo forgets the child's requests to a session that will
 // answer none (its client closed its input, or the pool closes it while
-// its client is there), for why, and returns their child ids, to be
-// answered with an error, and the pool ids the caller withdraws at the
-// session (voidLocked). The elicitations it was asked stay: it may still
-// read their completions.
-func (t *requestTable) voidQuestionsTo(s *session, why string) (childIDs [][]byte, withdraw []uint64) {
+// its client is there), and returns their child ids, to be answered with
+// an error, and the questions the caller withdraws at the session, each
+// once its asker has delivered it (openQuestion.posing), even one its
+// asker is delivering still: the caller, not the asker, can write the
+// withdrawal before the session's stream ends (session.close). The
+// elicitations it was asked stay: it may still read their completions.
+func (t *requestTable) voidQuestionsTo(s *session) (childIDs [][]byte, withdraw []openQuestion) {
 	t.update(func(in *inFlight) {
 		now := time.Since(t.base)
 		for k, e := range in.reverse {
 			if e.sess == s {
 				childIDs = append(childIDs, e.childID)
-				if t.voidLocked(in, k, e, why, now) {
-					withdraw = append(withdraw, k)
-				}
+				t.forgetQuestionLocked(in, k, e, now)
+				withdraw = append(withdraw, openQuestion{id: k, sess: s, posing: e.posing})
 			}
 		}
 	})

@@ -316,7 +316,7 @@ func TestElicitationsRememberedAreBounded(t *testing.T) {
 		id := uint64(0)
 		ask := func(s *session, elicitationID string) bool {
 			id++
-			return tab.addQuestion(id, []byte(`"q"`), s, elicitationID, true, "")
+			return tab.addQuestion(id, []byte(`"q"`), s, elicitationID, true, "") != nil
 		}
 
 		ask(a, "first")
