@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/app/npx"
 	"github.com/switchboard-mcp/switchboard/app/version"
 	"github.com/switchboard-mcp/switchboard/pool"
+	"github.com/switchboard-mcp/switchboard/store"
 )
 
 // Options configure a running instance.
@@ -274,6 +275,7 @@ func Start(opts Options) (*Instance, error) {
 		Unanswered:              inst.history.unanswered(),
 		ClientInfo:              pool.Implementation{Name: "switchboard", Version: version.Version},
 		Record:                  inst.history.record(), // requests with history on; children always
+		RedactText:              store.RedactText,      // a session's own child's stderr, quoted in its errors
 
 		CapturePayloads:    inst.history.captureBytes(),
 		HTTPToken:          inst.currentToken,

@@ -112,14 +112,16 @@ type backend struct {
 	// reconfigure), read by sessions and snapshots.
 	cfg         ServerConfig
 	state       string
-	hs          *handshake    // the child's cached answer; nil until the first handshake
-	hsDone      chan struct{} // closed at the first handshake's end, or when the backend stops
-	hsErr       error         // why the backend cannot serve (failed, stopped)
+	hs          *handshake     // the child's cached answer; nil until the first handshake
+	hsDone      chan struct{}  // closed at the first handshake's end, or when the backend stops
+	hsErr       error          // why the backend cannot serve (failed, stopped)
+	hsWhole     *jsonrpc.Error // a failure's hsErr as the views have it (they redact it): quoting the child's stderr, which hsErr may not (stderrNote)
 	restarts    int
 	startedAt   time.Time
 	warmFrom    time.Time // when its warm-up began, on the pool's clock: its current process's start, a carried child's adoption; zero before its first (idlePolicy)
 	handshaking time.Time // when the running handshake began; zero when none runs
 	lastErr     string
+	lastTold    string // lastErr as a session's error may say it (toldCause)
 	stopErr     error
 	draining    bool
 	retiredBy   error    // the final reason it drains for (the server removed or disabled), once retire set it
@@ -286,6 +288,9 @@ func (b *backend) failed() bool { return b.stateName() == StateFailed }
 func (b *backend) failureMessage() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.state == StateFailed && b.hsWhole != nil {
+		return b.hsWhole.Message // what a reader needs: not the code
+	}
 	if b.state == StateFailed && b.hsErr != nil {
 		if je := (*jsonrpc.Error)(nil); errors.As(b.hsErr, &je) {
 			return je.Message // what a reader needs: not the code
@@ -323,7 +328,7 @@ func (b *backend) handshakeResult(cancel <-chan struct{}) (*handshake, error) {
 			return nil, newError(errServerGone, false, b.srv.name, b.srv.name, why)
 		case <-t.C:
 			b.mu.Lock()
-			last := b.lastErr
+			last := b.lastTold
 			b.mu.Unlock()
 			if last != "" {
 				last = " (the last child: " + last + ")"

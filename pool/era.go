@@ -307,6 +307,7 @@ func refusedAsModern(raw []byte) bool {
 // seen before the reader has read what the child wrote last, its cause.
 func (b *backend) handshakeFailure(c *child, what string) error {
 	msg := fmt.Sprintf("server %q: %s", b.srv.name, what)
+	bare := msg
 	// A child that repeats a line has it quoted once.
 	tail := slices.Compact(c.errTail.tail(3))
 	switch len(tail) {
@@ -316,13 +317,15 @@ func (b *backend) handshakeFailure(c *child, what string) error {
 	default:
 		msg += fmt.Sprintf(" (stderr: %q)", tail)
 	}
-	return &startFailure{msg: msg, saysStderr: len(tail) > 0}
+	return &startFailure{msg: msg, bare: bare, saysStderr: len(tail) > 0}
 }
 
 // startFailure is why a child's handshake failed, with whether it quotes
-// the child's stderr already (noteCrash does not quote it twice).
+// the child's stderr already (noteCrash does not quote it twice), and
+// the same without the stderr, for the sessions of a shared child
+// (toldCause).
 type startFailure struct {
-	msg        string
+	msg, bare  string
 	saysStderr bool
 }
 

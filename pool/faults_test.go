@@ -131,17 +131,18 @@ func TestIdempotentRetryNeedsTrust(t *testing.T) {
 }
 
 // A crash loop marks the server failed; requests then fail fast with a
-// message naming the server and its last stderr.
+// message naming the server and where to read its last stderr, which
+// status quotes (the shared child's stderr is not told to a session).
 func TestCrashLoopFails(t *testing.T) {
 	tp := newTestPool(t, nil, fake("bad", "-stderr", "cannot open database", "-exit-at-start", "1"))
 	c := tp.dial(t, "bad")
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
 	m := c.recv()
-	if m.Error == nil || !strings.Contains(m.Error.Message, `server "bad" failed`) || !strings.Contains(m.Error.Message, "cannot open database") {
-		t.Fatalf("want the failure with stderr, got %s", m.raw)
+	if m.Error == nil || !strings.Contains(m.Error.Message, `server "bad" failed`) || !strings.Contains(m.Error.Message, "switchboard status") {
+		t.Fatalf("want the failure pointing to status, got %s", m.raw)
 	}
-	if st := tp.Snapshot().Servers[0].State; st != "failed" {
-		t.Fatalf("server state %q", st)
+	if st := tp.Snapshot().Servers[0]; st.State != "failed" || !strings.Contains(st.Error, "cannot open database") {
+		t.Fatalf("server state %q, error %q: want failed, with the stderr", st.State, st.Error)
 	}
 }
 

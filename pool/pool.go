@@ -24,6 +24,13 @@ type Options struct {
 	// them by the time Close or Handover returns. It must not block: the
 	// history store enqueues and counts drops.
 	Record func(Event)
+	// RedactText redacts a child's stderr lines before an error quotes
+	// them to the session whose own child it was (share "session"): a
+	// child may print a token it was given, or log a request with its
+	// credentials. A shared child's stderr, written while it served
+	// every session, is never quoted to one; nor is any child's when
+	// RedactText is nil: the error points to `switchboard status`.
+	RedactText func(string) string
 	// MaxMessageBytes bounds one JSON-RPC message in either direction.
 	// Default 64 MiB.
 	MaxMessageBytes int

@@ -39,7 +39,7 @@ func TestChildClosingStdoutIsACrash(t *testing.T) {
 		_ = json.Unmarshal(m.Error.Data, &data)
 	}
 	if m.Error == nil || m.Error.Code != -32003 || !data.Retryable || !data.MayHaveExecuted ||
-		!strings.Contains(m.Error.Message, "closed its stdout") || !strings.Contains(m.Error.Message, "last stderr: ") {
+		!strings.Contains(m.Error.Message, "closed its stdout") || !strings.Contains(m.Error.Message, "switchboard status") {
 		t.Fatalf("want the retryable may-have-executed error saying the child closed its stdout, got %s", m.raw)
 	}
 	eventually(t, "the next child", func() bool {

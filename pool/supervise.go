@@ -59,7 +59,7 @@ func (b *backend) supervise() {
 				budget.restarted()
 				b.mu.Lock()
 				b.state = StateStarting
-				b.hsErr = nil
+				b.hsErr, b.hsWhole = nil, nil
 				b.mu.Unlock()
 				b.emitState()
 				b.srv.revived(b)
@@ -195,7 +195,7 @@ func (b *backend) becomeReady(c *child, hs *handshake) {
 	b.mu.Lock()
 	b.hs = hs
 	b.state = StateReady
-	b.hsErr = nil
+	b.hsErr, b.hsWhole = nil, nil
 	c.ready, c.modern = true, hs.era == EraModern
 	// What the sessions subscribed to until now, taken with the state: a
 	// subscribe or unsubscribe counted from here on is forwarded instead
@@ -389,7 +389,7 @@ type crashedCalls struct {
 // restarts: they may have run, and may be sent again.
 func (b *backend) answerCrashed(cc crashedCalls) {
 	for _, p := range cc.reqs {
-		b.finish(p, failure(endChildGone, errChildDied, b.srv.name, cc.exit, p.method, stderrNote(cc.tail)))
+		b.finish(p, failure(endChildGone, errChildDied, b.srv.name, cc.exit, p.method, b.stderrNote(cc.tail)))
 	}
 }
 
@@ -403,8 +403,11 @@ func (b *backend) answerCrashed(cc crashedCalls) {
 func (b *backend) noteCrash(cause error, budget *restartBudget) (failed bool, wait time.Duration) {
 	crashed := b.crashed
 	b.crashed = crashedCalls{}
+	// What a session is told of the last child's end, and what the views
+	// have (they redact it): redacted before the lock is taken.
+	toldCause, toldNote, rawNote := b.toldCause(cause), b.stderrNote(crashed.tail), rawStderrNote(crashed.tail)
 	b.mu.Lock()
-	b.lastErr = cause.Error()
+	b.lastErr, b.lastTold = cause.Error(), toldCause
 	if errors.Is(cause, errUserRestart) {
 		b.restarts++
 		b.mu.Unlock()
@@ -422,16 +425,24 @@ func (b *backend) noteCrash(cause error, budget *restartBudget) (failed bool, wa
 		return false, wait
 	}
 	kind, args := errCannotStart, []any{b.srv.name, cs}
+	whole := args // as the views have it, which redact it (status, events)
 	if !never {
-		note := stderrNote(crashed.tail) // the last child's own (reap); none when none started
+		// The last child's own stderr (reap); none when none started. A
+		// cause that quotes it already (a failed handshake) is not
+		// followed by it again.
 		if sf := (*startFailure)(nil); errors.As(cause, &sf) && sf.saysStderr {
-			note = "" // the cause quotes it already
+			rawNote = ""
+			if b.quotesStderr() {
+				toldNote = ""
+			}
 		}
-		kind, args = errServerFailed, []any{b.srv.name, exits, budget.pol.Window, cause, note}
+		kind, args = errServerFailed, []any{b.srv.name, exits, budget.pol.Window, toldCause, toldNote}
+		whole = []any{b.srv.name, exits, budget.pol.Window, cause, rawNote}
 	}
 	state := map[string]any{"state": StateFailed}
 	b.state = StateFailed
 	b.hsErr = newErrorData(kind, false, b.srv.name, state, args...) // what later requests are refused with
+	b.hsWhole = newError(kind, false, b.srv.name, whole...)
 	if ch := b.hsDone; ch != nil {
 		select {
 		case <-ch:
@@ -441,7 +452,7 @@ func (b *backend) noteCrash(cause error, budget *restartBudget) (failed bool, wa
 	}
 	all := b.takeAllLocked()
 	b.mu.Unlock()
-	b.log.Error("server failed", "reason", b.hsErr.Error())
+	b.log.Error("server failed", "reason", b.hsWhole.Error())
 	b.emitState()
 	for _, p := range all {
 		// Whether each may have run is its own: one the crash left was
@@ -463,13 +474,55 @@ func (b *backend) takeAllLocked() []*pending {
 	return b.reqs.all()
 }
 
-// stderrNote is the end of an error message that quotes the child's last
-// stderr lines, if it wrote any.
-func stderrNote(tail []string) string {
+// stderrNote is the end of an error message that tells a session how
+// b's child ended, about the child's last stderr lines, if it wrote any:
+// they are quoted, redacted, only when b quotesStderr; otherwise the note
+// says where to read them (status redacts them too).
+func (b *backend) stderrNote(tail []string) string {
+	switch {
+	case len(tail) == 0:
+		return ""
+	case b.owner == nil:
+		return "; its stderr is not quoted, as the child serves other sessions too: see `switchboard status`"
+	case !b.quotesStderr():
+		return "; see its stderr in `switchboard status`"
+	}
+	lines := make([]string, len(tail))
+	for i, l := range tail {
+		lines[i] = b.p.opts.RedactText(l)
+	}
+	return rawStderrNote(lines)
+}
+
+// rawStderrNote is the end of a message that quotes a child's last
+// stderr lines as they are, for the views, which redact it.
+func rawStderrNote(tail []string) string {
 	if len(tail) == 0 {
 		return ""
 	}
 	return "; last stderr: " + strings.Join(tail, " | ")
+}
+
+// quotesStderr reports whether the errors b's session is told quote its
+// child's stderr: only a session's own child's (share "session"), whose
+// stderr holds nothing of another session's, and only redacted, when the
+// pool can redact. A shared child's was written while it served every
+// session: a child may log each request, with its credentials, or a
+// token a session gave it.
+func (b *backend) quotesStderr() bool { return b.owner != nil && b.p.opts.RedactText != nil }
+
+// toldCause is what a session's error says of why b's last child ended,
+// cause: a failed handshake's cause quotes the child's stderr, which is
+// redacted, or left out when b does not quote it (quotesStderr).
+func (b *backend) toldCause(cause error) string {
+	sf := (*startFailure)(nil)
+	if !errors.As(cause, &sf) || !sf.saysStderr {
+		return cause.Error()
+	}
+	if !b.quotesStderr() {
+		return strings.Replace(cause.Error(), sf.msg, sf.bare, 1)
+	}
+	return b.p.opts.RedactText(cause.Error())
 }
 
 // finishStop answers everything still pending once the backend stops.
@@ -563,7 +616,9 @@ func (b *backend) emitState() {
 		pid = b.child.pid
 	}
 	errText := ""
-	if b.hsErr != nil {
+	if b.hsWhole != nil {
+		errText = b.hsWhole.Error()
+	} else if b.hsErr != nil {
 		errText = b.hsErr.Error()
 	}
 	b.mu.Unlock()
