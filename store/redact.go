@@ -1025,7 +1025,9 @@ func isSimpleKey(s string) (string, bool) {
 // values ("--token X", "--api-key=X"), environment assignments
 // ("API_KEY=X"), bearer credentials, the user information of URLs
 // ("postgres://app:pw@db") and the values of secret headers
-// ("--header 'Authorization: token X'", see redactHeader) replaced.
+// ("--header 'Authorization: token X'", see redactHeader) and the values
+// of secret keys in JSON an argument holds ("--config '{"apiKey": X}'")
+// replaced.
 // Arguments can carry expanded ${VAR} values from the config, which must
 // not reach the database.
 func RedactArgs(argv []string) []string {
@@ -1059,7 +1061,21 @@ func RedactArgs(argv []string) []string {
 		}
 		out[i] = string(redactInString([]byte(a), false))
 	}
+	for i := 1; i < len(out); i++ {
+		out[i] = redactArgJSON(out[i])
+	}
 	return out
+}
+
+// redactArgJSON is a with the values of secret keys in the JSON it holds
+// redacted, as RedactText has them: an object given whole as an argument
+// (Smithery's --config '{"apiKey": ...}', an --env '{"API_KEY": ...}'),
+// or as a flag's value (--config={...}).
+func redactArgJSON(a string) string {
+	if !strings.ContainsAny(a, "{[") {
+		return a
+	}
+	return string(redactTextJSON([]byte(a), false))
 }
 
 // isHeaderFlag reports whether a flag's value is an HTTP header: curl's

@@ -149,7 +149,20 @@ func TestRedactArgs(t *testing.T) {
 		{[]string{"srv", "--header", "Authorization: ghp_abc123"}, []string{"srv", "--header", "Authorization: " + Redacted}},
 		{[]string{"srv", "-H", "X-API-Key: abcdef", "-H", "Cookie: sid=1; theme=dark"},
 			[]string{"srv", "-H", "X-API-Key: " + Redacted, "-H", "Cookie: " + Redacted}},
+		// JSON in an argument (Smithery's --config, an --env object): its
+		// secret keys' values, as RedactText has them.
+		{[]string{"npx", "-y", "@smithery/cli", "run", "x", "--config", `{"apiKey":"smitherySECRET123","profile":"x"}`},
+			[]string{"npx", "-y", "@smithery/cli", "run", "x", "--config", `{"apiKey":"` + Redacted + `","profile":"x"}`}},
+		{[]string{"srv", "--env", `{"API_KEY":"envSECRET456","REGION":"eu"}`},
+			[]string{"srv", "--env", `{"API_KEY":"` + Redacted + `","REGION":"eu"}`}},
+		{[]string{"srv", `--config={"token": "cfgSECRET789", "debug": true}`},
+			[]string{"srv", `--config={"token": "` + Redacted + `", "debug": true}`}},
+		{[]string{"srv", `{"auth":{"password":"pw SECRET"},"user":"bob"}`},
+			[]string{"srv", `{"auth":"` + Redacted + `","user":"bob"}`}},
+		// A provider's token standing alone keeps its prefix, as in RedactText.
+		{[]string{"srv", "ghp_ALICEsecret0123456789abcdefABCDEF12"}, []string{"srv", "ghp_" + Redacted}},
 		// Nearby, nothing secret.
+		{[]string{"srv", "--config", `{"profile":"x","port":80}`}, []string{"srv", "--config", `{"profile":"x","port":80}`}},
 		{[]string{"srv", "--header", "Accept: application/json", "-H", "localhost", "https://host/path"},
 			[]string{"srv", "--header", "Accept: application/json", "-H", "localhost", "https://host/path"}},
 		{[]string{"git", "clone", "git@github.com:org/repo.git", "--author", "user@example.com", "--base=https://host/path"},
