@@ -19,16 +19,20 @@ import (
 // (store.RedactText), though not cut: a child may print a token it was
 // given, or log a request with its credentials.
 //
+// They show a child's command lines (configured, and as resolved) as the
+// history keeps them too (store.RedactArgs): a server's args may hold a
+// secret written literally, not through a ${VAR}.
+//
 // So are the config's errors (configError and configWatchError in
 // status, why a reload was not applied on the dashboard), which the
 // history keeps redacted too: a problem may quote the value it is about
 // (an origin with a password, a ${...} holding a token). The log keeps
 // them whole.
 
-// redactSnapshot redacts snap's request names, roots and error texts in
-// place. Its slices of servers, requests and backends are its own; the
-// roots and stderr lines of a backend are the pool's, and are replaced,
-// never written to.
+// redactSnapshot redacts snap's request names, roots, command lines and
+// error texts in place. Its slices of servers, requests and backends are
+// its own; the roots, command lines and stderr lines of a backend are the
+// pool's, and are replaced, never written to.
 func redactSnapshot(snap *pool.Snapshot) {
 	for i := range snap.Servers {
 		snap.Servers[i].Error = store.RedactText(snap.Servers[i].Error)
@@ -41,7 +45,18 @@ func redactSnapshot(snap *pool.Snapshot) {
 		b.Roots = redactRoots(b.Roots)
 		b.LastError, b.ResolveNote = store.RedactText(b.LastError), store.RedactText(b.ResolveNote)
 		b.StderrTail = redactLines(b.StderrTail)
+		b.Command, b.ResolvedCommand = redactCommand(b.Command), redactCommand(b.ResolvedCommand)
 	}
+}
+
+// redactCommand is a command line as the history keeps it
+// (store.RedactArgs): a secret written literally in a server's args (its
+// ${VAR}s stay unexpanded) is redacted. It is argv itself when empty.
+func redactCommand(argv []string) []string {
+	if len(argv) == 0 {
+		return argv
+	}
+	return store.RedactArgs(argv)
 }
 
 // redactLines is lines redacted as the history redacts an error text
@@ -83,6 +98,7 @@ func redactEvents(ctx context.Context, events <-chan pool.Event) <-chan pool.Eve
 			}
 			e.Roots = redactRoots(e.Roots)
 			e.Err = store.RedactText(e.Err)
+			e.Command, e.ResolvedCommand = redactCommand(e.Command), redactCommand(e.ResolvedCommand)
 			select {
 			case out <- e:
 			case <-ctx.Done():

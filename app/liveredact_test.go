@@ -382,6 +382,35 @@ func TestRedactSnapshotErrorTexts(t *testing.T) {
 	}
 }
 
+// TestRedactSnapshotCommands: a secret written literally in a server's
+// args (a flag's value, an --env object) shows redacted in a snapshot's
+// command lines, configured and resolved, and in a started child's
+// event, as the history keeps them (store.RedactArgs); the pool's own
+// command lines are replaced, not written to.
+func TestRedactSnapshotCommands(t *testing.T) {
+	command := []string{"npx", "-y", "srv", "--api-key=flagsecretXYZ987", "--env", `{"API_KEY":"envSECRET456"}`}
+	resolved := []string{"node", "/cache/srv/index.js", "--api-key=flagsecretXYZ987", "--env", `{"API_KEY":"envSECRET456"}`}
+	wantCommand := []string{"npx", "-y", "srv", "--api-key=[REDACTED]", "--env", `{"API_KEY":"[REDACTED]"}`}
+	wantResolved := []string{"node", "/cache/srv/index.js", "--api-key=[REDACTED]", "--env", `{"API_KEY":"[REDACTED]"}`}
+	snap := pool.Snapshot{Backends: []pool.BackendInfo{{Server: "a", Command: command, ResolvedCommand: resolved}}}
+	redactSnapshot(&snap)
+	if b := snap.Backends[0]; !slices.Equal(b.Command, wantCommand) || !slices.Equal(b.ResolvedCommand, wantResolved) {
+		t.Errorf("redacted snapshot's commands %q, %q; want %q, %q", b.Command, b.ResolvedCommand, wantCommand, wantResolved)
+	}
+	if command[3] != "--api-key=flagsecretXYZ987" || resolved[2] != "--api-key=flagsecretXYZ987" {
+		t.Errorf("the pool's command lines were written to: %q, %q", command, resolved)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := make(chan pool.Event, 1)
+	events <- pool.Event{Kind: pool.EventBackendStarted, Command: command, ResolvedCommand: resolved}
+	close(events)
+	if e := <-redactEvents(ctx, events); !slices.Equal(e.Command, wantCommand) || !slices.Equal(e.ResolvedCommand, wantResolved) {
+		t.Errorf("redacted event's commands %q, %q; want %q, %q", e.Command, e.ResolvedCommand, wantCommand, wantResolved)
+	}
+}
+
 // TestLiveViewsRedactConfigErrors: the config file is edited into one
 // that does not load, and its problems quote a URL with a password and
 // a ${...} holding a token. The live views show the error redacted as
