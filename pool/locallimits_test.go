@@ -100,33 +100,42 @@ func TestUnfinishedLineIsBounded(t *testing.T) {
 // messages at once on a loaded machine took a minute), is taken and
 // answered; one that stops coming after a while is closed as before.
 func TestUnfinishedLineThatKeepsComingIsTaken(t *testing.T) {
-	const timeout = time.Second
+	const timeout = 2 * time.Second
 	t.Cleanup(pool.SetUnfinishedLineTimeout(timeout)) // after the pool closed
 	tp := newTestPool(t, nil, fake("srv"))
 	start := strings.Repeat("s", 1<<20+100<<10) // past keepBuf
-	chunk := strings.Repeat("k", 350<<10)       // four make more than keepBuf
+	chunk := strings.Repeat("k", 350<<10)       // three make more than keepBuf
 	head := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`
+
+	// Eight chunks per timeout where three are enough: a sender or a
+	// reader that a loaded machine holds up for most of a timeout still
+	// keeps the line coming, and one held up longer catches up.
+	const perTimeout = 8
+	writeChunks := func(c *client, n int) {
+		t.Helper()
+		next := time.Now()
+		for range n {
+			next = next.Add(timeout / perTimeout)
+			pace := time.NewTimer(time.Until(next))
+			<-pace.C
+			if _, err := c.conn.Write([]byte(chunk)); err != nil {
+				t.Fatalf("a line that kept coming: %v", err)
+			}
+		}
+	}
 
 	slow := tp.dial(t, "srv")
 	slow.initialize("slow", "")
 	if _, err := slow.conn.Write([]byte(head + start)); err != nil {
 		t.Fatal(err)
 	}
-	// Four chunks per timeout, for two timeouts: paced, not synchronised.
-	tick := time.NewTicker(timeout / 4)
-	defer tick.Stop()
-	const chunks = 8
-	for range chunks {
-		<-tick.C
-		if _, err := slow.conn.Write([]byte(chunk)); err != nil {
-			t.Fatalf("a line that kept coming: %v", err)
-		}
-	}
+	const chunks = 2 * perTimeout // for two timeouts
+	writeChunks(slow, chunks)
 	if _, err := slow.conn.Write([]byte("\"}}}\n")); err != nil {
 		t.Fatal(err)
 	}
 	if m, _ := slow.recvID("1"); m.text() != start+strings.Repeat(chunk, chunks) {
-		t.Fatalf("a line that kept coming for %d timeouts was not answered whole: %.200s", chunks/4, m.raw)
+		t.Fatalf("a line that kept coming for %d timeouts was not answered whole: %.200s", chunks/perTimeout, m.raw)
 	}
 
 	stalled := tp.dial(t, "srv")
@@ -134,12 +143,7 @@ func TestUnfinishedLineThatKeepsComingIsTaken(t *testing.T) {
 	if _, err := stalled.conn.Write([]byte(head + start)); err != nil {
 		t.Fatal(err)
 	}
-	for range 4 {
-		<-tick.C
-		if _, err := stalled.conn.Write([]byte(chunk)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeChunks(stalled, 4)
 	select {
 	case <-stalled.done:
 	case <-time.After(30 * time.Second):
