@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -404,6 +405,8 @@ func (inst *Instance) loadStartConfig(isDefault bool, handedOver []byte) (cfg *c
 // config that is a symlink gets it where the link leads, and stays a
 // link; a link to a directory that does not exist (dotfiles not checked
 // out yet) gets none, nor the directory: reading the file then says why.
+// A config that another writer (an import) makes meanwhile is left as
+// it is.
 func writeStarterConfig(path string, isDefault bool) error {
 	if !isDefault {
 		return nil
@@ -417,7 +420,10 @@ func writeStarterConfig(path string, isDefault bool) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create config dir: %w", err)
 	}
-	if err := config.WritePrivateFile(path, []byte(config.Starter)); err != nil {
+	// Created, never renamed over a config that appeared since the check
+	// above (an import into this fresh home writing its servers).
+	err := config.CreatePrivateFile(path, []byte(config.Starter))
+	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("write starter config: %w", err)
 	}
 	return nil

@@ -26,6 +26,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-mcp/switchboard/app/config"
+	"github.com/switchboard-mcp/switchboard/app/importer"
 	"github.com/switchboard-mcp/switchboard/store"
 )
 
@@ -784,6 +785,49 @@ func TestConfigWatchFailureIsShownAndRetried(t *testing.T) {
 	})
 	if st := inst.Status(); st.ConfigWatchError != nil {
 		t.Errorf("status configWatchError = %q once watched", *st.ConfigWatchError)
+	}
+}
+
+// TestStarterConfigLeavesAnImportsConfig: a pool's first start writes
+// the starter config while `import` into the same fresh home writes the
+// imported server: the starter never replaces the config the import
+// wrote, whichever comes first.
+func TestStarterConfigLeavesAnImportsConfig(t *testing.T) {
+	for i := range 300 {
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "switchboard", "config.json")
+		client := filepath.Join(dir, "mcp.json")
+		if err := os.WriteFile(client, []byte(`{"mcpServers": {"mine": {"command": "uvx", "args": ["mine"]}}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var res *importer.Result
+		var ierr, serr error
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			<-start
+			res, ierr = importer.Import(importer.Options{Client: importer.Cursor, File: client, Config: cfg,
+				Env: importer.Env{Home: dir, Cwd: dir, GOOS: runtime.GOOS, Lookup: os.LookupEnv}})
+		})
+		wg.Go(func() {
+			<-start
+			serr = writeStarterConfig(cfg, true)
+		})
+		close(start)
+		wg.Wait()
+		if ierr != nil || serr != nil {
+			t.Fatalf("run %d: import: %v; starter config: %v", i, ierr, serr)
+		}
+		if !res.ConfigWritten {
+			t.Fatalf("run %d: the import did not write the config", i)
+		}
+		f, err := config.Load(cfg)
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if _, ok := f.Servers["mine"]; !ok {
+			t.Fatalf("run %d: the starter config replaced the imported one: %v", i, slices.Sorted(maps.Keys(f.Servers)))
+		}
 	}
 }
 
