@@ -207,7 +207,9 @@ type ImportOptions struct {
 // itself) and, with RewriteClient, points the client's entries at this
 // binary's `connect` with the entries setup writes (connectThisBinary),
 // which reach this environment's pool: it is refused when the servers go
-// to another config. The result says exactly what it did, also when it fails part way.
+// to another config. Those rewrites join the client's setup record, for
+// `setup --undo` (rememberRewrites). The result says exactly what it
+// did, also when it fails part way.
 func Import(ctx context.Context, opts ImportOptions) (*importer.Result, error) {
 	client, err := importer.ParseClient(opts.From)
 	if err != nil {
@@ -254,7 +256,8 @@ func Import(ctx context.Context, opts ImportOptions) (*importer.Result, error) {
 		return nil, err
 	}
 	defer lock.Unlock()
-	return importer.Import(iopts)
+	res, err := importer.Import(iopts)
+	return res, rememberRewrites(paths, client, res, err)
 }
 
 // connectShim is the small switchboard-connect.exe beside exe (for

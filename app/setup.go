@@ -21,9 +21,10 @@ import (
 	"github.com/switchboard-mcp/switchboard/app/importer"
 )
 
-// setupRecord is what `switchboard setup CLIENT` rewrote, so that
-// `setup --undo CLIENT` can put it back. It lives in the state dir, one
-// file per client.
+// setupRecord is what `switchboard setup CLIENT` and `switchboard import
+// --from CLIENT --rewrite-client` rewrote, so that `setup --undo CLIENT`
+// can put it back: both write the same entries, and a user undoes them
+// with the one command. It lives in the state dir, one file per client.
 type setupRecord struct {
 	Client   string             `json:"client"`
 	Rewrites []importer.Rewrite `json:"rewrites"`
@@ -70,13 +71,23 @@ func Setup(ctx context.Context, from, file string) (*importer.Result, error) {
 	}
 	defer lock.Unlock()
 	res, err := importer.Import(opts)
-	if res != nil && len(res.Rewrites) > 0 {
-		if rerr := remember(setupRecordPath(paths, client), client, res.Rewrites); rerr != nil && err == nil {
-			err = rerr
-		}
-		res.Notes = append(res.Notes, fmt.Sprintf("`switchboard setup --undo %s` puts the rewritten entries back as they were.", client))
+	return res, rememberRewrites(paths, client, res, err)
+}
+
+// rememberRewrites adds the client entries res rewrote (setup's, or
+// `import --rewrite-client`'s) to the client's setup record, so that
+// `setup --undo CLIENT` puts them back, and says so in res. err is the
+// import's: it is returned, else the record's failure. An import that
+// failed part way may have rewritten files all the same.
+func rememberRewrites(paths Paths, client importer.Client, res *importer.Result, err error) error {
+	if res == nil || res.DryRun || len(res.Rewrites) == 0 {
+		return err
 	}
-	return res, err
+	if rerr := remember(setupRecordPath(paths, client), client, res.Rewrites); rerr != nil && err == nil {
+		err = rerr
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("`switchboard setup --undo %s` puts the rewritten entries back as they were.", client))
+	return err
 }
 
 // connectThisBinary sets, in opts, what the client entries that setup and
@@ -213,7 +224,7 @@ func lockEdits(paths Paths) (*flock.Lock, error) {
 
 // remember adds rewrites to the client's setup record. Each keeps its
 // own backup: a file rewritten again (entries added since the first
-// setup) has entries from before each.
+// setup, rewritten by setup or an import) has entries from before each.
 func remember(path string, client importer.Client, rws []importer.Rewrite) error {
 	rec := setupRecord{Client: string(client)}
 	if data, err := os.ReadFile(path); err == nil {
@@ -230,14 +241,16 @@ func remember(path string, client importer.Client, rws []importer.Rewrite) error
 	return config.WritePrivateFile(path, append(data, '\n'))
 }
 
-// ErrNothingToUndo means setup never rewrote that client's config.
+// ErrNothingToUndo means neither setup nor `import --rewrite-client`
+// rewrote that client's config.
 var ErrNothingToUndo = errors.New("nothing to undo")
 
 // UndoSetup is `switchboard setup --undo CLIENT`: in each client file
-// setup rewrote, the entries it rewrote get back what they were before,
-// from setup's backups; the rest of the file (what the client or the user
-// changed since) stays as it is now. An entry changed or removed since
-// setup is left as it is, and the result says so. The file as it is now
+// setup or `import --rewrite-client` rewrote, the entries they rewrote
+// get back what they were before, from their backups; the rest of the
+// file (what the client or the user changed since) stays as it is now.
+// An entry changed or removed since its rewrite is left as it is, and the
+// result says so. The file as it is now
 // is kept next to it before it is written. Switchboard's own config keeps
 // the imported servers (they harm nothing). It returns what it did, also
 // when it fails part way.
@@ -258,7 +271,7 @@ func UndoSetup(from string) ([]importer.Undone, error) {
 	path := setupRecordPath(paths, client)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: `switchboard setup %s` has not rewritten that client's config", ErrNothingToUndo, client)
+		return nil, fmt.Errorf("%w: neither `switchboard setup %s` nor `switchboard import --from %s --rewrite-client` has rewritten that client's config", ErrNothingToUndo, client, client)
 	}
 	if err != nil {
 		return nil, err

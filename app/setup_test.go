@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -272,4 +273,76 @@ func TestSamePath(t *testing.T) {
 			t.Errorf("samePath(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
 	}
+}
+
+// TestUndoSetupUndoesImportRewrites: `import --rewrite-client` rewrites a
+// client's entries as setup does, and `setup --undo` puts them back as
+// well: those of an import alone, and those of an import after a setup,
+// whose record they join (a server added to the client since setup).
+func TestUndoSetupUndoesImportRewrites(t *testing.T) {
+	ctx := context.Background()
+	undoAll := func(t *testing.T, want, path string) []importer.Undone {
+		t.Helper()
+		done, err := UndoSetup("claude-code")
+		if err != nil {
+			t.Fatalf("setup --undo: %v", err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, string(got)); diff != "" {
+			t.Errorf("after undo (-want +got):\n%s", diff)
+		}
+		for _, u := range done {
+			for _, e := range u.Entries {
+				if e.Left != "" {
+					t.Errorf("%s left as it is: %s", e.Where, e.Left)
+				}
+			}
+		}
+		return done
+	}
+	t.Run("import alone", func(t *testing.T) {
+		path, orig := setupClient(t, "claude-code/claude.json", ".claude.json", "")
+		res, err := Import(ctx, ImportOptions{From: "claude-code", File: path, RewriteClient: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Rewrites) != 1 {
+			t.Fatalf("import rewrote %+v", res.Rewrites)
+		}
+		if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "setup --undo claude-code") }) {
+			t.Errorf("the report does not say how to undo: %q", res.Notes)
+		}
+		done := undoAll(t, orig, path)
+		if len(done) != 1 || len(done[0].Entries) != len(res.Rewrites[0].Servers) {
+			t.Errorf("undo did %+v", done)
+		}
+	})
+	t.Run("after setup", func(t *testing.T) {
+		path, orig := setupClient(t, "claude-code/claude.json", ".claude.json", "")
+		if _, err := Setup(ctx, "claude-code", path); err != nil {
+			t.Fatal(err)
+		}
+		added := insert("linear", `{"type": "stdio", "command": "npx", "args": ["-y", "linear-mcp"]}`, "mcpServers")
+		rewritten, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(apply(t, string(rewritten), added)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Import(ctx, ImportOptions{From: "claude-code", File: path, RewriteClient: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Rewrites) != 1 || !slices.Equal(res.Rewrites[0].Servers, []string{"mcpServers.linear"}) {
+			t.Fatalf("import rewrote %+v", res.Rewrites)
+		}
+		done := undoAll(t, apply(t, orig, added), path)
+		if len(done) != 1 || !slices.ContainsFunc(done[0].Entries, func(e importer.UndoneEntry) bool { return e.Where == "mcpServers.linear" }) {
+			t.Errorf("undo did %+v", done)
+		}
+	})
 }
