@@ -208,8 +208,9 @@ type ImportOptions struct {
 // binary's `connect` with the entries setup writes (connectThisBinary),
 // which reach this environment's pool: it is refused when the servers go
 // to another config. Those rewrites join the client's setup record, for
-// `setup --undo` (rememberRewrites). The result says exactly what it
-// did, also when it fails part way.
+// `setup --undo` (rememberRewrites). A dry run writes nothing, not even
+// the edit lock. The result says exactly what it did, also when it fails
+// part way.
 func Import(ctx context.Context, opts ImportOptions) (*importer.Result, error) {
 	client, err := importer.ParseClient(opts.From)
 	if err != nil {
@@ -248,6 +249,10 @@ func Import(ctx context.Context, opts ImportOptions) (*importer.Result, error) {
 				"but the servers would be added to %s: those clients would not find them; "+
 				"import into %s without --rewrite-client, or run it from the environment whose config that is", paths.Config, cfg, cfg)
 		}
+	}
+	if opts.DryRun {
+		// It writes nothing: no lock, nor the directory for one.
+		return importer.Import(iopts)
 	}
 	// Another setup or import at once would write the config from what
 	// it read before this one's servers were added.

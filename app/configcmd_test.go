@@ -411,3 +411,46 @@ func TestNoPoolMeansTheRecordedConfig(t *testing.T) {
 		t.Errorf("status --json with no pool names %s, want %s", got, other)
 	}
 }
+
+// TestImportDryRunWritesNothing: `import --dry-run`, with or without
+// --rewrite-client, into a Switchboard home that does not exist yet
+// creates nothing: not the home, nor the run directory for the edit lock,
+// nor a backup of the client's file.
+func TestImportDryRunWritesNothing(t *testing.T) {
+	base, err := os.MkdirTemp("", "sb") // short enough for sockets
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	fresh := []string{filepath.Join(base, "h"), filepath.Join(base, "config"), filepath.Join(base, "state")}
+	t.Setenv("SWITCHBOARD_HOME", fresh[0])
+	t.Setenv("XDG_CONFIG_HOME", fresh[1])
+	t.Setenv("XDG_STATE_HOME", fresh[2])
+	clientDir := t.TempDir()
+	t.Setenv("HOME", clientDir)
+	client := filepath.Join(clientDir, "claude_desktop_config.json")
+	orig := `{"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}`
+	if err := os.WriteFile(client, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, rewrite := range []bool{false, true} {
+		res, err := Import(context.Background(), ImportOptions{From: "claude-desktop", File: client, DryRun: true, RewriteClient: rewrite})
+		if err != nil {
+			t.Fatalf("import --dry-run (rewrite %v): %v", rewrite, err)
+		}
+		if !slices.Equal(res.Added, []string{"time"}) {
+			t.Errorf("import --dry-run (rewrite %v) would add %v", rewrite, res.Added)
+		}
+		for _, dir := range fresh {
+			if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("import --dry-run (rewrite %v) made %s (%v)", rewrite, dir, err)
+			}
+		}
+		if ents, err := os.ReadDir(clientDir); err != nil || len(ents) != 1 {
+			t.Errorf("import --dry-run (rewrite %v) wrote next to the client's file: %v, %v", rewrite, ents, err)
+		}
+		if data, _ := os.ReadFile(client); string(data) != orig {
+			t.Errorf("import --dry-run (rewrite %v) rewrote the client's file:\n%s", rewrite, data)
+		}
+	}
+}
