@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/app/config"
 	"github.com/switchboard-mcp/switchboard/app/config/jsonedit"
 	"github.com/switchboard-mcp/switchboard/app/home"
+	"github.com/switchboard-mcp/switchboard/app/safefile"
 )
 
 // Options say what to import from where, into which config.
@@ -254,7 +255,7 @@ func Import(opts Options) (*Result, error) {
 			if err := os.MkdirAll(filepath.Dir(opts.Config), 0o700); err != nil {
 				return nil, fmt.Errorf("create the config dir: %w", err)
 			}
-			if err := config.WritePrivateFile(opts.Config, out); err != nil {
+			if err := im.writeSwitchboard(out); err != nil {
 				return nil, err
 			}
 			res.ConfigWritten = true
@@ -289,7 +290,7 @@ func Import(opts Options) (*Result, error) {
 			}
 		}
 		if opts.Client == ClaudeCode && len(res.Rewrites) > 0 {
-			res.Notes = append(res.Notes, "Claude Code rewrites ~/.claude.json while it runs: restart running sessions so they read the new entries.")
+			res.Notes = append(res.Notes, "Claude Code rewrites ~/.claude.json while it runs: quit it before setup or import --rewrite-client edits the file, and restart running sessions so they read the new entries.")
 		}
 	}
 	return res, nil
@@ -306,23 +307,57 @@ type switchboardFile struct {
 }
 
 func readSwitchboard(path string, env Env) (*switchboardFile, error) {
-	sb := &switchboardFile{path: path, lookup: env.Lookup}
-	doc, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		sb.doc = []byte("{\n  \"mcpServers\": {}\n}\n")
-	case err != nil:
+	doc, err := config.ReadFile(path)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read Switchboard's config: %w", err)
-	default:
-		sb.doc, sb.exists = doc, true
+	}
+	return parseSwitchboard(path, doc, exists, env.Lookup)
+}
+
+// parseSwitchboard reads doc, Switchboard's config at path (a starter
+// one when it does not exist).
+func parseSwitchboard(path string, doc []byte, exists bool, lookup func(string) (string, bool)) (*switchboardFile, error) {
+	sb := &switchboardFile{path: path, lookup: lookup, doc: doc, exists: exists}
+	if !exists {
+		sb.doc = []byte("{\n  \"mcpServers\": {}\n}\n")
 	}
 	f, err := config.Decode(sb.doc)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read Switchboard's config %s (fix it first): %w", path, err)
 	}
 	sb.file = f
-	sb.problems = problemList(f.Validate(env.Lookup))
+	sb.problems = problemList(f.Validate(lookup))
 	return sb, nil
+}
+
+// writeSwitchboard writes out, Switchboard's config with the imported
+// servers added, over the config as read. Something else may write the
+// config meanwhile (the user's editor, the dashboard): then the servers
+// are added to the config as it is now, as long as their names are still
+// free there.
+func (im *importer) writeSwitchboard(out []byte) error {
+	return config.EditPrivateFile(im.sb.path, config.MaxFileBytes, func(cur []byte, exists bool) ([]byte, error) {
+		edited := out
+		if exists != im.sb.exists || exists && !bytes.Equal(cur, im.sb.doc) {
+			now, err := parseSwitchboard(im.sb.path, cur, exists, im.sb.lookup)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range im.added {
+				if _, ok := now.file.Servers[p.entry.As]; ok {
+					return nil, fmt.Errorf("%s: a server %q was added to it while it was being edited; nothing written (run this again)", im.sb.path, p.entry.As)
+				}
+			}
+			if edited, err = now.withServers(im.added); err != nil {
+				return nil, err
+			}
+		}
+		if testHookEdited != nil {
+			testHookEdited(im.sb.path)
+		}
+		return edited, nil
+	})
 }
 
 func problemList(err error) []string {
@@ -415,7 +450,7 @@ type vsInput struct {
 // preferences only) has no servers to import, which is an error only when
 // the user named it (named).
 func readClientFile(c Client, loc Location, named bool) (*clientFile, error) {
-	doc, err := os.ReadFile(loc.Path)
+	doc, err := safefile.Read(loc.Path, maxClientFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read %s config: %w", c, err)
 	}
@@ -881,9 +916,12 @@ func (r *resolver) resolve(field, s string) string {
 }
 
 // rewrite points the client's entries at Switchboard, after writing a
-// backup of the file next to it.
+// backup of the file next to it. The client may write its file while
+// Switchboard edits it (Claude Code rewrites ~/.claude.json while it
+// runs): the edit is made on the file as it is when written
+// (config.EditFile), each entry replaced only if it is still as planned.
 func (im *importer) rewrite(cf *clientFile) (*Rewrite, error) {
-	var edits []jsonedit.Edit
+	var changes []entryChange
 	var names []string
 	var entries []Rewritten
 	for _, p := range cf.plans {
@@ -899,33 +937,117 @@ func (im *importer) rewrite(cf *clientFile) (*Rewrite, error) {
 		default:
 			continue
 		}
-		e, err := jsonedit.Replace(cf.std, p.member.Value, value)
-		if err != nil {
-			return nil, err
-		}
-		edits = append(edits, e)
+		changes = append(changes, entryChange{keys: p.keys, where: p.entry.Where, was: p.member.Value.Raw(cf.std), value: value})
 		names = append(names, p.entry.Where)
 		entries = append(entries, Rewritten{Keys: p.keys, Wrote: value, Updated: p.update})
 		p.entry.Rewritten = true
 	}
-	if len(edits) == 0 {
+	if len(changes) == 0 {
 		return nil, nil
 	}
-	out, err := jsonedit.Apply(cf.doc, edits...)
-	if err != nil {
+	// Computed now, so that a file the rewrite cannot edit fails a dry
+	// run too.
+	if _, err := applyChanges(cf.loc.Path, cf.doc, changes); err != nil {
 		return nil, err
 	}
 	rw := &Rewrite{File: cf.loc.Path, Servers: names, Entries: entries, Backup: backupName(cf.loc.Path, "switchboard", im.opts.Now())}
 	if im.opts.DryRun {
 		return rw, nil
 	}
-	if rw.Backup, err = writeBackup(cf.loc.Path, "switchboard", cf.doc, im.opts.Now()); err != nil {
-		return nil, err
-	}
-	if err := config.WriteFile(cf.loc.Path, out, 0o600); err != nil {
-		return nil, err
+	rw.Backup = ""
+	err := config.EditFile(cf.loc.Path, maxClientFileBytes, 0o600, func(cur []byte, exists bool) ([]byte, error) {
+		if !exists {
+			return nil, fmt.Errorf("%s was removed while it was being edited; nothing written", cf.loc.Path)
+		}
+		out, err := applyChanges(cf.loc.Path, cur, changes)
+		if err != nil {
+			return nil, err
+		}
+		if err := dropBackup(&rw.Backup); err != nil {
+			return nil, err
+		}
+		if rw.Backup, err = writeBackup(cf.loc.Path, "switchboard", cur, im.opts.Now()); err != nil {
+			return nil, err
+		}
+		if testHookEdited != nil {
+			testHookEdited(cf.loc.Path)
+		}
+		return out, nil
+	})
+	if err != nil {
+		for _, p := range cf.plans {
+			p.entry.Rewritten = false
+		}
+		_ = dropBackup(&rw.Backup)
+		return nil, clientBusy(string(im.opts.Client), err)
 	}
 	return rw, nil
+}
+
+// maxClientFileBytes bounds a client's file: Claude Code's ~/.claude.json
+// keeps every project's history and grows to megabytes.
+const maxClientFileBytes = 256 << 20
+
+// testHookEdited, when set, runs once an edit of a file (a client's, or
+// Switchboard's config) has its new content and backup, before the file
+// is replaced.
+var testHookEdited func(path string)
+
+// clientBusy adds to err, when the client's file kept changing under the
+// edit, that the client is the likely writer.
+func clientBusy(client string, err error) error {
+	if errors.Is(err, config.ErrChanged) {
+		return fmt.Errorf("%w (is %s running? quit it first, then run this again)", err, client)
+	}
+	return err
+}
+
+// dropBackup removes the backup *name made for an edit that did not
+// land, if any.
+func dropBackup(name *string) error {
+	if *name == "" {
+		return nil
+	}
+	if err := os.Remove(*name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the unused backup: %w", err)
+	}
+	*name = ""
+	return nil
+}
+
+// entryChange is the replacement of one client entry.
+type entryChange struct {
+	keys  []string
+	where string
+	was   []byte // the entry as planned from, standardized
+	value []byte // what replaces it
+}
+
+// applyChanges makes changes in doc, the client's file as it is now:
+// each entry must still be the one planned from (the same JSON, however
+// laid out), or be what the change writes already.
+func applyChanges(path string, doc []byte, changes []entryChange) ([]byte, error) {
+	cur := &jsonDoc{doc: doc, std: jsonedit.Standardize(doc)}
+	var err error
+	if cur.root, err = jsonedit.Parse(cur.std); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var edits []jsonedit.Edit
+	for _, c := range changes {
+		v := cur.at(c.keys)
+		switch {
+		case v != nil && sameJSON(v.Raw(cur.std), c.value):
+			continue
+		case v == nil || !sameJSON(v.Raw(cur.std), c.was):
+			return nil, fmt.Errorf("%s: %s %w (run this again)", path, c.where, config.ErrChanged)
+		}
+		e, err := jsonedit.Replace(cur.std, v, c.value)
+		if err != nil {
+			return nil, err
+		}
+		edits = append(edits, e)
+	}
+	return jsonedit.Apply(doc, edits...)
 }
 
 // connected reports whether the client's entry already runs a server

@@ -2,10 +2,8 @@ package importer
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/app/config"
 	"github.com/switchboard-mcp/switchboard/app/config/jsonedit"
+	"github.com/switchboard-mcp/switchboard/app/safefile"
 )
 
 // Undone is what Undo did to one client file.
@@ -118,11 +117,16 @@ type jsonDoc struct {
 }
 
 func readDoc(path string) (*jsonDoc, error) {
-	doc, err := os.ReadFile(path)
+	doc, err := safefile.Read(path, maxClientFileBytes)
 	if err != nil {
 		return nil, err
 	}
+	return parseDoc(path, doc)
+}
+
+func parseDoc(path string, doc []byte) (*jsonDoc, error) {
 	d := &jsonDoc{doc: doc, std: jsonedit.Standardize(doc)}
+	var err error
 	if d.root, err = jsonedit.Parse(d.std); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -139,26 +143,64 @@ func (d *jsonDoc) at(keys []string) *jsonedit.Value {
 	return v
 }
 
+// undoFile puts back entries in file, as it is when written: the client
+// may write its file meanwhile (config.EditFile).
 func undoFile(file string, entries []undoEntry, now time.Time) (Undone, error) {
 	u := Undone{File: file}
-	cur, err := readDoc(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		for _, e := range entries {
-			u.Entries = append(u.Entries, UndoneEntry{Where: e.where, Backup: e.backup, Left: "the file is gone"})
-		}
-		return u, nil
-	}
-	if err != nil {
-		return u, fmt.Errorf("undo %s: %w; nothing was put back", file, err)
-	}
 	backups := map[string]*jsonDoc{}
+	err := config.EditFile(file, maxClientFileBytes, 0o600, func(doc []byte, exists bool) ([]byte, error) {
+		if err := dropBackup(&u.KeptAs); err != nil {
+			return nil, err
+		}
+		u.Entries = nil
+		if !exists {
+			for _, e := range entries {
+				u.Entries = append(u.Entries, UndoneEntry{Where: e.where, Backup: e.backup, Left: "the file is gone"})
+			}
+			return nil, nil
+		}
+		cur, err := parseDoc(file, doc)
+		if err != nil {
+			return nil, fmt.Errorf("%w; nothing was put back", err)
+		}
+		out, err := undoEdits(cur, entries, backups, &u)
+		if out == nil || err != nil {
+			return nil, err
+		}
+		if u.KeptAs, err = writeBackup(file, "switchboard-undone", doc, now); err != nil {
+			return nil, err
+		}
+		if testHookEdited != nil {
+			testHookEdited(file)
+		}
+		return out, nil
+	})
+	if err != nil {
+		_ = dropBackup(&u.KeptAs)
+		u.Entries = nil
+		return u, fmt.Errorf("undo %s: %w", file, clientBusy(clientOf(file), err))
+	}
+	return u, nil
+}
+
+// clientOf names, for a message, the client whose file path is.
+func clientOf(path string) string {
+	if filepath.Base(path) == ".claude.json" {
+		return string(ClaudeCode)
+	}
+	return "the client"
+}
+
+// undoEdits returns cur with entries put back as their backups have them
+// (nil when none is), and says in u what it did with each.
+func undoEdits(cur *jsonDoc, entries []undoEntry, backups map[string]*jsonDoc, u *Undone) ([]byte, error) {
 	backup := func(path string) (*jsonDoc, error) {
 		if b := backups[path]; b != nil {
 			return b, nil
 		}
 		b, err := readDoc(path)
 		if err != nil {
-			return nil, fmt.Errorf("undo %s: its backup: %w", file, err)
+			return nil, fmt.Errorf("its backup: %w", err)
 		}
 		backups[path] = b
 		return b, nil
@@ -179,7 +221,7 @@ func undoFile(file string, entries []undoEntry, now time.Time) (Undone, error) {
 			}
 			b, err := backup(up.backup)
 			if err != nil {
-				return u, err
+				return nil, err
 			}
 			if found := b.at(e.Keys); found == nil || !(undoEntry{Rewritten: up.prior}).isWhatWasWritten(found.Raw(b.std)) {
 				ue.Left = "changed since setup, before setup ran again and brought it up to date"
@@ -191,33 +233,23 @@ func undoFile(file string, entries []undoEntry, now time.Time) (Undone, error) {
 		}
 		b, err := backup(e.backup)
 		if err != nil {
-			return u, err
+			return nil, err
 		}
 		w := b.at(e.Keys)
 		if w == nil {
-			return u, fmt.Errorf("undo %s: its backup %s has no %s", file, e.backup, e.where)
+			return nil, fmt.Errorf("its backup %s has no %s", e.backup, e.where)
 		}
 		edit, err := jsonedit.ReplaceWith(cur.doc, cur.std, v, b.doc, b.std, w)
 		if err != nil {
-			return u, fmt.Errorf("undo %s: %w", file, err)
+			return nil, err
 		}
 		edits = append(edits, edit)
 		u.Entries = append(u.Entries, ue)
 	}
 	if len(edits) == 0 {
-		return u, nil
+		return nil, nil
 	}
-	out, err := jsonedit.Apply(cur.doc, edits...)
-	if err != nil {
-		return u, fmt.Errorf("undo %s: %w", file, err)
-	}
-	if u.KeptAs, err = writeBackup(file, "switchboard-undone", cur.doc, now); err != nil {
-		return u, err
-	}
-	if err := config.WriteFile(file, out, 0o600); err != nil {
-		return u, fmt.Errorf("undo %s: %w", file, err)
-	}
-	return u, nil
+	return jsonedit.Apply(cur.doc, edits...)
 }
 
 // isWhatWasWritten says whether raw, an entry as the file has it now, is
