@@ -15,11 +15,12 @@ import (
 // is. WritePrivateFile renames over whatever is there, and a check before
 // it leaves a window in which another writer (an import into the same
 // fresh home) would have its file replaced. The file is written whole to
-// a temporary file and hard-linked into place, which fails on an existing
-// file, so that a reader sees all of it or none; where the file system
-// has no hard links (FAT, some network shares) it is created exclusively
-// and written, and a reader may see it partly written for that moment. A
-// symlink at path is followed, as WritePrivateFile does, and stays.
+// a temporary file and put in place by a rename that fails on an existing
+// file (placeNew), so that a reader sees all of it or none; where the
+// file system can do neither that rename nor hard links (FAT, some
+// network shares) it is created exclusively and written, and a reader may
+// see it partly written for that moment. A symlink at path is followed,
+// as WritePrivateFile does, and stays.
 func CreatePrivateFile(path string, data []byte) error {
 	linked := path
 	path, err := followLinks(path)
@@ -41,7 +42,7 @@ func CreatePrivateFile(path string, data []byte) error {
 	if err := writeSynced(tmp, data); err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
-	err = os.Link(tmp.Name(), path)
+	err = placeNew(tmp.Name(), path)
 	if err == nil {
 		syncDir(dir)
 		return nil
@@ -50,6 +51,17 @@ func CreatePrivateFile(path string, data []byte) error {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
 	return createExclusive(path, data)
+}
+
+// linkNew is placeNew by a hard link, which fails on an existing file
+// too, and the removal of tmp: for that moment path has two names, and a
+// writer that refuses hard-linked files (WriteFile) refuses it. Where
+// the system has a rename that does not replace, placeNew uses that.
+func linkNew(tmp, path string) error {
+	if err := os.Link(tmp, path); err != nil {
+		return err
+	}
+	return os.Remove(tmp)
 }
 
 // writeSynced writes data to f, owner-only, syncs and closes it.
