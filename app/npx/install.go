@@ -86,7 +86,11 @@ func (in *installs) own(ctx context.Context, npm string, spec Spec, name, dir st
 	if err != nil {
 		return "", err
 	}
-	key, err := versionKey(name, m.Version, integrity(nodeModules, name))
+	lock := lockEntryOf(nodeModules, name)
+	if err := fromRegistry(name, m, lock); err != nil {
+		return "", err
+	}
+	key, err := versionKey(name, m.Version, lock.Integrity)
 	if err != nil {
 		return "", err
 	}
@@ -100,7 +104,7 @@ func (in *installs) own(ctx context.Context, npm string, spec Spec, name, dir st
 		_ = os.Chtimes(final, now, now) // its last use, for prune
 		return pkgDir, nil
 	}
-	if err := in.install(ctx, npm, spec, name+"@"+m.Version, final, at); err != nil {
+	if err := in.install(ctx, npm, spec, name, name+"@"+m.Version, final, at); err != nil {
 		return "", err
 	}
 	in.prune()
@@ -117,7 +121,7 @@ func (in *installs) own(ctx context.Context, npm string, spec Spec, name, dir st
 // copied there for the install, and removed before the folder is renamed
 // into place (it may hold tokens). npm runs in the server's working
 // directory, against which it resolves relative paths in its config.
-func (in *installs) install(ctx context.Context, npm string, spec Spec, pkg, final string, at npmAt) error {
+func (in *installs) install(ctx context.Context, npm string, spec Spec, name, pkg, final string, at npmAt) error {
 	// Private, as every directory Switchboard makes; one an earlier
 	// version made 0755 is made private too.
 	if err := os.MkdirAll(in.dir, 0o700); err != nil {
@@ -140,7 +144,9 @@ func (in *installs) install(ctx context.Context, npm string, spec Spec, pkg, fin
 			}
 		}
 	}
-	cmd := exec.Command(npm, "install", "--prefix", tmp, "--no-save", "--prefer-offline",
+	// Never global, whatever npm's config says (global, location): a
+	// global install goes to tmp/lib/node_modules.
+	cmd := exec.Command(npm, "install", "--prefix", tmp, "--global=false", "--location=project", "--no-save", "--prefer-offline",
 		"--no-audit", "--no-fund", "--loglevel=error", pkg)
 	cmd.Dir, cmd.Env = at.cwd, at.env
 	cmd.WaitDelay = 2 * time.Second
@@ -159,16 +165,43 @@ func (in *installs) install(ctx context.Context, npm string, spec Spec, pkg, fin
 	if err := os.Remove(projectConfig); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("install %s: %w", spec.shownPackage, err)
 	}
-	err = os.Rename(tmp, final)
-	if err != nil {
-		// Another server of the same version installed it meanwhile.
-		if _, statErr := os.Stat(final); statErr == nil {
-			return nil
-		}
+	if !holds(tmp, name) {
+		return fmt.Errorf("npm install %s into %s: the package is not in node_modules", spec.shownPackage, in.dir)
+	}
+	if err := in.rename(tmp, final, name); err != nil {
 		return fmt.Errorf("install %s: %w", spec.shownPackage, err)
 	}
 	now := time.Now()
 	_ = os.Chtimes(final, now, now) // its first use
+	return nil
+}
+
+// holds reports whether folder, an install's prefix, has the package name
+// in its node_modules.
+func holds(folder, name string) bool {
+	_, err := os.Stat(filepath.Join(folder, "node_modules", filepath.FromSlash(name), "package.json"))
+	return err == nil
+}
+
+// rename puts the install tmp in place as final. A final that holds the
+// package is another server's install of the same version, made
+// meanwhile, and tmp is left; one without it (an earlier edition renamed
+// a global install's empty prefix into place) is moved aside and removed.
+func (in *installs) rename(tmp, final, name string) error {
+	err := os.Rename(tmp, final)
+	if err == nil || holds(final, name) {
+		return nil
+	}
+	if _, statErr := os.Lstat(final); statErr != nil {
+		return err
+	}
+	gone := filepath.Join(in.dir, ".old-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err := os.Rename(final, gone); err == nil {
+		_ = os.RemoveAll(gone)
+	}
+	if err := os.Rename(tmp, final); err != nil && !holds(final, name) {
+		return err
+	}
 	return nil
 }
 
@@ -219,20 +252,46 @@ func versionKey(name, version, integrity string) (string, error) {
 	return key, nil
 }
 
-// integrity is the package's tarball integrity in the hidden lockfile npm
-// keeps in a node_modules folder; empty when there is none.
-func integrity(nodeModules, name string) string {
+// lockEntry is a package's entry in the hidden lockfile npm keeps in a
+// node_modules folder: where it came from and its tarball's integrity.
+type lockEntry struct {
+	Resolved  string `json:"resolved"`
+	Integrity string `json:"integrity"`
+	Link      bool   `json:"link"`
+}
+
+// lockEntryOf is name's entry in nodeModules' hidden lockfile; empty when
+// there is none.
+func lockEntryOf(nodeModules, name string) lockEntry {
 	b, err := os.ReadFile(filepath.Join(nodeModules, ".package-lock.json"))
 	if err != nil {
-		return ""
+		return lockEntry{}
 	}
 	var lock struct {
-		Packages map[string]struct {
-			Integrity string `json:"integrity"`
-		} `json:"packages"`
+		Packages map[string]lockEntry `json:"packages"`
 	}
 	if json.Unmarshal(b, &lock) != nil {
-		return ""
+		return lockEntry{}
 	}
-	return lock.Packages["node_modules/"+name].Integrity
+	return lock.Packages["node_modules/"+name]
+}
+
+// fromRegistry checks that the package npm exec installed as name is the
+// registry's package of that name, which the resolver's own install
+// fetches again by name and version: an alias installs another package
+// under the name, and a tarball, folder or git repository may hold a
+// fork with the registry package's name and version. A package npm
+// recorded nothing about is taken as installed by name.
+func fromRegistry(name string, m manifest, lock lockEntry) error {
+	if m.Name != name {
+		return fmt.Errorf("the package npm installed as %s is %s, not the registry's %s", name, m.Name, name)
+	}
+	if lock.Link {
+		return fmt.Errorf("npm installed %s as a link to a folder, not from the registry", name)
+	}
+	// Only the scheme is quoted: a git URL may hold a token.
+	if scheme, _, _ := strings.Cut(lock.Resolved, ":"); lock.Resolved != "" && scheme != "https" && scheme != "http" {
+		return fmt.Errorf("npm installed %s from a %s: spec, not from the registry", name, scheme)
+	}
+	return nil
 }

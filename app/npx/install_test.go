@@ -246,7 +246,7 @@ func TestOwnInstallFoldersArePrivate(t *testing.T) {
 	install := func(dir string) string {
 		t.Helper()
 		final := filepath.Join(dir, "pkg@1.0.0")
-		if err := NewResolver(dir).installs.install(context.Background(), npm, Spec{Package: "pkg", shownPackage: "pkg"}, "pkg@1.0.0", final, npmAt{}); err != nil {
+		if err := NewResolver(dir).installs.install(context.Background(), npm, Spec{Package: "pkg", shownPackage: "pkg"}, "pkg", "pkg@1.0.0", final, npmAt{}); err != nil {
 			t.Fatalf("install: %v", err)
 		}
 		return final
@@ -269,6 +269,132 @@ func TestOwnInstallFoldersArePrivate(t *testing.T) {
 		}
 		if perm := fi.Mode().Perm(); perm != 0o700 {
 			t.Errorf("%s is %#o, want 0700", d, perm)
+		}
+	}
+}
+
+// npxCacheInstall lays out what npm exec leaves in npx's cache for the
+// package name: its package.json, as manifest, and the hidden lockfile's
+// entry for it, as lock. It returns the package's directory.
+func npxCacheInstall(t *testing.T, name, manifest, lock string) string {
+	t.Helper()
+	nodeModules := filepath.Join(t.TempDir(), "_npx", "0123abcd", "node_modules")
+	dir := filepath.Join(nodeModules, filepath.FromSlash(name))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lockfile := `{"lockfileVersion":3,"packages":{"node_modules/` + name + `":` + lock + `}}`
+	if err := os.WriteFile(filepath.Join(nodeModules, ".package-lock.json"), []byte(lockfile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// The resolver's own install of a version is the registry's package of
+// the name npx was given: what npm exec installed from elsewhere (an
+// alias's other package, a local tarball or folder, a git repository)
+// is not replaced by the registry package of its name and version, even
+// when a folder of that version is in place; it runs as written. npm
+// is never run here: its path does not exist.
+func TestOwnRunsOnlyTheRegistryPackage(t *testing.T) {
+	const registry = `"https://registry.example/foo/-/foo-1.0.0.tgz"`
+	for _, tc := range []struct {
+		what, manifest, lock, err string
+	}{
+		{what: "registry", manifest: `{"name":"foo","version":"1.0.0"}`, lock: `{"version":"1.0.0","resolved":` + registry + `,"integrity":"sha512-x"}`},
+		{what: "alias", manifest: `{"name":"bar","version":"1.0.0"}`, lock: `{"name":"bar","version":"1.0.0","resolved":` + registry + `,"integrity":"sha512-x"}`, err: "is bar"},
+		{what: "tarball", manifest: `{"name":"foo","version":"1.0.0"}`, lock: `{"version":"1.0.0","resolved":"file:../foo-1.0.0.tgz","integrity":"sha512-x"}`, err: "a file: spec"},
+		{what: "git", manifest: `{"name":"foo","version":"1.0.0"}`, lock: `{"version":"1.0.0","resolved":"git+ssh://git@github.com/a/foo.git#0123"}`, err: "a git+ssh: spec"},
+		{what: "folder", manifest: `{"name":"foo","version":"1.0.0"}`, lock: `{"resolved":"../foo","link":true}`, err: "a link to a folder"},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			dir := npxCacheInstall(t, "foo", tc.manifest, tc.lock)
+			own := t.TempDir()
+			in := NewResolver(own).installs
+			// The registry's foo 1.0.0, installed for good earlier.
+			key, err := versionKey("foo", "1.0.0", lockEntryOf(filepath.Dir(dir), "foo").Integrity)
+			if err != nil {
+				t.Fatal(err)
+			}
+			installed := filepath.Join(own, key, "node_modules", "foo")
+			if err := os.MkdirAll(installed, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(installed, "package.json"), []byte(`{"name":"foo","version":"1.0.0"}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			npm := filepath.Join(t.TempDir(), "no-npm")
+			got, err := in.own(context.Background(), npm, Spec{Package: "foo", shownPackage: "foo"}, "foo", dir, npmAt{})
+			if tc.err == "" {
+				if err != nil || got != installed {
+					t.Fatalf("own = %q, %v; want %q", got, err, installed)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("own = %q, %v; want an error with %q", got, err, tc.err)
+			}
+		})
+	}
+}
+
+// A version's folder that is in place without the package in it (left so
+// by an earlier edition, whose npm installed the package elsewhere) is
+// replaced by a whole install, not taken for one. Here npm is a script
+// that installs an empty package.
+func TestOwnInstallReplacesAFolderWithoutThePackage(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("npm is a shell script here")
+	}
+	npm := filepath.Join(t.TempDir(), "npm")
+	script := "#!/bin/sh\nmkdir -p \"$3/node_modules/pkg\" && echo '{}' > \"$3/node_modules/pkg/package.json\"\n"
+	if err := os.WriteFile(npm, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	final := filepath.Join(dir, "pkg@1.0.0")
+	if err := os.MkdirAll(filepath.Join(final, "lib", "node_modules", "pkg"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	in := NewResolver(dir).installs
+	if err := in.install(context.Background(), npm, Spec{Package: "pkg", shownPackage: "pkg"}, "pkg", "pkg@1.0.0", final, npmAt{}); err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(final, "node_modules", "pkg", "package.json")); err != nil {
+		t.Errorf("the version's folder has no package after the install: %v", err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+		t.Errorf("the folder holds %v (%v), want the version's folder alone", entries, err)
+	}
+}
+
+// npm config that makes installs global (npm_config_global here, or
+// location=global in an npmrc) does not move the version's install out of
+// its folder: the first edition renamed the folder into place without the
+// package in it, and installed it again at every resolution.
+func TestOwnInstallIsNotGlobal(t *testing.T) {
+	npxtest.NeedNPM(t)
+	reg := npxtest.NewRegistry(t)
+	reg.Publish(t, "@sbt/local", "1.0.0", map[string]string{
+		"package.json": `{"name":"@sbt/local","version":"1.0.0","bin":{"local":"server.js"}}`,
+		"server.js":    npxtest.Server,
+	})
+	for _, global := range []map[string]string{{"npm_config_global": "true"}, {"npm_config_location": "global"}} {
+		env := reg.Env(t.TempDir())
+		for k, v := range global {
+			env[k] = v
+		}
+		dir := t.TempDir()
+		final := filepath.Join(dir, "@sbt+local@1.0.0")
+		spec := Spec{Package: "@sbt/local", shownPackage: "@sbt/local"}
+		if err := NewResolver(dir).installs.install(context.Background(), "npm", spec, "@sbt/local", "@sbt/local@1.0.0", final, npmAt{cwd: t.TempDir(), env: childEnv(env)}); err != nil {
+			t.Fatalf("with %v: install: %v", global, err)
+		}
+		if _, err := os.Stat(filepath.Join(final, "node_modules", "@sbt", "local", "package.json")); err != nil {
+			t.Errorf("with %v: %v", global, err)
 		}
 	}
 }

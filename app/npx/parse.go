@@ -118,29 +118,37 @@ flags:
 
 // PackageName is a registry package spec's name without its version or
 // tag: "@scope/name@1.2" is "@scope/name". Anything that is not a
-// registry name (a path, a URL, a git or tarball spec, an alias) is an
-// error: npm resolves those in ways this package does not repeat.
+// registry spec (a path, a URL, a git or tarball spec, an alias, also
+// after "name@") is an error: npm resolves those in ways this package
+// does not repeat.
 func PackageName(spec string) (string, error) { return packageName(spec, spec) }
 
 // packageName is PackageName quoting shown, spec as configured, in its
 // error.
 func packageName(spec, shown string) (string, error) {
-	name := spec
-	rest := spec
-	if strings.HasPrefix(rest, "@") {
-		slash := strings.IndexByte(rest, '/')
+	name, version := spec, ""
+	if strings.HasPrefix(spec, "@") {
+		slash := strings.IndexByte(spec, '/')
 		if slash < 0 {
 			return "", fmt.Errorf("%q is not a package name", shown)
 		}
-		if at := strings.IndexByte(rest[slash:], '@'); at >= 0 {
-			name = rest[:slash+at]
+		if at := strings.IndexByte(spec[slash:], '@'); at >= 0 {
+			name, version = spec[:slash+at], spec[slash+at+1:]
 		}
-	} else if at := strings.IndexByte(rest, '@'); at >= 0 {
-		name = rest[:at]
+	} else if at := strings.IndexByte(spec, '@'); at >= 0 {
+		name, version = spec[:at], spec[at+1:]
 	}
 	if name == "" || strings.ContainsAny(name, `:\ `) || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "/") ||
 		strings.Count(name, "/") > 1 || (!strings.HasPrefix(name, "@") && strings.Contains(name, "/")) {
 		return "", fmt.Errorf("%q is not a registry package name (a path, URL or git spec is run as written)", shown)
+	}
+	// A version, a range or a tag has none of these; "name@file:…",
+	// "name@github:…", "name@https://…", "name@npm:other" and
+	// "name@owner/repo#ref" install something else under the name, which
+	// the registry package of the name would replace in the resolver's
+	// own install.
+	if strings.ContainsAny(version, `:/#\`) {
+		return "", fmt.Errorf("%q is not a registry package spec (a path, URL, git spec or alias after the name is run as written)", shown)
 	}
 	return name, nil
 }

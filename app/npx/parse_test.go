@@ -35,6 +35,20 @@ func TestParse(t *testing.T) {
 		{args: []string{"./local-dir"}, err: "not a registry package name"},
 		{args: []string{"https://example.com/x.tgz"}, err: "not a registry package name"},
 		{args: []string{"a/b/c"}, err: "not a registry package name"},
+		// A name with a spec that is not a version, a range or a tag is
+		// what npm installs from elsewhere: a fork or tarball of the
+		// registry package's name and version would be swapped for it.
+		{args: []string{"-y", "foo@file:../x"}, err: "not a registry package spec"},
+		{args: []string{"-y", "@scope/foo@file:../x.tgz"}, err: "not a registry package spec"},
+		{args: []string{"-y", "foo@github:owner/repo"}, err: "not a registry package spec"},
+		{args: []string{"-y", "foo@npm:bar"}, err: "not a registry package spec"},
+		{args: []string{"-y", "foo@https://example.com/x.tgz"}, err: "not a registry package spec"},
+		{args: []string{"-y", "foo@git+ssh://git@example.com/x.git"}, err: "not a registry package spec"},
+		{args: []string{"-y", "foo@owner/repo#main"}, err: "not a registry package spec"},
+		{args: []string{"-y", "foo@..\\x"}, err: "not a registry package spec"},
+		{args: []string{"-y", "-p", "@scope/foo@1/../../x", "foo"}, err: "not a registry package spec"},
+		{args: []string{"-y", "@scope/foo@2026.8.31"}, want: Spec{Package: "@scope/foo@2026.8.31"}},
+		{args: []string{"-y", "foo@^1", "a"}, want: Spec{Package: "foo@^1", Args: []string{"a"}}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			got, err := Parse(tc.args)
@@ -54,6 +68,8 @@ func TestParse(t *testing.T) {
 func TestPackageName(t *testing.T) {
 	for spec, want := range map[string]string{
 		"pkg": "pkg", "pkg@1": "pkg", "@s/pkg": "@s/pkg", "@s/pkg@^2.0": "@s/pkg", "@s/pkg@latest": "@s/pkg",
+		"pkg@1.2.3": "pkg", "pkg@^1": "pkg", "pkg@latest": "pkg", "@s/pkg@2026.8.31": "@s/pkg", "pkg@>=1 <2": "pkg",
+		"pkg@1.0.0-rc.1+build.5": "pkg", "pkg@~1.2 || 2.x": "pkg",
 	} {
 		if got, err := PackageName(spec); err != nil || got != want {
 			t.Errorf("PackageName(%q) = %q, %v; want %q", spec, got, err, want)

@@ -151,11 +151,12 @@ func installedDir(ctx context.Context, npm string, spec Spec, name, cwd string, 
 }
 
 type manifest struct {
+	Name    string
 	Version string
 	bins    map[string]string // bin name -> script, relative to the package
 }
 
-// readManifest reads a package.json's version and bin (a string names the
+// readManifest reads a package.json's name, version and bin (a string names the
 // package's one bin, after its unscoped name).
 func readManifest(dir string) (manifest, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
@@ -170,7 +171,7 @@ func readManifest(dir string) (manifest, error) {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return manifest{}, fmt.Errorf("%s/package.json: %w", dir, err)
 	}
-	m := manifest{Version: raw.Version, bins: map[string]string{}}
+	m := manifest{Name: raw.Name, Version: raw.Version, bins: map[string]string{}}
 	var one string
 	if err := json.Unmarshal(raw.Bin, &one); err == nil && one != "" {
 		m.bins[raw.Name[strings.LastIndexByte(raw.Name, '/')+1:]] = one
