@@ -32,17 +32,26 @@ func runControl(t *testing.T) *Instance {
 	return inst
 }
 
+// readAnswer reads the answer to the request just written on conn,
+// through br, within limit, and drops its body: a test asks of it its
+// status and whether it keeps the connection. what names the request.
+func readAnswer(t *testing.T, conn net.Conn, br *bufio.Reader, limit time.Duration, what string) *http.Response {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(limit))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
 // pingControl sends GET /v1/ping on conn and reads its answer.
 func pingControl(t *testing.T, conn net.Conn, br *bufio.Reader) {
 	t.Helper()
 	fmt.Fprint(conn, "GET /v1/ping HTTP/1.1\r\nHost: switchboard\r\n\r\n")
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	resp := readAnswer(t, conn, br, 5*time.Second, "ping")
 	if resp.StatusCode != http.StatusNoContent || resp.Close {
 		t.Fatalf("ping: %d, close %v; want 204 on a kept-alive connection", resp.StatusCode, resp.Close)
 	}

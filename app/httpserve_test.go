@@ -142,14 +142,7 @@ func initializeOn(t *testing.T, conn net.Conn, br *bufio.Reader, addr, token str
 	t.Helper()
 	fmt.Fprintf(conn, "POST /mcp/a HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
 		addr, token, len(frontDoorInitialize), frontDoorInitialize)
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp
+	return readAnswer(t, conn, br, 10*time.Second, "initialize")
 }
 
 // TestHTTPFrontDoorMakesRoomForTheToken: any local process, without the
@@ -203,12 +196,7 @@ func TestHTTPFrontDoorMakesRoomForTheToken(t *testing.T) {
 		t.Fatalf("a client with the token: %d, want 200", resp.StatusCode)
 	}
 	fmt.Fprintf(holder, "GET /mcp/a HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", addr, inst.currentToken())
-	_ = holder.SetReadDeadline(time.Now().Add(5 * time.Second))
-	resp, err = http.ReadResponse(held, nil)
-	if err != nil {
-		t.Fatalf("the token holder's kept-alive connection, after the strangers came: %v", err)
-	}
-	resp.Body.Close()
+	resp = readAnswer(t, holder, held, 5*time.Second, "the token holder's kept-alive connection, after the strangers came")
 	if resp.StatusCode != http.StatusMethodNotAllowed { // a GET without a session, past the gate
 		t.Fatalf("the token holder's next request: %d, want 405", resp.StatusCode)
 	}
@@ -251,12 +239,7 @@ func TestHTTPFrontDoorBoundsFirstHeaders(t *testing.T) {
 		t.Fatalf("a connection that passed the gate, its next headers begun: %v, want it still open", err)
 	}
 	fmt.Fprintf(conn, "Authorization: Bearer %s\r\n\r\n", inst.currentToken())
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatalf("the slow request: %v", err)
-	}
-	resp.Body.Close()
+	resp := readAnswer(t, conn, br, 10*time.Second, "the slow request")
 	if resp.StatusCode != http.StatusMethodNotAllowed { // a GET without a session, past the gate
 		t.Fatalf("the slow request: %d, want 405", resp.StatusCode)
 	}
@@ -289,13 +272,7 @@ func TestHTTPFrontDoorClosesStrangersConnections(t *testing.T) {
 			defer conn.Close()
 			fmt.Fprintf(conn, tc.request, addr)
 			br := bufio.NewReader(conn)
-			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-			resp, err := http.ReadResponse(br, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+			resp := readAnswer(t, conn, br, 5*time.Second, tc.name)
 			if resp.StatusCode != tc.want || !resp.Close {
 				t.Fatalf("%d, Connection: close %v; want %d with Connection: close", resp.StatusCode, resp.Close, tc.want)
 			}

@@ -245,12 +245,7 @@ func TestFrontDoorClosesIdleConnections(t *testing.T) {
 	fmt.Fprintf(conn, "POST /mcp/a HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
 		addr, inst.currentToken(), len(initialize), initialize)
 	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	resp := readAnswer(t, conn, br, 10*time.Second, "initialize")
 	if resp.StatusCode != http.StatusOK || resp.Close {
 		t.Fatalf("initialize: %d, close %v; want 200 on a kept-alive connection", resp.StatusCode, resp.Close)
 	}

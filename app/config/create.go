@@ -27,16 +27,9 @@ func CreatePrivateFile(path string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", linked, err)
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tmp, err := tempBeside(linked, path, "create")
 	if err != nil {
-		if dangling := DanglingLink(linked); dangling != nil {
-			return fmt.Errorf("create %s: %w", linked, dangling)
-		}
-		return fmt.Errorf("create %s: %w", path, err)
+		return err
 	}
 	defer os.Remove(tmp.Name())
 	if err := writeSynced(tmp, data); err != nil {
@@ -44,7 +37,7 @@ func CreatePrivateFile(path string, data []byte) error {
 	}
 	err = placeNew(tmp.Name(), path)
 	if err == nil {
-		syncDir(dir)
+		syncDir(filepath.Dir(path))
 		return nil
 	}
 	if errors.Is(err, fs.ErrExist) {

@@ -140,16 +140,9 @@ func writeFile(path string, data []byte, perm fs.FileMode, private bool, unchang
 	if private {
 		mode &^= 0o077
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tmp, err := tempBeside(linked, path, "write")
 	if err != nil {
-		if dangling := DanglingLink(linked); dangling != nil {
-			return fmt.Errorf("write %s: %w", linked, dangling)
-		}
-		return fmt.Errorf("write %s: %w", path, err)
+		return err
 	}
 	done := false
 	defer func() {
@@ -192,8 +185,27 @@ func writeFile(path string, data []byte, perm fs.FileMode, private bool, unchang
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	done = true
-	syncDir(dir)
+	syncDir(filepath.Dir(path))
 	return nil
+}
+
+// tempBeside creates the temporary file that a write (verb) puts in place
+// at path, the file linked names (itself, or the end of its symlinks): in
+// path's directory, so that a rename moves it there in one step. A
+// dangling symlink that makes the directory missing is named as such.
+func tempBeside(linked, path, verb string) (*os.File, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		if dangling := DanglingLink(linked); dangling != nil {
+			return nil, fmt.Errorf("%s %s: %w", verb, linked, dangling)
+		}
+		return nil, fmt.Errorf("%s %s: %w", verb, path, err)
+	}
+	return tmp, nil
 }
 
 // syncDir makes the rename durable where the OS allows syncing a
