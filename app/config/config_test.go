@@ -146,6 +146,14 @@ func TestValidationProblems(t *testing.T) {
 			`servers: VS Code's key: Switchboard's servers go under "mcpServers" (switchboard import --from vscode --file FILE converts a VS Code file)`,
 		}},
 		{"another tool's servers value is kept", `{"servers": ["a"], "mcpServers": {}}`, nil},
+		// A misspelt servers key (a search and replace gone wrong) once
+		// loaded as a file with no servers: a reload ended them all, and
+		// nothing said why.
+		{"servers under a misspelt key", `{"mcpServerv1": {"memory": {"command": "npx"}}, "notes": "kept", "http": {}}`, []string{
+			`mcpServerv1: unknown field, and the file has no "mcpServers": are the servers meant to be here? (a file with no servers says "mcpServers": {})`,
+		}},
+		{"another tool's object beside mcpServers is kept", `{"other": {"a": 1}, "mcpServers": {}}`, nil},
+		{"an explicit null is no servers", `{"other": {"a": 1}, "mcpServers": null}`, nil},
 		{"disabled entries may wait for values", `{"mcpServers": {"a": {"command": "x", "disabled": true, "env": {"T": "${input:t}", "U": "${UNSET}"}}}}`, nil},
 		{"remote entries are fine", `{"mcpServers": {"r": {"url": "https://example.com/mcp"}, "s": {"type": "sse", "url": "https://example.com/sse"}}}`, nil},
 		{"listen localhost", `{"http": {"listen": "localhost:7777"}, "mcpServers": {}}`, nil},

@@ -93,9 +93,11 @@ func decodeFile(doc []byte, root *jsonedit.Value, p *problems) *File {
 		return f
 	}
 	dupKeys("", doc, root.Members, p)
+	hasServers := false
 	for _, m := range root.Members {
 		switch m.Key {
 		case "mcpServers":
+			hasServers = true
 			if m.Value.Kind == jsonedit.Null {
 				continue
 			}
@@ -148,7 +150,23 @@ func decodeFile(doc []byte, root *jsonedit.Value, p *problems) *File {
 			f.Extra[m.Key] = bytes.Clone(m.Value.Raw(doc))
 		}
 	}
+	if !hasServers {
+		misspeltServers(root, f, p)
+	}
 	return f
+}
+
+// misspeltServers reports each object under a key Switchboard does not
+// know, in a file without "mcpServers": the servers under a misspelt key
+// (a search and replace gone wrong) would otherwise load as no servers,
+// and a reload would end every one of them with nothing said. A file
+// meant to have none says "mcpServers": {}.
+func misspeltServers(root *jsonedit.Value, f *File, p *problems) {
+	for _, m := range root.Members {
+		if _, kept := f.Extra[m.Key]; kept && m.Value.Kind == jsonedit.Object {
+			p.add(m.Key, `unknown field, and the file has no "mcpServers": are the servers meant to be here? (a file with no servers says "mcpServers": {})`)
+		}
+	}
 }
 
 // decodeStruct decodes the object v into the struct ptr points to, one
