@@ -101,9 +101,7 @@ func (p *Pool) Handover() (*Carried, error) {
 	if !ok {
 		return nil, ErrPoolClosed
 	}
-	for _, s := range p.handBackSessions(sessions, p.opts.StopGrace) {
-		s.close(errPoolClosing)
-	}
+	closeAll(p.handBackSessions(sessions, p.opts.StopGrace), poolClosing)
 	out := &Carried{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup

@@ -13,6 +13,22 @@ import (
 // now, for tests that cannot wait a minute.
 func ExpireHTTPIdle(h http.Handler, now time.Time) { h.(*httpFront).expireIdle(now) }
 
+// HTTPSessionsIdleAt counts the legacy HTTP sessions the expiry would end
+// at now: a POST's handler counts until it has returned, a little after
+// its client has read the answer.
+func HTTPSessionsIdleAt(h http.Handler, now time.Time) int {
+	f := h.(*httpFront)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, hs := range f.sessions {
+		if hs.idleAt(now, HTTPSessionIdle) {
+			n++
+		}
+	}
+	return n
+}
+
 // StatelessLinger is how long a quiet stateless session stays.
 const StatelessLinger = statelessLinger
 

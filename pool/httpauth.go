@@ -315,17 +315,15 @@ func (h *httpFront) rotated() {
 	h.mu.Lock()
 	close(h.cut)
 	h.cut = make(chan struct{})
-	var old []*httpSession
+	var old []*session
 	for sid, hs := range h.sessions {
 		if hs.token != now {
 			delete(h.sessions, sid)
-			old = append(old, hs)
+			old = append(old, hs.s)
 		}
 	}
 	h.mu.Unlock()
-	for _, hs := range old {
-		hs.s.close(errTokenRotated)
-	}
+	closeAll(old, func(*session) error { return errTokenRotated })
 	for _, x := range h.p.holds.revoke(now) {
 		x.b.cancel(x.p, errTokenRotated.Error())
 	}

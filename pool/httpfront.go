@@ -1360,14 +1360,14 @@ func (h *httpFront) expire() {
 // expireIdle ends what is idle at now.
 func (h *httpFront) expireIdle(now time.Time) {
 	h.mu.Lock()
-	var idle []*httpSession
+	var ending []*session
 	for sid, hs := range h.sessions {
 		if !hs.s.alive() {
 			delete(h.sessions, sid)
 			continue
 		}
 		if hs.idleAt(now, HTTPSessionIdle) {
-			idle = append(idle, hs)
+			ending = append(ending, hs.s)
 		}
 	}
 	quiet := map[string]*statelessHTTP{}
@@ -1384,24 +1384,26 @@ func (h *httpFront) expireIdle(now time.Time) {
 			delete(quiet, name)
 		}
 	}
-	var ended []*session
 	h.mu.Lock()
 	for name, st := range quiet {
 		if h.stateless[name] == st && st.exchanges == 0 && now.Sub(st.lastUsed) >= statelessLinger {
 			delete(h.stateless, name) // under h.mu: no exchange can take it any more
-			ended = append(ended, st.s)
+			ending = append(ending, st.s)
 		}
 	}
 	h.mu.Unlock()
-	for _, hs := range idle {
-		hs.s.close(errors.New("HTTP session idle for " + HTTPSessionIdle.String()))
-	}
-	for _, s := range ended {
-		s.close(errStatelessQuiet)
-	}
+	closeAll(ending, func(s *session) error {
+		if s.stateless {
+			return errStatelessQuiet
+		}
+		return errHTTPSessionIdle
+	})
 }
 
-var errStatelessQuiet = errors.New("no 2026-07-28 request for " + statelessLinger.String())
+var (
+	errHTTPSessionIdle = errors.New("HTTP session idle for " + HTTPSessionIdle.String())
+	errStatelessQuiet  = errors.New("no 2026-07-28 request for " + statelessLinger.String())
+)
 
 // touch notes a POST of the session: delta is +1 when one begins waiting
 // for its answer, -1 when it stops, 0 for a message that waits for none.

@@ -560,13 +560,7 @@ func (p *Pool) Close() error {
 		p.wg.Wait() // as the first Close (or Handover) does, which may not wait yet
 		return nil
 	}
-	var closing sync.WaitGroup
-	for _, s := range p.handBackSessions(sessions, p.opts.StopGrace) {
-		// A session's own child (share "session") stops with it, which
-		// may take the stop's graces: all at once, not one after another.
-		closing.Go(func() { s.close(errPoolClosing) })
-	}
-	closing.Wait()
+	closeAll(p.handBackSessions(sessions, p.opts.StopGrace), poolClosing)
 	var wg sync.WaitGroup
 	for _, s := range p.allServers() {
 		for _, b := range s.backends() {
@@ -591,6 +585,9 @@ func (p *Pool) waitGoroutines() {
 }
 
 var errPoolClosing = errors.New("switchboard is shutting down")
+
+// poolClosing is every session's reason to close when the pool does.
+func poolClosing(*session) error { return errPoolClosing }
 
 // enter keeps the pool from closing until leave, for a call from outside
 // its goroutines that starts some (Pool.open); ok is false, and nothing

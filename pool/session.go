@@ -1447,6 +1447,18 @@ func (s *session) close(reason error) {
 	})
 }
 
+// closeAll closes sessions at once, not one after another, and returns
+// when all are closed: a session's own child (share "session") stops with
+// it, which may take the stop's graces (seconds), and a token rotation or
+// an expiry that ends 64 such sessions must not take minutes.
+func closeAll(sessions []*session, reason func(*session) error) {
+	var wg sync.WaitGroup
+	for _, s := range sessions {
+		wg.Go(func() { s.close(reason(s)) })
+	}
+	wg.Wait()
+}
+
 // flushes reports whether a session closed for reason writes out what
 // is queued for its client before its transport closes: a graceful end,
 // whose requests were answered rather than cancelled (a half-close, a
