@@ -81,6 +81,11 @@ func (s *server) resolveJobLocked(cfg ServerConfig) *resolveJob {
 		})
 		res, err := cfg.Resolver.Resolve(ctx, cfg)
 		switch {
+		case err != nil && isClosed(p.closing):
+			// Cut short by the pool's stop: nothing will start.
+			j.note = "not resolved: " + errStoppedWhileResolving.Error()
+			p.log.Info("server command not resolved: the pool is stopping", "server", cfg.Name)
+			return
 		case err != nil:
 			j.note = "started as written: " + err.Error()
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -246,5 +247,24 @@ func TestResolvingAtLoadShowsTheServerStarting(t *testing.T) {
 	firstCallEchoes(t, tp, "after the resolution at load")
 	if s := serverInfo(t, tp, "srv"); s.State != pool.StateReady || s.StateReason != "" {
 		t.Fatalf("after the first call: state %q, reason %q", s.State, s.StateReason)
+	}
+}
+
+// TestResolutionCutByTheStopSaysSo: a resolution still under way when the
+// pool stops (npm downloading a cold package) ends saying so. On the
+// first edition the log said the server was "started as written" with
+// npm's "context canceled", though nothing would start.
+func TestResolutionCutByTheStopSaysSo(t *testing.T) {
+	r := &stubResolver{release: make(chan struct{})}
+	cfg := fake("srv")
+	cfg.Resolver = r
+	logs := &logBuffer{}
+	tp := newTestPool(t, &pool.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}, cfg)
+	eventually(t, "the resolution to begin", func() bool { return r.calls.Load() == 1 })
+	if err := tp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if logs.count("started as written") != 0 || logs.count("server command not resolved: the pool is stopping") != 1 {
+		t.Fatal("the pool's log did not say that its stop cut the resolution short")
 	}
 }
