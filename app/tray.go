@@ -129,9 +129,7 @@ func RunTray(ctx context.Context, opts Options, dashboard bool) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 
-	fa := fyneapp.NewWithID(AppID)
-	fa.SetIcon(ui.AppIcon)
-	noStopHook(fa)
+	fa := newFyneApp()
 	u := ui.New(fa, &trayController{inst: inst, quit: stop},
 		&ui.Options{Logger: inst.log, StateFile: inst.Paths.DashboardFile()})
 	inst.setDashboard(u.ShowDashboard)
@@ -423,13 +421,25 @@ func (c *trayController) SetStartAtLogin(on bool) error {
 
 func (c *trayController) About() string { return version.Get().String() }
 
+// newFyneApp is the app's fyne side, once the user's cache folder exists:
+// fyne makes only its own folder inside it, and on a home that has none
+// yet (a new account, a fresh container) it wrote "Fyne error: Failed to
+// create fyne cache space" to stderr at every start and kept no cache.
+func newFyneApp() fyne.App {
+	if dir, err := os.UserCacheDir(); err == nil {
+		_ = os.MkdirAll(dir, 0o700) // else fyne says why, as before
+	}
+	fa := fyneapp.NewWithID(AppID)
+	fa.SetIcon(ui.AppIcon)
+	noStopHook(fa)
+	return fa
+}
+
 // showError shows err in a window of its own until the user closes it or
 // ctx ends: launched from a menu, the app has no terminal for its stderr,
 // and would end without a sign.
 func showError(ctx context.Context, err error) {
-	fa := fyneapp.NewWithID(AppID)
-	fa.SetIcon(ui.AppIcon)
-	noStopHook(fa)
+	fa := newFyneApp()
 	w := fa.NewWindow("Switchboard is already running")
 	msg := widget.NewLabel(strings.ToUpper(err.Error()[:1]) + err.Error()[1:] + ".")
 	msg.Wrapping = fyne.TextWrapWord

@@ -81,6 +81,33 @@ func TestTrayStopsCleanlyOnSIGHUP(t *testing.T) {
 	waitFor(t, "the child to be gone", func() bool { return !alive(child) })
 }
 
+// TestTrayOnANewAccount: the app started by a user whose home has no
+// cache folder yet (a new account) makes the folder, and says nothing of
+// it on its output. On the first edition fyne wrote "Fyne error:
+// Failed to create fyne cache space" twice at every such start.
+func TestTrayOnANewAccount(t *testing.T) {
+	display := xServer(t)
+	home := homeDir(t)
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(noClientStarts(fakeConfig(t))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	user := homeDir(t) // the account's home: empty
+	env := slices.DeleteFunc(clientEnv(home), func(kv string) bool {
+		return strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "XDG_CACHE_HOME=")
+	})
+	tray := startTrayWith(t, append(env, "DISPLAY="+display, "HOME="+user))
+	waitFor(t, "the app's dashboard window", func() bool { return len(windows(t, display, tray.cmd.Process.Pid, "^Switchboard$")) > 0 })
+	if err := tray.stop(); err != nil {
+		t.Errorf("the app after SIGTERM: %v", err)
+	}
+	if out := tray.log.String(); strings.Contains(out, "cache space") {
+		t.Errorf("the app's output on a new account:\n%s", out)
+	}
+	if fi, err := os.Stat(filepath.Join(user, ".cache")); err != nil || !fi.IsDir() {
+		t.Errorf("the account's cache folder: %v", err)
+	}
+}
+
 // TestTrayShowsWhyTheHeadlessPoolStays: a pool run headless on purpose
 // (`switchboard serve`, the systemd unit) keeps running when the user
 // launches the app; the app says why, and what to do, in a window (its
