@@ -231,6 +231,11 @@ func remember(path string, client importer.Client, rws []importer.Rewrite) error
 		_ = json.Unmarshal(data, &rec)
 	}
 	rec.Rewrites = append(rec.Rewrites, rws...)
+	return writeRecord(path, rec)
+}
+
+// writeRecord writes rec, a client's setup record, at path.
+func writeRecord(path string, rec setupRecord) error {
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
@@ -254,6 +259,16 @@ var ErrNothingToUndo = errors.New("nothing to undo")
 // is kept next to it before it is written. Switchboard's own config keeps
 // the imported servers (they harm nothing). It returns what it did, also
 // when it fails part way.
+//
+// An entry whose backup cannot give it back (the user deleted it) is left
+// as it is, still running through Switchboard, while the others are put
+// back (importer.Undo); the undo then fails as partial, saying to edit
+// those entries by hand and where Switchboard's config, which has their
+// servers, is. The record keeps only what a later undo may yet put back
+// (importer.Undo's rest: a file the client kept writing, a backup there
+// but unreadable now) and goes with the last of it: an entry no backup
+// will ever give back would otherwise fail every later undo of the
+// client, and one the user changed since is theirs.
 func UndoSetup(from string) ([]importer.Undone, error) {
 	client, err := importer.ParseClient(from)
 	if err != nil {
@@ -280,9 +295,53 @@ func UndoSetup(from string) ([]importer.Undone, error) {
 	if err := json.Unmarshal(data, &rec); err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	done, err := importer.Undo(rec.Rewrites, time.Now())
-	if err != nil {
-		return done, err
+	done, rest, err := importer.Undo(rec.Rewrites, time.Now())
+	if rerr := keepToUndo(path, rec, rest); rerr != nil {
+		err = errors.Join(err, rerr)
 	}
-	return done, os.Remove(path)
+	return done, errors.Join(err, partialUndo(client, paths.Config, done))
+}
+
+// keepToUndo leaves in the client's setup record at path only rest, what
+// is still to undo; with nothing, it removes the record.
+func keepToUndo(path string, rec setupRecord, rest []importer.Rewrite) error {
+	if len(rest) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("forget the undone setup: %w", err)
+		}
+		return nil
+	}
+	rec.Rewrites = rest
+	return writeRecord(path, rec)
+}
+
+// partialUndo is the error of an undo that left entries running through
+// Switchboard because their backups cannot give them back (per entry,
+// done says which and why), saying what the user can do: nil when it
+// left none.
+func partialUndo(client importer.Client, config string, done []importer.Undone) error {
+	var lost, again int
+	for _, u := range done {
+		for _, e := range u.Entries {
+			if e.Lost {
+				lost++
+			}
+			if e.Again {
+				again++
+			}
+		}
+	}
+	if lost == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("setup --undo %s was partial: the entry said above still runs through Switchboard, its backup gone or unusable; "+
+		"edit it by hand in the client's file (the server it runs is in Switchboard's config, %s)", client, config)
+	if lost > 1 {
+		msg = fmt.Sprintf("setup --undo %s was partial: the %d entries said above still run through Switchboard, their backups gone or unusable; "+
+			"edit them by hand in the client's file (the servers they run are in Switchboard's config, %s)", client, lost, config)
+	}
+	if again > 0 {
+		msg += fmt.Sprintf("; or make the backups that are there readable and run `switchboard setup --undo %s` again", client)
+	}
+	return errors.New(msg)
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -345,4 +346,119 @@ func TestUndoSetupUndoesImportRewrites(t *testing.T) {
 			t.Errorf("undo did %+v", done)
 		}
 	})
+}
+
+// TestUndoSetupWithoutABackup: the user deleted the backup of the first
+// setup, and a server added to the client since was set up again, with a
+// backup of its own. Undo puts back the one whose backup is there, leaves
+// the others (still running through Switchboard) saying how to fix them,
+// fails as partial, and forgets them: nothing can put them back later,
+// and a next undo has nothing left to do. On the first edition undo
+// failed on the missing backup, put back nothing, and every later undo
+// failed the same way.
+func TestUndoSetupWithoutABackup(t *testing.T) {
+	path, _ := setupClient(t, "claude-code/claude.json", ".claude.json", "")
+	ctx := context.Background()
+	first, err := Setup(ctx, "claude-code", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewritten, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := insert("extra", `{"type": "stdio", "command": "/opt/extra/bin/extra-mcp", "args": []}`, "mcpServers")
+	if err := os.WriteFile(path, []byte(apply(t, string(rewritten), extra)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Setup(ctx, "claude-code", path); err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Rewrites) != 1 {
+		t.Fatalf("rewrites %+v", first.Rewrites)
+	}
+	gone := first.Rewrites[0].Backup
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+
+	done, err := UndoSetup("claude-code")
+	paths, perr := ResolvePaths()
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	if err == nil || !strings.Contains(err.Error(), "by hand") || !strings.Contains(err.Error(), paths.Config) {
+		t.Errorf("err = %v, want the undo failed as partial, naming what to do and %s", err, paths.Config)
+	}
+	got, rerr := os.ReadFile(path)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if want := apply(t, string(rewritten), extra); string(got) != want {
+		t.Errorf("after undo (-want +got):\n%s", cmp.Diff(want, string(got)))
+	}
+	var lost []string
+	for _, u := range done {
+		for _, e := range u.Entries {
+			switch {
+			case e.Where == "mcpServers.extra" && e.Left != "":
+				t.Errorf("%s, whose backup is there, left: %s", e.Where, e.Left)
+			case e.Where != "mcpServers.extra" && (!e.Lost || !strings.Contains(e.Left, gone)):
+				t.Errorf("%s: %+v, want it left naming %s", e.Where, e, gone)
+			case e.Left != "":
+				lost = append(lost, e.Where)
+			}
+		}
+	}
+	if d := cmp.Diff(first.Rewrites[0].Servers, lost); d != "" {
+		t.Errorf("entries left (-want +got):\n%s", d)
+	}
+	if _, err := UndoSetup("claude-code"); !errors.Is(err, ErrNothingToUndo) {
+		t.Errorf("undo again: %v, want ErrNothingToUndo", err)
+	}
+}
+
+// TestUndoSetupKeepsWhatMayYetBeUndone: a backup that is there but cannot
+// be read now (here a directory in its place) leaves its entries as they
+// are, and the setup record keeps them: once it can be read, the next
+// undo puts them back, and then the record goes.
+func TestUndoSetupKeepsWhatMayYetBeUndone(t *testing.T) {
+	path, orig := setupClient(t, "claude-code/claude.json", ".claude.json", "")
+	res, err := Setup(context.Background(), "claude-code", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backup := res.Rewrites[0].Backup
+	kept, err := os.ReadFile(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(backup); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(backup, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	done, err := UndoSetup("claude-code")
+	if err == nil || !strings.Contains(err.Error(), "setup --undo claude-code` again") {
+		t.Errorf("err = %v, want the undo failed as partial, saying to run it again", err)
+	}
+	if len(done) != 1 || slices.ContainsFunc(done[0].Entries, func(e importer.UndoneEntry) bool { return !e.Again }) {
+		t.Errorf("undo did %+v, want every entry left to undo again", done)
+	}
+	if err := os.Remove(backup); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(backup, kept, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := UndoSetup("claude-code"); err != nil {
+		t.Fatalf("undo again: %v", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != orig {
+		t.Errorf("after undo again (-want +got):\n%s", cmp.Diff(orig, string(got)))
+	}
+	if _, err := UndoSetup("claude-code"); !errors.Is(err, ErrNothingToUndo) {
+		t.Errorf("a third undo: %v, want ErrNothingToUndo", err)
+	}
 }

@@ -756,9 +756,9 @@ func TestUndo(t *testing.T) {
 						rws[i].Entries = nil
 					}
 				}
-				done, err := Undo(rws, stamp)
-				if err != nil {
-					t.Fatal(err)
+				done, rest, err := Undo(rws, stamp)
+				if err != nil || len(rest) != 0 {
+					t.Fatalf("undo: %v, still to undo %+v", err, rest)
 				}
 				after := snapshot(t, work)
 				for _, dst := range tc.files {
@@ -883,7 +883,7 @@ func TestUpdateConnected(t *testing.T) {
 		t.Fatalf("a run with nothing new rewrote %+v (%v)", res.Rewrites, err)
 	}
 
-	done, err := Undo(append(slices.Clone(first.Rewrites), again.Rewrites...), stamp)
+	done, _, err := Undo(append(slices.Clone(first.Rewrites), again.Rewrites...), stamp)
 	if err != nil {
 		t.Fatal(err)
 	}

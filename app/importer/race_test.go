@@ -187,7 +187,7 @@ func TestUndoKeepsWhatTheClientWritesMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	clientWrites(t, ".claude.json", 1)
-	done, err := Undo(res.Rewrites, stamp)
+	done, _, err := Undo(res.Rewrites, stamp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestUndoGivesUpWhenTheClientKeepsWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := clientWrites(t, ".claude.json", -1)
-	done, err := Undo(res.Rewrites, stamp)
+	done, _, err := Undo(res.Rewrites, stamp)
 	if !errors.Is(err, config.ErrChanged) {
 		t.Fatalf("err = %v, want ErrChanged", err)
 	}

@@ -2,7 +2,9 @@ package importer
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -28,9 +30,19 @@ type UndoneEntry struct {
 	Where  string // its path in File
 	Backup string // the copy of File that has it as it was before the rewrite
 	// Left says why Undo left the entry as it is now (it was changed or
-	// removed since the rewrite: it is the user's now); empty when Undo
-	// put it back.
+	// removed since the rewrite: it is the user's now; or, with Lost, a
+	// backup it needs cannot give it back); empty when Undo put it back.
 	Left string
+	// Lost: the entry was left because a backup it needs is gone, cannot
+	// be read, or no longer has it (Left names the backup). Unlike one the
+	// user changed, the entry still runs through Switchboard, and only the
+	// user can put it back now, by hand: the undo was partial.
+	Lost bool
+	// Again: the backup is there but could not be read (its permissions,
+	// say), which may pass; the entry is among the rewrites Undo returns
+	// as still to undo. A backup gone, not JSON, or without the entry
+	// will not give it back later either: the entry is not among them.
+	Again bool
 }
 
 // Undo puts back, in each client file as it is now, the entries rws
@@ -43,9 +55,17 @@ type UndoneEntry struct {
 // earlier one's; a later one that only brought an entry up to date
 // (Rewritten.Updated) leaves it to the earlier one's backup, unless the
 // entry was changed between the two: putting back the earlier one's
-// would drop those changes, so it is left as it is too. It returns what
-// it did, also when it fails part way.
-func Undo(rws []Rewrite, now time.Time) ([]Undone, error) {
+// would drop those changes, so it is left as it is too.
+//
+// Undo does all it can: an entry whose backup cannot give it back is left
+// as it is (UndoneEntry.Lost) while the others are put back, and a file
+// it cannot write (the client kept writing it: config.ErrChanged) does
+// not stop it from undoing the others; its error says which failed. It
+// returns what it did, and the rewrites still to undo: those of the files
+// it could not write, and the entries left for a reason that may pass
+// (UndoneEntry.Again), in rws's order. Those put back, those the user
+// changed since, and those no backup will ever give back are done with.
+func Undo(rws []Rewrite, now time.Time) (done []Undone, rest []Rewrite, err error) {
 	var files []string
 	todo := map[string][]undoEntry{}
 	for _, rw := range rws {
@@ -56,7 +76,7 @@ func Undo(rws []Rewrite, now time.Time) ([]Undone, error) {
 			for _, where := range rw.Servers {
 				keys, ok := parseWhere(where)
 				if !ok {
-					return nil, fmt.Errorf("undo %s: cannot read the entry path %q", rw.File, where)
+					return nil, rws, fmt.Errorf("undo %s: cannot read the entry path %q", rw.File, where)
 				}
 				entries = append(entries, Rewritten{Keys: keys})
 			}
@@ -83,15 +103,67 @@ func Undo(rws []Rewrite, now time.Time) ([]Undone, error) {
 			}
 		}
 	}
-	var done []Undone
+	var errs []error
 	for _, file := range files {
 		u, err := undoFile(file, todo[file], now)
 		if err != nil {
-			return done, err
+			errs = append(errs, err)
+			rest = append(rest, stillToUndo(rws, file, nil)...)
+			continue
 		}
 		done = append(done, u)
+		var again [][]string
+		for i, e := range u.Entries { // one for each of todo[file], in order
+			if e.Again {
+				again = append(again, todo[file][i].Keys)
+			}
+		}
+		if len(again) > 0 {
+			rest = append(rest, stillToUndo(rws, file, func(keys []string) bool {
+				return slices.ContainsFunc(again, func(k []string) bool { return slices.Equal(k, keys) })
+			})...)
+		}
 	}
-	return done, nil
+	return done, rest, errors.Join(errs...)
+}
+
+// stillToUndo returns, in order, the rewrites of file in rws, narrowed to
+// the entries keep picks (all when keep is nil). An entry that later
+// rewrites brought up to date stays with all of them: undoing it needs
+// each one's backup.
+func stillToUndo(rws []Rewrite, file string, keep func(keys []string) bool) []Rewrite {
+	var out []Rewrite
+	for _, rw := range rws {
+		switch {
+		case rw.File != file:
+			continue
+		case keep == nil:
+			out = append(out, rw)
+			continue
+		}
+		n := Rewrite{File: rw.File, Backup: rw.Backup}
+		if len(rw.Entries) == 0 { // recorded with the paths alone
+			for _, where := range rw.Servers {
+				if keys, ok := parseWhere(where); ok && keep(keys) {
+					n.Servers = append(n.Servers, where)
+				}
+			}
+		}
+		for i, e := range rw.Entries {
+			if !keep(e.Keys) {
+				continue
+			}
+			where := strings.Join(e.Keys, ".")
+			if i < len(rw.Servers) {
+				where = rw.Servers[i]
+			}
+			n.Servers, n.Entries = append(n.Servers, where), append(n.Entries, e)
+		}
+		if len(n.Servers) > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // undoEntry is one entry to put back, and the backup that has it.
@@ -116,12 +188,34 @@ type jsonDoc struct {
 	root     *jsonedit.Value
 }
 
-func readDoc(path string) (*jsonDoc, error) {
-	doc, err := safefile.Read(path, maxClientFileBytes)
-	if err != nil {
-		return nil, err
+// undoBackups are the backups one undo of a file has read, by path, each
+// read once.
+type undoBackups map[string]backupRead
+
+// backupRead is a backup as read: its document, or why it cannot give
+// entries back.
+type backupRead struct {
+	doc *jsonDoc
+	// err is why it cannot be read; again says it may be read later:
+	// it is there (not gone, and JSON when it could be read).
+	err   error
+	again bool
+}
+
+func (bs undoBackups) read(path string) backupRead {
+	if r, ok := bs[path]; ok {
+		return r
 	}
-	return parseDoc(path, doc)
+	var r backupRead
+	doc, err := safefile.Read(path, maxClientFileBytes)
+	switch {
+	case err != nil:
+		r.err, r.again = err, !errors.Is(err, fs.ErrNotExist)
+	default:
+		r.doc, r.err = parseDoc(path, doc)
+	}
+	bs[path] = r
+	return r
 }
 
 func parseDoc(path string, doc []byte) (*jsonDoc, error) {
@@ -147,7 +241,7 @@ func (d *jsonDoc) at(keys []string) *jsonedit.Value {
 // may write its file meanwhile (config.EditFile).
 func undoFile(file string, entries []undoEntry, now time.Time) (Undone, error) {
 	u := Undone{File: file}
-	backups := map[string]*jsonDoc{}
+	bs := undoBackups{}
 	err := config.EditFile(file, maxClientFileBytes, 0o600, func(doc []byte, exists bool) ([]byte, error) {
 		if err := dropBackup(&u.KeptAs); err != nil {
 			return nil, err
@@ -163,7 +257,7 @@ func undoFile(file string, entries []undoEntry, now time.Time) (Undone, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w; nothing was put back", err)
 		}
-		out, err := undoEdits(cur, entries, backups, &u)
+		out, err := undoEdits(cur, entries, bs, &u)
 		if out == nil || err != nil {
 			return nil, err
 		}
@@ -192,19 +286,9 @@ func clientOf(path string) string {
 }
 
 // undoEdits returns cur with entries put back as their backups have them
-// (nil when none is), and says in u what it did with each.
-func undoEdits(cur *jsonDoc, entries []undoEntry, backups map[string]*jsonDoc, u *Undone) ([]byte, error) {
-	backup := func(path string) (*jsonDoc, error) {
-		if b := backups[path]; b != nil {
-			return b, nil
-		}
-		b, err := readDoc(path)
-		if err != nil {
-			return nil, fmt.Errorf("its backup: %w", err)
-		}
-		backups[path] = b
-		return b, nil
-	}
+// (nil when none is), and says in u what it did with each, one
+// UndoneEntry for each of entries, in order.
+func undoEdits(cur *jsonDoc, entries []undoEntry, bs undoBackups, u *Undone) ([]byte, error) {
 	var edits []jsonedit.Edit
 	for _, e := range entries {
 		ue := UndoneEntry{Where: e.where, Backup: e.backup}
@@ -215,41 +299,64 @@ func undoEdits(cur *jsonDoc, entries []undoEntry, backups map[string]*jsonDoc, u
 		case !e.isWhatWasWritten(v.Raw(cur.std)):
 			ue.Left = "changed since setup"
 		}
-		for _, up := range e.updates {
-			if ue.Left != "" {
-				break
-			}
-			b, err := backup(up.backup)
-			if err != nil {
-				return nil, err
-			}
-			if found := b.at(e.Keys); found == nil || !(undoEntry{Rewritten: up.prior}).isWhatWasWritten(found.Raw(b.std)) {
-				ue.Left = "changed since setup, before setup ran again and brought it up to date"
+		if ue.Left == "" {
+			if b, w := e.original(bs, &ue); w != nil {
+				edit, err := jsonedit.ReplaceWith(cur.doc, cur.std, v, b.doc, b.std, w)
+				if err != nil {
+					return nil, err
+				}
+				edits = append(edits, edit)
 			}
 		}
-		if ue.Left != "" {
-			u.Entries = append(u.Entries, ue)
-			continue
-		}
-		b, err := backup(e.backup)
-		if err != nil {
-			return nil, err
-		}
-		w := b.at(e.Keys)
-		if w == nil {
-			return nil, fmt.Errorf("its backup %s has no %s", e.backup, e.where)
-		}
-		edit, err := jsonedit.ReplaceWith(cur.doc, cur.std, v, b.doc, b.std, w)
-		if err != nil {
-			return nil, err
-		}
-		edits = append(edits, edit)
 		u.Entries = append(u.Entries, ue)
 	}
 	if len(edits) == 0 {
 		return nil, nil
 	}
 	return jsonedit.Apply(cur.doc, edits...)
+}
+
+// original finds the entry as it was before its first rewrite: w, in its
+// backup b. It checks first that each later rewrite that brought the
+// entry up to date found it as the one before had written it. When the
+// entry cannot be put back, original returns a nil w and says why in ue.
+func (e undoEntry) original(bs undoBackups, ue *UndoneEntry) (b *jsonDoc, w *jsonedit.Value) {
+	for _, up := range e.updates {
+		r := bs.read(up.backup)
+		if r.err != nil {
+			ue.lost(r, "undo cannot tell whether it was changed before setup ran again and brought it up to date: the backup from then, "+up.backup+",")
+			ue.Left += " (before setup, it was as in " + e.backup + ")"
+			return nil, nil
+		}
+		if found := r.doc.at(e.Keys); found == nil || !(undoEntry{Rewritten: up.prior}).isWhatWasWritten(found.Raw(r.doc.std)) {
+			ue.Left = "changed since setup, before setup ran again and brought it up to date"
+			return nil, nil
+		}
+	}
+	r := bs.read(e.backup)
+	if r.err != nil {
+		ue.lost(r, "its backup "+e.backup)
+		return nil, nil
+	}
+	if w = r.doc.at(e.Keys); w == nil {
+		ue.Left, ue.Lost = "its backup "+e.backup+" no longer has it", true
+		return nil, nil
+	}
+	return r.doc, w
+}
+
+// lost says in ue that the entry was left because the backup what names
+// could not be read, as r says.
+func (ue *UndoneEntry) lost(r backupRead, what string) {
+	ue.Lost, ue.Again = true, r.again
+	switch {
+	case errors.Is(r.err, fs.ErrNotExist):
+		ue.Left = what + " is gone"
+	case !r.again:
+		ue.Left = fmt.Sprintf("%s is no longer JSON: %v", what, r.err)
+	default:
+		ue.Left = fmt.Sprintf("%s cannot be read: %v", what, r.err)
+	}
 }
 
 // isWhatWasWritten says whether raw, an entry as the file has it now, is

@@ -168,7 +168,10 @@ func (c *setupCmd) Run(ctx context.Context) error {
 }
 
 // writeUndo prints what `setup --undo` put back, and what it left as it
-// is. Entry paths are keys of a client's file: printed through term.
+// is: an entry the user changed since is theirs; one whose backup cannot
+// give it back still runs through Switchboard, which the line says, with
+// what to do (the command then fails as partial, app.UndoSetup).
+// Entry paths are keys of a client's file: printed through term.
 func writeUndo(w io.Writer, done []importer.Undone) {
 	var b strings.Builder
 	for _, u := range done {
@@ -176,9 +179,14 @@ func writeUndo(w io.Writer, done []importer.Undone) {
 			fmt.Fprintf(&b, "Kept the current %s as %s\n", u.File, u.KeptAs)
 		}
 		for _, e := range u.Entries {
-			if e.Left == "" {
+			switch {
+			case e.Left == "":
 				fmt.Fprintf(&b, "Put back %s in %s from %s\n", e.Where, u.File, e.Backup)
-			} else {
+			case e.Again:
+				fmt.Fprintf(&b, "Not put back: %s in %s still runs through Switchboard: %s; edit it by hand, or make the backup readable and run setup --undo again\n", e.Where, u.File, e.Left)
+			case e.Lost:
+				fmt.Fprintf(&b, "Not put back: %s in %s still runs through Switchboard: %s; edit it by hand\n", e.Where, u.File, e.Left)
+			default:
 				fmt.Fprintf(&b, "Left %s in %s as it is: %s (before setup, it was as in %s)\n", e.Where, u.File, e.Left, e.Backup)
 			}
 		}

@@ -142,10 +142,17 @@ func TestUndoText(t *testing.T) {
 	writeUndo(&out, []importer.Undone{
 		{File: "a.json", KeptAs: "a.now", Entries: []importer.UndoneEntry{{Where: "mcpServers.x", Backup: "a.bak"}, {Where: "mcpServers.y", Backup: "a.bak", Left: "changed since setup"}}},
 		{File: "b.json", Entries: []importer.UndoneEntry{{Where: "servers.z", Backup: "b.bak", Left: "removed since setup"}}},
+		{File: "c.json", Entries: []importer.UndoneEntry{
+			{Where: "mcpServers.g", Backup: "c.bak", Left: "its backup c.bak is gone", Lost: true},
+			{Where: "mcpServers.u", Backup: "c.bak", Left: "its backup c.bak cannot be read: permission denied", Lost: true, Again: true},
+		}},
 	})
 	want := "Kept the current a.json as a.now\nPut back mcpServers.x in a.json from a.bak\n" +
 		"Left mcpServers.y in a.json as it is: changed since setup (before setup, it was as in a.bak)\n" +
-		"Left servers.z in b.json as it is: removed since setup (before setup, it was as in b.bak)\n"
+		"Left servers.z in b.json as it is: removed since setup (before setup, it was as in b.bak)\n" +
+		"Not put back: mcpServers.g in c.json still runs through Switchboard: its backup c.bak is gone; edit it by hand\n" +
+		"Not put back: mcpServers.u in c.json still runs through Switchboard: its backup c.bak cannot be read: permission denied; " +
+		"edit it by hand, or make the backup readable and run setup --undo again\n"
 	if d := cmp.Diff(want, out.String()); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}

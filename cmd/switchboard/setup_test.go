@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,4 +96,60 @@ func stripComment(data []byte) []byte {
 		}
 	}
 	return []byte(strings.Join(out, "\n"))
+}
+
+// `setup --undo` after the user deleted setup's backup: the entry stays
+// as it is, the output says so and what to do, the command fails (exit
+// 1) saying it was partial, and a next undo has nothing to do rather than
+// failing the same way forever.
+func TestSetupUndoWithoutItsBackup(t *testing.T) {
+	userHome := t.TempDir()
+	sbHome := filepath.Join(t.TempDir(), "sb")
+	clientFile := filepath.Join(userHome, ".claude.json")
+	orig := `{"mcpServers": {"fake": {"type": "stdio", "command": "` + fakeBin + `", "args": []}}}` + "\n"
+	if err := os.WriteFile(clientFile, []byte(orig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (stdout, stderr string, err error) {
+		t.Helper()
+		cmd := exec.Command(sbBin, args...)
+		cmd.Env = append(clientEnv(sbHome), "HOME="+userHome)
+		cmd.Dir = userHome
+		var o, e strings.Builder
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err = cmd.Run()
+		return o.String(), e.String(), err
+	}
+	if out, errOut, err := run("setup", "claude-code"); err != nil {
+		t.Fatalf("setup: %v\n%s%s", err, out, errOut)
+	}
+	rewritten, err := os.ReadFile(clientFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	baks, err := filepath.Glob(clientFile + ".switchboard-*.bak")
+	if err != nil || len(baks) != 1 {
+		t.Fatalf("backups %v (%v)", baks, err)
+	}
+	if err := os.Remove(baks[0]); err != nil {
+		t.Fatal(err)
+	}
+
+	out, errOut, err := run("setup", "--undo", "claude-code")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("undo: %v, want exit status 1\n%s%s", err, out, errOut)
+	}
+	if want := "Not put back: mcpServers.fake in " + clientFile + " still runs through Switchboard: its backup " + baks[0] + " is gone; edit it by hand\n"; out != want {
+		t.Errorf("undo's output:\n%s\nwant:\n%s", out, want)
+	}
+	if !strings.Contains(errOut, "was partial") || !strings.Contains(errOut, filepath.Join(sbHome, "config.json")) {
+		t.Errorf("undo's error does not say it was partial, or where the server is:\n%s", errOut)
+	}
+	if got, _ := os.ReadFile(clientFile); string(got) != string(rewritten) {
+		t.Errorf("the client file changed:\n%s", got)
+	}
+	if _, errOut, err := run("setup", "--undo", "claude-code"); err == nil || !strings.Contains(errOut, "nothing to undo") {
+		t.Errorf("undo again: %v\n%s", err, errOut)
+	}
 }
