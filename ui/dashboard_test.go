@@ -50,7 +50,7 @@ func newTestUIWith(t *testing.T, fake *fakeCtrl, tab string, setup func(*UI)) *U
 
 func newTestUIOpts(t *testing.T, fake *fakeCtrl, tab string, async bool, setup func(*UI)) *UI {
 	t.Helper()
-	a := test.NewTempApp(t)
+	a := newTestApp(t)
 	u := New(a, fake, &Options{sample: func([]int, time.Time) map[int]procStat { return nil }, inline: !async})
 	u.stats = map[int]procStat{4242: {RSS: 48 << 20, CPU: 3}}
 	u.leaks = []Leak{
@@ -66,6 +66,26 @@ func newTestUIOpts(t *testing.T, fake *fakeCtrl, tab string, async bool, setup f
 	u.render(fake.Snapshot(), t0)
 	t.Cleanup(func() { u.wg.Wait(); fake.wg.Wait() })
 	return u
+}
+
+// newTestApp is a fresh fyne test app whose widgets a golden picture can
+// capture however long the test binary has run: a test that captures a
+// canvas builds it on this app, and captures it within a minute.
+//
+// Fyne's renderer cache (fyne 2.8.1) stamps a renderer it makes or walks
+// as alive until a minute after the last time it read the clock, and it
+// reads the clock only when it cleans; the test driver cleans only in
+// Capture, which cleans before it paints. When the binary had captured
+// nothing for a minute (a long suite on a loaded machine), every renderer
+// a test then made was born expired: the capture destroyed them all and
+// painted new ones that nothing had laid out, a tab bar with its first
+// tab only (fyne-io/fyne#6509). Capturing a blank canvas first makes the
+// cache read the clock, and clean what is really stale, before this
+// test's widgets get a renderer.
+func newTestApp(t testing.TB) fyne.App {
+	a := test.NewTempApp(t)
+	test.NewCanvas().Capture()
+	return a
 }
 
 // render computes and applies the frame for s at now on the calling

@@ -6,7 +6,6 @@ import (
 	"unicode"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 	"github.com/go-text/typesetting/di"
@@ -115,7 +114,7 @@ func TestUnmarkSpacingChangesOnlyCoverage(t *testing.T) {
 // its backticks where they are written (the markup keeps the text; the
 // picture is reviewed as testdata/backtick.png).
 func TestItalicBacktickRenders(t *testing.T) {
-	a := test.NewTempApp(t)
+	a := newTestApp(t)
 	useFixedFonts(a)
 	w := a.NewWindow("backtick")
 	l := widget.NewLabelWithStyle("Point a client at `switchboard connect NAME`.", fyne.TextAlignLeading, fyne.TextStyle{Italic: true})

@@ -21,6 +21,11 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(memHelperEnv); role != "" {
 		os.Exit(memHelper(role))
 	}
+	if age, err := time.ParseDuration(os.Getenv(agedCacheClockEnv)); err == nil {
+		// Not a wait for anything: the time passing is what
+		// TestOverviewRendersAfterTheCacheClockAged tests.
+		time.Sleep(age)
+	}
 	displayZone = time.UTC
 	goleak.VerifyTestMain(m)
 }
