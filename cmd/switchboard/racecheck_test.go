@@ -88,9 +88,12 @@ func newRaceReports(prefix string) []string {
 // watchRaces fails t, when it ends, with every race report a child
 // process wrote while it ran. Called where a test starts (homeDir,
 // shortDir), so it runs after the cleanups that stop the test's pools.
-// Top-level tests run one at a time, so a report is this test's, or
-// comes from a process an earlier test left running (its command line
-// says which); parallel subtests share their parent's.
+// The tests that do not call t.Parallel run one at a time, so a report
+// is this test's, or comes from a process an earlier test left running
+// (its command line says which). The parallel ones (tests that wait) run
+// together once those have ended: a report one of them shows may come
+// from another running beside it, its command line says which; the run
+// fails all the same.
 func watchRaces(t testing.TB) {
 	if !raceBuild {
 		return

@@ -543,7 +543,10 @@ func readUnhandled(t *testing.T, answers *answerLog, missing []int, killed time.
 func TestBacklogSurvivesPoolKill(t *testing.T) {
 	for _, stop := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		for _, mode := range []string{"attached", "relayed"} {
-			t.Run(fmt.Sprintf("%s/%v", mode, stop), func(t *testing.T) { testBacklogSurvivesPoolKill(t, mode == "relayed", stop) })
+			t.Run(fmt.Sprintf("%s/%v", mode, stop), func(t *testing.T) {
+				t.Parallel() // each waits out a stop's grace, in a home of its own
+				testBacklogSurvivesPoolKill(t, mode == "relayed", stop)
+			})
 		}
 	}
 }

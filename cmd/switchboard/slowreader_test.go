@@ -27,6 +27,7 @@ import (
 // pipe, failed, and connect exited with 113 of 400 calls answered and the
 // last answer cut.
 func TestGiveUpAnswersASlowReader(t *testing.T) {
+	t.Parallel() // waits userStartWait for nothing; its pool and home are its own
 	first := serve(t, noClientStarts(fakeConfig(t)))
 	s, stdout := connectOwnPipe(t, first)
 	s.initialize("slow-reader")

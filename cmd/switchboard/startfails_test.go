@@ -22,6 +22,7 @@ import (
 // edition it started pools every 100 ms for as long as the client waited
 // (a reviewer counted 136 in 15 s), and the client got no answer, ever.
 func TestConnectGivesUpWhenNoPoolTakesTheSession(t *testing.T) {
+	t.Parallel() // each case waits out the connect's backoff in a home of its own
 	for _, tc := range []struct {
 		name      string
 		breakHome func(home string) error
@@ -40,6 +41,7 @@ func TestConnectGivesUpWhenNoPoolTakesTheSession(t *testing.T) {
 	} {
 		for _, mode := range []string{"attached", "relayed"} {
 			t.Run(tc.name+"/"+mode, func(t *testing.T) {
+				t.Parallel()
 				home := coldHome(t, `{"idleExit": "1m"}`)
 				env := clientEnv(home)
 				if mode == "relayed" {

@@ -26,6 +26,7 @@ import (
 // the client at it: the refusal a pool of another config gets when it
 // answers would be bypassed by its being slow.
 func TestCommandsRefuseAPoolThatDoesNotAnswer(t *testing.T) {
+	t.Parallel() // waits out the question's bound; its pool, home and HOME are its own
 	home := homeDir(t)
 	user := t.TempDir()
 	other := filepath.Join(home, "other.json")
@@ -114,6 +115,7 @@ func silentControlSocket(t *testing.T, home string) (asked func() int) {
 // (30 s); and, the threshold then read from this home's config, which a
 // pool started with --config does not run, it says so.
 func TestHangsAsksAPoolThatDoesNotAnswerOnce(t *testing.T) {
+	t.Parallel() // waits out the question's bound; its socket and home are its own
 	home := homeDir(t)
 	cfg := filepath.Join(home, "config.json")
 	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}, "hangThreshold": "45s"}`), 0o600); err != nil {
@@ -148,6 +150,7 @@ func TestHangsAsksAPoolThatDoesNotAnswerOnce(t *testing.T) {
 // when the pool ran again (its child killed, the pool gone), and
 // `connect` exited answering nothing.
 func TestStoppedPoolDoesNotActLater(t *testing.T) {
+	t.Parallel() // waits out the question's bound; its pool and home are its own
 	in := serve(t, fakeConfig(t))
 	s := in.connect(t, "fake")
 	s.initialize("first")
@@ -254,6 +257,7 @@ func TestStoppedPoolDoesNotActLater(t *testing.T) {
 // can read: running true, and why there is nothing more (exit 1). It
 // printed nothing on stdout, so a script reading .running read no input.
 func TestStatusJSONOfAPoolThatDoesNotAnswer(t *testing.T) {
+	t.Parallel() // waits out the question's bound; its socket and home are its own
 	home := homeDir(t)
 	silentControlSocket(t, home)
 	cmd := exec.Command(sbBin, "status", "--json")

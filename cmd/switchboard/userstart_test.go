@@ -25,6 +25,7 @@ const userStartWait = 10 * time.Second
 // there as with fromClients on. Before, such a connect waited for ever:
 // no answer, no exit.
 func TestReattachWithoutAutostart(t *testing.T) {
+	t.Parallel() // its subtests wait beside the other tests that wait
 	for _, how := range []string{"stopped", "killed"} {
 		for _, mode := range []string{"attached", "relayed"} {
 			for _, back := range []string{"no pool comes", "the pool comes back"} {
@@ -131,6 +132,7 @@ func testReattachWithoutAutostart(t *testing.T, kill, relay, back bool) {
 // userStartWait after the crash and exited 3: the client's server was
 // gone.
 func TestIdleSessionOutwaitsCrashWithoutAutostart(t *testing.T) {
+	t.Parallel() // its subtests wait beside the other tests that wait
 	for _, mode := range []string{"attached", "relayed"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel() // each waits longer than userStartWait
@@ -191,6 +193,7 @@ func TestCleanEOFWithoutPool(t *testing.T) {
 // after userStartWait it answers the call with the at-most-once error
 // (-32003) and exits 3. Before, it exited 0 at once, the call unanswered.
 func TestRelayedHalfCloseAnswersOwed(t *testing.T) {
+	t.Parallel() // its subtests wait beside the other tests that wait
 	for _, order := range []string{"half-closed then killed", "killed then half-closed"} {
 		t.Run(order, func(t *testing.T) {
 			t.Parallel()
