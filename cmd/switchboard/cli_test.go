@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +27,11 @@ import (
 var sbBin, fakeBin string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if err := defaultParallel(waitingTests); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	dir, err := os.MkdirTemp("", "sbcli")
 	if err != nil {
 		panic(err)
@@ -90,6 +96,29 @@ func TestMain(m *testing.M) {
 		return code
 	}()
 	os.Exit(code)
+}
+
+// waitingTests is how many of this package's parallel tests run at once
+// unless -parallel says otherwise. Each spends most of its time waiting
+// out a timer of the product's (a question's 15 s bound, a connect's wait
+// for its user to start a pool, its backoff), not on the CPU: with
+// -parallel's default, GOMAXPROCS (2 on the CI machine), they would wait
+// two at a time. The tests that load the CPU or measure memory or time
+// do not call t.Parallel, and never run beside these: the parallel tests
+// run once every other one has ended.
+const waitingTests = 8
+
+// defaultParallel sets -test.parallel to n when the command line did not.
+func defaultParallel(n int) error {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if given {
+		return nil
+	}
+	if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+		return fmt.Errorf("set -test.parallel: %w", err)
+	}
+	return nil
 }
 
 // stopLeftoverPools kills the processes still running binary once every
