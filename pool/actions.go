@@ -140,7 +140,6 @@ func (p *Pool) cancel(poolID uint64) error {
 			}
 			return fmt.Errorf("request %d: %w (it just ended)", poolID, ErrNotFound)
 		}
-		p.cancelled.Add(1)
 		return nil
 	}
 	for _, s := range p.allServers() {

@@ -112,10 +112,21 @@
 //     answer, its timeout, a cancel by its client or its user, its
 //     session's end, its child's death, a stop, a crash loop, a hand-back,
 //     a refusal. The way it ended decides whether the client is answered,
-//     whether the child is told, and what history says; every error the
-//     pool answers says whether the request may have run exactly as its
-//     state says: [backend.finish], [requestTable.end], [newError],
-//     [Pool.Cancel], [backend.abandon].
+//     whether the child is told, what is counted and what history says;
+//     every error the pool answers says whether the request may have run
+//     exactly as its state says: [backend.finish], [requestTable.end],
+//     [settle], [newError], [Pool.Cancel], [backend.abandon] (endRules).
+//     Two ends are of requests no table has, and end through finish's
+//     end of a client's request (counted, answered and recorded once by
+//     its kind's rule, the child not told): a request held for its
+//     session's roots, and a legacy client's call whose 2026-07-28 child's
+//     questions wait for the client, ended without its answers:
+//     [session.endHeldLocked], [inputRound.giveUp]. A round of such a call
+//     that its client answered is recorded, ok, with the event settle made
+//     for it as the child asked, as the call goes on as a new request
+//     ([inputRound.retry]); a retry that cannot be made from the call
+//     answers its client's call itself, uncounted, that round recorded
+//     ok.
 //   - list_changed goes to every session of the child, resources/updated
 //     only to subscribers, and subscriptions are counted so the child sees
 //     one subscribe and one unsubscribe; each holder (a session, a listen)
@@ -348,7 +359,8 @@
 //     [session.forwardCounted], [backend.registerWait],
 //     [session.releaseWhenWritten]. A user's cancel of a held request
 //     takes it out of the queue, the rest held in order, and answers it
-//     as finish answers a user's cancel of a request no child had; one a
+//     as finish answers a user's cancel of a request no child had
+//     (settle); one a
 //     replay has taken and no request table has yet is marked, and the
 //     table refuses it, its taker ending it so, never written. A client's
 //     notifications/cancelled held behind a request it names, still held
@@ -569,7 +581,8 @@
 //     is there), the questions still open are withdrawn at the client
 //     with notifications/cancelled, after they went out; those of a round
 //     that ended before they went out are not sent; the round's row
-//     in history ends with the round, as it ended: [inputRound.giveUp],
+//     in history ends with the round, as it ended, and is counted as any
+//     call's end of that kind (settle): [inputRound.giveUp],
 //     [inputRound.withdraw], [session.dropRounds], [inputRound.retry].
 //   - At most once: when a child dies, what it had not been written is
 //     re-queued, what it had is answered with mayHaveExecuted (once retried

@@ -80,9 +80,8 @@ func failure(kind endKind, err poolError, args ...any) outcome {
 // stop, a refusal). It takes p out of its backend's table (exactly one
 // caller wins; finish reports whether it was this one),
 // tells the child notifications/cancelled when the kind says so and the
-// child may have seen it, answers the client (or keeps the answer for a
-// modern client's retry, or answers the pool's own waiter), counts it,
-// and emits its one EventRequestDone. Nothing here runs under a lock.
+// child may have seen it, answers the pool's own waiter, and settles a
+// client's request (settle). Nothing here runs under a lock.
 func (b *backend) finish(p *pending, o outcome) bool {
 	if p.wait {
 		// A wait is in neither its session's requests in flight nor its
@@ -130,21 +129,47 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		}
 		return true
 	}
-	if rule.counter != nil {
-		rule.counter(b.p)
-	}
 	if e.sess == nil {
 		return true // (only the pool's own requests have no session)
+	}
+	settle(b, p, e, o)
+	return true
+}
+
+// endRoute is how settle's answer reaches the client, by who ended the
+// request: finish, or an end of a request no table has.
+type endRoute uint8
+
+const (
+	routeTable endRoute = iota // finish: its table ended it
+	routeRound                 // a bridged call (inputRound.giveUp): answered only while its session still tracks it (its client's id may be another request's now); untracked, its client cancelled it or left, and nothing is undone
+	routeHeld                  // a request held for its roots (session.endHeldLocked): its answer was counted as it left the queue; ended.slot is its ledger slot
+)
+
+// settle is the end of a client's request, once no table has it, as its
+// kind's rule says: it counts it, answers the client (or keeps the
+// answer for a modern client's retry), and emits its one
+// EventRequestDone. finish calls it for what its table ended; the two
+// ends no table has call it too, so that every end is counted, answered
+// and recorded here: a bridged call's round that ends without its
+// client's answers (inputRound.giveUp), and a request held for its
+// session's roots (session.endHeldLocked). b is the backend whose table
+// had it, nil for a held request; only a child's answer (endAnswered)
+// needs it. Nothing here runs under a lock.
+func settle(b *backend, p *pending, e ended, o outcome) {
+	rule, pl, server := endRules[o.kind], e.sess.p, e.sess.srv.name
+	if rule.counter != nil {
+		rule.counter(pl)
 	}
 	if o.kind == endAnswered && e.writing {
 		// The answer beat its writer's bookkeeping: the child had the
 		// whole request (it answered it), and the request's events say
 		// so in order, written before done; the writer, finding it ended,
 		// says nothing.
-		b.p.emit(&Event{Kind: EventRequestWritten, Server: b.srv.name, Session: e.sess.id, PID: e.pid, PoolID: p.id})
+		pl.emit(&Event{Kind: EventRequestWritten, Server: server, Session: e.sess.id, PID: e.pid, PoolID: p.id})
 	}
 
-	ev := Event{Kind: EventRequestDone, Server: b.srv.name, Session: e.sess.id, PID: e.pid, PoolID: p.id,
+	ev := Event{Kind: EventRequestDone, Server: server, Session: e.sess.id, PID: e.pid, PoolID: p.id,
 		Method: p.method, Name: p.name, Status: rule.status, Written: e.mayHaveRun}
 	var line []byte
 	var input []byte // a legacy child's -32042 as the input_required a modern client reads
@@ -154,7 +179,7 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		if o.answer.Error.Present() {
 			ev.Status = StatusError
 			ev.ErrCode, ev.Err = errorFields(o.answer.Error.Of(o.answer.Raw))
-			b.p.errorsN.Add(1)
+			pl.errorsN.Add(1)
 		}
 		asked, refusal := b.askLegacyClient(p, e, &o.answer, &ev)
 		if !asked && refusal == nil && e.modern && e.held == nil {
@@ -171,7 +196,7 @@ func (b *backend) finish(p *pending, o outcome) bool {
 			// Its questions went to the client; the call goes on as a
 			// new request with the answers, and this round ends, in
 			// history too, when the round does (inputbridge.go).
-			return true
+			return
 		case input != nil:
 			line = input // the client's retry is a new call (mrtr.go)
 		case e.held != nil:
@@ -184,7 +209,7 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		// so is it, with the child's own words.
 		ev.Status = StatusError
 		ev.ErrCode, ev.Err = errorFields(o.answer.Error.Of(o.answer.Raw))
-		b.p.errorsN.Add(1)
+		pl.errorsN.Add(1)
 		line = b.responseFor(&o.answer, p.method, e)
 	case o.kind == endNotForChild:
 		line = jsonrpc.AppendResponse(nil, e.origID, []byte("{}"))
@@ -197,11 +222,11 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		rpcErr := o.rpcErr
 		switch {
 		case rpcErr == nil:
-			rpcErr = newErrorData(o.err, ran, b.srv.name, o.extra, o.args...)
+			rpcErr = newErrorData(o.err, ran, server, o.extra, o.args...)
 		case ran && !e.mayHaveRun:
 			rpcErr = mayHaveExecuted(rpcErr)
 		}
-		b.p.errorsN.Add(1)
+		pl.errorsN.Add(1)
 		line = jsonrpc.AppendErrorResponse(nil, e.origID, rpcErr)
 		ev.ErrCode, ev.Err = rpcErr.Code, rpcErr.Message
 	default:
@@ -212,6 +237,12 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		if line != nil {
 			b.reqs.keep(e.held, line)
 		}
+	case e.route == routeRound:
+		if line != nil {
+			e.sess.answerIfCurrent(p, e.origID, e.x, line, ev.ErrCode)
+		}
+	case e.route == routeHeld: // (every kind that ends one answers it)
+		e.sess.answer(e.x, line, ev.ErrCode, e.slot)
 	case input != nil: // a result, though the child's answer was an error
 		e.sess.deliverResponse(p, e.origID, e.x, line, 0, o.batch)
 	case line != nil:
@@ -222,10 +253,9 @@ func (b *backend) finish(p *pending, o outcome) bool {
 		e.sess.forget(p, e.origID, e.x)
 	}
 	if line != nil {
-		ev.Size, ev.Payload = len(line), b.capture(line)
+		ev.Size, ev.Payload = len(line), pl.capture(line)
 	}
-	b.p.emit(&ev)
-	return true
+	pl.emit(&ev)
 }
 
 // responseFor is the child's answer as the client gets it: its own id

@@ -56,7 +56,7 @@ type inputRound struct {
 	asked              time.Time
 	person             bool
 
-	done Event // the call's EventRequestDone for this round: emitted as the round ends (retry, giveUp)
+	done Event // the call's EventRequestDone for this round, as settle made it: emitted as the round ends answered (retry)
 
 	// sending is held by the asker from before the round is shared until
 	// its questions are delivered (a delivery never waits), so that an
@@ -427,8 +427,10 @@ func (x *inputRound) end(err *jsonrpc.Error) bool { return x.giveUp(err, err.Mes
 func (x *inputRound) drop(why string) bool { return x.giveUp(nil, why) }
 
 // giveUp is end (err) and drop (nil): the questions still open at the
-// client are withdrawn, history records the call's round as ended for
-// why, and the client gets err, if any.
+// client are withdrawn, and the call ends as any call does (settle),
+// though no table has it now (the child answered its round): with err,
+// as roundEnd says, or, for why, as its client's cancel. The child is not
+// told: it has nothing of the call under way.
 func (x *inputRound) giveUp(err *jsonrpc.Error, why string) bool {
 	x.mu.Lock()
 	if x.over {
@@ -450,29 +452,29 @@ func (x *inputRound) giveUp(err *jsonrpc.Error, why string) bool {
 		x.withdraw(left, why)
 		x.sending.Unlock()
 	}
-	ev := x.done
-	ev.Status, ev.Err = StatusCancelled, why // the client cancelled the call, or left (endByClient)
+	o := outcome{kind: endByClient, reason: why} // the client cancelled the call, or left
 	if err != nil {
-		ev.Status, ev.ErrCode = roundStatus(err.Code), err.Code
+		o = outcome{kind: roundEnd(err.Code), rpcErr: err}
 	}
-	x.b.p.emit(&ev)
-	if err != nil {
-		x.sess.answerIfCurrent(x.call, x.origID, x.to, jsonrpc.AppendErrorResponse(nil, x.origID, err), err.Code)
-	}
+	// It ran: the child answered its round.
+	e := ended{sess: x.sess, origID: x.origID, x: x.to, pid: x.pid, mayHaveRun: true, route: routeRound}
+	settle(x.b, x.call, e, o)
 	return true
 }
 
-// roundStatus is the history's status of a call whose round ended with
-// an error of code: a user's cancel, a client that did not answer in
-// time, or one that cannot answer.
-func roundStatus(code int) string {
+// roundEnd is how a call ends whose round ended with an error of code:
+// a user's cancel, a client that did not answer in time, a stop, or a
+// client that cannot answer.
+func roundEnd(code int) endKind {
 	switch code {
 	case jsonrpc.CodeRequestCancelled:
-		return StatusCancelled
+		return endByUser
 	case jsonrpc.CodeRequestTimeout:
-		return StatusTimeout
+		return endTimedOut
+	case jsonrpc.CodeBackendDied:
+		return endPoolStops
 	}
-	return StatusFailed
+	return endClientCannot
 }
 
 // withdraw sends the client notifications/cancelled for the questions

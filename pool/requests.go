@@ -548,7 +548,8 @@ func (in *inFlight) unwriteLocked(p *pending) (requeued bool, untake *session) {
 func (in *inFlight) isDoneLocked(p *pending) bool { return p.state == stDone }
 
 // ended is what finish needs of a request it ended, read under the table's
-// mutex as it ended.
+// mutex as it ended; for an end no table has (settle), what its ender
+// knows of it.
 type ended struct {
 	sess       *session
 	origID     []byte
@@ -562,6 +563,8 @@ type ended struct {
 	timeout    time.Duration // the timeout it ran under, 0 if none (timeoutOf)
 	deadline   time.Duration // when it was due (pending.deadline): a retry goes on with what was left (carry)
 	written    time.Time     // when it was last fully written (pending.written)
+	route      endRoute      // how settle answers it: routeTable, unless no table ended it
+	slot       int32         // routeHeld: its ledger slot, still taken
 }
 
 // end takes p out of the table. Exactly one caller wins, whatever state p

@@ -139,14 +139,20 @@ func TestRequestStateMachine(t *testing.T) {
 }
 
 // One function ends requests: nothing but finish takes a request out of
-// the table (requestTable.end) or records a request's end
-// (EventRequestDone), so that every way of ending agrees. The one other
-// end recorded is of a request held for its session's roots, which no
-// table holds (session.endHeldLocked: a user's cancel, its timeout): it
-// follows finish's rule for its kind.
+// the table (requestTable.end), and nothing but settle, finish's end of
+// a client's request, records a request's end (EventRequestDone), so
+// that every way of ending agrees. settle is called by finish, and by
+// the two ends no table has, which follow finish's rule for their kind: a
+// bridged call whose round ends without its client's answers
+// (inputRound.giveUp) and a request held for its session's roots
+// (session.endHeldLocked). The one end recorded with an event kept
+// (emitted from a field) is a bridged call's round its client answered:
+// settle made the event as the child asked, and inputRound.retry emits
+// it as the call goes on.
 func TestOnlyFinishEndsRequests(t *testing.T) {
 	fset, files := packageSources(t)
-	ends, dones := 0, 0
+	settlers := map[string]bool{"finish": true, "giveUp": true, "endHeldLocked": true}
+	ends, dones, settles := 0, 0, 0
 	for _, f := range files {
 		name := f.name
 		for _, d := range f.ast.Decls {
@@ -155,7 +161,7 @@ func TestOnlyFinishEndsRequests(t *testing.T) {
 				continue
 			}
 			inFinish := name == "finish.go" && fn.Name.Name == "finish"
-			heldEnd := name == "roots.go" && fn.Name.Name == "endHeldLocked"
+			inSettle := name == "finish.go" && fn.Name.Name == "settle"
 			ast.Inspect(fn.Body, func(n ast.Node) bool {
 				switch n := n.(type) {
 				case *ast.CallExpr:
@@ -165,11 +171,24 @@ func TestOnlyFinishEndsRequests(t *testing.T) {
 							t.Errorf("%s: %s ends a request itself; only finish does", fset.Position(n.Pos()), fn.Name.Name)
 						}
 					}
+					if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "settle" {
+						settles++
+						if !settlers[fn.Name.Name] {
+							t.Errorf("%s: %s settles a request; only finish, inputRound.giveUp and session.endHeldLocked do", fset.Position(n.Pos()), fn.Name.Name)
+						}
+					}
+					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "emit" && len(n.Args) == 1 && fn.Name.Name != "retry" {
+						if u, ok := n.Args[0].(*ast.UnaryExpr); ok {
+							if _, kept := u.X.(*ast.SelectorExpr); kept {
+								t.Errorf("%s: %s emits an event kept in %s; only inputRound.retry does", fset.Position(n.Pos()), fn.Name.Name, exprString(u.X))
+							}
+						}
+					}
 				case *ast.Ident:
 					if n.Name == "EventRequestDone" {
 						dones++
-						if !inFinish && !heldEnd {
-							t.Errorf("%s: %s records a request's end itself; only finish does", fset.Position(n.Pos()), fn.Name.Name)
+						if !inSettle {
+							t.Errorf("%s: %s records a request's end itself; only settle does", fset.Position(n.Pos()), fn.Name.Name)
 						}
 					}
 				}
@@ -177,8 +196,8 @@ func TestOnlyFinishEndsRequests(t *testing.T) {
 			})
 		}
 	}
-	if ends != 1 || dones != 2 {
-		t.Errorf("finish ends requests %d times and records %d ends (with endHeldLocked's); want one and two", ends, dones)
+	if ends != 1 || dones != 1 || settles != len(settlers) {
+		t.Errorf("finish ends requests %d times, settle records %d ends, and %d calls settle; want one, one and %d", ends, dones, settles, len(settlers))
 	}
 }
 

@@ -570,7 +570,7 @@ func (s *session) cancelHeld(poolID uint64) bool {
 		s.mu.Unlock()
 		return marked
 	}
-	s.endHeldLocked(h, endByUser, newErrorData(errCancelledByUser, false, s.srv.name, nil, s.srv.name, h.req.method))
+	s.endHeldLocked(h, userCancel(s.srv.name, h.req.method))
 	return true
 }
 
@@ -596,34 +596,31 @@ func (s *session) expireHeld() {
 			s.mu.Unlock()
 			return
 		}
-		s.endHeldLocked(h, endTimedOut, newErrorData(errTimeout, false, s.srv.name, nil, s.srv.name, h.req.method, h.req.timeout))
+		s.endHeldLocked(h, failure(endTimedOut, errTimeout, s.srv.name, h.req.method, h.req.timeout))
 	}
 }
 
-// endHeldLocked ends h, a request held, as kind says, answering rpcErr
-// (an error for a request that did not run): it leaves the queue, the
-// rest held in order, its ledger slot is released once the answer is
-// written, and history records it once: received as it arrived, and its
-// end. Called with s.mu held, which it lets go.
-func (s *session) endHeldLocked(h *heldMessage, kind endKind, rpcErr *jsonrpc.Error) {
+// endHeldLocked ends h, a request held, with o, whose kind answers it:
+// it leaves the queue, the rest held in order, and history records it
+// received as it arrived; then it ends as finish ends a request of its
+// kind that no child had (settle): counted, answered (its ledger slot
+// released once the answer is written), and recorded once. Called with
+// s.mu held, which it lets go.
+func (s *session) endHeldLocked(h *heldMessage, o outcome) {
 	s.held.remove(h)
 	s.heldBytes -= len(h.line)
 	s.answering++ // until its answer is queued (answer)
 	s.mu.Unlock()
 
-	a, name, rule := h.req, s.srv.name, endRules[kind]
-	line := jsonrpc.AppendErrorResponse(nil, a.origID, rpcErr)
-	rule.counter(s.p)
-	s.p.errorsN.Add(1)
-	received := Event{Kind: EventRequestReceived, Time: a.received, Server: name, Session: s.id, PoolID: a.id,
+	a := h.req
+	received := Event{Kind: EventRequestReceived, Time: a.received, Server: s.srv.name, Session: s.id, PoolID: a.id,
 		Method: a.method, Name: a.name, OriginalID: string(a.origID), Size: len(h.line), Payload: s.p.capture(h.line)}
 	if h.x != nil && h.x.stateless {
 		received.ClientName, received.ClientVersion = h.x.client.Name, h.x.client.Version
 	}
 	s.p.emit(&received)
-	s.answer(h.x, line, rpcErr.Code, a.takeSlot())
-	s.p.emit(&Event{Kind: EventRequestDone, Server: name, Session: s.id, PoolID: a.id, Method: a.method, Name: a.name,
-		Status: rule.status, ErrCode: rpcErr.Code, Err: rpcErr.Message, Size: len(line), Payload: s.p.capture(line)})
+	p := &pending{id: a.id, sess: s, origID: a.origID, x: h.x, method: a.method, name: a.name}
+	settle(nil, p, ended{sess: s, origID: a.origID, x: h.x, route: routeHeld, slot: a.takeSlot()}, o)
 }
 
 // The marks of session.handingOn (pool ids never reach them): a cancel
