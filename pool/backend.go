@@ -34,7 +34,9 @@ import (
 // a blocking send or a callback; the request table's lock may be taken
 // under it, never the other way round.
 type backend struct {
-	// Set by buildBackend and never changed after: read by any goroutine.
+	// Set by buildBackend (rootNames by newBackend, before the backend
+	// is shared or its supervisor starts; none for a carried child's) and
+	// never changed after: read by any goroutine.
 	p         *Pool
 	srv       *server
 	id        uint64     // pool-unique (BackendInfo.ID)

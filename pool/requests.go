@@ -37,22 +37,27 @@ func (s reqState) String() string { return stateNames[s] }
 // (Its small fields are at the end, packed, so that it fits in 256 bytes.)
 type pending struct {
 	// Set when it is made, never changed after: read without a lock.
-	id        uint64 // pool id, as written to the child
-	b         *backend
-	method    string
-	name      string // tool, prompt or resource
-	line      []byte // the request as written to the child
-	token     uint64 // pool progress token, 0 if none
-	origToken []byte
-	received  time.Time   // when the pool took it: its timeout runs from then
-	reply     chan []byte // the pool's own requests: the raw answer, or closed when it failed
+	id       uint64 // pool id, as written to the child
+	b        *backend
+	method   string
+	name     string      // tool, prompt or resource
+	line     []byte      // the request as written to the child
+	token    uint64      // pool progress token, 0 if none
+	received time.Time   // when the pool took it: its timeout runs from then
+	reply    chan []byte // the pool's own requests: the raw answer, or closed when it failed
 
 	// Guarded by the backend's request table (requestTable.update).
-	// sess, origID and x change only when a modern client's retry takes
-	// a held call over (mrtr.go).
+	// sess, origID, x and origToken change only when a modern client's
+	// retry takes a held call over (requestTable.takeOver, mrtr.go). Two
+	// read origToken without the lock, and meet no writer: the retry of a
+	// legacy client's call (inputRound.retry), never held, and
+	// keepTaskToken, in finish once the call ended not held, which a
+	// take-over after the end needs (it writes only an answer kept for
+	// the hold the call ended in).
 	sess         *session  // nil for the pool's own requests
 	origID       []byte    // the client's exact id bytes
 	x            *exchange // the HTTP POST waiting for its answer (exchange.go); nil: the session's output
+	origToken    []byte    // the client's progress token, nil if none
 	held         *mrtrHold
 	written      time.Time     // when it was last fully written
 	deadline     time.Duration // when it times out, as time since its table's base: received plus its timeout; 0 for none (set by register)
