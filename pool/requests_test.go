@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"go/ast"
 	"maps"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,15 +17,26 @@ import (
 // The request table's maps are touched in requests.go only: every other
 // file goes through its methods, so that each change happens under its
 // lock, in one place (the way go-sdk's jsonrpc2 keeps its in-flight state
-// behind updateInFlight).
+// behind updateInFlight). Every map of the table is checked, one added
+// later too: they are read off the type.
 func TestRequestTableMapsStayInside(t *testing.T) {
 	fset, files := packageSources(t)
-	maps := map[string]bool{"pending": true, "tokens": true, "reverse": true}
+	tableMaps := map[string]bool{}
+	for f := range reflect.TypeFor[inFlight]().Fields() {
+		if f.Type.Kind() == reflect.Map {
+			tableMaps[f.Name] = true
+		}
+	}
+	for _, want := range []string{"pending", "tokens", "reverse", "elicited", "paused", "unposed"} {
+		if !tableMaps[want] {
+			t.Fatalf("the table's maps read off its type: %v, without %s", slices.Sorted(maps.Keys(tableMaps)), want)
+		}
+	}
 	for _, f := range files {
 		name := f.name
 		ast.Inspect(f.ast, func(n ast.Node) bool {
 			sel, ok := n.(*ast.SelectorExpr)
-			if !ok || !maps[sel.Sel.Name] {
+			if !ok || !tableMaps[sel.Sel.Name] {
 				return true
 			}
 			// in.pending, t.in.pending, b.reqs.in.tokens, ...: a selector of
