@@ -96,7 +96,7 @@ type httpFront struct {
 // (takeBack). A stream with nothing to say for streamKeepAlive is sent a
 // comment.
 type httpSession struct {
-	s     *session      // set once the session exists, before hs is shared
+	s     *session      // its session, which hs is made with (newHTTPSession)
 	token string        // the token its initialize carried: a rotation ends the session
 	limit int           // Options.SessionQueue: the bound of waiting, and of asked
 	bound int           // Options.MaxMessageBytes: the bytes waiting may hold while a stream is open
@@ -815,14 +815,13 @@ func (h *httpFront) register(name, token string) (hs *httpSession, sid string, e
 	if err != nil {
 		return nil, "", nil, err
 	}
-	now := time.Now()
-	hs = &httpSession{token: token, limit: h.p.opts.SessionQueue, bound: h.p.opts.MaxMessageBytes, grace: h.p.opts.QuestionGrace, wake: make(chan struct{}, 1), lastUsed: now, lastPost: now,
-		held: newHeldBudget(sessionHeldBound(h.p.opts.MaxMessageBytes))}
-	s, err := h.p.newSession(name, sessionSetup{transport: "http", receiver: hs.streaming, sink: hs.toStream})
+	_, err = h.p.newSession(name, sessionSetup{transport: "http", bind: func(s *session) (func() bool, func([]byte)) {
+		hs = h.newHTTPSession(s, token) // whole before its server can reach it: its callbacks read hs.s
+		return hs.streaming, hs.toStream
+	}})
 	if err != nil {
 		return nil, "", evicted, err
 	}
-	hs.s = s // before hs is shared: the session's callbacks use only hs.mu's fields, but for a request's (refuse), which comes after a stream opened
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	sid = hex.EncodeToString(b[:])
@@ -830,6 +829,14 @@ func (h *httpFront) register(name, token string) (hs *httpSession, sid string, e
 	h.sessions[sid] = hs // an ended session is forgotten by the next lookup, makeRoom or expire
 	h.mu.Unlock()
 	return hs, sid, evicted, nil
+}
+
+// newHTTPSession is legacy session s's HTTP side, for a client let in
+// with token.
+func (h *httpFront) newHTTPSession(s *session, token string) *httpSession {
+	now := time.Now()
+	return &httpSession{s: s, token: token, limit: h.p.opts.SessionQueue, bound: h.p.opts.MaxMessageBytes, grace: h.p.opts.QuestionGrace, wake: make(chan struct{}, 1), lastUsed: now, lastPost: now,
+		held: newHeldBudget(sessionHeldBound(h.p.opts.MaxMessageBytes))}
 }
 
 // statelessFor returns server srv's stateless session, opening it if
@@ -1030,7 +1037,7 @@ func (hs *httpSession) toStream(line []byte) {
 
 // behindLog says that the stream's client fell behind.
 func (hs *httpSession) behindLog() {
-	s := hs.s // a stream is open: s is set
+	s := hs.s
 	s.p.log.Warn("ending the GET stream of an HTTP client that fell behind: its notifications are dropped",
 		"session", s.id, "server", s.srv.name, "limitBytes", hs.bound)
 }
@@ -1103,7 +1110,7 @@ func (hs *httpSession) refuse(e streamLine) {
 	if err != nil {
 		return
 	}
-	s := hs.s // a request comes after the stream its asker saw open: s is set
+	s := hs.s
 	s.p.log.Warn("refusing a request to an HTTP client whose GET stream has too much waiting",
 		"session", s.id, "server", s.srv.name, "method", e.method)
 	// Its caller may be none of the pool's goroutines (an HTTP client's

@@ -10,7 +10,9 @@ import (
 // A struct is complete before it is shared. These fields are set where
 // their struct is made, before any other goroutine can reach it, and
 // never assigned after: the session's transport (newSession, from the
-// front door's sessionSetup), a request's timer (register, under the
+// front door's sessionSetup, the callbacks of a transport made with the
+// session among them: sessionSetup.bind, before the session joins its
+// server), a request's timer (register, under the
 // request table's lock, before anyone can end the request and stop it),
 // a round of questions' timer (armed once the round is registered, so
 // that its end finds every question to take back, and so set and read
@@ -21,8 +23,8 @@ import (
 func TestFieldsSetBeforePublication(t *testing.T) {
 	// field -> the functions that may assign it (by "file:func").
 	allowed := map[string][]string{
-		"closeConn": nil, "attached": nil, "hb": nil, "ledger": nil, "keepState": nil, "receiver": nil, "resumed": nil,
-		"sink": nil, "stateless": {"exchange.go:newStatelessExchange"}, "out": {"session.go:newSession"},
+		"closeConn": nil, "attached": nil, "hb": nil, "ledger": nil, "keepState": nil, "receiver": {"session.go:newSession"}, "resumed": nil,
+		"sink": {"session.go:newSession"}, "stateless": {"exchange.go:newStatelessExchange"}, "out": {"session.go:newSession"},
 		"timer": {"requests.go:register", "inputbridge.go:askLegacyClient", "roots.go:armHeldLocked"},
 	}
 	fset, files := packageSources(t)

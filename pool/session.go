@@ -134,6 +134,11 @@ type sessionSetup struct {
 	began     time.Time      // when the session its shim resumes began (wire.Resume.Began)
 	sink      func([]byte)   // takes each message for the client (HTTP), instead of a queue and a writer
 	stateless bool           // a server's stateless HTTP session (httpfront.go)
+	// bind, when set, makes receiver and sink for the session, before
+	// the session is shared: a transport whose client is a value made
+	// with the session (a legacy HTTP session) is complete before its
+	// server can reach it.
+	bind func(*session) (receiver func() bool, sink func([]byte))
 }
 
 // statelessClient is what a stateless HTTP session shows as its client
@@ -207,6 +212,9 @@ func (p *Pool) newSession(name string, setup sessionSetup) (*session, error) {
 		inflight:  map[string]*pending{},
 		subs:      map[string]*backend{},
 		subSince:  map[string]uint64{},
+	}
+	if setup.bind != nil {
+		s.receiver, s.sink = setup.bind(s)
 	}
 	if s.sink == nil {
 		s.out = make(chan outLine, p.opts.SessionQueue)
