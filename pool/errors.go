@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
@@ -17,6 +18,11 @@ import (
 // ways of ending a request can disagree about it (TestErrorTable). Only a
 // stop reason after which the server takes no requests (finalStop: it was
 // removed or disabled) makes an error that quotes it not retryable.
+//
+// A request the HTTP front door refuses itself, before a session has it,
+// gets an HTTP status as well: its row says which (httpError, refuse). A
+// row whose message is "%v" says what its one argument carries: its
+// message is that error's, well-formed where it is made.
 
 // poolError names a row of the table.
 type poolError uint8
@@ -76,6 +82,39 @@ const (
 	errNoTasks           // a tasks/* request for a child other clients share, whose tasks are not offered
 	errSessionChildren   // a share "session" server runs its limit of children, one for each session
 
+	// Refused at the HTTP front door, with an HTTP status of its own.
+	errNotLocal           // the Host is not a loopback name (DNS rebinding)
+	errOriginRefused      // a browser's Origin is neither the listener's nor one the user listed
+	errNoToken            // no bearer token, or not the one the front door asks for
+	errNotJSON            // a POST body that is not application/json (a "simple" cross-site request)
+	errTokenRevoked       // the token the request was let in with was rotated away while it was served
+	errNoEndpoint         // a path that is not /mcp/NAME
+	errNoServer           // no server of that name, or the pool closed
+	errShuttingDown       // the pool is closing
+	errSessionVersion     // a legacy session's request names a revision the pool does not serve
+	errNeedsSessionID     // a GET or DELETE with no Mcp-Session-Id (2026-07-28 has no sessions)
+	errUnknownSession     // an Mcp-Session-Id the front door does not hold
+	errMethodNotAllowed   // a method other than POST, GET and DELETE
+	errBodiesBusy         // the pool is reading its limit of large bodies at once
+	errReadBody           // the body could not be read
+	errBatch              // a JSON-RPC batch
+	errNoSession          // the server's session could not be opened for the request
+	errNoSessionID        // a legacy request with no Mcp-Session-Id that is not initialize
+	errPostSessionEnded   // the session ended before the POST's answer
+	errFellBehind         // the client fell behind its response, or its session's responses hold too much unread
+	errNoStreaming        // the response cannot be flushed: no event stream
+	errStreamOpen         // a second GET stream of one session
+	errNoParamsMeta       // a 2026-07-28 request with no params object to hold its _meta
+	errNoMeta             // a 2026-07-28 request with no _meta object
+	errMetaLacks          // its _meta lacks a member every request carries
+	errRemovedMethod      // a method 2026-07-28 removed
+	errBadLogLevel        // its _meta's log level names no level
+	errUnsupportedVersion // a revision the pool does not serve per request
+	errHeaderMissing      // a header that mirrors the body is missing
+	errHeaderMismatch     // a header that mirrors the body says another value
+	errParamAmbiguous     // an argument an Mcp-Param header mirrors is given twice, or in two spellings
+	errParamNotInBody     // an Mcp-Param header for an argument the body does not have
+
 	// Answering a child's request to a client.
 	errNoClient         // no connected client can answer it
 	errAskedClientLeft  // the client asked disconnected before answering
@@ -95,6 +134,10 @@ type errorRow struct {
 	// retryable and server.
 	aboutRequest bool
 	retryable    bool
+	// status is the HTTP status the front door answers it with when it
+	// refuses a request itself (httpError, refuse); 0: only a session
+	// answers it.
+	status int
 }
 
 var errorTable = [...]errorRow{
@@ -163,16 +206,19 @@ var errorTable = [...]errorRow{
 	errHeldNotes: {code: jsonrpc.CodeOverloaded,
 		format: "this session sent %d notifications that wait for its answer to the pool's roots/list, its limit: answer roots/list (other sessions are not affected)"},
 	errDuplicateID:     {code: jsonrpc.CodeInvalidRequest, format: "request id %s is already in flight in this session"},
-	errMessageTooLarge: {code: jsonrpc.CodeMessageTooLarge, format: "message of %d bytes exceeds the %d-byte limit"},
+	errMessageTooLarge: {code: jsonrpc.CodeMessageTooLarge, format: "message exceeds the %d-byte limit", status: http.StatusRequestEntityTooLarge},
 	errNotOurState:     {code: jsonrpc.CodeInvalidParams, format: "requestState does not belong to this request"},
 	errUnknownState: {code: jsonrpc.CodeInvalidParams,
 		format: "requestState is not one Switchboard holds a call for: it was used already, its call ended, or it was given out before Switchboard restarted; send the call again without it"},
 	errUnreadableHeld:    {code: jsonrpc.CodeInternalError, format: "the held call's answer is unreadable"},
 	errBadParams:         {code: jsonrpc.CodeInvalidParams, format: "%s: %v"},
 	errNotInitialized:    {code: jsonrpc.CodeInvalidParams, format: "invalid params: %s came with no initialize before it and no 2026-07-28 _meta: a legacy client sends initialize first; a 2026-07-28 request names its protocolVersion and clientCapabilities in params._meta"},
-	errParse:             {code: jsonrpc.CodeParseError, format: "%v"},
-	errInvalid:           {code: jsonrpc.CodeInvalidRequest, format: "%v"},
-	errServerUnavailable: {code: jsonrpc.CodeBackendUnavailable, format: "%v", aboutRequest: true, retryable: true},
+	errParse:             {code: jsonrpc.CodeParseError, format: "%v", status: http.StatusBadRequest},               // what the parser says: a jsonrpc.ErrParse, with where
+	errInvalid:           {code: jsonrpc.CodeInvalidRequest, format: "%v", status: http.StatusBadRequest},           // what the parser says: a jsonrpc.ErrInvalid, with what
+	errServerUnavailable: {code: jsonrpc.CodeBackendUnavailable, format: "%v", aboutRequest: true, retryable: true}, // what the child's start or handshake failed with
+	// An ErrDisabled (disabledError: disabled, or not started for a
+	// value it lacks), and an ErrUnknownServer (removedError, or
+	// Pool.server's: no such server, and why the config does not load).
 	// Not until the config changes: sending it again cannot work.
 	errServerDisabled: {code: jsonrpc.CodeBackendUnavailable, format: "%v", aboutRequest: true, retryable: false},
 	errNotConfigured:  {code: jsonrpc.CodeBackendUnavailable, format: "%v", aboutRequest: true, retryable: false},
@@ -195,6 +241,57 @@ var errorTable = [...]errorRow{
 		"and a legacy server does not say which call asks (\"share\": \"session\" gives each session its own child)"},
 	errSessionChildren: {code: jsonrpc.CodeOverloaded,
 		format: "server %q runs its limit of children (%d), one for each session (share \"session\"): a new session is refused until one of those sessions ends (the sessions that have a child are not affected)"},
+
+	errNotLocal: {status: http.StatusForbidden, code: jsonrpc.CodeInvalidRequest, format: "forbidden: Host %s is not a loopback name"},
+	errOriginRefused: {status: http.StatusForbidden, code: jsonrpc.CodeInvalidRequest,
+		format: "forbidden: Origin %s is not this server's (list it in http.allowedOrigins to allow it)"},
+	errNoToken: {status: http.StatusUnauthorized, code: jsonrpc.CodeInvalidRequest,
+		format: "unauthorized: send Authorization: Bearer <token> (`switchboard http-token` prints it)"},
+	errNotJSON: {status: http.StatusUnsupportedMediaType, code: jsonrpc.CodeInvalidRequest,
+		format: "unsupported media type: a POST body must be application/json"},
+	// It carries errTokenRotated.
+	errTokenRevoked: {status: http.StatusUnauthorized, code: jsonrpc.CodeInvalidRequest, format: "unauthorized: %v"},
+	errNoEndpoint:   {status: http.StatusNotFound, code: jsonrpc.CodeInvalidRequest, format: "not found: the MCP endpoint is /mcp/NAME"},
+	// What Pool.server says: no such server (which are configured, and
+	// why the config does not load), the server disabled (disabledError),
+	// or ErrPoolClosed.
+	errNoServer: {status: http.StatusNotFound, code: jsonrpc.CodeBackendUnavailable, format: "%v"},
+	// It carries errPoolClosing.
+	errShuttingDown: {status: http.StatusServiceUnavailable, code: jsonrpc.CodeBackendUnavailable, format: "%v"},
+	errSessionVersion: {status: http.StatusBadRequest, code: jsonrpc.CodeInvalidRequest,
+		format: "bad request: unsupported MCP-Protocol-Version %q (supported: %s, %s)"},
+	errNeedsSessionID:   {status: http.StatusMethodNotAllowed, code: jsonrpc.CodeInvalidRequest, format: "%s needs an Mcp-Session-Id"},
+	errUnknownSession:   {status: http.StatusNotFound, code: jsonrpc.CodeInvalidRequest, format: "unknown or expired session: initialize again"},
+	errMethodNotAllowed: {status: http.StatusMethodNotAllowed, code: jsonrpc.CodeInvalidRequest, format: "%s is not allowed"},
+	// It carries readBody's errBodyBudget, with how much was read.
+	errBodiesBusy: {status: http.StatusServiceUnavailable, code: jsonrpc.CodeOverloaded, format: "%v"},
+	errReadBody:   {status: http.StatusBadRequest, code: jsonrpc.CodeParseError, format: "read body: %v"},
+	errBatch:      {status: http.StatusBadRequest, code: jsonrpc.CodeInvalidRequest, format: "JSON-RPC batches are not supported"},
+	// What opening the session failed with: what Pool.server says (as
+	// errNoServer), the server removed meanwhile (removedError), its
+	// legacy sessions at their cap (errTooManySessions).
+	errNoSession: {status: http.StatusServiceUnavailable, code: jsonrpc.CodeBackendUnavailable, format: "%v"},
+	errNoSessionID: {status: http.StatusBadRequest, code: jsonrpc.CodeInvalidRequest,
+		format: "missing Mcp-Session-Id: initialize first, or send a 2026-07-28 request with _meta"},
+	errPostSessionEnded: {status: http.StatusServiceUnavailable, code: jsonrpc.CodeBackendUnavailable, format: "the session ended"},
+	// Why the response was cut short: its queue's cut (relatedQueue: its
+	// client fell behind, errSlowHTTPClient), or its session's responses
+	// over their budget (heldBudget.over).
+	errFellBehind:    {status: http.StatusServiceUnavailable, code: jsonrpc.CodeOverloaded, format: "%v"},
+	errNoStreaming:   {status: http.StatusInternalServerError, code: jsonrpc.CodeInternalError, format: "streaming unsupported"},
+	errStreamOpen:    {status: http.StatusConflict, code: jsonrpc.CodeInvalidRequest, format: "this session already has a GET stream"},
+	errNoParamsMeta:  {status: http.StatusBadRequest, code: jsonrpc.CodeInvalidParams, format: "invalid params: a 2026-07-28 request needs params._meta"},
+	errNoMeta:        {status: http.StatusBadRequest, code: jsonrpc.CodeInvalidParams, format: "invalid params: missing _meta"},
+	errMetaLacks:     {status: http.StatusBadRequest, code: jsonrpc.CodeInvalidParams, format: "invalid params: _meta lacks %s"},
+	errRemovedMethod: {status: http.StatusNotFound, code: jsonrpc.CodeMethodNotFound, format: "method not found: %s is not part of %s"},
+	errBadLogLevel:   {status: http.StatusBadRequest, code: jsonrpc.CodeInvalidParams, format: "invalid params: %s %s is not a log level (%s)"},
+	errUnsupportedVersion: {status: http.StatusBadRequest, code: codeUnsupportedVersion,
+		format: "unsupported protocol version %q: this endpoint serves %s per request (legacy clients initialize first)"},
+	errHeaderMissing:  {status: http.StatusBadRequest, code: codeHeaderMismatch, format: "header mismatch: missing %s header (body says %q)"},
+	errHeaderMismatch: {status: http.StatusBadRequest, code: codeHeaderMismatch, format: "header mismatch: %s header %q does not match body value %q"},
+	errParamAmbiguous: {status: http.StatusBadRequest, code: codeHeaderMismatch,
+		format: "header mismatch: %s is ambiguous (a key given twice, or in two spellings)"},
+	errParamNotInBody: {status: http.StatusBadRequest, code: codeHeaderMismatch, format: "header mismatch: %s header %q, but the body has no %s"},
 }
 
 // newError builds row kind's error. ran says whether the request it is

@@ -2,6 +2,12 @@ package pool
 
 import (
 	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +52,7 @@ func TestErrorTable(t *testing.T) {
 		errHeldForRoots:        {100, 200, 250},
 		errHeldNotes:           {4096},
 		errDuplicateID:         {[]byte(`"1"`)},
-		errMessageTooLarge:     {70 << 20, 64 << 20},
+		errMessageTooLarge:     {64 << 20},
 		errNotOurState:         nil,
 		errUnknownState:        nil,
 		errUnreadableHeld:      nil,
@@ -69,6 +75,37 @@ func TestErrorTable(t *testing.T) {
 		errClientUndeclared:    {"sampling"},
 		errAskedClosedInput:    nil,
 		errAskAmbiguous:        {"srv", "elicitation/create"},
+		errNotLocal:            {"evil.example:7777"},
+		errOriginRefused:       {"http://localhost:3000"},
+		errNoToken:             nil,
+		errNotJSON:             nil,
+		errTokenRevoked:        {errTokenRotated},
+		errNoEndpoint:          nil,
+		errNoServer:            {`no such server "srv" (no servers are configured)`},
+		errShuttingDown:        {errPoolClosing},
+		errSessionVersion:      {"1999-01-01", Modern, "2025-11-25, 2025-06-18"},
+		errNeedsSessionID:      {"GET"},
+		errUnknownSession:      nil,
+		errMethodNotAllowed:    {"PUT"},
+		errBodiesBusy:          {errBodyBudget},
+		errReadBody:            {"unexpected EOF"},
+		errBatch:               nil,
+		errNoSession:           {errTooManySessions},
+		errNoSessionID:         nil,
+		errPostSessionEnded:    nil,
+		errFellBehind:          {errSlowHTTPClient},
+		errNoStreaming:         nil,
+		errStreamOpen:          nil,
+		errNoParamsMeta:        nil,
+		errNoMeta:              nil,
+		errMetaLacks:           {metaProtocolVersion},
+		errRemovedMethod:       {"ping", Modern},
+		errBadLogLevel:         {metaLogLevel, `"loud"`, "debug, info"},
+		errUnsupportedVersion:  {"v999", Modern},
+		errHeaderMissing:       {"Mcp-Method", "tools/call"},
+		errHeaderMismatch:      {"Mcp-Method", "tools/list", "tools/call"},
+		errParamAmbiguous:      {"arguments.a"},
+		errParamNotInBody:      {"Mcp-Param-A", "1", "arguments.a"},
 	}
 	for kind := poolError(1); int(kind) < len(errorTable); kind++ {
 		a, ok := args[kind]
@@ -82,7 +119,7 @@ func TestErrorTable(t *testing.T) {
 			if e.Code != row.code || e.Code == 0 {
 				t.Errorf("row %d: code %d", kind, e.Code)
 			}
-			if c := e.Code; !(c <= -32600 && c >= -32700) && !(c <= -32000 && c >= -32021) {
+			if c := e.Code; !(c <= -32600 && c >= -32700) && !(c <= -32000 && c >= -32022) {
 				t.Errorf("row %d: code %d is outside JSON-RPC's and MCP's ranges", kind, c)
 			}
 			if e.Message == "" || strings.Contains(e.Message, "%!") {
@@ -90,6 +127,9 @@ func TestErrorTable(t *testing.T) {
 			}
 			if row.notRun != "" && (ran == (e.Message == mustFormat(row.notRun, a))) {
 				t.Errorf("row %d, ran %v: message %q", kind, ran, e.Message)
+			}
+			if s := row.status; s != 0 && (s < 400 || s > 599 || http.StatusText(s) == "" || row.aboutRequest) {
+				t.Errorf("row %d: HTTP status %d (about a request: %v)", kind, s, row.aboutRequest)
 			}
 			data, _ := e.Data.(map[string]any)
 			if !row.aboutRequest {
@@ -160,3 +200,91 @@ func TestAsRPCErrorSaysWhetherToRetry(t *testing.T) {
 }
 
 func mustFormat(format string, args []any) string { return fmt.Sprintf(format, args...) }
+
+// Every error the pool answers is built from the table: outside
+// errors.go no code builds a jsonrpc.Error of its own, hands a JSON-RPC
+// code (a jsonrpc.Code* constant, one of the package's code* constants,
+// or a literal from -32768 to -32000) to a call, or writes one as a
+// literal. Reading a code (a comparison, a case) is not building one.
+func TestErrorsComeFromTheTable(t *testing.T) {
+	fset, files := packageSources(t)
+	if !slices.ContainsFunc(files, func(f sourceFile) bool { return f.name == "errors.go" }) {
+		t.Fatalf("errors.go is not among the %d files read", len(files))
+	}
+	codes := map[string]bool{} // the package's own code constants
+	for _, f := range files {
+		for _, d := range f.ast.Decls {
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+				for _, spec := range g.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, v := range vs.Values {
+						if isCodeLiteral(v) {
+							codes[vs.Names[i].Name] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	isCode := func(e ast.Expr) bool {
+		switch e := ast.Unparen(e).(type) {
+		case *ast.SelectorExpr:
+			x, ok := e.X.(*ast.Ident)
+			return ok && x.Name == "jsonrpc" && strings.HasPrefix(e.Sel.Name, "Code")
+		case *ast.Ident:
+			return codes[e.Name]
+		}
+		return isCodeLiteral(e)
+	}
+	for _, f := range files {
+		if f.name == "errors.go" {
+			continue
+		}
+		ast.Inspect(f.ast, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.GenDecl:
+				return n.Tok != token.CONST // declaring a code builds no error
+			case *ast.CompositeLit:
+				if isJSONRPCError(n.Type) {
+					t.Errorf("%s builds a jsonrpc.Error of its own: name a row of errors.go's table", fset.Position(n.Pos()))
+				}
+			case *ast.CallExpr:
+				for _, arg := range n.Args {
+					if isCode(arg) {
+						t.Errorf("%s passes a JSON-RPC code to %s: name a row of errors.go's table", fset.Position(arg.Pos()), types.ExprString(n.Fun))
+					}
+				}
+			case *ast.UnaryExpr:
+				if isCodeLiteral(n) {
+					t.Errorf("%s writes JSON-RPC code %s: name a row of errors.go's table, or a constant", fset.Position(n.Pos()), types.ExprString(n))
+				}
+			}
+			return true
+		})
+	}
+}
+
+// isJSONRPCError reports whether e names the type jsonrpc.Error.
+func isJSONRPCError(e ast.Expr) bool {
+	sel, ok := e.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	x, ok := sel.X.(*ast.Ident)
+	return ok && x.Name == "jsonrpc" && sel.Sel.Name == "Error"
+}
+
+// isCodeLiteral reports whether e is a literal JSON-RPC error code: an
+// integer from -32768 to -32000 (JSON-RPC's reserved range).
+func isCodeLiteral(e ast.Expr) bool {
+	u, ok := ast.Unparen(e).(*ast.UnaryExpr)
+	if !ok || u.Op != token.SUB {
+		return false
+	}
+	lit, ok := ast.Unparen(u.X).(*ast.BasicLit)
+	if !ok || lit.Kind != token.INT {
+		return false
+	}
+	v, err := strconv.ParseInt(lit.Value, 0, 64)
+	return err == nil && v >= 32000 && v <= 32768
+}

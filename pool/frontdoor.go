@@ -753,7 +753,7 @@ func (s *session) readFrom(r io.Reader, peer syscall.RawConn, hb *handBack) {
 			if errors.As(err, &tl) && err == error(tl) {
 				s.p.parseErrors.Add(1)
 				id, _ := findClientID(tl.head)
-				s.replyError(id, newError(errMessageTooLarge, false, "", tl.size, s.p.opts.MaxMessageBytes))
+				s.replyError(id, newError(errMessageTooLarge, false, "", s.p.opts.MaxMessageBytes))
 				continue
 			}
 			if errors.Is(err, errUnfinishedBudget) {

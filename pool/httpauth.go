@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
 )
 
 // The HTTP front door's gate. The pool runs the user's MCP servers with
@@ -59,14 +57,13 @@ const refusalDrain = time.Second
 // none.
 func (h *httpFront) gate(w http.ResponseWriter, r *http.Request) (grant, bool) {
 	g := grant{h: h, cut: h.rotation()} // before the token is read: a rotation after that closes cut
-	if why := notLocal(r); why != "" {
-		h.refuse(w, r, http.StatusForbidden, why)
+	if notLocal(r) {
+		h.refuse(w, r, errNotLocal, r.Host)
 		return grant{}, false
 	}
 	origin := r.Header.Get("Origin")
 	if origin != "" && !h.originAllowed(origin, r) {
-		h.refuse(w, r, http.StatusForbidden,
-			"forbidden: Origin "+origin+" is not this server's (list it in http.allowedOrigins to allow it)")
+		h.refuse(w, r, errOriginRefused, origin)
 		return grant{}, false
 	}
 	if origin != "" && h.originListed(origin) && cors(w, r, origin) {
@@ -82,15 +79,14 @@ func (h *httpFront) gate(w http.ResponseWriter, r *http.Request) (grant, bool) {
 		got, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok || want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
-			h.refuse(w, r, http.StatusUnauthorized,
-				"unauthorized: send Authorization: Bearer <token> (`switchboard http-token` prints it)")
+			h.refuse(w, r, errNoToken)
 			return grant{}, false
 		}
 		g.token = want
 	}
 	if r.Method == http.MethodPost {
 		if ct := r.Header.Get("Content-Type"); ct != "application/json" && !jsonMediaType(ct) {
-			h.refuse(w, r, http.StatusUnsupportedMediaType, "unsupported media type: a POST body must be application/json")
+			h.refuse(w, r, errNotJSON)
 			return grant{}, false
 		}
 	}
@@ -145,10 +141,10 @@ func bearerToken(h string) (string, bool) {
 // does not keep a connection of the front door open for its idle timeout
 // (the front door's connections are counted, and any local process can
 // open them).
-func (h *httpFront) refuse(w http.ResponseWriter, r *http.Request, status int, why string) {
+func (h *httpFront) refuse(w http.ResponseWriter, r *http.Request, kind poolError, args ...any) {
 	w.Header().Set("Connection", "close")
 	dropBody(w, r)
-	httpError(w, status, nil, jsonrpc.CodeInvalidRequest, why)
+	httpError(w, nil, kind, args...)
 }
 
 // dropBody keeps a refused request's body from holding its connection:
@@ -333,5 +329,5 @@ func (h *httpFront) rotated() {
 // was served, as the gate answers a wrong token.
 func tokenRotated(w http.ResponseWriter, id []byte) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
-	httpError(w, http.StatusUnauthorized, id, jsonrpc.CodeInvalidRequest, "unauthorized: "+errTokenRotated.Error())
+	httpError(w, id, errTokenRevoked, errTokenRotated)
 }

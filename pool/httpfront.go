@@ -148,12 +148,12 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	name, ok := strings.CutPrefix(r.URL.Path, "/mcp/")
 	if !ok || name == "" || strings.Contains(name, "/") {
-		httpError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "not found: the MCP endpoint is /mcp/NAME")
+		httpError(w, nil, errNoEndpoint)
 		return
 	}
 	srv, err := h.p.server(name)
 	if err != nil {
-		httpError(w, http.StatusNotFound, nil, jsonrpc.CodeBackendUnavailable, err.Error())
+		httpError(w, nil, errNoServer, err)
 		return
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
@@ -162,22 +162,22 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.post(w, r, srv, sid, g)
 	case http.MethodGet, http.MethodDelete:
 		if !h.p.joinUnlessClosed() {
-			httpError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeBackendUnavailable, errPoolClosing.Error())
+			httpError(w, nil, errShuttingDown, errPoolClosing)
 			return
 		}
 		defer h.p.wg.Done() // joinUnlessClosed
-		if why := sessionVersionRefused(r, sid); why != "" {
-			httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, why)
+		if bad := sessionVersionRefused(r, sid); bad != nil {
+			bad.write(w, nil)
 			return
 		}
 		if sid == "" { // 2026-07-28: no sessions, no GET stream
 			w.Header().Set("Allow", http.MethodPost)
-			httpError(w, http.StatusMethodNotAllowed, nil, jsonrpc.CodeInvalidRequest, r.Method+" needs an Mcp-Session-Id")
+			httpError(w, nil, errNeedsSessionID, r.Method)
 			return
 		}
 		hs := h.lookup(sid, name)
 		if hs == nil {
-			httpError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "unknown or expired session")
+			httpError(w, nil, errUnknownSession)
 			return
 		}
 		if r.Method == http.MethodDelete {
@@ -188,7 +188,7 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.listen(w, r, hs)
 	default:
 		w.Header().Set("Allow", "POST, GET, DELETE")
-		httpError(w, http.StatusMethodNotAllowed, nil, jsonrpc.CodeInvalidRequest, r.Method+" is not allowed")
+		httpError(w, nil, errMethodNotAllowed, r.Method)
 	}
 }
 
@@ -199,37 +199,36 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 	if errors.Is(err, errBodyBudget) {
 		w.Header().Set("Connection", "close") // the rest of its body is not read
 		w.Header().Set("Retry-After", "1")
-		httpError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeOverloaded, err.Error())
+		httpError(w, nil, errBodiesBusy, err)
 		return
 	}
 	if err != nil {
-		httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "read body: "+err.Error())
+		httpError(w, nil, errReadBody, err)
 		return
 	}
 	if len(body) > limit {
-		httpError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeMessageTooLarge,
-			fmt.Sprintf("message exceeds the %d-byte limit", limit))
+		httpError(w, nil, errMessageTooLarge, limit)
 		return
 	}
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
-		httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported")
+		httpError(w, nil, errBatch)
 		return
 	}
 	msg, err := jsonrpc.ParseStrict(body) // the session's handleMessage asks Strict
 	if err != nil {
-		code := jsonrpc.CodeInvalidRequest
+		kind := errInvalid
 		if errors.Is(err, jsonrpc.ErrParse) {
-			code = jsonrpc.CodeParseError
+			kind = errParse
 		}
-		httpError(w, http.StatusBadRequest, nil, code, err.Error())
+		httpError(w, nil, kind, err)
 		return
 	}
 	jsonrpc.OneLine(body) // a body may span lines; a child reads a message per line
 	// Counted from here, once its body is read (a client's pace), not
 	// before: Close waits for what it starts.
 	if !h.p.joinUnlessClosed() {
-		httpError(w, http.StatusServiceUnavailable, msg.IDBytes(), jsonrpc.CodeBackendUnavailable, errPoolClosing.Error())
+		httpError(w, msg.IDBytes(), errShuttingDown, errPoolClosing)
 		return
 	}
 	defer h.p.wg.Done() // joinUnlessClosed
@@ -242,13 +241,13 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 		}
 		h.exchange(w, r, srv, &msg, g)
 	case sid != "":
-		if why := sessionVersionRefused(r, sid); why != "" {
-			httpError(w, http.StatusBadRequest, msg.IDBytes(), jsonrpc.CodeInvalidRequest, why)
+		if bad := sessionVersionRefused(r, sid); bad != nil {
+			bad.write(w, msg.IDBytes())
 			return
 		}
 		hs := h.lookup(sid, name)
 		if hs == nil {
-			httpError(w, http.StatusNotFound, msg.IDBytes(), jsonrpc.CodeInvalidRequest, "unknown or expired session: initialize again")
+			httpError(w, msg.IDBytes(), errUnknownSession)
 			return
 		}
 		h.legacy(w, r, hs, &msg, "")
@@ -259,7 +258,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 			return
 		}
 		if err != nil {
-			httpError(w, http.StatusServiceUnavailable, msg.IDBytes(), jsonrpc.CodeBackendUnavailable, err.Error())
+			httpError(w, msg.IDBytes(), errNoSession, err)
 			return
 		}
 		h.legacy(w, r, hs, &msg, sid)
@@ -268,8 +267,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, srv *server, si
 		// legacy one without its session is dropped too.
 		w.WriteHeader(http.StatusAccepted)
 	default:
-		httpError(w, http.StatusBadRequest, msg.IDBytes(), jsonrpc.CodeInvalidRequest,
-			"missing Mcp-Session-Id: initialize first, or send a 2026-07-28 request with _meta")
+		httpError(w, msg.IDBytes(), errNoSessionID)
 	}
 }
 
@@ -348,7 +346,7 @@ func (h *httpFront) drop(sid string, hs *httpSession, reason error) {
 func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server, msg *jsonrpc.Message, g grant) {
 	st, err := h.statelessFor(srv)
 	if err != nil {
-		httpError(w, http.StatusServiceUnavailable, msg.IDBytes(), jsonrpc.CodeBackendUnavailable, err.Error())
+		httpError(w, msg.IDBytes(), errNoSession, err)
 		return
 	}
 	defer h.release(st)
@@ -470,7 +468,7 @@ func (o *postOut) await(r *http.Request, s *session, x *exchange, g *grant, keep
 				if !o.sse {
 					tokenRotated(o.w, nil)
 				} else {
-					o.failEarly(jsonrpc.CodeInvalidRequest, "unauthorized: "+errTokenRotated.Error())
+					o.failEarly(errTokenRevoked, errTokenRotated)
 				}
 				return awaitRevoked
 			}
@@ -526,11 +524,10 @@ func keepAliveTimer(d time.Duration) *time.Timer {
 
 // sessionEnded ends a POST's response whose session ended first.
 func (o *postOut) sessionEnded() awaitEnd {
-	const why = "the session ended"
 	if !o.sse {
-		httpError(o.w, http.StatusServiceUnavailable, nil, jsonrpc.CodeBackendUnavailable, why)
+		httpError(o.w, nil, errPostSessionEnded)
 	} else {
-		o.failEarly(jsonrpc.CodeBackendUnavailable, why)
+		o.failEarly(errPostSessionEnded)
 	}
 	return awaitGone
 }
@@ -539,9 +536,9 @@ func (o *postOut) sessionEnded() awaitEnd {
 // stream with the error its JSON body would have been, as an event
 // answering the request: its client waits for that answer (a stream's
 // client asked for it, and knows it ended).
-func (o *postOut) failEarly(code int, message string) {
+func (o *postOut) failEarly(kind poolError, args ...any) {
 	if o.early {
-		o.events(nil, jsonrpc.AppendErrorResponse(nil, o.id, &jsonrpc.Error{Code: code, Message: message}))
+		o.events(nil, jsonrpc.AppendErrorResponse(nil, o.id, newError(kind, false, "", args...)))
 	}
 }
 
@@ -587,7 +584,7 @@ func (o *postOut) related(x *exchange) awaitEnd {
 func (o *postOut) behind(why error) awaitEnd {
 	o.why = why
 	if !o.sse {
-		httpError(o.w, http.StatusServiceUnavailable, nil, jsonrpc.CodeOverloaded, why.Error())
+		httpError(o.w, nil, errFellBehind, why)
 	}
 	return awaitSlow
 }
@@ -704,12 +701,12 @@ func (o *postOut) answer(x *exchange, a response, modern bool) awaitEnd {
 // Last-Event-ID gets again only what came after that event.
 func (h *httpFront) listen(w http.ResponseWriter, r *http.Request, hs *httpSession) {
 	if _, ok := w.(http.Flusher); !ok {
-		httpError(w, http.StatusInternalServerError, nil, jsonrpc.CodeInternalError, "streaming unsupported")
+		httpError(w, nil, errNoStreaming)
 		return
 	}
 	last, _ := strconv.ParseUint(r.Header.Get("Last-Event-ID"), 10, 64)
 	if !hs.startStream(last) {
-		httpError(w, http.StatusConflict, nil, jsonrpc.CodeInvalidRequest, "this session already has a GET stream")
+		httpError(w, nil, errStreamOpen)
 		return
 	}
 	defer hs.endStream()
@@ -1430,18 +1427,18 @@ func (hs *httpSession) idleAt(now time.Time, d time.Duration) bool {
 	return !hs.stream && hs.posts == 0 && now.Sub(hs.lastUsed) > d
 }
 
-// sessionVersionRefused says why a legacy session's request (one with a
-// session id) may not be served: its MCP-Protocol-Version header names a
-// revision the pool does not speak, which 2025-06-18 and later answer with
-// 400. A request without the header is served (clients older than the
-// header send none).
-func sessionVersionRefused(r *http.Request, sid string) string {
+// sessionVersionRefused is the refusal of a legacy session's request
+// (one with a session id) that may not be served: its
+// MCP-Protocol-Version header names a revision the pool does not speak,
+// which 2025-06-18 and later answer with 400; nil when it may. A request
+// without the header is served (clients older than the header send
+// none).
+func sessionVersionRefused(r *http.Request, sid string) *httpRefusal {
 	v := r.Header.Get(protocolVersionHeader)
 	if sid == "" || v == "" || v == Modern || slices.Contains(legacyVersions, v) {
-		return ""
+		return nil
 	}
-	return fmt.Sprintf("bad request: unsupported MCP-Protocol-Version %q (supported: %s, %s)",
-		v, Modern, strings.Join(newestFirst(legacyVersions), ", "))
+	return refuse(errSessionVersion, v, Modern, strings.Join(newestFirst(legacyVersions), ", "))
 }
 
 // protocolVersionHeader is the MCP-Protocol-Version header's name as
@@ -1449,14 +1446,11 @@ func sessionVersionRefused(r *http.Request, sid string) string {
 // copied into its canonical one on every request.
 const protocolVersionHeader = "Mcp-Protocol-Version"
 
-// notLocal says why a request may not use the front door: a DNS-rebound
-// name (the Host header). A browser's Origin is the gate's to judge: the
-// listener's own, or one the user listed, wherever it is.
-func notLocal(r *http.Request) string {
-	if !loopbackHost(r.Host) {
-		return "forbidden: Host " + r.Host + " is not a loopback name"
-	}
-	return ""
+// notLocal reports whether a request may not use the front door: a
+// DNS-rebound name (the Host header). A browser's Origin is the gate's to
+// judge: the listener's own, or one the user listed, wherever it is.
+func notLocal(r *http.Request) bool {
+	return !loopbackHost(r.Host)
 }
 
 func loopbackHost(hostport string) bool {
@@ -1495,9 +1489,9 @@ func appendEvent(b, line []byte) []byte {
 	return append(b, "\n\n"...)
 }
 
-// httpError answers with an HTTP status and a JSON-RPC error body.
-func httpError(w http.ResponseWriter, status int, id []byte, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(jsonrpc.AppendErrorResponse(nil, id, &jsonrpc.Error{Code: code, Message: msg}))
+// httpError answers request id (nil: none known) with row kind of the
+// error table, args filling its message: the row's HTTP status and a
+// JSON-RPC error body.
+func httpError(w http.ResponseWriter, id []byte, kind poolError, args ...any) {
+	refuse(kind, args...).write(w, id)
 }

@@ -183,14 +183,12 @@ func checkToolParams(h http.Header, params []byte, tools toolParams) *httpRefusa
 		where := "arguments." + strings.Join(p.path, ".")
 		val, ok := argumentAt(args, p.path)
 		if !ok {
-			return refuse(http.StatusBadRequest, codeHeaderMismatch,
-				"header mismatch: %s is ambiguous (a key given twice, or in two spellings)", where)
+			return refuse(errParamAmbiguous, where)
 		}
 		hv := h[p.header]
 		if val == nil {
 			if len(hv) > 0 {
-				return refuse(http.StatusBadRequest, codeHeaderMismatch, "header mismatch: %s header %q, but the body has no %s",
-					p.header, truncate(strings.Join(hv, ", "), 200), where)
+				return refuse(errParamNotInBody, p.header, truncate(strings.Join(hv, ", "), 200), where)
 			}
 			continue // no value, no header
 		}

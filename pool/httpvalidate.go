@@ -2,7 +2,6 @@ package pool
 
 import (
 	"encoding/base64"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -27,7 +26,8 @@ var removedInModern = map[string]bool{
 // namedMethods mirror params.name or params.uri in the Mcp-Name header.
 var namedMethods = map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
-// httpRefusal is a modern request the front door refuses.
+// httpRefusal is a request the front door refuses: a row of the error
+// table, its HTTP status and its error.
 type httpRefusal struct {
 	status int
 	err    *jsonrpc.Error
@@ -40,8 +40,10 @@ func (r *httpRefusal) write(w http.ResponseWriter, id []byte) {
 	_, _ = w.Write(jsonrpc.AppendErrorResponse(nil, id, r.err))
 }
 
-func refuse(status, code int, format string, args ...any) *httpRefusal {
-	return &httpRefusal{status: status, err: &jsonrpc.Error{Code: code, Message: fmt.Sprintf(format, args...)}}
+// refuse is the refusal of row kind of the error table, args filling its
+// message: the row's HTTP status and its error.
+func refuse(kind poolError, args ...any) *httpRefusal {
+	return &httpRefusal{status: errorTable[kind].status, err: newError(kind, false, "", args...)}
 }
 
 // modernHTTP reports whether a request speaks 2026-07-28:
@@ -159,18 +161,18 @@ func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bo
 		params = msg.Params.Of(body)
 	}
 	if len(params) == 0 || params[0] != '{' {
-		return refuse(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: a 2026-07-28 request needs params._meta")
+		return refuse(errNoParamsMeta)
 	}
 	if !msg.Meta.Present() || body[msg.Meta.Start] != '{' {
-		return refuse(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: missing _meta")
+		return refuse(errNoMeta)
 	}
 	meta := msg.Meta.Of(body)
 	version, ok := jsonrpc.String(meta, jsonrpc.Member(meta, metaProtocolVersion))
 	if !ok || version == "" {
-		return refuse(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: _meta lacks %s", metaProtocolVersion)
+		return refuse(errMetaLacks, metaProtocolVersion)
 	}
 	if caps := jsonrpc.Member(meta, metaClientCapabilities); !caps.Present() || meta[caps.Start] != '{' {
-		return refuse(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: _meta lacks %s", metaClientCapabilities)
+		return refuse(errMetaLacks, metaClientCapabilities)
 	}
 	if withHeaders {
 		if bad := checkHeaders(h, params, msg.Method, version); bad != nil {
@@ -178,7 +180,7 @@ func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bo
 		}
 	}
 	if removedInModern[msg.Method] {
-		return refuse(http.StatusNotFound, jsonrpc.CodeMethodNotFound, "method not found: %s is not part of %s", msg.Method, Modern)
+		return refuse(errRemovedMethod, msg.Method, Modern)
 	}
 	if sp := jsonrpc.Member(meta, metaLogLevel); sp.Present() {
 		// Checked here, not by the child: a legacy child never sees it
@@ -188,8 +190,7 @@ func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bo
 			for name, sev := range logSeverity {
 				names[sev] = name
 			}
-			return refuse(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: %s %s is not a log level (%s)",
-				metaLogLevel, sp.Of(meta), strings.Join(names, ", "))
+			return refuse(errBadLogLevel, metaLogLevel, sp.Of(meta), strings.Join(names, ", "))
 		}
 	}
 	return nil
@@ -204,8 +205,7 @@ func checkModern(h http.Header, body []byte, msg jsonrpc.Message, withHeaders bo
 // known only once it ran); nor a modern child's other revisions, which
 // the pool refuses; never the refused one.
 func unsupportedVersion(version string) *httpRefusal {
-	r := refuse(http.StatusBadRequest, codeUnsupportedVersion,
-		"unsupported protocol version %q: this endpoint serves %s per request (legacy clients initialize first)", version, Modern)
+	r := refuse(errUnsupportedVersion, version, Modern)
 	r.err.Data = map[string]any{"supported": []string{Modern}, "requested": version}
 	return r
 }
@@ -234,10 +234,9 @@ func checkHeaders(h http.Header, params []byte, method, version string) *httpRef
 
 func headerMismatch(name string, got []string, want string) *httpRefusal {
 	if len(got) == 0 {
-		return refuse(http.StatusBadRequest, codeHeaderMismatch, "header mismatch: missing %s header (body says %q)", name, want)
+		return refuse(errHeaderMissing, name, want)
 	}
-	return refuse(http.StatusBadRequest, codeHeaderMismatch, "header mismatch: %s header %q does not match body value %q",
-		name, strings.Join(got, ", "), want)
+	return refuse(errHeaderMismatch, name, strings.Join(got, ", "), want)
 }
 
 // decodeHeaderValue undoes the spec's Base64 sentinel (=?base64?…?=) and

@@ -515,7 +515,7 @@ func (s *session) resumeMRTR(msg *jsonrpc.Message, id []byte, ex *exchange) bool
 			switch {
 			case x.gate.rotatedAway(): // as the retry came: its call ends as the rotation ended the token's others
 				b.cancel(p, errTokenRotated.Error())
-				s.answerError(ex, id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "unauthorized: " + errTokenRotated.Error()}, slot)
+				s.answerError(ex, id, newError(errTokenRevoked, false, "", errTokenRotated), slot)
 				return true
 			case !s.canRetry(): // its stdio client left as the retry came: no other retry can come
 				b.cancel(p, "the client can send no retry")
