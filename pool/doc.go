@@ -14,7 +14,8 @@
 // closures under its lock. A pending moves new, queued, writing, written,
 // done; "may have run" is sticky. Whatever ends it, finish (finish.go)
 // ends it, once; the pool's own errors are rows of one table (errors.go);
-// every rewrite of a message is a pure function of rewrite.go.
+// every rewrite of a message is a pure function of rewrite.go, which
+// TestRewritesStayInRewriteGo holds the other files to.
 //
 // # Routing table
 //
@@ -33,7 +34,8 @@
 //     token, and never goes back, also across a retry of the call that
 //     starts again from zero: [rewriteRequest],
 //     [backend.onChildNotification], [requestTable.progress],
-//     [requestTable.carryProgress], [poolTokenOf], [progressForClient].
+//     [requestTable.carryProgress], [progressTokenAt], [poolTokenOf],
+//     [progressForClient].
 //   - Each child is initialized once (server/discover, else initialize); a
 //     client's initialize, server/discover and ping are answered from the
 //     cached result: [backend.handshake], [session.initialize],
@@ -77,7 +79,7 @@
 //     its session met at its initialize (a config change or a restart
 //     can change the era): one made while that child was not known to
 //     be modern is fitted as it is written to one: [session.forwardCounted],
-//     [backend.readyModern], [fitLine]. What its initialize said of list
+//     [backend.readyModern], [fitLine], [fitRequest]. What its initialize said of list
 //     changes holds: those a legacy child declared come, from a modern
 //     successor untagged through the pool's listen; after a modern
 //     child, which offered none, none comes: [handshake.legacyChanges],
@@ -329,7 +331,8 @@
 //     a question needs, or cannot be sent it now (an HTTP session with no
 //     GET stream open: retryable), fails at once with -32006:
 //     [backend.askLegacyClient], [session.answerable],
-//     [urlQuestionForLegacy], [session.answerRound], [session.answerIfCurrent].
+//     [legacyQuestion], [urlQuestionForLegacy], [session.answerRound],
+//     [session.answerIfCurrent], [retryParams].
 //     An answer from a session that was not asked the question leaves it
 //     as it is, for its own client's answer: [inputRounds.takeFrom].
 //     Progress a client reports under a question's progressToken reaches

@@ -373,7 +373,7 @@ func (h *httpFront) exchange(w http.ResponseWriter, r *http.Request, srv *server
 // its response), or progress and log messages when the request has a
 // progress token or a log level and the client accepts an event stream.
 func takesStream(r *http.Request, msg *jsonrpc.Message) bool {
-	return msg.Method == "subscriptions/listen" || acceptsSSE(r) && (progressToken(msg.Raw, *msg) != "" || asksLogs(msg))
+	return msg.Method == "subscriptions/listen" || acceptsSSE(r) && (progressTokenAt(msg).Present() || asksLogs(msg))
 }
 
 // awaitEnd is how a POST's response ended (await).
@@ -1470,12 +1470,6 @@ func loopbackHost(hostport string) bool {
 // _meta, as every 2026-07-28 request does.
 func modernMeta(body []byte, m jsonrpc.Message) bool {
 	return m.Meta.Present() && jsonrpc.Member(m.Meta.Of(body), metaProtocolVersion).Present()
-}
-
-// progressToken is the request's params._meta.progressToken, as bytes.
-func progressToken(body []byte, m jsonrpc.Message) string {
-	meta := m.Meta.Of(body)
-	return string(jsonrpc.Member(meta, "progressToken").Of(meta))
 }
 
 func acceptsSSE(r *http.Request) bool {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -297,11 +296,7 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message, don
 		x.person = x.person || personAnswers(q.Method)
 		ids = append(ids, id)
 		methods = append(methods, q.Method)
-		params := q.Params
-		if q.Method == "elicitation/create" {
-			params = urlQuestionForLegacy(params, strconv.FormatUint(id, 10))
-		}
-		questions = append(questions, jsonrpc.AppendRequest(nil, id, q.Method, params))
+		questions = append(questions, legacyQuestion(id, q.Method, q.Params))
 	}
 	if len(questions) == 0 { // only a requestState, or only what the pool answers: retry at once
 		x.retry()
@@ -523,20 +518,12 @@ func (x *inputRound) retry() {
 	p, s := x.call, x.sess
 	x.b.p.emit(&x.done) // this round ended answered
 	msg, err := jsonrpc.Parse(p.line)
-	if err != nil || !msg.Params.Present() {
+	raw, ok := retryParams(&msg, x.answer, x.state)
+	if err != nil || !ok {
 		e := newError(errCannotRetry, true, x.b.srv.name)
 		x.sess.answerIfCurrent(p, x.origID, x.to, jsonrpc.AppendErrorResponse(nil, x.origID, e), e.Code)
 		return
 	}
-	params := map[string]json.RawMessage{}
-	_ = json.Unmarshal(msg.Params.Of(msg.Raw), &params)
-	answers, _ := json.Marshal(x.answer)
-	params["inputResponses"] = answers
-	delete(params, "requestState")
-	if len(x.state) > 0 {
-		params["requestState"] = x.state
-	}
-	raw, _ := json.Marshal(params)
 	id := x.b.p.nextID.Add(1)
 	line := jsonrpc.AppendRequest(nil, id, p.method, raw)
 	next := &pending{id: id, sess: s, b: x.b, origID: x.origID, x: x.to, method: p.method, name: p.name, line: line,

@@ -110,7 +110,7 @@ func (s *session) logsAsked(msg *jsonrpc.Message, legacy bool, meta []byte) (log
 	if meta == nil {
 		return uint8(sev + 1), nil
 	}
-	return uint8(sev + 1), append(meta[:len(meta):len(meta)], member...)
+	return uint8(sev + 1), withMetaMember(meta, member)
 }
 
 // ownLogLevel is the level a request names itself, as pending.logs: a
@@ -134,7 +134,7 @@ func ownLogLevel(msg *jsonrpc.Message) (logs uint8, own bool) {
 // setLevel makes sev the session's log level, with the _meta member that
 // names it to a modern child, built once here rather than per request.
 func (s *session) setLevel(sev int) {
-	member := []byte(`,"` + metaLogLevel + `":"` + levelName(sev) + `"`)
+	member := logLevelMember(levelName(sev))
 	s.mu.Lock()
 	s.logs, s.logLevel, s.logMember = true, sev, member
 	kept := s.keepLocked(wire.State{LogLevel: levelName(sev)}) // for a resume with another pool, in the order of the changes

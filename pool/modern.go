@@ -1,7 +1,5 @@
 package pool
 
-import "github.com/switchboard-mcp/switchboard/pool/jsonrpc"
-
 // A legacy child answers in its own revision; a 2026-07-28 client reading
 // that answer needs what its revision requires of every result. The pool
 // adds it on the way back, so a modern client of a legacy child sees a
@@ -78,12 +76,5 @@ func fitLine(p *pending) []byte {
 			meta = *m
 		}
 	}
-	msg, err := jsonrpc.Parse(p.line)
-	if meta == nil || err != nil {
-		return p.line // (it was parsed when made)
-	}
-	if _, own := ownLogLevel(&msg); !own && p.logs > 0 {
-		meta = append(meta[:len(meta):len(meta)], `,"`+metaLogLevel+`":"`+levelName(int(p.logs)-1)+`"`...)
-	}
-	return rewriteRequest(&msg, p.id, meta).line
+	return fitRequest(p.line, p.id, meta, p.logs)
 }

@@ -328,32 +328,6 @@ func (b *backend) urlElicitationForModern(method string, clientID []byte, caps c
 	return line, nil
 }
 
-// progressTokenOf is a copy of the progress token a request's _meta
-// names, or nil.
-func progressTokenOf(msg *jsonrpc.Message) []byte {
-	if !msg.Meta.Present() {
-		return nil
-	}
-	m := msg.Meta.Of(msg.Raw)
-	if tok := jsonrpc.Member(m, "progressToken"); tok.Present() {
-		return append([]byte(nil), tok.Of(m)...)
-	}
-	return nil
-}
-
-// progressTokenIn is the progressToken of a progress notification's
-// params, nil if it has none.
-func progressTokenIn(msg *jsonrpc.Message) []byte {
-	if !msg.Params.Present() {
-		return nil
-	}
-	params := msg.Params.Of(msg.Raw)
-	if tok := jsonrpc.Member(params, "progressToken"); tok.Present() {
-		return tok.Of(params)
-	}
-	return nil
-}
-
 // progressKey is a progress token (its JSON) as one token compares with
 // another however it was written: a string by its value (escapes read),
 // a number by its text. "" for none.
@@ -369,16 +343,6 @@ func progressKey(raw []byte) string {
 		return "s" + v
 	}
 	return "n" + string(raw)
-}
-
-// questionOf is a child's request as an inputRequests entry.
-func questionOf(msg *jsonrpc.Message) json.RawMessage {
-	req := map[string]any{"method": msg.Method}
-	if msg.Params.Present() {
-		req["params"] = json.RawMessage(msg.Params.Of(msg.Raw))
-	}
-	out, _ := json.Marshal(req)
-	return out
 }
 
 // inputRequired is the InputRequiredResult carrying the child's question,

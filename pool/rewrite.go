@@ -17,8 +17,11 @@ import (
 // Client to child:
 //
 //	request            id -> pool id, progress token -> pool token, _meta for a modern child (rewriteRequest);
+//	                   made bare, fitted as a modern child writes it (fitRequest, with logLevelMember
+//	                   and withMetaMember, as session.logsAsked adds the level);
 //	                   its task taken out for a child whose tasks are not offered (withoutTask),
-//	                   and the tasks its _meta's client capabilities declare (withoutTasksDeclared)
+//	                   and the tasks its _meta's client capabilities declare (withoutTasksDeclared);
+//	                   retried after a legacy client answered a modern child's questions (retryParams)
 //	notification       re-written from its parsed members (notificationForChild)
 //	cancellation       the pool's own, for the pool id (cancelForChild)
 //	answer to a child  the child's own id back (answerForChild)
@@ -29,10 +32,11 @@ import (
 //	                   of a legacy child, what 2026-07-28 requires too (modernResponse), and
 //	                   its -32042 as input_required (urlElicitationResponse); for a legacy
 //	                   client of a modern child, resource not found as -32002 (legacyResponse)
-//	progress           the client's own token back (poolTokenOf, progressForClient)
+//	progress           the client's own token back (poolTokenOf, progressForClient); every
+//	                   progress token, either way, is read by progressTokenAt
 //	child's request    its id -> a pool id (requestForClient)
-//	modern child's     a URL-mode elicitation gets an elicitationId for a legacy client
-//	  question         (urlQuestionForLegacy)
+//	modern child's     asked of a legacy client under a pool id (legacyQuestion), a URL-mode
+//	  question         elicitation with an elicitationId (urlQuestionForLegacy)
 //	its cancellation   requestId -> that pool id (childCancelTarget, cancelledForClient)
 //	change to a listen tagged with the listen's id (tagNotification)
 //
@@ -108,9 +112,9 @@ func rewriteRequest(msg *jsonrpc.Message, poolID uint64, meta []byte) inbound {
 		}
 		if metaSpan.Present() && params[metaSpan.Start] == '{' {
 			m := metaSpan.Of(params)
-			tok := jsonrpc.Member(m, "progressToken")
+			tok := progressTokenAt(msg) // in raw
 			if tok.Present() {
-				token = tok.Of(m)
+				token = tok.Of(raw)
 			}
 			if meta != nil && namesPoolMeta(m) {
 				// The client names a member the pool sets: the _meta is
@@ -119,7 +123,7 @@ func rewriteRequest(msg *jsonrpc.Message, poolID uint64, meta []byte) inbound {
 				n++
 			} else {
 				if tok.Present() {
-					edits[n] = edit{jsonrpc.Span{Start: base + metaSpan.Start + tok.Start, End: base + metaSpan.Start + tok.End}, pool}
+					edits[n] = edit{tok, pool}
 					n++
 				}
 				if meta != nil {
@@ -161,6 +165,36 @@ func rewriteRequest(msg *jsonrpc.Message, poolID uint64, meta []byte) inbound {
 		in.origToken = out[size:]
 	}
 	return in
+}
+
+// logLevelMember is the _meta member, comma first, that tells a modern
+// child the log level (a levelName) a legacy client's request asks
+// (session.setLevel, fitLine): for a run of members, rewriteRequest's
+// meta, after them (withMetaMember).
+func logLevelMember(level string) []byte {
+	return []byte(`,"` + metaLogLevel + `":"` + level + `"`) // a level is a plain word
+}
+
+// withMetaMember is meta, the _meta members the pool adds for a legacy
+// client (session.meta), with member, comma first, after them, in a new
+// array: meta is the session's, shared by its requests.
+func withMetaMember(meta, member []byte) []byte {
+	return append(meta[:len(meta):len(meta)], member...)
+}
+
+// fitRequest is line, a legacy client's request made bare under the pool
+// id poolID, as a modern child needs it (fitLine): with meta, the _meta
+// members of its session (none: line as it is), and, unless the request
+// names its own, the log level logs (pending.logs: 0 for none) asks.
+func fitRequest(line []byte, poolID uint64, meta []byte, logs uint8) []byte {
+	msg, err := jsonrpc.Parse(line)
+	if meta == nil || err != nil {
+		return line // (it was parsed when made)
+	}
+	if _, own := ownLogLevel(&msg); !own && logs > 0 {
+		meta = withMetaMember(meta, logLevelMember(levelName(int(logs)-1)))
+	}
+	return rewriteRequest(&msg, poolID, meta).line
 }
 
 // withoutTask is a client's request without its params' task member
@@ -474,38 +508,190 @@ func urlElicitationResponse(msg *jsonrpc.Message, clientID, infoMeta []byte) (li
 	return jsonrpc.AppendResponse(nil, clientID, result), true
 }
 
+// questionOf is a legacy child's request (a question during a modern
+// client's call: carryAsMRTR) as an entry of inputRequests, its method
+// and its params as the child wrote them.
+func questionOf(msg *jsonrpc.Message) json.RawMessage {
+	out := appendJSONString(append(make([]byte, 0, len(msg.Method)+len(msg.Raw)), `{"method":`...), msg.Method)
+	if msg.Params.Present() {
+		out = append(append(out, `,"params":`...), msg.Params.Of(msg.Raw)...)
+	}
+	return append(out, '}')
+}
+
+// legacyQuestion is one of a modern child's input requests (method and
+// params, from its input_required answer) as the request that asks a
+// legacy client it, under the pool's id for it: an elicitation in URL
+// mode given that id as its elicitationId (urlQuestionForLegacy).
+func legacyQuestion(id uint64, method string, params json.RawMessage) []byte {
+	if method == "elicitation/create" {
+		var idBuf [20]byte
+		params = urlQuestionForLegacy(params, string(jsonrpc.AppendUint(idBuf[:0], id)))
+	}
+	return jsonrpc.AppendRequest(nil, id, method, params)
+}
+
 // urlQuestionForLegacy is a modern child's elicitation/create params as
 // a legacy client is asked them: in URL mode with an elicitationId,
 // which 2025-11-25 requires of URL mode and 2026-07-28 removed (id, one
-// the pool made: nothing refers to it later). Other params are returned
-// as they are.
+// the pool made: nothing refers to it later), first, the child's members
+// after it as the child wrote them. Other params are returned as they
+// are.
 func urlQuestionForLegacy(params json.RawMessage, id string) json.RawMessage {
 	if m, _ := jsonrpc.String(params, jsonrpc.Member(params, "mode")); m != "url" ||
 		jsonrpc.Member(params, "elicitationId").Present() {
 		return params
 	}
-	var p map[string]json.RawMessage
-	if json.Unmarshal(params, &p) != nil {
-		return params
+	at := skipBlanks(params, 0) + 1 // just inside the object, which has its mode
+	val := append(appendJSONString([]byte(`"elicitationId":`), id), ',')
+	return applyEdits(nil, params, []edit{{jsonrpc.Span{Start: at, End: at}, val}}, nil)
+}
+
+// retryParams is the params of a call retried for its child after an
+// input round (inputRound.retry): the call's own, msg's, with the
+// client's answers as inputResponses and the child's requestState (state;
+// none: the call's own requestState goes). Members the call already has
+// change where they are, those it lacks come last; every other member
+// stays as the call wrote it, in its order, byte for byte. Params that
+// are not an object give way to the two. ok is false for a call without
+// params, and for answers or a state that are not JSON.
+func retryParams(msg *jsonrpc.Message, answers map[string]json.RawMessage, state json.RawMessage) (params []byte, ok bool) {
+	if !msg.Params.Present() {
+		return nil, false
 	}
-	p["elicitationId"], _ = json.Marshal(id)
-	out, err := json.Marshal(p)
+	ans, err := json.Marshal(answers)
 	if err != nil {
-		return params
+		return nil, false
 	}
-	return out
+	var st []byte
+	if len(state) > 0 {
+		var b bytes.Buffer
+		if json.Compact(&b, state) != nil { // the child's, on one line as the request must be
+			return nil, false
+		}
+		st = b.Bytes()
+	}
+	old := msg.Params.Of(msg.Raw)
+	if old[0] != '{' {
+		old = []byte(`{}`)
+	}
+	var edits [2]edit
+	n := 0
+	ir, rs := jsonrpc.Member(old, "inputResponses"), jsonrpc.Member(old, "requestState")
+	if ir.Present() {
+		edits[n] = edit{ir, ans}
+		n++
+	}
+	switch {
+	case rs.Present() && st != nil:
+		edits[n] = edit{rs, st}
+		n++
+	case rs.Present():
+		edits[n] = edit{memberCut(old, rs), nil}
+		n++
+	}
+	out := applyEdits(nil, old, edits[:n], nil)
+	var add []byte
+	if !ir.Present() {
+		add = append(append(add, `,"inputResponses":`...), ans...)
+	}
+	if !rs.Present() && st != nil {
+		add = append(append(add, `,"requestState":`...), st...)
+	}
+	if add == nil {
+		return out, true
+	}
+	if emptyObject(out) {
+		add = add[1:]
+	}
+	end := lastBrace(out)
+	return applyEdits(nil, out, []edit{{jsonrpc.Span{Start: end, End: end}, add}}, nil), true
+}
+
+// memberCut is the span of the member of the JSON object obj whose value
+// is at val, from its key to its value, with the comma that joins it to
+// a neighbour: what to cut to take the member out.
+func memberCut(obj []byte, val jsonrpc.Span) jsonrpc.Span {
+	i := val.Start - 1
+	for isBlank(obj[i]) || obj[i] == ':' {
+		i--
+	}
+	// obj[i] closes the key: its opening quote is the first one before
+	// it that no backslash escapes.
+	for i--; ; i-- {
+		if obj[i] != '"' {
+			continue
+		}
+		slashes := 0
+		for obj[i-1-slashes] == '\\' {
+			slashes++
+		}
+		if slashes%2 == 0 {
+			break
+		}
+	}
+	cut := jsonrpc.Span{Start: i, End: val.End}
+	before := skipBlanksBack(obj, cut.Start-1)
+	after := skipBlanks(obj, cut.End)
+	switch {
+	case obj[before] == ',':
+		cut.Start = before
+	case after < len(obj) && obj[after] == ',':
+		cut.End = after + 1
+	}
+	return cut
+}
+
+// skipBlanksBack is the index of the last byte of b at or before i that
+// is not white space.
+func skipBlanksBack(b []byte, i int) int {
+	for i > 0 && isBlank(b[i]) {
+		i--
+	}
+	return i
+}
+
+// progressTokenAt is where a message names its progress token in
+// msg.Raw, the one place the pool reads one: a notifications/progress in
+// params.progressToken, a request in params._meta.progressToken. The
+// zero Span for none.
+func progressTokenAt(msg *jsonrpc.Message) jsonrpc.Span {
+	in := msg.Meta
+	if msg.Kind == jsonrpc.KindNotification && msg.Method == "notifications/progress" {
+		in = msg.Params
+	}
+	if !in.Present() || msg.Raw[in.Start] != '{' {
+		return jsonrpc.Span{}
+	}
+	tok := jsonrpc.Member(in.Of(msg.Raw), "progressToken")
+	if !tok.Present() {
+		return tok
+	}
+	return jsonrpc.Span{Start: in.Start + tok.Start, End: in.Start + tok.End}
+}
+
+// progressTokenOf is a copy of the progress token a request's _meta
+// names, or nil.
+func progressTokenOf(msg *jsonrpc.Message) []byte {
+	return bytes.Clone(progressTokenIn(msg))
+}
+
+// progressTokenIn is the progress token msg names (progressTokenAt), in
+// msg.Raw; nil if it has none.
+func progressTokenIn(msg *jsonrpc.Message) []byte {
+	at := progressTokenAt(msg)
+	if !at.Present() {
+		return nil
+	}
+	return at.Of(msg.Raw)
 }
 
 // poolTokenOf reads a progress notification's token as the pool's, and
 // where it is in the line; ok is false for a token the pool never gave.
 func poolTokenOf(msg *jsonrpc.Message) (token uint64, at jsonrpc.Span, ok bool) {
-	if !msg.Params.Present() {
-		return 0, at, false
-	}
-	params := msg.Params.Of(msg.Raw)
-	tok := jsonrpc.Member(params, "progressToken")
-	token, ok = jsonrpc.ParseUint(tok.Of(params))
-	return token, jsonrpc.Span{Start: msg.Params.Start + tok.Start, End: msg.Params.Start + tok.End}, ok
+	at = progressTokenAt(msg)
+	token, ok = jsonrpc.ParseUint(at.Of(msg.Raw))
+	return token, at, ok
 }
 
 // progressForClient is a progress notification with the client's own

@@ -5,6 +5,9 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"strings"
@@ -341,8 +344,10 @@ func TestURLElicitationRewrites(t *testing.T) {
 	}
 
 	for _, tt := range []struct{ name, in, want string }{
-		{"URL mode gets the id", `{"mode":"url","message":"m","url":"https://a.example"}`,
-			`{"elicitationId":"77","message":"m","mode":"url","url":"https://a.example"}`},
+		{"URL mode gets the id, first", `{"mode":"url","message":"m","url":"https://a.example"}`,
+			`{"elicitationId":"77","mode":"url","message":"m","url":"https://a.example"}`},
+		{"the child's members stay as written", `{ "url":"https://a.example/?a=<1>&b" ,"mode":"url","message":"\u00e9","n":1E400}`,
+			`{"elicitationId":"77", "url":"https://a.example/?a=<1>&b" ,"mode":"url","message":"\u00e9","n":1E400}`},
 		{"an id of its own is kept", `{"mode":"url","elicitationId":"x","message":"m","url":"u"}`, ""},
 		{"form mode", `{"mode":"form","message":"m","requestedSchema":{"type":"object","properties":{}}}`, ""},
 		{"no mode: form", `{"message":"m","requestedSchema":{"type":"object","properties":{}}}`, ""},
@@ -641,28 +646,189 @@ func TestReadAllDoubles(t *testing.T) {
 	}
 }
 
-// Rewrites live in rewrite.go only: no other file of the package splices
-// a message's bytes, so a rewrite cannot hide inline in a handler.
+// Rewrites live in rewrite.go only, so that a rewrite cannot hide inline
+// in a handler. No other file of the package:
+//   - splices a message's bytes (jsonrpc.Splice, applyEdits);
+//   - encodes (json.Marshal: a message's members edited through a map), or
+//     makes a message of (jsonrpc.AppendRequest, AppendNotification,
+//     AppendResponse), what it read from a message's params: a .Params, or
+//     a variable assigned (or a map's member set), or decoded by
+//     json.Unmarshal, from one;
+//   - appends _meta members (an append whose arguments name a _meta key
+//     constant, "io.modelcontextprotocol/...", or write "_meta").
 func TestRewritesStayInRewriteGo(t *testing.T) {
 	entries, err := os.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
 	}
+	fset := token.NewFileSet()
+	var files []*ast.File
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || name == "rewrite.go" {
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
 			continue
 		}
-		b, err := os.ReadFile(name)
+		f, err := parser.ParseFile(fset, name, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, splice := range []string{"jsonrpc.Splice(", "applyEdits("} {
-			if bytes.Contains(b, []byte(splice)) {
-				t.Errorf("%s rewrites a message (%s): rewrites belong in rewrite.go", name, splice)
+		files = append(files, f)
+	}
+	metaKeys := metaKeyConsts(files)
+	if !metaKeys["metaLogLevel"] || !metaKeys["metaProtocolVersion"] {
+		t.Fatalf("the _meta key constants are not found: %v", metaKeys)
+	}
+	for _, f := range files {
+		if name := fset.Position(f.Pos()).Filename; name != "rewrite.go" {
+			for _, p := range inlineRewrites(f, metaKeys) {
+				t.Errorf("%s: %s: rewrites belong in rewrite.go", fset.Position(p.at), p.what)
 			}
 		}
 	}
+}
+
+// metaKeyConsts are the package's constants that name a _meta key: a
+// string "io.modelcontextprotocol/...".
+func metaKeyConsts(files []*ast.File) map[string]bool {
+	keys := map[string]bool{}
+	for _, f := range files {
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range g.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, v := range vs.Values {
+					if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING && strings.HasPrefix(lit.Value, `"io.modelcontextprotocol/`) {
+						keys[vs.Names[i].Name] = true
+					}
+				}
+			}
+		}
+	}
+	return keys
+}
+
+// inlineRewrite is one place a file rewrites a message.
+type inlineRewrite struct {
+	at   token.Pos
+	what string
+}
+
+// inlineRewrites are the places in f that rewrite a message
+// (TestRewritesStayInRewriteGo).
+func inlineRewrites(f *ast.File, metaKeys map[string]bool) []inlineRewrite {
+	var found []inlineRewrite
+	ast.Inspect(f, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok {
+			switch name := calleeName(call); {
+			case name == "jsonrpc.Splice" || name == "applyEdits":
+				found = append(found, inlineRewrite{call.Pos(), name + " splices a message"})
+			case name == "append" && mentions(call, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.Ident:
+					return metaKeys[n.Name]
+				case *ast.BasicLit:
+					return n.Kind == token.STRING && strings.Contains(n.Value, "_meta")
+				}
+				return false
+			}):
+				found = append(found, inlineRewrite{call.Pos(), "append of _meta members"})
+			}
+		}
+		if fn, ok := n.(*ast.FuncDecl); ok && fn.Body != nil {
+			found = append(found, reencodes(fn.Body)...)
+		}
+		return true
+	})
+	return found
+}
+
+// reencodes are the places in body that encode (json.Marshal), or make
+// a message of, what they read from a message's params: a .Params, or a
+// variable assigned (a map whose member is set), or decoded by
+// json.Unmarshal, from an expression that reads one.
+func reencodes(body *ast.BlockStmt) []inlineRewrite {
+	isParams := func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		return ok && sel.Sel.Name == "Params"
+	}
+	fromParams := map[string]bool{}
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			for _, r := range n.Rhs {
+				if mentions(r, isParams) {
+					for _, l := range n.Lhs {
+						if ix, ok := l.(*ast.IndexExpr); ok { // m["k"] = ...: m holds it
+							l = ix.X
+						}
+						if id, ok := l.(*ast.Ident); ok && id.Name != "_" {
+							fromParams[id.Name] = true
+						}
+					}
+				}
+			}
+		case *ast.CallExpr:
+			if calleeName(n) == "json.Unmarshal" && len(n.Args) == 2 && mentions(n.Args[0], isParams) {
+				if u, ok := n.Args[1].(*ast.UnaryExpr); ok && u.Op == token.AND {
+					if id, ok := u.X.(*ast.Ident); ok {
+						fromParams[id.Name] = true
+					}
+				}
+			}
+		}
+		return true
+	})
+	readsParams := func(n ast.Node) bool {
+		return mentions(n, func(n ast.Node) bool {
+			id, ok := n.(*ast.Ident)
+			return isParams(n) || ok && fromParams[id.Name]
+		})
+	}
+	var found []inlineRewrite
+	ast.Inspect(body, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		switch name := calleeName(call); name {
+		case "json.Marshal", "jsonrpc.AppendRequest", "jsonrpc.AppendNotification", "jsonrpc.AppendResponse":
+			for _, a := range call.Args {
+				if readsParams(a) {
+					found = append(found, inlineRewrite{call.Pos(), name + " of what a message's params hold"})
+					break
+				}
+			}
+		}
+		return true
+	})
+	return found
+}
+
+// calleeName is the function a call calls, as written: "append",
+// "json.Marshal"; "" for any other form.
+func calleeName(call *ast.CallExpr) string {
+	switch f := call.Fun.(type) {
+	case *ast.Ident:
+		return f.Name
+	case *ast.SelectorExpr:
+		if x, ok := f.X.(*ast.Ident); ok {
+			return x.Name + "." + f.Sel.Name
+		}
+	}
+	return ""
+}
+
+// mentions reports whether any node under n satisfies is.
+func mentions(n ast.Node, is func(ast.Node) bool) bool {
+	found := false
+	ast.Inspect(n, func(n ast.Node) bool {
+		found = found || n != nil && is(n)
+		return !found
+	})
+	return found
 }
 
 func TestProgressKey(t *testing.T) {
@@ -683,6 +849,214 @@ func TestProgressKey(t *testing.T) {
 	for _, raw := range []string{"", `"unterminated`} {
 		if k := progressKey([]byte(raw)); k != "" {
 			t.Errorf("progressKey(%q) = %q, want none", raw, k)
+		}
+	}
+}
+
+// A call retried after an input round carries the client's answers and
+// the child's requestState in its params, which are otherwise the call's
+// own, byte for byte and in their order: the child gets its arguments as
+// the client wrote them.
+func TestRetryParams(t *testing.T) {
+	answers := map[string]json.RawMessage{"b": json.RawMessage(`{"action":"accept","content":{"n":123456789012345678901234567890}}`),
+		"a": json.RawMessage(`{"roots":[]}`)}
+	const ans = `"inputResponses":{"a":{"roots":[]},"b":{"action":"accept","content":{"n":123456789012345678901234567890}}}`
+	tests := []struct {
+		name, params, state, want string
+		fails                     bool
+	}{
+		{name: "params absent", params: "", state: `"s"`, fails: true},
+		{name: "params empty", params: `{}`, state: `"s"`, want: `{` + ans + `,"requestState":"s"}`},
+		{name: "params not an object", params: `[1,2]`, want: `{` + ans + `}`},
+		{name: "order kept, members added last", params: `{"name":"t","arguments":{"z":1,"a":2},"_meta":{"progressToken":10}}`, state: `"s"`,
+			want: `{"name":"t","arguments":{"z":1,"a":2},"_meta":{"progressToken":10},` + ans + `,"requestState":"s"}`},
+		{name: "numbers kept exact", params: `{"arguments":{"big":123456789012345678901234567890,"f":1.0,"e":1E400,"neg":-0.000}}`,
+			want: `{"arguments":{"big":123456789012345678901234567890,"f":1.0,"e":1E400,"neg":-0.000},` + ans + `}`},
+		{name: "strings kept as written", params: `{"arguments":{"q":"<a&b>","u":"\u00e9"}}`,
+			want: `{"arguments":{"q":"<a&b>","u":"\u00e9"},` + ans + `}`},
+		{name: "whitespace kept", params: "{ \"name\" : \"t\" }",
+			want: "{ \"name\" : \"t\" ," + ans + "}"},
+		{name: "inputResponses replaced where it is", params: `{"inputResponses":{"old":1},"name":"t"}`, state: `"s"`,
+			want: `{` + ans + `,"name":"t","requestState":"s"}`},
+		{name: "requestState replaced where it is", params: `{"requestState":"old","name":"t"}`, state: `{"k":[1]}`,
+			want: `{"requestState":{"k":[1]},"name":"t",` + ans + `}`},
+		{name: "requestState dropped without a state, last", params: `{"name":"t","requestState":"old"}`,
+			want: `{"name":"t",` + ans + `}`},
+		{name: "requestState dropped without a state, first", params: `{"requestState":"old" , "name":"t"}`,
+			want: `{ "name":"t",` + ans + `}`},
+		{name: "requestState dropped without a state, alone", params: `{ "requestState" : {"x":"}"} }`,
+			want: `{  ` + ans + `}`},
+		{name: "requestState written with escapes dropped", params: `{"a\"b":1,"request\u0053tate":"old"}`,
+			want: `{"a\"b":1,` + ans + `}`},
+		{name: "both there, requestState dropped", params: `{"requestState":"old","inputResponses":{}}`,
+			want: `{` + ans + `}`},
+		{name: "both there, both replaced", params: `{"inputResponses":{},"x":1,"requestState":"old"}`, state: `7`,
+			want: `{` + ans + `,"x":1,"requestState":7}`},
+		{name: "a state on several lines is one line", params: `{}`, state: "{ \"a\" :\n 1 }",
+			want: `{` + ans + `,"requestState":{"a":1}}`},
+		{name: "a null state is sent", params: `{}`, state: `null`, want: `{` + ans + `,"requestState":null}`},
+		{name: "a state that is not JSON", params: `{}`, state: `{`, fails: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			line := `{"jsonrpc":"2.0","id":3,"method":"tools/call"}`
+			if tt.params != "" {
+				line = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":` + tt.params + `}`
+			}
+			msg, err := jsonrpc.Parse([]byte(line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := retryParams(&msg, answers, json.RawMessage(tt.state))
+			switch {
+			case ok == tt.fails:
+				t.Fatalf("ok %v: %s", ok, got)
+			case string(msg.Raw) != line:
+				t.Fatal("the message was changed")
+			case tt.fails:
+				return
+			case string(got) != tt.want:
+				t.Fatalf("got  %s\nwant %s", got, tt.want)
+			case !json.Valid(got):
+				t.Fatal("invalid JSON")
+			}
+		})
+	}
+}
+
+// Each of a modern child's input requests is asked of a legacy client
+// as a request of its own, under the pool's id: the child's params as
+// the child wrote them, but for the elicitationId a URL-mode elicitation
+// needs there.
+func TestLegacyQuestion(t *testing.T) {
+	for _, tt := range []struct{ name, method, params, want string }{
+		{"a URL-mode elicitation gets the pool's id as its elicitationId", "elicitation/create",
+			`{"mode":"url","message":"m","url":"https://a.example/?q=<x>&y","_meta":{"n":123456789012345678901234567890}}`,
+			`{"jsonrpc":"2.0","id":18446744073709551615,"method":"elicitation/create","params":{"elicitationId":"18446744073709551615","mode":"url","message":"m","url":"https://a.example/?q=<x>&y","_meta":{"n":123456789012345678901234567890}}}`},
+		{"one with its own elicitationId keeps it", "elicitation/create", `{"elicitationId":"c","mode":"url","url":"u","message":"m"}`,
+			`{"jsonrpc":"2.0","id":18446744073709551615,"method":"elicitation/create","params":{"elicitationId":"c","mode":"url","url":"u","message":"m"}}`},
+		{"a form is asked as it is", "elicitation/create", `{"requestedSchema":{"type":"object"},"message":"m"}`,
+			`{"jsonrpc":"2.0","id":18446744073709551615,"method":"elicitation/create","params":{"requestedSchema":{"type":"object"},"message":"m"}}`},
+		{"sampling is asked as it is", "sampling/createMessage", `{"mode":"url","maxTokens":1e2,"messages":[]}`,
+			`{"jsonrpc":"2.0","id":18446744073709551615,"method":"sampling/createMessage","params":{"mode":"url","maxTokens":1e2,"messages":[]}}`},
+		{"no params", "roots/list", ``, `{"jsonrpc":"2.0","id":18446744073709551615,"method":"roots/list"}`},
+	} {
+		var params json.RawMessage
+		if tt.params != "" {
+			params = json.RawMessage(tt.params)
+		}
+		got := legacyQuestion(1<<64-1, tt.method, params)
+		if string(got) != tt.want || !json.Valid(got) {
+			t.Errorf("%s:\ngot  %s\nwant %s", tt.name, got, tt.want)
+		}
+		if string(params) != tt.params {
+			t.Errorf("%s: the params were changed: %s", tt.name, params)
+		}
+	}
+}
+
+// A bare request of a legacy client, fitted for the modern child that
+// writes it: its session's _meta members, and the log level it asks
+// unless it names its own; nothing else changes, byte for byte.
+func TestFitRequest(t *testing.T) {
+	const pv = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+	const ll = `"io.modelcontextprotocol/logLevel"`
+	debug := uint8(logSeverity["debug"] + 1)
+	for _, tt := range []struct {
+		name, line, meta string
+		logs             uint8
+		want             string
+	}{
+		{name: "no meta: as it is", line: `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`, logs: debug,
+			want: `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`},
+		{name: "not a message: as it is", line: `{"jsonrpc":`, meta: pv, want: `{"jsonrpc":`},
+		{name: "meta into params absent", line: `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`, meta: pv,
+			want: `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{` + pv + `}}}`},
+		{name: "the level asked", line: `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t","arguments":{"n":123456789012345678901234567890}}}`,
+			meta: pv, logs: debug,
+			want: `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"_meta":{` + pv + `,` + ll + `:"debug"},"name":"t","arguments":{"n":123456789012345678901234567890}}}`},
+		{name: "into the request's own _meta", line: `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":4,"x":1.0}}}`,
+			meta: pv, logs: debug,
+			want: `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t","_meta":{` + pv + `,` + ll + `:"debug","progressToken":4,"x":1.0}}}`},
+		{name: "a level of its own stays", line: `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{` + ll + `:"error"}}}`,
+			meta: pv, logs: debug,
+			want: `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{` + pv + `,` + ll + `:"error"}}}`},
+		{name: "a setLevel's level is its own", line: `{"jsonrpc":"2.0","id":4,"method":"logging/setLevel","params":{"level":"info"}}`,
+			meta: pv, logs: debug,
+			want: `{"jsonrpc":"2.0","id":4,"method":"logging/setLevel","params":{"_meta":{` + pv + `},"level":"info"}}`},
+		{name: "_meta not an object gives way", line: `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":[1]}}`,
+			meta: pv, logs: debug,
+			want: `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{` + pv + `,` + ll + `:"debug"}}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var meta []byte
+			if tt.meta != "" {
+				// The session's, with room after it that no request may
+				// write in: every request shares it.
+				meta = append(make([]byte, 0, len(tt.meta)+64), tt.meta...)
+			}
+			got := fitRequest([]byte(tt.line), 4, meta, tt.logs)
+			if string(got) != tt.want {
+				t.Fatalf("got  %s\nwant %s", got, tt.want)
+			}
+			if meta != nil && string(meta[:cap(meta)][len(meta):]) != string(make([]byte, 64)) {
+				t.Fatal("the session's meta was written past its end")
+			}
+		})
+	}
+}
+
+// One reader finds a message's progress token, as it is written: a
+// request's in params._meta, a progress notification's in params.
+func TestProgressTokenAt(t *testing.T) {
+	for _, tt := range []struct{ line, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":"a\"b"}}}`, `"a\"b"`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"x":1, "progressToken" : 123456789012345678901234567890 }}}`, `123456789012345678901234567890`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":1.0}}}`, `1.0`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"progressToken":7}}`, ``},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":"progressToken"}}`, ``},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{}}}`, ``},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[{"_meta":{"progressToken":1}}]}`, ``},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, ``},
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1,"progressToken":"q"}}`, `"q"`},
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"_meta":{"progressToken":"m"}}}`, ``},
+		{`{"jsonrpc":"2.0","method":"notifications/progress"}`, ``},
+		{`{"jsonrpc":"2.0","id":2,"method":"notifications/progress","params":{"progressToken":"p","_meta":{"progressToken":"m"}}}`, `"m"`},
+	} {
+		msg, err := jsonrpc.Parse([]byte(tt.line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := progressTokenAt(&msg)
+		if got := string(at.Of(msg.Raw)); got != tt.want || at.Present() != (tt.want != "") {
+			t.Errorf("%s: token %q at %v, want %q", tt.line, got, at, tt.want)
+		}
+		if in, of := progressTokenIn(&msg), progressTokenOf(&msg); string(in) != tt.want || string(of) != tt.want || (in == nil) != (tt.want == "") || (of == nil) != (tt.want == "") {
+			t.Errorf("%s: progressTokenIn %q, progressTokenOf %q, want %q", tt.line, in, of, tt.want)
+		}
+	}
+}
+
+// A legacy child's question, carried to a modern client as an entry of
+// inputRequests: its method and its params as the child wrote them.
+func TestQuestionOf(t *testing.T) {
+	for _, tt := range []struct{ line, want string }{
+		{`{"jsonrpc":"2.0","id":"c1","method":"roots/list"}`, `{"method":"roots/list"}`},
+		{`{"jsonrpc":"2.0","id":"c1","method":"sampling/createMessage","params":{"z":1,"a":{"big":123456789012345678901234567890,"f":1.0}}}`,
+			`{"method":"sampling/createMessage","params":{"z":1,"a":{"big":123456789012345678901234567890,"f":1.0}}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"<b>&amp;</b>","requestedSchema":{ "type" : "object" }}}`,
+			`{"method":"elicitation/create","params":{"message":"<b>&amp;</b>","requestedSchema":{ "type" : "object" }}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"x/\u00e9\"q","params":[1,2]}`, `{"method":"x/é\"q","params":[1,2]}`},
+	} {
+		msg, err := jsonrpc.Parse([]byte(tt.line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := questionOf(&msg); string(got) != tt.want || !json.Valid(got) {
+			t.Errorf("%s:\ngot  %s\nwant %s", tt.line, got, tt.want)
+		}
+		if string(msg.Raw) != tt.line {
+			t.Errorf("%s: the message was changed", tt.line)
 		}
 	}
 }
