@@ -204,19 +204,8 @@ func fitRequest(line []byte, poolID uint64, meta []byte, logs uint8) []byte {
 // tasks must. The comma that joined the member to its neighbour goes
 // with it. Rare: a client that asks what it was not offered.
 func withoutTask(msg *jsonrpc.Message) *jsonrpc.Message {
-	raw, cut := msg.Raw, msg.Task
-	before := cut.Start - 1
-	for before > 0 && isBlank(raw[before]) {
-		before--
-	}
-	after := skipBlanks(raw, cut.End)
-	switch {
-	case raw[before] == ',':
-		cut.Start = before
-	case after < len(raw) && raw[after] == ',':
-		cut.End = after + 1
-	}
-	m, err := jsonrpc.Parse(applyEdits(nil, raw, []edit{{cut, nil}}, nil))
+	raw := msg.Raw
+	m, err := jsonrpc.Parse(applyEdits(nil, raw, []edit{{withItsComma(raw, msg.Task), nil}}, nil))
 	if err != nil {
 		return msg // cannot be: a member and its comma out of a valid object
 	}
@@ -630,7 +619,13 @@ func memberCut(obj []byte, val jsonrpc.Span) jsonrpc.Span {
 			break
 		}
 	}
-	cut := jsonrpc.Span{Start: i, End: val.End}
+	return withItsComma(obj, jsonrpc.Span{Start: i, End: val.End})
+}
+
+// withItsComma is cut, a member of a JSON object in obj from its key to
+// its value, widened by the comma that joins it to a neighbour, if any:
+// what to cut to take the member out and leave a valid object.
+func withItsComma(obj []byte, cut jsonrpc.Span) jsonrpc.Span {
 	before := skipBlanksBack(obj, cut.Start-1)
 	after := skipBlanks(obj, cut.End)
 	switch {
