@@ -52,7 +52,9 @@ func checkOneModernChild(t *testing.T, tp *testPool, rec *recorder, server strin
 	if b := backendInfo(tp, server); b.Era != pool.EraModern || b.Restarts != 0 || b.Orphaned != 0 {
 		t.Errorf("backend: era %q, %d restarts, %d orphaned; want modern, none, none", b.Era, b.Restarts, b.Orphaned)
 	}
-	if n := len(rec.find(func(e pool.Event) bool { return e.Kind == pool.EventBackendStarted })); n != 1 {
+	started := func(e pool.Event) bool { return e.Kind == pool.EventBackendStarted }
+	rec.waitFor(t, "the child's start to be recorded", started) // in the background
+	if n := len(rec.find(started)); n != 1 {
 		t.Errorf("%d children started, want 1", n)
 	}
 	if n := tp.Snapshot().Counters.Orphaned; n != 0 {
