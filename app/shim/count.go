@@ -19,6 +19,9 @@ type unanswered struct {
 	ids  map[string]struct{}
 	in   lineBuf // a partial line from the client
 	outp lineBuf // a partial line from the pool
+	// before is in as it was before the last sent, for unsent: each
+	// never writes over a line's bytes once framed, so it stays whole.
+	before lineBuf
 }
 
 func newUnanswered() *unanswered { return &unanswered{ids: map[string]struct{}{}} }
@@ -29,6 +32,7 @@ func newUnanswered() *unanswered { return &unanswered{ids: map[string]struct{}{}
 func (u *unanswered) sent(b []byte) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.before = u.in
 	u.in.each(b, func(line []byte) {
 		m, err := jsonrpc.Parse(line)
 		switch {
@@ -40,6 +44,26 @@ func (u *unanswered) sent(b []byte) {
 			if id := jsonrpc.Member(params, "requestId"); id.Present() {
 				delete(u.ids, string(id.Of(params)))
 			}
+		}
+	})
+}
+
+// unsent takes back b[n:], the end of what the last sent noted (b),
+// which no pool took: the write to the pool failed there, as a killed
+// pool's connection does. The requests whose lines end in it are not
+// owed, and the line under way ends where b[:n] ends it, so the next
+// pool reads that head first, then b[n:], and the line arrives whole and
+// runs, rather than being answered as possibly executed by a pool that
+// never read its end.
+func (u *unanswered) unsent(b []byte, n int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.in = u.before
+	u.in.each(b[:n], func([]byte) {}) // counted by sent already
+	rest := u.in
+	rest.each(b[n:], func(line []byte) {
+		if m, err := jsonrpc.Parse(line); err == nil && m.Kind == jsonrpc.KindRequest {
+			delete(u.ids, string(m.IDBytes()))
 		}
 	})
 }
@@ -126,10 +150,9 @@ func (lb *lineBuf) each(b []byte, f func([]byte)) {
 		if !lb.skip && len(line) <= maxCounted {
 			f(line)
 		}
-		lb.part, lb.skip = lb.part[:0], false
-		if cap(lb.part) > bufSize {
-			lb.part = nil // a large line's buffer is not kept
-		}
+		// A new buffer for the next line: the framed line's bytes stay as
+		// they were, for unsent to frame again.
+		lb.part, lb.skip = nil, false
 		b = b[i+1:]
 	}
 }

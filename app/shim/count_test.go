@@ -120,3 +120,48 @@ func TestLostLeavesOutWhatTheShimCarries(t *testing.T) {
 		t.Fatalf("owed besides the carried input: %v; want \"owed\" (its line is not whole) and \"ran\" (it reached a child)", got)
 	}
 }
+
+// What sent noted and the pool did not take (the write to it failed
+// part-way) is taken back: a request whose line ended in that part is not
+// owed, the line under way is the one as far as the failed write, and a
+// request the pool took whole stays owed. Every split point is tried,
+// with the chunk starting inside a line, so that the head spans chunks.
+func TestCountTakesBackWhatThePoolDidNotTake(t *testing.T) {
+	const (
+		before = `{"jsonrpc":"2.0","id":"taken","method":"tools/call","params":{}}` + "\n" + `{"jsonrpc":"2.0","id":"spl`
+		chunk  = `it","method":"tools/call","params":{}}` + "\n" + `{"jsonrpc":"2.0","id":"next","method":"ping"}` + "\n" + `{"jsonrpc"`
+	)
+	for n := 0; n <= len(chunk); n++ {
+		u := newUnanswered()
+		u.sent([]byte(before))
+		u.sent([]byte(chunk))
+		u.unsent([]byte(chunk), n)
+		var owed []string
+		for _, l := range u.lost() {
+			owed = append(owed, l.ID)
+		}
+		sort.Strings(owed)
+		sofar := before + chunk[:n]
+		want := []string{`"taken"`}
+		if i := strings.Index(chunk, "\n"); n > i {
+			want = append(want, `"split"`)
+			if j := strings.Index(chunk[i+1:], "\n") + i + 1; n > j {
+				want = append(want, `"next"`)
+			}
+		}
+		sort.Strings(want)
+		if strings.Join(owed, ",") != strings.Join(want, ",") {
+			t.Errorf("write failed at %d: owed %v; want %v", n, owed, want)
+		}
+		if head, wantHead := string(u.head()), sofar[strings.LastIndex(sofar, "\n")+1:]; head != wantHead {
+			t.Errorf("write failed at %d: the head is %q; want %q", n, head, wantHead)
+		}
+		// The relay sends the next pool the head, then what no pool took,
+		// and counts the latter (the head is counted): the count then is
+		// as if nothing had failed.
+		u.sent([]byte(chunk[n:]))
+		if got := len(u.lost()); got != 3 {
+			t.Errorf("write failed at %d, the rest sent to the next pool: %d owed; want 3", n, got)
+		}
+	}
+}

@@ -145,9 +145,14 @@ func (r *relayed) serve(conn net.Conn, br *bufio.Reader) (relayEnd, error) {
 				r.held = append(r.held, c...)
 				continue
 			}
-			r.count.sent(c)
-			if _, err := conn.Write(c); err != nil {
-				broken = true // the pool is going; what the write lost, the pool's ledger-less history answers
+			r.count.sent(c) // before the write: the answers may come before it returns
+			if n, err := conn.Write(c); err != nil {
+				// The pool is going (killed, its connection refuses what
+				// it can no longer read): no pool took c[n:], so it is
+				// held for the next, after the head of its line.
+				broken = true
+				r.count.unsent(c, n)
+				r.held = append(r.held, c[n:]...)
 			}
 		case <-drain:
 			draining, drain = true, nil

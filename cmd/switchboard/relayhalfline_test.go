@@ -48,8 +48,13 @@ func TestRelayedHalfLineSurvivesPoolKill(t *testing.T) {
 }
 
 // poolGoneWithHead starts a pool and a relaying `connect` session to it,
-// writes head (the start of a request line) and, once the pool has read
-// it, has the pool go away (killed or stopped on purpose).
+// writes head (the start of a request line) and has the pool go away
+// (killed or stopped on purpose). The status round trip makes it likely,
+// not certain, that the pool read the head first; and `connect` may write
+// the line's end to a killed pool's connection before it sees the pool
+// gone, or after. Every order must end alike: the line arrives whole at
+// the next pool (app/shim's TestRelayHoldsTheEndAKilledPoolDidNotTake
+// forces the one where `connect` writes the end to the dead pool).
 func poolGoneWithHead(t *testing.T, head string, kill bool) (*instance, *shim, *answerLog) {
 	t.Helper()
 	first := serve(t, strings.TrimSuffix(noClientStarts(fakeConfig(t)), "}")+`, "history": {"disabled": true}}`)
@@ -59,7 +64,7 @@ func poolGoneWithHead(t *testing.T, head string, kill bool) (*instance, *shim, *
 	if _, err := io.WriteString(s.stdin, head); err != nil {
 		t.Fatal(err)
 	}
-	first.status() // a round trip: the pool has had time to read the head
+	first.status() // a round trip: the pool has likely read the head
 	goAway(t, first, kill)
 	return first, s, answers
 }
