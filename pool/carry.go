@@ -315,7 +315,7 @@ func (s *server) adoptCarriedLocked(ccs []CarriedChild) (rest []CarriedChild) {
 		b := buildBackend(s, s.cfg, nil, pt.roots, cc.caps(),
 			&adoption{child: c, hs: cc.handshake(), logLevel: cc.LogLevel, resolved: cc.Resolved})
 		pt.current.Store(b)
-		s.armIdleLocked(pt)
+		s.armIdleLocked(pt, s.p.clock.Now())
 		s.p.wg.Go(b.supervise)
 	}
 	return rest

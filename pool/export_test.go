@@ -13,6 +13,47 @@ import (
 // now, for tests that cannot wait a minute.
 func ExpireHTTPIdle(h http.Handler, now time.Time) { h.(*httpFront).expireIdle(now) }
 
+// StatelessLastUsed is when server name's stateless session's last
+// exchange ended (zero: it has none).
+func StatelessLastUsed(h http.Handler, name string) time.Time {
+	f := h.(*httpFront)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st := f.stateless[name]; st != nil {
+		return st.lastUsed
+	}
+	return time.Time{}
+}
+
+// HTTPStatelessExchanges is how many exchanges server name's stateless
+// session has under way (its POSTs' handlers count until they return).
+func HTTPStatelessExchanges(h http.Handler, name string) int {
+	f := h.(*httpFront)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st := f.stateless[name]; st != nil {
+		return st.exchanges
+	}
+	return 0
+}
+
+// IdleSince is when server name's shared child (of the partition of no
+// roots) was last left by its last session, as its idle reaping counts.
+func IdleSince(p *Pool, name string) time.Time {
+	srv, err := p.server(name)
+	if err != nil {
+		panic(err)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	for _, pt := range srv.parts {
+		if pt.current.Load() != nil {
+			return pt.idleSince
+		}
+	}
+	return time.Time{}
+}
+
 // HTTPSessionsIdleAt counts the legacy HTTP sessions the expiry would end
 // at now: a POST's handler counts until it has returned, a little after
 // its client has read the answer.
@@ -28,9 +69,6 @@ func HTTPSessionsIdleAt(h http.Handler, now time.Time) int {
 	}
 	return n
 }
-
-// StatelessLinger is how long a quiet stateless session stays.
-const StatelessLinger = statelessLinger
 
 // SetStreamWriteTimeout sets how long an HTTP client has to take a write
 // of its GET stream or of a POST's response, until the returned restore

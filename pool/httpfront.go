@@ -42,10 +42,14 @@ const streamKeepAlive = 30 * time.Second
 // keepAliveComment is the keep-alive: an SSE comment, which clients skip.
 const keepAliveComment = ": keep-alive\n\n"
 
-// statelessLinger is how long a server's stateless HTTP session stays
-// after its last exchange ended: it is a partition's member while it
-// lives, and a child is reaped only once its partition has none.
-const statelessLinger = time.Minute
+// minStatelessLinger is the least a server's stateless HTTP session
+// stays after its last exchange ended (server.statelessLinger): a
+// client's requests a few seconds apart find it still open under the
+// shortest idleTimeout.
+const minStatelessLinger = time.Minute
+
+// expireEvery is how often the HTTP sessions are looked at (expire).
+const expireEvery = 30 * time.Second
 
 // HTTPHandler is the HTTP front door: POST /mcp/NAME (Streamable HTTP)
 // for server NAME, both eras. A legacy client's initialize opens a pool
@@ -131,14 +135,17 @@ type streamLine struct {
 // statelessHTTP is a server's stateless session: every 2026-07-28
 // request POSTed to the server is an exchange on it, keyed so that
 // concurrent clients' ids cannot collide, and speaking for its own client
-// (exchange.go). It ends statelessLinger after its last exchange (expire)
-// and the next request opens another.
+// (exchange.go). It lives as long as a child of the server kept for it
+// would: it ends once its server's idleTimeout has passed since its last
+// exchange (server.statelessLinger, expire), and its child's idle time is
+// counted from that exchange (statelessQuiet); the next request opens
+// another.
 type statelessHTTP struct {
 	s *session
 
 	// Guarded by httpFront.mu.
-	exchanges int // POSTs under way
-	lastUsed  time.Time
+	exchanges int       // POSTs under way
+	lastUsed  time.Time // when the last exchange ended, on the pool's clock
 }
 
 func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -851,7 +858,7 @@ func (h *httpFront) statelessFor(srv *server) (*statelessHTTP, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &statelessHTTP{s: s, exchanges: 1, lastUsed: time.Now()}
+	st := &statelessHTTP{s: s, exchanges: 1, lastUsed: h.p.clock.Now()}
 	h.mu.Lock()
 	h.stateless[srv.name] = st
 	h.mu.Unlock()
@@ -875,7 +882,7 @@ func (h *httpFront) takeStateless(srv *server) *statelessHTTP {
 func (h *httpFront) release(st *statelessHTTP) {
 	h.mu.Lock()
 	st.exchanges--
-	st.lastUsed = time.Now()
+	st.lastUsed = h.p.clock.Now()
 	h.mu.Unlock()
 }
 
@@ -1346,17 +1353,17 @@ func (h *httpFront) lookup(sid, name string) *httpSession {
 }
 
 // expire ends legacy sessions idle for HTTPSessionIdle, and stateless
-// ones statelessLinger after their last exchange; it runs until the pool
-// closes.
+// ones their server's statelessLinger after their last exchange; it runs
+// until the pool closes.
 func (h *httpFront) expire() {
-	t := time.NewTicker(statelessLinger / 2)
+	t := time.NewTicker(expireEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-h.p.closing:
 			return
-		case now := <-t.C:
-			h.expireIdle(now)
+		case <-t.C:
+			h.expireIdle(h.p.clock.Now())
 		}
 	}
 }
@@ -1374,40 +1381,71 @@ func (h *httpFront) expireIdle(now time.Time) {
 			ending = append(ending, hs.s)
 		}
 	}
-	quiet := map[string]*statelessHTTP{}
-	for name, st := range h.stateless {
-		if st.exchanges == 0 && now.Sub(st.lastUsed) >= statelessLinger {
-			quiet[name] = st
+	type quietOne struct {
+		st    *statelessHTTP
+		after time.Duration
+	}
+	var quiet []quietOne
+	for _, st := range h.stateless {
+		if st.exchanges == 0 {
+			quiet = append(quiet, quietOne{st: st})
 		}
 	}
 	h.mu.Unlock()
-	// A session holding a call for its client's retry stays (asked
-	// without h.mu: the holds take the request tables' locks).
-	for name, st := range quiet {
-		if h.p.holds.waitFor(st.s) {
-			delete(quiet, name)
+	// Each server's linger, and whether a session holds a call for its
+	// client's retry (it then stays), are asked without h.mu: they take
+	// the server's and the request tables' locks.
+	for i := range quiet {
+		after, ok := quiet[i].st.s.srv.statelessLinger()
+		quiet[i].after = after
+		if !ok || h.p.holds.waitFor(quiet[i].st.s) {
+			quiet[i].st = nil
 		}
 	}
+	why := map[*session]error{}
 	h.mu.Lock()
-	for name, st := range quiet {
-		if h.stateless[name] == st && st.exchanges == 0 && now.Sub(st.lastUsed) >= statelessLinger {
-			delete(h.stateless, name) // under h.mu: no exchange can take it any more
+	for _, q := range quiet {
+		st := q.st
+		if st != nil && h.stateless[st.s.srv.name] == st && st.exchanges == 0 && now.Sub(st.lastUsed) >= q.after {
+			delete(h.stateless, st.s.srv.name) // under h.mu: no exchange can take it any more
 			ending = append(ending, st.s)
+			why[st.s] = &statelessQuiet{since: st.lastUsed, after: q.after}
 		}
 	}
 	h.mu.Unlock()
 	closeAll(ending, func(s *session) error {
-		if s.stateless {
-			return errStatelessQuiet
+		if err := why[s]; err != nil {
+			return err
 		}
 		return errHTTPSessionIdle
 	})
 }
 
-var (
-	errHTTPSessionIdle = errors.New("HTTP session idle for " + HTTPSessionIdle.String())
-	errStatelessQuiet  = errors.New("no 2026-07-28 request for " + statelessLinger.String())
-)
+var errHTTPSessionIdle = errors.New("HTTP session idle for " + HTTPSessionIdle.String())
+
+// statelessQuiet is why a server's stateless session ends: no exchange
+// since its last one ended, at since, for after. Its child's idle time
+// counts from since (quietSince, server.leave): the session stayed for
+// its clients' next requests, not as a client of its own.
+type statelessQuiet struct {
+	since time.Time
+	after time.Duration
+}
+
+func (e *statelessQuiet) Error() string {
+	return "no 2026-07-28 request for " + e.after.String()
+}
+
+// quietSince is when a session closed for reason last did something, for
+// one that ended for having done nothing since (statelessQuiet); else
+// zero: it leaves now.
+func quietSince(reason error) time.Time {
+	var q *statelessQuiet
+	if errors.As(reason, &q) {
+		return q.since
+	}
+	return time.Time{}
+}
 
 // touch notes a POST of the session: delta is +1 when one begins waiting
 // for its answer, -1 when it stops, 0 for a message that waits for none.

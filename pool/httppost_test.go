@@ -231,7 +231,7 @@ func TestHTTPUnreadPOSTLetsGo(t *testing.T) {
 				return s.Counters.Requests > before && len(s.InFlight) == 0
 			})
 			eventually(t, "the unread POST let go and its session ended", func() bool {
-				pool.ExpireHTTPIdle(h, time.Now().Add(max(pool.HTTPSessionIdle, 2*pool.StatelessLinger)+time.Second))
+				pool.ExpireHTTPIdle(h, time.Now().Add(max(pool.HTTPSessionIdle, 2*pool.DefaultIdleTimeout)+time.Second))
 				return len(tp.Snapshot().Sessions) == 0
 			})
 		})

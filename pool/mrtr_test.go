@@ -382,13 +382,14 @@ func TestUnansweredQuestions(t *testing.T) {
 	}
 }
 
-// TestMRTRHoldOutlivesAQuietMinute: a modern client takes longer than the
-// stateless session's quiet minute to answer a child's question (a person
-// reading a form). The held call must still be there for its retry, on a
-// shared child and on a child of the stateless session's own: the session
-// does not end while it holds a call waiting for a retry. Once the retry
-// took it, the session ends after its quiet minute as before.
-func TestMRTRHoldOutlivesAQuietMinute(t *testing.T) {
+// TestMRTRHoldOutlivesTheQuietSession: a modern client takes longer than
+// the stateless session stays without an exchange (its server's
+// idleTimeout) to answer a child's question (a person reading a form).
+// The held call must still be there for its retry, on a shared child and
+// on a child of the stateless session's own: the session does not end
+// while it holds a call waiting for a retry. Once the retry took it, the
+// session ends once quiet as before.
+func TestMRTRHoldOutlivesTheQuietSession(t *testing.T) {
 	for _, share := range []pool.Share{pool.ShareShared, pool.ShareSession} {
 		t.Run(string(share), func(t *testing.T) {
 			cfg := fake("srv")
@@ -406,16 +407,16 @@ func TestMRTRHoldOutlivesAQuietMinute(t *testing.T) {
 			for k := range first.InputRequests {
 				key = k
 			}
-			pool.ExpireHTTPIdle(handler, time.Now().Add(2*pool.StatelessLinger))
+			pool.ExpireHTTPIdle(handler, time.Now().Add(2*pool.DefaultIdleTimeout))
 			answer := `{"` + key + `":{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}}`
 			done := readResult(t, h.call(askCall("2", "sampling", `,"requestState":"`+first.RequestState+`","inputResponses":`+answer)))
 			if done.ResultType != "complete" || len(done.Content) != 1 || !strings.Contains(done.Content[0].Text, "forty-two") {
-				t.Fatalf("the retry after a quiet minute: %+v", done)
+				t.Fatalf("the retry after the session's quiet time: %+v", done)
 			}
 			// The retry's POST counts done once its answer is written,
 			// which its client may have read first.
 			eventually(t, "the stateless session to end once nothing is held", func() bool {
-				pool.ExpireHTTPIdle(handler, time.Now().Add(2*pool.StatelessLinger))
+				pool.ExpireHTTPIdle(handler, time.Now().Add(2*pool.DefaultIdleTimeout))
 				return len(tp.Snapshot().Sessions) == 0
 			})
 		})

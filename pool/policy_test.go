@@ -17,7 +17,9 @@ import (
 func TestIdleReaping(t *testing.T) {
 	type step struct {
 		at time.Duration
-		// join NAME, leave NAME; call NAME, answer NAME: a call of NAME's
+		// join NAME, leave NAME; quiet "NAME SINCE": NAME leaves, having
+		// had nothing to do since SINCE, as a server's stateless HTTP
+		// session does; call NAME, answer NAME: a call of NAME's
 		// in flight on the child, then answered; initialize NAME: a new
 		// session NAME's initialize in flight on the child (answer NAME
 		// answers it), the session in no partition; idleTimeout DURATION (or
@@ -42,6 +44,16 @@ func TestIdleReaping(t *testing.T) {
 			[]step{{0, "join", "a"}, {5 * time.Minute, "leave", "a"}}, 15 * time.Minute},
 		{"the default idleTimeout is ten minutes", 0, -1,
 			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}}, 10*time.Minute + time.Second},
+		{"a stateless session that ends for being quiet left when it last did something", 10 * time.Minute, -1,
+			[]step{{0, "join", "a"}, {11 * time.Minute, "quiet", "a 1m"}}, 11 * time.Minute},
+		{"a quiet session's idle time is counted from its last exchange", 10 * time.Minute, -1,
+			[]step{{0, "join", "a"}, {2 * time.Minute, "quiet", "a 1m"}}, 11 * time.Minute},
+		{"a session that left after the quiet one's last exchange counts", 10 * time.Minute, -1,
+			[]step{{0, "join", "a"}, {0, "join", "b"}, {3 * time.Minute, "leave", "b"}, {12 * time.Minute, "quiet", "a 1m"}},
+			13 * time.Minute},
+		{"a quiet session that another outlasts does not bring its stop forward", 10 * time.Minute, -1,
+			[]step{{0, "join", "a"}, {0, "join", "b"}, {11 * time.Minute, "quiet", "a 1m"}, {15 * time.Minute, "leave", "b"}},
+			25 * time.Minute},
 		{"a fresh child is kept for its warm-up grace", 10 * time.Second, time.Minute,
 			[]step{{0, "join", "a"}, {time.Second, "leave", "a"}}, time.Minute},
 		{"once the grace is over the idle timeout alone counts", 10 * time.Second, time.Minute,
@@ -157,7 +169,14 @@ func TestIdleReaping(t *testing.T) {
 						sessions[st.who] = s
 						srv.move(s)
 					case "leave":
-						srv.leave(sessions[st.who])
+						srv.leave(sessions[st.who], time.Time{})
+					case "quiet": // "NAME SINCE": NAME leaves, having done nothing since SINCE (a stateless HTTP session)
+						name, since, _ := strings.Cut(st.who, " ")
+						d, err := time.ParseDuration(since)
+						if err != nil {
+							t.Fatal(err)
+						}
+						srv.leave(sessions[name], start.Add(d))
 					case "call", "initialize":
 						if st.op == "initialize" { // a session's initialize waits for the child's handshake: the session is in no partition
 							s, err := p.newSession("x", sessionSetup{transport: "test"})

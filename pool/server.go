@@ -56,6 +56,7 @@ type partition struct {
 	members   map[*session]struct{}
 	idle      *time.Timer // stops current when no member is left
 	idleSince time.Time   // when the last member left, or current started with none
+	lastLeft  time.Time   // when a member last left (leavePartLocked)
 	unjoined  bool        // current started with no member, and none came since: kept for its warm-up grace alone (idlePolicy)
 }
 
@@ -93,13 +94,16 @@ func (s *server) join(sess *session) error {
 
 // leave removes a session. A session-mode child stops with its session; a
 // shared child stops after idleTimeout without sessions in its partition.
-func (s *server) leave(sess *session) {
+// quietSince, when not zero, is when a session that ends for having had
+// nothing to do since (a server's stateless HTTP session) last did
+// something: its partition's idle time counts from then, not from now.
+func (s *server) leave(sess *session, quietSince time.Time) {
 	s.mu.Lock()
 	delete(s.sessions, sess)
 	own := s.perSession[sess]
 	delete(s.perSession, sess)
 	if pt := sess.part.Load(); pt != nil {
-		s.leavePartLocked(sess, pt)
+		s.leavePartLocked(sess, pt, quietSince)
 	}
 	s.mu.Unlock()
 	if own != nil {
@@ -107,8 +111,37 @@ func (s *server) leave(sess *session) {
 	}
 }
 
-func (s *server) leavePartLocked(sess *session, pt *partition) {
+// statelessLinger is how long the server's stateless HTTP session stays
+// after its last exchange (httpFront.expireIdle): as long as a child kept
+// for it alone would run, its idleTimeout, so that sparse 2026-07-28
+// requests find one session open rather than each open its own, and at
+// least minStatelessLinger. ok is false when the server keeps idle
+// children for ever (idleTimeout never): so does it the session.
+func (s *server) statelessLinger() (after time.Duration, ok bool) {
+	s.mu.Lock()
+	idle := s.cfg.idleTimeout()
+	s.mu.Unlock()
+	if idle < 0 {
+		return 0, false
+	}
+	return max(idle, minStatelessLinger), true
+}
+
+// leavePartLocked takes sess out of pt. The partition's last member to
+// go arms its idle timer, counting from when the last member left: now,
+// or quietSince for a member that left then in effect (leave), unless
+// another left later.
+func (s *server) leavePartLocked(sess *session, pt *partition, quietSince time.Time) {
 	delete(pt.members, sess)
+	now := s.p.clock.Now()
+	left := now
+	if !quietSince.IsZero() && quietSince.Before(now) {
+		left = quietSince
+		if pt.lastLeft.After(left) {
+			left = pt.lastLeft
+		}
+	}
+	pt.lastLeft = left
 	switch {
 	case len(pt.members) > 0 || s.removed:
 	case pt.current.Load() == nil:
@@ -116,7 +149,7 @@ func (s *server) leavePartLocked(sess *session, pt *partition) {
 			delete(s.parts, pt.key) // nobody in it and no child: nothing to keep
 		}
 	default:
-		s.armIdleLocked(pt)
+		s.armIdleLocked(pt, left)
 	}
 }
 
@@ -136,7 +169,7 @@ func (s *server) enterLocked(sess *session, pt *partition) {
 	if old := sess.part.Load(); old == pt {
 		return
 	} else if old != nil {
-		s.leavePartLocked(sess, old)
+		s.leavePartLocked(sess, old, time.Time{})
 	}
 	pt.members[sess] = struct{}{}
 	sess.part.Store(pt)
@@ -148,10 +181,10 @@ func (s *server) enterLocked(sess *session, pt *partition) {
 }
 
 // armIdleLocked starts the partition's idle timer for its current backend,
-// which has no session from now on, as the idle policy says: after its
+// which has had no session since left, as the idle policy says: after its
 // idleTimeout, and a freshly started child not before its warm-up grace.
-func (s *server) armIdleLocked(pt *partition) {
-	pt.idleSince = s.p.clock.Now()
+func (s *server) armIdleLocked(pt *partition, left time.Time) {
+	pt.idleSince = left
 	s.idleTimerLocked(pt, pt.idleSince)
 }
 
@@ -224,7 +257,7 @@ func (s *server) revived(b *backend) {
 	defer s.mu.Unlock()
 	for _, pt := range s.parts {
 		if pt.current.Load() == b && len(pt.members) == 0 && !s.removed {
-			s.armIdleLocked(pt)
+			s.armIdleLocked(pt, s.p.clock.Now())
 		}
 	}
 }
@@ -358,7 +391,7 @@ func (s *server) startedLocked(pt *partition, b *backend) {
 	pt.current.Store(b)
 	pt.unjoined = len(pt.members) == 0
 	if pt.unjoined {
-		s.armIdleLocked(pt)
+		s.armIdleLocked(pt, s.p.clock.Now())
 	}
 }
 

@@ -228,7 +228,7 @@ func (p *Pool) newSession(name string, setup sessionSetup) (*session, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		srv.leave(s)
+		srv.leave(s, time.Time{})
 		return nil, ErrPoolClosed
 	}
 	p.sessions[s] = struct{}{}
@@ -1450,7 +1450,7 @@ func (s *session) close(reason error) {
 		s.p.mu.Lock()
 		delete(s.p.sessions, s)
 		s.p.mu.Unlock()
-		s.srv.leave(s)
+		s.srv.leave(s, quietSince(reason))
 		s.p.emit(&Event{Kind: EventSessionClosed, Server: s.srv.name, Session: s.id, Err: why})
 	})
 }
