@@ -122,13 +122,12 @@
 //     end of a client's request (counted, answered and recorded once by
 //     its kind's rule, the child not told): a request held for its
 //     session's roots, and a legacy client's call whose 2026-07-28 child's
-//     questions wait for the client, ended without its answers:
-//     [session.endHeldLocked], [inputRound.giveUp]. A round of such a call
-//     that its client answered is recorded, ok, with the event settle made
-//     for it as the child asked, as the call goes on as a new request
-//     ([inputRound.retry]); a retry that cannot be made from the call
-//     answers its client's call itself, uncounted, that round recorded
-//     ok.
+//     questions wait for the client, ended without its answers, or with
+//     answers its retry cannot be made from (-32603, counted as an error):
+//     [session.endHeldLocked], [inputRound.giveUp], [inputRound.endCall].
+//     A round of such a call that its client answered is recorded, ok,
+//     with the event settle made for it as the child asked, only as the
+//     call goes on as a new request ([inputRound.retry]).
 //   - list_changed goes to every session of the child, resources/updated
 //     only to subscribers, and subscriptions are counted so the child sees
 //     one subscribe and one unsubscribe; each holder (a session, a listen)

@@ -142,7 +142,7 @@ type endRoute uint8
 
 const (
 	routeTable endRoute = iota // finish: its table ended it
-	routeRound                 // a bridged call (inputRound.giveUp): answered only while its session still tracks it (its client's id may be another request's now); untracked, its client cancelled it or left, and nothing is undone
+	routeRound                 // a bridged call (inputRound.endCall): answered only while its session still tracks it (its client's id may be another request's now); untracked, its client cancelled it or left, and nothing is undone
 	routeHeld                  // a request held for its roots (session.endHeldLocked): its answer was counted as it left the queue; ended.slot is its ledger slot
 )
 
@@ -151,9 +151,10 @@ const (
 // answer for a modern client's retry), and emits its one
 // EventRequestDone. finish calls it for what its table ended; the two
 // ends no table has call it too, so that every end is counted, answered
-// and recorded here: a bridged call's round that ends without its
-// client's answers (inputRound.giveUp), and a request held for its
-// session's roots (session.endHeldLocked). b is the backend whose table
+// and recorded here: a bridged call whose round ends without its
+// client's answers, or whose retry with them cannot be built
+// (inputRound.endCall), and a request held for its session's roots
+// (session.endHeldLocked). b is the backend whose table
 // had it, nil for a held request; only a child's answer (endAnswered)
 // needs it. Nothing here runs under a lock.
 func settle(b *backend, p *pending, e ended, o outcome) {

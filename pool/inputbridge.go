@@ -55,7 +55,7 @@ type inputRound struct {
 	asked              time.Time
 	person             bool
 
-	done Event // the call's EventRequestDone for this round, as settle made it: emitted as the round ends answered (retry)
+	done Event // the call's EventRequestDone for this round, as settle made it: emitted as the round ends answered and the call goes on (retry)
 
 	// sending is held by the asker from before the round is shared until
 	// its questions are delivered (a delivery never waits), so that an
@@ -223,7 +223,9 @@ const maxInputRounds = 32
 // legacy client's call into questions to that client. It reports whether
 // it took the answer (false: deliver it as it is), or the error the
 // client gets instead when it cannot answer the questions. Once it took
-// it, the round emits done, the call's end of this round, as it ends.
+// it, the round records the call's end of this round as it ends: done as
+// the call goes on (retry), else settle's record of the call's end
+// (endCall).
 func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message, done *Event) (asked bool, refusal *jsonrpc.Error) {
 	sess, origID := e.sess, e.origID
 	if e.modern || e.held != nil || sess == nil || !msg.Result.Present() {
@@ -447,6 +449,16 @@ func (x *inputRound) giveUp(err *jsonrpc.Error, why string) bool {
 		x.withdraw(left, why)
 		x.sending.Unlock()
 	}
+	x.endCall(err, why)
+	return true
+}
+
+// endCall ends the round's call as any call ends (settle), though no
+// table has it now (the child answered its round): with err, as roundEnd
+// says, or, for why (err nil), as its client's cancel. Its record is
+// settle's, in place of the round's answered end (done): the call did
+// not go on.
+func (x *inputRound) endCall(err *jsonrpc.Error, why string) {
 	o := outcome{kind: endByClient, reason: why} // the client cancelled the call, or left
 	if err != nil {
 		o = outcome{kind: roundEnd(err.Code), rpcErr: err}
@@ -454,7 +466,6 @@ func (x *inputRound) giveUp(err *jsonrpc.Error, why string) bool {
 	// It ran: the child answered its round.
 	e := ended{sess: x.sess, origID: x.origID, x: x.to, pid: x.pid, mayHaveRun: true, route: routeRound}
 	settle(x.b, x.call, e, o)
-	return true
 }
 
 // roundEnd is how a call ends whose round ended with an error of code:
@@ -513,17 +524,19 @@ func (s *session) tracks(p *pending, id []byte, x *exchange) bool {
 
 // retry sends the call to the child again, as the same client request,
 // with the answers and the child's requestState, and what was left of
-// the call's timeout.
+// the call's timeout; this round then ends answered. A retry it cannot
+// build ends the call there, with the pool's error, as any call ends
+// (endCall): counted, answered and recorded once.
 func (x *inputRound) retry() {
 	p, s := x.call, x.sess
-	x.b.p.emit(&x.done) // this round ended answered
 	msg, err := jsonrpc.Parse(p.line)
 	raw, ok := retryParams(&msg, x.answer, x.state)
 	if err != nil || !ok {
 		e := newError(errCannotRetry, true, x.b.srv.name)
-		x.sess.answerIfCurrent(p, x.origID, x.to, jsonrpc.AppendErrorResponse(nil, x.origID, e), e.Code)
+		x.endCall(e, e.Message)
 		return
 	}
+	x.b.p.emit(&x.done) // this round ended answered
 	id := x.b.p.nextID.Add(1)
 	line := jsonrpc.AppendRequest(nil, id, p.method, raw)
 	next := &pending{id: id, sess: s, b: x.b, origID: x.origID, x: x.to, method: p.method, name: p.name, line: line,

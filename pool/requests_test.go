@@ -3,6 +3,7 @@ package pool
 import (
 	"fmt"
 	"go/ast"
+	"go/token"
 	"maps"
 	"reflect"
 	"slices"
@@ -156,16 +157,18 @@ func TestRequestStateMachine(t *testing.T) {
 // a client's request, records a request's end (EventRequestDone), so
 // that every way of ending agrees. settle is called by finish, and by
 // the two ends no table has, which follow finish's rule for their kind: a
-// bridged call whose round ends without its client's answers
-// (inputRound.giveUp) and a request held for its session's roots
-// (session.endHeldLocked). The one end recorded with an event kept
-// (emitted from a field) is a bridged call's round its client answered:
-// settle made the event as the child asked, and inputRound.retry emits
-// it as the call goes on.
+// bridged call whose round ends without its client's answers, or whose
+// retry with them cannot be built (inputRound.endCall), and a request
+// held for its session's roots (session.endHeldLocked). The one end
+// recorded with an event kept (emitted from a field) is a bridged call's
+// round its client answered: settle made the event as the child asked,
+// and inputRound.retry emits it once, as the call goes on: after it
+// built the retry (retryParams), never before an end of the call there
+// (endCall), which settle records.
 func TestOnlyFinishEndsRequests(t *testing.T) {
 	fset, files := packageSources(t)
-	settlers := map[string]bool{"finish": true, "giveUp": true, "endHeldLocked": true}
-	ends, dones, settles := 0, 0, 0
+	settlers := map[string]bool{"finish": true, "endCall": true, "endHeldLocked": true}
+	ends, dones, settles, kept := 0, 0, 0, 0
 	for _, f := range files {
 		name := f.name
 		for _, d := range f.ast.Decls {
@@ -175,6 +178,8 @@ func TestOnlyFinishEndsRequests(t *testing.T) {
 			}
 			inFinish := name == "finish.go" && fn.Name.Name == "finish"
 			inSettle := name == "finish.go" && fn.Name.Name == "settle"
+			inRetry := name == "inputbridge.go" && fn.Name.Name == "retry"
+			var built token.Pos // in retry: past the retry's build and the end of a call it could not build
 			ast.Inspect(fn.Body, func(n ast.Node) bool {
 				switch n := n.(type) {
 				case *ast.CallExpr:
@@ -187,13 +192,22 @@ func TestOnlyFinishEndsRequests(t *testing.T) {
 					if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "settle" {
 						settles++
 						if !settlers[fn.Name.Name] {
-							t.Errorf("%s: %s settles a request; only finish, inputRound.giveUp and session.endHeldLocked do", fset.Position(n.Pos()), fn.Name.Name)
+							t.Errorf("%s: %s settles a request; only finish, inputRound.endCall and session.endHeldLocked do", fset.Position(n.Pos()), fn.Name.Name)
 						}
 					}
-					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "emit" && len(n.Args) == 1 && fn.Name.Name != "retry" {
+					if inRetry && (isCallTo(n, "retryParams") || isCallTo(n, "endCall")) {
+						built = max(built, n.End())
+					}
+					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "emit" && len(n.Args) == 1 {
 						if u, ok := n.Args[0].(*ast.UnaryExpr); ok {
-							if _, kept := u.X.(*ast.SelectorExpr); kept {
-								t.Errorf("%s: %s emits an event kept in %s; only inputRound.retry does", fset.Position(n.Pos()), fn.Name.Name, exprString(u.X))
+							if _, isKept := u.X.(*ast.SelectorExpr); isKept {
+								kept++
+								switch {
+								case !inRetry:
+									t.Errorf("%s: %s emits an event kept in %s; only inputRound.retry does", fset.Position(n.Pos()), fn.Name.Name, exprString(u.X))
+								case built == token.NoPos || n.Pos() < built:
+									t.Errorf("%s: inputRound.retry emits %s before it built the retry and ended the call it could not build: the call's end is settle's then", fset.Position(n.Pos()), exprString(u.X))
+								}
 							}
 						}
 					}
@@ -209,9 +223,21 @@ func TestOnlyFinishEndsRequests(t *testing.T) {
 			})
 		}
 	}
-	if ends != 1 || dones != 1 || settles != len(settlers) {
-		t.Errorf("finish ends requests %d times, settle records %d ends, and %d calls settle; want one, one and %d", ends, dones, settles, len(settlers))
+	if ends != 1 || dones != 1 || settles != len(settlers) || kept != 1 {
+		t.Errorf("finish ends requests %d times, settle records %d ends, %d calls settle, and %d emit a kept event; want one, one, %d and one",
+			ends, dones, settles, kept, len(settlers))
 	}
+}
+
+// isCallTo reports whether call calls a function or method named name.
+func isCallTo(call *ast.CallExpr, name string) bool {
+	switch f := call.Fun.(type) {
+	case *ast.Ident:
+		return f.Name == name
+	case *ast.SelectorExpr:
+		return f.Sel.Name == name
+	}
+	return false
 }
 
 // One timer serves every deadline of a table: each request expires at its
