@@ -970,7 +970,7 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 		if to == nil {
 			return // the request ended (its client no longer cares), waits for a retry, or went back
 		}
-		to.relate(x, progressForClient(msg, at, origToken))
+		to.relate(x, progressForClient(msg, at, origToken), msg.Method)
 	case "notifications/cancelled":
 		// The child ends the pool's listen, or gives up on a request it
 		// sent to a client.
@@ -982,7 +982,7 @@ func (b *backend) onChildNotification(msg *jsonrpc.Message) {
 		if sess == nil {
 			return
 		}
-		sess.deliver(cancelledForClient(msg, at, poolID))
+		sess.deliver(cancelledForClient(msg, at, poolID), withdrawal(poolID))
 	case "notifications/resources/updated":
 		uri, _ := jsonrpc.String(params, jsonrpc.Member(params, "uri"))
 		for _, s := range b.sessions() {
@@ -1068,7 +1068,7 @@ func (b *backend) ask(msg *jsonrpc.Message, childID []byte) bool {
 		if posing := b.reqs.addQuestion(id, childID, target, elicitationID, personAnswers(msg.Method), progressKey(progressTokenOf(msg))); posing != nil {
 			// Should target close from now on, its close answers the
 			// child, and withdraws the question once it is out.
-			target.deliver(requestForClient(msg, id))
+			target.deliver(requestForClient(msg, id), asking(msg.Method, id))
 			if testHookPosing != nil {
 				testHookPosing(b, id, target)
 			}
@@ -1342,7 +1342,7 @@ func (s *session) withdrawQuestions(kind poolError, why string) (told bool) {
 			if q.posing != nil {
 				<-q.posing // its asker delivers it without waiting: the withdrawal follows it
 			}
-			s.deliver(cancelForChild(q.id, why))
+			s.deliver(cancelForChild(q.id, why), withdrawal(q.id))
 		}
 		told = told || len(open) > 0
 	}
@@ -1355,7 +1355,7 @@ func (s *session) withdrawQuestions(kind poolError, why string) (told bool) {
 func withdrawVoid(void []openQuestion, why string) {
 	for _, q := range void {
 		if !isClosed(q.sess.closed) {
-			q.sess.deliver(cancelForChild(q.id, why))
+			q.sess.deliver(cancelForChild(q.id, why), withdrawal(q.id))
 		}
 	}
 }

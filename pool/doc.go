@@ -445,7 +445,10 @@
 //     reaches the POST that carried it from the request's own record, its
 //     exchange: nothing is parsed again to find who asked. A legacy
 //     session's other messages go to its GET stream, in order, each an
-//     event with an id; with no stream open a notification is dropped,
+//     event with an id, routed by what the message's maker tells of it
+//     (outFacts: its method, a request's id, the request a withdrawal
+//     names), nothing parsed again either: [session.deliver]. With no
+//     stream open a notification is dropped,
 //     but for a list change (one of each kind waits: [listChange]) and a
 //     withdrawal of a request a stream wrote (one of a request no stream
 //     wrote takes that request out instead:

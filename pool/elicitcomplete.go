@@ -56,7 +56,7 @@ func (b *backend) elicitationCompleted(msg *jsonrpc.Message) {
 		id, _ = jsonrpc.String(params, jsonrpc.Member(params, "elicitationId"))
 	}
 	if s := b.reqs.elicitationAsker(id); s != nil {
-		s.deliver(append([]byte(nil), msg.Raw...))
+		s.deliver(append([]byte(nil), msg.Raw...), notice(msg.Method))
 		return
 	}
 	b.log.Debug("dropping an elicitation's completion no session was asked", "elicitationId", truncate(id, 80))

@@ -22,7 +22,7 @@ func TestEvictionAcrossClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.deliver([]byte(`{"jsonrpc":"2.0","method":"a"}`)) // fills the queue
+	s.deliver([]byte(`{"jsonrpc":"2.0","method":"a"}`), notice("a")) // fills the queue
 	// The pool closes as the eviction begins; the trimmer's lock, held
 	// until the end, keeps an end started after Close from finishing.
 	testHookEvicting = func(*session) {
@@ -32,7 +32,7 @@ func TestEvictionAcrossClose(t *testing.T) {
 		p.trim.mu.Lock()
 	}
 	defer func() { testHookEvicting = nil }()
-	s.deliver([]byte(`{"jsonrpc":"2.0","method":"b"}`))
+	s.deliver([]byte(`{"jsonrpc":"2.0","method":"b"}`), notice("b"))
 	stacks := goroutineStacks()
 	p.trim.mu.Unlock()
 	if strings.Contains(stacks, "endEvicted") {

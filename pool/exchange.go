@@ -305,19 +305,19 @@ func (s *session) respond(x *exchange, line []byte, code int) {
 		x.respond(line, code)
 		return
 	}
-	s.deliver(line)
+	s.deliverOwing(line, 0)
 }
 
 // relate gives the client a message about one of its requests (its
-// progress, its listen's acknowledgement and changes): on the exchange's
-// response when its caller takes them there, else on the session's
-// output.
-func (s *session) relate(x *exchange, line []byte) {
+// progress, its listen's acknowledgement and changes), a notification of
+// method: on the exchange's response when its caller takes them there,
+// else on the session's output.
+func (s *session) relate(x *exchange, line []byte, method string) {
 	if x != nil && x.stream {
 		x.relate(line)
 		return
 	}
-	s.deliver(line)
+	s.deliver(line, notice(method))
 }
 
 // replyTo answers request id, carried by x, with result.

@@ -819,8 +819,11 @@ func (h *httpFront) register(name, token string) (hs *httpSession, sid string, e
 	if err != nil {
 		return nil, "", nil, err
 	}
-	_, err = h.p.newSession(name, sessionSetup{transport: "http", bind: func(s *session) (func() bool, func([]byte)) {
+	_, err = h.p.newSession(name, sessionSetup{transport: "http", bind: func(s *session) (func() bool, outSink) {
 		hs = h.newHTTPSession(s, token) // whole before its server can reach it: its callbacks read hs.s
+		if testHookStreamSink != nil {
+			return hs.streaming, testHookStreamSink(hs.toStream)
+		}
 		return hs.streaming, hs.toStream
 	}})
 	if err != nil {
@@ -834,6 +837,10 @@ func (h *httpFront) register(name, token string) (hs *httpSession, sid string, e
 	h.mu.Unlock()
 	return hs, sid, evicted, nil
 }
+
+// testHookStreamSink, when set, wraps the GET-stream output of each
+// legacy session opened (tests: what the makers of its messages tell).
+var testHookStreamSink func(outSink) outSink
 
 // newHTTPSession is legacy session s's HTTP side, for a client let in
 // with token.
@@ -889,7 +896,7 @@ func (h *httpFront) release(st *statelessHTTP) {
 // dropMessage is a stateless session's output: everything for its
 // clients goes to their exchanges; what answers none (there is nothing:
 // no logs, no server-to-client requests in 2026-07-28) has nowhere to go.
-func dropMessage([]byte) {}
+func dropMessage([]byte, outFacts) {}
 
 // errTooManySessions refuses a legacy HTTP session past the cap when
 // every one of the server's sessions is in use: its client has a POST
@@ -974,20 +981,12 @@ func (hs *httpSession) streaming() bool {
 // A client whose stream has more than hs.bound bytes waiting (one
 // message always fits) has fallen behind, as a POST's would (exchange):
 // its notifications are dropped, those waiting and those to come, and
-// its stream ends; the requests wait for the next.
-func (hs *httpSession) toStream(line []byte) {
-	e := streamLine{line: line}
-	withdraws := "" // the request a notifications/cancelled withdraws
-	if msg, err := jsonrpc.Parse(line); err == nil {
-		e.method = msg.Method
-		if msg.Kind == jsonrpc.KindRequest {
-			e.reqID = string(msg.IDBytes())
-		}
-		if e.method == "notifications/cancelled" {
-			params := msg.Params.Of(msg.Raw)
-			withdraws = string(jsonrpc.Member(params, "requestId").Of(params))
-		}
-	}
+// its stream ends; the requests wait for the next. What the message is
+// (its method, a request's id, what a withdrawal withdraws) its maker
+// told (f): nothing here parses it again.
+func (hs *httpSession) toStream(line []byte, f outFacts) {
+	e := streamLine{line: line, method: f.method, reqID: f.id.wire()}
+	withdraws := f.withdraws.wire() // the request a notifications/cancelled withdraws
 	hs.mu.Lock()
 	fellBehind := false
 	if e.reqID == "" {

@@ -27,7 +27,7 @@ func TestHTTPHeldNotificationCost(t *testing.T) {
 		hs := &httpSession{limit: limit, bound: 64 << 20, wake: make(chan struct{}, 1), stream: true, lastUsed: time.Now()}
 		before := heapInUse()
 		for i := range flood {
-			hs.toStream(note(i))
+			hs.toStream(note(i), notice("notifications/message"))
 		}
 		held := heapInUse() - before
 		hs.mu.Lock()

@@ -25,7 +25,7 @@ func TestHTTPStreamRefusalAcrossClose(t *testing.T) {
 		}
 		hs := &httpSession{s: s} // no room: limit 0
 		var wg sync.WaitGroup
-		wg.Go(func() { hs.toStream([]byte(`{"jsonrpc":"2.0","id":7,"method":"roots/list"}`)) })
+		wg.Go(func() { hs.toStream([]byte(`{"jsonrpc":"2.0","id":7,"method":"roots/list"}`), asking("roots/list", 7)) })
 		wg.Go(func() { _ = p.Close() })
 		wg.Wait()
 	}

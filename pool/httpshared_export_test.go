@@ -1,6 +1,10 @@
 package pool
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
+)
 
 // OpenHTTPSession opens a legacy HTTP session of server name on front
 // door h, as an initialize does before it reaches the session.
@@ -10,7 +14,8 @@ func OpenHTTPSession(h http.Handler, name string) error {
 	return err
 }
 
-// SinkToNewSessions hands line, as the session's server would, to each
+// SinkToNewSessions hands line, a request or a notification, with its
+// facts (outFacts) as the session's server would tell them, to each
 // session of server name of p that takes its client's messages through
 // a sink and is not in seen, and adds it there. It reports how many it
 // reached.
@@ -19,7 +24,15 @@ func SinkToNewSessions(p *Pool, name string, line []byte, seen map[string]bool) 
 	if err != nil {
 		return 0
 	}
-	var sinks []func([]byte)
+	msg, err := jsonrpc.Parse(line) // the test's line: its facts are what it says
+	if err != nil {
+		return 0
+	}
+	f := notice(msg.Method)
+	if msg.Kind == jsonrpc.KindRequest {
+		f.id = wireID{text: string(msg.IDBytes())}
+	}
+	var sinks []outSink
 	srv.mu.Lock()
 	for s := range srv.sessions {
 		if s.sink != nil && !seen[s.id] {
@@ -29,7 +42,7 @@ func SinkToNewSessions(p *Pool, name string, line []byte, seen map[string]bool) 
 	}
 	srv.mu.Unlock()
 	for _, sink := range sinks {
-		sink(line)
+		sink(line, f)
 	}
 	return len(sinks)
 }

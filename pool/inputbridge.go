@@ -285,7 +285,7 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message, don
 	if x.timeout == 0 { // (a client's call always has one)
 		x.timeout, x.remaining = b.requestTimeout(), b.requestTimeout()
 	}
-	questions := make([][]byte, 0, len(r.InputRequests))
+	questions := make([]outMessage, 0, len(r.InputRequests))
 	ids := make([]uint64, 0, len(r.InputRequests))
 	var methods []string
 	for key, q := range r.InputRequests {
@@ -298,7 +298,7 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message, don
 		x.person = x.person || personAnswers(q.Method)
 		ids = append(ids, id)
 		methods = append(methods, q.Method)
-		questions = append(questions, legacyQuestion(id, q.Method, q.Params))
+		questions = append(questions, outMessage{legacyQuestion(id, q.Method, q.Params), asking(q.Method, id)})
 	}
 	if len(questions) == 0 { // only a requestState, or only what the pool answers: retry at once
 		x.retry()
@@ -351,7 +351,7 @@ func (b *backend) askLegacyClient(p *pending, e ended, msg *jsonrpc.Message, don
 		return true, nil
 	}
 	for _, q := range questions {
-		sess.deliver(q)
+		sess.deliver(q.line, q.facts)
 	}
 	x.sending.Unlock()
 	return true, nil
@@ -492,7 +492,7 @@ func (x *inputRound) withdraw(questions map[uint64]string, why string) {
 		return
 	}
 	for id := range questions {
-		x.sess.deliver(cancelForChild(id, why))
+		x.sess.deliver(cancelForChild(id, why), withdrawal(id))
 	}
 }
 

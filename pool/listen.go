@@ -63,7 +63,7 @@ type listener struct {
 	// subscription before its acknowledgement).
 	b     *backend
 	acked bool
-	early [][]byte
+	early []outMessage
 
 	// sending is held while the acknowledgement and early go out, and
 	// by a change for the listen that finds it not acknowledged: such a
@@ -220,7 +220,8 @@ func (s *session) acknowledge(l *listener, promised filter) {
 	}
 	ack, _ := json.Marshal(map[string]any{"_meta": map[string]any{metaSubscriptionID: json.RawMessage(l.id)},
 		"notifications": promised})
-	s.relate(l.to, jsonrpc.AppendNotification(nil, "notifications/subscriptions/acknowledged", ack))
+	const acknowledged = "notifications/subscriptions/acknowledged"
+	s.relate(l.to, jsonrpc.AppendNotification(nil, acknowledged, ack), acknowledged)
 	for { // then what came meanwhile, in order, until nothing waits
 		s.mu.Lock()
 		early := l.early
@@ -230,8 +231,8 @@ func (s *session) acknowledge(l *listener, promised filter) {
 		if len(early) == 0 {
 			return
 		}
-		for _, line := range early {
-			s.relate(l.to, line)
+		for _, m := range early {
+			s.relate(l.to, m.line, m.facts.method)
 		}
 	}
 }
@@ -340,7 +341,8 @@ func (s *session) closeListens(why error) (told bool) {
 		l.sending.Lock() // after its acknowledgement, if that is going out
 		s.respond(l.to, jsonrpc.AppendResponse(nil, l.id, result), 0)
 		if l.to == nil {
-			s.deliver(jsonrpc.AppendNotification(nil, "notifications/cancelled", cancelled))
+			s.deliver(jsonrpc.AppendNotification(nil, "notifications/cancelled", cancelled),
+				outFacts{method: "notifications/cancelled", withdraws: wireID{text: string(l.id)}})
 			told = true
 		}
 		l.sending.Unlock()
@@ -480,21 +482,21 @@ func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string, ta
 		switch {
 		case msg.Method == "notifications/resources/updated":
 			if !tagged && subscribed {
-				s.deliver(append([]byte(nil), msg.Raw...))
+				s.deliver(append([]byte(nil), msg.Raw...), notice(msg.Method))
 			}
 		case tagged:
 			if promised.listsChange(msg.Method) {
-				s.deliver(jsonrpc.AppendNotification(nil, msg.Method, nil)) // a list change has no params but the tag
+				s.deliver(jsonrpc.AppendNotification(nil, msg.Method, nil), notice(msg.Method)) // a list change has no params but the tag
 			}
 		case !toldNone:
-			s.deliver(append([]byte(nil), msg.Raw...))
+			s.deliver(append([]byte(nil), msg.Raw...), notice(msg.Method))
 		}
 	}
 	for _, l := range to {
-		s.relate(l.to, tagNotification(msg, l.id))
+		s.relate(l.to, tagNotification(msg, l.id), msg.Method)
 	}
 	for _, l := range unacked {
-		s.deliverEarly(l, tagNotification(msg, l.id))
+		s.deliverEarly(l, outMessage{tagNotification(msg, l.id), notice(msg.Method)})
 	}
 }
 
@@ -503,17 +505,17 @@ func (s *session) deliverChange(b *backend, msg *jsonrpc.Message, uri string, ta
 // after it, or, not acknowledged yet, is sent after the acknowledgement
 // (acknowledge), said once however often it came while the child takes
 // its time.
-func (s *session) deliverEarly(l *listener, line []byte) {
+func (s *session) deliverEarly(l *listener, m outMessage) {
 	l.sending.Lock()
 	defer l.sending.Unlock()
 	s.mu.Lock()
 	acked := l.acked
-	if !acked && !slices.ContainsFunc(l.early, func(e []byte) bool { return bytes.Equal(e, line) }) {
-		l.early = append(l.early, line)
+	if !acked && !slices.ContainsFunc(l.early, func(e outMessage) bool { return bytes.Equal(e.line, m.line) }) {
+		l.early = append(l.early, m)
 	}
 	s.mu.Unlock()
 	if acked {
-		s.relate(l.to, line)
+		s.relate(l.to, m.line, m.facts.method)
 	}
 }
 

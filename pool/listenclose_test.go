@@ -40,7 +40,7 @@ func TestListenClosingLinesAreWrittenBeforeTheTransportCloses(t *testing.T) {
 			r.s.listens = map[string]*listener{`"a"`: {id: []byte(`"a"`), s: r.s, b: r.b, acked: true}}
 			r.s.mu.Unlock()
 			if tc.backlog != "" {
-				r.s.deliver([]byte(tc.backlog))
+				r.s.deliver([]byte(tc.backlog), notice("notifications/message"))
 			}
 
 			r.s.close(tc.reason) // the client reads only after the close

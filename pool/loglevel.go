@@ -312,7 +312,7 @@ func (b *backend) routeLog(msg *jsonrpc.Message, params []byte) {
 		}
 		line := append([]byte(nil), msg.Raw...)
 		for _, s := range to {
-			s.deliver(line)
+			s.deliver(line, notice(msg.Method))
 		}
 		return
 	}
@@ -326,7 +326,7 @@ func (b *backend) routeLog(msg *jsonrpc.Message, params []byte) {
 		b.log.Debug("dropping a log message no one request asked for", "level", level)
 		return
 	}
-	to.relate(x, line)
+	to.relate(x, line, msg.Method)
 }
 
 // wantedLogLevel is the most verbose level the session asks of its

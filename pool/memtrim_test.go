@@ -57,7 +57,7 @@ func TestEvictionCountedOnceAndTrimmed(t *testing.T) {
 	// stopped reading. Every delivery past the fourth finds it full.
 	line := []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{}}`)
 	for range 100 {
-		s.deliver(line)
+		s.deliver(line, notice("notifications/message"))
 	}
 	waitUntil(t, "the session to close", func() bool { return isClosed(s.closed) })
 	if n := p.evicted.Load(); n != 1 {

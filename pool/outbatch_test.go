@@ -171,7 +171,7 @@ func TestBatchKeepsOrderWithOtherDeliverers(t *testing.T) {
 	done := make(chan struct{})
 	go func() { // another deliverer, on its own goroutine
 		defer close(done)
-		r.s.deliver([]byte(`{"jsonrpc":"2.0","method":"notifications/message"}`))
+		r.s.deliver([]byte(`{"jsonrpc":"2.0","method":"notifications/message"}`), notice("notifications/message"))
 	}()
 	<-done
 	r.answer(t, bt, b, false)
@@ -214,7 +214,7 @@ func TestBatchShortWriteIsFinishedInOrder(t *testing.T) {
 				r.answerPadded(t, bt, pe, i < len(ps)-1, pad)
 			}
 			bt.flush() // returns though the client is not reading
-			r.s.deliver([]byte(`{"jsonrpc":"2.0","method":"last"}`))
+			r.s.deliver([]byte(`{"jsonrpc":"2.0","method":"last"}`), notice("last"))
 
 			// The filler, then every answer whole and in order, then the
 			// late line.

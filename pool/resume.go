@@ -36,7 +36,7 @@ func (s *session) resume(r *wire.Resume, c *resumeClaim) {
 	if r.MidLine {
 		// The earlier pool died inside a line (an answer cut off): end it
 		// before anything else, so that what follows is read whole.
-		s.deliver(nil)
+		s.deliver(nil, outFacts{})
 	}
 	reqs := mergeLost(r, s.lostRequests(r, from))
 	answered := len(reqs)
@@ -169,7 +169,7 @@ func (s *session) claimResume(r *wire.Resume, carried []byte) *resumeClaim {
 		// Ended first, queued before the output starts: the writer that
 		// writes it (drain) clears the mark once the line is whole.
 		s.ledger.midLine(true)
-		s.deliver(nil)
+		s.deliver(nil, outFacts{})
 		r.MidLine = false // for resume: ended already
 	}
 	for _, l := range r.Lost {

@@ -455,7 +455,7 @@ func (s *session) askRoots() {
 	s.rootsAsk = id
 	s.mu.Unlock()
 	s.p.afterFunc(rootsAskTimeout, func() { s.rootsAnswered(id, nil, nil) })
-	s.deliver([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"roots/list"}`))
+	s.deliver([]byte(`{"jsonrpc":"2.0","id":`+id+`,"method":"roots/list"}`), outFacts{method: "roots/list", id: wireID{text: id}})
 }
 
 // heldMessage is a message held while the session's roots are asked,

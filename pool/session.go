@@ -41,7 +41,7 @@ type session struct {
 	receiver    func() bool    // can the client be sent a request now (HTTP: an open stream); nil: always
 	resumed     string         // "run R session S" a reattached client came from
 	began       time.Time      // when a reattached client's session began, if its shim said
-	sink        func([]byte)   // takes each message for the client itself (HTTP); nil: out and its writer do
+	sink        outSink        // takes each message for the client itself, with its facts (HTTP); nil: out and its writer do
 	stateless   bool           // a server's stateless HTTP session: its requests' own _meta, never the session's, speak for their clients
 	out         chan outLine   // to the client; never closed (senders may race with close)
 	closed      chan struct{}  // closed by close
@@ -132,13 +132,13 @@ type sessionSetup struct {
 	receiver  func() bool    // whether the client can be sent a request now
 	resumed   string         // "run R session S", for a session its shim resumes
 	began     time.Time      // when the session its shim resumes began (wire.Resume.Began)
-	sink      func([]byte)   // takes each message for the client (HTTP), instead of a queue and a writer
+	sink      outSink        // takes each message for the client (HTTP), instead of a queue and a writer
 	stateless bool           // a server's stateless HTTP session (httpfront.go)
 	// bind, when set, makes receiver and sink for the session, before
 	// the session is shared: a transport whose client is a value made
 	// with the session (a legacy HTTP session) is complete before its
 	// server can reach it.
-	bind func(*session) (receiver func() bool, sink func([]byte))
+	bind func(*session) (receiver func() bool, sink outSink)
 }
 
 // statelessClient is what a stateless HTTP session shows as its client
@@ -1243,16 +1243,24 @@ func (s *session) quietLocked() {
 	}
 }
 
-// deliver offers a message to the client without blocking. A full queue
-// means the client stopped reading: it is evicted, so nobody else waits.
-func (s *session) deliver(line []byte) { s.deliverOwing(line, 0) }
+// deliver offers a message to the client without blocking, with what
+// its maker knows of it (f: a sink routes by it, and parses nothing). A
+// full queue means the client stopped reading: it is evicted, so nobody
+// else waits.
+func (s *session) deliver(line []byte, f outFacts) {
+	if s.sink != nil {
+		s.sink(line, f)
+		return
+	}
+	s.deliverOwing(line, 0)
+}
 
 // deliverOwing is deliver for the answer to a request whose ledger slot
 // is slot: released once the answer is written (a queued line carries
-// it: outLine).
+// it: outLine). An answer's facts are none (outFacts).
 func (s *session) deliverOwing(line []byte, slot int32) {
 	if s.sink != nil {
-		s.sink(line)
+		s.sink(line, outFacts{})
 		s.ledger.release(slot)
 		return
 	}

@@ -255,7 +255,7 @@ func (b *backend) taskStatus(msg *jsonrpc.Message, params []byte) {
 	if !b.offersTasks() {
 		return
 	}
-	b.owner.deliver(append([]byte(nil), msg.Raw...))
+	b.owner.deliver(append([]byte(nil), msg.Raw...), notice(msg.Method))
 	switch status, _ := jsonrpc.String(params, jsonrpc.Member(params, "status")); status {
 	case "completed", "failed", "cancelled":
 		id, _ := jsonrpc.String(params, jsonrpc.Member(params, "taskId"))
