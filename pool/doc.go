@@ -99,11 +99,11 @@
 //     reaches the child: [session.offersTasks], [backend.offersTasks],
 //     [backend.untasked], [withoutTask], [declaresTasks],
 //     [withoutTasksDeclared], [untaskedCaps], [backend.unaskedTask],
-//     [untaskedView], [handshake.initializeResult],
-//     [handshake.discoverResult]. An own child's pass through: its
-//     notifications/tasks/status go to its session, and a call answered
-//     with its task keeps its progress token for the task's life (until
-//     a terminal status, its ttl, or room is needed):
+//     [handshake.initializeResult], [handshake.discoverResult]. An own
+//     child's pass through: its notifications/tasks/status go to its
+//     session, and a call answered with its task keeps its progress
+//     token for the task's life (until a terminal status, its ttl, or
+//     room is needed):
 //     [backend.keepTaskToken], [backend.taskProgress], [backend.taskStatus].
 //   - A client's notifications/cancelled ends its request; the child is
 //     told with the pool id. A session that ends has what it had in flight

@@ -54,17 +54,6 @@ type handshake struct {
 	infoMeta        []byte // legacy: serverInfoMember, made once for every result a modern client gets (modernResponse)
 }
 
-// serverInfoMember is the _meta member naming the server that
-// 2026-07-28 asks on every result, as discoverResult names it:
-// "io.modelcontextprotocol/serverInfo":{...}.
-func serverInfoMember(info json.RawMessage) []byte {
-	b, err := json.Marshal(map[string]json.RawMessage{metaServerInfo: rawOrDefault(info, `{"name":"switchboard","version":"dev"}`)})
-	if err != nil {
-		return nil // not JSON: no member
-	}
-	return b[1 : len(b)-1]
-}
-
 // capabilitiesJSON is what the pool declares to a child: roots only when
 // its partition has roots (the pool answers roots/list itself, from the
 // partition) or, for a session's own child, when its session declared
@@ -445,15 +434,9 @@ func (hs *handshake) initializeResult(requested string, tasks bool) []byte {
 		caps = legacyView(caps)
 	}
 	if !tasks {
-		caps = untaskedView(caps)
+		caps = untaskedCaps(caps)
 	}
-	r := map[string]any{"protocolVersion": version, "capabilities": caps,
-		"serverInfo": rawOrDefault(hs.serverInfo, `{"name":"switchboard","version":"dev"}`)}
-	if hs.instructions != "" {
-		r["instructions"] = hs.instructions
-	}
-	out, _ := json.Marshal(r)
-	return out
+	return initializeResultJSON(version, caps, hs.serverInfo, hs.instructions)
 }
 
 // legacyVersion is the newest legacy revision the pool presents the
@@ -483,35 +466,6 @@ func (hs *handshake) legacyChanges() filter {
 	return hs.honor(filter{ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true})
 }
 
-// legacyView is a 2026-07-28 child's capabilities as a legacy client of
-// it may rely on them: without what the legacy revisions promise through
-// methods and notifications the child no longer has and the pool does not
-// bridge for a legacy session: resources/subscribe and list-change
-// notifications. The client then re-lists and reads as it would with a
-// server that offers none of them, rather than wait for what never
-// comes. Logging stays: the pool keeps the session's logging/setLevel and
-// asks the child for its requests' messages at that level (loglevel.go).
-func legacyView(caps json.RawMessage) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(caps, &m) != nil {
-		return caps
-	}
-	for _, k := range []string{"tools", "prompts", "resources"} {
-		var c map[string]json.RawMessage
-		if v, ok := m[k]; !ok || json.Unmarshal(v, &c) != nil || c == nil {
-			continue
-		}
-		delete(c, "listChanged")
-		delete(c, "subscribe")
-		m[k], _ = json.Marshal(c)
-	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		return caps
-	}
-	return out
-}
-
 // modernView is the child's capabilities as a modern client of it may
 // rely on them: a modern child's own; a legacy child's without logging
 // (unloggedView).
@@ -535,17 +489,9 @@ func (hs *handshake) discoverResult(tasks bool) []byte {
 	}
 	caps := hs.modernView()
 	if !tasks {
-		caps = untaskedView(caps)
+		caps = untaskedCaps(caps)
 	}
-	r := map[string]any{"resultType": "complete", "supportedVersions": hs.versions(),
-		"ttlMs": hs.ttlMs, "cacheScope": scope,
-		"capabilities": caps,
-		"_meta":        map[string]any{metaServerInfo: rawOrDefault(hs.serverInfo, `{"name":"switchboard","version":"dev"}`)}}
-	if hs.instructions != "" {
-		r["instructions"] = hs.instructions
-	}
-	out, _ := json.Marshal(r)
-	return out
+	return discoverResultJSON(hs.versions(), hs.ttlMs, scope, caps, hs.serverInfo, hs.instructions)
 }
 
 // versions are the revisions the pool serves for this child, newest
@@ -616,9 +562,15 @@ func errorFields(obj []byte) (int, string) {
 	return e.Code, e.Message
 }
 
+// appendJSONString appends s as a JSON string, its <, > and & as they
+// are: json.Marshal's escapes of them, for HTML, would change a child's
+// or a client's text for no reader of JSON-RPC.
 func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s)
-	return append(dst, b...)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte{'\n'})...)
 }
 
 // headPoolID finds the top-level "id":N of an oversize message in its

@@ -218,10 +218,9 @@ func (s *session) acknowledge(l *listener, promised filter) {
 	if !s.listening(l) {
 		return
 	}
-	ack, _ := json.Marshal(map[string]any{"_meta": map[string]any{metaSubscriptionID: json.RawMessage(l.id)},
-		"notifications": promised})
+	notifications, _ := json.Marshal(promised) // the pool's own filter
 	const acknowledged = "notifications/subscriptions/acknowledged"
-	s.relate(l.to, jsonrpc.AppendNotification(nil, acknowledged, ack), acknowledged)
+	s.relate(l.to, jsonrpc.AppendNotification(nil, acknowledged, listenAcknowledged(l.id, notifications)), acknowledged)
 	for { // then what came meanwhile, in order, until nothing waits
 		s.mu.Lock()
 		early := l.early
@@ -335,13 +334,10 @@ func (s *session) closeListens(why error) (told bool) {
 	s.listens = nil
 	s.mu.Unlock()
 	for _, l := range ls {
-		result, _ := json.Marshal(map[string]any{"resultType": "complete",
-			"_meta": map[string]any{metaSubscriptionID: json.RawMessage(l.id)}})
-		cancelled, _ := json.Marshal(map[string]any{"requestId": json.RawMessage(l.id), "reason": why.Error()})
 		l.sending.Lock() // after its acknowledgement, if that is going out
-		s.respond(l.to, jsonrpc.AppendResponse(nil, l.id, result), 0)
+		s.respond(l.to, jsonrpc.AppendResponse(nil, l.id, listenEndResult(l.id)), 0)
 		if l.to == nil {
-			s.deliver(jsonrpc.AppendNotification(nil, "notifications/cancelled", cancelled),
+			s.deliver(jsonrpc.AppendNotification(nil, "notifications/cancelled", listenCancelled(l.id, why.Error())),
 				outFacts{method: "notifications/cancelled", withdraws: wireID{text: string(l.id)}})
 			told = true
 		}

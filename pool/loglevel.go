@@ -402,20 +402,3 @@ func logLevelParams(level string) []byte {
 	out, _ := json.Marshal(map[string]string{"level": level})
 	return out
 }
-
-// unloggedView is a legacy child's capabilities as a 2026-07-28 client of
-// it may rely on them: without logging, whose messages such a child never
-// ties to a request, so the pool gives that client none (the first edition
-// offered it, and the client waited for messages that never came).
-func unloggedView(caps json.RawMessage) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(caps, &m) != nil || m["logging"] == nil {
-		return caps
-	}
-	delete(m, "logging")
-	out, err := json.Marshal(m)
-	if err != nil {
-		return caps
-	}
-	return out
-}

@@ -348,13 +348,8 @@ func progressKey(raw []byte) string {
 // inputRequired is the InputRequiredResult carrying the child's question,
 // naming the child in _meta as its other results do (modernResponse).
 func inputRequired(x *mrtrHold) []byte {
-	r := map[string]any{"resultType": "input_required",
-		"inputRequests": map[string]any{x.key: x.request}, "requestState": x.state}
-	if info, _ := x.b.legacyInfo(); len(info) > 0 {
-		r["_meta"] = json.RawMessage("{" + string(info) + "}")
-	}
-	out, _ := json.Marshal(r)
-	return out
+	info, _ := x.b.legacyInfo()
+	return inputRequiredResult(x.key, x.request, x.state, info)
 }
 
 func newRequestState() string {

@@ -3,6 +3,7 @@ package pool
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/switchboard-mcp/switchboard/pool/jsonrpc"
@@ -20,7 +21,8 @@ import (
 //	                   made bare, fitted as a modern child writes it (fitRequest, with logLevelMember
 //	                   and withMetaMember, as session.logsAsked adds the level);
 //	                   its task taken out for a child whose tasks are not offered (withoutTask),
-//	                   and the tasks its _meta's client capabilities declare (withoutTasksDeclared);
+//	                   and the tasks its _meta's client capabilities declare (withoutTasksDeclared,
+//	                   untaskedCaps);
 //	                   retried after a legacy client answered a modern child's questions (retryParams)
 //	notification       re-written from its parsed members (notificationForChild)
 //	cancellation       the pool's own, for the pool id (cancelForChild)
@@ -38,7 +40,19 @@ import (
 //	modern child's     asked of a legacy client under a pool id (legacyQuestion), a URL-mode
 //	  question         elicitation with an elicitationId (urlQuestionForLegacy)
 //	its cancellation   requestId -> that pool id (childCancelTarget, cancelledForClient)
-//	change to a listen tagged with the listen's id (tagNotification)
+//	change to a listen tagged with the listen's id (tagNotification, taggedParams)
+//	handshake          initialize and server/discover answered (initializeResultJSON,
+//	                   discoverResultJSON) with the child's capabilities as the client's
+//	                   revision sees them (legacyView, unloggedView, untaskedCaps) and its
+//	                   serverInfo (serverInfoMember)
+//	child's question   to a modern client, as input_required (inputRequiredResult)
+//	a listen           acknowledged, ended, under the client's id (listenAcknowledged,
+//	                   listenEndResult, listenCancelled)
+//
+// A child's or a client's JSON goes on as it was written: its key order,
+// white space, escapes, its <, > and & as they are; a rewrite takes out, or
+// puts in, only what it must, and never passes it through a Go map
+// (TestRewritesStayInRewriteGo).
 //
 // The pool's ids and tokens are the decimal numbers jsonrpc.AppendUint
 // writes; the client's are kept as their exact bytes (1, "1" and 1.0 are
@@ -451,9 +465,9 @@ var (
 // such error: there a server asks for a URL interaction as an
 // elicitation/create in URL mode among the inputRequests of an
 // InputRequiredResult, and the client retries the call. Each elicitation
-// becomes one, keyed by its elicitationId, with only what 2026-07-28
-// gives it (mode, message, url: the elicitationId went with the
-// notification that used it). No requestState: the retry is a new call
+// becomes one, in their order, keyed by its elicitationId, with only
+// what 2026-07-28 gives it (mode, message, url: the elicitationId went
+// with the notification that used it), each as the child wrote it. No requestState: the retry is a new call
 // to the child, as a 2025-11-25 client's would be. ok is false for any
 // other answer, and for one 2025-11-25 does not allow (an elicitation
 // that is not URL mode, or lacks its url or its own elicitationId).
@@ -467,34 +481,51 @@ func urlElicitationResponse(msg *jsonrpc.Message, clientID, infoMeta []byte) (li
 		return nil, false
 	}
 	var data struct {
-		Elicitations []struct {
-			Mode          string `json:"mode"`
-			Message       string `json:"message"`
-			URL           string `json:"url"`
-			ElicitationID string `json:"elicitationId"`
-		} `json:"elicitations"`
+		Elicitations []json.RawMessage `json:"elicitations"`
 	}
 	d := jsonrpc.Member(errObj, "data")
 	if json.Unmarshal(d.Of(errObj), &data) != nil || len(data.Elicitations) == 0 {
 		return nil, false
 	}
-	requests := make(map[string]any, len(data.Elicitations))
-	for _, e := range data.Elicitations {
-		if _, dup := requests[e.ElicitationID]; e.Mode != "url" || e.URL == "" || e.ElicitationID == "" || dup {
+	result := []byte(`{"resultType":"input_required","inputRequests":{`)
+	seen := make(map[string]bool, len(data.Elicitations))
+	for i, e := range data.Elicitations {
+		mode, _, okMode := stringMember(e, "mode")
+		id, idRaw, okID := stringMember(e, "elicitationId")
+		url, urlRaw, okURL := stringMember(e, "url")
+		_, message, okMessage := stringMember(e, "message")
+		if !okMode || !okID || !okURL || !okMessage || mode != "url" || url == "" || id == "" || seen[id] {
 			return nil, false
 		}
-		requests[e.ElicitationID] = map[string]any{"method": "elicitation/create",
-			"params": map[string]string{"mode": "url", "message": e.Message, "url": e.URL}}
+		seen[id] = true
+		if message == nil {
+			message = []byte(`""`)
+		}
+		if i > 0 {
+			result = append(result, ',')
+		}
+		result = append(append(result, idRaw...), `:{"method":"elicitation/create","params":{"mode":"url","message":`...)
+		result = append(append(append(append(result, message...), `,"url":`...), urlRaw...), "}}"...)
 	}
-	r := map[string]any{"resultType": "input_required", "inputRequests": requests}
+	result = append(result, '}')
 	if len(infoMeta) > 0 {
-		r["_meta"] = json.RawMessage("{" + string(infoMeta) + "}")
+		result = append(append(append(result, `,"_meta":{`...), infoMeta...), '}')
 	}
-	result, err := json.Marshal(r)
-	if err != nil {
-		return nil, false
+	return jsonrpc.AppendResponse(nil, clientID, append(result, '}')), true
+}
+
+// stringMember reads the member name of the JSON object obj as a string:
+// s decoded, raw as it is written; both zero for none, or null. ok is
+// false for any other value, which a Go string would not take.
+func stringMember(obj []byte, name string) (s string, raw []byte, ok bool) {
+	sp := jsonrpc.Member(obj, name)
+	if !sp.Present() || string(sp.Of(obj)) == "null" {
+		return "", nil, true
 	}
-	return jsonrpc.AppendResponse(nil, clientID, result), true
+	if s, ok = jsonrpc.String(obj, sp); !ok {
+		return "", nil, false
+	}
+	return s, sp.Of(obj), true
 }
 
 // questionOf is a legacy child's request (a question during a modern
@@ -725,20 +756,50 @@ func cancelledForClient(msg *jsonrpc.Message, at jsonrpc.Span, poolID uint64) []
 }
 
 // tagNotification is a change notification with params._meta's
-// subscriptionId set to a listen's id (2026-07-28 subscriptions/listen).
+// subscriptionId set to a listen's id (2026-07-28 subscriptions/listen):
+// the child's params as it wrote them, the id first in their _meta (in
+// place of one it named), or in a _meta of its own first in the params.
 func tagNotification(msg *jsonrpc.Message, id []byte) []byte {
-	params := map[string]json.RawMessage{}
+	var params []byte
 	if msg.Params.Present() {
-		_ = json.Unmarshal(msg.Params.Of(msg.Raw), &params)
+		params = msg.Params.Of(msg.Raw)
 	}
-	meta := map[string]json.RawMessage{}
-	if m, ok := params["_meta"]; ok {
-		_ = json.Unmarshal(m, &meta)
+	return jsonrpc.AppendNotification(nil, msg.Method, taggedParams(params, id))
+}
+
+// taggedParams is params with id as its _meta's subscriptionId
+// (tagNotification). A _meta written twice keeps its last, as a reader
+// that keeps a key's last value reads it; a _meta that is not an object
+// gives way to the tag's, params that are not an object (none) to
+// params of the tag alone.
+func taggedParams(params, id []byte) []byte {
+	tag := append([]byte(`"`+metaSubscriptionID+`":`), id...)
+	if !isObject(params) {
+		return append(append([]byte(`{"_meta":{`), tag...), "}}"...)
 	}
-	meta[metaSubscriptionID] = json.RawMessage(id)
-	params["_meta"], _ = json.Marshal(meta)
-	out, _ := json.Marshal(params)
-	return jsonrpc.AppendNotification(nil, msg.Method, out)
+	params = params[skipBlanks(params, 0) : skipBlanksBack(params, len(params)-1)+1]
+	metas := jsonrpc.Members(params, "_meta")
+	for len(metas) > 1 {
+		params = applyEdits(nil, params, []edit{{memberCut(params, metas[0]), nil}}, nil)
+		metas = jsonrpc.Members(params, "_meta")
+	}
+	if len(metas) == 0 {
+		val := append(append([]byte(`"_meta":{`), tag...), '}')
+		if !emptyObject(params) {
+			val = append(val, ',')
+		}
+		return applyEdits(nil, params, []edit{{jsonrpc.Span{Start: 1, End: 1}, val}}, nil)
+	}
+	meta := metas[0].Of(params)
+	val := append([]byte{'{'}, tag...)
+	if meta[0] != '{' {
+		val = append(val, '}')
+	} else if rest, _ := withoutMembers(meta, metaSubscriptionID); emptyObject(rest) {
+		val = append(val, '}')
+	} else {
+		val = append(append(val, ','), rest[1:]...)
+	}
+	return applyEdits(nil, params, []edit{{metas[0], val}}, nil)
 }
 
 func emptyObject(b []byte) bool {
@@ -821,4 +882,224 @@ func fillLevel(slot []byte, level string) {
 	for i := n; i < len(slot); i++ {
 		slot[i] = ' '
 	}
+}
+
+// The results and views the pool builds around a child's JSON, or a
+// client's: the pool's own envelope appended around the child's bytes,
+// which go on as it wrote them (their key order, white space, escapes,
+// and <, > and & unescaped), only what must go taken out. None goes
+// through a Go map: json.Marshal would sort the keys, escape <, > and &,
+// and write nothing at all for a piece that is not JSON.
+
+// defaultServerInfo names the pool for a child that named itself not.
+const defaultServerInfo = `{"name":"switchboard","version":"dev"}`
+
+// isObject reports whether b is one valid JSON object, white space
+// around it allowed: what the views below edit; anything else they
+// leave as it is.
+func isObject(b []byte) bool {
+	i := skipBlanks(b, 0)
+	return i < len(b) && b[i] == '{' && jsonrpc.Valid(b)
+}
+
+// validOr is b, if it is one JSON value, else def: what a result the pool
+// assembles holds in place of a piece that is not JSON, so that the
+// result is JSON whatever it was given.
+func validOr(b []byte, def string) []byte {
+	if len(b) == 0 || !jsonrpc.Valid(b) {
+		return []byte(def)
+	}
+	return b
+}
+
+// withoutMembers is obj, a valid JSON object, without its members named
+// one of names, each with the comma that joined it to a neighbour: every
+// one of them, however its key is written (twice, with escapes), the
+// other members as they were, byte for byte. found: one was there;
+// none: obj itself.
+func withoutMembers(obj []byte, names ...string) (out []byte, found bool) {
+	out = obj
+	for _, name := range names {
+		for v := jsonrpc.Member(out, name); v.Present(); v = jsonrpc.Member(out, name) {
+			out = applyEdits(nil, out, []edit{{memberCut(out, v), nil}}, nil)
+			found = true
+		}
+	}
+	return out, found
+}
+
+// inEachObject is obj, a valid JSON object, with the value of each of
+// its members named name that is an object edited by fn (ok: fn changed
+// it), the rest as it was. changed: fn changed one; none: obj itself.
+func inEachObject(obj []byte, name string, fn func(val []byte) (edited []byte, ok bool)) (out []byte, changed bool) {
+	var edits []edit
+	for _, v := range jsonrpc.Members(obj, name) {
+		if obj[v.Start] != '{' {
+			continue
+		}
+		if e, ok := fn(v.Of(obj)); ok {
+			edits = append(edits, edit{v, e})
+		}
+	}
+	if len(edits) == 0 {
+		return obj, false
+	}
+	return applyEdits(nil, obj, edits, nil), true
+}
+
+// legacyView is a 2026-07-28 child's capabilities as a legacy client of
+// it may rely on them: without what the legacy revisions promise through
+// methods and notifications the child no longer has and the pool does not
+// bridge for a legacy session: resources/subscribe and list-change
+// notifications. The client then re-lists and reads as it would with a
+// server that offers none of them, rather than wait for what never
+// comes. Logging stays: the pool keeps the session's logging/setLevel and
+// asks the child for its requests' messages at that level (loglevel.go).
+// Capabilities that are not an object are left as they are.
+func legacyView(caps json.RawMessage) json.RawMessage {
+	if !isObject(caps) {
+		return caps
+	}
+	out := []byte(caps)
+	for _, k := range [...]string{"tools", "prompts", "resources"} {
+		out, _ = inEachObject(out, k, func(c []byte) ([]byte, bool) { return withoutMembers(c, "listChanged", "subscribe") })
+	}
+	return out
+}
+
+// unloggedView is a legacy child's capabilities as a 2026-07-28 client of
+// it may rely on them: without logging, whose messages such a child never
+// ties to a request, so the pool gives that client none (the first edition
+// offered it, and the client waited for messages that never came).
+// Capabilities that are not an object are left as they are.
+func unloggedView(caps json.RawMessage) json.RawMessage {
+	if !isObject(caps) {
+		return caps
+	}
+	out, _ := withoutMembers(caps, "logging")
+	return out
+}
+
+// untaskedCaps is capabilities caps without tasks: 2025-11-25's tasks
+// member and 2026-07-28's tasks extension (in every extensions member
+// that is an object), each however its key is written. Both ways: a
+// child's, as a client to whom its tasks are not offered sees them
+// (initializeResult, discoverResult); a client's, as a child whose tasks
+// are not offered is told them (withoutTasksDeclared). Capabilities with
+// neither, or that are not an object, are left as they are.
+func untaskedCaps(caps []byte) []byte {
+	if !isObject(caps) {
+		return caps
+	}
+	out, _ := withoutMembers(caps, "tasks")
+	out, _ = inEachObject(out, "extensions", func(ext []byte) ([]byte, bool) { return withoutMembers(ext, tasksExtension) })
+	return out
+}
+
+// serverInfoMember is the _meta member naming the server that
+// 2026-07-28 asks on every result, as discoverResult names it:
+// "io.modelcontextprotocol/serverInfo":{...}, the child's serverInfo as
+// it wrote it (none: the pool's). Not JSON: no member.
+func serverInfoMember(info json.RawMessage) []byte {
+	info = rawOrDefault(info, defaultServerInfo)
+	if !jsonrpc.Valid(info) {
+		return nil
+	}
+	return append([]byte(`"`+metaServerInfo+`":`), info...)
+}
+
+// initializeResultJSON is the InitializeResult a legacy client's
+// initialize is answered with: version, the revision the pool agreed;
+// caps and info, the child's capabilities (as the client's revision
+// sees them) and serverInfo as it wrote them; instructions, the child's,
+// if any. Capabilities that are not JSON are none ({}), a serverInfo
+// that is not JSON the pool's own.
+func initializeResultJSON(version string, caps, info []byte, instructions string) []byte {
+	caps, info = validOr(caps, `{}`), validOr(info, defaultServerInfo)
+	out := make([]byte, 0, 96+len(caps)+len(info)+len(instructions))
+	out = appendJSONString(append(out, `{"protocolVersion":`...), version)
+	out = append(append(out, `,"capabilities":`...), caps...)
+	out = append(append(out, `,"serverInfo":`...), info...)
+	if instructions != "" {
+		out = appendJSONString(append(out, `,"instructions":`...), instructions)
+	}
+	return append(out, '}')
+}
+
+// discoverResultJSON is the DiscoverResult a modern client's
+// server/discover is answered with: the revisions the pool serves for the
+// child, its cache hints (ttlMs, scope), caps and info, the child's
+// capabilities (as a modern client sees them) and serverInfo as it wrote
+// them (in _meta, as 2026-07-28 names a server), and its instructions,
+// if any. Capabilities that are not JSON are none ({}), a serverInfo that
+// is not JSON the pool's own.
+func discoverResultJSON(versions []string, ttlMs int64, scope string, caps, info []byte, instructions string) []byte {
+	caps = validOr(caps, `{}`)
+	member := serverInfoMember(info)
+	if member == nil {
+		member = serverInfoMember(nil)
+	}
+	out := make([]byte, 0, 160+len(caps)+len(member)+len(instructions))
+	out = append(out, `{"resultType":"complete","supportedVersions":[`...)
+	for i, v := range versions {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendJSONString(out, v)
+	}
+	out = strconv.AppendInt(append(out, `],"ttlMs":`...), ttlMs, 10)
+	out = appendJSONString(append(out, `,"cacheScope":`...), scope)
+	out = append(append(out, `,"capabilities":`...), caps...)
+	if instructions != "" {
+		out = appendJSONString(append(out, `,"instructions":`...), instructions)
+	}
+	out = append(append(append(out, `,"_meta":{`...), member...), "}}"...)
+	return out
+}
+
+// inputRequiredResult is the InputRequiredResult that carries a child's
+// question to a 2026-07-28 client: request (questionOf: its method and
+// params as the child wrote them) under key, the pool's requestState
+// state for the retry, and infoMeta (serverInfoMember), if any, as its
+// _meta, naming the child as its other results do (modernResponse). A
+// request that is not JSON, which questionOf never makes, is asked as
+// an empty one ({}), so that the result is JSON all the same.
+func inputRequiredResult(key string, request []byte, state string, infoMeta []byte) []byte {
+	request = validOr(request, `{}`)
+	out := make([]byte, 0, 96+len(key)+len(request)+len(state)+len(infoMeta))
+	out = append(out, `{"resultType":"input_required","inputRequests":{`...)
+	out = append(append(appendJSONString(out, key), ':'), request...)
+	out = appendJSONString(append(out, `},"requestState":`...), state)
+	if len(infoMeta) > 0 {
+		out = append(append(append(out, `,"_meta":{`...), infoMeta...), '}')
+	}
+	return append(out, '}')
+}
+
+// subscriptionMeta is the _meta object naming a listen by its id, the
+// client's request id as the client wrote it.
+func subscriptionMeta(id []byte) []byte {
+	return append(append([]byte(`{"`+metaSubscriptionID+`":`), id...), '}')
+}
+
+// listenAcknowledged is the params of the
+// notifications/subscriptions/acknowledged that tells a listen (id, the
+// client's) what it is promised: notifications, the filter the pool
+// honours, as JSON.
+func listenAcknowledged(id, notifications []byte) []byte {
+	out := append([]byte(`{"_meta":`), subscriptionMeta(id)...)
+	return append(append(append(out, `,"notifications":`...), notifications...), '}')
+}
+
+// listenEndResult is the result a listen (id, the client's) ends with: a
+// complete one whose _meta names it.
+func listenEndResult(id []byte) []byte {
+	return append(append([]byte(`{"resultType":"complete","_meta":`), subscriptionMeta(id)...), '}')
+}
+
+// listenCancelled is the params of the notifications/cancelled that ends
+// a listen (id, the client's) on stdio, saying why.
+func listenCancelled(id []byte, reason string) []byte {
+	out := append(append([]byte(`{"requestId":`), id...), `,"reason":`...)
+	return append(appendJSONString(out, reason), '}')
 }

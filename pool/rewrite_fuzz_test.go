@@ -179,3 +179,118 @@ func duplicateKey(line []byte) error {
 	}
 	return nil
 }
+
+// FuzzCapabilityViews: whatever capabilities a child (or a client)
+// writes, each view is JSON when they are, takes out every member it
+// must, however its key is written, and keeps every other member as it
+// was written; capabilities that are not an object stay as they are.
+func FuzzCapabilityViews(f *testing.F) {
+	for _, s := range []string{
+		`{"tools":{"listChanged":true},"logging":{},"experimental":{"n":"<a&b> caf\u00e9"}}`,
+		`{ "resources" : { "subscribe" : true , "listChanged":true }, "prompts":{"listChanged":false,"x":1} }`,
+		`{"tasks":{"list":{}},"extensions":{"io.modelcontextprotocol/tasks":{},"x/y":{}},"extensions":{"io.modelcontextprotocol/t\u0061sks":1}}`,
+		`{"l\u006fgging":{},"logging":null,"tools":true}`,
+		`null`, `[{"logging":{}}]`, `{"tools":`, `"x"`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	type view struct {
+		see  func([]byte) []byte
+		gone func(in, out map[string]json.RawMessage) error // what must be out of out
+		kept []string                                       // the members of in kept as written
+	}
+	lacks := func(obj json.RawMessage, keys ...string) error {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(obj, &m) != nil {
+			return nil // not an object: not the view's to edit
+		}
+		for _, k := range keys {
+			if _, ok := m[k]; ok {
+				return fmt.Errorf("%s kept in %s", k, obj)
+			}
+		}
+		return nil
+	}
+	views := map[string]view{
+		"legacy": {func(b []byte) []byte { return legacyView(b) }, func(_, out map[string]json.RawMessage) error {
+			for _, k := range []string{"tools", "prompts", "resources"} {
+				if err := lacks(out[k], "listChanged", "subscribe"); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, []string{"logging", "experimental", "tasks", "extensions"}},
+		"unlogged": {func(b []byte) []byte { return unloggedView(b) }, func(_, out map[string]json.RawMessage) error {
+			return lacks(mustJSON(out), "logging")
+		}, []string{"tools", "prompts", "resources", "experimental", "tasks", "extensions"}},
+		"untasked": {untaskedCaps, func(_, out map[string]json.RawMessage) error {
+			if err := lacks(mustJSON(out), "tasks"); err != nil {
+				return err
+			}
+			return lacks(out["extensions"], tasksExtension)
+		}, []string{"tools", "prompts", "resources", "experimental", "logging"}},
+	}
+	f.Fuzz(func(t *testing.T, caps []byte) {
+		in := bytes.Clone(caps)
+		var inMap map[string]json.RawMessage
+		object := jsonrpc.Valid(caps) && json.Unmarshal(caps, &inMap) == nil && inMap != nil // JSON as the pool reads it
+		for name, v := range views {
+			out := v.see(caps)
+			switch {
+			case !bytes.Equal(caps, in):
+				t.Fatalf("%s: the input was changed", name)
+			case !object:
+				if !bytes.Equal(out, caps) {
+					t.Fatalf("%s: %q is not an object, made %q", name, caps, out)
+				}
+				continue
+			case !json.Valid(out):
+				t.Fatalf("%s: invalid JSON %s of %s", name, out, caps)
+			}
+			var outMap map[string]json.RawMessage
+			if json.Unmarshal(out, &outMap) != nil || outMap == nil {
+				t.Fatalf("%s: not an object: %s", name, out)
+			}
+			if err := v.gone(inMap, outMap); err != nil {
+				t.Fatalf("%s: %v: %s of %s", name, err, out, caps)
+			}
+			for _, k := range v.kept {
+				if !bytes.Equal(inMap[k], outMap[k]) {
+					t.Fatalf("%s: %s changed: %s, was %s", name, k, outMap[k], inMap[k])
+				}
+			}
+		}
+	})
+}
+
+func mustJSON(m map[string]json.RawMessage) json.RawMessage {
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// FuzzAssembledResults: the results the pool builds around a child's
+// pieces are JSON whatever the pieces, and hold each piece that is JSON
+// as it was written.
+func FuzzAssembledResults(f *testing.F) {
+	f.Add([]byte(`{"tools":{}, "a":"<&>"}`), []byte(`{"name":"s"}`), "hi <b>", []byte(`"<L&1>"`))
+	f.Add([]byte(`{"tools"`), []byte(``), "", []byte(`1.0`))
+	f.Add([]byte(`null`), []byte(`[`), "\u2028\x00\xff", []byte(`"\u0041"`))
+	f.Fuzz(func(t *testing.T, caps, info []byte, text string, piece []byte) {
+		for name, out := range map[string][]byte{
+			"initialize":     initializeResultJSON("2025-11-25", caps, info, text),
+			"discover":       discoverResultJSON([]string{Modern}, 0, text, caps, info, text),
+			"input required": inputRequiredResult(text, piece, text, serverInfoMember(info)),
+			"tagged":         taggedParams(caps, []byte(`"L"`)),
+		} {
+			if !json.Valid(out) {
+				t.Fatalf("%s: invalid JSON %q", name, out)
+			}
+		}
+		if jsonrpc.Valid(caps) && !bytes.Contains(initializeResultJSON("x", caps, info, text), caps) {
+			t.Fatalf("the capabilities %q changed", caps)
+		}
+		if jsonrpc.Valid(piece) && !bytes.Contains(inputRequiredResult("k", piece, "s", nil), piece) {
+			t.Fatalf("the question %q changed", piece)
+		}
+	})
+}

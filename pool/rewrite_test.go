@@ -123,7 +123,7 @@ func TestRewriteRequest(t *testing.T) {
 // Every other rewrite, both ways, on the message it applies to.
 func TestRewrites(t *testing.T) {
 	info := serverInfoMember(json.RawMessage(`{"name":"fake", "version":"1"}`))
-	if string(info) != `"io.modelcontextprotocol/serverInfo":{"name":"fake","version":"1"}` {
+	if string(info) != `"io.modelcontextprotocol/serverInfo":{"name":"fake", "version":"1"}` { // as the child wrote it
 		t.Fatalf("serverInfoMember: %s", info)
 	}
 	parse := func(s string) *jsonrpc.Message {
@@ -164,11 +164,11 @@ func TestRewrites(t *testing.T) {
 		{"a request declares no tasks: the extension out, its other members kept",
 			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":1,"io.modelcontextprotocol/clientCapabilities":{"sampling":{},"extensions":{"io.modelcontextprotocol/tasks":{},"x/y":{}}}}}}`,
 			func(m *jsonrpc.Message) []byte { return withoutTasksDeclared(m).Raw },
-			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":1,"io.modelcontextprotocol/clientCapabilities":{"extensions":{"x/y":{}},"sampling":{}}}}}`},
-		{"a request declares no tasks: 2025-11-25's member, and a key written twice or escaped",
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":1,"io.modelcontextprotocol/clientCapabilities":{"sampling":{},"extensions":{"x/y":{}}}}}}`},
+		{"a request declares no tasks: 2025-11-25's member, and a key written twice or escaped, each",
 			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"tasks":{},"extensions":{"io.modelcontextprotocol/t\u0061sks":{}},"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}`,
 			func(m *jsonrpc.Message) []byte { return withoutTasksDeclared(m).Raw },
-			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{}}}}}`},
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{},"extensions":{}}}}}`},
 		{"the pool's cancellation names the pool id", ``,
 			func(*jsonrpc.Message) []byte { return cancelForChild(42, `client "a" left`) },
 			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":42,"reason":"client \"a\" left"}}`},
@@ -297,19 +297,25 @@ func TestURLElicitationRewrites(t *testing.T) {
 	const (
 		e1 = `{"mode":"url","elicitationId":"e1","url":"https://a.example/c?x=1","message":"Connect A."}`
 		e2 = `{"message":"Pay.","url":"https://b.example/pay","elicitationId":"e0","mode":"url","task":{"ttl":1}}`
-		q1 = `"e1":{"method":"elicitation/create","params":{"message":"Connect A.","mode":"url","url":"https://a.example/c?x=1"}}`
-		q2 = `"e0":{"method":"elicitation/create","params":{"message":"Pay.","mode":"url","url":"https://b.example/pay"}}`
+		q1 = `"e1":{"method":"elicitation/create","params":{"mode":"url","message":"Connect A.","url":"https://a.example/c?x=1"}}`
+		q2 = `"e0":{"method":"elicitation/create","params":{"mode":"url","message":"Pay.","url":"https://b.example/pay"}}`
 	)
 	refusal := func(data string) string {
 		return `{"jsonrpc":"2.0","id":90210,"error":{"code":-32042,"message":"m","data":` + data + `}}`
 	}
 	for _, tt := range []struct{ name, in, want string }{ // want "": not rewritten
 		{"one elicitation", refusal(`{"elicitations":[` + e1 + `]}`),
-			`{"jsonrpc":"2.0","id":"c","result":{"inputRequests":{` + q1 + `},"resultType":"input_required"}}`},
-		{"two, each under its own id, with only 2026-07-28's members", refusal(`{"other":1,"elicitations":[` + e1 + `,` + e2 + `]}`),
-			`{"jsonrpc":"2.0","id":"c","result":{"inputRequests":{` + q2 + `,` + q1 + `},"resultType":"input_required"}}`},
+			`{"jsonrpc":"2.0","id":"c","result":{"resultType":"input_required","inputRequests":{` + q1 + `}}}`},
+		{"two, each under its own id, in their order, with only 2026-07-28's members", refusal(`{"other":1,"elicitations":[` + e1 + `,` + e2 + `]}`),
+			`{"jsonrpc":"2.0","id":"c","result":{"resultType":"input_required","inputRequests":{` + q1 + `,` + q2 + `}}}`},
 		{"named by the child's serverInfo", refusal(`{"elicitations":[` + e1 + `]}`),
-			`{"jsonrpc":"2.0","id":"c","result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fake"}},"inputRequests":{` + q1 + `},"resultType":"input_required"}}`},
+			`{"jsonrpc":"2.0","id":"c","result":{"resultType":"input_required","inputRequests":{` + q1 + `},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fake"}}}}`},
+		{"the child's strings as it wrote them", refusal(`{"elicitations":[{"mode":"url","elicitationId":"e\u0031<&>","url":"https://a.example/?a=<1>&b","message":"caf\u00e9 <b>"}]}`),
+			`{"jsonrpc":"2.0","id":"c","result":{"resultType":"input_required","inputRequests":{"e\u0031<&>":{"method":"elicitation/create","params":{"mode":"url","message":"caf\u00e9 <b>","url":"https://a.example/?a=<1>&b"}}}}}`},
+		{"no message: an empty one", refusal(`{"elicitations":[{"mode":"url","elicitationId":"e","url":"u"}]}`),
+			`{"jsonrpc":"2.0","id":"c","result":{"resultType":"input_required","inputRequests":{"e":{"method":"elicitation/create","params":{"mode":"url","message":"","url":"u"}}}}}`},
+		{"a message that is not a string", refusal(`{"elicitations":[{"mode":"url","elicitationId":"e","url":"u","message":7}]}`), ""},
+		{"an element that is not an object", refusal(`{"elicitations":[` + e1 + `,7]}`), ""},
 		{"another error", `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"m","data":{"elicitations":[` + e1 + `]}}}`, ""},
 		{"a result", `{"jsonrpc":"2.0","id":1,"result":{"elicitations":[` + e1 + `]}}`, ""},
 		{"no data", `{"jsonrpc":"2.0","id":1,"error":{"code":-32042,"message":"m"}}`, ""},
@@ -656,6 +662,10 @@ func TestReadAllDoubles(t *testing.T) {
 //     json.Unmarshal, from one;
 //   - appends _meta members (an append whose arguments name a _meta key
 //     constant, "io.modelcontextprotocol/...", or write "_meta").
+//
+// And no file, rewrite.go included, passes a child's or a client's JSON on
+// through a Go map (mapRoundTrips): json.Marshal of a map that
+// json.Unmarshal filled, or of one holding raw JSON.
 func TestRewritesStayInRewriteGo(t *testing.T) {
 	entries, err := os.ReadDir(".")
 	if err != nil {
@@ -685,6 +695,179 @@ func TestRewritesStayInRewriteGo(t *testing.T) {
 			}
 		}
 	}
+	raw := rawNames(files)
+	if !raw.fields["request"] || !raw.funcs["rawOrEmpty"] {
+		t.Fatalf("the package's raw JSON names are not found: %+v", raw)
+	}
+	for _, f := range files { // rewrite.go too
+		for _, p := range mapRoundTrips(f, raw) {
+			t.Errorf("%s: %s: a child's or client's bytes go on as they are, edited in place (rewrite.go)", fset.Position(p.at), p.what)
+		}
+	}
+}
+
+// rawJSON are the package's names of raw JSON, declared as
+// json.RawMessage: struct fields, and functions that return one.
+type rawJSON struct{ fields, funcs map[string]bool }
+
+// isRawType reports whether a type expression is json.RawMessage.
+func isRawType(e ast.Expr) bool {
+	sel, ok := e.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	x, ok := sel.X.(*ast.Ident)
+	return ok && x.Name == "json" && sel.Sel.Name == "RawMessage"
+}
+
+// rawNames are the raw JSON names declared in files.
+func rawNames(files []*ast.File) rawJSON {
+	raw := rawJSON{fields: map[string]bool{}, funcs: map[string]bool{}}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.StructType:
+				for _, fld := range n.Fields.List {
+					if isRawType(fld.Type) {
+						for _, name := range fld.Names {
+							raw.fields[name.Name] = true
+						}
+					}
+				}
+			case *ast.FuncDecl:
+				if r := n.Type.Results; r != nil && len(r.List) > 0 && isRawType(r.List[0].Type) {
+					raw.funcs[n.Name.Name] = true
+				}
+			}
+			return true
+		})
+	}
+	return raw
+}
+
+// mapRoundTrips are the places in f that pass on a child's or client's
+// JSON through a Go map, which json.Marshal writes anew: its keys
+// sorted, its white space gone, <, > and & escaped, and nothing at all
+// when a piece is not JSON. Two shapes: a map that json.Unmarshal
+// filled, encoded again; and a map the function makes (a literal, its
+// members set), holding raw JSON (json.RawMessage, a field or a
+// function's result declared one, a variable that holds one), encoded.
+func mapRoundTrips(f *ast.File, raw rawJSON) []inlineRewrite {
+	var found []inlineRewrite
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Body == nil {
+			continue
+		}
+		found = append(found, roundTripsIn(fn, raw)...)
+	}
+	return found
+}
+
+// roundTripsIn are mapRoundTrips's places in the function fn: which
+// variables are maps, filled by json.Unmarshal, or made here holding raw
+// JSON, read in the order written, then each json.Marshal of one.
+func roundTripsIn(fn *ast.FuncDecl, raw rawJSON) []inlineRewrite {
+	maps := map[string]bool{}     // variables of a map type
+	decoded := map[string]bool{}  // maps json.Unmarshal filled
+	holdsRaw := map[string]bool{} // variables holding raw JSON
+	literals := map[string]bool{} // maps made here whose members hold raw JSON
+	isMap := func(e ast.Expr) bool {
+		if c, ok := e.(*ast.CompositeLit); ok {
+			e = c.Type
+		}
+		_, ok := e.(*ast.MapType)
+		return ok
+	}
+	isRaw := func(e ast.Node) bool {
+		return mentions(e, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				name := calleeName(n)
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
+					name = sel.Sel.Name
+				}
+				return isRawType(n.Fun) || raw.funcs[name]
+			case *ast.SelectorExpr:
+				return raw.fields[n.Sel.Name]
+			case *ast.Ident:
+				return holdsRaw[n.Name]
+			}
+			return false
+		})
+	}
+	fields := func(l *ast.FieldList) {
+		if l == nil {
+			return
+		}
+		for _, fld := range l.List {
+			for _, name := range fld.Names {
+				maps[name.Name] = maps[name.Name] || isMap(fld.Type)
+				holdsRaw[name.Name] = holdsRaw[name.Name] || isRawType(fld.Type)
+			}
+		}
+	}
+	fields(fn.Type.Params)
+	fields(fn.Type.Results)
+	ast.Inspect(fn.Body, func(n ast.Node) bool { // in the order written
+		switch n := n.(type) {
+		case *ast.ValueSpec:
+			for i, name := range n.Names {
+				maps[name.Name] = maps[name.Name] || n.Type != nil && isMap(n.Type)
+				holdsRaw[name.Name] = holdsRaw[name.Name] || n.Type != nil && isRawType(n.Type) || i < len(n.Values) && isRaw(n.Values[i])
+			}
+		case *ast.AssignStmt:
+			for i, l := range n.Lhs {
+				var r ast.Expr
+				if len(n.Rhs) == len(n.Lhs) {
+					r = n.Rhs[i]
+				} else if len(n.Rhs) == 1 {
+					r = n.Rhs[0]
+				}
+				if ix, ok := l.(*ast.IndexExpr); ok { // m[k] = v: m holds v
+					if id, ok := ix.X.(*ast.Ident); ok && r != nil && maps[id.Name] && isRaw(r) {
+						literals[id.Name] = true
+					}
+					continue
+				}
+				id, ok := l.(*ast.Ident)
+				if !ok || r == nil {
+					continue
+				}
+				if isMap(r) {
+					maps[id.Name] = true
+					literals[id.Name] = literals[id.Name] || isRaw(r)
+				}
+				holdsRaw[id.Name] = holdsRaw[id.Name] || !isMap(r) && isRaw(r)
+			}
+		case *ast.CallExpr:
+			if calleeName(n) == "json.Unmarshal" && len(n.Args) == 2 {
+				if u, ok := n.Args[1].(*ast.UnaryExpr); ok && u.Op == token.AND {
+					if id, ok := u.X.(*ast.Ident); ok && maps[id.Name] {
+						decoded[id.Name] = true
+					}
+				}
+			}
+		}
+		return true
+	})
+	var found []inlineRewrite
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || calleeName(call) != "json.Marshal" || len(call.Args) != 1 {
+			return true
+		}
+		arg := call.Args[0]
+		switch {
+		case mentions(arg, func(n ast.Node) bool { id, ok := n.(*ast.Ident); return ok && decoded[id.Name] }):
+			found = append(found, inlineRewrite{call.Pos(), "json.Marshal of a map json.Unmarshal filled"})
+		case isMap(arg) && isRaw(arg),
+			mentions(arg, func(n ast.Node) bool { id, ok := n.(*ast.Ident); return ok && literals[id.Name] }):
+			found = append(found, inlineRewrite{call.Pos(), "json.Marshal of a map holding raw JSON"})
+		}
+		return true
+	})
+	return found
 }
 
 // metaKeyConsts are the package's constants that name a _meta key: a
@@ -1057,6 +1240,140 @@ func TestQuestionOf(t *testing.T) {
 		}
 		if string(msg.Raw) != tt.line {
 			t.Errorf("%s: the message was changed", tt.line)
+		}
+	}
+}
+
+// The capability views take out what a client must not be promised and
+// leave the rest of the child's (or client's) bytes as they are: key
+// order, white space, escapes, <, > and &; every member of a name, a key
+// written twice or with escapes; capabilities that are not an object (or
+// not JSON) as they are.
+func TestCapabilityViews(t *testing.T) {
+	const keep = `"experimental":{"note":"<a&b> caf\u00e9","z":1,"a":2}`
+	views := map[string]func([]byte) []byte{
+		"legacy":   func(b []byte) []byte { return legacyView(b) },
+		"unlogged": func(b []byte) []byte { return unloggedView(b) },
+		"untasked": untaskedCaps,
+	}
+	for _, tt := range []struct{ view, name, in, want string }{
+		{"legacy", "list changes and subscribe out, order and bytes kept",
+			`{"tools":{"listChanged":true},` + keep + `,"resources":{ "subscribe" : true , "listChanged":true, "x":"<>"},"logging":{}}`,
+			`{"tools":{},` + keep + `,"resources":{  "x":"<>"},"logging":{}}`},
+		{"legacy", "prompts, spaced, with a member after", `{ "prompts" : { "listChanged" : false , "a" : 1 } }`, `{ "prompts" : {  "a" : 1 } }`},
+		{"legacy", "a key written twice, and with escapes", `{"tools":{"listChanged":true},"tools":{"list\u0043hanged":true,"x":1}}`, `{"tools":{},"tools":{"x":1}}`},
+		{"legacy", "nothing to take out: as it is", `{"tools":{},` + keep + `}`, `{"tools":{},` + keep + `}`},
+		{"legacy", "a capability that is not an object", `{"tools":true,"prompts":null}`, `{"tools":true,"prompts":null}`},
+		{"legacy", "listChanged elsewhere stays", `{"experimental":{"listChanged":true}}`, `{"experimental":{"listChanged":true}}`},
+		{"unlogged", "logging out, order and bytes kept", `{"tools":{"listChanged":true},"logging":{},` + keep + `}`, `{"tools":{"listChanged":true},` + keep + `}`},
+		{"unlogged", "the only member, spaced", `{ "logging" : {} }`, `{  }`},
+		{"unlogged", "written twice, and with escapes", `{"logging":{},"a":1,"l\u006fgging":null}`, `{"a":1}`},
+		{"unlogged", "none: as it is", `{"a": 1}`, `{"a": 1}`},
+		{"untasked", "tasks and the tasks extension out, other extensions kept",
+			`{"tools":{},"tasks":{"list":{}},"extensions":{"io.modelcontextprotocol/tasks":{},"x/y":{"<":"&"}},` + keep + `}`,
+			`{"tools":{},"extensions":{"x/y":{"<":"&"}},` + keep + `}`},
+		{"untasked", "extensions written twice: each", `{"extensions":{"io.modelcontextprotocol/tasks":{}},"extensions":{"io.modelcontextprotocol/t\u0061sks":{},"a":1}}`,
+			`{"extensions":{},"extensions":{"a":1}}`},
+		{"untasked", "none: as it is", `{"extensions":{"x/y":{}},"sampling":{}}`, `{"extensions":{"x/y":{}},"sampling":{}}`},
+	} {
+		t.Run(tt.view+": "+tt.name, func(t *testing.T) {
+			in := []byte(tt.in)
+			got := views[tt.view](in)
+			if string(got) != tt.want || !json.Valid(got) {
+				t.Fatalf("got  %s\nwant %s", got, tt.want)
+			}
+			if string(in) != tt.in {
+				t.Fatal("the input was changed")
+			}
+		})
+	}
+	for name, view := range views {
+		for _, notObject := range []string{``, `null`, `[{"logging":{}}]`, `"tasks"`, `7`, `{"logging":{}`, `{"tasks":{}} x`} {
+			if got := view([]byte(notObject)); string(got) != notObject {
+				t.Errorf("%s view of %q: %q, want it as it is", name, notObject, got)
+			}
+		}
+	}
+}
+
+// The results the pool assembles hold the child's (or client's) pieces as
+// they were written, in an envelope of the pool's, and are JSON whatever
+// the pieces: one that is not JSON gives way to the pool's default.
+func TestAssembledResults(t *testing.T) {
+	const (
+		caps = `{"tools":{ "listChanged":true },"experimental":{"n":"<a&b> caf\u00e9"}}`
+		info = `{"version":"1","name":"<s>"}`
+	)
+	member := serverInfoMember(json.RawMessage(info))
+	for _, tt := range []struct{ name, got, want string }{
+		{"serverInfo, as the child wrote it", string(member), `"io.modelcontextprotocol/serverInfo":` + info},
+		{"serverInfo: none", string(serverInfoMember(nil)), `"io.modelcontextprotocol/serverInfo":{"name":"switchboard","version":"dev"}`},
+		{"serverInfo: not JSON", string(serverInfoMember(json.RawMessage(`{"name"`))), ``},
+		{"initialize", string(initializeResultJSON("2025-06-18", []byte(caps), []byte(info), "Use <b> & </b>.")),
+			`{"protocolVersion":"2025-06-18","capabilities":` + caps + `,"serverInfo":` + info + `,"instructions":"Use <b> & </b>."}`},
+		{"initialize: no instructions, no serverInfo", string(initializeResultJSON("2025-11-25", []byte(`{}`), nil, "")),
+			`{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"switchboard","version":"dev"}}`},
+		{"initialize: pieces that are not JSON", string(initializeResultJSON("2025-11-25", []byte(`{"tools"`), []byte(`x`), "")),
+			`{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"switchboard","version":"dev"}}`},
+		{"discover", string(discoverResultJSON([]string{"2026-07-28", "2025-11-25"}, 5, "public", []byte(caps), []byte(info), "hi\n")),
+			`{"resultType":"complete","supportedVersions":["2026-07-28","2025-11-25"],"ttlMs":5,"cacheScope":"public","capabilities":` + caps +
+				`,"instructions":"hi\n","_meta":{"io.modelcontextprotocol/serverInfo":` + info + `}}`},
+		{"discover: pieces that are not JSON", string(discoverResultJSON([]string{"2026-07-28"}, 0, "private", []byte(`[`), []byte(`}`), "")),
+			`{"resultType":"complete","supportedVersions":["2026-07-28"],"ttlMs":0,"cacheScope":"private","capabilities":{},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchboard","version":"dev"}}}`},
+		{"input required, the question as the child wrote it",
+			string(inputRequiredResult("sb-1", questionOf(mustParse(t, `{"jsonrpc":"2.0","id":"q","method":"elicitation/create","params":{"requestedSchema":{},"message":"<b> & caf\u00e9", "z" : 1}}`)), "sb1.00", member)),
+			`{"resultType":"input_required","inputRequests":{"sb-1":{"method":"elicitation/create","params":{"requestedSchema":{},"message":"<b> & caf\u00e9", "z" : 1}}},"requestState":"sb1.00","_meta":{` + string(member) + `}}`},
+		{"input required, no serverInfo", string(inputRequiredResult("sb-2", []byte(`{"method":"roots/list"}`), "sb1.01", nil)),
+			`{"resultType":"input_required","inputRequests":{"sb-2":{"method":"roots/list"}},"requestState":"sb1.01"}`},
+		{"input required, a question that is not JSON", string(inputRequiredResult("sb-3", []byte(`{"method"`), "sb1.02", nil)),
+			`{"resultType":"input_required","inputRequests":{"sb-3":{}},"requestState":"sb1.02"}`},
+		{"a listen acknowledged under the client's id", string(listenAcknowledged([]byte(`"<L&1>"`), []byte(`{"toolsListChanged":true}`))),
+			`{"_meta":{"io.modelcontextprotocol/subscriptionId":"<L&1>"},"notifications":{"toolsListChanged":true}}`},
+		{"a listen's end", string(listenEndResult([]byte(`1.0`))), `{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":1.0}}`},
+		{"a listen's cancellation", string(listenCancelled([]byte(`"\u0041"`), `server "s" <gone>`)),
+			`{"requestId":"\u0041","reason":"server \"s\" <gone>"}`},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s:\n got  %s\n want %s", tt.name, tt.got, tt.want)
+		}
+		if tt.want != "" && !strings.HasPrefix(tt.want, `"`) && !json.Valid([]byte(tt.got)) {
+			t.Errorf("%s: invalid JSON %s", tt.name, tt.got)
+		}
+	}
+}
+
+func mustParse(t *testing.T, s string) *jsonrpc.Message {
+	t.Helper()
+	m, err := jsonrpc.Parse([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &m
+}
+
+// A change for a listen names it in its params' _meta, first, the
+// child's params otherwise as it wrote them.
+func TestTaggedParams(t *testing.T) {
+	for _, tt := range []struct{ name, in, want string }{
+		{"no params", ``, `{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}`},
+		{"params that are not an object", `[1]`, `{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}`},
+		{"params that are not JSON", `{"uri"`, `{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}`},
+		{"empty params", `{ }`, `{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"} }`},
+		{"params without _meta, order and bytes kept", `{"uri":"a<&>b","\u0061":1, "z" : 2}`,
+			`{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"},"uri":"a<&>b","\u0061":1, "z" : 2}`},
+		{"a _meta of the child's", `{"uri":"u","_meta":{"k":"<v>", "j":1}}`,
+			`{"uri":"u","_meta":{"io.modelcontextprotocol/subscriptionId":"L","k":"<v>", "j":1}}`},
+		{"a _meta naming a subscription already", `{"_meta":{"io.modelcontextprotocol/subscriptionId":"X","k":1}}`,
+			`{"_meta":{"io.modelcontextprotocol/subscriptionId":"L","k":1}}`},
+		{"a _meta naming it alone", `{"_meta":{ "io.modelcontextprotocol/subscriptionId":"X" }}`,
+			`{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}`},
+		{"a _meta that is not an object", `{"_meta":null,"uri":"u"}`, `{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"},"uri":"u"}`},
+		{"a _meta written twice: the last kept", `{"_meta":{"a":1},"uri":"u","\u005fmeta":{"b":2}}`,
+			`{"uri":"u","\u005fmeta":{"io.modelcontextprotocol/subscriptionId":"L","b":2}}`},
+	} {
+		got := taggedParams([]byte(tt.in), []byte(`"L"`))
+		if string(got) != tt.want || !json.Valid(got) {
+			t.Errorf("%s:\n got  %s\n want %s", tt.name, got, tt.want)
 		}
 	}
 }

@@ -77,43 +77,6 @@ func declaresTasks(msg *jsonrpc.Message) bool {
 	return bytes.Contains(caps, []byte("tasks")) || bytes.IndexByte(caps, '\\') >= 0
 }
 
-// untaskedCaps is a client's capabilities as a child whose tasks are not
-// offered is told them: without 2025-11-25's tasks member and
-// 2026-07-28's tasks extension. They are written anew, so that a key the
-// client wrote twice, or with escapes, goes too. Not an object: as they
-// are.
-func untaskedCaps(caps []byte) []byte {
-	m, _ := withoutTasks(caps)
-	if m == nil {
-		return caps
-	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		return caps
-	}
-	return out
-}
-
-// withoutTasks is capabilities caps decoded, without 2025-11-25's tasks
-// member and 2026-07-28's tasks extension; extensions that are an object
-// are written anew. found: either was there. nil: caps is not an object.
-func withoutTasks(caps []byte) (m map[string]json.RawMessage, found bool) {
-	if json.Unmarshal(caps, &m) != nil || m == nil {
-		return nil, false
-	}
-	_, found = m["tasks"]
-	delete(m, "tasks")
-	var ext map[string]json.RawMessage
-	if json.Unmarshal(m["extensions"], &ext) == nil && ext != nil {
-		if _, ok := ext[tasksExtension]; ok {
-			found = true
-		}
-		delete(ext, tasksExtension)
-		m["extensions"], _ = json.Marshal(ext)
-	}
-	return m, found
-}
-
 // quotedTask is what every task a child answers with names: 2026-07-28's
 // resultType "task", 2025-11-25's "task" member.
 var quotedTask = []byte(`"task"`)
@@ -140,21 +103,6 @@ func (b *backend) unaskedTask(method string, answer *jsonrpc.Message) *jsonrpc.E
 		}
 	}
 	return newError(errUnaskedTask, true, b.srv.name, b.srv.name, method)
-}
-
-// untaskedView is capabilities without tasks: 2025-11-25's tasks member
-// and 2026-07-28's tasks extension. Unlike untaskedCaps, capabilities
-// with neither are left as they are.
-func untaskedView(caps json.RawMessage) json.RawMessage {
-	m, found := withoutTasks(caps)
-	if !found {
-		return caps
-	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		return caps
-	}
-	return out
 }
 
 // maxTaskTokens bounds the task progress tokens a child's session keeps:

@@ -43,7 +43,7 @@ func TestModernClientOfLegacyChildGetsURLElicitation(t *testing.T) {
 			var key string
 			for k, q := range first.InputRequests {
 				key = k
-				want := `{"message":"Authorize fakemcp to continue.","mode":"url","url":"https://auth.example/connect?id=` + k + `"}`
+				want := `{"mode":"url","message":"Authorize fakemcp to continue.","url":"https://auth.example/connect?id=` + k + `"}`
 				if q.Method != "elicitation/create" || string(q.Params) != want {
 					t.Fatalf("input request %q: %s %s, want elicitation/create %s", k, q.Method, q.Params, want)
 				}

@@ -178,6 +178,24 @@ func TestMember(t *testing.T) {
 	}
 }
 
+// Members finds every member of a name, however its key is written, in
+// order; none in what is not an object.
+func TestMembers(t *testing.T) {
+	obj := []byte(`{"a":1, "b":{"a":2},"\u0061" : [3],"a":"4"}`)
+	var got []string
+	for _, sp := range Members(obj, "a") {
+		got = append(got, string(sp.Of(obj)))
+	}
+	if strings.Join(got, " ") != `1 [3] "4"` {
+		t.Fatalf("members a: %q", got)
+	}
+	for _, notObject := range []string{``, `7`, `[{"a":1}]`, `"{"`, `{}`} {
+		if sp := Members([]byte(notObject), "a"); sp != nil {
+			t.Errorf("members of %q: %v", notObject, sp)
+		}
+	}
+}
+
 // ParseUint takes the decimal forms AppendUint writes and nothing else: a
 // number past 2^64-1 is no id of the pool's, and must not wrap round to
 // one ("18446744073709551673" read as 57 would route a stranger's answer

@@ -321,6 +321,22 @@ func Member(obj []byte, name string) Span {
 	return found
 }
 
+// Members returns the spans of the values of every member named name in
+// the JSON object obj (valid, as Member's), in order: a key written
+// twice, or once as it is and once with escapes, names two members,
+// which a rewrite that takes a member out or edits it must each see.
+// None, or obj not an object: nil.
+func Members(obj []byte, name string) []Span {
+	var found []Span
+	membersValid(obj, skipSpace(obj, 0), func(k Span, esc bool, v Span) bool {
+		if keyIs(obj, k, esc, name) {
+			found = append(found, v)
+		}
+		return true
+	})
+	return found
+}
+
 // metaAndTask finds, in one walk of the params object at b[at], its
 // first _meta's value and its first task member, key and value (as
 // ParseStrict's pass finds them).

@@ -80,6 +80,7 @@ type options struct {
 	discoverRefuse int
 	tasks          bool
 	tasksUnasked   bool
+	rawCaps        string
 	version        string
 }
 
@@ -125,6 +126,7 @@ func Main(args []string) {
 	fs.StringVar(&o.logging, "logging", "declared", "declared: the logging capability; undeclared: none, though logging/setLevel works and the log tool logs; refused: none, logging/setLevel is Method not found and the log tool logs anyway, as servers that log without saying so do")
 	fs.BoolVar(&o.tasks, "tasks", false, "offer 2025-11-25 tasks: a tools/call of echo or progress with a task in its params answers with the task and runs in the background (its progress under the call's token, then notifications/tasks/status), and tasks/list, tasks/get, tasks/result and tasks/cancel see every task, whoever made it, as a server that cannot tell its clients apart does; 2026-07-28 (its tasks extension): such a call whose _meta's clientCapabilities declare the extension answers with its task (resultType \"task\"), and tasks/get reads it, its result once completed")
 	fs.BoolVar(&o.tasksUnasked, "tasks-unasked", false, "with -tasks, answer a call of echo or progress with a task even when it did not ask for one (no task member; 2026-07-28: no tasks extension declared), as a server that ignores what its client declared does")
+	fs.StringVar(&o.rawCaps, "capabilities", "", "answer initialize and server/discover with these capabilities, this `JSON` object as written (its key order, escapes and <, >, & kept), in place of the fake's own, as a server whose SDK writes them in its own order does")
 	fs.StringVar(&o.version, "protocol-version", "", "answer initialize with this legacy `revision` whatever the client asked, as a server built on an SDK of that revision does")
 	fs.BoolVar(&o.mcpHeader, "mcp-header", false, "also list the sql tool, whose properties a 2026-07-28 client mirrors into Mcp-Param headers (x-mcp-header)")
 	_ = fs.Parse(args) // ExitOnError: exits on a bad flag
@@ -722,7 +724,7 @@ func (s *server) handle(r *request) {
 			s.fail(r, codeMethodNotFound, "Method not found", nil)
 			return
 		}
-		s.reply(r, map[string]any{"supportedVersions": modernVersions, "capabilities": s.capabilities(),
+		s.reply(r, map[string]any{"supportedVersions": modernVersions, "capabilities": s.declared(),
 			"instructions": instructions, "ttlMs": 0, "cacheScope": "public"})
 		if s.o.closeStdout {
 			s.out.mute()
@@ -781,11 +783,20 @@ func (s *server) initialize(r *request) {
 	if s.o.version != "" {
 		v = s.o.version
 	}
-	s.reply(r, map[string]any{"protocolVersion": v, "capabilities": s.capabilities(),
+	s.reply(r, map[string]any{"protocolVersion": v, "capabilities": s.declared(),
 		"serverInfo": serverInfo, "instructions": instructions})
 	if s.o.closeStdout {
 		s.out.mute()
 	}
+}
+
+// declared are the capabilities the handshake answers with: -capabilities
+// as written, else the fake's own.
+func (s *server) declared() any {
+	if s.o.rawCaps != "" {
+		return json.RawMessage(s.o.rawCaps)
+	}
+	return s.capabilities()
 }
 
 // capabilities are the server's, logging only when -logging says so,
@@ -1124,6 +1135,9 @@ type args struct {
 	Bytes        int             `json:"bytes"`
 	Level        string          `json:"level"`
 	Data         json.RawMessage `json:"data"`
+	// Params, set, are ask's question's params as written (their key
+	// order, escapes and <, >, & kept), in place of its kind's own.
+	Params json.RawMessage `json:"params"`
 	// QuestionToken, set, is the progressToken of ask's question to
 	// the client (its params' _meta), for progress the client sends
 	// while it answers.
@@ -1345,7 +1359,7 @@ func (s *server) ask(r *request, a args) {
 		s.fail(r, codeInvalidParams, "Invalid params: kind must be sampling, elicitation, elicitation_url or roots", nil)
 		return
 	}
-	answer, answered, ok, key := s.question(r, kind, a.QuestionToken)
+	answer, answered, ok, key := s.question(r, kind, a.QuestionToken, a.Params)
 	switch {
 	case !ok:
 	case !answered:
@@ -1370,8 +1384,9 @@ func (s *server) ask(r *request, a args) {
 // server-to-client request and waits for its result, or its error as
 // {"error":...}. answered is false when -ask-timeout ran out first; ok is
 // false when r was cancelled meanwhile (it gets no answer). key is the
-// request's id, and a URL-mode elicitation's elicitationId.
-func (s *server) question(r *request, kind, token string) (answer json.RawMessage, answered, ok bool, key string) {
+// request's id, and a URL-mode elicitation's elicitationId. params, if
+// not nil, are the request's params as written, in place of kind's.
+func (s *server) question(r *request, kind, token string, params json.RawMessage) (answer json.RawMessage, answered, ok bool, key string) {
 	key = fmt.Sprintf("srv-%d", s.asks.Add(1))
 	id, _ := json.Marshal(key)
 	ch := make(chan json.RawMessage, 1)
@@ -1381,6 +1396,9 @@ func (s *server) question(r *request, kind, token string) (answer json.RawMessag
 	msg := map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": askKinds[kind].method}
 	if p := askParams(kind, key); p != nil {
 		msg["params"] = p
+	}
+	if params != nil {
+		msg["params"] = params
 	}
 	if token != "" {
 		p, _ := msg["params"].(map[string]any)
@@ -1492,7 +1510,7 @@ func (s *server) askURL(r *request, a args) {
 		return
 	}
 	if a.First != "" && !r.modern {
-		if _, _, ok, _ := s.question(r, a.First, ""); !ok {
+		if _, _, ok, _ := s.question(r, a.First, "", nil); !ok {
 			return
 		}
 	}
