@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,6 +50,21 @@ type handoverFile struct {
 	// error, rather than exit and take the carried children with it. A
 	// program that knows no Config ignores it.
 	Config []byte `json:"config,omitempty"`
+}
+
+// encode is the hand-over as its file holds it. The carried children's
+// handshakes are their own JSON (capabilities, serverInfo), which the next
+// pool serves its clients as it reads them here: their <, > and & stay as
+// the child wrote them, where json.Marshal would spell them otherwise
+// (escaped for HTML).
+func (hf *handoverFile) encode() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(hf); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // upgradePlan is an accepted upgrade request, carried out when Run ends.
@@ -204,7 +220,10 @@ func (inst *Instance) ExecUpgrade() error {
 	}
 	hf := handoverFile{Format: HandoverFormat, From: version.Get(), LockFD: plan.lockFD, Carried: inst.carried,
 		Config: inst.handOverConfig()}
-	data, _ := json.Marshal(hf)
+	data, err := hf.encode()
+	if err != nil {
+		return fmt.Errorf("upgrade: encode the hand-over: %w", err)
+	}
 	path := filepath.Join(inst.Paths.Run, fmt.Sprintf("handover-%d.json", os.Getpid()))
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return fmt.Errorf("upgrade: write the hand-over: %w", err)
@@ -224,7 +243,7 @@ func (inst *Instance) ExecUpgrade() error {
 		return spawnReplacement(plan.binary, argv, env, path)
 	}
 	inst.log.Info("exec", "binary", plan.binary, "carriedChildren", carriedPIDs(hf.Carried))
-	err := syscall.Exec(plan.binary, argv, env)
+	err = syscall.Exec(plan.binary, argv, env)
 	os.Remove(path)
 	return fmt.Errorf("upgrade: exec %s: %w", plan.binary, err)
 }

@@ -137,3 +137,42 @@ func TestUpgradeOutcome(t *testing.T) {
 		}
 	}
 }
+
+// TestHandoverKeepsTheChildsBytes: a carried child's handshake reaches the
+// next program as the child wrote it, its <, > and & as they are: the
+// next pool serves its clients those bytes (its initialize and
+// server/discover results keep a child's bytes), and an escaped spelling
+// is not what the child said.
+func TestHandoverKeepsTheChildsBytes(t *testing.T) {
+	paths := sbHome(t)
+	caps := `{"tools":{"listChanged":true},"experimental":{"note":"<b>a & b</b>"}}`
+	info := `{"name":"<acme & co>","version":"1"}`
+	hf := handoverFile{Format: HandoverFormat, LockFD: -1, Carried: &pool.Carried{Children: []pool.CarriedChild{{Server: "s",
+		Handshake: pool.CarriedHandshake{Era: "legacy", Capabilities: json.RawMessage(caps), ServerInfo: json.RawMessage(info),
+			Instructions: "use <x> & <y>"}}}}}
+	data, err := hf.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hpath := filepath.Join(paths.Run, "handover-test.json")
+	if err := os.MkdirAll(paths.Run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hpath, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(HandoverEnv, hpath)
+	got, _ := takeHandover(paths, discardLog{})
+	if got == nil || got.Carried == nil || len(got.Carried.Children) != 1 {
+		t.Fatalf("the hand-over was not taken: %+v", got)
+	}
+	hs := got.Carried.Children[0].Handshake
+	if string(hs.Capabilities) != caps || string(hs.ServerInfo) != info || hs.Instructions != "use <x> & <y>" {
+		t.Fatalf("the handshake after the hand-over:\ncapabilities %s\nserverInfo %s\ninstructions %q", hs.Capabilities, hs.ServerInfo, hs.Instructions)
+	}
+}
+
+// discardLog takes warnings and drops them.
+type discardLog struct{}
+
+func (discardLog) Warn(string, ...any) {}
