@@ -19,10 +19,14 @@ const (
 
 // crashAfterAliceLogs has a cancel with aliceReason logged by a's child,
 // waits until the pool has read it, then crashes that child through a.
+// The call is cancelled once the child has it: one cancelled before it
+// was written never reaches the child, nor does its cancel.
 func crashAfterAliceLogs(t *testing.T, tp *testPool, a *client) {
 	t.Helper()
 	a.call("5", "sleep", `{"ms":60000}`)
-	eventually(t, "a's call in flight", func() bool { return len(tp.Snapshot().InFlight) >= 1 })
+	eventually(t, "a's call written to the child", func() bool {
+		return slices.ContainsFunc(tp.Snapshot().InFlight, func(r pool.RequestInfo) bool { return r.OriginalID == "5" && r.WrittenToChild })
+	})
 	a.sendf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":%q}}`, aliceReason)
 	eventually(t, "the child logs a's cancel", func() bool {
 		return slices.ContainsFunc(tp.Snapshot().Backends, func(b pool.BackendInfo) bool {
